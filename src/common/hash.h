@@ -1,0 +1,53 @@
+/* Hashes, MACs, checksums and encodings, over OpenSSL libcrypto (SHA-256,
+ * HMAC, MD5, base64, CSPRNG) and ISA-L (CRC32, CRC32C). Every function here is
+ * thread-safe. */
+#ifndef S3R_COMMON_HASH_H
+#define S3R_COMMON_HASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SHA256_LEN 32
+#define MD5_LEN    16
+
+void sha256(const void *data, size_t len, uint8_t out[SHA256_LEN]);
+void hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
+                 uint8_t out[SHA256_LEN]);
+
+/* Incremental digests. *_init allocates; *_final writes the digest and frees
+ * the context, so a context is used exactly once. *_free frees a context that
+ * will not be finalised (NULL is a no-op). */
+typedef struct digest digest_t;
+digest_t *digest_md5_new(void);
+digest_t *digest_sha256_new(void);
+void digest_update(digest_t *d, const void *data, size_t len);
+void digest_final(digest_t *d, uint8_t *out);
+void digest_free(digest_t *d);
+
+/* CRC-32 (IEEE, as S3's x-amz-checksum-crc32) and CRC-32C (Castagnoli), both
+ * chainable: pass 0 to start, the previous result to continue. */
+uint32_t crc32_ieee_update(uint32_t crc, const void *data, size_t len);
+uint32_t crc32c_update(uint32_t crc, const void *data, size_t len);
+
+/* Lower-case hex of len bytes into out (2*len+1 bytes, NUL-terminated). */
+void hex_encode(const uint8_t *in, size_t len, char *out);
+/* Decodes exactly out_len bytes from 2*out_len hex digits; -1 on bad input. */
+int hex_decode(const char *in, size_t in_len, uint8_t *out, size_t out_len);
+
+/* Standard base64 with padding. out needs 4*((len+2)/3)+1 bytes. Returns the
+ * encoded length. */
+size_t base64_encode(const uint8_t *in, size_t len, char *out);
+/* Decodes standard base64 (padding required). Returns the decoded length, or
+ * -1 on malformed input or if the result would exceed out_max. */
+long base64_decode(const char *in, size_t len, uint8_t *out, size_t out_max);
+/* base64url without padding (RFC 4648 §5); same contracts. */
+size_t base64url_encode(const uint8_t *in, size_t len, char *out);
+long base64url_decode(const char *in, size_t len, uint8_t *out, size_t out_max);
+
+/* Fills out with cryptographically secure random bytes; -1 on failure. */
+int random_bytes(void *out, size_t len);
+
+/* Constant-time comparison; 1 when equal. */
+int ct_equal(const void *a, const void *b, size_t len);
+
+#endif

@@ -1,0 +1,25 @@
+/* Logging for the server and tools: one line per message to stderr, with a
+ * level and a timestamp. Messages below the current level cost one branch. */
+#ifndef S3R_COMMON_LOG_H
+#define S3R_COMMON_LOG_H
+
+enum log_level { LOG_LVL_ERROR = 0, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
+
+extern int log_current_level;
+
+/* Parses "error", "warn", "info", "debug"; returns -1 for anything else. */
+int log_level_parse(const char *name);
+void log_set_level(int level);
+void log_write(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define LOG_AT(lvl, ...)                                                                           \
+    do {                                                                                           \
+        if ((lvl) <= log_current_level)                                                            \
+            log_write((lvl), __VA_ARGS__);                                                         \
+    } while (0)
+#define log_error(...) LOG_AT(LOG_LVL_ERROR, __VA_ARGS__)
+#define log_warn(...)  LOG_AT(LOG_LVL_WARN, __VA_ARGS__)
+#define log_info(...)  LOG_AT(LOG_LVL_INFO, __VA_ARGS__)
+#define log_debug(...) LOG_AT(LOG_LVL_DEBUG, __VA_ARGS__)
+
+#endif

@@ -1,0 +1,87 @@
+/* The server side of the RDMA layer: the session port (TCP bootstrap +
+ * lifeline), UCX workers and sessions, client regions, the registered staging
+ * pool and the data mover. src/s3 uses only this header.
+ *
+ * Threads: rdma_server_* calls are thread-safe. A transfer handle belongs to
+ * the thread that opened it; its calls block that thread until the RDMA work
+ * is done (the progress threads do the UCX work). */
+#ifndef S3R_RDMA_RDMA_SERVER_H
+#define S3R_RDMA_RDMA_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum rdma_status {
+    RDMA_OK = 0,
+    RDMA_DECLINE,        /* no such/dead session, malformed token, RDMA off: 501 decline */
+    RDMA_FORBIDDEN,      /* session authenticated by another access key: 403 AccessDenied */
+    RDMA_OUT_OF_BOUNDS,  /* token addr/len outside the session's region: 400 InvalidArgument */
+    RDMA_BUSY,           /* in-flight transfer limit reached: 503 SlowDown */
+    RDMA_TRANSPORT,      /* the transfer failed (peer died, UCX error): 500 / decline */
+    RDMA_CALLBACK,       /* the caller's callback failed; its error stands */
+} rdma_status_t;
+
+const char *rdma_strerror(rdma_status_t st);
+
+/* Looks up an access key's secret for the session handshake: copies it into
+ * secret (NUL-terminated, at most max bytes) and returns 0, or -1 if the key
+ * is unknown. Called from the bootstrap thread. */
+typedef int (*rdma_secret_lookup_fn)(void *ctx, const char *access_key, char *secret, size_t max);
+
+typedef struct rdma_server_config {
+    const char *listen_host;         /* "127.0.0.1", "0.0.0.0" */
+    int port;                        /* 9100; 0 picks a free port (see rdma_server_port) */
+    int n_workers;                   /* progress threads; 0 = one per core */
+    size_t staging_bytes;            /* registered staging pool size */
+    size_t chunk_bytes;              /* data mover pipeline chunk */
+    unsigned max_sessions;
+    unsigned max_regions_per_session;
+    uint64_t max_registered_per_session;
+    unsigned max_inflight;           /* concurrent token transfers, server-wide */
+    rdma_secret_lookup_fn lookup_secret;
+    void *lookup_ctx;
+} rdma_server_config_t;
+
+/* Fills cfg with the defaults of src/common/s3r_limits.h. */
+void rdma_server_config_defaults(rdma_server_config_t *cfg);
+
+typedef struct rdma_server rdma_server_t;
+
+/* Creates the UCX context, workers and staging pool and starts listening.
+ * Returns 0, or -1 with the reason logged. */
+int rdma_server_start(const rdma_server_config_t *cfg, rdma_server_t **out_p);
+/* Closes every session and frees everything; NULL is a no-op. */
+void rdma_server_stop(rdma_server_t *srv);
+int rdma_server_port(const rdma_server_t *srv);
+/* Live sessions (for the stats endpoint and tests). */
+unsigned rdma_server_session_count(rdma_server_t *srv);
+
+/* ---- Token transfers (DESIGN.md §7) ------------------------------------ */
+
+typedef struct rdma_xfer rdma_xfer_t;
+
+/* Resolves an x-amz-rdma-token for a request signed by access_key. The
+ * session must be alive, authenticated by the same access key, and the
+ * token's [addr, addr+len) must lie inside one of its regions. */
+rdma_status_t rdma_xfer_open(rdma_server_t *srv, const char *token, const char *access_key,
+                             rdma_xfer_t **out_p);
+/* The client buffer's length as the token gives it. */
+uint64_t rdma_xfer_length(const rdma_xfer_t *x);
+
+/* PUT: RDMA-READs len bytes (len <= rdma_xfer_length) from the client
+ * buffer, chunk by chunk, into registered staging memory and hands each chunk
+ * to sink in order, overlapping the next read with the sink's work. sink
+ * returns 0 to go on. */
+typedef int (*rdma_sink_fn)(void *ctx, const void *data, size_t len);
+rdma_status_t rdma_xfer_pull(rdma_xfer_t *x, uint64_t len, rdma_sink_fn sink, void *ctx);
+
+/* GET: asks fill for the bytes at [off, off+len) of the payload, chunk by
+ * chunk, straight into registered staging memory, and RDMA-WRITEs them to
+ * the client buffer at the same offsets, then flushes, so when it returns
+ * RDMA_OK the bytes are in the client's memory. fill returns 0 to go on. */
+typedef int (*rdma_fill_fn)(void *ctx, void *dst, size_t len, uint64_t off);
+rdma_status_t rdma_xfer_push(rdma_xfer_t *x, uint64_t len, rdma_fill_fn fill, void *ctx);
+
+void rdma_xfer_close(rdma_xfer_t *x);
+
+#endif

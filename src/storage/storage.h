@@ -1,0 +1,235 @@
+/* The object store engine: buckets, objects, multipart uploads. No HTTP, no
+ * UCX. An LMDB index (ordered keys `bucket \0 key`, so listing is a cursor
+ * scan) points at object bytes kept in files named by a random id under a
+ * sharded directory, never by key.
+ *
+ * Consistency contract:
+ *  - A writer's bytes go to a fresh file; commit makes them visible under the
+ *    key in one LMDB transaction and unlinks the replaced object's files. A
+ *    reader sees the old object or the new one, never a mix or a prefix.
+ *  - An object is visible only once stor_writer_commit()/stor_mpu_complete()
+ *    has returned STOR_OK, and once returned it survives kill -9 in every
+ *    durability mode; in STOR_DURABILITY_FSYNC it also survives power loss.
+ *  - Files no index entry references (a crash mid-write) are removed by
+ *    stor_open().
+ *
+ * Threads: a stor_t is shared by all threads; every call is thread-safe.
+ * Writers, readers and iterators belong to one thread at a time.
+ *
+ * Strings in: copied when kept. Strings out: owned by the struct they are in
+ * and freed by its free function. */
+#ifndef S3R_STORAGE_STORAGE_H
+#define S3R_STORAGE_STORAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef enum stor_status {
+    STOR_OK = 0,
+    STOR_ERR_NO_BUCKET,          /* NoSuchBucket */
+    STOR_ERR_NO_KEY,             /* NoSuchKey */
+    STOR_ERR_BUCKET_EXISTS,      /* create: the name is taken (compare owners) */
+    STOR_ERR_BUCKET_NOT_EMPTY,   /* BucketNotEmpty (objects or uploads remain) */
+    STOR_ERR_NO_UPLOAD,          /* NoSuchUpload */
+    STOR_ERR_INVALID_PART,       /* a listed part is missing or its ETag differs */
+    STOR_ERR_INVALID_PART_ORDER, /* part numbers not strictly ascending */
+    STOR_ERR_PART_TOO_SMALL,     /* EntityTooSmall: a part but the last < 5 MiB */
+    STOR_ERR_TOO_LARGE,          /* metadata does not fit the index record */
+    STOR_ERR_NOMEM,
+    STOR_ERR_IO,                 /* disk or index failure (logged) */
+} stor_status_t;
+
+const char *stor_strerror(stor_status_t st);
+
+typedef enum stor_durability {
+    STOR_DURABILITY_FSYNC = 0, /* fsync data + index before acknowledging (group commit ok) */
+    STOR_DURABILITY_RELAXED,   /* no fsync: survives kill -9, not power loss */
+} stor_durability_t;
+
+typedef struct stor stor_t;
+
+/* Opens (creating if needed) the store under dir: the index and object files
+ * live in dir/.s3rdma/. Removes orphaned files. */
+stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **out_p);
+/* Closes the store; NULL is a no-op. No writer/reader/iterator may be open. */
+void stor_close(stor_t *st);
+
+/* ---- Buckets ---------------------------------------------------------- */
+
+typedef struct stor_bucket {
+    char name[64];
+    char owner[128]; /* access key id of the creator */
+    int64_t created; /* unix seconds */
+} stor_bucket_t;
+
+/* Fails with STOR_ERR_BUCKET_EXISTS if the name is taken (by anyone). Name
+ * validity is the caller's job. */
+stor_status_t stor_bucket_create(stor_t *st, const char *name, const char *owner);
+stor_status_t stor_bucket_get(stor_t *st, const char *name, stor_bucket_t *out_p);
+/* STOR_ERR_BUCKET_NOT_EMPTY while objects or multipart uploads remain. */
+stor_status_t stor_bucket_delete(stor_t *st, const char *name);
+/* All buckets, ordered by name; *out_p is malloc'ed (free() it), may be NULL when *n_p is 0. */
+stor_status_t stor_bucket_list(stor_t *st, stor_bucket_t **out_p, size_t *n_p);
+
+/* ---- Object metadata --------------------------------------------------- */
+
+typedef struct stor_kv {
+    char *name;  /* user metadata: lower-case name without "x-amz-meta-" */
+    char *value;
+} stor_kv_t;
+
+typedef struct stor_meta {
+    uint64_t size;
+    char etag[64];            /* unquoted: 32 hex digits, or hex "-N" for multipart */
+    int64_t mtime_ms;         /* unix milliseconds of the commit */
+    /* Stored response headers; NULL when absent. */
+    char *content_type;
+    char *content_encoding;
+    char *content_disposition;
+    char *content_language;
+    char *cache_control;
+    char *expires;
+    /* Checksums as S3 sends them (base64); NULL when absent. */
+    char *checksum_crc32;
+    char *checksum_crc32c;
+    char *checksum_sha256;
+    stor_kv_t *user_meta;
+    size_t n_user_meta;
+    /* Multipart layout: parts_count 0 for a single-part object; otherwise the
+     * size of each part in order (for GET ?partNumber=). */
+    uint32_t parts_count;
+    uint64_t *part_sizes;
+} stor_meta_t;
+
+/* Frees every pointer inside meta and zeroes it; the struct itself is the
+ * caller's. NULL is a no-op. */
+void stor_meta_free(stor_meta_t *meta);
+/* Deep copy; returns STOR_ERR_NOMEM on failure (dst left zeroed). */
+stor_status_t stor_meta_copy(stor_meta_t *dst, const stor_meta_t *src);
+
+/* ---- Writing ------------------------------------------------------------ */
+
+typedef struct stor_writer stor_writer_t;
+
+/* Starts a new object body in bucket (STOR_ERR_NO_BUCKET if missing). */
+stor_status_t stor_writer_open(stor_t *st, const char *bucket, stor_writer_t **out_p);
+/* Appends bytes. On error the writer must still be aborted. */
+stor_status_t stor_writer_write(stor_writer_t *w, const void *data, size_t len);
+/* Bytes written so far. */
+uint64_t stor_writer_size(const stor_writer_t *w);
+/* Publishes the bytes as bucket/key with meta (meta->size is set from the
+ * bytes written, meta->mtime_ms from the clock; the rest is taken as given and
+ * copied). Replaces any existing object atomically. Frees the writer whatever
+ * the result. STOR_ERR_NO_BUCKET if the bucket vanished meanwhile. */
+stor_status_t stor_writer_commit(stor_writer_t *w, const char *key, stor_meta_t *meta);
+/* Discards the bytes and frees the writer; NULL is a no-op. */
+void stor_writer_abort(stor_writer_t *w);
+
+/* ---- Reading ------------------------------------------------------------ */
+
+/* Fills *meta_p (caller frees with stor_meta_free). */
+stor_status_t stor_head(stor_t *st, const char *bucket, const char *key, stor_meta_t *meta_p);
+
+typedef struct stor_reader stor_reader_t;
+
+/* Opens a consistent snapshot of bucket/key: later overwrites or deletes do
+ * not change what this reader returns. */
+stor_status_t stor_reader_open(stor_t *st, const char *bucket, const char *key,
+                               stor_reader_t **out_p);
+const stor_meta_t *stor_reader_meta(const stor_reader_t *r);
+/* Reads up to len bytes at off; returns bytes read (short only at the end of
+ * the object), or -1 on an I/O error. */
+ssize_t stor_reader_pread(stor_reader_t *r, void *buf, size_t len, uint64_t off);
+/* If [off, off+len) lies inside one file, gives its fd and the offset inside
+ * that file (for sendfile) and returns 1; else returns 0. The fd stays owned
+ * by the reader. */
+int stor_reader_span_fd(stor_reader_t *r, uint64_t off, uint64_t len, int *fd_p,
+                        uint64_t *file_off_p);
+void stor_reader_close(stor_reader_t *r);
+
+/* ---- Deleting ----------------------------------------------------------- */
+
+/* STOR_ERR_NO_KEY when there was nothing to delete. */
+stor_status_t stor_delete(stor_t *st, const char *bucket, const char *key);
+
+/* ---- Listing ------------------------------------------------------------ */
+
+typedef struct stor_iter stor_iter_t;
+
+/* Iterates the keys of bucket that start with prefix ("" for all), in byte
+ * order, from the first key > after (NULL or "" to start at the beginning). */
+stor_status_t stor_iter_open(stor_t *st, const char *bucket, const char *prefix, const char *after,
+                             stor_iter_t **out_p);
+/* Moves to the first key >= key (used to skip past a common prefix). */
+void stor_iter_seek(stor_iter_t *it, const char *key, size_t key_len);
+/* Returns 1 and the next entry, 0 at the end, -1 on error. *key_p points into
+ * the iterator and is valid until the next call. meta_p may be NULL; when
+ * given it is filled and the caller frees it with stor_meta_free. */
+int stor_iter_next(stor_iter_t *it, const char **key_p, size_t *key_len_p, stor_meta_t *meta_p);
+void stor_iter_close(stor_iter_t *it);
+
+/* ---- Multipart uploads -------------------------------------------------- */
+
+#define STOR_UPLOAD_ID_LEN 32 /* hex characters */
+
+/* Starts an upload of bucket/key; meta holds the headers given at create
+ * (size/etag ignored). Writes the id (NUL-terminated) into upload_id. */
+stor_status_t stor_mpu_create(stor_t *st, const char *bucket, const char *key,
+                              const stor_meta_t *meta, char upload_id[STOR_UPLOAD_ID_LEN + 1]);
+/* Looks an upload up: STOR_ERR_NO_UPLOAD unless it exists in bucket for key. */
+stor_status_t stor_mpu_check(stor_t *st, const char *bucket, const char *key,
+                             const char *upload_id);
+
+typedef struct stor_part {
+    uint32_t number;
+    uint64_t size;
+    char etag[64]; /* unquoted hex MD5 */
+    int64_t mtime_ms;
+    char *checksum_crc32, *checksum_crc32c, *checksum_sha256; /* NULL when absent */
+} stor_part_t;
+
+/* Parts are written through an ordinary writer opened with stor_writer_open()
+ * on the upload's bucket, then committed as a part; a part number written
+ * twice keeps the last. part->size is set from the bytes written; etag and
+ * checksums are copied. Frees the writer whatever the result. */
+stor_status_t stor_part_commit(stor_writer_t *w, const char *key, const char *upload_id,
+                               stor_part_t *part);
+/* Parts in number order, starting after part_marker (0 for all); *parts_p is
+ * malloc'ed, free with stor_parts_free. */
+stor_status_t stor_mpu_list_parts(stor_t *st, const char *bucket, const char *key,
+                                  const char *upload_id, uint32_t part_marker,
+                                  stor_part_t **parts_p, size_t *n_p);
+void stor_parts_free(stor_part_t *parts, size_t n);
+
+typedef struct stor_complete_part {
+    uint32_t number;
+    const char *etag; /* unquoted */
+} stor_complete_part_t;
+
+/* Assembles the listed parts into bucket/key without copying bytes: checks
+ * order (STOR_ERR_INVALID_PART_ORDER), presence and ETag (STOR_ERR_INVALID_PART)
+ * and size (STOR_ERR_PART_TOO_SMALL), computes ETag md5-of-md5s "-N", commits
+ * atomically, drops unlisted parts and the upload. On success *meta_p gets the
+ * new object's metadata (caller frees). */
+stor_status_t stor_mpu_complete(stor_t *st, const char *bucket, const char *key,
+                                const char *upload_id, const stor_complete_part_t *parts,
+                                size_t n, stor_meta_t *meta_p);
+stor_status_t stor_mpu_abort(stor_t *st, const char *bucket, const char *key,
+                             const char *upload_id);
+
+typedef struct stor_upload {
+    char *key;
+    char upload_id[STOR_UPLOAD_ID_LEN + 1];
+    int64_t initiated_ms;
+} stor_upload_t;
+
+/* Uploads in bucket whose key starts with prefix, ordered by (key, upload
+ * id), after (key_marker, upload_id_marker), at most max of them; *more_p set
+ * when more remain. Free with stor_uploads_free. */
+stor_status_t stor_mpu_list(stor_t *st, const char *bucket, const char *prefix,
+                            const char *key_marker, const char *upload_id_marker, size_t max,
+                            stor_upload_t **uploads_p, size_t *n_p, int *more_p);
+void stor_uploads_free(stor_upload_t *uploads, size_t n);
+
+#endif
