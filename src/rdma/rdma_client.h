@@ -1,0 +1,54 @@
+/* The client side of the RDMA layer, used by libs3rdma (src/client): opens
+ * an authenticated session to s3rdmad's session port, registers client memory
+ * as regions the server may RDMA-READ/WRITE, and formats x-amz-rdma-tokens.
+ *
+ * A session owns a UCX context+worker and a progress thread (so one-sided
+ * operations that UCX emulates over TCP complete while the caller waits on
+ * HTTP). Threads: all calls on one session are thread-safe. */
+#ifndef S3R_RDMA_RDMA_CLIENT_H
+#define S3R_RDMA_RDMA_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct rdma_client_config {
+    const char *host;        /* session endpoint host */
+    int port;                /* session endpoint port (9100) */
+    const char *access_key;
+    const char *secret_key;
+    int timeout_ms;          /* connect + handshake; 0 = 5000 */
+    const char *device;      /* UCX_NET_DEVICES value, or NULL */
+    const char *local_ip;    /* bind the bootstrap socket to this address, or NULL */
+    const char *log_level;   /* UCX_LOG_LEVEL value, or NULL */
+} rdma_client_config_t;
+
+typedef struct rdma_session rdma_session_t;
+typedef struct rdma_region rdma_region_t;
+
+/* Connects, runs the HELLO/CHALLENGE/AUTH/WELCOME handshake and creates the
+ * endpoints. Returns 0, or -1 with a readable reason in err. */
+int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, char *err,
+                      size_t err_len);
+/* Closes the lifeline and frees everything, regions included; NULL is a no-op. */
+void rdma_session_close(rdma_session_t *s);
+/* 1 while the lifeline is up and no transport error was seen. */
+int rdma_session_alive(rdma_session_t *s);
+
+/* Registers [addr, addr+len) with UCX and announces it to the server
+ * (REGION_ADD). The memory must stay valid until rdma_region_remove. Returns
+ * 0, or -1 with a reason in err (limit reached, registration failed). */
+int rdma_region_add(rdma_session_t *s, void *addr, size_t len, rdma_region_t **out_p, char *err,
+                    size_t err_len);
+void rdma_region_remove(rdma_session_t *s, rdma_region_t *r);
+/* Allocates len bytes of memory registered for the session (UCX-allocated,
+ * best for RDMA) and announces it as a region; *addr_p gets the memory. */
+int rdma_region_alloc(rdma_session_t *s, size_t len, void **addr_p, rdma_region_t **out_p,
+                      char *err, size_t err_len);
+
+/* Formats the x-amz-rdma-token for [addr, addr+len) inside region r:
+ * "s3r1." + base64url{session id, region id, addr, len}. Returns 0, or -1 if
+ * the span is outside the region or out is too small. */
+int rdma_token_format(rdma_session_t *s, rdma_region_t *r, const void *addr, uint64_t len,
+                      char *out, size_t out_len);
+
+#endif
