@@ -1,0 +1,507 @@
+/* The client side of an RDMA session (see rdma_client.h): UCX context and
+ * worker, the bootstrap handshake, the lifeline, regions and tokens.
+ *
+ * Threads: the session's progress thread is the only one that progresses the
+ * worker (the server does all one-sided work; over TCP UCX emulates it with
+ * messages this side must answer while the caller sits in an HTTP call).
+ * Lifeline request/reply pairs are serialised by the session mutex. */
+#include "rdma/rdma_client.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <ucp/api/ucp.h>
+#include <ucs/config/global_opts.h>
+#include <unistd.h>
+
+#include "common/hash.h"
+#include "rdma/rdma_net.h"
+#include "rdma/rdma_wire.h"
+
+#define DEFAULT_TIMEOUT_MS 5000
+
+struct rdma_region {
+    uint32_t id;
+    uint8_t *addr;
+    size_t len;
+    ucp_mem_h memh;
+    struct rdma_region *next;
+};
+
+struct rdma_session {
+    ucp_context_h ctx;
+    ucp_worker_h worker;
+    int efd;
+    ucp_ep_h ep;
+    int err_mode;
+    int fd;
+    int timeout_ms;
+    pthread_mutex_t mu; /* the lifeline and the region list */
+    rdma_welcome_t welcome;
+    uint32_t next_region_id;
+    rdma_region_t *regions;
+    unsigned n_regions;
+    pthread_t th;
+    int th_started;
+    int stop_fd;
+    _Atomic int stop;
+    _Atomic int dead;
+};
+
+static void set_err(char *err, size_t err_len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t err_len, const char *fmt, ...)
+{
+    if (!err || !err_len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, err_len, fmt, ap);
+    va_end(ap);
+}
+
+static void *client_progress_main(void *arg)
+{
+    rdma_session_t *s = arg;
+    while (!atomic_load(&s->stop)) {
+        while (ucp_worker_progress(s->worker)) {
+        }
+        ucs_status_t st = ucp_worker_arm(s->worker);
+        if (st == UCS_ERR_BUSY)
+            continue;
+        struct pollfd pfd[2] = {{.fd = s->efd, .events = POLLIN}, {.fd = s->stop_fd, .events = POLLIN}};
+        poll(pfd, 2, 100);
+    }
+    return NULL;
+}
+
+static void client_ep_err(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    (void)ep;
+    (void)status;
+    rdma_session_t *s = arg;
+    atomic_store(&s->dead, 1);
+}
+
+/* Receives one frame of the expected type; an ERROR frame becomes err. */
+static long recv_expect(rdma_session_t *s, int type, uint8_t **body_p, char *err, size_t err_len)
+{
+    uint8_t *body = NULL;
+    long n = rdma_net_recv_frame(s->fd, rdma_now_ms() + (uint64_t)s->timeout_ms, &body);
+    if (n <= 0) {
+        set_err(err, err_len, "session server closed the connection or timed out");
+        return -1;
+    }
+    int t = wire_frame_type(body, (size_t)n);
+    if (t == RDMA_MSG_ERROR) {
+        uint32_t code = 0;
+        char msg[RDMA_MAX_ERR_MSG + 1] = "";
+        wire_parse_error(body, (size_t)n, &code, msg);
+        set_err(err, err_len, "session server refused: %s (code %u)", msg, code);
+        free(body);
+        return -1;
+    }
+    if (t != type) {
+        set_err(err, err_len, "unexpected reply from the session server (type %d)", t);
+        free(body);
+        return -1;
+    }
+    *body_p = body;
+    return n;
+}
+
+static int send_frame(rdma_session_t *s, wire_out_t *w, int built)
+{
+    int rc = built == 0 ? rdma_net_send_all(s->fd, w->data, w->len,
+                                            rdma_now_ms() + (uint64_t)s->timeout_ms)
+                        : -1;
+    wire_free(w);
+    return rc;
+}
+
+int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, char *err,
+                      size_t err_len)
+{
+    rdma_session_t *s = calloc(1, sizeof(*s));
+    uint8_t *body = NULL;
+    ucp_address_t *caddr = NULL;
+    size_t caddr_len = 0;
+    if (!s) {
+        set_err(err, err_len, "out of memory");
+        return -1;
+    }
+    s->fd = -1;
+    s->stop_fd = -1;
+    s->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : DEFAULT_TIMEOUT_MS;
+    pthread_mutex_init(&s->mu, NULL);
+    if (!cfg->host || !cfg->access_key || !cfg->secret_key) {
+        set_err(err, err_len, "host, access key and secret key are required");
+        goto fail;
+    }
+    if (strlen(cfg->access_key) == 0 || strlen(cfg->access_key) > RDMA_MAX_AK) {
+        set_err(err, err_len, "access key length must be 1..%d", RDMA_MAX_AK);
+        goto fail;
+    }
+
+    /* UCX context and worker; knobs go into the config object, not the environment. */
+    ucp_config_t *uc;
+    ucs_status_t st = ucp_config_read(NULL, NULL, &uc);
+    if (st != UCS_OK) {
+        set_err(err, err_len, "ucp_config_read: %s", ucs_status_string(st));
+        goto fail;
+    }
+    if (cfg->device && *cfg->device && (st = ucp_config_modify(uc, "NET_DEVICES", cfg->device)) != UCS_OK) {
+        set_err(err, err_len, "UCX_NET_DEVICES=%s: %s", cfg->device, ucs_status_string(st));
+        ucp_config_release(uc);
+        goto fail;
+    }
+    if (cfg->log_level && *cfg->log_level &&
+        ucp_config_modify(uc, "LOG_LEVEL", cfg->log_level) != UCS_OK &&
+        (st = ucs_global_opts_set_value("LOG_LEVEL", cfg->log_level)) != UCS_OK) {
+        set_err(err, err_len, "UCX_LOG_LEVEL=%s: %s", cfg->log_level, ucs_status_string(st));
+        ucp_config_release(uc);
+        goto fail;
+    }
+    ucp_params_t up = {
+        .field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
+        .features = UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP,
+        .mt_workers_shared = 1,
+    };
+    st = ucp_init(&up, uc, &s->ctx);
+    ucp_config_release(uc);
+    if (st != UCS_OK) {
+        s->ctx = NULL;
+        set_err(err, err_len, "ucp_init: %s", ucs_status_string(st));
+        goto fail;
+    }
+    ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+                              .thread_mode = UCS_THREAD_MODE_MULTI};
+    if ((st = ucp_worker_create(s->ctx, &wp, &s->worker)) != UCS_OK ||
+        (st = ucp_worker_get_efd(s->worker, &s->efd)) != UCS_OK ||
+        (st = ucp_worker_get_address(s->worker, &caddr, &caddr_len)) != UCS_OK) {
+        set_err(err, err_len, "UCX worker: %s", ucs_status_string(st));
+        goto fail;
+    }
+
+    /* Bootstrap handshake. */
+    s->fd = rdma_net_connect(cfg->host, cfg->port, cfg->local_ip, s->timeout_ms, err, err_len);
+    if (s->fd < 0)
+        goto fail;
+    char host_id[RDMA_MAX_HOST_ID + 1];
+    const char *hid = getenv("S3R_RDMA_CLIENT_HOST_ID"); /* tests: force the remote path */
+    if (hid && *hid)
+        snprintf(host_id, sizeof(host_id), "%s", hid);
+    else
+        rdma_host_identity(host_id);
+    uint8_t cnonce[RDMA_NONCE_LEN];
+    if (random_bytes(cnonce, sizeof(cnonce)) < 0) {
+        set_err(err, err_len, "no random bytes");
+        goto fail;
+    }
+    wire_out_t w = {0};
+    if (send_frame(s, &w, wire_hello(&w, cfg->access_key, cnonce, host_id, caddr, caddr_len)) < 0) {
+        set_err(err, err_len, "sending HELLO failed");
+        goto fail;
+    }
+    long n = recv_expect(s, RDMA_MSG_CHALLENGE, &body, err, err_len);
+    if (n < 0)
+        goto fail;
+    rdma_challenge_t ch;
+    if (wire_parse_challenge(body, (size_t)n, &ch) < 0) {
+        set_err(err, err_len, "malformed CHALLENGE");
+        goto fail;
+    }
+    uint8_t key[32], mac[RDMA_MAC_LEN], smac[RDMA_MAC_LEN];
+    rdma_session_key(cfg->secret_key, key);
+    rdma_handshake_mac(key, "client", cnonce, ch.nonce, caddr, caddr_len, ch.worker_addr,
+                       ch.worker_addr_len, cfg->access_key, mac);
+    rdma_handshake_mac(key, "server", cnonce, ch.nonce, caddr, caddr_len, ch.worker_addr,
+                       ch.worker_addr_len, cfg->access_key, smac);
+    size_t saddr_len = ch.worker_addr_len;
+    uint8_t *saddr = malloc(saddr_len);
+    if (!saddr) {
+        set_err(err, err_len, "out of memory");
+        goto fail;
+    }
+    memcpy(saddr, ch.worker_addr, saddr_len);
+    free(body);
+    body = NULL;
+    if (send_frame(s, &w, wire_auth(&w, mac)) < 0) {
+        free(saddr);
+        set_err(err, err_len, "sending AUTH failed");
+        goto fail;
+    }
+    n = recv_expect(s, RDMA_MSG_WELCOME, &body, err, err_len);
+    if (n < 0 || wire_parse_welcome(body, (size_t)n, &s->welcome) < 0) {
+        if (n >= 0)
+            set_err(err, err_len, "malformed WELCOME");
+        free(saddr);
+        goto fail;
+    }
+    if (!ct_equal(smac, s->welcome.server_mac, RDMA_MAC_LEN)) {
+        free(saddr);
+        set_err(err, err_len, "the session server failed to prove it knows the secret");
+        goto fail;
+    }
+    free(body);
+    body = NULL;
+
+    /* Our endpoint to the server's worker, in the error mode it chose. */
+    s->err_mode = s->welcome.err_mode;
+    ucp_ep_params_t ep = {
+        .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE,
+        .address = (const ucp_address_t *)saddr,
+        .err_mode = s->err_mode == RDMA_WIRE_ERRMODE_PEER ? UCP_ERR_HANDLING_MODE_PEER
+                                                          : UCP_ERR_HANDLING_MODE_NONE,
+    };
+    if (s->err_mode == RDMA_WIRE_ERRMODE_PEER) {
+        ep.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        ep.err_handler.cb = client_ep_err;
+        ep.err_handler.arg = s;
+    }
+    st = ucp_ep_create(s->worker, &ep, &s->ep);
+    free(saddr);
+    if (st != UCS_OK) {
+        s->ep = NULL;
+        set_err(err, err_len, "ucp_ep_create to the server: %s", ucs_status_string(st));
+        goto fail;
+    }
+    ucp_worker_release_address(s->worker, caddr);
+    caddr = NULL;
+
+    s->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (s->stop_fd < 0 || pthread_create(&s->th, NULL, client_progress_main, s) != 0) {
+        set_err(err, err_len, "cannot start the progress thread");
+        goto fail;
+    }
+    s->th_started = 1;
+    *out_p = s;
+    return 0;
+fail:
+    free(body);
+    if (caddr)
+        ucp_worker_release_address(s->worker, caddr);
+    rdma_session_close(s);
+    return -1;
+}
+
+static void wait_req(ucp_worker_h w, ucs_status_ptr_t req, int timeout_ms)
+{
+    if (req == NULL || UCS_PTR_IS_ERR(req))
+        return;
+    uint64_t deadline = rdma_now_ms() + (uint64_t)timeout_ms;
+    while (ucp_request_check_status(req) == UCS_INPROGRESS && rdma_now_ms() < deadline)
+        ucp_worker_progress(w);
+    ucp_request_free(req);
+}
+
+void rdma_session_close(rdma_session_t *s)
+{
+    if (!s)
+        return;
+    if (s->th_started) {
+        atomic_store(&s->stop, 1);
+        uint64_t one = 1;
+        if (write(s->stop_fd, &one, sizeof(one)) < 0) {
+            /* the thread polls with a timeout */
+        }
+        pthread_join(s->th, NULL);
+    }
+    /* The lifeline first: the server drops the session and stops touching
+     * our memory before we unregister it. */
+    if (s->fd >= 0)
+        close(s->fd);
+    if (s->ep) {
+        ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                                 .flags = s->err_mode == RDMA_WIRE_ERRMODE_PEER
+                                              ? UCP_EP_CLOSE_FLAG_FORCE
+                                              : 0};
+        wait_req(s->worker, ucp_ep_close_nbx(s->ep, &p), 1000);
+    }
+    while (s->regions) {
+        rdma_region_t *r = s->regions;
+        s->regions = r->next;
+        ucp_mem_unmap(s->ctx, r->memh);
+        free(r);
+    }
+    if (s->worker)
+        ucp_worker_destroy(s->worker);
+    if (s->ctx)
+        ucp_cleanup(s->ctx);
+    if (s->stop_fd >= 0)
+        close(s->stop_fd);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+int rdma_session_alive(rdma_session_t *s)
+{
+    if (!s || atomic_load(&s->dead))
+        return 0;
+    pthread_mutex_lock(&s->mu);
+    struct pollfd pfd = {.fd = s->fd, .events = POLLIN};
+    int alive = 1;
+    if (poll(&pfd, 1, 0) > 0) {
+        char c;
+        /* The server never speaks unasked: readable here means EOF or an error. */
+        ssize_t k = recv(s->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR) || (pfd.revents & (POLLHUP | POLLERR)))
+            alive = 0;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (!alive)
+        atomic_store(&s->dead, 1);
+    return alive;
+}
+
+/* Announces r (REGION_ADD) and waits for REGION_OK. Called with s->mu held. */
+static int region_announce(rdma_session_t *s, rdma_region_t *r, char *err, size_t err_len)
+{
+    void *rkey = NULL;
+    size_t rkey_len = 0;
+    ucs_status_t st = ucp_rkey_pack(s->ctx, r->memh, &rkey, &rkey_len);
+    if (st != UCS_OK) {
+        set_err(err, err_len, "ucp_rkey_pack: %s", ucs_status_string(st));
+        return -1;
+    }
+    rdma_region_add_t m = {.region_id = r->id, .addr = (uint64_t)(uintptr_t)r->addr,
+                           .len = r->len, .rkey = rkey, .rkey_len = rkey_len};
+    wire_out_t w = {0};
+    int rc = send_frame(s, &w, wire_region_add(&w, &m));
+    ucp_rkey_buffer_release(rkey);
+    if (rc < 0) {
+        atomic_store(&s->dead, 1);
+        set_err(err, err_len, "sending REGION_ADD failed (lifeline down?)");
+        return -1;
+    }
+    uint8_t *body = NULL;
+    long n = recv_expect(s, RDMA_MSG_REGION_OK, &body, err, err_len);
+    if (n < 0)
+        return -1;
+    uint32_t id = 0;
+    rc = wire_parse_region_id(body, (size_t)n, &id) < 0 || id != r->id ? -1 : 0;
+    free(body);
+    if (rc < 0)
+        set_err(err, err_len, "malformed REGION_OK");
+    return rc;
+}
+
+static int region_map(rdma_session_t *s, void *addr, size_t len, int allocate,
+                      rdma_region_t **out_p, char *err, size_t err_len)
+{
+    if (len == 0) {
+        set_err(err, err_len, "region length must be > 0");
+        return -1;
+    }
+    rdma_region_t *r = calloc(1, sizeof(*r));
+    if (!r) {
+        set_err(err, err_len, "out of memory");
+        return -1;
+    }
+    ucp_mem_map_params_t mp = {
+        .field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                      UCP_MEM_MAP_PARAM_FIELD_FLAGS,
+        .address = allocate ? NULL : addr,
+        .length = len,
+        .flags = allocate ? UCP_MEM_MAP_ALLOCATE : 0,
+    };
+    ucs_status_t st = ucp_mem_map(s->ctx, &mp, &r->memh);
+    if (st != UCS_OK) {
+        set_err(err, err_len, "ucp_mem_map of %zu bytes: %s", len, ucs_status_string(st));
+        free(r);
+        return -1;
+    }
+    if (allocate) {
+        ucp_mem_attr_t ma = {.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS};
+        ucp_mem_query(r->memh, &ma);
+        addr = ma.address;
+    }
+    r->addr = addr;
+    r->len = len;
+    pthread_mutex_lock(&s->mu);
+    r->id = ++s->next_region_id;
+    int rc = region_announce(s, r, err, err_len);
+    if (rc == 0) {
+        r->next = s->regions;
+        s->regions = r;
+        s->n_regions++;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (rc < 0) {
+        ucp_mem_unmap(s->ctx, r->memh);
+        free(r);
+        return -1;
+    }
+    *out_p = r;
+    return 0;
+}
+
+int rdma_region_add(rdma_session_t *s, void *addr, size_t len, rdma_region_t **out_p, char *err,
+                    size_t err_len)
+{
+    if (!addr) {
+        set_err(err, err_len, "NULL region address");
+        return -1;
+    }
+    return region_map(s, addr, len, 0, out_p, err, err_len);
+}
+
+int rdma_region_alloc(rdma_session_t *s, size_t len, void **addr_p, rdma_region_t **out_p,
+                      char *err, size_t err_len)
+{
+    rdma_region_t *r;
+    if (region_map(s, NULL, len, 1, &r, err, err_len) < 0)
+        return -1;
+    *addr_p = r->addr;
+    *out_p = r;
+    return 0;
+}
+
+void rdma_region_remove(rdma_session_t *s, rdma_region_t *r)
+{
+    if (!s || !r)
+        return;
+    pthread_mutex_lock(&s->mu);
+    int found = 0;
+    for (rdma_region_t **pp = &s->regions; *pp; pp = &(*pp)->next) {
+        if (*pp == r) {
+            *pp = r->next;
+            s->n_regions--;
+            found = 1;
+            break;
+        }
+    }
+    if (found && !atomic_load(&s->dead)) {
+        /* Wait for the server to drop the rkey before unregistering. */
+        wire_out_t w = {0};
+        if (send_frame(s, &w, wire_region_id(&w, RDMA_MSG_REGION_REMOVE, r->id)) == 0) {
+            uint8_t *body = NULL;
+            char e[128];
+            if (recv_expect(s, RDMA_MSG_REGION_OK, &body, e, sizeof(e)) >= 0)
+                free(body);
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (found) {
+        ucp_mem_unmap(s->ctx, r->memh);
+        free(r);
+    }
+}
+
+int rdma_token_format(rdma_session_t *s, rdma_region_t *r, const void *addr, uint64_t len,
+                      char *out, size_t out_len)
+{
+    uintptr_t a = (uintptr_t)addr, base = (uintptr_t)r->addr;
+    if (a < base || a - base > r->len || len > r->len - (a - base))
+        return -1;
+    rdma_token_t t = {.region_id = r->id, .addr = a, .len = len};
+    memcpy(t.session_id, s->welcome.session_id, RDMA_SESSION_ID_LEN);
+    return rdma_token_encode(&t, out, out_len) < 0 ? -1 : 0;
+}

@@ -1,0 +1,174 @@
+/* The session bootstrap wire format, the x-amz-rdma-token format and the
+ * handshake MACs, shared by rdma_server.c, rdma_client.c and the tests.
+ * docs/protocol.md is the normative description; keep both in step.
+ *
+ * Every multi-byte integer is big-endian. A frame is
+ *   u32 body_len | u32 magic "S3RS" | u8 version | u8 type | u16 flags(0) | payload
+ * where body_len counts everything after itself (8 header bytes + payload)
+ * and never exceeds RDMA_WIRE_MAX_FRAME. Decoders check every length against
+ * the bytes actually present and reject trailing bytes. */
+#ifndef S3R_RDMA_RDMA_WIRE_H
+#define S3R_RDMA_RDMA_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RDMA_WIRE_MAGIC     0x53335253u /* "S3RS" */
+#define RDMA_WIRE_VERSION   1
+#define RDMA_WIRE_HDR       8            /* magic + version + type + flags */
+#define RDMA_WIRE_MAX_FRAME (64 * 1024)  /* body bytes, header included */
+
+#define RDMA_NONCE_LEN      32
+#define RDMA_MAC_LEN        32
+#define RDMA_SESSION_ID_LEN 16
+#define RDMA_MAX_AK         128
+#define RDMA_MAX_HOST_ID    256
+#define RDMA_MAX_WORKER_ADDR (48 * 1024)
+#define RDMA_MAX_RKEY       (16 * 1024)
+#define RDMA_MAX_ERR_MSG    256
+
+enum rdma_msg_type {
+    RDMA_MSG_HELLO = 1,
+    RDMA_MSG_CHALLENGE = 2,
+    RDMA_MSG_AUTH = 3,
+    RDMA_MSG_WELCOME = 4,
+    RDMA_MSG_ERROR = 5,
+    RDMA_MSG_REGION_ADD = 6,
+    RDMA_MSG_REGION_REMOVE = 7,
+    RDMA_MSG_REGION_OK = 8,
+};
+
+/* Codes carried by RDMA_MSG_ERROR. */
+enum rdma_err_code {
+    RDMA_ERR_BAD_MESSAGE = 1,   /* malformed, truncated, unexpected type or version */
+    RDMA_ERR_AUTH = 2,          /* unknown key or wrong MAC (deliberately not told apart) */
+    RDMA_ERR_MAX_SESSIONS = 3,
+    RDMA_ERR_MAX_REGIONS = 4,
+    RDMA_ERR_MAX_REGISTERED = 5,
+    RDMA_ERR_BAD_RKEY = 6,
+    RDMA_ERR_DUP_REGION = 7,
+    RDMA_ERR_NO_REGION = 8,
+    RDMA_ERR_INTERNAL = 9,
+};
+
+/* Endpoint error-handling mode the server chose, told to the client in
+ * WELCOME so both ends of the pair agree. */
+enum rdma_wire_err_mode { RDMA_WIRE_ERRMODE_NONE = 0, RDMA_WIRE_ERRMODE_PEER = 1 };
+
+typedef struct rdma_hello {
+    char access_key[RDMA_MAX_AK + 1];
+    uint8_t nonce[RDMA_NONCE_LEN];
+    char host_id[RDMA_MAX_HOST_ID + 1];
+    const uint8_t *worker_addr; /* points into the frame */
+    size_t worker_addr_len;
+} rdma_hello_t;
+
+typedef struct rdma_challenge {
+    uint8_t nonce[RDMA_NONCE_LEN];
+    const uint8_t *worker_addr;
+    size_t worker_addr_len;
+} rdma_challenge_t;
+
+typedef struct rdma_welcome {
+    uint8_t session_id[RDMA_SESSION_ID_LEN];
+    uint8_t err_mode;
+    uint32_t max_regions;
+    uint64_t max_registered;
+    uint32_t max_inflight;
+    uint32_t chunk_bytes;
+    uint8_t server_mac[RDMA_MAC_LEN];
+} rdma_welcome_t;
+
+typedef struct rdma_region_add {
+    uint32_t region_id;
+    uint64_t addr;
+    uint64_t len;
+    const uint8_t *rkey;
+    size_t rkey_len;
+} rdma_region_add_t;
+
+/* A growable output frame. wire_begin starts a frame of the given type;
+ * the put functions append; wire_end fills in the length. Any failure
+ * (allocation, size past RDMA_WIRE_MAX_FRAME) sticks in err. */
+typedef struct wire_out {
+    uint8_t *data;
+    size_t len, cap;
+    int err;
+} wire_out_t;
+
+void wire_begin(wire_out_t *w, uint8_t type);
+void wire_put_u8(wire_out_t *w, uint8_t v);
+void wire_put_u16(wire_out_t *w, uint16_t v);
+void wire_put_u32(wire_out_t *w, uint32_t v);
+void wire_put_u64(wire_out_t *w, uint64_t v);
+void wire_put_bytes(wire_out_t *w, const void *p, size_t n);
+void wire_put_str16(wire_out_t *w, const char *s);             /* u16 len | bytes */
+void wire_put_blob32(wire_out_t *w, const void *p, size_t n);  /* u32 len | bytes */
+/* Returns 0 with the frame complete, or -1 (w->data is freed either way by wire_free). */
+int wire_end(wire_out_t *w);
+void wire_free(wire_out_t *w);
+
+/* Reads the 4-byte length prefix: returns the body length, or -1 if it is
+ * below RDMA_WIRE_HDR or above RDMA_WIRE_MAX_FRAME. */
+long wire_frame_len(const uint8_t hdr[4]);
+/* Checks magic and version of a body; returns the type, or -1. */
+int wire_frame_type(const uint8_t *body, size_t len);
+
+/* Message builders: return 0 and a finished frame in *w, or -1. */
+int wire_hello(wire_out_t *w, const char *ak, const uint8_t nonce[RDMA_NONCE_LEN],
+               const char *host_id, const void *addr, size_t addr_len);
+int wire_challenge(wire_out_t *w, const uint8_t nonce[RDMA_NONCE_LEN], const void *addr,
+                   size_t addr_len);
+int wire_auth(wire_out_t *w, const uint8_t mac[RDMA_MAC_LEN]);
+int wire_welcome(wire_out_t *w, const rdma_welcome_t *m);
+int wire_error(wire_out_t *w, uint32_t code, const char *msg);
+int wire_region_add(wire_out_t *w, const rdma_region_add_t *m);
+int wire_region_id(wire_out_t *w, uint8_t type, uint32_t region_id); /* REMOVE / OK */
+
+/* Parsers take a whole body (header included) and return 0, or -1 on any
+ * malformed, truncated or oversized field, or trailing bytes. */
+int wire_parse_hello(const uint8_t *body, size_t len, rdma_hello_t *m);
+int wire_parse_challenge(const uint8_t *body, size_t len, rdma_challenge_t *m);
+int wire_parse_auth(const uint8_t *body, size_t len, uint8_t mac[RDMA_MAC_LEN]);
+int wire_parse_welcome(const uint8_t *body, size_t len, rdma_welcome_t *m);
+int wire_parse_error(const uint8_t *body, size_t len, uint32_t *code, char msg[RDMA_MAX_ERR_MSG + 1]);
+int wire_parse_region_add(const uint8_t *body, size_t len, rdma_region_add_t *m);
+int wire_parse_region_id(const uint8_t *body, size_t len, uint32_t *region_id);
+
+/* The session key: SigV4's signing-key chain with a fixed scope
+ * (RDMA_KDF_DATE / RDMA_KDF_REGION / RDMA_KDF_SERVICE), so it is derived from
+ * the secret exactly as an S3 request's signing key is. */
+#define RDMA_KDF_DATE    "20240101"
+#define RDMA_KDF_REGION  "s3rdma"
+#define RDMA_KDF_SERVICE "s3rdma-session"
+void rdma_session_key(const char *secret, uint8_t key[32]);
+
+/* The client's AUTH MAC (role "client") and the server's WELCOME MAC (role
+ * "server") over the transcript:
+ *   role | cnonce | snonce | u32 len | caddr | u32 len | saddr | u16 len | ak */
+void rdma_handshake_mac(const uint8_t key[32], const char *role,
+                        const uint8_t cnonce[RDMA_NONCE_LEN], const uint8_t snonce[RDMA_NONCE_LEN],
+                        const void *caddr, size_t caddr_len, const void *saddr, size_t saddr_len,
+                        const char *ak, uint8_t mac[RDMA_MAC_LEN]);
+
+/* This host's identity: "machine-id/boot-id", falling back to the host name.
+ * Two processes on one host (and one boot) get the same string. */
+void rdma_host_identity(char out[RDMA_MAX_HOST_ID + 1]);
+
+/* Tokens: "s3r1." + base64url(session id 16 | region id u32 | addr u64 | len u64). */
+#define RDMA_TOKEN_PREFIX  "s3r1."
+#define RDMA_TOKEN_RAW     36
+#define RDMA_TOKEN_LEN     (5 + 48) /* characters, without the NUL */
+typedef struct rdma_token {
+    uint8_t session_id[RDMA_SESSION_ID_LEN];
+    uint32_t region_id;
+    uint64_t addr;
+    uint64_t len;
+} rdma_token_t;
+
+/* Returns the token length, or -1 if out_len < RDMA_TOKEN_LEN + 1. */
+int rdma_token_encode(const rdma_token_t *t, char *out, size_t out_len);
+/* 0, or -1 on anything but a well-formed token (prefix, length, alphabet). */
+int rdma_token_decode(const char *s, rdma_token_t *t);
+
+#endif
