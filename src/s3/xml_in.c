@@ -1,0 +1,459 @@
+/* Request-body XML parsers over expat; see xml_in.h.
+ *
+ * One small SAX state machine serves the three documents: it tracks the
+ * element depth, captures the text of the few leaf elements it cares about
+ * (text may arrive in several character-data callbacks) and ignores every
+ * other element, as S3 does. Any structural error stops the parser at once. */
+#include "s3/xml_in.h"
+
+#include <expat.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/buf.h"
+#include "common/s3r_limits.h"
+
+/* Longest text of one captured element. Keys are at most S3R_MAX_KEY_BYTES;
+ * a longer one is still captured so the handler can answer KeyTooLongError,
+ * but nothing unbounded is. */
+#define XML_MAX_TEXT (8 * 1024)
+#define NS_SEP '\x01'
+
+typedef enum xml_doc {
+    DOC_COMPLETE,
+    DOC_DELETE,
+    DOC_CREATE_BUCKET,
+} xml_doc_t;
+
+typedef enum xml_field {
+    F_NONE,
+    F_PART_NUMBER,
+    F_ETAG,
+    F_QUIET,
+    F_KEY,
+    F_LOCATION,
+} xml_field_t;
+
+typedef struct xml_ctx {
+    XML_Parser parser;
+    xml_doc_t doc;
+    int depth;
+    bool failed;
+
+    xml_field_t field; /* the element whose text is being captured */
+    int field_depth;
+    buf_t text;
+
+    /* CompleteMultipartUpload */
+    xml_complete_part_t *parts;
+    size_t n_parts, cap_parts;
+    bool in_part, have_number;
+    uint32_t number;
+    char *etag;
+
+    /* Delete */
+    xml_delete_object_t *objs;
+    size_t n_objs, cap_objs;
+    bool in_object, have_quiet;
+    int quiet;
+    char *key;
+
+    /* CreateBucketConfiguration */
+    char *location;
+} xml_ctx_t;
+
+static void fail(xml_ctx_t *x)
+{
+    if (!x->failed) {
+        x->failed = true;
+        XML_StopParser(x->parser, XML_FALSE);
+    }
+}
+
+static const char *local_name(const XML_Char *name)
+{
+    const char *sep = strrchr(name, NS_SEP);
+    return sep ? sep + 1 : name;
+}
+
+static const char *root_name(xml_doc_t doc)
+{
+    switch (doc) {
+    case DOC_COMPLETE: return "CompleteMultipartUpload";
+    case DOC_DELETE: return "Delete";
+    case DOC_CREATE_BUCKET: return "CreateBucketConfiguration";
+    }
+    return "";
+}
+
+static void capture(xml_ctx_t *x, xml_field_t f)
+{
+    x->field = f;
+    x->field_depth = x->depth;
+    buf_reset(&x->text);
+}
+
+static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **attrs)
+{
+    (void)attrs;
+    xml_ctx_t *x = ud;
+    if (x->failed)
+        return;
+    x->depth++;
+    if (x->field != F_NONE) {
+        fail(x); /* markup inside a text-only element */
+        return;
+    }
+    const char *n = local_name(name);
+    if (x->depth == 1) {
+        if (strcmp(n, root_name(x->doc)) != 0)
+            fail(x);
+        return;
+    }
+    switch (x->doc) {
+    case DOC_COMPLETE:
+        if (x->depth == 2 && strcmp(n, "Part") == 0) {
+            if (x->n_parts == S3R_MAX_PART_NUMBER) {
+                fail(x);
+                return;
+            }
+            x->in_part = true;
+            x->have_number = false;
+            free(x->etag);
+            x->etag = NULL;
+        } else if (x->depth == 3 && x->in_part) {
+            if (strcmp(n, "PartNumber") == 0) {
+                if (x->have_number)
+                    fail(x);
+                else
+                    capture(x, F_PART_NUMBER);
+            } else if (strcmp(n, "ETag") == 0) {
+                if (x->etag)
+                    fail(x);
+                else
+                    capture(x, F_ETAG);
+            }
+        }
+        break;
+    case DOC_DELETE:
+        if (x->depth == 2 && strcmp(n, "Quiet") == 0) {
+            if (x->have_quiet)
+                fail(x);
+            else
+                capture(x, F_QUIET);
+        } else if (x->depth == 2 && strcmp(n, "Object") == 0) {
+            if (x->n_objs == S3R_MAX_DELETE_KEYS) {
+                fail(x);
+                return;
+            }
+            x->in_object = true;
+            free(x->key);
+            x->key = NULL;
+        } else if (x->depth == 3 && x->in_object && strcmp(n, "Key") == 0) {
+            if (x->key)
+                fail(x);
+            else
+                capture(x, F_KEY);
+        }
+        break;
+    case DOC_CREATE_BUCKET:
+        if (x->depth == 2 && strcmp(n, "LocationConstraint") == 0) {
+            if (x->location)
+                fail(x);
+            else
+                capture(x, F_LOCATION);
+        }
+        break;
+    }
+}
+
+static void XMLCALL on_text(void *ud, const XML_Char *s, int len)
+{
+    xml_ctx_t *x = ud;
+    if (x->failed || x->field == F_NONE)
+        return;
+    if (buf_append(&x->text, s, (size_t)len) != 0)
+        fail(x);
+}
+
+/* The captured text with surrounding XML whitespace removed. */
+static const char *trimmed(buf_t *t, size_t *len_p)
+{
+    const char *s = t->data ? t->data : "";
+    size_t len = t->len;
+    while (len && strchr(" \t\r\n", s[0])) {
+        s++;
+        len--;
+    }
+    while (len && strchr(" \t\r\n", s[len - 1]))
+        len--;
+    *len_p = len;
+    return s;
+}
+
+static void end_field(xml_ctx_t *x)
+{
+    size_t len;
+    const char *s;
+    switch (x->field) {
+    case F_PART_NUMBER: {
+        s = trimmed(&x->text, &len);
+        uint32_t v = 0;
+        if (len == 0 || len > 5) {
+            fail(x);
+            break;
+        }
+        for (size_t i = 0; i < len; i++) {
+            if (s[i] < '0' || s[i] > '9') {
+                fail(x);
+                return;
+            }
+            v = v * 10 + (uint32_t)(s[i] - '0');
+        }
+        if (v < 1 || v > S3R_MAX_PART_NUMBER) {
+            fail(x);
+            break;
+        }
+        x->number = v;
+        x->have_number = true;
+        break;
+    }
+    case F_ETAG:
+        s = trimmed(&x->text, &len);
+        if (len && s[0] == '"') {
+            s++;
+            len--;
+        }
+        if (len && s[len - 1] == '"')
+            len--;
+        x->etag = strndup(s, len);
+        if (!x->etag)
+            fail(x);
+        break;
+    case F_QUIET:
+        s = trimmed(&x->text, &len);
+        if (len == 4 && strncasecmp(s, "true", 4) == 0)
+            x->quiet = 1;
+        else if (len == 5 && strncasecmp(s, "false", 5) == 0)
+            x->quiet = 0;
+        else
+            fail(x);
+        x->have_quiet = true;
+        break;
+    case F_KEY:
+        /* Keys are taken exactly: leading and trailing spaces are part of them. */
+        x->key = strndup(x->text.data ? x->text.data : "", x->text.len);
+        if (!x->key)
+            fail(x);
+        break;
+    case F_LOCATION:
+        s = trimmed(&x->text, &len);
+        x->location = strndup(s, len);
+        if (!x->location)
+            fail(x);
+        break;
+    case F_NONE:
+        break;
+    }
+    x->field = F_NONE;
+}
+
+static void end_part(xml_ctx_t *x)
+{
+    x->in_part = false;
+    if (!x->have_number || !x->etag) {
+        fail(x);
+        return;
+    }
+    if (x->n_parts == x->cap_parts) {
+        size_t cap = x->cap_parts ? 2 * x->cap_parts : 16;
+        xml_complete_part_t *p = realloc(x->parts, cap * sizeof(*p));
+        if (!p) {
+            fail(x);
+            return;
+        }
+        x->parts = p;
+        x->cap_parts = cap;
+    }
+    x->parts[x->n_parts].number = x->number;
+    x->parts[x->n_parts].etag = x->etag;
+    x->n_parts++;
+    x->etag = NULL;
+}
+
+static void end_object(xml_ctx_t *x)
+{
+    x->in_object = false;
+    if (!x->key) {
+        fail(x);
+        return;
+    }
+    if (x->n_objs == x->cap_objs) {
+        size_t cap = x->cap_objs ? 2 * x->cap_objs : 16;
+        xml_delete_object_t *o = realloc(x->objs, cap * sizeof(*o));
+        if (!o) {
+            fail(x);
+            return;
+        }
+        x->objs = o;
+        x->cap_objs = cap;
+    }
+    x->objs[x->n_objs++].key = x->key;
+    x->key = NULL;
+}
+
+static void XMLCALL on_end(void *ud, const XML_Char *name)
+{
+    (void)name;
+    xml_ctx_t *x = ud;
+    if (x->failed)
+        return;
+    if (x->field != F_NONE && x->depth == x->field_depth)
+        end_field(x);
+    if (x->depth == 2 && x->doc == DOC_COMPLETE && x->in_part)
+        end_part(x);
+    else if (x->depth == 2 && x->doc == DOC_DELETE && x->in_object)
+        end_object(x);
+    x->depth--;
+}
+
+/* A DTD is the door to entity expansion bombs and external entities; S3
+ * bodies never have one. */
+static void XMLCALL on_doctype(void *ud, const XML_Char *name, const XML_Char *sysid,
+                               const XML_Char *pubid, int has_internal_subset)
+{
+    (void)name;
+    (void)sysid;
+    (void)pubid;
+    (void)has_internal_subset;
+    fail(ud);
+}
+
+static void XMLCALL on_entity_decl(void *ud, const XML_Char *name, int is_param,
+                                   const XML_Char *value, int value_len, const XML_Char *base,
+                                   const XML_Char *sysid, const XML_Char *pubid,
+                                   const XML_Char *notation)
+{
+    (void)name;
+    (void)is_param;
+    (void)value;
+    (void)value_len;
+    (void)base;
+    (void)sysid;
+    (void)pubid;
+    (void)notation;
+    fail(ud);
+}
+
+static void ctx_free(xml_ctx_t *x)
+{
+    buf_free(&x->text);
+    free(x->etag);
+    free(x->key);
+    free(x->location);
+    if (x->parser)
+        XML_ParserFree(x->parser);
+}
+
+/* Runs the parser over the whole body; 0 when it is well-formed and every
+ * callback was satisfied. */
+static int run(xml_ctx_t *x, xml_doc_t doc, const char *body, size_t len)
+{
+    memset(x, 0, sizeof(*x));
+    x->doc = doc;
+    buf_init(&x->text, XML_MAX_TEXT);
+    if (len > S3R_MAX_XML_BODY || (len && !body))
+        return -1;
+    x->parser = XML_ParserCreateNS(NULL, NS_SEP);
+    if (!x->parser)
+        return -1;
+    XML_SetUserData(x->parser, x);
+    XML_SetElementHandler(x->parser, on_start, on_end);
+    XML_SetCharacterDataHandler(x->parser, on_text);
+    XML_SetStartDoctypeDeclHandler(x->parser, on_doctype);
+    XML_SetEntityDeclHandler(x->parser, on_entity_decl);
+    XML_SetParamEntityParsing(x->parser, XML_PARAM_ENTITY_PARSING_NEVER);
+    if (XML_Parse(x->parser, body ? body : "", (int)len, XML_TRUE) != XML_STATUS_OK || x->failed)
+        return -1;
+    return 0;
+}
+
+int xml_parse_complete(const char *body, size_t len, xml_complete_part_t **parts_p, size_t *n_p)
+{
+    xml_ctx_t x;
+    int rc = run(&x, DOC_COMPLETE, body, len);
+    if (rc == 0 && x.n_parts == 0)
+        rc = -1;
+    if (rc == 0) {
+        *parts_p = x.parts;
+        *n_p = x.n_parts;
+    } else {
+        xml_complete_parts_free(x.parts, x.n_parts);
+    }
+    ctx_free(&x);
+    return rc;
+}
+
+void xml_complete_parts_free(xml_complete_part_t *parts, size_t n)
+{
+    if (!parts)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free(parts[i].etag);
+    free(parts);
+}
+
+int xml_parse_delete(const char *body, size_t len, int *quiet_p, xml_delete_object_t **objs_p,
+                     size_t *n_p)
+{
+    xml_ctx_t x;
+    int rc = run(&x, DOC_DELETE, body, len);
+    if (rc == 0 && x.n_objs == 0)
+        rc = -1;
+    if (rc == 0) {
+        *quiet_p = x.quiet;
+        *objs_p = x.objs;
+        *n_p = x.n_objs;
+    } else {
+        xml_delete_objects_free(x.objs, x.n_objs);
+    }
+    ctx_free(&x);
+    return rc;
+}
+
+void xml_delete_objects_free(xml_delete_object_t *objs, size_t n)
+{
+    if (!objs)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free(objs[i].key);
+    free(objs);
+}
+
+int xml_parse_create_bucket(const char *body, size_t len, char *out, size_t out_len)
+{
+    if (!out || out_len == 0)
+        return -1;
+    size_t i = 0;
+    while (i < len && strchr(" \t\r\n", body[i]) && body[i])
+        i++;
+    if (i == len) {
+        out[0] = '\0'; /* no body: the default region */
+        return 0;
+    }
+    xml_ctx_t x;
+    int rc = run(&x, DOC_CREATE_BUCKET, body, len);
+    if (rc == 0) {
+        const char *loc = x.location ? x.location : "";
+        size_t l = strlen(loc);
+        if (l >= out_len) {
+            rc = -1;
+        } else {
+            memcpy(out, loc, l + 1);
+        }
+    }
+    ctx_free(&x);
+    return rc;
+}
