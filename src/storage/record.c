@@ -1,0 +1,537 @@
+/* Index keys and the binary record codec (see stor_internal.h for the
+ * format), plus the small stor_meta_t helpers from storage.h. */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/hash.h"
+#include "storage/stor_internal.h"
+
+/* ==== Index keys ========================================================= */
+
+size_t stor_ikey_encode(const char *bucket, size_t blen, const char *key, size_t klen,
+                        uint8_t *out)
+{
+    size_t plen = stor_ikey_plen(blen);
+    memcpy(out, bucket, blen);
+    out[blen] = 0;
+    uint8_t *p = out + blen + 1;
+    if (klen <= plen) {
+        memcpy(p, key, klen);
+        return blen + 1 + klen;
+    }
+    uint8_t digest[SHA256_LEN];
+    memcpy(p, key, plen);
+    p[plen] = 0xFF;
+    sha256(key, klen, digest);
+    memcpy(p + plen + 1, digest, STOR_IKEY_HASH);
+    return blen + 1 + plen + 1 + STOR_IKEY_HASH;
+}
+
+size_t stor_ikey_seek(const char *bucket, size_t blen, const char *s, size_t slen, uint8_t *out)
+{
+    size_t plen = stor_ikey_plen(blen);
+    if (slen > plen)
+        slen = plen;
+    memcpy(out, bucket, blen);
+    out[blen] = 0;
+    if (slen)
+        memcpy(out + blen + 1, s, slen);
+    return blen + 1 + slen;
+}
+
+int stor_keycmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+    size_t n = alen < blen ? alen : blen;
+    int c = n ? memcmp(a, b, n) : 0;
+    if (c)
+        return c;
+    return alen < blen ? -1 : alen > blen ? 1 : 0;
+}
+
+/* ==== Encoding =========================================================== */
+
+#define NULL_STR 0xFFFFFFFFu
+
+static int put_u8(buf_t *b, uint8_t v)
+{
+    return buf_append(b, &v, 1);
+}
+
+static int put_u32(buf_t *b, uint32_t v)
+{
+    uint8_t x[4];
+    for (int i = 0; i < 4; i++)
+        x[i] = (uint8_t)(v >> (8 * i));
+    return buf_append(b, x, 4);
+}
+
+static int put_u64(buf_t *b, uint64_t v)
+{
+    uint8_t x[8];
+    for (int i = 0; i < 8; i++)
+        x[i] = (uint8_t)(v >> (8 * i));
+    return buf_append(b, x, 8);
+}
+
+static int put_bytes(buf_t *b, const void *s, size_t len)
+{
+    if (len >= NULL_STR)
+        return -1;
+    if (put_u32(b, (uint32_t)len) != 0)
+        return -1;
+    return buf_append(b, s, len);
+}
+
+static int put_str(buf_t *b, const char *s)
+{
+    if (!s)
+        return put_u32(b, NULL_STR);
+    return put_bytes(b, s, strlen(s));
+}
+
+static int put_header(buf_t *b, uint8_t type)
+{
+    return put_u8(b, STOR_REC_VERSION) | put_u8(b, type);
+}
+
+/* The nine optional header/checksum strings of stor_meta_t, in record order. */
+static const size_t meta_opt_off[] = {
+    offsetof(stor_meta_t, content_type),        offsetof(stor_meta_t, content_encoding),
+    offsetof(stor_meta_t, content_disposition), offsetof(stor_meta_t, content_language),
+    offsetof(stor_meta_t, cache_control),       offsetof(stor_meta_t, expires),
+    offsetof(stor_meta_t, checksum_crc32),      offsetof(stor_meta_t, checksum_crc32c),
+    offsetof(stor_meta_t, checksum_sha256),
+};
+#define N_META_OPT (sizeof meta_opt_off / sizeof meta_opt_off[0])
+
+static char **meta_opt(stor_meta_t *m, size_t i)
+{
+    return (char **)((char *)m + meta_opt_off[i]);
+}
+
+static const char *meta_opt_c(const stor_meta_t *m, size_t i)
+{
+    return *(char *const *)((const char *)m + meta_opt_off[i]);
+}
+
+/* size, etag, mtime, optional strings, user metadata. */
+static int put_meta(buf_t *b, const stor_meta_t *m)
+{
+    int rc = put_u64(b, m->size);
+    rc |= put_bytes(b, m->etag, strnlen(m->etag, sizeof m->etag));
+    rc |= put_u64(b, (uint64_t)m->mtime_ms);
+    for (size_t i = 0; i < N_META_OPT; i++)
+        rc |= put_str(b, meta_opt_c(m, i));
+    if (m->n_user_meta >= NULL_STR)
+        return -1;
+    rc |= put_u32(b, (uint32_t)m->n_user_meta);
+    for (size_t i = 0; i < m->n_user_meta && rc == 0; i++) {
+        rc |= put_str(b, m->user_meta[i].name ? m->user_meta[i].name : "");
+        rc |= put_str(b, m->user_meta[i].value ? m->user_meta[i].value : "");
+    }
+    return rc ? -1 : 0;
+}
+
+int stor_rec_encode_object(buf_t *b, const char *key, size_t klen, const stor_meta_t *m,
+                           const stor_seg_t *segs, uint32_t n_segs)
+{
+    int rc = put_header(b, STOR_REC_OBJECT);
+    rc |= put_bytes(b, key, klen);
+    rc |= put_meta(b, m);
+    rc |= put_u32(b, m->parts_count);
+    rc |= put_u32(b, n_segs);
+    for (uint32_t i = 0; i < n_segs && rc == 0; i++) {
+        rc |= buf_append(b, segs[i].id, STOR_ID_LEN);
+        rc |= put_u64(b, segs[i].size);
+    }
+    return rc ? -1 : 0;
+}
+
+int stor_rec_encode_upload(buf_t *b, const char *key, size_t klen, int64_t initiated_ms,
+                           const stor_meta_t *m)
+{
+    int rc = put_header(b, STOR_REC_UPLOAD);
+    rc |= put_bytes(b, key, klen);
+    rc |= put_u64(b, (uint64_t)initiated_ms);
+    rc |= put_meta(b, m);
+    return rc ? -1 : 0;
+}
+
+int stor_rec_encode_part(buf_t *b, const stor_part_t *p, const uint8_t id[STOR_ID_LEN])
+{
+    int rc = put_header(b, STOR_REC_PART);
+    rc |= put_u32(b, p->number);
+    rc |= put_u64(b, p->size);
+    rc |= put_bytes(b, p->etag, strnlen(p->etag, sizeof p->etag));
+    rc |= put_u64(b, (uint64_t)p->mtime_ms);
+    rc |= put_str(b, p->checksum_crc32);
+    rc |= put_str(b, p->checksum_crc32c);
+    rc |= put_str(b, p->checksum_sha256);
+    rc |= buf_append(b, id, STOR_ID_LEN);
+    return rc ? -1 : 0;
+}
+
+int stor_rec_encode_bucket(buf_t *b, const char *owner, int64_t created)
+{
+    int rc = put_header(b, STOR_REC_BUCKET);
+    rc |= put_str(b, owner ? owner : "");
+    rc |= put_u64(b, (uint64_t)created);
+    return rc ? -1 : 0;
+}
+
+/* ==== Decoding =========================================================== */
+
+/* A bounds-checked cursor: once err is set every get returns zero/NULL. */
+typedef struct dec {
+    const uint8_t *p, *end;
+    int err;  /* malformed input */
+    int nomem;
+} dec_t;
+
+static int need(dec_t *d, size_t n)
+{
+    if (d->err || (size_t)(d->end - d->p) < n) {
+        d->err = 1;
+        return 0;
+    }
+    return 1;
+}
+
+static uint8_t get_u8(dec_t *d)
+{
+    if (!need(d, 1))
+        return 0;
+    return *d->p++;
+}
+
+static uint32_t get_u32(dec_t *d)
+{
+    if (!need(d, 4))
+        return 0;
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++)
+        v |= (uint32_t)d->p[i] << (8 * i);
+    d->p += 4;
+    return v;
+}
+
+static uint64_t get_u64(dec_t *d)
+{
+    if (!need(d, 8))
+        return 0;
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)d->p[i] << (8 * i);
+    d->p += 8;
+    return v;
+}
+
+/* Points at a length-prefixed byte string without copying; NULL for the
+ * encoded NULL (or on error, with d->err set). */
+static const uint8_t *get_ref(dec_t *d, size_t *len_p)
+{
+    uint32_t len = get_u32(d);
+    *len_p = 0;
+    if (d->err || len == NULL_STR)
+        return NULL;
+    if (!need(d, len))
+        return NULL;
+    const uint8_t *s = d->p;
+    d->p += len;
+    *len_p = len;
+    return s;
+}
+
+/* A NUL-terminated malloc'ed copy; NULL for the encoded NULL. Strings with an
+ * embedded NUL are malformed (they could not have been written). */
+static char *get_str(dec_t *d, size_t *len_p)
+{
+    size_t len;
+    const uint8_t *s = get_ref(d, &len);
+    if (len_p)
+        *len_p = len;
+    if (!s)
+        return NULL;
+    if (memchr(s, 0, len)) {
+        d->err = 1;
+        return NULL;
+    }
+    char *c = malloc(len + 1);
+    if (!c) {
+        d->nomem = d->err = 1;
+        return NULL;
+    }
+    memcpy(c, s, len);
+    c[len] = '\0';
+    return c;
+}
+
+static void get_fixed_str(dec_t *d, char *out, size_t out_size)
+{
+    size_t len;
+    const uint8_t *s = get_ref(d, &len);
+    if (!s || len >= out_size || memchr(s, 0, len)) {
+        d->err = 1;
+        out[0] = '\0';
+        return;
+    }
+    memcpy(out, s, len);
+    out[len] = '\0';
+}
+
+static void get_header(dec_t *d, uint8_t type)
+{
+    uint8_t v = get_u8(d);
+    uint8_t t = get_u8(d);
+    if (v != STOR_REC_VERSION || t != type)
+        d->err = 1;
+}
+
+static stor_status_t dec_status(const dec_t *d)
+{
+    if (d->nomem)
+        return STOR_ERR_NOMEM;
+    return d->err ? STOR_ERR_IO : STOR_OK;
+}
+
+static void get_meta(dec_t *d, stor_meta_t *m)
+{
+    memset(m, 0, sizeof *m);
+    m->size = get_u64(d);
+    get_fixed_str(d, m->etag, sizeof m->etag);
+    m->mtime_ms = (int64_t)get_u64(d);
+    for (size_t i = 0; i < N_META_OPT; i++)
+        *meta_opt(m, i) = get_str(d, NULL);
+    uint32_t n = get_u32(d);
+    /* Each entry takes at least 8 bytes: refuse counts the record cannot hold
+     * before allocating for them. */
+    if (d->err || n > (size_t)(d->end - d->p) / 8) {
+        d->err = 1;
+        return;
+    }
+    if (n) {
+        m->user_meta = calloc(n, sizeof *m->user_meta);
+        if (!m->user_meta) {
+            d->nomem = d->err = 1;
+            return;
+        }
+        m->n_user_meta = n;
+        for (uint32_t i = 0; i < n && !d->err; i++) {
+            m->user_meta[i].name = get_str(d, NULL);
+            m->user_meta[i].value = get_str(d, NULL);
+            if (!d->err && (!m->user_meta[i].name || !m->user_meta[i].value))
+                d->err = 1;
+        }
+    }
+}
+
+stor_status_t stor_rec_object_key(const void *data, size_t len, const char **key_p,
+                                  size_t *klen_p)
+{
+    dec_t d = {data, (const uint8_t *)data + len, 0, 0};
+    get_header(&d, STOR_REC_OBJECT);
+    size_t klen;
+    const uint8_t *k = get_ref(&d, &klen);
+    if (d.err || !k)
+        return STOR_ERR_IO;
+    *key_p = (const char *)k;
+    *klen_p = klen;
+    return STOR_OK;
+}
+
+stor_status_t stor_rec_decode_object(const void *data, size_t len, stor_obj_rec_t *out)
+{
+    dec_t d = {data, (const uint8_t *)data + len, 0, 0};
+    memset(out, 0, sizeof *out);
+    get_header(&d, STOR_REC_OBJECT);
+    out->key = get_str(&d, &out->key_len);
+    if (!d.err && !out->key)
+        d.err = 1;
+    get_meta(&d, &out->meta);
+    uint32_t parts_count = get_u32(&d);
+    uint32_t n = get_u32(&d);
+    if (!d.err && (n == 0 || n > (size_t)(d.end - d.p) / (STOR_ID_LEN + 8) ||
+                   (parts_count != 0 && parts_count != n) || (parts_count == 0 && n != 1)))
+        d.err = 1;
+    if (!d.err) {
+        out->segs = calloc(n, sizeof *out->segs);
+        if (parts_count)
+            out->meta.part_sizes = calloc(n, sizeof *out->meta.part_sizes);
+        if (!out->segs || (parts_count && !out->meta.part_sizes)) {
+            d.nomem = d.err = 1;
+        } else {
+            out->n_segs = n;
+            out->meta.parts_count = parts_count;
+            uint64_t total = 0;
+            for (uint32_t i = 0; i < n && !d.err; i++) {
+                if (need(&d, STOR_ID_LEN)) {
+                    memcpy(out->segs[i].id, d.p, STOR_ID_LEN);
+                    d.p += STOR_ID_LEN;
+                }
+                out->segs[i].size = get_u64(&d);
+                if (parts_count)
+                    out->meta.part_sizes[i] = out->segs[i].size;
+                total += out->segs[i].size;
+            }
+            if (!d.err && total != out->meta.size)
+                d.err = 1;
+        }
+    }
+    stor_status_t rc = dec_status(&d);
+    if (rc != STOR_OK)
+        stor_obj_rec_free(out);
+    return rc;
+}
+
+void stor_obj_rec_free(stor_obj_rec_t *r)
+{
+    if (!r)
+        return;
+    free(r->key);
+    stor_meta_free(&r->meta);
+    free(r->segs);
+    memset(r, 0, sizeof *r);
+}
+
+stor_status_t stor_rec_decode_upload(const void *data, size_t len, stor_upload_rec_t *out)
+{
+    dec_t d = {data, (const uint8_t *)data + len, 0, 0};
+    memset(out, 0, sizeof *out);
+    get_header(&d, STOR_REC_UPLOAD);
+    out->key = get_str(&d, &out->key_len);
+    if (!d.err && !out->key)
+        d.err = 1;
+    out->initiated_ms = (int64_t)get_u64(&d);
+    get_meta(&d, &out->meta);
+    stor_status_t rc = dec_status(&d);
+    if (rc != STOR_OK)
+        stor_upload_rec_free(out);
+    return rc;
+}
+
+void stor_upload_rec_free(stor_upload_rec_t *r)
+{
+    if (!r)
+        return;
+    free(r->key);
+    stor_meta_free(&r->meta);
+    memset(r, 0, sizeof *r);
+}
+
+stor_status_t stor_rec_decode_part(const void *data, size_t len, stor_part_rec_t *out)
+{
+    dec_t d = {data, (const uint8_t *)data + len, 0, 0};
+    memset(out, 0, sizeof *out);
+    get_header(&d, STOR_REC_PART);
+    out->part.number = get_u32(&d);
+    out->part.size = get_u64(&d);
+    get_fixed_str(&d, out->part.etag, sizeof out->part.etag);
+    out->part.mtime_ms = (int64_t)get_u64(&d);
+    out->part.checksum_crc32 = get_str(&d, NULL);
+    out->part.checksum_crc32c = get_str(&d, NULL);
+    out->part.checksum_sha256 = get_str(&d, NULL);
+    if (need(&d, STOR_ID_LEN)) {
+        memcpy(out->id, d.p, STOR_ID_LEN);
+        d.p += STOR_ID_LEN;
+    }
+    stor_status_t rc = dec_status(&d);
+    if (rc != STOR_OK)
+        stor_part_free_fields(&out->part);
+    return rc;
+}
+
+void stor_part_free_fields(stor_part_t *p)
+{
+    free(p->checksum_crc32);
+    free(p->checksum_crc32c);
+    free(p->checksum_sha256);
+    p->checksum_crc32 = p->checksum_crc32c = p->checksum_sha256 = NULL;
+}
+
+stor_status_t stor_rec_decode_bucket(const void *data, size_t len, stor_bucket_t *out)
+{
+    dec_t d = {data, (const uint8_t *)data + len, 0, 0};
+    get_header(&d, STOR_REC_BUCKET);
+    get_fixed_str(&d, out->owner, sizeof out->owner);
+    out->created = (int64_t)get_u64(&d);
+    return dec_status(&d);
+}
+
+/* ==== storage.h helpers ================================================== */
+
+const char *stor_strerror(stor_status_t st)
+{
+    switch (st) {
+    case STOR_OK: return "ok";
+    case STOR_ERR_NO_BUCKET: return "no such bucket";
+    case STOR_ERR_NO_KEY: return "no such key";
+    case STOR_ERR_BUCKET_EXISTS: return "bucket already exists";
+    case STOR_ERR_BUCKET_NOT_EMPTY: return "bucket not empty";
+    case STOR_ERR_NO_UPLOAD: return "no such upload";
+    case STOR_ERR_INVALID_PART: return "invalid part";
+    case STOR_ERR_INVALID_PART_ORDER: return "invalid part order";
+    case STOR_ERR_PART_TOO_SMALL: return "part too small";
+    case STOR_ERR_TOO_LARGE: return "metadata too large";
+    case STOR_ERR_NOMEM: return "out of memory";
+    case STOR_ERR_IO: return "I/O error";
+    }
+    return "unknown storage error";
+}
+
+void stor_meta_free(stor_meta_t *meta)
+{
+    if (!meta)
+        return;
+    for (size_t i = 0; i < N_META_OPT; i++)
+        free(*meta_opt(meta, i));
+    for (size_t i = 0; i < meta->n_user_meta; i++) {
+        free(meta->user_meta[i].name);
+        free(meta->user_meta[i].value);
+    }
+    free(meta->user_meta);
+    free(meta->part_sizes);
+    memset(meta, 0, sizeof *meta);
+}
+
+static int dup_str(char **dst, const char *src)
+{
+    *dst = NULL;
+    if (!src)
+        return 0;
+    *dst = strdup(src);
+    return *dst ? 0 : -1;
+}
+
+stor_status_t stor_meta_copy(stor_meta_t *dst, const stor_meta_t *src)
+{
+    memset(dst, 0, sizeof *dst);
+    dst->size = src->size;
+    memcpy(dst->etag, src->etag, sizeof dst->etag);
+    dst->etag[sizeof dst->etag - 1] = '\0';
+    dst->mtime_ms = src->mtime_ms;
+    for (size_t i = 0; i < N_META_OPT; i++)
+        if (dup_str(meta_opt(dst, i), meta_opt_c(src, i)) != 0)
+            goto nomem;
+    if (src->n_user_meta) {
+        dst->user_meta = calloc(src->n_user_meta, sizeof *dst->user_meta);
+        if (!dst->user_meta)
+            goto nomem;
+        dst->n_user_meta = src->n_user_meta;
+        for (size_t i = 0; i < src->n_user_meta; i++)
+            if (dup_str(&dst->user_meta[i].name, src->user_meta[i].name) != 0 ||
+                dup_str(&dst->user_meta[i].value, src->user_meta[i].value) != 0)
+                goto nomem;
+    }
+    if (src->parts_count && src->part_sizes) {
+        dst->part_sizes = malloc(src->parts_count * sizeof *dst->part_sizes);
+        if (!dst->part_sizes)
+            goto nomem;
+        memcpy(dst->part_sizes, src->part_sizes, src->parts_count * sizeof *dst->part_sizes);
+        dst->parts_count = src->parts_count;
+    }
+    return STOR_OK;
+nomem:
+    stor_meta_free(dst);
+    return STOR_ERR_NOMEM;
+}

@@ -1,0 +1,103 @@
+/* Private to src/storage: the index record codec and the index key scheme.
+ * Nothing outside this folder includes this header (unit tests may). */
+#ifndef S3R_STORAGE_STOR_INTERNAL_H
+#define S3R_STORAGE_STOR_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "storage/storage.h"
+
+/* ---- Index keys -----------------------------------------------------------
+ * An object's index key is `bucket \0 key` when the key is at most P bytes,
+ * P = STOR_IKEY_MAX - 9 - (len(bucket) + 1). A longer key is stored under
+ * `bucket \0 key[0:P] 0xFF hash8(key)` and its full text lives in the record.
+ * Because every key longer than P is hashed (never only "those that do not
+ * fit"), index order equals true byte order except inside a block of long
+ * keys sharing their first P bytes, which the iterator sorts in memory. 0xFF
+ * never occurs in UTF-8, so such a block sorts after the short key equal to
+ * its P-byte prefix and before anything greater. */
+#define STOR_IKEY_MAX   480 /* LMDB's Debian build allows 511; keep a margin */
+#define STOR_IKEY_HASH  8
+#define STOR_BUCKET_MAX 63
+
+/* P for a bucket name of blen bytes (blen <= STOR_BUCKET_MAX). */
+static inline size_t stor_ikey_plen(size_t blen)
+{
+    return STOR_IKEY_MAX - 1 - STOR_IKEY_HASH - (blen + 1);
+}
+
+/* Writes the index key of bucket/key into out (STOR_IKEY_MAX bytes); returns
+ * its length. */
+size_t stor_ikey_encode(const char *bucket, size_t blen, const char *key, size_t klen,
+                        uint8_t *out);
+/* Writes the smallest index key at or before every key >= s: `bucket \0
+ * s[0:min(len,P)]`. Returns its length. */
+size_t stor_ikey_seek(const char *bucket, size_t blen, const char *s, size_t slen, uint8_t *out);
+/* 1 when rest (an index key minus `bucket \0`) is the hashed long form for P. */
+static inline int stor_ikey_is_long(const uint8_t *rest, size_t rlen, size_t plen)
+{
+    return rlen == plen + 1 + STOR_IKEY_HASH && rest[plen] == 0xFF;
+}
+
+/* Byte-order comparison of two strings with lengths (shorter prefix first). */
+int stor_keycmp(const char *a, size_t alen, const char *b, size_t blen);
+
+/* ---- Records --------------------------------------------------------------
+ * Every record starts with a version byte and a type byte; fields are
+ * little-endian integers and u32-length-prefixed strings (length 0xFFFFFFFF
+ * encodes NULL). Decoders check every length against the bytes left and
+ * return STOR_ERR_IO on anything malformed; they never read out of bounds. */
+#define STOR_REC_VERSION 1
+#define STOR_ID_LEN      16 /* file id bytes; 32 hex digits on disk */
+#define STOR_REC_MAX     (8u << 20) /* larger records: STOR_ERR_TOO_LARGE */
+
+enum { STOR_REC_OBJECT = 1, STOR_REC_UPLOAD = 2, STOR_REC_PART = 3, STOR_REC_BUCKET = 4 };
+
+typedef struct stor_seg {
+    uint8_t id[STOR_ID_LEN];
+    uint64_t size;
+} stor_seg_t;
+
+typedef struct stor_obj_rec {
+    char *key; /* NUL-terminated full key */
+    size_t key_len;
+    stor_meta_t meta; /* parts_count/part_sizes filled when multipart */
+    stor_seg_t *segs;
+    uint32_t n_segs;
+} stor_obj_rec_t;
+
+typedef struct stor_upload_rec {
+    char *key;
+    size_t key_len;
+    int64_t initiated_ms;
+    stor_meta_t meta;
+} stor_upload_rec_t;
+
+typedef struct stor_part_rec {
+    stor_part_t part;
+    uint8_t id[STOR_ID_LEN];
+} stor_part_rec_t;
+
+int stor_rec_encode_object(buf_t *b, const char *key, size_t klen, const stor_meta_t *m,
+                           const stor_seg_t *segs, uint32_t n_segs);
+stor_status_t stor_rec_decode_object(const void *data, size_t len, stor_obj_rec_t *out);
+/* The full key inside an object record, without allocating (points into data). */
+stor_status_t stor_rec_object_key(const void *data, size_t len, const char **key_p,
+                                  size_t *klen_p);
+void stor_obj_rec_free(stor_obj_rec_t *r);
+
+int stor_rec_encode_upload(buf_t *b, const char *key, size_t klen, int64_t initiated_ms,
+                           const stor_meta_t *m);
+stor_status_t stor_rec_decode_upload(const void *data, size_t len, stor_upload_rec_t *out);
+void stor_upload_rec_free(stor_upload_rec_t *r);
+
+int stor_rec_encode_part(buf_t *b, const stor_part_t *p, const uint8_t id[STOR_ID_LEN]);
+stor_status_t stor_rec_decode_part(const void *data, size_t len, stor_part_rec_t *out);
+void stor_part_free_fields(stor_part_t *p);
+
+int stor_rec_encode_bucket(buf_t *b, const char *owner, int64_t created);
+stor_status_t stor_rec_decode_bucket(const void *data, size_t len, stor_bucket_t *out);
+
+#endif

@@ -1,0 +1,747 @@
+/* Storage engine: buckets, objects, metadata, readers, crash cleanup,
+ * concurrency and durability modes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "common/s3r_limits.h"
+#include "stor_test_util.h"
+#include "storage/stor_internal.h"
+
+typedef struct fx {
+    char *dir;
+    stor_t *st;
+    stor_durability_t mode;
+} fx_t;
+
+static int setup_mode(void **state, stor_durability_t mode)
+{
+    fx_t *f = calloc(1, sizeof *f);
+    f->dir = tu_mkdtemp();
+    f->mode = mode;
+    assert_int_equal(stor_open(f->dir, mode, &f->st), STOR_OK);
+    *state = f;
+    return 0;
+}
+
+static int setup_relaxed(void **state)
+{
+    return setup_mode(state, STOR_DURABILITY_RELAXED);
+}
+
+static int setup_fsync(void **state)
+{
+    return setup_mode(state, STOR_DURABILITY_FSYNC);
+}
+
+static int teardown(void **state)
+{
+    fx_t *f = *state;
+    stor_close(f->st);
+    tu_rmrf(f->dir);
+    free(f->dir);
+    free(f);
+    return 0;
+}
+
+static void reopen(fx_t *f)
+{
+    stor_close(f->st);
+    f->st = NULL;
+    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+}
+
+/* ---- Buckets ------------------------------------------------------------ */
+
+static void test_bucket_crud(void **state)
+{
+    fx_t *f = *state;
+    stor_bucket_t b;
+    assert_int_equal(stor_bucket_get(f->st, "alpha", &b), STOR_ERR_NO_BUCKET);
+    assert_int_equal(stor_bucket_create(f->st, "beta", "AKB"), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "alpha", "AKA"), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "alpha", "other"), STOR_ERR_BUCKET_EXISTS);
+    assert_int_equal(stor_bucket_get(f->st, "alpha", &b), STOR_OK);
+    assert_string_equal(b.name, "alpha");
+    assert_string_equal(b.owner, "AKA");
+    assert_true(b.created > 1600000000 && b.created < 4000000000LL);
+
+    stor_bucket_t *list;
+    size_t n;
+    assert_int_equal(stor_bucket_list(f->st, &list, &n), STOR_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(list[0].name, "alpha");
+    assert_string_equal(list[1].name, "beta");
+    assert_string_equal(list[1].owner, "AKB");
+    free(list);
+
+    /* Not empty while an object exists. */
+    assert_int_equal(tu_put(f->st, "alpha", "k", "x", 1), STOR_OK);
+    assert_int_equal(stor_bucket_delete(f->st, "alpha"), STOR_ERR_BUCKET_NOT_EMPTY);
+    assert_int_equal(stor_delete(f->st, "alpha", "k"), STOR_OK);
+    /* Not empty while an upload exists. */
+    char id[STOR_UPLOAD_ID_LEN + 1];
+    assert_int_equal(stor_mpu_create(f->st, "alpha", "u", NULL, id), STOR_OK);
+    assert_int_equal(stor_bucket_delete(f->st, "alpha"), STOR_ERR_BUCKET_NOT_EMPTY);
+    assert_int_equal(stor_mpu_abort(f->st, "alpha", "u", id), STOR_OK);
+    /* A bucket whose name is a prefix of another is independent. */
+    assert_int_equal(stor_bucket_create(f->st, "alphabet", "AKA"), STOR_OK);
+    assert_int_equal(tu_put(f->st, "alphabet", "k", "x", 1), STOR_OK);
+    assert_int_equal(stor_bucket_delete(f->st, "alpha"), STOR_OK);
+    assert_int_equal(stor_bucket_delete(f->st, "alpha"), STOR_ERR_NO_BUCKET);
+    assert_int_equal(stor_bucket_get(f->st, "alpha", &b), STOR_ERR_NO_BUCKET);
+
+    reopen(f);
+    assert_int_equal(stor_bucket_list(f->st, &list, &n), STOR_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(list[0].name, "alphabet");
+    assert_string_equal(list[1].name, "beta");
+    free(list);
+
+    stor_writer_t *w;
+    assert_int_equal(stor_writer_open(f->st, "nope", &w), STOR_ERR_NO_BUCKET);
+}
+
+/* ---- Objects ------------------------------------------------------------ */
+
+static void test_put_get_overwrite_delete(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    stor_meta_t m;
+    assert_int_equal(stor_head(f->st, "b", "a/b c", &m), STOR_ERR_NO_KEY);
+    assert_int_equal(stor_head(f->st, "zz", "a", &m), STOR_ERR_NO_BUCKET);
+
+    assert_int_equal(tu_put(f->st, "b", "a/b c", "hello", 5), STOR_OK);
+    assert_int_equal(stor_head(f->st, "b", "a/b c", &m), STOR_OK);
+    assert_int_equal(m.size, 5);
+    assert_string_equal(m.etag, "5d41402abc4b2a76b9719d911017c592");
+    assert_int_equal(m.parts_count, 0);
+    stor_meta_free(&m);
+    char *got = tu_get(f->st, "b", "a/b c", NULL);
+    assert_non_null(got);
+    assert_string_equal(got, "hello");
+    free(got);
+    assert_int_equal(tu_count_objects(f->dir), 1);
+
+    /* Overwrite replaces the bytes and frees the old file. */
+    assert_int_equal(tu_put(f->st, "b", "a/b c", "goodbye!", 8), STOR_OK);
+    got = tu_get(f->st, "b", "a/b c", NULL);
+    assert_string_equal(got, "goodbye!");
+    free(got);
+    assert_int_equal(tu_count_objects(f->dir), 1);
+
+    /* Empty object. */
+    assert_int_equal(tu_put(f->st, "b", "empty", "", 0), STOR_OK);
+    size_t n = 99;
+    got = tu_get(f->st, "b", "empty", &n);
+    assert_non_null(got);
+    assert_int_equal(n, 0);
+    free(got);
+
+    /* Keys are never paths. */
+    assert_int_equal(tu_put(f->st, "b", "../../etc/passwd", "p", 1), STOR_OK);
+    got = tu_get(f->st, "b", "../../etc/passwd", NULL);
+    assert_string_equal(got, "p");
+    free(got);
+
+    assert_int_equal(stor_delete(f->st, "b", "a/b c"), STOR_OK);
+    assert_int_equal(stor_delete(f->st, "b", "a/b c"), STOR_ERR_NO_KEY);
+    assert_int_equal(stor_head(f->st, "b", "a/b c", &m), STOR_ERR_NO_KEY);
+    stor_reader_t *r;
+    assert_int_equal(stor_reader_open(f->st, "b", "a/b c", &r), STOR_ERR_NO_KEY);
+    assert_int_equal(tu_count_objects(f->dir), 2);
+
+    /* Aborted writes leave nothing. */
+    stor_writer_t *w;
+    assert_int_equal(stor_writer_open(f->st, "b", &w), STOR_OK);
+    assert_int_equal(stor_writer_write(w, "zzz", 3), STOR_OK);
+    assert_int_equal(stor_writer_size(w), 3);
+    stor_writer_abort(w);
+    assert_int_equal(tu_count_objects(f->dir), 2);
+    assert_int_equal(stor_head(f->st, "b", "zzz", &m), STOR_ERR_NO_KEY);
+
+    /* The bucket vanishing before commit fails the commit, leaving no file. */
+    assert_int_equal(stor_bucket_create(f->st, "gone", "o"), STOR_OK);
+    assert_int_equal(stor_writer_open(f->st, "gone", &w), STOR_OK);
+    assert_int_equal(stor_writer_write(w, "q", 1), STOR_OK);
+    assert_int_equal(stor_bucket_delete(f->st, "gone"), STOR_OK);
+    memset(&m, 0, sizeof m);
+    assert_int_equal(stor_writer_commit(w, "k", &m), STOR_ERR_NO_BUCKET);
+    assert_int_equal(tu_count_objects(f->dir), 2);
+}
+
+static void test_long_key_objects(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    char k1[1025], k2[1025];
+    memset(k1, 'k', 1024);
+    k1[1024] = '\0';
+    memcpy(k2, k1, sizeof k1);
+    k2[1023] = 'j'; /* same 1023-byte prefix: same index prefix, other hash */
+    assert_int_equal(tu_put(f->st, "b", k1, "one", 3), STOR_OK);
+    assert_int_equal(tu_put(f->st, "b", k2, "two", 3), STOR_OK);
+    char *g1 = tu_get(f->st, "b", k1, NULL), *g2 = tu_get(f->st, "b", k2, NULL);
+    assert_string_equal(g1, "one");
+    assert_string_equal(g2, "two");
+    free(g1);
+    free(g2);
+    k2[1023] = 'i';
+    stor_meta_t m;
+    assert_int_equal(stor_head(f->st, "b", k2, &m), STOR_ERR_NO_KEY);
+    assert_int_equal(stor_delete(f->st, "b", k1), STOR_OK);
+    assert_int_equal(stor_head(f->st, "b", k1, &m), STOR_ERR_NO_KEY);
+}
+
+static void test_meta_roundtrip(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    stor_kv_t um[2] = {{"color", "blue"}, {"empty", ""}};
+    stor_meta_t m = {
+        .content_type = "text/plain; charset=utf-8",
+        .content_encoding = "gzip",
+        .content_disposition = "attachment; filename=\"x.txt\"",
+        .content_language = "en",
+        .cache_control = "no-cache",
+        .expires = "Wed, 21 Oct 2015 07:28:00 GMT",
+        .checksum_crc32 = "NhCmhg==",
+        .checksum_crc32c = "yZRlqg==",
+        .checksum_sha256 = "LPJNul+wow4m6DsqxbninhsWHlwfp0JecwQzYpOLmCQ=",
+        .user_meta = um,
+        .n_user_meta = 2,
+    };
+    snprintf(m.etag, sizeof m.etag, "%s", "0123456789abcdef0123456789abcdef");
+    stor_writer_t *w;
+    assert_int_equal(stor_writer_open(f->st, "b", &w), STOR_OK);
+    assert_int_equal(stor_writer_write(w, "abcdefgh", 8), STOR_OK);
+    assert_int_equal(stor_writer_write(w, "ij", 2), STOR_OK);
+    assert_int_equal(stor_writer_commit(w, "m", &m), STOR_OK);
+    assert_int_equal(m.size, 10); /* set by commit */
+    assert_true(m.mtime_ms > 1600000000000LL);
+
+    reopen(f);
+    stor_meta_t h;
+    assert_int_equal(stor_head(f->st, "b", "m", &h), STOR_OK);
+    assert_int_equal(h.size, 10);
+    assert_int_equal(h.mtime_ms, m.mtime_ms);
+    assert_string_equal(h.etag, m.etag);
+    assert_string_equal(h.content_type, m.content_type);
+    assert_string_equal(h.content_encoding, "gzip");
+    assert_string_equal(h.content_disposition, m.content_disposition);
+    assert_string_equal(h.content_language, "en");
+    assert_string_equal(h.cache_control, "no-cache");
+    assert_string_equal(h.expires, m.expires);
+    assert_string_equal(h.checksum_crc32, "NhCmhg==");
+    assert_string_equal(h.checksum_crc32c, "yZRlqg==");
+    assert_string_equal(h.checksum_sha256, m.checksum_sha256);
+    assert_int_equal(h.n_user_meta, 2);
+    assert_string_equal(h.user_meta[0].name, "color");
+    assert_string_equal(h.user_meta[0].value, "blue");
+    assert_string_equal(h.user_meta[1].name, "empty");
+    assert_string_equal(h.user_meta[1].value, "");
+
+    stor_meta_t c;
+    assert_int_equal(stor_meta_copy(&c, &h), STOR_OK);
+    stor_meta_free(&h);
+    assert_null(h.content_type);
+    assert_string_equal(c.user_meta[0].value, "blue");
+    assert_string_equal(c.cache_control, "no-cache");
+    stor_meta_free(&c);
+    stor_meta_free(NULL);
+
+    /* Absent fields stay NULL. */
+    assert_int_equal(tu_put(f->st, "b", "plain", "x", 1), STOR_OK);
+    assert_int_equal(stor_head(f->st, "b", "plain", &h), STOR_OK);
+    assert_null(h.content_type);
+    assert_null(h.checksum_sha256);
+    assert_int_equal(h.n_user_meta, 0);
+    stor_meta_free(&h);
+}
+
+/* Truncated or random records must decode to STOR_ERR_IO, never crash. */
+static void test_record_garbage(void **state)
+{
+    (void)state;
+    stor_kv_t um[1] = {{"a", "b"}};
+    stor_meta_t m = {.size = 7, .content_type = "t", .user_meta = um, .n_user_meta = 1};
+    strcpy(m.etag, "e");
+    stor_seg_t seg = {{1, 2, 3}, 7};
+    buf_t b;
+    buf_init(&b, 1 << 20);
+    assert_int_equal(stor_rec_encode_object(&b, "key", 3, &m, &seg, 1), 0);
+    stor_obj_rec_t rec;
+    assert_int_equal(stor_rec_decode_object(b.data, b.len, &rec), STOR_OK);
+    assert_string_equal(rec.key, "key");
+    assert_int_equal(rec.meta.size, 7);
+    assert_string_equal(rec.meta.user_meta[0].value, "b");
+    assert_int_equal(rec.segs[0].id[2], 3);
+    stor_obj_rec_free(&rec);
+    for (size_t len = 0; len < b.len; len++)
+        assert_int_equal(stor_rec_decode_object(b.data, len, &rec), STOR_ERR_IO);
+    /* Flip each byte to a few values: any result but a crash or leak is fine. */
+    uint8_t *copy = malloc(b.len);
+    for (size_t i = 0; i < b.len; i++)
+        for (int x = 0; x < 4; x++) {
+            memcpy(copy, b.data, b.len);
+            copy[i] = (uint8_t)(x == 0 ? 0xFF : x == 1 ? 0 : copy[i] ^ (1u << x));
+            if (stor_rec_decode_object(copy, b.len, &rec) == STOR_OK)
+                stor_obj_rec_free(&rec);
+        }
+    free(copy);
+    uint8_t rnd[512];
+    for (int i = 0; i < 200; i++) {
+        random_bytes(rnd, sizeof rnd);
+        rnd[0] = STOR_REC_VERSION;
+        rnd[1] = (uint8_t)(1 + i % 4);
+        if (stor_rec_decode_object(rnd, sizeof rnd, &rec) == STOR_OK)
+            stor_obj_rec_free(&rec);
+        stor_upload_rec_t u;
+        if (stor_rec_decode_upload(rnd, sizeof rnd, &u) == STOR_OK)
+            stor_upload_rec_free(&u);
+        stor_part_rec_t p;
+        if (stor_rec_decode_part(rnd, sizeof rnd, &p) == STOR_OK)
+            stor_part_free_fields(&p.part);
+        stor_bucket_t bk;
+        (void)stor_rec_decode_bucket(rnd, sizeof rnd, &bk);
+    }
+    /* Wrong version byte. */
+    ((uint8_t *)b.data)[0] = 99;
+    assert_int_equal(stor_rec_decode_object(b.data, b.len, &rec), STOR_ERR_IO);
+    buf_free(&b);
+}
+
+/* ---- Readers ------------------------------------------------------------ */
+
+static void test_reader_snapshot(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    assert_int_equal(tu_put(f->st, "b", "k", "old-bytes", 9), STOR_OK);
+    stor_reader_t *r;
+    assert_int_equal(stor_reader_open(f->st, "b", "k", &r), STOR_OK);
+    assert_int_equal(tu_put(f->st, "b", "k", "NEW", 3), STOR_OK);
+    char buf[32] = {0};
+    assert_int_equal(stor_reader_pread(r, buf, sizeof buf, 0), 9);
+    assert_string_equal(buf, "old-bytes");
+    assert_int_equal(stor_reader_meta(r)->size, 9);
+    assert_int_equal(stor_delete(f->st, "b", "k"), STOR_OK);
+    memset(buf, 0, sizeof buf);
+    assert_int_equal(stor_reader_pread(r, buf, 3, 4), 3);
+    assert_string_equal(buf, "byt");
+    assert_int_equal(stor_reader_pread(r, buf, 3, 9), 0);
+    assert_int_equal(stor_reader_pread(r, buf, 3, 100), 0);
+    int fd;
+    uint64_t fo;
+    assert_int_equal(stor_reader_span_fd(r, 2, 5, &fd, &fo), 1);
+    assert_int_equal(fo, 2);
+    assert_int_equal(pread(fd, buf, 5, (off_t)fo), 5);
+    assert_memory_equal(buf, "d-byt", 5);
+    assert_int_equal(stor_reader_span_fd(r, 2, 8, &fd, &fo), 0); /* past the end */
+    stor_reader_close(r);
+    assert_int_equal(tu_count_objects(f->dir), 0);
+    stor_reader_close(NULL);
+}
+
+/* ---- Crash cleanup ------------------------------------------------------ */
+
+static void test_orphan_cleanup(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    assert_int_equal(tu_put(f->st, "b", "keep", "data", 4), STOR_OK);
+    char id[STOR_UPLOAD_ID_LEN + 1];
+    assert_int_equal(stor_mpu_create(f->st, "b", "mp", NULL, id), STOR_OK);
+    stor_writer_t *w;
+    assert_int_equal(stor_writer_open(f->st, "b", &w), STOR_OK);
+    assert_int_equal(stor_writer_write(w, "part", 4), STOR_OK);
+    stor_part_t part = {.number = 1};
+    strcpy(part.etag, "0123456789abcdef0123456789abcdef");
+    assert_int_equal(stor_part_commit(w, "mp", id, &part), STOR_OK);
+    assert_int_equal(tu_count_objects(f->dir), 2);
+
+    /* A process that dies mid-write (kill -9 style) leaves a partial file;
+     * one that commits and dies keeps its object. */
+    stor_close(f->st);
+    f->st = NULL;
+    pid_t pid = fork();
+    if (pid == 0) {
+        stor_t *st;
+        if (stor_open(f->dir, f->mode, &st) != STOR_OK)
+            _exit(1);
+        if (tu_put(st, "b", "acked", "survives", 8) != STOR_OK)
+            _exit(2);
+        stor_writer_t *cw;
+        if (stor_writer_open(st, "b", &cw) != STOR_OK)
+            _exit(3);
+        stor_writer_write(cw, "partial", 7);
+        raise(SIGKILL);
+        _exit(4);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    assert_int_equal(tu_count_objects(f->dir), 4);
+    /* Strays: a file named like an object, junk, in an existing and in a new shard. */
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/.s3rdma/objects/00", f->dir);
+    mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/.s3rdma/objects/00/11", f->dir);
+    mkdir(p, 0755);
+    const char *strays[] = {"00/11/00112233445566778899aabbccddeeff", "00/11/junk.tmp"};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(p, sizeof p, "%s/.s3rdma/objects/%s", f->dir, strays[i]);
+        int fd = open(p, O_CREAT | O_WRONLY, 0644);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, "x", 1), 1);
+        close(fd);
+    }
+    assert_int_equal(tu_count_objects(f->dir), 6);
+
+
+    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(tu_count_objects(f->dir), 3); /* keep, the part, acked */
+    char *got = tu_get(f->st, "b", "keep", NULL);
+    assert_string_equal(got, "data");
+    free(got);
+    got = tu_get(f->st, "b", "acked", NULL);
+    assert_non_null(got);
+    assert_string_equal(got, "survives");
+    free(got);
+    stor_part_t *parts;
+    size_t n;
+    assert_int_equal(stor_mpu_list_parts(f->st, "b", "mp", id, 0, &parts, &n), STOR_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(parts[0].size, 4);
+    stor_parts_free(parts, n);
+
+    /* A second open of the same directory is refused while it is open. */
+    stor_t *again = NULL;
+    assert_int_equal(stor_open(f->dir, f->mode, &again), STOR_ERR_IO);
+}
+
+/* ---- Concurrency -------------------------------------------------------- */
+
+#define N_THREADS 4
+#define N_ROUNDS  25
+
+typedef struct wargs {
+    stor_t *st;
+    int id;
+    int failures;
+} wargs_t;
+
+static void *writer_thread(void *arg)
+{
+    wargs_t *a = arg;
+    char body[64];
+    for (int i = 0; i < N_ROUNDS; i++) {
+        int n = snprintf(body, sizeof body, "thread-%d-round-%d", a->id, i);
+        if (tu_put(a->st, "b", "same", body, (size_t)n) != STOR_OK)
+            a->failures++;
+        /* Readers racing the overwrites see one complete version. */
+        size_t len;
+        char *got = tu_get(a->st, "b", "same", &len);
+        if (!got || strncmp(got, "thread-", 7) != 0 || strstr(got, "-round-") == NULL)
+            a->failures++;
+        free(got);
+        char own[32];
+        snprintf(own, sizeof own, "own-%d", a->id);
+        if (tu_put(a->st, "b", own, body, (size_t)n) != STOR_OK)
+            a->failures++;
+    }
+    return NULL;
+}
+
+static void test_concurrent_writers(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    pthread_t t[N_THREADS];
+    wargs_t a[N_THREADS];
+    for (int i = 0; i < N_THREADS; i++) {
+        a[i] = (wargs_t){f->st, i, 0};
+        assert_int_equal(pthread_create(&t[i], NULL, writer_thread, &a[i]), 0);
+    }
+    for (int i = 0; i < N_THREADS; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(a[i].failures, 0);
+    }
+    /* One winner for "same" plus one object per thread, and no leaked files. */
+    assert_int_equal(tu_count_objects(f->dir), 1 + N_THREADS);
+    stor_meta_t m;
+    assert_int_equal(stor_head(f->st, "b", "same", &m), STOR_OK);
+    size_t len = 0;
+    char *got = tu_get(f->st, "b", "same", &len);
+    char etag[33];
+    tu_md5_hex(got, len, etag);
+    assert_string_equal(m.etag, etag); /* the index and the bytes agree */
+    assert_non_null(strstr(got, "-round-24"));
+    free(got);
+    stor_meta_free(&m);
+    for (int i = 0; i < N_THREADS; i++) {
+        char own[32], want[64];
+        snprintf(own, sizeof own, "own-%d", i);
+        snprintf(want, sizeof want, "thread-%d-round-%d", i, N_ROUNDS - 1);
+        got = tu_get(f->st, "b", own, NULL);
+        assert_string_equal(got, want);
+        free(got);
+    }
+}
+
+/* ---- Multipart ---------------------------------------------------------- */
+
+static stor_status_t put_part(stor_t *st, const char *key, const char *id, uint32_t num,
+                              const char *data, size_t len, char etag_out[33])
+{
+    stor_writer_t *w;
+    stor_status_t s = stor_writer_open(st, "b", &w);
+    if (s != STOR_OK)
+        return s;
+    stor_writer_write(w, data, len);
+    stor_part_t p = {.number = num, .checksum_crc32 = "AAAAAA=="};
+    tu_md5_hex(data, len, p.etag);
+    if (etag_out)
+        strcpy(etag_out, p.etag);
+    return stor_part_commit(w, key, id, &p);
+}
+
+static void test_multipart(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    const size_t big = S3R_MIN_PART_BYTES;
+    char *p1 = malloc(big), *p2 = malloc(big);
+    memset(p1, 'a', big);
+    memset(p2, 'b', big);
+    p1[0] = '1';
+    p2[big - 1] = '2';
+
+    stor_kv_t um[1] = {{"origin", "mpu"}};
+    stor_meta_t cm = {.content_type = "application/x-test", .user_meta = um, .n_user_meta = 1};
+    char id[STOR_UPLOAD_ID_LEN + 1];
+    assert_int_equal(stor_mpu_create(f->st, "nob", "obj", &cm, id), STOR_ERR_NO_BUCKET);
+    assert_int_equal(stor_mpu_create(f->st, "b", "obj", &cm, id), STOR_OK);
+    assert_int_equal(strlen(id), STOR_UPLOAD_ID_LEN);
+    assert_int_equal(stor_mpu_check(f->st, "b", "obj", id), STOR_OK);
+    assert_int_equal(stor_mpu_check(f->st, "b", "other", id), STOR_ERR_NO_UPLOAD);
+    assert_int_equal(stor_mpu_check(f->st, "b", "obj", "nonsense"), STOR_ERR_NO_UPLOAD);
+
+    char e1[33], e2[33], e3[33], e4[33];
+    assert_int_equal(put_part(f->st, "obj", id, 2, "stale", 5, NULL), STOR_OK);
+    assert_int_equal(put_part(f->st, "obj", id, 2, p2, big, e2), STOR_OK); /* replaces */
+    assert_int_equal(put_part(f->st, "obj", id, 1, p1, big, e1), STOR_OK);
+    assert_int_equal(put_part(f->st, "obj", id, 3, "tail", 4, e3), STOR_OK);
+    assert_int_equal(put_part(f->st, "obj", id, 4, "unused", 6, e4), STOR_OK);
+    assert_int_equal(put_part(f->st, "wrongkey", id, 5, "x", 1, NULL), STOR_ERR_NO_UPLOAD);
+    assert_int_equal(tu_count_objects(f->dir), 4);
+
+    stor_part_t *parts;
+    size_t n;
+    assert_int_equal(stor_mpu_list_parts(f->st, "b", "obj", id, 0, &parts, &n), STOR_OK);
+    assert_int_equal(n, 4);
+    assert_int_equal(parts[0].number, 1);
+    assert_int_equal(parts[1].number, 2);
+    assert_int_equal(parts[1].size, big);
+    assert_string_equal(parts[1].etag, e2);
+    assert_string_equal(parts[2].checksum_crc32, "AAAAAA==");
+    assert_null(parts[2].checksum_sha256);
+    assert_true(parts[3].mtime_ms > 0);
+    stor_parts_free(parts, n);
+    assert_int_equal(stor_mpu_list_parts(f->st, "b", "obj", id, 2, &parts, &n), STOR_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(parts[0].number, 3);
+    stor_parts_free(parts, n);
+
+    stor_upload_t *ups;
+    int more;
+    assert_int_equal(stor_mpu_list(f->st, "b", "", NULL, NULL, 100, &ups, &n, &more), STOR_OK);
+    assert_int_equal(n, 1);
+    assert_false(more);
+    assert_string_equal(ups[0].key, "obj");
+    assert_string_equal(ups[0].upload_id, id);
+    assert_true(ups[0].initiated_ms > 0);
+    stor_uploads_free(ups, n);
+
+    stor_meta_t out;
+    /* Each failure leaves the upload intact. */
+    stor_complete_part_t bad_order[] = {{2, e2}, {1, e1}};
+    assert_int_equal(stor_mpu_complete(f->st, "b", "obj", id, bad_order, 2, &out),
+                     STOR_ERR_INVALID_PART_ORDER);
+    stor_complete_part_t dup[] = {{1, e1}, {1, e1}};
+    assert_int_equal(stor_mpu_complete(f->st, "b", "obj", id, dup, 2, &out),
+                     STOR_ERR_INVALID_PART_ORDER);
+    stor_complete_part_t missing[] = {{1, e1}, {7, e2}};
+    assert_int_equal(stor_mpu_complete(f->st, "b", "obj", id, missing, 2, &out),
+                     STOR_ERR_INVALID_PART);
+    stor_complete_part_t bad_etag[] = {{1, e1}, {2, e1}};
+    assert_int_equal(stor_mpu_complete(f->st, "b", "obj", id, bad_etag, 2, &out),
+                     STOR_ERR_INVALID_PART);
+    stor_complete_part_t small[] = {{3, e3}, {4, e4}};
+    assert_int_equal(stor_mpu_complete(f->st, "b", "obj", id, small, 2, &out),
+                     STOR_ERR_PART_TOO_SMALL);
+    assert_int_equal(stor_mpu_complete(f->st, "b", "obj", "0123456789abcdef0123456789abcdef",
+                                       small, 2, &out),
+                     STOR_ERR_NO_UPLOAD);
+    assert_int_equal(stor_mpu_complete(f->st, "b", "obj", id, small, 0, &out),
+                     STOR_ERR_INVALID_PART);
+
+    /* An old object under the key is replaced by the completed one. */
+    assert_int_equal(tu_put(f->st, "b", "obj", "previous", 8), STOR_OK);
+    char quoted[40];
+    snprintf(quoted, sizeof quoted, "\"%s\"", e2);
+    stor_complete_part_t good[] = {{1, e1}, {2, quoted}, {3, e3}};
+    assert_int_equal(stor_mpu_complete(f->st, "b", "obj", id, good, 3, &out), STOR_OK);
+
+    /* ETag: md5 of the concatenated binary part md5s, "-3". */
+    uint8_t cat[3 * MD5_LEN];
+    hex_decode(e1, 32, cat, MD5_LEN);
+    hex_decode(e2, 32, cat + MD5_LEN, MD5_LEN);
+    hex_decode(e3, 32, cat + 2 * MD5_LEN, MD5_LEN);
+    char want[40];
+    tu_md5_hex(cat, sizeof cat, want);
+    strcat(want, "-3");
+    assert_string_equal(out.etag, want);
+    assert_int_equal(out.size, 2 * big + 4);
+    assert_int_equal(out.parts_count, 3);
+    assert_int_equal(out.part_sizes[0], big);
+    assert_int_equal(out.part_sizes[2], 4);
+    assert_string_equal(out.content_type, "application/x-test");
+    stor_meta_free(&out);
+
+    /* Unlisted part 4, the old object and the upload are gone. */
+    assert_int_equal(tu_count_objects(f->dir), 3);
+    assert_int_equal(stor_mpu_check(f->st, "b", "obj", id), STOR_ERR_NO_UPLOAD);
+    assert_int_equal(stor_mpu_abort(f->st, "b", "obj", id), STOR_ERR_NO_UPLOAD);
+
+    reopen(f);
+    stor_meta_t h;
+    assert_int_equal(stor_head(f->st, "b", "obj", &h), STOR_OK);
+    assert_string_equal(h.etag, want);
+    assert_int_equal(h.parts_count, 3);
+    assert_int_equal(h.part_sizes[1], big);
+    assert_string_equal(h.user_meta[0].value, "mpu");
+    stor_meta_free(&h);
+
+    /* Reads across segment boundaries. */
+    stor_reader_t *r;
+    assert_int_equal(stor_reader_open(f->st, "b", "obj", &r), STOR_OK);
+    char buf[16];
+    assert_int_equal(stor_reader_pread(r, buf, 4, big - 2), 4);
+    assert_memory_equal(buf, "aabb", 4);
+    assert_int_equal(stor_reader_pread(r, buf, 16, 2 * big - 2), 6);
+    assert_memory_equal(buf, "b2tail", 6);
+    assert_int_equal(stor_reader_pread(r, buf, 1, 0), 1);
+    assert_int_equal(buf[0], '1');
+    int fd;
+    uint64_t fo;
+    assert_int_equal(stor_reader_span_fd(r, big + 10, 100, &fd, &fo), 1);
+    assert_int_equal(fo, 10);
+    assert_int_equal(stor_reader_span_fd(r, 2 * big, 4, &fd, &fo), 1);
+    assert_int_equal(fo, 0);
+    assert_int_equal(stor_reader_span_fd(r, big - 1, 2, &fd, &fo), 0);
+    stor_reader_close(r);
+    size_t len;
+    char *all = tu_get(f->st, "b", "obj", &len);
+    assert_int_equal(len, 2 * big + 4);
+    assert_memory_equal(all, p1, big);
+    assert_memory_equal(all + big, p2, big);
+    free(all);
+
+    /* Abort drops the parts. */
+    assert_int_equal(stor_mpu_create(f->st, "b", "ab", NULL, id), STOR_OK);
+    assert_int_equal(put_part(f->st, "ab", id, 1, "x", 1, NULL), STOR_OK);
+    assert_int_equal(put_part(f->st, "ab", id, 2, "y", 1, NULL), STOR_OK);
+    assert_int_equal(tu_count_objects(f->dir), 5);
+    assert_int_equal(stor_mpu_abort(f->st, "b", "wrong", id), STOR_ERR_NO_UPLOAD);
+    assert_int_equal(stor_mpu_abort(f->st, "b", "ab", id), STOR_OK);
+    assert_int_equal(tu_count_objects(f->dir), 3);
+    assert_int_equal(put_part(f->st, "ab", id, 3, "z", 1, NULL), STOR_ERR_NO_UPLOAD);
+    assert_int_equal(tu_count_objects(f->dir), 3);
+
+    /* Deleting a multipart object removes every segment. */
+    assert_int_equal(stor_delete(f->st, "b", "obj"), STOR_OK);
+    assert_int_equal(tu_count_objects(f->dir), 0);
+    free(p1);
+    free(p2);
+}
+
+static void test_mpu_list(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "c", "o"), STOR_OK);
+    char ids[5][STOR_UPLOAD_ID_LEN + 1];
+    const char *keys[5] = {"photos/b", "photos/a", "docs/x", "photos/a", "zz"};
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(stor_mpu_create(f->st, "b", keys[i], NULL, ids[i]), STOR_OK);
+    char other[STOR_UPLOAD_ID_LEN + 1];
+    assert_int_equal(stor_mpu_create(f->st, "c", "photos/a", NULL, other), STOR_OK);
+
+    stor_upload_t *u;
+    size_t n;
+    int more;
+    assert_int_equal(stor_mpu_list(f->st, "b", "photos/", NULL, NULL, 100, &u, &n, &more),
+                     STOR_OK);
+    assert_int_equal(n, 3);
+    assert_false(more);
+    assert_string_equal(u[0].key, "photos/a");
+    assert_string_equal(u[1].key, "photos/a");
+    assert_true(strcmp(u[0].upload_id, u[1].upload_id) < 0);
+    assert_string_equal(u[2].key, "photos/b");
+    char first_id[STOR_UPLOAD_ID_LEN + 1];
+    strcpy(first_id, u[0].upload_id);
+    stor_uploads_free(u, n);
+
+    assert_int_equal(stor_mpu_list(f->st, "b", "", NULL, NULL, 2, &u, &n, &more), STOR_OK);
+    assert_int_equal(n, 2);
+    assert_true(more);
+    assert_string_equal(u[0].key, "docs/x");
+    stor_uploads_free(u, n);
+
+    /* key-marker alone skips the key; with an upload-id marker, later ids of it stay. */
+    assert_int_equal(stor_mpu_list(f->st, "b", "", "photos/a", NULL, 100, &u, &n, &more),
+                     STOR_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(u[0].key, "photos/b");
+    stor_uploads_free(u, n);
+    assert_int_equal(stor_mpu_list(f->st, "b", "", "photos/a", first_id, 100, &u, &n, &more),
+                     STOR_OK);
+    assert_int_equal(n, 3);
+    assert_string_equal(u[0].key, "photos/a");
+    assert_string_not_equal(u[0].upload_id, first_id);
+    stor_uploads_free(u, n);
+
+    assert_int_equal(stor_mpu_list(f->st, "nob", "", NULL, NULL, 10, &u, &n, &more),
+                     STOR_ERR_NO_BUCKET);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_bucket_crud, setup_relaxed, teardown),
+        cmocka_unit_test_setup_teardown(test_put_get_overwrite_delete, setup_relaxed, teardown),
+        cmocka_unit_test_setup_teardown(test_put_get_overwrite_delete, setup_fsync, teardown),
+        cmocka_unit_test_setup_teardown(test_long_key_objects, setup_relaxed, teardown),
+        cmocka_unit_test_setup_teardown(test_meta_roundtrip, setup_fsync, teardown),
+        cmocka_unit_test(test_record_garbage),
+        cmocka_unit_test_setup_teardown(test_reader_snapshot, setup_relaxed, teardown),
+        cmocka_unit_test_setup_teardown(test_orphan_cleanup, setup_relaxed, teardown),
+        cmocka_unit_test_setup_teardown(test_orphan_cleanup, setup_fsync, teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_writers, setup_relaxed, teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_writers, setup_fsync, teardown),
+        cmocka_unit_test_setup_teardown(test_multipart, setup_relaxed, teardown),
+        cmocka_unit_test_setup_teardown(test_multipart, setup_fsync, teardown),
+        cmocka_unit_test_setup_teardown(test_mpu_list, setup_relaxed, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
