@@ -314,11 +314,14 @@ void rdma_session_close(rdma_session_t *s)
         }
         pthread_join(s->th, NULL);
     }
+    /* A dead server cannot answer a flush: skip the close and let
+     * ucp_worker_destroy reclaim the endpoint. */
+    int alive = s->fd >= 0 && rdma_session_alive(s);
     /* The lifeline first: the server drops the session and stops touching
      * our memory before we unregister it. */
     if (s->fd >= 0)
         close(s->fd);
-    if (s->ep) {
+    if (s->ep && alive) {
         ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                                  .flags = s->err_mode == RDMA_WIRE_ERRMODE_PEER
                                               ? UCP_EP_CLOSE_FLAG_FORCE

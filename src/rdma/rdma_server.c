@@ -708,14 +708,6 @@ static int on_auth(struct rdma_server *srv, bconn_t *c, const uint8_t *body, siz
         free(s);
         return -1;
     }
-    /* From here the session owns the worker, the address and the slot. */
-    if (c->saddr) {
-        ucp_worker_release_address(c->pend.w, c->saddr);
-        c->saddr = NULL;
-    }
-    c->pend.w = NULL;
-    c->reserved = 0;
-
     rdma_welcome_t wm = {
         .err_mode = s->own_worker ? RDMA_WIRE_ERRMODE_NONE : RDMA_WIRE_ERRMODE_PEER,
         .max_regions = srv->cfg.max_regions_per_session,
@@ -727,6 +719,15 @@ static int on_auth(struct rdma_server *srv, bconn_t *c, const uint8_t *body, siz
     memcpy(s->id, wm.session_id, RDMA_SESSION_ID_LEN);
     rdma_handshake_mac(key, "server", c->cnonce, c->snonce, c->caddr, c->caddr_len, saddr,
                        saddr_len, c->ak, wm.server_mac);
+
+    /* From here the session owns the worker and the slot; the address (which
+     * the MAC above covers) is no longer needed. */
+    if (c->saddr) {
+        ucp_worker_release_address(c->pend.w, c->saddr);
+        c->saddr = NULL;
+    }
+    c->pend.w = NULL;
+    c->reserved = 0;
 
     pthread_mutex_lock(&srv->mu);
     for (unsigned i = 0; i < srv->cfg.max_sessions; i++) {
