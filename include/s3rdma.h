@@ -1,0 +1,325 @@
+/* libs3rdma — the s3rdma C client library.
+ *
+ * An S3 client whose object bytes can travel by RDMA: over plain S3/HTTP
+ * (libcurl, SigV4), over the token path (a signed S3 request with an
+ * x-amz-rdma-token; the server RDMA-READs/WRITEs the caller's memory), or
+ * chosen per operation by size (AUTO).
+ *
+ * Conventions (see docs/client.md for the long form):
+ *  - Every call returns an s3r_status_t: S3R_OK (0) or a negative error.
+ *    s3r_strerror() names it; s3r_client_last_error() gives the details of the
+ *    calling thread's last failed call (HTTP status, S3 <Code> and <Message>).
+ *  - Output arguments end in _p, come last, and are written only on success.
+ *  - Strings passed in are copied by the library before the call returns
+ *    unless a comment says otherwise; buffers passed in are only used for the
+ *    duration of the call.
+ *  - Everything the library allocates for the caller is freed with the
+ *    matching *_free call; every free/destroy accepts NULL as a no-op.
+ *  - Threads: one s3r_client_t may be used by many threads at once. All calls
+ *    are synchronous and block the calling thread only.
+ */
+#ifndef S3RDMA_H
+#define S3RDMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define S3RDMA_VERSION_MAJOR 0
+#define S3RDMA_VERSION_MINOR 1
+#define S3RDMA_VERSION_PATCH 0
+
+/* ---- Status codes -------------------------------------------------------- */
+
+/* X(name, value, description): the one table every status comes from. */
+#define S3R_STATUS_MAP(X)                                                                          \
+    X(S3R_OK, 0, "success")                                                                        \
+    X(S3R_ERR_INVALID_ARG, -1, "invalid argument")                                                 \
+    X(S3R_ERR_NOMEM, -2, "out of memory")                                                          \
+    X(S3R_ERR_CONNECT, -3, "could not connect to the endpoint")                                    \
+    X(S3R_ERR_TIMEOUT, -4, "operation timed out")                                                  \
+    X(S3R_ERR_HTTP, -5, "HTTP transport error")                                                    \
+    X(S3R_ERR_PROTOCOL, -6, "malformed or unexpected response from the server")                    \
+    X(S3R_ERR_ACCESS_DENIED, -7, "access denied (credentials, signature or permissions)")          \
+    X(S3R_ERR_NO_SUCH_BUCKET, -8, "no such bucket")                                                \
+    X(S3R_ERR_NO_SUCH_KEY, -9, "no such key")                                                      \
+    X(S3R_ERR_BUCKET_EXISTS, -10, "bucket already exists")                                         \
+    X(S3R_ERR_BUCKET_NOT_EMPTY, -11, "bucket is not empty")                                        \
+    X(S3R_ERR_INVALID_RANGE, -12, "requested range is not satisfiable")                            \
+    X(S3R_ERR_SERVER, -13, "the server returned an S3 error")                                      \
+    X(S3R_ERR_BUFFER_TOO_SMALL, -14, "object does not fit in the buffer")                          \
+    X(S3R_ERR_RDMA_DECLINED, -15, "the server declined the RDMA transfer (501)")                   \
+    X(S3R_ERR_RDMA_UNAVAILABLE, -16, "no RDMA session could be set up")                            \
+    X(S3R_ERR_UNSUPPORTED, -17, "operation or transport not supported")                            \
+    X(S3R_ERR_IO, -18, "local file I/O error")                                                     \
+    X(S3R_ERR_TOO_LARGE, -19, "object or argument exceeds a limit")
+
+typedef enum s3r_status {
+#define S3R_STATUS_ENUM_(name, value, desc) name = (value),
+    S3R_STATUS_MAP(S3R_STATUS_ENUM_)
+#undef S3R_STATUS_ENUM_
+} s3r_status_t;
+
+/* A static, human-readable description of st ("unknown status" for values
+ * outside the table). Never NULL; the caller must not free it. */
+const char *s3r_strerror(s3r_status_t st);
+/* The enumerator's name, e.g. "S3R_ERR_NO_SUCH_KEY" (static string). */
+const char *s3r_status_name(s3r_status_t st);
+
+/* ---- Client configuration ------------------------------------------------ */
+
+typedef enum s3r_transport {
+    S3R_TRANSPORT_DEFAULT = 0, /* in per-call options: use the client's transport */
+    S3R_TRANSPORT_HTTP,        /* plain S3 over HTTP */
+    S3R_TRANSPORT_TOKEN,       /* S3 over HTTP with RDMA data (x-amz-rdma-token) */
+    S3R_TRANSPORT_NATIVE,      /* whole operations on the RDMA session: not yet */
+    S3R_TRANSPORT_AUTO,        /* token when a session is (or can be) up and size >= threshold */
+} s3r_transport_t;
+
+/* Parses "http", "token" (also "rdma-token", "rdma"), "native", "auto".
+ * Returns S3R_OK or S3R_ERR_INVALID_ARG. */
+s3r_status_t s3r_transport_parse(const char *name, s3r_transport_t *transport_p);
+/* "http", "token", "native", "auto" or "default" (static strings). */
+const char *s3r_transport_name(s3r_transport_t t);
+
+/* Client configuration. Always fill it with s3r_config_init() first, then set
+ * what you need: fields may be added at the end in later versions. Every
+ * string is copied by s3r_client_create(); the struct may be freed or reused
+ * right after that call returns. */
+typedef struct s3r_config {
+    /* "http://127.0.0.1:9000"; several separated by commas are used round
+     * robin (a connection failure moves on to the next). Required. */
+    const char *endpoint;
+    /* RDMA session endpoints "host:port[,host:port...]". NULL: the host of
+     * each HTTP endpoint with port 9100. The session is opened on the first
+     * that answers; token requests then go to the HTTP endpoint at the same
+     * index (or the first when there are fewer HTTP endpoints). */
+    const char *rdma_endpoint;
+    const char *access_key; /* required */
+    const char *secret_key; /* required */
+    const char *region;     /* NULL: "us-east-1" */
+
+    s3r_transport_t transport; /* default S3R_TRANSPORT_AUTO */
+    uint64_t rdma_threshold;   /* AUTO uses RDMA from this size up; default 1 MiB, 0 = all */
+    int rdma_fallback;         /* 1 (default): setup failure or 501 decline -> HTTP, logged once */
+    const char *rdma_device;   /* UCX_NET_DEVICES value, or NULL */
+    const char *rdma_local_ip; /* bind the session's bootstrap socket here, or NULL */
+    const char *rdma_log_level; /* UCX_LOG_LEVEL value, or NULL */
+    int rdma_timeout_ms;       /* session connect + handshake; default 5000 */
+    int use_rdma;              /* 1 (default); 0 forces every operation onto HTTP */
+
+    uint64_t part_size;           /* multipart part size; default 8 MiB (min 5 MiB) */
+    uint64_t multipart_threshold; /* PUTs larger than this go multipart; default 16 MiB */
+    uint64_t sign_payload_max;    /* bodies up to this are signed with their real SHA-256,
+                                     larger ones are sent UNSIGNED-PAYLOAD; default 64 KiB */
+    long http_timeout_ms;         /* whole HTTP request; 0 (default) = none */
+    long connect_timeout_ms;      /* TCP connect; default 5000 */
+    unsigned max_cached_regions;  /* caller buffers kept registered (LRU); default 16 */
+    int quiet;                    /* 1: never write to stderr (the one-time fallback notice) */
+} s3r_config_t;
+
+/* Fills cfg with the defaults above (all strings NULL). */
+void s3r_config_init(s3r_config_t *cfg);
+
+/* ---- Client -------------------------------------------------------------- */
+
+typedef struct s3r_client s3r_client_t;
+
+/* Creates a client from cfg, then applies the environment overrides of
+ * DESIGN.md §9: SPT_RDMA_ENABLED (0/false -> use_rdma off), RDMA_LOCAL_IP,
+ * RDMA_DEVICE, RDMA_LOG_LEVEL, RDMA_THRESHOLD_BYTES (sizes like "1MB"
+ * accepted), RDMA_TIMEOUT_MS, RDMA_FALLBACK_ENABLED. A malformed override is
+ * S3R_ERR_INVALID_ARG. No network I/O happens here: the RDMA session is
+ * opened by the first operation that needs it. Strings are copied. On error
+ * *client_p is untouched and nothing is leaked. */
+s3r_status_t s3r_client_create(const s3r_config_t *cfg, s3r_client_t **client_p);
+/* Closes the RDMA session, unregisters cached buffers and frees the client.
+ * No call on the client may be running or start afterwards. Memory from
+ * s3r_buf_alloc() must have been freed before. NULL is a no-op. */
+void s3r_client_destroy(s3r_client_t *client);
+
+/* Details of the calling thread's last failed call on this client. The
+ * record is thread-local, so concurrent threads never see each other's
+ * errors; a successful call does not clear it. */
+typedef struct s3r_error_info {
+    s3r_status_t status;
+    int http_status;        /* 0 if no HTTP response was received */
+    char code[64];          /* S3 error <Code>, e.g. "NoSuchKey"; "" if none */
+    char message[512];      /* S3 <Message> or a local explanation */
+    char request_id[128];   /* x-amz-request-id or <RequestId>, if any */
+    uint64_t needed_bytes;  /* S3R_ERR_BUFFER_TOO_SMALL: bytes the object needs */
+    s3r_transport_t transport; /* transport of the failed attempt */
+} s3r_error_info_t;
+
+/* Copies the calling thread's last error on client into *info_p. Returns
+ * S3R_OK, or S3R_ERR_INVALID_ARG if this thread has no error recorded for
+ * this client. */
+s3r_status_t s3r_client_last_error(const s3r_client_t *client, s3r_error_info_t *info_p);
+
+/* Counters since create; by the transport that actually carried the
+ * operation (a fallback counts once in fallbacks and once under http). */
+typedef struct s3r_stats {
+    uint64_t http_ops, http_bytes;   /* bytes = object payload moved */
+    uint64_t token_ops, token_bytes;
+    uint64_t native_ops, native_bytes;
+    uint64_t fallbacks;              /* RDMA attempts redone over HTTP */
+    uint64_t errors;                 /* calls that returned an error */
+    uint64_t rdma_sessions;          /* sessions opened */
+    uint64_t regions_registered;     /* buffers registered (cache misses + s3r_buf_alloc) */
+} s3r_stats_t;
+
+/* Snapshot of the counters (each read atomically). */
+s3r_status_t s3r_client_stats(s3r_client_t *client, s3r_stats_t *stats_p);
+
+/* 1 if the client currently has a live RDMA session, else 0. */
+int s3r_client_rdma_connected(s3r_client_t *client);
+/* Opens the RDMA session now instead of lazily (for tools and tests). */
+s3r_status_t s3r_client_rdma_connect(s3r_client_t *client);
+
+/* ---- Registered memory ----------------------------------------------------- */
+
+/* Allocates len bytes registered with the client's RDMA session (opening it if
+ * needed), so token transfers from/to it are zero-copy with no registration
+ * cost. Falls back to plain malloc'd memory (usable with every call, just not
+ * zero-copy) when no session can be set up and rdma_fallback is on. Free it
+ * with s3r_buf_free() on the same client, before s3r_client_destroy(). */
+s3r_status_t s3r_buf_alloc(s3r_client_t *client, size_t len, void **buf_p);
+/* NULL is a no-op. */
+void s3r_buf_free(s3r_client_t *client, void *buf);
+/* Caller buffers used with the token transport are registered on first use
+ * and kept registered (LRU, max_cached_regions). Call this before freeing or
+ * unmapping such a buffer so a later buffer at the same address is never
+ * served by a stale registration. Unknown addresses are ignored. */
+void s3r_buf_unregister(s3r_client_t *client, const void *buf);
+
+/* ---- Buckets --------------------------------------------------------------- */
+
+s3r_status_t s3r_bucket_create(s3r_client_t *client, const char *bucket);
+s3r_status_t s3r_bucket_delete(s3r_client_t *client, const char *bucket);
+/* S3R_OK if the bucket exists and is accessible, S3R_ERR_NO_SUCH_BUCKET if not. */
+s3r_status_t s3r_bucket_head(s3r_client_t *client, const char *bucket);
+
+typedef struct s3r_bucket_entry {
+    char *name;
+    int64_t created; /* unix seconds, 0 if unknown */
+} s3r_bucket_entry_t;
+
+typedef struct s3r_bucket_list {
+    s3r_bucket_entry_t *buckets;
+    size_t n_buckets;
+} s3r_bucket_list_t;
+
+/* Lists the caller's buckets. Free the result with s3r_bucket_list_free(). */
+s3r_status_t s3r_bucket_list(s3r_client_t *client, s3r_bucket_list_t **list_p);
+void s3r_bucket_list_free(s3r_bucket_list_t *list);
+
+/* ---- Objects --------------------------------------------------------------- */
+
+typedef struct s3r_meta {
+    const char *name;  /* without the "x-amz-meta-" prefix */
+    const char *value;
+} s3r_meta_t;
+
+/* Options of a PUT; NULL means all defaults. */
+typedef struct s3r_put_opts {
+    const char *content_type;   /* NULL: server default */
+    const s3r_meta_t *meta;     /* user metadata, n_meta entries */
+    size_t n_meta;
+    s3r_transport_t transport;  /* DEFAULT: the client's */
+} s3r_put_opts_t;
+
+/* Options of a GET; NULL means the whole object over the client's transport. */
+typedef struct s3r_get_opts {
+    uint64_t range_start;       /* first byte */
+    uint64_t range_len;         /* 0: to the end of the object */
+    s3r_transport_t transport;  /* DEFAULT: the client's */
+} s3r_get_opts_t;
+
+/* Stores len bytes from data as bucket/key. data must stay valid for the call
+ * only. Objects larger than multipart_threshold are uploaded as a multipart
+ * upload of part_size parts (aborted on failure). Zero-copy over the token
+ * transport when data comes from s3r_buf_alloc() (other buffers are
+ * registered and cached, see s3r_buf_unregister()). */
+s3r_status_t s3r_object_put(s3r_client_t *client, const char *bucket, const char *key,
+                            const void *data, uint64_t len, const s3r_put_opts_t *opts);
+/* Stores the contents of the file at path (read in part_size pieces). */
+s3r_status_t s3r_object_put_file(s3r_client_t *client, const char *bucket, const char *key,
+                                 const char *path, const s3r_put_opts_t *opts);
+
+/* Reads the object (or the range in opts) into buf (buf_len bytes) and
+ * writes the byte count to *len_p. If it does not fit, returns
+ * S3R_ERR_BUFFER_TOO_SMALL and s3r_client_last_error() gives needed_bytes;
+ * buf contents are then unspecified. With AUTO, buf_len (or the range length)
+ * is the size compared with rdma_threshold. */
+s3r_status_t s3r_object_get(s3r_client_t *client, const char *bucket, const char *key, void *buf,
+                            uint64_t buf_len, const s3r_get_opts_t *opts, uint64_t *len_p);
+/* Reads the object into a buffer the library allocates; free it with
+ * s3r_free(). *data_p is NUL-terminated one byte past *len_p for convenience. */
+s3r_status_t s3r_object_get_alloc(s3r_client_t *client, const char *bucket, const char *key,
+                                  const s3r_get_opts_t *opts, void **data_p, uint64_t *len_p);
+/* Writes the object into the file at path (created or truncated, mode 0666
+ * before umask). On error the file may hold partial data. */
+s3r_status_t s3r_object_get_file(s3r_client_t *client, const char *bucket, const char *key,
+                                 const char *path, const s3r_get_opts_t *opts);
+
+/* What HEAD returns. Owned by the library: free with s3r_object_info_free(). */
+typedef struct s3r_object_info {
+    uint64_t size;
+    char *etag;          /* with the quotes, as S3 sends it */
+    char *content_type;
+    int64_t mtime;       /* unix seconds */
+    s3r_meta_t *meta;    /* user metadata, names lower-case without "x-amz-meta-" */
+    size_t n_meta;
+} s3r_object_info_t;
+
+s3r_status_t s3r_object_head(s3r_client_t *client, const char *bucket, const char *key,
+                             s3r_object_info_t **info_p);
+void s3r_object_info_free(s3r_object_info_t *info);
+
+s3r_status_t s3r_object_delete(s3r_client_t *client, const char *bucket, const char *key);
+/* Server-side copy (x-amz-copy-source), metadata copied. */
+s3r_status_t s3r_object_copy(s3r_client_t *client, const char *src_bucket, const char *src_key,
+                             const char *dst_bucket, const char *dst_key);
+
+/* Options of a listing; NULL means everything, one page. */
+typedef struct s3r_list_opts {
+    const char *prefix;
+    const char *delimiter;
+    const char *continuation_token; /* from a previous page's next_token */
+    const char *start_after;
+    unsigned max_keys;  /* per page; 0 = server default (1000) */
+    int all_pages;      /* 1: follow continuation tokens and return everything */
+} s3r_list_opts_t;
+
+typedef struct s3r_object_entry {
+    char *key;
+    uint64_t size;
+    char *etag;
+    int64_t mtime;
+} s3r_object_entry_t;
+
+typedef struct s3r_object_list {
+    s3r_object_entry_t *objects;
+    size_t n_objects;
+    char **prefixes;     /* common prefixes (with delimiter) */
+    size_t n_prefixes;
+    int truncated;       /* more pages follow */
+    char *next_token;    /* pass as continuation_token; NULL when not truncated */
+} s3r_object_list_t;
+
+/* ListObjectsV2. Free the result with s3r_object_list_free(). */
+s3r_status_t s3r_object_list(s3r_client_t *client, const char *bucket, const s3r_list_opts_t *opts,
+                             s3r_object_list_t **list_p);
+void s3r_object_list_free(s3r_object_list_t *list);
+
+/* Frees memory the library returned with a "free with s3r_free" contract. */
+void s3r_free(void *p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

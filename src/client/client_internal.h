@@ -1,0 +1,206 @@
+/* libs3rdma internals shared by the files of src/client. Internal symbols
+ * carry the s3c_ prefix; the version script (s3rdma.map) keeps them local. */
+#ifndef S3R_CLIENT_INTERNAL_H
+#define S3R_CLIENT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "s3rdma.h"
+#include "common/buf.h"
+
+#define S3C_MAX_ENDPOINTS   16
+#define S3C_DEFAULT_RDMA_PORT 9100
+#define S3C_MIN_PART_SIZE   (5ULL * 1024 * 1024)
+#define S3C_MAX_PARTS       10000
+#define S3C_MAX_ERROR_BODY  (64 * 1024)      /* error / decline bodies kept */
+#define S3C_MAX_XML_BODY    (16 * 1024 * 1024) /* list responses */
+
+/* ---- config.c: configuration, env overrides, endpoint parsing ----------- */
+
+typedef struct s3c_endpoint {
+    char *url;       /* "http://host:port" without a trailing slash */
+    char *hostport;  /* "host:port" as sent in Host: and signed */
+    char *host;      /* "host" (brackets stripped for IPv6) */
+    int port;
+} s3c_endpoint_t;
+
+/* The client's settings after defaults and env overrides, strings owned. */
+typedef struct s3c_settings {
+    s3c_endpoint_t http[S3C_MAX_ENDPOINTS];
+    size_t n_http;
+    s3c_endpoint_t rdma[S3C_MAX_ENDPOINTS];
+    size_t n_rdma;
+    char *access_key, *secret_key, *region;
+    s3r_transport_t transport;
+    uint64_t rdma_threshold;
+    bool rdma_fallback;
+    bool use_rdma;
+    char *rdma_device, *rdma_local_ip, *rdma_log_level;
+    int rdma_timeout_ms;
+    uint64_t part_size, multipart_threshold, sign_payload_max;
+    long http_timeout_ms, connect_timeout_ms;
+    unsigned max_cached_regions;
+    bool quiet;
+} s3c_settings_t;
+
+/* Environment lookup, replaceable in unit tests. */
+typedef const char *(*s3c_getenv_fn)(const char *name);
+
+/* Builds settings from cfg and the environment. On error returns the status
+ * and writes a reason into err; settings are freed. */
+s3r_status_t s3c_settings_build(const s3r_config_t *cfg, s3c_getenv_fn getenv_fn,
+                                s3c_settings_t *out, char *err, size_t err_len);
+void s3c_settings_free(s3c_settings_t *s);
+/* Parses "http://host:port" (scheme http or https; port defaults 80/443). */
+int s3c_endpoint_parse_url(const char *url, s3c_endpoint_t *ep);
+/* Parses "host:port" or "[v6]:port" (port defaults to default_port). */
+int s3c_endpoint_parse_hostport(const char *hp, int default_port, s3c_endpoint_t *ep);
+void s3c_endpoint_free(s3c_endpoint_t *ep);
+/* "1", "true", "yes", "on" -> 1; "0", "false", "no", "off" -> 0; else -1. */
+int s3c_parse_bool(const char *s);
+
+/* ---- xml.c: S3 XML responses (expat) -------------------------------------- */
+
+typedef struct s3c_error_doc {
+    char code[64];
+    char message[512];
+    char request_id[128];
+    uint64_t needed_bytes; /* from <ObjectSize>/<RequiredBytes>/... when present */
+} s3c_error_doc_t;
+
+/* Each returns 0, or -1 on malformed XML / out of memory. */
+int s3c_xml_parse_error(const char *xml, size_t len, s3c_error_doc_t *out);
+int s3c_xml_parse_bucket_list(const char *xml, size_t len, s3r_bucket_list_t **out_p);
+/* Appends the page to *list (created if NULL). */
+int s3c_xml_parse_object_list(const char *xml, size_t len, s3r_object_list_t **list);
+/* <UploadId> of InitiateMultipartUploadResult, malloc'd. */
+int s3c_xml_parse_upload_id(const char *xml, size_t len, char **upload_id_p);
+/* Whether a CompleteMultipartUpload 200 body is really an <Error>. 1 if so. */
+int s3c_xml_is_error(const char *xml, size_t len);
+/* "2024-01-02T03:04:05.000Z" -> unix seconds; -1 on bad input. */
+int64_t s3c_parse_iso8601(const char *s);
+/* "Tue, 02 Jan 2024 03:04:05 GMT" -> unix seconds; -1 on bad input. */
+int64_t s3c_parse_http_date(const char *s);
+
+
+/* ---- The client (client.c, http.c, rdma.c) ------------------------------- */
+
+typedef struct s3c_region s3c_region_t;
+typedef struct s3c_sess s3c_sess_t;
+typedef struct s3c_alloc s3c_alloc_t;
+
+struct s3r_client {
+    s3c_settings_t set;
+
+    /* Counters (s3r_client_stats). */
+    atomic_uint_fast64_t n_http_ops, n_http_bytes, n_token_ops, n_token_bytes;
+    atomic_uint_fast64_t n_fallbacks, n_errors, n_sessions, n_regions;
+    atomic_uint rr;             /* round-robin endpoint cursor */
+    atomic_int fallback_logged; /* the one-time stderr notice */
+
+    /* Idle curl easy handles (keep-alive lives in each handle's connection
+     * cache, so reusing handles reuses connections). */
+    pthread_mutex_t curl_mu;
+    void **curl_idle;
+    size_t n_curl_idle, cap_curl_idle;
+
+    /* RDMA: the current session, dead sessions still in use, the buffers
+     * from s3r_buf_alloc. Everything below is guarded by rdma_mu. */
+    pthread_mutex_t rdma_mu;
+    s3c_sess_t *sess;
+    s3c_sess_t *dead;
+    s3c_alloc_t *allocs;
+    int64_t sess_fail_ms;      /* monotonic ms of the last failed open */
+    char sess_err[256];
+    uint64_t lru_clock;
+};
+
+/* ---- Last error (client.c) ------------------------------------------------ */
+
+/* Records the calling thread's last error for c and returns st. */
+s3r_status_t s3c_fail(const s3r_client_t *c, s3r_status_t st, s3r_transport_t t, int http_status,
+                      const char *code, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+void s3c_set_needed(uint64_t needed);
+void s3c_set_request_id(const char *rid);
+int64_t s3c_now_ms(void);
+
+/* ---- http.c: signed S3 requests over libcurl ------------------------------ */
+
+typedef struct s3c_hdr {
+    const char *name;  /* lower-case */
+    const char *value;
+} s3c_hdr_t;
+
+#define S3C_MAX_REQ_HDRS 48
+
+typedef struct s3c_req {
+    const char *method;
+    const char *bucket;   /* NULL: the service (ListBuckets) */
+    const char *key;      /* NULL: the bucket */
+    const char *query;    /* raw query, values already URI-encoded; NULL for none */
+    s3c_hdr_t hdrs[S3C_MAX_REQ_HDRS]; /* extra headers, all signed */
+    size_t n_hdrs;
+    const void *body;     /* request body (body_len bytes) */
+    uint64_t body_len;
+    bool unsigned_payload; /* UNSIGNED-PAYLOAD even for a small body */
+    bool head;            /* HEAD: no response body */
+    int ep_idx;           /* HTTP endpoint; -1 = round robin with failover */
+    /* Where a 2xx response body goes: a fixed buffer, a growable buffer or a
+     * file descriptor (at sink_off), or nowhere. */
+    void *sink_buf;
+    uint64_t sink_cap;
+    buf_t *sink_grow;
+    int sink_fd;
+    uint64_t sink_off;
+} s3c_req_t;
+
+typedef struct s3c_resp {
+    long status;          /* 0 if no response */
+    buf_t hdrs;           /* "name: value\n" lines, names lower-case */
+    buf_t err_body;       /* a non-2xx body (capped) */
+    uint64_t body_bytes;  /* 2xx body bytes delivered to the sink */
+    bool overflow;        /* the 2xx body did not fit sink_cap */
+    bool sink_failed;     /* writing the file sink failed */
+    int curl_code;
+    char curl_err[256];
+} s3c_resp_t;
+
+void s3c_req_init(s3c_req_t *r, const char *method, const char *bucket, const char *key);
+int s3c_req_hdr(s3c_req_t *r, const char *name, const char *value);
+void s3c_resp_init(s3c_resp_t *r);
+void s3c_resp_free(s3c_resp_t *r);
+/* Copies the value of response header name (lower-case) into out; 0, or -1
+ * when absent. */
+int s3c_resp_header(const s3c_resp_t *r, const char *name, char *out, size_t out_len);
+
+/* Sends the request and fills resp. Returns S3R_OK when an HTTP response
+ * arrived (whatever its status), else the transport error (recorded). */
+s3r_status_t s3c_http_do(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *resp);
+/* Turns a non-2xx response into a status (recorded as the last error).
+ * key_op: a 404 without a body means NoSuchKey rather than NoSuchBucket. */
+s3r_status_t s3c_http_error(s3r_client_t *c, const s3c_resp_t *resp, s3r_transport_t t,
+                            bool key_op);
+void s3c_http_cleanup(s3r_client_t *c);
+int s3c_http_global_init(void);
+
+/* ---- rdma.c: session, registered memory, tokens --------------------------- */
+
+/* Takes a reference on a live session, opening one if needed. On failure
+ * returns S3R_ERR_RDMA_UNAVAILABLE (recorded, with the reason). */
+s3r_status_t s3c_sess_get(s3r_client_t *c, s3c_sess_t **sess_p);
+/* Drops the reference; failed: the transfer saw a transport problem, so the
+ * session is checked and retired if dead. */
+void s3c_sess_put(s3r_client_t *c, s3c_sess_t *sess, bool failed);
+int s3c_sess_ep(const s3c_sess_t *sess);
+/* Formats a token for [addr, addr+len), registering the buffer if needed.
+ * *reg_p must be handed back to s3c_region_put when the request is done. */
+s3r_status_t s3c_token_for(s3r_client_t *c, s3c_sess_t *sess, const void *addr, uint64_t len,
+                           char *token, size_t token_len, s3c_region_t **reg_p);
+void s3c_region_put(s3r_client_t *c, s3c_region_t *reg);
+void s3c_rdma_cleanup(s3r_client_t *c);
+
+#endif

@@ -1,0 +1,437 @@
+/* The RDMA side of the client: one session per client opened lazily, the
+ * buffers registered with it, and x-amz-rdma-token formatting.
+ *
+ * Lifetimes. A session is shared by every thread of the client and is
+ * reference counted: each in-flight token request and each s3r_buf_alloc()
+ * buffer holds a reference. When a session is found dead it is retired: new
+ * requests open a fresh one, and the old one is closed (freeing its regions)
+ * once its last reference goes. Caller buffers are registered on first use
+ * and cached per session, least recently used evicted first; an entry in use
+ * by a request is never evicted. All of this is guarded by c->rdma_mu; the
+ * session calls themselves are thread-safe (rdma_client.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/client_internal.h"
+#include "rdma/rdma_client.h"
+
+/* After a failed open, requests within this window fail (or fall back) at
+ * once instead of each paying the connect timeout again. */
+#define S3C_SESS_RETRY_MS 1000
+
+struct s3c_region {
+    char *addr;
+    size_t len;
+    rdma_region_t *r;
+    s3c_sess_t *sess;
+    bool alloc;       /* memory from rdma_region_alloc (s3r_buf_alloc) */
+    unsigned refs;    /* requests using it now */
+    uint64_t stamp;   /* LRU clock at last use */
+    s3c_region_t *next;
+};
+
+struct s3c_sess {
+    rdma_session_t *rs;
+    int ep_idx;
+    unsigned users;   /* requests + alloc'd buffers */
+    bool dead;
+    s3c_region_t *regions;
+    unsigned n_cached; /* regions with !alloc */
+    s3c_sess_t *next;  /* on c->dead */
+};
+
+/* A buffer handed out by s3r_buf_alloc: registered (sess, region) or, when
+ * no session could be had and fallback is on, plain malloc. */
+struct s3c_alloc {
+    void *addr;
+    s3c_sess_t *sess;
+    s3c_region_t *reg;
+    s3c_alloc_t *next;
+};
+
+int s3c_sess_ep(const s3c_sess_t *sess)
+{
+    return sess->ep_idx;
+}
+
+static void sess_close(s3c_sess_t *s)
+{
+    s3c_region_t *r = s->regions;
+    while (r != NULL) {
+        s3c_region_t *next = r->next;
+        free(r);
+        r = next;
+    }
+    /* Frees every region (and allocated region memory) with it. */
+    rdma_session_close(s->rs);
+    free(s);
+}
+
+/* Moves the current session to the retired list (closing it now if unused).
+ * Called with rdma_mu held. */
+static void sess_retire(s3r_client_t *c)
+{
+    s3c_sess_t *s = c->sess;
+    if (s == NULL)
+        return;
+    c->sess = NULL;
+    s->dead = true;
+    if (s->users == 0) {
+        sess_close(s);
+    } else {
+        s->next = c->dead;
+        c->dead = s;
+    }
+}
+
+/* Drops one user of s; closes a retired session with no users left. Called
+ * with rdma_mu held. */
+static void sess_unref(s3r_client_t *c, s3c_sess_t *s)
+{
+    s->users--;
+    if (!s->dead || s->users > 0)
+        return;
+    for (s3c_sess_t **pp = &c->dead; *pp; pp = &(*pp)->next) {
+        if (*pp == s) {
+            *pp = s->next;
+            break;
+        }
+    }
+    sess_close(s);
+}
+
+/* Opens a session on the first RDMA endpoint that answers. rdma_mu held. */
+static s3r_status_t sess_open(s3r_client_t *c)
+{
+    char err[256] = "";
+    for (size_t i = 0; i < c->set.n_rdma; i++) {
+        const s3c_endpoint_t *ep = &c->set.rdma[i];
+        rdma_client_config_t rc = {
+            .host = ep->host,
+            .port = ep->port,
+            .access_key = c->set.access_key,
+            .secret_key = c->set.secret_key,
+            .timeout_ms = c->set.rdma_timeout_ms,
+            .device = c->set.rdma_device,
+            .local_ip = c->set.rdma_local_ip,
+            .log_level = c->set.rdma_log_level,
+        };
+        rdma_session_t *rs = NULL;
+        char e[200] = "";
+        if (rdma_session_open(&rc, &rs, e, sizeof(e)) == 0) {
+            s3c_sess_t *s = calloc(1, sizeof(*s));
+            if (s == NULL) {
+                rdma_session_close(rs);
+                snprintf(c->sess_err, sizeof(c->sess_err), "out of memory");
+                return S3R_ERR_NOMEM;
+            }
+            s->rs = rs;
+            s->ep_idx = (int)(c->set.n_http > i ? i : 0);
+            c->sess = s;
+            atomic_fetch_add(&c->n_sessions, 1);
+            return S3R_OK;
+        }
+        snprintf(err, sizeof(err), "RDMA session to %s: %s", ep->hostport,
+                 e[0] ? e : "setup failed");
+    }
+    snprintf(c->sess_err, sizeof(c->sess_err), "%s", err[0] ? err : "no RDMA endpoint");
+    c->sess_fail_ms = s3c_now_ms();
+    return S3R_ERR_RDMA_UNAVAILABLE;
+}
+
+/* The current live session, opening one if allowed. rdma_mu held. */
+static s3r_status_t sess_current(s3r_client_t *c)
+{
+    if (c->sess != NULL && !rdma_session_alive(c->sess->rs))
+        sess_retire(c);
+    if (c->sess != NULL)
+        return S3R_OK;
+    if (c->sess_fail_ms != 0 && s3c_now_ms() - c->sess_fail_ms < S3C_SESS_RETRY_MS)
+        return S3R_ERR_RDMA_UNAVAILABLE;
+    return sess_open(c);
+}
+
+s3r_status_t s3c_sess_get(s3r_client_t *c, s3c_sess_t **sess_p)
+{
+    pthread_mutex_lock(&c->rdma_mu);
+    s3r_status_t st = sess_current(c);
+    if (st == S3R_OK) {
+        c->sess->users++;
+        *sess_p = c->sess;
+    }
+    char why[256];
+    snprintf(why, sizeof(why), "%s", c->sess_err);
+    pthread_mutex_unlock(&c->rdma_mu);
+    if (st != S3R_OK)
+        s3c_fail(c, st, S3R_TRANSPORT_TOKEN, 0, "", "%s", why[0] ? why : "RDMA unavailable");
+    return st;
+}
+
+void s3c_sess_put(s3r_client_t *c, s3c_sess_t *sess, bool failed)
+{
+    if (sess == NULL)
+        return;
+    pthread_mutex_lock(&c->rdma_mu);
+    if (failed && sess == c->sess && !rdma_session_alive(sess->rs))
+        sess_retire(c);
+    sess_unref(c, sess);
+    pthread_mutex_unlock(&c->rdma_mu);
+}
+
+int s3r_client_rdma_connected(s3r_client_t *c)
+{
+    if (c == NULL)
+        return 0;
+    pthread_mutex_lock(&c->rdma_mu);
+    int up = c->sess != NULL && rdma_session_alive(c->sess->rs);
+    pthread_mutex_unlock(&c->rdma_mu);
+    return up;
+}
+
+s3r_status_t s3r_client_rdma_connect(s3r_client_t *c)
+{
+    if (c == NULL)
+        return S3R_ERR_INVALID_ARG;
+    s3c_sess_t *s;
+    pthread_mutex_lock(&c->rdma_mu);
+    c->sess_fail_ms = 0; /* an explicit connect always tries */
+    pthread_mutex_unlock(&c->rdma_mu);
+    s3r_status_t st = s3c_sess_get(c, &s);
+    if (st == S3R_OK)
+        s3c_sess_put(c, s, false);
+    return st;
+}
+
+/* ---- Regions ------------------------------------------------------------------ */
+
+/* Evicts least recently used idle cached regions until under the bound.
+ * rdma_mu held. */
+static void lru_trim(s3r_client_t *c, s3c_sess_t *s, unsigned keep)
+{
+    while (s->n_cached > keep) {
+        s3c_region_t **victim = NULL;
+        for (s3c_region_t **pp = &s->regions; *pp; pp = &(*pp)->next) {
+            s3c_region_t *r = *pp;
+            if (r->alloc || r->refs > 0)
+                continue;
+            if (victim == NULL || r->stamp < (*victim)->stamp)
+                victim = pp;
+        }
+        if (victim == NULL)
+            return; /* everything is in use: stay over the bound for now */
+        s3c_region_t *r = *victim;
+        *victim = r->next;
+        rdma_region_remove(s->rs, r->r);
+        s->n_cached--;
+        free(r);
+    }
+    (void)c;
+}
+
+s3r_status_t s3c_token_for(s3r_client_t *c, s3c_sess_t *s, const void *addr, uint64_t len,
+                           char *token, size_t token_len, s3c_region_t **reg_p)
+{
+    const char *a = addr;
+    s3c_region_t *hit = NULL;
+    char err[200] = "";
+    s3r_status_t st = S3R_OK;
+
+    pthread_mutex_lock(&c->rdma_mu);
+    for (s3c_region_t *r = s->regions; r; r = r->next) {
+        if (a >= r->addr && len <= r->len && (size_t)(a - r->addr) <= r->len - len) {
+            hit = r;
+            break;
+        }
+    }
+    if (hit == NULL) {
+        /* Register the caller's buffer; the registration call talks to the
+         * server, done under the lock so two threads never register the same
+         * buffer twice. */
+        lru_trim(c, s, c->set.max_cached_regions > 0 ? c->set.max_cached_regions - 1 : 0);
+        hit = calloc(1, sizeof(*hit));
+        if (hit == NULL) {
+            st = S3R_ERR_NOMEM;
+        } else if (rdma_region_add(s->rs, (void *)addr, len ? (size_t)len : 1, &hit->r, err,
+                                   sizeof(err)) != 0) {
+            free(hit);
+            hit = NULL;
+            st = S3R_ERR_RDMA_UNAVAILABLE;
+        } else {
+            hit->addr = (char *)addr;
+            hit->len = len ? (size_t)len : 1;
+            hit->sess = s;
+            hit->next = s->regions;
+            s->regions = hit;
+            s->n_cached++;
+            atomic_fetch_add(&c->n_regions, 1);
+        }
+    }
+    if (hit != NULL) {
+        hit->refs++;
+        hit->stamp = ++c->lru_clock;
+        if (rdma_token_format(s->rs, hit->r, addr, len, token, token_len) != 0) {
+            hit->refs--;
+            hit = NULL;
+            st = S3R_ERR_RDMA_UNAVAILABLE;
+            snprintf(err, sizeof(err), "cannot format the RDMA token");
+        }
+    }
+    pthread_mutex_unlock(&c->rdma_mu);
+    if (st != S3R_OK)
+        return s3c_fail(c, st, S3R_TRANSPORT_TOKEN, 0, "", "registering %llu bytes: %s",
+                        (unsigned long long)len, err[0] ? err : "out of memory");
+    *reg_p = hit;
+    return S3R_OK;
+}
+
+void s3c_region_put(s3r_client_t *c, s3c_region_t *reg)
+{
+    if (reg == NULL)
+        return;
+    pthread_mutex_lock(&c->rdma_mu);
+    reg->refs--;
+    pthread_mutex_unlock(&c->rdma_mu);
+}
+
+/* Removes the cached registration covering addr in s, if idle. rdma_mu held. */
+static void forget_in(s3c_sess_t *s, const char *addr)
+{
+    for (s3c_region_t **pp = &s->regions; *pp;) {
+        s3c_region_t *r = *pp;
+        if (!r->alloc && r->refs == 0 && addr >= r->addr && addr < r->addr + r->len) {
+            *pp = r->next;
+            rdma_region_remove(s->rs, r->r);
+            s->n_cached--;
+            free(r);
+        } else {
+            pp = &r->next;
+        }
+    }
+}
+
+void s3r_buf_unregister(s3r_client_t *c, const void *buf)
+{
+    if (c == NULL || buf == NULL)
+        return;
+    pthread_mutex_lock(&c->rdma_mu);
+    if (c->sess != NULL)
+        forget_in(c->sess, buf);
+    for (s3c_sess_t *s = c->dead; s; s = s->next)
+        forget_in(s, buf);
+    pthread_mutex_unlock(&c->rdma_mu);
+}
+
+/* ---- s3r_buf_alloc ------------------------------------------------------------- */
+
+s3r_status_t s3r_buf_alloc(s3r_client_t *c, size_t len, void **buf_p)
+{
+    if (c == NULL || buf_p == NULL || len == 0)
+        return S3R_ERR_INVALID_ARG;
+    s3c_alloc_t *al = calloc(1, sizeof(*al));
+    if (al == NULL)
+        return s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_TOKEN, 0, "", "out of memory");
+    s3r_status_t st = S3R_ERR_RDMA_UNAVAILABLE;
+    char err[256] = "";
+    pthread_mutex_lock(&c->rdma_mu);
+    if (c->set.use_rdma)
+        st = sess_current(c);
+    else
+        snprintf(err, sizeof(err), "RDMA is disabled");
+    if (st == S3R_OK) {
+        s3c_sess_t *s = c->sess;
+        s3c_region_t *reg = calloc(1, sizeof(*reg));
+        void *mem = NULL;
+        if (reg == NULL) {
+            st = S3R_ERR_NOMEM;
+        } else if (rdma_region_alloc(s->rs, len, &mem, &reg->r, err, sizeof(err)) != 0) {
+            free(reg);
+            st = S3R_ERR_RDMA_UNAVAILABLE;
+        } else {
+            reg->addr = mem;
+            reg->len = len;
+            reg->alloc = true;
+            reg->sess = s;
+            reg->next = s->regions;
+            s->regions = reg;
+            s->users++;
+            al->addr = mem;
+            al->sess = s;
+            al->reg = reg;
+            atomic_fetch_add(&c->n_regions, 1);
+        }
+    } else if (err[0] == '\0') {
+        snprintf(err, sizeof(err), "%s", c->sess_err);
+    }
+    if (st != S3R_OK && (c->set.rdma_fallback || !c->set.use_rdma)) {
+        /* Usable with every call, only not zero-copy. */
+        al->addr = malloc(len);
+        st = al->addr ? S3R_OK : S3R_ERR_NOMEM;
+    }
+    if (st == S3R_OK) {
+        al->next = c->allocs;
+        c->allocs = al;
+    }
+    pthread_mutex_unlock(&c->rdma_mu);
+    if (st != S3R_OK) {
+        free(al);
+        return s3c_fail(c, st, S3R_TRANSPORT_TOKEN, 0, "", "s3r_buf_alloc(%zu): %s", len,
+                        err[0] ? err : "out of memory");
+    }
+    *buf_p = al->addr;
+    return S3R_OK;
+}
+
+void s3r_buf_free(s3r_client_t *c, void *buf)
+{
+    if (c == NULL || buf == NULL)
+        return;
+    pthread_mutex_lock(&c->rdma_mu);
+    for (s3c_alloc_t **pp = &c->allocs; *pp; pp = &(*pp)->next) {
+        s3c_alloc_t *al = *pp;
+        if (al->addr != buf)
+            continue;
+        *pp = al->next;
+        if (al->sess == NULL) {
+            free(al->addr);
+        } else {
+            s3c_sess_t *s = al->sess;
+            for (s3c_region_t **rp = &s->regions; *rp; rp = &(*rp)->next) {
+                if (*rp == al->reg) {
+                    *rp = al->reg->next;
+                    break;
+                }
+            }
+            rdma_region_remove(s->rs, al->reg->r);
+            free(al->reg);
+            sess_unref(c, s);
+        }
+        free(al);
+        break;
+    }
+    /* A newer session may have registered the memory as a caller buffer. */
+    if (c->sess != NULL)
+        forget_in(c->sess, buf);
+    pthread_mutex_unlock(&c->rdma_mu);
+}
+
+void s3c_rdma_cleanup(s3r_client_t *c)
+{
+    /* Buffers the caller forgot to free go with the sessions. */
+    while (c->allocs != NULL) {
+        s3c_alloc_t *al = c->allocs;
+        c->allocs = al->next;
+        if (al->sess == NULL)
+            free(al->addr);
+        free(al);
+    }
+    if (c->sess != NULL) {
+        sess_close(c->sess);
+        c->sess = NULL;
+    }
+    while (c->dead != NULL) {
+        s3c_sess_t *s = c->dead;
+        c->dead = s->next;
+        sess_close(s);
+    }
+}

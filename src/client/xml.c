@@ -1,0 +1,440 @@
+/* S3 XML responses, parsed with expat: Error, ListAllMyBucketsResult,
+ * ListBucketResult (V2), InitiateMultipartUploadResult. Each document is
+ * walked as a stream of "element closed with this text, under these
+ * parents" events; no tree is built. Pure code (no network), so the unit
+ * tests can include this file directly. */
+#include <ctype.h>
+#include <expat.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client/client_internal.h"
+
+#define XML_MAX_DEPTH 16
+#define XML_MAX_TEXT  (64 * 1024)
+
+/* Called when an element closes: names[0..depth-1] are the open elements
+ * from the root, names[depth-1] the one closing. Returns 0, or -1 to stop. */
+typedef int (*xml_end_fn)(void *ctx, const char *const *names, int depth, const char *text);
+typedef int (*xml_start_fn)(void *ctx, const char *const *names, int depth);
+
+typedef struct xml_walk {
+    XML_Parser parser;
+    char *names[XML_MAX_DEPTH];
+    int depth;  /* may exceed XML_MAX_DEPTH: deeper elements are ignored */
+    buf_t text;
+    xml_start_fn on_start;
+    xml_end_fn on_end;
+    void *ctx;
+    int failed;
+} xml_walk_t;
+
+static void stop(xml_walk_t *w)
+{
+    w->failed = 1;
+    XML_StopParser(w->parser, XML_FALSE);
+}
+
+static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **attrs)
+{
+    (void)attrs;
+    xml_walk_t *w = ud;
+    if (w->failed)
+        return;
+    if (w->depth < XML_MAX_DEPTH) {
+        w->names[w->depth] = strdup(name);
+        if (w->names[w->depth] == NULL) {
+            stop(w);
+            return;
+        }
+    }
+    w->depth++;
+    buf_reset(&w->text);
+    if (w->depth <= XML_MAX_DEPTH && w->on_start &&
+        w->on_start(w->ctx, (const char *const *)w->names, w->depth) < 0)
+        stop(w);
+}
+
+static void XMLCALL on_end(void *ud, const XML_Char *name)
+{
+    (void)name;
+    xml_walk_t *w = ud;
+    if (w->failed)
+        return;
+    if (w->depth <= XML_MAX_DEPTH) {
+        if (w->on_end && w->on_end(w->ctx, (const char *const *)w->names, w->depth,
+                                   w->text.data ? w->text.data : "") < 0)
+            stop(w);
+        free(w->names[w->depth - 1]);
+        w->names[w->depth - 1] = NULL;
+    }
+    w->depth--;
+    buf_reset(&w->text);
+}
+
+static void XMLCALL on_text(void *ud, const XML_Char *s, int len)
+{
+    xml_walk_t *w = ud;
+    if (w->failed)
+        return;
+    if (buf_append(&w->text, s, (size_t)len) < 0)
+        stop(w);
+}
+
+static int xml_walk(const char *xml, size_t len, xml_start_fn start, xml_end_fn end, void *ctx)
+{
+    xml_walk_t w;
+    memset(&w, 0, sizeof(w));
+    if (len > INT32_MAX)
+        return -1;
+    w.parser = XML_ParserCreate("UTF-8");
+    if (w.parser == NULL)
+        return -1;
+    buf_init(&w.text, XML_MAX_TEXT);
+    w.on_start = start;
+    w.on_end = end;
+    w.ctx = ctx;
+    XML_SetUserData(w.parser, &w);
+    XML_SetElementHandler(w.parser, on_start, on_end);
+    XML_SetCharacterDataHandler(w.parser, on_text);
+    enum XML_Status st = XML_Parse(w.parser, xml ? xml : "", (int)len, XML_TRUE);
+    int rc = (st == XML_STATUS_OK && !w.failed) ? 0 : -1;
+    for (int i = 0; i < XML_MAX_DEPTH; i++)
+        free(w.names[i]);
+    buf_free(&w.text);
+    XML_ParserFree(w.parser);
+    return rc;
+}
+
+static void copy_str(char *dst, size_t cap, const char *src)
+{
+    size_t n = strlen(src);
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    if (!isdigit((unsigned char)*s))
+        return -1;
+    uint64_t v = 0;
+    for (; isdigit((unsigned char)*s); s++) {
+        if (v > (UINT64_MAX - 9) / 10)
+            return -1;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    while (isspace((unsigned char)*s))
+        s++;
+    if (*s != '\0')
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* ---- Dates ---------------------------------------------------------------- */
+
+int64_t s3c_parse_iso8601(const char *s)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof(tm));
+    if (s == NULL)
+        return -1;
+    const char *end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (end == NULL)
+        return -1;
+    if (*end == '.') { /* fractional seconds */
+        end++;
+        while (isdigit((unsigned char)*end))
+            end++;
+    }
+    if (*end != 'Z' && *end != '\0')
+        return -1;
+    return (int64_t)timegm(&tm);
+}
+
+int64_t s3c_parse_http_date(const char *s)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof(tm));
+    if (s == NULL)
+        return -1;
+    const char *end = strptime(s, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    if (end == NULL)
+        return -1;
+    return (int64_t)timegm(&tm);
+}
+
+/* ---- Error ------------------------------------------------------------------ */
+
+static int error_end(void *ctx, const char *const *n, int depth, const char *text)
+{
+    s3c_error_doc_t *e = ctx;
+    if (depth != 2 || strcmp(n[0], "Error") != 0)
+        return 0;
+    if (strcmp(n[1], "Code") == 0) {
+        copy_str(e->code, sizeof(e->code), text);
+    } else if (strcmp(n[1], "Message") == 0) {
+        copy_str(e->message, sizeof(e->message), text);
+    } else if (strcmp(n[1], "RequestId") == 0) {
+        copy_str(e->request_id, sizeof(e->request_id), text);
+    } else if (strcmp(n[1], "RequiredBytes") == 0 || strcmp(n[1], "BytesNeeded") == 0 ||
+               strcmp(n[1], "ObjectSize") == 0 || strcmp(n[1], "ActualObjectSize") == 0 ||
+               strcmp(n[1], "RequiredLength") == 0) {
+        uint64_t v;
+        if (parse_u64(text, &v) == 0)
+            e->needed_bytes = v;
+    }
+    return 0;
+}
+
+int s3c_xml_parse_error(const char *xml, size_t len, s3c_error_doc_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    return xml_walk(xml, len, NULL, error_end, out);
+}
+
+static int is_error_start(void *ctx, const char *const *n, int depth)
+{
+    if (depth == 1)
+        *(int *)ctx = strcmp(n[0], "Error") == 0;
+    return 0;
+}
+
+int s3c_xml_is_error(const char *xml, size_t len)
+{
+    int is_err = 0;
+    if (xml_walk(xml, len, is_error_start, NULL, &is_err) < 0)
+        return 0;
+    return is_err;
+}
+
+/* ---- ListAllMyBucketsResult ------------------------------------------------- */
+
+typedef struct bucket_ctx {
+    s3r_bucket_list_t *list;
+    size_t cap;
+} bucket_ctx_t;
+
+static int bucket_start(void *ctx, const char *const *n, int depth)
+{
+    bucket_ctx_t *b = ctx;
+    if (depth == 3 && strcmp(n[1], "Buckets") == 0 && strcmp(n[2], "Bucket") == 0) {
+        s3r_bucket_list_t *l = b->list;
+        if (l->n_buckets == b->cap) {
+            size_t cap = b->cap ? b->cap * 2 : 16;
+            void *p = realloc(l->buckets, cap * sizeof(*l->buckets));
+            if (p == NULL)
+                return -1;
+            l->buckets = p;
+            b->cap = cap;
+        }
+        memset(&l->buckets[l->n_buckets], 0, sizeof(l->buckets[0]));
+        l->n_buckets++;
+    }
+    return 0;
+}
+
+static int bucket_end(void *ctx, const char *const *n, int depth, const char *text)
+{
+    bucket_ctx_t *b = ctx;
+    s3r_bucket_list_t *l = b->list;
+    if (depth != 4 || strcmp(n[2], "Bucket") != 0 || l->n_buckets == 0)
+        return 0;
+    s3r_bucket_entry_t *e = &l->buckets[l->n_buckets - 1];
+    if (strcmp(n[3], "Name") == 0) {
+        free(e->name);
+        e->name = strdup(text);
+        if (e->name == NULL)
+            return -1;
+    } else if (strcmp(n[3], "CreationDate") == 0) {
+        int64_t t = s3c_parse_iso8601(text);
+        e->created = t > 0 ? t : 0;
+    }
+    return 0;
+}
+
+void s3r_bucket_list_free(s3r_bucket_list_t *list)
+{
+    if (list == NULL)
+        return;
+    for (size_t i = 0; i < list->n_buckets; i++)
+        free(list->buckets[i].name);
+    free(list->buckets);
+    free(list);
+}
+
+int s3c_xml_parse_bucket_list(const char *xml, size_t len, s3r_bucket_list_t **out_p)
+{
+    bucket_ctx_t b = {.list = calloc(1, sizeof(s3r_bucket_list_t))};
+    if (b.list == NULL)
+        return -1;
+    if (xml_walk(xml, len, bucket_start, bucket_end, &b) < 0) {
+        s3r_bucket_list_free(b.list);
+        return -1;
+    }
+    for (size_t i = 0; i < b.list->n_buckets; i++) {
+        if (b.list->buckets[i].name == NULL) {
+            s3r_bucket_list_free(b.list);
+            return -1;
+        }
+    }
+    *out_p = b.list;
+    return 0;
+}
+
+/* ---- ListBucketResult ------------------------------------------------------- */
+
+typedef struct objlist_ctx {
+    s3r_object_list_t *list;
+    size_t cap_obj, cap_pfx;
+    int root_ok;
+} objlist_ctx_t;
+
+static int objlist_start(void *ctx, const char *const *n, int depth)
+{
+    objlist_ctx_t *o = ctx;
+    s3r_object_list_t *l = o->list;
+    if (depth == 1) {
+        o->root_ok = strcmp(n[0], "ListBucketResult") == 0;
+        return o->root_ok ? 0 : -1;
+    }
+    if (depth == 2 && strcmp(n[1], "Contents") == 0) {
+        if (l->n_objects == o->cap_obj) {
+            size_t cap = o->cap_obj ? o->cap_obj * 2 : 64;
+            void *p = realloc(l->objects, cap * sizeof(*l->objects));
+            if (p == NULL)
+                return -1;
+            l->objects = p;
+            o->cap_obj = cap;
+        }
+        memset(&l->objects[l->n_objects], 0, sizeof(l->objects[0]));
+        l->n_objects++;
+    }
+    return 0;
+}
+
+static int objlist_end(void *ctx, const char *const *n, int depth, const char *text)
+{
+    objlist_ctx_t *o = ctx;
+    s3r_object_list_t *l = o->list;
+    if (depth == 2) {
+        if (strcmp(n[1], "IsTruncated") == 0) {
+            l->truncated = strcmp(text, "true") == 0;
+        } else if (strcmp(n[1], "NextContinuationToken") == 0) {
+            free(l->next_token);
+            l->next_token = strdup(text);
+            if (l->next_token == NULL)
+                return -1;
+        }
+        return 0;
+    }
+    if (depth == 3 && strcmp(n[1], "Contents") == 0 && l->n_objects > 0) {
+        s3r_object_entry_t *e = &l->objects[l->n_objects - 1];
+        if (strcmp(n[2], "Key") == 0) {
+            free(e->key);
+            if ((e->key = strdup(text)) == NULL)
+                return -1;
+        } else if (strcmp(n[2], "Size") == 0) {
+            if (parse_u64(text, &e->size) < 0)
+                return -1;
+        } else if (strcmp(n[2], "ETag") == 0) {
+            free(e->etag);
+            if ((e->etag = strdup(text)) == NULL)
+                return -1;
+        } else if (strcmp(n[2], "LastModified") == 0) {
+            int64_t t = s3c_parse_iso8601(text);
+            e->mtime = t > 0 ? t : 0;
+        }
+        return 0;
+    }
+    if (depth == 3 && strcmp(n[1], "CommonPrefixes") == 0 && strcmp(n[2], "Prefix") == 0) {
+        if (l->n_prefixes == o->cap_pfx) {
+            size_t cap = o->cap_pfx ? o->cap_pfx * 2 : 16;
+            void *p = realloc(l->prefixes, cap * sizeof(*l->prefixes));
+            if (p == NULL)
+                return -1;
+            l->prefixes = p;
+            o->cap_pfx = cap;
+        }
+        if ((l->prefixes[l->n_prefixes] = strdup(text)) == NULL)
+            return -1;
+        l->n_prefixes++;
+    }
+    return 0;
+}
+
+void s3r_object_list_free(s3r_object_list_t *list)
+{
+    if (list == NULL)
+        return;
+    for (size_t i = 0; i < list->n_objects; i++) {
+        free(list->objects[i].key);
+        free(list->objects[i].etag);
+    }
+    free(list->objects);
+    for (size_t i = 0; i < list->n_prefixes; i++)
+        free(list->prefixes[i]);
+    free(list->prefixes);
+    free(list->next_token);
+    free(list);
+}
+
+int s3c_xml_parse_object_list(const char *xml, size_t len, s3r_object_list_t **list)
+{
+    int created = 0;
+    if (*list == NULL) {
+        *list = calloc(1, sizeof(**list));
+        if (*list == NULL)
+            return -1;
+        created = 1;
+    }
+    objlist_ctx_t o = {.list = *list,
+                       .cap_obj = (*list)->n_objects,
+                       .cap_pfx = (*list)->n_prefixes};
+    /* A new page replaces the paging state of the previous one. */
+    (*list)->truncated = 0;
+    free((*list)->next_token);
+    (*list)->next_token = NULL;
+    int rc = xml_walk(xml, len, objlist_start, objlist_end, &o);
+    if (rc == 0 && !o.root_ok)
+        rc = -1;
+    for (size_t i = 0; rc == 0 && i < (*list)->n_objects; i++)
+        if ((*list)->objects[i].key == NULL)
+            rc = -1;
+    if (rc < 0 && created) {
+        s3r_object_list_free(*list);
+        *list = NULL;
+    }
+    return rc;
+}
+
+/* ---- InitiateMultipartUploadResult ------------------------------------------ */
+
+static int upload_id_end(void *ctx, const char *const *n, int depth, const char *text)
+{
+    char **id = ctx;
+    if (depth == 2 && strcmp(n[0], "InitiateMultipartUploadResult") == 0 &&
+        strcmp(n[1], "UploadId") == 0) {
+        free(*id);
+        *id = strdup(text);
+        if (*id == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+int s3c_xml_parse_upload_id(const char *xml, size_t len, char **upload_id_p)
+{
+    char *id = NULL;
+    if (xml_walk(xml, len, NULL, upload_id_end, &id) < 0 || id == NULL || id[0] == '\0') {
+        free(id);
+        return -1;
+    }
+    *upload_id_p = id;
+    return 0;
+}
