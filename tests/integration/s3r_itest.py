@@ -1,0 +1,512 @@
+"""Helpers shared by the s3rdmad integration tests.
+
+- Server: starts/stops a real s3rdmad process on a free port with a temp data dir.
+- A small, explicit SigV4 signer (header auth, presigned query auth, aws-chunked
+  signed streaming) so tests can craft requests botocore never sends: skewed
+  dates, tampered chunk signatures, trailers, virtual-host Host headers.
+  test_s3_sigv4_selfcheck.py checks it against botocore's own signer.
+- raw_request(): send one signed (or unsigned) request with http.client.
+"""
+import base64
+import datetime
+import hashlib
+import hmac
+import http.client
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import time
+import urllib.parse
+import uuid
+import xml.etree.ElementTree as ET
+import zlib
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+BINARY = os.environ.get("S3RDMAD", str(REPO_ROOT / "build" / "s3rdmad"))
+REGION = "us-east-1"
+
+USERS = [
+    ("AKTESTUSER1", "secret1secret1secret1"),
+    ("AKTESTUSER2", "secret2secret2secret2"),
+]
+
+EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+S3_NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
+
+
+# --------------------------------------------------------------------------
+# Server process
+# --------------------------------------------------------------------------
+
+def free_port():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def write_config(path, users=USERS, durability="relaxed", extra=""):
+    lines = [f"durability: {durability}", f"region: {REGION}"]
+    if users:
+        lines.append("users:")
+        for ak, sk in users:
+            lines.append(f"  - access_key: {ak}")
+            lines.append(f"    secret_key: {sk}")
+    lines.append("rdma:")
+    lines.append("  enabled: false")
+    Path(path).write_text("\n".join(lines) + "\n" + extra)
+
+
+class ServerStartError(Exception):
+    pass
+
+
+class Server:
+    """One s3rdmad process. Its stdout+stderr go to log_path."""
+
+    # Live servers, so the pytest hook can attach their logs to failed tests.
+    live = []
+
+    def __init__(self, data_dir, config_path, log_path, durability=None,
+                 extra_args=(), env=None, rdma_enabled=False):
+        self.data_dir = Path(data_dir)
+        self.config_path = Path(config_path)
+        self.log_path = Path(log_path)
+        self.durability = durability
+        self.extra_args = list(extra_args)
+        self.env = env
+        self.rdma_enabled = rdma_enabled
+        self.proc = None
+        self.port = None
+        self._log = None
+
+    @property
+    def endpoint(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def host(self):
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout=30.0):
+        if not os.path.exists(BINARY):
+            raise ServerStartError(f"server binary not found: {BINARY} (set S3RDMAD)")
+        last_err = None
+        for _attempt in range(3):
+            self.port = free_port()
+            args = [BINARY, "--data", str(self.data_dir), "--listen", f"127.0.0.1:{self.port}",
+                    "--config", str(self.config_path), "--region", REGION,
+                    "--rdma-enabled", "true" if self.rdma_enabled else "false",
+                    "--log-level", "info"]
+            if self.durability:
+                args += ["--durability", self.durability]
+            args += self.extra_args
+            env = dict(os.environ if self.env is None else self.env)
+            self._log = open(self.log_path, "ab")
+            self._log.write(("\n=== start: " + " ".join(args) + "\n").encode())
+            self._log.flush()
+            self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, env=env)
+            Server.live.append(self)
+            try:
+                self._wait_ready(timeout)
+                return self
+            except ServerStartError as e:
+                last_err = e
+                if self.proc.poll() is None:
+                    self.proc.kill()
+                    self.proc.wait()
+                self._forget()
+                if "in use" not in self.log_text().lower():
+                    break
+        raise ServerStartError(f"{last_err}\n--- server log ---\n{self.log_tail()}")
+
+    def _wait_ready(self, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise ServerStartError(f"s3rdmad exited early with {self.proc.returncode}")
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+                conn.request("GET", "/_s3rdma/stats")
+                resp = conn.getresponse()
+                resp.read()
+                conn.close()
+                return
+            except (OSError, http.client.HTTPException):
+                time.sleep(0.05)
+        raise ServerStartError("s3rdmad did not become ready in time")
+
+    def _forget(self):
+        if self in Server.live:
+            Server.live.remove(self)
+        if self._log:
+            self._log.close()
+            self._log = None
+
+    def stop(self, sig=signal.SIGTERM, timeout=30.0):
+        """Signals the server and returns its exit code (None if it had to be killed)."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                self._forget()
+                return None
+        rc = self.proc.returncode
+        self._forget()
+        return rc
+
+    def kill9(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+        self._forget()
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_text(self):
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def log_tail(self, n=200):
+        return "\n".join(self.log_text().splitlines()[-n:])
+
+    def stats(self):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+        conn.request("GET", "/_s3rdma/stats")
+        resp = conn.getresponse()
+        body = resp.read()
+        conn.close()
+        return resp.status, body
+
+
+# --------------------------------------------------------------------------
+# SigV4
+# --------------------------------------------------------------------------
+
+def sha256_hex(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def _hmac(key, msg):
+    return hmac.new(key, msg.encode() if isinstance(msg, str) else msg, hashlib.sha256).digest()
+
+
+def signing_key(secret, date, region=REGION, service="s3"):
+    k = _hmac(("AWS4" + secret).encode(), date)
+    k = _hmac(k, region)
+    k = _hmac(k, service)
+    return _hmac(k, "aws4_request")
+
+
+def amz_now(offset_s=0):
+    t = datetime.datetime.utcnow() + datetime.timedelta(seconds=offset_s)
+    return t.strftime("%Y%m%dT%H%M%SZ")
+
+
+def uri_encode(s, encode_slash=True):
+    safe = "-_.~" if encode_slash else "-_.~/"
+    return urllib.parse.quote(s, safe=safe)
+
+
+def canonical_query(query):
+    """query: list of (name, value) already *decoded*; value None means 'name' only."""
+    items = []
+    for k, v in query:
+        items.append((uri_encode(k), uri_encode("" if v is None else v)))
+    items.sort()
+    return "&".join(f"{k}={v}" for k, v in items)
+
+
+def query_string(query):
+    parts = []
+    for k, v in query:
+        if v is None:
+            parts.append(uri_encode(k))
+        else:
+            parts.append(f"{uri_encode(k)}={uri_encode(v)}")
+    return "&".join(parts)
+
+
+def canonical_request(method, path, query, headers, signed, payload_hash):
+    lower = {k.lower(): " ".join(str(v).strip().split()) for k, v in headers.items()}
+    canon_headers = "".join(f"{h}:{lower[h]}\n" for h in signed)
+    return "\n".join([method, path, canonical_query(query), canon_headers, ";".join(signed),
+                      payload_hash])
+
+
+def sign_headers(method, path, query, headers, payload_hash, access, secret,
+                 amz_date=None, region=REGION, signed_extra=()):
+    """Adds x-amz-date, x-amz-content-sha256 and Authorization to headers (in place).
+    path: the URI-encoded path as sent. Signs host, x-amz-*, content-type, content-md5 and
+    any header named in signed_extra. Returns (signature, scope, signing key)."""
+    amz_date = amz_date or amz_now()
+    headers["x-amz-date"] = amz_date
+    headers["x-amz-content-sha256"] = payload_hash
+    signed = sorted({k.lower() for k in headers
+                     if k.lower() in ("host", "content-type", "content-md5")
+                     or k.lower().startswith("x-amz-")
+                     or k.lower() in {s.lower() for s in signed_extra}})
+    creq = canonical_request(method, path, query, headers, signed, payload_hash)
+    date = amz_date[:8]
+    scope = f"{date}/{region}/s3/aws4_request"
+    sts = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope, sha256_hex(creq.encode())])
+    key = signing_key(secret, date, region)
+    sig = hmac.new(key, sts.encode(), hashlib.sha256).hexdigest()
+    headers["Authorization"] = (f"AWS4-HMAC-SHA256 Credential={access}/{scope}, "
+                                f"SignedHeaders={';'.join(signed)}, Signature={sig}")
+    return sig, scope, key
+
+
+def presign_url(host, method, path, access, secret, expires=3600, amz_date=None,
+                extra_query=(), region=REGION):
+    """Returns a presigned http URL (path must already be URI-encoded)."""
+    amz_date = amz_date or amz_now()
+    date = amz_date[:8]
+    scope = f"{date}/{region}/s3/aws4_request"
+    query = list(extra_query) + [
+        ("X-Amz-Algorithm", "AWS4-HMAC-SHA256"),
+        ("X-Amz-Credential", f"{access}/{scope}"),
+        ("X-Amz-Date", amz_date),
+        ("X-Amz-Expires", str(expires)),
+        ("X-Amz-SignedHeaders", "host"),
+    ]
+    creq = canonical_request(method, path, query, {"host": host}, ["host"], "UNSIGNED-PAYLOAD")
+    sts = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope, sha256_hex(creq.encode())])
+    sig = hmac.new(signing_key(secret, date, region), sts.encode(), hashlib.sha256).hexdigest()
+    query.append(("X-Amz-Signature", sig))
+    return f"http://{host}{path}?{query_string(query)}"
+
+
+# --------------------------------------------------------------------------
+# aws-chunked bodies
+# --------------------------------------------------------------------------
+
+def chunk_signature(key, amz_date, scope, prev_sig, data):
+    sts = "\n".join(["AWS4-HMAC-SHA256-PAYLOAD", amz_date, scope, prev_sig, EMPTY_SHA256,
+                     sha256_hex(data)])
+    return hmac.new(key, sts.encode(), hashlib.sha256).hexdigest()
+
+
+def signed_chunked_body(chunks, key, amz_date, scope, seed_sig, tamper_chunk=None):
+    """chunks: list of bytes (the final empty chunk is added). tamper_chunk: index of a
+    chunk whose signature is replaced by a wrong one."""
+    out = bytearray()
+    prev = seed_sig
+    for i, data in enumerate(list(chunks) + [b""]):
+        sig = chunk_signature(key, amz_date, scope, prev, data)
+        prev = sig
+        if tamper_chunk == i:
+            sig = ("0" if sig[0] != "0" else "1") + sig[1:]
+        out += f"{len(data):x};chunk-signature={sig}\r\n".encode() + data + b"\r\n"
+    return bytes(out)
+
+
+def signed_chunked_length(sizes):
+    n = 0
+    for s in list(sizes) + [0]:
+        n += len(f"{s:x}") + len(";chunk-signature=") + 64 + 2 + s + 2
+    return n
+
+
+def unsigned_trailer_body(chunks, trailers):
+    out = bytearray()
+    for data in chunks:
+        out += f"{len(data):x}\r\n".encode() + data + b"\r\n"
+    out += b"0\r\n"
+    for name, value in trailers:
+        out += f"{name}:{value}\r\n".encode()
+    out += b"\r\n"
+    return bytes(out)
+
+
+def crc32_b64(data):
+    return base64.b64encode(struct.pack(">I", zlib.crc32(data) & 0xFFFFFFFF)).decode()
+
+
+_CRC32C_TABLE = []
+for _i in range(256):
+    _c = _i
+    for _ in range(8):
+        _c = (_c >> 1) ^ 0x82F63B78 if _c & 1 else _c >> 1
+    _CRC32C_TABLE.append(_c)
+
+
+def crc32c(data):
+    c = 0xFFFFFFFF
+    tbl = _CRC32C_TABLE
+    for b in data:
+        c = tbl[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+def crc32c_b64(data):
+    return base64.b64encode(struct.pack(">I", crc32c(data))).decode()
+
+
+def sha256_b64(data):
+    return base64.b64encode(hashlib.sha256(data).digest()).decode()
+
+
+def md5_b64(data):
+    return base64.b64encode(hashlib.md5(data).digest()).decode()
+
+
+# --------------------------------------------------------------------------
+# Raw requests
+# --------------------------------------------------------------------------
+
+class RawResponse:
+    def __init__(self, status, reason, headers, body):
+        self.status = status
+        self.reason = reason
+        self.headers = headers  # lower-case name -> value
+        self.body = body
+
+    def xml(self):
+        return ET.fromstring(self.body)
+
+    def error_code(self):
+        try:
+            root = ET.fromstring(self.body)
+        except ET.ParseError:
+            return None
+        el = root.find("Code")
+        if el is None:
+            el = root.find(S3_NS + "Code")
+        return el.text if el is not None else None
+
+    def __repr__(self):
+        return f"<RawResponse {self.status} {self.headers} {self.body[:500]!r}>"
+
+
+def raw_request(server, method, path, query=(), headers=None, body=b"", user=USERS[0],
+                sign=True, payload_hash=None, amz_date=None, host=None, timeout=30,
+                signed_extra=()):
+    """Sends one request to server. path is the decoded path ('/bucket/key'); it is
+    URI-encoded here. query: list of (name, value-or-None). user=None or sign=False:
+    anonymous. payload_hash: default sha256 of body."""
+    headers = dict(headers or {})
+    host = host or server.host
+    headers.setdefault("Host", host)
+    enc_path = uri_encode(path, encode_slash=False)
+    if sign and user is not None:
+        if payload_hash is None:
+            payload_hash = sha256_hex(body)
+        sign_headers(method, enc_path, list(query), headers, payload_hash, user[0], user[1],
+                     amz_date=amz_date, signed_extra=signed_extra)
+    url = enc_path
+    qs = query_string(list(query))
+    if qs:
+        url += "?" + qs
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=timeout)
+    try:
+        conn.putrequest(method, url, skip_host=True, skip_accept_encoding=True)
+        if "Content-Length" not in headers and "content-length" not in headers and (
+                body or method in ("PUT", "POST")):
+            headers["Content-Length"] = str(len(body))
+        for k, v in headers.items():
+            conn.putheader(k, v)
+        conn.endheaders()
+        if body:
+            conn.send(body)
+        resp = conn.getresponse()
+        data = resp.read()
+        return RawResponse(resp.status, resp.reason,
+                           {k.lower(): v for k, v in resp.getheaders()}, data)
+    finally:
+        conn.close()
+
+
+def error_fields(body):
+    root = ET.fromstring(body)
+    return root.tag, {child.tag: (child.text or "") for child in root}
+
+
+def recv_http_response(sock, timeout=10.0):
+    """Reads one HTTP response head (+ body by Content-Length) from a raw socket.
+    Returns (status or None if the connection closed first, raw bytes)."""
+    sock.settimeout(timeout)
+    buf = b""
+    try:
+        while b"\r\n\r\n" not in buf:
+            d = sock.recv(65536)
+            if not d:
+                break
+            buf += d
+    except (socket.timeout, ConnectionResetError):
+        pass
+    if not buf.startswith(b"HTTP/1."):
+        return None, buf
+    head, _, rest = buf.partition(b"\r\n\r\n")
+    status = int(head.split(b" ")[1])
+    clen = None
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            clen = int(value.strip())
+    if clen:
+        try:
+            while len(rest) < clen:
+                d = sock.recv(65536)
+                if not d:
+                    break
+                rest += d
+        except (socket.timeout, ConnectionResetError):
+            pass
+    return status, head + b"\r\n\r\n" + rest
+
+
+def stats_json(server):
+    status, body = server.stats()
+    return status, json.loads(body)
+
+
+# --------------------------------------------------------------------------
+# boto3 helpers
+# --------------------------------------------------------------------------
+
+def empty_bucket(client, name):
+    try:
+        for up in client.list_multipart_uploads(Bucket=name).get("Uploads", []):
+            client.abort_multipart_upload(Bucket=name, Key=up["Key"], UploadId=up["UploadId"])
+    except Exception:
+        pass
+    token = None
+    while True:
+        kw = {"Bucket": name}
+        if token:
+            kw["ContinuationToken"] = token
+        resp = client.list_objects_v2(**kw)
+        for obj in resp.get("Contents", []):
+            client.delete_object(Bucket=name, Key=obj["Key"])
+        if not resp.get("IsTruncated"):
+            break
+        token = resp["NextContinuationToken"]
+
+
+def new_bucket_name(prefix="it"):
+    return f"{prefix}-{uuid.uuid4().hex[:20]}"
+
+
+def client_error(excinfo):
+    """(code, http status) of a botocore ClientError."""
+    e = excinfo.value
+    return e.response.get("Error", {}).get("Code"), e.response["ResponseMetadata"]["HTTPStatusCode"]
+
+
+def assert_error(excinfo, code, status):
+    got = client_error(excinfo)
+    assert got == (code, status), f"expected {code} {status}, got {got}: {excinfo.value.response}"

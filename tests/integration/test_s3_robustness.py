@@ -1,0 +1,229 @@
+"""Bad input over raw sockets: each gets an error or a closed connection, nothing is stored,
+and the server still serves normal requests afterwards."""
+import os
+import socket
+import threading
+import time
+
+import pytest
+from botocore.exceptions import ClientError
+
+from s3r_itest import USERS, recv_http_response, sign_headers, raw_request
+
+
+def send_raw(server, data, shutdown_write=False, timeout=10):
+    """Sends raw bytes; returns (status or None, raw response)."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=timeout) as sock:
+        try:
+            sock.sendall(data)
+            if shutdown_write:
+                sock.shutdown(socket.SHUT_WR)
+        except (BrokenPipeError, ConnectionResetError):
+            return None, b""
+        return recv_http_response(sock, timeout=timeout)
+
+
+def assert_still_serving(s3, bucket):
+    s3.put_object(Bucket=bucket, Key="alive-check", Body=b"alive")
+    assert s3.get_object(Bucket=bucket, Key="alive-check")["Body"].read() == b"alive"
+
+
+def assert_absent(s3, bucket, key):
+    with pytest.raises(ClientError) as ei:
+        s3.head_object(Bucket=bucket, Key=key)
+    assert ei.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+
+
+def signed_put_head(server, path, content_length, extra=None, payload="UNSIGNED-PAYLOAD"):
+    headers = {"Host": server.host, "Content-Length": str(content_length)}
+    headers.update(extra or {})
+    sign_headers("PUT", path, [], headers, payload, *USERS[0])
+    return ("\r\n".join([f"PUT {path} HTTP/1.1"] + [f"{k}: {v}" for k, v in headers.items()])
+            + "\r\n\r\n").encode()
+
+
+@pytest.mark.parametrize("line", [
+    b"GARBAGE\r\n\r\n",
+    b"GET\r\n\r\n",
+    b"GET / HTTP/9.9\r\nHost: x\r\n\r\n",
+    b"GET /\x00bad HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + os.urandom(64),  # a TLS ClientHello
+    b"GET / HTTP/1.1\r\nBad Header Without Colon\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\nContent-Length: 20\r\n\r\n",
+])
+def test_malformed_request(server, s3, bucket, line):
+    status, raw = send_raw(server, line, shutdown_write=True)
+    assert status is None or 400 <= status < 600, raw
+    assert status != 200
+    assert_still_serving(s3, bucket)
+
+
+def test_oversized_headers(server, s3, bucket):
+    head = signed_put_head(server, f"/{bucket}/oversized", 1,
+                           extra={"x-pad": "p" * (100 * 1024)})
+    status, raw = send_raw(server, head + b"x")
+    assert status is None or status in (400, 413, 431), raw
+    assert_absent(s3, bucket, "oversized")
+    # many headers rather than one long one
+    many = b"".join(f"x-h{i}: {'v' * 60}\r\n".encode() for i in range(2000))
+    status, raw = send_raw(server, b"GET / HTTP/1.1\r\nHost: x\r\n" + many + b"\r\n")
+    assert status is None or status in (400, 413, 431), raw
+    assert_still_serving(s3, bucket)
+
+
+def test_oversized_url(server, s3, bucket):
+    status, raw = send_raw(server, b"GET /" + b"a" * 100_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert status is None or status in (400, 414, 431), raw
+    assert_still_serving(s3, bucket)
+
+
+def test_truncated_body_then_close(server, s3, bucket):
+    head = signed_put_head(server, f"/{bucket}/truncated", 100_000)
+    status, raw = send_raw(server, head + b"x" * 1000, shutdown_write=True, timeout=15)
+    assert status is None or status >= 400, raw
+    time.sleep(0.3)
+    assert_absent(s3, bucket, "truncated")
+    assert_still_serving(s3, bucket)
+
+
+def test_truncated_body_abrupt_reset(server, s3, bucket):
+    head = signed_put_head(server, f"/{bucket}/reset", 10_000_000)
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    sock.sendall(head + os.urandom(500_000))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    sock.close()  # RST
+    time.sleep(0.3)
+    assert_absent(s3, bucket, "reset")
+    assert_still_serving(s3, bucket)
+
+
+def test_truncated_body_overwrite_keeps_old(server, s3, bucket):
+    s3.put_object(Bucket=bucket, Key="keep-old", Body=b"old version")
+    head = signed_put_head(server, f"/{bucket}/keep-old", 50_000)
+    send_raw(server, head + b"n" * 100, shutdown_write=True)
+    time.sleep(0.3)
+    assert s3.get_object(Bucket=bucket, Key="keep-old")["Body"].read() == b"old version"
+
+
+@pytest.mark.parametrize("body", [
+    b"zz\r\nhello\r\n0\r\n\r\n",                 # not hex
+    b"5\r\nhelloEXTRA\r\n0\r\n\r\n",             # chunk longer than its size
+    b"ffffffffffffffffffff\r\nx\r\n",            # absurd size
+    b"5\r\nhel",                                 # ends mid-chunk
+])
+def test_garbage_http_chunked(server, s3, bucket, body):
+    headers = {"Host": server.host, "Transfer-Encoding": "chunked"}
+    path = f"/{bucket}/garbage-chunked"
+    sign_headers("PUT", path, [], headers, "UNSIGNED-PAYLOAD", *USERS[0])
+    head = "\r\n".join([f"PUT {path} HTTP/1.1"] + [f"{k}: {v}" for k, v in headers.items()])
+    status, raw = send_raw(server, head.encode() + b"\r\n\r\n" + body, shutdown_write=True)
+    assert status is None or 400 <= status < 600, raw
+    time.sleep(0.2)
+    assert_absent(s3, bucket, "garbage-chunked")
+    assert_still_serving(s3, bucket)
+
+
+def test_garbage_aws_chunked(server, s3, bucket):
+    body = b"zz;chunk-signature=abc\r\nhello\r\n0\r\n\r\n"
+    r = raw_request(server, "PUT", f"/{bucket}/garbage-aws", body=body,
+                    headers={"Content-Encoding": "aws-chunked", "x-amz-decoded-content-length": "5"},
+                    payload_hash="STREAMING-AWS4-HMAC-SHA256-PAYLOAD", signed_extra=("content-encoding",))
+    assert 400 <= r.status < 500, r
+    body = b"5\r\nhello\r\n"  # unsigned trailer form without the final chunk
+    r = raw_request(server, "PUT", f"/{bucket}/garbage-aws", body=body,
+                    headers={"Content-Encoding": "aws-chunked", "x-amz-decoded-content-length": "5",
+                             "x-amz-trailer": "x-amz-checksum-crc32"},
+                    payload_hash="STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+    assert 400 <= r.status < 500, r
+    assert_absent(s3, bucket, "garbage-aws")
+    assert_still_serving(s3, bucket)
+
+
+def test_invalid_xml_bodies(server, s3, bucket):
+    import base64
+    import hashlib
+    evil = (b'<?xml version="1.0"?><!DOCTYPE d [<!ENTITY a "aaaaaaaaaa">'
+            b'<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;"><!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">'
+            b'<!ENTITY d "&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;">]><Delete><Object><Key>&d;</Key></Object></Delete>')
+    for body in (b"\x00\x01\x02", b"<Delete>" * 10000, evil, b"<?xml version='1.0'?><Delete><Object>"):
+        md5 = base64.b64encode(hashlib.md5(body).digest()).decode()
+        r = raw_request(server, "POST", f"/{bucket}", query=[("delete", "")], body=body,
+                        headers={"Content-MD5": md5})
+        assert r.status == 400, r
+    assert_still_serving(s3, bucket)
+
+
+def test_xml_body_too_large(server, s3, bucket):
+    import base64
+    import hashlib
+    body = b"<Delete>" + b"<Object><Key>k</Key></Object>" * 80_000 + b"</Delete>"  # ~2.3 MB
+    md5 = base64.b64encode(hashlib.md5(body).digest()).decode()
+    r = raw_request(server, "POST", f"/{bucket}", query=[("delete", "")], body=body,
+                    headers={"Content-MD5": md5})
+    assert r.status == 400 and r.error_code() in ("MalformedXML", "EntityTooLarge"), r
+    assert_still_serving(s3, bucket)
+
+
+def test_delete_objects_too_many_keys(server, s3, bucket):
+    import base64
+    import hashlib
+    body = (b"<Delete>" + b"".join(f"<Object><Key>k{i}</Key></Object>".encode() for i in range(1001))
+            + b"</Delete>")
+    md5 = base64.b64encode(hashlib.md5(body).digest()).decode()
+    r = raw_request(server, "POST", f"/{bucket}", query=[("delete", "")], body=body,
+                    headers={"Content-MD5": md5})
+    assert r.status == 400 and r.error_code() == "MalformedXML", r
+
+
+def test_slow_and_idle_connections_do_not_block(server, s3, bucket):
+    """Connections that send half a request and stall must not block other clients."""
+    socks = []
+    try:
+        for _ in range(20):
+            s = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+            s.sendall(b"PUT /" + bucket.encode() + b"/stall HTTP/1.1\r\nHost: x\r\nContent-Le")
+            socks.append(s)
+        t0 = time.monotonic()
+        assert_still_serving(s3, bucket)
+        assert time.monotonic() - t0 < 5
+    finally:
+        for s in socks:
+            s.close()
+
+
+def test_concurrent_clients(s3, make_client, bucket):
+    errors = []
+
+    def worker(i):
+        try:
+            c = make_client()
+            for j in range(10):
+                data = os.urandom(1000 + i * 100 + j)
+                c.put_object(Bucket=bucket, Key=f"conc/{i}/{j}", Body=data)
+                if c.get_object(Bucket=bucket, Key=f"conc/{i}/{j}")["Body"].read() != data:
+                    errors.append(f"mismatch {i}/{j}")
+        except Exception as e:  # noqa: BLE001
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors
+    assert s3.list_objects_v2(Bucket=bucket, Prefix="conc/")["KeyCount"] == 80
+
+
+def test_pipelined_requests_keepalive(server, s3, bucket):
+    s3.put_object(Bucket=bucket, Key="p1", Body=b"one")
+    s3.put_object(Bucket=bucket, Key="p2", Body=b"two")
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    for key, want in (("p1", b"one"), ("p2", b"two"), ("p1", b"one")):
+        headers = {"Host": server.host}
+        sign_headers("GET", f"/{bucket}/{key}", [], headers, "UNSIGNED-PAYLOAD", *USERS[0])
+        conn.request("GET", f"/{bucket}/{key}", headers=headers)
+        resp = conn.getresponse()
+        assert resp.status == 200 and resp.read() == want
+    conn.close()
