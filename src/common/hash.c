@@ -124,6 +124,17 @@ long base64_decode(const char *in, size_t len, uint8_t *out, size_t out_max)
 {
     if (len % 4 != 0)
         return -1;
+    /* EVP_DecodeBlock is lenient about padding: accept only the alphabet,
+     * with at most two '=' and only at the very end. */
+    size_t pad = 0;
+    while (pad < 2 && pad < len && in[len - 1 - pad] == '=')
+        pad++;
+    for (size_t i = 0; i < len - pad; i++) {
+        char c = in[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '+' || c == '/'))
+            return -1;
+    }
     size_t raw = len / 4 * 3;
     uint8_t *tmp = malloc(raw + 1);
     if (!tmp)

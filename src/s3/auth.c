@@ -1,0 +1,270 @@
+/* SigV4 verification of incoming requests: the Authorization header form and
+ * the presigned-URL query form. The canonical request is rebuilt from what
+ * was received (decoded path re-encoded the S3 way, query canonicalised,
+ * signed headers as sent) and the signature compared in constant time. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/s3r_limits.h"
+#include "common/sigv4.h"
+#include "s3/s3_request.h"
+#include "s3/s3_util.h"
+
+#define MAX_SIGNED_HEADERS 64
+
+static const s3_user_t *find_user(const s3_req_t *req, const char *access_key)
+{
+    for (size_t i = 0; i < req->srv->cfg.n_users; i++) {
+        if (strcmp(req->srv->cfg.users[i].access_key, access_key) == 0)
+            return &req->srv->cfg.users[i];
+    }
+    return NULL;
+}
+
+/* Rebuilds the raw query string ("a=1&b") from MHD's argument list. */
+static enum MHD_Result append_query_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                        size_t key_size, const char *value, size_t value_size)
+{
+    (void)kind;
+    buf_t *q = cls;
+    if (q->len)
+        buf_append(q, "&", 1);
+    buf_append(q, key, key_size);
+    if (value) {
+        buf_append(q, "=", 1);
+        buf_append(q, value, value_size);
+    }
+    return MHD_YES;
+}
+
+/* Collects every value of one header (joined with ',' as SigV4 wants). */
+typedef struct header_collect {
+    const char *name;
+    buf_t *out;
+    int count;
+} header_collect_t;
+
+static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      size_t key_size, const char *value, size_t value_size)
+{
+    (void)kind;
+    header_collect_t *hc = cls;
+    if (strlen(hc->name) != key_size || strncasecmp(hc->name, key, key_size) != 0)
+        return MHD_YES;
+    if (hc->count++)
+        buf_append(hc->out, ",", 1);
+    buf_append(hc->out, value ? value : "", value ? value_size : 0);
+    return MHD_YES;
+}
+
+static s3_error_t set_payload_mode(s3_req_t *req, const char *hash)
+{
+    if (strcmp(hash, SIGV4_UNSIGNED) == 0) {
+        req->payload_mode = S3_PAYLOAD_UNSIGNED;
+    } else if (strcmp(hash, SIGV4_STREAMING) == 0) {
+        req->payload_mode = S3_PAYLOAD_STREAMING_SIGNED;
+    } else if (strcmp(hash, SIGV4_STREAMING_TRAILER) == 0) {
+        req->payload_mode = S3_PAYLOAD_STREAMING_SIGNED_TRAILER;
+    } else if (strcmp(hash, SIGV4_STREAMING_UNSIGNED_TRAILER) == 0) {
+        req->payload_mode = S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER;
+    } else {
+        uint8_t raw[SHA256_LEN];
+        if (hex_decode(hash, strlen(hash), raw, sizeof(raw)) != 0)
+            return S3E_INVALID_ARGUMENT;
+        req->payload_mode = S3_PAYLOAD_SIGNED;
+        hex_encode(raw, sizeof(raw), req->payload_sha256);
+    }
+    return S3E_NONE;
+}
+
+s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p)
+{
+    sigv4_auth_t auth;
+    const char *authz = s3_req_header(req, "Authorization");
+    bool presigned = !authz && s3_req_has_query(req, "X-Amz-Signature");
+    const char *amz_date;
+    const char *payload_hash;
+
+    if (!authz && !presigned) {
+        *why_p = "Anonymous access is not allowed; sign the request with AWS Signature Version 4.";
+        return S3E_ACCESS_DENIED;
+    }
+    if (authz) {
+        if (strncmp(authz, "AWS ", 4) == 0) {
+            *why_p = "Signature Version 2 is not supported; use AWS4-HMAC-SHA256.";
+            return S3E_INVALID_REQUEST;
+        }
+        if (sigv4_parse_authorization(authz, &auth) != 0) {
+            *why_p = "The authorization header is malformed.";
+            return S3E_MALFORMED_AUTH;
+        }
+        amz_date = s3_req_header(req, "x-amz-date");
+        if (!amz_date) {
+            *why_p = "AWS authentication requires a valid x-amz-date header.";
+            return S3E_ACCESS_DENIED;
+        }
+        payload_hash = s3_req_header(req, "x-amz-content-sha256");
+        if (!payload_hash) {
+            *why_p = "Missing required header for this request: x-amz-content-sha256.";
+            return S3E_INVALID_REQUEST;
+        }
+    } else {
+        const char *alg = s3_req_query(req, "X-Amz-Algorithm");
+        const char *cred = s3_req_query(req, "X-Amz-Credential");
+        const char *sh = s3_req_query(req, "X-Amz-SignedHeaders");
+        const char *sig = s3_req_query(req, "X-Amz-Signature");
+        const char *exp = s3_req_query(req, "X-Amz-Expires");
+        amz_date = s3_req_query(req, "X-Amz-Date");
+        memset(&auth, 0, sizeof(auth));
+        if (!alg || strcmp(alg, SIGV4_ALGORITHM) != 0 || !cred || !sh || !sig || !amz_date ||
+            !exp || sigv4_parse_credential(cred, &auth) != 0 ||
+            strlen(sh) >= sizeof(auth.signed_headers) || strlen(sig) != 64) {
+            *why_p = "Query-string authentication requires the X-Amz-Algorithm, "
+                     "X-Amz-Credential, X-Amz-Signature, X-Amz-Date, X-Amz-SignedHeaders, "
+                     "and X-Amz-Expires parameters.";
+            return S3E_AUTH_QUERY_ERROR;
+        }
+        snprintf(auth.signed_headers, sizeof(auth.signed_headers), "%s", sh);
+        snprintf(auth.signature, sizeof(auth.signature), "%s", sig);
+        char *end;
+        long expires = strtol(exp, &end, 10);
+        if (*end != '\0' || expires < S3R_MIN_PRESIGN_EXPIRES || expires > S3R_MAX_PRESIGN_EXPIRES) {
+            *why_p = "X-Amz-Expires must be between 1 and 604800 seconds.";
+            return S3E_AUTH_QUERY_ERROR;
+        }
+        int64_t t = sigv4_parse_amz_date(amz_date);
+        if (t < 0) {
+            *why_p = "X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\".";
+            return S3E_AUTH_QUERY_ERROR;
+        }
+        if (req->now_s > t + expires) {
+            *why_p = "Request has expired.";
+            return S3E_ACCESS_DENIED;
+        }
+        if (t > req->now_s + S3R_MAX_CLOCK_SKEW_S) {
+            *why_p = "Request is not valid yet.";
+            return S3E_ACCESS_DENIED;
+        }
+        payload_hash = s3_req_query(req, "X-Amz-Content-Sha256");
+        if (!payload_hash)
+            payload_hash = SIGV4_UNSIGNED;
+    }
+
+    int64_t t = sigv4_parse_amz_date(amz_date);
+    if (t < 0) {
+        *why_p = "The x-amz-date value is not in ISO8601 basic format.";
+        return S3E_ACCESS_DENIED;
+    }
+    if (!presigned && (t > req->now_s + S3R_MAX_CLOCK_SKEW_S || t < req->now_s - S3R_MAX_CLOCK_SKEW_S))
+        return S3E_REQUEST_TIME_SKEWED;
+    if (strncmp(amz_date, auth.date8, 8) != 0) {
+        *why_p = "The credential scope date does not match x-amz-date.";
+        return presigned ? S3E_AUTH_QUERY_ERROR : S3E_MALFORMED_AUTH;
+    }
+    if (strcmp(auth.service, "s3") != 0) {
+        *why_p = "The credential scope service must be 's3'.";
+        return presigned ? S3E_AUTH_QUERY_ERROR : S3E_MALFORMED_AUTH;
+    }
+    const s3_user_t *user = find_user(req, auth.access_key);
+    if (!user)
+        return S3E_INVALID_ACCESS_KEY;
+
+    s3_error_t err = set_payload_mode(req, payload_hash);
+    if (err != S3E_NONE) {
+        *why_p = "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-*, or a valid "
+                 "SHA-256 value.";
+        return err;
+    }
+    if (presigned && req->payload_mode != S3_PAYLOAD_UNSIGNED &&
+        req->payload_mode != S3_PAYLOAD_SIGNED)
+        return S3E_AUTH_QUERY_ERROR;
+
+    /* The signed headers, as received. */
+    sigv4_header_t headers[MAX_SIGNED_HEADERS];
+    buf_t values[MAX_SIGNED_HEADERS];
+    char names[sizeof(auth.signed_headers)];
+    size_t n = 0;
+    bool has_host = false;
+    snprintf(names, sizeof(names), "%s", auth.signed_headers);
+    err = S3E_NONE;
+    for (char *save = NULL, *name = strtok_r(names, ";", &save); name;
+         name = strtok_r(NULL, ";", &save)) {
+        if (n == MAX_SIGNED_HEADERS) {
+            err = S3E_MALFORMED_AUTH;
+            break;
+        }
+        for (char *c = name; *c; c++)
+            *c = (char)tolower((unsigned char)*c);
+        if (strcmp(name, "host") == 0)
+            has_host = true;
+        buf_init(&values[n], S3R_MAX_HEADER_BYTES);
+        header_collect_t hc = {.name = name, .out = &values[n], .count = 0};
+        MHD_get_connection_values_n(req->conn, MHD_HEADER_KIND, collect_header, &hc);
+        headers[n].name = name;
+        headers[n].value = values[n].data ? values[n].data : "";
+        n++;
+    }
+    if (err == S3E_NONE && !has_host) {
+        *why_p = "The host header must be signed.";
+        err = S3E_ACCESS_DENIED;
+    }
+
+    buf_t uri, rawq, query, creq, sts;
+    buf_init(&uri, 16 * 1024);
+    buf_init(&rawq, S3R_MAX_HEADER_BYTES);
+    buf_init(&query, S3R_MAX_HEADER_BYTES * 2);
+    buf_init(&creq, S3R_MAX_HEADER_BYTES * 4);
+    buf_init(&sts, 4096);
+    char *path = NULL;
+    if (err == S3E_NONE) {
+        path = s3_url_decode(req->raw_url, strlen(req->raw_url), false);
+        MHD_get_connection_values_n(req->conn, MHD_GET_ARGUMENT_KIND, append_query_arg, &rawq);
+        if (!path || sigv4_uri_encode_path(path, &uri) != 0 ||
+            sigv4_canonical_query(rawq.data ? rawq.data : "", presigned, &query) != 0)
+            err = S3E_INVALID_REQUEST;
+    }
+    if (err == S3E_NONE) {
+        sigv4_request_t sreq = {
+            .method = req->method,
+            .canonical_uri = uri.data,
+            .canonical_query = query.data ? query.data : "",
+            .headers = headers,
+            .n_headers = n,
+            .signed_headers = auth.signed_headers,
+            .payload_hash = payload_hash,
+        };
+        char sig[65];
+        if (sigv4_canonical_request(&sreq, &creq) != 0 ||
+            sigv4_string_to_sign(amz_date, auth.scope, creq.data, creq.len, &sts) != 0) {
+            err = S3E_INVALID_REQUEST;
+        } else {
+            sigv4_signing_key(user->secret_key, auth.date8, auth.region, auth.service,
+                              req->signing_key);
+            sigv4_sign(req->signing_key, sts.data, sts.len, sig);
+            if (!ct_equal(sig, auth.signature, 64))
+                err = S3E_SIGNATURE_MISMATCH;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        buf_free(&values[i]);
+    buf_free(&uri);
+    buf_free(&rawq);
+    buf_free(&query);
+    buf_free(&creq);
+    buf_free(&sts);
+    free(path);
+    if (err != S3E_NONE)
+        return err;
+
+    req->user = user;
+    snprintf(req->amz_date, sizeof(req->amz_date), "%s", amz_date);
+    snprintf(req->scope, sizeof(req->scope), "%s", auth.scope);
+    snprintf(req->seed_signature, sizeof(req->seed_signature), "%s", auth.signature);
+    snprintf(req->signed_headers, sizeof(req->signed_headers), "%s", auth.signed_headers);
+    for (char *c = req->signed_headers; *c; c++)
+        *c = (char)tolower((unsigned char)*c);
+    return S3E_NONE;
+}

@@ -1,0 +1,413 @@
+/* Request bodies: the raw bytes go through the payload hash (signed
+ * payloads), the aws-chunked decoder (streaming payloads), then the digests
+ * (MD5 for the ETag, the x-amz-checksum-* algorithms asked for) and finally
+ * into the storage writer or the XML buffer. Every byte is hashed once. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/s3r_limits.h"
+#include "s3/s3_request.h"
+#include "s3/s3_util.h"
+
+static const char *const ck_names[S3_CK_COUNT] = {"crc32", "crc32c", "sha256"};
+
+static int find_ck(const char *alg)
+{
+    for (int i = 0; i < S3_CK_COUNT; i++) {
+        if (strcasecmp(alg, ck_names[i]) == 0)
+            return i;
+    }
+    return -1;
+}
+
+/* Decoded payload bytes. */
+int s3_body_sink(void *cls, const void *data, size_t len)
+{
+    s3_req_t *req = cls;
+    if (len > req->body_limit - req->body_bytes) {
+        req->body_error = req->body_kind == S3_BODY_XML ? S3E_MALFORMED_XML : S3E_ENTITY_TOO_LARGE;
+        return -1;
+    }
+    req->body_bytes += len;
+    if (req->md5)
+        digest_update(req->md5, data, len);
+    if (req->want_ck[S3_CK_CRC32])
+        req->crc32 = crc32_ieee_update(req->crc32, data, len);
+    if (req->want_ck[S3_CK_CRC32C])
+        req->crc32c = crc32c_update(req->crc32c, data, len);
+    if (req->sha256_ck)
+        digest_update(req->sha256_ck, data, len);
+    if (req->body_kind == S3_BODY_XML) {
+        if (buf_append(&req->body, data, len) != 0) {
+            req->body_error = S3E_MALFORMED_XML;
+            return -1;
+        }
+    } else if (req->writer) {
+        stor_status_t st = stor_writer_write(req->writer, data, len);
+        if (st != STOR_OK) {
+            req->body_error = s3_error_from_stor(st);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static uint64_t parse_u64(const char *s, bool *ok)
+{
+    char *end;
+    if (!s || !*s || *s == '-') {
+        *ok = false;
+        return 0;
+    }
+    unsigned long long v = strtoull(s, &end, 10);
+    *ok = *end == '\0';
+    return v;
+}
+
+s3_error_t s3_body_begin(s3_req_t *req)
+{
+    bool streaming = req->payload_mode == S3_PAYLOAD_STREAMING_SIGNED ||
+                     req->payload_mode == S3_PAYLOAD_STREAMING_SIGNED_TRAILER ||
+                     req->payload_mode == S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER;
+    bool ok = true;
+    const char *cl = s3_req_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *te = s3_req_header(req, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    const char *dcl = s3_req_header(req, "x-amz-decoded-content-length");
+
+    req->body_limit = req->body_kind == S3_BODY_XML ? S3R_MAX_XML_BODY : S3R_MAX_PUT_BYTES;
+    if (streaming || req->rdma_token) {
+        if (!dcl)
+            return S3E_MISSING_CONTENT_LENGTH;
+        req->declared_len = parse_u64(dcl, &ok);
+        if (!ok)
+            return S3E_INVALID_ARGUMENT;
+    } else if (cl) {
+        req->declared_len = parse_u64(cl, &ok);
+        if (!ok)
+            return S3E_INVALID_ARGUMENT;
+    } else if (!te && req->body_kind == S3_BODY_OBJECT) {
+        return S3E_MISSING_CONTENT_LENGTH;
+    }
+    if (req->declared_len != UINT64_MAX && req->declared_len > req->body_limit)
+        return req->body_kind == S3_BODY_XML ? S3E_MALFORMED_XML : S3E_ENTITY_TOO_LARGE;
+
+    req->md5 = digest_md5_new();
+    if (!req->md5)
+        return S3E_INTERNAL;
+    if (req->payload_mode == S3_PAYLOAD_SIGNED) {
+        req->sha256_payload = digest_sha256_new();
+        if (!req->sha256_payload)
+            return S3E_INTERNAL;
+    }
+
+    const char *cmd5 = s3_req_header(req, "Content-MD5");
+    if (cmd5) {
+        if (base64_decode(cmd5, strlen(cmd5), req->content_md5, MD5_LEN) != MD5_LEN)
+            return S3E_INVALID_DIGEST;
+        req->has_content_md5 = true;
+    }
+
+    /* Checksums: a value in a header, an algorithm announced for the trailer,
+     * or an algorithm the SDK asks us to compute. */
+    for (int i = 0; i < S3_CK_COUNT; i++) {
+        char name[64];
+        snprintf(name, sizeof(name), "x-amz-checksum-%s", ck_names[i]);
+        req->expect_ck[i] = s3_req_header(req, name);
+        if (req->expect_ck[i])
+            req->want_ck[i] = true;
+    }
+    const char *sdk_alg = s3_req_header(req, "x-amz-sdk-checksum-algorithm");
+    if (sdk_alg) {
+        int i = find_ck(sdk_alg);
+        if (i >= 0)
+            req->want_ck[i] = true;
+    }
+    const char *trailer = s3_req_header(req, "x-amz-trailer");
+    if (trailer) {
+        if (!streaming || req->payload_mode == S3_PAYLOAD_STREAMING_SIGNED)
+            return S3E_INVALID_REQUEST;
+        if (strncasecmp(trailer, "x-amz-checksum-", 15) != 0 || find_ck(trailer + 15) < 0)
+            return S3E_INVALID_REQUEST;
+        req->want_ck[find_ck(trailer + 15)] = true;
+    }
+    if (req->want_ck[S3_CK_SHA256]) {
+        req->sha256_ck = digest_sha256_new();
+        if (!req->sha256_ck)
+            return S3E_INTERNAL;
+    }
+
+    if (streaming) {
+        awschunk_params_t p = {
+            .signed_chunks = req->payload_mode != S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER,
+            .trailer = req->payload_mode != S3_PAYLOAD_STREAMING_SIGNED,
+            .signing_key = req->signing_key,
+            .amz_date = req->amz_date,
+            .scope = req->scope,
+            .seed_signature = req->seed_signature,
+            .decoded_length = req->declared_len,
+        };
+        req->chunked = awschunk_new(&p, s3_body_sink, req);
+        if (!req->chunked)
+            return S3E_INTERNAL;
+    }
+    return S3E_NONE;
+}
+
+static s3_error_t chunk_error(s3_req_t *req, awschunk_status_t st)
+{
+    switch (st) {
+    case AWSCHUNK_OK: return S3E_NONE;
+    case AWSCHUNK_ERR_SIGNATURE: return S3E_SIGNATURE_MISMATCH;
+    case AWSCHUNK_ERR_CALLBACK: return req->body_error != S3E_NONE ? req->body_error : S3E_INTERNAL;
+    case AWSCHUNK_ERR_MALFORMED:
+    case AWSCHUNK_ERR_LENGTH:
+    case AWSCHUNK_ERR_TRUNCATED:
+    default: return S3E_INCOMPLETE_BODY;
+    }
+}
+
+void s3_body_feed(s3_req_t *req, const char *data, size_t len)
+{
+    if (req->body_error != S3E_NONE)
+        return;
+    if (req->sha256_payload)
+        digest_update(req->sha256_payload, data, len);
+    if (req->chunked) {
+        awschunk_status_t st = awschunk_feed(req->chunked, data, len);
+        if (st != AWSCHUNK_OK)
+            req->body_error = chunk_error(req, st);
+    } else {
+        s3_body_sink(req, data, len);
+    }
+}
+
+static void encode_crc(uint32_t crc, char *out)
+{
+    uint8_t be[4] = {(uint8_t)(crc >> 24), (uint8_t)(crc >> 16), (uint8_t)(crc >> 8), (uint8_t)crc};
+    base64_encode(be, 4, out);
+}
+
+s3_error_t s3_body_end(s3_req_t *req)
+{
+    if (req->body_error != S3E_NONE)
+        return req->body_error;
+    if (req->chunked) {
+        s3_error_t err = chunk_error(req, awschunk_finish(req->chunked));
+        if (err != S3E_NONE)
+            return err;
+    } else if (req->declared_len != UINT64_MAX && req->body_bytes != req->declared_len) {
+        return S3E_INCOMPLETE_BODY;
+    }
+    if (req->sha256_payload) {
+        uint8_t sum[SHA256_LEN];
+        char hex[65];
+        digest_final(req->sha256_payload, sum);
+        req->sha256_payload = NULL;
+        hex_encode(sum, sizeof(sum), hex);
+        if (strcmp(hex, req->payload_sha256) != 0)
+            return S3E_SHA256_MISMATCH;
+    }
+    uint8_t md5[MD5_LEN];
+    digest_final(req->md5, md5);
+    req->md5 = NULL;
+    hex_encode(md5, sizeof(md5), req->etag);
+    if (req->has_content_md5 && !ct_equal(md5, req->content_md5, MD5_LEN))
+        return S3E_BAD_DIGEST;
+
+    for (int i = 0; i < S3_CK_COUNT; i++) {
+        if (!req->want_ck[i])
+            continue;
+        char computed[64];
+        if (i == S3_CK_CRC32) {
+            encode_crc(req->crc32, computed);
+        } else if (i == S3_CK_CRC32C) {
+            encode_crc(req->crc32c, computed);
+        } else {
+            uint8_t sum[SHA256_LEN];
+            digest_final(req->sha256_ck, sum);
+            req->sha256_ck = NULL;
+            base64_encode(sum, sizeof(sum), computed);
+        }
+        const char *expected = req->expect_ck[i];
+        if (!expected && req->chunked) {
+            char name[64];
+            snprintf(name, sizeof(name), "x-amz-checksum-%s", ck_names[i]);
+            expected = awschunk_trailer(req->chunked, name);
+        }
+        if (expected && strcmp(expected, computed) != 0)
+            return S3E_CHECKSUM_MISMATCH;
+        req->checksums[i] = strdup(computed);
+        if (!req->checksums[i])
+            return S3E_INTERNAL;
+    }
+    return S3E_NONE;
+}
+
+/* ---- metadata <-> headers ---------------------------------------------------- */
+
+typedef struct meta_collect {
+    stor_meta_t *meta;
+    size_t bytes;
+    bool too_large;
+    bool nomem;
+} meta_collect_t;
+
+static enum MHD_Result collect_user_meta(void *cls, enum MHD_ValueKind kind, const char *key,
+                                         const char *value)
+{
+    (void)kind;
+    meta_collect_t *mc = cls;
+    if (strncasecmp(key, "x-amz-meta-", 11) != 0)
+        return MHD_YES;
+    const char *name = key + 11;
+    mc->bytes += strlen(name) + strlen(value ? value : "");
+    if (mc->bytes > S3R_MAX_USER_META_BYTES) {
+        mc->too_large = true;
+        return MHD_NO;
+    }
+    stor_meta_t *m = mc->meta;
+    stor_kv_t *kv = realloc(m->user_meta, (m->n_user_meta + 1) * sizeof(*kv));
+    if (!kv) {
+        mc->nomem = true;
+        return MHD_NO;
+    }
+    m->user_meta = kv;
+    char *n = strdup(name), *v = strdup(value ? value : "");
+    if (!n || !v) {
+        free(n);
+        free(v);
+        mc->nomem = true;
+        return MHD_NO;
+    }
+    for (char *c = n; *c; c++)
+        *c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
+    kv[m->n_user_meta].name = n;
+    kv[m->n_user_meta].value = v;
+    m->n_user_meta++;
+    return MHD_YES;
+}
+
+static int copy_header(s3_req_t *req, const char *name, char **dst)
+{
+    const char *v = s3_req_header(req, name);
+    if (!v)
+        return 0;
+    if (strlen(v) > S3R_MAX_HEADER_VALUE)
+        return -1;
+    *dst = strdup(v);
+    return *dst ? 0 : -1;
+}
+
+/* Content-Encoding without the aws-chunked coding (S3 strips it). */
+static char *strip_aws_chunked(const char *enc)
+{
+    buf_t out;
+    buf_init(&out, S3R_MAX_HEADER_VALUE);
+    const char *p = enc;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        const char *s = p, *e = p + n;
+        while (s < e && *s == ' ')
+            s++;
+        while (e > s && e[-1] == ' ')
+            e--;
+        if (e > s && !((size_t)(e - s) == 11 && strncasecmp(s, "aws-chunked", 11) == 0)) {
+            if (out.len)
+                buf_append(&out, ",", 1);
+            buf_append(&out, s, (size_t)(e - s));
+        }
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    if (out.len == 0) {
+        buf_free(&out);
+        return NULL;
+    }
+    return buf_steal(&out, NULL);
+}
+
+s3_error_t s3_meta_from_headers(s3_req_t *req, stor_meta_t *meta)
+{
+    static const char *const canned[] = {"private", "public-read", "public-read-write",
+                                         "authenticated-read", "aws-exec-read",
+                                         "bucket-owner-read", "bucket-owner-full-control"};
+    const char *acl = s3_req_header(req, "x-amz-acl");
+    if (acl) {
+        bool known = false;
+        for (size_t i = 0; i < sizeof(canned) / sizeof(canned[0]); i++)
+            known |= strcmp(acl, canned[i]) == 0;
+        if (!known)
+            return S3E_INVALID_ARGUMENT;
+    }
+    static const char *const unsupported[] = {
+        "x-amz-tagging", "x-amz-object-lock-mode", "x-amz-object-lock-retain-until-date",
+        "x-amz-object-lock-legal-hold", "x-amz-server-side-encryption-customer-algorithm",
+        "x-amz-website-redirect-location", "x-amz-grant-read", "x-amz-grant-full-control"};
+    for (size_t i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++) {
+        if (s3_req_header(req, unsupported[i]))
+            return S3E_NOT_IMPLEMENTED;
+    }
+
+    if (copy_header(req, MHD_HTTP_HEADER_CONTENT_TYPE, &meta->content_type) ||
+        copy_header(req, MHD_HTTP_HEADER_CONTENT_DISPOSITION, &meta->content_disposition) ||
+        copy_header(req, MHD_HTTP_HEADER_CONTENT_LANGUAGE, &meta->content_language) ||
+        copy_header(req, MHD_HTTP_HEADER_CACHE_CONTROL, &meta->cache_control) ||
+        copy_header(req, MHD_HTTP_HEADER_EXPIRES, &meta->expires))
+        return S3E_INVALID_ARGUMENT;
+    const char *enc = s3_req_header(req, MHD_HTTP_HEADER_CONTENT_ENCODING);
+    if (enc) {
+        if (strlen(enc) > S3R_MAX_HEADER_VALUE)
+            return S3E_INVALID_ARGUMENT;
+        meta->content_encoding = strip_aws_chunked(enc);
+    }
+    if (!meta->content_type) {
+        meta->content_type = strdup("binary/octet-stream");
+        if (!meta->content_type)
+            return S3E_INTERNAL;
+    }
+    meta_collect_t mc = {.meta = meta};
+    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, collect_user_meta, &mc);
+    if (mc.too_large)
+        return S3E_METADATA_TOO_LARGE;
+    if (mc.nomem)
+        return S3E_INTERNAL;
+    return S3E_NONE;
+}
+
+void s3_meta_to_headers(s3_req_t *req, const stor_meta_t *meta)
+{
+    char date[40];
+    s3_reply_headerf(req, "ETag", "\"%s\"", meta->etag);
+    s3_time_http(meta->mtime_ms / 1000, date);
+    s3_reply_header(req, "Last-Modified", date);
+    s3_reply_header(req, "Accept-Ranges", "bytes");
+    if (meta->content_type)
+        s3_reply_header(req, MHD_HTTP_HEADER_CONTENT_TYPE, meta->content_type);
+    if (meta->content_encoding)
+        s3_reply_header(req, MHD_HTTP_HEADER_CONTENT_ENCODING, meta->content_encoding);
+    if (meta->content_disposition)
+        s3_reply_header(req, MHD_HTTP_HEADER_CONTENT_DISPOSITION, meta->content_disposition);
+    if (meta->content_language)
+        s3_reply_header(req, MHD_HTTP_HEADER_CONTENT_LANGUAGE, meta->content_language);
+    if (meta->cache_control)
+        s3_reply_header(req, MHD_HTTP_HEADER_CACHE_CONTROL, meta->cache_control);
+    if (meta->expires)
+        s3_reply_header(req, MHD_HTTP_HEADER_EXPIRES, meta->expires);
+    for (size_t i = 0; i < meta->n_user_meta; i++) {
+        char name[512];
+        snprintf(name, sizeof(name), "x-amz-meta-%s", meta->user_meta[i].name);
+        s3_reply_header(req, name, meta->user_meta[i].value);
+    }
+    const char *mode = s3_req_header(req, "x-amz-checksum-mode");
+    if (mode && strcasecmp(mode, "ENABLED") == 0) {
+        if (meta->checksum_crc32)
+            s3_reply_header(req, "x-amz-checksum-crc32", meta->checksum_crc32);
+        if (meta->checksum_crc32c)
+            s3_reply_header(req, "x-amz-checksum-crc32c", meta->checksum_crc32c);
+        if (meta->checksum_sha256)
+            s3_reply_header(req, "x-amz-checksum-sha256", meta->checksum_sha256);
+    }
+}

@@ -1,0 +1,664 @@
+/* libmicrohttpd glue: the daemon, the access handler state machine, routing
+ * and the reply helpers. Operation logic lives in ops_*.c. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/s3r_limits.h"
+#include "s3/s3_request.h"
+#include "s3/s3_util.h"
+
+/* Query parameters S3 clients send that are not sub-resources; a request
+ * with any parameter outside this list and outside the sub-resources we
+ * implement names an operation we do not have, and gets 501. */
+static const char *const plain_params[] = {
+    "prefix", "delimiter", "marker", "max-keys", "encoding-type", "list-type",
+    "continuation-token", "start-after", "fetch-owner", "key-marker", "upload-id-marker",
+    "max-uploads", "max-parts", "part-number-marker", "partNumber", "uploadId", "x-id",
+    "versionId", "response-content-type", "response-content-language", "response-expires",
+    "response-cache-control", "response-content-disposition", "response-content-encoding",
+    "X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Date", "X-Amz-Expires",
+    "X-Amz-SignedHeaders", "X-Amz-Signature", "X-Amz-Security-Token", "X-Amz-Content-Sha256",
+    "x-amz-checksum-mode", "uploads", "delete", "location", "optionalObjectAttributes",
+};
+
+typedef struct query_cache {
+    char *name;
+    char *value;
+} query_cache_t;
+
+typedef struct req_private {
+    s3_req_t req;
+    query_cache_t queries[32];
+    int n_queries;
+} req_private_t;
+
+/* ---- lookups ---------------------------------------------------------------- */
+
+const char *s3_req_header(s3_req_t *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+bool s3_req_has_query(s3_req_t *req, const char *name)
+{
+    const char *v;
+    size_t vlen;
+    return MHD_lookup_connection_value_n(req->conn, MHD_GET_ARGUMENT_KIND, name, strlen(name), &v,
+                                         &vlen) == MHD_YES;
+}
+
+const char *s3_req_query(s3_req_t *req, const char *name)
+{
+    req_private_t *rp = (req_private_t *)req;
+    for (int i = 0; i < rp->n_queries; i++) {
+        if (strcmp(rp->queries[i].name, name) == 0)
+            return rp->queries[i].value;
+    }
+    const char *raw;
+    size_t raw_len;
+    if (MHD_lookup_connection_value_n(req->conn, MHD_GET_ARGUMENT_KIND, name, strlen(name), &raw,
+                                      &raw_len) != MHD_YES)
+        return NULL;
+    if (rp->n_queries == (int)(sizeof(rp->queries) / sizeof(rp->queries[0])))
+        return NULL;
+    char *value = raw ? s3_url_decode(raw, raw_len, true) : strdup("");
+    if (!value)
+        return NULL;
+    rp->queries[rp->n_queries].name = strdup(name);
+    rp->queries[rp->n_queries].value = value;
+    if (!rp->queries[rp->n_queries].name) {
+        free(value);
+        return NULL;
+    }
+    return rp->queries[rp->n_queries++].value;
+}
+
+/* ---- replies ------------------------------------------------------------------- */
+
+void s3_reply_header(s3_req_t *req, const char *name, const char *value)
+{
+    if (req->n_headers == S3_MAX_RESPONSE_HEADERS)
+        return;
+    s3_header_t *h = &req->headers[req->n_headers];
+    h->name = strdup(name);
+    h->value = strdup(value);
+    if (!h->name || !h->value) {
+        free(h->name);
+        free(h->value);
+        return;
+    }
+    req->n_headers++;
+}
+
+void s3_reply_headerf(s3_req_t *req, const char *name, const char *fmt, ...)
+{
+    char value[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(value, sizeof(value), fmt, ap);
+    va_end(ap);
+    s3_reply_header(req, name, value);
+}
+
+static void queue(s3_req_t *req, int status, struct MHD_Response *resp)
+{
+    if (!resp) {
+        log_error("request %s: cannot create a response", req->request_id);
+        req->replied = true;
+        return;
+    }
+    MHD_add_response_header(resp, "Server", "s3rdma");
+    MHD_add_response_header(resp, "x-amz-request-id", req->request_id);
+    for (int i = 0; i < req->n_headers; i++)
+        MHD_add_response_header(resp, req->headers[i].name, req->headers[i].value);
+    if (atomic_load(&req->srv->stopping))
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    if (MHD_queue_response(req->conn, (unsigned)status, resp) != MHD_YES)
+        log_warn("request %s: could not queue the %d response", req->request_id, status);
+    MHD_destroy_response(resp);
+    req->replied = true;
+}
+
+static bool is_head(const s3_req_t *req)
+{
+    return strcmp(req->method, "HEAD") == 0;
+}
+
+void s3_reply_empty(s3_req_t *req, int status)
+{
+    queue(req, status, MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT));
+}
+
+void s3_reply_xml(s3_req_t *req, int status, buf_t *xml)
+{
+    size_t len;
+    char *body = buf_steal(xml, &len);
+    s3_reply_header(req, MHD_HTTP_HEADER_CONTENT_TYPE, "application/xml");
+    queue(req, status, MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE));
+}
+
+void s3_reply_error(s3_req_t *req, s3_error_t err, const char *message)
+{
+    int status = s3_error_status(err);
+    if (status >= 500)
+        log_warn("request %s %s %s: %s %s", req->request_id, req->method,
+                 req->resource ? req->resource : "/", s3_error_code(err),
+                 message ? message : "");
+    else
+        log_debug("request %s %s %s: %s %s", req->request_id, req->method,
+                  req->resource ? req->resource : "/", s3_error_code(err),
+                  message ? message : "");
+    if (is_head(req) || status == 304) {
+        s3_reply_empty(req, status);
+        return;
+    }
+    buf_t xml;
+    buf_init(&xml, 64 * 1024);
+    buf_append_str(&xml, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>");
+    buf_append_xml(&xml, s3_error_code(err));
+    buf_append_str(&xml, "</Code><Message>");
+    buf_append_xml(&xml, message ? message : s3_error_message(err));
+    buf_append_str(&xml, "</Message>");
+    if (req->bucket && (err == S3E_NO_SUCH_BUCKET || err == S3E_BUCKET_EXISTS ||
+                        err == S3E_BUCKET_OWNED || err == S3E_BUCKET_NOT_EMPTY)) {
+        buf_append_str(&xml, "<BucketName>");
+        buf_append_xml(&xml, req->bucket);
+        buf_append_str(&xml, "</BucketName>");
+    }
+    if (req->key && err == S3E_NO_SUCH_KEY) {
+        buf_append_str(&xml, "<Key>");
+        buf_append_xml(&xml, req->key);
+        buf_append_str(&xml, "</Key>");
+    }
+    buf_append_str(&xml, "<Resource>");
+    buf_append_xml(&xml, req->resource ? req->resource : "/");
+    buf_printf(&xml, "</Resource><RequestId>%s</RequestId></Error>", req->request_id);
+    s3_reply_xml(req, status, &xml);
+}
+
+/* Streams an object range out of a multi-file object. */
+typedef struct object_stream {
+    stor_reader_t *reader;
+    uint64_t first;
+    uint64_t len;
+} object_stream_t;
+
+static ssize_t object_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    object_stream_t *os = cls;
+    if (pos >= os->len)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    if (max > os->len - pos)
+        max = (size_t)(os->len - pos);
+    ssize_t n = stor_reader_pread(os->reader, buf, max, os->first + pos);
+    if (n <= 0)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    return n;
+}
+
+static void object_stream_free(void *cls)
+{
+    object_stream_t *os = cls;
+    stor_reader_close(os->reader);
+    free(os);
+}
+
+void s3_reply_object(s3_req_t *req, int status, stor_reader_t *reader, uint64_t first,
+                     uint64_t len)
+{
+    struct MHD_Response *resp = NULL;
+    int fd;
+    uint64_t file_off;
+    if (len == 0) {
+        stor_reader_close(reader);
+        resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    } else if (!is_head(req) && stor_reader_span_fd(reader, first, len, &fd, &file_off) == 1) {
+        /* One file: let MHD sendfile() it from a descriptor of its own. */
+        int dupfd = dup(fd);
+        stor_reader_close(reader);
+        if (dupfd >= 0)
+            resp = MHD_create_response_from_fd_at_offset64(len, dupfd, file_off);
+    } else {
+        object_stream_t *os = malloc(sizeof(*os));
+        if (os) {
+            os->reader = reader;
+            os->first = first;
+            os->len = len;
+            resp = MHD_create_response_from_callback(len, 256 * 1024, object_stream_read, os,
+                                                     object_stream_free);
+            if (!resp)
+                object_stream_free(os);
+        } else {
+            stor_reader_close(reader);
+        }
+    }
+    queue(req, status, resp);
+}
+
+s3_error_t s3_error_from_stor(stor_status_t st)
+{
+    switch (st) {
+    case STOR_OK: return S3E_NONE;
+    case STOR_ERR_NO_BUCKET: return S3E_NO_SUCH_BUCKET;
+    case STOR_ERR_NO_KEY: return S3E_NO_SUCH_KEY;
+    case STOR_ERR_BUCKET_EXISTS: return S3E_BUCKET_EXISTS;
+    case STOR_ERR_BUCKET_NOT_EMPTY: return S3E_BUCKET_NOT_EMPTY;
+    case STOR_ERR_NO_UPLOAD: return S3E_NO_SUCH_UPLOAD;
+    case STOR_ERR_INVALID_PART: return S3E_INVALID_PART;
+    case STOR_ERR_INVALID_PART_ORDER: return S3E_INVALID_PART_ORDER;
+    case STOR_ERR_PART_TOO_SMALL: return S3E_ENTITY_TOO_SMALL;
+    case STOR_ERR_TOO_LARGE: return S3E_METADATA_TOO_LARGE;
+    case STOR_ERR_NOMEM:
+    case STOR_ERR_IO:
+    default: return S3E_INTERNAL;
+    }
+}
+
+/* ---- routing ------------------------------------------------------------------- */
+
+typedef struct query_scan {
+    bool unknown;
+    char unknown_name[64];
+} query_scan_t;
+
+static enum MHD_Result scan_query(void *cls, enum MHD_ValueKind kind, const char *key,
+                                  size_t key_size, const char *value, size_t value_size)
+{
+    (void)kind;
+    (void)value;
+    (void)value_size;
+    query_scan_t *qs = cls;
+    for (size_t i = 0; i < sizeof(plain_params) / sizeof(plain_params[0]); i++) {
+        if (strlen(plain_params[i]) == key_size && memcmp(plain_params[i], key, key_size) == 0)
+            return MHD_YES;
+    }
+    qs->unknown = true;
+    snprintf(qs->unknown_name, sizeof(qs->unknown_name), "%.*s", (int)key_size, key);
+    return MHD_NO;
+}
+
+/* Splits the virtual-host bucket off the Host header when it ends in one of
+ * the configured domains ("photos.localhost:9000" -> "photos"). */
+static char *vhost_bucket(s3_req_t *req)
+{
+    const char *host = s3_req_header(req, MHD_HTTP_HEADER_HOST);
+    if (!host)
+        return NULL;
+    size_t len = strcspn(host, ":");
+    for (size_t i = 0; i < req->srv->cfg.n_domains; i++) {
+        const char *dom = req->srv->cfg.domains[i];
+        size_t dlen = strlen(dom);
+        if (len > dlen + 1 && host[len - dlen - 1] == '.' &&
+            strncasecmp(host + len - dlen, dom, dlen) == 0) {
+            return strndup(host, len - dlen - 1);
+        }
+    }
+    return NULL;
+}
+
+static s3_error_t route(s3_req_t *req, const char *raw_url)
+{
+    const char *path = raw_url;
+    if (*path != '/')
+        return S3E_INVALID_REQUEST;
+    char *decoded = s3_url_decode(path, strlen(path), false);
+    if (!decoded)
+        return S3E_INVALID_REQUEST;
+
+    char *vbucket = vhost_bucket(req);
+    if (vbucket) {
+        req->bucket = vbucket;
+        if (decoded[1] != '\0')
+            req->key = strdup(decoded + 1);
+    } else if (decoded[1] != '\0') {
+        char *slash = strchr(decoded + 1, '/');
+        if (slash) {
+            req->bucket = strndup(decoded + 1, (size_t)(slash - decoded - 1));
+            if (slash[1] != '\0')
+                req->key = strdup(slash + 1);
+        } else {
+            req->bucket = strdup(decoded + 1);
+        }
+    }
+    free(decoded);
+
+    buf_t res;
+    buf_init(&res, 4096);
+    buf_append_str(&res, "/");
+    if (req->bucket) {
+        buf_append_str(&res, req->bucket);
+        if (req->key) {
+            buf_append_str(&res, "/");
+            buf_append_str(&res, req->key);
+        }
+    }
+    req->resource = buf_steal(&res, NULL);
+
+    if (req->key) {
+        size_t klen = strlen(req->key);
+        if (klen > S3R_MAX_KEY_BYTES)
+            return S3E_KEY_TOO_LONG;
+        if (!s3_utf8_valid(req->key, klen))
+            return S3E_INVALID_ARGUMENT;
+    }
+
+    query_scan_t qs = {0};
+    MHD_get_connection_values_n(req->conn, MHD_GET_ARGUMENT_KIND, scan_query, &qs);
+    if (qs.unknown)
+        return S3E_NOT_IMPLEMENTED;
+
+    const char *m = req->method;
+    bool get = strcmp(m, "GET") == 0, head = strcmp(m, "HEAD") == 0;
+    bool put = strcmp(m, "PUT") == 0, post = strcmp(m, "POST") == 0;
+    bool del = strcmp(m, "DELETE") == 0;
+
+    if (!req->bucket) {
+        if (get || head)
+            req->op = &s3_op_list_buckets;
+        else
+            return S3E_METHOD_NOT_ALLOWED;
+        return S3E_NONE;
+    }
+    if (!req->key) {
+        if (get && s3_req_has_query(req, "location"))
+            req->op = &s3_op_get_bucket_location;
+        else if (get && s3_req_has_query(req, "uploads"))
+            req->op = &s3_op_list_mpu;
+        else if (get)
+            req->op = &s3_op_list_objects;
+        else if (head)
+            req->op = &s3_op_head_bucket;
+        else if (put)
+            req->op = &s3_op_create_bucket;
+        else if (del)
+            req->op = &s3_op_delete_bucket;
+        else if (post && s3_req_has_query(req, "delete"))
+            req->op = &s3_op_delete_objects;
+        else
+            return S3E_METHOD_NOT_ALLOWED;
+        return S3E_NONE;
+    }
+    bool upload_id = s3_req_has_query(req, "uploadId");
+    bool copy = s3_req_header(req, "x-amz-copy-source") != NULL;
+    if (get && upload_id)
+        req->op = &s3_op_list_parts;
+    else if (get)
+        req->op = &s3_op_get_object;
+    else if (head)
+        req->op = &s3_op_head_object;
+    else if (put && upload_id && s3_req_has_query(req, "partNumber"))
+        req->op = copy ? &s3_op_upload_part_copy : &s3_op_upload_part;
+    else if (put && !upload_id)
+        req->op = copy ? &s3_op_copy_object : &s3_op_put_object;
+    else if (del && upload_id)
+        req->op = &s3_op_abort_mpu;
+    else if (del)
+        req->op = &s3_op_delete_object;
+    else if (post && s3_req_has_query(req, "uploads"))
+        req->op = &s3_op_create_mpu;
+    else if (post && upload_id)
+        req->op = &s3_op_complete_mpu;
+    else
+        return S3E_METHOD_NOT_ALLOWED;
+    return S3E_NONE;
+}
+
+/* ---- the stats endpoint ---------------------------------------------------------- */
+
+static void reply_stats(s3_req_t *req)
+{
+    buf_t json;
+    buf_init(&json, 4096);
+    rdma_server_t *rdma = req->srv->cfg.rdma;
+    buf_printf(&json,
+               "{\"http_inflight\": %u, \"http_requests\": %lu, \"rdma_enabled\": %s, "
+               "\"rdma_sessions\": %u}\n",
+               atomic_load(&req->srv->inflight), atomic_load(&req->srv->request_seq),
+               rdma ? "true" : "false", rdma ? rdma_server_session_count(rdma) : 0);
+    size_t len;
+    char *body = buf_steal(&json, &len);
+    s3_reply_header(req, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    queue(req, 200, MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE));
+}
+
+/* ---- the access handler ---------------------------------------------------------- */
+
+static void start_request(s3_req_t *req, const char *url)
+{
+    if (strcmp(url, "/_s3rdma/stats") == 0 && strcmp(req->method, "GET") == 0) {
+        reply_stats(req);
+        return;
+    }
+    s3_error_t err = route(req, url);
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, NULL);
+        return;
+    }
+    const char *why = NULL;
+    err = s3_auth_verify(req, &why);
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, why);
+        return;
+    }
+    req->op->begin(req);
+    if (req->replied)
+        return;
+    if (req->body_kind != S3_BODY_NONE) {
+        err = s3_body_begin(req);
+        if (err != S3E_NONE)
+            s3_reply_error(req, err, NULL);
+    }
+}
+
+static void finish_request(s3_req_t *req)
+{
+    if (req->body_kind != S3_BODY_NONE) {
+        s3_error_t err = s3_body_end(req);
+        if (err != S3E_NONE) {
+            s3_reply_error(req, err, NULL);
+            return;
+        }
+    }
+    if (req->op->finish)
+        req->op->finish(req);
+    if (!req->replied) {
+        log_error("request %s: operation %s did not reply", req->request_id, req->op->name);
+        s3_reply_error(req, S3E_INTERNAL, NULL);
+    }
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                 const char *method, const char *version, const char *upload_data,
+                                 size_t *upload_data_size, void **con_cls)
+{
+    (void)version;
+    s3_server_t *srv = cls;
+    s3_req_t *req = *con_cls;
+    if (!req) {
+        req_private_t *rp = calloc(1, sizeof(*rp));
+        if (!rp)
+            return MHD_NO;
+        req = &rp->req;
+        req->srv = srv;
+        req->conn = conn;
+        req->method = method;
+        req->raw_url = url;
+        req->now_s = (int64_t)time(NULL);
+        req->declared_len = UINT64_MAX;
+        buf_init(&req->body, S3R_MAX_XML_BODY);
+        unsigned long seq = atomic_fetch_add(&srv->request_seq, 1) + 1;
+        snprintf(req->request_id, sizeof(req->request_id), "%08X%08lX", srv->instance,
+                 seq & 0xFFFFFFFFUL);
+        atomic_fetch_add(&srv->inflight, 1);
+        *con_cls = req;
+        if (atomic_load(&srv->stopping)) {
+            s3_reply_error(req, S3E_SERVICE_UNAVAILABLE, NULL);
+            return MHD_YES;
+        }
+        start_request(req, url);
+        return MHD_YES;
+    }
+    if (req->replied) {
+        /* Discard the rest of a body we already answered. */
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (*upload_data_size > 0) {
+        if (req->body_kind == S3_BODY_NONE) {
+            s3_reply_error(req, S3E_INVALID_REQUEST, "This operation takes no request body.");
+        } else {
+            s3_body_feed(req, upload_data, *upload_data_size);
+            if (req->body_error != S3E_NONE)
+                s3_reply_error(req, req->body_error, NULL);
+        }
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    finish_request(req);
+    return MHD_YES;
+}
+
+static void req_free(s3_req_t *req)
+{
+    req_private_t *rp = (req_private_t *)req;
+    if (req->op_state_free)
+        req->op_state_free(req->op_state);
+    stor_writer_abort(req->writer);
+    awschunk_free(req->chunked);
+    digest_free(req->md5);
+    digest_free(req->sha256_payload);
+    digest_free(req->sha256_ck);
+    buf_free(&req->body);
+    for (int i = 0; i < S3_CK_COUNT; i++)
+        free(req->checksums[i]);
+    for (int i = 0; i < req->n_headers; i++) {
+        free(req->headers[i].name);
+        free(req->headers[i].value);
+    }
+    for (int i = 0; i < rp->n_queries; i++) {
+        free(rp->queries[i].name);
+        free(rp->queries[i].value);
+    }
+    free(req->bucket);
+    free(req->key);
+    free(req->resource);
+    free(rp);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)conn;
+    s3_server_t *srv = cls;
+    s3_req_t *req = *con_cls;
+    if (!req)
+        return;
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && !req->replied)
+        log_info("request %s %s %s: connection ended before the request completed (%d)",
+                 req->request_id, req->method, req->resource ? req->resource : "", (int)toe);
+    req_free(req);
+    *con_cls = NULL;
+    atomic_fetch_sub(&srv->inflight, 1);
+}
+
+/* Keep the raw (still percent-encoded) path and query: SigV4 and S3 key
+ * decoding need them exactly as sent. */
+static size_t keep_escaped(void *cls, struct MHD_Connection *conn, char *s)
+{
+    (void)cls;
+    (void)conn;
+    return strlen(s);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    if (log_current_level < LOG_LVL_DEBUG)
+        return;
+    char line[512];
+    vsnprintf(line, sizeof(line), fmt, ap);
+    line[strcspn(line, "\n")] = '\0';
+    log_debug("http: %s", line);
+}
+
+s3_server_t *s3_server_start(const s3_server_config_t *cfg)
+{
+    s3_server_t *srv = calloc(1, sizeof(*srv));
+    if (!srv)
+        return NULL;
+    srv->cfg = *cfg;
+    uint32_t inst;
+    random_bytes(&inst, sizeof(inst));
+    srv->instance = inst;
+
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *ai = NULL;
+    char port[16];
+    snprintf(port, sizeof(port), "%d", cfg->port);
+    int gai = getaddrinfo(cfg->listen_host, port, &hints, &ai);
+    if (gai != 0) {
+        log_error("cannot resolve listen address %s: %s", cfg->listen_host, gai_strerror(gai));
+        free(srv);
+        return NULL;
+    }
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                     MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_USE_TURBO;
+    if (ai->ai_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    srv->daemon = MHD_start_daemon(
+        flags, (uint16_t)cfg->port, NULL, NULL, on_access, srv,
+        MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(S3R_MAX_HEADER_BYTES + 32 * 1024),
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)S3R_MAX_CONNECTIONS,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)S3R_CONNECTION_TIMEOUT_S,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_END);
+    freeaddrinfo(ai);
+    if (!srv->daemon) {
+        log_error("cannot listen on %s:%d (%s)", cfg->listen_host, cfg->port, strerror(errno));
+        free(srv);
+        return NULL;
+    }
+    return srv;
+}
+
+unsigned s3_server_inflight(s3_server_t *srv)
+{
+    return atomic_load(&srv->inflight);
+}
+
+void s3_server_stop(s3_server_t *srv, int grace_s)
+{
+    if (!srv)
+        return;
+    atomic_store(&srv->stopping, true);
+    MHD_socket lsock = MHD_quiesce_daemon(srv->daemon);
+    if (lsock != MHD_INVALID_SOCKET)
+        close(lsock);
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    while (atomic_load(&srv->inflight) > 0) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec - start.tv_sec >= grace_s) {
+            log_warn("shutdown: %u requests still in flight after %d s; closing them",
+                     atomic_load(&srv->inflight), grace_s);
+            break;
+        }
+        usleep(10000);
+    }
+    MHD_stop_daemon(srv->daemon);
+    free(srv);
+}

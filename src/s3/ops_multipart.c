@@ -1,0 +1,388 @@
+/* Multipart uploads: Create, UploadPart (HTTP and token path), UploadPartCopy,
+ * Complete, Abort, ListParts, ListMultipartUploads. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/s3r_limits.h"
+#include "s3/s3_request.h"
+#include "s3/s3_util.h"
+#include "s3/xml_in.h"
+
+#define S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
+
+static void xml_head(buf_t *xml, const char *root)
+{
+    buf_printf(xml, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<%s xmlns=\"" S3_XMLNS "\">",
+               root);
+}
+
+static void elem(buf_t *xml, const char *name, const char *value)
+{
+    buf_printf(xml, "<%s>", name);
+    buf_append_xml(xml, value);
+    buf_printf(xml, "</%s>", name);
+}
+
+/* Checks bucket ownership and that uploadId names an upload of this key. */
+static const char *upload_check(s3_req_t *req)
+{
+    if (!s3_bucket_authorize(req, req->bucket))
+        return NULL;
+    const char *id = s3_req_query(req, "uploadId");
+    stor_status_t st = id ? stor_mpu_check(req->srv->cfg.store, req->bucket, req->key, id)
+                          : STOR_ERR_NO_UPLOAD;
+    if (st != STOR_OK) {
+        s3_reply_error(req, s3_error_from_stor(st), NULL);
+        return NULL;
+    }
+    return id;
+}
+
+static long part_number(s3_req_t *req)
+{
+    const char *pn = s3_req_query(req, "partNumber");
+    char *end;
+    long n = pn ? strtol(pn, &end, 10) : 0;
+    if (!pn || *end || n < 1 || n > S3R_MAX_PART_NUMBER) {
+        s3_reply_error(req, S3E_INVALID_ARGUMENT, "Part number must be an integer between 1 and 10000, inclusive.");
+        return -1;
+    }
+    return n;
+}
+
+/* ---- Create ---------------------------------------------------------------------- */
+
+static void create_mpu_begin(s3_req_t *req)
+{
+    if (!s3_bucket_authorize(req, req->bucket))
+        return;
+    stor_meta_t meta;
+    memset(&meta, 0, sizeof(meta));
+    s3_error_t err = s3_meta_from_headers(req, &meta);
+    if (err != S3E_NONE) {
+        stor_meta_free(&meta);
+        s3_reply_error(req, err, NULL);
+        return;
+    }
+    char id[STOR_UPLOAD_ID_LEN + 1];
+    stor_status_t st = stor_mpu_create(req->srv->cfg.store, req->bucket, req->key, &meta, id);
+    stor_meta_free(&meta);
+    if (st != STOR_OK) {
+        s3_reply_error(req, s3_error_from_stor(st), NULL);
+        return;
+    }
+    buf_t xml;
+    buf_init(&xml, 8192);
+    xml_head(&xml, "InitiateMultipartUploadResult");
+    elem(&xml, "Bucket", req->bucket);
+    elem(&xml, "Key", req->key);
+    elem(&xml, "UploadId", id);
+    buf_append_str(&xml, "</InitiateMultipartUploadResult>");
+    s3_reply_xml(req, 200, &xml);
+}
+
+/* ---- UploadPart ------------------------------------------------------------------- */
+
+static void upload_part_begin(s3_req_t *req)
+{
+    if (!upload_check(req) || part_number(req) < 0)
+        return;
+    req->rdma_token = s3_req_header(req, "x-amz-rdma-token");
+    if (req->rdma_token) {
+        if (!s3_token_precheck(req))
+            return;
+    } else {
+        req->body_kind = S3_BODY_OBJECT;
+    }
+    stor_status_t st = stor_writer_open(req->srv->cfg.store, req->bucket, &req->writer);
+    if (st != STOR_OK)
+        s3_reply_error(req, s3_error_from_stor(st), NULL);
+}
+
+static void commit_part(s3_req_t *req, stor_writer_t *w, const char *etag, bool copy)
+{
+    stor_part_t part;
+    memset(&part, 0, sizeof(part));
+    part.number = (uint32_t)part_number(req);
+    snprintf(part.etag, sizeof(part.etag), "%s", etag);
+    part.checksum_crc32 = req->checksums[S3_CK_CRC32];
+    part.checksum_crc32c = req->checksums[S3_CK_CRC32C];
+    part.checksum_sha256 = req->checksums[S3_CK_SHA256];
+    stor_status_t st = stor_part_commit(w, req->key, s3_req_query(req, "uploadId"), &part);
+    if (st != STOR_OK) {
+        s3_reply_error(req, s3_error_from_stor(st), NULL);
+        return;
+    }
+    if (copy) {
+        char date[32];
+        s3_time_iso8601(part.mtime_ms, date);
+        buf_t xml;
+        buf_init(&xml, 4096);
+        xml_head(&xml, "CopyPartResult");
+        buf_printf(&xml, "<LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag>", date, etag);
+        buf_append_str(&xml, "</CopyPartResult>");
+        s3_reply_xml(req, 200, &xml);
+        return;
+    }
+    static const char *const names[S3_CK_COUNT] = {"x-amz-checksum-crc32", "x-amz-checksum-crc32c",
+                                                   "x-amz-checksum-sha256"};
+    for (int i = 0; i < S3_CK_COUNT; i++)
+        if (req->checksums[i])
+            s3_reply_header(req, names[i], req->checksums[i]);
+    s3_reply_headerf(req, "ETag", "\"%s\"", etag);
+    s3_reply_empty(req, 200);
+}
+
+static void upload_part_finish(s3_req_t *req)
+{
+    if (req->rdma_token && !s3_token_pull(req))
+        return;
+    stor_writer_t *w = req->writer;
+    req->writer = NULL;
+    commit_part(req, w, req->etag, false);
+}
+
+/* ---- UploadPartCopy ---------------------------------------------------------------- */
+
+static void upload_part_copy_begin(s3_req_t *req)
+{
+    if (!upload_check(req) || part_number(req) < 0)
+        return;
+    stor_reader_t *reader = s3_copy_source_open(req);
+    if (!reader)
+        return;
+    uint64_t size = stor_reader_meta(reader)->size, first = 0, len = size;
+    const char *range = s3_req_header(req, "x-amz-copy-source-range");
+    if (range) {
+        uint64_t a, b;
+        if (strncmp(range, "bytes=", 6) != 0 || strchr(range + 6, '-') == range + 6 ||
+            s3_range_parse(range, size, &a, &b) != S3_RANGE_OK ||
+            /* The copy range must lie inside the source exactly. */
+            strtoull(strchr(range, '-') + 1, NULL, 10) >= size) {
+            stor_reader_close(reader);
+            s3_reply_error(req, S3E_INVALID_ARGUMENT,
+                           "The x-amz-copy-source-range value must be of the form bytes=first-last "
+                           "where first and last are the zero-based offsets of the first and last "
+                           "bytes to copy");
+            return;
+        }
+        first = a;
+        len = b - a + 1;
+    }
+    stor_writer_t *w = NULL;
+    stor_status_t st = stor_writer_open(req->srv->cfg.store, req->bucket, &w);
+    if (st != STOR_OK) {
+        stor_reader_close(reader);
+        s3_reply_error(req, s3_error_from_stor(st), NULL);
+        return;
+    }
+    char etag[33];
+    s3_error_t err = s3_copy_range(reader, first, len, w, etag);
+    stor_reader_close(reader);
+    if (err != S3E_NONE) {
+        stor_writer_abort(w);
+        s3_reply_error(req, err, NULL);
+        return;
+    }
+    commit_part(req, w, etag, true);
+}
+
+/* ---- Complete / Abort ------------------------------------------------------------ */
+
+static void complete_mpu_begin(s3_req_t *req)
+{
+    if (upload_check(req))
+        req->body_kind = S3_BODY_XML;
+}
+
+static void complete_mpu_finish(s3_req_t *req)
+{
+    xml_complete_part_t *parts = NULL;
+    size_t n = 0;
+    if (xml_parse_complete(req->body.data ? req->body.data : "", req->body.len, &parts, &n) != 0) {
+        s3_reply_error(req, S3E_MALFORMED_XML, NULL);
+        return;
+    }
+    stor_complete_part_t *cp = calloc(n, sizeof(*cp));
+    if (!cp) {
+        xml_complete_parts_free(parts, n);
+        s3_reply_error(req, S3E_INTERNAL, NULL);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        cp[i].number = parts[i].number;
+        cp[i].etag = parts[i].etag;
+    }
+    stor_meta_t meta;
+    memset(&meta, 0, sizeof(meta));
+    stor_status_t st = stor_mpu_complete(req->srv->cfg.store, req->bucket, req->key,
+                                         s3_req_query(req, "uploadId"), cp, n, &meta);
+    free(cp);
+    xml_complete_parts_free(parts, n);
+    if (st != STOR_OK) {
+        s3_reply_error(req, s3_error_from_stor(st), NULL);
+        return;
+    }
+    buf_t xml;
+    buf_init(&xml, 16384);
+    xml_head(&xml, "CompleteMultipartUploadResult");
+    elem(&xml, "Location", req->resource);
+    elem(&xml, "Bucket", req->bucket);
+    elem(&xml, "Key", req->key);
+    buf_printf(&xml, "<ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>", meta.etag);
+    stor_meta_free(&meta);
+    s3_reply_xml(req, 200, &xml);
+}
+
+static void abort_mpu_begin(s3_req_t *req)
+{
+    if (!upload_check(req))
+        return;
+    stor_status_t st = stor_mpu_abort(req->srv->cfg.store, req->bucket, req->key,
+                                      s3_req_query(req, "uploadId"));
+    if (st != STOR_OK) {
+        s3_reply_error(req, s3_error_from_stor(st), NULL);
+        return;
+    }
+    s3_reply_empty(req, 204);
+}
+
+/* ---- ListParts / ListMultipartUploads -------------------------------------------- */
+
+static void owner_pair(buf_t *xml, const char *who)
+{
+    buf_append_str(xml, "<Initiator><ID>");
+    buf_append_xml(xml, who);
+    buf_append_str(xml, "</ID><DisplayName>");
+    buf_append_xml(xml, who);
+    buf_append_str(xml, "</DisplayName></Initiator><Owner><ID>");
+    buf_append_xml(xml, who);
+    buf_append_str(xml, "</ID><DisplayName>");
+    buf_append_xml(xml, who);
+    buf_append_str(xml, "</DisplayName></Owner>");
+}
+
+static long query_long(s3_req_t *req, const char *name, long dflt, long max)
+{
+    const char *v = s3_req_query(req, name);
+    if (!v)
+        return dflt;
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (*end || n < 0)
+        return -1;
+    return n > max ? max : n;
+}
+
+static void list_parts_begin(s3_req_t *req)
+{
+    const char *id = upload_check(req);
+    if (!id)
+        return;
+    long max = query_long(req, "max-parts", 1000, 1000);
+    long marker = query_long(req, "part-number-marker", 0, S3R_MAX_PART_NUMBER);
+    if (max < 0 || marker < 0) {
+        s3_reply_error(req, S3E_INVALID_ARGUMENT, NULL);
+        return;
+    }
+    stor_part_t *parts = NULL;
+    size_t n = 0;
+    stor_status_t st = stor_mpu_list_parts(req->srv->cfg.store, req->bucket, req->key, id,
+                                           (uint32_t)marker, &parts, &n);
+    if (st != STOR_OK) {
+        s3_reply_error(req, s3_error_from_stor(st), NULL);
+        return;
+    }
+    bool truncated = n > (size_t)max;
+    size_t shown = truncated ? (size_t)max : n;
+    buf_t xml;
+    buf_init(&xml, 16 * 1024 * 1024);
+    xml_head(&xml, "ListPartsResult");
+    elem(&xml, "Bucket", req->bucket);
+    elem(&xml, "Key", req->key);
+    elem(&xml, "UploadId", id);
+    owner_pair(&xml, req->user->access_key);
+    buf_printf(&xml, "<StorageClass>STANDARD</StorageClass><PartNumberMarker>%ld</PartNumberMarker>",
+               marker);
+    if (shown)
+        buf_printf(&xml, "<NextPartNumberMarker>%u</NextPartNumberMarker>", parts[shown - 1].number);
+    buf_printf(&xml, "<MaxParts>%ld</MaxParts><IsTruncated>%s</IsTruncated>", max,
+               truncated ? "true" : "false");
+    for (size_t i = 0; i < shown; i++) {
+        char date[32];
+        s3_time_iso8601(parts[i].mtime_ms, date);
+        buf_printf(&xml,
+                   "<Part><PartNumber>%u</PartNumber><LastModified>%s</LastModified>"
+                   "<ETag>&quot;%s&quot;</ETag><Size>%" PRIu64 "</Size>",
+                   parts[i].number, date, parts[i].etag, parts[i].size);
+        if (parts[i].checksum_crc32)
+            elem(&xml, "ChecksumCRC32", parts[i].checksum_crc32);
+        if (parts[i].checksum_crc32c)
+            elem(&xml, "ChecksumCRC32C", parts[i].checksum_crc32c);
+        if (parts[i].checksum_sha256)
+            elem(&xml, "ChecksumSHA256", parts[i].checksum_sha256);
+        buf_append_str(&xml, "</Part>");
+    }
+    buf_append_str(&xml, "</ListPartsResult>");
+    stor_parts_free(parts, n);
+    s3_reply_xml(req, 200, &xml);
+}
+
+static void list_mpu_begin(s3_req_t *req)
+{
+    if (!s3_bucket_authorize(req, req->bucket))
+        return;
+    const char *prefix = s3_req_query(req, "prefix");
+    const char *key_marker = s3_req_query(req, "key-marker");
+    const char *id_marker = s3_req_query(req, "upload-id-marker");
+    long max = query_long(req, "max-uploads", 1000, 1000);
+    if (max < 0) {
+        s3_reply_error(req, S3E_INVALID_ARGUMENT, NULL);
+        return;
+    }
+    stor_upload_t *ups = NULL;
+    size_t n = 0;
+    int more = 0;
+    stor_status_t st = stor_mpu_list(req->srv->cfg.store, req->bucket, prefix ? prefix : "",
+                                     key_marker, id_marker, (size_t)max, &ups, &n, &more);
+    if (st != STOR_OK) {
+        s3_reply_error(req, s3_error_from_stor(st), NULL);
+        return;
+    }
+    buf_t xml;
+    buf_init(&xml, 16 * 1024 * 1024);
+    xml_head(&xml, "ListMultipartUploadsResult");
+    elem(&xml, "Bucket", req->bucket);
+    elem(&xml, "KeyMarker", key_marker ? key_marker : "");
+    elem(&xml, "UploadIdMarker", id_marker ? id_marker : "");
+    if (more && n) {
+        elem(&xml, "NextKeyMarker", ups[n - 1].key);
+        elem(&xml, "NextUploadIdMarker", ups[n - 1].upload_id);
+    }
+    elem(&xml, "Prefix", prefix ? prefix : "");
+    buf_printf(&xml, "<MaxUploads>%ld</MaxUploads><IsTruncated>%s</IsTruncated>", max,
+               more ? "true" : "false");
+    for (size_t i = 0; i < n; i++) {
+        char date[32];
+        s3_time_iso8601(ups[i].initiated_ms, date);
+        buf_append_str(&xml, "<Upload>");
+        elem(&xml, "Key", ups[i].key);
+        elem(&xml, "UploadId", ups[i].upload_id);
+        owner_pair(&xml, req->user->access_key);
+        buf_printf(&xml, "<StorageClass>STANDARD</StorageClass><Initiated>%s</Initiated></Upload>",
+                   date);
+    }
+    buf_append_str(&xml, "</ListMultipartUploadsResult>");
+    stor_uploads_free(ups, n);
+    s3_reply_xml(req, 200, &xml);
+}
+
+const s3_op_t s3_op_create_mpu = {"CreateMultipartUpload", create_mpu_begin, NULL};
+const s3_op_t s3_op_upload_part = {"UploadPart", upload_part_begin, upload_part_finish};
+const s3_op_t s3_op_upload_part_copy = {"UploadPartCopy", upload_part_copy_begin, NULL};
+const s3_op_t s3_op_complete_mpu = {"CompleteMultipartUpload", complete_mpu_begin, complete_mpu_finish};
+const s3_op_t s3_op_abort_mpu = {"AbortMultipartUpload", abort_mpu_begin, NULL};
+const s3_op_t s3_op_list_parts = {"ListParts", list_parts_begin, NULL};
+const s3_op_t s3_op_list_mpu = {"ListMultipartUploads", list_mpu_begin, NULL};

@@ -1,0 +1,623 @@
+/* Object operations over HTTP and over the RDMA token path: PutObject,
+ * GetObject, HeadObject, DeleteObject, DeleteObjects, CopyObject. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/s3r_limits.h"
+#include "s3/s3_request.h"
+#include "s3/s3_util.h"
+#include "s3/xml_in.h"
+
+#define S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
+#define COPY_BUF_BYTES (1024 * 1024)
+
+static void meta_state_free(void *p)
+{
+    stor_meta_free(p);
+    free(p);
+}
+
+static stor_meta_t *meta_state_new(s3_req_t *req)
+{
+    stor_meta_t *m = calloc(1, sizeof(*m));
+    if (m) {
+        req->op_state = m;
+        req->op_state_free = meta_state_free;
+    }
+    return m;
+}
+
+/* Moves req->checksums into meta (the request keeps nothing). */
+static void take_checksums(s3_req_t *req, stor_meta_t *meta)
+{
+    char **dst[S3_CK_COUNT] = {&meta->checksum_crc32, &meta->checksum_crc32c,
+                               &meta->checksum_sha256};
+    static const char *const names[S3_CK_COUNT] = {"x-amz-checksum-crc32", "x-amz-checksum-crc32c",
+                                                   "x-amz-checksum-sha256"};
+    for (int i = 0; i < S3_CK_COUNT; i++) {
+        if (!req->checksums[i])
+            continue;
+        s3_reply_header(req, names[i], req->checksums[i]);
+        free(*dst[i]);
+        *dst[i] = req->checksums[i];
+        req->checksums[i] = NULL;
+    }
+}
+
+/* ---- the token path (DESIGN.md §7) ---------------------------------------- */
+
+/* Maps a token resolution failure to its reply. 501 is the decline a client
+ * answers by falling back to HTTP; the others are real errors. */
+static void reply_rdma_status(s3_req_t *req, rdma_status_t st)
+{
+    char msg[256];
+    switch (st) {
+    case RDMA_FORBIDDEN:
+        s3_reply_error(req, S3E_ACCESS_DENIED,
+                       "The RDMA session was not opened by the access key that signed this request.");
+        return;
+    case RDMA_OUT_OF_BOUNDS:
+        s3_reply_error(req, S3E_INVALID_ARGUMENT,
+                       "The x-amz-rdma-token addresses memory outside its registered region.");
+        return;
+    case RDMA_BUSY:
+        s3_reply_error(req, S3E_SLOW_DOWN, "Too many RDMA transfers in flight.");
+        return;
+    default:
+        snprintf(msg, sizeof(msg), "RDMA transfer declined: %s.", rdma_strerror(st));
+        s3_reply_error(req, S3E_NOT_IMPLEMENTED, msg);
+        return;
+    }
+}
+
+bool s3_token_precheck(s3_req_t *req)
+{
+    if (!req->srv->cfg.rdma) {
+        s3_reply_error(req, S3E_NOT_IMPLEMENTED, "RDMA transfers are disabled on this server.");
+        return false;
+    }
+    /* The token names client memory: it must be covered by the signature so
+     * nobody can replay a signed request against another buffer. */
+    bool signed_token = false;
+    char names[sizeof(req->signed_headers)];
+    snprintf(names, sizeof(names), "%s", req->signed_headers);
+    for (char *save = NULL, *n = strtok_r(names, ";", &save); n; n = strtok_r(NULL, ";", &save))
+        signed_token |= strcmp(n, "x-amz-rdma-token") == 0;
+    if (!signed_token) {
+        s3_reply_error(req, S3E_ACCESS_DENIED, "x-amz-rdma-token must be in SignedHeaders.");
+        return false;
+    }
+    return true;
+}
+
+bool s3_token_pull(s3_req_t *req)
+{
+    rdma_xfer_t *x = NULL;
+    rdma_status_t st = rdma_xfer_open(req->srv->cfg.rdma, req->rdma_token, req->user->access_key, &x);
+    if (st != RDMA_OK) {
+        reply_rdma_status(req, st);
+        return false;
+    }
+    req->body_kind = S3_BODY_OBJECT;
+    s3_error_t err = s3_body_begin(req);
+    if (err == S3E_NONE && req->declared_len > rdma_xfer_length(x)) {
+        rdma_xfer_close(x);
+        s3_reply_error(req, S3E_INVALID_ARGUMENT,
+                       "x-amz-decoded-content-length exceeds the RDMA buffer the token names.");
+        return false;
+    }
+    if (err == S3E_NONE) {
+        st = rdma_xfer_pull(x, req->declared_len, s3_body_sink, req);
+        if (st == RDMA_CALLBACK)
+            err = req->body_error != S3E_NONE ? req->body_error : S3E_INTERNAL;
+    }
+    rdma_xfer_close(x);
+    if (err == S3E_NONE && st != RDMA_OK && st != RDMA_CALLBACK) {
+        reply_rdma_status(req, st);
+        return false;
+    }
+    if (err == S3E_NONE)
+        err = s3_body_end(req);
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, NULL);
+        return false;
+    }
+    s3_reply_header(req, "x-amz-rdma-reply", "200");
+    return true;
+}
+
+typedef struct push_source {
+    stor_reader_t *reader;
+    uint64_t first;
+} push_source_t;
+
+static int push_fill(void *ctx, void *dst, size_t len, uint64_t off)
+{
+    push_source_t *ps = ctx;
+    ssize_t n = stor_reader_pread(ps->reader, dst, len, ps->first + off);
+    return n == (ssize_t)len ? 0 : -1;
+}
+
+/* GET over the token path: RDMA-WRITE the range into the client's buffer and
+ * answer with headers only. Takes over reader. */
+static void token_push(s3_req_t *req, stor_reader_t *reader, int status, uint64_t first,
+                       uint64_t len)
+{
+    rdma_xfer_t *x = NULL;
+    rdma_status_t st = rdma_xfer_open(req->srv->cfg.rdma, req->rdma_token, req->user->access_key, &x);
+    if (st != RDMA_OK) {
+        stor_reader_close(reader);
+        reply_rdma_status(req, st);
+        return;
+    }
+    if (len > rdma_xfer_length(x)) {
+        char msg[256];
+        snprintf(msg, sizeof(msg),
+                 "The RDMA buffer holds %" PRIu64 " bytes; this response needs %" PRIu64 ".",
+                 rdma_xfer_length(x), len);
+        rdma_xfer_close(x);
+        stor_reader_close(reader);
+        s3_reply_headerf(req, "x-amz-rdma-bytes-needed", "%" PRIu64, len);
+        s3_reply_error(req, S3E_TOKEN_BUFFER_TOO_SMALL, msg);
+        return;
+    }
+    push_source_t ps = {.reader = reader, .first = first};
+    st = rdma_xfer_push(x, len, push_fill, &ps);
+    rdma_xfer_close(x);
+    stor_reader_close(reader);
+    if (st == RDMA_CALLBACK) {
+        s3_reply_error(req, S3E_INTERNAL, "Reading the object failed.");
+        return;
+    }
+    if (st != RDMA_OK) {
+        reply_rdma_status(req, st);
+        return;
+    }
+    s3_reply_headerf(req, "x-amz-rdma-reply", "%d", status);
+    s3_reply_headerf(req, "x-amz-rdma-bytes-transferred", "%" PRIu64, len);
+    s3_reply_empty(req, status);
+}
+
+/* ---- PutObject ------------------------------------------------------------------ */
+
+static void put_object_begin(s3_req_t *req)
+{
+    if (!s3_bucket_authorize(req, req->bucket))
+        return;
+    stor_meta_t *meta = meta_state_new(req);
+    if (!meta) {
+        s3_reply_error(req, S3E_INTERNAL, NULL);
+        return;
+    }
+    s3_error_t err = s3_meta_from_headers(req, meta);
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, NULL);
+        return;
+    }
+    req->rdma_token = s3_req_header(req, "x-amz-rdma-token");
+    if (req->rdma_token) {
+        if (!s3_token_precheck(req))
+            return;
+        /* The bytes come by RDMA in finish(); the HTTP body must be empty. */
+    } else {
+        req->body_kind = S3_BODY_OBJECT;
+    }
+    stor_status_t st = stor_writer_open(req->srv->cfg.store, req->bucket, &req->writer);
+    if (st != STOR_OK)
+        s3_reply_error(req, s3_error_from_stor(st), NULL);
+}
+
+static void put_object_finish(s3_req_t *req)
+{
+    if (req->rdma_token && !s3_token_pull(req))
+        return;
+    stor_meta_t *meta = req->op_state;
+    snprintf(meta->etag, sizeof(meta->etag), "%s", req->etag);
+    take_checksums(req, meta);
+    stor_writer_t *w = req->writer;
+    req->writer = NULL;
+    stor_status_t st = stor_writer_commit(w, req->key, meta);
+    if (st != STOR_OK) {
+        s3_reply_error(req, s3_error_from_stor(st), NULL);
+        return;
+    }
+    s3_reply_headerf(req, "ETag", "\"%s\"", meta->etag);
+    s3_reply_empty(req, 200);
+}
+
+/* ---- GetObject / HeadObject --------------------------------------------------- */
+
+/* 1 when the If-Match / If-None-Match list names etag (or is "*"). */
+static bool etag_matches(const char *list, const char *etag)
+{
+    size_t elen = strlen(etag);
+    const char *p = list;
+    while (*p) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        if (!*p)
+            break;
+        size_t n = strcspn(p, ",");
+        const char *s = p, *e = p + n;
+        while (e > s && e[-1] == ' ')
+            e--;
+        if (e - s >= 2 && s[0] == 'W' && s[1] == '/')
+            s += 2;
+        if (e - s >= 2 && *s == '"' && e[-1] == '"') {
+            s++;
+            e--;
+        }
+        if ((e - s == 1 && *s == '*') || ((size_t)(e - s) == elen && memcmp(s, etag, elen) == 0))
+            return true;
+        p += n;
+    }
+    return false;
+}
+
+/* Evaluates the conditional headers (prefix "" for GET/HEAD, or
+ * "x-amz-copy-source-" for copies). Returns S3E_NONE to proceed, or
+ * PreconditionFailed / NotModified. Copies fail with 412 in every case. */
+static s3_error_t check_conditions(s3_req_t *req, const char *prefix, const stor_meta_t *meta,
+                                   bool copy)
+{
+    char name[64];
+    int64_t mtime = meta->mtime_ms / 1000;
+    snprintf(name, sizeof(name), "%sIf-Match", prefix);
+    const char *im = s3_req_header(req, name);
+    snprintf(name, sizeof(name), "%sIf-None-Match", prefix);
+    const char *inm = s3_req_header(req, name);
+    snprintf(name, sizeof(name), "%sIf-Modified-Since", prefix);
+    const char *ims = s3_req_header(req, name);
+    snprintf(name, sizeof(name), "%sIf-Unmodified-Since", prefix);
+    const char *ius = s3_req_header(req, name);
+
+    if (im) {
+        if (!etag_matches(im, meta->etag))
+            return S3E_PRECONDITION_FAILED;
+    } else if (ius) {
+        int64_t t = s3_time_parse_http(ius);
+        if (t >= 0 && mtime > t)
+            return S3E_PRECONDITION_FAILED;
+    }
+    if (inm) {
+        if (etag_matches(inm, meta->etag))
+            return copy ? S3E_PRECONDITION_FAILED : S3E_NOT_MODIFIED;
+    } else if (ims) {
+        int64_t t = s3_time_parse_http(ims);
+        if (t >= 0 && mtime <= t && t <= req->now_s)
+            return copy ? S3E_PRECONDITION_FAILED : S3E_NOT_MODIFIED;
+    }
+    return S3E_NONE;
+}
+
+static void get_object_begin(s3_req_t *req)
+{
+    if (!s3_bucket_authorize(req, req->bucket))
+        return;
+    req->rdma_token = s3_req_header(req, "x-amz-rdma-token");
+    if (req->rdma_token && !s3_token_precheck(req))
+        return;
+    stor_reader_t *reader = NULL;
+    stor_status_t st = stor_reader_open(req->srv->cfg.store, req->bucket, req->key, &reader);
+    if (st != STOR_OK) {
+        s3_reply_error(req, s3_error_from_stor(st), NULL);
+        return;
+    }
+    const stor_meta_t *meta = stor_reader_meta(reader);
+    s3_error_t err = check_conditions(req, "", meta, false);
+    if (err != S3E_NONE) {
+        if (err == S3E_NOT_MODIFIED) {
+            s3_reply_headerf(req, "ETag", "\"%s\"", meta->etag);
+            char date[40];
+            s3_time_http(meta->mtime_ms / 1000, date);
+            s3_reply_header(req, "Last-Modified", date);
+        }
+        stor_reader_close(reader);
+        s3_reply_error(req, err, NULL);
+        return;
+    }
+
+    uint64_t first = 0, len = meta->size;
+    int status = 200;
+    const char *pn = s3_req_query(req, "partNumber");
+    if (pn) {
+        char *end;
+        long n = strtol(pn, &end, 10);
+        if (*end || n < 1 || n > S3R_MAX_PART_NUMBER) {
+            stor_reader_close(reader);
+            s3_reply_error(req, S3E_INVALID_ARGUMENT, "Part number must be an integer between 1 and 10000.");
+            return;
+        }
+        uint32_t parts = meta->parts_count ? meta->parts_count : 1;
+        if ((uint32_t)n > parts) {
+            stor_reader_close(reader);
+            s3_reply_error(req, S3E_INVALID_PART_NUMBER, NULL);
+            return;
+        }
+        if (meta->parts_count) {
+            for (long i = 0; i < n - 1; i++)
+                first += meta->part_sizes[i];
+            len = meta->part_sizes[n - 1];
+            status = 206;
+            s3_reply_headerf(req, "x-amz-mp-parts-count", "%u", meta->parts_count);
+        }
+    } else {
+        uint64_t a, b;
+        switch (s3_range_parse(s3_req_header(req, "Range"), meta->size, &a, &b)) {
+        case S3_RANGE_OK:
+            first = a;
+            len = b - a + 1;
+            status = 206;
+            break;
+        case S3_RANGE_UNSATISFIABLE:
+            stor_reader_close(reader);
+            s3_reply_headerf(req, "Content-Range", "bytes */%" PRIu64, meta->size);
+            s3_reply_error(req, S3E_INVALID_RANGE, NULL);
+            return;
+        case S3_RANGE_NONE:
+            break;
+        }
+    }
+    if (status == 206)
+        s3_reply_headerf(req, "Content-Range", "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, first,
+                         first + len - (len ? 1 : 0), meta->size);
+
+    /* response-* query parameters override the stored headers. */
+    stor_meta_t shown = *meta;
+    const char *v;
+    if ((v = s3_req_query(req, "response-content-type")))
+        shown.content_type = (char *)v;
+    if ((v = s3_req_query(req, "response-content-language")))
+        shown.content_language = (char *)v;
+    if ((v = s3_req_query(req, "response-expires")))
+        shown.expires = (char *)v;
+    if ((v = s3_req_query(req, "response-cache-control")))
+        shown.cache_control = (char *)v;
+    if ((v = s3_req_query(req, "response-content-disposition")))
+        shown.content_disposition = (char *)v;
+    if ((v = s3_req_query(req, "response-content-encoding")))
+        shown.content_encoding = (char *)v;
+    s3_meta_to_headers(req, &shown);
+
+    if (req->rdma_token && strcmp(req->method, "GET") == 0)
+        token_push(req, reader, status, first, len);
+    else
+        s3_reply_object(req, status, reader, first, len);
+}
+
+/* ---- DeleteObject / DeleteObjects ---------------------------------------------- */
+
+static void delete_object_begin(s3_req_t *req)
+{
+    if (!s3_bucket_authorize(req, req->bucket))
+        return;
+    stor_status_t st = stor_delete(req->srv->cfg.store, req->bucket, req->key);
+    if (st != STOR_OK && st != STOR_ERR_NO_KEY) {
+        s3_reply_error(req, s3_error_from_stor(st), NULL);
+        return;
+    }
+    s3_reply_empty(req, 204);
+}
+
+static void delete_objects_begin(s3_req_t *req)
+{
+    if (!s3_bucket_authorize(req, req->bucket))
+        return;
+    req->body_kind = S3_BODY_XML;
+}
+
+static void delete_objects_finish(s3_req_t *req)
+{
+    int quiet = 0;
+    xml_delete_object_t *objs = NULL;
+    size_t n = 0;
+    if (xml_parse_delete(req->body.data ? req->body.data : "", req->body.len, &quiet, &objs, &n) != 0) {
+        s3_reply_error(req, S3E_MALFORMED_XML, NULL);
+        return;
+    }
+    buf_t xml;
+    buf_init(&xml, 64 * 1024 * 1024);
+    buf_append_str(&xml, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                         "<DeleteResult xmlns=\"" S3_XMLNS "\">");
+    for (size_t i = 0; i < n; i++) {
+        const char *key = objs[i].key;
+        size_t klen = strlen(key);
+        s3_error_t err = S3E_NONE;
+        if (klen == 0 || klen > S3R_MAX_KEY_BYTES)
+            err = S3E_KEY_TOO_LONG;
+        else if (!s3_utf8_valid(key, klen))
+            err = S3E_INVALID_ARGUMENT;
+        else {
+            stor_status_t st = stor_delete(req->srv->cfg.store, req->bucket, key);
+            if (st != STOR_OK && st != STOR_ERR_NO_KEY)
+                err = s3_error_from_stor(st);
+        }
+        if (err != S3E_NONE) {
+            buf_append_str(&xml, "<Error><Key>");
+            buf_append_xml(&xml, key);
+            buf_printf(&xml, "</Key><Code>%s</Code><Message>", s3_error_code(err));
+            buf_append_xml(&xml, s3_error_message(err));
+            buf_append_str(&xml, "</Message></Error>");
+        } else if (!quiet) {
+            buf_append_str(&xml, "<Deleted><Key>");
+            buf_append_xml(&xml, key);
+            buf_append_str(&xml, "</Key></Deleted>");
+        }
+    }
+    buf_append_str(&xml, "</DeleteResult>");
+    xml_delete_objects_free(objs, n);
+    s3_reply_xml(req, 200, &xml);
+}
+
+/* ---- CopyObject -------------------------------------------------------------------- */
+
+stor_reader_t *s3_copy_source_open(s3_req_t *req)
+{
+    const char *src = s3_req_header(req, "x-amz-copy-source");
+    size_t len = strcspn(src, "?"); /* drop ?versionId=... */
+    char *decoded = s3_url_decode(src, len, false);
+    char *p = decoded;
+    if (p && *p == '/')
+        p++;
+    char *slash = p ? strchr(p, '/') : NULL;
+    if (!slash || slash == p || slash[1] == '\0') {
+        free(decoded);
+        s3_reply_error(req, S3E_INVALID_ARGUMENT, "Copy Source must mention the source bucket and key: sourcebucket/sourcekey.");
+        return NULL;
+    }
+    *slash = '\0';
+    const char *sbucket = p, *skey = slash + 1;
+    if (strlen(skey) > S3R_MAX_KEY_BYTES) {
+        free(decoded);
+        s3_reply_error(req, S3E_KEY_TOO_LONG, NULL);
+        return NULL;
+    }
+    stor_reader_t *reader = NULL;
+    if (!s3_bucket_authorize(req, sbucket)) {
+        free(decoded);
+        return NULL;
+    }
+    stor_status_t st = stor_reader_open(req->srv->cfg.store, sbucket, skey, &reader);
+    free(decoded);
+    if (st != STOR_OK) {
+        s3_reply_error(req, s3_error_from_stor(st), NULL);
+        return NULL;
+    }
+    s3_error_t err = check_conditions(req, "x-amz-copy-source-", stor_reader_meta(reader), true);
+    if (err != S3E_NONE) {
+        stor_reader_close(reader);
+        s3_reply_error(req, err, NULL);
+        return NULL;
+    }
+    return reader;
+}
+
+s3_error_t s3_copy_range(stor_reader_t *reader, uint64_t first, uint64_t len,
+                         stor_writer_t *writer, char etag[33])
+{
+    char *buf = malloc(COPY_BUF_BYTES);
+    digest_t *md5 = digest_md5_new();
+    s3_error_t err = S3E_NONE;
+    if (!buf || !md5) {
+        err = S3E_INTERNAL;
+        goto out;
+    }
+    for (uint64_t off = 0; off < len;) {
+        size_t n = len - off < COPY_BUF_BYTES ? (size_t)(len - off) : COPY_BUF_BYTES;
+        if (stor_reader_pread(reader, buf, n, first + off) != (ssize_t)n) {
+            err = S3E_INTERNAL;
+            goto out;
+        }
+        digest_update(md5, buf, n);
+        stor_status_t st = stor_writer_write(writer, buf, n);
+        if (st != STOR_OK) {
+            err = s3_error_from_stor(st);
+            goto out;
+        }
+        off += n;
+    }
+    uint8_t sum[MD5_LEN];
+    digest_final(md5, sum);
+    md5 = NULL;
+    hex_encode(sum, sizeof(sum), etag);
+out:
+    digest_free(md5);
+    free(buf);
+    return err;
+}
+
+static void copy_object_begin(s3_req_t *req)
+{
+    if (!s3_bucket_authorize(req, req->bucket))
+        return;
+    const char *directive = s3_req_header(req, "x-amz-metadata-directive");
+    bool replace = directive && strcasecmp(directive, "REPLACE") == 0;
+    if (directive && !replace && strcasecmp(directive, "COPY") != 0) {
+        s3_reply_error(req, S3E_INVALID_ARGUMENT, "Unknown metadata directive.");
+        return;
+    }
+    stor_reader_t *reader = s3_copy_source_open(req);
+    if (!reader)
+        return;
+    const stor_meta_t *src = stor_reader_meta(reader);
+    stor_meta_t *meta = meta_state_new(req);
+    s3_error_t err = meta ? S3E_NONE : S3E_INTERNAL;
+    if (err == S3E_NONE && replace) {
+        err = s3_meta_from_headers(req, meta);
+    } else if (err == S3E_NONE) {
+        if (stor_meta_copy(meta, src) != STOR_OK)
+            err = S3E_INTERNAL;
+        /* A copy is a single-part object whatever the source was. */
+        free(meta->part_sizes);
+        meta->part_sizes = NULL;
+        meta->parts_count = 0;
+        const char *cs = s3_req_header(req, "x-amz-copy-source");
+        char *dec = s3_url_decode(cs, strcspn(cs, "?"), false);
+        const char *p = dec && dec[0] == '/' ? dec + 1 : dec;
+        size_t blen = strlen(req->bucket);
+        bool same = p && strncmp(p, req->bucket, blen) == 0 && p[blen] == '/' &&
+                    strcmp(p + blen + 1, req->key) == 0;
+        free(dec);
+        if (same) {
+            stor_reader_close(reader);
+            s3_reply_error(req, S3E_INVALID_REQUEST,
+                           "This copy request is illegal because it is trying to copy an object to "
+                           "itself without changing the object's metadata, storage class, website "
+                           "redirect location or encryption attributes.");
+            return;
+        }
+    }
+    if (err != S3E_NONE) {
+        stor_reader_close(reader);
+        s3_reply_error(req, err, NULL);
+        return;
+    }
+    stor_writer_t *w = NULL;
+    stor_status_t st = stor_writer_open(req->srv->cfg.store, req->bucket, &w);
+    if (st != STOR_OK) {
+        stor_reader_close(reader);
+        s3_reply_error(req, s3_error_from_stor(st), NULL);
+        return;
+    }
+    char etag[33];
+    err = s3_copy_range(reader, 0, src->size, w, etag);
+    if (err == S3E_NONE && replace) {
+        /* The bytes are identical: their checksums carry over. */
+        const char *cks[] = {src->checksum_crc32, src->checksum_crc32c, src->checksum_sha256};
+        char **dst[] = {&meta->checksum_crc32, &meta->checksum_crc32c, &meta->checksum_sha256};
+        for (int i = 0; i < 3; i++)
+            if (cks[i] && !*dst[i])
+                *dst[i] = strdup(cks[i]);
+    }
+    stor_reader_close(reader);
+    if (err != S3E_NONE) {
+        stor_writer_abort(w);
+        s3_reply_error(req, err, NULL);
+        return;
+    }
+    snprintf(meta->etag, sizeof(meta->etag), "%s", etag);
+    st = stor_writer_commit(w, req->key, meta);
+    if (st != STOR_OK) {
+        s3_reply_error(req, s3_error_from_stor(st), NULL);
+        return;
+    }
+    char date[32];
+    s3_time_iso8601(meta->mtime_ms, date);
+    buf_t xml;
+    buf_init(&xml, 4096);
+    buf_printf(&xml,
+               "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CopyObjectResult xmlns=\"" S3_XMLNS
+               "\"><LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag></CopyObjectResult>",
+               date, etag);
+    s3_reply_xml(req, 200, &xml);
+}
+
+const s3_op_t s3_op_put_object = {"PutObject", put_object_begin, put_object_finish};
+const s3_op_t s3_op_get_object = {"GetObject", get_object_begin, NULL};
+const s3_op_t s3_op_head_object = {"HeadObject", get_object_begin, NULL};
+const s3_op_t s3_op_delete_object = {"DeleteObject", delete_object_begin, NULL};
+const s3_op_t s3_op_delete_objects = {"DeleteObjects", delete_objects_begin, delete_objects_finish};
+const s3_op_t s3_op_copy_object = {"CopyObject", copy_object_begin, NULL};

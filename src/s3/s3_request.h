@@ -1,0 +1,217 @@
+/* The request context shared by the HTTP glue (http.c), authentication
+ * (auth.c), body handling (body.c) and the operation handlers (ops_*.c).
+ *
+ * Life of a request (libmicrohttpd calls the access handler several times):
+ *   1. headers arrive: the request is routed and authenticated, and the
+ *      operation's begin() runs; it either replies at once (errors, GET, HEAD,
+ *      DELETE...) or says what to do with the body (s3_body_kind).
+ *   2. body pieces: fed to the body sink (object bytes into a storage writer
+ *      through the digests, or an XML body into a bounded buffer).
+ *   3. body done: the operation's finish() runs and replies.
+ * Whatever happened, s3_req_free() releases everything the request holds
+ * (an unfinished writer is aborted, so a broken upload leaves nothing). */
+#ifndef S3R_S3_REQUEST_H
+#define S3R_S3_REQUEST_H
+
+#include <microhttpd.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "common/hash.h"
+#include "s3/awschunked.h"
+#include "s3/s3_errors.h"
+#include "s3/s3_server.h"
+#include "storage/storage.h"
+
+struct s3_server {
+    s3_server_config_t cfg;
+    struct MHD_Daemon *daemon;
+    atomic_uint inflight;
+    atomic_ulong request_seq;
+    atomic_bool stopping;
+    uint32_t instance; /* random, makes request ids unique across restarts */
+};
+
+typedef enum s3_payload_mode {
+    S3_PAYLOAD_SIGNED = 0,               /* x-amz-content-sha256 is the body's hex SHA-256 */
+    S3_PAYLOAD_UNSIGNED,                 /* UNSIGNED-PAYLOAD, or a presigned URL */
+    S3_PAYLOAD_STREAMING_SIGNED,         /* aws-chunked, signed chunks */
+    S3_PAYLOAD_STREAMING_SIGNED_TRAILER, /* aws-chunked, signed chunks + signed trailer */
+    S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER, /* aws-chunked, plain chunks + trailer */
+} s3_payload_mode_t;
+
+typedef enum s3_body_kind {
+    S3_BODY_NONE = 0, /* a body is an error for this operation unless empty */
+    S3_BODY_XML,      /* buffered up to S3R_MAX_XML_BODY for finish() */
+    S3_BODY_OBJECT,   /* streamed into req->writer through the digests */
+} s3_body_kind_t;
+
+/* Which checksum algorithms an object body is hashed with. */
+enum s3_checksum_alg { S3_CK_CRC32 = 0, S3_CK_CRC32C, S3_CK_SHA256, S3_CK_COUNT };
+
+typedef struct s3_header {
+    char *name;
+    char *value;
+} s3_header_t;
+
+#define S3_MAX_RESPONSE_HEADERS 64
+
+typedef struct s3_req s3_req_t;
+
+typedef struct s3_op {
+    const char *name;
+    /* Runs once the request is authenticated. Replies, or sets req->body_kind
+     * (and for objects opens req->writer) and returns for finish(). */
+    void (*begin)(s3_req_t *req);
+    /* Runs after the whole body was received and verified. Must reply. */
+    void (*finish)(s3_req_t *req);
+} s3_op_t;
+
+struct s3_req {
+    struct s3_server *srv;
+    struct MHD_Connection *conn;
+    const char *method;  /* borrowed from MHD */
+    const char *raw_url; /* borrowed from MHD: the path as sent, still percent-encoded */
+    char request_id[24];
+    int64_t now_s;
+
+    /* Routing: decoded bucket and key (NULL when absent). */
+    char *bucket;
+    char *key;
+    char *resource; /* "/bucket/key", for error bodies */
+    const s3_op_t *op;
+
+    /* Authentication results. */
+    const s3_user_t *user;
+    s3_payload_mode_t payload_mode;
+    char payload_sha256[65]; /* S3_PAYLOAD_SIGNED: expected body hash */
+    uint8_t signing_key[SHA256_LEN];
+    char amz_date[17];
+    char scope[256];
+    char seed_signature[65];
+    char signed_headers[1024]; /* lower-case names joined by ';' */
+
+    /* RDMA token path (DESIGN.md §7): the x-amz-rdma-token value, or NULL. */
+    const char *rdma_token;
+
+    /* Body. */
+    s3_body_kind_t body_kind;
+    bool body_started;
+    uint64_t body_limit;   /* decoded bytes allowed */
+    uint64_t body_bytes;   /* decoded bytes received */
+    uint64_t declared_len; /* x-amz-decoded-content-length or Content-Length, UINT64_MAX unknown */
+    buf_t body;            /* S3_BODY_XML */
+    stor_writer_t *writer; /* S3_BODY_OBJECT */
+    awschunk_t *chunked;
+    digest_t *md5;
+    digest_t *sha256_payload; /* raw body hash for S3_PAYLOAD_SIGNED */
+    digest_t *sha256_ck;      /* x-amz-checksum-sha256 */
+    bool want_ck[S3_CK_COUNT];
+    const char *expect_ck[S3_CK_COUNT]; /* from x-amz-checksum-* headers; NULL when not sent */
+    bool has_content_md5;
+    uint8_t content_md5[MD5_LEN];
+    uint32_t crc32, crc32c;
+    s3_error_t body_error;
+
+    /* Finished-body results (body.c fills these for finish()). */
+    char etag[33];
+    char *checksums[S3_CK_COUNT]; /* base64, verified or computed; NULL when not asked */
+
+    /* Operation scratch: handlers keep their state here. */
+    void *op_state;
+    void (*op_state_free)(void *);
+
+    /* Response. */
+    s3_header_t headers[S3_MAX_RESPONSE_HEADERS];
+    int n_headers;
+    bool replied;
+};
+
+/* ---- http.c: replying ---------------------------------------------------- */
+
+/* Header value lookup (case-insensitive name), or NULL. */
+const char *s3_req_header(s3_req_t *req, const char *name);
+/* Query argument lookup: decoded value ("" for "?uploads"), or NULL when
+ * absent. The string lives as long as the request. */
+const char *s3_req_query(s3_req_t *req, const char *name);
+bool s3_req_has_query(s3_req_t *req, const char *name);
+
+/* Adds a response header (copied). Silently dropped past S3_MAX_RESPONSE_HEADERS. */
+void s3_reply_header(s3_req_t *req, const char *name, const char *value);
+void s3_reply_headerf(s3_req_t *req, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* An S3 XML error; message NULL uses the table's default. HEAD gets no body. */
+void s3_reply_error(s3_req_t *req, s3_error_t err, const char *message);
+/* An XML body (taken over and freed). */
+void s3_reply_xml(s3_req_t *req, int status, buf_t *xml);
+/* No body. */
+void s3_reply_empty(s3_req_t *req, int status);
+/* An object body: bytes [first, first+len) of reader, which the response
+ * takes over (closed when sent). HEAD sends only the headers. */
+void s3_reply_object(s3_req_t *req, int status, stor_reader_t *reader, uint64_t first,
+                     uint64_t len);
+
+/* Maps a storage status to an S3 error. */
+s3_error_t s3_error_from_stor(stor_status_t st);
+
+/* ---- auth.c --------------------------------------------------------------- */
+
+/* Verifies SigV4 (header or presigned query); fills the auth fields. */
+s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p);
+
+/* ---- body.c --------------------------------------------------------------- */
+
+/* Prepares body handling for req->body_kind (parses Content-MD5, checksum
+ * headers, aws-chunked parameters). Returns S3E_NONE or the error to reply. */
+s3_error_t s3_body_begin(s3_req_t *req);
+/* Feeds raw body bytes. On error sets req->body_error. */
+void s3_body_feed(s3_req_t *req, const char *data, size_t len);
+/* Completes and verifies the body: lengths, aws-chunked end, Content-MD5,
+ * x-amz-content-sha256, checksums (header or trailer). Fills req->etag and
+ * req->checksums. Returns S3E_NONE or the error to reply. */
+s3_error_t s3_body_end(s3_req_t *req);
+/* Sink used by the RDMA token path: hashes and writes already-decoded bytes. */
+int s3_body_sink(void *req, const void *data, size_t len);
+/* Fills meta's stored headers (Content-Type, x-amz-meta-*, ...) from the
+ * request headers. Returns S3E_NONE or MetadataTooLarge / InvalidArgument. */
+s3_error_t s3_meta_from_headers(s3_req_t *req, stor_meta_t *meta);
+/* Adds meta's stored headers, ETag, Last-Modified and (when asked with
+ * x-amz-checksum-mode: ENABLED) checksums to the response. */
+void s3_meta_to_headers(s3_req_t *req, const stor_meta_t *meta);
+
+/* ---- authorization helper (ops_bucket.c) ----------------------------------- */
+
+/* Looks up req->bucket and checks req->user owns it. On failure replies with
+ * NoSuchBucket / AccessDenied and returns false. */
+bool s3_bucket_authorize(s3_req_t *req, const char *bucket);
+
+/* ---- object helpers (ops_object.c) --------------------------------------------- */
+
+/* Opens the object named by x-amz-copy-source after checking the requester
+ * owns its bucket and the x-amz-copy-source-if-* conditions hold. On failure
+ * replies and returns NULL. */
+stor_reader_t *s3_copy_source_open(s3_req_t *req);
+/* Copies [first, first+len) of reader into writer, computing the MD5 (hex
+ * into etag). Returns S3E_NONE or the error. */
+s3_error_t s3_copy_range(stor_reader_t *reader, uint64_t first, uint64_t len,
+                         stor_writer_t *writer, char etag[33]);
+/* Checks the token rules common to every token request: RDMA enabled here
+ * (else the 501 decline) and the token covered by the signature (else 403).
+ * Replies and returns false when one fails. */
+bool s3_token_precheck(s3_req_t *req);
+/* Runs the token-path PUT (DESIGN.md §7) of the opened req->writer: pulls
+ * the client's buffer through the body sink and verifies it. On failure
+ * replies and returns false. */
+bool s3_token_pull(s3_req_t *req);
+
+/* ---- operations --------------------------------------------------------------- */
+
+extern const s3_op_t s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_bucket,
+    s3_op_head_bucket, s3_op_get_bucket_location, s3_op_list_objects, s3_op_delete_objects,
+    s3_op_put_object, s3_op_copy_object, s3_op_get_object, s3_op_head_object,
+    s3_op_delete_object, s3_op_create_mpu, s3_op_upload_part, s3_op_upload_part_copy,
+    s3_op_complete_mpu, s3_op_abort_mpu, s3_op_list_parts, s3_op_list_mpu;
+
+#endif

@@ -1,0 +1,39 @@
+/* The S3-over-HTTP frontend: a libmicrohttpd daemon that authenticates
+ * requests (SigV4), routes them to the operation handlers and maps storage
+ * results to S3 responses. src/server composes it with storage and rdma. */
+#ifndef S3R_S3_SERVER_H
+#define S3R_S3_SERVER_H
+
+#include <stddef.h>
+
+#include "rdma/rdma_server.h"
+#include "storage/storage.h"
+
+typedef struct s3_user {
+    char *access_key;
+    char *secret_key;
+} s3_user_t;
+
+typedef struct s3_server_config {
+    const char *listen_host;   /* "127.0.0.1" */
+    int port;                  /* 9000 */
+    const char *region;        /* "us-east-1": what GetBucketLocation reports */
+    const char *const *domains; /* virtual-host suffixes: "localhost" serves bucket.localhost */
+    size_t n_domains;
+    const s3_user_t *users;    /* borrowed; must outlive the server */
+    size_t n_users;
+    stor_t *store;             /* borrowed */
+    rdma_server_t *rdma;       /* borrowed; NULL when RDMA is disabled (tokens declined) */
+} s3_server_config_t;
+
+typedef struct s3_server s3_server_t;
+
+/* Starts listening and serving. Returns NULL with the reason logged. */
+s3_server_t *s3_server_start(const s3_server_config_t *cfg);
+/* Stops accepting new connections, waits up to grace_s seconds for requests
+ * in flight to finish, then closes everything. NULL is a no-op. */
+void s3_server_stop(s3_server_t *srv, int grace_s);
+/* Requests currently being served. */
+unsigned s3_server_inflight(s3_server_t *srv);
+
+#endif

@@ -1,0 +1,199 @@
+#include "s3/s3_util.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+bool s3_bucket_name_valid(const char *name)
+{
+    size_t len = strlen(name);
+    if (len < 3 || len > 63)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = name[i];
+        if (!(islower((unsigned char)c) || isdigit((unsigned char)c) || c == '.' || c == '-'))
+            return false;
+    }
+    if (!isalnum((unsigned char)name[0]) || !isalnum((unsigned char)name[len - 1]))
+        return false;
+    if (strstr(name, "..") || strstr(name, ".-") || strstr(name, "-."))
+        return false;
+    if (strncmp(name, "xn--", 4) == 0 || (len > 8 && strcmp(name + len - 8, "-s3alias") == 0))
+        return false;
+    unsigned a, b, c, d;
+    char tail;
+    if (sscanf(name, "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) == 4)
+        return false;
+    return true;
+}
+
+bool s3_utf8_valid(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s, *end = p + len;
+    while (p < end) {
+        unsigned c = *p;
+        size_t n;
+        unsigned cp;
+        if (c == 0)
+            return false;
+        if (c < 0x80) {
+            p++;
+            continue;
+        } else if ((c & 0xE0) == 0xC0) {
+            n = 1;
+            cp = c & 0x1F;
+        } else if ((c & 0xF0) == 0xE0) {
+            n = 2;
+            cp = c & 0x0F;
+        } else if ((c & 0xF8) == 0xF0) {
+            n = 3;
+            cp = c & 0x07;
+        } else {
+            return false;
+        }
+        if ((size_t)(end - p) <= n)
+            return false;
+        for (size_t i = 1; i <= n; i++) {
+            if ((p[i] & 0xC0) != 0x80)
+                return false;
+            cp = cp << 6 | (p[i] & 0x3F);
+        }
+        /* Reject overlong forms, surrogates and values past U+10FFFF. */
+        if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+            (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
+            return false;
+        p += n + 1;
+    }
+    return true;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c = (char)tolower((unsigned char)c);
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+char *s3_url_decode(const char *src, size_t len, bool plus_is_space)
+{
+    char *out = malloc(len + 1);
+    if (!out)
+        return NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = src[i];
+        if (c == '%') {
+            if (len - i < 3) {
+                free(out);
+                return NULL;
+            }
+            int h = hexval(src[i + 1]), l = hexval(src[i + 2]);
+            if (h < 0 || l < 0 || (h == 0 && l == 0)) {
+                free(out);
+                return NULL;
+            }
+            out[n++] = (char)(h << 4 | l);
+            i += 2;
+        } else if (c == '+' && plus_is_space) {
+            out[n++] = ' ';
+        } else {
+            out[n++] = c;
+        }
+    }
+    out[n] = '\0';
+    return out;
+}
+
+s3_range_result_t s3_range_parse(const char *header, uint64_t size, uint64_t *first_p,
+                                 uint64_t *last_p)
+{
+    if (!header)
+        return S3_RANGE_NONE;
+    while (*header == ' ')
+        header++;
+    if (strncmp(header, "bytes=", 6) != 0)
+        return S3_RANGE_NONE;
+    const char *p = header + 6;
+    if (strchr(p, ','))
+        return S3_RANGE_NONE; /* S3 serves multi-range requests whole */
+    char *end;
+    if (*p == '-') {
+        if (!isdigit((unsigned char)p[1]))
+            return S3_RANGE_NONE;
+        unsigned long long n = strtoull(p + 1, &end, 10);
+        if (*end != '\0')
+            return S3_RANGE_NONE;
+        if (n == 0 || size == 0)
+            return S3_RANGE_UNSATISFIABLE;
+        if (n > size)
+            n = size;
+        *first_p = size - n;
+        *last_p = size - 1;
+        return S3_RANGE_OK;
+    }
+    if (!isdigit((unsigned char)*p))
+        return S3_RANGE_NONE;
+    unsigned long long first = strtoull(p, &end, 10);
+    if (*end != '-')
+        return S3_RANGE_NONE;
+    p = end + 1;
+    unsigned long long last;
+    if (*p == '\0') {
+        last = size ? size - 1 : 0;
+    } else {
+        if (!isdigit((unsigned char)*p))
+            return S3_RANGE_NONE;
+        last = strtoull(p, &end, 10);
+        if (*end != '\0' || last < first)
+            return S3_RANGE_NONE;
+        if (last >= size)
+            last = size ? size - 1 : 0;
+    }
+    if (first >= size)
+        return S3_RANGE_UNSATISFIABLE;
+    *first_p = first;
+    *last_p = last;
+    return S3_RANGE_OK;
+}
+
+void s3_time_iso8601(int64_t unix_ms, char out[32])
+{
+    time_t s = (time_t)(unix_ms / 1000);
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    /* strftime bounds the year field where snprintf cannot prove it fits. */
+    char base[24];
+    strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out, 32, "%.20s.%03dZ", base, (int)(unix_ms % 1000));
+}
+
+void s3_time_http(int64_t unix_s, char out[40])
+{
+    time_t s = (time_t)unix_s;
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    strftime(out, 40, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+}
+
+int64_t s3_time_parse_http(const char *s)
+{
+    static const char *const formats[] = {
+        "%a, %d %b %Y %H:%M:%S GMT", /* RFC 1123 */
+        "%A, %d-%b-%y %H:%M:%S GMT", /* RFC 850 */
+        "%a %b %e %H:%M:%S %Y",      /* asctime */
+        "%Y-%m-%dT%H:%M:%S",         /* ISO 8601, as some SDKs send */
+    };
+    for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+        struct tm tm;
+        memset(&tm, 0, sizeof(tm));
+        const char *end = strptime(s, formats[i], &tm);
+        if (end && (*end == '\0' || *end == '.' || *end == 'Z'))
+            return (int64_t)timegm(&tm);
+    }
+    return -1;
+}

@@ -1,0 +1,42 @@
+/* Small pure helpers of the S3 frontend: name rules, ranges, dates, URL
+ * decoding. No I/O; unit-tested in tests/unit/s3/test_s3_util.c. */
+#ifndef S3R_S3_UTIL_H
+#define S3R_S3_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* S3 bucket naming rules (3-63 chars, lower-case letters, digits, '.', '-',
+ * starts and ends with a letter or digit, no "..", not an IPv4 address, no
+ * "xn--" prefix or "-s3alias" suffix). */
+bool s3_bucket_name_valid(const char *name);
+
+/* 1 if s (len bytes) is well-formed UTF-8 without NUL bytes. */
+bool s3_utf8_valid(const char *s, size_t len);
+
+/* Percent-decodes src (len bytes) into a new malloc'ed NUL-terminated string;
+ * plus_is_space decodes '+' as ' ' (query strings). NULL on malformed input
+ * ("%zz", "%4") or a decoded NUL byte. */
+char *s3_url_decode(const char *src, size_t len, bool plus_is_space);
+
+typedef enum s3_range_result {
+    S3_RANGE_NONE = 0,      /* no Range header, or one S3 ignores: serve it whole */
+    S3_RANGE_OK,            /* *first_p..*last_p inclusive, 206 */
+    S3_RANGE_UNSATISFIABLE, /* 416 InvalidRange */
+} s3_range_result_t;
+
+/* Parses a Range header ("bytes=a-b", "bytes=a-", "bytes=-n") against an
+ * object of size bytes. Syntactically invalid or multi-range headers are
+ * ignored as S3 does (S3_RANGE_NONE). */
+s3_range_result_t s3_range_parse(const char *header, uint64_t size, uint64_t *first_p,
+                                 uint64_t *last_p);
+
+/* "2006-02-03T16:45:09.000Z" (25 bytes with the NUL). */
+void s3_time_iso8601(int64_t unix_ms, char out[32]);
+/* "Fri, 03 Feb 2006 16:45:09 GMT" (30 bytes with the NUL). */
+void s3_time_http(int64_t unix_s, char out[40]);
+/* Parses an HTTP date (RFC 1123, RFC 850 or asctime); -1 if malformed. */
+int64_t s3_time_parse_http(const char *s);
+
+#endif

@@ -1,0 +1,346 @@
+#include "server/config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+/* One table drives defaults, the file keys, the environment and the flags. */
+typedef struct setting {
+    const char *key;   /* YAML path: "durability", "rdma.listen" */
+    const char *flag;  /* --flag */
+    const char *env;   /* S3RDMA_* */
+    const char *dflt;
+    size_t offset;     /* of the char * in server_config_t */
+    const char *help;
+} setting_t;
+
+#define OFF(f) offsetof(server_config_t, f)
+static const setting_t settings[] = {
+    {"data_dir", "data", "S3RDMA_DATA", "./data", OFF(data_dir), "directory for objects and the index"},
+    {"listen", "listen", "S3RDMA_LISTEN", "127.0.0.1:9000", OFF(listen), "HTTP address HOST:PORT"},
+    {"durability", "durability", "S3RDMA_DURABILITY", "fsync", OFF(durability),
+     "fsync (survives power loss) or relaxed (survives kill -9)"},
+    {"region", "region", "S3RDMA_REGION", "us-east-1", OFF(region), "region reported to clients"},
+    {"log_level", "log-level", "S3RDMA_LOG_LEVEL", "info", OFF(log_level), "error, warn, info or debug"},
+    {"domains", "domains", "S3RDMA_DOMAINS", "localhost", OFF(domains),
+     "comma-separated virtual-host domains (bucket.DOMAIN)"},
+    {"rdma.enabled", "rdma-enabled", "S3RDMA_RDMA_ENABLED", "true", OFF(rdma_enabled),
+     "true or false: the RDMA session port and the token path"},
+    {"rdma.listen", "rdma-listen", "S3RDMA_RDMA_LISTEN", "", OFF(rdma_listen),
+     "RDMA session address HOST:PORT (default: the HTTP host, port 9100)"},
+    {"rdma.workers", "rdma-workers", "S3RDMA_RDMA_WORKERS", "0", OFF(rdma_workers),
+     "RDMA progress threads (0 = one per core)"},
+};
+#define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
+
+static char **slot(server_config_t *cfg, const setting_t *s)
+{
+    return (char **)((char *)cfg + s->offset);
+}
+
+static int set_value(server_config_t *cfg, const setting_t *s, const char *value)
+{
+    char *copy = strdup(value);
+    if (!copy)
+        return -1;
+    free(*slot(cfg, s));
+    *slot(cfg, s) = copy;
+    return 0;
+}
+
+int server_config_add_user(server_config_t *cfg, const char *access_key, const char *secret_key)
+{
+    s3_user_t *u = realloc(cfg->users, (cfg->n_users + 1) * sizeof(*u));
+    if (!u)
+        return -1;
+    cfg->users = u;
+    u[cfg->n_users].access_key = strdup(access_key);
+    u[cfg->n_users].secret_key = strdup(secret_key);
+    if (!u[cfg->n_users].access_key || !u[cfg->n_users].secret_key)
+        return -1;
+    cfg->n_users++;
+    return 0;
+}
+
+int server_parse_hostport(const char *s, char *host, size_t host_len, int *port_p)
+{
+    const char *colon;
+    const char *h = s;
+    size_t hlen;
+    if (*s == '[') {
+        const char *end = strchr(s, ']');
+        if (!end || end[1] != ':')
+            return -1;
+        h = s + 1;
+        hlen = (size_t)(end - h);
+        colon = end + 1;
+    } else {
+        colon = strrchr(s, ':');
+        if (!colon)
+            return -1;
+        hlen = (size_t)(colon - s);
+    }
+    if (hlen == 0 || hlen >= host_len)
+        return -1;
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end || port < 0 || port > 65535 || colon[1] == '\0')
+        return -1;
+    memcpy(host, h, hlen);
+    host[hlen] = '\0';
+    *port_p = (int)port;
+    return 0;
+}
+
+/* ---- YAML -------------------------------------------------------------------------- */
+
+static const char *scalar(yaml_document_t *doc, yaml_node_t *n)
+{
+    (void)doc;
+    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+static int load_users(server_config_t *cfg, yaml_document_t *doc, yaml_node_t *seq, const char *path)
+{
+    if (seq->type != YAML_SEQUENCE_NODE) {
+        fprintf(stderr, "%s: 'users' must be a list of {access_key, secret_key}\n", path);
+        return -1;
+    }
+    for (yaml_node_item_t *it = seq->data.sequence.items.start; it < seq->data.sequence.items.top; it++) {
+        yaml_node_t *m = yaml_document_get_node(doc, *it);
+        const char *ak = NULL, *sk = NULL;
+        if (m && m->type == YAML_MAPPING_NODE) {
+            for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+                const char *k = scalar(doc, yaml_document_get_node(doc, p->key));
+                const char *v = scalar(doc, yaml_document_get_node(doc, p->value));
+                if (k && strcmp(k, "access_key") == 0)
+                    ak = v;
+                else if (k && strcmp(k, "secret_key") == 0)
+                    sk = v;
+                else {
+                    fprintf(stderr, "%s: unknown user field '%s'\n", path, k ? k : "?");
+                    return -1;
+                }
+            }
+        }
+        if (!ak || !sk || strlen(ak) < 3 || strlen(ak) > 128 || strlen(sk) < 8 || strlen(sk) > 128) {
+            fprintf(stderr,
+                    "%s: each user needs access_key (3-128 chars) and secret_key (8-128 chars)\n",
+                    path);
+            return -1;
+        }
+        if (server_config_add_user(cfg, ak, sk) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int apply_mapping(server_config_t *cfg, yaml_document_t *doc, yaml_node_t *map,
+                         const char *prefix, const char *path)
+{
+    if (map->type != YAML_MAPPING_NODE) {
+        fprintf(stderr, "%s: expected a mapping%s%s\n", path, *prefix ? " under " : "", prefix);
+        return -1;
+    }
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+        const char *k = scalar(doc, yaml_document_get_node(doc, p->key));
+        yaml_node_t *v = yaml_document_get_node(doc, p->value);
+        if (!k) {
+            fprintf(stderr, "%s: keys must be plain strings\n", path);
+            return -1;
+        }
+        char full[128];
+        snprintf(full, sizeof(full), "%s%s%s", prefix, *prefix ? "." : "", k);
+        if (!*prefix && strcmp(k, "users") == 0) {
+            if (load_users(cfg, doc, v, path) != 0)
+                return -1;
+            continue;
+        }
+        if (!*prefix && strcmp(k, "rdma") == 0) {
+            if (apply_mapping(cfg, doc, v, "rdma", path) != 0)
+                return -1;
+            continue;
+        }
+        const setting_t *s = NULL;
+        for (size_t i = 0; i < N_SETTINGS; i++)
+            if (strcmp(settings[i].key, full) == 0)
+                s = &settings[i];
+        if (!s) {
+            fprintf(stderr, "%s: unknown setting '%s'\n", path, full);
+            return -1;
+        }
+        if (strcmp(full, "domains") == 0 && v && v->type == YAML_SEQUENCE_NODE) {
+            char joined[1024] = "";
+            for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
+                const char *d = scalar(doc, yaml_document_get_node(doc, *it));
+                if (d) {
+                    if (*joined)
+                        strncat(joined, ",", sizeof(joined) - strlen(joined) - 1);
+                    strncat(joined, d, sizeof(joined) - strlen(joined) - 1);
+                }
+            }
+            if (set_value(cfg, s, joined) != 0)
+                return -1;
+            continue;
+        }
+        const char *val = scalar(doc, v);
+        if (!val) {
+            fprintf(stderr, "%s: '%s' must be a scalar\n", path, full);
+            return -1;
+        }
+        if (set_value(cfg, s, val) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int load_file(server_config_t *cfg, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "cannot open config file %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    yaml_parser_initialize(&parser);
+    yaml_parser_set_input_file(&parser, f);
+    int rc = -1;
+    if (!yaml_parser_load(&parser, &doc)) {
+        fprintf(stderr, "%s:%zu: %s\n", path, parser.problem_mark.line + 1,
+                parser.problem ? parser.problem : "YAML syntax error");
+    } else {
+        yaml_node_t *root = yaml_document_get_root_node(&doc);
+        rc = root ? apply_mapping(cfg, &doc, root, "", path) : 0; /* empty file: defaults */
+        yaml_document_delete(&doc);
+    }
+    yaml_parser_delete(&parser);
+    fclose(f);
+    return rc;
+}
+
+/* ---- command line ---------------------------------------------------------------- */
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: s3rdmad [options]\n\n"
+                 "S3-compatible object server with an RDMA data path.\n\n"
+                 "  --config FILE          YAML config file (env S3RDMA_CONFIG)\n");
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        char flag[64];
+        snprintf(flag, sizeof(flag), "--%s VALUE", settings[i].flag);
+        fprintf(out, "  %-22s %s\n  %-22s   (env %s, file key %s, default \"%s\")\n", flag,
+                settings[i].help, "", settings[i].env, settings[i].key, settings[i].dflt);
+    }
+    fprintf(out, "  --help                 this text\n  --version              the version\n\n"
+                 "Precedence: flag > environment > config file > default.\n"
+                 "Users: the config file's 'users:' list ({access_key, secret_key}) plus\n"
+                 "S3RDMA_ROOT_USER / S3RDMA_ROOT_PASSWORD. With none, the first start creates\n"
+                 "DATA/.s3rdma/credentials (mode 0600) and later starts reuse it.\n");
+}
+
+int server_config_load(server_config_t *cfg, int argc, char **argv)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    for (size_t i = 0; i < N_SETTINGS; i++)
+        if (set_value(cfg, &settings[i], settings[i].dflt) != 0)
+            return -1;
+
+    struct option opts[N_SETTINGS + 4];
+    memset(opts, 0, sizeof(opts));
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        opts[i].name = settings[i].flag;
+        opts[i].has_arg = required_argument;
+        opts[i].val = 1000 + (int)i;
+    }
+    opts[N_SETTINGS] = (struct option){"config", required_argument, NULL, 'c'};
+    opts[N_SETTINGS + 1] = (struct option){"help", no_argument, NULL, 'h'};
+    opts[N_SETTINGS + 2] = (struct option){"version", no_argument, NULL, 'V'};
+
+    /* Flags are collected first and applied last. */
+    const char *flag_values[N_SETTINGS] = {0};
+    const char *config_path = getenv("S3RDMA_CONFIG");
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "hc:", opts, NULL)) != -1) {
+        if (c == 'h') {
+            usage(stdout);
+            return 1;
+        } else if (c == 'V') {
+            printf("s3rdmad 0.1.0\n");
+            return 1;
+        } else if (c == 'c') {
+            config_path = optarg;
+        } else if (c >= 1000 && c < 1000 + (int)N_SETTINGS) {
+            flag_values[c - 1000] = optarg;
+        } else {
+            usage(stderr);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "s3rdmad: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return -1;
+    }
+    if (config_path) {
+        cfg->config_path = strdup(config_path);
+        if (load_file(cfg, config_path) != 0)
+            return -1;
+    }
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        const char *env = getenv(settings[i].env);
+        if (env && set_value(cfg, &settings[i], env) != 0)
+            return -1;
+    }
+    for (size_t i = 0; i < N_SETTINGS; i++)
+        if (flag_values[i] && set_value(cfg, &settings[i], flag_values[i]) != 0)
+            return -1;
+
+    const char *ru = getenv("S3RDMA_ROOT_USER"), *rp = getenv("S3RDMA_ROOT_PASSWORD");
+    if (ru || rp) {
+        if (!ru || !rp || strlen(ru) < 3 || strlen(rp) < 8) {
+            fprintf(stderr, "s3rdmad: S3RDMA_ROOT_USER (3+ chars) and S3RDMA_ROOT_PASSWORD "
+                            "(8+ chars) must be set together\n");
+            return -1;
+        }
+        if (server_config_add_user(cfg, ru, rp) != 0)
+            return -1;
+    }
+
+    /* Validate what can be validated here. */
+    if (strcmp(cfg->durability, "fsync") != 0 && strcmp(cfg->durability, "relaxed") != 0) {
+        fprintf(stderr, "s3rdmad: durability must be 'fsync' or 'relaxed', not '%s'\n", cfg->durability);
+        return -1;
+    }
+    if (strcmp(cfg->rdma_enabled, "true") != 0 && strcmp(cfg->rdma_enabled, "false") != 0) {
+        fprintf(stderr, "s3rdmad: rdma enabled must be 'true' or 'false', not '%s'\n", cfg->rdma_enabled);
+        return -1;
+    }
+    char host[256];
+    int port;
+    if (server_parse_hostport(cfg->listen, host, sizeof(host), &port) != 0) {
+        fprintf(stderr, "s3rdmad: listen address must be HOST:PORT, not '%s'\n", cfg->listen);
+        return -1;
+    }
+    if (*cfg->rdma_listen && server_parse_hostport(cfg->rdma_listen, host, sizeof(host), &port) != 0) {
+        fprintf(stderr, "s3rdmad: rdma listen address must be HOST:PORT, not '%s'\n", cfg->rdma_listen);
+        return -1;
+    }
+    return 0;
+}
+
+void server_config_free(server_config_t *cfg)
+{
+    for (size_t i = 0; i < N_SETTINGS; i++)
+        free(*slot(cfg, &settings[i]));
+    for (size_t i = 0; i < cfg->n_users; i++) {
+        free(cfg->users[i].access_key);
+        free(cfg->users[i].secret_key);
+    }
+    free(cfg->users);
+    free(cfg->config_path);
+    memset(cfg, 0, sizeof(*cfg));
+}

@@ -1,0 +1,38 @@
+/* s3rdmad settings: defaults, YAML file, S3RDMA_* environment variables and
+ * command-line flags, with precedence flag > env > file > default. */
+#ifndef S3R_SERVER_CONFIG_H
+#define S3R_SERVER_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "s3/s3_server.h"
+
+typedef struct server_config {
+    char *data_dir;      /* "./data" */
+    char *listen;        /* "127.0.0.1:9000" */
+    char *durability;    /* "fsync" | "relaxed" */
+    char *region;        /* "us-east-1" */
+    char *log_level;     /* "info" */
+    char *domains;       /* comma-separated virtual-host suffixes: "localhost" */
+    char *rdma_enabled;  /* "true" | "false" */
+    char *rdma_listen;   /* "" = the HTTP host, port 9100 */
+    char *rdma_workers;  /* "0" = one per core */
+    s3_user_t *users;    /* from the file's users: list and S3RDMA_ROOT_USER/PASSWORD */
+    size_t n_users;
+    char *config_path;
+} server_config_t;
+
+/* Fills cfg from argv, the environment and the config file. Prints the
+ * problem to stderr and returns -1 on bad input; returns 1 when --help or
+ * --version was handled (exit 0); 0 otherwise. */
+int server_config_load(server_config_t *cfg, int argc, char **argv);
+void server_config_free(server_config_t *cfg);
+
+/* Splits "host:port" / "[v6]:port". Returns -1 if malformed. */
+int server_parse_hostport(const char *s, char *host, size_t host_len, int *port_p);
+
+/* Adds a user (strings copied). Returns -1 when out of memory. */
+int server_config_add_user(server_config_t *cfg, const char *access_key, const char *secret_key);
+
+#endif
