@@ -1,0 +1,123 @@
+/* Unit tests for src/s3/s3_util.c: bucket names, UTF-8, URL decoding,
+ * Range headers and dates. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "s3/s3_util.h"
+
+static void test_bucket_names(void **state)
+{
+    (void)state;
+    const char *good[] = {"abc", "my-bucket", "my.bucket.name", "a1b2c3", "123",
+                          "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"};
+    const char *bad[] = {"ab", "", "My-Bucket", "my_bucket", "-abc", "abc-", ".abc", "abc.",
+                         "a..b", "a.-b", "a-.b", "192.168.1.1", "xn--abc", "abc-s3alias",
+                         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+                         "a b c", "abc/", "_s3rdma"};
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+        assert_true(s3_bucket_name_valid(good[i]));
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        if (s3_bucket_name_valid(bad[i]))
+            fail_msg("'%s' accepted", bad[i]);
+    }
+}
+
+static void test_utf8(void **state)
+{
+    (void)state;
+    assert_true(s3_utf8_valid("plain/key.txt", 13));
+    assert_true(s3_utf8_valid("caf\xc3\xa9", 5));
+    assert_true(s3_utf8_valid("\xe6\x97\xa5\xe6\x9c\xac", 6));
+    assert_true(s3_utf8_valid("\xf0\x9f\x98\x80", 4));
+    assert_false(s3_utf8_valid("a\0b", 3));
+    assert_false(s3_utf8_valid("\xff", 1));
+    assert_false(s3_utf8_valid("\xc3", 1));          /* truncated */
+    assert_false(s3_utf8_valid("\xc0\xaf", 2));      /* overlong '/' */
+    assert_false(s3_utf8_valid("\xed\xa0\x80", 3));  /* surrogate */
+    assert_false(s3_utf8_valid("\xf4\x90\x80\x80", 4)); /* > U+10FFFF */
+}
+
+static void test_url_decode(void **state)
+{
+    (void)state;
+    char *s = s3_url_decode("a%20b%2Fc+d", 11, false);
+    assert_string_equal(s, "a b/c+d");
+    free(s);
+    s = s3_url_decode("a%20b+d", 7, true);
+    assert_string_equal(s, "a b d");
+    free(s);
+    s = s3_url_decode("%e6%97%A5", 9, false);
+    assert_string_equal(s, "\xe6\x97\xa5");
+    free(s);
+    assert_null(s3_url_decode("%zz", 3, false));
+    assert_null(s3_url_decode("%4", 2, false));
+    assert_null(s3_url_decode("abc%", 4, false));
+    assert_null(s3_url_decode("a%00b", 5, false));
+}
+
+static void check_range(const char *h, uint64_t size, s3_range_result_t want, uint64_t a,
+                        uint64_t b)
+{
+    uint64_t first = 999, last = 999;
+    s3_range_result_t got = s3_range_parse(h, size, &first, &last);
+    if (got != want)
+        fail_msg("range '%s' size %llu: result %d, want %d", h ? h : "(null)",
+                 (unsigned long long)size, got, want);
+    if (want == S3_RANGE_OK && (first != a || last != b))
+        fail_msg("range '%s': %llu-%llu, want %llu-%llu", h, (unsigned long long)first,
+                 (unsigned long long)last, (unsigned long long)a, (unsigned long long)b);
+}
+
+static void test_ranges(void **state)
+{
+    (void)state;
+    check_range(NULL, 100, S3_RANGE_NONE, 0, 0);
+    check_range("bytes=0-9", 100, S3_RANGE_OK, 0, 9);
+    check_range("bytes=10-", 100, S3_RANGE_OK, 10, 99);
+    check_range("bytes=-10", 100, S3_RANGE_OK, 90, 99);
+    check_range("bytes=-1000", 100, S3_RANGE_OK, 0, 99);
+    check_range("bytes=50-5000", 100, S3_RANGE_OK, 50, 99);
+    check_range("bytes=99-99", 100, S3_RANGE_OK, 99, 99);
+    check_range("bytes=100-", 100, S3_RANGE_UNSATISFIABLE, 0, 0);
+    check_range("bytes=100-200", 100, S3_RANGE_UNSATISFIABLE, 0, 0);
+    check_range("bytes=-0", 100, S3_RANGE_UNSATISFIABLE, 0, 0);
+    check_range("bytes=0-0", 0, S3_RANGE_UNSATISFIABLE, 0, 0);
+    /* Syntactically invalid or multi-range: served whole, as S3 does. */
+    check_range("bytes=9-0", 100, S3_RANGE_NONE, 0, 0);
+    check_range("bytes=a-b", 100, S3_RANGE_NONE, 0, 0);
+    check_range("items=0-9", 100, S3_RANGE_NONE, 0, 0);
+    check_range("bytes=0-1,5-6", 100, S3_RANGE_NONE, 0, 0);
+    check_range("bytes=0-9x", 100, S3_RANGE_NONE, 0, 0);
+    check_range("bytes=--5", 100, S3_RANGE_NONE, 0, 0);
+}
+
+static void test_dates(void **state)
+{
+    (void)state;
+    char iso[32], http[40];
+    s3_time_iso8601(1369353600123LL, iso);
+    assert_string_equal(iso, "2013-05-24T00:00:00.123Z");
+    s3_time_http(1369353600, http);
+    assert_string_equal(http, "Fri, 24 May 2013 00:00:00 GMT");
+    assert_int_equal(s3_time_parse_http("Fri, 24 May 2013 00:00:00 GMT"), 1369353600);
+    assert_int_equal(s3_time_parse_http("Friday, 24-May-13 00:00:00 GMT"), 1369353600);
+    assert_int_equal(s3_time_parse_http("Fri May 24 00:00:00 2013"), 1369353600);
+    assert_int_equal(s3_time_parse_http("2013-05-24T00:00:00Z"), 1369353600);
+    assert_int_equal(s3_time_parse_http("yesterday"), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bucket_names), cmocka_unit_test(test_utf8),
+        cmocka_unit_test(test_url_decode),   cmocka_unit_test(test_ranges),
+        cmocka_unit_test(test_dates),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
