@@ -1262,6 +1262,14 @@ unsigned rdma_server_session_count(rdma_server_t *srv)
     return n;
 }
 
+unsigned rdma_server_session_resident(rdma_server_t *srv)
+{
+    pthread_mutex_lock(&srv->mu);
+    unsigned n = srv->n_alloc;
+    pthread_mutex_unlock(&srv->mu);
+    return n;
+}
+
 /* ==== token transfers ==================================================== */
 
 rdma_status_t rdma_xfer_open(rdma_server_t *srv, const char *token, const char *access_key,

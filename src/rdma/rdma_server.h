@@ -55,6 +55,10 @@ void rdma_server_stop(rdma_server_t *srv);
 int rdma_server_port(const rdma_server_t *srv);
 /* Live sessions (for the stats endpoint and tests). */
 unsigned rdma_server_session_count(rdma_server_t *srv);
+/* Sessions not yet destroyed: live ones plus those whose lifeline dropped
+ * but whose teardown (deferred until no transfer holds them) has not run,
+ * plus handshakes in progress. For leak checks in tests. */
+unsigned rdma_server_session_resident(rdma_server_t *srv);
 
 /* ---- Token transfers (DESIGN.md §7) ------------------------------------ */
 

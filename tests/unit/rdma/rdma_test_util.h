@@ -18,7 +18,7 @@
 #include "rdma/rdma_client.h"
 #include "rdma/rdma_server.h"
 
-static int test_lookup(void *ctx, const char *ak, char *secret, size_t max)
+static inline int test_lookup(void *ctx, const char *ak, char *secret, size_t max)
 {
     (void)ctx;
     const char *s = NULL;
@@ -32,7 +32,7 @@ static int test_lookup(void *ctx, const char *ak, char *secret, size_t max)
     return 0;
 }
 
-static rdma_server_t *test_server_start(unsigned max_regions, unsigned max_sessions)
+static inline rdma_server_t *test_server_start(unsigned max_regions, unsigned max_sessions)
 {
     rdma_server_config_t cfg;
     rdma_server_config_defaults(&cfg);
@@ -52,7 +52,7 @@ static rdma_server_t *test_server_start(unsigned max_regions, unsigned max_sessi
     return srv;
 }
 
-static rdma_client_config_t test_client_cfg(rdma_server_t *srv, const char *ak, const char *sk)
+static inline rdma_client_config_t test_client_cfg(rdma_server_t *srv, const char *ak, const char *sk)
 {
     rdma_client_config_t c = {0};
     c.host = "127.0.0.1";
@@ -64,7 +64,7 @@ static rdma_client_config_t test_client_cfg(rdma_server_t *srv, const char *ak, 
 }
 
 /* Waits up to 5 s for the session count to reach want. */
-static unsigned test_wait_count(rdma_server_t *srv, unsigned want)
+static inline unsigned test_wait_count(rdma_server_t *srv, unsigned want)
 {
     unsigned n = 0;
     for (int i = 0; i < 500; i++) {
