@@ -195,6 +195,14 @@ void s3r_buf_free(s3r_client_t *client, void *buf);
  * served by a stale registration. Unknown addresses are ignored. */
 void s3r_buf_unregister(s3r_client_t *client, const void *buf);
 
+/* Formats an x-amz-rdma-token (DESIGN.md §7) for [buf, buf+len), opening the
+ * session and registering the buffer (cached, see above) if needed, into out
+ * (out_len bytes; 256 is plenty). For callers that send the S3 request with
+ * their own HTTP client. The token is valid while the session lives and the
+ * buffer stays registered. */
+s3r_status_t s3r_rdma_token(s3r_client_t *client, const void *buf, uint64_t len, char *out,
+                            size_t out_len);
+
 /* ---- Buckets --------------------------------------------------------------- */
 
 s3r_status_t s3r_bucket_create(s3r_client_t *client, const char *bucket);

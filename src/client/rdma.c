@@ -435,3 +435,20 @@ void s3c_rdma_cleanup(s3r_client_t *c)
         sess_close(s);
     }
 }
+
+s3r_status_t s3r_rdma_token(s3r_client_t *c, const void *buf, uint64_t len, char *out,
+                            size_t out_len)
+{
+    if (c == NULL || buf == NULL || len == 0 || out == NULL || out_len == 0)
+        return S3R_ERR_INVALID_ARG;
+    s3c_sess_t *s;
+    s3c_region_t *reg;
+    s3r_status_t st = s3c_sess_get(c, &s);
+    if (st != S3R_OK)
+        return st;
+    st = s3c_token_for(c, s, buf, len, out, out_len, &reg);
+    if (st == S3R_OK)
+        s3c_region_put(c, reg);
+    s3c_sess_put(c, s, false);
+    return st;
+}

@@ -7,6 +7,7 @@
  *   s3r_driver [options] threads BUCKET N OPS SIZE    N threads share one client
  *   s3r_driver [options] list BUCKET                  pagination / delimiter checks
  *   s3r_driver [options] errors BUCKET                error mapping checks
+ *   s3r_driver [options] token SIZE                   print a token, hold the session until EOF
  *
  * options: --transport T, --no-fallback, --threshold N, --part-size N,
  *          --alloc (use s3r_buf_alloc buffers), --bufsize N (GET buffer size),
@@ -369,7 +370,25 @@ int main(int argc, char **argv)
             rc = do_roundtrip(argv[1], strtoull(argv[i], NULL, 0), (unsigned)i);
     } else if (strcmp(cmd, "threads") == 0 && argc == 5)
         rc = do_threads(argv[1], atoi(argv[2]), atoi(argv[3]), strtoull(argv[4], NULL, 0));
-    else if (strcmp(cmd, "list") == 0 && argc == 2)
+    else if (strcmp(cmd, "token") == 0 && argc == 2) {
+        /* Prints a token for a registered buffer of SIZE bytes, then holds the
+         * session open until stdin closes (for hand-made requests). */
+        uint64_t n = strtoull(argv[1], NULL, 0);
+        char *p = calloc(1, n), tok[512];
+        st = s3r_rdma_token(cli, p, n, tok, sizeof(tok));
+        if (st == S3R_OK) {
+            printf("TOKEN %s\n", tok);
+            fflush(stdout);
+            char line[64];
+            while (fgets(line, sizeof(line), stdin) != NULL) {
+            }
+            rc = 0;
+        } else {
+            explain("token", st);
+        }
+        s3r_buf_unregister(cli, p);
+        free(p);
+    } else if (strcmp(cmd, "list") == 0 && argc == 2)
         rc = do_list(argv[1]);
     else if (strcmp(cmd, "errors") == 0 && argc == 2)
         rc = do_errors(argv[1]);

@@ -1,0 +1,443 @@
+"""libs3rdma and the s3rdma CLI against a real s3rdmad (RDMA enabled).
+
+The C side runs as build/tests/s3r_driver (tests/client/s3r_driver.c) and
+build/s3rdma. RDMA tests run under UCX's default transports and under
+UCX_TLS=tcp (the `ucx` parameter; client and server get the same setting).
+The token path needs the server's RDMA layer: if it is missing these tests
+fail, they are never skipped.
+"""
+import os
+import re
+import subprocess
+import sys
+import threading
+import uuid
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from s3r_itest import (REPO_ROOT, USERS, Server, free_port, sign_headers,  # noqa: E402
+                       stats_json, uri_encode, write_config)
+
+try:
+    import boto3
+    import botocore.config
+except ImportError:  # pragma: no cover
+    boto3 = None
+
+try:
+    import numpy as np
+except ImportError:  # pragma: no cover
+    np = None
+
+BUILD = REPO_ROOT / "build"
+DRIVER = BUILD / "tests" / "s3r_driver"
+CLI = BUILD / "s3rdma"
+MiB = 1024 * 1024
+UCX_ENVS = {"ucx-default": {}, "ucx-tcp": {"UCX_TLS": "tcp"}}
+
+
+def pattern(n, seed, base=0):
+    """The driver's byte pattern: b[i] = (i*31 + seed*7 + (i>>8)) & 0xff."""
+    if np is not None:
+        i = np.arange(base, base + n, dtype=np.uint64)
+        return ((i * np.uint64(31) + np.uint64(seed * 7) + (i >> np.uint64(8)))
+                & np.uint64(0xFF)).astype(np.uint8).tobytes()
+    return bytes(((i * 31 + seed * 7 + (i >> 8)) & 0xFF) for i in range(base, base + n))
+
+
+def _clean_env(extra=None):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("S3RDMA_", "UCX_", "RDMA_", "SPT_", "S3R_"))}
+    env.update(extra or {})
+    return env
+
+
+class RdmaServer:
+    """An s3rdmad with the RDMA session port on a free port."""
+
+    def __init__(self, tmp, name, ucx_env, rdma=True):
+        tmp = Path(tmp)
+        d = tmp / f"{name}-data"
+        d.mkdir(parents=True, exist_ok=True)
+        cfg = tmp / f"{name}.yaml"
+        write_config(cfg)
+        self.rdma_port = free_port()
+        self.srv = Server(d, cfg, tmp / f"{name}.log", durability="relaxed",
+                          extra_args=["--rdma-listen", f"127.0.0.1:{self.rdma_port}"],
+                          env=_clean_env(ucx_env), rdma_enabled=rdma)
+        self.ucx_env = ucx_env
+
+    def start(self):
+        self.srv.start()
+        return self
+
+    def stop(self):
+        alive = self.srv.alive()
+        rc = self.srv.stop()
+        assert alive, f"s3rdmad died\n{self.srv.log_tail()}"
+        assert rc == 0, f"s3rdmad exit code {rc}\n{self.srv.log_tail()}"
+
+    @property
+    def endpoint(self):
+        return self.srv.endpoint
+
+    @property
+    def rdma_endpoint(self):
+        return f"127.0.0.1:{self.rdma_port}"
+
+
+def run_driver(server, *args, env=None, endpoint=None, rdma_endpoint=None, timeout=300,
+               check=True):
+    """Runs s3r_driver; returns (returncode, RESULT fields, stderr)."""
+    assert DRIVER.exists(), f"{DRIVER} not built (cmake --build build --target s3r_driver)"
+    e = _clean_env(server.ucx_env)
+    e.update({"S3R_ENDPOINT": endpoint or server.endpoint,
+              "S3R_RDMA_ENDPOINT": rdma_endpoint or server.rdma_endpoint,
+              "S3R_ACCESS_KEY": USERS[0][0], "S3R_SECRET_KEY": USERS[0][1]})
+    e.update(env or {})
+    p = subprocess.run([str(DRIVER), *map(str, args)], env=e, capture_output=True, text=True,
+                       timeout=timeout)
+    m = re.search(r"^RESULT (.*)$", p.stdout, re.M)
+    fields = dict(kv.split("=", 1) for kv in m.group(1).split()) if m else {}
+    for k in list(fields):
+        if fields[k].isdigit():
+            fields[k] = int(fields[k])
+    if check:
+        assert p.returncode == 0, f"driver {args} failed: {p.returncode}\n{p.stderr}\n{p.stdout}"
+    return p.returncode, fields, p.stderr
+
+
+def boto(server):
+    if boto3 is None:
+        pytest.fail("boto3 not importable (run with /usr/bin/python3)")
+    return boto3.session.Session().client(
+        "s3", endpoint_url=server.endpoint, aws_access_key_id=USERS[0][0],
+        aws_secret_access_key=USERS[0][1], region_name="us-east-1",
+        config=botocore.config.Config(signature_version="s3v4",
+                                      s3={"addressing_style": "path"},
+                                      retries={"max_attempts": 1}))
+
+
+@pytest.fixture(scope="module", params=list(UCX_ENVS))
+def rsrv(request, tmp_path_factory):
+    s = RdmaServer(tmp_path_factory.mktemp("rdma"), "rdma", UCX_ENVS[request.param]).start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def rbucket(rsrv):
+    name = "cl-" + uuid.uuid4().hex[:12]
+    boto(rsrv).create_bucket(Bucket=name)
+    yield name
+    s3 = boto(rsrv)
+    try:
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=name):
+            for o in page.get("Contents", []):
+                s3.delete_object(Bucket=name, Key=o["Key"])
+        s3.delete_bucket(Bucket=name)
+    except Exception:
+        pass
+
+
+SIZES = [0, 1, 4096, MiB + 1, 64 * MiB]
+
+
+# ---------------------------------------------------------------------------
+# Round trips
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("transport", ["http", "token", "auto"])
+def test_roundtrip_sizes(rsrv, rbucket, transport):
+    _, r, _ = run_driver(rsrv, "--transport", transport, "roundtrip", rbucket, *SIZES)
+    assert r["fallbacks"] == 0 and r["errors"] == 0
+    if transport == "http":
+        assert r["token_ops"] == 0
+    elif transport == "token":
+        # Every data operation went by RDMA; 64 MiB went multipart (8 MiB parts).
+        assert r["http_ops"] == 0 and r["token_ops"] > 0
+        assert r["token_bytes"] == 3 * sum(SIZES)
+    else:
+        assert r["token_ops"] > 0 and r["http_ops"] > 0
+
+
+@pytest.mark.parametrize("transport", ["http", "token"])
+def test_roundtrip_files_and_registered_buffers(rsrv, rbucket, transport):
+    run_driver(rsrv, "--transport", transport, "--files", "roundtrip", rbucket, 0, 5, 20 * MiB)
+    _, r, _ = run_driver(rsrv, "--transport", transport, "--alloc", "roundtrip", rbucket,
+                         1, 2 * MiB)
+    assert r["fallbacks"] == 0
+
+
+@pytest.mark.parametrize("size", [0, 4096, MiB + 1, 20 * MiB])
+def test_token_put_boto_get(rsrv, rbucket, size):
+    run_driver(rsrv, "--transport", "token", "--part-size", 8 * MiB, "put", rbucket, "x", size, 3)
+    body = boto(rsrv).get_object(Bucket=rbucket, Key="x")["Body"].read()
+    assert len(body) == size and body == pattern(size, 3)
+
+
+@pytest.mark.parametrize("size", [0, 4096, MiB + 1, 20 * MiB])
+def test_boto_put_token_get(rsrv, rbucket, size):
+    boto(rsrv).put_object(Bucket=rbucket, Key="y", Body=pattern(size, 9))
+    _, r, _ = run_driver(rsrv, "--transport", "token", "get", rbucket, "y", size, 9)
+    assert r["token_ops"] == 1 and r["http_ops"] == 0
+
+
+def test_token_range_get(rsrv, rbucket):
+    run_driver(rsrv, "--transport", "http", "put", rbucket, "r", 3 * MiB, 5)
+    _, r, _ = run_driver(rsrv, "--transport", "token", "--range", "1000:5000", "get", rbucket,
+                         "r", 3 * MiB, 5)
+    assert r["token_bytes"] == 5000
+    run_driver(rsrv, "--transport", "token", "--files", "--range", f"7:{3 * MiB - 7}", "get",
+               rbucket, "r", 3 * MiB, 5)
+
+
+@pytest.mark.parametrize("transport", ["http", "token"])
+def test_buffer_too_small(rsrv, rbucket, transport):
+    run_driver(rsrv, "--transport", "http", "put", rbucket, "big", 3 * MiB, 5)
+    rc, r, err = run_driver(rsrv, "--transport", transport, "--bufsize", 1000, "get", rbucket,
+                            "big", 3 * MiB, 5, check=False)
+    assert rc == 1, err
+    assert r["status"] == "S3R_ERR_BUFFER_TOO_SMALL", err
+    assert r["needed"] == 3 * MiB
+
+
+@pytest.mark.parametrize("transport", ["http", "token", "auto"])
+def test_threads_share_one_client(rsrv, rbucket, transport):
+    _, r, _ = run_driver(rsrv, "--transport", transport, "--threshold", 64 * 1024, "threads",
+                         rbucket, 8, 6, 300000)
+    assert r["errors"] == 0
+    if transport != "http":
+        assert r["token_ops"] == 8 * 6 * 2 and r["sessions"] == 1
+
+
+def test_list_and_errors(rsrv, rbucket):
+    run_driver(rsrv, "--transport", "http", "list", rbucket)
+    run_driver(rsrv, "--transport", "http", "errors", rbucket)
+    # Over the token path a 404 is a 404, never a decline.
+    _, r, _ = run_driver(rsrv, "--transport", "token", "--no-fallback", "errors", rbucket)
+    assert r["fallbacks"] == 0
+
+
+def test_session_visible_in_server_stats(rsrv):
+    p = subprocess.Popen([str(DRIVER), "token", "4096"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**_clean_env(rsrv.ucx_env), "S3R_ENDPOINT": rsrv.endpoint,
+                              "S3R_RDMA_ENDPOINT": rsrv.rdma_endpoint,
+                              "S3R_ACCESS_KEY": USERS[0][0], "S3R_SECRET_KEY": USERS[0][1]})
+    try:
+        line = p.stdout.readline()
+        assert line.startswith("TOKEN s3r1."), line + p.stderr.read()
+        assert stats_json(rsrv.srv)["rdma_sessions"] >= 1
+    finally:
+        p.stdin.close()
+        p.wait(30)
+
+
+# ---------------------------------------------------------------------------
+# The token must be signed
+# ---------------------------------------------------------------------------
+
+def _token_put(server, bucket, key, token, size, sign_token):
+    import http.client
+    path = uri_encode(f"/{bucket}/{key}", encode_slash=False)
+    headers = {"Host": server.srv.host, "Content-Length": "0",
+               "x-amz-decoded-content-length": str(size)}
+    if sign_token:
+        headers["x-amz-rdma-token"] = token
+    sign_headers("PUT", path, [], headers, "UNSIGNED-PAYLOAD", USERS[0][0], USERS[0][1])
+    if not sign_token:
+        headers["x-amz-rdma-token"] = token  # added after signing: not in SignedHeaders
+    conn = http.client.HTTPConnection("127.0.0.1", server.srv.port, timeout=30)
+    try:
+        conn.putrequest("PUT", path, skip_host=True, skip_accept_encoding=True)
+        for k, v in headers.items():
+            conn.putheader(k, v)
+        conn.endheaders()
+        resp = conn.getresponse()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+    finally:
+        conn.close()
+
+
+def test_token_outside_signed_headers_is_403(rsrv, rbucket):
+    p = subprocess.Popen([str(DRIVER), "token", "4096"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**_clean_env(rsrv.ucx_env), "S3R_ENDPOINT": rsrv.endpoint,
+                              "S3R_RDMA_ENDPOINT": rsrv.rdma_endpoint,
+                              "S3R_ACCESS_KEY": USERS[0][0], "S3R_SECRET_KEY": USERS[0][1]})
+    try:
+        line = p.stdout.readline()
+        assert line.startswith("TOKEN "), line + p.stderr.read()
+        token = line.split()[1]
+        status, hdrs, body = _token_put(rsrv, rbucket, "unsigned-token", token, 4096, False)
+        assert status == 403, (status, body)
+        assert "x-amz-rdma-reply" not in hdrs
+        # Control: the same token, signed, is accepted.
+        status, hdrs, body = _token_put(rsrv, rbucket, "signed-token", token, 4096, True)
+        assert status == 200 and "x-amz-rdma-reply" in hdrs, (status, hdrs, body)
+    finally:
+        p.stdin.close()
+        p.wait(30)
+    s3 = boto(rsrv)
+    assert s3.head_object(Bucket=rbucket, Key="signed-token")["ContentLength"] == 4096
+    with pytest.raises(Exception):
+        s3.head_object(Bucket=rbucket, Key="unsigned-token")
+
+
+# ---------------------------------------------------------------------------
+# Fallback
+# ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module", params=list(UCX_ENVS))
+def norsrv(request, tmp_path_factory):
+    """A server with RDMA disabled (no session port, tokens declined)."""
+    s = RdmaServer(tmp_path_factory.mktemp("nordma"), "nordma", UCX_ENVS[request.param],
+                   rdma=False).start()
+    yield s
+    s.stop()
+
+
+def _mkbucket(server):
+    name = "fb-" + uuid.uuid4().hex[:12]
+    boto(server).create_bucket(Bucket=name)
+    return name
+
+
+@pytest.mark.parametrize("op", ["put", "get"])
+def test_rdma_disabled_fallback(norsrv, op):
+    b = _mkbucket(norsrv)
+    boto(norsrv).put_object(Bucket=b, Key="k", Body=pattern(2 * MiB, 4))
+    _, r, err = run_driver(norsrv, "--transport", "token", op, b, "k", 2 * MiB, 4)
+    assert r["fallbacks"] >= 1 and r["token_ops"] == 0 and r["http_ops"] == 1
+    assert "falling back to HTTP" in err
+    rc, r, err = run_driver(norsrv, "--transport", "token", "--no-fallback", op, b, "k",
+                            2 * MiB, 4, check=False)
+    assert rc == 1 and r["status"] == "S3R_ERR_RDMA_UNAVAILABLE", err
+    assert r["fallbacks"] == 0 and r["http_ops"] == 0
+
+
+def test_session_port_down(rsrv, rbucket):
+    dead = f"127.0.0.1:{free_port()}"
+    _, r, _ = run_driver(rsrv, "--transport", "token", "roundtrip", rbucket, 4096,
+                         rdma_endpoint=dead)
+    assert r["token_ops"] == 0 and r["fallbacks"] >= 1
+    rc, r, err = run_driver(rsrv, "--transport", "token", "--no-fallback", "put", rbucket, "k",
+                            4096, 1, rdma_endpoint=dead, check=False)
+    assert rc == 1 and r["status"] == "S3R_ERR_RDMA_UNAVAILABLE", err
+    # RDMA_FALLBACK_ENABLED overrides the config.
+    rc, r, err = run_driver(rsrv, "--transport", "token", "put", rbucket, "k", 4096, 1,
+                            rdma_endpoint=dead, env={"RDMA_FALLBACK_ENABLED": "false"},
+                            check=False)
+    assert rc == 1 and r["status"] == "S3R_ERR_RDMA_UNAVAILABLE", err
+
+
+@pytest.mark.parametrize("op", ["put", "get"])
+def test_decline_501(rsrv, norsrv, op):
+    """Session on the RDMA server, HTTP to the RDMA-disabled one: the token is
+    declined with 501, which is the fallback path proper."""
+    b = _mkbucket(norsrv)
+    boto(norsrv).put_object(Bucket=b, Key="k", Body=pattern(2 * MiB, 4))
+    args = ("--transport", "token", op, b, "k", 2 * MiB, 4)
+    _, r, err = run_driver(rsrv, *args, endpoint=norsrv.endpoint)
+    assert r["sessions"] == 1 and r["fallbacks"] == 1 and r["http_ops"] == 1, err
+    rc, r, err = run_driver(rsrv, "--no-fallback", *args, endpoint=norsrv.endpoint, check=False)
+    assert rc == 1 and r["status"] == "S3R_ERR_RDMA_DECLINED", err
+    assert r["http_ops"] == 0
+
+
+def test_env_overrides(rsrv, rbucket):
+    # SPT_RDMA_ENABLED=0: everything over HTTP, whatever the transport.
+    _, r, _ = run_driver(rsrv, "--transport", "token", "roundtrip", rbucket, 2 * MiB,
+                         env={"SPT_RDMA_ENABLED": "0"})
+    assert r["token_ops"] == 0 and r["sessions"] == 0
+    # RDMA_THRESHOLD_BYTES=0: AUTO sends even 1 byte by RDMA.
+    _, r, _ = run_driver(rsrv, "--transport", "auto", "roundtrip", rbucket, 1,
+                         env={"RDMA_THRESHOLD_BYTES": "0"})
+    assert r["token_ops"] > 0 and r["http_ops"] == 0
+    rc, r, _ = run_driver(rsrv, "roundtrip", rbucket, 1, env={"RDMA_TIMEOUT_MS": "soon"},
+                          check=False)
+    assert rc == 1 and r["status"] == "S3R_ERR_INVALID_ARG"
+
+
+# ---------------------------------------------------------------------------
+# CLI
+# ---------------------------------------------------------------------------
+
+def cli(server, *args, transport="auto", check=None):
+    env = _clean_env(server.ucx_env)
+    env.update({"AWS_ACCESS_KEY_ID": USERS[0][0], "AWS_SECRET_ACCESS_KEY": USERS[0][1]})
+    p = subprocess.run([str(CLI), "--endpoint", server.endpoint, "--rdma-endpoint",
+                        server.rdma_endpoint, "--transport", transport, *map(str, args)],
+                       env=env, capture_output=True, timeout=300)
+    if check is not None:
+        assert p.returncode == check, (p.returncode, p.stdout, p.stderr)
+    return p
+
+
+@pytest.mark.parametrize("transport", ["http", "token"])
+def test_cli(rsrv, tmp_path, transport):
+    b = "cli-" + uuid.uuid4().hex[:10]
+    src = tmp_path / "src.bin"
+    src.write_bytes(pattern(20 * MiB + 3, 2))
+    cli(rsrv, "mb", f"s3://{b}", transport=transport, check=0)
+    cli(rsrv, "--content-type", "text/x-t", "--meta", "k=v", "put", src, f"s3://{b}/d/f",
+        transport=transport, check=0)
+    out = cli(rsrv, "ls", f"s3://{b}", transport=transport, check=0).stdout.decode()
+    assert "PRE" in out and f"s3://{b}/d/" in out
+    out = cli(rsrv, "ls", f"s3://{b}/d/", transport=transport, check=0).stdout.decode()
+    assert str(20 * MiB + 3) in out
+    assert f"s3://{b}" in cli(rsrv, "ls", transport=transport, check=0).stdout.decode()
+    out = cli(rsrv, "stat", f"s3://{b}/d/f", transport=transport, check=0).stdout.decode()
+    assert "text/x-t" in out and "k=v" in out and str(20 * MiB + 3) in out
+    dst = tmp_path / "dst.bin"
+    cli(rsrv, "get", f"s3://{b}/d/f", dst, transport=transport, check=0)
+    assert dst.read_bytes() == src.read_bytes()
+    cli(rsrv, "cp", f"s3://{b}/d/f", f"s3://{b}/copy", transport=transport, check=0)
+    out = cli(rsrv, "get", f"s3://{b}/copy", "-", transport=transport, check=0).stdout
+    assert out == src.read_bytes()
+    p = cli(rsrv, "rb", f"s3://{b}", transport=transport, check=1)
+    assert b"not empty" in p.stderr
+    cli(rsrv, "rm", f"s3://{b}/d/f", transport=transport, check=0)
+    cli(rsrv, "rm", f"s3://{b}/copy", transport=transport, check=0)
+    p = cli(rsrv, "get", f"s3://{b}/copy", tmp_path / "none", transport=transport, check=3)
+    assert b"NoSuchKey" in p.stderr or b"no such key" in p.stderr
+    assert not (tmp_path / "none").exists()
+    cli(rsrv, "rb", f"s3://{b}", transport=transport, check=0)
+    cli(rsrv, "stat", f"s3://{b}/x", transport=transport, check=3)
+
+
+def test_cli_usage(rsrv):
+    p = subprocess.run([str(CLI), "--help"], capture_output=True)
+    assert p.returncode == 0 and b"usage" in p.stdout
+    cli(rsrv, "frobnicate", check=2)
+    cli(rsrv, "put", "only-one-arg", check=2)
+    cli(rsrv, "mb", "not-a-url", check=2)
+    p = subprocess.run([str(CLI), "--transport", "pigeon", "ls"], capture_output=True)
+    assert p.returncode == 2
+    env = _clean_env()
+    env.pop("AWS_ACCESS_KEY_ID", None)
+    env.pop("AWS_SECRET_ACCESS_KEY", None)
+    p = subprocess.run([str(CLI), "ls"], capture_output=True, env=env)
+    assert p.returncode == 2 and b"credentials" in p.stderr
+    # Wrong secret: access denied, exit 4.
+    env = _clean_env({"AWS_ACCESS_KEY_ID": USERS[0][0], "AWS_SECRET_ACCESS_KEY": "wrong-secret"})
+    p = subprocess.run([str(CLI), "--endpoint", rsrv.endpoint, "ls"], capture_output=True,
+                       env=env)
+    assert p.returncode == 4, p.stderr
+
+
+def test_exports():
+    p = subprocess.run([str(REPO_ROOT / "scripts" / "check-exports")], capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_pkg_config():
+    env = dict(os.environ, PKG_CONFIG_PATH=str(BUILD / "pkgconfig"))
+    p = subprocess.run(["pkg-config", "--cflags", "--libs", "s3rdma"], capture_output=True,
+                       text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "-ls3rdma" in p.stdout and str(REPO_ROOT / "include") in p.stdout
