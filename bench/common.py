@@ -1,0 +1,173 @@
+"""Shared helpers for bench/http and bench/rdma (standard library only).
+
+SigV4 presigning (query form), free ports, starting s3rdmad, medians.
+Written for these benchmarks; not used by the server or the tests.
+"""
+import datetime
+import hashlib
+import hmac
+import http.client
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+import urllib.parse
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH = os.path.join(ROOT, "bench")
+AK = "BENCHAK0000000000000"
+SK = "bench-secret-key-0000000000000000000000"
+REGION = "us-east-1"
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def _q(s, safe="-_.~"):
+    return urllib.parse.quote(s, safe=safe)
+
+
+def presign(method, host, path, expires=604800, ak=AK, sk=SK, region=REGION):
+    """Returns 'PATH?QUERY' presigned with SigV4 (UNSIGNED-PAYLOAD, host signed)."""
+    t = datetime.datetime.now(datetime.timezone.utc)
+    amzdate = t.strftime("%Y%m%dT%H%M%SZ")
+    day = t.strftime("%Y%m%d")
+    scope = f"{day}/{region}/s3/aws4_request"
+    q = {
+        "X-Amz-Algorithm": "AWS4-HMAC-SHA256",
+        "X-Amz-Credential": f"{ak}/{scope}",
+        "X-Amz-Date": amzdate,
+        "X-Amz-Expires": str(expires),
+        "X-Amz-SignedHeaders": "host",
+    }
+    cq = "&".join(f"{_q(k)}={_q(v)}" for k, v in sorted(q.items()))
+    cpath = _q(path, safe="/-_.~")
+    creq = "\n".join([method, cpath, cq, f"host:{host}\n", "host", "UNSIGNED-PAYLOAD"])
+    sts = "\n".join(["AWS4-HMAC-SHA256", amzdate, scope,
+                     hashlib.sha256(creq.encode()).hexdigest()])
+
+    def h(key, msg):
+        return hmac.new(key, msg.encode(), hashlib.sha256).digest()
+
+    k = h(h(h(h(("AWS4" + sk).encode(), day), region), "s3"), "aws4_request")
+    sig = hmac.new(k, sts.encode(), hashlib.sha256).hexdigest()
+    return f"{cpath}?{cq}&X-Amz-Signature={sig}"
+
+
+def http_req(port, method, uri, body=b""):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request(method, uri, body=body, headers={"Content-Length": str(len(body))})
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return r.status, data
+
+
+class S3rdmad:
+    """s3rdmad on a free port, relaxed durability, temp data dir."""
+
+    def __init__(self, tmp, env=None, rdma=True):
+        self.port = free_port()
+        self.rport = free_port()
+        self.host = f"127.0.0.1:{self.port}"
+        self.data = os.path.join(tmp, "s3data")
+        os.makedirs(self.data, exist_ok=True)
+        cfg = os.path.join(tmp, "s3rdmad.yaml")
+        with open(cfg, "w") as f:
+            f.write(f"users:\n  - access_key: {AK}\n    secret_key: {SK}\n")
+        self.log = open(os.path.join(tmp, "s3rdmad.log"), "w")
+        args = [os.path.join(ROOT, "build", "s3rdmad"), "--data", self.data,
+                "--listen", self.host, "--config", cfg, "--durability", "relaxed",
+                "--log-level", "warn"]
+        if rdma:
+            args += ["--rdma-listen", f"127.0.0.1:{self.rport}"]
+        else:
+            args += ["--rdma-enabled", "false"]
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,
+                                     env=env or os.environ.copy())
+        wait_port(self.port, self.proc, "s3rdmad")
+        if rdma:
+            wait_port(self.rport, self.proc, "s3rdmad (rdma)")
+
+    def put(self, path, body):
+        st, data = http_req(self.port, "PUT", presign("PUT", self.host, path), body)
+        if st != 200:
+            raise SystemExit(f"PUT {path}: {st} {data[:300]!r}")
+
+    def stop(self):
+        stop_proc(self.proc)
+        self.log.close()
+
+
+def wait_port(port, proc, name, timeout=15):
+    t = time.time() + timeout
+    while time.time() < t:
+        if proc.poll() is not None:
+            raise SystemExit(f"{name} exited with {proc.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"{name} did not listen on {port}")
+
+
+def stop_proc(proc):
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(12)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def gcc(src, out, extra=()):
+    cmd = ["gcc", "-O2", "-g", "-Wall", "-std=c11", "-pthread", "-o", out, src, *extra]
+    subprocess.run(cmd, check=True)
+    return out
+
+
+def kv(line):
+    return {k: float(v) for k, v in (x.split("=", 1) for x in line.split())}
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def machine():
+    u = os.uname()
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"nproc={os.cpu_count()} kernel={u.release} cpu={cpu}"
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def mktemp():
+    return tempfile.mkdtemp(prefix="s3rbench-")
+
+
+def rmtree(d):
+    shutil.rmtree(d, ignore_errors=True)
