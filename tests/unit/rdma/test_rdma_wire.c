@@ -38,7 +38,9 @@ static void test_token_round_trip(void **state)
     strcpy(b, s);
     b[RDMA_TOKEN_LEN - 1] = '\0';
     assert_int_equal(rdma_token_decode(b, &u), -1);
-    snprintf(b, sizeof(b), "%sA", s);
+    memcpy(b, s, RDMA_TOKEN_LEN);
+    b[RDMA_TOKEN_LEN] = 'A';
+    b[RDMA_TOKEN_LEN + 1] = '\0';
     assert_int_equal(rdma_token_decode(b, &u), -1);
     strcpy(b, s);
     b[10] = '+';
