@@ -230,7 +230,7 @@ def test_session_visible_in_server_stats(rsrv):
     try:
         line = p.stdout.readline()
         assert line.startswith("TOKEN s3r1."), line + p.stderr.read()
-        assert stats_json(rsrv.srv)["rdma_sessions"] >= 1
+        assert stats_json(rsrv.srv)[1]["rdma_sessions"] >= 1
     finally:
         p.stdin.close()
         p.wait(30)
