@@ -995,7 +995,8 @@ static s3r_status_t get_token(s3r_client_t *c, const char *bucket, const char *k
     } else if (resp.status < 200 || resp.status > 299) {
         st = s3c_http_error(c, &resp, S3R_TRANSPORT_TOKEN, true);
         uint64_t need = tls_err.needed_bytes;
-        if (need == 0 && s3c_resp_header(&resp, "x-amz-rdma-required-bytes", v, sizeof(v)) == 0)
+        if (need == 0 && (s3c_resp_header(&resp, "x-amz-rdma-bytes-needed", v, sizeof(v)) == 0 ||
+                          s3c_resp_header(&resp, "x-amz-rdma-required-bytes", v, sizeof(v)) == 0))
             need = strtoull(v, NULL, 10);
         /* The server refuses a buffer smaller than the object with a 400;
          * if it did not say how much is needed, ask with a HEAD. */
