@@ -156,7 +156,8 @@ typedef struct s3r_error_info {
 
 /* Copies the calling thread's last error on client into *info_p. Returns
  * S3R_OK, or S3R_ERR_INVALID_ARG if this thread has no error recorded for
- * this client. */
+ * this client. With client NULL it gives the reason the thread's last
+ * s3r_client_create() failed (e.g. which setting or env variable is bad). */
 s3r_status_t s3r_client_last_error(const s3r_client_t *client, s3r_error_info_t *info_p);
 
 /* Counters since create; by the transport that actually carried the

@@ -92,7 +92,7 @@ static void set_status(s3r_status_t st)
 
 s3r_status_t s3r_client_last_error(const s3r_client_t *c, s3r_error_info_t *info_p)
 {
-    if (c == NULL || info_p == NULL || tls_err_client != c)
+    if (info_p == NULL || tls_err_client != c || (c == NULL && tls_err.status == S3R_OK))
         return S3R_ERR_INVALID_ARG;
     *info_p = tls_err;
     return S3R_OK;

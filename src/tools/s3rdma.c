@@ -260,8 +260,9 @@ int main(int argc, char **argv)
     s3r_client_t *c;
     s3r_status_t st = s3r_client_create(&cfg, &c);
     if (st != S3R_OK) {
-        fprintf(stderr, "%s: bad configuration: %s (check --endpoint, --rdma-endpoint and the "
-                        "RDMA_* environment)\n", prog, s3r_strerror(st));
+        s3r_error_info_t e;
+        fprintf(stderr, "%s: bad configuration: %s\n", prog,
+                s3r_client_last_error(NULL, &e) == S3R_OK ? e.message : s3r_strerror(st));
         return EXIT_USAGE;
     }
 

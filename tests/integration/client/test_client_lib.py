@@ -409,6 +409,24 @@ def test_cli(rsrv, tmp_path, transport):
     cli(rsrv, "stat", f"s3://{b}/x", transport=transport, check=3)
 
 
+def test_endpoint_failover(rsrv, rbucket):
+    """Several HTTP endpoints: a refused connection moves on to the next."""
+    dead = f"http://127.0.0.1:{free_port()}"
+    _, r, _ = run_driver(rsrv, "--transport", "http", "roundtrip", rbucket, 4096, MiB + 1,
+                         endpoint=f"{dead},{rsrv.endpoint}")
+    assert r["errors"] == 0
+
+
+def test_cli_bad_config(rsrv):
+    env = _clean_env({"AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b",
+                      "RDMA_THRESHOLD_BYTES": "lots"})
+    p = subprocess.run([str(CLI), "--endpoint", rsrv.endpoint, "ls"], capture_output=True,
+                       env=env)
+    assert p.returncode == 2 and b"RDMA_THRESHOLD_BYTES" in p.stderr, p.stderr
+    p = subprocess.run([str(CLI), "--endpoint", "ftp://x", "ls"], capture_output=True, env=env)
+    assert p.returncode == 2 and b"endpoint" in p.stderr, p.stderr
+
+
 def test_cli_usage(rsrv):
     p = subprocess.run([str(CLI), "--help"], capture_output=True)
     assert p.returncode == 0 and b"usage" in p.stdout
