@@ -235,6 +235,10 @@ s3_error_t s3_body_end(s3_req_t *req)
             char name[64];
             snprintf(name, sizeof(name), "x-amz-checksum-%s", ck_names[i]);
             expected = awschunk_trailer(req->chunked, name);
+            /* A checksum announced in x-amz-trailer must arrive in the trailer. */
+            const char *declared = s3_req_header(req, "x-amz-trailer");
+            if (!expected && declared && strcasecmp(declared, name) == 0)
+                return S3E_INCOMPLETE_BODY;
         }
         if (expected && strcmp(expected, computed) != 0)
             return S3E_CHECKSUM_MISMATCH;

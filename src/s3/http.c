@@ -513,14 +513,19 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         return MHD_YES;
     }
     if (*upload_data_size > 0) {
-        if (req->body_kind == S3_BODY_NONE) {
-            s3_reply_error(req, S3E_INVALID_REQUEST, "This operation takes no request body.");
-        } else {
+        /* libmicrohttpd accepts a response only before or after the body, so
+         * an error found mid-body is remembered, the rest of the body (bounded
+         * by Content-Length or the chunked framing) is discarded, and the
+         * error is the reply. Nothing is committed either way. */
+        if (req->body_kind == S3_BODY_NONE)
+            req->body_error = S3E_INVALID_REQUEST;
+        else
             s3_body_feed(req, upload_data, *upload_data_size);
-            if (req->body_error != S3E_NONE)
-                s3_reply_error(req, req->body_error, NULL);
-        }
         *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (req->body_kind == S3_BODY_NONE && req->body_error != S3E_NONE) {
+        s3_reply_error(req, req->body_error, "This operation takes no request body.");
         return MHD_YES;
     }
     finish_request(req);

@@ -364,7 +364,26 @@ static void list_mpu_begin(s3_req_t *req)
     elem(&xml, "Prefix", prefix ? prefix : "");
     buf_printf(&xml, "<MaxUploads>%ld</MaxUploads><IsTruncated>%s</IsTruncated>", max,
                more ? "true" : "false");
+    const char *delim = s3_req_query(req, "delimiter");
+    if (delim && *delim)
+        elem(&xml, "Delimiter", delim);
+    size_t plen = prefix ? strlen(prefix) : 0;
+    buf_t prefixes;
+    buf_init(&prefixes, 16 * 1024 * 1024);
+    char last_cp[S3R_MAX_KEY_BYTES + 8] = "";
     for (size_t i = 0; i < n; i++) {
+        /* Keys with the delimiter after the prefix roll up into CommonPrefixes. */
+        const char *hit = delim && *delim ? strstr(ups[i].key + plen, delim) : NULL;
+        if (hit) {
+            size_t cpl = (size_t)(hit - ups[i].key) + strlen(delim);
+            if (cpl < sizeof(last_cp) && !(strlen(last_cp) == cpl && strncmp(last_cp, ups[i].key, cpl) == 0)) {
+                snprintf(last_cp, sizeof(last_cp), "%.*s", (int)cpl, ups[i].key);
+                buf_append_str(&prefixes, "<CommonPrefixes>");
+                elem(&prefixes, "Prefix", last_cp);
+                buf_append_str(&prefixes, "</CommonPrefixes>");
+            }
+            continue;
+        }
         char date[32];
         s3_time_iso8601(ups[i].initiated_ms, date);
         buf_append_str(&xml, "<Upload>");
@@ -374,6 +393,8 @@ static void list_mpu_begin(s3_req_t *req)
         buf_printf(&xml, "<StorageClass>STANDARD</StorageClass><Initiated>%s</Initiated></Upload>",
                    date);
     }
+    buf_append(&xml, prefixes.data ? prefixes.data : "", prefixes.len);
+    buf_free(&prefixes);
     buf_append_str(&xml, "</ListMultipartUploadsResult>");
     stor_uploads_free(ups, n);
     s3_reply_xml(req, 200, &xml);

@@ -1675,6 +1675,24 @@ stor_status_t stor_mpu_complete(stor_t *st, const char *bucket, const char *key,
         s = STOR_ERR_NOMEM;
         goto fail;
     }
+    /* Every listed part must exist with its ETag (InvalidPart) before sizes
+     * are judged (EntityTooSmall), as S3 reports them. */
+    for (size_t i = 0; i < n; i++) {
+        const stor_part_rec_t *r =
+            bsearch(&parts[i].number, recs, n_recs, sizeof *recs, cmp_part_num);
+        if (!r || !etag_eq(parts[i].etag, r->part.etag)) {
+            s = STOR_ERR_INVALID_PART;
+            goto fail;
+        }
+    }
+    for (size_t i = 0; i + 1 < n; i++) {
+        const stor_part_rec_t *r =
+            bsearch(&parts[i].number, recs, n_recs, sizeof *recs, cmp_part_num);
+        if (r->part.size < S3R_MIN_PART_BYTES) {
+            s = STOR_ERR_PART_TOO_SMALL;
+            goto fail;
+        }
+    }
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) {
         const stor_part_rec_t *r =
@@ -1683,10 +1701,6 @@ stor_status_t stor_mpu_complete(stor_t *st, const char *bucket, const char *key,
             strlen(r->part.etag) != 2 * MD5_LEN ||
             hex_decode(r->part.etag, 2 * MD5_LEN, md5s + i * MD5_LEN, MD5_LEN) != 0) {
             s = STOR_ERR_INVALID_PART;
-            goto fail;
-        }
-        if (i + 1 < n && r->part.size < S3R_MIN_PART_BYTES) {
-            s = STOR_ERR_PART_TOO_SMALL;
             goto fail;
         }
         used[r - recs] = 1;
