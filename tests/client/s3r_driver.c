@@ -30,7 +30,8 @@ static s3r_client_t *cli;
 static int use_alloc, use_files;
 static uint64_t bufsize_opt;
 static uint64_t range_start, range_len;
-static s3r_status_t last_st = S3R_OK;
+static s3r_status_t last_st = S3R_OK; /* guarded by last_mu */
+static pthread_mutex_t last_mu = PTHREAD_MUTEX_INITIALIZER;
 
 #define CHECK(cond, ...)                                                                           \
     do {                                                                                           \
@@ -65,7 +66,9 @@ static int verify(const uint8_t *p, uint64_t n, unsigned seed, uint64_t base)
 static void explain(const char *what, s3r_status_t st)
 {
     s3r_error_info_t e;
+    pthread_mutex_lock(&last_mu);
     last_st = st;
+    pthread_mutex_unlock(&last_mu);
     if (s3r_client_last_error(cli, &e) == S3R_OK)
         fprintf(stderr, "%s: %s (%s) http=%d code=%s msg=%s needed=%llu\n", what,
                 s3r_status_name(st), s3r_strerror(st), e.http_status, e.code, e.message,
