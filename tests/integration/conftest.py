@@ -39,6 +39,9 @@ def _getaddrinfo(host, *args, **kwargs):
 
 
 socket.getaddrinfo = _getaddrinfo
+# Never send test traffic through a proxy.
+for _v in ("NO_PROXY", "no_proxy"):
+    os.environ[_v] = "127.0.0.1,localhost,.localhost"
 
 
 # --------------------------------------------------------------------------

@@ -106,7 +106,10 @@ class Server:
             if self.durability:
                 args += ["--durability", self.durability]
             args += self.extra_args
-            env = dict(os.environ if self.env is None else self.env)
+            if self.env is None:
+                env = {k: v for k, v in os.environ.items() if not k.startswith("S3RDMA_")}
+            else:
+                env = dict(self.env)
             self._log = open(self.log_path, "ab")
             self._log.write(("\n=== start: " + " ".join(args) + "\n").encode())
             self._log.flush()

@@ -215,15 +215,45 @@ def test_concurrent_clients(s3, make_client, bucket):
     assert s3.list_objects_v2(Bucket=bucket, Prefix="conc/")["KeyCount"] == 80
 
 
-def test_pipelined_requests_keepalive(server, s3, bucket):
+def _get_req(server, method, path, body=b""):
+    h = {"Host": server.host}
+    if method == "PUT":
+        h["Content-Length"] = str(len(body))
+    sign_headers(method, path, [], h, "UNSIGNED-PAYLOAD", *USERS[0])
+    return ("\r\n".join([f"{method} {path} HTTP/1.1"] + [f"{k}: {v}" for k, v in h.items()])
+            + "\r\n\r\n").encode() + body
+
+
+def test_keepalive_object_requests(server, s3, bucket):
+    """HTTP/1.1 persistent connections: several object requests on one socket, none of the
+    responses asks to close it."""
     s3.put_object(Bucket=bucket, Key="p1", Body=b"one")
-    s3.put_object(Bucket=bucket, Key="p2", Body=b"two")
-    import http.client
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-    for key, want in (("p1", b"one"), ("p2", b"two"), ("p1", b"one")):
-        headers = {"Host": server.host}
-        sign_headers("GET", f"/{bucket}/{key}", [], headers, "UNSIGNED-PAYLOAD", *USERS[0])
-        conn.request("GET", f"/{bucket}/{key}", headers=headers)
-        resp = conn.getresponse()
-        assert resp.status == 200 and resp.read() == want
-    conn.close()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        for method, key, body in (("GET", "p1", b""), ("PUT", "p2", b"two"), ("GET", "p2", b""),
+                                  ("GET", "p1", b""), ("GET", "", b"")):
+            path = f"/{bucket}/{key}" if key else f"/{bucket}"
+            sock.sendall(_get_req(server, method, path, body))
+            status, raw = recv_http_response(sock)
+            assert status == 200, (method, key, raw[:300])
+            head = raw.split(b"\r\n\r\n", 1)[0].lower()
+            assert b"connection: close" not in head, (method, key, raw[:400])
+            if method == "GET" and key:
+                assert raw.endswith(b"one" if key == "p1" else b"two")
+
+
+def test_pipelined_requests(server, s3, bucket):
+    """Two requests sent back to back before reading: both answered, in order."""
+    s3.put_object(Bucket=bucket, Key="pa", Body=b"AAA")
+    s3.put_object(Bucket=bucket, Key="pb", Body=b"BBB")
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(_get_req(server, "HEAD", f"/{bucket}/pa") + _get_req(server, "GET", f"/{bucket}/pb"))
+        data = b""
+        deadline = time.monotonic() + 10
+        while data.count(b"HTTP/1.1 200") < 2 or not data.endswith(b"BBB"):
+            if time.monotonic() > deadline:
+                break
+            d = sock.recv(65536)
+            if not d:
+                break
+            data += d
+    assert data.count(b"HTTP/1.1 200") == 2 and data.endswith(b"BBB"), data[:600]
