@@ -110,14 +110,14 @@ def make_server(tmp_path, request):
     request.node._s3r_servers = servers
 
     def factory(durability="relaxed", users=USERS, data_dir=None, env=None, extra_args=(),
-                config_extra="", start=True, name=None):
+                config_extra="", start=True, name=None, rdma_enabled=False):
         name = name or f"srv{len(servers)}"
         d = Path(data_dir) if data_dir else tmp_path / f"{name}-data"
         d.mkdir(parents=True, exist_ok=True)
         cfg = tmp_path / f"{name}-config.yaml"
         write_config(cfg, users=users, durability=durability, extra=config_extra)
         srv = Server(d, cfg, tmp_path / f"{name}.log", durability=durability,
-                     extra_args=extra_args, env=env)
+                     extra_args=extra_args, env=env, rdma_enabled=rdma_enabled)
         servers.append(srv)
         if start:
             srv.start()

@@ -103,6 +103,8 @@ class Server:
                     "--config", str(self.config_path), "--region", REGION,
                     "--rdma-enabled", "true" if self.rdma_enabled else "false",
                     "--log-level", "info"]
+            if self.rdma_enabled and not any(a == "--rdma-listen" for a in self.extra_args):
+                args += ["--rdma-listen", f"127.0.0.1:{free_port()}"]
             if self.durability:
                 args += ["--durability", self.durability]
             args += self.extra_args

@@ -1,0 +1,94 @@
+"""The HTTP side of the RDMA token path (DESIGN §7) as a plain S3 client sees it: with no
+usable RDMA session the server declines with 501 NotImplemented, never pretends success
+(no x-amz-rdma-reply), and authorization / existence errors come before any decline."""
+import base64
+import os
+
+import pytest
+
+from s3r_itest import USERS, new_bucket_name, raw_request
+
+FAKE_TOKEN = "s3r1." + base64.urlsafe_b64encode(os.urandom(48)).decode().rstrip("=")
+
+
+def token_put(server, bucket, key, token=FAKE_TOKEN, user=USERS[0], size=4096):
+    headers = {"x-amz-rdma-token": token, "x-amz-decoded-content-length": str(size)}
+    return raw_request(server, "PUT", f"/{bucket}/{key}", headers=headers, body=b"",
+                       payload_hash="UNSIGNED-PAYLOAD", user=user)
+
+
+def token_get(server, bucket, key, token=FAKE_TOKEN, user=USERS[0]):
+    return raw_request(server, "GET", f"/{bucket}/{key}", headers={"x-amz-rdma-token": token},
+                       payload_hash="UNSIGNED-PAYLOAD", user=user)
+
+
+@pytest.fixture(params=[False, True], ids=["rdma-off", "rdma-on-no-session"])
+def rdma_server(request, make_server):
+    srv = make_server(rdma_enabled=request.param, name="rdma" if request.param else "nordma")
+    return srv
+
+
+def _mk_bucket(srv):
+    name = new_bucket_name("tok")
+    assert raw_request(srv, "PUT", f"/{name}").status == 200
+    return name
+
+
+def test_token_put_declined(rdma_server):
+    srv = rdma_server
+    b = _mk_bucket(srv)
+    r = token_put(srv, b, "tok-obj")
+    assert r.status in (400, 501), r
+    if r.status == 501:
+        assert r.error_code() == "NotImplemented", r
+    assert "x-amz-rdma-reply" not in r.headers, r
+    assert raw_request(srv, "HEAD", f"/{b}/tok-obj").status == 404
+    # the same PUT re-sent with a body works
+    r = raw_request(srv, "PUT", f"/{b}/tok-obj", body=b"x" * 4096)
+    assert r.status == 200
+
+
+def test_token_get_declined_or_inline(rdma_server):
+    srv = rdma_server
+    b = _mk_bucket(srv)
+    data = os.urandom(3000)
+    assert raw_request(srv, "PUT", f"/{b}/obj", body=data).status == 200
+    r = token_get(srv, b, "obj")
+    assert r.status in (400, 501), r
+    assert "x-amz-rdma-reply" not in r.headers, r
+    if r.status == 501 and r.body and not r.body.startswith(b"<?xml"):
+        assert r.body == data  # a declined GET may carry the object
+
+
+def test_token_errors_before_decline(rdma_server):
+    srv = rdma_server
+    b = _mk_bucket(srv)
+    r = token_get(srv, b, "missing")
+    # with RDMA off the server may decline before looking the key up; never a fake success
+    assert (r.status, r.error_code()) in (((404, "NoSuchKey"), (501, "NotImplemented"))
+                                          if srv.rdma_enabled is False else ((404, "NoSuchKey"),)), r
+    r = token_get(srv, b, "missing", user=USERS[1])
+    assert r.status == 403 and r.error_code() == "AccessDenied", r
+    r = token_put(srv, b, "intruder", user=USERS[1])
+    assert r.status == 403 and r.error_code() == "AccessDenied", r
+    r = token_get(srv, "no-such-bucket-tok", "k")
+    assert r.status == 404 and r.error_code() == "NoSuchBucket", r
+
+
+def test_token_must_be_signed(make_server):
+    srv = make_server(rdma_enabled=True, name="rdma-signed")
+    b = _mk_bucket(srv)
+    assert raw_request(srv, "PUT", f"/{b}/obj", body=b"abc").status == 200
+    # sign the request, then add the token header afterwards: it is not in SignedHeaders
+    import http.client
+    from s3r_itest import sign_headers
+    headers = {"Host": srv.host}
+    sign_headers("GET", f"/{b}/obj", [], headers, "UNSIGNED-PAYLOAD", *USERS[0])
+    headers["x-amz-rdma-token"] = FAKE_TOKEN
+    conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+    conn.request("GET", f"/{b}/obj", headers=headers)
+    resp = conn.getresponse()
+    body = resp.read()
+    conn.close()
+    assert resp.status in (400, 403), (resp.status, body)
+    assert resp.getheader("x-amz-rdma-reply") is None
