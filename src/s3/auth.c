@@ -88,6 +88,10 @@ s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p)
     const char *amz_date;
     const char *payload_hash;
 
+    if (!authz && !presigned && s3_req_has_query(req, "AWSAccessKeyId")) {
+        *why_p = "Signature Version 2 is not supported; use AWS4-HMAC-SHA256 (s3v4) presigned URLs.";
+        return S3E_INVALID_REQUEST;
+    }
     if (!authz && !presigned) {
         *why_p = "Anonymous access is not allowed; sign the request with AWS Signature Version 4.";
         return S3E_ACCESS_DENIED;

@@ -28,6 +28,7 @@ static const char *const plain_params[] = {
     "X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Date", "X-Amz-Expires",
     "X-Amz-SignedHeaders", "X-Amz-Signature", "X-Amz-Security-Token", "X-Amz-Content-Sha256",
     "x-amz-checksum-mode", "uploads", "delete", "location", "optionalObjectAttributes",
+    "AWSAccessKeyId", "Signature", "Expires", /* SigV2 presigned: refused clearly by auth.c */
 };
 
 typedef struct query_cache {
@@ -476,6 +477,13 @@ static void finish_request(s3_req_t *req)
     }
 }
 
+static bool request_has_body(s3_req_t *req)
+{
+    const char *cl = s3_req_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    return s3_req_header(req, MHD_HTTP_HEADER_TRANSFER_ENCODING) ||
+           (cl && strspn(cl, "0") != strlen(cl));
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
                                  const char *method, const char *version, const char *upload_data,
                                  size_t *upload_data_size, void **con_cls)
@@ -504,8 +512,20 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
             s3_reply_error(req, S3E_SERVICE_UNAVAILABLE, NULL);
             return MHD_YES;
         }
-        start_request(req, url);
+        /* A response queued before libmicrohttpd has seen the end of the
+         * request makes it close the connection. So a request without a body
+         * is handled on the next call, keeping the connection alive; one with
+         * a body is checked now, so a refused upload is refused before the
+         * body is sent (no 100 Continue). */
+        if (request_has_body(req))
+            start_request(req, url);
+        else
+            req->deferred = true;
         return MHD_YES;
+    }
+    if (req->deferred) {
+        req->deferred = false;
+        start_request(req, url);
     }
     if (req->replied) {
         /* Discard the rest of a body we already answered. */

@@ -127,6 +127,7 @@ struct s3_req {
     s3_header_t headers[S3_MAX_RESPONSE_HEADERS];
     int n_headers;
     bool replied;
+    bool deferred; /* no body: routing and the operation wait for the next call */
 };
 
 /* ---- http.c: replying ---------------------------------------------------- */
