@@ -91,7 +91,7 @@ void hex_encode(const uint8_t *in, size_t len, char *out)
     out[2 * len] = '\0';
 }
 
-static int hex_value(char c)
+int hex_digit_value(char c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -107,7 +107,7 @@ int hex_decode(const char *in, size_t in_len, uint8_t *out, size_t out_len)
     if (in_len != 2 * out_len)
         return -1;
     for (size_t i = 0; i < out_len; i++) {
-        int hi = hex_value(in[2 * i]), lo = hex_value(in[2 * i + 1]);
+        int hi = hex_digit_value(in[2 * i]), lo = hex_digit_value(in[2 * i + 1]);
         if (hi < 0 || lo < 0)
             return -1;
         out[i] = (uint8_t)(hi << 4 | lo);

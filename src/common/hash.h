@@ -29,6 +29,9 @@ void digest_free(digest_t *d);
 uint32_t crc32_ieee_update(uint32_t crc, const void *data, size_t len);
 uint32_t crc32c_update(uint32_t crc, const void *data, size_t len);
 
+/* The value of one hex digit (either case), or -1. */
+int hex_digit_value(char c);
+
 /* Lower-case hex of len bytes into out (2*len+1 bytes, NUL-terminated). */
 void hex_encode(const uint8_t *in, size_t len, char *out);
 /* Decodes exactly out_len bytes from 2*out_len hex digits; -1 on bad input. */

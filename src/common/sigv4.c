@@ -44,17 +44,6 @@ int sigv4_uri_encode_path(const char *decoded_path, buf_t *out)
     return sigv4_uri_encode(decoded_path, strlen(decoded_path), false, out);
 }
 
-static int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Percent-decodes s[0..len) into tmp (reset first). '+' stays '+': S3
  * treats the query as RFC 3986, not as a form. */
 static int percent_decode(const char *s, size_t len, buf_t *tmp)
@@ -67,7 +56,7 @@ static int percent_decode(const char *s, size_t len, buf_t *tmp)
         if (c == '%') {
             if (len - i < 3)
                 return -1;
-            int hi = hex_digit(s[i + 1]), lo = hex_digit(s[i + 2]);
+            int hi = hex_digit_value(s[i + 1]), lo = hex_digit_value(s[i + 2]);
             if (hi < 0 || lo < 0)
                 return -1;
             c = (char)(hi << 4 | lo);
@@ -410,7 +399,7 @@ int sigv4_parse_authorization(const char *header_value, sigv4_auth_t *out)
             if (have_sig || vlen != 64)
                 return -1;
             for (size_t i = 0; i < 64; i++) {
-                int d = hex_digit(v[i]);
+                int d = hex_digit_value(v[i]);
                 if (d < 0)
                     return -1;
                 tmp.signature[i] = "0123456789abcdef"[d];

@@ -133,24 +133,13 @@ static awschunk_status_t fail(awschunk_t *d, awschunk_status_t st)
     return st;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Copies a 64-digit hex signature lower-cased; false if it is not one. */
 static bool take_sig(const char *s, size_t len, char out[AWSCHUNK_SIG_HEX + 1])
 {
     if (len != AWSCHUNK_SIG_HEX)
         return false;
     for (size_t i = 0; i < len; i++) {
-        int v = hexval(s[i]);
+        int v = hex_digit_value(s[i]);
         if (v < 0)
             return false;
         out[i] = "0123456789abcdef"[v];
@@ -211,7 +200,7 @@ static awschunk_status_t on_size_line(awschunk_t *d, const char *s, size_t len)
     uint64_t size = 0;
     size_t i = 0;
     for (; i < len; i++) {
-        int v = hexval(s[i]);
+        int v = hex_digit_value(s[i]);
         if (v < 0)
             break;
         if (size > (S3R_MAX_AWS_CHUNK >> 4))

@@ -1,5 +1,7 @@
 #include "s3/s3_util.h"
 
+#include "common/hash.h"
+
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,16 +71,6 @@ bool s3_utf8_valid(const char *s, size_t len)
     return true;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    c = (char)tolower((unsigned char)c);
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
 char *s3_url_decode(const char *src, size_t len, bool plus_is_space)
 {
     char *out = malloc(len + 1);
@@ -92,7 +84,7 @@ char *s3_url_decode(const char *src, size_t len, bool plus_is_space)
                 free(out);
                 return NULL;
             }
-            int h = hexval(src[i + 1]), l = hexval(src[i + 2]);
+            int h = hex_digit_value(src[i + 1]), l = hex_digit_value(src[i + 2]);
             if (h < 0 || l < 0 || (h == 0 && l == 0)) {
                 free(out);
                 return NULL;
