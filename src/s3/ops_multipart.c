@@ -89,16 +89,7 @@ static void upload_part_begin(s3_req_t *req)
 {
     if (!upload_check(req) || part_number(req) < 0)
         return;
-    req->rdma_token = s3_req_header(req, "x-amz-rdma-token");
-    if (req->rdma_token) {
-        if (!s3_token_precheck(req))
-            return;
-    } else {
-        req->body_kind = S3_BODY_OBJECT;
-    }
-    stor_status_t st = stor_writer_open(req->srv->cfg.store, req->bucket, &req->writer);
-    if (st != STOR_OK)
-        s3_reply_error(req, s3_error_from_stor(st), NULL);
+    s3_upload_begin(req);
 }
 
 static void commit_part(s3_req_t *req, stor_writer_t *w, const char *etag, bool copy)

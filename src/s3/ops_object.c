@@ -197,6 +197,11 @@ static void put_object_begin(s3_req_t *req)
         s3_reply_error(req, err, NULL);
         return;
     }
+    s3_upload_begin(req);
+}
+
+void s3_upload_begin(s3_req_t *req)
+{
     req->rdma_token = s3_req_header(req, "x-amz-rdma-token");
     if (req->rdma_token) {
         if (!s3_token_precheck(req))

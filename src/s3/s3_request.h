@@ -202,6 +202,10 @@ s3_error_t s3_copy_range(stor_reader_t *reader, uint64_t first, uint64_t len,
  * (else the 501 decline) and the token covered by the signature (else 403).
  * Replies and returns false when one fails. */
 bool s3_token_precheck(s3_req_t *req);
+/* Sets up receiving an object body for PutObject / UploadPart: over HTTP
+ * (req->body_kind) or, with x-amz-rdma-token, by RDMA in finish(). Opens
+ * req->writer. Replies on failure. */
+void s3_upload_begin(s3_req_t *req);
 /* Runs the token-path PUT (DESIGN.md §7) of the opened req->writer: pulls
  * the client's buffer through the body sink and verifies it. On failure
  * replies and returns false. */
