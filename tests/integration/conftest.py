@@ -86,6 +86,25 @@ def _require_binary():
         pytest.fail(f"s3rdmad binary not found at {BINARY}: run `make build` or set S3RDMAD")
 
 
+_SESSION = {}
+
+
+@pytest.fixture(autouse=True)
+def _session_server_watchdog():
+    """If the shared server died during a test, that test errors with the server's last words,
+    and the server is restarted (same data dir and port) so later tests still run."""
+    yield
+    srv = _SESSION.get("server")
+    if srv is None or srv.alive():
+        return
+    rc = srv.proc.returncode
+    tail = srv.log_tail(120)
+    srv._forget()
+    _SESSION["deaths"] = _SESSION.get("deaths", 0) + 1
+    srv.start(port=srv.port)
+    pytest.fail(f"s3rdmad died during this test (exit code {rc}); restarted it.\n{tail}")
+
+
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
     _require_binary()
@@ -96,10 +115,13 @@ def server(tmp_path_factory):
     write_config(cfg)
     srv = Server(data, cfg, base / "server.log", durability="relaxed")
     srv.start()
+    _SESSION["server"] = srv
     yield srv
+    _SESSION.pop("server", None)
     alive = srv.alive()
     rc = srv.stop()
     assert alive, f"s3rdmad died during the session\n{srv.log_tail()}"
+    assert not _SESSION.get("deaths"), f"s3rdmad died {_SESSION['deaths']} time(s) during the session"
     assert rc == 0, f"s3rdmad exited with {rc} on SIGTERM\n{srv.log_tail()}"
 
 

@@ -93,12 +93,12 @@ class Server:
     def host(self):
         return f"127.0.0.1:{self.port}"
 
-    def start(self, timeout=30.0):
+    def start(self, timeout=30.0, port=None):
         if not os.path.exists(BINARY):
             raise ServerStartError(f"server binary not found: {BINARY} (set S3RDMAD)")
         last_err = None
-        for _attempt in range(3):
-            self.port = free_port()
+        for attempt in range(3):
+            self.port = port if (port and attempt == 0) else free_port()
             args = [BINARY, "--data", str(self.data_dir), "--listen", f"127.0.0.1:{self.port}",
                     "--config", str(self.config_path), "--region", REGION,
                     "--rdma-enabled", "true" if self.rdma_enabled else "false",

@@ -149,6 +149,7 @@ def test_get_range_unsatisfiable(s3, obj1000, rng):
     with pytest.raises(ClientError) as ei:
         s3.get_object(Bucket=bucket, Key="r", Range=rng)
     assert_error(ei, "InvalidRange", 416)
+    assert ei.value.response["ResponseMetadata"]["HTTPHeaders"].get("content-range") == "bytes */1000"
 
 
 def test_get_range_on_head(s3, obj1000):

@@ -257,3 +257,23 @@ def test_pipelined_requests(server, s3, bucket):
                 break
             data += d
     assert data.count(b"HTTP/1.1 200") == 2 and data.endswith(b"BBB"), data[:600]
+
+
+def test_entity_too_large_rejected_up_front(server, s3, bucket):
+    """A PUT announcing more than 5 GiB is refused from its headers alone."""
+    head = signed_put_head(server, f"/{bucket}/huge", (5 << 30) + 1, extra={"Expect": "100-continue"})
+    status, raw = send_raw(server, head, timeout=10)
+    assert status == 400 and b"<Code>EntityTooLarge</Code>" in raw, raw[:500]
+    assert_absent(s3, bucket, "huge")
+
+
+def test_wrong_region_in_credential_scope(server, bucket):
+    r = raw_request(server, "GET", f"/{bucket}", headers={}, sign=False)
+    assert r.status == 403
+    from s3r_itest import amz_now, sha256_hex
+    headers = {"Host": server.host}
+    sign_headers("GET", f"/{bucket}", [], headers, sha256_hex(b""), *USERS[0], amz_date=amz_now(),
+                 region="eu-west-1")
+    r = raw_request(server, "GET", f"/{bucket}", headers=headers, sign=False)
+    assert r.status in (400, 403), r
+    assert r.error_code() in ("AuthorizationHeaderMalformed", "SignatureDoesNotMatch"), r
