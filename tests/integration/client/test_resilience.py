@@ -70,11 +70,38 @@ def clean_env(extra=None):
     return env
 
 
-def vm_rss(pid):
+def proc_status(pid):
+    """VmRSS, RssAnon, RssFile, RssShmem of pid, in bytes."""
+    out = {}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
+        name, _, rest = line.partition(":")
+        if name in ("VmRSS", "RssAnon", "RssFile", "RssShmem"):
+            out[name] = int(rest.split()[0]) * 1024
+    return out
+
+
+def vm_rss(pid):
+    return proc_status(pid)["VmRSS"]
+
+
+def quiet_rss(pid, window=1.0):
+    """The lowest VmRSS seen over `window` seconds (with its breakdown): transient
+    memory (an object being written, a dead session's mapping being torn down)
+    comes and goes; a leak stays in every sample."""
+    best = None
+    deadline = time.monotonic() + window
+    while True:
+        st = proc_status(pid)
+        if best is None or st["VmRSS"] < best["VmRSS"]:
+            best = st
+        if time.monotonic() >= deadline:
+            return best
+        time.sleep(0.05)
+
+
+def fmt_rss(st):
+    return (f"{st['VmRSS'] / MiB:.1f} MiB (anon {st.get('RssAnon', 0) / MiB:.1f}, file "
+            f"{st.get('RssFile', 0) / MiB:.1f}, shmem {st.get('RssShmem', 0) / MiB:.1f})")
 
 
 class Srv:
@@ -248,13 +275,15 @@ def test_kill9_clients_mid_transfer(ucx, tmp_path):
                 # Sample at a quiet point: the victims' sessions are gone (a
                 # same-host session may map the client's 64 MiB segment).
                 assert srv.wait_sessions(1) == 1
-                rss_warm = vm_rss(pid)
+                warm = quiet_rss(pid)
+                rss_warm = warm["VmRSS"]
         assert not load.failures, load.failures[:5]
 
         # Only the keeper's session is left.
         n = srv.wait_sessions(1)
         assert n == 1, f"rdma_sessions {n} after the loop (only the keeper should remain)"
-        rss_end = vm_rss(pid)  # same conditions as rss_warm
+        end = quiet_rss(pid)  # same conditions as rss_warm
+        rss_end = end["VmRSS"]
 
         keeper.stdin.write("quit\n")
         keeper.stdin.flush()
@@ -296,7 +325,7 @@ def test_kill9_clients_mid_transfer(ucx, tmp_path):
         run_victim_to_end(srv, "get", bucket, "big", 7)
         assert srv.wait_sessions(0) == 0
         assert srv.srv.alive(), srv.srv.log_tail()
-        rss_final = vm_rss(pid)
+        rss_final = quiet_rss(pid)["VmRSS"]
 
         log = srv.srv.log_text()
         failed_xfers = log.count("RDMA transfer failed")
@@ -304,8 +333,8 @@ def test_kill9_clients_mid_transfer(ucx, tmp_path):
               f"keeper token round trips ok {keeper_ok}, HTTP round trips ok {http_ok}; "
               f"sessions 0 after {settle:.1f} s; victim-put holds seed {found} "
               f"({'completed PUT' if found in put_done else 'killed PUT finished server-side'})")
-        print(f"[{ucx}] VmRSS after {WARMUP} kills {rss_warm / MiB:.1f} MiB, after "
-              f"{ITERATIONS} {rss_end / MiB:.1f} MiB (growth {(rss_end - rss_warm) / MiB:+.1f} "
+        print(f"[{ucx}] VmRSS after {WARMUP} kills {fmt_rss(warm)}, after "
+              f"{ITERATIONS} {fmt_rss(end)} (growth {(rss_end - rss_warm) / MiB:+.1f} "
               f"MiB), max {rss_max / MiB:.1f} MiB, all clients gone {rss_idle / MiB:.1f} MiB, "
               f"after the final round trip {rss_final / MiB:.1f} MiB; server log: "
               f"{log.count('session up')} sessions up, {failed_xfers} transfers failed "
