@@ -319,6 +319,29 @@ def signed_chunked_body(chunks, key, amz_date, scope, seed_sig, tamper_chunk=Non
     return bytes(out)
 
 
+def signed_chunked_trailer_body(chunks, key, amz_date, scope, seed_sig, trailers,
+                                tamper_trailer=False):
+    """STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER: signed chunks, then the trailer headers
+    and x-amz-trailer-signature over "name:value\\n" lines chained to the final chunk's."""
+    out = bytearray()
+    prev = seed_sig
+    for data in list(chunks) + [b""]:
+        sig = chunk_signature(key, amz_date, scope, prev, data)
+        prev = sig
+        out += f"{len(data):x};chunk-signature={sig}\r\n".encode() + data
+        if data:
+            out += b"\r\n"
+    canon = "".join(f"{n}:{v}\n" for n, v in trailers)
+    sts = "\n".join(["AWS4-HMAC-SHA256-TRAILER", amz_date, scope, prev, sha256_hex(canon.encode())])
+    tsig = hmac.new(key, sts.encode(), hashlib.sha256).hexdigest()
+    if tamper_trailer:
+        tsig = ("0" if tsig[0] != "0" else "1") + tsig[1:]
+    for n, v in trailers:
+        out += f"{n}:{v}\r\n".encode()
+    out += f"x-amz-trailer-signature:{tsig}\r\n\r\n".encode()
+    return bytes(out)
+
+
 def signed_chunked_length(sizes):
     n = 0
     for s in list(sizes) + [0]:

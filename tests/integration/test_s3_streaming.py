@@ -8,7 +8,7 @@ from botocore.exceptions import ClientError
 
 from s3r_itest import (USERS, amz_now, crc32_b64, crc32c_b64, raw_request, recv_http_response,
                        sha256_hex, sign_headers, signed_chunked_body, signed_chunked_length,
-                       unsigned_trailer_body, uri_encode)
+                       signed_chunked_trailer_body, unsigned_trailer_body, uri_encode)
 
 
 def put_signed_streaming(server, bucket, key, chunks, tamper_chunk=None, mutate=None,
@@ -90,6 +90,44 @@ def test_signed_streaming_malformed_framing(server, s3, bucket):
     assert r.status in (400, 403), r
     with pytest.raises(ClientError):
         s3.head_object(Bucket=bucket, Key="stream/framing")
+
+
+# ----------------------------------------------------------------- signed payload + trailer
+
+def put_signed_trailer(server, bucket, key, chunks, value, tamper_trailer=False):
+    amz_date = amz_now()
+    path = uri_encode(f"/{bucket}/{key}", encode_slash=False)
+    headers = {"Host": server.host, "Content-Encoding": "aws-chunked",
+               "x-amz-decoded-content-length": str(sum(map(len, chunks))),
+               "x-amz-trailer": "x-amz-checksum-crc32"}
+    sig, scope, key_bytes = sign_headers("PUT", path, [], headers,
+                                         "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER", *USERS[0],
+                                         amz_date=amz_date, signed_extra=("content-encoding",))
+    body = signed_chunked_trailer_body(chunks, key_bytes, amz_date, scope, sig,
+                                       [("x-amz-checksum-crc32", value)], tamper_trailer=tamper_trailer)
+    headers["Content-Length"] = str(len(body))
+    return raw_request(server, "PUT", f"/{bucket}/{key}", headers=headers, body=body, sign=False)
+
+
+def test_signed_streaming_with_trailer(server, s3, bucket):
+    chunks = [os.urandom(65536), os.urandom(777)]
+    data = b"".join(chunks)
+    r = put_signed_trailer(server, bucket, "strailer/ok", chunks, crc32_b64(data))
+    assert r.status == 200, r
+    h = s3.head_object(Bucket=bucket, Key="strailer/ok", ChecksumMode="ENABLED")
+    assert h.get("ChecksumCRC32") == crc32_b64(data)
+    assert s3.get_object(Bucket=bucket, Key="strailer/ok")["Body"].read() == data
+
+
+def test_signed_streaming_trailer_tampered(server, s3, bucket):
+    data = os.urandom(1000)
+    r = put_signed_trailer(server, bucket, "strailer/sig", [data], crc32_b64(data), tamper_trailer=True)
+    assert r.status == 403 and r.error_code() == "SignatureDoesNotMatch", r
+    r = put_signed_trailer(server, bucket, "strailer/ck", [data], crc32_b64(b"other"))
+    assert r.status == 400, r
+    for k in ("strailer/sig", "strailer/ck"):
+        with pytest.raises(ClientError):
+            s3.head_object(Bucket=bucket, Key=k)
 
 
 # ----------------------------------------------------------------- unsigned payload + trailer

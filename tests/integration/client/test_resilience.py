@@ -40,7 +40,8 @@ except ImportError:  # pragma: no cover
 
 import numpy as np  # noqa: E402
 
-HELPER = REPO_ROOT / "build" / "tests" / "s3r_tokhelper"
+# scripts/run-tests points S3RDMA_BUILD at build/ or build-asan/.
+HELPER = Path(os.environ.get("S3RDMA_BUILD", REPO_ROOT / "build")) / "tests" / "s3r_tokhelper"
 MiB = 1024 * 1024
 BIG = 64 * MiB
 ITERATIONS = int(os.environ.get("S3R_KILL_ITERATIONS", "100"))

@@ -31,7 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from s3r_itest import (REPO_ROOT, USERS, Server, free_port, raw_request,  # noqa: E402
                        stats_json, write_config)
 
-HELPER = REPO_ROOT / "build" / "tests" / "s3r_tokhelper"
+# scripts/run-tests points S3RDMA_BUILD at build/ or build-asan/.
+HELPER = Path(os.environ.get("S3RDMA_BUILD", REPO_ROOT / "build")) / "tests" / "s3r_tokhelper"
 UCX_ENVS = {"ucx-default": {}, "ucx-tcp": {"UCX_TLS": "tcp"}}
 BUF = 64 * 1024
 
