@@ -121,7 +121,7 @@ def server(tmp_path_factory):
     alive = srv.alive()
     rc = srv.stop()
     assert alive, f"s3rdmad died during the session\n{srv.log_tail()}"
-    assert not _SESSION.get("deaths"), f"s3rdmad died {_SESSION['deaths']} time(s) during the session"
+    # (a death during the session already failed the test it happened in: see the watchdog)
     assert rc == 0, f"s3rdmad exited with {rc} on SIGTERM\n{srv.log_tail()}"
 
 

@@ -210,6 +210,7 @@ def test_kill9_clients_mid_transfer(ucx, tmp_path):
     pid = srv.srv.proc.pid
     keeper = None
     load = None
+    p = None
     try:
         bucket = "res-" + uuid.uuid4().hex[:12]
         boto(srv).create_bucket(Bucket=bucket)
@@ -354,9 +355,10 @@ def test_kill9_clients_mid_transfer(ucx, tmp_path):
         if load is not None:
             load.stop_ev.set()
             load.join(30)
-        if keeper is not None and keeper.poll() is None:
-            keeper.kill()
-            keeper.wait()
+        for proc in (keeper, p):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
         alive = srv.srv.alive()
         rc = srv.srv.stop()
     assert alive, f"s3rdmad died\n{srv.srv.log_tail()}"
