@@ -277,3 +277,57 @@ def test_wrong_region_in_credential_scope(server, bucket):
     r = raw_request(server, "GET", f"/{bucket}", headers=headers, sign=False)
     assert r.status in (400, 403), r
     assert r.error_code() in ("AuthorizationHeaderMalformed", "SignatureDoesNotMatch"), r
+
+
+def test_nul_in_key_does_not_alias(server, s3, bucket):
+    """The index is keyed by bucket \\0 key: a NUL inside a key must be refused or kept
+    distinct, never truncate onto another key."""
+    s3.put_object(Bucket=bucket, Key="n", Body=b"original")
+    r = raw_request(server, "PUT", f"/{bucket}/n\x00evil", body=b"EVIL")
+    assert r.status in (200, 400), r
+    assert s3.get_object(Bucket=bucket, Key="n")["Body"].read() == b"original"
+    r = raw_request(server, "PUT", f"/{bucket}\x00x/n", body=b"EVIL2")
+    assert r.status in (400, 403, 404), r
+    assert s3.get_object(Bucket=bucket, Key="n")["Body"].read() == b"original"
+    # listing is still well-formed XML
+    raw = raw_request(server, "GET", f"/{bucket}")
+    assert raw.status == 200
+    raw.xml()
+
+
+def test_invalid_utf8_key(server, s3, bucket):
+    import http.client
+    path = f"/{bucket}/bad%FF%FEutf8"
+    headers = {"Host": server.host, "Content-Length": "1"}
+    sign_headers("PUT", path, [], headers, "UNSIGNED-PAYLOAD", *USERS[0])
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    conn.request("PUT", path, body=b"x", headers=headers)
+    resp = conn.getresponse()
+    resp.read()
+    conn.close()
+    assert resp.status in (200, 400), resp.status
+    r = raw_request(server, "GET", f"/{bucket}")
+    assert r.status == 200
+    r.xml()  # whatever was stored, the listing must stay valid XML
+    r = raw_request(server, "GET", f"/{bucket}", query=[("list-type", "2"), ("encoding-type", "url")])
+    assert r.status == 200
+    r.xml()
+    assert_still_serving(s3, bucket)
+
+
+@pytest.mark.parametrize("path", [
+    b"/../../../../etc/passwd",
+    b"/%2e%2e/%2e%2e/%2e%2e/etc/passwd",
+    b"/BUCKET/../../../../etc/passwd",
+    b"/BUCKET/%2e%2e%2f%2e%2e%2f%2e%2e%2f%2e%2e%2fetc%2fpasswd",
+    b"/BUCKET/..%2f.s3rdma%2fcredentials",
+])
+def test_path_traversal(server, bucket, path):
+    path = path.replace(b"BUCKET", bucket.encode())
+    headers = {"Host": server.host}
+    sign_headers("GET", path.decode(), [], headers, "UNSIGNED-PAYLOAD", *USERS[0])
+    req = b"GET " + path + b" HTTP/1.1\r\n" + b"".join(
+        f"{k}: {v}\r\n".encode() for k, v in headers.items()) + b"\r\n"
+    status, raw = send_raw(server, req)
+    assert status is None or status in (400, 403, 404), raw[:400]
+    assert b"root:" not in raw and b"secret" not in raw
