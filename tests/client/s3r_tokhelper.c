@@ -69,8 +69,8 @@ static void explain(const char *what, s3r_status_t st)
 {
     s3r_error_info_t e;
     if (s3r_client_last_error(cli, &e) == S3R_OK)
-        fprintf(stderr, "%s: %s http=%d code=%s msg=%s\n", what, s3r_status_name(st),
-                e.http_status, e.code, e.message);
+        fprintf(stderr, "%s: %s http=%d code=%s msg=%s\n", what, s3r_status_name(st), e.http_status,
+                e.code, e.message);
     else
         fprintf(stderr, "%s: %s\n", what, s3r_status_name(st));
 }
@@ -158,8 +158,8 @@ static int do_victim(int argc, char **argv)
     return st == S3R_OK ? 0 : 1;
 }
 
-static int keeper_rt(const char *bucket, const char *key, uint64_t size, uint64_t seed,
-                     char *why, size_t why_len)
+static int keeper_rt(const char *bucket, const char *key, uint64_t size, uint64_t seed, char *why,
+                     size_t why_len)
 {
     uint8_t *a = malloc(size ? size : 1), *b = malloc(size + 1);
     int rc = -1;
