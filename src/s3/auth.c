@@ -172,6 +172,13 @@ s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p)
         *why_p = "The credential scope service must be 's3'.";
         return presigned ? S3E_AUTH_QUERY_ERROR : S3E_MALFORMED_AUTH;
     }
+    if (strcmp(auth.region, req->srv->cfg.region) != 0) {
+        static __thread char msg[256];
+        snprintf(msg, sizeof(msg), "The authorization header is malformed; the region '%.64s' is "
+                 "wrong; expecting '%.64s'", auth.region, req->srv->cfg.region);
+        *why_p = msg;
+        return presigned ? S3E_AUTH_QUERY_ERROR : S3E_MALFORMED_AUTH;
+    }
     const s3_user_t *user = find_user(req, auth.access_key);
     if (!user)
         return S3E_INVALID_ACCESS_KEY;

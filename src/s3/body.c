@@ -90,8 +90,14 @@ s3_error_t s3_body_begin(s3_req_t *req)
     } else if (!te && req->body_kind == S3_BODY_OBJECT) {
         return S3E_MISSING_CONTENT_LENGTH;
     }
-    if (req->declared_len != UINT64_MAX && req->declared_len > req->body_limit)
-        return req->body_kind == S3_BODY_XML ? S3E_MALFORMED_XML : S3E_ENTITY_TOO_LARGE;
+    if (req->declared_len != UINT64_MAX && req->declared_len > req->body_limit) {
+        /* An object over 5 GiB is refused from its headers. An oversized XML
+         * body is read and discarded first, so the client (still sending)
+         * gets the error instead of a reset connection. */
+        if (req->body_kind != S3_BODY_XML)
+            return S3E_ENTITY_TOO_LARGE;
+        req->body_error = S3E_MALFORMED_XML;
+    }
 
     req->md5 = digest_md5_new();
     if (!req->md5)

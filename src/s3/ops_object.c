@@ -302,13 +302,16 @@ static void get_object_begin(s3_req_t *req)
 {
     if (!s3_bucket_authorize(req, req->bucket))
         return;
-    req->rdma_token = s3_req_header(req, "x-amz-rdma-token");
-    if (req->rdma_token && !s3_token_precheck(req))
-        return;
     stor_reader_t *reader = NULL;
     stor_status_t st = stor_reader_open(req->srv->cfg.store, req->bucket, req->key, &reader);
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
+        return;
+    }
+    /* After the lookup: a missing key is a 404, never mistaken for a decline. */
+    req->rdma_token = s3_req_header(req, "x-amz-rdma-token");
+    if (req->rdma_token && !s3_token_precheck(req)) {
+        stor_reader_close(reader);
         return;
     }
     const stor_meta_t *meta = stor_reader_meta(reader);
@@ -358,8 +361,8 @@ static void get_object_begin(s3_req_t *req)
             status = 206;
             break;
         case S3_RANGE_UNSATISFIABLE:
-            stor_reader_close(reader);
             s3_reply_headerf(req, "Content-Range", "bytes */%" PRIu64, meta->size);
+            stor_reader_close(reader); /* meta belongs to the reader */
             s3_reply_error(req, S3E_INVALID_RANGE, NULL);
             return;
         case S3_RANGE_NONE:
