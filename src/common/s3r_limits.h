@@ -4,7 +4,10 @@
 #define S3R_COMMON_LIMITS_H
 
 /* HTTP */
-#define S3R_MAX_HEADER_BYTES      (64 * 1024)  /* request line + headers: 431 / 400 */
+#define S3R_MAX_HEADER_BYTES      (16 * 1024)  /* request line + headers (S3 allows 8 KiB): 431 / 400 */
+#define S3R_HTTP_POOL_BYTES       (S3R_MAX_HEADER_BYTES + 16 * 1024) /* per-connection memory:
+                                               headers + read buffer; libmicrohttpd clears it
+                                               per request, so it stays small */
 #define S3R_MAX_CONNECTIONS       1024         /* further connections are refused */
 #define S3R_CONNECTION_TIMEOUT_S  60           /* idle connection closed after this */
 #define S3R_SHUTDOWN_GRACE_S      10           /* in-flight requests get this long on SIGTERM */

@@ -25,6 +25,28 @@ static const s3_user_t *find_user(const s3_req_t *req, const char *access_key)
 }
 
 /* Rebuilds the raw query string ("a=1&b") from MHD's argument list. */
+/* The signing key depends only on (secret, date, region, service), so each
+ * connection thread keeps the last one it derived: four HMACs saved on every
+ * request but the first of the day. */
+static void signing_key_cached(const s3_user_t *user, const sigv4_auth_t *auth,
+                               uint8_t key[SHA256_LEN])
+{
+    static __thread struct {
+        const s3_user_t *user;
+        char date8[9];
+        char region[64];
+        uint8_t key[SHA256_LEN];
+    } cache;
+    if (cache.user != user || strcmp(cache.date8, auth->date8) != 0 ||
+        strcmp(cache.region, auth->region) != 0) {
+        sigv4_signing_key(user->secret_key, auth->date8, auth->region, auth->service, cache.key);
+        cache.user = user;
+        snprintf(cache.date8, sizeof(cache.date8), "%s", auth->date8);
+        snprintf(cache.region, sizeof(cache.region), "%s", auth->region);
+    }
+    memcpy(key, cache.key, SHA256_LEN);
+}
+
 static enum MHD_Result append_query_arg(void *cls, enum MHD_ValueKind kind, const char *key,
                                         size_t key_size, const char *value, size_t value_size)
 {
@@ -252,8 +274,7 @@ s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p)
             sigv4_string_to_sign(amz_date, auth.scope, creq.data, creq.len, &sts) != 0) {
             err = S3E_INVALID_REQUEST;
         } else {
-            sigv4_signing_key(user->secret_key, auth.date8, auth.region, auth.service,
-                              req->signing_key);
+            signing_key_cached(user, &auth, req->signing_key);
             sigv4_sign(req->signing_key, sts.data, sts.len, sig);
             if (!ct_equal(sig, auth.signature, 64))
                 err = S3E_SIGNATURE_MISMATCH;

@@ -636,6 +636,8 @@ s3_server_t *s3_server_start(const s3_server_config_t *cfg)
         free(srv);
         return NULL;
     }
+    /* One thread per connection, each waiting in poll() (cheaper than the
+     * default select() for one descriptor). */
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_USE_TURBO;
     if (ai->ai_family == AF_INET6)
@@ -645,7 +647,7 @@ s3_server_t *s3_server_start(const s3_server_config_t *cfg)
         MHD_OPTION_SOCK_ADDR, ai->ai_addr,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
         MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(S3R_MAX_HEADER_BYTES + 32 * 1024),
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)S3R_HTTP_POOL_BYTES,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)S3R_MAX_CONNECTIONS,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)S3R_CONNECTION_TIMEOUT_S,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,

@@ -317,9 +317,6 @@ def test_out_of_region_is_4xx(tsrv):
         _check_out_of_region(tsrv, b, h, orig, {n: cases[n] for n in OOR_CASES})
 
 
-@pytest.mark.xfail(strict=True, reason="server bug: rdma_token_decode() rejects a span that "
-                   "wraps past 2^64 as a malformed token, so it is declined (501) instead of "
-                   "refused as outside the region (400); docs/protocol.md §2 and DESIGN §7")
 def test_wrapping_span_is_4xx(tsrv):
     b = mkbucket(tsrv)
     http_put(tsrv, b, "small", os.urandom(16))
