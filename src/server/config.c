@@ -7,6 +7,8 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "common/size.h"
+
 /* One table drives defaults, the file keys, the environment and the flags. */
 typedef struct setting {
     const char *key;   /* YAML path: "durability", "rdma.listen" */
@@ -30,9 +32,17 @@ static const setting_t settings[] = {
     {"rdma.enabled", "rdma-enabled", "S3RDMA_RDMA_ENABLED", "true", OFF(rdma_enabled),
      "true or false: the RDMA session port and the token path"},
     {"rdma.listen", "rdma-listen", "S3RDMA_RDMA_LISTEN", "", OFF(rdma_listen),
-     "RDMA session address HOST:PORT (default: the HTTP host, port 9100)"},
+     "RDMA session address HOST:PORT (default: the HTTP host and rdma.port)"},
+    {"rdma.port", "rdma-port", "S3RDMA_RDMA_PORT", "9100", OFF(rdma_port),
+     "RDMA session port when rdma.listen is not given"},
     {"rdma.workers", "rdma-workers", "S3RDMA_RDMA_WORKERS", "0", OFF(rdma_workers),
      "RDMA progress threads (0 = one per core)"},
+    {"rdma.max_sessions", "rdma-max-sessions", "S3RDMA_RDMA_MAX_SESSIONS", "256",
+     OFF(rdma_max_sessions), "RDMA sessions at once; further handshakes are refused"},
+    {"rdma.staging", "rdma-staging", "S3RDMA_RDMA_STAGING", "64MiB", OFF(rdma_staging),
+     "registered staging memory for the data mover"},
+    {"rdma.chunk", "rdma-chunk", "S3RDMA_RDMA_CHUNK", "1MiB", OFF(rdma_chunk),
+     "data mover pipeline chunk (staging is split into chunks of this size)"},
 };
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
 
@@ -327,6 +337,35 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
     }
     if (*cfg->rdma_listen && server_parse_hostport(cfg->rdma_listen, host, sizeof(host), &port) != 0) {
         fprintf(stderr, "s3rdmad: rdma listen address must be HOST:PORT, not '%s'\n", cfg->rdma_listen);
+        return -1;
+    }
+    uint64_t v;
+    char *end;
+    long n = strtol(cfg->rdma_port, &end, 10);
+    if (*end || n < 0 || n > 65535) {
+        fprintf(stderr, "s3rdmad: rdma port must be 0-65535, not '%s'\n", cfg->rdma_port);
+        return -1;
+    }
+    n = strtol(cfg->rdma_workers, &end, 10);
+    if (*end || n < 0 || n > 256) {
+        fprintf(stderr, "s3rdmad: rdma workers must be 0-256, not '%s'\n", cfg->rdma_workers);
+        return -1;
+    }
+    n = strtol(cfg->rdma_max_sessions, &end, 10);
+    if (*end || n < 1 || n > 65536) {
+        fprintf(stderr, "s3rdmad: rdma max_sessions must be 1-65536, not '%s'\n",
+                cfg->rdma_max_sessions);
+        return -1;
+    }
+    uint64_t chunk;
+    if (size_parse(cfg->rdma_chunk, &chunk) != 0 || chunk < 4096 || chunk > (64ULL << 20)) {
+        fprintf(stderr, "s3rdmad: rdma chunk must be a size from 4KiB to 64MiB, not '%s'\n",
+                cfg->rdma_chunk);
+        return -1;
+    }
+    if (size_parse(cfg->rdma_staging, &v) != 0 || v < 2 * chunk || v > (64ULL << 30)) {
+        fprintf(stderr, "s3rdmad: rdma staging must be a size of at least two chunks and at "
+                        "most 64GiB, not '%s'\n", cfg->rdma_staging);
         return -1;
     }
     return 0;

@@ -13,6 +13,7 @@
 #include "common/hash.h"
 #include "common/log.h"
 #include "common/s3r_limits.h"
+#include "common/size.h"
 #include "rdma/rdma_server.h"
 #include "s3/s3_server.h"
 #include "server/config.h"
@@ -166,13 +167,21 @@ int main(int argc, char **argv)
     if (strcmp(cfg.rdma_enabled, "true") == 0) {
         if (*cfg.rdma_listen)
             server_parse_hostport(cfg.rdma_listen, rdma_host, sizeof(rdma_host), &rdma_port);
-        else
+        else {
             snprintf(rdma_host, sizeof(rdma_host), "%s", host);
+            rdma_port = atoi(cfg.rdma_port);
+        }
         rdma_server_config_t rc_cfg;
+        uint64_t staging, chunk;
+        size_parse(cfg.rdma_staging, &staging); /* validated by server_config_load */
+        size_parse(cfg.rdma_chunk, &chunk);
         rdma_server_config_defaults(&rc_cfg);
         rc_cfg.listen_host = rdma_host;
         rc_cfg.port = rdma_port;
         rc_cfg.n_workers = atoi(cfg.rdma_workers);
+        rc_cfg.max_sessions = (unsigned)atoi(cfg.rdma_max_sessions);
+        rc_cfg.staging_bytes = (size_t)staging;
+        rc_cfg.chunk_bytes = (size_t)chunk;
         rc_cfg.lookup_secret = lookup_secret;
         rc_cfg.lookup_ctx = &cfg;
         if (rdma_server_start(&rc_cfg, &rdma) != 0) {
