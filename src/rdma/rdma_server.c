@@ -1366,10 +1366,14 @@ static int chunk_wait(rdma_xfer_t *x, rchunk_t *c, uint64_t deadline_ms)
             log_warn("rdma: transfer timed out");
             return -1;
         }
+        /* Spin briefly (shared-memory transfers finish within microseconds),
+         * then back off: on a slow transport (TCP emulating RMA) spinning
+         * threads would starve the peers whose progress the transfer needs. */
         if (ucp_worker_progress(x->s->worker)) {
             idle = 0;
-        } else if (++idle > 2000) {
-            struct timespec ts = {0, 20000};
+        } else if (++idle > 200) {
+            long ns = 10000L << (idle - 200 < 5 ? idle - 200 : 5); /* 10 us .. 320 us */
+            struct timespec ts = {0, ns};
             nanosleep(&ts, NULL);
         }
     }
