@@ -228,6 +228,13 @@ int main(int argc, char **argv)
         printf("\ntry it:\n  AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s \\\n"
                "    aws --endpoint-url http://%s:%d --region %s s3 mb s3://demo\n",
                cfg.users[0].access_key, cfg.users[0].secret_key, shown_host, port, cfg.region);
+        if (rdma)
+            printf("and over RDMA (the token path), with the s3rdma CLI:\n"
+                   "  AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s \\\n"
+                   "    build/s3rdma --endpoint http://%s:%d --rdma-endpoint %s:%d --transport token \\\n"
+                   "    put README.md s3://demo/readme\n",
+                   cfg.users[0].access_key, cfg.users[0].secret_key, shown_host, port,
+                   strcmp(rdma_host, "0.0.0.0") == 0 ? "127.0.0.1" : rdma_host, rdma_port);
     } else {
         printf("  users:      ");
         for (size_t i = 0; i < cfg.n_users; i++)
