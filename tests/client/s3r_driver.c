@@ -8,6 +8,9 @@
  *   s3r_driver [options] list BUCKET                  pagination / delimiter checks
  *   s3r_driver [options] errors BUCKET                error mapping checks
  *   s3r_driver [options] token SIZE                   print a token, hold the session until EOF
+ *   s3r_driver [options] twice BUCKET KEY SIZE        put+get+verify, print "PAUSED" and wait
+ *                                                     for a line on stdin, then put+get+verify
+ *                                                     again (for killing the session between)
  *
  * options: --transport T, --no-fallback, --threshold N, --part-size N,
  *          --alloc (use s3r_buf_alloc buffers), --bufsize N (GET buffer size),
@@ -391,6 +394,14 @@ int main(int argc, char **argv)
         }
         s3r_buf_unregister(cli, p);
         free(p);
+    } else if (strcmp(cmd, "twice") == 0 && argc == 4) {
+        uint64_t n = strtoull(argv[3], NULL, 0);
+        rc = do_put(argv[1], argv[2], n, 1) || do_get(argv[1], argv[2], n, 1);
+        printf("PAUSED rc=%d\n", rc);
+        fflush(stdout);
+        char line[64];
+        if (rc == 0 && fgets(line, sizeof(line), stdin) != NULL)
+            rc = do_put(argv[1], argv[2], n, 2) || do_get(argv[1], argv[2], n, 2);
     } else if (strcmp(cmd, "list") == 0 && argc == 2)
         rc = do_list(argv[1]);
     else if (strcmp(cmd, "errors") == 0 && argc == 2)
