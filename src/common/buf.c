@@ -38,6 +38,9 @@ int buf_reserve(buf_t *b, size_t extra)
     char *p = realloc(b->data, cap);
     if (!p)
         return -1;
+    /* Keep the buffer a C string even when reserving is all that happens
+     * (a first reserve would otherwise leave uninitialised storage). */
+    p[b->len] = '\0';
     b->data = p;
     b->cap = cap;
     return 0;

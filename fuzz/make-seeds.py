@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora in fuzz/corpus/<target>/. Rerun after changing a
+wire format; the files are committed, so this is only needed to regenerate.
+Signed aws-chunked seeds are signed with the same fixed key, date, scope and
+seed signatures as fuzz_awschunked.c (the S3 documentation's example), and
+the generator checks itself against the documentation's first chunk
+signature."""
+import base64
+import hashlib
+import hmac
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+DATE = "20130524T000000Z"
+SCOPE = "20130524/us-east-1/s3/aws4_request"
+SEED = "4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80a0a9"
+T_SEED = "106e2a8a18243abcf37539882f36619c00e2dfc72633413f02d3b74544bfeb8e"
+EMPTY = hashlib.sha256(b"").hexdigest()
+
+
+def hm(k, m):
+    return hmac.new(k, m.encode() if isinstance(m, str) else m, hashlib.sha256).digest()
+
+
+KEY = hm(hm(hm(hm(("AWS4" + SECRET).encode(), "20130524"), "us-east-1"), "s3"), "aws4_request")
+
+
+def chunk_sig(prev, chunk):
+    sts = "\n".join(["AWS4-HMAC-SHA256-PAYLOAD", DATE, SCOPE, prev, EMPTY,
+                     hashlib.sha256(chunk).hexdigest()])
+    return hm(KEY, sts).hex()
+
+
+def trailer_sig(prev, canon):
+    sts = "\n".join(["AWS4-HMAC-SHA256-TRAILER", DATE, SCOPE, prev,
+                     hashlib.sha256(canon).hexdigest()])
+    return hm(KEY, sts).hex()
+
+
+assert chunk_sig(SEED, b"a" * 65536) == \
+    "ad80c730a21e5b8d04586a2213dd63b9a0e99e0e2307b0ade35a65485a288648"
+
+
+def signed_body(chunks, trailers=None):
+    prev = T_SEED if trailers is not None else SEED
+    out = b""
+    for c in chunks + [b""]:
+        prev = chunk_sig(prev, c)
+        out += b"%x;chunk-signature=%s\r\n" % (len(c), prev.encode()) + c
+        if c:
+            out += b"\r\n"
+    if trailers is not None:
+        canon = b"".join(b"%s:%s\n" % (n, v) for n, v in trailers)
+        for n, v in trailers:
+            out += b"%s:%s\r\n" % (n, v)
+        out += b"x-amz-trailer-signature:%s\r\n" % trailer_sig(prev, canon).encode()
+    return out + b"\r\n"
+
+
+def unsigned_body(chunks, trailers):
+    out = b""
+    for c in chunks + [b""]:
+        out += b"%x\r\n" % len(c) + c
+        if c:
+            out += b"\r\n"
+    for n, v in trailers:
+        out += b"%s:%s\r\n" % (n, v)
+    return out + b"\r\n"
+
+
+def frame(type_, payload):
+    return struct.pack(">IBBH", 0x53335253, 1, type_, 0) + payload
+
+
+def s16(b):
+    return struct.pack(">H", len(b)) + b
+
+
+def b32(b):
+    return struct.pack(">I", len(b)) + b
+
+
+CRC = [(b"x-amz-checksum-crc32c", b"sOO8/Q==")]
+SEEDS = {
+    "awschunked": [
+        b"\x80" + signed_body([b"hello world"]),
+        b"\x10" + signed_body([b"a" * 300, b"b" * 17]),
+        b"\xff" + signed_body([b"xyz"], CRC),
+        b"\x40" + signed_body([b"abc", b"d"], [(b"x-amz-checksum-sha256", b"47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=")]),
+        b"\x80" + unsigned_body([b"hello world"], CRC),
+        b"\x05" + unsigned_body([b"a" * 100, b"bc"], [(b"x-amz-checksum-crc32", b"AAAAAA==")]),
+        b"\x00" + b"0\r\n\r\n",
+    ],
+    "xml_in": [
+        b'<?xml version="1.0" encoding="UTF-8"?>\n<CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+        b'<Part><ETag>"a54357aff0632cce46d942af68356b38"</ETag><PartNumber>1</PartNumber></Part>'
+        b'<Part><ETag>"0c78aef83f66abc1fa1e8477f296d394"</ETag><PartNumber>2</PartNumber></Part>'
+        b"</CompleteMultipartUpload>",
+        b"<CompleteMultipartUpload><Part><PartNumber>10000</PartNumber><ETag>e</ETag>"
+        b"<ChecksumCRC32>AAAAAA==</ChecksumCRC32></Part></CompleteMultipartUpload>",
+        b'<?xml version="1.0" encoding="UTF-8"?>\n<Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+        b"<Quiet>true</Quiet><Object><Key>sample1.txt</Key></Object>"
+        b"<Object><Key>a &amp; b/&#x4e2d;</Key><VersionId>null</VersionId></Object></Delete>",
+        b"<Delete><Object><Key> spaced </Key></Object></Delete>",
+        b'<CreateBucketConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+        b"<LocationConstraint>us-west-2</LocationConstraint></CreateBucketConfiguration>",
+        b"<CreateBucketConfiguration/>",
+    ],
+    "sigv4": [
+        b"AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, "
+        b"SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, "
+        b"Signature=fe5f80f77d5fa3beca038a248ff027d0445342fe2855ddc963176630326f1024",
+        b"AWS4-HMAC-SHA256 Credential=AK/20240101/us-east-1/s3/aws4_request,SignedHeaders=host,"
+        b"Signature=0000000000000000000000000000000000000000000000000000000000000000",
+        b"AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request",
+        b"X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request"
+        b"&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404",
+        b"list-type=2&prefix=a%20b&delimiter=/&max-keys=10&uploads&b=2&a=1",
+        b"/bucket/a b/c~d/%/\xe4\xb8\xad",
+        b"20130524T000000Z",
+        b"20240229T235959Z",
+    ],
+    "s3_util": [
+        b"\x00" * 7 + b"\x64" + b"bytes=0-9",
+        b"\x00" * 7 + b"\x64" + b"bytes=-5",
+        b"\x01\x00\x00\x00\x00\x00\x10\x00" + b"bytes=10-",
+        b"\x00" * 7 + b"\x10" + b"bytes=0-1,3-4",
+        b"\x00" * 8 + b"a%20b+c%2Fd",
+        b"\x00" * 8 + b"Sun, 06 Nov 1994 08:49:37 GMT",
+        b"\x00" * 8 + b"Sunday, 06-Nov-94 08:49:37 GMT",
+        b"\x00" * 8 + b"Sun Nov  6 08:49:37 1994",
+        b"\x00" * 8 + b"my-bucket.example",
+        b"\x00" * 8 + "kéy/中文".encode(),
+    ],
+    "rdma_wire": [
+        frame(1, s16(b"AKIAIOSFODNN7EXAMPLE") + bytes(range(32)) + s16(b"machine-id/boot-id") + b32(b"\x01" * 40)),
+        frame(2, bytes(range(32, 64)) + b32(b"\x02" * 24)),
+        frame(3, bytes(range(32))),
+        frame(4, bytes(range(16)) + b"\x01\x00\x00\x00" + struct.pack(">IQII", 64, 16 << 30, 64, 1 << 20) + bytes(32)),
+        frame(5, struct.pack(">I", 2) + s16(b"authentication failed")),
+        frame(5, struct.pack(">I", 1) + s16(b"")),
+        frame(6, struct.pack(">IQQ", 7, 0x7f0000001000, 1 << 20) + b32(b"rkey-bytes")),
+        frame(7, struct.pack(">I", 7)),
+        frame(8, struct.pack(">I", 7)),
+    ],
+    "rdma_token": [
+        b"s3r1." + base64.urlsafe_b64encode(bytes(range(16)) + struct.pack(">IQQ", 3, 0x7f12345000, 1 << 20)).rstrip(b"="),
+        b"s3r1." + base64.urlsafe_b64encode(b"\xff" * 16 + struct.pack(">IQQ", 0, 2**64 - 1, 2)).rstrip(b"="),
+        bytes(range(36)),
+    ],
+    "hash": [
+        b"\x40" + b"aGVsbG8gd29ybGQ=",
+        b"\x10" + b"AQID",
+        b"\x20" + b"q83vASNFZ4k",
+        b"\x08" + b"00ff10Aa",
+        b"\x03" + b"sOO8/Q==",
+    ],
+    "client_xml": [
+        b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message>'
+        b"<Key>a/b</Key><RequestId>r-1</RequestId></Error>",
+        b"<Error><Code>EntityTooLarge</Code><Message>m</Message><ProposedSize>10</ProposedSize><MaxSizeAllowed>5</MaxSizeAllowed></Error>",
+        b'<?xml version="1.0" encoding="UTF-8"?>\n<ListAllMyBucketsResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+        b"<Owner><ID>o</ID></Owner><Buckets><Bucket><Name>b1</Name><CreationDate>2024-01-02T03:04:05.000Z</CreationDate></Bucket>"
+        b"<Bucket><Name>b2</Name></Bucket></Buckets></ListAllMyBucketsResult>",
+        b'<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>b</Name><Prefix></Prefix><KeyCount>2</KeyCount>'
+        b"<MaxKeys>1000</MaxKeys><IsTruncated>true</IsTruncated><NextContinuationToken>tok</NextContinuationToken>"
+        b'<Contents><Key>a &amp; b</Key><LastModified>2024-01-02T03:04:05.000Z</LastModified><ETag>"abc"</ETag><Size>12</Size></Contents>'
+        b"<CommonPrefixes><Prefix>dir/</Prefix></CommonPrefixes></ListBucketResult>",
+        b"<InitiateMultipartUploadResult><Bucket>b</Bucket><Key>k</Key><UploadId>VXBsb2FkIElE</UploadId></InitiateMultipartUploadResult>",
+        b"Tue, 02 Jan 2024 03:04:05 GMT",
+    ],
+}
+
+for target, seeds in SEEDS.items():
+    d = os.path.join(HERE, "corpus", target)
+    os.makedirs(d, exist_ok=True)
+    for i, s in enumerate(seeds):
+        with open(os.path.join(d, "seed-%02d" % i), "wb") as f:
+            f.write(s)
+print("wrote", sum(len(s) for s in SEEDS.values()), "seeds")
