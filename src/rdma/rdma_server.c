@@ -90,13 +90,35 @@ typedef struct rchunk {
 
 /* ==== sessions =========================================================== */
 
+struct rregion;
+static uint8_t *region_map(struct rregion *r);
+
 typedef struct rregion {
     uint32_t id;
     uint64_t addr, len;
     ucp_rkey_h rkey;
+    /* The region mapped into this process (ucp_rkey_ptr), when UCX can: a
+     * same-host client's UCX-allocated memory over shared memory. Transfers
+     * then read and write it in place, one copy instead of two; NULL means
+     * every byte goes through staging and an RMA operation (RDMA NICs, CMA). */
+    uint8_t *local;
     int refs; /* the session's table + each open transfer; under session mu */
     struct rregion *next;
 } rregion_t;
+
+/* The whole region as one local mapping, or NULL when UCX cannot map it
+ * (ucp_rkey_ptr fails for RDMA NIC and CMA rkeys) or it is not contiguous. */
+static uint8_t *region_map(rregion_t *r)
+{
+    void *first = NULL, *last = NULL;
+    if (getenv("S3R_RDMA_NO_MAP"))
+        return NULL;
+    if (ucp_rkey_ptr(r->rkey, r->addr, &first) != UCS_OK ||
+        ucp_rkey_ptr(r->rkey, r->addr + r->len - 1, &last) != UCS_OK ||
+        (uint8_t *)last - (uint8_t *)first != (ptrdiff_t)(r->len - 1))
+        return NULL;
+    return first;
+}
 
 typedef struct rworker {
     ucp_worker_h w;
@@ -793,6 +815,7 @@ static int on_region_add(struct rdma_server *srv, bconn_t *c, const uint8_t *bod
             r->addr = m.addr;
             r->len = m.len;
             r->refs = 1;
+            r->local = region_map(r);
             r->next = s->regions;
             s->regions = r;
             s->n_regions++;
@@ -1447,12 +1470,21 @@ rdma_status_t rdma_xfer_pull(rdma_xfer_t *x, uint64_t len, rdma_sink_fn sink, vo
         return RDMA_OUT_OF_BOUNDS;
     if (atomic_load(&x->s->dead))
         return RDMA_TRANSPORT;
+    size_t cb = srv->chunk_bytes;
+    if (x->r->local) {
+        /* Mapped: the sink reads the client's buffer in place. */
+        const uint8_t *src = x->r->local + (x->addr - x->r->addr);
+        for (uint64_t off = 0; off < len; off += cb) {
+            if (sink(ctx, src + off, (size_t)(len - off < cb ? len - off : cb)) != 0)
+                return RDMA_CALLBACK;
+        }
+        return RDMA_OK;
+    }
     uint64_t deadline = rdma_now_ms() + (uint64_t)srv->op_timeout_ms;
     rchunk_t *ch[2];
     if (xfer_chunks(x, len, ch, deadline) < 0)
         return RDMA_BUSY;
     int nb = ch[1] ? 2 : 1;
-    size_t cb = srv->chunk_bytes;
     uint64_t n = (len + cb - 1) / cb;
     rdma_status_t rc = RDMA_OK;
     /* Chunk i lands in ch[i % nb]; with two buffers the get of i+1 is in
@@ -1497,12 +1529,22 @@ rdma_status_t rdma_xfer_push(rdma_xfer_t *x, uint64_t len, rdma_fill_fn fill, vo
         return RDMA_OUT_OF_BOUNDS;
     if (atomic_load(&x->s->dead))
         return RDMA_TRANSPORT;
+    size_t cb = srv->chunk_bytes;
+    if (x->r->local) {
+        /* Mapped: the source fills the client's buffer in place; the reply
+         * that follows orders these stores before the client's reads. */
+        uint8_t *dst = x->r->local + (x->addr - x->r->addr);
+        for (uint64_t off = 0; off < len; off += cb) {
+            if (fill(ctx, dst + off, (size_t)(len - off < cb ? len - off : cb), off) != 0)
+                return RDMA_CALLBACK;
+        }
+        return RDMA_OK;
+    }
     uint64_t deadline = rdma_now_ms() + (uint64_t)srv->op_timeout_ms;
     rchunk_t *ch[2];
     if (xfer_chunks(x, len, ch, deadline) < 0)
         return RDMA_BUSY;
     int nb = ch[1] ? 2 : 1;
-    size_t cb = srv->chunk_bytes;
     uint64_t n = (len + cb - 1) / cb;
     rdma_status_t rc = RDMA_OK;
     rchunk_t *last = NULL;
