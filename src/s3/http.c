@@ -186,6 +186,28 @@ void s3_reply_error(s3_req_t *req, s3_error_t err, const char *message)
     s3_reply_xml(req, status, &xml);
 }
 
+void s3_xml_open(buf_t *xml, const char *root)
+{
+    buf_printf(xml, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<%s xmlns=\"" S3_XMLNS "\">",
+               root);
+}
+
+void s3_xml_elem(buf_t *xml, const char *name, const char *value)
+{
+    buf_printf(xml, "<%s>", name);
+    buf_append_xml(xml, value);
+    buf_printf(xml, "</%s>", name);
+}
+
+void s3_xml_principal(buf_t *xml, const char *tag, const char *who)
+{
+    buf_printf(xml, "<%s><ID>", tag);
+    buf_append_xml(xml, who);
+    buf_append_str(xml, "</ID><DisplayName>");
+    buf_append_xml(xml, who);
+    buf_printf(xml, "</DisplayName></%s>", tag);
+}
+
 /* Streams an object range out of a multi-file object. */
 typedef struct object_stream {
     stor_reader_t *reader;

@@ -8,8 +8,6 @@
 #include "s3/s3_util.h"
 #include "s3/xml_in.h"
 
-#define S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
-
 bool s3_bucket_authorize(s3_req_t *req, const char *bucket)
 {
     stor_bucket_t b;
@@ -25,15 +23,6 @@ bool s3_bucket_authorize(s3_req_t *req, const char *bucket)
     return true;
 }
 
-static void owner_xml(buf_t *xml, const char *access_key)
-{
-    buf_append_str(xml, "<Owner><ID>");
-    buf_append_xml(xml, access_key);
-    buf_append_str(xml, "</ID><DisplayName>");
-    buf_append_xml(xml, access_key);
-    buf_append_str(xml, "</DisplayName></Owner>");
-}
-
 static void list_buckets_begin(s3_req_t *req)
 {
     stor_bucket_t *buckets = NULL;
@@ -45,9 +34,8 @@ static void list_buckets_begin(s3_req_t *req)
     }
     buf_t xml;
     buf_init(&xml, 64 * 1024 * 1024);
-    buf_append_str(&xml, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                         "<ListAllMyBucketsResult xmlns=\"" S3_XMLNS "\">");
-    owner_xml(&xml, req->user->access_key);
+    s3_xml_open(&xml, "ListAllMyBucketsResult");
+    s3_xml_principal(&xml, "Owner", req->user->access_key);
     buf_append_str(&xml, "<Buckets>");
     for (size_t i = 0; i < n; i++) {
         if (strcmp(buckets[i].owner, req->user->access_key) != 0)
@@ -132,8 +120,7 @@ static void get_location_begin(s3_req_t *req)
         return;
     buf_t xml;
     buf_init(&xml, 4096);
-    buf_append_str(&xml, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                         "<LocationConstraint xmlns=\"" S3_XMLNS "\">");
+    s3_xml_open(&xml, "LocationConstraint");
     /* us-east-1 is reported as an empty constraint, as S3 does. */
     if (strcmp(req->srv->cfg.region, "us-east-1") != 0)
         buf_append_xml(&xml, req->srv->cfg.region);

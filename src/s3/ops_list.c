@@ -11,7 +11,6 @@
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
 
-#define S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
 /* Appended to a common prefix to form a key past everything under it: keys
  * are valid UTF-8, which never contains the byte 0xFF. */
 #define PAST_PREFIX "\xff"
@@ -171,11 +170,7 @@ static void list_objects_begin(s3_req_t *req)
                        "<Size>%" PRIu64 "</Size><StorageClass>STANDARD</StorageClass>",
                        date, meta.etag, meta.size);
             if (fetch_owner) {
-                buf_append_str(&contents, "<Owner><ID>");
-                buf_append_xml(&contents, req->user->access_key);
-                buf_append_str(&contents, "</ID><DisplayName>");
-                buf_append_xml(&contents, req->user->access_key);
-                buf_append_str(&contents, "</DisplayName></Owner>");
+                s3_xml_principal(&contents, "Owner", req->user->access_key);
             }
             buf_append_str(&contents, "</Contents>");
             snprintf(last_name, sizeof(last_name), "%s", kbuf);
@@ -188,8 +183,7 @@ static void list_objects_begin(s3_req_t *req)
 
     buf_t xml;
     buf_init(&xml, 128 * 1024 * 1024);
-    buf_append_str(&xml, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                         "<ListBucketResult xmlns=\"" S3_XMLNS "\">");
+    s3_xml_open(&xml, "ListBucketResult");
     elem(&xml, "Name", req->bucket, false);
     elem(&xml, "Prefix", prefix, url);
     if (v2) {

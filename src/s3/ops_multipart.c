@@ -10,21 +10,6 @@
 #include "s3/s3_util.h"
 #include "s3/xml_in.h"
 
-#define S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
-
-static void xml_head(buf_t *xml, const char *root)
-{
-    buf_printf(xml, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<%s xmlns=\"" S3_XMLNS "\">",
-               root);
-}
-
-static void elem(buf_t *xml, const char *name, const char *value)
-{
-    buf_printf(xml, "<%s>", name);
-    buf_append_xml(xml, value);
-    buf_printf(xml, "</%s>", name);
-}
-
 /* Checks bucket ownership and that uploadId names an upload of this key. */
 static const char *upload_check(s3_req_t *req)
 {
@@ -75,10 +60,10 @@ static void create_mpu_begin(s3_req_t *req)
     }
     buf_t xml;
     buf_init(&xml, 8192);
-    xml_head(&xml, "InitiateMultipartUploadResult");
-    elem(&xml, "Bucket", req->bucket);
-    elem(&xml, "Key", req->key);
-    elem(&xml, "UploadId", id);
+    s3_xml_open(&xml, "InitiateMultipartUploadResult");
+    s3_xml_elem(&xml, "Bucket", req->bucket);
+    s3_xml_elem(&xml, "Key", req->key);
+    s3_xml_elem(&xml, "UploadId", id);
     buf_append_str(&xml, "</InitiateMultipartUploadResult>");
     s3_reply_xml(req, 200, &xml);
 }
@@ -111,7 +96,7 @@ static void commit_part(s3_req_t *req, stor_writer_t *w, const char *etag, bool 
         s3_time_iso8601(part.mtime_ms, date);
         buf_t xml;
         buf_init(&xml, 4096);
-        xml_head(&xml, "CopyPartResult");
+        s3_xml_open(&xml, "CopyPartResult");
         buf_printf(&xml, "<LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag>", date, etag);
         buf_append_str(&xml, "</CopyPartResult>");
         s3_reply_xml(req, 200, &xml);
@@ -218,10 +203,10 @@ static void complete_mpu_finish(s3_req_t *req)
     }
     buf_t xml;
     buf_init(&xml, 16384);
-    xml_head(&xml, "CompleteMultipartUploadResult");
-    elem(&xml, "Location", req->resource);
-    elem(&xml, "Bucket", req->bucket);
-    elem(&xml, "Key", req->key);
+    s3_xml_open(&xml, "CompleteMultipartUploadResult");
+    s3_xml_elem(&xml, "Location", req->resource);
+    s3_xml_elem(&xml, "Bucket", req->bucket);
+    s3_xml_elem(&xml, "Key", req->key);
     buf_printf(&xml, "<ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>", meta.etag);
     stor_meta_free(&meta);
     s3_reply_xml(req, 200, &xml);
@@ -241,19 +226,6 @@ static void abort_mpu_begin(s3_req_t *req)
 }
 
 /* ---- ListParts / ListMultipartUploads -------------------------------------------- */
-
-static void owner_pair(buf_t *xml, const char *who)
-{
-    buf_append_str(xml, "<Initiator><ID>");
-    buf_append_xml(xml, who);
-    buf_append_str(xml, "</ID><DisplayName>");
-    buf_append_xml(xml, who);
-    buf_append_str(xml, "</DisplayName></Initiator><Owner><ID>");
-    buf_append_xml(xml, who);
-    buf_append_str(xml, "</ID><DisplayName>");
-    buf_append_xml(xml, who);
-    buf_append_str(xml, "</DisplayName></Owner>");
-}
 
 static long query_long(s3_req_t *req, const char *name, long dflt, long max)
 {
@@ -290,11 +262,12 @@ static void list_parts_begin(s3_req_t *req)
     size_t shown = truncated ? (size_t)max : n;
     buf_t xml;
     buf_init(&xml, 16 * 1024 * 1024);
-    xml_head(&xml, "ListPartsResult");
-    elem(&xml, "Bucket", req->bucket);
-    elem(&xml, "Key", req->key);
-    elem(&xml, "UploadId", id);
-    owner_pair(&xml, req->user->access_key);
+    s3_xml_open(&xml, "ListPartsResult");
+    s3_xml_elem(&xml, "Bucket", req->bucket);
+    s3_xml_elem(&xml, "Key", req->key);
+    s3_xml_elem(&xml, "UploadId", id);
+    s3_xml_principal(&xml, "Initiator", req->user->access_key);
+    s3_xml_principal(&xml, "Owner", req->user->access_key);
     buf_printf(&xml, "<StorageClass>STANDARD</StorageClass><PartNumberMarker>%ld</PartNumberMarker>",
                marker);
     if (shown)
@@ -309,11 +282,11 @@ static void list_parts_begin(s3_req_t *req)
                    "<ETag>&quot;%s&quot;</ETag><Size>%" PRIu64 "</Size>",
                    parts[i].number, date, parts[i].etag, parts[i].size);
         if (parts[i].checksum_crc32)
-            elem(&xml, "ChecksumCRC32", parts[i].checksum_crc32);
+            s3_xml_elem(&xml, "ChecksumCRC32", parts[i].checksum_crc32);
         if (parts[i].checksum_crc32c)
-            elem(&xml, "ChecksumCRC32C", parts[i].checksum_crc32c);
+            s3_xml_elem(&xml, "ChecksumCRC32C", parts[i].checksum_crc32c);
         if (parts[i].checksum_sha256)
-            elem(&xml, "ChecksumSHA256", parts[i].checksum_sha256);
+            s3_xml_elem(&xml, "ChecksumSHA256", parts[i].checksum_sha256);
         buf_append_str(&xml, "</Part>");
     }
     buf_append_str(&xml, "</ListPartsResult>");
@@ -344,20 +317,20 @@ static void list_mpu_begin(s3_req_t *req)
     }
     buf_t xml;
     buf_init(&xml, 16 * 1024 * 1024);
-    xml_head(&xml, "ListMultipartUploadsResult");
-    elem(&xml, "Bucket", req->bucket);
-    elem(&xml, "KeyMarker", key_marker ? key_marker : "");
-    elem(&xml, "UploadIdMarker", id_marker ? id_marker : "");
+    s3_xml_open(&xml, "ListMultipartUploadsResult");
+    s3_xml_elem(&xml, "Bucket", req->bucket);
+    s3_xml_elem(&xml, "KeyMarker", key_marker ? key_marker : "");
+    s3_xml_elem(&xml, "UploadIdMarker", id_marker ? id_marker : "");
     if (more && n) {
-        elem(&xml, "NextKeyMarker", ups[n - 1].key);
-        elem(&xml, "NextUploadIdMarker", ups[n - 1].upload_id);
+        s3_xml_elem(&xml, "NextKeyMarker", ups[n - 1].key);
+        s3_xml_elem(&xml, "NextUploadIdMarker", ups[n - 1].upload_id);
     }
-    elem(&xml, "Prefix", prefix ? prefix : "");
+    s3_xml_elem(&xml, "Prefix", prefix ? prefix : "");
     buf_printf(&xml, "<MaxUploads>%ld</MaxUploads><IsTruncated>%s</IsTruncated>", max,
                more ? "true" : "false");
     const char *delim = s3_req_query(req, "delimiter");
     if (delim && *delim)
-        elem(&xml, "Delimiter", delim);
+        s3_xml_elem(&xml, "Delimiter", delim);
     size_t plen = prefix ? strlen(prefix) : 0;
     buf_t prefixes;
     buf_init(&prefixes, 16 * 1024 * 1024);
@@ -370,7 +343,7 @@ static void list_mpu_begin(s3_req_t *req)
             if (cpl < sizeof(last_cp) && !(strlen(last_cp) == cpl && strncmp(last_cp, ups[i].key, cpl) == 0)) {
                 snprintf(last_cp, sizeof(last_cp), "%.*s", (int)cpl, ups[i].key);
                 buf_append_str(&prefixes, "<CommonPrefixes>");
-                elem(&prefixes, "Prefix", last_cp);
+                s3_xml_elem(&prefixes, "Prefix", last_cp);
                 buf_append_str(&prefixes, "</CommonPrefixes>");
             }
             continue;
@@ -378,9 +351,10 @@ static void list_mpu_begin(s3_req_t *req)
         char date[32];
         s3_time_iso8601(ups[i].initiated_ms, date);
         buf_append_str(&xml, "<Upload>");
-        elem(&xml, "Key", ups[i].key);
-        elem(&xml, "UploadId", ups[i].upload_id);
-        owner_pair(&xml, req->user->access_key);
+        s3_xml_elem(&xml, "Key", ups[i].key);
+        s3_xml_elem(&xml, "UploadId", ups[i].upload_id);
+        s3_xml_principal(&xml, "Initiator", req->user->access_key);
+    s3_xml_principal(&xml, "Owner", req->user->access_key);
         buf_printf(&xml, "<StorageClass>STANDARD</StorageClass><Initiated>%s</Initiated></Upload>",
                    date);
     }

@@ -11,7 +11,6 @@
 #include "s3/s3_util.h"
 #include "s3/xml_in.h"
 
-#define S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
 #define COPY_BUF_BYTES (1024 * 1024)
 
 static void meta_state_free(void *p)
@@ -428,8 +427,7 @@ static void delete_objects_finish(s3_req_t *req)
     }
     buf_t xml;
     buf_init(&xml, 64 * 1024 * 1024);
-    buf_append_str(&xml, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                         "<DeleteResult xmlns=\"" S3_XMLNS "\">");
+    s3_xml_open(&xml, "DeleteResult");
     for (size_t i = 0; i < n; i++) {
         const char *key = objs[i].key;
         size_t klen = strlen(key);
@@ -616,9 +614,8 @@ static void copy_object_begin(s3_req_t *req)
     s3_time_iso8601(meta->mtime_ms, date);
     buf_t xml;
     buf_init(&xml, 4096);
-    buf_printf(&xml,
-               "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CopyObjectResult xmlns=\"" S3_XMLNS
-               "\"><LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag></CopyObjectResult>",
+    s3_xml_open(&xml, "CopyObjectResult");
+    buf_printf(&xml, "<LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag></CopyObjectResult>",
                date, etag);
     s3_reply_xml(req, 200, &xml);
 }

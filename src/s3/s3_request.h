@@ -154,6 +154,17 @@ void s3_reply_empty(s3_req_t *req, int status);
 void s3_reply_object(s3_req_t *req, int status, stor_reader_t *reader, uint64_t first,
                      uint64_t len);
 
+/* ---- XML response bodies (http.c) --------------------------------------------- */
+
+#define S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
+
+/* Appends the XML declaration and <root xmlns="S3_XMLNS">. */
+void s3_xml_open(buf_t *xml, const char *root);
+/* Appends <name>value</name>, value escaped. */
+void s3_xml_elem(buf_t *xml, const char *name, const char *value);
+/* Appends <tag><ID>who</ID><DisplayName>who</DisplayName></tag> (Owner, Initiator). */
+void s3_xml_principal(buf_t *xml, const char *tag, const char *who);
+
 /* Maps a storage status to an S3 error. */
 s3_error_t s3_error_from_stor(stor_status_t st);
 
