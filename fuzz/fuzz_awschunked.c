@@ -77,8 +77,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t split = len ? (size_t)data[0] * len / 255 : 0;
 
     awschunk_params_t signed_p = {
-        .signed_chunks = true, .trailer = false, .signing_key = g_key,
-        .amz_date = DATE, .scope = SCOPE, .seed_signature = SEED, .decoded_length = UINT64_MAX,
+        .signed_chunks = true,
+        .trailer = false,
+        .signing_key = g_key,
+        .amz_date = DATE,
+        .scope = SCOPE,
+        .seed_signature = SEED,
+        .decoded_length = UINT64_MAX,
     };
     run(&signed_p, body, len, split);
 
@@ -88,7 +93,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     run(&signed_t, body, len, split);
 
     awschunk_params_t unsigned_t = {
-        .signed_chunks = false, .trailer = true, .decoded_length = UINT64_MAX,
+        .signed_chunks = false,
+        .trailer = true,
+        .decoded_length = UINT64_MAX,
     };
     run(&unsigned_t, body, len, split);
     /* And once with a declared decoded length (the low bits of byte 0). */

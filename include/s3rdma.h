@@ -102,14 +102,14 @@ typedef struct s3r_config {
     const char *secret_key; /* required */
     const char *region;     /* NULL: "us-east-1" */
 
-    s3r_transport_t transport; /* default S3R_TRANSPORT_AUTO */
-    uint64_t rdma_threshold;   /* AUTO uses RDMA from this size up; default 1 MiB, 0 = all */
-    int rdma_fallback;         /* 1 (default): setup failure or 501 decline -> HTTP, logged once */
-    const char *rdma_device;   /* UCX_NET_DEVICES value, or NULL */
-    const char *rdma_local_ip; /* bind the session's bootstrap socket here, or NULL */
+    s3r_transport_t transport;  /* default S3R_TRANSPORT_AUTO */
+    uint64_t rdma_threshold;    /* AUTO uses RDMA from this size up; default 1 MiB, 0 = all */
+    int rdma_fallback;          /* 1 (default): setup failure or 501 decline -> HTTP, logged once */
+    const char *rdma_device;    /* UCX_NET_DEVICES value, or NULL */
+    const char *rdma_local_ip;  /* bind the session's bootstrap socket here, or NULL */
     const char *rdma_log_level; /* UCX_LOG_LEVEL value, or NULL */
-    int rdma_timeout_ms;       /* session connect + handshake; default 5000 */
-    int use_rdma;              /* 1 (default); 0 forces every operation onto HTTP */
+    int rdma_timeout_ms;        /* session connect + handshake; default 5000 */
+    int use_rdma;               /* 1 (default); 0 forces every operation onto HTTP */
 
     uint64_t part_size;           /* multipart part size; default 8 MiB (min 5 MiB) */
     uint64_t multipart_threshold; /* PUTs larger than this go multipart; default 16 MiB */
@@ -146,11 +146,11 @@ void s3r_client_destroy(s3r_client_t *client);
  * errors; a successful call does not clear it. */
 typedef struct s3r_error_info {
     s3r_status_t status;
-    int http_status;        /* 0 if no HTTP response was received */
-    char code[64];          /* S3 error <Code>, e.g. "NoSuchKey"; "" if none */
-    char message[512];      /* S3 <Message> or a local explanation */
-    char request_id[128];   /* x-amz-request-id or <RequestId>, if any */
-    uint64_t needed_bytes;  /* S3R_ERR_BUFFER_TOO_SMALL: bytes the object needs */
+    int http_status;           /* 0 if no HTTP response was received */
+    char code[64];             /* S3 error <Code>, e.g. "NoSuchKey"; "" if none */
+    char message[512];         /* S3 <Message> or a local explanation */
+    char request_id[128];      /* x-amz-request-id or <RequestId>, if any */
+    uint64_t needed_bytes;     /* S3R_ERR_BUFFER_TOO_SMALL: bytes the object needs */
     s3r_transport_t transport; /* transport of the failed attempt */
 } s3r_error_info_t;
 
@@ -163,13 +163,13 @@ s3r_status_t s3r_client_last_error(const s3r_client_t *client, s3r_error_info_t 
 /* Counters since create; by the transport that actually carried the
  * operation (a fallback counts once in fallbacks and once under http). */
 typedef struct s3r_stats {
-    uint64_t http_ops, http_bytes;   /* bytes = object payload moved */
+    uint64_t http_ops, http_bytes; /* bytes = object payload moved */
     uint64_t token_ops, token_bytes;
     uint64_t native_ops, native_bytes;
-    uint64_t fallbacks;              /* RDMA attempts redone over HTTP */
-    uint64_t errors;                 /* calls that returned an error */
-    uint64_t rdma_sessions;          /* sessions opened */
-    uint64_t regions_registered;     /* buffers registered (cache misses + s3r_buf_alloc) */
+    uint64_t fallbacks;          /* RDMA attempts redone over HTTP */
+    uint64_t errors;             /* calls that returned an error */
+    uint64_t rdma_sessions;      /* sessions opened */
+    uint64_t regions_registered; /* buffers registered (cache misses + s3r_buf_alloc) */
 } s3r_stats_t;
 
 /* Snapshot of the counters (each read atomically). */
@@ -228,23 +228,23 @@ void s3r_bucket_list_free(s3r_bucket_list_t *list);
 /* ---- Objects --------------------------------------------------------------- */
 
 typedef struct s3r_meta {
-    const char *name;  /* without the "x-amz-meta-" prefix */
+    const char *name; /* without the "x-amz-meta-" prefix */
     const char *value;
 } s3r_meta_t;
 
 /* Options of a PUT; NULL means all defaults. */
 typedef struct s3r_put_opts {
-    const char *content_type;   /* NULL: server default */
-    const s3r_meta_t *meta;     /* user metadata, n_meta entries */
+    const char *content_type; /* NULL: server default */
+    const s3r_meta_t *meta;   /* user metadata, n_meta entries */
     size_t n_meta;
-    s3r_transport_t transport;  /* DEFAULT: the client's */
+    s3r_transport_t transport; /* DEFAULT: the client's */
 } s3r_put_opts_t;
 
 /* Options of a GET; NULL means the whole object over the client's transport. */
 typedef struct s3r_get_opts {
-    uint64_t range_start;       /* first byte */
-    uint64_t range_len;         /* 0: to the end of the object */
-    s3r_transport_t transport;  /* DEFAULT: the client's */
+    uint64_t range_start;      /* first byte */
+    uint64_t range_len;        /* 0: to the end of the object */
+    s3r_transport_t transport; /* DEFAULT: the client's */
 } s3r_get_opts_t;
 
 /* Stores len bytes from data as bucket/key. data must stay valid for the call
@@ -277,10 +277,10 @@ s3r_status_t s3r_object_get_file(s3r_client_t *client, const char *bucket, const
 /* What HEAD returns. Owned by the library: free with s3r_object_info_free(). */
 typedef struct s3r_object_info {
     uint64_t size;
-    char *etag;          /* with the quotes, as S3 sends it */
+    char *etag; /* with the quotes, as S3 sends it */
     char *content_type;
-    int64_t mtime;       /* unix seconds */
-    s3r_meta_t *meta;    /* user metadata, names lower-case without "x-amz-meta-" */
+    int64_t mtime;    /* unix seconds */
+    s3r_meta_t *meta; /* user metadata, names lower-case without "x-amz-meta-" */
     size_t n_meta;
 } s3r_object_info_t;
 
@@ -299,8 +299,8 @@ typedef struct s3r_list_opts {
     const char *delimiter;
     const char *continuation_token; /* from a previous page's next_token */
     const char *start_after;
-    unsigned max_keys;  /* per page; 0 = server default (1000) */
-    int all_pages;      /* 1: follow continuation tokens and return everything */
+    unsigned max_keys; /* per page; 0 = server default (1000) */
+    int all_pages;     /* 1: follow continuation tokens and return everything */
 } s3r_list_opts_t;
 
 typedef struct s3r_object_entry {
@@ -313,10 +313,10 @@ typedef struct s3r_object_entry {
 typedef struct s3r_object_list {
     s3r_object_entry_t *objects;
     size_t n_objects;
-    char **prefixes;     /* common prefixes (with delimiter) */
+    char **prefixes; /* common prefixes (with delimiter) */
     size_t n_prefixes;
-    int truncated;       /* more pages follow */
-    char *next_token;    /* pass as continuation_token; NULL when not truncated */
+    int truncated;    /* more pages follow */
+    char *next_token; /* pass as continuation_token; NULL when not truncated */
 } s3r_object_list_t;
 
 /* ListObjectsV2. Free the result with s3r_object_list_free(). */

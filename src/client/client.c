@@ -22,7 +22,8 @@ const char *s3r_strerror(s3r_status_t st)
 {
     switch (st) {
 #define S3R_STATUS_DESC_(name, value, desc)                                                        \
-    case name: return desc;
+    case name:                                                                                     \
+        return desc;
         S3R_STATUS_MAP(S3R_STATUS_DESC_)
 #undef S3R_STATUS_DESC_
     }
@@ -33,7 +34,8 @@ const char *s3r_status_name(s3r_status_t st)
 {
     switch (st) {
 #define S3R_STATUS_NAME_(name, value, desc)                                                        \
-    case name: return #name;
+    case name:                                                                                     \
+        return #name;
         S3R_STATUS_MAP(S3R_STATUS_NAME_)
 #undef S3R_STATUS_NAME_
     }
@@ -499,8 +501,8 @@ static s3r_status_t put_token(s3r_client_t *c, const char *bucket, const char *k
     req.query = query;
     req.unsigned_payload = true;
     req.ep_idx = s3c_sess_ep(sess);
-    s3c_req_hdr(&req, "x-amz-decoded-content-length", strs_printf(&ss, "%llu",
-                                                                  (unsigned long long)len));
+    s3c_req_hdr(&req, "x-amz-decoded-content-length",
+                strs_printf(&ss, "%llu", (unsigned long long)len));
     s3c_req_hdr(&req, "x-amz-rdma-token", token);
     if (req.hdrs[0].value == NULL) {
         st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_TOKEN, 0, "", "out of memory");
@@ -536,9 +538,9 @@ out:
 }
 
 /* One PUT over the transport picked for len bytes, with fallback. */
-static s3r_status_t put_one(s3r_client_t *c, const char *bucket, const char *key,
-                            const char *query, const void *data, uint64_t len,
-                            const s3r_put_opts_t *opts, char *etag, size_t etag_len)
+static s3r_status_t put_one(s3r_client_t *c, const char *bucket, const char *key, const char *query,
+                            const void *data, uint64_t len, const s3r_put_opts_t *opts, char *etag,
+                            size_t etag_len)
 {
     s3r_transport_t t = pick(c, opts ? opts->transport : S3R_TRANSPORT_DEFAULT, len);
     if (t == S3R_TRANSPORT_NATIVE)
@@ -569,8 +571,8 @@ static void abort_upload(s3r_client_t *c, const char *bucket, const char *key, c
 /* Multipart upload state shared by the memory and file variants. */
 typedef struct mpu {
     char *upload_id;
-    const char *qid;   /* URI-encoded upload id (in ss) */
-    buf_t complete;    /* the CompleteMultipartUpload body */
+    const char *qid; /* URI-encoded upload id (in ss) */
+    buf_t complete;  /* the CompleteMultipartUpload body */
     strs_t ss;
     unsigned parts;
 } mpu_t;
@@ -594,8 +596,7 @@ static s3r_status_t mpu_start(s3r_client_t *c, const char *bucket, const char *k
                       "malformed InitiateMultipartUploadResult");
     if (st == S3R_OK && (m->qid = strs_qenc(&m->ss, m->upload_id)) == NULL)
         st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_HTTP, 0, "", "out of memory");
-    if (st == S3R_OK &&
-        buf_append_str(&m->complete, "<CompleteMultipartUpload>") < 0)
+    if (st == S3R_OK && buf_append_str(&m->complete, "<CompleteMultipartUpload>") < 0)
         st = S3R_ERR_NOMEM;
     buf_free(&body);
     strs_free(&hs);
@@ -619,7 +620,8 @@ static s3r_status_t mpu_part(s3r_client_t *c, const char *bucket, const char *ke
         return s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_DEFAULT, 0, "",
                         "UploadPart %u answered without an ETag", n);
     if (buf_printf(&m->complete, "<Part><PartNumber>%u</PartNumber><ETag>", n) < 0 ||
-        buf_append_xml(&m->complete, etag) < 0 || buf_append_str(&m->complete, "</ETag></Part>") < 0)
+        buf_append_xml(&m->complete, etag) < 0 ||
+        buf_append_str(&m->complete, "</ETag></Part>") < 0)
         return s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory");
     return S3R_OK;
 }
@@ -674,8 +676,8 @@ static s3r_status_t put_multipart(s3r_client_t *c, const char *bucket, const cha
     return st;
 }
 
-s3r_status_t s3r_object_put(s3r_client_t *c, const char *bucket, const char *key,
-                            const void *data, uint64_t len, const s3r_put_opts_t *opts)
+s3r_status_t s3r_object_put(s3r_client_t *c, const char *bucket, const char *key, const void *data,
+                            uint64_t len, const s3r_put_opts_t *opts)
 {
     if (c == NULL || !valid_name(bucket) || !valid_name(key) || (data == NULL && len > 0))
         return S3R_ERR_INVALID_ARG;
@@ -1140,8 +1142,8 @@ s3r_status_t s3r_object_get_file(s3r_client_t *c, const char *bucket, const char
         uint64_t base = opts ? opts->range_start : 0;
         for (uint64_t off = 0; st == S3R_OK && off < size; off += chunk) {
             uint64_t want_n = size - off < chunk ? size - off : chunk;
-            s3r_get_opts_t o = {.range_start = base + off, .range_len = want_n,
-                                .transport = S3R_TRANSPORT_TOKEN};
+            s3r_get_opts_t o = {
+                .range_start = base + off, .range_len = want_n, .transport = S3R_TRANSPORT_TOKEN};
             uint64_t got = 0;
             st = get_one(c, bucket, key, buf, want_n, &o, &got);
             if (st == S3R_OK && got != want_n)
@@ -1192,7 +1194,8 @@ s3r_status_t s3r_object_copy(s3r_client_t *c, const char *src_bucket, const char
     s3r_status_t st = S3R_OK;
     if (buf_append_str(&src, "/") < 0 ||
         sigv4_uri_encode(src_bucket, strlen(src_bucket), true, &src) < 0 ||
-        buf_append_str(&src, "/") < 0 || sigv4_uri_encode(src_key, strlen(src_key), false, &src) < 0)
+        buf_append_str(&src, "/") < 0 ||
+        sigv4_uri_encode(src_key, strlen(src_key), false, &src) < 0)
         st = s3c_fail(c, S3R_ERR_TOO_LARGE, S3R_TRANSPORT_HTTP, 0, "", "source name too long");
     if (st == S3R_OK) {
         s3c_req_t req;

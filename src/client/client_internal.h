@@ -12,19 +12,19 @@
 #include "s3rdma.h"
 #include "common/buf.h"
 
-#define S3C_MAX_ENDPOINTS   16
+#define S3C_MAX_ENDPOINTS     16
 #define S3C_DEFAULT_RDMA_PORT 9100
-#define S3C_MIN_PART_SIZE   (5ULL * 1024 * 1024)
-#define S3C_MAX_PARTS       10000
-#define S3C_MAX_ERROR_BODY  (64 * 1024)      /* error / decline bodies kept */
-#define S3C_MAX_XML_BODY    (16 * 1024 * 1024) /* list responses */
+#define S3C_MIN_PART_SIZE     (5ULL * 1024 * 1024)
+#define S3C_MAX_PARTS         10000
+#define S3C_MAX_ERROR_BODY    (64 * 1024)        /* error / decline bodies kept */
+#define S3C_MAX_XML_BODY      (16 * 1024 * 1024) /* list responses */
 
 /* ---- config.c: configuration, env overrides, endpoint parsing ----------- */
 
 typedef struct s3c_endpoint {
-    char *url;       /* "http://host:port" without a trailing slash */
-    char *hostport;  /* "host:port" as sent in Host: and signed */
-    char *host;      /* "host" (brackets stripped for IPv6) */
+    char *url;      /* "http://host:port" without a trailing slash */
+    char *hostport; /* "host:port" as sent in Host: and signed */
+    char *host;     /* "host" (brackets stripped for IPv6) */
     int port;
 } s3c_endpoint_t;
 
@@ -86,7 +86,6 @@ int64_t s3c_parse_iso8601(const char *s);
 /* "Tue, 02 Jan 2024 03:04:05 GMT" -> unix seconds; -1 on bad input. */
 int64_t s3c_parse_http_date(const char *s);
 
-
 /* ---- The client (client.c, http.c, rdma.c) ------------------------------- */
 
 typedef struct s3c_region s3c_region_t;
@@ -114,7 +113,7 @@ struct s3r_client {
     s3c_sess_t *sess;
     s3c_sess_t *dead;
     s3c_alloc_t *allocs;
-    int64_t sess_fail_ms;      /* monotonic ms of the last failed open */
+    int64_t sess_fail_ms; /* monotonic ms of the last failed open */
     char sess_err[256];
     uint64_t lru_clock;
 };
@@ -131,7 +130,7 @@ int64_t s3c_now_ms(void);
 /* ---- http.c: signed S3 requests over libcurl ------------------------------ */
 
 typedef struct s3c_hdr {
-    const char *name;  /* lower-case */
+    const char *name; /* lower-case */
     const char *value;
 } s3c_hdr_t;
 
@@ -139,16 +138,16 @@ typedef struct s3c_hdr {
 
 typedef struct s3c_req {
     const char *method;
-    const char *bucket;   /* NULL: the service (ListBuckets) */
-    const char *key;      /* NULL: the bucket */
-    const char *query;    /* raw query, values already URI-encoded; NULL for none */
+    const char *bucket;               /* NULL: the service (ListBuckets) */
+    const char *key;                  /* NULL: the bucket */
+    const char *query;                /* raw query, values already URI-encoded; NULL for none */
     s3c_hdr_t hdrs[S3C_MAX_REQ_HDRS]; /* extra headers, all signed */
     size_t n_hdrs;
-    const void *body;     /* request body (body_len bytes) */
+    const void *body; /* request body (body_len bytes) */
     uint64_t body_len;
     bool unsigned_payload; /* UNSIGNED-PAYLOAD even for a small body */
-    bool head;            /* HEAD: no response body */
-    int ep_idx;           /* HTTP endpoint; -1 = round robin with failover */
+    bool head;             /* HEAD: no response body */
+    int ep_idx;            /* HTTP endpoint; -1 = round robin with failover */
     /* Where a 2xx response body goes: a fixed buffer, a growable buffer or a
      * file descriptor (at sink_off), or nowhere. */
     void *sink_buf;
@@ -159,12 +158,12 @@ typedef struct s3c_req {
 } s3c_req_t;
 
 typedef struct s3c_resp {
-    long status;          /* 0 if no response */
-    buf_t hdrs;           /* "name: value\n" lines, names lower-case */
-    buf_t err_body;       /* a non-2xx body (capped) */
-    uint64_t body_bytes;  /* 2xx body bytes delivered to the sink */
-    bool overflow;        /* the 2xx body did not fit sink_cap */
-    bool sink_failed;     /* writing the file sink failed */
+    long status;         /* 0 if no response */
+    buf_t hdrs;          /* "name: value\n" lines, names lower-case */
+    buf_t err_body;      /* a non-2xx body (capped) */
+    uint64_t body_bytes; /* 2xx body bytes delivered to the sink */
+    bool overflow;       /* the 2xx body did not fit sink_cap */
+    bool sink_failed;    /* writing the file sink failed */
     int curl_code;
     char curl_err[256];
 } s3c_resp_t;

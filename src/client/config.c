@@ -50,11 +50,16 @@ s3r_status_t s3r_transport_parse(const char *name, s3r_transport_t *transport_p)
 const char *s3r_transport_name(s3r_transport_t t)
 {
     switch (t) {
-    case S3R_TRANSPORT_DEFAULT: return "default";
-    case S3R_TRANSPORT_HTTP: return "http";
-    case S3R_TRANSPORT_TOKEN: return "token";
-    case S3R_TRANSPORT_NATIVE: return "native";
-    case S3R_TRANSPORT_AUTO: return "auto";
+    case S3R_TRANSPORT_DEFAULT:
+        return "default";
+    case S3R_TRANSPORT_HTTP:
+        return "http";
+    case S3R_TRANSPORT_TOKEN:
+        return "token";
+    case S3R_TRANSPORT_NATIVE:
+        return "native";
+    case S3R_TRANSPORT_AUTO:
+        return "auto";
     }
     return "unknown";
 }
@@ -256,8 +261,8 @@ static const char *env_lookup(const char *name)
         goto fail;                                                                                 \
     } while (0)
 
-s3r_status_t s3c_settings_build(const s3r_config_t *cfg, s3c_getenv_fn getenv_fn,
-                                s3c_settings_t *s, char *err, size_t err_len)
+s3r_status_t s3c_settings_build(const s3r_config_t *cfg, s3c_getenv_fn getenv_fn, s3c_settings_t *s,
+                                char *err, size_t err_len)
 {
     s3r_status_t st = S3R_ERR_INVALID_ARG;
     const char *v;
@@ -346,8 +351,7 @@ s3r_status_t s3c_settings_build(const s3r_config_t *cfg, s3c_getenv_fn getenv_fn
     if ((v = getenv_fn("RDMA_LOCAL_IP")) != NULL && v[0] != '\0' &&
         dup_opt(&s->rdma_local_ip, v) < 0)
         FAIL("out of memory");
-    if ((v = getenv_fn("RDMA_DEVICE")) != NULL && v[0] != '\0' &&
-        dup_opt(&s->rdma_device, v) < 0)
+    if ((v = getenv_fn("RDMA_DEVICE")) != NULL && v[0] != '\0' && dup_opt(&s->rdma_device, v) < 0)
         FAIL("out of memory");
     if ((v = getenv_fn("RDMA_LOG_LEVEL")) != NULL && v[0] != '\0' &&
         dup_opt(&s->rdma_log_level, v) < 0)

@@ -102,7 +102,7 @@ int s3c_resp_header(const s3c_resp_t *r, const char *name, char *out, size_t out
 typedef struct xfer {
     s3c_req_t *req;
     s3c_resp_t *resp;
-    uint64_t sent;  /* request body bytes handed to curl */
+    uint64_t sent; /* request body bytes handed to curl */
 } xfer_t;
 
 static size_t on_header(char *data, size_t size, size_t n, void *ud)
@@ -377,8 +377,8 @@ static s3r_status_t do_once(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *resp, i
     if (req->bucket != NULL) {
         if (buf_append_str(&path, req->bucket) < 0)
             goto out;
-        if (req->key != NULL && (buf_append_str(&path, "/") < 0 ||
-                                 buf_append_str(&path, req->key) < 0))
+        if (req->key != NULL &&
+            (buf_append_str(&path, "/") < 0 || buf_append_str(&path, req->key) < 0))
             goto out;
     }
     if (sigv4_uri_encode_path(path.data, &uri) < 0)
@@ -435,8 +435,8 @@ static s3r_status_t do_once(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *resp, i
 
     CURLcode cc = curl_easy_perform(h);
     resp->curl_code = (int)cc;
-    if (cc == CURLE_OK || (resp->status > 0 && (resp->overflow || resp->sink_failed ||
-                                                cc == CURLE_WRITE_ERROR))) {
+    if (cc == CURLE_OK ||
+        (resp->status > 0 && (resp->overflow || resp->sink_failed || cc == CURLE_WRITE_ERROR))) {
         /* A response arrived; a sink problem is judged by the caller. */
         st = S3R_OK;
         if (cc != CURLE_OK)
@@ -507,8 +507,7 @@ static const struct {
     {"NotImplemented", S3R_ERR_UNSUPPORTED},
 };
 
-s3r_status_t s3c_http_error(s3r_client_t *c, const s3c_resp_t *resp, s3r_transport_t t,
-                            bool key_op)
+s3r_status_t s3c_http_error(s3r_client_t *c, const s3c_resp_t *resp, s3r_transport_t t, bool key_op)
 {
     s3c_error_doc_t doc;
     s3r_status_t st = S3R_ERR_SERVER;
@@ -521,12 +520,24 @@ s3r_status_t s3c_http_error(s3r_client_t *c, const s3c_resp_t *resp, s3r_transpo
                 st = code_map[i].st;
     } else {
         switch (resp->status) {
-        case 404: st = key_op ? S3R_ERR_NO_SUCH_KEY : S3R_ERR_NO_SUCH_BUCKET; break;
-        case 403: st = S3R_ERR_ACCESS_DENIED; break;
-        case 409: st = S3R_ERR_BUCKET_EXISTS; break;
-        case 416: st = S3R_ERR_INVALID_RANGE; break;
-        case 501: st = S3R_ERR_UNSUPPORTED; break;
-        default: st = S3R_ERR_SERVER; break;
+        case 404:
+            st = key_op ? S3R_ERR_NO_SUCH_KEY : S3R_ERR_NO_SUCH_BUCKET;
+            break;
+        case 403:
+            st = S3R_ERR_ACCESS_DENIED;
+            break;
+        case 409:
+            st = S3R_ERR_BUCKET_EXISTS;
+            break;
+        case 416:
+            st = S3R_ERR_INVALID_RANGE;
+            break;
+        case 501:
+            st = S3R_ERR_UNSUPPORTED;
+            break;
+        default:
+            st = S3R_ERR_SERVER;
+            break;
         }
     }
     if (doc.request_id[0] == '\0')

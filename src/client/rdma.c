@@ -25,16 +25,16 @@ struct s3c_region {
     size_t len;
     rdma_region_t *r;
     s3c_sess_t *sess;
-    bool alloc;       /* memory from rdma_region_alloc (s3r_buf_alloc) */
-    unsigned refs;    /* requests using it now */
-    uint64_t stamp;   /* LRU clock at last use */
+    bool alloc;     /* memory from rdma_region_alloc (s3r_buf_alloc) */
+    unsigned refs;  /* requests using it now */
+    uint64_t stamp; /* LRU clock at last use */
     s3c_region_t *next;
 };
 
 struct s3c_sess {
     rdma_session_t *rs;
     int ep_idx;
-    unsigned users;   /* requests + alloc'd buffers */
+    unsigned users; /* requests + alloc'd buffers */
     bool dead;
     s3c_region_t *regions;
     unsigned n_cached; /* regions with !alloc */

@@ -22,7 +22,7 @@ typedef int (*xml_start_fn)(void *ctx, const char *const *names, int depth);
 typedef struct xml_walk {
     XML_Parser parser;
     char *names[XML_MAX_DEPTH];
-    int depth;  /* may exceed XML_MAX_DEPTH: deeper elements are ignored */
+    int depth; /* may exceed XML_MAX_DEPTH: deeper elements are ignored */
     buf_t text;
     xml_start_fn on_start;
     xml_end_fn on_end;
@@ -393,9 +393,8 @@ int s3c_xml_parse_object_list(const char *xml, size_t len, s3r_object_list_t **l
             return -1;
         created = 1;
     }
-    objlist_ctx_t o = {.list = *list,
-                       .cap_obj = (*list)->n_objects,
-                       .cap_pfx = (*list)->n_prefixes};
+    objlist_ctx_t o = {
+        .list = *list, .cap_obj = (*list)->n_objects, .cap_pfx = (*list)->n_prefixes};
     /* A new page replaces the paging state of the previous one. */
     (*list)->truncated = 0;
     free((*list)->next_token);

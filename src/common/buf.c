@@ -89,12 +89,23 @@ int buf_append_xml(buf_t *b, const char *s)
     for (; *s; s++) {
         const char *rep = NULL;
         switch (*s) {
-        case '&': rep = "&amp;"; break;
-        case '<': rep = "&lt;"; break;
-        case '>': rep = "&gt;"; break;
-        case '"': rep = "&quot;"; break;
-        case '\'': rep = "&apos;"; break;
-        default: break;
+        case '&':
+            rep = "&amp;";
+            break;
+        case '<':
+            rep = "&lt;";
+            break;
+        case '>':
+            rep = "&gt;";
+            break;
+        case '"':
+            rep = "&quot;";
+            break;
+        case '\'':
+            rep = "&apos;";
+            break;
+        default:
+            break;
         }
         int rc = rep ? buf_append_str(b, rep) : buf_append(b, s, 1);
         if (rc != 0)

@@ -8,10 +8,10 @@
 #include <stddef.h>
 
 typedef struct buf {
-    char *data;    /* NULL until the first append */
-    size_t len;    /* bytes used, not counting the terminating NUL */
-    size_t cap;    /* bytes allocated */
-    size_t max;    /* hard limit on len */
+    char *data; /* NULL until the first append */
+    size_t len; /* bytes used, not counting the terminating NUL */
+    size_t cap; /* bytes allocated */
+    size_t max; /* hard limit on len */
 } buf_t;
 
 /* Initialises an empty buffer that may grow to max bytes. Allocates nothing. */

@@ -4,39 +4,40 @@
 #define S3R_COMMON_LIMITS_H
 
 /* HTTP */
-#define S3R_MAX_HEADER_BYTES      (16 * 1024)  /* request line + headers (S3 allows 8 KiB): 431 / 400 */
-#define S3R_HTTP_POOL_BYTES       (S3R_MAX_HEADER_BYTES + 16 * 1024) /* per-connection memory:
-                                               headers + read buffer; libmicrohttpd clears it
-                                               per request, so it stays small */
-#define S3R_MAX_CONNECTIONS       1024         /* further connections are refused */
-#define S3R_CONNECTION_TIMEOUT_S  60           /* idle connection closed after this */
-#define S3R_SHUTDOWN_GRACE_S      10           /* in-flight requests get this long on SIGTERM */
+#define S3R_MAX_HEADER_BYTES (16 * 1024) /* request line + headers (S3 allows 8 KiB): 431 / 400 */
+#define S3R_HTTP_POOL_BYTES                                                                        \
+    (S3R_MAX_HEADER_BYTES + 16 * 1024) /* per-connection memory:                                   \
+                 headers + read buffer; libmicrohttpd clears it                                    \
+                 per request, so it stays small */
+#define S3R_MAX_CONNECTIONS      1024  /* further connections are refused */
+#define S3R_CONNECTION_TIMEOUT_S 60    /* idle connection closed after this */
+#define S3R_SHUTDOWN_GRACE_S     10    /* in-flight requests get this long on SIGTERM */
 
 /* Names and metadata */
-#define S3R_MAX_KEY_BYTES         1024               /* KeyTooLongError */
-#define S3R_MIN_BUCKET_NAME       3                  /* InvalidBucketName */
-#define S3R_MAX_BUCKET_NAME       63                 /* InvalidBucketName */
-#define S3R_MAX_USER_META_BYTES   2048               /* MetadataTooLarge: sum of x-amz-meta-* names + values */
-#define S3R_MAX_HEADER_VALUE      8192               /* stored headers (Content-Type, ...) */
+#define S3R_MAX_KEY_BYTES       1024 /* KeyTooLongError */
+#define S3R_MIN_BUCKET_NAME     3    /* InvalidBucketName */
+#define S3R_MAX_BUCKET_NAME     63   /* InvalidBucketName */
+#define S3R_MAX_USER_META_BYTES 2048 /* MetadataTooLarge: sum of x-amz-meta-* names + values */
+#define S3R_MAX_HEADER_VALUE    8192 /* stored headers (Content-Type, ...) */
 
 /* Objects */
-#define S3R_MAX_PUT_BYTES         (5ULL << 30)       /* single PUT / part: EntityTooLarge */
-#define S3R_MAX_XML_BODY          (2 * 1024 * 1024)  /* request XML bodies: MalformedXML / EntityTooLarge */
-#define S3R_MAX_DELETE_KEYS       1000               /* DeleteObjects: MalformedXML */
-#define S3R_MAX_LIST_KEYS         1000               /* max-keys is clamped to this */
-#define S3R_MIN_PART_BYTES        (5 * 1024 * 1024)  /* EntityTooSmall (all parts but the last) */
-#define S3R_MAX_PART_NUMBER       10000              /* InvalidArgument */
-#define S3R_MAX_AWS_CHUNK         (16 * 1024 * 1024) /* one aws-chunked chunk: IncompleteBody */
+#define S3R_MAX_PUT_BYTES   (5ULL << 30)      /* single PUT / part: EntityTooLarge */
+#define S3R_MAX_XML_BODY    (2 * 1024 * 1024) /* request XML bodies: MalformedXML / EntityTooLarge */
+#define S3R_MAX_DELETE_KEYS 1000              /* DeleteObjects: MalformedXML */
+#define S3R_MAX_LIST_KEYS   1000              /* max-keys is clamped to this */
+#define S3R_MIN_PART_BYTES  (5 * 1024 * 1024)  /* EntityTooSmall (all parts but the last) */
+#define S3R_MAX_PART_NUMBER 10000              /* InvalidArgument */
+#define S3R_MAX_AWS_CHUNK   (16 * 1024 * 1024) /* one aws-chunked chunk: IncompleteBody */
 
 /* Auth */
-#define S3R_MAX_CLOCK_SKEW_S      (15 * 60)          /* RequestTimeTooSkewed */
-#define S3R_MIN_PRESIGN_EXPIRES   1                  /* AuthorizationQueryParametersError */
-#define S3R_MAX_PRESIGN_EXPIRES   604800
+#define S3R_MAX_CLOCK_SKEW_S    (15 * 60) /* RequestTimeTooSkewed */
+#define S3R_MIN_PRESIGN_EXPIRES 1         /* AuthorizationQueryParametersError */
+#define S3R_MAX_PRESIGN_EXPIRES 604800
 
 /* RDMA sessions (defaults; configurable) */
-#define S3R_MAX_SESSIONS              256
-#define S3R_MAX_REGIONS_PER_SESSION   64
+#define S3R_MAX_SESSIONS               256
+#define S3R_MAX_REGIONS_PER_SESSION    64
 #define S3R_MAX_REGISTERED_PER_SESSION (16ULL << 30)
-#define S3R_MAX_INFLIGHT_TRANSFERS    64
+#define S3R_MAX_INFLIGHT_TRANSFERS     64
 
 #endif

@@ -11,8 +11,8 @@
 
 static bool is_unreserved(unsigned char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '.' || c == '_' || c == '~';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~';
 }
 
 int sigv4_uri_encode(const char *s, size_t len, bool encode_slash, buf_t *out)
@@ -272,8 +272,8 @@ int sigv4_trailer_string_to_sign(const char *amz_date, const char *scope, const 
 {
     char hx[2 * SHA256_LEN + 1];
     hex_encode(trailer_sha256, SHA256_LEN, hx);
-    return buf_printf(out, "AWS4-HMAC-SHA256-TRAILER\n%s\n%s\n%s\n%s", amz_date, scope,
-                      prev_sig, hx);
+    return buf_printf(out, "AWS4-HMAC-SHA256-TRAILER\n%s\n%s\n%s\n%s", amz_date, scope, prev_sig,
+                      hx);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -468,8 +468,8 @@ int64_t sigv4_parse_amz_date(const char *s)
         return -1;
     int y = digits(s, 4), mo = digits(s + 4, 2), d = digits(s + 6, 2);
     int h = digits(s + 9, 2), mi = digits(s + 11, 2), se = digits(s + 13, 2);
-    if (y < 1970 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 ||
-        se < 0 || se > 59)
+    if (y < 1970 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || se < 0 ||
+        se > 59)
         return -1;
     static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;

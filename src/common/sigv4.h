@@ -14,12 +14,12 @@
 #include "common/buf.h"
 #include "common/hash.h"
 
-#define SIGV4_ALGORITHM       "AWS4-HMAC-SHA256"
-#define SIGV4_UNSIGNED        "UNSIGNED-PAYLOAD"
-#define SIGV4_STREAMING       "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
-#define SIGV4_STREAMING_TRAILER "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"
+#define SIGV4_ALGORITHM                  "AWS4-HMAC-SHA256"
+#define SIGV4_UNSIGNED                   "UNSIGNED-PAYLOAD"
+#define SIGV4_STREAMING                  "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
+#define SIGV4_STREAMING_TRAILER          "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"
 #define SIGV4_STREAMING_UNSIGNED_TRAILER "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
-#define SIGV4_EMPTY_SHA256    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+#define SIGV4_EMPTY_SHA256               "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 /* A header as it goes into the canonical request: name lower-case, value
  * with leading/trailing spaces trimmed and inner runs of spaces collapsed
@@ -31,13 +31,13 @@ typedef struct sigv4_header {
 } sigv4_header_t;
 
 typedef struct sigv4_request {
-    const char *method;          /* "GET" */
-    const char *canonical_uri;   /* already encoded, see sigv4_uri_encode_path */
-    const char *canonical_query; /* already canonical, see sigv4_canonical_query */
+    const char *method;            /* "GET" */
+    const char *canonical_uri;     /* already encoded, see sigv4_uri_encode_path */
+    const char *canonical_query;   /* already canonical, see sigv4_canonical_query */
     const sigv4_header_t *headers; /* exactly the signed headers, sorted by name */
     size_t n_headers;
-    const char *signed_headers;  /* "host;x-amz-content-sha256;x-amz-date" */
-    const char *payload_hash;    /* hex SHA-256, or one of the special strings above */
+    const char *signed_headers; /* "host;x-amz-content-sha256;x-amz-date" */
+    const char *payload_hash;   /* hex SHA-256, or one of the special strings above */
 } sigv4_request_t;
 
 /* S3's URI encoding: unreserved characters (A-Z a-z 0-9 - . _ ~) kept, every
@@ -86,7 +86,7 @@ typedef struct sigv4_auth {
     char date8[9];
     char region[64];
     char service[32];
-    char scope[256];          /* "date8/region/service/aws4_request" */
+    char scope[256]; /* "date8/region/service/aws4_request" */
     char signed_headers[1024];
     char signature[65];
 } sigv4_auth_t;

@@ -18,8 +18,8 @@ int size_parse(const char *s, uint64_t *out_p)
         const char *suffix;
         unsigned shift;
     } units[] = {
-        {"", 0},    {"b", 0},   {"k", 10},   {"kb", 10}, {"kib", 10}, {"m", 20},  {"mb", 20},
-        {"mib", 20}, {"g", 30}, {"gb", 30},  {"gib", 30}, {"t", 40},  {"tb", 40}, {"tib", 40},
+        {"", 0},     {"b", 0},  {"k", 10},  {"kb", 10},  {"kib", 10}, {"m", 20},  {"mb", 20},
+        {"mib", 20}, {"g", 30}, {"gb", 30}, {"gib", 30}, {"t", 40},   {"tb", 40}, {"tib", 40},
     };
     for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
         if (strcasecmp(end, units[i].suffix) == 0) {

@@ -76,7 +76,8 @@ static void *client_progress_main(void *arg)
         ucs_status_t st = ucp_worker_arm(s->worker);
         if (st == UCS_ERR_BUSY)
             continue;
-        struct pollfd pfd[2] = {{.fd = s->efd, .events = POLLIN}, {.fd = s->stop_fd, .events = POLLIN}};
+        struct pollfd pfd[2] = {{.fd = s->efd, .events = POLLIN},
+                                {.fd = s->stop_fd, .events = POLLIN}};
         poll(pfd, 2, 100);
     }
     return NULL;
@@ -157,7 +158,8 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
         set_err(err, err_len, "ucp_config_read: %s", ucs_status_string(st));
         goto fail;
     }
-    if (cfg->device && *cfg->device && (st = ucp_config_modify(uc, "NET_DEVICES", cfg->device)) != UCS_OK) {
+    if (cfg->device && *cfg->device &&
+        (st = ucp_config_modify(uc, "NET_DEVICES", cfg->device)) != UCS_OK) {
         set_err(err, err_len, "UCX_NET_DEVICES=%s: %s", cfg->device, ucs_status_string(st));
         ucp_config_release(uc);
         goto fail;
@@ -322,10 +324,9 @@ void rdma_session_close(rdma_session_t *s)
     if (s->fd >= 0)
         close(s->fd);
     if (s->ep && alive) {
-        ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
-                                 .flags = s->err_mode == RDMA_WIRE_ERRMODE_PEER
-                                              ? UCP_EP_CLOSE_FLAG_FORCE
-                                              : 0};
+        ucp_request_param_t p = {
+            .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+            .flags = s->err_mode == RDMA_WIRE_ERRMODE_PEER ? UCP_EP_CLOSE_FLAG_FORCE : 0};
         wait_req(s->worker, ucp_ep_close_nbx(s->ep, &p), 1000);
     }
     while (s->regions) {
@@ -355,7 +356,8 @@ int rdma_session_alive(rdma_session_t *s)
         char c;
         /* The server never speaks unasked: readable here means EOF or an error. */
         ssize_t k = recv(s->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-        if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR) || (pfd.revents & (POLLHUP | POLLERR)))
+        if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR) ||
+            (pfd.revents & (POLLHUP | POLLERR)))
             alive = 0;
     }
     pthread_mutex_unlock(&s->mu);
@@ -374,8 +376,11 @@ static int region_announce(rdma_session_t *s, rdma_region_t *r, char *err, size_
         set_err(err, err_len, "ucp_rkey_pack: %s", ucs_status_string(st));
         return -1;
     }
-    rdma_region_add_t m = {.region_id = r->id, .addr = (uint64_t)(uintptr_t)r->addr,
-                           .len = r->len, .rkey = rkey, .rkey_len = rkey_len};
+    rdma_region_add_t m = {.region_id = r->id,
+                           .addr = (uint64_t)(uintptr_t)r->addr,
+                           .len = r->len,
+                           .rkey = rkey,
+                           .rkey_len = rkey_len};
     wire_out_t w = {0};
     int rc = send_frame(s, &w, wire_region_add(&w, &m));
     ucp_rkey_buffer_release(rkey);

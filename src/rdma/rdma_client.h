@@ -12,14 +12,14 @@
 #include <stdint.h>
 
 typedef struct rdma_client_config {
-    const char *host;        /* session endpoint host */
-    int port;                /* session endpoint port (9100) */
+    const char *host; /* session endpoint host */
+    int port;         /* session endpoint port (9100) */
     const char *access_key;
     const char *secret_key;
-    int timeout_ms;          /* connect + handshake; 0 = 5000 */
-    const char *device;      /* UCX_NET_DEVICES value, or NULL */
-    const char *local_ip;    /* bind the bootstrap socket to this address, or NULL */
-    const char *log_level;   /* UCX_LOG_LEVEL value, or NULL */
+    int timeout_ms;        /* connect + handshake; 0 = 5000 */
+    const char *device;    /* UCX_NET_DEVICES value, or NULL */
+    const char *local_ip;  /* bind the bootstrap socket to this address, or NULL */
+    const char *log_level; /* UCX_LOG_LEVEL value, or NULL */
 } rdma_client_config_t;
 
 typedef struct rdma_session rdma_session_t;

@@ -56,7 +56,8 @@ int rdma_net_connect(const char *host, int port, const char *local_ip, int timeo
         if (fd < 0)
             continue;
         if (local_ip && *local_ip) {
-            struct addrinfo lh = {.ai_family = ai->ai_family, .ai_socktype = SOCK_STREAM,
+            struct addrinfo lh = {.ai_family = ai->ai_family,
+                                  .ai_socktype = SOCK_STREAM,
                                   .ai_flags = AI_NUMERICHOST | AI_PASSIVE};
             struct addrinfo *lres = NULL;
             if (getaddrinfo(local_ip, NULL, &lh, &lres) != 0 ||
@@ -107,7 +108,8 @@ int rdma_net_send_all(int fd, const void *p, size_t n, uint64_t deadline_ms)
         }
         if (k < 0 && errno == EINTR)
             continue;
-        if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && wait_fd(fd, POLLOUT, deadline_ms) == 0)
+        if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) &&
+            wait_fd(fd, POLLOUT, deadline_ms) == 0)
             continue;
         return -1;
     }

@@ -44,9 +44,9 @@
 #include "rdma/rdma_net.h"
 #include "rdma/rdma_wire.h"
 
-#define HANDSHAKE_TIMEOUT_MS 5000
+#define HANDSHAKE_TIMEOUT_MS  5000
 #define OP_TIMEOUT_MS_DEFAULT 30000
-#define EXTRA_PENDING_CONNS 16 /* handshakes in progress beyond max_sessions */
+#define EXTRA_PENDING_CONNS   16 /* handshakes in progress beyond max_sessions */
 
 typedef struct rsession rsession_t;
 typedef struct rprog rprog_t;
@@ -54,13 +54,20 @@ typedef struct rprog rprog_t;
 const char *rdma_strerror(rdma_status_t st)
 {
     switch (st) {
-    case RDMA_OK: return "ok";
-    case RDMA_DECLINE: return "declined (no live session or malformed token)";
-    case RDMA_FORBIDDEN: return "session belongs to another access key";
-    case RDMA_OUT_OF_BOUNDS: return "token span outside the session's region";
-    case RDMA_BUSY: return "too many transfers in flight";
-    case RDMA_TRANSPORT: return "RDMA transfer failed";
-    case RDMA_CALLBACK: return "transfer callback failed";
+    case RDMA_OK:
+        return "ok";
+    case RDMA_DECLINE:
+        return "declined (no live session or malformed token)";
+    case RDMA_FORBIDDEN:
+        return "session belongs to another access key";
+    case RDMA_OUT_OF_BOUNDS:
+        return "token span outside the session's region";
+    case RDMA_BUSY:
+        return "too many transfers in flight";
+    case RDMA_TRANSPORT:
+        return "RDMA transfer failed";
+    case RDMA_CALLBACK:
+        return "transfer callback failed";
     }
     return "unknown rdma status";
 }
@@ -131,13 +138,13 @@ struct rsession {
     struct rdma_server *srv;
     rprog_t *prog;
     _Atomic int refs;
-    _Atomic int dead;      /* lifeline dropped or the endpoint failed */
-    _Atomic int orphans;   /* chunks orphaned with a request on this session */
-    int own_worker;        /* 1: same host, NONE mode, worker below is ours */
+    _Atomic int dead;    /* lifeline dropped or the endpoint failed */
+    _Atomic int orphans; /* chunks orphaned with a request on this session */
+    int own_worker;      /* 1: same host, NONE mode, worker below is ours */
     rworker_t own;
-    ucp_worker_h worker;   /* own.w or the progress thread's shared worker */
+    ucp_worker_h worker; /* own.w or the progress thread's shared worker */
     ucp_ep_h ep;
-    pthread_mutex_t mu;    /* regions */
+    pthread_mutex_t mu; /* regions */
     rregion_t *regions;
     unsigned n_regions;
     uint64_t reg_bytes;
@@ -193,17 +200,17 @@ typedef struct bconn {
     size_t body_len, body_got;
     char peer[64];
     /* handshake */
-    int reserved;             /* holds one n_alloc slot */
+    int reserved; /* holds one n_alloc slot */
     char ak[RDMA_MAX_AK + 1];
     uint8_t cnonce[RDMA_NONCE_LEN], snonce[RDMA_NONCE_LEN];
     uint8_t *caddr;
     size_t caddr_len;
     int same_host;
     rprog_t *prog;
-    rworker_t pend;           /* own worker created at HELLO (same host) */
-    ucp_address_t *saddr;     /* own worker's address (shared ones live in rprog) */
+    rworker_t pend;       /* own worker created at HELLO (same host) */
+    ucp_address_t *saddr; /* own worker's address (shared ones live in rprog) */
     size_t saddr_len;
-    rsession_t *sess;         /* when LIVE */
+    rsession_t *sess; /* when LIVE */
     struct bconn *next;
 } bconn_t;
 
@@ -233,8 +240,8 @@ struct rdma_server {
 
     pthread_mutex_t mu; /* sessions table, counters, transfer slots */
     rsession_t **table;
-    unsigned n_live;    /* in the table */
-    unsigned n_alloc;   /* reserved at HELLO until destroyed */
+    unsigned n_live;  /* in the table */
+    unsigned n_alloc; /* reserved at HELLO until destroyed */
     struct rdma_xfer *xfers, *free_xfers;
 };
 
@@ -291,7 +298,8 @@ static void chunk_cb(void *request, ucs_status_t status, void *user_data)
 {
     rchunk_t *c = user_data;
     int expect = CH_INFLIGHT;
-    if (!atomic_compare_exchange_strong(&c->state, &expect, status == UCS_OK ? CH_DONE : CH_ERROR)) {
+    if (!atomic_compare_exchange_strong(&c->state, &expect,
+                                        status == UCS_OK ? CH_DONE : CH_ERROR)) {
         /* The transfer gave up on it: the chunk is ours to return. */
         struct rdma_server *srv = c->srv;
         pthread_mutex_lock(&srv->pool_mu);
@@ -840,7 +848,8 @@ static int on_region_remove(bconn_t *c, const uint8_t *body, size_t len)
 {
     rsession_t *s = c->sess;
     uint32_t id;
-    if (wire_parse_region_id(body, len, &id) < 0 || wire_frame_type(body, len) != RDMA_MSG_REGION_REMOVE) {
+    if (wire_parse_region_id(body, len, &id) < 0 ||
+        wire_frame_type(body, len) != RDMA_MSG_REGION_REMOVE) {
         log_warn("rdma: %s: malformed REGION_REMOVE; closing", c->peer);
         conn_send_error(c, RDMA_ERR_BAD_MESSAGE, "malformed REGION_REMOVE");
         return -1;
@@ -1060,7 +1069,9 @@ static void *boot_main(void *arg)
 
 static int listen_on(struct rdma_server *srv)
 {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE},
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE},
                     *res = NULL;
     char portstr[16];
     snprintf(portstr, sizeof(portstr), "%d", srv->cfg.port);
@@ -1407,8 +1418,8 @@ static int chunk_wait(rdma_xfer_t *x, rchunk_t *c, uint64_t deadline_ms)
 static int chunk_post(rdma_xfer_t *x, rchunk_t *c, int is_get, size_t len, uint64_t raddr)
 {
     ucp_request_param_t p = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                        UCP_OP_ATTR_FIELD_MEMH,
+        .op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMH,
         .cb.send = chunk_cb,
         .user_data = c,
         .memh = x->srv->staging_memh,

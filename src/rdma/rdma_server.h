@@ -13,12 +13,12 @@
 
 typedef enum rdma_status {
     RDMA_OK = 0,
-    RDMA_DECLINE,        /* no such/dead session, malformed token, RDMA off: 501 decline */
-    RDMA_FORBIDDEN,      /* session authenticated by another access key: 403 AccessDenied */
-    RDMA_OUT_OF_BOUNDS,  /* token addr/len outside the session's region: 400 InvalidArgument */
-    RDMA_BUSY,           /* in-flight transfer limit reached: 503 SlowDown */
-    RDMA_TRANSPORT,      /* the transfer failed (peer died, UCX error): 500 / decline */
-    RDMA_CALLBACK,       /* the caller's callback failed; its error stands */
+    RDMA_DECLINE,       /* no such/dead session, malformed token, RDMA off: 501 decline */
+    RDMA_FORBIDDEN,     /* session authenticated by another access key: 403 AccessDenied */
+    RDMA_OUT_OF_BOUNDS, /* token addr/len outside the session's region: 400 InvalidArgument */
+    RDMA_BUSY,          /* in-flight transfer limit reached: 503 SlowDown */
+    RDMA_TRANSPORT,     /* the transfer failed (peer died, UCX error): 500 / decline */
+    RDMA_CALLBACK,      /* the caller's callback failed; its error stands */
 } rdma_status_t;
 
 const char *rdma_strerror(rdma_status_t st);
@@ -29,15 +29,15 @@ const char *rdma_strerror(rdma_status_t st);
 typedef int (*rdma_secret_lookup_fn)(void *ctx, const char *access_key, char *secret, size_t max);
 
 typedef struct rdma_server_config {
-    const char *listen_host;         /* "127.0.0.1", "0.0.0.0" */
-    int port;                        /* 9100; 0 picks a free port (see rdma_server_port) */
-    int n_workers;                   /* progress threads; 0 = one per core */
-    size_t staging_bytes;            /* registered staging pool size */
-    size_t chunk_bytes;              /* data mover pipeline chunk */
+    const char *listen_host; /* "127.0.0.1", "0.0.0.0" */
+    int port;                /* 9100; 0 picks a free port (see rdma_server_port) */
+    int n_workers;           /* progress threads; 0 = one per core */
+    size_t staging_bytes;    /* registered staging pool size */
+    size_t chunk_bytes;      /* data mover pipeline chunk */
     unsigned max_sessions;
     unsigned max_regions_per_session;
     uint64_t max_registered_per_session;
-    unsigned max_inflight;           /* concurrent token transfers, server-wide */
+    unsigned max_inflight; /* concurrent token transfers, server-wide */
     rdma_secret_lookup_fn lookup_secret;
     void *lookup_ctx;
 } rdma_server_config_t;

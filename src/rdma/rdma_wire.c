@@ -335,7 +335,8 @@ int wire_error(wire_out_t *w, uint32_t code, const char *msg)
     return wire_end(w);
 }
 
-int wire_parse_error(const uint8_t *body, size_t len, uint32_t *code, char msg[RDMA_MAX_ERR_MSG + 1])
+int wire_parse_error(const uint8_t *body, size_t len, uint32_t *code,
+                     char msg[RDMA_MAX_ERR_MSG + 1])
 {
     wire_in_t r;
     if (wire_open(&r, body, len, RDMA_MSG_ERROR) < 0)

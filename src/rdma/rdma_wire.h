@@ -15,17 +15,17 @@
 
 #define RDMA_WIRE_MAGIC     0x53335253u /* "S3RS" */
 #define RDMA_WIRE_VERSION   1
-#define RDMA_WIRE_HDR       8            /* magic + version + type + flags */
-#define RDMA_WIRE_MAX_FRAME (64 * 1024)  /* body bytes, header included */
+#define RDMA_WIRE_HDR       8           /* magic + version + type + flags */
+#define RDMA_WIRE_MAX_FRAME (64 * 1024) /* body bytes, header included */
 
-#define RDMA_NONCE_LEN      32
-#define RDMA_MAC_LEN        32
-#define RDMA_SESSION_ID_LEN 16
-#define RDMA_MAX_AK         128
-#define RDMA_MAX_HOST_ID    256
+#define RDMA_NONCE_LEN       32
+#define RDMA_MAC_LEN         32
+#define RDMA_SESSION_ID_LEN  16
+#define RDMA_MAX_AK          128
+#define RDMA_MAX_HOST_ID     256
 #define RDMA_MAX_WORKER_ADDR (48 * 1024)
-#define RDMA_MAX_RKEY       (16 * 1024)
-#define RDMA_MAX_ERR_MSG    256
+#define RDMA_MAX_RKEY        (16 * 1024)
+#define RDMA_MAX_ERR_MSG     256
 
 enum rdma_msg_type {
     RDMA_MSG_HELLO = 1,
@@ -40,8 +40,8 @@ enum rdma_msg_type {
 
 /* Codes carried by RDMA_MSG_ERROR. */
 enum rdma_err_code {
-    RDMA_ERR_BAD_MESSAGE = 1,   /* malformed, truncated, unexpected type or version */
-    RDMA_ERR_AUTH = 2,          /* unknown key or wrong MAC (deliberately not told apart) */
+    RDMA_ERR_BAD_MESSAGE = 1, /* malformed, truncated, unexpected type or version */
+    RDMA_ERR_AUTH = 2,        /* unknown key or wrong MAC (deliberately not told apart) */
     RDMA_ERR_MAX_SESSIONS = 3,
     RDMA_ERR_MAX_REGIONS = 4,
     RDMA_ERR_MAX_REGISTERED = 5,
@@ -102,8 +102,8 @@ void wire_put_u16(wire_out_t *w, uint16_t v);
 void wire_put_u32(wire_out_t *w, uint32_t v);
 void wire_put_u64(wire_out_t *w, uint64_t v);
 void wire_put_bytes(wire_out_t *w, const void *p, size_t n);
-void wire_put_str16(wire_out_t *w, const char *s);             /* u16 len | bytes */
-void wire_put_blob32(wire_out_t *w, const void *p, size_t n);  /* u32 len | bytes */
+void wire_put_str16(wire_out_t *w, const char *s);            /* u16 len | bytes */
+void wire_put_blob32(wire_out_t *w, const void *p, size_t n); /* u32 len | bytes */
 /* Returns 0 with the frame complete, or -1 (w->data is freed either way by wire_free). */
 int wire_end(wire_out_t *w);
 void wire_free(wire_out_t *w);
@@ -131,7 +131,8 @@ int wire_parse_hello(const uint8_t *body, size_t len, rdma_hello_t *m);
 int wire_parse_challenge(const uint8_t *body, size_t len, rdma_challenge_t *m);
 int wire_parse_auth(const uint8_t *body, size_t len, uint8_t mac[RDMA_MAC_LEN]);
 int wire_parse_welcome(const uint8_t *body, size_t len, rdma_welcome_t *m);
-int wire_parse_error(const uint8_t *body, size_t len, uint32_t *code, char msg[RDMA_MAX_ERR_MSG + 1]);
+int wire_parse_error(const uint8_t *body, size_t len, uint32_t *code,
+                     char msg[RDMA_MAX_ERR_MSG + 1]);
 int wire_parse_region_add(const uint8_t *body, size_t len, rdma_region_add_t *m);
 int wire_parse_region_id(const uint8_t *body, size_t len, uint32_t *region_id);
 
@@ -156,9 +157,9 @@ void rdma_handshake_mac(const uint8_t key[32], const char *role,
 void rdma_host_identity(char out[RDMA_MAX_HOST_ID + 1]);
 
 /* Tokens: "s3r1." + base64url(session id 16 | region id u32 | addr u64 | len u64). */
-#define RDMA_TOKEN_PREFIX  "s3r1."
-#define RDMA_TOKEN_RAW     36
-#define RDMA_TOKEN_LEN     (5 + 48) /* characters, without the NUL */
+#define RDMA_TOKEN_PREFIX "s3r1."
+#define RDMA_TOKEN_RAW    36
+#define RDMA_TOKEN_LEN    (5 + 48) /* characters, without the NUL */
 typedef struct rdma_token {
     uint8_t session_id[RDMA_SESSION_ID_LEN];
     uint32_t region_id;

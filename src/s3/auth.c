@@ -111,7 +111,8 @@ s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p)
     const char *payload_hash;
 
     if (!authz && !presigned && s3_req_has_query(req, "AWSAccessKeyId")) {
-        *why_p = "Signature Version 2 is not supported; use AWS4-HMAC-SHA256 (s3v4) presigned URLs.";
+        *why_p =
+            "Signature Version 2 is not supported; use AWS4-HMAC-SHA256 (s3v4) presigned URLs.";
         return S3E_INVALID_REQUEST;
     }
     if (!authz && !presigned) {
@@ -157,7 +158,8 @@ s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p)
         snprintf(auth.signature, sizeof(auth.signature), "%s", sig);
         char *end;
         long expires = strtol(exp, &end, 10);
-        if (*end != '\0' || expires < S3R_MIN_PRESIGN_EXPIRES || expires > S3R_MAX_PRESIGN_EXPIRES) {
+        if (*end != '\0' || expires < S3R_MIN_PRESIGN_EXPIRES ||
+            expires > S3R_MAX_PRESIGN_EXPIRES) {
             *why_p = "X-Amz-Expires must be between 1 and 604800 seconds.";
             return S3E_AUTH_QUERY_ERROR;
         }
@@ -184,7 +186,8 @@ s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p)
         *why_p = "The x-amz-date value is not in ISO8601 basic format.";
         return S3E_ACCESS_DENIED;
     }
-    if (!presigned && (t > req->now_s + S3R_MAX_CLOCK_SKEW_S || t < req->now_s - S3R_MAX_CLOCK_SKEW_S))
+    if (!presigned &&
+        (t > req->now_s + S3R_MAX_CLOCK_SKEW_S || t < req->now_s - S3R_MAX_CLOCK_SKEW_S))
         return S3E_REQUEST_TIME_SKEWED;
     if (strncmp(amz_date, auth.date8, 8) != 0) {
         *why_p = "The credential scope date does not match x-amz-date.";
@@ -196,8 +199,10 @@ s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p)
     }
     if (strcmp(auth.region, req->srv->cfg.region) != 0) {
         static __thread char msg[256];
-        snprintf(msg, sizeof(msg), "The authorization header is malformed; the region '%.64s' is "
-                 "wrong; expecting '%.64s'", auth.region, req->srv->cfg.region);
+        snprintf(msg, sizeof(msg),
+                 "The authorization header is malformed; the region '%.64s' is "
+                 "wrong; expecting '%.64s'",
+                 auth.region, req->srv->cfg.region);
         *why_p = msg;
         return presigned ? S3E_AUTH_QUERY_ERROR : S3E_MALFORMED_AUTH;
     }

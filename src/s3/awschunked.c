@@ -24,10 +24,10 @@
 
 /* Longest size line or trailer line; a signed size line is ~100 bytes and
  * the longest checksum trailer (sha256, base64) ~70. */
-#define AWSCHUNK_LINE_MAX 1024
+#define AWSCHUNK_LINE_MAX     1024
 #define AWSCHUNK_MAX_TRAILERS 16
-#define AWSCHUNK_SIG_HEX 64
-#define TRAILER_SIG_NAME "x-amz-trailer-signature"
+#define AWSCHUNK_SIG_HEX      64
+#define TRAILER_SIG_NAME      "x-amz-trailer-signature"
 
 typedef enum chunk_state {
     ST_SIZE_LINE,  /* reading "hex[;ext]\r\n" */

@@ -19,23 +19,25 @@
 
 typedef enum awschunk_status {
     AWSCHUNK_OK = 0,
-    AWSCHUNK_ERR_MALFORMED, /* bad size line, missing CRLF, chunk > limit: IncompleteBody / InvalidRequest */
-    AWSCHUNK_ERR_SIGNATURE, /* a chunk or trailer signature does not verify: SignatureDoesNotMatch */
+    AWSCHUNK_ERR_MALFORMED, /* bad size line, missing CRLF, chunk > limit: IncompleteBody /
+                               InvalidRequest */
+    AWSCHUNK_ERR_SIGNATURE, /* a chunk or trailer signature does not verify: SignatureDoesNotMatch
+                             */
     AWSCHUNK_ERR_LENGTH,    /* decoded bytes != x-amz-decoded-content-length: IncompleteBody */
     AWSCHUNK_ERR_TRUNCATED, /* body ended before the final chunk / trailer: IncompleteBody */
     AWSCHUNK_ERR_CALLBACK,  /* the emit callback returned non-zero */
 } awschunk_status_t;
 
 typedef struct awschunk_params {
-    bool signed_chunks;          /* chunk-signature present and verified */
-    bool trailer;                /* a trailer section follows the final chunk */
+    bool signed_chunks; /* chunk-signature present and verified */
+    bool trailer;       /* a trailer section follows the final chunk */
     /* For signed chunks: the request's signing key, x-amz-date, credential
      * scope and the seed signature (the Authorization header's signature). */
-    const uint8_t *signing_key;  /* SHA256_LEN bytes, copied */
+    const uint8_t *signing_key; /* SHA256_LEN bytes, copied */
     const char *amz_date;
     const char *scope;
     const char *seed_signature;
-    uint64_t decoded_length;     /* x-amz-decoded-content-length, UINT64_MAX if absent */
+    uint64_t decoded_length; /* x-amz-decoded-content-length, UINT64_MAX if absent */
 } awschunk_params_t;
 
 /* Emits decoded payload; return non-zero to stop decoding. */

@@ -164,13 +164,17 @@ s3_error_t s3_body_begin(s3_req_t *req)
 static s3_error_t chunk_error(s3_req_t *req, awschunk_status_t st)
 {
     switch (st) {
-    case AWSCHUNK_OK: return S3E_NONE;
-    case AWSCHUNK_ERR_SIGNATURE: return S3E_SIGNATURE_MISMATCH;
-    case AWSCHUNK_ERR_CALLBACK: return req->body_error != S3E_NONE ? req->body_error : S3E_INTERNAL;
+    case AWSCHUNK_OK:
+        return S3E_NONE;
+    case AWSCHUNK_ERR_SIGNATURE:
+        return S3E_SIGNATURE_MISMATCH;
+    case AWSCHUNK_ERR_CALLBACK:
+        return req->body_error != S3E_NONE ? req->body_error : S3E_INTERNAL;
     case AWSCHUNK_ERR_MALFORMED:
     case AWSCHUNK_ERR_LENGTH:
     case AWSCHUNK_ERR_TRUNCATED:
-    default: return S3E_INCOMPLETE_BODY;
+    default:
+        return S3E_INCOMPLETE_BODY;
     }
 }
 
@@ -341,9 +345,9 @@ static char *strip_aws_chunked(const char *enc)
 
 s3_error_t s3_meta_from_headers(s3_req_t *req, stor_meta_t *meta)
 {
-    static const char *const canned[] = {"private", "public-read", "public-read-write",
-                                         "authenticated-read", "aws-exec-read",
-                                         "bucket-owner-read", "bucket-owner-full-control"};
+    static const char *const canned[] = {
+        "private",       "public-read",       "public-read-write",        "authenticated-read",
+        "aws-exec-read", "bucket-owner-read", "bucket-owner-full-control"};
     const char *acl = s3_req_header(req, "x-amz-acl");
     if (acl) {
         bool known = false;
@@ -352,10 +356,14 @@ s3_error_t s3_meta_from_headers(s3_req_t *req, stor_meta_t *meta)
         if (!known)
             return S3E_INVALID_ARGUMENT;
     }
-    static const char *const unsupported[] = {
-        "x-amz-tagging", "x-amz-object-lock-mode", "x-amz-object-lock-retain-until-date",
-        "x-amz-object-lock-legal-hold", "x-amz-server-side-encryption-customer-algorithm",
-        "x-amz-website-redirect-location", "x-amz-grant-read", "x-amz-grant-full-control"};
+    static const char *const unsupported[] = {"x-amz-tagging",
+                                              "x-amz-object-lock-mode",
+                                              "x-amz-object-lock-retain-until-date",
+                                              "x-amz-object-lock-legal-hold",
+                                              "x-amz-server-side-encryption-customer-algorithm",
+                                              "x-amz-website-redirect-location",
+                                              "x-amz-grant-read",
+                                              "x-amz-grant-full-control"};
     for (size_t i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++) {
         if (s3_req_header(req, unsupported[i]))
             return S3E_NOT_IMPLEMENTED;

@@ -20,15 +20,46 @@
  * with any parameter outside this list and outside the sub-resources we
  * implement names an operation we do not have, and gets 501. */
 static const char *const plain_params[] = {
-    "prefix", "delimiter", "marker", "max-keys", "encoding-type", "list-type",
-    "continuation-token", "start-after", "fetch-owner", "key-marker", "upload-id-marker",
-    "max-uploads", "max-parts", "part-number-marker", "partNumber", "uploadId", "x-id",
-    "versionId", "response-content-type", "response-content-language", "response-expires",
-    "response-cache-control", "response-content-disposition", "response-content-encoding",
-    "X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Date", "X-Amz-Expires",
-    "X-Amz-SignedHeaders", "X-Amz-Signature", "X-Amz-Security-Token", "X-Amz-Content-Sha256",
-    "x-amz-checksum-mode", "uploads", "delete", "location", "optionalObjectAttributes",
-    "AWSAccessKeyId", "Signature", "Expires", /* SigV2 presigned: refused clearly by auth.c */
+    "prefix",
+    "delimiter",
+    "marker",
+    "max-keys",
+    "encoding-type",
+    "list-type",
+    "continuation-token",
+    "start-after",
+    "fetch-owner",
+    "key-marker",
+    "upload-id-marker",
+    "max-uploads",
+    "max-parts",
+    "part-number-marker",
+    "partNumber",
+    "uploadId",
+    "x-id",
+    "versionId",
+    "response-content-type",
+    "response-content-language",
+    "response-expires",
+    "response-cache-control",
+    "response-content-disposition",
+    "response-content-encoding",
+    "X-Amz-Algorithm",
+    "X-Amz-Credential",
+    "X-Amz-Date",
+    "X-Amz-Expires",
+    "X-Amz-SignedHeaders",
+    "X-Amz-Signature",
+    "X-Amz-Security-Token",
+    "X-Amz-Content-Sha256",
+    "x-amz-checksum-mode",
+    "uploads",
+    "delete",
+    "location",
+    "optionalObjectAttributes",
+    "AWSAccessKeyId",
+    "Signature",
+    "Expires", /* SigV2 presigned: refused clearly by auth.c */
 };
 
 typedef struct query_cache {
@@ -152,12 +183,10 @@ void s3_reply_error(s3_req_t *req, s3_error_t err, const char *message)
     int status = s3_error_status(err);
     if (status >= 500)
         log_warn("request %s %s %s: %s %s", req->request_id, req->method,
-                 req->resource ? req->resource : "/", s3_error_code(err),
-                 message ? message : "");
+                 req->resource ? req->resource : "/", s3_error_code(err), message ? message : "");
     else
         log_debug("request %s %s %s: %s %s", req->request_id, req->method,
-                  req->resource ? req->resource : "/", s3_error_code(err),
-                  message ? message : "");
+                  req->resource ? req->resource : "/", s3_error_code(err), message ? message : "");
     if (is_head(req) || status == 304) {
         s3_reply_empty(req, status);
         return;
@@ -235,8 +264,7 @@ static void object_stream_free(void *cls)
     free(os);
 }
 
-void s3_reply_object(s3_req_t *req, int status, stor_reader_t *reader, uint64_t first,
-                     uint64_t len)
+void s3_reply_object(s3_req_t *req, int status, stor_reader_t *reader, uint64_t first, uint64_t len)
 {
     struct MHD_Response *resp = NULL;
     int fd;
@@ -270,19 +298,30 @@ void s3_reply_object(s3_req_t *req, int status, stor_reader_t *reader, uint64_t 
 s3_error_t s3_error_from_stor(stor_status_t st)
 {
     switch (st) {
-    case STOR_OK: return S3E_NONE;
-    case STOR_ERR_NO_BUCKET: return S3E_NO_SUCH_BUCKET;
-    case STOR_ERR_NO_KEY: return S3E_NO_SUCH_KEY;
-    case STOR_ERR_BUCKET_EXISTS: return S3E_BUCKET_EXISTS;
-    case STOR_ERR_BUCKET_NOT_EMPTY: return S3E_BUCKET_NOT_EMPTY;
-    case STOR_ERR_NO_UPLOAD: return S3E_NO_SUCH_UPLOAD;
-    case STOR_ERR_INVALID_PART: return S3E_INVALID_PART;
-    case STOR_ERR_INVALID_PART_ORDER: return S3E_INVALID_PART_ORDER;
-    case STOR_ERR_PART_TOO_SMALL: return S3E_ENTITY_TOO_SMALL;
-    case STOR_ERR_TOO_LARGE: return S3E_METADATA_TOO_LARGE;
+    case STOR_OK:
+        return S3E_NONE;
+    case STOR_ERR_NO_BUCKET:
+        return S3E_NO_SUCH_BUCKET;
+    case STOR_ERR_NO_KEY:
+        return S3E_NO_SUCH_KEY;
+    case STOR_ERR_BUCKET_EXISTS:
+        return S3E_BUCKET_EXISTS;
+    case STOR_ERR_BUCKET_NOT_EMPTY:
+        return S3E_BUCKET_NOT_EMPTY;
+    case STOR_ERR_NO_UPLOAD:
+        return S3E_NO_SUCH_UPLOAD;
+    case STOR_ERR_INVALID_PART:
+        return S3E_INVALID_PART;
+    case STOR_ERR_INVALID_PART_ORDER:
+        return S3E_INVALID_PART_ORDER;
+    case STOR_ERR_PART_TOO_SMALL:
+        return S3E_ENTITY_TOO_SMALL;
+    case STOR_ERR_TOO_LARGE:
+        return S3E_METADATA_TOO_LARGE;
     case STOR_ERR_NOMEM:
     case STOR_ERR_IO:
-    default: return S3E_INTERNAL;
+    default:
+        return S3E_INTERNAL;
     }
 }
 
@@ -647,7 +686,8 @@ s3_server_t *s3_server_start(const s3_server_config_t *cfg)
     random_bytes(&inst, sizeof(inst));
     srv->instance = inst;
 
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
     struct addrinfo *ai = NULL;
     char port[16];
@@ -665,16 +705,12 @@ s3_server_t *s3_server_start(const s3_server_config_t *cfg)
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     srv->daemon = MHD_start_daemon(
-        flags, (uint16_t)cfg->port, NULL, NULL, on_access, srv,
-        MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-        MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)S3R_HTTP_POOL_BYTES,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)S3R_MAX_CONNECTIONS,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)S3R_CONNECTION_TIMEOUT_S,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-        MHD_OPTION_END);
+        flags, (uint16_t)cfg->port, NULL, NULL, on_access, srv, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped,
+        NULL, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)S3R_HTTP_POOL_BYTES,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)S3R_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)S3R_CONNECTION_TIMEOUT_S, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!srv->daemon) {
         log_error("cannot listen on %s:%d (%s)", cfg->listen_host, cfg->port, strerror(errno));

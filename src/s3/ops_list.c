@@ -72,7 +72,8 @@ static void list_objects_begin(s3_req_t *req)
     bool url = false;
     if (enc) {
         if (strcmp(enc, "url") != 0) {
-            s3_reply_error(req, S3E_INVALID_ARGUMENT, "Invalid Encoding Method specified in Request");
+            s3_reply_error(req, S3E_INVALID_ARGUMENT,
+                           "Invalid Encoding Method specified in Request");
             return;
         }
         url = true;
@@ -82,7 +83,8 @@ static void list_objects_begin(s3_req_t *req)
         char *end;
         max_keys = strtol(mk, &end, 10);
         if (*end || max_keys < 0) {
-            s3_reply_error(req, S3E_INVALID_ARGUMENT, "Provided max-keys not an integer or within integer range");
+            s3_reply_error(req, S3E_INVALID_ARGUMENT,
+                           "Provided max-keys not an integer or within integer range");
             return;
         }
         if (max_keys > S3R_MAX_LIST_KEYS)
@@ -96,7 +98,8 @@ static void list_objects_begin(s3_req_t *req)
         uint8_t raw[2 * S3R_MAX_KEY_BYTES + 8];
         long n = base64url_decode(token, strlen(token), raw, sizeof(raw) - 1);
         if (n < 0) {
-            s3_reply_error(req, S3E_INVALID_ARGUMENT, "The continuation token provided is incorrect");
+            s3_reply_error(req, S3E_INVALID_ARGUMENT,
+                           "The continuation token provided is incorrect");
             return;
         }
         memcpy(after, raw, (size_t)n);
@@ -124,8 +127,8 @@ static void list_objects_begin(s3_req_t *req)
     buf_init(&prefixes, 64 * 1024 * 1024);
     long count = 0;
     bool truncated = false;
-    char last[2 * S3R_MAX_KEY_BYTES + 8] = ""; /* resume point */
-    char last_name[S3R_MAX_KEY_BYTES + 8] = "";  /* v1 NextMarker */
+    char last[2 * S3R_MAX_KEY_BYTES + 8] = "";  /* resume point */
+    char last_name[S3R_MAX_KEY_BYTES + 8] = ""; /* v1 NextMarker */
     size_t prefix_len = strlen(prefix);
     for (;;) {
         const char *key;

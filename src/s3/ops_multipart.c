@@ -16,8 +16,8 @@ static const char *upload_check(s3_req_t *req)
     if (!s3_bucket_authorize(req, req->bucket))
         return NULL;
     const char *id = s3_req_query(req, "uploadId");
-    stor_status_t st = id ? stor_mpu_check(req->srv->cfg.store, req->bucket, req->key, id)
-                          : STOR_ERR_NO_UPLOAD;
+    stor_status_t st =
+        id ? stor_mpu_check(req->srv->cfg.store, req->bucket, req->key, id) : STOR_ERR_NO_UPLOAD;
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
         return NULL;
@@ -31,7 +31,8 @@ static long part_number(s3_req_t *req)
     char *end;
     long n = pn ? strtol(pn, &end, 10) : 0;
     if (!pn || *end || n < 1 || n > S3R_MAX_PART_NUMBER) {
-        s3_reply_error(req, S3E_INVALID_ARGUMENT, "Part number must be an integer between 1 and 10000, inclusive.");
+        s3_reply_error(req, S3E_INVALID_ARGUMENT,
+                       "Part number must be an integer between 1 and 10000, inclusive.");
         return -1;
     }
     return n;
@@ -216,8 +217,8 @@ static void abort_mpu_begin(s3_req_t *req)
 {
     if (!upload_check(req))
         return;
-    stor_status_t st = stor_mpu_abort(req->srv->cfg.store, req->bucket, req->key,
-                                      s3_req_query(req, "uploadId"));
+    stor_status_t st =
+        stor_mpu_abort(req->srv->cfg.store, req->bucket, req->key, s3_req_query(req, "uploadId"));
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
         return;
@@ -268,10 +269,12 @@ static void list_parts_begin(s3_req_t *req)
     s3_xml_elem(&xml, "UploadId", id);
     s3_xml_principal(&xml, "Initiator", req->user->access_key);
     s3_xml_principal(&xml, "Owner", req->user->access_key);
-    buf_printf(&xml, "<StorageClass>STANDARD</StorageClass><PartNumberMarker>%ld</PartNumberMarker>",
+    buf_printf(&xml,
+               "<StorageClass>STANDARD</StorageClass><PartNumberMarker>%ld</PartNumberMarker>",
                marker);
     if (shown)
-        buf_printf(&xml, "<NextPartNumberMarker>%u</NextPartNumberMarker>", parts[shown - 1].number);
+        buf_printf(&xml, "<NextPartNumberMarker>%u</NextPartNumberMarker>",
+                   parts[shown - 1].number);
     buf_printf(&xml, "<MaxParts>%ld</MaxParts><IsTruncated>%s</IsTruncated>", max,
                truncated ? "true" : "false");
     for (size_t i = 0; i < shown; i++) {
@@ -340,7 +343,8 @@ static void list_mpu_begin(s3_req_t *req)
         const char *hit = delim && *delim ? strstr(ups[i].key + plen, delim) : NULL;
         if (hit) {
             size_t cpl = (size_t)(hit - ups[i].key) + strlen(delim);
-            if (cpl < sizeof(last_cp) && !(strlen(last_cp) == cpl && strncmp(last_cp, ups[i].key, cpl) == 0)) {
+            if (cpl < sizeof(last_cp) &&
+                !(strlen(last_cp) == cpl && strncmp(last_cp, ups[i].key, cpl) == 0)) {
                 snprintf(last_cp, sizeof(last_cp), "%.*s", (int)cpl, ups[i].key);
                 buf_append_str(&prefixes, "<CommonPrefixes>");
                 s3_xml_elem(&prefixes, "Prefix", last_cp);
@@ -354,7 +358,7 @@ static void list_mpu_begin(s3_req_t *req)
         s3_xml_elem(&xml, "Key", ups[i].key);
         s3_xml_elem(&xml, "UploadId", ups[i].upload_id);
         s3_xml_principal(&xml, "Initiator", req->user->access_key);
-    s3_xml_principal(&xml, "Owner", req->user->access_key);
+        s3_xml_principal(&xml, "Owner", req->user->access_key);
         buf_printf(&xml, "<StorageClass>STANDARD</StorageClass><Initiated>%s</Initiated></Upload>",
                    date);
     }
@@ -368,7 +372,8 @@ static void list_mpu_begin(s3_req_t *req)
 const s3_op_t s3_op_create_mpu = {"CreateMultipartUpload", create_mpu_begin, NULL};
 const s3_op_t s3_op_upload_part = {"UploadPart", upload_part_begin, upload_part_finish};
 const s3_op_t s3_op_upload_part_copy = {"UploadPartCopy", upload_part_copy_begin, NULL};
-const s3_op_t s3_op_complete_mpu = {"CompleteMultipartUpload", complete_mpu_begin, complete_mpu_finish};
+const s3_op_t s3_op_complete_mpu = {"CompleteMultipartUpload", complete_mpu_begin,
+                                    complete_mpu_finish};
 const s3_op_t s3_op_abort_mpu = {"AbortMultipartUpload", abort_mpu_begin, NULL};
 const s3_op_t s3_op_list_parts = {"ListParts", list_parts_begin, NULL};
 const s3_op_t s3_op_list_mpu = {"ListMultipartUploads", list_mpu_begin, NULL};

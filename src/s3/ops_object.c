@@ -55,8 +55,9 @@ static void reply_rdma_status(s3_req_t *req, rdma_status_t st)
     char msg[256];
     switch (st) {
     case RDMA_FORBIDDEN:
-        s3_reply_error(req, S3E_ACCESS_DENIED,
-                       "The RDMA session was not opened by the access key that signed this request.");
+        s3_reply_error(
+            req, S3E_ACCESS_DENIED,
+            "The RDMA session was not opened by the access key that signed this request.");
         return;
     case RDMA_OUT_OF_BOUNDS:
         s3_reply_error(req, S3E_INVALID_ARGUMENT,
@@ -95,7 +96,8 @@ bool s3_token_precheck(s3_req_t *req)
 bool s3_token_pull(s3_req_t *req)
 {
     rdma_xfer_t *x = NULL;
-    rdma_status_t st = rdma_xfer_open(req->srv->cfg.rdma, req->rdma_token, req->user->access_key, &x);
+    rdma_status_t st =
+        rdma_xfer_open(req->srv->cfg.rdma, req->rdma_token, req->user->access_key, &x);
     if (st != RDMA_OK) {
         reply_rdma_status(req, st);
         return false;
@@ -146,7 +148,8 @@ static void token_push(s3_req_t *req, stor_reader_t *reader, int status, uint64_
                        uint64_t len)
 {
     rdma_xfer_t *x = NULL;
-    rdma_status_t st = rdma_xfer_open(req->srv->cfg.rdma, req->rdma_token, req->user->access_key, &x);
+    rdma_status_t st =
+        rdma_xfer_open(req->srv->cfg.rdma, req->rdma_token, req->user->access_key, &x);
     if (st != RDMA_OK) {
         stor_reader_close(reader);
         reply_rdma_status(req, st);
@@ -335,7 +338,8 @@ static void get_object_begin(s3_req_t *req)
         long n = strtol(pn, &end, 10);
         if (*end || n < 1 || n > S3R_MAX_PART_NUMBER) {
             stor_reader_close(reader);
-            s3_reply_error(req, S3E_INVALID_ARGUMENT, "Part number must be an integer between 1 and 10000.");
+            s3_reply_error(req, S3E_INVALID_ARGUMENT,
+                           "Part number must be an integer between 1 and 10000.");
             return;
         }
         uint32_t parts = meta->parts_count ? meta->parts_count : 1;
@@ -421,7 +425,8 @@ static void delete_objects_finish(s3_req_t *req)
     int quiet = 0;
     xml_delete_object_t *objs = NULL;
     size_t n = 0;
-    if (xml_parse_delete(req->body.data ? req->body.data : "", req->body.len, &quiet, &objs, &n) != 0) {
+    if (xml_parse_delete(req->body.data ? req->body.data : "", req->body.len, &quiet, &objs, &n) !=
+        0) {
         s3_reply_error(req, S3E_MALFORMED_XML, NULL);
         return;
     }
@@ -471,7 +476,9 @@ stor_reader_t *s3_copy_source_open(s3_req_t *req)
     char *slash = p ? strchr(p, '/') : NULL;
     if (!slash || slash == p || slash[1] == '\0') {
         free(decoded);
-        s3_reply_error(req, S3E_INVALID_ARGUMENT, "Copy Source must mention the source bucket and key: sourcebucket/sourcekey.");
+        s3_reply_error(
+            req, S3E_INVALID_ARGUMENT,
+            "Copy Source must mention the source bucket and key: sourcebucket/sourcekey.");
         return NULL;
     }
     *slash = '\0';
@@ -501,8 +508,8 @@ stor_reader_t *s3_copy_source_open(s3_req_t *req)
     return reader;
 }
 
-s3_error_t s3_copy_range(stor_reader_t *reader, uint64_t first, uint64_t len,
-                         stor_writer_t *writer, char etag[33])
+s3_error_t s3_copy_range(stor_reader_t *reader, uint64_t first, uint64_t len, stor_writer_t *writer,
+                         char etag[33])
 {
     char *buf = malloc(COPY_BUF_BYTES);
     digest_t *md5 = digest_md5_new();
@@ -615,7 +622,8 @@ static void copy_object_begin(s3_req_t *req)
     buf_t xml;
     buf_init(&xml, 4096);
     s3_xml_open(&xml, "CopyObjectResult");
-    buf_printf(&xml, "<LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag></CopyObjectResult>",
+    buf_printf(&xml,
+               "<LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag></CopyObjectResult>",
                date, etag);
     s3_reply_xml(req, 200, &xml);
 }

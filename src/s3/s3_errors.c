@@ -4,10 +4,9 @@ static const struct {
     int status;
     const char *code;
     const char *message;
-} error_table[] = {
-    {200, "OK", ""},
+} error_table[] = {{200, "OK", ""},
 #define S3E_ROW(name, status, code, msg) {status, code, msg},
-    S3_ERROR_TABLE(S3E_ROW)
+                   S3_ERROR_TABLE(S3E_ROW)
 #undef S3E_ROW
 };
 

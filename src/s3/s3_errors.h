@@ -5,71 +5,73 @@
 
 #define S3_ERROR_TABLE(X)                                                                          \
     X(ACCESS_DENIED, 403, "AccessDenied", "Access Denied.")                                        \
-    X(BAD_DIGEST, 400, "BadDigest", "The Content-MD5 you specified did not match what we received.") \
+    X(BAD_DIGEST, 400, "BadDigest",                                                                \
+      "The Content-MD5 you specified did not match what we received.")                             \
     X(BUCKET_EXISTS, 409, "BucketAlreadyExists",                                                   \
-      "The requested bucket name is not available. Please select a different name.")              \
+      "The requested bucket name is not available. Please select a different name.")               \
     X(BUCKET_OWNED, 409, "BucketAlreadyOwnedByYou",                                                \
-      "Your previous request to create the named bucket succeeded and you already own it.")       \
+      "Your previous request to create the named bucket succeeded and you already own it.")        \
     X(BUCKET_NOT_EMPTY, 409, "BucketNotEmpty", "The bucket you tried to delete is not empty.")     \
     X(ENTITY_TOO_SMALL, 400, "EntityTooSmall",                                                     \
-      "Your proposed upload is smaller than the minimum allowed object size.")                    \
+      "Your proposed upload is smaller than the minimum allowed object size.")                     \
     X(ENTITY_TOO_LARGE, 400, "EntityTooLarge",                                                     \
-      "Your proposed upload exceeds the maximum allowed object size.")                            \
+      "Your proposed upload exceeds the maximum allowed object size.")                             \
     X(INCOMPLETE_BODY, 400, "IncompleteBody",                                                      \
-      "You did not provide the number of bytes specified by the Content-Length HTTP header.")     \
+      "You did not provide the number of bytes specified by the Content-Length HTTP header.")      \
     X(INTERNAL, 500, "InternalError", "We encountered an internal error. Please try again.")       \
     X(INVALID_ACCESS_KEY, 403, "InvalidAccessKeyId",                                               \
-      "The AWS access key ID you provided does not exist in our records.")                        \
+      "The AWS access key ID you provided does not exist in our records.")                         \
     X(INVALID_ARGUMENT, 400, "InvalidArgument", "Invalid Argument.")                               \
     X(INVALID_BUCKET_NAME, 400, "InvalidBucketName", "The specified bucket is not valid.")         \
     X(INVALID_DIGEST, 400, "InvalidDigest", "The Content-MD5 you specified is not valid.")         \
     X(INVALID_PART, 400, "InvalidPart",                                                            \
-      "One or more of the specified parts could not be found, or its entity tag did not match.")  \
+      "One or more of the specified parts could not be found, or its entity tag did not match.")   \
     X(INVALID_PART_ORDER, 400, "InvalidPartOrder",                                                 \
-      "The list of parts was not in ascending order.")                                            \
-    X(INVALID_PART_NUMBER, 416, "InvalidPartNumber", "The requested partnumber is not satisfiable.") \
+      "The list of parts was not in ascending order.")                                             \
+    X(INVALID_PART_NUMBER, 416, "InvalidPartNumber",                                               \
+      "The requested partnumber is not satisfiable.")                                              \
     X(INVALID_RANGE, 416, "InvalidRange", "The requested range is not satisfiable.")               \
     X(INVALID_REQUEST, 400, "InvalidRequest", "Invalid Request.")                                  \
     X(KEY_TOO_LONG, 400, "KeyTooLongError", "Your key is too long.")                               \
     X(MALFORMED_XML, 400, "MalformedXML",                                                          \
-      "The XML you provided was not well-formed or did not validate against our published schema.") \
+      "The XML you provided was not well-formed or did not validate against our published "        \
+      "schema.")                                                                                   \
     X(MALFORMED_AUTH, 400, "AuthorizationHeaderMalformed",                                         \
-      "The authorization header you provided is invalid.")                                        \
+      "The authorization header you provided is invalid.")                                         \
     X(AUTH_QUERY_ERROR, 400, "AuthorizationQueryParametersError",                                  \
-      "Error parsing the X-Amz-Credential parameter.")                                            \
+      "Error parsing the X-Amz-Credential parameter.")                                             \
     X(METADATA_TOO_LARGE, 400, "MetadataTooLarge",                                                 \
-      "Your metadata headers exceed the maximum allowed metadata size.")                          \
+      "Your metadata headers exceed the maximum allowed metadata size.")                           \
     X(METHOD_NOT_ALLOWED, 405, "MethodNotAllowed",                                                 \
-      "The specified method is not allowed against this resource.")                               \
+      "The specified method is not allowed against this resource.")                                \
     X(MISSING_CONTENT_LENGTH, 411, "MissingContentLength",                                         \
-      "You must provide the Content-Length HTTP header.")                                         \
+      "You must provide the Content-Length HTTP header.")                                          \
     X(NO_SUCH_BUCKET, 404, "NoSuchBucket", "The specified bucket does not exist.")                 \
     X(NO_SUCH_KEY, 404, "NoSuchKey", "The specified key does not exist.")                          \
     X(NO_SUCH_UPLOAD, 404, "NoSuchUpload",                                                         \
-      "The specified multipart upload does not exist. The upload ID might be invalid, or the "    \
-      "multipart upload might have been aborted or completed.")                                   \
+      "The specified multipart upload does not exist. The upload ID might be invalid, or the "     \
+      "multipart upload might have been aborted or completed.")                                    \
     X(NOT_IMPLEMENTED, 501, "NotImplemented",                                                      \
-      "A header or query you provided implies functionality that is not implemented.")           \
+      "A header or query you provided implies functionality that is not implemented.")             \
     X(NOT_MODIFIED, 304, "NotModified", "Not Modified.")                                           \
     X(PRECONDITION_FAILED, 412, "PreconditionFailed",                                              \
-      "At least one of the pre-conditions you specified did not hold.")                           \
+      "At least one of the pre-conditions you specified did not hold.")                            \
     X(REQUEST_TIME_SKEWED, 403, "RequestTimeTooSkewed",                                            \
-      "The difference between the request time and the server's time is too large.")             \
+      "The difference between the request time and the server's time is too large.")               \
     X(SIGNATURE_MISMATCH, 403, "SignatureDoesNotMatch",                                            \
-      "The request signature we calculated does not match the signature you provided. Check "     \
-      "your key and signing method.")                                                             \
+      "The request signature we calculated does not match the signature you provided. Check "      \
+      "your key and signing method.")                                                              \
     X(SHA256_MISMATCH, 400, "XAmzContentSHA256Mismatch",                                           \
-      "The provided 'x-amz-content-sha256' header does not match what was computed.")            \
+      "The provided 'x-amz-content-sha256' header does not match what was computed.")              \
     X(CHECKSUM_MISMATCH, 400, "XAmzContentChecksumMismatch",                                       \
-      "The provided 'x-amz-checksum' header does not match what was computed.")                  \
-    X(INVALID_CHECKSUM, 400, "InvalidRequest", "Value for x-amz-checksum header is invalid.")     \
+      "The provided 'x-amz-checksum' header does not match what was computed.")                    \
+    X(INVALID_CHECKSUM, 400, "InvalidRequest", "Value for x-amz-checksum header is invalid.")      \
     X(SLOW_DOWN, 503, "SlowDown", "Please reduce your request rate.")                              \
-    X(SERVICE_UNAVAILABLE, 503, "ServiceUnavailable", "The server is shutting down.")             \
+    X(SERVICE_UNAVAILABLE, 503, "ServiceUnavailable", "The server is shutting down.")              \
     X(REQUEST_TIMEOUT, 400, "RequestTimeout",                                                      \
-      "Your socket connection to the server was not read from or written to within the timeout "  \
+      "Your socket connection to the server was not read from or written to within the timeout "   \
       "period.")                                                                                   \
-    X(TOKEN_BUFFER_TOO_SMALL, 400, "InvalidArgument",                                              \
-      "The RDMA buffer is smaller than the object.")
+    X(TOKEN_BUFFER_TOO_SMALL, 400, "InvalidArgument", "The RDMA buffer is smaller than the object.")
 
 typedef enum s3_error {
     S3E_NONE = 0,

@@ -35,10 +35,10 @@ struct s3_server {
 };
 
 typedef enum s3_payload_mode {
-    S3_PAYLOAD_SIGNED = 0,               /* x-amz-content-sha256 is the body's hex SHA-256 */
-    S3_PAYLOAD_UNSIGNED,                 /* UNSIGNED-PAYLOAD, or a presigned URL */
-    S3_PAYLOAD_STREAMING_SIGNED,         /* aws-chunked, signed chunks */
-    S3_PAYLOAD_STREAMING_SIGNED_TRAILER, /* aws-chunked, signed chunks + signed trailer */
+    S3_PAYLOAD_SIGNED = 0,                 /* x-amz-content-sha256 is the body's hex SHA-256 */
+    S3_PAYLOAD_UNSIGNED,                   /* UNSIGNED-PAYLOAD, or a presigned URL */
+    S3_PAYLOAD_STREAMING_SIGNED,           /* aws-chunked, signed chunks */
+    S3_PAYLOAD_STREAMING_SIGNED_TRAILER,   /* aws-chunked, signed chunks + signed trailer */
     S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER, /* aws-chunked, plain chunks + trailer */
 } s3_payload_mode_t;
 
@@ -207,8 +207,8 @@ bool s3_bucket_authorize(s3_req_t *req, const char *bucket);
 stor_reader_t *s3_copy_source_open(s3_req_t *req);
 /* Copies [first, first+len) of reader into writer, computing the MD5 (hex
  * into etag). Returns S3E_NONE or the error. */
-s3_error_t s3_copy_range(stor_reader_t *reader, uint64_t first, uint64_t len,
-                         stor_writer_t *writer, char etag[33]);
+s3_error_t s3_copy_range(stor_reader_t *reader, uint64_t first, uint64_t len, stor_writer_t *writer,
+                         char etag[33]);
 /* Checks the token rules common to every token request: RDMA enabled here
  * (else the 501 decline) and the token covered by the signature (else 403).
  * Replies and returns false when one fails. */
@@ -226,8 +226,8 @@ bool s3_token_pull(s3_req_t *req);
 
 extern const s3_op_t s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_bucket,
     s3_op_head_bucket, s3_op_get_bucket_location, s3_op_list_objects, s3_op_delete_objects,
-    s3_op_put_object, s3_op_copy_object, s3_op_get_object, s3_op_head_object,
-    s3_op_delete_object, s3_op_create_mpu, s3_op_upload_part, s3_op_upload_part_copy,
-    s3_op_complete_mpu, s3_op_abort_mpu, s3_op_list_parts, s3_op_list_mpu;
+    s3_op_put_object, s3_op_copy_object, s3_op_get_object, s3_op_head_object, s3_op_delete_object,
+    s3_op_create_mpu, s3_op_upload_part, s3_op_upload_part_copy, s3_op_complete_mpu,
+    s3_op_abort_mpu, s3_op_list_parts, s3_op_list_mpu;
 
 #endif

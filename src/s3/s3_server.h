@@ -15,15 +15,15 @@ typedef struct s3_user {
 } s3_user_t;
 
 typedef struct s3_server_config {
-    const char *listen_host;   /* "127.0.0.1" */
-    int port;                  /* 9000 */
-    const char *region;        /* "us-east-1": what GetBucketLocation reports */
+    const char *listen_host;    /* "127.0.0.1" */
+    int port;                   /* 9000 */
+    const char *region;         /* "us-east-1": what GetBucketLocation reports */
     const char *const *domains; /* virtual-host suffixes: "localhost" serves bucket.localhost */
     size_t n_domains;
-    const s3_user_t *users;    /* borrowed; must outlive the server */
+    const s3_user_t *users; /* borrowed; must outlive the server */
     size_t n_users;
-    stor_t *store;             /* borrowed */
-    rdma_server_t *rdma;       /* borrowed; NULL when RDMA is disabled (tokens declined) */
+    stor_t *store;       /* borrowed */
+    rdma_server_t *rdma; /* borrowed; NULL when RDMA is disabled (tokens declined) */
 } s3_server_config_t;
 
 typedef struct s3_server s3_server_t;

@@ -19,7 +19,7 @@
  * a longer one is still captured so the handler can answer KeyTooLongError,
  * but nothing unbounded is. */
 #define XML_MAX_TEXT (8 * 1024)
-#define NS_SEP '\x01'
+#define NS_SEP       '\x01'
 
 typedef enum xml_doc {
     DOC_COMPLETE,
@@ -81,9 +81,12 @@ static const char *local_name(const XML_Char *name)
 static const char *root_name(xml_doc_t doc)
 {
     switch (doc) {
-    case DOC_COMPLETE: return "CompleteMultipartUpload";
-    case DOC_DELETE: return "Delete";
-    case DOC_CREATE_BUCKET: return "CreateBucketConfiguration";
+    case DOC_COMPLETE:
+        return "CompleteMultipartUpload";
+    case DOC_DELETE:
+        return "Delete";
+    case DOC_CREATE_BUCKET:
+        return "CreateBucketConfiguration";
     }
     return "";
 }

@@ -11,22 +11,24 @@
 
 /* One table drives defaults, the file keys, the environment and the flags. */
 typedef struct setting {
-    const char *key;   /* YAML path: "durability", "rdma.listen" */
-    const char *flag;  /* --flag */
-    const char *env;   /* S3RDMA_* */
+    const char *key;  /* YAML path: "durability", "rdma.listen" */
+    const char *flag; /* --flag */
+    const char *env;  /* S3RDMA_* */
     const char *dflt;
-    size_t offset;     /* of the char * in server_config_t */
+    size_t offset; /* of the char * in server_config_t */
     const char *help;
 } setting_t;
 
 #define OFF(f) offsetof(server_config_t, f)
 static const setting_t settings[] = {
-    {"data_dir", "data", "S3RDMA_DATA", "./data", OFF(data_dir), "directory for objects and the index"},
+    {"data_dir", "data", "S3RDMA_DATA", "./data", OFF(data_dir),
+     "directory for objects and the index"},
     {"listen", "listen", "S3RDMA_LISTEN", "127.0.0.1:9000", OFF(listen), "HTTP address HOST:PORT"},
     {"durability", "durability", "S3RDMA_DURABILITY", "fsync", OFF(durability),
      "fsync (survives power loss) or relaxed (survives kill -9)"},
     {"region", "region", "S3RDMA_REGION", "us-east-1", OFF(region), "region reported to clients"},
-    {"log_level", "log-level", "S3RDMA_LOG_LEVEL", "info", OFF(log_level), "error, warn, info or debug"},
+    {"log_level", "log-level", "S3RDMA_LOG_LEVEL", "info", OFF(log_level),
+     "error, warn, info or debug"},
     {"domains", "domains", "S3RDMA_DOMAINS", "localhost", OFF(domains),
      "comma-separated virtual-host domains (bucket.DOMAIN)"},
     {"rdma.enabled", "rdma-enabled", "S3RDMA_RDMA_ENABLED", "true", OFF(rdma_enabled),
@@ -113,17 +115,20 @@ static const char *scalar(yaml_document_t *doc, yaml_node_t *n)
     return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
 }
 
-static int load_users(server_config_t *cfg, yaml_document_t *doc, yaml_node_t *seq, const char *path)
+static int load_users(server_config_t *cfg, yaml_document_t *doc, yaml_node_t *seq,
+                      const char *path)
 {
     if (seq->type != YAML_SEQUENCE_NODE) {
         fprintf(stderr, "%s: 'users' must be a list of {access_key, secret_key}\n", path);
         return -1;
     }
-    for (yaml_node_item_t *it = seq->data.sequence.items.start; it < seq->data.sequence.items.top; it++) {
+    for (yaml_node_item_t *it = seq->data.sequence.items.start; it < seq->data.sequence.items.top;
+         it++) {
         yaml_node_t *m = yaml_document_get_node(doc, *it);
         const char *ak = NULL, *sk = NULL;
         if (m && m->type == YAML_MAPPING_NODE) {
-            for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+            for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top;
+                 p++) {
                 const char *k = scalar(doc, yaml_document_get_node(doc, p->key));
                 const char *v = scalar(doc, yaml_document_get_node(doc, p->value));
                 if (k && strcmp(k, "access_key") == 0)
@@ -136,7 +141,8 @@ static int load_users(server_config_t *cfg, yaml_document_t *doc, yaml_node_t *s
                 }
             }
         }
-        if (!ak || !sk || strlen(ak) < 3 || strlen(ak) > 128 || strlen(sk) < 8 || strlen(sk) > 128) {
+        if (!ak || !sk || strlen(ak) < 3 || strlen(ak) > 128 || strlen(sk) < 8 ||
+            strlen(sk) > 128) {
             fprintf(stderr,
                     "%s: each user needs access_key (3-128 chars) and secret_key (8-128 chars)\n",
                     path);
@@ -155,7 +161,8 @@ static int apply_mapping(server_config_t *cfg, yaml_document_t *doc, yaml_node_t
         fprintf(stderr, "%s: expected a mapping%s%s\n", path, *prefix ? " under " : "", prefix);
         return -1;
     }
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
+         p++) {
         const char *k = scalar(doc, yaml_document_get_node(doc, p->key));
         yaml_node_t *v = yaml_document_get_node(doc, p->value);
         if (!k) {
@@ -184,7 +191,8 @@ static int apply_mapping(server_config_t *cfg, yaml_document_t *doc, yaml_node_t
         }
         if (strcmp(full, "domains") == 0 && v && v->type == YAML_SEQUENCE_NODE) {
             char joined[1024] = "";
-            for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
+            for (yaml_node_item_t *it = v->data.sequence.items.start;
+                 it < v->data.sequence.items.top; it++) {
                 const char *d = scalar(doc, yaml_document_get_node(doc, *it));
                 if (d) {
                     if (*joined)
@@ -322,11 +330,13 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
 
     /* Validate what can be validated here. */
     if (strcmp(cfg->durability, "fsync") != 0 && strcmp(cfg->durability, "relaxed") != 0) {
-        fprintf(stderr, "s3rdmad: durability must be 'fsync' or 'relaxed', not '%s'\n", cfg->durability);
+        fprintf(stderr, "s3rdmad: durability must be 'fsync' or 'relaxed', not '%s'\n",
+                cfg->durability);
         return -1;
     }
     if (strcmp(cfg->rdma_enabled, "true") != 0 && strcmp(cfg->rdma_enabled, "false") != 0) {
-        fprintf(stderr, "s3rdmad: rdma enabled must be 'true' or 'false', not '%s'\n", cfg->rdma_enabled);
+        fprintf(stderr, "s3rdmad: rdma enabled must be 'true' or 'false', not '%s'\n",
+                cfg->rdma_enabled);
         return -1;
     }
     char host[256];
@@ -335,8 +345,10 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
         fprintf(stderr, "s3rdmad: listen address must be HOST:PORT, not '%s'\n", cfg->listen);
         return -1;
     }
-    if (*cfg->rdma_listen && server_parse_hostport(cfg->rdma_listen, host, sizeof(host), &port) != 0) {
-        fprintf(stderr, "s3rdmad: rdma listen address must be HOST:PORT, not '%s'\n", cfg->rdma_listen);
+    if (*cfg->rdma_listen &&
+        server_parse_hostport(cfg->rdma_listen, host, sizeof(host), &port) != 0) {
+        fprintf(stderr, "s3rdmad: rdma listen address must be HOST:PORT, not '%s'\n",
+                cfg->rdma_listen);
         return -1;
     }
     uint64_t v;
@@ -364,8 +376,10 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
         return -1;
     }
     if (size_parse(cfg->rdma_staging, &v) != 0 || v < 2 * chunk || v > (64ULL << 30)) {
-        fprintf(stderr, "s3rdmad: rdma staging must be a size of at least two chunks and at "
-                        "most 64GiB, not '%s'\n", cfg->rdma_staging);
+        fprintf(stderr,
+                "s3rdmad: rdma staging must be a size of at least two chunks and at "
+                "most 64GiB, not '%s'\n",
+                cfg->rdma_staging);
         return -1;
     }
     return 0;

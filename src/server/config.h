@@ -9,20 +9,20 @@
 #include "s3/s3_server.h"
 
 typedef struct server_config {
-    char *data_dir;      /* "./data" */
-    char *listen;        /* "127.0.0.1:9000" */
-    char *durability;    /* "fsync" | "relaxed" */
-    char *region;        /* "us-east-1" */
-    char *log_level;     /* "info" */
-    char *domains;       /* comma-separated virtual-host suffixes: "localhost" */
-    char *rdma_enabled;  /* "true" | "false" */
-    char *rdma_listen;   /* "" = the HTTP host, port rdma_port */
-    char *rdma_port;     /* "9100" */
-    char *rdma_workers;  /* "0" = one per core */
+    char *data_dir;     /* "./data" */
+    char *listen;       /* "127.0.0.1:9000" */
+    char *durability;   /* "fsync" | "relaxed" */
+    char *region;       /* "us-east-1" */
+    char *log_level;    /* "info" */
+    char *domains;      /* comma-separated virtual-host suffixes: "localhost" */
+    char *rdma_enabled; /* "true" | "false" */
+    char *rdma_listen;  /* "" = the HTTP host, port rdma_port */
+    char *rdma_port;    /* "9100" */
+    char *rdma_workers; /* "0" = one per core */
     char *rdma_max_sessions;
-    char *rdma_staging;  /* registered staging pool size: "64MiB" */
-    char *rdma_chunk;    /* data mover pipeline chunk: "1MiB" */
-    s3_user_t *users;    /* from the file's users: list and S3RDMA_ROOT_USER/PASSWORD */
+    char *rdma_staging; /* registered staging pool size: "64MiB" */
+    char *rdma_chunk;   /* data mover pipeline chunk: "1MiB" */
+    s3_user_t *users;   /* from the file's users: list and S3RDMA_ROOT_USER/PASSWORD */
     size_t n_users;
     char *config_path;
 } server_config_t;

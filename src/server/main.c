@@ -42,7 +42,8 @@ static int local_credentials(server_config_t *cfg, int *created_p)
         }
         fclose(f);
         if (!*ak || !*sk) {
-            fprintf(stderr, "s3rdmad: %s is malformed (need access_key= and secret_key= lines)\n", path);
+            fprintf(stderr, "s3rdmad: %s is malformed (need access_key= and secret_key= lines)\n",
+                    path);
             return -1;
         }
         return server_config_add_user(cfg, ak, sk);
@@ -53,7 +54,8 @@ static int local_credentials(server_config_t *cfg, int *created_p)
     }
     /* Access keys in the AWS style: upper-case letters and digits. */
     static const char ak_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-    static const char sk_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    static const char sk_chars[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     uint8_t rnd[60];
     if (random_bytes(rnd, sizeof(rnd)) != 0)
         return -1;
@@ -148,11 +150,12 @@ int main(int argc, char **argv)
     }
 
     stor_t *store = NULL;
-    stor_durability_t dur = strcmp(cfg.durability, "relaxed") == 0 ? STOR_DURABILITY_RELAXED
-                                                                   : STOR_DURABILITY_FSYNC;
+    stor_durability_t dur =
+        strcmp(cfg.durability, "relaxed") == 0 ? STOR_DURABILITY_RELAXED : STOR_DURABILITY_FSYNC;
     stor_status_t st = stor_open(cfg.data_dir, dur, &store);
     if (st != STOR_OK) {
-        fprintf(stderr, "s3rdmad: cannot open the store in %s: %s\n", cfg.data_dir, stor_strerror(st));
+        fprintf(stderr, "s3rdmad: cannot open the store in %s: %s\n", cfg.data_dir,
+                stor_strerror(st));
         server_config_free(&cfg);
         return 1;
     }
@@ -186,7 +189,8 @@ int main(int argc, char **argv)
         rc_cfg.lookup_ctx = &cfg;
         if (rdma_server_start(&rc_cfg, &rdma) != 0) {
             log_error("the RDMA session port %s:%d could not start; serving HTTP only "
-                      "(token requests are declined with 501)", rdma_host, rdma_port);
+                      "(token requests are declined with 501)",
+                      rdma_host, rdma_port);
             rdma = NULL;
         } else {
             rdma_port = rdma_server_port(rdma);
@@ -214,24 +218,29 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    const char *shown_host = strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0 ? "127.0.0.1" : host;
+    const char *shown_host =
+        strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0 ? "127.0.0.1" : host;
     printf("s3rdmad is serving S3\n");
     printf("  endpoint:    http://%s:%d\n", shown_host, port);
     if (rdma)
-        printf("  rdma:        %s:%d (UCX session port; x-amz-rdma-token enabled)\n", rdma_host, rdma_port);
+        printf("  rdma:        %s:%d (UCX session port; x-amz-rdma-token enabled)\n", rdma_host,
+               rdma_port);
     else
         printf("  rdma:        off\n");
     printf("  data:        %s (durability %s)\n", cfg.data_dir, cfg.durability);
     if (local_creds) {
-        printf("  credentials: %s %s/%s\n", created ? "created in" : "from", cfg.data_dir, CREDENTIALS_FILE);
-        printf("  access key:  %s\n  secret key:  %s\n", cfg.users[0].access_key, cfg.users[0].secret_key);
+        printf("  credentials: %s %s/%s\n", created ? "created in" : "from", cfg.data_dir,
+               CREDENTIALS_FILE);
+        printf("  access key:  %s\n  secret key:  %s\n", cfg.users[0].access_key,
+               cfg.users[0].secret_key);
         printf("\ntry it:\n  AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s \\\n"
                "    aws --endpoint-url http://%s:%d --region %s s3 mb s3://demo\n",
                cfg.users[0].access_key, cfg.users[0].secret_key, shown_host, port, cfg.region);
         if (rdma)
             printf("and over RDMA (the token path), with the s3rdma CLI:\n"
                    "  AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s \\\n"
-                   "    build/s3rdma --endpoint http://%s:%d --rdma-endpoint %s:%d --transport token \\\n"
+                   "    build/s3rdma --endpoint http://%s:%d --rdma-endpoint %s:%d --transport "
+                   "token \\\n"
                    "    put README.md s3://demo/readme\n",
                    cfg.users[0].access_key, cfg.users[0].secret_key, shown_host, port,
                    strcmp(rdma_host, "0.0.0.0") == 0 ? "127.0.0.1" : rdma_host, rdma_port);

@@ -9,8 +9,7 @@
 
 /* ==== Index keys ========================================================= */
 
-size_t stor_ikey_encode(const char *bucket, size_t blen, const char *key, size_t klen,
-                        uint8_t *out)
+size_t stor_ikey_encode(const char *bucket, size_t blen, const char *key, size_t klen, uint8_t *out)
 {
     size_t plen = stor_ikey_plen(blen);
     memcpy(out, bucket, blen);
@@ -185,7 +184,7 @@ int stor_rec_encode_bucket(buf_t *b, const char *owner, int64_t created)
 /* A bounds-checked cursor: once err is set every get returns zero/NULL. */
 typedef struct dec {
     const uint8_t *p, *end;
-    int err;  /* malformed input */
+    int err; /* malformed input */
     int nomem;
 } dec_t;
 
@@ -326,8 +325,7 @@ static void get_meta(dec_t *d, stor_meta_t *m)
     }
 }
 
-stor_status_t stor_rec_object_key(const void *data, size_t len, const char **key_p,
-                                  size_t *klen_p)
+stor_status_t stor_rec_object_key(const void *data, size_t len, const char **key_p, size_t *klen_p)
 {
     dec_t d = {data, (const uint8_t *)data + len, 0, 0};
     get_header(&d, STOR_REC_OBJECT);
@@ -463,18 +461,30 @@ stor_status_t stor_rec_decode_bucket(const void *data, size_t len, stor_bucket_t
 const char *stor_strerror(stor_status_t st)
 {
     switch (st) {
-    case STOR_OK: return "ok";
-    case STOR_ERR_NO_BUCKET: return "no such bucket";
-    case STOR_ERR_NO_KEY: return "no such key";
-    case STOR_ERR_BUCKET_EXISTS: return "bucket already exists";
-    case STOR_ERR_BUCKET_NOT_EMPTY: return "bucket not empty";
-    case STOR_ERR_NO_UPLOAD: return "no such upload";
-    case STOR_ERR_INVALID_PART: return "invalid part";
-    case STOR_ERR_INVALID_PART_ORDER: return "invalid part order";
-    case STOR_ERR_PART_TOO_SMALL: return "part too small";
-    case STOR_ERR_TOO_LARGE: return "metadata too large";
-    case STOR_ERR_NOMEM: return "out of memory";
-    case STOR_ERR_IO: return "I/O error";
+    case STOR_OK:
+        return "ok";
+    case STOR_ERR_NO_BUCKET:
+        return "no such bucket";
+    case STOR_ERR_NO_KEY:
+        return "no such key";
+    case STOR_ERR_BUCKET_EXISTS:
+        return "bucket already exists";
+    case STOR_ERR_BUCKET_NOT_EMPTY:
+        return "bucket not empty";
+    case STOR_ERR_NO_UPLOAD:
+        return "no such upload";
+    case STOR_ERR_INVALID_PART:
+        return "invalid part";
+    case STOR_ERR_INVALID_PART_ORDER:
+        return "invalid part order";
+    case STOR_ERR_PART_TOO_SMALL:
+        return "part too small";
+    case STOR_ERR_TOO_LARGE:
+        return "metadata too large";
+    case STOR_ERR_NOMEM:
+        return "out of memory";
+    case STOR_ERR_IO:
+        return "I/O error";
     }
     return "unknown storage error";
 }

@@ -50,7 +50,7 @@ int stor_keycmp(const char *a, size_t alen, const char *b, size_t blen);
  * encodes NULL). Decoders check every length against the bytes left and
  * return STOR_ERR_IO on anything malformed; they never read out of bounds. */
 #define STOR_REC_VERSION 1
-#define STOR_ID_LEN      16 /* file id bytes; 32 hex digits on disk */
+#define STOR_ID_LEN      16         /* file id bytes; 32 hex digits on disk */
 #define STOR_REC_MAX     (8u << 20) /* larger records: STOR_ERR_TOO_LARGE */
 
 enum { STOR_REC_OBJECT = 1, STOR_REC_UPLOAD = 2, STOR_REC_PART = 3, STOR_REC_BUCKET = 4 };
@@ -84,8 +84,7 @@ int stor_rec_encode_object(buf_t *b, const char *key, size_t klen, const stor_me
                            const stor_seg_t *segs, uint32_t n_segs);
 stor_status_t stor_rec_decode_object(const void *data, size_t len, stor_obj_rec_t *out);
 /* The full key inside an object record, without allocating (points into data). */
-stor_status_t stor_rec_object_key(const void *data, size_t len, const char **key_p,
-                                  size_t *klen_p);
+stor_status_t stor_rec_object_key(const void *data, size_t len, const char **key_p, size_t *klen_p);
 void stor_obj_rec_free(stor_obj_rec_t *r);
 
 int stor_rec_encode_upload(buf_t *b, const char *key, size_t klen, int64_t initiated_ms,

@@ -1017,7 +1017,7 @@ struct stor_iter {
     MDB_txn *txn;
     MDB_cursor *cur;
     char bucket[STOR_BUCKET_MAX + 1];
-    size_t blen, plen;    /* bucket length, P */
+    size_t blen, plen;               /* bucket length, P */
     uint8_t bp[STOR_BUCKET_MAX + 1]; /* bucket \0 */
     char *prefix;
     size_t prefix_len;
@@ -1411,8 +1411,7 @@ stor_status_t stor_mpu_create(stor_t *st, const char *bucket, const char *key,
     return s;
 }
 
-stor_status_t stor_mpu_check(stor_t *st, const char *bucket, const char *key,
-                             const char *upload_id)
+stor_status_t stor_mpu_check(stor_t *st, const char *bucket, const char *key, const char *upload_id)
 {
     MDB_txn *txn;
     stor_status_t s = rd_begin(st, &txn);
@@ -1492,8 +1491,8 @@ out:
 }
 
 /* Loads every part record of an upload in number order. */
-static stor_status_t load_parts(stor_t *st, MDB_txn *txn, const char *upload_id,
-                                uint32_t after, stor_part_rec_t **out_p, size_t *n_p)
+static stor_status_t load_parts(stor_t *st, MDB_txn *txn, const char *upload_id, uint32_t after,
+                                stor_part_rec_t **out_p, size_t *n_p)
 {
     MDB_cursor *cur;
     int rc = mdb_cursor_open(txn, st->db_parts, &cur);
@@ -1633,8 +1632,8 @@ static int etag_eq(const char *given, const char *stored)
 }
 
 stor_status_t stor_mpu_complete(stor_t *st, const char *bucket, const char *key,
-                                const char *upload_id, const stor_complete_part_t *parts,
-                                size_t n, stor_meta_t *meta_p)
+                                const char *upload_id, const stor_complete_part_t *parts, size_t n,
+                                stor_meta_t *meta_p)
 {
     if (n == 0 || n > S3R_MAX_PART_NUMBER)
         return STOR_ERR_INVALID_PART;
@@ -1697,8 +1696,7 @@ stor_status_t stor_mpu_complete(stor_t *st, const char *bucket, const char *key,
     for (size_t i = 0; i < n; i++) {
         const stor_part_rec_t *r =
             bsearch(&parts[i].number, recs, n_recs, sizeof *recs, cmp_part_num);
-        if (!r || !etag_eq(parts[i].etag, r->part.etag) ||
-            strlen(r->part.etag) != 2 * MD5_LEN ||
+        if (!r || !etag_eq(parts[i].etag, r->part.etag) || strlen(r->part.etag) != 2 * MD5_LEN ||
             hex_decode(r->part.etag, 2 * MD5_LEN, md5s + i * MD5_LEN, MD5_LEN) != 0) {
             s = STOR_ERR_INVALID_PART;
             goto fail;
@@ -1770,8 +1768,7 @@ fail:
     return s;
 }
 
-stor_status_t stor_mpu_abort(stor_t *st, const char *bucket, const char *key,
-                             const char *upload_id)
+stor_status_t stor_mpu_abort(stor_t *st, const char *bucket, const char *key, const char *upload_id)
 {
     MDB_txn *txn;
     stor_status_t s = wr_begin(st, &txn);

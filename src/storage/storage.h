@@ -37,7 +37,7 @@ typedef enum stor_status {
     STOR_ERR_PART_TOO_SMALL,     /* EntityTooSmall: a part but the last < 5 MiB */
     STOR_ERR_TOO_LARGE,          /* metadata does not fit the index record */
     STOR_ERR_NOMEM,
-    STOR_ERR_IO,                 /* disk or index failure (logged) */
+    STOR_ERR_IO, /* disk or index failure (logged) */
 } stor_status_t;
 
 const char *stor_strerror(stor_status_t st);
@@ -75,14 +75,14 @@ stor_status_t stor_bucket_list(stor_t *st, stor_bucket_t **out_p, size_t *n_p);
 /* ---- Object metadata --------------------------------------------------- */
 
 typedef struct stor_kv {
-    char *name;  /* user metadata: lower-case name without "x-amz-meta-" */
+    char *name; /* user metadata: lower-case name without "x-amz-meta-" */
     char *value;
 } stor_kv_t;
 
 typedef struct stor_meta {
     uint64_t size;
-    char etag[64];            /* unquoted: 32 hex digits, or hex "-N" for multipart */
-    int64_t mtime_ms;         /* unix milliseconds of the commit */
+    char etag[64];    /* unquoted: 32 hex digits, or hex "-N" for multipart */
+    int64_t mtime_ms; /* unix milliseconds of the commit */
     /* Stored response headers; NULL when absent. */
     char *content_type;
     char *content_encoding;
@@ -213,8 +213,8 @@ typedef struct stor_complete_part {
  * atomically, drops unlisted parts and the upload. On success *meta_p gets the
  * new object's metadata (caller frees). */
 stor_status_t stor_mpu_complete(stor_t *st, const char *bucket, const char *key,
-                                const char *upload_id, const stor_complete_part_t *parts,
-                                size_t n, stor_meta_t *meta_p);
+                                const char *upload_id, const stor_complete_part_t *parts, size_t n,
+                                stor_meta_t *meta_p);
 stor_status_t stor_mpu_abort(stor_t *st, const char *bucket, const char *key,
                              const char *upload_id);
 

@@ -21,39 +21,40 @@ static const char *prog = "s3rdma";
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: %s [options] <command> [args]\n"
-            "\n"
-            "commands:\n"
-            "  mb s3://BUCKET                 create a bucket\n"
-            "  rb s3://BUCKET                 delete an (empty) bucket\n"
-            "  ls [s3://BUCKET[/PREFIX]]      list buckets, or objects and prefixes ('/' delimiter)\n"
-            "  put FILE s3://BUCKET/KEY       upload a file (multipart when large)\n"
-            "  get s3://BUCKET/KEY FILE       download to a file ('-' for stdout)\n"
-            "  stat s3://BUCKET/KEY           show size, ETag, type, mtime and metadata\n"
-            "  rm s3://BUCKET/KEY             delete an object\n"
-            "  cp s3://A/KEY s3://B/KEY       server-side copy\n"
-            "\n"
-            "options:\n"
-            "  --endpoint URL           HTTP endpoint(s), comma separated (env S3RDMA_ENDPOINT;\n"
-            "                           default http://127.0.0.1:9000)\n"
-            "  --rdma-endpoint H:P      RDMA session endpoint(s) (env S3RDMA_RDMA_ENDPOINT;\n"
-            "                           default: endpoint host, port 9100)\n"
-            "  --access-key K           (env S3RDMA_ACCESS_KEY, then AWS_ACCESS_KEY_ID)\n"
-            "  --secret-key S           (env S3RDMA_SECRET_KEY, then AWS_SECRET_ACCESS_KEY)\n"
-            "  --region R               (default us-east-1)\n"
-            "  --transport T            http | token | auto (default) | native\n"
-            "  --rdma-threshold BYTES   AUTO uses RDMA from this size (default 1048576)\n"
-            "  --no-fallback            fail instead of falling back to HTTP\n"
-            "  --part-size BYTES        multipart part size (default 8 MiB)\n"
-            "  --content-type T         Content-Type for put\n"
-            "  --meta NAME=VALUE        user metadata for put (repeatable)\n"
-            "  --stats                  print transport counters to stderr at the end\n"
-            "  -q, --quiet              no fallback notice\n"
-            "  -h, --help               this text\n"
-            "\n"
-            "exit codes: 0 ok, 1 failed, 2 usage, 3 not found, 4 access denied\n",
-            prog);
+    fprintf(
+        out,
+        "usage: %s [options] <command> [args]\n"
+        "\n"
+        "commands:\n"
+        "  mb s3://BUCKET                 create a bucket\n"
+        "  rb s3://BUCKET                 delete an (empty) bucket\n"
+        "  ls [s3://BUCKET[/PREFIX]]      list buckets, or objects and prefixes ('/' delimiter)\n"
+        "  put FILE s3://BUCKET/KEY       upload a file (multipart when large)\n"
+        "  get s3://BUCKET/KEY FILE       download to a file ('-' for stdout)\n"
+        "  stat s3://BUCKET/KEY           show size, ETag, type, mtime and metadata\n"
+        "  rm s3://BUCKET/KEY             delete an object\n"
+        "  cp s3://A/KEY s3://B/KEY       server-side copy\n"
+        "\n"
+        "options:\n"
+        "  --endpoint URL           HTTP endpoint(s), comma separated (env S3RDMA_ENDPOINT;\n"
+        "                           default http://127.0.0.1:9000)\n"
+        "  --rdma-endpoint H:P      RDMA session endpoint(s) (env S3RDMA_RDMA_ENDPOINT;\n"
+        "                           default: endpoint host, port 9100)\n"
+        "  --access-key K           (env S3RDMA_ACCESS_KEY, then AWS_ACCESS_KEY_ID)\n"
+        "  --secret-key S           (env S3RDMA_SECRET_KEY, then AWS_SECRET_ACCESS_KEY)\n"
+        "  --region R               (default us-east-1)\n"
+        "  --transport T            http | token | auto (default) | native\n"
+        "  --rdma-threshold BYTES   AUTO uses RDMA from this size (default 1048576)\n"
+        "  --no-fallback            fail instead of falling back to HTTP\n"
+        "  --part-size BYTES        multipart part size (default 8 MiB)\n"
+        "  --content-type T         Content-Type for put\n"
+        "  --meta NAME=VALUE        user metadata for put (repeatable)\n"
+        "  --stats                  print transport counters to stderr at the end\n"
+        "  -q, --quiet              no fallback notice\n"
+        "  -h, --help               this text\n"
+        "\n"
+        "exit codes: 0 ok, 1 failed, 2 usage, 3 not found, 4 access denied\n",
+        prog);
 }
 
 /* Splits "s3://bucket[/key]"; key may be NULL. Returns 0 or -1. */
@@ -74,12 +75,17 @@ static int parse_s3url(const char *url, char **bucket, char **key)
 static int exit_code(s3r_status_t st)
 {
     switch (st) {
-    case S3R_OK: return 0;
+    case S3R_OK:
+        return 0;
     case S3R_ERR_NO_SUCH_BUCKET:
-    case S3R_ERR_NO_SUCH_KEY: return EXIT_NOTFOUND;
-    case S3R_ERR_ACCESS_DENIED: return EXIT_DENIED;
-    case S3R_ERR_INVALID_ARG: return EXIT_USAGE;
-    default: return EXIT_FAIL;
+    case S3R_ERR_NO_SUCH_KEY:
+        return EXIT_NOTFOUND;
+    case S3R_ERR_ACCESS_DENIED:
+        return EXIT_DENIED;
+    case S3R_ERR_INVALID_ARG:
+        return EXIT_USAGE;
+    default:
+        return EXIT_FAIL;
     }
 }
 
@@ -161,8 +167,8 @@ static int cmd_ls(s3r_client_t *c, int argc, char **argv)
         for (size_t i = 0; i < l->n_objects; i++) {
             char t[32];
             fmt_time(l->objects[i].mtime, t, sizeof(t));
-            printf("%19s  %12llu  s3://%s/%s\n", t, (unsigned long long)l->objects[i].size,
-                   bucket, l->objects[i].key);
+            printf("%19s  %12llu  s3://%s/%s\n", t, (unsigned long long)l->objects[i].size, bucket,
+                   l->objects[i].key);
         }
         s3r_object_list_free(l);
     }
@@ -173,8 +179,20 @@ static int cmd_ls(s3r_client_t *c, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    enum { O_ENDPOINT = 256, O_RDMA_EP, O_AK, O_SK, O_REGION, O_TRANSPORT, O_THRESH, O_NOFB,
-           O_PART, O_CTYPE, O_META, O_STATS };
+    enum {
+        O_ENDPOINT = 256,
+        O_RDMA_EP,
+        O_AK,
+        O_SK,
+        O_REGION,
+        O_TRANSPORT,
+        O_THRESH,
+        O_NOFB,
+        O_PART,
+        O_CTYPE,
+        O_META,
+        O_STATS
+    };
     static const struct option opts[] = {
         {"endpoint", required_argument, NULL, O_ENDPOINT},
         {"rdma-endpoint", required_argument, NULL, O_RDMA_EP},
@@ -212,21 +230,39 @@ int main(int argc, char **argv)
     int ch;
     while ((ch = getopt_long(argc, argv, "+qh", opts, NULL)) != -1) {
         switch (ch) {
-        case O_ENDPOINT: cfg.endpoint = optarg; break;
-        case O_RDMA_EP: cfg.rdma_endpoint = optarg; break;
-        case O_AK: cfg.access_key = optarg; break;
-        case O_SK: cfg.secret_key = optarg; break;
-        case O_REGION: cfg.region = optarg; break;
+        case O_ENDPOINT:
+            cfg.endpoint = optarg;
+            break;
+        case O_RDMA_EP:
+            cfg.rdma_endpoint = optarg;
+            break;
+        case O_AK:
+            cfg.access_key = optarg;
+            break;
+        case O_SK:
+            cfg.secret_key = optarg;
+            break;
+        case O_REGION:
+            cfg.region = optarg;
+            break;
         case O_TRANSPORT:
             if (s3r_transport_parse(optarg, &cfg.transport) != S3R_OK) {
                 fprintf(stderr, "%s: --transport: want http, token, auto or native\n", prog);
                 return EXIT_USAGE;
             }
             break;
-        case O_THRESH: cfg.rdma_threshold = parse_size(optarg, "--rdma-threshold"); break;
-        case O_NOFB: cfg.rdma_fallback = 0; break;
-        case O_PART: cfg.part_size = parse_size(optarg, "--part-size"); break;
-        case O_CTYPE: content_type = optarg; break;
+        case O_THRESH:
+            cfg.rdma_threshold = parse_size(optarg, "--rdma-threshold");
+            break;
+        case O_NOFB:
+            cfg.rdma_fallback = 0;
+            break;
+        case O_PART:
+            cfg.part_size = parse_size(optarg, "--part-size");
+            break;
+        case O_CTYPE:
+            content_type = optarg;
+            break;
         case O_META: {
             char *eq = strchr(optarg, '=');
             if (eq == NULL || eq == optarg || n_meta == 64) {
@@ -237,10 +273,18 @@ int main(int argc, char **argv)
             meta[n_meta++] = (s3r_meta_t){optarg, eq + 1};
             break;
         }
-        case O_STATS: want_stats = 1; break;
-        case 'q': cfg.quiet = 1; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return EXIT_USAGE;
+        case O_STATS:
+            want_stats = 1;
+            break;
+        case 'q':
+            cfg.quiet = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return EXIT_USAGE;
         }
     }
     argc -= optind;
@@ -250,8 +294,10 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (!cfg.access_key || !cfg.secret_key) {
-        fprintf(stderr, "%s: no credentials: use --access-key/--secret-key or set "
-                        "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY\n", prog);
+        fprintf(stderr,
+                "%s: no credentials: use --access-key/--secret-key or set "
+                "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY\n",
+                prog);
         return EXIT_USAGE;
     }
     if (cfg.part_size > cfg.multipart_threshold)
@@ -334,8 +380,9 @@ int main(int argc, char **argv)
         st = s3r_object_delete(c, b, k);
         rc = st ? report(c, "rm", st) : 0;
     } else if (strcmp(cmd, "cp") == 0) {
-        NEED(2, parse_s3url(args[0], &b, &k) == 0 && k != NULL &&
-                    parse_s3url(args[1], &b2, &k2) == 0 && k2 != NULL,
+        NEED(2,
+             parse_s3url(args[0], &b, &k) == 0 && k != NULL &&
+                 parse_s3url(args[1], &b2, &k2) == 0 && k2 != NULL,
              "s3://A/KEY s3://B/KEY");
         st = s3r_object_copy(c, b, k, b2, k2);
         rc = st ? report(c, "cp", st) : 0;

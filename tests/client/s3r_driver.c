@@ -239,8 +239,8 @@ static int do_threads(const char *bucket, int n, int ops, uint64_t size)
 static int do_list(const char *bucket)
 {
     /* 7 objects under a/, 3 under b/, 2 at the top. */
-    const char *keys[] = {"a/1", "a/2", "a/3", "a/4", "a/5", "a/6", "a/7",
-                          "b/x", "b/y", "b/z", "top1", "top 2"};
+    const char *keys[] = {"a/1", "a/2", "a/3", "a/4", "a/5",  "a/6",
+                          "a/7", "b/x", "b/y", "b/z", "top1", "top 2"};
     size_t nk = sizeof(keys) / sizeof(keys[0]);
     for (size_t i = 0; i < nk; i++)
         CHECK(s3r_object_put(cli, bucket, keys[i], "x", 1, NULL) == S3R_OK, "put %s", keys[i]);
@@ -294,7 +294,8 @@ static int do_errors(const char *bucket)
     st = s3r_object_get(cli, bucket, "no/such/key", b, sizeof(b), NULL, &n);
     CHECK(st == S3R_ERR_NO_SUCH_KEY, "missing key: %s", s3r_status_name(st));
     CHECK(s3r_client_last_error(cli, &e) == S3R_OK && e.http_status == 404 &&
-              strcmp(e.code, "NoSuchKey") == 0, "last_error: %d %s", e.http_status, e.code);
+              strcmp(e.code, "NoSuchKey") == 0,
+          "last_error: %d %s", e.http_status, e.code);
     s3r_object_info_t *info;
     st = s3r_object_head(cli, bucket, "no/such/key", &info);
     CHECK(st == S3R_ERR_NO_SUCH_KEY, "head missing: %s", s3r_status_name(st));
@@ -316,10 +317,14 @@ static int do_errors(const char *bucket)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"transport", required_argument, NULL, 't'}, {"no-fallback", no_argument, NULL, 'F'},
-        {"threshold", required_argument, NULL, 'T'}, {"part-size", required_argument, NULL, 'P'},
-        {"alloc", no_argument, NULL, 'a'},           {"bufsize", required_argument, NULL, 'b'},
-        {"files", no_argument, NULL, 'f'},           {"range", required_argument, NULL, 'r'},
+        {"transport", required_argument, NULL, 't'},
+        {"no-fallback", no_argument, NULL, 'F'},
+        {"threshold", required_argument, NULL, 'T'},
+        {"part-size", required_argument, NULL, 'P'},
+        {"alloc", no_argument, NULL, 'a'},
+        {"bufsize", required_argument, NULL, 'b'},
+        {"files", no_argument, NULL, 'f'},
+        {"range", required_argument, NULL, 'r'},
         {NULL, 0, NULL, 0},
     };
     s3r_config_t cfg;
@@ -335,22 +340,33 @@ int main(int argc, char **argv)
             if (s3r_transport_parse(optarg, &cfg.transport) != S3R_OK)
                 return 2;
             break;
-        case 'F': cfg.rdma_fallback = 0; break;
-        case 'T': cfg.rdma_threshold = strtoull(optarg, NULL, 0); break;
+        case 'F':
+            cfg.rdma_fallback = 0;
+            break;
+        case 'T':
+            cfg.rdma_threshold = strtoull(optarg, NULL, 0);
+            break;
         case 'P':
             cfg.part_size = strtoull(optarg, NULL, 0);
             cfg.multipart_threshold = cfg.part_size;
             break;
-        case 'a': use_alloc = 1; break;
-        case 'b': bufsize_opt = strtoull(optarg, NULL, 0); break;
-        case 'f': use_files = 1; break;
+        case 'a':
+            use_alloc = 1;
+            break;
+        case 'b':
+            bufsize_opt = strtoull(optarg, NULL, 0);
+            break;
+        case 'f':
+            use_files = 1;
+            break;
         case 'r': {
             char *colon = strchr(optarg, ':');
             range_start = strtoull(optarg, NULL, 0);
             range_len = colon ? strtoull(colon + 1, NULL, 0) : 0;
             break;
         }
-        default: return 2;
+        default:
+            return 2;
         }
     }
     argc -= optind;

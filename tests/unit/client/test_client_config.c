@@ -78,8 +78,9 @@ static void test_endpoints(void **state)
     assert_int_equal(s.rdma[1].port, 9100);
     s3c_settings_free(&s);
 
-    const char *bad[] = {"ftp://x", "http://", "http://h:0", "http://h:99999", "http://h/path",
-                         "h:9000", "", ",", NULL};
+    const char *bad[] = {
+        "ftp://x", "http://", "http://h:0", "http://h:99999", "http://h/path", "h:9000",
+        "",        ",",       NULL};
     for (int i = 0; bad[i]; i++) {
         base_cfg(&cfg);
         cfg.endpoint = bad[i];
@@ -140,9 +141,9 @@ static void test_env_overrides(void **state)
     assert_int_equal(s.rdma_threshold, 0);
     s3c_settings_free(&s);
 
-    const char *bad[] = {"SPT_RDMA_ENABLED=maybe", "RDMA_FALLBACK_ENABLED=2",
-                         "RDMA_THRESHOLD_BYTES=lots", "RDMA_TIMEOUT_MS=-5", "RDMA_TIMEOUT_MS=1x",
-                         NULL};
+    const char *bad[] = {"SPT_RDMA_ENABLED=maybe",    "RDMA_FALLBACK_ENABLED=2",
+                         "RDMA_THRESHOLD_BYTES=lots", "RDMA_TIMEOUT_MS=-5",
+                         "RDMA_TIMEOUT_MS=1x",        NULL};
     for (int i = 0; bad[i]; i++) {
         base_cfg(&cfg);
         fake_env[0] = bad[i];

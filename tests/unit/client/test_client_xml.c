@@ -86,7 +86,8 @@ static void test_object_list(void **state)
     (void)state;
     s3r_object_list_t *l = NULL;
     const char *p1 =
-        "<?xml version=\"1.0\"?><ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+        "<?xml version=\"1.0\"?><ListBucketResult "
+        "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
         "<Name>b</Name><Prefix></Prefix><KeyCount>3</KeyCount><MaxKeys>2</MaxKeys>"
         "<Delimiter>/</Delimiter><IsTruncated>true</IsTruncated>"
         "<NextContinuationToken>tok+/=1</NextContinuationToken>"
@@ -180,9 +181,9 @@ static void test_billion_laughs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_error),     cmocka_unit_test(test_bucket_list),
+        cmocka_unit_test(test_error),       cmocka_unit_test(test_bucket_list),
         cmocka_unit_test(test_object_list), cmocka_unit_test(test_upload_id),
-        cmocka_unit_test(test_dates),     cmocka_unit_test(test_billion_laughs),
+        cmocka_unit_test(test_dates),       cmocka_unit_test(test_billion_laughs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,9 +28,9 @@ static void test_crc32(void **state)
     uint32_t one = crc32_ieee_update(0, data, sizeof(data));
     uint32_t onec = crc32c_update(0, data, sizeof(data));
     for (size_t cut = 0; cut <= sizeof(data); cut += 37) {
-        assert_int_equal(crc32_ieee_update(crc32_ieee_update(0, data, cut), data + cut,
-                                           sizeof(data) - cut),
-                         one);
+        assert_int_equal(
+            crc32_ieee_update(crc32_ieee_update(0, data, cut), data + cut, sizeof(data) - cut),
+            one);
         assert_int_equal(crc32c_update(crc32c_update(0, data, cut), data + cut, sizeof(data) - cut),
                          onec);
     }
@@ -192,9 +192,12 @@ static void test_random_and_ct(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_crc32),       cmocka_unit_test(test_digests),
-        cmocka_unit_test(test_hex),         cmocka_unit_test(test_base64),
-        cmocka_unit_test(test_base64_strict_padding), cmocka_unit_test(test_random_and_ct),
+        cmocka_unit_test(test_crc32),
+        cmocka_unit_test(test_digests),
+        cmocka_unit_test(test_hex),
+        cmocka_unit_test(test_base64),
+        cmocka_unit_test(test_base64_strict_padding),
+        cmocka_unit_test(test_random_and_ct),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

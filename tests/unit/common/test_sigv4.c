@@ -57,18 +57,20 @@ static void test_get_object_example(void **state)
     buf_t canon;
     buf_init(&canon, 4096);
     assert_int_equal(sigv4_canonical_request(&req, &canon), 0);
-    assert_string_equal(canon.data, "GET\n/test.txt\n\n"
-                                    "host:examplebucket.s3.amazonaws.com\n"
-                                    "range:bytes=0-9\n"
-                                    "x-amz-content-sha256:" SIGV4_EMPTY_SHA256 "\n"
-                                    "x-amz-date:20130524T000000Z\n\n"
-                                    "host;range;x-amz-content-sha256;x-amz-date\n" SIGV4_EMPTY_SHA256);
+    assert_string_equal(canon.data,
+                        "GET\n/test.txt\n\n"
+                        "host:examplebucket.s3.amazonaws.com\n"
+                        "range:bytes=0-9\n"
+                        "x-amz-content-sha256:" SIGV4_EMPTY_SHA256 "\n"
+                        "x-amz-date:20130524T000000Z\n\n"
+                        "host;range;x-amz-content-sha256;x-amz-date\n" SIGV4_EMPTY_SHA256);
     buf_t sts;
     buf_init(&sts, 4096);
     assert_int_equal(sigv4_string_to_sign(DATE, SCOPE, canon.data, canon.len, &sts), 0);
-    assert_string_equal(sts.data, "AWS4-HMAC-SHA256\n20130524T000000Z\n"
-                                  "20130524/us-east-1/s3/aws4_request\n"
-                                  "7344ae5b7ee6c3e7e6b0fe0640412a37625d1fbfff95c48bbb2dc43964946972");
+    assert_string_equal(sts.data,
+                        "AWS4-HMAC-SHA256\n20130524T000000Z\n"
+                        "20130524/us-east-1/s3/aws4_request\n"
+                        "7344ae5b7ee6c3e7e6b0fe0640412a37625d1fbfff95c48bbb2dc43964946972");
     char sig[65];
     sign_request(&req, sig);
     assert_string_equal(sig, "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
@@ -153,10 +155,11 @@ static void test_lifecycle_and_list_examples(void **state)
 static void test_presigned_example(void **state)
 {
     (void)state;
-    const char *raw = "X-Amz-Algorithm=AWS4-HMAC-SHA256"
-                      "&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request"
-                      "&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400&X-Amz-SignedHeaders=host"
-                      "&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404";
+    const char *raw =
+        "X-Amz-Algorithm=AWS4-HMAC-SHA256"
+        "&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request"
+        "&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400&X-Amz-SignedHeaders=host"
+        "&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404";
     buf_t q;
     buf_init(&q, 4096);
     assert_int_equal(sigv4_canonical_query(raw, true, &q), 0);
@@ -416,7 +419,8 @@ static void test_parse_authorization(void **state)
     /* No spaces after commas, any field order, upper-case hex normalised. */
     assert_int_equal(
         sigv4_parse_authorization(
-            "AWS4-HMAC-SHA256 Signature=FE5F80F77D5FA3BECA038A248FF027D0445342FE2855DDC963176630326F1024,"
+            "AWS4-HMAC-SHA256 "
+            "Signature=FE5F80F77D5FA3BECA038A248FF027D0445342FE2855DDC963176630326F1024,"
             "SignedHeaders=host,Credential=AK/20130524/eu-west-1/s3/aws4_request",
             &a),
         0);
@@ -442,17 +446,22 @@ static void test_parse_authorization(void **state)
         "AWS4-HMAC-SHA256 Credential=/20130524/us-east-1/s3/aws4_request, SignedHeaders=host, %s",
         "AWS4-HMAC-SHA256 Credential=AK/20130524/us-east-1/aws4_request, SignedHeaders=host, %s",
         "AWS4-HMAC-SHA256 Credential=AK/20130524/us-east-1/s3/aws4_request, SignedHeaders=, %s",
-        "AWS4-HMAC-SHA256 Credential=AK/20130524/us-east-1/s3/aws4_request, SignedHeaders=host;;x, %s",
+        "AWS4-HMAC-SHA256 Credential=AK/20130524/us-east-1/s3/aws4_request, SignedHeaders=host;;x, "
+        "%s",
         "AWS4-HMAC-SHA256 Credential=AK/20130524/us-east-1/s3/aws4_request, SignedHeaders=Host, %s",
-        "AWS4-HMAC-SHA256 Credential=AK/20130524/us-east-1/s3/aws4_request, SignedHeaders=host;, %s",
+        "AWS4-HMAC-SHA256 Credential=AK/20130524/us-east-1/s3/aws4_request, SignedHeaders=host;, "
+        "%s",
         "AWS4-HMAC-SHA256 Credential=AK/20130524/us-east-1/s3/aws4_request, SignedHeaders=host, "
         "Signature=abc",
         "AWS4-HMAC-SHA256 Credential=AK/20130524/us-east-1/s3/aws4_request, SignedHeaders=host, "
         "Signature=ge5f80f77d5fa3beca038a248ff027d0445342fe2855ddc963176630326f1024",
-        "AWS4-HMAC-SHA256 Credential=AK/20130524/us-east-1/s3/aws4_request, SignedHeaders=host, %s, %s",
-        "AWS4-HMAC-SHA256 Credential=AK/20130524/us-east-1/s3/aws4_request, SignedHeaders=host, %s, "
+        "AWS4-HMAC-SHA256 Credential=AK/20130524/us-east-1/s3/aws4_request, SignedHeaders=host, "
+        "%s, %s",
+        "AWS4-HMAC-SHA256 Credential=AK/20130524/us-east-1/s3/aws4_request, SignedHeaders=host, "
+        "%s, "
         "Extra=1",
-        "AWS4-HMAC-SHA256 Credential=AK/20130524/us-east-1/s3/aws4_request, SignedHeaders=host, junk",
+        "AWS4-HMAC-SHA256 Credential=AK/20130524/us-east-1/s3/aws4_request, SignedHeaders=host, "
+        "junk",
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         snprintf(bad, sizeof(bad), cases[i], sig, sig);
@@ -484,10 +493,22 @@ static void test_amz_date(void **state)
     assert_int_equal(sigv4_parse_amz_date("20000229T235959Z"), 951868799);
     assert_int_equal(sigv4_parse_amz_date("20380119T031408Z"), 2147483648LL);
     const char *bad[] = {
-        "", "20130524", "20130524T000000", "20130524T000000ZZ", "20130524X000000Z",
-        "2013052AT000000Z", "20131324T000000Z", "20130001T000000Z", "20130532T000000Z",
-        "20130229T000000Z", "21000229T000000Z", "20130524T240000Z", "20130524T006000Z",
-        "20130524T000060Z", "-0130524T000000Z", "19691231T235959Z",
+        "",
+        "20130524",
+        "20130524T000000",
+        "20130524T000000ZZ",
+        "20130524X000000Z",
+        "2013052AT000000Z",
+        "20131324T000000Z",
+        "20130001T000000Z",
+        "20130532T000000Z",
+        "20130229T000000Z",
+        "21000229T000000Z",
+        "20130524T240000Z",
+        "20130524T006000Z",
+        "20130524T000060Z",
+        "-0130524T000000Z",
+        "19691231T235959Z",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(sigv4_parse_amz_date(bad[i]), -1);

@@ -38,8 +38,8 @@ static void test_valid(void **state)
 static void test_invalid(void **state)
 {
     (void)state;
-    const char *bad[] = {"",    "k",   "-1",   " 1",  "1 ",  "1.5m", "1x",
-                         "1kbb", "1pb", "0x10", "+1", "18446744073709551616",
+    const char *bad[] = {"",          "k",    "-1",  " 1",   "1 ", "1.5m",
+                         "1x",        "1kbb", "1pb", "0x10", "+1", "18446744073709551616",
                          "16777216t", "1e3"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         uint64_t v = 777;

@@ -52,7 +52,8 @@ static inline rdma_server_t *test_server_start(unsigned max_regions, unsigned ma
     return srv;
 }
 
-static inline rdma_client_config_t test_client_cfg(rdma_server_t *srv, const char *ak, const char *sk)
+static inline rdma_client_config_t test_client_cfg(rdma_server_t *srv, const char *ak,
+                                                   const char *sk)
 {
     rdma_client_config_t c = {0};
     c.host = "127.0.0.1";
@@ -78,7 +79,7 @@ static inline unsigned test_wait_count(rdma_server_t *srv, unsigned want)
 }
 
 /* Starts the shared fixture server or skips the test if UCX is unusable. */
-#define TEST_SERVER_OR_SKIP(srv, regions, sessions)                                                 \
+#define TEST_SERVER_OR_SKIP(srv, regions, sessions)                                                \
     do {                                                                                           \
         (srv) = test_server_start((regions), (sessions));                                          \
         if (!(srv)) {                                                                              \

@@ -13,20 +13,24 @@
 
 #include "rdma/rdma_net.h"
 
-#define SPAN (16u << 20)
+#define SPAN   (16u << 20)
 #define ROUNDS 12
 
 static int child_main(int port, int remote)
 {
     if (remote)
         setenv("S3R_RDMA_CLIENT_HOST_ID", "elsewhere/boot", 1);
-    rdma_client_config_t cfg = {.host = "127.0.0.1", .port = port, .access_key = "AKIDONE",
-                                .secret_key = "secret-one", .timeout_ms = 5000};
+    rdma_client_config_t cfg = {.host = "127.0.0.1",
+                                .port = port,
+                                .access_key = "AKIDONE",
+                                .secret_key = "secret-one",
+                                .timeout_ms = 5000};
     char err[256], tok[128];
     rdma_session_t *s;
     rdma_region_t *r;
     void *mem;
-    if (rdma_session_open(&cfg, &s, err, sizeof(err)) || rdma_region_alloc(s, SPAN, &mem, &r, err, sizeof(err)) ||
+    if (rdma_session_open(&cfg, &s, err, sizeof(err)) ||
+        rdma_region_alloc(s, SPAN, &mem, &r, err, sizeof(err)) ||
         rdma_token_format(s, r, mem, SPAN, tok, sizeof(tok))) {
         fprintf(stderr, "child: %s\n", err);
         return 1;
@@ -143,8 +147,9 @@ static void kill_rounds(int remote)
             rss_base = rss_kib();
     }
     long growth = rss_kib() - rss_base;
-    print_message("[ KILL     ] %s: %d rounds, %d completed, %d failed cleanly, RSS growth %ld KiB\n",
-                  remote ? "remote/PEER" : "same-host/NONE", ROUNDS, n_ok, n_transport, growth);
+    print_message(
+        "[ KILL     ] %s: %d rounds, %d completed, %d failed cleanly, RSS growth %ld KiB\n",
+        remote ? "remote/PEER" : "same-host/NONE", ROUNDS, n_ok, n_transport, growth);
     assert_true(growth < 16 * 1024);
 
     /* The server is still whole: a new client moves a full span, which needs

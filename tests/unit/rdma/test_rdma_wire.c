@@ -130,8 +130,11 @@ static void test_other_messages(void **state)
 {
     (void)state;
     wire_out_t w = {0};
-    rdma_welcome_t m = {.err_mode = 1, .max_regions = 3, .max_registered = 1ull << 40,
-                        .max_inflight = 9, .chunk_bytes = 1 << 20};
+    rdma_welcome_t m = {.err_mode = 1,
+                        .max_regions = 3,
+                        .max_registered = 1ull << 40,
+                        .max_inflight = 9,
+                        .chunk_bytes = 1 << 20};
     memset(m.session_id, 0xab, sizeof(m.session_id));
     memset(m.server_mac, 0xcd, sizeof(m.server_mac));
     assert_int_equal(wire_welcome(&w, &m), 0);
@@ -143,7 +146,8 @@ static void test_other_messages(void **state)
     wire_free(&w);
 
     uint8_t rkey[40] = {1, 2, 3};
-    rdma_region_add_t ra = {.region_id = 5, .addr = 4096, .len = 8192, .rkey = rkey, .rkey_len = 40};
+    rdma_region_add_t ra = {
+        .region_id = 5, .addr = 4096, .len = 8192, .rkey = rkey, .rkey_len = 40};
     assert_int_equal(wire_region_add(&w, &ra), 0);
     rdma_region_add_t rb;
     assert_int_equal(wire_parse_region_add(w.data + 4, w.len - 4, &rb), 0);

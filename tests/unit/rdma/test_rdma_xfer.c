@@ -173,7 +173,8 @@ static void test_region_alloc_round_trip(void **state)
     char err[256];
     assert_int_equal(rdma_region_alloc(f.s, 3 << 20, &mem, &r2, err, sizeof(err)), 0);
     char tok[128];
-    assert_int_equal(rdma_token_format(f.s, r2, (uint8_t *)mem + 5, (2 << 20) + 3, tok, sizeof(tok)), 0);
+    assert_int_equal(
+        rdma_token_format(f.s, r2, (uint8_t *)mem + 5, (2 << 20) + 3, tok, sizeof(tok)), 0);
     pattern((uint8_t *)mem + 5, (2 << 20) + 3, 77);
     rdma_xfer_t *x;
     assert_int_equal(rdma_xfer_open(f.srv, tok, "AKIDONE", &x), RDMA_OK);
@@ -230,8 +231,8 @@ static void test_refusals(void **state)
     rdma_token_encode(&bad, btok, sizeof(btok));
     assert_int_equal(rdma_xfer_open(f.srv, btok, "AKIDONE", &x), RDMA_DECLINE);
     /* Malformed tokens. */
-    const char *junk[] = {"", "s3r1.", "s3r2.AAAA", "s3r1.!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!",
-                          "garbage"};
+    const char *junk[] = {"", "s3r1.", "s3r2.AAAA",
+                          "s3r1.!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!", "garbage"};
     for (size_t i = 0; i < sizeof(junk) / sizeof(junk[0]); i++)
         assert_int_equal(rdma_xfer_open(f.srv, junk[i], "AKIDONE", &x), RDMA_DECLINE);
     char longer[200];
@@ -405,12 +406,15 @@ static void test_measure(void **state)
             assert_int_equal(rdma_xfer_push(x, sizes[k], fill_null, NULL), RDMA_OK);
             rdma_xfer_close(x);
             clock_gettime(CLOCK_MONOTONIC, &t2);
-            pull_ns[i] = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec));
-            push_ns[i] = (uint64_t)((t2.tv_sec - t1.tv_sec) * 1000000000L + (t2.tv_nsec - t1.tv_nsec));
+            pull_ns[i] =
+                (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec));
+            push_ns[i] =
+                (uint64_t)((t2.tv_sec - t1.tv_sec) * 1000000000L + (t2.tv_nsec - t1.tv_nsec));
         }
         qsort(pull_ns, N, sizeof(uint64_t), cmp_u64);
         qsort(push_ns, N, sizeof(uint64_t), cmp_u64);
-        print_message("[ MEASURE  ] UCX_TLS=%s size=%zu pull p50 %.1f us (%.2f GB/s), push p50 %.1f us (%.2f GB/s)\n",
+        print_message("[ MEASURE  ] UCX_TLS=%s size=%zu pull p50 %.1f us (%.2f GB/s), push p50 "
+                      "%.1f us (%.2f GB/s)\n",
                       tls ? tls : "default", sizes[k], pull_ns[N / 2] / 1e3,
                       (double)sizes[k] / (double)pull_ns[N / 2], push_ns[N / 2] / 1e3,
                       (double)sizes[k] / (double)push_ns[N / 2]);

@@ -249,8 +249,8 @@ static void test_truncated(void **state)
     awschunk_params_t p = signed_params(false);
     /* Every cut short of the end, sampled: in a size line, in data, in the
      * CRLFs, and just before the last byte. */
-    const size_t cuts[] = {0, 1, 5, 86, 87, 1000, 65622, 65623, 65624, 65700, 66720,
-                           66722, 66730, 66821, 66822, 66823};
+    const size_t cuts[] = {0,     1,     5,     86,    87,    1000,  65622, 65623,
+                           65624, 65700, 66720, 66722, 66730, 66821, 66822, 66823};
     for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
         sink_t s = {.fail_after = -1};
         awschunk_status_t st = decode(&p, body.data, cuts[i], 0, &s, NULL);
@@ -537,7 +537,8 @@ static void test_garbage_never_crashes(void **state)
             len = (size_t)rand() % 2000;
             const char alphabet[] = "0123456789abcdefxz;=:\r\n -chunk-signature";
             for (size_t i = 0; i < len; i++)
-                junk[i] = round % 2 ? (char)rand() : alphabet[(size_t)rand() % (sizeof(alphabet) - 1)];
+                junk[i] =
+                    round % 2 ? (char)rand() : alphabet[(size_t)rand() % (sizeof(alphabet) - 1)];
         } else {
             len = valid.len;
             memcpy(junk, valid.data, len);
@@ -546,7 +547,8 @@ static void test_garbage_never_crashes(void **state)
             if (rand() % 2)
                 len = (size_t)rand() % len;
         }
-        awschunk_params_t p = round % 2 ? signed_params(round % 4 == 1) : unsigned_params(UINT64_MAX);
+        awschunk_params_t p =
+            round % 2 ? signed_params(round % 4 == 1) : unsigned_params(UINT64_MAX);
         p.trailer = round % 5 != 0;
         sink_t s = {.fail_after = -1};
         buf_init(&s.out, 1 << 20);

@@ -14,12 +14,27 @@
 static void test_bucket_names(void **state)
 {
     (void)state;
-    const char *good[] = {"abc", "my-bucket", "my.bucket.name", "a1b2c3", "123",
-                          "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"};
-    const char *bad[] = {"ab", "", "My-Bucket", "my_bucket", "-abc", "abc-", ".abc", "abc.",
-                         "a..b", "a.-b", "a-.b", "192.168.1.1", "xn--abc", "abc-s3alias",
+    const char *good[] = {
+        "abc",    "my-bucket", "my.bucket.name",
+        "a1b2c3", "123",       "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"};
+    const char *bad[] = {"ab",
+                         "",
+                         "My-Bucket",
+                         "my_bucket",
+                         "-abc",
+                         "abc-",
+                         ".abc",
+                         "abc.",
+                         "a..b",
+                         "a.-b",
+                         "a-.b",
+                         "192.168.1.1",
+                         "xn--abc",
+                         "abc-s3alias",
                          "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
-                         "a b c", "abc/", "_s3rdma"};
+                         "a b c",
+                         "abc/",
+                         "_s3rdma"};
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
         assert_true(s3_bucket_name_valid(good[i]));
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -37,9 +52,9 @@ static void test_utf8(void **state)
     assert_true(s3_utf8_valid("\xf0\x9f\x98\x80", 4));
     assert_false(s3_utf8_valid("a\0b", 3));
     assert_false(s3_utf8_valid("\xff", 1));
-    assert_false(s3_utf8_valid("\xc3", 1));          /* truncated */
-    assert_false(s3_utf8_valid("\xc0\xaf", 2));      /* overlong '/' */
-    assert_false(s3_utf8_valid("\xed\xa0\x80", 3));  /* surrogate */
+    assert_false(s3_utf8_valid("\xc3", 1));             /* truncated */
+    assert_false(s3_utf8_valid("\xc0\xaf", 2));         /* overlong '/' */
+    assert_false(s3_utf8_valid("\xed\xa0\x80", 3));     /* surrogate */
     assert_false(s3_utf8_valid("\xf4\x90\x80\x80", 4)); /* > U+10FFFF */
 }
 

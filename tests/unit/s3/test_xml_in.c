@@ -27,8 +27,10 @@ static void test_complete_valid(void **state)
     const char *bodies[] = {
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
         "<CompleteMultipartUpload" NS ">\n"
-        "  <Part><ETag>\"a54357aff0632cce46d942af68356b38\"</ETag><PartNumber>1</PartNumber></Part>\n"
-        "  <Part><PartNumber>2</PartNumber><ETag>&quot;0c78aef83f66abc1fa1e8477f296d394&quot;</ETag>"
+        "  "
+        "<Part><ETag>\"a54357aff0632cce46d942af68356b38\"</ETag><PartNumber>1</PartNumber></Part>\n"
+        "  "
+        "<Part><PartNumber>2</PartNumber><ETag>&quot;0c78aef83f66abc1fa1e8477f296d394&quot;</ETag>"
         "<ChecksumCRC32>AAAAAA==</ChecksumCRC32></Part>\n"
         "  <Part>\n    <PartNumber> 10000 </PartNumber>\n    <ETag>plain-etag</ETag>\n  </Part>\n"
         "</CompleteMultipartUpload>",
@@ -83,7 +85,8 @@ static void test_complete_malformed(void **state)
         "<CompleteMultipartUpload></CompleteMultipartUpload>",
         "<Delete><Part><PartNumber>1</PartNumber><ETag>x</ETag></Part></Delete>",
         "<CompleteMultipartUpload><Part><ETag>x</ETag></Part></CompleteMultipartUpload>",
-        "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber></Part></CompleteMultipartUpload>",
+        "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber></Part></"
+        "CompleteMultipartUpload>",
         "<CompleteMultipartUpload><Part><PartNumber>0</PartNumber><ETag>x</ETag></Part>"
         "</CompleteMultipartUpload>",
         "<CompleteMultipartUpload><Part><PartNumber>10001</PartNumber><ETag>x</ETag></Part>"
@@ -262,8 +265,7 @@ static void test_doctype_rejected(void **state)
         xml_complete_part_t *parts = NULL;
         assert_int_equal(xml_parse_complete(cases[i], strlen(cases[i]), &parts, &n), -1);
         char loc[64];
-        assert_int_equal(xml_parse_create_bucket(cases[i], strlen(cases[i]), loc, sizeof(loc)),
-                         -1);
+        assert_int_equal(xml_parse_create_bucket(cases[i], strlen(cases[i]), loc, sizeof(loc)), -1);
     }
 }
 
@@ -349,14 +351,10 @@ static void test_create_bucket(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_complete_valid),
-        cmocka_unit_test(test_complete_malformed),
-        cmocka_unit_test(test_delete_valid),
-        cmocka_unit_test(test_delete_long_key),
-        cmocka_unit_test(test_delete_limits),
-        cmocka_unit_test(test_delete_malformed),
-        cmocka_unit_test(test_doctype_rejected),
-        cmocka_unit_test(test_body_size_cap),
+        cmocka_unit_test(test_complete_valid),   cmocka_unit_test(test_complete_malformed),
+        cmocka_unit_test(test_delete_valid),     cmocka_unit_test(test_delete_long_key),
+        cmocka_unit_test(test_delete_limits),    cmocka_unit_test(test_delete_malformed),
+        cmocka_unit_test(test_doctype_rejected), cmocka_unit_test(test_body_size_cap),
         cmocka_unit_test(test_create_bucket),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -407,7 +407,6 @@ static void test_orphan_cleanup(void **state)
     }
     assert_int_equal(tu_count_objects(f->dir), 6);
 
-
     assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
     assert_int_equal(tu_count_objects(f->dir), 3); /* keep, the part, acked */
     char *got = tu_get(f->st, "b", "keep", NULL);
@@ -589,9 +588,9 @@ static void test_multipart(void **state)
     stor_complete_part_t small[] = {{3, e3}, {4, e4}};
     assert_int_equal(stor_mpu_complete(f->st, "b", "obj", id, small, 2, &out),
                      STOR_ERR_PART_TOO_SMALL);
-    assert_int_equal(stor_mpu_complete(f->st, "b", "obj", "0123456789abcdef0123456789abcdef",
-                                       small, 2, &out),
-                     STOR_ERR_NO_UPLOAD);
+    assert_int_equal(
+        stor_mpu_complete(f->st, "b", "obj", "0123456789abcdef0123456789abcdef", small, 2, &out),
+        STOR_ERR_NO_UPLOAD);
     assert_int_equal(stor_mpu_complete(f->st, "b", "obj", id, small, 0, &out),
                      STOR_ERR_INVALID_PART);
 
@@ -690,8 +689,7 @@ static void test_mpu_list(void **state)
     stor_upload_t *u;
     size_t n;
     int more;
-    assert_int_equal(stor_mpu_list(f->st, "b", "photos/", NULL, NULL, 100, &u, &n, &more),
-                     STOR_OK);
+    assert_int_equal(stor_mpu_list(f->st, "b", "photos/", NULL, NULL, 100, &u, &n, &more), STOR_OK);
     assert_int_equal(n, 3);
     assert_false(more);
     assert_string_equal(u[0].key, "photos/a");
@@ -709,8 +707,7 @@ static void test_mpu_list(void **state)
     stor_uploads_free(u, n);
 
     /* key-marker alone skips the key; with an upload-id marker, later ids of it stay. */
-    assert_int_equal(stor_mpu_list(f->st, "b", "", "photos/a", NULL, 100, &u, &n, &more),
-                     STOR_OK);
+    assert_int_equal(stor_mpu_list(f->st, "b", "", "photos/a", NULL, 100, &u, &n, &more), STOR_OK);
     assert_int_equal(n, 2);
     assert_string_equal(u[0].key, "photos/b");
     stor_uploads_free(u, n);

@@ -76,11 +76,11 @@ static int setup(void **state)
     }
     add(f, rep('a', 1022, "zz")); /* 1024 bytes */
     /* Short keys right around the block boundaries. */
-    add(f, rep('a', P, ""));          /* exactly P: sorts before the block */
+    add(f, rep('a', P, "")); /* exactly P: sorts before the block */
     add(f, rep('a', P - 1, ""));
-    add(f, rep('a', P - 1, "b"));    /* P bytes, greater than the block */
-    add(f, rep('a', P + 1, ""));     /* P+1: long, in the block */
-    add(f, rep('a', 600, "q"));       /* long, prefix of the block's keys */
+    add(f, rep('a', P - 1, "b")); /* P bytes, greater than the block */
+    add(f, rep('a', P + 1, ""));  /* P+1: long, in the block */
+    add(f, rep('a', 600, "q"));   /* long, prefix of the block's keys */
     add(f, strdup("a"));
     add(f, strdup(""));
     add(f, strdup("b"));
