@@ -313,14 +313,15 @@ int wire_parse_welcome(const uint8_t *body, size_t len, rdma_welcome_t *m)
         return -1;
     wire_get_bytes(&r, m->session_id, RDMA_SESSION_ID_LEN);
     m->err_mode = wire_get_u8(&r);
-    (void)wire_get_u8(&r);
-    (void)wire_get_u16(&r);
+    uint8_t reserved8 = wire_get_u8(&r);
+    uint16_t reserved16 = wire_get_u16(&r);
     m->max_regions = wire_get_u32(&r);
     m->max_registered = wire_get_u64(&r);
     m->max_inflight = wire_get_u32(&r);
     m->chunk_bytes = wire_get_u32(&r);
     wire_get_bytes(&r, m->server_mac, RDMA_MAC_LEN);
-    if (m->err_mode > RDMA_WIRE_ERRMODE_PEER)
+    /* Reserved fields must be zero (docs/protocol.md §1.2). */
+    if (m->err_mode > RDMA_WIRE_ERRMODE_PEER || reserved8 != 0 || reserved16 != 0)
         return -1;
     return wire_close(&r);
 }

@@ -91,6 +91,9 @@ char *s3_url_decode(const char *src, size_t len, bool plus_is_space)
             }
             out[n++] = (char)(h << 4 | l);
             i += 2;
+        } else if (c == '\0') {
+            free(out); /* a raw NUL is as invalid as %00 */
+            return NULL;
         } else if (c == '+' && plus_is_space) {
             out[n++] = ' ';
         } else {

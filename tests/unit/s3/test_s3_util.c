@@ -74,6 +74,7 @@ static void test_url_decode(void **state)
     assert_null(s3_url_decode("%4", 2, false));
     assert_null(s3_url_decode("abc%", 4, false));
     assert_null(s3_url_decode("a%00b", 5, false));
+    assert_null(s3_url_decode("a\0b", 3, false));
 }
 
 static void check_range(const char *h, uint64_t size, s3_range_result_t want, uint64_t a,
