@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/hash.h"
+#include "common/sigv4.h"
 
 /* ---- output ------------------------------------------------------------ */
 
@@ -392,21 +393,7 @@ int wire_parse_region_id(const uint8_t *body, size_t len, uint32_t *region_id)
 
 void rdma_session_key(const char *secret, uint8_t key[32])
 {
-    /* kSigning = HMAC(HMAC(HMAC(HMAC("AWS4"+secret, date), region), service), "aws4_request") */
-    size_t n = strlen(secret);
-    uint8_t *k0 = malloc(n + 4);
-    uint8_t k[32];
-    if (!k0) {
-        memset(key, 0, 32);
-        return;
-    }
-    memcpy(k0, "AWS4", 4);
-    memcpy(k0 + 4, secret, n);
-    hmac_sha256(k0, n + 4, RDMA_KDF_DATE, strlen(RDMA_KDF_DATE), k);
-    free(k0);
-    hmac_sha256(k, 32, RDMA_KDF_REGION, strlen(RDMA_KDF_REGION), k);
-    hmac_sha256(k, 32, RDMA_KDF_SERVICE, strlen(RDMA_KDF_SERVICE), k);
-    hmac_sha256(k, 32, "aws4_request", 12, key);
+    sigv4_signing_key(secret, RDMA_KDF_DATE, RDMA_KDF_REGION, RDMA_KDF_SERVICE, key);
 }
 
 void rdma_handshake_mac(const uint8_t key[32], const char *role,

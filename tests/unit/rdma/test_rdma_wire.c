@@ -220,6 +220,14 @@ static void test_macs(void **state)
     assert_memory_equal(k1, k2, 32);
     rdma_session_key("secreT", k2);
     assert_memory_not_equal(k1, k2, 32);
+    /* Known answer (docs/protocol.md §1.3, computed independently): a change
+     * here breaks every client and server of another build. */
+    static const uint8_t want[32] = {
+        0xc6, 0x5d, 0x05, 0x6a, 0x6a, 0x11, 0x16, 0xab, 0xdf, 0x19, 0xf1,
+        0x0c, 0x15, 0xc2, 0xd7, 0x5c, 0xcb, 0xa0, 0x98, 0x81, 0x14, 0x7e,
+        0x99, 0x5c, 0x87, 0x34, 0x99, 0x81, 0x0d, 0xd2, 0xf3, 0xa5};
+    rdma_session_key("secret", k2);
+    assert_memory_equal(k2, want, 32);
     rdma_handshake_mac(k1, "client", cn, sn, "ab", 2, "c", 1, "AK", m1);
     rdma_handshake_mac(k1, "client", cn, sn, "a", 1, "bc", 2, "AK", m2);
     assert_memory_not_equal(m1, m2, 32); /* boundaries are length-prefixed */
