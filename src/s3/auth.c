@@ -220,13 +220,20 @@ s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p)
         req->payload_mode != S3_PAYLOAD_SIGNED)
         return S3E_AUTH_QUERY_ERROR;
 
-    /* The signed headers, as received. */
+    /* The signed headers, as received: names lower-cased once (into the
+     * request, where the token path checks them too), values collected into
+     * one buffer. */
+    snprintf(req->signed_headers, sizeof(req->signed_headers), "%s", auth.signed_headers);
+    for (char *c = req->signed_headers; *c; c++)
+        *c = (char)tolower((unsigned char)*c);
     sigv4_header_t headers[MAX_SIGNED_HEADERS];
-    buf_t values[MAX_SIGNED_HEADERS];
-    char names[sizeof(auth.signed_headers)];
+    size_t value_off[MAX_SIGNED_HEADERS];
+    buf_t values;
+    buf_init(&values, S3R_MAX_HEADER_BYTES);
+    char names[sizeof(req->signed_headers)];
     size_t n = 0;
     bool has_host = false;
-    snprintf(names, sizeof(names), "%s", auth.signed_headers);
+    snprintf(names, sizeof(names), "%s", req->signed_headers);
     err = S3E_NONE;
     for (char *save = NULL, *name = strtok_r(names, ";", &save); name;
          name = strtok_r(NULL, ";", &save)) {
@@ -234,17 +241,15 @@ s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p)
             err = S3E_MALFORMED_AUTH;
             break;
         }
-        for (char *c = name; *c; c++)
-            *c = (char)tolower((unsigned char)*c);
-        if (strcmp(name, "host") == 0)
-            has_host = true;
-        buf_init(&values[n], S3R_MAX_HEADER_BYTES);
-        header_collect_t hc = {.name = name, .out = &values[n], .count = 0};
+        has_host |= strcmp(name, "host") == 0;
+        value_off[n] = values.len;
+        header_collect_t hc = {.name = name, .out = &values, .count = 0};
         MHD_get_connection_values_n(req->conn, MHD_HEADER_KIND, collect_header, &hc);
-        headers[n].name = name;
-        headers[n].value = values[n].data ? values[n].data : "";
-        n++;
+        buf_append(&values, "", 1);
+        headers[n++].name = name;
     }
+    for (size_t i = 0; i < n; i++)
+        headers[i].value = values.data ? values.data + value_off[i] : "";
     if (err == S3E_NONE && !has_host) {
         *why_p = "The host header must be signed.";
         err = S3E_ACCESS_DENIED;
@@ -256,11 +261,9 @@ s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p)
     buf_init(&query, S3R_MAX_HEADER_BYTES * 2);
     buf_init(&creq, S3R_MAX_HEADER_BYTES * 4);
     buf_init(&sts, 4096);
-    char *path = NULL;
     if (err == S3E_NONE) {
-        path = s3_url_decode(req->raw_url, strlen(req->raw_url), false);
         MHD_get_connection_values_n(req->conn, MHD_GET_ARGUMENT_KIND, append_query_arg, &rawq);
-        if (!path || sigv4_uri_encode_path(path, &uri) != 0 ||
+        if (sigv4_uri_encode_path(req->path, &uri) != 0 ||
             sigv4_canonical_query(rawq.data ? rawq.data : "", presigned, &query) != 0)
             err = S3E_INVALID_REQUEST;
     }
@@ -271,7 +274,7 @@ s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p)
             .canonical_query = query.data ? query.data : "",
             .headers = headers,
             .n_headers = n,
-            .signed_headers = auth.signed_headers,
+            .signed_headers = req->signed_headers,
             .payload_hash = payload_hash,
         };
         char sig[65];
@@ -285,14 +288,12 @@ s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p)
                 err = S3E_SIGNATURE_MISMATCH;
         }
     }
-    for (size_t i = 0; i < n; i++)
-        buf_free(&values[i]);
+    buf_free(&values);
     buf_free(&uri);
     buf_free(&rawq);
     buf_free(&query);
     buf_free(&creq);
     buf_free(&sts);
-    free(path);
     if (err != S3E_NONE)
         return err;
 
@@ -300,8 +301,5 @@ s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p)
     snprintf(req->amz_date, sizeof(req->amz_date), "%s", amz_date);
     snprintf(req->scope, sizeof(req->scope), "%s", auth.scope);
     snprintf(req->seed_signature, sizeof(req->seed_signature), "%s", auth.signature);
-    snprintf(req->signed_headers, sizeof(req->signed_headers), "%s", auth.signed_headers);
-    for (char *c = req->signed_headers; *c; c++)
-        *c = (char)tolower((unsigned char)*c);
     return S3E_NONE;
 }

@@ -63,7 +63,7 @@ static const char *const plain_params[] = {
 };
 
 typedef struct query_cache {
-    char *name;
+    const char *name; /* the caller's: query names are string literals */
     char *value;
 } query_cache_t;
 
@@ -105,12 +105,8 @@ const char *s3_req_query(s3_req_t *req, const char *name)
     char *value = raw ? s3_url_decode(raw, raw_len, true) : strdup("");
     if (!value)
         return NULL;
-    rp->queries[rp->n_queries].name = strdup(name);
+    rp->queries[rp->n_queries].name = name;
     rp->queries[rp->n_queries].value = value;
-    if (!rp->queries[rp->n_queries].name) {
-        free(value);
-        return NULL;
-    }
     return rp->queries[rp->n_queries++].value;
 }
 
@@ -118,17 +114,14 @@ const char *s3_req_query(s3_req_t *req, const char *name)
 
 void s3_reply_header(s3_req_t *req, const char *name, const char *value)
 {
-    if (req->n_headers == S3_MAX_RESPONSE_HEADERS)
-        return;
-    s3_header_t *h = &req->headers[req->n_headers];
-    h->name = strdup(name);
-    h->value = strdup(value);
-    if (!h->name || !h->value) {
-        free(h->name);
-        free(h->value);
-        return;
+    /* One buffer for all of them: a GET sets a dozen headers. The pair is
+     * added whole or not at all. */
+    size_t before = req->reply_headers.len;
+    if (buf_append(&req->reply_headers, name, strlen(name) + 1) != 0 ||
+        buf_append(&req->reply_headers, value, strlen(value) + 1) != 0) {
+        req->reply_headers.len = before;
+        log_warn("request %s: response header %s dropped", req->request_id, name);
     }
-    req->n_headers++;
 }
 
 void s3_reply_headerf(s3_req_t *req, const char *name, const char *fmt, ...)
@@ -150,8 +143,12 @@ static void queue(s3_req_t *req, int status, struct MHD_Response *resp)
     }
     MHD_add_response_header(resp, "Server", "s3rdma");
     MHD_add_response_header(resp, "x-amz-request-id", req->request_id);
-    for (int i = 0; i < req->n_headers; i++)
-        MHD_add_response_header(resp, req->headers[i].name, req->headers[i].value);
+    const char *h = req->reply_headers.data, *end = h + req->reply_headers.len;
+    while (h && h < end) {
+        const char *value = h + strlen(h) + 1;
+        MHD_add_response_header(resp, h, value);
+        h = value + strlen(value) + 1;
+    }
     if (atomic_load(&req->srv->stopping))
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     if (MHD_queue_response(req->conn, (unsigned)status, resp) != MHD_YES)
@@ -193,25 +190,17 @@ void s3_reply_error(s3_req_t *req, s3_error_t err, const char *message)
     }
     buf_t xml;
     buf_init(&xml, 64 * 1024);
-    buf_append_str(&xml, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>");
-    buf_append_xml(&xml, s3_error_code(err));
-    buf_append_str(&xml, "</Code><Message>");
-    buf_append_xml(&xml, message ? message : s3_error_message(err));
-    buf_append_str(&xml, "</Message>");
+    buf_append_str(&xml, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error>");
+    s3_xml_elem(&xml, "Code", s3_error_code(err));
+    s3_xml_elem(&xml, "Message", message ? message : s3_error_message(err));
     if (req->bucket && (err == S3E_NO_SUCH_BUCKET || err == S3E_BUCKET_EXISTS ||
-                        err == S3E_BUCKET_OWNED || err == S3E_BUCKET_NOT_EMPTY)) {
-        buf_append_str(&xml, "<BucketName>");
-        buf_append_xml(&xml, req->bucket);
-        buf_append_str(&xml, "</BucketName>");
-    }
-    if (req->key && err == S3E_NO_SUCH_KEY) {
-        buf_append_str(&xml, "<Key>");
-        buf_append_xml(&xml, req->key);
-        buf_append_str(&xml, "</Key>");
-    }
-    buf_append_str(&xml, "<Resource>");
-    buf_append_xml(&xml, req->resource ? req->resource : "/");
-    buf_printf(&xml, "</Resource><RequestId>%s</RequestId></Error>", req->request_id);
+                        err == S3E_BUCKET_OWNED || err == S3E_BUCKET_NOT_EMPTY))
+        s3_xml_elem(&xml, "BucketName", req->bucket);
+    if (req->key && err == S3E_NO_SUCH_KEY)
+        s3_xml_elem(&xml, "Key", req->key);
+    s3_xml_elem(&xml, "Resource", req->resource ? req->resource : "/");
+    s3_xml_elem(&xml, "RequestId", req->request_id);
+    buf_append_str(&xml, "</Error>");
     s3_reply_xml(req, status, &xml);
 }
 
@@ -375,6 +364,7 @@ static s3_error_t route(s3_req_t *req, const char *raw_url)
     char *decoded = s3_url_decode(path, strlen(path), false);
     if (!decoded)
         return S3E_INVALID_REQUEST;
+    req->path = decoded;
 
     char *vbucket = vhost_bucket(req);
     if (vbucket) {
@@ -391,7 +381,6 @@ static s3_error_t route(s3_req_t *req, const char *raw_url)
             req->bucket = strdup(decoded + 1);
         }
     }
-    free(decoded);
 
     buf_t res;
     buf_init(&res, 4096);
@@ -560,10 +549,10 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         req->srv = srv;
         req->conn = conn;
         req->method = method;
-        req->raw_url = url;
         req->now_s = (int64_t)time(NULL);
         req->declared_len = UINT64_MAX;
         buf_init(&req->body, S3R_MAX_XML_BODY);
+        buf_init(&req->reply_headers, S3R_MAX_HEADER_BYTES);
         unsigned long seq = atomic_fetch_add(&srv->request_seq, 1) + 1;
         snprintf(req->request_id, sizeof(req->request_id), "%08X%08lX", srv->instance,
                  seq & 0xFFFFFFFFUL);
@@ -626,17 +615,13 @@ static void req_free(s3_req_t *req)
     buf_free(&req->body);
     for (int i = 0; i < S3_CK_COUNT; i++)
         free(req->checksums[i]);
-    for (int i = 0; i < req->n_headers; i++) {
-        free(req->headers[i].name);
-        free(req->headers[i].value);
-    }
-    for (int i = 0; i < rp->n_queries; i++) {
-        free(rp->queries[i].name);
+    buf_free(&req->reply_headers);
+    for (int i = 0; i < rp->n_queries; i++)
         free(rp->queries[i].value);
-    }
     free(req->bucket);
     free(req->key);
     free(req->resource);
+    free(req->path);
     free(rp);
 }
 

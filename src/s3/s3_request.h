@@ -51,13 +51,6 @@ typedef enum s3_body_kind {
 /* Which checksum algorithms an object body is hashed with. */
 enum s3_checksum_alg { S3_CK_CRC32 = 0, S3_CK_CRC32C, S3_CK_SHA256, S3_CK_COUNT };
 
-typedef struct s3_header {
-    char *name;
-    char *value;
-} s3_header_t;
-
-#define S3_MAX_RESPONSE_HEADERS 64
-
 typedef struct s3_req s3_req_t;
 
 typedef struct s3_op {
@@ -73,13 +66,13 @@ struct s3_req {
     struct s3_server *srv;
     struct MHD_Connection *conn;
     const char *method;  /* borrowed from MHD */
-    const char *raw_url; /* borrowed from MHD: the path as sent, still percent-encoded */
     char request_id[24];
     int64_t now_s;
 
     /* Routing: decoded bucket and key (NULL when absent). */
     char *bucket;
     char *key;
+    char *path;     /* the request path percent-decoded, as SigV4 canonicalises it */
     char *resource; /* "/bucket/key", for error bodies */
     const s3_op_t *op;
 
@@ -124,8 +117,7 @@ struct s3_req {
     void (*op_state_free)(void *);
 
     /* Response. */
-    s3_header_t headers[S3_MAX_RESPONSE_HEADERS];
-    int n_headers;
+    buf_t reply_headers; /* "name\0value\0" pairs, added to the response by the reply */
     bool replied;
     bool deferred; /* no body: routing and the operation wait for the next call */
 };
@@ -135,11 +127,13 @@ struct s3_req {
 /* Header value lookup (case-insensitive name), or NULL. */
 const char *s3_req_header(s3_req_t *req, const char *name);
 /* Query argument lookup: decoded value ("" for "?uploads"), or NULL when
- * absent. The string lives as long as the request. */
+ * absent. The value lives as long as the request; name must too (pass a
+ * string literal: it is kept as the cache key). */
 const char *s3_req_query(s3_req_t *req, const char *name);
 bool s3_req_has_query(s3_req_t *req, const char *name);
 
-/* Adds a response header (copied). Silently dropped past S3_MAX_RESPONSE_HEADERS. */
+/* Adds a response header (copied). Dropped if the headers would exceed
+ * S3R_MAX_HEADER_BYTES in all. */
 void s3_reply_header(s3_req_t *req, const char *name, const char *value);
 void s3_reply_headerf(s3_req_t *req, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
