@@ -109,7 +109,7 @@ typedef struct rregion {
      * then read and write it in place, one copy instead of two; NULL means
      * every byte goes through staging and an RMA operation (RDMA NICs, CMA). */
     uint8_t *local;
-    int refs; /* the session's table + each open transfer; under session mu */
+    int refs; /* the session's region list + each open transfer; under session mu */
     struct rregion *next;
 } rregion_t;
 
@@ -149,6 +149,7 @@ struct rsession {
     unsigned n_regions;
     uint64_t reg_bytes;
     rsession_t *prog_next; /* progress thread's list of own-worker sessions */
+    rsession_t *hnext;     /* hash chain in srv->buckets, under srv->mu */
 };
 
 typedef struct rcmd {
@@ -238,9 +239,10 @@ struct rdma_server {
     pthread_mutex_t pool_mu;
     pthread_cond_t pool_cv;
 
-    pthread_mutex_t mu; /* sessions table, counters, transfer slots */
-    rsession_t **table;
-    unsigned n_live;  /* in the table */
+    pthread_mutex_t mu; /* session hash, counters, transfer slots */
+    rsession_t **buckets; /* live sessions by id, chained via hnext */
+    unsigned bucket_mask; /* bucket count - 1 (a power of two >= max_sessions) */
+    unsigned n_live;      /* in the hash */
     unsigned n_alloc; /* reserved at HELLO until destroyed */
     struct rdma_xfer *xfers, *free_xfers;
 };
@@ -484,15 +486,24 @@ static void session_destroy(rsession_t *s)
     free(s);
 }
 
-/* Marks a session dead and takes it out of the table so no new transfer
+/* The hash chain a session id belongs to (ids are random, so any 32 bits of
+ * one are a uniform hash). Under srv->mu. */
+static rsession_t **session_bucket(struct rdma_server *srv, const uint8_t id[RDMA_SESSION_ID_LEN])
+{
+    uint32_t h;
+    memcpy(&h, id, sizeof(h));
+    return &srv->buckets[h & srv->bucket_mask];
+}
+
+/* Marks a session dead and takes it out of the hash so no new transfer
  * finds it; transfers already running see `dead` and give up. */
 static void session_kill(struct rdma_server *srv, rsession_t *s)
 {
     atomic_store(&s->dead, 1);
     pthread_mutex_lock(&srv->mu);
-    for (unsigned i = 0; i < srv->cfg.max_sessions; i++) {
-        if (srv->table[i] == s) {
-            srv->table[i] = NULL;
+    for (rsession_t **pp = session_bucket(srv, s->id); *pp; pp = &(*pp)->hnext) {
+        if (*pp == s) {
+            *pp = s->hnext;
             srv->n_live--;
             break;
         }
@@ -760,13 +771,10 @@ static int on_auth(struct rdma_server *srv, bconn_t *c, const uint8_t *body, siz
     c->reserved = 0;
 
     pthread_mutex_lock(&srv->mu);
-    for (unsigned i = 0; i < srv->cfg.max_sessions; i++) {
-        if (!srv->table[i]) {
-            srv->table[i] = s;
-            srv->n_live++;
-            break;
-        }
-    }
+    rsession_t **b = session_bucket(srv, s->id);
+    s->hnext = *b;
+    *b = s;
+    srv->n_live++;
     pthread_mutex_unlock(&srv->mu);
     c->sess = s;
     c->state = CONN_LIVE;
@@ -1158,11 +1166,16 @@ int rdma_server_start(const rdma_server_config_t *cfg, rdma_server_t **out_p)
     pthread_cond_init(&srv->pool_cv, NULL);
     rdma_host_identity(srv->host_id);
 
-    srv->table = calloc(srv->cfg.max_sessions, sizeof(*srv->table));
+    unsigned nb = 1;
+    while (nb < srv->cfg.max_sessions)
+        nb *= 2;
+    srv->bucket_mask = nb - 1;
+    srv->buckets = calloc(nb, sizeof(*srv->buckets));
     srv->xfers = calloc(srv->cfg.max_inflight, sizeof(*srv->xfers));
-    if (!srv->table || !srv->xfers)
+    if (!srv->buckets || !srv->xfers)
         goto fail;
     for (unsigned i = srv->cfg.max_inflight; i-- > 0;) {
+        srv->xfers[i].srv = srv;
         srv->xfers[i].next_free = srv->free_xfers;
         srv->free_xfers = &srv->xfers[i];
     }
@@ -1275,7 +1288,7 @@ void rdma_server_stop(rdma_server_t *srv)
     if (srv->boot_evfd >= 0)
         close(srv->boot_evfd);
     free(srv->chunks);
-    free(srv->table);
+    free(srv->buckets);
     free(srv->xfers);
     pthread_mutex_destroy(&srv->mu);
     pthread_mutex_destroy(&srv->pool_mu);
@@ -1316,11 +1329,9 @@ rdma_status_t rdma_xfer_open(rdma_server_t *srv, const char *token, const char *
     rsession_t *s = NULL;
     rregion_t *r = NULL;
     pthread_mutex_lock(&srv->mu);
-    for (unsigned i = 0; i < srv->cfg.max_sessions; i++) {
-        if (srv->table[i] && memcmp(srv->table[i]->id, t.session_id, RDMA_SESSION_ID_LEN) == 0) {
-            s = srv->table[i];
+    for (s = *session_bucket(srv, t.session_id); s; s = s->hnext) {
+        if (memcmp(s->id, t.session_id, RDMA_SESSION_ID_LEN) == 0)
             break;
-        }
     }
     if (!s || atomic_load(&s->dead)) {
         rc = RDMA_DECLINE;
@@ -1348,7 +1359,6 @@ rdma_status_t rdma_xfer_open(rdma_server_t *srv, const char *token, const char *
     struct rdma_xfer *x = srv->free_xfers;
     srv->free_xfers = x->next_free;
     pthread_mutex_unlock(&srv->mu);
-    x->srv = srv;
     x->s = s;
     x->r = r;
     x->addr = t.addr;
