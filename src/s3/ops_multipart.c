@@ -1,5 +1,6 @@
 /* Multipart uploads: Create, UploadPart (HTTP and token path), UploadPartCopy,
  * Complete, Abort, ListParts, ListMultipartUploads. */
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,45 +122,49 @@ static void upload_part_finish(s3_req_t *req)
     commit_part(req, w, req->etag, false);
 }
 
+/* x-amz-copy-source-range: exactly "bytes=first-last" with
+ * first <= last < size (unlike Range, nothing is clamped or implied). */
+static bool parse_copy_range(const char *v, uint64_t size, uint64_t *first_p, uint64_t *len_p)
+{
+    if (strncmp(v, "bytes=", 6) != 0 || !isdigit((unsigned char)v[6]))
+        return false;
+    char *end;
+    unsigned long long a = strtoull(v + 6, &end, 10);
+    if (*end != '-' || !isdigit((unsigned char)end[1]))
+        return false;
+    unsigned long long b = strtoull(end + 1, &end, 10);
+    if (*end != '\0' || a > b || b >= size)
+        return false;
+    *first_p = a;
+    *len_p = b - a + 1;
+    return true;
+}
+
 /* ---- UploadPartCopy ---------------------------------------------------------------- */
 
 static void upload_part_copy_begin(s3_req_t *req)
 {
     if (!upload_check(req) || part_number(req) < 0)
         return;
-    stor_reader_t *reader = s3_copy_source_open(req);
+    bool same;
+    stor_reader_t *reader = s3_copy_source_open(req, &same);
     if (!reader)
         return;
     uint64_t size = stor_reader_meta(reader)->size, first = 0, len = size;
     const char *range = s3_req_header(req, "x-amz-copy-source-range");
-    if (range) {
-        uint64_t a, b;
-        if (strncmp(range, "bytes=", 6) != 0 || strchr(range + 6, '-') == range + 6 ||
-            s3_range_parse(range, size, &a, &b) != S3_RANGE_OK ||
-            /* The copy range must lie inside the source exactly. */
-            strtoull(strchr(range, '-') + 1, NULL, 10) >= size) {
-            stor_reader_close(reader);
-            s3_reply_error(req, S3E_INVALID_ARGUMENT,
-                           "The x-amz-copy-source-range value must be of the form bytes=first-last "
-                           "where first and last are the zero-based offsets of the first and last "
-                           "bytes to copy");
-            return;
-        }
-        first = a;
-        len = b - a + 1;
-    }
-    stor_writer_t *w = NULL;
-    stor_status_t st = stor_writer_open(req->srv->cfg.store, req->bucket, &w);
-    if (st != STOR_OK) {
+    if (range && !parse_copy_range(range, size, &first, &len)) {
         stor_reader_close(reader);
-        s3_reply_error(req, s3_error_from_stor(st), NULL);
+        s3_reply_error(req, S3E_INVALID_ARGUMENT,
+                       "The x-amz-copy-source-range value must be of the form bytes=first-last "
+                       "where first and last are the zero-based offsets of the first and last "
+                       "bytes to copy");
         return;
     }
+    stor_writer_t *w = NULL;
     char etag[33];
-    s3_error_t err = s3_copy_range(reader, first, len, w, etag);
+    s3_error_t err = s3_copy_range(req, reader, first, len, &w, etag);
     stor_reader_close(reader);
     if (err != S3E_NONE) {
-        stor_writer_abort(w);
         s3_reply_error(req, err, NULL);
         return;
     }

@@ -465,7 +465,7 @@ static void delete_objects_finish(s3_req_t *req)
 
 /* ---- CopyObject -------------------------------------------------------------------- */
 
-stor_reader_t *s3_copy_source_open(s3_req_t *req)
+stor_reader_t *s3_copy_source_open(s3_req_t *req, bool *same_object_p)
 {
     const char *src = s3_req_header(req, "x-amz-copy-source");
     size_t len = strcspn(src, "?"); /* drop ?versionId=... */
@@ -483,6 +483,7 @@ stor_reader_t *s3_copy_source_open(s3_req_t *req)
     }
     *slash = '\0';
     const char *sbucket = p, *skey = slash + 1;
+    *same_object_p = req->key && strcmp(sbucket, req->bucket) == 0 && strcmp(skey, req->key) == 0;
     if (strlen(skey) > S3R_MAX_KEY_BYTES) {
         free(decoded);
         s3_reply_error(req, S3E_KEY_TOO_LONG, NULL);
@@ -508,35 +509,38 @@ stor_reader_t *s3_copy_source_open(s3_req_t *req)
     return reader;
 }
 
-s3_error_t s3_copy_range(stor_reader_t *reader, uint64_t first, uint64_t len, stor_writer_t *writer,
-                         char etag[33])
+s3_error_t s3_copy_range(s3_req_t *req, stor_reader_t *reader, uint64_t first, uint64_t len,
+                         stor_writer_t **writer_p, char etag[33])
 {
+    stor_writer_t *w = NULL;
+    stor_status_t st = stor_writer_open(req->srv->cfg.store, req->bucket, &w);
+    if (st != STOR_OK)
+        return s3_error_from_stor(st);
     char *buf = malloc(COPY_BUF_BYTES);
     digest_t *md5 = digest_md5_new();
     s3_error_t err = S3E_NONE;
-    if (!buf || !md5) {
+    if (!buf || !md5)
         err = S3E_INTERNAL;
-        goto out;
-    }
-    for (uint64_t off = 0; off < len;) {
+    for (uint64_t off = 0; off < len && err == S3E_NONE;) {
         size_t n = len - off < COPY_BUF_BYTES ? (size_t)(len - off) : COPY_BUF_BYTES;
         if (stor_reader_pread(reader, buf, n, first + off) != (ssize_t)n) {
             err = S3E_INTERNAL;
-            goto out;
+            break;
         }
         digest_update(md5, buf, n);
-        stor_status_t st = stor_writer_write(writer, buf, n);
-        if (st != STOR_OK) {
+        if ((st = stor_writer_write(w, buf, n)) != STOR_OK)
             err = s3_error_from_stor(st);
-            goto out;
-        }
         off += n;
     }
-    uint8_t sum[MD5_LEN];
-    digest_final(md5, sum);
-    md5 = NULL;
-    hex_encode(sum, sizeof(sum), etag);
-out:
+    if (err == S3E_NONE) {
+        uint8_t sum[MD5_LEN];
+        digest_final(md5, sum);
+        md5 = NULL;
+        hex_encode(sum, sizeof(sum), etag);
+        *writer_p = w;
+    } else {
+        stor_writer_abort(w);
+    }
     digest_free(md5);
     free(buf);
     return err;
@@ -552,7 +556,8 @@ static void copy_object_begin(s3_req_t *req)
         s3_reply_error(req, S3E_INVALID_ARGUMENT, "Unknown metadata directive.");
         return;
     }
-    stor_reader_t *reader = s3_copy_source_open(req);
+    bool same = false;
+    stor_reader_t *reader = s3_copy_source_open(req, &same);
     if (!reader)
         return;
     const stor_meta_t *src = stor_reader_meta(reader);
@@ -560,6 +565,8 @@ static void copy_object_begin(s3_req_t *req)
     s3_error_t err = meta ? S3E_NONE : S3E_INTERNAL;
     if (err == S3E_NONE && replace) {
         err = s3_meta_from_headers(req, meta);
+    } else if (err == S3E_NONE && same) {
+        err = S3E_INVALID_REQUEST;
     } else if (err == S3E_NONE) {
         if (stor_meta_copy(meta, src) != STOR_OK)
             err = S3E_INTERNAL;
@@ -567,36 +574,11 @@ static void copy_object_begin(s3_req_t *req)
         free(meta->part_sizes);
         meta->part_sizes = NULL;
         meta->parts_count = 0;
-        const char *cs = s3_req_header(req, "x-amz-copy-source");
-        char *dec = s3_url_decode(cs, strcspn(cs, "?"), false);
-        const char *p = dec && dec[0] == '/' ? dec + 1 : dec;
-        size_t blen = strlen(req->bucket);
-        bool same = p && strncmp(p, req->bucket, blen) == 0 && p[blen] == '/' &&
-                    strcmp(p + blen + 1, req->key) == 0;
-        free(dec);
-        if (same) {
-            stor_reader_close(reader);
-            s3_reply_error(req, S3E_INVALID_REQUEST,
-                           "This copy request is illegal because it is trying to copy an object to "
-                           "itself without changing the object's metadata, storage class, website "
-                           "redirect location or encryption attributes.");
-            return;
-        }
-    }
-    if (err != S3E_NONE) {
-        stor_reader_close(reader);
-        s3_reply_error(req, err, NULL);
-        return;
     }
     stor_writer_t *w = NULL;
-    stor_status_t st = stor_writer_open(req->srv->cfg.store, req->bucket, &w);
-    if (st != STOR_OK) {
-        stor_reader_close(reader);
-        s3_reply_error(req, s3_error_from_stor(st), NULL);
-        return;
-    }
     char etag[33];
-    err = s3_copy_range(reader, 0, src->size, w, etag);
+    if (err == S3E_NONE)
+        err = s3_copy_range(req, reader, 0, src->size, &w, etag);
     if (err == S3E_NONE && replace) {
         /* The bytes are identical: their checksums carry over. */
         const char *cks[] = {src->checksum_crc32, src->checksum_crc32c, src->checksum_sha256};
@@ -607,12 +589,16 @@ static void copy_object_begin(s3_req_t *req)
     }
     stor_reader_close(reader);
     if (err != S3E_NONE) {
-        stor_writer_abort(w);
-        s3_reply_error(req, err, NULL);
+        s3_reply_error(req, err,
+                       same && !replace
+                           ? "This copy request is illegal because it is trying to copy an object "
+                             "to itself without changing the object's metadata, storage class, "
+                             "website redirect location or encryption attributes."
+                           : NULL);
         return;
     }
     snprintf(meta->etag, sizeof(meta->etag), "%s", etag);
-    st = stor_writer_commit(w, req->key, meta);
+    stor_status_t st = stor_writer_commit(w, req->key, meta);
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
         return;

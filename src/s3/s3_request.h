@@ -196,13 +196,15 @@ bool s3_bucket_authorize(s3_req_t *req, const char *bucket);
 /* ---- object helpers (ops_object.c) --------------------------------------------- */
 
 /* Opens the object named by x-amz-copy-source after checking the requester
- * owns its bucket and the x-amz-copy-source-if-* conditions hold. On failure
+ * owns its bucket and the x-amz-copy-source-if-* conditions hold; sets
+ * *same_object_p when it names the request's own bucket/key. On failure
  * replies and returns NULL. */
-stor_reader_t *s3_copy_source_open(s3_req_t *req);
-/* Copies [first, first+len) of reader into writer, computing the MD5 (hex
- * into etag). Returns S3E_NONE or the error. */
-s3_error_t s3_copy_range(stor_reader_t *reader, uint64_t first, uint64_t len, stor_writer_t *writer,
-                         char etag[33]);
+stor_reader_t *s3_copy_source_open(s3_req_t *req, bool *same_object_p);
+/* Copies [first, first+len) of reader into a new writer on req->bucket,
+ * computing the MD5 (hex into etag). On success *writer_p is the writer, for
+ * the caller to commit; on error nothing is left behind. */
+s3_error_t s3_copy_range(s3_req_t *req, stor_reader_t *reader, uint64_t first, uint64_t len,
+                         stor_writer_t **writer_p, char etag[33]);
 /* Checks the token rules common to every token request: RDMA enabled here
  * (else the 501 decline) and the token covered by the signature (else 403).
  * Replies and returns false when one fails. */
