@@ -50,6 +50,15 @@ def free_port():
     return port
 
 
+def clean_env(extra=None):
+    """os.environ without the server's, the client library's and UCX's settings, plus extra:
+    what a test hands an s3rdmad or an RDMA client so the caller's shell cannot steer it."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("S3RDMA_", "UCX_", "RDMA_", "SPT_", "S3R_"))}
+    env.update(extra or {})
+    return env
+
+
 def write_config(path, users=USERS, durability="relaxed", extra=""):
     lines = [f"durability: {durability}", f"region: {REGION}"]
     if users:
@@ -463,37 +472,34 @@ def error_fields(body):
     return root.tag, {child.tag: (child.text or "") for child in root}
 
 
-def recv_http_response(sock, timeout=10.0):
-    """Reads one HTTP response head (+ body by Content-Length) from a raw socket.
-    Returns (status or None if the connection closed first, raw bytes)."""
-    sock.settimeout(timeout)
-    buf = b""
+def _recv_until(sock, buf, done):
+    """Appends what sock sends to buf until done(buf), EOF, a timeout or a reset."""
     try:
-        while b"\r\n\r\n" not in buf:
+        while not done(buf):
             d = sock.recv(65536)
             if not d:
                 break
             buf += d
     except (socket.timeout, ConnectionResetError):
         pass
+    return buf
+
+
+def recv_http_response(sock, timeout=10.0):
+    """Reads one HTTP response head (+ body by Content-Length) from a raw socket.
+    Returns (status or None if the connection closed first, raw bytes)."""
+    sock.settimeout(timeout)
+    buf = _recv_until(sock, b"", lambda b: b"\r\n\r\n" in b)
     if not buf.startswith(b"HTTP/1."):
         return None, buf
     head, _, rest = buf.partition(b"\r\n\r\n")
     status = int(head.split(b" ")[1])
-    clen = None
+    clen = 0
     for line in head.split(b"\r\n")[1:]:
         name, _, value = line.partition(b":")
         if name.strip().lower() == b"content-length":
             clen = int(value.strip())
-    if clen:
-        try:
-            while len(rest) < clen:
-                d = sock.recv(65536)
-                if not d:
-                    break
-                rest += d
-        except (socket.timeout, ConnectionResetError):
-            pass
+    rest = _recv_until(sock, rest, lambda b: len(b) >= clen)
     return status, head + b"\r\n\r\n" + rest
 
 

@@ -30,7 +30,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from s3r_itest import REPO_ROOT, USERS, Server, free_port, stats_json, write_config  # noqa: E402
+from s3r_itest import (REPO_ROOT, USERS, Server, clean_env, free_port,  # noqa: E402
+                       stats_json, write_config)
 
 try:
     import boto3
@@ -62,13 +63,6 @@ def pattern(n, seed):
     words = (n + 7) // 8
     w = np.arange(words, dtype=np.uint64) | np.uint64(seed << 40)
     return w.astype("<u8").tobytes()[:n]
-
-
-def clean_env(extra=None):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("S3RDMA_", "UCX_", "RDMA_", "SPT_", "S3R_"))}
-    env.update(extra or {})
-    return env
 
 
 def proc_status(pid):

@@ -28,8 +28,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from s3r_itest import (REPO_ROOT, USERS, Server, free_port, raw_request,  # noqa: E402
-                       stats_json, write_config)
+from s3r_itest import (REPO_ROOT, USERS, Server, clean_env, free_port,  # noqa: E402
+                       raw_request, stats_json, write_config)
 
 # scripts/run-tests points S3RDMA_BUILD at build/ or build-asan/.
 HELPER = Path(os.environ.get("S3RDMA_BUILD", REPO_ROOT / "build")) / "tests" / "s3r_tokhelper"
@@ -42,13 +42,6 @@ def pattern(n, seed, base_word=0):
     words = (n + 7) // 8
     return b"".join(struct.pack("<Q", (seed << 40) | (base_word + i))
                     for i in range(words))[:n]
-
-
-def clean_env(extra=None):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("S3RDMA_", "UCX_", "RDMA_", "SPT_", "S3R_"))}
-    env.update(extra or {})
-    return env
 
 
 # ---------------------------------------------------------------------------
