@@ -204,6 +204,22 @@ static stor_status_t obj_get(stor_t *st, MDB_txn *txn, const char *bucket, const
     return STOR_OK;
 }
 
+/* obj_get() for a bucket name from a caller: the bucket is looked up only
+ * when the key is absent, to tell NoSuchBucket from NoSuchKey. An object
+ * seen in txn implies its bucket in txn (stor_bucket_delete refuses a bucket
+ * with objects, in the same serialized write transactions). */
+static stor_status_t obj_lookup(stor_t *st, MDB_txn *txn, const char *bucket, const char *key,
+                                stor_obj_rec_t *rec, MDB_val *ikey_out, uint8_t *ikey_buf)
+{
+    if (!valid_bucket(bucket))
+        return STOR_ERR_NO_BUCKET;
+    stor_status_t s = obj_get(st, txn, bucket, key, rec, ikey_out, ikey_buf);
+    if (s != STOR_ERR_NO_KEY)
+        return s;
+    s = bucket_exists(st, txn, bucket);
+    return s == STOR_OK ? STOR_ERR_NO_KEY : s;
+}
+
 /* ==== Open / close and orphan cleanup ==================================== */
 
 static int cmp_id(const void *a, const void *b)
@@ -730,35 +746,39 @@ static stor_status_t writer_seal(stor_writer_t *w)
     return STOR_OK;
 }
 
-static stor_status_t put_object(stor_t *st, const char *bucket, const char *key,
-                                const stor_meta_t *m, const stor_seg_t *segs, uint32_t n_segs,
-                                MDB_txn *txn, stor_obj_rec_t *old, int *had_old)
+/* Encodes an object record into b (initialised here; the caller frees it). */
+static stor_status_t encode_object(buf_t *b, const char *key, const stor_meta_t *m,
+                                   const stor_seg_t *segs, uint32_t n_segs)
+{
+    buf_init(b, (size_t)-1 / 2);
+    if (stor_rec_encode_object(b, key, strlen(key), m, segs, n_segs) != 0)
+        return STOR_ERR_NOMEM;
+    return b->len > STOR_REC_MAX ? STOR_ERR_TOO_LARGE : STOR_OK;
+}
+
+/* Points bucket/key at the encoded record rec in txn. The replaced record, if
+ * any, goes to *old (*had_old set; the caller unlinks its files after the
+ * commit and frees it). STOR_ERR_NO_BUCKET when the bucket is gone. */
+static stor_status_t put_object(stor_t *st, MDB_txn *txn, const char *bucket, const char *key,
+                                const buf_t *rec, stor_obj_rec_t *old, int *had_old)
 {
     uint8_t ikey[STOR_IKEY_MAX];
     MDB_val k;
     *had_old = 0;
-    stor_status_t s = obj_get(st, txn, bucket, key, old, &k, ikey);
+    stor_status_t s = obj_lookup(st, txn, bucket, key, old, &k, ikey);
     if (s == STOR_OK)
         *had_old = 1;
     else if (s != STOR_ERR_NO_KEY)
         return s;
-    buf_t b;
-    buf_init(&b, (size_t)-1 / 2);
-    if (stor_rec_encode_object(&b, key, strlen(key), m, segs, n_segs) != 0 ||
-        b.len > STOR_REC_MAX) {
-        s = b.len > STOR_REC_MAX ? STOR_ERR_TOO_LARGE : STOR_ERR_NOMEM;
-        buf_free(&b);
-        return s;
-    }
-    MDB_val v = {b.len, b.data};
+    MDB_val v = {rec->len, rec->data};
     int rc = mdb_put(txn, st->db_objects, &k, &v, 0);
-    buf_free(&b);
     return rc ? mdb_fail("object put", rc) : STOR_OK;
 }
 
 stor_status_t stor_writer_commit(stor_writer_t *w, const char *key, stor_meta_t *meta)
 {
     stor_t *st = w->st;
+    buf_t b = {0};
     stor_status_t s = writer_seal(w);
     if (s != STOR_OK)
         goto out;
@@ -770,15 +790,17 @@ stor_status_t stor_writer_commit(stor_writer_t *w, const char *key, stor_meta_t 
     stor_seg_t seg;
     memcpy(seg.id, w->id, STOR_ID_LEN);
     seg.size = w->size;
+    /* Encoded before the write transaction: LMDB serializes writers, so
+     * nothing that can run outside one should run inside. */
+    if ((s = encode_object(&b, key, &m, &seg, 1)) != STOR_OK)
+        goto out;
 
     MDB_txn *txn;
     if ((s = wr_begin(st, &txn)) != STOR_OK)
         goto out;
     stor_obj_rec_t old;
     int had_old = 0;
-    s = bucket_exists(st, txn, w->bucket);
-    if (s == STOR_OK)
-        s = put_object(st, w->bucket, key, &m, &seg, 1, txn, &old, &had_old);
+    s = put_object(st, txn, w->bucket, key, &b, &old, &had_old);
     if (s == STOR_OK)
         s = wr_commit(txn);
     else
@@ -790,6 +812,7 @@ stor_status_t stor_writer_commit(stor_writer_t *w, const char *key, stor_meta_t 
         stor_obj_rec_free(&old);
     }
 out:
+    buf_free(&b);
     if (s != STOR_OK)
         unlinkat(st->objfd, w->path, 0);
     if (w->fd >= 0)
@@ -806,11 +829,9 @@ stor_status_t stor_head(stor_t *st, const char *bucket, const char *key, stor_me
     stor_status_t s = rd_begin(st, &txn);
     if (s != STOR_OK)
         return s;
-    s = bucket_exists(st, txn, bucket);
     stor_obj_rec_t rec;
     uint8_t ikey[STOR_IKEY_MAX];
-    if (s == STOR_OK)
-        s = obj_get(st, txn, bucket, key, &rec, NULL, ikey);
+    s = obj_lookup(st, txn, bucket, key, &rec, NULL, ikey);
     mdb_txn_abort(txn);
     if (s != STOR_OK)
         return s;
@@ -856,9 +877,7 @@ stor_status_t stor_reader_open(stor_t *st, const char *bucket, const char *key,
             return s;
         stor_obj_rec_t rec;
         uint8_t ikey[STOR_IKEY_MAX];
-        s = bucket_exists(st, txn, bucket);
-        if (s == STOR_OK)
-            s = obj_get(st, txn, bucket, key, &rec, NULL, ikey);
+        s = obj_lookup(st, txn, bucket, key, &rec, NULL, ikey);
         mdb_txn_abort(txn);
         if (s != STOR_OK)
             return s;
@@ -984,9 +1003,7 @@ stor_status_t stor_delete(stor_t *st, const char *bucket, const char *key)
     stor_obj_rec_t rec;
     uint8_t ikey[STOR_IKEY_MAX];
     MDB_val k;
-    s = bucket_exists(st, txn, bucket);
-    if (s == STOR_OK)
-        s = obj_get(st, txn, bucket, key, &rec, &k, ikey);
+    s = obj_lookup(st, txn, bucket, key, &rec, &k, ikey);
     if (s != STOR_OK) {
         mdb_txn_abort(txn);
         return s;
@@ -1657,6 +1674,7 @@ stor_status_t stor_mpu_complete(stor_t *st, const char *bucket, const char *key,
     stor_meta_t m;
     memset(&m, 0, sizeof m);
     MDB_val uk;
+    buf_t rec = {0};
 
     s = upload_get(st, txn, bucket, key, upload_id, &up, &uk, kbuf);
     if (s != STOR_OK)
@@ -1722,7 +1740,9 @@ stor_status_t stor_mpu_complete(stor_t *st, const char *bucket, const char *key,
     m.mtime_ms = now_ms();
     m.parts_count = (uint32_t)n;
 
-    s = put_object(st, bucket, key, &m, segs, (uint32_t)n, txn, &old, &had_old);
+    s = encode_object(&rec, key, &m, segs, (uint32_t)n);
+    if (s == STOR_OK)
+        s = put_object(st, txn, bucket, key, &rec, &old, &had_old);
     if (s == STOR_OK)
         s = del_parts(st, txn, upload_id);
     if (s == STOR_OK) {
@@ -1745,6 +1765,7 @@ stor_status_t stor_mpu_complete(stor_t *st, const char *bucket, const char *key,
             unlink_id(st, recs[i].id);
     if (had_old)
         stor_obj_rec_free(&old);
+    buf_free(&rec);
     free_part_recs(recs, n_recs);
     free(segs);
     free(md5s);
@@ -1758,6 +1779,7 @@ fail:
         mdb_txn_abort(txn);
     if (had_old)
         stor_obj_rec_free(&old);
+    buf_free(&rec);
     free_part_recs(recs, n_recs);
     free(segs);
     free(md5s);

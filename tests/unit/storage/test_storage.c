@@ -119,6 +119,17 @@ static void test_put_get_overwrite_delete(void **state)
     stor_meta_t m;
     assert_int_equal(stor_head(f->st, "b", "a/b c", &m), STOR_ERR_NO_KEY);
     assert_int_equal(stor_head(f->st, "zz", "a", &m), STOR_ERR_NO_BUCKET);
+    /* Missing and impossible buckets are NoSuchBucket on every path, not NoSuchKey. */
+    char longb[STOR_BUCKET_MAX + 2];
+    memset(longb, 'b', sizeof longb - 1);
+    longb[sizeof longb - 1] = '\0';
+    stor_reader_t *nr;
+    assert_int_equal(stor_reader_open(f->st, "zz", "a", &nr), STOR_ERR_NO_BUCKET);
+    assert_int_equal(stor_delete(f->st, "zz", "a"), STOR_ERR_NO_BUCKET);
+    assert_int_equal(stor_head(f->st, longb, "a", &m), STOR_ERR_NO_BUCKET);
+    assert_int_equal(stor_reader_open(f->st, longb, "a", &nr), STOR_ERR_NO_BUCKET);
+    assert_int_equal(stor_delete(f->st, longb, "a"), STOR_ERR_NO_BUCKET);
+    assert_int_equal(stor_delete(f->st, "", "a"), STOR_ERR_NO_BUCKET);
 
     assert_int_equal(tu_put(f->st, "b", "a/b c", "hello", 5), STOR_OK);
     assert_int_equal(stor_head(f->st, "b", "a/b c", &m), STOR_OK);
