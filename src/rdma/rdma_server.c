@@ -97,9 +97,6 @@ typedef struct rchunk {
 
 /* ==== sessions =========================================================== */
 
-struct rregion;
-static uint8_t *region_map(struct rregion *r);
-
 typedef struct rregion {
     uint32_t id;
     uint64_t addr, len;
@@ -118,8 +115,6 @@ typedef struct rregion {
 static uint8_t *region_map(rregion_t *r)
 {
     void *first = NULL, *last = NULL;
-    if (getenv("S3R_RDMA_NO_MAP"))
-        return NULL;
     if (ucp_rkey_ptr(r->rkey, r->addr, &first) != UCS_OK ||
         ucp_rkey_ptr(r->rkey, r->addr + r->len - 1, &last) != UCS_OK ||
         (uint8_t *)last - (uint8_t *)first != (ptrdiff_t)(r->len - 1))
@@ -218,6 +213,7 @@ typedef struct bconn {
 struct rdma_server {
     rdma_server_config_t cfg;
     int op_timeout_ms;
+    int no_map; /* S3R_RDMA_NO_MAP: never map regions (staged path only) */
     ucp_context_h ctx;
     char host_id[RDMA_MAX_HOST_ID + 1];
     int listen_fd, port;
@@ -831,7 +827,7 @@ static int on_region_add(struct rdma_server *srv, bconn_t *c, const uint8_t *bod
             r->addr = m.addr;
             r->len = m.len;
             r->refs = 1;
-            r->local = region_map(r);
+            r->local = srv->no_map ? NULL : region_map(r);
             r->next = s->regions;
             s->regions = r;
             s->n_regions++;
@@ -1161,6 +1157,7 @@ int rdma_server_start(const rdma_server_config_t *cfg, rdma_server_t **out_p)
     const char *t = getenv("S3R_RDMA_OP_TIMEOUT_MS");
     if (t && atoi(t) > 0)
         srv->op_timeout_ms = atoi(t);
+    srv->no_map = getenv("S3R_RDMA_NO_MAP") != NULL;
     pthread_mutex_init(&srv->mu, NULL);
     pthread_mutex_init(&srv->pool_mu, NULL);
     pthread_cond_init(&srv->pool_cv, NULL);
@@ -1423,6 +1420,23 @@ static int chunk_wait(rdma_xfer_t *x, rchunk_t *c, uint64_t deadline_ms)
     }
 }
 
+/* Records what UCX made of an operation posted on c (c already INFLIGHT):
+ * done at once, in flight (chunk_cb finishes it), or failed. 0, or -1 when
+ * it failed. */
+static int chunk_track(rchunk_t *c, ucs_status_ptr_t req, const char *what)
+{
+    if (req == NULL) {
+        atomic_store(&c->state, CH_DONE);
+        return 0;
+    }
+    if (UCS_PTR_IS_ERR(req)) {
+        atomic_store(&c->state, CH_ERROR);
+        log_warn("rdma: %s: %s", what, ucs_status_string(UCS_PTR_STATUS(req)));
+        return -1;
+    }
+    return 0;
+}
+
 /* Posts one RMA (get when is_get, else put) of len bytes between c->buf and
  * the client address raddr. 0 when posted or already complete, -1 on error. */
 static int chunk_post(rdma_xfer_t *x, rchunk_t *c, int is_get, size_t len, uint64_t raddr)
@@ -1434,22 +1448,18 @@ static int chunk_post(rdma_xfer_t *x, rchunk_t *c, int is_get, size_t len, uint6
         .user_data = c,
         .memh = x->srv->staging_memh,
     };
+    /* INFLIGHT before posting: another thread progressing the worker may
+     * run the callback before the post returns. */
     atomic_store(&c->state, CH_INFLIGHT);
-    ucs_status_ptr_t req = is_get ? ucp_get_nbx(x->s->ep, c->buf, len, raddr, x->r->rkey, &p)
-                                  : ucp_put_nbx(x->s->ep, c->buf, len, raddr, x->r->rkey, &p);
-    if (req == NULL) {
-        atomic_store(&c->state, CH_DONE);
-        return 0;
-    }
-    if (UCS_PTR_IS_ERR(req)) {
-        atomic_store(&c->state, CH_ERROR);
-        log_warn("rdma: %s: %s", is_get ? "ucp_get_nbx" : "ucp_put_nbx",
-                 ucs_status_string(UCS_PTR_STATUS(req)));
-        return -1;
-    }
-    return 0;
+    if (is_get)
+        return chunk_track(c, ucp_get_nbx(x->s->ep, c->buf, len, raddr, x->r->rkey, &p),
+                           "ucp_get_nbx");
+    return chunk_track(c, ucp_put_nbx(x->s->ep, c->buf, len, raddr, x->r->rkey, &p),
+                       "ucp_put_nbx");
 }
 
+/* Flushes the session's endpoint, tracked on c: once it completes, every
+ * put posted before it is in the client's memory. */
 static int chunk_flush(rdma_xfer_t *x, rchunk_t *c)
 {
     ucp_request_param_t p = {
@@ -1458,148 +1468,131 @@ static int chunk_flush(rdma_xfer_t *x, rchunk_t *c)
         .user_data = c,
     };
     atomic_store(&c->state, CH_INFLIGHT);
-    ucs_status_ptr_t req = ucp_ep_flush_nbx(x->s->ep, &p);
-    if (req == NULL) {
-        atomic_store(&c->state, CH_DONE);
-        return 0;
-    }
-    if (UCS_PTR_IS_ERR(req)) {
-        atomic_store(&c->state, CH_ERROR);
-        return -1;
-    }
-    return 0;
+    return chunk_track(c, ucp_ep_flush_nbx(x->s->ep, &p), "ucp_ep_flush_nbx");
 }
 
-/* Takes two chunks if it can, one at least (waiting for it). */
-static int xfer_chunks(rdma_xfer_t *x, uint64_t len, rchunk_t *ch[2], uint64_t deadline)
+/* How many bytes of a len-byte transfer the chunk starting at off carries. */
+static size_t chunk_len(uint64_t len, uint64_t off, size_t cb)
 {
-    ch[0] = ch[1] = NULL;
-    if (len == 0)
-        return 0;
-    ch[0] = pool_get(x->srv, x->s, deadline);
-    if (!ch[0])
-        return -1;
-    if (len > x->srv->chunk_bytes)
-        ch[1] = pool_get(x->srv, x->s, 0);
-    return 0;
+    return (size_t)(len - off < cb ? len - off : cb);
 }
 
-rdma_status_t rdma_xfer_pull(rdma_xfer_t *x, uint64_t len, rdma_sink_fn sink, void *ctx)
+/* The checks pull and push share. On RDMA_OK *local_p is the client's span
+ * mapped into this process, or NULL when it takes the staged path. */
+static rdma_status_t xfer_begin(const rdma_xfer_t *x, uint64_t len, uint8_t **local_p)
 {
-    struct rdma_server *srv = x->srv;
     if (len > x->len)
         return RDMA_OUT_OF_BOUNDS;
     if (atomic_load(&x->s->dead))
         return RDMA_TRANSPORT;
-    size_t cb = srv->chunk_bytes;
-    if (x->r->local) {
+    *local_p = x->r->local ? x->r->local + (x->addr - x->r->addr) : NULL;
+    return RDMA_OK;
+}
+
+/* Sets the transfer's deadline and takes two staging chunks if it can, one
+ * at least (waiting for it until the deadline). -1 when none came. */
+static int xfer_chunks(rdma_xfer_t *x, uint64_t len, rchunk_t *ch[2], uint64_t *deadline_p)
+{
+    *deadline_p = rdma_now_ms() + (uint64_t)x->srv->op_timeout_ms;
+    ch[0] = pool_get(x->srv, x->s, *deadline_p);
+    ch[1] = ch[0] && len > x->srv->chunk_bytes ? pool_get(x->srv, x->s, 0) : NULL;
+    return ch[0] ? 0 : -1;
+}
+
+/* Posts the get of the transfer's chunk i into c. */
+static int pull_post(rdma_xfer_t *x, rchunk_t *c, uint64_t len, uint64_t i)
+{
+    size_t cb = x->srv->chunk_bytes;
+    return chunk_post(x, c, 1, chunk_len(len, i * cb, cb), x->addr + i * cb);
+}
+
+rdma_status_t rdma_xfer_pull(rdma_xfer_t *x, uint64_t len, rdma_sink_fn sink, void *ctx)
+{
+    uint8_t *src;
+    rdma_status_t rc = xfer_begin(x, len, &src);
+    if (rc != RDMA_OK || len == 0)
+        return rc;
+    size_t cb = x->srv->chunk_bytes;
+    if (src) {
         /* Mapped: the sink reads the client's buffer in place. */
-        const uint8_t *src = x->r->local + (x->addr - x->r->addr);
         for (uint64_t off = 0; off < len; off += cb) {
-            if (sink(ctx, src + off, (size_t)(len - off < cb ? len - off : cb)) != 0)
+            if (sink(ctx, src + off, chunk_len(len, off, cb)) != 0)
                 return RDMA_CALLBACK;
         }
         return RDMA_OK;
     }
-    uint64_t deadline = rdma_now_ms() + (uint64_t)srv->op_timeout_ms;
+    uint64_t deadline;
     rchunk_t *ch[2];
-    if (xfer_chunks(x, len, ch, deadline) < 0)
+    if (xfer_chunks(x, len, ch, &deadline) < 0)
         return RDMA_BUSY;
-    int nb = ch[1] ? 2 : 1;
-    uint64_t n = (len + cb - 1) / cb;
-    rdma_status_t rc = RDMA_OK;
-    /* Chunk i lands in ch[i % nb]; with two buffers the get of i+1 is in
-     * flight while the sink works on i. */
-    if (n > 0 && chunk_post(x, ch[0], 1, len < cb ? (size_t)len : cb, x->addr) < 0)
+    uint64_t nb = ch[1] ? 2 : 1, n = (len + cb - 1) / cb;
+    /* Chunk i lands in ch[i % nb]. With two buffers the get of i+1 is in
+     * flight while the sink works on i; with one it follows the sink. */
+    if (pull_post(x, ch[0], len, 0) < 0)
         rc = RDMA_TRANSPORT;
     for (uint64_t i = 0; i < n && rc == RDMA_OK; i++) {
-        rchunk_t *c = ch[i % (uint64_t)nb];
-        size_t clen = (size_t)(len - i * cb < cb ? len - i * cb : cb);
-        if (chunk_wait(x, c, deadline) < 0) {
+        rchunk_t *c = ch[i % nb];
+        int more = i + 1 < n;
+        if (chunk_wait(x, c, deadline) < 0)
             rc = RDMA_TRANSPORT;
-            break;
-        }
-        if (nb == 2 && i + 1 < n) {
-            uint64_t off = (i + 1) * cb;
-            size_t nlen = (size_t)(len - off < cb ? len - off : cb);
-            if (chunk_post(x, ch[(i + 1) % 2], 1, nlen, x->addr + off) < 0) {
-                rc = RDMA_TRANSPORT;
-                break;
-            }
-        }
-        if (sink(ctx, c->buf, clen) != 0) {
+        else if (more && nb == 2 && pull_post(x, ch[(i + 1) % nb], len, i + 1) < 0)
+            rc = RDMA_TRANSPORT;
+        else if (sink(ctx, c->buf, chunk_len(len, i * cb, cb)) != 0)
             rc = RDMA_CALLBACK;
-            break;
-        }
-        if (nb == 1 && i + 1 < n) {
-            uint64_t off = (i + 1) * cb;
-            size_t nlen = (size_t)(len - off < cb ? len - off : cb);
-            if (chunk_post(x, c, 1, nlen, x->addr + off) < 0)
-                rc = RDMA_TRANSPORT;
-        }
+        else if (more && nb == 1 && pull_post(x, c, len, i + 1) < 0)
+            rc = RDMA_TRANSPORT;
     }
-    chunk_release(srv, ch[0]);
-    chunk_release(srv, ch[1]);
+    chunk_release(x->srv, ch[0]);
+    chunk_release(x->srv, ch[1]);
     return rc;
 }
 
 rdma_status_t rdma_xfer_push(rdma_xfer_t *x, uint64_t len, rdma_fill_fn fill, void *ctx)
 {
-    struct rdma_server *srv = x->srv;
-    if (len > x->len)
-        return RDMA_OUT_OF_BOUNDS;
-    if (atomic_load(&x->s->dead))
-        return RDMA_TRANSPORT;
-    size_t cb = srv->chunk_bytes;
-    if (x->r->local) {
+    uint8_t *dst;
+    rdma_status_t rc = xfer_begin(x, len, &dst);
+    if (rc != RDMA_OK || len == 0)
+        return rc;
+    size_t cb = x->srv->chunk_bytes;
+    if (dst) {
         /* Mapped: the source fills the client's buffer in place; the reply
          * that follows orders these stores before the client's reads. */
-        uint8_t *dst = x->r->local + (x->addr - x->r->addr);
         for (uint64_t off = 0; off < len; off += cb) {
-            if (fill(ctx, dst + off, (size_t)(len - off < cb ? len - off : cb), off) != 0)
+            if (fill(ctx, dst + off, chunk_len(len, off, cb), off) != 0)
                 return RDMA_CALLBACK;
         }
         return RDMA_OK;
     }
-    uint64_t deadline = rdma_now_ms() + (uint64_t)srv->op_timeout_ms;
+    uint64_t deadline;
     rchunk_t *ch[2];
-    if (xfer_chunks(x, len, ch, deadline) < 0)
+    if (xfer_chunks(x, len, ch, &deadline) < 0)
         return RDMA_BUSY;
-    int nb = ch[1] ? 2 : 1;
-    uint64_t n = (len + cb - 1) / cb;
-    rdma_status_t rc = RDMA_OK;
+    uint64_t nb = ch[1] ? 2 : 1, n = (len + cb - 1) / cb;
     rchunk_t *last = NULL;
-    for (uint64_t i = 0; i < n; i++) {
-        rchunk_t *c = ch[i % (uint64_t)nb];
+    for (uint64_t i = 0; i < n && rc == RDMA_OK; i++) {
+        rchunk_t *c = ch[i % nb];
         uint64_t off = i * cb;
-        size_t clen = (size_t)(len - off < cb ? len - off : cb);
+        size_t clen = chunk_len(len, off, cb);
         /* The put that last used this buffer must be done before refilling
          * it; with two buffers the other one's put overlaps this fill. */
-        if (atomic_load(&c->state) != CH_OWNED && chunk_wait(x, c, deadline) < 0) {
+        if (atomic_load(&c->state) != CH_OWNED && chunk_wait(x, c, deadline) < 0)
             rc = RDMA_TRANSPORT;
-            break;
-        }
-        if (fill(ctx, c->buf, clen, off) != 0) {
+        else if (fill(ctx, c->buf, clen, off) != 0)
             rc = RDMA_CALLBACK;
-            break;
-        }
-        if (chunk_post(x, c, 0, clen, x->addr + off) < 0) {
+        else if (chunk_post(x, c, 0, clen, x->addr + off) < 0)
             rc = RDMA_TRANSPORT;
-            break;
-        }
-        last = c;
+        else
+            last = c;
     }
-    for (int b = 0; b < nb && rc == RDMA_OK; b++) {
-        if (ch[b] && atomic_load(&ch[b]->state) != CH_OWNED && chunk_wait(x, ch[b], deadline) < 0)
+    for (uint64_t b = 0; b < nb && rc == RDMA_OK; b++) {
+        if (atomic_load(&ch[b]->state) != CH_OWNED && chunk_wait(x, ch[b], deadline) < 0)
             rc = RDMA_TRANSPORT;
     }
     /* A put's completion only means the local buffer is free again: flush so
      * the bytes are in the client's memory before we answer. */
-    if (rc == RDMA_OK && last) {
-        if (chunk_flush(x, last) < 0 || chunk_wait(x, last, deadline) < 0)
-            rc = RDMA_TRANSPORT;
-    }
-    chunk_release(srv, ch[0]);
-    chunk_release(srv, ch[1]);
+    if (rc == RDMA_OK && (chunk_flush(x, last) < 0 || chunk_wait(x, last, deadline) < 0))
+        rc = RDMA_TRANSPORT;
+    chunk_release(x->srv, ch[0]);
+    chunk_release(x->srv, ch[1]);
     return rc;
 }
