@@ -714,14 +714,21 @@ uint64_t stor_writer_size(const stor_writer_t *w)
     return w->size;
 }
 
-void stor_writer_abort(stor_writer_t *w)
+/* Closes and frees a writer; its file is unlinked unless an index record
+ * now points at it (keep). */
+static void writer_free(stor_writer_t *w, int keep)
 {
-    if (!w)
-        return;
     if (w->fd >= 0)
         close(w->fd);
-    unlinkat(w->st->objfd, w->path, 0);
+    if (!keep)
+        unlinkat(w->st->objfd, w->path, 0);
     free(w);
+}
+
+void stor_writer_abort(stor_writer_t *w)
+{
+    if (w)
+        writer_free(w, 0);
 }
 
 /* Makes the writer's bytes durable per the mode and closes its fd. */
@@ -813,11 +820,7 @@ stor_status_t stor_writer_commit(stor_writer_t *w, const char *key, stor_meta_t 
     }
 out:
     buf_free(&b);
-    if (s != STOR_OK)
-        unlinkat(st->objfd, w->path, 0);
-    if (w->fd >= 0)
-        close(w->fd);
-    free(w);
+    writer_free(w, s == STOR_OK);
     return s;
 }
 
@@ -1403,24 +1406,21 @@ stor_status_t stor_mpu_create(stor_t *st, const char *bucket, const char *key,
         buf_free(&b);
         return s;
     }
-    MDB_txn *txn = NULL;
+    MDB_txn *txn;
     stor_status_t s = wr_begin(st, &txn);
-    if (s != STOR_OK)
-        txn = NULL;
-    if (s == STOR_OK)
-        s = bucket_exists(st, txn, bucket);
     if (s == STOR_OK) {
-        uint8_t kbuf[STOR_BUCKET_MAX + 2 + STOR_UPLOAD_ID_LEN];
-        MDB_val k = {upload_key(bucket, id, kbuf), kbuf}, v = {b.len, b.data};
-        int rc = mdb_put(txn, st->db_uploads, &k, &v, MDB_NOOVERWRITE);
-        if (rc) {
-            mdb_txn_abort(txn);
-            s = mdb_fail("upload put", rc);
-        } else {
-            s = wr_commit(txn);
+        s = bucket_exists(st, txn, bucket);
+        if (s == STOR_OK) {
+            uint8_t kbuf[STOR_BUCKET_MAX + 2 + STOR_UPLOAD_ID_LEN];
+            MDB_val k = {upload_key(bucket, id, kbuf), kbuf}, v = {b.len, b.data};
+            int rc = mdb_put(txn, st->db_uploads, &k, &v, MDB_NOOVERWRITE);
+            if (rc)
+                s = mdb_fail("upload put", rc);
         }
-    } else if (txn) {
-        mdb_txn_abort(txn);
+        if (s == STOR_OK)
+            s = wr_commit(txn);
+        else
+            mdb_txn_abort(txn);
     }
     buf_free(&b);
     if (s == STOR_OK)
@@ -1499,12 +1499,15 @@ out:
     if (txn)
         mdb_txn_abort(txn);
     buf_free(&b);
-    if (s != STOR_OK)
-        unlinkat(st->objfd, w->path, 0);
-    if (w->fd >= 0)
-        close(w->fd);
-    free(w);
+    writer_free(w, s == STOR_OK);
     return s;
+}
+
+static void free_part_recs(stor_part_rec_t *arr, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        stor_part_free_fields(&arr[i].part);
+    free(arr);
 }
 
 /* Loads every part record of an upload in number order. */
@@ -1545,21 +1548,12 @@ static stor_status_t load_parts(stor_t *st, MDB_txn *txn, const char *upload_id,
         s = mdb_fail("parts", rc);
     mdb_cursor_close(cur);
     if (s != STOR_OK) {
-        for (size_t i = 0; i < n; i++)
-            stor_part_free_fields(&arr[i].part);
-        free(arr);
+        free_part_recs(arr, n);
         return s;
     }
     *out_p = arr;
     *n_p = n;
     return STOR_OK;
-}
-
-static void free_part_recs(stor_part_rec_t *arr, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        stor_part_free_fields(&arr[i].part);
-    free(arr);
 }
 
 /* Deletes every part record of an upload (in txn). */
@@ -1678,10 +1672,10 @@ stor_status_t stor_mpu_complete(stor_t *st, const char *bucket, const char *key,
 
     s = upload_get(st, txn, bucket, key, upload_id, &up, &uk, kbuf);
     if (s != STOR_OK)
-        goto fail;
+        goto out;
     have_up = 1;
     if ((s = load_parts(st, txn, upload_id, 0, &recs, &n_recs)) != STOR_OK)
-        goto fail;
+        goto out;
     segs = calloc(n, sizeof *segs);
     md5s = malloc(n * MD5_LEN);
     used = calloc(n_recs ? n_recs : 1, 1);
@@ -1690,26 +1684,10 @@ stor_status_t stor_mpu_complete(stor_t *st, const char *bucket, const char *key,
     m.part_sizes = calloc(n, sizeof *m.part_sizes);
     if (!segs || !md5s || !used || !m.part_sizes) {
         s = STOR_ERR_NOMEM;
-        goto fail;
+        goto out;
     }
     /* Every listed part must exist with its ETag (InvalidPart) before sizes
      * are judged (EntityTooSmall), as S3 reports them. */
-    for (size_t i = 0; i < n; i++) {
-        const stor_part_rec_t *r =
-            bsearch(&parts[i].number, recs, n_recs, sizeof *recs, cmp_part_num);
-        if (!r || !etag_eq(parts[i].etag, r->part.etag)) {
-            s = STOR_ERR_INVALID_PART;
-            goto fail;
-        }
-    }
-    for (size_t i = 0; i + 1 < n; i++) {
-        const stor_part_rec_t *r =
-            bsearch(&parts[i].number, recs, n_recs, sizeof *recs, cmp_part_num);
-        if (r->part.size < S3R_MIN_PART_BYTES) {
-            s = STOR_ERR_PART_TOO_SMALL;
-            goto fail;
-        }
-    }
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) {
         const stor_part_rec_t *r =
@@ -1717,7 +1695,7 @@ stor_status_t stor_mpu_complete(stor_t *st, const char *bucket, const char *key,
         if (!r || !etag_eq(parts[i].etag, r->part.etag) || strlen(r->part.etag) != 2 * MD5_LEN ||
             hex_decode(r->part.etag, 2 * MD5_LEN, md5s + i * MD5_LEN, MD5_LEN) != 0) {
             s = STOR_ERR_INVALID_PART;
-            goto fail;
+            goto out;
         }
         used[r - recs] = 1;
         memcpy(segs[i].id, r->id, STOR_ID_LEN);
@@ -1725,12 +1703,17 @@ stor_status_t stor_mpu_complete(stor_t *st, const char *bucket, const char *key,
         m.part_sizes[i] = r->part.size;
         total += r->part.size;
     }
+    for (size_t i = 0; i + 1 < n; i++)
+        if (segs[i].size < S3R_MIN_PART_BYTES) {
+            s = STOR_ERR_PART_TOO_SMALL;
+            goto out;
+        }
     uint8_t digest[MD5_LEN];
     char hex[2 * MD5_LEN + 1];
     digest_t *d = digest_md5_new();
     if (!d) {
         s = STOR_ERR_NOMEM;
-        goto fail;
+        goto out;
     }
     digest_update(d, md5s, n * MD5_LEN);
     digest_final(d, digest);
@@ -1751,11 +1734,11 @@ stor_status_t stor_mpu_complete(stor_t *st, const char *bucket, const char *key,
             s = mdb_fail("upload delete", rc);
     }
     if (s != STOR_OK)
-        goto fail;
+        goto out;
     s = wr_commit(txn);
     txn = NULL;
     if (s != STOR_OK)
-        goto fail;
+        goto out;
 
     if (had_old)
         for (uint32_t i = 0; i < old.n_segs; i++)
@@ -1763,18 +1746,9 @@ stor_status_t stor_mpu_complete(stor_t *st, const char *bucket, const char *key,
     for (size_t i = 0; i < n_recs; i++)
         if (!used[i])
             unlink_id(st, recs[i].id);
-    if (had_old)
-        stor_obj_rec_free(&old);
-    buf_free(&rec);
-    free_part_recs(recs, n_recs);
-    free(segs);
-    free(md5s);
-    free(used);
-    stor_upload_rec_free(&up);
     *meta_p = m;
-    return STOR_OK;
-
-fail:
+    memset(&m, 0, sizeof m);
+out:
     if (txn)
         mdb_txn_abort(txn);
     if (had_old)
