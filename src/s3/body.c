@@ -2,6 +2,7 @@
  * payloads), the aws-chunked decoder (streaming payloads), then the digests
  * (MD5 for the ETag, the x-amz-checksum-* algorithms asked for) and finally
  * into the storage writer or the XML buffer. Every byte is hashed once. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,15 +12,45 @@
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
 
-static const char *const ck_names[S3_CK_COUNT] = {"crc32", "crc32c", "sha256"};
+/* Indexed by enum s3_checksum_alg. */
+static const char *const ck_headers[S3_CK_COUNT] = {
+    "x-amz-checksum-crc32", "x-amz-checksum-crc32c", "x-amz-checksum-sha256"};
+#define CK_PREFIX_LEN 15 /* strlen("x-amz-checksum-") */
 
+/* The algorithm named alg ("CRC32", "crc32c"...), or -1. */
 static int find_ck(const char *alg)
 {
     for (int i = 0; i < S3_CK_COUNT; i++) {
-        if (strcasecmp(alg, ck_names[i]) == 0)
+        if (strcasecmp(alg, ck_headers[i] + CK_PREFIX_LEN) == 0)
             return i;
     }
     return -1;
+}
+
+void s3_reply_checksums(s3_req_t *req)
+{
+    for (int i = 0; i < S3_CK_COUNT; i++)
+        if (req->checksums[i])
+            s3_reply_header(req, ck_headers[i], req->checksums[i]);
+}
+
+/* The stored response headers and where they live in stor_meta_t. */
+static const struct {
+    const char *header;
+    size_t offset;
+} stored_headers[] = {
+    {MHD_HTTP_HEADER_CONTENT_TYPE, offsetof(stor_meta_t, content_type)},
+    {MHD_HTTP_HEADER_CONTENT_ENCODING, offsetof(stor_meta_t, content_encoding)},
+    {MHD_HTTP_HEADER_CONTENT_DISPOSITION, offsetof(stor_meta_t, content_disposition)},
+    {MHD_HTTP_HEADER_CONTENT_LANGUAGE, offsetof(stor_meta_t, content_language)},
+    {MHD_HTTP_HEADER_CACHE_CONTROL, offsetof(stor_meta_t, cache_control)},
+    {MHD_HTTP_HEADER_EXPIRES, offsetof(stor_meta_t, expires)},
+};
+#define N_STORED_HEADERS (sizeof(stored_headers) / sizeof(stored_headers[0]))
+
+static char **stored_slot(const stor_meta_t *meta, size_t i)
+{
+    return (char **)((char *)meta + stored_headers[i].offset);
 }
 
 /* Decoded payload bytes. */
@@ -118,9 +149,7 @@ s3_error_t s3_body_begin(s3_req_t *req)
     /* Checksums: a value in a header, an algorithm announced for the trailer,
      * or an algorithm the SDK asks us to compute. */
     for (int i = 0; i < S3_CK_COUNT; i++) {
-        char name[64];
-        snprintf(name, sizeof(name), "x-amz-checksum-%s", ck_names[i]);
-        req->expect_ck[i] = s3_req_header(req, name);
+        req->expect_ck[i] = s3_req_header(req, ck_headers[i]);
         if (req->expect_ck[i])
             req->want_ck[i] = true;
     }
@@ -134,9 +163,12 @@ s3_error_t s3_body_begin(s3_req_t *req)
     if (trailer) {
         if (!streaming || req->payload_mode == S3_PAYLOAD_STREAMING_SIGNED)
             return S3E_INVALID_REQUEST;
-        if (strncasecmp(trailer, "x-amz-checksum-", 15) != 0 || find_ck(trailer + 15) < 0)
+        int alg = strncasecmp(trailer, ck_headers[0], CK_PREFIX_LEN) == 0
+                      ? find_ck(trailer + CK_PREFIX_LEN)
+                      : -1;
+        if (alg < 0)
             return S3E_INVALID_REQUEST;
-        req->want_ck[find_ck(trailer + 15)] = true;
+        req->want_ck[alg] = true;
     }
     if (req->want_ck[S3_CK_SHA256]) {
         req->sha256_ck = digest_sha256_new();
@@ -242,12 +274,10 @@ s3_error_t s3_body_end(s3_req_t *req)
         }
         const char *expected = req->expect_ck[i];
         if (!expected && req->chunked) {
-            char name[64];
-            snprintf(name, sizeof(name), "x-amz-checksum-%s", ck_names[i]);
-            expected = awschunk_trailer(req->chunked, name);
+            expected = awschunk_trailer(req->chunked, ck_headers[i]);
             /* A checksum announced in x-amz-trailer must arrive in the trailer. */
             const char *declared = s3_req_header(req, "x-amz-trailer");
-            if (!expected && declared && strcasecmp(declared, name) == 0)
+            if (!expected && declared && strcasecmp(declared, ck_headers[i]) == 0)
                 return S3E_INCOMPLETE_BODY;
         }
         if (expected && strcmp(expected, computed) != 0)
@@ -301,17 +331,6 @@ static enum MHD_Result collect_user_meta(void *cls, enum MHD_ValueKind kind, con
     kv[m->n_user_meta].value = v;
     m->n_user_meta++;
     return MHD_YES;
-}
-
-static int copy_header(s3_req_t *req, const char *name, char **dst)
-{
-    const char *v = s3_req_header(req, name);
-    if (!v)
-        return 0;
-    if (strlen(v) > S3R_MAX_HEADER_VALUE)
-        return -1;
-    *dst = strdup(v);
-    return *dst ? 0 : -1;
 }
 
 /* Content-Encoding without the aws-chunked coding (S3 strips it). */
@@ -369,17 +388,16 @@ s3_error_t s3_meta_from_headers(s3_req_t *req, stor_meta_t *meta)
             return S3E_NOT_IMPLEMENTED;
     }
 
-    if (copy_header(req, MHD_HTTP_HEADER_CONTENT_TYPE, &meta->content_type) ||
-        copy_header(req, MHD_HTTP_HEADER_CONTENT_DISPOSITION, &meta->content_disposition) ||
-        copy_header(req, MHD_HTTP_HEADER_CONTENT_LANGUAGE, &meta->content_language) ||
-        copy_header(req, MHD_HTTP_HEADER_CACHE_CONTROL, &meta->cache_control) ||
-        copy_header(req, MHD_HTTP_HEADER_EXPIRES, &meta->expires))
-        return S3E_INVALID_ARGUMENT;
-    const char *enc = s3_req_header(req, MHD_HTTP_HEADER_CONTENT_ENCODING);
-    if (enc) {
-        if (strlen(enc) > S3R_MAX_HEADER_VALUE)
+    for (size_t i = 0; i < N_STORED_HEADERS; i++) {
+        const char *v = s3_req_header(req, stored_headers[i].header);
+        if (!v)
+            continue;
+        if (strlen(v) > S3R_MAX_HEADER_VALUE)
             return S3E_INVALID_ARGUMENT;
-        meta->content_encoding = strip_aws_chunked(enc);
+        char **slot = stored_slot(meta, i);
+        free(*slot);
+        /* S3 stores Content-Encoding without the aws-chunked transfer coding. */
+        *slot = stored_slot(meta, i) == &meta->content_encoding ? strip_aws_chunked(v) : strdup(v);
     }
     if (!meta->content_type) {
         meta->content_type = strdup("binary/octet-stream");
@@ -402,18 +420,11 @@ void s3_meta_to_headers(s3_req_t *req, const stor_meta_t *meta)
     s3_time_http(meta->mtime_ms / 1000, date);
     s3_reply_header(req, "Last-Modified", date);
     s3_reply_header(req, "Accept-Ranges", "bytes");
-    if (meta->content_type)
-        s3_reply_header(req, MHD_HTTP_HEADER_CONTENT_TYPE, meta->content_type);
-    if (meta->content_encoding)
-        s3_reply_header(req, MHD_HTTP_HEADER_CONTENT_ENCODING, meta->content_encoding);
-    if (meta->content_disposition)
-        s3_reply_header(req, MHD_HTTP_HEADER_CONTENT_DISPOSITION, meta->content_disposition);
-    if (meta->content_language)
-        s3_reply_header(req, MHD_HTTP_HEADER_CONTENT_LANGUAGE, meta->content_language);
-    if (meta->cache_control)
-        s3_reply_header(req, MHD_HTTP_HEADER_CACHE_CONTROL, meta->cache_control);
-    if (meta->expires)
-        s3_reply_header(req, MHD_HTTP_HEADER_EXPIRES, meta->expires);
+    for (size_t i = 0; i < N_STORED_HEADERS; i++) {
+        const char *v = *stored_slot(meta, i);
+        if (v)
+            s3_reply_header(req, stored_headers[i].header, v);
+    }
     for (size_t i = 0; i < meta->n_user_meta; i++) {
         char name[512];
         snprintf(name, sizeof(name), "x-amz-meta-%s", meta->user_meta[i].name);
@@ -421,11 +432,10 @@ void s3_meta_to_headers(s3_req_t *req, const stor_meta_t *meta)
     }
     const char *mode = s3_req_header(req, "x-amz-checksum-mode");
     if (mode && strcasecmp(mode, "ENABLED") == 0) {
-        if (meta->checksum_crc32)
-            s3_reply_header(req, "x-amz-checksum-crc32", meta->checksum_crc32);
-        if (meta->checksum_crc32c)
-            s3_reply_header(req, "x-amz-checksum-crc32c", meta->checksum_crc32c);
-        if (meta->checksum_sha256)
-            s3_reply_header(req, "x-amz-checksum-sha256", meta->checksum_sha256);
+        const char *cks[S3_CK_COUNT] = {meta->checksum_crc32, meta->checksum_crc32c,
+                                        meta->checksum_sha256};
+        for (int i = 0; i < S3_CK_COUNT; i++)
+            if (cks[i])
+                s3_reply_header(req, ck_headers[i], cks[i]);
     }
 }

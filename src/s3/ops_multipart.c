@@ -104,11 +104,7 @@ static void commit_part(s3_req_t *req, stor_writer_t *w, const char *etag, bool 
         s3_reply_xml(req, 200, &xml);
         return;
     }
-    static const char *const names[S3_CK_COUNT] = {"x-amz-checksum-crc32", "x-amz-checksum-crc32c",
-                                                   "x-amz-checksum-sha256"};
-    for (int i = 0; i < S3_CK_COUNT; i++)
-        if (req->checksums[i])
-            s3_reply_header(req, names[i], req->checksums[i]);
+    s3_reply_checksums(req);
     s3_reply_headerf(req, "ETag", "\"%s\"", etag);
     s3_reply_empty(req, 200);
 }

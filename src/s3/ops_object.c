@@ -34,12 +34,10 @@ static void take_checksums(s3_req_t *req, stor_meta_t *meta)
 {
     char **dst[S3_CK_COUNT] = {&meta->checksum_crc32, &meta->checksum_crc32c,
                                &meta->checksum_sha256};
-    static const char *const names[S3_CK_COUNT] = {"x-amz-checksum-crc32", "x-amz-checksum-crc32c",
-                                                   "x-amz-checksum-sha256"};
+    s3_reply_checksums(req);
     for (int i = 0; i < S3_CK_COUNT; i++) {
         if (!req->checksums[i])
             continue;
-        s3_reply_header(req, names[i], req->checksums[i]);
         free(*dst[i]);
         *dst[i] = req->checksums[i];
         req->checksums[i] = NULL;

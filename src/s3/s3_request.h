@@ -178,6 +178,8 @@ void s3_body_feed(s3_req_t *req, const char *data, size_t len);
  * x-amz-content-sha256, checksums (header or trailer). Fills req->etag and
  * req->checksums. Returns S3E_NONE or the error to reply. */
 s3_error_t s3_body_end(s3_req_t *req);
+/* Adds the x-amz-checksum-* headers of req->checksums to the response. */
+void s3_reply_checksums(s3_req_t *req);
 /* Sink used by the RDMA token path: hashes and writes already-decoded bytes. */
 int s3_body_sink(void *req, const void *data, size_t len);
 /* Fills meta's stored headers (Content-Type, x-amz-meta-*, ...) from the
