@@ -84,8 +84,7 @@ def test_presigned_expires_limits(server, s3, bucket):
     for bad in (604801, 0, -5):
         url = presign_url(server.host, "GET", f"/{bucket}/lim", *USERS[0], expires=bad)
         status, _, body = http("GET", url)
-        assert status in (400, 403), (bad, status, body)
-        assert code_of(body) in ("AuthorizationQueryParametersError", "AccessDenied"), body
+        assert status == 400 and code_of(body) == "AuthorizationQueryParametersError", (bad, body)
 
 
 def test_presigned_put_wrong_user_bucket(server, bucket):
@@ -136,16 +135,15 @@ def test_clock_skew(server, bucket):
 
 
 def test_malformed_authorization(server, bucket):
-    for auth in ("AWS4-HMAC-SHA256 garbage", "AWS AKTESTUSER1:c2lnbmF0dXJl", "Bearer x",
-                 "AWS4-HMAC-SHA256 Credential=AKTESTUSER1/20200101/us-east-1/s3/aws4_request, "
-                 "SignedHeaders=host, Signature=zz"):
+    for auth, code in (("AWS4-HMAC-SHA256 garbage", "AuthorizationHeaderMalformed"),
+                       ("AWS AKTESTUSER1:c2lnbmF0dXJl", "InvalidRequest"),  # SigV2: not supported
+                       ("Bearer x", "AuthorizationHeaderMalformed"),
+                       ("AWS4-HMAC-SHA256 Credential=AKTESTUSER1/20200101/us-east-1/s3/aws4_request, "
+                        "SignedHeaders=host, Signature=zz", "AuthorizationHeaderMalformed")):
         r = raw_request(server, "GET", f"/{bucket}", sign=False,
                         headers={"Authorization": auth, "x-amz-date": amz_now(),
                                  "x-amz-content-sha256": "UNSIGNED-PAYLOAD"})
-        assert r.status in (400, 403), (auth, r)
-        assert r.error_code() in ("AuthorizationHeaderMalformed", "InvalidArgument", "AccessDenied",
-                                  "SignatureDoesNotMatch", "InvalidRequest",
-                                  "RequestTimeTooSkewed"), (auth, r)
+        assert r.status == 400 and r.error_code() == code, (auth, r)
 
 
 def test_signed_header_tampered(server, s3, bucket):
@@ -227,7 +225,7 @@ def test_unsupported_object_subresource(server, s3, bucket):
 
 def test_unknown_method(server, bucket):
     r = raw_request(server, "PATCH", f"/{bucket}/o", body=b"x")
-    assert r.status in (400, 405, 501), r
+    assert r.status == 405 and r.error_code() == "MethodNotAllowed", r
 
 
 def test_stats_endpoint(server):
