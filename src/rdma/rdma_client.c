@@ -23,6 +23,7 @@
 
 #include "common/hash.h"
 #include "rdma/rdma_net.h"
+#include "rdma/rdma_ucx.h"
 #include "rdma/rdma_wire.h"
 
 #define DEFAULT_TIMEOUT_MS 5000
@@ -294,16 +295,6 @@ fail:
     return -1;
 }
 
-static void wait_req(ucp_worker_h w, ucs_status_ptr_t req, int timeout_ms)
-{
-    if (req == NULL || UCS_PTR_IS_ERR(req))
-        return;
-    uint64_t deadline = rdma_now_ms() + (uint64_t)timeout_ms;
-    while (ucp_request_check_status(req) == UCS_INPROGRESS && rdma_now_ms() < deadline)
-        ucp_worker_progress(w);
-    ucp_request_free(req);
-}
-
 void rdma_session_close(rdma_session_t *s)
 {
     if (!s)
@@ -327,7 +318,7 @@ void rdma_session_close(rdma_session_t *s)
         ucp_request_param_t p = {
             .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
             .flags = s->err_mode == RDMA_WIRE_ERRMODE_PEER ? UCP_EP_CLOSE_FLAG_FORCE : 0};
-        wait_req(s->worker, ucp_ep_close_nbx(s->ep, &p), 1000);
+        rdma_ucx_wait(s->worker, ucp_ep_close_nbx(s->ep, &p), 1000);
     }
     while (s->regions) {
         rdma_region_t *r = s->regions;

@@ -42,6 +42,7 @@
 #include "common/log.h"
 #include "common/s3r_limits.h"
 #include "rdma/rdma_net.h"
+#include "rdma/rdma_ucx.h"
 #include "rdma/rdma_wire.h"
 
 #define HANDSHAKE_TIMEOUT_MS  5000
@@ -375,19 +376,6 @@ static void worker_destroy(rworker_t *rw)
     rw->w = NULL;
 }
 
-/* Waits for a request posted by this thread on a worker it owns, with a bound. */
-static void wait_request(ucp_worker_h w, ucs_status_ptr_t req, int timeout_ms)
-{
-    if (req == NULL || UCS_PTR_IS_ERR(req))
-        return;
-    uint64_t deadline = rdma_now_ms() + (uint64_t)timeout_ms;
-    while (ucp_request_check_status(req) == UCS_INPROGRESS && rdma_now_ms() < deadline)
-        ucp_worker_progress(w);
-    if (ucp_request_check_status(req) == UCS_INPROGRESS)
-        log_warn("rdma: request still in progress after %d ms; abandoning it", timeout_ms);
-    ucp_request_free(req);
-}
-
 /* ==== sessions: references and teardown ================================== */
 
 static void prog_post(rprog_t *p, int type, rsession_t *s)
@@ -459,7 +447,8 @@ static void session_destroy(rsession_t *s)
         if (s->ep) {
             ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                                      .flags = UCP_EP_CLOSE_FLAG_FORCE};
-            wait_request(s->worker, ucp_ep_close_nbx(s->ep, &p), 2000);
+            if (rdma_ucx_wait(s->worker, ucp_ep_close_nbx(s->ep, &p), 2000) == UCS_INPROGRESS)
+                log_warn("rdma: endpoint close still in progress after 2 s; abandoning it");
         }
         /* A forced close purges the endpoint's requests (their callbacks free
          * orphaned chunks); anything left cannot complete any more. */
