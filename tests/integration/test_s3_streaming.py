@@ -37,7 +37,7 @@ def test_signed_streaming_put(server, s3, bucket):
     body = got["Body"].read()
     assert body == b"".join(chunks)
     assert got["ContentLength"] == sum(map(len, chunks))
-    assert got["ContentEncoding"] in (None, "") if "ContentEncoding" in got else True
+    assert "ContentEncoding" not in got, got  # aws-chunked is a transfer encoding, not stored
     assert got["ContentType"] == "text/x-s"
 
 
@@ -87,7 +87,7 @@ def test_signed_streaming_malformed_framing(server, s3, bucket):
         return body.replace(b"\r\n", b"XX", 1)
 
     r = put_signed_streaming(server, bucket, "stream/framing", [b"x" * 100], mutate=broken)
-    assert r.status in (400, 403), r
+    assert r.status == 400 and r.error_code() == "IncompleteBody", r
     with pytest.raises(ClientError):
         s3.head_object(Bucket=bucket, Key="stream/framing")
 
@@ -165,8 +165,7 @@ def test_unsigned_trailer_wrong_checksum(server, s3, bucket):
     data = os.urandom(5000)
     r = put_trailer(server, bucket, "trailer/bad", [data], "x-amz-checksum-crc32",
                     crc32_b64(data + b"!"))
-    assert r.status == 400, r
-    assert r.error_code() in ("BadDigest", "InvalidRequest", "XAmzContentChecksumMismatch"), r
+    assert r.status == 400 and r.error_code() == "XAmzContentChecksumMismatch", r
     with pytest.raises(ClientError):
         s3.head_object(Bucket=bucket, Key="trailer/bad")
 
