@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 #include <cmocka.h>
+#include <ucp/api/ucp.h>
 
 #include "common/log.h"
 #include "rdma/rdma_client.h"
@@ -78,11 +79,32 @@ static inline unsigned test_wait_count(rdma_server_t *srv, unsigned want)
     return n;
 }
 
-/* Starts the shared fixture server or skips the test if UCX is unusable. */
+/* 1 when UCX itself can make a context here (with the RMA features the
+ * server asks for). */
+static inline int test_ucx_usable(void)
+{
+    ucp_config_t *uc;
+    ucp_context_h ctx;
+    if (ucp_config_read(NULL, NULL, &uc) != UCS_OK)
+        return 0;
+    ucp_params_t p = {.field_mask = UCP_PARAM_FIELD_FEATURES,
+                      .features = UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP};
+    ucs_status_t st = ucp_init(&p, uc, &ctx);
+    ucp_config_release(uc);
+    if (st != UCS_OK)
+        return 0;
+    ucp_cleanup(ctx);
+    return 1;
+}
+
+/* Starts the shared fixture server. Skips the test only when UCX itself is
+ * unusable; a server that fails to start on a working UCX is a failure. */
 #define TEST_SERVER_OR_SKIP(srv, regions, sessions)                                                \
     do {                                                                                           \
         (srv) = test_server_start((regions), (sessions));                                          \
         if (!(srv)) {                                                                              \
+            if (test_ucx_usable())                                                                 \
+                fail_msg("the RDMA server failed to start although UCX works");                    \
             print_message("[  SKIP    ] UCX is unavailable: the RDMA server cannot start\n");      \
             skip();                                                                                \
         }                                                                                          \

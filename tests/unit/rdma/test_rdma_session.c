@@ -119,7 +119,6 @@ static void test_handshake_ok(void **state)
     rdma_server_t *srv;
     TEST_SERVER_OR_SKIP(srv, 0, 0);
     rdma_client_config_t cfg = test_client_cfg(srv, "AKIDONE", "secret-one");
-    (void)0;
     rdma_session_t *s = NULL;
     OPEN_OK(&cfg, &s);
     assert_int_equal(rdma_session_alive(s), 1);
@@ -299,7 +298,6 @@ static void test_stop_with_live_sessions(void **state)
     rdma_server_t *srv;
     TEST_SERVER_OR_SKIP(srv, 0, 0);
     rdma_client_config_t cfg = test_client_cfg(srv, "AKIDONE", "secret-one");
-    (void)0;
     rdma_session_t *s = NULL;
     OPEN_OK(&cfg, &s);
     rdma_server_stop(srv);

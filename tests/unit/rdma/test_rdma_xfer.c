@@ -182,6 +182,18 @@ static void test_region_alloc_round_trip(void **state)
     assert_int_equal(rdma_xfer_pull(x, (2 << 20) + 3, sink, &sc), RDMA_OK);
     assert_memory_equal(sc.dst, (uint8_t *)mem + 5, (2 << 20) + 3);
     rdma_xfer_close(x);
+    /* And the other direction into UCX-allocated memory (which the server
+     * may write in place when it can map it). */
+    pattern(sc.dst, (2 << 20) + 3, 78);
+    memset(mem, 0, 3 << 20);
+    assert_int_equal(rdma_xfer_open(f.srv, tok, "AKIDONE", &x), RDMA_OK);
+    fill_ctx_t fc = {.src = sc.dst};
+    assert_int_equal(rdma_xfer_push(x, (2 << 20) + 3, fill, &fc), RDMA_OK);
+    assert_int_equal(fc.bad, 0);
+    assert_memory_equal((uint8_t *)mem + 5, sc.dst, (2 << 20) + 3);
+    assert_int_equal(((uint8_t *)mem)[4], 0);
+    assert_int_equal(((uint8_t *)mem)[5 + (2 << 20) + 3], 0);
+    rdma_xfer_close(x);
     free(sc.dst);
     /* Spans outside the region are refused by the client too. */
     assert_int_equal(rdma_token_format(f.s, r2, mem, (3 << 20) + 1, tok, sizeof(tok)), -1);
