@@ -705,11 +705,6 @@ s3_server_t *s3_server_start(const s3_server_config_t *cfg)
     return srv;
 }
 
-unsigned s3_server_inflight(s3_server_t *srv)
-{
-    return atomic_load(&srv->inflight);
-}
-
 void s3_server_stop(s3_server_t *srv, int grace_s)
 {
     if (!srv)

@@ -15,36 +15,19 @@
  * are valid UTF-8, which never contains the byte 0xFF. */
 #define PAST_PREFIX "\xff"
 
-/* Appends s as element text, URL-encoded when the client asked for it. */
-static void append_name(buf_t *xml, const char *s, bool url)
+/* <tag>value</tag>, the value URL-encoded when the client asked for
+ * encoding-type=url. */
+static void elem(buf_t *xml, const char *tag, const char *value, bool url)
 {
     if (!url) {
-        buf_append_xml(xml, s);
+        s3_xml_elem(xml, tag, value);
         return;
     }
     buf_t enc;
     buf_init(&enc, 8 * S3R_MAX_KEY_BYTES);
-    sigv4_uri_encode(s, strlen(s), false, &enc);
-    buf_append_xml(xml, enc.data ? enc.data : "");
+    sigv4_uri_encode(value, strlen(value), false, &enc);
+    s3_xml_elem(xml, tag, enc.data ? enc.data : "");
     buf_free(&enc);
-}
-
-static void elem(buf_t *xml, const char *name, const char *value, bool url)
-{
-    buf_printf(xml, "<%s>", name);
-    append_name(xml, value, url);
-    buf_printf(xml, "</%s>", name);
-}
-
-/* The common prefix key falls under (prefix + up to and including the first
- * delimiter after it), or 0 when it has none. */
-static size_t common_prefix_len(const char *key, size_t key_len, size_t prefix_len,
-                                const char *delim)
-{
-    if (!delim || !*delim || key_len < prefix_len)
-        return 0;
-    const char *hit = memmem(key + prefix_len, key_len - prefix_len, delim, strlen(delim));
-    return hit ? (size_t)(hit - key) + strlen(delim) : 0;
 }
 
 static void list_objects_begin(s3_req_t *req)
@@ -109,7 +92,7 @@ static void list_objects_begin(s3_req_t *req)
         if (from && strlen(from) <= S3R_MAX_KEY_BYTES) {
             snprintf(after, sizeof(after), "%s", from);
             /* A marker that is itself a common prefix skips everything under it. */
-            size_t cp = common_prefix_len(after, strlen(after), strlen(prefix), delim);
+            size_t cp = s3_common_prefix_len(after, strlen(after), strlen(prefix), delim);
             if (cp && cp == strlen(after) && strncmp(after, prefix, strlen(prefix)) == 0)
                 strcat(after, PAST_PREFIX);
         }
@@ -151,7 +134,7 @@ static void list_objects_begin(s3_req_t *req)
             stor_meta_free(&meta);
             break;
         }
-        size_t cp = common_prefix_len(key, key_len, prefix_len, delim);
+        size_t cp = s3_common_prefix_len(key, key_len, prefix_len, delim);
         if (cp) {
             char cpref[S3R_MAX_KEY_BYTES + 8];
             snprintf(cpref, sizeof(cpref), "%.*s", (int)cp, key);

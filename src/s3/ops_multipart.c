@@ -341,9 +341,8 @@ static void list_mpu_begin(s3_req_t *req)
     char last_cp[S3R_MAX_KEY_BYTES + 8] = "";
     for (size_t i = 0; i < n; i++) {
         /* Keys with the delimiter after the prefix roll up into CommonPrefixes. */
-        const char *hit = delim && *delim ? strstr(ups[i].key + plen, delim) : NULL;
-        if (hit) {
-            size_t cpl = (size_t)(hit - ups[i].key) + strlen(delim);
+        size_t cpl = s3_common_prefix_len(ups[i].key, strlen(ups[i].key), plen, delim);
+        if (cpl) {
             if (cpl < sizeof(last_cp) &&
                 !(strlen(last_cp) == cpl && strncmp(last_cp, ups[i].key, cpl) == 0)) {
                 snprintf(last_cp, sizeof(last_cp), "%.*s", (int)cpl, ups[i].key);

@@ -33,7 +33,5 @@ s3_server_t *s3_server_start(const s3_server_config_t *cfg);
 /* Stops accepting new connections, waits up to grace_s seconds for requests
  * in flight to finish, then closes everything. NULL is a no-op. */
 void s3_server_stop(s3_server_t *srv, int grace_s);
-/* Requests currently being served. */
-unsigned s3_server_inflight(s3_server_t *srv);
 
 #endif

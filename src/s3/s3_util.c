@@ -156,6 +156,14 @@ s3_range_result_t s3_range_parse(const char *header, uint64_t size, uint64_t *fi
     return S3_RANGE_OK;
 }
 
+size_t s3_common_prefix_len(const char *key, size_t key_len, size_t prefix_len, const char *delim)
+{
+    if (!delim || !*delim || key_len < prefix_len)
+        return 0;
+    const char *hit = memmem(key + prefix_len, key_len - prefix_len, delim, strlen(delim));
+    return hit ? (size_t)(hit - key) + strlen(delim) : 0;
+}
+
 void s3_time_iso8601(int64_t unix_ms, char out[32])
 {
     time_t s = (time_t)(unix_ms / 1000);

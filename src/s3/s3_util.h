@@ -32,6 +32,12 @@ typedef enum s3_range_result {
 s3_range_result_t s3_range_parse(const char *header, uint64_t size, uint64_t *first_p,
                                  uint64_t *last_p);
 
+/* Listing with a delimiter: the length of the common prefix key rolls up
+ * into (prefix + everything up to and including the first delimiter after
+ * it), or 0 when the key has none (or no delimiter is given). key must start
+ * with the prefix of length prefix_len. */
+size_t s3_common_prefix_len(const char *key, size_t key_len, size_t prefix_len, const char *delim);
+
 /* "2006-02-03T16:45:09.000Z" (25 bytes with the NUL). */
 void s3_time_iso8601(int64_t unix_ms, char out[32]);
 /* "Fri, 03 Feb 2006 16:45:09 GMT" (30 bytes with the NUL). */

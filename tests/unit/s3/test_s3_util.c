@@ -113,6 +113,20 @@ static void test_ranges(void **state)
     check_range("bytes=--5", 100, S3_RANGE_NONE, 0, 0);
 }
 
+static void test_common_prefix(void **state)
+{
+    (void)state;
+    const char *k = "photos/2024/jan/a.jpg";
+    size_t n = strlen(k);
+    assert_int_equal(s3_common_prefix_len(k, n, 0, "/"), 7);         /* "photos/" */
+    assert_int_equal(s3_common_prefix_len(k, n, 7, "/"), 12);        /* "photos/2024/" */
+    assert_int_equal(s3_common_prefix_len(k, n, 16, "/"), 0);        /* no '/' after "jan/" */
+    assert_int_equal(s3_common_prefix_len(k, n, 0, "2024/"), 12);    /* multi-byte delimiter */
+    assert_int_equal(s3_common_prefix_len(k, n, 0, NULL), 0);
+    assert_int_equal(s3_common_prefix_len(k, n, 0, ""), 0);
+    assert_int_equal(s3_common_prefix_len("ab", 2, 5, "/"), 0); /* key shorter than prefix */
+}
+
 static void test_dates(void **state)
 {
     (void)state;
@@ -133,7 +147,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bucket_names), cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_url_decode),   cmocka_unit_test(test_ranges),
-        cmocka_unit_test(test_dates),
+        cmocka_unit_test(test_common_prefix), cmocka_unit_test(test_dates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
