@@ -48,7 +48,6 @@ struct rdma_session {
     rdma_welcome_t welcome;
     uint32_t next_region_id;
     rdma_region_t *regions;
-    unsigned n_regions;
     pthread_t th;
     int th_started;
     int stop_fd;
@@ -430,7 +429,6 @@ static int region_map(rdma_session_t *s, void *addr, size_t len, int allocate,
     if (rc == 0) {
         r->next = s->regions;
         s->regions = r;
-        s->n_regions++;
     }
     pthread_mutex_unlock(&s->mu);
     if (rc < 0) {
@@ -472,7 +470,6 @@ void rdma_region_remove(rdma_session_t *s, rdma_region_t *r)
     for (rdma_region_t **pp = &s->regions; *pp; pp = &(*pp)->next) {
         if (*pp == r) {
             *pp = r->next;
-            s->n_regions--;
             found = 1;
             break;
         }

@@ -156,7 +156,6 @@ typedef struct rcmd {
 
 struct rprog {
     struct rdma_server *srv;
-    int idx;
     pthread_t th;
     int started;
     int epfd, evfd;
@@ -1195,7 +1194,6 @@ int rdma_server_start(const rdma_server_config_t *cfg, rdma_server_t **out_p)
     for (int i = 0; i < srv->n_progs; i++) {
         rprog_t *p = &srv->progs[i];
         p->srv = srv;
-        p->idx = i;
         p->epfd = p->evfd = -1;
         pthread_mutex_init(&p->mu, NULL);
         p->cmds_tail = &p->cmds;
