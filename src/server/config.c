@@ -7,6 +7,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "common/log.h"
 #include "common/size.h"
 
 /* One table drives defaults, the file keys, the environment and the flags. */
@@ -332,6 +333,11 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
     if (strcmp(cfg->durability, "fsync") != 0 && strcmp(cfg->durability, "relaxed") != 0) {
         fprintf(stderr, "s3rdmad: durability must be 'fsync' or 'relaxed', not '%s'\n",
                 cfg->durability);
+        return -1;
+    }
+    if (log_level_parse(cfg->log_level) < 0) {
+        fprintf(stderr, "s3rdmad: log level must be error, warn, info or debug, not '%s'\n",
+                cfg->log_level);
         return -1;
     }
     if (strcmp(cfg->rdma_enabled, "true") != 0 && strcmp(cfg->rdma_enabled, "false") != 0) {

@@ -125,13 +125,7 @@ int main(int argc, char **argv)
         server_config_free(&cfg);
         return rc > 0 ? 0 : 2;
     }
-    int level = log_level_parse(cfg.log_level);
-    if (level < 0) {
-        fprintf(stderr, "s3rdmad: log level must be error, warn, info or debug\n");
-        server_config_free(&cfg);
-        return 2;
-    }
-    log_set_level(level);
+    log_set_level(log_level_parse(cfg.log_level)); /* validated by server_config_load */
     raise_fd_limit();
 
     /* Signals are taken by sigwait() below; every thread inherits the mask. */

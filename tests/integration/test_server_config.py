@@ -65,6 +65,7 @@ def test_precedence(tmp_path, layer):
     ("region: [1, 2\n", [], "config.yaml"),
     ("", ["--listen", "nowhere"], "HOST:PORT"),
     ("", ["--rdma-chunk", "3"], "rdma chunk"),
+    ("log_level: loud\n", [], "log level must be"),
     ("", ["--bogus-flag"], "usage"),
 ])
 def test_bad_settings_are_refused(tmp_path, text, args, message):
