@@ -33,6 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_lat.h"
+
 #define MAX_HDRS 16
 #define RBUF (1u << 20)
 
@@ -50,31 +52,10 @@ static size_t g_reqlen;
 static char *g_bodybuf;
 static double g_t0, g_tstart, g_tend;
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 typedef struct {
-    double *lat;
-    size_t n, cap;
+    lat_t lat;
     uint64_t bytes, errors, reconnects;
 } tstate_t;
-
-static void lat_push(tstate_t *t, double v)
-{
-    if (t->n == t->cap) {
-        t->cap = t->cap ? t->cap * 2 : 4096;
-        t->lat = realloc(t->lat, t->cap * sizeof(double));
-        if (!t->lat) {
-            perror("realloc");
-            exit(2);
-        }
-    }
-    t->lat[t->n++] = v;
-}
 
 static int dial(void)
 {
@@ -215,7 +196,7 @@ static void *worker(void *arg)
                 if (t->errors < 3)
                     fprintf(stderr, "httpload: status %d: %.200s\n", st, buf);
             } else {
-                lat_push(t, (t2 - t1) * 1e6);
+                lat_push(&t->lat, (t2 - t1) * 1e6);
                 t->bytes += g_body ? g_body : (uint64_t)n;
             }
         }
@@ -228,20 +209,6 @@ static void *worker(void *arg)
         close(fd);
     free(buf);
     return NULL;
-}
-
-static int cmpd(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double pct(const double *v, size_t n, double p)
-{
-    if (!n)
-        return 0;
-    size_t i = (size_t)(p / 100.0 * (double)(n - 1) + 0.5);
-    return v[i < n ? i : n - 1];
 }
 
 int main(int argc, char **argv)
@@ -299,27 +266,22 @@ int main(int argc, char **argv)
     tstate_t *ts = calloc((size_t)g_conns, sizeof *ts);
     for (int i = 0; i < g_conns; i++)
         pthread_create(&th[i], NULL, worker, &ts[i]);
-    size_t total = 0;
+    lat_t all = {0};
     uint64_t bytes = 0, errors = 0, conns = 0;
     for (int i = 0; i < g_conns; i++) {
         pthread_join(th[i], NULL);
         conns += ts[i].reconnects;
-        total += ts[i].n;
+        lat_append(&all, &ts[i].lat);
         bytes += ts[i].bytes;
         errors += ts[i].errors;
     }
-    double *all = malloc((total ? total : 1) * sizeof(double));
-    size_t k = 0;
-    for (int i = 0; i < g_conns; i++) {
-        memcpy(all + k, ts[i].lat, ts[i].n * sizeof(double));
-        k += ts[i].n;
-    }
-    qsort(all, total, sizeof(double), cmpd);
+    lat_sort(&all);
+    size_t total = all.n;
     printf("reqs=%zu errors=%llu secs=%.3f rps=%.1f MBps=%.1f p50_us=%.1f p90_us=%.1f "
            "p99_us=%.1f max_us=%.1f connects=%llu\n",
            total, (unsigned long long)errors, g_secs, (double)total / g_secs,
-           (double)bytes / g_secs / 1e6, pct(all, total, 50), pct(all, total, 90),
-           pct(all, total, 99), total ? all[total - 1] : 0.0, (unsigned long long)conns);
+           (double)bytes / g_secs / 1e6, lat_pct(&all, 50), lat_pct(&all, 90),
+           lat_pct(&all, 99), lat_max(&all), (unsigned long long)conns);
     return errors && !total ? 1 : 0;
 usage:
     fprintf(stderr, "usage: %s -a HOST:PORT -u URI [-m GET|PUT] [-c CONNS] [-d SECS] "

@@ -28,6 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_lat.h"
+
 static s3r_config_t g_cfg;
 static const char *g_bucket = "bench";
 static s3r_transport_t g_tr = S3R_TRANSPORT_HTTP;
@@ -36,18 +38,10 @@ static uint64_t g_size = 4096;
 static double g_secs = 2.0, g_warm = 0.3, g_tstart, g_tend;
 static s3r_client_t *g_client;
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 typedef struct {
     int idx;
     s3r_client_t *cl;
-    double *lat;
-    size_t n, cap;
+    lat_t lat;
     uint64_t bytes, errors;
     int setup_failed;
 } tstate_t;
@@ -99,18 +93,12 @@ static void *worker(void *arg)
         if (st != S3R_OK || (!g_put && got != g_size)) {
             if (t->errors++ < 2)
                 report_err(cl, g_put ? "put" : "get", st);
-            if (st != S3R_OK && t->errors > 1000 && t->n == 0)
+            if (st != S3R_OK && t->errors > 1000 && t->lat.n == 0)
                 break; /* consistently failing: give up */
             continue;
         }
         if (t1 >= g_tstart && t2 <= g_tend) {
-            if (t->n == t->cap) {
-                t->cap = t->cap ? t->cap * 2 : 4096;
-                t->lat = realloc(t->lat, t->cap * sizeof(double));
-                if (!t->lat)
-                    abort();
-            }
-            t->lat[t->n++] = (t2 - t1) * 1e6;
+            lat_push(&t->lat, (t2 - t1) * 1e6);
             t->bytes += g_size;
         }
     }
@@ -119,20 +107,6 @@ static void *worker(void *arg)
     else
         free(buf);
     return NULL;
-}
-
-static int cmpd(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double pct(const double *v, size_t n, double p)
-{
-    if (!n)
-        return 0;
-    size_t i = (size_t)(p / 100.0 * (double)(n - 1) + 0.5);
-    return v[i < n ? i : n - 1];
 }
 
 static s3r_client_t *mkclient(void)
@@ -224,23 +198,18 @@ int main(int argc, char **argv)
     g_tend = g_tstart + g_secs;
     for (int i = 0; i < g_threads; i++)
         pthread_create(&th[i], NULL, worker, &ts[i]);
-    size_t total = 0;
+    lat_t all = {0};
     uint64_t bytes = 0, errors = 0;
     int setup_failed = 0;
     for (int i = 0; i < g_threads; i++) {
         pthread_join(th[i], NULL);
-        total += ts[i].n;
+        lat_append(&all, &ts[i].lat);
         bytes += ts[i].bytes;
         errors += ts[i].errors;
         setup_failed |= ts[i].setup_failed;
     }
-    double *all = malloc((total ? total : 1) * sizeof(double));
-    size_t k = 0;
-    for (int i = 0; i < g_threads; i++) {
-        memcpy(all + k, ts[i].lat, ts[i].n * sizeof(double));
-        k += ts[i].n;
-    }
-    qsort(all, total, sizeof(double), cmpd);
+    lat_sort(&all);
+    size_t total = all.n;
     s3r_stats_t s = {0};
     for (int i = 0; i < g_threads; i++) {
         if (g_per_thread_client || i == 0) {
@@ -262,8 +231,8 @@ int main(int argc, char **argv)
     printf("ops=%zu errors=%llu secs=%.3f ops_s=%.1f MBps=%.1f p50_us=%.1f p90_us=%.1f "
            "p99_us=%.1f max_us=%.1f http_ops=%llu token_ops=%llu fallbacks=%llu\n",
            total, (unsigned long long)errors, g_secs, (double)total / g_secs,
-           (double)bytes / g_secs / 1e6, pct(all, total, 50), pct(all, total, 90),
-           pct(all, total, 99), total ? all[total - 1] : 0.0, (unsigned long long)s.http_ops,
+           (double)bytes / g_secs / 1e6, lat_pct(&all, 50), lat_pct(&all, 90),
+           lat_pct(&all, 99), lat_max(&all), (unsigned long long)s.http_ops,
            (unsigned long long)s.token_ops, (unsigned long long)s.fallbacks);
     if (g_per_thread_client)
         for (int i = 0; i < g_threads; i++)
