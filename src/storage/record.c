@@ -338,14 +338,23 @@ stor_status_t stor_rec_object_key(const void *data, size_t len, const char **key
     return STOR_OK;
 }
 
-stor_status_t stor_rec_decode_object(const void *data, size_t len, stor_obj_rec_t *out)
+/* Decodes an object record into out; with meta_only, out->key and out->segs
+ * stay NULL (nothing is allocated for them) but the record is checked just
+ * the same. */
+static stor_status_t decode_object(const void *data, size_t len, stor_obj_rec_t *out, int meta_only)
 {
     dec_t d = {data, (const uint8_t *)data + len, 0, 0};
     memset(out, 0, sizeof *out);
     get_header(&d, STOR_REC_OBJECT);
-    out->key = get_str(&d, &out->key_len);
-    if (!d.err && !out->key)
-        d.err = 1;
+    if (meta_only) {
+        const uint8_t *k = get_ref(&d, &out->key_len);
+        if (!d.err && (!k || memchr(k, 0, out->key_len)))
+            d.err = 1;
+    } else {
+        out->key = get_str(&d, &out->key_len);
+        if (!d.err && !out->key)
+            d.err = 1;
+    }
     get_meta(&d, &out->meta);
     uint32_t parts_count = get_u32(&d);
     uint32_t n = get_u32(&d);
@@ -353,24 +362,28 @@ stor_status_t stor_rec_decode_object(const void *data, size_t len, stor_obj_rec_
                    (parts_count != 0 && parts_count != n) || (parts_count == 0 && n != 1)))
         d.err = 1;
     if (!d.err) {
-        out->segs = calloc(n, sizeof *out->segs);
+        if (!meta_only)
+            out->segs = calloc(n, sizeof *out->segs);
         if (parts_count)
             out->meta.part_sizes = calloc(n, sizeof *out->meta.part_sizes);
-        if (!out->segs || (parts_count && !out->meta.part_sizes)) {
+        if ((!meta_only && !out->segs) || (parts_count && !out->meta.part_sizes)) {
             d.nomem = d.err = 1;
         } else {
-            out->n_segs = n;
+            out->n_segs = meta_only ? 0 : n;
             out->meta.parts_count = parts_count;
             uint64_t total = 0;
             for (uint32_t i = 0; i < n && !d.err; i++) {
                 if (need(&d, STOR_ID_LEN)) {
-                    memcpy(out->segs[i].id, d.p, STOR_ID_LEN);
+                    if (!meta_only)
+                        memcpy(out->segs[i].id, d.p, STOR_ID_LEN);
                     d.p += STOR_ID_LEN;
                 }
-                out->segs[i].size = get_u64(&d);
+                uint64_t size = get_u64(&d);
+                if (!meta_only)
+                    out->segs[i].size = size;
                 if (parts_count)
-                    out->meta.part_sizes[i] = out->segs[i].size;
-                total += out->segs[i].size;
+                    out->meta.part_sizes[i] = size;
+                total += size;
             }
             if (!d.err && total != out->meta.size)
                 d.err = 1;
@@ -380,6 +393,20 @@ stor_status_t stor_rec_decode_object(const void *data, size_t len, stor_obj_rec_
     if (rc != STOR_OK)
         stor_obj_rec_free(out);
     return rc;
+}
+
+stor_status_t stor_rec_decode_object(const void *data, size_t len, stor_obj_rec_t *out)
+{
+    return decode_object(data, len, out, 0);
+}
+
+stor_status_t stor_rec_decode_object_meta(const void *data, size_t len, stor_meta_t *meta_p)
+{
+    stor_obj_rec_t rec;
+    stor_status_t s = decode_object(data, len, &rec, 1);
+    if (s == STOR_OK)
+        *meta_p = rec.meta;
+    return s;
 }
 
 void stor_obj_rec_free(stor_obj_rec_t *r)

@@ -83,6 +83,10 @@ typedef struct stor_part_rec {
 int stor_rec_encode_object(buf_t *b, const char *key, size_t klen, const stor_meta_t *m,
                            const stor_seg_t *segs, uint32_t n_segs);
 stor_status_t stor_rec_decode_object(const void *data, size_t len, stor_obj_rec_t *out);
+/* Only the metadata of an object record (the listing's need): the same checks
+ * as stor_rec_decode_object, without copying the key or the segment list.
+ * The caller frees *meta_p with stor_meta_free. */
+stor_status_t stor_rec_decode_object_meta(const void *data, size_t len, stor_meta_t *meta_p);
 /* The full key inside an object record, without allocating (points into data). */
 stor_status_t stor_rec_object_key(const void *data, size_t len, const char **key_p, size_t *klen_p);
 void stor_obj_rec_free(stor_obj_rec_t *r);

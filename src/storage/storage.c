@@ -1036,17 +1036,16 @@ typedef struct blk_ent {
 struct stor_iter {
     MDB_txn *txn;
     MDB_cursor *cur;
-    char bucket[STOR_BUCKET_MAX + 1];
-    size_t blen, plen;               /* bucket length, P */
-    uint8_t bp[STOR_BUCKET_MAX + 1]; /* bucket \0 */
+    size_t blen, plen;            /* bucket length, P */
+    char bp[STOR_BUCKET_MAX + 1]; /* bucket \0: every index key of the bucket starts so */
     char *prefix;
     size_t prefix_len;
     const char *after; /* last emitted key or the caller's marker */
     size_t after_len;
     int has_after;
     char *after_own;
-    char *seek;
-    size_t seek_len;
+    char *seek; /* the last stor_iter_seek target; reused, grown as needed */
+    size_t seek_len, seek_cap;
     int has_seek;
     uint8_t pos[STOR_IKEY_MAX]; /* where the cursor goes next when !positioned */
     size_t pos_len;
@@ -1083,7 +1082,7 @@ static int iter_filter(const stor_iter_t *it, const char *k, size_t klen)
 
 static void iter_reposition(stor_iter_t *it, const char *s, size_t slen)
 {
-    it->pos_len = stor_ikey_seek(it->bucket, it->blen, s, slen, it->pos);
+    it->pos_len = stor_ikey_seek(it->bp, it->blen, s, slen, it->pos);
     it->positioned = it->eof = it->has_pend = 0;
     it->blk_n = it->blk_i = 0;
 }
@@ -1118,9 +1117,7 @@ stor_status_t stor_iter_open(stor_t *st, const char *bucket, const char *prefix,
         goto fail;
     }
     it->blen = strlen(bucket);
-    memcpy(it->bucket, bucket, it->blen);
-    memcpy(it->bp, bucket, it->blen);
-    it->bp[it->blen] = 0;
+    memcpy(it->bp, bucket, it->blen + 1);
     it->plen = stor_ikey_plen(it->blen);
     if (it->has_after && stor_keycmp(it->after, it->after_len, it->prefix, it->prefix_len) > 0)
         iter_reposition(it, it->after, it->after_len);
@@ -1139,15 +1136,17 @@ void stor_iter_seek(stor_iter_t *it, const char *key, size_t key_len)
         return;
     if (it->has_after && stor_keycmp(key, key_len, it->after, it->after_len) <= 0)
         return; /* already past it */
-    char *c = malloc(key_len + 1);
-    if (!c) {
-        it->failed = 1;
-        return;
+    /* A delimiter listing seeks once per common prefix: keep one buffer. */
+    if (key_len >= it->seek_cap) {
+        char *c = realloc(it->seek, key_len + 1);
+        if (!c) {
+            it->failed = 1;
+            return;
+        }
+        it->seek = c;
+        it->seek_cap = key_len + 1;
     }
-    memcpy(c, key, key_len);
-    c[key_len] = '\0';
-    free(it->seek);
-    it->seek = c;
+    memcpy(it->seek, key, key_len);
     it->seek_len = key_len;
     it->has_seek = 1;
     iter_reposition(it, key, key_len);
@@ -1243,16 +1242,10 @@ static int iter_load_block(stor_iter_t *it, const MDB_val *k, const MDB_val *v)
 static int iter_emit(stor_iter_t *it, const char *key, size_t klen, const MDB_val *v,
                      const char **key_p, size_t *key_len_p, stor_meta_t *meta_p)
 {
-    if (meta_p) {
-        stor_obj_rec_t rec;
-        if (stor_rec_decode_object(v->mv_data, v->mv_size, &rec) != STOR_OK) {
-            log_error("storage: corrupt object record in listing");
-            it->failed = 1;
-            return -1;
-        }
-        *meta_p = rec.meta;
-        memset(&rec.meta, 0, sizeof rec.meta);
-        stor_obj_rec_free(&rec);
+    if (meta_p && stor_rec_decode_object_meta(v->mv_data, v->mv_size, meta_p) != STOR_OK) {
+        log_error("storage: corrupt object record in listing");
+        it->failed = 1;
+        return -1;
     }
     it->after = key;
     it->after_len = klen;

@@ -297,16 +297,29 @@ static void test_record_garbage(void **state)
     assert_string_equal(rec.meta.user_meta[0].value, "b");
     assert_int_equal(rec.segs[0].id[2], 3);
     stor_obj_rec_free(&rec);
-    for (size_t len = 0; len < b.len; len++)
+    stor_meta_t mo;
+    assert_int_equal(stor_rec_decode_object_meta(b.data, b.len, &mo), STOR_OK);
+    assert_int_equal(mo.size, 7);
+    assert_string_equal(mo.content_type, "t");
+    assert_string_equal(mo.user_meta[0].name, "a");
+    stor_meta_free(&mo);
+    for (size_t len = 0; len < b.len; len++) {
         assert_int_equal(stor_rec_decode_object(b.data, len, &rec), STOR_ERR_IO);
-    /* Flip each byte to a few values: any result but a crash or leak is fine. */
+        assert_int_equal(stor_rec_decode_object_meta(b.data, len, &mo), STOR_ERR_IO);
+    }
+    /* Flip each byte to a few values: any result but a crash or leak is fine,
+     * as long as the listing's metadata-only decoder agrees with the full one. */
     uint8_t *copy = malloc(b.len);
     for (size_t i = 0; i < b.len; i++)
         for (int x = 0; x < 4; x++) {
             memcpy(copy, b.data, b.len);
             copy[i] = (uint8_t)(x == 0 ? 0xFF : x == 1 ? 0 : copy[i] ^ (1u << x));
-            if (stor_rec_decode_object(copy, b.len, &rec) == STOR_OK)
+            stor_status_t full = stor_rec_decode_object(copy, b.len, &rec);
+            if (full == STOR_OK)
                 stor_obj_rec_free(&rec);
+            assert_int_equal(stor_rec_decode_object_meta(copy, b.len, &mo), full);
+            if (full == STOR_OK)
+                stor_meta_free(&mo);
         }
     free(copy);
     uint8_t rnd[512];
