@@ -15,11 +15,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *xml = malloc(size ? size : 1); /* exact size: no NUL after it */
-    if (!xml)
-        return 0;
-    if (size)
-        memcpy(xml, data, size);
+    char *xml = fuzz_copy(data, size);
 
     s3c_error_doc_t e;
     memset(&e, 0x5a, sizeof(e));

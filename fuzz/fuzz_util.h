@@ -27,6 +27,18 @@ static inline char *fuzz_cstr(const unsigned char *data, size_t len)
     return s;
 }
 
+/* A malloc'ed copy of exactly len bytes (no NUL after it), so ASan catches a
+ * parser that reads past the (body, len) it was given. */
+static inline void *fuzz_copy(const unsigned char *data, size_t len)
+{
+    void *p = malloc(len ? len : 1);
+    if (!p)
+        abort();
+    if (len)
+        memcpy(p, data, len);
+    return p;
+}
+
 /* Splits the input at the first NUL-free field boundaries: returns the next
  * '\n'-terminated field (NUL-terminated, malloc'ed) and advances. */
 static inline char *fuzz_next_field(const unsigned char **data, size_t *len)

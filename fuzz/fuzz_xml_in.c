@@ -13,12 +13,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    /* An exact-size heap copy: the parsers take (body, len) and must not read past it. */
-    char *body = malloc(size ? size : 1);
-    if (!body)
-        return 0;
-    if (size)
-        memcpy(body, data, size);
+    char *body = fuzz_copy(data, size);
 
     xml_complete_part_t *parts = NULL;
     size_t n = 0;
