@@ -131,6 +131,7 @@ s3r_status_t s3r_client_create(const s3r_config_t *cfg, s3r_client_t **client_p)
         return st;
     }
     pthread_mutex_init(&c->curl_mu, NULL);
+    pthread_mutex_init(&c->key_mu, NULL);
     pthread_mutex_init(&c->rdma_mu, NULL);
     *client_p = c;
     return S3R_OK;
@@ -143,6 +144,7 @@ void s3r_client_destroy(s3r_client_t *c)
     s3c_rdma_cleanup(c);
     s3c_http_cleanup(c);
     pthread_mutex_destroy(&c->curl_mu);
+    pthread_mutex_destroy(&c->key_mu);
     pthread_mutex_destroy(&c->rdma_mu);
     s3c_settings_free(&c->set);
     if (tls_err_client == c)

@@ -11,6 +11,7 @@
 
 #include "s3rdma.h"
 #include "common/buf.h"
+#include "common/hash.h"
 
 #define S3C_MAX_ENDPOINTS     16
 #define S3C_DEFAULT_RDMA_PORT 9100
@@ -100,6 +101,13 @@ struct s3r_client {
     atomic_uint_fast64_t n_fallbacks, n_errors, n_sessions, n_regions;
     atomic_uint rr;             /* round-robin endpoint cursor */
     atomic_int fallback_logged; /* the one-time stderr notice */
+
+    /* The SigV4 signing key depends only on the secret, the date and the
+     * region, so it is derived once a day rather than per request (four
+     * HMACs). Guarded by key_mu. */
+    pthread_mutex_t key_mu;
+    char key_date8[9];
+    uint8_t signing_key[SHA256_LEN];
 
     /* Idle curl easy handles (keep-alive lives in each handle's connection
      * cache, so reusing handles reuses connections). */

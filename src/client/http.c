@@ -241,6 +241,18 @@ static int cmp_hdr(const void *a, const void *b)
     return strcmp(((const sigv4_header_t *)a)->name, ((const sigv4_header_t *)b)->name);
 }
 
+/* The signing key for date8, derived only when the date changes. */
+static void signing_key(s3r_client_t *c, const char *date8, uint8_t key[SHA256_LEN])
+{
+    pthread_mutex_lock(&c->key_mu);
+    if (strcmp(c->key_date8, date8) != 0) {
+        sigv4_signing_key(c->set.secret_key, date8, c->set.region, "s3", c->signing_key);
+        memcpy(c->key_date8, date8, sizeof(c->key_date8));
+    }
+    memcpy(key, c->signing_key, SHA256_LEN);
+    pthread_mutex_unlock(&c->key_mu);
+}
+
 /* Builds the curl header list: Host, x-amz-date, x-amz-content-sha256, the
  * request's own headers and Authorization, all signed. */
 static struct curl_slist *sign_headers(s3r_client_t *c, const s3c_req_t *req,
@@ -298,7 +310,7 @@ static struct curl_slist *sign_headers(s3r_client_t *c, const s3c_req_t *req,
     if (rc == 0) {
         uint8_t key[SHA256_LEN];
         char sig[65];
-        sigv4_signing_key(c->set.secret_key, date8, c->set.region, "s3", key);
+        signing_key(c, date8, key);
         sigv4_sign(key, sts.data, sts.len, sig);
         for (size_t i = 0; i < nh && rc == 0; i++) {
             buf_reset(scratch);
@@ -360,29 +372,28 @@ static s3r_status_t do_once(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *resp, i
                             bool *broken_p)
 {
     const s3c_endpoint_t *ep = &c->set.http[ep_idx];
-    buf_t path, uri, url, query, scratch;
+    buf_t uri, url, query, scratch;
     s3r_status_t st = S3R_ERR_NOMEM;
     struct curl_slist *hl = NULL;
     CURL *h = NULL;
     xfer_t x = {.req = req, .resp = resp};
 
-    buf_init(&path, 4096);
     buf_init(&uri, 16384);
     buf_init(&url, S3C_URL_MAX);
     buf_init(&query, S3C_URL_MAX);
     buf_init(&scratch, 64 * 1024);
 
-    if (buf_append_str(&path, "/") < 0)
+    /* The canonical URI of "/bucket/key" (sigv4_uri_encode_path), encoded
+     * piece by piece without assembling the decoded path first. */
+    if (buf_append_str(&uri, "/") < 0)
         goto out;
     if (req->bucket != NULL) {
-        if (buf_append_str(&path, req->bucket) < 0)
+        if (sigv4_uri_encode(req->bucket, strlen(req->bucket), false, &uri) < 0)
             goto out;
-        if (req->key != NULL &&
-            (buf_append_str(&path, "/") < 0 || buf_append_str(&path, req->key) < 0))
+        if (req->key != NULL && (buf_append_str(&uri, "/") < 0 ||
+                                 sigv4_uri_encode(req->key, strlen(req->key), false, &uri) < 0))
             goto out;
     }
-    if (sigv4_uri_encode_path(path.data, &uri) < 0)
-        goto out;
     if (req->query != NULL && req->query[0] != '\0') {
         if (sigv4_canonical_query(req->query, false, &query) < 0) {
             st = S3R_ERR_INVALID_ARG;
@@ -453,7 +464,6 @@ out:
         curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
     handle_put(c, h, *broken_p);
     curl_slist_free_all(hl);
-    buf_free(&path);
     buf_free(&uri);
     buf_free(&url);
     buf_free(&query);

@@ -159,13 +159,13 @@ s3r_status_t s3c_sess_get(s3r_client_t *c, s3c_sess_t **sess_p)
     if (st == S3R_OK) {
         c->sess->users++;
         *sess_p = c->sess;
+        pthread_mutex_unlock(&c->rdma_mu);
+        return S3R_OK;
     }
     char why[256];
     snprintf(why, sizeof(why), "%s", c->sess_err);
     pthread_mutex_unlock(&c->rdma_mu);
-    if (st != S3R_OK)
-        s3c_fail(c, st, S3R_TRANSPORT_TOKEN, 0, "", "%s", why[0] ? why : "RDMA unavailable");
-    return st;
+    return s3c_fail(c, st, S3R_TRANSPORT_TOKEN, 0, "", "%s", why[0] ? why : "RDMA unavailable");
 }
 
 void s3c_sess_put(s3r_client_t *c, s3c_sess_t *sess, bool failed)
