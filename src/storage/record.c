@@ -338,23 +338,18 @@ stor_status_t stor_rec_object_key(const void *data, size_t len, const char **key
     return STOR_OK;
 }
 
-/* Decodes an object record into out; with meta_only, out->key and out->segs
- * stay NULL (nothing is allocated for them) but the record is checked just
- * the same. */
+/* Decodes an object record into out; with meta_only, out->segs stays NULL
+ * (nothing is allocated for it) but the record is checked just the same. The
+ * key is checked, never copied: stor_rec_object_key points at it. */
 static stor_status_t decode_object(const void *data, size_t len, stor_obj_rec_t *out, int meta_only)
 {
     dec_t d = {data, (const uint8_t *)data + len, 0, 0};
     memset(out, 0, sizeof *out);
     get_header(&d, STOR_REC_OBJECT);
-    if (meta_only) {
-        const uint8_t *k = get_ref(&d, &out->key_len);
-        if (!d.err && (!k || memchr(k, 0, out->key_len)))
-            d.err = 1;
-    } else {
-        out->key = get_str(&d, &out->key_len);
-        if (!d.err && !out->key)
-            d.err = 1;
-    }
+    size_t klen;
+    const uint8_t *k = get_ref(&d, &klen);
+    if (!d.err && (!k || memchr(k, 0, klen)))
+        d.err = 1;
     get_meta(&d, &out->meta);
     uint32_t parts_count = get_u32(&d);
     uint32_t n = get_u32(&d);
@@ -413,7 +408,6 @@ void stor_obj_rec_free(stor_obj_rec_t *r)
 {
     if (!r)
         return;
-    free(r->key);
     stor_meta_free(&r->meta);
     free(r->segs);
     memset(r, 0, sizeof *r);

@@ -61,8 +61,6 @@ typedef struct stor_seg {
 } stor_seg_t;
 
 typedef struct stor_obj_rec {
-    char *key; /* NUL-terminated full key */
-    size_t key_len;
     stor_meta_t meta; /* parts_count/part_sizes filled when multipart */
     stor_seg_t *segs;
     uint32_t n_segs;
@@ -80,6 +78,8 @@ typedef struct stor_part_rec {
     uint8_t id[STOR_ID_LEN];
 } stor_part_rec_t;
 
+/* Object records: the full key (not copied by the decoders: see
+ * stor_rec_object_key), the metadata, the segments. */
 int stor_rec_encode_object(buf_t *b, const char *key, size_t klen, const stor_meta_t *m,
                            const stor_seg_t *segs, uint32_t n_segs);
 stor_status_t stor_rec_decode_object(const void *data, size_t len, stor_obj_rec_t *out);

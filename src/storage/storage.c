@@ -191,17 +191,17 @@ static stor_status_t obj_get(stor_t *st, MDB_txn *txn, const char *bucket, const
         return STOR_ERR_NO_KEY;
     if (rc)
         return mdb_fail("object lookup", rc);
+    const char *rkey;
+    size_t rklen;
+    if (stor_rec_object_key(v.mv_data, v.mv_size, &rkey, &rklen) == STOR_OK &&
+        stor_keycmp(rkey, rklen, key, klen) != 0) {
+        log_error("storage: index key collision for %s/%s", bucket, key);
+        return STOR_ERR_IO;
+    }
     stor_status_t s = stor_rec_decode_object(v.mv_data, v.mv_size, rec);
     if (s == STOR_ERR_IO)
         log_error("storage: corrupt object record for %s/%s", bucket, key);
-    if (s != STOR_OK)
-        return s;
-    if (stor_keycmp(rec->key, rec->key_len, key, klen) != 0) {
-        log_error("storage: index key collision for %s/%s", bucket, key);
-        stor_obj_rec_free(rec);
-        return STOR_ERR_IO;
-    }
-    return STOR_OK;
+    return s;
 }
 
 /* obj_get() for a bucket name from a caller: the bucket is looked up only
@@ -851,8 +851,9 @@ typedef struct rseg {
 
 struct stor_reader {
     stor_meta_t meta;
-    rseg_t *segs;
+    rseg_t *segs; /* &one for a single-part object, else malloc'ed */
     uint32_t n_segs;
+    rseg_t one;
 };
 
 void stor_reader_close(stor_reader_t *r)
@@ -862,7 +863,8 @@ void stor_reader_close(stor_reader_t *r)
     for (uint32_t i = 0; i < r->n_segs; i++)
         if (r->segs[i].fd >= 0)
             close(r->segs[i].fd);
-    free(r->segs);
+    if (r->segs != &r->one)
+        free(r->segs);
     stor_meta_free(&r->meta);
     free(r);
 }
@@ -885,7 +887,9 @@ stor_status_t stor_reader_open(stor_t *st, const char *bucket, const char *key,
         if (s != STOR_OK)
             return s;
         stor_reader_t *r = calloc(1, sizeof *r);
-        if (!r || !(r->segs = calloc(rec.n_segs, sizeof *r->segs))) {
+        if (r)
+            r->segs = rec.n_segs == 1 ? &r->one : calloc(rec.n_segs, sizeof *r->segs);
+        if (!r || !r->segs) {
             free(r);
             stor_obj_rec_free(&rec);
             return STOR_ERR_NOMEM;

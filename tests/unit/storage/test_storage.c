@@ -292,7 +292,11 @@ static void test_record_garbage(void **state)
     assert_int_equal(stor_rec_encode_object(&b, "key", 3, &m, &seg, 1), 0);
     stor_obj_rec_t rec;
     assert_int_equal(stor_rec_decode_object(b.data, b.len, &rec), STOR_OK);
-    assert_string_equal(rec.key, "key");
+    const char *rk;
+    size_t rkl;
+    assert_int_equal(stor_rec_object_key(b.data, b.len, &rk, &rkl), STOR_OK);
+    assert_int_equal(rkl, 3);
+    assert_memory_equal(rk, "key", 3);
     assert_int_equal(rec.meta.size, 7);
     assert_string_equal(rec.meta.user_meta[0].value, "b");
     assert_int_equal(rec.segs[0].id[2], 3);
