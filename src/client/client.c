@@ -308,32 +308,29 @@ static s3r_status_t simple(s3r_client_t *c, s3c_req_t *req, bool key_op)
 /* Buckets                                                                   */
 /* ======================================================================== */
 
-s3r_status_t s3r_bucket_create(s3r_client_t *c, const char *bucket)
+/* CreateBucket, DeleteBucket, HeadBucket: a bodiless request on the bucket. */
+static s3r_status_t bucket_simple(s3r_client_t *c, const char *method, const char *bucket)
 {
     if (c == NULL || !valid_name(bucket))
         return S3R_ERR_INVALID_ARG;
     s3c_req_t req;
-    s3c_req_init(&req, "PUT", bucket, NULL);
+    s3c_req_init(&req, method, bucket, NULL);
     return done(c, simple(c, &req, false));
+}
+
+s3r_status_t s3r_bucket_create(s3r_client_t *c, const char *bucket)
+{
+    return bucket_simple(c, "PUT", bucket);
 }
 
 s3r_status_t s3r_bucket_delete(s3r_client_t *c, const char *bucket)
 {
-    if (c == NULL || !valid_name(bucket))
-        return S3R_ERR_INVALID_ARG;
-    s3c_req_t req;
-    s3c_req_init(&req, "DELETE", bucket, NULL);
-    return done(c, simple(c, &req, false));
+    return bucket_simple(c, "DELETE", bucket);
 }
 
 s3r_status_t s3r_bucket_head(s3r_client_t *c, const char *bucket)
 {
-    if (c == NULL || !valid_name(bucket))
-        return S3R_ERR_INVALID_ARG;
-    s3c_req_t req;
-    s3c_req_init(&req, "HEAD", bucket, NULL);
-    req.head = true;
-    return done(c, simple(c, &req, false));
+    return bucket_simple(c, "HEAD", bucket);
 }
 
 /* GETs an XML document into body. */
@@ -353,6 +350,17 @@ static s3r_status_t get_xml(s3r_client_t *c, s3c_req_t *req, buf_t *body)
                       "transfer failed: %s", resp.curl_err);
     s3c_resp_free(&resp);
     return st;
+}
+
+/* S3 may answer CompleteMultipartUpload and CopyObject with a 200 whose body
+ * is an <Error> (the headers went out before the work failed): a failure. */
+static s3r_status_t error_in_200(s3r_client_t *c, const buf_t *body)
+{
+    if (!s3c_xml_is_error(body->data, body->len))
+        return S3R_OK;
+    s3c_error_doc_t doc;
+    (void)s3c_xml_parse_error(body->data, body->len, &doc);
+    return s3c_fail(c, S3R_ERR_SERVER, S3R_TRANSPORT_HTTP, 200, doc.code, "%s", doc.message);
 }
 
 s3r_status_t s3r_bucket_list(s3r_client_t *c, s3r_bucket_list_t **list_p)
@@ -444,6 +452,35 @@ s3r_status_t s3r_object_list(s3r_client_t *c, const char *bucket, const s3r_list
 }
 
 /* ======================================================================== */
+/* Token requests                                                            */
+/* ======================================================================== */
+
+/* A zero-length transfer still needs a token for a valid region span: a
+ * one-byte span of this dummy byte keeps the request uniform. */
+static char zero_byte;
+
+/* Judges the answer to a token request: S3R_OK for a 2xx carrying
+ * x-amz-rdma-reply; S3R_ERR_RDMA_DECLINED (with *declined set) for a 501;
+ * otherwise the S3 error or S3R_ERR_PROTOCOL, never a decline. */
+static s3r_status_t token_answer(s3r_client_t *c, const s3c_resp_t *resp, bool *declined)
+{
+    char v[16];
+    if (resp->status == 501) {
+        *declined = true;
+        /* Records the server's code and message, under the decline status. */
+        (void)s3c_http_error(c, resp, S3R_TRANSPORT_TOKEN, true);
+        set_status(S3R_ERR_RDMA_DECLINED);
+        return S3R_ERR_RDMA_DECLINED;
+    }
+    if (resp->status < 200 || resp->status > 299)
+        return s3c_http_error(c, resp, S3R_TRANSPORT_TOKEN, true);
+    if (s3c_resp_header(resp, "x-amz-rdma-reply", v, sizeof(v)) < 0)
+        return s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_TOKEN, (int)resp->status, "",
+                        "the server answered %ld without x-amz-rdma-reply", resp->status);
+    return S3R_OK;
+}
+
+/* ======================================================================== */
 /* PUT                                                                       */
 /* ======================================================================== */
 
@@ -483,7 +520,7 @@ static s3r_status_t put_token(s3r_client_t *c, const char *bucket, const char *k
     s3c_sess_t *sess = NULL;
     s3c_region_t *reg = NULL;
     strs_t ss = {0};
-    char token[512], reply[16];
+    char token[512];
     s3c_req_t req;
     s3c_resp_t resp;
     bool declined = false;
@@ -492,11 +529,7 @@ static s3r_status_t put_token(s3r_client_t *c, const char *bucket, const char *k
     s3r_status_t st = s3c_sess_get(c, &sess);
     if (st != S3R_OK)
         goto out;
-    /* A zero-length object still needs a token for a valid region span; a
-     * one-byte span of a dummy byte keeps the request uniform. */
-    static const char zero_byte = 0;
-    const void *span = len ? data : (const void *)&zero_byte;
-    st = s3c_token_for(c, sess, span, len, token, sizeof(token), &reg);
+    st = s3c_token_for(c, sess, len ? data : &zero_byte, len, token, sizeof(token), &reg);
     if (st != S3R_OK)
         goto out;
     s3c_req_init(&req, "PUT", bucket, key);
@@ -515,18 +548,8 @@ static s3r_status_t put_token(s3r_client_t *c, const char *bucket, const char *k
         st = s3c_http_do(c, &req, &resp);
     if (st != S3R_OK)
         goto out;
-    if (resp.status == 501) {
-        declined = true;
-        s3r_status_t e = s3c_http_error(c, &resp, S3R_TRANSPORT_TOKEN, true);
-        (void)e;
-        set_status(S3R_ERR_RDMA_DECLINED);
-        st = S3R_ERR_RDMA_DECLINED;
-    } else if (resp.status < 200 || resp.status > 299) {
-        st = s3c_http_error(c, &resp, S3R_TRANSPORT_TOKEN, true);
-    } else if (s3c_resp_header(&resp, "x-amz-rdma-reply", reply, sizeof(reply)) < 0) {
-        st = s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_TOKEN, (int)resp.status, "",
-                      "the server answered %ld without x-amz-rdma-reply", resp.status);
-    } else {
+    st = token_answer(c, &resp, &declined);
+    if (st == S3R_OK) {
         count(c, S3R_TRANSPORT_TOKEN, len);
         if (etag && s3c_resp_header(&resp, "etag", etag, etag_len) < 0)
             etag[0] = '\0';
@@ -642,13 +665,8 @@ static s3r_status_t mpu_finish(s3r_client_t *c, const char *bucket, const char *
     req.body = m->complete.data;
     req.body_len = m->complete.len;
     s3r_status_t st = get_xml(c, &req, &body);
-    /* A 200 that carries an <Error> is a failure (S3 sends those for
-     * Complete after the headers went out). */
-    if (st == S3R_OK && s3c_xml_is_error(body.data, body.len)) {
-        s3c_error_doc_t doc;
-        (void)s3c_xml_parse_error(body.data, body.len, &doc);
-        st = s3c_fail(c, S3R_ERR_SERVER, S3R_TRANSPORT_HTTP, 200, doc.code, "%s", doc.message);
-    }
+    if (st == S3R_OK)
+        st = error_in_200(c, &body);
     buf_free(&body);
     return st;
 }
@@ -850,7 +868,6 @@ static s3r_status_t head_object(s3r_client_t *c, const char *bucket, const char 
     s3c_req_t req;
     s3c_resp_t resp;
     s3c_req_init(&req, "HEAD", bucket, key);
-    req.head = true;
     s3c_resp_init(&resp);
     s3r_status_t st = s3c_http_do(c, &req, &resp);
     if (st == S3R_OK && (resp.status < 200 || resp.status > 299))
@@ -890,21 +907,32 @@ static const char *range_header(strs_t *ss, const s3r_get_opts_t *o)
                        (unsigned long long)(o->range_start + o->range_len - 1));
 }
 
-/* The bytes a GET with opts needs, from a HEAD; 0 if unknown. */
+/* The bytes a GET with opts (range or whole object) moves, from a HEAD. */
+static s3r_status_t get_size(s3r_client_t *c, const char *bucket, const char *key,
+                             const s3r_get_opts_t *o, uint64_t *size_p)
+{
+    s3r_object_info_t *info = NULL;
+    s3r_status_t st = head_object(c, bucket, key, &info);
+    if (st != S3R_OK)
+        return st;
+    uint64_t start = o ? o->range_start : 0;
+    uint64_t size = info->size > start ? info->size - start : 0;
+    if (o && o->range_len && o->range_len < size)
+        size = o->range_len;
+    s3r_object_info_free(info);
+    *size_p = size;
+    return S3R_OK;
+}
+
+/* The bytes a GET with opts needs, from a HEAD; 0 if unknown. The caller's
+ * last error is kept. */
 static uint64_t needed_for(s3r_client_t *c, const char *bucket, const char *key,
                            const s3r_get_opts_t *o)
 {
     s3r_error_info_t saved = tls_err;
     const s3r_client_t *saved_c = tls_err_client;
-    s3r_object_info_t *info = NULL;
     uint64_t need = 0;
-    if (head_object(c, bucket, key, &info) == S3R_OK) {
-        uint64_t start = o ? o->range_start : 0;
-        need = info->size > start ? info->size - start : 0;
-        if (o && o->range_len && o->range_len < need)
-            need = o->range_len;
-    }
-    s3r_object_info_free(info);
+    (void)get_size(c, bucket, key, o, &need);
     tls_err = saved;
     tls_err_client = saved_c;
     return need;
@@ -974,7 +1002,6 @@ static s3r_status_t get_token(s3r_client_t *c, const char *bucket, const char *k
     s3c_resp_t resp;
     bool declined = false;
     s3c_resp_init(&resp);
-    static char zero_byte;
     s3r_status_t st = s3c_sess_get(c, &sess);
     if (st != S3R_OK)
         goto out;
@@ -991,33 +1018,28 @@ static s3r_status_t get_token(s3r_client_t *c, const char *bucket, const char *k
     st = s3c_http_do(c, &req, &resp);
     if (st != S3R_OK)
         goto out;
-    if (resp.status == 501) {
-        declined = true;
-        (void)s3c_http_error(c, &resp, S3R_TRANSPORT_TOKEN, true);
-        set_status(S3R_ERR_RDMA_DECLINED);
-        st = S3R_ERR_RDMA_DECLINED;
-    } else if (resp.status < 200 || resp.status > 299) {
-        st = s3c_http_error(c, &resp, S3R_TRANSPORT_TOKEN, true);
+    st = token_answer(c, &resp, &declined);
+    if (resp.status == 400) {
+        /* The server refuses a buffer smaller than the object with a 400;
+         * if it did not say how much is needed, ask with a HEAD. */
         uint64_t need = tls_err.needed_bytes;
         if (need == 0 && (s3c_resp_header(&resp, "x-amz-rdma-bytes-needed", v, sizeof(v)) == 0 ||
                           s3c_resp_header(&resp, "x-amz-rdma-required-bytes", v, sizeof(v)) == 0))
             need = strtoull(v, NULL, 10);
-        /* The server refuses a buffer smaller than the object with a 400;
-         * if it did not say how much is needed, ask with a HEAD. */
-        if (resp.status == 400 && need == 0 && strcmp(tls_err.code, "InvalidArgument") == 0)
+        if (need == 0 && strcmp(tls_err.code, "InvalidArgument") == 0)
             need = needed_for(c, bucket, key, o);
-        if (resp.status == 400 && need > cap)
+        if (need > cap)
             st = too_small(c, S3R_TRANSPORT_TOKEN, (int)resp.status, need, cap);
-    } else if (s3c_resp_header(&resp, "x-amz-rdma-reply", v, sizeof(v)) < 0) {
-        st = s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_TOKEN, (int)resp.status, "",
-                      "the server answered %ld without x-amz-rdma-reply", resp.status);
-    } else if (s3c_resp_header(&resp, "x-amz-rdma-bytes-transferred", v, sizeof(v)) < 0 ||
-               strtoull(v, NULL, 10) > cap) {
-        st = s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_TOKEN, (int)resp.status, "",
-                      "missing or impossible x-amz-rdma-bytes-transferred");
-    } else {
-        *len_p = strtoull(v, NULL, 10);
-        count(c, S3R_TRANSPORT_TOKEN, *len_p);
+    } else if (st == S3R_OK) {
+        uint64_t n = 0;
+        if (s3c_resp_header(&resp, "x-amz-rdma-bytes-transferred", v, sizeof(v)) < 0 ||
+            (n = strtoull(v, NULL, 10)) > cap) {
+            st = s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_TOKEN, (int)resp.status, "",
+                          "missing or impossible x-amz-rdma-bytes-transferred");
+        } else {
+            *len_p = n;
+            count(c, S3R_TRANSPORT_TOKEN, n);
+        }
     }
 out:
     s3c_region_put(c, reg);
@@ -1073,15 +1095,10 @@ s3r_status_t s3r_object_get_alloc(s3r_client_t *c, const char *bucket, const cha
         return done(c, st);
     }
     /* RDMA needs the size up front: HEAD, then one exact-size transfer. */
-    s3r_object_info_t *info = NULL;
-    st = head_object(c, bucket, key, &info);
+    uint64_t need = 0;
+    st = get_size(c, bucket, key, opts, &need);
     if (st != S3R_OK)
         return done(c, st);
-    uint64_t start = opts ? opts->range_start : 0;
-    uint64_t need = info->size > start ? info->size - start : 0;
-    if (opts && opts->range_len && opts->range_len < need)
-        need = opts->range_len;
-    s3r_object_info_free(info);
     char *mem = malloc((size_t)need + 1);
     if (mem == NULL)
         return done(c, s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory"));
@@ -1110,21 +1127,15 @@ s3r_status_t s3r_object_get_file(s3r_client_t *c, const char *bucket, const char
     if (c == NULL || !valid_name(bucket) || !valid_name(key) || path == NULL)
         return S3R_ERR_INVALID_ARG;
     s3r_transport_t want = opts ? opts->transport : S3R_TRANSPORT_DEFAULT;
-    s3r_object_info_t *info = NULL;
     s3r_status_t st = S3R_OK;
     uint64_t size = UINT64_MAX;
     s3r_transport_t t = pick(c, want, opts && opts->range_len ? opts->range_len : UINT64_MAX);
     if (t == S3R_TRANSPORT_NATIVE)
         return done(c, unsupported_native(c));
     if (t == S3R_TRANSPORT_TOKEN) {
-        st = head_object(c, bucket, key, &info);
+        st = get_size(c, bucket, key, opts, &size);
         if (st != S3R_OK)
             return done(c, st);
-        uint64_t start = opts ? opts->range_start : 0;
-        size = info->size > start ? info->size - start : 0;
-        if (opts && opts->range_len && opts->range_len < size)
-            size = opts->range_len;
-        s3r_object_info_free(info);
         t = pick(c, want, size);
     }
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
@@ -1204,11 +1215,8 @@ s3r_status_t s3r_object_copy(s3r_client_t *c, const char *src_bucket, const char
         s3c_req_init(&req, "PUT", dst_bucket, dst_key);
         s3c_req_hdr(&req, "x-amz-copy-source", src.data);
         st = get_xml(c, &req, &body);
-        if (st == S3R_OK && s3c_xml_is_error(body.data, body.len)) {
-            s3c_error_doc_t doc;
-            (void)s3c_xml_parse_error(body.data, body.len, &doc);
-            st = s3c_fail(c, S3R_ERR_SERVER, S3R_TRANSPORT_HTTP, 200, doc.code, "%s", doc.message);
-        }
+        if (st == S3R_OK)
+            st = error_in_200(c, &body);
     }
     buf_free(&src);
     buf_free(&body);

@@ -154,7 +154,6 @@ typedef struct s3c_req {
     const void *body; /* request body (body_len bytes) */
     uint64_t body_len;
     bool unsigned_payload; /* UNSIGNED-PAYLOAD even for a small body */
-    bool head;             /* HEAD: no response body */
     int ep_idx;            /* HTTP endpoint; -1 = round robin with failover */
     /* Where a 2xx response body goes: a fixed buffer, a growable buffer or a
      * file descriptor (at sink_off), or nowhere. */

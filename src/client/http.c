@@ -431,7 +431,7 @@ static s3r_status_t do_once(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *resp, i
     /* S3 returns a Content-Encoding the caller stored; bytes pass untouched. */
     curl_easy_setopt(h, CURLOPT_HTTP_CONTENT_DECODING, 0L);
 
-    if (req->head) {
+    if (strcmp(req->method, "HEAD") == 0) {
         curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
     } else if (strcmp(req->method, "PUT") == 0 || strcmp(req->method, "POST") == 0) {
         curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
