@@ -1081,6 +1081,8 @@ s3r_status_t s3r_object_get_alloc(s3r_client_t *c, const char *bucket, const cha
     s3r_transport_t want = opts ? opts->transport : S3R_TRANSPORT_DEFAULT;
     s3r_transport_t t = pick(c, want, opts && opts->range_len ? opts->range_len : UINT64_MAX);
     s3r_status_t st;
+    if (t == S3R_TRANSPORT_NATIVE)
+        return done(c, unsupported_native(c));
     if (t == S3R_TRANSPORT_HTTP) {
         buf_t b;
         uint64_t n = 0;
@@ -1102,13 +1104,10 @@ s3r_status_t s3r_object_get_alloc(s3r_client_t *c, const char *bucket, const cha
     char *mem = malloc((size_t)need + 1);
     if (mem == NULL)
         return done(c, s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory"));
+    /* get_one picks the transport again for the real size: under AUTO an
+     * object below rdma_threshold goes over HTTP. */
     uint64_t n = 0;
-    s3r_get_opts_t o = {0};
-    if (opts)
-        o = *opts;
-    if (o.transport == S3R_TRANSPORT_DEFAULT || o.transport == S3R_TRANSPORT_AUTO)
-        o.transport = t;
-    st = get_one(c, bucket, key, mem, need, &o, &n);
+    st = get_one(c, bucket, key, mem, need, opts, &n);
     /* The buffer is about to change hands: drop its registration. */
     s3r_buf_unregister(c, mem);
     if (st != S3R_OK) {
