@@ -527,6 +527,35 @@ static void finish_request(s3_req_t *req)
     }
 }
 
+typedef struct length_scan {
+    const char *first;
+    bool conflict;
+} length_scan_t;
+
+static enum MHD_Result scan_length(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   size_t key_size, const char *value, size_t value_size)
+{
+    (void)kind;
+    (void)value_size;
+    length_scan_t *ls = cls;
+    if (key_size != 14 || strncasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH, 14) != 0)
+        return MHD_YES;
+    if (!ls->first)
+        ls->first = value;
+    else if (strcmp(ls->first, value) != 0)
+        ls->conflict = true;
+    return MHD_YES;
+}
+
+/* RFC 9112 §6.3: differing Content-Length headers make the framing
+ * unknowable; such a request is refused and the connection closed. */
+static bool conflicting_lengths(s3_req_t *req)
+{
+    length_scan_t ls = {0};
+    MHD_get_connection_values_n(req->conn, MHD_HEADER_KIND, scan_length, &ls);
+    return ls.conflict;
+}
+
 static bool request_has_body(s3_req_t *req)
 {
     const char *cl = s3_req_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -567,7 +596,9 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
          * is handled on the next call, keeping the connection alive; one with
          * a body is checked now, so a refused upload is refused before the
          * body is sent (no 100 Continue). */
-        if (request_has_body(req))
+        if (conflicting_lengths(req))
+            s3_reply_error(req, S3E_INVALID_REQUEST, "Conflicting Content-Length headers.");
+        else if (request_has_body(req))
             start_request(req, url);
         else
             req->deferred = true;

@@ -260,7 +260,7 @@ def test_upload_part_copy(s3, bucket, parts3):
         s3.upload_part_copy(Bucket=bucket, Key="copy-dst2", UploadId=uid, PartNumber=2,
                             CopySource={"Bucket": bucket, "Key": "copy-src"},
                             CopySourceRange=f"bytes={len(src)}-{len(src) + 10}")
-    assert client_error(ei)[1] in (400, 416)
+    assert client_error(ei) == ("InvalidArgument", 400)
     s3.abort_multipart_upload(Bucket=bucket, Key="copy-dst2", UploadId=uid)
 
 
