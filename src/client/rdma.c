@@ -24,7 +24,6 @@ struct s3c_region {
     char *addr;
     size_t len;
     rdma_region_t *r;
-    s3c_sess_t *sess;
     bool alloc;     /* memory from rdma_region_alloc (s3r_buf_alloc) */
     unsigned refs;  /* requests using it now */
     uint64_t stamp; /* LRU clock at last use */
@@ -207,7 +206,7 @@ s3r_status_t s3r_client_rdma_connect(s3r_client_t *c)
 
 /* Evicts least recently used idle cached regions until under the bound.
  * rdma_mu held. */
-static void lru_trim(s3r_client_t *c, s3c_sess_t *s, unsigned keep)
+static void lru_trim(s3c_sess_t *s, unsigned keep)
 {
     while (s->n_cached > keep) {
         s3c_region_t **victim = NULL;
@@ -226,7 +225,6 @@ static void lru_trim(s3r_client_t *c, s3c_sess_t *s, unsigned keep)
         s->n_cached--;
         free(r);
     }
-    (void)c;
 }
 
 s3r_status_t s3c_token_for(s3r_client_t *c, s3c_sess_t *s, const void *addr, uint64_t len,
@@ -248,7 +246,7 @@ s3r_status_t s3c_token_for(s3r_client_t *c, s3c_sess_t *s, const void *addr, uin
         /* Register the caller's buffer; the registration call talks to the
          * server, done under the lock so two threads never register the same
          * buffer twice. */
-        lru_trim(c, s, c->set.max_cached_regions > 0 ? c->set.max_cached_regions - 1 : 0);
+        lru_trim(s, c->set.max_cached_regions > 0 ? c->set.max_cached_regions - 1 : 0);
         hit = calloc(1, sizeof(*hit));
         if (hit == NULL) {
             st = S3R_ERR_NOMEM;
@@ -260,7 +258,6 @@ s3r_status_t s3c_token_for(s3r_client_t *c, s3c_sess_t *s, const void *addr, uin
         } else {
             hit->addr = (char *)addr;
             hit->len = len ? (size_t)len : 1;
-            hit->sess = s;
             hit->next = s->regions;
             s->regions = hit;
             s->n_cached++;
@@ -351,7 +348,6 @@ s3r_status_t s3r_buf_alloc(s3r_client_t *c, size_t len, void **buf_p)
             reg->addr = mem;
             reg->len = len;
             reg->alloc = true;
-            reg->sess = s;
             reg->next = s->regions;
             s->regions = reg;
             s->users++;
