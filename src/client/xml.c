@@ -136,6 +136,20 @@ static int parse_u64(const char *s, uint64_t *out)
     return 0;
 }
 
+/* Makes room for one more element of size elem in arr (n used, *cap
+ * allocated), doubling from first. Returns the array, or NULL when out of
+ * memory (arr is then unchanged and still owned by the caller). */
+static void *grow(void *arr, size_t *cap, size_t n, size_t elem, size_t first)
+{
+    if (n < *cap)
+        return arr;
+    size_t ncap = *cap ? *cap * 2 : first;
+    void *p = realloc(arr, ncap * elem);
+    if (p != NULL)
+        *cap = ncap;
+    return p;
+}
+
 /* ---- Dates ---------------------------------------------------------------- */
 
 int64_t s3c_parse_iso8601(const char *s)
@@ -225,14 +239,10 @@ static int bucket_start(void *ctx, const char *const *n, int depth)
     bucket_ctx_t *b = ctx;
     if (depth == 3 && strcmp(n[1], "Buckets") == 0 && strcmp(n[2], "Bucket") == 0) {
         s3r_bucket_list_t *l = b->list;
-        if (l->n_buckets == b->cap) {
-            size_t cap = b->cap ? b->cap * 2 : 16;
-            void *p = realloc(l->buckets, cap * sizeof(*l->buckets));
-            if (p == NULL)
-                return -1;
-            l->buckets = p;
-            b->cap = cap;
-        }
+        void *p = grow(l->buckets, &b->cap, l->n_buckets, sizeof(*l->buckets), 16);
+        if (p == NULL)
+            return -1;
+        l->buckets = p;
         memset(&l->buckets[l->n_buckets], 0, sizeof(l->buckets[0]));
         l->n_buckets++;
     }
@@ -304,14 +314,10 @@ static int objlist_start(void *ctx, const char *const *n, int depth)
         return o->root_ok ? 0 : -1;
     }
     if (depth == 2 && strcmp(n[1], "Contents") == 0) {
-        if (l->n_objects == o->cap_obj) {
-            size_t cap = o->cap_obj ? o->cap_obj * 2 : 64;
-            void *p = realloc(l->objects, cap * sizeof(*l->objects));
-            if (p == NULL)
-                return -1;
-            l->objects = p;
-            o->cap_obj = cap;
-        }
+        void *p = grow(l->objects, &o->cap_obj, l->n_objects, sizeof(*l->objects), 64);
+        if (p == NULL)
+            return -1;
+        l->objects = p;
         memset(&l->objects[l->n_objects], 0, sizeof(l->objects[0]));
         l->n_objects++;
     }
@@ -353,14 +359,10 @@ static int objlist_end(void *ctx, const char *const *n, int depth, const char *t
         return 0;
     }
     if (depth == 3 && strcmp(n[1], "CommonPrefixes") == 0 && strcmp(n[2], "Prefix") == 0) {
-        if (l->n_prefixes == o->cap_pfx) {
-            size_t cap = o->cap_pfx ? o->cap_pfx * 2 : 16;
-            void *p = realloc(l->prefixes, cap * sizeof(*l->prefixes));
-            if (p == NULL)
-                return -1;
-            l->prefixes = p;
-            o->cap_pfx = cap;
-        }
+        void *p = grow(l->prefixes, &o->cap_pfx, l->n_prefixes, sizeof(*l->prefixes), 16);
+        if (p == NULL)
+            return -1;
+        l->prefixes = p;
         if ((l->prefixes[l->n_prefixes] = strdup(text)) == NULL)
             return -1;
         l->n_prefixes++;
