@@ -3,10 +3,13 @@
  *
  * Exit codes: 0 success, 1 the operation failed (S3 or transport error),
  * 2 usage error, 3 not found (NoSuchBucket / NoSuchKey), 4 access denied. */
+#include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -105,20 +108,27 @@ static int report(s3r_client_t *c, const char *what, s3r_status_t st)
     return exit_code(st);
 }
 
+/* "4096", "64K", "1MB", "1MiB", "2g": the suffixes are powers of 1024 as in
+ * RDMA_THRESHOLD_BYTES. Anything else (a sign, trailing text, overflow) is a
+ * usage error. */
 static uint64_t parse_size(const char *s, const char *opt)
 {
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    uint64_t mul = 1;
-    if (*end == 'k' || *end == 'K')
-        mul = 1024;
-    else if (*end == 'm' || *end == 'M')
-        mul = 1024 * 1024;
-    else if (*end == 'g' || *end == 'G')
-        mul = 1024ULL * 1024 * 1024;
-    else if (*end != '\0')
-        mul = 0;
-    if (mul == 0 || end == s) {
+    static const char units[] = "kmg";
+    char *end = NULL;
+    unsigned long long v = 0;
+    uint64_t mul = 0;
+    errno = 0;
+    if (isdigit((unsigned char)s[0]))
+        v = strtoull(s, &end, 10);
+    if (end != NULL && errno == 0) {
+        const char *u = *end ? strchr(units, tolower((unsigned char)*end)) : NULL;
+        if (*end == '\0')
+            mul = 1;
+        else if (u != NULL && (end[1] == '\0' || !strcasecmp(end + 1, "b") ||
+                               !strcasecmp(end + 1, "ib")))
+            mul = 1ULL << (10 * (u - units + 1));
+    }
+    if (mul == 0 || v > UINT64_MAX / mul) {
         fprintf(stderr, "%s: %s: bad size \"%s\"\n", prog, opt, s);
         exit(EXIT_USAGE);
     }
