@@ -304,7 +304,10 @@ static int do_errors(const char *bucket)
     st = s3r_object_put(cli, "no-such-bucket-s3r", "k", "x", 1, NULL);
     CHECK(st == S3R_ERR_NO_SUCH_BUCKET, "put missing bucket: %s", s3r_status_name(st));
     st = s3r_bucket_create(cli, bucket);
-    CHECK(st == S3R_ERR_BUCKET_EXISTS || st == S3R_OK, "create twice: %s", s3r_status_name(st));
+    CHECK(st == S3R_ERR_BUCKET_EXISTS, "create twice: %s", s3r_status_name(st));
+    CHECK(s3r_client_last_error(cli, &e) == S3R_OK && e.http_status == 409 &&
+              strcmp(e.code, "BucketAlreadyOwnedByYou") == 0,
+          "create twice: %d %s", e.http_status, e.code);
     CHECK(s3r_object_put(cli, bucket, "e/k", "x", 1, NULL) == S3R_OK, "put");
     st = s3r_bucket_delete(cli, bucket);
     CHECK(st == S3R_ERR_BUCKET_NOT_EMPTY, "delete non-empty: %s", s3r_status_name(st));

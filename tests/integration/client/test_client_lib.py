@@ -6,6 +6,7 @@ UCX_TLS=tcp (the `ucx` parameter; client and server get the same setting).
 The token path needs the server's RDMA layer: if it is missing these tests
 fail, they are never skipped.
 """
+import contextlib
 import os
 import re
 import subprocess
@@ -88,14 +89,20 @@ class RdmaServer:
         return f"127.0.0.1:{self.rdma_port}"
 
 
-def run_driver(server, *args, env=None, endpoint=None, rdma_endpoint=None, timeout=300,
-               check=True):
-    """Runs s3r_driver; returns (returncode, RESULT fields, stderr)."""
+def _driver_env(server, endpoint=None, rdma_endpoint=None):
+    """The environment s3r_driver reads its endpoints and credentials from."""
     assert DRIVER.exists(), f"{DRIVER} not built (cmake --build build --target s3r_driver)"
     e = _clean_env(server.ucx_env)
     e.update({"S3R_ENDPOINT": endpoint or server.endpoint,
               "S3R_RDMA_ENDPOINT": rdma_endpoint or server.rdma_endpoint,
               "S3R_ACCESS_KEY": USERS[0][0], "S3R_SECRET_KEY": USERS[0][1]})
+    return e
+
+
+def run_driver(server, *args, env=None, endpoint=None, rdma_endpoint=None, timeout=300,
+               check=True):
+    """Runs s3r_driver; returns (returncode, RESULT fields, stderr)."""
+    e = _driver_env(server, endpoint, rdma_endpoint)
     e.update(env or {})
     p = subprocess.run([str(DRIVER), *map(str, args)], env=e, capture_output=True, text=True,
                        timeout=timeout)
@@ -107,6 +114,22 @@ def run_driver(server, *args, env=None, endpoint=None, rdma_endpoint=None, timeo
     if check:
         assert p.returncode == 0, f"driver {args} failed: {p.returncode}\n{p.stderr}\n{p.stdout}"
     return p.returncode, fields, p.stderr
+
+
+@contextlib.contextmanager
+def held_token(server, size=4096):
+    """Runs `s3r_driver token SIZE`: yields the token while the driver keeps its
+    session (and the registered buffer) alive."""
+    p = subprocess.Popen([str(DRIVER), "token", str(size)], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=_driver_env(server))
+    try:
+        line = p.stdout.readline()
+        assert line.startswith("TOKEN s3r1."), line + p.stderr.read()
+        yield line.split()[1]
+    finally:
+        p.stdin.close()
+        p.wait(30)
 
 
 def boto(server):
@@ -163,6 +186,15 @@ def test_roundtrip_sizes(rsrv, rbucket, transport):
         assert r["token_ops"] > 0 and r["http_ops"] > 0
 
 
+def test_auto_picks_by_object_size(rsrv, rbucket):
+    """AUTO (threshold 1 MiB): put, get and get_alloc of a small object all go
+    over HTTP, of a large one all by token (get_alloc learns the size by HEAD)."""
+    _, r, _ = run_driver(rsrv, "--transport", "auto", "roundtrip", rbucket, 4096)
+    assert r["http_ops"] == 3 and r["token_ops"] == 0, r
+    _, r, _ = run_driver(rsrv, "--transport", "auto", "roundtrip", rbucket, 2 * MiB)
+    assert r["http_ops"] == 0 and r["token_ops"] == 3, r
+
+
 @pytest.mark.parametrize("transport", ["http", "token"])
 def test_roundtrip_files_and_registered_buffers(rsrv, rbucket, transport):
     run_driver(rsrv, "--transport", transport, "--files", "roundtrip", rbucket, 0, 5, 20 * MiB)
@@ -216,24 +248,16 @@ def test_threads_share_one_client(rsrv, rbucket, transport):
 def test_list_and_errors(rsrv, rbucket):
     run_driver(rsrv, "--transport", "http", "list", rbucket)
     run_driver(rsrv, "--transport", "http", "errors", rbucket)
-    # Over the token path a 404 is a 404, never a decline.
-    _, r, _ = run_driver(rsrv, "--transport", "token", "--no-fallback", "errors", rbucket)
-    assert r["fallbacks"] == 0
+    # Over the token path a 404 is a 404, never a decline: with fallback off
+    # the driver would see RDMA_DECLINED, with it on a fallback would count.
+    run_driver(rsrv, "--transport", "token", "--no-fallback", "errors", rbucket)
+    _, r, _ = run_driver(rsrv, "--transport", "token", "errors", rbucket)
+    assert r["fallbacks"] == 0 and r["token_ops"] > 0
 
 
 def test_session_visible_in_server_stats(rsrv):
-    p = subprocess.Popen([str(DRIVER), "token", "4096"], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env={**_clean_env(rsrv.ucx_env), "S3R_ENDPOINT": rsrv.endpoint,
-                              "S3R_RDMA_ENDPOINT": rsrv.rdma_endpoint,
-                              "S3R_ACCESS_KEY": USERS[0][0], "S3R_SECRET_KEY": USERS[0][1]})
-    try:
-        line = p.stdout.readline()
-        assert line.startswith("TOKEN s3r1."), line + p.stderr.read()
+    with held_token(rsrv):
         assert stats_json(rsrv.srv)[1]["rdma_sessions"] >= 1
-    finally:
-        p.stdin.close()
-        p.wait(30)
 
 
 # ---------------------------------------------------------------------------
@@ -263,24 +287,13 @@ def _token_put(server, bucket, key, token, size, sign_token):
 
 
 def test_token_outside_signed_headers_is_403(rsrv, rbucket):
-    p = subprocess.Popen([str(DRIVER), "token", "4096"], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env={**_clean_env(rsrv.ucx_env), "S3R_ENDPOINT": rsrv.endpoint,
-                              "S3R_RDMA_ENDPOINT": rsrv.rdma_endpoint,
-                              "S3R_ACCESS_KEY": USERS[0][0], "S3R_SECRET_KEY": USERS[0][1]})
-    try:
-        line = p.stdout.readline()
-        assert line.startswith("TOKEN "), line + p.stderr.read()
-        token = line.split()[1]
+    with held_token(rsrv) as token:
         status, hdrs, body = _token_put(rsrv, rbucket, "unsigned-token", token, 4096, False)
         assert status == 403, (status, body)
         assert "x-amz-rdma-reply" not in hdrs
         # Control: the same token, signed, is accepted.
         status, hdrs, body = _token_put(rsrv, rbucket, "signed-token", token, 4096, True)
         assert status == 200 and "x-amz-rdma-reply" in hdrs, (status, hdrs, body)
-    finally:
-        p.stdin.close()
-        p.wait(30)
     s3 = boto(rsrv)
     assert s3.head_object(Bucket=rbucket, Key="signed-token")["ContentLength"] == 4096
     with pytest.raises(Exception):
@@ -433,6 +446,7 @@ def test_cli_usage(rsrv):
     cli(rsrv, "frobnicate", check=2)
     cli(rsrv, "put", "only-one-arg", check=2)
     cli(rsrv, "mb", "not-a-url", check=2)
+    cli(rsrv, "--part-size", "8Mx", "ls", check=2)
     p = subprocess.run([str(CLI), "--transport", "pigeon", "ls"], capture_output=True)
     assert p.returncode == 2
     env = _clean_env()
