@@ -69,6 +69,12 @@ const char *s3r_strerror(s3r_status_t st);
 /* The enumerator's name, e.g. "S3R_ERR_NO_SUCH_KEY" (static string). */
 const char *s3r_status_name(s3r_status_t st);
 
+/* Parses a size as the SPT knobs write them ("4096", "64K", "1MB", "1MiB",
+ * "2g": suffixes are powers of 1024, as for RDMA_THRESHOLD_BYTES) into
+ * *bytes_p. S3R_ERR_INVALID_ARG on anything else (a sign, trailing text,
+ * overflow); *bytes_p is written only on success. */
+s3r_status_t s3r_size_parse(const char *s, uint64_t *bytes_p);
+
 /* ---- Client configuration ------------------------------------------------ */
 
 typedef enum s3r_transport {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "client/client_internal.h"
+#include "common/size.h"
 #include "common/sigv4.h"
 
 /* ======================================================================== */
@@ -40,6 +41,15 @@ const char *s3r_status_name(s3r_status_t st)
 #undef S3R_STATUS_NAME_
     }
     return "S3R_UNKNOWN";
+}
+
+s3r_status_t s3r_size_parse(const char *s, uint64_t *bytes_p)
+{
+    uint64_t v;
+    if (s == NULL || bytes_p == NULL || size_parse(s, &v) != 0)
+        return S3R_ERR_INVALID_ARG;
+    *bytes_p = v;
+    return S3R_OK;
 }
 
 void s3r_free(void *p)

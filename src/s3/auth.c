@@ -24,7 +24,6 @@ static const s3_user_t *find_user(const s3_req_t *req, const char *access_key)
     return NULL;
 }
 
-/* Rebuilds the raw query string ("a=1&b") from MHD's argument list. */
 /* The signing key depends only on (secret, date, region, service), so each
  * connection thread keeps the last one it derived: four HMACs saved on every
  * request but the first of the day. */
@@ -47,6 +46,7 @@ static void signing_key_cached(const s3_user_t *user, const sigv4_auth_t *auth,
     memcpy(key, cache.key, SHA256_LEN);
 }
 
+/* Rebuilds the raw query string ("a=1&b") from MHD's argument list. */
 static enum MHD_Result append_query_arg(void *cls, enum MHD_ValueKind kind, const char *key,
                                         size_t key_size, const char *value, size_t value_size)
 {

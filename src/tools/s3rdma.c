@@ -108,31 +108,15 @@ static int report(s3r_client_t *c, const char *what, s3r_status_t st)
     return exit_code(st);
 }
 
-/* "4096", "64K", "1MB", "1MiB", "2g": the suffixes are powers of 1024 as in
- * RDMA_THRESHOLD_BYTES. Anything else (a sign, trailing text, overflow) is a
- * usage error. */
+/* A size option ("64K", "1MiB"...: s3r_size_parse); anything else is a usage error. */
 static uint64_t parse_size(const char *s, const char *opt)
 {
-    static const char units[] = "kmg";
-    char *end = NULL;
-    unsigned long long v = 0;
-    uint64_t mul = 0;
-    errno = 0;
-    if (isdigit((unsigned char)s[0]))
-        v = strtoull(s, &end, 10);
-    if (end != NULL && errno == 0) {
-        const char *u = *end ? strchr(units, tolower((unsigned char)*end)) : NULL;
-        if (*end == '\0')
-            mul = 1;
-        else if (u != NULL && (end[1] == '\0' || !strcasecmp(end + 1, "b") ||
-                               !strcasecmp(end + 1, "ib")))
-            mul = 1ULL << (10 * (u - units + 1));
-    }
-    if (mul == 0 || v > UINT64_MAX / mul) {
+    uint64_t v;
+    if (s3r_size_parse(s, &v) != S3R_OK) {
         fprintf(stderr, "%s: %s: bad size \"%s\"\n", prog, opt, s);
         exit(EXIT_USAGE);
     }
-    return (uint64_t)v * mul;
+    return v;
 }
 
 static void fmt_time(int64_t t, char *out, size_t len)
