@@ -18,13 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from s3r_itest import BINARY, REGION, USERS, Server, empty_bucket, new_bucket_name, write_config
-
-try:
-    import boto3
-    import botocore.config
-except ImportError:  # pragma: no cover
-    boto3 = None
+from s3r_itest import (BINARY, USERS, Server, boto_client, empty_bucket,  # noqa: E402
+                       new_bucket_name, write_config)
 
 # --------------------------------------------------------------------------
 # *.localhost -> 127.0.0.1 (glibc here does not resolve subdomains of localhost)
@@ -159,25 +154,10 @@ def make_server(tmp_path, request):
 # --------------------------------------------------------------------------
 # boto3 clients
 # --------------------------------------------------------------------------
-def _client(server, user, addressing="path", **cfg):
-    if boto3 is None:
-        pytest.skip("boto3 not importable (run with /usr/bin/python3)")
-    params = dict(signature_version="s3v4", region_name=REGION,
-                  retries={"max_attempts": 1, "mode": "standard"},
-                  connect_timeout=5, read_timeout=60,
-                  s3={"addressing_style": addressing})
-    params.update(cfg)
-    endpoint = server.endpoint if addressing == "path" else f"http://localhost:{server.port}"
-    session = boto3.session.Session()
-    return session.client("s3", endpoint_url=endpoint, aws_access_key_id=user[0],
-                          aws_secret_access_key=user[1], region_name=REGION,
-                          config=botocore.config.Config(**params))
-
-
 @pytest.fixture(scope="session")
 def make_client(server):
     def factory(user=USERS[0], addressing="path", srv=None, **cfg):
-        return _client(srv or server, user, addressing, **cfg)
+        return boto_client(srv or server, user, addressing, **cfg)
     return factory
 
 

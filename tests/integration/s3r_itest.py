@@ -509,8 +509,82 @@ def stats_json(server):
 
 
 # --------------------------------------------------------------------------
+# An s3rdmad with its RDMA session port (the client-library tests)
+# --------------------------------------------------------------------------
+
+# The two UCX transport settings every RDMA test runs under (DESIGN.md 10).
+UCX_ENVS = {"ucx-default": {}, "ucx-tcp": {"UCX_TLS": "tcp"}}
+
+
+class RdmaServer:
+    """An s3rdmad (relaxed durability) with its RDMA session port on a free port, run
+    under ucx_env; env_extra is added to the server's environment only."""
+
+    def __init__(self, tmp, name, ucx_env, rdma=True, env_extra=None):
+        tmp = Path(tmp)
+        d = tmp / f"{name}-data"
+        d.mkdir(parents=True, exist_ok=True)
+        cfg = tmp / f"{name}.yaml"
+        write_config(cfg)
+        self.rdma_port = free_port()
+        self.ucx_env = ucx_env
+        self.srv = Server(d, cfg, tmp / f"{name}.log", durability="relaxed",
+                          extra_args=["--rdma-listen", f"127.0.0.1:{self.rdma_port}"],
+                          env=clean_env({**ucx_env, **(env_extra or {})}), rdma_enabled=rdma)
+
+    def start(self):
+        self.srv.start()
+        return self
+
+    def stop(self):
+        """Stops the server; it must have been alive and must exit 0."""
+        alive = self.srv.alive()
+        rc = self.srv.stop()
+        assert alive, f"s3rdmad died\n{self.srv.log_tail()}"
+        assert rc == 0, f"s3rdmad exit code {rc}\n{self.srv.log_tail()}"
+
+    @property
+    def endpoint(self):
+        return self.srv.endpoint
+
+    @property
+    def port(self):
+        return self.srv.port
+
+    @property
+    def rdma_endpoint(self):
+        return f"127.0.0.1:{self.rdma_port}"
+
+    def client_env(self, user=USERS[0]):
+        """The environment libs3rdma test programs read endpoints and keys from."""
+        return clean_env({**self.ucx_env, "S3R_ENDPOINT": self.endpoint,
+                          "S3R_RDMA_ENDPOINT": self.rdma_endpoint,
+                          "S3R_ACCESS_KEY": user[0], "S3R_SECRET_KEY": user[1]})
+
+    def sessions(self):
+        status, js = stats_json(self.srv)
+        assert status == 200
+        return js["rdma_sessions"]
+
+
+# --------------------------------------------------------------------------
 # boto3 helpers
 # --------------------------------------------------------------------------
+
+def boto_client(server, user=USERS[0], addressing="path", **cfg):
+    """A boto3 S3 client for server (anything with .endpoint and .port), SigV4, no retries."""
+    import boto3
+    import botocore.config
+    params = dict(signature_version="s3v4", region_name=REGION,
+                  retries={"max_attempts": 1, "mode": "standard"},
+                  connect_timeout=5, read_timeout=60,
+                  s3={"addressing_style": addressing})
+    params.update(cfg)
+    endpoint = server.endpoint if addressing == "path" else f"http://localhost:{server.port}"
+    return boto3.session.Session().client(
+        "s3", endpoint_url=endpoint, aws_access_key_id=user[0], aws_secret_access_key=user[1],
+        region_name=REGION, config=botocore.config.Config(**params))
+
 
 def empty_bucket(client, name):
     try:

@@ -11,21 +11,14 @@ import os
 import re
 import subprocess
 import sys
-import threading
 import uuid
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from s3r_itest import (REPO_ROOT, USERS, Server, free_port, sign_headers,  # noqa: E402
-                       stats_json, uri_encode, write_config)
-
-try:
-    import boto3
-    import botocore.config
-except ImportError:  # pragma: no cover
-    boto3 = None
+from s3r_itest import (REPO_ROOT, UCX_ENVS, USERS, RdmaServer, boto_client,  # noqa: E402
+                       clean_env, free_port, sign_headers, stats_json, uri_encode)
 
 try:
     import numpy as np
@@ -36,7 +29,6 @@ BUILD = REPO_ROOT / "build"
 DRIVER = BUILD / "tests" / "s3r_driver"
 CLI = BUILD / "s3rdma"
 MiB = 1024 * 1024
-UCX_ENVS = {"ucx-default": {}, "ucx-tcp": {"UCX_TLS": "tcp"}}
 
 
 def pattern(n, seed, base=0):
@@ -48,54 +40,12 @@ def pattern(n, seed, base=0):
     return bytes(((i * 31 + seed * 7 + (i >> 8)) & 0xFF) for i in range(base, base + n))
 
 
-def _clean_env(extra=None):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("S3RDMA_", "UCX_", "RDMA_", "SPT_", "S3R_"))}
-    env.update(extra or {})
-    return env
-
-
-class RdmaServer:
-    """An s3rdmad with the RDMA session port on a free port."""
-
-    def __init__(self, tmp, name, ucx_env, rdma=True):
-        tmp = Path(tmp)
-        d = tmp / f"{name}-data"
-        d.mkdir(parents=True, exist_ok=True)
-        cfg = tmp / f"{name}.yaml"
-        write_config(cfg)
-        self.rdma_port = free_port()
-        self.srv = Server(d, cfg, tmp / f"{name}.log", durability="relaxed",
-                          extra_args=["--rdma-listen", f"127.0.0.1:{self.rdma_port}"],
-                          env=_clean_env(ucx_env), rdma_enabled=rdma)
-        self.ucx_env = ucx_env
-
-    def start(self):
-        self.srv.start()
-        return self
-
-    def stop(self):
-        alive = self.srv.alive()
-        rc = self.srv.stop()
-        assert alive, f"s3rdmad died\n{self.srv.log_tail()}"
-        assert rc == 0, f"s3rdmad exit code {rc}\n{self.srv.log_tail()}"
-
-    @property
-    def endpoint(self):
-        return self.srv.endpoint
-
-    @property
-    def rdma_endpoint(self):
-        return f"127.0.0.1:{self.rdma_port}"
-
-
 def _driver_env(server, endpoint=None, rdma_endpoint=None):
     """The environment s3r_driver reads its endpoints and credentials from."""
     assert DRIVER.exists(), f"{DRIVER} not built (cmake --build build --target s3r_driver)"
-    e = _clean_env(server.ucx_env)
+    e = server.client_env()
     e.update({"S3R_ENDPOINT": endpoint or server.endpoint,
-              "S3R_RDMA_ENDPOINT": rdma_endpoint or server.rdma_endpoint,
-              "S3R_ACCESS_KEY": USERS[0][0], "S3R_SECRET_KEY": USERS[0][1]})
+              "S3R_RDMA_ENDPOINT": rdma_endpoint or server.rdma_endpoint})
     return e
 
 
@@ -133,14 +83,7 @@ def held_token(server, size=4096):
 
 
 def boto(server):
-    if boto3 is None:
-        pytest.fail("boto3 not importable (run with /usr/bin/python3)")
-    return boto3.session.Session().client(
-        "s3", endpoint_url=server.endpoint, aws_access_key_id=USERS[0][0],
-        aws_secret_access_key=USERS[0][1], region_name="us-east-1",
-        config=botocore.config.Config(signature_version="s3v4",
-                                      s3={"addressing_style": "path"},
-                                      retries={"max_attempts": 1}))
+    return boto_client(server)
 
 
 @pytest.fixture(scope="module", params=list(UCX_ENVS))
@@ -380,7 +323,7 @@ def test_env_overrides(rsrv, rbucket):
 # ---------------------------------------------------------------------------
 
 def cli(server, *args, transport="auto", check=None):
-    env = _clean_env(server.ucx_env)
+    env = clean_env(server.ucx_env)
     env.update({"AWS_ACCESS_KEY_ID": USERS[0][0], "AWS_SECRET_ACCESS_KEY": USERS[0][1]})
     p = subprocess.run([str(CLI), "--endpoint", server.endpoint, "--rdma-endpoint",
                         server.rdma_endpoint, "--transport", transport, *map(str, args)],
@@ -431,7 +374,7 @@ def test_endpoint_failover(rsrv, rbucket):
 
 
 def test_cli_bad_config(rsrv):
-    env = _clean_env({"AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b",
+    env = clean_env({"AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b",
                       "RDMA_THRESHOLD_BYTES": "lots"})
     p = subprocess.run([str(CLI), "--endpoint", rsrv.endpoint, "ls"], capture_output=True,
                        env=env)
@@ -449,13 +392,13 @@ def test_cli_usage(rsrv):
     cli(rsrv, "--part-size", "8Mx", "ls", check=2)
     p = subprocess.run([str(CLI), "--transport", "pigeon", "ls"], capture_output=True)
     assert p.returncode == 2
-    env = _clean_env()
+    env = clean_env()
     env.pop("AWS_ACCESS_KEY_ID", None)
     env.pop("AWS_SECRET_ACCESS_KEY", None)
     p = subprocess.run([str(CLI), "ls"], capture_output=True, env=env)
     assert p.returncode == 2 and b"credentials" in p.stderr
     # Wrong secret: access denied, exit 4.
-    env = _clean_env({"AWS_ACCESS_KEY_ID": USERS[0][0], "AWS_SECRET_ACCESS_KEY": "wrong-secret"})
+    env = clean_env({"AWS_ACCESS_KEY_ID": USERS[0][0], "AWS_SECRET_ACCESS_KEY": "wrong-secret"})
     p = subprocess.run([str(CLI), "--endpoint", rsrv.endpoint, "ls"], capture_output=True,
                        env=env)
     assert p.returncode == 4, p.stderr

@@ -30,14 +30,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from s3r_itest import (REPO_ROOT, USERS, Server, clean_env, free_port,  # noqa: E402
-                       stats_json, write_config)
-
-try:
-    import boto3
-    import botocore.config
-except ImportError:  # pragma: no cover
-    boto3 = None
+from s3r_itest import REPO_ROOT, UCX_ENVS, RdmaServer, boto_client  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -55,7 +48,6 @@ WARMUP = 10
 # The slack covers allocator arenas settling and the keeper's/HTTP traffic.
 RSS_GROWTH_MAX = 32 * MiB
 SETTLE_S = 20.0
-UCX_ENVS = {"ucx-default": {}, "ucx-tcp": {"UCX_TLS": "tcp"}}
 
 
 def pattern(n, seed):
@@ -99,36 +91,17 @@ def fmt_rss(st):
             f"{st.get('RssFile', 0) / MiB:.1f}, shmem {st.get('RssShmem', 0) / MiB:.1f})")
 
 
-class Srv:
+class Srv(RdmaServer):
+    """The shared RDMA server, with ASan's quarantine off so RSS measures leaks: under
+    ASan (scripts/run-tests' second pass) freed memory sits in the quarantine (256 MiB
+    by default), which reads as ~1 MiB of RSS growth per kill here; with it off the
+    growth is ~1 MiB in total. Ignored by non-sanitized builds."""
+
     def __init__(self, tmp, ucx_env):
-        tmp = Path(tmp)
-        (tmp / "data").mkdir()
-        write_config(tmp / "cfg.yaml")
-        self.rdma_port = free_port()
-        self.ucx_env = ucx_env
-        env = clean_env(ucx_env)
-        # Under ASan (scripts/run-tests' second pass) freed memory sits in
-        # ASan's quarantine (256 MiB by default), which reads as ~1 MiB of RSS
-        # growth per kill here; measured with quarantine off the growth is
-        # ~1 MiB in total. Turn it off for this server so RSS measures leaks.
-        # Ignored by non-sanitized builds.
-        env["ASAN_OPTIONS"] = ":".join(filter(None, [
-            env.get("ASAN_OPTIONS", ""), "quarantine_size_mb=0",
+        quarantine_off = ":".join(filter(None, [
+            os.environ.get("ASAN_OPTIONS", ""), "quarantine_size_mb=0",
             "thread_local_quarantine_size_kb=0"]))
-        self.srv = Server(tmp / "data", tmp / "cfg.yaml", tmp / "server.log",
-                          durability="relaxed",
-                          extra_args=["--rdma-listen", f"127.0.0.1:{self.rdma_port}"],
-                          env=env, rdma_enabled=True)
-
-    def client_env(self, user=USERS[0]):
-        return {**clean_env(self.ucx_env), "S3R_ENDPOINT": self.srv.endpoint,
-                "S3R_RDMA_ENDPOINT": f"127.0.0.1:{self.rdma_port}",
-                "S3R_ACCESS_KEY": user[0], "S3R_SECRET_KEY": user[1]}
-
-    def sessions(self):
-        status, js = stats_json(self.srv)
-        assert status == 200
-        return js["rdma_sessions"]
+        super().__init__(tmp, "resilience", ucx_env, env_extra={"ASAN_OPTIONS": quarantine_off})
 
     def wait_sessions(self, want, timeout=SETTLE_S):
         deadline = time.monotonic() + timeout
@@ -140,14 +113,7 @@ class Srv:
 
 
 def boto(srv):
-    if boto3 is None:
-        pytest.fail("boto3 not importable (run with /usr/bin/python3)")
-    return boto3.session.Session().client(
-        "s3", endpoint_url=srv.srv.endpoint, aws_access_key_id=USERS[0][0],
-        aws_secret_access_key=USERS[0][1], region_name="us-east-1",
-        config=botocore.config.Config(signature_version="s3v4",
-                                      s3={"addressing_style": "path"},
-                                      retries={"max_attempts": 1}))
+    return boto_client(srv)
 
 
 def victim(srv, op, bucket, key, seed=None):

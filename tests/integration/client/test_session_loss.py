@@ -7,7 +7,8 @@ import uuid
 
 import pytest
 
-from test_client_lib import DRIVER, UCX_ENVS, USERS, RdmaServer, _clean_env, boto, pattern
+from s3r_itest import UCX_ENVS, RdmaServer
+from test_client_lib import DRIVER, boto, pattern
 
 SIZE = 4 * 1024 * 1024
 
@@ -20,9 +21,7 @@ def lsrv(request, tmp_path):
 
 
 def start_twice(srv, bucket, fallback):
-    env = _clean_env(srv.ucx_env)
-    env.update({"S3R_ENDPOINT": srv.endpoint, "S3R_RDMA_ENDPOINT": srv.rdma_endpoint,
-                "S3R_ACCESS_KEY": USERS[0][0], "S3R_SECRET_KEY": USERS[0][1]})
+    env = srv.client_env()
     args = [str(DRIVER), "--transport", "token"] + ([] if fallback else ["--no-fallback"])
     p = subprocess.Popen(args + ["twice", bucket, "k", str(SIZE)], env=env, text=True,
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -28,12 +28,11 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from s3r_itest import (REPO_ROOT, USERS, Server, clean_env, free_port,  # noqa: E402
-                       raw_request, stats_json, write_config)
+from s3r_itest import (REPO_ROOT, UCX_ENVS, USERS, RdmaServer, raw_request,  # noqa: E402
+                       stats_json)
 
 # scripts/run-tests points S3RDMA_BUILD at build/ or build-asan/.
 HELPER = Path(os.environ.get("S3RDMA_BUILD", REPO_ROOT / "build")) / "tests" / "s3r_tokhelper"
-UCX_ENVS = {"ucx-default": {}, "ucx-tcp": {"UCX_TLS": "tcp"}}
 BUF = 64 * 1024
 
 
@@ -75,34 +74,12 @@ def test_token_codec_roundtrip():
 # Server, holder, requests
 # ---------------------------------------------------------------------------
 
-class Srv:
-    def __init__(self, tmp, ucx_env):
-        tmp = Path(tmp)
-        (tmp / "data").mkdir()
-        write_config(tmp / "cfg.yaml")
-        self.rdma_port = free_port()
-        self.ucx_env = ucx_env
-        self.srv = Server(tmp / "data", tmp / "cfg.yaml", tmp / "server.log",
-                          durability="relaxed",
-                          extra_args=["--rdma-listen", f"127.0.0.1:{self.rdma_port}"],
-                          env=clean_env(ucx_env), rdma_enabled=True)
-
-    def client_env(self, user):
-        return {**clean_env(self.ucx_env), "S3R_ENDPOINT": self.srv.endpoint,
-                "S3R_RDMA_ENDPOINT": f"127.0.0.1:{self.rdma_port}",
-                "S3R_ACCESS_KEY": user[0], "S3R_SECRET_KEY": user[1]}
-
-
 @pytest.fixture(scope="module", params=list(UCX_ENVS))
 def tsrv(request, tmp_path_factory):
     assert HELPER.exists(), f"{HELPER} not built (make build)"
-    s = Srv(tmp_path_factory.mktemp("toksec"), UCX_ENVS[request.param])
-    s.srv.start()
+    s = RdmaServer(tmp_path_factory.mktemp("toksec"), "toksec", UCX_ENVS[request.param]).start()
     yield s
-    alive = s.srv.alive()
-    rc = s.srv.stop()
-    assert alive, f"s3rdmad died\n{s.srv.log_tail()}"
-    assert rc == 0, f"s3rdmad exit code {rc}\n{s.srv.log_tail()}"
+    s.stop()
 
 
 class Holder:
