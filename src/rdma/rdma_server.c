@@ -243,14 +243,18 @@ struct rdma_server {
     struct rdma_xfer *xfers, *free_xfers;
 };
 
+/* Staging defaults: 64 chunks of 1 MiB (a zero in the config means these). */
+#define RDMA_DEFAULT_CHUNK   ((size_t)1 << 20)
+#define RDMA_DEFAULT_STAGING ((size_t)64 << 20)
+
 void rdma_server_config_defaults(rdma_server_config_t *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));
     cfg->listen_host = "0.0.0.0";
     cfg->port = 9100;
     cfg->n_workers = 0;
-    cfg->staging_bytes = 64u << 20;
-    cfg->chunk_bytes = 1u << 20;
+    cfg->staging_bytes = RDMA_DEFAULT_STAGING;
+    cfg->chunk_bytes = RDMA_DEFAULT_CHUNK;
     cfg->max_sessions = S3R_MAX_SESSIONS;
     cfg->max_regions_per_session = S3R_MAX_REGIONS_PER_SESSION;
     cfg->max_registered_per_session = S3R_MAX_REGISTERED_PER_SESSION;
@@ -1096,8 +1100,8 @@ static int listen_on(struct rdma_server *srv)
 
 static int staging_init(struct rdma_server *srv)
 {
-    srv->chunk_bytes = srv->cfg.chunk_bytes ? srv->cfg.chunk_bytes : (1u << 20);
-    size_t total = srv->cfg.staging_bytes ? srv->cfg.staging_bytes : (64u << 20);
+    srv->chunk_bytes = srv->cfg.chunk_bytes ? srv->cfg.chunk_bytes : RDMA_DEFAULT_CHUNK;
+    size_t total = srv->cfg.staging_bytes ? srv->cfg.staging_bytes : RDMA_DEFAULT_STAGING;
     if (total < 2 * srv->chunk_bytes)
         total = 2 * srv->chunk_bytes;
     srv->n_chunks = total / srv->chunk_bytes;
