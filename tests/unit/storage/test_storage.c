@@ -348,6 +348,51 @@ static void test_record_garbage(void **state)
     buf_free(&b);
 }
 
+/* Upload, part and bucket records: round trip, and every truncation refused. */
+static void test_record_truncations(void **state)
+{
+    (void)state;
+    buf_t b;
+    buf_init(&b, 1 << 20);
+    stor_meta_t m = {.content_type = "text/plain"};
+    assert_int_equal(stor_rec_encode_upload(&b, "up/key", 6, 1234, &m), 0);
+    stor_upload_rec_t u;
+    assert_int_equal(stor_rec_decode_upload(b.data, b.len, &u), STOR_OK);
+    assert_int_equal(u.key_len, 6);
+    assert_memory_equal(u.key, "up/key", 6);
+    assert_int_equal(u.initiated_ms, 1234);
+    assert_string_equal(u.meta.content_type, "text/plain");
+    stor_upload_rec_free(&u);
+    for (size_t len = 0; len < b.len; len++)
+        assert_int_equal(stor_rec_decode_upload(b.data, len, &u), STOR_ERR_IO);
+
+    buf_reset(&b);
+    stor_part_t part = {.number = 7, .size = 5 << 20, .mtime_ms = 99, .checksum_crc32 = "AAAAAA=="};
+    strcpy(part.etag, "0123456789abcdef0123456789abcdef");
+    uint8_t id[STOR_ID_LEN] = {9, 8, 7};
+    assert_int_equal(stor_rec_encode_part(&b, &part, id), 0);
+    stor_part_rec_t pr;
+    assert_int_equal(stor_rec_decode_part(b.data, b.len, &pr), STOR_OK);
+    assert_int_equal(pr.part.number, 7);
+    assert_int_equal(pr.part.size, 5 << 20);
+    assert_string_equal(pr.part.etag, part.etag);
+    assert_string_equal(pr.part.checksum_crc32, "AAAAAA==");
+    assert_memory_equal(pr.id, id, STOR_ID_LEN);
+    stor_part_free_fields(&pr.part);
+    for (size_t len = 0; len < b.len; len++)
+        assert_int_equal(stor_rec_decode_part(b.data, len, &pr), STOR_ERR_IO);
+
+    buf_reset(&b);
+    assert_int_equal(stor_rec_encode_bucket(&b, "owner-ak", 42), 0);
+    stor_bucket_t bk;
+    assert_int_equal(stor_rec_decode_bucket(b.data, b.len, &bk), STOR_OK);
+    assert_string_equal(bk.owner, "owner-ak");
+    assert_int_equal(bk.created, 42);
+    for (size_t len = 0; len < b.len; len++)
+        assert_int_equal(stor_rec_decode_bucket(b.data, len, &bk), STOR_ERR_IO);
+    buf_free(&b);
+}
+
 /* ---- Readers ------------------------------------------------------------ */
 
 static void test_reader_snapshot(void **state)
@@ -759,6 +804,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_long_key_objects, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_meta_roundtrip, setup_fsync, teardown),
         cmocka_unit_test(test_record_garbage),
+        cmocka_unit_test(test_record_truncations),
         cmocka_unit_test_setup_teardown(test_reader_snapshot, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_orphan_cleanup, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_orphan_cleanup, setup_fsync, teardown),
