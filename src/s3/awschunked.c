@@ -72,6 +72,7 @@ struct awschunk {
     bool have_trailer_sig;
     char trailer_sig[AWSCHUNK_SIG_HEX + 1];
     buf_t trailer_canon; /* "name:value\n" per trailer, for the trailer signature */
+    buf_t sts;           /* string to sign of the chunk or trailer being verified */
 };
 
 awschunk_t *awschunk_new(const awschunk_params_t *params, awschunk_emit_fn emit, void *ctx)
@@ -90,6 +91,7 @@ awschunk_t *awschunk_new(const awschunk_params_t *params, awschunk_emit_fn emit,
     d->ctx = ctx;
     d->state = ST_SIZE_LINE;
     buf_init(&d->trailer_canon, AWSCHUNK_MAX_TRAILERS * AWSCHUNK_LINE_MAX);
+    buf_init(&d->sts, 512);
     if (params->signed_chunks) {
         memcpy(d->key, params->signing_key, SHA256_LEN);
         d->amz_date = strdup(params->amz_date);
@@ -121,6 +123,7 @@ void awschunk_free(awschunk_t *d)
         free(d->trailers[i].value);
     }
     buf_free(&d->trailer_canon);
+    buf_free(&d->sts);
     free(d->amz_date);
     free(d->scope);
     memset(d->key, 0, sizeof(d->key));
@@ -148,11 +151,14 @@ static bool take_sig(const char *s, size_t len, char out[AWSCHUNK_SIG_HEX + 1])
     return true;
 }
 
-/* Checks sig_hex against HMAC(key, sts) and makes it the previous signature. */
-static awschunk_status_t verify_and_chain(awschunk_t *d, const buf_t *sts, const char *sig_hex)
+/* Checks sig_hex against HMAC(key, d->sts) (built by the caller, rc its
+ * builder's result) and makes it the previous signature. */
+static awschunk_status_t verify_and_chain(awschunk_t *d, int rc, const char *sig_hex)
 {
+    if (rc != 0)
+        return fail(d, AWSCHUNK_ERR_MALFORMED);
     char expect[AWSCHUNK_SIG_HEX + 1];
-    sigv4_sign(d->key, sts->data, sts->len, expect);
+    sigv4_sign(d->key, d->sts.data, d->sts.len, expect);
     if (!ct_equal(expect, sig_hex, AWSCHUNK_SIG_HEX))
         return fail(d, AWSCHUNK_ERR_SIGNATURE);
     memcpy(d->prev_sig, expect, sizeof(expect));
@@ -168,30 +174,20 @@ static awschunk_status_t verify_chunk(awschunk_t *d)
     } else {
         sha256("", 0, h);
     }
-    buf_t sts;
-    buf_init(&sts, 512);
-    if (sigv4_chunk_string_to_sign(d->amz_date, d->scope, d->prev_sig, h, &sts) != 0) {
-        buf_free(&sts);
-        return fail(d, AWSCHUNK_ERR_MALFORMED);
-    }
-    awschunk_status_t st = verify_and_chain(d, &sts, d->chunk_sig);
-    buf_free(&sts);
-    return st;
+    buf_reset(&d->sts);
+    return verify_and_chain(
+        d, sigv4_chunk_string_to_sign(d->amz_date, d->scope, d->prev_sig, h, &d->sts),
+        d->chunk_sig);
 }
 
 static awschunk_status_t verify_trailer(awschunk_t *d)
 {
     uint8_t h[SHA256_LEN];
     sha256(d->trailer_canon.data ? d->trailer_canon.data : "", d->trailer_canon.len, h);
-    buf_t sts;
-    buf_init(&sts, 512);
-    if (sigv4_trailer_string_to_sign(d->amz_date, d->scope, d->prev_sig, h, &sts) != 0) {
-        buf_free(&sts);
-        return fail(d, AWSCHUNK_ERR_MALFORMED);
-    }
-    awschunk_status_t st = verify_and_chain(d, &sts, d->trailer_sig);
-    buf_free(&sts);
-    return st;
+    buf_reset(&d->sts);
+    return verify_and_chain(
+        d, sigv4_trailer_string_to_sign(d->amz_date, d->scope, d->prev_sig, h, &d->sts),
+        d->trailer_sig);
 }
 
 /* "hex-size[;chunk-signature=sig]" without its CRLF. */
