@@ -1,5 +1,5 @@
 /* The session bootstrap wire format, the x-amz-rdma-token format and the
- * handshake MACs, shared by rdma_server.c, rdma_client.c and the tests.
+ * handshake MACs, shared by the server (rdma_boot.c, rdma_xfer.c), rdma_client.c and the tests.
  * docs/protocol.md is the normative description; keep both in step.
  *
  * Every multi-byte integer is big-endian. A frame is

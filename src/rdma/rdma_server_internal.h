@@ -1,0 +1,234 @@
+/* Internal to the RDMA session server (rdma_server.c, rdma_boot.c,
+ * rdma_session.c, rdma_xfer.c): the shared types, the staging defaults and
+ * the functions one of those files calls in another. Nothing outside
+ * src/rdma includes it; src/s3 uses rdma_server.h only.
+ *
+ * The server: bootstrap listener and lifelines, UCX workers and
+ * progress threads, sessions and regions, the staging pool and the token
+ * data mover. docs/protocol.md has the wire format; src/rdma/README.md the
+ * thread model in prose.
+ *
+ * Threads and ownership, in short:
+ *   - The bootstrap thread owns every TCP connection (handshakes and
+ *     lifelines) and is the only thread that creates sessions, adds or
+ *     removes regions, and marks a session dead when its lifeline drops.
+ *   - Progress thread i owns one shared worker (PEER mode, cross-host
+ *     sessions) and the per-session workers (NONE mode, same-host sessions)
+ *     handed to it. Only it destroys a session, and only once the session's
+ *     reference count is zero, so no other thread can be inside the worker.
+ *   - HTTP threads (rdma_xfer_*) hold a session reference for the life of a
+ *     transfer, post RMA on the session's endpoint and progress the worker
+ *     themselves while waiting (workers are UCS_THREAD_MODE_MULTI).
+ *   - Staging chunks and their completion state live in memory that outlives
+ *     every session, so a request that completes (or is purged) after its
+ *     transfer gave up writes only there; see chunk_release.
+ *
+ * Files:
+ *   rdma_server.c   start/stop, config defaults, counters, rdma_strerror
+ *   rdma_boot.c     the bootstrap thread: listener, connections, handshake,
+ *                   region add/remove, lifeline loss
+ *   rdma_session.c  workers, session references and teardown, progress threads
+ *   rdma_xfer.c     the staging chunk pool and the token data mover (rdma_xfer_*)
+ */
+#ifndef S3R_RDMA_RDMA_SERVER_INTERNAL_H
+#define S3R_RDMA_RDMA_SERVER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <ucp/api/ucp.h>
+
+#include "rdma/rdma_server.h"
+#include "rdma/rdma_wire.h"
+
+typedef struct rsession rsession_t;
+typedef struct rprog rprog_t;
+typedef struct bconn bconn_t; /* a bootstrap connection; defined in rdma_boot.c */
+
+/* ==== staging chunks ===================================================== */
+
+/* A chunk's state. Transitions to FREE and out of FREE happen under the
+ * pool lock; INFLIGHT -> DONE/ERROR happens in the UCX callback and
+ * INFLIGHT -> ORPHANED in a transfer that gives up, both by CAS, so exactly
+ * one of them decides who returns the chunk. */
+enum chunk_state {
+    CH_FREE,     /* in the pool */
+    CH_OWNED,    /* held by a transfer, no request outstanding */
+    CH_INFLIGHT, /* a request (get/put/flush) is outstanding on it */
+    CH_DONE,     /* the request completed */
+    CH_ERROR,    /* the request failed */
+    CH_ORPHANED, /* outstanding, but its transfer gave up: whoever sees it finish frees it */
+};
+
+typedef struct rchunk {
+    _Atomic int state;
+    uint8_t *buf;
+    rsession_t *owner; /* the session of the last transfer that held it */
+    struct rdma_server *srv;
+    struct rchunk *next_free;
+} rchunk_t;
+
+/* ==== sessions =========================================================== */
+
+typedef struct rregion {
+    uint32_t id;
+    uint64_t addr, len;
+    ucp_rkey_h rkey;
+    /* The region mapped into this process (ucp_rkey_ptr), when UCX can: a
+     * same-host client's UCX-allocated memory over shared memory. Transfers
+     * then read and write it in place, one copy instead of two; NULL means
+     * every byte goes through staging and an RMA operation (RDMA NICs, CMA). */
+    uint8_t *local;
+    int refs; /* the session's region list + each open transfer; under session mu */
+    struct rregion *next;
+} rregion_t;
+
+typedef struct rworker {
+    ucp_worker_h w;
+    int efd;
+} rworker_t;
+
+struct rsession {
+    uint8_t id[RDMA_SESSION_ID_LEN];
+    char access_key[RDMA_MAX_AK + 1];
+    struct rdma_server *srv;
+    rprog_t *prog;
+    _Atomic int refs;
+    _Atomic int dead;    /* lifeline dropped or the endpoint failed */
+    _Atomic int orphans; /* chunks orphaned with a request on this session */
+    int own_worker;      /* 1: same host, NONE mode, worker below is ours */
+    rworker_t own;
+    ucp_worker_h worker; /* own.w or the progress thread's shared worker */
+    ucp_ep_h ep;
+    pthread_mutex_t mu; /* regions */
+    rregion_t *regions;
+    unsigned n_regions;
+    uint64_t reg_bytes;
+    rsession_t *prog_next; /* progress thread's list of own-worker sessions */
+    rsession_t *hnext;     /* hash chain in srv->buckets, under srv->mu */
+};
+
+typedef struct rcmd {
+    enum { CMD_ADD, CMD_DESTROY } type;
+    rsession_t *s;
+    struct rcmd *next;
+} rcmd_t;
+
+struct rprog {
+    struct rdma_server *srv;
+    pthread_t th;
+    int started;
+    int epfd, evfd;
+    rworker_t shared;
+    ucp_address_t *shared_addr;
+    size_t shared_addr_len;
+    pthread_mutex_t mu;
+    rcmd_t *cmds, **cmds_tail;
+    _Atomic int stop;
+    rsession_t *own_list; /* only the thread touches it */
+};
+
+/* ==== transfers ========================================================== */
+
+struct rdma_xfer {
+    struct rdma_server *srv;
+    rsession_t *s;
+    rregion_t *r;
+    uint64_t addr, len;
+    struct rdma_xfer *next_free;
+};
+
+struct rdma_server {
+    rdma_server_config_t cfg;
+    int op_timeout_ms;
+    int no_map; /* S3R_RDMA_NO_MAP: never map regions (staged path only) */
+    ucp_context_h ctx;
+    char host_id[RDMA_MAX_HOST_ID + 1];
+    int listen_fd, port;
+    pthread_t boot_th;
+    int boot_started;
+    int boot_evfd;
+    _Atomic int stop;
+    bconn_t *conns;
+    unsigned n_conns;
+    rprog_t *progs;
+    int n_progs;
+    unsigned next_prog;
+
+    ucp_mem_h staging_memh;
+    void *staging;
+    size_t chunk_bytes, n_chunks;
+    rchunk_t *chunks;
+    rchunk_t *free_chunks;
+    pthread_mutex_t pool_mu;
+    pthread_cond_t pool_cv;
+
+    pthread_mutex_t mu;   /* session hash, counters, transfer slots */
+    rsession_t **buckets; /* live sessions by id, chained via hnext */
+    unsigned bucket_mask; /* bucket count - 1 (a power of two >= max_sessions) */
+    unsigned n_live;      /* in the hash */
+    unsigned n_alloc;     /* reserved at HELLO until destroyed */
+    struct rdma_xfer *xfers, *free_xfers;
+};
+
+/* Staging defaults: 64 chunks of 1 MiB (a zero in the config means these). */
+#define RDMA_DEFAULT_CHUNK   ((size_t)1 << 20)
+#define RDMA_DEFAULT_STAGING ((size_t)64 << 20)
+
+/* ==== rdma_session.c ===================================================== */
+
+/* Creates a MULTI-thread-mode worker on srv's context and its event fd.
+ * 0, or -1 (logged; rw->w is NULL). */
+int worker_create(struct rdma_server *srv, rworker_t *rw);
+
+/* Destroys rw's worker if it has one; idempotent. */
+void worker_destroy(rworker_t *rw);
+
+/* Queues a command (CMD_ADD: take over s's own worker; CMD_DESTROY: destroy
+ * s) for progress thread p and wakes it. Any thread. */
+void prog_post(rprog_t *p, int type, rsession_t *s);
+
+/* Takes a reference on s. The caller must already hold one, or hold
+ * srv->mu with s found live in the hash. */
+void session_get(rsession_t *s);
+
+/* Drops a reference on s; the last one has s's progress thread destroy it. */
+void session_put(rsession_t *s);
+
+/* Drops a reference on r (under its session's mu); the last one destroys
+ * its rkey (if still there) and frees it. */
+void region_put_locked(rregion_t *r);
+
+/* The hash chain a session id belongs to. Under srv->mu. */
+rsession_t **session_bucket(struct rdma_server *srv, const uint8_t id[RDMA_SESSION_ID_LEN]);
+
+/* Marks s dead and removes it from the hash (takes srv->mu); does not drop
+ * a reference. Bootstrap thread. */
+void session_kill(struct rdma_server *srv, rsession_t *s);
+
+/* Progress thread body; arg is its rprog_t. Runs until p->stop is set and
+ * its command queue is empty. */
+void *prog_main(void *arg);
+
+/* ==== rdma_xfer.c ======================================================== */
+
+/* Maps the staging pool (cfg sizes, or the defaults above) and fills the
+ * free list. Needs srv->ctx. 0, or -1 (logged). */
+int staging_init(struct rdma_server *srv);
+
+/* Returns every chunk session s orphaned to the pool. Call only once no
+ * request of s can complete any more (worker destroyed or endpoint closed). */
+void chunk_sweep(struct rdma_server *srv, rsession_t *s);
+
+/* ==== rdma_boot.c ======================================================== */
+
+/* Binds and listens on cfg.listen_host:cfg.port; sets srv->listen_fd and
+ * srv->port (the bound port when cfg.port is 0). 0, or -1 (logged). */
+int listen_on(struct rdma_server *srv);
+
+/* Bootstrap thread body; arg is the server. Runs until srv->stop is set,
+ * then closes every connection (killing their sessions). */
+void *boot_main(void *arg);
+
+#endif

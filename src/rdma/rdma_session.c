@@ -1,0 +1,231 @@
+/* Sessions, server side: UCX workers, session and region references, session
+ * teardown, and the progress threads that own the workers and destroy
+ * sessions. Threads and ownership: rdma_server_internal.h. */
+#include "rdma/rdma_server_internal.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <ucp/api/ucp.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "rdma/rdma_ucx.h"
+
+/* ==== workers ============================================================ */
+
+int worker_create(struct rdma_server *srv, rworker_t *rw)
+{
+    ucp_worker_params_t wp = {
+        .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+        .thread_mode = UCS_THREAD_MODE_MULTI,
+    };
+    ucs_status_t st = ucp_worker_create(srv->ctx, &wp, &rw->w);
+    if (st != UCS_OK) {
+        log_warn("rdma: ucp_worker_create: %s", ucs_status_string(st));
+        rw->w = NULL;
+        return -1;
+    }
+    st = ucp_worker_get_efd(rw->w, &rw->efd);
+    if (st != UCS_OK) {
+        log_warn("rdma: ucp_worker_get_efd: %s", ucs_status_string(st));
+        ucp_worker_destroy(rw->w);
+        rw->w = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+void worker_destroy(rworker_t *rw)
+{
+    if (rw->w)
+        ucp_worker_destroy(rw->w);
+    rw->w = NULL;
+}
+
+/* ==== sessions: references and teardown ================================== */
+
+void prog_post(rprog_t *p, int type, rsession_t *s)
+{
+    rcmd_t *c = calloc(1, sizeof(*c));
+    if (!c) {
+        log_error("rdma: out of memory queueing a session command; session leaked");
+        return;
+    }
+    c->type = type;
+    c->s = s;
+    pthread_mutex_lock(&p->mu);
+    *p->cmds_tail = c;
+    p->cmds_tail = &c->next;
+    pthread_mutex_unlock(&p->mu);
+    uint64_t one = 1;
+    if (write(p->evfd, &one, sizeof(one)) < 0) {
+        /* The counter cannot overflow in practice; the thread also polls. */
+    }
+}
+
+void session_get(rsession_t *s)
+{
+    atomic_fetch_add(&s->refs, 1);
+}
+
+void session_put(rsession_t *s)
+{
+    if (atomic_fetch_sub(&s->refs, 1) == 1)
+        prog_post(s->prog, CMD_DESTROY, s);
+}
+
+void region_put_locked(rregion_t *r)
+{
+    if (--r->refs == 0) {
+        if (r->rkey)
+            ucp_rkey_destroy(r->rkey);
+        free(r);
+    }
+}
+
+/* Runs on the session's progress thread once nobody else holds it. */
+static void session_destroy(rsession_t *s)
+{
+    struct rdma_server *srv = s->srv;
+    int orphans = atomic_load(&s->orphans);
+    if (s->own_worker) {
+        epoll_ctl(s->prog->epfd, EPOLL_CTL_DEL, s->own.efd, NULL);
+        if (orphans == 0) {
+            for (rregion_t *r = s->regions; r; r = r->next) {
+                ucp_rkey_destroy(r->rkey);
+                r->rkey = NULL;
+            }
+        }
+        /* In NONE mode a request to a dead peer never completes and a forced
+         * close is refused; destroying the worker reclaims the requests, the
+         * endpoint and (when requests were stuck) the rkeys' pool. */
+        worker_destroy(&s->own);
+        chunk_sweep(srv, s);
+    } else {
+        if (s->ep) {
+            ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                                     .flags = UCP_EP_CLOSE_FLAG_FORCE};
+            if (rdma_ucx_wait(s->worker, ucp_ep_close_nbx(s->ep, &p), 2000) == UCS_INPROGRESS)
+                log_warn("rdma: endpoint close still in progress after 2 s; abandoning it");
+        }
+        /* A forced close purges the endpoint's requests (their callbacks free
+         * orphaned chunks); anything left cannot complete any more. */
+        chunk_sweep(srv, s);
+        for (rregion_t *r = s->regions; r; r = r->next) {
+            ucp_rkey_destroy(r->rkey);
+            r->rkey = NULL;
+        }
+    }
+    while (s->regions) {
+        rregion_t *r = s->regions;
+        s->regions = r->next;
+        free(r);
+    }
+    pthread_mutex_destroy(&s->mu);
+    pthread_mutex_lock(&srv->mu);
+    srv->n_alloc--;
+    pthread_mutex_unlock(&srv->mu);
+    log_debug("rdma: session destroyed");
+    free(s);
+}
+
+/* The hash chain a session id belongs to (ids are random, so any 32 bits of
+ * one are a uniform hash). Under srv->mu. */
+rsession_t **session_bucket(struct rdma_server *srv, const uint8_t id[RDMA_SESSION_ID_LEN])
+{
+    uint32_t h;
+    memcpy(&h, id, sizeof(h));
+    return &srv->buckets[h & srv->bucket_mask];
+}
+
+/* Marks a session dead and takes it out of the hash so no new transfer
+ * finds it; transfers already running see `dead` and give up. */
+void session_kill(struct rdma_server *srv, rsession_t *s)
+{
+    atomic_store(&s->dead, 1);
+    pthread_mutex_lock(&srv->mu);
+    for (rsession_t **pp = session_bucket(srv, s->id); *pp; pp = &(*pp)->hnext) {
+        if (*pp == s) {
+            *pp = s->hnext;
+            srv->n_live--;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&srv->mu);
+}
+
+/* ==== progress threads =================================================== */
+
+static void prog_progress(ucp_worker_h w)
+{
+    for (int i = 0; i < 1024 && ucp_worker_progress(w); i++) {
+    }
+}
+
+void *prog_main(void *arg)
+{
+    rprog_t *p = arg;
+    struct epoll_event evs[32];
+    int busy = 0;
+    for (;;) {
+        int n = epoll_wait(p->epfd, evs, 32, busy ? 0 : 100);
+        for (int i = 0; i < n; i++) {
+            if (evs[i].data.ptr == NULL) {
+                uint64_t v;
+                if (read(p->evfd, &v, sizeof(v)) < 0) {
+                    /* EAGAIN: another wake-up consumed it */
+                }
+            }
+        }
+        pthread_mutex_lock(&p->mu);
+        rcmd_t *cmds = p->cmds;
+        p->cmds = NULL;
+        p->cmds_tail = &p->cmds;
+        pthread_mutex_unlock(&p->mu);
+        while (cmds) {
+            rcmd_t *c = cmds;
+            cmds = c->next;
+            if (c->type == CMD_ADD) {
+                struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c->s};
+                epoll_ctl(p->epfd, EPOLL_CTL_ADD, c->s->own.efd, &ev);
+                c->s->prog_next = p->own_list;
+                p->own_list = c->s;
+            } else {
+                if (c->s->own_worker) {
+                    for (rsession_t **pp = &p->own_list; *pp; pp = &(*pp)->prog_next) {
+                        if (*pp == c->s) {
+                            *pp = c->s->prog_next;
+                            break;
+                        }
+                    }
+                }
+                session_destroy(c->s);
+            }
+            free(c);
+        }
+        if (atomic_load(&p->stop)) {
+            pthread_mutex_lock(&p->mu);
+            int empty = p->cmds == NULL;
+            pthread_mutex_unlock(&p->mu);
+            if (empty)
+                break;
+            continue;
+        }
+        /* Progress everything this thread owns, then arm; a worker with
+         * events still pending (arm says BUSY) keeps the loop spinning. */
+        busy = 0;
+        prog_progress(p->shared.w);
+        for (rsession_t *s = p->own_list; s; s = s->prog_next)
+            prog_progress(s->own.w);
+        if (ucp_worker_arm(p->shared.w) == UCS_ERR_BUSY)
+            busy = 1;
+        for (rsession_t *s = p->own_list; s; s = s->prog_next) {
+            if (ucp_worker_arm(s->own.w) == UCS_ERR_BUSY)
+                busy = 1;
+        }
+    }
+    return NULL;
+}

@@ -1,0 +1,420 @@
+/* The staging chunk pool (one ucp_mem_map at start, chunks whose completion
+ * state outlives any transfer) and the token data mover: rdma_xfer_open,
+ * pull, push, close. Runs on HTTP threads, plus chunk_cb from whichever
+ * thread progresses the worker. Threads and ownership: rdma_server_internal.h. */
+#include "rdma/rdma_server_internal.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <ucp/api/ucp.h>
+
+#include "common/log.h"
+#include "rdma/rdma_net.h"
+#include "rdma/rdma_wire.h"
+
+/* ==== chunk pool ========================================================= */
+
+static void pool_put_locked(struct rdma_server *srv, rchunk_t *c)
+{
+    atomic_store(&c->state, CH_FREE);
+    c->next_free = srv->free_chunks;
+    srv->free_chunks = c;
+    pthread_cond_signal(&srv->pool_cv);
+}
+
+/* Takes a chunk, waiting up to deadline_ms (0: do not wait). */
+static rchunk_t *pool_get(struct rdma_server *srv, rsession_t *owner, uint64_t deadline_ms)
+{
+    pthread_mutex_lock(&srv->pool_mu);
+    while (!srv->free_chunks && deadline_ms && rdma_now_ms() < deadline_ms) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 10 * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&srv->pool_cv, &srv->pool_mu, &ts);
+    }
+    rchunk_t *c = srv->free_chunks;
+    if (c) {
+        srv->free_chunks = c->next_free;
+        c->owner = owner;
+        atomic_store(&c->state, CH_OWNED);
+    }
+    pthread_mutex_unlock(&srv->pool_mu);
+    return c;
+}
+
+/* Called by UCX when a request on a chunk completes (or is purged). */
+static void chunk_cb(void *request, ucs_status_t status, void *user_data)
+{
+    rchunk_t *c = user_data;
+    int expect = CH_INFLIGHT;
+    if (!atomic_compare_exchange_strong(&c->state, &expect,
+                                        status == UCS_OK ? CH_DONE : CH_ERROR)) {
+        /* The transfer gave up on it: the chunk is ours to return. */
+        struct rdma_server *srv = c->srv;
+        pthread_mutex_lock(&srv->pool_mu);
+        if (atomic_load(&c->state) == CH_ORPHANED) {
+            atomic_fetch_sub(&c->owner->orphans, 1);
+            pool_put_locked(srv, c);
+        }
+        pthread_mutex_unlock(&srv->pool_mu);
+    }
+    ucp_request_free(request);
+}
+
+/* Gives a chunk back. A chunk with a request still outstanding is orphaned
+ * instead: its completion callback, or the session's teardown after the
+ * worker or endpoint is gone, returns it. */
+static void chunk_release(struct rdma_server *srv, rchunk_t *c)
+{
+    if (!c)
+        return;
+    int expect = CH_INFLIGHT;
+    if (atomic_load(&c->state) == CH_INFLIGHT) {
+        atomic_fetch_add(&c->owner->orphans, 1);
+        if (atomic_compare_exchange_strong(&c->state, &expect, CH_ORPHANED))
+            return;
+        atomic_fetch_sub(&c->owner->orphans, 1);
+    }
+    pthread_mutex_lock(&srv->pool_mu);
+    pool_put_locked(srv, c);
+    pthread_mutex_unlock(&srv->pool_mu);
+}
+
+/* Returns every chunk this session orphaned: called once no request of the
+ * session can complete any more (its worker destroyed or endpoint closed). */
+void chunk_sweep(struct rdma_server *srv, rsession_t *s)
+{
+    pthread_mutex_lock(&srv->pool_mu);
+    for (size_t i = 0; i < srv->n_chunks; i++) {
+        rchunk_t *c = &srv->chunks[i];
+        if (c->owner == s && atomic_load(&c->state) == CH_ORPHANED) {
+            atomic_fetch_sub(&s->orphans, 1);
+            pool_put_locked(srv, c);
+        }
+    }
+    pthread_mutex_unlock(&srv->pool_mu);
+}
+
+int staging_init(struct rdma_server *srv)
+{
+    srv->chunk_bytes = srv->cfg.chunk_bytes ? srv->cfg.chunk_bytes : RDMA_DEFAULT_CHUNK;
+    size_t total = srv->cfg.staging_bytes ? srv->cfg.staging_bytes : RDMA_DEFAULT_STAGING;
+    if (total < 2 * srv->chunk_bytes)
+        total = 2 * srv->chunk_bytes;
+    srv->n_chunks = total / srv->chunk_bytes;
+    total = srv->n_chunks * srv->chunk_bytes;
+    ucp_mem_map_params_t mp = {
+        .field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                      UCP_MEM_MAP_PARAM_FIELD_FLAGS,
+        .address = NULL,
+        .length = total,
+        .flags = UCP_MEM_MAP_ALLOCATE,
+    };
+    ucs_status_t st = ucp_mem_map(srv->ctx, &mp, &srv->staging_memh);
+    if (st != UCS_OK) {
+        log_error("rdma: mapping %zu bytes of staging memory: %s", total, ucs_status_string(st));
+        return -1;
+    }
+    ucp_mem_attr_t ma = {.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS};
+    ucp_mem_query(srv->staging_memh, &ma);
+    srv->staging = ma.address;
+    srv->chunks = calloc(srv->n_chunks, sizeof(*srv->chunks));
+    if (!srv->chunks)
+        return -1;
+    for (size_t i = srv->n_chunks; i-- > 0;) {
+        rchunk_t *c = &srv->chunks[i];
+        c->buf = (uint8_t *)srv->staging + i * srv->chunk_bytes;
+        c->srv = srv;
+        pool_put_locked(srv, c);
+    }
+    return 0;
+}
+
+/* ==== token transfers ==================================================== */
+
+rdma_status_t rdma_xfer_open(rdma_server_t *srv, const char *token, const char *access_key,
+                             rdma_xfer_t **out_p)
+{
+    rdma_token_t t;
+    if (!srv || rdma_token_decode(token, &t) < 0)
+        return RDMA_DECLINE;
+    rdma_status_t rc = RDMA_OK;
+    rsession_t *s = NULL;
+    rregion_t *r = NULL;
+    pthread_mutex_lock(&srv->mu);
+    for (s = *session_bucket(srv, t.session_id); s; s = s->hnext) {
+        if (memcmp(s->id, t.session_id, RDMA_SESSION_ID_LEN) == 0)
+            break;
+    }
+    if (!s || atomic_load(&s->dead)) {
+        rc = RDMA_DECLINE;
+    } else if (!access_key || strcmp(access_key, s->access_key) != 0) {
+        rc = RDMA_FORBIDDEN;
+    } else {
+        pthread_mutex_lock(&s->mu);
+        for (r = s->regions; r && r->id != t.region_id; r = r->next) {
+        }
+        if (!r || t.addr < r->addr || t.addr - r->addr > r->len ||
+            t.len > r->len - (t.addr - r->addr)) {
+            rc = RDMA_OUT_OF_BOUNDS;
+        } else if (!srv->free_xfers) {
+            rc = RDMA_BUSY;
+        } else {
+            r->refs++;
+            session_get(s);
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+    if (rc != RDMA_OK) {
+        pthread_mutex_unlock(&srv->mu);
+        return rc;
+    }
+    struct rdma_xfer *x = srv->free_xfers;
+    srv->free_xfers = x->next_free;
+    pthread_mutex_unlock(&srv->mu);
+    x->s = s;
+    x->r = r;
+    x->addr = t.addr;
+    x->len = t.len;
+    *out_p = x;
+    return RDMA_OK;
+}
+
+uint64_t rdma_xfer_length(const rdma_xfer_t *x)
+{
+    return x->len;
+}
+
+void rdma_xfer_close(rdma_xfer_t *x)
+{
+    if (!x)
+        return;
+    struct rdma_server *srv = x->srv;
+    rsession_t *s = x->s;
+    pthread_mutex_lock(&s->mu);
+    region_put_locked(x->r);
+    pthread_mutex_unlock(&s->mu);
+    session_put(s);
+    pthread_mutex_lock(&srv->mu);
+    x->next_free = srv->free_xfers;
+    srv->free_xfers = x;
+    pthread_mutex_unlock(&srv->mu);
+}
+
+/* Waits for c's request by progressing the session's worker on this thread
+ * (bounded spin, then short sleeps so the progress thread and the other
+ * threads on 2 cores get a turn). Returns 0 when it completed, -1 when it
+ * failed, the session died or the deadline passed (c is then still INFLIGHT
+ * or ERROR; chunk_release handles either). */
+static int chunk_wait(rdma_xfer_t *x, rchunk_t *c, uint64_t deadline_ms)
+{
+    unsigned idle = 0;
+    for (unsigned i = 0;; i++) {
+        int st = atomic_load(&c->state);
+        if (st == CH_DONE) {
+            atomic_store(&c->state, CH_OWNED);
+            return 0;
+        }
+        if (st == CH_ERROR)
+            return -1;
+        if (atomic_load(&x->s->dead))
+            return -1;
+        if ((i & 255) == 0 && rdma_now_ms() > deadline_ms) {
+            log_warn("rdma: transfer timed out");
+            return -1;
+        }
+        /* Spin briefly (shared-memory transfers finish within microseconds),
+         * then back off: on a slow transport (TCP emulating RMA) spinning
+         * threads would starve the peers whose progress the transfer needs. */
+        if (ucp_worker_progress(x->s->worker)) {
+            idle = 0;
+        } else if (++idle > 200) {
+            long ns = 10000L << (idle - 200 < 5 ? idle - 200 : 5); /* 10 us .. 320 us */
+            struct timespec ts = {0, ns};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+/* Records what UCX made of an operation posted on c (c already INFLIGHT):
+ * done at once, in flight (chunk_cb finishes it), or failed. 0, or -1 when
+ * it failed. */
+static int chunk_track(rchunk_t *c, ucs_status_ptr_t req, const char *what)
+{
+    if (req == NULL) {
+        atomic_store(&c->state, CH_DONE);
+        return 0;
+    }
+    if (UCS_PTR_IS_ERR(req)) {
+        atomic_store(&c->state, CH_ERROR);
+        log_warn("rdma: %s: %s", what, ucs_status_string(UCS_PTR_STATUS(req)));
+        return -1;
+    }
+    return 0;
+}
+
+/* Posts one RMA (get when is_get, else put) of len bytes between c->buf and
+ * the client address raddr. 0 when posted or already complete, -1 on error. */
+static int chunk_post(rdma_xfer_t *x, rchunk_t *c, int is_get, size_t len, uint64_t raddr)
+{
+    ucp_request_param_t p = {
+        .op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMH,
+        .cb.send = chunk_cb,
+        .user_data = c,
+        .memh = x->srv->staging_memh,
+    };
+    /* INFLIGHT before posting: another thread progressing the worker may
+     * run the callback before the post returns. */
+    atomic_store(&c->state, CH_INFLIGHT);
+    if (is_get)
+        return chunk_track(c, ucp_get_nbx(x->s->ep, c->buf, len, raddr, x->r->rkey, &p),
+                           "ucp_get_nbx");
+    return chunk_track(c, ucp_put_nbx(x->s->ep, c->buf, len, raddr, x->r->rkey, &p), "ucp_put_nbx");
+}
+
+/* Flushes the session's endpoint, tracked on c: once it completes, every
+ * put posted before it is in the client's memory. */
+static int chunk_flush(rdma_xfer_t *x, rchunk_t *c)
+{
+    ucp_request_param_t p = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+        .cb.send = chunk_cb,
+        .user_data = c,
+    };
+    atomic_store(&c->state, CH_INFLIGHT);
+    return chunk_track(c, ucp_ep_flush_nbx(x->s->ep, &p), "ucp_ep_flush_nbx");
+}
+
+/* How many bytes of a len-byte transfer the chunk starting at off carries. */
+static size_t chunk_len(uint64_t len, uint64_t off, size_t cb)
+{
+    return (size_t)(len - off < cb ? len - off : cb);
+}
+
+/* The checks pull and push share. On RDMA_OK *local_p is the client's span
+ * mapped into this process, or NULL when it takes the staged path. */
+static rdma_status_t xfer_begin(const rdma_xfer_t *x, uint64_t len, uint8_t **local_p)
+{
+    if (len > x->len)
+        return RDMA_OUT_OF_BOUNDS;
+    if (atomic_load(&x->s->dead))
+        return RDMA_TRANSPORT;
+    *local_p = x->r->local ? x->r->local + (x->addr - x->r->addr) : NULL;
+    return RDMA_OK;
+}
+
+/* Sets the transfer's deadline and takes two staging chunks if it can, one
+ * at least (waiting for it until the deadline). -1 when none came. */
+static int xfer_chunks(rdma_xfer_t *x, uint64_t len, rchunk_t *ch[2], uint64_t *deadline_p)
+{
+    *deadline_p = rdma_now_ms() + (uint64_t)x->srv->op_timeout_ms;
+    ch[0] = pool_get(x->srv, x->s, *deadline_p);
+    ch[1] = ch[0] && len > x->srv->chunk_bytes ? pool_get(x->srv, x->s, 0) : NULL;
+    return ch[0] ? 0 : -1;
+}
+
+/* Posts the get of the transfer's chunk i into c. */
+static int pull_post(rdma_xfer_t *x, rchunk_t *c, uint64_t len, uint64_t i)
+{
+    size_t cb = x->srv->chunk_bytes;
+    return chunk_post(x, c, 1, chunk_len(len, i * cb, cb), x->addr + i * cb);
+}
+
+rdma_status_t rdma_xfer_pull(rdma_xfer_t *x, uint64_t len, rdma_sink_fn sink, void *ctx)
+{
+    uint8_t *src;
+    rdma_status_t rc = xfer_begin(x, len, &src);
+    if (rc != RDMA_OK || len == 0)
+        return rc;
+    size_t cb = x->srv->chunk_bytes;
+    if (src) {
+        /* Mapped: the sink reads the client's buffer in place. */
+        for (uint64_t off = 0; off < len; off += cb) {
+            if (sink(ctx, src + off, chunk_len(len, off, cb)) != 0)
+                return RDMA_CALLBACK;
+        }
+        return RDMA_OK;
+    }
+    uint64_t deadline;
+    rchunk_t *ch[2];
+    if (xfer_chunks(x, len, ch, &deadline) < 0)
+        return RDMA_BUSY;
+    uint64_t nb = ch[1] ? 2 : 1, n = (len + cb - 1) / cb;
+    /* Chunk i lands in ch[i % nb]. With two buffers the get of i+1 is in
+     * flight while the sink works on i; with one it follows the sink. */
+    if (pull_post(x, ch[0], len, 0) < 0)
+        rc = RDMA_TRANSPORT;
+    for (uint64_t i = 0; i < n && rc == RDMA_OK; i++) {
+        rchunk_t *c = ch[i % nb];
+        int more = i + 1 < n;
+        if (chunk_wait(x, c, deadline) < 0)
+            rc = RDMA_TRANSPORT;
+        else if (more && nb == 2 && pull_post(x, ch[(i + 1) % nb], len, i + 1) < 0)
+            rc = RDMA_TRANSPORT;
+        else if (sink(ctx, c->buf, chunk_len(len, i * cb, cb)) != 0)
+            rc = RDMA_CALLBACK;
+        else if (more && nb == 1 && pull_post(x, c, len, i + 1) < 0)
+            rc = RDMA_TRANSPORT;
+    }
+    chunk_release(x->srv, ch[0]);
+    chunk_release(x->srv, ch[1]);
+    return rc;
+}
+
+rdma_status_t rdma_xfer_push(rdma_xfer_t *x, uint64_t len, rdma_fill_fn fill, void *ctx)
+{
+    uint8_t *dst;
+    rdma_status_t rc = xfer_begin(x, len, &dst);
+    if (rc != RDMA_OK || len == 0)
+        return rc;
+    size_t cb = x->srv->chunk_bytes;
+    if (dst) {
+        /* Mapped: the source fills the client's buffer in place; the reply
+         * that follows orders these stores before the client's reads. */
+        for (uint64_t off = 0; off < len; off += cb) {
+            if (fill(ctx, dst + off, chunk_len(len, off, cb), off) != 0)
+                return RDMA_CALLBACK;
+        }
+        return RDMA_OK;
+    }
+    uint64_t deadline;
+    rchunk_t *ch[2];
+    if (xfer_chunks(x, len, ch, &deadline) < 0)
+        return RDMA_BUSY;
+    uint64_t nb = ch[1] ? 2 : 1, n = (len + cb - 1) / cb;
+    rchunk_t *last = NULL;
+    for (uint64_t i = 0; i < n && rc == RDMA_OK; i++) {
+        rchunk_t *c = ch[i % nb];
+        uint64_t off = i * cb;
+        size_t clen = chunk_len(len, off, cb);
+        /* The put that last used this buffer must be done before refilling
+         * it; with two buffers the other one's put overlaps this fill. */
+        if (atomic_load(&c->state) != CH_OWNED && chunk_wait(x, c, deadline) < 0)
+            rc = RDMA_TRANSPORT;
+        else if (fill(ctx, c->buf, clen, off) != 0)
+            rc = RDMA_CALLBACK;
+        else if (chunk_post(x, c, 0, clen, x->addr + off) < 0)
+            rc = RDMA_TRANSPORT;
+        else
+            last = c;
+    }
+    for (uint64_t b = 0; b < nb && rc == RDMA_OK; b++) {
+        if (atomic_load(&ch[b]->state) != CH_OWNED && chunk_wait(x, ch[b], deadline) < 0)
+            rc = RDMA_TRANSPORT;
+    }
+    /* A put's completion only means the local buffer is free again: flush so
+     * the bytes are in the client's memory before we answer. */
+    if (rc == RDMA_OK && (chunk_flush(x, last) < 0 || chunk_wait(x, last, deadline) < 0))
+        rc = RDMA_TRANSPORT;
+    chunk_release(x->srv, ch[0]);
+    chunk_release(x->srv, ch[1]);
+    return rc;
+}
