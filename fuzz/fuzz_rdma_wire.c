@@ -44,30 +44,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (wire_parse_hello(body, size, &h) == 0) {
         FUZZ_CHECK(type == RDMA_MSG_HELLO);
         FUZZ_CHECK(strlen(h.access_key) >= 1 && strlen(h.access_key) <= RDMA_MAX_AK);
-        FUZZ_CHECK(strlen(h.host_id) >= 1 && strlen(h.host_id) <= RDMA_MAX_HOST_ID);
         inside(h.worker_addr, h.worker_addr_len, body, size);
         FUZZ_CHECK(h.worker_addr_len <= RDMA_MAX_WORKER_ADDR);
-        same(&w, wire_hello(&w, h.access_key, h.nonce, h.host_id, h.worker_addr, h.worker_addr_len),
-             body, size);
+        same(&w, wire_hello(&w, h.access_key, h.nonce, h.worker_addr, h.worker_addr_len), body,
+             size);
     }
 
-    rdma_challenge_t c;
-    if (wire_parse_challenge(body, size, &c) == 0) {
-        FUZZ_CHECK(type == RDMA_MSG_CHALLENGE);
-        inside(c.worker_addr, c.worker_addr_len, body, size);
-        same(&w, wire_challenge(&w, c.nonce, c.worker_addr, c.worker_addr_len), body, size);
-    }
-
-    uint8_t mac[RDMA_MAC_LEN];
-    if (wire_parse_auth(body, size, mac) == 0) {
-        FUZZ_CHECK(type == RDMA_MSG_AUTH);
-        same(&w, wire_auth(&w, mac), body, size);
+    static const uint8_t nonce_types[] = {RDMA_MSG_CHALLENGE, RDMA_MSG_AUTH, RDMA_MSG_PROVE};
+    for (size_t i = 0; i < sizeof(nonce_types); i++) {
+        uint8_t nonce[RDMA_NONCE_LEN];
+        if (wire_parse_nonce(body, size, nonce_types[i], nonce) == 0) {
+            FUZZ_CHECK(type == nonce_types[i]);
+            same(&w, wire_nonce(&w, nonce_types[i], nonce), body, size);
+        }
     }
 
     rdma_welcome_t wm;
     if (wire_parse_welcome(body, size, &wm) == 0) {
         FUZZ_CHECK(type == RDMA_MSG_WELCOME);
         FUZZ_CHECK(wm.err_mode <= RDMA_WIRE_ERRMODE_PEER);
+        inside(wm.worker_addr, wm.worker_addr_len, body, size);
+        FUZZ_CHECK(wm.worker_addr_len <= RDMA_MAX_WORKER_ADDR);
         same(&w, wire_welcome(&w, &wm), body, size); /* reserved bytes must have been zero */
     }
 

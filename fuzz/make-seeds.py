@@ -71,7 +71,7 @@ def unsigned_body(chunks, trailers):
 
 
 def frame(type_, payload):
-    return struct.pack(">IBBH", 0x53335253, 1, type_, 0) + payload
+    return struct.pack(">IBBH", 0x53335253, 2, type_, 0) + payload
 
 
 def s16(b):
@@ -135,10 +135,11 @@ SEEDS = {
         b"\x00" * 8 + "kéy/中文".encode(),
     ],
     "rdma_wire": [
-        frame(1, s16(b"AKIAIOSFODNN7EXAMPLE") + bytes(range(32)) + s16(b"machine-id/boot-id") + b32(b"\x01" * 40)),
-        frame(2, bytes(range(32, 64)) + b32(b"\x02" * 24)),
+        frame(1, s16(b"AKIAIOSFODNN7EXAMPLE") + bytes(range(32)) + b32(b"\x01" * 40)),
+        frame(2, bytes(range(32, 64))),
         frame(3, bytes(range(32))),
-        frame(4, bytes(range(16)) + b"\x01\x00\x00\x00" + struct.pack(">IQII", 64, 16 << 30, 64, 1 << 20) + bytes(32)),
+        frame(9, bytes(range(64, 96))),
+        frame(4, bytes(range(16)) + b"\x01\x00\x00\x00" + struct.pack(">IQII", 64, 16 << 30, 64, 1 << 20) + b32(b"\x02" * 24) + bytes(32)),
         frame(5, struct.pack(">I", 2) + s16(b"authentication failed")),
         frame(5, struct.pack(">I", 1) + s16(b"")),
         frame(6, struct.pack(">IQQ", 7, 0x7f0000001000, 1 << 20) + b32(b"rkey-bytes")),

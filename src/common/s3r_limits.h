@@ -39,5 +39,9 @@
 #define S3R_MAX_REGIONS_PER_SESSION    64
 #define S3R_MAX_REGISTERED_PER_SESSION (16ULL << 30)
 #define S3R_MAX_INFLIGHT_TRANSFERS     64
+#define S3R_MAX_SESSIONS_PER_USER      64
+#define S3R_RDMA_MAX_PENDING           128          /* handshakes in progress, server-wide */
+#define S3R_RDMA_PENDING_PER_SOURCE    8            /* ... from one IP address or uid */
+#define S3R_RDMA_CONN_OUTQ             (128 * 1024) /* queued replies per connection */
 
 #endif

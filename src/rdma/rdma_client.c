@@ -53,6 +53,10 @@ struct rdma_session {
     int stop_fd;
     _Atomic int stop;
     _Atomic int dead;
+    /* handshake: the probe the server sends over UCX after AUTH */
+    uint8_t cnonce[RDMA_NONCE_LEN];
+    uint8_t probe[RDMA_NONCE_LEN];
+    _Atomic int probe_got;
 };
 
 static void set_err(char *err, size_t err_len, const char *fmt, ...)
@@ -118,6 +122,78 @@ static long recv_expect(rdma_session_t *s, int type, uint8_t **body_p, char *err
     return n;
 }
 
+/* The server's probe (an active message on our worker, docs/protocol.md
+ * §1.3): kept when it carries our HELLO nonce, ignored otherwise. */
+static ucs_status_t probe_recv(void *arg, const void *header, size_t header_length, void *data,
+                               size_t length, const ucp_am_recv_param_t *param)
+{
+    rdma_session_t *s = arg;
+    if (header_length == RDMA_NONCE_LEN && length == RDMA_NONCE_LEN &&
+        !(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) &&
+        memcmp(header, s->cnonce, RDMA_NONCE_LEN) == 0 && !atomic_load(&s->probe_got)) {
+        memcpy(s->probe, data, RDMA_NONCE_LEN);
+        atomic_store(&s->probe_got, 1);
+    }
+    return UCS_OK;
+}
+
+/* Progresses the worker until the probe arrives, watching the lifeline for
+ * an ERROR meanwhile. 0, or -1 with err set. */
+static int await_probe(rdma_session_t *s, char *err, size_t err_len)
+{
+    uint64_t deadline = rdma_now_ms() + (uint64_t)s->timeout_ms;
+    while (!atomic_load(&s->probe_got)) {
+        while (ucp_worker_progress(s->worker)) {
+        }
+        if (atomic_load(&s->probe_got))
+            break;
+        uint64_t now = rdma_now_ms();
+        if (now >= deadline) {
+            set_err(err, err_len, "the session server's probe did not arrive (UCX unreachable?)");
+            return -1;
+        }
+        if (ucp_worker_arm(s->worker) == UCS_ERR_BUSY)
+            continue;
+        struct pollfd pfd[2] = {{.fd = s->efd, .events = POLLIN}, {.fd = s->fd, .events = POLLIN}};
+        int wait = deadline - now < 50 ? (int)(deadline - now) : 50;
+        if (poll(pfd, 2, wait) > 0 && pfd[1].revents) {
+            uint8_t *body = NULL;
+            /* The server speaks before PROVE only to refuse. */
+            if (recv_expect(s, RDMA_MSG_WELCOME, &body, err, err_len) >= 0) {
+                free(body);
+                set_err(err, err_len, "unexpected reply from the session server");
+            }
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* 1 when host names this machine's loopback. */
+static int host_is_loopback(const char *host)
+{
+    return strcmp(host, "localhost") == 0 || strncmp(host, "127.", 4) == 0 ||
+           strcmp(host, "::1") == 0 || strcmp(host, "[::1]") == 0;
+}
+
+/* Opens the lifeline: the Unix socket (cfg->socket, or by default
+ * "@s3rdma.<port>" when the endpoint is loopback, falling back to TCP),
+ * else TCP. Returns the fd, or -1 with err set. */
+static int lifeline_connect(const rdma_client_config_t *cfg, int timeout_ms, char *err,
+                            size_t err_len)
+{
+    if (cfg->socket && *cfg->socket)
+        return rdma_net_connect_unix(cfg->socket, timeout_ms, err, err_len);
+    if (!cfg->socket && host_is_loopback(cfg->host)) {
+        char name[64];
+        snprintf(name, sizeof(name), "@s3rdma.%d", cfg->port);
+        int fd = rdma_net_connect_unix(name, timeout_ms, err, err_len);
+        if (fd >= 0)
+            return fd;
+    }
+    return rdma_net_connect(cfg->host, cfg->port, cfg->local_ip, timeout_ms, err, err_len);
+}
+
 static int send_frame(rdma_session_t *s, wire_out_t *w, int built)
 {
     int rc = built == 0 ? rdma_net_send_all(s->fd, w->data, w->len,
@@ -173,7 +249,7 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
     }
     ucp_params_t up = {
         .field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
-        .features = UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP,
+        .features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP,
         .mt_workers_shared = 1,
     };
     st = ucp_init(&up, uc, &s->ctx);
@@ -192,74 +268,73 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
         goto fail;
     }
 
-    /* Bootstrap handshake. */
-    s->fd = rdma_net_connect(cfg->host, cfg->port, cfg->local_ip, s->timeout_ms, err, err_len);
+    ucp_am_handler_param_t ah = {
+        .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                      UCP_AM_HANDLER_PARAM_FIELD_ARG,
+        .id = RDMA_AM_PROBE,
+        .cb = probe_recv,
+        .arg = s,
+    };
+    if ((st = ucp_worker_set_am_recv_handler(s->worker, &ah)) != UCS_OK) {
+        set_err(err, err_len, "UCX active message handler: %s", ucs_status_string(st));
+        goto fail;
+    }
+
+    /* Bootstrap handshake (docs/protocol.md §1.3). */
+    s->fd = lifeline_connect(cfg, s->timeout_ms, err, err_len);
     if (s->fd < 0)
         goto fail;
-    char host_id[RDMA_MAX_HOST_ID + 1];
-    const char *hid = getenv("S3R_RDMA_CLIENT_HOST_ID"); /* tests: force the remote path */
-    if (hid && *hid)
-        snprintf(host_id, sizeof(host_id), "%s", hid);
-    else
-        rdma_host_identity(host_id);
-    uint8_t cnonce[RDMA_NONCE_LEN];
-    if (random_bytes(cnonce, sizeof(cnonce)) < 0) {
+    if (random_bytes(s->cnonce, sizeof(s->cnonce)) < 0) {
         set_err(err, err_len, "no random bytes");
         goto fail;
     }
     wire_out_t w = {0};
-    if (send_frame(s, &w, wire_hello(&w, cfg->access_key, cnonce, host_id, caddr, caddr_len)) < 0) {
+    if (send_frame(s, &w, wire_hello(&w, cfg->access_key, s->cnonce, caddr, caddr_len)) < 0) {
         set_err(err, err_len, "sending HELLO failed");
         goto fail;
     }
     long n = recv_expect(s, RDMA_MSG_CHALLENGE, &body, err, err_len);
     if (n < 0)
         goto fail;
-    rdma_challenge_t ch;
-    if (wire_parse_challenge(body, (size_t)n, &ch) < 0) {
+    uint8_t snonce[RDMA_NONCE_LEN];
+    if (wire_parse_nonce(body, (size_t)n, RDMA_MSG_CHALLENGE, snonce) < 0) {
         set_err(err, err_len, "malformed CHALLENGE");
         goto fail;
     }
-    uint8_t key[32], mac[RDMA_MAC_LEN], smac[RDMA_MAC_LEN];
-    rdma_session_key(cfg->secret_key, key);
-    rdma_handshake_mac(key, "client", cnonce, ch.nonce, caddr, caddr_len, ch.worker_addr,
-                       ch.worker_addr_len, cfg->access_key, mac);
-    rdma_handshake_mac(key, "server", cnonce, ch.nonce, caddr, caddr_len, ch.worker_addr,
-                       ch.worker_addr_len, cfg->access_key, smac);
-    size_t saddr_len = ch.worker_addr_len;
-    uint8_t *saddr = malloc(saddr_len);
-    if (!saddr) {
-        set_err(err, err_len, "out of memory");
-        goto fail;
-    }
-    memcpy(saddr, ch.worker_addr, saddr_len);
     free(body);
     body = NULL;
-    if (send_frame(s, &w, wire_auth(&w, mac)) < 0) {
-        free(saddr);
+    uint8_t key[32], mac[RDMA_MAC_LEN], smac[RDMA_MAC_LEN];
+    rdma_session_key(cfg->secret_key, key);
+    rdma_handshake_mac(key, "client", s->cnonce, snonce, caddr, caddr_len, NULL, 0, cfg->access_key,
+                       mac);
+    if (send_frame(s, &w, wire_nonce(&w, RDMA_MSG_AUTH, mac)) < 0) {
         set_err(err, err_len, "sending AUTH failed");
+        goto fail;
+    }
+    if (await_probe(s, err, err_len) < 0)
+        goto fail;
+    if (send_frame(s, &w, wire_nonce(&w, RDMA_MSG_PROVE, s->probe)) < 0) {
+        set_err(err, err_len, "sending PROVE failed");
         goto fail;
     }
     n = recv_expect(s, RDMA_MSG_WELCOME, &body, err, err_len);
     if (n < 0 || wire_parse_welcome(body, (size_t)n, &s->welcome) < 0) {
         if (n >= 0)
             set_err(err, err_len, "malformed WELCOME");
-        free(saddr);
         goto fail;
     }
+    rdma_handshake_mac(key, "server", s->cnonce, snonce, caddr, caddr_len, s->welcome.worker_addr,
+                       s->welcome.worker_addr_len, cfg->access_key, smac);
     if (!ct_equal(smac, s->welcome.server_mac, RDMA_MAC_LEN)) {
-        free(saddr);
         set_err(err, err_len, "the session server failed to prove it knows the secret");
         goto fail;
     }
-    free(body);
-    body = NULL;
 
     /* Our endpoint to the server's worker, in the error mode it chose. */
     s->err_mode = s->welcome.err_mode;
     ucp_ep_params_t ep = {
         .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE,
-        .address = (const ucp_address_t *)saddr,
+        .address = (const ucp_address_t *)s->welcome.worker_addr,
         .err_mode = s->err_mode == RDMA_WIRE_ERRMODE_PEER ? UCP_ERR_HANDLING_MODE_PEER
                                                           : UCP_ERR_HANDLING_MODE_NONE,
     };
@@ -269,7 +344,9 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
         ep.err_handler.arg = s;
     }
     st = ucp_ep_create(s->worker, &ep, &s->ep);
-    free(saddr);
+    s->welcome.worker_addr = NULL; /* pointed into the frame */
+    free(body);
+    body = NULL;
     if (st != UCS_OK) {
         s->ep = NULL;
         set_err(err, err_len, "ucp_ep_create to the server: %s", ucs_status_string(st));

@@ -14,6 +14,11 @@
 typedef struct rdma_client_config {
     const char *host; /* session endpoint host */
     int port;         /* session endpoint port (9100) */
+    /* The session Unix socket ("@name" or a path). NULL: "@s3rdma.<port>"
+     * when host is loopback (falling back to TCP), else TCP; "": TCP only.
+     * Only Unix-socket sessions from a uid the server trusts get the
+     * shared-memory transports (docs/security.md). */
+    const char *socket;
     const char *access_key;
     const char *secret_key;
     int timeout_ms;        /* connect + handshake; 0 = 5000 */

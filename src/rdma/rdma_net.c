@@ -7,10 +7,12 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -93,6 +95,48 @@ int rdma_net_connect(const char *host, int port, const char *local_ip, int timeo
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+}
+
+int rdma_net_unix_addr(const char *name, struct sockaddr_un *sa, unsigned *len)
+{
+    size_t n = name ? strlen(name) : 0;
+    memset(sa, 0, sizeof(*sa));
+    sa->sun_family = AF_UNIX;
+    if (n == 0 || n >= sizeof(sa->sun_path))
+        return -1;
+    memcpy(sa->sun_path, name, n);
+    if (name[0] == '@') {
+        sa->sun_path[0] = '\0'; /* abstract: the name is exactly these bytes, no NUL */
+        *len = (unsigned)(offsetof(struct sockaddr_un, sun_path) + n);
+    } else {
+        *len = (unsigned)sizeof(*sa);
+    }
+    return 0;
+}
+
+int rdma_net_connect_unix(const char *name, int timeout_ms, char *err, size_t err_len)
+{
+    struct sockaddr_un sa;
+    unsigned sl;
+    if (rdma_net_unix_addr(name, &sa, &sl) < 0) {
+        snprintf(err, err_len, "bad unix socket name '%s'", name ? name : "");
+        return -1;
+    }
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        snprintf(err, err_len, "socket: %s", strerror(errno));
+        return -1;
+    }
+    if (connect(fd, (struct sockaddr *)&sa, sl) < 0 &&
+        !(errno == EINPROGRESS &&
+          wait_fd(fd, POLLOUT, rdma_now_ms() + (uint64_t)timeout_ms) == 0)) {
+        snprintf(err, err_len, "connect %s: %s", name, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
     return fd;
 }
 

@@ -15,6 +15,13 @@ uint64_t rdma_now_ms(void);
  * close-on-exec), or -1 with a reason in err. */
 int rdma_net_connect(const char *host, int port, const char *local_ip, int timeout_ms, char *err,
                      size_t err_len);
+/* The sockaddr for a session Unix socket name: "@name" is Linux's abstract
+ * namespace, anything else a path. 0, or -1 if the name is empty or too long. */
+struct sockaddr_un;
+int rdma_net_unix_addr(const char *name, struct sockaddr_un *sa, unsigned *len);
+/* Connects to the Unix socket name within timeout_ms. Returns the fd
+ * (blocking, close-on-exec), or -1 with a reason in err. */
+int rdma_net_connect_unix(const char *name, int timeout_ms, char *err, size_t err_len);
 /* Sends all n bytes before deadline_ms (rdma_now_ms clock). 0, or -1. */
 int rdma_net_send_all(int fd, const void *p, size_t n, uint64_t deadline_ms);
 /* Receives one whole frame (length prefix checked against

@@ -66,9 +66,16 @@ int rdma_server_start(const rdma_server_config_t *cfg, rdma_server_t **out_p)
         return -1;
     srv->cfg = *cfg;
     srv->listen_fd = -1;
+    srv->unix_fd = -1;
     srv->boot_evfd = -1;
     if (!srv->cfg.max_sessions)
         srv->cfg.max_sessions = S3R_MAX_SESSIONS;
+    if (!srv->cfg.max_sessions_per_user)
+        srv->cfg.max_sessions_per_user = S3R_MAX_SESSIONS_PER_USER;
+    if (!srv->cfg.max_pending)
+        srv->cfg.max_pending = S3R_RDMA_MAX_PENDING;
+    if (!srv->cfg.max_pending_per_source)
+        srv->cfg.max_pending_per_source = S3R_RDMA_PENDING_PER_SOURCE;
     if (!srv->cfg.max_inflight)
         srv->cfg.max_inflight = S3R_MAX_INFLIGHT_TRANSFERS;
     srv->op_timeout_ms = OP_TIMEOUT_MS_DEFAULT;
@@ -79,7 +86,6 @@ int rdma_server_start(const rdma_server_config_t *cfg, rdma_server_t **out_p)
     pthread_mutex_init(&srv->mu, NULL);
     pthread_mutex_init(&srv->pool_mu, NULL);
     pthread_cond_init(&srv->pool_cv, NULL);
-    rdma_host_identity(srv->host_id);
 
     unsigned nb = 1;
     while (nb < srv->cfg.max_sessions)
@@ -95,24 +101,8 @@ int rdma_server_start(const rdma_server_config_t *cfg, rdma_server_t **out_p)
         srv->free_xfers = &srv->xfers[i];
     }
 
-    ucp_config_t *uc;
-    if (ucp_config_read(NULL, NULL, &uc) != UCS_OK) {
-        log_error("rdma: ucp_config_read failed");
-        goto fail;
-    }
-    ucp_params_t up = {
-        .field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
-        .features = UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP,
-        .mt_workers_shared = 1,
-    };
-    ucs_status_t st = ucp_init(&up, uc, &srv->ctx);
-    ucp_config_release(uc);
-    if (st != UCS_OK) {
-        log_error("rdma: ucp_init: %s", ucs_status_string(st));
-        srv->ctx = NULL;
-        goto fail;
-    }
-    if (staging_init(srv) < 0)
+    int want_local = !(cfg->unix_socket && !*cfg->unix_socket);
+    if (staging_init(srv) < 0 || rdma_domains_open(srv, want_local) < 0)
         goto fail;
 
     srv->n_progs = cfg->n_workers > 0 ? cfg->n_workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -127,8 +117,9 @@ int rdma_server_start(const rdma_server_config_t *cfg, rdma_server_t **out_p)
         p->epfd = p->evfd = -1;
         pthread_mutex_init(&p->mu, NULL);
         p->cmds_tail = &p->cmds;
-        if (worker_create(srv, &p->shared) < 0 ||
-            ucp_worker_get_address(p->shared.w, &p->shared_addr, &p->shared_addr_len) != UCS_OK)
+        if (srv->net.ctx &&
+            (worker_create(&srv->net, &p->shared) < 0 ||
+             ucp_worker_get_address(p->shared.w, &p->shared_addr, &p->shared_addr_len) != UCS_OK))
             goto fail;
         p->epfd = epoll_create1(EPOLL_CLOEXEC);
         p->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -137,7 +128,8 @@ int rdma_server_start(const rdma_server_config_t *cfg, rdma_server_t **out_p)
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
         epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->evfd, &ev);
         ev.data.ptr = p;
-        epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->shared.efd, &ev);
+        if (p->shared.w)
+            epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->shared.efd, &ev);
         if (pthread_create(&p->th, NULL, prog_main, p) != 0)
             goto fail;
         p->started = 1;
@@ -149,8 +141,10 @@ int rdma_server_start(const rdma_server_config_t *cfg, rdma_server_t **out_p)
     if (srv->boot_evfd < 0 || pthread_create(&srv->boot_th, NULL, boot_main, srv) != 0)
         goto fail;
     srv->boot_started = 1;
-    log_info("rdma: session port %d, %d progress thread(s), staging %zu x %zu bytes", srv->port,
-             srv->n_progs, srv->n_chunks, srv->chunk_bytes);
+    log_info("rdma: session port %d%s%s, %d progress thread(s), staging %zu x %zu bytes", srv->port,
+             srv->unix_fd >= 0 ? ", local clients on unix socket " : "",
+             srv->unix_fd >= 0 ? srv->unix_name : "", srv->n_progs, srv->n_chunks,
+             srv->chunk_bytes);
     *out_p = srv;
     return 0;
 fail:
@@ -193,15 +187,17 @@ void rdma_server_stop(rdma_server_t *srv)
         pthread_mutex_destroy(&p->mu);
     }
     free(srv->progs);
-    if (srv->staging_memh)
-        ucp_mem_unmap(srv->ctx, srv->staging_memh);
-    if (srv->ctx)
-        ucp_cleanup(srv->ctx);
+    rdma_domains_close(srv);
+    staging_free(srv);
     if (srv->listen_fd >= 0)
         close(srv->listen_fd);
+    if (srv->unix_fd >= 0) {
+        close(srv->unix_fd);
+        if (srv->unix_name[0] != '@')
+            unlink(srv->unix_name);
+    }
     if (srv->boot_evfd >= 0)
         close(srv->boot_evfd);
-    free(srv->chunks);
     free(srv->buckets);
     free(srv->xfers);
     pthread_mutex_destroy(&srv->mu);

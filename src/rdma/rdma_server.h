@@ -34,7 +34,17 @@ typedef struct rdma_server_config {
     int n_workers;           /* progress threads; 0 = one per core */
     size_t staging_bytes;    /* registered staging pool size */
     size_t chunk_bytes;      /* data mover pipeline chunk */
-    unsigned max_sessions;
+    /* The Unix socket for local clients: NULL means "@s3rdma.<port>" (Linux's
+     * abstract namespace), "" none, "@name" an abstract name, else a path. */
+    const char *unix_socket;
+    /* uids (besides the server's own) whose Unix-socket sessions are trusted
+     * with every UCX transport, shared memory included (docs/security.md). */
+    const unsigned *trusted_uids;
+    unsigned n_trusted_uids;
+    unsigned max_sessions; /* authenticated sessions */
+    unsigned max_sessions_per_user;
+    unsigned max_pending;            /* connections before WELCOME, server-wide */
+    unsigned max_pending_per_source; /* ... from one IP address or uid */
     unsigned max_regions_per_session;
     uint64_t max_registered_per_session;
     unsigned max_inflight; /* concurrent token transfers, server-wide */

@@ -8,13 +8,21 @@
  * data mover. docs/protocol.md has the wire format; src/rdma/README.md the
  * thread model in prose.
  *
+ * Trust (docs/security.md): a session is *local* when it bootstrapped over
+ * the Unix socket from a uid the server trusts (SO_PEERCRED); it then lives
+ * in the local domain, whose UCX context has every transport (shared memory,
+ * CMA: the server itself touches the client's memory). Every other session
+ * lives in the net domain, whose context has only transports where the
+ * client's side or its NIC performs the access (TCP, InfiniBand/RoCE), so
+ * nothing a stranger announces can make the server touch its own memory.
+ *
  * Threads and ownership, in short:
- *   - The bootstrap thread owns every TCP connection (handshakes and
+ *   - The bootstrap thread owns every bootstrap connection (handshakes and
  *     lifelines) and is the only thread that creates sessions, adds or
  *     removes regions, and marks a session dead when its lifeline drops.
- *   - Progress thread i owns one shared worker (PEER mode, cross-host
- *     sessions) and the per-session workers (NONE mode, same-host sessions)
- *     handed to it. Only it destroys a session, and only once the session's
+ *   - Progress thread i owns one shared worker of the net domain (PEER mode)
+ *     and the per-session workers of local sessions (NONE mode) handed to
+ *     it. Only it destroys a session, and only once the session's
  *     reference count is zero, so no other thread can be inside the worker.
  *   - HTTP threads (rdma_xfer_*) hold a session reference for the life of a
  *     transfer, post RMA on the session's endpoint and progress the worker
@@ -24,11 +32,15 @@
  *     transfer gave up writes only there; see chunk_release.
  *
  * Files:
- *   rdma_server.c   start/stop, config defaults, counters, rdma_strerror
- *   rdma_boot.c     the bootstrap thread: listener, connections, handshake,
- *                   region add/remove, lifeline loss
- *   rdma_session.c  workers, session references and teardown, progress threads
- *   rdma_xfer.c     the staging chunk pool and the token data mover (rdma_xfer_*)
+ *   rdma_server.c    start/stop, config defaults, counters, rdma_strerror
+ *   rdma_domain.c    the two UCX contexts (local, net) and their transport lists
+ *   rdma_boot.c      the bootstrap thread: listeners, connections, admission
+ *                    (per-source caps, eviction), output queues, lifeline loss
+ *   rdma_handshake.c HELLO / AUTH / probe / PROVE / WELCOME: creating a session
+ *   rdma_region.c    REGION_ADD / REGION_REMOVE on a lifeline
+ *   rdma_mapcheck.c  is a span of this process's memory one shared mapping?
+ *   rdma_session.c   workers, session references and teardown, progress threads
+ *   rdma_xfer.c      the staging chunk pool and the token data mover (rdma_xfer_*)
  */
 #ifndef S3R_RDMA_RDMA_SERVER_INTERNAL_H
 #define S3R_RDMA_RDMA_SERVER_INTERNAL_H
@@ -44,7 +56,14 @@
 
 typedef struct rsession rsession_t;
 typedef struct rprog rprog_t;
-typedef struct bconn bconn_t; /* a bootstrap connection; defined in rdma_boot.c */
+typedef struct bconn bconn_t;
+
+/* A UCX context with the staging pool registered in it. */
+typedef struct rdma_domain {
+    ucp_context_h ctx;
+    ucp_mem_h staging_memh;
+    int local; /* 1: the local (trusted) domain */
+} rdma_domain_t;
 
 /* ==== staging chunks ===================================================== */
 
@@ -76,9 +95,11 @@ typedef struct rregion {
     uint64_t addr, len;
     ucp_rkey_h rkey;
     /* The region mapped into this process (ucp_rkey_ptr), when UCX can: a
-     * same-host client's UCX-allocated memory over shared memory. Transfers
+     * local client's UCX-allocated memory over shared memory, verified at
+     * REGION_ADD to lie inside one shared mapping (rdma_region.c). Transfers
      * then read and write it in place, one copy instead of two; NULL means
-     * every byte goes through staging and an RMA operation (RDMA NICs, CMA). */
+     * every byte goes through staging and an RMA operation (RDMA NICs, CMA,
+     * TCP). */
     uint8_t *local;
     int refs; /* the session's region list + each open transfer; under session mu */
     struct rregion *next;
@@ -97,10 +118,14 @@ struct rsession {
     _Atomic int refs;
     _Atomic int dead;    /* lifeline dropped or the endpoint failed */
     _Atomic int orphans; /* chunks orphaned with a request on this session */
-    int own_worker;      /* 1: same host, NONE mode, worker below is ours */
+    int own_worker;      /* 1: a local session, NONE mode, worker below is ours */
+    const rdma_domain_t *dom;
     rworker_t own;
     ucp_worker_h worker; /* own.w or the progress thread's shared worker */
     ucp_ep_h ep;
+    /* The probe active message (header: the client nonce, payload: a fresh
+     * nonce): UCX may read these until the endpoint is closed. */
+    uint8_t probe_hdr[RDMA_NONCE_LEN], probe[RDMA_NONCE_LEN];
     pthread_mutex_t mu; /* regions */
     rregion_t *regions;
     unsigned n_regions;
@@ -120,7 +145,7 @@ struct rprog {
     pthread_t th;
     int started;
     int epfd, evfd;
-    rworker_t shared;
+    rworker_t shared; /* net domain (no worker when the net domain is off) */
     ucp_address_t *shared_addr;
     size_t shared_addr_len;
     pthread_mutex_t mu;
@@ -139,13 +164,53 @@ struct rdma_xfer {
     struct rdma_xfer *next_free;
 };
 
+/* ==== bootstrap connections ============================================== */
+
+enum conn_state {
+    CONN_HELLO, /* waiting for HELLO */
+    CONN_AUTH,  /* CHALLENGE sent, waiting for AUTH */
+    CONN_PROBE, /* authenticated, probe sent over UCX, waiting for PROVE */
+    CONN_LIVE,  /* WELCOME sent: the session's lifeline */
+};
+
+/* One connection on a session port (TCP or the Unix socket). Owned by the
+ * bootstrap thread. */
+struct bconn {
+    int fd;
+    enum conn_state state;
+    uint64_t accepted_ms, deadline_ms; /* the deadline bounds the whole handshake */
+    /* input: one frame at a time */
+    uint8_t hdr[4];
+    size_t hdr_got;
+    uint8_t *body;
+    size_t body_len, body_got;
+    /* output: frames not yet taken by the kernel (bounded: RDMA_CONN_OUTQ_MAX) */
+    uint8_t *out;
+    size_t out_len, out_off;
+    int broken;      /* the output queue overflowed or a send failed: close */
+    char peer[80];   /* for logs: "ip:port" or "unix:uid=U,pid=P" */
+    char source[64]; /* what per-source caps count: the IP, or "uid:U" */
+    int local;       /* bootstrapped over the Unix socket from a trusted uid */
+    /* handshake */
+    char ak[RDMA_MAX_AK + 1];
+    uint8_t cnonce[RDMA_NONCE_LEN], snonce[RDMA_NONCE_LEN];
+    uint8_t *caddr;
+    size_t caddr_len;
+    rsession_t *sess; /* from AUTH on (in the hash only once LIVE) */
+    struct bconn *next;
+};
+
 struct rdma_server {
     rdma_server_config_t cfg;
     int op_timeout_ms;
     int no_map; /* S3R_RDMA_NO_MAP: never map regions (staged path only) */
-    ucp_context_h ctx;
-    char host_id[RDMA_MAX_HOST_ID + 1];
+    /* local: every transport, for trusted Unix-socket peers (NULL when the
+     * socket is off); net: network transports only (NULL when none is
+     * allowed, then only local sessions exist). */
+    rdma_domain_t local, net;
     int listen_fd, port;
+    int unix_fd;         /* -1 when the Unix socket is off */
+    char unix_name[108]; /* "@abstract" or a path */
     pthread_t boot_th;
     int boot_started;
     int boot_evfd;
@@ -156,8 +221,8 @@ struct rdma_server {
     int n_progs;
     unsigned next_prog;
 
-    ucp_mem_h staging_memh;
-    void *staging;
+    void *staging; /* mmap'd; registered in each domain */
+    size_t staging_len;
     size_t chunk_bytes, n_chunks;
     rchunk_t *chunks;
     rchunk_t *free_chunks;
@@ -168,7 +233,7 @@ struct rdma_server {
     rsession_t **buckets; /* live sessions by id, chained via hnext */
     unsigned bucket_mask; /* bucket count - 1 (a power of two >= max_sessions) */
     unsigned n_live;      /* in the hash */
-    unsigned n_alloc;     /* reserved at HELLO until destroyed */
+    unsigned n_alloc;     /* authenticated sessions: reserved at AUTH until destroyed */
     struct rdma_xfer *xfers, *free_xfers;
 };
 
@@ -178,9 +243,9 @@ struct rdma_server {
 
 /* ==== rdma_session.c ===================================================== */
 
-/* Creates a MULTI-thread-mode worker on srv's context and its event fd.
+/* Creates a MULTI-thread-mode worker on dom's context and its event fd.
  * 0, or -1 (logged; rw->w is NULL). */
-int worker_create(struct rdma_server *srv, rworker_t *rw);
+int worker_create(const rdma_domain_t *dom, rworker_t *rw);
 
 /* Destroys rw's worker if it has one; idempotent. */
 void worker_destroy(rworker_t *rw);
@@ -207,15 +272,41 @@ rsession_t **session_bucket(struct rdma_server *srv, const uint8_t id[RDMA_SESSI
  * a reference. Bootstrap thread. */
 void session_kill(struct rdma_server *srv, rsession_t *s);
 
+/* The PEER-mode endpoint error handler (arg: the session): marks it dead. */
+void session_ep_failed(void *arg, ucp_ep_h ep, ucs_status_t status);
+
 /* Progress thread body; arg is its rprog_t. Runs until p->stop is set and
  * its command queue is empty. */
 void *prog_main(void *arg);
 
+/* ==== rdma_domain.c ====================================================== */
+
+/* The UCX_TLS value for the net domain, derived from the operator's UCX_TLS
+ * (ucx_tls, NULL when unset): only network transports (tcp and the
+ * InfiniBand/RoCE families) of what the operator allows. Writes it to out
+ * and returns 0, or returns -1 when the operator's list allows none. */
+int rdma_net_tls(const char *ucx_tls, char *out, size_t out_len);
+
+/* Creates the domains (srv->local when local is set, srv->net unless the
+ * operator's UCX_TLS leaves no network transport) and registers the staging
+ * memory (srv->staging, srv->staging_len) in each. 0, or -1 (logged). */
+int rdma_domains_open(struct rdma_server *srv, int local);
+void rdma_domains_close(struct rdma_server *srv);
+
+/* ==== rdma_mapcheck.c ==================================================== */
+
+/* 1 when [p, p+len) lies inside one shared mapping of this process whose
+ * last byte is backed (not past the end of the mapped file), else 0. Reads
+ * /proc/self/maps. */
+int rdma_span_is_shared_mapping(const void *p, uint64_t len);
+
 /* ==== rdma_xfer.c ======================================================== */
 
-/* Maps the staging pool (cfg sizes, or the defaults above) and fills the
- * free list. Needs srv->ctx. 0, or -1 (logged). */
+/* Allocates the staging pool (cfg sizes, or the defaults above): sets
+ * srv->staging/staging_len and fills the free list; rdma_domains_open
+ * registers it. 0, or -1 (logged). */
 int staging_init(struct rdma_server *srv);
+void staging_free(struct rdma_server *srv);
 
 /* Returns every chunk session s orphaned to the pool. Call only once no
  * request of s can complete any more (worker destroyed or endpoint closed). */
@@ -223,12 +314,32 @@ void chunk_sweep(struct rdma_server *srv, rsession_t *s);
 
 /* ==== rdma_boot.c ======================================================== */
 
-/* Binds and listens on cfg.listen_host:cfg.port; sets srv->listen_fd and
- * srv->port (the bound port when cfg.port is 0). 0, or -1 (logged). */
+/* Opens the session listeners: TCP on cfg.listen_host:cfg.port (sets
+ * srv->listen_fd and srv->port, the bound port when cfg.port is 0) and the
+ * Unix socket cfg.unix_socket when set. 0, or -1 (logged). */
 int listen_on(struct rdma_server *srv);
 
 /* Bootstrap thread body; arg is the server. Runs until srv->stop is set,
  * then closes every connection (killing their sessions). */
 void *boot_main(void *arg);
+
+/* Queues a finished frame (freed here) on c's output and tries to send it
+ * without blocking; past RDMA_CONN_OUTQ_MAX the connection is marked broken. */
+void conn_send(bconn_t *c, wire_out_t *w);
+void conn_send_error(bconn_t *c, uint32_t code, const char *msg);
+
+/* ==== rdma_handshake.c =================================================== */
+
+/* Frame handlers for the handshake states. Each returns 0 to keep the
+ * connection, -1 to close it (after logging why and queueing an ERROR). */
+int on_hello(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len);
+int on_auth(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len);
+int on_prove(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len);
+
+/* ==== rdma_region.c ====================================================== */
+
+/* REGION_ADD / REGION_REMOVE on a live session; same contract as above. */
+int on_region_add(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len);
+int on_region_remove(bconn_t *c, const uint8_t *body, size_t len);
 
 #endif

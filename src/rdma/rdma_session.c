@@ -16,13 +16,13 @@
 
 /* ==== workers ============================================================ */
 
-int worker_create(struct rdma_server *srv, rworker_t *rw)
+int worker_create(const rdma_domain_t *dom, rworker_t *rw)
 {
     ucp_worker_params_t wp = {
         .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
         .thread_mode = UCS_THREAD_MODE_MULTI,
     };
-    ucs_status_t st = ucp_worker_create(srv->ctx, &wp, &rw->w);
+    ucs_status_t st = ucp_worker_create(dom->ctx, &wp, &rw->w);
     if (st != UCS_OK) {
         log_warn("rdma: ucp_worker_create: %s", ucs_status_string(st));
         rw->w = NULL;
@@ -84,6 +84,14 @@ void region_put_locked(rregion_t *r)
             ucp_rkey_destroy(r->rkey);
         free(r);
     }
+}
+
+void session_ep_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    (void)ep;
+    rsession_t *s = arg;
+    atomic_store(&s->dead, 1);
+    log_info("rdma: session endpoint failed: %s", ucs_status_string(status));
 }
 
 /* Runs on the session's progress thread once nobody else holds it. */
@@ -217,10 +225,11 @@ void *prog_main(void *arg)
         /* Progress everything this thread owns, then arm; a worker with
          * events still pending (arm says BUSY) keeps the loop spinning. */
         busy = 0;
-        prog_progress(p->shared.w);
+        if (p->shared.w)
+            prog_progress(p->shared.w);
         for (rsession_t *s = p->own_list; s; s = s->prog_next)
             prog_progress(s->own.w);
-        if (ucp_worker_arm(p->shared.w) == UCS_ERR_BUSY)
+        if (p->shared.w && ucp_worker_arm(p->shared.w) == UCS_ERR_BUSY)
             busy = 1;
         for (rsession_t *s = p->own_list; s; s = s->prog_next) {
             if (ucp_worker_arm(s->own.w) == UCS_ERR_BUSY)

@@ -1,5 +1,5 @@
 /* Session bootstrap frames, tokens and handshake MACs (see rdma_wire.h and
- * docs/protocol.md). Nothing here does I/O except rdma_host_identity. */
+ * docs/protocol.md). Nothing here does I/O. */
 #include "rdma/rdma_wire.h"
 
 #include <stdio.h>
@@ -234,13 +234,12 @@ static int wire_close(wire_in_t *r)
 
 /* ---- messages ---------------------------------------------------------- */
 
-int wire_hello(wire_out_t *w, const char *ak, const uint8_t nonce[RDMA_NONCE_LEN],
-               const char *host_id, const void *addr, size_t addr_len)
+int wire_hello(wire_out_t *w, const char *ak, const uint8_t nonce[RDMA_NONCE_LEN], const void *addr,
+               size_t addr_len)
 {
     wire_begin(w, RDMA_MSG_HELLO);
     wire_put_str16(w, ak);
     wire_put_bytes(w, nonce, RDMA_NONCE_LEN);
-    wire_put_str16(w, host_id);
     wire_put_blob32(w, addr, addr_len);
     return wire_end(w);
 }
@@ -252,43 +251,23 @@ int wire_parse_hello(const uint8_t *body, size_t len, rdma_hello_t *m)
         return -1;
     wire_get_str16(&r, m->access_key, RDMA_MAX_AK, 0);
     wire_get_bytes(&r, m->nonce, RDMA_NONCE_LEN);
-    wire_get_str16(&r, m->host_id, RDMA_MAX_HOST_ID, 0);
     m->worker_addr = wire_get_blob32(&r, RDMA_MAX_WORKER_ADDR, &m->worker_addr_len);
     return wire_close(&r);
 }
 
-int wire_challenge(wire_out_t *w, const uint8_t nonce[RDMA_NONCE_LEN], const void *addr,
-                   size_t addr_len)
+int wire_nonce(wire_out_t *w, uint8_t type, const uint8_t bytes[RDMA_NONCE_LEN])
 {
-    wire_begin(w, RDMA_MSG_CHALLENGE);
-    wire_put_bytes(w, nonce, RDMA_NONCE_LEN);
-    wire_put_blob32(w, addr, addr_len);
+    wire_begin(w, type);
+    wire_put_bytes(w, bytes, RDMA_NONCE_LEN);
     return wire_end(w);
 }
 
-int wire_parse_challenge(const uint8_t *body, size_t len, rdma_challenge_t *m)
+int wire_parse_nonce(const uint8_t *body, size_t len, uint8_t type, uint8_t bytes[RDMA_NONCE_LEN])
 {
     wire_in_t r;
-    if (wire_open(&r, body, len, RDMA_MSG_CHALLENGE) < 0)
+    if (wire_open(&r, body, len, type) < 0)
         return -1;
-    wire_get_bytes(&r, m->nonce, RDMA_NONCE_LEN);
-    m->worker_addr = wire_get_blob32(&r, RDMA_MAX_WORKER_ADDR, &m->worker_addr_len);
-    return wire_close(&r);
-}
-
-int wire_auth(wire_out_t *w, const uint8_t mac[RDMA_MAC_LEN])
-{
-    wire_begin(w, RDMA_MSG_AUTH);
-    wire_put_bytes(w, mac, RDMA_MAC_LEN);
-    return wire_end(w);
-}
-
-int wire_parse_auth(const uint8_t *body, size_t len, uint8_t mac[RDMA_MAC_LEN])
-{
-    wire_in_t r;
-    if (wire_open(&r, body, len, RDMA_MSG_AUTH) < 0)
-        return -1;
-    wire_get_bytes(&r, mac, RDMA_MAC_LEN);
+    wire_get_bytes(&r, bytes, RDMA_NONCE_LEN);
     return wire_close(&r);
 }
 
@@ -303,6 +282,7 @@ int wire_welcome(wire_out_t *w, const rdma_welcome_t *m)
     wire_put_u64(w, m->max_registered);
     wire_put_u32(w, m->max_inflight);
     wire_put_u32(w, m->chunk_bytes);
+    wire_put_blob32(w, m->worker_addr, m->worker_addr_len);
     wire_put_bytes(w, m->server_mac, RDMA_MAC_LEN);
     return wire_end(w);
 }
@@ -320,6 +300,7 @@ int wire_parse_welcome(const uint8_t *body, size_t len, rdma_welcome_t *m)
     m->max_registered = wire_get_u64(&r);
     m->max_inflight = wire_get_u32(&r);
     m->chunk_bytes = wire_get_u32(&r);
+    m->worker_addr = wire_get_blob32(&r, RDMA_MAX_WORKER_ADDR, &m->worker_addr_len);
     wire_get_bytes(&r, m->server_mac, RDMA_MAC_LEN);
     /* Reserved fields must be zero (docs/protocol.md §1.2). */
     if (m->err_mode > RDMA_WIRE_ERRMODE_PEER || reserved8 != 0 || reserved16 != 0)
@@ -413,31 +394,6 @@ void rdma_handshake_mac(const uint8_t key[32], const char *role,
     else
         hmac_sha256(key, 32, w.data, w.len, mac);
     wire_free(&w);
-}
-
-static size_t read_line_file(const char *path, char *out, size_t max)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = 0;
-    if (fgets(out, (int)max, f))
-        n = strcspn(out, "\r\n");
-    out[n] = '\0';
-    fclose(f);
-    return n;
-}
-
-void rdma_host_identity(char out[RDMA_MAX_HOST_ID + 1])
-{
-    char mid[128], boot[128];
-    size_t a = read_line_file("/etc/machine-id", mid, sizeof(mid));
-    size_t b = read_line_file("/proc/sys/kernel/random/boot_id", boot, sizeof(boot));
-    if (!a && gethostname(mid, sizeof(mid) - 1) == 0) {
-        mid[sizeof(mid) - 1] = '\0';
-        a = strlen(mid);
-    }
-    snprintf(out, RDMA_MAX_HOST_ID + 1, "%s/%s", a ? mid : "unknown", b ? boot : "unknown");
 }
 
 /* ---- tokens ------------------------------------------------------------ */

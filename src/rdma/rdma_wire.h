@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #define RDMA_WIRE_MAGIC     0x53335253u /* "S3RS" */
-#define RDMA_WIRE_VERSION   1
+#define RDMA_WIRE_VERSION   2
 #define RDMA_WIRE_HDR       8           /* magic + version + type + flags */
 #define RDMA_WIRE_MAX_FRAME (64 * 1024) /* body bytes, header included */
 
@@ -22,7 +22,6 @@
 #define RDMA_MAC_LEN         32
 #define RDMA_SESSION_ID_LEN  16
 #define RDMA_MAX_AK          128
-#define RDMA_MAX_HOST_ID     256
 #define RDMA_MAX_WORKER_ADDR (48 * 1024)
 #define RDMA_MAX_RKEY        (16 * 1024)
 #define RDMA_MAX_ERR_MSG     256
@@ -36,7 +35,13 @@ enum rdma_msg_type {
     RDMA_MSG_REGION_ADD = 6,
     RDMA_MSG_REGION_REMOVE = 7,
     RDMA_MSG_REGION_OK = 8,
+    RDMA_MSG_PROVE = 9,
 };
+
+/* The UCX active message the server sends over its new endpoint after AUTH
+ * (docs/protocol.md §1.3): header = the client nonce of HELLO, payload = a
+ * fresh 32-byte probe nonce the client must return in PROVE. */
+#define RDMA_AM_PROBE 0
 
 /* Codes carried by RDMA_MSG_ERROR. */
 enum rdma_err_code {
@@ -49,6 +54,8 @@ enum rdma_err_code {
     RDMA_ERR_DUP_REGION = 7,
     RDMA_ERR_NO_REGION = 8,
     RDMA_ERR_INTERNAL = 9,
+    RDMA_ERR_BUSY = 10,  /* too many handshakes from this source, or evicted: retry later */
+    RDMA_ERR_PROBE = 11, /* the UCX endpoint did not reach the client that authenticated */
 };
 
 /* Endpoint error-handling mode the server chose, told to the client in
@@ -58,16 +65,9 @@ enum rdma_wire_err_mode { RDMA_WIRE_ERRMODE_NONE = 0, RDMA_WIRE_ERRMODE_PEER = 1
 typedef struct rdma_hello {
     char access_key[RDMA_MAX_AK + 1];
     uint8_t nonce[RDMA_NONCE_LEN];
-    char host_id[RDMA_MAX_HOST_ID + 1];
     const uint8_t *worker_addr; /* points into the frame */
     size_t worker_addr_len;
 } rdma_hello_t;
-
-typedef struct rdma_challenge {
-    uint8_t nonce[RDMA_NONCE_LEN];
-    const uint8_t *worker_addr;
-    size_t worker_addr_len;
-} rdma_challenge_t;
 
 typedef struct rdma_welcome {
     uint8_t session_id[RDMA_SESSION_ID_LEN];
@@ -76,6 +76,8 @@ typedef struct rdma_welcome {
     uint64_t max_registered;
     uint32_t max_inflight;
     uint32_t chunk_bytes;
+    const uint8_t *worker_addr; /* the server's UCX worker; points into the frame */
+    size_t worker_addr_len;
     uint8_t server_mac[RDMA_MAC_LEN];
 } rdma_welcome_t;
 
@@ -115,11 +117,11 @@ long wire_frame_len(const uint8_t hdr[4]);
 int wire_frame_type(const uint8_t *body, size_t len);
 
 /* Message builders: return 0 and a finished frame in *w, or -1. */
-int wire_hello(wire_out_t *w, const char *ak, const uint8_t nonce[RDMA_NONCE_LEN],
-               const char *host_id, const void *addr, size_t addr_len);
-int wire_challenge(wire_out_t *w, const uint8_t nonce[RDMA_NONCE_LEN], const void *addr,
-                   size_t addr_len);
-int wire_auth(wire_out_t *w, const uint8_t mac[RDMA_MAC_LEN]);
+int wire_hello(wire_out_t *w, const char *ak, const uint8_t nonce[RDMA_NONCE_LEN], const void *addr,
+               size_t addr_len);
+/* CHALLENGE (server nonce), AUTH (client MAC) and PROVE (the probe nonce)
+ * are one 32-byte field each. */
+int wire_nonce(wire_out_t *w, uint8_t type, const uint8_t bytes[RDMA_NONCE_LEN]);
 int wire_welcome(wire_out_t *w, const rdma_welcome_t *m);
 int wire_error(wire_out_t *w, uint32_t code, const char *msg);
 int wire_region_add(wire_out_t *w, const rdma_region_add_t *m);
@@ -128,8 +130,7 @@ int wire_region_id(wire_out_t *w, uint8_t type, uint32_t region_id); /* REMOVE /
 /* Parsers take a whole body (header included) and return 0, or -1 on any
  * malformed, truncated or oversized field, or trailing bytes. */
 int wire_parse_hello(const uint8_t *body, size_t len, rdma_hello_t *m);
-int wire_parse_challenge(const uint8_t *body, size_t len, rdma_challenge_t *m);
-int wire_parse_auth(const uint8_t *body, size_t len, uint8_t mac[RDMA_MAC_LEN]);
+int wire_parse_nonce(const uint8_t *body, size_t len, uint8_t type, uint8_t bytes[RDMA_NONCE_LEN]);
 int wire_parse_welcome(const uint8_t *body, size_t len, rdma_welcome_t *m);
 int wire_parse_error(const uint8_t *body, size_t len, uint32_t *code,
                      char msg[RDMA_MAX_ERR_MSG + 1]);
@@ -146,15 +147,13 @@ void rdma_session_key(const char *secret, uint8_t key[32]);
 
 /* The client's AUTH MAC (role "client") and the server's WELCOME MAC (role
  * "server") over the transcript:
- *   role | cnonce | snonce | u32 len | caddr | u32 len | saddr | u16 len | ak */
+ *   role | cnonce | snonce | u32 len | caddr | u32 len | saddr | u16 len | ak
+ * The client MACs before it knows the server's worker: saddr is empty
+ * (saddr_len 0) for role "client"; the server's MAC covers its address. */
 void rdma_handshake_mac(const uint8_t key[32], const char *role,
                         const uint8_t cnonce[RDMA_NONCE_LEN], const uint8_t snonce[RDMA_NONCE_LEN],
                         const void *caddr, size_t caddr_len, const void *saddr, size_t saddr_len,
                         const char *ak, uint8_t mac[RDMA_MAC_LEN]);
-
-/* This host's identity: "machine-id/boot-id", falling back to the host name.
- * Two processes on one host (and one boot) get the same string. */
-void rdma_host_identity(char out[RDMA_MAX_HOST_ID + 1]);
 
 /* Tokens: "s3r1." + base64url(session id 16 | region id u32 | addr u64 | len u64). */
 #define RDMA_TOKEN_PREFIX "s3r1."

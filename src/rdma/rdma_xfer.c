@@ -4,10 +4,12 @@
  * thread progresses the worker. Threads and ownership: rdma_server_internal.h. */
 #include "rdma/rdma_server_internal.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <ucp/api/ucp.h>
 
@@ -110,21 +112,15 @@ int staging_init(struct rdma_server *srv)
         total = 2 * srv->chunk_bytes;
     srv->n_chunks = total / srv->chunk_bytes;
     total = srv->n_chunks * srv->chunk_bytes;
-    ucp_mem_map_params_t mp = {
-        .field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
-                      UCP_MEM_MAP_PARAM_FIELD_FLAGS,
-        .address = NULL,
-        .length = total,
-        .flags = UCP_MEM_MAP_ALLOCATE,
-    };
-    ucs_status_t st = ucp_mem_map(srv->ctx, &mp, &srv->staging_memh);
-    if (st != UCS_OK) {
-        log_error("rdma: mapping %zu bytes of staging memory: %s", total, ucs_status_string(st));
+    /* Private anonymous memory: each domain registers it (rdma_domains_open);
+     * no client ever maps it. */
+    void *mem = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) {
+        log_error("rdma: allocating %zu bytes of staging memory: %s", total, strerror(errno));
         return -1;
     }
-    ucp_mem_attr_t ma = {.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS};
-    ucp_mem_query(srv->staging_memh, &ma);
-    srv->staging = ma.address;
+    srv->staging = mem;
+    srv->staging_len = total;
     srv->chunks = calloc(srv->n_chunks, sizeof(*srv->chunks));
     if (!srv->chunks)
         return -1;
@@ -135,6 +131,15 @@ int staging_init(struct rdma_server *srv)
         pool_put_locked(srv, c);
     }
     return 0;
+}
+
+void staging_free(struct rdma_server *srv)
+{
+    if (srv->staging)
+        munmap(srv->staging, srv->staging_len);
+    srv->staging = NULL;
+    free(srv->chunks);
+    srv->chunks = NULL;
 }
 
 /* ==== token transfers ==================================================== */
@@ -269,7 +274,7 @@ static int chunk_post(rdma_xfer_t *x, rchunk_t *c, int is_get, size_t len, uint6
             UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMH,
         .cb.send = chunk_cb,
         .user_data = c,
-        .memh = x->srv->staging_memh,
+        .memh = x->s->dom->staging_memh,
     };
     /* INFLIGHT before posting: another thread progressing the worker may
      * run the callback before the post returns. */

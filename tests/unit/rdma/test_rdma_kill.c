@@ -18,10 +18,10 @@
 
 static int child_main(int port, int remote)
 {
-    if (remote)
-        setenv("S3R_RDMA_CLIENT_HOST_ID", "elsewhere/boot", 1);
+    /* remote: bootstrap over TCP (the net domain), else the Unix socket. */
     rdma_client_config_t cfg = {.host = "127.0.0.1",
                                 .port = port,
+                                .socket = remote ? "" : NULL,
                                 .access_key = "AKIDONE",
                                 .secret_key = "secret-one",
                                 .timeout_ms = 5000};

@@ -20,24 +20,59 @@
         assert_int_equal(rc_, 0);                                                                  \
     } while (0)
 
-/* A bare UCX worker standing in for a client on a raw socket. */
+/* A bare UCX worker standing in for a client on a raw socket; it keeps the
+ * payload of the last probe it receives. */
 typedef struct raw_ucx {
     ucp_context_h ctx;
     ucp_worker_h w;
     ucp_address_t *addr;
     size_t addr_len;
+    uint8_t probe[RDMA_NONCE_LEN];
+    int probe_got;
 } raw_ucx_t;
+
+static ucs_status_t raw_probe_cb(void *arg, const void *header, size_t header_length, void *data,
+                                 size_t length, const ucp_am_recv_param_t *param)
+{
+    (void)header, (void)header_length, (void)param;
+    raw_ucx_t *u = arg;
+    if (length == RDMA_NONCE_LEN) {
+        memcpy(u->probe, data, RDMA_NONCE_LEN);
+        u->probe_got = 1;
+    }
+    return UCS_OK;
+}
 
 static void raw_ucx_init(raw_ucx_t *u)
 {
+    memset(u, 0, sizeof(*u));
     ucp_config_t *uc;
     assert_int_equal(ucp_config_read(NULL, NULL, &uc), UCS_OK);
-    ucp_params_t p = {.field_mask = UCP_PARAM_FIELD_FEATURES, .features = UCP_FEATURE_RMA};
+    ucp_params_t p = {.field_mask = UCP_PARAM_FIELD_FEATURES,
+                      .features = UCP_FEATURE_RMA | UCP_FEATURE_AM};
     assert_int_equal(ucp_init(&p, uc, &u->ctx), UCS_OK);
     ucp_config_release(uc);
     ucp_worker_params_t wp = {0};
     assert_int_equal(ucp_worker_create(u->ctx, &wp, &u->w), UCS_OK);
     assert_int_equal(ucp_worker_get_address(u->w, &u->addr, &u->addr_len), UCS_OK);
+    ucp_am_handler_param_t ah = {.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+                                               UCP_AM_HANDLER_PARAM_FIELD_CB |
+                                               UCP_AM_HANDLER_PARAM_FIELD_ARG,
+                                 .id = RDMA_AM_PROBE,
+                                 .cb = raw_probe_cb,
+                                 .arg = u};
+    assert_int_equal(ucp_worker_set_am_recv_handler(u->w, &ah), UCS_OK);
+}
+
+/* Progresses u's worker until the server's probe arrives (or 5 s pass). */
+static int raw_await_probe(raw_ucx_t *u)
+{
+    uint64_t deadline = rdma_now_ms() + 5000;
+    while (!u->probe_got && rdma_now_ms() < deadline) {
+        if (!ucp_worker_progress(u->w))
+            usleep(100);
+    }
+    return u->probe_got;
 }
 
 static void raw_ucx_fini(raw_ucx_t *u)
@@ -98,18 +133,15 @@ static void raw_hello(int fd, raw_ucx_t *u, const char *ak, const char *secret,
                       uint8_t cnonce[RDMA_NONCE_LEN], uint8_t mac[RDMA_MAC_LEN])
 {
     wire_out_t w = {0};
-    char host[RDMA_MAX_HOST_ID + 1];
-    rdma_host_identity(host);
-    raw_send_frame(fd, &w, wire_hello(&w, ak, cnonce, host, u->addr, u->addr_len));
+    raw_send_frame(fd, &w, wire_hello(&w, ak, cnonce, u->addr, u->addr_len));
     uint8_t *body = NULL;
     size_t len = 0;
     assert_int_equal(raw_recv(fd, &body, &len), RDMA_MSG_CHALLENGE);
-    rdma_challenge_t ch;
-    assert_int_equal(wire_parse_challenge(body, len, &ch), 0);
+    uint8_t snonce[RDMA_NONCE_LEN];
+    assert_int_equal(wire_parse_nonce(body, len, RDMA_MSG_CHALLENGE, snonce), 0);
     uint8_t key[32];
     rdma_session_key(secret, key);
-    rdma_handshake_mac(key, "client", cnonce, ch.nonce, u->addr, u->addr_len, ch.worker_addr,
-                       ch.worker_addr_len, ak, mac);
+    rdma_handshake_mac(key, "client", cnonce, snonce, u->addr, u->addr_len, NULL, 0, ak, mac);
     free(body);
 }
 
@@ -163,7 +195,7 @@ static void test_truncated_and_garbage(void **state)
 
     /* A HELLO whose inner length runs past the frame. */
     wire_out_t w = {0};
-    assert_int_equal(wire_hello(&w, "AKIDONE", nonce, "h", u.addr, u.addr_len), 0);
+    assert_int_equal(wire_hello(&w, "AKIDONE", nonce, u.addr, u.addr_len), 0);
     size_t cut = w.len - 10;
     w.data[0] = (uint8_t)((cut - 4) >> 24);
     w.data[1] = (uint8_t)((cut - 4) >> 16);
@@ -194,7 +226,7 @@ static void test_truncated_and_garbage(void **state)
     /* AUTH before HELLO. */
     fd = raw_connect(srv);
     uint8_t mac[RDMA_MAC_LEN] = {0};
-    raw_send_frame(fd, &w, wire_auth(&w, mac));
+    raw_send_frame(fd, &w, wire_nonce(&w, RDMA_MSG_AUTH, mac));
     expect_refused_and_closed(fd);
     close(fd);
 
@@ -222,7 +254,9 @@ static void test_replayed_auth(void **state)
     int fd = raw_connect(srv);
     raw_hello(fd, &u, "AKIDONE", "secret-one", cnonce, mac);
     wire_out_t w = {0};
-    raw_send_frame(fd, &w, wire_auth(&w, mac));
+    raw_send_frame(fd, &w, wire_nonce(&w, RDMA_MSG_AUTH, mac));
+    assert_true(raw_await_probe(&u));
+    raw_send_frame(fd, &w, wire_nonce(&w, RDMA_MSG_PROVE, u.probe));
     uint8_t *body = NULL;
     size_t len = 0;
     assert_int_equal(raw_recv(fd, &body, &len), RDMA_MSG_WELCOME);
@@ -233,7 +267,7 @@ static void test_replayed_auth(void **state)
      * nonce is fresh, so the MAC no longer matches. */
     int fd2 = raw_connect(srv);
     raw_hello(fd2, &u, "AKIDONE", "wrong-secret-for-this-leg", cnonce, mac2);
-    raw_send_frame(fd2, &w, wire_auth(&w, mac));
+    raw_send_frame(fd2, &w, wire_nonce(&w, RDMA_MSG_AUTH, mac));
     expect_refused_and_closed(fd2);
     close(fd2);
     assert_int_equal(rdma_server_session_count(srv), 1);

@@ -1,0 +1,278 @@
+/* The session handshake (bootstrap thread; docs/protocol.md §1.3):
+ *
+ *   HELLO  (access key, client nonce, client worker address)
+ *   → CHALLENGE (server nonce)           nothing costly is made before AUTH
+ *   AUTH   (client MAC over the transcript)
+ *   → the session is created and counted (global and per-user limits), its
+ *     endpoint to the client's worker made in the session's domain, and a
+ *     probe (UCX active message with a fresh nonce) sent over it
+ *   PROVE  (the probe nonce, back over the lifeline)
+ *   → WELCOME (session id, limits, server worker address, server MAC)
+ *
+ * The probe proves the UCX endpoint reaches the party holding this lifeline:
+ * a worker address is just bytes the client sends, and one naming the
+ * server's own worker, or another process's, would otherwise aim the
+ * server's one-sided operations there. It also completes the endpoint's
+ * wireup before the session can be used. */
+#include "rdma/rdma_server_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ucp/api/ucp.h>
+
+#include "common/hash.h"
+#include "common/log.h"
+
+int on_hello(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len)
+{
+    (void)srv;
+    rdma_hello_t h;
+    if (wire_parse_hello(body, len, &h) < 0) {
+        log_warn("rdma: %s: malformed HELLO; closing", c->peer);
+        conn_send_error(c, RDMA_ERR_BAD_MESSAGE, "malformed HELLO");
+        return -1;
+    }
+    snprintf(c->ak, sizeof(c->ak), "%s", h.access_key);
+    memcpy(c->cnonce, h.nonce, RDMA_NONCE_LEN);
+    c->caddr = malloc(h.worker_addr_len);
+    if (!c->caddr || random_bytes(c->snonce, RDMA_NONCE_LEN) < 0) {
+        conn_send_error(c, RDMA_ERR_INTERNAL, "out of memory");
+        return -1;
+    }
+    memcpy(c->caddr, h.worker_addr, h.worker_addr_len);
+    c->caddr_len = h.worker_addr_len;
+    wire_out_t w = {0};
+    if (wire_nonce(&w, RDMA_MSG_CHALLENGE, c->snonce) < 0) {
+        wire_free(&w);
+        return -1;
+    }
+    conn_send(c, &w);
+    c->state = CONN_AUTH;
+    return 0;
+}
+
+/* Authenticated sessions of access key ak held by connections (live or
+ * still proving). Bootstrap thread. */
+static unsigned sessions_of(struct rdma_server *srv, const char *ak)
+{
+    unsigned n = 0;
+    for (bconn_t *o = srv->conns; o; o = o->next)
+        n += o->sess && strcmp(o->sess->access_key, ak) == 0;
+    return n;
+}
+
+/* Reserves a session slot: 0, or -1 with the reason queued on c. */
+static int session_admit(struct rdma_server *srv, bconn_t *c)
+{
+    unsigned per_user = sessions_of(srv, c->ak);
+    if (per_user >= srv->cfg.max_sessions_per_user) {
+        log_warn("rdma: %s: access key '%s' holds %u sessions (limit %u); refusing", c->peer, c->ak,
+                 per_user, srv->cfg.max_sessions_per_user);
+        conn_send_error(c, RDMA_ERR_MAX_SESSIONS, "too many RDMA sessions for this access key");
+        return -1;
+    }
+    pthread_mutex_lock(&srv->mu);
+    int ok = srv->n_alloc < srv->cfg.max_sessions;
+    if (ok)
+        srv->n_alloc++;
+    pthread_mutex_unlock(&srv->mu);
+    if (!ok) {
+        log_warn("rdma: %s: session limit (%u) reached; refusing", c->peer, srv->cfg.max_sessions);
+        conn_send_error(c, RDMA_ERR_MAX_SESSIONS, "too many RDMA sessions");
+        return -1;
+    }
+    return 0;
+}
+
+static void release_slot(struct rdma_server *srv)
+{
+    pthread_mutex_lock(&srv->mu);
+    srv->n_alloc--;
+    pthread_mutex_unlock(&srv->mu);
+}
+
+static void probe_done(void *request, ucs_status_t status, void *user_data)
+{
+    (void)status;
+    (void)user_data;
+    ucp_request_free(request);
+}
+
+/* Creates the session for an authenticated connection: worker (local
+ * sessions get their own), endpoint, probe. The slot is reserved. 0, or -1
+ * (the slot released, nothing left behind). */
+static int session_create(struct rdma_server *srv, bconn_t *c)
+{
+    const rdma_domain_t *dom = c->local ? &srv->local : &srv->net;
+    if (!dom->ctx) {
+        conn_send_error(c, RDMA_ERR_INTERNAL, "no UCX transport is allowed for this client");
+        return -1;
+    }
+    rsession_t *s = calloc(1, sizeof(*s));
+    if (!s || random_bytes(s->probe, RDMA_NONCE_LEN) < 0) {
+        free(s);
+        conn_send_error(c, RDMA_ERR_INTERNAL, "out of memory");
+        return -1;
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    s->srv = srv;
+    s->dom = dom;
+    pthread_mutex_lock(&srv->mu);
+    s->prog = &srv->progs[srv->next_prog++ % (unsigned)srv->n_progs];
+    pthread_mutex_unlock(&srv->mu);
+    atomic_init(&s->refs, 1); /* the lifeline's */
+    snprintf(s->access_key, sizeof(s->access_key), "%s", c->ak);
+    memcpy(s->probe_hdr, c->cnonce, RDMA_NONCE_LEN);
+    s->own_worker = dom->local;
+    if (s->own_worker && worker_create(dom, &s->own) < 0) {
+        conn_send_error(c, RDMA_ERR_INTERNAL, "cannot create a UCX worker");
+        goto fail;
+    }
+    s->worker = s->own_worker ? s->own.w : s->prog->shared.w;
+    ucp_ep_params_t ep = {
+        .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE,
+        .address = (const ucp_address_t *)c->caddr,
+        /* UCX 1.13's shared-memory transports support no PEER mode; a local
+         * session's own worker is destroyed instead when it ends. */
+        .err_mode = s->own_worker ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER,
+    };
+    if (!s->own_worker) {
+        ep.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        ep.err_handler.cb = session_ep_failed;
+        ep.err_handler.arg = s;
+    }
+    ucs_status_t st = ucp_ep_create(s->worker, &ep, &s->ep);
+    if (st != UCS_OK) {
+        log_warn("rdma: %s: ucp_ep_create to the client: %s; closing", c->peer,
+                 ucs_status_string(st));
+        conn_send_error(c, RDMA_ERR_INTERNAL, "cannot reach the client's UCX worker");
+        s->ep = NULL;
+        goto fail;
+    }
+    /* From here the session is torn down by its progress thread like any
+     * other (session_put), which closes the endpoint or destroys the worker. */
+    c->sess = s;
+    if (s->own_worker)
+        prog_post(s->prog, CMD_ADD, s);
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK, .cb.send = probe_done};
+    ucs_status_ptr_t req = ucp_am_send_nbx(s->ep, RDMA_AM_PROBE, s->probe_hdr, RDMA_NONCE_LEN,
+                                           s->probe, RDMA_NONCE_LEN, &p);
+    if (UCS_PTR_IS_ERR(req)) {
+        log_warn("rdma: %s: sending the probe: %s; closing", c->peer,
+                 ucs_status_string(UCS_PTR_STATUS(req)));
+        conn_send_error(c, RDMA_ERR_PROBE, "cannot reach the client's UCX worker");
+        return -1;
+    }
+    return 0;
+fail:
+    worker_destroy(&s->own);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+    release_slot(srv);
+    return -1;
+}
+
+int on_auth(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len)
+{
+    uint8_t mac[RDMA_MAC_LEN], want[RDMA_MAC_LEN], key[32];
+    char secret[256];
+    if (wire_parse_nonce(body, len, RDMA_MSG_AUTH, mac) < 0) {
+        log_warn("rdma: %s: malformed AUTH; closing", c->peer);
+        conn_send_error(c, RDMA_ERR_BAD_MESSAGE, "malformed AUTH");
+        return -1;
+    }
+    int known = srv->cfg.lookup_secret &&
+                srv->cfg.lookup_secret(srv->cfg.lookup_ctx, c->ak, secret, sizeof(secret)) == 0;
+    if (known) {
+        secret[sizeof(secret) - 1] = '\0';
+        rdma_session_key(secret, key);
+        rdma_handshake_mac(key, "client", c->cnonce, c->snonce, c->caddr, c->caddr_len, NULL, 0,
+                           c->ak, want);
+    }
+    memset(secret, 0, sizeof(secret));
+    if (!known || !ct_equal(mac, want, RDMA_MAC_LEN)) {
+        log_warn("rdma: %s: session authentication failed for access key '%s' (%s); closing",
+                 c->peer, c->ak, known ? "bad MAC" : "unknown key");
+        conn_send_error(c, RDMA_ERR_AUTH, "authentication failed");
+        return -1;
+    }
+    if (session_admit(srv, c) < 0 || session_create(srv, c) < 0)
+        return -1;
+    c->state = CONN_PROBE;
+    return 0;
+}
+
+int on_prove(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len)
+{
+    rsession_t *s = c->sess;
+    uint8_t nonce[RDMA_NONCE_LEN], key[32];
+    char secret[256];
+    if (wire_parse_nonce(body, len, RDMA_MSG_PROVE, nonce) < 0) {
+        log_warn("rdma: %s: malformed PROVE; closing", c->peer);
+        conn_send_error(c, RDMA_ERR_BAD_MESSAGE, "malformed PROVE");
+        return -1;
+    }
+    if (!ct_equal(nonce, s->probe, RDMA_NONCE_LEN)) {
+        log_warn("rdma: %s: PROVE does not match the probe sent to the announced UCX worker "
+                 "(access key '%s'); closing",
+                 c->peer, c->ak);
+        conn_send_error(c, RDMA_ERR_PROBE, "the UCX worker address does not reach this client");
+        return -1;
+    }
+    /* The secret again, for the server MAC (not kept between frames). */
+    if (srv->cfg.lookup_secret(srv->cfg.lookup_ctx, c->ak, secret, sizeof(secret)) != 0) {
+        conn_send_error(c, RDMA_ERR_AUTH, "authentication failed");
+        return -1;
+    }
+    secret[sizeof(secret) - 1] = '\0';
+    rdma_session_key(secret, key);
+    memset(secret, 0, sizeof(secret));
+
+    ucp_address_t *own_addr = NULL;
+    const void *saddr;
+    size_t saddr_len;
+    if (s->own_worker) {
+        if (ucp_worker_get_address(s->own.w, &own_addr, &saddr_len) != UCS_OK) {
+            conn_send_error(c, RDMA_ERR_INTERNAL, "cannot read the UCX worker address");
+            return -1;
+        }
+        saddr = own_addr;
+    } else {
+        saddr = s->prog->shared_addr;
+        saddr_len = s->prog->shared_addr_len;
+    }
+    rdma_welcome_t wm = {
+        .err_mode = s->own_worker ? RDMA_WIRE_ERRMODE_NONE : RDMA_WIRE_ERRMODE_PEER,
+        .max_regions = srv->cfg.max_regions_per_session,
+        .max_registered = srv->cfg.max_registered_per_session,
+        .max_inflight = srv->cfg.max_inflight,
+        .chunk_bytes = (uint32_t)srv->chunk_bytes,
+        .worker_addr = saddr,
+        .worker_addr_len = saddr_len,
+    };
+    random_bytes(wm.session_id, RDMA_SESSION_ID_LEN);
+    memcpy(s->id, wm.session_id, RDMA_SESSION_ID_LEN);
+    rdma_handshake_mac(key, "server", c->cnonce, c->snonce, c->caddr, c->caddr_len, saddr,
+                       saddr_len, c->ak, wm.server_mac);
+    wire_out_t w = {0};
+    int rc = wire_welcome(&w, &wm);
+    if (own_addr)
+        ucp_worker_release_address(s->own.w, own_addr);
+    if (rc < 0) {
+        wire_free(&w);
+        return -1;
+    }
+    pthread_mutex_lock(&srv->mu);
+    rsession_t **b = session_bucket(srv, s->id);
+    s->hnext = *b;
+    *b = s;
+    srv->n_live++;
+    pthread_mutex_unlock(&srv->mu);
+    c->state = CONN_LIVE;
+    conn_send(c, &w);
+    log_info("rdma: %s: session up for '%s' (%s)", c->peer, c->ak,
+             s->own_worker ? "local, own worker, every transport"
+                           : "network transports, shared worker");
+    return 0;
+}
