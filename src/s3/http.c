@@ -198,6 +198,8 @@ void s3_reply_error(s3_req_t *req, s3_error_t err, const char *message)
         s3_xml_elem(&xml, "BucketName", req->bucket);
     if (req->key && err == S3E_NO_SUCH_KEY)
         s3_xml_elem(&xml, "Key", req->key);
+    if (req->headers_not_signed && err == S3E_ACCESS_DENIED)
+        s3_xml_elem(&xml, "HeadersNotSigned", req->headers_not_signed);
     s3_xml_elem(&xml, "Resource", req->resource ? req->resource : "/");
     s3_xml_elem(&xml, "RequestId", req->request_id);
     buf_append_str(&xml, "</Error>");
@@ -653,6 +655,7 @@ static void req_free(s3_req_t *req)
     free(req->key);
     free(req->resource);
     free(req->path);
+    free(req->headers_not_signed);
     free(rp);
 }
 

@@ -285,19 +285,22 @@ def sign_headers(method, path, query, headers, payload_hash, access, secret,
 
 
 def presign_url(host, method, path, access, secret, expires=3600, amz_date=None,
-                extra_query=(), region=REGION):
-    """Returns a presigned http URL (path must already be URI-encoded)."""
+                extra_query=(), region=REGION, signed_headers=None):
+    """Returns a presigned http URL (path must already be URI-encoded). signed_headers: a
+    dict of headers (besides host) the URL is signed over; the caller must send them."""
     amz_date = amz_date or amz_now()
     date = amz_date[:8]
     scope = f"{date}/{region}/s3/aws4_request"
+    headers = {"host": host, **{k.lower(): v for k, v in (signed_headers or {}).items()}}
+    signed = sorted(headers)
     query = list(extra_query) + [
         ("X-Amz-Algorithm", "AWS4-HMAC-SHA256"),
         ("X-Amz-Credential", f"{access}/{scope}"),
         ("X-Amz-Date", amz_date),
         ("X-Amz-Expires", str(expires)),
-        ("X-Amz-SignedHeaders", "host"),
+        ("X-Amz-SignedHeaders", ";".join(signed)),
     ]
-    creq = canonical_request(method, path, query, {"host": host}, ["host"], "UNSIGNED-PAYLOAD")
+    creq = canonical_request(method, path, query, headers, signed, "UNSIGNED-PAYLOAD")
     sts = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope, sha256_hex(creq.encode())])
     sig = hmac.new(signing_key(secret, date, region), sts.encode(), hashlib.sha256).hexdigest()
     query.append(("X-Amz-Signature", sig))
