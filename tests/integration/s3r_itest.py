@@ -146,6 +146,7 @@ class Server:
             if self.proc.poll() is not None:
                 raise ServerStartError(f"s3rdmad exited early with {self.proc.returncode}")
             try:
+                # Any HTTP answer means it is serving (unsigned, this one is a 403).
                 conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
                 conn.request("GET", "/_s3rdma/stats")
                 resp = conn.getresponse()
@@ -197,13 +198,10 @@ class Server:
     def log_tail(self, n=200):
         return "\n".join(self.log_text().splitlines()[-n:])
 
-    def stats(self):
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
-        conn.request("GET", "/_s3rdma/stats")
-        resp = conn.getresponse()
-        body = resp.read()
-        conn.close()
-        return resp.status, body
+    def stats(self, user=USERS[0]):
+        """GET /_s3rdma/stats, signed as user (the page answers configured users only)."""
+        r = raw_request(self, "GET", "/_s3rdma/stats", user=user, timeout=5)
+        return r.status, r.body
 
 
 # --------------------------------------------------------------------------
@@ -506,8 +504,8 @@ def recv_http_response(sock, timeout=10.0):
     return status, head + b"\r\n\r\n" + rest
 
 
-def stats_json(server):
-    status, body = server.stats()
+def stats_json(server, user=USERS[0]):
+    status, body = server.stats(user)
     return status, json.loads(body)
 
 

@@ -338,9 +338,31 @@ def test_unknown_method(server, bucket):
     assert r.status == 405 and r.error_code() == "MethodNotAllowed", r
 
 
-def test_stats_endpoint(server):
-    from s3r_itest import stats_json
-    status, js = stats_json(server)
-    assert status == 200
-    assert js.get("rdma_sessions") == 0
-
+def test_stats_endpoint_requires_signature(server):
+    """GET /_s3rdma/stats goes through SigV4 like everything else: anonymous (or badly signed)
+    -> 403, any configured user -> 200 JSON."""
+    import json
+    r = raw_request(server, "GET", "/_s3rdma/stats", user=None)
+    assert r.status == 403 and r.error_code() == "AccessDenied", r
+    assert b"rdma_sessions" not in r.body
+    r = raw_request(server, "GET", "/_s3rdma/stats", user=(USERS[0][0], "wrong-secret-wrong"))
+    assert r.status == 403 and r.error_code() == "SignatureDoesNotMatch", r
+    r = raw_request(server, "GET", "/_s3rdma/stats", user=("AKNOSUCHUSER", "whatever"))
+    assert r.status == 403 and r.error_code() == "InvalidAccessKeyId", r
+    for user in USERS:
+        r = raw_request(server, "GET", "/_s3rdma/stats", user=user)
+        assert r.status == 200, r
+        assert r.headers["content-type"] == "application/json"
+        js = json.loads(r.body)
+        assert js.get("rdma_sessions") == 0 and js["http_requests"] >= 1
+    # A presigned URL for it works too, and so does botocore's own signer.
+    status, _, body = http("GET", presign_url(server.host, "GET", "/_s3rdma/stats", *USERS[1],
+                                              expires=60))
+    assert status == 200 and "http_inflight" in json.loads(body), body
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+    req = AWSRequest(method="GET", url=f"{server.endpoint}/_s3rdma/stats")
+    S3SigV4Auth(Credentials(*USERS[0]), "s3", "us-east-1").add_auth(req)
+    status, _, body = http("GET", req.url, headers=dict(req.headers))
+    assert status == 200 and "http_inflight" in json.loads(body), body
