@@ -24,8 +24,48 @@ void log_set_level(int level)
     log_current_level = level;
 }
 
+size_t log_escape(const char *in, char *out, size_t cap)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    if (cap == 0)
+        return 0;
+    for (const unsigned char *p = (const unsigned char *)in; *p; p++) {
+        char esc[4];
+        size_t n = 0;
+        if (*p == '\n') {
+            esc[n++] = '\\';
+            esc[n++] = 'n';
+        } else if (*p == '\r') {
+            esc[n++] = '\\';
+            esc[n++] = 'r';
+        } else if (*p == '\t') {
+            esc[n++] = '\\';
+            esc[n++] = 't';
+        } else if (*p < 0x20 || *p == 0x7f) {
+            esc[n++] = '\\';
+            esc[n++] = 'x';
+            esc[n++] = hex[*p >> 4];
+            esc[n++] = hex[*p & 0xf];
+        } else {
+            esc[n++] = (char)*p;
+        }
+        if (o + n > cap - 1)
+            break; /* truncated, never in the middle of an escape */
+        memcpy(out + o, esc, n);
+        o += n;
+    }
+    out[o] = '\0';
+    return o;
+}
+
 void log_write(int level, const char *fmt, ...)
 {
+    /* The message is formatted, then copied into the line with its control
+     * characters escaped: the arguments carry client text (keys, bucket
+     * names, access keys, user agents), and a raw newline in one would
+     * start a line of the client's making. */
+    char msg[2048];
     char line[2048];
     struct timespec ts;
     struct tm tm;
@@ -36,11 +76,11 @@ void log_write(int level, const char *fmt, ...)
                      ts.tv_nsec / 1000000, level_names[level]);
     va_list ap;
     va_start(ap, fmt);
-    int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+    if (vsnprintf(msg, sizeof(msg), fmt, ap) < 0)
+        msg[0] = '\0';
     va_end(ap);
-    size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
-    if (len > sizeof(line) - 2)
-        len = sizeof(line) - 2;
+    /* Room for the '\n' is kept back. */
+    size_t len = (size_t)n + log_escape(msg, line + n, sizeof(line) - (size_t)n - 1);
     line[len++] = '\n';
     /* One write per line keeps lines from different threads whole. */
     fwrite(line, 1, len, stderr);

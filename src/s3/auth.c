@@ -82,6 +82,59 @@ static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const 
     return MHD_YES;
 }
 
+/* True when name (len bytes, compared without case) is one of the names in
+ * list, which are joined by sep. */
+static bool name_in_list(const char *list, char sep, const char *name, size_t len)
+{
+    for (const char *p = list;;) {
+        const char *end = strchr(p, sep);
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n == len && strncasecmp(p, name, len) == 0)
+            return true;
+        if (!end)
+            return false;
+        p = end + 1;
+    }
+}
+
+/* Every x-amz-* request header must be covered by the signature: the
+ * operations read x-amz-copy-source, x-amz-meta-*, x-amz-rdma-token... from
+ * the headers as received, so one outside SignedHeaders would let whoever
+ * holds a signed request (a presigned URL, say) change what it does. The one
+ * exception is x-amz-content-sha256, as in S3: in header auth its value is the
+ * payload hash that ends the canonical request (changing it breaks the
+ * signature whether it is listed or not), and a presigned request takes the
+ * payload hash from the query, never from the header. */
+typedef struct unsigned_scan {
+    const char *signed_headers;
+    buf_t *names; /* the unsigned names found, lower-case, joined by ',' */
+    size_t found; /* counted apart from names, so a full buffer still refuses */
+} unsigned_scan_t;
+
+static enum MHD_Result find_unsigned(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     size_t key_size, const char *value, size_t value_size)
+{
+    (void)kind;
+    (void)value;
+    (void)value_size;
+    unsigned_scan_t *us = cls;
+    static const char exempt[] = "x-amz-content-sha256";
+    if (key_size < 6 || strncasecmp(key, "x-amz-", 6) != 0)
+        return MHD_YES;
+    if (key_size == sizeof(exempt) - 1 && strncasecmp(key, exempt, key_size) == 0)
+        return MHD_YES;
+    if (name_in_list(us->signed_headers, ';', key, key_size) ||
+        (us->names->data && name_in_list(us->names->data, ',', key, key_size)))
+        return MHD_YES;
+    us->found++;
+    size_t at = us->names->len;
+    if (buf_printf(us->names, "%s%.*s", at ? "," : "", (int)key_size, key) == 0) {
+        for (size_t i = at; i < us->names->len; i++)
+            us->names->data[i] = (char)tolower((unsigned char)us->names->data[i]);
+    }
+    return MHD_YES;
+}
+
 static s3_error_t set_payload_mode(s3_req_t *req, const char *hash)
 {
     if (strcmp(hash, SIGV4_UNSIGNED) == 0) {
@@ -287,6 +340,19 @@ s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p)
             if (!ct_equal(sig, auth.signature, 64))
                 err = S3E_SIGNATURE_MISMATCH;
         }
+    }
+    if (err == S3E_NONE) {
+        buf_t names;
+        buf_init(&names, S3R_MAX_HEADER_BYTES);
+        unsigned_scan_t us = {.signed_headers = req->signed_headers, .names = &names};
+        MHD_get_connection_values_n(req->conn, MHD_HEADER_KIND, find_unsigned, &us);
+        if (us.found) {
+            *why_p = "There were headers present in the request which were not signed";
+            free(req->headers_not_signed);
+            req->headers_not_signed = buf_steal(&names, NULL);
+            err = S3E_ACCESS_DENIED;
+        }
+        buf_free(&names);
     }
     buf_free(&values);
     buf_free(&uri);

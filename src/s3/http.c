@@ -198,6 +198,8 @@ void s3_reply_error(s3_req_t *req, s3_error_t err, const char *message)
         s3_xml_elem(&xml, "BucketName", req->bucket);
     if (req->key && err == S3E_NO_SUCH_KEY)
         s3_xml_elem(&xml, "Key", req->key);
+    if (req->headers_not_signed && err == S3E_ACCESS_DENIED)
+        s3_xml_elem(&xml, "HeadersNotSigned", req->headers_not_signed);
     s3_xml_elem(&xml, "Resource", req->resource ? req->resource : "/");
     s3_xml_elem(&xml, "RequestId", req->request_id);
     buf_append_str(&xml, "</Error>");
@@ -483,13 +485,21 @@ static void reply_stats(s3_req_t *req)
 
 /* ---- the access handler ---------------------------------------------------------- */
 
+#define STATS_PATH "/_s3rdma/stats"
+
+/* The stats page is no S3 resource, but it is authenticated like one: it
+ * answers any configured user, never an anonymous client. */
+static s3_error_t route_stats(s3_req_t *req, const char *url)
+{
+    req->path = strdup(url);
+    req->resource = strdup(url);
+    return req->path && req->resource ? S3E_NONE : S3E_INTERNAL;
+}
+
 static void start_request(s3_req_t *req, const char *url)
 {
-    if (strcmp(url, "/_s3rdma/stats") == 0 && strcmp(req->method, "GET") == 0) {
-        reply_stats(req);
-        return;
-    }
-    s3_error_t err = route(req, url);
+    bool stats = strcmp(url, STATS_PATH) == 0 && strcmp(req->method, "GET") == 0;
+    s3_error_t err = stats ? route_stats(req, url) : route(req, url);
     if (err != S3E_NONE) {
         s3_reply_error(req, err, NULL);
         return;
@@ -498,6 +508,10 @@ static void start_request(s3_req_t *req, const char *url)
     err = s3_auth_verify(req, &why);
     if (err != S3E_NONE) {
         s3_reply_error(req, err, why);
+        return;
+    }
+    if (stats) {
+        reply_stats(req);
         return;
     }
     req->op->begin(req);
@@ -653,6 +667,7 @@ static void req_free(s3_req_t *req)
     free(req->key);
     free(req->resource);
     free(req->path);
+    free(req->headers_not_signed);
     free(rp);
 }
 

@@ -65,7 +65,7 @@ typedef struct s3_op {
 struct s3_req {
     struct s3_server *srv;
     struct MHD_Connection *conn;
-    const char *method;  /* borrowed from MHD */
+    const char *method; /* borrowed from MHD */
     char request_id[24];
     int64_t now_s;
 
@@ -85,6 +85,7 @@ struct s3_req {
     char scope[256];
     char seed_signature[65];
     char signed_headers[1024]; /* lower-case names joined by ';' */
+    char *headers_not_signed;  /* x-amz-* headers outside them (",") for the AccessDenied body */
 
     /* RDMA token path (DESIGN.md §7): the x-amz-rdma-token value, or NULL. */
     const char *rdma_token;

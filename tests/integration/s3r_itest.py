@@ -146,6 +146,7 @@ class Server:
             if self.proc.poll() is not None:
                 raise ServerStartError(f"s3rdmad exited early with {self.proc.returncode}")
             try:
+                # Any HTTP answer means it is serving (unsigned, this one is a 403).
                 conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
                 conn.request("GET", "/_s3rdma/stats")
                 resp = conn.getresponse()
@@ -197,13 +198,10 @@ class Server:
     def log_tail(self, n=200):
         return "\n".join(self.log_text().splitlines()[-n:])
 
-    def stats(self):
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
-        conn.request("GET", "/_s3rdma/stats")
-        resp = conn.getresponse()
-        body = resp.read()
-        conn.close()
-        return resp.status, body
+    def stats(self, user=USERS[0]):
+        """GET /_s3rdma/stats, signed as user (the page answers configured users only)."""
+        r = raw_request(self, "GET", "/_s3rdma/stats", user=user, timeout=5)
+        return r.status, r.body
 
 
 # --------------------------------------------------------------------------
@@ -285,19 +283,22 @@ def sign_headers(method, path, query, headers, payload_hash, access, secret,
 
 
 def presign_url(host, method, path, access, secret, expires=3600, amz_date=None,
-                extra_query=(), region=REGION):
-    """Returns a presigned http URL (path must already be URI-encoded)."""
+                extra_query=(), region=REGION, signed_headers=None):
+    """Returns a presigned http URL (path must already be URI-encoded). signed_headers: a
+    dict of headers (besides host) the URL is signed over; the caller must send them."""
     amz_date = amz_date or amz_now()
     date = amz_date[:8]
     scope = f"{date}/{region}/s3/aws4_request"
+    headers = {"host": host, **{k.lower(): v for k, v in (signed_headers or {}).items()}}
+    signed = sorted(headers)
     query = list(extra_query) + [
         ("X-Amz-Algorithm", "AWS4-HMAC-SHA256"),
         ("X-Amz-Credential", f"{access}/{scope}"),
         ("X-Amz-Date", amz_date),
         ("X-Amz-Expires", str(expires)),
-        ("X-Amz-SignedHeaders", "host"),
+        ("X-Amz-SignedHeaders", ";".join(signed)),
     ]
-    creq = canonical_request(method, path, query, {"host": host}, ["host"], "UNSIGNED-PAYLOAD")
+    creq = canonical_request(method, path, query, headers, signed, "UNSIGNED-PAYLOAD")
     sts = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope, sha256_hex(creq.encode())])
     sig = hmac.new(signing_key(secret, date, region), sts.encode(), hashlib.sha256).hexdigest()
     query.append(("X-Amz-Signature", sig))
@@ -503,8 +504,8 @@ def recv_http_response(sock, timeout=10.0):
     return status, head + b"\r\n\r\n" + rest
 
 
-def stats_json(server):
-    status, body = server.stats()
+def stats_json(server, user=USERS[0]):
+    status, body = server.stats(user)
     return status, json.loads(body)
 
 

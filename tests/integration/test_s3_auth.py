@@ -7,7 +7,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from s3r_itest import (USERS, amz_now, assert_error, error_fields, presign_url,
-                       raw_request, uri_encode)
+                       raw_request, sha256_hex, sign_headers, uri_encode)
 
 
 def http(method, url, data=None, headers=None):
@@ -163,6 +163,116 @@ def test_signed_header_tampered(server, s3, bucket):
         s3.head_object(Bucket=bucket, Key="tamper")
 
 
+# ----------------------------------------------------------------- unsigned x-amz-* headers
+
+UNSIGNED_MSG = "There were headers present in the request which were not signed"
+
+
+def send(server, method, path, headers, body=b""):
+    """Sends headers exactly as given (no signing, no Host added)."""
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    try:
+        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        if method in ("PUT", "POST"):
+            headers = {**headers, "Content-Length": str(len(body))}
+        for k, v in headers.items():
+            conn.putheader(k, v)
+        conn.endheaders()
+        if body:
+            conn.send(body)
+        resp = conn.getresponse()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+    finally:
+        conn.close()
+
+
+def send_url(server, method, url, headers, body=b""):
+    path = url.split(server.host, 1)[1]
+    return send(server, method, path, {"Host": server.host, **headers}, body)
+
+
+def assert_headers_not_signed(status, body, names):
+    assert status == 403, body
+    fields = error_fields(body)[1]
+    assert fields["Code"] == "AccessDenied", body
+    assert fields["Message"] == UNSIGNED_MSG, body
+    assert sorted(fields.get("HeadersNotSigned", "").replace(" ", "").split(",")) == sorted(names), body
+
+
+def test_unsigned_amz_header_refused_header_auth(server, s3, bucket):
+    """Header auth: an x-amz-meta-* header added outside SignedHeaders is refused, not stored."""
+    path = f"/{bucket}/unsigned-meta"
+    headers = {"Host": server.host, "x-amz-meta-signed": "1"}
+    sign_headers("PUT", path, [], headers, sha256_hex(b"x"), *USERS[0])
+    headers["x-amz-meta-foo"] = "forged"
+    status, _, body = send(server, "PUT", path, headers, b"x")
+    assert_headers_not_signed(status, body, ["x-amz-meta-foo"])
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket=bucket, Key="unsigned-meta")
+    # Upper-case names are the same headers; each unsigned one is named once.
+    headers = {"Host": server.host}
+    sign_headers("GET", f"/{bucket}", [], headers, sha256_hex(b""), *USERS[0])
+    headers["X-Amz-Copy-Source"] = f"{bucket}/x"
+    headers["X-AMZ-META-B"] = "2"
+    status, _, body = send(server, "GET", f"/{bucket}", headers)
+    assert_headers_not_signed(status, body, ["x-amz-copy-source", "x-amz-meta-b"])
+    # Control: the same header, signed, is accepted and stored.
+    headers = {"Host": server.host, "x-amz-meta-foo": "signed"}
+    sign_headers("PUT", path, [], headers, sha256_hex(b"x"), *USERS[0])
+    status, _, body = send(server, "PUT", path, headers, b"x")
+    assert status == 200, body
+    assert s3.head_object(Bucket=bucket, Key="unsigned-meta")["Metadata"] == {"foo": "signed"}
+
+
+def test_presigned_put_unsigned_copy_source_refused(server, s3, bucket):
+    """A presigned PUT replayed with an added x-amz-copy-source must not become a copy of
+    an object the URL never named."""
+    s3.put_object(Bucket=bucket, Key="private-object", Body=b"top secret")
+    url = presign_url(server.host, "PUT", f"/{bucket}/presigned-dest", *USERS[0], expires=300)
+    status, _, body = send_url(server, "PUT", url,
+                               {"x-amz-copy-source": f"{bucket}/private-object"})
+    assert_headers_not_signed(status, body, ["x-amz-copy-source"])
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket=bucket, Key="presigned-dest")
+    # The URL itself still does what it was signed for.
+    status, _, body = send_url(server, "PUT", url, {}, b"uploaded")
+    assert status == 200, body
+    assert s3.get_object(Bucket=bucket, Key="presigned-dest")["Body"].read() == b"uploaded"
+
+
+def test_presigned_put_unsigned_meta_refused(server, s3, bucket):
+    url = presign_url(server.host, "PUT", f"/{bucket}/presigned-meta", *USERS[0], expires=300)
+    status, _, body = send_url(server, "PUT", url, {"x-amz-meta-x": "forged"}, b"data")
+    assert_headers_not_signed(status, body, ["x-amz-meta-x"])
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket=bucket, Key="presigned-meta")
+    # Control: a URL signed over x-amz-meta-x accepts it (and only with that value).
+    url = presign_url(server.host, "PUT", f"/{bucket}/presigned-meta", *USERS[0], expires=300,
+                      signed_headers={"x-amz-meta-x": "granted"})
+    status, _, body = send_url(server, "PUT", url, {"x-amz-meta-x": "other"}, b"data")
+    assert status == 403 and code_of(body) == "SignatureDoesNotMatch", body
+    status, _, body = send_url(server, "PUT", url, {"x-amz-meta-x": "granted"}, b"data")
+    assert status == 200, body
+    assert s3.head_object(Bucket=bucket, Key="presigned-meta")["Metadata"] == {"x": "granted"}
+
+
+def test_presigned_get_signed_headers_only(server, s3, bucket):
+    """A presigned GET with no extra headers works; x-amz-content-sha256 may be sent unsigned
+    (its value is the payload hash, bound separately, and a presigned request takes it from the
+    query); any other unsigned x-amz-* header is refused."""
+    s3.put_object(Bucket=bucket, Key="pg", Body=b"presigned body")
+    url = presign_url(server.host, "GET", f"/{bucket}/pg", *USERS[0], expires=300)
+    status, _, body = send_url(server, "GET", url, {})
+    assert status == 200 and body == b"presigned body", body
+    status, _, body = send_url(server, "GET", url, {"x-amz-content-sha256": "UNSIGNED-PAYLOAD"})
+    assert status == 200 and body == b"presigned body", body
+    status, _, body = send_url(server, "GET", url, {"x-amz-checksum-mode": "ENABLED"})
+    assert_headers_not_signed(status, body, ["x-amz-checksum-mode"])
+    status, _, body = send_url(server, "GET", url, {"x-amz-security-token": "t"})
+    assert_headers_not_signed(status, body, ["x-amz-security-token"])
+
+
 # ----------------------------------------------------------------- error format, request ids
 
 def test_error_xml_format(server, bucket):
@@ -228,9 +338,31 @@ def test_unknown_method(server, bucket):
     assert r.status == 405 and r.error_code() == "MethodNotAllowed", r
 
 
-def test_stats_endpoint(server):
-    from s3r_itest import stats_json
-    status, js = stats_json(server)
-    assert status == 200
-    assert js.get("rdma_sessions") == 0
-
+def test_stats_endpoint_requires_signature(server):
+    """GET /_s3rdma/stats goes through SigV4 like everything else: anonymous (or badly signed)
+    -> 403, any configured user -> 200 JSON."""
+    import json
+    r = raw_request(server, "GET", "/_s3rdma/stats", user=None)
+    assert r.status == 403 and r.error_code() == "AccessDenied", r
+    assert b"rdma_sessions" not in r.body
+    r = raw_request(server, "GET", "/_s3rdma/stats", user=(USERS[0][0], "wrong-secret-wrong"))
+    assert r.status == 403 and r.error_code() == "SignatureDoesNotMatch", r
+    r = raw_request(server, "GET", "/_s3rdma/stats", user=("AKNOSUCHUSER", "whatever"))
+    assert r.status == 403 and r.error_code() == "InvalidAccessKeyId", r
+    for user in USERS:
+        r = raw_request(server, "GET", "/_s3rdma/stats", user=user)
+        assert r.status == 200, r
+        assert r.headers["content-type"] == "application/json"
+        js = json.loads(r.body)
+        assert js.get("rdma_sessions") == 0 and js["http_requests"] >= 1
+    # A presigned URL for it works too, and so does botocore's own signer.
+    status, _, body = http("GET", presign_url(server.host, "GET", "/_s3rdma/stats", *USERS[1],
+                                              expires=60))
+    assert status == 200 and "http_inflight" in json.loads(body), body
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+    req = AWSRequest(method="GET", url=f"{server.endpoint}/_s3rdma/stats")
+    S3SigV4Auth(Credentials(*USERS[0]), "s3", "us-east-1").add_auth(req)
+    status, _, body = http("GET", req.url, headers=dict(req.headers))
+    assert status == 200 and "http_inflight" in json.loads(body), body

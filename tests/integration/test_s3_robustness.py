@@ -340,3 +340,37 @@ def test_path_traversal(server, bucket, path):
     # ".." is a (missing) bucket or key name, never a way out of the data dir
     assert (b"<Code>NoSuchKey</Code>" in raw) == path.startswith(f"/{bucket}/".encode()), raw[:400]
     assert b"root:" not in raw and b"secret" not in raw
+
+
+# ----------------------------------------------------------------- log injection
+
+FORGED = "2030-01-01T00:00:00.000Z error FORGED-LOG-LINE"
+
+
+def test_log_injection_client_text_escaped(make_server):
+    """Client text with CR/LF that reaches a log line (a bucket name in a 501's warn line,
+    the credential scope of a refused presigned URL in its debug line) is escaped: no line of
+    the server log is the client's."""
+    from s3r_itest import presign_url
+    srv = make_server(name="loginj", extra_args=["--log-level", "debug"])
+    forged = uri_encode(FORGED)
+    for sep in ("%0A", "%0D", "%0D%0A", "%0B%0C%1B%7F"):
+        # Unknown sub-resource: 501, logged at warn (the default level logs it) with the
+        # decoded resource; routing comes before auth, so no signature is needed.
+        status, raw = send_raw(srv, f"GET /b{sep}{forged}?tagging HTTP/1.1\r\nHost: {srv.host}"
+                                    "\r\nConnection: close\r\n\r\n".encode())
+        assert status == 501, raw[:300]
+    for region in ("us-east-1\n" + FORGED, "us-east-1\r" + FORGED):
+        # A failed SigV4 check: the refusal names the region the client sent.
+        url = presign_url(srv.host, "GET", "/b/k", *USERS[0], expires=60, region=region)
+        path = url.split(srv.host, 1)[1]
+        status, raw = send_raw(srv, f"GET {path} HTTP/1.1\r\nHost: {srv.host}\r\n"
+                                    "Connection: close\r\n\r\n".encode())
+        assert status == 400, raw[:300]
+    log = srv.log_path.read_bytes()
+    assert b"FORGED-LOG-LINE" in log  # the text was logged...
+    assert b"\\n" + FORGED.encode() in log and b"\\r" + FORGED.encode() in log
+    assert b"\\x0b\\x0c\\x1b\\x7f" in log
+    for line in log.split(b"\n"):
+        assert not line.startswith(FORGED.encode()), line  # ...but never as a line of its own
+    assert b"\r" not in log and b"\x1b" not in log and b"\x7f" not in log
