@@ -125,6 +125,11 @@ typedef struct s3r_config {
     long connect_timeout_ms;      /* TCP connect; default 5000 */
     unsigned max_cached_regions;  /* caller buffers kept registered (LRU); default 16 */
     int quiet;                    /* 1: never write to stderr (the one-time fallback notice) */
+    /* The server's Unix socket for local sessions ("@name" or a path), "off"
+     * for TCP only, or NULL: "@s3rdma.<port>" when the RDMA endpoint is a
+     * loopback address (falling back to TCP). Only a local session of a uid
+     * the server trusts gets shared-memory transports (docs/security.md). */
+    const char *rdma_socket;
 } s3r_config_t;
 
 /* Fills cfg with the defaults above (all strings NULL). */
@@ -136,7 +141,7 @@ typedef struct s3r_client s3r_client_t;
 
 /* Creates a client from cfg, then applies the environment overrides of
  * DESIGN.md §9: SPT_RDMA_ENABLED (0/false -> use_rdma off), RDMA_LOCAL_IP,
- * RDMA_DEVICE, RDMA_LOG_LEVEL, RDMA_THRESHOLD_BYTES (sizes like "1MB"
+ * RDMA_DEVICE, RDMA_LOG_LEVEL, RDMA_SOCKET, RDMA_THRESHOLD_BYTES (sizes like "1MB"
  * accepted), RDMA_TIMEOUT_MS, RDMA_FALLBACK_ENABLED. A malformed override is
  * S3R_ERR_INVALID_ARG. No network I/O happens here: the RDMA session is
  * opened by the first operation that needs it. Strings are copied. On error

@@ -41,6 +41,7 @@ typedef struct s3c_settings {
     bool rdma_fallback;
     bool use_rdma;
     char *rdma_device, *rdma_local_ip, *rdma_log_level;
+    char *rdma_socket; /* NULL: automatic; "off": TCP only */
     int rdma_timeout_ms;
     uint64_t part_size, multipart_threshold, sign_payload_max;
     long http_timeout_ms, connect_timeout_ms;

@@ -198,6 +198,7 @@ void s3c_settings_free(s3c_settings_t *s)
     free(s->secret_key);
     free(s->region);
     free(s->rdma_device);
+    free(s->rdma_socket);
     free(s->rdma_local_ip);
     free(s->rdma_log_level);
     memset(s, 0, sizeof(*s));
@@ -299,7 +300,8 @@ s3r_status_t s3c_settings_build(const s3r_config_t *cfg, s3c_getenv_fn getenv_fn
                 cfg->region && cfg->region[0] ? cfg->region : S3C_DEFAULT_REGION) < 0 ||
         dup_opt(&s->rdma_device, cfg->rdma_device) < 0 ||
         dup_opt(&s->rdma_local_ip, cfg->rdma_local_ip) < 0 ||
-        dup_opt(&s->rdma_log_level, cfg->rdma_log_level) < 0)
+        dup_opt(&s->rdma_log_level, cfg->rdma_log_level) < 0 ||
+        dup_opt(&s->rdma_socket, cfg->rdma_socket) < 0)
         FAIL("out of memory");
     st = S3R_ERR_INVALID_ARG;
 
@@ -353,6 +355,8 @@ s3r_status_t s3c_settings_build(const s3r_config_t *cfg, s3c_getenv_fn getenv_fn
         FAIL("out of memory");
     if ((v = getenv_fn("RDMA_LOG_LEVEL")) != NULL && v[0] != '\0' &&
         dup_opt(&s->rdma_log_level, v) < 0)
+        FAIL("out of memory");
+    if ((v = getenv_fn("RDMA_SOCKET")) != NULL && v[0] != '\0' && dup_opt(&s->rdma_socket, v) < 0)
         FAIL("out of memory");
 
     st = S3R_ERR_INVALID_ARG;

@@ -115,6 +115,9 @@ static s3r_status_t sess_open(s3r_client_t *c)
             .device = c->set.rdma_device,
             .local_ip = c->set.rdma_local_ip,
             .log_level = c->set.rdma_log_level,
+            .socket = c->set.rdma_socket && strcmp(c->set.rdma_socket, "off") == 0
+                          ? ""
+                          : c->set.rdma_socket,
         };
         rdma_session_t *rs = NULL;
         char e[200] = "";

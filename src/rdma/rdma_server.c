@@ -65,6 +65,19 @@ int rdma_server_start(const rdma_server_config_t *cfg, rdma_server_t **out_p)
     if (!srv)
         return -1;
     srv->cfg = *cfg;
+    /* The caller's arrays need not outlive the call. */
+    srv->cfg.trusted_uids = NULL;
+    srv->cfg.n_trusted_uids = 0;
+    if (cfg->n_trusted_uids) {
+        unsigned *u = calloc(cfg->n_trusted_uids, sizeof(*u));
+        if (!u) {
+            free(srv);
+            return -1;
+        }
+        memcpy(u, cfg->trusted_uids, cfg->n_trusted_uids * sizeof(*u));
+        srv->cfg.trusted_uids = u;
+        srv->cfg.n_trusted_uids = cfg->n_trusted_uids;
+    }
     srv->listen_fd = -1;
     srv->unix_fd = -1;
     srv->boot_evfd = -1;
@@ -199,6 +212,7 @@ void rdma_server_stop(rdma_server_t *srv)
     if (srv->boot_evfd >= 0)
         close(srv->boot_evfd);
     free(srv->buckets);
+    free((void *)srv->cfg.trusted_uids);
     free(srv->xfers);
     pthread_mutex_destroy(&srv->mu);
     pthread_mutex_destroy(&srv->pool_mu);

@@ -41,7 +41,24 @@ static const setting_t settings[] = {
     {"rdma.workers", "rdma-workers", "S3RDMA_RDMA_WORKERS", "0", OFF(rdma_workers),
      "RDMA progress threads (0 = one per core)"},
     {"rdma.max_sessions", "rdma-max-sessions", "S3RDMA_RDMA_MAX_SESSIONS", "256",
-     OFF(rdma_max_sessions), "RDMA sessions at once; further handshakes are refused"},
+     OFF(rdma_max_sessions), "authenticated RDMA sessions at once; further ones are refused"},
+    {"rdma.max_sessions_per_user", "rdma-max-sessions-per-user",
+     "S3RDMA_RDMA_MAX_SESSIONS_PER_USER", "64", OFF(rdma_max_sessions_per_user),
+     "RDMA sessions one access key may hold at once"},
+    {"rdma.max_pending", "rdma-max-pending", "S3RDMA_RDMA_MAX_PENDING", "128",
+     OFF(rdma_max_pending),
+     "session-port connections not yet authenticated; past it the oldest of the busiest "
+     "source is evicted"},
+    {"rdma.max_pending_per_source", "rdma-max-pending-per-source",
+     "S3RDMA_RDMA_MAX_PENDING_PER_SOURCE", "8", OFF(rdma_max_pending_per_source),
+     "unauthenticated session-port connections from one IP address (or local uid)"},
+    {"rdma.socket", "rdma-socket", "S3RDMA_RDMA_SOCKET", "", OFF(rdma_socket),
+     "Unix socket for local RDMA clients: @NAME (abstract), a path, or off "
+     "(default @s3rdma.PORT)"},
+    {"rdma.trusted_uids", "rdma-trusted-uids", "S3RDMA_RDMA_TRUSTED_UIDS", "",
+     OFF(rdma_trusted_uids),
+     "comma-separated uids (besides the server's and root) whose Unix-socket sessions may use "
+     "shared-memory transports"},
     {"rdma.staging", "rdma-staging", "S3RDMA_RDMA_STAGING", "64MiB", OFF(rdma_staging),
      "registered staging memory for the data mover"},
     {"rdma.chunk", "rdma-chunk", "S3RDMA_RDMA_CHUNK", "1MiB", OFF(rdma_chunk),
@@ -369,10 +386,27 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
         fprintf(stderr, "s3rdmad: rdma workers must be 0-256, not '%s'\n", cfg->rdma_workers);
         return -1;
     }
-    n = strtol(cfg->rdma_max_sessions, &end, 10);
-    if (*end || n < 1 || n > 65536) {
-        fprintf(stderr, "s3rdmad: rdma max_sessions must be 1-65536, not '%s'\n",
-                cfg->rdma_max_sessions);
+    const struct {
+        const char *name, *value;
+        long lo, hi;
+    } counts[] = {
+        {"max_sessions", cfg->rdma_max_sessions, 1, 65536},
+        {"max_sessions_per_user", cfg->rdma_max_sessions_per_user, 1, 65536},
+        {"max_pending", cfg->rdma_max_pending, 1, 65536},
+        {"max_pending_per_source", cfg->rdma_max_pending_per_source, 1, 65536},
+    };
+    for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+        n = strtol(counts[i].value, &end, 10);
+        if (!*counts[i].value || *end || n < counts[i].lo || n > counts[i].hi) {
+            fprintf(stderr, "s3rdmad: rdma %s must be %ld-%ld, not '%s'\n", counts[i].name,
+                    counts[i].lo, counts[i].hi, counts[i].value);
+            return -1;
+        }
+    }
+    if (server_parse_uids(cfg->rdma_trusted_uids, NULL, 0) < 0) {
+        fprintf(stderr, "s3rdmad: rdma trusted_uids must be a comma-separated list of at most %d "
+                        "uids, not '%s'\n",
+                SERVER_MAX_TRUSTED_UIDS, cfg->rdma_trusted_uids);
         return -1;
     }
     uint64_t chunk;
@@ -389,6 +423,26 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
         return -1;
     }
     return 0;
+}
+
+int server_parse_uids(const char *s, unsigned *uids, size_t max)
+{
+    int n = 0;
+    while (s && *s) {
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 10);
+        if (end == s || errno || v > 0xfffffffeUL || (*end && *end != ',') ||
+            n >= SERVER_MAX_TRUSTED_UIDS)
+            return -1;
+        if (uids && (size_t)n < max)
+            uids[n] = (unsigned)v;
+        n++;
+        s = *end ? end + 1 : end;
+        if (*end && !*s)
+            return -1; /* a trailing comma */
+    }
+    return n;
 }
 
 void server_config_free(server_config_t *cfg)

@@ -20,6 +20,11 @@ typedef struct server_config {
     char *rdma_port;    /* "9100" */
     char *rdma_workers; /* "0" = one per core */
     char *rdma_max_sessions;
+    char *rdma_max_sessions_per_user;
+    char *rdma_max_pending;
+    char *rdma_max_pending_per_source;
+    char *rdma_socket;       /* "" = @s3rdma.<port>, "off" = none */
+    char *rdma_trusted_uids; /* "1000,1001" */
     char *rdma_staging; /* registered staging pool size: "64MiB" */
     char *rdma_chunk;   /* data mover pipeline chunk: "1MiB" */
     s3_user_t *users;   /* from the file's users: list and S3RDMA_ROOT_USER/PASSWORD */
@@ -32,6 +37,12 @@ typedef struct server_config {
  * --version was handled (exit 0); 0 otherwise. */
 int server_config_load(server_config_t *cfg, int argc, char **argv);
 void server_config_free(server_config_t *cfg);
+
+/* Parses a comma-separated uid list into uids (at most max; NULL only
+ * validates). Returns the count, or -1 if malformed or longer than
+ * SERVER_MAX_TRUSTED_UIDS. */
+#define SERVER_MAX_TRUSTED_UIDS 64
+int server_parse_uids(const char *s, unsigned *uids, size_t max);
 
 /* Splits "host:port" / "[v6]:port". Returns -1 if malformed. */
 int server_parse_hostport(const char *s, char *host, size_t host_len, int *port_p);

@@ -177,6 +177,17 @@ int main(int argc, char **argv)
         rc_cfg.port = rdma_port;
         rc_cfg.n_workers = atoi(cfg.rdma_workers);
         rc_cfg.max_sessions = (unsigned)atoi(cfg.rdma_max_sessions);
+        rc_cfg.max_sessions_per_user = (unsigned)atoi(cfg.rdma_max_sessions_per_user);
+        rc_cfg.max_pending = (unsigned)atoi(cfg.rdma_max_pending);
+        rc_cfg.max_pending_per_source = (unsigned)atoi(cfg.rdma_max_pending_per_source);
+        if (strcmp(cfg.rdma_socket, "off") == 0)
+            rc_cfg.unix_socket = "";
+        else if (*cfg.rdma_socket)
+            rc_cfg.unix_socket = cfg.rdma_socket;
+        unsigned uids[SERVER_MAX_TRUSTED_UIDS];
+        rc_cfg.trusted_uids = uids;
+        rc_cfg.n_trusted_uids =
+            (unsigned)server_parse_uids(cfg.rdma_trusted_uids, uids, SERVER_MAX_TRUSTED_UIDS);
         rc_cfg.staging_bytes = (size_t)staging;
         rc_cfg.chunk_bytes = (size_t)chunk;
         rc_cfg.lookup_secret = lookup_secret;
