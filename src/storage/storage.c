@@ -45,6 +45,7 @@ struct stor {
 struct stor_writer {
     stor_t *st;
     char bucket[STOR_BUCKET_MAX + 1];
+    uint64_t bucket_id; /* which bucket of that name (stor_bucket_t.id) */
     uint8_t id[STOR_ID_LEN];
     char path[PATH_LEN];
     int fd;
@@ -139,7 +140,7 @@ fail:
 
 static int valid_bucket(const char *bucket)
 {
-    size_t n = strlen(bucket);
+    size_t n = strnlen(bucket, STOR_BUCKET_MAX + 1);
     return n > 0 && n <= STOR_BUCKET_MAX;
 }
 
@@ -155,6 +156,30 @@ static stor_status_t bucket_exists(stor_t *st, MDB_txn *txn, const char *bucket)
     if (rc)
         return mdb_fail("bucket lookup", rc);
     return STOR_OK;
+}
+
+/* STOR_OK if the bucket named name is, as seen by txn, the bucket whose id
+ * the caller saw when it authorized its request. A bucket deleted and
+ * re-created under the same name since is another bucket (another id):
+ * STOR_ERR_NO_BUCKET, the bucket the request was for no longer exists. Every
+ * change to a bucket's contents calls this inside its write transaction, so
+ * the check and the change are one atomic step. */
+static stor_status_t bucket_check(stor_t *st, MDB_txn *txn, const char *name, uint64_t id)
+{
+    if (!valid_bucket(name))
+        return STOR_ERR_NO_BUCKET;
+    MDB_val k = {strlen(name), (void *)name}, v;
+    int rc = mdb_get(txn, st->db_buckets, &k, &v);
+    if (rc == MDB_NOTFOUND)
+        return STOR_ERR_NO_BUCKET;
+    if (rc)
+        return mdb_fail("bucket lookup", rc);
+    stor_bucket_t b;
+    if (stor_rec_decode_bucket(v.mv_data, v.mv_size, &b) != STOR_OK) {
+        log_error("storage: corrupt bucket record %s", name);
+        return STOR_ERR_IO;
+    }
+    return b.id == id ? STOR_OK : STOR_ERR_NO_BUCKET;
 }
 
 static stor_status_t rd_begin(stor_t *st, MDB_txn **txn_p)
@@ -204,10 +229,11 @@ static stor_status_t obj_get(stor_t *st, MDB_txn *txn, const char *bucket, const
     return s;
 }
 
-/* obj_get() for a bucket name from a caller: the bucket is looked up only
+/* obj_get() for a bucket name from a reader: the bucket is looked up only
  * when the key is absent, to tell NoSuchBucket from NoSuchKey. An object
  * seen in txn implies its bucket in txn (stor_bucket_delete refuses a bucket
- * with objects, in the same serialized write transactions). */
+ * with objects, in the same serialized write transactions). Writers check
+ * which bucket, not just that one exists: bucket_check(). */
 static stor_status_t obj_lookup(stor_t *st, MDB_txn *txn, const char *bucket, const char *key,
                                 stor_obj_rec_t *rec, MDB_val *ikey_out, uint8_t *ikey_buf)
 {
@@ -509,9 +535,15 @@ stor_status_t stor_bucket_create(stor_t *st, const char *name, const char *owner
         return STOR_ERR_TOO_LARGE;
     if (owner && strlen(owner) >= sizeof((stor_bucket_t *)0)->owner)
         return STOR_ERR_TOO_LARGE;
+    /* The id tells this bucket from any other that had or will have its
+     * name; 0 is reserved for records written before ids existed. */
+    uint64_t id = 0;
+    while (id == 0)
+        if (random_bytes(&id, sizeof id) != 0)
+            return STOR_ERR_IO;
     buf_t b;
     buf_init(&b, 4096);
-    if (stor_rec_encode_bucket(&b, owner, now_ms() / 1000) != 0) {
+    if (stor_rec_encode_bucket(&b, owner, now_ms() / 1000, id) != 0) {
         buf_free(&b);
         return STOR_ERR_NOMEM;
     }
@@ -575,8 +607,9 @@ static int has_prefix(MDB_txn *txn, MDB_dbi db, const void *prefix, size_t plen)
     return r;
 }
 
-stor_status_t stor_bucket_delete(stor_t *st, const char *name)
+stor_status_t stor_bucket_delete(stor_t *st, const stor_bucket_t *bucket)
 {
+    const char *name = bucket->name;
     if (!valid_bucket(name))
         return STOR_ERR_NO_BUCKET;
     MDB_txn *txn;
@@ -588,6 +621,10 @@ stor_status_t stor_bucket_delete(stor_t *st, const char *name)
     memcpy(pfx, name, blen);
     pfx[blen] = 0;
     MDB_val k = {blen, (void *)name};
+    if ((s = bucket_check(st, txn, name, bucket->id)) != STOR_OK) {
+        mdb_txn_abort(txn);
+        return s;
+    }
     int rc = mdb_del(txn, st->db_buckets, &k, NULL);
     if (rc == MDB_NOTFOUND) {
         s = STOR_ERR_NO_BUCKET;
@@ -660,13 +697,13 @@ stor_status_t stor_bucket_list(stor_t *st, stor_bucket_t **out_p, size_t *n_p)
 
 /* ==== Writing ============================================================ */
 
-stor_status_t stor_writer_open(stor_t *st, const char *bucket, stor_writer_t **out_p)
+stor_status_t stor_writer_open(stor_t *st, const stor_bucket_t *bucket, stor_writer_t **out_p)
 {
     MDB_txn *txn;
     stor_status_t s = rd_begin(st, &txn);
     if (s != STOR_OK)
         return s;
-    s = bucket_exists(st, txn, bucket);
+    s = bucket_check(st, txn, bucket->name, bucket->id);
     mdb_txn_abort(txn);
     if (s != STOR_OK)
         return s;
@@ -675,7 +712,8 @@ stor_status_t stor_writer_open(stor_t *st, const char *bucket, stor_writer_t **o
         return STOR_ERR_NOMEM;
     w->st = st;
     w->fd = -1;
-    snprintf(w->bucket, sizeof w->bucket, "%s", bucket);
+    snprintf(w->bucket, sizeof w->bucket, "%s", bucket->name);
+    w->bucket_id = bucket->id;
     if (random_bytes(w->id, STOR_ID_LEN) != 0 || ensure_shard(st, w->id) != 0) {
         free(w);
         return STOR_ERR_IO;
@@ -765,14 +803,20 @@ static stor_status_t encode_object(buf_t *b, const char *key, const stor_meta_t 
 
 /* Points bucket/key at the encoded record rec in txn. The replaced record, if
  * any, goes to *old (*had_old set; the caller unlinks its files after the
- * commit and frees it). STOR_ERR_NO_BUCKET when the bucket is gone. */
-static stor_status_t put_object(stor_t *st, MDB_txn *txn, const char *bucket, const char *key,
-                                const buf_t *rec, stor_obj_rec_t *old, int *had_old)
+ * commit and frees it). STOR_ERR_NO_BUCKET when the bucket (bucket_id) is
+ * gone: checked even when the key exists, since an object under this name
+ * may belong to a bucket re-created since. */
+static stor_status_t put_object(stor_t *st, MDB_txn *txn, const char *bucket, uint64_t bucket_id,
+                                const char *key, const buf_t *rec, stor_obj_rec_t *old,
+                                int *had_old)
 {
     uint8_t ikey[STOR_IKEY_MAX];
     MDB_val k;
     *had_old = 0;
-    stor_status_t s = obj_lookup(st, txn, bucket, key, old, &k, ikey);
+    stor_status_t s = bucket_check(st, txn, bucket, bucket_id);
+    if (s != STOR_OK)
+        return s;
+    s = obj_get(st, txn, bucket, key, old, &k, ikey);
     if (s == STOR_OK)
         *had_old = 1;
     else if (s != STOR_ERR_NO_KEY)
@@ -807,7 +851,7 @@ stor_status_t stor_writer_commit(stor_writer_t *w, const char *key, stor_meta_t 
         goto out;
     stor_obj_rec_t old;
     int had_old = 0;
-    s = put_object(st, txn, w->bucket, key, &b, &old, &had_old);
+    s = put_object(st, txn, w->bucket, w->bucket_id, key, &b, &old, &had_old);
     if (s == STOR_OK)
         s = wr_commit(txn);
     else
@@ -1001,7 +1045,7 @@ int stor_reader_span_fd(stor_reader_t *r, uint64_t off, uint64_t len, int *fd_p,
 
 /* ==== Deleting =========================================================== */
 
-stor_status_t stor_delete(stor_t *st, const char *bucket, const char *key)
+stor_status_t stor_delete(stor_t *st, const stor_bucket_t *bucket, const char *key)
 {
     MDB_txn *txn;
     stor_status_t s = wr_begin(st, &txn);
@@ -1010,7 +1054,9 @@ stor_status_t stor_delete(stor_t *st, const char *bucket, const char *key)
     stor_obj_rec_t rec;
     uint8_t ikey[STOR_IKEY_MAX];
     MDB_val k;
-    s = obj_lookup(st, txn, bucket, key, &rec, &k, ikey);
+    s = bucket_check(st, txn, bucket->name, bucket->id);
+    if (s == STOR_OK)
+        s = obj_get(st, txn, bucket->name, key, &rec, &k, ikey);
     if (s != STOR_OK) {
         mdb_txn_abort(txn);
         return s;
@@ -1378,9 +1424,10 @@ static stor_status_t upload_get(stor_t *st, MDB_txn *txn, const char *bucket, co
     return STOR_OK;
 }
 
-stor_status_t stor_mpu_create(stor_t *st, const char *bucket, const char *key,
+stor_status_t stor_mpu_create(stor_t *st, const stor_bucket_t *bkt, const char *key,
                               const stor_meta_t *meta, char upload_id[STOR_UPLOAD_ID_LEN + 1])
 {
+    const char *bucket = bkt->name;
     uint8_t raw[STOR_UPLOAD_ID_LEN / 2];
     char id[STOR_UPLOAD_ID_LEN + 1];
     if (random_bytes(raw, sizeof raw) != 0)
@@ -1406,7 +1453,7 @@ stor_status_t stor_mpu_create(stor_t *st, const char *bucket, const char *key,
     MDB_txn *txn;
     stor_status_t s = wr_begin(st, &txn);
     if (s == STOR_OK) {
-        s = bucket_exists(st, txn, bucket);
+        s = bucket_check(st, txn, bucket, bkt->id);
         if (s == STOR_OK) {
             uint8_t kbuf[STOR_BUCKET_MAX + 2 + STOR_UPLOAD_ID_LEN];
             MDB_val k = {upload_key(bucket, id, kbuf), kbuf}, v = {b.len, b.data};
@@ -1463,6 +1510,10 @@ stor_status_t stor_part_commit(stor_writer_t *w, const char *key, const char *up
         goto out;
     uint8_t kbuf[STOR_BUCKET_MAX + 2 + STOR_UPLOAD_ID_LEN];
     s = upload_get(st, txn, w->bucket, key, upload_id, NULL, NULL, kbuf);
+    /* The upload pins its bucket (stor_bucket_delete refuses a bucket with
+     * uploads), but the writer's bucket is the one that was authorized. */
+    if (s == STOR_OK)
+        s = bucket_check(st, txn, w->bucket, w->bucket_id);
     if (s != STOR_OK)
         goto out;
     uint8_t pk[PART_KEY_LEN];
@@ -1639,10 +1690,11 @@ static int etag_eq(const char *given, const char *stored)
     return strlen(stored) == n && strncasecmp(given, stored, n) == 0;
 }
 
-stor_status_t stor_mpu_complete(stor_t *st, const char *bucket, const char *key,
+stor_status_t stor_mpu_complete(stor_t *st, const stor_bucket_t *bkt, const char *key,
                                 const char *upload_id, const stor_complete_part_t *parts, size_t n,
                                 stor_meta_t *meta_p)
 {
+    const char *bucket = bkt->name;
     if (n == 0 || n > S3R_MAX_PART_NUMBER)
         return STOR_ERR_INVALID_PART;
     for (size_t i = 1; i < n; i++)
@@ -1667,7 +1719,9 @@ stor_status_t stor_mpu_complete(stor_t *st, const char *bucket, const char *key,
     MDB_val uk;
     buf_t rec = {0};
 
-    s = upload_get(st, txn, bucket, key, upload_id, &up, &uk, kbuf);
+    s = bucket_check(st, txn, bucket, bkt->id);
+    if (s == STOR_OK)
+        s = upload_get(st, txn, bucket, key, upload_id, &up, &uk, kbuf);
     if (s != STOR_OK)
         goto out;
     have_up = 1;
@@ -1722,7 +1776,7 @@ stor_status_t stor_mpu_complete(stor_t *st, const char *bucket, const char *key,
 
     s = encode_object(&rec, key, &m, segs, (uint32_t)n);
     if (s == STOR_OK)
-        s = put_object(st, txn, bucket, key, &rec, &old, &had_old);
+        s = put_object(st, txn, bucket, bkt->id, key, &rec, &old, &had_old);
     if (s == STOR_OK)
         s = del_parts(st, txn, upload_id);
     if (s == STOR_OK) {
@@ -1761,7 +1815,8 @@ out:
     return s;
 }
 
-stor_status_t stor_mpu_abort(stor_t *st, const char *bucket, const char *key, const char *upload_id)
+stor_status_t stor_mpu_abort(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                             const char *upload_id)
 {
     MDB_txn *txn;
     stor_status_t s = wr_begin(st, &txn);
@@ -1771,7 +1826,9 @@ stor_status_t stor_mpu_abort(stor_t *st, const char *bucket, const char *key, co
     MDB_val uk;
     stor_part_rec_t *recs = NULL;
     size_t n = 0;
-    s = upload_get(st, txn, bucket, key, upload_id, NULL, &uk, kbuf);
+    s = bucket_check(st, txn, bucket->name, bucket->id);
+    if (s == STOR_OK)
+        s = upload_get(st, txn, bucket->name, key, upload_id, NULL, &uk, kbuf);
     if (s == STOR_OK)
         s = load_parts(st, txn, upload_id, 0, &recs, &n);
     if (s == STOR_OK)
