@@ -5,8 +5,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "common/buf.h"
+#include "common/hash.h"
 #include "storage/storage.h"
 
 /* ---- Index keys -----------------------------------------------------------
@@ -55,6 +57,18 @@ int stor_keycmp(const char *a, size_t alen, const char *b, size_t blen);
 #define STOR_REC_BUCKET_VERSION 2
 #define STOR_ID_LEN             16         /* file id bytes; 32 hex digits on disk */
 #define STOR_REC_MAX            (8u << 20) /* larger records: STOR_ERR_TOO_LARGE */
+
+/* ---- Object files ----------------------------------------------------------
+ * File id -> its path under objects/: "ab/cd/<32 hex>", ab/cd its first two
+ * bytes. */
+#define STOR_PATH_LEN 40 /* "ab/cd/" + 32 hex + NUL */
+
+static inline void stor_id_path(const uint8_t id[STOR_ID_LEN], char out[STOR_PATH_LEN])
+{
+    char hex[2 * STOR_ID_LEN + 1];
+    hex_encode(id, STOR_ID_LEN, hex);
+    snprintf(out, STOR_PATH_LEN, "%.2s/%.2s/%s", hex, hex + 2, hex);
+}
 
 enum { STOR_REC_OBJECT = 1, STOR_REC_UPLOAD = 2, STOR_REC_PART = 3, STOR_REC_BUCKET = 4 };
 

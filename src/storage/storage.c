@@ -20,11 +20,11 @@
 #include "common/log.h"
 #include "common/s3r_limits.h"
 #include "storage/stor_internal.h"
+#include "storage/syncer.h"
 
 #define MAP_SIZE     (1ULL << 40) /* 1 TiB of address space; the file stays sparse */
 #define MAX_READERS  1024
 #define OPEN_RETRIES 64
-#define PATH_LEN     40 /* "ab/cd/" + 32 hex + NUL */
 
 struct stor {
     MDB_env *env;
@@ -35,9 +35,16 @@ struct stor {
     stor_durability_t durability;
     int objfd;  /* DIR/.s3rdma/objects */
     int lockfd; /* flock'ed: one process per data directory */
-    /* Shard directories known to exist durably (bit i: level-1 dir i, bit
-     * 256 + (a << 8 | b): level-2 dir a/b), so a write pays for mkdir and the
-     * parent fsync only the first time a shard is used. */
+    /* Relaxed mode only: the sync point that makes commits, their files and
+     * directories durable and then unlinks what they dropped (syncer.h). */
+    syncer_t *syncer;
+    /* Shard directories this process has made sure of (bit i: level-1 dir i,
+     * bit 256 + (a << 8 | b): level-2 dir a/b): they exist, and their entries
+     * are durable (fsync mode) or owed to the next sync point (relaxed), so a
+     * write pays for mkdir and the parent fsync only the first time a shard
+     * is used. Not seeded from the directories found at open: one an earlier
+     * process made (a relaxed one, or one that crashed between its mkdir and
+     * the parent's fsync) may not have a durable entry. */
     pthread_mutex_t dir_lock;
     uint8_t dir_known[(256 + 65536) / 8];
 };
@@ -47,7 +54,7 @@ struct stor_writer {
     char bucket[STOR_BUCKET_MAX + 1];
     uint64_t bucket_id; /* which bucket of that name (stor_bucket_t.id) */
     uint8_t id[STOR_ID_LEN];
-    char path[PATH_LEN];
+    char path[STOR_PATH_LEN];
     int fd;
     uint64_t size;
 };
@@ -67,19 +74,29 @@ static stor_status_t mdb_fail(const char *what, int rc)
     return STOR_ERR_IO;
 }
 
-static void id_path(const uint8_t id[STOR_ID_LEN], char out[PATH_LEN])
+/* A commit that returned dropped file id from the index (an overwrite, a
+ * delete, a replaced or unused part): unlink it once that commit is durable.
+ * In fsync mode it already is. In relaxed mode it is not until a sync point,
+ * and until then the index on disk may still point at the file. */
+static void drop_file(stor_t *st, const uint8_t id[STOR_ID_LEN])
 {
-    char hex[2 * STOR_ID_LEN + 1];
-    hex_encode(id, STOR_ID_LEN, hex);
-    snprintf(out, PATH_LEN, "%.2s/%.2s/%s", hex, hex + 2, hex);
-}
-
-static void unlink_id(stor_t *st, const uint8_t id[STOR_ID_LEN])
-{
-    char path[PATH_LEN];
-    id_path(id, path);
+    if (st->syncer) {
+        syncer_drop_file(st->syncer, id);
+        return;
+    }
+    char path[STOR_PATH_LEN];
+    stor_id_path(id, path);
     if (unlinkat(st->objfd, path, 0) != 0 && errno != ENOENT)
         log_warn("storage: unlink %s: %s", path, strerror(errno));
+}
+
+/* A commit that returned made file id part of the index. In fsync mode the
+ * file and its entry were synced before that commit; relaxed mode owes them
+ * to the next sync point. */
+static void new_file(stor_t *st, const uint8_t id[STOR_ID_LEN])
+{
+    if (st->syncer)
+        syncer_new_file(st->syncer, id);
 }
 
 static int fsync_dirat(int dirfd, const char *path)
@@ -102,8 +119,10 @@ static void bit_set(uint8_t *bits, unsigned i)
     bits[i / 8] |= (uint8_t)(1u << (i % 8));
 }
 
-/* Makes sure objects/ab/cd exists (and, in fsync mode, that its entries are
- * durable) for a file id. */
+/* Makes sure objects/ab/cd exists for a file id, and that its entry and
+ * objects/ab's are durable (fsync mode: before the first file in it is
+ * acknowledged) or owed to the next sync point (relaxed). Done the first time
+ * this process uses a shard, whether it makes the directory or finds it. */
 static int ensure_shard(stor_t *st, const uint8_t id[STOR_ID_LEN])
 {
     unsigned l1 = id[0], l2 = 256 + ((unsigned)id[0] << 8 | id[1]);
@@ -111,13 +130,15 @@ static int ensure_shard(stor_t *st, const uint8_t id[STOR_ID_LEN])
     pthread_mutex_lock(&st->dir_lock);
     if (bit_get(st->dir_known, l2))
         goto out;
-    char path[PATH_LEN];
-    id_path(id, path);
+    char path[STOR_PATH_LEN];
+    stor_id_path(id, path);
     if (!bit_get(st->dir_known, l1)) {
         path[2] = '\0';
         if (mkdirat(st->objfd, path, 0755) != 0 && errno != EEXIST)
             goto fail;
-        if (st->durability == STOR_DURABILITY_FSYNC && fsync(st->objfd) != 0)
+        if (st->syncer)
+            syncer_new_dir(st->syncer, SYNCER_DIR_ROOT);
+        else if (fsync(st->objfd) != 0)
             goto fail;
         bit_set(st->dir_known, l1);
         path[2] = '/';
@@ -126,7 +147,9 @@ static int ensure_shard(stor_t *st, const uint8_t id[STOR_ID_LEN])
     if (mkdirat(st->objfd, path, 0755) != 0 && errno != EEXIST)
         goto fail;
     path[2] = '\0';
-    if (st->durability == STOR_DURABILITY_FSYNC && fsync_dirat(st->objfd, path) != 0)
+    if (st->syncer)
+        syncer_new_dir(st->syncer, SYNCER_DIR_L1(id[0]));
+    else if (fsync_dirat(st->objfd, path) != 0)
         goto fail;
     bit_set(st->dir_known, l2);
 out:
@@ -194,10 +217,14 @@ static stor_status_t wr_begin(stor_t *st, MDB_txn **txn_p)
     return rc ? mdb_fail("write txn", rc) : STOR_OK;
 }
 
-static stor_status_t wr_commit(MDB_txn *txn)
+static stor_status_t wr_commit(stor_t *st, MDB_txn *txn)
 {
     int rc = mdb_txn_commit(txn);
-    return rc ? mdb_fail("commit", rc) : STOR_OK;
+    if (rc)
+        return mdb_fail("commit", rc);
+    if (st->syncer)
+        syncer_committed(st->syncer);
+    return STOR_OK;
 }
 
 /* Looks bucket/key up in txn and decodes its record. STOR_ERR_NO_KEY when
@@ -359,14 +386,16 @@ static size_t sweep_shard(int fd, const idset_t *set)
     return removed;
 }
 
-/* Walks objects/ab/cd/, deleting unreferenced files and marking existing
- * shard directories as known. */
-static void sweep_orphans(stor_t *st, int do_delete)
+/* Walks objects/ab/cd/, deleting the files the index does not reference.
+ * The index must be durable first (stor_open syncs it): a file dropped by a
+ * commit that is not, is still referenced by the index on disk. */
+static void sweep_orphans(stor_t *st)
 {
     idset_t set = {0};
-    if (do_delete && collect_ids(st, &set) != 0) {
+    if (collect_ids(st, &set) != 0) {
         log_warn("storage: index unreadable; orphan cleanup skipped");
-        do_delete = 0;
+        free(set.ids);
+        return;
     }
     if (set.n)
         qsort(set.ids, set.n, STOR_ID_LEN, cmp_id);
@@ -385,7 +414,6 @@ static void sweep_orphans(stor_t *st, int do_delete)
         uint8_t b[2];
         if (!is_hex(e1->d_name, 2) || hex_decode(e1->d_name, 2, b, 1) != 0)
             continue;
-        bit_set(st->dir_known, b[0]);
         int fd2 = openat(st->objfd, e1->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd2 < 0)
             continue;
@@ -397,9 +425,6 @@ static void sweep_orphans(stor_t *st, int do_delete)
         struct dirent *e2;
         while ((e2 = readdir(d2)) != NULL) {
             if (!is_hex(e2->d_name, 2) || hex_decode(e2->d_name, 2, b + 1, 1) != 0)
-                continue;
-            bit_set(st->dir_known, 256 + ((unsigned)b[0] << 8 | b[1]));
-            if (!do_delete)
                 continue;
             int fd3 = openat(fd2, e2->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
             if (fd3 >= 0)
@@ -413,11 +438,28 @@ static void sweep_orphans(stor_t *st, int do_delete)
         log_info("storage: removed %zu orphaned file(s)", removed);
 }
 
-static int mkdir_p(const char *path)
+/* 1 if it made the directory, 0 if it was there, -1 on error. */
+static int mkdir_new(const char *path)
 {
-    if (mkdir(path, 0755) != 0 && errno != EEXIST)
+    if (mkdir(path, 0755) == 0)
+        return 1;
+    return errno == EEXIST ? 0 : -1;
+}
+
+/* fsyncs the directory holding path's entry. */
+static int fsync_parent(const char *path)
+{
+    char *p = strdup(path);
+    if (!p)
         return -1;
-    return 0;
+    size_t n = strlen(p);
+    while (n > 1 && p[n - 1] == '/')
+        p[--n] = '\0';
+    char *slash = strrchr(p, '/');
+    const char *parent = !slash ? "." : slash == p ? "/" : (*slash = '\0', p);
+    int rc = fsync_dirat(AT_FDCWD, parent);
+    free(p);
+    return rc;
 }
 
 stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **out_p)
@@ -438,7 +480,8 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
         goto fail;
     s = STOR_ERR_IO;
     snprintf(root, n, "%s/.s3rdma", dir);
-    if (mkdir_p(dir) != 0 || mkdir_p(root) != 0) {
+    int made_dir = mkdir_new(dir);
+    if (made_dir < 0 || mkdir_new(root) < 0) {
         log_error("storage: cannot create %s: %s", root, strerror(errno));
         goto fail;
     }
@@ -449,19 +492,23 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
         goto fail;
     }
     snprintf(path, n, "%s/objects", root);
-    if (mkdir_p(path) != 0 || (st->objfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+    if (mkdir_new(path) < 0 || (st->objfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
         log_error("storage: %s: %s", path, strerror(errno));
         goto fail;
     }
     snprintf(path, n, "%s/index", root);
-    if (mkdir_p(path) != 0) {
+    if (mkdir_new(path) < 0) {
         log_error("storage: %s: %s", path, strerror(errno));
         goto fail;
     }
-    if (durability == STOR_DURABILITY_FSYNC) {
-        /* Make the directories themselves durable (cheap; once per open). */
-        fsync_dirat(AT_FDCWD, root);
-        fsync_dirat(AT_FDCWD, dir);
+    /* The entries of lock, objects and index (in root), of root (in dir) and,
+     * if we made it, of dir (in its parent) are durable before anything
+     * relies on them. Both modes, once per open: losing one to a power loss
+     * would lose the whole index (and then the sweep the objects). */
+    if (fsync_dirat(AT_FDCWD, root) != 0 || fsync_dirat(AT_FDCWD, dir) != 0 ||
+        (made_dir && fsync_parent(dir) != 0)) {
+        log_error("storage: fsync %s and its parents: %s", root, strerror(errno));
+        goto fail;
     }
 
     if ((rc = mdb_env_create(&st->env)) != 0) {
@@ -472,10 +519,18 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
     mdb_env_set_maxdbs(st->env, 8);
     mdb_env_set_maxreaders(st->env, MAX_READERS);
     unsigned flags = MDB_NOTLS;
+    /* Relaxed: each commit flushes its data pages but not the meta page, which
+     * the next commit or sync flushes. A power loss may undo the last commit
+     * but never corrupts the index (MDB_NOSYNC, which flushes nothing, can). */
     if (durability == STOR_DURABILITY_RELAXED)
-        flags |= MDB_NOSYNC;
+        flags |= MDB_NOMETASYNC;
     if ((rc = mdb_env_open(st->env, path, flags, 0644)) != 0) {
         s = mdb_fail("env open", rc);
+        goto fail;
+    }
+    /* data.mdb and lock.mdb, which mdb_env_open may just have made. */
+    if (fsync_dirat(AT_FDCWD, path) != 0) {
+        log_error("storage: fsync %s: %s", path, strerror(errno));
         goto fail;
     }
     if (mdb_env_get_maxkeysize(st->env) < STOR_IKEY_MAX) {
@@ -498,7 +553,18 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
         goto fail;
     }
 
-    sweep_orphans(st, 1);
+    /* What an earlier process committed is made durable before the sweep
+     * deletes files on the index's word (a relaxed process that died may have
+     * left commits that dropped files not yet on disk), and before this one
+     * builds on it. */
+    if ((rc = mdb_env_sync(st->env, 1)) != 0) {
+        s = mdb_fail("index sync", rc);
+        goto fail;
+    }
+    sweep_orphans(st);
+    if (durability == STOR_DURABILITY_RELAXED &&
+        !(st->syncer = syncer_start(st->env, st->objfd, stor_sync_interval_ms)))
+        goto fail;
     free(root);
     free(path);
     *out_p = st;
@@ -514,17 +580,25 @@ void stor_close(stor_t *st)
 {
     if (!st)
         return;
-    if (st->env) {
-        if (st->durability == STOR_DURABILITY_FSYNC)
-            mdb_env_sync(st->env, 1);
+    /* Relaxed: a last sync point (everything acknowledged becomes durable and
+     * the dropped files go). Fsync mode: every commit already was. */
+    syncer_stop(st->syncer);
+    if (st->env)
         mdb_env_close(st->env);
-    }
     if (st->objfd >= 0)
         close(st->objfd);
     if (st->lockfd >= 0)
         close(st->lockfd);
     pthread_mutex_destroy(&st->dir_lock);
     free(st);
+}
+
+stor_status_t stor_sync(stor_t *st)
+{
+    if (st->syncer)
+        return syncer_sync(st->syncer) == 0 ? STOR_OK : STOR_ERR_IO;
+    int rc = mdb_env_sync(st->env, 1);
+    return rc ? mdb_fail("index sync", rc) : STOR_OK;
 }
 
 /* ==== Buckets ============================================================ */
@@ -559,7 +633,7 @@ stor_status_t stor_bucket_create(stor_t *st, const char *name, const char *owner
             s = mdb_fail("bucket put", rc);
             mdb_txn_abort(txn);
         } else {
-            s = wr_commit(txn);
+            s = wr_commit(st, txn);
         }
     }
     buf_free(&b);
@@ -642,7 +716,7 @@ stor_status_t stor_bucket_delete(stor_t *st, const stor_bucket_t *bucket)
         mdb_txn_abort(txn);
         return s;
     }
-    return wr_commit(txn);
+    return wr_commit(st, txn);
 }
 
 stor_status_t stor_bucket_list(stor_t *st, stor_bucket_t **out_p, size_t *n_p)
@@ -718,7 +792,7 @@ stor_status_t stor_writer_open(stor_t *st, const stor_bucket_t *bucket, stor_wri
         free(w);
         return STOR_ERR_IO;
     }
-    id_path(w->id, w->path);
+    stor_id_path(w->id, w->path);
     w->fd = openat(st->objfd, w->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (w->fd < 0) {
         log_error("storage: create %s: %s", w->path, strerror(errno));
@@ -774,7 +848,7 @@ static stor_status_t writer_seal(stor_writer_t *w)
 {
     int rc = 0;
     if (w->st->durability == STOR_DURABILITY_FSYNC) {
-        char dir[PATH_LEN];
+        char dir[STOR_PATH_LEN];
         memcpy(dir, w->path, 5);
         dir[5] = '\0';
         rc = fdatasync(w->fd);
@@ -853,13 +927,15 @@ stor_status_t stor_writer_commit(stor_writer_t *w, const char *key, stor_meta_t 
     int had_old = 0;
     s = put_object(st, txn, w->bucket, w->bucket_id, key, &b, &old, &had_old);
     if (s == STOR_OK)
-        s = wr_commit(txn);
+        s = wr_commit(st, txn);
     else
         mdb_txn_abort(txn);
+    if (s == STOR_OK)
+        new_file(st, w->id);
     if (had_old) {
         if (s == STOR_OK)
             for (uint32_t i = 0; i < old.n_segs; i++)
-                unlink_id(st, old.segs[i].id);
+                drop_file(st, old.segs[i].id);
         stor_obj_rec_free(&old);
     }
 out:
@@ -941,8 +1017,8 @@ stor_status_t stor_reader_open(stor_t *st, const char *bucket, const char *key,
         int vanished = 0;
         uint64_t off = 0;
         for (uint32_t i = 0; i < rec.n_segs; i++) {
-            char path[PATH_LEN];
-            id_path(rec.segs[i].id, path);
+            char path[STOR_PATH_LEN];
+            stor_id_path(rec.segs[i].id, path);
             int fd = openat(st->objfd, path, O_RDONLY | O_CLOEXEC);
             if (fd < 0) {
                 if (errno == ENOENT) {
@@ -1067,10 +1143,10 @@ stor_status_t stor_delete(stor_t *st, const stor_bucket_t *bucket, const char *k
         stor_obj_rec_free(&rec);
         return mdb_fail("object delete", rc);
     }
-    s = wr_commit(txn);
+    s = wr_commit(st, txn);
     if (s == STOR_OK)
         for (uint32_t i = 0; i < rec.n_segs; i++)
-            unlink_id(st, rec.segs[i].id);
+            drop_file(st, rec.segs[i].id);
     stor_obj_rec_free(&rec);
     return s;
 }
@@ -1462,7 +1538,7 @@ stor_status_t stor_mpu_create(stor_t *st, const stor_bucket_t *bkt, const char *
                 s = mdb_fail("upload put", rc);
         }
         if (s == STOR_OK)
-            s = wr_commit(txn);
+            s = wr_commit(st, txn);
         else
             mdb_txn_abort(txn);
     }
@@ -1539,10 +1615,12 @@ stor_status_t stor_part_commit(stor_writer_t *w, const char *key, const char *up
         s = mdb_fail("part put", rc);
         goto out;
     }
-    s = wr_commit(txn);
+    s = wr_commit(st, txn);
     txn = NULL;
+    if (s == STOR_OK)
+        new_file(st, w->id);
     if (s == STOR_OK && had_old)
-        unlink_id(st, old_id);
+        drop_file(st, old_id);
 out:
     if (txn)
         mdb_txn_abort(txn);
@@ -1786,17 +1864,17 @@ stor_status_t stor_mpu_complete(stor_t *st, const stor_bucket_t *bkt, const char
     }
     if (s != STOR_OK)
         goto out;
-    s = wr_commit(txn);
+    s = wr_commit(st, txn);
     txn = NULL;
     if (s != STOR_OK)
         goto out;
 
     if (had_old)
         for (uint32_t i = 0; i < old.n_segs; i++)
-            unlink_id(st, old.segs[i].id);
+            drop_file(st, old.segs[i].id);
     for (size_t i = 0; i < n_recs; i++)
         if (!used[i])
-            unlink_id(st, recs[i].id);
+            drop_file(st, recs[i].id);
     *meta_p = m;
     memset(&m, 0, sizeof m);
 out:
@@ -1839,13 +1917,13 @@ stor_status_t stor_mpu_abort(stor_t *st, const stor_bucket_t *bucket, const char
             s = mdb_fail("upload delete", rc);
     }
     if (s == STOR_OK) {
-        s = wr_commit(txn);
+        s = wr_commit(st, txn);
     } else {
         mdb_txn_abort(txn);
     }
     if (s == STOR_OK)
         for (size_t i = 0; i < n; i++)
-            unlink_id(st, recs[i].id);
+            drop_file(st, recs[i].id);
     free_part_recs(recs, n);
     return s;
 }

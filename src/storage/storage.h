@@ -5,11 +5,14 @@
  *
  * Consistency contract:
  *  - A writer's bytes go to a fresh file; commit makes them visible under the
- *    key in one LMDB transaction and unlinks the replaced object's files. A
+ *    key in one LMDB transaction and then unlinks the replaced object's files
+ *    (in relaxed mode at the next sync point, once that commit is durable). A
  *    reader sees the old object or the new one, never a mix or a prefix.
  *  - An object is visible only once stor_writer_commit()/stor_mpu_complete()
  *    has returned STOR_OK, and once returned it survives kill -9 in every
- *    durability mode; in STOR_DURABILITY_FSYNC it also survives power loss.
+ *    durability mode; in STOR_DURABILITY_FSYNC it also survives power loss
+ *    (in relaxed mode, once a sync point has passed: stor_sync). No mode's
+ *    index is corrupted by a power loss. docs/storage.md has the details.
  *  - Files no index entry references (a crash mid-write) are removed by
  *    stor_open().
  *  - Every call that changes a bucket's contents takes the stor_bucket_t the
@@ -50,7 +53,11 @@ const char *stor_strerror(stor_status_t st);
 
 typedef enum stor_durability {
     STOR_DURABILITY_FSYNC = 0, /* fsync data + index before acknowledging (group commit ok) */
-    STOR_DURABILITY_RELAXED,   /* no fsync: survives kill -9, not power loss */
+    /* Survives kill -9. Power loss: the index stays intact and never points at
+     * a deleted file; writes acknowledged since the last sync point (~1 s) may
+     * be lost, or kept with missing bytes. Costs one index fdatasync per
+     * commit, none per object byte. */
+    STOR_DURABILITY_RELAXED,
 } stor_durability_t;
 
 typedef struct stor stor_t;
@@ -58,8 +65,17 @@ typedef struct stor stor_t;
 /* Opens (creating if needed) the store under dir: the index and object files
  * live in dir/.s3rdma/. Removes orphaned files. */
 stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **out_p);
-/* Closes the store; NULL is a no-op. No writer/reader/iterator may be open. */
+/* Closes the store; NULL is a no-op. No writer/reader/iterator may be open.
+ * In relaxed mode, a last sync point first (see stor_sync). */
 void stor_close(stor_t *st);
+/* Makes every write acknowledged so far durable now. In relaxed mode this is
+ * the sync point that otherwise runs about once a second on the store's own
+ * thread: object files and directory entries written since the last one are
+ * fsynced, then the index, then the files that the now durable commits
+ * dropped (overwritten, deleted, replaced parts) are unlinked. In fsync mode
+ * every commit is durable before it returns; this only syncs the index
+ * again. STOR_ERR_IO if a sync failed (logged). */
+stor_status_t stor_sync(stor_t *st);
 
 /* ---- Buckets ---------------------------------------------------------- */
 

@@ -52,6 +52,15 @@ static int teardown(void **state)
     return 0;
 }
 
+/* Files under objects/ once every dropped file is gone: in relaxed mode
+ * they go at a sync point (test_storage_sync.c checks they wait for it). */
+static size_t count_files(fx_t *f)
+{
+    if (f->st)
+        assert_int_equal(stor_sync(f->st), STOR_OK);
+    return tu_count_objects(f->dir);
+}
+
 static void reopen(fx_t *f)
 {
     stor_close(f->st);
@@ -140,14 +149,14 @@ static void test_put_get_overwrite_delete(void **state)
     assert_non_null(got);
     assert_string_equal(got, "hello");
     free(got);
-    assert_int_equal(tu_count_objects(f->dir), 1);
+    assert_int_equal(count_files(f), 1);
 
     /* Overwrite replaces the bytes and frees the old file. */
     assert_int_equal(tu_put(f->st, "b", "a/b c", "goodbye!", 8), STOR_OK);
     got = tu_get(f->st, "b", "a/b c", NULL);
     assert_string_equal(got, "goodbye!");
     free(got);
-    assert_int_equal(tu_count_objects(f->dir), 1);
+    assert_int_equal(count_files(f), 1);
 
     /* Empty object. */
     assert_int_equal(tu_put(f->st, "b", "empty", "", 0), STOR_OK);
@@ -168,7 +177,7 @@ static void test_put_get_overwrite_delete(void **state)
     assert_int_equal(stor_head(f->st, "b", "a/b c", &m), STOR_ERR_NO_KEY);
     stor_reader_t *r;
     assert_int_equal(stor_reader_open(f->st, "b", "a/b c", &r), STOR_ERR_NO_KEY);
-    assert_int_equal(tu_count_objects(f->dir), 2);
+    assert_int_equal(count_files(f), 2);
 
     /* Aborted writes leave nothing. */
     stor_writer_t *w;
@@ -176,7 +185,7 @@ static void test_put_get_overwrite_delete(void **state)
     assert_int_equal(stor_writer_write(w, "zzz", 3), STOR_OK);
     assert_int_equal(stor_writer_size(w), 3);
     stor_writer_abort(w);
-    assert_int_equal(tu_count_objects(f->dir), 2);
+    assert_int_equal(count_files(f), 2);
     assert_int_equal(stor_head(f->st, "b", "zzz", &m), STOR_ERR_NO_KEY);
 
     /* The bucket vanishing before commit fails the commit, leaving no file. */
@@ -186,7 +195,7 @@ static void test_put_get_overwrite_delete(void **state)
     assert_int_equal(stor_bucket_delete(f->st, TU_B(f->st, "gone")), STOR_OK);
     memset(&m, 0, sizeof m);
     assert_int_equal(stor_writer_commit(w, "k", &m), STOR_ERR_NO_BUCKET);
-    assert_int_equal(tu_count_objects(f->dir), 2);
+    assert_int_equal(count_files(f), 2);
 }
 
 static void test_long_key_objects(void **state)
@@ -450,7 +459,7 @@ static void test_write_into_recreated_bucket(void **state)
     assert_int_equal(stor_iter_open(f->st, "b", "", NULL, &it), STOR_OK);
     assert_int_equal(stor_iter_next(it, &k, &klen, NULL), 0);
     stor_iter_close(it);
-    assert_int_equal(tu_count_objects(f->dir), 0);
+    assert_int_equal(count_files(f), 0);
 
     /* A's stale delete (a DeleteObjects body arriving late) must not remove
      * B's object, nor A's stale DeleteBucket B's bucket. */
@@ -525,7 +534,7 @@ static void test_mpu_into_recreated_bucket(void **state)
     assert_int_equal(stor_mpu_abort(f->st, &seen, "k", bid), STOR_ERR_NO_BUCKET);
     assert_int_equal(stor_mpu_check(f->st, "b", "k", bid), STOR_OK);
     assert_int_equal(stor_head(f->st, "b", "k", &m), STOR_ERR_NO_KEY);
-    assert_int_equal(tu_count_objects(f->dir), 1);
+    assert_int_equal(count_files(f), 1);
     /* A part writer opened for the old b is refused at open... */
     assert_int_equal(stor_writer_open(f->st, &seen, &w), STOR_ERR_NO_BUCKET);
 
@@ -544,7 +553,7 @@ static void test_mpu_into_recreated_bucket(void **state)
     assert_int_equal(stor_mpu_list_parts(f->st, "b", "k", bid, 0, &parts, &n), STOR_OK);
     assert_int_equal(n, 0);
     stor_parts_free(parts, n);
-    assert_int_equal(tu_count_objects(f->dir), 0);
+    assert_int_equal(count_files(f), 0);
 }
 
 /* ---- Readers ------------------------------------------------------------ */
@@ -575,7 +584,7 @@ static void test_reader_snapshot(void **state)
     assert_memory_equal(buf, "d-byt", 5);
     assert_int_equal(stor_reader_span_fd(r, 2, 8, &fd, &fo), 0); /* past the end */
     stor_reader_close(r);
-    assert_int_equal(tu_count_objects(f->dir), 0);
+    assert_int_equal(count_files(f), 0);
     stor_reader_close(NULL);
 }
 
@@ -594,7 +603,7 @@ static void test_orphan_cleanup(void **state)
     stor_part_t part = {.number = 1};
     strcpy(part.etag, "0123456789abcdef0123456789abcdef");
     assert_int_equal(stor_part_commit(w, "mp", id, &part), STOR_OK);
-    assert_int_equal(tu_count_objects(f->dir), 2);
+    assert_int_equal(count_files(f), 2);
 
     /* A process that dies mid-write (kill -9 style) leaves a partial file;
      * one that commits and dies keeps its object. */
@@ -617,7 +626,7 @@ static void test_orphan_cleanup(void **state)
     int status;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-    assert_int_equal(tu_count_objects(f->dir), 4);
+    assert_int_equal(count_files(f), 4);
     /* Strays: a file named like an object, junk, in an existing and in a new shard. */
     char p[PATH_MAX];
     snprintf(p, sizeof p, "%s/.s3rdma/objects/00", f->dir);
@@ -632,10 +641,10 @@ static void test_orphan_cleanup(void **state)
         assert_int_equal(write(fd, "x", 1), 1);
         close(fd);
     }
-    assert_int_equal(tu_count_objects(f->dir), 6);
+    assert_int_equal(count_files(f), 6);
 
     assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
-    assert_int_equal(tu_count_objects(f->dir), 3); /* keep, the part, acked */
+    assert_int_equal(count_files(f), 3); /* keep, the part, acked */
     char *got = tu_get(f->st, "b", "keep", NULL);
     assert_string_equal(got, "data");
     free(got);
@@ -703,7 +712,7 @@ static void test_concurrent_writers(void **state)
         assert_int_equal(a[i].failures, 0);
     }
     /* One winner for "same" plus one object per thread, and no leaked files. */
-    assert_int_equal(tu_count_objects(f->dir), 1 + N_THREADS);
+    assert_int_equal(count_files(f), 1 + N_THREADS);
     stor_meta_t m;
     assert_int_equal(stor_head(f->st, "b", "same", &m), STOR_OK);
     size_t len = 0;
@@ -770,7 +779,7 @@ static void test_multipart(void **state)
     assert_int_equal(put_part(f->st, "obj", id, 3, "tail", 4, e3), STOR_OK);
     assert_int_equal(put_part(f->st, "obj", id, 4, "unused", 6, e4), STOR_OK);
     assert_int_equal(put_part(f->st, "wrongkey", id, 5, "x", 1, NULL), STOR_ERR_NO_UPLOAD);
-    assert_int_equal(tu_count_objects(f->dir), 4);
+    assert_int_equal(count_files(f), 4);
 
     stor_part_t *parts;
     size_t n;
@@ -846,7 +855,7 @@ static void test_multipart(void **state)
     stor_meta_free(&out);
 
     /* Unlisted part 4, the old object and the upload are gone. */
-    assert_int_equal(tu_count_objects(f->dir), 3);
+    assert_int_equal(count_files(f), 3);
     assert_int_equal(stor_mpu_check(f->st, "b", "obj", id), STOR_ERR_NO_UPLOAD);
     assert_int_equal(stor_mpu_abort(f->st, TU_B(f->st, "b"), "obj", id), STOR_ERR_NO_UPLOAD);
 
@@ -888,16 +897,16 @@ static void test_multipart(void **state)
     assert_int_equal(stor_mpu_create(f->st, TU_B(f->st, "b"), "ab", NULL, id), STOR_OK);
     assert_int_equal(put_part(f->st, "ab", id, 1, "x", 1, NULL), STOR_OK);
     assert_int_equal(put_part(f->st, "ab", id, 2, "y", 1, NULL), STOR_OK);
-    assert_int_equal(tu_count_objects(f->dir), 5);
+    assert_int_equal(count_files(f), 5);
     assert_int_equal(stor_mpu_abort(f->st, TU_B(f->st, "b"), "wrong", id), STOR_ERR_NO_UPLOAD);
     assert_int_equal(stor_mpu_abort(f->st, TU_B(f->st, "b"), "ab", id), STOR_OK);
-    assert_int_equal(tu_count_objects(f->dir), 3);
+    assert_int_equal(count_files(f), 3);
     assert_int_equal(put_part(f->st, "ab", id, 3, "z", 1, NULL), STOR_ERR_NO_UPLOAD);
-    assert_int_equal(tu_count_objects(f->dir), 3);
+    assert_int_equal(count_files(f), 3);
 
     /* Deleting a multipart object removes every segment. */
     assert_int_equal(stor_delete(f->st, TU_B(f->st, "b"), "obj"), STOR_OK);
-    assert_int_equal(tu_count_objects(f->dir), 0);
+    assert_int_equal(count_files(f), 0);
     free(p1);
     free(p2);
 }
