@@ -8,7 +8,7 @@
 #include "s3/s3_util.h"
 #include "s3/xml_in.h"
 
-bool s3_bucket_authorize(s3_req_t *req, const char *bucket)
+bool s3_bucket_authorize(s3_req_t *req, const char *bucket, stor_bucket_t *bucket_p)
 {
     stor_bucket_t b;
     stor_status_t st = stor_bucket_get(req->srv->cfg.store, bucket, &b);
@@ -20,6 +20,8 @@ bool s3_bucket_authorize(s3_req_t *req, const char *bucket)
         s3_reply_error(req, S3E_ACCESS_DENIED, NULL);
         return false;
     }
+    if (bucket_p)
+        *bucket_p = b;
     return true;
 }
 
@@ -96,7 +98,7 @@ static void create_bucket_finish(s3_req_t *req)
 
 static void head_bucket_begin(s3_req_t *req)
 {
-    if (!s3_bucket_authorize(req, req->bucket))
+    if (!s3_bucket_authorize(req, req->bucket, &req->authz_bucket))
         return;
     s3_reply_header(req, "x-amz-bucket-region", req->srv->cfg.region);
     s3_reply_empty(req, 200);
@@ -104,9 +106,9 @@ static void head_bucket_begin(s3_req_t *req)
 
 static void delete_bucket_begin(s3_req_t *req)
 {
-    if (!s3_bucket_authorize(req, req->bucket))
+    if (!s3_bucket_authorize(req, req->bucket, &req->authz_bucket))
         return;
-    stor_status_t st = stor_bucket_delete(req->srv->cfg.store, req->bucket);
+    stor_status_t st = stor_bucket_delete(req->srv->cfg.store, &req->authz_bucket);
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
         return;
@@ -116,7 +118,7 @@ static void delete_bucket_begin(s3_req_t *req)
 
 static void get_location_begin(s3_req_t *req)
 {
-    if (!s3_bucket_authorize(req, req->bucket))
+    if (!s3_bucket_authorize(req, req->bucket, &req->authz_bucket))
         return;
     buf_t xml;
     buf_init(&xml, 4096);

@@ -32,7 +32,7 @@ static void elem(buf_t *xml, const char *tag, const char *value, bool url)
 
 static void list_objects_begin(s3_req_t *req)
 {
-    if (!s3_bucket_authorize(req, req->bucket))
+    if (!s3_bucket_authorize(req, req->bucket, &req->authz_bucket))
         return;
     const char *lt = s3_req_query(req, "list-type");
     bool v2 = lt && strcmp(lt, "2") == 0;

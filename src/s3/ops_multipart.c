@@ -14,7 +14,7 @@
 /* Checks bucket ownership and that uploadId names an upload of this key. */
 static const char *upload_check(s3_req_t *req)
 {
-    if (!s3_bucket_authorize(req, req->bucket))
+    if (!s3_bucket_authorize(req, req->bucket, &req->authz_bucket))
         return NULL;
     const char *id = s3_req_query(req, "uploadId");
     stor_status_t st =
@@ -43,7 +43,7 @@ static long part_number(s3_req_t *req)
 
 static void create_mpu_begin(s3_req_t *req)
 {
-    if (!s3_bucket_authorize(req, req->bucket))
+    if (!s3_bucket_authorize(req, req->bucket, &req->authz_bucket))
         return;
     stor_meta_t meta;
     memset(&meta, 0, sizeof(meta));
@@ -54,7 +54,8 @@ static void create_mpu_begin(s3_req_t *req)
         return;
     }
     char id[STOR_UPLOAD_ID_LEN + 1];
-    stor_status_t st = stor_mpu_create(req->srv->cfg.store, req->bucket, req->key, &meta, id);
+    stor_status_t st =
+        stor_mpu_create(req->srv->cfg.store, &req->authz_bucket, req->key, &meta, id);
     stor_meta_free(&meta);
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
@@ -195,7 +196,7 @@ static void complete_mpu_finish(s3_req_t *req)
     }
     stor_meta_t meta;
     memset(&meta, 0, sizeof(meta));
-    stor_status_t st = stor_mpu_complete(req->srv->cfg.store, req->bucket, req->key,
+    stor_status_t st = stor_mpu_complete(req->srv->cfg.store, &req->authz_bucket, req->key,
                                          s3_req_query(req, "uploadId"), cp, n, &meta);
     free(cp);
     xml_complete_parts_free(parts, n);
@@ -218,8 +219,8 @@ static void abort_mpu_begin(s3_req_t *req)
 {
     if (!upload_check(req))
         return;
-    stor_status_t st =
-        stor_mpu_abort(req->srv->cfg.store, req->bucket, req->key, s3_req_query(req, "uploadId"));
+    stor_status_t st = stor_mpu_abort(req->srv->cfg.store, &req->authz_bucket, req->key,
+                                      s3_req_query(req, "uploadId"));
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
         return;
@@ -300,7 +301,7 @@ static void list_parts_begin(s3_req_t *req)
 
 static void list_mpu_begin(s3_req_t *req)
 {
-    if (!s3_bucket_authorize(req, req->bucket))
+    if (!s3_bucket_authorize(req, req->bucket, &req->authz_bucket))
         return;
     const char *prefix = s3_req_query(req, "prefix");
     const char *key_marker = s3_req_query(req, "key-marker");

@@ -185,7 +185,7 @@ static void token_push(s3_req_t *req, stor_reader_t *reader, int status, uint64_
 
 static void put_object_begin(s3_req_t *req)
 {
-    if (!s3_bucket_authorize(req, req->bucket))
+    if (!s3_bucket_authorize(req, req->bucket, &req->authz_bucket))
         return;
     stor_meta_t *meta = meta_state_new(req);
     if (!meta) {
@@ -210,7 +210,7 @@ void s3_upload_begin(s3_req_t *req)
     } else {
         req->body_kind = S3_BODY_OBJECT;
     }
-    stor_status_t st = stor_writer_open(req->srv->cfg.store, req->bucket, &req->writer);
+    stor_status_t st = stor_writer_open(req->srv->cfg.store, &req->authz_bucket, &req->writer);
     if (st != STOR_OK)
         s3_reply_error(req, s3_error_from_stor(st), NULL);
 }
@@ -300,7 +300,7 @@ static s3_error_t check_conditions(s3_req_t *req, const char *prefix, const stor
 
 static void get_object_begin(s3_req_t *req)
 {
-    if (!s3_bucket_authorize(req, req->bucket))
+    if (!s3_bucket_authorize(req, req->bucket, &req->authz_bucket))
         return;
     stor_reader_t *reader = NULL;
     stor_status_t st = stor_reader_open(req->srv->cfg.store, req->bucket, req->key, &reader);
@@ -401,9 +401,9 @@ static void get_object_begin(s3_req_t *req)
 
 static void delete_object_begin(s3_req_t *req)
 {
-    if (!s3_bucket_authorize(req, req->bucket))
+    if (!s3_bucket_authorize(req, req->bucket, &req->authz_bucket))
         return;
-    stor_status_t st = stor_delete(req->srv->cfg.store, req->bucket, req->key);
+    stor_status_t st = stor_delete(req->srv->cfg.store, &req->authz_bucket, req->key);
     if (st != STOR_OK && st != STOR_ERR_NO_KEY) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
         return;
@@ -413,7 +413,7 @@ static void delete_object_begin(s3_req_t *req)
 
 static void delete_objects_begin(s3_req_t *req)
 {
-    if (!s3_bucket_authorize(req, req->bucket))
+    if (!s3_bucket_authorize(req, req->bucket, &req->authz_bucket))
         return;
     req->body_kind = S3_BODY_XML;
 }
@@ -440,7 +440,7 @@ static void delete_objects_finish(s3_req_t *req)
         else if (!s3_utf8_valid(key, klen))
             err = S3E_INVALID_ARGUMENT;
         else {
-            stor_status_t st = stor_delete(req->srv->cfg.store, req->bucket, key);
+            stor_status_t st = stor_delete(req->srv->cfg.store, &req->authz_bucket, key);
             if (st != STOR_OK && st != STOR_ERR_NO_KEY)
                 err = s3_error_from_stor(st);
         }
@@ -488,7 +488,7 @@ stor_reader_t *s3_copy_source_open(s3_req_t *req, bool *same_object_p)
         return NULL;
     }
     stor_reader_t *reader = NULL;
-    if (!s3_bucket_authorize(req, sbucket)) {
+    if (!s3_bucket_authorize(req, sbucket, NULL)) {
         free(decoded);
         return NULL;
     }
@@ -511,7 +511,7 @@ s3_error_t s3_copy_range(s3_req_t *req, stor_reader_t *reader, uint64_t first, u
                          stor_writer_t **writer_p, char etag[33])
 {
     stor_writer_t *w = NULL;
-    stor_status_t st = stor_writer_open(req->srv->cfg.store, req->bucket, &w);
+    stor_status_t st = stor_writer_open(req->srv->cfg.store, &req->authz_bucket, &w);
     if (st != STOR_OK)
         return s3_error_from_stor(st);
     char *buf = malloc(COPY_BUF_BYTES);
@@ -546,7 +546,7 @@ s3_error_t s3_copy_range(s3_req_t *req, stor_reader_t *reader, uint64_t first, u
 
 static void copy_object_begin(s3_req_t *req)
 {
-    if (!s3_bucket_authorize(req, req->bucket))
+    if (!s3_bucket_authorize(req, req->bucket, &req->authz_bucket))
         return;
     const char *directive = s3_req_header(req, "x-amz-metadata-directive");
     bool replace = directive && strcasecmp(directive, "REPLACE") == 0;

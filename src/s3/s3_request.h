@@ -78,6 +78,11 @@ struct s3_req {
 
     /* Authentication results. */
     const s3_user_t *user;
+    /* req->bucket as s3_bucket_authorize found it (its id included). The
+     * storage calls that change the bucket take this, not the name, so they
+     * fail with NoSuchBucket if the bucket was deleted since (and perhaps
+     * re-created by another user) rather than write into another bucket. */
+    stor_bucket_t authz_bucket;
     s3_payload_mode_t payload_mode;
     char payload_sha256[65]; /* S3_PAYLOAD_SIGNED: expected body hash */
     uint8_t signing_key[SHA256_LEN];
@@ -192,9 +197,10 @@ void s3_meta_to_headers(s3_req_t *req, const stor_meta_t *meta);
 
 /* ---- authorization helper (ops_bucket.c) ----------------------------------- */
 
-/* Looks up req->bucket and checks req->user owns it. On failure replies with
- * NoSuchBucket / AccessDenied and returns false. */
-bool s3_bucket_authorize(s3_req_t *req, const char *bucket);
+/* Looks bucket up and checks req->user owns it; on success *bucket_p (when
+ * not NULL) gets the bucket as found. On failure replies with NoSuchBucket /
+ * AccessDenied and returns false. */
+bool s3_bucket_authorize(s3_req_t *req, const char *bucket, stor_bucket_t *bucket_p);
 
 /* ---- object helpers (ops_object.c) --------------------------------------------- */
 

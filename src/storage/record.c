@@ -91,7 +91,8 @@ static int put_str(buf_t *b, const char *s)
 
 static int put_header(buf_t *b, uint8_t type)
 {
-    return put_u8(b, STOR_REC_VERSION) | put_u8(b, type);
+    return put_u8(b, type == STOR_REC_BUCKET ? STOR_REC_BUCKET_VERSION : STOR_REC_VERSION) |
+           put_u8(b, type);
 }
 
 /* The nine optional header/checksum strings of stor_meta_t, in record order. */
@@ -171,11 +172,14 @@ int stor_rec_encode_part(buf_t *b, const stor_part_t *p, const uint8_t id[STOR_I
     return rc ? -1 : 0;
 }
 
-int stor_rec_encode_bucket(buf_t *b, const char *owner, int64_t created)
+int stor_rec_encode_bucket(buf_t *b, const char *owner, int64_t created, uint64_t id)
 {
+    if (id == 0)
+        return -1;
     int rc = put_header(b, STOR_REC_BUCKET);
     rc |= put_str(b, owner ? owner : "");
     rc |= put_u64(b, (uint64_t)created);
+    rc |= put_u64(b, id);
     return rc ? -1 : 0;
 }
 
@@ -471,9 +475,17 @@ void stor_part_free_fields(stor_part_t *p)
 stor_status_t stor_rec_decode_bucket(const void *data, size_t len, stor_bucket_t *out)
 {
     dec_t d = {data, (const uint8_t *)data + len, 0, 0};
-    get_header(&d, STOR_REC_BUCKET);
+    uint8_t v = get_u8(&d);
+    if (get_u8(&d) != STOR_REC_BUCKET || (v != 1 && v != STOR_REC_BUCKET_VERSION))
+        d.err = 1;
     get_fixed_str(&d, out->owner, sizeof out->owner);
     out->created = (int64_t)get_u64(&d);
+    out->id = 0; /* version 1: a bucket created before ids existed */
+    if (v == STOR_REC_BUCKET_VERSION) {
+        out->id = get_u64(&d);
+        if (out->id == 0)
+            d.err = 1;
+    }
     return dec_status(&d);
 }
 

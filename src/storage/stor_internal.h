@@ -5,8 +5,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "common/buf.h"
+#include "common/hash.h"
 #include "storage/storage.h"
 
 /* ---- Index keys -----------------------------------------------------------
@@ -49,9 +51,24 @@ int stor_keycmp(const char *a, size_t alen, const char *b, size_t blen);
  * little-endian integers and u32-length-prefixed strings (length 0xFFFFFFFF
  * encodes NULL). Decoders check every length against the bytes left and
  * return STOR_ERR_IO on anything malformed; they never read out of bounds. */
-#define STOR_REC_VERSION 1
-#define STOR_ID_LEN      16         /* file id bytes; 32 hex digits on disk */
-#define STOR_REC_MAX     (8u << 20) /* larger records: STOR_ERR_TOO_LARGE */
+#define STOR_REC_VERSION 1 /* object, upload and part records */
+/* Bucket records: version 2 added the bucket id (version 1 records still
+ * decode, with id 0). */
+#define STOR_REC_BUCKET_VERSION 2
+#define STOR_ID_LEN             16         /* file id bytes; 32 hex digits on disk */
+#define STOR_REC_MAX            (8u << 20) /* larger records: STOR_ERR_TOO_LARGE */
+
+/* ---- Object files ----------------------------------------------------------
+ * File id -> its path under objects/: "ab/cd/<32 hex>", ab/cd its first two
+ * bytes. */
+#define STOR_PATH_LEN 40 /* "ab/cd/" + 32 hex + NUL */
+
+static inline void stor_id_path(const uint8_t id[STOR_ID_LEN], char out[STOR_PATH_LEN])
+{
+    char hex[2 * STOR_ID_LEN + 1];
+    hex_encode(id, STOR_ID_LEN, hex);
+    snprintf(out, STOR_PATH_LEN, "%.2s/%.2s/%s", hex, hex + 2, hex);
+}
 
 enum { STOR_REC_OBJECT = 1, STOR_REC_UPLOAD = 2, STOR_REC_PART = 3, STOR_REC_BUCKET = 4 };
 
@@ -100,7 +117,9 @@ int stor_rec_encode_part(buf_t *b, const stor_part_t *p, const uint8_t id[STOR_I
 stor_status_t stor_rec_decode_part(const void *data, size_t len, stor_part_rec_t *out);
 void stor_part_free_fields(stor_part_t *p);
 
-int stor_rec_encode_bucket(buf_t *b, const char *owner, int64_t created);
+/* Writes a version-2 bucket record; id must not be 0 (0 marks a version-1
+ * record, which has none). */
+int stor_rec_encode_bucket(buf_t *b, const char *owner, int64_t created, uint64_t id);
 stor_status_t stor_rec_decode_bucket(const void *data, size_t len, stor_bucket_t *out);
 
 #endif

@@ -20,11 +20,11 @@
 #include "common/log.h"
 #include "common/s3r_limits.h"
 #include "storage/stor_internal.h"
+#include "storage/syncer.h"
 
 #define MAP_SIZE     (1ULL << 40) /* 1 TiB of address space; the file stays sparse */
 #define MAX_READERS  1024
 #define OPEN_RETRIES 64
-#define PATH_LEN     40 /* "ab/cd/" + 32 hex + NUL */
 
 struct stor {
     MDB_env *env;
@@ -35,9 +35,16 @@ struct stor {
     stor_durability_t durability;
     int objfd;  /* DIR/.s3rdma/objects */
     int lockfd; /* flock'ed: one process per data directory */
-    /* Shard directories known to exist durably (bit i: level-1 dir i, bit
-     * 256 + (a << 8 | b): level-2 dir a/b), so a write pays for mkdir and the
-     * parent fsync only the first time a shard is used. */
+    /* Relaxed mode only: the sync point that makes commits, their files and
+     * directories durable and then unlinks what they dropped (syncer.h). */
+    syncer_t *syncer;
+    /* Shard directories this process has made sure of (bit i: level-1 dir i,
+     * bit 256 + (a << 8 | b): level-2 dir a/b): they exist, and their entries
+     * are durable (fsync mode) or owed to the next sync point (relaxed), so a
+     * write pays for mkdir and the parent fsync only the first time a shard
+     * is used. Not seeded from the directories found at open: one an earlier
+     * process made (a relaxed one, or one that crashed between its mkdir and
+     * the parent's fsync) may not have a durable entry. */
     pthread_mutex_t dir_lock;
     uint8_t dir_known[(256 + 65536) / 8];
 };
@@ -45,8 +52,9 @@ struct stor {
 struct stor_writer {
     stor_t *st;
     char bucket[STOR_BUCKET_MAX + 1];
+    uint64_t bucket_id; /* which bucket of that name (stor_bucket_t.id) */
     uint8_t id[STOR_ID_LEN];
-    char path[PATH_LEN];
+    char path[STOR_PATH_LEN];
     int fd;
     uint64_t size;
 };
@@ -66,19 +74,29 @@ static stor_status_t mdb_fail(const char *what, int rc)
     return STOR_ERR_IO;
 }
 
-static void id_path(const uint8_t id[STOR_ID_LEN], char out[PATH_LEN])
+/* A commit that returned dropped file id from the index (an overwrite, a
+ * delete, a replaced or unused part): unlink it once that commit is durable.
+ * In fsync mode it already is. In relaxed mode it is not until a sync point,
+ * and until then the index on disk may still point at the file. */
+static void drop_file(stor_t *st, const uint8_t id[STOR_ID_LEN])
 {
-    char hex[2 * STOR_ID_LEN + 1];
-    hex_encode(id, STOR_ID_LEN, hex);
-    snprintf(out, PATH_LEN, "%.2s/%.2s/%s", hex, hex + 2, hex);
-}
-
-static void unlink_id(stor_t *st, const uint8_t id[STOR_ID_LEN])
-{
-    char path[PATH_LEN];
-    id_path(id, path);
+    if (st->syncer) {
+        syncer_drop_file(st->syncer, id);
+        return;
+    }
+    char path[STOR_PATH_LEN];
+    stor_id_path(id, path);
     if (unlinkat(st->objfd, path, 0) != 0 && errno != ENOENT)
         log_warn("storage: unlink %s: %s", path, strerror(errno));
+}
+
+/* A commit that returned made file id part of the index. In fsync mode the
+ * file and its entry were synced before that commit; relaxed mode owes them
+ * to the next sync point. */
+static void new_file(stor_t *st, const uint8_t id[STOR_ID_LEN])
+{
+    if (st->syncer)
+        syncer_new_file(st->syncer, id);
 }
 
 static int fsync_dirat(int dirfd, const char *path)
@@ -101,8 +119,10 @@ static void bit_set(uint8_t *bits, unsigned i)
     bits[i / 8] |= (uint8_t)(1u << (i % 8));
 }
 
-/* Makes sure objects/ab/cd exists (and, in fsync mode, that its entries are
- * durable) for a file id. */
+/* Makes sure objects/ab/cd exists for a file id, and that its entry and
+ * objects/ab's are durable (fsync mode: before the first file in it is
+ * acknowledged) or owed to the next sync point (relaxed). Done the first time
+ * this process uses a shard, whether it makes the directory or finds it. */
 static int ensure_shard(stor_t *st, const uint8_t id[STOR_ID_LEN])
 {
     unsigned l1 = id[0], l2 = 256 + ((unsigned)id[0] << 8 | id[1]);
@@ -110,13 +130,15 @@ static int ensure_shard(stor_t *st, const uint8_t id[STOR_ID_LEN])
     pthread_mutex_lock(&st->dir_lock);
     if (bit_get(st->dir_known, l2))
         goto out;
-    char path[PATH_LEN];
-    id_path(id, path);
+    char path[STOR_PATH_LEN];
+    stor_id_path(id, path);
     if (!bit_get(st->dir_known, l1)) {
         path[2] = '\0';
         if (mkdirat(st->objfd, path, 0755) != 0 && errno != EEXIST)
             goto fail;
-        if (st->durability == STOR_DURABILITY_FSYNC && fsync(st->objfd) != 0)
+        if (st->syncer)
+            syncer_new_dir(st->syncer, SYNCER_DIR_ROOT);
+        else if (fsync(st->objfd) != 0)
             goto fail;
         bit_set(st->dir_known, l1);
         path[2] = '/';
@@ -125,7 +147,9 @@ static int ensure_shard(stor_t *st, const uint8_t id[STOR_ID_LEN])
     if (mkdirat(st->objfd, path, 0755) != 0 && errno != EEXIST)
         goto fail;
     path[2] = '\0';
-    if (st->durability == STOR_DURABILITY_FSYNC && fsync_dirat(st->objfd, path) != 0)
+    if (st->syncer)
+        syncer_new_dir(st->syncer, SYNCER_DIR_L1(id[0]));
+    else if (fsync_dirat(st->objfd, path) != 0)
         goto fail;
     bit_set(st->dir_known, l2);
 out:
@@ -139,7 +163,7 @@ fail:
 
 static int valid_bucket(const char *bucket)
 {
-    size_t n = strlen(bucket);
+    size_t n = strnlen(bucket, STOR_BUCKET_MAX + 1);
     return n > 0 && n <= STOR_BUCKET_MAX;
 }
 
@@ -157,6 +181,30 @@ static stor_status_t bucket_exists(stor_t *st, MDB_txn *txn, const char *bucket)
     return STOR_OK;
 }
 
+/* STOR_OK if the bucket named name is, as seen by txn, the bucket whose id
+ * the caller saw when it authorized its request. A bucket deleted and
+ * re-created under the same name since is another bucket (another id):
+ * STOR_ERR_NO_BUCKET, the bucket the request was for no longer exists. Every
+ * change to a bucket's contents calls this inside its write transaction, so
+ * the check and the change are one atomic step. */
+static stor_status_t bucket_check(stor_t *st, MDB_txn *txn, const char *name, uint64_t id)
+{
+    if (!valid_bucket(name))
+        return STOR_ERR_NO_BUCKET;
+    MDB_val k = {strlen(name), (void *)name}, v;
+    int rc = mdb_get(txn, st->db_buckets, &k, &v);
+    if (rc == MDB_NOTFOUND)
+        return STOR_ERR_NO_BUCKET;
+    if (rc)
+        return mdb_fail("bucket lookup", rc);
+    stor_bucket_t b;
+    if (stor_rec_decode_bucket(v.mv_data, v.mv_size, &b) != STOR_OK) {
+        log_error("storage: corrupt bucket record %s", name);
+        return STOR_ERR_IO;
+    }
+    return b.id == id ? STOR_OK : STOR_ERR_NO_BUCKET;
+}
+
 static stor_status_t rd_begin(stor_t *st, MDB_txn **txn_p)
 {
     int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, txn_p);
@@ -169,10 +217,14 @@ static stor_status_t wr_begin(stor_t *st, MDB_txn **txn_p)
     return rc ? mdb_fail("write txn", rc) : STOR_OK;
 }
 
-static stor_status_t wr_commit(MDB_txn *txn)
+static stor_status_t wr_commit(stor_t *st, MDB_txn *txn)
 {
     int rc = mdb_txn_commit(txn);
-    return rc ? mdb_fail("commit", rc) : STOR_OK;
+    if (rc)
+        return mdb_fail("commit", rc);
+    if (st->syncer)
+        syncer_committed(st->syncer);
+    return STOR_OK;
 }
 
 /* Looks bucket/key up in txn and decodes its record. STOR_ERR_NO_KEY when
@@ -204,10 +256,11 @@ static stor_status_t obj_get(stor_t *st, MDB_txn *txn, const char *bucket, const
     return s;
 }
 
-/* obj_get() for a bucket name from a caller: the bucket is looked up only
+/* obj_get() for a bucket name from a reader: the bucket is looked up only
  * when the key is absent, to tell NoSuchBucket from NoSuchKey. An object
  * seen in txn implies its bucket in txn (stor_bucket_delete refuses a bucket
- * with objects, in the same serialized write transactions). */
+ * with objects, in the same serialized write transactions). Writers check
+ * which bucket, not just that one exists: bucket_check(). */
 static stor_status_t obj_lookup(stor_t *st, MDB_txn *txn, const char *bucket, const char *key,
                                 stor_obj_rec_t *rec, MDB_val *ikey_out, uint8_t *ikey_buf)
 {
@@ -333,14 +386,16 @@ static size_t sweep_shard(int fd, const idset_t *set)
     return removed;
 }
 
-/* Walks objects/ab/cd/, deleting unreferenced files and marking existing
- * shard directories as known. */
-static void sweep_orphans(stor_t *st, int do_delete)
+/* Walks objects/ab/cd/, deleting the files the index does not reference.
+ * The index must be durable first (stor_open syncs it): a file dropped by a
+ * commit that is not, is still referenced by the index on disk. */
+static void sweep_orphans(stor_t *st)
 {
     idset_t set = {0};
-    if (do_delete && collect_ids(st, &set) != 0) {
+    if (collect_ids(st, &set) != 0) {
         log_warn("storage: index unreadable; orphan cleanup skipped");
-        do_delete = 0;
+        free(set.ids);
+        return;
     }
     if (set.n)
         qsort(set.ids, set.n, STOR_ID_LEN, cmp_id);
@@ -359,7 +414,6 @@ static void sweep_orphans(stor_t *st, int do_delete)
         uint8_t b[2];
         if (!is_hex(e1->d_name, 2) || hex_decode(e1->d_name, 2, b, 1) != 0)
             continue;
-        bit_set(st->dir_known, b[0]);
         int fd2 = openat(st->objfd, e1->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd2 < 0)
             continue;
@@ -371,9 +425,6 @@ static void sweep_orphans(stor_t *st, int do_delete)
         struct dirent *e2;
         while ((e2 = readdir(d2)) != NULL) {
             if (!is_hex(e2->d_name, 2) || hex_decode(e2->d_name, 2, b + 1, 1) != 0)
-                continue;
-            bit_set(st->dir_known, 256 + ((unsigned)b[0] << 8 | b[1]));
-            if (!do_delete)
                 continue;
             int fd3 = openat(fd2, e2->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
             if (fd3 >= 0)
@@ -387,11 +438,28 @@ static void sweep_orphans(stor_t *st, int do_delete)
         log_info("storage: removed %zu orphaned file(s)", removed);
 }
 
-static int mkdir_p(const char *path)
+/* 1 if it made the directory, 0 if it was there, -1 on error. */
+static int mkdir_new(const char *path)
 {
-    if (mkdir(path, 0755) != 0 && errno != EEXIST)
+    if (mkdir(path, 0755) == 0)
+        return 1;
+    return errno == EEXIST ? 0 : -1;
+}
+
+/* fsyncs the directory holding path's entry. */
+static int fsync_parent(const char *path)
+{
+    char *p = strdup(path);
+    if (!p)
         return -1;
-    return 0;
+    size_t n = strlen(p);
+    while (n > 1 && p[n - 1] == '/')
+        p[--n] = '\0';
+    char *slash = strrchr(p, '/');
+    const char *parent = !slash ? "." : slash == p ? "/" : (*slash = '\0', p);
+    int rc = fsync_dirat(AT_FDCWD, parent);
+    free(p);
+    return rc;
 }
 
 stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **out_p)
@@ -412,7 +480,8 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
         goto fail;
     s = STOR_ERR_IO;
     snprintf(root, n, "%s/.s3rdma", dir);
-    if (mkdir_p(dir) != 0 || mkdir_p(root) != 0) {
+    int made_dir = mkdir_new(dir);
+    if (made_dir < 0 || mkdir_new(root) < 0) {
         log_error("storage: cannot create %s: %s", root, strerror(errno));
         goto fail;
     }
@@ -423,19 +492,23 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
         goto fail;
     }
     snprintf(path, n, "%s/objects", root);
-    if (mkdir_p(path) != 0 || (st->objfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+    if (mkdir_new(path) < 0 || (st->objfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
         log_error("storage: %s: %s", path, strerror(errno));
         goto fail;
     }
     snprintf(path, n, "%s/index", root);
-    if (mkdir_p(path) != 0) {
+    if (mkdir_new(path) < 0) {
         log_error("storage: %s: %s", path, strerror(errno));
         goto fail;
     }
-    if (durability == STOR_DURABILITY_FSYNC) {
-        /* Make the directories themselves durable (cheap; once per open). */
-        fsync_dirat(AT_FDCWD, root);
-        fsync_dirat(AT_FDCWD, dir);
+    /* The entries of lock, objects and index (in root), of root (in dir) and,
+     * if we made it, of dir (in its parent) are durable before anything
+     * relies on them. Both modes, once per open: losing one to a power loss
+     * would lose the whole index (and then the sweep the objects). */
+    if (fsync_dirat(AT_FDCWD, root) != 0 || fsync_dirat(AT_FDCWD, dir) != 0 ||
+        (made_dir && fsync_parent(dir) != 0)) {
+        log_error("storage: fsync %s and its parents: %s", root, strerror(errno));
+        goto fail;
     }
 
     if ((rc = mdb_env_create(&st->env)) != 0) {
@@ -446,10 +519,18 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
     mdb_env_set_maxdbs(st->env, 8);
     mdb_env_set_maxreaders(st->env, MAX_READERS);
     unsigned flags = MDB_NOTLS;
+    /* Relaxed: each commit flushes its data pages but not the meta page, which
+     * the next commit or sync flushes. A power loss may undo the last commit
+     * but never corrupts the index (MDB_NOSYNC, which flushes nothing, can). */
     if (durability == STOR_DURABILITY_RELAXED)
-        flags |= MDB_NOSYNC;
+        flags |= MDB_NOMETASYNC;
     if ((rc = mdb_env_open(st->env, path, flags, 0644)) != 0) {
         s = mdb_fail("env open", rc);
+        goto fail;
+    }
+    /* data.mdb and lock.mdb, which mdb_env_open may just have made. */
+    if (fsync_dirat(AT_FDCWD, path) != 0) {
+        log_error("storage: fsync %s: %s", path, strerror(errno));
         goto fail;
     }
     if (mdb_env_get_maxkeysize(st->env) < STOR_IKEY_MAX) {
@@ -472,7 +553,18 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
         goto fail;
     }
 
-    sweep_orphans(st, 1);
+    /* What an earlier process committed is made durable before the sweep
+     * deletes files on the index's word (a relaxed process that died may have
+     * left commits that dropped files not yet on disk), and before this one
+     * builds on it. */
+    if ((rc = mdb_env_sync(st->env, 1)) != 0) {
+        s = mdb_fail("index sync", rc);
+        goto fail;
+    }
+    sweep_orphans(st);
+    if (durability == STOR_DURABILITY_RELAXED &&
+        !(st->syncer = syncer_start(st->env, st->objfd, stor_sync_interval_ms)))
+        goto fail;
     free(root);
     free(path);
     *out_p = st;
@@ -488,17 +580,25 @@ void stor_close(stor_t *st)
 {
     if (!st)
         return;
-    if (st->env) {
-        if (st->durability == STOR_DURABILITY_FSYNC)
-            mdb_env_sync(st->env, 1);
+    /* Relaxed: a last sync point (everything acknowledged becomes durable and
+     * the dropped files go). Fsync mode: every commit already was. */
+    syncer_stop(st->syncer);
+    if (st->env)
         mdb_env_close(st->env);
-    }
     if (st->objfd >= 0)
         close(st->objfd);
     if (st->lockfd >= 0)
         close(st->lockfd);
     pthread_mutex_destroy(&st->dir_lock);
     free(st);
+}
+
+stor_status_t stor_sync(stor_t *st)
+{
+    if (st->syncer)
+        return syncer_sync(st->syncer) == 0 ? STOR_OK : STOR_ERR_IO;
+    int rc = mdb_env_sync(st->env, 1);
+    return rc ? mdb_fail("index sync", rc) : STOR_OK;
 }
 
 /* ==== Buckets ============================================================ */
@@ -509,9 +609,15 @@ stor_status_t stor_bucket_create(stor_t *st, const char *name, const char *owner
         return STOR_ERR_TOO_LARGE;
     if (owner && strlen(owner) >= sizeof((stor_bucket_t *)0)->owner)
         return STOR_ERR_TOO_LARGE;
+    /* The id tells this bucket from any other that had or will have its
+     * name; 0 is reserved for records written before ids existed. */
+    uint64_t id = 0;
+    while (id == 0)
+        if (random_bytes(&id, sizeof id) != 0)
+            return STOR_ERR_IO;
     buf_t b;
     buf_init(&b, 4096);
-    if (stor_rec_encode_bucket(&b, owner, now_ms() / 1000) != 0) {
+    if (stor_rec_encode_bucket(&b, owner, now_ms() / 1000, id) != 0) {
         buf_free(&b);
         return STOR_ERR_NOMEM;
     }
@@ -527,7 +633,7 @@ stor_status_t stor_bucket_create(stor_t *st, const char *name, const char *owner
             s = mdb_fail("bucket put", rc);
             mdb_txn_abort(txn);
         } else {
-            s = wr_commit(txn);
+            s = wr_commit(st, txn);
         }
     }
     buf_free(&b);
@@ -575,8 +681,9 @@ static int has_prefix(MDB_txn *txn, MDB_dbi db, const void *prefix, size_t plen)
     return r;
 }
 
-stor_status_t stor_bucket_delete(stor_t *st, const char *name)
+stor_status_t stor_bucket_delete(stor_t *st, const stor_bucket_t *bucket)
 {
+    const char *name = bucket->name;
     if (!valid_bucket(name))
         return STOR_ERR_NO_BUCKET;
     MDB_txn *txn;
@@ -588,6 +695,10 @@ stor_status_t stor_bucket_delete(stor_t *st, const char *name)
     memcpy(pfx, name, blen);
     pfx[blen] = 0;
     MDB_val k = {blen, (void *)name};
+    if ((s = bucket_check(st, txn, name, bucket->id)) != STOR_OK) {
+        mdb_txn_abort(txn);
+        return s;
+    }
     int rc = mdb_del(txn, st->db_buckets, &k, NULL);
     if (rc == MDB_NOTFOUND) {
         s = STOR_ERR_NO_BUCKET;
@@ -605,7 +716,7 @@ stor_status_t stor_bucket_delete(stor_t *st, const char *name)
         mdb_txn_abort(txn);
         return s;
     }
-    return wr_commit(txn);
+    return wr_commit(st, txn);
 }
 
 stor_status_t stor_bucket_list(stor_t *st, stor_bucket_t **out_p, size_t *n_p)
@@ -660,13 +771,13 @@ stor_status_t stor_bucket_list(stor_t *st, stor_bucket_t **out_p, size_t *n_p)
 
 /* ==== Writing ============================================================ */
 
-stor_status_t stor_writer_open(stor_t *st, const char *bucket, stor_writer_t **out_p)
+stor_status_t stor_writer_open(stor_t *st, const stor_bucket_t *bucket, stor_writer_t **out_p)
 {
     MDB_txn *txn;
     stor_status_t s = rd_begin(st, &txn);
     if (s != STOR_OK)
         return s;
-    s = bucket_exists(st, txn, bucket);
+    s = bucket_check(st, txn, bucket->name, bucket->id);
     mdb_txn_abort(txn);
     if (s != STOR_OK)
         return s;
@@ -675,12 +786,13 @@ stor_status_t stor_writer_open(stor_t *st, const char *bucket, stor_writer_t **o
         return STOR_ERR_NOMEM;
     w->st = st;
     w->fd = -1;
-    snprintf(w->bucket, sizeof w->bucket, "%s", bucket);
+    snprintf(w->bucket, sizeof w->bucket, "%s", bucket->name);
+    w->bucket_id = bucket->id;
     if (random_bytes(w->id, STOR_ID_LEN) != 0 || ensure_shard(st, w->id) != 0) {
         free(w);
         return STOR_ERR_IO;
     }
-    id_path(w->id, w->path);
+    stor_id_path(w->id, w->path);
     w->fd = openat(st->objfd, w->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (w->fd < 0) {
         log_error("storage: create %s: %s", w->path, strerror(errno));
@@ -736,7 +848,7 @@ static stor_status_t writer_seal(stor_writer_t *w)
 {
     int rc = 0;
     if (w->st->durability == STOR_DURABILITY_FSYNC) {
-        char dir[PATH_LEN];
+        char dir[STOR_PATH_LEN];
         memcpy(dir, w->path, 5);
         dir[5] = '\0';
         rc = fdatasync(w->fd);
@@ -765,14 +877,20 @@ static stor_status_t encode_object(buf_t *b, const char *key, const stor_meta_t 
 
 /* Points bucket/key at the encoded record rec in txn. The replaced record, if
  * any, goes to *old (*had_old set; the caller unlinks its files after the
- * commit and frees it). STOR_ERR_NO_BUCKET when the bucket is gone. */
-static stor_status_t put_object(stor_t *st, MDB_txn *txn, const char *bucket, const char *key,
-                                const buf_t *rec, stor_obj_rec_t *old, int *had_old)
+ * commit and frees it). STOR_ERR_NO_BUCKET when the bucket (bucket_id) is
+ * gone: checked even when the key exists, since an object under this name
+ * may belong to a bucket re-created since. */
+static stor_status_t put_object(stor_t *st, MDB_txn *txn, const char *bucket, uint64_t bucket_id,
+                                const char *key, const buf_t *rec, stor_obj_rec_t *old,
+                                int *had_old)
 {
     uint8_t ikey[STOR_IKEY_MAX];
     MDB_val k;
     *had_old = 0;
-    stor_status_t s = obj_lookup(st, txn, bucket, key, old, &k, ikey);
+    stor_status_t s = bucket_check(st, txn, bucket, bucket_id);
+    if (s != STOR_OK)
+        return s;
+    s = obj_get(st, txn, bucket, key, old, &k, ikey);
     if (s == STOR_OK)
         *had_old = 1;
     else if (s != STOR_ERR_NO_KEY)
@@ -807,15 +925,17 @@ stor_status_t stor_writer_commit(stor_writer_t *w, const char *key, stor_meta_t 
         goto out;
     stor_obj_rec_t old;
     int had_old = 0;
-    s = put_object(st, txn, w->bucket, key, &b, &old, &had_old);
+    s = put_object(st, txn, w->bucket, w->bucket_id, key, &b, &old, &had_old);
     if (s == STOR_OK)
-        s = wr_commit(txn);
+        s = wr_commit(st, txn);
     else
         mdb_txn_abort(txn);
+    if (s == STOR_OK)
+        new_file(st, w->id);
     if (had_old) {
         if (s == STOR_OK)
             for (uint32_t i = 0; i < old.n_segs; i++)
-                unlink_id(st, old.segs[i].id);
+                drop_file(st, old.segs[i].id);
         stor_obj_rec_free(&old);
     }
 out:
@@ -897,8 +1017,8 @@ stor_status_t stor_reader_open(stor_t *st, const char *bucket, const char *key,
         int vanished = 0;
         uint64_t off = 0;
         for (uint32_t i = 0; i < rec.n_segs; i++) {
-            char path[PATH_LEN];
-            id_path(rec.segs[i].id, path);
+            char path[STOR_PATH_LEN];
+            stor_id_path(rec.segs[i].id, path);
             int fd = openat(st->objfd, path, O_RDONLY | O_CLOEXEC);
             if (fd < 0) {
                 if (errno == ENOENT) {
@@ -1001,7 +1121,7 @@ int stor_reader_span_fd(stor_reader_t *r, uint64_t off, uint64_t len, int *fd_p,
 
 /* ==== Deleting =========================================================== */
 
-stor_status_t stor_delete(stor_t *st, const char *bucket, const char *key)
+stor_status_t stor_delete(stor_t *st, const stor_bucket_t *bucket, const char *key)
 {
     MDB_txn *txn;
     stor_status_t s = wr_begin(st, &txn);
@@ -1010,7 +1130,9 @@ stor_status_t stor_delete(stor_t *st, const char *bucket, const char *key)
     stor_obj_rec_t rec;
     uint8_t ikey[STOR_IKEY_MAX];
     MDB_val k;
-    s = obj_lookup(st, txn, bucket, key, &rec, &k, ikey);
+    s = bucket_check(st, txn, bucket->name, bucket->id);
+    if (s == STOR_OK)
+        s = obj_get(st, txn, bucket->name, key, &rec, &k, ikey);
     if (s != STOR_OK) {
         mdb_txn_abort(txn);
         return s;
@@ -1021,10 +1143,10 @@ stor_status_t stor_delete(stor_t *st, const char *bucket, const char *key)
         stor_obj_rec_free(&rec);
         return mdb_fail("object delete", rc);
     }
-    s = wr_commit(txn);
+    s = wr_commit(st, txn);
     if (s == STOR_OK)
         for (uint32_t i = 0; i < rec.n_segs; i++)
-            unlink_id(st, rec.segs[i].id);
+            drop_file(st, rec.segs[i].id);
     stor_obj_rec_free(&rec);
     return s;
 }
@@ -1378,9 +1500,10 @@ static stor_status_t upload_get(stor_t *st, MDB_txn *txn, const char *bucket, co
     return STOR_OK;
 }
 
-stor_status_t stor_mpu_create(stor_t *st, const char *bucket, const char *key,
+stor_status_t stor_mpu_create(stor_t *st, const stor_bucket_t *bkt, const char *key,
                               const stor_meta_t *meta, char upload_id[STOR_UPLOAD_ID_LEN + 1])
 {
+    const char *bucket = bkt->name;
     uint8_t raw[STOR_UPLOAD_ID_LEN / 2];
     char id[STOR_UPLOAD_ID_LEN + 1];
     if (random_bytes(raw, sizeof raw) != 0)
@@ -1406,7 +1529,7 @@ stor_status_t stor_mpu_create(stor_t *st, const char *bucket, const char *key,
     MDB_txn *txn;
     stor_status_t s = wr_begin(st, &txn);
     if (s == STOR_OK) {
-        s = bucket_exists(st, txn, bucket);
+        s = bucket_check(st, txn, bucket, bkt->id);
         if (s == STOR_OK) {
             uint8_t kbuf[STOR_BUCKET_MAX + 2 + STOR_UPLOAD_ID_LEN];
             MDB_val k = {upload_key(bucket, id, kbuf), kbuf}, v = {b.len, b.data};
@@ -1415,7 +1538,7 @@ stor_status_t stor_mpu_create(stor_t *st, const char *bucket, const char *key,
                 s = mdb_fail("upload put", rc);
         }
         if (s == STOR_OK)
-            s = wr_commit(txn);
+            s = wr_commit(st, txn);
         else
             mdb_txn_abort(txn);
     }
@@ -1463,6 +1586,10 @@ stor_status_t stor_part_commit(stor_writer_t *w, const char *key, const char *up
         goto out;
     uint8_t kbuf[STOR_BUCKET_MAX + 2 + STOR_UPLOAD_ID_LEN];
     s = upload_get(st, txn, w->bucket, key, upload_id, NULL, NULL, kbuf);
+    /* The upload pins its bucket (stor_bucket_delete refuses a bucket with
+     * uploads), but the writer's bucket is the one that was authorized. */
+    if (s == STOR_OK)
+        s = bucket_check(st, txn, w->bucket, w->bucket_id);
     if (s != STOR_OK)
         goto out;
     uint8_t pk[PART_KEY_LEN];
@@ -1488,10 +1615,12 @@ stor_status_t stor_part_commit(stor_writer_t *w, const char *key, const char *up
         s = mdb_fail("part put", rc);
         goto out;
     }
-    s = wr_commit(txn);
+    s = wr_commit(st, txn);
     txn = NULL;
+    if (s == STOR_OK)
+        new_file(st, w->id);
     if (s == STOR_OK && had_old)
-        unlink_id(st, old_id);
+        drop_file(st, old_id);
 out:
     if (txn)
         mdb_txn_abort(txn);
@@ -1639,10 +1768,11 @@ static int etag_eq(const char *given, const char *stored)
     return strlen(stored) == n && strncasecmp(given, stored, n) == 0;
 }
 
-stor_status_t stor_mpu_complete(stor_t *st, const char *bucket, const char *key,
+stor_status_t stor_mpu_complete(stor_t *st, const stor_bucket_t *bkt, const char *key,
                                 const char *upload_id, const stor_complete_part_t *parts, size_t n,
                                 stor_meta_t *meta_p)
 {
+    const char *bucket = bkt->name;
     if (n == 0 || n > S3R_MAX_PART_NUMBER)
         return STOR_ERR_INVALID_PART;
     for (size_t i = 1; i < n; i++)
@@ -1667,7 +1797,9 @@ stor_status_t stor_mpu_complete(stor_t *st, const char *bucket, const char *key,
     MDB_val uk;
     buf_t rec = {0};
 
-    s = upload_get(st, txn, bucket, key, upload_id, &up, &uk, kbuf);
+    s = bucket_check(st, txn, bucket, bkt->id);
+    if (s == STOR_OK)
+        s = upload_get(st, txn, bucket, key, upload_id, &up, &uk, kbuf);
     if (s != STOR_OK)
         goto out;
     have_up = 1;
@@ -1722,7 +1854,7 @@ stor_status_t stor_mpu_complete(stor_t *st, const char *bucket, const char *key,
 
     s = encode_object(&rec, key, &m, segs, (uint32_t)n);
     if (s == STOR_OK)
-        s = put_object(st, txn, bucket, key, &rec, &old, &had_old);
+        s = put_object(st, txn, bucket, bkt->id, key, &rec, &old, &had_old);
     if (s == STOR_OK)
         s = del_parts(st, txn, upload_id);
     if (s == STOR_OK) {
@@ -1732,17 +1864,17 @@ stor_status_t stor_mpu_complete(stor_t *st, const char *bucket, const char *key,
     }
     if (s != STOR_OK)
         goto out;
-    s = wr_commit(txn);
+    s = wr_commit(st, txn);
     txn = NULL;
     if (s != STOR_OK)
         goto out;
 
     if (had_old)
         for (uint32_t i = 0; i < old.n_segs; i++)
-            unlink_id(st, old.segs[i].id);
+            drop_file(st, old.segs[i].id);
     for (size_t i = 0; i < n_recs; i++)
         if (!used[i])
-            unlink_id(st, recs[i].id);
+            drop_file(st, recs[i].id);
     *meta_p = m;
     memset(&m, 0, sizeof m);
 out:
@@ -1761,7 +1893,8 @@ out:
     return s;
 }
 
-stor_status_t stor_mpu_abort(stor_t *st, const char *bucket, const char *key, const char *upload_id)
+stor_status_t stor_mpu_abort(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                             const char *upload_id)
 {
     MDB_txn *txn;
     stor_status_t s = wr_begin(st, &txn);
@@ -1771,7 +1904,9 @@ stor_status_t stor_mpu_abort(stor_t *st, const char *bucket, const char *key, co
     MDB_val uk;
     stor_part_rec_t *recs = NULL;
     size_t n = 0;
-    s = upload_get(st, txn, bucket, key, upload_id, NULL, &uk, kbuf);
+    s = bucket_check(st, txn, bucket->name, bucket->id);
+    if (s == STOR_OK)
+        s = upload_get(st, txn, bucket->name, key, upload_id, NULL, &uk, kbuf);
     if (s == STOR_OK)
         s = load_parts(st, txn, upload_id, 0, &recs, &n);
     if (s == STOR_OK)
@@ -1782,13 +1917,13 @@ stor_status_t stor_mpu_abort(stor_t *st, const char *bucket, const char *key, co
             s = mdb_fail("upload delete", rc);
     }
     if (s == STOR_OK) {
-        s = wr_commit(txn);
+        s = wr_commit(st, txn);
     } else {
         mdb_txn_abort(txn);
     }
     if (s == STOR_OK)
         for (size_t i = 0; i < n; i++)
-            unlink_id(st, recs[i].id);
+            drop_file(st, recs[i].id);
     free_part_recs(recs, n);
     return s;
 }

@@ -5,13 +5,22 @@
  *
  * Consistency contract:
  *  - A writer's bytes go to a fresh file; commit makes them visible under the
- *    key in one LMDB transaction and unlinks the replaced object's files. A
+ *    key in one LMDB transaction and then unlinks the replaced object's files
+ *    (in relaxed mode at the next sync point, once that commit is durable). A
  *    reader sees the old object or the new one, never a mix or a prefix.
  *  - An object is visible only once stor_writer_commit()/stor_mpu_complete()
  *    has returned STOR_OK, and once returned it survives kill -9 in every
- *    durability mode; in STOR_DURABILITY_FSYNC it also survives power loss.
+ *    durability mode; in STOR_DURABILITY_FSYNC it also survives power loss
+ *    (in relaxed mode, once a sync point has passed: stor_sync). No mode's
+ *    index is corrupted by a power loss. docs/storage.md has the details.
  *  - Files no index entry references (a crash mid-write) are removed by
  *    stor_open().
+ *  - Every call that changes a bucket's contents takes the stor_bucket_t the
+ *    caller looked up (stor_bucket_get) when it authorized the request, and
+ *    checks, in the same LMDB write transaction as its change, that this very
+ *    bucket still exists: a bucket deleted and re-created under the same name
+ *    (maybe by another owner) meanwhile is another bucket (another id), and
+ *    the change fails with STOR_ERR_NO_BUCKET instead of landing in it.
  *
  * Threads: a stor_t is shared by all threads; every call is thread-safe.
  * Writers, readers and iterators belong to one thread at a time.
@@ -44,7 +53,11 @@ const char *stor_strerror(stor_status_t st);
 
 typedef enum stor_durability {
     STOR_DURABILITY_FSYNC = 0, /* fsync data + index before acknowledging (group commit ok) */
-    STOR_DURABILITY_RELAXED,   /* no fsync: survives kill -9, not power loss */
+    /* Survives kill -9. Power loss: the index stays intact and never points at
+     * a deleted file; writes acknowledged since the last sync point (~1 s) may
+     * be lost, or kept with missing bytes. Costs one index fdatasync per
+     * commit, none per object byte. */
+    STOR_DURABILITY_RELAXED,
 } stor_durability_t;
 
 typedef struct stor stor_t;
@@ -52,8 +65,17 @@ typedef struct stor stor_t;
 /* Opens (creating if needed) the store under dir: the index and object files
  * live in dir/.s3rdma/. Removes orphaned files. */
 stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **out_p);
-/* Closes the store; NULL is a no-op. No writer/reader/iterator may be open. */
+/* Closes the store; NULL is a no-op. No writer/reader/iterator may be open.
+ * In relaxed mode, a last sync point first (see stor_sync). */
 void stor_close(stor_t *st);
+/* Makes every write acknowledged so far durable now. In relaxed mode this is
+ * the sync point that otherwise runs about once a second on the store's own
+ * thread: object files and directory entries written since the last one are
+ * fsynced, then the index, then the files that the now durable commits
+ * dropped (overwritten, deleted, replaced parts) are unlinked. In fsync mode
+ * every commit is durable before it returns; this only syncs the index
+ * again. STOR_ERR_IO if a sync failed (logged). */
+stor_status_t stor_sync(stor_t *st);
 
 /* ---- Buckets ---------------------------------------------------------- */
 
@@ -61,14 +83,20 @@ typedef struct stor_bucket {
     char name[64];
     char owner[128]; /* access key id of the creator */
     int64_t created; /* unix seconds */
+    /* This bucket, as opposed to others that had or will have its name: drawn
+     * at random (never 0) when it is created. 0 for a bucket created before
+     * ids were recorded (which is still the only bucket of its name). */
+    uint64_t id;
 } stor_bucket_t;
 
 /* Fails with STOR_ERR_BUCKET_EXISTS if the name is taken (by anyone). Name
  * validity is the caller's job. */
 stor_status_t stor_bucket_create(stor_t *st, const char *name, const char *owner);
 stor_status_t stor_bucket_get(stor_t *st, const char *name, stor_bucket_t *out_p);
-/* STOR_ERR_BUCKET_NOT_EMPTY while objects or multipart uploads remain. */
-stor_status_t stor_bucket_delete(stor_t *st, const char *name);
+/* Deletes bucket (as stor_bucket_get returned it: STOR_ERR_NO_BUCKET if it
+ * is gone, even if another bucket now has its name).
+ * STOR_ERR_BUCKET_NOT_EMPTY while objects or multipart uploads remain. */
+stor_status_t stor_bucket_delete(stor_t *st, const stor_bucket_t *bucket);
 /* All buckets, ordered by name; *out_p is malloc'ed (free() it), may be NULL when *n_p is 0. */
 stor_status_t stor_bucket_list(stor_t *st, stor_bucket_t **out_p, size_t *n_p);
 
@@ -112,8 +140,11 @@ stor_status_t stor_meta_copy(stor_meta_t *dst, const stor_meta_t *src);
 
 typedef struct stor_writer stor_writer_t;
 
-/* Starts a new object body in bucket (STOR_ERR_NO_BUCKET if missing). */
-stor_status_t stor_writer_open(stor_t *st, const char *bucket, stor_writer_t **out_p);
+/* Starts a new object body in bucket, as stor_bucket_get returned it
+ * (STOR_ERR_NO_BUCKET if it is gone). The writer remembers which bucket:
+ * the commit fails if it was deleted meanwhile, even if another bucket of
+ * the same name exists by then. */
+stor_status_t stor_writer_open(stor_t *st, const stor_bucket_t *bucket, stor_writer_t **out_p);
 /* Appends bytes. On error the writer must still be aborted. */
 stor_status_t stor_writer_write(stor_writer_t *w, const void *data, size_t len);
 /* Bytes written so far. */
@@ -121,7 +152,8 @@ uint64_t stor_writer_size(const stor_writer_t *w);
 /* Publishes the bytes as bucket/key with meta (meta->size is set from the
  * bytes written, meta->mtime_ms from the clock; the rest is taken as given and
  * copied). Replaces any existing object atomically. Frees the writer whatever
- * the result. STOR_ERR_NO_BUCKET if the bucket vanished meanwhile. */
+ * the result. STOR_ERR_NO_BUCKET if the writer's bucket was deleted meanwhile
+ * (whether or not its name was taken again since). */
 stor_status_t stor_writer_commit(stor_writer_t *w, const char *key, stor_meta_t *meta);
 /* Discards the bytes and frees the writer; NULL is a no-op. */
 void stor_writer_abort(stor_writer_t *w);
@@ -150,8 +182,9 @@ void stor_reader_close(stor_reader_t *r);
 
 /* ---- Deleting ----------------------------------------------------------- */
 
-/* STOR_ERR_NO_KEY when there was nothing to delete. */
-stor_status_t stor_delete(stor_t *st, const char *bucket, const char *key);
+/* STOR_ERR_NO_KEY when there was nothing to delete; STOR_ERR_NO_BUCKET when
+ * bucket (as stor_bucket_get returned it) is gone. */
+stor_status_t stor_delete(stor_t *st, const stor_bucket_t *bucket, const char *key);
 
 /* ---- Listing ------------------------------------------------------------ */
 
@@ -173,9 +206,13 @@ void stor_iter_close(stor_iter_t *it);
 
 #define STOR_UPLOAD_ID_LEN 32 /* hex characters */
 
-/* Starts an upload of bucket/key; meta holds the headers given at create
- * (size/etag ignored). Writes the id (NUL-terminated) into upload_id. */
-stor_status_t stor_mpu_create(stor_t *st, const char *bucket, const char *key,
+/* Starts an upload of bucket/key (bucket as stor_bucket_get returned it:
+ * STOR_ERR_NO_BUCKET if it is gone); meta holds the headers given at create
+ * (size/etag ignored). Writes the id (NUL-terminated) into upload_id. An
+ * upload keeps its bucket alive (stor_bucket_delete refuses a bucket with
+ * uploads), so its parts and its completion land in the bucket it was
+ * created in. */
+stor_status_t stor_mpu_create(stor_t *st, const stor_bucket_t *bucket, const char *key,
                               const stor_meta_t *meta, char upload_id[STOR_UPLOAD_ID_LEN + 1]);
 /* Looks an upload up: STOR_ERR_NO_UPLOAD unless it exists in bucket for key. */
 stor_status_t stor_mpu_check(stor_t *st, const char *bucket, const char *key,
@@ -190,7 +227,8 @@ typedef struct stor_part {
 } stor_part_t;
 
 /* Parts are written through an ordinary writer opened with stor_writer_open()
- * on the upload's bucket, then committed as a part; a part number written
+ * on the upload's bucket (STOR_ERR_NO_BUCKET at commit if that bucket was
+ * deleted meanwhile), then committed as a part; a part number written
  * twice keeps the last. part->size is set from the bytes written; etag and
  * checksums are copied. Frees the writer whatever the result. */
 stor_status_t stor_part_commit(stor_writer_t *w, const char *key, const char *upload_id,
@@ -211,11 +249,12 @@ typedef struct stor_complete_part {
  * order (STOR_ERR_INVALID_PART_ORDER), presence and ETag (STOR_ERR_INVALID_PART)
  * and size (STOR_ERR_PART_TOO_SMALL), computes ETag md5-of-md5s "-N", commits
  * atomically, drops unlisted parts and the upload. On success *meta_p gets the
- * new object's metadata (caller frees). */
-stor_status_t stor_mpu_complete(stor_t *st, const char *bucket, const char *key,
+ * new object's metadata (caller frees). bucket as stor_bucket_get returned it
+ * (STOR_ERR_NO_BUCKET if it is gone), as for stor_mpu_abort. */
+stor_status_t stor_mpu_complete(stor_t *st, const stor_bucket_t *bucket, const char *key,
                                 const char *upload_id, const stor_complete_part_t *parts, size_t n,
                                 stor_meta_t *meta_p);
-stor_status_t stor_mpu_abort(stor_t *st, const char *bucket, const char *key,
+stor_status_t stor_mpu_abort(stor_t *st, const stor_bucket_t *bucket, const char *key,
                              const char *upload_id);
 
 typedef struct stor_upload {

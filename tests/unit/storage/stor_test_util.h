@@ -66,12 +66,27 @@ static inline size_t tu_count_objects(const char *dir)
     return tu_files;
 }
 
+/* The bucket named name as a request would have seen it when authorized
+ * (stor_bucket_get); for a missing bucket just the name (id 0), which every
+ * call refuses as NoSuchBucket. */
+static inline stor_bucket_t tu_bucket(stor_t *st, const char *name)
+{
+    stor_bucket_t b;
+    if (stor_bucket_get(st, name, &b) != STOR_OK) {
+        memset(&b, 0, sizeof b);
+        snprintf(b.name, sizeof b.name, "%s", name);
+    }
+    return b;
+}
+/* tu_bucket() as a const stor_bucket_t * for the calls that take one. */
+#define TU_B(st, name) ((const stor_bucket_t[1]){tu_bucket((st), (name))})
+
 /* Writes data as bucket/key with an MD5 ETag; returns the status. */
 static inline stor_status_t tu_put(stor_t *st, const char *bucket, const char *key,
                                    const void *data, size_t len)
 {
     stor_writer_t *w;
-    stor_status_t s = stor_writer_open(st, bucket, &w);
+    stor_status_t s = stor_writer_open(st, TU_B(st, bucket), &w);
     if (s != STOR_OK)
         return s;
     if ((s = stor_writer_write(w, data, len)) != STOR_OK) {

@@ -52,6 +52,15 @@ static int teardown(void **state)
     return 0;
 }
 
+/* Files under objects/ once every dropped file is gone: in relaxed mode
+ * they go at a sync point (test_storage_sync.c checks they wait for it). */
+static size_t count_files(fx_t *f)
+{
+    if (f->st)
+        assert_int_equal(stor_sync(f->st), STOR_OK);
+    return tu_count_objects(f->dir);
+}
+
 static void reopen(fx_t *f)
 {
     stor_close(f->st);
@@ -85,18 +94,18 @@ static void test_bucket_crud(void **state)
 
     /* Not empty while an object exists. */
     assert_int_equal(tu_put(f->st, "alpha", "k", "x", 1), STOR_OK);
-    assert_int_equal(stor_bucket_delete(f->st, "alpha"), STOR_ERR_BUCKET_NOT_EMPTY);
-    assert_int_equal(stor_delete(f->st, "alpha", "k"), STOR_OK);
+    assert_int_equal(stor_bucket_delete(f->st, TU_B(f->st, "alpha")), STOR_ERR_BUCKET_NOT_EMPTY);
+    assert_int_equal(stor_delete(f->st, TU_B(f->st, "alpha"), "k"), STOR_OK);
     /* Not empty while an upload exists. */
     char id[STOR_UPLOAD_ID_LEN + 1];
-    assert_int_equal(stor_mpu_create(f->st, "alpha", "u", NULL, id), STOR_OK);
-    assert_int_equal(stor_bucket_delete(f->st, "alpha"), STOR_ERR_BUCKET_NOT_EMPTY);
-    assert_int_equal(stor_mpu_abort(f->st, "alpha", "u", id), STOR_OK);
+    assert_int_equal(stor_mpu_create(f->st, TU_B(f->st, "alpha"), "u", NULL, id), STOR_OK);
+    assert_int_equal(stor_bucket_delete(f->st, TU_B(f->st, "alpha")), STOR_ERR_BUCKET_NOT_EMPTY);
+    assert_int_equal(stor_mpu_abort(f->st, TU_B(f->st, "alpha"), "u", id), STOR_OK);
     /* A bucket whose name is a prefix of another is independent. */
     assert_int_equal(stor_bucket_create(f->st, "alphabet", "AKA"), STOR_OK);
     assert_int_equal(tu_put(f->st, "alphabet", "k", "x", 1), STOR_OK);
-    assert_int_equal(stor_bucket_delete(f->st, "alpha"), STOR_OK);
-    assert_int_equal(stor_bucket_delete(f->st, "alpha"), STOR_ERR_NO_BUCKET);
+    assert_int_equal(stor_bucket_delete(f->st, TU_B(f->st, "alpha")), STOR_OK);
+    assert_int_equal(stor_bucket_delete(f->st, TU_B(f->st, "alpha")), STOR_ERR_NO_BUCKET);
     assert_int_equal(stor_bucket_get(f->st, "alpha", &b), STOR_ERR_NO_BUCKET);
 
     reopen(f);
@@ -107,7 +116,7 @@ static void test_bucket_crud(void **state)
     free(list);
 
     stor_writer_t *w;
-    assert_int_equal(stor_writer_open(f->st, "nope", &w), STOR_ERR_NO_BUCKET);
+    assert_int_equal(stor_writer_open(f->st, TU_B(f->st, "nope"), &w), STOR_ERR_NO_BUCKET);
 }
 
 /* ---- Objects ------------------------------------------------------------ */
@@ -125,11 +134,10 @@ static void test_put_get_overwrite_delete(void **state)
     longb[sizeof longb - 1] = '\0';
     stor_reader_t *nr;
     assert_int_equal(stor_reader_open(f->st, "zz", "a", &nr), STOR_ERR_NO_BUCKET);
-    assert_int_equal(stor_delete(f->st, "zz", "a"), STOR_ERR_NO_BUCKET);
+    assert_int_equal(stor_delete(f->st, TU_B(f->st, "zz"), "a"), STOR_ERR_NO_BUCKET);
     assert_int_equal(stor_head(f->st, longb, "a", &m), STOR_ERR_NO_BUCKET);
     assert_int_equal(stor_reader_open(f->st, longb, "a", &nr), STOR_ERR_NO_BUCKET);
-    assert_int_equal(stor_delete(f->st, longb, "a"), STOR_ERR_NO_BUCKET);
-    assert_int_equal(stor_delete(f->st, "", "a"), STOR_ERR_NO_BUCKET);
+    assert_int_equal(stor_delete(f->st, TU_B(f->st, ""), "a"), STOR_ERR_NO_BUCKET);
 
     assert_int_equal(tu_put(f->st, "b", "a/b c", "hello", 5), STOR_OK);
     assert_int_equal(stor_head(f->st, "b", "a/b c", &m), STOR_OK);
@@ -141,14 +149,14 @@ static void test_put_get_overwrite_delete(void **state)
     assert_non_null(got);
     assert_string_equal(got, "hello");
     free(got);
-    assert_int_equal(tu_count_objects(f->dir), 1);
+    assert_int_equal(count_files(f), 1);
 
     /* Overwrite replaces the bytes and frees the old file. */
     assert_int_equal(tu_put(f->st, "b", "a/b c", "goodbye!", 8), STOR_OK);
     got = tu_get(f->st, "b", "a/b c", NULL);
     assert_string_equal(got, "goodbye!");
     free(got);
-    assert_int_equal(tu_count_objects(f->dir), 1);
+    assert_int_equal(count_files(f), 1);
 
     /* Empty object. */
     assert_int_equal(tu_put(f->st, "b", "empty", "", 0), STOR_OK);
@@ -164,30 +172,30 @@ static void test_put_get_overwrite_delete(void **state)
     assert_string_equal(got, "p");
     free(got);
 
-    assert_int_equal(stor_delete(f->st, "b", "a/b c"), STOR_OK);
-    assert_int_equal(stor_delete(f->st, "b", "a/b c"), STOR_ERR_NO_KEY);
+    assert_int_equal(stor_delete(f->st, TU_B(f->st, "b"), "a/b c"), STOR_OK);
+    assert_int_equal(stor_delete(f->st, TU_B(f->st, "b"), "a/b c"), STOR_ERR_NO_KEY);
     assert_int_equal(stor_head(f->st, "b", "a/b c", &m), STOR_ERR_NO_KEY);
     stor_reader_t *r;
     assert_int_equal(stor_reader_open(f->st, "b", "a/b c", &r), STOR_ERR_NO_KEY);
-    assert_int_equal(tu_count_objects(f->dir), 2);
+    assert_int_equal(count_files(f), 2);
 
     /* Aborted writes leave nothing. */
     stor_writer_t *w;
-    assert_int_equal(stor_writer_open(f->st, "b", &w), STOR_OK);
+    assert_int_equal(stor_writer_open(f->st, TU_B(f->st, "b"), &w), STOR_OK);
     assert_int_equal(stor_writer_write(w, "zzz", 3), STOR_OK);
     assert_int_equal(stor_writer_size(w), 3);
     stor_writer_abort(w);
-    assert_int_equal(tu_count_objects(f->dir), 2);
+    assert_int_equal(count_files(f), 2);
     assert_int_equal(stor_head(f->st, "b", "zzz", &m), STOR_ERR_NO_KEY);
 
     /* The bucket vanishing before commit fails the commit, leaving no file. */
     assert_int_equal(stor_bucket_create(f->st, "gone", "o"), STOR_OK);
-    assert_int_equal(stor_writer_open(f->st, "gone", &w), STOR_OK);
+    assert_int_equal(stor_writer_open(f->st, TU_B(f->st, "gone"), &w), STOR_OK);
     assert_int_equal(stor_writer_write(w, "q", 1), STOR_OK);
-    assert_int_equal(stor_bucket_delete(f->st, "gone"), STOR_OK);
+    assert_int_equal(stor_bucket_delete(f->st, TU_B(f->st, "gone")), STOR_OK);
     memset(&m, 0, sizeof m);
     assert_int_equal(stor_writer_commit(w, "k", &m), STOR_ERR_NO_BUCKET);
-    assert_int_equal(tu_count_objects(f->dir), 2);
+    assert_int_equal(count_files(f), 2);
 }
 
 static void test_long_key_objects(void **state)
@@ -209,7 +217,7 @@ static void test_long_key_objects(void **state)
     k2[1023] = 'i';
     stor_meta_t m;
     assert_int_equal(stor_head(f->st, "b", k2, &m), STOR_ERR_NO_KEY);
-    assert_int_equal(stor_delete(f->st, "b", k1), STOR_OK);
+    assert_int_equal(stor_delete(f->st, TU_B(f->st, "b"), k1), STOR_OK);
     assert_int_equal(stor_head(f->st, "b", k1, &m), STOR_ERR_NO_KEY);
 }
 
@@ -233,7 +241,7 @@ static void test_meta_roundtrip(void **state)
     };
     snprintf(m.etag, sizeof m.etag, "%s", "0123456789abcdef0123456789abcdef");
     stor_writer_t *w;
-    assert_int_equal(stor_writer_open(f->st, "b", &w), STOR_OK);
+    assert_int_equal(stor_writer_open(f->st, TU_B(f->st, "b"), &w), STOR_OK);
     assert_int_equal(stor_writer_write(w, "abcdefgh", 8), STOR_OK);
     assert_int_equal(stor_writer_write(w, "ij", 2), STOR_OK);
     assert_int_equal(stor_writer_commit(w, "m", &m), STOR_OK);
@@ -383,14 +391,169 @@ static void test_record_truncations(void **state)
         assert_int_equal(stor_rec_decode_part(b.data, len, &pr), STOR_ERR_IO);
 
     buf_reset(&b);
-    assert_int_equal(stor_rec_encode_bucket(&b, "owner-ak", 42), 0);
+    assert_int_equal(stor_rec_encode_bucket(&b, "owner-ak", 42, 0x0123456789abcdefULL), 0);
     stor_bucket_t bk;
     assert_int_equal(stor_rec_decode_bucket(b.data, b.len, &bk), STOR_OK);
     assert_string_equal(bk.owner, "owner-ak");
     assert_int_equal(bk.created, 42);
+    assert_true(bk.id == 0x0123456789abcdefULL);
     for (size_t len = 0; len < b.len; len++)
         assert_int_equal(stor_rec_decode_bucket(b.data, len, &bk), STOR_ERR_IO);
+    /* Id 0 is reserved for version-1 records: never written, refused in version 2. */
+    buf_reset(&b);
+    assert_int_equal(stor_rec_encode_bucket(&b, "owner-ak", 42, 0), -1);
+    buf_reset(&b);
+    assert_int_equal(stor_rec_encode_bucket(&b, "owner-ak", 42, 1), 0);
+    memset((uint8_t *)b.data + b.len - 8, 0, 8);
+    assert_int_equal(stor_rec_decode_bucket(b.data, b.len, &bk), STOR_ERR_IO);
+    /* A version-1 record (before bucket ids) still decodes, with id 0. */
+    const uint8_t v1[] = {1, STOR_REC_BUCKET, 2, 0, 0, 0, 'a', 'k', 42, 0, 0, 0, 0, 0, 0, 0};
+    bk.id = 7;
+    assert_int_equal(stor_rec_decode_bucket(v1, sizeof v1, &bk), STOR_OK);
+    assert_string_equal(bk.owner, "ak");
+    assert_int_equal(bk.created, 42);
+    assert_true(bk.id == 0);
+    for (size_t len = 0; len < sizeof v1; len++)
+        assert_int_equal(stor_rec_decode_bucket(v1, len, &bk), STOR_ERR_IO);
+    uint8_t v3[sizeof v1];
+    memcpy(v3, v1, sizeof v1);
+    v3[0] = 3;
+    assert_int_equal(stor_rec_decode_bucket(v3, sizeof v3, &bk), STOR_ERR_IO);
     buf_free(&b);
+}
+
+/* ---- Bucket identity ---------------------------------------------------- */
+
+/* The race: user A's request was authorized for A's bucket b (the
+ * stor_bucket_t it saw); before its write commits, b is deleted and user B
+ * creates a new b. A's write must fail NoSuchBucket, not land in B's bucket. */
+static void test_write_into_recreated_bucket(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(stor_bucket_create(f->st, "b", "AKA"), STOR_OK);
+    stor_bucket_t seen; /* what A's request was authorized against */
+    assert_int_equal(stor_bucket_get(f->st, "b", &seen), STOR_OK);
+    assert_string_equal(seen.owner, "AKA");
+    assert_true(seen.id != 0);
+    stor_writer_t *w;
+    assert_int_equal(stor_writer_open(f->st, &seen, &w), STOR_OK);
+    assert_int_equal(stor_writer_write(w, "from A", 6), STOR_OK);
+
+    assert_int_equal(stor_bucket_delete(f->st, &seen), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "b", "AKB"), STOR_OK);
+    stor_bucket_t now;
+    assert_int_equal(stor_bucket_get(f->st, "b", &now), STOR_OK);
+    assert_string_equal(now.owner, "AKB");
+    assert_true(now.id != 0 && now.id != seen.id);
+
+    stor_meta_t m;
+    memset(&m, 0, sizeof m);
+    assert_int_equal(stor_writer_commit(w, "k", &m), STOR_ERR_NO_BUCKET);
+    /* Nor can A start anything new there with what it was authorized for. */
+    assert_int_equal(stor_writer_open(f->st, &seen, &w), STOR_ERR_NO_BUCKET);
+    /* B's bucket is empty: no key, no listing entry, no file left behind. */
+    assert_int_equal(stor_head(f->st, "b", "k", &m), STOR_ERR_NO_KEY);
+    stor_iter_t *it;
+    const char *k;
+    size_t klen;
+    assert_int_equal(stor_iter_open(f->st, "b", "", NULL, &it), STOR_OK);
+    assert_int_equal(stor_iter_next(it, &k, &klen, NULL), 0);
+    stor_iter_close(it);
+    assert_int_equal(count_files(f), 0);
+
+    /* A's stale delete (a DeleteObjects body arriving late) must not remove
+     * B's object, nor A's stale DeleteBucket B's bucket. */
+    assert_int_equal(tu_put(f->st, "b", "k", "B's", 3), STOR_OK);
+    assert_int_equal(stor_delete(f->st, &seen, "k"), STOR_ERR_NO_BUCKET);
+    assert_int_equal(stor_bucket_delete(f->st, &seen), STOR_ERR_NO_BUCKET);
+    char *got = tu_get(f->st, "b", "k", NULL);
+    assert_string_equal(got, "B's");
+    free(got);
+    /* The bucket's own identity works, and survives a reopen. */
+    reopen(f);
+    stor_bucket_t again;
+    assert_int_equal(stor_bucket_get(f->st, "b", &again), STOR_OK);
+    assert_true(again.id == now.id);
+    assert_int_equal(stor_delete(f->st, &again, "k"), STOR_OK);
+    assert_int_equal(stor_bucket_delete(f->st, &again), STOR_OK);
+}
+
+/* The multipart side of the race: an upload must not be created in, gain
+ * parts in, or complete into a bucket other than the one authorized. */
+static void test_mpu_into_recreated_bucket(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(stor_bucket_create(f->st, "b", "AKA"), STOR_OK);
+    stor_bucket_t seen;
+    assert_int_equal(stor_bucket_get(f->st, "b", &seen), STOR_OK);
+
+    /* An upload pins the bucket it was created in... */
+    char id[STOR_UPLOAD_ID_LEN + 1];
+    assert_int_equal(stor_mpu_create(f->st, &seen, "k", NULL, id), STOR_OK);
+    char e1[33];
+    tu_md5_hex("part", 4, e1);
+    stor_writer_t *w;
+    assert_int_equal(stor_writer_open(f->st, &seen, &w), STOR_OK);
+    assert_int_equal(stor_writer_write(w, "part", 4), STOR_OK);
+    stor_part_t part = {.number = 1};
+    strcpy(part.etag, e1);
+    assert_int_equal(stor_part_commit(w, "k", id, &part), STOR_OK);
+    assert_int_equal(stor_bucket_delete(f->st, &seen), STOR_ERR_BUCKET_NOT_EMPTY);
+    /* ...and completing it needs that bucket: another identity is refused
+     * and changes nothing. */
+    stor_bucket_t other = seen;
+    other.id ^= 1;
+    stor_complete_part_t cp[] = {{1, e1}};
+    stor_meta_t out;
+    assert_int_equal(stor_mpu_complete(f->st, &other, "k", id, cp, 1, &out), STOR_ERR_NO_BUCKET);
+    assert_int_equal(stor_mpu_abort(f->st, &other, "k", id), STOR_ERR_NO_BUCKET);
+    assert_int_equal(stor_mpu_check(f->st, "b", "k", id), STOR_OK);
+    stor_meta_t m;
+    assert_int_equal(stor_head(f->st, "b", "k", &m), STOR_ERR_NO_KEY);
+    assert_int_equal(stor_mpu_abort(f->st, &seen, "k", id), STOR_OK);
+
+    /* b goes, B creates b: A's CreateMultipartUpload, authorized for the old
+     * b, must not create an upload in B's bucket. */
+    assert_int_equal(stor_bucket_delete(f->st, &seen), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "b", "AKB"), STOR_OK);
+    assert_int_equal(stor_mpu_create(f->st, &seen, "k", NULL, id), STOR_ERR_NO_BUCKET);
+    stor_upload_t *ups;
+    size_t n;
+    int more;
+    assert_int_equal(stor_mpu_list(f->st, "b", "", NULL, NULL, 10, &ups, &n, &more), STOR_OK);
+    assert_int_equal(n, 0);
+    stor_uploads_free(ups, n);
+
+    /* Nor add a part to, complete or abort an upload of B's (even knowing its id). */
+    char bid[STOR_UPLOAD_ID_LEN + 1];
+    assert_int_equal(stor_mpu_create(f->st, TU_B(f->st, "b"), "k", NULL, bid), STOR_OK);
+    assert_int_equal(stor_writer_open(f->st, TU_B(f->st, "b"), &w), STOR_OK);
+    assert_int_equal(stor_writer_write(w, "part", 4), STOR_OK);
+    assert_int_equal(stor_part_commit(w, "k", bid, &part), STOR_OK);
+    assert_int_equal(stor_mpu_complete(f->st, &seen, "k", bid, cp, 1, &out), STOR_ERR_NO_BUCKET);
+    assert_int_equal(stor_mpu_abort(f->st, &seen, "k", bid), STOR_ERR_NO_BUCKET);
+    assert_int_equal(stor_mpu_check(f->st, "b", "k", bid), STOR_OK);
+    assert_int_equal(stor_head(f->st, "b", "k", &m), STOR_ERR_NO_KEY);
+    assert_int_equal(count_files(f), 1);
+    /* A part writer opened for the old b is refused at open... */
+    assert_int_equal(stor_writer_open(f->st, &seen, &w), STOR_ERR_NO_BUCKET);
+
+    /* ...and one opened before the bucket went fails its commit. */
+    assert_int_equal(stor_mpu_abort(f->st, TU_B(f->st, "b"), "k", bid), STOR_OK);
+    assert_int_equal(stor_bucket_get(f->st, "b", &seen), STOR_OK);
+    assert_int_equal(stor_writer_open(f->st, &seen, &w), STOR_OK);
+    assert_int_equal(stor_writer_write(w, "late", 4), STOR_OK);
+    assert_int_equal(stor_bucket_delete(f->st, &seen), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "b", "AKA"), STOR_OK);
+    assert_int_equal(stor_mpu_create(f->st, TU_B(f->st, "b"), "k", NULL, bid), STOR_OK);
+    stor_part_t late = {.number = 2};
+    tu_md5_hex("late", 4, late.etag);
+    assert_int_equal(stor_part_commit(w, "k", bid, &late), STOR_ERR_NO_BUCKET);
+    stor_part_t *parts;
+    assert_int_equal(stor_mpu_list_parts(f->st, "b", "k", bid, 0, &parts, &n), STOR_OK);
+    assert_int_equal(n, 0);
+    stor_parts_free(parts, n);
+    assert_int_equal(count_files(f), 0);
 }
 
 /* ---- Readers ------------------------------------------------------------ */
@@ -407,7 +570,7 @@ static void test_reader_snapshot(void **state)
     assert_int_equal(stor_reader_pread(r, buf, sizeof buf, 0), 9);
     assert_string_equal(buf, "old-bytes");
     assert_int_equal(stor_reader_meta(r)->size, 9);
-    assert_int_equal(stor_delete(f->st, "b", "k"), STOR_OK);
+    assert_int_equal(stor_delete(f->st, TU_B(f->st, "b"), "k"), STOR_OK);
     memset(buf, 0, sizeof buf);
     assert_int_equal(stor_reader_pread(r, buf, 3, 4), 3);
     assert_string_equal(buf, "byt");
@@ -421,7 +584,7 @@ static void test_reader_snapshot(void **state)
     assert_memory_equal(buf, "d-byt", 5);
     assert_int_equal(stor_reader_span_fd(r, 2, 8, &fd, &fo), 0); /* past the end */
     stor_reader_close(r);
-    assert_int_equal(tu_count_objects(f->dir), 0);
+    assert_int_equal(count_files(f), 0);
     stor_reader_close(NULL);
 }
 
@@ -433,14 +596,14 @@ static void test_orphan_cleanup(void **state)
     assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
     assert_int_equal(tu_put(f->st, "b", "keep", "data", 4), STOR_OK);
     char id[STOR_UPLOAD_ID_LEN + 1];
-    assert_int_equal(stor_mpu_create(f->st, "b", "mp", NULL, id), STOR_OK);
+    assert_int_equal(stor_mpu_create(f->st, TU_B(f->st, "b"), "mp", NULL, id), STOR_OK);
     stor_writer_t *w;
-    assert_int_equal(stor_writer_open(f->st, "b", &w), STOR_OK);
+    assert_int_equal(stor_writer_open(f->st, TU_B(f->st, "b"), &w), STOR_OK);
     assert_int_equal(stor_writer_write(w, "part", 4), STOR_OK);
     stor_part_t part = {.number = 1};
     strcpy(part.etag, "0123456789abcdef0123456789abcdef");
     assert_int_equal(stor_part_commit(w, "mp", id, &part), STOR_OK);
-    assert_int_equal(tu_count_objects(f->dir), 2);
+    assert_int_equal(count_files(f), 2);
 
     /* A process that dies mid-write (kill -9 style) leaves a partial file;
      * one that commits and dies keeps its object. */
@@ -454,7 +617,7 @@ static void test_orphan_cleanup(void **state)
         if (tu_put(st, "b", "acked", "survives", 8) != STOR_OK)
             _exit(2);
         stor_writer_t *cw;
-        if (stor_writer_open(st, "b", &cw) != STOR_OK)
+        if (stor_writer_open(st, TU_B(st, "b"), &cw) != STOR_OK)
             _exit(3);
         stor_writer_write(cw, "partial", 7);
         raise(SIGKILL);
@@ -463,7 +626,7 @@ static void test_orphan_cleanup(void **state)
     int status;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-    assert_int_equal(tu_count_objects(f->dir), 4);
+    assert_int_equal(count_files(f), 4);
     /* Strays: a file named like an object, junk, in an existing and in a new shard. */
     char p[PATH_MAX];
     snprintf(p, sizeof p, "%s/.s3rdma/objects/00", f->dir);
@@ -478,10 +641,10 @@ static void test_orphan_cleanup(void **state)
         assert_int_equal(write(fd, "x", 1), 1);
         close(fd);
     }
-    assert_int_equal(tu_count_objects(f->dir), 6);
+    assert_int_equal(count_files(f), 6);
 
     assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
-    assert_int_equal(tu_count_objects(f->dir), 3); /* keep, the part, acked */
+    assert_int_equal(count_files(f), 3); /* keep, the part, acked */
     char *got = tu_get(f->st, "b", "keep", NULL);
     assert_string_equal(got, "data");
     free(got);
@@ -549,7 +712,7 @@ static void test_concurrent_writers(void **state)
         assert_int_equal(a[i].failures, 0);
     }
     /* One winner for "same" plus one object per thread, and no leaked files. */
-    assert_int_equal(tu_count_objects(f->dir), 1 + N_THREADS);
+    assert_int_equal(count_files(f), 1 + N_THREADS);
     stor_meta_t m;
     assert_int_equal(stor_head(f->st, "b", "same", &m), STOR_OK);
     size_t len = 0;
@@ -576,7 +739,7 @@ static stor_status_t put_part(stor_t *st, const char *key, const char *id, uint3
                               const char *data, size_t len, char etag_out[33])
 {
     stor_writer_t *w;
-    stor_status_t s = stor_writer_open(st, "b", &w);
+    stor_status_t s = stor_writer_open(st, TU_B(st, "b"), &w);
     if (s != STOR_OK)
         return s;
     stor_writer_write(w, data, len);
@@ -601,8 +764,9 @@ static void test_multipart(void **state)
     stor_kv_t um[1] = {{"origin", "mpu"}};
     stor_meta_t cm = {.content_type = "application/x-test", .user_meta = um, .n_user_meta = 1};
     char id[STOR_UPLOAD_ID_LEN + 1];
-    assert_int_equal(stor_mpu_create(f->st, "nob", "obj", &cm, id), STOR_ERR_NO_BUCKET);
-    assert_int_equal(stor_mpu_create(f->st, "b", "obj", &cm, id), STOR_OK);
+    assert_int_equal(stor_mpu_create(f->st, TU_B(f->st, "nob"), "obj", &cm, id),
+                     STOR_ERR_NO_BUCKET);
+    assert_int_equal(stor_mpu_create(f->st, TU_B(f->st, "b"), "obj", &cm, id), STOR_OK);
     assert_int_equal(strlen(id), STOR_UPLOAD_ID_LEN);
     assert_int_equal(stor_mpu_check(f->st, "b", "obj", id), STOR_OK);
     assert_int_equal(stor_mpu_check(f->st, "b", "other", id), STOR_ERR_NO_UPLOAD);
@@ -615,7 +779,7 @@ static void test_multipart(void **state)
     assert_int_equal(put_part(f->st, "obj", id, 3, "tail", 4, e3), STOR_OK);
     assert_int_equal(put_part(f->st, "obj", id, 4, "unused", 6, e4), STOR_OK);
     assert_int_equal(put_part(f->st, "wrongkey", id, 5, "x", 1, NULL), STOR_ERR_NO_UPLOAD);
-    assert_int_equal(tu_count_objects(f->dir), 4);
+    assert_int_equal(count_files(f), 4);
 
     stor_part_t *parts;
     size_t n;
@@ -647,24 +811,24 @@ static void test_multipart(void **state)
     stor_meta_t out;
     /* Each failure leaves the upload intact. */
     stor_complete_part_t bad_order[] = {{2, e2}, {1, e1}};
-    assert_int_equal(stor_mpu_complete(f->st, "b", "obj", id, bad_order, 2, &out),
+    assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, bad_order, 2, &out),
                      STOR_ERR_INVALID_PART_ORDER);
     stor_complete_part_t dup[] = {{1, e1}, {1, e1}};
-    assert_int_equal(stor_mpu_complete(f->st, "b", "obj", id, dup, 2, &out),
+    assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, dup, 2, &out),
                      STOR_ERR_INVALID_PART_ORDER);
     stor_complete_part_t missing[] = {{1, e1}, {7, e2}};
-    assert_int_equal(stor_mpu_complete(f->st, "b", "obj", id, missing, 2, &out),
+    assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, missing, 2, &out),
                      STOR_ERR_INVALID_PART);
     stor_complete_part_t bad_etag[] = {{1, e1}, {2, e1}};
-    assert_int_equal(stor_mpu_complete(f->st, "b", "obj", id, bad_etag, 2, &out),
+    assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, bad_etag, 2, &out),
                      STOR_ERR_INVALID_PART);
     stor_complete_part_t small[] = {{3, e3}, {4, e4}};
-    assert_int_equal(stor_mpu_complete(f->st, "b", "obj", id, small, 2, &out),
+    assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, small, 2, &out),
                      STOR_ERR_PART_TOO_SMALL);
-    assert_int_equal(
-        stor_mpu_complete(f->st, "b", "obj", "0123456789abcdef0123456789abcdef", small, 2, &out),
-        STOR_ERR_NO_UPLOAD);
-    assert_int_equal(stor_mpu_complete(f->st, "b", "obj", id, small, 0, &out),
+    assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj",
+                                       "0123456789abcdef0123456789abcdef", small, 2, &out),
+                     STOR_ERR_NO_UPLOAD);
+    assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, small, 0, &out),
                      STOR_ERR_INVALID_PART);
 
     /* An old object under the key is replaced by the completed one. */
@@ -672,7 +836,7 @@ static void test_multipart(void **state)
     char quoted[40];
     snprintf(quoted, sizeof quoted, "\"%s\"", e2);
     stor_complete_part_t good[] = {{1, e1}, {2, quoted}, {3, e3}};
-    assert_int_equal(stor_mpu_complete(f->st, "b", "obj", id, good, 3, &out), STOR_OK);
+    assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, good, 3, &out), STOR_OK);
 
     /* ETag: md5 of the concatenated binary part md5s, "-3". */
     uint8_t cat[3 * MD5_LEN];
@@ -691,9 +855,9 @@ static void test_multipart(void **state)
     stor_meta_free(&out);
 
     /* Unlisted part 4, the old object and the upload are gone. */
-    assert_int_equal(tu_count_objects(f->dir), 3);
+    assert_int_equal(count_files(f), 3);
     assert_int_equal(stor_mpu_check(f->st, "b", "obj", id), STOR_ERR_NO_UPLOAD);
-    assert_int_equal(stor_mpu_abort(f->st, "b", "obj", id), STOR_ERR_NO_UPLOAD);
+    assert_int_equal(stor_mpu_abort(f->st, TU_B(f->st, "b"), "obj", id), STOR_ERR_NO_UPLOAD);
 
     reopen(f);
     stor_meta_t h;
@@ -730,19 +894,19 @@ static void test_multipart(void **state)
     free(all);
 
     /* Abort drops the parts. */
-    assert_int_equal(stor_mpu_create(f->st, "b", "ab", NULL, id), STOR_OK);
+    assert_int_equal(stor_mpu_create(f->st, TU_B(f->st, "b"), "ab", NULL, id), STOR_OK);
     assert_int_equal(put_part(f->st, "ab", id, 1, "x", 1, NULL), STOR_OK);
     assert_int_equal(put_part(f->st, "ab", id, 2, "y", 1, NULL), STOR_OK);
-    assert_int_equal(tu_count_objects(f->dir), 5);
-    assert_int_equal(stor_mpu_abort(f->st, "b", "wrong", id), STOR_ERR_NO_UPLOAD);
-    assert_int_equal(stor_mpu_abort(f->st, "b", "ab", id), STOR_OK);
-    assert_int_equal(tu_count_objects(f->dir), 3);
+    assert_int_equal(count_files(f), 5);
+    assert_int_equal(stor_mpu_abort(f->st, TU_B(f->st, "b"), "wrong", id), STOR_ERR_NO_UPLOAD);
+    assert_int_equal(stor_mpu_abort(f->st, TU_B(f->st, "b"), "ab", id), STOR_OK);
+    assert_int_equal(count_files(f), 3);
     assert_int_equal(put_part(f->st, "ab", id, 3, "z", 1, NULL), STOR_ERR_NO_UPLOAD);
-    assert_int_equal(tu_count_objects(f->dir), 3);
+    assert_int_equal(count_files(f), 3);
 
     /* Deleting a multipart object removes every segment. */
-    assert_int_equal(stor_delete(f->st, "b", "obj"), STOR_OK);
-    assert_int_equal(tu_count_objects(f->dir), 0);
+    assert_int_equal(stor_delete(f->st, TU_B(f->st, "b"), "obj"), STOR_OK);
+    assert_int_equal(count_files(f), 0);
     free(p1);
     free(p2);
 }
@@ -755,9 +919,9 @@ static void test_mpu_list(void **state)
     char ids[5][STOR_UPLOAD_ID_LEN + 1];
     const char *keys[5] = {"photos/b", "photos/a", "docs/x", "photos/a", "zz"};
     for (int i = 0; i < 5; i++)
-        assert_int_equal(stor_mpu_create(f->st, "b", keys[i], NULL, ids[i]), STOR_OK);
+        assert_int_equal(stor_mpu_create(f->st, TU_B(f->st, "b"), keys[i], NULL, ids[i]), STOR_OK);
     char other[STOR_UPLOAD_ID_LEN + 1];
-    assert_int_equal(stor_mpu_create(f->st, "c", "photos/a", NULL, other), STOR_OK);
+    assert_int_equal(stor_mpu_create(f->st, TU_B(f->st, "c"), "photos/a", NULL, other), STOR_OK);
 
     stor_upload_t *u;
     size_t n;
@@ -805,6 +969,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_meta_roundtrip, setup_fsync, teardown),
         cmocka_unit_test(test_record_garbage),
         cmocka_unit_test(test_record_truncations),
+        cmocka_unit_test_setup_teardown(test_write_into_recreated_bucket, setup_relaxed, teardown),
+        cmocka_unit_test_setup_teardown(test_mpu_into_recreated_bucket, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_reader_snapshot, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_orphan_cleanup, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_orphan_cleanup, setup_fsync, teardown),

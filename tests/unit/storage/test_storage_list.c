@@ -247,7 +247,7 @@ static void test_list_consistent_snapshot(void **state)
     assert_int_equal(stor_iter_next(it, &k, &kl, NULL), 1);
     /* Changes after open are not seen by this iterator. */
     assert_int_equal(tu_put(f->st, "lb", "zzzz-new", "v", 1), STOR_OK);
-    assert_int_equal(stor_delete(f->st, "lb", f->keys[f->n - 1]), STOR_OK);
+    assert_int_equal(stor_delete(f->st, TU_B(f->st, "lb"), f->keys[f->n - 1]), STOR_OK);
     size_t count = 1;
     while (stor_iter_next(it, &k, &kl, NULL) == 1)
         count++;

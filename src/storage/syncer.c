@@ -1,0 +1,261 @@
+/* The relaxed-mode sync point: lazily fsyncs the object files and shard
+ * directories commits made, syncs the index, then unlinks the files that the
+ * now durable commits dropped. See syncer.h for the contract. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "storage/syncer.h"
+
+unsigned stor_sync_interval_ms = 1000;
+
+/* Backlogs that wake the thread before the interval is up: they bound the
+ * memory held and the work one sync point does. */
+#define WAKE_FILES 4096
+#define WAKE_DROPS 65536
+
+typedef struct idvec {
+    uint8_t *ids; /* n * STOR_ID_LEN bytes */
+    size_t n, cap;
+} idvec_t;
+
+struct syncer {
+    MDB_env *env;
+    int objfd;
+    unsigned interval_ms;
+
+    pthread_mutex_t lock; /* guards everything below up to `stop` */
+    pthread_cond_t wake;
+    idvec_t files;                         /* committed since the last sync point: fdatasync */
+    idvec_t drops;                         /* dropped by commits since: unlink after the sync */
+    uint8_t dirs[(SYNCER_N_DIRS + 7) / 8]; /* directories to fsync */
+    int dirs_owed, committed;
+    int stop;
+
+    pthread_mutex_t sync_lock; /* one sync point at a time; guards dirs_now */
+    uint8_t dirs_now[(SYNCER_N_DIRS + 7) / 8];
+    pthread_t thread;
+};
+
+static int idvec_push(idvec_t *v, const uint8_t *id)
+{
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 256;
+        uint8_t *p = realloc(v->ids, cap * STOR_ID_LEN);
+        if (!p)
+            return -1;
+        v->ids = p;
+        v->cap = cap;
+    }
+    memcpy(v->ids + v->n++ * STOR_ID_LEN, id, STOR_ID_LEN);
+    return 0;
+}
+
+void syncer_committed(syncer_t *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->committed = 1;
+    pthread_mutex_unlock(&s->lock);
+}
+
+void syncer_new_file(syncer_t *s, const uint8_t id[STOR_ID_LEN])
+{
+    pthread_mutex_lock(&s->lock);
+    if (idvec_push(&s->files, id) != 0)
+        log_warn("storage: out of memory: an object file is left to the kernel's writeback");
+    if (s->files.n >= WAKE_FILES)
+        pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void syncer_new_dir(syncer_t *s, unsigned dir)
+{
+    pthread_mutex_lock(&s->lock);
+    s->dirs[dir / 8] |= (uint8_t)(1u << (dir % 8));
+    s->dirs_owed = 1;
+    pthread_mutex_unlock(&s->lock);
+}
+
+void syncer_drop_file(syncer_t *s, const uint8_t id[STOR_ID_LEN])
+{
+    pthread_mutex_lock(&s->lock);
+    /* Out of memory: the file stays (never unlinked early); the orphan sweep
+     * of the next stor_open() removes it. */
+    if (idvec_push(&s->drops, id) != 0)
+        log_warn("storage: out of memory: a dropped file is left for the next open's sweep");
+    if (s->drops.n >= WAKE_DROPS)
+        pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static int owed(const syncer_t *s)
+{
+    return s->committed || s->files.n || s->drops.n || s->dirs_owed;
+}
+
+/* fsyncs directory number dir of the objects tree. */
+static int sync_dir(syncer_t *s, unsigned dir)
+{
+    char path[8];
+    int fd;
+    if (dir == SYNCER_DIR_ROOT)
+        return fsync(s->objfd) == 0 ? 0 : -1;
+    if (dir < SYNCER_DIR_L2(0, 0))
+        snprintf(path, sizeof path, "%02x", dir - SYNCER_DIR_L1(0));
+    else
+        snprintf(path, sizeof path, "%02x/%02x", (dir - SYNCER_DIR_L2(0, 0)) >> 8,
+                 (dir - SYNCER_DIR_L2(0, 0)) & 0xFF);
+    fd = openat(s->objfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || fsync(fd) != 0) {
+        log_error("storage: fsync objects/%s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
+static int sync_point(syncer_t *s)
+{
+    pthread_mutex_lock(&s->sync_lock);
+    pthread_mutex_lock(&s->lock);
+    idvec_t files = s->files, drops = s->drops;
+    memset(&s->files, 0, sizeof s->files);
+    memset(&s->drops, 0, sizeof s->drops);
+    memcpy(s->dirs_now, s->dirs, sizeof s->dirs);
+    memset(s->dirs, 0, sizeof s->dirs);
+    s->dirs_owed = s->committed = 0;
+    pthread_mutex_unlock(&s->lock);
+
+    /* 1. The bytes and directory entries of the files committed since. */
+    int rc = 0;
+    for (size_t i = 0; i < files.n; i++) {
+        const uint8_t *id = files.ids + i * STOR_ID_LEN;
+        char path[STOR_PATH_LEN];
+        stor_id_path(id, path);
+        int fd = openat(s->objfd, path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT)
+            continue; /* dropped and unlinked by an earlier sync point */
+        if (fd < 0 || fdatasync(fd) != 0) {
+            log_error("storage: fdatasync objects/%s: %s", path, strerror(errno));
+            rc = -1;
+        }
+        if (fd >= 0)
+            close(fd);
+        unsigned d = SYNCER_DIR_L2(id[0], id[1]);
+        s->dirs_now[d / 8] |= (uint8_t)(1u << (d % 8));
+    }
+    free(files.ids);
+    /* Deepest first: a file's entry, then its shard's, then the level-1's. */
+    for (unsigned d = SYNCER_N_DIRS; d-- > 0;)
+        if (s->dirs_now[d / 8] >> (d % 8) & 1)
+            rc |= sync_dir(s, d);
+
+    /* 2. The index: every commit that returned before this point began. */
+    int mrc = mdb_env_sync(s->env, 1);
+    if (mrc) {
+        log_error("storage: index sync: %s", mdb_strerror(mrc));
+        rc = -1;
+        /* 3 must wait: hand the unlinks back to the next sync point. */
+        pthread_mutex_lock(&s->lock);
+        for (size_t i = 0; i < drops.n; i++)
+            if (idvec_push(&s->drops, drops.ids + i * STOR_ID_LEN) != 0)
+                break; /* left for the next open's sweep */
+        s->committed = 1;
+        pthread_mutex_unlock(&s->lock);
+    } else {
+        /* 3. The files those durable commits dropped. */
+        for (size_t i = 0; i < drops.n; i++) {
+            char path[STOR_PATH_LEN];
+            stor_id_path(drops.ids + i * STOR_ID_LEN, path);
+            if (unlinkat(s->objfd, path, 0) != 0 && errno != ENOENT)
+                log_warn("storage: unlink %s: %s", path, strerror(errno));
+        }
+    }
+    free(drops.ids);
+    pthread_mutex_unlock(&s->sync_lock);
+    return rc;
+}
+
+static void *syncer_main(void *arg)
+{
+    syncer_t *s = arg;
+    pthread_mutex_lock(&s->lock);
+    while (!s->stop) {
+        if (s->interval_ms) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            ts.tv_sec += s->interval_ms / 1000;
+            ts.tv_nsec += (long)(s->interval_ms % 1000) * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&s->wake, &s->lock, &ts);
+        } else {
+            pthread_cond_wait(&s->wake, &s->lock);
+        }
+        if (s->stop || !owed(s))
+            continue;
+        pthread_mutex_unlock(&s->lock);
+        sync_point(s);
+        pthread_mutex_lock(&s->lock);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+syncer_t *syncer_start(MDB_env *env, int objfd, unsigned interval_ms)
+{
+    syncer_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->env = env;
+    s->objfd = objfd;
+    s->interval_ms = interval_ms;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->wake, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->sync_lock, NULL);
+    if (pthread_create(&s->thread, NULL, syncer_main, s) != 0) {
+        log_error("storage: cannot start the sync thread");
+        pthread_cond_destroy(&s->wake);
+        pthread_mutex_destroy(&s->lock);
+        pthread_mutex_destroy(&s->sync_lock);
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+int syncer_sync(syncer_t *s)
+{
+    return sync_point(s);
+}
+
+void syncer_stop(syncer_t *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->lock);
+    s->stop = 1;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->lock);
+    pthread_join(s->thread, NULL);
+    sync_point(s);
+    free(s->files.ids);
+    free(s->drops.ids);
+    pthread_cond_destroy(&s->wake);
+    pthread_mutex_destroy(&s->lock);
+    pthread_mutex_destroy(&s->sync_lock);
+    free(s);
+}

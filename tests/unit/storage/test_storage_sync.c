@@ -1,0 +1,375 @@
+/* Storage durability: relaxed mode's deferred unlinks and sync points, and
+ * the fsyncs each mode owes.
+ *
+ * Which fsyncs happen is observed, not mocked: this executable defines fsync()
+ * and fdatasync() itself. Its definitions take precedence over libc's for the
+ * storage library linked into it and for liblmdb (which references them), so
+ * every call made under test is recorded -- by the inode it hit -- and then
+ * made for real. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+
+#include "stor_test_util.h"
+#include "storage/stor_internal.h"
+#include "storage/syncer.h"
+
+/* ---- fsync / fdatasync observed ------------------------------------------ */
+
+typedef struct synced {
+    dev_t dev;
+    ino_t ino;
+} synced_t;
+
+static pthread_mutex_t synced_lock = PTHREAD_MUTEX_INITIALIZER;
+static synced_t synced[1 << 16];
+static size_t n_synced;
+
+static void note_sync(int fd)
+{
+    struct stat sb;
+    if (fstat(fd, &sb) != 0)
+        return;
+    synced_t one = {sb.st_dev, sb.st_ino};
+    pthread_mutex_lock(&synced_lock);
+    if (n_synced < sizeof synced / sizeof synced[0])
+        synced[n_synced++] = one;
+    pthread_mutex_unlock(&synced_lock);
+}
+
+int fsync(int fd)
+{
+    note_sync(fd);
+    return (int)syscall(SYS_fsync, fd);
+}
+
+int fdatasync(int fd)
+{
+    note_sync(fd);
+    return (int)syscall(SYS_fdatasync, fd);
+}
+
+static void synced_reset(void)
+{
+    pthread_mutex_lock(&synced_lock);
+    n_synced = 0;
+    pthread_mutex_unlock(&synced_lock);
+}
+
+/* How many fsync/fdatasync calls hit path's inode since the last reset. */
+static size_t synced_count(const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return 0;
+    size_t n = 0;
+    pthread_mutex_lock(&synced_lock);
+    for (size_t i = 0; i < n_synced; i++)
+        n += synced[i].dev == sb.st_dev && synced[i].ino == sb.st_ino;
+    pthread_mutex_unlock(&synced_lock);
+    return n;
+}
+
+/* ---- Fixture ------------------------------------------------------------- */
+
+typedef struct fx {
+    char *tmp;           /* a fresh directory */
+    char dir[512];       /* tmp/data: the data dir, made by stor_open */
+    char path[PATH_MAX]; /* scratch */
+    stor_t *st;
+    stor_durability_t mode;
+} fx_t;
+
+static int setup_mode(void **state, stor_durability_t mode)
+{
+    fx_t *f = calloc(1, sizeof *f);
+    f->tmp = tu_mkdtemp();
+    snprintf(f->dir, sizeof f->dir, "%s/data", f->tmp);
+    f->mode = mode;
+    /* No timer: sync points happen only where the tests ask for them. */
+    stor_sync_interval_ms = 0;
+    *state = f;
+    return 0;
+}
+
+static int setup_relaxed(void **state)
+{
+    return setup_mode(state, STOR_DURABILITY_RELAXED);
+}
+
+static int setup_fsync(void **state)
+{
+    return setup_mode(state, STOR_DURABILITY_FSYNC);
+}
+
+static int teardown(void **state)
+{
+    fx_t *f = *state;
+    stor_close(f->st);
+    tu_rmrf(f->tmp);
+    free(f->tmp);
+    free(f);
+    stor_sync_interval_ms = 1000;
+    return 0;
+}
+
+static const char *fx_path(fx_t *f, const char *rel)
+{
+    snprintf(f->path, sizeof f->path, "%s/%s", f->dir, rel);
+    return f->path;
+}
+
+/* The one file under objects/ (there must be exactly one): its path relative
+ * to objects/ ("ab/cd/<id>"). */
+static void only_object_file(fx_t *f, char rel[STOR_PATH_LEN])
+{
+    assert_int_equal(tu_count_objects(f->dir), 1);
+    DIR *d1 = opendir(fx_path(f, ".s3rdma/objects"));
+    assert_non_null(d1);
+    struct dirent *e1, *e2, *e3;
+    rel[0] = '\0';
+    while ((e1 = readdir(d1)) != NULL) {
+        if (e1->d_name[0] == '.')
+            continue;
+        char p2[PATH_MAX / 2];
+        snprintf(p2, sizeof p2, "%s/.s3rdma/objects/%s", f->dir, e1->d_name);
+        DIR *d2 = opendir(p2);
+        while (d2 && (e2 = readdir(d2)) != NULL) {
+            if (e2->d_name[0] == '.')
+                continue;
+            char p3[PATH_MAX];
+            snprintf(p3, sizeof p3, "%s/%s", p2, e2->d_name);
+            DIR *d3 = opendir(p3);
+            while (d3 && (e3 = readdir(d3)) != NULL)
+                if (e3->d_name[0] != '.')
+                    snprintf(rel, STOR_PATH_LEN, "%.2s/%.2s/%.32s", e1->d_name, e2->d_name,
+                             e3->d_name);
+            if (d3)
+                closedir(d3);
+        }
+        if (d2)
+            closedir(d2);
+    }
+    closedir(d1);
+    assert_int_equal(strlen(rel), 6 + 2 * STOR_ID_LEN);
+}
+
+/* Every key of bucket opens: no index entry points at a missing file. */
+static void assert_index_files_present(stor_t *st, const char *bucket)
+{
+    stor_iter_t *it;
+    const char *k;
+    size_t klen;
+    assert_int_equal(stor_iter_open(st, bucket, "", NULL, &it), STOR_OK);
+    int r;
+    while ((r = stor_iter_next(it, &k, &klen, NULL)) == 1) {
+        char key[1100];
+        snprintf(key, sizeof key, "%.*s", (int)klen, k);
+        stor_reader_t *rd;
+        assert_int_equal(stor_reader_open(st, bucket, key, &rd), STOR_OK);
+        stor_reader_close(rd);
+    }
+    assert_int_equal(r, 0);
+    stor_iter_close(it);
+}
+
+static stor_status_t put_part(stor_t *st, const char *key, const char *id, uint32_t num,
+                              const char *data, char etag_out[33])
+{
+    stor_writer_t *w;
+    stor_status_t s = stor_writer_open(st, TU_B(st, "b"), &w);
+    if (s != STOR_OK)
+        return s;
+    stor_writer_write(w, data, strlen(data));
+    stor_part_t p = {.number = num};
+    tu_md5_hex(data, strlen(data), p.etag);
+    if (etag_out)
+        strcpy(etag_out, p.etag);
+    return stor_part_commit(w, key, id, &p);
+}
+
+/* ---- Relaxed mode: deferred unlinks --------------------------------------- */
+
+/* A file a commit dropped stays until a sync point has made that commit
+ * durable: until then the index on disk may still be the one pointing at it. */
+static void test_relaxed_deferred_unlink(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    assert_int_equal(tu_put(f->st, "b", "k", "v1", 2), STOR_OK);
+    assert_int_equal(tu_count_objects(f->dir), 1);
+
+    /* Overwrite: the old file stays until the sync point. */
+    assert_int_equal(tu_put(f->st, "b", "k", "v2", 2), STOR_OK);
+    assert_int_equal(tu_count_objects(f->dir), 2);
+    char *got = tu_get(f->st, "b", "k", NULL);
+    assert_string_equal(got, "v2");
+    free(got);
+    assert_index_files_present(f->st, "b");
+    assert_int_equal(stor_sync(f->st), STOR_OK);
+    assert_int_equal(tu_count_objects(f->dir), 1);
+    assert_index_files_present(f->st, "b");
+
+    /* Delete: the same. */
+    assert_int_equal(stor_delete(f->st, TU_B(f->st, "b"), "k"), STOR_OK);
+    assert_int_equal(tu_count_objects(f->dir), 1);
+    assert_int_equal(stor_sync(f->st), STOR_OK);
+    assert_int_equal(tu_count_objects(f->dir), 0);
+
+    /* Multipart: a replaced part, the parts a completion leaves out, an
+     * aborted upload's parts. */
+    char id[STOR_UPLOAD_ID_LEN + 1], e1[33];
+    assert_int_equal(stor_mpu_create(f->st, TU_B(f->st, "b"), "mp", NULL, id), STOR_OK);
+    assert_int_equal(put_part(f->st, "mp", id, 1, "first", NULL), STOR_OK);
+    assert_int_equal(put_part(f->st, "mp", id, 1, "again", e1), STOR_OK);
+    assert_int_equal(put_part(f->st, "mp", id, 2, "unused", NULL), STOR_OK);
+    assert_int_equal(tu_count_objects(f->dir), 3);
+    assert_int_equal(stor_sync(f->st), STOR_OK);
+    assert_int_equal(tu_count_objects(f->dir), 2);
+    stor_complete_part_t cp[] = {{1, e1}};
+    stor_meta_t out;
+    assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "mp", id, cp, 1, &out), STOR_OK);
+    stor_meta_free(&out);
+    assert_int_equal(tu_count_objects(f->dir), 2);
+    assert_index_files_present(f->st, "b");
+    assert_int_equal(stor_sync(f->st), STOR_OK);
+    assert_int_equal(tu_count_objects(f->dir), 1);
+    assert_int_equal(stor_mpu_create(f->st, TU_B(f->st, "b"), "ab", NULL, id), STOR_OK);
+    assert_int_equal(put_part(f->st, "ab", id, 1, "x", NULL), STOR_OK);
+    assert_int_equal(stor_mpu_abort(f->st, TU_B(f->st, "b"), "ab", id), STOR_OK);
+    assert_int_equal(tu_count_objects(f->dir), 2);
+    assert_int_equal(stor_sync(f->st), STOR_OK);
+    assert_int_equal(tu_count_objects(f->dir), 1);
+
+    /* stor_close() is a sync point: counted before a reopen, whose orphan
+     * sweep would remove the file anyway. */
+    assert_int_equal(tu_put(f->st, "b", "mp", "simple now", 10), STOR_OK);
+    assert_int_equal(tu_count_objects(f->dir), 2);
+    stor_close(f->st);
+    f->st = NULL;
+    assert_int_equal(tu_count_objects(f->dir), 1);
+    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    got = tu_get(f->st, "b", "mp", NULL);
+    assert_string_equal(got, "simple now");
+    free(got);
+}
+
+/* ---- Relaxed mode: what is synced, and when ------------------------------- */
+
+static void test_relaxed_sync_points(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+
+    /* Every commit flushes the index's data pages (MDB_NOMETASYNC), so a
+     * power loss can undo the last commits but never corrupt the index
+     * (MDB_NOSYNC flushed nothing, and could). */
+    synced_reset();
+    assert_int_equal(tu_put(f->st, "b", "k", "v1", 2), STOR_OK);
+    assert_true(synced_count(fx_path(f, ".s3rdma/index/data.mdb")) >= 1);
+
+    /* The object file is not synced by the commit, but by the next sync
+     * point, with its shard directory and the new shard directories. */
+    char rel[STOR_PATH_LEN], obj[PATH_MAX], shard[PATH_MAX], l1[PATH_MAX];
+    only_object_file(f, rel);
+    snprintf(obj, sizeof obj, "%s/.s3rdma/objects/%s", f->dir, rel);
+    snprintf(shard, sizeof shard, "%s/.s3rdma/objects/%.5s", f->dir, rel);
+    snprintf(l1, sizeof l1, "%s/.s3rdma/objects/%.2s", f->dir, rel);
+    assert_int_equal(synced_count(obj), 0);
+    synced_reset();
+    assert_int_equal(stor_sync(f->st), STOR_OK);
+    assert_true(synced_count(obj) >= 1);
+    assert_true(synced_count(shard) >= 1);
+    assert_true(synced_count(l1) >= 1);
+    assert_true(synced_count(fx_path(f, ".s3rdma/objects")) >= 1);
+    assert_true(synced_count(fx_path(f, ".s3rdma/index/data.mdb")) >= 1);
+
+    /* Nothing owed, nothing synced by the thread (which is not idle-spinning
+     * syncs): with a timer, an idle store makes no sync calls either. */
+    stor_close(f->st);
+    f->st = NULL;
+    stor_sync_interval_ms = 20;
+    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    synced_reset();
+    usleep(100 * 1000);
+    assert_int_equal(synced_count(fx_path(f, ".s3rdma/index/data.mdb")), 0);
+    /* With the timer, an overwrite's old file goes by itself. */
+    assert_int_equal(tu_put(f->st, "b", "k", "v2", 2), STOR_OK);
+    for (int i = 0; i < 200 && tu_count_objects(f->dir) != 1; i++)
+        usleep(10 * 1000);
+    assert_int_equal(tu_count_objects(f->dir), 1);
+    char *got = tu_get(f->st, "b", "k", NULL);
+    assert_string_equal(got, "v2");
+    free(got);
+}
+
+/* ---- Directory entries (both modes) --------------------------------------- */
+
+/* stor_open makes durable the directory entries it relies on: the data dir it
+ * created (in its parent), .s3rdma, lock/objects/index, and the index's own
+ * files (data.mdb and lock.mdb, made by mdb_env_open). */
+static void test_open_syncs_directories(void **state)
+{
+    fx_t *f = *state;
+    synced_reset();
+    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_true(synced_count(fx_path(f, ".s3rdma/index")) >= 1);
+    assert_true(synced_count(f->tmp) >= 1);
+    assert_true(synced_count(f->dir) >= 1);
+    assert_true(synced_count(fx_path(f, ".s3rdma")) >= 1);
+}
+
+/* fsync mode, before an acknowledged object's file is relied on: the file,
+ * the directory holding its entry, and every shard directory on its path
+ * (their entries in their parents) are synced -- also for shard directories
+ * that already existed at open, which an earlier process (a relaxed one, or
+ * one that crashed between its mkdir and the parent's fsync) may have left
+ * without a durable entry. */
+static void test_fsync_shard_dirs(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    stor_close(f->st);
+    f->st = NULL;
+    for (unsigned a = 0; a < 256; a++) {
+        char p[PATH_MAX];
+        snprintf(p, sizeof p, "%s/.s3rdma/objects/%02x", f->dir, a);
+        assert_int_equal(mkdir(p, 0755), 0);
+    }
+    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    synced_reset();
+    assert_int_equal(tu_put(f->st, "b", "k", "v", 1), STOR_OK);
+    char rel[STOR_PATH_LEN], obj[PATH_MAX], shard[PATH_MAX], l1[PATH_MAX];
+    only_object_file(f, rel);
+    snprintf(obj, sizeof obj, "%s/.s3rdma/objects/%s", f->dir, rel);
+    snprintf(shard, sizeof shard, "%s/.s3rdma/objects/%.5s", f->dir, rel);
+    snprintf(l1, sizeof l1, "%s/.s3rdma/objects/%.2s", f->dir, rel);
+    assert_true(synced_count(obj) >= 1);
+    assert_true(synced_count(shard) >= 1);
+    assert_true(synced_count(l1) >= 1);
+    /* objects/ itself: the pre-existing level-1 directory's entry. */
+    assert_true(synced_count(fx_path(f, ".s3rdma/objects")) >= 1);
+    assert_true(synced_count(fx_path(f, ".s3rdma/index/data.mdb")) >= 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_relaxed_deferred_unlink, setup_relaxed, teardown),
+        cmocka_unit_test_setup_teardown(test_relaxed_sync_points, setup_relaxed, teardown),
+        cmocka_unit_test_setup_teardown(test_open_syncs_directories, setup_fsync, teardown),
+        cmocka_unit_test_setup_teardown(test_open_syncs_directories, setup_relaxed, teardown),
+        cmocka_unit_test_setup_teardown(test_fsync_shard_dirs, setup_fsync, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
