@@ -109,12 +109,29 @@ int rdma_net_tls(const char *ucx_tls, char *out, size_t out_len)
     return used ? 0 : -1;
 }
 
+/* 1 when host is a loopback address ("127.x.y.z", "::1", "localhost"). */
+static int host_is_loopback(const char *host)
+{
+    return host && (strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
+                    strcmp(host, "localhost") == 0);
+}
+
 static int domain_open(struct rdma_server *srv, rdma_domain_t *dom, const char *tls)
 {
     ucp_config_t *uc;
     ucs_status_t st = ucp_config_read(NULL, NULL, &uc);
     if (st != UCS_OK) {
         log_error("rdma: ucp_config_read: %s", ucs_status_string(st));
+        return -1;
+    }
+    /* A server whose session port is loopback-only has no remote clients:
+     * keep UCX's own listening sockets (its TCP transport accepts
+     * connections from anyone) on the loopback device too, unless the
+     * operator chose the devices. */
+    if (!getenv("UCX_NET_DEVICES") && host_is_loopback(srv->cfg.listen_host) &&
+        (st = ucp_config_modify(uc, "NET_DEVICES", "lo")) != UCS_OK) {
+        log_error("rdma: UCX_NET_DEVICES=lo: %s", ucs_status_string(st));
+        ucp_config_release(uc);
         return -1;
     }
     /* The net list names every network transport family; those this host
@@ -169,6 +186,10 @@ int rdma_domains_open(struct rdma_server *srv, int local)
     srv->local.local = 1;
     if (local && domain_open(srv, &srv->local, NULL) < 0)
         return -1;
+    if (!srv->cfg.net_sessions) {
+        log_warn("rdma: network sessions are off: only trusted local (Unix socket) sessions");
+        return local ? 0 : -1;
+    }
     if (rdma_net_tls(op, tls, sizeof(tls)) < 0) {
         log_warn("rdma: UCX_TLS=%s allows no network transport: only local (Unix socket) "
                  "sessions are possible",

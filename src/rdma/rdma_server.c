@@ -49,6 +49,7 @@ void rdma_server_config_defaults(rdma_server_config_t *cfg)
     cfg->listen_host = "0.0.0.0";
     cfg->port = 9100;
     cfg->n_workers = 0;
+    cfg->net_sessions = 1;
     cfg->staging_bytes = RDMA_DEFAULT_STAGING;
     cfg->chunk_bytes = RDMA_DEFAULT_CHUNK;
     cfg->max_sessions = S3R_MAX_SESSIONS;

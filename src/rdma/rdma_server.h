@@ -32,8 +32,12 @@ typedef struct rdma_server_config {
     const char *listen_host; /* "127.0.0.1", "0.0.0.0" */
     int port;                /* 9100; 0 picks a free port (see rdma_server_port) */
     int n_workers;           /* progress threads; 0 = one per core */
-    size_t staging_bytes;    /* registered staging pool size */
-    size_t chunk_bytes;      /* data mover pipeline chunk */
+    /* 1 (default): serve net-domain sessions (TCP bootstrap, untrusted uids);
+     * 0: only trusted local sessions (s3rdmad sets 0 when it cannot refuse
+     * inbound software RMA: docs/security.md). */
+    int net_sessions;
+    size_t staging_bytes; /* registered staging pool size */
+    size_t chunk_bytes;   /* data mover pipeline chunk */
     /* The Unix socket for local clients: NULL means "@s3rdma.<port>" (Linux's
      * abstract namespace), "" none, "@name" an abstract name, else a path. */
     const char *unix_socket;

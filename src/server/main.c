@@ -15,6 +15,7 @@
 #include "common/s3r_limits.h"
 #include "common/size.h"
 #include "rdma/rdma_server.h"
+#include "server/ucx_guard.h"
 #include "s3/s3_server.h"
 #include "server/config.h"
 #include "storage/storage.h"
@@ -177,6 +178,11 @@ int main(int argc, char **argv)
         rc_cfg.port = rdma_port;
         rc_cfg.n_workers = atoi(cfg.rdma_workers);
         rc_cfg.max_sessions = (unsigned)atoi(cfg.rdma_max_sessions);
+        rc_cfg.net_sessions = ucx_guard_active();
+        if (!rc_cfg.net_sessions)
+            log_error(
+                "rdma: this libucp's software-RMA handlers cannot be replaced (UCX changed?); "
+                "serving trusted local sessions only (docs/security.md)");
         rc_cfg.max_sessions_per_user = (unsigned)atoi(cfg.rdma_max_sessions_per_user);
         rc_cfg.max_pending = (unsigned)atoi(cfg.rdma_max_pending);
         rc_cfg.max_pending_per_source = (unsigned)atoi(cfg.rdma_max_pending_per_source);
