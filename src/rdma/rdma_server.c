@@ -226,6 +226,11 @@ int rdma_server_port(const rdma_server_t *srv)
     return srv->port;
 }
 
+const char *rdma_server_unix_socket(const rdma_server_t *srv)
+{
+    return srv->unix_fd >= 0 ? srv->unix_name : NULL;
+}
+
 unsigned rdma_server_session_count(rdma_server_t *srv)
 {
     pthread_mutex_lock(&srv->mu);

@@ -68,6 +68,8 @@ int rdma_server_start(const rdma_server_config_t *cfg, rdma_server_t **out_p);
 /* Closes every session and frees everything; NULL is a no-op. */
 void rdma_server_stop(rdma_server_t *srv);
 int rdma_server_port(const rdma_server_t *srv);
+/* The Unix socket local clients use ("@name" or a path), or NULL when off. */
+const char *rdma_server_unix_socket(const rdma_server_t *srv);
 /* Live sessions (for the stats endpoint and tests). */
 unsigned rdma_server_session_count(rdma_server_t *srv);
 /* Sessions not yet destroyed: live ones plus those whose lifeline dropped

@@ -236,6 +236,10 @@ int main(int argc, char **argv)
     if (rdma)
         printf("  rdma:        %s:%d (UCX session port; x-amz-rdma-token enabled)\n", rdma_host,
                rdma_port);
+    if (rdma && rdma_server_unix_socket(rdma))
+        printf("  local rdma:  unix socket %s (shared memory for uid %u, root and "
+               "rdma.trusted_uids)\n",
+               rdma_server_unix_socket(rdma), (unsigned)geteuid());
     else
         printf("  rdma:        off\n");
     printf("  data:        %s (durability %s)\n", cfg.data_dir, cfg.durability);
