@@ -28,6 +28,7 @@
 struct s3_server {
     s3_server_config_t cfg;
     struct MHD_Daemon *daemon;
+    struct connguard *guard; /* receive deadlines: connguard.h */
     atomic_uint inflight;
     atomic_ulong request_seq;
     atomic_bool stopping;
@@ -65,7 +66,7 @@ typedef struct s3_op {
 struct s3_req {
     struct s3_server *srv;
     struct MHD_Connection *conn;
-    const char *method;  /* borrowed from MHD */
+    const char *method; /* borrowed from MHD */
     char request_id[24];
     int64_t now_s;
 

@@ -20,9 +20,15 @@ typedef struct server_config {
     char *rdma_port;    /* "9100" */
     char *rdma_workers; /* "0" = one per core */
     char *rdma_max_sessions;
-    char *rdma_staging; /* registered staging pool size: "64MiB" */
-    char *rdma_chunk;   /* data mover pipeline chunk: "1MiB" */
-    s3_user_t *users;   /* from the file's users: list and S3RDMA_ROOT_USER/PASSWORD */
+    char *rdma_staging;                /* registered staging pool size: "64MiB" */
+    char *rdma_chunk;                  /* data mover pipeline chunk: "1MiB" */
+    char *http_max_connections;        /* "4096" */
+    char *http_max_connections_per_ip; /* "64"; "0" = no limit */
+    char *http_idle_timeout;           /* seconds: "60" */
+    char *http_head_timeout;           /* seconds: "10"; "0" = no limit */
+    char *http_min_body_rate;          /* bytes per second, a size: "1024"; "0" = no limit */
+    char *http_body_rate_window;       /* seconds: "10" */
+    s3_user_t *users; /* from the file's users: list and S3RDMA_ROOT_USER/PASSWORD */
     size_t n_users;
     char *config_path;
 } server_config_t;
@@ -32,6 +38,18 @@ typedef struct server_config {
  * --version was handled (exit 0); 0 otherwise. */
 int server_config_load(server_config_t *cfg, int argc, char **argv);
 void server_config_free(server_config_t *cfg);
+
+/* The http.* settings as numbers (validated by server_config_load; prints
+ * the problem and returns -1 on bad input). */
+typedef struct server_http_limits {
+    unsigned max_connections;
+    unsigned max_connections_per_ip;
+    unsigned idle_timeout_s;
+    unsigned head_timeout_s;
+    unsigned long long min_body_rate;
+    unsigned body_rate_window_s;
+} server_http_limits_t;
+int server_config_http(const server_config_t *cfg, server_http_limits_t *out);
 
 /* Splits "host:port" / "[v6]:port". Returns -1 if malformed. */
 int server_parse_hostport(const char *s, char *host, size_t host_len, int *port_p);
