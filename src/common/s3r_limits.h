@@ -9,9 +9,17 @@
     (S3R_MAX_HEADER_BYTES + 16 * 1024) /* per-connection memory:                                   \
                  headers + read buffer; libmicrohttpd clears it                                    \
                  per request, so it stays small */
-#define S3R_MAX_CONNECTIONS      1024  /* further connections are refused */
-#define S3R_CONNECTION_TIMEOUT_S 60    /* idle connection closed after this */
-#define S3R_SHUTDOWN_GRACE_S     10    /* in-flight requests get this long on SIGTERM */
+#define S3R_SHUTDOWN_GRACE_S 10        /* in-flight requests get this long on SIGTERM */
+
+/* HTTP connections (defaults; configurable as http.*) */
+#define S3R_HTTP_MAX_CONNECTIONS        4096 /* at once; further ones wait in the backlog */
+#define S3R_HTTP_MAX_CONNECTIONS_PER_IP 64   /* at once from one address; more: closed */
+#define S3R_HTTP_IDLE_TIMEOUT_S         60   /* nothing sent or received: closed */
+#define S3R_HTTP_HEAD_TIMEOUT_S         10   /* request line + headers not complete: closed */
+#define S3R_HTTP_MIN_BODY_RATE          1024 /* B/s a request body must keep up... */
+#define S3R_HTTP_BODY_RATE_WINDOW_S     10   /* ...over each window this long: else closed */
+#define S3R_HTTP_THREAD_STACK           (1024 * 1024) /* one thread per connection */
+#define S3R_HTTP_SWEEP_MS               250           /* how often the deadlines are checked */
 
 /* Names and metadata */
 #define S3R_MAX_KEY_BYTES       1024 /* KeyTooLongError */

@@ -13,6 +13,7 @@
 
 #include "common/log.h"
 #include "common/s3r_limits.h"
+#include "s3/connguard.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
 
@@ -71,6 +72,7 @@ typedef struct req_private {
     s3_req_t req;
     query_cache_t queries[32];
     int n_queries;
+    cg_conn_t *guard; /* the connection's receive deadlines; NULL when untracked */
 } req_private_t;
 
 /* ---- lookups ---------------------------------------------------------------- */
@@ -472,10 +474,14 @@ static void reply_stats(s3_req_t *req)
     buf_t json;
     buf_init(&json, 4096);
     rdma_server_t *rdma = req->srv->cfg.rdma;
+    connguard_stats_t cs;
+    connguard_get_stats(req->srv->guard, &cs);
     buf_printf(&json,
-               "{\"http_inflight\": %u, \"http_requests\": %lu, \"rdma_enabled\": %s, "
-               "\"rdma_sessions\": %u}\n",
-               atomic_load(&req->srv->inflight), atomic_load(&req->srv->request_seq),
+               "{\"http_inflight\": %u, \"http_requests\": %lu, \"http_connections\": %u, "
+               "\"http_closed_slow_head\": %llu, \"http_closed_slow_body\": %llu, "
+               "\"rdma_enabled\": %s, \"rdma_sessions\": %u}\n",
+               atomic_load(&req->srv->inflight), atomic_load(&req->srv->request_seq), cs.open,
+               (unsigned long long)cs.closed_head, (unsigned long long)cs.closed_body,
                rdma ? "true" : "false", rdma ? rdma_server_session_count(rdma) : 0);
     size_t len;
     char *body = buf_steal(&json, &len);
@@ -577,17 +583,23 @@ static bool request_has_body(s3_req_t *req)
            (cl && strspn(cl, "0") != strlen(cl));
 }
 
-static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
-                                 const char *method, const char *version, const char *upload_data,
-                                 size_t *upload_data_size, void **con_cls)
+static cg_conn_t *guard_of(struct MHD_Connection *conn)
 {
-    (void)version;
-    s3_server_t *srv = cls;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+static enum MHD_Result access_step(s3_server_t *srv, struct MHD_Connection *conn, const char *url,
+                                   const char *method, const char *upload_data,
+                                   size_t *upload_data_size, void **con_cls, cg_conn_t *guard)
+{
     s3_req_t *req = *con_cls;
     if (!req) {
         req_private_t *rp = calloc(1, sizeof(*rp));
         if (!rp)
             return MHD_NO;
+        rp->guard = guard;
         req = &rp->req;
         req->srv = srv;
         req->conn = conn;
@@ -647,6 +659,49 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     return MHD_YES;
 }
 
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                 const char *method, const char *version, const char *upload_data,
+                                 size_t *upload_data_size, void **con_cls)
+{
+    (void)version;
+    req_private_t *rp = *con_cls;
+    bool first = rp == NULL;
+    size_t fed = *upload_data_size;
+    cg_conn_t *guard = rp ? rp->guard : guard_of(conn);
+    uint64_t entered = connguard_enter(guard);
+    connguard_body_bytes(guard, fed);
+    enum MHD_Result r =
+        access_step(cls, conn, url, method, upload_data, upload_data_size, con_cls, guard);
+    /* libmicrohttpd calls again with body bytes unless this was the last call
+     * (none fed after the first), a response is queued, or the request has no
+     * body (deferred: called again at once). */
+    rp = *con_cls;
+    bool want_body =
+        r == MHD_YES && rp && !rp->req.replied && (first ? !rp->req.deferred : fed > 0);
+    connguard_leave(guard, entered, want_body);
+    return r;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    s3_server_t *srv = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *fd =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *addr =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        *socket_context =
+            fd ? connguard_register(srv->guard, fd->connect_fd, addr ? addr->client_addr : NULL)
+               : NULL;
+        if (!*socket_context)
+            log_warn("http: a connection could not be tracked; it was closed");
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        connguard_unregister(srv->guard, *socket_context);
+        *socket_context = NULL;
+    }
+}
+
 static void req_free(s3_req_t *req)
 {
     req_private_t *rp = (req_private_t *)req;
@@ -674,9 +729,9 @@ static void req_free(s3_req_t *req)
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)conn;
     s3_server_t *srv = cls;
     s3_req_t *req = *con_cls;
+    connguard_request_done(req ? ((req_private_t *)req)->guard : guard_of(conn));
     if (!req)
         return;
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && !req->replied)
@@ -713,6 +768,13 @@ s3_server_t *s3_server_start(const s3_server_config_t *cfg)
     if (!srv)
         return NULL;
     srv->cfg = *cfg;
+    s3_server_config_t *c = &srv->cfg;
+    if (!c->max_connections)
+        c->max_connections = S3R_HTTP_MAX_CONNECTIONS;
+    if (!c->idle_timeout_s)
+        c->idle_timeout_s = S3R_HTTP_IDLE_TIMEOUT_S;
+    if (!c->body_rate_window_s)
+        c->body_rate_window_s = S3R_HTTP_BODY_RATE_WINDOW_S;
     uint32_t inst;
     random_bytes(&inst, sizeof(inst));
     srv->instance = inst;
@@ -729,22 +791,39 @@ s3_server_t *s3_server_start(const s3_server_config_t *cfg)
         free(srv);
         return NULL;
     }
-    /* One thread per connection, each waiting in poll() (cheaper than the
-     * default select() for one descriptor). */
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+    connguard_config_t gcfg = {
+        .max_conns = c->max_connections,
+        .head_timeout_ms = c->head_timeout_s * 1000u,
+        .min_body_rate = c->min_body_rate,
+        .body_window_ms = c->body_rate_window_s * 1000u,
+        .sweep_ms = S3R_HTTP_SWEEP_MS,
+    };
+    srv->guard = connguard_start(&gcfg);
+    if (!srv->guard) {
+        freeaddrinfo(ai);
+        free(srv);
+        return NULL;
+    }
+    /* One thread per connection. Every wait is a poll(), never a select():
+     * select() cannot watch a descriptor past 1023 and libmicrohttpd drops
+     * such a connection. */
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD |
                      MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_USE_TURBO;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     srv->daemon = MHD_start_daemon(
         flags, (uint16_t)cfg->port, NULL, NULL, on_access, srv, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped,
-        NULL, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)S3R_HTTP_POOL_BYTES,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)S3R_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)S3R_CONNECTION_TIMEOUT_S, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
+        srv, MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)S3R_HTTP_POOL_BYTES, MHD_OPTION_CONNECTION_LIMIT, c->max_connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, c->max_connections_per_ip,
+        MHD_OPTION_CONNECTION_TIMEOUT, c->idle_timeout_s, MHD_OPTION_THREAD_STACK_SIZE,
+        (size_t)S3R_HTTP_THREAD_STACK, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!srv->daemon) {
         log_error("cannot listen on %s:%d (%s)", cfg->listen_host, cfg->port, strerror(errno));
+        connguard_stop(srv->guard);
         free(srv);
         return NULL;
     }
@@ -771,5 +850,6 @@ void s3_server_stop(s3_server_t *srv, int grace_s)
         usleep(10000);
     }
     MHD_stop_daemon(srv->daemon);
+    connguard_stop(srv->guard); /* after the daemon: it unregisters every connection */
     free(srv);
 }

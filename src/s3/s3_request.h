@@ -28,6 +28,7 @@
 struct s3_server {
     s3_server_config_t cfg;
     struct MHD_Daemon *daemon;
+    struct connguard *guard; /* receive deadlines: connguard.h */
     atomic_uint inflight;
     atomic_ulong request_seq;
     atomic_bool stopping;

@@ -24,6 +24,16 @@ typedef struct s3_server_config {
     size_t n_users;
     stor_t *store;       /* borrowed */
     rdma_server_t *rdma; /* borrowed; NULL when RDMA is disabled (tokens declined) */
+
+    /* Connection limits (docs/limits.md). 0 in max_connections, idle_timeout_s
+     * or body_rate_window_s means the S3R_HTTP_* default; 0 in the others
+     * turns that limit off. */
+    unsigned max_connections;         /* at once; further ones are not accepted */
+    unsigned max_connections_per_ip;  /* at once from one client address */
+    unsigned idle_timeout_s;          /* no byte either way for this long: closed */
+    unsigned head_timeout_s;          /* request line + headers must arrive within this */
+    unsigned long long min_body_rate; /* bytes/s a request body must keep up... */
+    unsigned body_rate_window_s;      /* ...averaged over windows this long */
 } s3_server_config_t;
 
 typedef struct s3_server s3_server_t;

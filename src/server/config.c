@@ -8,7 +8,11 @@
 #include <yaml.h>
 
 #include "common/log.h"
+#include "common/s3r_limits.h"
 #include "common/size.h"
+
+#define STR_(x) #x
+#define STR(x)  STR_(x)
 
 /* One table drives defaults, the file keys, the environment and the flags. */
 typedef struct setting {
@@ -63,6 +67,25 @@ static const setting_t settings[] = {
      "registered staging memory for the data mover"},
     {"rdma.chunk", "rdma-chunk", "S3RDMA_RDMA_CHUNK", "1MiB", OFF(rdma_chunk),
      "data mover pipeline chunk (staging is split into chunks of this size)"},
+    {"http.max_connections", "http-max-connections", "S3RDMA_HTTP_MAX_CONNECTIONS",
+     STR(S3R_HTTP_MAX_CONNECTIONS), OFF(http_max_connections),
+     "HTTP connections at once; further ones wait to be accepted"},
+    {"http.max_connections_per_ip", "http-max-connections-per-ip",
+     "S3RDMA_HTTP_MAX_CONNECTIONS_PER_IP", STR(S3R_HTTP_MAX_CONNECTIONS_PER_IP),
+     OFF(http_max_connections_per_ip),
+     "HTTP connections at once from one client address; more are closed (0 = no limit)"},
+    {"http.idle_timeout", "http-idle-timeout", "S3RDMA_HTTP_IDLE_TIMEOUT",
+     STR(S3R_HTTP_IDLE_TIMEOUT_S), OFF(http_idle_timeout),
+     "seconds a connection may send and take nothing before it is closed"},
+    {"http.head_timeout", "http-head-timeout", "S3RDMA_HTTP_HEAD_TIMEOUT",
+     STR(S3R_HTTP_HEAD_TIMEOUT_S), OFF(http_head_timeout),
+     "seconds to receive a request line and headers, however they trickle (0 = no limit)"},
+    {"http.min_body_rate", "http-min-body-rate", "S3RDMA_HTTP_MIN_BODY_RATE",
+     STR(S3R_HTTP_MIN_BODY_RATE), OFF(http_min_body_rate),
+     "request body bytes per second a client must keep up, e.g. 1KiB (0 = no limit)"},
+    {"http.body_rate_window", "http-body-rate-window", "S3RDMA_HTTP_BODY_RATE_WINDOW",
+     STR(S3R_HTTP_BODY_RATE_WINDOW_S), OFF(http_body_rate_window),
+     "seconds over which the body rate is averaged"},
 };
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
 
@@ -194,8 +217,8 @@ static int apply_mapping(server_config_t *cfg, yaml_document_t *doc, yaml_node_t
                 return -1;
             continue;
         }
-        if (!*prefix && strcmp(k, "rdma") == 0) {
-            if (apply_mapping(cfg, doc, v, "rdma", path) != 0)
+        if (!*prefix && (strcmp(k, "rdma") == 0 || strcmp(k, "http") == 0)) {
+            if (apply_mapping(cfg, doc, v, k, path) != 0)
                 return -1;
             continue;
         }
@@ -422,6 +445,71 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
                 cfg->rdma_staging);
         return -1;
     }
+    server_http_limits_t http;
+    if (server_config_http(cfg, &http) != 0)
+        return -1;
+    return 0;
+}
+
+/* A whole decimal number in [lo, hi]. */
+static int parse_count(const char *s, unsigned long lo, unsigned long hi, unsigned long *out)
+{
+    char *end;
+    if (*s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    unsigned long n = strtoul(s, &end, 10);
+    if (*end || errno || n < lo || n > hi)
+        return -1;
+    *out = n;
+    return 0;
+}
+
+int server_config_http(const server_config_t *cfg, server_http_limits_t *out)
+{
+    unsigned long n;
+    uint64_t rate;
+    if (parse_count(cfg->http_max_connections, 1, 1000000, &n) != 0) {
+        fprintf(stderr, "s3rdmad: http max_connections must be 1-1000000, not '%s'\n",
+                cfg->http_max_connections);
+        return -1;
+    }
+    out->max_connections = (unsigned)n;
+    if (parse_count(cfg->http_max_connections_per_ip, 0, 1000000, &n) != 0) {
+        fprintf(stderr,
+                "s3rdmad: http max_connections_per_ip must be 0-1000000 (0 = no limit), not "
+                "'%s'\n",
+                cfg->http_max_connections_per_ip);
+        return -1;
+    }
+    out->max_connections_per_ip = (unsigned)n;
+    if (parse_count(cfg->http_idle_timeout, 1, 86400, &n) != 0) {
+        fprintf(stderr, "s3rdmad: http idle_timeout must be 1-86400 seconds, not '%s'\n",
+                cfg->http_idle_timeout);
+        return -1;
+    }
+    out->idle_timeout_s = (unsigned)n;
+    if (parse_count(cfg->http_head_timeout, 0, 86400, &n) != 0) {
+        fprintf(stderr,
+                "s3rdmad: http head_timeout must be 0-86400 seconds (0 = no limit), not '%s'\n",
+                cfg->http_head_timeout);
+        return -1;
+    }
+    out->head_timeout_s = (unsigned)n;
+    if (size_parse(cfg->http_min_body_rate, &rate) != 0 || rate > (1ULL << 30)) {
+        fprintf(stderr,
+                "s3rdmad: http min_body_rate must be a size per second up to 1GiB (0 = no "
+                "limit), not '%s'\n",
+                cfg->http_min_body_rate);
+        return -1;
+    }
+    out->min_body_rate = rate;
+    if (parse_count(cfg->http_body_rate_window, 1, 3600, &n) != 0) {
+        fprintf(stderr, "s3rdmad: http body_rate_window must be 1-3600 seconds, not '%s'\n",
+                cfg->http_body_rate_window);
+        return -1;
+    }
+    out->body_rate_window_s = (unsigned)n;
     return 0;
 }
 

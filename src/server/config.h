@@ -23,11 +23,17 @@ typedef struct server_config {
     char *rdma_max_sessions_per_user;
     char *rdma_max_pending;
     char *rdma_max_pending_per_source;
-    char *rdma_socket;       /* "" = @s3rdma.<port>, "off" = none */
-    char *rdma_trusted_uids; /* "1000,1001" */
-    char *rdma_staging; /* registered staging pool size: "64MiB" */
-    char *rdma_chunk;   /* data mover pipeline chunk: "1MiB" */
-    s3_user_t *users;   /* from the file's users: list and S3RDMA_ROOT_USER/PASSWORD */
+    char *rdma_socket;                 /* "" = @s3rdma.<port>, "off" = none */
+    char *rdma_trusted_uids;           /* "1000,1001" */
+    char *rdma_staging;                /* registered staging pool size: "64MiB" */
+    char *rdma_chunk;                  /* data mover pipeline chunk: "1MiB" */
+    char *http_max_connections;        /* "4096" */
+    char *http_max_connections_per_ip; /* "64"; "0" = no limit */
+    char *http_idle_timeout;           /* seconds: "60" */
+    char *http_head_timeout;           /* seconds: "10"; "0" = no limit */
+    char *http_min_body_rate;          /* bytes per second, a size: "1024"; "0" = no limit */
+    char *http_body_rate_window;       /* seconds: "10" */
+    s3_user_t *users; /* from the file's users: list and S3RDMA_ROOT_USER/PASSWORD */
     size_t n_users;
     char *config_path;
 } server_config_t;
@@ -43,6 +49,18 @@ void server_config_free(server_config_t *cfg);
  * SERVER_MAX_TRUSTED_UIDS. */
 #define SERVER_MAX_TRUSTED_UIDS 64
 int server_parse_uids(const char *s, unsigned *uids, size_t max);
+
+/* The http.* settings as numbers (validated by server_config_load; prints
+ * the problem and returns -1 on bad input). */
+typedef struct server_http_limits {
+    unsigned max_connections;
+    unsigned max_connections_per_ip;
+    unsigned idle_timeout_s;
+    unsigned head_timeout_s;
+    unsigned long long min_body_rate;
+    unsigned body_rate_window_s;
+} server_http_limits_t;
+int server_config_http(const server_config_t *cfg, server_http_limits_t *out);
 
 /* Splits "host:port" / "[v6]:port". Returns -1 if malformed. */
 int server_parse_hostport(const char *s, char *host, size_t host_len, int *port_p);

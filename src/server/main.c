@@ -108,14 +108,24 @@ static size_t split_domains(char *list, const char **out, size_t max)
     return n;
 }
 
-static void raise_fd_limit(void)
+/* Every HTTP connection holds a descriptor, and multipart objects hold one
+ * per part while being read: the soft limit goes up to the hard one, and a
+ * limit too low for http.max_connections is reported. */
+static void raise_fd_limit(unsigned max_connections)
 {
-    /* Multipart objects hold one descriptor per part while being read. */
     struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    if (rl.rlim_cur < rl.rlim_max) {
         rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            getrlimit(RLIMIT_NOFILE, &rl);
     }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)max_connections + 256)
+        log_warn("only %llu file descriptors (ulimit -n) for http.max_connections %u: past "
+                 "about %llu connections new ones wait to be accepted",
+                 (unsigned long long)rl.rlim_cur, max_connections,
+                 rl.rlim_cur > 256 ? (unsigned long long)rl.rlim_cur - 256 : 0ULL);
 }
 
 int main(int argc, char **argv)
@@ -127,7 +137,9 @@ int main(int argc, char **argv)
         return rc > 0 ? 0 : 2;
     }
     log_set_level(log_level_parse(cfg.log_level)); /* validated by server_config_load */
-    raise_fd_limit();
+    server_http_limits_t http;
+    server_config_http(&cfg, &http); /* validated by server_config_load */
+    raise_fd_limit(http.max_connections);
 
     /* Signals are taken by sigwait() below; every thread inherits the mask. */
     sigset_t sigs;
@@ -220,6 +232,12 @@ int main(int argc, char **argv)
         .n_users = cfg.n_users,
         .store = store,
         .rdma = rdma,
+        .max_connections = http.max_connections,
+        .max_connections_per_ip = http.max_connections_per_ip,
+        .idle_timeout_s = http.idle_timeout_s,
+        .head_timeout_s = http.head_timeout_s,
+        .min_body_rate = http.min_body_rate,
+        .body_rate_window_s = http.body_rate_window_s,
     };
     s3_server_t *srv = s3_server_start(&scfg);
     if (!srv) {

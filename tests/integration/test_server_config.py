@@ -67,6 +67,13 @@ def test_precedence(tmp_path, layer):
     ("", ["--rdma-chunk", "3"], "rdma chunk"),
     ("log_level: loud\n", [], "log level must be"),
     ("", ["--bogus-flag"], "usage"),
+    ("http:\n  colour: blue\n", [], "unknown setting 'http.colour'"),
+    ("http:\n  max_connections: 0\n", [], "http max_connections must be"),
+    ("", ["--http-max-connections-per-ip", "-1"], "http max_connections_per_ip must be"),
+    ("", ["--http-head-timeout", "10s"], "http head_timeout must be"),
+    ("", ["--http-min-body-rate", "fast"], "http min_body_rate must be"),
+    ("", ["--http-body-rate-window", "0"], "http body_rate_window must be"),
+    ("", ["--http-idle-timeout", "0"], "http idle_timeout must be"),
 ])
 def test_bad_settings_are_refused(tmp_path, text, args, message):
     cfg = tmp_path / "config.yaml"
@@ -84,6 +91,9 @@ def test_help_lists_every_setting():
     r = subprocess.run([BINARY, "--help"], capture_output=True, text=True, timeout=10)
     assert r.returncode == 0
     for flag in ("--data", "--listen", "--config", "--durability", "--region", "--rdma-enabled",
-                 "--rdma-listen", "--rdma-port", "--rdma-max-sessions", "--rdma-staging"):
+                 "--rdma-listen", "--rdma-port", "--rdma-max-sessions", "--rdma-staging",
+                 "--http-max-connections", "--http-max-connections-per-ip",
+                 "--http-idle-timeout", "--http-head-timeout", "--http-min-body-rate",
+                 "--http-body-rate-window"):
         assert flag in r.stdout, flag
     assert "S3RDMA_ROOT_USER" in r.stdout
