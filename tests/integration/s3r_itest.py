@@ -432,10 +432,11 @@ class RawResponse:
 
 def raw_request(server, method, path, query=(), headers=None, body=b"", user=USERS[0],
                 sign=True, payload_hash=None, amz_date=None, host=None, timeout=30,
-                signed_extra=()):
+                signed_extra=(), source=None):
     """Sends one request to server. path is the decoded path ('/bucket/key'); it is
     URI-encoded here. query: list of (name, value-or-None). user=None or sign=False:
-    anonymous. payload_hash: default sha256 of body."""
+    anonymous. payload_hash: default sha256 of body. source: the local address to send
+    from (any of 127/8)."""
     headers = dict(headers or {})
     host = host or server.host
     headers.setdefault("Host", host)
@@ -449,7 +450,8 @@ def raw_request(server, method, path, query=(), headers=None, body=b"", user=USE
     qs = query_string(list(query))
     if qs:
         url += "?" + qs
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=timeout)
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=timeout,
+                                      source_address=(source, 0) if source else None)
     try:
         conn.putrequest(method, url, skip_host=True, skip_accept_encoding=True)
         if "Content-Length" not in headers and "content-length" not in headers and (
