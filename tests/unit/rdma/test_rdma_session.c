@@ -2,6 +2,7 @@
  * over raw sockets (wrong secret, unknown key, truncated and garbage frames,
  * a replayed AUTH), lifeline teardown and the per-session limits. */
 #include "rdma_test_util.h"
+#include "rdma_raw_client.h"
 
 #include <sys/socket.h>
 #include <ucp/api/ucp.h>
@@ -19,131 +20,6 @@
             print_message("session open: %s\n", e_);                                               \
         assert_int_equal(rc_, 0);                                                                  \
     } while (0)
-
-/* A bare UCX worker standing in for a client on a raw socket; it keeps the
- * payload of the last probe it receives. */
-typedef struct raw_ucx {
-    ucp_context_h ctx;
-    ucp_worker_h w;
-    ucp_address_t *addr;
-    size_t addr_len;
-    uint8_t probe[RDMA_NONCE_LEN];
-    int probe_got;
-} raw_ucx_t;
-
-static ucs_status_t raw_probe_cb(void *arg, const void *header, size_t header_length, void *data,
-                                 size_t length, const ucp_am_recv_param_t *param)
-{
-    (void)header, (void)header_length, (void)param;
-    raw_ucx_t *u = arg;
-    if (length == RDMA_NONCE_LEN) {
-        memcpy(u->probe, data, RDMA_NONCE_LEN);
-        u->probe_got = 1;
-    }
-    return UCS_OK;
-}
-
-static void raw_ucx_init(raw_ucx_t *u)
-{
-    memset(u, 0, sizeof(*u));
-    ucp_config_t *uc;
-    assert_int_equal(ucp_config_read(NULL, NULL, &uc), UCS_OK);
-    ucp_params_t p = {.field_mask = UCP_PARAM_FIELD_FEATURES,
-                      .features = UCP_FEATURE_RMA | UCP_FEATURE_AM};
-    assert_int_equal(ucp_init(&p, uc, &u->ctx), UCS_OK);
-    ucp_config_release(uc);
-    ucp_worker_params_t wp = {0};
-    assert_int_equal(ucp_worker_create(u->ctx, &wp, &u->w), UCS_OK);
-    assert_int_equal(ucp_worker_get_address(u->w, &u->addr, &u->addr_len), UCS_OK);
-    ucp_am_handler_param_t ah = {.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
-                                               UCP_AM_HANDLER_PARAM_FIELD_CB |
-                                               UCP_AM_HANDLER_PARAM_FIELD_ARG,
-                                 .id = RDMA_AM_PROBE,
-                                 .cb = raw_probe_cb,
-                                 .arg = u};
-    assert_int_equal(ucp_worker_set_am_recv_handler(u->w, &ah), UCS_OK);
-}
-
-/* Progresses u's worker until the server's probe arrives (or 5 s pass). */
-static int raw_await_probe(raw_ucx_t *u)
-{
-    uint64_t deadline = rdma_now_ms() + 5000;
-    while (!u->probe_got && rdma_now_ms() < deadline) {
-        if (!ucp_worker_progress(u->w))
-            usleep(100);
-    }
-    return u->probe_got;
-}
-
-static void raw_ucx_fini(raw_ucx_t *u)
-{
-    ucp_worker_release_address(u->w, u->addr);
-    ucp_worker_destroy(u->w);
-    ucp_cleanup(u->ctx);
-}
-
-static int raw_connect(rdma_server_t *srv)
-{
-    char err[128];
-    int fd = rdma_net_connect("127.0.0.1", rdma_server_port(srv), NULL, 2000, err, sizeof(err));
-    assert_true(fd >= 0);
-    return fd;
-}
-
-static void raw_send(int fd, const void *p, size_t n)
-{
-    assert_int_equal(rdma_net_send_all(fd, p, n, rdma_now_ms() + 2000), 0);
-}
-
-static void raw_send_frame(int fd, wire_out_t *w, int built)
-{
-    assert_int_equal(built, 0);
-    raw_send(fd, w->data, w->len);
-    wire_free(w);
-}
-
-/* Returns the type of the next frame (body in *body_p), 0 on EOF, -1 on error. */
-static int raw_recv(int fd, uint8_t **body_p, size_t *len_p)
-{
-    uint8_t *body = NULL;
-    long n = rdma_net_recv_frame(fd, rdma_now_ms() + 7000, &body);
-    if (n <= 0)
-        return (int)n;
-    int t = wire_frame_type(body, (size_t)n);
-    if (body_p) {
-        *body_p = body;
-        *len_p = (size_t)n;
-    } else {
-        free(body);
-    }
-    return t;
-}
-
-/* After a refusal the server closes: an ERROR frame may come first, then EOF. */
-static void expect_refused_and_closed(int fd)
-{
-    int t = raw_recv(fd, NULL, NULL);
-    if (t == RDMA_MSG_ERROR)
-        t = raw_recv(fd, NULL, NULL);
-    assert_int_equal(t, 0);
-}
-
-/* Runs HELLO/CHALLENGE for ak and returns the AUTH MAC made with secret. */
-static void raw_hello(int fd, raw_ucx_t *u, const char *ak, const char *secret,
-                      uint8_t cnonce[RDMA_NONCE_LEN], uint8_t mac[RDMA_MAC_LEN])
-{
-    wire_out_t w = {0};
-    raw_send_frame(fd, &w, wire_hello(&w, ak, cnonce, u->addr, u->addr_len));
-    uint8_t *body = NULL;
-    size_t len = 0;
-    assert_int_equal(raw_recv(fd, &body, &len), RDMA_MSG_CHALLENGE);
-    uint8_t snonce[RDMA_NONCE_LEN];
-    assert_int_equal(wire_parse_nonce(body, len, RDMA_MSG_CHALLENGE, snonce), 0);
-    uint8_t key[32];
-    rdma_session_key(secret, key);
-    rdma_handshake_mac(key, "client", cnonce, snonce, u->addr, u->addr_len, NULL, 0, ak, mac);
-    free(body);
-}
 
 static void test_handshake_ok(void **state)
 {
