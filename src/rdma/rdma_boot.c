@@ -302,8 +302,8 @@ static int conn_identify(struct rdma_server *srv, bconn_t *c, int unix_peer,
         c->local = 0;
         for (unsigned i = 0; i < srv->cfg.n_trusted_uids; i++)
             c->local |= srv->cfg.trusted_uids[i] == cr.uid;
-        /* The server's own uid and root can read its memory anyway. */
-        c->local |= cr.uid == geteuid() || cr.uid == 0;
+        /* The server's own uid can read its memory anyway. */
+        c->local |= cr.uid == geteuid();
         snprintf(c->peer, sizeof(c->peer), "unix:uid=%u,pid=%d", (unsigned)cr.uid, (int)cr.pid);
         snprintf(c->source, sizeof(c->source), "uid:%u", (unsigned)cr.uid);
         return 0;

@@ -1,10 +1,12 @@
 /* The server's two UCX domains (docs/security.md §Transports):
  *
- *   local  every transport the operator's UCX_TLS allows, shared memory and
- *          CMA included. On those transports UCX trusts the peer: the server
- *          itself maps or reads the memory a peer's rkey and worker address
- *          name, with no bounds check. Only sessions bootstrapped over the
- *          Unix socket by a trusted uid live here.
+ *   local  the same-host transports the operator's UCX_TLS allows (shared
+ *          memory, CMA, knem). On those transports UCX trusts the peer: the
+ *          server itself maps or reads the memory a peer's rkey and worker
+ *          address name, with no bounds check. Only sessions bootstrapped
+ *          over the Unix socket by a trusted uid live here. No network
+ *          transport: a local session never needs one, and each would open
+ *          listening sockets per session worker.
  *   net    network transports only (tcp, and the InfiniBand/RoCE families):
  *          the access to a client's memory is done by the client's side (TCP)
  *          or checked by its NIC against the registration (rc/dc/ud), so no
@@ -26,11 +28,16 @@
 static const char *const NET_TLS[] = {"tcp",      "ib",      "rc",       "rc_v",    "rc_x",
                                       "ud",       "ud_v",    "ud_x",     "dc",      "dc_x",
                                       "rc_verbs", "rc_mlx5", "ud_verbs", "ud_mlx5", "dc_mlx5"};
+/* Same-host transports, and those of them that carry messages (UCP needs
+ * one for its wireup; CMA and knem only move data). */
+static const char *const LOCAL_TLS[] = {"posix", "sysv", "xpmem", "cma", "knem", "mm", "sm", "shm"};
+static const char *const LOCAL_AM_TLS[] = {"posix", "sysv", "xpmem", "mm", "sm", "shm"};
 /* What the net domain allows when the operator's list does not say. */
 static const char *const NET_DEFAULT[] = {"rc_verbs", "rc_mlx5", "ud_verbs",
                                           "ud_mlx5",  "dc_mlx5", "tcp"};
 
-static int is_net_tl(const char *name, size_t n)
+/* 1 when the UCX_TLS entry name[0..n) is one of set[0..count). */
+static int tl_in(const char *name, size_t n, const char *const *set, size_t count)
 {
     if (n > 0 && name[0] == '\\') { /* UCX's strict-name prefix */
         name++;
@@ -39,11 +46,16 @@ static int is_net_tl(const char *name, size_t n)
     const char *colon = memchr(name, ':', n); /* "ud_verbs:aux" */
     if (colon)
         n = (size_t)(colon - name);
-    for (size_t i = 0; i < sizeof(NET_TLS) / sizeof(NET_TLS[0]); i++) {
-        if (strlen(NET_TLS[i]) == n && memcmp(NET_TLS[i], name, n) == 0)
+    for (size_t i = 0; i < count; i++) {
+        if (strlen(set[i]) == n && memcmp(set[i], name, n) == 0)
             return 1;
     }
     return 0;
+}
+
+static int is_net_tl(const char *name, size_t n)
+{
+    return tl_in(name, n, NET_TLS, sizeof(NET_TLS) / sizeof(NET_TLS[0]));
 }
 
 /* 1 when the comma list (UCX syntax, no '^') names tl directly or through
@@ -116,6 +128,56 @@ static int host_is_loopback(const char *host)
                     strcmp(host, "localhost") == 0);
 }
 
+/* 1 when the deny list (UCX_TLS after '^') names the same-host transport
+ * tl, directly or through the mm / sm / shm aliases. */
+static int local_denied(const char *deny, const char *tl)
+{
+    int mm_member = strcmp(tl, "posix") == 0 || strcmp(tl, "sysv") == 0 || strcmp(tl, "xpmem") == 0;
+    for (const char *p = deny; *p;) {
+        size_t n = strcspn(p, ",");
+        if (tl_in(p, n, &tl, 1) || (mm_member && n == 2 && memcmp(p, "mm", 2) == 0) ||
+            (n == 2 && memcmp(p, "sm", 2) == 0) || (n == 3 && memcmp(p, "shm", 3) == 0))
+            return 1;
+        p += n + (p[n] == ',');
+    }
+    return 0;
+}
+
+int rdma_local_tls(const char *ucx_tls, char *out, size_t out_len)
+{
+    size_t used = 0;
+    int am = 0;
+    if (out_len == 0)
+        return -1;
+    out[0] = '\0';
+    const size_t n_local = sizeof(LOCAL_TLS) / sizeof(LOCAL_TLS[0]);
+    const size_t n_am = sizeof(LOCAL_AM_TLS) / sizeof(LOCAL_AM_TLS[0]);
+    if (!ucx_tls || !*ucx_tls || strcmp(ucx_tls, "all") == 0 || ucx_tls[0] == '^') {
+        /* Everything, or everything but a deny list: each same-host
+         * transport (LOCAL_TLS starts with the five real ones) not denied. */
+        const char *deny = ucx_tls && ucx_tls[0] == '^' ? ucx_tls + 1 : "";
+        for (size_t i = 0; i < 5; i++) {
+            if (local_denied(deny, LOCAL_TLS[i]))
+                continue;
+            if (append(out, out_len, &used, LOCAL_TLS[i], strlen(LOCAL_TLS[i])) < 0)
+                return -1;
+            am |= tl_in(LOCAL_TLS[i], strlen(LOCAL_TLS[i]), LOCAL_AM_TLS, n_am);
+        }
+    } else {
+        /* An allow list: keep its same-host entries. */
+        for (const char *p = ucx_tls; *p;) {
+            size_t n = strcspn(p, ",");
+            if (tl_in(p, n, LOCAL_TLS, n_local)) {
+                if (append(out, out_len, &used, p, n) < 0)
+                    return -1;
+                am |= tl_in(p, n, LOCAL_AM_TLS, n_am);
+            }
+            p += n + (p[n] == ',');
+        }
+    }
+    return am ? 0 : -1;
+}
+
 static int domain_open(struct rdma_server *srv, rdma_domain_t *dom, const char *tls)
 {
     ucp_config_t *uc;
@@ -144,6 +206,8 @@ static int domain_open(struct rdma_server *srv, rdma_domain_t *dom, const char *
     }
     ucp_params_t up = {
         .field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
+        /* AM: to send the handshake probe (rdma_handshake.c); the net
+         * domain's workers get a handler for every id (rdma_worker_am_guard). */
         .features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP,
         .mt_workers_shared = 1,
     };
@@ -184,22 +248,28 @@ int rdma_domains_open(struct rdma_server *srv, int local)
     char tls[512];
     const char *op = getenv("UCX_TLS");
     srv->local.local = 1;
-    if (local && domain_open(srv, &srv->local, NULL) < 0)
-        return -1;
+    if (local && rdma_local_tls(op, tls, sizeof(tls)) == 0) {
+        if (domain_open(srv, &srv->local, tls) < 0)
+            return -1;
+        log_info("rdma: trusted local sessions use UCX_TLS=%s", tls);
+    } else if (local) {
+        log_info("rdma: UCX_TLS=%s has no shared-memory transport: trusted local sessions use "
+                 "the network transports",
+                 op);
+    }
     if (!srv->cfg.net_sessions) {
         log_warn("rdma: network sessions are off: only trusted local (Unix socket) sessions");
-        return local ? 0 : -1;
+        return srv->local.ctx ? 0 : -1;
     }
     if (rdma_net_tls(op, tls, sizeof(tls)) < 0) {
         log_warn("rdma: UCX_TLS=%s allows no network transport: only local (Unix socket) "
                  "sessions are possible",
                  op);
-        return local ? 0 : -1;
+        return srv->local.ctx ? 0 : -1;
     }
     if (domain_open(srv, &srv->net, tls) < 0)
         return -1;
-    log_info("rdma: remote sessions use UCX_TLS=%s%s", tls,
-             local ? "; trusted local sessions every transport" : "");
+    log_info("rdma: other sessions use UCX_TLS=%s", tls);
     return 0;
 }
 

@@ -104,7 +104,9 @@ static void probe_done(void *request, ucs_status_t status, void *user_data)
  * (the slot released, nothing left behind). */
 static int session_create(struct rdma_server *srv, bconn_t *c)
 {
-    const rdma_domain_t *dom = c->local ? &srv->local : &srv->net;
+    /* A trusted peer gets the local domain when there is one (an operator's
+     * UCX_TLS may leave it no shared-memory transport). */
+    const rdma_domain_t *dom = c->local && srv->local.ctx ? &srv->local : &srv->net;
     if (!dom->ctx) {
         conn_send_error(c, RDMA_ERR_INTERNAL, "no UCX transport is allowed for this client");
         return -1;

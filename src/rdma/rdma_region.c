@@ -14,9 +14,47 @@
 #include "rdma/rdma_server_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <ucp/api/ucp.h>
 
 #include "common/log.h"
+
+/* The per-MD rkeys of a packed UCP rkey (UCX 1.13 layout: u64 md map,
+ * u8 memory type, then per MD in the map a u8 size and that many bytes) must
+ * lie inside the n bytes received: ucp_ep_rkey_unpack takes no length. */
+static int rkey_layout_ok(const uint8_t *p, size_t n)
+{
+    uint64_t md_map;
+    if (n < sizeof(md_map) + 1)
+        return 0;
+    memcpy(&md_map, p, sizeof(md_map));
+    size_t off = sizeof(md_map) + 1;
+    for (int i = 0; i < 64; i++) {
+        if (!(md_map >> i & 1))
+            continue;
+        if (off >= n || p[off] > n - off - 1)
+            return 0;
+        off += 1 + p[off];
+    }
+    return 1;
+}
+
+/* Transport rkey decoders read their own fixed-size structures whatever the
+ * size byte says; this much zero padding keeps every read inside our copy. */
+#define RKEY_PAD 4096
+
+ucs_status_t rkey_unpack_checked(ucp_ep_h ep, const uint8_t *rkey, size_t len, ucp_rkey_h *out)
+{
+    if (!rkey_layout_ok(rkey, len))
+        return UCS_ERR_INVALID_PARAM;
+    uint8_t *copy = calloc(1, len + RKEY_PAD);
+    if (!copy)
+        return UCS_ERR_NO_MEMORY;
+    memcpy(copy, rkey, len);
+    ucs_status_t st = ucp_ep_rkey_unpack(ep, copy, out);
+    free(copy);
+    return st;
+}
 
 /* Checks a freshly unpacked region against the memory UCX maps for it and
  * sets r->local. NULL when usable, else the reason to refuse it. */
@@ -67,7 +105,8 @@ int on_region_add(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size
                              "registered bytes limit of this session reached", 0);
 
     rregion_t *r = calloc(1, sizeof(*r));
-    ucs_status_t st = r ? ucp_ep_rkey_unpack(s->ep, m.rkey, &r->rkey) : UCS_ERR_NO_MEMORY;
+    ucs_status_t st =
+        r ? rkey_unpack_checked(s->ep, m.rkey, m.rkey_len, &r->rkey) : UCS_ERR_NO_MEMORY;
     if (st != UCS_OK) {
         free(r);
         log_warn("rdma: %s: rkey unpack: %s", c->peer, ucs_status_string(st));

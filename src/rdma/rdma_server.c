@@ -132,7 +132,7 @@ int rdma_server_start(const rdma_server_config_t *cfg, rdma_server_t **out_p)
         pthread_mutex_init(&p->mu, NULL);
         p->cmds_tail = &p->cmds;
         if (srv->net.ctx &&
-            (worker_create(&srv->net, &p->shared) < 0 ||
+            (worker_create(&srv->net, &p->shared) < 0 || worker_am_guard(&p->shared) < 0 ||
              ucp_worker_get_address(p->shared.w, &p->shared_addr, &p->shared_addr_len) != UCS_OK))
             goto fail;
         p->epfd = epoll_create1(EPOLL_CLOEXEC);

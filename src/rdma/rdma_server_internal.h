@@ -247,6 +247,14 @@ struct rdma_server {
  * 0, or -1 (logged; rw->w is NULL). */
 int worker_create(const rdma_domain_t *dom, rworker_t *rw);
 
+/* Gives every active-message id (0..65535) of rw's worker a handler that
+ * drops the message. UCX 1.13 indexes its handler array with the peer's id
+ * before checking it against the array's length (ucp_am_handler_common), so
+ * a worker that can receive active messages must have the whole array. The
+ * net domain's workers get it (1.5 MiB each); a local session's worker is
+ * reachable by its trusted client only. 0, or -1 (logged). */
+int worker_am_guard(rworker_t *rw);
+
 /* Destroys rw's worker if it has one; idempotent. */
 void worker_destroy(rworker_t *rw);
 
@@ -286,6 +294,11 @@ void *prog_main(void *arg);
  * InfiniBand/RoCE families) of what the operator allows. Writes it to out
  * and returns 0, or returns -1 when the operator's list allows none. */
 int rdma_net_tls(const char *ucx_tls, char *out, size_t out_len);
+
+/* The UCX_TLS value for the local domain: the same-host transports (shared
+ * memory, CMA, knem) of what the operator allows. 0, or -1 when that leaves
+ * no shared-memory transport able to carry UCP's wireup messages. */
+int rdma_local_tls(const char *ucx_tls, char *out, size_t out_len);
 
 /* Creates the domains (srv->local when local is set, srv->net unless the
  * operator's UCX_TLS leaves no network transport) and registers the staging
@@ -337,6 +350,11 @@ int on_auth(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len
 int on_prove(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len);
 
 /* ==== rdma_region.c ====================================================== */
+
+/* Unpacks a packed rkey received from a peer: its layout is checked against
+ * len first (ucp_ep_rkey_unpack takes no length) and UCX reads a zero-padded
+ * copy. UCS_ERR_INVALID_PARAM when malformed. */
+ucs_status_t rkey_unpack_checked(ucp_ep_h ep, const uint8_t *rkey, size_t len, ucp_rkey_h *out);
 
 /* REGION_ADD / REGION_REMOVE on a live session; same contract as above. */
 int on_region_add(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len);

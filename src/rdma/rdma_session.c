@@ -38,6 +38,30 @@ int worker_create(const rdma_domain_t *dom, rworker_t *rw)
     return 0;
 }
 
+static ucs_status_t am_drop(void *arg, const void *header, size_t header_length, void *data,
+                            size_t length, const ucp_am_recv_param_t *param)
+{
+    (void)arg, (void)header, (void)header_length, (void)data, (void)length, (void)param;
+    return UCS_OK;
+}
+
+int worker_am_guard(rworker_t *rw)
+{
+    for (unsigned id = 0; id <= UINT16_MAX; id++) {
+        ucp_am_handler_param_t p = {
+            .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB,
+            .id = id,
+            .cb = am_drop,
+        };
+        ucs_status_t st = ucp_worker_set_am_recv_handler(rw->w, &p);
+        if (st != UCS_OK) {
+            log_warn("rdma: ucp_worker_set_am_recv_handler(%u): %s", id, ucs_status_string(st));
+            return -1;
+        }
+    }
+    return 0;
+}
+
 void worker_destroy(rworker_t *rw)
 {
     if (rw->w)
