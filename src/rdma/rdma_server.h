@@ -41,7 +41,7 @@ typedef struct rdma_server_config {
     /* The Unix socket for local clients: NULL means "@s3rdma.<port>" (Linux's
      * abstract namespace), "" none, "@name" an abstract name, else a path. */
     const char *unix_socket;
-    /* uids (besides the server's own and root) whose Unix-socket sessions
+    /* uids (besides the server's own) whose Unix-socket sessions
      * are trusted with every UCX transport, shared memory included
      * (docs/security.md). Copied by rdma_server_start. */
     const unsigned *trusted_uids;

@@ -61,7 +61,7 @@ static const setting_t settings[] = {
      "(default @s3rdma.PORT)"},
     {"rdma.trusted_uids", "rdma-trusted-uids", "S3RDMA_RDMA_TRUSTED_UIDS", "",
      OFF(rdma_trusted_uids),
-     "comma-separated uids (besides the server's and root) whose Unix-socket sessions may use "
+     "comma-separated uids (besides the server's own) whose Unix-socket sessions may use "
      "shared-memory transports"},
     {"rdma.staging", "rdma-staging", "S3RDMA_RDMA_STAGING", "64MiB", OFF(rdma_staging),
      "registered staging memory for the data mover"},

@@ -255,7 +255,7 @@ int main(int argc, char **argv)
         printf("  rdma:        %s:%d (UCX session port; x-amz-rdma-token enabled)\n", rdma_host,
                rdma_port);
     if (rdma && rdma_server_unix_socket(rdma))
-        printf("  local rdma:  unix socket %s (shared memory for uid %u, root and "
+        printf("  local rdma:  unix socket %s (shared memory for uid %u and "
                "rdma.trusted_uids)\n",
                rdma_server_unix_socket(rdma), (unsigned)geteuid());
     else
