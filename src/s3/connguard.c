@@ -214,13 +214,17 @@ void connguard_request_done(cg_conn_t *c)
 
 /* ---- the reaper ------------------------------------------------------------------------ */
 
-/* Shuts the connection down if it is still the one (gen) in the state seen. */
-static bool reap(connguard_t *g, cg_conn_t *c, unsigned gen, uint64_t st)
+/* Shuts the connection down if it is still the one (gen) in the state seen,
+ * counting it in *counter first (so the count is there before the peer can
+ * see the shutdown). */
+static bool reap(connguard_t *g, cg_conn_t *c, unsigned gen, uint64_t st,
+                 atomic_uint_fast64_t *counter)
 {
     bool done = false;
     pthread_mutex_lock(&c->lock);
     if (c->fd >= 0 && atomic_load(&c->gen) == gen &&
         atomic_compare_exchange_strong(&c->state, &st, state_make(CG_CLOSING, guard_ms(g)))) {
+        atomic_fetch_add(counter, 1);
         shutdown(c->fd, SHUT_RDWR);
         peer_text(&c->peer, g->last_peer, sizeof(g->last_peer));
         done = true;
@@ -266,8 +270,7 @@ static void check(connguard_t *g, cg_conn_t *c, uint64_t now)
     switch (ph) {
     case CG_HEAD:
         if (g->cfg.head_timeout_ms && now >= since + g->cfg.head_timeout_ms &&
-            reap(g, c, gen, st)) {
-            atomic_fetch_add(&g->closed_head, 1);
+            reap(g, c, gen, st, &g->closed_head)) {
             g->pending_head++;
             log_debug("http: closed a connection from %s: request head not complete in %u ms",
                       g->last_peer, g->cfg.head_timeout_ms);
@@ -285,8 +288,7 @@ static void check(connguard_t *g, cg_conn_t *c, uint64_t now)
             break;
         uint64_t got = bytes - c->r_win_bytes;
         if (got * 1000u < g->cfg.min_body_rate * theirs) {
-            if (reap(g, c, gen, st)) {
-                atomic_fetch_add(&g->closed_body, 1);
+            if (reap(g, c, gen, st, &g->closed_body)) {
                 g->pending_body++;
                 log_debug("http: closed a connection from %s: %llu body bytes in %llu ms",
                           g->last_peer, (unsigned long long)got, (unsigned long long)theirs);
