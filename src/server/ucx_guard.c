@@ -76,8 +76,8 @@ void uct_tcp_ep_add_ctx_cap(void *ep, uint16_t cap);
 void uct_tcp_ep_destroy_internal(void *ep);
 void uct_tcp_ep_set_failed(void *ep);
 
-#define TCP_EP_CAP_TX   1u   /* UCT_TCP_EP_FLAG_CTX_TYPE_TX in UCX 1.13 */
-#define CONNECTING_MAX  4096 /* endpoints being connected at once; more are not guarded */
+#define TCP_EP_CAP_TX  1u   /* UCT_TCP_EP_FLAG_CTX_TYPE_TX in UCX 1.13 */
+#define CONNECTING_MAX 4096 /* endpoints being connected at once; more are not guarded */
 
 static pthread_mutex_t connecting_mu = PTHREAD_MUTEX_INITIALIZER;
 static void *connecting[CONNECTING_MAX];
