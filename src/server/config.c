@@ -230,7 +230,9 @@ static int apply_mapping(server_config_t *cfg, yaml_document_t *doc, yaml_node_t
             fprintf(stderr, "%s: unknown setting '%s'\n", path, full);
             return -1;
         }
-        if (strcmp(full, "domains") == 0 && v && v->type == YAML_SEQUENCE_NODE) {
+        /* Comma-list settings also take a YAML sequence. */
+        int list = strcmp(full, "domains") == 0 || strcmp(full, "rdma.trusted_uids") == 0;
+        if (list && v && v->type == YAML_SEQUENCE_NODE) {
             char joined[1024] = "";
             for (yaml_node_item_t *it = v->data.sequence.items.start;
                  it < v->data.sequence.items.top; it++) {
