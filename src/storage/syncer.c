@@ -101,7 +101,7 @@ static int owed(const syncer_t *s)
 /* fsyncs directory number dir of the objects tree. */
 static int sync_dir(syncer_t *s, unsigned dir)
 {
-    char path[8];
+    char path[16]; /* "ab/cd" fits; room for what the compiler cannot bound */
     int fd;
     if (dir == SYNCER_DIR_ROOT)
         return fsync(s->objfd) == 0 ? 0 : -1;
