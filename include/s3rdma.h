@@ -140,7 +140,7 @@ void s3r_config_init(s3r_config_t *cfg);
 typedef struct s3r_client s3r_client_t;
 
 /* Creates a client from cfg, then applies the environment overrides of
- * DESIGN.md §9: SPT_RDMA_ENABLED (0/false -> use_rdma off), RDMA_LOCAL_IP,
+ * docs/client.md: SPT_RDMA_ENABLED (0/false -> use_rdma off), RDMA_LOCAL_IP,
  * RDMA_DEVICE, RDMA_LOG_LEVEL, RDMA_SOCKET, RDMA_THRESHOLD_BYTES (sizes like "1MB"
  * accepted), RDMA_TIMEOUT_MS, RDMA_FALLBACK_ENABLED. A malformed override is
  * S3R_ERR_INVALID_ARG. No network I/O happens here: the RDMA session is
@@ -207,7 +207,7 @@ void s3r_buf_free(s3r_client_t *client, void *buf);
  * served by a stale registration. Unknown addresses are ignored. */
 void s3r_buf_unregister(s3r_client_t *client, const void *buf);
 
-/* Formats an x-amz-rdma-token (DESIGN.md §7) for [buf, buf+len), opening the
+/* Formats an x-amz-rdma-token (docs/protocol.md §2) for [buf, buf+len), opening the
  * session and registering the buffer (cached, see above) if needed, into out
  * (out_len bytes; 256 is plenty). For callers that send the S3 request with
  * their own HTTP client. The token is valid while the session lives and the

@@ -1,5 +1,5 @@
-/* Client configuration: defaults, the SPT environment overrides (DESIGN.md
- * §9) and endpoint parsing. Pure code (no network, no curl, no UCX) so the
+/* Client configuration: defaults, the SPT environment overrides (docs/client.md,
+ * "Environment overrides") and endpoint parsing. Pure code (no network, no curl, no UCX) so the
  * unit tests can include it directly. */
 #include <ctype.h>
 #include <errno.h>
@@ -320,7 +320,7 @@ s3r_status_t s3c_settings_build(const s3r_config_t *cfg, s3c_getenv_fn getenv_fn
     s->max_cached_regions = cfg->max_cached_regions ? cfg->max_cached_regions : 16;
     s->quiet = cfg->quiet != 0;
 
-    /* Environment overrides, DESIGN.md §9. */
+    /* Environment overrides (docs/client.md). */
     if ((v = getenv_fn("SPT_RDMA_ENABLED")) != NULL && v[0] != '\0') {
         int b = s3c_parse_bool(v);
         if (b < 0)

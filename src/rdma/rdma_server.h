@@ -77,7 +77,7 @@ unsigned rdma_server_session_count(rdma_server_t *srv);
  * plus handshakes in progress. For leak checks in tests. */
 unsigned rdma_server_session_resident(rdma_server_t *srv);
 
-/* ---- Token transfers (DESIGN.md §7) ------------------------------------ */
+/* ---- Token transfers (docs/protocol.md §2, §3) -------------------------- */
 
 typedef struct rdma_xfer rdma_xfer_t;
 

@@ -44,7 +44,7 @@ static void take_checksums(s3_req_t *req, stor_meta_t *meta)
     }
 }
 
-/* ---- the token path (DESIGN.md §7) ---------------------------------------- */
+/* ---- the token path (docs/protocol.md §3) --------------------------------- */
 
 /* Maps a token resolution failure to its reply. 501 is the decline a client
  * answers by falling back to HTTP; the others are real errors. */

@@ -93,7 +93,7 @@ struct s3_req {
     char signed_headers[1024]; /* lower-case names joined by ';' */
     char *headers_not_signed;  /* x-amz-* headers outside them (",") for the AccessDenied body */
 
-    /* RDMA token path (DESIGN.md §7): the x-amz-rdma-token value, or NULL. */
+    /* RDMA token path (docs/protocol.md §3): the x-amz-rdma-token value, or NULL. */
     const char *rdma_token;
 
     /* Body. */
@@ -223,7 +223,7 @@ bool s3_token_precheck(s3_req_t *req);
  * (req->body_kind) or, with x-amz-rdma-token, by RDMA in finish(). Opens
  * req->writer. Replies on failure. */
 void s3_upload_begin(s3_req_t *req);
-/* Runs the token-path PUT (DESIGN.md §7) of the opened req->writer: pulls
+/* Runs the token-path PUT (docs/protocol.md §3) of the opened req->writer: pulls
  * the client's buffer through the body sink and verifies it. On failure
  * replies and returns false. */
 bool s3_token_pull(s3_req_t *req);

@@ -515,7 +515,7 @@ def stats_json(server, user=USERS[0]):
 # An s3rdmad with its RDMA session port (the client-library tests)
 # --------------------------------------------------------------------------
 
-# The two UCX transport settings every RDMA test runs under (DESIGN.md 10).
+# The two UCX transport settings every RDMA test runs under.
 UCX_ENVS = {"ucx-default": {}, "ucx-tcp": {"UCX_TLS": "tcp"}}
 
 

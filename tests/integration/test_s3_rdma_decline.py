@@ -1,4 +1,4 @@
-"""The HTTP side of the RDMA token path (DESIGN §7) as a plain S3 client sees it: with no
+"""The HTTP side of the RDMA token path (docs/protocol.md §3) as a plain S3 client sees it: with no
 usable RDMA session the server declines with 501 NotImplemented, never pretends success
 (no x-amz-rdma-reply), and authorization / existence errors come before any decline."""
 import base64
@@ -64,7 +64,7 @@ def test_token_errors_before_decline(rdma_server):
     srv = rdma_server
     b = _mk_bucket(srv)
     r = token_get(srv, b, "missing")
-    # DESIGN 7: a client never mistakes a 404 for a decline, RDMA on or off
+    # docs/protocol.md §3: a client never mistakes a 404 for a decline, RDMA on or off
     assert r.status == 404 and r.error_code() == "NoSuchKey", r
     r = token_get(srv, b, "missing", user=USERS[1])
     assert r.status == 403 and r.error_code() == "AccessDenied", r

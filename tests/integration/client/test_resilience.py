@@ -1,4 +1,4 @@
-"""A dead client must never crash, wedge or leak the server (DESIGN.md §6).
+"""A dead client must never crash, wedge or leak the server (docs/protocol.md §1).
 
 Issue requirement: "`kill -9` a client in the middle of large token PUTs and
 GETs, 100 times; the server stays up, keeps serving other clients, its session

@@ -1,4 +1,4 @@
-"""x-amz-rdma-token security at the HTTP level (DESIGN.md §7, docs/protocol.md §2).
+"""x-amz-rdma-token security at the HTTP level (docs/protocol.md §2, §3).
 
 A real session holds a malloc()ed buffer registered as one region (exactly the
 buffer): build/tests/s3r_tokhelper `hold` prints its token (s3r_rdma_token, the

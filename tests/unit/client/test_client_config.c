@@ -1,5 +1,5 @@
 /* Unit tests of the client's configuration: defaults, endpoint parsing and
- * the SPT environment overrides (DESIGN.md §9). The file under test is
+ * the SPT environment overrides (docs/client.md). The file under test is
  * included, SPDK style, so its internals are reachable without the rest of
  * libs3rdma (no curl, no UCX). */
 #include <setjmp.h>
