@@ -303,6 +303,20 @@ static void usage(FILE *out)
                  "DATA/.s3rdma/credentials (mode 0600) and later starts reuse it.\n");
 }
 
+/* A whole decimal number in [lo, hi]. */
+static int parse_count(const char *s, unsigned long lo, unsigned long hi, unsigned long *out)
+{
+    char *end;
+    if (*s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    unsigned long n = strtoul(s, &end, 10);
+    if (*end || errno || n < lo || n > hi)
+        return -1;
+    *out = n;
+    return 0;
+}
+
 int server_config_load(server_config_t *cfg, int argc, char **argv)
 {
     memset(cfg, 0, sizeof(*cfg));
@@ -400,30 +414,21 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
         return -1;
     }
     uint64_t v;
-    char *end;
-    long n = strtol(cfg->rdma_port, &end, 10);
-    if (*end || n < 0 || n > 65535) {
-        fprintf(stderr, "s3rdmad: rdma port must be 0-65535, not '%s'\n", cfg->rdma_port);
-        return -1;
-    }
-    n = strtol(cfg->rdma_workers, &end, 10);
-    if (*end || n < 0 || n > 256) {
-        fprintf(stderr, "s3rdmad: rdma workers must be 0-256, not '%s'\n", cfg->rdma_workers);
-        return -1;
-    }
     const struct {
         const char *name, *value;
-        long lo, hi;
+        unsigned long lo, hi;
     } counts[] = {
+        {"port", cfg->rdma_port, 0, 65535},
+        {"workers", cfg->rdma_workers, 0, 256},
         {"max_sessions", cfg->rdma_max_sessions, 1, 65536},
         {"max_sessions_per_user", cfg->rdma_max_sessions_per_user, 1, 65536},
         {"max_pending", cfg->rdma_max_pending, 1, 65536},
         {"max_pending_per_source", cfg->rdma_max_pending_per_source, 1, 65536},
     };
     for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
-        n = strtol(counts[i].value, &end, 10);
-        if (!*counts[i].value || *end || n < counts[i].lo || n > counts[i].hi) {
-            fprintf(stderr, "s3rdmad: rdma %s must be %ld-%ld, not '%s'\n", counts[i].name,
+        unsigned long n;
+        if (parse_count(counts[i].value, counts[i].lo, counts[i].hi, &n) != 0) {
+            fprintf(stderr, "s3rdmad: rdma %s must be %lu-%lu, not '%s'\n", counts[i].name,
                     counts[i].lo, counts[i].hi, counts[i].value);
             return -1;
         }
@@ -453,19 +458,6 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
     return 0;
 }
 
-/* A whole decimal number in [lo, hi]. */
-static int parse_count(const char *s, unsigned long lo, unsigned long hi, unsigned long *out)
-{
-    char *end;
-    if (*s < '0' || *s > '9')
-        return -1;
-    errno = 0;
-    unsigned long n = strtoul(s, &end, 10);
-    if (*end || errno || n < lo || n > hi)
-        return -1;
-    *out = n;
-    return 0;
-}
 
 int server_config_http(const server_config_t *cfg, server_http_limits_t *out)
 {
