@@ -233,39 +233,51 @@ static int conn_readable(struct rdma_server *srv, bconn_t *c)
 
 /* ==== admission ========================================================== */
 
-/* Connections from source still before WELCOME; *oldest_p gets the oldest. */
-static unsigned pending_from(struct rdma_server *srv, const char *source, bconn_t **oldest_p)
+/* Connections from source still before WELCOME. */
+static unsigned pending_from(struct rdma_server *srv, const char *source)
 {
     unsigned n = 0;
-    bconn_t *oldest = NULL;
-    for (bconn_t *c = srv->conns; c; c = c->next) {
-        if (c->state == CONN_LIVE || strcmp(c->source, source) != 0)
-            continue;
-        n++;
-        if (!oldest || c->accepted_ms < oldest->accepted_ms)
-            oldest = c;
-    }
-    if (oldest_p)
-        *oldest_p = oldest;
+    for (bconn_t *c = srv->conns; c; c = c->next)
+        n += c->state != CONN_LIVE && strcmp(c->source, source) == 0;
     return n;
 }
 
-/* The pending connection to evict when the global bound is reached: the
- * oldest of the source with the most pending connections. */
-static bconn_t *eviction_victim(struct rdma_server *srv)
+static int by_source_then_age(const void *a, const void *b)
 {
+    const bconn_t *x = *(bconn_t *const *)a, *y = *(bconn_t *const *)b;
+    int d = strcmp(x->source, y->source);
+    if (d)
+        return d;
+    return x->accepted_ms < y->accepted_ms ? -1 : x->accepted_ms > y->accepted_ms;
+}
+
+/* The pending connection to evict when the global bound is reached: the
+ * oldest of the source with the most pending connections (ties: the older
+ * one). Sorting by source keeps this O(n log n) in the pending count, which
+ * a flood holds at its bound on every accept. */
+static bconn_t *eviction_victim(struct rdma_server *srv, unsigned n_pending)
+{
+    bconn_t **p = malloc(n_pending * sizeof(*p));
+    if (!p || !n_pending) {
+        free(p);
+        return NULL;
+    }
+    unsigned n = 0;
+    for (bconn_t *c = srv->conns; c && n < n_pending; c = c->next)
+        if (c->state != CONN_LIVE)
+            p[n++] = c;
+    qsort(p, n, sizeof(*p), by_source_then_age);
     bconn_t *victim = NULL;
     unsigned most = 0;
-    for (bconn_t *c = srv->conns; c; c = c->next) {
-        if (c->state == CONN_LIVE)
-            continue;
-        bconn_t *oldest;
-        unsigned n = pending_from(srv, c->source, &oldest);
-        if (n > most || (n == most && oldest->accepted_ms < victim->accepted_ms)) {
-            most = n;
-            victim = oldest;
+    for (unsigned i = 0, run; i < n; i += run) {
+        for (run = 1; i + run < n && strcmp(p[i]->source, p[i + run]->source) == 0; run++) {
+        }
+        if (run > most || (run == most && p[i]->accepted_ms < victim->accepted_ms)) {
+            most = run;
+            victim = p[i]; /* the run's oldest */
         }
     }
+    free(p);
     return victim;
 }
 
@@ -336,15 +348,16 @@ static void conn_accept(struct rdma_server *srv, int lfd)
         close(fd);
         return;
     }
-    if (pending_from(srv, c->source, NULL) >= srv->cfg.max_pending_per_source) {
+    if (pending_from(srv, c->source) >= srv->cfg.max_pending_per_source) {
         log_warn("rdma: %s: %u handshakes already pending from %s; refusing", c->peer,
                  srv->cfg.max_pending_per_source, c->source);
         refuse_fd(fd, RDMA_ERR_BUSY, "too many pending handshakes from this address");
         free(c);
         return;
     }
-    if (pending_total(srv) >= srv->cfg.max_pending) {
-        bconn_t *v = eviction_victim(srv);
+    unsigned n_pending = pending_total(srv);
+    if (n_pending >= srv->cfg.max_pending) {
+        bconn_t *v = eviction_victim(srv, n_pending);
         if (v) {
             log_warn("rdma: %s: pending handshakes at the limit (%u); evicting %s", c->peer,
                      srv->cfg.max_pending, v->peer);
