@@ -118,6 +118,7 @@ static void conn_free(struct rdma_server *srv, bconn_t *c)
         session_put(c->sess);
         c->sess = NULL;
     }
+    memset(c->key, 0, sizeof(c->key));
     free(c->caddr);
     free(c->body);
     free(c->out);

@@ -169,13 +169,6 @@ static int await_probe(rdma_session_t *s, char *err, size_t err_len)
     return 0;
 }
 
-/* 1 when host names this machine's loopback. */
-static int host_is_loopback(const char *host)
-{
-    return strcmp(host, "localhost") == 0 || strncmp(host, "127.", 4) == 0 ||
-           strcmp(host, "::1") == 0 || strcmp(host, "[::1]") == 0;
-}
-
 /* Opens the lifeline: the Unix socket (cfg->socket, or by default
  * "@s3rdma.<port>" when the endpoint is loopback, falling back to TCP),
  * else TCP. Returns the fd, or -1 with err set. */
@@ -184,7 +177,7 @@ static int lifeline_connect(const rdma_client_config_t *cfg, int timeout_ms, cha
 {
     if (cfg->socket && *cfg->socket)
         return rdma_net_connect_unix(cfg->socket, timeout_ms, err, err_len);
-    if (!cfg->socket && host_is_loopback(cfg->host)) {
+    if (!cfg->socket && rdma_net_host_is_loopback(cfg->host)) {
         char name[64];
         snprintf(name, sizeof(name), "@s3rdma.%d", cfg->port);
         int fd = rdma_net_connect_unix(name, timeout_ms, err, err_len);

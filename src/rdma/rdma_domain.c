@@ -22,6 +22,7 @@
 #include <ucp/api/ucp.h>
 
 #include "common/log.h"
+#include "rdma/rdma_net.h"
 
 /* The network transports and the UCX aliases that name only network
  * transports (UCX 1.13 ucp_tl_aliases). */
@@ -121,13 +122,6 @@ int rdma_net_tls(const char *ucx_tls, char *out, size_t out_len)
     return used ? 0 : -1;
 }
 
-/* 1 when host is a loopback address ("127.x.y.z", "::1", "localhost"). */
-static int host_is_loopback(const char *host)
-{
-    return host && (strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
-                    strcmp(host, "localhost") == 0);
-}
-
 /* 1 when the deny list (UCX_TLS after '^') names the same-host transport
  * tl, directly or through the mm / sm / shm aliases. */
 static int local_denied(const char *deny, const char *tl)
@@ -190,7 +184,7 @@ static int domain_open(struct rdma_server *srv, rdma_domain_t *dom, const char *
      * keep UCX's own listening sockets (its TCP transport accepts
      * connections from anyone) on the loopback device too, unless the
      * operator chose the devices. */
-    if (!getenv("UCX_NET_DEVICES") && host_is_loopback(srv->cfg.listen_host) &&
+    if (!getenv("UCX_NET_DEVICES") && rdma_net_host_is_loopback(srv->cfg.listen_host) &&
         (st = ucp_config_modify(uc, "NET_DEVICES", "lo")) != UCS_OK) {
         log_error("rdma: UCX_NET_DEVICES=lo: %s", ucs_status_string(st));
         ucp_config_release(uc);

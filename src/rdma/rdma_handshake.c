@@ -177,7 +177,7 @@ fail:
 
 int on_auth(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len)
 {
-    uint8_t mac[RDMA_MAC_LEN], want[RDMA_MAC_LEN], key[32];
+    uint8_t mac[RDMA_MAC_LEN], want[RDMA_MAC_LEN];
     char secret[256];
     if (wire_parse_nonce(body, len, RDMA_MSG_AUTH, mac) < 0) {
         log_warn("rdma: %s: malformed AUTH; closing", c->peer);
@@ -188,8 +188,8 @@ int on_auth(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len
                 srv->cfg.lookup_secret(srv->cfg.lookup_ctx, c->ak, secret, sizeof(secret)) == 0;
     if (known) {
         secret[sizeof(secret) - 1] = '\0';
-        rdma_session_key(secret, key);
-        rdma_handshake_mac(key, "client", c->cnonce, c->snonce, c->caddr, c->caddr_len, NULL, 0,
+        rdma_session_key(secret, c->key); /* kept for WELCOME's MAC */
+        rdma_handshake_mac(c->key, "client", c->cnonce, c->snonce, c->caddr, c->caddr_len, NULL, 0,
                            c->ak, want);
     }
     memset(secret, 0, sizeof(secret));
@@ -208,8 +208,7 @@ int on_auth(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len
 int on_prove(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len)
 {
     rsession_t *s = c->sess;
-    uint8_t nonce[RDMA_NONCE_LEN], key[32];
-    char secret[256];
+    uint8_t nonce[RDMA_NONCE_LEN];
     if (wire_parse_nonce(body, len, RDMA_MSG_PROVE, nonce) < 0) {
         log_warn("rdma: %s: malformed PROVE; closing", c->peer);
         conn_send_error(c, RDMA_ERR_BAD_MESSAGE, "malformed PROVE");
@@ -222,15 +221,6 @@ int on_prove(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t le
         conn_send_error(c, RDMA_ERR_PROBE, "the UCX worker address does not reach this client");
         return -1;
     }
-    /* The secret again, for the server MAC (not kept between frames). */
-    if (srv->cfg.lookup_secret(srv->cfg.lookup_ctx, c->ak, secret, sizeof(secret)) != 0) {
-        conn_send_error(c, RDMA_ERR_AUTH, "authentication failed");
-        return -1;
-    }
-    secret[sizeof(secret) - 1] = '\0';
-    rdma_session_key(secret, key);
-    memset(secret, 0, sizeof(secret));
-
     ucp_address_t *own_addr = NULL;
     const void *saddr;
     size_t saddr_len;
@@ -255,8 +245,9 @@ int on_prove(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t le
     };
     random_bytes(wm.session_id, RDMA_SESSION_ID_LEN);
     memcpy(s->id, wm.session_id, RDMA_SESSION_ID_LEN);
-    rdma_handshake_mac(key, "server", c->cnonce, c->snonce, c->caddr, c->caddr_len, saddr,
+    rdma_handshake_mac(c->key, "server", c->cnonce, c->snonce, c->caddr, c->caddr_len, saddr,
                        saddr_len, c->ak, wm.server_mac);
+    memset(c->key, 0, sizeof(c->key)); /* not needed past WELCOME */
     wire_out_t w = {0};
     int rc = wire_welcome(&w, &wm);
     if (own_addr)

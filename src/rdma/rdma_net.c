@@ -98,6 +98,12 @@ int rdma_net_connect(const char *host, int port, const char *local_ip, int timeo
     return fd;
 }
 
+int rdma_net_host_is_loopback(const char *host)
+{
+    return host && (strcmp(host, "localhost") == 0 || strncmp(host, "127.", 4) == 0 ||
+                    strcmp(host, "::1") == 0 || strcmp(host, "[::1]") == 0);
+}
+
 int rdma_net_unix_addr(const char *name, struct sockaddr_un *sa, unsigned *len)
 {
     size_t n = name ? strlen(name) : 0;

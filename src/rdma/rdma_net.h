@@ -15,6 +15,9 @@ uint64_t rdma_now_ms(void);
  * close-on-exec), or -1 with a reason in err. */
 int rdma_net_connect(const char *host, int port, const char *local_ip, int timeout_ms, char *err,
                      size_t err_len);
+/* 1 when host names this machine's loopback ("localhost", "127.x.y.z",
+ * "::1", "[::1]"); 0 otherwise or for NULL. */
+int rdma_net_host_is_loopback(const char *host);
 /* The sockaddr for a session Unix socket name: "@name" is Linux's abstract
  * namespace, anything else a path. 0, or -1 if the name is empty or too long. */
 struct sockaddr_un;

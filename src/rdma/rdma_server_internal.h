@@ -194,6 +194,7 @@ struct bconn {
     /* handshake */
     char ak[RDMA_MAX_AK + 1];
     uint8_t cnonce[RDMA_NONCE_LEN], snonce[RDMA_NONCE_LEN];
+    uint8_t key[32]; /* the session key, from AUTH until WELCOME's MAC; zeroed by conn_free */
     uint8_t *caddr;
     size_t caddr_len;
     rsession_t *sess; /* from AUTH on (in the hash only once LIVE) */

@@ -434,8 +434,9 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
         }
     }
     if (server_parse_uids(cfg->rdma_trusted_uids, NULL, 0) < 0) {
-        fprintf(stderr, "s3rdmad: rdma trusted_uids must be a comma-separated list of at most %d "
-                        "uids, not '%s'\n",
+        fprintf(stderr,
+                "s3rdmad: rdma trusted_uids must be a comma-separated list of at most %d "
+                "uids, not '%s'\n",
                 SERVER_MAX_TRUSTED_UIDS, cfg->rdma_trusted_uids);
         return -1;
     }
@@ -457,7 +458,6 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
         return -1;
     return 0;
 }
-
 
 int server_config_http(const server_config_t *cfg, server_http_limits_t *out)
 {

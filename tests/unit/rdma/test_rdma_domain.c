@@ -1,7 +1,7 @@
 /* rdma_net_tls: the transports strangers' sessions may use are the network
  * ones the operator's UCX_TLS allows, never shared memory, CMA, knem or
  * self (where UCX trusts a peer's rkey and address with the server's own
- * memory). */
+ * memory); and rdma_local_tls, the trusted domain's same-host list. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -48,12 +48,37 @@ static void test_deny_list_kept(void **state)
     assert_null(net("^ib,tcp"));
 }
 
+static const char *local(const char *ucx_tls)
+{
+    static char out[512];
+    return rdma_local_tls(ucx_tls, out, sizeof(out)) == 0 ? out : NULL;
+}
+
+/* The local domain: same-host transports only, and one of them must carry
+ * UCP's wireup messages (CMA and knem only move data). */
+static void test_local_is_same_host_only(void **state)
+{
+    (void)state;
+    const char *all = "posix,sysv,xpmem,cma,knem";
+    assert_string_equal(local(NULL), all);
+    assert_string_equal(local("all"), all);
+    assert_string_equal(local("sm,tcp"), "sm");
+    assert_string_equal(local("posix,cma,tcp,rc"), "posix,cma");
+    assert_string_equal(local("^cma"), "posix,sysv,xpmem,knem");
+    assert_string_equal(local("^tcp,ib"), all);
+    assert_null(local("tcp"));
+    assert_null(local("cma,knem,tcp")); /* no shared-memory transport with messages */
+    assert_null(local("^mm"));          /* leaves cma and knem only */
+    assert_null(local("^shm"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_is_network_only),
         cmocka_unit_test(test_allow_list_filtered),
         cmocka_unit_test(test_deny_list_kept),
+        cmocka_unit_test(test_local_is_same_host_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
