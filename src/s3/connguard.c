@@ -362,6 +362,19 @@ static void *reaper_main(void *arg)
 
 /* ---- life ------------------------------------------------------------------------------ */
 
+/* Frees a guard whose reaper is not running (never started, or joined). */
+static void guard_free(connguard_t *g)
+{
+    pthread_cond_destroy(&g->stop_cond);
+    pthread_mutex_destroy(&g->stop_lock);
+    pthread_mutex_destroy(&g->free_lock);
+    for (unsigned i = 0; i < g->n_slots; i++)
+        pthread_mutex_destroy(&g->slots[i].lock);
+    free(g->slots);
+    free(g->free_stack);
+    free(g);
+}
+
 connguard_t *connguard_start(const connguard_config_t *cfg)
 {
     connguard_t *g = calloc(1, sizeof(*g));
@@ -404,14 +417,7 @@ connguard_t *connguard_start(const connguard_config_t *cfg)
     int rc = pthread_create(&g->reaper, NULL, reaper_main, g);
     if (rc != 0) {
         log_error("http: cannot start the connection reaper: %s", strerror(rc));
-        pthread_cond_destroy(&g->stop_cond);
-        pthread_mutex_destroy(&g->stop_lock);
-        pthread_mutex_destroy(&g->free_lock);
-        for (unsigned i = 0; i < g->n_slots; i++)
-            pthread_mutex_destroy(&g->slots[i].lock);
-        free(g->slots);
-        free(g->free_stack);
-        free(g);
+        guard_free(g);
         return NULL;
     }
     return g;
@@ -428,14 +434,7 @@ void connguard_stop(connguard_t *g)
     pthread_join(g->reaper, NULL);
     if (g->pending_head || g->pending_body)
         log_summary(g, guard_ms(g));
-    pthread_cond_destroy(&g->stop_cond);
-    pthread_mutex_destroy(&g->stop_lock);
-    pthread_mutex_destroy(&g->free_lock);
-    for (unsigned i = 0; i < g->n_slots; i++)
-        pthread_mutex_destroy(&g->slots[i].lock);
-    free(g->slots);
-    free(g->free_stack);
-    free(g);
+    guard_free(g);
 }
 
 void connguard_get_stats(connguard_t *g, connguard_stats_t *st)
