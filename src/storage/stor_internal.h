@@ -1,8 +1,11 @@
-/* Private to src/storage: the index record codec and the index key scheme.
+/* Private to src/storage: the index record codec and the index key scheme,
+ * the store's structures and the helpers the stor_*.c files share.
  * Nothing outside this folder includes this header (unit tests may). */
 #ifndef S3R_STORAGE_STOR_INTERNAL_H
 #define S3R_STORAGE_STOR_INTERNAL_H
 
+#include <lmdb.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -121,5 +124,86 @@ void stor_part_free_fields(stor_part_t *p);
  * record, which has none). */
 int stor_rec_encode_bucket(buf_t *b, const char *owner, int64_t created, uint64_t id);
 stor_status_t stor_rec_decode_bucket(const void *data, size_t len, stor_bucket_t *out);
+
+/* ---- The store (storage.c and the stor_*.c files) ------------------------ */
+
+typedef struct syncer syncer_t; /* syncer.h, which includes this header */
+
+struct stor {
+    MDB_env *env;
+    MDB_dbi db_buckets; /* name -> bucket record */
+    MDB_dbi db_objects; /* index key (stor_internal.h) -> object record */
+    MDB_dbi db_uploads; /* bucket \0 upload id -> upload record */
+    MDB_dbi db_parts;   /* upload id (32 hex) + be32 part number -> part record */
+    stor_durability_t durability;
+    int objfd;  /* DIR/.s3rdma/objects */
+    int lockfd; /* flock'ed: one process per data directory */
+    /* Relaxed mode only: the sync point that makes commits, their files and
+     * directories durable and then unlinks what they dropped (syncer.h). */
+    syncer_t *syncer;
+    /* Shard directories this process has made sure of (bit i: level-1 dir i,
+     * bit 256 + (a << 8 | b): level-2 dir a/b): they exist, and their entries
+     * are durable (fsync mode) or owed to the next sync point (relaxed), so a
+     * write pays for mkdir and the parent fsync only the first time a shard
+     * is used. Not seeded from the directories found at open: one an earlier
+     * process made (a relaxed one, or one that crashed between its mkdir and
+     * the parent's fsync) may not have a durable entry. */
+    pthread_mutex_t dir_lock;
+    uint8_t dir_known[(256 + 65536) / 8];
+};
+
+struct stor_writer {
+    stor_t *st;
+    char bucket[STOR_BUCKET_MAX + 1];
+    uint64_t bucket_id; /* which bucket of that name (stor_bucket_t.id) */
+    uint8_t id[STOR_ID_LEN];
+    char path[STOR_PATH_LEN];
+    int fd;
+    uint64_t size;
+};
+
+/* Shared helpers (defined in storage.c unless noted). */
+
+/* Wall-clock time in milliseconds since the epoch. */
+int64_t now_ms(void);
+/* Logs an LMDB failure (what: the operation) and returns STOR_ERR_IO. */
+stor_status_t mdb_fail(const char *what, int rc);
+/* After a commit dropped file id from the index: unlink it once durable. */
+void drop_file(stor_t *st, const uint8_t id[STOR_ID_LEN]);
+/* After a commit made file id part of the index: relaxed mode owes it a sync. */
+void new_file(stor_t *st, const uint8_t id[STOR_ID_LEN]);
+/* fsyncs directory path (relative to dirfd); 0 or -1 with errno. */
+int fsync_dirat(int dirfd, const char *path);
+/* Makes sure id's shard directory exists and its entries are durable/owed. */
+int ensure_shard(stor_t *st, const uint8_t id[STOR_ID_LEN]);
+/* 1 if bucket is a name of 1..STOR_BUCKET_MAX bytes. */
+int valid_bucket(const char *bucket);
+/* STOR_OK if the bucket exists, as seen by txn. */
+stor_status_t bucket_exists(stor_t *st, MDB_txn *txn, const char *bucket);
+/* STOR_OK if bucket name, as seen by txn, is still the bucket with this id. */
+stor_status_t bucket_check(stor_t *st, MDB_txn *txn, const char *name, uint64_t id);
+/* Begins a read-only transaction. */
+stor_status_t rd_begin(stor_t *st, MDB_txn **txn_p);
+/* Begins a write transaction. */
+stor_status_t wr_begin(stor_t *st, MDB_txn **txn_p);
+/* Commits a write transaction and tells the syncer (relaxed mode). */
+stor_status_t wr_commit(stor_t *st, MDB_txn *txn);
+/* 1 if s is exactly n lowercase hex digits followed by NUL. */
+int is_hex(const char *s, size_t n);
+
+/* stor_sweep.c: deletes the object files the index does not reference. */
+void sweep_orphans(stor_t *st);
+
+/* stor_object.c, also used by multipart: */
+/* Closes and frees a writer; its file is unlinked unless keep. */
+void writer_free(stor_writer_t *w, int keep);
+/* Makes the writer's bytes durable per the mode and closes its fd. */
+stor_status_t writer_seal(stor_writer_t *w);
+/* Encodes an object record into b (initialised here; the caller frees it). */
+stor_status_t encode_object(buf_t *b, const char *key, const stor_meta_t *m, const stor_seg_t *segs,
+                            uint32_t n_segs);
+/* Points bucket/key at record rec in txn; the replaced record goes to *old. */
+stor_status_t put_object(stor_t *st, MDB_txn *txn, const char *bucket, uint64_t bucket_id,
+                         const char *key, const buf_t *rec, stor_obj_rec_t *old, int *had_old);
 
 #endif

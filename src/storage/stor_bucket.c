@@ -1,0 +1,176 @@
+/* Buckets: create, get, delete (only when empty) and list. */
+#include <lmdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "storage/stor_internal.h"
+
+/* ==== Buckets ============================================================ */
+
+stor_status_t stor_bucket_create(stor_t *st, const char *name, const char *owner)
+{
+    if (!valid_bucket(name))
+        return STOR_ERR_TOO_LARGE;
+    if (owner && strlen(owner) >= sizeof((stor_bucket_t *)0)->owner)
+        return STOR_ERR_TOO_LARGE;
+    /* The id tells this bucket from any other that had or will have its
+     * name; 0 is reserved for records written before ids existed. */
+    uint64_t id = 0;
+    while (id == 0)
+        if (random_bytes(&id, sizeof id) != 0)
+            return STOR_ERR_IO;
+    buf_t b;
+    buf_init(&b, 4096);
+    if (stor_rec_encode_bucket(&b, owner, now_ms() / 1000, id) != 0) {
+        buf_free(&b);
+        return STOR_ERR_NOMEM;
+    }
+    MDB_txn *txn;
+    stor_status_t s = wr_begin(st, &txn);
+    if (s == STOR_OK) {
+        MDB_val k = {strlen(name), (void *)name}, v = {b.len, b.data};
+        int rc = mdb_put(txn, st->db_buckets, &k, &v, MDB_NOOVERWRITE);
+        if (rc == MDB_KEYEXIST) {
+            s = STOR_ERR_BUCKET_EXISTS;
+            mdb_txn_abort(txn);
+        } else if (rc) {
+            s = mdb_fail("bucket put", rc);
+            mdb_txn_abort(txn);
+        } else {
+            s = wr_commit(st, txn);
+        }
+    }
+    buf_free(&b);
+    return s;
+}
+
+stor_status_t stor_bucket_get(stor_t *st, const char *name, stor_bucket_t *out_p)
+{
+    if (!valid_bucket(name))
+        return STOR_ERR_NO_BUCKET;
+    MDB_txn *txn;
+    stor_status_t s = rd_begin(st, &txn);
+    if (s != STOR_OK)
+        return s;
+    MDB_val k = {strlen(name), (void *)name}, v;
+    int rc = mdb_get(txn, st->db_buckets, &k, &v);
+    if (rc == MDB_NOTFOUND) {
+        s = STOR_ERR_NO_BUCKET;
+    } else if (rc) {
+        s = mdb_fail("bucket get", rc);
+    } else {
+        stor_bucket_t b;
+        memset(&b, 0, sizeof b);
+        snprintf(b.name, sizeof b.name, "%s", name);
+        s = stor_rec_decode_bucket(v.mv_data, v.mv_size, &b);
+        if (s == STOR_OK)
+            *out_p = b;
+    }
+    mdb_txn_abort(txn);
+    return s;
+}
+
+/* 1 if some key of db starts with prefix, 0 if none, -1 on error. */
+static int has_prefix(MDB_txn *txn, MDB_dbi db, const void *prefix, size_t plen)
+{
+    MDB_cursor *cur;
+    if (mdb_cursor_open(txn, db, &cur))
+        return -1;
+    MDB_val k = {plen, (void *)prefix}, v;
+    int rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    int r = rc == MDB_NOTFOUND ? 0
+            : rc               ? -1
+                               : (k.mv_size >= plen && memcmp(k.mv_data, prefix, plen) == 0);
+    mdb_cursor_close(cur);
+    return r;
+}
+
+stor_status_t stor_bucket_delete(stor_t *st, const stor_bucket_t *bucket)
+{
+    const char *name = bucket->name;
+    if (!valid_bucket(name))
+        return STOR_ERR_NO_BUCKET;
+    MDB_txn *txn;
+    stor_status_t s = wr_begin(st, &txn);
+    if (s != STOR_OK)
+        return s;
+    size_t blen = strlen(name);
+    uint8_t pfx[STOR_BUCKET_MAX + 1];
+    memcpy(pfx, name, blen);
+    pfx[blen] = 0;
+    MDB_val k = {blen, (void *)name};
+    if ((s = bucket_check(st, txn, name, bucket->id)) != STOR_OK) {
+        mdb_txn_abort(txn);
+        return s;
+    }
+    int rc = mdb_del(txn, st->db_buckets, &k, NULL);
+    if (rc == MDB_NOTFOUND) {
+        s = STOR_ERR_NO_BUCKET;
+    } else if (rc) {
+        s = mdb_fail("bucket delete", rc);
+    } else {
+        int a = has_prefix(txn, st->db_objects, pfx, blen + 1);
+        int b = a == 0 ? has_prefix(txn, st->db_uploads, pfx, blen + 1) : 0;
+        if (a < 0 || b < 0)
+            s = STOR_ERR_IO;
+        else if (a || b)
+            s = STOR_ERR_BUCKET_NOT_EMPTY;
+    }
+    if (s != STOR_OK) {
+        mdb_txn_abort(txn);
+        return s;
+    }
+    return wr_commit(st, txn);
+}
+
+stor_status_t stor_bucket_list(stor_t *st, stor_bucket_t **out_p, size_t *n_p)
+{
+    MDB_txn *txn;
+    MDB_cursor *cur;
+    stor_status_t s = rd_begin(st, &txn);
+    if (s != STOR_OK)
+        return s;
+    stor_bucket_t *arr = NULL;
+    size_t n = 0, cap = 0;
+    int rc = mdb_cursor_open(txn, st->db_buckets, &cur);
+    if (rc) {
+        mdb_txn_abort(txn);
+        return mdb_fail("cursor", rc);
+    }
+    MDB_val k, v;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        if (k.mv_size > STOR_BUCKET_MAX)
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            stor_bucket_t *p = realloc(arr, cap * sizeof *arr);
+            if (!p) {
+                s = STOR_ERR_NOMEM;
+                break;
+            }
+            arr = p;
+        }
+        memset(&arr[n], 0, sizeof arr[n]);
+        memcpy(arr[n].name, k.mv_data, k.mv_size);
+        if (stor_rec_decode_bucket(v.mv_data, v.mv_size, &arr[n]) != STOR_OK) {
+            log_error("storage: corrupt bucket record %s", arr[n].name);
+            s = STOR_ERR_IO;
+            break;
+        }
+        n++;
+    }
+    if (s == STOR_OK && rc != MDB_NOTFOUND)
+        s = mdb_fail("bucket list", rc);
+    mdb_cursor_close(cur);
+    mdb_txn_abort(txn);
+    if (s != STOR_OK) {
+        free(arr);
+        return s;
+    }
+    *out_p = arr;
+    *n_p = n;
+    return STOR_OK;
+}

@@ -1,0 +1,609 @@
+/* Multipart uploads: create, check, part commit, list parts, complete,
+ * abort and list uploads. */
+#include <lmdb.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/hash.h"
+#include "common/log.h"
+#include "common/s3r_limits.h"
+#include "storage/stor_internal.h"
+
+/* ==== Multipart uploads ================================================== */
+
+#define PART_KEY_LEN (STOR_UPLOAD_ID_LEN + 4)
+
+static int valid_upload_id(const char *id)
+{
+    return id && strlen(id) == STOR_UPLOAD_ID_LEN && is_hex(id, STOR_UPLOAD_ID_LEN);
+}
+
+static size_t upload_key(const char *bucket, const char *upload_id, uint8_t *out)
+{
+    size_t blen = strlen(bucket);
+    memcpy(out, bucket, blen);
+    out[blen] = 0;
+    memcpy(out + blen + 1, upload_id, STOR_UPLOAD_ID_LEN);
+    return blen + 1 + STOR_UPLOAD_ID_LEN;
+}
+
+static void part_key(const char *upload_id, uint32_t number, uint8_t out[PART_KEY_LEN])
+{
+    memcpy(out, upload_id, STOR_UPLOAD_ID_LEN);
+    out[STOR_UPLOAD_ID_LEN + 0] = (uint8_t)(number >> 24);
+    out[STOR_UPLOAD_ID_LEN + 1] = (uint8_t)(number >> 16);
+    out[STOR_UPLOAD_ID_LEN + 2] = (uint8_t)(number >> 8);
+    out[STOR_UPLOAD_ID_LEN + 3] = (uint8_t)number;
+}
+
+/* Finds the upload in txn and checks it belongs to bucket/key. rec may be
+ * NULL when only existence matters. */
+static stor_status_t upload_get(stor_t *st, MDB_txn *txn, const char *bucket, const char *key,
+                                const char *upload_id, stor_upload_rec_t *rec, MDB_val *k_out,
+                                uint8_t *kbuf)
+{
+    if (!valid_bucket(bucket) || !valid_upload_id(upload_id))
+        return STOR_ERR_NO_UPLOAD;
+    MDB_val k = {upload_key(bucket, upload_id, kbuf), kbuf}, v;
+    if (k_out)
+        *k_out = k;
+    int rc = mdb_get(txn, st->db_uploads, &k, &v);
+    if (rc == MDB_NOTFOUND)
+        return STOR_ERR_NO_UPLOAD;
+    if (rc)
+        return mdb_fail("upload lookup", rc);
+    stor_upload_rec_t r;
+    stor_status_t s = stor_rec_decode_upload(v.mv_data, v.mv_size, &r);
+    if (s != STOR_OK) {
+        log_error("storage: corrupt upload record %s", upload_id);
+        return s;
+    }
+    if (stor_keycmp(r.key, r.key_len, key, strlen(key)) != 0) {
+        stor_upload_rec_free(&r);
+        return STOR_ERR_NO_UPLOAD;
+    }
+    if (rec)
+        *rec = r;
+    else
+        stor_upload_rec_free(&r);
+    return STOR_OK;
+}
+
+stor_status_t stor_mpu_create(stor_t *st, const stor_bucket_t *bkt, const char *key,
+                              const stor_meta_t *meta, char upload_id[STOR_UPLOAD_ID_LEN + 1])
+{
+    const char *bucket = bkt->name;
+    uint8_t raw[STOR_UPLOAD_ID_LEN / 2];
+    char id[STOR_UPLOAD_ID_LEN + 1];
+    if (random_bytes(raw, sizeof raw) != 0)
+        return STOR_ERR_IO;
+    hex_encode(raw, sizeof raw, id);
+    stor_meta_t m = {0};
+    if (meta) {
+        m = *meta;
+        m.size = 0;
+        m.etag[0] = '\0';
+        m.parts_count = 0;
+        m.part_sizes = NULL;
+    }
+    int64_t now = now_ms();
+    m.mtime_ms = now;
+    buf_t b;
+    buf_init(&b, (size_t)-1 / 2);
+    if (stor_rec_encode_upload(&b, key, strlen(key), now, &m) != 0 || b.len > STOR_REC_MAX) {
+        stor_status_t s = b.len > STOR_REC_MAX ? STOR_ERR_TOO_LARGE : STOR_ERR_NOMEM;
+        buf_free(&b);
+        return s;
+    }
+    MDB_txn *txn;
+    stor_status_t s = wr_begin(st, &txn);
+    if (s == STOR_OK) {
+        s = bucket_check(st, txn, bucket, bkt->id);
+        if (s == STOR_OK) {
+            uint8_t kbuf[STOR_BUCKET_MAX + 2 + STOR_UPLOAD_ID_LEN];
+            MDB_val k = {upload_key(bucket, id, kbuf), kbuf}, v = {b.len, b.data};
+            int rc = mdb_put(txn, st->db_uploads, &k, &v, MDB_NOOVERWRITE);
+            if (rc)
+                s = mdb_fail("upload put", rc);
+        }
+        if (s == STOR_OK)
+            s = wr_commit(st, txn);
+        else
+            mdb_txn_abort(txn);
+    }
+    buf_free(&b);
+    if (s == STOR_OK)
+        memcpy(upload_id, id, sizeof id);
+    return s;
+}
+
+stor_status_t stor_mpu_check(stor_t *st, const char *bucket, const char *key, const char *upload_id)
+{
+    MDB_txn *txn;
+    stor_status_t s = rd_begin(st, &txn);
+    if (s != STOR_OK)
+        return s;
+    uint8_t kbuf[STOR_BUCKET_MAX + 2 + STOR_UPLOAD_ID_LEN];
+    s = upload_get(st, txn, bucket, key, upload_id, NULL, NULL, kbuf);
+    mdb_txn_abort(txn);
+    return s;
+}
+
+stor_status_t stor_part_commit(stor_writer_t *w, const char *key, const char *upload_id,
+                               stor_part_t *part)
+{
+    stor_t *st = w->st;
+    stor_status_t s = writer_seal(w);
+    MDB_txn *txn = NULL;
+    uint8_t old_id[STOR_ID_LEN];
+    int had_old = 0;
+    buf_t b;
+    buf_init(&b, STOR_REC_MAX);
+    if (s != STOR_OK)
+        goto out;
+    if (part->number < 1 || part->number > S3R_MAX_PART_NUMBER) {
+        s = STOR_ERR_INVALID_PART;
+        goto out;
+    }
+    part->size = w->size;
+    part->mtime_ms = now_ms();
+    if (stor_rec_encode_part(&b, part, w->id) != 0) {
+        s = STOR_ERR_NOMEM;
+        goto out;
+    }
+    if ((s = wr_begin(st, &txn)) != STOR_OK)
+        goto out;
+    uint8_t kbuf[STOR_BUCKET_MAX + 2 + STOR_UPLOAD_ID_LEN];
+    s = upload_get(st, txn, w->bucket, key, upload_id, NULL, NULL, kbuf);
+    /* The upload pins its bucket (stor_bucket_delete refuses a bucket with
+     * uploads), but the writer's bucket is the one that was authorized. */
+    if (s == STOR_OK)
+        s = bucket_check(st, txn, w->bucket, w->bucket_id);
+    if (s != STOR_OK)
+        goto out;
+    uint8_t pk[PART_KEY_LEN];
+    part_key(upload_id, part->number, pk);
+    MDB_val k = {PART_KEY_LEN, pk}, v;
+    int rc = mdb_get(txn, st->db_parts, &k, &v);
+    if (rc == 0) {
+        stor_part_rec_t old;
+        if (stor_rec_decode_part(v.mv_data, v.mv_size, &old) == STOR_OK) {
+            memcpy(old_id, old.id, STOR_ID_LEN);
+            stor_part_free_fields(&old.part);
+            had_old = 1;
+        } else {
+            log_error("storage: corrupt part record %s/%u", upload_id, part->number);
+        }
+    } else if (rc != MDB_NOTFOUND) {
+        s = mdb_fail("part lookup", rc);
+        goto out;
+    }
+    v = (MDB_val){b.len, b.data};
+    rc = mdb_put(txn, st->db_parts, &k, &v, 0);
+    if (rc) {
+        s = mdb_fail("part put", rc);
+        goto out;
+    }
+    s = wr_commit(st, txn);
+    txn = NULL;
+    if (s == STOR_OK)
+        new_file(st, w->id);
+    if (s == STOR_OK && had_old)
+        drop_file(st, old_id);
+out:
+    if (txn)
+        mdb_txn_abort(txn);
+    buf_free(&b);
+    writer_free(w, s == STOR_OK);
+    return s;
+}
+
+static void free_part_recs(stor_part_rec_t *arr, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        stor_part_free_fields(&arr[i].part);
+    free(arr);
+}
+
+/* Loads every part record of an upload in number order. */
+static stor_status_t load_parts(stor_t *st, MDB_txn *txn, const char *upload_id, uint32_t after,
+                                stor_part_rec_t **out_p, size_t *n_p)
+{
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn, st->db_parts, &cur);
+    if (rc)
+        return mdb_fail("cursor", rc);
+    stor_part_rec_t *arr = NULL;
+    size_t n = 0, cap = 0;
+    stor_status_t s = STOR_OK;
+    uint8_t pk[PART_KEY_LEN];
+    part_key(upload_id, after + 1, pk);
+    MDB_val k = {PART_KEY_LEN, pk}, v;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != PART_KEY_LEN || memcmp(k.mv_data, upload_id, STOR_UPLOAD_ID_LEN) != 0)
+            break;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            stor_part_rec_t *p = realloc(arr, cap * sizeof *arr);
+            if (!p) {
+                s = STOR_ERR_NOMEM;
+                break;
+            }
+            arr = p;
+        }
+        s = stor_rec_decode_part(v.mv_data, v.mv_size, &arr[n]);
+        if (s != STOR_OK) {
+            log_error("storage: corrupt part record in upload %s", upload_id);
+            break;
+        }
+        n++;
+    }
+    if (s == STOR_OK && rc != 0 && rc != MDB_NOTFOUND)
+        s = mdb_fail("parts", rc);
+    mdb_cursor_close(cur);
+    if (s != STOR_OK) {
+        free_part_recs(arr, n);
+        return s;
+    }
+    *out_p = arr;
+    *n_p = n;
+    return STOR_OK;
+}
+
+/* Deletes every part record of an upload (in txn). */
+static stor_status_t del_parts(stor_t *st, MDB_txn *txn, const char *upload_id)
+{
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn, st->db_parts, &cur);
+    if (rc)
+        return mdb_fail("cursor", rc);
+    uint8_t pk[PART_KEY_LEN];
+    part_key(upload_id, 0, pk);
+    for (;;) {
+        MDB_val k = {PART_KEY_LEN, pk}, v;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+        if (rc)
+            break;
+        if (k.mv_size != PART_KEY_LEN || memcmp(k.mv_data, upload_id, STOR_UPLOAD_ID_LEN) != 0)
+            break;
+        if ((rc = mdb_cursor_del(cur, 0)) != 0)
+            break;
+    }
+    mdb_cursor_close(cur);
+    if (rc != 0 && rc != MDB_NOTFOUND)
+        return mdb_fail("parts delete", rc);
+    return STOR_OK;
+}
+
+stor_status_t stor_mpu_list_parts(stor_t *st, const char *bucket, const char *key,
+                                  const char *upload_id, uint32_t part_marker,
+                                  stor_part_t **parts_p, size_t *n_p)
+{
+    MDB_txn *txn;
+    stor_status_t s = rd_begin(st, &txn);
+    if (s != STOR_OK)
+        return s;
+    uint8_t kbuf[STOR_BUCKET_MAX + 2 + STOR_UPLOAD_ID_LEN];
+    stor_part_rec_t *recs = NULL;
+    size_t n = 0;
+    s = upload_get(st, txn, bucket, key, upload_id, NULL, NULL, kbuf);
+    if (s == STOR_OK && part_marker < UINT32_MAX)
+        s = load_parts(st, txn, upload_id, part_marker, &recs, &n);
+    mdb_txn_abort(txn);
+    if (s != STOR_OK)
+        return s;
+    stor_part_t *parts = NULL;
+    if (n) {
+        parts = malloc(n * sizeof *parts);
+        if (!parts) {
+            free_part_recs(recs, n);
+            return STOR_ERR_NOMEM;
+        }
+        for (size_t i = 0; i < n; i++)
+            parts[i] = recs[i].part; /* moves the strings */
+    }
+    free(recs);
+    *parts_p = parts;
+    *n_p = n;
+    return STOR_OK;
+}
+
+void stor_parts_free(stor_part_t *parts, size_t n)
+{
+    if (!parts)
+        return;
+    for (size_t i = 0; i < n; i++)
+        stor_part_free_fields(&parts[i]);
+    free(parts);
+}
+
+static int cmp_part_num(const void *key, const void *elem)
+{
+    uint32_t a = *(const uint32_t *)key, b = ((const stor_part_rec_t *)elem)->part.number;
+    return a < b ? -1 : a > b;
+}
+
+/* Compares a client's ETag (maybe quoted, any case) to a stored one. */
+static int etag_eq(const char *given, const char *stored)
+{
+    if (!given)
+        return 0;
+    size_t n = strlen(given);
+    if (n >= 2 && given[0] == '"' && given[n - 1] == '"') {
+        given++;
+        n -= 2;
+    }
+    return strlen(stored) == n && strncasecmp(given, stored, n) == 0;
+}
+
+stor_status_t stor_mpu_complete(stor_t *st, const stor_bucket_t *bkt, const char *key,
+                                const char *upload_id, const stor_complete_part_t *parts, size_t n,
+                                stor_meta_t *meta_p)
+{
+    const char *bucket = bkt->name;
+    if (n == 0 || n > S3R_MAX_PART_NUMBER)
+        return STOR_ERR_INVALID_PART;
+    for (size_t i = 1; i < n; i++)
+        if (parts[i].number <= parts[i - 1].number)
+            return STOR_ERR_INVALID_PART_ORDER;
+
+    MDB_txn *txn;
+    stor_status_t s = wr_begin(st, &txn);
+    if (s != STOR_OK)
+        return s;
+    uint8_t kbuf[STOR_BUCKET_MAX + 2 + STOR_UPLOAD_ID_LEN];
+    stor_upload_rec_t up;
+    stor_part_rec_t *recs = NULL;
+    size_t n_recs = 0;
+    stor_seg_t *segs = NULL;
+    uint8_t *md5s = NULL;
+    uint8_t *used = NULL;
+    stor_obj_rec_t old;
+    int had_old = 0, have_up = 0;
+    stor_meta_t m;
+    memset(&m, 0, sizeof m);
+    MDB_val uk;
+    buf_t rec = {0};
+
+    s = bucket_check(st, txn, bucket, bkt->id);
+    if (s == STOR_OK)
+        s = upload_get(st, txn, bucket, key, upload_id, &up, &uk, kbuf);
+    if (s != STOR_OK)
+        goto out;
+    have_up = 1;
+    if ((s = load_parts(st, txn, upload_id, 0, &recs, &n_recs)) != STOR_OK)
+        goto out;
+    segs = calloc(n, sizeof *segs);
+    md5s = malloc(n * MD5_LEN);
+    used = calloc(n_recs ? n_recs : 1, 1);
+    m = up.meta;
+    memset(&up.meta, 0, sizeof up.meta);
+    m.part_sizes = calloc(n, sizeof *m.part_sizes);
+    if (!segs || !md5s || !used || !m.part_sizes) {
+        s = STOR_ERR_NOMEM;
+        goto out;
+    }
+    /* Every listed part must exist with its ETag (InvalidPart) before sizes
+     * are judged (EntityTooSmall), as S3 reports them. */
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        const stor_part_rec_t *r =
+            bsearch(&parts[i].number, recs, n_recs, sizeof *recs, cmp_part_num);
+        if (!r || !etag_eq(parts[i].etag, r->part.etag) || strlen(r->part.etag) != 2 * MD5_LEN ||
+            hex_decode(r->part.etag, 2 * MD5_LEN, md5s + i * MD5_LEN, MD5_LEN) != 0) {
+            s = STOR_ERR_INVALID_PART;
+            goto out;
+        }
+        used[r - recs] = 1;
+        memcpy(segs[i].id, r->id, STOR_ID_LEN);
+        segs[i].size = r->part.size;
+        m.part_sizes[i] = r->part.size;
+        total += r->part.size;
+    }
+    for (size_t i = 0; i + 1 < n; i++)
+        if (segs[i].size < S3R_MIN_PART_BYTES) {
+            s = STOR_ERR_PART_TOO_SMALL;
+            goto out;
+        }
+    uint8_t digest[MD5_LEN];
+    char hex[2 * MD5_LEN + 1];
+    digest_t *d = digest_md5_new();
+    if (!d) {
+        s = STOR_ERR_NOMEM;
+        goto out;
+    }
+    digest_update(d, md5s, n * MD5_LEN);
+    digest_final(d, digest);
+    hex_encode(digest, MD5_LEN, hex);
+    snprintf(m.etag, sizeof m.etag, "%s-%zu", hex, n);
+    m.size = total;
+    m.mtime_ms = now_ms();
+    m.parts_count = (uint32_t)n;
+
+    s = encode_object(&rec, key, &m, segs, (uint32_t)n);
+    if (s == STOR_OK)
+        s = put_object(st, txn, bucket, bkt->id, key, &rec, &old, &had_old);
+    if (s == STOR_OK)
+        s = del_parts(st, txn, upload_id);
+    if (s == STOR_OK) {
+        int rc = mdb_del(txn, st->db_uploads, &uk, NULL);
+        if (rc)
+            s = mdb_fail("upload delete", rc);
+    }
+    if (s != STOR_OK)
+        goto out;
+    s = wr_commit(st, txn);
+    txn = NULL;
+    if (s != STOR_OK)
+        goto out;
+
+    if (had_old)
+        for (uint32_t i = 0; i < old.n_segs; i++)
+            drop_file(st, old.segs[i].id);
+    for (size_t i = 0; i < n_recs; i++)
+        if (!used[i])
+            drop_file(st, recs[i].id);
+    *meta_p = m;
+    memset(&m, 0, sizeof m);
+out:
+    if (txn)
+        mdb_txn_abort(txn);
+    if (had_old)
+        stor_obj_rec_free(&old);
+    buf_free(&rec);
+    free_part_recs(recs, n_recs);
+    free(segs);
+    free(md5s);
+    free(used);
+    stor_meta_free(&m);
+    if (have_up)
+        stor_upload_rec_free(&up);
+    return s;
+}
+
+stor_status_t stor_mpu_abort(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                             const char *upload_id)
+{
+    MDB_txn *txn;
+    stor_status_t s = wr_begin(st, &txn);
+    if (s != STOR_OK)
+        return s;
+    uint8_t kbuf[STOR_BUCKET_MAX + 2 + STOR_UPLOAD_ID_LEN];
+    MDB_val uk;
+    stor_part_rec_t *recs = NULL;
+    size_t n = 0;
+    s = bucket_check(st, txn, bucket->name, bucket->id);
+    if (s == STOR_OK)
+        s = upload_get(st, txn, bucket->name, key, upload_id, NULL, &uk, kbuf);
+    if (s == STOR_OK)
+        s = load_parts(st, txn, upload_id, 0, &recs, &n);
+    if (s == STOR_OK)
+        s = del_parts(st, txn, upload_id);
+    if (s == STOR_OK) {
+        int rc = mdb_del(txn, st->db_uploads, &uk, NULL);
+        if (rc)
+            s = mdb_fail("upload delete", rc);
+    }
+    if (s == STOR_OK) {
+        s = wr_commit(st, txn);
+    } else {
+        mdb_txn_abort(txn);
+    }
+    if (s == STOR_OK)
+        for (size_t i = 0; i < n; i++)
+            drop_file(st, recs[i].id);
+    free_part_recs(recs, n);
+    return s;
+}
+
+static int cmp_upload(const void *a, const void *b)
+{
+    const stor_upload_t *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    return c ? c : strcmp(x->upload_id, y->upload_id);
+}
+
+stor_status_t stor_mpu_list(stor_t *st, const char *bucket, const char *prefix,
+                            const char *key_marker, const char *upload_id_marker, size_t max,
+                            stor_upload_t **uploads_p, size_t *n_p, int *more_p)
+{
+    MDB_txn *txn;
+    MDB_cursor *cur = NULL;
+    stor_status_t s = rd_begin(st, &txn);
+    if (s != STOR_OK)
+        return s;
+    prefix = prefix ? prefix : "";
+    size_t plen = strlen(prefix);
+    int has_km = key_marker && *key_marker;
+    int has_im = upload_id_marker && *upload_id_marker;
+    stor_upload_t *arr = NULL;
+    size_t n = 0, cap = 0;
+    s = bucket_exists(st, txn, bucket);
+    if (s != STOR_OK)
+        goto out;
+    int rc = mdb_cursor_open(txn, st->db_uploads, &cur);
+    if (rc) {
+        s = mdb_fail("cursor", rc);
+        goto out;
+    }
+    size_t blen = strlen(bucket);
+    uint8_t bp[STOR_BUCKET_MAX + 1];
+    memcpy(bp, bucket, blen);
+    bp[blen] = 0;
+    MDB_val k = {blen + 1, bp}, v;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != blen + 1 + STOR_UPLOAD_ID_LEN || memcmp(k.mv_data, bp, blen + 1) != 0)
+            break;
+        stor_upload_rec_t r;
+        if ((s = stor_rec_decode_upload(v.mv_data, v.mv_size, &r)) != STOR_OK) {
+            log_error("storage: corrupt upload record in %s", bucket);
+            goto out;
+        }
+        const char *id = (const char *)k.mv_data + blen + 1;
+        int keep = strncmp(r.key, prefix, plen) == 0;
+        if (keep && has_km) {
+            int c = strcmp(r.key, key_marker);
+            keep = c > 0 || (c == 0 && has_im &&
+                             memcmp(id, upload_id_marker,
+                                    strnlen(upload_id_marker, STOR_UPLOAD_ID_LEN)) > 0);
+        }
+        if (!keep) {
+            stor_upload_rec_free(&r);
+            continue;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            stor_upload_t *p = realloc(arr, cap * sizeof *arr);
+            if (!p) {
+                stor_upload_rec_free(&r);
+                s = STOR_ERR_NOMEM;
+                goto out;
+            }
+            arr = p;
+        }
+        arr[n].key = r.key;
+        r.key = NULL;
+        memcpy(arr[n].upload_id, id, STOR_UPLOAD_ID_LEN);
+        arr[n].upload_id[STOR_UPLOAD_ID_LEN] = '\0';
+        arr[n].initiated_ms = r.initiated_ms;
+        n++;
+        stor_upload_rec_free(&r);
+    }
+    if (rc != 0 && rc != MDB_NOTFOUND) {
+        s = mdb_fail("upload list", rc);
+        goto out;
+    }
+    if (n)
+        qsort(arr, n, sizeof *arr, cmp_upload);
+    *more_p = n > max;
+    if (n > max) {
+        for (size_t i = max; i < n; i++)
+            free(arr[i].key);
+        n = max;
+    }
+out:
+    if (cur)
+        mdb_cursor_close(cur);
+    mdb_txn_abort(txn);
+    if (s != STOR_OK) {
+        stor_uploads_free(arr, n);
+        return s;
+    }
+    *uploads_p = arr;
+    *n_p = n;
+    return STOR_OK;
+}
+
+void stor_uploads_free(stor_upload_t *uploads, size_t n)
+{
+    if (!uploads)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free(uploads[i].key);
+    free(uploads);
+}

@@ -1,0 +1,444 @@
+/* Objects: the writer (open, write, commit), HEAD, the reader (open,
+ * pread, span fds) and delete. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <lmdb.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/hash.h"
+#include "common/log.h"
+#include "storage/stor_internal.h"
+
+#define OPEN_RETRIES 64
+
+/* Looks bucket/key up in txn and decodes its record. STOR_ERR_NO_KEY when
+ * absent. A long key whose hash slot holds another key (a 64-bit collision)
+ * is reported as STOR_ERR_IO rather than silently aliased. */
+static stor_status_t obj_get(stor_t *st, MDB_txn *txn, const char *bucket, const char *key,
+                             stor_obj_rec_t *rec, MDB_val *ikey_out, uint8_t *ikey_buf)
+{
+    size_t klen = strlen(key);
+    size_t n = stor_ikey_encode(bucket, strlen(bucket), key, klen, ikey_buf);
+    MDB_val k = {n, ikey_buf}, v;
+    if (ikey_out)
+        *ikey_out = k;
+    int rc = mdb_get(txn, st->db_objects, &k, &v);
+    if (rc == MDB_NOTFOUND)
+        return STOR_ERR_NO_KEY;
+    if (rc)
+        return mdb_fail("object lookup", rc);
+    const char *rkey;
+    size_t rklen;
+    if (stor_rec_object_key(v.mv_data, v.mv_size, &rkey, &rklen) == STOR_OK &&
+        stor_keycmp(rkey, rklen, key, klen) != 0) {
+        log_error("storage: index key collision for %s/%s", bucket, key);
+        return STOR_ERR_IO;
+    }
+    stor_status_t s = stor_rec_decode_object(v.mv_data, v.mv_size, rec);
+    if (s == STOR_ERR_IO)
+        log_error("storage: corrupt object record for %s/%s", bucket, key);
+    return s;
+}
+
+/* obj_get() for a bucket name from a reader: the bucket is looked up only
+ * when the key is absent, to tell NoSuchBucket from NoSuchKey. An object
+ * seen in txn implies its bucket in txn (stor_bucket_delete refuses a bucket
+ * with objects, in the same serialized write transactions). Writers check
+ * which bucket, not just that one exists: bucket_check(). */
+static stor_status_t obj_lookup(stor_t *st, MDB_txn *txn, const char *bucket, const char *key,
+                                stor_obj_rec_t *rec, MDB_val *ikey_out, uint8_t *ikey_buf)
+{
+    if (!valid_bucket(bucket))
+        return STOR_ERR_NO_BUCKET;
+    stor_status_t s = obj_get(st, txn, bucket, key, rec, ikey_out, ikey_buf);
+    if (s != STOR_ERR_NO_KEY)
+        return s;
+    s = bucket_exists(st, txn, bucket);
+    return s == STOR_OK ? STOR_ERR_NO_KEY : s;
+}
+
+/* ==== Writing ============================================================ */
+
+stor_status_t stor_writer_open(stor_t *st, const stor_bucket_t *bucket, stor_writer_t **out_p)
+{
+    MDB_txn *txn;
+    stor_status_t s = rd_begin(st, &txn);
+    if (s != STOR_OK)
+        return s;
+    s = bucket_check(st, txn, bucket->name, bucket->id);
+    mdb_txn_abort(txn);
+    if (s != STOR_OK)
+        return s;
+    stor_writer_t *w = calloc(1, sizeof *w);
+    if (!w)
+        return STOR_ERR_NOMEM;
+    w->st = st;
+    w->fd = -1;
+    snprintf(w->bucket, sizeof w->bucket, "%s", bucket->name);
+    w->bucket_id = bucket->id;
+    if (random_bytes(w->id, STOR_ID_LEN) != 0 || ensure_shard(st, w->id) != 0) {
+        free(w);
+        return STOR_ERR_IO;
+    }
+    stor_id_path(w->id, w->path);
+    w->fd = openat(st->objfd, w->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (w->fd < 0) {
+        log_error("storage: create %s: %s", w->path, strerror(errno));
+        free(w);
+        return STOR_ERR_IO;
+    }
+    *out_p = w;
+    return STOR_OK;
+}
+
+stor_status_t stor_writer_write(stor_writer_t *w, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len) {
+        ssize_t n = write(w->fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            log_error("storage: write %s: %s", w->path, strerror(errno));
+            return STOR_ERR_IO;
+        }
+        p += n;
+        len -= (size_t)n;
+        w->size += (uint64_t)n;
+    }
+    return STOR_OK;
+}
+
+uint64_t stor_writer_size(const stor_writer_t *w)
+{
+    return w->size;
+}
+
+/* Closes and frees a writer; its file is unlinked unless an index record
+ * now points at it (keep). */
+void writer_free(stor_writer_t *w, int keep)
+{
+    if (w->fd >= 0)
+        close(w->fd);
+    if (!keep)
+        unlinkat(w->st->objfd, w->path, 0);
+    free(w);
+}
+
+void stor_writer_abort(stor_writer_t *w)
+{
+    if (w)
+        writer_free(w, 0);
+}
+
+/* Makes the writer's bytes durable per the mode and closes its fd. */
+stor_status_t writer_seal(stor_writer_t *w)
+{
+    int rc = 0;
+    if (w->st->durability == STOR_DURABILITY_FSYNC) {
+        char dir[STOR_PATH_LEN];
+        memcpy(dir, w->path, 5);
+        dir[5] = '\0';
+        rc = fdatasync(w->fd);
+        if (rc == 0)
+            rc = fsync_dirat(w->st->objfd, dir);
+    }
+    if (close(w->fd) != 0 && rc == 0)
+        rc = -1;
+    w->fd = -1;
+    if (rc != 0) {
+        log_error("storage: sync %s: %s", w->path, strerror(errno));
+        return STOR_ERR_IO;
+    }
+    return STOR_OK;
+}
+
+/* Encodes an object record into b (initialised here; the caller frees it). */
+stor_status_t encode_object(buf_t *b, const char *key, const stor_meta_t *m, const stor_seg_t *segs,
+                            uint32_t n_segs)
+{
+    buf_init(b, (size_t)-1 / 2);
+    if (stor_rec_encode_object(b, key, strlen(key), m, segs, n_segs) != 0)
+        return STOR_ERR_NOMEM;
+    return b->len > STOR_REC_MAX ? STOR_ERR_TOO_LARGE : STOR_OK;
+}
+
+/* Points bucket/key at the encoded record rec in txn. The replaced record, if
+ * any, goes to *old (*had_old set; the caller unlinks its files after the
+ * commit and frees it). STOR_ERR_NO_BUCKET when the bucket (bucket_id) is
+ * gone: checked even when the key exists, since an object under this name
+ * may belong to a bucket re-created since. */
+stor_status_t put_object(stor_t *st, MDB_txn *txn, const char *bucket, uint64_t bucket_id,
+                         const char *key, const buf_t *rec, stor_obj_rec_t *old, int *had_old)
+{
+    uint8_t ikey[STOR_IKEY_MAX];
+    MDB_val k;
+    *had_old = 0;
+    stor_status_t s = bucket_check(st, txn, bucket, bucket_id);
+    if (s != STOR_OK)
+        return s;
+    s = obj_get(st, txn, bucket, key, old, &k, ikey);
+    if (s == STOR_OK)
+        *had_old = 1;
+    else if (s != STOR_ERR_NO_KEY)
+        return s;
+    MDB_val v = {rec->len, rec->data};
+    int rc = mdb_put(txn, st->db_objects, &k, &v, 0);
+    return rc ? mdb_fail("object put", rc) : STOR_OK;
+}
+
+stor_status_t stor_writer_commit(stor_writer_t *w, const char *key, stor_meta_t *meta)
+{
+    stor_t *st = w->st;
+    buf_t b = {0};
+    stor_status_t s = writer_seal(w);
+    if (s != STOR_OK)
+        goto out;
+    meta->size = w->size;
+    meta->mtime_ms = now_ms();
+    stor_meta_t m = *meta;
+    m.parts_count = 0;
+    m.part_sizes = NULL;
+    stor_seg_t seg;
+    memcpy(seg.id, w->id, STOR_ID_LEN);
+    seg.size = w->size;
+    /* Encoded before the write transaction: LMDB serializes writers, so
+     * nothing that can run outside one should run inside. */
+    if ((s = encode_object(&b, key, &m, &seg, 1)) != STOR_OK)
+        goto out;
+
+    MDB_txn *txn;
+    if ((s = wr_begin(st, &txn)) != STOR_OK)
+        goto out;
+    stor_obj_rec_t old;
+    int had_old = 0;
+    s = put_object(st, txn, w->bucket, w->bucket_id, key, &b, &old, &had_old);
+    if (s == STOR_OK)
+        s = wr_commit(st, txn);
+    else
+        mdb_txn_abort(txn);
+    if (s == STOR_OK)
+        new_file(st, w->id);
+    if (had_old) {
+        if (s == STOR_OK)
+            for (uint32_t i = 0; i < old.n_segs; i++)
+                drop_file(st, old.segs[i].id);
+        stor_obj_rec_free(&old);
+    }
+out:
+    buf_free(&b);
+    writer_free(w, s == STOR_OK);
+    return s;
+}
+
+/* ==== Reading ============================================================ */
+
+stor_status_t stor_head(stor_t *st, const char *bucket, const char *key, stor_meta_t *meta_p)
+{
+    MDB_txn *txn;
+    stor_status_t s = rd_begin(st, &txn);
+    if (s != STOR_OK)
+        return s;
+    stor_obj_rec_t rec;
+    uint8_t ikey[STOR_IKEY_MAX];
+    s = obj_lookup(st, txn, bucket, key, &rec, NULL, ikey);
+    mdb_txn_abort(txn);
+    if (s != STOR_OK)
+        return s;
+    *meta_p = rec.meta;
+    memset(&rec.meta, 0, sizeof rec.meta);
+    stor_obj_rec_free(&rec);
+    return STOR_OK;
+}
+
+typedef struct rseg {
+    int fd;
+    uint64_t start, size; /* object offset of the segment, its length */
+} rseg_t;
+
+struct stor_reader {
+    stor_meta_t meta;
+    rseg_t *segs; /* &one for a single-part object, else malloc'ed */
+    uint32_t n_segs;
+    rseg_t one;
+};
+
+void stor_reader_close(stor_reader_t *r)
+{
+    if (!r)
+        return;
+    for (uint32_t i = 0; i < r->n_segs; i++)
+        if (r->segs[i].fd >= 0)
+            close(r->segs[i].fd);
+    if (r->segs != &r->one)
+        free(r->segs);
+    stor_meta_free(&r->meta);
+    free(r);
+}
+
+stor_status_t stor_reader_open(stor_t *st, const char *bucket, const char *key,
+                               stor_reader_t **out_p)
+{
+    /* The record is read in a short txn, then the files are opened. A commit
+     * in between may unlink a file we are about to open (ENOENT): the index
+     * then already points elsewhere, so look again. */
+    for (int attempt = 0; attempt < OPEN_RETRIES; attempt++) {
+        MDB_txn *txn;
+        stor_status_t s = rd_begin(st, &txn);
+        if (s != STOR_OK)
+            return s;
+        stor_obj_rec_t rec;
+        uint8_t ikey[STOR_IKEY_MAX];
+        s = obj_lookup(st, txn, bucket, key, &rec, NULL, ikey);
+        mdb_txn_abort(txn);
+        if (s != STOR_OK)
+            return s;
+        stor_reader_t *r = calloc(1, sizeof *r);
+        if (r)
+            r->segs = rec.n_segs == 1 ? &r->one : calloc(rec.n_segs, sizeof *r->segs);
+        if (!r || !r->segs) {
+            free(r);
+            stor_obj_rec_free(&rec);
+            return STOR_ERR_NOMEM;
+        }
+        int vanished = 0;
+        uint64_t off = 0;
+        for (uint32_t i = 0; i < rec.n_segs; i++) {
+            char path[STOR_PATH_LEN];
+            stor_id_path(rec.segs[i].id, path);
+            int fd = openat(st->objfd, path, O_RDONLY | O_CLOEXEC);
+            if (fd < 0) {
+                if (errno == ENOENT) {
+                    vanished = 1;
+                } else {
+                    log_error("storage: open %s: %s", path, strerror(errno));
+                    s = STOR_ERR_IO;
+                }
+                break;
+            }
+            r->segs[i] = (rseg_t){fd, off, rec.segs[i].size};
+            r->n_segs = i + 1;
+            off += rec.segs[i].size;
+        }
+        r->meta = rec.meta;
+        memset(&rec.meta, 0, sizeof rec.meta);
+        stor_obj_rec_free(&rec);
+        if (s == STOR_OK && !vanished) {
+            *out_p = r;
+            return STOR_OK;
+        }
+        stor_reader_close(r);
+        if (s != STOR_OK)
+            return s;
+        sched_yield();
+    }
+    log_error("storage: %s/%s: object files keep vanishing (missing file?)", bucket, key);
+    return STOR_ERR_IO;
+}
+
+const stor_meta_t *stor_reader_meta(const stor_reader_t *r)
+{
+    return &r->meta;
+}
+
+/* Index of the segment holding object offset off (off < size). */
+static uint32_t seg_find(const stor_reader_t *r, uint64_t off)
+{
+    uint32_t lo = 0, hi = r->n_segs;
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (r->segs[mid].start <= off)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+ssize_t stor_reader_pread(stor_reader_t *r, void *buf, size_t len, uint64_t off)
+{
+    uint64_t size = r->meta.size;
+    if (off >= size || len == 0)
+        return 0;
+    if (len > size - off)
+        len = (size_t)(size - off);
+    if (len > (size_t)SSIZE_MAX)
+        len = (size_t)SSIZE_MAX;
+    size_t done = 0;
+    uint32_t i = seg_find(r, off);
+    while (done < len && i < r->n_segs) {
+        const rseg_t *g = &r->segs[i];
+        uint64_t in = off + done - g->start;
+        if (in >= g->size) {
+            i++;
+            continue;
+        }
+        size_t want = len - done;
+        if (want > g->size - in)
+            want = (size_t)(g->size - in);
+        ssize_t n = pread(g->fd, (char *)buf + done, want, (off_t)in);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            log_error("storage: pread: %s", strerror(errno));
+            return -1;
+        }
+        if (n == 0) {
+            log_error("storage: object file shorter than its record");
+            return -1;
+        }
+        done += (size_t)n;
+    }
+    return (ssize_t)done;
+}
+
+int stor_reader_span_fd(stor_reader_t *r, uint64_t off, uint64_t len, int *fd_p,
+                        uint64_t *file_off_p)
+{
+    if (r->n_segs == 0 || off > r->meta.size || len > r->meta.size - off)
+        return 0;
+    uint32_t i = off == r->meta.size ? r->n_segs - 1 : seg_find(r, off);
+    const rseg_t *g = &r->segs[i];
+    if (off < g->start || off - g->start + len > g->size)
+        return 0;
+    *fd_p = g->fd;
+    *file_off_p = off - g->start;
+    return 1;
+}
+
+/* ==== Deleting =========================================================== */
+
+stor_status_t stor_delete(stor_t *st, const stor_bucket_t *bucket, const char *key)
+{
+    MDB_txn *txn;
+    stor_status_t s = wr_begin(st, &txn);
+    if (s != STOR_OK)
+        return s;
+    stor_obj_rec_t rec;
+    uint8_t ikey[STOR_IKEY_MAX];
+    MDB_val k;
+    s = bucket_check(st, txn, bucket->name, bucket->id);
+    if (s == STOR_OK)
+        s = obj_get(st, txn, bucket->name, key, &rec, &k, ikey);
+    if (s != STOR_OK) {
+        mdb_txn_abort(txn);
+        return s;
+    }
+    int rc = mdb_del(txn, st->db_objects, &k, NULL);
+    if (rc) {
+        mdb_txn_abort(txn);
+        stor_obj_rec_free(&rec);
+        return mdb_fail("object delete", rc);
+    }
+    s = wr_commit(st, txn);
+    if (s == STOR_OK)
+        for (uint32_t i = 0; i < rec.n_segs; i++)
+            drop_file(st, rec.segs[i].id);
+    stor_obj_rec_free(&rec);
+    return s;
+}
