@@ -739,7 +739,10 @@ typedef struct srvproc {
 static srvproc_t g_sp = {.pid = -1};
 
 /* Child servers started between these two run as uid 65534, so this
- * (root) test process is a local user they do not trust. Needs root. */
+ * (root) test process is a local user they do not trust: the Unix socket
+ * gives it the net domain, which is what the *_unix attacks below must
+ * face. (A trusted local client can crash the server by design,
+ * docs/security.md.) Needs root. */
 static void as_stranger_begin(void)
 {
     if (geteuid() != 0) {
@@ -927,9 +930,6 @@ static void test_probe_server_worker_tcp(void **state)
 static void test_probe_server_worker_unix(void **state)
 {
     (void)state;
-    /* A local user the server does not trust (it runs as nobody here): the
-     * Unix socket gives it the net domain. A trusted local client can crash
-     * the server by design (docs/security.md). */
     as_stranger_begin();
     probe_server_self(1);
     as_stranger_end();
@@ -987,9 +987,6 @@ static void test_probe_idle_worker_unix(void **state)
 static void test_probe_idle_tcp_worker_unix(void **state)
 {
     (void)state;
-    /* A local user the server does not trust (it runs as nobody here): the
-     * Unix socket gives it the net domain. A trusted local client can crash
-     * the server by design (docs/security.md). */
     as_stranger_begin();
     misdirected_probe(1, "tcp");
     as_stranger_end();
@@ -1055,9 +1052,6 @@ static void test_am_to_server_worker_tcp(void **state)
 static void test_am_to_server_worker_unix(void **state)
 {
     (void)state;
-    /* A local user the server does not trust (it runs as nobody here): the
-     * Unix socket gives it the net domain. A trusted local client can crash
-     * the server by design (docs/security.md). */
     as_stranger_begin();
     am_to_server_worker(1);
     as_stranger_end();
@@ -1602,9 +1596,6 @@ static void test_rkey_truncated_unix(void **state)
 static void test_rkey_corrupt_unix(void **state)
 {
     (void)state;
-    /* A local user the server does not trust (it runs as nobody here): the
-     * Unix socket gives it the net domain. A trusted local client can crash
-     * the server by design (docs/security.md). */
     as_stranger_begin();
     rkey_attack(1, 0);
     as_stranger_end();
