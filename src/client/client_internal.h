@@ -88,7 +88,7 @@ int64_t s3c_parse_iso8601(const char *s);
 /* "Tue, 02 Jan 2024 03:04:05 GMT" -> unix seconds; -1 on bad input. */
 int64_t s3c_parse_http_date(const char *s);
 
-/* ---- The client (client.c, http.c, rdma.c) ------------------------------- */
+/* ---- The client (client*.c, http.c, rdma.c) ------------------------------ */
 
 typedef struct s3c_region s3c_region_t;
 typedef struct s3c_sess s3c_sess_t;
@@ -127,13 +127,25 @@ struct s3r_client {
     uint64_t lru_clock;
 };
 
-/* ---- Last error (client.c) ------------------------------------------------ */
+/* ---- Last error (client_error.c) ------------------------------------------ */
+
+/* The calling thread's last error and the client it was recorded for;
+ * code that must keep the caller's error across a request saves and
+ * restores both. */
+extern __thread s3r_error_info_t tls_err;
+extern __thread const s3r_client_t *tls_err_client;
 
 /* Records the calling thread's last error for c and returns st. */
 s3r_status_t s3c_fail(const s3r_client_t *c, s3r_status_t st, s3r_transport_t t, int http_status,
                       const char *code, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 void s3c_set_needed(uint64_t needed);
 void s3c_set_request_id(const char *rid);
+/* Overwrites only the status of the calling thread's last error. */
+void set_status(s3r_status_t st);
+/* Counts st in n_errors unless S3R_OK, and returns it: every public
+ * operation returns through here. */
+s3r_status_t done(s3r_client_t *c, s3r_status_t st);
+/* Monotonic milliseconds (client.c). */
 int64_t s3c_now_ms(void);
 
 /* ---- http.c: signed S3 requests over libcurl ------------------------------ */
@@ -209,5 +221,61 @@ s3r_status_t s3c_token_for(s3r_client_t *c, s3c_sess_t *sess, const void *addr, 
                            char *token, size_t token_len, s3c_region_t **reg_p);
 void s3c_region_put(s3r_client_t *c, s3c_region_t *reg);
 void s3c_rdma_cleanup(s3r_client_t *c);
+
+/* ---- client.c: helpers shared by the operation files ---------------------- */
+
+/* Adds bytes to the ops and bytes counters of transport t. */
+void count(s3r_client_t *c, s3r_transport_t t, uint64_t bytes);
+/* The transport an operation of size bytes should try first: HTTP, TOKEN or
+ * NATIVE (which the caller turns into S3R_ERR_UNSUPPORTED via
+ * unsupported_native). */
+s3r_transport_t pick(const s3r_client_t *c, s3r_transport_t want, uint64_t size);
+/* Whether a failed token attempt (st) may be redone over HTTP; logs the
+ * first fallback of the client and counts every one. */
+bool fall_back(s3r_client_t *c, s3r_status_t st);
+/* Records and returns S3R_ERR_UNSUPPORTED for the native transport. */
+s3r_status_t unsupported_native(s3r_client_t *c);
+
+/* Strings that live as long as one request's headers. */
+typedef struct strs {
+    char *s[S3C_MAX_REQ_HDRS * 2];
+    size_t n;
+} strs_t;
+
+/* A new formatted string owned by ss; NULL when ss is full or out of memory. */
+const char *strs_printf(strs_t *ss, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Frees every string of ss and empties it. */
+void strs_free(strs_t *ss);
+/* URI-encodes s as a query value into a new string in ss; NULL on failure. */
+const char *strs_qenc(strs_t *ss, const char *s);
+/* Whether s is a usable bucket or key name (non-NULL, non-empty). */
+bool valid_name(const char *s);
+/* Runs a request with no interesting 2xx body: S3R_OK on 2xx, else the
+ * recorded error (key_op as for s3c_http_error). */
+s3r_status_t simple(s3r_client_t *c, s3c_req_t *req, bool key_op);
+/* Runs req and collects a 2xx XML body (at most S3C_MAX_XML_BODY) into body. */
+s3r_status_t get_xml(s3r_client_t *c, s3c_req_t *req, buf_t *body);
+/* S3R_OK unless a 200 body is an <Error> (CompleteMultipartUpload,
+ * CopyObject), which is recorded as S3R_ERR_SERVER. */
+s3r_status_t error_in_200(s3r_client_t *c, const buf_t *body);
+
+/* The byte a zero-length token transfer names, so its region span is valid. */
+extern char zero_byte;
+/* Judges the answer to a token request: S3R_OK for a 2xx carrying
+ * x-amz-rdma-reply; S3R_ERR_RDMA_DECLINED (with *declined set) for a 501;
+ * otherwise the S3 error or S3R_ERR_PROTOCOL, never a decline. */
+s3r_status_t token_answer(s3r_client_t *c, const s3c_resp_t *resp, bool *declined);
+
+/* Staging memory of len bytes (at least 1) for a file transfer over t:
+ * registered (*registered set) for the token path when possible, else malloc. */
+void *stage_alloc(s3r_client_t *c, s3r_transport_t t, uint64_t len, bool *registered);
+/* Frees what stage_alloc returned (NULL is fine). */
+void stage_free(s3r_client_t *c, void *p, bool registered);
+
+/* ---- client_object.c ------------------------------------------------------- */
+
+/* HEADs bucket/key into a new *info_p (free with s3r_object_info_free). */
+s3r_status_t head_object(s3r_client_t *c, const char *bucket, const char *key,
+                         s3r_object_info_t **info_p);
 
 #endif

@@ -1,0 +1,123 @@
+/* libs3rdma: bucket operations (create, delete, head, list) and object
+ * listing (ListObjectsV2, with continuation across pages). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/client_internal.h"
+
+/* ======================================================================== */
+/* Buckets                                                                   */
+/* ======================================================================== */
+
+/* CreateBucket, DeleteBucket, HeadBucket: a bodiless request on the bucket. */
+static s3r_status_t bucket_simple(s3r_client_t *c, const char *method, const char *bucket)
+{
+    if (c == NULL || !valid_name(bucket))
+        return S3R_ERR_INVALID_ARG;
+    s3c_req_t req;
+    s3c_req_init(&req, method, bucket, NULL);
+    return done(c, simple(c, &req, false));
+}
+
+s3r_status_t s3r_bucket_create(s3r_client_t *c, const char *bucket)
+{
+    return bucket_simple(c, "PUT", bucket);
+}
+
+s3r_status_t s3r_bucket_delete(s3r_client_t *c, const char *bucket)
+{
+    return bucket_simple(c, "DELETE", bucket);
+}
+
+s3r_status_t s3r_bucket_head(s3r_client_t *c, const char *bucket)
+{
+    return bucket_simple(c, "HEAD", bucket);
+}
+
+s3r_status_t s3r_bucket_list(s3r_client_t *c, s3r_bucket_list_t **list_p)
+{
+    if (c == NULL || list_p == NULL)
+        return S3R_ERR_INVALID_ARG;
+    s3c_req_t req;
+    buf_t body;
+    buf_init(&body, S3C_MAX_XML_BODY);
+    s3c_req_init(&req, "GET", NULL, NULL);
+    s3r_status_t st = get_xml(c, &req, &body);
+    if (st == S3R_OK && s3c_xml_parse_bucket_list(body.data, body.len, list_p) < 0)
+        st = s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_HTTP, 200, "",
+                      "malformed ListAllMyBucketsResult");
+    buf_free(&body);
+    return done(c, st);
+}
+
+/* ======================================================================== */
+/* Listing                                                                   */
+/* ======================================================================== */
+
+static s3r_status_t list_page(s3r_client_t *c, const char *bucket, const s3r_list_opts_t *o,
+                              const char *token, s3r_object_list_t **list)
+{
+    strs_t ss = {0};
+    buf_t q, body;
+    s3r_status_t st = S3R_ERR_NOMEM;
+    buf_init(&q, 64 * 1024);
+    buf_init(&body, S3C_MAX_XML_BODY);
+    int rc = buf_append_str(&q, "list-type=2");
+    if (o->prefix && o->prefix[0])
+        rc |= buf_printf(&q, "&prefix=%s", strs_qenc(&ss, o->prefix) ?: "");
+    if (o->delimiter && o->delimiter[0])
+        rc |= buf_printf(&q, "&delimiter=%s", strs_qenc(&ss, o->delimiter) ?: "");
+    if (token && token[0])
+        rc |= buf_printf(&q, "&continuation-token=%s", strs_qenc(&ss, token) ?: "");
+    if (o->start_after && o->start_after[0])
+        rc |= buf_printf(&q, "&start-after=%s", strs_qenc(&ss, o->start_after) ?: "");
+    if (o->max_keys)
+        rc |= buf_printf(&q, "&max-keys=%u", o->max_keys);
+    if (rc != 0) {
+        st = s3c_fail(c, S3R_ERR_TOO_LARGE, S3R_TRANSPORT_HTTP, 0, "", "listing query too long");
+        goto out;
+    }
+    s3c_req_t req;
+    s3c_req_init(&req, "GET", bucket, NULL);
+    req.query = q.data;
+    st = get_xml(c, &req, &body);
+    if (st == S3R_OK && s3c_xml_parse_object_list(body.data, body.len, list) < 0)
+        st = s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_HTTP, 200, "",
+                      "malformed ListBucketResult");
+out:
+    strs_free(&ss);
+    buf_free(&q);
+    buf_free(&body);
+    return st;
+}
+
+s3r_status_t s3r_object_list(s3r_client_t *c, const char *bucket, const s3r_list_opts_t *opts,
+                             s3r_object_list_t **list_p)
+{
+    if (c == NULL || !valid_name(bucket) || list_p == NULL)
+        return S3R_ERR_INVALID_ARG;
+    s3r_list_opts_t o = {0};
+    if (opts != NULL)
+        o = *opts;
+    s3r_object_list_t *list = NULL;
+    char *token = o.continuation_token ? strdup(o.continuation_token) : NULL;
+    s3r_status_t st;
+    for (;;) {
+        st = list_page(c, bucket, &o, token, &list);
+        free(token);
+        token = NULL;
+        if (st != S3R_OK || !o.all_pages || !list->truncated || list->next_token == NULL)
+            break;
+        token = strdup(list->next_token);
+        if (token == NULL) {
+            st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_HTTP, 0, "", "out of memory");
+            break;
+        }
+    }
+    if (st != S3R_OK) {
+        s3r_object_list_free(list);
+        return done(c, st);
+    }
+    *list_p = list;
+    return S3R_OK;
+}

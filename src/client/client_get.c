@@ -1,0 +1,298 @@
+/* libs3rdma: GET into a caller buffer, into a new allocation and into a file,
+ * over HTTP or the token path (with fallback): ranges, sizing by HEAD, and
+ * the buffer-too-small answer with the bytes needed. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client/client_internal.h"
+
+/* ======================================================================== */
+/* GET                                                                       */
+/* ======================================================================== */
+
+static const char *range_header(strs_t *ss, const s3r_get_opts_t *o)
+{
+    if (o == NULL || (o->range_start == 0 && o->range_len == 0))
+        return NULL;
+    if (o->range_len == 0)
+        return strs_printf(ss, "bytes=%llu-", (unsigned long long)o->range_start);
+    return strs_printf(ss, "bytes=%llu-%llu", (unsigned long long)o->range_start,
+                       (unsigned long long)(o->range_start + o->range_len - 1));
+}
+
+/* The bytes a GET with opts (range or whole object) moves, from a HEAD. */
+static s3r_status_t get_size(s3r_client_t *c, const char *bucket, const char *key,
+                             const s3r_get_opts_t *o, uint64_t *size_p)
+{
+    s3r_object_info_t *info = NULL;
+    s3r_status_t st = head_object(c, bucket, key, &info);
+    if (st != S3R_OK)
+        return st;
+    uint64_t start = o ? o->range_start : 0;
+    uint64_t size = info->size > start ? info->size - start : 0;
+    if (o && o->range_len && o->range_len < size)
+        size = o->range_len;
+    s3r_object_info_free(info);
+    *size_p = size;
+    return S3R_OK;
+}
+
+/* The bytes a GET with opts needs, from a HEAD; 0 if unknown. The caller's
+ * last error is kept. */
+static uint64_t needed_for(s3r_client_t *c, const char *bucket, const char *key,
+                           const s3r_get_opts_t *o)
+{
+    s3r_error_info_t saved = tls_err;
+    const s3r_client_t *saved_c = tls_err_client;
+    uint64_t need = 0;
+    (void)get_size(c, bucket, key, o, &need);
+    tls_err = saved;
+    tls_err_client = saved_c;
+    return need;
+}
+
+static s3r_status_t too_small(s3r_client_t *c, s3r_transport_t t, int http, uint64_t need,
+                              uint64_t cap)
+{
+    s3c_fail(c, S3R_ERR_BUFFER_TOO_SMALL, t, http, "",
+             "the object needs %llu bytes, the buffer has %llu", (unsigned long long)need,
+             (unsigned long long)cap);
+    s3c_set_needed(need);
+    return S3R_ERR_BUFFER_TOO_SMALL;
+}
+
+static s3r_status_t get_http(s3r_client_t *c, const char *bucket, const char *key, void *buf,
+                             uint64_t cap, int fd, uint64_t fd_off, buf_t *grow,
+                             const s3r_get_opts_t *o, uint64_t *len_p)
+{
+    strs_t ss = {0};
+    s3c_req_t req;
+    s3c_resp_t resp;
+    s3c_req_init(&req, "GET", bucket, key);
+    s3c_resp_init(&resp);
+    const char *range = range_header(&ss, o);
+    if (range)
+        s3c_req_hdr(&req, "range", range);
+    req.sink_buf = buf;
+    req.sink_cap = cap;
+    req.sink_fd = fd;
+    req.sink_off = fd_off;
+    req.sink_grow = grow;
+    s3r_status_t st = s3c_http_do(c, &req, &resp);
+    if (st == S3R_OK && (resp.status < 200 || resp.status > 299)) {
+        st = s3c_http_error(c, &resp, S3R_TRANSPORT_HTTP, true);
+    } else if (st == S3R_OK && resp.overflow) {
+        char v[64];
+        uint64_t need = 0;
+        if (s3c_resp_header(&resp, "content-length", v, sizeof(v)) == 0)
+            need = strtoull(v, NULL, 10);
+        st = grow ? s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_HTTP, 0, "", "object too large")
+                  : too_small(c, S3R_TRANSPORT_HTTP, (int)resp.status, need, cap);
+    } else if (st == S3R_OK && resp.sink_failed) {
+        st = s3c_fail(c, S3R_ERR_IO, S3R_TRANSPORT_HTTP, 0, "", "writing the file: %s",
+                      strerror(errno));
+    } else if (st == S3R_OK && resp.curl_code != 0) {
+        st = s3c_fail(c, S3R_ERR_HTTP, S3R_TRANSPORT_HTTP, (int)resp.status, "",
+                      "transfer failed: %s", resp.curl_err);
+    } else if (st == S3R_OK) {
+        count(c, S3R_TRANSPORT_HTTP, resp.body_bytes);
+        *len_p = resp.body_bytes;
+    }
+    s3c_resp_free(&resp);
+    strs_free(&ss);
+    return st;
+}
+
+/* GET over the token path: the server RDMA-WRITEs into [buf, buf+cap). */
+static s3r_status_t get_token(s3r_client_t *c, const char *bucket, const char *key, void *buf,
+                              uint64_t cap, const s3r_get_opts_t *o, uint64_t *len_p)
+{
+    s3c_sess_t *sess = NULL;
+    s3c_region_t *reg = NULL;
+    strs_t ss = {0};
+    char token[512], v[64];
+    s3c_req_t req;
+    s3c_resp_t resp;
+    bool declined = false;
+    s3c_resp_init(&resp);
+    s3r_status_t st = s3c_sess_get(c, &sess);
+    if (st != S3R_OK)
+        goto out;
+    st = s3c_token_for(c, sess, cap ? buf : &zero_byte, cap, token, sizeof(token), &reg);
+    if (st != S3R_OK)
+        goto out;
+    s3c_req_init(&req, "GET", bucket, key);
+    req.unsigned_payload = true;
+    req.ep_idx = s3c_sess_ep(sess);
+    s3c_req_hdr(&req, "x-amz-rdma-token", token);
+    const char *range = range_header(&ss, o);
+    if (range)
+        s3c_req_hdr(&req, "range", range);
+    st = s3c_http_do(c, &req, &resp);
+    if (st != S3R_OK)
+        goto out;
+    st = token_answer(c, &resp, &declined);
+    if (resp.status == 400) {
+        /* The server refuses a buffer smaller than the object with a 400;
+         * if it did not say how much is needed, ask with a HEAD. */
+        uint64_t need = tls_err.needed_bytes;
+        if (need == 0 && (s3c_resp_header(&resp, "x-amz-rdma-bytes-needed", v, sizeof(v)) == 0 ||
+                          s3c_resp_header(&resp, "x-amz-rdma-required-bytes", v, sizeof(v)) == 0))
+            need = strtoull(v, NULL, 10);
+        if (need == 0 && strcmp(tls_err.code, "InvalidArgument") == 0)
+            need = needed_for(c, bucket, key, o);
+        if (need > cap)
+            st = too_small(c, S3R_TRANSPORT_TOKEN, (int)resp.status, need, cap);
+    } else if (st == S3R_OK) {
+        uint64_t n = 0;
+        if (s3c_resp_header(&resp, "x-amz-rdma-bytes-transferred", v, sizeof(v)) < 0 ||
+            (n = strtoull(v, NULL, 10)) > cap) {
+            st = s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_TOKEN, (int)resp.status, "",
+                          "missing or impossible x-amz-rdma-bytes-transferred");
+        } else {
+            *len_p = n;
+            count(c, S3R_TRANSPORT_TOKEN, n);
+        }
+    }
+out:
+    s3c_region_put(c, reg);
+    s3c_sess_put(c, sess, declined);
+    s3c_resp_free(&resp);
+    strs_free(&ss);
+    return st;
+}
+
+static s3r_status_t get_one(s3r_client_t *c, const char *bucket, const char *key, void *buf,
+                            uint64_t cap, const s3r_get_opts_t *o, uint64_t *len_p)
+{
+    uint64_t size = o && o->range_len && o->range_len < cap ? o->range_len : cap;
+    s3r_transport_t t = pick(c, o ? o->transport : S3R_TRANSPORT_DEFAULT, size);
+    if (t == S3R_TRANSPORT_NATIVE)
+        return unsupported_native(c);
+    if (t == S3R_TRANSPORT_TOKEN) {
+        s3r_status_t st = get_token(c, bucket, key, buf, cap, o, len_p);
+        if (!fall_back(c, st))
+            return st;
+    }
+    return get_http(c, bucket, key, buf, cap, -1, 0, NULL, o, len_p);
+}
+
+s3r_status_t s3r_object_get(s3r_client_t *c, const char *bucket, const char *key, void *buf,
+                            uint64_t buf_len, const s3r_get_opts_t *opts, uint64_t *len_p)
+{
+    if (c == NULL || !valid_name(bucket) || !valid_name(key) || (buf == NULL && buf_len > 0) ||
+        len_p == NULL)
+        return S3R_ERR_INVALID_ARG;
+    return done(c, get_one(c, bucket, key, buf, buf_len, opts, len_p));
+}
+
+s3r_status_t s3r_object_get_alloc(s3r_client_t *c, const char *bucket, const char *key,
+                                  const s3r_get_opts_t *opts, void **data_p, uint64_t *len_p)
+{
+    if (c == NULL || !valid_name(bucket) || !valid_name(key) || data_p == NULL || len_p == NULL)
+        return S3R_ERR_INVALID_ARG;
+    s3r_transport_t want = opts ? opts->transport : S3R_TRANSPORT_DEFAULT;
+    s3r_transport_t t = pick(c, want, opts && opts->range_len ? opts->range_len : UINT64_MAX);
+    s3r_status_t st;
+    if (t == S3R_TRANSPORT_NATIVE)
+        return done(c, unsupported_native(c));
+    if (t == S3R_TRANSPORT_HTTP) {
+        buf_t b;
+        uint64_t n = 0;
+        buf_init(&b, SIZE_MAX / 2);
+        st = get_http(c, bucket, key, NULL, 0, -1, 0, &b, opts, &n);
+        if (st == S3R_OK) {
+            size_t len;
+            *data_p = buf_steal(&b, &len);
+            *len_p = len;
+        }
+        buf_free(&b);
+        return done(c, st);
+    }
+    /* RDMA needs the size up front: HEAD, then one exact-size transfer. */
+    uint64_t need = 0;
+    st = get_size(c, bucket, key, opts, &need);
+    if (st != S3R_OK)
+        return done(c, st);
+    char *mem = malloc((size_t)need + 1);
+    if (mem == NULL)
+        return done(c, s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory"));
+    /* get_one picks the transport again for the real size: under AUTO an
+     * object below rdma_threshold goes over HTTP. */
+    uint64_t n = 0;
+    st = get_one(c, bucket, key, mem, need, opts, &n);
+    /* The buffer is about to change hands: drop its registration. */
+    s3r_buf_unregister(c, mem);
+    if (st != S3R_OK) {
+        free(mem);
+        return done(c, st);
+    }
+    mem[n] = '\0';
+    *data_p = mem;
+    *len_p = n;
+    return S3R_OK;
+}
+
+s3r_status_t s3r_object_get_file(s3r_client_t *c, const char *bucket, const char *key,
+                                 const char *path, const s3r_get_opts_t *opts)
+{
+    if (c == NULL || !valid_name(bucket) || !valid_name(key) || path == NULL)
+        return S3R_ERR_INVALID_ARG;
+    s3r_transport_t want = opts ? opts->transport : S3R_TRANSPORT_DEFAULT;
+    s3r_status_t st = S3R_OK;
+    uint64_t size = UINT64_MAX;
+    s3r_transport_t t = pick(c, want, opts && opts->range_len ? opts->range_len : UINT64_MAX);
+    if (t == S3R_TRANSPORT_NATIVE)
+        return done(c, unsupported_native(c));
+    if (t == S3R_TRANSPORT_TOKEN) {
+        st = get_size(c, bucket, key, opts, &size);
+        if (st != S3R_OK)
+            return done(c, st);
+        t = pick(c, want, size);
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return done(c, s3c_fail(c, S3R_ERR_IO, S3R_TRANSPORT_DEFAULT, 0, "", "open %s: %s", path,
+                                strerror(errno)));
+    uint64_t n = 0;
+    if (t != S3R_TRANSPORT_TOKEN) {
+        st = get_http(c, bucket, key, NULL, 0, fd, 0, NULL, opts, &n);
+    } else {
+        /* Chunked ranged GETs into one registered staging buffer. */
+        uint64_t chunk = size < c->set.part_size ? size : c->set.part_size;
+        bool reg;
+        void *buf = stage_alloc(c, S3R_TRANSPORT_TOKEN, chunk, &reg);
+        if (buf == NULL)
+            st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory");
+        uint64_t base = opts ? opts->range_start : 0;
+        for (uint64_t off = 0; st == S3R_OK && off < size; off += chunk) {
+            uint64_t want_n = size - off < chunk ? size - off : chunk;
+            s3r_get_opts_t o = {
+                .range_start = base + off, .range_len = want_n, .transport = S3R_TRANSPORT_TOKEN};
+            uint64_t got = 0;
+            st = get_one(c, bucket, key, buf, want_n, &o, &got);
+            if (st == S3R_OK && got != want_n)
+                st = s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_TOKEN, 0, "",
+                              "short read: %llu of %llu bytes", (unsigned long long)got,
+                              (unsigned long long)want_n);
+            for (uint64_t w = 0; st == S3R_OK && w < got;) {
+                ssize_t r = pwrite(fd, (char *)buf + w, (size_t)(got - w), (off_t)(off + w));
+                if (r < 0 && errno == EINTR)
+                    continue;
+                if (r <= 0)
+                    st = s3c_fail(c, S3R_ERR_IO, S3R_TRANSPORT_DEFAULT, 0, "", "writing %s: %s",
+                                  path, strerror(errno));
+                else
+                    w += (uint64_t)r;
+            }
+        }
+        stage_free(c, buf, reg);
+    }
+    if (close(fd) < 0 && st == S3R_OK)
+        st = s3c_fail(c, S3R_ERR_IO, S3R_TRANSPORT_DEFAULT, 0, "", "closing %s: %s", path,
+                      strerror(errno));
+    return done(c, st);
+}

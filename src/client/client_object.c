@@ -1,0 +1,141 @@
+/* libs3rdma: object operations that move no object data: HEAD (object info
+ * from the response headers), DELETE and server-side COPY. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/client_internal.h"
+#include "common/sigv4.h"
+
+/* ======================================================================== */
+/* HEAD                                                                      */
+/* ======================================================================== */
+
+void s3r_object_info_free(s3r_object_info_t *info)
+{
+    if (info == NULL)
+        return;
+    free(info->etag);
+    free(info->content_type);
+    for (size_t i = 0; i < info->n_meta; i++) {
+        free((char *)info->meta[i].name);
+        free((char *)info->meta[i].value);
+    }
+    free(info->meta);
+    free(info);
+}
+
+static int info_from_headers(const s3c_resp_t *resp, s3r_object_info_t *info)
+{
+    char v[8192];
+    if (s3c_resp_header(resp, "content-length", v, sizeof(v)) == 0)
+        info->size = strtoull(v, NULL, 10);
+    if (s3c_resp_header(resp, "etag", v, sizeof(v)) == 0 && !(info->etag = strdup(v)))
+        return -1;
+    if (s3c_resp_header(resp, "content-type", v, sizeof(v)) == 0 &&
+        !(info->content_type = strdup(v)))
+        return -1;
+    if (s3c_resp_header(resp, "last-modified", v, sizeof(v)) == 0) {
+        int64_t t = s3c_parse_http_date(v);
+        info->mtime = t > 0 ? t : 0;
+    }
+    /* x-amz-meta-* lines, in the order the server sent them. */
+    const char *p = resp->hdrs.data;
+    size_t cap = 0;
+    while (p && *p) {
+        const char *eol = strchr(p, '\n');
+        size_t llen = eol ? (size_t)(eol - p) : strlen(p);
+        const char *colon = memchr(p, ':', llen);
+        if (colon && llen > 11 && memcmp(p, "x-amz-meta-", 11) == 0) {
+            if (info->n_meta == cap) {
+                cap = cap ? cap * 2 : 8;
+                void *np = realloc(info->meta, cap * sizeof(*info->meta));
+                if (np == NULL)
+                    return -1;
+                info->meta = np;
+            }
+            const char *val = colon + 1;
+            while (*val == ' ' || *val == '\t')
+                val++;
+            s3r_meta_t *m = &info->meta[info->n_meta];
+            m->name = strndup(p + 11, (size_t)(colon - p - 11));
+            m->value = strndup(val, (size_t)(p + llen - val));
+            info->n_meta++;
+            if (m->name == NULL || m->value == NULL)
+                return -1;
+        }
+        p = eol ? eol + 1 : NULL;
+    }
+    return 0;
+}
+
+s3r_status_t head_object(s3r_client_t *c, const char *bucket, const char *key,
+                         s3r_object_info_t **info_p)
+{
+    s3c_req_t req;
+    s3c_resp_t resp;
+    s3c_req_init(&req, "HEAD", bucket, key);
+    s3c_resp_init(&resp);
+    s3r_status_t st = s3c_http_do(c, &req, &resp);
+    if (st == S3R_OK && (resp.status < 200 || resp.status > 299))
+        st = s3c_http_error(c, &resp, S3R_TRANSPORT_HTTP, true);
+    if (st == S3R_OK) {
+        s3r_object_info_t *info = calloc(1, sizeof(*info));
+        if (info == NULL || info_from_headers(&resp, info) < 0) {
+            s3r_object_info_free(info);
+            st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_HTTP, 0, "", "out of memory");
+        } else {
+            *info_p = info;
+        }
+    }
+    s3c_resp_free(&resp);
+    return st;
+}
+
+s3r_status_t s3r_object_head(s3r_client_t *c, const char *bucket, const char *key,
+                             s3r_object_info_t **info_p)
+{
+    if (c == NULL || !valid_name(bucket) || !valid_name(key) || info_p == NULL)
+        return S3R_ERR_INVALID_ARG;
+    return done(c, head_object(c, bucket, key, info_p));
+}
+
+/* ======================================================================== */
+/* DELETE, COPY                                                              */
+/* ======================================================================== */
+
+s3r_status_t s3r_object_delete(s3r_client_t *c, const char *bucket, const char *key)
+{
+    if (c == NULL || !valid_name(bucket) || !valid_name(key))
+        return S3R_ERR_INVALID_ARG;
+    s3c_req_t req;
+    s3c_req_init(&req, "DELETE", bucket, key);
+    return done(c, simple(c, &req, true));
+}
+
+s3r_status_t s3r_object_copy(s3r_client_t *c, const char *src_bucket, const char *src_key,
+                             const char *dst_bucket, const char *dst_key)
+{
+    if (c == NULL || !valid_name(src_bucket) || !valid_name(src_key) || !valid_name(dst_bucket) ||
+        !valid_name(dst_key))
+        return S3R_ERR_INVALID_ARG;
+    buf_t src, body;
+    buf_init(&src, 8192);
+    buf_init(&body, S3C_MAX_XML_BODY);
+    s3r_status_t st = S3R_OK;
+    if (buf_append_str(&src, "/") < 0 ||
+        sigv4_uri_encode(src_bucket, strlen(src_bucket), true, &src) < 0 ||
+        buf_append_str(&src, "/") < 0 ||
+        sigv4_uri_encode(src_key, strlen(src_key), false, &src) < 0)
+        st = s3c_fail(c, S3R_ERR_TOO_LARGE, S3R_TRANSPORT_HTTP, 0, "", "source name too long");
+    if (st == S3R_OK) {
+        s3c_req_t req;
+        s3c_req_init(&req, "PUT", dst_bucket, dst_key);
+        s3c_req_hdr(&req, "x-amz-copy-source", src.data);
+        st = get_xml(c, &req, &body);
+        if (st == S3R_OK)
+            st = error_in_200(c, &body);
+    }
+    buf_free(&src);
+    buf_free(&body);
+    return done(c, st);
+}

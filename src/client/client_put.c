@@ -1,0 +1,332 @@
+/* libs3rdma: PUT from memory and from a file, over HTTP or the token path
+ * (with fallback): single requests, and multipart uploads (start, parts,
+ * complete, abort) above multipart_threshold. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "client/client_internal.h"
+
+/* ======================================================================== */
+/* PUT                                                                       */
+/* ======================================================================== */
+
+/* Adds Content-Type and x-amz-meta-* from opts. */
+static s3r_status_t add_put_headers(s3r_client_t *c, s3c_req_t *req, strs_t *ss,
+                                    const s3r_put_opts_t *opts)
+{
+    if (opts == NULL)
+        return S3R_OK;
+    if (opts->content_type != NULL && opts->content_type[0] != '\0')
+        s3c_req_hdr(req, "content-type", opts->content_type);
+    for (size_t i = 0; i < opts->n_meta; i++) {
+        const s3r_meta_t *m = &opts->meta[i];
+        if (!valid_name(m->name) || m->value == NULL)
+            return s3c_fail(c, S3R_ERR_INVALID_ARG, S3R_TRANSPORT_DEFAULT, 0, "",
+                            "metadata entry %zu has no name or value", i);
+        const char *n = strs_printf(ss, "x-amz-meta-%s", m->name);
+        if (n == NULL || req->n_hdrs + 4 >= S3C_MAX_REQ_HDRS)
+            return s3c_fail(c, S3R_ERR_TOO_LARGE, S3R_TRANSPORT_DEFAULT, 0, "",
+                            "too many metadata entries");
+        for (char *p = ss->s[ss->n - 1]; *p; p++)
+            if (*p >= 'A' && *p <= 'Z')
+                *p = (char)(*p - 'A' + 'a');
+        s3c_req_hdr(req, n, m->value);
+    }
+    return S3R_OK;
+}
+
+/* One PUT (an object, or a part when query names one) over HTTP. */
+static s3r_status_t put_http(s3r_client_t *c, const char *bucket, const char *key,
+                             const char *query, const void *data, uint64_t len,
+                             const s3r_put_opts_t *opts, char *etag, size_t etag_len)
+{
+    strs_t ss = {0};
+    s3c_req_t req;
+    s3c_resp_t resp;
+    s3c_req_init(&req, "PUT", bucket, key);
+    s3c_resp_init(&resp);
+    req.query = query;
+    req.body = data;
+    req.body_len = len;
+    s3r_status_t st = add_put_headers(c, &req, &ss, opts);
+    if (st == S3R_OK)
+        st = s3c_http_do(c, &req, &resp);
+    if (st == S3R_OK && (resp.status < 200 || resp.status > 299))
+        st = s3c_http_error(c, &resp, S3R_TRANSPORT_HTTP, true);
+    if (st == S3R_OK) {
+        count(c, S3R_TRANSPORT_HTTP, len);
+        if (etag && s3c_resp_header(&resp, "etag", etag, etag_len) < 0)
+            etag[0] = '\0';
+    }
+    s3c_resp_free(&resp);
+    strs_free(&ss);
+    return st;
+}
+
+/* One PUT over the token path: the server RDMA-READs [data, data+len). */
+static s3r_status_t put_token(s3r_client_t *c, const char *bucket, const char *key,
+                              const char *query, const void *data, uint64_t len,
+                              const s3r_put_opts_t *opts, char *etag, size_t etag_len)
+{
+    s3c_sess_t *sess = NULL;
+    s3c_region_t *reg = NULL;
+    strs_t ss = {0};
+    char token[512];
+    s3c_req_t req;
+    s3c_resp_t resp;
+    bool declined = false;
+    s3c_resp_init(&resp);
+
+    s3r_status_t st = s3c_sess_get(c, &sess);
+    if (st != S3R_OK)
+        goto out;
+    st = s3c_token_for(c, sess, len ? data : &zero_byte, len, token, sizeof(token), &reg);
+    if (st != S3R_OK)
+        goto out;
+    s3c_req_init(&req, "PUT", bucket, key);
+    req.query = query;
+    req.unsigned_payload = true;
+    req.ep_idx = s3c_sess_ep(sess);
+    s3c_req_hdr(&req, "x-amz-decoded-content-length",
+                strs_printf(&ss, "%llu", (unsigned long long)len));
+    s3c_req_hdr(&req, "x-amz-rdma-token", token);
+    if (req.hdrs[0].value == NULL) {
+        st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_TOKEN, 0, "", "out of memory");
+        goto out;
+    }
+    st = add_put_headers(c, &req, &ss, opts);
+    if (st == S3R_OK)
+        st = s3c_http_do(c, &req, &resp);
+    if (st != S3R_OK)
+        goto out;
+    st = token_answer(c, &resp, &declined);
+    if (st == S3R_OK) {
+        count(c, S3R_TRANSPORT_TOKEN, len);
+        if (etag && s3c_resp_header(&resp, "etag", etag, etag_len) < 0)
+            etag[0] = '\0';
+    }
+out:
+    s3c_region_put(c, reg);
+    s3c_sess_put(c, sess, declined);
+    s3c_resp_free(&resp);
+    strs_free(&ss);
+    return st;
+}
+
+/* One PUT over the transport picked for len bytes, with fallback. */
+static s3r_status_t put_one(s3r_client_t *c, const char *bucket, const char *key, const char *query,
+                            const void *data, uint64_t len, const s3r_put_opts_t *opts, char *etag,
+                            size_t etag_len)
+{
+    s3r_transport_t t = pick(c, opts ? opts->transport : S3R_TRANSPORT_DEFAULT, len);
+    if (t == S3R_TRANSPORT_NATIVE)
+        return unsupported_native(c);
+    if (t == S3R_TRANSPORT_TOKEN) {
+        s3r_status_t st = put_token(c, bucket, key, query, data, len, opts, etag, etag_len);
+        if (!fall_back(c, st))
+            return st;
+    }
+    return put_http(c, bucket, key, query, data, len, opts, etag, etag_len);
+}
+
+static void abort_upload(s3r_client_t *c, const char *bucket, const char *key, const char *qid)
+{
+    /* Keep the error that made us abort, not the abort's own outcome. */
+    s3r_error_info_t saved = tls_err;
+    const s3r_client_t *saved_c = tls_err_client;
+    s3c_req_t req;
+    char q[2048];
+    snprintf(q, sizeof(q), "uploadId=%s", qid);
+    s3c_req_init(&req, "DELETE", bucket, key);
+    req.query = q;
+    (void)simple(c, &req, true);
+    tls_err = saved;
+    tls_err_client = saved_c;
+}
+
+/* Multipart upload state shared by the memory and file variants. */
+typedef struct mpu {
+    char *upload_id;
+    const char *qid; /* URI-encoded upload id (in ss) */
+    buf_t complete;  /* the CompleteMultipartUpload body */
+    strs_t ss;
+    unsigned parts;
+} mpu_t;
+
+static s3r_status_t mpu_start(s3r_client_t *c, const char *bucket, const char *key,
+                              const s3r_put_opts_t *opts, mpu_t *m)
+{
+    memset(m, 0, sizeof(*m));
+    buf_init(&m->complete, 2 * 1024 * 1024);
+    buf_t body;
+    buf_init(&body, S3C_MAX_ERROR_BODY);
+    strs_t hs = {0};
+    s3c_req_t req;
+    s3c_req_init(&req, "POST", bucket, key);
+    req.query = "uploads";
+    s3r_status_t st = add_put_headers(c, &req, &hs, opts);
+    if (st == S3R_OK)
+        st = get_xml(c, &req, &body);
+    if (st == S3R_OK && s3c_xml_parse_upload_id(body.data, body.len, &m->upload_id) < 0)
+        st = s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_HTTP, 200, "",
+                      "malformed InitiateMultipartUploadResult");
+    if (st == S3R_OK && (m->qid = strs_qenc(&m->ss, m->upload_id)) == NULL)
+        st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_HTTP, 0, "", "out of memory");
+    if (st == S3R_OK && buf_append_str(&m->complete, "<CompleteMultipartUpload>") < 0)
+        st = S3R_ERR_NOMEM;
+    buf_free(&body);
+    strs_free(&hs);
+    return st;
+}
+
+static s3r_status_t mpu_part(s3r_client_t *c, const char *bucket, const char *key, mpu_t *m,
+                             const void *data, uint64_t len, s3r_transport_t t)
+{
+    char q[2048], etag[256];
+    unsigned n = ++m->parts;
+    if (n > S3C_MAX_PARTS)
+        return s3c_fail(c, S3R_ERR_TOO_LARGE, S3R_TRANSPORT_DEFAULT, 0, "",
+                        "more than %d parts: raise part_size", S3C_MAX_PARTS);
+    snprintf(q, sizeof(q), "partNumber=%u&uploadId=%s", n, m->qid);
+    s3r_put_opts_t po = {.transport = t};
+    s3r_status_t st = put_one(c, bucket, key, q, data, len, &po, etag, sizeof(etag));
+    if (st != S3R_OK)
+        return st;
+    if (etag[0] == '\0')
+        return s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_DEFAULT, 0, "",
+                        "UploadPart %u answered without an ETag", n);
+    if (buf_printf(&m->complete, "<Part><PartNumber>%u</PartNumber><ETag>", n) < 0 ||
+        buf_append_xml(&m->complete, etag) < 0 ||
+        buf_append_str(&m->complete, "</ETag></Part>") < 0)
+        return s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory");
+    return S3R_OK;
+}
+
+static s3r_status_t mpu_finish(s3r_client_t *c, const char *bucket, const char *key, mpu_t *m)
+{
+    char q[2048];
+    buf_t body;
+    s3c_req_t req;
+    if (buf_append_str(&m->complete, "</CompleteMultipartUpload>") < 0)
+        return s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_HTTP, 0, "", "out of memory");
+    snprintf(q, sizeof(q), "uploadId=%s", m->qid);
+    buf_init(&body, S3C_MAX_XML_BODY);
+    s3c_req_init(&req, "POST", bucket, key);
+    req.query = q;
+    req.body = m->complete.data;
+    req.body_len = m->complete.len;
+    s3r_status_t st = get_xml(c, &req, &body);
+    if (st == S3R_OK)
+        st = error_in_200(c, &body);
+    buf_free(&body);
+    return st;
+}
+
+static void mpu_free(mpu_t *m)
+{
+    free(m->upload_id);
+    buf_free(&m->complete);
+    strs_free(&m->ss);
+}
+
+static s3r_status_t put_multipart(s3r_client_t *c, const char *bucket, const char *key,
+                                  const void *data, uint64_t len, const s3r_put_opts_t *opts)
+{
+    mpu_t m;
+    s3r_transport_t want = opts ? opts->transport : S3R_TRANSPORT_DEFAULT;
+    s3r_status_t st = mpu_start(c, bucket, key, opts, &m);
+    for (uint64_t off = 0; st == S3R_OK && off < len; off += c->set.part_size) {
+        uint64_t n = len - off < c->set.part_size ? len - off : c->set.part_size;
+        st = mpu_part(c, bucket, key, &m, (const char *)data + off, n, want);
+    }
+    if (st == S3R_OK)
+        st = mpu_finish(c, bucket, key, &m);
+    if (st != S3R_OK && m.qid != NULL)
+        abort_upload(c, bucket, key, m.qid);
+    mpu_free(&m);
+    return st;
+}
+
+s3r_status_t s3r_object_put(s3r_client_t *c, const char *bucket, const char *key, const void *data,
+                            uint64_t len, const s3r_put_opts_t *opts)
+{
+    if (c == NULL || !valid_name(bucket) || !valid_name(key) || (data == NULL && len > 0))
+        return S3R_ERR_INVALID_ARG;
+    s3r_status_t st;
+    if (len > c->set.multipart_threshold)
+        st = put_multipart(c, bucket, key, data, len, opts);
+    else
+        st = put_one(c, bucket, key, NULL, data, len, opts, NULL, 0);
+    return done(c, st);
+}
+
+static s3r_status_t read_full(s3r_client_t *c, int fd, void *buf, uint64_t len, uint64_t off,
+                              const char *path)
+{
+    uint64_t done_n = 0;
+    while (done_n < len) {
+        ssize_t r = pread(fd, (char *)buf + done_n, (size_t)(len - done_n), (off_t)(off + done_n));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return s3c_fail(c, S3R_ERR_IO, S3R_TRANSPORT_DEFAULT, 0, "", "reading %s: %s", path,
+                            r == 0 ? "file shrank" : strerror(errno));
+        done_n += (uint64_t)r;
+    }
+    return S3R_OK;
+}
+
+s3r_status_t s3r_object_put_file(s3r_client_t *c, const char *bucket, const char *key,
+                                 const char *path, const s3r_put_opts_t *opts)
+{
+    if (c == NULL || !valid_name(bucket) || !valid_name(key) || path == NULL)
+        return S3R_ERR_INVALID_ARG;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return done(c, s3c_fail(c, S3R_ERR_IO, S3R_TRANSPORT_DEFAULT, 0, "", "open %s: %s", path,
+                                strerror(errno)));
+    struct stat sb;
+    if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return done(c, s3c_fail(c, S3R_ERR_IO, S3R_TRANSPORT_DEFAULT, 0, "",
+                                "%s is not a regular file", path));
+    }
+    uint64_t size = (uint64_t)sb.st_size;
+    s3r_transport_t want = opts ? opts->transport : S3R_TRANSPORT_DEFAULT;
+    bool multipart = size > c->set.multipart_threshold;
+    uint64_t chunk = multipart ? c->set.part_size : size;
+    bool reg;
+    s3r_status_t st = S3R_OK;
+    void *buf = stage_alloc(c, pick(c, want, chunk), chunk, &reg);
+    if (buf == NULL) {
+        close(fd);
+        return done(c, s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory"));
+    }
+    if (!multipart) {
+        st = read_full(c, fd, buf, size, 0, path);
+        if (st == S3R_OK)
+            st = put_one(c, bucket, key, NULL, buf, size, opts, NULL, 0);
+    } else {
+        mpu_t m;
+        st = mpu_start(c, bucket, key, opts, &m);
+        for (uint64_t off = 0; st == S3R_OK && off < size; off += chunk) {
+            uint64_t n = size - off < chunk ? size - off : chunk;
+            st = read_full(c, fd, buf, n, off, path);
+            if (st == S3R_OK)
+                st = mpu_part(c, bucket, key, &m, buf, n, want);
+        }
+        if (st == S3R_OK)
+            st = mpu_finish(c, bucket, key, &m);
+        if (st != S3R_OK && m.qid != NULL)
+            abort_upload(c, bucket, key, m.qid);
+        mpu_free(&m);
+    }
+    stage_free(c, buf, reg);
+    close(fd);
+    return done(c, st);
+}
