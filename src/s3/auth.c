@@ -15,11 +15,11 @@
 
 #define MAX_SIGNED_HEADERS 64
 
-static const s3_user_t *find_user(const s3_req_t *req, const char *access_key)
+const s3_user_t *s3_user_find(const s3_server_t *srv, const char *access_key)
 {
-    for (size_t i = 0; i < req->srv->cfg.n_users; i++) {
-        if (strcmp(req->srv->cfg.users[i].access_key, access_key) == 0)
-            return &req->srv->cfg.users[i];
+    for (size_t i = 0; i < srv->cfg.n_users; i++) {
+        if (strcmp(srv->cfg.users[i].access_key, access_key) == 0)
+            return &srv->cfg.users[i];
     }
     return NULL;
 }
@@ -259,7 +259,7 @@ s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p)
         *why_p = msg;
         return presigned ? S3E_AUTH_QUERY_ERROR : S3E_MALFORMED_AUTH;
     }
-    const s3_user_t *user = find_user(req, auth.access_key);
+    const s3_user_t *user = s3_user_find(req->srv, auth.access_key);
     if (!user)
         return S3E_INVALID_ACCESS_KEY;
 

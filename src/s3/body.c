@@ -13,8 +13,8 @@
 #include "s3/s3_util.h"
 
 /* Indexed by enum s3_checksum_alg. */
-static const char *const ck_headers[S3_CK_COUNT] = {
-    "x-amz-checksum-crc32", "x-amz-checksum-crc32c", "x-amz-checksum-sha256"};
+static const char *const ck_headers[S3_CK_COUNT] = {"x-amz-checksum-crc32", "x-amz-checksum-crc32c",
+                                                    "x-amz-checksum-sha256"};
 #define CK_PREFIX_LEN 15 /* strlen("x-amz-checksum-") */
 
 /* The algorithm named alg ("CRC32", "crc32c"...), or -1. */
@@ -298,39 +298,37 @@ typedef struct meta_collect {
     bool nomem;
 } meta_collect_t;
 
-static enum MHD_Result collect_user_meta(void *cls, enum MHD_ValueKind kind, const char *key,
-                                         const char *value)
+static int collect_user_meta(void *ctx, const char *key, const char *value)
 {
-    (void)kind;
-    meta_collect_t *mc = cls;
+    meta_collect_t *mc = ctx;
     if (strncasecmp(key, "x-amz-meta-", 11) != 0)
-        return MHD_YES;
+        return 0;
     const char *name = key + 11;
-    mc->bytes += strlen(name) + strlen(value ? value : "");
+    mc->bytes += strlen(name) + strlen(value);
     if (mc->bytes > S3R_MAX_USER_META_BYTES) {
         mc->too_large = true;
-        return MHD_NO;
+        return 1;
     }
     stor_meta_t *m = mc->meta;
     stor_kv_t *kv = realloc(m->user_meta, (m->n_user_meta + 1) * sizeof(*kv));
     if (!kv) {
         mc->nomem = true;
-        return MHD_NO;
+        return 1;
     }
     m->user_meta = kv;
-    char *n = strdup(name), *v = strdup(value ? value : "");
+    char *n = strdup(name), *v = strdup(value);
     if (!n || !v) {
         free(n);
         free(v);
         mc->nomem = true;
-        return MHD_NO;
+        return 1;
     }
     for (char *c = n; *c; c++)
         *c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
     kv[m->n_user_meta].name = n;
     kv[m->n_user_meta].value = v;
     m->n_user_meta++;
-    return MHD_YES;
+    return 0;
 }
 
 /* Content-Encoding without the aws-chunked coding (S3 strips it). */
@@ -405,7 +403,7 @@ s3_error_t s3_meta_from_headers(s3_req_t *req, stor_meta_t *meta)
             return S3E_INTERNAL;
     }
     meta_collect_t mc = {.meta = meta};
-    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, collect_user_meta, &mc);
+    s3_req_each_header(req, collect_user_meta, &mc);
     if (mc.too_large)
         return S3E_METADATA_TOO_LARGE;
     if (mc.nomem)

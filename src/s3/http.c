@@ -1,5 +1,7 @@
-/* libmicrohttpd glue: the daemon, the access handler state machine, routing
- * and the reply helpers. Operation logic lives in ops_*.c. */
+/* The HTTP frontend (libmicrohttpd): the daemon, the access handler state
+ * machine, routing, and the s3_frontend_t that reads requests from and sends
+ * replies to libmicrohttpd. Replies are built in reply.c, the request's life
+ * is request.c's, operation logic lives in ops_*.c. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
@@ -77,12 +79,31 @@ typedef struct req_private {
 
 /* ---- lookups ---------------------------------------------------------------- */
 
-const char *s3_req_header(s3_req_t *req, const char *name)
+static const char *http_header(s3_req_t *req, const char *name)
 {
     return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
 }
 
-bool s3_req_has_query(s3_req_t *req, const char *name)
+typedef struct header_walk {
+    s3_header_fn fn;
+    void *ctx;
+} header_walk_t;
+
+static enum MHD_Result walk_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value)
+{
+    (void)kind;
+    header_walk_t *hw = cls;
+    return hw->fn(hw->ctx, key, value ? value : "") ? MHD_NO : MHD_YES;
+}
+
+static void http_each_header(s3_req_t *req, s3_header_fn fn, void *ctx)
+{
+    header_walk_t hw = {.fn = fn, .ctx = ctx};
+    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, walk_header, &hw);
+}
+
+static bool http_has_query(s3_req_t *req, const char *name)
 {
     const char *v;
     size_t vlen;
@@ -90,7 +111,7 @@ bool s3_req_has_query(s3_req_t *req, const char *name)
                                          &vlen) == MHD_YES;
 }
 
-const char *s3_req_query(s3_req_t *req, const char *name)
+static const char *http_query(s3_req_t *req, const char *name)
 {
     req_private_t *rp = (req_private_t *)req;
     for (int i = 0; i < rp->n_queries; i++) {
@@ -112,123 +133,7 @@ const char *s3_req_query(s3_req_t *req, const char *name)
     return rp->queries[rp->n_queries++].value;
 }
 
-/* ---- replies ------------------------------------------------------------------- */
-
-void s3_reply_header(s3_req_t *req, const char *name, const char *value)
-{
-    /* One buffer for all of them: a GET sets a dozen headers. The pair is
-     * added whole or not at all. */
-    size_t before = req->reply_headers.len;
-    if (buf_append(&req->reply_headers, name, strlen(name) + 1) != 0 ||
-        buf_append(&req->reply_headers, value, strlen(value) + 1) != 0) {
-        req->reply_headers.len = before;
-        log_warn("request %s: response header %s dropped", req->request_id, name);
-    }
-}
-
-void s3_reply_headerf(s3_req_t *req, const char *name, const char *fmt, ...)
-{
-    char value[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(value, sizeof(value), fmt, ap);
-    va_end(ap);
-    s3_reply_header(req, name, value);
-}
-
-static void queue(s3_req_t *req, int status, struct MHD_Response *resp)
-{
-    if (!resp) {
-        log_error("request %s: cannot create a response", req->request_id);
-        req->replied = true;
-        return;
-    }
-    MHD_add_response_header(resp, "Server", "s3rdma");
-    MHD_add_response_header(resp, "x-amz-request-id", req->request_id);
-    const char *h = req->reply_headers.data, *end = h + req->reply_headers.len;
-    while (h && h < end) {
-        const char *value = h + strlen(h) + 1;
-        MHD_add_response_header(resp, h, value);
-        h = value + strlen(value) + 1;
-    }
-    if (atomic_load(&req->srv->stopping))
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
-    if (MHD_queue_response(req->conn, (unsigned)status, resp) != MHD_YES)
-        log_warn("request %s: could not queue the %d response", req->request_id, status);
-    MHD_destroy_response(resp);
-    req->replied = true;
-}
-
-static bool is_head(const s3_req_t *req)
-{
-    return strcmp(req->method, "HEAD") == 0;
-}
-
-void s3_reply_empty(s3_req_t *req, int status)
-{
-    queue(req, status, MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT));
-}
-
-void s3_reply_xml(s3_req_t *req, int status, buf_t *xml)
-{
-    size_t len;
-    char *body = buf_steal(xml, &len);
-    s3_reply_header(req, MHD_HTTP_HEADER_CONTENT_TYPE, "application/xml");
-    queue(req, status, MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE));
-}
-
-void s3_reply_error(s3_req_t *req, s3_error_t err, const char *message)
-{
-    int status = s3_error_status(err);
-    if (status >= 500)
-        log_warn("request %s %s %s: %s %s", req->request_id, req->method,
-                 req->resource ? req->resource : "/", s3_error_code(err), message ? message : "");
-    else
-        log_debug("request %s %s %s: %s %s", req->request_id, req->method,
-                  req->resource ? req->resource : "/", s3_error_code(err), message ? message : "");
-    if (is_head(req) || status == 304) {
-        s3_reply_empty(req, status);
-        return;
-    }
-    buf_t xml;
-    buf_init(&xml, 64 * 1024);
-    buf_append_str(&xml, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error>");
-    s3_xml_elem(&xml, "Code", s3_error_code(err));
-    s3_xml_elem(&xml, "Message", message ? message : s3_error_message(err));
-    if (req->bucket && (err == S3E_NO_SUCH_BUCKET || err == S3E_BUCKET_EXISTS ||
-                        err == S3E_BUCKET_OWNED || err == S3E_BUCKET_NOT_EMPTY))
-        s3_xml_elem(&xml, "BucketName", req->bucket);
-    if (req->key && err == S3E_NO_SUCH_KEY)
-        s3_xml_elem(&xml, "Key", req->key);
-    if (req->headers_not_signed && err == S3E_ACCESS_DENIED)
-        s3_xml_elem(&xml, "HeadersNotSigned", req->headers_not_signed);
-    s3_xml_elem(&xml, "Resource", req->resource ? req->resource : "/");
-    s3_xml_elem(&xml, "RequestId", req->request_id);
-    buf_append_str(&xml, "</Error>");
-    s3_reply_xml(req, status, &xml);
-}
-
-void s3_xml_open(buf_t *xml, const char *root)
-{
-    buf_printf(xml, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<%s xmlns=\"" S3_XMLNS "\">",
-               root);
-}
-
-void s3_xml_elem(buf_t *xml, const char *name, const char *value)
-{
-    buf_printf(xml, "<%s>", name);
-    buf_append_xml(xml, value);
-    buf_printf(xml, "</%s>", name);
-}
-
-void s3_xml_principal(buf_t *xml, const char *tag, const char *who)
-{
-    buf_printf(xml, "<%s><ID>", tag);
-    buf_append_xml(xml, who);
-    buf_append_str(xml, "</ID><DisplayName>");
-    buf_append_xml(xml, who);
-    buf_printf(xml, "</DisplayName></%s>", tag);
-}
+/* ---- the frontend: replies ------------------------------------------------------ */
 
 /* Streams an object range out of a multi-file object. */
 typedef struct object_stream {
@@ -257,15 +162,16 @@ static void object_stream_free(void *cls)
     free(os);
 }
 
-void s3_reply_object(s3_req_t *req, int status, stor_reader_t *reader, uint64_t first, uint64_t len)
+/* A response for bytes [first, first+len) of reader (len > 0), which it
+ * takes over. For HEAD the reader-backed response only gives libmicrohttpd
+ * the Content-Length: it sends no body for HEAD. */
+static struct MHD_Response *object_response(s3_req_t *req, stor_reader_t *reader, uint64_t first,
+                                            uint64_t len)
 {
     struct MHD_Response *resp = NULL;
     int fd;
     uint64_t file_off;
-    if (len == 0) {
-        stor_reader_close(reader);
-        resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-    } else if (!is_head(req) && stor_reader_span_fd(reader, first, len, &fd, &file_off) == 1) {
+    if (!s3_req_is_head(req) && stor_reader_span_fd(reader, first, len, &fd, &file_off) == 1) {
         /* One file: let MHD sendfile() it from a descriptor of its own. */
         int dupfd = dup(fd);
         stor_reader_close(reader);
@@ -285,38 +191,61 @@ void s3_reply_object(s3_req_t *req, int status, stor_reader_t *reader, uint64_t 
             stor_reader_close(reader);
         }
     }
-    queue(req, status, resp);
+    return resp;
 }
 
-s3_error_t s3_error_from_stor(stor_status_t st)
+/* The response carrying out, which it takes over; NULL when none could be
+ * created. */
+static struct MHD_Response *out_response(s3_req_t *req, s3_out_t *out)
 {
-    switch (st) {
-    case STOR_OK:
-        return S3E_NONE;
-    case STOR_ERR_NO_BUCKET:
-        return S3E_NO_SUCH_BUCKET;
-    case STOR_ERR_NO_KEY:
-        return S3E_NO_SUCH_KEY;
-    case STOR_ERR_BUCKET_EXISTS:
-        return S3E_BUCKET_EXISTS;
-    case STOR_ERR_BUCKET_NOT_EMPTY:
-        return S3E_BUCKET_NOT_EMPTY;
-    case STOR_ERR_NO_UPLOAD:
-        return S3E_NO_SUCH_UPLOAD;
-    case STOR_ERR_INVALID_PART:
-        return S3E_INVALID_PART;
-    case STOR_ERR_INVALID_PART_ORDER:
-        return S3E_INVALID_PART_ORDER;
-    case STOR_ERR_PART_TOO_SMALL:
-        return S3E_ENTITY_TOO_SMALL;
-    case STOR_ERR_TOO_LARGE:
-        return S3E_METADATA_TOO_LARGE;
-    case STOR_ERR_NOMEM:
-    case STOR_ERR_IO:
-    default:
-        return S3E_INTERNAL;
+    struct MHD_Response *resp = NULL;
+    switch (out->kind) {
+    case S3_OUT_EMPTY:
+        resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+        break;
+    case S3_OUT_BUFFER:
+        resp = MHD_create_response_from_buffer(out->len, out->data, MHD_RESPMEM_MUST_FREE);
+        if (!resp)
+            free(out->data);
+        break;
+    case S3_OUT_OBJECT:
+        resp = object_response(req, out->reader, out->first, out->obj_len);
+        break;
     }
+    return resp;
 }
+
+static void http_send(s3_req_t *req, int status, s3_out_t *out)
+{
+    struct MHD_Response *resp = out_response(req, out);
+    if (!resp) {
+        log_error("request %s: cannot create a response", req->request_id);
+        req->replied = true;
+        return;
+    }
+    MHD_add_response_header(resp, "Server", "s3rdma");
+    MHD_add_response_header(resp, "x-amz-request-id", req->request_id);
+    const char *h = req->reply_headers.data, *end = h + req->reply_headers.len;
+    while (h && h < end) {
+        const char *value = h + strlen(h) + 1;
+        MHD_add_response_header(resp, h, value);
+        h = value + strlen(value) + 1;
+    }
+    if (atomic_load(&req->srv->stopping))
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    if (MHD_queue_response(req->conn, (unsigned)status, resp) != MHD_YES)
+        log_warn("request %s: could not queue the %d response", req->request_id, status);
+    MHD_destroy_response(resp);
+    req->replied = true;
+}
+
+static const s3_frontend_t http_frontend = {
+    .header = http_header,
+    .each_header = http_each_header,
+    .query = http_query,
+    .has_query = http_has_query,
+    .send = http_send,
+};
 
 /* ---- routing ------------------------------------------------------------------- */
 
@@ -483,10 +412,10 @@ static void reply_stats(s3_req_t *req)
                atomic_load(&req->srv->inflight), atomic_load(&req->srv->request_seq), cs.open,
                (unsigned long long)cs.closed_head, (unsigned long long)cs.closed_body,
                rdma ? "true" : "false", rdma ? rdma_server_session_count(rdma) : 0);
-    size_t len;
-    char *body = buf_steal(&json, &len);
+    s3_out_t out = {.kind = S3_OUT_BUFFER};
+    out.data = buf_steal(&json, &out.len);
     s3_reply_header(req, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-    queue(req, 200, MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE));
+    http_send(req, 200, &out);
 }
 
 /* ---- the access handler ---------------------------------------------------------- */
@@ -516,35 +445,10 @@ static void start_request(s3_req_t *req, const char *url)
         s3_reply_error(req, err, why);
         return;
     }
-    if (stats) {
+    if (stats)
         reply_stats(req);
-        return;
-    }
-    req->op->begin(req);
-    if (req->replied)
-        return;
-    if (req->body_kind != S3_BODY_NONE) {
-        err = s3_body_begin(req);
-        if (err != S3E_NONE)
-            s3_reply_error(req, err, NULL);
-    }
-}
-
-static void finish_request(s3_req_t *req)
-{
-    if (req->body_kind != S3_BODY_NONE) {
-        s3_error_t err = s3_body_end(req);
-        if (err != S3E_NONE) {
-            s3_reply_error(req, err, NULL);
-            return;
-        }
-    }
-    if (req->op->finish)
-        req->op->finish(req);
-    if (!req->replied) {
-        log_error("request %s: operation %s did not reply", req->request_id, req->op->name);
-        s3_reply_error(req, S3E_INTERNAL, NULL);
-    }
+    else
+        s3_req_start(req);
 }
 
 typedef struct length_scan {
@@ -601,17 +505,8 @@ static enum MHD_Result access_step(s3_server_t *srv, struct MHD_Connection *conn
             return MHD_NO;
         rp->guard = guard;
         req = &rp->req;
-        req->srv = srv;
+        s3_req_init(req, srv, &http_frontend, method);
         req->conn = conn;
-        req->method = method;
-        req->now_s = (int64_t)time(NULL);
-        req->declared_len = UINT64_MAX;
-        buf_init(&req->body, S3R_MAX_XML_BODY);
-        buf_init(&req->reply_headers, S3R_MAX_HEADER_BYTES);
-        unsigned long seq = atomic_fetch_add(&srv->request_seq, 1) + 1;
-        snprintf(req->request_id, sizeof(req->request_id), "%08X%08lX", srv->instance,
-                 seq & 0xFFFFFFFFUL);
-        atomic_fetch_add(&srv->inflight, 1);
         *con_cls = req;
         if (atomic_load(&srv->stopping)) {
             s3_reply_error(req, S3E_SERVICE_UNAVAILABLE, NULL);
@@ -655,7 +550,7 @@ static enum MHD_Result access_step(s3_server_t *srv, struct MHD_Connection *conn
         s3_reply_error(req, req->body_error, "This operation takes no request body.");
         return MHD_YES;
     }
-    finish_request(req);
+    s3_req_finish(req);
     return MHD_YES;
 }
 
@@ -705,31 +600,16 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 static void req_free(s3_req_t *req)
 {
     req_private_t *rp = (req_private_t *)req;
-    if (req->op_state_free)
-        req->op_state_free(req->op_state);
-    stor_writer_abort(req->writer);
-    awschunk_free(req->chunked);
-    digest_free(req->md5);
-    digest_free(req->sha256_payload);
-    digest_free(req->sha256_ck);
-    buf_free(&req->body);
-    for (int i = 0; i < S3_CK_COUNT; i++)
-        free(req->checksums[i]);
-    buf_free(&req->reply_headers);
     for (int i = 0; i < rp->n_queries; i++)
         free(rp->queries[i].value);
-    free(req->bucket);
-    free(req->key);
-    free(req->resource);
-    free(req->path);
-    free(req->headers_not_signed);
+    s3_req_release(req);
     free(rp);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    s3_server_t *srv = cls;
+    (void)cls;
     s3_req_t *req = *con_cls;
     connguard_request_done(req ? ((req_private_t *)req)->guard : guard_of(conn));
     if (!req)
@@ -739,7 +619,6 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                  req->request_id, req->method, req->resource ? req->resource : "", (int)toe);
     req_free(req);
     *con_cls = NULL;
-    atomic_fetch_sub(&srv->inflight, 1);
 }
 
 /* Keep the raw (still percent-encoded) path and query: SigV4 and S3 key

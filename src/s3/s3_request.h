@@ -1,14 +1,20 @@
-/* The request context shared by the HTTP glue (http.c), authentication
- * (auth.c), body handling (body.c) and the operation handlers (ops_*.c).
+/* The request context shared by the frontends (http.c: libmicrohttpd),
+ * authentication (auth.c), body handling (body.c), replies (reply.c) and the
+ * operation handlers (ops_*.c). The handlers reach the request and the client
+ * only through s3_req_header/query/has_query/each_header and the s3_reply_*
+ * functions, which go through req->fe, so a frontend other than HTTP can
+ * drive them.
  *
  * Life of a request (libmicrohttpd calls the access handler several times):
- *   1. headers arrive: the request is routed and authenticated, and the
- *      operation's begin() runs; it either replies at once (errors, GET, HEAD,
- *      DELETE...) or says what to do with the body (s3_body_kind).
+ *   0. the frontend allocates the request and calls s3_req_init().
+ *   1. headers arrive: the frontend routes the request (req->op, bucket,
+ *      key...) and authenticates it, then s3_req_start() runs the operation's
+ *      begin(); it either replies at once (errors, GET, HEAD, DELETE...) or
+ *      says what to do with the body (s3_body_kind).
  *   2. body pieces: fed to the body sink (object bytes into a storage writer
  *      through the digests, or an XML body into a bounded buffer).
- *   3. body done: the operation's finish() runs and replies.
- * Whatever happened, s3_req_free() releases everything the request holds
+ *   3. body done: s3_req_finish() runs the operation's finish(), which replies.
+ * Whatever happened, s3_req_release() releases everything the request holds
  * (an unfinished writer is aborted, so a broken upload leaves nothing). */
 #ifndef S3R_S3_REQUEST_H
 #define S3R_S3_REQUEST_H
@@ -54,6 +60,51 @@ enum s3_checksum_alg { S3_CK_CRC32 = 0, S3_CK_CRC32C, S3_CK_SHA256, S3_CK_COUNT 
 
 typedef struct s3_req s3_req_t;
 
+/* What a reply carries after its status and headers. */
+typedef enum s3_out_kind {
+    S3_OUT_EMPTY = 0, /* nothing */
+    S3_OUT_BUFFER,    /* data, len */
+    S3_OUT_OBJECT,    /* bytes [first, first+obj_len) of reader; obj_len > 0 */
+} s3_out_kind_t;
+
+typedef struct s3_out {
+    s3_out_kind_t kind;
+    char *data; /* S3_OUT_BUFFER: malloc'd; the frontend takes it over (frees it) */
+    size_t len;
+    stor_reader_t *reader; /* S3_OUT_OBJECT: the frontend takes it over (closes it) */
+    uint64_t first, obj_len;
+} s3_out_t;
+
+/* Calls back for one request header; returns non-zero to stop the walk. */
+typedef int (*s3_header_fn)(void *ctx, const char *name, const char *value);
+
+/* A frontend: how the generic code reads the request and sends the reply.
+ * http.c is the HTTP one (libmicrohttpd). Its functions are called only
+ * between s3_req_init and s3_req_release, by the thread driving the request. */
+typedef struct s3_frontend {
+    /* The value of header name (matched without regard to case), or NULL. */
+    const char *(*header)(s3_req_t *req, const char *name);
+    /* Calls fn for every request header in the order received, until fn
+     * returns non-zero. value is never NULL. */
+    void (*each_header)(s3_req_t *req, s3_header_fn fn, void *ctx);
+    /* The decoded value of query argument name, "" for a bare flag
+     * ("?uploads"), NULL when absent. The value must live as long as the
+     * request; name does (callers pass string literals), so a frontend may
+     * keep it as a cache key. */
+    const char *(*query)(s3_req_t *req, const char *name);
+    /* Whether query argument name is present, with a value or without. */
+    bool (*has_query)(s3_req_t *req, const char *name);
+    /* Sends the reply: status, the "name\0value\0" pairs of
+     * req->reply_headers, then out (which it takes over whatever happens:
+     * out->data freed, out->reader closed). Sets req->replied, also when the
+     * reply could not be sent. Called once per request. A reply to HEAD
+     * carries no body, and the frontend must send none: errors to HEAD come
+     * as S3_OUT_EMPTY, but a HEAD of an object still comes as S3_OUT_OBJECT
+     * so that the frontend can announce its length (HTTP: Content-Length);
+     * its bytes are not sent (s3_req_is_head tells). */
+    void (*send)(s3_req_t *req, int status, s3_out_t *out);
+} s3_frontend_t;
+
 typedef struct s3_op {
     const char *name;
     /* Runs once the request is authenticated. Replies, or sets req->body_kind
@@ -65,8 +116,9 @@ typedef struct s3_op {
 
 struct s3_req {
     struct s3_server *srv;
-    struct MHD_Connection *conn;
-    const char *method; /* borrowed from MHD */
+    const s3_frontend_t *fe;
+    struct MHD_Connection *conn; /* the HTTP frontend's; NULL under another */
+    const char *method;          /* borrowed from the frontend */
     char request_id[24];
     int64_t now_s;
 
@@ -129,15 +181,39 @@ struct s3_req {
     bool deferred; /* no body: routing and the operation wait for the next call */
 };
 
-/* ---- http.c: replying ---------------------------------------------------- */
+/* ---- request.c: the request's life ------------------------------------- */
 
+/* Starts a request the frontend allocated zeroed: its server, frontend and
+ * method (borrowed; must outlive the request), a request id, the clock,
+ * empty body and reply-header buffers. Counts it in srv->inflight. */
+void s3_req_init(s3_req_t *req, s3_server_t *srv, const s3_frontend_t *fe, const char *method);
+/* Runs a routed (req->op set) and authenticated (s3_auth_verify or the
+ * frontend's equivalent filled req->user and the auth fields) request:
+ * the operation's begin(), then, when it wants a body, s3_body_begin().
+ * Either replies, or leaves req->body_kind saying what to feed to
+ * s3_body_feed() before s3_req_finish(). */
+void s3_req_start(s3_req_t *req);
+/* Once the whole body was fed (or at once when body_kind is S3_BODY_NONE):
+ * verifies the body and runs the operation's finish(). Always replies. */
+void s3_req_finish(s3_req_t *req);
+/* Frees everything s3_req_init and the request's life allocated (aborting an
+ * unfinished writer), but neither req itself nor the frontend's own parts,
+ * and uncounts it from srv->inflight. */
+void s3_req_release(s3_req_t *req);
+
+/* Whether the request is a HEAD: its reply carries no body. */
+bool s3_req_is_head(const s3_req_t *req);
 /* Header value lookup (case-insensitive name), or NULL. */
 const char *s3_req_header(s3_req_t *req, const char *name);
+/* Calls fn for every request header until it returns non-zero. */
+void s3_req_each_header(s3_req_t *req, s3_header_fn fn, void *ctx);
 /* Query argument lookup: decoded value ("" for "?uploads"), or NULL when
  * absent. The value lives as long as the request; name must too (pass a
  * string literal: it is kept as the cache key). */
 const char *s3_req_query(s3_req_t *req, const char *name);
 bool s3_req_has_query(s3_req_t *req, const char *name);
+
+/* ---- reply.c: replying ----------------------------------------------------- */
 
 /* Adds a response header (copied). Dropped if the headers would exceed
  * S3R_MAX_HEADER_BYTES in all. */
@@ -150,12 +226,12 @@ void s3_reply_error(s3_req_t *req, s3_error_t err, const char *message);
 void s3_reply_xml(s3_req_t *req, int status, buf_t *xml);
 /* No body. */
 void s3_reply_empty(s3_req_t *req, int status);
-/* An object body: bytes [first, first+len) of reader, which the response
- * takes over (closed when sent). HEAD sends only the headers. */
+/* An object body: bytes [first, first+len) of reader, which the reply takes
+ * over (closed when sent). HEAD sends only the headers, with the length. */
 void s3_reply_object(s3_req_t *req, int status, stor_reader_t *reader, uint64_t first,
                      uint64_t len);
 
-/* ---- XML response bodies (http.c) --------------------------------------------- */
+/* ---- XML response bodies (reply.c) -------------------------------------------- */
 
 #define S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
 
@@ -171,8 +247,11 @@ s3_error_t s3_error_from_stor(stor_status_t st);
 
 /* ---- auth.c --------------------------------------------------------------- */
 
-/* Verifies SigV4 (header or presigned query); fills the auth fields. */
+/* Verifies SigV4 (header or presigned query); fills the auth fields. The
+ * HTTP frontend's: it reads the headers and raw query from req->conn. */
 s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p);
+/* The configured user with this access key, or NULL. */
+const s3_user_t *s3_user_find(const s3_server_t *srv, const char *access_key);
 
 /* ---- body.c --------------------------------------------------------------- */
 
