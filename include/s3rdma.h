@@ -2,8 +2,9 @@
  *
  * An S3 client whose object bytes can travel by RDMA: over plain S3/HTTP
  * (libcurl, SigV4), over the token path (a signed S3 request with an
- * x-amz-rdma-token; the server RDMA-READs/WRITEs the caller's memory), or
- * chosen per operation by size (AUTO).
+ * x-amz-rdma-token; the server RDMA-READs/WRITEs the caller's memory), over
+ * the native protocol (whole operations as messages on the RDMA session,
+ * no HTTP at all), or chosen per operation (AUTO).
  *
  * Conventions (see docs/client.md for the long form):
  *  - Every call returns an s3r_status_t: S3R_OK (0) or a negative error.
@@ -16,7 +17,8 @@
  *  - Everything the library allocates for the caller is freed with the
  *    matching *_free call; every free/destroy accepts NULL as a no-op.
  *  - Threads: one s3r_client_t may be used by many threads at once. All calls
- *    are synchronous and block the calling thread only.
+ *    block the calling thread only; the s3r_op_t calls below keep many
+ *    requests in flight from one thread.
  */
 #ifndef S3RDMA_H
 #define S3RDMA_H
@@ -81,8 +83,10 @@ typedef enum s3r_transport {
     S3R_TRANSPORT_DEFAULT = 0, /* in per-call options: use the client's transport */
     S3R_TRANSPORT_HTTP,        /* plain S3 over HTTP */
     S3R_TRANSPORT_TOKEN,       /* S3 over HTTP with RDMA data (x-amz-rdma-token) */
-    S3R_TRANSPORT_NATIVE,      /* whole operations on the RDMA session: not yet */
-    S3R_TRANSPORT_AUTO,        /* token when a session is (or can be) up and size >= threshold */
+    S3R_TRANSPORT_NATIVE,      /* every operation as messages on the RDMA session */
+    /* NATIVE when a session is (or can be) up and has a transport faster
+     * than TCP emulation; otherwise TOKEN from rdma_threshold up, HTTP below */
+    S3R_TRANSPORT_AUTO,
 } s3r_transport_t;
 
 /* Parses "http", "token" (also "rdma-token", "rdma"), "native", "auto".
@@ -336,6 +340,40 @@ typedef struct s3r_object_list {
 s3r_status_t s3r_object_list(s3r_client_t *client, const char *bucket, const s3r_list_opts_t *opts,
                              s3r_object_list_t **list_p);
 void s3r_object_list_free(s3r_object_list_t *list);
+
+/* ---- Asynchronous operations ------------------------------------------------ */
+
+/* An operation started by an *_async call. Over the native transport the
+ * request is in flight when the call returns and the thread may start many
+ * more before waiting (answers arrive in any order); over the other
+ * transports the operation runs to completion inside the *_async call. An
+ * op belongs to the thread that waits for it. */
+typedef struct s3r_op s3r_op_t;
+
+/* Starts s3r_object_get(client, bucket, key, buf, buf_len, opts). bucket,
+ * key and opts are copied; buf must stay valid until the op is waited for.
+ * S3R_OK and *op_p, or an error (nothing started). */
+s3r_status_t s3r_object_get_async(s3r_client_t *client, const char *bucket, const char *key,
+                                  void *buf, uint64_t buf_len, const s3r_get_opts_t *opts,
+                                  s3r_op_t **op_p);
+/* Starts s3r_object_put(client, bucket, key, data, len, opts) of a single
+ * PUT (len up to multipart_threshold; larger is S3R_ERR_TOO_LARGE). bucket
+ * and key are copied; data and opts' strings must stay valid until the op
+ * is waited for. */
+s3r_status_t s3r_object_put_async(s3r_client_t *client, const char *bucket, const char *key,
+                                  const void *data, uint64_t len, const s3r_put_opts_t *opts,
+                                  s3r_op_t **op_p);
+/* 1 when the op has its answer (s3r_op_wait then returns at once), else 0.
+ * Never blocks; progresses the session. */
+int s3r_op_test(s3r_op_t *op);
+/* Waits for the op (bounded by the client's http_timeout_ms, or 60 s) and
+ * returns its status, as the synchronous call would have; the details of a
+ * failure are this thread's last error. *len_p (may be NULL) gets the bytes
+ * a GET read. The op stays valid until s3r_op_free. */
+s3r_status_t s3r_op_wait(s3r_op_t *op, uint64_t *len_p);
+/* Frees the op, waiting for it first if it was not waited for. NULL is a
+ * no-op. */
+void s3r_op_free(s3r_op_t *op);
 
 /* Frees memory the library returned with a "free with s3r_free" contract. */
 void s3r_free(void *p);

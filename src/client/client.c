@@ -117,6 +117,8 @@ s3r_status_t s3r_client_stats(s3r_client_t *c, s3r_stats_t *out)
     out->http_bytes = atomic_load(&c->n_http_bytes);
     out->token_ops = atomic_load(&c->n_token_ops);
     out->token_bytes = atomic_load(&c->n_token_bytes);
+    out->native_ops = atomic_load(&c->n_native_ops);
+    out->native_bytes = atomic_load(&c->n_native_bytes);
     out->fallbacks = atomic_load(&c->n_fallbacks);
     out->errors = atomic_load(&c->n_errors);
     out->rdma_sessions = atomic_load(&c->n_sessions);
@@ -129,6 +131,9 @@ void count(s3r_client_t *c, s3r_transport_t t, uint64_t bytes)
     if (t == S3R_TRANSPORT_TOKEN) {
         atomic_fetch_add(&c->n_token_ops, 1);
         atomic_fetch_add(&c->n_token_bytes, bytes);
+    } else if (t == S3R_TRANSPORT_NATIVE) {
+        atomic_fetch_add(&c->n_native_ops, 1);
+        atomic_fetch_add(&c->n_native_bytes, bytes);
     } else {
         atomic_fetch_add(&c->n_http_ops, 1);
         atomic_fetch_add(&c->n_http_bytes, bytes);
@@ -141,14 +146,22 @@ void count(s3r_client_t *c, s3r_transport_t t, uint64_t bytes)
 
 /* The transport an operation of size bytes should try first: HTTP, TOKEN or
  * NATIVE (which the caller turns into S3R_ERR_UNSUPPORTED). */
-s3r_transport_t pick(const s3r_client_t *c, s3r_transport_t want, uint64_t size)
+s3r_transport_t pick(s3r_client_t *c, s3r_transport_t want, uint64_t size)
 {
     s3r_transport_t t = want == S3R_TRANSPORT_DEFAULT ? c->set.transport : want;
     if (!c->set.use_rdma)
         return S3R_TRANSPORT_HTTP;
+    if (t == S3R_TRANSPORT_AUTO && s3c_native_ready(c))
+        return S3R_TRANSPORT_NATIVE;
     if (t == S3R_TRANSPORT_AUTO)
         t = size >= c->set.rdma_threshold ? S3R_TRANSPORT_TOKEN : S3R_TRANSPORT_HTTP;
     return t;
+}
+
+s3r_transport_t pick_control(s3r_client_t *c)
+{
+    s3r_transport_t t = pick(c, S3R_TRANSPORT_DEFAULT, 0);
+    return t == S3R_TRANSPORT_NATIVE ? t : S3R_TRANSPORT_HTTP;
 }
 
 /* Whether a failed token attempt (st) may be redone over HTTP; logs the
@@ -164,12 +177,6 @@ bool fall_back(s3r_client_t *c, s3r_status_t st)
         fprintf(stderr, "s3rdma: %s (%s); falling back to HTTP (logged once per client)\n",
                 s3r_strerror(st), tls_err.message);
     return true;
-}
-
-s3r_status_t unsupported_native(s3r_client_t *c)
-{
-    return s3c_fail(c, S3R_ERR_UNSUPPORTED, S3R_TRANSPORT_NATIVE, 0, "",
-                    "the native RDMA transport is not implemented yet");
 }
 
 /* ======================================================================== */
@@ -210,6 +217,17 @@ const char *strs_qenc(strs_t *ss, const char *s)
     return r;
 }
 
+const char *strs_udec(strs_t *ss, const char *s)
+{
+    buf_t b;
+    buf_init(&b, 64 * 1024);
+    const char *r = sigv4_percent_decode(s, strlen(s), &b) < 0
+                        ? NULL
+                        : strs_printf(ss, "%s", b.data ? b.data : "");
+    buf_free(&b);
+    return r;
+}
+
 bool valid_name(const char *s)
 {
     return s != NULL && s[0] != '\0';
@@ -220,9 +238,9 @@ s3r_status_t simple(s3r_client_t *c, s3c_req_t *req, bool key_op)
 {
     s3c_resp_t resp;
     s3c_resp_init(&resp);
-    s3r_status_t st = s3c_http_do(c, req, &resp);
+    s3r_status_t st = s3c_do(c, pick_control(c), req, &resp);
     if (st == S3R_OK && (resp.status < 200 || resp.status > 299))
-        st = s3c_http_error(c, &resp, S3R_TRANSPORT_HTTP, key_op);
+        st = s3c_http_error(c, &resp, resp.transport, key_op);
     s3c_resp_free(&resp);
     return st;
 }
@@ -233,15 +251,15 @@ s3r_status_t get_xml(s3r_client_t *c, s3c_req_t *req, buf_t *body)
     s3c_resp_t resp;
     s3c_resp_init(&resp);
     req->sink_grow = body;
-    s3r_status_t st = s3c_http_do(c, req, &resp);
+    s3r_status_t st = s3c_do(c, pick_control(c), req, &resp);
     if (st == S3R_OK && (resp.status < 200 || resp.status > 299))
-        st = s3c_http_error(c, &resp, S3R_TRANSPORT_HTTP, false);
+        st = s3c_http_error(c, &resp, resp.transport, false);
     else if (st == S3R_OK && resp.overflow)
-        st = s3c_fail(c, S3R_ERR_TOO_LARGE, S3R_TRANSPORT_HTTP, (int)resp.status, "",
+        st = s3c_fail(c, S3R_ERR_TOO_LARGE, resp.transport, (int)resp.status, "",
                       "response larger than %d bytes", S3C_MAX_XML_BODY);
     else if (st == S3R_OK && resp.curl_code != 0)
-        st = s3c_fail(c, S3R_ERR_HTTP, S3R_TRANSPORT_HTTP, (int)resp.status, "",
-                      "transfer failed: %s", resp.curl_err);
+        st = s3c_fail(c, S3R_ERR_HTTP, resp.transport, (int)resp.status, "", "transfer failed: %s",
+                      resp.curl_err);
     s3c_resp_free(&resp);
     return st;
 }
@@ -298,7 +316,8 @@ void *stage_alloc(s3r_client_t *c, s3r_transport_t t, uint64_t len, bool *regist
     *registered = false;
     if (len == 0)
         len = 1;
-    if (t == S3R_TRANSPORT_TOKEN && s3r_buf_alloc(c, (size_t)len, &p) == S3R_OK) {
+    if ((t == S3R_TRANSPORT_TOKEN || t == S3R_TRANSPORT_NATIVE) &&
+        s3r_buf_alloc(c, (size_t)len, &p) == S3R_OK) {
         *registered = true;
         return p;
     }

@@ -10,28 +10,30 @@
 /* ======================================================================== */
 
 /* CreateBucket, DeleteBucket, HeadBucket: a bodiless request on the bucket. */
-static s3r_status_t bucket_simple(s3r_client_t *c, const char *method, const char *bucket)
+static s3r_status_t bucket_simple(s3r_client_t *c, const char *method, uint8_t op,
+                                  const char *bucket)
 {
     if (c == NULL || !valid_name(bucket))
         return S3R_ERR_INVALID_ARG;
     s3c_req_t req;
     s3c_req_init(&req, method, bucket, NULL);
+    req.native_op = op;
     return done(c, simple(c, &req, false));
 }
 
 s3r_status_t s3r_bucket_create(s3r_client_t *c, const char *bucket)
 {
-    return bucket_simple(c, "PUT", bucket);
+    return bucket_simple(c, "PUT", RDMA_OP_CREATE_BUCKET, bucket);
 }
 
 s3r_status_t s3r_bucket_delete(s3r_client_t *c, const char *bucket)
 {
-    return bucket_simple(c, "DELETE", bucket);
+    return bucket_simple(c, "DELETE", RDMA_OP_DELETE_BUCKET, bucket);
 }
 
 s3r_status_t s3r_bucket_head(s3r_client_t *c, const char *bucket)
 {
-    return bucket_simple(c, "HEAD", bucket);
+    return bucket_simple(c, "HEAD", RDMA_OP_HEAD_BUCKET, bucket);
 }
 
 s3r_status_t s3r_bucket_list(s3r_client_t *c, s3r_bucket_list_t **list_p)
@@ -42,6 +44,7 @@ s3r_status_t s3r_bucket_list(s3r_client_t *c, s3r_bucket_list_t **list_p)
     buf_t body;
     buf_init(&body, S3C_MAX_XML_BODY);
     s3c_req_init(&req, "GET", NULL, NULL);
+    req.native_op = RDMA_OP_LIST_BUCKETS;
     s3r_status_t st = get_xml(c, &req, &body);
     if (st == S3R_OK && s3c_xml_parse_bucket_list(body.data, body.len, list_p) < 0)
         st = s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_HTTP, 200, "",
@@ -79,6 +82,7 @@ static s3r_status_t list_page(s3r_client_t *c, const char *bucket, const s3r_lis
     }
     s3c_req_t req;
     s3c_req_init(&req, "GET", bucket, NULL);
+    req.native_op = RDMA_OP_LIST_OBJECTS;
     req.query = q.data;
     st = get_xml(c, &req, &body);
     if (st == S3R_OK && s3c_xml_parse_object_list(body.data, body.len, list) < 0)

@@ -1,5 +1,5 @@
 /* libs3rdma: GET into a caller buffer, into a new allocation and into a file,
- * over HTTP or the token path (with fallback): ranges, sizing by HEAD, and
+ * over HTTP, the token path or the native protocol (with fallback): ranges, sizing by HEAD, and
  * the buffer-too-small answer with the bytes needed. */
 #include <errno.h>
 #include <fcntl.h>
@@ -64,43 +64,61 @@ static s3r_status_t too_small(s3r_client_t *c, s3r_transport_t t, int http, uint
     return S3R_ERR_BUFFER_TOO_SMALL;
 }
 
-static s3r_status_t get_http(s3r_client_t *c, const char *bucket, const char *key, void *buf,
-                             uint64_t cap, int fd, uint64_t fd_off, buf_t *grow,
-                             const s3r_get_opts_t *o, uint64_t *len_p)
+void get_request(s3c_req_t *req, strs_t *ss, const char *bucket, const char *key, void *buf,
+                 uint64_t cap, const s3r_get_opts_t *o)
+{
+    s3c_req_init(req, "GET", bucket, key);
+    req->native_op = RDMA_OP_GET_OBJECT;
+    const char *range = range_header(ss, o);
+    if (range)
+        s3c_req_hdr(req, "range", range);
+    req->sink_buf = buf;
+    req->sink_cap = cap;
+}
+
+s3r_status_t get_result(s3r_client_t *c, s3r_status_t st, const s3c_resp_t *resp, uint64_t cap,
+                        bool grow, uint64_t *len_p)
+{
+    if (st == S3R_OK && (resp->status < 200 || resp->status > 299)) {
+        st = s3c_http_error(c, resp, resp->transport, true);
+    } else if (st == S3R_OK && resp->overflow) {
+        char v[64];
+        uint64_t need = 0;
+        if (s3c_resp_header(resp, "content-length", v, sizeof(v)) == 0)
+            need = strtoull(v, NULL, 10);
+        st = grow ? s3c_fail(c, S3R_ERR_NOMEM, resp->transport, 0, "", "object too large")
+                  : too_small(c, resp->transport, (int)resp->status, need, cap);
+    } else if (st == S3R_OK && resp->sink_failed) {
+        st = s3c_fail(c, S3R_ERR_IO, S3R_TRANSPORT_HTTP, 0, "", "writing the file: %s",
+                      strerror(errno));
+    } else if (st == S3R_OK && resp->curl_code != 0) {
+        st = s3c_fail(c, S3R_ERR_HTTP, S3R_TRANSPORT_HTTP, (int)resp->status, "",
+                      "transfer failed: %s", resp->curl_err);
+    } else if (st == S3R_OK) {
+        if (resp->transport == S3R_TRANSPORT_HTTP)
+            count(c, S3R_TRANSPORT_HTTP, resp->body_bytes);
+        *len_p = resp->body_bytes;
+    }
+    return st;
+}
+
+/* GET over HTTP or native (t; native falls back to HTTP as the rules say)
+ * into buf (cap bytes), the file fd at fd_off (HTTP only), or grow. */
+static s3r_status_t get_plain(s3r_client_t *c, s3r_transport_t t, const char *bucket,
+                              const char *key, void *buf, uint64_t cap, int fd, uint64_t fd_off,
+                              buf_t *grow, const s3r_get_opts_t *o, uint64_t *len_p)
 {
     strs_t ss = {0};
     s3c_req_t req;
     s3c_resp_t resp;
-    s3c_req_init(&req, "GET", bucket, key);
     s3c_resp_init(&resp);
-    const char *range = range_header(&ss, o);
-    if (range)
-        s3c_req_hdr(&req, "range", range);
-    req.sink_buf = buf;
-    req.sink_cap = cap;
+    get_request(&req, &ss, bucket, key, buf, cap, o);
+    if (fd >= 0)
+        req.native_op = 0;
     req.sink_fd = fd;
     req.sink_off = fd_off;
     req.sink_grow = grow;
-    s3r_status_t st = s3c_http_do(c, &req, &resp);
-    if (st == S3R_OK && (resp.status < 200 || resp.status > 299)) {
-        st = s3c_http_error(c, &resp, S3R_TRANSPORT_HTTP, true);
-    } else if (st == S3R_OK && resp.overflow) {
-        char v[64];
-        uint64_t need = 0;
-        if (s3c_resp_header(&resp, "content-length", v, sizeof(v)) == 0)
-            need = strtoull(v, NULL, 10);
-        st = grow ? s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_HTTP, 0, "", "object too large")
-                  : too_small(c, S3R_TRANSPORT_HTTP, (int)resp.status, need, cap);
-    } else if (st == S3R_OK && resp.sink_failed) {
-        st = s3c_fail(c, S3R_ERR_IO, S3R_TRANSPORT_HTTP, 0, "", "writing the file: %s",
-                      strerror(errno));
-    } else if (st == S3R_OK && resp.curl_code != 0) {
-        st = s3c_fail(c, S3R_ERR_HTTP, S3R_TRANSPORT_HTTP, (int)resp.status, "",
-                      "transfer failed: %s", resp.curl_err);
-    } else if (st == S3R_OK) {
-        count(c, S3R_TRANSPORT_HTTP, resp.body_bytes);
-        *len_p = resp.body_bytes;
-    }
+    s3r_status_t st = get_result(c, s3c_do(c, t, &req, &resp), &resp, cap, grow != NULL, len_p);
     s3c_resp_free(&resp);
     strs_free(&ss);
     return st;
@@ -165,19 +183,18 @@ out:
     return st;
 }
 
-static s3r_status_t get_one(s3r_client_t *c, const char *bucket, const char *key, void *buf,
-                            uint64_t cap, const s3r_get_opts_t *o, uint64_t *len_p)
+s3r_status_t get_one(s3r_client_t *c, const char *bucket, const char *key, void *buf, uint64_t cap,
+                     const s3r_get_opts_t *o, uint64_t *len_p)
 {
     uint64_t size = o && o->range_len && o->range_len < cap ? o->range_len : cap;
     s3r_transport_t t = pick(c, o ? o->transport : S3R_TRANSPORT_DEFAULT, size);
-    if (t == S3R_TRANSPORT_NATIVE)
-        return unsupported_native(c);
     if (t == S3R_TRANSPORT_TOKEN) {
         s3r_status_t st = get_token(c, bucket, key, buf, cap, o, len_p);
         if (!fall_back(c, st))
             return st;
+        t = S3R_TRANSPORT_HTTP;
     }
-    return get_http(c, bucket, key, buf, cap, -1, 0, NULL, o, len_p);
+    return get_plain(c, t, bucket, key, buf, cap, -1, 0, NULL, o, len_p);
 }
 
 s3r_status_t s3r_object_get(s3r_client_t *c, const char *bucket, const char *key, void *buf,
@@ -197,13 +214,13 @@ s3r_status_t s3r_object_get_alloc(s3r_client_t *c, const char *bucket, const cha
     s3r_transport_t want = opts ? opts->transport : S3R_TRANSPORT_DEFAULT;
     s3r_transport_t t = pick(c, want, opts && opts->range_len ? opts->range_len : UINT64_MAX);
     s3r_status_t st;
-    if (t == S3R_TRANSPORT_NATIVE)
-        return done(c, unsupported_native(c));
-    if (t == S3R_TRANSPORT_HTTP) {
+    if (t != S3R_TRANSPORT_TOKEN) {
+        /* One request, the body into a growing buffer (native: inline, or
+         * once more into scratch memory of the size the server names). */
         buf_t b;
         uint64_t n = 0;
         buf_init(&b, SIZE_MAX / 2);
-        st = get_http(c, bucket, key, NULL, 0, -1, 0, &b, opts, &n);
+        st = get_plain(c, t, bucket, key, NULL, 0, -1, 0, &b, opts, &n);
         if (st == S3R_OK) {
             size_t len;
             *data_p = buf_steal(&b, &len);
@@ -245,9 +262,7 @@ s3r_status_t s3r_object_get_file(s3r_client_t *c, const char *bucket, const char
     s3r_status_t st = S3R_OK;
     uint64_t size = UINT64_MAX;
     s3r_transport_t t = pick(c, want, opts && opts->range_len ? opts->range_len : UINT64_MAX);
-    if (t == S3R_TRANSPORT_NATIVE)
-        return done(c, unsupported_native(c));
-    if (t == S3R_TRANSPORT_TOKEN) {
+    if (t == S3R_TRANSPORT_TOKEN || t == S3R_TRANSPORT_NATIVE) {
         st = get_size(c, bucket, key, opts, &size);
         if (st != S3R_OK)
             return done(c, st);
@@ -258,26 +273,24 @@ s3r_status_t s3r_object_get_file(s3r_client_t *c, const char *bucket, const char
         return done(c, s3c_fail(c, S3R_ERR_IO, S3R_TRANSPORT_DEFAULT, 0, "", "open %s: %s", path,
                                 strerror(errno)));
     uint64_t n = 0;
-    if (t != S3R_TRANSPORT_TOKEN) {
-        st = get_http(c, bucket, key, NULL, 0, fd, 0, NULL, opts, &n);
+    if (t != S3R_TRANSPORT_TOKEN && t != S3R_TRANSPORT_NATIVE) {
+        st = get_plain(c, S3R_TRANSPORT_HTTP, bucket, key, NULL, 0, fd, 0, NULL, opts, &n);
     } else {
         /* Chunked ranged GETs into one registered staging buffer. */
         uint64_t chunk = size < c->set.part_size ? size : c->set.part_size;
         bool reg;
-        void *buf = stage_alloc(c, S3R_TRANSPORT_TOKEN, chunk, &reg);
+        void *buf = stage_alloc(c, t, chunk, &reg);
         if (buf == NULL)
             st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory");
         uint64_t base = opts ? opts->range_start : 0;
         for (uint64_t off = 0; st == S3R_OK && off < size; off += chunk) {
             uint64_t want_n = size - off < chunk ? size - off : chunk;
-            s3r_get_opts_t o = {
-                .range_start = base + off, .range_len = want_n, .transport = S3R_TRANSPORT_TOKEN};
+            s3r_get_opts_t o = {.range_start = base + off, .range_len = want_n, .transport = t};
             uint64_t got = 0;
             st = get_one(c, bucket, key, buf, want_n, &o, &got);
             if (st == S3R_OK && got != want_n)
-                st = s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_TOKEN, 0, "",
-                              "short read: %llu of %llu bytes", (unsigned long long)got,
-                              (unsigned long long)want_n);
+                st = s3c_fail(c, S3R_ERR_PROTOCOL, t, 0, "", "short read: %llu of %llu bytes",
+                              (unsigned long long)got, (unsigned long long)want_n);
             for (uint64_t w = 0; st == S3R_OK && w < got;) {
                 ssize_t r = pwrite(fd, (char *)buf + w, (size_t)(got - w), (off_t)(off + w));
                 if (r < 0 && errno == EINTR)

@@ -12,6 +12,7 @@
 #include "s3rdma.h"
 #include "common/buf.h"
 #include "common/hash.h"
+#include "rdma/rdma_client.h"
 
 #define S3C_MAX_ENDPOINTS     16
 #define S3C_DEFAULT_RDMA_PORT 9100
@@ -19,6 +20,11 @@
 #define S3C_MAX_PARTS         10000
 #define S3C_MAX_ERROR_BODY    (64 * 1024)        /* error / decline bodies kept */
 #define S3C_MAX_XML_BODY      (16 * 1024 * 1024) /* list responses */
+/* Native requests: bodies up to this travel inline in the message, larger
+ * ones by RDMA from/to registered memory (docs/protocol.md §4.5 has the
+ * measurement behind it). */
+#define S3C_NATIVE_INLINE     (16 * 1024)
+#define S3C_NATIVE_TIMEOUT_MS 60000 /* a native reply, when http_timeout_ms is 0 */
 
 /* ---- config.c: configuration, env overrides, endpoint parsing ----------- */
 
@@ -99,6 +105,7 @@ struct s3r_client {
 
     /* Counters (s3r_client_stats). */
     atomic_uint_fast64_t n_http_ops, n_http_bytes, n_token_ops, n_token_bytes;
+    atomic_uint_fast64_t n_native_ops, n_native_bytes;
     atomic_uint_fast64_t n_fallbacks, n_errors, n_sessions, n_regions;
     atomic_uint rr;             /* round-robin endpoint cursor */
     atomic_int fallback_logged; /* the one-time stderr notice */
@@ -168,6 +175,7 @@ typedef struct s3c_req {
     uint64_t body_len;
     bool unsigned_payload; /* UNSIGNED-PAYLOAD even for a small body */
     int ep_idx;            /* HTTP endpoint; -1 = round robin with failover */
+    uint8_t native_op;     /* its native opcode (rdma_native_wire.h); 0: HTTP only */
     /* Where a 2xx response body goes: a fixed buffer, a growable buffer or a
      * file descriptor (at sink_off), or nowhere. */
     void *sink_buf;
@@ -186,6 +194,7 @@ typedef struct s3c_resp {
     bool sink_failed;    /* writing the file sink failed */
     int curl_code;
     char curl_err[256];
+    s3r_transport_t transport; /* HTTP or NATIVE: what carried the answer */
 } s3c_resp_t;
 
 void s3c_req_init(s3c_req_t *r, const char *method, const char *bucket, const char *key);
@@ -220,6 +229,44 @@ int s3c_sess_ep(const s3c_sess_t *sess);
 s3r_status_t s3c_token_for(s3r_client_t *c, s3c_sess_t *sess, const void *addr, uint64_t len,
                            char *token, size_t token_len, s3c_region_t **reg_p);
 void s3c_region_put(s3r_client_t *c, s3c_region_t *reg);
+/* Finds the cached registration covering [addr, addr+len) or registers the
+ * buffer (as for tokens); *reg_p goes back with s3c_region_put. */
+s3r_status_t s3c_region_for(s3r_client_t *c, s3c_sess_t *s, const void *addr, uint64_t len,
+                            s3c_region_t **reg_p);
+/* The native message's reference to [addr, addr+len) inside reg. */
+s3r_status_t s3c_region_ref(s3r_client_t *c, s3c_region_t *reg, const void *addr, uint64_t len,
+                            rdma_native_ref_t *ref);
+rdma_session_t *s3c_sess_rdma(const s3c_sess_t *sess);
+/* Whether AUTO should go native: a session is up (opened now if needed)
+ * and it has a transport faster than TCP emulation. */
+bool s3c_native_ready(s3r_client_t *c);
+
+/* ---- native.c: S3 requests over the native protocol ----------------------- */
+
+/* A native request in flight (the sync calls wait for it at once; an
+ * s3r_op_t carries it). */
+typedef struct s3c_ncall {
+    rdma_native_call_t call; /* first: the done callback gets this */
+    s3c_req_t *req;
+    s3c_resp_t *resp;
+    s3c_sess_t *sess;
+    s3c_region_t *body_reg, *out_reg;
+    uint64_t region_bytes; /* a body written into the out region */
+} s3c_ncall_t;
+
+/* The two halves of s3c_native_do for a request whose reply body goes to
+ * sink_buf (or nowhere): start sends it (n then holds a session reference
+ * and the registrations), finish waits (timeout_ms < 0: the client's) and
+ * fills resp; finish must follow a start that returned S3R_OK. */
+s3r_status_t s3c_native_start(s3r_client_t *c, s3c_ncall_t *n, s3c_req_t *req, s3c_resp_t *resp);
+s3r_status_t s3c_native_finish(s3r_client_t *c, s3c_ncall_t *n, int timeout_ms);
+/* Runs req (req->native_op set) as one native request and fills resp as
+ * s3c_http_do does (resp->transport NATIVE), counting it in native_ops.
+ * S3R_ERR_RDMA_UNAVAILABLE when no session could be had or it was lost. */
+s3r_status_t s3c_native_do(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *resp);
+/* Runs req over t: NATIVE (when req has an opcode) with the fallback rules,
+ * else HTTP. resp->transport says which answered. */
+s3r_status_t s3c_do(s3r_client_t *c, s3r_transport_t t, s3c_req_t *req, s3c_resp_t *resp);
 void s3c_rdma_cleanup(s3r_client_t *c);
 
 /* ---- client.c: helpers shared by the operation files ---------------------- */
@@ -227,14 +274,15 @@ void s3c_rdma_cleanup(s3r_client_t *c);
 /* Adds bytes to the ops and bytes counters of transport t. */
 void count(s3r_client_t *c, s3r_transport_t t, uint64_t bytes);
 /* The transport an operation of size bytes should try first: HTTP, TOKEN or
- * NATIVE (which the caller turns into S3R_ERR_UNSUPPORTED via
- * unsupported_native). */
-s3r_transport_t pick(const s3r_client_t *c, s3r_transport_t want, uint64_t size);
+ * NATIVE. AUTO is NATIVE when s3c_native_ready, else TOKEN from
+ * rdma_threshold up and HTTP below. */
+s3r_transport_t pick(s3r_client_t *c, s3r_transport_t want, uint64_t size);
+/* The transport of an operation without object bytes (buckets, HEAD,
+ * DELETE, LIST, multipart control): NATIVE or HTTP, by the same rules. */
+s3r_transport_t pick_control(s3r_client_t *c);
 /* Whether a failed token attempt (st) may be redone over HTTP; logs the
  * first fallback of the client and counts every one. */
 bool fall_back(s3r_client_t *c, s3r_status_t st);
-/* Records and returns S3R_ERR_UNSUPPORTED for the native transport. */
-s3r_status_t unsupported_native(s3r_client_t *c);
 
 /* Strings that live as long as one request's headers. */
 typedef struct strs {
@@ -248,6 +296,8 @@ const char *strs_printf(strs_t *ss, const char *fmt, ...) __attribute__((format(
 void strs_free(strs_t *ss);
 /* URI-encodes s as a query value into a new string in ss; NULL on failure. */
 const char *strs_qenc(strs_t *ss, const char *s);
+/* URI-decodes s into a new string in ss; NULL on a malformed escape. */
+const char *strs_udec(strs_t *ss, const char *s);
 /* Whether s is a usable bucket or key name (non-NULL, non-empty). */
 bool valid_name(const char *s);
 /* Runs a request with no interesting 2xx body: S3R_OK on 2xx, else the
@@ -271,6 +321,31 @@ s3r_status_t token_answer(s3r_client_t *c, const s3c_resp_t *resp, bool *decline
 void *stage_alloc(s3r_client_t *c, s3r_transport_t t, uint64_t len, bool *registered);
 /* Frees what stage_alloc returned (NULL is fine). */
 void stage_free(s3r_client_t *c, void *p, bool registered);
+
+/* ---- client_get.c, client_put.c: shared with the asynchronous calls -------- */
+
+/* Builds the GET of bucket/key (opts' range) into buf (cap bytes). */
+void get_request(s3c_req_t *req, strs_t *ss, const char *bucket, const char *key, void *buf,
+                 uint64_t cap, const s3r_get_opts_t *o);
+/* Judges a GET's answer (st from running it): errors, overflow (buffer too
+ * small, or out of memory when grow), counting; *len_p the bytes. */
+s3r_status_t get_result(s3r_client_t *c, s3r_status_t st, const s3c_resp_t *resp, uint64_t cap,
+                        bool grow, uint64_t *len_p);
+/* One GET into buf over the transport picked for its size, with fallback. */
+s3r_status_t get_one(s3r_client_t *c, const char *bucket, const char *key, void *buf, uint64_t cap,
+                     const s3r_get_opts_t *o, uint64_t *len_p);
+/* Builds the PUT of len bytes at data (an UploadPart when query names
+ * one) with opts' headers. */
+s3r_status_t put_request(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const char *bucket,
+                         const char *key, const char *query, const void *data, uint64_t len,
+                         const s3r_put_opts_t *opts);
+/* Judges a PUT's answer; the ETag into etag when given. */
+s3r_status_t put_result(s3r_client_t *c, s3r_status_t st, const s3c_resp_t *resp, uint64_t len,
+                        char *etag, size_t etag_len);
+/* One PUT over the transport picked for len bytes, with fallback. */
+s3r_status_t put_one(s3r_client_t *c, const char *bucket, const char *key, const char *query,
+                     const void *data, uint64_t len, const s3r_put_opts_t *opts, char *etag,
+                     size_t etag_len);
 
 /* ---- client_object.c ------------------------------------------------------- */
 

@@ -74,10 +74,11 @@ s3r_status_t head_object(s3r_client_t *c, const char *bucket, const char *key,
     s3c_req_t req;
     s3c_resp_t resp;
     s3c_req_init(&req, "HEAD", bucket, key);
+    req.native_op = RDMA_OP_HEAD_OBJECT;
     s3c_resp_init(&resp);
-    s3r_status_t st = s3c_http_do(c, &req, &resp);
+    s3r_status_t st = s3c_do(c, pick_control(c), &req, &resp);
     if (st == S3R_OK && (resp.status < 200 || resp.status > 299))
-        st = s3c_http_error(c, &resp, S3R_TRANSPORT_HTTP, true);
+        st = s3c_http_error(c, &resp, resp.transport, true);
     if (st == S3R_OK) {
         s3r_object_info_t *info = calloc(1, sizeof(*info));
         if (info == NULL || info_from_headers(&resp, info) < 0) {
@@ -109,6 +110,7 @@ s3r_status_t s3r_object_delete(s3r_client_t *c, const char *bucket, const char *
         return S3R_ERR_INVALID_ARG;
     s3c_req_t req;
     s3c_req_init(&req, "DELETE", bucket, key);
+    req.native_op = RDMA_OP_DELETE_OBJECT;
     return done(c, simple(c, &req, true));
 }
 
@@ -130,6 +132,7 @@ s3r_status_t s3r_object_copy(s3r_client_t *c, const char *src_bucket, const char
     if (st == S3R_OK) {
         s3c_req_t req;
         s3c_req_init(&req, "PUT", dst_bucket, dst_key);
+        req.native_op = RDMA_OP_COPY_OBJECT;
         s3c_req_hdr(&req, "x-amz-copy-source", src.data);
         st = get_xml(c, &req, &body);
         if (st == S3R_OK)

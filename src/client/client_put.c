@@ -1,5 +1,5 @@
-/* libs3rdma: PUT from memory and from a file, over HTTP or the token path
- * (with fallback): single requests, and multipart uploads (start, parts,
+/* libs3rdma: PUT from memory and from a file, over HTTP, the token path or
+ * the native protocol (with fallback): single requests, and multipart uploads (start, parts,
  * complete, abort) above multipart_threshold. */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,29 +40,46 @@ static s3r_status_t add_put_headers(s3r_client_t *c, s3c_req_t *req, strs_t *ss,
     return S3R_OK;
 }
 
-/* One PUT (an object, or a part when query names one) over HTTP. */
-static s3r_status_t put_http(s3r_client_t *c, const char *bucket, const char *key,
-                             const char *query, const void *data, uint64_t len,
-                             const s3r_put_opts_t *opts, char *etag, size_t etag_len)
+s3r_status_t put_request(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const char *bucket,
+                         const char *key, const char *query, const void *data, uint64_t len,
+                         const s3r_put_opts_t *opts)
+{
+    s3c_req_init(req, "PUT", bucket, key);
+    req->native_op = query ? RDMA_OP_UPLOAD_PART : RDMA_OP_PUT_OBJECT;
+    req->query = query;
+    req->body = data;
+    req->body_len = len;
+    return add_put_headers(c, req, ss, opts);
+}
+
+s3r_status_t put_result(s3r_client_t *c, s3r_status_t st, const s3c_resp_t *resp, uint64_t len,
+                        char *etag, size_t etag_len)
+{
+    if (st == S3R_OK && (resp->status < 200 || resp->status > 299))
+        st = s3c_http_error(c, resp, resp->transport, true);
+    if (st == S3R_OK) {
+        if (resp->transport == S3R_TRANSPORT_HTTP)
+            count(c, S3R_TRANSPORT_HTTP, len);
+        if (etag && s3c_resp_header(resp, "etag", etag, etag_len) < 0)
+            etag[0] = '\0';
+    }
+    return st;
+}
+
+/* One PUT (an object, or a part when query names one) over HTTP or native
+ * (t; native falls back to HTTP as the rules say). */
+static s3r_status_t put_plain(s3r_client_t *c, s3r_transport_t t, const char *bucket,
+                              const char *key, const char *query, const void *data, uint64_t len,
+                              const s3r_put_opts_t *opts, char *etag, size_t etag_len)
 {
     strs_t ss = {0};
     s3c_req_t req;
     s3c_resp_t resp;
-    s3c_req_init(&req, "PUT", bucket, key);
     s3c_resp_init(&resp);
-    req.query = query;
-    req.body = data;
-    req.body_len = len;
-    s3r_status_t st = add_put_headers(c, &req, &ss, opts);
+    s3r_status_t st = put_request(c, &req, &ss, bucket, key, query, data, len, opts);
     if (st == S3R_OK)
-        st = s3c_http_do(c, &req, &resp);
-    if (st == S3R_OK && (resp.status < 200 || resp.status > 299))
-        st = s3c_http_error(c, &resp, S3R_TRANSPORT_HTTP, true);
-    if (st == S3R_OK) {
-        count(c, S3R_TRANSPORT_HTTP, len);
-        if (etag && s3c_resp_header(&resp, "etag", etag, etag_len) < 0)
-            etag[0] = '\0';
-    }
+        st = s3c_do(c, t, &req, &resp);
+    st = put_result(c, st, &resp, len, etag, etag_len);
     s3c_resp_free(&resp);
     strs_free(&ss);
     return st;
@@ -119,19 +136,18 @@ out:
 }
 
 /* One PUT over the transport picked for len bytes, with fallback. */
-static s3r_status_t put_one(s3r_client_t *c, const char *bucket, const char *key, const char *query,
-                            const void *data, uint64_t len, const s3r_put_opts_t *opts, char *etag,
-                            size_t etag_len)
+s3r_status_t put_one(s3r_client_t *c, const char *bucket, const char *key, const char *query,
+                     const void *data, uint64_t len, const s3r_put_opts_t *opts, char *etag,
+                     size_t etag_len)
 {
     s3r_transport_t t = pick(c, opts ? opts->transport : S3R_TRANSPORT_DEFAULT, len);
-    if (t == S3R_TRANSPORT_NATIVE)
-        return unsupported_native(c);
     if (t == S3R_TRANSPORT_TOKEN) {
         s3r_status_t st = put_token(c, bucket, key, query, data, len, opts, etag, etag_len);
         if (!fall_back(c, st))
             return st;
+        t = S3R_TRANSPORT_HTTP;
     }
-    return put_http(c, bucket, key, query, data, len, opts, etag, etag_len);
+    return put_plain(c, t, bucket, key, query, data, len, opts, etag, etag_len);
 }
 
 static void abort_upload(s3r_client_t *c, const char *bucket, const char *key, const char *qid)
@@ -143,6 +159,7 @@ static void abort_upload(s3r_client_t *c, const char *bucket, const char *key, c
     char q[2048];
     snprintf(q, sizeof(q), "uploadId=%s", qid);
     s3c_req_init(&req, "DELETE", bucket, key);
+    req.native_op = RDMA_OP_ABORT_MPU;
     req.query = q;
     (void)simple(c, &req, true);
     tls_err = saved;
@@ -168,6 +185,7 @@ static s3r_status_t mpu_start(s3r_client_t *c, const char *bucket, const char *k
     strs_t hs = {0};
     s3c_req_t req;
     s3c_req_init(&req, "POST", bucket, key);
+    req.native_op = RDMA_OP_CREATE_MPU;
     req.query = "uploads";
     s3r_status_t st = add_put_headers(c, &req, &hs, opts);
     if (st == S3R_OK)
@@ -217,6 +235,7 @@ static s3r_status_t mpu_finish(s3r_client_t *c, const char *bucket, const char *
     snprintf(q, sizeof(q), "uploadId=%s", m->qid);
     buf_init(&body, S3C_MAX_XML_BODY);
     s3c_req_init(&req, "POST", bucket, key);
+    req.native_op = RDMA_OP_COMPLETE_MPU;
     req.query = q;
     req.body = m->complete.data;
     req.body_len = m->complete.len;

@@ -296,8 +296,7 @@ s3r_status_t s3c_settings_build(const s3r_config_t *cfg, s3c_getenv_fn getenv_fn
     st = S3R_ERR_NOMEM;
     if (dup_opt(&s->access_key, cfg->access_key) < 0 ||
         dup_opt(&s->secret_key, cfg->secret_key) < 0 ||
-        dup_opt(&s->region,
-                cfg->region && cfg->region[0] ? cfg->region : S3C_DEFAULT_REGION) < 0 ||
+        dup_opt(&s->region, cfg->region && cfg->region[0] ? cfg->region : S3C_DEFAULT_REGION) < 0 ||
         dup_opt(&s->rdma_device, cfg->rdma_device) < 0 ||
         dup_opt(&s->rdma_local_ip, cfg->rdma_local_ip) < 0 ||
         dup_opt(&s->rdma_log_level, cfg->rdma_log_level) < 0 ||

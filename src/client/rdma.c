@@ -230,8 +230,8 @@ static void lru_trim(s3c_sess_t *s, unsigned keep)
     }
 }
 
-s3r_status_t s3c_token_for(s3r_client_t *c, s3c_sess_t *s, const void *addr, uint64_t len,
-                           char *token, size_t token_len, s3c_region_t **reg_p)
+s3r_status_t s3c_region_for(s3r_client_t *c, s3c_sess_t *s, const void *addr, uint64_t len,
+                            s3c_region_t **reg_p)
 {
     const char *a = addr;
     s3c_region_t *hit = NULL;
@@ -270,12 +270,6 @@ s3r_status_t s3c_token_for(s3r_client_t *c, s3c_sess_t *s, const void *addr, uin
     if (hit != NULL) {
         hit->refs++;
         hit->stamp = ++c->lru_clock;
-        if (rdma_token_format(s->rs, hit->r, addr, len, token, token_len) != 0) {
-            hit->refs--;
-            hit = NULL;
-            st = S3R_ERR_RDMA_UNAVAILABLE;
-            snprintf(err, sizeof(err), "cannot format the RDMA token");
-        }
     }
     pthread_mutex_unlock(&c->rdma_mu);
     if (st != S3R_OK)
@@ -283,6 +277,44 @@ s3r_status_t s3c_token_for(s3r_client_t *c, s3c_sess_t *s, const void *addr, uin
                         (unsigned long long)len, err[0] ? err : "out of memory");
     *reg_p = hit;
     return S3R_OK;
+}
+
+s3r_status_t s3c_token_for(s3r_client_t *c, s3c_sess_t *s, const void *addr, uint64_t len,
+                           char *token, size_t token_len, s3c_region_t **reg_p)
+{
+    s3c_region_t *reg;
+    s3r_status_t st = s3c_region_for(c, s, addr, len, &reg);
+    if (st != S3R_OK)
+        return st;
+    if (rdma_token_format(s->rs, reg->r, addr, len, token, token_len) != 0) {
+        s3c_region_put(c, reg);
+        return s3c_fail(c, S3R_ERR_RDMA_UNAVAILABLE, S3R_TRANSPORT_TOKEN, 0, "",
+                        "cannot format the RDMA token");
+    }
+    *reg_p = reg;
+    return S3R_OK;
+}
+
+s3r_status_t s3c_region_ref(s3r_client_t *c, s3c_region_t *reg, const void *addr, uint64_t len,
+                            rdma_native_ref_t *ref)
+{
+    if (rdma_region_ref(reg->r, addr, len, ref) != 0)
+        return s3c_fail(c, S3R_ERR_INVALID_ARG, S3R_TRANSPORT_NATIVE, 0, "",
+                        "buffer outside its registration");
+    return S3R_OK;
+}
+
+bool s3c_native_ready(s3r_client_t *c)
+{
+    pthread_mutex_lock(&c->rdma_mu);
+    bool ready = sess_current(c) == S3R_OK && !rdma_session_tcp_only(c->sess->rs);
+    pthread_mutex_unlock(&c->rdma_mu);
+    return ready;
+}
+
+rdma_session_t *s3c_sess_rdma(const s3c_sess_t *sess)
+{
+    return sess->rs;
 }
 
 void s3c_region_put(s3r_client_t *c, s3c_region_t *reg)

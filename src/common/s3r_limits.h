@@ -52,4 +52,11 @@
 #define S3R_RDMA_PENDING_PER_SOURCE    8            /* ... from one IP address or uid */
 #define S3R_RDMA_CONN_OUTQ             (128 * 1024) /* queued replies per connection */
 
+/* Native requests (defaults; configurable). A request holds at most
+ * RDMA_NATIVE_MAX_MSG (96 KiB) while it waits, so a session holds at most
+ * 6 MiB and the server 96 MiB of request memory. */
+#define S3R_NATIVE_THREADS     4    /* executor threads */
+#define S3R_NATIVE_PER_SESSION 64   /* requests in flight per session: SlowDown past it */
+#define S3R_NATIVE_QUEUED      1024 /* waiting for an executor, server-wide: SlowDown */
+
 #endif

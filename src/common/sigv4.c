@@ -44,9 +44,7 @@ int sigv4_uri_encode_path(const char *decoded_path, buf_t *out)
     return sigv4_uri_encode(decoded_path, strlen(decoded_path), false, out);
 }
 
-/* Percent-decodes s[0..len) into tmp (reset first). '+' stays '+': S3
- * treats the query as RFC 3986, not as a form. */
-static int percent_decode(const char *s, size_t len, buf_t *tmp)
+int sigv4_percent_decode(const char *s, size_t len, buf_t *tmp)
 {
     buf_reset(tmp);
     if (buf_reserve(tmp, len) != 0)
@@ -83,7 +81,7 @@ static int param_cmp(const void *a, const void *b)
 /* Decodes then re-encodes s[0..len) into a fresh string. */
 static char *reencode(const char *s, size_t len, buf_t *tmp)
 {
-    if (percent_decode(s, len, tmp) != 0)
+    if (sigv4_percent_decode(s, len, tmp) != 0)
         return NULL;
     buf_t enc;
     buf_init(&enc, 3 * len + 1);

@@ -44,6 +44,11 @@ typedef struct sigv4_request {
  * other byte as %XY upper-case; '/' kept when encode_slash is false. Appends
  * to out; -1 if out is full. */
 int sigv4_uri_encode(const char *s, size_t len, bool encode_slash, buf_t *out);
+/* Percent-decodes s[0..len) into tmp (reset first). '+' stays '+': S3
+ * treats the query as RFC 3986, not as a form. 0, or -1 on a malformed
+ * escape or a full buffer. */
+int sigv4_percent_decode(const char *s, size_t len, buf_t *tmp);
+
 /* The canonical URI of an S3 request path given decoded ("/bucket/a b"):
  * each segment encoded once, slashes kept. */
 int sigv4_uri_encode_path(const char *decoded_path, buf_t *out);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <ucp/api/ucp.h>
 #include <ucs/config/global_opts.h>
 #include <unistd.h>
@@ -57,6 +58,11 @@ struct rdma_session {
     uint8_t cnonce[RDMA_NONCE_LEN];
     uint8_t probe[RDMA_NONCE_LEN];
     _Atomic int probe_got;
+    /* native requests in flight, by id (calls_mu) */
+    pthread_mutex_t calls_mu;
+    rdma_native_call_t *calls[64];
+    uint64_t next_call_id;
+    int tcp_only;
 };
 
 static void set_err(char *err, size_t err_len, const char *fmt, ...)
@@ -93,6 +99,218 @@ static void client_ep_err(void *arg, ucp_ep_h ep, ucs_status_t status)
     (void)status;
     rdma_session_t *s = arg;
     atomic_store(&s->dead, 1);
+}
+
+/* ==== native calls ========================================================== */
+
+enum { CALL_PENDING, CALL_RUNNING, CALL_DONE };
+
+static rdma_native_call_t **call_bucket(rdma_session_t *s, uint64_t id)
+{
+    return &s->calls[id % (sizeof(s->calls) / sizeof(s->calls[0]))];
+}
+
+/* Takes the call with this id out of the table (calls_mu held), or NULL. */
+static rdma_native_call_t *call_take_locked(rdma_session_t *s, uint64_t id)
+{
+    for (rdma_native_call_t **pp = call_bucket(s, id); *pp; pp = &(*pp)->next) {
+        if ((*pp)->id == id) {
+            rdma_native_call_t *c = *pp;
+            *pp = c->next;
+            atomic_store(&c->state, CALL_RUNNING);
+            return c;
+        }
+    }
+    return NULL;
+}
+
+static void call_finish(rdma_native_call_t *c, const rdma_native_reply_t *reply)
+{
+    c->done(c, reply);
+    atomic_store_explicit(&c->state, CALL_DONE, memory_order_release);
+}
+
+/* The server's reply (an active message on our worker). A reply naming no
+ * call in flight (withdrawn after a timeout) is dropped. */
+static ucs_status_t native_reply_recv(void *arg, const void *header, size_t header_length,
+                                      void *data, size_t length, const ucp_am_recv_param_t *param)
+{
+    (void)header;
+    rdma_session_t *s = arg;
+    rdma_native_reply_t *r = malloc(sizeof(*r));
+    if (!r)
+        return UCS_OK;
+    if (header_length == 0 && !(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) &&
+        rdma_native_parse_reply(data, length, r) == 0) {
+        pthread_mutex_lock(&s->calls_mu);
+        rdma_native_call_t *c = call_take_locked(s, r->request_id);
+        pthread_mutex_unlock(&s->calls_mu);
+        if (c)
+            call_finish(c, r);
+    }
+    free(r);
+    return UCS_OK;
+}
+
+/* Fails every call in flight (the session is going away). */
+static void calls_fail_all(rdma_session_t *s)
+{
+    for (size_t b = 0; b < sizeof(s->calls) / sizeof(s->calls[0]); b++) {
+        for (;;) {
+            pthread_mutex_lock(&s->calls_mu);
+            rdma_native_call_t *c = s->calls[b];
+            if (c) {
+                s->calls[b] = c->next;
+                atomic_store(&c->state, CALL_RUNNING);
+            }
+            pthread_mutex_unlock(&s->calls_mu);
+            if (!c)
+                break;
+            call_finish(c, NULL);
+        }
+    }
+}
+
+static void native_sent(void *request, ucs_status_t status, void *user_data)
+{
+    (void)status;
+    free(user_data);
+    ucp_request_free(request);
+}
+
+int rdma_native_submit(rdma_session_t *s, rdma_native_msg_t *m, rdma_native_call_t *call, char *err,
+                       size_t err_len)
+{
+    if (atomic_load(&s->dead)) {
+        set_err(err, err_len, "the RDMA session is down");
+        return -1;
+    }
+    memcpy(m->head.session_id, s->welcome.session_id, RDMA_SESSION_ID_LEN);
+    pthread_mutex_lock(&s->calls_mu);
+    m->head.request_id = ++s->next_call_id;
+    pthread_mutex_unlock(&s->calls_mu);
+    wire_out_t w = {0};
+    if (rdma_native_encode_req(&w, m) < 0) {
+        wire_free(&w);
+        set_err(err, err_len, "the request exceeds a native protocol limit");
+        return -1;
+    }
+    call->id = m->head.request_id;
+    atomic_store(&call->state, CALL_PENDING);
+    pthread_mutex_lock(&s->calls_mu);
+    rdma_native_call_t **b = call_bucket(s, call->id);
+    call->next = *b;
+    *b = call;
+    pthread_mutex_unlock(&s->calls_mu);
+    /* Eager only, as the server answers: a rendezvous would let the peer
+     * read our memory around the message. */
+    ucp_request_param_t p = {
+        .op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS,
+        .cb.send = native_sent,
+        .user_data = w.data,
+        .flags = UCP_AM_SEND_FLAG_EAGER,
+    };
+    ucs_status_ptr_t req = ucp_am_send_nbx(s->ep, RDMA_AM_NATIVE_REQ, NULL, 0, w.data, w.len, &p);
+    if (req == NULL || UCS_PTR_IS_ERR(req))
+        free(w.data);
+    if (UCS_PTR_IS_ERR(req)) {
+        pthread_mutex_lock(&s->calls_mu);
+        rdma_native_call_t *c = call_take_locked(s, call->id);
+        pthread_mutex_unlock(&s->calls_mu);
+        if (c) {
+            set_err(err, err_len, "sending the request: %s",
+                    ucs_status_string(UCS_PTR_STATUS(req)));
+            atomic_store(&call->state, CALL_DONE);
+            return -1;
+        }
+        /* Answered already (cannot happen for a failed send, but the call
+         * is the handler's now): let it finish. */
+    }
+    return 0;
+}
+
+int rdma_native_finished(rdma_native_call_t *call)
+{
+    return atomic_load_explicit(&call->state, memory_order_acquire) == CALL_DONE;
+}
+
+int rdma_native_progress(rdma_session_t *s)
+{
+    return (int)ucp_worker_progress(s->worker);
+}
+
+int rdma_native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_ms)
+{
+    uint64_t start = rdma_now_ms(), deadline = start + (uint64_t)timeout_ms;
+    unsigned idle = 0;
+    for (unsigned i = 0; !rdma_native_finished(call); i++) {
+        if (ucp_worker_progress(s->worker)) {
+            idle = 0;
+            continue;
+        }
+        if ((i & 1023) == 0) {
+            uint64_t now = rdma_now_ms();
+            /* A server gone without an endpoint error (shared memory
+             * reports none) shows on the lifeline. */
+            if (now - start > 100 && (i & 65535) == 0)
+                rdma_session_alive(s);
+            if (atomic_load(&s->dead) || now >= deadline) {
+                pthread_mutex_lock(&s->calls_mu);
+                rdma_native_call_t *c = call_take_locked(s, call->id);
+                pthread_mutex_unlock(&s->calls_mu);
+                if (c) {
+                    if (now < deadline) {
+                        call_finish(c, NULL); /* the session died */
+                        return 0;
+                    }
+                    atomic_store(&c->state, CALL_DONE);
+                    return -1;
+                }
+                /* A reply is being delivered: it finishes at once. */
+            }
+        }
+        /* Busy-poll for the first ~50 us (a reply over shared memory takes
+         * a few), then back off so the server and the session's progress
+         * thread get the cores. */
+        if (++idle > 20000) {
+            struct timespec ts = {0, idle > 40000 ? 200000 : 20000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    return 0;
+}
+
+/* Whether every lane UCX chose for the endpoint is TCP (from the endpoint's
+ * description: UCX 1.13 has no query for its transports). */
+static int ep_tcp_only(ucp_ep_h ep)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return 0;
+    ucp_ep_print_info(ep, f);
+    fclose(f);
+    int lanes = 0, tcp = 0;
+    for (char *l = strstr(text, "lane["); l; l = strstr(l + 1, "lane[")) {
+        char *colon = strchr(l, ':');
+        if (!colon)
+            break;
+        /* "lane[0]:  1:tcp/lo.0 md[1] ..." */
+        char *tl = strchr(colon + 1, ':');
+        if (!tl)
+            break;
+        lanes++;
+        tcp += strncmp(tl + 1, "tcp/", 4) == 0;
+    }
+    free(text);
+    return lanes > 0 && tcp == lanes;
+}
+
+int rdma_session_tcp_only(rdma_session_t *s)
+{
+    return s->tcp_only;
 }
 
 /* Receives one frame of the expected type; an ERROR frame becomes err. */
@@ -211,6 +429,7 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
     s->stop_fd = -1;
     s->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : DEFAULT_TIMEOUT_MS;
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->calls_mu, NULL);
     if (!cfg->host || !cfg->access_key || !cfg->secret_key) {
         set_err(err, err_len, "host, access key and secret key are required");
         goto fail;
@@ -268,7 +487,11 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
         .cb = probe_recv,
         .arg = s,
     };
-    if ((st = ucp_worker_set_am_recv_handler(s->worker, &ah)) != UCS_OK) {
+    ucp_am_handler_param_t nh = ah;
+    nh.id = RDMA_AM_NATIVE_REPLY;
+    nh.cb = native_reply_recv;
+    if ((st = ucp_worker_set_am_recv_handler(s->worker, &ah)) != UCS_OK ||
+        (st = ucp_worker_set_am_recv_handler(s->worker, &nh)) != UCS_OK) {
         set_err(err, err_len, "UCX active message handler: %s", ucs_status_string(st));
         goto fail;
     }
@@ -347,6 +570,7 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
     }
     ucp_worker_release_address(s->worker, caddr);
     caddr = NULL;
+    s->tcp_only = ep_tcp_only(s->ep);
 
     s->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (s->stop_fd < 0 || pthread_create(&s->th, NULL, client_progress_main, s) != 0) {
@@ -376,6 +600,7 @@ void rdma_session_close(rdma_session_t *s)
         }
         pthread_join(s->th, NULL);
     }
+    calls_fail_all(s);
     /* A dead server cannot answer a flush: skip the close and let
      * ucp_worker_destroy reclaim the endpoint. */
     int alive = s->fd >= 0 && rdma_session_alive(s);
@@ -402,6 +627,7 @@ void rdma_session_close(rdma_session_t *s)
     if (s->stop_fd >= 0)
         close(s->stop_fd);
     pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->calls_mu);
     free(s);
 }
 
@@ -561,13 +787,24 @@ void rdma_region_remove(rdma_session_t *s, rdma_region_t *r)
     }
 }
 
-int rdma_token_format(rdma_session_t *s, rdma_region_t *r, const void *addr, uint64_t len,
-                      char *out, size_t out_len)
+int rdma_region_ref(rdma_region_t *r, const void *addr, uint64_t len, rdma_native_ref_t *ref)
 {
     uintptr_t a = (uintptr_t)addr, base = (uintptr_t)r->addr;
     if (a < base || a - base > r->len || len > r->len - (a - base))
         return -1;
-    rdma_token_t t = {.region_id = r->id, .addr = a, .len = len};
+    ref->region_id = r->id;
+    ref->addr = a;
+    ref->len = len;
+    return 0;
+}
+
+int rdma_token_format(rdma_session_t *s, rdma_region_t *r, const void *addr, uint64_t len,
+                      char *out, size_t out_len)
+{
+    rdma_native_ref_t ref;
+    if (rdma_region_ref(r, addr, len, &ref) != 0)
+        return -1;
+    rdma_token_t t = {.region_id = ref.region_id, .addr = ref.addr, .len = ref.len};
     memcpy(t.session_id, s->welcome.session_id, RDMA_SESSION_ID_LEN);
     return rdma_token_encode(&t, out, out_len) < 0 ? -1 : 0;
 }

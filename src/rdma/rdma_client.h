@@ -8,8 +8,11 @@
 #ifndef S3R_RDMA_RDMA_CLIENT_H
 #define S3R_RDMA_RDMA_CLIENT_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "rdma/rdma_native_wire.h"
 
 typedef struct rdma_client_config {
     const char *host; /* session endpoint host */
@@ -55,5 +58,47 @@ int rdma_region_alloc(rdma_session_t *s, size_t len, void **addr_p, rdma_region_
  * the span is outside the region or out is too small. */
 int rdma_token_format(rdma_session_t *s, rdma_region_t *r, const void *addr, uint64_t len,
                       char *out, size_t out_len);
+
+/* 1 when the session's transports are all TCP (UCX emulating RDMA over
+ * sockets), where HTTP moves bytes faster than RMA does. */
+int rdma_session_tcp_only(rdma_session_t *s);
+
+/* Fills ref with the region span [addr, addr+len) of r. 0, or -1 if the
+ * span is outside the region. */
+int rdma_region_ref(rdma_region_t *r, const void *addr, uint64_t len, rdma_native_ref_t *ref);
+
+/* ---- Native requests (docs/protocol.md §4) ---------------------------------- */
+
+typedef struct rdma_native_call rdma_native_call_t;
+
+/* Called once per submitted request, on whichever thread progresses the
+ * session (a waiter or the session's progress thread), with the parsed
+ * reply (valid during the call: copy what is needed, e.g. an inline body),
+ * or with NULL when the session was lost first. Must not block. */
+typedef void (*rdma_native_done_fn)(rdma_native_call_t *call, const rdma_native_reply_t *reply);
+
+/* A request in flight; the caller owns the memory until it is done. */
+struct rdma_native_call {
+    rdma_native_done_fn done;
+    /* private */
+    _Atomic int state;
+    uint64_t id;
+    rdma_native_call_t *next;
+};
+
+/* Sends the request m (its session id and request id are set here) with
+ * call->done set by the caller. 0, or -1 with a reason in err (session
+ * dead, message over a limit); done is then never called. */
+int rdma_native_submit(rdma_session_t *s, rdma_native_msg_t *m, rdma_native_call_t *call, char *err,
+                       size_t err_len);
+/* 1 once call's done has returned. */
+int rdma_native_finished(rdma_native_call_t *call);
+/* Progresses the session once on this thread; nonzero when something
+ * happened (a reply may have finished a call). */
+int rdma_native_progress(rdma_session_t *s);
+/* Waits for call, progressing the session on this thread (busy-polling a
+ * short while, then sleeping in between). 0 once done has returned; -1 when
+ * timeout_ms passed first (the call is withdrawn: done is never called). */
+int rdma_native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_ms);
 
 #endif

@@ -127,7 +127,7 @@ static int session_create(struct rdma_server *srv, bconn_t *c)
     snprintf(s->access_key, sizeof(s->access_key), "%s", c->ak);
     memcpy(s->probe_hdr, c->cnonce, RDMA_NONCE_LEN);
     s->own_worker = dom->local;
-    if (s->own_worker && worker_create(dom, &s->own) < 0) {
+    if (s->own_worker && (worker_create(dom, &s->own) < 0 || native_listen(&s->own, NULL, s) < 0)) {
         conn_send_error(c, RDMA_ERR_INTERNAL, "cannot create a UCX worker");
         goto fail;
     }

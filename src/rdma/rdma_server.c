@@ -56,6 +56,9 @@ void rdma_server_config_defaults(rdma_server_config_t *cfg)
     cfg->max_regions_per_session = S3R_MAX_REGIONS_PER_SESSION;
     cfg->max_registered_per_session = S3R_MAX_REGISTERED_PER_SESSION;
     cfg->max_inflight = S3R_MAX_INFLIGHT_TRANSFERS;
+    cfg->native_threads = S3R_NATIVE_THREADS;
+    cfg->max_native_per_session = S3R_NATIVE_PER_SESSION;
+    cfg->max_native_queued = S3R_NATIVE_QUEUED;
 }
 
 /* ==== start / stop ======================================================= */
@@ -92,6 +95,12 @@ int rdma_server_start(const rdma_server_config_t *cfg, rdma_server_t **out_p)
         srv->cfg.max_pending_per_source = S3R_RDMA_PENDING_PER_SOURCE;
     if (!srv->cfg.max_inflight)
         srv->cfg.max_inflight = S3R_MAX_INFLIGHT_TRANSFERS;
+    if (!srv->cfg.native_threads)
+        srv->cfg.native_threads = S3R_NATIVE_THREADS;
+    if (!srv->cfg.max_native_per_session)
+        srv->cfg.max_native_per_session = S3R_NATIVE_PER_SESSION;
+    if (!srv->cfg.max_native_queued)
+        srv->cfg.max_native_queued = S3R_NATIVE_QUEUED;
     srv->op_timeout_ms = OP_TIMEOUT_MS_DEFAULT;
     const char *t = getenv("S3R_RDMA_OP_TIMEOUT_MS");
     if (t && atoi(t) > 0)
@@ -100,6 +109,8 @@ int rdma_server_start(const rdma_server_config_t *cfg, rdma_server_t **out_p)
     pthread_mutex_init(&srv->mu, NULL);
     pthread_mutex_init(&srv->pool_mu, NULL);
     pthread_cond_init(&srv->pool_cv, NULL);
+    if (native_start(srv) < 0)
+        goto fail;
 
     unsigned nb = 1;
     while (nb < srv->cfg.max_sessions)
@@ -133,6 +144,7 @@ int rdma_server_start(const rdma_server_config_t *cfg, rdma_server_t **out_p)
         p->cmds_tail = &p->cmds;
         if (srv->net.ctx &&
             (worker_create(&srv->net, &p->shared) < 0 || worker_am_guard(&p->shared) < 0 ||
+             native_listen(&p->shared, p, NULL) < 0 ||
              ucp_worker_get_address(p->shared.w, &p->shared_addr, &p->shared_addr_len) != UCS_OK))
             goto fail;
         p->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -179,6 +191,7 @@ void rdma_server_stop(rdma_server_t *srv)
         }
         pthread_join(srv->boot_th, NULL);
     }
+    native_stop(srv);
     for (int i = 0; srv->progs && i < srv->n_progs; i++) {
         rprog_t *p = &srv->progs[i];
         if (p->started) {
@@ -215,6 +228,7 @@ void rdma_server_stop(rdma_server_t *srv)
     free(srv->buckets);
     free((void *)srv->cfg.trusted_uids);
     free(srv->xfers);
+    native_free(srv);
     pthread_mutex_destroy(&srv->mu);
     pthread_mutex_destroy(&srv->pool_mu);
     pthread_cond_destroy(&srv->pool_cv);

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rdma/rdma_native_wire.h"
+
 typedef enum rdma_status {
     RDMA_OK = 0,
     RDMA_DECLINE,       /* no such/dead session, malformed token, RDMA off: 501 decline */
@@ -27,6 +29,12 @@ const char *rdma_strerror(rdma_status_t st);
  * secret (NUL-terminated, at most max bytes) and returns 0, or -1 if the key
  * is unknown. Called from the bootstrap thread. */
 typedef int (*rdma_secret_lookup_fn)(void *ctx, const char *access_key, char *secret, size_t max);
+
+typedef struct rdma_native_req rdma_native_req_t;
+/* Runs one native request (docs/protocol.md §4) on an executor thread and
+ * answers it with rdma_native_reply (once; a request left unanswered gets
+ * a 500 InternalError). */
+typedef void (*rdma_native_fn)(void *ctx, rdma_native_req_t *req);
 
 typedef struct rdma_server_config {
     const char *listen_host; /* "127.0.0.1", "0.0.0.0" */
@@ -55,6 +63,10 @@ typedef struct rdma_server_config {
     unsigned max_inflight; /* concurrent token transfers, server-wide */
     rdma_secret_lookup_fn lookup_secret;
     void *lookup_ctx;
+    /* Native requests (the handler is set by rdma_server_set_native). */
+    unsigned native_threads;         /* executor threads */
+    unsigned max_native_per_session; /* requests in flight per session: more get SlowDown */
+    unsigned max_native_queued;      /* requests waiting for an executor, server-wide */
 } rdma_server_config_t;
 
 /* Fills cfg with the defaults of src/common/s3r_limits.h. */
@@ -104,5 +116,38 @@ typedef int (*rdma_fill_fn)(void *ctx, void *dst, size_t len, uint64_t off);
 rdma_status_t rdma_xfer_push(rdma_xfer_t *x, uint64_t len, rdma_fill_fn fill, void *ctx);
 
 void rdma_xfer_close(rdma_xfer_t *x);
+
+/* ---- Native requests (docs/protocol.md §4) --------------------------------- */
+
+/* Sets the handler native requests run in (after start: the S3 frontend
+ * that runs them is composed after this server). Until then, and after it
+ * is set back to NULL (which waits for the handlers running), they are
+ * answered 503 ServiceUnavailable. */
+void rdma_server_set_native(rdma_server_t *srv, rdma_native_fn fn, void *ctx);
+
+/* The decoded request; valid until the handler returns. */
+const rdma_native_msg_t *rdma_native_request(const rdma_native_req_t *r);
+/* The access key that authenticated the request's session. */
+const char *rdma_native_access_key(const rdma_native_req_t *r);
+/* Feeds the request body (m->body_len bytes) to sink: an inline body at
+ * once, a region body RDMA-READ chunk by chunk (bounds-checked against the
+ * session's regions: RDMA_OUT_OF_BOUNDS). No body: RDMA_OK, sink not called. */
+rdma_status_t rdma_native_body(rdma_native_req_t *r, rdma_sink_fn sink, void *ctx);
+/* The largest reply body that travels inline (what the client asked for,
+ * capped at RDMA_NATIVE_MAX_INLINE), and the length of the client's out
+ * region (0: none). A larger body must fit the out region. */
+uint64_t rdma_native_inline_max(const rdma_native_req_t *r);
+uint64_t rdma_native_out_len(const rdma_native_req_t *r);
+/* Answers the request: HTTP-equivalent status, the S3 request id, headers
+ * ("name\0value\0" pairs, hdrs_len bytes) and a body of body_len bytes that
+ * fill supplies: inline when it fits rdma_native_inline_max (fill writes
+ * straight into the reply message), else RDMA-WRITTEN into the out region
+ * before the reply is sent. On anything but RDMA_OK nothing was sent and the
+ * handler answers again (an error): RDMA_OUT_OF_BOUNDS (no out region or too
+ * small), RDMA_CALLBACK (fill failed), RDMA_DECLINE (headers too many or too
+ * long), RDMA_BUSY / RDMA_TRANSPORT (the RDMA write). */
+rdma_status_t rdma_native_reply(rdma_native_req_t *r, int status, const char *s3_request_id,
+                                const char *hdrs, size_t hdrs_len, uint64_t body_len,
+                                rdma_fill_fn fill, void *ctx);
 
 #endif

@@ -41,6 +41,7 @@
  *   rdma_mapcheck.c  is a span of this process's memory one shared mapping?
  *   rdma_session.c   workers, session references and teardown, progress threads
  *   rdma_xfer.c      the staging chunk pool and the token data mover (rdma_xfer_*)
+ *   rdma_native.c    native requests: admission, executor threads, replies
  */
 #ifndef S3R_RDMA_RDMA_SERVER_INTERNAL_H
 #define S3R_RDMA_RDMA_SERVER_INTERNAL_H
@@ -116,9 +117,10 @@ struct rsession {
     struct rdma_server *srv;
     rprog_t *prog;
     _Atomic int refs;
-    _Atomic int dead;    /* lifeline dropped or the endpoint failed */
-    _Atomic int orphans; /* chunks orphaned with a request on this session */
-    int own_worker;      /* 1: a local session, NONE mode, worker below is ours */
+    _Atomic int dead;                 /* lifeline dropped or the endpoint failed */
+    _Atomic int orphans;              /* chunks orphaned with a request on this session */
+    _Atomic unsigned native_inflight; /* native requests admitted, not yet answered */
+    int own_worker;                   /* 1: a local session, NONE mode, worker below is ours */
     const rdma_domain_t *dom;
     rworker_t own;
     ucp_worker_h worker; /* own.w or the progress thread's shared worker */
@@ -236,6 +238,24 @@ struct rdma_server {
     unsigned n_live;      /* in the hash */
     unsigned n_alloc;     /* authenticated sessions: reserved at AUTH until destroyed */
     struct rdma_xfer *xfers, *free_xfers;
+
+    /* Native requests (rdma_native.c): the queue the executor threads take
+     * from (bounded by cfg.max_native_queued), and replies being sent. */
+    rdma_native_fn native_fn; /* under native_mu */
+    void *native_ctx;
+    unsigned native_running;       /* handlers running now (native_mu) */
+    pthread_cond_t native_idle_cv; /* native_running dropped to 0 */
+    pthread_mutex_t native_mu;
+    pthread_cond_t native_cv;
+    struct njob *nq_head, **nq_tail;
+    unsigned nq_len;
+    int native_stop;
+    pthread_t *native_th;
+    unsigned n_native_th;
+    pthread_mutex_t send_mu;
+    struct nsend *sends;
+    _Atomic unsigned long native_dropped; /* messages nobody could be answered for */
+    _Atomic unsigned long native_bad;     /* malformed requests answered with an error */
 };
 
 /* Staging defaults: 64 chunks of 1 MiB (a zero in the config means these). */
@@ -276,6 +296,10 @@ void region_put_locked(rregion_t *r);
 
 /* The hash chain a session id belongs to. Under srv->mu. */
 rsession_t **session_bucket(struct rdma_server *srv, const uint8_t id[RDMA_SESSION_ID_LEN]);
+
+/* The live session with this id, with a reference taken (drop it with
+ * session_put), or NULL. Any thread. */
+rsession_t *session_find(struct rdma_server *srv, const uint8_t id[RDMA_SESSION_ID_LEN]);
 
 /* Marks s dead and removes it from the hash (takes srv->mu); does not drop
  * a reference. Bootstrap thread. */
@@ -322,6 +346,13 @@ int rdma_span_is_shared_mapping(const void *p, uint64_t len);
 int staging_init(struct rdma_server *srv);
 void staging_free(struct rdma_server *srv);
 
+/* Opens a transfer of [addr, addr+len) in region region_id of s, which the
+ * caller holds a reference on (the transfer takes its own). RDMA_OUT_OF_BOUNDS
+ * unless the span lies inside that region; RDMA_BUSY when every transfer
+ * slot is taken. */
+rdma_status_t xfer_bind(struct rdma_server *srv, rsession_t *s, uint32_t region_id, uint64_t addr,
+                        uint64_t len, rdma_xfer_t **out_p);
+
 /* Returns every chunk session s orphaned to the pool. Call only once no
  * request of s can complete any more (worker destroyed or endpoint closed). */
 void chunk_sweep(struct rdma_server *srv, rsession_t *s);
@@ -360,5 +391,21 @@ ucs_status_t rkey_unpack_checked(ucp_ep_h ep, const uint8_t *rkey, size_t len, u
 /* REGION_ADD / REGION_REMOVE on a live session; same contract as above. */
 int on_region_add(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len);
 int on_region_remove(bconn_t *c, const uint8_t *body, size_t len);
+
+/* ==== rdma_native.c ======================================================= */
+
+/* Sets the native request handler on a worker: a progress thread's shared
+ * net worker (shared_of) or a local session's own worker (own). 0, or -1. */
+int native_listen(rworker_t *rw, rprog_t *shared_of, rsession_t *own);
+/* Initialises the queue and starts the executor threads. 0, or -1. */
+int native_start(struct rdma_server *srv);
+/* Lets the executors drain the queue and joins them. Before the progress
+ * threads stop: queued requests hold session references. */
+void native_stop(struct rdma_server *srv);
+/* Frees what native_start made and any reply still on the send list. */
+void native_free(struct rdma_server *srv);
+/* Frees the replies to s that UCX never completed. Call only once no
+ * completion can come (s's worker destroyed or endpoint closed). */
+void native_sweep_sends(struct rdma_server *srv, const rsession_t *s);
 
 #endif

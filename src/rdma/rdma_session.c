@@ -136,16 +136,24 @@ static void session_destroy(rsession_t *s)
          * endpoint and (when requests were stuck) the rkeys' pool. */
         worker_destroy(&s->own);
         chunk_sweep(srv, s);
+        native_sweep_sends(srv, s);
     } else {
+        int closed = 1;
         if (s->ep) {
             ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                                      .flags = UCP_EP_CLOSE_FLAG_FORCE};
-            if (rdma_ucx_wait(s->worker, ucp_ep_close_nbx(s->ep, &p), 2000) == UCS_INPROGRESS)
+            if (rdma_ucx_wait(s->worker, ucp_ep_close_nbx(s->ep, &p), 2000) == UCS_INPROGRESS) {
                 log_warn("rdma: endpoint close still in progress after 2 s; abandoning it");
+                closed = 0;
+            }
         }
         /* A forced close purges the endpoint's requests (their callbacks free
-         * orphaned chunks); anything left cannot complete any more. */
+         * orphaned chunks and sent replies); anything left cannot complete
+         * any more, unless the close was abandoned (then a reply may still
+         * complete, and is left to its callback). */
         chunk_sweep(srv, s);
+        if (closed)
+            native_sweep_sends(srv, s);
         for (rregion_t *r = s->regions; r; r = r->next) {
             ucp_rkey_destroy(r->rkey);
             r->rkey = NULL;
@@ -171,6 +179,20 @@ rsession_t **session_bucket(struct rdma_server *srv, const uint8_t id[RDMA_SESSI
     uint32_t h;
     memcpy(&h, id, sizeof(h));
     return &srv->buckets[h & srv->bucket_mask];
+}
+
+rsession_t *session_find(struct rdma_server *srv, const uint8_t id[RDMA_SESSION_ID_LEN])
+{
+    pthread_mutex_lock(&srv->mu);
+    rsession_t *s = *session_bucket(srv, id);
+    while (s && memcmp(s->id, id, RDMA_SESSION_ID_LEN) != 0)
+        s = s->hnext;
+    if (s && !atomic_load(&s->dead))
+        session_get(s);
+    else
+        s = NULL;
+    pthread_mutex_unlock(&srv->mu);
+    return s;
 }
 
 /* Marks a session dead and takes it out of the hash so no new transfer

@@ -16,7 +16,7 @@ static void wire_grow(wire_out_t *w, size_t n)
 {
     if (w->err)
         return;
-    if (w->len + n > 4 + RDMA_WIRE_MAX_FRAME) {
+    if (w->len + n > (w->limit ? w->limit : 4 + RDMA_WIRE_MAX_FRAME)) {
         w->err = 1;
         return;
     }
@@ -42,6 +42,16 @@ void wire_put_bytes(wire_out_t *w, const void *p, size_t n)
     if (n)
         memcpy(w->data + w->len, p, n);
     w->len += n;
+}
+
+uint8_t *wire_put_space(wire_out_t *w, size_t n)
+{
+    wire_grow(w, n);
+    if (w->err)
+        return NULL;
+    uint8_t *p = w->data + w->len;
+    w->len += n;
+    return p;
 }
 
 void wire_put_u8(wire_out_t *w, uint8_t v)
@@ -80,7 +90,7 @@ void wire_put_str16(wire_out_t *w, const char *s)
 
 void wire_put_blob32(wire_out_t *w, const void *p, size_t n)
 {
-    if (n > RDMA_WIRE_MAX_FRAME) {
+    if (n > UINT32_MAX) {
         w->err = 1;
         return;
     }
@@ -120,13 +130,7 @@ void wire_free(wire_out_t *w)
 
 /* ---- input ------------------------------------------------------------- */
 
-typedef struct wire_in {
-    const uint8_t *p;
-    size_t len, off;
-    int err;
-} wire_in_t;
-
-static const uint8_t *wire_take(wire_in_t *r, size_t n)
+const uint8_t *wire_take(wire_in_t *r, size_t n)
 {
     if (r->err || n > r->len - r->off) {
         r->err = 1;
@@ -137,39 +141,38 @@ static const uint8_t *wire_take(wire_in_t *r, size_t n)
     return p;
 }
 
-static uint8_t wire_get_u8(wire_in_t *r)
+uint8_t wire_get_u8(wire_in_t *r)
 {
     const uint8_t *p = wire_take(r, 1);
     return p ? p[0] : 0;
 }
 
-static uint16_t wire_get_u16(wire_in_t *r)
+uint16_t wire_get_u16(wire_in_t *r)
 {
     const uint8_t *p = wire_take(r, 2);
     return p ? (uint16_t)(p[0] << 8 | p[1]) : 0;
 }
 
-static uint32_t wire_get_u32(wire_in_t *r)
+uint32_t wire_get_u32(wire_in_t *r)
 {
     const uint8_t *p = wire_take(r, 4);
     return p ? (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3] : 0;
 }
 
-static uint64_t wire_get_u64(wire_in_t *r)
+uint64_t wire_get_u64(wire_in_t *r)
 {
     uint64_t hi = wire_get_u32(r);
     return hi << 32 | wire_get_u32(r);
 }
 
-static void wire_get_bytes(wire_in_t *r, void *out, size_t n)
+void wire_get_bytes(wire_in_t *r, void *out, size_t n)
 {
     const uint8_t *p = wire_take(r, n);
     if (p)
         memcpy(out, p, n);
 }
 
-/* A u16-prefixed string of 1..max bytes with no NUL inside, copied with a NUL. */
-static void wire_get_str16(wire_in_t *r, char *out, size_t max, int allow_empty)
+void wire_get_str16(wire_in_t *r, char *out, size_t max, int allow_empty)
 {
     uint16_t n = wire_get_u16(r);
     if (r->err || n > max || (!allow_empty && n == 0)) {
@@ -187,7 +190,7 @@ static void wire_get_str16(wire_in_t *r, char *out, size_t max, int allow_empty)
     out[n] = '\0';
 }
 
-static const uint8_t *wire_get_blob32(wire_in_t *r, size_t max, size_t *len_p)
+const uint8_t *wire_get_blob32(wire_in_t *r, size_t max, size_t *len_p)
 {
     uint32_t n = wire_get_u32(r);
     if (r->err || n == 0 || n > max) {

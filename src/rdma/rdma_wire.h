@@ -91,10 +91,13 @@ typedef struct rdma_region_add {
 
 /* A growable output frame. wire_begin starts a frame of the given type;
  * the put functions append; wire_end fills in the length. Any failure
- * (allocation, size past RDMA_WIRE_MAX_FRAME) sticks in err. */
+ * (allocation, size past the limit) sticks in err. limit 0 means a
+ * bootstrap frame (4 + RDMA_WIRE_MAX_FRAME bytes); the native messages
+ * (rdma_native_wire.h) set their own and use only the put functions. */
 typedef struct wire_out {
     uint8_t *data;
     size_t len, cap;
+    size_t limit;
     int err;
 } wire_out_t;
 
@@ -104,11 +107,38 @@ void wire_put_u16(wire_out_t *w, uint16_t v);
 void wire_put_u32(wire_out_t *w, uint32_t v);
 void wire_put_u64(wire_out_t *w, uint64_t v);
 void wire_put_bytes(wire_out_t *w, const void *p, size_t n);
+/* Appends n bytes for the caller to fill and returns them (valid until the
+ * next put), or NULL on failure. */
+uint8_t *wire_put_space(wire_out_t *w, size_t n);
 void wire_put_str16(wire_out_t *w, const char *s);            /* u16 len | bytes */
 void wire_put_blob32(wire_out_t *w, const void *p, size_t n); /* u32 len | bytes */
 /* Returns 0 with the frame complete, or -1 (w->data is freed either way by wire_free). */
 int wire_end(wire_out_t *w);
 void wire_free(wire_out_t *w);
+
+/* A reader over received bytes. Every get checks the bytes present; the
+ * first failure sticks in err and later gets return zeroes/NULL, so a
+ * parser reads its fields and checks err once (and off == len: no trailing
+ * bytes) at the end. */
+typedef struct wire_in {
+    const uint8_t *p;
+    size_t len, off;
+    int err;
+} wire_in_t;
+
+/* The next n bytes (pointing into the input), or NULL. */
+const uint8_t *wire_take(wire_in_t *r, size_t n);
+uint8_t wire_get_u8(wire_in_t *r);
+uint16_t wire_get_u16(wire_in_t *r);
+uint32_t wire_get_u32(wire_in_t *r);
+uint64_t wire_get_u64(wire_in_t *r);
+void wire_get_bytes(wire_in_t *r, void *out, size_t n);
+/* A u16-prefixed string of at most max bytes (at least 1 unless
+ * allow_empty) with no NUL inside, copied into out (max + 1 bytes) with a
+ * NUL. */
+void wire_get_str16(wire_in_t *r, char *out, size_t max, int allow_empty);
+/* A u32-prefixed blob of 1..max bytes; points into the input. */
+const uint8_t *wire_get_blob32(wire_in_t *r, size_t max, size_t *len_p);
 
 /* Reads the 4-byte length prefix: returns the body length, or -1 if it is
  * below RDMA_WIRE_HDR or above RDMA_WIRE_MAX_FRAME. */

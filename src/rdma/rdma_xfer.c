@@ -144,52 +144,52 @@ void staging_free(struct rdma_server *srv)
 
 /* ==== token transfers ==================================================== */
 
+rdma_status_t xfer_bind(struct rdma_server *srv, rsession_t *s, uint32_t region_id, uint64_t addr,
+                        uint64_t len, rdma_xfer_t **out_p)
+{
+    rdma_status_t rc = RDMA_OK;
+    rregion_t *r;
+    pthread_mutex_lock(&srv->mu);
+    pthread_mutex_lock(&s->mu);
+    for (r = s->regions; r && r->id != region_id; r = r->next) {
+    }
+    if (!r || addr < r->addr || addr - r->addr > r->len || len > r->len - (addr - r->addr))
+        rc = RDMA_OUT_OF_BOUNDS;
+    else if (!srv->free_xfers)
+        rc = RDMA_BUSY;
+    else
+        r->refs++;
+    pthread_mutex_unlock(&s->mu);
+    if (rc != RDMA_OK) {
+        pthread_mutex_unlock(&srv->mu);
+        return rc;
+    }
+    session_get(s);
+    struct rdma_xfer *x = srv->free_xfers;
+    srv->free_xfers = x->next_free;
+    pthread_mutex_unlock(&srv->mu);
+    x->s = s;
+    x->r = r;
+    x->addr = addr;
+    x->len = len;
+    *out_p = x;
+    return RDMA_OK;
+}
+
 rdma_status_t rdma_xfer_open(rdma_server_t *srv, const char *token, const char *access_key,
                              rdma_xfer_t **out_p)
 {
     rdma_token_t t;
     if (!srv || rdma_token_decode(token, &t) < 0)
         return RDMA_DECLINE;
-    rdma_status_t rc = RDMA_OK;
-    rsession_t *s = NULL;
-    rregion_t *r = NULL;
-    pthread_mutex_lock(&srv->mu);
-    for (s = *session_bucket(srv, t.session_id); s; s = s->hnext) {
-        if (memcmp(s->id, t.session_id, RDMA_SESSION_ID_LEN) == 0)
-            break;
-    }
-    if (!s || atomic_load(&s->dead)) {
-        rc = RDMA_DECLINE;
-    } else if (!access_key || strcmp(access_key, s->access_key) != 0) {
-        rc = RDMA_FORBIDDEN;
-    } else {
-        pthread_mutex_lock(&s->mu);
-        for (r = s->regions; r && r->id != t.region_id; r = r->next) {
-        }
-        if (!r || t.addr < r->addr || t.addr - r->addr > r->len ||
-            t.len > r->len - (t.addr - r->addr)) {
-            rc = RDMA_OUT_OF_BOUNDS;
-        } else if (!srv->free_xfers) {
-            rc = RDMA_BUSY;
-        } else {
-            r->refs++;
-            session_get(s);
-        }
-        pthread_mutex_unlock(&s->mu);
-    }
-    if (rc != RDMA_OK) {
-        pthread_mutex_unlock(&srv->mu);
-        return rc;
-    }
-    struct rdma_xfer *x = srv->free_xfers;
-    srv->free_xfers = x->next_free;
-    pthread_mutex_unlock(&srv->mu);
-    x->s = s;
-    x->r = r;
-    x->addr = t.addr;
-    x->len = t.len;
-    *out_p = x;
-    return RDMA_OK;
+    rsession_t *s = session_find(srv, t.session_id);
+    if (!s)
+        return RDMA_DECLINE;
+    rdma_status_t rc = !access_key || strcmp(access_key, s->access_key) != 0
+                           ? RDMA_FORBIDDEN
+                           : xfer_bind(srv, s, t.region_id, t.addr, t.len, out_p);
+    session_put(s);
+    return rc;
 }
 
 uint64_t rdma_xfer_length(const rdma_xfer_t *x)

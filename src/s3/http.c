@@ -315,17 +315,7 @@ static s3_error_t route(s3_req_t *req, const char *raw_url)
         }
     }
 
-    buf_t res;
-    buf_init(&res, 4096);
-    buf_append_str(&res, "/");
-    if (req->bucket) {
-        buf_append_str(&res, req->bucket);
-        if (req->key) {
-            buf_append_str(&res, "/");
-            buf_append_str(&res, req->key);
-        }
-    }
-    req->resource = buf_steal(&res, NULL);
+    req->resource = s3_resource_path(req->bucket, req->key);
 
     if (req->key) {
         size_t klen = strlen(req->key);

@@ -40,6 +40,11 @@ typedef struct s3_server s3_server_t;
 
 /* Starts listening and serving. Returns NULL with the reason logged. */
 s3_server_t *s3_server_start(const s3_server_config_t *cfg);
+/* Runs one native request (rdma_native_fn; ctx is the s3_server_t):
+ * give it to rdma_server_set_native once the server is started, and take
+ * it back (rdma_server_set_native NULL) before stopping the server. */
+void s3_native_handle(void *ctx, rdma_native_req_t *nr);
+
 /* Stops accepting new connections, waits up to grace_s seconds for requests
  * in flight to finish, then closes everything. NULL is a no-op. */
 void s3_server_stop(s3_server_t *srv, int grace_s);

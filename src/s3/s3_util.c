@@ -200,3 +200,12 @@ int64_t s3_time_parse_http(const char *s)
     }
     return -1;
 }
+
+char *s3_resource_path(const char *bucket, const char *key)
+{
+    char *out = NULL;
+    int n = !bucket ? asprintf(&out, "/")
+            : key   ? asprintf(&out, "/%s/%s", bucket, key)
+                    : asprintf(&out, "/%s", bucket);
+    return n < 0 ? NULL : out;
+}

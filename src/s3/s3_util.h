@@ -14,6 +14,9 @@ bool s3_bucket_name_valid(const char *name);
 
 /* 1 if s (len bytes) is well-formed UTF-8 without NUL bytes. */
 bool s3_utf8_valid(const char *s, size_t len);
+/* "/", "/bucket" or "/bucket/key" (key only with a bucket), malloc'd, as
+ * error bodies name the resource; NULL when out of memory. */
+char *s3_resource_path(const char *bucket, const char *key);
 
 /* Percent-decodes src (len bytes) into a new malloc'ed NUL-terminated string;
  * plus_is_space decodes '+' as ' ' (query strings). NULL on malformed input

@@ -246,6 +246,8 @@ int main(int argc, char **argv)
         server_config_free(&cfg);
         return 1;
     }
+    if (rdma)
+        rdma_server_set_native(rdma, s3_native_handle, srv);
 
     const char *shown_host =
         strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0 ? "127.0.0.1" : host;
@@ -270,10 +272,10 @@ int main(int argc, char **argv)
                "    aws --endpoint-url http://%s:%d --region %s s3 mb s3://demo\n",
                cfg.users[0].access_key, cfg.users[0].secret_key, shown_host, port, cfg.region);
         if (rdma)
-            printf("and over RDMA (the token path), with the s3rdma CLI:\n"
+            printf("and over RDMA (the native protocol), with the s3rdma CLI:\n"
                    "  AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s \\\n"
                    "    build/s3rdma --endpoint http://%s:%d --rdma-endpoint %s:%d --transport "
-                   "token \\\n"
+                   "native \\\n"
                    "    put README.md s3://demo/readme\n",
                    cfg.users[0].access_key, cfg.users[0].secret_key, shown_host, port,
                    strcmp(rdma_host, "0.0.0.0") == 0 ? "127.0.0.1" : rdma_host, rdma_port);
@@ -291,6 +293,8 @@ int main(int argc, char **argv)
     int sig = 0;
     sigwait(&sigs, &sig);
     log_info("signal %d: stopping (in-flight requests get up to %d s)", sig, S3R_SHUTDOWN_GRACE_S);
+    if (rdma)
+        rdma_server_set_native(rdma, NULL, NULL);
     s3_server_stop(srv, S3R_SHUTDOWN_GRACE_S);
     rdma_server_stop(rdma);
     stor_close(store);

@@ -1,0 +1,182 @@
+/* libs3rdma: asynchronous GET and PUT (s3r_op_t). Over the native transport
+ * the request is sent at once and its answer settled when the op is waited
+ * for, so one thread keeps many requests in flight on the session; over the
+ * other transports the operation runs to completion when it is started and
+ * the op only carries its result. The building and judging of the request
+ * are the synchronous calls' own (get_request/get_result,
+ * put_request/put_result). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/client_internal.h"
+#include "rdma/rdma_client.h"
+
+struct s3r_op {
+    s3r_client_t *c;
+    bool is_get;
+    bool inflight; /* a native call to settle */
+    bool settled;
+    s3r_status_t st;
+    uint64_t len; /* GET: bytes read; PUT: bytes written */
+    uint64_t cap;
+    s3c_req_t req;
+    s3c_resp_t resp;
+    strs_t ss;
+    s3c_ncall_t n;
+    /* for a fallback to HTTP when the native call loses its session */
+    char *bucket, *key;
+    void *buf;
+    s3r_get_opts_t gopts;
+    s3r_put_opts_t popts;
+};
+
+static s3r_op_t *op_new(s3r_client_t *c, const char *bucket, const char *key)
+{
+    s3r_op_t *op = calloc(1, sizeof(*op));
+    if (op == NULL)
+        return NULL;
+    op->c = c;
+    op->bucket = strdup(bucket);
+    op->key = strdup(key);
+    s3c_resp_init(&op->resp);
+    if (op->bucket == NULL || op->key == NULL) {
+        s3r_op_free(op);
+        return NULL;
+    }
+    return op;
+}
+
+s3r_status_t s3r_object_get_async(s3r_client_t *c, const char *bucket, const char *key, void *buf,
+                                  uint64_t buf_len, const s3r_get_opts_t *opts, s3r_op_t **op_p)
+{
+    if (c == NULL || !valid_name(bucket) || !valid_name(key) || (buf == NULL && buf_len > 0) ||
+        op_p == NULL)
+        return S3R_ERR_INVALID_ARG;
+    s3r_op_t *op = op_new(c, bucket, key);
+    if (op == NULL)
+        return done(c, s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory"));
+    op->is_get = true;
+    op->buf = buf;
+    op->cap = buf_len;
+    if (opts)
+        op->gopts = *opts;
+    uint64_t size =
+        opts && opts->range_len && opts->range_len < buf_len ? opts->range_len : buf_len;
+    s3r_transport_t t = pick(c, op->gopts.transport, size);
+    if (t == S3R_TRANSPORT_NATIVE) {
+        get_request(&op->req, &op->ss, op->bucket, op->key, buf, buf_len, &op->gopts);
+        op->st = s3c_native_start(c, &op->n, &op->req, &op->resp);
+        op->inflight = op->st == S3R_OK;
+    }
+    if (!op->inflight && (t != S3R_TRANSPORT_NATIVE || fall_back(c, op->st))) {
+        op->gopts.transport = t == S3R_TRANSPORT_NATIVE ? S3R_TRANSPORT_HTTP : t;
+        op->st = get_one(c, op->bucket, op->key, buf, buf_len, &op->gopts, &op->len);
+        op->settled = true;
+    }
+    if (!op->inflight && !op->settled && op->st != S3R_OK) {
+        s3r_status_t st = op->st;
+        s3r_op_free(op);
+        return done(c, st);
+    }
+    *op_p = op;
+    return S3R_OK;
+}
+
+s3r_status_t s3r_object_put_async(s3r_client_t *c, const char *bucket, const char *key,
+                                  const void *data, uint64_t len, const s3r_put_opts_t *opts,
+                                  s3r_op_t **op_p)
+{
+    if (c == NULL || !valid_name(bucket) || !valid_name(key) || (data == NULL && len > 0) ||
+        op_p == NULL)
+        return S3R_ERR_INVALID_ARG;
+    if (len > c->set.multipart_threshold)
+        return done(c, s3c_fail(c, S3R_ERR_TOO_LARGE, S3R_TRANSPORT_DEFAULT, 0, "",
+                                "asynchronous PUTs are single requests (up to %llu bytes)",
+                                (unsigned long long)c->set.multipart_threshold));
+    s3r_op_t *op = op_new(c, bucket, key);
+    if (op == NULL)
+        return done(c, s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory"));
+    op->buf = (void *)data;
+    op->len = len;
+    if (opts)
+        op->popts = *opts;
+    s3r_transport_t t = pick(c, op->popts.transport, len);
+    if (t == S3R_TRANSPORT_NATIVE) {
+        op->st = put_request(c, &op->req, &op->ss, op->bucket, op->key, NULL, data, len, opts);
+        if (op->st == S3R_OK)
+            op->st = s3c_native_start(c, &op->n, &op->req, &op->resp);
+        op->inflight = op->st == S3R_OK;
+    }
+    if (!op->inflight && (t != S3R_TRANSPORT_NATIVE || fall_back(c, op->st))) {
+        op->popts.transport = t == S3R_TRANSPORT_NATIVE ? S3R_TRANSPORT_HTTP : t;
+        op->st = put_one(c, op->bucket, op->key, NULL, data, len, &op->popts, NULL, 0);
+        op->settled = true;
+    }
+    if (!op->inflight && !op->settled && op->st != S3R_OK) {
+        s3r_status_t st = op->st;
+        s3r_op_free(op);
+        return done(c, st);
+    }
+    *op_p = op;
+    return S3R_OK;
+}
+
+int s3r_op_test(s3r_op_t *op)
+{
+    if (op == NULL || op->settled || !op->inflight)
+        return 1;
+    rdma_session_t *rs = s3c_sess_rdma(op->n.sess);
+    return rdma_native_finished(&op->n.call) ||
+           (rdma_native_progress(rs) && rdma_native_finished(&op->n.call));
+}
+
+/* Settles a native call: its answer judged as the synchronous call would,
+ * or, when the session was lost and fallback allows, the operation redone
+ * over HTTP. */
+static void op_settle(s3r_op_t *op)
+{
+    s3r_client_t *c = op->c;
+    s3r_status_t st = s3c_native_finish(c, &op->n, -1);
+    op->inflight = false;
+    if (fall_back(c, st)) {
+        if (op->is_get) {
+            op->gopts.transport = S3R_TRANSPORT_HTTP;
+            st = get_one(c, op->bucket, op->key, op->buf, op->cap, &op->gopts, &op->len);
+        } else {
+            /* Headers were copied into the request; redo it over HTTP. */
+            s3c_resp_free(&op->resp);
+            s3c_resp_init(&op->resp);
+            st = put_result(c, s3c_http_do(c, &op->req, &op->resp), &op->resp, op->len, NULL, 0);
+        }
+    } else if (op->is_get) {
+        st = get_result(c, st, &op->resp, op->cap, false, &op->len);
+    } else {
+        st = put_result(c, st, &op->resp, op->len, NULL, 0);
+    }
+    op->st = st;
+    op->settled = true;
+}
+
+s3r_status_t s3r_op_wait(s3r_op_t *op, uint64_t *len_p)
+{
+    if (op == NULL)
+        return S3R_ERR_INVALID_ARG;
+    if (!op->settled)
+        op_settle(op);
+    if (op->st == S3R_OK && len_p && op->is_get)
+        *len_p = op->len;
+    return done(op->c, op->st);
+}
+
+void s3r_op_free(s3r_op_t *op)
+{
+    if (op == NULL)
+        return;
+    if (op->inflight)
+        op_settle(op);
+    s3c_resp_free(&op->resp);
+    strs_free(&op->ss);
+    free(op->bucket);
+    free(op->key);
+    free(op);
+}

@@ -1,0 +1,300 @@
+/* libs3rdma: S3 requests over the native protocol (docs/protocol.md §4). An
+ * s3c_req_t built for HTTP runs here unchanged: its headers and query
+ * become the message's parameters, its body travels inline or is named as
+ * a region span the server RDMA-READs, and the answer fills the same
+ * s3c_resp_t the HTTP path fills (status, lower-case "name: value\n"
+ * headers, the XML error body, the body in the request's sink), so every
+ * operation parses answers in one way whichever transport carried them.
+ *
+ * A body of a caller's buffer larger than S3C_NATIVE_INLINE is registered
+ * (cached, as for tokens) and read by the server in place; a reply body
+ * larger than S3C_NATIVE_INLINE is RDMA-WRITTEN into the caller's buffer
+ * (registered likewise) or, for growable sinks, into registered scratch
+ * memory sized by the server's x-amz-rdma-bytes-needed. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/client_internal.h"
+#include "rdma/rdma_client.h"
+
+/* Copies the reply into resp (on the thread that progressed the session). */
+static void ncall_done(rdma_native_call_t *call, const rdma_native_reply_t *r)
+{
+    s3c_ncall_t *n = (s3c_ncall_t *)call;
+    s3c_resp_t *resp = n->resp;
+    s3c_req_t *req = n->req;
+    if (r == NULL) {
+        resp->status = 0;
+        return;
+    }
+    resp->status = r->status;
+    for (unsigned i = 0; i < r->n_headers; i++) {
+        if (buf_reserve(&resp->hdrs, (size_t)r->headers[i].name_len + r->headers[i].value_len + 3) <
+            0)
+            break;
+        for (unsigned k = 0; k < r->headers[i].name_len; k++)
+            resp->hdrs.data[resp->hdrs.len++] = (char)tolower(r->headers[i].name[k]);
+        buf_append(&resp->hdrs, ": ", 2);
+        buf_append(&resp->hdrs, r->headers[i].value, r->headers[i].value_len);
+        buf_append(&resp->hdrs, "\n", 1);
+    }
+    if (r->s3_request_id[0])
+        buf_printf(&resp->hdrs, "x-amz-request-id: %s\n", r->s3_request_id);
+    bool ok = r->status >= 200 && r->status <= 299;
+    if (r->body_kind == RDMA_BODY_REGION) {
+        n->region_bytes = r->body_len;
+        return;
+    }
+    if (r->body_kind != RDMA_BODY_INLINE)
+        return;
+    if (!ok) {
+        buf_append(&resp->err_body, r->body, (size_t)r->body_len);
+    } else if (req->sink_grow) {
+        if (buf_append(req->sink_grow, r->body, (size_t)r->body_len) != 0)
+            resp->overflow = true;
+        else
+            resp->body_bytes = r->body_len;
+    } else if (req->sink_buf || req->sink_cap == 0) {
+        if (r->body_len > req->sink_cap) {
+            resp->overflow = true;
+        } else {
+            if (r->body_len)
+                memcpy(req->sink_buf, r->body, (size_t)r->body_len);
+            resp->body_bytes = r->body_len;
+        }
+    }
+}
+
+/* Splits a raw query "a=b&c" (values URI-encoded) into message parameters,
+ * decoded into ss. -1 when there are too many. */
+static int add_query(rdma_native_msg_t *m, const char *query, strs_t *ss)
+{
+    if (!query || !*query)
+        return 0;
+    char *q = strdup(query);
+    if (!q)
+        return -1;
+    int rc = 0;
+    for (char *save = NULL, *kv = strtok_r(q, "&", &save); kv && rc == 0;
+         kv = strtok_r(NULL, "&", &save)) {
+        char *eq = strchr(kv, '=');
+        if (eq)
+            *eq = '\0';
+        const char *name = strs_printf(ss, "%s", kv);
+        const char *value = eq ? strs_udec(ss, eq + 1) : "";
+        if (!name || !value || m->n_params == RDMA_NATIVE_MAX_PARAMS)
+            rc = -1;
+        else
+            m->params[m->n_params++] = (rdma_native_param_t){RDMA_PARAM_QUERY, name, value};
+    }
+    free(q);
+    return rc;
+}
+
+/* Builds and sends one native request for req: out (NULL or memory of
+ * out_cap bytes, registered here) receives a reply body too large to come
+ * inline. On S3R_OK the call is in flight and native_finish must follow. */
+static s3r_status_t native_start(s3r_client_t *c, s3c_ncall_t *n, s3c_sess_t *sess, s3c_req_t *req,
+                                 s3c_resp_t *resp, void *out, uint64_t out_cap)
+{
+    strs_t ss = {0};
+    rdma_native_msg_t m = {0};
+    s3r_status_t st = S3R_OK;
+    memset(n, 0, sizeof(*n));
+    n->call.done = ncall_done;
+    n->req = req;
+    n->resp = resp;
+    n->sess = sess;
+    m.head.opcode = req->native_op;
+    m.bucket = req->bucket ? req->bucket : "";
+    m.key = req->key ? req->key : "";
+    m.reply_inline_max = S3C_NATIVE_INLINE;
+    for (size_t i = 0; i < req->n_hdrs && st == S3R_OK; i++) {
+        if (m.n_params == RDMA_NATIVE_MAX_PARAMS)
+            st = S3R_ERR_TOO_LARGE;
+        else
+            m.params[m.n_params++] =
+                (rdma_native_param_t){RDMA_PARAM_HEADER, req->hdrs[i].name, req->hdrs[i].value};
+    }
+    if (st == S3R_OK && add_query(&m, req->query, &ss) < 0)
+        st = S3R_ERR_TOO_LARGE;
+    if (st != S3R_OK) {
+        st = s3c_fail(c, st, S3R_TRANSPORT_NATIVE, 0, "", "too many request parameters");
+        goto out;
+    }
+    if (req->body_len > 0 && req->body_len <= S3C_NATIVE_INLINE) {
+        m.body_kind = RDMA_BODY_INLINE;
+        m.body = req->body;
+        m.body_len = req->body_len;
+    } else if (req->body_len > 0) {
+        m.body_kind = RDMA_BODY_REGION;
+        st = s3c_region_for(c, sess, req->body, req->body_len, &n->body_reg);
+        if (st == S3R_OK)
+            st = s3c_region_ref(c, n->body_reg, req->body, req->body_len, &m.body_ref);
+        if (st != S3R_OK)
+            goto out;
+        m.body_len = req->body_len;
+    }
+    if (out && out_cap > 0) {
+        st = s3c_region_for(c, sess, out, out_cap, &n->out_reg);
+        if (st == S3R_OK)
+            st = s3c_region_ref(c, n->out_reg, out, out_cap, &m.out);
+        if (st != S3R_OK)
+            goto out;
+        m.has_out = 1;
+    }
+    char err[160];
+    if (rdma_native_submit(s3c_sess_rdma(sess), &m, &n->call, err, sizeof(err)) < 0)
+        st = s3c_fail(c, S3R_ERR_RDMA_UNAVAILABLE, S3R_TRANSPORT_NATIVE, 0, "", "%s", err);
+out:
+    strs_free(&ss);
+    if (st != S3R_OK) {
+        s3c_region_put(c, n->body_reg);
+        s3c_region_put(c, n->out_reg);
+        n->body_reg = n->out_reg = NULL;
+    }
+    return st;
+}
+
+/* Waits for a started call (timeout_ms < 0: the client's timeout) and
+ * releases what it held. *region_p gets the bytes of a body written into
+ * the out region. */
+static s3r_status_t native_finish(s3r_client_t *c, s3c_ncall_t *n, int timeout_ms,
+                                  uint64_t *region_p)
+{
+    s3r_status_t st = S3R_OK;
+    int timeout = timeout_ms >= 0              ? timeout_ms
+                  : c->set.http_timeout_ms > 0 ? (int)c->set.http_timeout_ms
+                                               : S3C_NATIVE_TIMEOUT_MS;
+    if (rdma_native_wait(s3c_sess_rdma(n->sess), &n->call, timeout) < 0)
+        st = s3c_fail(c, S3R_ERR_TIMEOUT, S3R_TRANSPORT_NATIVE, 0, "",
+                      "no native reply within %d ms", timeout);
+    else if (n->resp->status == 0)
+        st = s3c_fail(c, S3R_ERR_RDMA_UNAVAILABLE, S3R_TRANSPORT_NATIVE, 0, "",
+                      "the RDMA session was lost");
+    *region_p = n->region_bytes;
+    s3c_region_put(c, n->body_reg);
+    s3c_region_put(c, n->out_reg);
+    n->body_reg = n->out_reg = NULL;
+    return st;
+}
+
+static s3r_status_t native_once(s3r_client_t *c, s3c_sess_t *sess, s3c_req_t *req, s3c_resp_t *resp,
+                                void *out, uint64_t out_cap, uint64_t *region_p)
+{
+    s3c_ncall_t n;
+    s3r_status_t st = native_start(c, &n, sess, req, resp, out, out_cap);
+    return st == S3R_OK ? native_finish(c, &n, -1, region_p) : st;
+}
+
+/* The bytes the server said a reply body needs (a 400 with
+ * x-amz-rdma-bytes-needed), or 0. */
+static uint64_t bytes_needed(const s3c_resp_t *resp)
+{
+    char v[32];
+    if (resp->status != 400 || s3c_resp_header(resp, "x-amz-rdma-bytes-needed", v, sizeof(v)) < 0)
+        return 0;
+    return strtoull(v, NULL, 10);
+}
+
+static void resp_reset(s3c_resp_t *resp)
+{
+    buf_reset(&resp->hdrs);
+    buf_reset(&resp->err_body);
+    resp->status = 0;
+    resp->overflow = false;
+    resp->body_bytes = 0;
+}
+
+s3r_status_t s3c_native_start(s3r_client_t *c, s3c_ncall_t *n, s3c_req_t *req, s3c_resp_t *resp)
+{
+    s3c_sess_t *sess = NULL;
+    resp->transport = S3R_TRANSPORT_NATIVE;
+    if (s3c_sess_get(c, &sess) != S3R_OK) {
+        set_status(S3R_ERR_RDMA_UNAVAILABLE);
+        return S3R_ERR_RDMA_UNAVAILABLE;
+    }
+    bool to_buf = req->sink_buf && req->sink_cap > S3C_NATIVE_INLINE;
+    s3r_status_t st = native_start(c, n, sess, req, resp, to_buf ? req->sink_buf : NULL,
+                                   to_buf ? req->sink_cap : 0);
+    if (st != S3R_OK)
+        s3c_sess_put(c, sess, st == S3R_ERR_RDMA_UNAVAILABLE);
+    return st;
+}
+
+/* What a finished call means for a request whose body went to sink_buf (or
+ * nowhere): a body too large for the buffer becomes HTTP's overflow, with
+ * the size the server named as content-length. */
+static s3r_status_t native_settle(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *resp,
+                                  s3r_status_t st, uint64_t region)
+{
+    uint64_t need = st == S3R_OK ? bytes_needed(resp) : 0;
+    if (need) {
+        resp->overflow = true;
+        resp->status = 200;
+        buf_printf(&resp->hdrs, "content-length: %llu\n", (unsigned long long)need);
+    } else if (st == S3R_OK && region) {
+        if (!req->sink_buf || region > req->sink_cap)
+            st = s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_NATIVE, resp->status, "",
+                          "reply body written outside the buffer");
+        else
+            resp->body_bytes = region;
+    }
+    if (st == S3R_OK && !resp->overflow && resp->status >= 200 && resp->status <= 299)
+        count(c, S3R_TRANSPORT_NATIVE, req->body_len + resp->body_bytes);
+    return st;
+}
+
+s3r_status_t s3c_native_finish(s3r_client_t *c, s3c_ncall_t *n, int timeout_ms)
+{
+    uint64_t region = 0;
+    s3c_sess_t *sess = n->sess;
+    s3r_status_t st = native_finish(c, n, timeout_ms, &region);
+    s3c_sess_put(c, sess, st == S3R_ERR_RDMA_UNAVAILABLE);
+    return native_settle(c, n->req, n->resp, st, region);
+}
+
+s3r_status_t s3c_native_do(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *resp)
+{
+    s3c_ncall_t n;
+    s3r_status_t st = s3c_native_start(c, &n, req, resp);
+    if (st != S3R_OK)
+        return st;
+    uint64_t region = 0;
+    s3c_sess_t *sess = n.sess;
+    st = native_finish(c, &n, -1, &region);
+    uint64_t need = st == S3R_OK && req->sink_grow ? bytes_needed(resp) : 0;
+    if (need) {
+        /* Too large to come inline: again, into registered scratch memory
+         * of the size the server named. */
+        bool reg;
+        void *scratch = stage_alloc(c, S3R_TRANSPORT_NATIVE, need, &reg);
+        resp_reset(resp);
+        st = scratch ? native_once(c, sess, req, resp, scratch, need, &region)
+                     : s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_NATIVE, 0, "", "out of memory");
+        if (st == S3R_OK && region &&
+            (region > need || buf_append(req->sink_grow, scratch, (size_t)region) != 0))
+            resp->overflow = true;
+        else if (st == S3R_OK && region)
+            resp->body_bytes = region;
+        stage_free(c, scratch, reg);
+        region = 0;
+    }
+    s3c_sess_put(c, sess, st == S3R_ERR_RDMA_UNAVAILABLE);
+    return native_settle(c, req, resp, st, region);
+}
+
+s3r_status_t s3c_do(s3r_client_t *c, s3r_transport_t t, s3c_req_t *req, s3c_resp_t *resp)
+{
+    if (t == S3R_TRANSPORT_NATIVE && req->native_op) {
+        s3r_status_t st = s3c_native_do(c, req, resp);
+        if (!fall_back(c, st))
+            return st;
+        resp_reset(resp);
+        if (req->sink_grow)
+            buf_reset(req->sink_grow);
+    }
+    resp->transport = S3R_TRANSPORT_HTTP;
+    return s3c_http_do(c, req, resp);
+}

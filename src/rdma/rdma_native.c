@@ -1,0 +1,448 @@
+/* The native protocol, server side (docs/protocol.md §4): requests arrive as
+ * UCX active messages on the session's worker, are admitted against the
+ * per-session and server-wide bounds, queued for the executor threads, run
+ * by the handler the server composed in (src/s3), and answered with one
+ * reply message each, out of order.
+ *
+ * Threads: native_accept runs in the AM callback, on whichever thread
+ * progresses the worker (a progress thread, or a transfer waiting in
+ * rdma_xfer.c); it never blocks. Executor threads (srv->native_th) parse and
+ * run requests; a request holds a session reference until it is answered.
+ * Reply messages UCX has not finished sending are on srv->sends (owned by
+ * the server, not the session, so a completion arriving late never touches
+ * freed memory); a session's leftovers are freed once no completion can
+ * come (native_sweep_sends).
+ *
+ * Trust: a request names its session by id; on the shared net worker any
+ * peer can send one, so the id is checked against the live sessions of that
+ * very worker, and the reply always goes to the endpoint the session's
+ * handshake made, never to the sender (docs/security.md). */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ucp/api/ucp.h>
+
+#include "common/log.h"
+#include "rdma/rdma_native_wire.h"
+#include "rdma/rdma_server_internal.h"
+
+struct rdma_native_req {
+    struct rdma_server *srv;
+    rsession_t *s;
+    rdma_native_msg_t m;
+    int replied;
+};
+
+typedef struct njob {
+    struct njob *next;
+    rsession_t *s;
+    size_t len;
+    uint8_t msg[];
+} njob_t;
+
+/* A reply UCX is still sending. */
+typedef struct nsend {
+    struct nsend *prev, *next;
+    struct rdma_server *srv;
+    const rsession_t *owner; /* compared only, never dereferenced */
+    uint8_t *data;
+} nsend_t;
+
+/* ==== sending replies ====================================================== */
+
+static void nsend_free_locked(struct rdma_server *srv, nsend_t *ns)
+{
+    if (ns->prev)
+        ns->prev->next = ns->next;
+    else
+        srv->sends = ns->next;
+    if (ns->next)
+        ns->next->prev = ns->prev;
+    free(ns->data);
+    free(ns);
+}
+
+static void native_sent(void *request, ucs_status_t status, void *user_data)
+{
+    (void)status;
+    nsend_t *ns = user_data;
+    struct rdma_server *srv = ns->srv;
+    pthread_mutex_lock(&srv->send_mu);
+    nsend_free_locked(srv, ns);
+    pthread_mutex_unlock(&srv->send_mu);
+    ucp_request_free(request);
+}
+
+/* Sends a finished reply (w->data is taken over) on s's endpoint. Eager
+ * only: a rendezvous would hand the client a key to this process's memory. */
+static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w)
+{
+    if (atomic_load(&s->dead)) {
+        wire_free(w);
+        return;
+    }
+    nsend_t *ns = calloc(1, sizeof(*ns));
+    if (!ns) {
+        wire_free(w);
+        return;
+    }
+    ns->srv = srv;
+    ns->owner = s;
+    ns->data = w->data;
+    w->data = NULL;
+    pthread_mutex_lock(&srv->send_mu);
+    ns->next = srv->sends;
+    if (srv->sends)
+        srv->sends->prev = ns;
+    srv->sends = ns;
+    pthread_mutex_unlock(&srv->send_mu);
+    ucp_request_param_t p = {
+        .op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS,
+        .cb.send = native_sent,
+        .user_data = ns,
+        .flags = UCP_AM_SEND_FLAG_EAGER,
+    };
+    ucs_status_ptr_t req =
+        ucp_am_send_nbx(s->ep, RDMA_AM_NATIVE_REPLY, NULL, 0, ns->data, w->len, &p);
+    if (req == NULL || UCS_PTR_IS_ERR(req)) {
+        if (UCS_PTR_IS_ERR(req))
+            log_info("rdma: native reply: %s", ucs_status_string(UCS_PTR_STATUS(req)));
+        pthread_mutex_lock(&srv->send_mu);
+        nsend_free_locked(srv, ns);
+        pthread_mutex_unlock(&srv->send_mu);
+    }
+}
+
+void native_sweep_sends(struct rdma_server *srv, const rsession_t *s)
+{
+    pthread_mutex_lock(&srv->send_mu);
+    for (nsend_t *ns = srv->sends, *next; ns; ns = next) {
+        next = ns->next;
+        if (ns->owner == s)
+            nsend_free_locked(srv, ns);
+    }
+    pthread_mutex_unlock(&srv->send_mu);
+}
+
+/* An error reply for a request that never reached the handler: the S3
+ * status and code, the protocol error, and the S3 XML error body. */
+static void native_reply_error(struct rdma_server *srv, rsession_t *s, const rdma_native_head_t *h,
+                               uint16_t status, uint16_t error, const char *code, const char *msg)
+{
+    char xml[512];
+    int n = snprintf(xml, sizeof(xml),
+                     "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s</Code>"
+                     "<Message>%s</Message></Error>",
+                     code, msg);
+    wire_out_t w = {0};
+    uint8_t *body;
+    if (rdma_native_reply_begin(&w, h->opcode, h->request_id, status, error, "", NULL, 0,
+                                RDMA_BODY_INLINE, (uint64_t)n, &body) == 0) {
+        memcpy(body, xml, (size_t)n);
+        native_send(srv, s, &w);
+    }
+    wire_free(&w);
+}
+
+/* ==== admission (AM callback) ============================================== */
+
+/* Takes a reference unless the session's last one is already gone (its
+ * destruction queued): a message can still arrive on a dying worker. */
+static int session_tryget(rsession_t *s)
+{
+    int refs = atomic_load(&s->refs);
+    while (refs > 0) {
+        if (atomic_compare_exchange_weak(&s->refs, &refs, refs + 1))
+            return 1;
+    }
+    return 0;
+}
+
+static void native_accept(struct rdma_server *srv, rsession_t *own, ucp_worker_h worker,
+                          const void *data, size_t len, const ucp_am_recv_param_t *param)
+{
+    rdma_native_head_t h;
+    if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) || len > RDMA_NATIVE_MAX_MSG ||
+        rdma_native_parse_head(data, len, &h) < 0) {
+        atomic_fetch_add(&srv->native_dropped, 1);
+        return;
+    }
+    rsession_t *s;
+    if (own) {
+        s = own;
+        if (memcmp(s->id, h.session_id, RDMA_SESSION_ID_LEN) != 0 || atomic_load(&s->dead) ||
+            !session_tryget(s))
+            s = NULL;
+    } else {
+        s = session_find(srv, h.session_id);
+        if (s && s->worker != worker) {
+            session_put(s);
+            s = NULL;
+        }
+    }
+    if (!s) {
+        /* Nobody to answer: the id names no live session of this worker. */
+        atomic_fetch_add(&srv->native_dropped, 1);
+        return;
+    }
+    if (atomic_fetch_add(&s->native_inflight, 1) >= srv->cfg.max_native_per_session) {
+        atomic_fetch_sub(&s->native_inflight, 1);
+        native_reply_error(srv, s, &h, 503, RDMA_ERR_BUSY, "SlowDown",
+                           "Too many requests in flight on this session.");
+        session_put(s);
+        return;
+    }
+    njob_t *j = malloc(sizeof(*j) + len);
+    pthread_mutex_lock(&srv->native_mu);
+    int full = srv->nq_len >= srv->cfg.max_native_queued;
+    if (j && !full) {
+        j->next = NULL;
+        j->s = s;
+        j->len = len;
+        memcpy(j->msg, data, len);
+        *srv->nq_tail = j;
+        srv->nq_tail = &j->next;
+        srv->nq_len++;
+        pthread_cond_signal(&srv->native_cv);
+    }
+    pthread_mutex_unlock(&srv->native_mu);
+    if (!j || full) {
+        free(j);
+        atomic_fetch_sub(&s->native_inflight, 1);
+        native_reply_error(srv, s, &h, 503, RDMA_ERR_BUSY, "SlowDown",
+                           "Too many native requests queued on this server.");
+        session_put(s);
+    }
+}
+
+static ucs_status_t native_recv_shared(void *arg, const void *header, size_t header_length,
+                                       void *data, size_t length, const ucp_am_recv_param_t *param)
+{
+    (void)header;
+    rprog_t *p = arg;
+    if (header_length == 0)
+        native_accept(p->srv, NULL, p->shared.w, data, length, param);
+    return UCS_OK;
+}
+
+static ucs_status_t native_recv_own(void *arg, const void *header, size_t header_length, void *data,
+                                    size_t length, const ucp_am_recv_param_t *param)
+{
+    (void)header;
+    rsession_t *s = arg;
+    if (header_length == 0)
+        native_accept(s->srv, s, s->own.w, data, length, param);
+    return UCS_OK;
+}
+
+int native_listen(rworker_t *rw, rprog_t *shared_of, rsession_t *own)
+{
+    ucp_am_handler_param_t p = {
+        .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                      UCP_AM_HANDLER_PARAM_FIELD_ARG,
+        .id = RDMA_AM_NATIVE_REQ,
+        .cb = own ? native_recv_own : native_recv_shared,
+        .arg = own ? (void *)own : (void *)shared_of,
+    };
+    ucs_status_t st = ucp_worker_set_am_recv_handler(rw->w, &p);
+    if (st != UCS_OK) {
+        log_warn("rdma: native handler: %s", ucs_status_string(st));
+        return -1;
+    }
+    return 0;
+}
+
+/* ==== executor threads ====================================================== */
+
+static void native_run(struct rdma_server *srv, njob_t *j)
+{
+    rsession_t *s = j->s;
+    rdma_native_req_t r = {.srv = srv, .s = s};
+    const char *why = NULL;
+    if (rdma_native_parse_req(j->msg, j->len, &r.m, &why) < 0) {
+        rdma_native_head_t h;
+        rdma_native_parse_head(j->msg, j->len, &h);
+        char msg[160];
+        snprintf(msg, sizeof(msg), "Malformed native request: %s.", why);
+        native_reply_error(srv, s, &h, 400, RDMA_ERR_BAD_MESSAGE, "InvalidRequest", msg);
+        atomic_fetch_add(&srv->native_bad, 1);
+    } else if (!atomic_load(&s->dead)) {
+        pthread_mutex_lock(&srv->native_mu);
+        rdma_native_fn fn = srv->native_fn;
+        void *ctx = srv->native_ctx;
+        srv->native_running += fn != NULL;
+        pthread_mutex_unlock(&srv->native_mu);
+        if (fn) {
+            fn(ctx, &r);
+            pthread_mutex_lock(&srv->native_mu);
+            if (--srv->native_running == 0)
+                pthread_cond_broadcast(&srv->native_idle_cv);
+            pthread_mutex_unlock(&srv->native_mu);
+        } else {
+            native_reply_error(srv, s, &r.m.head, 503, 0, "ServiceUnavailable",
+                               "The server is not serving native requests (starting or "
+                               "stopping).");
+        }
+        if (!r.replied && fn)
+            native_reply_error(srv, s, &r.m.head, 500, RDMA_ERR_INTERNAL, "InternalError",
+                               "The request was not answered.");
+        rdma_native_msg_free(&r.m);
+    }
+    atomic_fetch_sub(&s->native_inflight, 1);
+    session_put(s);
+}
+
+static void *native_main(void *arg)
+{
+    struct rdma_server *srv = arg;
+    pthread_mutex_lock(&srv->native_mu);
+    for (;;) {
+        while (!srv->nq_head && !srv->native_stop)
+            pthread_cond_wait(&srv->native_cv, &srv->native_mu);
+        njob_t *j = srv->nq_head;
+        if (!j)
+            break; /* stopping, queue drained */
+        srv->nq_head = j->next;
+        if (!srv->nq_head)
+            srv->nq_tail = &srv->nq_head;
+        srv->nq_len--;
+        pthread_mutex_unlock(&srv->native_mu);
+        native_run(srv, j);
+        free(j);
+        pthread_mutex_lock(&srv->native_mu);
+    }
+    pthread_mutex_unlock(&srv->native_mu);
+    return NULL;
+}
+
+int native_start(struct rdma_server *srv)
+{
+    pthread_mutex_init(&srv->native_mu, NULL);
+    pthread_cond_init(&srv->native_cv, NULL);
+    pthread_cond_init(&srv->native_idle_cv, NULL);
+    pthread_mutex_init(&srv->send_mu, NULL);
+    srv->nq_tail = &srv->nq_head;
+    srv->native_th = calloc(srv->cfg.native_threads, sizeof(*srv->native_th));
+    if (!srv->native_th)
+        return -1;
+    for (unsigned i = 0; i < srv->cfg.native_threads; i++) {
+        if (pthread_create(&srv->native_th[i], NULL, native_main, srv) != 0)
+            return -1;
+        srv->n_native_th++;
+    }
+    return 0;
+}
+
+void native_stop(struct rdma_server *srv)
+{
+    pthread_mutex_lock(&srv->native_mu);
+    srv->native_stop = 1;
+    pthread_cond_broadcast(&srv->native_cv);
+    pthread_mutex_unlock(&srv->native_mu);
+    for (unsigned i = 0; i < srv->n_native_th; i++)
+        pthread_join(srv->native_th[i], NULL);
+    free(srv->native_th);
+    srv->native_th = NULL;
+    srv->n_native_th = 0;
+}
+
+void native_free(struct rdma_server *srv)
+{
+    pthread_mutex_lock(&srv->send_mu);
+    while (srv->sends)
+        nsend_free_locked(srv, srv->sends);
+    pthread_mutex_unlock(&srv->send_mu);
+    pthread_mutex_destroy(&srv->native_mu);
+    pthread_cond_destroy(&srv->native_cv);
+    pthread_cond_destroy(&srv->native_idle_cv);
+    pthread_mutex_destroy(&srv->send_mu);
+}
+
+/* ==== the handler's calls (rdma_server.h) ===================================== */
+
+void rdma_server_set_native(rdma_server_t *srv, rdma_native_fn fn, void *ctx)
+{
+    pthread_mutex_lock(&srv->native_mu);
+    srv->native_fn = fn;
+    srv->native_ctx = ctx;
+    while (!fn && srv->native_running)
+        pthread_cond_wait(&srv->native_idle_cv, &srv->native_mu);
+    pthread_mutex_unlock(&srv->native_mu);
+}
+
+const rdma_native_msg_t *rdma_native_request(const rdma_native_req_t *r)
+{
+    return &r->m;
+}
+
+const char *rdma_native_access_key(const rdma_native_req_t *r)
+{
+    return r->s->access_key;
+}
+
+rdma_status_t rdma_native_body(rdma_native_req_t *r, rdma_sink_fn sink, void *ctx)
+{
+    const rdma_native_msg_t *m = &r->m;
+    if (m->body_kind == RDMA_BODY_INLINE)
+        return sink(ctx, m->body, (size_t)m->body_len) == 0 ? RDMA_OK : RDMA_CALLBACK;
+    if (m->body_kind != RDMA_BODY_REGION || m->body_len == 0)
+        return RDMA_OK;
+    rdma_xfer_t *x;
+    rdma_status_t rc =
+        xfer_bind(r->srv, r->s, m->body_ref.region_id, m->body_ref.addr, m->body_ref.len, &x);
+    if (rc != RDMA_OK)
+        return rc;
+    rc = rdma_xfer_pull(x, m->body_len, sink, ctx);
+    rdma_xfer_close(x);
+    return rc;
+}
+
+uint64_t rdma_native_inline_max(const rdma_native_req_t *r)
+{
+    return r->m.reply_inline_max < RDMA_NATIVE_MAX_INLINE ? r->m.reply_inline_max
+                                                          : RDMA_NATIVE_MAX_INLINE;
+}
+
+uint64_t rdma_native_out_len(const rdma_native_req_t *r)
+{
+    return r->m.has_out ? r->m.out.len : 0;
+}
+
+rdma_status_t rdma_native_reply(rdma_native_req_t *r, int status, const char *s3_request_id,
+                                const char *hdrs, size_t hdrs_len, uint64_t body_len,
+                                rdma_fill_fn fill, void *ctx)
+{
+    const rdma_native_msg_t *m = &r->m;
+    uint8_t kind = body_len == 0                           ? RDMA_BODY_NONE
+                   : body_len <= rdma_native_inline_max(r) ? RDMA_BODY_INLINE
+                                                           : RDMA_BODY_REGION;
+    rdma_status_t rc = RDMA_OK;
+    if (kind == RDMA_BODY_REGION) {
+        if (!m->has_out || body_len > m->out.len)
+            return RDMA_OUT_OF_BOUNDS;
+        rdma_xfer_t *x;
+        rc = xfer_bind(r->srv, r->s, m->out.region_id, m->out.addr, m->out.len, &x);
+        if (rc != RDMA_OK)
+            return rc;
+        rc = rdma_xfer_push(x, body_len, fill, ctx);
+        rdma_xfer_close(x);
+        if (rc != RDMA_OK)
+            return rc;
+    }
+    wire_out_t w = {0};
+    uint8_t *body = NULL;
+    if (rdma_native_reply_begin(&w, m->head.opcode, m->head.request_id, (uint16_t)status, 0,
+                                s3_request_id, hdrs, hdrs_len, kind, body_len, &body) < 0)
+        rc = RDMA_DECLINE;
+    else if (kind == RDMA_BODY_INLINE && fill(ctx, body, (size_t)body_len, 0) != 0)
+        rc = RDMA_CALLBACK;
+    if (rc == RDMA_OK) {
+        native_send(r->srv, r->s, &w);
+        r->replied = 1;
+    }
+    wire_free(&w);
+    return rc;
+}

@@ -1,0 +1,255 @@
+/* The native frontend (docs/protocol.md §4): S3 operations that arrive as
+ * native requests on an RDMA session run through the very operation
+ * handlers HTTP requests do (src/s3/ops_*.c), so authorization, limits,
+ * ETags, checksums, metadata and error codes are one implementation.
+ *
+ * Differences from HTTP, all in this file: the opcode names the operation
+ * (no routing), the session's access key is the identity (the session
+ * handshake authenticated it: no signature per request), the body comes
+ * inline or by RDMA-READ from a region span and its length is what the
+ * message says (Content-Length is not taken from the client), and the reply
+ * is one message whose body travels inline or by RDMA-WRITE into the
+ * request's out region. Runs on the RDMA server's executor threads. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/log.h"
+#include "common/s3r_limits.h"
+#include "s3/s3_request.h"
+#include "s3/s3_util.h"
+
+typedef struct native_req {
+    s3_req_t req; /* first: the frontend's calls get this */
+    rdma_native_req_t *nr;
+    const rdma_native_msg_t *m;
+    char content_length[24]; /* of the body, "" when there is none */
+} native_req_t;
+
+/* What each opcode runs, with the HTTP method the handlers see and the
+ * names it needs (bucket, key). */
+static const struct native_op {
+    const s3_op_t *op;
+    const char *method;
+    bool bucket, key;
+} native_ops[RDMA_OP_MAX + 1] = {
+    [RDMA_OP_PUT_OBJECT] = {&s3_op_put_object, "PUT", true, true},
+    [RDMA_OP_GET_OBJECT] = {&s3_op_get_object, "GET", true, true},
+    [RDMA_OP_HEAD_OBJECT] = {&s3_op_head_object, "HEAD", true, true},
+    [RDMA_OP_DELETE_OBJECT] = {&s3_op_delete_object, "DELETE", true, true},
+    [RDMA_OP_DELETE_OBJECTS] = {&s3_op_delete_objects, "POST", true, false},
+    [RDMA_OP_LIST_OBJECTS] = {&s3_op_list_objects, "GET", true, false},
+    [RDMA_OP_COPY_OBJECT] = {&s3_op_copy_object, "PUT", true, true},
+    [RDMA_OP_CREATE_BUCKET] = {&s3_op_create_bucket, "PUT", true, false},
+    [RDMA_OP_DELETE_BUCKET] = {&s3_op_delete_bucket, "DELETE", true, false},
+    [RDMA_OP_HEAD_BUCKET] = {&s3_op_head_bucket, "HEAD", true, false},
+    [RDMA_OP_LIST_BUCKETS] = {&s3_op_list_buckets, "GET", false, false},
+    [RDMA_OP_CREATE_MPU] = {&s3_op_create_mpu, "POST", true, true},
+    [RDMA_OP_UPLOAD_PART] = {&s3_op_upload_part, "PUT", true, true},
+    [RDMA_OP_COMPLETE_MPU] = {&s3_op_complete_mpu, "POST", true, true},
+    [RDMA_OP_ABORT_MPU] = {&s3_op_abort_mpu, "DELETE", true, true},
+    [RDMA_OP_LIST_PARTS] = {&s3_op_list_parts, "GET", true, true},
+    [RDMA_OP_LIST_MPU] = {&s3_op_list_mpu, "GET", true, false},
+    [RDMA_OP_UPLOAD_PART_COPY] = {&s3_op_upload_part_copy, "PUT", true, true},
+    [RDMA_OP_GET_BUCKET_LOCATION] = {&s3_op_get_bucket_location, "GET", true, false},
+};
+
+/* ---- reading the request ------------------------------------------------------ */
+
+static const char *native_header(s3_req_t *req, const char *name)
+{
+    native_req_t *q = (native_req_t *)req;
+    /* The length is the body's, as the message frames it; a token belongs
+     * to the token path only. */
+    if (strcasecmp(name, "content-length") == 0)
+        return q->content_length[0] ? q->content_length : NULL;
+    if (strcasecmp(name, "x-amz-rdma-token") == 0)
+        return NULL;
+    for (unsigned i = 0; i < q->m->n_params; i++) {
+        const rdma_native_param_t *p = &q->m->params[i];
+        if (p->kind == RDMA_PARAM_HEADER && strcasecmp(p->name, name) == 0)
+            return p->value;
+    }
+    return NULL;
+}
+
+static void native_each_header(s3_req_t *req, s3_header_fn fn, void *ctx)
+{
+    native_req_t *q = (native_req_t *)req;
+    if (q->content_length[0] && fn(ctx, "content-length", q->content_length))
+        return;
+    for (unsigned i = 0; i < q->m->n_params; i++) {
+        const rdma_native_param_t *p = &q->m->params[i];
+        if (p->kind == RDMA_PARAM_HEADER && strcasecmp(p->name, "content-length") != 0 &&
+            strcasecmp(p->name, "x-amz-rdma-token") != 0 && fn(ctx, p->name, p->value))
+            return;
+    }
+}
+
+static const char *native_query(s3_req_t *req, const char *name)
+{
+    native_req_t *q = (native_req_t *)req;
+    for (unsigned i = 0; i < q->m->n_params; i++) {
+        const rdma_native_param_t *p = &q->m->params[i];
+        if (p->kind == RDMA_PARAM_QUERY && strcmp(p->name, name) == 0)
+            return p->value;
+    }
+    return NULL;
+}
+
+static bool native_has_query(s3_req_t *req, const char *name)
+{
+    return native_query(req, name) != NULL;
+}
+
+/* ---- the reply ---------------------------------------------------------------- */
+
+typedef struct out_source {
+    const s3_out_t *out;
+} out_source_t;
+
+static int out_fill(void *ctx, void *dst, size_t len, uint64_t off)
+{
+    const s3_out_t *out = ((out_source_t *)ctx)->out;
+    if (out->kind == S3_OUT_BUFFER) {
+        memcpy(dst, out->data + off, len);
+        return 0;
+    }
+    ssize_t n = stor_reader_pread(out->reader, dst, len, out->first + off);
+    return n == (ssize_t)len ? 0 : -1;
+}
+
+static void native_send(s3_req_t *req, int status, s3_out_t *out)
+{
+    native_req_t *q = (native_req_t *)req;
+    uint64_t body = out->kind == S3_OUT_BUFFER   ? out->len
+                    : out->kind == S3_OUT_OBJECT ? out->obj_len
+                                                 : 0;
+    if (out->kind != S3_OUT_EMPTY)
+        s3_reply_headerf(req, "Content-Length", "%" PRIu64, body);
+    if (s3_req_is_head(req))
+        body = 0;
+    out_source_t src = {out};
+    rdma_status_t st = rdma_native_reply(q->nr, status, req->request_id, req->reply_headers.data,
+                                         req->reply_headers.len, body, out_fill, &src);
+    if (out->kind == S3_OUT_OBJECT)
+        stor_reader_close(out->reader);
+    free(out->data);
+    out->data = NULL;
+    out->reader = NULL;
+    if (st == RDMA_OK) {
+        req->replied = true;
+        return;
+    }
+    /* Nothing was sent: answer with the error instead (a small reply, which
+     * always travels inline). */
+    req->reply_headers.len = 0;
+    if (st == RDMA_OUT_OF_BOUNDS) {
+        char msg[160];
+        snprintf(msg, sizeof(msg),
+                 "The reply needs %" PRIu64 " bytes: more than travel inline (%" PRIu64
+                 ") and than the out region holds (%" PRIu64 ").",
+                 body, rdma_native_inline_max(q->nr), rdma_native_out_len(q->nr));
+        s3_reply_headerf(req, "x-amz-rdma-bytes-needed", "%" PRIu64, body);
+        s3_reply_error(req, S3E_TOKEN_BUFFER_TOO_SMALL, msg);
+    } else if (st == RDMA_BUSY) {
+        s3_reply_error(req, S3E_SLOW_DOWN, "Too many RDMA transfers in flight.");
+    } else {
+        s3_reply_error(req, S3E_INTERNAL, rdma_strerror(st));
+    }
+    req->replied = true;
+}
+
+static const s3_frontend_t native_frontend = {
+    .header = native_header,
+    .each_header = native_each_header,
+    .query = native_query,
+    .has_query = native_has_query,
+    .send = native_send,
+};
+
+/* ---- running a request ----------------------------------------------------------- */
+
+static int body_sink(void *ctx, const void *data, size_t len)
+{
+    s3_req_t *req = ctx;
+    s3_body_feed(req, data, len);
+    return req->body_error == S3E_NONE ? 0 : -1;
+}
+
+/* The checks HTTP's routing makes on the names. S3E_NONE or the error. */
+static s3_error_t check_names(s3_req_t *req, const struct native_op *op)
+{
+    if (op->bucket != (req->bucket != NULL) || op->key != (req->key != NULL))
+        return S3E_INVALID_REQUEST;
+    if (req->key) {
+        size_t klen = strlen(req->key);
+        if (klen > S3R_MAX_KEY_BYTES)
+            return S3E_KEY_TOO_LONG;
+        if (!s3_utf8_valid(req->key, klen))
+            return S3E_INVALID_ARGUMENT;
+    }
+    return S3E_NONE;
+}
+
+/* Takes in the request body (inline or by RDMA), then finishes. */
+static void run_body(native_req_t *q)
+{
+    s3_req_t *req = &q->req;
+    if (req->body_kind == S3_BODY_NONE) {
+        if (q->m->body_len > 0)
+            s3_reply_error(req, S3E_INVALID_REQUEST, "This operation takes no request body.");
+        else
+            s3_req_finish(req);
+        return;
+    }
+    rdma_status_t st = rdma_native_body(q->nr, body_sink, req);
+    if (st == RDMA_OUT_OF_BOUNDS)
+        s3_reply_error(req, S3E_INVALID_ARGUMENT,
+                       "The body's region span lies outside the session's registered regions.");
+    else if (st == RDMA_BUSY)
+        s3_reply_error(req, S3E_SLOW_DOWN, "Too many RDMA transfers in flight.");
+    else if (st != RDMA_OK && st != RDMA_CALLBACK)
+        s3_reply_error(req, S3E_INTERNAL, "Reading the body by RDMA failed.");
+    else
+        s3_req_finish(req); /* a sink failure is in req->body_error: finish replies it */
+}
+
+void s3_native_handle(void *ctx, rdma_native_req_t *nr)
+{
+    s3_server_t *srv = ctx;
+    const rdma_native_msg_t *m = rdma_native_request(nr);
+    const struct native_op *op = &native_ops[m->head.opcode];
+    native_req_t *q = calloc(1, sizeof(*q));
+    if (!q)
+        return; /* unanswered: the RDMA layer replies InternalError */
+    q->nr = nr;
+    q->m = m;
+    if (m->body_kind != RDMA_BODY_NONE)
+        snprintf(q->content_length, sizeof(q->content_length), "%" PRIu64, m->body_len);
+    s3_req_t *req = &q->req;
+    s3_req_init(req, srv, &native_frontend, op->method);
+    req->bucket = m->bucket[0] ? strdup(m->bucket) : NULL;
+    req->key = m->key[0] ? strdup(m->key) : NULL;
+    req->resource = s3_resource_path(req->bucket, req->key);
+    req->user = s3_user_find(srv, rdma_native_access_key(nr));
+    req->payload_mode = S3_PAYLOAD_UNSIGNED;
+    req->op = op->op;
+    s3_error_t err = (m->bucket[0] && !req->bucket) || (m->key[0] && !req->key) || !req->resource
+                         ? S3E_INTERNAL
+                     : !req->user ? S3E_INVALID_ACCESS_KEY
+                                  : check_names(req, op);
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, NULL);
+    } else if (atomic_load(&srv->stopping)) {
+        s3_reply_error(req, S3E_SERVICE_UNAVAILABLE, NULL);
+    } else {
+        s3_req_start(req);
+        if (!req->replied)
+            run_body(q);
+    }
+    s3_req_release(req);
+    free(q);
+}
