@@ -2,18 +2,18 @@
  *
  * T threads each run GET (into a buffer) or PUT (from a buffer) of one object
  * size back to back for -d seconds after -w seconds of warm-up, over one
- * transport (http or token), timing every call. Token buffers come from
+ * transport (http, token or native), timing every call. Token buffers come from
  * s3r_buf_alloc() (registered once, zero-copy); HTTP buffers from malloc.
  * RDMA fallback is off, so a token run never silently measures HTTP.
  * Prints one line of key=value pairs:
  *
  *   ops=N errors=N secs=S ops_s=R MBps=M p50_us=A p90_us=B p99_us=C max_us=D
- *   http_ops=N token_ops=N fallbacks=N
+ *   http_ops=N token_ops=N native_ops=N fallbacks=N
  *
  * MBps counts object payload (10^6 bytes per MB).
  *
  * usage: s3r_loadgen -e http://HOST:PORT -r HOST:RPORT -a AK -s SK -B BUCKET
- *                    -t http|token -o get|put -z SIZE [-T THREADS] [-d SECS]
+ *                    -t http|token|native -o get|put -z SIZE [-T THREADS] [-d SECS]
  *                    [-w WARMUP] [-P]   (-P: create the bucket and GET object first)
  *                    [-C]               (-C: one client per thread instead of one shared)
  */
@@ -137,23 +137,48 @@ int main(int argc, char **argv)
     int o;
     while ((o = getopt(argc, argv, "e:r:a:s:B:t:o:z:T:d:w:PC")) != -1) {
         switch (o) {
-        case 'e': g_cfg.endpoint = optarg; break;
-        case 'r': g_cfg.rdma_endpoint = optarg; break;
-        case 'a': g_cfg.access_key = optarg; break;
-        case 's': g_cfg.secret_key = optarg; break;
-        case 'B': g_bucket = optarg; break;
+        case 'e':
+            g_cfg.endpoint = optarg;
+            break;
+        case 'r':
+            g_cfg.rdma_endpoint = optarg;
+            break;
+        case 'a':
+            g_cfg.access_key = optarg;
+            break;
+        case 's':
+            g_cfg.secret_key = optarg;
+            break;
+        case 'B':
+            g_bucket = optarg;
+            break;
         case 't':
             if (s3r_transport_parse(optarg, &g_tr) != S3R_OK)
                 goto usage;
             break;
-        case 'o': g_put = strcmp(optarg, "put") == 0; break;
-        case 'z': g_size = strtoull(optarg, NULL, 10); break;
-        case 'T': g_threads = atoi(optarg); break;
-        case 'd': g_secs = atof(optarg); break;
-        case 'w': g_warm = atof(optarg); break;
-        case 'P': g_prep = 1; break;
-        case 'C': g_per_thread_client = 1; break;
-        default: goto usage;
+        case 'o':
+            g_put = strcmp(optarg, "put") == 0;
+            break;
+        case 'z':
+            g_size = strtoull(optarg, NULL, 10);
+            break;
+        case 'T':
+            g_threads = atoi(optarg);
+            break;
+        case 'd':
+            g_secs = atof(optarg);
+            break;
+        case 'w':
+            g_warm = atof(optarg);
+            break;
+        case 'P':
+            g_prep = 1;
+            break;
+        case 'C':
+            g_per_thread_client = 1;
+            break;
+        default:
+            goto usage;
         }
     }
     if (!g_cfg.endpoint || !g_cfg.access_key || !g_cfg.secret_key || g_threads < 1 || !g_size)
@@ -217,6 +242,7 @@ int main(int argc, char **argv)
             if (s3r_client_stats(ts[i].cl, &x) == S3R_OK) {
                 s.http_ops += x.http_ops;
                 s.token_ops += x.token_ops;
+                s.native_ops += x.native_ops;
                 s.fallbacks += x.fallbacks;
             }
         }
@@ -226,22 +252,25 @@ int main(int argc, char **argv)
         if (s3r_client_stats(g_client, &x) == S3R_OK) {
             s.http_ops += x.http_ops;
             s.token_ops += x.token_ops;
+            s.native_ops += x.native_ops;
         }
     }
     printf("ops=%zu errors=%llu secs=%.3f ops_s=%.1f MBps=%.1f p50_us=%.1f p90_us=%.1f "
-           "p99_us=%.1f max_us=%.1f http_ops=%llu token_ops=%llu fallbacks=%llu\n",
+           "p99_us=%.1f max_us=%.1f http_ops=%llu token_ops=%llu native_ops=%llu fallbacks=%llu\n",
            total, (unsigned long long)errors, g_secs, (double)total / g_secs,
-           (double)bytes / g_secs / 1e6, lat_pct(&all, 50), lat_pct(&all, 90),
-           lat_pct(&all, 99), lat_max(&all), (unsigned long long)s.http_ops,
-           (unsigned long long)s.token_ops, (unsigned long long)s.fallbacks);
+           (double)bytes / g_secs / 1e6, lat_pct(&all, 50), lat_pct(&all, 90), lat_pct(&all, 99),
+           lat_max(&all), (unsigned long long)s.http_ops, (unsigned long long)s.token_ops,
+           (unsigned long long)s.native_ops, (unsigned long long)s.fallbacks);
     if (g_per_thread_client)
         for (int i = 0; i < g_threads; i++)
             s3r_client_destroy(ts[i].cl);
     s3r_client_destroy(g_client);
     return (setup_failed || (errors && !total)) ? 1 : 0;
 usage:
-    fprintf(stderr, "usage: %s -e http://HOST:PORT -r HOST:RPORT -a AK -s SK -B BUCKET "
-                    "-t http|token -o get|put -z SIZE [-T THREADS] [-d SECS] [-w WARMUP] [-P] [-C]\n",
-            argv[0]);
+    fprintf(
+        stderr,
+        "usage: %s -e http://HOST:PORT -r HOST:RPORT -a AK -s SK -B BUCKET "
+        "-t http|token|native -o get|put -z SIZE [-T THREADS] [-d SECS] [-w WARMUP] [-P] [-C]\n",
+        argv[0]);
     return 2;
 }

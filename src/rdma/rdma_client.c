@@ -63,6 +63,10 @@ struct rdma_session {
     rdma_native_call_t *calls[64];
     uint64_t next_call_id;
     int tcp_only;
+    /* Threads inside rdma_native_wait: they progress the worker, so the
+     * progress thread stands aside (it would only compete for the cores
+     * and be woken by every reply). */
+    _Atomic int waiters;
 };
 
 static void set_err(char *err, size_t err_len, const char *fmt, ...)
@@ -81,6 +85,11 @@ static void *client_progress_main(void *arg)
 {
     rdma_session_t *s = arg;
     while (!atomic_load(&s->stop)) {
+        if (atomic_load(&s->waiters) > 0) {
+            struct pollfd pfd = {.fd = s->stop_fd, .events = POLLIN};
+            poll(&pfd, 1, 1);
+            continue;
+        }
         while (ucp_worker_progress(s->worker)) {
         }
         ucs_status_t st = ucp_worker_arm(s->worker);
@@ -240,7 +249,17 @@ int rdma_native_progress(rdma_session_t *s)
     return (int)ucp_worker_progress(s->worker);
 }
 
+static int native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_ms);
+
 int rdma_native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_ms)
+{
+    atomic_fetch_add(&s->waiters, 1);
+    int rc = native_wait(s, call, timeout_ms);
+    atomic_fetch_sub(&s->waiters, 1);
+    return rc;
+}
+
+static int native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_ms)
 {
     uint64_t start = rdma_now_ms(), deadline = start + (uint64_t)timeout_ms;
     unsigned idle = 0;

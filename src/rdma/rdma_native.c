@@ -6,8 +6,13 @@
  *
  * Threads: native_accept runs in the AM callback, on whichever thread
  * progresses the worker (a progress thread, or a transfer waiting in
- * rdma_xfer.c); it never blocks. Executor threads (srv->native_th) parse and
- * run requests; a request holds a session reference until it is answered.
+ * rdma_xfer.c); it never blocks. Reads that do not wait on the disk for long
+ * (GET, HEAD: page-cache reads, no fsync) admitted on the session's own
+ * progress thread run on that thread right after the progress call
+ * (native_run_local): no hand-off, no wake-up, the microseconds the native
+ * path exists for. Everything else, and what arrives on other threads, goes
+ * to the executor threads (srv->native_th). A request holds a session
+ * reference until it is answered.
  * Reply messages UCX has not finished sending are on srv->sends (owned by
  * the server, not the session, so a completion arriving late never touches
  * freed memory); a session's leftovers are freed once no completion can
@@ -149,6 +154,22 @@ static void native_reply_error(struct rdma_server *srv, rsession_t *s, const rdm
 
 /* ==== admission (AM callback) ============================================== */
 
+/* The progress thread the calling thread is, or NULL. */
+static __thread rprog_t *tls_prog;
+
+void native_thread_is(rprog_t *p)
+{
+    tls_prog = p;
+}
+
+/* Operations that only read the index and the page cache: run on the
+ * progress thread. */
+static int runs_local(unsigned opcode)
+{
+    return opcode == RDMA_OP_GET_OBJECT || opcode == RDMA_OP_HEAD_OBJECT ||
+           opcode == RDMA_OP_HEAD_BUCKET || opcode == RDMA_OP_GET_BUCKET_LOCATION;
+}
+
 /* Takes a reference unless the session's last one is already gone (its
  * destruction queued): a message can still arrive on a dying worker. */
 static int session_tryget(rsession_t *s)
@@ -195,27 +216,31 @@ static void native_accept(struct rdma_server *srv, rsession_t *own, ucp_worker_h
         session_put(s);
         return;
     }
-    njob_t *j = malloc(sizeof(*j) + len);
-    pthread_mutex_lock(&srv->native_mu);
-    int full = srv->nq_len >= srv->cfg.max_native_queued;
-    if (j && !full) {
-        j->next = NULL;
-        j->s = s;
-        j->len = len;
-        memcpy(j->msg, data, len);
-        *srv->nq_tail = j;
-        srv->nq_tail = &j->next;
-        srv->nq_len++;
-        pthread_cond_signal(&srv->native_cv);
-    }
-    pthread_mutex_unlock(&srv->native_mu);
-    if (!j || full) {
-        free(j);
+    njob_t *j = NULL;
+    if (atomic_fetch_add(&srv->n_jobs, 1) < srv->cfg.max_native_queued)
+        j = malloc(sizeof(*j) + len);
+    if (!j) {
+        atomic_fetch_sub(&srv->n_jobs, 1);
         atomic_fetch_sub(&s->native_inflight, 1);
         native_reply_error(srv, s, &h, 503, RDMA_ERR_BUSY, "SlowDown",
-                           "Too many native requests queued on this server.");
+                           "Too many native requests admitted on this server.");
         session_put(s);
+        return;
     }
+    j->next = NULL;
+    j->s = s;
+    j->len = len;
+    memcpy(j->msg, data, len);
+    if (tls_prog && tls_prog == s->prog && runs_local(h.opcode)) {
+        *tls_prog->local_tail = j;
+        tls_prog->local_tail = &j->next;
+        return;
+    }
+    pthread_mutex_lock(&srv->native_mu);
+    *srv->nq_tail = j;
+    srv->nq_tail = &j->next;
+    pthread_cond_signal(&srv->native_cv);
+    pthread_mutex_unlock(&srv->native_mu);
 }
 
 static ucs_status_t native_recv_shared(void *arg, const void *header, size_t header_length,
@@ -292,7 +317,23 @@ static void native_run(struct rdma_server *srv, njob_t *j)
         rdma_native_msg_free(&r.m);
     }
     atomic_fetch_sub(&s->native_inflight, 1);
+    atomic_fetch_sub(&srv->n_jobs, 1);
     session_put(s);
+}
+
+int native_run_local(rprog_t *p)
+{
+    int n = 0;
+    while (p->local_head) {
+        njob_t *j = p->local_head;
+        p->local_head = j->next;
+        if (!p->local_head)
+            p->local_tail = &p->local_head;
+        native_run(p->srv, j);
+        free(j);
+        n++;
+    }
+    return n;
 }
 
 static void *native_main(void *arg)
@@ -308,7 +349,6 @@ static void *native_main(void *arg)
         srv->nq_head = j->next;
         if (!srv->nq_head)
             srv->nq_tail = &srv->nq_head;
-        srv->nq_len--;
         pthread_mutex_unlock(&srv->native_mu);
         native_run(srv, j);
         free(j);

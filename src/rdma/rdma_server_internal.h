@@ -154,6 +154,10 @@ struct rprog {
     rcmd_t *cmds, **cmds_tail;
     _Atomic int stop;
     rsession_t *own_list; /* only the thread touches it */
+    /* Native requests this thread runs itself (rdma_native.c): admitted in
+     * an AM callback on this thread; only the thread touches the list. */
+    struct njob *local_head, **local_tail;
+    uint64_t active_ns; /* monotonic ns of the last work done (busy-poll window) */
 };
 
 /* ==== transfers ========================================================== */
@@ -248,7 +252,7 @@ struct rdma_server {
     pthread_mutex_t native_mu;
     pthread_cond_t native_cv;
     struct njob *nq_head, **nq_tail;
-    unsigned nq_len;
+    _Atomic unsigned n_jobs; /* admitted, not yet answered: bounded by cfg.max_native_queued */
     int native_stop;
     pthread_t *native_th;
     unsigned n_native_th;
@@ -257,6 +261,11 @@ struct rdma_server {
     _Atomic unsigned long native_dropped; /* messages nobody could be answered for */
     _Atomic unsigned long native_bad;     /* malformed requests answered with an error */
 };
+
+/* A progress thread that did work keeps polling (no sleep, no wake-up to
+ * pay) this long before it arms its workers and sleeps: docs/protocol.md
+ * §4.5 has the measurement. */
+#define RDMA_BUSY_POLL_NS (200 * 1000)
 
 /* Staging defaults: 64 chunks of 1 MiB (a zero in the config means these). */
 #define RDMA_DEFAULT_CHUNK   ((size_t)1 << 20)
@@ -402,6 +411,12 @@ int native_start(struct rdma_server *srv);
 /* Lets the executors drain the queue and joins them. Before the progress
  * threads stop: queued requests hold session references. */
 void native_stop(struct rdma_server *srv);
+/* Marks the calling thread as progress thread p (native requests admitted
+ * on it may run on it). */
+void native_thread_is(rprog_t *p);
+/* Runs the native requests admitted on progress thread p (its own thread)
+ * since the last call; returns how many. */
+int native_run_local(rprog_t *p);
 /* Frees what native_start made and any reply still on the send list. */
 void native_free(struct rdma_server *srv);
 /* Frees the replies to s that UCX never completed. Call only once no

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <time.h>
 #include <ucp/api/ucp.h>
 #include <unistd.h>
 
@@ -213,10 +214,21 @@ void session_kill(struct rdma_server *srv, rsession_t *s)
 
 /* ==== progress threads =================================================== */
 
-static void prog_progress(ucp_worker_h w)
+/* Progresses w until it has nothing more (at most 1024 rounds); returns
+ * whether anything happened. */
+static int prog_progress(ucp_worker_h w)
 {
-    for (int i = 0; i < 1024 && ucp_worker_progress(w); i++) {
-    }
+    int i = 0;
+    while (i < 1024 && ucp_worker_progress(w))
+        i++;
+    return i > 0;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 void *prog_main(void *arg)
@@ -224,6 +236,7 @@ void *prog_main(void *arg)
     rprog_t *p = arg;
     struct epoll_event evs[32];
     int busy = 0;
+    native_thread_is(p);
     for (;;) {
         int n = epoll_wait(p->epfd, evs, 32, busy ? 0 : 100);
         for (int i = 0; i < n; i++) {
@@ -268,13 +281,25 @@ void *prog_main(void *arg)
                 break;
             continue;
         }
-        /* Progress everything this thread owns, then arm; a worker with
-         * events still pending (arm says BUSY) keeps the loop spinning. */
+        /* Progress everything this thread owns and run the native requests
+         * that arrived on it, then arm; a worker with events still pending
+         * (arm says BUSY) keeps the loop spinning, and so does work done
+         * within the last RDMA_BUSY_POLL_NS (a request under load finds
+         * the thread awake instead of paying for a wake-up). */
         busy = 0;
+        int did = 0;
         if (p->shared.w)
-            prog_progress(p->shared.w);
+            did |= prog_progress(p->shared.w);
         for (rsession_t *s = p->own_list; s; s = s->prog_next)
-            prog_progress(s->own.w);
+            did |= prog_progress(s->own.w);
+        did |= native_run_local(p) > 0;
+        uint64_t now = now_ns();
+        if (did)
+            p->active_ns = now;
+        if (now - p->active_ns < RDMA_BUSY_POLL_NS) {
+            busy = 1;
+            continue;
+        }
         if (p->shared.w && ucp_worker_arm(p->shared.w) == UCS_ERR_BUSY)
             busy = 1;
         for (rsession_t *s = p->own_list; s; s = s->prog_next) {
