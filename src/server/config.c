@@ -56,6 +56,15 @@ static const setting_t settings[] = {
     {"rdma.max_pending_per_source", "rdma-max-pending-per-source",
      "S3RDMA_RDMA_MAX_PENDING_PER_SOURCE", "8", OFF(rdma_max_pending_per_source),
      "unauthenticated session-port connections from one IP address (or local uid)"},
+    {"rdma.native_threads", "rdma-native-threads", "S3RDMA_RDMA_NATIVE_THREADS", "4",
+     OFF(rdma_native_threads),
+     "threads running native requests that may block (writes, listings, multipart)"},
+    {"rdma.max_native_per_session", "rdma-max-native-per-session",
+     "S3RDMA_RDMA_MAX_NATIVE_PER_SESSION", "64", OFF(rdma_max_native_per_session),
+     "native requests in flight on one session; past it: SlowDown"},
+    {"rdma.max_native", "rdma-max-native", "S3RDMA_RDMA_MAX_NATIVE", "1024",
+     OFF(rdma_max_native),
+     "native requests in flight on the server (each holds up to 96 KiB); past it: SlowDown"},
     {"rdma.socket", "rdma-socket", "S3RDMA_RDMA_SOCKET", "", OFF(rdma_socket),
      "Unix socket for local RDMA clients: @NAME (abstract), a path, or off "
      "(default @s3rdma.PORT)"},
@@ -424,6 +433,9 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
         {"max_sessions_per_user", cfg->rdma_max_sessions_per_user, 1, 65536},
         {"max_pending", cfg->rdma_max_pending, 1, 65536},
         {"max_pending_per_source", cfg->rdma_max_pending_per_source, 1, 65536},
+        {"native_threads", cfg->rdma_native_threads, 1, 256},
+        {"max_native_per_session", cfg->rdma_max_native_per_session, 1, 65536},
+        {"max_native", cfg->rdma_max_native, 1, 1048576},
     };
     for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
         unsigned long n;

@@ -23,6 +23,9 @@ typedef struct server_config {
     char *rdma_max_sessions_per_user;
     char *rdma_max_pending;
     char *rdma_max_pending_per_source;
+    char *rdma_native_threads;
+    char *rdma_max_native_per_session;
+    char *rdma_max_native;
     char *rdma_socket;                 /* "" = @s3rdma.<port>, "off" = none */
     char *rdma_trusted_uids;           /* "1000,1001" */
     char *rdma_staging;                /* registered staging pool size: "64MiB" */

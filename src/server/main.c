@@ -198,6 +198,9 @@ int main(int argc, char **argv)
         rc_cfg.max_sessions_per_user = (unsigned)atoi(cfg.rdma_max_sessions_per_user);
         rc_cfg.max_pending = (unsigned)atoi(cfg.rdma_max_pending);
         rc_cfg.max_pending_per_source = (unsigned)atoi(cfg.rdma_max_pending_per_source);
+        rc_cfg.native_threads = (unsigned)atoi(cfg.rdma_native_threads);
+        rc_cfg.max_native_per_session = (unsigned)atoi(cfg.rdma_max_native_per_session);
+        rc_cfg.max_native_queued = (unsigned)atoi(cfg.rdma_max_native);
         if (strcmp(cfg.rdma_socket, "off") == 0)
             rc_cfg.unix_socket = "";
         else if (*cfg.rdma_socket)

@@ -390,9 +390,11 @@ out:
         s3r_client_stats(c, &s);
         fprintf(stderr,
                 "stats: http_ops=%llu http_bytes=%llu token_ops=%llu token_bytes=%llu "
-                "fallbacks=%llu errors=%llu rdma_sessions=%llu\n",
+                "native_ops=%llu native_bytes=%llu fallbacks=%llu errors=%llu "
+                "rdma_sessions=%llu\n",
                 (unsigned long long)s.http_ops, (unsigned long long)s.http_bytes,
                 (unsigned long long)s.token_ops, (unsigned long long)s.token_bytes,
+                (unsigned long long)s.native_ops, (unsigned long long)s.native_bytes,
                 (unsigned long long)s.fallbacks, (unsigned long long)s.errors,
                 (unsigned long long)s.rdma_sessions);
     }
