@@ -1,9 +1,11 @@
 /* s3r_loadgen — load generator over libs3rdma's public API (include/s3rdma.h only).
  *
- * T threads each run GET (into a buffer) or PUT (from a buffer) of one object
- * size back to back for -d seconds after -w seconds of warm-up, over one
- * transport (http, token or native), timing every call. Token buffers come from
- * s3r_buf_alloc() (registered once, zero-copy); HTTP buffers from malloc.
+ * T threads each run GET (into a buffer), PUT (from a buffer), HEAD, or LIST
+ * (1000 keys) of one object size back to back for -d seconds after -w
+ * seconds of warm-up, over one transport (http, token or native), timing
+ * every call; with -i N each thread keeps N asynchronous GETs or PUTs in
+ * flight (s3r_op_t). Token and native buffers come from s3r_buf_alloc()
+ * (registered once, zero-copy); HTTP buffers from malloc.
  * RDMA fallback is off, so a token run never silently measures HTTP.
  * Prints one line of key=value pairs:
  *
@@ -13,14 +15,16 @@
  * MBps counts object payload (10^6 bytes per MB).
  *
  * usage: s3r_loadgen -e http://HOST:PORT -r HOST:RPORT -a AK -s SK -B BUCKET
- *                    -t http|token|native -o get|put -z SIZE [-T THREADS] [-d SECS]
- *                    [-w WARMUP] [-P]   (-P: create the bucket and GET object first)
+ *                    -t http|token|native -o get|put|head|list -z SIZE [-T THREADS]
+ *                    [-d SECS] [-w WARMUP] [-i INFLIGHT] [-I NATIVE_INLINE]
+ *                    [-P]   (-P: create the bucket, the GET object and the LIST keys first)
  *                    [-C]               (-C: one client per thread instead of one shared)
  */
 #define _GNU_SOURCE
 #include <s3rdma.h>
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +37,9 @@
 static s3r_config_t g_cfg;
 static const char *g_bucket = "bench";
 static s3r_transport_t g_tr = S3R_TRANSPORT_HTTP;
-static int g_put, g_threads = 1, g_prep, g_per_thread_client;
+enum { OP_GET, OP_PUT, OP_HEAD, OP_LIST };
+#define LIST_KEYS 1000 /* -o list: -P writes this many keys under list/ */
+static int g_op = OP_GET, g_threads = 1, g_prep, g_per_thread_client, g_inflight = 1;
 static uint64_t g_size = 4096;
 static double g_secs = 2.0, g_warm = 0.3, g_tstart, g_tend;
 static s3r_client_t *g_client;
@@ -56,56 +62,131 @@ static void report_err(s3r_client_t *cl, const char *what, s3r_status_t st)
         fprintf(stderr, "s3r_loadgen: %s: %s (%s)\n", what, s3r_status_name(st), s3r_strerror(st));
 }
 
+/* One operation of the run on slot i's buffer (synchronous). */
+static s3r_status_t op_sync(s3r_client_t *cl, const char *key, void *buf, uint64_t *got)
+{
+    s3r_put_opts_t po = {.transport = g_tr};
+    s3r_get_opts_t go = {.transport = g_tr};
+    switch (g_op) {
+    case OP_PUT:
+        return s3r_object_put(cl, g_bucket, key, buf, g_size, &po);
+    case OP_HEAD: {
+        s3r_object_info_t *info = NULL;
+        s3r_status_t st = s3r_object_head(cl, g_bucket, key, &info);
+        *got = info ? info->size : 0;
+        s3r_object_info_free(info);
+        return st;
+    }
+    case OP_LIST: {
+        s3r_list_opts_t lo = {.prefix = "list/", .max_keys = 1000};
+        s3r_object_list_t *l = NULL;
+        s3r_status_t st = s3r_object_list(cl, g_bucket, &lo, &l);
+        *got = l ? l->n_objects : 0;
+        s3r_object_list_free(l);
+        return st;
+    }
+    default:
+        return s3r_object_get(cl, g_bucket, key, buf, g_size, &go, got);
+    }
+}
+
+/* What a successful op must have returned (bytes read, size, keys). */
+static uint64_t op_expect(void)
+{
+    return g_op == OP_LIST ? LIST_KEYS : g_op == OP_PUT ? 0 : g_size;
+}
+
 static void *worker(void *arg)
 {
     tstate_t *t = arg;
     s3r_client_t *cl = t->cl;
-    void *buf = NULL;
-    if (g_tr == S3R_TRANSPORT_TOKEN) {
-        s3r_status_t st = s3r_buf_alloc(cl, (size_t)g_size, &buf);
+    int n = g_inflight;
+    void **bufs = calloc((size_t)n, sizeof(*bufs));
+    s3r_op_t **ops = calloc((size_t)n, sizeof(*ops));
+    double *started = calloc((size_t)n, sizeof(*started));
+    /* One allocation (one registration) sliced into the slots' buffers. */
+    bool registered = g_tr == S3R_TRANSPORT_TOKEN || g_tr == S3R_TRANSPORT_NATIVE;
+    char *mem = NULL;
+    size_t total = (size_t)g_size * (size_t)n;
+    if (registered) {
+        s3r_status_t st = s3r_buf_alloc(cl, total, (void **)&mem);
         if (st != S3R_OK) {
             report_err(cl, "s3r_buf_alloc", st);
             t->setup_failed = 1;
             return NULL;
         }
     } else {
-        buf = malloc((size_t)g_size);
+        mem = malloc(total);
     }
-    memset(buf, 'a' + t->idx % 26, (size_t)g_size);
+    memset(mem, 'a' + t->idx % 26, total);
+    for (int i = 0; i < n; i++)
+        bufs[i] = mem + (size_t)i * (size_t)g_size;
     char key[128];
-    if (g_put)
+    if (g_op == OP_PUT)
         snprintf(key, sizeof key, "put-%llu-%d", (unsigned long long)g_size, t->idx);
     else
         snprintf(key, sizeof key, "obj-%llu", (unsigned long long)g_size);
     s3r_put_opts_t po = {.transport = g_tr};
     s3r_get_opts_t go = {.transport = g_tr};
-    for (;;) {
-        double t1 = now();
-        if (t1 >= g_tend)
+    /* With -i N > 1, slot i keeps one asynchronous GET or PUT in flight;
+     * each is waited for in turn and started again. */
+    for (int i = 0; n > 1 && i < n; i++) {
+        started[i] = now();
+        s3r_status_t st =
+            g_op == OP_PUT ? s3r_object_put_async(cl, g_bucket, key, bufs[i], g_size, &po, &ops[i])
+                           : s3r_object_get_async(cl, g_bucket, key, bufs[i], g_size, &go, &ops[i]);
+        if (st != S3R_OK) {
+            report_err(cl, "async start", st);
+            t->setup_failed = 1;
+            return NULL;
+        }
+    }
+    for (int i = 0;; i = (i + 1) % n) {
+        double t1 = n > 1 ? started[i] : now();
+        if (now() >= g_tend)
             break;
         s3r_status_t st;
         uint64_t got = 0;
-        if (g_put)
-            st = s3r_object_put(cl, g_bucket, key, buf, g_size, &po);
-        else
-            st = s3r_object_get(cl, g_bucket, key, buf, g_size, &go, &got);
-        double t2 = now();
-        if (st != S3R_OK || (!g_put && got != g_size)) {
-            if (t->errors++ < 2)
-                report_err(cl, g_put ? "put" : "get", st);
-            if (st != S3R_OK && t->errors > 1000 && t->lat.n == 0)
-                break; /* consistently failing: give up */
-            continue;
+        if (n > 1) {
+            st = s3r_op_wait(ops[i], &got);
+            s3r_op_free(ops[i]);
+        } else {
+            st = op_sync(cl, key, bufs[i], &got);
         }
-        if (t1 >= g_tstart && t2 <= g_tend) {
+        double t2 = now();
+        if (st != S3R_OK || got != op_expect()) {
+            if (t->errors++ < 2)
+                report_err(cl, "op", st);
+        } else if (t1 >= g_tstart && t2 <= g_tend) {
             lat_push(&t->lat, (t2 - t1) * 1e6);
-            t->bytes += g_size;
+            t->bytes += g_op == OP_LIST || g_op == OP_HEAD ? 0 : g_size;
+        }
+        if (st != S3R_OK && t->errors > 1000 && t->lat.n == 0)
+            break; /* consistently failing: give up */
+        if (n > 1) {
+            started[i] = now();
+            st = g_op == OP_PUT
+                     ? s3r_object_put_async(cl, g_bucket, key, bufs[i], g_size, &po, &ops[i])
+                     : s3r_object_get_async(cl, g_bucket, key, bufs[i], g_size, &go, &ops[i]);
+            if (st != S3R_OK) {
+                report_err(cl, "async start", st);
+                break;
+            }
         }
     }
-    if (g_tr == S3R_TRANSPORT_TOKEN)
-        s3r_buf_free(cl, buf);
+    for (int i = 0; n > 1 && i < n; i++) {
+        if (ops[i]) {
+            s3r_op_wait(ops[i], NULL);
+            s3r_op_free(ops[i]);
+        }
+    }
+    if (registered)
+        s3r_buf_free(cl, mem);
     else
-        free(buf);
+        free(mem);
+    free(bufs);
+    free(ops);
+    free(started);
     return NULL;
 }
 
@@ -117,7 +198,7 @@ static s3r_client_t *mkclient(void)
         fprintf(stderr, "s3r_loadgen: s3r_client_create: %s\n", s3r_strerror(st));
         exit(1);
     }
-    if (g_tr == S3R_TRANSPORT_TOKEN) {
+    if (g_tr == S3R_TRANSPORT_TOKEN || g_tr == S3R_TRANSPORT_NATIVE) {
         st = s3r_client_rdma_connect(cl);
         if (st != S3R_OK) {
             report_err(cl, "s3r_client_rdma_connect", st);
@@ -135,7 +216,7 @@ int main(int argc, char **argv)
     /* whole objects in one request: never multipart inside the benchmark */
     g_cfg.multipart_threshold = UINT64_C(1) << 40;
     int o;
-    while ((o = getopt(argc, argv, "e:r:a:s:B:t:o:z:T:d:w:PC")) != -1) {
+    while ((o = getopt(argc, argv, "e:r:a:s:B:t:o:z:T:d:w:i:I:PC")) != -1) {
         switch (o) {
         case 'e':
             g_cfg.endpoint = optarg;
@@ -157,7 +238,10 @@ int main(int argc, char **argv)
                 goto usage;
             break;
         case 'o':
-            g_put = strcmp(optarg, "put") == 0;
+            g_op = strcmp(optarg, "put") == 0    ? OP_PUT
+                   : strcmp(optarg, "head") == 0 ? OP_HEAD
+                   : strcmp(optarg, "list") == 0 ? OP_LIST
+                                                 : OP_GET;
             break;
         case 'z':
             g_size = strtoull(optarg, NULL, 10);
@@ -171,6 +255,12 @@ int main(int argc, char **argv)
         case 'w':
             g_warm = atof(optarg);
             break;
+        case 'i':
+            g_inflight = atoi(optarg);
+            break;
+        case 'I':
+            g_cfg.native_inline = strtoull(optarg, NULL, 10);
+            break;
         case 'P':
             g_prep = 1;
             break;
@@ -181,7 +271,8 @@ int main(int argc, char **argv)
             goto usage;
         }
     }
-    if (!g_cfg.endpoint || !g_cfg.access_key || !g_cfg.secret_key || g_threads < 1 || !g_size)
+    if (!g_cfg.endpoint || !g_cfg.access_key || !g_cfg.secret_key || g_threads < 1 || !g_size ||
+        g_inflight < 1 || (g_inflight > 1 && (g_op == OP_HEAD || g_op == OP_LIST)))
         goto usage;
     g_cfg.transport = g_tr;
     if (g_tr == S3R_TRANSPORT_HTTP)
@@ -204,6 +295,14 @@ int main(int argc, char **argv)
         if (st != S3R_OK) {
             report_err(g_client, "prep put", st);
             return 1;
+        }
+        for (int i = 0; g_op == OP_LIST && i < LIST_KEYS; i++) {
+            snprintf(key, sizeof key, "list/%04d", i);
+            st = s3r_object_put(g_client, g_bucket, key, data, 1, &po);
+            if (st != S3R_OK) {
+                report_err(g_client, "prep put", st);
+                return 1;
+            }
         }
         free(data);
     }
@@ -267,10 +366,10 @@ int main(int argc, char **argv)
     s3r_client_destroy(g_client);
     return (setup_failed || (errors && !total)) ? 1 : 0;
 usage:
-    fprintf(
-        stderr,
-        "usage: %s -e http://HOST:PORT -r HOST:RPORT -a AK -s SK -B BUCKET "
-        "-t http|token|native -o get|put -z SIZE [-T THREADS] [-d SECS] [-w WARMUP] [-P] [-C]\n",
-        argv[0]);
+    fprintf(stderr,
+            "usage: %s -e http://HOST:PORT -r HOST:RPORT -a AK -s SK -B BUCKET "
+            "-t http|token|native -o get|put|head|list -z SIZE [-T THREADS] [-d SECS] [-w WARMUP] "
+            "[-i INFLIGHT] [-I NATIVE_INLINE] [-P] [-C]\n",
+            argv[0]);
     return 2;
 }

@@ -134,6 +134,10 @@ typedef struct s3r_config {
      * loopback address (falling back to TCP). Only a local session of a uid
      * the server trusts gets shared-memory transports (docs/security.md). */
     const char *rdma_socket;
+    /* Native transport: bodies up to this travel inline in the request
+     * message, and replies up to this inline in the reply; larger ones by
+     * RDMA. Default 16 KiB, at most 64 KiB (docs/protocol.md §4.5). */
+    uint64_t native_inline;
 } s3r_config_t;
 
 /* Fills cfg with the defaults above (all strings NULL). */

@@ -20,11 +20,13 @@
 #define S3C_MAX_PARTS         10000
 #define S3C_MAX_ERROR_BODY    (64 * 1024)        /* error / decline bodies kept */
 #define S3C_MAX_XML_BODY      (16 * 1024 * 1024) /* list responses */
-/* Native requests: bodies up to this travel inline in the message, larger
- * ones by RDMA from/to registered memory (docs/protocol.md §4.5 has the
- * measurement behind it). */
+/* Native requests: the default of s3r_config_t.native_inline (bodies up to
+ * this travel inline in the message, larger ones by RDMA from/to registered
+ * memory; docs/protocol.md §4.5 has the measurement behind it). */
 #define S3C_NATIVE_INLINE     (16 * 1024)
-#define S3C_NATIVE_TIMEOUT_MS 60000 /* a native reply, when http_timeout_ms is 0 */
+#define S3C_NATIVE_TIMEOUT_MS 60000         /* a native reply, when http_timeout_ms is 0 */
+#define S3C_SCRATCH_BYTES     (1024 * 1024) /* a native reply body of unknown size lands here */
+#define S3C_SCRATCH_KEEP      4             /* scratch buffers kept for reuse */
 
 /* ---- config.c: configuration, env overrides, endpoint parsing ----------- */
 
@@ -53,6 +55,7 @@ typedef struct s3c_settings {
     long http_timeout_ms, connect_timeout_ms;
     unsigned max_cached_regions;
     bool quiet;
+    uint64_t native_inline;
 } s3c_settings_t;
 
 /* Environment lookup, replaceable in unit tests. */
@@ -129,6 +132,8 @@ struct s3r_client {
     s3c_sess_t *sess;
     s3c_sess_t *dead;
     s3c_alloc_t *allocs;
+    struct s3c_scratch *scratch; /* free registered scratch buffers (s3c_scratch_get) */
+    unsigned n_scratch;
     int64_t sess_fail_ms; /* monotonic ms of the last failed open */
     char sess_err[256];
     uint64_t lru_clock;
@@ -254,18 +259,16 @@ typedef struct s3c_ncall {
     uint64_t region_bytes; /* a body written into the out region */
 } s3c_ncall_t;
 
-/* The two halves of s3c_native_do for a request whose reply body goes to
- * sink_buf (or nowhere): start sends it (n then holds a session reference
+/* A native request whose reply body goes to sink_buf (or nowhere), in two
+ * halves: start sends it (n then holds a session reference
  * and the registrations), finish waits (timeout_ms < 0: the client's) and
  * fills resp; finish must follow a start that returned S3R_OK. */
 s3r_status_t s3c_native_start(s3r_client_t *c, s3c_ncall_t *n, s3c_req_t *req, s3c_resp_t *resp);
 s3r_status_t s3c_native_finish(s3r_client_t *c, s3c_ncall_t *n, int timeout_ms);
-/* Runs req (req->native_op set) as one native request and fills resp as
- * s3c_http_do does (resp->transport NATIVE), counting it in native_ops.
- * S3R_ERR_RDMA_UNAVAILABLE when no session could be had or it was lost. */
-s3r_status_t s3c_native_do(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *resp);
-/* Runs req over t: NATIVE (when req has an opcode) with the fallback rules,
- * else HTTP. resp->transport says which answered. */
+/* Runs req over t: NATIVE (when req has an opcode; counted in native_ops)
+ * with the fallback rules, else HTTP; resp is filled as s3c_http_do fills
+ * it, resp->transport says which answered. Native failures to reach the
+ * server are S3R_ERR_RDMA_UNAVAILABLE. */
 s3r_status_t s3c_do(s3r_client_t *c, s3r_transport_t t, s3c_req_t *req, s3c_resp_t *resp);
 void s3c_rdma_cleanup(s3r_client_t *c);
 
@@ -321,6 +324,12 @@ s3r_status_t token_answer(s3r_client_t *c, const s3c_resp_t *resp, bool *decline
 void *stage_alloc(s3r_client_t *c, s3r_transport_t t, uint64_t len, bool *registered);
 /* Frees what stage_alloc returned (NULL is fine). */
 void stage_free(s3r_client_t *c, void *p, bool registered);
+/* Registered scratch memory of at least min bytes (S3C_SCRATCH_BYTES at
+ * least) for a reply body of unknown size, reused across requests:
+ * *len_p gets its size. NULL when out of memory. Give it back with
+ * s3c_scratch_put (kept, up to S3C_SCRATCH_KEEP, else freed). */
+void *s3c_scratch_get(s3r_client_t *c, uint64_t min, uint64_t *len_p);
+void s3c_scratch_put(s3r_client_t *c, void *p, uint64_t len);
 
 /* ---- client_get.c, client_put.c: shared with the asynchronous calls -------- */
 

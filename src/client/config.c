@@ -27,6 +27,7 @@ void s3r_config_init(s3r_config_t *cfg)
     cfg->sign_payload_max = 64 * 1024;
     cfg->connect_timeout_ms = 5000;
     cfg->max_cached_regions = 16;
+    cfg->native_inline = S3C_NATIVE_INLINE;
 }
 
 s3r_status_t s3r_transport_parse(const char *name, s3r_transport_t *transport_p)
@@ -318,6 +319,9 @@ s3r_status_t s3c_settings_build(const s3r_config_t *cfg, s3c_getenv_fn getenv_fn
     s->connect_timeout_ms = cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 5000;
     s->max_cached_regions = cfg->max_cached_regions ? cfg->max_cached_regions : 16;
     s->quiet = cfg->quiet != 0;
+    s->native_inline = cfg->native_inline;
+    if (s->native_inline > RDMA_NATIVE_MAX_INLINE)
+        FAIL("native_inline must be at most %d bytes", RDMA_NATIVE_MAX_INLINE);
 
     /* Environment overrides (docs/client.md). */
     if ((v = getenv_fn("SPT_RDMA_ENABLED")) != NULL && v[0] != '\0') {

@@ -6,9 +6,9 @@
  * headers, the XML error body, the body in the request's sink), so every
  * operation parses answers in one way whichever transport carried them.
  *
- * A body of a caller's buffer larger than S3C_NATIVE_INLINE is registered
+ * A body of a caller's buffer larger than native_inline is registered
  * (cached, as for tokens) and read by the server in place; a reply body
- * larger than S3C_NATIVE_INLINE is RDMA-WRITTEN into the caller's buffer
+ * larger than native_inline is RDMA-WRITTEN into the caller's buffer
  * (registered likewise) or, for growable sinks, into registered scratch
  * memory sized by the server's x-amz-rdma-bytes-needed. */
 #include <ctype.h>
@@ -109,7 +109,7 @@ static s3r_status_t native_start(s3r_client_t *c, s3c_ncall_t *n, s3c_sess_t *se
     m.head.opcode = req->native_op;
     m.bucket = req->bucket ? req->bucket : "";
     m.key = req->key ? req->key : "";
-    m.reply_inline_max = S3C_NATIVE_INLINE;
+    m.reply_inline_max = (uint32_t)c->set.native_inline;
     for (size_t i = 0; i < req->n_hdrs && st == S3R_OK; i++) {
         if (m.n_params == RDMA_NATIVE_MAX_PARAMS)
             st = S3R_ERR_TOO_LARGE;
@@ -123,7 +123,7 @@ static s3r_status_t native_start(s3r_client_t *c, s3c_ncall_t *n, s3c_sess_t *se
         st = s3c_fail(c, st, S3R_TRANSPORT_NATIVE, 0, "", "too many request parameters");
         goto out;
     }
-    if (req->body_len > 0 && req->body_len <= S3C_NATIVE_INLINE) {
+    if (req->body_len > 0 && req->body_len <= c->set.native_inline) {
         m.body_kind = RDMA_BODY_INLINE;
         m.body = req->body;
         m.body_len = req->body_len;
@@ -215,7 +215,7 @@ s3r_status_t s3c_native_start(s3r_client_t *c, s3c_ncall_t *n, s3c_req_t *req, s
         set_status(S3R_ERR_RDMA_UNAVAILABLE);
         return S3R_ERR_RDMA_UNAVAILABLE;
     }
-    bool to_buf = req->sink_buf && req->sink_cap > S3C_NATIVE_INLINE;
+    bool to_buf = req->sink_buf && req->sink_cap > c->set.native_inline;
     s3r_status_t st = native_start(c, n, sess, req, resp, to_buf ? req->sink_buf : NULL,
                                    to_buf ? req->sink_cap : 0);
     if (st != S3R_OK)
@@ -255,7 +255,8 @@ s3r_status_t s3c_native_finish(s3r_client_t *c, s3c_ncall_t *n, int timeout_ms)
     return native_settle(c, n->req, n->resp, st, region);
 }
 
-s3r_status_t s3c_native_do(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *resp)
+/* A request whose reply body goes to sink_buf (or nowhere). */
+static s3r_status_t native_plain(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *resp)
 {
     s3c_ncall_t n;
     s3r_status_t st = s3c_native_start(c, &n, req, resp);
@@ -264,31 +265,52 @@ s3r_status_t s3c_native_do(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *resp)
     uint64_t region = 0;
     s3c_sess_t *sess = n.sess;
     st = native_finish(c, &n, -1, &region);
-    uint64_t need = st == S3R_OK && req->sink_grow ? bytes_needed(resp) : 0;
-    if (need) {
-        /* Too large to come inline: again, into registered scratch memory
-         * of the size the server named. */
-        bool reg;
-        void *scratch = stage_alloc(c, S3R_TRANSPORT_NATIVE, need, &reg);
-        resp_reset(resp);
-        st = scratch ? native_once(c, sess, req, resp, scratch, need, &region)
-                     : s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_NATIVE, 0, "", "out of memory");
-        if (st == S3R_OK && region &&
-            (region > need || buf_append(req->sink_grow, scratch, (size_t)region) != 0))
-            resp->overflow = true;
-        else if (st == S3R_OK && region)
-            resp->body_bytes = region;
-        stage_free(c, scratch, reg);
-        region = 0;
-    }
     s3c_sess_put(c, sess, st == S3R_ERR_RDMA_UNAVAILABLE);
     return native_settle(c, req, resp, st, region);
+}
+
+/* A request whose reply body goes to a growable buffer (listings, XML
+ * answers, get_alloc): the body comes inline or into registered scratch
+ * memory, and when the server names a larger size, once more into scratch
+ * memory that large. */
+static s3r_status_t native_grow(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *resp)
+{
+    s3c_sess_t *sess = NULL;
+    resp->transport = S3R_TRANSPORT_NATIVE;
+    if (s3c_sess_get(c, &sess) != S3R_OK) {
+        set_status(S3R_ERR_RDMA_UNAVAILABLE);
+        return S3R_ERR_RDMA_UNAVAILABLE;
+    }
+    s3r_status_t st = S3R_OK;
+    uint64_t region = 0, len = 0, need = S3C_SCRATCH_BYTES;
+    void *scratch = NULL;
+    for (int attempt = 0; attempt < 2 && st == S3R_OK && need; attempt++) {
+        s3c_scratch_put(c, scratch, len);
+        scratch = s3c_scratch_get(c, need, &len);
+        if (!scratch) {
+            st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_NATIVE, 0, "", "out of memory");
+            break;
+        }
+        resp_reset(resp);
+        st = native_once(c, sess, req, resp, scratch, len, &region);
+        need = st == S3R_OK ? bytes_needed(resp) : 0;
+    }
+    if (st == S3R_OK && region &&
+        (region > len || buf_append(req->sink_grow, scratch, (size_t)region) != 0))
+        resp->overflow = true;
+    else if (st == S3R_OK && region)
+        resp->body_bytes = region;
+    s3c_scratch_put(c, scratch, len);
+    s3c_sess_put(c, sess, st == S3R_ERR_RDMA_UNAVAILABLE);
+    if (st == S3R_OK && !resp->overflow && resp->status >= 200 && resp->status <= 299)
+        count(c, S3R_TRANSPORT_NATIVE, req->body_len + resp->body_bytes);
+    return st;
 }
 
 s3r_status_t s3c_do(s3r_client_t *c, s3r_transport_t t, s3c_req_t *req, s3c_resp_t *resp)
 {
     if (t == S3R_TRANSPORT_NATIVE && req->native_op) {
-        s3r_status_t st = s3c_native_do(c, req, resp);
+        s3r_status_t st = req->sink_grow ? native_grow(c, req, resp) : native_plain(c, req, resp);
         if (!fall_back(c, st))
             return st;
         resp_reset(resp);

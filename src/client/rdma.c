@@ -446,8 +446,69 @@ void s3r_buf_free(s3r_client_t *c, void *buf)
     pthread_mutex_unlock(&c->rdma_mu);
 }
 
+/* A scratch buffer kept for reuse (stage_alloc memory). */
+struct s3c_scratch {
+    void *p;
+    uint64_t len;
+    bool registered;
+    struct s3c_scratch *next;
+};
+
+void *s3c_scratch_get(s3r_client_t *c, uint64_t min, uint64_t *len_p)
+{
+    pthread_mutex_lock(&c->rdma_mu);
+    for (struct s3c_scratch **pp = &c->scratch; *pp; pp = &(*pp)->next) {
+        struct s3c_scratch *sc = *pp;
+        if (sc->len >= min && sc->registered) {
+            *pp = sc->next;
+            c->n_scratch--;
+            pthread_mutex_unlock(&c->rdma_mu);
+            void *p = sc->p;
+            *len_p = sc->len;
+            free(sc);
+            return p;
+        }
+    }
+    pthread_mutex_unlock(&c->rdma_mu);
+    uint64_t len = min > S3C_SCRATCH_BYTES ? min : S3C_SCRATCH_BYTES;
+    bool reg;
+    void *p = stage_alloc(c, S3R_TRANSPORT_NATIVE, len, &reg);
+    if (p && !reg) {
+        /* Unregistered memory is no use to the server: register it now
+         * (cached like any caller buffer) or give up. */
+        stage_free(c, p, reg);
+        return NULL;
+    }
+    *len_p = len;
+    return p;
+}
+
+void s3c_scratch_put(s3r_client_t *c, void *p, uint64_t len)
+{
+    if (p == NULL)
+        return;
+    struct s3c_scratch *sc = calloc(1, sizeof(*sc));
+    pthread_mutex_lock(&c->rdma_mu);
+    if (sc && c->n_scratch < S3C_SCRATCH_KEEP) {
+        *sc = (struct s3c_scratch){p, len, true, c->scratch};
+        c->scratch = sc;
+        c->n_scratch++;
+        sc = NULL;
+        p = NULL;
+    }
+    pthread_mutex_unlock(&c->rdma_mu);
+    free(sc);
+    stage_free(c, p, true);
+}
+
 void s3c_rdma_cleanup(s3r_client_t *c)
 {
+    while (c->scratch != NULL) {
+        struct s3c_scratch *sc = c->scratch;
+        c->scratch = sc->next;
+        stage_free(c, sc->p, sc->registered);
+        free(sc);
+    }
     /* Buffers the caller forgot to free go with the sessions. */
     while (c->allocs != NULL) {
         s3c_alloc_t *al = c->allocs;

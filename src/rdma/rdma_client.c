@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -289,12 +290,15 @@ static int native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_
                 /* A reply is being delivered: it finishes at once. */
             }
         }
-        /* Busy-poll for the first ~50 us (a reply over shared memory takes
-         * a few), then back off so the server and the session's progress
-         * thread get the cores. */
-        if (++idle > 20000) {
-            struct timespec ts = {0, idle > 40000 ? 200000 : 20000};
+        /* Busy-poll (a reply over shared memory takes microseconds), but
+         * give the core away between polls once nothing came for a while:
+         * on a machine with few cores the server may need this very one.
+         * After that, short sleeps. */
+        if (++idle > 200000) {
+            struct timespec ts = {0, 50000};
             nanosleep(&ts, NULL);
+        } else if (idle > 256) {
+            sched_yield();
         }
     }
     return 0;

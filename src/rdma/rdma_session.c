@@ -274,6 +274,9 @@ void *prog_main(void *arg)
             free(c);
         }
         if (atomic_load(&p->stop)) {
+            /* Requests admitted here still hold their sessions: answer them
+             * (the server is stopping: 503) so the sessions can go. */
+            native_run_local(p);
             pthread_mutex_lock(&p->mu);
             int empty = p->cmds == NULL;
             pthread_mutex_unlock(&p->mu);

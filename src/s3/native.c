@@ -145,7 +145,7 @@ static void native_send(s3_req_t *req, int status, s3_out_t *out)
     }
     /* Nothing was sent: answer with the error instead (a small reply, which
      * always travels inline). */
-    req->reply_headers.len = 0;
+    buf_reset(&req->reply_headers);
     if (st == RDMA_OUT_OF_BOUNDS) {
         char msg[160];
         snprintf(msg, sizeof(msg),
