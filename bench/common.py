@@ -73,9 +73,9 @@ def http_req(port, method, uri, body=b""):
 
 
 class S3rdmad:
-    """s3rdmad on a free port, relaxed durability, temp data dir."""
+    """s3rdmad on a free port, relaxed durability (unless told), temp data dir."""
 
-    def __init__(self, tmp, env=None, rdma=True):
+    def __init__(self, tmp, env=None, rdma=True, durability="relaxed"):
         self.port = free_port()
         self.rport = free_port()
         self.host = f"127.0.0.1:{self.port}"
@@ -86,7 +86,7 @@ class S3rdmad:
             f.write(f"users:\n  - access_key: {AK}\n    secret_key: {SK}\n")
         self.log = open(os.path.join(tmp, "s3rdmad.log"), "w")
         args = [os.path.join(ROOT, "build", "s3rdmad"), "--data", self.data,
-                "--listen", self.host, "--config", cfg, "--durability", "relaxed",
+                "--listen", self.host, "--config", cfg, "--durability", durability,
                 "--log-level", "warn"]
         if rdma:
             args += ["--rdma-listen", f"127.0.0.1:{self.rport}"]

@@ -150,6 +150,7 @@ static void *worker(void *arg)
         if (n > 1) {
             st = s3r_op_wait(ops[i], &got);
             s3r_op_free(ops[i]);
+            ops[i] = NULL;
         } else {
             st = op_sync(cl, key, bufs[i], &got);
         }
