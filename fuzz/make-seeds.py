@@ -82,6 +82,48 @@ def b32(b):
     return struct.pack(">I", len(b)) + b
 
 
+
+NATIVE_MAGIC = 0x5333524E
+SID = bytes(range(0xa0, 0xb0))
+HDR, QRY = 1, 2
+
+
+def nref(region, addr, length):
+    return struct.pack(">IQQ", region, addr, length)
+
+
+def nreq(op, rid, bucket, key, params=(), body=None, out=None, inline_max=65536):
+    """A native request (rdma_native_wire.h): body None, bytes (inline) or a
+    ref tuple (region); out None or a ref tuple."""
+    m = struct.pack(">IBBHQ", NATIVE_MAGIC, 1, op, 0, rid) + SID
+    m += s16(bucket) + s16(key) + struct.pack(">IH", inline_max, len(params))
+    for kind, name, value in params:
+        m += bytes([kind]) + s16(name) + s16(value)
+    if body is None:
+        m += b"\x00"
+    elif isinstance(body, bytes):
+        m += b"\x01" + b32(body)
+    else:
+        m += b"\x02" + nref(*body)
+    return m + (b"\x00" if out is None else b"\x01" + nref(*out))
+
+
+def nreply(op, rid, status, error=0, s3id=b"", headers=(), body=None):
+    """A native reply: body None, bytes (inline) or an int (in the out region)."""
+    m = struct.pack(">IBBHQHH", NATIVE_MAGIC, 1, op, 0, rid, status, error) + s16(s3id)
+    m += struct.pack(">H", len(headers))
+    for name, value in headers:
+        m += s16(name) + s16(value)
+    if body is None:
+        return m + b"\x00"
+    if isinstance(body, bytes):
+        return m + b"\x01" + b32(body)
+    return m + b"\x02" + struct.pack(">Q", body)
+
+
+DELETE_XML = b"<Delete><Object><Key>a</Key></Object><Object><Key>b/c</Key></Object></Delete>"
+COMPLETE_XML = b"<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>e</ETag></Part></CompleteMultipartUpload>"
+
 CRC = [(b"x-amz-checksum-crc32c", b"sOO8/Q==")]
 SEEDS = {
     "awschunked": [
@@ -145,6 +187,26 @@ SEEDS = {
         frame(6, struct.pack(">IQQ", 7, 0x7f0000001000, 1 << 20) + b32(b"rkey-bytes")),
         frame(7, struct.pack(">I", 7)),
         frame(8, struct.pack(">I", 7)),
+    ],
+    "rdma_native": [
+        nreq(1, 1, b"bkt", b"obj/a.txt", [(HDR, b"content-type", b"text/plain"), (HDR, b"x-amz-meta-k", b"v")], body=b"hello world"),
+        nreq(1, 2, b"bkt", b"big", [(HDR, b"content-length", b"1048576")], body=(3, 0x7f0000100000, 1 << 20)),
+        nreq(2, 3, b"bkt", b"obj", [(HDR, b"range", b"bytes=0-99")], out=(4, 0x7f0000200000, 4096)),
+        nreq(3, 4, b"bkt", b"obj", inline_max=0),
+        nreq(5, 5, b"bkt", b"", [(QRY, b"delete", b"")], body=DELETE_XML),
+        nreq(6, 6, b"bkt", b"", [(QRY, b"list-type", b"2"), (QRY, b"prefix", b"a/"), (QRY, b"delimiter", b"/")]),
+        nreq(7, 7, b"bkt", b"copy", [(HDR, b"x-amz-copy-source", b"/src/key%20x")]),
+        nreq(8, 8, b"new-bucket", b""),
+        nreq(11, 9, b"", b""),
+        nreq(13, 10, b"bkt", b"mpu", [(QRY, b"partNumber", b"2"), (QRY, b"uploadId", b"VXBsb2FkIElE")], body=(5, 0x1000, 5 << 20)),
+        nreq(14, 11, b"bkt", b"mpu", [(QRY, b"uploadId", b"VXBsb2FkIElE")], body=COMPLETE_XML, out=(6, 0x2000, 65536)),
+        nreq(19, 12, b"bkt", b"", [(QRY, b"location", b"")]),
+        nreply(1, 1, 200, 0, b"0123456789ABCDEF", [(b"ETag", b'"5eb63bbbe01eeed093cb22bb8f5acdc3"')]),
+        nreply(2, 3, 200, 0, b"r-2", [(b"Content-Length", b"100"), (b"Content-Range", b"bytes 0-99/1000")], 100),
+        nreply(2, 3, 404, 0, b"r-3", [(b"Content-Type", b"application/xml")],
+               b"<Error><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message></Error>"),
+        nreply(3, 4, 0, 9),
+        nreply(11, 9, 200, 0, b"r-5", [], b"<ListAllMyBucketsResult><Buckets/></ListAllMyBucketsResult>"),
     ],
     "rdma_token": [
         b"s3r1." + base64.urlsafe_b64encode(bytes(range(16)) + struct.pack(">IQQ", 3, 0x7f12345000, 1 << 20)).rstrip(b"="),

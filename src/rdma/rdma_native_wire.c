@@ -225,7 +225,7 @@ int rdma_native_reply_begin(wire_out_t *w, uint8_t opcode, uint64_t request_id, 
     wire_put_u16(w, error);
     wire_put_str16(w, s3_request_id ? s3_request_id : "");
     /* The pairs are counted first: the count precedes them. */
-    const char *end = hdrs + hdrs_len;
+    const char *end = hdrs_len ? hdrs + hdrs_len : hdrs; /* hdrs may be NULL when empty */
     unsigned n = 0;
     for (const char *h = hdrs; h < end; n++) {
         const char *v = h + strlen(h) + 1;
