@@ -186,7 +186,7 @@ int rdma_native_encode_req(wire_out_t *w, const rdma_native_msg_t *m)
     put_head(w, m->head.opcode, m->head.request_id);
     wire_put_bytes(w, m->head.session_id, RDMA_SESSION_ID_LEN);
     if (strlen(m->bucket) > RDMA_NATIVE_MAX_BUCKET || strlen(m->key) > RDMA_NATIVE_MAX_KEY ||
-        m->n_params > RDMA_NATIVE_MAX_PARAMS)
+        m->n_params > RDMA_NATIVE_MAX_PARAMS || m->body_kind > RDMA_BODY_REGION)
         return -1;
     wire_put_str16(w, m->bucket);
     wire_put_str16(w, m->key);
@@ -194,7 +194,8 @@ int rdma_native_encode_req(wire_out_t *w, const rdma_native_msg_t *m)
     wire_put_u16(w, (uint16_t)m->n_params);
     for (unsigned i = 0; i < m->n_params; i++) {
         const rdma_native_param_t *p = &m->params[i];
-        if (strlen(p->name) > RDMA_NATIVE_MAX_NAME || strlen(p->value) > RDMA_NATIVE_MAX_VALUE)
+        if ((p->kind != RDMA_PARAM_HEADER && p->kind != RDMA_PARAM_QUERY) || !p->name[0] ||
+            strlen(p->name) > RDMA_NATIVE_MAX_NAME || strlen(p->value) > RDMA_NATIVE_MAX_VALUE)
             return -1;
         wire_put_u8(w, p->kind);
         wire_put_str16(w, p->name);
@@ -211,7 +212,9 @@ int rdma_native_encode_req(wire_out_t *w, const rdma_native_msg_t *m)
     wire_put_u8(w, m->has_out ? 1 : 0);
     if (m->has_out)
         put_ref(w, &m->out);
-    return w->err ? -1 : 0;
+    /* What the parser would refuse is not sent. */
+    size_t inline_len = m->body_kind == RDMA_BODY_INLINE ? (size_t)m->body_len : 0;
+    return w->err || w->len - inline_len > RDMA_NATIVE_MAX_META ? -1 : 0;
 }
 
 /* ---- replies --------------------------------------------------------------------- */
@@ -223,28 +226,35 @@ int rdma_native_reply_begin(wire_out_t *w, uint8_t opcode, uint64_t request_id, 
     put_head(w, opcode, request_id);
     wire_put_u16(w, status);
     wire_put_u16(w, error);
+    if (s3_request_id && strlen(s3_request_id) > RDMA_NATIVE_MAX_RID)
+        return -1;
     wire_put_str16(w, s3_request_id ? s3_request_id : "");
-    /* The pairs are counted first: the count precedes them. */
+    /* The pairs are counted first (the count precedes them); every string
+     * is bounded by end, so a malformed list is refused, not overread. */
     const char *end = hdrs_len ? hdrs + hdrs_len : hdrs; /* hdrs may be NULL when empty */
     unsigned n = 0;
     for (const char *h = hdrs; h < end; n++) {
-        const char *v = h + strlen(h) + 1;
-        h = v + strlen(v) + 1;
+        size_t nl = strnlen(h, (size_t)(end - h));
+        if (nl == 0 || nl > RDMA_NATIVE_MAX_NAME || h + nl == end)
+            return -1;
+        const char *v = h + nl + 1;
+        size_t vl = strnlen(v, (size_t)(end - v));
+        if (vl > RDMA_NATIVE_MAX_VALUE || v + vl == end)
+            return -1;
+        h = v + vl + 1;
     }
     if (n > RDMA_NATIVE_MAX_HEADERS)
         return -1;
     wire_put_u16(w, (uint16_t)n);
     for (const char *h = hdrs; h < end;) {
         const char *v = h + strlen(h) + 1;
-        if (strlen(h) > RDMA_NATIVE_MAX_NAME || strlen(v) > RDMA_NATIVE_MAX_VALUE)
-            return -1;
         wire_put_str16(w, h);
         wire_put_str16(w, v);
         h = v + strlen(v) + 1;
     }
     wire_put_u8(w, body_kind);
     if (body_kind == RDMA_BODY_INLINE) {
-        if (body_len > RDMA_NATIVE_MAX_INLINE)
+        if (body_len == 0 || body_len > RDMA_NATIVE_MAX_INLINE)
             return -1;
         wire_put_u32(w, (uint32_t)body_len);
         uint8_t *body = wire_put_space(w, (size_t)body_len);
@@ -271,18 +281,28 @@ int rdma_native_parse_reply(const uint8_t *msg, size_t len, rdma_native_reply_t 
     m->error = wire_get_u16(&r);
     wire_get_str16(&r, m->s3_request_id, sizeof(m->s3_request_id) - 1, 1);
     m->n_headers = wire_get_u16(&r);
-    if (m->n_headers > RDMA_NATIVE_MAX_HEADERS)
+    if (m->n_headers > RDMA_NATIVE_MAX_HEADERS || len > RDMA_NATIVE_MAX_MSG)
         return -1;
+    /* Names 1..RDMA_NATIVE_MAX_NAME and values up to RDMA_NATIVE_MAX_VALUE
+     * bytes, no NUL inside: what the server can send, and what the client
+     * turns into text lines safely. */
     for (unsigned i = 0; i < m->n_headers && !r.err; i++) {
-        m->headers[i].name_len = wire_get_u16(&r);
-        m->headers[i].name = wire_take(&r, m->headers[i].name_len);
-        m->headers[i].value_len = wire_get_u16(&r);
-        m->headers[i].value = wire_take(&r, m->headers[i].value_len);
+        uint16_t nl = wire_get_u16(&r);
+        const uint8_t *name = wire_take(&r, nl);
+        uint16_t vl = wire_get_u16(&r);
+        const uint8_t *value = wire_take(&r, vl);
+        if (r.err || nl == 0 || nl > RDMA_NATIVE_MAX_NAME || vl > RDMA_NATIVE_MAX_VALUE ||
+            memchr(name, '\0', nl) || (vl && memchr(value, '\0', vl)))
+            return -1;
+        m->headers[i].name = name;
+        m->headers[i].name_len = nl;
+        m->headers[i].value = value;
+        m->headers[i].value_len = vl;
     }
     m->body_kind = wire_get_u8(&r);
     if (m->body_kind == RDMA_BODY_INLINE) {
         m->body_len = wire_get_u32(&r);
-        if (m->body_len > RDMA_NATIVE_MAX_INLINE)
+        if (m->body_len == 0 || m->body_len > RDMA_NATIVE_MAX_INLINE)
             return -1;
         m->body = wire_take(&r, (size_t)m->body_len);
     } else if (m->body_kind == RDMA_BODY_REGION) {

@@ -47,6 +47,7 @@
 #define RDMA_NATIVE_MAX_BUCKET  255  /* longer than any valid name: the S3 layer judges it */
 #define RDMA_NATIVE_MAX_KEY     4096 /* ditto (S3 keys are at most 1024 bytes) */
 #define RDMA_NATIVE_MAX_HEADERS 64
+#define RDMA_NATIVE_MAX_RID     63 /* the S3 request id in a reply */
 
 enum rdma_native_op {
     RDMA_OP_PUT_OBJECT = 1,
@@ -126,7 +127,8 @@ int rdma_native_parse_req(const uint8_t *msg, size_t len, rdma_native_msg_t *m, 
 void rdma_native_msg_free(rdma_native_msg_t *m);
 
 /* Encodes a request into w (a fresh wire_out_t {0}). 0, or -1 when a field
- * is over its limit. */
+ * is over its limit or the parser would refuse the result (unknown kinds,
+ * an empty param name, fields over RDMA_NATIVE_MAX_META). */
 int rdma_native_encode_req(wire_out_t *w, const rdma_native_msg_t *m);
 
 /* A parsed reply: strings and the inline body point into the message. */
@@ -135,7 +137,7 @@ typedef struct rdma_native_reply {
     uint64_t request_id;
     uint16_t status; /* the S3 answer's HTTP status */
     uint16_t error;  /* 0, or an rdma_err_code when the request never reached S3 */
-    char s3_request_id[64];
+    char s3_request_id[RDMA_NATIVE_MAX_RID + 1];
     unsigned n_headers;
     struct {
         const uint8_t *name, *value; /* not NUL-terminated */
@@ -150,7 +152,9 @@ int rdma_native_parse_reply(const uint8_t *msg, size_t len, rdma_native_reply_t 
 
 /* Reply encoding, in two steps so an inline body can be written straight
  * into the message: rdma_native_reply_begin encodes everything before the
- * body (headers: well-formed "name\0value\0" pairs, hdrs_len bytes) and the body's kind
+ * body (headers: "name\0value\0" pairs, hdrs_len bytes; a malformed list,
+ * an empty or oversized name or value, a request id over
+ * RDMA_NATIVE_MAX_RID, an empty inline body is refused) and the body's kind
  * and length, and reserves body_len bytes when body_kind is
  * RDMA_BODY_INLINE; *body_p (may be NULL) then points at them. 0, or -1
  * (oversized, out of memory). */

@@ -579,12 +579,18 @@ static void test_req_meta_and_msg_limits(void **state)
     round_trip(&m, 0);
     fill_to(&m, RDMA_NATIVE_MAX_META + 1, store);
     size_t len;
-    wire_out_t w = {0};
-    if (rdma_native_encode_req(&w, &m) == 0) { /* the encoder leaves this to the parser */
-        assert_int_equal(w.len, RDMA_NATIVE_MAX_META + 1);
-        expect_reject(w.data, w.len, "request fields too large");
-    }
-    wire_free(&w);
+    assert_int_equal(encode_rc(&m), -1); /* the encoder refuses what the parser would */
+    /* ... and the parser refuses it when another encoder sends it. */
+    static char big[RDMA_NATIVE_MAX_VALUE];
+    memset(big, 'v', sizeof(big));
+    raw_param_t bigp[5];
+    for (int i = 0; i < 5; i++)
+        bigp[i] = (raw_param_t){RDMA_PARAM_HEADER, "x-amz-meta-x", big, 12, sizeof(big)};
+    raw_req_t q = raw_default();
+    q.params = bigp;
+    q.n_params = q.params_present = 5;
+    q.body_kind = RDMA_BODY_NONE;
+    raw_reject(&q, "request fields too large");
 
     /* With an inline body of the maximum: a message of RDMA_NATIVE_MAX_MSG. */
     uint8_t *body = calloc(1, RDMA_NATIVE_MAX_INLINE);
@@ -864,6 +870,29 @@ static void test_reply_reject(void **state)
     msg = raw_reply_build(&q, &len);
     assert_int_equal(parse_reply_copy(msg, len), 0);
     free(msg);
+
+    /* Header names and values the server cannot send (the fuzzer's
+     * regress-reply-nul-in-header-value): a NUL inside, an empty or
+     * oversized name, an oversized value; and an empty inline body. */
+    static char longname[RDMA_NATIVE_MAX_NAME + 1], longvalue[RDMA_NATIVE_MAX_VALUE + 1];
+    memset(longname, 'n', sizeof(longname));
+    memset(longvalue, 'v', sizeof(longvalue));
+    static raw_hdr_t bad[][1] = {
+        {{"etag", "a\0b", 4, 3}},
+        {{"e\0tag", "x", 5, 1}},
+        {{"", "x", 0, 1}},
+        {{longname, "x", RDMA_NATIVE_MAX_NAME + 1, 1}},
+        {{"etag", longvalue, 4, RDMA_NATIVE_MAX_VALUE + 1}},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        q = raw_reply_default();
+        q.hdrs = bad[i];
+        q.n_headers = q.hdrs_present = 1;
+        raw_reply_reject(&q);
+    }
+    q = raw_reply_default();
+    q.body_len = q.body_present = 0;
+    raw_reply_reject(&q); /* an inline body of no bytes */
 
     /* A region-body reply, truncated everywhere. */
     q = raw_reply_default();
