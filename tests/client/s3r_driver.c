@@ -11,17 +11,46 @@
  *   s3r_driver [options] twice BUCKET KEY SIZE        put+get+verify, print "PAUSED" and wait
  *                                                     for a line on stdin, then put+get+verify
  *                                                     again (for killing the session between)
+ *   s3r_driver [options] async BUCKET N SIZE          on one thread: N s3r_object_put_async all
+ *                                                     in flight, wait all; then N
+ *                                                     s3r_object_get_async into N buffers, wait
+ *                                                     all, verify each
+ *   s3r_driver [options] hammer BUCKET N SIZE         N threads put+get+verify in a loop (each
+ *                                                     with 4 async GETs in flight) until killed;
+ *                                                     prints "RUNNING" once every thread has
+ *                                                     done one round
+ *   s3r_driver [options] store BUCKET KEY PATH        PUT the bytes of file PATH (--mode buf:
+ *                                                     s3r_object_put, file: put_file, async)
+ *   s3r_driver [options] fetch BUCKET KEY PATH        GET into file PATH (--mode buf: s3r_object_get
+ *                                                     into --bufsize bytes (default: HEAD's size),
+ *                                                     alloc: get_alloc, file: get_file, async)
+ *   s3r_driver [options] head BUCKET KEY              print "HEAD size=.. etag=.. ctype=.. mtime=.."
+ *                                                     and one "META name=value" per entry
+ *   s3r_driver [options] copy SBUCKET SKEY DBUCKET DKEY
+ *   s3r_driver [options] rm BUCKET KEY
+ *   s3r_driver [options] mb|rb|hb BUCKET              create / delete / head a bucket
+ *   s3r_driver [options] lb                           print "BUCKET name created" per bucket
+ *   s3r_driver [options] ls BUCKET PREFIX DELIM START_AFTER MAX_KEYS ALL [TOKEN]
+ *                                                     one s3r_object_list ("-" = unset; ALL 0/1):
+ *                                                     "OBJ hex(key) size etag mtime",
+ *                                                     "PRE hex(prefix)", "TRUNCATED 0|1",
+ *                                                     "NEXT token" (when there is one)
  *
  * options: --transport T, --no-fallback, --threshold N, --part-size N,
  *          --alloc (use s3r_buf_alloc buffers), --bufsize N (GET buffer size),
- *          --getfile / --putfile (go through files), --range START:LEN
+ *          --files (go through files), --range START:LEN, --mode M (store/fetch),
+ *          --content-type T, --meta NAME=VALUE (repeatable; put/store)
  * env: S3R_ENDPOINT, S3R_RDMA_ENDPOINT, S3R_ACCESS_KEY, S3R_SECRET_KEY
  *
- * Prints one line "RESULT status=NAME http_ops=.. token_ops=.. fallbacks=..
- * errors=.. sessions=.. needed=.. code=.." at the end; exit 0 only if every
- * step passed. The byte pattern: b[i] = (i*31 + seed*7 + (i>>8)) & 0xff. */
+ * Prints one line "RESULT status=NAME http_ops=.. http_bytes=.. token_ops=..
+ * token_bytes=.. native_ops=.. native_bytes=.. fallbacks=.. errors=..
+ * sessions=.. needed=.. http_status=.. code=.." at the end; exit 0 only if
+ * every step passed. The byte pattern: b[i] = (i*31 + seed*7 + (i>>8)) & 0xff.
+ * put writes Content-Type application/x-test (or --content-type) and the
+ * metadata seed=SEED (plus --meta). */
 #include <getopt.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +62,10 @@ static s3r_client_t *cli;
 static int use_alloc, use_files;
 static uint64_t bufsize_opt;
 static uint64_t range_start, range_len;
+static const char *mode_opt = "buf";
+static const char *ctype_opt;
+static s3r_meta_t meta_opt[9];
+static size_t n_meta_opt;
 static s3r_status_t last_st = S3R_OK; /* guarded by last_mu */
 static pthread_mutex_t last_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -116,8 +149,14 @@ static int do_put(const char *bucket, const char *key, uint64_t size, unsigned s
         st = s3r_object_put_file(cli, bucket, key, path, NULL);
         unlink(path);
     } else {
-        s3r_meta_t meta[] = {{"seed", "x"}};
-        s3r_put_opts_t po = {.content_type = "application/x-test", .meta = meta, .n_meta = 1};
+        char seedstr[16];
+        snprintf(seedstr, sizeof(seedstr), "%u", seed);
+        s3r_meta_t meta[10] = {{"seed", seedstr}};
+        for (size_t i = 0; i < n_meta_opt; i++)
+            meta[1 + i] = meta_opt[i];
+        s3r_put_opts_t po = {.content_type = ctype_opt ? ctype_opt : "application/x-test",
+                             .meta = meta,
+                             .n_meta = 1 + n_meta_opt};
         st = s3r_object_put(cli, bucket, key, p, size, &po);
     }
     buf_put(p);
@@ -317,6 +356,342 @@ static int do_errors(const char *bucket)
     return 0;
 }
 
+/* ---- async ----------------------------------------------------------------- */
+
+static int do_async(const char *bucket, int n, uint64_t size)
+{
+    CHECK(n > 0 && n <= 4096, "1..4096 ops");
+    uint8_t **bufs = calloc((size_t)n, sizeof(*bufs));
+    s3r_op_t **ops = calloc((size_t)n, sizeof(*ops));
+    char(*keys)[64] = calloc((size_t)n, sizeof(*keys));
+    CHECK(bufs && ops && keys, "calloc");
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "async/%d", i);
+        bufs[i] = buf_get(size);
+        if (bufs[i] == NULL) {
+            rc = 1;
+            break;
+        }
+        fill(bufs[i], size, (unsigned)(100 + i), 0);
+    }
+    CHECK(rc == 0, "allocating buffers");
+    /* Every PUT in flight, then wait for all (out of order: odd ones first,
+     * polling with s3r_op_test in between). */
+    s3r_put_opts_t po = {.content_type = "application/x-async"};
+    for (int i = 0; i < n; i++) {
+        s3r_status_t st = s3r_object_put_async(cli, bucket, keys[i], bufs[i], size, &po, &ops[i]);
+        if (st != S3R_OK) {
+            explain("put_async", st);
+            return 1;
+        }
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = pass ? 0 : 1; i < n; i += 2) {
+            (void)s3r_op_test(ops[i]);
+            s3r_status_t st = s3r_op_wait(ops[i], NULL);
+            if (st != S3R_OK) {
+                explain("put wait", st);
+                rc = 1;
+            }
+            CHECK(s3r_op_test(ops[i]) == 1, "op_test after wait");
+            s3r_op_free(ops[i]);
+            ops[i] = NULL;
+        }
+    }
+    CHECK(rc == 0, "async PUTs failed");
+    for (int i = 0; i < n; i++)
+        memset(bufs[i], 0xee, size ? size : 1);
+    for (int i = 0; i < n; i++) {
+        s3r_status_t st = s3r_object_get_async(cli, bucket, keys[i], bufs[i], size, NULL, &ops[i]);
+        if (st != S3R_OK) {
+            explain("get_async", st);
+            return 1;
+        }
+    }
+    /* Poll until all report done (bounded), then wait in reverse order. */
+    for (int spins = 0; spins < 1000000; spins++) {
+        int all = 1;
+        for (int i = 0; i < n; i++)
+            all &= s3r_op_test(ops[i]);
+        if (all)
+            break;
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        uint64_t got = 0;
+        s3r_status_t st = s3r_op_wait(ops[i], &got);
+        if (st != S3R_OK) {
+            explain("get wait", st);
+            rc = 1;
+        } else if (got != size || verify(bufs[i], got, (unsigned)(100 + i), 0) < 0) {
+            fprintf(stderr, "async get %d: %llu bytes, content differs\n", i,
+                    (unsigned long long)got);
+            rc = 1;
+        }
+        s3r_op_free(ops[i]);
+    }
+    for (int i = 0; i < n; i++)
+        buf_put(bufs[i]);
+    free(bufs);
+    free(ops);
+    free(keys);
+    return rc;
+}
+
+/* ---- hammer: load until killed ------------------------------------------------- */
+
+static atomic_int hammer_ready;
+
+static void *hammer_main(void *a)
+{
+    targ_t *t = a;
+    uint8_t *gb[4];
+    for (int k = 0; k < 4; k++)
+        gb[k] = malloc(t->size ? t->size : 1);
+    for (unsigned i = 0;; i++) {
+        char key[64];
+        snprintf(key, sizeof(key), "hammer/t%d", t->id);
+        unsigned seed = (unsigned)t->id * 1000 + (i & 255);
+        if (do_put(t->bucket, key, t->size, seed)) {
+            t->rc = 1;
+            break;
+        }
+        s3r_op_t *ops[4] = {0};
+        for (int k = 0; k < 4; k++)
+            if (s3r_object_get_async(cli, t->bucket, key, gb[k], t->size, NULL, &ops[k]) != S3R_OK)
+                t->rc = 1;
+        int bad = do_get(t->bucket, key, t->size, seed);
+        for (int k = 0; k < 4; k++) {
+            uint64_t got = 0;
+            if (ops[k] && (s3r_op_wait(ops[k], &got) != S3R_OK || got != t->size ||
+                           verify(gb[k], got, seed, 0) < 0))
+                bad = 1;
+            s3r_op_free(ops[k]);
+        }
+        if (bad || t->rc) {
+            t->rc = 1;
+            break;
+        }
+        if (i == 0 && atomic_fetch_add(&hammer_ready, 1) + 1 == t->ops) {
+            printf("RUNNING\n");
+            fflush(stdout);
+        }
+    }
+    for (int k = 0; k < 4; k++)
+        free(gb[k]);
+    return NULL;
+}
+
+static int do_hammer(const char *bucket, int n, uint64_t size)
+{
+    pthread_t th[64];
+    targ_t args[64];
+    CHECK(n > 0 && n <= 64, "1..64 threads");
+    for (int i = 0; i < n; i++) {
+        /* ops: the thread count, for the RUNNING line */
+        args[i] = (targ_t){.bucket = bucket, .id = i, .ops = n, .size = size};
+        pthread_create(&th[i], NULL, hammer_main, &args[i]);
+    }
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        pthread_join(th[i], NULL);
+        rc |= args[i].rc;
+    }
+    return rc ? rc : 1; /* only failures end the loop */
+}
+
+/* ---- arbitrary bytes through files -------------------------------------------- */
+
+static uint8_t *read_whole(const char *path, uint64_t *n_p)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *p = buf_get((uint64_t)n);
+    if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
+        buf_put(p);
+        p = NULL;
+    }
+    fclose(f);
+    *n_p = (uint64_t)n;
+    return p;
+}
+
+static int write_whole(const char *path, const void *p, uint64_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    int ok = fwrite(p, 1, (size_t)n, f) == (size_t)n;
+    return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+static int do_store(const char *bucket, const char *key, const char *path)
+{
+    s3r_put_opts_t po = {.content_type = ctype_opt, .meta = meta_opt, .n_meta = n_meta_opt};
+    s3r_status_t st;
+    if (strcmp(mode_opt, "file") == 0) {
+        st = s3r_object_put_file(cli, bucket, key, path, &po);
+    } else {
+        uint64_t n = 0;
+        uint8_t *p = read_whole(path, &n);
+        CHECK(p != NULL, "reading %s", path);
+        if (strcmp(mode_opt, "async") == 0) {
+            s3r_op_t *op = NULL;
+            st = s3r_object_put_async(cli, bucket, key, p, n, &po, &op);
+            if (st == S3R_OK)
+                st = s3r_op_wait(op, NULL);
+            s3r_op_free(op);
+        } else {
+            st = s3r_object_put(cli, bucket, key, p, n, &po);
+        }
+        buf_put(p);
+    }
+    if (st != S3R_OK) {
+        explain("store", st);
+        return 1;
+    }
+    return 0;
+}
+
+static int do_fetch(const char *bucket, const char *key, const char *path)
+{
+    s3r_get_opts_t go = {.range_start = range_start, .range_len = range_len};
+    s3r_status_t st;
+    if (strcmp(mode_opt, "file") == 0) {
+        st = s3r_object_get_file(cli, bucket, key, path, &go);
+    } else if (strcmp(mode_opt, "alloc") == 0) {
+        void *d = NULL;
+        uint64_t n = 0;
+        st = s3r_object_get_alloc(cli, bucket, key, &go, &d, &n);
+        if (st == S3R_OK) {
+            CHECK(((char *)d)[n] == '\0', "get_alloc: no NUL after the data");
+            CHECK(write_whole(path, d, n) == 0, "writing %s", path);
+        }
+        s3r_free(d);
+    } else {
+        uint64_t cap = bufsize_opt;
+        if (cap == 0) {
+            s3r_object_info_t *info;
+            st = s3r_object_head(cli, bucket, key, &info);
+            if (st != S3R_OK) {
+                explain("fetch head", st);
+                return 1;
+            }
+            cap = info->size;
+            s3r_object_info_free(info);
+        }
+        uint8_t *p = buf_get(cap);
+        CHECK(p != NULL, "allocating %llu", (unsigned long long)cap);
+        uint64_t n = 0;
+        if (strcmp(mode_opt, "async") == 0) {
+            s3r_op_t *op = NULL;
+            st = s3r_object_get_async(cli, bucket, key, p, cap, &go, &op);
+            if (st == S3R_OK)
+                st = s3r_op_wait(op, &n);
+            s3r_op_free(op);
+        } else {
+            st = s3r_object_get(cli, bucket, key, p, cap, &go, &n);
+        }
+        if (st == S3R_OK && write_whole(path, p, n) != 0) {
+            buf_put(p);
+            CHECK(0, "writing %s", path);
+        }
+        buf_put(p);
+    }
+    if (st != S3R_OK) {
+        explain("fetch", st);
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- control operations, printed for the test to compare --------------------- */
+
+static void hex_out(const char *s)
+{
+    if (!*s)
+        putchar('-');
+    for (; *s; s++)
+        printf("%02x", (unsigned char)*s);
+}
+
+static int do_head(const char *bucket, const char *key)
+{
+    s3r_object_info_t *info;
+    s3r_status_t st = s3r_object_head(cli, bucket, key, &info);
+    if (st != S3R_OK) {
+        explain("head", st);
+        return 1;
+    }
+    printf("HEAD size=%llu etag=%s ctype=%s mtime=%lld\n", (unsigned long long)info->size,
+           info->etag ? info->etag : "-", info->content_type ? info->content_type : "-",
+           (long long)info->mtime);
+    for (size_t i = 0; i < info->n_meta; i++)
+        printf("META %s=%s\n", info->meta[i].name, info->meta[i].value);
+    s3r_object_info_free(info);
+    return 0;
+}
+
+static int simple_result(const char *what, s3r_status_t st)
+{
+    if (st != S3R_OK) {
+        explain(what, st);
+        return 1;
+    }
+    return 0;
+}
+
+static int do_lb(void)
+{
+    s3r_bucket_list_t *bl;
+    s3r_status_t st = s3r_bucket_list(cli, &bl);
+    if (st != S3R_OK)
+        return simple_result("lb", st);
+    for (size_t i = 0; i < bl->n_buckets; i++)
+        printf("BUCKET %s %lld\n", bl->buckets[i].name, (long long)bl->buckets[i].created);
+    s3r_bucket_list_free(bl);
+    return 0;
+}
+
+static const char *dash_null(const char *s)
+{
+    return strcmp(s, "-") == 0 ? NULL : s;
+}
+
+static int do_ls(char **argv, int argc)
+{
+    s3r_list_opts_t o = {.prefix = dash_null(argv[1]),
+                         .delimiter = dash_null(argv[2]),
+                         .start_after = dash_null(argv[3]),
+                         .max_keys = (unsigned)atoi(argv[4]),
+                         .all_pages = atoi(argv[5]),
+                         .continuation_token = argc > 6 ? dash_null(argv[6]) : NULL};
+    s3r_object_list_t *l;
+    s3r_status_t st = s3r_object_list(cli, argv[0], &o, &l);
+    if (st != S3R_OK)
+        return simple_result("ls", st);
+    for (size_t i = 0; i < l->n_objects; i++) {
+        printf("OBJ ");
+        hex_out(l->objects[i].key);
+        printf(" %llu %s %lld\n", (unsigned long long)l->objects[i].size,
+               l->objects[i].etag ? l->objects[i].etag : "-", (long long)l->objects[i].mtime);
+    }
+    for (size_t i = 0; i < l->n_prefixes; i++) {
+        printf("PRE ");
+        hex_out(l->prefixes[i]);
+        printf("\n");
+    }
+    printf("TRUNCATED %d\n", l->truncated);
+    if (l->next_token)
+        printf("NEXT %s\n", l->next_token);
+    s3r_object_list_free(l);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -328,6 +703,9 @@ int main(int argc, char **argv)
         {"bufsize", required_argument, NULL, 'b'},
         {"files", no_argument, NULL, 'f'},
         {"range", required_argument, NULL, 'r'},
+        {"mode", required_argument, NULL, 'm'},
+        {"content-type", required_argument, NULL, 'c'},
+        {"meta", required_argument, NULL, 'M'},
         {NULL, 0, NULL, 0},
     };
     s3r_config_t cfg;
@@ -368,13 +746,27 @@ int main(int argc, char **argv)
             range_len = colon ? strtoull(colon + 1, NULL, 0) : 0;
             break;
         }
+        case 'm':
+            mode_opt = optarg;
+            break;
+        case 'c':
+            ctype_opt = optarg;
+            break;
+        case 'M': {
+            char *eq = strchr(optarg, '=');
+            if (!eq || n_meta_opt == sizeof(meta_opt) / sizeof(meta_opt[0]))
+                return 2;
+            *eq = '\0';
+            meta_opt[n_meta_opt++] = (s3r_meta_t){optarg, eq + 1};
+            break;
+        }
         default:
             return 2;
         }
     }
     argc -= optind;
     argv += optind;
-    if (argc < 2) {
+    if (argc < 1) {
         fprintf(stderr, "usage: see the comment at the top of tests/client/s3r_driver.c\n");
         return 2;
     }
@@ -425,6 +817,30 @@ int main(int argc, char **argv)
         rc = do_list(argv[1]);
     else if (strcmp(cmd, "errors") == 0 && argc == 2)
         rc = do_errors(argv[1]);
+    else if (strcmp(cmd, "async") == 0 && argc == 4)
+        rc = do_async(argv[1], atoi(argv[2]), strtoull(argv[3], NULL, 0));
+    else if (strcmp(cmd, "hammer") == 0 && argc == 4)
+        rc = do_hammer(argv[1], atoi(argv[2]), strtoull(argv[3], NULL, 0));
+    else if (strcmp(cmd, "store") == 0 && argc == 4)
+        rc = do_store(argv[1], argv[2], argv[3]);
+    else if (strcmp(cmd, "fetch") == 0 && argc == 4)
+        rc = do_fetch(argv[1], argv[2], argv[3]);
+    else if (strcmp(cmd, "head") == 0 && argc == 3)
+        rc = do_head(argv[1], argv[2]);
+    else if (strcmp(cmd, "copy") == 0 && argc == 5)
+        rc = simple_result("copy", s3r_object_copy(cli, argv[1], argv[2], argv[3], argv[4]));
+    else if (strcmp(cmd, "rm") == 0 && argc == 3)
+        rc = simple_result("rm", s3r_object_delete(cli, argv[1], argv[2]));
+    else if (strcmp(cmd, "mb") == 0 && argc == 2)
+        rc = simple_result("mb", s3r_bucket_create(cli, argv[1]));
+    else if (strcmp(cmd, "rb") == 0 && argc == 2)
+        rc = simple_result("rb", s3r_bucket_delete(cli, argv[1]));
+    else if (strcmp(cmd, "hb") == 0 && argc == 2)
+        rc = simple_result("hb", s3r_bucket_head(cli, argv[1]));
+    else if (strcmp(cmd, "lb") == 0 && argc == 1)
+        rc = do_lb();
+    else if (strcmp(cmd, "ls") == 0 && (argc == 7 || argc == 8))
+        rc = do_ls(argv + 1, argc - 1);
     else {
         fprintf(stderr, "bad command\n");
         rc = 2;
@@ -434,12 +850,15 @@ int main(int argc, char **argv)
     memset(&e, 0, sizeof(e));
     s3r_client_stats(cli, &s);
     (void)s3r_client_last_error(cli, &e);
-    printf("RESULT status=%s http_ops=%llu token_ops=%llu token_bytes=%llu fallbacks=%llu "
-           "errors=%llu sessions=%llu needed=%llu code=%s\n",
+    printf("RESULT status=%s http_ops=%llu http_bytes=%llu token_ops=%llu token_bytes=%llu "
+           "native_ops=%llu native_bytes=%llu fallbacks=%llu errors=%llu sessions=%llu "
+           "needed=%llu http_status=%d transport=%s code=%s\n",
            s3r_status_name(last_st), (unsigned long long)s.http_ops,
-           (unsigned long long)s.token_ops, (unsigned long long)s.token_bytes,
-           (unsigned long long)s.fallbacks, (unsigned long long)s.errors,
-           (unsigned long long)s.rdma_sessions, (unsigned long long)e.needed_bytes,
+           (unsigned long long)s.http_bytes, (unsigned long long)s.token_ops,
+           (unsigned long long)s.token_bytes, (unsigned long long)s.native_ops,
+           (unsigned long long)s.native_bytes, (unsigned long long)s.fallbacks,
+           (unsigned long long)s.errors, (unsigned long long)s.rdma_sessions,
+           (unsigned long long)e.needed_bytes, e.http_status, s3r_transport_name(e.transport),
            e.code[0] ? e.code : "-");
     s3r_client_destroy(cli);
     return rc;

@@ -89,8 +89,18 @@ def boto(server):
 @pytest.fixture(scope="module", params=list(UCX_ENVS))
 def rsrv(request, tmp_path_factory):
     s = RdmaServer(tmp_path_factory.mktemp("rdma"), "rdma", UCX_ENVS[request.param]).start()
+    s.ucx = request.param
     yield s
     s.stop()
+
+
+def auto_is_native(server):
+    """What AUTO means under the server's (and client's) UCX setting: with UCX's
+    default transports a same-host session has shared memory, so AUTO carries
+    every operation natively; under UCX_TLS=tcp the session is TCP-only and AUTO
+    keeps the size rule (token from rdma_threshold up, HTTP below)."""
+    assert server.ucx in ("ucx-default", "ucx-tcp"), server.ucx
+    return server.ucx == "ucx-default"
 
 
 @pytest.fixture
@@ -120,22 +130,32 @@ def test_roundtrip_sizes(rsrv, rbucket, transport):
     _, r, _ = run_driver(rsrv, "--transport", transport, "roundtrip", rbucket, *SIZES)
     assert r["fallbacks"] == 0 and r["errors"] == 0
     if transport == "http":
-        assert r["token_ops"] == 0
+        assert r["token_ops"] == 0 and r["native_ops"] == 0
     elif transport == "token":
         # Every data operation went by RDMA; 64 MiB went multipart (8 MiB parts).
-        assert r["http_ops"] == 0 and r["token_ops"] > 0
+        assert r["http_ops"] == 0 and r["token_ops"] > 0 and r["native_ops"] == 0
         assert r["token_bytes"] == 3 * sum(SIZES)
+    elif auto_is_native(rsrv):
+        assert r["native_ops"] > 0 and r["http_ops"] == 0 and r["token_ops"] == 0, r
     else:
-        assert r["token_ops"] > 0 and r["http_ops"] > 0
+        assert r["token_ops"] > 0 and r["http_ops"] > 0 and r["native_ops"] == 0, r
 
 
 def test_auto_picks_by_object_size(rsrv, rbucket):
-    """AUTO (threshold 1 MiB): put, get and get_alloc of a small object all go
-    over HTTP, of a large one all by token (get_alloc learns the size by HEAD)."""
+    """AUTO (threshold 1 MiB) under UCX_TLS=tcp: put, get and get_alloc of a small
+    object all go over HTTP, of a large one all by token (get_alloc learns the
+    size by HEAD). Under the default transports AUTO is native whatever the size:
+    all five operations of the round trip (put, get, head, get_alloc, delete)."""
     _, r, _ = run_driver(rsrv, "--transport", "auto", "roundtrip", rbucket, 4096)
-    assert r["http_ops"] == 3 and r["token_ops"] == 0, r
+    if auto_is_native(rsrv):
+        assert r["native_ops"] == 5 and r["http_ops"] == 0 and r["token_ops"] == 0, r
+    else:
+        assert r["http_ops"] == 3 and r["token_ops"] == 0 and r["native_ops"] == 0, r
     _, r, _ = run_driver(rsrv, "--transport", "auto", "roundtrip", rbucket, 2 * MiB)
-    assert r["http_ops"] == 0 and r["token_ops"] == 3, r
+    if auto_is_native(rsrv):
+        assert r["native_ops"] == 5 and r["http_ops"] == 0 and r["token_ops"] == 0, r
+    else:
+        assert r["http_ops"] == 0 and r["token_ops"] == 3 and r["native_ops"] == 0, r
 
 
 @pytest.mark.parametrize("transport", ["http", "token"])
@@ -184,8 +204,14 @@ def test_threads_share_one_client(rsrv, rbucket, transport):
     _, r, _ = run_driver(rsrv, "--transport", transport, "--threshold", 64 * 1024, "threads",
                          rbucket, 8, 6, 300000)
     assert r["errors"] == 0
-    if transport != "http":
-        assert r["token_ops"] == 8 * 6 * 2 and r["sessions"] == 1
+    if transport == "http":
+        assert r["token_ops"] == 0 and r["native_ops"] == 0
+    elif transport == "auto" and auto_is_native(rsrv):
+        # put, get and delete of every op, all native
+        assert r["native_ops"] == 8 * 6 * 3 and r["token_ops"] == 0 and r["http_ops"] == 0, r
+        assert r["sessions"] == 1
+    else:
+        assert r["token_ops"] == 8 * 6 * 2 and r["native_ops"] == 0 and r["sessions"] == 1, r
 
 
 def test_list_and_errors(rsrv, rbucket):
@@ -305,14 +331,28 @@ def test_decline_501(rsrv, norsrv, op):
 
 
 def test_env_overrides(rsrv, rbucket):
-    # SPT_RDMA_ENABLED=0: everything over HTTP, whatever the transport.
-    _, r, _ = run_driver(rsrv, "--transport", "token", "roundtrip", rbucket, 2 * MiB,
-                         env={"SPT_RDMA_ENABLED": "0"})
-    assert r["token_ops"] == 0 and r["sessions"] == 0
-    # RDMA_THRESHOLD_BYTES=0: AUTO sends even 1 byte by RDMA.
+    # SPT_RDMA_ENABLED=0: everything over HTTP, whatever the transport (AUTO and
+    # NATIVE too, under either UCX setting: no session is even opened).
+    for transport in ("token", "auto", "native"):
+        _, r, _ = run_driver(rsrv, "--transport", transport, "roundtrip", rbucket, 2 * MiB,
+                             env={"SPT_RDMA_ENABLED": "0"})
+        assert r["token_ops"] == 0 and r["native_ops"] == 0 and r["sessions"] == 0, r
+        assert r["http_ops"] == 3, r
+    # RDMA_THRESHOLD_BYTES=0: AUTO sends even 1 byte by RDMA (under the default
+    # transports AUTO is native anyway).
     _, r, _ = run_driver(rsrv, "--transport", "auto", "roundtrip", rbucket, 1,
                          env={"RDMA_THRESHOLD_BYTES": "0"})
-    assert r["token_ops"] > 0 and r["http_ops"] == 0
+    if auto_is_native(rsrv):
+        assert r["native_ops"] == 5 and r["token_ops"] == 0 and r["http_ops"] == 0, r
+    else:
+        assert r["token_ops"] > 0 and r["http_ops"] == 0 and r["native_ops"] == 0, r
+    # And a threshold above the object: AUTO under TCP goes HTTP, native regardless.
+    _, r, _ = run_driver(rsrv, "--transport", "auto", "roundtrip", rbucket, 4096,
+                         env={"RDMA_THRESHOLD_BYTES": "1MB"})
+    if auto_is_native(rsrv):
+        assert r["native_ops"] == 5 and r["token_ops"] == 0 and r["http_ops"] == 0, r
+    else:
+        assert r["http_ops"] == 3 and r["token_ops"] == 0 and r["native_ops"] == 0, r
     rc, r, _ = run_driver(rsrv, "roundtrip", rbucket, 1, env={"RDMA_TIMEOUT_MS": "soon"},
                           check=False)
     assert rc == 1 and r["status"] == "S3R_ERR_INVALID_ARG"
