@@ -180,7 +180,11 @@ typedef struct s3r_error_info {
 s3r_status_t s3r_client_last_error(const s3r_client_t *client, s3r_error_info_t *info_p);
 
 /* Counters since create; by the transport that actually carried the
- * operation (a fallback counts once in fallbacks and once under http). */
+ * operation (a fallback counts once in fallbacks and once under http).
+ * http_ops and token_ops count object GETs and PUTs (parts included);
+ * native_ops counts every native request (buckets, HEAD, LIST, DELETE,
+ * multipart control too), since none of them touches HTTP. Bytes are
+ * object payload only. */
 typedef struct s3r_stats {
     uint64_t http_ops, http_bytes; /* bytes = object payload moved */
     uint64_t token_ops, token_bytes;

@@ -223,6 +223,15 @@ s3r_status_t s3c_native_start(s3r_client_t *c, s3c_ncall_t *n, s3c_req_t *req, s
     return st;
 }
 
+/* The object bytes a request moved (what native_bytes counts): a PUT's or
+ * part's body, a GET's reply body; not the XML of other operations. */
+static uint64_t payload(const s3c_req_t *req, const s3c_resp_t *resp)
+{
+    if (req->native_op == RDMA_OP_PUT_OBJECT || req->native_op == RDMA_OP_UPLOAD_PART)
+        return req->body_len;
+    return req->native_op == RDMA_OP_GET_OBJECT ? resp->body_bytes : 0;
+}
+
 /* What a finished call means for a request whose body went to sink_buf (or
  * nowhere): a body too large for the buffer becomes HTTP's overflow, with
  * the size the server named as content-length. */
@@ -231,8 +240,11 @@ static s3r_status_t native_settle(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *r
 {
     uint64_t need = st == S3R_OK ? bytes_needed(resp) : 0;
     if (need) {
+        /* The headers were the error reply's: only the size stays. */
         resp->overflow = true;
         resp->status = 200;
+        buf_reset(&resp->hdrs);
+        buf_reset(&resp->err_body);
         buf_printf(&resp->hdrs, "content-length: %llu\n", (unsigned long long)need);
     } else if (st == S3R_OK && region) {
         if (!req->sink_buf || region > req->sink_cap)
@@ -242,7 +254,7 @@ static s3r_status_t native_settle(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *r
             resp->body_bytes = region;
     }
     if (st == S3R_OK && !resp->overflow && resp->status >= 200 && resp->status <= 299)
-        count(c, S3R_TRANSPORT_NATIVE, req->body_len + resp->body_bytes);
+        count(c, S3R_TRANSPORT_NATIVE, payload(req, resp));
     return st;
 }
 
@@ -303,7 +315,7 @@ static s3r_status_t native_grow(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *res
     s3c_scratch_put(c, scratch, len);
     s3c_sess_put(c, sess, st == S3R_ERR_RDMA_UNAVAILABLE);
     if (st == S3R_OK && !resp->overflow && resp->status >= 200 && resp->status <= 299)
-        count(c, S3R_TRANSPORT_NATIVE, req->body_len + resp->body_bytes);
+        count(c, S3R_TRANSPORT_NATIVE, payload(req, resp));
     return st;
 }
 

@@ -38,7 +38,20 @@ struct rdma_native_req {
     rsession_t *s;
     rdma_native_msg_t m;
     int replied;
+    int released; /* counted out of the in-flight bounds */
 };
+
+/* Counts a request out of the in-flight bounds, once, right before its
+ * reply goes out: a client that sends its next request the moment it has a
+ * reply must not find the slot still taken. */
+static void req_release(rdma_native_req_t *r)
+{
+    if (r->released)
+        return;
+    r->released = 1;
+    atomic_fetch_sub(&r->s->native_inflight, 1);
+    atomic_fetch_sub(&r->srv->n_jobs, 1);
+}
 
 typedef struct njob {
     struct njob *next;
@@ -292,6 +305,7 @@ static void native_run(struct rdma_server *srv, njob_t *j)
         rdma_native_parse_head(j->msg, j->len, &h);
         char msg[160];
         snprintf(msg, sizeof(msg), "Malformed native request: %s.", why);
+        req_release(&r);
         native_reply_error(srv, s, &h, 400, RDMA_ERR_BAD_MESSAGE, "InvalidRequest", msg);
         atomic_fetch_add(&srv->native_bad, 1);
     } else if (!atomic_load(&s->dead)) {
@@ -307,17 +321,19 @@ static void native_run(struct rdma_server *srv, njob_t *j)
                 pthread_cond_broadcast(&srv->native_idle_cv);
             pthread_mutex_unlock(&srv->native_mu);
         } else {
+            req_release(&r);
             native_reply_error(srv, s, &r.m.head, 503, 0, "ServiceUnavailable",
                                "The server is not serving native requests (starting or "
                                "stopping).");
         }
-        if (!r.replied && fn)
+        if (!r.replied && fn) {
+            req_release(&r);
             native_reply_error(srv, s, &r.m.head, 500, RDMA_ERR_INTERNAL, "InternalError",
                                "The request was not answered.");
+        }
         rdma_native_msg_free(&r.m);
     }
-    atomic_fetch_sub(&s->native_inflight, 1);
-    atomic_fetch_sub(&srv->n_jobs, 1);
+    req_release(&r);
     session_put(s);
 }
 
@@ -480,6 +496,7 @@ rdma_status_t rdma_native_reply(rdma_native_req_t *r, int status, const char *s3
     else if (kind == RDMA_BODY_INLINE && fill(ctx, body, (size_t)body_len, 0) != 0)
         rc = RDMA_CALLBACK;
     if (rc == RDMA_OK) {
+        req_release(r);
         native_send(r->srv, r->s, &w);
         r->replied = 1;
     }

@@ -152,6 +152,7 @@ int on_region_remove(bconn_t *c, const uint8_t *body, size_t len)
         return -1;
     }
     int found = 0;
+    rregion_t *gone = NULL;
     pthread_mutex_lock(&s->mu);
     for (rregion_t **pp = &s->regions; *pp; pp = &(*pp)->next) {
         rregion_t *r = *pp;
@@ -159,12 +160,13 @@ int on_region_remove(bconn_t *c, const uint8_t *body, size_t len)
             *pp = r->next;
             s->n_regions--;
             s->reg_bytes -= r->len;
-            region_put_locked(r);
+            gone = region_unref_locked(r);
             found = 1;
             break;
         }
     }
     pthread_mutex_unlock(&s->mu);
+    region_free(gone);
     if (!found) {
         log_warn("rdma: %s: REGION_REMOVE of unknown region %u; closing", c->peer, id);
         conn_send_error(c, RDMA_ERR_NO_REGION, "no such region");

@@ -16,6 +16,11 @@
  * client's side or its NIC performs the access (TCP, InfiniBand/RoCE), so
  * nothing a stranger announces can make the server touch its own memory.
  *
+ * Lock order: a progress thread holds a worker's lock while its callbacks
+ * take srv->mu (session_find); so nothing may wait for a worker's lock
+ * (any UCX call on it: rkey destroy, progress, sends) while holding srv->mu
+ * or a session's mu, and srv->mu and s->mu are never held together.
+ *
  * Threads and ownership, in short:
  *   - The bootstrap thread owns every bootstrap connection (handshakes and
  *     lifelines) and is the only thread that creates sessions, adds or
@@ -299,9 +304,14 @@ void session_get(rsession_t *s);
 /* Drops a reference on s; the last one has s's progress thread destroy it. */
 void session_put(rsession_t *s);
 
-/* Drops a reference on r (under its session's mu); the last one destroys
- * its rkey (if still there) and frees it. */
-void region_put_locked(rregion_t *r);
+/* Drops a reference on r (under its session's mu); returns r when that was
+ * the last one, for region_free once the lock is released: destroying an
+ * rkey takes the worker's lock, and a progress thread holding that lock may
+ * be waiting (through srv->mu) on this session's mu. */
+rregion_t *region_unref_locked(rregion_t *r);
+/* Destroys r's rkey (if still there) and frees it; NULL is a no-op. Never
+ * under a session's mu or srv->mu. */
+void region_free(rregion_t *r);
 
 /* The hash chain a session id belongs to. Under srv->mu. */
 rsession_t **session_bucket(struct rdma_server *srv, const uint8_t id[RDMA_SESSION_ID_LEN]);

@@ -102,13 +102,18 @@ void session_put(rsession_t *s)
         prog_post(s->prog, CMD_DESTROY, s);
 }
 
-void region_put_locked(rregion_t *r)
+rregion_t *region_unref_locked(rregion_t *r)
 {
-    if (--r->refs == 0) {
-        if (r->rkey)
-            ucp_rkey_destroy(r->rkey);
-        free(r);
-    }
+    return --r->refs == 0 ? r : NULL;
+}
+
+void region_free(rregion_t *r)
+{
+    if (!r)
+        return;
+    if (r->rkey)
+        ucp_rkey_destroy(r->rkey);
+    free(r);
 }
 
 void session_ep_failed(void *arg, ucp_ep_h ep, ucs_status_t status)

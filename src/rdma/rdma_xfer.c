@@ -147,27 +147,32 @@ void staging_free(struct rdma_server *srv)
 rdma_status_t xfer_bind(struct rdma_server *srv, rsession_t *s, uint32_t region_id, uint64_t addr,
                         uint64_t len, rdma_xfer_t **out_p)
 {
-    rdma_status_t rc = RDMA_OK;
-    rregion_t *r;
+    /* A transfer slot first (srv->mu), then the region (s->mu): the two
+     * locks are never held together (rdma_server_internal.h). */
     pthread_mutex_lock(&srv->mu);
+    struct rdma_xfer *x = srv->free_xfers;
+    if (x)
+        srv->free_xfers = x->next_free;
+    pthread_mutex_unlock(&srv->mu);
+    if (!x)
+        return RDMA_BUSY;
+    rregion_t *r;
     pthread_mutex_lock(&s->mu);
     for (r = s->regions; r && r->id != region_id; r = r->next) {
     }
     if (!r || addr < r->addr || addr - r->addr > r->len || len > r->len - (addr - r->addr))
-        rc = RDMA_OUT_OF_BOUNDS;
-    else if (!srv->free_xfers)
-        rc = RDMA_BUSY;
+        r = NULL;
     else
         r->refs++;
     pthread_mutex_unlock(&s->mu);
-    if (rc != RDMA_OK) {
+    if (!r) {
+        pthread_mutex_lock(&srv->mu);
+        x->next_free = srv->free_xfers;
+        srv->free_xfers = x;
         pthread_mutex_unlock(&srv->mu);
-        return rc;
+        return RDMA_OUT_OF_BOUNDS;
     }
     session_get(s);
-    struct rdma_xfer *x = srv->free_xfers;
-    srv->free_xfers = x->next_free;
-    pthread_mutex_unlock(&srv->mu);
     x->s = s;
     x->r = r;
     x->addr = addr;
@@ -204,8 +209,9 @@ void rdma_xfer_close(rdma_xfer_t *x)
     struct rdma_server *srv = x->srv;
     rsession_t *s = x->s;
     pthread_mutex_lock(&s->mu);
-    region_put_locked(x->r);
+    rregion_t *gone = region_unref_locked(x->r);
     pthread_mutex_unlock(&s->mu);
+    region_free(gone);
     session_put(s);
     pthread_mutex_lock(&srv->mu);
     x->next_free = srv->free_xfers;

@@ -25,7 +25,7 @@ typedef struct native_req {
     s3_req_t req; /* first: the frontend's calls get this */
     rdma_native_req_t *nr;
     const rdma_native_msg_t *m;
-    char content_length[24]; /* of the body, "" when there is none */
+    char content_length[24]; /* of the body ("0" when there is none) */
 } native_req_t;
 
 /* What each opcode runs, with the HTTP method the handlers see and the
@@ -64,7 +64,7 @@ static const char *native_header(s3_req_t *req, const char *name)
     /* The length is the body's, as the message frames it; a token belongs
      * to the token path only. */
     if (strcasecmp(name, "content-length") == 0)
-        return q->content_length[0] ? q->content_length : NULL;
+        return q->content_length;
     if (strcasecmp(name, "x-amz-rdma-token") == 0)
         return NULL;
     for (unsigned i = 0; i < q->m->n_params; i++) {
@@ -78,7 +78,7 @@ static const char *native_header(s3_req_t *req, const char *name)
 static void native_each_header(s3_req_t *req, s3_header_fn fn, void *ctx)
 {
     native_req_t *q = (native_req_t *)req;
-    if (q->content_length[0] && fn(ctx, "content-length", q->content_length))
+    if (fn(ctx, "content-length", q->content_length))
         return;
     for (unsigned i = 0; i < q->m->n_params; i++) {
         const rdma_native_param_t *p = &q->m->params[i];
@@ -227,8 +227,8 @@ void s3_native_handle(void *ctx, rdma_native_req_t *nr)
         return; /* unanswered: the RDMA layer replies InternalError */
     q->nr = nr;
     q->m = m;
-    if (m->body_kind != RDMA_BODY_NONE)
-        snprintf(q->content_length, sizeof(q->content_length), "%" PRIu64, m->body_len);
+    /* "0" without a body: a PUT of no bytes has a length, as over HTTP. */
+    snprintf(q->content_length, sizeof(q->content_length), "%" PRIu64, m->body_len);
     s3_req_t *req = &q->req;
     s3_req_init(req, srv, &native_frontend, op->method);
     req->bucket = m->bucket[0] ? strdup(m->bucket) : NULL;
