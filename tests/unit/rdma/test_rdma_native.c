@@ -696,7 +696,7 @@ static void test_many_in_flight_out_of_order(void **state)
 
 /* ==== 2. a raw client sending malformed requests ================================ */
 
-#define RAW_MAX_REPLIES 64
+#define RAW_MAX_REPLIES 640
 
 typedef struct rrep {
     uint64_t id;
@@ -1356,6 +1356,67 @@ static void test_raw_dropped(void **state)
     assert_int_equal(test_wait_count(srv, 0), 0);
 }
 
+/* A burst of 600 requests, a third of them malformed, sent without waiting
+ * (far past the per-session bound of 64): every one is answered exactly
+ * once, with its own id: 200 (valid, admitted), 400 BAD_MESSAGE (malformed,
+ * admitted) or 503 BUSY (over the bound). */
+static void test_raw_burst(void **state)
+{
+    (void)state;
+    rdma_server_t *srv;
+    NSERVER_OR_SKIP(srv, 0, 0, 1);
+    static rawn_t rn;
+    rawn_open(&rn, srv, 0);
+    enum { N = 600, BASE = 100000 };
+    rb_t b;
+    rb_init(&b, &rn, RDMA_OP_GET_OBJECT);
+    rb_param(&b, RDMA_PARAM_QUERY, "n", "100");
+    for (int i = 0; i < N; i++) {
+        b.id = BASE + (uint64_t)i;
+        b.version = i % 3 == 0 ? 9 : RDMA_NATIVE_VERSION;
+        b.opcode = i % 2 ? RDMA_OP_GET_OBJECT : RDMA_OP_HEAD_OBJECT;
+        wire_out_t w;
+        rb_build(&b, &w);
+        rawn_send(&rn, w.data, w.len);
+        wire_free(&w);
+    }
+    for (uint64_t until = rdma_now_ms() + WAIT_MS; rn.n_rep < N && rdma_now_ms() < until;) {
+        if (!ucp_worker_progress(rn.u.w))
+            usleep(50);
+    }
+    rawn_t *one[] = {&rn};
+    rawn_quiet(one, 1); /* nothing more may come */
+    assert_int_equal(rn.n_rep, N);
+    assert_int_equal(rn.n_unparsed, 0);
+    static uint8_t seen[N];
+    memset(seen, 0, sizeof(seen));
+    unsigned ok = 0, busy = 0;
+    for (unsigned k = 0; k < rn.n_rep; k++) {
+        const rrep_t *p = &rn.rep[k];
+        assert_true(p->id >= BASE && p->id < BASE + N);
+        unsigned i = (unsigned)(p->id - BASE);
+        assert_int_equal(seen[i], 0);
+        seen[i] = 1;
+        assert_int_equal(p->opcode, i % 2 ? RDMA_OP_GET_OBJECT : RDMA_OP_HEAD_OBJECT);
+        if (p->status == 503) {
+            assert_int_equal(p->error, RDMA_ERR_BUSY);
+            busy++;
+        } else if (i % 3 == 0) {
+            assert_bad_message(p, p->id, p->opcode, "burst");
+        } else {
+            assert_int_equal(p->status, 200);
+            ok++;
+        }
+    }
+    assert_true(ok > 0);
+    rawn_forget(&rn);
+    raw_assert_works(&rn);
+    assert_int_equal(rdma_server_session_count(srv), 1);
+    (void)busy;
+    rawn_close(&rn);
+    assert_int_equal(test_wait_count(srv, 0), 0);
+}
+
 /* Decodes a real session's id from a token of one of its regions. */
 static void session_id_of(rdma_session_t *s, uint8_t id[RDMA_SESSION_ID_LEN])
 {
@@ -1782,6 +1843,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_many_in_flight_out_of_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_raw_malformed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_raw_dropped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_raw_burst, setup, teardown),
         cmocka_unit_test_setup_teardown(test_raw_other_session, setup, teardown),
         cmocka_unit_test_setup_teardown(test_raw_local_worker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_per_session_limit, setup, teardown),
