@@ -1,8 +1,9 @@
 /* A raw session client for the RDMA tests: a bare UCX worker that answers
  * the server's probe, and blocking helpers that speak the bootstrap protocol
  * frame by frame over a socket, so a test can send what the real client
- * (rdma_client.c) never would. Used by test_rdma_session.c and
- * test_rdma_attack.c; include it after rdma_test_util.h. */
+ * (rdma_client.c) never would. Used by test_rdma_session.c,
+ * test_rdma_attack.c and test_rdma_native.c; include it after
+ * rdma_test_util.h. */
 #ifndef S3R_TESTS_RDMA_RAW_CLIENT_H
 #define S3R_TESTS_RDMA_RAW_CLIENT_H
 
@@ -12,6 +13,7 @@
 #include <ucp/api/ucp.h>
 #include <unistd.h>
 
+#include "common/hash.h"
 #include "rdma/rdma_net.h"
 #include "rdma/rdma_server.h"
 #include "rdma/rdma_wire.h"
@@ -158,6 +160,61 @@ static inline void raw_hello(int fd, raw_ucx_t *u, const char *ak, const char *s
                              uint8_t cnonce[RDMA_NONCE_LEN], uint8_t mac[RDMA_MAC_LEN])
 {
     raw_hello_addr(fd, u->addr, u->addr_len, ak, secret, cnonce, mac);
+}
+
+/* What a raw client keeps of its WELCOME. */
+typedef struct raw_sess {
+    uint8_t id[RDMA_SESSION_ID_LEN];
+    uint8_t *saddr; /* the server's worker address */
+    size_t saddr_len;
+    uint8_t err_mode; /* RDMA_WIRE_ERRMODE_* */
+} raw_sess_t;
+
+/* Serves u's worker as a real client's progress thread would, until it
+ * has been quiet for 50 ms (1 s at most). Over TCP the server's endpoint
+ * exchanges wireup messages with this worker after the probe, and again
+ * when it unpacks an rkey (UCX then emulates RMA and asks for this side's
+ * endpoint id); UCX 1.13 aborts the process when an endpoint whose wireup
+ * reply is still queued fails or is destroyed, so a raw client answers
+ * promptly, like the real one. */
+static inline void raw_settle(raw_ucx_t *u)
+{
+    uint64_t now = rdma_now_ms(), quiet_since = now, give_up = now + 1000;
+    while (now < give_up && now - quiet_since < 50) {
+        if (ucp_worker_progress(u->w))
+            quiet_since = rdma_now_ms();
+        else
+            usleep(100);
+        now = rdma_now_ms();
+    }
+}
+
+/* The whole v2 handshake of a raw client announcing its own worker u:
+ * HELLO, CHALLENGE, AUTH, the probe over UCX, PROVE, WELCOME. */
+static inline void raw_handshake(int fd, raw_ucx_t *u, const char *ak, const char *secret,
+                                 raw_sess_t *rs)
+{
+    uint8_t cnonce[RDMA_NONCE_LEN], mac[RDMA_MAC_LEN];
+    assert_int_equal(random_bytes(cnonce, sizeof(cnonce)), 0);
+    u->probe_got = 0;
+    raw_hello(fd, u, ak, secret, cnonce, mac);
+    wire_out_t w = {0};
+    raw_send_frame(fd, &w, wire_nonce(&w, RDMA_MSG_AUTH, mac));
+    assert_true(raw_await_probe(u));
+    raw_send_frame(fd, &w, wire_nonce(&w, RDMA_MSG_PROVE, u->probe));
+    uint8_t *body = NULL;
+    size_t len = 0;
+    assert_int_equal(raw_recv(fd, &body, &len), RDMA_MSG_WELCOME);
+    rdma_welcome_t wm;
+    assert_int_equal(wire_parse_welcome(body, len, &wm), 0);
+    memcpy(rs->id, wm.session_id, RDMA_SESSION_ID_LEN);
+    rs->saddr = malloc(wm.worker_addr_len);
+    assert_non_null(rs->saddr);
+    memcpy(rs->saddr, wm.worker_addr, wm.worker_addr_len);
+    rs->saddr_len = wm.worker_addr_len;
+    rs->err_mode = wm.err_mode;
+    free(body);
+    raw_settle(u);
 }
 
 #endif
