@@ -444,8 +444,10 @@ rdma_status_t rdma_native_body(rdma_native_req_t *r, rdma_sink_fn sink, void *ct
     const rdma_native_msg_t *m = &r->m;
     if (m->body_kind == RDMA_BODY_INLINE)
         return sink(ctx, m->body, (size_t)m->body_len) == 0 ? RDMA_OK : RDMA_CALLBACK;
-    if (m->body_kind != RDMA_BODY_REGION || m->body_len == 0)
+    if (m->body_kind != RDMA_BODY_REGION)
         return RDMA_OK;
+    /* The span is checked even when empty: a reference outside the
+     * session's regions is an error whatever its length. */
     rdma_xfer_t *x;
     rdma_status_t rc =
         xfer_bind(r->srv, r->s, m->body_ref.region_id, m->body_ref.addr, m->body_ref.len, &x);

@@ -66,7 +66,7 @@ typedef struct rdma_server_config {
     /* Native requests (the handler is set by rdma_server_set_native). */
     unsigned native_threads;         /* executor threads */
     unsigned max_native_per_session; /* requests in flight per session: more get SlowDown */
-    unsigned max_native_queued;      /* requests waiting for an executor, server-wide */
+    unsigned max_native_queued;      /* requests in flight (admitted, not answered), server-wide */
 } rdma_server_config_t;
 
 /* Fills cfg with the defaults of src/common/s3r_limits.h. */

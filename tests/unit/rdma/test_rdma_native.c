@@ -1244,17 +1244,21 @@ static void test_raw_malformed(void **state)
     assert_int_equal(strtoul(hdrs_find(p->hdrs, p->hdrs_len, "x-test-nparams"), NULL, 10), 64);
     rawn_forget(&rn);
 
-    /* Region references outside the session's regions (it has none). */
-    rb_init(&b, &rn, RDMA_OP_PUT_OBJECT);
-    b.body_kind = RDMA_BODY_REGION;
-    b.body_ref = (rdma_native_ref_t){1, 4096, 100};
-    atomic_store(&g_h.last_body_rc, -1);
-    p = rb_call(&rn, &b);
-    assert_int_equal(p->status, 400);
-    assert_int_equal(strtoul(hdrs_find(p->hdrs, p->hdrs_len, "x-test-rc"), NULL, 10),
-                     RDMA_OUT_OF_BOUNDS);
-    assert_int_equal(atomic_load(&g_h.last_body_rc), RDMA_OUT_OF_BOUNDS);
-    rawn_forget(&rn);
+    /* Region references outside the session's regions (it has none), of
+     * some bytes and of none (an empty span is checked too). */
+    static const rdma_native_ref_t nowhere[] = {{1, 4096, 100}, {99, 0xdead0000, 0}};
+    for (size_t i = 0; i < sizeof(nowhere) / sizeof(nowhere[0]); i++) {
+        rb_init(&b, &rn, RDMA_OP_PUT_OBJECT);
+        b.body_kind = RDMA_BODY_REGION;
+        b.body_ref = nowhere[i];
+        atomic_store(&g_h.last_body_rc, -1);
+        p = rb_call(&rn, &b);
+        assert_int_equal(p->status, 400);
+        assert_int_equal(strtoul(hdrs_find(p->hdrs, p->hdrs_len, "x-test-rc"), NULL, 10),
+                         RDMA_OUT_OF_BOUNDS);
+        assert_int_equal(atomic_load(&g_h.last_body_rc), RDMA_OUT_OF_BOUNDS);
+        rawn_forget(&rn);
+    }
     rb_init(&b, &rn, RDMA_OP_GET_OBJECT);
     rb_param(&b, RDMA_PARAM_QUERY, "n", "100000");
     b.inline_max = 0;
