@@ -129,6 +129,13 @@ stor_status_t stor_rec_decode_bucket(const void *data, size_t len, stor_bucket_t
 
 typedef struct syncer syncer_t; /* syncer.h, which includes this header */
 
+/* A cached read descriptor of an object file (stor_fdcache.c). */
+#define STOR_FDCACHE_SLOTS 256
+typedef struct fdslot {
+    uint8_t id[STOR_ID_LEN];
+    int fd; /* -1: empty */
+} fdslot_t;
+
 struct stor {
     MDB_env *env;
     MDB_dbi db_buckets; /* name -> bucket record */
@@ -150,6 +157,10 @@ struct stor {
      * the parent's fsync) may not have a durable entry. */
     pthread_mutex_t dir_lock;
     uint8_t dir_known[(256 + 65536) / 8];
+    /* Read descriptors of object files (stor_fdcache.c), under fd_lock. */
+    pthread_mutex_t fd_lock;
+    uint64_t fd_epoch; /* bumped by every drop */
+    fdslot_t fd_cache[STOR_FDCACHE_SLOTS];
 };
 
 struct stor_writer {
@@ -161,6 +172,20 @@ struct stor_writer {
     int fd;
     uint64_t size;
 };
+
+/* ---- stor_fdcache.c: object file descriptors kept open for reads ------- */
+
+void fdcache_init(stor_t *st);
+void fdcache_free(stor_t *st);
+/* The drop epoch: take it before looking an id up in the index. */
+uint64_t fdcache_epoch(stor_t *st);
+/* A new descriptor (the caller closes it) of file id, or -1 if not cached. */
+int fdcache_get(stor_t *st, const uint8_t id[STOR_ID_LEN]);
+/* Keeps a duplicate of fd (file id, open for reading) unless a file was
+ * dropped since epoch (fdcache_epoch before the lookup that found id). */
+void fdcache_put(stor_t *st, const uint8_t id[STOR_ID_LEN], int fd, uint64_t epoch);
+/* File id left the index: closes its cached descriptor, bumps the epoch. */
+void fdcache_forget(stor_t *st, const uint8_t id[STOR_ID_LEN]);
 
 /* Shared helpers (defined in storage.c unless noted). */
 

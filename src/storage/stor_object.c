@@ -288,6 +288,7 @@ stor_status_t stor_reader_open(stor_t *st, const char *bucket, const char *key,
      * in between may unlink a file we are about to open (ENOENT): the index
      * then already points elsewhere, so look again. */
     for (int attempt = 0; attempt < OPEN_RETRIES; attempt++) {
+        uint64_t epoch = fdcache_epoch(st);
         MDB_txn *txn;
         stor_status_t s = rd_begin(st, &txn);
         if (s != STOR_OK)
@@ -310,8 +311,13 @@ stor_status_t stor_reader_open(stor_t *st, const char *bucket, const char *key,
         uint64_t off = 0;
         for (uint32_t i = 0; i < rec.n_segs; i++) {
             char path[STOR_PATH_LEN];
-            stor_id_path(rec.segs[i].id, path);
-            int fd = openat(st->objfd, path, O_RDONLY | O_CLOEXEC);
+            int fd = fdcache_get(st, rec.segs[i].id);
+            if (fd < 0) {
+                stor_id_path(rec.segs[i].id, path);
+                fd = openat(st->objfd, path, O_RDONLY | O_CLOEXEC);
+                if (fd >= 0)
+                    fdcache_put(st, rec.segs[i].id, fd, epoch);
+            }
             if (fd < 0) {
                 if (errno == ENOENT) {
                     vanished = 1;

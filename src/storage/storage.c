@@ -45,6 +45,7 @@ stor_status_t mdb_fail(const char *what, int rc)
  * and until then the index on disk may still point at the file. */
 void drop_file(stor_t *st, const uint8_t id[STOR_ID_LEN])
 {
+    fdcache_forget(st, id);
     if (st->syncer) {
         syncer_drop_file(st->syncer, id);
         return;
@@ -234,6 +235,7 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
     st->objfd = st->lockfd = -1;
     st->durability = durability;
     pthread_mutex_init(&st->dir_lock, NULL);
+    fdcache_init(st);
 
     size_t n = strlen(dir) + 32;
     char *root = malloc(n), *path = malloc(n);
@@ -356,6 +358,7 @@ void stor_close(stor_t *st)
     if (st->lockfd >= 0)
         close(st->lockfd);
     pthread_mutex_destroy(&st->dir_lock);
+    fdcache_free(st);
     free(st);
 }
 

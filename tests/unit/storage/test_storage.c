@@ -198,6 +198,53 @@ static void test_put_get_overwrite_delete(void **state)
     assert_int_equal(count_files(f), 2);
 }
 
+/* Descriptors this process holds on deleted object files (readlink of
+ * /proc/self/fd says "... (deleted)"). */
+static int open_deleted_files(void)
+{
+    int n = 0;
+    for (int fd = 0; fd < 4096; fd++) {
+        char link[64], target[PATH_MAX];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t len = readlink(link, target, sizeof target - 1);
+        if (len <= 0)
+            continue;
+        target[len] = '\0';
+        n += strstr(target, "/.s3rdma/objects/") && strstr(target, "(deleted)");
+    }
+    return n;
+}
+
+/* Reads keep object files open for the next read (stor_fdcache.c), but a
+ * file the index dropped is never held: after an overwrite and a delete,
+ * and the sync point that unlinks them, no descriptor of ours points at a
+ * deleted file, and every read saw the bytes of its time. */
+static void test_reads_hold_no_dropped_file(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    for (int round = 0; round < 3; round++) {
+        char v1[32], v2[32];
+        snprintf(v1, sizeof v1, "first %d", round);
+        snprintf(v2, sizeof v2, "second %d", round);
+        assert_int_equal(tu_put(f->st, "b", "k", v1, strlen(v1)), STOR_OK);
+        for (int i = 0; i < 3; i++) {
+            char *got = tu_get(f->st, "b", "k", NULL);
+            assert_string_equal(got, v1);
+            free(got);
+        }
+        assert_int_equal(tu_put(f->st, "b", "k", v2, strlen(v2)), STOR_OK);
+        char *got = tu_get(f->st, "b", "k", NULL);
+        assert_string_equal(got, v2);
+        free(got);
+        assert_int_equal(stor_delete(f->st, TU_B(f->st, "b"), "k"), STOR_OK);
+        stor_reader_t *r;
+        assert_int_equal(stor_reader_open(f->st, "b", "k", &r), STOR_ERR_NO_KEY);
+        assert_int_equal(stor_sync(f->st), STOR_OK);
+        assert_int_equal(open_deleted_files(), 0);
+    }
+}
+
 static void test_long_key_objects(void **state)
 {
     fx_t *f = *state;
@@ -965,6 +1012,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bucket_crud, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_put_get_overwrite_delete, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_put_get_overwrite_delete, setup_fsync, teardown),
+        cmocka_unit_test_setup_teardown(test_reads_hold_no_dropped_file, setup_relaxed, teardown),
+        cmocka_unit_test_setup_teardown(test_reads_hold_no_dropped_file, setup_fsync, teardown),
         cmocka_unit_test_setup_teardown(test_long_key_objects, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_meta_roundtrip, setup_fsync, teardown),
         cmocka_unit_test(test_record_garbage),

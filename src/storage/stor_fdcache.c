@@ -1,0 +1,91 @@
+/* Descriptors of object files kept open for reads: a 4 KiB GET otherwise
+ * pays a path walk, an open and a close for a few microseconds of reading.
+ *
+ * An object file's bytes never change once its id is in the index, and ids
+ * are never reused, so a descriptor found here always reads what that id
+ * names. What must not happen is holding a file the index dropped (its disk
+ * space would stay in use): drop_file forgets the id (closing the cached
+ * descriptor) and bumps an epoch, and a reader that opened a file itself
+ * caches it only if no file was dropped since it looked the id up, so a file
+ * dropped between a lookup and its open never enters the cache.
+ *
+ * Direct-mapped (a slot per id hash, the newer entry wins), one mutex; each
+ * hit hands out a dup() the reader closes as before. */
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "storage/stor_internal.h"
+
+static fdslot_t *slot_of(stor_t *st, const uint8_t id[STOR_ID_LEN])
+{
+    uint32_t h;
+    memcpy(&h, id, sizeof(h)); /* ids are random: any bits are a hash */
+    return &st->fd_cache[h % STOR_FDCACHE_SLOTS];
+}
+
+void fdcache_init(stor_t *st)
+{
+    pthread_mutex_init(&st->fd_lock, NULL);
+    for (size_t i = 0; i < STOR_FDCACHE_SLOTS; i++)
+        st->fd_cache[i].fd = -1;
+}
+
+void fdcache_free(stor_t *st)
+{
+    for (size_t i = 0; i < STOR_FDCACHE_SLOTS; i++) {
+        if (st->fd_cache[i].fd >= 0)
+            close(st->fd_cache[i].fd);
+        st->fd_cache[i].fd = -1;
+    }
+    pthread_mutex_destroy(&st->fd_lock);
+}
+
+uint64_t fdcache_epoch(stor_t *st)
+{
+    pthread_mutex_lock(&st->fd_lock);
+    uint64_t e = st->fd_epoch;
+    pthread_mutex_unlock(&st->fd_lock);
+    return e;
+}
+
+int fdcache_get(stor_t *st, const uint8_t id[STOR_ID_LEN])
+{
+    int fd = -1;
+    pthread_mutex_lock(&st->fd_lock);
+    fdslot_t *s = slot_of(st, id);
+    if (s->fd >= 0 && memcmp(s->id, id, STOR_ID_LEN) == 0)
+        fd = dup(s->fd);
+    pthread_mutex_unlock(&st->fd_lock);
+    return fd;
+}
+
+void fdcache_put(stor_t *st, const uint8_t id[STOR_ID_LEN], int fd, uint64_t epoch)
+{
+    int old = -1, mine = -1;
+    pthread_mutex_lock(&st->fd_lock);
+    if (st->fd_epoch == epoch && (mine = dup(fd)) >= 0) {
+        fdslot_t *s = slot_of(st, id);
+        old = s->fd;
+        memcpy(s->id, id, STOR_ID_LEN);
+        s->fd = mine;
+    }
+    pthread_mutex_unlock(&st->fd_lock);
+    if (old >= 0)
+        close(old);
+}
+
+void fdcache_forget(stor_t *st, const uint8_t id[STOR_ID_LEN])
+{
+    int old = -1;
+    pthread_mutex_lock(&st->fd_lock);
+    st->fd_epoch++;
+    fdslot_t *s = slot_of(st, id);
+    if (s->fd >= 0 && memcmp(s->id, id, STOR_ID_LEN) == 0) {
+        old = s->fd;
+        s->fd = -1;
+    }
+    pthread_mutex_unlock(&st->fd_lock);
+    if (old >= 0)
+        close(old);
+}
