@@ -85,7 +85,9 @@ typedef enum s3r_transport {
     S3R_TRANSPORT_TOKEN,       /* S3 over HTTP with RDMA data (x-amz-rdma-token) */
     S3R_TRANSPORT_NATIVE,      /* every operation as messages on the RDMA session */
     /* NATIVE when a session is (or can be) up and has a transport faster
-     * than TCP emulation; otherwise TOKEN from rdma_threshold up, HTTP below */
+     * than TCP emulation; HTTP when its transports are all TCP (emulated
+     * RDMA is slower than HTTP); with no session, TOKEN from rdma_threshold
+     * up (falling back as rdma_fallback says) and HTTP below */
     S3R_TRANSPORT_AUTO,
 } s3r_transport_t;
 

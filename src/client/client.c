@@ -151,11 +151,19 @@ s3r_transport_t pick(s3r_client_t *c, s3r_transport_t want, uint64_t size)
     s3r_transport_t t = want == S3R_TRANSPORT_DEFAULT ? c->set.transport : want;
     if (!c->set.use_rdma)
         return S3R_TRANSPORT_HTTP;
-    if (t == S3R_TRANSPORT_AUTO && s3c_native_ready(c))
+    if (t != S3R_TRANSPORT_AUTO)
+        return t;
+    switch (s3c_native_ready(c)) {
+    case S3C_SESS_FAST:
         return S3R_TRANSPORT_NATIVE;
-    if (t == S3R_TRANSPORT_AUTO)
-        t = size >= c->set.rdma_threshold ? S3R_TRANSPORT_TOKEN : S3R_TRANSPORT_HTTP;
-    return t;
+    case S3C_SESS_TCP_ONLY:
+        /* UCX emulating RDMA over TCP moves bytes slower than HTTP does. */
+        return S3R_TRANSPORT_HTTP;
+    default:
+        /* No session now: the size rule; a token attempt then falls back
+         * (or fails) as the fallback setting says. */
+        return size >= c->set.rdma_threshold ? S3R_TRANSPORT_TOKEN : S3R_TRANSPORT_HTTP;
+    }
 }
 
 s3r_transport_t pick_control(s3r_client_t *c)

@@ -242,9 +242,11 @@ s3r_status_t s3c_region_for(s3r_client_t *c, s3c_sess_t *s, const void *addr, ui
 s3r_status_t s3c_region_ref(s3r_client_t *c, s3c_region_t *reg, const void *addr, uint64_t len,
                             rdma_native_ref_t *ref);
 rdma_session_t *s3c_sess_rdma(const s3c_sess_t *sess);
-/* Whether AUTO should go native: a session is up (opened now if needed)
- * and it has a transport faster than TCP emulation. */
-bool s3c_native_ready(s3r_client_t *c);
+/* What AUTO can use: S3C_SESS_FAST when a session is up (opened now if
+ * needed) with a transport faster than TCP emulation, S3C_SESS_TCP_ONLY
+ * when its transports are all TCP, S3C_SESS_NONE when none can be had. */
+enum { S3C_SESS_NONE, S3C_SESS_TCP_ONLY, S3C_SESS_FAST };
+int s3c_native_ready(s3r_client_t *c);
 
 /* ---- native.c: S3 requests over the native protocol ----------------------- */
 
@@ -277,8 +279,9 @@ void s3c_rdma_cleanup(s3r_client_t *c);
 /* Adds bytes to the ops and bytes counters of transport t. */
 void count(s3r_client_t *c, s3r_transport_t t, uint64_t bytes);
 /* The transport an operation of size bytes should try first: HTTP, TOKEN or
- * NATIVE. AUTO is NATIVE when s3c_native_ready, else TOKEN from
- * rdma_threshold up and HTTP below. */
+ * NATIVE. AUTO is NATIVE over a fast session, HTTP over a TCP-only one, and
+ * with no session TOKEN from rdma_threshold up (to fall back) and HTTP
+ * below. */
 s3r_transport_t pick(s3r_client_t *c, s3r_transport_t want, uint64_t size);
 /* The transport of an operation without object bytes (buckets, HEAD,
  * DELETE, LIST, multipart control): NATIVE or HTTP, by the same rules. */

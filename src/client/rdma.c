@@ -304,12 +304,14 @@ s3r_status_t s3c_region_ref(s3r_client_t *c, s3c_region_t *reg, const void *addr
     return S3R_OK;
 }
 
-bool s3c_native_ready(s3r_client_t *c)
+int s3c_native_ready(s3r_client_t *c)
 {
     pthread_mutex_lock(&c->rdma_mu);
-    bool ready = sess_current(c) == S3R_OK && !rdma_session_tcp_only(c->sess->rs);
+    int r = sess_current(c) != S3R_OK            ? S3C_SESS_NONE
+            : rdma_session_tcp_only(c->sess->rs) ? S3C_SESS_TCP_ONLY
+                                                 : S3C_SESS_FAST;
     pthread_mutex_unlock(&c->rdma_mu);
-    return ready;
+    return r;
 }
 
 rdma_session_t *s3c_sess_rdma(const s3c_sess_t *sess)
