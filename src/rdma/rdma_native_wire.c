@@ -224,6 +224,11 @@ int rdma_native_reply_begin(wire_out_t *w, uint8_t opcode, uint64_t request_id, 
                             size_t hdrs_len, uint8_t body_kind, uint64_t body_len, uint8_t **body_p)
 {
     put_head(w, opcode, request_id);
+    /* Every header costs its bytes plus two u16 lengths instead of two NULs. */
+    wire_reserve(w, 64 + (s3_request_id ? strlen(s3_request_id) : 0) + hdrs_len +
+                        (body_kind == RDMA_BODY_INLINE && body_len <= RDMA_NATIVE_MAX_INLINE
+                             ? (size_t)body_len
+                             : 0));
     wire_put_u16(w, status);
     wire_put_u16(w, error);
     if (s3_request_id && strlen(s3_request_id) > RDMA_NATIVE_MAX_RID)

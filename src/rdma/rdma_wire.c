@@ -44,6 +44,11 @@ void wire_put_bytes(wire_out_t *w, const void *p, size_t n)
     w->len += n;
 }
 
+void wire_reserve(wire_out_t *w, size_t n)
+{
+    wire_grow(w, n);
+}
+
 uint8_t *wire_put_space(wire_out_t *w, size_t n)
 {
     wire_grow(w, n);

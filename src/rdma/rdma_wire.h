@@ -107,6 +107,9 @@ void wire_put_u16(wire_out_t *w, uint16_t v);
 void wire_put_u32(wire_out_t *w, uint32_t v);
 void wire_put_u64(wire_out_t *w, uint64_t v);
 void wire_put_bytes(wire_out_t *w, const void *p, size_t n);
+/* Makes room for n more bytes at once (one allocation instead of several
+ * doublings); a failure sticks in err like any other. */
+void wire_reserve(wire_out_t *w, size_t n);
 /* Appends n bytes for the caller to fill and returns them (valid until the
  * next put), or NULL on failure. */
 uint8_t *wire_put_space(wire_out_t *w, size_t n);
