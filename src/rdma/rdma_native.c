@@ -419,6 +419,13 @@ void native_free(struct rdma_server *srv)
 
 /* ==== the handler's calls (rdma_server.h) ===================================== */
 
+void rdma_server_native_counts(rdma_server_t *srv, unsigned long *dropped_p,
+                               unsigned long *malformed_p)
+{
+    *dropped_p = atomic_load(&srv->native_dropped);
+    *malformed_p = atomic_load(&srv->native_bad);
+}
+
 void rdma_server_set_native(rdma_server_t *srv, rdma_native_fn fn, void *ctx)
 {
     pthread_mutex_lock(&srv->native_mu);

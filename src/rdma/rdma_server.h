@@ -82,6 +82,11 @@ void rdma_server_stop(rdma_server_t *srv);
 int rdma_server_port(const rdma_server_t *srv);
 /* The Unix socket local clients use ("@name" or a path), or NULL when off. */
 const char *rdma_server_unix_socket(const rdma_server_t *srv);
+/* Native messages dropped (nobody to answer: no head, wrong magic, no such
+ * session on that worker, a rendezvous) and malformed requests answered
+ * with BAD_MESSAGE, since start (for the stats endpoint and tests). */
+void rdma_server_native_counts(rdma_server_t *srv, unsigned long *dropped_p,
+                               unsigned long *malformed_p);
 /* Live sessions (for the stats endpoint and tests). */
 unsigned rdma_server_session_count(rdma_server_t *srv);
 /* Sessions not yet destroyed: live ones plus those whose lifeline dropped

@@ -395,13 +395,18 @@ static void reply_stats(s3_req_t *req)
     rdma_server_t *rdma = req->srv->cfg.rdma;
     connguard_stats_t cs;
     connguard_get_stats(req->srv->guard, &cs);
+    unsigned long dropped = 0, malformed = 0;
+    if (rdma)
+        rdma_server_native_counts(rdma, &dropped, &malformed);
     buf_printf(&json,
                "{\"http_inflight\": %u, \"http_requests\": %lu, \"http_connections\": %u, "
                "\"http_closed_slow_head\": %llu, \"http_closed_slow_body\": %llu, "
-               "\"rdma_enabled\": %s, \"rdma_sessions\": %u}\n",
+               "\"rdma_enabled\": %s, \"rdma_sessions\": %u, \"native_dropped\": %lu, "
+               "\"native_malformed\": %lu}\n",
                atomic_load(&req->srv->inflight), atomic_load(&req->srv->request_seq), cs.open,
                (unsigned long long)cs.closed_head, (unsigned long long)cs.closed_body,
-               rdma ? "true" : "false", rdma ? rdma_server_session_count(rdma) : 0);
+               rdma ? "true" : "false", rdma ? rdma_server_session_count(rdma) : 0, dropped,
+               malformed);
     s3_out_t out = {.kind = S3_OUT_BUFFER};
     out.data = buf_steal(&json, &out.len);
     s3_reply_header(req, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");

@@ -1272,9 +1272,14 @@ static void test_raw_malformed(void **state)
     assert_int_equal(atomic_load(&g_h.last_reply_rc), RDMA_OUT_OF_BOUNDS);
     rawn_forget(&rn);
 
-    /* After all of it: the session answers, nothing ended. */
+    /* After all of it: the session answers, nothing ended, and the
+     * server counted the malformed ones (none dropped). */
     raw_assert_works(&rn);
     assert_int_equal(rdma_server_session_count(srv), 1);
+    unsigned long dropped, malformed;
+    rdma_server_native_counts(srv, &dropped, &malformed);
+    assert_true(malformed > 0);
+    assert_int_equal(dropped, 0);
     assert_int_equal(rn.n_unparsed, 0);
     assert_int_equal(rn.n_rndv, 0);
     rawn_close(&rn);
@@ -1354,6 +1359,10 @@ static void test_raw_dropped(void **state)
                  rn.rep[0].status);
     assert_int_equal(rn.n_unparsed, 0);
     assert_int_equal(handler_total(), calls0);
+    unsigned long dropped, malformed;
+    rdma_server_native_counts(srv, &dropped, &malformed);
+    assert_true(dropped > 0);
+    assert_int_equal(malformed, 0);
     raw_assert_works(&rn);
     assert_int_equal(rdma_server_session_count(srv), 1);
     rawn_close(&rn);
