@@ -203,9 +203,20 @@ int64_t s3_time_parse_http(const char *s)
 
 char *s3_resource_path(const char *bucket, const char *key)
 {
-    char *out = NULL;
-    int n = !bucket ? asprintf(&out, "/")
-            : key   ? asprintf(&out, "/%s/%s", bucket, key)
-                    : asprintf(&out, "/%s", bucket);
-    return n < 0 ? NULL : out;
+    size_t bl = bucket ? strlen(bucket) : 0, kl = bucket && key ? strlen(key) : 0;
+    char *out = malloc(bl + kl + 3), *p = out;
+    if (!out)
+        return NULL;
+    *p++ = '/';
+    if (bucket) {
+        memcpy(p, bucket, bl);
+        p += bl;
+        if (key) {
+            *p++ = '/';
+            memcpy(p, key, kl);
+            p += kl;
+        }
+    }
+    *p = '\0';
+    return out;
 }
