@@ -257,8 +257,8 @@ int main(int argc, char **argv)
     printf("s3rdmad is serving S3\n");
     printf("  endpoint:    http://%s:%d\n", shown_host, port);
     if (rdma)
-        printf("  rdma:        %s:%d (UCX session port; x-amz-rdma-token enabled)\n", rdma_host,
-               rdma_port);
+        printf("  rdma:        %s:%d (UCX session port: native requests and x-amz-rdma-token)\n",
+               rdma_host, rdma_port);
     if (rdma && rdma_server_unix_socket(rdma))
         printf("  local rdma:  unix socket %s (shared memory for uid %u and "
                "rdma.trusted_uids)\n",
