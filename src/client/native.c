@@ -267,18 +267,13 @@ s3r_status_t s3c_native_finish(s3r_client_t *c, s3c_ncall_t *n, int timeout_ms)
     return native_settle(c, n->req, n->resp, st, region);
 }
 
-/* A request whose reply body goes to sink_buf (or nowhere). */
+/* A request whose reply body goes to sink_buf (or nowhere): the two halves
+ * the asynchronous calls use, back to back. */
 static s3r_status_t native_plain(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *resp)
 {
     s3c_ncall_t n;
     s3r_status_t st = s3c_native_start(c, &n, req, resp);
-    if (st != S3R_OK)
-        return st;
-    uint64_t region = 0;
-    s3c_sess_t *sess = n.sess;
-    st = native_finish(c, &n, -1, &region);
-    s3c_sess_put(c, sess, st == S3R_ERR_RDMA_UNAVAILABLE);
-    return native_settle(c, req, resp, st, region);
+    return st == S3R_OK ? s3c_native_finish(c, &n, -1) : st;
 }
 
 /* A request whose reply body goes to a growable buffer (listings, XML
