@@ -448,11 +448,10 @@ void s3r_buf_free(s3r_client_t *c, void *buf)
     pthread_mutex_unlock(&c->rdma_mu);
 }
 
-/* A scratch buffer kept for reuse (stage_alloc memory). */
+/* A scratch buffer kept for reuse (s3r_buf_alloc memory). */
 struct s3c_scratch {
     void *p;
     uint64_t len;
-    bool registered;
     struct s3c_scratch *next;
 };
 
@@ -461,7 +460,7 @@ void *s3c_scratch_get(s3r_client_t *c, uint64_t min, uint64_t *len_p)
     pthread_mutex_lock(&c->rdma_mu);
     for (struct s3c_scratch **pp = &c->scratch; *pp; pp = &(*pp)->next) {
         struct s3c_scratch *sc = *pp;
-        if (sc->len >= min && sc->registered) {
+        if (sc->len >= min) {
             *pp = sc->next;
             c->n_scratch--;
             pthread_mutex_unlock(&c->rdma_mu);
@@ -473,14 +472,11 @@ void *s3c_scratch_get(s3r_client_t *c, uint64_t min, uint64_t *len_p)
     }
     pthread_mutex_unlock(&c->rdma_mu);
     uint64_t len = min > S3C_SCRATCH_BYTES ? min : S3C_SCRATCH_BYTES;
-    bool reg;
-    void *p = stage_alloc(c, S3R_TRANSPORT_NATIVE, len, &reg);
-    if (p && !reg) {
-        /* Unregistered memory is no use to the server: register it now
-         * (cached like any caller buffer) or give up. */
-        stage_free(c, p, reg);
+    /* Registered with the session when it allocates (plain memory after a
+     * fallback is registered on use, like any caller buffer). */
+    void *p = NULL;
+    if (s3r_buf_alloc(c, (size_t)len, &p) != S3R_OK)
         return NULL;
-    }
     *len_p = len;
     return p;
 }
@@ -492,7 +488,7 @@ void s3c_scratch_put(s3r_client_t *c, void *p, uint64_t len)
     struct s3c_scratch *sc = calloc(1, sizeof(*sc));
     pthread_mutex_lock(&c->rdma_mu);
     if (sc && c->n_scratch < S3C_SCRATCH_KEEP) {
-        *sc = (struct s3c_scratch){p, len, true, c->scratch};
+        *sc = (struct s3c_scratch){p, len, c->scratch};
         c->scratch = sc;
         c->n_scratch++;
         sc = NULL;
@@ -500,7 +496,7 @@ void s3c_scratch_put(s3r_client_t *c, void *p, uint64_t len)
     }
     pthread_mutex_unlock(&c->rdma_mu);
     free(sc);
-    stage_free(c, p, true);
+    s3r_buf_free(c, p);
 }
 
 void s3c_rdma_cleanup(s3r_client_t *c)
@@ -508,7 +504,7 @@ void s3c_rdma_cleanup(s3r_client_t *c)
     while (c->scratch != NULL) {
         struct s3c_scratch *sc = c->scratch;
         c->scratch = sc->next;
-        stage_free(c, sc->p, sc->registered);
+        s3r_buf_free(c, sc->p);
         free(sc);
     }
     /* Buffers the caller forgot to free go with the sessions. */
