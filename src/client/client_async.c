@@ -46,6 +46,49 @@ static s3r_op_t *op_new(s3r_client_t *c, const char *bucket, const char *key)
     return op;
 }
 
+/* Runs the operation to completion on this thread over t (HTTP or TOKEN,
+ * or a native attempt's fallback): the synchronous call's own path. */
+static s3r_status_t op_run(s3r_op_t *op, s3r_transport_t t)
+{
+    if (op->is_get) {
+        op->gopts.transport = t;
+        return get_one(op->c, op->bucket, op->key, op->buf, op->cap, &op->gopts, &op->len);
+    }
+    op->popts.transport = t;
+    return put_one(op->c, op->bucket, op->key, NULL, op->buf, op->len, &op->popts, NULL, 0);
+}
+
+/* Starts op over the transport picked for size: a native request left in
+ * flight, else the whole operation now (also when a native start fails and
+ * the fallback rules send it to HTTP). *op_p gets op unless it failed to
+ * start at all. */
+static s3r_status_t op_launch(s3r_op_t *op, uint64_t size, s3r_op_t **op_p)
+{
+    s3r_client_t *c = op->c;
+    s3r_transport_t t = pick(c, op->is_get ? op->gopts.transport : op->popts.transport, size);
+    if (t == S3R_TRANSPORT_NATIVE) {
+        s3r_status_t st = S3R_OK;
+        if (op->is_get)
+            get_request(&op->req, &op->ss, op->bucket, op->key, op->buf, op->cap, &op->gopts);
+        else
+            st = put_request(c, &op->req, &op->ss, op->bucket, op->key, NULL, op->buf, op->len,
+                             &op->popts);
+        if (st == S3R_OK)
+            st = s3c_native_start(c, &op->n, &op->req, &op->resp);
+        op->inflight = st == S3R_OK;
+        if (!op->inflight && !fall_back(c, st)) {
+            s3r_op_free(op);
+            return done(c, st);
+        }
+    }
+    if (!op->inflight) {
+        op->st = op_run(op, t == S3R_TRANSPORT_NATIVE ? S3R_TRANSPORT_HTTP : t);
+        op->settled = true;
+    }
+    *op_p = op;
+    return S3R_OK;
+}
+
 s3r_status_t s3r_object_get_async(s3r_client_t *c, const char *bucket, const char *key, void *buf,
                                   uint64_t buf_len, const s3r_get_opts_t *opts, s3r_op_t **op_p)
 {
@@ -62,24 +105,7 @@ s3r_status_t s3r_object_get_async(s3r_client_t *c, const char *bucket, const cha
         op->gopts = *opts;
     uint64_t size =
         opts && opts->range_len && opts->range_len < buf_len ? opts->range_len : buf_len;
-    s3r_transport_t t = pick(c, op->gopts.transport, size);
-    if (t == S3R_TRANSPORT_NATIVE) {
-        get_request(&op->req, &op->ss, op->bucket, op->key, buf, buf_len, &op->gopts);
-        op->st = s3c_native_start(c, &op->n, &op->req, &op->resp);
-        op->inflight = op->st == S3R_OK;
-    }
-    if (!op->inflight && (t != S3R_TRANSPORT_NATIVE || fall_back(c, op->st))) {
-        op->gopts.transport = t == S3R_TRANSPORT_NATIVE ? S3R_TRANSPORT_HTTP : t;
-        op->st = get_one(c, op->bucket, op->key, buf, buf_len, &op->gopts, &op->len);
-        op->settled = true;
-    }
-    if (!op->inflight && !op->settled && op->st != S3R_OK) {
-        s3r_status_t st = op->st;
-        s3r_op_free(op);
-        return done(c, st);
-    }
-    *op_p = op;
-    return S3R_OK;
+    return op_launch(op, size, op_p);
 }
 
 s3r_status_t s3r_object_put_async(s3r_client_t *c, const char *bucket, const char *key,
@@ -100,25 +126,7 @@ s3r_status_t s3r_object_put_async(s3r_client_t *c, const char *bucket, const cha
     op->len = len;
     if (opts)
         op->popts = *opts;
-    s3r_transport_t t = pick(c, op->popts.transport, len);
-    if (t == S3R_TRANSPORT_NATIVE) {
-        op->st = put_request(c, &op->req, &op->ss, op->bucket, op->key, NULL, data, len, opts);
-        if (op->st == S3R_OK)
-            op->st = s3c_native_start(c, &op->n, &op->req, &op->resp);
-        op->inflight = op->st == S3R_OK;
-    }
-    if (!op->inflight && (t != S3R_TRANSPORT_NATIVE || fall_back(c, op->st))) {
-        op->popts.transport = t == S3R_TRANSPORT_NATIVE ? S3R_TRANSPORT_HTTP : t;
-        op->st = put_one(c, op->bucket, op->key, NULL, data, len, &op->popts, NULL, 0);
-        op->settled = true;
-    }
-    if (!op->inflight && !op->settled && op->st != S3R_OK) {
-        s3r_status_t st = op->st;
-        s3r_op_free(op);
-        return done(c, st);
-    }
-    *op_p = op;
-    return S3R_OK;
+    return op_launch(op, len, op_p);
 }
 
 int s3r_op_test(s3r_op_t *op)
@@ -138,21 +146,12 @@ static void op_settle(s3r_op_t *op)
     s3r_client_t *c = op->c;
     s3r_status_t st = s3c_native_finish(c, &op->n, -1);
     op->inflight = false;
-    if (fall_back(c, st)) {
-        if (op->is_get) {
-            op->gopts.transport = S3R_TRANSPORT_HTTP;
-            st = get_one(c, op->bucket, op->key, op->buf, op->cap, &op->gopts, &op->len);
-        } else {
-            /* Headers were copied into the request; redo it over HTTP. */
-            s3c_resp_free(&op->resp);
-            s3c_resp_init(&op->resp);
-            st = put_result(c, s3c_http_do(c, &op->req, &op->resp), &op->resp, op->len, NULL, 0);
-        }
-    } else if (op->is_get) {
+    if (fall_back(c, st))
+        st = op_run(op, S3R_TRANSPORT_HTTP);
+    else if (op->is_get)
         st = get_result(c, st, &op->resp, op->cap, false, &op->len);
-    } else {
+    else
         st = put_result(c, st, &op->resp, op->len, NULL, 0);
-    }
     op->st = st;
     op->settled = true;
 }
