@@ -238,16 +238,23 @@ out:
 
 /* ==== Reading ============================================================ */
 
-stor_status_t stor_head(stor_t *st, const char *bucket, const char *key, stor_meta_t *meta_p)
+/* bucket/key's record, read in a short read transaction of its own. */
+static stor_status_t rec_read(stor_t *st, const char *bucket, const char *key, stor_obj_rec_t *rec)
 {
     MDB_txn *txn;
     stor_status_t s = rd_begin(st, &txn);
     if (s != STOR_OK)
         return s;
-    stor_obj_rec_t rec;
     uint8_t ikey[STOR_IKEY_MAX];
-    s = obj_lookup(st, txn, bucket, key, &rec, NULL, ikey);
+    s = obj_lookup(st, txn, bucket, key, rec, NULL, ikey);
     mdb_txn_abort(txn);
+    return s;
+}
+
+stor_status_t stor_head(stor_t *st, const char *bucket, const char *key, stor_meta_t *meta_p)
+{
+    stor_obj_rec_t rec;
+    stor_status_t s = rec_read(st, bucket, key, &rec);
     if (s != STOR_OK)
         return s;
     *meta_p = rec.meta;
@@ -289,14 +296,8 @@ stor_status_t stor_reader_open(stor_t *st, const char *bucket, const char *key,
      * then already points elsewhere, so look again. */
     for (int attempt = 0; attempt < OPEN_RETRIES; attempt++) {
         uint64_t epoch = fdcache_epoch(st);
-        MDB_txn *txn;
-        stor_status_t s = rd_begin(st, &txn);
-        if (s != STOR_OK)
-            return s;
         stor_obj_rec_t rec;
-        uint8_t ikey[STOR_IKEY_MAX];
-        s = obj_lookup(st, txn, bucket, key, &rec, NULL, ikey);
-        mdb_txn_abort(txn);
+        stor_status_t s = rec_read(st, bucket, key, &rec);
         if (s != STOR_OK)
             return s;
         stor_reader_t *r = calloc(1, sizeof *r);
