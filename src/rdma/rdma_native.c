@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <ucp/api/ucp.h>
 
 #include "common/log.h"
@@ -309,18 +310,16 @@ static void native_run(struct rdma_server *srv, njob_t *j)
         native_reply_error(srv, s, &h, 400, RDMA_ERR_BAD_MESSAGE, "InvalidRequest", msg);
         atomic_fetch_add(&srv->native_bad, 1);
     } else if (!atomic_load(&s->dead)) {
-        pthread_mutex_lock(&srv->native_mu);
-        rdma_native_fn fn = srv->native_fn;
-        void *ctx = srv->native_ctx;
-        srv->native_running += fn != NULL;
-        pthread_mutex_unlock(&srv->native_mu);
-        if (fn) {
+        /* Counted as running before the handler is read, so a
+         * rdma_server_set_native(NULL) that saw no one running is sure no
+         * one will call the old handler (both are sequentially consistent). */
+        atomic_fetch_add(&srv->native_running, 1);
+        rdma_native_fn fn = atomic_load(&srv->native_fn);
+        void *ctx = atomic_load(&srv->native_ctx);
+        if (fn)
             fn(ctx, &r);
-            pthread_mutex_lock(&srv->native_mu);
-            if (--srv->native_running == 0)
-                pthread_cond_broadcast(&srv->native_idle_cv);
-            pthread_mutex_unlock(&srv->native_mu);
-        } else {
+        atomic_fetch_sub(&srv->native_running, 1);
+        if (!fn) {
             req_release(&r);
             native_reply_error(srv, s, &r.m.head, 503, 0, "ServiceUnavailable",
                                "The server is not serving native requests (starting or "
@@ -378,7 +377,6 @@ int native_start(struct rdma_server *srv)
 {
     pthread_mutex_init(&srv->native_mu, NULL);
     pthread_cond_init(&srv->native_cv, NULL);
-    pthread_cond_init(&srv->native_idle_cv, NULL);
     pthread_mutex_init(&srv->send_mu, NULL);
     srv->nq_tail = &srv->nq_head;
     srv->native_th = calloc(srv->cfg.native_threads, sizeof(*srv->native_th));
@@ -413,7 +411,6 @@ void native_free(struct rdma_server *srv)
     pthread_mutex_unlock(&srv->send_mu);
     pthread_mutex_destroy(&srv->native_mu);
     pthread_cond_destroy(&srv->native_cv);
-    pthread_cond_destroy(&srv->native_idle_cv);
     pthread_mutex_destroy(&srv->send_mu);
 }
 
@@ -428,12 +425,18 @@ void rdma_server_native_counts(rdma_server_t *srv, unsigned long *dropped_p,
 
 void rdma_server_set_native(rdma_server_t *srv, rdma_native_fn fn, void *ctx)
 {
-    pthread_mutex_lock(&srv->native_mu);
-    srv->native_fn = fn;
-    srv->native_ctx = ctx;
-    while (!fn && srv->native_running)
-        pthread_cond_wait(&srv->native_idle_cv, &srv->native_mu);
-    pthread_mutex_unlock(&srv->native_mu);
+    if (fn) {
+        /* ctx before fn: a request that sees fn sees its ctx. */
+        atomic_store(&srv->native_ctx, ctx);
+        atomic_store(&srv->native_fn, fn);
+        return;
+    }
+    /* ctx stays: a request that read the old fn just before reads its ctx. */
+    atomic_store(&srv->native_fn, NULL);
+    while (atomic_load(&srv->native_running) > 0) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
 }
 
 const rdma_native_msg_t *rdma_native_request(const rdma_native_req_t *r)

@@ -125,8 +125,8 @@ void rdma_xfer_close(rdma_xfer_t *x);
 /* ---- Native requests (docs/protocol.md §4) --------------------------------- */
 
 /* Sets the handler native requests run in (after start: the S3 frontend
- * that runs them is composed after this server). Until then, and after it
- * is set back to NULL (which waits for the handlers running), they are
+ * that runs them is composed after this server), once; set back to NULL, it
+ * waits for the handlers running to return. Without a handler, requests are
  * answered 503 ServiceUnavailable. */
 void rdma_server_set_native(rdma_server_t *srv, rdma_native_fn fn, void *ctx);
 

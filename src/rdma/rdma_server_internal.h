@@ -250,10 +250,11 @@ struct rdma_server {
 
     /* Native requests (rdma_native.c): the queue the executor threads take
      * from (bounded by cfg.max_native_queued), and replies being sent. */
-    rdma_native_fn native_fn; /* under native_mu */
-    void *native_ctx;
-    unsigned native_running;       /* handlers running now (native_mu) */
-    pthread_cond_t native_idle_cv; /* native_running dropped to 0 */
+    /* The handler (rdma_server_set_native), read per request without a
+     * lock, and the requests between reading it and returning from it. */
+    _Atomic(rdma_native_fn) native_fn;
+    _Atomic(void *) native_ctx;
+    _Atomic unsigned native_running;
     pthread_mutex_t native_mu;
     pthread_cond_t native_cv;
     struct njob *nq_head, **nq_tail;
