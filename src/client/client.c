@@ -289,11 +289,27 @@ s3r_status_t error_in_200(s3r_client_t *c, const buf_t *body)
 
 /* A zero-length transfer still needs a token for a valid region span: a
  * one-byte span of this dummy byte keeps the request uniform. */
-char zero_byte;
+static char zero_byte;
 
 /* Judges the answer to a token request: S3R_OK for a 2xx carrying
  * x-amz-rdma-reply; S3R_ERR_RDMA_DECLINED (with *declined set) for a 501;
  * otherwise the S3 error or S3R_ERR_PROTOCOL, never a decline. */
+s3r_status_t token_request(s3r_client_t *c, s3c_req_t *req, const char *method, const char *bucket,
+                           const char *key, const void *addr, uint64_t len, char *token,
+                           size_t token_len, s3c_sess_t **sess_p, s3c_region_t **reg_p)
+{
+    s3r_status_t st = s3c_sess_get(c, sess_p);
+    if (st == S3R_OK)
+        st = s3c_token_for(c, *sess_p, len ? addr : &zero_byte, len, token, token_len, reg_p);
+    if (st != S3R_OK)
+        return st;
+    s3c_req_init(req, method, bucket, key);
+    req->unsigned_payload = true;
+    req->ep_idx = s3c_sess_ep(*sess_p);
+    s3c_req_hdr(req, "x-amz-rdma-token", token);
+    return S3R_OK;
+}
+
 s3r_status_t token_answer(s3r_client_t *c, const s3c_resp_t *resp, bool *declined)
 {
     char v[16];

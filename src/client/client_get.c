@@ -136,16 +136,10 @@ static s3r_status_t get_token(s3r_client_t *c, const char *bucket, const char *k
     s3c_resp_t resp;
     bool declined = false;
     s3c_resp_init(&resp);
-    s3r_status_t st = s3c_sess_get(c, &sess);
+    s3r_status_t st =
+        token_request(c, &req, "GET", bucket, key, buf, cap, token, sizeof(token), &sess, &reg);
     if (st != S3R_OK)
         goto out;
-    st = s3c_token_for(c, sess, cap ? buf : &zero_byte, cap, token, sizeof(token), &reg);
-    if (st != S3R_OK)
-        goto out;
-    s3c_req_init(&req, "GET", bucket, key);
-    req.unsigned_payload = true;
-    req.ep_idx = s3c_sess_ep(sess);
-    s3c_req_hdr(&req, "x-amz-rdma-token", token);
     const char *range = range_header(&ss, o);
     if (range)
         s3c_req_hdr(&req, "range", range);

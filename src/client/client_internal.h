@@ -315,8 +315,15 @@ s3r_status_t get_xml(s3r_client_t *c, s3c_req_t *req, buf_t *body);
  * CopyObject), which is recorded as S3R_ERR_SERVER. */
 s3r_status_t error_in_200(s3r_client_t *c, const buf_t *body);
 
-/* The byte a zero-length token transfer names, so its region span is valid. */
-extern char zero_byte;
+/* Starts a token request for [addr, addr+len): takes a session reference
+ * (*sess_p) and the buffer's registration (*reg_p; both go back with
+ * s3c_sess_put / s3c_region_put, also on failure, where they may be NULL),
+ * formats the token into token (token_len bytes; it must outlive req) and
+ * initialises req (method on bucket/key, UNSIGNED-PAYLOAD, the session's
+ * HTTP endpoint, the x-amz-rdma-token header). */
+s3r_status_t token_request(s3r_client_t *c, s3c_req_t *req, const char *method, const char *bucket,
+                           const char *key, const void *addr, uint64_t len, char *token,
+                           size_t token_len, s3c_sess_t **sess_p, s3c_region_t **reg_p);
 /* Judges the answer to a token request: S3R_OK for a 2xx carrying
  * x-amz-rdma-reply; S3R_ERR_RDMA_DECLINED (with *declined set) for a 501;
  * otherwise the S3 error or S3R_ERR_PROTOCOL, never a decline. */

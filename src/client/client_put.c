@@ -99,20 +99,14 @@ static s3r_status_t put_token(s3r_client_t *c, const char *bucket, const char *k
     bool declined = false;
     s3c_resp_init(&resp);
 
-    s3r_status_t st = s3c_sess_get(c, &sess);
+    s3r_status_t st =
+        token_request(c, &req, "PUT", bucket, key, data, len, token, sizeof(token), &sess, &reg);
     if (st != S3R_OK)
         goto out;
-    st = s3c_token_for(c, sess, len ? data : &zero_byte, len, token, sizeof(token), &reg);
-    if (st != S3R_OK)
-        goto out;
-    s3c_req_init(&req, "PUT", bucket, key);
     req.query = query;
-    req.unsigned_payload = true;
-    req.ep_idx = s3c_sess_ep(sess);
     s3c_req_hdr(&req, "x-amz-decoded-content-length",
                 strs_printf(&ss, "%llu", (unsigned long long)len));
-    s3c_req_hdr(&req, "x-amz-rdma-token", token);
-    if (req.hdrs[0].value == NULL) {
+    if (req.hdrs[req.n_hdrs - 1].value == NULL) {
         st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_TOKEN, 0, "", "out of memory");
         goto out;
     }
