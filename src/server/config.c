@@ -62,8 +62,7 @@ static const setting_t settings[] = {
     {"rdma.max_native_per_session", "rdma-max-native-per-session",
      "S3RDMA_RDMA_MAX_NATIVE_PER_SESSION", "64", OFF(rdma_max_native_per_session),
      "native requests in flight on one session; past it: SlowDown"},
-    {"rdma.max_native", "rdma-max-native", "S3RDMA_RDMA_MAX_NATIVE", "1024",
-     OFF(rdma_max_native),
+    {"rdma.max_native", "rdma-max-native", "S3RDMA_RDMA_MAX_NATIVE", "1024", OFF(rdma_max_native),
      "native requests in flight on the server (each holds up to 96 KiB); past it: SlowDown"},
     {"rdma.socket", "rdma-socket", "S3RDMA_RDMA_SOCKET", "", OFF(rdma_socket),
      "Unix socket for local RDMA clients: @NAME (abstract), a path, or off "
@@ -326,6 +325,35 @@ static int parse_count(const char *s, unsigned long lo, unsigned long hi, unsign
     return 0;
 }
 
+/* A count setting and its range; unit and zero_means say how the error
+ * names them ("" when neither applies). */
+typedef struct count_setting {
+    const char *name, *value;
+    unsigned long lo, hi;
+    const char *unit, *zero_means;
+    unsigned *out; /* the parsed value, when wanted */
+} count_setting_t;
+
+/* Parses every setting of set (prefix names the section in errors). 0, or
+ * -1 after saying which one is out of range. */
+static int parse_counts(const char *prefix, const count_setting_t *set, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned long v;
+        if (parse_count(set[i].value, set[i].lo, set[i].hi, &v) != 0) {
+            char zero[64] = "";
+            if (*set[i].zero_means)
+                snprintf(zero, sizeof(zero), " (0 = %s)", set[i].zero_means);
+            fprintf(stderr, "s3rdmad: %s %s must be %lu-%lu%s%s%s, not '%s'\n", prefix, set[i].name,
+                    set[i].lo, set[i].hi, *set[i].unit ? " " : "", set[i].unit, zero, set[i].value);
+            return -1;
+        }
+        if (set[i].out)
+            *set[i].out = (unsigned)v;
+    }
+    return 0;
+}
+
 int server_config_load(server_config_t *cfg, int argc, char **argv)
 {
     memset(cfg, 0, sizeof(*cfg));
@@ -423,28 +451,19 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
         return -1;
     }
     uint64_t v;
-    const struct {
-        const char *name, *value;
-        unsigned long lo, hi;
-    } counts[] = {
-        {"port", cfg->rdma_port, 0, 65535},
-        {"workers", cfg->rdma_workers, 0, 256},
-        {"max_sessions", cfg->rdma_max_sessions, 1, 65536},
-        {"max_sessions_per_user", cfg->rdma_max_sessions_per_user, 1, 65536},
-        {"max_pending", cfg->rdma_max_pending, 1, 65536},
-        {"max_pending_per_source", cfg->rdma_max_pending_per_source, 1, 65536},
-        {"native_threads", cfg->rdma_native_threads, 1, 256},
-        {"max_native_per_session", cfg->rdma_max_native_per_session, 1, 65536},
-        {"max_native", cfg->rdma_max_native, 1, 1048576},
+    const count_setting_t counts[] = {
+        {"port", cfg->rdma_port, 0, 65535, "", "", NULL},
+        {"workers", cfg->rdma_workers, 0, 256, "", "", NULL},
+        {"max_sessions", cfg->rdma_max_sessions, 1, 65536, "", "", NULL},
+        {"max_sessions_per_user", cfg->rdma_max_sessions_per_user, 1, 65536, "", "", NULL},
+        {"max_pending", cfg->rdma_max_pending, 1, 65536, "", "", NULL},
+        {"max_pending_per_source", cfg->rdma_max_pending_per_source, 1, 65536, "", "", NULL},
+        {"native_threads", cfg->rdma_native_threads, 1, 256, "", "", NULL},
+        {"max_native_per_session", cfg->rdma_max_native_per_session, 1, 65536, "", "", NULL},
+        {"max_native", cfg->rdma_max_native, 1, 1048576, "", "", NULL},
     };
-    for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
-        unsigned long n;
-        if (parse_count(counts[i].value, counts[i].lo, counts[i].hi, &n) != 0) {
-            fprintf(stderr, "s3rdmad: rdma %s must be %lu-%lu, not '%s'\n", counts[i].name,
-                    counts[i].lo, counts[i].hi, counts[i].value);
-            return -1;
-        }
-    }
+    if (parse_counts("rdma", counts, sizeof(counts) / sizeof(counts[0])) != 0)
+        return -1;
     if (server_parse_uids(cfg->rdma_trusted_uids, NULL, 0) < 0) {
         fprintf(stderr,
                 "s3rdmad: rdma trusted_uids must be a comma-separated list of at most %d "
@@ -473,35 +492,19 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
 
 int server_config_http(const server_config_t *cfg, server_http_limits_t *out)
 {
-    unsigned long n;
+    const count_setting_t counts[] = {
+        {"max_connections", cfg->http_max_connections, 1, 1000000, "", "", &out->max_connections},
+        {"max_connections_per_ip", cfg->http_max_connections_per_ip, 0, 1000000, "", "no limit",
+         &out->max_connections_per_ip},
+        {"idle_timeout", cfg->http_idle_timeout, 1, 86400, "seconds", "", &out->idle_timeout_s},
+        {"head_timeout", cfg->http_head_timeout, 0, 86400, "seconds", "no limit",
+         &out->head_timeout_s},
+        {"body_rate_window", cfg->http_body_rate_window, 1, 3600, "seconds", "",
+         &out->body_rate_window_s},
+    };
+    if (parse_counts("http", counts, sizeof(counts) / sizeof(counts[0])) != 0)
+        return -1;
     uint64_t rate;
-    if (parse_count(cfg->http_max_connections, 1, 1000000, &n) != 0) {
-        fprintf(stderr, "s3rdmad: http max_connections must be 1-1000000, not '%s'\n",
-                cfg->http_max_connections);
-        return -1;
-    }
-    out->max_connections = (unsigned)n;
-    if (parse_count(cfg->http_max_connections_per_ip, 0, 1000000, &n) != 0) {
-        fprintf(stderr,
-                "s3rdmad: http max_connections_per_ip must be 0-1000000 (0 = no limit), not "
-                "'%s'\n",
-                cfg->http_max_connections_per_ip);
-        return -1;
-    }
-    out->max_connections_per_ip = (unsigned)n;
-    if (parse_count(cfg->http_idle_timeout, 1, 86400, &n) != 0) {
-        fprintf(stderr, "s3rdmad: http idle_timeout must be 1-86400 seconds, not '%s'\n",
-                cfg->http_idle_timeout);
-        return -1;
-    }
-    out->idle_timeout_s = (unsigned)n;
-    if (parse_count(cfg->http_head_timeout, 0, 86400, &n) != 0) {
-        fprintf(stderr,
-                "s3rdmad: http head_timeout must be 0-86400 seconds (0 = no limit), not '%s'\n",
-                cfg->http_head_timeout);
-        return -1;
-    }
-    out->head_timeout_s = (unsigned)n;
     if (size_parse(cfg->http_min_body_rate, &rate) != 0 || rate > (1ULL << 30)) {
         fprintf(stderr,
                 "s3rdmad: http min_body_rate must be a size per second up to 1GiB (0 = no "
@@ -510,12 +513,6 @@ int server_config_http(const server_config_t *cfg, server_http_limits_t *out)
         return -1;
     }
     out->min_body_rate = rate;
-    if (parse_count(cfg->http_body_rate_window, 1, 3600, &n) != 0) {
-        fprintf(stderr, "s3rdmad: http body_rate_window must be 1-3600 seconds, not '%s'\n",
-                cfg->http_body_rate_window);
-        return -1;
-    }
-    out->body_rate_window_s = (unsigned)n;
     return 0;
 }
 
