@@ -317,13 +317,9 @@ static s3_error_t route(s3_req_t *req, const char *raw_url)
 
     req->resource = s3_resource_path(req->bucket, req->key);
 
-    if (req->key) {
-        size_t klen = strlen(req->key);
-        if (klen > S3R_MAX_KEY_BYTES)
-            return S3E_KEY_TOO_LONG;
-        if (!s3_utf8_valid(req->key, klen))
-            return S3E_INVALID_ARGUMENT;
-    }
+    s3_error_t err = s3_key_check(req->key);
+    if (err != S3E_NONE)
+        return err;
 
     query_scan_t qs = {0};
     MHD_get_connection_values_n(req->conn, MHD_GET_ARGUMENT_KIND, scan_query, &qs);

@@ -17,7 +17,6 @@
 #include <strings.h>
 
 #include "common/log.h"
-#include "common/s3r_limits.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
 
@@ -184,14 +183,7 @@ static s3_error_t check_names(s3_req_t *req, const struct native_op *op)
 {
     if (op->bucket != (req->bucket != NULL) || op->key != (req->key != NULL))
         return S3E_INVALID_REQUEST;
-    if (req->key) {
-        size_t klen = strlen(req->key);
-        if (klen > S3R_MAX_KEY_BYTES)
-            return S3E_KEY_TOO_LONG;
-        if (!s3_utf8_valid(req->key, klen))
-            return S3E_INVALID_ARGUMENT;
-    }
-    return S3E_NONE;
+    return s3_key_check(req->key);
 }
 
 /* Takes in the request body (inline or by RDMA), then finishes. */

@@ -1,6 +1,7 @@
 #include "s3/s3_util.h"
 
 #include "common/hash.h"
+#include "common/s3r_limits.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -219,4 +220,14 @@ char *s3_resource_path(const char *bucket, const char *key)
     }
     *p = '\0';
     return out;
+}
+
+s3_error_t s3_key_check(const char *key)
+{
+    if (!key)
+        return S3E_NONE;
+    size_t klen = strlen(key);
+    if (klen > S3R_MAX_KEY_BYTES)
+        return S3E_KEY_TOO_LONG;
+    return s3_utf8_valid(key, klen) ? S3E_NONE : S3E_INVALID_ARGUMENT;
 }

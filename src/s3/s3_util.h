@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "s3/s3_errors.h"
+
 /* S3 bucket naming rules (3-63 chars, lower-case letters, digits, '.', '-',
  * starts and ends with a letter or digit, no "..", not an IPv4 address, no
  * "xn--" prefix or "-s3alias" suffix). */
@@ -14,6 +16,9 @@ bool s3_bucket_name_valid(const char *name);
 
 /* 1 if s (len bytes) is well-formed UTF-8 without NUL bytes. */
 bool s3_utf8_valid(const char *s, size_t len);
+/* The checks every request's key gets (NULL: none to check): at most
+ * S3R_MAX_KEY_BYTES (KeyTooLongError) of valid UTF-8 (InvalidArgument). */
+s3_error_t s3_key_check(const char *key);
 /* "/", "/bucket" or "/bucket/key" (key only with a bucket), malloc'd, as
  * error bodies name the resource; NULL when out of memory. */
 char *s3_resource_path(const char *bucket, const char *key);
