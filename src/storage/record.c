@@ -89,10 +89,17 @@ static int put_str(buf_t *b, const char *s)
     return put_bytes(b, s, strlen(s));
 }
 
+/* The version each record type is written with. */
+static uint8_t rec_version(uint8_t type)
+{
+    return type == STOR_REC_BUCKET ? STOR_REC_BUCKET_VERSION
+           : type == STOR_REC_PART ? STOR_REC_PART_VERSION
+                                   : STOR_REC_VERSION;
+}
+
 static int put_header(buf_t *b, uint8_t type)
 {
-    return put_u8(b, type == STOR_REC_BUCKET ? STOR_REC_BUCKET_VERSION : STOR_REC_VERSION) |
-           put_u8(b, type);
+    return put_u8(b, rec_version(type)) | put_u8(b, type);
 }
 
 /* The nine optional header/checksum strings of stor_meta_t, in record order. */
@@ -130,6 +137,8 @@ static int put_meta(buf_t *b, const stor_meta_t *m)
         rc |= put_str(b, m->user_meta[i].name ? m->user_meta[i].name : "");
         rc |= put_str(b, m->user_meta[i].value ? m->user_meta[i].value : "");
     }
+    rc |= put_str(b, m->owner);
+    rc |= put_u8(b, (uint8_t)m->acl);
     return rc ? -1 : 0;
 }
 
@@ -172,7 +181,8 @@ int stor_rec_encode_part(buf_t *b, const stor_part_t *p, const uint8_t id[STOR_I
     return rc ? -1 : 0;
 }
 
-int stor_rec_encode_bucket(buf_t *b, const char *owner, int64_t created, uint64_t id)
+int stor_rec_encode_bucket(buf_t *b, const char *owner, int64_t created, uint64_t id,
+                           stor_acl_t acl)
 {
     if (id == 0)
         return -1;
@@ -180,6 +190,7 @@ int stor_rec_encode_bucket(buf_t *b, const char *owner, int64_t created, uint64_
     rc |= put_str(b, owner ? owner : "");
     rc |= put_u64(b, (uint64_t)created);
     rc |= put_u64(b, id);
+    rc |= put_u8(b, (uint8_t)acl);
     return rc ? -1 : 0;
 }
 
@@ -283,12 +294,23 @@ static void get_fixed_str(dec_t *d, char *out, size_t out_size)
     out[len] = '\0';
 }
 
-static void get_header(dec_t *d, uint8_t type)
+/* Checks the header; returns the record's version (1 up to the version
+ * this type is written with). */
+static uint8_t get_header(dec_t *d, uint8_t type)
 {
     uint8_t v = get_u8(d);
     uint8_t t = get_u8(d);
-    if (v != STOR_REC_VERSION || t != type)
+    if (v < 1 || v > rec_version(type) || t != type)
         d->err = 1;
+    return v;
+}
+
+static stor_acl_t get_acl(dec_t *d)
+{
+    uint8_t a = get_u8(d);
+    if (a >= STOR_ACL_COUNT)
+        d->err = 1;
+    return d->err ? STOR_ACL_PRIVATE : (stor_acl_t)a;
 }
 
 static stor_status_t dec_status(const dec_t *d)
@@ -298,7 +320,8 @@ static stor_status_t dec_status(const dec_t *d)
     return d->err ? STOR_ERR_IO : STOR_OK;
 }
 
-static void get_meta(dec_t *d, stor_meta_t *m)
+/* The metadata of a record of version v (owner and ACL from version 2). */
+static void get_meta(dec_t *d, stor_meta_t *m, uint8_t v)
 {
     memset(m, 0, sizeof *m);
     m->size = get_u64(d);
@@ -327,6 +350,10 @@ static void get_meta(dec_t *d, stor_meta_t *m)
                 d->err = 1;
         }
     }
+    if (v >= 2) {
+        m->owner = get_str(d, NULL);
+        m->acl = get_acl(d);
+    }
 }
 
 stor_status_t stor_rec_object_key(const void *data, size_t len, const char **key_p, size_t *klen_p)
@@ -349,12 +376,12 @@ static stor_status_t decode_object(const void *data, size_t len, stor_obj_rec_t 
 {
     dec_t d = {data, (const uint8_t *)data + len, 0, 0};
     memset(out, 0, sizeof *out);
-    get_header(&d, STOR_REC_OBJECT);
+    uint8_t v = get_header(&d, STOR_REC_OBJECT);
     size_t klen;
     const uint8_t *k = get_ref(&d, &klen);
     if (!d.err && (!k || memchr(k, 0, klen)))
         d.err = 1;
-    get_meta(&d, &out->meta);
+    get_meta(&d, &out->meta, v);
     uint32_t parts_count = get_u32(&d);
     uint32_t n = get_u32(&d);
     if (!d.err && (n == 0 || n > (size_t)(d.end - d.p) / (STOR_ID_LEN + 8) ||
@@ -421,12 +448,12 @@ stor_status_t stor_rec_decode_upload(const void *data, size_t len, stor_upload_r
 {
     dec_t d = {data, (const uint8_t *)data + len, 0, 0};
     memset(out, 0, sizeof *out);
-    get_header(&d, STOR_REC_UPLOAD);
+    uint8_t v = get_header(&d, STOR_REC_UPLOAD);
     out->key = get_str(&d, &out->key_len);
     if (!d.err && !out->key)
         d.err = 1;
     out->initiated_ms = (int64_t)get_u64(&d);
-    get_meta(&d, &out->meta);
+    get_meta(&d, &out->meta, v);
     stor_status_t rc = dec_status(&d);
     if (rc != STOR_OK)
         stor_upload_rec_free(out);
@@ -476,16 +503,19 @@ stor_status_t stor_rec_decode_bucket(const void *data, size_t len, stor_bucket_t
 {
     dec_t d = {data, (const uint8_t *)data + len, 0, 0};
     uint8_t v = get_u8(&d);
-    if (get_u8(&d) != STOR_REC_BUCKET || (v != 1 && v != STOR_REC_BUCKET_VERSION))
+    if (get_u8(&d) != STOR_REC_BUCKET || v < 1 || v > STOR_REC_BUCKET_VERSION)
         d.err = 1;
     get_fixed_str(&d, out->owner, sizeof out->owner);
     out->created = (int64_t)get_u64(&d);
     out->id = 0; /* version 1: a bucket created before ids existed */
-    if (v == STOR_REC_BUCKET_VERSION) {
+    out->acl = STOR_ACL_PRIVATE;
+    if (v >= 2) {
         out->id = get_u64(&d);
         if (out->id == 0)
             d.err = 1;
     }
+    if (v >= 3)
+        out->acl = get_acl(&d);
     return dec_status(&d);
 }
 
@@ -514,6 +544,8 @@ const char *stor_strerror(stor_status_t st)
         return "part too small";
     case STOR_ERR_TOO_LARGE:
         return "metadata too large";
+    case STOR_ERR_PRECONDITION:
+        return "precondition failed";
     case STOR_ERR_NOMEM:
         return "out of memory";
     case STOR_ERR_IO:
@@ -534,6 +566,7 @@ void stor_meta_free(stor_meta_t *meta)
     }
     free(meta->user_meta);
     free(meta->part_sizes);
+    free(meta->owner);
     memset(meta, 0, sizeof *meta);
 }
 
@@ -566,6 +599,9 @@ stor_status_t stor_meta_copy(stor_meta_t *dst, const stor_meta_t *src)
                 dup_str(&dst->user_meta[i].value, src->user_meta[i].value) != 0)
                 goto nomem;
     }
+    if (dup_str(&dst->owner, src->owner) != 0)
+        goto nomem;
+    dst->acl = src->acl;
     if (src->parts_count && src->part_sizes) {
         dst->part_sizes = malloc(src->parts_count * sizeof *dst->part_sizes);
         if (!dst->part_sizes)

@@ -23,7 +23,7 @@ stor_status_t stor_bucket_create(stor_t *st, const char *name, const char *owner
             return STOR_ERR_IO;
     buf_t b;
     buf_init(&b, 4096);
-    if (stor_rec_encode_bucket(&b, owner, now_ms() / 1000, id) != 0) {
+    if (stor_rec_encode_bucket(&b, owner, now_ms() / 1000, id, STOR_ACL_PRIVATE) != 0) {
         buf_free(&b);
         return STOR_ERR_NOMEM;
     }
@@ -105,6 +105,8 @@ stor_status_t stor_bucket_delete(stor_t *st, const stor_bucket_t *bucket)
         mdb_txn_abort(txn);
         return s;
     }
+    stor_seg_t *parts = NULL;
+    size_t n_parts = 0;
     int rc = mdb_del(txn, st->db_buckets, &k, NULL);
     if (rc == MDB_NOTFOUND) {
         s = STOR_ERR_NO_BUCKET;
@@ -112,12 +114,63 @@ stor_status_t stor_bucket_delete(stor_t *st, const stor_bucket_t *bucket)
         s = mdb_fail("bucket delete", rc);
     } else {
         int a = has_prefix(txn, st->db_objects, pfx, blen + 1);
-        int b = a == 0 ? has_prefix(txn, st->db_uploads, pfx, blen + 1) : 0;
-        if (a < 0 || b < 0)
+        if (a < 0)
             s = STOR_ERR_IO;
-        else if (a || b)
+        else if (a)
             s = STOR_ERR_BUCKET_NOT_EMPTY;
+        else
+            s = mpu_drop_bucket(st, txn, name, &parts, &n_parts);
     }
+    if (s != STOR_OK) {
+        mdb_txn_abort(txn);
+        return s;
+    }
+    s = wr_commit(st, txn);
+    if (s == STOR_OK)
+        for (size_t i = 0; i < n_parts; i++)
+            drop_file(st, parts[i].id);
+    free(parts);
+    return s;
+}
+
+stor_status_t stor_bucket_set_acl(stor_t *st, const stor_bucket_t *bucket, stor_acl_t acl)
+{
+    const char *name = bucket->name;
+    if (!valid_bucket(name))
+        return STOR_ERR_NO_BUCKET;
+    if (acl < 0 || acl >= STOR_ACL_COUNT)
+        return STOR_ERR_TOO_LARGE;
+    MDB_txn *txn;
+    stor_status_t s = wr_begin(st, &txn);
+    if (s != STOR_OK)
+        return s;
+    if ((s = bucket_check(st, txn, name, bucket->id)) != STOR_OK) {
+        mdb_txn_abort(txn);
+        return s;
+    }
+    /* The record as it is now (bucket_check saw it), with the new ACL. */
+    stor_bucket_t cur;
+    MDB_val k = {strlen(name), (void *)name}, v;
+    int rc = mdb_get(txn, st->db_buckets, &k, &v);
+    if (rc == 0)
+        s = stor_rec_decode_bucket(v.mv_data, v.mv_size, &cur);
+    else
+        s = mdb_fail("bucket get", rc);
+    buf_t b;
+    buf_init(&b, 4096);
+    /* A version-1 record has no id to keep; it gets one now (a writer opened
+     * on it before then fails its commit with STOR_ERR_NO_BUCKET). */
+    while (s == STOR_OK && cur.id == 0)
+        if (random_bytes(&cur.id, sizeof cur.id) != 0)
+            s = STOR_ERR_IO;
+    if (s == STOR_OK && stor_rec_encode_bucket(&b, cur.owner, cur.created, cur.id, acl) != 0)
+        s = STOR_ERR_NOMEM;
+    if (s == STOR_OK) {
+        MDB_val nv = {b.len, b.data};
+        if ((rc = mdb_put(txn, st->db_buckets, &k, &nv, 0)) != 0)
+            s = mdb_fail("bucket put", rc);
+    }
+    buf_free(&b);
     if (s != STOR_OK) {
         mdb_txn_abort(txn);
         return s;

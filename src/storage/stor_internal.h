@@ -54,10 +54,14 @@ int stor_keycmp(const char *a, size_t alen, const char *b, size_t blen);
  * little-endian integers and u32-length-prefixed strings (length 0xFFFFFFFF
  * encodes NULL). Decoders check every length against the bytes left and
  * return STOR_ERR_IO on anything malformed; they never read out of bounds. */
-#define STOR_REC_VERSION 1 /* object, upload and part records */
+/* Object and upload records: version 2 added the owner and the canned ACL
+ * to the metadata (version 1 records still decode: no owner, private). Part
+ * records are version 1. */
+#define STOR_REC_VERSION      2
+#define STOR_REC_PART_VERSION 1
 /* Bucket records: version 2 added the bucket id (version 1 records still
- * decode, with id 0). */
-#define STOR_REC_BUCKET_VERSION 2
+ * decode, with id 0), version 3 the canned ACL (older ones: private). */
+#define STOR_REC_BUCKET_VERSION 3
 #define STOR_ID_LEN             16         /* file id bytes; 32 hex digits on disk */
 #define STOR_REC_MAX            (8u << 20) /* larger records: STOR_ERR_TOO_LARGE */
 
@@ -120,9 +124,10 @@ int stor_rec_encode_part(buf_t *b, const stor_part_t *p, const uint8_t id[STOR_I
 stor_status_t stor_rec_decode_part(const void *data, size_t len, stor_part_rec_t *out);
 void stor_part_free_fields(stor_part_t *p);
 
-/* Writes a version-2 bucket record; id must not be 0 (0 marks a version-1
- * record, which has none). */
-int stor_rec_encode_bucket(buf_t *b, const char *owner, int64_t created, uint64_t id);
+/* Writes a bucket record of the current version; id must not be 0 (0 marks
+ * a version-1 record, which has none). */
+int stor_rec_encode_bucket(buf_t *b, const char *owner, int64_t created, uint64_t id,
+                           stor_acl_t acl);
 stor_status_t stor_rec_decode_bucket(const void *data, size_t len, stor_bucket_t *out);
 
 /* ---- The store (storage.c and the stor_*.c files) ------------------------ */
@@ -227,8 +232,17 @@ stor_status_t writer_seal(stor_writer_t *w);
 /* Encodes an object record into b (initialised here; the caller frees it). */
 stor_status_t encode_object(buf_t *b, const char *key, const stor_meta_t *m, const stor_seg_t *segs,
                             uint32_t n_segs);
-/* Points bucket/key at record rec in txn; the replaced record goes to *old. */
+/* Points bucket/key at record rec in txn when cond (NULL: none) holds for
+ * the record it replaces; that record goes to *old. */
 stor_status_t put_object(stor_t *st, MDB_txn *txn, const char *bucket, uint64_t bucket_id,
-                         const char *key, const buf_t *rec, stor_obj_rec_t *old, int *had_old);
+                         const char *key, const buf_t *rec, const stor_precond_t *cond,
+                         stor_obj_rec_t *old, int *had_old);
+
+/* stor_multipart.c, used by bucket deletion: */
+/* Deletes, in txn, every multipart upload of bucket and its part records.
+ * *ids_p (malloc'ed, n_p entries) gets the parts' file ids, to drop_file()
+ * once txn committed. */
+stor_status_t mpu_drop_bucket(stor_t *st, MDB_txn *txn, const char *bucket, stor_seg_t **ids_p,
+                              size_t *n_p);
 
 #endif

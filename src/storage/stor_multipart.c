@@ -279,6 +279,65 @@ static stor_status_t del_parts(stor_t *st, MDB_txn *txn, const char *upload_id)
     return STOR_OK;
 }
 
+stor_status_t mpu_drop_bucket(stor_t *st, MDB_txn *txn, const char *bucket, stor_seg_t **ids_p,
+                              size_t *n_p)
+{
+    *ids_p = NULL;
+    *n_p = 0;
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn, st->db_uploads, &cur);
+    if (rc)
+        return mdb_fail("cursor", rc);
+    size_t blen = strlen(bucket);
+    uint8_t pfx[STOR_BUCKET_MAX + 1];
+    memcpy(pfx, bucket, blen);
+    pfx[blen] = 0;
+    stor_seg_t *ids = NULL;
+    size_t n = 0;
+    stor_status_t s = STOR_OK;
+    for (;;) {
+        MDB_val k = {blen + 1, pfx}, v;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+        if (rc)
+            break;
+        if (k.mv_size != blen + 1 + STOR_UPLOAD_ID_LEN || memcmp(k.mv_data, pfx, blen + 1) != 0)
+            break;
+        char upload_id[STOR_UPLOAD_ID_LEN + 1];
+        memcpy(upload_id, (const uint8_t *)k.mv_data + blen + 1, STOR_UPLOAD_ID_LEN);
+        upload_id[STOR_UPLOAD_ID_LEN] = '\0';
+        stor_part_rec_t *recs = NULL;
+        size_t nr = 0;
+        if ((s = load_parts(st, txn, upload_id, 0, &recs, &nr)) != STOR_OK)
+            break;
+        stor_seg_t *grown = nr ? realloc(ids, (n + nr) * sizeof *ids) : ids;
+        if (nr && !grown) {
+            free_part_recs(recs, nr);
+            s = STOR_ERR_NOMEM;
+            break;
+        }
+        ids = grown;
+        for (size_t i = 0; i < nr; i++) {
+            memcpy(ids[n].id, recs[i].id, STOR_ID_LEN);
+            ids[n++].size = recs[i].part.size;
+        }
+        free_part_recs(recs, nr);
+        if ((s = del_parts(st, txn, upload_id)) != STOR_OK)
+            break;
+        if ((rc = mdb_cursor_del(cur, 0)) != 0)
+            break;
+    }
+    mdb_cursor_close(cur);
+    if (s == STOR_OK && rc != 0 && rc != MDB_NOTFOUND)
+        s = mdb_fail("uploads delete", rc);
+    if (s != STOR_OK) {
+        free(ids);
+        return s;
+    }
+    *ids_p = ids;
+    *n_p = n;
+    return STOR_OK;
+}
+
 stor_status_t stor_mpu_list_parts(stor_t *st, const char *bucket, const char *key,
                                   const char *upload_id, uint32_t part_marker,
                                   stor_part_t **parts_p, size_t *n_p)
@@ -342,7 +401,7 @@ static int etag_eq(const char *given, const char *stored)
 
 stor_status_t stor_mpu_complete(stor_t *st, const stor_bucket_t *bkt, const char *key,
                                 const char *upload_id, const stor_complete_part_t *parts, size_t n,
-                                stor_meta_t *meta_p)
+                                const stor_precond_t *cond, stor_meta_t *meta_p)
 {
     const char *bucket = bkt->name;
     if (n == 0 || n > S3R_MAX_PART_NUMBER)
@@ -426,7 +485,7 @@ stor_status_t stor_mpu_complete(stor_t *st, const stor_bucket_t *bkt, const char
 
     s = encode_object(&rec, key, &m, segs, (uint32_t)n);
     if (s == STOR_OK)
-        s = put_object(st, txn, bucket, bkt->id, key, &rec, &old, &had_old);
+        s = put_object(st, txn, bucket, bkt->id, key, &rec, cond, &old, &had_old);
     if (s == STOR_OK)
         s = del_parts(st, txn, upload_id);
     if (s == STOR_OK) {

@@ -168,13 +168,29 @@ stor_status_t encode_object(buf_t *b, const char *key, const stor_meta_t *m, con
     return b->len > STOR_REC_MAX ? STOR_ERR_TOO_LARGE : STOR_OK;
 }
 
+/* Whether cond holds for the object a key holds (old, when had_old). */
+static stor_status_t precond_check(const stor_precond_t *cond, const stor_obj_rec_t *old,
+                                   int had_old)
+{
+    if (!cond)
+        return STOR_OK;
+    if (cond->must_not_exist && had_old)
+        return STOR_ERR_PRECONDITION;
+    if (cond->must_exist && !had_old)
+        return STOR_ERR_NO_KEY;
+    if (cond->must_exist && cond->etag && strcmp(cond->etag, old->meta.etag) != 0)
+        return STOR_ERR_PRECONDITION;
+    return STOR_OK;
+}
+
 /* Points bucket/key at the encoded record rec in txn. The replaced record, if
  * any, goes to *old (*had_old set; the caller unlinks its files after the
  * commit and frees it). STOR_ERR_NO_BUCKET when the bucket (bucket_id) is
  * gone: checked even when the key exists, since an object under this name
  * may belong to a bucket re-created since. */
 stor_status_t put_object(stor_t *st, MDB_txn *txn, const char *bucket, uint64_t bucket_id,
-                         const char *key, const buf_t *rec, stor_obj_rec_t *old, int *had_old)
+                         const char *key, const buf_t *rec, const stor_precond_t *cond,
+                         stor_obj_rec_t *old, int *had_old)
 {
     uint8_t ikey[STOR_IKEY_MAX];
     MDB_val k;
@@ -187,12 +203,20 @@ stor_status_t put_object(stor_t *st, MDB_txn *txn, const char *bucket, uint64_t 
         *had_old = 1;
     else if (s != STOR_ERR_NO_KEY)
         return s;
+    if ((s = precond_check(cond, old, *had_old)) != STOR_OK)
+        return s;
     MDB_val v = {rec->len, rec->data};
     int rc = mdb_put(txn, st->db_objects, &k, &v, 0);
     return rc ? mdb_fail("object put", rc) : STOR_OK;
 }
 
 stor_status_t stor_writer_commit(stor_writer_t *w, const char *key, stor_meta_t *meta)
+{
+    return stor_writer_commit_if(w, key, meta, NULL);
+}
+
+stor_status_t stor_writer_commit_if(stor_writer_t *w, const char *key, stor_meta_t *meta,
+                                    const stor_precond_t *cond)
 {
     stor_t *st = w->st;
     buf_t b = {0};
@@ -217,7 +241,7 @@ stor_status_t stor_writer_commit(stor_writer_t *w, const char *key, stor_meta_t 
         goto out;
     stor_obj_rec_t old;
     int had_old = 0;
-    s = put_object(st, txn, w->bucket, w->bucket_id, key, &b, &old, &had_old);
+    s = put_object(st, txn, w->bucket, w->bucket_id, key, &b, cond, &old, &had_old);
     if (s == STOR_OK)
         s = wr_commit(st, txn);
     else
@@ -447,5 +471,44 @@ stor_status_t stor_delete(stor_t *st, const stor_bucket_t *bucket, const char *k
         for (uint32_t i = 0; i < rec.n_segs; i++)
             drop_file(st, rec.segs[i].id);
     stor_obj_rec_free(&rec);
+    return s;
+}
+
+stor_status_t stor_object_set_acl(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                                  stor_acl_t acl)
+{
+    if (acl < 0 || acl >= STOR_ACL_COUNT)
+        return STOR_ERR_TOO_LARGE;
+    MDB_txn *txn;
+    stor_status_t s = wr_begin(st, &txn);
+    if (s != STOR_OK)
+        return s;
+    stor_obj_rec_t rec;
+    uint8_t ikey[STOR_IKEY_MAX];
+    MDB_val k;
+    buf_t b = {0};
+    int have = 0;
+    s = bucket_check(st, txn, bucket->name, bucket->id);
+    if (s == STOR_OK)
+        s = obj_get(st, txn, bucket->name, key, &rec, &k, ikey);
+    if (s == STOR_OK) {
+        /* The same record (same files, same mtime) with another ACL. */
+        have = 1;
+        rec.meta.acl = acl;
+        s = encode_object(&b, key, &rec.meta, rec.segs, rec.n_segs);
+    }
+    if (s == STOR_OK) {
+        MDB_val v = {b.len, b.data};
+        int rc = mdb_put(txn, st->db_objects, &k, &v, 0);
+        if (rc)
+            s = mdb_fail("object put", rc);
+    }
+    if (s == STOR_OK)
+        s = wr_commit(st, txn);
+    else
+        mdb_txn_abort(txn);
+    buf_free(&b);
+    if (have)
+        stor_obj_rec_free(&rec);
     return s;
 }

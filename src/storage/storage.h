@@ -45,6 +45,7 @@ typedef enum stor_status {
     STOR_ERR_INVALID_PART_ORDER, /* part numbers not strictly ascending */
     STOR_ERR_PART_TOO_SMALL,     /* EntityTooSmall: a part but the last < 5 MiB */
     STOR_ERR_TOO_LARGE,          /* metadata does not fit the index record */
+    STOR_ERR_PRECONDITION,       /* a conditional write's condition does not hold */
     STOR_ERR_NOMEM,
     STOR_ERR_IO, /* disk or index failure (logged) */
 } stor_status_t;
@@ -77,6 +78,20 @@ void stor_close(stor_t *st);
  * again. STOR_ERR_IO if a sync failed (logged). */
 stor_status_t stor_sync(stor_t *st);
 
+/* ---- Access control ------------------------------------------------------ */
+
+/* The canned ACL of a bucket or an object (who may do what is the S3 layer's
+ * rule: docs/security.md). Stored as one byte; values never change. */
+typedef enum stor_acl {
+    STOR_ACL_PRIVATE = 0,
+    STOR_ACL_PUBLIC_READ,
+    STOR_ACL_PUBLIC_READ_WRITE,
+    STOR_ACL_AUTHENTICATED_READ,
+    STOR_ACL_BUCKET_OWNER_READ,         /* objects only */
+    STOR_ACL_BUCKET_OWNER_FULL_CONTROL, /* objects only */
+    STOR_ACL_COUNT
+} stor_acl_t;
+
 /* ---- Buckets ---------------------------------------------------------- */
 
 typedef struct stor_bucket {
@@ -87,15 +102,21 @@ typedef struct stor_bucket {
      * at random (never 0) when it is created. 0 for a bucket created before
      * ids were recorded (which is still the only bucket of its name). */
     uint64_t id;
+    stor_acl_t acl; /* private for a new bucket */
 } stor_bucket_t;
 
 /* Fails with STOR_ERR_BUCKET_EXISTS if the name is taken (by anyone). Name
  * validity is the caller's job. */
 stor_status_t stor_bucket_create(stor_t *st, const char *name, const char *owner);
 stor_status_t stor_bucket_get(stor_t *st, const char *name, stor_bucket_t *out_p);
+/* Sets the canned ACL of bucket (as stor_bucket_get returned it:
+ * STOR_ERR_NO_BUCKET if it is gone). */
+stor_status_t stor_bucket_set_acl(stor_t *st, const stor_bucket_t *bucket, stor_acl_t acl);
 /* Deletes bucket (as stor_bucket_get returned it: STOR_ERR_NO_BUCKET if it
  * is gone, even if another bucket now has its name).
- * STOR_ERR_BUCKET_NOT_EMPTY while objects or multipart uploads remain. */
+ * STOR_ERR_BUCKET_NOT_EMPTY while objects remain. Multipart uploads still in
+ * progress do not keep it: they are aborted in the same transaction (their
+ * parts' files dropped), as S3 does. */
 stor_status_t stor_bucket_delete(stor_t *st, const stor_bucket_t *bucket);
 /* All buckets, ordered by name; *out_p is malloc'ed (free() it), may be NULL when *n_p is 0. */
 stor_status_t stor_bucket_list(stor_t *st, stor_bucket_t **out_p, size_t *n_p);
@@ -128,6 +149,11 @@ typedef struct stor_meta {
      * size of each part in order (for GET ?partNumber=). */
     uint32_t parts_count;
     uint64_t *part_sizes;
+    /* Access: the access key id that wrote the object (NULL: the bucket's
+     * owner, for objects written before owners were recorded) and its
+     * canned ACL. */
+    char *owner;
+    stor_acl_t acl;
 } stor_meta_t;
 
 /* Frees every pointer inside meta and zeroes it; the struct itself is the
@@ -155,6 +181,18 @@ uint64_t stor_writer_size(const stor_writer_t *w);
  * the result. STOR_ERR_NO_BUCKET if the writer's bucket was deleted meanwhile
  * (whether or not its name was taken again since). */
 stor_status_t stor_writer_commit(stor_writer_t *w, const char *key, stor_meta_t *meta);
+/* A conditional write's condition, checked in the commit's own transaction
+ * against the object the key holds at that instant (so two racing
+ * conditional writers cannot both succeed). */
+typedef struct stor_precond {
+    int must_not_exist; /* STOR_ERR_PRECONDITION if the key holds an object */
+    int must_exist;     /* STOR_ERR_NO_KEY if it holds none */
+    const char *etag;   /* with must_exist: STOR_ERR_PRECONDITION unless its etag is this */
+} stor_precond_t;
+/* stor_writer_commit, when cond (NULL: none) holds; when it does not, the
+ * bytes are discarded as by stor_writer_abort and nothing changes. */
+stor_status_t stor_writer_commit_if(stor_writer_t *w, const char *key, stor_meta_t *meta,
+                                    const stor_precond_t *cond);
 /* Discards the bytes and frees the writer; NULL is a no-op. */
 void stor_writer_abort(stor_writer_t *w);
 
@@ -185,6 +223,12 @@ void stor_reader_close(stor_reader_t *r);
 /* STOR_ERR_NO_KEY when there was nothing to delete; STOR_ERR_NO_BUCKET when
  * bucket (as stor_bucket_get returned it) is gone. */
 stor_status_t stor_delete(stor_t *st, const stor_bucket_t *bucket, const char *key);
+
+/* Sets the canned ACL of bucket/key (bucket as stor_bucket_get returned it),
+ * leaving its bytes and other metadata as they are. STOR_ERR_NO_KEY when
+ * the key holds no object. */
+stor_status_t stor_object_set_acl(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                                  stor_acl_t acl);
 
 /* ---- Listing ------------------------------------------------------------ */
 
@@ -250,10 +294,12 @@ typedef struct stor_complete_part {
  * and size (STOR_ERR_PART_TOO_SMALL), computes ETag md5-of-md5s "-N", commits
  * atomically, drops unlisted parts and the upload. On success *meta_p gets the
  * new object's metadata (caller frees). bucket as stor_bucket_get returned it
- * (STOR_ERR_NO_BUCKET if it is gone), as for stor_mpu_abort. */
+ * (STOR_ERR_NO_BUCKET if it is gone), as for stor_mpu_abort. cond (NULL:
+ * none) is checked in the commit's transaction as for stor_writer_commit_if;
+ * when it fails the upload stays as it was. */
 stor_status_t stor_mpu_complete(stor_t *st, const stor_bucket_t *bucket, const char *key,
                                 const char *upload_id, const stor_complete_part_t *parts, size_t n,
-                                stor_meta_t *meta_p);
+                                const stor_precond_t *cond, stor_meta_t *meta_p);
 stor_status_t stor_mpu_abort(stor_t *st, const stor_bucket_t *bucket, const char *key,
                              const char *upload_id);
 

@@ -96,11 +96,30 @@ static void test_bucket_crud(void **state)
     assert_int_equal(tu_put(f->st, "alpha", "k", "x", 1), STOR_OK);
     assert_int_equal(stor_bucket_delete(f->st, TU_B(f->st, "alpha")), STOR_ERR_BUCKET_NOT_EMPTY);
     assert_int_equal(stor_delete(f->st, TU_B(f->st, "alpha"), "k"), STOR_OK);
-    /* Not empty while an upload exists. */
-    char id[STOR_UPLOAD_ID_LEN + 1];
+    /* Uploads in progress do not keep it: deleting it aborts them, parts and all
+     * (the other bucket's upload stays). */
+    char id[STOR_UPLOAD_ID_LEN + 1], beta_id[STOR_UPLOAD_ID_LEN + 1];
     assert_int_equal(stor_mpu_create(f->st, TU_B(f->st, "alpha"), "u", NULL, id), STOR_OK);
-    assert_int_equal(stor_bucket_delete(f->st, TU_B(f->st, "alpha")), STOR_ERR_BUCKET_NOT_EMPTY);
-    assert_int_equal(stor_mpu_abort(f->st, TU_B(f->st, "alpha"), "u", id), STOR_OK);
+    assert_int_equal(stor_mpu_create(f->st, TU_B(f->st, "beta"), "u", NULL, beta_id), STOR_OK);
+    stor_writer_t *w;
+    assert_int_equal(stor_writer_open(f->st, TU_B(f->st, "alpha"), &w), STOR_OK);
+    assert_int_equal(stor_writer_write(w, "part", 4), STOR_OK);
+    stor_part_t part = {.number = 1};
+    tu_md5_hex("part", 4, part.etag);
+    assert_int_equal(stor_part_commit(w, "u", id, &part), STOR_OK);
+    assert_int_equal(stor_sync(f->st), STOR_OK);
+    size_t files = tu_count_objects(f->dir);
+    assert_int_equal(stor_bucket_delete(f->st, TU_B(f->st, "alpha")), STOR_OK);
+    assert_int_equal(stor_sync(f->st), STOR_OK);
+    assert_int_equal(tu_count_objects(f->dir), files - 1);
+    assert_int_equal(stor_mpu_check(f->st, "alpha", "u", id), STOR_ERR_NO_UPLOAD);
+    assert_int_equal(stor_mpu_check(f->st, "beta", "u", beta_id), STOR_OK);
+    assert_int_equal(stor_mpu_abort(f->st, TU_B(f->st, "beta"), "u", beta_id), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "alpha", "AKA"), STOR_OK);
+    /* Also when the only upload has no part yet. */
+    assert_int_equal(stor_mpu_create(f->st, TU_B(f->st, "alpha"), "none", NULL, id), STOR_OK);
+    assert_int_equal(stor_bucket_delete(f->st, TU_B(f->st, "alpha")), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "alpha", "AKA"), STOR_OK);
     /* A bucket whose name is a prefix of another is independent. */
     assert_int_equal(stor_bucket_create(f->st, "alphabet", "AKA"), STOR_OK);
     assert_int_equal(tu_put(f->st, "alphabet", "k", "x", 1), STOR_OK);
@@ -115,7 +134,6 @@ static void test_bucket_crud(void **state)
     assert_string_equal(list[1].name, "beta");
     free(list);
 
-    stor_writer_t *w;
     assert_int_equal(stor_writer_open(f->st, TU_B(f->st, "nope"), &w), STOR_ERR_NO_BUCKET);
 }
 
@@ -438,20 +456,30 @@ static void test_record_truncations(void **state)
         assert_int_equal(stor_rec_decode_part(b.data, len, &pr), STOR_ERR_IO);
 
     buf_reset(&b);
-    assert_int_equal(stor_rec_encode_bucket(&b, "owner-ak", 42, 0x0123456789abcdefULL), 0);
+    assert_int_equal(
+        stor_rec_encode_bucket(&b, "owner-ak", 42, 0x0123456789abcdefULL, STOR_ACL_PUBLIC_READ), 0);
     stor_bucket_t bk;
     assert_int_equal(stor_rec_decode_bucket(b.data, b.len, &bk), STOR_OK);
     assert_string_equal(bk.owner, "owner-ak");
     assert_int_equal(bk.created, 42);
     assert_true(bk.id == 0x0123456789abcdefULL);
+    assert_int_equal(bk.acl, STOR_ACL_PUBLIC_READ);
     for (size_t len = 0; len < b.len; len++)
         assert_int_equal(stor_rec_decode_bucket(b.data, len, &bk), STOR_ERR_IO);
-    /* Id 0 is reserved for version-1 records: never written, refused in version 2. */
+    /* An ACL byte out of range is malformed. */
+    ((uint8_t *)b.data)[b.len - 1] = STOR_ACL_COUNT;
+    assert_int_equal(stor_rec_decode_bucket(b.data, b.len, &bk), STOR_ERR_IO);
+    /* A version-2 record (before ACLs) decodes as private. */
+    ((uint8_t *)b.data)[0] = 2;
+    assert_int_equal(stor_rec_decode_bucket(b.data, b.len - 1, &bk), STOR_OK);
+    assert_int_equal(bk.acl, STOR_ACL_PRIVATE);
+    assert_true(bk.id == 0x0123456789abcdefULL);
+    /* Id 0 is reserved for version-1 records: never written, refused later. */
     buf_reset(&b);
-    assert_int_equal(stor_rec_encode_bucket(&b, "owner-ak", 42, 0), -1);
+    assert_int_equal(stor_rec_encode_bucket(&b, "owner-ak", 42, 0, STOR_ACL_PRIVATE), -1);
     buf_reset(&b);
-    assert_int_equal(stor_rec_encode_bucket(&b, "owner-ak", 42, 1), 0);
-    memset((uint8_t *)b.data + b.len - 8, 0, 8);
+    assert_int_equal(stor_rec_encode_bucket(&b, "owner-ak", 42, 1, STOR_ACL_PRIVATE), 0);
+    memset((uint8_t *)b.data + b.len - 9, 0, 8);
     assert_int_equal(stor_rec_decode_bucket(b.data, b.len, &bk), STOR_ERR_IO);
     /* A version-1 record (before bucket ids) still decodes, with id 0. */
     const uint8_t v1[] = {1, STOR_REC_BUCKET, 2, 0, 0, 0, 'a', 'k', 42, 0, 0, 0, 0, 0, 0, 0};
@@ -462,10 +490,10 @@ static void test_record_truncations(void **state)
     assert_true(bk.id == 0);
     for (size_t len = 0; len < sizeof v1; len++)
         assert_int_equal(stor_rec_decode_bucket(v1, len, &bk), STOR_ERR_IO);
-    uint8_t v3[sizeof v1];
-    memcpy(v3, v1, sizeof v1);
-    v3[0] = 3;
-    assert_int_equal(stor_rec_decode_bucket(v3, sizeof v3, &bk), STOR_ERR_IO);
+    uint8_t v4[sizeof v1];
+    memcpy(v4, v1, sizeof v1);
+    v4[0] = STOR_REC_BUCKET_VERSION + 1; /* a version from the future */
+    assert_int_equal(stor_rec_decode_bucket(v4, sizeof v4, &bk), STOR_ERR_IO);
     buf_free(&b);
 }
 
@@ -534,7 +562,7 @@ static void test_mpu_into_recreated_bucket(void **state)
     stor_bucket_t seen;
     assert_int_equal(stor_bucket_get(f->st, "b", &seen), STOR_OK);
 
-    /* An upload pins the bucket it was created in... */
+    /* An upload belongs to the bucket it was created in... */
     char id[STOR_UPLOAD_ID_LEN + 1];
     assert_int_equal(stor_mpu_create(f->st, &seen, "k", NULL, id), STOR_OK);
     char e1[33];
@@ -545,14 +573,14 @@ static void test_mpu_into_recreated_bucket(void **state)
     stor_part_t part = {.number = 1};
     strcpy(part.etag, e1);
     assert_int_equal(stor_part_commit(w, "k", id, &part), STOR_OK);
-    assert_int_equal(stor_bucket_delete(f->st, &seen), STOR_ERR_BUCKET_NOT_EMPTY);
     /* ...and completing it needs that bucket: another identity is refused
      * and changes nothing. */
     stor_bucket_t other = seen;
     other.id ^= 1;
     stor_complete_part_t cp[] = {{1, e1}};
     stor_meta_t out;
-    assert_int_equal(stor_mpu_complete(f->st, &other, "k", id, cp, 1, &out), STOR_ERR_NO_BUCKET);
+    assert_int_equal(stor_mpu_complete(f->st, &other, "k", id, cp, 1, NULL, &out),
+                     STOR_ERR_NO_BUCKET);
     assert_int_equal(stor_mpu_abort(f->st, &other, "k", id), STOR_ERR_NO_BUCKET);
     assert_int_equal(stor_mpu_check(f->st, "b", "k", id), STOR_OK);
     stor_meta_t m;
@@ -577,7 +605,8 @@ static void test_mpu_into_recreated_bucket(void **state)
     assert_int_equal(stor_writer_open(f->st, TU_B(f->st, "b"), &w), STOR_OK);
     assert_int_equal(stor_writer_write(w, "part", 4), STOR_OK);
     assert_int_equal(stor_part_commit(w, "k", bid, &part), STOR_OK);
-    assert_int_equal(stor_mpu_complete(f->st, &seen, "k", bid, cp, 1, &out), STOR_ERR_NO_BUCKET);
+    assert_int_equal(stor_mpu_complete(f->st, &seen, "k", bid, cp, 1, NULL, &out),
+                     STOR_ERR_NO_BUCKET);
     assert_int_equal(stor_mpu_abort(f->st, &seen, "k", bid), STOR_ERR_NO_BUCKET);
     assert_int_equal(stor_mpu_check(f->st, "b", "k", bid), STOR_OK);
     assert_int_equal(stor_head(f->st, "b", "k", &m), STOR_ERR_NO_KEY);
@@ -858,24 +887,25 @@ static void test_multipart(void **state)
     stor_meta_t out;
     /* Each failure leaves the upload intact. */
     stor_complete_part_t bad_order[] = {{2, e2}, {1, e1}};
-    assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, bad_order, 2, &out),
-                     STOR_ERR_INVALID_PART_ORDER);
+    assert_int_equal(
+        stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, bad_order, 2, NULL, &out),
+        STOR_ERR_INVALID_PART_ORDER);
     stor_complete_part_t dup[] = {{1, e1}, {1, e1}};
-    assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, dup, 2, &out),
+    assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, dup, 2, NULL, &out),
                      STOR_ERR_INVALID_PART_ORDER);
     stor_complete_part_t missing[] = {{1, e1}, {7, e2}};
-    assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, missing, 2, &out),
+    assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, missing, 2, NULL, &out),
                      STOR_ERR_INVALID_PART);
     stor_complete_part_t bad_etag[] = {{1, e1}, {2, e1}};
-    assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, bad_etag, 2, &out),
+    assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, bad_etag, 2, NULL, &out),
                      STOR_ERR_INVALID_PART);
     stor_complete_part_t small[] = {{3, e3}, {4, e4}};
-    assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, small, 2, &out),
+    assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, small, 2, NULL, &out),
                      STOR_ERR_PART_TOO_SMALL);
     assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj",
-                                       "0123456789abcdef0123456789abcdef", small, 2, &out),
+                                       "0123456789abcdef0123456789abcdef", small, 2, NULL, &out),
                      STOR_ERR_NO_UPLOAD);
-    assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, small, 0, &out),
+    assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, small, 0, NULL, &out),
                      STOR_ERR_INVALID_PART);
 
     /* An old object under the key is replaced by the completed one. */
@@ -883,7 +913,8 @@ static void test_multipart(void **state)
     char quoted[40];
     snprintf(quoted, sizeof quoted, "\"%s\"", e2);
     stor_complete_part_t good[] = {{1, e1}, {2, quoted}, {3, e3}};
-    assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, good, 3, &out), STOR_OK);
+    assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, good, 3, NULL, &out),
+                     STOR_OK);
 
     /* ETag: md5 of the concatenated binary part md5s, "-3". */
     uint8_t cat[3 * MD5_LEN];

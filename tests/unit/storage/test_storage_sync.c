@@ -236,7 +236,8 @@ static void test_relaxed_deferred_unlink(void **state)
     assert_int_equal(tu_count_objects(f->dir), 2);
     stor_complete_part_t cp[] = {{1, e1}};
     stor_meta_t out;
-    assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "mp", id, cp, 1, &out), STOR_OK);
+    assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "mp", id, cp, 1, NULL, &out),
+                     STOR_OK);
     stor_meta_free(&out);
     assert_int_equal(tu_count_objects(f->dir), 2);
     assert_index_files_present(f->st, "b");
