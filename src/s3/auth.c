@@ -169,8 +169,10 @@ s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p)
         return S3E_INVALID_REQUEST;
     }
     if (!authz && !presigned) {
-        *why_p = "Anonymous access is not allowed; sign the request with AWS Signature Version 4.";
-        return S3E_ACCESS_DENIED;
+        /* Anonymous: allowed only where an ACL grants AllUsers (access.c). */
+        req->user = NULL;
+        req->payload_mode = S3_PAYLOAD_UNSIGNED;
+        return S3E_NONE;
     }
     if (authz) {
         if (strncmp(authz, "AWS ", 4) == 0) {

@@ -59,6 +59,16 @@ static const char *const plain_params[] = {
     "uploads",
     "delete",
     "location",
+    "versions",
+    "version-id-marker",
+    "versioning",
+    "acl",
+    "policy",
+    "cors",
+    "tagging",
+    "lifecycle",
+    "object-lock",
+    "encryption",
     "optionalObjectAttributes",
     "AWSAccessKeyId",
     "Signature",
@@ -228,7 +238,10 @@ static void http_send(s3_req_t *req, int status, s3_out_t *out)
     const char *h = req->reply_headers.data, *end = h + req->reply_headers.len;
     while (h && h < end) {
         const char *value = h + strlen(h) + 1;
-        MHD_add_response_header(resp, h, value);
+        /* libmicrohttpd refuses an empty value; a lone space is the same
+         * field on the wire (RFC 9110 §5.5: surrounding whitespace is not
+         * part of a field value), e.g. x-amz-meta-k stored empty. */
+        MHD_add_response_header(resp, h, *value ? value : " ");
         h = value + strlen(value) + 1;
     }
     if (atomic_load(&req->srv->stopping))
@@ -289,6 +302,55 @@ static char *vhost_bucket(s3_req_t *req)
     return NULL;
 }
 
+/* Bucket subresources (?name) and the operation each method runs on them;
+ * NULL: 405 MethodNotAllowed. The first subresource present decides. All
+ * but ?uploads (CreateMultipartUpload) are the bucket's alone: on an object
+ * they are not implemented. */
+typedef struct bucket_subresource {
+    const char *name;
+    const s3_op_t *get, *put, *del;
+} bucket_subresource_t;
+
+static const bucket_subresource_t bucket_subresources[] = {
+    {"uploads", &s3_op_list_mpu, NULL, NULL},
+    {"location", &s3_op_get_bucket_location, NULL, NULL},
+    {"versions", &s3_op_list_object_versions, NULL, NULL},
+    {"versioning", &s3_op_get_bucket_versioning, &s3_op_put_bucket_versioning, NULL},
+    {"acl", &s3_op_get_bucket_acl, &s3_op_put_bucket_acl, NULL},
+    {"policy", &s3_op_get_bucket_policy, &s3_op_put_bucket_config, &s3_op_delete_bucket_config},
+    {"cors", &s3_op_get_bucket_cors, &s3_op_put_bucket_config, &s3_op_delete_bucket_config},
+    {"tagging", &s3_op_get_bucket_tagging, &s3_op_put_bucket_config, &s3_op_delete_bucket_config},
+    {"lifecycle", &s3_op_get_bucket_lifecycle, &s3_op_put_bucket_config,
+     &s3_op_delete_bucket_config},
+    {"object-lock", &s3_op_get_object_lock_config, &s3_op_put_bucket_config, NULL},
+    {"encryption", &s3_op_get_bucket_encryption, &s3_op_put_bucket_config,
+     &s3_op_delete_bucket_config},
+};
+
+static s3_error_t route_bucket(s3_req_t *req, bool get, bool head, bool put, bool post, bool del)
+{
+    for (size_t i = 0; i < sizeof(bucket_subresources) / sizeof(bucket_subresources[0]); i++) {
+        const bucket_subresource_t *sr = &bucket_subresources[i];
+        if (!s3_req_has_query(req, sr->name))
+            continue;
+        req->op = get ? sr->get : put ? sr->put : del ? sr->del : NULL;
+        return req->op ? S3E_NONE : S3E_METHOD_NOT_ALLOWED;
+    }
+    if (get)
+        req->op = &s3_op_list_objects;
+    else if (head)
+        req->op = &s3_op_head_bucket;
+    else if (put)
+        req->op = &s3_op_create_bucket;
+    else if (del)
+        req->op = &s3_op_delete_bucket;
+    else if (post && s3_req_has_query(req, "delete"))
+        req->op = &s3_op_delete_objects;
+    else
+        return S3E_METHOD_NOT_ALLOWED;
+    return S3E_NONE;
+}
+
 static s3_error_t route(s3_req_t *req, const char *raw_url)
 {
     const char *path = raw_url;
@@ -338,27 +400,25 @@ static s3_error_t route(s3_req_t *req, const char *raw_url)
             return S3E_METHOD_NOT_ALLOWED;
         return S3E_NONE;
     }
-    if (!req->key) {
-        if (get && s3_req_has_query(req, "location"))
-            req->op = &s3_op_get_bucket_location;
-        else if (get && s3_req_has_query(req, "uploads"))
-            req->op = &s3_op_list_mpu;
-        else if (get)
-            req->op = &s3_op_list_objects;
-        else if (head)
-            req->op = &s3_op_head_bucket;
-        else if (put)
-            req->op = &s3_op_create_bucket;
-        else if (del)
-            req->op = &s3_op_delete_bucket;
-        else if (post && s3_req_has_query(req, "delete"))
-            req->op = &s3_op_delete_objects;
-        else
-            return S3E_METHOD_NOT_ALLOWED;
-        return S3E_NONE;
-    }
+    if (!req->key)
+        return route_bucket(req, get, head, put, post, del);
     bool upload_id = s3_req_has_query(req, "uploadId");
     bool copy = s3_req_header(req, "x-amz-copy-source") != NULL;
+    if (s3_req_has_query(req, "acl")) {
+        req->op = get ? &s3_op_get_object_acl : put ? &s3_op_put_object_acl : NULL;
+        return req->op ? S3E_NONE : S3E_METHOD_NOT_ALLOWED;
+    }
+    if (s3_req_has_query(req, "tagging")) {
+        req->op = get   ? &s3_op_get_object_tagging
+                  : put ? &s3_op_put_object_tagging
+                  : del ? &s3_op_delete_object_tagging
+                        : NULL;
+        return req->op ? S3E_NONE : S3E_METHOD_NOT_ALLOWED;
+    }
+    /* The other subresources are the bucket's. */
+    for (size_t i = 1; i < sizeof(bucket_subresources) / sizeof(bucket_subresources[0]); i++)
+        if (s3_req_has_query(req, bucket_subresources[i].name))
+            return S3E_NOT_IMPLEMENTED;
     if (get && upload_id)
         req->op = &s3_op_list_parts;
     else if (get)
@@ -432,6 +492,8 @@ static void start_request(s3_req_t *req, const char *url)
     }
     const char *why = NULL;
     err = s3_auth_verify(req, &why);
+    if (err == S3E_NONE && stats && !req->user)
+        err = S3E_ACCESS_DENIED; /* the stats page answers configured users only */
     if (err != S3E_NONE) {
         s3_reply_error(req, err, why);
         return;

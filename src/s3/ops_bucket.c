@@ -1,32 +1,19 @@
 /* Bucket operations: ListBuckets, CreateBucket, HeadBucket, DeleteBucket,
- * GetBucketLocation, and the ownership check every bucket-scoped request
- * goes through. */
+ * GetBucketLocation. */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
 #include "s3/xml_in.h"
 
-bool s3_bucket_authorize(s3_req_t *req, const char *bucket, stor_bucket_t *bucket_p)
-{
-    stor_bucket_t b;
-    stor_status_t st = stor_bucket_get(req->srv->cfg.store, bucket, &b);
-    if (st != STOR_OK) {
-        s3_reply_error(req, s3_error_from_stor(st), NULL);
-        return false;
-    }
-    if (strcmp(b.owner, req->user->access_key) != 0) {
-        s3_reply_error(req, S3E_ACCESS_DENIED, NULL);
-        return false;
-    }
-    if (bucket_p)
-        *bucket_p = b;
-    return true;
-}
-
 static void list_buckets_begin(s3_req_t *req)
 {
+    if (!req->user) {
+        s3_reply_error(req, S3E_ACCESS_DENIED, NULL);
+        return;
+    }
     stor_bucket_t *buckets = NULL;
     size_t n = 0;
     stor_status_t st = stor_bucket_list(req->srv->cfg.store, &buckets, &n);
@@ -59,13 +46,19 @@ static void create_bucket_begin(s3_req_t *req)
         s3_reply_error(req, S3E_INVALID_BUCKET_NAME, NULL);
         return;
     }
-    const char *acl = s3_req_header(req, "x-amz-acl");
-    if (acl && strcmp(acl, "private") != 0 && strcmp(acl, "public-read") != 0 &&
-        strcmp(acl, "public-read-write") != 0 && strcmp(acl, "authenticated-read") != 0) {
-        s3_reply_error(req, S3E_INVALID_ARGUMENT, NULL);
+    if (!req->user) {
+        s3_reply_error(req, S3E_ACCESS_DENIED, NULL);
         return;
     }
-    if (s3_req_header(req, "x-amz-bucket-object-lock-enabled")) {
+    stor_acl_t acl;
+    const char *why = NULL;
+    s3_error_t err = s3_acl_from_headers(req, false, &acl, &why);
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, why);
+        return;
+    }
+    const char *lock = s3_req_header(req, "x-amz-bucket-object-lock-enabled");
+    if (lock && strcasecmp(lock, "true") == 0) {
         s3_reply_error(req, S3E_NOT_IMPLEMENTED, "Object lock is not implemented.");
         return;
     }
@@ -80,13 +73,28 @@ static void create_bucket_finish(s3_req_t *req)
         s3_reply_error(req, S3E_MALFORMED_XML, NULL);
         return;
     }
-    stor_status_t st = stor_bucket_create(req->srv->cfg.store, req->bucket, req->user->access_key);
+    stor_acl_t acl;
+    const char *why = NULL;
+    s3_acl_from_headers(req, false, &acl, &why); /* checked in begin() */
+    stor_t *store = req->srv->cfg.store;
+    stor_status_t st = stor_bucket_create(store, req->bucket, req->user->access_key);
+    stor_bucket_t b;
     if (st == STOR_ERR_BUCKET_EXISTS) {
-        stor_bucket_t b;
-        bool mine = stor_bucket_get(req->srv->cfg.store, req->bucket, &b) == STOR_OK &&
+        bool mine = stor_bucket_get(store, req->bucket, &b) == STOR_OK &&
                     strcmp(b.owner, req->user->access_key) == 0;
-        s3_reply_error(req, mine ? S3E_BUCKET_OWNED : S3E_BUCKET_EXISTS, NULL);
-        return;
+        /* us-east-1's legacy answer to re-creating your own bucket: 200, the
+         * contents untouched, the ACL reset to the one asked for. */
+        if (!mine || strcmp(req->srv->cfg.region, "us-east-1") != 0) {
+            s3_reply_error(req, mine ? S3E_BUCKET_OWNED : S3E_BUCKET_EXISTS, NULL);
+            return;
+        }
+        st = stor_bucket_set_acl(store, &b, acl);
+    } else if (st == STOR_OK && acl != STOR_ACL_PRIVATE) {
+        /* Created private; the ACL follows (a crash in between leaves the
+         * bucket private, never more open than asked). */
+        st = stor_bucket_get(store, req->bucket, &b);
+        if (st == STOR_OK)
+            st = stor_bucket_set_acl(store, &b, acl);
     }
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
@@ -98,7 +106,7 @@ static void create_bucket_finish(s3_req_t *req)
 
 static void head_bucket_begin(s3_req_t *req)
 {
-    if (!s3_bucket_authorize(req, req->bucket, &req->authz_bucket))
+    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_READ, &req->authz_bucket))
         return;
     s3_reply_header(req, "x-amz-bucket-region", req->srv->cfg.region);
     s3_reply_empty(req, 200);
@@ -106,7 +114,7 @@ static void head_bucket_begin(s3_req_t *req)
 
 static void delete_bucket_begin(s3_req_t *req)
 {
-    if (!s3_bucket_authorize(req, req->bucket, &req->authz_bucket))
+    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
         return;
     stor_status_t st = stor_bucket_delete(req->srv->cfg.store, &req->authz_bucket);
     if (st != STOR_OK) {
@@ -118,7 +126,7 @@ static void delete_bucket_begin(s3_req_t *req)
 
 static void get_location_begin(s3_req_t *req)
 {
-    if (!s3_bucket_authorize(req, req->bucket, &req->authz_bucket))
+    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
         return;
     buf_t xml;
     buf_init(&xml, 4096);

@@ -1,6 +1,8 @@
-/* ListObjects (v1) and ListObjectsV2: a cursor scan of the index with
- * prefix, delimiter (CommonPrefixes), max-keys, marker / start-after /
- * continuation-token and encoding-type=url. */
+/* ListObjects (v1), ListObjectsV2 and ListObjectVersions: one cursor scan of
+ * the index (list_walk) with prefix, delimiter (CommonPrefixes), max-keys and
+ * a start point, rendered in each listing's own XML. Buckets are
+ * unversioned, so ListObjectVersions shows every object as its one version,
+ * "null", the latest. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,8 @@
 /* Appended to a common prefix to form a key past everything under it: keys
  * are valid UTF-8, which never contains the byte 0xFF. */
 #define PAST_PREFIX "\xff"
+
+#define KEY_BUF (2 * S3R_MAX_KEY_BYTES + 8)
 
 /* <tag>value</tag>, the value URL-encoded when the client asked for
  * encoding-type=url. */
@@ -30,9 +34,173 @@ static void elem(buf_t *xml, const char *tag, const char *value, bool url)
     buf_free(&enc);
 }
 
+/* The query parameters every listing shares. */
+typedef struct list_query {
+    const char *prefix; /* "" when absent */
+    const char *delim;  /* NULL when absent or empty */
+    bool url;           /* encoding-type=url */
+    long max_keys;
+} list_query_t;
+
+/* Reads prefix, delimiter, encoding-type and max-keys; replies and returns
+ * false when one is invalid. */
+static bool list_query(s3_req_t *req, list_query_t *q)
+{
+    q->prefix = s3_req_query(req, "prefix");
+    q->delim = s3_req_query(req, "delimiter");
+    const char *enc = s3_req_query(req, "encoding-type");
+    const char *mk = s3_req_query(req, "max-keys");
+    if (!q->prefix)
+        q->prefix = "";
+    if (q->delim && !*q->delim)
+        q->delim = NULL;
+    q->url = false;
+    if (enc) {
+        if (strcmp(enc, "url") != 0) {
+            s3_reply_error(req, S3E_INVALID_ARGUMENT,
+                           "Invalid Encoding Method specified in Request");
+            return false;
+        }
+        q->url = true;
+    }
+    q->max_keys = S3R_MAX_LIST_KEYS;
+    if (mk) {
+        char *end;
+        q->max_keys = strtol(mk, &end, 10);
+        if (!*mk || *end || q->max_keys < 0) {
+            s3_reply_error(req, S3E_INVALID_ARGUMENT,
+                           "Provided max-keys not an integer or within integer range");
+            return false;
+        }
+        if (q->max_keys > S3R_MAX_LIST_KEYS)
+            q->max_keys = S3R_MAX_LIST_KEYS;
+    }
+    return true;
+}
+
+/* The start point after a marker (v1 marker, v2 start-after, key-marker):
+ * strictly after it, and past everything under it when it is itself a
+ * common prefix. */
+static void after_marker(const list_query_t *q, const char *marker, char after[KEY_BUF])
+{
+    after[0] = '\0';
+    if (!marker || strlen(marker) > S3R_MAX_KEY_BYTES)
+        return;
+    snprintf(after, KEY_BUF, "%s", marker);
+    size_t plen = strlen(q->prefix);
+    size_t cp = s3_common_prefix_len(after, strlen(after), plen, q->delim);
+    if (cp && cp == strlen(after) && strncmp(after, q->prefix, plen) == 0)
+        strcat(after, PAST_PREFIX);
+}
+
+/* How a listing renders one object (common prefixes look alike in all). */
+typedef struct list_render {
+    void (*object)(s3_req_t *req, const list_query_t *q, buf_t *out, const char *key,
+                   const stor_meta_t *meta, void *ctx);
+    void *ctx;
+} list_render_t;
+
+/* What the walk ended with. */
+typedef struct list_result {
+    buf_t contents, prefixes;
+    long count;
+    bool truncated;
+    char resume[KEY_BUF];             /* v2 continuation: the last key, or prefix + 0xFF */
+    char last[S3R_MAX_KEY_BYTES + 8]; /* the last key or common prefix listed */
+    bool last_was_prefix;
+} list_result_t;
+
+static void list_result_free(list_result_t *r)
+{
+    buf_free(&r->contents);
+    buf_free(&r->prefixes);
+}
+
+/* Lists the bucket's keys under q->prefix, strictly after `after`, rolling
+ * keys up into common prefixes at q->delim, at most q->max_keys entries.
+ * Returns false (replied) on a storage error. */
+static bool list_walk(s3_req_t *req, const list_query_t *q, const char *after,
+                      const list_render_t *render, list_result_t *r)
+{
+    memset(r, 0, sizeof(*r));
+    buf_init(&r->contents, 64 * 1024 * 1024);
+    buf_init(&r->prefixes, 64 * 1024 * 1024);
+    if (q->max_keys == 0)
+        return true; /* nothing asked for: S3 answers empty, not truncated */
+    stor_iter_t *it = NULL;
+    stor_status_t st = stor_iter_open(req->srv->cfg.store, req->bucket, q->prefix, after, &it);
+    if (st != STOR_OK) {
+        s3_reply_error(req, s3_error_from_stor(st), NULL);
+        return false;
+    }
+    size_t prefix_len = strlen(q->prefix);
+    for (;;) {
+        const char *key;
+        size_t key_len;
+        stor_meta_t meta;
+        memset(&meta, 0, sizeof(meta));
+        int n = stor_iter_next(it, &key, &key_len, &meta);
+        if (n < 0) {
+            stor_meta_free(&meta);
+            stor_iter_close(it);
+            s3_reply_error(req, S3E_INTERNAL, NULL);
+            return false;
+        }
+        if (n == 0)
+            break;
+        if (r->count >= q->max_keys) {
+            r->truncated = true;
+            stor_meta_free(&meta);
+            break;
+        }
+        size_t cp = s3_common_prefix_len(key, key_len, prefix_len, q->delim);
+        if (cp) {
+            snprintf(r->last, sizeof(r->last), "%.*s", (int)cp, key);
+            buf_append_str(&r->prefixes, "<CommonPrefixes>");
+            elem(&r->prefixes, "Prefix", r->last, q->url);
+            buf_append_str(&r->prefixes, "</CommonPrefixes>");
+            snprintf(r->resume, sizeof(r->resume), "%s" PAST_PREFIX, r->last);
+            stor_iter_seek(it, r->resume, strlen(r->resume));
+            r->last_was_prefix = true;
+        } else {
+            snprintf(r->last, sizeof(r->last), "%.*s", (int)key_len, key);
+            render->object(req, q, &r->contents, r->last, &meta, render->ctx);
+            snprintf(r->resume, sizeof(r->resume), "%s", r->last);
+            r->last_was_prefix = false;
+        }
+        stor_meta_free(&meta);
+        r->count++;
+    }
+    stor_iter_close(it);
+    return true;
+}
+
+/* LastModified, ETag, Size of an object entry. */
+static void object_fields(buf_t *out, const stor_meta_t *meta)
+{
+    char date[32];
+    s3_time_iso8601(meta->mtime_ms, date);
+    buf_printf(out, "<LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag>", date, meta->etag);
+    buf_printf(out, "<Size>%" PRIu64 "</Size>", meta->size);
+}
+
+/* ---- ListObjects / ListObjectsV2 ---------------------------------------------------- */
+
+static void render_contents(s3_req_t *req, const list_query_t *q, buf_t *out, const char *key,
+                            const stor_meta_t *meta, void *ctx)
+{
+    bool fetch_owner = *(const bool *)ctx;
+    buf_append_str(out, "<Contents>");
+    elem(out, "Key", key, q->url);
+    object_fields(out, meta);
+    if (fetch_owner)
+        s3_xml_principal(out, "Owner", s3_object_owner(&req->authz_bucket, meta));
+    buf_append_str(out, "<StorageClass>STANDARD</StorageClass></Contents>");
+}
+
 static void list_objects_begin(s3_req_t *req)
 {
-    if (!s3_bucket_authorize(req, req->bucket, &req->authz_bucket))
+    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_READ, &req->authz_bucket))
         return;
     const char *lt = s3_req_query(req, "list-type");
     bool v2 = lt && strcmp(lt, "2") == 0;
@@ -40,45 +208,18 @@ static void list_objects_begin(s3_req_t *req)
         s3_reply_error(req, S3E_INVALID_ARGUMENT, "Invalid list-type.");
         return;
     }
-    const char *prefix = s3_req_query(req, "prefix");
-    const char *delim = s3_req_query(req, "delimiter");
-    const char *enc = s3_req_query(req, "encoding-type");
-    const char *mk = s3_req_query(req, "max-keys");
+    list_query_t q;
+    if (!list_query(req, &q))
+        return;
     const char *marker = s3_req_query(req, "marker");
     const char *start_after = s3_req_query(req, "start-after");
     const char *token = s3_req_query(req, "continuation-token");
     const char *fo = s3_req_query(req, "fetch-owner");
-    if (!prefix)
-        prefix = "";
-    if (delim && !*delim)
-        delim = NULL;
-    bool url = false;
-    if (enc) {
-        if (strcmp(enc, "url") != 0) {
-            s3_reply_error(req, S3E_INVALID_ARGUMENT,
-                           "Invalid Encoding Method specified in Request");
-            return;
-        }
-        url = true;
-    }
-    long max_keys = S3R_MAX_LIST_KEYS;
-    if (mk) {
-        char *end;
-        max_keys = strtol(mk, &end, 10);
-        if (*end || max_keys < 0) {
-            s3_reply_error(req, S3E_INVALID_ARGUMENT,
-                           "Provided max-keys not an integer or within integer range");
-            return;
-        }
-        if (max_keys > S3R_MAX_LIST_KEYS)
-            max_keys = S3R_MAX_LIST_KEYS;
-    }
     bool fetch_owner = !v2 || (fo && strcmp(fo, "true") == 0);
 
-    /* Where to start: strictly after this key. */
-    char after[2 * S3R_MAX_KEY_BYTES + 8] = "";
+    char after[KEY_BUF] = "";
     if (v2 && token) {
-        uint8_t raw[2 * S3R_MAX_KEY_BYTES + 8];
+        uint8_t raw[KEY_BUF];
         long n = base64url_decode(token, strlen(token), raw, sizeof(raw) - 1);
         if (n < 0) {
             s3_reply_error(req, S3E_INVALID_ARGUMENT,
@@ -88,118 +229,121 @@ static void list_objects_begin(s3_req_t *req)
         memcpy(after, raw, (size_t)n);
         after[n] = '\0';
     } else {
-        const char *from = v2 ? start_after : marker;
-        if (from && strlen(from) <= S3R_MAX_KEY_BYTES) {
-            snprintf(after, sizeof(after), "%s", from);
-            /* A marker that is itself a common prefix skips everything under it. */
-            size_t cp = s3_common_prefix_len(after, strlen(after), strlen(prefix), delim);
-            if (cp && cp == strlen(after) && strncmp(after, prefix, strlen(prefix)) == 0)
-                strcat(after, PAST_PREFIX);
-        }
+        after_marker(&q, v2 ? start_after : marker, after);
     }
 
-    stor_iter_t *it = NULL;
-    stor_status_t st = stor_iter_open(req->srv->cfg.store, req->bucket, prefix, after, &it);
-    if (st != STOR_OK) {
-        s3_reply_error(req, s3_error_from_stor(st), NULL);
+    list_render_t render = {render_contents, &fetch_owner};
+    list_result_t r;
+    if (!list_walk(req, &q, after, &render, &r)) {
+        list_result_free(&r);
         return;
     }
-
-    buf_t contents, prefixes;
-    buf_init(&contents, 64 * 1024 * 1024);
-    buf_init(&prefixes, 64 * 1024 * 1024);
-    long count = 0;
-    bool truncated = false;
-    char last[2 * S3R_MAX_KEY_BYTES + 8] = "";  /* resume point */
-    char last_name[S3R_MAX_KEY_BYTES + 8] = ""; /* v1 NextMarker */
-    size_t prefix_len = strlen(prefix);
-    for (;;) {
-        const char *key;
-        size_t key_len;
-        stor_meta_t meta;
-        memset(&meta, 0, sizeof(meta));
-        int r = stor_iter_next(it, &key, &key_len, &meta);
-        if (r < 0) {
-            stor_meta_free(&meta);
-            stor_iter_close(it);
-            buf_free(&contents);
-            buf_free(&prefixes);
-            s3_reply_error(req, S3E_INTERNAL, NULL);
-            return;
-        }
-        if (r == 0)
-            break;
-        if (count >= max_keys) {
-            truncated = true;
-            stor_meta_free(&meta);
-            break;
-        }
-        size_t cp = s3_common_prefix_len(key, key_len, prefix_len, delim);
-        if (cp) {
-            char cpref[S3R_MAX_KEY_BYTES + 8];
-            snprintf(cpref, sizeof(cpref), "%.*s", (int)cp, key);
-            buf_append_str(&prefixes, "<CommonPrefixes>");
-            elem(&prefixes, "Prefix", cpref, url);
-            buf_append_str(&prefixes, "</CommonPrefixes>");
-            snprintf(last_name, sizeof(last_name), "%s", cpref);
-            snprintf(last, sizeof(last), "%s" PAST_PREFIX, cpref);
-            stor_iter_seek(it, last, strlen(last));
-        } else {
-            char date[32];
-            s3_time_iso8601(meta.mtime_ms, date);
-            buf_append_str(&contents, "<Contents>");
-            char kbuf[S3R_MAX_KEY_BYTES + 8];
-            snprintf(kbuf, sizeof(kbuf), "%.*s", (int)key_len, key);
-            elem(&contents, "Key", kbuf, url);
-            buf_printf(&contents,
-                       "<LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag>"
-                       "<Size>%" PRIu64 "</Size><StorageClass>STANDARD</StorageClass>",
-                       date, meta.etag, meta.size);
-            if (fetch_owner) {
-                s3_xml_principal(&contents, "Owner", req->user->access_key);
-            }
-            buf_append_str(&contents, "</Contents>");
-            snprintf(last_name, sizeof(last_name), "%s", kbuf);
-            snprintf(last, sizeof(last), "%s", kbuf);
-        }
-        stor_meta_free(&meta);
-        count++;
-    }
-    stor_iter_close(it);
 
     buf_t xml;
     buf_init(&xml, 128 * 1024 * 1024);
     s3_xml_open(&xml, "ListBucketResult");
     elem(&xml, "Name", req->bucket, false);
-    elem(&xml, "Prefix", prefix, url);
+    elem(&xml, "Prefix", q.prefix, q.url);
     if (v2) {
         if (start_after)
-            elem(&xml, "StartAfter", start_after, url);
+            elem(&xml, "StartAfter", start_after, q.url);
         if (token)
             elem(&xml, "ContinuationToken", token, false);
-        if (truncated) {
+        if (r.truncated) {
             char tok[4 * S3R_MAX_KEY_BYTES];
-            base64url_encode((const uint8_t *)last, strlen(last), tok);
+            base64url_encode((const uint8_t *)r.resume, strlen(r.resume), tok);
             elem(&xml, "NextContinuationToken", tok, false);
         }
-        buf_printf(&xml, "<KeyCount>%ld</KeyCount>", count);
+        buf_printf(&xml, "<KeyCount>%ld</KeyCount>", r.count);
     } else {
-        elem(&xml, "Marker", marker ? marker : "", url);
-        if (truncated && delim)
-            elem(&xml, "NextMarker", last_name, url);
+        elem(&xml, "Marker", marker ? marker : "", q.url);
+        if (r.truncated && q.delim)
+            elem(&xml, "NextMarker", r.last, q.url);
     }
-    buf_printf(&xml, "<MaxKeys>%ld</MaxKeys>", max_keys);
-    if (delim)
-        elem(&xml, "Delimiter", delim, url);
-    if (url)
+    buf_printf(&xml, "<MaxKeys>%ld</MaxKeys>", q.max_keys);
+    if (q.delim)
+        elem(&xml, "Delimiter", q.delim, q.url);
+    if (q.url)
         buf_append_str(&xml, "<EncodingType>url</EncodingType>");
-    buf_printf(&xml, "<IsTruncated>%s</IsTruncated>", truncated ? "true" : "false");
-    buf_append(&xml, contents.data ? contents.data : "", contents.len);
-    buf_append(&xml, prefixes.data ? prefixes.data : "", prefixes.len);
+    buf_printf(&xml, "<IsTruncated>%s</IsTruncated>", r.truncated ? "true" : "false");
+    buf_append(&xml, r.contents.data ? r.contents.data : "", r.contents.len);
+    buf_append(&xml, r.prefixes.data ? r.prefixes.data : "", r.prefixes.len);
     buf_append_str(&xml, "</ListBucketResult>");
-    buf_free(&contents);
-    buf_free(&prefixes);
+    list_result_free(&r);
+    s3_reply_xml(req, 200, &xml);
+}
+
+/* ---- ListObjectVersions ---------------------------------------------------------------- */
+
+static void render_version(s3_req_t *req, const list_query_t *q, buf_t *out, const char *key,
+                           const stor_meta_t *meta, void *ctx)
+{
+    (void)ctx;
+    buf_append_str(out, "<Version>");
+    elem(out, "Key", key, q->url);
+    buf_append_str(out, "<VersionId>null</VersionId><IsLatest>true</IsLatest>");
+    object_fields(out, meta);
+    s3_xml_principal(out, "Owner", s3_object_owner(&req->authz_bucket, meta));
+    buf_append_str(out, "<StorageClass>STANDARD</StorageClass></Version>");
+}
+
+static void list_versions_begin(s3_req_t *req)
+{
+    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_READ, &req->authz_bucket))
+        return;
+    list_query_t q;
+    if (!list_query(req, &q))
+        return;
+    const char *key_marker = s3_req_query(req, "key-marker");
+    const char *vid_marker = s3_req_query(req, "version-id-marker");
+    if (vid_marker && !key_marker) {
+        s3_reply_error(req, S3E_INVALID_ARGUMENT,
+                       "A version-id marker cannot be specified without a key marker.");
+        return;
+    }
+    if (vid_marker && *vid_marker) {
+        s3_error_t err = s3_version_check(vid_marker);
+        if (err != S3E_NONE) {
+            s3_reply_error(req, S3E_INVALID_ARGUMENT, "Invalid version id specified");
+            return;
+        }
+    }
+    /* Each key has one version, so (key-marker, version-id-marker) resumes
+     * after key-marker whatever the version marker is. */
+    char after[KEY_BUF];
+    after_marker(&q, key_marker, after);
+
+    list_render_t render = {render_version, NULL};
+    list_result_t r;
+    if (!list_walk(req, &q, after, &render, &r)) {
+        list_result_free(&r);
+        return;
+    }
+
+    buf_t xml;
+    buf_init(&xml, 128 * 1024 * 1024);
+    s3_xml_open(&xml, "ListVersionsResult");
+    elem(&xml, "Name", req->bucket, false);
+    elem(&xml, "Prefix", q.prefix, q.url);
+    elem(&xml, "KeyMarker", key_marker ? key_marker : "", q.url);
+    elem(&xml, "VersionIdMarker", vid_marker ? vid_marker : "", false);
+    if (r.truncated) {
+        elem(&xml, "NextKeyMarker", r.last, q.url);
+        if (!r.last_was_prefix)
+            elem(&xml, "NextVersionIdMarker", "null", false);
+    }
+    buf_printf(&xml, "<MaxKeys>%ld</MaxKeys>", q.max_keys);
+    if (q.delim)
+        elem(&xml, "Delimiter", q.delim, q.url);
+    if (q.url)
+        buf_append_str(&xml, "<EncodingType>url</EncodingType>");
+    buf_printf(&xml, "<IsTruncated>%s</IsTruncated>", r.truncated ? "true" : "false");
+    buf_append(&xml, r.contents.data ? r.contents.data : "", r.contents.len);
+    buf_append(&xml, r.prefixes.data ? r.prefixes.data : "", r.prefixes.len);
+    buf_append_str(&xml, "</ListVersionsResult>");
+    list_result_free(&r);
     s3_reply_xml(req, 200, &xml);
 }
 
 const s3_op_t s3_op_list_objects = {"ListObjects", list_objects_begin, NULL};
+const s3_op_t s3_op_list_object_versions = {"ListObjectVersions", list_versions_begin, NULL};

@@ -5,16 +5,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "common/hash.h"
 #include "common/s3r_limits.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
 #include "s3/xml_in.h"
 
-/* Checks bucket ownership and that uploadId names an upload of this key. */
+/* Checks the requester may write into the bucket and that uploadId names an
+ * upload of this key. */
 static const char *upload_check(s3_req_t *req)
 {
-    if (!s3_bucket_authorize(req, req->bucket, &req->authz_bucket))
+    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_WRITE, &req->authz_bucket))
         return NULL;
     const char *id = s3_req_query(req, "uploadId");
     stor_status_t st =
@@ -43,14 +46,19 @@ static long part_number(s3_req_t *req)
 
 static void create_mpu_begin(s3_req_t *req)
 {
-    if (!s3_bucket_authorize(req, req->bucket, &req->authz_bucket))
+    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_WRITE, &req->authz_bucket))
         return;
     stor_meta_t meta;
     memset(&meta, 0, sizeof(meta));
+    const char *why = NULL;
     s3_error_t err = s3_meta_from_headers(req, &meta);
+    if (err == S3E_NONE)
+        err = s3_acl_from_headers(req, true, &meta.acl, &why);
+    if (err == S3E_NONE && !(meta.owner = strdup(s3_new_object_owner(req, &req->authz_bucket))))
+        err = S3E_INTERNAL;
     if (err != S3E_NONE) {
         stor_meta_free(&meta);
-        s3_reply_error(req, err, NULL);
+        s3_reply_error(req, err, why);
         return;
     }
     char id[STOR_UPLOAD_ID_LEN + 1];
@@ -119,22 +127,25 @@ static void upload_part_finish(s3_req_t *req)
     commit_part(req, w, req->etag, false);
 }
 
-/* x-amz-copy-source-range: exactly "bytes=first-last" with
- * first <= last < size (unlike Range, nothing is clamped or implied). */
-static bool parse_copy_range(const char *v, uint64_t size, uint64_t *first_p, uint64_t *len_p)
+/* x-amz-copy-source-range: exactly "bytes=first-last" with first <= last
+ * (unlike Range, nothing is clamped or implied): InvalidArgument otherwise,
+ * and InvalidRange (400 here) when last lies beyond the source. */
+static s3_error_t parse_copy_range(const char *v, uint64_t size, uint64_t *first_p, uint64_t *len_p)
 {
     if (strncmp(v, "bytes=", 6) != 0 || !isdigit((unsigned char)v[6]))
-        return false;
+        return S3E_INVALID_ARGUMENT;
     char *end;
     unsigned long long a = strtoull(v + 6, &end, 10);
     if (*end != '-' || !isdigit((unsigned char)end[1]))
-        return false;
+        return S3E_INVALID_ARGUMENT;
     unsigned long long b = strtoull(end + 1, &end, 10);
-    if (*end != '\0' || a > b || b >= size)
-        return false;
+    if (*end != '\0' || a > b)
+        return S3E_INVALID_ARGUMENT;
+    if (b >= size)
+        return S3E_INVALID_COPY_RANGE;
     *first_p = a;
     *len_p = b - a + 1;
-    return true;
+    return S3E_NONE;
 }
 
 /* ---- UploadPartCopy ---------------------------------------------------------------- */
@@ -149,12 +160,18 @@ static void upload_part_copy_begin(s3_req_t *req)
         return;
     uint64_t size = stor_reader_meta(reader)->size, first = 0, len = size;
     const char *range = s3_req_header(req, "x-amz-copy-source-range");
-    if (range && !parse_copy_range(range, size, &first, &len)) {
+    s3_error_t rerr = range ? parse_copy_range(range, size, &first, &len) : S3E_NONE;
+    if (rerr != S3E_NONE) {
         stor_reader_close(reader);
-        s3_reply_error(req, S3E_INVALID_ARGUMENT,
-                       "The x-amz-copy-source-range value must be of the form bytes=first-last "
-                       "where first and last are the zero-based offsets of the first and last "
-                       "bytes to copy");
+        char msg[128];
+        snprintf(msg, sizeof(msg),
+                 "Range specified is not valid for source object of size: %" PRIu64, size);
+        s3_reply_error(req, rerr,
+                       rerr == S3E_INVALID_COPY_RANGE
+                           ? msg
+                           : "The x-amz-copy-source-range value must be of the form "
+                             "bytes=first-last where first and last are the zero-based offsets "
+                             "of the first and last bytes to copy");
         return;
     }
     stor_writer_t *w = NULL;
@@ -170,10 +187,53 @@ static void upload_part_copy_begin(s3_req_t *req)
 
 /* ---- Complete / Abort ------------------------------------------------------------ */
 
+/* The upload is looked up in finish(), with the parts: a completed one may
+ * be a retry (below). */
 static void complete_mpu_begin(s3_req_t *req)
 {
-    if (upload_check(req))
-        req->body_kind = S3_BODY_XML;
+    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_WRITE, &req->authz_bucket))
+        return;
+    stor_precond_t cond;
+    const char *why = NULL;
+    s3_error_t err = s3_write_precond(req, &cond, &why);
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, why);
+        return;
+    }
+    req->body_kind = S3_BODY_XML;
+}
+
+/* A CompleteMultipartUpload retried after it succeeded (its answer lost)
+ * finds no upload. S3 answers it 200 again: when the key holds the object
+ * those very parts made (its ETag is the md5 of their md5s, "-N"), that ETag
+ * goes to etag. */
+static bool completed_before(s3_req_t *req, const xml_complete_part_t *parts, size_t n,
+                             char etag[64])
+{
+    uint8_t *md5s = malloc(n * MD5_LEN);
+    digest_t *d = digest_md5_new();
+    bool ok = md5s && d;
+    for (size_t i = 0; i < n && ok; i++)
+        ok = strlen(parts[i].etag) == 2 * MD5_LEN &&
+             hex_decode(parts[i].etag, 2 * MD5_LEN, md5s + i * MD5_LEN, MD5_LEN) == 0;
+    if (ok) {
+        uint8_t sum[MD5_LEN];
+        char hex[2 * MD5_LEN + 1];
+        digest_update(d, md5s, n * MD5_LEN);
+        digest_final(d, sum);
+        d = NULL;
+        hex_encode(sum, MD5_LEN, hex);
+        snprintf(etag, 64, "%s-%zu", hex, n);
+        stor_meta_t meta;
+        ok = stor_head(req->srv->cfg.store, req->bucket, req->key, &meta) == STOR_OK;
+        if (ok) {
+            ok = strcasecmp(meta.etag, etag) == 0;
+            stor_meta_free(&meta);
+        }
+    }
+    digest_free(d);
+    free(md5s);
+    return ok;
 }
 
 static void complete_mpu_finish(s3_req_t *req)
@@ -196,9 +256,16 @@ static void complete_mpu_finish(s3_req_t *req)
     }
     stor_meta_t meta;
     memset(&meta, 0, sizeof(meta));
-    stor_status_t st = stor_mpu_complete(req->srv->cfg.store, &req->authz_bucket, req->key,
-                                         s3_req_query(req, "uploadId"), cp, n, &meta);
+    stor_precond_t cond;
+    const char *why = NULL;
+    s3_write_precond(req, &cond, &why); /* checked in begin() */
+    const char *id = s3_req_query(req, "uploadId");
+    stor_status_t st = id ? stor_mpu_complete(req->srv->cfg.store, &req->authz_bucket, req->key, id,
+                                              cp, n, &cond, &meta)
+                          : STOR_ERR_NO_UPLOAD;
     free(cp);
+    if (st == STOR_ERR_NO_UPLOAD && completed_before(req, parts, n, meta.etag))
+        st = STOR_OK;
     xml_complete_parts_free(parts, n);
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
@@ -269,8 +336,8 @@ static void list_parts_begin(s3_req_t *req)
     s3_xml_elem(&xml, "Bucket", req->bucket);
     s3_xml_elem(&xml, "Key", req->key);
     s3_xml_elem(&xml, "UploadId", id);
-    s3_xml_principal(&xml, "Initiator", req->user->access_key);
-    s3_xml_principal(&xml, "Owner", req->user->access_key);
+    s3_xml_principal(&xml, "Initiator", req->authz_bucket.owner);
+    s3_xml_principal(&xml, "Owner", req->authz_bucket.owner);
     buf_printf(&xml,
                "<StorageClass>STANDARD</StorageClass><PartNumberMarker>%ld</PartNumberMarker>",
                marker);
@@ -301,7 +368,7 @@ static void list_parts_begin(s3_req_t *req)
 
 static void list_mpu_begin(s3_req_t *req)
 {
-    if (!s3_bucket_authorize(req, req->bucket, &req->authz_bucket))
+    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_READ, &req->authz_bucket))
         return;
     const char *prefix = s3_req_query(req, "prefix");
     const char *key_marker = s3_req_query(req, "key-marker");
@@ -358,8 +425,8 @@ static void list_mpu_begin(s3_req_t *req)
         buf_append_str(&xml, "<Upload>");
         s3_xml_elem(&xml, "Key", ups[i].key);
         s3_xml_elem(&xml, "UploadId", ups[i].upload_id);
-        s3_xml_principal(&xml, "Initiator", req->user->access_key);
-        s3_xml_principal(&xml, "Owner", req->user->access_key);
+        s3_xml_principal(&xml, "Initiator", req->authz_bucket.owner);
+        s3_xml_principal(&xml, "Owner", req->authz_bucket.owner);
         buf_printf(&xml, "<StorageClass>STANDARD</StorageClass><Initiated>%s</Initiated></Upload>",
                    date);
     }

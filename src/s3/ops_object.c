@@ -1,5 +1,6 @@
 /* Object operations over HTTP and over the RDMA token path: PutObject,
  * GetObject, HeadObject, DeleteObject, DeleteObjects, CopyObject. */
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,79 @@ static void take_checksums(s3_req_t *req, stor_meta_t *meta)
         *dst[i] = req->checksums[i];
         req->checksums[i] = NULL;
     }
+}
+
+/* ---- versions and conditional writes ---------------------------------------- */
+
+/* The shapes a version id takes: AWS's (32 URL-safe characters) and a UUID
+ * (MinIO's, Ceph's). */
+static bool version_id_well_formed(const char *v)
+{
+    size_t n = strlen(v);
+    if (n == 32)
+        return strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == 32;
+    if (n != 36)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+        if (dash ? v[i] != '-' : !isxdigit((unsigned char)v[i]))
+            return false;
+    }
+    return true;
+}
+
+s3_error_t s3_version_check(const char *version_id)
+{
+    if (!version_id || strcmp(version_id, "null") == 0)
+        return S3E_NONE;
+    return version_id_well_formed(version_id) ? S3E_NO_SUCH_VERSION : S3E_INVALID_VERSION_ID;
+}
+
+/* The versionId query of a request on an object: replies and returns false
+ * unless it is absent or "null"; otherwise, when given, the reply says
+ * which version it acted on. */
+static bool version_query_ok(s3_req_t *req)
+{
+    const char *v = s3_req_query(req, "versionId");
+    s3_error_t err = s3_version_check(v);
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, NULL);
+        return false;
+    }
+    if (v)
+        s3_reply_header(req, "x-amz-version-id", "null");
+    return true;
+}
+
+s3_error_t s3_write_precond(s3_req_t *req, stor_precond_t *cond, const char **why_p)
+{
+    memset(cond, 0, sizeof(*cond));
+    *why_p = NULL;
+    const char *inm = s3_req_header(req, "If-None-Match");
+    const char *im = s3_req_header(req, "If-Match");
+    if (inm) {
+        if (strcmp(inm, "*") != 0) {
+            *why_p = "If-None-Match on a write takes only the value *.";
+            return S3E_NOT_IMPLEMENTED;
+        }
+        cond->must_not_exist = 1;
+    }
+    if (im) {
+        cond->must_exist = 1;
+        if (strcmp(im, "*") != 0) {
+            size_t n = strlen(im);
+            if (n >= 2 && im[0] == '"' && im[n - 1] == '"') {
+                n -= 2;
+                im++;
+            }
+            if (n == 0 || n >= sizeof(req->precond_etag))
+                return S3E_PRECONDITION_FAILED;
+            memcpy(req->precond_etag, im, n);
+            req->precond_etag[n] = '\0';
+            cond->etag = req->precond_etag;
+        }
+    }
+    return S3E_NONE;
 }
 
 /* ---- the token path (docs/protocol.md §3) --------------------------------- */
@@ -183,18 +257,35 @@ static void token_push(s3_req_t *req, stor_reader_t *reader, int status, uint64_
 
 /* ---- PutObject ------------------------------------------------------------------ */
 
+/* The owner and ACL of an object the request writes, into meta. */
+static s3_error_t new_object_access(s3_req_t *req, stor_meta_t *meta, const char **why_p)
+{
+    s3_error_t err = s3_acl_from_headers(req, true, &meta->acl, why_p);
+    if (err != S3E_NONE)
+        return err;
+    free(meta->owner);
+    meta->owner = strdup(s3_new_object_owner(req, &req->authz_bucket));
+    return meta->owner ? S3E_NONE : S3E_INTERNAL;
+}
+
 static void put_object_begin(s3_req_t *req)
 {
-    if (!s3_bucket_authorize(req, req->bucket, &req->authz_bucket))
+    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_WRITE, &req->authz_bucket))
         return;
     stor_meta_t *meta = meta_state_new(req);
     if (!meta) {
         s3_reply_error(req, S3E_INTERNAL, NULL);
         return;
     }
+    const char *why = NULL;
+    stor_precond_t cond;
     s3_error_t err = s3_meta_from_headers(req, meta);
+    if (err == S3E_NONE)
+        err = new_object_access(req, meta, &why);
+    if (err == S3E_NONE)
+        err = s3_write_precond(req, &cond, &why);
     if (err != S3E_NONE) {
-        s3_reply_error(req, err, NULL);
+        s3_reply_error(req, err, why);
         return;
     }
     s3_upload_begin(req);
@@ -224,7 +315,10 @@ static void put_object_finish(s3_req_t *req)
     take_checksums(req, meta);
     stor_writer_t *w = req->writer;
     req->writer = NULL;
-    stor_status_t st = stor_writer_commit(w, req->key, meta);
+    stor_precond_t cond;
+    const char *why;
+    s3_write_precond(req, &cond, &why); /* checked in begin() */
+    stor_status_t st = stor_writer_commit_if(w, req->key, meta, &cond);
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
         return;
@@ -298,16 +392,40 @@ static s3_error_t check_conditions(s3_req_t *req, const char *prefix, const stor
     return S3E_NONE;
 }
 
-static void get_object_begin(s3_req_t *req)
+/* Opens bucket/key for reading by the requester, who needs READ on the
+ * object: a key that does not exist is NoSuchKey to whoever may list the
+ * bucket, and AccessDenied to the others (so they learn nothing of its
+ * contents), as S3 answers. Replies and returns NULL on failure. */
+static stor_reader_t *object_open(s3_req_t *req, const char *bucket, const char *key,
+                                  stor_bucket_t *b)
 {
-    if (!s3_bucket_authorize(req, req->bucket, &req->authz_bucket))
-        return;
+    if (!s3_bucket_lookup(req, bucket, b))
+        return NULL;
     stor_reader_t *reader = NULL;
-    stor_status_t st = stor_reader_open(req->srv->cfg.store, req->bucket, req->key, &reader);
+    stor_status_t st = stor_reader_open(req->srv->cfg.store, bucket, key, &reader);
+    if (st == STOR_ERR_NO_KEY) {
+        if (s3_bucket_authorize(req, bucket, S3_PERM_READ, NULL))
+            s3_reply_error(req, S3E_NO_SUCH_KEY, NULL);
+        return NULL;
+    }
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
-        return;
+        return NULL;
     }
+    if (!s3_object_authorize(req, b, stor_reader_meta(reader), S3_PERM_READ)) {
+        stor_reader_close(reader);
+        return NULL;
+    }
+    return reader;
+}
+
+static void get_object_begin(s3_req_t *req)
+{
+    if (!version_query_ok(req))
+        return;
+    stor_reader_t *reader = object_open(req, req->bucket, req->key, &req->authz_bucket);
+    if (!reader)
+        return;
     /* After the lookup: a missing key is a 404, never mistaken for a decline. */
     req->rdma_token = s3_req_header(req, "x-amz-rdma-token");
     if (req->rdma_token && !s3_token_precheck(req)) {
@@ -401,7 +519,8 @@ static void get_object_begin(s3_req_t *req)
 
 static void delete_object_begin(s3_req_t *req)
 {
-    if (!s3_bucket_authorize(req, req->bucket, &req->authz_bucket))
+    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_WRITE, &req->authz_bucket) ||
+        !version_query_ok(req))
         return;
     stor_status_t st = stor_delete(req->srv->cfg.store, &req->authz_bucket, req->key);
     if (st != STOR_OK && st != STOR_ERR_NO_KEY) {
@@ -413,7 +532,7 @@ static void delete_object_begin(s3_req_t *req)
 
 static void delete_objects_begin(s3_req_t *req)
 {
-    if (!s3_bucket_authorize(req, req->bucket, &req->authz_bucket))
+    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_WRITE, &req->authz_bucket))
         return;
     req->body_kind = S3_BODY_XML;
 }
@@ -435,25 +554,31 @@ static void delete_objects_finish(s3_req_t *req)
         const char *key = objs[i].key;
         size_t klen = strlen(key);
         s3_error_t err = S3E_NONE;
+        const char *vid = objs[i].version_id;
         if (klen == 0 || klen > S3R_MAX_KEY_BYTES)
             err = S3E_KEY_TOO_LONG;
         else if (!s3_utf8_valid(key, klen))
             err = S3E_INVALID_ARGUMENT;
+        else if ((err = s3_version_check(vid)) != S3E_NONE)
+            ;
         else {
             stor_status_t st = stor_delete(req->srv->cfg.store, &req->authz_bucket, key);
             if (st != STOR_OK && st != STOR_ERR_NO_KEY)
                 err = s3_error_from_stor(st);
         }
+        if (err == S3E_NONE && quiet)
+            continue;
+        buf_append_str(&xml, err != S3E_NONE ? "<Error><Key>" : "<Deleted><Key>");
+        buf_append_xml(&xml, key);
+        buf_append_str(&xml, "</Key>");
+        if (vid)
+            s3_xml_elem(&xml, "VersionId", vid);
         if (err != S3E_NONE) {
-            buf_append_str(&xml, "<Error><Key>");
-            buf_append_xml(&xml, key);
-            buf_printf(&xml, "</Key><Code>%s</Code><Message>", s3_error_code(err));
+            buf_printf(&xml, "<Code>%s</Code><Message>", s3_error_code(err));
             buf_append_xml(&xml, s3_error_message(err));
             buf_append_str(&xml, "</Message></Error>");
-        } else if (!quiet) {
-            buf_append_str(&xml, "<Deleted><Key>");
-            buf_append_xml(&xml, key);
-            buf_append_str(&xml, "</Key></Deleted>");
+        } else {
+            buf_append_str(&xml, "</Deleted>");
         }
     }
     buf_append_str(&xml, "</DeleteResult>");
@@ -466,7 +591,18 @@ static void delete_objects_finish(s3_req_t *req)
 stor_reader_t *s3_copy_source_open(s3_req_t *req, bool *same_object_p)
 {
     const char *src = s3_req_header(req, "x-amz-copy-source");
-    size_t len = strcspn(src, "?"); /* drop ?versionId=... */
+    size_t len = strcspn(src, "?");
+    if (src[len]) {
+        /* "?versionId=<id>": the only version there is, "null", or none. */
+        const char *q = src + len + 1;
+        s3_error_t err =
+            strncmp(q, "versionId=", 10) == 0 ? s3_version_check(q + 10) : S3E_INVALID_ARGUMENT;
+        if (err != S3E_NONE) {
+            s3_reply_error(req, err, NULL);
+            return NULL;
+        }
+        s3_reply_header(req, "x-amz-copy-source-version-id", "null");
+    }
     char *decoded = s3_url_decode(src, len, false);
     char *p = decoded;
     if (p && *p == '/')
@@ -487,17 +623,11 @@ stor_reader_t *s3_copy_source_open(s3_req_t *req, bool *same_object_p)
         s3_reply_error(req, S3E_KEY_TOO_LONG, NULL);
         return NULL;
     }
-    stor_reader_t *reader = NULL;
-    if (!s3_bucket_authorize(req, sbucket, NULL)) {
-        free(decoded);
-        return NULL;
-    }
-    stor_status_t st = stor_reader_open(req->srv->cfg.store, sbucket, skey, &reader);
+    stor_bucket_t sb;
+    stor_reader_t *reader = object_open(req, sbucket, skey, &sb);
     free(decoded);
-    if (st != STOR_OK) {
-        s3_reply_error(req, s3_error_from_stor(st), NULL);
+    if (!reader)
         return NULL;
-    }
     s3_error_t err = check_conditions(req, "x-amz-copy-source-", stor_reader_meta(reader), true);
     if (err != S3E_NONE) {
         stor_reader_close(reader);
@@ -546,7 +676,7 @@ s3_error_t s3_copy_range(s3_req_t *req, stor_reader_t *reader, uint64_t first, u
 
 static void copy_object_begin(s3_req_t *req)
 {
-    if (!s3_bucket_authorize(req, req->bucket, &req->authz_bucket))
+    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_WRITE, &req->authz_bucket))
         return;
     const char *directive = s3_req_header(req, "x-amz-metadata-directive");
     bool replace = directive && strcasecmp(directive, "REPLACE") == 0;
@@ -573,6 +703,9 @@ static void copy_object_begin(s3_req_t *req)
         meta->part_sizes = NULL;
         meta->parts_count = 0;
     }
+    const char *why = NULL;
+    if (err == S3E_NONE)
+        err = new_object_access(req, meta, &why);
     stor_writer_t *w = NULL;
     char etag[33];
     if (err == S3E_NONE)
@@ -588,7 +721,8 @@ static void copy_object_begin(s3_req_t *req)
     stor_reader_close(reader);
     if (err != S3E_NONE) {
         s3_reply_error(req, err,
-                       same && !replace
+                       why ? why
+                       : same && !replace
                            ? "This copy request is illegal because it is trying to copy an object "
                              "to itself without changing the object's metadata, storage class, "
                              "website redirect location or encryption attributes."

@@ -28,11 +28,16 @@
       "One or more of the specified parts could not be found, or its entity tag did not match.")   \
     X(INVALID_PART_ORDER, 400, "InvalidPartOrder",                                                 \
       "The list of parts was not in ascending order.")                                             \
-    X(INVALID_PART_NUMBER, 416, "InvalidPartNumber",                                               \
+    X(INVALID_PART_NUMBER, 400, "InvalidPartNumber",                                               \
       "The requested partnumber is not satisfiable.")                                              \
     X(INVALID_RANGE, 416, "InvalidRange", "The requested range is not satisfiable.")               \
+    X(INVALID_COPY_RANGE, 400, "InvalidRange", "The requested range is not satisfiable.")          \
     X(INVALID_REQUEST, 400, "InvalidRequest", "Invalid Request.")                                  \
+    X(INVALID_VERSION_ID, 400, "InvalidArgument", "Invalid version id specified")                  \
     X(KEY_TOO_LONG, 400, "KeyTooLongError", "Your key is too long.")                               \
+    X(MALFORMED_ACL, 400, "MalformedACLError",                                                     \
+      "The XML you provided was not well-formed or did not validate against our published "        \
+      "schema.")                                                                                   \
     X(MALFORMED_XML, 400, "MalformedXML",                                                          \
       "The XML you provided was not well-formed or did not validate against our published "        \
       "schema.")                                                                                   \
@@ -40,6 +45,9 @@
       "The authorization header you provided is invalid.")                                         \
     X(AUTH_QUERY_ERROR, 400, "AuthorizationQueryParametersError",                                  \
       "Error parsing the X-Amz-Credential parameter.")                                             \
+    X(MISSING_SECURITY_HEADER, 400, "MissingSecurityHeader",                                       \
+      "Your request was missing a required header.")                                               \
+    X(UNEXPECTED_CONTENT, 400, "UnexpectedContent", "This request does not support content.")      \
     X(METADATA_TOO_LARGE, 400, "MetadataTooLarge",                                                 \
       "Your metadata headers exceed the maximum allowed metadata size.")                           \
     X(METHOD_NOT_ALLOWED, 405, "MethodNotAllowed",                                                 \
@@ -48,6 +56,16 @@
       "You must provide the Content-Length HTTP header.")                                          \
     X(NO_SUCH_BUCKET, 404, "NoSuchBucket", "The specified bucket does not exist.")                 \
     X(NO_SUCH_KEY, 404, "NoSuchKey", "The specified key does not exist.")                          \
+    X(NO_SUCH_VERSION, 404, "NoSuchVersion", "The specified version does not exist.")              \
+    X(NO_SUCH_BUCKET_POLICY, 404, "NoSuchBucketPolicy", "The bucket policy does not exist")        \
+    X(NO_SUCH_CORS, 404, "NoSuchCORSConfiguration", "The CORS configuration does not exist")       \
+    X(NO_SUCH_TAG_SET, 404, "NoSuchTagSet", "The TagSet does not exist")                           \
+    X(NO_SUCH_LIFECYCLE, 404, "NoSuchLifecycleConfiguration",                                      \
+      "The lifecycle configuration does not exist")                                                \
+    X(NO_OBJECT_LOCK_CONFIG, 404, "ObjectLockConfigurationNotFoundError",                          \
+      "Object Lock configuration does not exist for this bucket")                                  \
+    X(NO_SSE_CONFIG, 404, "ServerSideEncryptionConfigurationNotFoundError",                        \
+      "The server side encryption configuration was not found")                                    \
     X(NO_SUCH_UPLOAD, 404, "NoSuchUpload",                                                         \
       "The specified multipart upload does not exist. The upload ID might be invalid, or the "     \
       "multipart upload might have been aborted or completed.")                                    \

@@ -170,6 +170,7 @@ struct s3_req {
     /* Finished-body results (body.c fills these for finish()). */
     char etag[33];
     char *checksums[S3_CK_COUNT]; /* base64, verified or computed; NULL when not asked */
+    char precond_etag[64];        /* s3_write_precond's If-Match ETag */
 
     /* Operation scratch: handlers keep their state here. */
     void *op_state;
@@ -275,12 +276,52 @@ s3_error_t s3_meta_from_headers(s3_req_t *req, stor_meta_t *meta);
  * x-amz-checksum-mode: ENABLED) checksums to the response. */
 void s3_meta_to_headers(s3_req_t *req, const stor_meta_t *meta);
 
-/* ---- authorization helper (ops_bucket.c) ----------------------------------- */
+/* ---- access.c: who may do what (docs/security.md) ----------------------------
+ * The requester is req->user, or anonymous when it is NULL (a request with
+ * no signature at all). A resource's owner holds every permission; its
+ * canned ACL grants the others. */
 
-/* Looks bucket up and checks req->user owns it; on success *bucket_p (when
- * not NULL) gets the bucket as found. On failure replies with NoSuchBucket /
- * AccessDenied and returns false. */
-bool s3_bucket_authorize(s3_req_t *req, const char *bucket, stor_bucket_t *bucket_p);
+typedef enum s3_perm {
+    S3_PERM_READ,      /* bucket: list it; object: read it */
+    S3_PERM_WRITE,     /* bucket: write and delete objects in it */
+    S3_PERM_READ_ACP,  /* read the ACL */
+    S3_PERM_WRITE_ACP, /* change the ACL */
+    S3_PERM_OWNER,     /* the owner only (delete the bucket, its configuration) */
+} s3_perm_t;
+
+/* Looks bucket up into *bucket_p; replies NoSuchBucket and returns false
+ * when it does not exist. Objects' operations start here: their access is
+ * the object's ACL's, not the bucket's. */
+bool s3_bucket_lookup(s3_req_t *req, const char *bucket, stor_bucket_t *bucket_p);
+/* Looks bucket up and checks the requester has perm on it; on success
+ * *bucket_p (when not NULL) gets the bucket as found. On failure replies with
+ * NoSuchBucket / AccessDenied and returns false. */
+bool s3_bucket_authorize(s3_req_t *req, const char *bucket, s3_perm_t perm,
+                         stor_bucket_t *bucket_p);
+/* Checks the requester has perm on the object meta describes, in bucket.
+ * On failure replies AccessDenied and returns false. */
+bool s3_object_authorize(s3_req_t *req, const stor_bucket_t *bucket, const stor_meta_t *meta,
+                         s3_perm_t perm);
+/* The object's owner: the access key that wrote it, or the bucket's owner. */
+const char *s3_object_owner(const stor_bucket_t *bucket, const stor_meta_t *meta);
+/* Who owns an object the requester writes into bucket now: the requester,
+ * or for an anonymous writer the bucket's owner. */
+const char *s3_new_object_owner(const s3_req_t *req, const stor_bucket_t *bucket);
+/* The canned ACL a create/put/copy asks for with x-amz-acl (private when
+ * absent). Explicit x-amz-grant-* headers and the canned ACLs not
+ * implemented give NotImplemented; an unknown value InvalidArgument. On
+ * error *why_p is the message (NULL: the default). */
+s3_error_t s3_acl_from_headers(s3_req_t *req, bool object, stor_acl_t *acl_p, const char **why_p);
+/* The canned ACL an AccessControlPolicy body stands for: its grants must be
+ * exactly those of one canned ACL for this owner (NotImplemented otherwise),
+ * its Owner, when given, the resource's owner. */
+s3_error_t s3_acl_from_xml(const char *body, size_t len, bool object, const char *owner,
+                           const char *bucket_owner, stor_acl_t *acl_p, const char **why_p);
+/* Appends the AccessControlPolicy document of a resource with this owner
+ * and canned ACL (bucket_owner: the object's bucket's owner, NULL for a
+ * bucket). */
+void s3_acl_xml(buf_t *xml, stor_acl_t acl, bool object, const char *owner,
+                const char *bucket_owner);
 
 /* ---- object helpers (ops_object.c) --------------------------------------------- */
 
@@ -313,6 +354,25 @@ extern const s3_op_t s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_bucke
     s3_op_head_bucket, s3_op_get_bucket_location, s3_op_list_objects, s3_op_delete_objects,
     s3_op_put_object, s3_op_copy_object, s3_op_get_object, s3_op_head_object, s3_op_delete_object,
     s3_op_create_mpu, s3_op_upload_part, s3_op_upload_part_copy, s3_op_complete_mpu,
-    s3_op_abort_mpu, s3_op_list_parts, s3_op_list_mpu;
+    s3_op_abort_mpu, s3_op_list_parts, s3_op_list_mpu, s3_op_list_object_versions,
+    s3_op_get_bucket_versioning, s3_op_put_bucket_versioning, s3_op_get_bucket_acl,
+    s3_op_put_bucket_acl, s3_op_get_object_acl, s3_op_put_object_acl, s3_op_get_bucket_policy,
+    s3_op_get_bucket_cors, s3_op_get_bucket_tagging, s3_op_get_bucket_lifecycle,
+    s3_op_get_object_lock_config, s3_op_get_bucket_encryption, s3_op_put_bucket_config,
+    s3_op_delete_bucket_config, s3_op_get_object_tagging, s3_op_put_object_tagging,
+    s3_op_delete_object_tagging;
+
+/* ---- versions (ops_object.c) ------------------------------------------------ */
+
+/* Checks a versionId the client gave (NULL: none) against the only version
+ * an object has in an unversioned bucket, "null": S3E_NONE for NULL or
+ * "null", NoSuchVersion for another well-formed id, InvalidArgument for a
+ * malformed one. */
+s3_error_t s3_version_check(const char *version_id);
+/* The condition of a conditional write (PutObject, CompleteMultipartUpload):
+ * If-None-Match: * (the key must hold nothing), If-Match: <etag> or *
+ * (it must hold that object, or any). Fills *cond (its etag points into
+ * req). NotImplemented for an If-None-Match other than *. */
+s3_error_t s3_write_precond(s3_req_t *req, stor_precond_t *cond, const char **why_p);
 
 #endif

@@ -25,6 +25,7 @@ typedef enum xml_doc {
     DOC_COMPLETE,
     DOC_DELETE,
     DOC_CREATE_BUCKET,
+    DOC_ACL,
 } xml_doc_t;
 
 typedef enum xml_field {
@@ -34,7 +35,15 @@ typedef enum xml_field {
     F_QUIET,
     F_KEY,
     F_LOCATION,
+    F_VERSION_ID,
+    F_OWNER_ID,
+    F_GRANTEE_ID,
+    F_GRANTEE_URI,
+    F_GRANTEE_EMAIL,
+    F_PERMISSION,
 } xml_field_t;
+
+#define XML_MAX_GRANTS 100
 
 typedef struct xml_ctx {
     XML_Parser parser;
@@ -59,9 +68,17 @@ typedef struct xml_ctx {
     bool in_object, have_quiet;
     int quiet;
     char *key;
+    char *version_id;
 
     /* CreateBucketConfiguration */
     char *location;
+
+    /* AccessControlPolicy */
+    char *owner_id;
+    bool in_owner, in_acl, in_grant, in_grantee;
+    xml_grant_t grant; /* the one being read */
+    xml_grant_t *grants;
+    size_t n_grants, cap_grants;
 } xml_ctx_t;
 
 static void fail(xml_ctx_t *x)
@@ -87,6 +104,8 @@ static const char *root_name(xml_doc_t doc)
         return "Delete";
     case DOC_CREATE_BUCKET:
         return "CreateBucketConfiguration";
+    case DOC_ACL:
+        return "AccessControlPolicy";
     }
     return "";
 }
@@ -96,6 +115,59 @@ static void capture(xml_ctx_t *x, xml_field_t f)
     x->field = f;
     x->field_depth = x->depth;
     buf_reset(&x->text);
+}
+
+/* Where one AccessControlPolicy element's text goes, or NULL to ignore it. */
+static char **acl_slot(xml_ctx_t *x, xml_field_t f)
+{
+    switch (f) {
+    case F_OWNER_ID:
+        return &x->owner_id;
+    case F_GRANTEE_ID:
+        return &x->grant.id;
+    case F_GRANTEE_URI:
+        return &x->grant.uri;
+    case F_GRANTEE_EMAIL:
+        return &x->grant.email;
+    case F_PERMISSION:
+        return &x->grant.permission;
+    default:
+        return NULL;
+    }
+}
+
+/* AccessControlPolicy > Owner > ID; AccessControlList > Grant > (Grantee >
+ * ID | URI | EmailAddress), Permission. */
+static void acl_start(xml_ctx_t *x, const char *n)
+{
+    xml_field_t f = F_NONE;
+    if (x->depth == 2) {
+        x->in_owner = strcmp(n, "Owner") == 0;
+        x->in_acl = strcmp(n, "AccessControlList") == 0;
+    } else if (x->depth == 3 && x->in_owner && strcmp(n, "ID") == 0) {
+        f = F_OWNER_ID;
+    } else if (x->depth == 3 && x->in_acl && strcmp(n, "Grant") == 0) {
+        if (x->n_grants == XML_MAX_GRANTS) {
+            fail(x);
+            return;
+        }
+        x->in_grant = true;
+    } else if (x->depth == 4 && x->in_grant) {
+        x->in_grantee = strcmp(n, "Grantee") == 0;
+        if (strcmp(n, "Permission") == 0)
+            f = F_PERMISSION;
+    } else if (x->depth == 5 && x->in_grantee) {
+        f = strcmp(n, "ID") == 0             ? F_GRANTEE_ID
+            : strcmp(n, "URI") == 0          ? F_GRANTEE_URI
+            : strcmp(n, "EmailAddress") == 0 ? F_GRANTEE_EMAIL
+                                             : F_NONE;
+    }
+    if (f == F_NONE)
+        return;
+    if (*acl_slot(x, f))
+        fail(x); /* given twice */
+    else
+        capture(x, f);
 }
 
 static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **attrs)
@@ -159,7 +231,15 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
                 fail(x);
             else
                 capture(x, F_KEY);
+        } else if (x->depth == 3 && x->in_object && strcmp(n, "VersionId") == 0) {
+            if (x->version_id)
+                fail(x);
+            else
+                capture(x, F_VERSION_ID);
         }
+        break;
+    case DOC_ACL:
+        acl_start(x, n);
         break;
     case DOC_CREATE_BUCKET:
         if (x->depth == 2 && strcmp(n, "LocationConstraint") == 0) {
@@ -257,6 +337,24 @@ static void end_field(xml_ctx_t *x)
         if (!x->location)
             fail(x);
         break;
+    case F_VERSION_ID:
+        s = trimmed(&x->text, &len);
+        x->version_id = strndup(s, len);
+        if (!x->version_id)
+            fail(x);
+        break;
+    case F_OWNER_ID:
+    case F_GRANTEE_ID:
+    case F_GRANTEE_URI:
+    case F_GRANTEE_EMAIL:
+    case F_PERMISSION: {
+        char **slot = acl_slot(x, x->field);
+        s = trimmed(&x->text, &len);
+        *slot = strndup(s, len);
+        if (!*slot)
+            fail(x);
+        break;
+    }
     case F_NONE:
         break;
     }
@@ -303,8 +401,42 @@ static void end_object(xml_ctx_t *x)
         x->objs = o;
         x->cap_objs = cap;
     }
-    x->objs[x->n_objs++].key = x->key;
+    x->objs[x->n_objs].key = x->key;
+    x->objs[x->n_objs++].version_id = x->version_id;
     x->key = NULL;
+    x->version_id = NULL;
+}
+
+static void grant_free(xml_grant_t *g)
+{
+    free(g->id);
+    free(g->uri);
+    free(g->email);
+    free(g->permission);
+    memset(g, 0, sizeof(*g));
+}
+
+static void end_grant(xml_ctx_t *x)
+{
+    x->in_grant = false;
+    xml_grant_t *g = &x->grant;
+    int ids = (g->id != NULL) + (g->uri != NULL) + (g->email != NULL);
+    if (ids != 1 || !g->permission) {
+        fail(x);
+        return;
+    }
+    if (x->n_grants == x->cap_grants) {
+        size_t cap = x->cap_grants ? 2 * x->cap_grants : 8;
+        xml_grant_t *p = realloc(x->grants, cap * sizeof(*p));
+        if (!p) {
+            fail(x);
+            return;
+        }
+        x->grants = p;
+        x->cap_grants = cap;
+    }
+    x->grants[x->n_grants++] = *g;
+    memset(g, 0, sizeof(*g));
 }
 
 static void XMLCALL on_end(void *ud, const XML_Char *name)
@@ -319,6 +451,10 @@ static void XMLCALL on_end(void *ud, const XML_Char *name)
         end_part(x);
     else if (x->depth == 2 && x->doc == DOC_DELETE && x->in_object)
         end_object(x);
+    else if (x->depth == 3 && x->doc == DOC_ACL && x->in_grant)
+        end_grant(x);
+    else if (x->depth == 4 && x->doc == DOC_ACL)
+        x->in_grantee = false;
     x->depth--;
 }
 
@@ -355,7 +491,10 @@ static void ctx_free(xml_ctx_t *x)
     buf_free(&x->text);
     free(x->etag);
     free(x->key);
+    free(x->version_id);
     free(x->location);
+    free(x->owner_id);
+    grant_free(&x->grant);
     if (x->parser)
         XML_ParserFree(x->parser);
 }
@@ -430,8 +569,10 @@ void xml_delete_objects_free(xml_delete_object_t *objs, size_t n)
 {
     if (!objs)
         return;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         free(objs[i].key);
+        free(objs[i].version_id);
+    }
     free(objs);
 }
 
@@ -459,4 +600,28 @@ int xml_parse_create_bucket(const char *body, size_t len, char *out, size_t out_
     }
     ctx_free(&x);
     return rc;
+}
+
+int xml_parse_acl(const char *body, size_t len, char **owner_p, xml_grant_t **grants_p, size_t *n_p)
+{
+    xml_ctx_t x;
+    int rc = run(&x, DOC_ACL, body, len);
+    if (rc == 0) {
+        *owner_p = x.owner_id;
+        x.owner_id = NULL;
+        *grants_p = x.grants;
+        *n_p = x.n_grants;
+    } else {
+        xml_acl_free(NULL, x.grants, x.n_grants);
+    }
+    ctx_free(&x);
+    return rc;
+}
+
+void xml_acl_free(char *owner, xml_grant_t *grants, size_t n)
+{
+    free(owner);
+    for (size_t i = 0; i < n; i++)
+        grant_free(&grants[i]);
+    free(grants);
 }

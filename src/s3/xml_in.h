@@ -23,11 +23,12 @@ int xml_parse_complete(const char *body, size_t len, xml_complete_part_t **parts
 void xml_complete_parts_free(xml_complete_part_t *parts, size_t n);
 
 typedef struct xml_delete_object {
-    char *key; /* entity-decoded UTF-8, exactly as given (not trimmed) */
+    char *key;        /* entity-decoded UTF-8, exactly as given (not trimmed) */
+    char *version_id; /* <VersionId>, trimmed; NULL when absent */
 } xml_delete_object_t;
 
 /* Parses a DeleteObjects (<Delete><Quiet>true</Quiet><Object><Key>..</Key>
- * </Object>...</Delete>) body. Returns 0, or -1 if malformed (incl. zero
+ * <VersionId>..</VersionId></Object>...</Delete>) body. Returns 0, or -1 if malformed (incl. zero
  * objects or more than S3R_MAX_DELETE_KEYS=1000). *quiet_p is 1 when Quiet is
  * "true", else 0. Caller frees with xml_delete_objects_free. */
 int xml_parse_delete(const char *body, size_t len, int *quiet_p, xml_delete_object_t **objs_p,
@@ -38,5 +39,21 @@ void xml_delete_objects_free(xml_delete_object_t *objs, size_t n);
  * Writes the constraint ("" if none) into out (out_len bytes with the NUL).
  * -1 if malformed or the constraint does not fit. */
 int xml_parse_create_bucket(const char *body, size_t len, char *out, size_t out_len);
+
+/* One <Grant> of an AccessControlPolicy: exactly one of id, uri, email is
+ * set (the Grantee's ID, URI or EmailAddress, trimmed). */
+typedef struct xml_grant {
+    char *id, *uri, *email;
+    char *permission; /* FULL_CONTROL, READ, WRITE, READ_ACP or WRITE_ACP, as given */
+} xml_grant_t;
+
+/* Parses an AccessControlPolicy (PutBucketAcl / PutObjectAcl body):
+ * <Owner><ID> into *owner_p (NULL when absent) and the grants of its
+ * AccessControlList in document order (at most 100, S3's limit). Returns 0,
+ * or -1 if malformed (a Grant without one Grantee identifier or without
+ * Permission). Caller frees with xml_acl_free. */
+int xml_parse_acl(const char *body, size_t len, char **owner_p, xml_grant_t **grants_p,
+                  size_t *n_p);
+void xml_acl_free(char *owner, xml_grant_t *grants, size_t n);
 
 #endif

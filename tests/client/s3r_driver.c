@@ -21,12 +21,10 @@
  *                                                     done one round
  *   s3r_driver [options] store BUCKET KEY PATH        PUT the bytes of file PATH (--mode buf:
  *                                                     s3r_object_put, file: put_file, async)
- *   s3r_driver [options] fetch BUCKET KEY PATH        GET into file PATH (--mode buf: s3r_object_get
- *                                                     into --bufsize bytes (default: HEAD's size),
- *                                                     alloc: get_alloc, file: get_file, async)
- *   s3r_driver [options] head BUCKET KEY              print "HEAD size=.. etag=.. ctype=.. mtime=.."
- *                                                     and one "META name=value" per entry
- *   s3r_driver [options] copy SBUCKET SKEY DBUCKET DKEY
+ *   s3r_driver [options] fetch BUCKET KEY PATH        GET into file PATH (--mode buf:
+ * s3r_object_get into --bufsize bytes (default: HEAD's size), alloc: get_alloc, file: get_file,
+ * async) s3r_driver [options] head BUCKET KEY              print "HEAD size=.. etag=.. ctype=..
+ * mtime=.." and one "META name=value" per entry s3r_driver [options] copy SBUCKET SKEY DBUCKET DKEY
  *   s3r_driver [options] rm BUCKET KEY
  *   s3r_driver [options] mb|rb|hb BUCKET              create / delete / head a bucket
  *   s3r_driver [options] lb                           print "BUCKET name created" per bucket
@@ -342,11 +340,9 @@ static int do_errors(const char *bucket)
     CHECK(st == S3R_ERR_NO_SUCH_BUCKET, "head missing bucket: %s", s3r_status_name(st));
     st = s3r_object_put(cli, "no-such-bucket-s3r", "k", "x", 1, NULL);
     CHECK(st == S3R_ERR_NO_SUCH_BUCKET, "put missing bucket: %s", s3r_status_name(st));
+    /* us-east-1 (the test server's region) answers its owner's re-create 200. */
     st = s3r_bucket_create(cli, bucket);
-    CHECK(st == S3R_ERR_BUCKET_EXISTS, "create twice: %s", s3r_status_name(st));
-    CHECK(s3r_client_last_error(cli, &e) == S3R_OK && e.http_status == 409 &&
-              strcmp(e.code, "BucketAlreadyOwnedByYou") == 0,
-          "create twice: %d %s", e.http_status, e.code);
+    CHECK(st == S3R_OK, "create twice: %s", s3r_status_name(st));
     CHECK(s3r_object_put(cli, bucket, "e/k", "x", 1, NULL) == S3R_OK, "put");
     st = s3r_bucket_delete(cli, bucket);
     CHECK(st == S3R_ERR_BUCKET_NOT_EMPTY, "delete non-empty: %s", s3r_status_name(st));
@@ -695,18 +691,12 @@ static int do_ls(char **argv, int argc)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"transport", required_argument, NULL, 't'},
-        {"no-fallback", no_argument, NULL, 'F'},
-        {"threshold", required_argument, NULL, 'T'},
-        {"part-size", required_argument, NULL, 'P'},
-        {"alloc", no_argument, NULL, 'a'},
-        {"bufsize", required_argument, NULL, 'b'},
-        {"files", no_argument, NULL, 'f'},
-        {"range", required_argument, NULL, 'r'},
-        {"mode", required_argument, NULL, 'm'},
-        {"content-type", required_argument, NULL, 'c'},
-        {"meta", required_argument, NULL, 'M'},
-        {NULL, 0, NULL, 0},
+        {"transport", required_argument, NULL, 't'}, {"no-fallback", no_argument, NULL, 'F'},
+        {"threshold", required_argument, NULL, 'T'}, {"part-size", required_argument, NULL, 'P'},
+        {"alloc", no_argument, NULL, 'a'},           {"bufsize", required_argument, NULL, 'b'},
+        {"files", no_argument, NULL, 'f'},           {"range", required_argument, NULL, 'r'},
+        {"mode", required_argument, NULL, 'm'},      {"content-type", required_argument, NULL, 'c'},
+        {"meta", required_argument, NULL, 'M'},      {NULL, 0, NULL, 0},
     };
     s3r_config_t cfg;
     s3r_config_init(&cfg);

@@ -590,22 +590,15 @@ def boto_client(server, user=USERS[0], addressing="path", **cfg):
 
 
 def empty_bucket(client, name):
-    try:
-        for up in client.list_multipart_uploads(Bucket=name).get("Uploads", []):
-            client.abort_multipart_upload(Bucket=name, Key=up["Key"], UploadId=up["UploadId"])
-    except Exception:
-        pass
-    token = None
-    while True:
-        kw = {"Bucket": name}
-        if token:
-            kw["ContinuationToken"] = token
-        resp = client.list_objects_v2(**kw)
-        for obj in resp.get("Contents", []):
-            client.delete_object(Bucket=name, Key=obj["Key"])
-        if not resp.get("IsTruncated"):
-            break
-        token = resp["NextContinuationToken"]
+    """Deletes every object of bucket name the way third-party cleanup does (Terraform's
+    force_destroy, mc rm --versions, s3-tests): ListObjectVersions pages, DeleteObjects with
+    each VersionId. Uploads left behind go with the bucket (DeleteBucket aborts them)."""
+    for page in client.get_paginator("list_object_versions").paginate(Bucket=name):
+        objs = [{"Key": v["Key"], "VersionId": v["VersionId"]}
+                for v in page.get("Versions", []) + page.get("DeleteMarkers", [])]
+        if objs:
+            r = client.delete_objects(Bucket=name, Delete={"Objects": objs, "Quiet": True})
+            assert not r.get("Errors"), r["Errors"]
 
 
 def new_bucket_name(prefix="it"):

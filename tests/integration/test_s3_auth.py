@@ -312,8 +312,8 @@ def test_request_id_on_every_response(server, s3, bucket):
     assert r.headers.get("x-amz-request-id")
 
 
-@pytest.mark.parametrize("method,sub", [("GET", "tagging"), ("PUT", "lifecycle"),
-                                        ("GET", "lifecycle"), ("GET", "policy"),
+@pytest.mark.parametrize("method,sub", [("GET", "logging"), ("PUT", "lifecycle"),
+                                        ("GET", "notification"), ("PUT", "policy"),
                                         ("PUT", "replication"), ("GET", "website")])
 def test_unsupported_bucket_subresource(server, bucket, method, sub):
     body = b"<x/>" if method == "PUT" else b""
@@ -324,7 +324,7 @@ def test_unsupported_bucket_subresource(server, bucket, method, sub):
 
 def test_unsupported_object_subresource(server, s3, bucket):
     s3.put_object(Bucket=bucket, Key="o", Body=b"x")
-    r = raw_request(server, "GET", f"/{bucket}/o", query=[("tagging", "")])
+    r = raw_request(server, "GET", f"/{bucket}/o", query=[("retention", "")])
     assert r.status == 501 and r.error_code() == "NotImplemented", r
     r = raw_request(server, "PUT", f"/{bucket}/o", query=[("tagging", "")],
                     body=b"<Tagging><TagSet/></Tagging>")

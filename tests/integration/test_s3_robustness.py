@@ -357,7 +357,7 @@ def test_log_injection_client_text_escaped(make_server):
     for sep in ("%0A", "%0D", "%0D%0A", "%0B%0C%1B%7F"):
         # Unknown sub-resource: 501, logged at warn (the default level logs it) with the
         # decoded resource; routing comes before auth, so no signature is needed.
-        status, raw = send_raw(srv, f"GET /b{sep}{forged}?tagging HTTP/1.1\r\nHost: {srv.host}"
+        status, raw = send_raw(srv, f"GET /b{sep}{forged}?website HTTP/1.1\r\nHost: {srv.host}"
                                     "\r\nConnection: close\r\n\r\n".encode())
         assert status == 501, raw[:300]
     for region in ("us-east-1\n" + FORGED, "us-east-1\r" + FORGED):

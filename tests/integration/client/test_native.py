@@ -481,7 +481,6 @@ def _error_cases(nb, other):
         (0, ["hb", "no-such-bucket-nt"]),
         (0, ["rb", "no-such-bucket-nt"]),
         (0, ["ls", "no-such-bucket-nt", "-", "-", "-", 0, 0]),
-        (0, ["mb", nb]),                 # BucketAlreadyOwnedByYou
         (0, ["mb", other]),              # BucketAlreadyExists (user 2's)
         (0, ["mb", "Bad_Name"]),         # InvalidBucketName
         (0, ["mb", "ab"]),
@@ -516,7 +515,6 @@ def test_native_errors_match_http(nsrv, nb):
                 (rh["status"], rh["http_status"], rh["code"]), (u, args, rh, rn)
             seen.add((rn["status"], rn["code"]))
         for want in [("S3R_ERR_NO_SUCH_KEY", "NoSuchKey"), ("S3R_ERR_NO_SUCH_BUCKET", "NoSuchBucket"),
-                     ("S3R_ERR_BUCKET_EXISTS", "BucketAlreadyOwnedByYou"),
                      ("S3R_ERR_BUCKET_EXISTS", "BucketAlreadyExists"),
                      ("S3R_ERR_INVALID_ARG", "InvalidBucketName"),
                      ("S3R_ERR_BUCKET_NOT_EMPTY", "BucketNotEmpty"),

@@ -1,0 +1,270 @@
+/* Bucket and object configuration: versioning (GetBucketVersioning answers
+ * the never-enabled state; PutBucketVersioning is not implemented), ACLs
+ * (canned ACLs, read and set), and the configurations s3rdmad does not keep
+ * (policy, CORS, tagging, lifecycle, object lock, encryption), which answer
+ * as S3 does for a bucket that has none: 404 with the configuration's own
+ * error code to a GET, 204 to a DELETE, 501 NotImplemented to a PUT. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "s3/s3_request.h"
+
+/* ---- versioning ----------------------------------------------------------------- */
+
+static void get_versioning_begin(s3_req_t *req)
+{
+    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
+        return;
+    /* Never enabled: the configuration has no Status at all. */
+    buf_t xml;
+    buf_init(&xml, 4096);
+    s3_xml_open(&xml, "VersioningConfiguration");
+    buf_append_str(&xml, "</VersioningConfiguration>");
+    s3_reply_xml(req, 200, &xml);
+}
+
+static void put_versioning_begin(s3_req_t *req)
+{
+    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
+        return;
+    s3_reply_error(req, S3E_NOT_IMPLEMENTED,
+                   "Bucket versioning is not implemented: every bucket is unversioned, and "
+                   "each object has the single version \"null\".");
+}
+
+/* ---- ACLs ------------------------------------------------------------------------ */
+
+static void get_bucket_acl_begin(s3_req_t *req)
+{
+    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_READ_ACP, &req->authz_bucket))
+        return;
+    buf_t xml;
+    buf_init(&xml, 16 * 1024);
+    s3_acl_xml(&xml, req->authz_bucket.acl, false, req->authz_bucket.owner, NULL);
+    s3_reply_xml(req, 200, &xml);
+}
+
+/* The ACL a PutBucketAcl / PutObjectAcl sets: x-amz-acl, or the body. */
+static void put_acl_begin(s3_req_t *req)
+{
+    req->body_kind = S3_BODY_XML;
+}
+
+/* Decides the new ACL of a resource with this owner from the request;
+ * replies and returns false on error. */
+static bool acl_requested(s3_req_t *req, bool object, const char *owner, const char *bucket_owner,
+                          stor_acl_t *acl_p)
+{
+    const char *why = NULL;
+    s3_error_t err;
+    bool has_body = req->body.len > 0;
+    if (s3_req_header(req, "x-amz-acl") || !has_body) {
+        if (has_body) {
+            s3_reply_error(req, S3E_UNEXPECTED_CONTENT,
+                           "This request does not support content with x-amz-acl.");
+            return false;
+        }
+        if (!s3_req_header(req, "x-amz-acl") && !s3_req_header(req, "x-amz-grant-read") &&
+            !s3_req_header(req, "x-amz-grant-write") &&
+            !s3_req_header(req, "x-amz-grant-read-acp") &&
+            !s3_req_header(req, "x-amz-grant-write-acp") &&
+            !s3_req_header(req, "x-amz-grant-full-control")) {
+            s3_reply_error(req, S3E_MISSING_SECURITY_HEADER,
+                           "Your request was missing a required header: x-amz-acl or an "
+                           "AccessControlPolicy body.");
+            return false;
+        }
+        err = s3_acl_from_headers(req, object, acl_p, &why);
+    } else {
+        err = s3_acl_from_xml(req->body.data, req->body.len, object, owner, bucket_owner, acl_p,
+                              &why);
+    }
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, why);
+        return false;
+    }
+    return true;
+}
+
+static void put_bucket_acl_begin(s3_req_t *req)
+{
+    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_WRITE_ACP, &req->authz_bucket))
+        return;
+    put_acl_begin(req);
+}
+
+static void put_bucket_acl_finish(s3_req_t *req)
+{
+    stor_acl_t acl;
+    if (!acl_requested(req, false, req->authz_bucket.owner, NULL, &acl))
+        return;
+    stor_status_t st = stor_bucket_set_acl(req->srv->cfg.store, &req->authz_bucket, acl);
+    if (st != STOR_OK) {
+        s3_reply_error(req, s3_error_from_stor(st), NULL);
+        return;
+    }
+    s3_reply_empty(req, 200);
+}
+
+/* Looks up the request's object (versionId "null" or none) and checks perm
+ * on it; fills *meta_p (caller frees). Replies and returns false on error. */
+static bool object_for_config(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p)
+{
+    s3_error_t err = s3_version_check(s3_req_query(req, "versionId"));
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, NULL);
+        return false;
+    }
+    if (!s3_bucket_lookup(req, req->bucket, &req->authz_bucket))
+        return false;
+    stor_status_t st = stor_head(req->srv->cfg.store, req->bucket, req->key, meta_p);
+    if (st != STOR_OK) {
+        s3_reply_error(req, s3_error_from_stor(st), NULL);
+        return false;
+    }
+    if (!s3_object_authorize(req, &req->authz_bucket, meta_p, perm)) {
+        stor_meta_free(meta_p);
+        return false;
+    }
+    return true;
+}
+
+static void get_object_acl_begin(s3_req_t *req)
+{
+    stor_meta_t meta;
+    if (!object_for_config(req, S3_PERM_READ_ACP, &meta))
+        return;
+    buf_t xml;
+    buf_init(&xml, 16 * 1024);
+    s3_acl_xml(&xml, meta.acl, true, s3_object_owner(&req->authz_bucket, &meta),
+               req->authz_bucket.owner);
+    stor_meta_free(&meta);
+    if (s3_req_query(req, "versionId"))
+        s3_reply_header(req, "x-amz-version-id", "null");
+    s3_reply_xml(req, 200, &xml);
+}
+
+static void put_object_acl_finish(s3_req_t *req)
+{
+    stor_meta_t meta;
+    if (!object_for_config(req, S3_PERM_WRITE_ACP, &meta))
+        return;
+    stor_acl_t acl;
+    bool ok = acl_requested(req, true, s3_object_owner(&req->authz_bucket, &meta),
+                            req->authz_bucket.owner, &acl);
+    stor_meta_free(&meta);
+    if (!ok)
+        return;
+    stor_status_t st = stor_object_set_acl(req->srv->cfg.store, &req->authz_bucket, req->key, acl);
+    if (st != STOR_OK) {
+        s3_reply_error(req, s3_error_from_stor(st), NULL);
+        return;
+    }
+    s3_reply_empty(req, 200);
+}
+
+/* ---- configurations s3rdmad does not keep ------------------------------------------- */
+
+static void reply_absent(s3_req_t *req, s3_error_t err)
+{
+    if (s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
+        s3_reply_error(req, err, NULL);
+}
+
+static void get_policy_begin(s3_req_t *req)
+{
+    reply_absent(req, S3E_NO_SUCH_BUCKET_POLICY);
+}
+
+static void get_cors_begin(s3_req_t *req)
+{
+    reply_absent(req, S3E_NO_SUCH_CORS);
+}
+
+static void get_tagging_begin(s3_req_t *req)
+{
+    reply_absent(req, S3E_NO_SUCH_TAG_SET);
+}
+
+static void get_lifecycle_begin(s3_req_t *req)
+{
+    reply_absent(req, S3E_NO_SUCH_LIFECYCLE);
+}
+
+static void get_object_lock_begin(s3_req_t *req)
+{
+    reply_absent(req, S3E_NO_OBJECT_LOCK_CONFIG);
+}
+
+static void get_encryption_begin(s3_req_t *req)
+{
+    reply_absent(req, S3E_NO_SSE_CONFIG);
+}
+
+static void put_config_begin(s3_req_t *req)
+{
+    if (s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
+        s3_reply_error(req, S3E_NOT_IMPLEMENTED,
+                       "This bucket configuration is not implemented by s3rdmad.");
+}
+
+static void delete_config_begin(s3_req_t *req)
+{
+    /* Nothing is configured, so there is nothing to delete: S3's answer. */
+    if (s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
+        s3_reply_empty(req, 204);
+}
+
+/* Objects have no tags: an empty TagSet to read, nothing to delete, and
+ * setting tags is not implemented. */
+static void get_object_tagging_begin(s3_req_t *req)
+{
+    stor_meta_t meta;
+    if (!object_for_config(req, S3_PERM_READ, &meta))
+        return;
+    stor_meta_free(&meta);
+    buf_t xml;
+    buf_init(&xml, 4096);
+    s3_xml_open(&xml, "Tagging");
+    buf_append_str(&xml, "<TagSet></TagSet></Tagging>");
+    s3_reply_xml(req, 200, &xml);
+}
+
+static void put_object_tagging_begin(s3_req_t *req)
+{
+    stor_meta_t meta;
+    if (!object_for_config(req, S3_PERM_WRITE_ACP, &meta))
+        return;
+    stor_meta_free(&meta);
+    s3_reply_error(req, S3E_NOT_IMPLEMENTED, "Object tagging is not implemented by s3rdmad.");
+}
+
+static void delete_object_tagging_begin(s3_req_t *req)
+{
+    stor_meta_t meta;
+    if (!object_for_config(req, S3_PERM_WRITE_ACP, &meta))
+        return;
+    stor_meta_free(&meta);
+    s3_reply_empty(req, 204);
+}
+
+const s3_op_t s3_op_get_bucket_versioning = {"GetBucketVersioning", get_versioning_begin, NULL};
+const s3_op_t s3_op_put_bucket_versioning = {"PutBucketVersioning", put_versioning_begin, NULL};
+const s3_op_t s3_op_get_bucket_acl = {"GetBucketAcl", get_bucket_acl_begin, NULL};
+const s3_op_t s3_op_put_bucket_acl = {"PutBucketAcl", put_bucket_acl_begin, put_bucket_acl_finish};
+const s3_op_t s3_op_get_object_acl = {"GetObjectAcl", get_object_acl_begin, NULL};
+const s3_op_t s3_op_put_object_acl = {"PutObjectAcl", put_acl_begin, put_object_acl_finish};
+const s3_op_t s3_op_get_bucket_policy = {"GetBucketPolicy", get_policy_begin, NULL};
+const s3_op_t s3_op_get_bucket_cors = {"GetBucketCors", get_cors_begin, NULL};
+const s3_op_t s3_op_get_bucket_tagging = {"GetBucketTagging", get_tagging_begin, NULL};
+const s3_op_t s3_op_get_bucket_lifecycle = {"GetBucketLifecycleConfiguration", get_lifecycle_begin,
+                                            NULL};
+const s3_op_t s3_op_get_object_lock_config = {"GetObjectLockConfiguration", get_object_lock_begin,
+                                              NULL};
+const s3_op_t s3_op_get_bucket_encryption = {"GetBucketEncryption", get_encryption_begin, NULL};
+const s3_op_t s3_op_put_bucket_config = {"PutBucketConfiguration", put_config_begin, NULL};
+const s3_op_t s3_op_delete_bucket_config = {"DeleteBucketConfiguration", delete_config_begin, NULL};
+const s3_op_t s3_op_get_object_tagging = {"GetObjectTagging", get_object_tagging_begin, NULL};
+const s3_op_t s3_op_put_object_tagging = {"PutObjectTagging", put_object_tagging_begin, NULL};
+const s3_op_t s3_op_delete_object_tagging = {"DeleteObjectTagging", delete_object_tagging_begin,
+                                             NULL};
