@@ -39,8 +39,7 @@
 
 /* Auth */
 #define S3R_MAX_CLOCK_SKEW_S    (15 * 60) /* RequestTimeTooSkewed */
-#define S3R_MIN_PRESIGN_EXPIRES 1         /* AuthorizationQueryParametersError */
-#define S3R_MAX_PRESIGN_EXPIRES 604800
+#define S3R_MAX_PRESIGN_EXPIRES 604800    /* X-Amz-Expires: AuthorizationQueryParametersError */
 
 /* RDMA sessions (defaults; configurable) */
 #define S3R_MAX_SESSIONS               256

@@ -331,24 +331,30 @@ static int collect_user_meta(void *ctx, const char *key, const char *value)
     return 0;
 }
 
-/* Content-Encoding without the aws-chunked coding (S3 strips it). */
+/* Content-Encoding as S3 stores it: without the aws-chunked coding, the rest
+ * exactly as sent ("aws-chunked, gzip" -> "gzip", "deflate, gzip" unchanged).
+ * Each coding kept is preceded by the text that preceded it in enc, so the
+ * client's separators survive. NULL when nothing is left. */
 static char *strip_aws_chunked(const char *enc)
 {
     buf_t out;
     buf_init(&out, S3R_MAX_HEADER_VALUE);
-    const char *p = enc;
-    while (*p) {
+    const char *prev_end = enc; /* end of the previous coding, kept or not */
+    for (const char *p = enc; *p;) {
         size_t n = strcspn(p, ",");
         const char *s = p, *e = p + n;
-        while (s < e && *s == ' ')
+        while (s < e && (*s == ' ' || *s == '\t'))
             s++;
-        while (e > s && e[-1] == ' ')
+        while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
             e--;
-        if (e > s && !((size_t)(e - s) == 11 && strncasecmp(s, "aws-chunked", 11) == 0)) {
+        bool chunked = (size_t)(e - s) == 11 && strncasecmp(s, "aws-chunked", 11) == 0;
+        if (e > s && !chunked) {
             if (out.len)
-                buf_append(&out, ",", 1);
+                buf_append(&out, prev_end, (size_t)(s - prev_end));
             buf_append(&out, s, (size_t)(e - s));
         }
+        if (e > s)
+            prev_end = e;
         p += n;
         if (*p == ',')
             p++;

@@ -177,6 +177,7 @@ struct s3_req {
 
     /* Response. */
     buf_t reply_headers; /* "name\0value\0" pairs, added to the response by the reply */
+    buf_t error_elems;   /* XML elements an error reply adds after <Message> */
     bool replied;
     bool deferred; /* no body: routing and the operation wait for the next call */
 };
@@ -222,6 +223,10 @@ void s3_reply_headerf(s3_req_t *req, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* An S3 XML error; message NULL uses the table's default. HEAD gets no body. */
 void s3_reply_error(s3_req_t *req, s3_error_t err, const char *message);
+/* Adds <name>value</name> (escaped) to the error reply this request may send,
+ * after its <Message>: the extra elements S3 gives some errors (<Region>,
+ * <Expires>, <ServerTime>...). */
+void s3_reply_error_elem(s3_req_t *req, const char *name, const char *value);
 /* An XML body (taken over and freed). */
 void s3_reply_xml(s3_req_t *req, int status, buf_t *xml);
 /* No body. */
