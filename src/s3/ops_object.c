@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/log.h"
 #include "common/s3r_limits.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
@@ -45,6 +46,22 @@ static void take_checksums(s3_req_t *req, stor_meta_t *meta)
 }
 
 /* ---- the token path (docs/protocol.md §3) --------------------------------- */
+
+/* The name of req->rdma_token's format when it is not s3r1 but another
+ * S3-RDMA implementation's (cuObject's, docs/protocol.md §2) or unknown; NULL
+ * for s3r1. s3rdmad serves none of the others and declines each request
+ * carrying one, RDMA on or off, the way those clients fall back:
+ * x-amz-rdma-reply: 501 on a reply that is otherwise plain HTTP (a PUT's 501,
+ * a GET's object in the body). */
+static const char *token_foreign(s3_req_t *req)
+{
+    s3_token_format_t f = s3_token_format(req->rdma_token);
+    if (f == S3_TOKEN_S3R1)
+        return NULL;
+    log_debug("request %s: declining an x-amz-rdma-token of format %s", req->request_id,
+              s3_token_format_name(f));
+    return s3_token_format_name(f);
+}
 
 /* Maps a token resolution failure to its reply. 501 is the decline a client
  * answers by falling back to HTTP; the others are real errors. */
@@ -203,6 +220,17 @@ static void put_object_begin(s3_req_t *req)
 void s3_upload_begin(s3_req_t *req)
 {
     req->rdma_token = s3_req_header(req, "x-amz-rdma-token");
+    const char *foreign = req->rdma_token ? token_foreign(req) : NULL;
+    if (foreign) {
+        char msg[160];
+        snprintf(msg, sizeof(msg),
+                 "x-amz-rdma-token format: %s; this server serves s3r1 tokens only. Send the "
+                 "body over HTTP.",
+                 foreign);
+        s3_reply_header(req, "x-amz-rdma-reply", "501");
+        s3_reply_error(req, S3E_NOT_IMPLEMENTED, msg);
+        return;
+    }
     if (req->rdma_token) {
         if (!s3_token_precheck(req))
             return;
@@ -310,6 +338,11 @@ static void get_object_begin(s3_req_t *req)
     }
     /* After the lookup: a missing key is a 404, never mistaken for a decline. */
     req->rdma_token = s3_req_header(req, "x-amz-rdma-token");
+    if (req->rdma_token && token_foreign(req)) {
+        /* The decline a GET may give: the object in the body. */
+        s3_reply_header(req, "x-amz-rdma-reply", "501");
+        req->rdma_token = NULL;
+    }
     if (req->rdma_token && !s3_token_precheck(req)) {
         stor_reader_close(reader);
         return;
