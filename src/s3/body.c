@@ -108,6 +108,13 @@ s3_error_t s3_body_begin(s3_req_t *req)
     const char *dcl = s3_req_header(req, "x-amz-decoded-content-length");
 
     req->body_limit = req->body_kind == S3_BODY_XML ? S3R_MAX_XML_BODY : S3R_MAX_PUT_BYTES;
+    if (req->body_kind == S3_BODY_FORM) {
+        /* The raw body is the form; the op sinks its file's bytes, which get
+         * the ETag's MD5 and nothing else (no Content-MD5, checksum or
+         * payload-hash headers apply to them). */
+        req->md5 = digest_md5_new();
+        return req->md5 ? S3E_NONE : S3E_INTERNAL;
+    }
     if (streaming || req->rdma_token) {
         if (!dcl)
             return S3E_MISSING_CONTENT_LENGTH;
@@ -214,6 +221,10 @@ void s3_body_feed(s3_req_t *req, const char *data, size_t len)
 {
     if (req->body_error != S3E_NONE)
         return;
+    if (req->body_kind == S3_BODY_FORM) {
+        req->form_feed(req, data, len);
+        return;
+    }
     if (req->sha256_payload)
         digest_update(req->sha256_payload, data, len);
     if (req->chunked) {
@@ -233,6 +244,8 @@ static void encode_crc(uint32_t crc, char *out)
 
 s3_error_t s3_body_end(s3_req_t *req)
 {
+    if (req->body_kind == S3_BODY_FORM && req->body_error == S3E_NONE)
+        req->form_feed(req, NULL, 0);
     if (req->body_error != S3E_NONE)
         return req->body_error;
     if (req->chunked) {

@@ -8,21 +8,25 @@
 #include "s3/s3_util.h"
 #include "s3/xml_in.h"
 
-bool s3_bucket_authorize(s3_req_t *req, const char *bucket, stor_bucket_t *bucket_p)
+s3_error_t s3_bucket_access(s3_req_t *req, const char *bucket, stor_bucket_t *bucket_p)
 {
     stor_bucket_t b;
     stor_status_t st = stor_bucket_get(req->srv->cfg.store, bucket, &b);
-    if (st != STOR_OK) {
-        s3_reply_error(req, s3_error_from_stor(st), NULL);
-        return false;
-    }
-    if (strcmp(b.owner, req->user->access_key) != 0) {
-        s3_reply_error(req, S3E_ACCESS_DENIED, NULL);
-        return false;
-    }
+    if (st != STOR_OK)
+        return s3_error_from_stor(st);
+    if (strcmp(b.owner, req->user->access_key) != 0)
+        return S3E_ACCESS_DENIED;
     if (bucket_p)
         *bucket_p = b;
-    return true;
+    return S3E_NONE;
+}
+
+bool s3_bucket_authorize(s3_req_t *req, const char *bucket, stor_bucket_t *bucket_p)
+{
+    s3_error_t err = s3_bucket_access(req, bucket, bucket_p);
+    if (err != S3E_NONE)
+        s3_reply_error(req, err, NULL);
+    return err == S3E_NONE;
 }
 
 static void list_buckets_begin(s3_req_t *req)

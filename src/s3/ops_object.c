@@ -247,7 +247,12 @@ static void put_object_finish(s3_req_t *req)
 {
     if (req->rdma_token && !s3_token_pull(req))
         return;
-    stor_meta_t *meta = req->op_state;
+    if (s3_object_commit(req, req->op_state))
+        s3_reply_empty(req, 200);
+}
+
+bool s3_object_commit(s3_req_t *req, stor_meta_t *meta)
+{
     snprintf(meta->etag, sizeof(meta->etag), "%s", req->etag);
     take_checksums(req, meta);
     stor_writer_t *w = req->writer;
@@ -255,10 +260,10 @@ static void put_object_finish(s3_req_t *req)
     stor_status_t st = stor_writer_commit(w, req->key, meta);
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
-        return;
+        return false;
     }
     s3_reply_headerf(req, "ETag", "\"%s\"", meta->etag);
-    s3_reply_empty(req, 200);
+    return true;
 }
 
 /* ---- GetObject / HeadObject --------------------------------------------------- */

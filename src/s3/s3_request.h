@@ -53,6 +53,7 @@ typedef enum s3_body_kind {
     S3_BODY_NONE = 0, /* a body is an error for this operation unless empty */
     S3_BODY_XML,      /* buffered up to S3R_MAX_XML_BODY for finish() */
     S3_BODY_OBJECT,   /* streamed into req->writer through the digests */
+    S3_BODY_FORM,     /* raw bytes to req->form_feed, which sinks the file's (s3_body_sink) */
 } s3_body_kind_t;
 
 /* Which checksum algorithms an object body is hashed with. */
@@ -155,7 +156,12 @@ struct s3_req {
     uint64_t body_bytes;   /* decoded bytes received */
     uint64_t declared_len; /* x-amz-decoded-content-length or Content-Length, UINT64_MAX unknown */
     buf_t body;            /* S3_BODY_XML */
-    stor_writer_t *writer; /* S3_BODY_OBJECT */
+    stor_writer_t *writer; /* S3_BODY_OBJECT, and S3_BODY_FORM's file */
+    /* S3_BODY_FORM: set by the operation's begin(), takes the raw body bytes
+     * as they arrive, then (data NULL, len 0) once at the end, before the
+     * body is verified. Never replies (libmicrohttpd takes no reply
+     * mid-body): it keeps what it finds wrong for finish() to reply. */
+    void (*form_feed)(s3_req_t *req, const char *data, size_t len);
     awschunk_t *chunked;
     digest_t *md5;
     digest_t *sha256_payload; /* raw body hash for S3_PAYLOAD_SIGNED */
@@ -286,6 +292,9 @@ void s3_meta_to_headers(s3_req_t *req, const stor_meta_t *meta);
  * not NULL) gets the bucket as found. On failure replies with NoSuchBucket /
  * AccessDenied and returns false. */
 bool s3_bucket_authorize(s3_req_t *req, const char *bucket, stor_bucket_t *bucket_p);
+/* The same check without the reply: S3E_NONE, or the error to reply (for a
+ * caller that cannot reply yet, such as one in the middle of a body). */
+s3_error_t s3_bucket_access(s3_req_t *req, const char *bucket, stor_bucket_t *bucket_p);
 
 /* ---- object helpers (ops_object.c) --------------------------------------------- */
 
@@ -307,6 +316,10 @@ bool s3_token_precheck(s3_req_t *req);
  * (req->body_kind) or, with x-amz-rdma-token, by RDMA in finish(). Opens
  * req->writer. Replies on failure. */
 void s3_upload_begin(s3_req_t *req);
+/* Ends PutObject's path, whoever received the body: commits req->writer as
+ * req->key with meta, the body's ETag and checksums (added to the reply's
+ * headers with the ETag). On failure replies and returns false. */
+bool s3_object_commit(s3_req_t *req, stor_meta_t *meta);
 /* Runs the token-path PUT (docs/protocol.md §3) of the opened req->writer: pulls
  * the client's buffer through the body sink and verifies it. On failure
  * replies and returns false. */
@@ -318,6 +331,6 @@ extern const s3_op_t s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_bucke
     s3_op_head_bucket, s3_op_get_bucket_location, s3_op_list_objects, s3_op_delete_objects,
     s3_op_put_object, s3_op_copy_object, s3_op_get_object, s3_op_head_object, s3_op_delete_object,
     s3_op_create_mpu, s3_op_upload_part, s3_op_upload_part_copy, s3_op_complete_mpu,
-    s3_op_abort_mpu, s3_op_list_parts, s3_op_list_mpu;
+    s3_op_abort_mpu, s3_op_list_parts, s3_op_list_mpu, s3_op_post_object;
 
 #endif
