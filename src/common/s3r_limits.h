@@ -38,9 +38,12 @@
 #define S3R_MAX_AWS_CHUNK   (16 * 1024 * 1024) /* one aws-chunked chunk: IncompleteBody */
 
 /* Auth */
-#define S3R_MAX_CLOCK_SKEW_S    (15 * 60) /* RequestTimeTooSkewed */
-#define S3R_MIN_PRESIGN_EXPIRES 1         /* AuthorizationQueryParametersError */
-#define S3R_MAX_PRESIGN_EXPIRES 604800
+#define S3R_MAX_CLOCK_SKEW_S (15 * 60) /* RequestTimeTooSkewed */
+/* Browser form uploads (POST): the fields before the file, names and values
+ * together, are held in memory up to this: MaxPostPreDataLengthExceeded. */
+#define S3R_MAX_POST_FIELD_BYTES (64 * 1024)
+#define S3R_MAX_POST_FIELDS      64
+#define S3R_MAX_PRESIGN_EXPIRES  604800 /* X-Amz-Expires: AuthorizationQueryParametersError */
 
 /* RDMA sessions (defaults; configurable) */
 #define S3R_MAX_SESSIONS               256

@@ -118,18 +118,26 @@ bool s3_bucket_lookup(s3_req_t *req, const char *bucket, stor_bucket_t *bucket_p
     return true;
 }
 
-bool s3_bucket_authorize(s3_req_t *req, const char *bucket, s3_perm_t perm, stor_bucket_t *bucket_p)
+s3_error_t s3_bucket_access(s3_req_t *req, const char *bucket, s3_perm_t perm,
+                            stor_bucket_t *bucket_p)
 {
     stor_bucket_t b;
-    if (!s3_bucket_lookup(req, bucket, &b))
-        return false;
-    if (!is(req, b.owner) && !allows(granted(req, b.owner, b.acl, NULL, false), perm)) {
-        s3_reply_error(req, S3E_ACCESS_DENIED, NULL);
-        return false;
-    }
+    stor_status_t st = stor_bucket_get(req->srv->cfg.store, bucket, &b);
+    if (st != STOR_OK)
+        return s3_error_from_stor(st);
+    if (!is(req, b.owner) && !allows(granted(req, b.owner, b.acl, NULL, false), perm))
+        return S3E_ACCESS_DENIED;
     if (bucket_p)
         *bucket_p = b;
-    return true;
+    return S3E_NONE;
+}
+
+bool s3_bucket_authorize(s3_req_t *req, const char *bucket, s3_perm_t perm, stor_bucket_t *bucket_p)
+{
+    s3_error_t err = s3_bucket_access(req, bucket, perm, bucket_p);
+    if (err != S3E_NONE)
+        s3_reply_error(req, err, NULL);
+    return err == S3E_NONE;
 }
 
 bool s3_object_authorize(s3_req_t *req, const stor_bucket_t *bucket, const stor_meta_t *meta,

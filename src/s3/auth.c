@@ -3,6 +3,7 @@
  * was received (decoded path re-encoded the S3 way, query canonicalised,
  * signed headers as sent) and the signature compared in constant time. */
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +156,50 @@ static s3_error_t set_payload_mode(s3_req_t *req, const char *hash)
     return S3E_NONE;
 }
 
+/* The validity window of a presigned URL, checked as S3 does: X-Amz-Expires
+ * must be a number of seconds from 0 to 604800 (else 400
+ * AuthorizationQueryParametersError), and the URL is good while fewer than
+ * that many seconds have passed since X-Amz-Date (so 0 never is): after, 403
+ * AccessDenied "Request has expired" naming when it expired. */
+static s3_error_t check_presign_window(s3_req_t *req, const char *exp, int64_t t,
+                                       const char **why_p)
+{
+    char *end;
+    errno = 0;
+    long long expires = strtoll(exp, &end, 10);
+    bool number =
+        (isdigit((unsigned char)exp[0]) || (exp[0] == '-' && isdigit((unsigned char)exp[1]))) &&
+        *end == '\0' && errno == 0;
+    if (!number) {
+        *why_p = "X-Amz-Expires should be a number";
+        return S3E_AUTH_QUERY_ERROR;
+    }
+    if (expires < 0) {
+        *why_p = "X-Amz-Expires must be non-negative";
+        return S3E_AUTH_QUERY_ERROR;
+    }
+    if (expires > S3R_MAX_PRESIGN_EXPIRES) {
+        *why_p = "X-Amz-Expires must be less than a week (in seconds); that is, the given "
+                 "X-Amz-Expires must be less than 604800 seconds";
+        return S3E_AUTH_QUERY_ERROR;
+    }
+    if (req->now_s >= t + expires) {
+        char when[32];
+        s3_reply_error_elem(req, "X-Amz-Expires", exp);
+        s3_time_iso8601((t + expires) * 1000, when);
+        s3_reply_error_elem(req, "Expires", when);
+        s3_time_iso8601(req->now_s * 1000, when);
+        s3_reply_error_elem(req, "ServerTime", when);
+        *why_p = "Request has expired";
+        return S3E_ACCESS_DENIED;
+    }
+    if (t > req->now_s + S3R_MAX_CLOCK_SKEW_S) {
+        *why_p = "Request is not valid yet";
+        return S3E_ACCESS_DENIED;
+    }
+    return S3E_NONE;
+}
+
 s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p)
 {
     sigv4_auth_t auth;
@@ -211,26 +256,14 @@ s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p)
         }
         snprintf(auth.signed_headers, sizeof(auth.signed_headers), "%s", sh);
         snprintf(auth.signature, sizeof(auth.signature), "%s", sig);
-        char *end;
-        long expires = strtol(exp, &end, 10);
-        if (*end != '\0' || expires < S3R_MIN_PRESIGN_EXPIRES ||
-            expires > S3R_MAX_PRESIGN_EXPIRES) {
-            *why_p = "X-Amz-Expires must be between 1 and 604800 seconds.";
-            return S3E_AUTH_QUERY_ERROR;
-        }
         int64_t t = sigv4_parse_amz_date(amz_date);
         if (t < 0) {
             *why_p = "X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\".";
             return S3E_AUTH_QUERY_ERROR;
         }
-        if (req->now_s > t + expires) {
-            *why_p = "Request has expired.";
-            return S3E_ACCESS_DENIED;
-        }
-        if (t > req->now_s + S3R_MAX_CLOCK_SKEW_S) {
-            *why_p = "Request is not valid yet.";
-            return S3E_ACCESS_DENIED;
-        }
+        s3_error_t err = check_presign_window(req, exp, t, why_p);
+        if (err != S3E_NONE)
+            return err;
         payload_hash = s3_req_query(req, "X-Amz-Content-Sha256");
         if (!payload_hash)
             payload_hash = SIGV4_UNSIGNED;
@@ -253,11 +286,13 @@ s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p)
         return presigned ? S3E_AUTH_QUERY_ERROR : S3E_MALFORMED_AUTH;
     }
     if (strcmp(auth.region, req->srv->cfg.region) != 0) {
+        /* S3's answer, which tells an SDK the region to sign for instead. */
         static __thread char msg[256];
-        snprintf(msg, sizeof(msg),
-                 "The authorization header is malformed; the region '%.64s' is "
-                 "wrong; expecting '%.64s'",
+        snprintf(msg, sizeof(msg), "%s; the region '%.64s' is wrong; expecting '%.64s'",
+                 presigned ? "Error parsing the X-Amz-Credential parameter"
+                           : "The authorization header is malformed",
                  auth.region, req->srv->cfg.region);
+        s3_reply_error_elem(req, "Region", req->srv->cfg.region);
         *why_p = msg;
         return presigned ? S3E_AUTH_QUERY_ERROR : S3E_MALFORMED_AUTH;
     }

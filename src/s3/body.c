@@ -108,6 +108,13 @@ s3_error_t s3_body_begin(s3_req_t *req)
     const char *dcl = s3_req_header(req, "x-amz-decoded-content-length");
 
     req->body_limit = req->body_kind == S3_BODY_XML ? S3R_MAX_XML_BODY : S3R_MAX_PUT_BYTES;
+    if (req->body_kind == S3_BODY_FORM) {
+        /* The raw body is the form; the op sinks its file's bytes, which get
+         * the ETag's MD5 and nothing else (no Content-MD5, checksum or
+         * payload-hash headers apply to them). */
+        req->md5 = digest_md5_new();
+        return req->md5 ? S3E_NONE : S3E_INTERNAL;
+    }
     if (streaming || req->rdma_token) {
         if (!dcl)
             return S3E_MISSING_CONTENT_LENGTH;
@@ -214,6 +221,10 @@ void s3_body_feed(s3_req_t *req, const char *data, size_t len)
 {
     if (req->body_error != S3E_NONE)
         return;
+    if (req->body_kind == S3_BODY_FORM) {
+        req->form_feed(req, data, len);
+        return;
+    }
     if (req->sha256_payload)
         digest_update(req->sha256_payload, data, len);
     if (req->chunked) {
@@ -233,6 +244,8 @@ static void encode_crc(uint32_t crc, char *out)
 
 s3_error_t s3_body_end(s3_req_t *req)
 {
+    if (req->body_kind == S3_BODY_FORM && req->body_error == S3E_NONE)
+        req->form_feed(req, NULL, 0);
     if (req->body_error != S3E_NONE)
         return req->body_error;
     if (req->chunked) {
@@ -331,24 +344,30 @@ static int collect_user_meta(void *ctx, const char *key, const char *value)
     return 0;
 }
 
-/* Content-Encoding without the aws-chunked coding (S3 strips it). */
+/* Content-Encoding as S3 stores it: without the aws-chunked coding, the rest
+ * exactly as sent ("aws-chunked, gzip" -> "gzip", "deflate, gzip" unchanged).
+ * Each coding kept is preceded by the text that preceded it in enc, so the
+ * client's separators survive. NULL when nothing is left. */
 static char *strip_aws_chunked(const char *enc)
 {
     buf_t out;
     buf_init(&out, S3R_MAX_HEADER_VALUE);
-    const char *p = enc;
-    while (*p) {
+    const char *prev_end = enc; /* end of the previous coding, kept or not */
+    for (const char *p = enc; *p;) {
         size_t n = strcspn(p, ",");
         const char *s = p, *e = p + n;
-        while (s < e && *s == ' ')
+        while (s < e && (*s == ' ' || *s == '\t'))
             s++;
-        while (e > s && e[-1] == ' ')
+        while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
             e--;
-        if (e > s && !((size_t)(e - s) == 11 && strncasecmp(s, "aws-chunked", 11) == 0)) {
+        bool chunked = (size_t)(e - s) == 11 && strncasecmp(s, "aws-chunked", 11) == 0;
+        if (e > s && !chunked) {
             if (out.len)
-                buf_append(&out, ",", 1);
+                buf_append(&out, prev_end, (size_t)(s - prev_end));
             buf_append(&out, s, (size_t)(e - s));
         }
+        if (e > s)
+            prev_end = e;
         p += n;
         if (*p == ',')
             p++;

@@ -346,6 +346,8 @@ static s3_error_t route_bucket(s3_req_t *req, bool get, bool head, bool put, boo
         req->op = &s3_op_delete_bucket;
     else if (post && s3_req_has_query(req, "delete"))
         req->op = &s3_op_delete_objects;
+    else if (post)
+        req->op = &s3_op_post_object; /* a browser form upload */
     else
         return S3E_METHOD_NOT_ALLOWED;
     return S3E_NONE;
@@ -491,7 +493,9 @@ static void start_request(s3_req_t *req, const char *url)
         return;
     }
     const char *why = NULL;
-    err = s3_auth_verify(req, &why);
+    /* A form upload carries its credentials in the form, which has not
+     * arrived yet: post_object.c verifies them from there. */
+    err = req->op == &s3_op_post_object ? S3E_NONE : s3_auth_verify(req, &why);
     if (err == S3E_NONE && stats && !req->user)
         err = S3E_ACCESS_DENIED; /* the stats page answers configured users only */
     if (err != S3E_NONE) {

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/log.h"
 #include "common/s3r_limits.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
@@ -119,6 +120,22 @@ s3_error_t s3_write_precond(s3_req_t *req, stor_precond_t *cond, const char **wh
 }
 
 /* ---- the token path (docs/protocol.md §3) --------------------------------- */
+
+/* The name of req->rdma_token's format when it is not s3r1 but another
+ * S3-RDMA implementation's (cuObject's, docs/protocol.md §2) or unknown; NULL
+ * for s3r1. s3rdmad serves none of the others and declines each request
+ * carrying one, RDMA on or off, the way those clients fall back:
+ * x-amz-rdma-reply: 501 on a reply that is otherwise plain HTTP (a PUT's 501,
+ * a GET's object in the body). */
+static const char *token_foreign(s3_req_t *req)
+{
+    s3_token_format_t f = s3_token_format(req->rdma_token);
+    if (f == S3_TOKEN_S3R1)
+        return NULL;
+    log_debug("request %s: declining an x-amz-rdma-token of format %s", req->request_id,
+              s3_token_format_name(f));
+    return s3_token_format_name(f);
+}
 
 /* Maps a token resolution failure to its reply. 501 is the decline a client
  * answers by falling back to HTTP; the others are real errors. */
@@ -257,8 +274,7 @@ static void token_push(s3_req_t *req, stor_reader_t *reader, int status, uint64_
 
 /* ---- PutObject ------------------------------------------------------------------ */
 
-/* The owner and ACL of an object the request writes, into meta. */
-static s3_error_t new_object_access(s3_req_t *req, stor_meta_t *meta, const char **why_p)
+s3_error_t s3_new_object_access(s3_req_t *req, stor_meta_t *meta, const char **why_p)
 {
     s3_error_t err = s3_acl_from_headers(req, true, &meta->acl, why_p);
     if (err != S3E_NONE)
@@ -281,7 +297,7 @@ static void put_object_begin(s3_req_t *req)
     stor_precond_t cond;
     s3_error_t err = s3_meta_from_headers(req, meta);
     if (err == S3E_NONE)
-        err = new_object_access(req, meta, &why);
+        err = s3_new_object_access(req, meta, &why);
     if (err == S3E_NONE)
         err = s3_write_precond(req, &cond, &why);
     if (err != S3E_NONE) {
@@ -294,6 +310,17 @@ static void put_object_begin(s3_req_t *req)
 void s3_upload_begin(s3_req_t *req)
 {
     req->rdma_token = s3_req_header(req, "x-amz-rdma-token");
+    const char *foreign = req->rdma_token ? token_foreign(req) : NULL;
+    if (foreign) {
+        char msg[160];
+        snprintf(msg, sizeof(msg),
+                 "x-amz-rdma-token format: %s; this server serves s3r1 tokens only. Send the "
+                 "body over HTTP.",
+                 foreign);
+        s3_reply_header(req, "x-amz-rdma-reply", "501");
+        s3_reply_error(req, S3E_NOT_IMPLEMENTED, msg);
+        return;
+    }
     if (req->rdma_token) {
         if (!s3_token_precheck(req))
             return;
@@ -310,7 +337,12 @@ static void put_object_finish(s3_req_t *req)
 {
     if (req->rdma_token && !s3_token_pull(req))
         return;
-    stor_meta_t *meta = req->op_state;
+    if (s3_object_commit(req, req->op_state))
+        s3_reply_empty(req, 200);
+}
+
+bool s3_object_commit(s3_req_t *req, stor_meta_t *meta)
+{
     snprintf(meta->etag, sizeof(meta->etag), "%s", req->etag);
     take_checksums(req, meta);
     stor_writer_t *w = req->writer;
@@ -321,10 +353,10 @@ static void put_object_finish(s3_req_t *req)
     stor_status_t st = stor_writer_commit_if(w, req->key, meta, &cond);
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
-        return;
+        return false;
     }
     s3_reply_headerf(req, "ETag", "\"%s\"", meta->etag);
-    s3_reply_empty(req, 200);
+    return true;
 }
 
 /* ---- GetObject / HeadObject --------------------------------------------------- */
@@ -428,6 +460,11 @@ static void get_object_begin(s3_req_t *req)
         return;
     /* After the lookup: a missing key is a 404, never mistaken for a decline. */
     req->rdma_token = s3_req_header(req, "x-amz-rdma-token");
+    if (req->rdma_token && token_foreign(req)) {
+        /* The decline a GET may give: the object in the body. */
+        s3_reply_header(req, "x-amz-rdma-reply", "501");
+        req->rdma_token = NULL;
+    }
     if (req->rdma_token && !s3_token_precheck(req)) {
         stor_reader_close(reader);
         return;
@@ -705,7 +742,7 @@ static void copy_object_begin(s3_req_t *req)
     }
     const char *why = NULL;
     if (err == S3E_NONE)
-        err = new_object_access(req, meta, &why);
+        err = s3_new_object_access(req, meta, &why);
     stor_writer_t *w = NULL;
     char etag[33];
     if (err == S3E_NONE)

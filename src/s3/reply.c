@@ -63,6 +63,8 @@ void s3_reply_error(s3_req_t *req, s3_error_t err, const char *message)
     buf_append_str(&xml, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error>");
     s3_xml_elem(&xml, "Code", s3_error_code(err));
     s3_xml_elem(&xml, "Message", message ? message : s3_error_message(err));
+    if (req->error_elems.len)
+        buf_append(&xml, req->error_elems.data, req->error_elems.len);
     if (req->bucket && (err == S3E_NO_SUCH_BUCKET || err == S3E_BUCKET_EXISTS ||
                         err == S3E_BUCKET_OWNED || err == S3E_BUCKET_NOT_EMPTY))
         s3_xml_elem(&xml, "BucketName", req->bucket);
@@ -74,6 +76,11 @@ void s3_reply_error(s3_req_t *req, s3_error_t err, const char *message)
     s3_xml_elem(&xml, "RequestId", req->request_id);
     buf_append_str(&xml, "</Error>");
     s3_reply_xml(req, status, &xml);
+}
+
+void s3_reply_error_elem(s3_req_t *req, const char *name, const char *value)
+{
+    s3_xml_elem(&req->error_elems, name, value);
 }
 
 void s3_xml_open(buf_t *xml, const char *root)

@@ -19,6 +19,7 @@ void s3_req_init(s3_req_t *req, s3_server_t *srv, const s3_frontend_t *fe, const
     req->declared_len = UINT64_MAX;
     buf_init(&req->body, S3R_MAX_XML_BODY);
     buf_init(&req->reply_headers, S3R_MAX_HEADER_BYTES);
+    buf_init(&req->error_elems, 4096);
     /* An object reply's dozen headers fit: one allocation, not a doubling
      * series (failure is harmless: appends grow it as before). */
     (void)buf_reserve(&req->reply_headers, 1024);
@@ -73,6 +74,7 @@ void s3_req_release(s3_req_t *req)
     for (int i = 0; i < S3_CK_COUNT; i++)
         free(req->checksums[i]);
     buf_free(&req->reply_headers);
+    buf_free(&req->error_elems);
     free(req->bucket);
     free(req->key);
     free(req->resource);

@@ -24,6 +24,12 @@
     X(INVALID_ARGUMENT, 400, "InvalidArgument", "Invalid Argument.")                               \
     X(INVALID_BUCKET_NAME, 400, "InvalidBucketName", "The specified bucket is not valid.")         \
     X(INVALID_DIGEST, 400, "InvalidDigest", "The Content-MD5 you specified is not valid.")         \
+    X(INVALID_POLICY, 400, "InvalidPolicyDocument",                                                \
+      "The content of the form does not meet the conditions specified in the policy document.")    \
+    X(MALFORMED_POST, 400, "MalformedPOSTRequest",                                                 \
+      "The body of your POST request is not well-formed multipart/form-data.")                     \
+    X(POST_FIELDS_TOO_LARGE, 400, "MaxPostPreDataLengthExceeded",                                  \
+      "Your POST request fields preceding the upload file were too large.")                        \
     X(INVALID_PART, 400, "InvalidPart",                                                            \
       "One or more of the specified parts could not be found, or its entity tag did not match.")   \
     X(INVALID_PART_ORDER, 400, "InvalidPartOrder",                                                 \

@@ -53,6 +53,7 @@ typedef enum s3_body_kind {
     S3_BODY_NONE = 0, /* a body is an error for this operation unless empty */
     S3_BODY_XML,      /* buffered up to S3R_MAX_XML_BODY for finish() */
     S3_BODY_OBJECT,   /* streamed into req->writer through the digests */
+    S3_BODY_FORM,     /* raw bytes to req->form_feed, which sinks the file's (s3_body_sink) */
 } s3_body_kind_t;
 
 /* Which checksum algorithms an object body is hashed with. */
@@ -155,7 +156,12 @@ struct s3_req {
     uint64_t body_bytes;   /* decoded bytes received */
     uint64_t declared_len; /* x-amz-decoded-content-length or Content-Length, UINT64_MAX unknown */
     buf_t body;            /* S3_BODY_XML */
-    stor_writer_t *writer; /* S3_BODY_OBJECT */
+    stor_writer_t *writer; /* S3_BODY_OBJECT, and S3_BODY_FORM's file */
+    /* S3_BODY_FORM: set by the operation's begin(), takes the raw body bytes
+     * as they arrive, then (data NULL, len 0) once at the end, before the
+     * body is verified. Never replies (libmicrohttpd takes no reply
+     * mid-body): it keeps what it finds wrong for finish() to reply. */
+    void (*form_feed)(s3_req_t *req, const char *data, size_t len);
     awschunk_t *chunked;
     digest_t *md5;
     digest_t *sha256_payload; /* raw body hash for S3_PAYLOAD_SIGNED */
@@ -178,6 +184,7 @@ struct s3_req {
 
     /* Response. */
     buf_t reply_headers; /* "name\0value\0" pairs, added to the response by the reply */
+    buf_t error_elems;   /* XML elements an error reply adds after <Message> */
     bool replied;
     bool deferred; /* no body: routing and the operation wait for the next call */
 };
@@ -223,6 +230,10 @@ void s3_reply_headerf(s3_req_t *req, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* An S3 XML error; message NULL uses the table's default. HEAD gets no body. */
 void s3_reply_error(s3_req_t *req, s3_error_t err, const char *message);
+/* Adds <name>value</name> (escaped) to the error reply this request may send,
+ * after its <Message>: the extra elements S3 gives some errors (<Region>,
+ * <Expires>, <ServerTime>...). */
+void s3_reply_error_elem(s3_req_t *req, const char *name, const char *value);
 /* An XML body (taken over and freed). */
 void s3_reply_xml(s3_req_t *req, int status, buf_t *xml);
 /* No body. */
@@ -293,6 +304,12 @@ typedef enum s3_perm {
  * when it does not exist. Objects' operations start here: their access is
  * the object's ACL's, not the bucket's. */
 bool s3_bucket_lookup(s3_req_t *req, const char *bucket, stor_bucket_t *bucket_p);
+/* The requester's perm on bucket, checked without replying: S3E_NONE
+ * (*bucket_p, when not NULL, gets the bucket as found), or the error to
+ * reply (for a caller that cannot reply yet, such as one in the middle of a
+ * body). */
+s3_error_t s3_bucket_access(s3_req_t *req, const char *bucket, s3_perm_t perm,
+                            stor_bucket_t *bucket_p);
 /* Looks bucket up and checks the requester has perm on it; on success
  * *bucket_p (when not NULL) gets the bucket as found. On failure replies with
  * NoSuchBucket / AccessDenied and returns false. */
@@ -307,6 +324,9 @@ const char *s3_object_owner(const stor_bucket_t *bucket, const stor_meta_t *meta
 /* Who owns an object the requester writes into bucket now: the requester,
  * or for an anonymous writer the bucket's owner. */
 const char *s3_new_object_owner(const s3_req_t *req, const stor_bucket_t *bucket);
+/* Sets meta's owner (s3_new_object_owner) and ACL (s3_acl_from_headers)
+ * for an object the request writes into req->authz_bucket (ops_object.c). */
+s3_error_t s3_new_object_access(s3_req_t *req, stor_meta_t *meta, const char **why_p);
 /* The canned ACL a create/put/copy asks for with x-amz-acl (private when
  * absent). Explicit x-amz-grant-* headers and the canned ACLs not
  * implemented give NotImplemented; an unknown value InvalidArgument. On
@@ -343,6 +363,10 @@ bool s3_token_precheck(s3_req_t *req);
  * (req->body_kind) or, with x-amz-rdma-token, by RDMA in finish(). Opens
  * req->writer. Replies on failure. */
 void s3_upload_begin(s3_req_t *req);
+/* Ends PutObject's path, whoever received the body: commits req->writer as
+ * req->key with meta, the body's ETag and checksums (added to the reply's
+ * headers with the ETag). On failure replies and returns false. */
+bool s3_object_commit(s3_req_t *req, stor_meta_t *meta);
 /* Runs the token-path PUT (docs/protocol.md §3) of the opened req->writer: pulls
  * the client's buffer through the body sink and verifies it. On failure
  * replies and returns false. */
@@ -354,13 +378,13 @@ extern const s3_op_t s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_bucke
     s3_op_head_bucket, s3_op_get_bucket_location, s3_op_list_objects, s3_op_delete_objects,
     s3_op_put_object, s3_op_copy_object, s3_op_get_object, s3_op_head_object, s3_op_delete_object,
     s3_op_create_mpu, s3_op_upload_part, s3_op_upload_part_copy, s3_op_complete_mpu,
-    s3_op_abort_mpu, s3_op_list_parts, s3_op_list_mpu, s3_op_list_object_versions,
-    s3_op_get_bucket_versioning, s3_op_put_bucket_versioning, s3_op_get_bucket_acl,
-    s3_op_put_bucket_acl, s3_op_get_object_acl, s3_op_put_object_acl, s3_op_get_bucket_policy,
-    s3_op_get_bucket_cors, s3_op_get_bucket_tagging, s3_op_get_bucket_lifecycle,
-    s3_op_get_object_lock_config, s3_op_get_bucket_encryption, s3_op_put_bucket_config,
-    s3_op_delete_bucket_config, s3_op_get_object_tagging, s3_op_put_object_tagging,
-    s3_op_delete_object_tagging;
+    s3_op_abort_mpu, s3_op_list_parts, s3_op_list_mpu, s3_op_post_object,
+    s3_op_list_object_versions, s3_op_get_bucket_versioning, s3_op_put_bucket_versioning,
+    s3_op_get_bucket_acl, s3_op_put_bucket_acl, s3_op_get_object_acl, s3_op_put_object_acl,
+    s3_op_get_bucket_policy, s3_op_get_bucket_cors, s3_op_get_bucket_tagging,
+    s3_op_get_bucket_lifecycle, s3_op_get_object_lock_config, s3_op_get_bucket_encryption,
+    s3_op_put_bucket_config, s3_op_delete_bucket_config, s3_op_get_object_tagging,
+    s3_op_put_object_tagging, s3_op_delete_object_tagging;
 
 /* ---- versions (ops_object.c) ------------------------------------------------ */
 

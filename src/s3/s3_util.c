@@ -231,3 +231,33 @@ s3_error_t s3_key_check(const char *key)
         return S3E_KEY_TOO_LONG;
     return s3_utf8_valid(key, klen) ? S3E_NONE : S3E_INVALID_ARGUMENT;
 }
+
+s3_token_format_t s3_token_format(const char *token)
+{
+    if (strncmp(token, "s3r1.", 5) == 0)
+        return S3_TOKEN_S3R1;
+    size_t len = strlen(token);
+    size_t hex = strspn(token, "0123456789abcdefABCDEF");
+    if (len == 88 && hex == len)
+        return S3_TOKEN_CUOBJ_RC;
+    /* addr:size:rkey:lid:dctn[:...]: every field non-empty hex. */
+    size_t fields = 0;
+    for (const char *p = token;; p++) {
+        size_t n = strspn(p, "0123456789abcdefABCDEF");
+        if (n == 0)
+            return S3_TOKEN_UNKNOWN;
+        fields++;
+        p += n;
+        if (*p == '\0')
+            break;
+        if (*p != ':')
+            return S3_TOKEN_UNKNOWN;
+    }
+    return fields >= 5 ? S3_TOKEN_CUOBJ_DC : S3_TOKEN_UNKNOWN;
+}
+
+const char *s3_token_format_name(s3_token_format_t f)
+{
+    static const char *const names[] = {"s3r1", "cuObject DC", "cuObject RC", "unknown"};
+    return names[f];
+}

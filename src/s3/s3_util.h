@@ -46,6 +46,19 @@ s3_range_result_t s3_range_parse(const char *header, uint64_t size, uint64_t *fi
  * with the prefix of length prefix_len. */
 size_t s3_common_prefix_len(const char *key, size_t key_len, size_t prefix_len, const char *delim);
 
+/* The format of an x-amz-rdma-token value (docs/protocol.md §2). s3rdmad
+ * serves only its own; the others are declined so their clients fall back. */
+typedef enum s3_token_format {
+    S3_TOKEN_S3R1 = 0, /* "s3r1." + ...: ours (well-formed or not: rdma_xfer_open decides) */
+    S3_TOKEN_CUOBJ_DC, /* NVIDIA cuObject DC descriptor: >= 5 ':'-separated hex fields */
+    S3_TOKEN_CUOBJ_RC, /* NVIDIA cuObject RC descriptor: 88 hex characters */
+    S3_TOKEN_UNKNOWN,  /* anything else */
+} s3_token_format_t;
+
+s3_token_format_t s3_token_format(const char *token);
+/* "s3r1", "cuObject DC", "cuObject RC" or "unknown". */
+const char *s3_token_format_name(s3_token_format_t f);
+
 /* "2006-02-03T16:45:09.000Z" (25 bytes with the NUL). */
 void s3_time_iso8601(int64_t unix_ms, char out[32]);
 /* "Fri, 03 Feb 2006 16:45:09 GMT" (30 bytes with the NUL). */

@@ -81,7 +81,7 @@ def test_presigned_expires_limits(server, s3, bucket):
     s3.put_object(Bucket=bucket, Key="lim", Body=b"x")
     ok = presign_url(server.host, "GET", f"/{bucket}/lim", *USERS[0], expires=604800)
     assert http("GET", ok)[0] == 200
-    for bad in (604801, 0, -5):
+    for bad in (604801, -5):  # 0 is an expired URL (test_s3_presigned.py)
         url = presign_url(server.host, "GET", f"/{bucket}/lim", *USERS[0], expires=bad)
         status, _, body = http("GET", url)
         assert status == 400 and code_of(body) == "AuthorizationQueryParametersError", (bad, body)

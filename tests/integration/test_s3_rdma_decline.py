@@ -1,6 +1,8 @@
 """The HTTP side of the RDMA token path (docs/protocol.md §3) as a plain S3 client sees it: with no
-usable RDMA session the server declines with 501 NotImplemented, never pretends success
-(no x-amz-rdma-reply), and authorization / existence errors come before any decline."""
+usable RDMA session the server declines an s3r1 token with 501 NotImplemented, never pretends
+success (no x-amz-rdma-reply), and authorization / existence errors come before any decline. Tokens of other
+S3-RDMA implementations (NVIDIA cuObject's DC and RC descriptors) are declined the way their
+clients fall back: a PUT with 501, a GET with the object in the body, both x-amz-rdma-reply: 501."""
 import base64
 import os
 
@@ -91,3 +93,60 @@ def test_token_must_be_signed(make_server):
     conn.close()
     assert resp.status == 403 and b"<Code>AccessDenied</Code>" in body, (resp.status, body)
     assert resp.getheader("x-amz-rdma-reply") is None
+
+
+# NVIDIA cuObject descriptors: "%016lx:%08x:%08x:%04x:%06x:%01x:%032x" (addr:size:rkey:lid:dctn:
+# has_gid:gid), older clients appending ":addr:size"; and the 88-hex-digit RC form.
+CUOBJ_DC = "00007f3a5c000000:00001000:0001a2b3:0001:00abcd:1:fe800000000000000000000000000001"
+FOREIGN_TOKENS = {
+    "cuobj-dc": CUOBJ_DC,
+    "cuobj-dc-appended": CUOBJ_DC + ":00007f3a5c000000:0000000000001000",
+    "cuobj-rc": os.urandom(44).hex(),
+}
+
+
+@pytest.mark.parametrize("token", list(FOREIGN_TOKENS.values()), ids=list(FOREIGN_TOKENS))
+def test_foreign_token_put_declined(rdma_server, token):
+    srv = rdma_server
+    b = _mk_bucket(srv)
+    r = token_put(srv, b, "cu-obj", token=token)
+    assert r.status == 501 and r.error_code() == "NotImplemented", r
+    assert r.headers.get("x-amz-rdma-reply") == "501", r
+    assert b"serves s3r1 tokens only" in r.body, r
+    assert raw_request(srv, "HEAD", f"/{b}/cu-obj").status == 404
+    # the client's fallback: the same PUT with its body
+    assert raw_request(srv, "PUT", f"/{b}/cu-obj", body=b"y" * 4096).status == 200
+
+
+@pytest.mark.parametrize("token", list(FOREIGN_TOKENS.values()), ids=list(FOREIGN_TOKENS))
+def test_foreign_token_get_served_inline(rdma_server, token):
+    srv = rdma_server
+    b = _mk_bucket(srv)
+    data = os.urandom(5000)
+    assert raw_request(srv, "PUT", f"/{b}/obj", body=data).status == 200
+    r = token_get(srv, b, "obj", token=token)
+    assert r.status == 200 and r.body == data, r
+    assert r.headers.get("x-amz-rdma-reply") == "501", r
+    assert "x-amz-rdma-bytes-transferred" not in r.headers, r
+    r = raw_request(srv, "GET", f"/{b}/obj", headers={"x-amz-rdma-token": token,
+                                                      "Range": "bytes=100-199"},
+                    payload_hash="UNSIGNED-PAYLOAD")
+    assert r.status == 206 and r.body == data[100:200], r
+    assert r.headers.get("x-amz-rdma-reply") == "501", r
+    # errors keep their meaning: a missing key is a 404, another user's bucket 403
+    r = token_get(srv, b, "missing", token=token)
+    assert r.status == 404 and r.error_code() == "NoSuchKey", r
+    r = token_get(srv, b, "obj", token=token, user=USERS[1])
+    assert r.status == 403 and r.error_code() == "AccessDenied", r
+
+
+def test_foreign_token_upload_part_declined(rdma_server):
+    srv = rdma_server
+    b = _mk_bucket(srv)
+    r = raw_request(srv, "POST", f"/{b}/mp", query=[("uploads", None)])
+    upload_id = r.xml().find("{http://s3.amazonaws.com/doc/2006-03-01/}UploadId").text
+    r = raw_request(srv, "PUT", f"/{b}/mp", query=[("partNumber", "1"), ("uploadId", upload_id)],
+                    headers={"x-amz-rdma-token": CUOBJ_DC,
+                             "x-amz-decoded-content-length": "4096"},
+                    payload_hash="UNSIGNED-PAYLOAD")
+    assert r.status == 501 and r.headers.get("x-amz-rdma-reply") == "501", r

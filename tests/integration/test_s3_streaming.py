@@ -258,3 +258,26 @@ def test_http_chunked_transfer_encoding(server, s3, bucket):
         status, raw = recv_http_response(sock)
     assert status == 200, raw
     assert s3.get_object(Bucket=bucket, Key="te-chunked")["Body"].read() == data
+
+
+@pytest.mark.parametrize("sent,stored", [
+    ("aws-chunked", None),
+    ("aws-chunked, gzip", "gzip"),
+    ("aws-chunked,gzip", "gzip"),
+    ("gzip, aws-chunked", "gzip"),
+    ("deflate, aws-chunked, gzip", "deflate, gzip"),
+    ("AWS-Chunked , br", "br"),
+])
+def test_content_encoding_stored_without_aws_chunked(server, s3, bucket, sent, stored):
+    """S3 drops the aws-chunked coding from Content-Encoding and stores the rest as sent."""
+    r = put_signed_streaming(server, bucket, "enc", [b"data"],
+                             extra_headers={"Content-Encoding": sent})
+    assert r.status == 200, r
+    got = s3.head_object(Bucket=bucket, Key="enc")
+    assert got.get("ContentEncoding") == stored, got
+
+
+@pytest.mark.parametrize("sent", ["deflate, gzip", "gzip,  br", "identity"])
+def test_content_encoding_kept_exactly(s3, bucket, sent):
+    s3.put_object(Bucket=bucket, Key="enc", Body=b"x", ContentEncoding=sent)
+    assert s3.head_object(Bucket=bucket, Key="enc")["ContentEncoding"] == sent

@@ -118,10 +118,10 @@ static void test_common_prefix(void **state)
     (void)state;
     const char *k = "photos/2024/jan/a.jpg";
     size_t n = strlen(k);
-    assert_int_equal(s3_common_prefix_len(k, n, 0, "/"), 7);         /* "photos/" */
-    assert_int_equal(s3_common_prefix_len(k, n, 7, "/"), 12);        /* "photos/2024/" */
-    assert_int_equal(s3_common_prefix_len(k, n, 16, "/"), 0);        /* no '/' after "jan/" */
-    assert_int_equal(s3_common_prefix_len(k, n, 0, "2024/"), 12);    /* multi-byte delimiter */
+    assert_int_equal(s3_common_prefix_len(k, n, 0, "/"), 7);      /* "photos/" */
+    assert_int_equal(s3_common_prefix_len(k, n, 7, "/"), 12);     /* "photos/2024/" */
+    assert_int_equal(s3_common_prefix_len(k, n, 16, "/"), 0);     /* no '/' after "jan/" */
+    assert_int_equal(s3_common_prefix_len(k, n, 0, "2024/"), 12); /* multi-byte delimiter */
     assert_int_equal(s3_common_prefix_len(k, n, 0, NULL), 0);
     assert_int_equal(s3_common_prefix_len(k, n, 0, ""), 0);
     assert_int_equal(s3_common_prefix_len("ab", 2, 5, "/"), 0); /* key shorter than prefix */
@@ -142,12 +142,34 @@ static void test_dates(void **state)
     assert_int_equal(s3_time_parse_http("yesterday"), -1);
 }
 
+static void test_token_formats(void **state)
+{
+    (void)state;
+    assert_int_equal(s3_token_format("s3r1.AAAA"), S3_TOKEN_S3R1);
+    assert_int_equal(s3_token_format("00007f0000001000:00001000:0001a2b3:0001:00abcd:1:"
+                                     "fe800000000000000000000000000001"),
+                     S3_TOKEN_CUOBJ_DC);
+    assert_int_equal(s3_token_format("7f0000001000:1000:a2b3:1:abcd"), S3_TOKEN_CUOBJ_DC);
+    char rc[89];
+    memset(rc, 'a', 88);
+    rc[88] = '\0';
+    assert_int_equal(s3_token_format(rc), S3_TOKEN_CUOBJ_RC);
+    rc[87] = '\0';
+    assert_int_equal(s3_token_format(rc), S3_TOKEN_UNKNOWN); /* 87 hex digits */
+    const char *unknown[] = {"",          "a:b:c:d",  "a:b:c:d:",  ":a:b:c:d",
+                             "a:b:c:d:x", "a::b:c:d", "s3r2.AAAA", "hello"};
+    for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++)
+        assert_int_equal(s3_token_format(unknown[i]), S3_TOKEN_UNKNOWN);
+    assert_string_equal(s3_token_format_name(S3_TOKEN_CUOBJ_DC), "cuObject DC");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bucket_names), cmocka_unit_test(test_utf8),
-        cmocka_unit_test(test_url_decode),   cmocka_unit_test(test_ranges),
+        cmocka_unit_test(test_bucket_names),  cmocka_unit_test(test_utf8),
+        cmocka_unit_test(test_url_decode),    cmocka_unit_test(test_ranges),
         cmocka_unit_test(test_common_prefix), cmocka_unit_test(test_dates),
+        cmocka_unit_test(test_token_formats),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
