@@ -200,6 +200,17 @@ typedef struct s3r_stats {
 /* Snapshot of the counters (each read atomically). */
 s3r_status_t s3r_client_stats(s3r_client_t *client, s3r_stats_t *stats_p);
 
+/* Progress of a file transfer: done_bytes of total_bytes have moved
+ * (total_bytes 0 when not known). */
+typedef void (*s3r_progress_fn)(void *arg, uint64_t done_bytes, uint64_t total_bytes);
+
+/* Sets the progress callback of s3r_object_put_file() and
+ * s3r_object_get_file() on this client (fn NULL: none, the default). It is
+ * called on the thread running the transfer after each part or chunk, and
+ * for a GET over HTTP as body bytes arrive; it must not call into the
+ * client. Set it while no transfer runs on the client. */
+void s3r_client_set_progress(s3r_client_t *client, s3r_progress_fn fn, void *arg);
+
 /* 1 if the client currently has a live RDMA session, else 0. */
 int s3r_client_rdma_connected(s3r_client_t *client);
 /* Opens the RDMA session now instead of lazily (for tools and tests). */

@@ -102,7 +102,8 @@ int s3c_resp_header(const s3c_resp_t *r, const char *name, char *out, size_t out
 typedef struct xfer {
     s3c_req_t *req;
     s3c_resp_t *resp;
-    uint64_t sent; /* request body bytes handed to curl */
+    uint64_t sent;  /* request body bytes handed to curl */
+    uint64_t total; /* the 2xx body's Content-Length (for sink_progress), 0 if unknown */
 } xfer_t;
 
 static size_t on_header(char *data, size_t size, size_t n, void *ud)
@@ -169,6 +170,12 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud)
                 return 0;
             }
             done += (size_t)w;
+        }
+        if (q->sink_progress != NULL) {
+            char cl[32];
+            if (r->body_bytes == 0 && s3c_resp_header(r, "content-length", cl, sizeof(cl)) == 0)
+                x->total = strtoull(cl, NULL, 10);
+            q->sink_progress(q->sink_progress_arg, q->sink_off + r->body_bytes + len, x->total);
         }
     }
     r->body_bytes += len;
