@@ -396,6 +396,18 @@ s3r_status_t s3r_op_wait(s3r_op_t *op, uint64_t *len_p);
  * no-op. */
 void s3r_op_free(s3r_op_t *op);
 
+/* ---- Presigned URLs ----------------------------------------------------------- */
+
+/* Writes a SigV4 presigned URL (query authentication, docs/security.md) for
+ * method ("GET", "PUT", "HEAD", "DELETE") on bucket/key at the client's
+ * first HTTP endpoint, valid for expires_s seconds from now (1 to 604800,
+ * as S3 allows), into out (out_len bytes, NUL-terminated). Anyone holding
+ * the URL may make that one request as the client's user until it expires.
+ * No network I/O. S3R_ERR_INVALID_ARG on a bad argument, S3R_ERR_TOO_LARGE
+ * if out is too small; out is written only on success. */
+s3r_status_t s3r_presign_url(s3r_client_t *client, const char *method, const char *bucket,
+                             const char *key, uint64_t expires_s, char *out, size_t out_len);
+
 /* Frees memory the library returned with a "free with s3r_free" contract. */
 void s3r_free(void *p);
 
