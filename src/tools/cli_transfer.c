@@ -103,7 +103,7 @@ int cli_upload(cli_t *cli, const char *path, const char *bucket, const char *key
     if (st != S3R_OK)
         return cli_report(cli, what, st);
     cli_op_end(cli, &op, what);
-    cli_done_line(cli, "upload", path, to);
+    cli_done_line(cli, cli->move ? "move" : "upload", path, to);
     return CLI_OK;
 }
 
@@ -143,7 +143,7 @@ int cli_download(cli_t *cli, const char *bucket, const char *key, const char *pa
         return cli_report(cli, what, st);
     }
     cli_op_end(cli, &op, what);
-    cli_done_line(cli, "download", from, path);
+    cli_done_line(cli, cli->move ? "move" : "download", from, path);
     return CLI_OK;
 }
 
@@ -159,7 +159,7 @@ int cli_copy(cli_t *cli, const char *sb, const char *sk, const char *db, const c
     if (st != S3R_OK)
         return cli_report(cli, what, st);
     cli_op_end(cli, &op, what);
-    cli_done_line(cli, "copy", from, to);
+    cli_done_line(cli, cli->move ? "move" : "copy", from, to);
     return CLI_OK;
 }
 
