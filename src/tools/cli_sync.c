@@ -19,6 +19,8 @@ static int cmp_entry_key(const void *key, const void *entry)
 /* The entry of l with this key (ListObjectsV2 returns keys sorted). */
 static const s3r_object_entry_t *find(const s3r_object_list_t *l, const char *key)
 {
+    if (l->n_objects == 0)
+        return NULL; /* objects may be NULL then */
     return bsearch(key, l->objects, l->n_objects, sizeof(l->objects[0]), cmp_entry_key);
 }
 
