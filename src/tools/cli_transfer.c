@@ -91,10 +91,15 @@ int cli_upload(cli_t *cli, const char *path, const char *bucket, const char *key
         free(data);
     } else {
         struct stat sb;
-        if (stat(path, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+        if (stat(path, &sb) < 0) {
+            bool missing = errno == ENOENT;
             fprintf(stderr, "s3rdma: upload %s: %s\n", path,
-                    errno == ENOENT ? "no such file" : "not a regular file");
-            return errno == ENOENT ? CLI_NOTFOUND : CLI_FAIL;
+                    missing ? "no such file" : strerror(errno));
+            return missing ? CLI_NOTFOUND : CLI_FAIL;
+        }
+        if (!S_ISREG(sb.st_mode)) {
+            fprintf(stderr, "s3rdma: upload %s: not a regular file\n", path);
+            return CLI_FAIL;
         }
         cli_progress_begin(cli, path, (uint64_t)sb.st_size);
         st = s3r_object_put_file(cli->client, bucket, key, path, &po);
