@@ -50,11 +50,15 @@ int cli_verb_mb(cli_t *cli, int argc, char **argv)
         return rc;
     char what[300];
     snprintf(what, sizeof(what), "make_bucket s3://%s", u.bucket);
+    cli_op_t op;
+    cli_op_begin(cli, &op);
     s3r_status_t st = s3r_bucket_create(cli->client, u.bucket);
-    if (st != S3R_OK)
+    if (st != S3R_OK) {
         rc = cli_report(cli, what, st);
-    else
+    } else {
+        cli_op_end(cli, &op, what);
         cli_done_line(cli, "make_bucket", argv[0], NULL);
+    }
     cli_s3url_free(&u);
     return rc;
 }
@@ -83,11 +87,15 @@ int cli_verb_rb(cli_t *cli, int argc, char **argv)
     if (rc == CLI_OK) {
         char what[300];
         snprintf(what, sizeof(what), "remove_bucket s3://%s", u.bucket);
+        cli_op_t op;
+        cli_op_begin(cli, &op);
         s3r_status_t st = s3r_bucket_delete(cli->client, u.bucket);
-        if (st != S3R_OK)
+        if (st != S3R_OK) {
             rc = cli_report(cli, what, st);
-        else
+        } else {
+            cli_op_end(cli, &op, what);
             cli_done_line(cli, "remove_bucket", argv[0], NULL);
+        }
     }
     cli_s3url_free(&u);
     return rc;
@@ -124,13 +132,16 @@ int cli_verb_ls(cli_t *cli, int argc, char **argv)
     const char *slash = strrchr(u.key, '/');
     size_t strip = cli->o.recursive || slash == NULL ? 0 : (size_t)(slash - u.key + 1);
     s3r_object_list_t *l;
+    char what[2100];
+    snprintf(what, sizeof(what), "ls %s", argv[0]);
+    cli_op_t op;
+    cli_op_begin(cli, &op);
     s3r_status_t st = s3r_object_list(cli->client, u.bucket, &lo, &l);
     int rc = CLI_OK;
     if (st != S3R_OK) {
-        char what[2100];
-        snprintf(what, sizeof(what), "ls %s", argv[0]);
         rc = cli_report(cli, what, st);
     } else {
+        cli_op_end(cli, &op, what);
         for (size_t i = 0; i < l->n_prefixes; i++)
             printf("%27sPRE %s\n", "", l->prefixes[i] + strip);
         for (size_t i = 0; i < l->n_objects; i++) {

@@ -131,9 +131,11 @@ def test_endpoint_and_keys_from_the_environment(srv, tmp_path, bucket):
     assert b"could not connect" in p.stderr and b"hint: is s3rdmad running" in p.stderr
     run(["--endpoint-url", srv.endpoint, "ls"],
         base_env(home, AWS_ENDPOINT_URL_S3=dead, **keys_env), check=0)
-    # No endpoint anywhere: the default, and the error says so.
-    p = run(["--region", "us-east-1", "ls"], base_env(home, **keys_env))
-    assert p.returncode == 0 or b"default http://127.0.0.1:9000" in p.stderr, p.stderr
+    # No endpoint anywhere: the default (whatever answers there, if anything), and -v says so.
+    p = run(["-v", "ls"], base_env(home, **keys_env))
+    assert b"endpoint http://127.0.0.1:9000 (from default)" in p.stderr, p.stderr
+    p = run(["-v", "ls"], base_env(home, AWS_ENDPOINT_URL=srv.endpoint, **keys_env), check=0)
+    assert f"endpoint {srv.endpoint} (from AWS_ENDPOINT_URL)".encode() in p.stderr, p.stderr
     # Flags beat the environment's keys.
     env = base_env(home, AWS_ENDPOINT_URL=srv.endpoint, AWS_ACCESS_KEY_ID=AK,
                    AWS_SECRET_ACCESS_KEY="wrong")
@@ -392,6 +394,9 @@ def test_not_found_names_the_cause_on_every_transport(env, bucket, tmp_path, tra
     # -v names the transport that carried the transfer
     p = run(t + ["-v", "get", f"s3://{bucket}/present", tmp_path / "ok"], env, check=0)
     assert f"download s3://{bucket}/present: via {transport}\n".encode() in p.stderr, p.stderr
+    p = run(t + ["-v", "ls", f"s3://{bucket}"], env, check=0)
+    via = "native" if transport == "native" else "http"  # listings never use the token path
+    assert f"ls s3://{bucket}: via {via}\n".encode() in p.stderr, p.stderr
     p = run(t + ["--stats", "put", tmp_path / "nofile", f"s3://{bucket}/k"], env, check=3)
     assert b"no such file" in p.stderr and b"stats: http_ops=" in p.stderr
 
