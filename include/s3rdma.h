@@ -200,6 +200,17 @@ typedef struct s3r_stats {
 /* Snapshot of the counters (each read atomically). */
 s3r_status_t s3r_client_stats(s3r_client_t *client, s3r_stats_t *stats_p);
 
+/* Progress of a file transfer: done_bytes of total_bytes have moved
+ * (total_bytes 0 when not known). */
+typedef void (*s3r_progress_fn)(void *arg, uint64_t done_bytes, uint64_t total_bytes);
+
+/* Sets the progress callback of s3r_object_put_file() and
+ * s3r_object_get_file() on this client (fn NULL: none, the default). It is
+ * called on the thread running the transfer after each part or chunk, and
+ * for a GET over HTTP as body bytes arrive; it must not call into the
+ * client. Set it while no transfer runs on the client. */
+void s3r_client_set_progress(s3r_client_t *client, s3r_progress_fn fn, void *arg);
+
 /* 1 if the client currently has a live RDMA session, else 0. */
 int s3r_client_rdma_connected(s3r_client_t *client);
 /* Opens the RDMA session now instead of lazily (for tools and tests). */
@@ -384,6 +395,18 @@ s3r_status_t s3r_op_wait(s3r_op_t *op, uint64_t *len_p);
 /* Frees the op, waiting for it first if it was not waited for. NULL is a
  * no-op. */
 void s3r_op_free(s3r_op_t *op);
+
+/* ---- Presigned URLs ----------------------------------------------------------- */
+
+/* Writes a SigV4 presigned URL (query authentication, docs/security.md) for
+ * method ("GET", "PUT", "HEAD", "DELETE") on bucket/key at the client's
+ * first HTTP endpoint, valid for expires_s seconds from now (1 to 604800,
+ * as S3 allows), into out (out_len bytes, NUL-terminated). Anyone holding
+ * the URL may make that one request as the client's user until it expires.
+ * No network I/O. S3R_ERR_INVALID_ARG on a bad argument, S3R_ERR_TOO_LARGE
+ * if out is too small; out is written only on success. */
+s3r_status_t s3r_presign_url(s3r_client_t *client, const char *method, const char *bucket,
+                             const char *key, uint64_t expires_s, char *out, size_t out_len);
 
 /* Frees memory the library returned with a "free with s3r_free" contract. */
 void s3r_free(void *p);

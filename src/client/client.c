@@ -126,6 +126,14 @@ s3r_status_t s3r_client_stats(s3r_client_t *c, s3r_stats_t *out)
     return S3R_OK;
 }
 
+void s3r_client_set_progress(s3r_client_t *c, s3r_progress_fn fn, void *arg)
+{
+    if (c == NULL)
+        return;
+    c->progress = fn;
+    c->progress_arg = arg;
+}
+
 void count(s3r_client_t *c, s3r_transport_t t, uint64_t bytes)
 {
     if (t == S3R_TRANSPORT_TOKEN) {

@@ -117,6 +117,10 @@ static s3r_status_t get_plain(s3r_client_t *c, s3r_transport_t t, const char *bu
         req.native_op = 0;
     req.sink_fd = fd;
     req.sink_off = fd_off;
+    if (fd >= 0) {
+        req.sink_progress = c->progress;
+        req.sink_progress_arg = c->progress_arg;
+    }
     req.sink_grow = grow;
     s3r_status_t st = get_result(c, s3c_do(c, t, &req, &resp), &resp, cap, grow != NULL, len_p);
     s3c_resp_free(&resp);
@@ -295,6 +299,8 @@ s3r_status_t s3r_object_get_file(s3r_client_t *c, const char *bucket, const char
                 else
                     w += (uint64_t)r;
             }
+            if (st == S3R_OK && c->progress != NULL)
+                c->progress(c->progress_arg, off + got, size);
         }
         stage_free(c, buf, reg);
     }

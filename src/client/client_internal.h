@@ -112,6 +112,8 @@ struct s3r_client {
     atomic_uint_fast64_t n_fallbacks, n_errors, n_sessions, n_regions;
     atomic_uint rr;             /* round-robin endpoint cursor */
     atomic_int fallback_logged; /* the one-time stderr notice */
+    s3r_progress_fn progress;   /* s3r_client_set_progress: file transfers report here */
+    void *progress_arg;
 
     /* The SigV4 signing key depends only on the secret, the date and the
      * region, so it is derived once a day rather than per request (four
@@ -188,6 +190,9 @@ typedef struct s3c_req {
     buf_t *sink_grow;
     int sink_fd;
     uint64_t sink_off;
+    /* With sink_fd: told the bytes written so far and the Content-Length. */
+    s3r_progress_fn sink_progress;
+    void *sink_progress_arg;
 } s3c_req_t;
 
 typedef struct s3c_resp {

@@ -68,6 +68,21 @@ static int info_from_headers(const s3c_resp_t *resp, s3r_object_info_t *info)
     return 0;
 }
 
+/* A HEAD's 404 carries no body, so it cannot say whether the bucket or the
+ * key is missing (over HTTP and native alike); a HEAD of the bucket tells.
+ * Records the error as a GET's <Error> would name it and returns it. */
+static s3r_status_t head_not_found(s3r_client_t *c, const char *bucket, s3r_transport_t t)
+{
+    s3c_req_t req;
+    s3c_req_init(&req, "HEAD", bucket, NULL);
+    req.native_op = RDMA_OP_HEAD_BUCKET;
+    if (simple(c, &req, false) == S3R_ERR_NO_SUCH_BUCKET)
+        return s3c_fail(c, S3R_ERR_NO_SUCH_BUCKET, t, 404, "NoSuchBucket",
+                        "The specified bucket does not exist.");
+    return s3c_fail(c, S3R_ERR_NO_SUCH_KEY, t, 404, "NoSuchKey",
+                    "The specified key does not exist.");
+}
+
 s3r_status_t head_object(s3r_client_t *c, const char *bucket, const char *key,
                          s3r_object_info_t **info_p)
 {
@@ -77,7 +92,9 @@ s3r_status_t head_object(s3r_client_t *c, const char *bucket, const char *key,
     req.native_op = RDMA_OP_HEAD_OBJECT;
     s3c_resp_init(&resp);
     s3r_status_t st = s3c_do(c, pick_control(c), &req, &resp);
-    if (st == S3R_OK && (resp.status < 200 || resp.status > 299))
+    if (st == S3R_OK && resp.status == 404 && resp.err_body.len == 0)
+        st = head_not_found(c, bucket, resp.transport);
+    else if (st == S3R_OK && (resp.status < 200 || resp.status > 299))
         st = s3c_http_error(c, &resp, resp.transport, true);
     if (st == S3R_OK) {
         s3r_object_info_t *info = calloc(1, sizeof(*info));

@@ -324,6 +324,8 @@ s3r_status_t s3r_object_put_file(s3r_client_t *c, const char *bucket, const char
         st = read_full(c, fd, buf, size, 0, path);
         if (st == S3R_OK)
             st = put_one(c, bucket, key, NULL, buf, size, opts, NULL, 0);
+        if (st == S3R_OK && c->progress != NULL)
+            c->progress(c->progress_arg, size, size);
     } else {
         mpu_t m;
         st = mpu_start(c, bucket, key, opts, &m);
@@ -332,6 +334,8 @@ s3r_status_t s3r_object_put_file(s3r_client_t *c, const char *bucket, const char
             st = read_full(c, fd, buf, n, off, path);
             if (st == S3R_OK)
                 st = mpu_part(c, bucket, key, &m, buf, n, want);
+            if (st == S3R_OK && c->progress != NULL)
+                c->progress(c->progress_arg, off + n, size);
         }
         if (st == S3R_OK)
             st = mpu_finish(c, bucket, key, &m);

@@ -102,7 +102,8 @@ int s3c_resp_header(const s3c_resp_t *r, const char *name, char *out, size_t out
 typedef struct xfer {
     s3c_req_t *req;
     s3c_resp_t *resp;
-    uint64_t sent; /* request body bytes handed to curl */
+    uint64_t sent;  /* request body bytes handed to curl */
+    uint64_t total; /* the 2xx body's Content-Length (for sink_progress), 0 if unknown */
 } xfer_t;
 
 static size_t on_header(char *data, size_t size, size_t n, void *ud)
@@ -169,6 +170,12 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud)
                 return 0;
             }
             done += (size_t)w;
+        }
+        if (q->sink_progress != NULL) {
+            char cl[32];
+            if (r->body_bytes == 0 && s3c_resp_header(r, "content-length", cl, sizeof(cl)) == 0)
+                x->total = strtoull(cl, NULL, 10);
+            q->sink_progress(q->sink_progress_arg, q->sink_off + r->body_bytes + len, x->total);
         }
     }
     r->body_bytes += len;
@@ -251,6 +258,23 @@ static void signing_key(s3r_client_t *c, const char *date8, uint8_t key[SHA256_L
     }
     memcpy(key, c->signing_key, SHA256_LEN);
     pthread_mutex_unlock(&c->key_mu);
+}
+
+/* Appends the canonical URI of "/bucket/key" (sigv4_uri_encode_path) to
+ * uri, encoded piece by piece without assembling the decoded path first.
+ * bucket and key may be NULL (the service; the bucket). 0, or -1 if full. */
+static int canonical_uri(const char *bucket, const char *key, buf_t *uri)
+{
+    if (buf_append_str(uri, "/") < 0)
+        return -1;
+    if (bucket == NULL)
+        return 0;
+    if (sigv4_uri_encode(bucket, strlen(bucket), false, uri) < 0)
+        return -1;
+    if (key != NULL &&
+        (buf_append_str(uri, "/") < 0 || sigv4_uri_encode(key, strlen(key), false, uri) < 0))
+        return -1;
+    return 0;
 }
 
 /* Builds the curl header list: Host, x-amz-date, x-amz-content-sha256, the
@@ -350,6 +374,74 @@ static struct curl_slist *sign_headers(s3r_client_t *c, const s3c_req_t *req,
     return list;
 }
 
+/* ---- Presigned URLs ------------------------------------------------------------ */
+
+s3r_status_t s3r_presign_url(s3r_client_t *c, const char *method, const char *bucket,
+                             const char *key, uint64_t expires_s, char *out, size_t out_len)
+{
+    if (c == NULL || method == NULL || bucket == NULL || bucket[0] == '\0' || key == NULL ||
+        key[0] == '\0' || expires_s < 1 || expires_s > 604800 || out == NULL)
+        return S3R_ERR_INVALID_ARG;
+    const s3c_endpoint_t *ep = &c->set.http[0];
+    char amz_date[17], date8[9], scope[256], sig[65];
+    sigv4_format_amz_date((int64_t)time(NULL), amz_date);
+    memcpy(date8, amz_date, 8);
+    date8[8] = '\0';
+    snprintf(scope, sizeof(scope), "%s/%s/%s/s3/aws4_request", c->set.access_key, date8,
+             c->set.region);
+
+    buf_t uri, raw, query, canon, sts;
+    buf_init(&uri, 16384);
+    buf_init(&raw, S3C_URL_MAX);
+    buf_init(&query, S3C_URL_MAX);
+    buf_init(&canon, S3C_URL_MAX + 4096);
+    buf_init(&sts, 4096);
+    int rc = canonical_uri(bucket, key, &uri);
+    if (rc == 0)
+        rc = buf_printf(&raw, "X-Amz-Algorithm=%s&X-Amz-Credential=", SIGV4_ALGORITHM);
+    if (rc == 0)
+        rc = sigv4_uri_encode(scope, strlen(scope), true, &raw);
+    if (rc == 0)
+        rc = buf_printf(&raw, "&X-Amz-Date=%s&X-Amz-Expires=%llu&X-Amz-SignedHeaders=host",
+                        amz_date, (unsigned long long)expires_s);
+    if (rc == 0)
+        rc = sigv4_canonical_query(raw.data, false, &query);
+    sigv4_header_t host = {"host", ep->hostport};
+    sigv4_request_t sr = {
+        .method = method,
+        .canonical_uri = uri.data,
+        .canonical_query = query.data,
+        .headers = &host,
+        .n_headers = 1,
+        .signed_headers = "host",
+        .payload_hash = SIGV4_UNSIGNED,
+    };
+    if (rc == 0)
+        rc = sigv4_canonical_request(&sr, &canon);
+    if (rc == 0)
+        rc = sigv4_string_to_sign(amz_date, scope + strlen(c->set.access_key) + 1, canon.data,
+                                  canon.len, &sts);
+    s3r_status_t st = S3R_ERR_TOO_LARGE;
+    if (rc == 0) {
+        uint8_t k[SHA256_LEN];
+        signing_key(c, date8, k);
+        sigv4_sign(k, sts.data, sts.len, sig);
+        buf_reset(&raw); /* now the URL */
+        if (buf_printf(&raw, "%s%s?%s&X-Amz-Signature=%s", ep->url, uri.data, query.data, sig) ==
+                0 &&
+            raw.len < out_len) {
+            memcpy(out, raw.data, raw.len + 1);
+            st = S3R_OK;
+        }
+    }
+    buf_free(&uri);
+    buf_free(&raw);
+    buf_free(&query);
+    buf_free(&canon);
+    buf_free(&sts);
+    return st;
+}
+
 /* ---- Request ---------------------------------------------------------------- */
 
 static s3r_status_t curl_status(CURLcode cc)
@@ -383,17 +475,8 @@ static s3r_status_t do_once(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *resp, i
     buf_init(&query, S3C_URL_MAX);
     buf_init(&scratch, 64 * 1024);
 
-    /* The canonical URI of "/bucket/key" (sigv4_uri_encode_path), encoded
-     * piece by piece without assembling the decoded path first. */
-    if (buf_append_str(&uri, "/") < 0)
+    if (canonical_uri(req->bucket, req->key, &uri) < 0)
         goto out;
-    if (req->bucket != NULL) {
-        if (sigv4_uri_encode(req->bucket, strlen(req->bucket), false, &uri) < 0)
-            goto out;
-        if (req->key != NULL && (buf_append_str(&uri, "/") < 0 ||
-                                 sigv4_uri_encode(req->key, strlen(req->key), false, &uri) < 0))
-            goto out;
-    }
     if (req->query != NULL && req->query[0] != '\0') {
         if (sigv4_canonical_query(req->query, false, &query) < 0) {
             st = S3R_ERR_INVALID_ARG;

@@ -393,10 +393,10 @@ def test_cli(rsrv, tmp_path, transport):
     cli(rsrv, "--content-type", "text/x-t", "--meta", "k=v", "put", src, f"s3://{b}/d/f",
         transport=transport, check=0)
     out = cli(rsrv, "ls", f"s3://{b}", transport=transport, check=0).stdout.decode()
-    assert "PRE" in out and f"s3://{b}/d/" in out
+    assert "PRE d/" in out
     out = cli(rsrv, "ls", f"s3://{b}/d/", transport=transport, check=0).stdout.decode()
     assert str(20 * MiB + 3) in out
-    assert f"s3://{b}" in cli(rsrv, "ls", transport=transport, check=0).stdout.decode()
+    assert b in cli(rsrv, "ls", transport=transport, check=0).stdout.decode().split()
     out = cli(rsrv, "stat", f"s3://{b}/d/f", transport=transport, check=0).stdout.decode()
     assert "text/x-t" in out and "k=v" in out and str(20 * MiB + 3) in out
     dst = tmp_path / "dst.bin"

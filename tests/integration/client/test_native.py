@@ -573,10 +573,10 @@ def test_cli_native(nsrv, tmp_path):
     small.write_bytes(b"hello native")
     ncli(nsrv, "put", small, f"s3://{b}/s", check=0)
     out = ncli(nsrv, "ls", f"s3://{b}", check=0).stdout.decode()
-    assert "PRE" in out and f"s3://{b}/d/" in out and f"s3://{b}/s" in out
+    assert "PRE d/" in out and " s\n" in out
     out = ncli(nsrv, "ls", f"s3://{b}/d/", check=0).stdout.decode()
     assert str(12 * MiB + 3) in out
-    assert f"s3://{b}" in ncli(nsrv, "ls", check=0).stdout.decode()
+    assert b in ncli(nsrv, "ls", check=0).stdout.decode().split()
     out = ncli(nsrv, "stat", f"s3://{b}/d/f", check=0).stdout.decode()
     assert "text/x-t" in out and "k=v" in out and str(12 * MiB + 3) in out
     o = boto(nsrv).get_object(Bucket=b, Key="d/f")
