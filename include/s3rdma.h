@@ -195,6 +195,8 @@ typedef struct s3r_stats {
     uint64_t errors;             /* calls that returned an error */
     uint64_t rdma_sessions;      /* sessions opened */
     uint64_t regions_registered; /* buffers registered (cache misses + s3r_buf_alloc) */
+    uint64_t declines;           /* token requests the server declined (501), whether then
+                                    redone over HTTP (also in fallbacks) or failed */
 } s3r_stats_t;
 
 /* Snapshot of the counters (each read atomically). */
