@@ -16,8 +16,9 @@ typedef struct figures {
     uint64_t rdma, http, fallback, declined, protocol_errors, http_below_threshold;
 } figures_t;
 
-static void figure(const bench_opts_t *o, const run_result_t *r, const op_result_t *x, figures_t *f)
+static void figure(const bench_opts_t *o, const run_result_t *r, int k, figures_t *f)
 {
+    const op_result_t *x = &r->op[k];
     double secs = r->secs > 0 ? r->secs : 1e-9;
     f->ops_s = (double)x->ops / secs;
     f->mb_s = (double)x->bytes / secs / 1e6;
@@ -30,6 +31,12 @@ static void figure(const bench_opts_t *o, const run_result_t *r, const op_result
     f->mean = hist_mean(&x->lat) / 1e3;
     f->rdma = x->stats.token_ops + x->stats.native_ops;
     f->http = x->stats.http_ops;
+    /* libs3rdma counts HTTP object GETs and PUTs only; a DELETE or LIST
+     * without object bytes went over HTTP unless it went native (a token
+     * request has no such form). */
+    uint64_t tried = x->ops + x->errors;
+    if ((k == OP_DELETE || k == OP_LIST) && tried > x->stats.native_ops)
+        f->http = tried - x->stats.native_ops;
     f->fallback = x->stats.fallbacks;
     f->declined = x->stats.declines;
     f->protocol_errors = x->by_kind[-S3R_ERR_PROTOCOL];
@@ -73,7 +80,7 @@ void report_text(FILE *f, const bench_opts_t *o, const run_result_t *r)
         if (!o->mix[k])
             continue;
         figures_t g;
-        figure(o, r, x, &g);
+        figure(o, r, k, &g);
         fprintf(f, "%-6s %10llu ops %11.1f ops/s %10.1f MB/s  errors %llu",
                 bench_op_name((bench_op_t)k), (unsigned long long)x->ops, g.ops_s, g.mb_s,
                 (unsigned long long)x->errors);
@@ -155,7 +162,7 @@ int report_json(const char *path, const bench_opts_t *o, const run_result_t *r)
         if (!o->mix[k])
             continue;
         figures_t g;
-        figure(o, r, x, &g);
+        figure(o, r, k, &g);
         fprintf(f,
                 "%s\n    \"%s\": {\"ops\": %llu, \"errors\": %llu, \"verified_reads\": %llu, "
                 "\"bytes\": %llu, ",
