@@ -13,8 +13,30 @@
 typedef struct figures {
     double ops_s, mb_s;
     double min, p50, p90, p99, p999, max, mean; /* microseconds */
-    uint64_t rdma, http, fallback, declined, protocol_errors, http_below_threshold;
+    uint64_t rdma, token, native, http, fallback, declined, protocol_errors, http_below_threshold;
 } figures_t;
+
+/* The RDMA data-path summary, in the order the text shows it. */
+typedef struct field {
+    const char *json, *text;
+    uint64_t v;
+} field_t;
+#define DATAPATH_FIELDS 8
+
+static void datapath(const figures_t *g, field_t out[DATAPATH_FIELDS])
+{
+    const field_t f[DATAPATH_FIELDS] = {
+        {"rdma", "by RDMA", g->rdma},
+        {"token", "token", g->token},
+        {"native", "native", g->native},
+        {"declined", "declined", g->declined},
+        {"protocol_errors", "protocol errors", g->protocol_errors},
+        {"fallback", "HTTP fallbacks", g->fallback},
+        {"http_below_threshold", "by HTTP below the threshold", g->http_below_threshold},
+        {"http", "HTTP", g->http},
+    };
+    memcpy(out, f, sizeof f);
+}
 
 static void figure(const bench_opts_t *o, const run_result_t *r, int k, figures_t *f)
 {
@@ -29,7 +51,9 @@ static void figure(const bench_opts_t *o, const run_result_t *r, int k, figures_
     f->p999 = hist_percentile(&x->lat, 99.9) / 1e3;
     f->max = (double)hist_max(&x->lat) / 1e3;
     f->mean = hist_mean(&x->lat) / 1e3;
-    f->rdma = x->stats.token_ops + x->stats.native_ops;
+    f->token = x->stats.token_ops;
+    f->native = x->stats.native_ops;
+    f->rdma = f->token + f->native;
     f->http = x->stats.http_ops;
     /* libs3rdma counts HTTP object GETs and PUTs only; a DELETE or LIST
      * without object bytes went over HTTP unless it went native (a token
@@ -94,14 +118,12 @@ void report_text(FILE *f, const bench_opts_t *o, const run_result_t *r)
         if (k == OP_READ)
             fprintf(f, "       time to first byte us: p50 %.1f  p99 %.1f (%s)\n", g.p50, g.p99,
                     TTFB_MEASURED_AS);
-        fprintf(f,
-                "       data path: by RDMA %llu (token %llu, native %llu), declined %llu, protocol "
-                "errors %llu, "
-                "HTTP fallbacks %llu, by HTTP below the threshold %llu, HTTP %llu\n",
-                (unsigned long long)g.rdma, (unsigned long long)x->stats.token_ops,
-                (unsigned long long)x->stats.native_ops, (unsigned long long)g.declined,
-                (unsigned long long)g.protocol_errors, (unsigned long long)g.fallback,
-                (unsigned long long)g.http_below_threshold, (unsigned long long)g.http);
+        field_t dp[DATAPATH_FIELDS];
+        datapath(&g, dp);
+        fprintf(f, "       data path:");
+        for (int i = 0; i < DATAPATH_FIELDS; i++)
+            fprintf(f, "%s %s %llu", i ? "," : "", dp[i].text, (unsigned long long)dp[i].v);
+        fprintf(f, "\n");
         for (int e = 0; e < ERRK_COUNT; e++)
             if (x->by_kind[e])
                 fprintf(f, "       errors %s: %llu\n", errk_name(e),
@@ -179,16 +201,11 @@ int report_json(const char *path, const bench_opts_t *o, const run_result_t *r)
             fprintf(f,
                     "\"ttfb_us\": {\"p50\": %.3f, \"p99\": %.3f, \"measured_as\": \"%s\"},\n      ",
                     g.p50, g.p99, TTFB_MEASURED_AS);
-        fprintf(
-            f,
-            "\"rdma\": %llu, \"token\": %llu, \"native\": %llu, \"http\": %llu, \"fallback\": "
-            "%llu, "
-            "\"declined\": %llu, \"protocol_errors\": %llu, \"http_below_threshold\": %llu,\n      "
-            "\"errors_by_kind\": {",
-            (unsigned long long)g.rdma, (unsigned long long)x->stats.token_ops,
-            (unsigned long long)x->stats.native_ops, (unsigned long long)g.http,
-            (unsigned long long)g.fallback, (unsigned long long)g.declined,
-            (unsigned long long)g.protocol_errors, (unsigned long long)g.http_below_threshold);
+        field_t dp[DATAPATH_FIELDS];
+        datapath(&g, dp);
+        for (int i = 0; i < DATAPATH_FIELDS; i++)
+            fprintf(f, "\"%s\": %llu, ", dp[i].json, (unsigned long long)dp[i].v);
+        fprintf(f, "\n      \"errors_by_kind\": {");
         const char *esep = "";
         for (int e = 0; e < ERRK_COUNT; e++)
             if (x->by_kind[e]) {
