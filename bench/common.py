@@ -1,6 +1,6 @@
-"""Shared helpers for bench/http and bench/rdma (standard library only).
+"""Shared helpers for the bench/ scripts (standard library only).
 
-SigV4 presigning (query form), free ports, starting s3rdmad, medians.
+SigV4 presigning (query form), free ports, starting s3rdmad, medians, ucx_perftest.
 Written for these benchmarks; not used by the server or the tests.
 """
 import datetime
@@ -171,3 +171,33 @@ def mktemp():
 
 def rmtree(d):
     shutil.rmtree(d, ignore_errors=True)
+
+
+def perftest(env, test, size, iters, warm, rank=50.0):
+    """An ucx_perftest server+client pair; the -f line's fields."""
+    port = free_port()
+    srv = subprocess.Popen(["ucx_perftest", "-p", str(port)], env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)
+        cmd = ["ucx_perftest", "127.0.0.1", "-p", str(port), *test.split(), "-s", str(size),
+               "-n", str(iters), "-w", str(warm), "-f", "-R", str(rank)]
+        for _ in range(20):
+            out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+            if out.returncode == 0:
+                break
+            time.sleep(0.2)
+        else:
+            return None
+        nums = [ln.split() for ln in out.stdout.splitlines()
+                if ln.strip() and ln.split()[0].isdigit()]
+        if not nums:
+            return None
+        f = [float(x) for x in nums[-1]]
+        return {"pct_us": f[1], "MBps": f[5] * 1.048576}
+    finally:
+        try:
+            srv.wait(10)
+        except subprocess.TimeoutExpired:
+            srv.kill()
+            srv.wait()

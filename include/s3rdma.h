@@ -195,6 +195,8 @@ typedef struct s3r_stats {
     uint64_t errors;             /* calls that returned an error */
     uint64_t rdma_sessions;      /* sessions opened */
     uint64_t regions_registered; /* buffers registered (cache misses + s3r_buf_alloc) */
+    uint64_t declines;           /* token requests the server declined (501), whether then
+                                    redone over HTTP (also in fallbacks) or failed */
 } s3r_stats_t;
 
 /* Snapshot of the counters (each read atomically). */
@@ -215,6 +217,21 @@ void s3r_client_set_progress(s3r_client_t *client, s3r_progress_fn fn, void *arg
 int s3r_client_rdma_connected(s3r_client_t *client);
 /* Opens the RDMA session now instead of lazily (for tools and tests). */
 s3r_status_t s3r_client_rdma_connect(s3r_client_t *client);
+
+/* What the RDMA layer runs on, for diagnostics (s3rdma-bench verify). */
+typedef struct s3r_rdma_info {
+    char ucx_version[32]; /* the UCX library in use, e.g. "1.13.1" */
+    /* The UCX transports the session's endpoint uses, as distinct
+     * "transport/device" names, comma-separated (e.g. "sysv/memory,cma/memory"
+     * or "tcp/lo"); "" when no session is up. */
+    char transports[256];
+    int tcp_only; /* 1 when every one of those transports is TCP */
+} s3r_rdma_info_t;
+
+/* Fills *info_p: the UCX version always; the session's transports when the
+ * client (which may be NULL) has a live RDMA session. Never opens one (call
+ * s3r_client_rdma_connect first). S3R_ERR_INVALID_ARG if info_p is NULL. */
+s3r_status_t s3r_client_rdma_info(s3r_client_t *client, s3r_rdma_info_t *info_p);
 
 /* ---- Registered memory ----------------------------------------------------- */
 

@@ -123,6 +123,7 @@ s3r_status_t s3r_client_stats(s3r_client_t *c, s3r_stats_t *out)
     out->errors = atomic_load(&c->n_errors);
     out->rdma_sessions = atomic_load(&c->n_sessions);
     out->regions_registered = atomic_load(&c->n_regions);
+    out->declines = atomic_load(&c->n_declines);
     return S3R_OK;
 }
 
@@ -323,6 +324,7 @@ s3r_status_t token_answer(s3r_client_t *c, const s3c_resp_t *resp, bool *decline
     char v[16];
     if (resp->status == 501) {
         *declined = true;
+        atomic_fetch_add(&c->n_declines, 1);
         /* Records the server's code and message, under the decline status. */
         (void)s3c_http_error(c, resp, S3R_TRANSPORT_TOKEN, true);
         set_status(S3R_ERR_RDMA_DECLINED);

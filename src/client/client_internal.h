@@ -109,7 +109,7 @@ struct s3r_client {
     /* Counters (s3r_client_stats). */
     atomic_uint_fast64_t n_http_ops, n_http_bytes, n_token_ops, n_token_bytes;
     atomic_uint_fast64_t n_native_ops, n_native_bytes;
-    atomic_uint_fast64_t n_fallbacks, n_errors, n_sessions, n_regions;
+    atomic_uint_fast64_t n_fallbacks, n_errors, n_sessions, n_regions, n_declines;
     atomic_uint rr;             /* round-robin endpoint cursor */
     atomic_int fallback_logged; /* the one-time stderr notice */
     s3r_progress_fn progress;   /* s3r_client_set_progress: file transfers report here */

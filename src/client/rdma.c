@@ -205,6 +205,25 @@ s3r_status_t s3r_client_rdma_connect(s3r_client_t *c)
     return st;
 }
 
+s3r_status_t s3r_client_rdma_info(s3r_client_t *c, s3r_rdma_info_t *info_p)
+{
+    if (info_p == NULL)
+        return S3R_ERR_INVALID_ARG;
+    s3r_rdma_info_t info = {0};
+    snprintf(info.ucx_version, sizeof info.ucx_version, "%s", rdma_ucx_version());
+    if (c != NULL) {
+        pthread_mutex_lock(&c->rdma_mu);
+        if (c->sess != NULL && rdma_session_alive(c->sess->rs)) {
+            snprintf(info.transports, sizeof info.transports, "%s",
+                     rdma_session_lanes(c->sess->rs));
+            info.tcp_only = rdma_session_tcp_only(c->sess->rs);
+        }
+        pthread_mutex_unlock(&c->rdma_mu);
+    }
+    *info_p = info;
+    return S3R_OK;
+}
+
 /* ---- Regions ------------------------------------------------------------------ */
 
 /* Evicts least recently used idle cached regions until under the bound.

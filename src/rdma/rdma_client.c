@@ -64,6 +64,7 @@ struct rdma_session {
     rdma_native_call_t *calls[64];
     uint64_t next_call_id;
     int tcp_only;
+    char lanes[256]; /* the endpoint's "transport/device" names (ep_lanes) */
     /* Threads inside rdma_native_wait: they progress the worker, so the
      * progress thread stands aside (it would only compete for the cores
      * and be woken by every reply). */
@@ -304,16 +305,20 @@ static int native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_
     return 0;
 }
 
-/* Whether every lane UCX chose for the endpoint is TCP (from the endpoint's
- * description: UCX 1.13 has no query for its transports). */
-static int ep_tcp_only(ucp_ep_h ep)
+/* Describes the lanes UCX chose for the endpoint (UCX 1.13 has no query for
+ * its transports, so from the endpoint's printed description): writes the
+ * distinct "transport/device" names, comma-separated, into s->lanes and
+ * sets s->tcp_only when every lane is TCP. */
+static void ep_lanes(rdma_session_t *s)
 {
     char *text = NULL;
-    size_t len = 0;
+    size_t len = 0, used = 0;
+    s->lanes[0] = '\0';
+    s->tcp_only = 0;
     FILE *f = open_memstream(&text, &len);
     if (!f)
-        return 0;
-    ucp_ep_print_info(ep, f);
+        return;
+    ucp_ep_print_info(s->ep, f);
     fclose(f);
     int lanes = 0, tcp = 0;
     for (char *l = strstr(text, "lane["); l; l = strstr(l + 1, "lane[")) {
@@ -326,9 +331,33 @@ static int ep_tcp_only(ucp_ep_h ep)
             break;
         lanes++;
         tcp += strncmp(tl + 1, "tcp/", 4) == 0;
+        char name[64];
+        size_t n = strcspn(tl + 1, " \t\n");
+        if (n >= sizeof(name))
+            n = sizeof(name) - 1;
+        memcpy(name, tl + 1, n);
+        name[n] = '\0';
+        /* each name once: ",name," never inside ",lanes," */
+        char probe[sizeof(name) + 2];
+        snprintf(probe, sizeof probe, ",%s,", name);
+        char have[sizeof(s->lanes) + 2];
+        snprintf(have, sizeof have, ",%s,", s->lanes);
+        if (strstr(have, probe) == NULL && used + n + 2 < sizeof(s->lanes))
+            used += (size_t)snprintf(s->lanes + used, sizeof(s->lanes) - used, "%s%s",
+                                     used ? "," : "", name);
     }
     free(text);
-    return lanes > 0 && tcp == lanes;
+    s->tcp_only = lanes > 0 && tcp == lanes;
+}
+
+const char *rdma_session_lanes(rdma_session_t *s)
+{
+    return s->lanes;
+}
+
+const char *rdma_ucx_version(void)
+{
+    return ucp_get_version_string();
 }
 
 int rdma_session_tcp_only(rdma_session_t *s)
@@ -593,7 +622,7 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
     }
     ucp_worker_release_address(s->worker, caddr);
     caddr = NULL;
-    s->tcp_only = ep_tcp_only(s->ep);
+    ep_lanes(s);
 
     s->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (s->stop_fd < 0 || pthread_create(&s->th, NULL, client_progress_main, s) != 0) {

@@ -62,6 +62,12 @@ int rdma_token_format(rdma_session_t *s, rdma_region_t *r, const void *addr, uin
 /* 1 when the session's transports are all TCP (UCX emulating RDMA over
  * sockets), where HTTP moves bytes faster than RMA does. */
 int rdma_session_tcp_only(rdma_session_t *s);
+/* The distinct UCX "transport/device" names of the session endpoint's
+ * lanes, comma-separated (e.g. "sysv/memory,cma/memory"); valid while the
+ * session lives. */
+const char *rdma_session_lanes(rdma_session_t *s);
+/* The version of the UCX library in use (ucp_get_version_string). */
+const char *rdma_ucx_version(void);
 
 /* Fills ref with the region span [addr, addr+len) of r. 0, or -1 if the
  * span is outside the region. */
