@@ -29,11 +29,25 @@ static PyObject *error_factory; /* set_error_factory() */
 /* Client                                                                    */
 /* ======================================================================== */
 
+#define POOL_BLOCKS    16
+#define POOL_MAX_BYTES ((size_t)256 << 20) /* at most this much kept */
+#define POOL_MIN_BLOCK ((size_t)64 << 10)  /* smaller blocks are freed at once */
+
 typedef struct {
-    PyObject_HEAD s3r_client_t *c;
+    PyObject_HEAD
+    s3r_client_t *c;
     int closed;
     Py_ssize_t calls;   /* calls running with the GIL released */
     Py_ssize_t buffers; /* live RegisteredBuffers */
+    /* Registered blocks of dead RegisteredBuffers kept for reuse: registering
+     * memory costs far more than moving a MiB over it (python/README.md), and
+     * get_object_numpy allocates one array per call. */
+    struct {
+        void *p;
+        size_t len;
+    } pool[POOL_BLOCKS];
+    int npool;
+    size_t pool_bytes;
 } ClientObject;
 
 static void client_maybe_destroy(ClientObject *self)
@@ -41,6 +55,10 @@ static void client_maybe_destroy(ClientObject *self)
     if (self->closed && self->calls == 0 && self->buffers == 0 && self->c != NULL) {
         s3r_client_t *c = self->c;
         self->c = NULL;
+        for (int i = 0; i < self->npool; i++)
+            s3r_buf_free(c, self->pool[i].p);
+        self->npool = 0;
+        self->pool_bytes = 0;
         Py_BEGIN_ALLOW_THREADS
         s3r_client_destroy(c);
         Py_END_ALLOW_THREADS
@@ -731,9 +749,11 @@ static PyObject *client_rdma_connected(ClientObject *self, PyObject *Py_UNUSED(a
 /* ======================================================================== */
 
 typedef struct {
-    PyObject_HEAD ClientObject *owner;
+    PyObject_HEAD
+    ClientObject *owner;
     void *p;
-    Py_ssize_t len;
+    Py_ssize_t len; /* bytes exported */
+    size_t cap;     /* bytes of the block (a reused block may be larger) */
 } RegBufObject;
 
 static PyTypeObject RegBufType;
@@ -747,7 +767,14 @@ static void regbuf_dealloc(RegBufObject *self)
 {
     ClientObject *o = self->owner;
     if (o != NULL) { /* NULL: the allocation failed */
-        s3r_buf_free(o->c, self->p);
+        if (!o->closed && o->npool < POOL_BLOCKS && self->cap >= POOL_MIN_BLOCK &&
+            o->pool_bytes + self->cap <= POOL_MAX_BYTES) {
+            o->pool[o->npool].p = self->p;
+            o->pool[o->npool++].len = self->cap;
+            o->pool_bytes += self->cap;
+        } else {
+            s3r_buf_free(o->c, self->p);
+        }
         o->buffers--;
         client_maybe_destroy(o);
         Py_DECREF(o);
@@ -785,11 +812,25 @@ static PyObject *client_alloc(ClientObject *self, PyObject *args)
         Py_DECREF(b);
         return NULL;
     }
+    /* the smallest pooled block that fits without wasting more than half */
+    int best = -1;
+    for (int i = 0; i < self->npool; i++)
+        if (self->pool[i].len >= (size_t)n && self->pool[i].len / 2 <= (size_t)n &&
+            (best < 0 || self->pool[i].len < self->pool[best].len))
+            best = i;
     void *p = NULL;
-    s3r_status_t st;
-    Py_BEGIN_ALLOW_THREADS
-    st = s3r_buf_alloc(c, (size_t)n, &p);
-    Py_END_ALLOW_THREADS
+    size_t cap = (size_t)n;
+    s3r_status_t st = S3R_OK;
+    if (best >= 0) {
+        p = self->pool[best].p;
+        cap = self->pool[best].len;
+        self->pool_bytes -= cap;
+        self->pool[best] = self->pool[--self->npool];
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        st = s3r_buf_alloc(c, (size_t)n, &p);
+        Py_END_ALLOW_THREADS
+    }
     if (st != S3R_OK) {
         raise_status(c, st);
         call_end(self);
@@ -801,6 +842,7 @@ static PyObject *client_alloc(ClientObject *self, PyObject *args)
     b->owner = self;
     b->p = p;
     b->len = n;
+    b->cap = cap;
     self->buffers++;
     call_end(self);
     return (PyObject *)b;
@@ -811,7 +853,8 @@ static PyObject *client_alloc(ClientObject *self, PyObject *args)
 /* ======================================================================== */
 
 typedef struct {
-    PyObject_HEAD ClientObject *owner;
+    PyObject_HEAD
+    ClientObject *owner;
     s3r_multipart_t *up; /* NULL once completed or aborted */
 } MultipartObject;
 

@@ -441,8 +441,11 @@ class Client:
     # ---- NumPy ---------------------------------------------------------------------
 
     def get_object_numpy(self, bucket: str, key: str, transport: Optional[str] = None):
-        """Reads a .npy object into a new NumPy array: one small read for the header,
-        then the data lands in the array's own memory (by RDMA when the transport is)."""
+        """Reads a .npy object into a new NumPy array: one small read for the header
+        (which brings small arrays whole), then the data lands in the array's own memory
+        by RDMA when the transport is. Arrays larger than that live on registered memory
+        from allocate_buffer (blocks are reused once arrays die), so no call pays a
+        registration."""
         import numpy as np
         probe = bytearray(npy.HEADER_PROBE)
         n = self._native.get_into(bucket, key, probe, 0, npy.HEADER_PROBE, transport)
@@ -452,7 +455,12 @@ class Client:
         else:
             header = bytes(probe[:hlen])
         shape, dtype, fortran = npy.parse_header(header)
-        arr = np.empty(shape, dtype=dtype, order="F" if fortran else "C")
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if nbytes == 0 or hlen + nbytes <= n:
+            arr = np.empty(shape, dtype=dtype, order="F" if fortran else "C")
+        else:  # on registered memory (reused from the client's pool): no registration
+            arr = np.frombuffer(self.allocate_buffer(nbytes), dtype).reshape(
+                shape, order="F" if fortran else "C")
         if arr.nbytes == 0:
             return arr
         flat = arr.reshape(-1, order="A").view(np.uint8)
