@@ -541,34 +541,31 @@ out:
 
 /* ---- Buckets ------------------------------------------------------------ */
 
-static PyObject *client_bucket_create(ClientObject *self, PyObject *args)
+/* Runs fn(c, bucket) for the one-argument bucket calls. */
+static PyObject *bucket_call(ClientObject *self, PyObject *args,
+                             s3r_status_t (*fn)(s3r_client_t *, const char *))
 {
     const char *bucket;
     if (!PyArg_ParseTuple(args, "s", &bucket))
         return NULL;
     s3r_status_t st;
-    CALL(self, st, s3r_bucket_create(c, bucket));
+    CALL(self, st, fn(c, bucket));
     Py_RETURN_NONE;
+}
+
+static PyObject *client_bucket_create(ClientObject *self, PyObject *args)
+{
+    return bucket_call(self, args, s3r_bucket_create);
 }
 
 static PyObject *client_bucket_delete(ClientObject *self, PyObject *args)
 {
-    const char *bucket;
-    if (!PyArg_ParseTuple(args, "s", &bucket))
-        return NULL;
-    s3r_status_t st;
-    CALL(self, st, s3r_bucket_delete(c, bucket));
-    Py_RETURN_NONE;
+    return bucket_call(self, args, s3r_bucket_delete);
 }
 
 static PyObject *client_bucket_head(ClientObject *self, PyObject *args)
 {
-    const char *bucket;
-    if (!PyArg_ParseTuple(args, "s", &bucket))
-        return NULL;
-    s3r_status_t st;
-    CALL(self, st, s3r_bucket_head(c, bucket));
-    Py_RETURN_NONE;
+    return bucket_call(self, args, s3r_bucket_head);
 }
 
 /* bucket_list() -> [(name, created)...] */
