@@ -379,6 +379,30 @@ s3r_status_t s3r_object_list(s3r_client_t *client, const char *bucket, const s3r
                              s3r_object_list_t **list_p);
 void s3r_object_list_free(s3r_object_list_t *list);
 
+/* ---- Multipart uploads driven by the caller ------------------------------- */
+
+/* A multipart upload whose parts the caller supplies one at a time (for data
+ * that arrives in pieces, or to report progress between parts).
+ * s3r_object_put and s3r_object_put_file do all of this on their own. */
+typedef struct s3r_multipart s3r_multipart_t;
+
+/* Starts a multipart upload of bucket/key with opts' content type and
+ * metadata; opts' transport carries every part. Strings are copied.
+ * S3R_OK and *up_p, or an error (nothing started). */
+s3r_status_t s3r_multipart_start(s3r_client_t *client, const char *bucket, const char *key,
+                                 const s3r_put_opts_t *opts, s3r_multipart_t **up_p);
+/* Uploads the next part (numbered 1, 2, ... in call order) from len bytes
+ * at data (used during the call only). Every part but the last must be at
+ * least 5 MiB (the server checks on complete). At most 10000 parts. On an
+ * error the upload stays open: retry, or end it with s3r_multipart_abort. */
+s3r_status_t s3r_multipart_part(s3r_multipart_t *up, const void *data, uint64_t len);
+/* Completes the upload and frees up whatever the result; on failure the
+ * upload is aborted on the server. A 200 carrying an <Error> is a failure. */
+s3r_status_t s3r_multipart_complete(s3r_multipart_t *up);
+/* Aborts the upload on the server (best effort) and frees up. NULL is a
+ * no-op. */
+void s3r_multipart_abort(s3r_multipart_t *up);
+
 /* ---- Asynchronous operations ------------------------------------------------ */
 
 /* An operation started by an *_async call. Over the native transport the

@@ -347,3 +347,72 @@ s3r_status_t s3r_object_put_file(s3r_client_t *c, const char *bucket, const char
     close(fd);
     return done(c, st);
 }
+
+/* ======================================================================== */
+/* Multipart uploads driven by the caller                                    */
+/* ======================================================================== */
+
+struct s3r_multipart {
+    s3r_client_t *c;
+    char *bucket, *key;
+    s3r_transport_t want; /* the opts' transport, applied to every part */
+    mpu_t m;
+};
+
+static void multipart_free(s3r_multipart_t *up)
+{
+    mpu_free(&up->m);
+    free(up->bucket);
+    free(up->key);
+    free(up);
+}
+
+s3r_status_t s3r_multipart_start(s3r_client_t *c, const char *bucket, const char *key,
+                                 const s3r_put_opts_t *opts, s3r_multipart_t **up_p)
+{
+    if (c == NULL || !valid_name(bucket) || !valid_name(key) || up_p == NULL)
+        return S3R_ERR_INVALID_ARG;
+    s3r_multipart_t *up = calloc(1, sizeof(*up));
+    if (up == NULL || (up->bucket = strdup(bucket)) == NULL || (up->key = strdup(key)) == NULL) {
+        if (up != NULL)
+            free(up->bucket);
+        free(up);
+        return done(c, s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory"));
+    }
+    up->c = c;
+    up->want = opts ? opts->transport : S3R_TRANSPORT_DEFAULT;
+    s3r_status_t st = mpu_start(c, bucket, key, opts, &up->m);
+    if (st != S3R_OK) {
+        multipart_free(up);
+        return done(c, st);
+    }
+    *up_p = up;
+    return S3R_OK;
+}
+
+s3r_status_t s3r_multipart_part(s3r_multipart_t *up, const void *data, uint64_t len)
+{
+    if (up == NULL || (data == NULL && len > 0))
+        return S3R_ERR_INVALID_ARG;
+    return done(up->c, mpu_part(up->c, up->bucket, up->key, &up->m, data, len, up->want));
+}
+
+s3r_status_t s3r_multipart_complete(s3r_multipart_t *up)
+{
+    if (up == NULL)
+        return S3R_ERR_INVALID_ARG;
+    s3r_client_t *c = up->c;
+    s3r_status_t st = mpu_finish(c, up->bucket, up->key, &up->m);
+    if (st != S3R_OK)
+        abort_upload(c, up->bucket, up->key, up->m.qid);
+    multipart_free(up);
+    return done(c, st);
+}
+
+void s3r_multipart_abort(s3r_multipart_t *up)
+{
+    if (up == NULL)
+        return;
+    abort_upload(up->c, up->bucket, up->key, up->m.qid);
+    multipart_free(up);
+}

@@ -1,0 +1,1116 @@
+/* s3rdma._s3rdma: the CPython binding of libs3rdma (include/s3rdma.h).
+ *
+ * A thin layer: every method converts its arguments, releases the GIL for
+ * the library call, and converts the result. All policy (transport
+ * selection, fallback, multipart, retries of a lost session) stays in the
+ * library; the Python package (s3rdma/client.py) builds the friendly API on
+ * top. Failures raise the exception returned by the factory registered with
+ * set_error_factory(), called with (status, status_name, description,
+ * http_status, code, message, request_id, needed_bytes, transport).
+ *
+ * Lifetime: a Client may be closed while other threads are inside calls on
+ * it, or while RegisteredBuffers from it are alive. The handle is destroyed
+ * only when it is closed, no call is running and no buffer is left; every
+ * counter below is touched with the GIL held, so no lock is needed. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <s3rdma.h>
+
+static PyObject *error_factory; /* set_error_factory() */
+
+/* Buffers: the library keeps caller buffers it registered for RDMA cached by
+ * address until s3r_buf_unregister (include/s3rdma.h). Python may free a
+ * bytearray or array right after a call and reuse its address, so every call
+ * that took a caller buffer unregisters it before returning (a no-op for
+ * memory from allocate_buffer, which stays registered: the zero-cost path). */
+
+/* ======================================================================== */
+/* Client                                                                    */
+/* ======================================================================== */
+
+#define POOL_BLOCKS    16
+#define POOL_MAX_BYTES ((size_t)256 << 20) /* at most this much kept */
+#define POOL_MIN_BLOCK ((size_t)64 << 10)  /* smaller blocks are freed at once */
+
+typedef struct {
+    PyObject_HEAD
+    s3r_client_t *c;
+    int closed;
+    Py_ssize_t calls;   /* calls running with the GIL released */
+    Py_ssize_t buffers; /* live RegisteredBuffers */
+    /* Registered blocks of dead RegisteredBuffers kept for reuse: registering
+     * memory costs far more than moving a MiB over it (python/README.md), and
+     * get_object_numpy allocates one array per call. */
+    struct {
+        void *p;
+        size_t len;
+    } pool[POOL_BLOCKS];
+    int npool;
+    size_t pool_bytes;
+} ClientObject;
+
+static void client_maybe_destroy(ClientObject *self)
+{
+    if (self->closed && self->calls == 0 && self->buffers == 0 && self->c != NULL) {
+        s3r_client_t *c = self->c;
+        self->c = NULL;
+        for (int i = 0; i < self->npool; i++)
+            s3r_buf_free(c, self->pool[i].p);
+        self->npool = 0;
+        self->pool_bytes = 0;
+        Py_BEGIN_ALLOW_THREADS
+        s3r_client_destroy(c);
+        Py_END_ALLOW_THREADS
+    }
+}
+
+/* Marks a call as running; NULL with ValueError when the client is closed. */
+static s3r_client_t *call_begin(ClientObject *self)
+{
+    if (self->closed || self->c == NULL) {
+        PyErr_SetString(PyExc_ValueError, "s3rdma: the client is closed");
+        return NULL;
+    }
+    self->calls++;
+    return self->c;
+}
+
+static void call_end(ClientObject *self)
+{
+    self->calls--;
+    client_maybe_destroy(self);
+}
+
+/* Builds the exception for st from the thread's last error on c (or the
+ * last create failure with c NULL). Always returns NULL. */
+static PyObject *raise_status(s3r_client_t *c, s3r_status_t st)
+{
+    s3r_error_info_t e;
+    if (s3r_client_last_error(c, &e) != S3R_OK || e.status != st) {
+        memset(&e, 0, sizeof(e));
+        e.status = st;
+    }
+    if (error_factory == NULL) {
+        PyErr_Format(PyExc_RuntimeError, "%s: %s", s3r_strerror(st), e.message);
+        return NULL;
+    }
+    PyObject *exc =
+        PyObject_CallFunction(error_factory, "ississsKs", (int)st, s3r_status_name(st),
+                              s3r_strerror(st), e.http_status, e.code, e.message, e.request_id,
+                              (unsigned long long)e.needed_bytes, s3r_transport_name(e.transport));
+    if (exc == NULL)
+        return NULL;
+    PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+    Py_DECREF(exc);
+    return NULL;
+}
+
+static int parse_transport(PyObject *o, s3r_transport_t *t)
+{
+    if (o == NULL || o == Py_None) {
+        *t = S3R_TRANSPORT_DEFAULT;
+        return 0;
+    }
+    const char *s = PyUnicode_AsUTF8(o);
+    if (s == NULL)
+        return -1;
+    if (strcmp(s, "default") == 0) {
+        *t = S3R_TRANSPORT_DEFAULT;
+        return 0;
+    }
+    if (s3r_transport_parse(s, t) != S3R_OK) {
+        PyErr_Format(PyExc_ValueError, "s3rdma: unknown transport %R (http, token, native, auto)",
+                     o);
+        return -1;
+    }
+    return 0;
+}
+
+/* Optional string from a kwargs dict entry: NULL when absent or None. */
+static int opt_str(PyObject *kw, const char *name, const char **out)
+{
+    *out = NULL;
+    PyObject *v = kw ? PyDict_GetItemString(kw, name) : NULL;
+    if (v == NULL || v == Py_None)
+        return 0;
+    if ((*out = PyUnicode_AsUTF8(v)) == NULL)
+        return -1;
+    return 0;
+}
+
+static int opt_u64(PyObject *kw, const char *name, uint64_t *out)
+{
+    PyObject *v = kw ? PyDict_GetItemString(kw, name) : NULL;
+    if (v == NULL || v == Py_None)
+        return 0;
+    unsigned long long x = PyLong_AsUnsignedLongLong(v);
+    if (x == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    *out = x;
+    return 0;
+}
+
+static int opt_int(PyObject *kw, const char *name, int *out)
+{
+    PyObject *v = kw ? PyDict_GetItemString(kw, name) : NULL;
+    if (v == NULL || v == Py_None)
+        return 0;
+    long x = PyLong_AsLong(v);
+    if (x == -1 && PyErr_Occurred())
+        return -1;
+    *out = (int)x;
+    return 0;
+}
+
+/* Client(**config): the keys are s3r_config_t's field names; None keeps
+ * the library default. Unknown keys are a TypeError. */
+static int client_init(ClientObject *self, PyObject *args, PyObject *kw)
+{
+    static const char *const known[] = {"endpoint",
+                                        "rdma_endpoint",
+                                        "access_key",
+                                        "secret_key",
+                                        "region",
+                                        "transport",
+                                        "rdma_threshold",
+                                        "rdma_fallback",
+                                        "rdma_device",
+                                        "rdma_local_ip",
+                                        "rdma_log_level",
+                                        "rdma_timeout_ms",
+                                        "use_rdma",
+                                        "part_size",
+                                        "multipart_threshold",
+                                        "sign_payload_max",
+                                        "http_timeout_ms",
+                                        "connect_timeout_ms",
+                                        "max_cached_regions",
+                                        "quiet",
+                                        "rdma_socket",
+                                        "native_inline",
+                                        NULL};
+    if (PyTuple_GET_SIZE(args) != 0) {
+        PyErr_SetString(PyExc_TypeError, "Client() takes keyword arguments only");
+        return -1;
+    }
+    if (self->c != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Client already initialised");
+        return -1;
+    }
+    if (kw != NULL) {
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(kw, &pos, &k, &v)) {
+            const char *name = PyUnicode_AsUTF8(k);
+            if (name == NULL)
+                return -1;
+            int ok = 0;
+            for (int i = 0; known[i] != NULL; i++)
+                ok |= strcmp(known[i], name) == 0;
+            if (!ok) {
+                PyErr_Format(PyExc_TypeError, "Client() got an unknown setting %R", k);
+                return -1;
+            }
+        }
+    }
+    s3r_config_t cfg;
+    s3r_config_init(&cfg);
+    long http_timeout = cfg.http_timeout_ms, connect_timeout = cfg.connect_timeout_ms;
+    int max_regions = (int)cfg.max_cached_regions;
+    uint64_t u;
+    PyObject *t = kw ? PyDict_GetItemString(kw, "transport") : NULL;
+    if (opt_str(kw, "endpoint", &cfg.endpoint) < 0 ||
+        opt_str(kw, "rdma_endpoint", &cfg.rdma_endpoint) < 0 ||
+        opt_str(kw, "access_key", &cfg.access_key) < 0 ||
+        opt_str(kw, "secret_key", &cfg.secret_key) < 0 || opt_str(kw, "region", &cfg.region) < 0 ||
+        opt_str(kw, "rdma_device", &cfg.rdma_device) < 0 ||
+        opt_str(kw, "rdma_local_ip", &cfg.rdma_local_ip) < 0 ||
+        opt_str(kw, "rdma_log_level", &cfg.rdma_log_level) < 0 ||
+        opt_str(kw, "rdma_socket", &cfg.rdma_socket) < 0 ||
+        opt_u64(kw, "rdma_threshold", &cfg.rdma_threshold) < 0 ||
+        opt_int(kw, "rdma_fallback", &cfg.rdma_fallback) < 0 ||
+        opt_int(kw, "rdma_timeout_ms", &cfg.rdma_timeout_ms) < 0 ||
+        opt_int(kw, "use_rdma", &cfg.use_rdma) < 0 ||
+        opt_u64(kw, "part_size", &cfg.part_size) < 0 ||
+        opt_u64(kw, "multipart_threshold", &cfg.multipart_threshold) < 0 ||
+        opt_u64(kw, "sign_payload_max", &cfg.sign_payload_max) < 0 ||
+        opt_int(kw, "quiet", &cfg.quiet) < 0 ||
+        opt_u64(kw, "native_inline", &cfg.native_inline) < 0 ||
+        opt_int(kw, "max_cached_regions", &max_regions) < 0)
+        return -1;
+    u = (uint64_t)http_timeout;
+    if (opt_u64(kw, "http_timeout_ms", &u) < 0)
+        return -1;
+    cfg.http_timeout_ms = (long)u;
+    u = (uint64_t)connect_timeout;
+    if (opt_u64(kw, "connect_timeout_ms", &u) < 0)
+        return -1;
+    cfg.connect_timeout_ms = (long)u;
+    cfg.max_cached_regions = (unsigned)max_regions;
+    if (parse_transport(t, &cfg.transport) < 0)
+        return -1;
+    if (cfg.transport == S3R_TRANSPORT_DEFAULT)
+        cfg.transport = S3R_TRANSPORT_AUTO;
+    s3r_client_t *c = NULL;
+    s3r_status_t st;
+    Py_BEGIN_ALLOW_THREADS
+    st = s3r_client_create(&cfg, &c);
+    Py_END_ALLOW_THREADS
+    if (st != S3R_OK) {
+        raise_status(NULL, st);
+        return -1;
+    }
+    self->c = c;
+    self->closed = 0;
+    return 0;
+}
+
+static void client_dealloc(ClientObject *self)
+{
+    /* Buffers and running calls hold a reference, so both are 0 here. */
+    self->closed = 1;
+    client_maybe_destroy(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *client_close(ClientObject *self, PyObject *Py_UNUSED(a))
+{
+    self->closed = 1;
+    client_maybe_destroy(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *client_get_closed(ClientObject *self, void *Py_UNUSED(c))
+{
+    return PyBool_FromLong(self->closed);
+}
+
+/* Runs EXPR (an s3r_status_t expression using c) with the GIL released;
+ * raises and returns NULL on error. */
+#define CALL(self, st, EXPR)                                                                       \
+    do {                                                                                           \
+        s3r_client_t *c = call_begin(self);                                                        \
+        if (c == NULL)                                                                             \
+            return NULL;                                                                           \
+        Py_INCREF(self);                                                                           \
+        PyThreadState *ts_ = PyEval_SaveThread();                                                  \
+        st = (EXPR);                                                                               \
+        PyEval_RestoreThread(ts_);                                                                 \
+        if (st != S3R_OK)                                                                          \
+            raise_status(c, st);                                                                   \
+        call_end(self);                                                                            \
+        Py_DECREF(self);                                                                           \
+        if (st != S3R_OK)                                                                          \
+            return NULL;                                                                           \
+    } while (0)
+
+/* ---- Objects ------------------------------------------------------------ */
+
+static PyObject *client_get_into(ClientObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwl[] = {"bucket", "key", "buffer", "start", "length", "transport", NULL};
+    const char *bucket, *key;
+    Py_buffer buf;
+    unsigned long long start = 0, length = 0;
+    PyObject *tr = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ssw*|KKO", kwl, &bucket, &key, &buf, &start,
+                                     &length, &tr))
+        return NULL;
+    s3r_get_opts_t o = {.range_start = start, .range_len = length};
+    if (parse_transport(tr, &o.transport) < 0) {
+        PyBuffer_Release(&buf);
+        return NULL;
+    }
+    uint64_t n = 0;
+    s3r_status_t st;
+    s3r_client_t *c = call_begin(self);
+    if (c == NULL) {
+        PyBuffer_Release(&buf);
+        return NULL;
+    }
+    Py_INCREF(self);
+    Py_BEGIN_ALLOW_THREADS
+    st = s3r_object_get(c, bucket, key, buf.buf, (uint64_t)buf.len, &o, &n);
+    s3r_buf_unregister(c, buf.buf);
+    Py_END_ALLOW_THREADS
+    if (st != S3R_OK)
+        raise_status(c, st);
+    call_end(self);
+    Py_DECREF(self);
+    PyBuffer_Release(&buf);
+    if (st != S3R_OK)
+        return NULL;
+    return PyLong_FromUnsignedLongLong(n);
+}
+
+static PyObject *client_get(ClientObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwl[] = {"bucket", "key", "start", "length", "transport", NULL};
+    const char *bucket, *key;
+    unsigned long long start = 0, length = 0;
+    PyObject *tr = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|KKO", kwl, &bucket, &key, &start, &length, &tr))
+        return NULL;
+    s3r_get_opts_t o = {.range_start = start, .range_len = length};
+    if (parse_transport(tr, &o.transport) < 0)
+        return NULL;
+    void *data = NULL;
+    uint64_t n = 0;
+    s3r_status_t st;
+    CALL(self, st, s3r_object_get_alloc(c, bucket, key, &o, &data, &n));
+    PyObject *r = PyBytes_FromStringAndSize(data, (Py_ssize_t)n);
+    s3r_free(data);
+    return r;
+}
+
+/* Fills opts from content_type and a {name: value} metadata dict; the
+ * strings stay alive in *keep (a list the caller releases after the call). */
+static int put_opts(PyObject *ctype, PyObject *meta, PyObject *tr, s3r_put_opts_t *o,
+                    PyObject **keep)
+{
+    memset(o, 0, sizeof(*o));
+    *keep = PyList_New(0);
+    if (*keep == NULL || parse_transport(tr, &o->transport) < 0)
+        return -1;
+    if (ctype != NULL && ctype != Py_None) {
+        PyObject *b = PyUnicode_AsUTF8String(ctype);
+        if (b == NULL || PyList_Append(*keep, b) < 0) {
+            Py_XDECREF(b);
+            return -1;
+        }
+        Py_DECREF(b);
+        o->content_type = PyBytes_AS_STRING(b);
+    }
+    if (meta == NULL || meta == Py_None)
+        return 0;
+    PyObject *items = PyMapping_Items(meta);
+    if (items == NULL)
+        return -1;
+    Py_ssize_t n = PyList_GET_SIZE(items);
+    PyObject *arr = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(s3r_meta_t));
+    if (arr == NULL || PyList_Append(*keep, arr) < 0) {
+        Py_XDECREF(arr);
+        Py_DECREF(items);
+        return -1;
+    }
+    Py_DECREF(arr);
+    s3r_meta_t *m = (s3r_meta_t *)PyBytes_AS_STRING(arr);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *kv = PyList_GET_ITEM(items, i);
+        for (int j = 0; j < 2; j++) {
+            PyObject *b = PyUnicode_AsUTF8String(PyTuple_GET_ITEM(kv, j));
+            if (b == NULL || PyList_Append(*keep, b) < 0) {
+                Py_XDECREF(b);
+                Py_DECREF(items);
+                return -1;
+            }
+            Py_DECREF(b);
+            if (j == 0)
+                m[i].name = PyBytes_AS_STRING(b);
+            else
+                m[i].value = PyBytes_AS_STRING(b);
+        }
+    }
+    Py_DECREF(items);
+    o->meta = m;
+    o->n_meta = (size_t)n;
+    return 0;
+}
+
+static PyObject *client_put(ClientObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwl[] = {"bucket", "key", "data", "content_type", "metadata", "transport", NULL};
+    const char *bucket, *key;
+    Py_buffer buf;
+    PyObject *ctype = NULL, *meta = NULL, *tr = NULL, *keep = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ssy*|OOO", kwl, &bucket, &key, &buf, &ctype, &meta,
+                                     &tr))
+        return NULL;
+    s3r_put_opts_t o;
+    PyObject *r = NULL;
+    if (put_opts(ctype, meta, tr, &o, &keep) == 0) {
+        s3r_status_t st = S3R_OK;
+        s3r_client_t *c = call_begin(self);
+        if (c != NULL) {
+            Py_INCREF(self);
+            Py_BEGIN_ALLOW_THREADS
+            st = s3r_object_put(c, bucket, key, buf.buf, (uint64_t)buf.len, &o);
+            s3r_buf_unregister(c, buf.buf);
+            Py_END_ALLOW_THREADS
+            if (st != S3R_OK)
+                raise_status(c, st);
+            call_end(self);
+            Py_DECREF(self);
+            if (st == S3R_OK)
+                r = Py_NewRef(Py_None);
+        }
+    }
+    Py_XDECREF(keep);
+    PyBuffer_Release(&buf);
+    return r;
+}
+
+static PyObject *meta_dict(const s3r_meta_t *m, size_t n)
+{
+    PyObject *d = PyDict_New();
+    for (size_t i = 0; d != NULL && i < n; i++) {
+        PyObject *v = PyUnicode_DecodeUTF8(m[i].value, strlen(m[i].value), "replace");
+        if (v == NULL || PyDict_SetItemString(d, m[i].name, v) < 0)
+            Py_CLEAR(d);
+        Py_XDECREF(v);
+    }
+    return d;
+}
+
+/* head(bucket, key) -> (size, etag, content_type, mtime, metadata) */
+static PyObject *client_head(ClientObject *self, PyObject *args)
+{
+    const char *bucket, *key;
+    if (!PyArg_ParseTuple(args, "ss", &bucket, &key))
+        return NULL;
+    s3r_object_info_t *info = NULL;
+    s3r_status_t st;
+    CALL(self, st, s3r_object_head(c, bucket, key, &info));
+    PyObject *meta = meta_dict(info->meta, info->n_meta);
+    PyObject *r = meta == NULL ? NULL
+                               : Py_BuildValue("KzzLN", (unsigned long long)info->size, info->etag,
+                                               info->content_type, (long long)info->mtime, meta);
+    s3r_object_info_free(info);
+    return r;
+}
+
+static PyObject *client_delete(ClientObject *self, PyObject *args)
+{
+    const char *bucket, *key;
+    if (!PyArg_ParseTuple(args, "ss", &bucket, &key))
+        return NULL;
+    s3r_status_t st;
+    CALL(self, st, s3r_object_delete(c, bucket, key));
+    Py_RETURN_NONE;
+}
+
+static PyObject *client_copy(ClientObject *self, PyObject *args)
+{
+    const char *sb, *sk, *db, *dk;
+    if (!PyArg_ParseTuple(args, "ssss", &sb, &sk, &db, &dk))
+        return NULL;
+    s3r_status_t st;
+    CALL(self, st, s3r_object_copy(c, sb, sk, db, dk));
+    Py_RETURN_NONE;
+}
+
+/* list(bucket, prefix, delimiter, token, start_after, max_keys)
+ *   -> ([(key, size, etag, mtime)...], [prefix...], next_token or None) */
+static PyObject *client_list(ClientObject *self, PyObject *args)
+{
+    const char *bucket;
+    s3r_list_opts_t o = {0};
+    if (!PyArg_ParseTuple(args, "szzzzI", &bucket, &o.prefix, &o.delimiter, &o.continuation_token,
+                          &o.start_after, &o.max_keys))
+        return NULL;
+    s3r_object_list_t *l = NULL;
+    s3r_status_t st;
+    CALL(self, st, s3r_object_list(c, bucket, &o, &l));
+    PyObject *objs = PyList_New((Py_ssize_t)l->n_objects);
+    PyObject *pfx = PyList_New((Py_ssize_t)l->n_prefixes);
+    PyObject *r = NULL;
+    if (objs == NULL || pfx == NULL)
+        goto out;
+    for (size_t i = 0; i < l->n_objects; i++) {
+        const s3r_object_entry_t *e = &l->objects[i];
+        PyObject *t = Py_BuildValue("sKzL", e->key, (unsigned long long)e->size, e->etag,
+                                    (long long)e->mtime);
+        if (t == NULL)
+            goto out;
+        PyList_SET_ITEM(objs, (Py_ssize_t)i, t);
+    }
+    for (size_t i = 0; i < l->n_prefixes; i++) {
+        PyObject *s = PyUnicode_FromString(l->prefixes[i]);
+        if (s == NULL)
+            goto out;
+        PyList_SET_ITEM(pfx, (Py_ssize_t)i, s);
+    }
+    r = Py_BuildValue("OOz", objs, pfx, l->truncated ? l->next_token : NULL);
+out:
+    Py_XDECREF(objs);
+    Py_XDECREF(pfx);
+    s3r_object_list_free(l);
+    return r;
+}
+
+/* ---- Buckets ------------------------------------------------------------ */
+
+/* Runs fn(c, bucket) for the one-argument bucket calls. */
+static PyObject *bucket_call(ClientObject *self, PyObject *args,
+                             s3r_status_t (*fn)(s3r_client_t *, const char *))
+{
+    const char *bucket;
+    if (!PyArg_ParseTuple(args, "s", &bucket))
+        return NULL;
+    s3r_status_t st;
+    CALL(self, st, fn(c, bucket));
+    Py_RETURN_NONE;
+}
+
+static PyObject *client_bucket_create(ClientObject *self, PyObject *args)
+{
+    return bucket_call(self, args, s3r_bucket_create);
+}
+
+static PyObject *client_bucket_delete(ClientObject *self, PyObject *args)
+{
+    return bucket_call(self, args, s3r_bucket_delete);
+}
+
+static PyObject *client_bucket_head(ClientObject *self, PyObject *args)
+{
+    return bucket_call(self, args, s3r_bucket_head);
+}
+
+/* bucket_list() -> [(name, created)...] */
+static PyObject *client_bucket_list(ClientObject *self, PyObject *Py_UNUSED(a))
+{
+    s3r_bucket_list_t *l = NULL;
+    s3r_status_t st;
+    CALL(self, st, s3r_bucket_list(c, &l));
+    PyObject *r = PyList_New((Py_ssize_t)l->n_buckets);
+    for (size_t i = 0; r != NULL && i < l->n_buckets; i++) {
+        PyObject *t = Py_BuildValue("sL", l->buckets[i].name, (long long)l->buckets[i].created);
+        if (t == NULL)
+            Py_CLEAR(r);
+        else
+            PyList_SET_ITEM(r, (Py_ssize_t)i, t);
+    }
+    s3r_bucket_list_free(l);
+    return r;
+}
+
+/* ---- Batches: many requests in flight on one session -------------------- */
+
+/* The session allows 64 requests in flight; a batch keeps up to this many. */
+#define BATCH_WINDOW 64
+
+typedef struct {
+    const char *key;
+    Py_buffer buf;
+    s3r_op_t *op;
+    s3r_status_t st;
+    uint64_t n;
+    s3r_error_info_t err;
+} batch_item_t;
+
+/* Runs every item (GET into its buffer, or PUT of it) keeping up to
+ * BATCH_WINDOW started and not yet waited for. Called without the GIL. */
+static void batch_run(s3r_client_t *c, const char *bucket, batch_item_t *it, Py_ssize_t n,
+                      int is_get, const s3r_put_opts_t *po, const s3r_get_opts_t *go)
+{
+    Py_ssize_t next = 0, waited = 0;
+    while (waited < n) {
+        while (next < n && next - waited < BATCH_WINDOW) {
+            batch_item_t *x = &it[next++];
+            x->st = is_get ? s3r_object_get_async(c, bucket, x->key, x->buf.buf,
+                                                  (uint64_t)x->buf.len, go, &x->op)
+                           : s3r_object_put_async(c, bucket, x->key, x->buf.buf,
+                                                  (uint64_t)x->buf.len, po, &x->op);
+            if (x->st != S3R_OK) {
+                x->op = NULL;
+                s3r_client_last_error(c, &x->err);
+            }
+        }
+        batch_item_t *x = &it[waited++];
+        if (x->op == NULL)
+            continue;
+        x->st = s3r_op_wait(x->op, &x->n);
+        if (x->st != S3R_OK)
+            s3r_client_last_error(c, &x->err);
+        s3r_op_free(x->op);
+        x->op = NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        s3r_buf_unregister(c, it[i].buf.buf);
+}
+
+/* The result of one item: its byte count, or the exception it failed with. */
+static PyObject *batch_result(const batch_item_t *x, int is_get)
+{
+    if (x->st == S3R_OK) /* s3r_op_wait gives a GET's length; a PUT sent its buffer */
+        return PyLong_FromUnsignedLongLong(is_get ? x->n : (uint64_t)x->buf.len);
+    const s3r_error_info_t *e = &x->err;
+    int same = e->status == x->st;
+    return PyObject_CallFunction(
+        error_factory, "ississsKs", (int)x->st, s3r_status_name(x->st), s3r_strerror(x->st),
+        same ? e->http_status : 0, same ? e->code : "", same ? e->message : "",
+        same ? e->request_id : "", (unsigned long long)(same ? e->needed_bytes : 0),
+        s3r_transport_name(same ? e->transport : S3R_TRANSPORT_DEFAULT));
+}
+
+/* batch(is_get, bucket, keys, buffers, transport, content_type) -> [int or exception...]:
+ * GETs into (or PUTs from) buffers[i] as keys[i]. Never raises for a
+ * failed item: its slot holds the exception instead. */
+static PyObject *client_batch(ClientObject *self, PyObject *args)
+{
+    int is_get;
+    const char *bucket;
+    PyObject *keys, *bufs, *tr, *ctype;
+    if (!PyArg_ParseTuple(args, "psOOOO", &is_get, &bucket, &keys, &bufs, &tr, &ctype))
+        return NULL;
+    s3r_get_opts_t go = {0};
+    s3r_put_opts_t po;
+    PyObject *keep = NULL, *fk = NULL, *fb = NULL, *r = NULL;
+    batch_item_t *it = NULL;
+    Py_ssize_t n = 0, got = 0;
+    if (put_opts(ctype, NULL, tr, &po, &keep) < 0)
+        goto out;
+    go.transport = po.transport;
+    fk = PySequence_Fast(keys, "keys must be a sequence");
+    fb = fk ? PySequence_Fast(bufs, "buffers must be a sequence") : NULL;
+    if (fb == NULL)
+        goto out;
+    n = PySequence_Fast_GET_SIZE(fk);
+    if (PySequence_Fast_GET_SIZE(fb) != n) {
+        PyErr_SetString(PyExc_ValueError, "keys and buffers differ in length");
+        goto out;
+    }
+    it = PyMem_Calloc((size_t)n + 1, sizeof(*it));
+    if (it == NULL) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    for (; got < n; got++) {
+        it[got].key = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(fk, got));
+        if (it[got].key == NULL ||
+            PyObject_GetBuffer(PySequence_Fast_GET_ITEM(fb, got), &it[got].buf,
+                               is_get ? PyBUF_WRITABLE : PyBUF_SIMPLE) < 0)
+            goto out;
+    }
+    s3r_client_t *c = call_begin(self);
+    if (c == NULL)
+        goto out;
+    Py_INCREF(self);
+    Py_BEGIN_ALLOW_THREADS
+    batch_run(c, bucket, it, n, is_get, &po, &go);
+    Py_END_ALLOW_THREADS
+    call_end(self);
+    Py_DECREF(self);
+    r = PyList_New(n);
+    for (Py_ssize_t i = 0; r != NULL && i < n; i++) {
+        PyObject *v = batch_result(&it[i], is_get);
+        if (v == NULL)
+            Py_CLEAR(r);
+        else
+            PyList_SET_ITEM(r, i, v);
+    }
+out:
+    for (Py_ssize_t i = 0; i < got; i++)
+        PyBuffer_Release(&it[i].buf);
+    PyMem_Free(it);
+    Py_XDECREF(fk);
+    Py_XDECREF(fb);
+    Py_XDECREF(keep);
+    return r;
+}
+
+/* ---- Stats and session ---------------------------------------------------- */
+
+static PyObject *client_stats(ClientObject *self, PyObject *Py_UNUSED(a))
+{
+    s3r_stats_t s;
+    s3r_status_t st;
+    CALL(self, st, s3r_client_stats(c, &s));
+    return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsK}", "http_ops", s.http_ops, "http_bytes",
+                         s.http_bytes, "token_ops", s.token_ops, "token_bytes", s.token_bytes,
+                         "native_ops", s.native_ops, "native_bytes", s.native_bytes, "fallbacks",
+                         s.fallbacks, "errors", s.errors, "rdma_sessions", s.rdma_sessions,
+                         "regions_registered", s.regions_registered);
+}
+
+static PyObject *client_rdma_connect(ClientObject *self, PyObject *Py_UNUSED(a))
+{
+    s3r_status_t st;
+    CALL(self, st, s3r_client_rdma_connect(c));
+    Py_RETURN_NONE;
+}
+
+static PyObject *client_rdma_connected(ClientObject *self, PyObject *Py_UNUSED(a))
+{
+    if (call_begin(self) == NULL)
+        return NULL;
+    int up = s3r_client_rdma_connected(self->c);
+    call_end(self);
+    return PyBool_FromLong(up);
+}
+
+/* ======================================================================== */
+/* RegisteredBuffer: memory from s3r_buf_alloc, exported as a buffer          */
+/* ======================================================================== */
+
+typedef struct {
+    PyObject_HEAD
+    ClientObject *owner;
+    void *p;
+    Py_ssize_t len; /* bytes exported */
+    size_t cap;     /* bytes of the block (a reused block may be larger) */
+} RegBufObject;
+
+static PyTypeObject RegBufType;
+
+static int regbuf_getbuffer(RegBufObject *self, Py_buffer *view, int flags)
+{
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->p, self->len, 0, flags);
+}
+
+static void regbuf_dealloc(RegBufObject *self)
+{
+    ClientObject *o = self->owner;
+    if (o != NULL) { /* NULL: the allocation failed */
+        if (!o->closed && o->npool < POOL_BLOCKS && self->cap >= POOL_MIN_BLOCK &&
+            o->pool_bytes + self->cap <= POOL_MAX_BYTES) {
+            o->pool[o->npool].p = self->p;
+            o->pool[o->npool++].len = self->cap;
+            o->pool_bytes += self->cap;
+        } else {
+            s3r_buf_free(o->c, self->p);
+        }
+        o->buffers--;
+        client_maybe_destroy(o);
+        Py_DECREF(o);
+    }
+    PyObject_Free(self);
+}
+
+static PyBufferProcs regbuf_as_buffer = {.bf_getbuffer = (getbufferproc)regbuf_getbuffer};
+
+static PyTypeObject RegBufType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "s3rdma._s3rdma.RegisteredBuffer",
+    .tp_basicsize = sizeof(RegBufObject),
+    .tp_dealloc = (destructor)regbuf_dealloc,
+    .tp_as_buffer = &regbuf_as_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Memory registered with the client's RDMA session (see Client.allocate_buffer).",
+};
+
+/* alloc(n) -> RegisteredBuffer of n bytes (n >= 1) */
+static PyObject *client_alloc(ClientObject *self, PyObject *args)
+{
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "n", &n))
+        return NULL;
+    if (n <= 0) {
+        PyErr_SetString(PyExc_ValueError, "allocate_buffer: the size must be at least 1 byte");
+        return NULL;
+    }
+    RegBufObject *b = PyObject_New(RegBufObject, &RegBufType);
+    if (b == NULL)
+        return NULL;
+    b->owner = NULL;
+    s3r_client_t *c = call_begin(self);
+    if (c == NULL) {
+        Py_DECREF(b);
+        return NULL;
+    }
+    /* the smallest pooled block that fits without wasting more than half */
+    int best = -1;
+    for (int i = 0; i < self->npool; i++)
+        if (self->pool[i].len >= (size_t)n && self->pool[i].len / 2 <= (size_t)n &&
+            (best < 0 || self->pool[i].len < self->pool[best].len))
+            best = i;
+    void *p = NULL;
+    size_t cap = (size_t)n;
+    s3r_status_t st = S3R_OK;
+    if (best >= 0) {
+        p = self->pool[best].p;
+        cap = self->pool[best].len;
+        self->pool_bytes -= cap;
+        self->pool[best] = self->pool[--self->npool];
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        st = s3r_buf_alloc(c, (size_t)n, &p);
+        Py_END_ALLOW_THREADS
+    }
+    if (st != S3R_OK) {
+        raise_status(c, st);
+        call_end(self);
+        Py_DECREF(b);
+        return NULL;
+    }
+    /* counted before call_end so a concurrent close() keeps the handle */
+    Py_INCREF(self);
+    b->owner = self;
+    b->p = p;
+    b->len = n;
+    b->cap = cap;
+    self->buffers++;
+    call_end(self);
+    return (PyObject *)b;
+}
+
+/* ======================================================================== */
+/* Multipart: an upload whose parts the caller supplies                       */
+/* ======================================================================== */
+
+typedef struct {
+    PyObject_HEAD
+    ClientObject *owner;
+    s3r_multipart_t *up; /* NULL once completed or aborted */
+} MultipartObject;
+
+static PyTypeObject MultipartType;
+
+static s3r_multipart_t *mp_begin(MultipartObject *self)
+{
+    if (self->up == NULL) {
+        PyErr_SetString(PyExc_ValueError, "s3rdma: the upload is already finished");
+        return NULL;
+    }
+    if (call_begin(self->owner) == NULL)
+        return NULL;
+    return self->up;
+}
+
+static PyObject *mp_part(MultipartObject *self, PyObject *args)
+{
+    Py_buffer buf;
+    if (!PyArg_ParseTuple(args, "y*", &buf))
+        return NULL;
+    s3r_multipart_t *up = mp_begin(self);
+    if (up == NULL) {
+        PyBuffer_Release(&buf);
+        return NULL;
+    }
+    s3r_status_t st;
+    Py_INCREF(self);
+    Py_BEGIN_ALLOW_THREADS
+    st = s3r_multipart_part(up, buf.buf, (uint64_t)buf.len);
+    s3r_buf_unregister(self->owner->c, buf.buf);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&buf);
+    if (st != S3R_OK)
+        raise_status(self->owner->c, st);
+    call_end(self->owner);
+    Py_DECREF(self);
+    if (st != S3R_OK)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *mp_complete(MultipartObject *self, PyObject *Py_UNUSED(a))
+{
+    s3r_multipart_t *up = mp_begin(self);
+    if (up == NULL)
+        return NULL;
+    self->up = NULL;
+    s3r_status_t st;
+    Py_INCREF(self);
+    Py_BEGIN_ALLOW_THREADS
+    st = s3r_multipart_complete(up);
+    Py_END_ALLOW_THREADS
+    if (st != S3R_OK)
+        raise_status(self->owner->c, st);
+    call_end(self->owner);
+    Py_DECREF(self);
+    if (st != S3R_OK)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *mp_abort(MultipartObject *self, PyObject *Py_UNUSED(a))
+{
+    if (self->up == NULL)
+        Py_RETURN_NONE;
+    s3r_multipart_t *up = mp_begin(self);
+    if (up == NULL)
+        return NULL;
+    self->up = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    s3r_multipart_abort(up);
+    Py_END_ALLOW_THREADS
+    call_end(self->owner);
+    Py_RETURN_NONE;
+}
+
+static void mp_dealloc(MultipartObject *self)
+{
+    ClientObject *o = self->owner;
+    if (o != NULL) { /* NULL: the start failed */
+        /* an upload never completed is aborted (o->c is alive: it is counted) */
+        if (self->up != NULL) {
+            Py_BEGIN_ALLOW_THREADS
+            s3r_multipart_abort(self->up);
+            Py_END_ALLOW_THREADS
+        }
+        o->buffers--;
+        client_maybe_destroy(o);
+        Py_DECREF(o);
+    }
+    PyObject_Free(self);
+}
+
+static PyMethodDef mp_methods[] = {
+    {"part", (PyCFunction)mp_part, METH_VARARGS, "part(data): upload the next part."},
+    {"complete", (PyCFunction)mp_complete, METH_NOARGS, "Complete the upload."},
+    {"abort", (PyCFunction)mp_abort, METH_NOARGS, "Abort the upload (no-op when finished)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject MultipartType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "s3rdma._s3rdma.Multipart",
+    .tp_basicsize = sizeof(MultipartObject),
+    .tp_dealloc = (destructor)mp_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_methods = mp_methods,
+    .tp_doc = "A multipart upload in progress (s3r_multipart_*).",
+};
+
+/* multipart(bucket, key, content_type, metadata, transport) -> Multipart */
+static PyObject *client_multipart(ClientObject *self, PyObject *args)
+{
+    const char *bucket, *key;
+    PyObject *ctype, *meta, *tr, *keep = NULL;
+    if (!PyArg_ParseTuple(args, "ssOOO", &bucket, &key, &ctype, &meta, &tr))
+        return NULL;
+    MultipartObject *m = PyObject_New(MultipartObject, &MultipartType);
+    if (m == NULL)
+        return NULL;
+    m->owner = NULL;
+    m->up = NULL;
+    s3r_put_opts_t o;
+    s3r_client_t *c;
+    if (put_opts(ctype, meta, tr, &o, &keep) < 0 || (c = call_begin(self)) == NULL) {
+        Py_XDECREF(keep);
+        Py_DECREF(m);
+        return NULL;
+    }
+    s3r_status_t st;
+    Py_BEGIN_ALLOW_THREADS
+    st = s3r_multipart_start(c, bucket, key, &o, &m->up);
+    Py_END_ALLOW_THREADS
+    Py_XDECREF(keep);
+    if (st != S3R_OK) {
+        raise_status(c, st);
+        call_end(self);
+        Py_DECREF(m);
+        return NULL;
+    }
+    /* an open upload keeps the handle alive like a buffer; counted before
+     * call_end so a concurrent close() cannot destroy it */
+    Py_INCREF(self);
+    m->owner = self;
+    self->buffers++;
+    call_end(self);
+    return (PyObject *)m;
+}
+
+/* ======================================================================== */
+/* Type and module                                                           */
+/* ======================================================================== */
+
+static PyMethodDef client_methods[] = {
+    {"close", (PyCFunction)client_close, METH_NOARGS, "Close the client (idempotent)."},
+    {"get_into", (PyCFunction)(void (*)(void))client_get_into, METH_VARARGS | METH_KEYWORDS,
+     "get_into(bucket, key, buffer, start=0, length=0, transport=None) -> bytes read"},
+    {"get", (PyCFunction)(void (*)(void))client_get, METH_VARARGS | METH_KEYWORDS,
+     "get(bucket, key, start=0, length=0, transport=None) -> bytes"},
+    {"put", (PyCFunction)(void (*)(void))client_put, METH_VARARGS | METH_KEYWORDS,
+     "put(bucket, key, data, content_type=None, metadata=None, transport=None)"},
+    {"head", (PyCFunction)client_head, METH_VARARGS,
+     "head(bucket, key) -> (size, etag, content_type, mtime, metadata)"},
+    {"delete", (PyCFunction)client_delete, METH_VARARGS, "delete(bucket, key)"},
+    {"copy", (PyCFunction)client_copy, METH_VARARGS,
+     "copy(src_bucket, src_key, dst_bucket, dst_key)"},
+    {"list", (PyCFunction)client_list, METH_VARARGS,
+     "list(bucket, prefix, delimiter, token, start_after, max_keys) -> (objects, prefixes, "
+     "next_token)"},
+    {"bucket_create", (PyCFunction)client_bucket_create, METH_VARARGS, "bucket_create(bucket)"},
+    {"bucket_delete", (PyCFunction)client_bucket_delete, METH_VARARGS, "bucket_delete(bucket)"},
+    {"bucket_head", (PyCFunction)client_bucket_head, METH_VARARGS, "bucket_head(bucket)"},
+    {"bucket_list", (PyCFunction)client_bucket_list, METH_NOARGS,
+     "bucket_list() -> [(name, created)]"},
+    {"batch", (PyCFunction)client_batch, METH_VARARGS,
+     "batch(is_get, bucket, keys, buffers, transport, content_type) -> [n or exception]"},
+    {"alloc", (PyCFunction)client_alloc, METH_VARARGS, "alloc(n) -> RegisteredBuffer"},
+    {"multipart", (PyCFunction)client_multipart, METH_VARARGS,
+     "multipart(bucket, key, content_type, metadata, transport) -> Multipart"},
+    {"stats", (PyCFunction)client_stats, METH_NOARGS, "stats() -> dict of counters"},
+    {"rdma_connect", (PyCFunction)client_rdma_connect, METH_NOARGS, "Open the RDMA session now."},
+    {"rdma_connected", (PyCFunction)client_rdma_connected, METH_NOARGS,
+     "True while an RDMA session is up."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef client_getset[] = {
+    {"closed", (getter)client_get_closed, NULL, "True after close()", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject ClientType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "s3rdma._s3rdma.Client",
+    .tp_basicsize = sizeof(ClientObject),
+    .tp_dealloc = (destructor)client_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_methods = client_methods,
+    .tp_getset = client_getset,
+    .tp_init = (initproc)client_init,
+    .tp_new = PyType_GenericNew,
+    .tp_doc = "The libs3rdma client handle (s3r_client_t); use s3rdma.Client instead.",
+};
+
+static PyObject *set_error_factory(PyObject *Py_UNUSED(m), PyObject *f)
+{
+    Py_XSETREF(error_factory, Py_NewRef(f));
+    Py_RETURN_NONE;
+}
+
+static PyObject *size_parse(PyObject *Py_UNUSED(m), PyObject *args)
+{
+    const char *s;
+    if (!PyArg_ParseTuple(args, "s", &s))
+        return NULL;
+    uint64_t v;
+    if (s3r_size_parse(s, &v) != S3R_OK) {
+        PyErr_Format(PyExc_ValueError, "s3rdma: bad size %R (bytes, or K/M/G with B or iB)",
+                     PyTuple_GET_ITEM(args, 0));
+        return NULL;
+    }
+    return PyLong_FromUnsignedLongLong(v);
+}
+
+static PyMethodDef module_methods[] = {
+    {"set_error_factory", set_error_factory, METH_O,
+     "set_error_factory(f): f(status, name, description, http_status, code, message, "
+     "request_id, needed_bytes, transport) returns the exception to raise."},
+    {"size_parse", size_parse, METH_VARARGS, "size_parse('1MiB') -> 1048576"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    "_s3rdma",
+    "CPython binding of libs3rdma.",
+    -1,
+    module_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+};
+
+PyMODINIT_FUNC PyInit__s3rdma(void)
+{
+    if (PyType_Ready(&ClientType) < 0 || PyType_Ready(&RegBufType) < 0 ||
+        PyType_Ready(&MultipartType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module_def);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddObjectRef(m, "Client", (PyObject *)&ClientType) < 0 ||
+        PyModule_AddObjectRef(m, "RegisteredBuffer", (PyObject *)&RegBufType) < 0 ||
+        PyModule_AddObjectRef(m, "Multipart", (PyObject *)&MultipartType) < 0 ||
+        PyModule_AddObject(m, "HEADER_VERSION",
+                           Py_BuildValue("iii", S3RDMA_VERSION_MAJOR, S3RDMA_VERSION_MINOR,
+                                         S3RDMA_VERSION_PATCH)) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

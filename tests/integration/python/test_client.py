@@ -1,0 +1,360 @@
+"""s3rdma.Client against a real s3rdmad: every method, each transport, errors."""
+import asyncio
+import io
+import mmap
+import os
+import threading
+
+import numpy as np
+import pytest
+import s3rdma
+from conftest import OPS_COUNTER, TRANSPORTS, USERS
+
+MiB = 1024 * 1024
+
+
+def payload(n, seed=0):
+    return np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8).tobytes()
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("size", [0, 1, 4096, MiB + 3, 64 * MiB])
+def test_roundtrip_sizes(client, rbucket, boto, transport, size):
+    c = client(transport)
+    data = payload(size, size)
+    c.put_object(rbucket, "obj", data)
+    before = c.stats()[OPS_COUNTER[transport]]
+    assert c.get_object(rbucket, "obj") == data
+    buf = bytearray(size + 10)
+    assert c.get_object_into(rbucket, "obj", buf) == size
+    assert buf[:size] == data
+    assert c.stats()[OPS_COUNTER[transport]] >= before + (1 if transport != "native" else 2)
+    # the bytes the server stored, read by another client
+    assert boto.get_object(Bucket=rbucket, Key="obj")["Body"].read() == data
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_ranges(client, rbucket, transport):
+    c = client(transport)
+    data = payload(100_000, 1)
+    c.put_object(rbucket, "r", data)
+    assert c.get_object(rbucket, "r", range=(10, 20)) == data[10:20]
+    assert c.get_object(rbucket, "r", range="bytes=5-9") == data[5:10]
+    assert c.get_object(rbucket, "r", range=(99_990, None)) == data[99_990:]
+    buf = bytearray(50_000)
+    assert c.get_object_into(rbucket, "r", buf, range=(50_000, 100_000)) == 50_000
+    assert buf == data[50_000:]
+    with pytest.raises(s3rdma.InvalidRange):
+        c.get_object(rbucket, "r", range=(200_000, 200_010))
+    assert c.get_object(rbucket, "r", range="bytes=99999-") == data[99_999:]
+    for bad in [(5, 5), (-1, 3), "bytes=x-3", "5-2"]:
+        with pytest.raises(ValueError):
+            c.get_object(rbucket, "r", range=bad)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_get_into_buffer_kinds(client, rbucket, transport):
+    c = client(transport)
+    data = payload(3 * MiB, 2)
+    c.put_object(rbucket, "b", data)
+    targets = {
+        "bytearray": bytearray(len(data)),
+        "memoryview": memoryview(bytearray(len(data) + 7))[7:],
+        "mmap": mmap.mmap(-1, len(data)),
+        "numpy": np.empty(len(data), np.uint8),
+        "registered": c.allocate_buffer(len(data)),
+    }
+    for name, t in targets.items():
+        assert c.get_object_into(rbucket, "b", t) == len(data), name
+        assert bytes(memoryview(t)) == data, name
+    # and PUT from each of them
+    for name, t in targets.items():
+        c.put_object(rbucket, f"from-{name}", t)
+        assert c.get_object(rbucket, f"from-{name}") == data, name
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_buffer_too_small(client, rbucket, transport):
+    c = client(transport)
+    c.put_object(rbucket, "big", payload(100_000))
+    with pytest.raises(s3rdma.BufferTooSmall) as e:
+        c.get_object_into(rbucket, "big", bytearray(1000))
+    assert e.value.needed_bytes == 100_000
+
+
+def test_readonly_buffer_refused(client, rbucket):
+    c = client()
+    c.put_object(rbucket, "k", b"abc")
+    with pytest.raises(TypeError):
+        c.get_object_into(rbucket, "k", b"xxx")
+    with pytest.raises(TypeError):
+        c.put_object(rbucket, "k", "text is not bytes")
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_head_copy_delete(client, rbucket, boto, transport):
+    c = client(transport)
+    c.put_object(rbucket, "src", b"x" * 1234, metadata={"owner": "alice", "n": "1"},
+                 content_type="text/plain")
+    h = c.head_object(rbucket, "src")
+    assert (h.size, h.content_type, h.metadata) == (1234, "text/plain",
+                                                   {"owner": "alice", "n": "1"})
+    assert h.etag == boto.head_object(Bucket=rbucket, Key="src")["ETag"]
+    c.copy_object(rbucket, "src", rbucket, "dst")
+    assert c.head_object(rbucket, "dst").metadata == {"owner": "alice", "n": "1"}
+    assert c.get_object(rbucket, "dst") == b"x" * 1234
+    c.delete_object(rbucket, "src")
+    with pytest.raises(s3rdma.NoSuchKey) as e:
+        c.head_object(rbucket, "src")
+    assert e.value.http_status == 404
+    res = c.delete_objects(rbucket, ["dst", "never-there"])
+    assert "dst" in res.deleted
+    with pytest.raises(s3rdma.NoSuchKey):
+        c.get_object(rbucket, "dst")
+
+
+@pytest.mark.parametrize("transport", ["http", "native"])
+def test_list_objects_pages(client, rbucket, transport):
+    c = client(transport)
+    keys = [f"d{i // 3}/k{i}" for i in range(7)] + ["top"]
+    c.put_objects(rbucket, {k: k.encode() for k in keys})
+    pages = list(c.list_objects(rbucket, page_size=3))
+    assert [len(p.objects) for p in pages] == [3, 3, 2]
+    assert sorted(o.key for p in pages for o in p.objects) == sorted(keys)
+    assert all(o.size == len(o.key) for p in pages for o in p.objects)
+    [page] = list(c.list_objects(rbucket, delimiter="/"))
+    assert [o.key for o in page.objects] == ["top"]
+    assert page.prefixes == ["d0/", "d1/", "d2/"]
+    [page] = list(c.list_objects(rbucket, prefix="d1/"))
+    assert [o.key for o in page.objects] == ["d1/k3", "d1/k4", "d1/k5"]
+
+
+@pytest.mark.parametrize("transport", ["http", "native"])
+def test_buckets_and_errors(client, transport):
+    c = client(transport)
+    name = f"pyb-{transport}-{os.getpid()}"
+    c.create_bucket(name)
+    assert name in [b.name for b in c.list_buckets()]
+    assert c.bucket_exists(name)
+    with pytest.raises(s3rdma.BucketAlreadyExists) as e:
+        c.create_bucket(name)
+    assert e.value.http_status == 409 and e.value.code.startswith("BucketAlready")
+    c.put_object(name, "k", b"v")
+    with pytest.raises(s3rdma.BucketNotEmpty):
+        c.delete_bucket(name)
+    c.delete_object(name, "k")
+    c.delete_bucket(name)
+    assert not c.bucket_exists(name)
+    with pytest.raises(s3rdma.NoSuchBucket) as e:
+        c.put_object(name, "k", b"v")
+    assert (e.value.code, e.value.http_status) == ("NoSuchBucket", 404)
+    assert e.value.request_id
+    with pytest.raises(s3rdma.NoSuchBucket):
+        list(c.list_objects(name))
+
+
+def test_access_denied(client, rbucket):
+    c = client("http", user=(USERS[0][0], "wrong-secret"))
+    with pytest.raises(s3rdma.AccessDenied) as e:
+        c.get_object(rbucket, "k")
+    assert e.value.http_status == 403 and isinstance(e.value, s3rdma.S3Error)
+    other = client("native", user=USERS[1])
+    with pytest.raises(s3rdma.AccessDenied):
+        other.put_object(rbucket, "k", b"v")
+
+
+def test_bad_settings():
+    with pytest.raises(ValueError):
+        s3rdma.Client(endpoint="http://127.0.0.1:1", access_key="a", secret_key="b",
+                      transport="carrier-pigeon")
+    with pytest.raises(TypeError):
+        s3rdma.Client(endpoint="http://127.0.0.1:1", access_key="a", secret_key="b",
+                      no_such_setting=1)
+    with pytest.raises(s3rdma.InvalidArgument):
+        s3rdma.Client(endpoint="not a url", access_key="a", secret_key="b")
+
+
+def test_connection_refused_is_connection_error(rsrv):
+    from s3r_itest import free_port
+    c = s3rdma.Client(endpoint=f"http://127.0.0.1:{free_port()}", access_key="a",
+                      secret_key="b", transport="http")
+    with pytest.raises(s3rdma.ConnectionFailed) as e:
+        c.list_buckets()
+    assert isinstance(e.value, ConnectionError)
+    c.close()
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_put_file_objects(client, rbucket, tmp_path, transport):
+    c = client(transport)
+    data = payload(20 * MiB + 5, 3)  # above the multipart threshold
+    c.put_object(rbucket, "stream", io.BytesIO(data))
+    assert c.get_object(rbucket, "stream") == data
+    p = tmp_path / "f"
+    p.write_bytes(data[:3 * MiB])
+    with open(p, "rb") as f:
+        f.seek(100)  # a file object is sent from its position
+        c.put_object(rbucket, "file", f)
+        assert f.tell() == 3 * MiB
+    assert c.get_object(rbucket, "file") == data[100:3 * MiB]
+    c.put_object(rbucket, "empty", io.BytesIO(b""))
+    assert c.get_object(rbucket, "empty") == b""
+
+
+@pytest.mark.parametrize("transport", ["token", "native"])
+def test_upload_download_file_progress(client, rbucket, tmp_path, boto, transport):
+    c = client(transport)
+    data = payload(21 * MiB, 4)
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    src.write_bytes(data)
+    seen = []
+    c.upload_file(src, rbucket, "f", callback=seen.append, metadata={"m": "1"})
+    assert sum(seen) == len(data) and len(seen) == 3  # 8 + 8 + 5 MiB parts
+    assert boto.head_object(Bucket=rbucket, Key="f")["ETag"].endswith('-3"')
+    seen = []
+    assert c.download_file(rbucket, "f", dst, callback=seen.append) == len(data)
+    assert sum(seen) == len(data) and len(seen) == 3
+    assert dst.read_bytes() == data
+    # small files go as one PUT
+    src.write_bytes(b"tiny")
+    c.upload_file(src, rbucket, "t")
+    c.download_file(rbucket, "t", dst)
+    assert dst.read_bytes() == b"tiny"
+    # failures: nothing left behind
+    with pytest.raises(s3rdma.NoSuchKey):
+        c.download_file(rbucket, "missing", tmp_path / "nope")
+    assert not (tmp_path / "nope").exists()
+    src.write_bytes(data)
+    with pytest.raises(s3rdma.NoSuchBucket):
+        c.upload_file(src, "no-such-bucket-py", "f")
+    assert boto.list_multipart_uploads(Bucket=rbucket).get("Uploads", []) == []
+
+
+@pytest.mark.parametrize("size", [5, 3 * MiB])
+def test_boto3_interop(client, rbucket, boto, size):
+    c = client("native")
+    data = payload(size, 5)
+    boto.put_object(Bucket=rbucket, Key="by-boto", Body=data, Metadata={"who": "boto"},
+                    ContentType="application/x-test")
+    assert c.get_object(rbucket, "by-boto") == data
+    h = c.head_object(rbucket, "by-boto")
+    assert (h.metadata, h.content_type) == ({"who": "boto"}, "application/x-test")
+    c.put_object(rbucket, "by-s3rdma", data, metadata={"who": "s3rdma"})
+    r = boto.get_object(Bucket=rbucket, Key="by-s3rdma")
+    assert r["Body"].read() == data and r["Metadata"] == {"who": "s3rdma"}
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_threads_share_a_client(client, rbucket, transport):
+    c = client(transport)
+    errors = []
+
+    def worker(t):
+        try:
+            for i in range(15):
+                data = payload(1000 + 7000 * i, t * 100 + i)
+                c.put_object(rbucket, f"t{t}/{i}", data)
+                assert c.get_object(rbucket, f"t{t}/{i}") == data
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_batches(client, rbucket, transport):
+    c = client(transport)
+    items = {f"b{i}": payload(100 + 997 * i, i) for i in range(150)}  # > one window of 64
+    assert c.put_objects(rbucket, items) == [len(v) for v in items.values()]
+    keys = list(items)
+    bufs = [bytearray(len(items[k])) for k in keys]
+    assert c.get_objects(rbucket, keys, bufs) == [len(b) for b in bufs]
+    assert [bytes(b) for b in bufs] == list(items.values())
+    got = c.get_objects(rbucket, keys[:5])
+    assert [bytes(b) for b in got] == [items[k] for k in keys[:5]]
+    res = c.get_objects(rbucket, ["b1", "missing", "b2"],
+                        [bytearray(5000), bytearray(10), bytearray(5000)],
+                        return_exceptions=True)
+    assert res[0] == len(items["b1"]) and res[2] == len(items["b2"])
+    assert isinstance(res[1], s3rdma.NoSuchKey)
+    with pytest.raises(s3rdma.BufferTooSmall):
+        c.get_objects(rbucket, ["b100"], [bytearray(10)])
+    with pytest.raises(ValueError):
+        c.get_objects(rbucket, ["b1", "b2"], [bytearray(10)])
+
+
+def test_futures_and_asyncio(client, rbucket):
+    c = client("native")
+    futs = [c.put_object_async(rbucket, f"f{i}", payload(4096, i)) for i in range(20)]
+    assert [f.result() for f in futs] == [None] * 20
+    futs = [c.get_object_async(rbucket, f"f{i}") for i in range(20)]
+    assert [f.result() for f in futs] == [payload(4096, i) for i in range(20)]
+    buf = bytearray(4096)
+    assert c.get_object_into_async(rbucket, "f3", buf).result() == 4096
+    assert buf == payload(4096, 3)
+    with pytest.raises(s3rdma.NoSuchKey):
+        c.get_object_async(rbucket, "nope").result()
+
+    async def main():
+        return await asyncio.gather(*(asyncio.wrap_future(c.get_object_async(rbucket, f"f{i}"))
+                                      for i in range(5)))
+    assert asyncio.run(main()) == [payload(4096, i) for i in range(5)]
+
+
+def test_registered_buffer_and_close(client, rbucket):
+    c = client("native")
+    buf = c.allocate_buffer(2 * MiB)
+    arr = np.frombuffer(buf, np.uint8)
+    arr[:] = 7
+    before = c.stats()["regions_registered"]
+    c.put_object(rbucket, "reg", buf)
+    assert c.get_object_into(rbucket, "reg", buf) == 2 * MiB
+    assert c.stats()["regions_registered"] == before  # no registration per call
+    with pytest.raises(ValueError):
+        c.allocate_buffer(0)
+    with c:
+        pass
+    assert c.closed
+    with pytest.raises(ValueError):
+        c.get_object(rbucket, "reg")
+    assert arr.sum() == 7 * 2 * MiB  # the memory outlives close() while a view holds it
+    del arr, buf
+
+
+def test_rdma_client_alias_and_aws_settings(rsrv, rbucket, tmp_path, monkeypatch):
+    for k in list(os.environ):
+        if k.startswith("AWS_"):
+            monkeypatch.delenv(k)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".aws").mkdir()
+    (tmp_path / ".aws" / "credentials").write_text(
+        f"[default]\naws_access_key_id = nobody\naws_secret_access_key = x\n"
+        f"[py]\naws_access_key_id = {USERS[0][0]}\naws_secret_access_key = {USERS[0][1]}\n")
+    (tmp_path / ".aws" / "config").write_text(
+        f"[profile py]\nregion = us-east-1\ns3 =\n    endpoint_url = {rsrv.endpoint}\n")
+    monkeypatch.setenv("AWS_PROFILE", "py")
+    with s3rdma.Client(rdma_endpoint=rsrv.rdma_endpoint, transport="http") as c:
+        c.put_object(rbucket, "prof", b"from a profile")
+    monkeypatch.setenv("AWS_PROFILE", "absent")
+    with pytest.raises(ValueError):
+        s3rdma.Client()
+    monkeypatch.delenv("AWS_PROFILE")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", USERS[0][0])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", USERS[0][1])
+    monkeypatch.setenv("AWS_ENDPOINT_URL", rsrv.endpoint)
+    with s3rdma.RDMAClient(endpoint=rsrv.rdma_endpoint, transport="native") as c:
+        assert c.get_object(rbucket, "prof") == b"from a profile"
+        assert c.stats()["native_ops"] == 1 and c.stats()["http_ops"] == 0
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    (tmp_path / ".aws" / "credentials").unlink()  # no [default] profile to fall back on
+    with pytest.raises(ValueError, match="credentials"):
+        s3rdma.Client()
+
+
+def test_help_is_useful():
+    doc = s3rdma.Client.__doc__ + s3rdma.Client.get_object_into.__doc__
+    assert "rdma_threshold" in doc and "no intermediate copy" in doc
