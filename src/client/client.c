@@ -322,17 +322,30 @@ s3r_status_t token_request(s3r_client_t *c, s3c_req_t *req, const char *method, 
 s3r_status_t token_answer(s3r_client_t *c, const s3c_resp_t *resp, bool *declined)
 {
     char v[16];
-    if (resp->status == 501) {
+    bool has_reply = s3c_resp_header(resp, "x-amz-rdma-reply", v, sizeof(v)) >= 0;
+    /* A 2xx whose x-amz-rdma-reply is not 2xx is a decline too: the
+     * protocol lets a server answer a GET it will not RDMA-WRITE with the
+     * object in the body (docs/protocol.md §2.1); nothing reached our buffer. */
+    long rdma_reply = has_reply ? strtol(v, NULL, 10) : 0;
+    bool declined_2xx = resp->status >= 200 && resp->status <= 299 && has_reply &&
+                        (rdma_reply < 200 || rdma_reply > 299);
+    if (resp->status == 501 || declined_2xx) {
         *declined = true;
         atomic_fetch_add(&c->n_declines, 1);
-        /* Records the server's code and message, under the decline status. */
-        (void)s3c_http_error(c, resp, S3R_TRANSPORT_TOKEN, true);
+        /* Records the server's code and message (a 501's body), under the
+         * decline status. */
+        if (declined_2xx)
+            (void)s3c_fail(c, S3R_ERR_RDMA_DECLINED, S3R_TRANSPORT_TOKEN, (int)resp->status, "",
+                           "the server declined the RDMA transfer (x-amz-rdma-reply: %ld)",
+                           rdma_reply);
+        else
+            (void)s3c_http_error(c, resp, S3R_TRANSPORT_TOKEN, true);
         set_status(S3R_ERR_RDMA_DECLINED);
         return S3R_ERR_RDMA_DECLINED;
     }
     if (resp->status < 200 || resp->status > 299)
         return s3c_http_error(c, resp, S3R_TRANSPORT_TOKEN, true);
-    if (s3c_resp_header(resp, "x-amz-rdma-reply", v, sizeof(v)) < 0)
+    if (!has_reply)
         return s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_TOKEN, (int)resp->status, "",
                         "the server answered %ld without x-amz-rdma-reply", resp->status);
     return S3R_OK;
