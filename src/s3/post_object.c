@@ -117,7 +117,9 @@ static void fail_missing(post_form_t *f, const char *name)
 }
 
 /* The SigV4 fields: the policy must be signed by a configured user's key for
- * this server's region. On success *user_p is that user. */
+ * this server's region. On success *user_p is that user, or NULL for a form
+ * with neither policy nor credentials: anonymous, allowed only into a bucket
+ * whose ACL lets everyone write (public-read-write), as S3 does. */
 static bool verify_signature(s3_req_t *req, post_form_t *f, const s3_user_t **user_p)
 {
     static const char *const required[] = {"policy", "x-amz-algorithm", "x-amz-credential",
@@ -128,9 +130,8 @@ static bool verify_signature(s3_req_t *req, post_form_t *f, const s3_user_t **us
         return false;
     }
     if (!field(f, "policy") && !field(f, "x-amz-signature") && !field(f, "x-amz-credential")) {
-        fail(f, S3E_ACCESS_DENIED,
-             "Anonymous access is not allowed; sign the POST policy with AWS Signature Version 4.");
-        return false;
+        *user_p = NULL;
+        return true;
     }
     for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
         if (!field(f, required[i])) {
@@ -238,8 +239,9 @@ static void start_file(s3_req_t *req, post_form_t *f, const char *filename)
     post_form_view_t view = {
         .names = names, .values = values, .n = f->n_fields, .bucket = req->bucket, .key = key};
     char *why = NULL;
-    s3_error_t err =
-        post_policy_check(field(f, "policy"), req->now_s, &view, &f->min_len, &f->max_len, &why);
+    s3_error_t err = user ? post_policy_check(field(f, "policy"), req->now_s, &view, &f->min_len,
+                                              &f->max_len, &why)
+                          : S3E_NONE;
     if (err == S3E_NONE && key[0] == '\0') {
         err = S3E_INVALID_ARGUMENT;
         why = strdup("User key must have a length greater than 0.");

@@ -242,6 +242,15 @@ def test_post_no_file(server, s3, bucket):
 def test_post_anonymous(server, s3, bucket):
     assert_post_error(post_form(server, bucket, {"key": "anon"}), 403, "AccessDenied")
     assert_absent(s3, bucket, "anon")
+    # a bucket open to everyone's writes takes an unsigned form, as S3 does
+    s3.put_bucket_acl(Bucket=bucket, ACL="public-read-write")
+    r = post_form(server, bucket, {"key": "anon/${filename}", "acl": "public-read"},
+                  file_data=b"dropped")
+    assert r.status_code == 204, r.text
+    assert s3.get_object(Bucket=bucket, Key="anon/f.txt")["Body"].read() == b"dropped"
+    acl = s3.get_object_acl(Bucket=bucket, Key="anon/f.txt")
+    assert any(g["Grantee"].get("URI", "").endswith("/AllUsers") for g in acl["Grants"])
+    s3.put_bucket_acl(Bucket=bucket, ACL="private")
 
 
 @pytest.mark.parametrize("size,code", [(99, "EntityTooSmall"), (1001, "EntityTooLarge"),
