@@ -184,6 +184,25 @@ static void object_fields(buf_t *out, const stor_meta_t *meta)
     buf_printf(out, "<Size>%" PRIu64 "</Size>", meta->size);
 }
 
+/* Ends a listing's document xml (its root element and the fields before
+ * MaxKeys already in it) with the fields every listing shares, the entries
+ * and common prefixes, and sends it; frees r. */
+static void list_reply(s3_req_t *req, const list_query_t *q, list_result_t *r, const char *root,
+                       buf_t *xml)
+{
+    buf_printf(xml, "<MaxKeys>%ld</MaxKeys>", q->max_keys);
+    if (q->delim)
+        elem(xml, "Delimiter", q->delim, q->url);
+    if (q->url)
+        buf_append_str(xml, "<EncodingType>url</EncodingType>");
+    buf_printf(xml, "<IsTruncated>%s</IsTruncated>", r->truncated ? "true" : "false");
+    buf_append(xml, r->contents.data ? r->contents.data : "", r->contents.len);
+    buf_append(xml, r->prefixes.data ? r->prefixes.data : "", r->prefixes.len);
+    buf_printf(xml, "</%s>", root);
+    list_result_free(r);
+    s3_reply_xml(req, 200, xml);
+}
+
 /* ---- ListObjects / ListObjectsV2 ---------------------------------------------------- */
 
 static void render_contents(s3_req_t *req, const list_query_t *q, buf_t *out, const char *key,
@@ -260,17 +279,7 @@ static void list_objects_begin(s3_req_t *req)
         if (r.truncated && q.delim)
             elem(&xml, "NextMarker", r.last, q.url);
     }
-    buf_printf(&xml, "<MaxKeys>%ld</MaxKeys>", q.max_keys);
-    if (q.delim)
-        elem(&xml, "Delimiter", q.delim, q.url);
-    if (q.url)
-        buf_append_str(&xml, "<EncodingType>url</EncodingType>");
-    buf_printf(&xml, "<IsTruncated>%s</IsTruncated>", r.truncated ? "true" : "false");
-    buf_append(&xml, r.contents.data ? r.contents.data : "", r.contents.len);
-    buf_append(&xml, r.prefixes.data ? r.prefixes.data : "", r.prefixes.len);
-    buf_append_str(&xml, "</ListBucketResult>");
-    list_result_free(&r);
-    s3_reply_xml(req, 200, &xml);
+    list_reply(req, &q, &r, "ListBucketResult", &xml);
 }
 
 /* ---- ListObjectVersions ---------------------------------------------------------------- */
@@ -332,17 +341,7 @@ static void list_versions_begin(s3_req_t *req)
         if (!r.last_was_prefix)
             elem(&xml, "NextVersionIdMarker", "null", false);
     }
-    buf_printf(&xml, "<MaxKeys>%ld</MaxKeys>", q.max_keys);
-    if (q.delim)
-        elem(&xml, "Delimiter", q.delim, q.url);
-    if (q.url)
-        buf_append_str(&xml, "<EncodingType>url</EncodingType>");
-    buf_printf(&xml, "<IsTruncated>%s</IsTruncated>", r.truncated ? "true" : "false");
-    buf_append(&xml, r.contents.data ? r.contents.data : "", r.contents.len);
-    buf_append(&xml, r.prefixes.data ? r.prefixes.data : "", r.prefixes.len);
-    buf_append_str(&xml, "</ListVersionsResult>");
-    list_result_free(&r);
-    s3_reply_xml(req, 200, &xml);
+    list_reply(req, &q, &r, "ListVersionsResult", &xml);
 }
 
 const s3_op_t s3_op_list_objects = {"ListObjects", list_objects_begin, NULL};
