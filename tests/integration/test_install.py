@@ -123,6 +123,13 @@ def test_program_built_against_installed_library(root, server, tmp_path):
     assert resolved_lib(exe, env) == root / "usr/lib/libs3rdma.so.0"
 
 
+def test_make_install_passes_prefix_and_destdir():
+    """`make install PREFIX=... DESTDIR=...` is cmake --install of the build tree with both."""
+    p = run(["make", "-n", "-C", str(REPO_ROOT), "install", f"BUILD={BUILD}", "PREFIX=/opt/x y",
+             "DESTDIR=/tmp/stage dir"])
+    assert f'DESTDIR="/tmp/stage dir" cmake --install {BUILD} --prefix "/opt/x y"' in p.stdout
+
+
 # --------------------------------------------------------------------------
 # The sample config
 # --------------------------------------------------------------------------
@@ -197,8 +204,6 @@ def test_man_page(root, page, section, option):
     path = root / f"usr/share/man/man{section}/{page}.{section}"
     src = path.read_text()
     assert re.search(rf'^\.TH {re.escape(page.upper())} "{section}"', src, re.M), src[:300]
-    if shutil.which("man") is None:
-        pytest.skip("man (man-db) is not installed: the page's source was checked only")
     p = run(["man", "--warnings", "-l", str(path)],
             env=dict(os.environ, MANWIDTH="100", MAN_KEEP_FORMATTING="0", PAGER="cat"))
     text = re.sub(r".\x08", "", p.stdout)
