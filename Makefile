@@ -3,13 +3,19 @@
 #   make run      install deps if missing, build, start s3rdmad on 127.0.0.1:9000 with ./data
 #   make test     install deps if missing, build, run every test (unit + integration),
 #                 then the same suite on an ASan+UBSan build (build-asan/)
+#   make install  build, then install under PREFIX (default /usr/local), below
+#                 DESTDIR if given: binaries, libs3rdma, s3rdma.h, pkg-config file,
+#                 sample config, man pages, systemd unit, bash completion
+#                 (docs/deploy.md)
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 PYTHON     ?= /usr/bin/python3
 JOBS       ?= $(shell nproc)
 CMAKE_FLAGS ?=
+PREFIX     ?= /usr/local
+DESTDIR    ?=
 
-.PHONY: all deps build run test test-unit test-integration asan test-asan format clean
+.PHONY: all deps build run test test-unit test-integration asan test-asan install format clean
 
 all: build
 
@@ -34,6 +40,9 @@ $(ASAN_BUILD)/CMakeCache.txt:
 
 asan: $(ASAN_BUILD)/CMakeCache.txt
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+install: build
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
 
 format:
 	clang-format -i $$(find src include tests -name '*.[ch]')

@@ -203,6 +203,31 @@ static int load_users(server_config_t *cfg, yaml_document_t *doc, yaml_node_t *s
     return 0;
 }
 
+/* The part of a setting's key before its dot ("rdma" of "rdma.listen"), or
+ * "" for a top-level key; at most SECTION_MAX - 1 bytes. */
+#define SECTION_MAX 32
+static void section_of(const char *key, char section[SECTION_MAX])
+{
+    const char *dot = strchr(key, '.');
+    size_t n = dot ? (size_t)(dot - key) : 0;
+    if (n >= SECTION_MAX)
+        n = SECTION_MAX - 1;
+    memcpy(section, key, n);
+    section[n] = '\0';
+}
+
+/* 1 when name is the section of some setting (a mapping in the file). */
+static int is_section(const char *name)
+{
+    char section[SECTION_MAX];
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        section_of(settings[i].key, section);
+        if (*section && strcmp(section, name) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 static int apply_mapping(server_config_t *cfg, yaml_document_t *doc, yaml_node_t *map,
                          const char *prefix, const char *path)
 {
@@ -225,7 +250,7 @@ static int apply_mapping(server_config_t *cfg, yaml_document_t *doc, yaml_node_t
                 return -1;
             continue;
         }
-        if (!*prefix && (strcmp(k, "rdma") == 0 || strcmp(k, "http") == 0)) {
+        if (!*prefix && is_section(k)) {
             if (apply_mapping(cfg, doc, v, k, path) != 0)
                 return -1;
             continue;
@@ -304,11 +329,113 @@ static void usage(FILE *out)
         fprintf(out, "  %-22s %s\n  %-22s   (env %s, file key %s, default \"%s\")\n", flag,
                 settings[i].help, "", settings[i].env, settings[i].key, settings[i].dflt);
     }
-    fprintf(out, "  --help                 this text\n  --version              the version\n\n"
-                 "Precedence: flag > environment > config file > default.\n"
-                 "Users: the config file's 'users:' list ({access_key, secret_key}) plus\n"
-                 "S3RDMA_ROOT_USER / S3RDMA_ROOT_PASSWORD. With none, the first start creates\n"
-                 "DATA/.s3rdma/credentials (mode 0600) and later starts reuse it.\n");
+    fprintf(out,
+            "  --print-config         print the configuration as a commented YAML file (every\n"
+            "                         setting; those not at their default in effect) and exit\n"
+            "  --help                 this text\n  --version              the version\n\n"
+            "Precedence: flag > environment > config file > default.\n"
+            "Users: the config file's 'users:' list ({access_key, secret_key}) plus\n"
+            "S3RDMA_ROOT_USER / S3RDMA_ROOT_PASSWORD. With none, the first start creates\n"
+            "DATA/.s3rdma/credentials (mode 0600) and later starts reuse it.\n");
+}
+
+/* ---- --print-config ------------------------------------------------------------------- */
+
+/* Writes text as "# " comment lines of at most about 90 columns, each
+ * starting with indent. */
+static void print_comment(FILE *out, const char *indent, const char *text)
+{
+    const size_t width = 88;
+    while (*text) {
+        size_t n = strlen(text);
+        if (n > width) {
+            n = width;
+            while (n > 0 && text[n] != ' ')
+                n--;
+            if (n == 0)
+                n = strcspn(text, " ");
+        }
+        fprintf(out, "%s# %.*s\n", indent, (int)n, text);
+        text += n;
+        while (*text == ' ')
+            text++;
+    }
+}
+
+/* Writes v as a YAML scalar: plain when YAML reads it back as the same
+ * string, double-quoted otherwise (empty, leading '@', spaces, quotes...). */
+static void print_scalar(FILE *out, const char *v)
+{
+    int plain = *v != '\0' && strchr("@&*!|>%'\"`#-?:,[]{} ", *v) == NULL;
+    for (const char *c = v; plain && *c; c++)
+        plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                strchr("._/:,+-", *c) != NULL;
+    if (plain) {
+        fputs(v, out);
+        return;
+    }
+    fputc('"', out);
+    for (const char *c = v; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            fputc('\\', out);
+        fputc(*c, out);
+    }
+    fputc('"', out);
+}
+
+/* 1 when the setting's value is not its default. */
+static int is_set(const server_config_t *cfg, const setting_t *s)
+{
+    return strcmp(*slot((server_config_t *)cfg, s), s->dflt) != 0;
+}
+
+/* Writes the whole configuration as a YAML file that s3rdmad reads back:
+ * every setting with its help, flag and variable; those at their default
+ * commented out, the others (from flags, the environment or --config) in
+ * effect. Sections come from the keys' "section." prefixes in table order.
+ * Users are never written (they hold secrets): only a commented example. */
+static void print_config(FILE *out, const server_config_t *cfg)
+{
+    fprintf(out,
+            "# s3rdmad configuration (s3rdmad --config FILE). Every setting is listed with its\n"
+            "# default; a line starting with '#' is not in effect. A setting can also be given\n"
+            "# as a flag or an S3RDMA_* environment variable: flag > environment > this file >\n"
+            "# default. Written by `s3rdmad --print-config`, which lists the settings of the\n"
+            "# installed version (and the values in effect, with --config and other flags).\n");
+    char section[SECTION_MAX] = "", cur[SECTION_MAX] = "";
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        const setting_t *s = &settings[i];
+        section_of(s->key, section);
+        if (strcmp(section, cur) != 0) {
+            int any = 0;
+            char other[SECTION_MAX];
+            for (size_t j = i; j < N_SETTINGS; j++) {
+                section_of(settings[j].key, other);
+                if (strcmp(other, section) == 0 && is_set(cfg, &settings[j]))
+                    any = 1;
+            }
+            fprintf(out, "\n%s%s:\n", any ? "" : "#", section);
+            snprintf(cur, sizeof(cur), "%s", section);
+        }
+        const char *indent = *section ? "  " : "";
+        const char *name = *section ? s->key + strlen(section) + 1 : s->key;
+        char where[160];
+        snprintf(where, sizeof(where), "(flag --%s, env %s)", s->flag, s->env);
+        fputc('\n', out);
+        print_comment(out, indent, s->help);
+        print_comment(out, indent, where);
+        fprintf(out, "%s%s%s: ", indent, is_set(cfg, s) ? "" : "#", name);
+        print_scalar(out, *slot((server_config_t *)cfg, s));
+        fputc('\n', out);
+    }
+    fprintf(out, "\n");
+    print_comment(out, "",
+                  "Users: each an access key and its secret key (3-128 and 8-128 characters). "
+                  "S3RDMA_ROOT_USER and S3RDMA_ROOT_PASSWORD add one more. With no user at "
+                  "all, the first start creates DATA_DIR/.s3rdma/credentials (mode 0600) and "
+                  "later starts reuse it. Users here make this file a secret: let only the "
+                  "server's user read it.");
+    fprintf(out, "#users:\n#  - access_key: AKEXAMPLE\n#    secret_key: a-long-secret\n");
 }
 
 /* A whole decimal number in [lo, hi]. */
@@ -361,7 +488,7 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
         if (set_value(cfg, &settings[i], settings[i].dflt) != 0)
             return -1;
 
-    struct option opts[N_SETTINGS + 4];
+    struct option opts[N_SETTINGS + 5];
     memset(opts, 0, sizeof(opts));
     for (size_t i = 0; i < N_SETTINGS; i++) {
         opts[i].name = settings[i].flag;
@@ -371,10 +498,12 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
     opts[N_SETTINGS] = (struct option){"config", required_argument, NULL, 'c'};
     opts[N_SETTINGS + 1] = (struct option){"help", no_argument, NULL, 'h'};
     opts[N_SETTINGS + 2] = (struct option){"version", no_argument, NULL, 'V'};
+    opts[N_SETTINGS + 3] = (struct option){"print-config", no_argument, NULL, 'P'};
 
     /* Flags are collected first and applied last. */
     const char *flag_values[N_SETTINGS] = {0};
     const char *config_path = getenv("S3RDMA_CONFIG");
+    int print = 0;
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "hc:", opts, NULL)) != -1) {
@@ -384,6 +513,8 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
         } else if (c == 'V') {
             printf("s3rdmad 0.1.0\n");
             return 1;
+        } else if (c == 'P') {
+            print = 1;
         } else if (c == 'c') {
             config_path = optarg;
         } else if (c >= 1000 && c < 1000 + (int)N_SETTINGS) {
@@ -487,6 +618,10 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
     server_http_limits_t http;
     if (server_config_http(cfg, &http) != 0)
         return -1;
+    if (print) {
+        print_config(stdout, cfg);
+        return 1;
+    }
     return 0;
 }
 

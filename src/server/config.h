@@ -42,8 +42,8 @@ typedef struct server_config {
 } server_config_t;
 
 /* Fills cfg from argv, the environment and the config file. Prints the
- * problem to stderr and returns -1 on bad input; returns 1 when --help or
- * --version was handled (exit 0); 0 otherwise. */
+ * problem to stderr and returns -1 on bad input; returns 1 when --help,
+ * --version or --print-config was handled (exit 0); 0 otherwise. */
 int server_config_load(server_config_t *cfg, int argc, char **argv);
 void server_config_free(server_config_t *cfg);
 
