@@ -97,8 +97,29 @@ void conn_send(bconn_t *c, wire_out_t *w)
         c->broken = 1;
 }
 
+rdma_refusal_t refusal_of(uint32_t code)
+{
+    switch (code) {
+    case RDMA_ERR_AUTH:
+        return RDMA_REFUSED_AUTH;
+    case RDMA_ERR_MAX_SESSIONS:
+        return RDMA_REFUSED_MAX_SESSIONS;
+    case RDMA_ERR_BUSY:
+        return RDMA_REFUSED_BUSY;
+    case RDMA_ERR_BAD_MESSAGE:
+    case RDMA_ERR_PROBE:
+        return RDMA_REFUSED_PROTOCOL;
+    default:
+        return RDMA_REFUSED_INTERNAL;
+    }
+}
+
 void conn_send_error(bconn_t *c, uint32_t code, const char *msg)
 {
+    /* The first error before WELCOME is why the connection ends (counted
+     * by conn_free); a live session's errors (regions) end nothing. */
+    if (c->state != CONN_LIVE && c->refusal < 0)
+        c->refusal = (int)refusal_of(code);
     wire_out_t w = {0};
     if (wire_error(&w, code, msg) == 0)
         conn_send(c, &w);
@@ -111,6 +132,8 @@ void conn_send_error(bconn_t *c, uint32_t code, const char *msg)
  * last non-blocking try (so an ERROR before a close usually arrives). */
 static void conn_free(struct rdma_server *srv, bconn_t *c)
 {
+    if (c->state != CONN_LIVE && c->refusal >= 0)
+        atomic_fetch_add(&srv->refused[c->refusal], 1);
     if (!c->broken)
         conn_flush(c);
     if (c->sess) {
@@ -344,6 +367,7 @@ static void conn_accept(struct rdma_server *srv, int lfd)
         return;
     }
     c->fd = fd;
+    c->refusal = -1;
     if (conn_identify(srv, c, lfd == srv->unix_fd, &ss, sl) < 0) {
         free(c);
         close(fd);
@@ -353,6 +377,7 @@ static void conn_accept(struct rdma_server *srv, int lfd)
         log_warn("rdma: %s: %u handshakes already pending from %s; refusing", c->peer,
                  srv->cfg.max_pending_per_source, c->source);
         refuse_fd(fd, RDMA_ERR_BUSY, "too many pending handshakes from this address");
+        atomic_fetch_add(&srv->refused[RDMA_REFUSED_BUSY], 1);
         free(c);
         return;
     }
@@ -422,6 +447,8 @@ void *boot_main(void *arg)
                 close_it = conn_readable(srv, c) < 0;
             if (!close_it && c->state != CONN_LIVE && now > c->deadline_ms) {
                 log_warn("rdma: %s: handshake timed out; closing", c->peer);
+                if (c->refusal < 0)
+                    c->refusal = RDMA_REFUSED_TIMEOUT;
                 close_it = 1;
             }
             if (close_it || c->broken) {

@@ -125,6 +125,7 @@ static int session_create(struct rdma_server *srv, bconn_t *c)
     pthread_mutex_unlock(&srv->mu);
     atomic_init(&s->refs, 1); /* the lifeline's */
     snprintf(s->access_key, sizeof(s->access_key), "%s", c->ak);
+    snprintf(s->peer, sizeof(s->peer), "%s", c->peer);
     memcpy(s->probe_hdr, c->cnonce, RDMA_NONCE_LEN);
     s->own_worker = dom->local;
     if (s->own_worker && (worker_create(dom, &s->own) < 0 || native_listen(&s->own, NULL, s) < 0)) {
@@ -262,6 +263,7 @@ int on_prove(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t le
     *b = s;
     srv->n_live++;
     pthread_mutex_unlock(&srv->mu);
+    atomic_fetch_add(&srv->sessions_opened, 1);
     c->state = CONN_LIVE;
     conn_send(c, &w);
     log_info("rdma: %s: session up for '%s' (%s)", c->peer, c->ak,

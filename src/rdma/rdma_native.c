@@ -449,6 +449,11 @@ const char *rdma_native_access_key(const rdma_native_req_t *r)
     return r->s->access_key;
 }
 
+const char *rdma_native_peer(const rdma_native_req_t *r)
+{
+    return r->s->peer;
+}
+
 rdma_status_t rdma_native_body(rdma_native_req_t *r, rdma_sink_fn sink, void *ctx)
 {
     const rdma_native_msg_t *m = &r->m;

@@ -254,6 +254,27 @@ unsigned rdma_server_session_count(rdma_server_t *srv)
     return n;
 }
 
+const char *rdma_refusal_name(rdma_refusal_t r)
+{
+    static const char *const names[RDMA_REFUSED_COUNT] = {
+        "auth", "max_sessions", "busy", "protocol", "timeout", "internal",
+    };
+    return (unsigned)r < RDMA_REFUSED_COUNT ? names[r] : "?";
+}
+
+void rdma_server_get_stats(rdma_server_t *srv, rdma_server_stats_t *out_p)
+{
+    pthread_mutex_lock(&srv->mu);
+    out_p->sessions = srv->n_live;
+    out_p->transfers_inflight = srv->n_xfers_busy;
+    pthread_mutex_unlock(&srv->mu);
+    out_p->sessions_opened = atomic_load(&srv->sessions_opened);
+    for (int i = 0; i < RDMA_REFUSED_COUNT; i++)
+        out_p->refused[i] = atomic_load(&srv->refused[i]);
+    out_p->native_inflight = atomic_load(&srv->n_jobs);
+    rdma_server_native_counts(srv, &out_p->native_dropped, &out_p->native_malformed);
+}
+
 unsigned rdma_server_session_resident(rdma_server_t *srv)
 {
     pthread_mutex_lock(&srv->mu);

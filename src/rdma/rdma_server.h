@@ -87,6 +87,34 @@ const char *rdma_server_unix_socket(const rdma_server_t *srv);
  * with BAD_MESSAGE, since start (for the stats endpoint and tests). */
 void rdma_server_native_counts(rdma_server_t *srv, unsigned long *dropped_p,
                                unsigned long *malformed_p);
+/* Why a session-port connection ended before it became a session. */
+typedef enum rdma_refusal {
+    RDMA_REFUSED_AUTH = 0,     /* unknown access key or wrong MAC */
+    RDMA_REFUSED_MAX_SESSIONS, /* max_sessions or max_sessions_per_user reached */
+    RDMA_REFUSED_BUSY,         /* pending handshakes over their bounds (refused or evicted) */
+    RDMA_REFUSED_PROTOCOL,     /* malformed or unexpected message, probe not answered */
+    RDMA_REFUSED_TIMEOUT,      /* the handshake did not finish in time */
+    RDMA_REFUSED_INTERNAL,     /* out of memory, UCX failure */
+    RDMA_REFUSED_COUNT
+} rdma_refusal_t;
+/* "auth", "max_sessions", "busy", "protocol", "timeout", "internal". */
+const char *rdma_refusal_name(rdma_refusal_t r);
+
+/* Counters since start, for metrics (each read once, without a lock
+ * across them). */
+typedef struct rdma_server_stats {
+    unsigned sessions;             /* live now */
+    unsigned long sessions_opened; /* WELCOMEs sent */
+    unsigned long refused[RDMA_REFUSED_COUNT];
+    unsigned transfers_inflight;                    /* token and native transfer handles in use */
+    unsigned native_inflight;                       /* native requests admitted, not yet answered */
+    unsigned long native_dropped, native_malformed; /* as rdma_server_native_counts */
+} rdma_server_stats_t;
+void rdma_server_get_stats(rdma_server_t *srv, rdma_server_stats_t *out_p);
+/* The peer of the session a native request came on: "ip:port" or
+ * "unix:uid=U,pid=P" (for access logs). */
+const char *rdma_native_peer(const rdma_native_req_t *r);
+
 /* Live sessions (for the stats endpoint and tests). */
 unsigned rdma_server_session_count(rdma_server_t *srv);
 /* Sessions not yet destroyed: live ones plus those whose lifeline dropped

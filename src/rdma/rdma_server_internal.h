@@ -119,6 +119,7 @@ typedef struct rworker {
 struct rsession {
     uint8_t id[RDMA_SESSION_ID_LEN];
     char access_key[RDMA_MAX_AK + 1];
+    char peer[80]; /* the lifeline's peer, as bconn's */
     struct rdma_server *srv;
     rprog_t *prog;
     _Atomic int refs;
@@ -202,6 +203,7 @@ struct bconn {
     char peer[80];   /* for logs: "ip:port" or "unix:uid=U,pid=P" */
     char source[64]; /* what per-source caps count: the IP, or "uid:U" */
     int local;       /* bootstrapped over the Unix socket from a trusted uid */
+    int refusal;     /* rdma_refusal_t counted when it closes before LIVE; -1: none */
     /* handshake */
     char ak[RDMA_MAX_AK + 1];
     uint8_t cnonce[RDMA_NONCE_LEN], snonce[RDMA_NONCE_LEN];
@@ -247,6 +249,10 @@ struct rdma_server {
     unsigned n_live;      /* in the hash */
     unsigned n_alloc;     /* authenticated sessions: reserved at AUTH until destroyed */
     struct rdma_xfer *xfers, *free_xfers;
+    unsigned n_xfers_busy; /* transfer handles taken from free_xfers */
+    /* rdma_server_get_stats: written by the bootstrap thread only. */
+    _Atomic unsigned long sessions_opened;
+    _Atomic unsigned long refused[RDMA_REFUSED_COUNT];
 
     /* Native requests (rdma_native.c): the queue the executor threads take
      * from (bounded by cfg.max_native_queued), and replies being sent. */
@@ -392,6 +398,8 @@ void *boot_main(void *arg);
  * without blocking; past RDMA_CONN_OUTQ_MAX the connection is marked broken. */
 void conn_send(bconn_t *c, wire_out_t *w);
 void conn_send_error(bconn_t *c, uint32_t code, const char *msg);
+/* The refusal an ERROR code sent before WELCOME stands for. */
+rdma_refusal_t refusal_of(uint32_t code);
 
 /* ==== rdma_handshake.c =================================================== */
 

@@ -151,8 +151,10 @@ rdma_status_t xfer_bind(struct rdma_server *srv, rsession_t *s, uint32_t region_
      * locks are never held together (rdma_server_internal.h). */
     pthread_mutex_lock(&srv->mu);
     struct rdma_xfer *x = srv->free_xfers;
-    if (x)
+    if (x) {
         srv->free_xfers = x->next_free;
+        srv->n_xfers_busy++;
+    }
     pthread_mutex_unlock(&srv->mu);
     if (!x)
         return RDMA_BUSY;
@@ -169,6 +171,7 @@ rdma_status_t xfer_bind(struct rdma_server *srv, rsession_t *s, uint32_t region_
         pthread_mutex_lock(&srv->mu);
         x->next_free = srv->free_xfers;
         srv->free_xfers = x;
+        srv->n_xfers_busy--;
         pthread_mutex_unlock(&srv->mu);
         return RDMA_OUT_OF_BOUNDS;
     }
@@ -216,6 +219,7 @@ void rdma_xfer_close(rdma_xfer_t *x)
     pthread_mutex_lock(&srv->mu);
     x->next_free = srv->free_xfers;
     srv->free_xfers = x;
+    srv->n_xfers_busy--;
     pthread_mutex_unlock(&srv->mu);
 }
 

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/hash.h"
 #include "common/log.h"
 #include "common/s3r_limits.h"
 #include "s3/connguard.h"
@@ -252,7 +253,24 @@ static void http_send(s3_req_t *req, int status, s3_out_t *out)
     req->replied = true;
 }
 
+static void http_remote(s3_req_t *req, char *out, size_t cap)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    char host[INET6_ADDRSTRLEN], port[8];
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+    socklen_t len =
+        sa && sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    if (!sa || getnameinfo(sa, len, host, sizeof(host), port, sizeof(port),
+                           NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+        snprintf(out, cap, "-");
+    else
+        snprintf(out, cap, sa->sa_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
+}
+
 static const s3_frontend_t http_frontend = {
+    .transport = S3_TRANSPORT_HTTP,
+    .remote = http_remote,
     .header = http_header,
     .each_header = http_each_header,
     .query = http_query,
@@ -444,7 +462,96 @@ static s3_error_t route(s3_req_t *req, const char *raw_url)
     return S3E_NONE;
 }
 
-/* ---- the stats endpoint ---------------------------------------------------------- */
+/* ---- the server's own endpoints: stats, metrics, health --------------------------- */
+
+const s3_op_t s3_op_stats = {"Stats", NULL, NULL};
+const s3_op_t s3_op_metrics = {"Metrics", NULL, NULL};
+const s3_op_t s3_op_health = {"Health", NULL, NULL};
+
+#define STATS_PATH        "/_s3rdma/stats"
+#define METRICS_PATH      "/metrics"
+#define HEALTH_PREFIX     "/health/"
+#define HEALTH_LIVE_PATH  HEALTH_PREFIX "live"
+#define HEALTH_READY_PATH HEALTH_PREFIX "ready"
+
+/* Replies status with len bytes of text (copied) of the given type. */
+static void reply_text(s3_req_t *req, int status, const char *type, const char *text, size_t len)
+{
+    s3_out_t out = {.kind = S3_OUT_BUFFER, .data = malloc(len), .len = len};
+    if (!out.data) {
+        s3_reply_error(req, S3E_INTERNAL, NULL);
+        return;
+    }
+    memcpy(out.data, text, len);
+    s3_reply_header(req, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    s3_reply_send(req, status, &out);
+}
+
+/* Which of the server's own endpoints url names, or NULL for an S3 path.
+ * Health answers GET and HEAD, the others GET; /metrics only when enabled.
+ * A virtual-host request (its Host names a bucket) is always S3's: its
+ * path is a key. */
+static const s3_op_t *own_endpoint(s3_req_t *req, const char *url)
+{
+    bool get = strcmp(req->method, "GET") == 0, head = strcmp(req->method, "HEAD") == 0;
+    const s3_op_t *op = NULL;
+    if (get && strcmp(url, STATS_PATH) == 0)
+        op = &s3_op_stats;
+    else if (get && req->srv->cfg.metrics_enabled && strcmp(url, METRICS_PATH) == 0)
+        op = &s3_op_metrics;
+    else if ((get || head) &&
+             (strcmp(url, HEALTH_LIVE_PATH) == 0 || strcmp(url, HEALTH_READY_PATH) == 0))
+        op = &s3_op_health;
+    if (!op || op == &s3_op_stats)
+        return op;
+    char *vb = vhost_bucket(req);
+    free(vb);
+    return vb ? NULL : op;
+}
+
+/* /health/live: 200 while the process serves HTTP. /health/ready: 200 when
+ * every listener is up (s3_server_set_ready), the server is not stopping
+ * and the store is ready (stor_ready); 503 otherwise. No authentication. */
+static void reply_health(s3_req_t *req, const char *url)
+{
+    s3_server_t *srv = req->srv;
+    bool ok =
+        strcmp(url, HEALTH_LIVE_PATH) == 0 ||
+        (atomic_load(&srv->ready) && !atomic_load(&srv->stopping) && stor_ready(srv->cfg.store));
+    s3_reply_header(req, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    if (ok)
+        reply_text(req, 200, "text/plain", "ok\n", 3);
+    else
+        reply_text(req, 503, "text/plain", "not ready\n", 10);
+}
+
+/* GET /metrics: public, or with Authorization: Bearer <metrics.token>
+ * (anything else: 403 AccessDenied). */
+static void reply_metrics(s3_req_t *req)
+{
+    const char *token = req->srv->cfg.metrics_token;
+    if (token) {
+        const char *auth = s3_req_header(req, MHD_HTTP_HEADER_AUTHORIZATION);
+        size_t tlen = strlen(token);
+        if (!auth || strncmp(auth, "Bearer ", 7) != 0 || strlen(auth + 7) != tlen ||
+            !ct_equal(auth + 7, token, tlen)) {
+            s3_reply_error(req, S3E_ACCESS_DENIED,
+                           "The metrics page needs Authorization: Bearer <metrics.token>.");
+            return;
+        }
+    }
+    buf_t page;
+    buf_init(&page, 1 << 20);
+    s3_metrics_render(req->srv, &page);
+    s3_out_t out = {.kind = S3_OUT_BUFFER};
+    out.data = buf_steal(&page, &out.len);
+    if (!out.data) {
+        s3_reply_error(req, S3E_INTERNAL, NULL);
+        return;
+    }
+    s3_reply_header(req, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8");
+    s3_reply_send(req, 200, &out);
+}
 
 static void reply_stats(s3_req_t *req)
 {
@@ -468,17 +575,18 @@ static void reply_stats(s3_req_t *req)
     s3_out_t out = {.kind = S3_OUT_BUFFER};
     out.data = buf_steal(&json, &out.len);
     s3_reply_header(req, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-    http_send(req, 200, &out);
+    s3_reply_send(req, 200, &out);
 }
 
 /* ---- the access handler ---------------------------------------------------------- */
 
-#define STATS_PATH "/_s3rdma/stats"
-
-/* The stats page is no S3 resource, but it is authenticated like one: it
- * answers any configured user, never an anonymous client. */
-static s3_error_t route_stats(s3_req_t *req, const char *url)
+/* The server's own pages are no S3 resources: the path is the resource.
+ * Health and metrics have their own access rules; the stats page is
+ * authenticated like an S3 request and answers any configured user, never
+ * an anonymous client. */
+static s3_error_t route_own(s3_req_t *req, const s3_op_t *op, const char *url)
 {
+    req->op = op;
     req->path = strdup(url);
     req->resource = strdup(url);
     return req->path && req->resource ? S3E_NONE : S3E_INTERNAL;
@@ -486,8 +594,17 @@ static s3_error_t route_stats(s3_req_t *req, const char *url)
 
 static void start_request(s3_req_t *req, const char *url)
 {
-    bool stats = strcmp(url, STATS_PATH) == 0 && strcmp(req->method, "GET") == 0;
-    s3_error_t err = stats ? route_stats(req, url) : route(req, url);
+    const s3_op_t *own = own_endpoint(req, url);
+    bool stats = own == &s3_op_stats;
+    s3_error_t err = own ? route_own(req, own, url) : route(req, url);
+    if (err == S3E_NONE && own == &s3_op_health) {
+        reply_health(req, url);
+        return;
+    }
+    if (err == S3E_NONE && own == &s3_op_metrics) {
+        reply_metrics(req);
+        return;
+    }
     if (err != S3E_NONE) {
         s3_reply_error(req, err, NULL);
         return;
@@ -565,7 +682,8 @@ static enum MHD_Result access_step(s3_server_t *srv, struct MHD_Connection *conn
         s3_req_init(req, srv, &http_frontend, method);
         req->conn = conn;
         *con_cls = req;
-        if (atomic_load(&srv->stopping)) {
+        /* Health answers while stopping: ready says 503 itself. */
+        if (atomic_load(&srv->stopping) && strncmp(url, HEALTH_PREFIX, 8) != 0) {
             s3_reply_error(req, S3E_SERVICE_UNAVAILABLE, NULL);
             return MHD_YES;
         }
@@ -735,7 +853,11 @@ s3_server_t *s3_server_start(const s3_server_config_t *cfg)
         .sweep_ms = S3R_HTTP_SWEEP_MS,
     };
     srv->guard = connguard_start(&gcfg);
-    if (!srv->guard) {
+    if (c->metrics_enabled)
+        srv->metrics = s3_metrics_new();
+    if (!srv->guard || (c->metrics_enabled && !srv->metrics)) {
+        connguard_stop(srv->guard);
+        s3_metrics_free(srv->metrics);
         freeaddrinfo(ai);
         free(srv);
         return NULL;
@@ -760,6 +882,7 @@ s3_server_t *s3_server_start(const s3_server_config_t *cfg)
     if (!srv->daemon) {
         log_error("cannot listen on %s:%d (%s)", cfg->listen_host, cfg->port, strerror(errno));
         connguard_stop(srv->guard);
+        s3_metrics_free(srv->metrics);
         free(srv);
         return NULL;
     }
@@ -771,6 +894,7 @@ void s3_server_stop(s3_server_t *srv, int grace_s)
     if (!srv)
         return;
     atomic_store(&srv->stopping, true);
+    atomic_store(&srv->ready, false);
     MHD_socket lsock = MHD_quiesce_daemon(srv->daemon);
     if (lsock != MHD_INVALID_SOCKET)
         close(lsock);
@@ -787,5 +911,11 @@ void s3_server_stop(s3_server_t *srv, int grace_s)
     }
     MHD_stop_daemon(srv->daemon);
     connguard_stop(srv->guard); /* after the daemon: it unregisters every connection */
+    s3_metrics_free(srv->metrics);
     free(srv);
+}
+
+void s3_server_set_ready(s3_server_t *srv, bool ready)
+{
+    atomic_store(&srv->ready, ready);
 }

@@ -161,7 +161,14 @@ static void native_send(s3_req_t *req, int status, s3_out_t *out)
     req->replied = true;
 }
 
+static void native_remote(s3_req_t *req, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s", rdma_native_peer(((native_req_t *)req)->nr));
+}
+
 static const s3_frontend_t native_frontend = {
+    .transport = S3_TRANSPORT_NATIVE,
+    .remote = native_remote,
     .header = native_header,
     .each_header = native_each_header,
     .query = native_query,

@@ -132,6 +132,7 @@ static const char *token_foreign(s3_req_t *req)
     s3_token_format_t f = s3_token_format(req->rdma_token);
     if (f == S3_TOKEN_S3R1)
         return NULL;
+    req->decline = S3_DECLINE_FOREIGN;
     log_debug("request %s: declining an x-amz-rdma-token of format %s", req->request_id,
               s3_token_format_name(f));
     return s3_token_format_name(f);
@@ -156,6 +157,7 @@ static void reply_rdma_status(s3_req_t *req, rdma_status_t st)
         s3_reply_error(req, S3E_SLOW_DOWN, "Too many RDMA transfers in flight.");
         return;
     default:
+        req->decline = st == RDMA_DECLINE ? S3_DECLINE_SESSION : S3_DECLINE_TRANSPORT;
         snprintf(msg, sizeof(msg), "RDMA transfer declined: %s.", rdma_strerror(st));
         s3_reply_error(req, S3E_NOT_IMPLEMENTED, msg);
         return;
@@ -165,6 +167,7 @@ static void reply_rdma_status(s3_req_t *req, rdma_status_t st)
 bool s3_token_precheck(s3_req_t *req)
 {
     if (!req->srv->cfg.rdma) {
+        req->decline = S3_DECLINE_DISABLED;
         s3_reply_error(req, S3E_NOT_IMPLEMENTED, "RDMA transfers are disabled on this server.");
         return false;
     }
@@ -270,6 +273,7 @@ static void token_push(s3_req_t *req, stor_reader_t *reader, int status, uint64_
     s3_reply_headerf(req, "x-amz-rdma-reply", "%d", status);
     s3_reply_headerf(req, "x-amz-rdma-bytes-transferred", "%" PRIu64, len);
     s3_reply_empty(req, status);
+    req->bytes_out = len; /* the body went by RDMA */
 }
 
 /* ---- PutObject ------------------------------------------------------------------ */

@@ -31,10 +31,20 @@ void s3_reply_headerf(s3_req_t *req, const char *name, const char *fmt, ...)
     s3_reply_header(req, name, value);
 }
 
+void s3_reply_send(s3_req_t *req, int status, s3_out_t *out)
+{
+    req->status = status;
+    req->bytes_out = s3_req_is_head(req)          ? 0
+                     : out->kind == S3_OUT_BUFFER ? out->len
+                     : out->kind == S3_OUT_OBJECT ? out->obj_len
+                                                  : 0;
+    req->fe->send(req, status, out);
+}
+
 void s3_reply_empty(s3_req_t *req, int status)
 {
     s3_out_t out = {.kind = S3_OUT_EMPTY};
-    req->fe->send(req, status, &out);
+    s3_reply_send(req, status, &out);
 }
 
 void s3_reply_xml(s3_req_t *req, int status, buf_t *xml)
@@ -42,12 +52,13 @@ void s3_reply_xml(s3_req_t *req, int status, buf_t *xml)
     s3_out_t out = {.kind = S3_OUT_BUFFER};
     out.data = buf_steal(xml, &out.len);
     s3_reply_header(req, MHD_HTTP_HEADER_CONTENT_TYPE, "application/xml");
-    req->fe->send(req, status, &out);
+    s3_reply_send(req, status, &out);
 }
 
 void s3_reply_error(s3_req_t *req, s3_error_t err, const char *message)
 {
     int status = s3_error_status(err);
+    req->error = err;
     if (status >= 500)
         log_warn("request %s %s %s: %s %s", req->request_id, req->method,
                  req->resource ? req->resource : "/", s3_error_code(err), message ? message : "");
@@ -113,7 +124,7 @@ void s3_reply_object(s3_req_t *req, int status, stor_reader_t *reader, uint64_t 
         return;
     }
     s3_out_t out = {.kind = S3_OUT_OBJECT, .reader = reader, .first = first, .obj_len = len};
-    req->fe->send(req, status, &out);
+    s3_reply_send(req, status, &out);
 }
 
 s3_error_t s3_error_from_stor(stor_status_t st)

@@ -15,7 +15,12 @@ void s3_req_init(s3_req_t *req, s3_server_t *srv, const s3_frontend_t *fe, const
     req->srv = srv;
     req->fe = fe;
     req->method = method;
-    req->now_s = (int64_t)time(NULL);
+    struct timespec mono, wall;
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    clock_gettime(CLOCK_REALTIME, &wall);
+    req->start_ns = (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec;
+    req->start_ms = (int64_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000;
+    req->now_s = (int64_t)wall.tv_sec;
     req->declared_len = UINT64_MAX;
     buf_init(&req->body, S3R_MAX_XML_BODY);
     buf_init(&req->reply_headers, S3R_MAX_HEADER_BYTES);
@@ -61,8 +66,61 @@ void s3_req_finish(s3_req_t *req)
     }
 }
 
+const char *s3_transport_name(s3_transport_t t)
+{
+    static const char *const names[S3_TRANSPORT_COUNT] = {"http", "token", "native"};
+    return (unsigned)t < S3_TRANSPORT_COUNT ? names[t] : "?";
+}
+
+s3_transport_t s3_req_transport(const s3_req_t *req)
+{
+    if (req->fe->transport == S3_TRANSPORT_HTTP && req->rdma_token &&
+        req->decline != S3_DECLINE_FOREIGN)
+        return S3_TRANSPORT_TOKEN;
+    return req->fe->transport;
+}
+
+/* Counts the finished request and writes its access-log record, each when
+ * configured: the only per-request cost of either when it is off is a
+ * branch. */
+static void request_done(s3_req_t *req)
+{
+    const s3_server_config_t *cfg = &req->srv->cfg;
+    if (!req->srv->metrics && !cfg->access_log)
+        return;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    uint64_t now_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+    uint64_t duration_us = (now_ns - req->start_ns) / 1000;
+    if (req->srv->metrics)
+        s3_metrics_count(req->srv->metrics, req, duration_us);
+    if (!cfg->access_log)
+        return;
+    char remote[96];
+    req->fe->remote(req, remote, sizeof(remote));
+    s3_access_record_t rec = {
+        .start_ms = req->start_ms,
+        .remote = remote,
+        .access_key = req->user ? req->user->access_key : NULL,
+        .op = req->op ? req->op->name : "-",
+        .method = req->method,
+        .bucket = req->bucket,
+        .key = req->key,
+        .resource = req->resource,
+        .status = req->status,
+        .error_code = req->error != S3E_NONE ? s3_error_code(req->error) : NULL,
+        .bytes_in = req->body_bytes,
+        .bytes_out = req->bytes_out,
+        .duration_us = duration_us,
+        .transport = s3_req_transport(req),
+        .request_id = req->request_id,
+    };
+    cfg->access_log(cfg->access_log_ctx, &rec);
+}
+
 void s3_req_release(s3_req_t *req)
 {
+    request_done(req);
     if (req->op_state_free)
         req->op_state_free(req->op_state);
     stor_writer_abort(req->writer);

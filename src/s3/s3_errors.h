@@ -102,6 +102,7 @@ typedef enum s3_error {
 #define S3E_ENUM(name, status, code, msg) S3E_##name,
     S3_ERROR_TABLE(S3E_ENUM)
 #undef S3E_ENUM
+        S3E_COUNT /* not an error: how many values there are */
 } s3_error_t;
 
 int s3_error_status(s3_error_t e);

@@ -34,10 +34,12 @@
 struct s3_server {
     s3_server_config_t cfg;
     struct MHD_Daemon *daemon;
-    struct connguard *guard; /* receive deadlines: connguard.h */
+    struct connguard *guard;    /* receive deadlines: connguard.h */
+    struct s3_metrics *metrics; /* s3_metrics.c; NULL when cfg.metrics_enabled is off */
     atomic_uint inflight;
     atomic_ulong request_seq;
     atomic_bool stopping;
+    atomic_bool ready; /* s3_server_set_ready */
     uint32_t instance; /* random, makes request ids unique across restarts */
 };
 
@@ -61,6 +63,16 @@ enum s3_checksum_alg { S3_CK_CRC32 = 0, S3_CK_CRC32C, S3_CK_SHA256, S3_CK_COUNT 
 
 typedef struct s3_req s3_req_t;
 
+/* Why a request's x-amz-rdma-token was declined (docs/protocol.md §2.1, §3). */
+typedef enum s3_decline {
+    S3_DECLINE_NONE = 0,
+    S3_DECLINE_DISABLED,  /* RDMA is off on this server */
+    S3_DECLINE_SESSION,   /* no live session for the token, or a malformed s3r1 token */
+    S3_DECLINE_TRANSPORT, /* the RDMA transfer failed */
+    S3_DECLINE_FOREIGN,   /* another implementation's token format */
+    S3_DECLINE_COUNT
+} s3_decline_t;
+
 /* What a reply carries after its status and headers. */
 typedef enum s3_out_kind {
     S3_OUT_EMPTY = 0, /* nothing */
@@ -83,6 +95,10 @@ typedef int (*s3_header_fn)(void *ctx, const char *name, const char *value);
  * http.c is the HTTP one (libmicrohttpd). Its functions are called only
  * between s3_req_init and s3_req_release, by the thread driving the request. */
 typedef struct s3_frontend {
+    s3_transport_t transport; /* HTTP (or TOKEN, which request.c tells), NATIVE */
+    /* Writes the client's address ("ip:port", or the session's peer) into
+     * out (cap bytes, NUL-terminated); for access logs only. */
+    void (*remote)(s3_req_t *req, char *out, size_t cap);
     /* The value of header name (matched without regard to case), or NULL. */
     const char *(*header)(s3_req_t *req, const char *name);
     /* Calls fn for every request header in the order received, until fn
@@ -107,7 +123,7 @@ typedef struct s3_frontend {
 } s3_frontend_t;
 
 typedef struct s3_op {
-    const char *name;
+    const char *name; /* the S3 operation's name; the label of its metrics */
     /* Runs once the request is authenticated. Replies, or sets req->body_kind
      * (and for objects opens req->writer) and returns for finish(). */
     void (*begin)(s3_req_t *req);
@@ -187,6 +203,14 @@ struct s3_req {
     buf_t error_elems;   /* XML elements an error reply adds after <Message> */
     bool replied;
     bool deferred; /* no body: routing and the operation wait for the next call */
+
+    /* What the request did, for metrics and the access log (s3_req_release). */
+    uint64_t start_ns;    /* CLOCK_MONOTONIC at s3_req_init */
+    int64_t start_ms;     /* unix milliseconds at s3_req_init */
+    int status;           /* the last reply's status; 0 until one is sent */
+    s3_error_t error;     /* the last error replied; S3E_NONE when none */
+    uint64_t bytes_out;   /* reply body bytes (token GET: RDMA-written) */
+    s3_decline_t decline; /* why an x-amz-rdma-token was not used, if it was not */
 };
 
 /* ---- request.c: the request's life ------------------------------------- */
@@ -208,6 +232,10 @@ void s3_req_finish(s3_req_t *req);
  * unfinished writer), but neither req itself nor the frontend's own parts,
  * and uncounts it from srv->inflight. */
 void s3_req_release(s3_req_t *req);
+
+/* The transport that carried the request (a frontend's, or TOKEN for an
+ * HTTP request whose s3r1 token was taken up). */
+s3_transport_t s3_req_transport(const s3_req_t *req);
 
 /* Whether the request is a HEAD: its reply carries no body. */
 bool s3_req_is_head(const s3_req_t *req);
@@ -242,6 +270,10 @@ void s3_reply_empty(s3_req_t *req, int status);
  * over (closed when sent). HEAD sends only the headers, with the length. */
 void s3_reply_object(s3_req_t *req, int status, stor_reader_t *reader, uint64_t first,
                      uint64_t len);
+
+/* Every reply goes out through here: records the status, error and body
+ * length for metrics and the access log, then calls the frontend's send. */
+void s3_reply_send(s3_req_t *req, int status, s3_out_t *out);
 
 /* ---- XML response bodies (reply.c) -------------------------------------------- */
 
@@ -385,6 +417,21 @@ extern const s3_op_t s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_bucke
     s3_op_get_bucket_lifecycle, s3_op_get_object_lock_config, s3_op_get_bucket_encryption,
     s3_op_put_bucket_config, s3_op_delete_bucket_config, s3_op_get_object_tagging,
     s3_op_put_object_tagging, s3_op_delete_object_tagging;
+/* Endpoints the HTTP frontend serves itself (begin and finish NULL: never
+ * given to s3_req_start), named for metrics and access logs. */
+extern const s3_op_t s3_op_stats, s3_op_metrics, s3_op_health;
+
+/* ---- s3_metrics.c: the requests' metrics and GET /metrics --------------------- */
+
+/* Allocates the metrics of a server (zeroed). NULL when out of memory. */
+struct s3_metrics *s3_metrics_new(void);
+void s3_metrics_free(struct s3_metrics *m);
+/* Counts a finished request: by operation, status class and transport, its
+ * latency, its bytes, its error code and token decline. Lock-free. */
+void s3_metrics_count(struct s3_metrics *m, const s3_req_t *req, uint64_t duration_us);
+/* Appends the Prometheus text page of srv: its requests' metrics, the
+ * HTTP connections, the RDMA layer's counters and the store's usage. */
+void s3_metrics_render(s3_server_t *srv, buf_t *out);
 
 /* ---- versions (ops_object.c) ------------------------------------------------ */
 

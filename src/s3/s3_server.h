@@ -4,7 +4,9 @@
 #ifndef S3R_S3_SERVER_H
 #define S3R_S3_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "rdma/rdma_server.h"
 #include "storage/storage.h"
@@ -13,6 +15,42 @@ typedef struct s3_user {
     char *access_key;
     char *secret_key;
 } s3_user_t;
+
+/* What carried a request: plain HTTP, HTTP with an s3r1 x-amz-rdma-token
+ * (the bytes by RDMA), or a native request on an RDMA session. */
+typedef enum s3_transport {
+    S3_TRANSPORT_HTTP = 0,
+    S3_TRANSPORT_TOKEN,
+    S3_TRANSPORT_NATIVE,
+    S3_TRANSPORT_COUNT
+} s3_transport_t;
+
+/* "http", "token", "native". */
+const char *s3_transport_name(s3_transport_t t);
+
+/* One finished request, for an access log. Every pointer is borrowed for
+ * the call only; the strings are as the client sent them (decoded), so they
+ * may hold any byte but NUL: escape them. */
+typedef struct s3_access_record {
+    int64_t start_ms;       /* unix milliseconds when the request arrived */
+    const char *remote;     /* "ip:port", or the RDMA session's peer */
+    const char *access_key; /* NULL: anonymous or not authenticated */
+    const char *op;         /* the operation's name (s3_op_t.name), "-" when none */
+    const char *method;
+    const char *bucket, *key; /* NULL when absent */
+    const char *resource;     /* "/bucket/key" or the server's own path; NULL: unrouted */
+    int status;               /* 0: the connection ended before a reply */
+    const char *error_code;   /* the S3 error code replied, NULL when none */
+    uint64_t bytes_in;        /* request body bytes (token PUT: RDMA-read) */
+    uint64_t bytes_out;       /* reply body bytes (token GET: RDMA-written) */
+    uint64_t duration_us;     /* arrival to the end of the reply */
+    s3_transport_t transport;
+    const char *request_id;
+} s3_access_record_t;
+
+/* Called once per finished request by the thread that ran it (many at
+ * once): it must be thread-safe and should be quick. */
+typedef void (*s3_access_fn)(void *ctx, const s3_access_record_t *rec);
 
 typedef struct s3_server_config {
     const char *listen_host;    /* "127.0.0.1" */
@@ -34,6 +72,12 @@ typedef struct s3_server_config {
     unsigned head_timeout_s;          /* request line + headers must arrive within this */
     unsigned long long min_body_rate; /* bytes/s a request body must keep up... */
     unsigned body_rate_window_s;      /* ...averaged over windows this long */
+
+    /* Observability (docs/operations.md). */
+    bool metrics_enabled;      /* serve GET /metrics; off: /metrics is an S3 path */
+    const char *metrics_token; /* the Bearer token /metrics requires; NULL: public */
+    s3_access_fn access_log;   /* NULL: no access log */
+    void *access_log_ctx;
 } s3_server_config_t;
 
 typedef struct s3_server s3_server_t;
@@ -44,6 +88,11 @@ s3_server_t *s3_server_start(const s3_server_config_t *cfg);
  * give it to rdma_server_set_native once the server is started, and take
  * it back (rdma_server_set_native NULL) before stopping the server. */
 void s3_native_handle(void *ctx, rdma_native_req_t *nr);
+
+/* Whether GET /health/ready answers 200: set true once every listener is
+ * up (the server starts not ready); s3_server_stop clears it. Ready also
+ * needs the store to be ready (stor_ready). */
+void s3_server_set_ready(s3_server_t *srv, bool ready);
 
 /* Stops accepting new connections, waits up to grace_s seconds for requests
  * in flight to finish, then closes everything. NULL is a no-op. */

@@ -94,6 +94,17 @@ static const setting_t settings[] = {
     {"http.body_rate_window", "http-body-rate-window", "S3RDMA_HTTP_BODY_RATE_WINDOW",
      STR(S3R_HTTP_BODY_RATE_WINDOW_S), OFF(http_body_rate_window),
      "seconds over which the body rate is averaged"},
+    /* Observability (docs/operations.md). */
+    {"metrics.enabled", "metrics-enabled", "S3RDMA_METRICS_ENABLED", "false", OFF(metrics_enabled),
+     "true or false: serve Prometheus metrics at GET /metrics"},
+    {"metrics.auth", "metrics-auth", "S3RDMA_METRICS_AUTH", "bearer", OFF(metrics_auth),
+     "bearer (Authorization: Bearer <metrics.token>) or public (no authentication)"},
+    {"metrics.token", "metrics-token", "S3RDMA_METRICS_TOKEN", "", OFF(metrics_token),
+     "the bearer token /metrics requires (metrics.auth bearer)"},
+    {"log.access", "log-access", "S3RDMA_LOG_ACCESS", "off", OFF(log_access),
+     "access log: off, stdout, or a file path (appended to)"},
+    {"log.access_format", "log-access-format", "S3RDMA_LOG_ACCESS_FORMAT", "json",
+     OFF(log_access_format), "access log lines: json or common"},
 };
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
 
@@ -481,6 +492,28 @@ static int parse_counts(const char *prefix, const count_setting_t *set, size_t n
     return 0;
 }
 
+/* The metrics.* and log.access* settings. 0, or -1 after saying what is
+ * wrong. */
+static int check_observability(const server_config_t *cfg)
+{
+    const char *problem = NULL;
+    if (strcmp(cfg->metrics_enabled, "true") != 0 && strcmp(cfg->metrics_enabled, "false") != 0)
+        problem = "metrics enabled must be 'true' or 'false'";
+    else if (strcmp(cfg->metrics_auth, "bearer") != 0 && strcmp(cfg->metrics_auth, "public") != 0)
+        problem = "metrics auth must be 'bearer' or 'public'";
+    else if (strcmp(cfg->metrics_enabled, "true") == 0 &&
+             strcmp(cfg->metrics_auth, "bearer") == 0 && !*cfg->metrics_token)
+        problem = "metrics auth 'bearer' needs metrics.token (or set metrics.auth: public)";
+    else if (!*cfg->log_access)
+        problem = "log access must be off, stdout or a file path";
+    else if (strcmp(cfg->log_access_format, "json") != 0 &&
+             strcmp(cfg->log_access_format, "common") != 0)
+        problem = "log access_format must be 'json' or 'common'";
+    if (problem)
+        fprintf(stderr, "s3rdmad: %s\n", problem);
+    return problem ? -1 : 0;
+}
+
 int server_config_load(server_config_t *cfg, int argc, char **argv)
 {
     memset(cfg, 0, sizeof(*cfg));
@@ -617,6 +650,8 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
     }
     server_http_limits_t http;
     if (server_config_http(cfg, &http) != 0)
+        return -1;
+    if (check_observability(cfg) != 0)
         return -1;
     if (print) {
         print_config(stdout, cfg);

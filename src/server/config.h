@@ -36,7 +36,13 @@ typedef struct server_config {
     char *http_head_timeout;           /* seconds: "10"; "0" = no limit */
     char *http_min_body_rate;          /* bytes per second, a size: "1024"; "0" = no limit */
     char *http_body_rate_window;       /* seconds: "10" */
-    s3_user_t *users; /* from the file's users: list and S3RDMA_ROOT_USER/PASSWORD */
+    /* Observability (docs/operations.md): validated by server_config_load. */
+    char *metrics_enabled;   /* "false" | "true": GET /metrics */
+    char *metrics_auth;      /* "bearer" (metrics_token required) | "public" */
+    char *metrics_token;     /* the Bearer token */
+    char *log_access;        /* "off" | "stdout" | a file path */
+    char *log_access_format; /* "json" | "common" */
+    s3_user_t *users;        /* from the file's users: list and S3RDMA_ROOT_USER/PASSWORD */
     size_t n_users;
     char *config_path;
 } server_config_t;

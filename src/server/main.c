@@ -15,6 +15,7 @@
 #include "common/s3r_limits.h"
 #include "common/size.h"
 #include "rdma/rdma_server.h"
+#include "server/access_log.h"
 #include "server/ucx_guard.h"
 #include "s3/s3_server.h"
 #include "server/config.h"
@@ -223,6 +224,17 @@ int main(int argc, char **argv)
         }
     }
 
+    access_log_t *access = NULL;
+    if (strcmp(cfg.log_access, "off") != 0 &&
+        !(access = access_log_open(cfg.log_access, strcmp(cfg.log_access_format, "common") == 0
+                                                       ? ACCESS_FORMAT_COMMON
+                                                       : ACCESS_FORMAT_JSON))) {
+        rdma_server_stop(rdma);
+        stor_close(store);
+        server_config_free(&cfg);
+        return 1;
+    }
+
     const char *domains[16];
     size_t n_domains = split_domains(cfg.domains, domains, 16);
     s3_server_config_t scfg = {
@@ -241,9 +253,14 @@ int main(int argc, char **argv)
         .head_timeout_s = http.head_timeout_s,
         .min_body_rate = http.min_body_rate,
         .body_rate_window_s = http.body_rate_window_s,
+        .metrics_enabled = strcmp(cfg.metrics_enabled, "true") == 0,
+        .metrics_token = strcmp(cfg.metrics_auth, "bearer") == 0 ? cfg.metrics_token : NULL,
+        .access_log = access ? access_log_write : NULL,
+        .access_log_ctx = access,
     };
     s3_server_t *srv = s3_server_start(&scfg);
     if (!srv) {
+        access_log_close(access);
         rdma_server_stop(rdma);
         stor_close(store);
         server_config_free(&cfg);
@@ -251,6 +268,7 @@ int main(int argc, char **argv)
     }
     if (rdma)
         rdma_server_set_native(rdma, s3_native_handle, srv);
+    s3_server_set_ready(srv, true);
 
     const char *shown_host =
         strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0 ? "127.0.0.1" : host;
@@ -300,6 +318,7 @@ int main(int argc, char **argv)
         rdma_server_set_native(rdma, NULL, NULL);
     s3_server_stop(srv, S3R_SHUTDOWN_GRACE_S);
     rdma_server_stop(rdma);
+    access_log_close(access); /* after both frontends: no request logs any more */
     stor_close(store);
     server_config_free(&cfg);
     log_info("stopped");

@@ -6,6 +6,7 @@
 
 #include <lmdb.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -166,6 +167,9 @@ struct stor {
     pthread_mutex_t fd_lock;
     uint64_t fd_epoch; /* bumped by every drop */
     fdslot_t fd_cache[STOR_FDCACHE_SLOTS];
+    /* stor_usage: counted by the sweep at open, then moved by usage_change
+     * after every commit that adds, replaces or deletes an object. */
+    _Atomic uint64_t n_objects, n_bytes;
 };
 
 struct stor_writer {
@@ -202,6 +206,9 @@ stor_status_t mdb_fail(const char *what, int rc);
 void drop_file(stor_t *st, const uint8_t id[STOR_ID_LEN]);
 /* After a commit made file id part of the index: relaxed mode owes it a sync. */
 void new_file(stor_t *st, const uint8_t id[STOR_ID_LEN]);
+/* After a committed change: objects and bytes added (negative: removed).
+ * A replacement is one call: 0 objects, new size - old size bytes. */
+void usage_change(stor_t *st, int64_t objects, int64_t bytes);
 /* fsyncs directory path (relative to dirfd); 0 or -1 with errno. */
 int fsync_dirat(int dirfd, const char *path);
 /* Makes sure id's shard directory exists and its entries are durable/owed. */

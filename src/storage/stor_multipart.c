@@ -500,6 +500,7 @@ stor_status_t stor_mpu_complete(stor_t *st, const stor_bucket_t *bkt, const char
     if (s != STOR_OK)
         goto out;
 
+    usage_change(st, had_old ? 0 : 1, (int64_t)m.size - (had_old ? (int64_t)old.meta.size : 0));
     if (had_old)
         for (uint32_t i = 0; i < old.n_segs; i++)
             drop_file(st, old.segs[i].id);

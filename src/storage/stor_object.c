@@ -246,8 +246,11 @@ stor_status_t stor_writer_commit_if(stor_writer_t *w, const char *key, stor_meta
         s = wr_commit(st, txn);
     else
         mdb_txn_abort(txn);
-    if (s == STOR_OK)
+    if (s == STOR_OK) {
         new_file(st, w->id);
+        usage_change(st, had_old ? 0 : 1,
+                     (int64_t)w->size - (had_old ? (int64_t)old.meta.size : 0));
+    }
     if (had_old) {
         if (s == STOR_OK)
             for (uint32_t i = 0; i < old.n_segs; i++)
@@ -467,9 +470,11 @@ stor_status_t stor_delete(stor_t *st, const stor_bucket_t *bucket, const char *k
         return mdb_fail("object delete", rc);
     }
     s = wr_commit(st, txn);
-    if (s == STOR_OK)
+    if (s == STOR_OK) {
+        usage_change(st, -1, -(int64_t)rec.meta.size);
         for (uint32_t i = 0; i < rec.n_segs; i++)
             drop_file(st, rec.segs[i].id);
+    }
     stor_obj_rec_free(&rec);
     return s;
 }

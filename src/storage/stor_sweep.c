@@ -38,8 +38,9 @@ static int idset_add(idset_t *s, const uint8_t *id)
 }
 
 /* Collects every file id the index references (objects and parts of live
- * uploads). Fails if any record is unreadable: then we cannot tell garbage
- * from data, and cleanup is skipped. */
+ * uploads), and counts the objects and their bytes into st (stor_usage).
+ * Fails if any record is unreadable: then we cannot tell garbage from data,
+ * and cleanup is skipped. */
 static int collect_ids(stor_t *st, idset_t *set)
 {
     MDB_txn *txn;
@@ -55,6 +56,7 @@ static int collect_ids(stor_t *st, idset_t *set)
         stor_obj_rec_t rec;
         if (stor_rec_decode_object(v.mv_data, v.mv_size, &rec) != STOR_OK)
             goto out;
+        usage_change(st, 1, (int64_t)rec.meta.size);
         for (uint32_t i = 0; i < rec.n_segs; i++)
             if (idset_add(set, rec.segs[i].id) != 0) {
                 stor_obj_rec_free(&rec);

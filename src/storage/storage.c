@@ -344,6 +344,25 @@ fail:
     return s;
 }
 
+void stor_usage(stor_t *st, uint64_t *objects_p, uint64_t *bytes_p)
+{
+    *objects_p = atomic_load(&st->n_objects);
+    *bytes_p = atomic_load(&st->n_bytes);
+}
+
+void usage_change(stor_t *st, int64_t objects, int64_t bytes)
+{
+    atomic_fetch_add(&st->n_objects, (uint64_t)objects);
+    atomic_fetch_add(&st->n_bytes, (uint64_t)bytes);
+}
+
+int stor_ready(stor_t *st)
+{
+    struct stat sb;
+    return fstat(st->objfd, &sb) == 0 && sb.st_nlink > 0 &&
+           faccessat(st->objfd, ".", W_OK | X_OK, AT_EACCESS) == 0;
+}
+
 void stor_close(stor_t *st)
 {
     if (!st)

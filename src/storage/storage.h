@@ -77,6 +77,15 @@ void stor_close(stor_t *st);
  * every commit is durable before it returns; this only syncs the index
  * again. STOR_ERR_IO if a sync failed (logged). */
 stor_status_t stor_sync(stor_t *st);
+/* The objects in the store and the bytes of their contents (parts of
+ * multipart uploads in progress not included). Counted once by stor_open,
+ * which reads every index record anyway (the orphan sweep), then kept up to
+ * date by every commit and delete: O(1), no index access. */
+void stor_usage(stor_t *st, uint64_t *objects_p, uint64_t *bytes_p);
+/* Whether the store can take requests: its object directory is still there
+ * (not deleted under the server) and writable by this process. For health
+ * checks: one fstat and one faccessat. */
+int stor_ready(stor_t *st);
 
 /* ---- Access control ------------------------------------------------------ */
 
