@@ -7,6 +7,8 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "s3rdma.h" /* the version */
+
 #include "common/log.h"
 #include "common/s3r_limits.h"
 #include "common/size.h"
@@ -382,7 +384,7 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
             usage(stdout);
             return 1;
         } else if (c == 'V') {
-            printf("s3rdmad 0.1.0\n");
+            printf("s3rdmad %s\n", S3RDMA_VERSION_STRING);
             return 1;
         } else if (c == 'c') {
             config_path = optarg;

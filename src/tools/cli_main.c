@@ -314,8 +314,7 @@ int main(int argc, char **argv)
     argc -= optind;
     argv += optind;
     if (cl.o.version) {
-        printf("s3rdma %d.%d.%d\n", S3RDMA_VERSION_MAJOR, S3RDMA_VERSION_MINOR,
-               S3RDMA_VERSION_PATCH);
+        printf("s3rdma %s\n", S3RDMA_VERSION_STRING);
         return CLI_OK;
     }
     /* Help needs no configuration: "help [VERB]", "--help", "VERB --help". */
