@@ -704,6 +704,7 @@ int main(int argc, char **argv)
     cfg.rdma_endpoint = getenv("S3R_RDMA_ENDPOINT");
     cfg.access_key = getenv("S3R_ACCESS_KEY");
     cfg.secret_key = getenv("S3R_SECRET_KEY");
+    cfg.ca_bundle = getenv("S3R_CA_BUNDLE"); /* for https:// endpoints */
     int ch;
     while ((ch = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
         switch (ch) {
