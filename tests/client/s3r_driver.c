@@ -38,7 +38,7 @@
  *          --alloc (use s3r_buf_alloc buffers), --bufsize N (GET buffer size),
  *          --files (go through files), --range START:LEN, --mode M (store/fetch),
  *          --content-type T, --meta NAME=VALUE (repeatable; put/store)
- * env: S3R_ENDPOINT, S3R_RDMA_ENDPOINT, S3R_ACCESS_KEY, S3R_SECRET_KEY
+ * env: S3R_ENDPOINT, S3R_RDMA_ENDPOINT, S3R_ACCESS_KEY, S3R_SECRET_KEY, S3R_CA_BUNDLE
  *
  * Prints one line "RESULT status=NAME http_ops=.. http_bytes=.. token_ops=..
  * token_bytes=.. native_ops=.. native_bytes=.. fallbacks=.. errors=..

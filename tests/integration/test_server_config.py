@@ -111,6 +111,7 @@ def test_help_lists_every_setting():
                  "--rdma-listen", "--rdma-port", "--rdma-max-sessions", "--rdma-staging",
                  "--http-max-connections", "--http-max-connections-per-ip",
                  "--http-idle-timeout", "--http-head-timeout", "--http-min-body-rate",
-                 "--http-body-rate-window"):
+                 "--http-body-rate-window", "--tls-cert", "--tls-key", "--tls-listen",
+                 "--rdma-required", "--rdma-advertise", "S3RDMA_TLS_CERT"):
         assert flag in r.stdout, flag
     assert "S3RDMA_ROOT_USER" in r.stdout
