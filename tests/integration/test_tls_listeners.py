@@ -399,11 +399,21 @@ def test_rdma_endpoint_is_advertised(make_server):
                        extra_args=["--listen", f":{hport}", "--rdma-listen", f":{rport2}"],
                        start=False)
     srv2.start(port=hport)  # --listen 127.0.0.1:PORT first; ":PORT" after it wins
+    adv_bucket = new_bucket_name("adv")
+    boto(f"http://127.0.0.1:{hport}", None).create_bucket(Bucket=adv_bucket)
     for host, shown in (("127.0.0.1", f"127.0.0.1:{rport2}"), ("::1", f"[::1]:{rport2}")):
         conn = http.client.HTTPConnection(host, hport, timeout=5)
         status, headers = signed_get(conn, host=f"{shown.rsplit(':', 1)[0]}:{hport}")
         conn.close()
         assert status == 200 and headers.get("x-s3rdma-rdma-endpoint") == shown, headers
+        # What was named works: libs3rdma, given only the HTTP endpoint, moves bytes by RDMA.
+        url_host = host if ":" not in host else f"[{host}]"
+        env = clean_env({"S3R_ENDPOINT": f"http://{url_host}:{hport}",
+                         "S3R_ACCESS_KEY": USERS[0][0], "S3R_SECRET_KEY": USERS[0][1]})
+        p = subprocess.run([str(DRIVER), "--transport", "token", "--no-fallback", "roundtrip",
+                            adv_bucket, "65536"], env=env, capture_output=True,
+                           text=True, timeout=120)
+        assert p.returncode == 0 and " token_ops=0 " not in p.stdout, (p.stdout, p.stderr)
 
     # rdma.advertise names what a client should use (behind NAT, say) verbatim.
     srv3 = make_server(name="adv", rdma_enabled=True,
