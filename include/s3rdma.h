@@ -33,9 +33,10 @@ extern "C" {
 /* The version of libs3rdma and of every program built with it: these three
  * lines are its one source (CMake reads them for the project version, the
  * pkg-config file and the programs' --version). */
-#define S3RDMA_VERSION_MAJOR    0
-#define S3RDMA_VERSION_MINOR    1
-#define S3RDMA_VERSION_PATCH    0
+#define S3RDMA_VERSION_MAJOR 0
+#define S3RDMA_VERSION_MINOR 1
+#define S3RDMA_VERSION_PATCH 0
+
 #define S3RDMA_VERSION_XSTR_(x) #x
 #define S3RDMA_VERSION_STR_(a, b, c)                                                               \
     S3RDMA_VERSION_XSTR_(a) "." S3RDMA_VERSION_XSTR_(b) "." S3RDMA_VERSION_XSTR_(c)
