@@ -192,7 +192,12 @@ static struct MHD_Response *object_response(s3_req_t *req, stor_reader_t *reader
     struct MHD_Response *resp = NULL;
     int fd;
     uint64_t file_off;
-    if (!s3_req_is_head(req) && stor_reader_span_fd(reader, first, len, &fd, &file_off) == 1) {
+    /* Over TLS there is no sendfile(): libmicrohttpd would copy a descriptor's
+     * bytes through the connection's small memory pool a few KiB at a time,
+     * while a callback response has a buffer of its own (256 KiB). */
+    bool tls = ((req_private_t *)req)->hc && ((req_private_t *)req)->hc->cert;
+    if (!s3_req_is_head(req) && !tls &&
+        stor_reader_span_fd(reader, first, len, &fd, &file_off) == 1) {
         /* One file: let MHD sendfile() it from a descriptor of its own. */
         int dupfd = dup(fd);
         stor_reader_close(reader);
@@ -204,7 +209,9 @@ static struct MHD_Response *object_response(s3_req_t *req, stor_reader_t *reader
             os->reader = reader;
             os->first = first;
             os->len = len;
-            resp = MHD_create_response_from_callback(len, 256 * 1024, object_stream_read, os,
+            /* The block is allocated with the response: no bigger than the range. */
+            size_t block = len < 256 * 1024 ? (size_t)len : 256 * 1024;
+            resp = MHD_create_response_from_callback(len, block, object_stream_read, os,
                                                      object_stream_free);
             if (!resp)
                 object_stream_free(os);
