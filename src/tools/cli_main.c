@@ -57,7 +57,7 @@ static const char options_help[] =
     "                         (env AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY; profile)\n"
     "  --region R             (env AWS_REGION, AWS_DEFAULT_REGION; profile; us-east-1)\n"
     "  --rdma-endpoint H:P    RDMA session endpoint(s) (env S3RDMA_RDMA_ENDPOINT; profile\n"
-    "                         s3rdma_rdma_endpoint; default: endpoint host, port 9100)\n"
+    "                         s3rdma_rdma_endpoint; default: advertised by the server)\n"
     "  --transport T          http | token | native | auto (env S3RDMA_TRANSPORT; profile\n"
     "                         s3rdma_transport; default auto)\n"
     "  --no-fallback          an RDMA failure is an error instead of a retry over HTTP\n"

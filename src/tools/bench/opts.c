@@ -95,7 +95,7 @@ void bench_usage(FILE *f)
             "under the prefix\n"
             "  --mix read=70,write=30     the operations of 'run mixed' (read, write, list)\n"
             "  --transport http|token|native|auto   [auto with --use-rdma, else http]\n"
-            "  --use-rdma  --rdma-endpoint H:P[,...] [each endpoint's host, port 9100]\n"
+            "  --use-rdma  --rdma-endpoint H:P[,...] [advertised by each endpoint]\n"
             "  --rdma-threshold SIZE [1MB; 0 = everything]  --rdma-fallback [false]\n"
             "  --rdma-device DEV [auto]   --rdma-local-ip IP  --rdma-log-level L [WARN]\n"
             "  --rdma-timeout-ms N [30000]  --rdma-buffer-pool [true]\n"
