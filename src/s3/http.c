@@ -771,11 +771,34 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     log_debug("http: %s", line);
 }
 
+/* One libmicrohttpd daemon for listener l, serving with the one access
+ * handler; NULL with errno set when it cannot start. */
+static struct MHD_Daemon *daemon_start(s3_listener_t *l, unsigned flags, int port,
+                                       struct MHD_OptionItem *addr_opts)
+{
+    const s3_server_config_t *c = &l->srv->cfg;
+    struct MHD_OptionItem tls_opts[] = {
+        {MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)s3_tls_retrieve},
+        {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)S3_TLS_PRIORITIES},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    struct MHD_OptionItem no_opts[] = {{MHD_OPTION_END, 0, NULL}};
+    return MHD_start_daemon(
+        flags, (uint16_t)port, NULL, NULL, on_access, l->srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+        NULL, MHD_OPTION_ARRAY, addr_opts, MHD_OPTION_ARRAY, l->tls ? tls_opts : no_opts,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, l->srv, MHD_OPTION_NOTIFY_CONNECTION,
+        on_connection, l, MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)S3R_HTTP_POOL_BYTES,
+        MHD_OPTION_CONNECTION_LIMIT, c->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        c->max_connections_per_ip, MHD_OPTION_CONNECTION_TIMEOUT, c->idle_timeout_s,
+        MHD_OPTION_THREAD_STACK_SIZE, (size_t)S3R_HTTP_THREAD_STACK, MHD_OPTION_LISTEN_BACKLOG_SIZE,
+        1024u, MHD_OPTION_END);
+}
+
 /* Opens one listener on host:port ("" = every address), HTTPS when l->tls
  * is set. 0, or -1 with the reason logged. */
 static int listener_start(s3_server_t *srv, s3_listener_t *l, const char *host, int port)
 {
-    const s3_server_config_t *c = &srv->cfg;
     const char *scheme = l->tls ? "https" : "http";
     /* One thread per connection. Every wait is a poll(), never a select():
      * select() cannot watch a descriptor past 1023 and libmicrohttpd drops
@@ -801,26 +824,16 @@ static int listener_start(s3_server_t *srv, s3_listener_t *l, const char *host, 
     }
     if (l->tls)
         flags |= MHD_USE_TLS;
-    struct MHD_OptionItem tls_opts[] = {
-        {MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)s3_tls_retrieve},
-        {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)S3_TLS_PRIORITIES},
-        {MHD_OPTION_END, 0, NULL},
-    };
-    struct MHD_OptionItem no_opts[] = {{MHD_OPTION_END, 0, NULL}};
     struct MHD_OptionItem addr_opts[] = {
         {ai ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_END, 0, ai ? ai->ai_addr : NULL},
         {MHD_OPTION_END, 0, NULL},
     };
     l->srv = srv;
-    l->daemon = MHD_start_daemon(
-        flags, (uint16_t)port, NULL, NULL, on_access, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
-        NULL, MHD_OPTION_ARRAY, addr_opts, MHD_OPTION_ARRAY, l->tls ? tls_opts : no_opts,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
-        l, MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)S3R_HTTP_POOL_BYTES, MHD_OPTION_CONNECTION_LIMIT, c->max_connections,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, c->max_connections_per_ip,
-        MHD_OPTION_CONNECTION_TIMEOUT, c->idle_timeout_s, MHD_OPTION_THREAD_STACK_SIZE,
-        (size_t)S3R_HTTP_THREAD_STACK, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_END);
+    l->daemon = daemon_start(l, flags, port, addr_opts);
+    if (!l->daemon && !*host && errno == EAFNOSUPPORT) {
+        log_warn("%s: no IPv6 on this host; port %d listens on every IPv4 address", scheme, port);
+        l->daemon = daemon_start(l, flags & ~(unsigned)MHD_USE_DUAL_STACK, port, addr_opts);
+    }
     int err = errno;
     if (ai)
         freeaddrinfo(ai);
@@ -868,8 +881,10 @@ s3_server_t *s3_server_start(const s3_server_config_t *cfg)
     srv->instance = inst;
 
     bool https = c->tls_cert_path && *c->tls_cert_path;
-    if (https && !MHD_is_feature_supported(MHD_FEATURE_HTTPS_CERT_CALLBACK)) {
-        log_error("https: this libmicrohttpd was built without TLS (GnuTLS) support");
+    if (https && (!MHD_is_feature_supported(MHD_FEATURE_TLS) ||
+                  !MHD_is_feature_supported(MHD_FEATURE_HTTPS_CERT_CALLBACK))) {
+        log_error("https: this libmicrohttpd was built without TLS (GnuTLS) certificate "
+                  "callbacks");
         free(srv);
         return NULL;
     }
