@@ -183,6 +183,8 @@ static void object_stream_free(void *cls)
     free(os);
 }
 
+#define S3_TLS_INLINE_BODY (64 * 1024) /* object bytes read into one buffer over TLS */
+
 /* A response for bytes [first, first+len) of reader (len > 0), which it
  * takes over. For HEAD the reader-backed response only gives libmicrohttpd
  * the Content-Length: it sends no body for HEAD. */
@@ -203,6 +205,15 @@ static struct MHD_Response *object_response(s3_req_t *req, stor_reader_t *reader
         stor_reader_close(reader);
         if (dupfd >= 0)
             resp = MHD_create_response_from_fd_at_offset64(len, dupfd, file_off);
+    } else if (tls && !s3_req_is_head(req) && len <= S3_TLS_INLINE_BODY) {
+        /* Small over TLS: one buffer, which libmicrohttpd sends in the
+         * same write as the head. */
+        char *body = malloc((size_t)len);
+        if (body && stor_reader_pread(reader, body, (size_t)len, first) == (ssize_t)len)
+            resp = MHD_create_response_from_buffer((size_t)len, body, MHD_RESPMEM_MUST_FREE);
+        if (!resp)
+            free(body);
+        stor_reader_close(reader);
     } else {
         object_stream_t *os = malloc(sizeof(*os));
         if (os) {
