@@ -168,6 +168,13 @@ def test_https_boto3_verified(tls_server, certs):
     body = os.urandom(1024 * 1024 + 17)
     s3.put_object(Bucket=b, Key="k", Body=body)
     assert s3.get_object(Bucket=b, Key="k")["Body"].read() == body
+    # Small objects (one buffer with the head over TLS), ranges, HEAD.
+    small = os.urandom(4096)
+    s3.put_object(Bucket=b, Key="small", Body=small)
+    assert s3.get_object(Bucket=b, Key="small")["Body"].read() == small
+    assert s3.get_object(Bucket=b, Key="small", Range="bytes=10-99")["Body"].read() == small[10:100]
+    assert s3.get_object(Bucket=b, Key="k", Range="bytes=1000-")["Body"].read() == body[1000:]
+    assert s3.head_object(Bucket=b, Key="small")["ContentLength"] == 4096
     # The same server over plain HTTP sees the object: one request handling, two listeners.
     plain = boto(srv.endpoint, None)
     assert plain.head_object(Bucket=b, Key="k")["ContentLength"] == len(body)
