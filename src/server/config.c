@@ -518,11 +518,13 @@ static void usage(FILE *out)
         fprintf(out, "  %-22s %s\n  %-22s   (env %s, file key %s, default \"%s\")\n", flag,
                 settings[i].help, "", settings[i].env, settings[i].key, settings[i].dflt);
     }
-    fprintf(out, "  --help                 this text\n  --version              the version\n\n"
-                 "Precedence: flag > environment > config file > default.\n"
-                 "Users: the config file's 'users:' list ({access_key, secret_key}) plus\n"
-                 "S3RDMA_ROOT_USER / S3RDMA_ROOT_PASSWORD. With none, the first start creates\n"
-                 "DATA/.s3rdma/credentials (mode 0600) and later starts reuse it.\n");
+    fprintf(out,
+            "  --help                 this text\n  --version              the version\n\n"
+            "Precedence: flag > environment > config file > default.\n"
+            "Users: the config file's 'users:' list ({access_key, secret_key}) plus\n"
+            "S3RDMA_ROOT_USER / S3RDMA_ROOT_PASSWORD. With none, the first start creates\n"
+            "DATA/.s3rdma/credentials (mode 0600) and later starts reuse it.\n"
+            "Signals: SIGTERM or SIGINT stop gracefully; SIGHUP reloads tls.cert and tls.key.\n");
 }
 
 /* Checks what involves more than one setting, once every layer is in. */
