@@ -44,7 +44,7 @@
 #include "bench_lat.h"
 
 #define MAX_HDRS 16
-#define RBUF (1u << 20)
+#define RBUF     (1u << 20)
 
 static const char *g_host = "127.0.0.1";
 static int g_port;
@@ -141,8 +141,8 @@ static int write_all(conn_t *c, struct iovec *iov, int n)
         gnutls_record_cork(c->tls);
         for (int i = 0; i < n; i++) {
             for (size_t off = 0; off < iov[i].iov_len;) {
-                ssize_t w = gnutls_record_send(c->tls, (char *)iov[i].iov_base + off,
-                                               iov[i].iov_len - off);
+                ssize_t w =
+                    gnutls_record_send(c->tls, (char *)iov[i].iov_base + off, iov[i].iov_len - off);
                 if (w < 0 && w != GNUTLS_E_AGAIN && w != GNUTLS_E_INTERRUPTED)
                     return -1;
                 if (w > 0)
@@ -302,19 +302,36 @@ int main(int argc, char **argv)
             g_port = atoi(c + 1);
             break;
         }
-        case 'u': g_uri = optarg; break;
-        case 'm': g_method = optarg; break;
-        case 'c': g_conns = atoi(optarg); break;
-        case 'd': g_secs = atof(optarg); break;
-        case 'w': g_warm = atof(optarg); break;
-        case 'b': g_body = strtoull(optarg, NULL, 10); break;
-        case 's': g_tls = 1; break;
-        case 'C': cafile = optarg; break;
+        case 'u':
+            g_uri = optarg;
+            break;
+        case 'm':
+            g_method = optarg;
+            break;
+        case 'c':
+            g_conns = atoi(optarg);
+            break;
+        case 'd':
+            g_secs = atof(optarg);
+            break;
+        case 'w':
+            g_warm = atof(optarg);
+            break;
+        case 'b':
+            g_body = strtoull(optarg, NULL, 10);
+            break;
+        case 's':
+            g_tls = 1;
+            break;
+        case 'C':
+            cafile = optarg;
+            break;
         case 'H':
             if (g_nhdrs < MAX_HDRS)
                 g_hdrs[g_nhdrs++] = optarg;
             break;
-        default: goto usage;
+        default:
+            goto usage;
         }
     }
     if (!g_port || g_conns < 1)
@@ -334,8 +351,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < g_nhdrs; i++)
         cap += strlen(g_hdrs[i]) + 2;
     g_req = malloc(cap);
-    int n = snprintf(g_req, cap, "%s %s HTTP/1.1\r\nHost: %s:%d\r\n", g_method, g_uri, g_host,
-                     g_port);
+    int n =
+        snprintf(g_req, cap, "%s %s HTTP/1.1\r\nHost: %s:%d\r\n", g_method, g_uri, g_host, g_port);
     for (int i = 0; i < g_nhdrs; i++)
         n += snprintf(g_req + n, cap - (size_t)n, "%s\r\n", g_hdrs[i]);
     if (strcmp(g_method, "PUT") == 0 || g_body)
@@ -369,12 +386,13 @@ int main(int argc, char **argv)
     printf("reqs=%zu errors=%llu secs=%.3f rps=%.1f MBps=%.1f p50_us=%.1f p90_us=%.1f "
            "p99_us=%.1f max_us=%.1f connects=%llu\n",
            total, (unsigned long long)errors, g_secs, (double)total / g_secs,
-           (double)bytes / g_secs / 1e6, lat_pct(&all, 50), lat_pct(&all, 90),
-           lat_pct(&all, 99), lat_max(&all), (unsigned long long)conns);
+           (double)bytes / g_secs / 1e6, lat_pct(&all, 50), lat_pct(&all, 90), lat_pct(&all, 99),
+           lat_max(&all), (unsigned long long)conns);
     return errors && !total ? 1 : 0;
 usage:
-    fprintf(stderr, "usage: %s -a HOST:PORT -u URI [-m GET|PUT] [-c CONNS] [-d SECS] "
-                    "[-w WARMUP] [-b BODY_BYTES] [-H 'Name: value']... [-s [-C CAFILE]]\n",
+    fprintf(stderr,
+            "usage: %s -a HOST:PORT -u URI [-m GET|PUT] [-c CONNS] [-d SECS] "
+            "[-w WARMUP] [-b BODY_BYTES] [-H 'Name: value']... [-s [-C CAFILE]]\n",
             argv[0]);
     return 2;
 }
