@@ -11,6 +11,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import statistics
 import subprocess
 import tempfile
@@ -63,8 +64,13 @@ def presign(method, host, path, expires=604800, ak=AK, sk=SK, region=REGION):
     return f"{cpath}?{cq}&X-Amz-Signature={sig}"
 
 
-def http_req(port, method, uri, body=b""):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+def http_req(port, method, uri, body=b"", cafile=None):
+    """One request to 127.0.0.1:port; HTTPS verified against cafile when given."""
+    if cafile:
+        ctx = ssl.create_default_context(cafile=cafile)
+        c = http.client.HTTPSConnection("127.0.0.1", port, timeout=30, context=ctx)
+    else:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     c.request(method, uri, body=body, headers={"Content-Length": str(len(body))})
     r = c.getresponse()
     data = r.read()
@@ -75,7 +81,8 @@ def http_req(port, method, uri, body=b""):
 class S3rdmad:
     """s3rdmad on a free port, relaxed durability (unless told), temp data dir."""
 
-    def __init__(self, tmp, env=None, rdma=True, durability="relaxed"):
+    def __init__(self, tmp, env=None, rdma=True, durability="relaxed", tls=None):
+        """tls: (cert, key) paths: also HTTPS on self.tls_port."""
         self.port = free_port()
         self.rport = free_port()
         self.host = f"127.0.0.1:{self.port}"
@@ -88,6 +95,10 @@ class S3rdmad:
         args = [os.path.join(ROOT, "build", "s3rdmad"), "--data", self.data,
                 "--listen", self.host, "--config", cfg, "--durability", durability,
                 "--log-level", "warn"]
+        self.tls_port = free_port() if tls else None
+        if tls:
+            args += ["--tls-cert", tls[0], "--tls-key", tls[1],
+                     "--tls-listen", f"127.0.0.1:{self.tls_port}"]
         if rdma:
             args += ["--rdma-listen", f"127.0.0.1:{self.rport}"]
         else:
@@ -95,6 +106,8 @@ class S3rdmad:
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,
                                      env=env or os.environ.copy())
         wait_port(self.port, self.proc, "s3rdmad")
+        if tls:
+            wait_port(self.tls_port, self.proc, "s3rdmad (https)")
         if rdma:
             wait_port(self.rport, self.proc, "s3rdmad (rdma)")
 

@@ -30,9 +30,19 @@
 extern "C" {
 #endif
 
+/* The version of libs3rdma and of every program built with it: these three
+ * lines are its one source (CMake reads them for the project version, the
+ * pkg-config file and the programs' --version). */
 #define S3RDMA_VERSION_MAJOR 0
 #define S3RDMA_VERSION_MINOR 1
 #define S3RDMA_VERSION_PATCH 0
+
+#define S3RDMA_VERSION_XSTR_(x) #x
+#define S3RDMA_VERSION_STR_(a, b, c)                                                               \
+    S3RDMA_VERSION_XSTR_(a) "." S3RDMA_VERSION_XSTR_(b) "." S3RDMA_VERSION_XSTR_(c)
+/* "MAJOR.MINOR.PATCH" as a string literal. */
+#define S3RDMA_VERSION_STRING                                                                      \
+    S3RDMA_VERSION_STR_(S3RDMA_VERSION_MAJOR, S3RDMA_VERSION_MINOR, S3RDMA_VERSION_PATCH)
 
 /* ---- Status codes -------------------------------------------------------- */
 
@@ -106,7 +116,9 @@ typedef struct s3r_config {
      * robin (a connection failure moves on to the next). Required. */
     const char *endpoint;
     /* RDMA session endpoints "host:port[,host:port...]". NULL: the host of
-     * each HTTP endpoint with port 9100. The session is opened on the first
+     * the endpoint each HTTP endpoint advertises (its x-s3rdma-rdma-endpoint
+     * response header, asked once before the first session; docs/protocol.md
+     * §1), else its host with port 9100. The session is opened on the first
      * that answers; token requests then go to the HTTP endpoint at the same
      * index (or the first when there are fewer HTTP endpoints). */
     const char *rdma_endpoint;
@@ -140,6 +152,9 @@ typedef struct s3r_config {
      * message, and replies up to this inline in the reply; larger ones by
      * RDMA. Default 16 KiB, at most 64 KiB (docs/protocol.md §4.5). */
     uint64_t native_inline;
+    /* PEM file of the certificate authorities an https:// endpoint is
+     * verified against; NULL: the system's. Verification is always on. */
+    const char *ca_bundle;
 } s3r_config_t;
 
 /* Fills cfg with the defaults above (all strings NULL). */

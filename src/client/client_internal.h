@@ -56,6 +56,8 @@ typedef struct s3c_settings {
     unsigned max_cached_regions;
     bool quiet;
     uint64_t native_inline;
+    char *ca_bundle;   /* NULL: the system's certificate authorities */
+    bool rdma_derived; /* rdma[] guessed from http[]: ask the servers (rdma.c) */
 } s3c_settings_t;
 
 /* Environment lookup, replaceable in unit tests. */
@@ -137,6 +139,7 @@ struct s3r_client {
     struct s3c_scratch *scratch; /* free registered scratch buffers (s3c_scratch_get) */
     unsigned n_scratch;
     int64_t sess_fail_ms; /* monotonic ms of the last failed open */
+    bool rdma_asked;      /* the servers were asked for their session endpoints */
     char sess_err[256];
     uint64_t lru_clock;
 };

@@ -200,6 +200,7 @@ void s3c_settings_free(s3c_settings_t *s)
     free(s->region);
     free(s->rdma_device);
     free(s->rdma_socket);
+    free(s->ca_bundle);
     free(s->rdma_local_ip);
     free(s->rdma_log_level);
     memset(s, 0, sizeof(*s));
@@ -290,6 +291,7 @@ s3r_status_t s3c_settings_build(const s3r_config_t *cfg, s3c_getenv_fn getenv_fn
                 FAIL("cannot derive the RDMA endpoint from %s", s->http[i].url);
             s->n_rdma++;
         }
+        s->rdma_derived = true;
     }
     if (cfg->access_key == NULL || cfg->access_key[0] == '\0' || cfg->secret_key == NULL ||
         cfg->secret_key[0] == '\0')
@@ -301,7 +303,8 @@ s3r_status_t s3c_settings_build(const s3r_config_t *cfg, s3c_getenv_fn getenv_fn
         dup_opt(&s->rdma_device, cfg->rdma_device) < 0 ||
         dup_opt(&s->rdma_local_ip, cfg->rdma_local_ip) < 0 ||
         dup_opt(&s->rdma_log_level, cfg->rdma_log_level) < 0 ||
-        dup_opt(&s->rdma_socket, cfg->rdma_socket) < 0)
+        dup_opt(&s->rdma_socket, cfg->rdma_socket) < 0 ||
+        dup_opt(&s->ca_bundle, cfg->ca_bundle) < 0)
         FAIL("out of memory");
     st = S3R_ERR_INVALID_ARG;
 

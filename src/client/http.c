@@ -509,6 +509,8 @@ static s3r_status_t do_once(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *resp, i
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &x);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->set.connect_timeout_ms);
+    if (c->set.ca_bundle != NULL)
+        curl_easy_setopt(h, CURLOPT_CAINFO, c->set.ca_bundle);
     if (c->set.http_timeout_ms > 0)
         curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->set.http_timeout_ms);
     /* S3 returns a Content-Encoding the caller stored; bytes pass untouched. */

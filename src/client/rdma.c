@@ -15,6 +15,7 @@
 
 #include "client/client_internal.h"
 #include "rdma/rdma_client.h"
+#include "rdma/rdma_wire.h"
 
 /* After a failed open, requests within this window fail (or fall back) at
  * once instead of each paying the connect timeout again. */
@@ -100,10 +101,39 @@ static void sess_unref(s3r_client_t *c, s3c_sess_t *s)
     sess_close(s);
 }
 
+/* With no rdma_endpoint configured, asks each HTTP endpoint once where its
+ * session port is: the x-s3rdma-rdma-endpoint header of a signed
+ * GET /_s3rdma/stats (docs/protocol.md §1). An endpoint that does not say
+ * (an older server, an error) keeps the guess, its host with port 9100.
+ * rdma_mu held. */
+static void ask_rdma_endpoints(s3r_client_t *c)
+{
+    if (!c->set.rdma_derived || c->rdma_asked)
+        return;
+    c->rdma_asked = true;
+    for (size_t i = 0; i < c->set.n_http; i++) {
+        s3c_req_t req;
+        s3c_resp_t resp;
+        s3c_req_init(&req, "GET", "_s3rdma", "stats");
+        req.ep_idx = (int)i;
+        s3c_resp_init(&resp);
+        char hp[300];
+        s3c_endpoint_t ep;
+        if (s3c_http_do(c, &req, &resp) == S3R_OK && resp.status == 200 &&
+            s3c_resp_header(&resp, RDMA_ENDPOINT_HEADER, hp, sizeof(hp)) == 0 &&
+            s3c_endpoint_parse_hostport(hp, S3C_DEFAULT_RDMA_PORT, &ep) == 0) {
+            s3c_endpoint_free(&c->set.rdma[i]);
+            c->set.rdma[i] = ep;
+        }
+        s3c_resp_free(&resp);
+    }
+}
+
 /* Opens a session on the first RDMA endpoint that answers. rdma_mu held. */
 static s3r_status_t sess_open(s3r_client_t *c)
 {
     char err[256] = "";
+    ask_rdma_endpoints(c);
     for (size_t i = 0; i < c->set.n_rdma; i++) {
         const s3c_endpoint_t *ep = &c->set.rdma[i];
         rdma_client_config_t rc = {

@@ -482,15 +482,26 @@ static int listen_tcp(struct rdma_server *srv)
     char portstr[16];
     snprintf(portstr, sizeof(portstr), "%d", srv->cfg.port);
     const char *host = srv->cfg.listen_host && *srv->cfg.listen_host ? srv->cfg.listen_host : NULL;
+    /* Every address (no host): one dual-stack IPv6 socket, so IPv6 and IPv4
+     * clients both reach it (as the HTTP listeners); IPv4 alone where the
+     * host has no IPv6. */
+    if (!host)
+        hints.ai_family = AF_INET6;
     int rc = getaddrinfo(host, portstr, &hints, &res);
+    if (rc != 0 && !host) {
+        hints.ai_family = AF_INET;
+        rc = getaddrinfo(host, portstr, &hints, &res);
+    }
     if (rc != 0) {
         log_error("rdma: resolve %s: %s", host ? host : "*", gai_strerror(rc));
         return -1;
     }
     int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    int one = 1;
+    int one = 1, zero = 0;
     if (fd >= 0)
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (fd >= 0 && res->ai_family == AF_INET6 && !host)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
     if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, 128) < 0) {
         log_error("rdma: listen on %s:%d: %s", host ? host : "*", srv->cfg.port, strerror(errno));
         if (fd >= 0)

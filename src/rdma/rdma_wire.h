@@ -13,6 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The HTTP response header in which s3rdmad names its session endpoint
+ * ("host:port", "[v6]:port") to authenticated clients (docs/protocol.md §1). */
+#define RDMA_ENDPOINT_HEADER "x-s3rdma-rdma-endpoint"
+
 #define RDMA_WIRE_MAGIC     0x53335253u /* "S3RS" */
 #define RDMA_WIRE_VERSION   2
 #define RDMA_WIRE_HDR       8           /* magic + version + type + flags */

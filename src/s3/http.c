@@ -3,6 +3,7 @@
  * replies to libmicrohttpd. Replies are built in reply.c, the request's life
  * is request.c's, operation logic lives in ops_*.c. */
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <errno.h>
 #include <netdb.h>
 #include <stdarg.h>
@@ -19,6 +20,8 @@
 #include "s3/connguard.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
+#include "s3/tls.h"
+#include "rdma/rdma_wire.h"
 
 /* Query parameters S3 clients send that are not sub-resources; a request
  * with any parameter outside this list and outside the sub-resources we
@@ -81,11 +84,19 @@ typedef struct query_cache {
     char *value;
 } query_cache_t;
 
+/* What the server keeps per connection (libmicrohttpd's socket context). */
+typedef struct http_conn {
+    cg_conn_t *guard;                          /* the receive deadlines; NULL when untracked */
+    s3_tls_cert_t *cert;                       /* HTTPS: the certificate generation held (tls.h) */
+    int fd;                                    /* the socket, for its local address */
+    char rdma_endpoint[INET6_ADDRSTRLEN + 16]; /* advertised; "" until first needed */
+} http_conn_t;
+
 typedef struct req_private {
     s3_req_t req;
     query_cache_t queries[32];
     int n_queries;
-    cg_conn_t *guard; /* the connection's receive deadlines; NULL when untracked */
+    http_conn_t *hc; /* NULL when the connection could not be tracked */
 } req_private_t;
 
 /* ---- lookups ---------------------------------------------------------------- */
@@ -173,6 +184,8 @@ static void object_stream_free(void *cls)
     free(os);
 }
 
+#define S3_TLS_INLINE_BODY (64 * 1024) /* object bytes read into one buffer over TLS */
+
 /* A response for bytes [first, first+len) of reader (len > 0), which it
  * takes over. For HEAD the reader-backed response only gives libmicrohttpd
  * the Content-Length: it sends no body for HEAD. */
@@ -182,19 +195,35 @@ static struct MHD_Response *object_response(s3_req_t *req, stor_reader_t *reader
     struct MHD_Response *resp = NULL;
     int fd;
     uint64_t file_off;
-    if (!s3_req_is_head(req) && stor_reader_span_fd(reader, first, len, &fd, &file_off) == 1) {
+    /* Over TLS there is no sendfile(): libmicrohttpd would copy a descriptor's
+     * bytes through the connection's small memory pool a few KiB at a time,
+     * while a callback response has a buffer of its own (256 KiB). */
+    bool tls = ((req_private_t *)req)->hc && ((req_private_t *)req)->hc->cert;
+    if (!s3_req_is_head(req) && !tls &&
+        stor_reader_span_fd(reader, first, len, &fd, &file_off) == 1) {
         /* One file: let MHD sendfile() it from a descriptor of its own. */
         int dupfd = dup(fd);
         stor_reader_close(reader);
         if (dupfd >= 0)
             resp = MHD_create_response_from_fd_at_offset64(len, dupfd, file_off);
+    } else if (tls && !s3_req_is_head(req) && len <= S3_TLS_INLINE_BODY) {
+        /* Small over TLS: one buffer, which libmicrohttpd sends in the
+         * same write as the head. */
+        char *body = malloc((size_t)len);
+        if (body && stor_reader_pread(reader, body, (size_t)len, first) == (ssize_t)len)
+            resp = MHD_create_response_from_buffer((size_t)len, body, MHD_RESPMEM_MUST_FREE);
+        if (!resp)
+            free(body);
+        stor_reader_close(reader);
     } else {
         object_stream_t *os = malloc(sizeof(*os));
         if (os) {
             os->reader = reader;
             os->first = first;
             os->len = len;
-            resp = MHD_create_response_from_callback(len, 256 * 1024, object_stream_read, os,
+            /* The block is allocated with the response: no bigger than the range. */
+            size_t block = len < 256 * 1024 ? (size_t)len : 256 * 1024;
+            resp = MHD_create_response_from_callback(len, block, object_stream_read, os,
                                                      object_stream_free);
             if (!resp)
                 object_stream_free(os);
@@ -226,6 +255,39 @@ static struct MHD_Response *out_response(s3_req_t *req, s3_out_t *out)
     return resp;
 }
 
+/* The RDMA session endpoint to name to this request's client, or NULL. */
+static const char *rdma_endpoint_for(req_private_t *rp)
+{
+    const s3_server_config_t *c = &rp->req.srv->cfg;
+    if (!c->rdma_advertise || !rp->req.user)
+        return NULL; /* no session port, or an anonymous client */
+    if (*c->rdma_advertise)
+        return c->rdma_advertise;
+    http_conn_t *hc = rp->hc;
+    if (!hc)
+        return NULL;
+    if (!hc->rdma_endpoint[0]) {
+        /* Listening on every address: the address this client reached. */
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof(ss);
+        char ip[INET6_ADDRSTRLEN];
+        if (getsockname(hc->fd, (struct sockaddr *)&ss, &len) != 0)
+            return NULL;
+        if (ss.ss_family == AF_INET6) {
+            const struct in6_addr *a6 = &((const struct sockaddr_in6 *)&ss)->sin6_addr;
+            if (IN6_IS_ADDR_V4MAPPED(a6)) /* an IPv4 client of a dual-stack listener */
+                inet_ntop(AF_INET, &a6->s6_addr[12], ip, sizeof(ip));
+            else
+                inet_ntop(AF_INET6, a6, ip, sizeof(ip));
+        } else {
+            inet_ntop(AF_INET, &((const struct sockaddr_in *)&ss)->sin_addr, ip, sizeof(ip));
+        }
+        snprintf(hc->rdma_endpoint, sizeof(hc->rdma_endpoint),
+                 strchr(ip, ':') ? "[%s]:%d" : "%s:%d", ip, c->rdma_advertise_port);
+    }
+    return hc->rdma_endpoint;
+}
+
 static void http_send(s3_req_t *req, int status, s3_out_t *out)
 {
     struct MHD_Response *resp = out_response(req, out);
@@ -236,6 +298,9 @@ static void http_send(s3_req_t *req, int status, s3_out_t *out)
     }
     MHD_add_response_header(resp, "Server", "s3rdma");
     MHD_add_response_header(resp, "x-amz-request-id", req->request_id);
+    const char *rdma_ep = rdma_endpoint_for((req_private_t *)req);
+    if (rdma_ep)
+        MHD_add_response_header(resp, RDMA_ENDPOINT_HEADER, rdma_ep);
     const char *h = req->reply_headers.data, *end = h + req->reply_headers.len;
     while (h && h < end) {
         const char *value = h + strlen(h) + 1;
@@ -661,7 +726,7 @@ static bool request_has_body(s3_req_t *req)
            (cl && strspn(cl, "0") != strlen(cl));
 }
 
-static cg_conn_t *guard_of(struct MHD_Connection *conn)
+static http_conn_t *conn_of(struct MHD_Connection *conn)
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
@@ -670,14 +735,14 @@ static cg_conn_t *guard_of(struct MHD_Connection *conn)
 
 static enum MHD_Result access_step(s3_server_t *srv, struct MHD_Connection *conn, const char *url,
                                    const char *method, const char *upload_data,
-                                   size_t *upload_data_size, void **con_cls, cg_conn_t *guard)
+                                   size_t *upload_data_size, void **con_cls, http_conn_t *hc)
 {
     s3_req_t *req = *con_cls;
     if (!req) {
         req_private_t *rp = calloc(1, sizeof(*rp));
         if (!rp)
             return MHD_NO;
-        rp->guard = guard;
+        rp->hc = hc;
         req = &rp->req;
         s3_req_init(req, srv, &http_frontend, method);
         req->conn = conn;
@@ -737,11 +802,12 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     req_private_t *rp = *con_cls;
     bool first = rp == NULL;
     size_t fed = *upload_data_size;
-    cg_conn_t *guard = rp ? rp->guard : guard_of(conn);
+    http_conn_t *hc = rp ? rp->hc : conn_of(conn);
+    cg_conn_t *guard = hc ? hc->guard : NULL;
     uint64_t entered = connguard_enter(guard);
     connguard_body_bytes(guard, fed);
     enum MHD_Result r =
-        access_step(cls, conn, url, method, upload_data, upload_data_size, con_cls, guard);
+        access_step(cls, conn, url, method, upload_data, upload_data_size, con_cls, hc);
     /* libmicrohttpd calls again with body bytes unless this was the last call
      * (none fed after the first), a response is queued, or the request has no
      * body (deferred: called again at once). */
@@ -752,22 +818,39 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     return r;
 }
 
+/* cls: the s3_listener_t the connection came in on. */
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe)
 {
-    s3_server_t *srv = cls;
+    s3_listener_t *l = cls;
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
         const union MHD_ConnectionInfo *fd =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
         const union MHD_ConnectionInfo *addr =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-        *socket_context =
-            fd ? connguard_register(srv->guard, fd->connect_fd, addr ? addr->client_addr : NULL)
-               : NULL;
-        if (!*socket_context)
+        http_conn_t *hc = calloc(1, sizeof(*hc));
+        *socket_context = hc;
+        if (!hc || !fd) {
+            if (fd)
+                shutdown(fd->connect_fd, SHUT_RDWR);
+            log_warn("http: a connection could not be tracked; it was closed");
+            return;
+        }
+        hc->fd = fd->connect_fd;
+        /* Held before the handshake can ask for the certificate. */
+        if (l->tls)
+            hc->cert = s3_tls_hold(l->tls);
+        hc->guard = connguard_register(l->srv->guard, hc->fd, addr ? addr->client_addr : NULL);
+        if (!hc->guard)
             log_warn("http: a connection could not be tracked; it was closed");
     } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
-        connguard_unregister(srv->guard, *socket_context);
+        http_conn_t *hc = *socket_context;
+        if (hc) {
+            connguard_unregister(l->srv->guard, hc->guard);
+            if (hc->cert)
+                s3_tls_release(l->tls, hc->cert);
+            free(hc);
+        }
         *socket_context = NULL;
     }
 }
@@ -786,7 +869,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
     (void)cls;
     s3_req_t *req = *con_cls;
-    connguard_request_done(req ? ((req_private_t *)req)->guard : guard_of(conn));
+    http_conn_t *hc = req ? ((req_private_t *)req)->hc : conn_of(conn);
+    connguard_request_done(hc ? hc->guard : NULL);
     if (!req)
         return;
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && !req->replied)
@@ -816,6 +900,98 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     log_debug("http: %s", line);
 }
 
+/* One libmicrohttpd daemon for listener l, serving with the one access
+ * handler; NULL with errno set when it cannot start. */
+static struct MHD_Daemon *daemon_start(s3_listener_t *l, unsigned flags, int port,
+                                       struct MHD_OptionItem *addr_opts)
+{
+    const s3_server_config_t *c = &l->srv->cfg;
+    struct MHD_OptionItem tls_opts[] = {
+        {MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)s3_tls_retrieve},
+        {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)S3_TLS_PRIORITIES},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    struct MHD_OptionItem no_opts[] = {{MHD_OPTION_END, 0, NULL}};
+    return MHD_start_daemon(
+        flags, (uint16_t)port, NULL, NULL, on_access, l->srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+        NULL, MHD_OPTION_ARRAY, addr_opts, MHD_OPTION_ARRAY, l->tls ? tls_opts : no_opts,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, l->srv, MHD_OPTION_NOTIFY_CONNECTION,
+        on_connection, l, MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)S3R_HTTP_POOL_BYTES,
+        MHD_OPTION_CONNECTION_LIMIT, c->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        c->max_connections_per_ip, MHD_OPTION_CONNECTION_TIMEOUT, c->idle_timeout_s,
+        MHD_OPTION_THREAD_STACK_SIZE, (size_t)S3R_HTTP_THREAD_STACK, MHD_OPTION_LISTEN_BACKLOG_SIZE,
+        1024u, MHD_OPTION_END);
+}
+
+/* Opens one listener on host:port ("" = every address), HTTPS when l->tls
+ * is set. 0, or -1 with the reason logged. */
+static int listener_start(s3_server_t *srv, s3_listener_t *l, const char *host, int port)
+{
+    const char *scheme = l->tls ? "https" : "http";
+    /* One thread per connection. Every wait is a poll(), never a select():
+     * select() cannot watch a descriptor past 1023 and libmicrohttpd drops
+     * such a connection. */
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD |
+                     MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_USE_TURBO;
+    struct addrinfo *ai = NULL;
+    if (*host) {
+        struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                                 .ai_socktype = SOCK_STREAM,
+                                 .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+        char portstr[16];
+        snprintf(portstr, sizeof(portstr), "%d", port);
+        int gai = getaddrinfo(host, portstr, &hints, &ai);
+        if (gai != 0) {
+            log_error("%s: cannot resolve listen address %s: %s", scheme, host, gai_strerror(gai));
+            return -1;
+        }
+        if (ai->ai_family == AF_INET6)
+            flags |= MHD_USE_IPv6;
+    } else {
+        flags |= MHD_USE_DUAL_STACK; /* [::]:port, IPv4 clients as mapped addresses */
+    }
+    if (l->tls)
+        flags |= MHD_USE_TLS;
+    struct MHD_OptionItem addr_opts[] = {
+        {ai ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_END, 0, ai ? ai->ai_addr : NULL},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    l->srv = srv;
+    l->daemon = daemon_start(l, flags, port, addr_opts);
+    if (!l->daemon && !*host && errno == EAFNOSUPPORT) {
+        log_warn("%s: no IPv6 on this host; port %d listens on every IPv4 address", scheme, port);
+        l->daemon = daemon_start(l, flags & ~(unsigned)MHD_USE_DUAL_STACK, port, addr_opts);
+    }
+    int err = errno;
+    if (ai)
+        freeaddrinfo(ai);
+    if (!l->daemon) {
+        log_error("%s: cannot listen on %s%s%s:%d (%s)", scheme, strchr(host, ':') ? "[" : "", host,
+                  strchr(host, ':') ? "]" : "", port, strerror(err));
+        return -1;
+    }
+    return 0;
+}
+
+static void listener_quiesce(s3_listener_t *l)
+{
+    if (!l->daemon)
+        return;
+    MHD_socket lsock = MHD_quiesce_daemon(l->daemon);
+    if (lsock != MHD_INVALID_SOCKET)
+        close(lsock);
+}
+
+static void listener_stop(s3_listener_t *l)
+{
+    if (l->daemon)
+        MHD_stop_daemon(l->daemon);
+    l->daemon = NULL;
+    s3_tls_destroy(l->tls); /* after the daemon: every connection released its hold */
+    l->tls = NULL;
+}
+
 s3_server_t *s3_server_start(const s3_server_config_t *cfg)
 {
     s3_server_t *srv = calloc(1, sizeof(*srv));
@@ -833,20 +1009,16 @@ s3_server_t *s3_server_start(const s3_server_config_t *cfg)
     random_bytes(&inst, sizeof(inst));
     srv->instance = inst;
 
-    struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                             .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-    struct addrinfo *ai = NULL;
-    char port[16];
-    snprintf(port, sizeof(port), "%d", cfg->port);
-    int gai = getaddrinfo(cfg->listen_host, port, &hints, &ai);
-    if (gai != 0) {
-        log_error("cannot resolve listen address %s: %s", cfg->listen_host, gai_strerror(gai));
+    bool https = c->tls_cert_path && *c->tls_cert_path;
+    if (https && (!MHD_is_feature_supported(MHD_FEATURE_TLS) ||
+                  !MHD_is_feature_supported(MHD_FEATURE_HTTPS_CERT_CALLBACK))) {
+        log_error("https: this libmicrohttpd was built without TLS (GnuTLS) certificate "
+                  "callbacks");
         free(srv);
         return NULL;
     }
     connguard_config_t gcfg = {
-        .max_conns = c->max_connections,
+        .max_conns = c->max_connections * (https && !c->http_off ? 2u : 1u),
         .head_timeout_ms = c->head_timeout_s * 1000u,
         .min_body_rate = c->min_body_rate,
         .body_window_ms = c->body_rate_window_s * 1000u,
@@ -858,35 +1030,28 @@ s3_server_t *s3_server_start(const s3_server_config_t *cfg)
     if (!srv->guard || (c->metrics_enabled && !srv->metrics)) {
         connguard_stop(srv->guard);
         s3_metrics_free(srv->metrics);
-        freeaddrinfo(ai);
         free(srv);
         return NULL;
     }
-    /* One thread per connection. Every wait is a poll(), never a select():
-     * select() cannot watch a descriptor past 1023 and libmicrohttpd drops
-     * such a connection. */
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD |
-                     MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_USE_TURBO;
-    if (ai->ai_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
-    srv->daemon = MHD_start_daemon(
-        flags, (uint16_t)cfg->port, NULL, NULL, on_access, srv, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, on_connection,
-        srv, MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)S3R_HTTP_POOL_BYTES, MHD_OPTION_CONNECTION_LIMIT, c->max_connections,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, c->max_connections_per_ip,
-        MHD_OPTION_CONNECTION_TIMEOUT, c->idle_timeout_s, MHD_OPTION_THREAD_STACK_SIZE,
-        (size_t)S3R_HTTP_THREAD_STACK, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
-    freeaddrinfo(ai);
-    if (!srv->daemon) {
-        log_error("cannot listen on %s:%d (%s)", cfg->listen_host, cfg->port, strerror(errno));
-        connguard_stop(srv->guard);
-        s3_metrics_free(srv->metrics);
-        free(srv);
-        return NULL;
-    }
+    if (https && !(srv->https.tls = s3_tls_create(c->tls_cert_path, c->tls_key_path)))
+        goto fail;
+    if (!c->http_off && listener_start(srv, &srv->http, c->listen_host, c->port) != 0)
+        goto fail;
+    if (https && listener_start(srv, &srv->https, c->tls_host, c->tls_port) != 0)
+        goto fail;
     return srv;
+fail:
+    listener_stop(&srv->http);
+    listener_stop(&srv->https);
+    connguard_stop(srv->guard);
+    s3_metrics_free(srv->metrics);
+    free(srv);
+    return NULL;
+}
+
+int s3_server_reload_tls(s3_server_t *srv)
+{
+    return srv->https.tls ? s3_tls_reload(srv->https.tls) : 0;
 }
 
 void s3_server_stop(s3_server_t *srv, int grace_s)
@@ -895,9 +1060,8 @@ void s3_server_stop(s3_server_t *srv, int grace_s)
         return;
     atomic_store(&srv->stopping, true);
     atomic_store(&srv->ready, false);
-    MHD_socket lsock = MHD_quiesce_daemon(srv->daemon);
-    if (lsock != MHD_INVALID_SOCKET)
-        close(lsock);
+    listener_quiesce(&srv->http);
+    listener_quiesce(&srv->https);
     struct timespec start, now;
     clock_gettime(CLOCK_MONOTONIC, &start);
     while (atomic_load(&srv->inflight) > 0) {
@@ -909,8 +1073,9 @@ void s3_server_stop(s3_server_t *srv, int grace_s)
         }
         usleep(10000);
     }
-    MHD_stop_daemon(srv->daemon);
-    connguard_stop(srv->guard); /* after the daemon: it unregisters every connection */
+    listener_stop(&srv->http);
+    listener_stop(&srv->https);
+    connguard_stop(srv->guard); /* after the daemons: they unregister every connection */
     s3_metrics_free(srv->metrics);
     free(srv);
 }

@@ -31,9 +31,16 @@
 #include "s3/s3_server.h"
 #include "storage/storage.h"
 
+/* One libmicrohttpd daemon: plain HTTP, or HTTPS when tls is set. */
+typedef struct s3_listener {
+    struct s3_server *srv;
+    struct MHD_Daemon *daemon; /* NULL when this listener is off */
+    struct s3_tls *tls;        /* the certificate store (s3/tls.h); NULL for plain HTTP */
+} s3_listener_t;
+
 struct s3_server {
     s3_server_config_t cfg;
-    struct MHD_Daemon *daemon;
+    s3_listener_t http, https;
     struct connguard *guard;    /* receive deadlines: connguard.h */
     struct s3_metrics *metrics; /* s3_metrics.c; NULL when cfg.metrics_enabled is off */
     atomic_uint inflight;

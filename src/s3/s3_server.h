@@ -53,8 +53,24 @@ typedef struct s3_access_record {
 typedef void (*s3_access_fn)(void *ctx, const s3_access_record_t *rec);
 
 typedef struct s3_server_config {
-    const char *listen_host;    /* "127.0.0.1" */
-    int port;                   /* 9000 */
+    /* The plain HTTP listener: host "" listens on every address (IPv6 and
+     * IPv4 where the host has both); http_off opens none. */
+    bool http_off;
+    const char *listen_host; /* "127.0.0.1", "::1", "" */
+    int port;                /* 9000 */
+    /* The HTTPS listener, on when tls_cert_path is set (with tls_key_path):
+     * same host rules. The files are read at start and again on
+     * s3_server_reload_tls. */
+    const char *tls_cert_path;
+    const char *tls_key_path;
+    const char *tls_host;
+    int tls_port;
+    /* The RDMA session endpoint named to authenticated clients in the
+     * x-s3rdma-rdma-endpoint response header: "host:port" as given, "" for
+     * the address the client reached this server at with rdma_advertise_port,
+     * NULL for no header (no session port). */
+    const char *rdma_advertise;
+    int rdma_advertise_port;
     const char *region;         /* "us-east-1": what GetBucketLocation reports */
     const char *const *domains; /* virtual-host suffixes: "localhost" serves bucket.localhost */
     size_t n_domains;
@@ -82,8 +98,14 @@ typedef struct s3_server_config {
 
 typedef struct s3_server s3_server_t;
 
-/* Starts listening and serving. Returns NULL with the reason logged. */
+/* Starts listening and serving on every configured listener, all of them
+ * served by the same request handling and connection limits (each listener
+ * counts its own connections). Returns NULL with the reason logged. */
 s3_server_t *s3_server_start(const s3_server_config_t *cfg);
+/* Re-reads the HTTPS certificate and key: new connections get them,
+ * connections already open keep theirs. On a bad file the old ones stay
+ * (logged) and -1 is returned; 0 otherwise, also when HTTPS is off. */
+int s3_server_reload_tls(s3_server_t *srv);
 /* Runs one native request (rdma_native_fn; ctx is the s3_server_t):
  * give it to rdma_server_set_native once the server is started, and take
  * it back (rdma_server_set_native NULL) before stopping the server. */

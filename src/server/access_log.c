@@ -25,6 +25,7 @@
 struct access_log {
     int fd;
     bool own_fd; /* a file we opened (not stdout) */
+    char *path;  /* own_fd: the file's path, for access_log_reopen */
     access_format_t format;
     atomic_bool write_failed; /* reported once */
 };
@@ -45,8 +46,31 @@ access_log_t *access_log_open(const char *where, access_format_t format)
             return NULL;
         }
         al->own_fd = true;
+        if (!(al->path = strdup(where))) {
+            close(al->fd);
+            free(al);
+            return NULL;
+        }
     }
     return al;
+}
+
+int access_log_reopen(access_log_t *al)
+{
+    if (!al || !al->own_fd)
+        return 0;
+    int fd = open(al->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    /* dup3 swaps the file under al->fd atomically for the writing threads. */
+    if (fd < 0 || dup3(fd, al->fd, O_CLOEXEC) < 0) {
+        log_warn("access log: cannot reopen %s (%s); still writing to the old file", al->path,
+                 strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    close(fd);
+    log_info("access log: reopened %s", al->path);
+    return 0;
 }
 
 void access_log_close(access_log_t *al)
@@ -55,6 +79,7 @@ void access_log_close(access_log_t *al)
         return;
     if (al->own_fd)
         close(al->fd);
+    free(al->path);
     free(al);
 }
 

@@ -12,6 +12,11 @@ typedef struct access_log access_log_t;
 /* Opens the log: where is "stdout" or a file path (created 0640 if absent,
  * appended to). NULL with the reason printed to stderr. */
 access_log_t *access_log_open(const char *where, access_format_t format);
+/* Reopens a file log at its path (after logrotate moved it away), under
+ * the same descriptor, so threads writing meanwhile write to the old file or
+ * the new one, never nowhere. stdout and NULL: nothing to do. -1 (logged,
+ * the old file kept) when the path cannot be opened. */
+int access_log_reopen(access_log_t *al);
 /* Closes the log; NULL is a no-op. No request may be logging any more. */
 void access_log_close(access_log_t *al);
 

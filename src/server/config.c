@@ -7,6 +7,8 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "s3rdma.h" /* the version */
+
 #include "common/log.h"
 #include "common/s3r_limits.h"
 #include "common/size.h"
@@ -14,112 +16,365 @@
 #define STR_(x) #x
 #define STR(x)  STR_(x)
 
+/* How a setting's text becomes its field. */
+typedef enum setting_type {
+    T_TEXT,   /* char *: any text */
+    T_SECRET, /* char *: any text, never printed by --print-config */
+    T_BOOL,   /* bool: true or false */
+    T_COUNT,  /* unsigned: a whole decimal number in [lo, hi] */
+    T_SIZE,   /* uint64_t: a size ("64MiB") in [lo, hi] */
+    T_ADDR,   /* server_addr_t; lo holds the ADDR_* flags */
+    T_CHOICE, /* int: the index of the word in choices */
+    T_UIDS,   /* rdma.trusted_uids: a comma-separated uid list */
+} setting_type_t;
+
+#define ADDR_OFF_OK   1u /* "off" turns the listener off */
+#define ADDR_EMPTY_OK 2u /* "" leaves the address unset (derived from others) */
+
 /* One table drives defaults, the file keys, the environment and the flags. */
 typedef struct setting {
     const char *key;  /* YAML path: "durability", "rdma.listen" */
     const char *flag; /* --flag */
     const char *env;  /* S3RDMA_* */
-    const char *dflt;
-    size_t offset; /* of the char * in server_config_t */
+    const char *dflt; /* parsed like any other value */
+    setting_type_t type;
+    size_t offset;              /* of the field in server_config_t */
+    unsigned long long lo, hi;  /* T_COUNT, T_SIZE: the range; T_ADDR: flags in lo */
+    const char *const *choices; /* T_CHOICE: NULL-terminated */
     const char *help;
 } setting_t;
 
+static const char *const durability_words[] = {"fsync", "relaxed", NULL}; /* server_durability_t */
+static const char *const log_level_words[] = {"error", "warn", "info", "debug", NULL}; /* log.h */
+static const char *const metrics_auth_words[] = {"bearer", "public",
+                                                 NULL};                 /* server_metrics_auth_t */
+static const char *const log_format_words[] = {"json", "common", NULL}; /* server_log_format_t */
+
 #define OFF(f) offsetof(server_config_t, f)
+#define TEXT(key, flag, env, dflt, field, help)                                                    \
+    {                                                                                              \
+        key, flag, env, dflt, T_TEXT, OFF(field), 0, 0, NULL, help                                 \
+    }
+#define SECRET(key, flag, env, dflt, field, help)                                                  \
+    {                                                                                              \
+        key, flag, env, dflt, T_SECRET, OFF(field), 0, 0, NULL, help                               \
+    }
+#define BOOL(key, flag, env, dflt, field, help)                                                    \
+    {                                                                                              \
+        key, flag, env, dflt, T_BOOL, OFF(field), 0, 0, NULL, help                                 \
+    }
+#define COUNT(key, flag, env, dflt, field, lo, hi, help)                                           \
+    {                                                                                              \
+        key, flag, env, dflt, T_COUNT, OFF(field), lo, hi, NULL, help                              \
+    }
+#define SIZE(key, flag, env, dflt, field, lo, hi, help)                                            \
+    {                                                                                              \
+        key, flag, env, dflt, T_SIZE, OFF(field), lo, hi, NULL, help                               \
+    }
+#define ADDR(key, flag, env, dflt, field, flags, help)                                             \
+    {                                                                                              \
+        key, flag, env, dflt, T_ADDR, OFF(field), flags, 0, NULL, help                             \
+    }
+#define CHOICE(key, flag, env, dflt, field, words, help)                                           \
+    {                                                                                              \
+        key, flag, env, dflt, T_CHOICE, OFF(field), 0, 0, words, help                              \
+    }
+
 static const setting_t settings[] = {
-    {"data_dir", "data", "S3RDMA_DATA", "./data", OFF(data_dir),
-     "directory for objects and the index"},
-    {"listen", "listen", "S3RDMA_LISTEN", "127.0.0.1:9000", OFF(listen), "HTTP address HOST:PORT"},
-    {"durability", "durability", "S3RDMA_DURABILITY", "fsync", OFF(durability),
-     "fsync (survives power loss) or relaxed (survives kill -9)"},
-    {"region", "region", "S3RDMA_REGION", "us-east-1", OFF(region), "region reported to clients"},
-    {"log_level", "log-level", "S3RDMA_LOG_LEVEL", "info", OFF(log_level),
-     "error, warn, info or debug"},
-    {"domains", "domains", "S3RDMA_DOMAINS", "localhost", OFF(domains),
-     "comma-separated virtual-host domains (bucket.DOMAIN)"},
-    {"rdma.enabled", "rdma-enabled", "S3RDMA_RDMA_ENABLED", "true", OFF(rdma_enabled),
-     "true or false: the RDMA session port and the token path"},
-    {"rdma.listen", "rdma-listen", "S3RDMA_RDMA_LISTEN", "", OFF(rdma_listen),
-     "RDMA session address HOST:PORT (default: the HTTP host and rdma.port)"},
-    {"rdma.port", "rdma-port", "S3RDMA_RDMA_PORT", "9100", OFF(rdma_port),
-     "RDMA session port when rdma.listen is not given"},
-    {"rdma.workers", "rdma-workers", "S3RDMA_RDMA_WORKERS", "0", OFF(rdma_workers),
-     "RDMA progress threads (0 = one per core)"},
-    {"rdma.max_sessions", "rdma-max-sessions", "S3RDMA_RDMA_MAX_SESSIONS", "256",
-     OFF(rdma_max_sessions), "authenticated RDMA sessions at once; further ones are refused"},
-    {"rdma.max_sessions_per_user", "rdma-max-sessions-per-user",
-     "S3RDMA_RDMA_MAX_SESSIONS_PER_USER", "64", OFF(rdma_max_sessions_per_user),
-     "RDMA sessions one access key may hold at once"},
-    {"rdma.max_pending", "rdma-max-pending", "S3RDMA_RDMA_MAX_PENDING", "128",
-     OFF(rdma_max_pending),
-     "session-port connections not yet authenticated; past it the oldest of the busiest "
-     "source is evicted"},
-    {"rdma.max_pending_per_source", "rdma-max-pending-per-source",
-     "S3RDMA_RDMA_MAX_PENDING_PER_SOURCE", "8", OFF(rdma_max_pending_per_source),
-     "unauthenticated session-port connections from one IP address (or local uid)"},
-    {"rdma.native_threads", "rdma-native-threads", "S3RDMA_RDMA_NATIVE_THREADS", "4",
-     OFF(rdma_native_threads),
-     "threads running native requests that may block (writes, listings, multipart)"},
-    {"rdma.max_native_per_session", "rdma-max-native-per-session",
-     "S3RDMA_RDMA_MAX_NATIVE_PER_SESSION", "64", OFF(rdma_max_native_per_session),
-     "native requests in flight on one session; past it: SlowDown"},
-    {"rdma.max_native", "rdma-max-native", "S3RDMA_RDMA_MAX_NATIVE", "1024", OFF(rdma_max_native),
-     "native requests in flight on the server (each holds up to 96 KiB); past it: SlowDown"},
-    {"rdma.socket", "rdma-socket", "S3RDMA_RDMA_SOCKET", "", OFF(rdma_socket),
-     "Unix socket for local RDMA clients: @NAME (abstract), a path, or off "
-     "(default @s3rdma.PORT)"},
-    {"rdma.trusted_uids", "rdma-trusted-uids", "S3RDMA_RDMA_TRUSTED_UIDS", "",
-     OFF(rdma_trusted_uids),
+    TEXT("data_dir", "data", "S3RDMA_DATA", "./data", data_dir,
+         "directory for objects and the index"),
+    ADDR("listen", "listen", "S3RDMA_LISTEN", "127.0.0.1:9000", listen, ADDR_OFF_OK,
+         "plain HTTP address HOST:PORT, [V6]:PORT or :PORT (every address); off = HTTPS only"),
+    CHOICE("durability", "durability", "S3RDMA_DURABILITY", "fsync", durability, durability_words,
+           "fsync (survives power loss) or relaxed (survives kill -9)"),
+    TEXT("region", "region", "S3RDMA_REGION", "us-east-1", region, "region reported to clients"),
+    CHOICE("log_level", "log-level", "S3RDMA_LOG_LEVEL", "info", log_level, log_level_words,
+           "error, warn, info or debug"),
+    TEXT("domains", "domains", "S3RDMA_DOMAINS", "localhost", domains,
+         "comma-separated virtual-host domains (bucket.DOMAIN)"),
+    BOOL("rdma.enabled", "rdma-enabled", "S3RDMA_RDMA_ENABLED", "true", rdma.enabled,
+         "true or false: the RDMA session port and the token path"),
+    BOOL("rdma.required", "rdma-required", "S3RDMA_RDMA_REQUIRED", "true", rdma.required,
+         "true: the server does not start when the RDMA session port cannot open; false: it "
+         "serves HTTP only then (tokens declined with 501)"),
+    ADDR("rdma.listen", "rdma-listen", "S3RDMA_RDMA_LISTEN", "", rdma.listen, ADDR_EMPTY_OK,
+         "RDMA session address HOST:PORT, [V6]:PORT or :PORT (default: the HTTP host and "
+         "rdma.port)"),
+    COUNT("rdma.port", "rdma-port", "S3RDMA_RDMA_PORT", "9100", rdma.port, 0, 65535,
+          "RDMA session port when rdma.listen is not given"),
+    ADDR("rdma.advertise", "rdma-advertise", "S3RDMA_RDMA_ADVERTISE", "", rdma.advertise,
+         ADDR_EMPTY_OK,
+         "the session endpoint HOST:PORT named to clients in x-s3rdma-rdma-endpoint (default: "
+         "the session listener's; on every address, the one the client reached)"),
+    COUNT("rdma.workers", "rdma-workers", "S3RDMA_RDMA_WORKERS", "0", rdma.workers, 0, 256,
+          "RDMA progress threads (0 = one per core)"),
+    COUNT("rdma.max_sessions", "rdma-max-sessions", "S3RDMA_RDMA_MAX_SESSIONS",
+          STR(S3R_MAX_SESSIONS), rdma.max_sessions, 1, 65536,
+          "authenticated RDMA sessions at once; further ones are refused"),
+    COUNT("rdma.max_sessions_per_user", "rdma-max-sessions-per-user",
+          "S3RDMA_RDMA_MAX_SESSIONS_PER_USER", STR(S3R_MAX_SESSIONS_PER_USER),
+          rdma.max_sessions_per_user, 1, 65536, "RDMA sessions one access key may hold at once"),
+    COUNT("rdma.max_pending", "rdma-max-pending", "S3RDMA_RDMA_MAX_PENDING",
+          STR(S3R_RDMA_MAX_PENDING), rdma.max_pending, 1, 65536,
+          "session-port connections not yet authenticated; past it the oldest of the busiest "
+          "source is evicted"),
+    COUNT("rdma.max_pending_per_source", "rdma-max-pending-per-source",
+          "S3RDMA_RDMA_MAX_PENDING_PER_SOURCE", STR(S3R_RDMA_PENDING_PER_SOURCE),
+          rdma.max_pending_per_source, 1, 65536,
+          "unauthenticated session-port connections from one IP address (or local uid)"),
+    COUNT("rdma.native_threads", "rdma-native-threads", "S3RDMA_RDMA_NATIVE_THREADS",
+          STR(S3R_NATIVE_THREADS), rdma.native_threads, 1, 256,
+          "threads running native requests that may block (writes, listings, multipart)"),
+    COUNT("rdma.max_native_per_session", "rdma-max-native-per-session",
+          "S3RDMA_RDMA_MAX_NATIVE_PER_SESSION", STR(S3R_NATIVE_PER_SESSION),
+          rdma.max_native_per_session, 1, 65536,
+          "native requests in flight on one session; past it: SlowDown"),
+    COUNT("rdma.max_native", "rdma-max-native", "S3RDMA_RDMA_MAX_NATIVE", STR(S3R_NATIVE_QUEUED),
+          rdma.max_native, 1, 1048576,
+          "native requests in flight on the server (each holds up to 96 KiB); past it: SlowDown"),
+    TEXT("rdma.socket", "rdma-socket", "S3RDMA_RDMA_SOCKET", "", rdma.socket,
+         "Unix socket for local RDMA clients: @NAME (abstract), a path, or off "
+         "(default @s3rdma.PORT)"),
+    {"rdma.trusted_uids", "rdma-trusted-uids", "S3RDMA_RDMA_TRUSTED_UIDS", "", T_UIDS,
+     OFF(rdma.trusted_uids), 0, 0, NULL,
      "comma-separated uids (besides the server's own) whose Unix-socket sessions may use "
      "shared-memory transports"},
-    {"rdma.staging", "rdma-staging", "S3RDMA_RDMA_STAGING", "64MiB", OFF(rdma_staging),
-     "registered staging memory for the data mover"},
-    {"rdma.chunk", "rdma-chunk", "S3RDMA_RDMA_CHUNK", "1MiB", OFF(rdma_chunk),
-     "data mover pipeline chunk (staging is split into chunks of this size)"},
-    {"http.max_connections", "http-max-connections", "S3RDMA_HTTP_MAX_CONNECTIONS",
-     STR(S3R_HTTP_MAX_CONNECTIONS), OFF(http_max_connections),
-     "HTTP connections at once; further ones wait to be accepted"},
-    {"http.max_connections_per_ip", "http-max-connections-per-ip",
-     "S3RDMA_HTTP_MAX_CONNECTIONS_PER_IP", STR(S3R_HTTP_MAX_CONNECTIONS_PER_IP),
-     OFF(http_max_connections_per_ip),
-     "HTTP connections at once from one client address; more are closed (0 = no limit)"},
-    {"http.idle_timeout", "http-idle-timeout", "S3RDMA_HTTP_IDLE_TIMEOUT",
-     STR(S3R_HTTP_IDLE_TIMEOUT_S), OFF(http_idle_timeout),
-     "seconds a connection may send and take nothing before it is closed"},
-    {"http.head_timeout", "http-head-timeout", "S3RDMA_HTTP_HEAD_TIMEOUT",
-     STR(S3R_HTTP_HEAD_TIMEOUT_S), OFF(http_head_timeout),
-     "seconds to receive a request line and headers, however they trickle (0 = no limit)"},
-    {"http.min_body_rate", "http-min-body-rate", "S3RDMA_HTTP_MIN_BODY_RATE",
-     STR(S3R_HTTP_MIN_BODY_RATE), OFF(http_min_body_rate),
-     "request body bytes per second a client must keep up, e.g. 1KiB (0 = no limit)"},
-    {"http.body_rate_window", "http-body-rate-window", "S3RDMA_HTTP_BODY_RATE_WINDOW",
-     STR(S3R_HTTP_BODY_RATE_WINDOW_S), OFF(http_body_rate_window),
-     "seconds over which the body rate is averaged"},
+    SIZE("rdma.staging", "rdma-staging", "S3RDMA_RDMA_STAGING", "64MiB", rdma.staging, 8192,
+         64ULL << 30, "registered staging memory for the data mover (at least two chunks)"),
+    SIZE("rdma.chunk", "rdma-chunk", "S3RDMA_RDMA_CHUNK", "1MiB", rdma.chunk, 4096, 64ULL << 20,
+         "data mover pipeline chunk (staging is split into chunks of this size)"),
+    COUNT("http.max_connections", "http-max-connections", "S3RDMA_HTTP_MAX_CONNECTIONS",
+          STR(S3R_HTTP_MAX_CONNECTIONS), http.max_connections, 1, 1000000,
+          "HTTP connections at once, per listener; further ones wait to be accepted"),
+    COUNT("http.max_connections_per_ip", "http-max-connections-per-ip",
+          "S3RDMA_HTTP_MAX_CONNECTIONS_PER_IP", STR(S3R_HTTP_MAX_CONNECTIONS_PER_IP),
+          http.max_connections_per_ip, 0, 1000000,
+          "HTTP connections at once from one client address, per listener; more are closed "
+          "(0 = no limit)"),
+    COUNT("http.idle_timeout", "http-idle-timeout", "S3RDMA_HTTP_IDLE_TIMEOUT",
+          STR(S3R_HTTP_IDLE_TIMEOUT_S), http.idle_timeout_s, 1, 86400,
+          "seconds a connection may send and take nothing before it is closed"),
+    COUNT("http.head_timeout", "http-head-timeout", "S3RDMA_HTTP_HEAD_TIMEOUT",
+          STR(S3R_HTTP_HEAD_TIMEOUT_S), http.head_timeout_s, 0, 86400,
+          "seconds to receive a request line and headers, however they trickle (0 = no limit)"),
+    SIZE("http.min_body_rate", "http-min-body-rate", "S3RDMA_HTTP_MIN_BODY_RATE",
+         STR(S3R_HTTP_MIN_BODY_RATE), http.min_body_rate, 0, 1ULL << 30,
+         "request body bytes per second a client must keep up, e.g. 1KiB (0 = no limit)"),
+    COUNT("http.body_rate_window", "http-body-rate-window", "S3RDMA_HTTP_BODY_RATE_WINDOW",
+          STR(S3R_HTTP_BODY_RATE_WINDOW_S), http.body_rate_window_s, 1, 3600,
+          "seconds over which the body rate is averaged"),
+    TEXT("tls.cert", "tls-cert", "S3RDMA_TLS_CERT", "", tls.cert,
+         "PEM certificate chain file; with tls.key, HTTPS is served on tls.listen"),
+    TEXT("tls.key", "tls-key", "S3RDMA_TLS_KEY", "", tls.key, "PEM private key file"),
+    ADDR("tls.listen", "tls-listen", "S3RDMA_TLS_LISTEN", "127.0.0.1:9443", tls.listen, 0,
+         "HTTPS address HOST:PORT, [V6]:PORT or :PORT (every address)"),
     /* Observability (docs/operations.md). */
-    {"metrics.enabled", "metrics-enabled", "S3RDMA_METRICS_ENABLED", "false", OFF(metrics_enabled),
-     "true or false: serve Prometheus metrics at GET /metrics"},
-    {"metrics.auth", "metrics-auth", "S3RDMA_METRICS_AUTH", "bearer", OFF(metrics_auth),
-     "bearer (Authorization: Bearer <metrics.token>) or public (no authentication)"},
-    {"metrics.token", "metrics-token", "S3RDMA_METRICS_TOKEN", "", OFF(metrics_token),
-     "the bearer token /metrics requires (metrics.auth bearer)"},
-    {"log.access", "log-access", "S3RDMA_LOG_ACCESS", "off", OFF(log_access),
-     "access log: off, stdout, or a file path (appended to)"},
-    {"log.access_format", "log-access-format", "S3RDMA_LOG_ACCESS_FORMAT", "json",
-     OFF(log_access_format), "access log lines: json or common"},
+    BOOL("metrics.enabled", "metrics-enabled", "S3RDMA_METRICS_ENABLED", "false", metrics.enabled,
+         "true or false: serve Prometheus metrics at GET /metrics"),
+    CHOICE("metrics.auth", "metrics-auth", "S3RDMA_METRICS_AUTH", "bearer", metrics.auth,
+           metrics_auth_words,
+           "bearer (Authorization: Bearer <metrics.token>) or public (no authentication)"),
+    SECRET("metrics.token", "metrics-token", "S3RDMA_METRICS_TOKEN", "", metrics.token,
+           "the bearer token /metrics requires (metrics.auth bearer)"),
+    TEXT("log.access", "log-access", "S3RDMA_LOG_ACCESS", "off", log.access,
+         "access log: off, stdout, or a file path (appended to)"),
+    CHOICE("log.access_format", "log-access-format", "S3RDMA_LOG_ACCESS_FORMAT", "json",
+           log.access_format, log_format_words, "access log lines: json or common"),
 };
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
+_Static_assert(N_SETTINGS <= SERVER_MAX_SETTINGS, "raise SERVER_MAX_SETTINGS");
 
-static char **slot(server_config_t *cfg, const setting_t *s)
+static void *field(server_config_t *cfg, const setting_t *s)
 {
-    return (char **)((char *)cfg + s->offset);
+    return (char *)cfg + s->offset;
 }
 
-static int set_value(server_config_t *cfg, const setting_t *s, const char *value)
+/* ---- values ---------------------------------------------------------------------- */
+
+int server_parse_addr(const char *s, server_addr_t *addr_p)
 {
-    char *copy = strdup(value);
-    if (!copy)
+    const char *colon;
+    const char *h = s;
+    size_t hlen;
+    if (*s == '[') {
+        const char *end = strchr(s, ']');
+        if (!end || end[1] != ':' || end == s + 1)
+            return -1;
+        h = s + 1;
+        hlen = (size_t)(end - h);
+        colon = end + 1;
+    } else {
+        colon = strrchr(s, ':');
+        if (!colon || memchr(s, ':', (size_t)(colon - s)))
+            return -1; /* no port, or a bare IPv6 address without brackets */
+        hlen = (size_t)(colon - s);
+    }
+    if (hlen >= sizeof(addr_p->host))
         return -1;
-    free(*slot(cfg, s));
-    *slot(cfg, s) = copy;
+    char *end;
+    errno = 0;
+    long port = strtol(colon + 1, &end, 10);
+    if (colon[1] < '0' || colon[1] > '9' || *end || errno || port > 65535)
+        return -1;
+    memset(addr_p, 0, sizeof(*addr_p));
+    memcpy(addr_p->host, h, hlen);
+    addr_p->host[hlen] = '\0';
+    addr_p->port = (int)port;
+    addr_p->set = true;
+    return 0;
+}
+
+void server_addr_format(const server_addr_t *addr, char *out, size_t out_len)
+{
+    const char *h = addr->host;
+    if (!*h || strcmp(h, "0.0.0.0") == 0)
+        h = "127.0.0.1";
+    else if (strcmp(h, "::") == 0)
+        h = "::1";
+    snprintf(out, out_len, strchr(h, ':') ? "[%s]:%d" : "%s:%d", h, addr->port);
+}
+
+/* A comma-separated uid list into uids (SERVER_MAX_TRUSTED_UIDS at most). */
+static int parse_uids(const char *s, unsigned *uids, size_t *n_p)
+{
+    size_t n = 0;
+    while (*s) {
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 10);
+        if (*s < '0' || *s > '9' || errno || v > 0xfffffffeUL || (*end && *end != ',') ||
+            n >= SERVER_MAX_TRUSTED_UIDS)
+            return -1;
+        uids[n++] = (unsigned)v;
+        s = *end ? end + 1 : end;
+        if (*end && !*s)
+            return -1; /* a trailing comma */
+    }
+    *n_p = n;
+    return 0;
+}
+
+/* What a value of s must look like, for the error. */
+static void describe(const setting_t *s, char *out, size_t len)
+{
+    out[0] = '\0';
+    switch (s->type) {
+    case T_TEXT:
+    case T_SECRET:
+        snprintf(out, len, "text");
+        break;
+    case T_BOOL:
+        snprintf(out, len, "true or false");
+        break;
+    case T_COUNT:
+        snprintf(out, len, "a whole number from %llu to %llu", s->lo, s->hi);
+        break;
+    case T_SIZE:
+        snprintf(out, len, "a size (4096, 64KiB, 1MiB, 2GiB) from %llu to %llu bytes", s->lo,
+                 s->hi);
+        break;
+    case T_ADDR:
+        snprintf(out, len, "HOST:PORT, [V6]:PORT or :PORT%s",
+                 (s->lo & ADDR_OFF_OK) ? ", or off" : "");
+        break;
+    case T_CHOICE:
+        for (size_t i = 0, used = 0; s->choices[i] && used < len; i++)
+            used += (size_t)snprintf(out + used, len - used, "%s'%s'",
+                                     i == 0              ? ""
+                                     : s->choices[i + 1] ? ", "
+                                                         : " or ",
+                                     s->choices[i]);
+        break;
+    case T_UIDS:
+        snprintf(out, len, "a comma-separated list of at most %d uids", SERVER_MAX_TRUSTED_UIDS);
+        break;
+    }
+}
+
+/* Parses text into s's field. On bad input prints "s3rdmad: KEY must be ...,
+ * not 'TEXT' (ORIGIN)" and returns -1, leaving the field as it was. */
+static int set_value(server_config_t *cfg, const setting_t *s, const char *text, const char *origin)
+{
+    void *f = field(cfg, s);
+    bool ok = false;
+    /* The text as given, for --print-config. */
+    char **kept = &cfg->texts[s - settings];
+    char *text_copy = strdup(text);
+    if (!text_copy) {
+        fprintf(stderr, "s3rdmad: out of memory\n");
+        return -1;
+    }
+    free(*kept);
+    *kept = text_copy;
+    switch (s->type) {
+    case T_TEXT:
+    case T_SECRET: {
+        char *copy = strdup(text);
+        if (!copy) {
+            fprintf(stderr, "s3rdmad: out of memory\n");
+            return -1;
+        }
+        free(*(char **)f);
+        *(char **)f = copy;
+        return 0;
+    }
+    case T_BOOL:
+        ok = strcmp(text, "true") == 0 || strcmp(text, "false") == 0;
+        if (ok)
+            *(bool *)f = text[0] == 't';
+        break;
+    case T_COUNT: {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(text, &end, 10);
+        ok = *text >= '0' && *text <= '9' && !*end && !errno && v >= s->lo && v <= s->hi;
+        if (ok)
+            *(unsigned *)f = (unsigned)v;
+        break;
+    }
+    case T_SIZE: {
+        uint64_t v;
+        ok = size_parse(text, &v) == 0 && v >= s->lo && v <= s->hi;
+        if (ok)
+            *(uint64_t *)f = v;
+        break;
+    }
+    case T_ADDR: {
+        server_addr_t a = {0};
+        if ((s->lo & ADDR_OFF_OK) && strcmp(text, "off") == 0) {
+            a.off = true;
+            ok = true;
+        } else {
+            ok = ((s->lo & ADDR_EMPTY_OK) && !*text) || server_parse_addr(text, &a) == 0;
+        }
+        if (ok)
+            *(server_addr_t *)f = a;
+        break;
+    }
+    case T_CHOICE:
+        for (int i = 0; s->choices[i] && !ok; i++) {
+            ok = strcmp(text, s->choices[i]) == 0;
+            if (ok)
+                *(int *)f = i;
+        }
+        break;
+    case T_UIDS: {
+        unsigned uids[SERVER_MAX_TRUSTED_UIDS];
+        size_t n = 0;
+        ok = parse_uids(text, uids, &n) == 0;
+        if (ok) {
+            memcpy(cfg->rdma.trusted_uids, uids, n * sizeof(uids[0]));
+            cfg->rdma.n_trusted_uids = n;
+        }
+        break;
+    }
+    }
+    if (!ok) {
+        char want[256];
+        describe(s, want, sizeof(want));
+        fprintf(stderr, "s3rdmad: %s must be %s, not '%s' (%s)\n", s->key, want, text, origin);
+        return -1;
+    }
     return 0;
 }
 
@@ -134,36 +389,6 @@ int server_config_add_user(server_config_t *cfg, const char *access_key, const c
     if (!u[cfg->n_users].access_key || !u[cfg->n_users].secret_key)
         return -1;
     cfg->n_users++;
-    return 0;
-}
-
-int server_parse_hostport(const char *s, char *host, size_t host_len, int *port_p)
-{
-    const char *colon;
-    const char *h = s;
-    size_t hlen;
-    if (*s == '[') {
-        const char *end = strchr(s, ']');
-        if (!end || end[1] != ':')
-            return -1;
-        h = s + 1;
-        hlen = (size_t)(end - h);
-        colon = end + 1;
-    } else {
-        colon = strrchr(s, ':');
-        if (!colon)
-            return -1;
-        hlen = (size_t)(colon - s);
-    }
-    if (hlen == 0 || hlen >= host_len)
-        return -1;
-    char *end;
-    long port = strtol(colon + 1, &end, 10);
-    if (*end || port < 0 || port > 65535 || colon[1] == '\0')
-        return -1;
-    memcpy(host, h, hlen);
-    host[hlen] = '\0';
-    *port_p = (int)port;
     return 0;
 }
 
@@ -214,29 +439,14 @@ static int load_users(server_config_t *cfg, yaml_document_t *doc, yaml_node_t *s
     return 0;
 }
 
-/* The part of a setting's key before its dot ("rdma" of "rdma.listen"), or
- * "" for a top-level key; at most SECTION_MAX - 1 bytes. */
-#define SECTION_MAX 32
-static void section_of(const char *key, char section[SECTION_MAX])
+/* A top-level key that groups settings ("rdma" for rdma.listen, ...). */
+static bool is_section(const char *k)
 {
-    const char *dot = strchr(key, '.');
-    size_t n = dot ? (size_t)(dot - key) : 0;
-    if (n >= SECTION_MAX)
-        n = SECTION_MAX - 1;
-    memcpy(section, key, n);
-    section[n] = '\0';
-}
-
-/* 1 when name is the section of some setting (a mapping in the file). */
-static int is_section(const char *name)
-{
-    char section[SECTION_MAX];
-    for (size_t i = 0; i < N_SETTINGS; i++) {
-        section_of(settings[i].key, section);
-        if (*section && strcmp(section, name) == 0)
-            return 1;
-    }
-    return 0;
+    size_t n = strlen(k);
+    for (size_t i = 0; i < N_SETTINGS; i++)
+        if (strncmp(settings[i].key, k, n) == 0 && settings[i].key[n] == '.')
+            return true;
+    return false;
 }
 
 static int apply_mapping(server_config_t *cfg, yaml_document_t *doc, yaml_node_t *map,
@@ -275,7 +485,7 @@ static int apply_mapping(server_config_t *cfg, yaml_document_t *doc, yaml_node_t
             return -1;
         }
         /* Comma-list settings also take a YAML sequence. */
-        int list = strcmp(full, "domains") == 0 || strcmp(full, "rdma.trusted_uids") == 0;
+        bool list = strcmp(full, "domains") == 0 || s->type == T_UIDS;
         if (list && v && v->type == YAML_SEQUENCE_NODE) {
             char joined[1024] = "";
             for (yaml_node_item_t *it = v->data.sequence.items.start;
@@ -287,7 +497,7 @@ static int apply_mapping(server_config_t *cfg, yaml_document_t *doc, yaml_node_t
                     strncat(joined, d, sizeof(joined) - strlen(joined) - 1);
                 }
             }
-            if (set_value(cfg, s, joined) != 0)
+            if (set_value(cfg, s, joined, path) != 0)
                 return -1;
             continue;
         }
@@ -296,7 +506,7 @@ static int apply_mapping(server_config_t *cfg, yaml_document_t *doc, yaml_node_t
             fprintf(stderr, "%s: '%s' must be a scalar\n", path, full);
             return -1;
         }
-        if (set_value(cfg, s, val) != 0)
+        if (set_value(cfg, s, val, path) != 0)
             return -1;
     }
     return 0;
@@ -347,10 +557,25 @@ static void usage(FILE *out)
             "Precedence: flag > environment > config file > default.\n"
             "Users: the config file's 'users:' list ({access_key, secret_key}) plus\n"
             "S3RDMA_ROOT_USER / S3RDMA_ROOT_PASSWORD. With none, the first start creates\n"
-            "DATA/.s3rdma/credentials (mode 0600) and later starts reuse it.\n");
+            "DATA/.s3rdma/credentials (mode 0600) and later starts reuse it.\n"
+            "Signals: SIGTERM or SIGINT stop gracefully; SIGHUP reloads tls.cert and tls.key\n"
+            "and reopens the access log file.\n");
 }
 
 /* ---- --print-config ------------------------------------------------------------------- */
+
+/* The part of a setting's key before its dot ("rdma" of "rdma.listen"), or
+ * "" for a top-level key; at most SECTION_MAX - 1 bytes. */
+#define SECTION_MAX 32
+static void section_of(const char *key, char section[SECTION_MAX])
+{
+    const char *dot = strchr(key, '.');
+    size_t n = dot ? (size_t)(dot - key) : 0;
+    if (n >= SECTION_MAX)
+        n = SECTION_MAX - 1;
+    memcpy(section, key, n);
+    section[n] = '\0';
+}
 
 /* Writes text as "# " comment lines of at most about 90 columns, each
  * starting with indent. */
@@ -394,17 +619,18 @@ static void print_scalar(FILE *out, const char *v)
     fputc('"', out);
 }
 
-/* 1 when the setting's value is not its default. */
-static int is_set(const server_config_t *cfg, const setting_t *s)
+/* 1 when the setting's value is not its default (its text as given). */
+static int is_set(const server_config_t *cfg, size_t i)
 {
-    return strcmp(*slot((server_config_t *)cfg, s), s->dflt) != 0;
+    return cfg->texts[i] && strcmp(cfg->texts[i], settings[i].dflt) != 0;
 }
 
 /* Writes the whole configuration as a YAML file that s3rdmad reads back:
  * every setting with its help, flag and variable; those at their default
  * commented out, the others (from flags, the environment or --config) in
  * effect. Sections come from the keys' "section." prefixes in table order.
- * Users are never written (they hold secrets): only a commented example. */
+ * Secrets are never written (users, metrics.token): a set secret shows as a
+ * commented placeholder. */
 static void print_config(FILE *out, const server_config_t *cfg)
 {
     fprintf(out,
@@ -422,7 +648,7 @@ static void print_config(FILE *out, const server_config_t *cfg)
             char other[SECTION_MAX];
             for (size_t j = i; j < N_SETTINGS; j++) {
                 section_of(settings[j].key, other);
-                if (strcmp(other, section) == 0 && is_set(cfg, &settings[j]))
+                if (strcmp(other, section) == 0 && is_set(cfg, j) && settings[j].type != T_SECRET)
                     any = 1;
             }
             fprintf(out, "\n%s%s:\n", any ? "" : "#", section);
@@ -435,8 +661,12 @@ static void print_config(FILE *out, const server_config_t *cfg)
         fputc('\n', out);
         print_comment(out, indent, s->help);
         print_comment(out, indent, where);
-        fprintf(out, "%s%s%s: ", indent, is_set(cfg, s) ? "" : "#", name);
-        print_scalar(out, *slot((server_config_t *)cfg, s));
+        if (s->type == T_SECRET && is_set(cfg, i)) {
+            fprintf(out, "%s#%s: \"<set, not shown>\"\n", indent, name);
+            continue;
+        }
+        fprintf(out, "%s%s%s: ", indent, is_set(cfg, i) ? "" : "#", name);
+        print_scalar(out, cfg->texts[i] ? cfg->texts[i] : s->dflt);
         fputc('\n', out);
     }
     fprintf(out, "\n");
@@ -449,76 +679,44 @@ static void print_config(FILE *out, const server_config_t *cfg)
     fprintf(out, "#users:\n#  - access_key: AKEXAMPLE\n#    secret_key: a-long-secret\n");
 }
 
-/* A whole decimal number in [lo, hi]. */
-static int parse_count(const char *s, unsigned long lo, unsigned long hi, unsigned long *out)
+/* Checks what involves more than one setting, once every layer is in. */
+static int check_together(const server_config_t *cfg)
 {
-    char *end;
-    if (*s < '0' || *s > '9')
+    if (cfg->rdma.staging < 2 * cfg->rdma.chunk) {
+        fprintf(stderr,
+                "s3rdmad: rdma.staging (%llu bytes) must hold at least two rdma.chunk (%llu "
+                "bytes)\n",
+                (unsigned long long)cfg->rdma.staging, (unsigned long long)cfg->rdma.chunk);
         return -1;
-    errno = 0;
-    unsigned long n = strtoul(s, &end, 10);
-    if (*end || errno || n < lo || n > hi)
+    }
+    if (!*cfg->tls.cert != !*cfg->tls.key) {
+        fprintf(stderr, "s3rdmad: tls.cert and tls.key go together: give both for HTTPS, or "
+                        "neither\n");
         return -1;
-    *out = n;
-    return 0;
-}
-
-/* A count setting and its range; unit and zero_means say how the error
- * names them ("" when neither applies). */
-typedef struct count_setting {
-    const char *name, *value;
-    unsigned long lo, hi;
-    const char *unit, *zero_means;
-    unsigned *out; /* the parsed value, when wanted */
-} count_setting_t;
-
-/* Parses every setting of set (prefix names the section in errors). 0, or
- * -1 after saying which one is out of range. */
-static int parse_counts(const char *prefix, const count_setting_t *set, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned long v;
-        if (parse_count(set[i].value, set[i].lo, set[i].hi, &v) != 0) {
-            char zero[64] = "";
-            if (*set[i].zero_means)
-                snprintf(zero, sizeof(zero), " (0 = %s)", set[i].zero_means);
-            fprintf(stderr, "s3rdmad: %s %s must be %lu-%lu%s%s%s, not '%s'\n", prefix, set[i].name,
-                    set[i].lo, set[i].hi, *set[i].unit ? " " : "", set[i].unit, zero, set[i].value);
-            return -1;
-        }
-        if (set[i].out)
-            *set[i].out = (unsigned)v;
+    }
+    if (cfg->listen.off && !*cfg->tls.cert) {
+        fprintf(stderr, "s3rdmad: listen is off and HTTPS is not configured (tls.cert, "
+                        "tls.key): nothing would serve S3\n");
+        return -1;
+    }
+    if (cfg->metrics.enabled && cfg->metrics.auth == SERVER_METRICS_BEARER &&
+        !*cfg->metrics.token) {
+        fprintf(stderr, "s3rdmad: metrics auth 'bearer' needs metrics.token (or set "
+                        "metrics.auth: public)\n");
+        return -1;
+    }
+    if (!*cfg->log.access) {
+        fprintf(stderr, "s3rdmad: log access must be off, stdout or a file path\n");
+        return -1;
     }
     return 0;
-}
-
-/* The metrics.* and log.access* settings. 0, or -1 after saying what is
- * wrong. */
-static int check_observability(const server_config_t *cfg)
-{
-    const char *problem = NULL;
-    if (strcmp(cfg->metrics_enabled, "true") != 0 && strcmp(cfg->metrics_enabled, "false") != 0)
-        problem = "metrics enabled must be 'true' or 'false'";
-    else if (strcmp(cfg->metrics_auth, "bearer") != 0 && strcmp(cfg->metrics_auth, "public") != 0)
-        problem = "metrics auth must be 'bearer' or 'public'";
-    else if (strcmp(cfg->metrics_enabled, "true") == 0 &&
-             strcmp(cfg->metrics_auth, "bearer") == 0 && !*cfg->metrics_token)
-        problem = "metrics auth 'bearer' needs metrics.token (or set metrics.auth: public)";
-    else if (!*cfg->log_access)
-        problem = "log access must be off, stdout or a file path";
-    else if (strcmp(cfg->log_access_format, "json") != 0 &&
-             strcmp(cfg->log_access_format, "common") != 0)
-        problem = "log access_format must be 'json' or 'common'";
-    if (problem)
-        fprintf(stderr, "s3rdmad: %s\n", problem);
-    return problem ? -1 : 0;
 }
 
 int server_config_load(server_config_t *cfg, int argc, char **argv)
 {
     memset(cfg, 0, sizeof(*cfg));
     for (size_t i = 0; i < N_SETTINGS; i++)
-        if (set_value(cfg, &settings[i], settings[i].dflt) != 0)
+        if (set_value(cfg, &settings[i], settings[i].dflt, "the default") != 0)
             return -1;
 
     struct option opts[N_SETTINGS + 5];
@@ -536,7 +734,7 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
     /* Flags are collected first and applied last. */
     const char *flag_values[N_SETTINGS] = {0};
     const char *config_path = getenv("S3RDMA_CONFIG");
-    int print = 0;
+    bool print = false;
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "hc:", opts, NULL)) != -1) {
@@ -544,10 +742,10 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
             usage(stdout);
             return 1;
         } else if (c == 'V') {
-            printf("s3rdmad 0.1.0\n");
+            printf("s3rdmad %s\n", S3RDMA_VERSION_STRING);
             return 1;
         } else if (c == 'P') {
-            print = 1;
+            print = true;
         } else if (c == 'c') {
             config_path = optarg;
         } else if (c >= 1000 && c < 1000 + (int)N_SETTINGS) {
@@ -566,14 +764,18 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
         if (load_file(cfg, config_path) != 0)
             return -1;
     }
+    char origin[128];
     for (size_t i = 0; i < N_SETTINGS; i++) {
         const char *env = getenv(settings[i].env);
-        if (env && set_value(cfg, &settings[i], env) != 0)
+        snprintf(origin, sizeof(origin), "from %s", settings[i].env);
+        if (env && set_value(cfg, &settings[i], env, origin) != 0)
             return -1;
     }
-    for (size_t i = 0; i < N_SETTINGS; i++)
-        if (flag_values[i] && set_value(cfg, &settings[i], flag_values[i]) != 0)
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        snprintf(origin, sizeof(origin), "from --%s", settings[i].flag);
+        if (flag_values[i] && set_value(cfg, &settings[i], flag_values[i], origin) != 0)
             return -1;
+    }
 
     const char *ru = getenv("S3RDMA_ROOT_USER"), *rp = getenv("S3RDMA_ROOT_PASSWORD");
     if (ru || rp) {
@@ -585,73 +787,7 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
         if (server_config_add_user(cfg, ru, rp) != 0)
             return -1;
     }
-
-    /* Validate what can be validated here. */
-    if (strcmp(cfg->durability, "fsync") != 0 && strcmp(cfg->durability, "relaxed") != 0) {
-        fprintf(stderr, "s3rdmad: durability must be 'fsync' or 'relaxed', not '%s'\n",
-                cfg->durability);
-        return -1;
-    }
-    if (log_level_parse(cfg->log_level) < 0) {
-        fprintf(stderr, "s3rdmad: log level must be error, warn, info or debug, not '%s'\n",
-                cfg->log_level);
-        return -1;
-    }
-    if (strcmp(cfg->rdma_enabled, "true") != 0 && strcmp(cfg->rdma_enabled, "false") != 0) {
-        fprintf(stderr, "s3rdmad: rdma enabled must be 'true' or 'false', not '%s'\n",
-                cfg->rdma_enabled);
-        return -1;
-    }
-    char host[256];
-    int port;
-    if (server_parse_hostport(cfg->listen, host, sizeof(host), &port) != 0) {
-        fprintf(stderr, "s3rdmad: listen address must be HOST:PORT, not '%s'\n", cfg->listen);
-        return -1;
-    }
-    if (*cfg->rdma_listen &&
-        server_parse_hostport(cfg->rdma_listen, host, sizeof(host), &port) != 0) {
-        fprintf(stderr, "s3rdmad: rdma listen address must be HOST:PORT, not '%s'\n",
-                cfg->rdma_listen);
-        return -1;
-    }
-    uint64_t v;
-    const count_setting_t counts[] = {
-        {"port", cfg->rdma_port, 0, 65535, "", "", NULL},
-        {"workers", cfg->rdma_workers, 0, 256, "", "", NULL},
-        {"max_sessions", cfg->rdma_max_sessions, 1, 65536, "", "", NULL},
-        {"max_sessions_per_user", cfg->rdma_max_sessions_per_user, 1, 65536, "", "", NULL},
-        {"max_pending", cfg->rdma_max_pending, 1, 65536, "", "", NULL},
-        {"max_pending_per_source", cfg->rdma_max_pending_per_source, 1, 65536, "", "", NULL},
-        {"native_threads", cfg->rdma_native_threads, 1, 256, "", "", NULL},
-        {"max_native_per_session", cfg->rdma_max_native_per_session, 1, 65536, "", "", NULL},
-        {"max_native", cfg->rdma_max_native, 1, 1048576, "", "", NULL},
-    };
-    if (parse_counts("rdma", counts, sizeof(counts) / sizeof(counts[0])) != 0)
-        return -1;
-    if (server_parse_uids(cfg->rdma_trusted_uids, NULL, 0) < 0) {
-        fprintf(stderr,
-                "s3rdmad: rdma trusted_uids must be a comma-separated list of at most %d "
-                "uids, not '%s'\n",
-                SERVER_MAX_TRUSTED_UIDS, cfg->rdma_trusted_uids);
-        return -1;
-    }
-    uint64_t chunk;
-    if (size_parse(cfg->rdma_chunk, &chunk) != 0 || chunk < 4096 || chunk > (64ULL << 20)) {
-        fprintf(stderr, "s3rdmad: rdma chunk must be a size from 4KiB to 64MiB, not '%s'\n",
-                cfg->rdma_chunk);
-        return -1;
-    }
-    if (size_parse(cfg->rdma_staging, &v) != 0 || v < 2 * chunk || v > (64ULL << 30)) {
-        fprintf(stderr,
-                "s3rdmad: rdma staging must be a size of at least two chunks and at "
-                "most 64GiB, not '%s'\n",
-                cfg->rdma_staging);
-        return -1;
-    }
-    server_http_limits_t http;
-    if (server_config_http(cfg, &http) != 0)
-        return -1;
-    if (check_observability(cfg) != 0)
+    if (check_together(cfg) != 0)
         return -1;
     if (print) {
         print_config(stdout, cfg);
@@ -660,56 +796,13 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
     return 0;
 }
 
-int server_config_http(const server_config_t *cfg, server_http_limits_t *out)
-{
-    const count_setting_t counts[] = {
-        {"max_connections", cfg->http_max_connections, 1, 1000000, "", "", &out->max_connections},
-        {"max_connections_per_ip", cfg->http_max_connections_per_ip, 0, 1000000, "", "no limit",
-         &out->max_connections_per_ip},
-        {"idle_timeout", cfg->http_idle_timeout, 1, 86400, "seconds", "", &out->idle_timeout_s},
-        {"head_timeout", cfg->http_head_timeout, 0, 86400, "seconds", "no limit",
-         &out->head_timeout_s},
-        {"body_rate_window", cfg->http_body_rate_window, 1, 3600, "seconds", "",
-         &out->body_rate_window_s},
-    };
-    if (parse_counts("http", counts, sizeof(counts) / sizeof(counts[0])) != 0)
-        return -1;
-    uint64_t rate;
-    if (size_parse(cfg->http_min_body_rate, &rate) != 0 || rate > (1ULL << 30)) {
-        fprintf(stderr,
-                "s3rdmad: http min_body_rate must be a size per second up to 1GiB (0 = no "
-                "limit), not '%s'\n",
-                cfg->http_min_body_rate);
-        return -1;
-    }
-    out->min_body_rate = rate;
-    return 0;
-}
-
-int server_parse_uids(const char *s, unsigned *uids, size_t max)
-{
-    int n = 0;
-    while (s && *s) {
-        char *end;
-        errno = 0;
-        unsigned long v = strtoul(s, &end, 10);
-        if (end == s || errno || v > 0xfffffffeUL || (*end && *end != ',') ||
-            n >= SERVER_MAX_TRUSTED_UIDS)
-            return -1;
-        if (uids && (size_t)n < max)
-            uids[n] = (unsigned)v;
-        n++;
-        s = *end ? end + 1 : end;
-        if (*end && !*s)
-            return -1; /* a trailing comma */
-    }
-    return n;
-}
-
 void server_config_free(server_config_t *cfg)
 {
-    for (size_t i = 0; i < N_SETTINGS; i++)
-        free(*slot(cfg, &settings[i]));
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        if (settings[i].type == T_TEXT || settings[i].type == T_SECRET)
+            free(*(char **)field(cfg, &settings[i]));
+        free(cfg->texts[i]);
+    }
     for (size_t i = 0; i < cfg->n_users; i++) {
         free(cfg->users[i].access_key);
         free(cfg->users[i].secret_key);

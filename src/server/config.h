@@ -1,78 +1,120 @@
 /* s3rdmad settings: defaults, YAML file, S3RDMA_* environment variables and
- * command-line flags, with precedence flag > env > file > default. */
+ * command-line flags, with precedence flag > env > file > default. Every
+ * setting is declared once in config.c's table (key, flag, variable, default,
+ * type, range) and parsed once, as it is read, into the typed fields below:
+ * the rest of the server never sees a setting as text. */
 #ifndef S3R_SERVER_CONFIG_H
 #define S3R_SERVER_CONFIG_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "s3/s3_server.h"
 
+#define SERVER_MAX_TRUSTED_UIDS 64
+
+/* A listen address: "HOST:PORT", "[V6]:PORT", ":PORT" (every address) or,
+ * where a setting allows it, "off". */
+typedef struct server_addr {
+    bool off;       /* "off": the listener is not opened */
+    bool set;       /* false: the setting was left empty ("" default) */
+    char host[256]; /* without brackets; "" = every address (IPv6 and IPv4) */
+    int port;
+} server_addr_t;
+
+typedef enum server_durability {
+    SERVER_DURABILITY_FSYNC = 0, /* "fsync" */
+    SERVER_DURABILITY_RELAXED,   /* "relaxed" */
+} server_durability_t;
+
+typedef enum server_metrics_auth {
+    SERVER_METRICS_BEARER = 0, /* "bearer": Authorization: Bearer <metrics.token> */
+    SERVER_METRICS_PUBLIC,     /* "public": no authentication */
+} server_metrics_auth_t;
+
+typedef enum server_log_format {
+    SERVER_LOG_JSON = 0, /* "json" */
+    SERVER_LOG_COMMON,   /* "common" */
+} server_log_format_t;
+
+#define SERVER_MAX_SETTINGS 64 /* config.c's table holds at most this many */
+
 typedef struct server_config {
-    char *data_dir;     /* "./data" */
-    char *listen;       /* "127.0.0.1:9000" */
-    char *durability;   /* "fsync" | "relaxed" */
-    char *region;       /* "us-east-1" */
-    char *log_level;    /* "info" */
-    char *domains;      /* comma-separated virtual-host suffixes: "localhost" */
-    char *rdma_enabled; /* "true" | "false" */
-    char *rdma_listen;  /* "" = the HTTP host, port rdma_port */
-    char *rdma_port;    /* "9100" */
-    char *rdma_workers; /* "0" = one per core */
-    char *rdma_max_sessions;
-    char *rdma_max_sessions_per_user;
-    char *rdma_max_pending;
-    char *rdma_max_pending_per_source;
-    char *rdma_native_threads;
-    char *rdma_max_native_per_session;
-    char *rdma_max_native;
-    char *rdma_socket;                 /* "" = @s3rdma.<port>, "off" = none */
-    char *rdma_trusted_uids;           /* "1000,1001" */
-    char *rdma_staging;                /* registered staging pool size: "64MiB" */
-    char *rdma_chunk;                  /* data mover pipeline chunk: "1MiB" */
-    char *http_max_connections;        /* "4096" */
-    char *http_max_connections_per_ip; /* "64"; "0" = no limit */
-    char *http_idle_timeout;           /* seconds: "60" */
-    char *http_head_timeout;           /* seconds: "10"; "0" = no limit */
-    char *http_min_body_rate;          /* bytes per second, a size: "1024"; "0" = no limit */
-    char *http_body_rate_window;       /* seconds: "10" */
-    /* Observability (docs/operations.md): validated by server_config_load. */
-    char *metrics_enabled;   /* "false" | "true": GET /metrics */
-    char *metrics_auth;      /* "bearer" (metrics_token required) | "public" */
-    char *metrics_token;     /* the Bearer token */
-    char *log_access;        /* "off" | "stdout" | a file path */
-    char *log_access_format; /* "json" | "common" */
-    s3_user_t *users;        /* from the file's users: list and S3RDMA_ROOT_USER/PASSWORD */
+    char *data_dir;
+    server_addr_t listen; /* plain HTTP; off = HTTPS only */
+    server_durability_t durability;
+    char *region;
+    int log_level; /* enum log_level (common/log.h) */
+    char *domains; /* comma-separated virtual-host suffixes */
+    struct {
+        bool enabled;
+        bool required;           /* the server refuses to start when the port cannot open */
+        server_addr_t listen;    /* !set: the first HTTP listener's host and port */
+        unsigned port;           /* the port when listen is not set */
+        server_addr_t advertise; /* !set: derived (docs/protocol.md §1) */
+        unsigned workers;
+        unsigned max_sessions;
+        unsigned max_sessions_per_user;
+        unsigned max_pending;
+        unsigned max_pending_per_source;
+        unsigned native_threads;
+        unsigned max_native_per_session;
+        unsigned max_native;
+        char *socket; /* "" = @s3rdma.PORT, "off" = none */
+        unsigned trusted_uids[SERVER_MAX_TRUSTED_UIDS];
+        size_t n_trusted_uids;
+        uint64_t staging;
+        uint64_t chunk;
+    } rdma;
+    struct {
+        unsigned max_connections;
+        unsigned max_connections_per_ip; /* 0 = no limit */
+        unsigned idle_timeout_s;
+        unsigned head_timeout_s; /* 0 = no limit */
+        uint64_t min_body_rate;  /* bytes per second; 0 = no limit */
+        unsigned body_rate_window_s;
+    } http;
+    struct {
+        char *cert; /* PEM certificate chain; with key, HTTPS is on */
+        char *key;  /* PEM private key */
+        server_addr_t listen;
+    } tls;
+    /* Observability (docs/operations.md). */
+    struct {
+        bool enabled; /* GET /metrics */
+        int auth;     /* server_metrics_auth_t */
+        char *token;  /* the Bearer token (auth bearer) */
+    } metrics;
+    struct {
+        char *access;      /* "off" | "stdout" | a file path */
+        int access_format; /* server_log_format_t */
+    } log;
+    /* Each setting's text as last set (the default, the file, the
+     * environment or a flag), for --print-config; indexed like config.c's
+     * table. */
+    char *texts[SERVER_MAX_SETTINGS];
+    s3_user_t *users; /* from the file's users: list and S3RDMA_ROOT_USER/PASSWORD */
     size_t n_users;
     char *config_path;
 } server_config_t;
 
 /* Fills cfg from argv, the environment and the config file. Prints the
- * problem to stderr and returns -1 on bad input; returns 1 when --help,
- * --version or --print-config was handled (exit 0); 0 otherwise. */
+ * problem (the setting, where its value came from, what it must be) to stderr
+ * and returns -1 on bad input; returns 1 when --help, --version or
+ * --print-config was handled (exit 0); 0 otherwise. cfg must be freed with server_config_free
+ * whatever the result. */
 int server_config_load(server_config_t *cfg, int argc, char **argv);
 void server_config_free(server_config_t *cfg);
 
-/* Parses a comma-separated uid list into uids (at most max; NULL only
- * validates). Returns the count, or -1 if malformed or longer than
- * SERVER_MAX_TRUSTED_UIDS. */
-#define SERVER_MAX_TRUSTED_UIDS 64
-int server_parse_uids(const char *s, unsigned *uids, size_t max);
+/* Parses a listen address: "HOST:PORT", "[V6]:PORT", ":PORT". Returns -1 if
+ * malformed. */
+int server_parse_addr(const char *s, server_addr_t *addr_p);
 
-/* The http.* settings as numbers (validated by server_config_load; prints
- * the problem and returns -1 on bad input). */
-typedef struct server_http_limits {
-    unsigned max_connections;
-    unsigned max_connections_per_ip;
-    unsigned idle_timeout_s;
-    unsigned head_timeout_s;
-    unsigned long long min_body_rate;
-    unsigned body_rate_window_s;
-} server_http_limits_t;
-int server_config_http(const server_config_t *cfg, server_http_limits_t *out);
-
-/* Splits "host:port" / "[v6]:port". Returns -1 if malformed. */
-int server_parse_hostport(const char *s, char *host, size_t host_len, int *port_p);
+/* Writes addr as a URL authority ("127.0.0.1:9000", "[::1]:9000"), naming an
+ * every-address listener by its loopback ("127.0.0.1:9000"), so that the
+ * result is an address a local client can connect to. */
+void server_addr_format(const server_addr_t *addr, char *out, size_t out_len);
 
 /* Adds a user (strings copied). Returns -1 when out of memory. */
 int server_config_add_user(server_config_t *cfg, const char *access_key, const char *secret_key);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,10 +11,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "s3rdma.h" /* the version */
+
 #include "common/hash.h"
 #include "common/log.h"
 #include "common/s3r_limits.h"
-#include "common/size.h"
 #include "rdma/rdma_server.h"
 #include "server/access_log.h"
 #include "server/ucx_guard.h"
@@ -129,6 +131,105 @@ static void raise_fd_limit(unsigned max_connections)
                  rl.rlim_cur > 256 ? (unsigned long long)rl.rlim_cur - 256 : 0ULL);
 }
 
+static bool any_address(const char *host)
+{
+    return !*host || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0;
+}
+
+/* Starts the RDMA session server on cfg's address; *rdma_p stays NULL when
+ * it could not start. */
+static int start_rdma(server_config_t *cfg, const server_addr_t *at, rdma_server_t **rdma_p)
+{
+    rdma_server_config_t rc_cfg;
+    rdma_server_config_defaults(&rc_cfg);
+    rc_cfg.listen_host = at->host;
+    rc_cfg.port = at->port;
+    rc_cfg.n_workers = (int)cfg->rdma.workers;
+    rc_cfg.max_sessions = cfg->rdma.max_sessions;
+    rc_cfg.net_sessions = ucx_guard_active();
+    if (!rc_cfg.net_sessions)
+        log_error("rdma: this libucp's software-RMA handlers cannot be replaced (UCX changed?); "
+                  "serving trusted local sessions only (docs/security.md)");
+    rc_cfg.max_sessions_per_user = cfg->rdma.max_sessions_per_user;
+    rc_cfg.max_pending = cfg->rdma.max_pending;
+    rc_cfg.max_pending_per_source = cfg->rdma.max_pending_per_source;
+    rc_cfg.native_threads = cfg->rdma.native_threads;
+    rc_cfg.max_native_per_session = cfg->rdma.max_native_per_session;
+    rc_cfg.max_native_queued = cfg->rdma.max_native;
+    if (strcmp(cfg->rdma.socket, "off") == 0)
+        rc_cfg.unix_socket = "";
+    else if (*cfg->rdma.socket)
+        rc_cfg.unix_socket = cfg->rdma.socket;
+    rc_cfg.trusted_uids = cfg->rdma.trusted_uids;
+    rc_cfg.n_trusted_uids = (unsigned)cfg->rdma.n_trusted_uids;
+    rc_cfg.staging_bytes = (size_t)cfg->rdma.staging;
+    rc_cfg.chunk_bytes = (size_t)cfg->rdma.chunk;
+    rc_cfg.lookup_secret = lookup_secret;
+    rc_cfg.lookup_ctx = cfg;
+    return rdma_server_start(&rc_cfg, rdma_p);
+}
+
+static void print_banner(const server_config_t *cfg, const s3_server_config_t *scfg,
+                         const rdma_server_t *rdma, const server_addr_t *rdma_at, int local_creds,
+                         int created)
+{
+    char http_ep[300] = "", https_ep[300] = "", rdma_ep[300];
+    if (!cfg->listen.off)
+        server_addr_format(&cfg->listen, http_ep, sizeof(http_ep));
+    if (scfg->tls_cert_path)
+        server_addr_format(&cfg->tls.listen, https_ep, sizeof(https_ep));
+    server_addr_format(rdma_at, rdma_ep, sizeof(rdma_ep));
+    /* The URL a local client can use: plain HTTP when on, else HTTPS. */
+    char url[320];
+    snprintf(url, sizeof(url), "%s://%s", *http_ep ? "http" : "https",
+             *http_ep ? http_ep : https_ep);
+
+    printf("s3rdmad %s is serving S3\n", S3RDMA_VERSION_STRING);
+    if (*http_ep)
+        printf("  endpoint:    http://%s%s\n", http_ep,
+               *cfg->listen.host ? "" : " (listening on every address)");
+    else
+        printf("  endpoint:    plain HTTP off (listen: off)\n");
+    if (*https_ep)
+        printf("  https:       https://%s%s (certificate %s; SIGHUP reloads it)\n", https_ep,
+               *cfg->tls.listen.host ? "" : " (listening on every address)", cfg->tls.cert);
+    if (rdma)
+        printf("  rdma:        %s (UCX session port: native requests and x-amz-rdma-token)\n",
+               rdma_ep);
+    if (rdma && rdma_server_unix_socket(rdma))
+        printf("  local rdma:  unix socket %s (shared memory for uid %u and "
+               "rdma.trusted_uids)\n",
+               rdma_server_unix_socket(rdma), (unsigned)geteuid());
+    else if (!rdma)
+        printf("  rdma:        off\n");
+    printf("  data:        %s (durability %s)\n", cfg->data_dir,
+           cfg->durability == SERVER_DURABILITY_RELAXED ? "relaxed" : "fsync");
+    if (local_creds) {
+        printf("  credentials: %s %s/%s\n", created ? "created in" : "from", cfg->data_dir,
+               CREDENTIALS_FILE);
+        printf("  access key:  %s\n  secret key:  %s\n", cfg->users[0].access_key,
+               cfg->users[0].secret_key);
+        printf("\ntry it:\n  AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s \\\n"
+               "    aws --endpoint-url %s --region %s s3 mb s3://demo\n",
+               cfg->users[0].access_key, cfg->users[0].secret_key, url, cfg->region);
+        if (rdma)
+            printf("and over RDMA (the native protocol), with the s3rdma CLI:\n"
+                   "  AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s \\\n"
+                   "    build/s3rdma --endpoint %s --rdma-endpoint %s --transport native \\\n"
+                   "    put README.md s3://demo/readme\n",
+                   cfg->users[0].access_key, cfg->users[0].secret_key, url, rdma_ep);
+    } else {
+        printf("  users:      ");
+        for (size_t i = 0; i < cfg->n_users; i++)
+            printf(" %s", cfg->users[i].access_key);
+        printf("\n\ntry it:\n  AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=<secret> \\\n"
+               "    aws --endpoint-url %s --region %s s3 ls\n",
+               cfg->users[0].access_key, url, cfg->region);
+    }
+    printf("\nCtrl-C stops it; SIGHUP reloads the TLS certificate.\n");
+    fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
     server_config_t cfg;
@@ -137,16 +238,15 @@ int main(int argc, char **argv)
         server_config_free(&cfg);
         return rc > 0 ? 0 : 2;
     }
-    log_set_level(log_level_parse(cfg.log_level)); /* validated by server_config_load */
-    server_http_limits_t http;
-    server_config_http(&cfg, &http); /* validated by server_config_load */
-    raise_fd_limit(http.max_connections);
+    log_set_level(cfg.log_level);
+    raise_fd_limit(cfg.http.max_connections);
 
     /* Signals are taken by sigwait() below; every thread inherits the mask. */
     sigset_t sigs;
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -158,8 +258,8 @@ int main(int argc, char **argv)
     }
 
     stor_t *store = NULL;
-    stor_durability_t dur =
-        strcmp(cfg.durability, "relaxed") == 0 ? STOR_DURABILITY_RELAXED : STOR_DURABILITY_FSYNC;
+    stor_durability_t dur = cfg.durability == SERVER_DURABILITY_RELAXED ? STOR_DURABILITY_RELAXED
+                                                                        : STOR_DURABILITY_FSYNC;
     stor_status_t st = stor_open(cfg.data_dir, dur, &store);
     if (st != STOR_OK) {
         fprintf(stderr, "s3rdmad: cannot open the store in %s: %s\n", cfg.data_dir,
@@ -168,65 +268,40 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    char host[256];
-    int port;
-    server_parse_hostport(cfg.listen, host, sizeof(host), &port);
-
+    /* rdma.listen defaults to the first HTTP listener's host and rdma.port. */
+    server_addr_t rdma_at = cfg.rdma.listen;
+    if (!rdma_at.set) {
+        rdma_at = cfg.listen.off ? cfg.tls.listen : cfg.listen;
+        rdma_at.port = (int)cfg.rdma.port;
+    }
     rdma_server_t *rdma = NULL;
-    char rdma_host[256] = "";
-    int rdma_port = 9100;
-    if (strcmp(cfg.rdma_enabled, "true") == 0) {
-        if (*cfg.rdma_listen)
-            server_parse_hostport(cfg.rdma_listen, rdma_host, sizeof(rdma_host), &rdma_port);
-        else {
-            snprintf(rdma_host, sizeof(rdma_host), "%s", host);
-            rdma_port = atoi(cfg.rdma_port);
-        }
-        rdma_server_config_t rc_cfg;
-        uint64_t staging, chunk;
-        size_parse(cfg.rdma_staging, &staging); /* validated by server_config_load */
-        size_parse(cfg.rdma_chunk, &chunk);
-        rdma_server_config_defaults(&rc_cfg);
-        rc_cfg.listen_host = rdma_host;
-        rc_cfg.port = rdma_port;
-        rc_cfg.n_workers = atoi(cfg.rdma_workers);
-        rc_cfg.max_sessions = (unsigned)atoi(cfg.rdma_max_sessions);
-        rc_cfg.net_sessions = ucx_guard_active();
-        if (!rc_cfg.net_sessions)
-            log_error(
-                "rdma: this libucp's software-RMA handlers cannot be replaced (UCX changed?); "
-                "serving trusted local sessions only (docs/security.md)");
-        rc_cfg.max_sessions_per_user = (unsigned)atoi(cfg.rdma_max_sessions_per_user);
-        rc_cfg.max_pending = (unsigned)atoi(cfg.rdma_max_pending);
-        rc_cfg.max_pending_per_source = (unsigned)atoi(cfg.rdma_max_pending_per_source);
-        rc_cfg.native_threads = (unsigned)atoi(cfg.rdma_native_threads);
-        rc_cfg.max_native_per_session = (unsigned)atoi(cfg.rdma_max_native_per_session);
-        rc_cfg.max_native_queued = (unsigned)atoi(cfg.rdma_max_native);
-        if (strcmp(cfg.rdma_socket, "off") == 0)
-            rc_cfg.unix_socket = "";
-        else if (*cfg.rdma_socket)
-            rc_cfg.unix_socket = cfg.rdma_socket;
-        unsigned uids[SERVER_MAX_TRUSTED_UIDS];
-        rc_cfg.trusted_uids = uids;
-        rc_cfg.n_trusted_uids =
-            (unsigned)server_parse_uids(cfg.rdma_trusted_uids, uids, SERVER_MAX_TRUSTED_UIDS);
-        rc_cfg.staging_bytes = (size_t)staging;
-        rc_cfg.chunk_bytes = (size_t)chunk;
-        rc_cfg.lookup_secret = lookup_secret;
-        rc_cfg.lookup_ctx = &cfg;
-        if (rdma_server_start(&rc_cfg, &rdma) != 0) {
-            log_error("the RDMA session port %s:%d could not start; serving HTTP only "
-                      "(token requests are declined with 501)",
-                      rdma_host, rdma_port);
+    if (cfg.rdma.enabled) {
+        if (start_rdma(&cfg, &rdma_at, &rdma) != 0) {
+            char at[300];
+            server_addr_format(&rdma_at, at, sizeof(at));
             rdma = NULL;
+            if (cfg.rdma.required) {
+                fprintf(stderr,
+                        "s3rdmad: the RDMA session port %s could not be opened (see the log "
+                        "above). Free the port or set rdma.listen; rdma.enabled: false serves "
+                        "without RDMA, rdma.required: false serves HTTP only when the port "
+                        "cannot open.\n",
+                        at);
+                stor_close(store);
+                server_config_free(&cfg);
+                return 1;
+            }
+            log_warn("the RDMA session port %s could not be opened; serving HTTP only "
+                     "(rdma.required: false; token requests are declined with 501)",
+                     at);
         } else {
-            rdma_port = rdma_server_port(rdma);
+            rdma_at.port = rdma_server_port(rdma);
         }
     }
 
     access_log_t *access = NULL;
-    if (strcmp(cfg.log_access, "off") != 0 &&
-        !(access = access_log_open(cfg.log_access, strcmp(cfg.log_access_format, "common") == 0
+    if (strcmp(cfg.log.access, "off") != 0 &&
+        !(access = access_log_open(cfg.log.access, cfg.log.access_format == SERVER_LOG_COMMON
                                                        ? ACCESS_FORMAT_COMMON
                                                        : ACCESS_FORMAT_JSON))) {
         rdma_server_stop(rdma);
@@ -235,11 +310,30 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    /* What x-s3rdma-rdma-endpoint names (docs/protocol.md §1). */
+    char advertise[300] = "";
+    int advertise_port = rdma_at.port;
+    if (cfg.rdma.advertise.set) {
+        advertise_port = cfg.rdma.advertise.port;
+        if (*cfg.rdma.advertise.host)
+            server_addr_format(&cfg.rdma.advertise, advertise, sizeof(advertise));
+    } else if (!any_address(rdma_at.host)) {
+        server_addr_format(&rdma_at, advertise, sizeof(advertise));
+    }
+
     const char *domains[16];
     size_t n_domains = split_domains(cfg.domains, domains, 16);
+    bool https = *cfg.tls.cert != '\0';
     s3_server_config_t scfg = {
-        .listen_host = host,
-        .port = port,
+        .http_off = cfg.listen.off,
+        .listen_host = cfg.listen.host,
+        .port = cfg.listen.port,
+        .tls_cert_path = https ? cfg.tls.cert : NULL,
+        .tls_key_path = https ? cfg.tls.key : NULL,
+        .tls_host = cfg.tls.listen.host,
+        .tls_port = cfg.tls.listen.port,
+        .rdma_advertise = rdma ? advertise : NULL,
+        .rdma_advertise_port = advertise_port,
         .region = cfg.region,
         .domains = domains,
         .n_domains = n_domains,
@@ -247,14 +341,14 @@ int main(int argc, char **argv)
         .n_users = cfg.n_users,
         .store = store,
         .rdma = rdma,
-        .max_connections = http.max_connections,
-        .max_connections_per_ip = http.max_connections_per_ip,
-        .idle_timeout_s = http.idle_timeout_s,
-        .head_timeout_s = http.head_timeout_s,
-        .min_body_rate = http.min_body_rate,
-        .body_rate_window_s = http.body_rate_window_s,
-        .metrics_enabled = strcmp(cfg.metrics_enabled, "true") == 0,
-        .metrics_token = strcmp(cfg.metrics_auth, "bearer") == 0 ? cfg.metrics_token : NULL,
+        .max_connections = cfg.http.max_connections,
+        .max_connections_per_ip = cfg.http.max_connections_per_ip,
+        .idle_timeout_s = cfg.http.idle_timeout_s,
+        .head_timeout_s = cfg.http.head_timeout_s,
+        .min_body_rate = cfg.http.min_body_rate,
+        .body_rate_window_s = cfg.http.body_rate_window_s,
+        .metrics_enabled = cfg.metrics.enabled,
+        .metrics_token = cfg.metrics.auth == SERVER_METRICS_BEARER ? cfg.metrics.token : NULL,
         .access_log = access ? access_log_write : NULL,
         .access_log_ctx = access,
     };
@@ -269,50 +363,17 @@ int main(int argc, char **argv)
     if (rdma)
         rdma_server_set_native(rdma, s3_native_handle, srv);
     s3_server_set_ready(srv, true);
-
-    const char *shown_host =
-        strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0 ? "127.0.0.1" : host;
-    printf("s3rdmad is serving S3\n");
-    printf("  endpoint:    http://%s:%d\n", shown_host, port);
-    if (rdma)
-        printf("  rdma:        %s:%d (UCX session port: native requests and x-amz-rdma-token)\n",
-               rdma_host, rdma_port);
-    if (rdma && rdma_server_unix_socket(rdma))
-        printf("  local rdma:  unix socket %s (shared memory for uid %u and "
-               "rdma.trusted_uids)\n",
-               rdma_server_unix_socket(rdma), (unsigned)geteuid());
-    else
-        printf("  rdma:        off\n");
-    printf("  data:        %s (durability %s)\n", cfg.data_dir, cfg.durability);
-    if (local_creds) {
-        printf("  credentials: %s %s/%s\n", created ? "created in" : "from", cfg.data_dir,
-               CREDENTIALS_FILE);
-        printf("  access key:  %s\n  secret key:  %s\n", cfg.users[0].access_key,
-               cfg.users[0].secret_key);
-        printf("\ntry it:\n  AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s \\\n"
-               "    aws --endpoint-url http://%s:%d --region %s s3 mb s3://demo\n",
-               cfg.users[0].access_key, cfg.users[0].secret_key, shown_host, port, cfg.region);
-        if (rdma)
-            printf("and over RDMA (the native protocol), with the s3rdma CLI:\n"
-                   "  AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s \\\n"
-                   "    build/s3rdma --endpoint http://%s:%d --rdma-endpoint %s:%d --transport "
-                   "native \\\n"
-                   "    put README.md s3://demo/readme\n",
-                   cfg.users[0].access_key, cfg.users[0].secret_key, shown_host, port,
-                   strcmp(rdma_host, "0.0.0.0") == 0 ? "127.0.0.1" : rdma_host, rdma_port);
-    } else {
-        printf("  users:      ");
-        for (size_t i = 0; i < cfg.n_users; i++)
-            printf(" %s", cfg.users[i].access_key);
-        printf("\n\ntry it:\n  AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=<secret> \\\n"
-               "    aws --endpoint-url http://%s:%d --region %s s3 ls\n",
-               cfg.users[0].access_key, shown_host, port, cfg.region);
-    }
-    printf("\nCtrl-C stops it.\n");
-    fflush(stdout);
+    print_banner(&cfg, &scfg, rdma, &rdma_at, local_creds, created);
 
     int sig = 0;
-    sigwait(&sigs, &sig);
+    for (;;) {
+        sigwait(&sigs, &sig);
+        if (sig != SIGHUP)
+            break;
+        log_info("SIGHUP: reloading");
+        s3_server_reload_tls(srv);
+        access_log_reopen(access);
+    }
     log_info("signal %d: stopping (in-flight requests get up to %d s)", sig, S3R_SHUTDOWN_GRACE_S);
     if (rdma)
         rdma_server_set_native(rdma, NULL, NULL);

@@ -57,7 +57,7 @@ static const char options_help[] =
     "                         (env AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY; profile)\n"
     "  --region R             (env AWS_REGION, AWS_DEFAULT_REGION; profile; us-east-1)\n"
     "  --rdma-endpoint H:P    RDMA session endpoint(s) (env S3RDMA_RDMA_ENDPOINT; profile\n"
-    "                         s3rdma_rdma_endpoint; default: endpoint host, port 9100)\n"
+    "                         s3rdma_rdma_endpoint; default: advertised by the server)\n"
     "  --transport T          http | token | native | auto (env S3RDMA_TRANSPORT; profile\n"
     "                         s3rdma_transport; default auto)\n"
     "  --no-fallback          an RDMA failure is an error instead of a retry over HTTP\n"
@@ -314,8 +314,7 @@ int main(int argc, char **argv)
     argc -= optind;
     argv += optind;
     if (cl.o.version) {
-        printf("s3rdma %d.%d.%d\n", S3RDMA_VERSION_MAJOR, S3RDMA_VERSION_MINOR,
-               S3RDMA_VERSION_PATCH);
+        printf("s3rdma %s\n", S3RDMA_VERSION_STRING);
         return CLI_OK;
     }
     /* Help needs no configuration: "help [VERB]", "--help", "VERB --help". */

@@ -38,7 +38,7 @@
  *          --alloc (use s3r_buf_alloc buffers), --bufsize N (GET buffer size),
  *          --files (go through files), --range START:LEN, --mode M (store/fetch),
  *          --content-type T, --meta NAME=VALUE (repeatable; put/store)
- * env: S3R_ENDPOINT, S3R_RDMA_ENDPOINT, S3R_ACCESS_KEY, S3R_SECRET_KEY
+ * env: S3R_ENDPOINT, S3R_RDMA_ENDPOINT, S3R_ACCESS_KEY, S3R_SECRET_KEY, S3R_CA_BUNDLE
  *
  * Prints one line "RESULT status=NAME http_ops=.. http_bytes=.. token_ops=..
  * token_bytes=.. native_ops=.. native_bytes=.. fallbacks=.. errors=..
@@ -704,6 +704,7 @@ int main(int argc, char **argv)
     cfg.rdma_endpoint = getenv("S3R_RDMA_ENDPOINT");
     cfg.access_key = getenv("S3R_ACCESS_KEY");
     cfg.secret_key = getenv("S3R_SECRET_KEY");
+    cfg.ca_bundle = getenv("S3R_CA_BUNDLE"); /* for https:// endpoints */
     int ch;
     while ((ch = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
         switch (ch) {

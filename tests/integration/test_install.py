@@ -182,6 +182,11 @@ def test_sample_config_is_what_the_server_reads(root, tmp_path):
     with_user.write_text("users:\n  - access_key: AKREALUSER\n    secret_key: real-secret-123\n")
     out = run([BINARY, "--config", str(with_user), "--print-config"], env=clean_env()).stdout
     assert "AKREALUSER" not in out and "real-secret-123" not in out
+    # Nor the metrics bearer token: a set one shows as a commented placeholder.
+    out = run([BINARY, "--metrics-enabled", "true", "--metrics-token", "tok-sekrit-42",
+               "--print-config"], env=clean_env()).stdout
+    assert "tok-sekrit-42" not in out and '#token: "<set, not shown>"' in out
+    assert "\nmetrics:\n  " in out or "\nmetrics:\n\n  " in out
 
 
 def test_reinstall_keeps_the_edited_config(tmp_path):

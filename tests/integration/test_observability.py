@@ -183,9 +183,9 @@ def test_metrics_auth_modes(make_server):
 
 @pytest.mark.parametrize("args, message", [
     (["--metrics-enabled", "true"], "metrics auth 'bearer' needs metrics.token"),
-    (["--metrics-enabled", "yes"], "metrics enabled must be 'true' or 'false'"),
-    (["--metrics-auth", "basic"], "metrics auth must be 'bearer' or 'public'"),
-    (["--log-access-format", "xml"], "log access_format must be 'json' or 'common'"),
+    (["--metrics-enabled", "yes"], "metrics.enabled must be true or false, not 'yes' (from --metrics-enabled)"),
+    (["--metrics-auth", "basic"], "metrics.auth must be 'bearer' or 'public', not 'basic'"),
+    (["--log-access-format", "xml"], "log.access_format must be 'json' or 'common', not 'xml'"),
 ])
 def test_observability_config_errors(make_server, args, message):
     srv = make_server(extra_args=args, start=False)
@@ -314,3 +314,23 @@ def test_access_log_common(make_server, tmp_path):
     assert put["resource"] == r"/logb/dir/a\x0ab\x09c\x01d\x22e\x5cf g\x7fh" + "\u00e9"
     assert (put["ak"], put["in"], put["out"]) == (USERS[0][0], "100", "0")
     assert next(m for m in recs.values() if m["status"] == "403")["ak"] == "-"
+
+
+def test_access_log_reopens_on_sighup(make_server, tmp_path):
+    """logrotate moves the file away and sends SIGHUP: the lines go on in a new file at the
+    configured path (before the signal, they still reach the moved one)."""
+    import signal
+    log = tmp_path / "access.log"
+    srv = make_server(config_extra=f"log:\n  access: {log}\n  access_format: json\n")
+    s3 = boto_client(srv)
+    s3.list_buckets()
+    wait_until(lambda: log.exists() and log.read_bytes().count(b"\n") >= 1, "the first line")
+    moved = tmp_path / "access.log.1"
+    log.rename(moved)
+    s3.create_bucket(Bucket="rotated")
+    wait_until(lambda: b'"CreateBucket"' in moved.read_bytes(), "a line in the moved file")
+    srv.proc.send_signal(signal.SIGHUP)
+    wait_until(lambda: log.exists(), "the reopened file")
+    s3.head_bucket(Bucket="rotated")
+    wait_until(lambda: b'"HeadBucket"' in log.read_bytes(), "a line in the new file")
+    assert b'"HeadBucket"' not in moved.read_bytes()

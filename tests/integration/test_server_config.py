@@ -64,16 +64,33 @@ def test_precedence(tmp_path, layer):
     ("users:\n  - access_key: a\n", [], "each user needs"),
     ("region: [1, 2\n", [], "config.yaml"),
     ("", ["--listen", "nowhere"], "HOST:PORT"),
-    ("", ["--rdma-chunk", "3"], "rdma chunk"),
-    ("log_level: loud\n", [], "log level must be"),
+    ("", ["--rdma-chunk", "3"], "rdma.chunk must be a size"),
+    ("log_level: loud\n", [], "log_level must be 'error', 'warn', 'info' or 'debug'"),
     ("", ["--bogus-flag"], "usage"),
     ("http:\n  colour: blue\n", [], "unknown setting 'http.colour'"),
-    ("http:\n  max_connections: 0\n", [], "http max_connections must be"),
-    ("", ["--http-max-connections-per-ip", "-1"], "http max_connections_per_ip must be"),
-    ("", ["--http-head-timeout", "10s"], "http head_timeout must be"),
-    ("", ["--http-min-body-rate", "fast"], "http min_body_rate must be"),
-    ("", ["--http-body-rate-window", "0"], "http body_rate_window must be"),
-    ("", ["--http-idle-timeout", "0"], "http idle_timeout must be"),
+    ("http:\n  max_connections: 0\n", [], "http.max_connections must be a whole number from 1"),
+    ("", ["--http-max-connections-per-ip", "-1"], "http.max_connections_per_ip must be"),
+    ("", ["--http-head-timeout", "10s"], "http.head_timeout must be"),
+    ("", ["--http-min-body-rate", "fast"], "http.min_body_rate must be"),
+    ("", ["--http-body-rate-window", "0"], "http.body_rate_window must be"),
+    ("", ["--http-idle-timeout", "0"], "http.idle_timeout must be"),
+    # where a bad value came from is named
+    ("durability: sometimes\n", [], "config.yaml)"),
+    ("", ["--rdma-chunk", "3"], "(from --rdma-chunk)"),
+    # typed settings added with the listeners
+    ("", ["--rdma-staging", "4MiB", "--rdma-chunk", "4MiB"], "rdma.staging (4194304 bytes) must "
+     "hold at least two rdma.chunk"),
+    ("", ["--rdma-required", "maybe"], "rdma.required must be true or false"),
+    ("", ["--listen", "::1:9000"], "listen must be HOST:PORT, [V6]:PORT or :PORT, or off"),
+    ("", ["--listen", "[::1]"], "listen must be HOST:PORT"),
+    ("", ["--listen", "127.0.0.1:65536"], "listen must be HOST:PORT"),
+    ("", ["--tls-listen", "off"], "tls.listen must be HOST:PORT, [V6]:PORT or :PORT, not 'off'"),
+    ("", ["--rdma-listen", "nowhere"], "rdma.listen must be HOST:PORT"),
+    ("", ["--rdma-trusted-uids", "1,2,"], "rdma.trusted_uids must be a comma-separated list"),
+    ("", ["--tls-cert", "c.pem"], "tls.cert and tls.key go together"),
+    ("tls:\n  key: k.pem\n", [], "tls.cert and tls.key go together"),
+    ("", ["--listen", "off"], "listen is off and HTTPS is not configured"),
+    ("tls:\n  colour: blue\n", [], "unknown setting 'tls.colour'"),
 ])
 def test_bad_settings_are_refused(tmp_path, text, args, message):
     cfg = tmp_path / "config.yaml"
@@ -94,6 +111,7 @@ def test_help_lists_every_setting():
                  "--rdma-listen", "--rdma-port", "--rdma-max-sessions", "--rdma-staging",
                  "--http-max-connections", "--http-max-connections-per-ip",
                  "--http-idle-timeout", "--http-head-timeout", "--http-min-body-rate",
-                 "--http-body-rate-window"):
+                 "--http-body-rate-window", "--tls-cert", "--tls-key", "--tls-listen",
+                 "--rdma-required", "--rdma-advertise", "S3RDMA_TLS_CERT"):
         assert flag in r.stdout, flag
     assert "S3RDMA_ROOT_USER" in r.stdout

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "s3rdma.h"
+
 #include "tools/bench/opts.h"
 #include "tools/bench/report.h"
 #include "tools/bench/run.h"
@@ -22,6 +24,11 @@ int main(int argc, char **argv)
     }
     if (o.verb == VERB_HELP) {
         bench_usage(stdout);
+        bench_opts_free(&o);
+        return 0;
+    }
+    if (o.verb == VERB_VERSION) {
+        printf("s3rdma-bench %s\n", S3RDMA_VERSION_STRING);
         bench_opts_free(&o);
         return 0;
     }

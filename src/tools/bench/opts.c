@@ -95,12 +95,13 @@ void bench_usage(FILE *f)
             "under the prefix\n"
             "  --mix read=70,write=30     the operations of 'run mixed' (read, write, list)\n"
             "  --transport http|token|native|auto   [auto with --use-rdma, else http]\n"
-            "  --use-rdma  --rdma-endpoint H:P[,...] [each endpoint's host, port 9100]\n"
+            "  --use-rdma  --rdma-endpoint H:P[,...] [advertised by each endpoint]\n"
             "  --rdma-threshold SIZE [1MB; 0 = everything]  --rdma-fallback [false]\n"
             "  --rdma-device DEV [auto]   --rdma-local-ip IP  --rdma-log-level L [WARN]\n"
             "  --rdma-timeout-ms N [30000]  --rdma-buffer-pool [true]\n"
             "  --rdma-allow-missing-bytes-header (accepted; see docs/bench-tool.md)\n"
             "  --json FILE                everything measured, as JSON\n"
+            "  --help  --version\n"
             "env: SPT_RDMA_ENABLED RDMA_LOCAL_IP RDMA_DEVICE RDMA_LOG_LEVEL RDMA_THRESHOLD_BYTES\n"
             "     RDMA_TIMEOUT_MS RDMA_FALLBACK_ENABLED override the flags (docs/client.md)\n");
 }
@@ -335,6 +336,10 @@ int bench_opts_parse(int argc, char **argv, bench_opts_t *o)
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0 || strcmp(a, "-help") == 0) {
             o->verb = VERB_HELP;
+            return 0;
+        }
+        if (strcmp(a, "--version") == 0 || strcmp(a, "-version") == 0) {
+            o->verb = VERB_VERSION;
             return 0;
         }
         if (a[0] != '-' || a[1] == '\0') {

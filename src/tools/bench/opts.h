@@ -13,7 +13,7 @@
 /* The operations a run is made of. */
 typedef enum bench_op { OP_READ, OP_WRITE, OP_DELETE, OP_LIST, OP_COUNT } bench_op_t;
 
-typedef enum bench_verb { VERB_RUN, VERB_VERIFY, VERB_HELP } bench_verb_t;
+typedef enum bench_verb { VERB_RUN, VERB_VERIFY, VERB_HELP, VERB_VERSION } bench_verb_t;
 
 typedef struct bench_opts {
     bench_verb_t verb;

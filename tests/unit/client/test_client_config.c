@@ -43,10 +43,13 @@ static void test_defaults(void **state)
     assert_string_equal(s.http[0].url, "http://127.0.0.1:9000");
     assert_string_equal(s.http[0].hostport, "127.0.0.1:9000");
     assert_int_equal(s.http[0].port, 9000);
-    /* The RDMA endpoint defaults to the HTTP host, port 9100. */
+    /* The RDMA endpoint defaults to the HTTP host, port 9100, until the
+     * server says otherwise (rdma_derived: it is asked). */
     assert_int_equal(s.n_rdma, 1);
     assert_string_equal(s.rdma[0].host, "127.0.0.1");
     assert_int_equal(s.rdma[0].port, 9100);
+    assert_true(s.rdma_derived);
+    assert_null(s.ca_bundle);
     assert_string_equal(s.region, "us-east-1");
     assert_int_equal(s.transport, S3R_TRANSPORT_AUTO);
     assert_int_equal(s.rdma_threshold, 1024 * 1024);
@@ -66,7 +69,10 @@ static void test_endpoints(void **state)
     base_cfg(&cfg);
     cfg.endpoint = " http://a:1 , https://b , http://[::1]:9000/ ";
     cfg.rdma_endpoint = "a:7,b";
+    cfg.ca_bundle = "/etc/ca.pem";
     assert_int_equal(s3c_settings_build(&cfg, fake_getenv, &s, err, sizeof(err)), S3R_OK);
+    assert_false(s.rdma_derived); /* configured: never replaced by what a server says */
+    assert_string_equal(s.ca_bundle, "/etc/ca.pem");
     assert_int_equal(s.n_http, 3);
     assert_string_equal(s.http[1].host, "b");
     assert_int_equal(s.http[1].port, 443);
