@@ -52,7 +52,7 @@ typedef struct cli {
 /* The connection flags given on the command line; NULL when not given. */
 typedef struct cli_flags {
     const char *profile, *endpoint, *rdma_endpoint, *access_key, *secret_key, *region;
-    const char *transport;
+    const char *transport, *ca_bundle;
     bool no_fallback;
 } cli_flags_t;
 
@@ -60,6 +60,7 @@ typedef struct cli_flags {
 typedef struct cli_config {
     char *endpoint, *rdma_endpoint, *access_key, *secret_key, *region, *transport;
     char *session_token;
+    char *ca_bundle; /* PEM CA file verifying an https:// endpoint; NULL: the system's */
     bool no_fallback;
     bool endpoint_is_default;
     /* Where each came from, for -v: "--endpoint-url", "AWS_ENDPOINT_URL",

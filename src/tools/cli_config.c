@@ -147,6 +147,7 @@ int cli_config_resolve(const cli_flags_t *fl, cli_config_t *out)
     static const char *const env_sk[] = {"AWS_SECRET_ACCESS_KEY", NULL};
     static const char *const env_tok[] = {"AWS_SESSION_TOKEN", NULL};
     static const char *const env_profile[] = {"AWS_PROFILE", NULL};
+    static const char *const env_ca[] = {"AWS_CA_BUNDLE", NULL};
 
     memset(out, 0, sizeof(*out));
     profile_t p = {0};
@@ -181,6 +182,7 @@ int cli_config_resolve(const cli_flags_t *fl, cli_config_t *out)
                               "aws_secret_access_key", NULL, NULL);
     out->session_token =
         resolve(NULL, NULL, fl->profile ? NULL : env_tok, &p, "aws_session_token", NULL, NULL);
+    out->ca_bundle = resolve(fl->ca_bundle, "--ca-bundle", env_ca, &p, "ca_bundle", NULL, NULL);
     out->no_fallback = fl->no_fallback;
 
     int rc = CLI_OK;
@@ -219,6 +221,7 @@ void cli_config_free(cli_config_t *c)
     free(c->region);
     free(c->transport);
     free(c->session_token);
+    free(c->ca_bundle);
     free(c->src_endpoint);
     free(c->src_keys);
     free(c->src_region);

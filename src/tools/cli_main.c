@@ -56,6 +56,8 @@ static const char options_help[] =
     "  --access-key K --secret-key S\n"
     "                         (env AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY; profile)\n"
     "  --region R             (env AWS_REGION, AWS_DEFAULT_REGION; profile; us-east-1)\n"
+    "  --ca-bundle FILE       PEM CA certificates verifying an https:// endpoint (env\n"
+    "                         AWS_CA_BUNDLE; profile ca_bundle; default: the system's)\n"
     "  --rdma-endpoint H:P    RDMA session endpoint(s) (env S3RDMA_RDMA_ENDPOINT; profile\n"
     "                         s3rdma_rdma_endpoint; default: advertised by the server)\n"
     "  --transport T          http | token | native | auto (env S3RDMA_TRANSPORT; profile\n"
@@ -120,6 +122,7 @@ enum {
     O_NOPROGRESS,
     O_STATS,
     O_VERSION,
+    O_CA_BUNDLE,
 };
 
 static const struct option long_opts[] = {
@@ -130,6 +133,7 @@ static const struct option long_opts[] = {
     {"access-key", required_argument, NULL, O_AK},
     {"secret-key", required_argument, NULL, O_SK},
     {"region", required_argument, NULL, O_REGION},
+    {"ca-bundle", required_argument, NULL, O_CA_BUNDLE},
     {"transport", required_argument, NULL, O_TRANSPORT},
     {"rdma-threshold", required_argument, NULL, O_THRESH},
     {"no-fallback", no_argument, NULL, O_NOFB},
@@ -179,6 +183,9 @@ static int parse_options(int argc, char **argv, cmdline_t *cl)
             break;
         case O_REGION:
             cl->flags.region = optarg;
+            break;
+        case O_CA_BUNDLE:
+            cl->flags.ca_bundle = optarg;
             break;
         case O_TRANSPORT:
             cl->flags.transport = optarg;
@@ -268,6 +275,7 @@ static int make_client(const cmdline_t *cl, const cli_config_t *cc, s3r_client_t
     cfg.access_key = cc->access_key;
     cfg.secret_key = cc->secret_key;
     cfg.region = cc->region;
+    cfg.ca_bundle = cc->ca_bundle;
     cfg.rdma_fallback = !cc->no_fallback;
     cfg.quiet = cl->o.quiet;
     if (cc->transport != NULL && s3r_transport_parse(cc->transport, &cfg.transport) != S3R_OK) {

@@ -211,6 +211,33 @@ def test_https_awscli_verified(tls_server, certs, tmp_path):
     assert p.returncode != 0 and "SSL" in p.stderr, p
 
 
+def test_https_s3rdma_cli_verified(tls_server, certs, tmp_path):
+    """Our CLI over https://, its CA from --ca-bundle or AWS_CA_BUNDLE; a wrong CA fails."""
+    srv = tls_server()
+    cli = str(BUILD / "s3rdma")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(AWS_ACCESS_KEY_ID=USERS[0][0], AWS_SECRET_ACCESS_KEY=USERS[0][1],
+               HOME=str(tmp_path), AWS_ENDPOINT_URL=srv.https_endpoint)
+    b = new_bucket_name("tlsown")
+    f = tmp_path / "f.bin"
+    f.write_bytes(os.urandom(100_000))
+
+    def run(args, extra_env=None):
+        return subprocess.run([cli, "-q", "--transport", "http"] + args,
+                              env=dict(env, **(extra_env or {})), capture_output=True, text=True,
+                              timeout=60, stdin=subprocess.DEVNULL)
+
+    ca, wrong = str(certs["first"][0]), str(certs["second"][0])
+    assert run(["--ca-bundle", ca, "mb", f"s3://{b}"]).returncode == 0
+    p = run(["cp", str(f), f"s3://{b}/f.bin"], {"AWS_CA_BUNDLE": ca})
+    assert p.returncode == 0, p
+    assert run(["--ca-bundle", ca, "get", f"s3://{b}/f.bin", str(tmp_path / "back")]
+               ).returncode == 0
+    assert (tmp_path / "back").read_bytes() == f.read_bytes()
+    p = run(["--ca-bundle", wrong, "ls", f"s3://{b}/"])
+    assert p.returncode != 0 and p.stderr, p
+
+
 def test_token_and_native_over_https_find_the_session_port(tls_server, certs):
     """libs3rdma over https:// with verification (ca_bundle), no rdma_endpoint configured:
     it learns the session port from x-s3rdma-rdma-endpoint and moves the bytes by RDMA."""
