@@ -167,29 +167,13 @@ static int opt_int(PyObject *kw, const char *name, int *out)
  * the library default. Unknown keys are a TypeError. */
 static int client_init(ClientObject *self, PyObject *args, PyObject *kw)
 {
-    static const char *const known[] = {"endpoint",
-                                        "rdma_endpoint",
-                                        "access_key",
-                                        "secret_key",
-                                        "region",
-                                        "transport",
-                                        "rdma_threshold",
-                                        "rdma_fallback",
-                                        "rdma_device",
-                                        "rdma_local_ip",
-                                        "rdma_log_level",
-                                        "rdma_timeout_ms",
-                                        "use_rdma",
-                                        "part_size",
-                                        "multipart_threshold",
-                                        "sign_payload_max",
-                                        "http_timeout_ms",
-                                        "connect_timeout_ms",
-                                        "max_cached_regions",
-                                        "quiet",
-                                        "rdma_socket",
-                                        "native_inline",
-                                        NULL};
+    static const char *const known[] = {
+        "endpoint",        "rdma_endpoint",      "access_key",          "secret_key",
+        "region",          "transport",          "rdma_threshold",      "rdma_fallback",
+        "rdma_device",     "rdma_local_ip",      "rdma_log_level",      "rdma_timeout_ms",
+        "use_rdma",        "part_size",          "multipart_threshold", "sign_payload_max",
+        "http_timeout_ms", "connect_timeout_ms", "max_cached_regions",  "quiet",
+        "rdma_socket",     "native_inline",      "ca_bundle",           NULL};
     if (PyTuple_GET_SIZE(args) != 0) {
         PyErr_SetString(PyExc_TypeError, "Client() takes keyword arguments only");
         return -1;
@@ -228,6 +212,7 @@ static int client_init(ClientObject *self, PyObject *args, PyObject *kw)
         opt_str(kw, "rdma_local_ip", &cfg.rdma_local_ip) < 0 ||
         opt_str(kw, "rdma_log_level", &cfg.rdma_log_level) < 0 ||
         opt_str(kw, "rdma_socket", &cfg.rdma_socket) < 0 ||
+        opt_str(kw, "ca_bundle", &cfg.ca_bundle) < 0 ||
         opt_u64(kw, "rdma_threshold", &cfg.rdma_threshold) < 0 ||
         opt_int(kw, "rdma_fallback", &cfg.rdma_fallback) < 0 ||
         opt_int(kw, "rdma_timeout_ms", &cfg.rdma_timeout_ms) < 0 ||

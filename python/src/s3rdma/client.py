@@ -101,6 +101,9 @@ class Client:
         access_key, secret_key, region: default from ``AWS_ACCESS_KEY_ID``,
             ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``/``AWS_DEFAULT_REGION``, then the
             ``~/.aws`` profile (``profile`` or ``AWS_PROFILE``); region ``us-east-1``.
+        ca_bundle: PEM file of the CAs an ``https://`` endpoint is verified against
+            (verification is always on); default ``AWS_CA_BUNDLE``, then the profile's
+            ``ca_bundle``, then the system's store.
         transport: ``"auto"`` (native when a session with a real RDMA/shared-memory
             transport is up, else token from ``rdma_threshold`` up, else HTTP),
             ``"native"``, ``"token"`` or ``"http"``.
@@ -122,8 +125,8 @@ class Client:
                  rdma_threshold: Union[None, int, str] = None, fallback: bool = True,
                  profile: Optional[str] = None, part_size: Union[None, int, str] = None,
                  multipart_threshold: Union[None, int, str] = None, max_workers: int = 8,
-                 **options: Any):
-        s = config.resolve(endpoint, access_key, secret_key, region, profile)
+                 ca_bundle: Optional[str] = None, **options: Any):
+        s = config.resolve(endpoint, access_key, secret_key, region, profile, ca_bundle)
         if not s["endpoint"]:
             raise ValueError("s3rdma: no endpoint: pass endpoint= or set AWS_ENDPOINT_URL")
         if not s["access_key"] or not s["secret_key"]:
@@ -136,7 +139,8 @@ class Client:
                 options[k] = int(v)
         self._native = _s3rdma.Client(
             endpoint=s["endpoint"], rdma_endpoint=rdma_endpoint, access_key=s["access_key"],
-            secret_key=s["secret_key"], region=s["region"], transport=transport,
+            secret_key=s["secret_key"], region=s["region"], ca_bundle=s["ca_bundle"],
+            transport=transport,
             rdma_threshold=_size(rdma_threshold), rdma_fallback=int(bool(fallback)),
             part_size=self.part_size, multipart_threshold=self.multipart_threshold,
             **options)

@@ -34,8 +34,8 @@ def _nested(value: str) -> Dict[str, str]:
 
 
 def profile_settings(profile: Optional[str] = None) -> Dict[str, str]:
-    """The settings of one AWS profile: keys access_key, secret_key, region, endpoint
-    (only those present). A profile named explicitly (argument or AWS_PROFILE) that
+    """The settings of one AWS profile: keys access_key, secret_key, region, endpoint,
+    ca_bundle (only those present). A profile named explicitly (argument or AWS_PROFILE) that
     exists in neither file is a ValueError."""
     name = profile or os.environ.get("AWS_PROFILE") or "default"
     home = Path.home() / ".aws"
@@ -51,7 +51,7 @@ def profile_settings(profile: Optional[str] = None) -> Dict[str, str]:
         s = cp[sec]
         for src, dst in (("aws_access_key_id", "access_key"),
                          ("aws_secret_access_key", "secret_key"), ("region", "region"),
-                         ("endpoint_url", "endpoint")):
+                         ("endpoint_url", "endpoint"), ("ca_bundle", "ca_bundle")):
             if s.get(src):
                 out[dst] = s[src].strip()
         if s.get("s3") and _nested(s["s3"]).get("endpoint_url"):
@@ -62,7 +62,8 @@ def profile_settings(profile: Optional[str] = None) -> Dict[str, str]:
 
 
 def resolve(endpoint: Optional[str], access_key: Optional[str], secret_key: Optional[str],
-            region: Optional[str], profile: Optional[str]) -> Dict[str, Optional[str]]:
+            region: Optional[str], profile: Optional[str],
+            ca_bundle: Optional[str] = None) -> Dict[str, Optional[str]]:
     """Fills the settings left None from the environment, then the profile."""
     env = os.environ
     prof = profile_settings(profile)
@@ -73,4 +74,5 @@ def resolve(endpoint: Optional[str], access_key: Optional[str], secret_key: Opti
         "secret_key": secret_key or env.get("AWS_SECRET_ACCESS_KEY") or prof.get("secret_key"),
         "region": region or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
         or prof.get("region"),
+        "ca_bundle": ca_bundle or env.get("AWS_CA_BUNDLE") or prof.get("ca_bundle"),
     }
