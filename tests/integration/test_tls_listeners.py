@@ -428,11 +428,18 @@ def test_rdma_endpoint_is_advertised(make_server):
     assert r.status == 403 and "x-s3rdma-rdma-endpoint" not in r.headers
 
     # Listening on every address: the address the client reached, per connection.
-    rport2, hport = free_port(), free_port()
-    srv2 = make_server(name="any", rdma_enabled=True,
-                       extra_args=["--listen", f":{hport}", "--rdma-listen", f":{rport2}"],
-                       start=False)
-    srv2.start(port=hport)  # --listen 127.0.0.1:PORT first; ":PORT" after it wins
+    for attempt in range(5):  # a port free_port() gave may be taken meanwhile: try others
+        rport2, hport = free_port(), free_port()
+        srv2 = make_server(name=f"any{attempt}", rdma_enabled=True,
+                           extra_args=["--listen", f":{hport}", "--rdma-listen", f":{rport2}"],
+                           start=False)
+        try:
+            srv2.start(port=hport)  # --listen 127.0.0.1:PORT first; ":PORT" after it wins
+            break
+        except ServerStartError:
+            srv2.proc = None
+            if "Address already in use" not in srv2.log_text() or attempt == 4:
+                raise
     adv_bucket = new_bucket_name("adv")
     boto(f"http://127.0.0.1:{hport}", None).create_bucket(Bucket=adv_bucket)
     for host, shown in (("127.0.0.1", f"127.0.0.1:{rport2}"), ("::1", f"[::1]:{rport2}")):
