@@ -9,11 +9,11 @@
 _s3rdma_verbs="mb rb ls cp mv put get rm stat presign sync help"
 # Options that take a value (the next word), then those that do not.
 _s3rdma_value_opts="--endpoint-url --endpoint --profile --access-key --secret-key --region
-    --rdma-endpoint --transport --rdma-threshold --part-size --content-type --meta --expires-in"
+    --ca-bundle --rdma-endpoint --transport --rdma-threshold --part-size --content-type --meta --expires-in"
 _s3rdma_flag_opts="--no-fallback --recursive -r --force --quiet -q --no-progress --verbose -v
     --stats --help -h --version"
 # The options that say which server and which user: passed on to the listing.
-_s3rdma_conn_opts="--endpoint-url --endpoint --profile --access-key --secret-key --region"
+_s3rdma_conn_opts="--endpoint-url --endpoint --profile --access-key --secret-key --region --ca-bundle"
 
 # Adds to COMPREPLY the s3:// URLs the server has under the URL prefix $1
 # (buckets, or the keys and PRE prefixes of the prefix's "directory").
@@ -71,6 +71,10 @@ _s3rdma()
     done
 
     case $prev in
+    --ca-bundle)
+        mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+        return
+        ;;
     --transport)
         mapfile -t COMPREPLY < <(compgen -W "http token native auto" -- "$cur")
         return
