@@ -263,12 +263,23 @@ def sample_requests(srv):
     return out
 
 
+def logged_lines(log, want):
+    """The log's lines once every request of want has its line (a line is written after
+    the reply is sent, so it may trail the client's answer; other requests may be logged
+    too, the server's start-up probe among them)."""
+    def done():
+        data = log.read_bytes() if log.exists() else b""
+        if all(rid.encode() in data for rid in want):
+            return data.split(b"\n")[:-1]
+        return None
+    return wait_until(done, "the access log lines")
+
+
 def test_access_log_json(make_server, tmp_path):
     log = tmp_path / "access.json"
     srv = make_server(config_extra=f"log:\n  access: {log}\n  access_format: json\n")
     want = sample_requests(srv)
-    lines = wait_until(lambda: (lambda ls: ls if len(ls) >= len(want) else None)(
-        log.read_bytes().split(b"\n")[:-1]), "the access log lines")
+    lines = logged_lines(log, want)
     recs = {}
     for raw in lines:
         assert all(b >= 0x20 for b in raw), raw  # control characters escaped
@@ -299,8 +310,7 @@ def test_access_log_common(make_server, tmp_path):
         r'\+0000\] "(?P<method>[A-Z]+) (?P<resource>[^"]*)" (?P<status>\d{3}) (?P<out>\d+) '
         r'(?P<op>\S+) (?P<in>\d+) (?P<dur>\d+) (?P<transport>http|token|native) '
         r'(?P<rid>[0-9A-F]{16}) (?P<error>\S+)')
-    lines = wait_until(lambda: (lambda ls: ls if len(ls) >= len(want) else None)(
-        log.read_bytes().split(b"\n")[:-1]), "the access log lines")
+    lines = logged_lines(log, want)
     recs = {}
     for raw in lines:
         assert all(b >= 0x20 for b in raw), raw
