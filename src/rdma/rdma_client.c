@@ -261,9 +261,21 @@ int rdma_native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_ms
     return rc;
 }
 
+/* How long a waiting thread busy-polls before it sleeps on the worker's
+ * event fd. */
+#define NATIVE_SPIN_NS (50 * 1000)
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static int native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_ms)
 {
     uint64_t start = rdma_now_ms(), deadline = start + (uint64_t)timeout_ms;
+    uint64_t spin_end = 0;
     unsigned idle = 0;
     for (unsigned i = 0; !rdma_native_finished(call); i++) {
         if (ucp_worker_progress(s->worker)) {
@@ -291,13 +303,22 @@ static int native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_
                 /* A reply is being delivered: it finishes at once. */
             }
         }
-        /* Busy-poll (a reply over shared memory takes microseconds), but
-         * give the core away between polls once nothing came for a while:
-         * on a machine with few cores the server may need this very one.
-         * After that, short sleeps. */
-        if (++idle > 200000) {
-            struct timespec ts = {0, 50000};
-            nanosleep(&ts, NULL);
+        /* Busy-poll for NATIVE_SPIN_NS (a GET's reply over shared memory
+         * takes microseconds), yielding the core between polls after a
+         * while; then sleep on the worker's event fd until something
+         * arrives: a write the server takes milliseconds to commit must not
+         * cost the client a core (on a machine with few cores the server
+         * needs it). Woken at least every millisecond, so another thread
+         * progressing the worker meanwhile never strands this one. */
+        ++idle;
+        if (idle == 1) {
+            spin_end = now_ns() + NATIVE_SPIN_NS;
+        } else if ((idle & 63) == 0 && now_ns() >= spin_end) {
+            if (ucp_worker_arm(s->worker) == UCS_ERR_BUSY || rdma_native_finished(call))
+                continue;
+            struct pollfd pfd = {.fd = s->efd, .events = POLLIN};
+            poll(&pfd, 1, 1);
+            idle = 0;
         } else if (idle > 256) {
             sched_yield();
         }
