@@ -41,7 +41,7 @@ static void part_key(const char *upload_id, uint32_t number, uint8_t out[PART_KE
 
 /* Finds the upload in txn and checks it belongs to bucket/key. rec may be
  * NULL when only existence matters. */
-static stor_status_t upload_get(stor_t *st, MDB_txn *txn, const char *bucket, const char *key,
+static stor_status_t upload_get(lstor_t *st, MDB_txn *txn, const char *bucket, const char *key,
                                 const char *upload_id, stor_upload_rec_t *rec, MDB_val *k_out,
                                 uint8_t *kbuf)
 {
@@ -72,9 +72,10 @@ static stor_status_t upload_get(stor_t *st, MDB_txn *txn, const char *bucket, co
     return STOR_OK;
 }
 
-stor_status_t stor_mpu_create(stor_t *st, const stor_bucket_t *bkt, const char *key,
-                              const stor_meta_t *meta, char upload_id[STOR_UPLOAD_ID_LEN + 1])
+stor_status_t local_mpu_create(stor_t *st_, const stor_bucket_t *bkt, const char *key,
+                               const stor_meta_t *meta, char upload_id[STOR_UPLOAD_ID_LEN + 1])
 {
+    lstor_t *st = (lstor_t *)st_;
     const char *bucket = bkt->name;
     uint8_t raw[STOR_UPLOAD_ID_LEN / 2];
     char id[STOR_UPLOAD_ID_LEN + 1];
@@ -120,8 +121,10 @@ stor_status_t stor_mpu_create(stor_t *st, const stor_bucket_t *bkt, const char *
     return s;
 }
 
-stor_status_t stor_mpu_check(stor_t *st, const char *bucket, const char *key, const char *upload_id)
+stor_status_t local_mpu_check(stor_t *st_, const char *bucket, const char *key,
+                              const char *upload_id)
 {
+    lstor_t *st = (lstor_t *)st_;
     MDB_txn *txn;
     stor_status_t s = rd_begin(st, &txn);
     if (s != STOR_OK)
@@ -132,10 +135,11 @@ stor_status_t stor_mpu_check(stor_t *st, const char *bucket, const char *key, co
     return s;
 }
 
-stor_status_t stor_part_commit(stor_writer_t *w, const char *key, const char *upload_id,
-                               stor_part_t *part)
+stor_status_t local_part_commit(stor_writer_t *w_, const char *key, const char *upload_id,
+                                stor_part_t *part)
 {
-    stor_t *st = w->st;
+    lwriter_t *w = (lwriter_t *)w_;
+    lstor_t *st = w->st;
     stor_status_t s = writer_seal(w);
     MDB_txn *txn = NULL;
     uint8_t old_id[STOR_ID_LEN];
@@ -209,7 +213,7 @@ static void free_part_recs(stor_part_rec_t *arr, size_t n)
 }
 
 /* Loads every part record of an upload in number order. */
-static stor_status_t load_parts(stor_t *st, MDB_txn *txn, const char *upload_id, uint32_t after,
+static stor_status_t load_parts(lstor_t *st, MDB_txn *txn, const char *upload_id, uint32_t after,
                                 stor_part_rec_t **out_p, size_t *n_p)
 {
     MDB_cursor *cur;
@@ -255,7 +259,7 @@ static stor_status_t load_parts(stor_t *st, MDB_txn *txn, const char *upload_id,
 }
 
 /* Deletes every part record of an upload (in txn). */
-static stor_status_t del_parts(stor_t *st, MDB_txn *txn, const char *upload_id)
+static stor_status_t del_parts(lstor_t *st, MDB_txn *txn, const char *upload_id)
 {
     MDB_cursor *cur;
     int rc = mdb_cursor_open(txn, st->db_parts, &cur);
@@ -279,7 +283,7 @@ static stor_status_t del_parts(stor_t *st, MDB_txn *txn, const char *upload_id)
     return STOR_OK;
 }
 
-stor_status_t mpu_drop_bucket(stor_t *st, MDB_txn *txn, const char *bucket, stor_seg_t **ids_p,
+stor_status_t mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucket, stor_seg_t **ids_p,
                               size_t *n_p)
 {
     *ids_p = NULL;
@@ -338,10 +342,11 @@ stor_status_t mpu_drop_bucket(stor_t *st, MDB_txn *txn, const char *bucket, stor
     return STOR_OK;
 }
 
-stor_status_t stor_mpu_list_parts(stor_t *st, const char *bucket, const char *key,
-                                  const char *upload_id, uint32_t part_marker,
-                                  stor_part_t **parts_p, size_t *n_p)
+stor_status_t local_mpu_list_parts(stor_t *st_, const char *bucket, const char *key,
+                                   const char *upload_id, uint32_t part_marker,
+                                   stor_part_t **parts_p, size_t *n_p)
 {
+    lstor_t *st = (lstor_t *)st_;
     MDB_txn *txn;
     stor_status_t s = rd_begin(st, &txn);
     if (s != STOR_OK)
@@ -399,10 +404,11 @@ static int etag_eq(const char *given, const char *stored)
     return strlen(stored) == n && strncasecmp(given, stored, n) == 0;
 }
 
-stor_status_t stor_mpu_complete(stor_t *st, const stor_bucket_t *bkt, const char *key,
-                                const char *upload_id, const stor_complete_part_t *parts, size_t n,
-                                const stor_precond_t *cond, stor_meta_t *meta_p)
+stor_status_t local_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const char *key,
+                                 const char *upload_id, const stor_complete_part_t *parts, size_t n,
+                                 const stor_precond_t *cond, stor_meta_t *meta_p)
 {
+    lstor_t *st = (lstor_t *)st_;
     const char *bucket = bkt->name;
     if (n == 0 || n > S3R_MAX_PART_NUMBER)
         return STOR_ERR_INVALID_PART;
@@ -524,9 +530,10 @@ out:
     return s;
 }
 
-stor_status_t stor_mpu_abort(stor_t *st, const stor_bucket_t *bucket, const char *key,
-                             const char *upload_id)
+stor_status_t local_mpu_abort(stor_t *st_, const stor_bucket_t *bucket, const char *key,
+                              const char *upload_id)
 {
+    lstor_t *st = (lstor_t *)st_;
     MDB_txn *txn;
     stor_status_t s = wr_begin(st, &txn);
     if (s != STOR_OK)
@@ -566,10 +573,11 @@ static int cmp_upload(const void *a, const void *b)
     return c ? c : strcmp(x->upload_id, y->upload_id);
 }
 
-stor_status_t stor_mpu_list(stor_t *st, const char *bucket, const char *prefix,
-                            const char *key_marker, const char *upload_id_marker, size_t max,
-                            stor_upload_t **uploads_p, size_t *n_p, int *more_p)
+stor_status_t local_mpu_list(stor_t *st_, const char *bucket, const char *prefix,
+                             const char *key_marker, const char *upload_id_marker, size_t max,
+                             stor_upload_t **uploads_p, size_t *n_p, int *more_p)
 {
+    lstor_t *st = (lstor_t *)st_;
     MDB_txn *txn;
     MDB_cursor *cur = NULL;
     stor_status_t s = rd_begin(st, &txn);
