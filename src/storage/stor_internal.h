@@ -13,6 +13,7 @@
 #include "common/buf.h"
 #include "common/hash.h"
 #include "storage/stor_backend.h"
+#include "storage/stor_record.h"
 #include "storage/storage.h"
 
 /* ---- Index keys -----------------------------------------------------------
@@ -50,22 +51,6 @@ static inline int stor_ikey_is_long(const uint8_t *rest, size_t rlen, size_t ple
 /* Byte-order comparison of two strings with lengths (shorter prefix first). */
 int stor_keycmp(const char *a, size_t alen, const char *b, size_t blen);
 
-/* ---- Records --------------------------------------------------------------
- * Every record starts with a version byte and a type byte; fields are
- * little-endian integers and u32-length-prefixed strings (length 0xFFFFFFFF
- * encodes NULL). Decoders check every length against the bytes left and
- * return STOR_ERR_IO on anything malformed; they never read out of bounds. */
-/* Object and upload records: version 2 added the owner and the canned ACL
- * to the metadata (version 1 records still decode: no owner, private). Part
- * records are version 1. */
-#define STOR_REC_VERSION      2
-#define STOR_REC_PART_VERSION 1
-/* Bucket records: version 2 added the bucket id (version 1 records still
- * decode, with id 0), version 3 the canned ACL (older ones: private). */
-#define STOR_REC_BUCKET_VERSION 3
-#define STOR_ID_LEN             16         /* file id bytes; 32 hex digits on disk */
-#define STOR_REC_MAX            (8u << 20) /* larger records: STOR_ERR_TOO_LARGE */
-
 /* ---- Object files ----------------------------------------------------------
  * File id -> its path under objects/: "ab/cd/<32 hex>", ab/cd its first two
  * bytes. */
@@ -77,59 +62,6 @@ static inline void stor_id_path(const uint8_t id[STOR_ID_LEN], char out[STOR_PAT
     hex_encode(id, STOR_ID_LEN, hex);
     snprintf(out, STOR_PATH_LEN, "%.2s/%.2s/%s", hex, hex + 2, hex);
 }
-
-enum { STOR_REC_OBJECT = 1, STOR_REC_UPLOAD = 2, STOR_REC_PART = 3, STOR_REC_BUCKET = 4 };
-
-typedef struct stor_seg {
-    uint8_t id[STOR_ID_LEN];
-    uint64_t size;
-} stor_seg_t;
-
-typedef struct stor_obj_rec {
-    stor_meta_t meta; /* parts_count/part_sizes filled when multipart */
-    stor_seg_t *segs;
-    uint32_t n_segs;
-} stor_obj_rec_t;
-
-typedef struct stor_upload_rec {
-    char *key;
-    size_t key_len;
-    int64_t initiated_ms;
-    stor_meta_t meta;
-} stor_upload_rec_t;
-
-typedef struct stor_part_rec {
-    stor_part_t part;
-    uint8_t id[STOR_ID_LEN];
-} stor_part_rec_t;
-
-/* Object records: the full key (not copied by the decoders: see
- * stor_rec_object_key), the metadata, the segments. */
-int stor_rec_encode_object(buf_t *b, const char *key, size_t klen, const stor_meta_t *m,
-                           const stor_seg_t *segs, uint32_t n_segs);
-stor_status_t stor_rec_decode_object(const void *data, size_t len, stor_obj_rec_t *out);
-/* Only the metadata of an object record (the listing's need): the same checks
- * as stor_rec_decode_object, without copying the key or the segment list.
- * The caller frees *meta_p with stor_meta_free. */
-stor_status_t stor_rec_decode_object_meta(const void *data, size_t len, stor_meta_t *meta_p);
-/* The full key inside an object record, without allocating (points into data). */
-stor_status_t stor_rec_object_key(const void *data, size_t len, const char **key_p, size_t *klen_p);
-void stor_obj_rec_free(stor_obj_rec_t *r);
-
-int stor_rec_encode_upload(buf_t *b, const char *key, size_t klen, int64_t initiated_ms,
-                           const stor_meta_t *m);
-stor_status_t stor_rec_decode_upload(const void *data, size_t len, stor_upload_rec_t *out);
-void stor_upload_rec_free(stor_upload_rec_t *r);
-
-int stor_rec_encode_part(buf_t *b, const stor_part_t *p, const uint8_t id[STOR_ID_LEN]);
-stor_status_t stor_rec_decode_part(const void *data, size_t len, stor_part_rec_t *out);
-void stor_part_free_fields(stor_part_t *p);
-
-/* Writes a bucket record of the current version; id must not be 0 (0 marks
- * a version-1 record, which has none). */
-int stor_rec_encode_bucket(buf_t *b, const char *owner, int64_t created, uint64_t id,
-                           stor_acl_t acl);
-stor_status_t stor_rec_decode_bucket(const void *data, size_t len, stor_bucket_t *out);
 
 /* ---- The store (storage.c and the stor_*.c files) ------------------------ */
 
@@ -201,8 +133,6 @@ void fdcache_forget(lstor_t *st, const uint8_t id[STOR_ID_LEN]);
 
 /* Shared helpers (defined in storage.c unless noted). */
 
-/* Wall-clock time in milliseconds since the epoch. */
-int64_t now_ms(void);
 /* Logs an LMDB failure (what: the operation) and returns STOR_ERR_IO. */
 stor_status_t mdb_fail(const char *what, int rc);
 /* After a commit dropped file id from the index: unlink it once durable. */
@@ -236,9 +166,6 @@ void sweep_orphans(lstor_t *st);
 void writer_free(lwriter_t *w, int keep);
 /* Makes the writer's bytes durable per the mode and closes its fd. */
 stor_status_t writer_seal(lwriter_t *w);
-/* Encodes an object record into b (initialised here; the caller frees it). */
-stor_status_t encode_object(buf_t *b, const char *key, const stor_meta_t *m, const stor_seg_t *segs,
-                            uint32_t n_segs);
 /* Points bucket/key at record rec in txn when cond (NULL: none) holds for
  * the record it replaces; that record goes to *old. */
 stor_status_t put_object(lstor_t *st, MDB_txn *txn, const char *bucket, uint64_t bucket_id,

@@ -385,39 +385,17 @@ void stor_parts_free(stor_part_t *parts, size_t n)
     free(parts);
 }
 
-static int cmp_part_num(const void *key, const void *elem)
-{
-    uint32_t a = *(const uint32_t *)key, b = ((const stor_part_rec_t *)elem)->part.number;
-    return a < b ? -1 : a > b;
-}
-
-/* Compares a client's ETag (maybe quoted, any case) to a stored one. */
-static int etag_eq(const char *given, const char *stored)
-{
-    if (!given)
-        return 0;
-    size_t n = strlen(given);
-    if (n >= 2 && given[0] == '"' && given[n - 1] == '"') {
-        given++;
-        n -= 2;
-    }
-    return strlen(stored) == n && strncasecmp(given, stored, n) == 0;
-}
-
 stor_status_t local_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const char *key,
                                  const char *upload_id, const stor_complete_part_t *parts, size_t n,
                                  const stor_precond_t *cond, stor_meta_t *meta_p)
 {
     lstor_t *st = (lstor_t *)st_;
     const char *bucket = bkt->name;
-    if (n == 0 || n > S3R_MAX_PART_NUMBER)
-        return STOR_ERR_INVALID_PART;
-    for (size_t i = 1; i < n; i++)
-        if (parts[i].number <= parts[i - 1].number)
-            return STOR_ERR_INVALID_PART_ORDER;
-
+    stor_status_t s = stor_mpu_check_list(parts, n);
+    if (s != STOR_OK)
+        return s;
     MDB_txn *txn;
-    stor_status_t s = wr_begin(st, &txn);
+    s = wr_begin(st, &txn);
     if (s != STOR_OK)
         return s;
     uint8_t kbuf[STOR_BUCKET_MAX + 2 + STOR_UPLOAD_ID_LEN];
@@ -425,7 +403,6 @@ stor_status_t local_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const ch
     stor_part_rec_t *recs = NULL;
     size_t n_recs = 0;
     stor_seg_t *segs = NULL;
-    uint8_t *md5s = NULL;
     uint8_t *used = NULL;
     stor_obj_rec_t old;
     int had_old = 0, have_up = 0;
@@ -442,53 +419,15 @@ stor_status_t local_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const ch
     have_up = 1;
     if ((s = load_parts(st, txn, upload_id, 0, &recs, &n_recs)) != STOR_OK)
         goto out;
-    segs = calloc(n, sizeof *segs);
-    md5s = malloc(n * MD5_LEN);
     used = calloc(n_recs ? n_recs : 1, 1);
     m = up.meta;
     memset(&up.meta, 0, sizeof up.meta);
-    m.part_sizes = calloc(n, sizeof *m.part_sizes);
-    if (!segs || !md5s || !used || !m.part_sizes) {
+    if (!used) {
         s = STOR_ERR_NOMEM;
         goto out;
     }
-    /* Every listed part must exist with its ETag (InvalidPart) before sizes
-     * are judged (EntityTooSmall), as S3 reports them. */
-    uint64_t total = 0;
-    for (size_t i = 0; i < n; i++) {
-        const stor_part_rec_t *r =
-            bsearch(&parts[i].number, recs, n_recs, sizeof *recs, cmp_part_num);
-        if (!r || !etag_eq(parts[i].etag, r->part.etag) || strlen(r->part.etag) != 2 * MD5_LEN ||
-            hex_decode(r->part.etag, 2 * MD5_LEN, md5s + i * MD5_LEN, MD5_LEN) != 0) {
-            s = STOR_ERR_INVALID_PART;
-            goto out;
-        }
-        used[r - recs] = 1;
-        memcpy(segs[i].id, r->id, STOR_ID_LEN);
-        segs[i].size = r->part.size;
-        m.part_sizes[i] = r->part.size;
-        total += r->part.size;
-    }
-    for (size_t i = 0; i + 1 < n; i++)
-        if (segs[i].size < S3R_MIN_PART_BYTES) {
-            s = STOR_ERR_PART_TOO_SMALL;
-            goto out;
-        }
-    uint8_t digest[MD5_LEN];
-    char hex[2 * MD5_LEN + 1];
-    digest_t *d = digest_md5_new();
-    if (!d) {
-        s = STOR_ERR_NOMEM;
+    if ((s = stor_mpu_assemble(parts, n, recs, n_recs, &m, &segs, used)) != STOR_OK)
         goto out;
-    }
-    digest_update(d, md5s, n * MD5_LEN);
-    digest_final(d, digest);
-    hex_encode(digest, MD5_LEN, hex);
-    snprintf(m.etag, sizeof m.etag, "%s-%zu", hex, n);
-    m.size = total;
-    m.mtime_ms = now_ms();
-    m.parts_count = (uint32_t)n;
-
     s = encode_object(&rec, key, &m, segs, (uint32_t)n);
     if (s == STOR_OK)
         s = put_object(st, txn, bucket, bkt->id, key, &rec, cond, &old, &had_old);
@@ -522,7 +461,6 @@ out:
     buf_free(&rec);
     free_part_recs(recs, n_recs);
     free(segs);
-    free(md5s);
     free(used);
     stor_meta_free(&m);
     if (have_up)

@@ -164,30 +164,6 @@ stor_status_t writer_seal(lwriter_t *w)
 }
 
 /* Encodes an object record into b (initialised here; the caller frees it). */
-stor_status_t encode_object(buf_t *b, const char *key, const stor_meta_t *m, const stor_seg_t *segs,
-                            uint32_t n_segs)
-{
-    buf_init(b, (size_t)-1 / 2);
-    if (stor_rec_encode_object(b, key, strlen(key), m, segs, n_segs) != 0)
-        return STOR_ERR_NOMEM;
-    return b->len > STOR_REC_MAX ? STOR_ERR_TOO_LARGE : STOR_OK;
-}
-
-/* Whether cond holds for the object a key holds (old, when had_old). */
-static stor_status_t precond_check(const stor_precond_t *cond, const stor_obj_rec_t *old,
-                                   int had_old)
-{
-    if (!cond)
-        return STOR_OK;
-    if (cond->must_not_exist && had_old)
-        return STOR_ERR_PRECONDITION;
-    if (cond->must_exist && !had_old)
-        return STOR_ERR_NO_KEY;
-    if (cond->must_exist && cond->etag && strcmp(cond->etag, old->meta.etag) != 0)
-        return STOR_ERR_PRECONDITION;
-    return STOR_OK;
-}
-
 /* Points bucket/key at the encoded record rec in txn. The replaced record, if
  * any, goes to *old (*had_old set; the caller unlinks its files after the
  * commit and frees it). STOR_ERR_NO_BUCKET when the bucket (bucket_id) is
@@ -208,7 +184,7 @@ stor_status_t put_object(lstor_t *st, MDB_txn *txn, const char *bucket, uint64_t
         *had_old = 1;
     else if (s != STOR_ERR_NO_KEY)
         return s;
-    if ((s = precond_check(cond, old, *had_old)) != STOR_OK)
+    if ((s = stor_precond_check(cond, &old->meta, *had_old)) != STOR_OK)
         return s;
     MDB_val v = {rec->len, rec->data};
     int rc = mdb_put(txn, st->db_objects, &k, &v, 0);

@@ -26,13 +26,6 @@
 
 /* ==== Small helpers ====================================================== */
 
-int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 stor_status_t mdb_fail(const char *what, int rc)
 {
     log_error("storage: %s: %s", what, mdb_strerror(rc));
