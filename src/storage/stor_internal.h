@@ -25,9 +25,8 @@
  * keys sharing their first P bytes, which the iterator sorts in memory. 0xFF
  * never occurs in UTF-8, so such a block sorts after the short key equal to
  * its P-byte prefix and before anything greater. */
-#define STOR_IKEY_MAX   480 /* LMDB's Debian build allows 511; keep a margin */
-#define STOR_IKEY_HASH  8
-#define STOR_BUCKET_MAX 63
+#define STOR_IKEY_MAX  480 /* LMDB's Debian build allows 511; keep a margin */
+#define STOR_IKEY_HASH 8
 
 /* P for a bucket name of blen bytes (blen <= STOR_BUCKET_MAX). */
 static inline size_t stor_ikey_plen(size_t blen)
@@ -47,9 +46,6 @@ static inline int stor_ikey_is_long(const uint8_t *rest, size_t rlen, size_t ple
 {
     return rlen == plen + 1 + STOR_IKEY_HASH && rest[plen] == 0xFF;
 }
-
-/* Byte-order comparison of two strings with lengths (shorter prefix first). */
-int stor_keycmp(const char *a, size_t alen, const char *b, size_t blen);
 
 /* ---- Object files ----------------------------------------------------------
  * File id -> its path under objects/: "ab/cd/<32 hex>", ab/cd its first two

@@ -19,6 +19,8 @@
 /* Object and upload records: version 2 added the owner and the canned ACL
  * to the metadata (version 1 records still decode: no owner, private). Part
  * records are version 1. */
+#define STOR_BUCKET_MAX 63 /* bucket name bytes */
+
 #define STOR_REC_VERSION      2
 #define STOR_REC_PART_VERSION 1
 /* Bucket records: version 2 added the bucket id (version 1 records still
@@ -79,6 +81,9 @@ void stor_part_free_fields(stor_part_t *p);
 int stor_rec_encode_bucket(buf_t *b, const char *owner, int64_t created, uint64_t id,
                            stor_acl_t acl);
 stor_status_t stor_rec_decode_bucket(const void *data, size_t len, stor_bucket_t *out);
+
+/* Byte-order comparison of two strings with lengths (shorter prefix first). */
+int stor_keycmp(const char *a, size_t alen, const char *b, size_t blen);
 
 /* ---- Shared by the backends (stor_shared.c) ------------------------------ */
 

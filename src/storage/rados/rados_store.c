@@ -1,0 +1,231 @@
+/* The RADOS backend: opening and closing a store on a Ceph cluster, the
+ * names of its RADOS objects, error mapping and the small helpers the other
+ * rados_*.c files share. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/hash.h"
+#include "common/log.h"
+#include "storage/rados/rados_internal.h"
+
+/* How long a cluster call may take before it fails (and the request gets a
+ * 503) instead of hanging while the cluster is away. */
+#define RSTOR_OP_TIMEOUT_S "10"
+
+int rs_unavailable(int rc)
+{
+    return rc == -ETIMEDOUT || rc == -ENOTCONN || rc == -ESHUTDOWN || rc == -ECONNREFUSED ||
+           rc == -EAGAIN || rc == -EHOSTUNREACH;
+}
+
+stor_status_t rs_fail(const char *what, const char *oid, int rc)
+{
+    log_error("storage: rados %s %s: %s", what, oid ? oid : "", strerror(-rc));
+    if (rc == -ENOMEM)
+        return STOR_ERR_NOMEM;
+    return rs_unavailable(rc) ? STOR_ERR_UNAVAILABLE : STOR_ERR_IO;
+}
+
+void rs_index_oid(uint64_t bucket_id, char out[RSTOR_OID_MAX])
+{
+    snprintf(out, RSTOR_OID_MAX, "s3rdma.index.%016" PRIx64, bucket_id);
+}
+
+void rs_uploads_oid(uint64_t bucket_id, char out[RSTOR_OID_MAX])
+{
+    snprintf(out, RSTOR_OID_MAX, "s3rdma.uploads.%016" PRIx64, bucket_id);
+}
+
+void rs_parts_oid(const char *upload_id, char out[RSTOR_OID_MAX])
+{
+    snprintf(out, RSTOR_OID_MAX, "s3rdma.parts.%s", upload_id);
+}
+
+void rs_piece_oid(const uint8_t id[STOR_ID_LEN], uint32_t piece, char out[RSTOR_OID_MAX])
+{
+    char hex[2 * STOR_ID_LEN + 1];
+    hex_encode(id, STOR_ID_LEN, hex);
+    snprintf(out, RSTOR_OID_MAX, "%s.%08" PRIx32, hex, piece);
+}
+
+int rs_new_blob_id(uint8_t id[STOR_ID_LEN])
+{
+    uint64_t t = (uint64_t)now_ms();
+    for (int i = 0; i < 8; i++)
+        id[i] = (uint8_t)(t >> (56 - 8 * i));
+    return random_bytes(id + 8, STOR_ID_LEN - 8);
+}
+
+int rs_omap_get(rados_ioctx_t io, const char *oid, const char *key, size_t klen, buf_t *val)
+{
+    buf_init(val, STOR_REC_MAX + 1);
+    rados_read_op_t op = rados_create_read_op();
+    if (!op)
+        return -ENOMEM;
+    rados_omap_iter_t it = NULL;
+    int prval = 0;
+    const char *keys[1] = {key};
+    rados_read_op_omap_get_vals_by_keys2(op, keys, 1, &klen, &it, &prval);
+    int rc = rados_read_op_operate(op, io, oid, 0);
+    rados_release_read_op(op);
+    if (rc == 0)
+        rc = prval;
+    if (rc < 0) {
+        if (it)
+            rados_omap_get_end(it);
+        return rc;
+    }
+    char *k, *v;
+    size_t kl, vl;
+    int found = 0;
+    if (rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 && k) {
+        found = 1;
+        if (buf_append(val, v, vl) != 0)
+            found = -ENOMEM;
+    }
+    rados_omap_get_end(it);
+    return found;
+}
+
+stor_status_t rs_bucket_lookup(rstor_t *st, const char *name, stor_bucket_t *out_p)
+{
+    size_t n = strnlen(name, STOR_BUCKET_MAX + 1);
+    if (n == 0 || n > STOR_BUCKET_MAX)
+        return STOR_ERR_NO_BUCKET;
+    buf_t v;
+    int rc = rs_omap_get(st->index, RSTOR_BUCKETS_OID, name, n, &v);
+    stor_status_t s = STOR_OK;
+    if (rc == 0 || rc == -ENOENT)
+        s = STOR_ERR_NO_BUCKET;
+    else if (rc < 0)
+        s = rs_fail("bucket lookup", name, rc);
+    else if (stor_rec_decode_bucket(v.data, v.len, out_p) != STOR_OK) {
+        log_error("storage: corrupt bucket record %s", name);
+        s = STOR_ERR_IO;
+    } else
+        snprintf(out_p->name, sizeof out_p->name, "%s", name);
+    buf_free(&v);
+    return s;
+}
+
+/* ==== Open / close ====================================================== */
+
+static const stor_ops_t rados_ops = {
+    .name = "rados",
+    .close = rs_close,
+    .sync = rs_sync,
+    .bucket_create = rs_bucket_create,
+    .bucket_get = rs_bucket_get,
+    .bucket_set_acl = rs_bucket_set_acl,
+    .bucket_delete = rs_bucket_delete,
+    .bucket_list = rs_bucket_list,
+    .writer_open = rs_writer_open,
+    .writer_write = rs_writer_write,
+    .writer_size = rs_writer_size,
+    .writer_commit_if = rs_writer_commit_if,
+    .writer_abort = rs_writer_abort,
+    .head = rs_head,
+    .reader_open = rs_reader_open,
+    .reader_meta = rs_reader_meta,
+    .reader_pread = rs_reader_pread,
+    .reader_span_fd = NULL, /* no files: callers pread into their buffer */
+    .reader_close = rs_reader_close,
+    .delete = rs_delete,
+    .object_set_acl = rs_object_set_acl,
+    .iter_open = rs_iter_open,
+    .iter_seek = rs_iter_seek,
+    .iter_next = rs_iter_next,
+    .iter_close = rs_iter_close,
+    .mpu_create = rs_mpu_create,
+    .mpu_check = rs_mpu_check,
+    .part_commit = rs_part_commit,
+    .mpu_list_parts = rs_mpu_list_parts,
+    .mpu_complete = rs_mpu_complete,
+    .mpu_abort = rs_mpu_abort,
+    .mpu_list = rs_mpu_list,
+};
+
+stor_status_t stor_open_rados(const stor_rados_conf_t *conf, stor_t **out_p)
+{
+    if (!conf->pool || !*conf->pool) {
+        log_error("storage: the RADOS backend needs a data pool (storage.rados.pool)");
+        return STOR_ERR_IO;
+    }
+    rstor_t *st = calloc(1, sizeof *st);
+    if (!st)
+        return STOR_ERR_NOMEM;
+    st->base.ops = &rados_ops;
+    st->grace_ms = (int64_t)conf->gc_grace_s * 1000;
+    pthread_mutex_init(&st->gc_lock, NULL);
+    pthread_cond_init(&st->gc_cond, NULL);
+    const char *user = conf->user && *conf->user ? conf->user : "admin";
+    const char *ipool = conf->index_pool && *conf->index_pool ? conf->index_pool : conf->pool;
+    const char *what = "create";
+    int rc = rados_create(&st->cluster, user);
+    if (rc < 0) {
+        st->cluster = NULL;
+        goto fail;
+    }
+    what = "read conf";
+    if (conf->conf && *conf->conf && (rc = rados_conf_read_file(st->cluster, conf->conf)) < 0)
+        goto fail;
+    what = "keyring";
+    if (conf->keyring && *conf->keyring &&
+        (rc = rados_conf_set(st->cluster, "keyring", conf->keyring)) < 0)
+        goto fail;
+    what = "set timeouts";
+    if ((rc = rados_conf_set(st->cluster, "rados_osd_op_timeout", RSTOR_OP_TIMEOUT_S)) < 0 ||
+        (rc = rados_conf_set(st->cluster, "rados_mon_op_timeout", RSTOR_OP_TIMEOUT_S)) < 0 ||
+        (rc = rados_conf_set(st->cluster, "client_mount_timeout", RSTOR_OP_TIMEOUT_S)) < 0)
+        goto fail;
+    what = "connect";
+    if ((rc = rados_connect(st->cluster)) < 0)
+        goto fail;
+    what = "open pool";
+    if ((rc = rados_ioctx_create(st->cluster, conf->pool, &st->data)) < 0) {
+        st->data = NULL;
+        goto fail;
+    }
+    if ((rc = rados_ioctx_create(st->cluster, ipool, &st->index)) < 0) {
+        st->index = NULL;
+        goto fail;
+    }
+    if (rs_gc_start(st) != 0) {
+        rc = -EAGAIN;
+        what = "start the collector";
+        goto fail;
+    }
+    log_info("storage: RADOS backend on pool %s (index %s) as client.%s", conf->pool, ipool, user);
+    *out_p = &st->base;
+    return STOR_OK;
+fail:;
+    stor_status_t s = rs_fail(what, conf->conf, rc);
+    rs_close(&st->base);
+    return s;
+}
+
+void rs_close(stor_t *st_)
+{
+    rstor_t *st = (rstor_t *)st_;
+    rs_gc_stop(st);
+    if (st->index)
+        rados_ioctx_destroy(st->index);
+    if (st->data)
+        rados_ioctx_destroy(st->data);
+    if (st->cluster)
+        rados_shutdown(st->cluster);
+    pthread_mutex_destroy(&st->gc_lock);
+    pthread_cond_destroy(&st->gc_cond);
+    free(st);
+}
+
+/* Every acknowledged change is already durable in the cluster (librados
+ * returns once every replica has it). */
+stor_status_t rs_sync(stor_t *st)
+{
+    (void)st;
+    return STOR_OK;
+}
