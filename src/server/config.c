@@ -31,6 +31,22 @@ static const setting_t settings[] = {
     {"listen", "listen", "S3RDMA_LISTEN", "127.0.0.1:9000", OFF(listen), "HTTP address HOST:PORT"},
     {"durability", "durability", "S3RDMA_DURABILITY", "fsync", OFF(durability),
      "fsync (survives power loss) or relaxed (survives kill -9)"},
+    {"storage.backend", "storage-backend", "S3RDMA_STORAGE_BACKEND", "local", OFF(storage_backend),
+     "local (LMDB + files in data_dir) or rados (a Ceph cluster)"},
+    {"storage.rados.conf", "storage-rados-conf", "S3RDMA_STORAGE_RADOS_CONF", "", OFF(rados_conf),
+     "the cluster's ceph.conf (default: librados' search)"},
+    {"storage.rados.user", "storage-rados-user", "S3RDMA_STORAGE_RADOS_USER", "admin",
+     OFF(rados_user), "RADOS client id"},
+    {"storage.rados.keyring", "storage-rados-keyring", "S3RDMA_STORAGE_RADOS_KEYRING", "",
+     OFF(rados_keyring), "keyring file (default: the conf's)"},
+    {"storage.rados.pool", "storage-rados-pool", "S3RDMA_STORAGE_RADOS_POOL", "", OFF(rados_pool),
+     "pool for object data (required with the rados backend)"},
+    {"storage.rados.index_pool", "storage-rados-index-pool", "S3RDMA_STORAGE_RADOS_INDEX_POOL", "",
+     OFF(rados_index_pool), "pool for buckets, indexes and uploads (default: the data pool)"},
+    {"storage.rados.gc_grace", "storage-rados-gc-grace", "S3RDMA_STORAGE_RADOS_GC_GRACE", "900",
+     OFF(rados_gc_grace),
+     "seconds replaced data stays readable, and the age under which the start sweep spares "
+     "unreferenced data"},
     {"region", "region", "S3RDMA_REGION", "us-east-1", OFF(region), "region reported to clients"},
     {"log_level", "log-level", "S3RDMA_LOG_LEVEL", "info", OFF(log_level),
      "error, warn, info or debug"},
@@ -426,6 +442,23 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
     if (strcmp(cfg->durability, "fsync") != 0 && strcmp(cfg->durability, "relaxed") != 0) {
         fprintf(stderr, "s3rdmad: durability must be 'fsync' or 'relaxed', not '%s'\n",
                 cfg->durability);
+        return -1;
+    }
+    if (strcmp(cfg->storage_backend, "local") != 0 && strcmp(cfg->storage_backend, "rados") != 0) {
+        fprintf(stderr, "s3rdmad: storage backend must be 'local' or 'rados', not '%s'\n",
+                cfg->storage_backend);
+        return -1;
+    }
+    if (strcmp(cfg->storage_backend, "rados") == 0 && !*cfg->rados_pool) {
+        fprintf(stderr, "s3rdmad: the rados storage backend needs storage.rados.pool\n");
+        return -1;
+    }
+    char *end;
+    errno = 0;
+    unsigned long grace = strtoul(cfg->rados_gc_grace, &end, 10);
+    if (!*cfg->rados_gc_grace || *end || errno || grace > 7 * 86400) {
+        fprintf(stderr, "s3rdmad: storage.rados.gc_grace must be 0..604800 seconds, not '%s'\n",
+                cfg->rados_gc_grace);
         return -1;
     }
     if (log_level_parse(cfg->log_level) < 0) {

@@ -36,6 +36,15 @@ typedef struct server_config {
     char *http_head_timeout;           /* seconds: "10"; "0" = no limit */
     char *http_min_body_rate;          /* bytes per second, a size: "1024"; "0" = no limit */
     char *http_body_rate_window;       /* seconds: "10" */
+
+    char *storage_backend;  /* "local" | "rados" */
+    char *rados_conf;       /* ceph.conf path; "" = librados' search */
+    char *rados_user;       /* "admin" */
+    char *rados_keyring;    /* "" = the conf's */
+    char *rados_pool;       /* data pool; required with rados */
+    char *rados_index_pool; /* "" = rados_pool */
+    char *rados_gc_grace;   /* seconds: "900" */
+
     s3_user_t *users; /* from the file's users: list and S3RDMA_ROOT_USER/PASSWORD */
     size_t n_users;
     char *config_path;

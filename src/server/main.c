@@ -159,10 +159,20 @@ int main(int argc, char **argv)
     stor_t *store = NULL;
     stor_durability_t dur =
         strcmp(cfg.durability, "relaxed") == 0 ? STOR_DURABILITY_RELAXED : STOR_DURABILITY_FSYNC;
-    stor_status_t st = stor_open(cfg.data_dir, dur, &store);
+    stor_rados_conf_t rconf = {
+        .conf = cfg.rados_conf,
+        .user = cfg.rados_user,
+        .keyring = cfg.rados_keyring,
+        .pool = cfg.rados_pool,
+        .index_pool = cfg.rados_index_pool,
+        .gc_grace_s = (unsigned)strtoul(cfg.rados_gc_grace, NULL, 10),
+    };
+    int on_rados = strcmp(cfg.storage_backend, "rados") == 0;
+    stor_status_t st =
+        on_rados ? stor_open_rados(&rconf, &store) : stor_open(cfg.data_dir, dur, &store);
     if (st != STOR_OK) {
-        fprintf(stderr, "s3rdmad: cannot open the store in %s: %s\n", cfg.data_dir,
-                stor_strerror(st));
+        fprintf(stderr, "s3rdmad: cannot open the store in %s: %s\n",
+                on_rados ? cfg.rados_pool : cfg.data_dir, stor_strerror(st));
         server_config_free(&cfg);
         return 1;
     }
