@@ -39,6 +39,60 @@ S3_NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 
 
 # --------------------------------------------------------------------------
+# A Ceph cluster for the RADOS backend (scripts/ceph-dev)
+# --------------------------------------------------------------------------
+
+CEPH_DEV = REPO_ROOT / "scripts" / "ceph-dev"
+# S3RDMA_TEST_BACKEND=rados: the session `server` runs on a test cluster.
+TEST_BACKEND = os.environ.get("S3RDMA_TEST_BACKEND", "local")
+
+
+def ceph_missing():
+    """The Ceph binaries scripts/ceph-dev needs that are not installed (a list)."""
+    import shutil
+    return [b for b in ("ceph-mon", "ceph-osd", "ceph", "monmaptool") if not shutil.which(b)]
+
+
+class CephCluster:
+    """A throwaway single-node cluster (scripts/ceph-dev) with pools for gateways."""
+
+    def __init__(self, path, pools=("s3rdma",)):
+        self.path = Path(path)
+        self.pools = list(pools)
+        self.conf = None
+
+    def start(self):
+        out = subprocess.run([str(CEPH_DEV), "start", str(self.path), *self.pools],
+                             capture_output=True, text=True, timeout=300)
+        if out.returncode != 0:
+            raise RuntimeError(f"ceph-dev start failed:\n{out.stdout}\n{out.stderr}")
+        self.conf = out.stdout.strip().splitlines()[-1]
+        return self
+
+    def stop(self):
+        subprocess.run([str(CEPH_DEV), "stop", str(self.path)], capture_output=True, timeout=120)
+
+    def gateway_args(self, pool="s3rdma", gc_grace=900):
+        """s3rdmad flags that put its store on this cluster."""
+        return ["--storage-backend", "rados", "--storage-rados-conf", self.conf,
+                "--storage-rados-pool", pool, "--storage-rados-gc-grace", str(gc_grace)]
+
+    def rados(self, *args, pool="s3rdma", input=None):
+        """Runs the rados CLI on pool; returns its stdout (bytes)."""
+        out = subprocess.run(["rados", "-c", self.conf, "-p", pool, *args], input=input,
+                             capture_output=True, timeout=60)
+        if out.returncode != 0:
+            raise RuntimeError(f"rados {' '.join(args)}: {out.stderr.decode(errors='replace')}")
+        return out.stdout
+
+    def pieces(self, pool="s3rdma"):
+        """Names of the data pieces in pool (<32 hex>.<8 hex>)."""
+        import re
+        names = self.rados("ls", pool=pool).decode().split()
+        return sorted(n for n in names if re.fullmatch(r"[0-9a-f]{32}\.[0-9a-f]{8}", n))
+
+
+# --------------------------------------------------------------------------
 # Server process
 # --------------------------------------------------------------------------
 
