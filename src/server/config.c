@@ -47,6 +47,9 @@ static const setting_t settings[] = {
      OFF(rados_gc_grace),
      "seconds replaced data stays readable, and the age under which the start sweep spares "
      "unreferenced data"},
+    {"storage.rados.op_timeout", "storage-rados-op-timeout", "S3RDMA_STORAGE_RADOS_OP_TIMEOUT",
+     "10", OFF(rados_op_timeout),
+     "seconds a cluster call may take before the request fails with 503 SlowDown"},
     {"region", "region", "S3RDMA_REGION", "us-east-1", OFF(region), "region reported to clients"},
     {"log_level", "log-level", "S3RDMA_LOG_LEVEL", "info", OFF(log_level),
      "error, warn, info or debug"},
@@ -459,6 +462,12 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
     if (!*cfg->rados_gc_grace || *end || errno || grace > 7 * 86400) {
         fprintf(stderr, "s3rdmad: storage.rados.gc_grace must be 0..604800 seconds, not '%s'\n",
                 cfg->rados_gc_grace);
+        return -1;
+    }
+    unsigned long op_timeout = strtoul(cfg->rados_op_timeout, &end, 10);
+    if (!*cfg->rados_op_timeout || *end || op_timeout < 1 || op_timeout > 3600) {
+        fprintf(stderr, "s3rdmad: storage.rados.op_timeout must be 1..3600 seconds, not '%s'\n",
+                cfg->rados_op_timeout);
         return -1;
     }
     if (log_level_parse(cfg->log_level) < 0) {

@@ -44,6 +44,7 @@ typedef struct server_config {
     char *rados_pool;       /* data pool; required with rados */
     char *rados_index_pool; /* "" = rados_pool */
     char *rados_gc_grace;   /* seconds: "900" */
+    char *rados_op_timeout; /* seconds: "10" */
 
     s3_user_t *users; /* from the file's users: list and S3RDMA_ROOT_USER/PASSWORD */
     size_t n_users;

@@ -166,6 +166,7 @@ int main(int argc, char **argv)
         .pool = cfg.rados_pool,
         .index_pool = cfg.rados_index_pool,
         .gc_grace_s = (unsigned)strtoul(cfg.rados_gc_grace, NULL, 10),
+        .op_timeout_s = (unsigned)strtoul(cfg.rados_op_timeout, NULL, 10),
     };
     int on_rados = strcmp(cfg.storage_backend, "rados") == 0;
     stor_status_t st =

@@ -82,6 +82,10 @@ typedef struct stor_rados_conf {
      * under which the start sweep leaves unreferenced data alone (a writer
      * of another gateway may still be writing it). */
     unsigned gc_grace_s;
+    /* Seconds a cluster call may take before it fails with
+     * STOR_ERR_UNAVAILABLE instead of waiting for the cluster to come back;
+     * 0: 10. */
+    unsigned op_timeout_s;
 } stor_rados_conf_t;
 
 /* Opens a store on a Ceph cluster through librados: any number of

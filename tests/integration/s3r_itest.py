@@ -85,6 +85,28 @@ class CephCluster:
             raise RuntimeError(f"rados {' '.join(args)}: {out.stderr.decode(errors='replace')}")
         return out.stdout
 
+    def create_pool(self, pool):
+        """A new pool of size 1 (for a test that counts what is in its pool)."""
+        for args in (["osd", "pool", "create", pool, "8", "8"],
+                     ["osd", "pool", "set", pool, "size", "1", "--yes-i-really-mean-it"]):
+            out = subprocess.run(["ceph", "-c", self.conf, *args], capture_output=True,
+                                 text=True, timeout=60)
+            if out.returncode != 0:
+                raise RuntimeError(f"ceph {' '.join(args)}: {out.stderr}")
+        deadline = time.monotonic() + 60
+        while True:  # writable once its placement groups are active
+            try:
+                self.rados("put", ".probe", "-", pool=pool, input=b"x")
+                self.rados("rm", ".probe", pool=pool)
+                return pool
+            except RuntimeError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.3)
+
+    def osd_pid(self):
+        return int((self.path / "run" / "osd.0.pid").read_text())
+
     def pieces(self, pool="s3rdma"):
         """Names of the data pieces in pool (<32 hex>.<8 hex>)."""
         import re
@@ -577,7 +599,7 @@ class RdmaServer:
     """An s3rdmad (relaxed durability) with its RDMA session port on a free port, run
     under ucx_env; env_extra is added to the server's environment only."""
 
-    def __init__(self, tmp, name, ucx_env, rdma=True, env_extra=None):
+    def __init__(self, tmp, name, ucx_env, rdma=True, env_extra=None, extra_args=()):
         tmp = Path(tmp)
         d = tmp / f"{name}-data"
         d.mkdir(parents=True, exist_ok=True)
@@ -586,7 +608,8 @@ class RdmaServer:
         self.rdma_port = free_port()
         self.ucx_env = ucx_env
         self.srv = Server(d, cfg, tmp / f"{name}.log", durability="relaxed",
-                          extra_args=["--rdma-listen", f"127.0.0.1:{self.rdma_port}"],
+                          extra_args=["--rdma-listen", f"127.0.0.1:{self.rdma_port}",
+                                      *extra_args],
                           env=clean_env({**ucx_env, **(env_extra or {})}), rdma_enabled=rdma)
 
     def start(self):

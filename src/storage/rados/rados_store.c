@@ -11,10 +11,6 @@
 #include "common/log.h"
 #include "storage/rados/rados_internal.h"
 
-/* How long a cluster call may take before it fails (and the request gets a
- * 503) instead of hanging while the cluster is away. */
-#define RSTOR_OP_TIMEOUT_S "10"
-
 int rs_unavailable(int rc)
 {
     return rc == -ETIMEDOUT || rc == -ENOTCONN || rc == -ESHUTDOWN || rc == -ECONNREFUSED ||
@@ -176,10 +172,14 @@ stor_status_t stor_open_rados(const stor_rados_conf_t *conf, stor_t **out_p)
     if (conf->keyring && *conf->keyring &&
         (rc = rados_conf_set(st->cluster, "keyring", conf->keyring)) < 0)
         goto fail;
+    /* Calls fail (and requests get a 503) instead of hanging while the
+     * cluster is away. */
     what = "set timeouts";
-    if ((rc = rados_conf_set(st->cluster, "rados_osd_op_timeout", RSTOR_OP_TIMEOUT_S)) < 0 ||
-        (rc = rados_conf_set(st->cluster, "rados_mon_op_timeout", RSTOR_OP_TIMEOUT_S)) < 0 ||
-        (rc = rados_conf_set(st->cluster, "client_mount_timeout", RSTOR_OP_TIMEOUT_S)) < 0)
+    char timeout[16];
+    snprintf(timeout, sizeof timeout, "%u", conf->op_timeout_s ? conf->op_timeout_s : 10);
+    if ((rc = rados_conf_set(st->cluster, "rados_osd_op_timeout", timeout)) < 0 ||
+        (rc = rados_conf_set(st->cluster, "rados_mon_op_timeout", timeout)) < 0 ||
+        (rc = rados_conf_set(st->cluster, "client_mount_timeout", timeout)) < 0)
         goto fail;
     what = "connect";
     if ((rc = rados_connect(st->cluster)) < 0)
