@@ -89,7 +89,7 @@ stor_status_t stor_mpu_assemble(const stor_complete_part_t *parts, size_t n,
     s = STOR_ERR_INVALID_PART;
     for (size_t i = 0; i < n; i++) {
         const stor_part_rec_t *r =
-            bsearch(&parts[i].number, recs, n_recs, sizeof *recs, cmp_part_num);
+            n_recs ? bsearch(&parts[i].number, recs, n_recs, sizeof *recs, cmp_part_num) : NULL;
         if (!r || !etag_eq(parts[i].etag, r->part.etag) || strlen(r->part.etag) != 2 * MD5_LEN ||
             hex_decode(r->part.etag, 2 * MD5_LEN, md5s + i * MD5_LEN, MD5_LEN) != 0)
             goto out;

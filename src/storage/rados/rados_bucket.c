@@ -214,67 +214,45 @@ static int cmp_bucket_name(const void *a, const void *b)
     return strcmp(((const stor_bucket_t *)a)->name, ((const stor_bucket_t *)b)->name);
 }
 
+typedef struct bucket_vec {
+    stor_bucket_t *arr;
+    size_t n, cap;
+} bucket_vec_t;
+
+static int add_bucket(void *arg, const char *k, size_t kl, const char *v, size_t vl)
+{
+    bucket_vec_t *bv = arg;
+    if (kl == 0 || kl > STOR_BUCKET_MAX)
+        return 0;
+    if (bv->n == bv->cap) {
+        size_t cap = bv->cap ? 2 * bv->cap : 16;
+        stor_bucket_t *na = realloc(bv->arr, cap * sizeof *na);
+        if (!na)
+            return -ENOMEM;
+        bv->arr = na;
+        bv->cap = cap;
+    }
+    if (stor_rec_decode_bucket(v, vl, &bv->arr[bv->n]) != STOR_OK) {
+        log_error("storage: corrupt bucket record %.*s", (int)kl, k);
+        return -EIO;
+    }
+    memcpy(bv->arr[bv->n].name, k, kl);
+    bv->arr[bv->n++].name[kl] = '\0';
+    return 0;
+}
+
 stor_status_t rs_bucket_list(stor_t *st_, stor_bucket_t **out_p, size_t *n_p)
 {
     rstor_t *st = (rstor_t *)st_;
-    stor_bucket_t *arr = NULL;
-    size_t n = 0, cap = 0;
-    char after[STOR_BUCKET_MAX + 1] = "";
-    unsigned char more = 1;
-    stor_status_t s = STOR_OK;
-    while (more && s == STOR_OK) {
-        rados_read_op_t op = rados_create_read_op();
-        if (!op) {
-            s = STOR_ERR_NOMEM;
-            break;
-        }
-        rados_omap_iter_t it = NULL;
-        int prval = 0;
-        more = 0;
-        rados_read_op_omap_get_vals2(op, after, "", 1000, &it, &more, &prval);
-        int rc = rados_read_op_operate(op, st->index, RSTOR_BUCKETS_OID, 0);
-        rados_release_read_op(op);
-        if (rc == 0)
-            rc = prval;
-        if (rc == -ENOENT)
-            break;
-        if (rc < 0) {
-            s = rs_fail("list buckets", RSTOR_BUCKETS_OID, rc);
-            break;
-        }
-        char *k, *v;
-        size_t kl, vl;
-        while (s == STOR_OK && rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 && k) {
-            if (kl == 0 || kl > STOR_BUCKET_MAX)
-                continue;
-            if (n == cap) {
-                cap = cap ? 2 * cap : 16;
-                stor_bucket_t *na = realloc(arr, cap * sizeof *arr);
-                if (!na) {
-                    s = STOR_ERR_NOMEM;
-                    break;
-                }
-                arr = na;
-            }
-            if (stor_rec_decode_bucket(v, vl, &arr[n]) != STOR_OK) {
-                log_error("storage: corrupt bucket record %.*s", (int)kl, k);
-                s = STOR_ERR_IO;
-                break;
-            }
-            memcpy(arr[n].name, k, kl);
-            arr[n].name[kl] = '\0';
-            memcpy(after, k, kl);
-            after[kl] = '\0';
-            n++;
-        }
-        rados_omap_get_end(it);
+    bucket_vec_t bv = {0};
+    int rc = rs_omap_each(st->index, RSTOR_BUCKETS_OID, "", add_bucket, &bv);
+    if (rc < 0 && rc != -ENOENT) {
+        free(bv.arr);
+        return rc == -EIO ? STOR_ERR_IO : rs_fail("list buckets", RSTOR_BUCKETS_OID, rc);
     }
-    if (s != STOR_OK) {
-        free(arr);
-        return s;
-    }
-    qsort(arr, n, sizeof *arr, cmp_bucket_name);
-    *out_p = arr;
-    *n_p = n;
+    if (bv.n)
+        qsort(bv.arr, bv.n, sizeof *bv.arr, cmp_bucket_name);
+    *out_p = bv.arr;
+    *n_p = bv.n;
     return STOR_OK;
 }

@@ -171,52 +171,6 @@ static int cmp_id(const void *a, const void *b)
     return memcmp(a, b, STOR_ID_LEN);
 }
 
-/* Calls fn on every value of oid's omap. 0, or a librados code. */
-static int omap_each(rados_ioctx_t io, const char *oid,
-                     int (*fn)(void *arg, const char *k, size_t kl, const char *v, size_t vl),
-                     void *arg)
-{
-    char *from = calloc(1, 1);
-    unsigned char more = 1;
-    int rc = 0;
-    while (more && rc == 0 && from) {
-        rados_read_op_t op = rados_create_read_op();
-        if (!op) {
-            rc = -ENOMEM;
-            break;
-        }
-        rados_omap_iter_t it = NULL;
-        int prval = 0;
-        more = 0;
-        rados_read_op_omap_get_vals2(op, from, "", 1000, &it, &more, &prval);
-        rc = rados_read_op_operate(op, io, oid, 0);
-        rados_release_read_op(op);
-        if (rc == 0)
-            rc = prval;
-        if (rc < 0) {
-            if (it)
-                rados_omap_get_end(it);
-            break;
-        }
-        char *k, *v;
-        size_t kl, vl;
-        while (rc == 0 && rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 && k) {
-            rc = fn(arg, k, kl, v, vl);
-            char *nf = realloc(from, kl + 1);
-            if (!nf) {
-                rc = -ENOMEM;
-                break;
-            }
-            from = nf;
-            memcpy(from, k, kl);
-            from[kl] = '\0';
-        }
-        rados_omap_get_end(it);
-    }
-    free(from);
-    return from ? rc : -ENOMEM;
-}
-
 static int mark_object(void *arg, const char *k, size_t kl, const char *v, size_t vl)
 {
     (void)k;
@@ -260,7 +214,7 @@ static int mark_upload(void *arg, const char *k, size_t kl, const char *v, size_
     memcpy(id, k, kl);
     id[kl] = '\0';
     rs_parts_oid(id, oid);
-    int rc = omap_each(um->st->index, oid, mark_part, um->set);
+    int rc = rs_omap_each(um->st->index, oid, "", mark_part, um->set);
     return rc == -ENOENT ? 0 : rc;
 }
 
@@ -285,16 +239,16 @@ static int sweep_mark(rstor_t *st, idset_t *set)
     for (size_t i = 0; i < nb && rc == 0; i++) {
         char oid[RSTOR_OID_MAX];
         rs_index_oid(bs[i].id, oid);
-        rc = omap_each(st->index, oid, mark_object, set);
+        rc = rs_omap_each(st->index, oid, "", mark_object, set);
         if (rc == -ENOENT)
             rc = 0;
         upload_mark_t um = {st, set};
         rs_uploads_oid(bs[i].id, oid);
-        if (rc == 0 && (rc = omap_each(st->index, oid, mark_upload, &um)) == -ENOENT)
+        if (rc == 0 && (rc = rs_omap_each(st->index, oid, "", mark_upload, &um)) == -ENOENT)
             rc = 0;
     }
     free(bs);
-    if (rc == 0 && (rc = omap_each(st->index, RSTOR_GC_OID, mark_gc, set)) == -ENOENT)
+    if (rc == 0 && (rc = rs_omap_each(st->index, RSTOR_GC_OID, "", mark_gc, set)) == -ENOENT)
         rc = 0;
     return rc;
 }
@@ -309,7 +263,8 @@ static void gc_sweep(rstor_t *st)
         free(set.ids);
         return;
     }
-    qsort(set.ids, set.n, STOR_ID_LEN, cmp_id);
+    if (set.n)
+        qsort(set.ids, set.n, STOR_ID_LEN, cmp_id);
     rados_list_ctx_t ls;
     if ((rc = rados_nobjects_list_open(st->data, &ls)) < 0) {
         log_warn("storage: sweep: list: %s", strerror(-rc));
@@ -327,7 +282,7 @@ static void gc_sweep(rstor_t *st)
         uint64_t born = 0;
         for (int i = 0; i < 8; i++)
             born = born << 8 | id[i];
-        if (born >= old_before || bsearch(id, set.ids, set.n, STOR_ID_LEN, cmp_id))
+        if (born >= old_before || (set.n && bsearch(id, set.ids, set.n, STOR_ID_LEN, cmp_id)))
             continue;
         if (rados_remove(st->data, name) == 0)
             removed++;

@@ -75,6 +75,14 @@ int rs_new_blob_id(uint8_t id[STOR_ID_LEN]);
  * such object). */
 int rs_omap_get(rados_ioctx_t io, const char *oid, const char *key, size_t klen, buf_t *val);
 
+/* Calls fn on every omap entry of oid after key `after` ("" for all), in
+ * key order, reading RSTOR_OMAP_BATCH at a time; stops at fn's first
+ * non-zero return and returns it. 0, or a librados code (-ENOENT: no such
+ * object). k and v are valid during the call only. */
+#define RSTOR_OMAP_BATCH 1000
+typedef int (*rs_omap_fn)(void *arg, const char *k, size_t kl, const char *v, size_t vl);
+int rs_omap_each(rados_ioctx_t io, const char *oid, const char *after, rs_omap_fn fn, void *arg);
+
 /* Records blobs that a committed change dropped: the collector deletes their
  * pieces once grace_ms have passed (readers that opened them keep reading
  * until then). Failures are logged; the start sweep catches what is lost. */

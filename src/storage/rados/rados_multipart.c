@@ -14,8 +14,6 @@
 #include "common/log.h"
 #include "storage/rados/rados_internal.h"
 
-#define UPLOAD_BATCH 1000
-
 static int valid_upload_id(const char *id)
 {
     if (!id || strlen(id) != STOR_UPLOAD_ID_LEN)
@@ -141,6 +139,32 @@ static void free_part_recs(stor_part_rec_t *arr, size_t n)
     free(arr);
 }
 
+typedef struct part_vec {
+    stor_part_rec_t *arr;
+    size_t n, cap;
+} part_vec_t;
+
+static int add_part(void *arg, const char *k, size_t kl, const char *v, size_t vl)
+{
+    (void)k;
+    (void)kl;
+    part_vec_t *pv = arg;
+    if (pv->n == pv->cap) {
+        size_t cap = pv->cap ? 2 * pv->cap : 16;
+        stor_part_rec_t *na = realloc(pv->arr, cap * sizeof *na);
+        if (!na)
+            return -ENOMEM;
+        pv->arr = na;
+        pv->cap = cap;
+    }
+    if (stor_rec_decode_part(v, vl, &pv->arr[pv->n]) != STOR_OK) {
+        log_error("storage: corrupt part record");
+        return -EIO;
+    }
+    pv->n++;
+    return 0;
+}
+
 /* Part records of upload id after part number `after`, ascending (the omap
  * keys are 8 hex digits). */
 static stor_status_t load_parts(rstor_t *st, const char *id, uint32_t after,
@@ -149,58 +173,16 @@ static stor_status_t load_parts(rstor_t *st, const char *id, uint32_t after,
     char oid[RSTOR_OID_MAX], from[16];
     rs_parts_oid(id, oid);
     snprintf(from, sizeof from, after ? "%08" PRIx32 : "", after);
-    stor_part_rec_t *arr = NULL;
-    size_t n = 0, cap = 0;
-    unsigned char more = 1;
-    stor_status_t s = STOR_OK;
-    while (more && s == STOR_OK) {
-        rados_read_op_t op = rados_create_read_op();
-        if (!op) {
-            s = STOR_ERR_NOMEM;
-            break;
-        }
-        rados_omap_iter_t it = NULL;
-        int prval = 0;
-        more = 0;
-        rados_read_op_omap_get_vals2(op, from, "", UPLOAD_BATCH, &it, &more, &prval);
-        int rc = rados_read_op_operate(op, st->index, oid, 0);
-        rados_release_read_op(op);
-        if (rc == 0)
-            rc = prval;
-        if (rc < 0) {
-            s = rc == -ENOENT ? STOR_ERR_NO_UPLOAD : rs_fail("list parts", oid, rc);
-            if (it)
-                rados_omap_get_end(it);
-            break;
-        }
-        char *k, *v;
-        size_t kl, vl;
-        while (rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 && k) {
-            if (n == cap) {
-                cap = cap ? 2 * cap : 16;
-                stor_part_rec_t *na = realloc(arr, cap * sizeof *arr);
-                if (!na) {
-                    s = STOR_ERR_NOMEM;
-                    break;
-                }
-                arr = na;
-            }
-            if (stor_rec_decode_part(v, vl, &arr[n]) != STOR_OK) {
-                log_error("storage: corrupt part record in %s", oid);
-                s = STOR_ERR_IO;
-                break;
-            }
-            n++;
-            snprintf(from, sizeof from, "%.*s", (int)(kl < 15 ? kl : 15), k);
-        }
-        rados_omap_get_end(it);
+    part_vec_t pv = {0};
+    int rc = rs_omap_each(st->index, oid, from, add_part, &pv);
+    if (rc < 0) {
+        free_part_recs(pv.arr, pv.n);
+        return rc == -ENOENT ? STOR_ERR_NO_UPLOAD
+               : rc == -EIO  ? STOR_ERR_IO
+                             : rs_fail("list parts", oid, rc);
     }
-    if (s != STOR_OK) {
-        free_part_recs(arr, n);
-        return s;
-    }
-    *out_p = arr;
-    *n_p = n;
+    *out_p = pv.arr;
+    *n_p = pv.n;
     return STOR_OK;
 }
 
@@ -453,67 +435,47 @@ static void upls_free(upl_t *a, size_t n)
     free(a);
 }
 
+typedef struct upl_vec {
+    upl_t *arr;
+    size_t n, cap;
+} upl_vec_t;
+
+static int add_upload(void *arg, const char *k, size_t kl, const char *v, size_t vl)
+{
+    upl_vec_t *uv = arg;
+    if (kl != STOR_UPLOAD_ID_LEN)
+        return 0;
+    if (uv->n == uv->cap) {
+        size_t cap = uv->cap ? 2 * uv->cap : 16;
+        upl_t *na = realloc(uv->arr, cap * sizeof *na);
+        if (!na)
+            return -ENOMEM;
+        uv->arr = na;
+        uv->cap = cap;
+    }
+    if (stor_rec_decode_upload(v, vl, &uv->arr[uv->n].rec) != STOR_OK) {
+        log_error("storage: corrupt upload record %.*s", (int)kl, k);
+        return -EIO;
+    }
+    memcpy(uv->arr[uv->n].id, k, kl);
+    uv->arr[uv->n++].id[kl] = '\0';
+    return 0;
+}
+
 static stor_status_t uploads_load(rstor_t *st, uint64_t bucket_id, upl_t **out_p, size_t *n_p)
 {
-    char oid[RSTOR_OID_MAX], from[STOR_UPLOAD_ID_LEN + 1] = "";
+    char oid[RSTOR_OID_MAX];
     rs_uploads_oid(bucket_id, oid);
-    upl_t *arr = NULL;
-    size_t n = 0, cap = 0;
-    unsigned char more = 1;
-    stor_status_t s = STOR_OK;
-    while (more && s == STOR_OK) {
-        rados_read_op_t op = rados_create_read_op();
-        if (!op) {
-            s = STOR_ERR_NOMEM;
-            break;
-        }
-        rados_omap_iter_t it = NULL;
-        int prval = 0;
-        more = 0;
-        rados_read_op_omap_get_vals2(op, from, "", UPLOAD_BATCH, &it, &more, &prval);
-        int rc = rados_read_op_operate(op, st->index, oid, 0);
-        rados_release_read_op(op);
-        if (rc == 0)
-            rc = prval;
-        if (rc < 0) {
-            s = rc == -ENOENT ? STOR_ERR_NO_BUCKET : rs_fail("list uploads", oid, rc);
-            if (it)
-                rados_omap_get_end(it);
-            break;
-        }
-        char *k, *v;
-        size_t kl, vl;
-        while (rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 && k) {
-            if (kl != STOR_UPLOAD_ID_LEN)
-                continue;
-            if (n == cap) {
-                cap = cap ? 2 * cap : 16;
-                upl_t *na = realloc(arr, cap * sizeof *arr);
-                if (!na) {
-                    s = STOR_ERR_NOMEM;
-                    break;
-                }
-                arr = na;
-            }
-            if (stor_rec_decode_upload(v, vl, &arr[n].rec) != STOR_OK) {
-                log_error("storage: corrupt upload record in %s", oid);
-                s = STOR_ERR_IO;
-                break;
-            }
-            memcpy(arr[n].id, k, kl);
-            arr[n].id[kl] = '\0';
-            memcpy(from, k, kl);
-            from[kl] = '\0';
-            n++;
-        }
-        rados_omap_get_end(it);
+    upl_vec_t uv = {0};
+    int rc = rs_omap_each(st->index, oid, "", add_upload, &uv);
+    if (rc < 0) {
+        upls_free(uv.arr, uv.n);
+        return rc == -ENOENT ? STOR_ERR_NO_BUCKET
+               : rc == -EIO  ? STOR_ERR_IO
+                             : rs_fail("list uploads", oid, rc);
     }
-    if (s != STOR_OK) {
-        upls_free(arr, n);
-        return s;
-    }
-    *out_p = arr;
-    *n_p = n;
+    *out_p = uv.arr;
+    *n_p = uv.n;
     return STOR_OK;
 }
 

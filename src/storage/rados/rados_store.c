@@ -86,6 +86,54 @@ int rs_omap_get(rados_ioctx_t io, const char *oid, const char *key, size_t klen,
     return found;
 }
 
+int rs_omap_each(rados_ioctx_t io, const char *oid, const char *after, rs_omap_fn fn, void *arg)
+{
+    size_t n = strlen(after);
+    char *from = malloc(n + 1);
+    unsigned char more = 1;
+    int rc = 0;
+    if (from)
+        memcpy(from, after, n + 1);
+    while (more && rc == 0 && from) {
+        rados_read_op_t op = rados_create_read_op();
+        if (!op) {
+            rc = -ENOMEM;
+            break;
+        }
+        rados_omap_iter_t it = NULL;
+        int prval = 0;
+        more = 0;
+        rados_read_op_omap_get_vals2(op, from, "", RSTOR_OMAP_BATCH, &it, &more, &prval);
+        rc = rados_read_op_operate(op, io, oid, 0);
+        rados_release_read_op(op);
+        if (rc == 0)
+            rc = prval;
+        if (rc < 0) {
+            if (it)
+                rados_omap_get_end(it);
+            break;
+        }
+        char *k, *v;
+        size_t kl, vl;
+        while (rc == 0 && rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 && k) {
+            rc = fn(arg, k, kl, v, vl);
+            char *nf = realloc(from, kl + 1);
+            if (!nf) {
+                rc = -ENOMEM;
+                break;
+            }
+            from = nf;
+            memcpy(from, k, kl);
+            from[kl] = '\0';
+        }
+        rados_omap_get_end(it);
+    }
+    if (!from)
+        return -ENOMEM;
+    free(from);
+    return rc;
+}
+
 stor_status_t rs_bucket_lookup(rstor_t *st, const char *name, stor_bucket_t *out_p)
 {
     size_t n = strnlen(name, STOR_BUCKET_MAX + 1);
