@@ -504,13 +504,6 @@ stor_status_t local_mpu_abort(stor_t *st_, const stor_bucket_t *bucket, const ch
     return s;
 }
 
-static int cmp_upload(const void *a, const void *b)
-{
-    const stor_upload_t *x = a, *y = b;
-    int c = strcmp(x->key, y->key);
-    return c ? c : strcmp(x->upload_id, y->upload_id);
-}
-
 stor_status_t local_mpu_list(stor_t *st_, const char *bucket, const char *prefix,
                              const char *key_marker, const char *upload_id_marker, size_t max,
                              stor_upload_t **uploads_p, size_t *n_p, int *more_p)
@@ -521,10 +514,6 @@ stor_status_t local_mpu_list(stor_t *st_, const char *bucket, const char *prefix
     stor_status_t s = rd_begin(st, &txn);
     if (s != STOR_OK)
         return s;
-    prefix = prefix ? prefix : "";
-    size_t plen = strlen(prefix);
-    int has_km = key_marker && *key_marker;
-    int has_im = upload_id_marker && *upload_id_marker;
     stor_upload_t *arr = NULL;
     size_t n = 0, cap = 0;
     s = bucket_exists(st, txn, bucket);
@@ -550,14 +539,10 @@ stor_status_t local_mpu_list(stor_t *st_, const char *bucket, const char *prefix
             goto out;
         }
         const char *id = (const char *)k.mv_data + blen + 1;
-        int keep = strncmp(r.key, prefix, plen) == 0;
-        if (keep && has_km) {
-            int c = strcmp(r.key, key_marker);
-            keep = c > 0 || (c == 0 && has_im &&
-                             memcmp(id, upload_id_marker,
-                                    strnlen(upload_id_marker, STOR_UPLOAD_ID_LEN)) > 0);
-        }
-        if (!keep) {
+        char idz[STOR_UPLOAD_ID_LEN + 1];
+        memcpy(idz, id, STOR_UPLOAD_ID_LEN);
+        idz[STOR_UPLOAD_ID_LEN] = '\0';
+        if (!stor_upload_listed(r.key, idz, prefix, key_marker, upload_id_marker)) {
             stor_upload_rec_free(&r);
             continue;
         }
@@ -583,14 +568,7 @@ stor_status_t local_mpu_list(stor_t *st_, const char *bucket, const char *prefix
         s = mdb_fail("upload list", rc);
         goto out;
     }
-    if (n)
-        qsort(arr, n, sizeof *arr, cmp_upload);
-    *more_p = n > max;
-    if (n > max) {
-        for (size_t i = max; i < n; i++)
-            free(arr[i].key);
-        n = max;
-    }
+    n = stor_uploads_page(arr, n, max, more_p);
 out:
     if (cur)
         mdb_cursor_close(cur);

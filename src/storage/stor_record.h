@@ -107,6 +107,13 @@ stor_status_t stor_mpu_check_list(const stor_complete_part_t *parts, size_t n);
 stor_status_t stor_mpu_assemble(const stor_complete_part_t *parts, size_t n,
                                 const stor_part_rec_t *recs, size_t n_recs, stor_meta_t *m,
                                 stor_seg_t **segs_p, uint8_t *used);
+/* ListMultipartUploads' selection: 1 if the upload (key, upload_id) starts
+ * with prefix and comes after (key_marker, upload_id_marker). */
+int stor_upload_listed(const char *key, const char *upload_id, const char *prefix,
+                       const char *key_marker, const char *upload_id_marker);
+/* Sorts arr (n uploads) by (key, upload id) and keeps the first max (the
+ * rest freed); *more_p set if any went. Returns how many remain. */
+size_t stor_uploads_page(stor_upload_t *arr, size_t n, size_t max, int *more_p);
 /* Wall-clock time in milliseconds since the epoch. */
 int64_t now_ms(void);
 

@@ -124,3 +124,36 @@ out:
     free(md5s);
     return s;
 }
+
+int stor_upload_listed(const char *key, const char *upload_id, const char *prefix,
+                       const char *key_marker, const char *upload_id_marker)
+{
+    if (strncmp(key, prefix ? prefix : "", prefix ? strlen(prefix) : 0) != 0)
+        return 0;
+    if (!key_marker || !*key_marker)
+        return 1;
+    int c = strcmp(key, key_marker);
+    return c > 0 ||
+           (c == 0 && upload_id_marker && *upload_id_marker &&
+            memcmp(upload_id, upload_id_marker, strnlen(upload_id_marker, STOR_UPLOAD_ID_LEN)) > 0);
+}
+
+static int cmp_upload(const void *a, const void *b)
+{
+    const stor_upload_t *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    return c ? c : strcmp(x->upload_id, y->upload_id);
+}
+
+size_t stor_uploads_page(stor_upload_t *arr, size_t n, size_t max, int *more_p)
+{
+    if (n)
+        qsort(arr, n, sizeof *arr, cmp_upload);
+    *more_p = n > max;
+    if (n > max) {
+        for (size_t i = max; i < n; i++)
+            free(arr[i].key);
+        n = max;
+    }
+    return n;
+}

@@ -15,24 +15,7 @@
  * failed). */
 static int bucket_cas(rstor_t *st, const char *name, const buf_t *old, const buf_t *rec)
 {
-    rados_write_op_t op = rados_create_write_op();
-    if (!op)
-        return -ENOMEM;
-    size_t klen = strlen(name);
-    const char *keys[1] = {name};
-    int cmp = 0;
-    rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
-    rados_write_op_omap_cmp2(op, name, LIBRADOS_CMPXATTR_OP_EQ, old ? old->data : "", klen,
-                             old ? old->len : 0, &cmp);
-    if (rec) {
-        const char *vals[1] = {rec->data};
-        rados_write_op_omap_set2(op, keys, vals, &klen, &rec->len, 1);
-    } else {
-        rados_write_op_omap_rm_keys2(op, keys, &klen, 1);
-    }
-    int rc = rados_write_op_operate(op, st->index, RSTOR_BUCKETS_OID, NULL, 0);
-    rados_release_write_op(op);
-    return rc;
+    return rs_omap_cas(st->index, RSTOR_BUCKETS_OID, name, strlen(name), old, rec, RS_CAS_CREATE);
 }
 
 stor_status_t rs_bucket_create(stor_t *st_, const char *name, const char *owner)
@@ -119,22 +102,9 @@ stor_status_t rs_bucket_set_acl(stor_t *st_, const stor_bucket_t *bucket, stor_a
  * bucket's index; setting fails with -ECANCELED if it is already there. */
 static int index_tomb(rstor_t *st, const char *oid, int set)
 {
-    rados_write_op_t op = rados_create_write_op();
-    if (!op)
-        return -ENOMEM;
-    const char *keys[1] = {RSTOR_TOMB}, *vals[1] = {"1"};
-    size_t klen = strlen(RSTOR_TOMB), vlen = 1;
-    int cmp = 0;
-    rados_write_op_assert_exists(op);
-    if (set) {
-        rados_write_op_omap_cmp2(op, RSTOR_TOMB, LIBRADOS_CMPXATTR_OP_EQ, "", klen, 0, &cmp);
-        rados_write_op_omap_set2(op, keys, vals, &klen, &vlen, 1);
-    } else {
-        rados_write_op_omap_rm_keys2(op, keys, &klen, 1);
-    }
-    int rc = rados_write_op_operate(op, st->index, oid, NULL, 0);
-    rados_release_write_op(op);
-    return rc;
+    buf_t one = {.data = "1", .len = 1};
+    return rs_omap_cas(st->index, oid, RSTOR_TOMB, strlen(RSTOR_TOMB), set ? NULL : &one,
+                       set ? &one : NULL, 0);
 }
 
 /* 1 if the index holds an object key, 0 if not, or a librados code. */

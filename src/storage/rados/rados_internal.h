@@ -75,6 +75,17 @@ int rs_new_blob_id(uint8_t id[STOR_ID_LEN]);
  * such object). */
 int rs_omap_get(rados_ioctx_t io, const char *oid, const char *key, size_t klen, buf_t *val);
 
+/* One atomic compare-and-set of omap key (klen bytes) on oid: from expect
+ * (NULL: absent) to val (NULL: removed). The object must exist unless
+ * RS_CAS_CREATE (then it is made if needed); with RS_CAS_NO_TOMB the key
+ * RSTOR_TOMB must be absent too. Returns the librados code: -ECANCELED when
+ * key does not hold expect, -ESTALE when the tombstone is there, -ENOENT when
+ * the object is missing. */
+#define RS_CAS_CREATE  1u
+#define RS_CAS_NO_TOMB 2u
+int rs_omap_cas(rados_ioctx_t io, const char *oid, const char *key, size_t klen,
+                const buf_t *expect, const buf_t *val, unsigned flags);
+
 /* Calls fn on every omap entry of oid after key `after` ("" for all), in
  * key order, reading RSTOR_OMAP_BATCH at a time; stops at fn's first
  * non-zero return and returns it. 0, or a librados code (-ENOENT: no such

@@ -31,24 +31,7 @@ static int upload_cas(rstor_t *st, uint64_t bucket_id, const char *id, const buf
 {
     char oid[RSTOR_OID_MAX];
     rs_uploads_oid(bucket_id, oid);
-    rados_write_op_t op = rados_create_write_op();
-    if (!op)
-        return -ENOMEM;
-    size_t klen = STOR_UPLOAD_ID_LEN;
-    const char *keys[1] = {id};
-    int cmp = 0;
-    rados_write_op_assert_exists(op);
-    rados_write_op_omap_cmp2(op, id, LIBRADOS_CMPXATTR_OP_EQ, expect ? expect->data : "", klen,
-                             expect ? expect->len : 0, &cmp);
-    if (rec) {
-        const char *vals[1] = {rec->data};
-        rados_write_op_omap_set2(op, keys, vals, &klen, &rec->len, 1);
-    } else {
-        rados_write_op_omap_rm_keys2(op, keys, &klen, 1);
-    }
-    int rc = rados_write_op_operate(op, st->index, oid, NULL, 0);
-    rados_release_write_op(op);
-    return rc;
+    return rs_omap_cas(st->index, oid, id, STOR_UPLOAD_ID_LEN, expect, rec, 0);
 }
 
 /* Reads upload id of bucket bucket_id for key: raw bytes into *raw
@@ -259,33 +242,18 @@ stor_status_t rs_part_commit(stor_writer_t *w, const char *key, const char *uplo
     for (int attempt = 0;; attempt++) {
         buf_free(&cur);
         int rc = rs_omap_get(st->index, oid, pkey, klen, &cur);
-        if (rc >= 0) {
-            rados_write_op_t op = rados_create_write_op();
-            if (!op) {
-                s = STOR_ERR_NOMEM;
-                goto out;
+        int found = rc > 0;
+        if (rc >= 0)
+            rc = rs_omap_cas(st->index, oid, pkey, klen, found ? &cur : NULL, &rec, 0);
+        if (rc == 0) {
+            stor_part_rec_t old;
+            if (found && stor_rec_decode_part(cur.data, cur.len, &old) == STOR_OK) {
+                gc_parts(st, &old, 1, NULL);
+                stor_part_free_fields(&old.part);
             }
-            int cmp = 0;
-            const char *keys[1] = {pkey}, *vals[1] = {rec.data};
-            rados_write_op_assert_exists(op);
-            rados_write_op_omap_cmp2(op, pkey, LIBRADOS_CMPXATTR_OP_EQ, rc ? cur.data : "", klen,
-                                     rc ? cur.len : 0, &cmp);
-            rados_write_op_omap_set2(op, keys, vals, &klen, &rec.len, 1);
-            int found = rc;
-            rc = rados_write_op_operate(op, st->index, oid, NULL, 0);
-            rados_release_write_op(op);
-            if (rc == 0) {
-                if (found) {
-                    stor_part_rec_t old;
-                    if (stor_rec_decode_part(cur.data, cur.len, &old) == STOR_OK) {
-                        gc_parts(st, &old, 1, NULL);
-                        stor_part_free_fields(&old.part);
-                    }
-                }
-                rs_writer_done(w, 1);
-                w = NULL;
-                goto out;
-            }
+            rs_writer_done(w, 1);
+            w = NULL;
+            goto out;
         }
         if (rc == -ENOENT) {
             s = STOR_ERR_NO_UPLOAD;
@@ -503,13 +471,6 @@ stor_status_t rs_uploads_drop(rstor_t *st, uint64_t bucket_id)
     return STOR_OK;
 }
 
-static int cmp_upload(const void *a, const void *b)
-{
-    const stor_upload_t *x = a, *y = b;
-    int c = strcmp(x->key, y->key);
-    return c ? c : strcmp(x->upload_id, y->upload_id);
-}
-
 stor_status_t rs_mpu_list(stor_t *st_, const char *bucket, const char *prefix,
                           const char *key_marker, const char *upload_id_marker, size_t max,
                           stor_upload_t **uploads_p, size_t *n_p, int *more_p)
@@ -523,10 +484,6 @@ stor_status_t rs_mpu_list(stor_t *st_, const char *bucket, const char *prefix,
     size_t nu;
     if ((s = uploads_load(st, b.id, &ups, &nu)) != STOR_OK)
         return s;
-    prefix = prefix ? prefix : "";
-    size_t plen = strlen(prefix);
-    int has_km = key_marker && *key_marker;
-    int has_im = upload_id_marker && *upload_id_marker;
     stor_upload_t *arr = calloc(nu ? nu : 1, sizeof *arr);
     size_t n = 0;
     if (!arr) {
@@ -534,13 +491,7 @@ stor_status_t rs_mpu_list(stor_t *st_, const char *bucket, const char *prefix,
         return STOR_ERR_NOMEM;
     }
     for (size_t i = 0; i < nu; i++) {
-        const char *k = ups[i].rec.key;
-        int keep = strncmp(k, prefix, plen) == 0;
-        if (keep && has_km) {
-            int c = strcmp(k, key_marker);
-            keep = c > 0 || (c == 0 && has_im && strcmp(ups[i].id, upload_id_marker) > 0);
-        }
-        if (!keep)
+        if (!stor_upload_listed(ups[i].rec.key, ups[i].id, prefix, key_marker, upload_id_marker))
             continue;
         arr[n].key = ups[i].rec.key;
         ups[i].rec.key = NULL;
@@ -549,14 +500,7 @@ stor_status_t rs_mpu_list(stor_t *st_, const char *bucket, const char *prefix,
         n++;
     }
     upls_free(ups, nu);
-    if (n)
-        qsort(arr, n, sizeof *arr, cmp_upload);
-    *more_p = n > max;
-    if (n > max) {
-        for (size_t i = max; i < n; i++)
-            free(arr[i].key);
-        n = max;
-    }
+    n = stor_uploads_page(arr, n, max, more_p);
     *uploads_p = arr;
     *n_p = n;
     return STOR_OK;

@@ -18,27 +18,7 @@
 static int index_cas(rstor_t *st, const char *oid, const char *key, const buf_t *expect,
                      const buf_t *rec)
 {
-    rados_write_op_t op = rados_create_write_op();
-    if (!op)
-        return -ENOMEM;
-    size_t klen = strlen(key), tlen = strlen(RSTOR_TOMB);
-    int cmp_key = 0, cmp_tomb = 0;
-    const char *keys[1] = {key};
-    rados_write_op_assert_exists(op);
-    rados_write_op_omap_cmp2(op, RSTOR_TOMB, LIBRADOS_CMPXATTR_OP_EQ, "", tlen, 0, &cmp_tomb);
-    rados_write_op_omap_cmp2(op, key, LIBRADOS_CMPXATTR_OP_EQ, expect ? expect->data : "", klen,
-                             expect ? expect->len : 0, &cmp_key);
-    if (rec) {
-        const char *vals[1] = {rec->data};
-        rados_write_op_omap_set2(op, keys, vals, &klen, &rec->len, 1);
-    } else {
-        rados_write_op_omap_rm_keys2(op, keys, &klen, 1);
-    }
-    int rc = rados_write_op_operate(op, st->index, oid, NULL, 0);
-    rados_release_write_op(op);
-    if (rc == -ECANCELED && cmp_tomb < 0)
-        rc = -ESTALE;
-    return rc;
+    return rs_omap_cas(st->index, oid, key, strlen(key), expect, rec, RS_CAS_NO_TOMB);
 }
 
 /* Reads key's record from the index of bucket bucket_id: the stored bytes
