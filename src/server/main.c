@@ -276,7 +276,11 @@ int main(int argc, char **argv)
                rdma_server_unix_socket(rdma), (unsigned)geteuid());
     else
         printf("  rdma:        off\n");
-    printf("  data:        %s (durability %s)\n", cfg.data_dir, cfg.durability);
+    if (on_rados)
+        printf("  data:        RADOS pool %s (%s)\n", cfg.rados_pool,
+               *cfg.rados_conf ? cfg.rados_conf : "default ceph.conf");
+    else
+        printf("  data:        %s (durability %s)\n", cfg.data_dir, cfg.durability);
     if (local_creds) {
         printf("  credentials: %s %s/%s\n", created ? "created in" : "from", cfg.data_dir,
                CREDENTIALS_FILE);

@@ -307,3 +307,30 @@ def test_cluster_loss_answers_503_and_recovers(ceph_cluster, make_server):
     assert s3.get_object(Bucket=bucket, Key="k")["Body"].read() == b"before"
     assert s3.get_object(Bucket=bucket, Key="k3")["Body"].read() == b"after"
     delete_all(s3, bucket)
+
+
+def test_backend_settings_are_checked(tmp_path):
+    """Bad backend settings stop s3rdmad at start with a clear message; a cluster that
+    does not answer makes it exit (after the op timeout) instead of hanging."""
+    from s3r_itest import BINARY, write_config
+    cfg = tmp_path / "c.yaml"
+    write_config(cfg)
+    base = [BINARY, "--data", str(tmp_path / "d"), "--listen", "127.0.0.1:0", "--config",
+            str(cfg), "--rdma-enabled", "false"]
+    cases = [(["--storage-backend", "s3"], "storage backend must be 'local' or 'rados'"),
+             (["--storage-backend", "rados"], "needs storage.rados.pool"),
+             (["--storage-backend", "rados", "--storage-rados-pool", "p",
+               "--storage-rados-op-timeout", "0"], "op_timeout must be 1..3600"),
+             (["--storage-backend", "rados", "--storage-rados-pool", "p",
+               "--storage-rados-gc-grace", "soon"], "gc_grace must be 0..604800")]
+    for args, msg in cases:
+        p = subprocess.run(base + args, capture_output=True, text=True, timeout=30)
+        assert p.returncode != 0 and msg in p.stderr, (args, p.returncode, p.stderr)
+    dead = tmp_path / "dead.conf"
+    port = __import__("s3r_itest").free_port()
+    dead.write_text(f"[global]\nmon host = [v2:127.0.0.1:{port}]\nauth client required = none\n"
+                    "ms client mode = crc\nms mon client mode = crc\n")
+    p = subprocess.run(base + ["--storage-backend", "rados", "--storage-rados-pool", "p",
+                               "--storage-rados-conf", str(dead), "--storage-rados-op-timeout",
+                               "2"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "cannot open the store" in p.stderr, (p.returncode, p.stderr)
