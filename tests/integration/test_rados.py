@@ -134,6 +134,15 @@ def test_two_gateways_share_objects_and_listings(ceph_cluster, pool, make_server
 
     delete_all(sb, bucket)
     assert bucket not in [x["Name"] for x in sa.list_buckets()["Buckets"]]
+    with pytest.raises(ClientError) as e:
+        sa.get_object(Bucket=bucket, Key="mpu")
+    assert e.value.response["Error"]["Code"] == "NoSuchBucket"
+    # Re-created through B under the same name: A, which read the old bucket, sees the new.
+    sb.create_bucket(Bucket=bucket)
+    sb.put_object(Bucket=bucket, Key="again", Body=b"second life")
+    assert sa.get_object(Bucket=bucket, Key="again")["Body"].read() == b"second life"
+    assert [o["Key"] for o in sa.list_objects_v2(Bucket=bucket)["Contents"]] == ["again"]
+    delete_all(sa, bucket)
     # Everything deleted: once the GC log drains (grace 1 s) no piece is left.
     assert wait_no_pieces(ceph_cluster, pool) == []
 

@@ -35,6 +35,13 @@
 #define RSTOR_OID_MAX 64
 #define RSTOR_RETRIES 64 /* compare-and-swap attempts before giving up */
 
+/* A bucket name -> id cache slot (rs_bucket_id). */
+#define RSTOR_IDCACHE 256
+typedef struct idslot {
+    char name[STOR_BUCKET_MAX + 1];
+    uint64_t id;
+} idslot_t;
+
 typedef struct rstor {
     stor_t base; /* first: stor_backend.h */
     rados_t cluster;
@@ -47,6 +54,12 @@ typedef struct rstor {
     pthread_mutex_t gc_lock;
     pthread_cond_t gc_cond;
     int gc_stop;
+    /* Bucket ids by name for reads by name (GET, HEAD, listings), under
+     * id_lock. An entry may be stale (the bucket deleted, maybe re-created):
+     * a read through a stale id finds no index object, and the caller looks
+     * the name up afresh. */
+    pthread_mutex_t id_lock;
+    idslot_t ids[RSTOR_IDCACHE];
 } rstor_t;
 
 /* ---- rados_store.c ------------------------------------------------------ */
@@ -101,6 +114,10 @@ void rs_gc_log(rstor_t *st, const stor_seg_t *segs, size_t n);
 
 /* The bucket named name as stored: its record (and id). */
 stor_status_t rs_bucket_lookup(rstor_t *st, const char *name, stor_bucket_t *out_p);
+
+/* The id of bucket name: the cached one unless fresh, else looked up (and
+ * cached). STOR_ERR_NO_BUCKET when there is no such bucket. */
+stor_status_t rs_bucket_id(rstor_t *st, const char *name, int fresh, uint64_t *id_p);
 
 /* ---- rados_object.c ----------------------------------------------------- */
 

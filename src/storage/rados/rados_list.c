@@ -73,8 +73,8 @@ stor_status_t rs_iter_open(stor_t *st_, const char *bucket, const char *prefix, 
                            stor_iter_t **out_p)
 {
     rstor_t *st = (rstor_t *)st_;
-    stor_bucket_t b;
-    stor_status_t s = rs_bucket_lookup(st, bucket, &b);
+    uint64_t id;
+    stor_status_t s = rs_bucket_id(st, bucket, 0, &id);
     if (s != STOR_OK)
         return s;
     riter_t *it = calloc(1, sizeof *it);
@@ -82,7 +82,7 @@ stor_status_t rs_iter_open(stor_t *st_, const char *bucket, const char *prefix, 
         return STOR_ERR_NOMEM;
     it->base.st = st_;
     it->st = st;
-    rs_index_oid(b.id, it->oid);
+    rs_index_oid(id, it->oid);
     prefix = prefix ? prefix : "";
     after = after ? after : "";
     if (set_str(&it->prefix, prefix, strlen(prefix)) != 0 ||
@@ -91,6 +91,15 @@ stor_status_t rs_iter_open(stor_t *st_, const char *bucket, const char *prefix, 
         return STOR_ERR_NOMEM;
     }
     int rc = batch_fetch(it);
+    if (rc == -ENOENT) {
+        /* A stale cached id: look the name up afresh. */
+        if ((s = rs_bucket_id(st, bucket, 1, &id)) != STOR_OK) {
+            rs_iter_close(&it->base);
+            return s;
+        }
+        rs_index_oid(id, it->oid);
+        rc = batch_fetch(it);
+    }
     if (rc < 0) {
         s = rc == -ENOENT ? STOR_ERR_NO_BUCKET : rs_fail("list", it->oid, rc);
         rs_iter_close(&it->base);

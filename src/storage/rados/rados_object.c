@@ -85,18 +85,21 @@ stor_status_t rs_index_switch(rstor_t *st, uint64_t bucket_id, const char *key, 
     return STOR_ERR_UNAVAILABLE;
 }
 
-/* Reads bucket/key's record (bucket by name). STOR_ERR_NO_KEY when absent. */
+/* Reads bucket/key's record (bucket by name, its id cached).
+ * STOR_ERR_NO_KEY when absent. */
 static stor_status_t rec_read(rstor_t *st, const char *bucket, const char *key, stor_obj_rec_t *rec)
 {
-    stor_bucket_t b;
-    stor_status_t s = rs_bucket_lookup(st, bucket, &b);
-    if (s != STOR_OK)
-        return s;
-    char oid[RSTOR_OID_MAX];
-    rs_index_oid(b.id, oid);
-    buf_t raw;
-    s = index_read(st, oid, key, &raw, rec);
-    buf_free(&raw);
+    stor_status_t s = STOR_ERR_NO_BUCKET;
+    for (int fresh = 0; fresh < 2 && s == STOR_ERR_NO_BUCKET; fresh++) {
+        uint64_t id;
+        if ((s = rs_bucket_id(st, bucket, fresh, &id)) != STOR_OK)
+            return s;
+        char oid[RSTOR_OID_MAX];
+        rs_index_oid(id, oid);
+        buf_t raw;
+        s = index_read(st, oid, key, &raw, rec);
+        buf_free(&raw);
+    }
     return s;
 }
 

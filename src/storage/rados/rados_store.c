@@ -185,6 +185,39 @@ stor_status_t rs_bucket_lookup(rstor_t *st, const char *name, stor_bucket_t *out
     return s;
 }
 
+static idslot_t *id_slot(rstor_t *st, const char *name)
+{
+    uint32_t h = 2166136261u;
+    for (const char *p = name; *p; p++)
+        h = (h ^ (uint8_t)*p) * 16777619u;
+    return &st->ids[h % RSTOR_IDCACHE];
+}
+
+stor_status_t rs_bucket_id(rstor_t *st, const char *name, int fresh, uint64_t *id_p)
+{
+    idslot_t *slot = id_slot(st, name);
+    if (!fresh) {
+        pthread_mutex_lock(&st->id_lock);
+        int hit = slot->id && strcmp(slot->name, name) == 0;
+        *id_p = slot->id;
+        pthread_mutex_unlock(&st->id_lock);
+        if (hit)
+            return STOR_OK;
+    }
+    stor_bucket_t b;
+    stor_status_t s = rs_bucket_lookup(st, name, &b);
+    pthread_mutex_lock(&st->id_lock);
+    if (s == STOR_OK) {
+        snprintf(slot->name, sizeof slot->name, "%s", name);
+        slot->id = b.id;
+    } else if (strcmp(slot->name, name) == 0) {
+        slot->id = 0;
+    }
+    pthread_mutex_unlock(&st->id_lock);
+    *id_p = b.id;
+    return s;
+}
+
 /* ==== Open / close ====================================================== */
 
 static const stor_ops_t rados_ops = {
@@ -235,6 +268,7 @@ stor_status_t stor_open_rados(const stor_rados_conf_t *conf, stor_t **out_p)
     st->grace_ms = (int64_t)conf->gc_grace_s * 1000;
     pthread_mutex_init(&st->gc_lock, NULL);
     pthread_cond_init(&st->gc_cond, NULL);
+    pthread_mutex_init(&st->id_lock, NULL);
     const char *user = conf->user && *conf->user ? conf->user : "admin";
     const char *ipool = conf->index_pool && *conf->index_pool ? conf->index_pool : conf->pool;
     const char *what = "create";
@@ -297,6 +331,7 @@ void rs_close(stor_t *st_)
         rados_shutdown(st->cluster);
     pthread_mutex_destroy(&st->gc_lock);
     pthread_cond_destroy(&st->gc_cond);
+    pthread_mutex_destroy(&st->id_lock);
     free(st);
 }
 
