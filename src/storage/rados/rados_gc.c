@@ -6,7 +6,7 @@
  *    change keeps its snapshot; then their pieces are removed. Drained about
  *    once a second by every gateway (removing a piece twice is harmless).
  *  - the sweep, once at start: pieces that nothing references (no index
- *    record, no part of a live upload, no GC log entry) and whose blob is
+ *    record, no parts object, no GC log entry) and whose blob is
  *    older than grace_ms (its id starts with its creation time) are removed.
  *    That is what a gateway killed mid-write, or between an index switch and
  *    its GC log write, leaves behind. */
@@ -198,24 +198,66 @@ static int mark_part(void *arg, const char *k, size_t kl, const char *v, size_t 
     return rc;
 }
 
-typedef struct upload_mark {
-    rstor_t *st;
-    idset_t *set;
-} upload_mark_t;
-
-static int mark_upload(void *arg, const char *k, size_t kl, const char *v, size_t vl)
+static int add_upload_id(void *arg, const char *k, size_t kl, const char *v, size_t vl)
 {
     (void)v;
     (void)vl;
-    upload_mark_t *um = arg;
-    if (kl != STOR_UPLOAD_ID_LEN)
+    uint8_t id[STOR_ID_LEN];
+    if (kl != STOR_UPLOAD_ID_LEN || hex_decode(k, kl, id, STOR_ID_LEN) != 0)
         return 0;
-    char id[STOR_UPLOAD_ID_LEN + 1], oid[RSTOR_OID_MAX];
-    memcpy(id, k, kl);
-    id[kl] = '\0';
-    rs_parts_oid(id, oid);
-    int rc = rs_omap_each(um->st->index, oid, "", mark_part, um->set);
-    return rc == -ENOENT ? 0 : rc;
+    return idset_add(arg, id) ? -ENOMEM : 0;
+}
+
+/* Marks the parts of every parts object in the index pool whose upload is
+ * live (its record read first) or that changed within grace_ms: Complete
+ * and Abort remove the upload record first and the parts object last. A
+ * parts object whose record went longer ago is what a gateway killed in
+ * between left: it goes to *orphans (its blobs that an index references are
+ * marked by the index). */
+static int mark_all_parts(rstor_t *st, idset_t *set, idset_t *orphans)
+{
+    stor_bucket_t *bs;
+    size_t nb;
+    if (rs_bucket_list(&st->base, &bs, &nb) != STOR_OK)
+        return -EIO;
+    idset_t live = {0};
+    int rc = 0;
+    for (size_t i = 0; i < nb && rc == 0; i++) {
+        char oid[RSTOR_OID_MAX];
+        rs_uploads_oid(bs[i].id, oid);
+        if ((rc = rs_omap_each(st->index, oid, "", add_upload_id, &live)) == -ENOENT)
+            rc = 0;
+    }
+    free(bs);
+    if (live.n)
+        qsort(live.ids, live.n, STOR_ID_LEN, cmp_id);
+    rados_list_ctx_t ls;
+    if (rc == 0 && (rc = rados_nobjects_list_open(st->index, &ls)) == 0) {
+        const char *name;
+        size_t plen = strlen("s3rdma.parts.");
+        time_t old_before = (time_t)((now_ms() - st->grace_ms) / 1000);
+        while (rc == 0 && (rc = rados_nobjects_list_next(ls, &name, NULL, NULL)) == 0) {
+            uint8_t id[STOR_ID_LEN];
+            if (strncmp(name, "s3rdma.parts.", plen) != 0 ||
+                hex_decode(name + plen, 2 * STOR_ID_LEN, id, STOR_ID_LEN) != 0)
+                continue;
+            uint64_t size;
+            time_t mtime;
+            if (!(live.n && bsearch(id, live.ids, live.n, STOR_ID_LEN, cmp_id)) &&
+                rados_stat(st->index, name, &size, &mtime) == 0 && mtime < old_before) {
+                rc = idset_add(orphans, id) ? -ENOMEM : 0;
+                continue;
+            }
+            rc = rs_omap_each(st->index, name, "", mark_part, set);
+            if (rc == -ENOENT)
+                rc = 0; /* gone since listed: its upload ended */
+        }
+        rados_nobjects_list_close(ls);
+        if (rc == -ENOENT)
+            rc = 0;
+    }
+    free(live.ids);
+    return rc;
 }
 
 static int mark_gc(void *arg, const char *k, size_t kl, const char *v, size_t vl)
@@ -228,23 +270,24 @@ static int mark_gc(void *arg, const char *k, size_t kl, const char *v, size_t vl
 }
 
 /* Every blob something references. 0, or a librados code (then nothing may
- * be swept). */
-static int sweep_mark(rstor_t *st, idset_t *set)
+ * be swept). The order matters against changes racing the marking: parts
+ * objects before indexes (a Complete moves its parts from the one to the
+ * other, removing the parts object last), indexes before the GC log (an
+ * overwrite switches the index, then logs the old blob). */
+static int sweep_mark(rstor_t *st, idset_t *set, idset_t *orphans)
 {
+    int rc = mark_all_parts(st, set, orphans);
+    if (rc != 0)
+        return rc;
     stor_bucket_t *bs;
     size_t nb;
     if (rs_bucket_list(&st->base, &bs, &nb) != STOR_OK)
         return -EIO;
-    int rc = 0;
     for (size_t i = 0; i < nb && rc == 0; i++) {
         char oid[RSTOR_OID_MAX];
         rs_index_oid(bs[i].id, oid);
         rc = rs_omap_each(st->index, oid, "", mark_object, set);
         if (rc == -ENOENT)
-            rc = 0;
-        upload_mark_t um = {st, set};
-        rs_uploads_oid(bs[i].id, oid);
-        if (rc == 0 && (rc = rs_omap_each(st->index, oid, "", mark_upload, &um)) == -ENOENT)
             rc = 0;
     }
     free(bs);
@@ -256,13 +299,23 @@ static int sweep_mark(rstor_t *st, idset_t *set)
 /* Removes unreferenced pieces of blobs older than grace_ms. */
 static void gc_sweep(rstor_t *st)
 {
-    idset_t set = {0};
-    int rc = sweep_mark(st, &set);
+    idset_t set = {0}, orphans = {0};
+    int rc = sweep_mark(st, &set, &orphans);
     if (rc != 0) {
         log_warn("storage: sweep skipped: %s", strerror(-rc));
         free(set.ids);
+        free(orphans.ids);
         return;
     }
+    /* Parts objects of uploads that ended in a crash: their unreferenced
+     * blobs go below with the rest. */
+    for (size_t i = 0; i < orphans.n; i++) {
+        char hex[2 * STOR_ID_LEN + 1], oid[RSTOR_OID_MAX];
+        hex_encode(orphans.ids[i], STOR_ID_LEN, hex);
+        rs_parts_oid(hex, oid);
+        rados_remove(st->index, oid);
+    }
+    free(orphans.ids);
     if (set.n)
         qsort(set.ids, set.n, STOR_ID_LEN, cmp_id);
     rados_list_ctx_t ls;

@@ -34,6 +34,24 @@ static int upload_cas(rstor_t *st, uint64_t bucket_id, const char *id, const buf
     return rs_omap_cas(st->index, oid, id, STOR_UPLOAD_ID_LEN, expect, rec, 0);
 }
 
+/* Marks upload id's parts object as just changed before its record goes:
+ * the start sweep spares the parts of a parts object without an upload
+ * record while it is younger than the grace (rados_gc.c), which covers a
+ * Complete or Abort in progress. The librados code. */
+static int parts_touch(rstor_t *st, const char *id)
+{
+    char oid[RSTOR_OID_MAX];
+    rs_parts_oid(id, oid);
+    rados_write_op_t op = rados_create_write_op();
+    if (!op)
+        return -ENOMEM;
+    rados_write_op_assert_exists(op);
+    rados_write_op_setxattr(op, "s3rdma.ending", "1", 1);
+    int rc = rados_write_op_operate(op, st->index, oid, NULL, 0);
+    rados_release_write_op(op);
+    return rc;
+}
+
 /* Reads upload id of bucket bucket_id for key: raw bytes into *raw
  * (buf_init'ed here), decoded into *rec. STOR_ERR_NO_UPLOAD unless it
  * exists for that key. */
@@ -333,7 +351,11 @@ stor_status_t rs_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const char 
         goto out;
     /* Claim the upload: of two racing Completes (or a Complete and an
      * Abort) exactly one removes its record. */
-    int rc = upload_cas(st, bkt->id, upload_id, &raw, NULL);
+    int rc = parts_touch(st, upload_id);
+    if (rc == -ENOENT)
+        rc = -ECANCELED; /* ended by another Complete or an Abort meanwhile */
+    if (rc == 0)
+        rc = upload_cas(st, bkt->id, upload_id, &raw, NULL);
     if (rc < 0) {
         s = rc == -ECANCELED ? STOR_ERR_NO_UPLOAD
             : rc == -ENOENT  ? STOR_ERR_NO_BUCKET
@@ -377,7 +399,11 @@ stor_status_t rs_mpu_abort(stor_t *st_, const stor_bucket_t *bucket, const char 
     stor_status_t s = upload_read(st, bucket->id, key, upload_id, &raw, &up);
     if (s == STOR_OK) {
         stor_upload_rec_free(&up);
-        int rc = upload_cas(st, bucket->id, upload_id, &raw, NULL);
+        int rc = parts_touch(st, upload_id);
+        if (rc == -ENOENT)
+            rc = -ECANCELED;
+        if (rc == 0)
+            rc = upload_cas(st, bucket->id, upload_id, &raw, NULL);
         if (rc < 0)
             s = rc == -ECANCELED ? STOR_ERR_NO_UPLOAD
                 : rc == -ENOENT  ? STOR_ERR_NO_BUCKET
