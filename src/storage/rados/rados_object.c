@@ -246,8 +246,10 @@ stor_status_t rs_writer_write(stor_writer_t *w_, const void *data, size_t len)
         }
         size_t n = RSTOR_PIECE - w->fill < len ? RSTOR_PIECE - w->fill : len;
         if (w->fill + n > w->cap) {
-            /* Grow geometrically up to a piece: a small object costs no more. */
-            size_t cap = w->cap ? w->cap : 64 * 1024;
+            /* The first piece grows geometrically (a small object costs a
+             * small buffer); once one piece went, the object is large and
+             * the next takes a whole piece buffer (a spare one if any). */
+            size_t cap = w->next_piece ? RSTOR_PIECE : w->cap ? w->cap : 64 * 1024;
             while (cap < w->fill + n)
                 cap *= 2;
             if (cap > RSTOR_PIECE)
