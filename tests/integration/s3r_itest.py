@@ -72,8 +72,9 @@ class CephCluster:
     def stop(self):
         subprocess.run([str(CEPH_DEV), "stop", str(self.path)], capture_output=True, timeout=120)
 
-    def gateway_args(self, pool="s3rdma", gc_grace=900):
-        """s3rdmad flags that put its store on this cluster."""
+    def gateway_args(self, pool="s3rdma", gc_grace=10):
+        """s3rdmad flags that put its store on this cluster. A short GC grace: the OSD
+        keeps everything in RAM, and no test's reader lives that long."""
         return ["--storage-backend", "rados", "--storage-rados-conf", self.conf,
                 "--storage-rados-pool", pool, "--storage-rados-gc-grace", str(gc_grace)]
 
