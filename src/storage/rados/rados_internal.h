@@ -87,6 +87,18 @@ int rs_new_blob_id(uint8_t id[STOR_ID_LEN]);
  * it). Returns 1 found, 0 absent, or a negative librados code (-ENOENT: no
  * such object). */
 int rs_omap_get(rados_ioctx_t io, const char *oid, const char *key, size_t klen, buf_t *val);
+/* rs_omap_get in two halves, so other I/O can go on meanwhile: start sends
+ * the read (0, or a librados code: then finish must not be called); finish
+ * waits for it and returns what rs_omap_get would. */
+typedef struct rs_omap_get {
+    rados_read_op_t op;
+    rados_completion_t c;
+    rados_omap_iter_t it;
+    int prval;
+} rs_omap_get_t;
+int rs_omap_get_start(rados_ioctx_t io, const char *oid, const char *key, size_t klen,
+                      rs_omap_get_t *g);
+int rs_omap_get_finish(rs_omap_get_t *g, buf_t *val);
 
 /* One atomic compare-and-set of omap key (klen bytes) on oid: from expect
  * (NULL: absent) to val (NULL: removed). The object must exist unless
@@ -128,6 +140,12 @@ stor_status_t rs_bucket_id(rstor_t *st, const char *name, int fresh, uint64_t *i
  * when removing an absent key. */
 stor_status_t rs_index_switch(rstor_t *st, uint64_t bucket_id, const char *key, const buf_t *rec,
                               const stor_precond_t *cond, stor_obj_rec_t *old, int *had_old);
+/* rs_index_switch whose first look at the key's value is the read pre
+ * (rs_omap_get_start'ed on the index object; finished here whatever
+ * happens), or a fresh one when pre is NULL. */
+stor_status_t rs_index_switch_pre(rstor_t *st, uint64_t bucket_id, const char *key,
+                                  const buf_t *rec, const stor_precond_t *cond, rs_omap_get_t *pre,
+                                  stor_obj_rec_t *old, int *had_old);
 
 /* For part commits (rados_multipart.c): which bucket and blob a writer
  * writes; sealing it (every piece in the cluster); and freeing it, its

@@ -26,9 +26,10 @@ static int index_cas(rstor_t *st, const char *oid, const char *key, const buf_t 
  * *rec. Returns STOR_OK (found), STOR_ERR_NO_KEY (absent; *raw empty) or an
  * error. */
 static stor_status_t index_read(rstor_t *st, const char *oid, const char *key, buf_t *raw,
-                                stor_obj_rec_t *rec)
+                                stor_obj_rec_t *rec, rs_omap_get_t *pre)
 {
-    int rc = rs_omap_get(st->index, oid, key, strlen(key), raw);
+    int rc =
+        pre ? rs_omap_get_finish(pre, raw) : rs_omap_get(st->index, oid, key, strlen(key), raw);
     if (rc == -ENOENT)
         return STOR_ERR_NO_BUCKET;
     if (rc < 0)
@@ -51,13 +52,20 @@ static stor_status_t cas_status(const char *oid, int rc)
 stor_status_t rs_index_switch(rstor_t *st, uint64_t bucket_id, const char *key, const buf_t *rec,
                               const stor_precond_t *cond, stor_obj_rec_t *old, int *had_old)
 {
+    return rs_index_switch_pre(st, bucket_id, key, rec, cond, NULL, old, had_old);
+}
+
+stor_status_t rs_index_switch_pre(rstor_t *st, uint64_t bucket_id, const char *key,
+                                  const buf_t *rec, const stor_precond_t *cond, rs_omap_get_t *pre,
+                                  stor_obj_rec_t *old, int *had_old)
+{
     char oid[RSTOR_OID_MAX];
     rs_index_oid(bucket_id, oid);
     *had_old = 0;
     for (int attempt = 0; attempt < RSTOR_RETRIES; attempt++) {
         buf_t cur;
         stor_obj_rec_t o;
-        stor_status_t s = index_read(st, oid, key, &cur, &o);
+        stor_status_t s = index_read(st, oid, key, &cur, &o, attempt == 0 ? pre : NULL);
         int found = s == STOR_OK;
         if (s == STOR_OK || s == STOR_ERR_NO_KEY) {
             s = stor_precond_check(cond, found ? &o.meta : NULL, found);
@@ -97,7 +105,7 @@ static stor_status_t rec_read(rstor_t *st, const char *bucket, const char *key, 
         char oid[RSTOR_OID_MAX];
         rs_index_oid(id, oid);
         buf_t raw;
-        s = index_read(st, oid, key, &raw, rec);
+        s = index_read(st, oid, key, &raw, rec, NULL);
         buf_free(&raw);
     }
     return s;
@@ -341,6 +349,13 @@ stor_status_t rs_writer_commit_if(stor_writer_t *w_, const char *key, stor_meta_
     rwriter_t *w = (rwriter_t *)w_;
     rstor_t *st = w->st;
     buf_t b = {0};
+    /* The key's current record is read while the last piece is written: one
+     * round trip less for a small object. */
+    char oid[RSTOR_OID_MAX];
+    rs_index_oid(w->bucket_id, oid);
+    rs_omap_get_t pre, *prep = &pre;
+    if (rs_omap_get_start(st->index, oid, key, strlen(key), &pre) < 0)
+        prep = NULL;
     stor_status_t s = writer_seal(w);
     if (s != STOR_OK)
         goto fail;
@@ -356,7 +371,8 @@ stor_status_t rs_writer_commit_if(stor_writer_t *w_, const char *key, stor_meta_
         goto fail;
     stor_obj_rec_t old;
     int had_old = 0;
-    s = rs_index_switch(st, w->bucket_id, key, &b, cond, &old, &had_old);
+    s = rs_index_switch_pre(st, w->bucket_id, key, &b, cond, prep, &old, &had_old);
+    prep = NULL;
     buf_free(&b);
     if (s != STOR_OK) {
         /* An unavailable cluster may have applied the switch: the blob is
@@ -374,6 +390,11 @@ stor_status_t rs_writer_commit_if(stor_writer_t *w_, const char *key, stor_meta_
     writer_free(w);
     return STOR_OK;
 fail:
+    if (prep) {
+        buf_t unused;
+        rs_omap_get_finish(prep, &unused);
+        buf_free(&unused);
+    }
     buf_free(&b);
     writer_discard(w);
     return s;
@@ -508,7 +529,7 @@ stor_status_t rs_object_set_acl(stor_t *st_, const stor_bucket_t *bucket, const 
     for (int attempt = 0; attempt < RSTOR_RETRIES; attempt++) {
         buf_t raw, b = {0};
         stor_obj_rec_t rec;
-        stor_status_t s = index_read(st, oid, key, &raw, &rec);
+        stor_status_t s = index_read(st, oid, key, &raw, &rec, NULL);
         if (s != STOR_OK) {
             buf_free(&raw);
             return s;

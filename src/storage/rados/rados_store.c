@@ -55,35 +55,59 @@ int rs_new_blob_id(uint8_t id[STOR_ID_LEN])
     return random_bytes(id + 8, STOR_ID_LEN - 8);
 }
 
-int rs_omap_get(rados_ioctx_t io, const char *oid, const char *key, size_t klen, buf_t *val)
+int rs_omap_get_start(rados_ioctx_t io, const char *oid, const char *key, size_t klen,
+                      rs_omap_get_t *g)
+{
+    memset(g, 0, sizeof *g);
+    if (!(g->op = rados_create_read_op()))
+        return -ENOMEM;
+    const char *keys[1] = {key};
+    rados_read_op_omap_get_vals_by_keys2(g->op, keys, 1, &klen, &g->it, &g->prval);
+    int rc = rados_aio_create_completion2(NULL, NULL, &g->c);
+    if (rc == 0 && (rc = rados_aio_read_op_operate(g->op, io, g->c, oid, 0)) < 0)
+        rados_aio_release(g->c);
+    if (rc < 0) {
+        rados_release_read_op(g->op);
+        g->op = NULL;
+    }
+    return rc;
+}
+
+int rs_omap_get_finish(rs_omap_get_t *g, buf_t *val)
 {
     buf_init(val, STOR_REC_MAX + 1);
-    rados_read_op_t op = rados_create_read_op();
-    if (!op)
-        return -ENOMEM;
-    rados_omap_iter_t it = NULL;
-    int prval = 0;
-    const char *keys[1] = {key};
-    rados_read_op_omap_get_vals_by_keys2(op, keys, 1, &klen, &it, &prval);
-    int rc = rados_read_op_operate(op, io, oid, 0);
-    rados_release_read_op(op);
+    rados_aio_wait_for_complete(g->c);
+    int rc = rados_aio_get_return_value(g->c);
+    rados_aio_release(g->c);
+    rados_release_read_op(g->op);
     if (rc == 0)
-        rc = prval;
+        rc = g->prval;
     if (rc < 0) {
-        if (it)
-            rados_omap_get_end(it);
+        if (g->it)
+            rados_omap_get_end(g->it);
         return rc;
     }
     char *k, *v;
     size_t kl, vl;
     int found = 0;
-    if (rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 && k) {
+    if (rados_omap_get_next2(g->it, &k, &v, &kl, &vl) == 0 && k) {
         found = 1;
         if (buf_append(val, v, vl) != 0)
             found = -ENOMEM;
     }
-    rados_omap_get_end(it);
+    rados_omap_get_end(g->it);
     return found;
+}
+
+int rs_omap_get(rados_ioctx_t io, const char *oid, const char *key, size_t klen, buf_t *val)
+{
+    rs_omap_get_t g;
+    int rc = rs_omap_get_start(io, oid, key, klen, &g);
+    if (rc < 0) {
+        buf_init(val, 1);
+        return rc;
+    }
+    return rs_omap_get_finish(&g, val);
 }
 
 int rs_omap_cas(rados_ioctx_t io, const char *oid, const char *key, size_t klen,
