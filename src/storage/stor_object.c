@@ -200,17 +200,9 @@ stor_status_t local_writer_commit_if(stor_writer_t *w_, const char *key, stor_me
     stor_status_t s = writer_seal(w);
     if (s != STOR_OK)
         goto out;
-    meta->size = w->size;
-    meta->mtime_ms = now_ms();
-    stor_meta_t m = *meta;
-    m.parts_count = 0;
-    m.part_sizes = NULL;
-    stor_seg_t seg;
-    memcpy(seg.id, w->id, STOR_ID_LEN);
-    seg.size = w->size;
     /* Encoded before the write transaction: LMDB serializes writers, so
      * nothing that can run outside one should run inside. */
-    if ((s = encode_object(&b, key, &m, &seg, 1)) != STOR_OK)
+    if ((s = encode_put(&b, key, meta, w->id, w->size)) != STOR_OK)
         goto out;
 
     MDB_txn *txn;

@@ -91,6 +91,11 @@ int stor_keycmp(const char *a, size_t alen, const char *b, size_t blen);
  * STOR_ERR_TOO_LARGE past STOR_REC_MAX. */
 stor_status_t encode_object(buf_t *b, const char *key, const stor_meta_t *m, const stor_seg_t *segs,
                             uint32_t n_segs);
+/* A PUT's record: sets meta's size and mtime (now) and encodes key -> meta
+ * (single-part: parts_count and part_sizes ignored) with the one blob or
+ * file id of size bytes, as encode_object. */
+stor_status_t encode_put(buf_t *b, const char *key, stor_meta_t *meta,
+                         const uint8_t id[STOR_ID_LEN], uint64_t size);
 /* Whether cond (NULL: none) holds for the object a key holds (old, when
  * had_old): STOR_OK, STOR_ERR_PRECONDITION or STOR_ERR_NO_KEY. */
 stor_status_t stor_precond_check(const stor_precond_t *cond, const stor_meta_t *old, int had_old);

@@ -27,6 +27,20 @@ stor_status_t encode_object(buf_t *b, const char *key, const stor_meta_t *m, con
     return b->len > STOR_REC_MAX ? STOR_ERR_TOO_LARGE : STOR_OK;
 }
 
+stor_status_t encode_put(buf_t *b, const char *key, stor_meta_t *meta,
+                         const uint8_t id[STOR_ID_LEN], uint64_t size)
+{
+    meta->size = size;
+    meta->mtime_ms = now_ms();
+    stor_meta_t m = *meta;
+    m.parts_count = 0;
+    m.part_sizes = NULL;
+    stor_seg_t seg;
+    memcpy(seg.id, id, STOR_ID_LEN);
+    seg.size = size;
+    return encode_object(b, key, &m, &seg, 1);
+}
+
 stor_status_t stor_precond_check(const stor_precond_t *cond, const stor_meta_t *old, int had_old)
 {
     if (!cond)

@@ -359,15 +359,7 @@ stor_status_t rs_writer_commit_if(stor_writer_t *w_, const char *key, stor_meta_
     stor_status_t s = writer_seal(w);
     if (s != STOR_OK)
         goto fail;
-    meta->size = w->size;
-    meta->mtime_ms = now_ms();
-    stor_meta_t m = *meta;
-    m.parts_count = 0;
-    m.part_sizes = NULL;
-    stor_seg_t seg;
-    memcpy(seg.id, w->id, STOR_ID_LEN);
-    seg.size = w->size;
-    if ((s = encode_object(&b, key, &m, &seg, 1)) != STOR_OK)
+    if ((s = encode_put(&b, key, meta, w->id, w->size)) != STOR_OK)
         goto fail;
     stor_obj_rec_t old;
     int had_old = 0;
