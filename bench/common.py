@@ -81,17 +81,17 @@ def http_req(port, method, uri, body=b"", cafile=None):
 class S3rdmad:
     """s3rdmad on a free port, relaxed durability (unless told), temp data dir."""
 
-    def __init__(self, tmp, env=None, rdma=True, durability="relaxed", tls=None):
-        """tls: (cert, key) paths: also HTTPS on self.tls_port."""
+    def __init__(self, tmp, env=None, rdma=True, durability="relaxed", tls=None, extra_args=()):
+        """tls: (cert, key) paths: also HTTPS on self.tls_port. extra_args: more flags."""
         self.port = free_port()
         self.rport = free_port()
         self.host = f"127.0.0.1:{self.port}"
-        self.data = os.path.join(tmp, "s3data")
+        self.data = os.path.join(tmp, f"s3data-{self.port}")
         os.makedirs(self.data, exist_ok=True)
-        cfg = os.path.join(tmp, "s3rdmad.yaml")
+        cfg = os.path.join(tmp, f"s3rdmad-{self.port}.yaml")
         with open(cfg, "w") as f:
             f.write(f"users:\n  - access_key: {AK}\n    secret_key: {SK}\n")
-        self.log = open(os.path.join(tmp, "s3rdmad.log"), "w")
+        self.log = open(os.path.join(tmp, f"s3rdmad-{self.port}.log"), "w")
         args = [os.path.join(ROOT, "build", "s3rdmad"), "--data", self.data,
                 "--listen", self.host, "--config", cfg, "--durability", durability,
                 "--log-level", "warn"]
@@ -103,6 +103,7 @@ class S3rdmad:
             args += ["--rdma-listen", f"127.0.0.1:{self.rport}"]
         else:
             args += ["--rdma-enabled", "false"]
+        args += list(extra_args)
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,
                                      env=env or os.environ.copy())
         wait_port(self.port, self.proc, "s3rdmad")

@@ -152,6 +152,8 @@ s3_error_t s3_error_from_stor(stor_status_t st)
         return S3E_METADATA_TOO_LARGE;
     case STOR_ERR_PRECONDITION:
         return S3E_PRECONDITION_FAILED;
+    case STOR_ERR_UNAVAILABLE:
+        return S3E_SLOW_DOWN;
     case STOR_ERR_NOMEM:
     case STOR_ERR_IO:
     default:

@@ -46,6 +46,7 @@ typedef struct setting {
 
 static const char *const durability_words[] = {"fsync", "relaxed", NULL}; /* server_durability_t */
 static const char *const log_level_words[] = {"error", "warn", "info", "debug", NULL}; /* log.h */
+static const char *const backend_words[] = {"local", "rados", NULL}; /* server_storage_backend_t */
 static const char *const metrics_auth_words[] = {"bearer", "public",
                                                  NULL};                 /* server_metrics_auth_t */
 static const char *const log_format_words[] = {"json", "common", NULL}; /* server_log_format_t */
@@ -168,6 +169,27 @@ static const setting_t settings[] = {
     TEXT("tls.key", "tls-key", "S3RDMA_TLS_KEY", "", tls.key, "PEM private key file"),
     ADDR("tls.listen", "tls-listen", "S3RDMA_TLS_LISTEN", "127.0.0.1:9443", tls.listen, 0,
          "HTTPS address HOST:PORT, [V6]:PORT or :PORT (every address)"),
+    /* Storage (docs/storage.md). */
+    CHOICE("storage.backend", "storage-backend", "S3RDMA_STORAGE_BACKEND", "local", storage.backend,
+           backend_words, "local (LMDB + files in data_dir) or rados (a Ceph cluster)"),
+    TEXT("storage.rados.conf", "storage-rados-conf", "S3RDMA_STORAGE_RADOS_CONF", "",
+         storage.rados.conf, "the cluster's ceph.conf (default: librados' search)"),
+    TEXT("storage.rados.user", "storage-rados-user", "S3RDMA_STORAGE_RADOS_USER", "admin",
+         storage.rados.user, "RADOS client id"),
+    TEXT("storage.rados.keyring", "storage-rados-keyring", "S3RDMA_STORAGE_RADOS_KEYRING", "",
+         storage.rados.keyring, "keyring file (default: the conf's)"),
+    TEXT("storage.rados.pool", "storage-rados-pool", "S3RDMA_STORAGE_RADOS_POOL", "",
+         storage.rados.pool, "pool for object data (required with the rados backend)"),
+    TEXT("storage.rados.index_pool", "storage-rados-index-pool", "S3RDMA_STORAGE_RADOS_INDEX_POOL",
+         "", storage.rados.index_pool,
+         "pool for buckets, indexes and uploads (default: the data pool)"),
+    COUNT("storage.rados.gc_grace", "storage-rados-gc-grace", "S3RDMA_STORAGE_RADOS_GC_GRACE",
+          "900", storage.rados.gc_grace_s, 0, 7 * 86400,
+          "seconds replaced data stays readable, and the age under which the start sweep spares "
+          "unreferenced data"),
+    COUNT("storage.rados.op_timeout", "storage-rados-op-timeout", "S3RDMA_STORAGE_RADOS_OP_TIMEOUT",
+          "10", storage.rados.op_timeout_s, 1, 3600,
+          "seconds a cluster call may take before the request fails with 503 SlowDown"),
     /* Observability (docs/operations.md). */
     BOOL("metrics.enabled", "metrics-enabled", "S3RDMA_METRICS_ENABLED", "false", metrics.enabled,
          "true or false: serve Prometheus metrics at GET /metrics"),
@@ -439,7 +461,8 @@ static int load_users(server_config_t *cfg, yaml_document_t *doc, yaml_node_t *s
     return 0;
 }
 
-/* A top-level key that groups settings ("rdma" for rdma.listen, ...). */
+/* A key that groups settings: "rdma" for rdma.listen, "storage" and
+ * "storage.rados" for storage.rados.pool. */
 static bool is_section(const char *k)
 {
     size_t n = strlen(k);
@@ -471,8 +494,8 @@ static int apply_mapping(server_config_t *cfg, yaml_document_t *doc, yaml_node_t
                 return -1;
             continue;
         }
-        if (!*prefix && is_section(k)) {
-            if (apply_mapping(cfg, doc, v, k, path) != 0)
+        if (is_section(full) && v && v->type == YAML_MAPPING_NODE) {
+            if (apply_mapping(cfg, doc, v, full, path) != 0)
                 return -1;
             continue;
         }
@@ -564,12 +587,14 @@ static void usage(FILE *out)
 
 /* ---- --print-config ------------------------------------------------------------------- */
 
-/* The part of a setting's key before its dot ("rdma" of "rdma.listen"), or
- * "" for a top-level key; at most SECTION_MAX - 1 bytes. */
+/* The part of a setting's key before its last dot ("rdma" of "rdma.listen",
+ * "storage.rados" of "storage.rados.pool"), or "" for a top-level key; at
+ * most SECTION_MAX - 1 bytes. The file may write a section as one key
+ * ("storage.rados:") or nested ("storage:" then "rados:"). */
 #define SECTION_MAX 32
 static void section_of(const char *key, char section[SECTION_MAX])
 {
-    const char *dot = strchr(key, '.');
+    const char *dot = strrchr(key, '.');
     size_t n = dot ? (size_t)(dot - key) : 0;
     if (n >= SECTION_MAX)
         n = SECTION_MAX - 1;
@@ -644,17 +669,35 @@ static void print_config(FILE *out, const server_config_t *cfg)
         const setting_t *s = &settings[i];
         section_of(s->key, section);
         if (strcmp(section, cur) != 0) {
-            int any = 0;
-            char other[SECTION_MAX];
-            for (size_t j = i; j < N_SETTINGS; j++) {
-                section_of(settings[j].key, other);
-                if (strcmp(other, section) == 0 && is_set(cfg, j) && settings[j].type != T_SECRET)
-                    any = 1;
+            /* A header for each level of the section not open already
+             * ("storage:", then "  rados:"), commented out unless a setting
+             * under it is in effect. */
+            size_t at = 0; /* where the first level not open starts */
+            size_t cl = strlen(cur);
+            if (cl && strncmp(section, cur, cl) == 0 && section[cl] == '.')
+                at = cl + 1;
+            while (section[at]) {
+                size_t len = strcspn(section + at, "."), depth = 0;
+                for (size_t k = 0; k < at; k++)
+                    depth += section[k] == '.';
+                char prefix[SECTION_MAX + 1];
+                snprintf(prefix, sizeof(prefix), "%.*s.", (int)(at + len), section);
+                int any = 0;
+                for (size_t k = i; k < N_SETTINGS; k++)
+                    if (strncmp(settings[k].key, prefix, strlen(prefix)) == 0 && is_set(cfg, k) &&
+                        settings[k].type != T_SECRET)
+                        any = 1;
+                fprintf(out, "\n%*s%s%.*s:\n", (int)(2 * depth), "", any ? "" : "#", (int)len,
+                        section + at);
+                at += len + (section[at + len] == '.');
             }
-            fprintf(out, "\n%s%s:\n", any ? "" : "#", section);
             snprintf(cur, sizeof(cur), "%s", section);
         }
-        const char *indent = *section ? "  " : "";
+        size_t depth = *section ? 1 : 0;
+        for (const char *c = section; *c; c++)
+            depth += *c == '.';
+        char indent[2 * SECTION_MAX + 1];
+        snprintf(indent, sizeof(indent), "%*s", (int)(2 * depth), "");
         const char *name = *section ? s->key + strlen(section) + 1 : s->key;
         char where[160];
         snprintf(where, sizeof(where), "(flag --%s, env %s)", s->flag, s->env);
@@ -703,6 +746,10 @@ static int check_together(const server_config_t *cfg)
         !*cfg->metrics.token) {
         fprintf(stderr, "s3rdmad: metrics auth 'bearer' needs metrics.token (or set "
                         "metrics.auth: public)\n");
+        return -1;
+    }
+    if (cfg->storage.backend == SERVER_STORAGE_RADOS && !*cfg->storage.rados.pool) {
+        fprintf(stderr, "s3rdmad: the rados storage backend needs storage.rados.pool\n");
         return -1;
     }
     if (!*cfg->log.access) {

@@ -28,6 +28,11 @@ typedef enum server_durability {
     SERVER_DURABILITY_RELAXED,   /* "relaxed" */
 } server_durability_t;
 
+typedef enum server_storage_backend {
+    SERVER_STORAGE_LOCAL = 0, /* "local": LMDB + files in data_dir */
+    SERVER_STORAGE_RADOS,     /* "rados": a Ceph cluster */
+} server_storage_backend_t;
+
 typedef enum server_metrics_auth {
     SERVER_METRICS_BEARER = 0, /* "bearer": Authorization: Bearer <metrics.token> */
     SERVER_METRICS_PUBLIC,     /* "public": no authentication */
@@ -80,6 +85,19 @@ typedef struct server_config {
         char *key;  /* PEM private key */
         server_addr_t listen;
     } tls;
+    /* Storage (docs/storage.md). */
+    struct {
+        int backend; /* server_storage_backend_t */
+        struct {
+            char *conf;          /* ceph.conf path; "" = librados' search */
+            char *user;          /* client id: "admin" */
+            char *keyring;       /* "" = the conf's */
+            char *pool;          /* data pool; required with rados */
+            char *index_pool;    /* "" = the data pool */
+            unsigned gc_grace_s; /* seconds replaced data stays readable */
+            unsigned op_timeout_s;
+        } rados;
+    } storage;
     /* Observability (docs/operations.md). */
     struct {
         bool enabled; /* GET /metrics */

@@ -202,8 +202,12 @@ static void print_banner(const server_config_t *cfg, const s3_server_config_t *s
                rdma_server_unix_socket(rdma), (unsigned)geteuid());
     else if (!rdma)
         printf("  rdma:        off\n");
-    printf("  data:        %s (durability %s)\n", cfg->data_dir,
-           cfg->durability == SERVER_DURABILITY_RELAXED ? "relaxed" : "fsync");
+    if (cfg->storage.backend == SERVER_STORAGE_RADOS)
+        printf("  data:        RADOS pool %s (%s)\n", cfg->storage.rados.pool,
+               *cfg->storage.rados.conf ? cfg->storage.rados.conf : "default ceph.conf");
+    else
+        printf("  data:        %s (durability %s)\n", cfg->data_dir,
+               cfg->durability == SERVER_DURABILITY_RELAXED ? "relaxed" : "fsync");
     if (local_creds) {
         printf("  credentials: %s %s/%s\n", created ? "created in" : "from", cfg->data_dir,
                CREDENTIALS_FILE);
@@ -260,10 +264,21 @@ int main(int argc, char **argv)
     stor_t *store = NULL;
     stor_durability_t dur = cfg.durability == SERVER_DURABILITY_RELAXED ? STOR_DURABILITY_RELAXED
                                                                         : STOR_DURABILITY_FSYNC;
-    stor_status_t st = stor_open(cfg.data_dir, dur, &store);
+    stor_rados_conf_t rconf = {
+        .conf = cfg.storage.rados.conf,
+        .user = cfg.storage.rados.user,
+        .keyring = cfg.storage.rados.keyring,
+        .pool = cfg.storage.rados.pool,
+        .index_pool = cfg.storage.rados.index_pool,
+        .gc_grace_s = cfg.storage.rados.gc_grace_s,
+        .op_timeout_s = cfg.storage.rados.op_timeout_s,
+    };
+    bool on_rados = cfg.storage.backend == SERVER_STORAGE_RADOS;
+    stor_status_t st =
+        on_rados ? stor_open_rados(&rconf, &store) : stor_open(cfg.data_dir, dur, &store);
     if (st != STOR_OK) {
-        fprintf(stderr, "s3rdmad: cannot open the store in %s: %s\n", cfg.data_dir,
-                stor_strerror(st));
+        fprintf(stderr, "s3rdmad: cannot open the store in %s: %s\n",
+                on_rados ? cfg.storage.rados.pool : cfg.data_dir, stor_strerror(st));
         server_config_free(&cfg);
         return 1;
     }

@@ -546,6 +546,8 @@ const char *stor_strerror(stor_status_t st)
         return "metadata too large";
     case STOR_ERR_PRECONDITION:
         return "precondition failed";
+    case STOR_ERR_UNAVAILABLE:
+        return "storage cluster unavailable";
     case STOR_ERR_NOMEM:
         return "out of memory";
     case STOR_ERR_IO:

@@ -9,8 +9,9 @@
 
 /* ==== Buckets ============================================================ */
 
-stor_status_t stor_bucket_create(stor_t *st, const char *name, const char *owner)
+stor_status_t local_bucket_create(stor_t *st_, const char *name, const char *owner)
 {
+    lstor_t *st = (lstor_t *)st_;
     if (!valid_bucket(name))
         return STOR_ERR_TOO_LARGE;
     if (owner && strlen(owner) >= sizeof((stor_bucket_t *)0)->owner)
@@ -46,8 +47,9 @@ stor_status_t stor_bucket_create(stor_t *st, const char *name, const char *owner
     return s;
 }
 
-stor_status_t stor_bucket_get(stor_t *st, const char *name, stor_bucket_t *out_p)
+stor_status_t local_bucket_get(stor_t *st_, const char *name, stor_bucket_t *out_p)
 {
+    lstor_t *st = (lstor_t *)st_;
     if (!valid_bucket(name))
         return STOR_ERR_NO_BUCKET;
     MDB_txn *txn;
@@ -87,8 +89,9 @@ static int has_prefix(MDB_txn *txn, MDB_dbi db, const void *prefix, size_t plen)
     return r;
 }
 
-stor_status_t stor_bucket_delete(stor_t *st, const stor_bucket_t *bucket)
+stor_status_t local_bucket_delete(stor_t *st_, const stor_bucket_t *bucket)
 {
+    lstor_t *st = (lstor_t *)st_;
     const char *name = bucket->name;
     if (!valid_bucket(name))
         return STOR_ERR_NO_BUCKET;
@@ -133,8 +136,9 @@ stor_status_t stor_bucket_delete(stor_t *st, const stor_bucket_t *bucket)
     return s;
 }
 
-stor_status_t stor_bucket_set_acl(stor_t *st, const stor_bucket_t *bucket, stor_acl_t acl)
+stor_status_t local_bucket_set_acl(stor_t *st_, const stor_bucket_t *bucket, stor_acl_t acl)
 {
+    lstor_t *st = (lstor_t *)st_;
     const char *name = bucket->name;
     if (!valid_bucket(name))
         return STOR_ERR_NO_BUCKET;
@@ -178,8 +182,9 @@ stor_status_t stor_bucket_set_acl(stor_t *st, const stor_bucket_t *bucket, stor_
     return wr_commit(st, txn);
 }
 
-stor_status_t stor_bucket_list(stor_t *st, stor_bucket_t **out_p, size_t *n_p)
+stor_status_t local_bucket_list(stor_t *st_, stor_bucket_t **out_p, size_t *n_p)
 {
+    lstor_t *st = (lstor_t *)st_;
     MDB_txn *txn;
     MDB_cursor *cur;
     stor_status_t s = rd_begin(st, &txn);

@@ -17,21 +17,21 @@
 
 #include "storage/stor_internal.h"
 
-static fdslot_t *slot_of(stor_t *st, const uint8_t id[STOR_ID_LEN])
+static fdslot_t *slot_of(lstor_t *st, const uint8_t id[STOR_ID_LEN])
 {
     uint32_t h;
     memcpy(&h, id, sizeof(h)); /* ids are random: any bits are a hash */
     return &st->fd_cache[h % STOR_FDCACHE_SLOTS];
 }
 
-void fdcache_init(stor_t *st)
+void fdcache_init(lstor_t *st)
 {
     pthread_mutex_init(&st->fd_lock, NULL);
     for (size_t i = 0; i < STOR_FDCACHE_SLOTS; i++)
         st->fd_cache[i].fd = -1;
 }
 
-void fdcache_free(stor_t *st)
+void fdcache_free(lstor_t *st)
 {
     for (size_t i = 0; i < STOR_FDCACHE_SLOTS; i++) {
         if (st->fd_cache[i].fd >= 0)
@@ -41,7 +41,7 @@ void fdcache_free(stor_t *st)
     pthread_mutex_destroy(&st->fd_lock);
 }
 
-uint64_t fdcache_epoch(stor_t *st)
+uint64_t fdcache_epoch(lstor_t *st)
 {
     pthread_mutex_lock(&st->fd_lock);
     uint64_t e = st->fd_epoch;
@@ -49,7 +49,7 @@ uint64_t fdcache_epoch(stor_t *st)
     return e;
 }
 
-int fdcache_get(stor_t *st, const uint8_t id[STOR_ID_LEN])
+int fdcache_get(lstor_t *st, const uint8_t id[STOR_ID_LEN])
 {
     int fd = -1;
     pthread_mutex_lock(&st->fd_lock);
@@ -60,7 +60,7 @@ int fdcache_get(stor_t *st, const uint8_t id[STOR_ID_LEN])
     return fd;
 }
 
-void fdcache_put(stor_t *st, const uint8_t id[STOR_ID_LEN], int fd, uint64_t epoch)
+void fdcache_put(lstor_t *st, const uint8_t id[STOR_ID_LEN], int fd, uint64_t epoch)
 {
     int old = -1, mine = -1;
     pthread_mutex_lock(&st->fd_lock);
@@ -75,7 +75,7 @@ void fdcache_put(stor_t *st, const uint8_t id[STOR_ID_LEN], int fd, uint64_t epo
         close(old);
 }
 
-void fdcache_forget(stor_t *st, const uint8_t id[STOR_ID_LEN])
+void fdcache_forget(lstor_t *st, const uint8_t id[STOR_ID_LEN])
 {
     int old = -1;
     pthread_mutex_lock(&st->fd_lock);

@@ -13,6 +13,8 @@
 
 #include "common/buf.h"
 #include "common/hash.h"
+#include "storage/stor_backend.h"
+#include "storage/stor_record.h"
 #include "storage/storage.h"
 
 /* ---- Index keys -----------------------------------------------------------
@@ -24,9 +26,8 @@
  * keys sharing their first P bytes, which the iterator sorts in memory. 0xFF
  * never occurs in UTF-8, so such a block sorts after the short key equal to
  * its P-byte prefix and before anything greater. */
-#define STOR_IKEY_MAX   480 /* LMDB's Debian build allows 511; keep a margin */
-#define STOR_IKEY_HASH  8
-#define STOR_BUCKET_MAX 63
+#define STOR_IKEY_MAX  480 /* LMDB's Debian build allows 511; keep a margin */
+#define STOR_IKEY_HASH 8
 
 /* P for a bucket name of blen bytes (blen <= STOR_BUCKET_MAX). */
 static inline size_t stor_ikey_plen(size_t blen)
@@ -47,25 +48,6 @@ static inline int stor_ikey_is_long(const uint8_t *rest, size_t rlen, size_t ple
     return rlen == plen + 1 + STOR_IKEY_HASH && rest[plen] == 0xFF;
 }
 
-/* Byte-order comparison of two strings with lengths (shorter prefix first). */
-int stor_keycmp(const char *a, size_t alen, const char *b, size_t blen);
-
-/* ---- Records --------------------------------------------------------------
- * Every record starts with a version byte and a type byte; fields are
- * little-endian integers and u32-length-prefixed strings (length 0xFFFFFFFF
- * encodes NULL). Decoders check every length against the bytes left and
- * return STOR_ERR_IO on anything malformed; they never read out of bounds. */
-/* Object and upload records: version 2 added the owner and the canned ACL
- * to the metadata (version 1 records still decode: no owner, private). Part
- * records are version 1. */
-#define STOR_REC_VERSION      2
-#define STOR_REC_PART_VERSION 1
-/* Bucket records: version 2 added the bucket id (version 1 records still
- * decode, with id 0), version 3 the canned ACL (older ones: private). */
-#define STOR_REC_BUCKET_VERSION 3
-#define STOR_ID_LEN             16         /* file id bytes; 32 hex digits on disk */
-#define STOR_REC_MAX            (8u << 20) /* larger records: STOR_ERR_TOO_LARGE */
-
 /* ---- Object files ----------------------------------------------------------
  * File id -> its path under objects/: "ab/cd/<32 hex>", ab/cd its first two
  * bytes. */
@@ -78,59 +60,6 @@ static inline void stor_id_path(const uint8_t id[STOR_ID_LEN], char out[STOR_PAT
     snprintf(out, STOR_PATH_LEN, "%.2s/%.2s/%s", hex, hex + 2, hex);
 }
 
-enum { STOR_REC_OBJECT = 1, STOR_REC_UPLOAD = 2, STOR_REC_PART = 3, STOR_REC_BUCKET = 4 };
-
-typedef struct stor_seg {
-    uint8_t id[STOR_ID_LEN];
-    uint64_t size;
-} stor_seg_t;
-
-typedef struct stor_obj_rec {
-    stor_meta_t meta; /* parts_count/part_sizes filled when multipart */
-    stor_seg_t *segs;
-    uint32_t n_segs;
-} stor_obj_rec_t;
-
-typedef struct stor_upload_rec {
-    char *key;
-    size_t key_len;
-    int64_t initiated_ms;
-    stor_meta_t meta;
-} stor_upload_rec_t;
-
-typedef struct stor_part_rec {
-    stor_part_t part;
-    uint8_t id[STOR_ID_LEN];
-} stor_part_rec_t;
-
-/* Object records: the full key (not copied by the decoders: see
- * stor_rec_object_key), the metadata, the segments. */
-int stor_rec_encode_object(buf_t *b, const char *key, size_t klen, const stor_meta_t *m,
-                           const stor_seg_t *segs, uint32_t n_segs);
-stor_status_t stor_rec_decode_object(const void *data, size_t len, stor_obj_rec_t *out);
-/* Only the metadata of an object record (the listing's need): the same checks
- * as stor_rec_decode_object, without copying the key or the segment list.
- * The caller frees *meta_p with stor_meta_free. */
-stor_status_t stor_rec_decode_object_meta(const void *data, size_t len, stor_meta_t *meta_p);
-/* The full key inside an object record, without allocating (points into data). */
-stor_status_t stor_rec_object_key(const void *data, size_t len, const char **key_p, size_t *klen_p);
-void stor_obj_rec_free(stor_obj_rec_t *r);
-
-int stor_rec_encode_upload(buf_t *b, const char *key, size_t klen, int64_t initiated_ms,
-                           const stor_meta_t *m);
-stor_status_t stor_rec_decode_upload(const void *data, size_t len, stor_upload_rec_t *out);
-void stor_upload_rec_free(stor_upload_rec_t *r);
-
-int stor_rec_encode_part(buf_t *b, const stor_part_t *p, const uint8_t id[STOR_ID_LEN]);
-stor_status_t stor_rec_decode_part(const void *data, size_t len, stor_part_rec_t *out);
-void stor_part_free_fields(stor_part_t *p);
-
-/* Writes a bucket record of the current version; id must not be 0 (0 marks
- * a version-1 record, which has none). */
-int stor_rec_encode_bucket(buf_t *b, const char *owner, int64_t created, uint64_t id,
-                           stor_acl_t acl);
-stor_status_t stor_rec_decode_bucket(const void *data, size_t len, stor_bucket_t *out);
-
 /* ---- The store (storage.c and the stor_*.c files) ------------------------ */
 
 typedef struct syncer syncer_t; /* syncer.h, which includes this header */
@@ -142,7 +71,12 @@ typedef struct fdslot {
     int fd; /* -1: empty */
 } fdslot_t;
 
-struct stor {
+typedef struct lstor lstor_t;
+typedef struct lwriter lwriter_t;
+
+/* The local backend's store; base first (stor_backend.h). */
+struct lstor {
+    stor_t base;
     MDB_env *env;
     MDB_dbi db_buckets; /* name -> bucket record */
     MDB_dbi db_objects; /* index key (stor_internal.h) -> object record */
@@ -172,8 +106,9 @@ struct stor {
     _Atomic uint64_t n_objects, n_bytes;
 };
 
-struct stor_writer {
-    stor_t *st;
+struct lwriter {
+    stor_writer_t base;
+    lstor_t *st;
     char bucket[STOR_BUCKET_MAX + 1];
     uint64_t bucket_id; /* which bucket of that name (stor_bucket_t.id) */
     uint8_t id[STOR_ID_LEN];
@@ -184,64 +119,59 @@ struct stor_writer {
 
 /* ---- stor_fdcache.c: object file descriptors kept open for reads ------- */
 
-void fdcache_init(stor_t *st);
-void fdcache_free(stor_t *st);
+void fdcache_init(lstor_t *st);
+void fdcache_free(lstor_t *st);
 /* The drop epoch: take it before looking an id up in the index. */
-uint64_t fdcache_epoch(stor_t *st);
+uint64_t fdcache_epoch(lstor_t *st);
 /* A new descriptor (the caller closes it) of file id, or -1 if not cached. */
-int fdcache_get(stor_t *st, const uint8_t id[STOR_ID_LEN]);
+int fdcache_get(lstor_t *st, const uint8_t id[STOR_ID_LEN]);
 /* Keeps a duplicate of fd (file id, open for reading) unless a file was
  * dropped since epoch (fdcache_epoch before the lookup that found id). */
-void fdcache_put(stor_t *st, const uint8_t id[STOR_ID_LEN], int fd, uint64_t epoch);
+void fdcache_put(lstor_t *st, const uint8_t id[STOR_ID_LEN], int fd, uint64_t epoch);
 /* File id left the index: closes its cached descriptor, bumps the epoch. */
-void fdcache_forget(stor_t *st, const uint8_t id[STOR_ID_LEN]);
+void fdcache_forget(lstor_t *st, const uint8_t id[STOR_ID_LEN]);
 
 /* Shared helpers (defined in storage.c unless noted). */
 
-/* Wall-clock time in milliseconds since the epoch. */
-int64_t now_ms(void);
 /* Logs an LMDB failure (what: the operation) and returns STOR_ERR_IO. */
 stor_status_t mdb_fail(const char *what, int rc);
 /* After a commit dropped file id from the index: unlink it once durable. */
-void drop_file(stor_t *st, const uint8_t id[STOR_ID_LEN]);
+void drop_file(lstor_t *st, const uint8_t id[STOR_ID_LEN]);
 /* After a commit made file id part of the index: relaxed mode owes it a sync. */
-void new_file(stor_t *st, const uint8_t id[STOR_ID_LEN]);
+void new_file(lstor_t *st, const uint8_t id[STOR_ID_LEN]);
 /* After a committed change: objects and bytes added (negative: removed).
  * A replacement is one call: 0 objects, new size - old size bytes. */
-void usage_change(stor_t *st, int64_t objects, int64_t bytes);
+void usage_change(lstor_t *st, int64_t objects, int64_t bytes);
 /* fsyncs directory path (relative to dirfd); 0 or -1 with errno. */
 int fsync_dirat(int dirfd, const char *path);
 /* Makes sure id's shard directory exists and its entries are durable/owed. */
-int ensure_shard(stor_t *st, const uint8_t id[STOR_ID_LEN]);
+int ensure_shard(lstor_t *st, const uint8_t id[STOR_ID_LEN]);
 /* 1 if bucket is a name of 1..STOR_BUCKET_MAX bytes. */
 int valid_bucket(const char *bucket);
 /* STOR_OK if the bucket exists, as seen by txn. */
-stor_status_t bucket_exists(stor_t *st, MDB_txn *txn, const char *bucket);
+stor_status_t bucket_exists(lstor_t *st, MDB_txn *txn, const char *bucket);
 /* STOR_OK if bucket name, as seen by txn, is still the bucket with this id. */
-stor_status_t bucket_check(stor_t *st, MDB_txn *txn, const char *name, uint64_t id);
+stor_status_t bucket_check(lstor_t *st, MDB_txn *txn, const char *name, uint64_t id);
 /* Begins a read-only transaction. */
-stor_status_t rd_begin(stor_t *st, MDB_txn **txn_p);
+stor_status_t rd_begin(lstor_t *st, MDB_txn **txn_p);
 /* Begins a write transaction. */
-stor_status_t wr_begin(stor_t *st, MDB_txn **txn_p);
+stor_status_t wr_begin(lstor_t *st, MDB_txn **txn_p);
 /* Commits a write transaction and tells the syncer (relaxed mode). */
-stor_status_t wr_commit(stor_t *st, MDB_txn *txn);
+stor_status_t wr_commit(lstor_t *st, MDB_txn *txn);
 /* 1 if s is exactly n lowercase hex digits followed by NUL. */
 int is_hex(const char *s, size_t n);
 
 /* stor_sweep.c: deletes the object files the index does not reference. */
-void sweep_orphans(stor_t *st);
+void sweep_orphans(lstor_t *st);
 
 /* stor_object.c, also used by multipart: */
 /* Closes and frees a writer; its file is unlinked unless keep. */
-void writer_free(stor_writer_t *w, int keep);
+void writer_free(lwriter_t *w, int keep);
 /* Makes the writer's bytes durable per the mode and closes its fd. */
-stor_status_t writer_seal(stor_writer_t *w);
-/* Encodes an object record into b (initialised here; the caller frees it). */
-stor_status_t encode_object(buf_t *b, const char *key, const stor_meta_t *m, const stor_seg_t *segs,
-                            uint32_t n_segs);
+stor_status_t writer_seal(lwriter_t *w);
 /* Points bucket/key at record rec in txn when cond (NULL: none) holds for
  * the record it replaces; that record goes to *old. */
-stor_status_t put_object(stor_t *st, MDB_txn *txn, const char *bucket, uint64_t bucket_id,
+stor_status_t put_object(lstor_t *st, MDB_txn *txn, const char *bucket, uint64_t bucket_id,
                          const char *key, const buf_t *rec, const stor_precond_t *cond,
                          stor_obj_rec_t *old, int *had_old);
 
@@ -249,7 +179,58 @@ stor_status_t put_object(stor_t *st, MDB_txn *txn, const char *bucket, uint64_t 
 /* Deletes, in txn, every multipart upload of bucket and its part records.
  * *ids_p (malloc'ed, n_p entries) gets the parts' file ids, to drop_file()
  * once txn committed. */
-stor_status_t mpu_drop_bucket(stor_t *st, MDB_txn *txn, const char *bucket, stor_seg_t **ids_p,
+stor_status_t mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucket, stor_seg_t **ids_p,
                               size_t *n_p);
+
+/* ---- The local backend's ops (stor_backend.h; the table is in storage.c) -- */
+
+stor_status_t local_bucket_create(stor_t *st_, const char *name, const char *owner);
+stor_status_t local_bucket_get(stor_t *st_, const char *name, stor_bucket_t *out_p);
+stor_status_t local_bucket_delete(stor_t *st_, const stor_bucket_t *bucket);
+stor_status_t local_bucket_set_acl(stor_t *st_, const stor_bucket_t *bucket, stor_acl_t acl);
+stor_status_t local_bucket_list(stor_t *st_, stor_bucket_t **out_p, size_t *n_p);
+stor_status_t local_writer_open(stor_t *st_, const stor_bucket_t *bucket, stor_writer_t **out_p);
+stor_status_t local_writer_write(stor_writer_t *w_, const void *data, size_t len);
+uint64_t local_writer_size(const stor_writer_t *w_);
+void local_writer_abort(stor_writer_t *w_);
+stor_status_t local_writer_commit_if(stor_writer_t *w_, const char *key, stor_meta_t *meta,
+                                     const stor_precond_t *cond);
+stor_status_t local_head(stor_t *st_, const char *bucket, const char *key, stor_meta_t *meta_p);
+void local_reader_close(stor_reader_t *r_);
+stor_status_t local_reader_open(stor_t *st_, const char *bucket, const char *key,
+                                stor_reader_t **out_p);
+const stor_meta_t *local_reader_meta(const stor_reader_t *r_);
+ssize_t local_reader_pread(stor_reader_t *r_, void *buf, size_t len, uint64_t off);
+int local_reader_span_fd(stor_reader_t *r_, uint64_t off, uint64_t len, int *fd_p,
+                         uint64_t *file_off_p);
+stor_status_t local_delete(stor_t *st_, const stor_bucket_t *bucket, const char *key);
+stor_status_t local_object_set_acl(stor_t *st_, const stor_bucket_t *bucket, const char *key,
+                                   stor_acl_t acl);
+stor_status_t local_iter_open(stor_t *st_, const char *bucket, const char *prefix,
+                              const char *after, stor_iter_t **out_p);
+void local_iter_seek(stor_iter_t *it_, const char *key, size_t key_len);
+int local_iter_next(stor_iter_t *it_, const char **key_p, size_t *key_len_p, stor_meta_t *meta_p);
+void local_iter_close(stor_iter_t *it_);
+stor_status_t local_mpu_create(stor_t *st_, const stor_bucket_t *bkt, const char *key,
+                               const stor_meta_t *meta, char upload_id[STOR_UPLOAD_ID_LEN + 1]);
+stor_status_t local_mpu_check(stor_t *st_, const char *bucket, const char *key,
+                              const char *upload_id);
+stor_status_t local_part_commit(stor_writer_t *w_, const char *key, const char *upload_id,
+                                stor_part_t *part);
+stor_status_t local_mpu_list_parts(stor_t *st_, const char *bucket, const char *key,
+                                   const char *upload_id, uint32_t part_marker,
+                                   stor_part_t **parts_p, size_t *n_p);
+stor_status_t local_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const char *key,
+                                 const char *upload_id, const stor_complete_part_t *parts, size_t n,
+                                 const stor_precond_t *cond, stor_meta_t *meta_p);
+stor_status_t local_mpu_abort(stor_t *st_, const stor_bucket_t *bucket, const char *key,
+                              const char *upload_id);
+stor_status_t local_mpu_list(stor_t *st_, const char *bucket, const char *prefix,
+                             const char *key_marker, const char *upload_id_marker, size_t max,
+                             stor_upload_t **uploads_p, size_t *n_p, int *more_p);
+void local_close(stor_t *st_);
+stor_status_t local_sync(stor_t *st_);
+void local_usage(stor_t *st_, uint64_t *objects_p, uint64_t *bytes_p);
+int local_ready(stor_t *st_);
 
 #endif

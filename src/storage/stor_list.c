@@ -15,7 +15,10 @@ typedef struct blk_ent {
     MDB_val val;
 } blk_ent_t;
 
-struct stor_iter {
+typedef struct liter liter_t;
+
+struct liter {
+    stor_iter_t base; /* first: stor_backend.h */
     MDB_txn *txn;
     MDB_cursor *cur;
     size_t blen, plen;            /* bucket length, P */
@@ -45,7 +48,7 @@ static int blk_cmp(const void *a, const void *b)
 }
 
 /* -1: past every key with the prefix (stop); 0: skip; 1: emit. */
-static int iter_filter(const stor_iter_t *it, const char *k, size_t klen)
+static int iter_filter(const liter_t *it, const char *k, size_t klen)
 {
     if (it->prefix_len) {
         size_t n = klen < it->prefix_len ? klen : it->prefix_len;
@@ -62,19 +65,21 @@ static int iter_filter(const stor_iter_t *it, const char *k, size_t klen)
     return 1;
 }
 
-static void iter_reposition(stor_iter_t *it, const char *s, size_t slen)
+static void iter_reposition(liter_t *it, const char *s, size_t slen)
 {
     it->pos_len = stor_ikey_seek(it->bp, it->blen, s, slen, it->pos);
     it->positioned = it->eof = it->has_pend = 0;
     it->blk_n = it->blk_i = 0;
 }
 
-stor_status_t stor_iter_open(stor_t *st, const char *bucket, const char *prefix, const char *after,
-                             stor_iter_t **out_p)
+stor_status_t local_iter_open(stor_t *st_, const char *bucket, const char *prefix,
+                              const char *after, stor_iter_t **out_p)
 {
-    stor_iter_t *it = calloc(1, sizeof *it);
+    lstor_t *st = (lstor_t *)st_;
+    liter_t *it = calloc(1, sizeof *it);
     if (!it)
         return STOR_ERR_NOMEM;
+    it->base.st = &st->base;
     stor_status_t s = STOR_ERR_NOMEM;
     prefix = prefix ? prefix : "";
     it->prefix = strdup(prefix);
@@ -105,15 +110,16 @@ stor_status_t stor_iter_open(stor_t *st, const char *bucket, const char *prefix,
         iter_reposition(it, it->after, it->after_len);
     else
         iter_reposition(it, it->prefix, it->prefix_len);
-    *out_p = it;
+    *out_p = &it->base;
     return STOR_OK;
 fail:
-    stor_iter_close(it);
+    local_iter_close(&it->base);
     return s;
 }
 
-void stor_iter_seek(stor_iter_t *it, const char *key, size_t key_len)
+void local_iter_seek(stor_iter_t *it_, const char *key, size_t key_len)
 {
+    liter_t *it = (liter_t *)it_;
     if (it->failed)
         return;
     if (it->has_after && stor_keycmp(key, key_len, it->after, it->after_len) <= 0)
@@ -135,7 +141,7 @@ void stor_iter_seek(stor_iter_t *it, const char *key, size_t key_len)
 }
 
 /* Reads the next raw index entry of the bucket: 1, 0 at the end, -1 error. */
-static int iter_raw(stor_iter_t *it, MDB_val *k, MDB_val *v)
+static int iter_raw(liter_t *it, MDB_val *k, MDB_val *v)
 {
     if (it->has_pend) {
         *k = it->pend_k;
@@ -169,7 +175,7 @@ static int iter_raw(stor_iter_t *it, MDB_val *k, MDB_val *v)
     return 1;
 }
 
-static int blk_push(stor_iter_t *it, const MDB_val *v)
+static int blk_push(liter_t *it, const MDB_val *v)
 {
     if (it->blk_n == it->blk_cap) {
         size_t cap = it->blk_cap ? it->blk_cap * 2 : 16;
@@ -191,7 +197,7 @@ static int blk_push(stor_iter_t *it, const MDB_val *v)
 
 /* Loads the block of long keys that starts with k (the cursor is on it):
  * every following entry with the same P-byte prefix, sorted by full key. */
-static int iter_load_block(stor_iter_t *it, const MDB_val *k, const MDB_val *v)
+static int iter_load_block(liter_t *it, const MDB_val *k, const MDB_val *v)
 {
     const uint8_t *head = (const uint8_t *)k->mv_data + it->blen + 1;
     uint8_t first[STOR_IKEY_MAX];
@@ -221,7 +227,7 @@ static int iter_load_block(stor_iter_t *it, const MDB_val *k, const MDB_val *v)
     return 0;
 }
 
-static int iter_emit(stor_iter_t *it, const char *key, size_t klen, const MDB_val *v,
+static int iter_emit(liter_t *it, const char *key, size_t klen, const MDB_val *v,
                      const char **key_p, size_t *key_len_p, stor_meta_t *meta_p)
 {
     if (meta_p && stor_rec_decode_object_meta(v->mv_data, v->mv_size, meta_p) != STOR_OK) {
@@ -237,8 +243,9 @@ static int iter_emit(stor_iter_t *it, const char *key, size_t klen, const MDB_va
     return 1;
 }
 
-int stor_iter_next(stor_iter_t *it, const char **key_p, size_t *key_len_p, stor_meta_t *meta_p)
+int local_iter_next(stor_iter_t *it_, const char **key_p, size_t *key_len_p, stor_meta_t *meta_p)
 {
+    liter_t *it = (liter_t *)it_;
     if (it->failed)
         return -1;
     for (;;) {
@@ -281,8 +288,9 @@ int stor_iter_next(stor_iter_t *it, const char **key_p, size_t *key_len_p, stor_
     }
 }
 
-void stor_iter_close(stor_iter_t *it)
+void local_iter_close(stor_iter_t *it_)
 {
+    liter_t *it = (liter_t *)it_;
     if (!it)
         return;
     if (it->cur)

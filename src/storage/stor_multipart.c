@@ -41,7 +41,7 @@ static void part_key(const char *upload_id, uint32_t number, uint8_t out[PART_KE
 
 /* Finds the upload in txn and checks it belongs to bucket/key. rec may be
  * NULL when only existence matters. */
-static stor_status_t upload_get(stor_t *st, MDB_txn *txn, const char *bucket, const char *key,
+static stor_status_t upload_get(lstor_t *st, MDB_txn *txn, const char *bucket, const char *key,
                                 const char *upload_id, stor_upload_rec_t *rec, MDB_val *k_out,
                                 uint8_t *kbuf)
 {
@@ -72,9 +72,10 @@ static stor_status_t upload_get(stor_t *st, MDB_txn *txn, const char *bucket, co
     return STOR_OK;
 }
 
-stor_status_t stor_mpu_create(stor_t *st, const stor_bucket_t *bkt, const char *key,
-                              const stor_meta_t *meta, char upload_id[STOR_UPLOAD_ID_LEN + 1])
+stor_status_t local_mpu_create(stor_t *st_, const stor_bucket_t *bkt, const char *key,
+                               const stor_meta_t *meta, char upload_id[STOR_UPLOAD_ID_LEN + 1])
 {
+    lstor_t *st = (lstor_t *)st_;
     const char *bucket = bkt->name;
     uint8_t raw[STOR_UPLOAD_ID_LEN / 2];
     char id[STOR_UPLOAD_ID_LEN + 1];
@@ -120,8 +121,10 @@ stor_status_t stor_mpu_create(stor_t *st, const stor_bucket_t *bkt, const char *
     return s;
 }
 
-stor_status_t stor_mpu_check(stor_t *st, const char *bucket, const char *key, const char *upload_id)
+stor_status_t local_mpu_check(stor_t *st_, const char *bucket, const char *key,
+                              const char *upload_id)
 {
+    lstor_t *st = (lstor_t *)st_;
     MDB_txn *txn;
     stor_status_t s = rd_begin(st, &txn);
     if (s != STOR_OK)
@@ -132,10 +135,11 @@ stor_status_t stor_mpu_check(stor_t *st, const char *bucket, const char *key, co
     return s;
 }
 
-stor_status_t stor_part_commit(stor_writer_t *w, const char *key, const char *upload_id,
-                               stor_part_t *part)
+stor_status_t local_part_commit(stor_writer_t *w_, const char *key, const char *upload_id,
+                                stor_part_t *part)
 {
-    stor_t *st = w->st;
+    lwriter_t *w = (lwriter_t *)w_;
+    lstor_t *st = w->st;
     stor_status_t s = writer_seal(w);
     MDB_txn *txn = NULL;
     uint8_t old_id[STOR_ID_LEN];
@@ -209,7 +213,7 @@ static void free_part_recs(stor_part_rec_t *arr, size_t n)
 }
 
 /* Loads every part record of an upload in number order. */
-static stor_status_t load_parts(stor_t *st, MDB_txn *txn, const char *upload_id, uint32_t after,
+static stor_status_t load_parts(lstor_t *st, MDB_txn *txn, const char *upload_id, uint32_t after,
                                 stor_part_rec_t **out_p, size_t *n_p)
 {
     MDB_cursor *cur;
@@ -255,7 +259,7 @@ static stor_status_t load_parts(stor_t *st, MDB_txn *txn, const char *upload_id,
 }
 
 /* Deletes every part record of an upload (in txn). */
-static stor_status_t del_parts(stor_t *st, MDB_txn *txn, const char *upload_id)
+static stor_status_t del_parts(lstor_t *st, MDB_txn *txn, const char *upload_id)
 {
     MDB_cursor *cur;
     int rc = mdb_cursor_open(txn, st->db_parts, &cur);
@@ -279,7 +283,7 @@ static stor_status_t del_parts(stor_t *st, MDB_txn *txn, const char *upload_id)
     return STOR_OK;
 }
 
-stor_status_t mpu_drop_bucket(stor_t *st, MDB_txn *txn, const char *bucket, stor_seg_t **ids_p,
+stor_status_t mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucket, stor_seg_t **ids_p,
                               size_t *n_p)
 {
     *ids_p = NULL;
@@ -338,10 +342,11 @@ stor_status_t mpu_drop_bucket(stor_t *st, MDB_txn *txn, const char *bucket, stor
     return STOR_OK;
 }
 
-stor_status_t stor_mpu_list_parts(stor_t *st, const char *bucket, const char *key,
-                                  const char *upload_id, uint32_t part_marker,
-                                  stor_part_t **parts_p, size_t *n_p)
+stor_status_t local_mpu_list_parts(stor_t *st_, const char *bucket, const char *key,
+                                   const char *upload_id, uint32_t part_marker,
+                                   stor_part_t **parts_p, size_t *n_p)
 {
+    lstor_t *st = (lstor_t *)st_;
     MDB_txn *txn;
     stor_status_t s = rd_begin(st, &txn);
     if (s != STOR_OK)
@@ -380,38 +385,17 @@ void stor_parts_free(stor_part_t *parts, size_t n)
     free(parts);
 }
 
-static int cmp_part_num(const void *key, const void *elem)
+stor_status_t local_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const char *key,
+                                 const char *upload_id, const stor_complete_part_t *parts, size_t n,
+                                 const stor_precond_t *cond, stor_meta_t *meta_p)
 {
-    uint32_t a = *(const uint32_t *)key, b = ((const stor_part_rec_t *)elem)->part.number;
-    return a < b ? -1 : a > b;
-}
-
-/* Compares a client's ETag (maybe quoted, any case) to a stored one. */
-static int etag_eq(const char *given, const char *stored)
-{
-    if (!given)
-        return 0;
-    size_t n = strlen(given);
-    if (n >= 2 && given[0] == '"' && given[n - 1] == '"') {
-        given++;
-        n -= 2;
-    }
-    return strlen(stored) == n && strncasecmp(given, stored, n) == 0;
-}
-
-stor_status_t stor_mpu_complete(stor_t *st, const stor_bucket_t *bkt, const char *key,
-                                const char *upload_id, const stor_complete_part_t *parts, size_t n,
-                                const stor_precond_t *cond, stor_meta_t *meta_p)
-{
+    lstor_t *st = (lstor_t *)st_;
     const char *bucket = bkt->name;
-    if (n == 0 || n > S3R_MAX_PART_NUMBER)
-        return STOR_ERR_INVALID_PART;
-    for (size_t i = 1; i < n; i++)
-        if (parts[i].number <= parts[i - 1].number)
-            return STOR_ERR_INVALID_PART_ORDER;
-
+    stor_status_t s = stor_mpu_check_list(parts, n);
+    if (s != STOR_OK)
+        return s;
     MDB_txn *txn;
-    stor_status_t s = wr_begin(st, &txn);
+    s = wr_begin(st, &txn);
     if (s != STOR_OK)
         return s;
     uint8_t kbuf[STOR_BUCKET_MAX + 2 + STOR_UPLOAD_ID_LEN];
@@ -419,7 +403,6 @@ stor_status_t stor_mpu_complete(stor_t *st, const stor_bucket_t *bkt, const char
     stor_part_rec_t *recs = NULL;
     size_t n_recs = 0;
     stor_seg_t *segs = NULL;
-    uint8_t *md5s = NULL;
     uint8_t *used = NULL;
     stor_obj_rec_t old;
     int had_old = 0, have_up = 0;
@@ -436,53 +419,15 @@ stor_status_t stor_mpu_complete(stor_t *st, const stor_bucket_t *bkt, const char
     have_up = 1;
     if ((s = load_parts(st, txn, upload_id, 0, &recs, &n_recs)) != STOR_OK)
         goto out;
-    segs = calloc(n, sizeof *segs);
-    md5s = malloc(n * MD5_LEN);
     used = calloc(n_recs ? n_recs : 1, 1);
     m = up.meta;
     memset(&up.meta, 0, sizeof up.meta);
-    m.part_sizes = calloc(n, sizeof *m.part_sizes);
-    if (!segs || !md5s || !used || !m.part_sizes) {
+    if (!used) {
         s = STOR_ERR_NOMEM;
         goto out;
     }
-    /* Every listed part must exist with its ETag (InvalidPart) before sizes
-     * are judged (EntityTooSmall), as S3 reports them. */
-    uint64_t total = 0;
-    for (size_t i = 0; i < n; i++) {
-        const stor_part_rec_t *r =
-            bsearch(&parts[i].number, recs, n_recs, sizeof *recs, cmp_part_num);
-        if (!r || !etag_eq(parts[i].etag, r->part.etag) || strlen(r->part.etag) != 2 * MD5_LEN ||
-            hex_decode(r->part.etag, 2 * MD5_LEN, md5s + i * MD5_LEN, MD5_LEN) != 0) {
-            s = STOR_ERR_INVALID_PART;
-            goto out;
-        }
-        used[r - recs] = 1;
-        memcpy(segs[i].id, r->id, STOR_ID_LEN);
-        segs[i].size = r->part.size;
-        m.part_sizes[i] = r->part.size;
-        total += r->part.size;
-    }
-    for (size_t i = 0; i + 1 < n; i++)
-        if (segs[i].size < S3R_MIN_PART_BYTES) {
-            s = STOR_ERR_PART_TOO_SMALL;
-            goto out;
-        }
-    uint8_t digest[MD5_LEN];
-    char hex[2 * MD5_LEN + 1];
-    digest_t *d = digest_md5_new();
-    if (!d) {
-        s = STOR_ERR_NOMEM;
+    if ((s = stor_mpu_assemble(parts, n, recs, n_recs, &m, &segs, used)) != STOR_OK)
         goto out;
-    }
-    digest_update(d, md5s, n * MD5_LEN);
-    digest_final(d, digest);
-    hex_encode(digest, MD5_LEN, hex);
-    snprintf(m.etag, sizeof m.etag, "%s-%zu", hex, n);
-    m.size = total;
-    m.mtime_ms = now_ms();
-    m.parts_count = (uint32_t)n;
-
     s = encode_object(&rec, key, &m, segs, (uint32_t)n);
     if (s == STOR_OK)
         s = put_object(st, txn, bucket, bkt->id, key, &rec, cond, &old, &had_old);
@@ -517,7 +462,6 @@ out:
     buf_free(&rec);
     free_part_recs(recs, n_recs);
     free(segs);
-    free(md5s);
     free(used);
     stor_meta_free(&m);
     if (have_up)
@@ -525,9 +469,10 @@ out:
     return s;
 }
 
-stor_status_t stor_mpu_abort(stor_t *st, const stor_bucket_t *bucket, const char *key,
-                             const char *upload_id)
+stor_status_t local_mpu_abort(stor_t *st_, const stor_bucket_t *bucket, const char *key,
+                              const char *upload_id)
 {
+    lstor_t *st = (lstor_t *)st_;
     MDB_txn *txn;
     stor_status_t s = wr_begin(st, &txn);
     if (s != STOR_OK)
@@ -560,26 +505,16 @@ stor_status_t stor_mpu_abort(stor_t *st, const stor_bucket_t *bucket, const char
     return s;
 }
 
-static int cmp_upload(const void *a, const void *b)
+stor_status_t local_mpu_list(stor_t *st_, const char *bucket, const char *prefix,
+                             const char *key_marker, const char *upload_id_marker, size_t max,
+                             stor_upload_t **uploads_p, size_t *n_p, int *more_p)
 {
-    const stor_upload_t *x = a, *y = b;
-    int c = strcmp(x->key, y->key);
-    return c ? c : strcmp(x->upload_id, y->upload_id);
-}
-
-stor_status_t stor_mpu_list(stor_t *st, const char *bucket, const char *prefix,
-                            const char *key_marker, const char *upload_id_marker, size_t max,
-                            stor_upload_t **uploads_p, size_t *n_p, int *more_p)
-{
+    lstor_t *st = (lstor_t *)st_;
     MDB_txn *txn;
     MDB_cursor *cur = NULL;
     stor_status_t s = rd_begin(st, &txn);
     if (s != STOR_OK)
         return s;
-    prefix = prefix ? prefix : "";
-    size_t plen = strlen(prefix);
-    int has_km = key_marker && *key_marker;
-    int has_im = upload_id_marker && *upload_id_marker;
     stor_upload_t *arr = NULL;
     size_t n = 0, cap = 0;
     s = bucket_exists(st, txn, bucket);
@@ -605,14 +540,10 @@ stor_status_t stor_mpu_list(stor_t *st, const char *bucket, const char *prefix,
             goto out;
         }
         const char *id = (const char *)k.mv_data + blen + 1;
-        int keep = strncmp(r.key, prefix, plen) == 0;
-        if (keep && has_km) {
-            int c = strcmp(r.key, key_marker);
-            keep = c > 0 || (c == 0 && has_im &&
-                             memcmp(id, upload_id_marker,
-                                    strnlen(upload_id_marker, STOR_UPLOAD_ID_LEN)) > 0);
-        }
-        if (!keep) {
+        char idz[STOR_UPLOAD_ID_LEN + 1];
+        memcpy(idz, id, STOR_UPLOAD_ID_LEN);
+        idz[STOR_UPLOAD_ID_LEN] = '\0';
+        if (!stor_upload_listed(r.key, idz, prefix, key_marker, upload_id_marker)) {
             stor_upload_rec_free(&r);
             continue;
         }
@@ -638,14 +569,7 @@ stor_status_t stor_mpu_list(stor_t *st, const char *bucket, const char *prefix,
         s = mdb_fail("upload list", rc);
         goto out;
     }
-    if (n)
-        qsort(arr, n, sizeof *arr, cmp_upload);
-    *more_p = n > max;
-    if (n > max) {
-        for (size_t i = max; i < n; i++)
-            free(arr[i].key);
-        n = max;
-    }
+    n = stor_uploads_page(arr, n, max, more_p);
 out:
     if (cur)
         mdb_cursor_close(cur);

@@ -19,7 +19,7 @@
 /* Looks bucket/key up in txn and decodes its record. STOR_ERR_NO_KEY when
  * absent. A long key whose hash slot holds another key (a 64-bit collision)
  * is reported as STOR_ERR_IO rather than silently aliased. */
-static stor_status_t obj_get(stor_t *st, MDB_txn *txn, const char *bucket, const char *key,
+static stor_status_t obj_get(lstor_t *st, MDB_txn *txn, const char *bucket, const char *key,
                              stor_obj_rec_t *rec, MDB_val *ikey_out, uint8_t *ikey_buf)
 {
     size_t klen = strlen(key);
@@ -50,7 +50,7 @@ static stor_status_t obj_get(stor_t *st, MDB_txn *txn, const char *bucket, const
  * seen in txn implies its bucket in txn (stor_bucket_delete refuses a bucket
  * with objects, in the same serialized write transactions). Writers check
  * which bucket, not just that one exists: bucket_check(). */
-static stor_status_t obj_lookup(stor_t *st, MDB_txn *txn, const char *bucket, const char *key,
+static stor_status_t obj_lookup(lstor_t *st, MDB_txn *txn, const char *bucket, const char *key,
                                 stor_obj_rec_t *rec, MDB_val *ikey_out, uint8_t *ikey_buf)
 {
     if (!valid_bucket(bucket))
@@ -64,8 +64,9 @@ static stor_status_t obj_lookup(stor_t *st, MDB_txn *txn, const char *bucket, co
 
 /* ==== Writing ============================================================ */
 
-stor_status_t stor_writer_open(stor_t *st, const stor_bucket_t *bucket, stor_writer_t **out_p)
+stor_status_t local_writer_open(stor_t *st_, const stor_bucket_t *bucket, stor_writer_t **out_p)
 {
+    lstor_t *st = (lstor_t *)st_;
     MDB_txn *txn;
     stor_status_t s = rd_begin(st, &txn);
     if (s != STOR_OK)
@@ -74,9 +75,10 @@ stor_status_t stor_writer_open(stor_t *st, const stor_bucket_t *bucket, stor_wri
     mdb_txn_abort(txn);
     if (s != STOR_OK)
         return s;
-    stor_writer_t *w = calloc(1, sizeof *w);
+    lwriter_t *w = calloc(1, sizeof *w);
     if (!w)
         return STOR_ERR_NOMEM;
+    w->base.st = &st->base;
     w->st = st;
     w->fd = -1;
     snprintf(w->bucket, sizeof w->bucket, "%s", bucket->name);
@@ -92,12 +94,13 @@ stor_status_t stor_writer_open(stor_t *st, const stor_bucket_t *bucket, stor_wri
         free(w);
         return STOR_ERR_IO;
     }
-    *out_p = w;
+    *out_p = &w->base;
     return STOR_OK;
 }
 
-stor_status_t stor_writer_write(stor_writer_t *w, const void *data, size_t len)
+stor_status_t local_writer_write(stor_writer_t *w_, const void *data, size_t len)
 {
+    lwriter_t *w = (lwriter_t *)w_;
     const char *p = data;
     while (len) {
         ssize_t n = write(w->fd, p, len);
@@ -114,14 +117,15 @@ stor_status_t stor_writer_write(stor_writer_t *w, const void *data, size_t len)
     return STOR_OK;
 }
 
-uint64_t stor_writer_size(const stor_writer_t *w)
+uint64_t local_writer_size(const stor_writer_t *w_)
 {
+    const lwriter_t *w = (const lwriter_t *)w_;
     return w->size;
 }
 
 /* Closes and frees a writer; its file is unlinked unless an index record
  * now points at it (keep). */
-void writer_free(stor_writer_t *w, int keep)
+void writer_free(lwriter_t *w, int keep)
 {
     if (w->fd >= 0)
         close(w->fd);
@@ -130,14 +134,15 @@ void writer_free(stor_writer_t *w, int keep)
     free(w);
 }
 
-void stor_writer_abort(stor_writer_t *w)
+void local_writer_abort(stor_writer_t *w_)
 {
+    lwriter_t *w = (lwriter_t *)w_;
     if (w)
         writer_free(w, 0);
 }
 
 /* Makes the writer's bytes durable per the mode and closes its fd. */
-stor_status_t writer_seal(stor_writer_t *w)
+stor_status_t writer_seal(lwriter_t *w)
 {
     int rc = 0;
     if (w->st->durability == STOR_DURABILITY_FSYNC) {
@@ -159,36 +164,12 @@ stor_status_t writer_seal(stor_writer_t *w)
 }
 
 /* Encodes an object record into b (initialised here; the caller frees it). */
-stor_status_t encode_object(buf_t *b, const char *key, const stor_meta_t *m, const stor_seg_t *segs,
-                            uint32_t n_segs)
-{
-    buf_init(b, (size_t)-1 / 2);
-    if (stor_rec_encode_object(b, key, strlen(key), m, segs, n_segs) != 0)
-        return STOR_ERR_NOMEM;
-    return b->len > STOR_REC_MAX ? STOR_ERR_TOO_LARGE : STOR_OK;
-}
-
-/* Whether cond holds for the object a key holds (old, when had_old). */
-static stor_status_t precond_check(const stor_precond_t *cond, const stor_obj_rec_t *old,
-                                   int had_old)
-{
-    if (!cond)
-        return STOR_OK;
-    if (cond->must_not_exist && had_old)
-        return STOR_ERR_PRECONDITION;
-    if (cond->must_exist && !had_old)
-        return STOR_ERR_NO_KEY;
-    if (cond->must_exist && cond->etag && strcmp(cond->etag, old->meta.etag) != 0)
-        return STOR_ERR_PRECONDITION;
-    return STOR_OK;
-}
-
 /* Points bucket/key at the encoded record rec in txn. The replaced record, if
  * any, goes to *old (*had_old set; the caller unlinks its files after the
  * commit and frees it). STOR_ERR_NO_BUCKET when the bucket (bucket_id) is
  * gone: checked even when the key exists, since an object under this name
  * may belong to a bucket re-created since. */
-stor_status_t put_object(stor_t *st, MDB_txn *txn, const char *bucket, uint64_t bucket_id,
+stor_status_t put_object(lstor_t *st, MDB_txn *txn, const char *bucket, uint64_t bucket_id,
                          const char *key, const buf_t *rec, const stor_precond_t *cond,
                          stor_obj_rec_t *old, int *had_old)
 {
@@ -203,37 +184,25 @@ stor_status_t put_object(stor_t *st, MDB_txn *txn, const char *bucket, uint64_t 
         *had_old = 1;
     else if (s != STOR_ERR_NO_KEY)
         return s;
-    if ((s = precond_check(cond, old, *had_old)) != STOR_OK)
+    if ((s = stor_precond_check(cond, &old->meta, *had_old)) != STOR_OK)
         return s;
     MDB_val v = {rec->len, rec->data};
     int rc = mdb_put(txn, st->db_objects, &k, &v, 0);
     return rc ? mdb_fail("object put", rc) : STOR_OK;
 }
 
-stor_status_t stor_writer_commit(stor_writer_t *w, const char *key, stor_meta_t *meta)
+stor_status_t local_writer_commit_if(stor_writer_t *w_, const char *key, stor_meta_t *meta,
+                                     const stor_precond_t *cond)
 {
-    return stor_writer_commit_if(w, key, meta, NULL);
-}
-
-stor_status_t stor_writer_commit_if(stor_writer_t *w, const char *key, stor_meta_t *meta,
-                                    const stor_precond_t *cond)
-{
-    stor_t *st = w->st;
+    lwriter_t *w = (lwriter_t *)w_;
+    lstor_t *st = w->st;
     buf_t b = {0};
     stor_status_t s = writer_seal(w);
     if (s != STOR_OK)
         goto out;
-    meta->size = w->size;
-    meta->mtime_ms = now_ms();
-    stor_meta_t m = *meta;
-    m.parts_count = 0;
-    m.part_sizes = NULL;
-    stor_seg_t seg;
-    memcpy(seg.id, w->id, STOR_ID_LEN);
-    seg.size = w->size;
     /* Encoded before the write transaction: LMDB serializes writers, so
      * nothing that can run outside one should run inside. */
-    if ((s = encode_object(&b, key, &m, &seg, 1)) != STOR_OK)
+    if ((s = encode_put(&b, key, meta, w->id, w->size)) != STOR_OK)
         goto out;
 
     MDB_txn *txn;
@@ -266,7 +235,7 @@ out:
 /* ==== Reading ============================================================ */
 
 /* bucket/key's record, read in a short read transaction of its own. */
-static stor_status_t rec_read(stor_t *st, const char *bucket, const char *key, stor_obj_rec_t *rec)
+static stor_status_t rec_read(lstor_t *st, const char *bucket, const char *key, stor_obj_rec_t *rec)
 {
     MDB_txn *txn;
     stor_status_t s = rd_begin(st, &txn);
@@ -278,8 +247,9 @@ static stor_status_t rec_read(stor_t *st, const char *bucket, const char *key, s
     return s;
 }
 
-stor_status_t stor_head(stor_t *st, const char *bucket, const char *key, stor_meta_t *meta_p)
+stor_status_t local_head(stor_t *st_, const char *bucket, const char *key, stor_meta_t *meta_p)
 {
+    lstor_t *st = (lstor_t *)st_;
     stor_obj_rec_t rec;
     stor_status_t s = rec_read(st, bucket, key, &rec);
     if (s != STOR_OK)
@@ -295,15 +265,19 @@ typedef struct rseg {
     uint64_t start, size; /* object offset of the segment, its length */
 } rseg_t;
 
-struct stor_reader {
+typedef struct lreader lreader_t;
+
+struct lreader {
+    stor_reader_t base; /* first: stor_backend.h */
     stor_meta_t meta;
     rseg_t *segs; /* &one for a single-part object, else malloc'ed */
     uint32_t n_segs;
     rseg_t one;
 };
 
-void stor_reader_close(stor_reader_t *r)
+void local_reader_close(stor_reader_t *r_)
 {
+    lreader_t *r = (lreader_t *)r_;
     if (!r)
         return;
     for (uint32_t i = 0; i < r->n_segs; i++)
@@ -315,9 +289,10 @@ void stor_reader_close(stor_reader_t *r)
     free(r);
 }
 
-stor_status_t stor_reader_open(stor_t *st, const char *bucket, const char *key,
-                               stor_reader_t **out_p)
+stor_status_t local_reader_open(stor_t *st_, const char *bucket, const char *key,
+                                stor_reader_t **out_p)
 {
+    lstor_t *st = (lstor_t *)st_;
     /* The record is read in a short txn, then the files are opened. A commit
      * in between may unlink a file we are about to open (ENOENT): the index
      * then already points elsewhere, so look again. */
@@ -327,7 +302,9 @@ stor_status_t stor_reader_open(stor_t *st, const char *bucket, const char *key,
         stor_status_t s = rec_read(st, bucket, key, &rec);
         if (s != STOR_OK)
             return s;
-        stor_reader_t *r = calloc(1, sizeof *r);
+        lreader_t *r = calloc(1, sizeof *r);
+        if (r)
+            r->base.st = &st->base;
         if (r)
             r->segs = rec.n_segs == 1 ? &r->one : calloc(rec.n_segs, sizeof *r->segs);
         if (!r || !r->segs) {
@@ -363,10 +340,10 @@ stor_status_t stor_reader_open(stor_t *st, const char *bucket, const char *key,
         memset(&rec.meta, 0, sizeof rec.meta);
         stor_obj_rec_free(&rec);
         if (s == STOR_OK && !vanished) {
-            *out_p = r;
+            *out_p = &r->base;
             return STOR_OK;
         }
-        stor_reader_close(r);
+        local_reader_close(&r->base);
         if (s != STOR_OK)
             return s;
         sched_yield();
@@ -375,13 +352,14 @@ stor_status_t stor_reader_open(stor_t *st, const char *bucket, const char *key,
     return STOR_ERR_IO;
 }
 
-const stor_meta_t *stor_reader_meta(const stor_reader_t *r)
+const stor_meta_t *local_reader_meta(const stor_reader_t *r_)
 {
+    const lreader_t *r = (const lreader_t *)r_;
     return &r->meta;
 }
 
 /* Index of the segment holding object offset off (off < size). */
-static uint32_t seg_find(const stor_reader_t *r, uint64_t off)
+static uint32_t seg_find(const lreader_t *r, uint64_t off)
 {
     uint32_t lo = 0, hi = r->n_segs;
     while (hi - lo > 1) {
@@ -394,8 +372,9 @@ static uint32_t seg_find(const stor_reader_t *r, uint64_t off)
     return lo;
 }
 
-ssize_t stor_reader_pread(stor_reader_t *r, void *buf, size_t len, uint64_t off)
+ssize_t local_reader_pread(stor_reader_t *r_, void *buf, size_t len, uint64_t off)
 {
+    lreader_t *r = (lreader_t *)r_;
     uint64_t size = r->meta.size;
     if (off >= size || len == 0)
         return 0;
@@ -431,9 +410,10 @@ ssize_t stor_reader_pread(stor_reader_t *r, void *buf, size_t len, uint64_t off)
     return (ssize_t)done;
 }
 
-int stor_reader_span_fd(stor_reader_t *r, uint64_t off, uint64_t len, int *fd_p,
-                        uint64_t *file_off_p)
+int local_reader_span_fd(stor_reader_t *r_, uint64_t off, uint64_t len, int *fd_p,
+                         uint64_t *file_off_p)
 {
+    lreader_t *r = (lreader_t *)r_;
     if (r->n_segs == 0 || off > r->meta.size || len > r->meta.size - off)
         return 0;
     uint32_t i = off == r->meta.size ? r->n_segs - 1 : seg_find(r, off);
@@ -447,8 +427,9 @@ int stor_reader_span_fd(stor_reader_t *r, uint64_t off, uint64_t len, int *fd_p,
 
 /* ==== Deleting =========================================================== */
 
-stor_status_t stor_delete(stor_t *st, const stor_bucket_t *bucket, const char *key)
+stor_status_t local_delete(stor_t *st_, const stor_bucket_t *bucket, const char *key)
 {
+    lstor_t *st = (lstor_t *)st_;
     MDB_txn *txn;
     stor_status_t s = wr_begin(st, &txn);
     if (s != STOR_OK)
@@ -479,9 +460,10 @@ stor_status_t stor_delete(stor_t *st, const stor_bucket_t *bucket, const char *k
     return s;
 }
 
-stor_status_t stor_object_set_acl(stor_t *st, const stor_bucket_t *bucket, const char *key,
-                                  stor_acl_t acl)
+stor_status_t local_object_set_acl(stor_t *st_, const stor_bucket_t *bucket, const char *key,
+                                   stor_acl_t acl)
 {
+    lstor_t *st = (lstor_t *)st_;
     if (acl < 0 || acl >= STOR_ACL_COUNT)
         return STOR_ERR_TOO_LARGE;
     MDB_txn *txn;

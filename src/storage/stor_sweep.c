@@ -41,7 +41,7 @@ static int idset_add(idset_t *s, const uint8_t *id)
  * uploads), and counts the objects and their bytes into st (stor_usage).
  * Fails if any record is unreadable: then we cannot tell garbage from data,
  * and cleanup is skipped. */
-static int collect_ids(stor_t *st, idset_t *set)
+static int collect_ids(lstor_t *st, idset_t *set)
 {
     MDB_txn *txn;
     MDB_cursor *cur = NULL;
@@ -121,7 +121,7 @@ static size_t sweep_shard(int fd, const idset_t *set)
 /* Walks objects/ab/cd/, deleting the files the index does not reference.
  * The index must be durable first (stor_open syncs it): a file dropped by a
  * commit that is not, is still referenced by the index on disk. */
-void sweep_orphans(stor_t *st)
+void sweep_orphans(lstor_t *st)
 {
     idset_t set = {0};
     if (collect_ids(st, &set) != 0) {

@@ -26,13 +26,6 @@
 
 /* ==== Small helpers ====================================================== */
 
-int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 stor_status_t mdb_fail(const char *what, int rc)
 {
     log_error("storage: %s: %s", what, mdb_strerror(rc));
@@ -43,7 +36,7 @@ stor_status_t mdb_fail(const char *what, int rc)
  * delete, a replaced or unused part): unlink it once that commit is durable.
  * In fsync mode it already is. In relaxed mode it is not until a sync point,
  * and until then the index on disk may still point at the file. */
-void drop_file(stor_t *st, const uint8_t id[STOR_ID_LEN])
+void drop_file(lstor_t *st, const uint8_t id[STOR_ID_LEN])
 {
     fdcache_forget(st, id);
     if (st->syncer) {
@@ -59,7 +52,7 @@ void drop_file(stor_t *st, const uint8_t id[STOR_ID_LEN])
 /* A commit that returned made file id part of the index. In fsync mode the
  * file and its entry were synced before that commit; relaxed mode owes them
  * to the next sync point. */
-void new_file(stor_t *st, const uint8_t id[STOR_ID_LEN])
+void new_file(lstor_t *st, const uint8_t id[STOR_ID_LEN])
 {
     if (st->syncer)
         syncer_new_file(st->syncer, id);
@@ -89,7 +82,7 @@ static void bit_set(uint8_t *bits, unsigned i)
  * objects/ab's are durable (fsync mode: before the first file in it is
  * acknowledged) or owed to the next sync point (relaxed). Done the first time
  * this process uses a shard, whether it makes the directory or finds it. */
-int ensure_shard(stor_t *st, const uint8_t id[STOR_ID_LEN])
+int ensure_shard(lstor_t *st, const uint8_t id[STOR_ID_LEN])
 {
     unsigned l1 = id[0], l2 = 256 + ((unsigned)id[0] << 8 | id[1]);
     int rc = 0;
@@ -134,7 +127,7 @@ int valid_bucket(const char *bucket)
 }
 
 /* STOR_OK if the bucket exists, as seen by txn. */
-stor_status_t bucket_exists(stor_t *st, MDB_txn *txn, const char *bucket)
+stor_status_t bucket_exists(lstor_t *st, MDB_txn *txn, const char *bucket)
 {
     if (!valid_bucket(bucket))
         return STOR_ERR_NO_BUCKET;
@@ -153,7 +146,7 @@ stor_status_t bucket_exists(stor_t *st, MDB_txn *txn, const char *bucket)
  * STOR_ERR_NO_BUCKET, the bucket the request was for no longer exists. Every
  * change to a bucket's contents calls this inside its write transaction, so
  * the check and the change are one atomic step. */
-stor_status_t bucket_check(stor_t *st, MDB_txn *txn, const char *name, uint64_t id)
+stor_status_t bucket_check(lstor_t *st, MDB_txn *txn, const char *name, uint64_t id)
 {
     if (!valid_bucket(name))
         return STOR_ERR_NO_BUCKET;
@@ -171,19 +164,19 @@ stor_status_t bucket_check(stor_t *st, MDB_txn *txn, const char *name, uint64_t 
     return b.id == id ? STOR_OK : STOR_ERR_NO_BUCKET;
 }
 
-stor_status_t rd_begin(stor_t *st, MDB_txn **txn_p)
+stor_status_t rd_begin(lstor_t *st, MDB_txn **txn_p)
 {
     int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, txn_p);
     return rc ? mdb_fail("read txn", rc) : STOR_OK;
 }
 
-stor_status_t wr_begin(stor_t *st, MDB_txn **txn_p)
+stor_status_t wr_begin(lstor_t *st, MDB_txn **txn_p)
 {
     int rc = mdb_txn_begin(st->env, NULL, 0, txn_p);
     return rc ? mdb_fail("write txn", rc) : STOR_OK;
 }
 
-stor_status_t wr_commit(stor_t *st, MDB_txn *txn)
+stor_status_t wr_commit(lstor_t *st, MDB_txn *txn)
 {
     int rc = mdb_txn_commit(txn);
     if (rc)
@@ -227,11 +220,50 @@ static int fsync_parent(const char *path)
     return rc;
 }
 
+/* The local backend (stor_backend.h): this file and the stor_*.c files. */
+static const stor_ops_t local_ops = {
+    .name = "local",
+    .close = local_close,
+    .sync = local_sync,
+    .usage = local_usage,
+    .ready = local_ready,
+    .bucket_create = local_bucket_create,
+    .bucket_get = local_bucket_get,
+    .bucket_set_acl = local_bucket_set_acl,
+    .bucket_delete = local_bucket_delete,
+    .bucket_list = local_bucket_list,
+    .writer_open = local_writer_open,
+    .writer_write = local_writer_write,
+    .writer_size = local_writer_size,
+    .writer_commit_if = local_writer_commit_if,
+    .writer_abort = local_writer_abort,
+    .head = local_head,
+    .reader_open = local_reader_open,
+    .reader_meta = local_reader_meta,
+    .reader_pread = local_reader_pread,
+    .reader_span_fd = local_reader_span_fd,
+    .reader_close = local_reader_close,
+    .delete = local_delete,
+    .object_set_acl = local_object_set_acl,
+    .iter_open = local_iter_open,
+    .iter_seek = local_iter_seek,
+    .iter_next = local_iter_next,
+    .iter_close = local_iter_close,
+    .mpu_create = local_mpu_create,
+    .mpu_check = local_mpu_check,
+    .part_commit = local_part_commit,
+    .mpu_list_parts = local_mpu_list_parts,
+    .mpu_complete = local_mpu_complete,
+    .mpu_abort = local_mpu_abort,
+    .mpu_list = local_mpu_list,
+};
+
 stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **out_p)
 {
-    stor_t *st = calloc(1, sizeof *st);
+    lstor_t *st = calloc(1, sizeof *st);
     if (!st)
         return STOR_ERR_NOMEM;
+    st->base.ops = &local_ops;
     st->objfd = st->lockfd = -1;
     st->durability = durability;
     pthread_mutex_init(&st->dir_lock, NULL);
@@ -335,36 +367,39 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
         goto fail;
     free(root);
     free(path);
-    *out_p = st;
+    *out_p = &st->base;
     return STOR_OK;
 fail:
     free(root);
     free(path);
-    stor_close(st);
+    local_close(&st->base);
     return s;
 }
 
-void stor_usage(stor_t *st, uint64_t *objects_p, uint64_t *bytes_p)
+void local_usage(stor_t *st_, uint64_t *objects_p, uint64_t *bytes_p)
 {
+    lstor_t *st = (lstor_t *)st_;
     *objects_p = atomic_load(&st->n_objects);
     *bytes_p = atomic_load(&st->n_bytes);
 }
 
-void usage_change(stor_t *st, int64_t objects, int64_t bytes)
+void usage_change(lstor_t *st, int64_t objects, int64_t bytes)
 {
     atomic_fetch_add(&st->n_objects, (uint64_t)objects);
     atomic_fetch_add(&st->n_bytes, (uint64_t)bytes);
 }
 
-int stor_ready(stor_t *st)
+int local_ready(stor_t *st_)
 {
+    lstor_t *st = (lstor_t *)st_;
     struct stat sb;
     return fstat(st->objfd, &sb) == 0 && sb.st_nlink > 0 &&
            faccessat(st->objfd, ".", W_OK | X_OK, AT_EACCESS) == 0;
 }
 
-void stor_close(stor_t *st)
+void local_close(stor_t *st_)
 {
+    lstor_t *st = (lstor_t *)st_;
     if (!st)
         return;
     /* Relaxed: a last sync point (everything acknowledged becomes durable and
@@ -381,8 +416,9 @@ void stor_close(stor_t *st)
     free(st);
 }
 
-stor_status_t stor_sync(stor_t *st)
+stor_status_t local_sync(stor_t *st_)
 {
+    lstor_t *st = (lstor_t *)st_;
     if (st->syncer)
         return syncer_sync(st->syncer) == 0 ? STOR_OK : STOR_ERR_IO;
     int rc = mdb_env_sync(st->env, 1);

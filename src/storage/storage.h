@@ -48,6 +48,9 @@ typedef enum stor_status {
     STOR_ERR_PRECONDITION,       /* a conditional write's condition does not hold */
     STOR_ERR_NOMEM,
     STOR_ERR_IO, /* disk or index failure (logged) */
+    /* The store's cluster did not answer in time (RADOS backend; logged):
+     * SlowDown, retry later. */
+    STOR_ERR_UNAVAILABLE,
 } stor_status_t;
 
 const char *stor_strerror(stor_status_t st);
@@ -66,6 +69,31 @@ typedef struct stor stor_t;
 /* Opens (creating if needed) the store under dir: the index and object files
  * live in dir/.s3rdma/. Removes orphaned files. */
 stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **out_p);
+/* Where a RADOS-backed store lives (docs/storage.md, "The RADOS backend").
+ * Strings are only read during stor_open_rados. */
+typedef struct stor_rados_conf {
+    const char *conf;       /* ceph.conf path; NULL or "": librados' search */
+    const char *user;       /* client id; NULL or "": "admin" */
+    const char *keyring;    /* NULL or "": the conf's */
+    const char *pool;       /* data pool (pieces); required */
+    const char *index_pool; /* buckets, indexes, uploads, GC log; NULL or "": pool */
+    /* Seconds a dropped object's data stays readable (readers opened before
+     * an overwrite or delete keep their snapshot that long), and the age
+     * under which the start sweep leaves unreferenced data alone (a writer
+     * of another gateway may still be writing it). */
+    unsigned gc_grace_s;
+    /* Seconds a cluster call may take before it fails with
+     * STOR_ERR_UNAVAILABLE instead of waiting for the cluster to come back;
+     * 0: 10. */
+    unsigned op_timeout_s;
+} stor_rados_conf_t;
+
+/* Opens a store on a Ceph cluster through librados: any number of
+ * gateways, on any hosts, may open the same pools at once and serve the same
+ * buckets with read-after-write consistency. Starts the garbage collector
+ * (docs/storage.md). STOR_ERR_UNAVAILABLE when the cluster does not answer,
+ * STOR_ERR_IO for bad settings (both logged). */
+stor_status_t stor_open_rados(const stor_rados_conf_t *conf, stor_t **out_p);
 /* Closes the store; NULL is a no-op. No writer/reader/iterator may be open.
  * In relaxed mode, a last sync point first (see stor_sync). */
 void stor_close(stor_t *st);
@@ -221,8 +249,8 @@ const stor_meta_t *stor_reader_meta(const stor_reader_t *r);
  * the object), or -1 on an I/O error. */
 ssize_t stor_reader_pread(stor_reader_t *r, void *buf, size_t len, uint64_t off);
 /* If [off, off+len) lies inside one file, gives its fd and the offset inside
- * that file (for sendfile) and returns 1; else returns 0. The fd stays owned
- * by the reader. */
+ * that file (for sendfile) and returns 1; else returns 0 (always, on the
+ * RADOS backend: callers then pread). The fd stays owned by the reader. */
 int stor_reader_span_fd(stor_reader_t *r, uint64_t off, uint64_t len, int *fd_p,
                         uint64_t *file_off_p);
 void stor_reader_close(stor_reader_t *r);

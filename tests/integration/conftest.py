@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from s3r_itest import (BINARY, USERS, Server, boto_client, empty_bucket,  # noqa: E402
-                       new_bucket_name, write_config)
+from s3r_itest import (BINARY, TEST_BACKEND, USERS, CephCluster, Server,  # noqa: E402
+                       boto_client, ceph_missing, empty_bucket, new_bucket_name,
+                       write_config)
 
 # --------------------------------------------------------------------------
 # *.localhost -> 127.0.0.1 (glibc here does not resolve subdomains of localhost)
@@ -101,14 +102,34 @@ def _session_server_watchdog():
 
 
 @pytest.fixture(scope="session")
-def server(tmp_path_factory):
+def ceph_cluster(tmp_path_factory):
+    """One single-node Ceph cluster for the session (scripts/ceph-dev), pools s3rdma and
+    s3rdma2. Skips only when the Ceph binaries are not installed."""
+    missing = ceph_missing()
+    if missing:
+        pytest.skip(f"Ceph not installed ({', '.join(missing)} missing): scripts/install-deps")
+    cluster = CephCluster(tmp_path_factory.mktemp("ceph") / "cluster", ("s3rdma", "s3rdma2"))
+    cluster.start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory, request):
+    """The session's s3rdmad: on the local backend, or (S3RDMA_TEST_BACKEND=rados) on
+    ceph_cluster's pool s3rdma."""
     _require_binary()
     base = tmp_path_factory.mktemp("s3rdmad")
     data = base / "data"
     data.mkdir()
     cfg = base / "config.yaml"
     write_config(cfg)
-    srv = Server(data, cfg, base / "server.log", durability="relaxed")
+    extra = []
+    if TEST_BACKEND == "rados":
+        extra = request.getfixturevalue("ceph_cluster").gateway_args()
+    elif TEST_BACKEND != "local":
+        pytest.fail(f"S3RDMA_TEST_BACKEND must be local or rados, not {TEST_BACKEND!r}")
+    srv = Server(data, cfg, base / "server.log", durability="relaxed", extra_args=extra)
     srv.start()
     _SESSION["server"] = srv
     yield srv

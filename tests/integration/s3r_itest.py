@@ -39,6 +39,83 @@ S3_NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 
 
 # --------------------------------------------------------------------------
+# A Ceph cluster for the RADOS backend (scripts/ceph-dev)
+# --------------------------------------------------------------------------
+
+CEPH_DEV = REPO_ROOT / "scripts" / "ceph-dev"
+# S3RDMA_TEST_BACKEND=rados: the session `server` runs on a test cluster.
+TEST_BACKEND = os.environ.get("S3RDMA_TEST_BACKEND", "local")
+
+
+def ceph_missing():
+    """The Ceph binaries scripts/ceph-dev needs that are not installed (a list)."""
+    import shutil
+    return [b for b in ("ceph-mon", "ceph-osd", "ceph", "monmaptool") if not shutil.which(b)]
+
+
+class CephCluster:
+    """A throwaway single-node cluster (scripts/ceph-dev) with pools for gateways."""
+
+    def __init__(self, path, pools=("s3rdma",)):
+        self.path = Path(path)
+        self.pools = list(pools)
+        self.conf = None
+
+    def start(self):
+        out = subprocess.run([str(CEPH_DEV), "start", str(self.path), *self.pools],
+                             capture_output=True, text=True, timeout=300)
+        if out.returncode != 0:
+            raise RuntimeError(f"ceph-dev start failed:\n{out.stdout}\n{out.stderr}")
+        self.conf = out.stdout.strip().splitlines()[-1]
+        return self
+
+    def stop(self):
+        subprocess.run([str(CEPH_DEV), "stop", str(self.path)], capture_output=True, timeout=120)
+
+    def gateway_args(self, pool="s3rdma", gc_grace=10):
+        """s3rdmad flags that put its store on this cluster. A short GC grace: the OSD
+        keeps everything in RAM, and no test's reader lives that long."""
+        return ["--storage-backend", "rados", "--storage-rados-conf", self.conf,
+                "--storage-rados-pool", pool, "--storage-rados-gc-grace", str(gc_grace)]
+
+    def rados(self, *args, pool="s3rdma", input=None):
+        """Runs the rados CLI on pool; returns its stdout (bytes)."""
+        out = subprocess.run(["rados", "-c", self.conf, "-p", pool, *args], input=input,
+                             capture_output=True, timeout=60)
+        if out.returncode != 0:
+            raise RuntimeError(f"rados {' '.join(args)}: {out.stderr.decode(errors='replace')}")
+        return out.stdout
+
+    def create_pool(self, pool):
+        """A new pool of size 1 (for a test that counts what is in its pool)."""
+        for args in (["osd", "pool", "create", pool, "8", "8"],
+                     ["osd", "pool", "set", pool, "size", "1", "--yes-i-really-mean-it"]):
+            out = subprocess.run(["ceph", "-c", self.conf, *args], capture_output=True,
+                                 text=True, timeout=60)
+            if out.returncode != 0:
+                raise RuntimeError(f"ceph {' '.join(args)}: {out.stderr}")
+        deadline = time.monotonic() + 60
+        while True:  # writable once its placement groups are active
+            try:
+                self.rados("put", ".probe", "-", pool=pool, input=b"x")
+                self.rados("rm", ".probe", pool=pool)
+                return pool
+            except RuntimeError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.3)
+
+    def osd_pid(self):
+        return int((self.path / "run" / "osd.0.pid").read_text())
+
+    def pieces(self, pool="s3rdma"):
+        """Names of the data pieces in pool (<32 hex>.<8 hex>)."""
+        import re
+        names = self.rados("ls", pool=pool).decode().split()
+        return sorted(n for n in names if re.fullmatch(r"[0-9a-f]{32}\.[0-9a-f]{8}", n))
+
+
+# --------------------------------------------------------------------------
 # Server process
 # --------------------------------------------------------------------------
 
@@ -523,7 +600,7 @@ class RdmaServer:
     """An s3rdmad (relaxed durability) with its RDMA session port on a free port, run
     under ucx_env; env_extra is added to the server's environment only."""
 
-    def __init__(self, tmp, name, ucx_env, rdma=True, env_extra=None):
+    def __init__(self, tmp, name, ucx_env, rdma=True, env_extra=None, extra_args=()):
         tmp = Path(tmp)
         d = tmp / f"{name}-data"
         d.mkdir(parents=True, exist_ok=True)
@@ -532,7 +609,8 @@ class RdmaServer:
         self.rdma_port = free_port()
         self.ucx_env = ucx_env
         self.srv = Server(d, cfg, tmp / f"{name}.log", durability="relaxed",
-                          extra_args=["--rdma-listen", f"127.0.0.1:{self.rdma_port}"],
+                          extra_args=["--rdma-listen", f"127.0.0.1:{self.rdma_port}",
+                                      *extra_args],
                           env=clean_env({**ucx_env, **(env_extra or {})}), rdma_enabled=rdma)
 
     def start(self):

@@ -151,11 +151,13 @@ def test_sample_config_lists_every_setting(root):
     # Only data_dir is in effect: the systemd unit's StateDirectory.
     assert re.findall(r"^[a-z_]+:.*$", text, re.M) == ["data_dir: /var/lib/s3rdma"]
     for key in help_keys():
-        section, _, name = key.rpartition(".")
-        if section:
-            assert re.search(rf"^#{section}:\n(?:  .*\n|\n)*?  #{name}: ", text, re.M), key
-        else:
-            assert re.search(rf"^#?{name}: ", text, re.M), key
+        # "a.b.c": "#a:", then "  #b:" inside it, then "    #c: " inside that.
+        *sections, name = key.split(".")
+        pattern = "^"
+        for depth, section in enumerate(sections):
+            pattern += rf"{'  ' * depth}#{section}:\n(?:{'  ' * (depth + 1)}.*\n|\n)*?"
+        pattern += rf"{'  ' * len(sections)}#{'?' if not sections else ''}{name}: "
+        assert re.search(pattern, text, re.M), key
     assert "#users:\n#  - access_key: " in text
 
 

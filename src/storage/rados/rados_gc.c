@@ -1,0 +1,389 @@
+/* The RADOS backend's garbage collector, on its own thread:
+ *  - the GC log (omap of s3rdma.gc, key "<due ms>.<blob id>", both hex, so
+ *    entries sort by due time): blobs a committed change dropped (an
+ *    overwrite, a delete, a replaced or unused part, an aborted upload). They
+ *    stay readable for grace_ms, so a reader that opened them before the
+ *    change keeps its snapshot; then their pieces are removed. Drained about
+ *    once a second by every gateway (removing a piece twice is harmless).
+ *  - the sweep, once at start: pieces that nothing references (no index
+ *    record, no parts object, no GC log entry) and whose blob is
+ *    older than grace_ms (its id starts with its creation time) are removed.
+ *    That is what a gateway killed mid-write, or between an index switch and
+ *    its GC log write, leaves behind. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/hash.h"
+#include "common/log.h"
+#include "storage/rados/rados_internal.h"
+
+#define GC_BATCH       256
+#define GC_INTERVAL_MS 1000
+
+void rs_gc_log(rstor_t *st, const stor_seg_t *segs, size_t n)
+{
+    if (!n)
+        return;
+    char(*keys)[64] = calloc(n, sizeof *keys);
+    char(*vals)[24] = calloc(n, sizeof *vals);
+    const char **kp = calloc(n, sizeof *kp), **vp = calloc(n, sizeof *vp);
+    size_t *kl = calloc(n, sizeof *kl), *vl = calloc(n, sizeof *vl);
+    rados_write_op_t op = NULL;
+    int rc = -ENOMEM;
+    if (!keys || !vals || !kp || !vp || !kl || !vl || !(op = rados_create_write_op()))
+        goto out;
+    uint64_t due = (uint64_t)(now_ms() + st->grace_ms);
+    for (size_t i = 0; i < n; i++) {
+        char hex[2 * STOR_ID_LEN + 1];
+        hex_encode(segs[i].id, STOR_ID_LEN, hex);
+        kl[i] = (size_t)snprintf(keys[i], sizeof keys[i], "%016" PRIx64 ".%s", due, hex);
+        vl[i] = (size_t)snprintf(vals[i], sizeof vals[i], "%016" PRIx64, segs[i].size);
+        kp[i] = keys[i];
+        vp[i] = vals[i];
+    }
+    rados_write_op_omap_set2(op, kp, vp, kl, vl, n);
+    rc = rados_write_op_operate(op, st->index, RSTOR_GC_OID, NULL, 0);
+out:
+    if (op)
+        rados_release_write_op(op);
+    if (rc < 0)
+        log_error("storage: gc log of %zu blob(s): %s (the start sweep will collect them)", n,
+                  strerror(-rc));
+    free(keys);
+    free(vals);
+    free(kp);
+    free(vp);
+    free(kl);
+    free(vl);
+}
+
+/* Parses a GC log entry. 0, or -1 if malformed. */
+static int gc_entry(const char *k, size_t kl, const char *v, size_t vl, uint64_t *due,
+                    uint8_t id[STOR_ID_LEN], uint64_t *size)
+{
+    char tmp[24];
+    if (kl != 16 + 1 + 2 * STOR_ID_LEN || k[16] != '.' || vl != 16)
+        return -1;
+    if (hex_decode(k + 17, 2 * STOR_ID_LEN, id, STOR_ID_LEN) != 0)
+        return -1;
+    memcpy(tmp, k, 16);
+    tmp[16] = '\0';
+    *due = strtoull(tmp, NULL, 16);
+    memcpy(tmp, v, 16);
+    *size = strtoull(tmp, NULL, 16);
+    return 0;
+}
+
+static void remove_blob(rstor_t *st, const uint8_t id[STOR_ID_LEN], uint64_t size)
+{
+    uint32_t n = rs_pieces(size);
+    for (uint32_t i = 0; i < n; i++) {
+        char oid[RSTOR_OID_MAX];
+        rs_piece_oid(id, i, oid);
+        int rc = rados_remove(st->data, oid);
+        if (rc < 0 && rc != -ENOENT)
+            log_warn("storage: gc remove %s: %s", oid, strerror(-rc));
+    }
+}
+
+/* Removes the blobs whose entries are due. Returns how many, or -1. */
+static int gc_drain(rstor_t *st)
+{
+    rados_read_op_t op = rados_create_read_op();
+    if (!op)
+        return -1;
+    rados_omap_iter_t it = NULL;
+    unsigned char more = 0;
+    int prval = 0;
+    rados_read_op_omap_get_vals2(op, "", "", GC_BATCH, &it, &more, &prval);
+    int rc = rados_read_op_operate(op, st->index, RSTOR_GC_OID, 0);
+    rados_release_read_op(op);
+    if (rc == 0)
+        rc = prval;
+    if (rc < 0) {
+        if (it)
+            rados_omap_get_end(it);
+        return rc == -ENOENT ? 0 : -1;
+    }
+    uint64_t now = (uint64_t)now_ms();
+    char *done[GC_BATCH];
+    size_t done_len[GC_BATCH], n = 0;
+    char *k, *v;
+    size_t kl, vl;
+    while (n < GC_BATCH && rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 && k) {
+        uint64_t due, size;
+        uint8_t id[STOR_ID_LEN];
+        int ok = gc_entry(k, kl, v, vl, &due, id, &size) == 0;
+        if (ok && due > now)
+            break;
+        if (ok)
+            remove_blob(st, id, size);
+        else
+            log_warn("storage: malformed gc log entry dropped");
+        if (!(done[n] = malloc(kl)))
+            break;
+        memcpy(done[n], k, kl);
+        done_len[n++] = kl;
+    }
+    rados_omap_get_end(it);
+    if (n) {
+        rados_write_op_t w = rados_create_write_op();
+        if (w) {
+            rados_write_op_omap_rm_keys2(w, (const char *const *)done, done_len, n);
+            rc = rados_write_op_operate(w, st->index, RSTOR_GC_OID, NULL, 0);
+            rados_release_write_op(w);
+            if (rc < 0)
+                log_warn("storage: gc log trim: %s", strerror(-rc));
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        free(done[i]);
+    return (int)n;
+}
+
+/* ==== The sweep ========================================================== */
+
+typedef struct idset {
+    uint8_t (*ids)[STOR_ID_LEN];
+    size_t n, cap;
+} idset_t;
+
+static int idset_add(idset_t *s, const uint8_t id[STOR_ID_LEN])
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 1024;
+        void *p = realloc(s->ids, cap * STOR_ID_LEN);
+        if (!p)
+            return -1;
+        s->ids = p;
+        s->cap = cap;
+    }
+    memcpy(s->ids[s->n++], id, STOR_ID_LEN);
+    return 0;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+    return memcmp(a, b, STOR_ID_LEN);
+}
+
+static int mark_object(void *arg, const char *k, size_t kl, const char *v, size_t vl)
+{
+    (void)k;
+    if (kl && (unsigned char)k[0] == 0xFF)
+        return 0; /* the tombstone */
+    stor_obj_rec_t rec;
+    if (stor_rec_decode_object(v, vl, &rec) != STOR_OK)
+        return -EIO;
+    int rc = 0;
+    for (uint32_t i = 0; i < rec.n_segs && rc == 0; i++)
+        rc = idset_add(arg, rec.segs[i].id) ? -ENOMEM : 0;
+    stor_obj_rec_free(&rec);
+    return rc;
+}
+
+static int mark_part(void *arg, const char *k, size_t kl, const char *v, size_t vl)
+{
+    (void)k;
+    (void)kl;
+    stor_part_rec_t p;
+    if (stor_rec_decode_part(v, vl, &p) != STOR_OK)
+        return -EIO;
+    int rc = idset_add(arg, p.id) ? -ENOMEM : 0;
+    stor_part_free_fields(&p.part);
+    return rc;
+}
+
+static int add_upload_id(void *arg, const char *k, size_t kl, const char *v, size_t vl)
+{
+    (void)v;
+    (void)vl;
+    uint8_t id[STOR_ID_LEN];
+    if (kl != STOR_UPLOAD_ID_LEN || hex_decode(k, kl, id, STOR_ID_LEN) != 0)
+        return 0;
+    return idset_add(arg, id) ? -ENOMEM : 0;
+}
+
+/* Marks the parts of every parts object in the index pool whose upload is
+ * live (its record read first) or that changed within grace_ms: Complete
+ * and Abort remove the upload record first and the parts object last. A
+ * parts object whose record went longer ago is what a gateway killed in
+ * between left: it goes to *orphans (its blobs that an index references are
+ * marked by the index). */
+static int mark_all_parts(rstor_t *st, idset_t *set, idset_t *orphans)
+{
+    stor_bucket_t *bs;
+    size_t nb;
+    if (rs_bucket_list(&st->base, &bs, &nb) != STOR_OK)
+        return -EIO;
+    idset_t live = {0};
+    int rc = 0;
+    for (size_t i = 0; i < nb && rc == 0; i++) {
+        char oid[RSTOR_OID_MAX];
+        rs_uploads_oid(bs[i].id, oid);
+        if ((rc = rs_omap_each(st->index, oid, "", add_upload_id, &live)) == -ENOENT)
+            rc = 0;
+    }
+    free(bs);
+    if (live.n)
+        qsort(live.ids, live.n, STOR_ID_LEN, cmp_id);
+    rados_list_ctx_t ls;
+    if (rc == 0 && (rc = rados_nobjects_list_open(st->index, &ls)) == 0) {
+        const char *name;
+        size_t plen = strlen("s3rdma.parts.");
+        time_t old_before = (time_t)((now_ms() - st->grace_ms) / 1000);
+        while (rc == 0 && (rc = rados_nobjects_list_next(ls, &name, NULL, NULL)) == 0) {
+            uint8_t id[STOR_ID_LEN];
+            if (strncmp(name, "s3rdma.parts.", plen) != 0 ||
+                hex_decode(name + plen, 2 * STOR_ID_LEN, id, STOR_ID_LEN) != 0)
+                continue;
+            uint64_t size;
+            time_t mtime;
+            if (!(live.n && bsearch(id, live.ids, live.n, STOR_ID_LEN, cmp_id)) &&
+                rados_stat(st->index, name, &size, &mtime) == 0 && mtime < old_before) {
+                rc = idset_add(orphans, id) ? -ENOMEM : 0;
+                continue;
+            }
+            rc = rs_omap_each(st->index, name, "", mark_part, set);
+            if (rc == -ENOENT)
+                rc = 0; /* gone since listed: its upload ended */
+        }
+        rados_nobjects_list_close(ls);
+        if (rc == -ENOENT)
+            rc = 0;
+    }
+    free(live.ids);
+    return rc;
+}
+
+static int mark_gc(void *arg, const char *k, size_t kl, const char *v, size_t vl)
+{
+    uint64_t due, size;
+    uint8_t id[STOR_ID_LEN];
+    if (gc_entry(k, kl, v, vl, &due, id, &size) != 0)
+        return 0;
+    return idset_add(arg, id) ? -ENOMEM : 0;
+}
+
+/* Every blob something references. 0, or a librados code (then nothing may
+ * be swept). The order matters against changes racing the marking: parts
+ * objects before indexes (a Complete moves its parts from the one to the
+ * other, removing the parts object last), indexes before the GC log (an
+ * overwrite switches the index, then logs the old blob). */
+static int sweep_mark(rstor_t *st, idset_t *set, idset_t *orphans)
+{
+    int rc = mark_all_parts(st, set, orphans);
+    if (rc != 0)
+        return rc;
+    stor_bucket_t *bs;
+    size_t nb;
+    if (rs_bucket_list(&st->base, &bs, &nb) != STOR_OK)
+        return -EIO;
+    for (size_t i = 0; i < nb && rc == 0; i++) {
+        char oid[RSTOR_OID_MAX];
+        rs_index_oid(bs[i].id, oid);
+        rc = rs_omap_each(st->index, oid, "", mark_object, set);
+        if (rc == -ENOENT)
+            rc = 0;
+    }
+    free(bs);
+    if (rc == 0 && (rc = rs_omap_each(st->index, RSTOR_GC_OID, "", mark_gc, set)) == -ENOENT)
+        rc = 0;
+    return rc;
+}
+
+/* Removes unreferenced pieces of blobs older than grace_ms. */
+static void gc_sweep(rstor_t *st)
+{
+    idset_t set = {0}, orphans = {0};
+    int rc = sweep_mark(st, &set, &orphans);
+    if (rc != 0) {
+        log_warn("storage: sweep skipped: %s", strerror(-rc));
+        free(set.ids);
+        free(orphans.ids);
+        return;
+    }
+    /* Parts objects of uploads that ended in a crash: their unreferenced
+     * blobs go below with the rest. */
+    for (size_t i = 0; i < orphans.n; i++) {
+        char hex[2 * STOR_ID_LEN + 1], oid[RSTOR_OID_MAX];
+        hex_encode(orphans.ids[i], STOR_ID_LEN, hex);
+        rs_parts_oid(hex, oid);
+        rados_remove(st->index, oid);
+    }
+    free(orphans.ids);
+    if (set.n)
+        qsort(set.ids, set.n, STOR_ID_LEN, cmp_id);
+    rados_list_ctx_t ls;
+    if ((rc = rados_nobjects_list_open(st->data, &ls)) < 0) {
+        log_warn("storage: sweep: list: %s", strerror(-rc));
+        free(set.ids);
+        return;
+    }
+    uint64_t old_before = (uint64_t)(now_ms() - st->grace_ms);
+    size_t removed = 0;
+    const char *name;
+    while (rados_nobjects_list_next(ls, &name, NULL, NULL) == 0) {
+        uint8_t id[STOR_ID_LEN];
+        if (strlen(name) != 2 * STOR_ID_LEN + 9 || name[2 * STOR_ID_LEN] != '.' ||
+            hex_decode(name, 2 * STOR_ID_LEN, id, STOR_ID_LEN) != 0)
+            continue;
+        uint64_t born = 0;
+        for (int i = 0; i < 8; i++)
+            born = born << 8 | id[i];
+        if (born >= old_before || (set.n && bsearch(id, set.ids, set.n, STOR_ID_LEN, cmp_id)))
+            continue;
+        if (rados_remove(st->data, name) == 0)
+            removed++;
+    }
+    rados_nobjects_list_close(ls);
+    free(set.ids);
+    if (removed)
+        log_info("storage: sweep removed %zu unreferenced piece(s)", removed);
+}
+
+/* ==== The thread ========================================================= */
+
+static void *gc_main(void *arg)
+{
+    rstor_t *st = arg;
+    gc_sweep(st);
+    pthread_mutex_lock(&st->gc_lock);
+    while (!st->gc_stop) {
+        pthread_mutex_unlock(&st->gc_lock);
+        while (gc_drain(st) == GC_BATCH)
+            ;
+        pthread_mutex_lock(&st->gc_lock);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += GC_INTERVAL_MS / 1000;
+        if (!st->gc_stop)
+            pthread_cond_timedwait(&st->gc_cond, &st->gc_lock, &ts);
+    }
+    pthread_mutex_unlock(&st->gc_lock);
+    return NULL;
+}
+
+int rs_gc_start(rstor_t *st)
+{
+    if (pthread_create(&st->gc_thread, NULL, gc_main, st) != 0)
+        return -1;
+    st->gc_running = 1;
+    return 0;
+}
+
+void rs_gc_stop(rstor_t *st)
+{
+    if (!st->gc_running)
+        return;
+    pthread_mutex_lock(&st->gc_lock);
+    st->gc_stop = 1;
+    pthread_cond_signal(&st->gc_cond);
+    pthread_mutex_unlock(&st->gc_lock);
+    pthread_join(st->gc_thread, NULL);
+    st->gc_running = 0;
+}

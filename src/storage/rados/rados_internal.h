@@ -1,0 +1,211 @@
+/* Private to src/storage/rados: the RADOS backend's store, the names of its
+ * RADOS objects and the helpers its files share. docs/storage.md ("The
+ * RADOS backend") has the layout and the consistency and crash story.
+ *
+ * Index pool (storage.rados.index_pool):
+ *   s3rdma.buckets          omap: bucket name -> bucket record
+ *   s3rdma.index.<id>       omap: object key -> object record, one per bucket
+ *                           (<id>: the bucket id, 16 hex); the key RSTOR_TOMB
+ *                           marks a bucket being deleted
+ *   s3rdma.uploads.<id>     omap: key \0 upload id -> upload record
+ *   s3rdma.parts.<upload>   omap: 8-hex part number -> part record
+ *   s3rdma.gc               omap: <due ms, 16 hex>.<blob id> -> blob size
+ * Data pool (storage.rados.pool):
+ *   <blob id, 32 hex>.<piece, 8 hex>   RSTOR_PIECE bytes each (the last
+ *                           shorter); a blob is one PUT's or one part's bytes
+ *                           (a stor_seg_t of the record codec). */
+#ifndef S3R_STORAGE_RADOS_INTERNAL_H
+#define S3R_STORAGE_RADOS_INTERNAL_H
+
+#include <pthread.h>
+#include <rados/librados.h>
+#include <stdint.h>
+
+#include "storage/stor_backend.h"
+#include "storage/stor_record.h"
+
+#define RSTOR_PIECE       (4u << 20) /* bytes per data piece */
+#define RSTOR_WINDOW      4          /* pieces in flight per writer or read */
+#define RSTOR_BUCKETS_OID "s3rdma.buckets"
+#define RSTOR_GC_OID      "s3rdma.gc"
+/* 0xFF never occurs in UTF-8, so no object key is this or sorts after it. */
+#define RSTOR_TOMB                                                                                 \
+    "\xff"                                                                                         \
+    "deleting"
+#define RSTOR_OID_MAX 64
+#define RSTOR_RETRIES 64 /* compare-and-swap attempts before giving up */
+
+/* A bucket name -> id cache slot (rs_bucket_id). */
+#define RSTOR_IDCACHE 256
+typedef struct idslot {
+    char name[STOR_BUCKET_MAX + 1];
+    uint64_t id;
+} idslot_t;
+
+typedef struct rstor {
+    stor_t base; /* first: stor_backend.h */
+    rados_t cluster;
+    rados_ioctx_t data, index;
+    int64_t grace_ms; /* how long dropped blobs stay readable; sweep age */
+    /* The collector thread: drains the GC log about once a second, sweeps
+     * unreferenced pieces once at start. */
+    pthread_t gc_thread;
+    int gc_running;
+    pthread_mutex_t gc_lock;
+    pthread_cond_t gc_cond;
+    int gc_stop;
+    /* Bucket ids by name for reads by name (GET, HEAD, listings), under
+     * id_lock. An entry may be stale (the bucket deleted, maybe re-created):
+     * a read through a stale id finds no index object, and the caller looks
+     * the name up afresh. */
+    pthread_mutex_t id_lock;
+    idslot_t ids[RSTOR_IDCACHE];
+} rstor_t;
+
+/* ---- rados_store.c ------------------------------------------------------ */
+
+/* Maps a librados return code (negative errno) to a status, logging what
+ * failed: cluster unreachable or timed out -> STOR_ERR_UNAVAILABLE. */
+stor_status_t rs_fail(const char *what, const char *oid, int rc);
+/* 1 for the codes that mean "the cluster did not answer in time". */
+int rs_unavailable(int rc);
+
+void rs_index_oid(uint64_t bucket_id, char out[RSTOR_OID_MAX]);
+void rs_uploads_oid(uint64_t bucket_id, char out[RSTOR_OID_MAX]);
+void rs_parts_oid(const char *upload_id, char out[RSTOR_OID_MAX]);
+void rs_piece_oid(const uint8_t id[STOR_ID_LEN], uint32_t piece, char out[RSTOR_OID_MAX]);
+/* Pieces of a blob of size bytes. */
+static inline uint32_t rs_pieces(uint64_t size)
+{
+    return (uint32_t)((size + RSTOR_PIECE - 1) / RSTOR_PIECE);
+}
+/* A new blob id: 8 bytes of big-endian creation time (ms), 8 random (the
+ * sweep tells young blobs from old by it). -1 if no randomness. */
+int rs_new_blob_id(uint8_t id[STOR_ID_LEN]);
+
+/* Reads one omap value of oid into *val (buf_init'ed here; the caller frees
+ * it). Returns 1 found, 0 absent, or a negative librados code (-ENOENT: no
+ * such object). */
+int rs_omap_get(rados_ioctx_t io, const char *oid, const char *key, size_t klen, buf_t *val);
+/* rs_omap_get in two halves, so other I/O can go on meanwhile: start sends
+ * the read (0, or a librados code: then finish must not be called); finish
+ * waits for it and returns what rs_omap_get would. */
+typedef struct rs_omap_get {
+    rados_read_op_t op;
+    rados_completion_t c;
+    rados_omap_iter_t it;
+    int prval;
+} rs_omap_get_t;
+int rs_omap_get_start(rados_ioctx_t io, const char *oid, const char *key, size_t klen,
+                      rs_omap_get_t *g);
+int rs_omap_get_finish(rs_omap_get_t *g, buf_t *val);
+
+/* One atomic compare-and-set of omap key (klen bytes) on oid: from expect
+ * (NULL: absent) to val (NULL: removed). The object must exist unless
+ * RS_CAS_CREATE (then it is made if needed); with RS_CAS_NO_TOMB the key
+ * RSTOR_TOMB must be absent too. Returns the librados code: -ECANCELED when
+ * key does not hold expect, -ESTALE when the tombstone is there, -ENOENT when
+ * the object is missing. */
+#define RS_CAS_CREATE  1u
+#define RS_CAS_NO_TOMB 2u
+int rs_omap_cas(rados_ioctx_t io, const char *oid, const char *key, size_t klen,
+                const buf_t *expect, const buf_t *val, unsigned flags);
+
+/* Calls fn on every omap entry of oid after key `after` ("" for all), in
+ * key order, reading RSTOR_OMAP_BATCH at a time; stops at fn's first
+ * non-zero return and returns it. 0, or a librados code (-ENOENT: no such
+ * object). k and v are valid during the call only. */
+#define RSTOR_OMAP_BATCH 1000
+typedef int (*rs_omap_fn)(void *arg, const char *k, size_t kl, const char *v, size_t vl);
+int rs_omap_each(rados_ioctx_t io, const char *oid, const char *after, rs_omap_fn fn, void *arg);
+
+/* Records blobs that a committed change dropped: the collector deletes their
+ * pieces once grace_ms have passed (readers that opened them keep reading
+ * until then). Failures are logged; the start sweep catches what is lost. */
+void rs_gc_log(rstor_t *st, const stor_seg_t *segs, size_t n);
+
+/* The bucket named name as stored: its record (and id). */
+stor_status_t rs_bucket_lookup(rstor_t *st, const char *name, stor_bucket_t *out_p);
+
+/* The id of bucket name: the cached one unless fresh, else looked up (and
+ * cached). STOR_ERR_NO_BUCKET when there is no such bucket. */
+stor_status_t rs_bucket_id(rstor_t *st, const char *name, int fresh, uint64_t *id_p);
+
+/* ---- rados_object.c ----------------------------------------------------- */
+
+/* Switches bucket/key in the bucket's index: to record rec (NULL: removes
+ * the key) if cond holds for what the key holds, atomically against racing
+ * switches (the write compares the old value) and against the bucket's
+ * deletion. The replaced record goes to *old (*had_old). STOR_ERR_NO_KEY
+ * when removing an absent key. */
+stor_status_t rs_index_switch(rstor_t *st, uint64_t bucket_id, const char *key, const buf_t *rec,
+                              const stor_precond_t *cond, stor_obj_rec_t *old, int *had_old);
+/* rs_index_switch whose first look at the key's value is the read pre
+ * (rs_omap_get_start'ed on the index object; finished here whatever
+ * happens), or a fresh one when pre is NULL. */
+stor_status_t rs_index_switch_pre(rstor_t *st, uint64_t bucket_id, const char *key,
+                                  const buf_t *rec, const stor_precond_t *cond, rs_omap_get_t *pre,
+                                  stor_obj_rec_t *old, int *had_old);
+
+/* For part commits (rados_multipart.c): which bucket and blob a writer
+ * writes; sealing it (every piece in the cluster); and freeing it, its
+ * pieces kept (they are referenced now, or maybe are: keep) or removed. */
+void rs_writer_identity(const stor_writer_t *w, uint64_t *bucket_id_p, uint8_t id[STOR_ID_LEN]);
+stor_status_t rs_writer_seal(stor_writer_t *w);
+void rs_writer_done(stor_writer_t *w, int keep);
+
+/* ---- The backend's ops (the table is in rados_store.c) ----------------- */
+
+void rs_close(stor_t *st);
+stor_status_t rs_sync(stor_t *st);
+stor_status_t rs_bucket_create(stor_t *st, const char *name, const char *owner);
+stor_status_t rs_bucket_get(stor_t *st, const char *name, stor_bucket_t *out_p);
+stor_status_t rs_bucket_set_acl(stor_t *st, const stor_bucket_t *bucket, stor_acl_t acl);
+stor_status_t rs_bucket_delete(stor_t *st, const stor_bucket_t *bucket);
+stor_status_t rs_bucket_list(stor_t *st, stor_bucket_t **out_p, size_t *n_p);
+stor_status_t rs_writer_open(stor_t *st, const stor_bucket_t *bucket, stor_writer_t **out_p);
+stor_status_t rs_writer_write(stor_writer_t *w, const void *data, size_t len);
+uint64_t rs_writer_size(const stor_writer_t *w);
+stor_status_t rs_writer_commit_if(stor_writer_t *w, const char *key, stor_meta_t *meta,
+                                  const stor_precond_t *cond);
+void rs_writer_abort(stor_writer_t *w);
+stor_status_t rs_head(stor_t *st, const char *bucket, const char *key, stor_meta_t *meta_p);
+stor_status_t rs_reader_open(stor_t *st, const char *bucket, const char *key,
+                             stor_reader_t **out_p);
+const stor_meta_t *rs_reader_meta(const stor_reader_t *r);
+ssize_t rs_reader_pread(stor_reader_t *r, void *buf, size_t len, uint64_t off);
+void rs_reader_close(stor_reader_t *r);
+stor_status_t rs_delete(stor_t *st, const stor_bucket_t *bucket, const char *key);
+stor_status_t rs_object_set_acl(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                                stor_acl_t acl);
+stor_status_t rs_iter_open(stor_t *st, const char *bucket, const char *prefix, const char *after,
+                           stor_iter_t **out_p);
+void rs_iter_seek(stor_iter_t *it, const char *key, size_t key_len);
+int rs_iter_next(stor_iter_t *it, const char **key_p, size_t *key_len_p, stor_meta_t *meta_p);
+void rs_iter_close(stor_iter_t *it);
+stor_status_t rs_mpu_create(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                            const stor_meta_t *meta, char upload_id[STOR_UPLOAD_ID_LEN + 1]);
+stor_status_t rs_mpu_check(stor_t *st, const char *bucket, const char *key, const char *upload_id);
+stor_status_t rs_part_commit(stor_writer_t *w, const char *key, const char *upload_id,
+                             stor_part_t *part);
+stor_status_t rs_mpu_list_parts(stor_t *st, const char *bucket, const char *key,
+                                const char *upload_id, uint32_t part_marker, stor_part_t **parts_p,
+                                size_t *n_p);
+stor_status_t rs_mpu_complete(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                              const char *upload_id, const stor_complete_part_t *parts, size_t n,
+                              const stor_precond_t *cond, stor_meta_t *meta_p);
+stor_status_t rs_mpu_abort(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                           const char *upload_id);
+stor_status_t rs_mpu_list(stor_t *st, const char *bucket, const char *prefix,
+                          const char *key_marker, const char *upload_id_marker, size_t max,
+                          stor_upload_t **uploads_p, size_t *n_p, int *more_p);
+
+/* rados_multipart.c, used by bucket deletion: aborts every upload of the
+ * bucket (parts to the GC log) and removes its uploads object. */
+stor_status_t rs_uploads_drop(rstor_t *st, uint64_t bucket_id);
+
+/* rados_gc.c: the collector. */
+int rs_gc_start(rstor_t *st);
+void rs_gc_stop(rstor_t *st);
+
+#endif

@@ -1,0 +1,541 @@
+/* Objects on RADOS: the writer (pieces of a fresh blob, then the index
+ * switch), HEAD, the reader (pieces read straight into the caller's buffer),
+ * delete and object ACLs. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "storage/rados/rados_internal.h"
+
+/* ==== The index switch =================================================== */
+
+/* One compare-and-set on a bucket's index: key goes from expect (NULL:
+ * absent) to rec (NULL: removed), unless the bucket is being deleted.
+ * Returns the librados code: -ECANCELED when key no longer holds expect,
+ * -ENOENT or -ESTALE (the tombstone) when the bucket is gone. */
+static int index_cas(rstor_t *st, const char *oid, const char *key, const buf_t *expect,
+                     const buf_t *rec)
+{
+    return rs_omap_cas(st->index, oid, key, strlen(key), expect, rec, RS_CAS_NO_TOMB);
+}
+
+/* Reads key's record from the index of bucket bucket_id: the stored bytes
+ * into *raw (buf_init'ed here) and, when found, the decoded record into
+ * *rec. Returns STOR_OK (found), STOR_ERR_NO_KEY (absent; *raw empty) or an
+ * error. */
+static stor_status_t index_read(rstor_t *st, const char *oid, const char *key, buf_t *raw,
+                                stor_obj_rec_t *rec, rs_omap_get_t *pre)
+{
+    int rc =
+        pre ? rs_omap_get_finish(pre, raw) : rs_omap_get(st->index, oid, key, strlen(key), raw);
+    if (rc == -ENOENT)
+        return STOR_ERR_NO_BUCKET;
+    if (rc < 0)
+        return rs_fail("index lookup", oid, rc);
+    if (rc == 0)
+        return STOR_ERR_NO_KEY;
+    stor_status_t s = stor_rec_decode_object(raw->data, raw->len, rec);
+    if (s != STOR_OK)
+        log_error("storage: corrupt object record for %s in %s", key, oid);
+    return s;
+}
+
+static stor_status_t cas_status(const char *oid, int rc)
+{
+    if (rc == -ENOENT || rc == -ESTALE)
+        return STOR_ERR_NO_BUCKET;
+    return rs_fail("index switch", oid, rc);
+}
+
+stor_status_t rs_index_switch(rstor_t *st, uint64_t bucket_id, const char *key, const buf_t *rec,
+                              const stor_precond_t *cond, stor_obj_rec_t *old, int *had_old)
+{
+    return rs_index_switch_pre(st, bucket_id, key, rec, cond, NULL, old, had_old);
+}
+
+stor_status_t rs_index_switch_pre(rstor_t *st, uint64_t bucket_id, const char *key,
+                                  const buf_t *rec, const stor_precond_t *cond, rs_omap_get_t *pre,
+                                  stor_obj_rec_t *old, int *had_old)
+{
+    char oid[RSTOR_OID_MAX];
+    rs_index_oid(bucket_id, oid);
+    *had_old = 0;
+    for (int attempt = 0; attempt < RSTOR_RETRIES; attempt++) {
+        buf_t cur;
+        stor_obj_rec_t o;
+        stor_status_t s = index_read(st, oid, key, &cur, &o, attempt == 0 ? pre : NULL);
+        int found = s == STOR_OK;
+        if (s == STOR_OK || s == STOR_ERR_NO_KEY) {
+            s = stor_precond_check(cond, found ? &o.meta : NULL, found);
+            if (s == STOR_OK && !rec && !found)
+                s = STOR_ERR_NO_KEY;
+        }
+        int rc = s == STOR_OK ? index_cas(st, oid, key, found ? &cur : NULL, rec) : 0;
+        buf_free(&cur);
+        if (s == STOR_OK && rc == 0) {
+            if (found) {
+                *old = o;
+                *had_old = 1;
+            }
+            return STOR_OK;
+        }
+        if (found)
+            stor_obj_rec_free(&o);
+        if (s != STOR_OK)
+            return s;
+        if (rc != -ECANCELED)
+            return cas_status(oid, rc);
+        /* Another switch of this key came first: judge again on its result. */
+    }
+    log_error("storage: index switch of %s in %s kept losing races", key, oid);
+    return STOR_ERR_UNAVAILABLE;
+}
+
+/* Reads bucket/key's record (bucket by name, its id cached).
+ * STOR_ERR_NO_KEY when absent. */
+static stor_status_t rec_read(rstor_t *st, const char *bucket, const char *key, stor_obj_rec_t *rec)
+{
+    stor_status_t s = STOR_ERR_NO_BUCKET;
+    for (int fresh = 0; fresh < 2 && s == STOR_ERR_NO_BUCKET; fresh++) {
+        uint64_t id;
+        if ((s = rs_bucket_id(st, bucket, fresh, &id)) != STOR_OK)
+            return s;
+        char oid[RSTOR_OID_MAX];
+        rs_index_oid(id, oid);
+        buf_t raw;
+        s = index_read(st, oid, key, &raw, rec, NULL);
+        buf_free(&raw);
+    }
+    return s;
+}
+
+/* ==== Pieces in flight =================================================== */
+
+/* A window of up to RSTOR_WINDOW librados operations in flight, completed in
+ * the order they were issued. */
+typedef struct window {
+    rados_completion_t c[RSTOR_WINDOW];
+    char *owned[RSTOR_WINDOW]; /* a buffer to free when it completes, or NULL */
+    size_t want[RSTOR_WINDOW]; /* reads: bytes expected */
+    unsigned head, count;
+    int rc; /* the first failure, sticky */
+} window_t;
+
+/* Waits for the oldest operation; its buffer goes to *buf_p if given (else
+ * it is freed). */
+static void window_pop(window_t *w, char **buf_p)
+{
+    unsigned i = w->head;
+    rados_aio_wait_for_complete(w->c[i]);
+    int rc = rados_aio_get_return_value(w->c[i]);
+    rados_aio_release(w->c[i]);
+    if (rc >= 0 && w->want[i] && (size_t)rc != w->want[i])
+        rc = -ENODATA; /* a piece shorter than its blob's size says */
+    if (rc < 0 && w->rc == 0)
+        w->rc = rc;
+    if (buf_p && !*buf_p)
+        *buf_p = w->owned[i];
+    else
+        free(w->owned[i]);
+    w->owned[i] = NULL;
+    w->head = (w->head + 1) % RSTOR_WINDOW;
+    w->count--;
+}
+
+static void window_drain(window_t *w)
+{
+    while (w->count)
+        window_pop(w, NULL);
+}
+
+/* A free slot (waiting for the oldest when full) with a new completion. */
+static int window_slot(window_t *w, char **spare_p, unsigned *slot_p)
+{
+    if (w->count == RSTOR_WINDOW)
+        window_pop(w, spare_p);
+    unsigned i = (w->head + w->count) % RSTOR_WINDOW;
+    int rc = rados_aio_create_completion2(NULL, NULL, &w->c[i]);
+    if (rc < 0)
+        return rc;
+    w->owned[i] = NULL;
+    w->want[i] = 0;
+    *slot_p = i;
+    return 0;
+}
+
+/* ==== Writing ============================================================ */
+
+typedef struct rwriter {
+    stor_writer_t base; /* first: stor_backend.h */
+    rstor_t *st;
+    char bucket[STOR_BUCKET_MAX + 1];
+    uint64_t bucket_id;
+    uint8_t id[STOR_ID_LEN];
+    uint64_t size;
+    uint32_t next_piece; /* the piece pend becomes */
+    char *pend;          /* bytes of the next piece not yet sent */
+    size_t fill, cap;
+    char *spare; /* a piece buffer back from the window, reused */
+    window_t win;
+} rwriter_t;
+
+stor_status_t rs_writer_open(stor_t *st_, const stor_bucket_t *bucket, stor_writer_t **out_p)
+{
+    rstor_t *st = (rstor_t *)st_;
+    rwriter_t *w = calloc(1, sizeof *w);
+    if (!w)
+        return STOR_ERR_NOMEM;
+    w->base.st = st_;
+    w->st = st;
+    snprintf(w->bucket, sizeof w->bucket, "%s", bucket->name);
+    w->bucket_id = bucket->id;
+    if (rs_new_blob_id(w->id) != 0) {
+        free(w);
+        return STOR_ERR_IO;
+    }
+    *out_p = &w->base;
+    return STOR_OK;
+}
+
+/* Sends len bytes at data as the next piece; the window frees owned (data
+ * itself, or NULL when data is the caller's and must be waited for before
+ * the caller gets it back). */
+static int send_piece(rwriter_t *w, const char *data, size_t len, char *owned)
+{
+    unsigned i;
+    char oid[RSTOR_OID_MAX];
+    int rc = window_slot(&w->win, &w->spare, &i);
+    if (rc == 0) {
+        rs_piece_oid(w->id, w->next_piece, oid);
+        rc = rados_aio_write_full(w->st->data, oid, w->win.c[i], data, len);
+        if (rc < 0)
+            rados_aio_release(w->win.c[i]);
+    }
+    if (rc < 0) {
+        free(owned);
+        if (w->win.rc == 0)
+            w->win.rc = rc;
+        return rc;
+    }
+    w->win.owned[i] = owned;
+    w->win.count++;
+    w->next_piece++;
+    return 0;
+}
+
+/* Sends the pending partial piece (it owns its buffer from here on). */
+static int send_pending(rwriter_t *w)
+{
+    if (!w->fill)
+        return 0;
+    char *p = w->pend;
+    size_t n = w->fill;
+    w->pend = NULL;
+    w->fill = w->cap = 0;
+    return send_piece(w, p, n, p);
+}
+
+stor_status_t rs_writer_write(stor_writer_t *w_, const void *data, size_t len)
+{
+    rwriter_t *w = (rwriter_t *)w_;
+    const char *p = data;
+    int borrowed = 0;
+    while (len && w->win.rc == 0) {
+        if (w->fill == 0 && len >= RSTOR_PIECE) {
+            /* A whole piece of the caller's buffer: sent from there. */
+            send_piece(w, p, RSTOR_PIECE, NULL);
+            borrowed = 1;
+            p += RSTOR_PIECE;
+            len -= RSTOR_PIECE;
+            w->size += RSTOR_PIECE;
+            continue;
+        }
+        size_t n = RSTOR_PIECE - w->fill < len ? RSTOR_PIECE - w->fill : len;
+        if (w->fill + n > w->cap) {
+            /* The first piece grows geometrically (a small object costs a
+             * small buffer); once one piece went, the object is large and
+             * the next takes a whole piece buffer (a spare one if any). */
+            size_t cap = w->next_piece ? RSTOR_PIECE : w->cap ? w->cap : 64 * 1024;
+            while (cap < w->fill + n)
+                cap *= 2;
+            if (cap > RSTOR_PIECE)
+                cap = RSTOR_PIECE;
+            char *np;
+            if (cap == RSTOR_PIECE && !w->pend && w->spare) {
+                np = w->spare;
+                w->spare = NULL;
+            } else if (!(np = realloc(w->pend, cap))) {
+                return STOR_ERR_NOMEM;
+            }
+            w->pend = np;
+            w->cap = cap;
+        }
+        memcpy(w->pend + w->fill, p, n);
+        w->fill += n;
+        p += n;
+        len -= n;
+        w->size += n;
+        if (w->fill == RSTOR_PIECE)
+            send_pending(w);
+    }
+    if (borrowed)
+        window_drain(&w->win);
+    return w->win.rc == 0 ? STOR_OK : rs_fail("write piece", w->bucket, w->win.rc);
+}
+
+uint64_t rs_writer_size(const stor_writer_t *w_)
+{
+    return ((const rwriter_t *)w_)->size;
+}
+
+static void writer_free(rwriter_t *w)
+{
+    window_drain(&w->win);
+    free(w->pend);
+    free(w->spare);
+    free(w);
+}
+
+/* The writer's pieces written so far go straight away: nothing names them. */
+static void writer_discard(rwriter_t *w)
+{
+    window_drain(&w->win);
+    for (uint32_t i = 0; i < w->next_piece; i++) {
+        char oid[RSTOR_OID_MAX];
+        rs_piece_oid(w->id, i, oid);
+        rados_remove(w->st->data, oid);
+    }
+    writer_free(w);
+}
+
+void rs_writer_abort(stor_writer_t *w_)
+{
+    writer_discard((rwriter_t *)w_);
+}
+
+/* Sends what is pending and waits until every piece is in the cluster. */
+static stor_status_t writer_seal(rwriter_t *w)
+{
+    send_pending(w);
+    window_drain(&w->win);
+    return w->win.rc == 0 ? STOR_OK : rs_fail("write piece", w->bucket, w->win.rc);
+}
+
+void rs_writer_identity(const stor_writer_t *w_, uint64_t *bucket_id_p, uint8_t id[STOR_ID_LEN])
+{
+    const rwriter_t *w = (const rwriter_t *)w_;
+    *bucket_id_p = w->bucket_id;
+    memcpy(id, w->id, STOR_ID_LEN);
+}
+
+stor_status_t rs_writer_seal(stor_writer_t *w)
+{
+    return writer_seal((rwriter_t *)w);
+}
+
+void rs_writer_done(stor_writer_t *w, int keep)
+{
+    if (keep)
+        writer_free((rwriter_t *)w);
+    else
+        writer_discard((rwriter_t *)w);
+}
+
+stor_status_t rs_writer_commit_if(stor_writer_t *w_, const char *key, stor_meta_t *meta,
+                                  const stor_precond_t *cond)
+{
+    rwriter_t *w = (rwriter_t *)w_;
+    rstor_t *st = w->st;
+    buf_t b = {0};
+    /* The key's current record is read while the last piece is written: one
+     * round trip less for a small object. */
+    char oid[RSTOR_OID_MAX];
+    rs_index_oid(w->bucket_id, oid);
+    rs_omap_get_t pre, *prep = &pre;
+    if (rs_omap_get_start(st->index, oid, key, strlen(key), &pre) < 0)
+        prep = NULL;
+    stor_status_t s = writer_seal(w);
+    if (s != STOR_OK)
+        goto fail;
+    if ((s = encode_put(&b, key, meta, w->id, w->size)) != STOR_OK)
+        goto fail;
+    stor_obj_rec_t old;
+    int had_old = 0;
+    s = rs_index_switch_pre(st, w->bucket_id, key, &b, cond, prep, &old, &had_old);
+    prep = NULL;
+    buf_free(&b);
+    if (s != STOR_OK) {
+        /* An unavailable cluster may have applied the switch: the blob is
+         * left to the sweep rather than deleted under a live index entry. */
+        if (s == STOR_ERR_UNAVAILABLE)
+            writer_free(w);
+        else
+            writer_discard(w);
+        return s;
+    }
+    if (had_old) {
+        rs_gc_log(st, old.segs, old.n_segs);
+        stor_obj_rec_free(&old);
+    }
+    writer_free(w);
+    return STOR_OK;
+fail:
+    if (prep) {
+        buf_t unused;
+        rs_omap_get_finish(prep, &unused);
+        buf_free(&unused);
+    }
+    buf_free(&b);
+    writer_discard(w);
+    return s;
+}
+
+/* ==== Reading ============================================================ */
+
+stor_status_t rs_head(stor_t *st_, const char *bucket, const char *key, stor_meta_t *meta_p)
+{
+    stor_obj_rec_t rec;
+    stor_status_t s = rec_read((rstor_t *)st_, bucket, key, &rec);
+    if (s != STOR_OK)
+        return s;
+    *meta_p = rec.meta;
+    memset(&rec.meta, 0, sizeof rec.meta);
+    stor_obj_rec_free(&rec);
+    return STOR_OK;
+}
+
+typedef struct rreader {
+    stor_reader_t base; /* first: stor_backend.h */
+    rstor_t *st;
+    stor_obj_rec_t rec; /* the blobs read: a snapshot (they stay for grace_ms) */
+} rreader_t;
+
+stor_status_t rs_reader_open(stor_t *st_, const char *bucket, const char *key,
+                             stor_reader_t **out_p)
+{
+    rreader_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return STOR_ERR_NOMEM;
+    stor_status_t s = rec_read((rstor_t *)st_, bucket, key, &r->rec);
+    if (s != STOR_OK) {
+        free(r);
+        return s;
+    }
+    r->base.st = st_;
+    r->st = (rstor_t *)st_;
+    *out_p = &r->base;
+    return STOR_OK;
+}
+
+const stor_meta_t *rs_reader_meta(const stor_reader_t *r)
+{
+    return &((const rreader_t *)r)->rec.meta;
+}
+
+/* Reads go straight into buf, piece by piece, RSTOR_WINDOW at a time. */
+ssize_t rs_reader_pread(stor_reader_t *r_, void *buf, size_t len, uint64_t off)
+{
+    rreader_t *r = (rreader_t *)r_;
+    uint64_t size = r->rec.meta.size;
+    if (off >= size)
+        return 0;
+    if (len > size - off)
+        len = (size_t)(size - off);
+    window_t win = {0};
+    char *dst = buf;
+    size_t done = 0;
+    uint64_t seg_start = 0;
+    for (uint32_t s = 0; s < r->rec.n_segs && done < len && win.rc == 0; s++) {
+        const stor_seg_t *seg = &r->rec.segs[s];
+        uint64_t seg_end = seg_start + seg->size;
+        while (done < len && off + done < seg_end && win.rc == 0) {
+            uint64_t in_seg = off + done - seg_start;
+            uint32_t piece = (uint32_t)(in_seg / RSTOR_PIECE);
+            uint64_t in_piece = in_seg % RSTOR_PIECE;
+            uint64_t n = RSTOR_PIECE - in_piece;
+            if (n > seg->size - in_seg)
+                n = seg->size - in_seg;
+            if (n > len - done)
+                n = len - done;
+            unsigned i;
+            char oid[RSTOR_OID_MAX];
+            int rc = window_slot(&win, NULL, &i);
+            if (rc == 0) {
+                rs_piece_oid(seg->id, piece, oid);
+                rc = rados_aio_read(r->st->data, oid, win.c[i], dst + done, (size_t)n, in_piece);
+                if (rc < 0)
+                    rados_aio_release(win.c[i]);
+            }
+            if (rc < 0) {
+                win.rc = rc;
+                break;
+            }
+            win.want[i] = (size_t)n;
+            win.count++;
+            done += (size_t)n;
+        }
+        seg_start = seg_end;
+    }
+    window_drain(&win);
+    if (win.rc != 0) {
+        if (win.rc == -ENOENT || win.rc == -ENODATA)
+            log_error("storage: a piece of an open object is gone (a reader held it longer "
+                      "than storage.rados.gc_grace)");
+        else
+            rs_fail("read piece", NULL, win.rc);
+        return -1;
+    }
+    return (ssize_t)done;
+}
+
+void rs_reader_close(stor_reader_t *r_)
+{
+    rreader_t *r = (rreader_t *)r_;
+    stor_obj_rec_free(&r->rec);
+    free(r);
+}
+
+/* ==== Deleting and ACLs ================================================== */
+
+stor_status_t rs_delete(stor_t *st_, const stor_bucket_t *bucket, const char *key)
+{
+    rstor_t *st = (rstor_t *)st_;
+    stor_obj_rec_t old;
+    int had_old = 0;
+    stor_status_t s = rs_index_switch(st, bucket->id, key, NULL, NULL, &old, &had_old);
+    if (s == STOR_OK && had_old) {
+        rs_gc_log(st, old.segs, old.n_segs);
+        stor_obj_rec_free(&old);
+    }
+    return s;
+}
+
+stor_status_t rs_object_set_acl(stor_t *st_, const stor_bucket_t *bucket, const char *key,
+                                stor_acl_t acl)
+{
+    rstor_t *st = (rstor_t *)st_;
+    char oid[RSTOR_OID_MAX];
+    rs_index_oid(bucket->id, oid);
+    for (int attempt = 0; attempt < RSTOR_RETRIES; attempt++) {
+        buf_t raw, b = {0};
+        stor_obj_rec_t rec;
+        stor_status_t s = index_read(st, oid, key, &raw, &rec, NULL);
+        if (s != STOR_OK) {
+            buf_free(&raw);
+            return s;
+        }
+        rec.meta.acl = acl;
+        s = encode_object(&b, key, &rec.meta, rec.segs, rec.n_segs);
+        stor_obj_rec_free(&rec);
+        int rc = s == STOR_OK ? index_cas(st, oid, key, &raw, &b) : 0;
+        buf_free(&raw);
+        buf_free(&b);
+        if (s != STOR_OK || rc == 0)
+            return s;
+        if (rc != -ECANCELED)
+            return cas_status(oid, rc);
+    }
+    return STOR_ERR_UNAVAILABLE;
+}

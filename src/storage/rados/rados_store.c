@@ -1,0 +1,395 @@
+/* The RADOS backend: opening and closing a store on a Ceph cluster, the
+ * names of its RADOS objects, error mapping and the small helpers the other
+ * rados_*.c files share. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/hash.h"
+#include "common/log.h"
+#include "storage/rados/rados_internal.h"
+
+int rs_unavailable(int rc)
+{
+    return rc == -ETIMEDOUT || rc == -ENOTCONN || rc == -ESHUTDOWN || rc == -ECONNREFUSED ||
+           rc == -EAGAIN || rc == -EHOSTUNREACH;
+}
+
+stor_status_t rs_fail(const char *what, const char *oid, int rc)
+{
+    log_error("storage: rados %s %s: %s", what, oid ? oid : "", strerror(-rc));
+    if (rc == -ENOMEM)
+        return STOR_ERR_NOMEM;
+    return rs_unavailable(rc) ? STOR_ERR_UNAVAILABLE : STOR_ERR_IO;
+}
+
+void rs_index_oid(uint64_t bucket_id, char out[RSTOR_OID_MAX])
+{
+    snprintf(out, RSTOR_OID_MAX, "s3rdma.index.%016" PRIx64, bucket_id);
+}
+
+void rs_uploads_oid(uint64_t bucket_id, char out[RSTOR_OID_MAX])
+{
+    snprintf(out, RSTOR_OID_MAX, "s3rdma.uploads.%016" PRIx64, bucket_id);
+}
+
+void rs_parts_oid(const char *upload_id, char out[RSTOR_OID_MAX])
+{
+    snprintf(out, RSTOR_OID_MAX, "s3rdma.parts.%s", upload_id);
+}
+
+void rs_piece_oid(const uint8_t id[STOR_ID_LEN], uint32_t piece, char out[RSTOR_OID_MAX])
+{
+    char hex[2 * STOR_ID_LEN + 1];
+    hex_encode(id, STOR_ID_LEN, hex);
+    snprintf(out, RSTOR_OID_MAX, "%s.%08" PRIx32, hex, piece);
+}
+
+int rs_new_blob_id(uint8_t id[STOR_ID_LEN])
+{
+    uint64_t t = (uint64_t)now_ms();
+    for (int i = 0; i < 8; i++)
+        id[i] = (uint8_t)(t >> (56 - 8 * i));
+    return random_bytes(id + 8, STOR_ID_LEN - 8);
+}
+
+int rs_omap_get_start(rados_ioctx_t io, const char *oid, const char *key, size_t klen,
+                      rs_omap_get_t *g)
+{
+    memset(g, 0, sizeof *g);
+    if (!(g->op = rados_create_read_op()))
+        return -ENOMEM;
+    const char *keys[1] = {key};
+    rados_read_op_omap_get_vals_by_keys2(g->op, keys, 1, &klen, &g->it, &g->prval);
+    int rc = rados_aio_create_completion2(NULL, NULL, &g->c);
+    if (rc == 0 && (rc = rados_aio_read_op_operate(g->op, io, g->c, oid, 0)) < 0)
+        rados_aio_release(g->c);
+    if (rc < 0) {
+        rados_release_read_op(g->op);
+        g->op = NULL;
+    }
+    return rc;
+}
+
+int rs_omap_get_finish(rs_omap_get_t *g, buf_t *val)
+{
+    buf_init(val, STOR_REC_MAX + 1);
+    rados_aio_wait_for_complete(g->c);
+    int rc = rados_aio_get_return_value(g->c);
+    rados_aio_release(g->c);
+    rados_release_read_op(g->op);
+    if (rc == 0)
+        rc = g->prval;
+    if (rc < 0) {
+        if (g->it)
+            rados_omap_get_end(g->it);
+        return rc;
+    }
+    char *k, *v;
+    size_t kl, vl;
+    int found = 0;
+    if (rados_omap_get_next2(g->it, &k, &v, &kl, &vl) == 0 && k) {
+        found = 1;
+        if (buf_append(val, v, vl) != 0)
+            found = -ENOMEM;
+    }
+    rados_omap_get_end(g->it);
+    return found;
+}
+
+int rs_omap_get(rados_ioctx_t io, const char *oid, const char *key, size_t klen, buf_t *val)
+{
+    rs_omap_get_t g;
+    int rc = rs_omap_get_start(io, oid, key, klen, &g);
+    if (rc < 0) {
+        buf_init(val, 1);
+        return rc;
+    }
+    return rs_omap_get_finish(&g, val);
+}
+
+int rs_omap_cas(rados_ioctx_t io, const char *oid, const char *key, size_t klen,
+                const buf_t *expect, const buf_t *val, unsigned flags)
+{
+    rados_write_op_t op = rados_create_write_op();
+    if (!op)
+        return -ENOMEM;
+    size_t tlen = strlen(RSTOR_TOMB);
+    int cmp_key = 0, cmp_tomb = 0;
+    const char *keys[1] = {key};
+    if (flags & RS_CAS_CREATE)
+        rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
+    else
+        rados_write_op_assert_exists(op);
+    if (flags & RS_CAS_NO_TOMB)
+        rados_write_op_omap_cmp2(op, RSTOR_TOMB, LIBRADOS_CMPXATTR_OP_EQ, "", tlen, 0, &cmp_tomb);
+    rados_write_op_omap_cmp2(op, key, LIBRADOS_CMPXATTR_OP_EQ, expect ? expect->data : "", klen,
+                             expect ? expect->len : 0, &cmp_key);
+    if (val) {
+        const char *vals[1] = {val->data};
+        rados_write_op_omap_set2(op, keys, vals, &klen, &val->len, 1);
+    } else {
+        rados_write_op_omap_rm_keys2(op, keys, &klen, 1);
+    }
+    int rc = rados_write_op_operate(op, io, oid, NULL, 0);
+    rados_release_write_op(op);
+    if (rc == -ECANCELED && cmp_tomb < 0)
+        rc = -ESTALE;
+    return rc;
+}
+
+int rs_omap_each(rados_ioctx_t io, const char *oid, const char *after, rs_omap_fn fn, void *arg)
+{
+    size_t n = strlen(after);
+    char *from = malloc(n + 1);
+    unsigned char more = 1;
+    int rc = 0;
+    if (from)
+        memcpy(from, after, n + 1);
+    while (more && rc == 0 && from) {
+        rados_read_op_t op = rados_create_read_op();
+        if (!op) {
+            rc = -ENOMEM;
+            break;
+        }
+        rados_omap_iter_t it = NULL;
+        int prval = 0;
+        more = 0;
+        rados_read_op_omap_get_vals2(op, from, "", RSTOR_OMAP_BATCH, &it, &more, &prval);
+        rc = rados_read_op_operate(op, io, oid, 0);
+        rados_release_read_op(op);
+        if (rc == 0)
+            rc = prval;
+        if (rc < 0) {
+            if (it)
+                rados_omap_get_end(it);
+            break;
+        }
+        char *k, *v;
+        size_t kl, vl;
+        while (rc == 0 && rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 && k) {
+            rc = fn(arg, k, kl, v, vl);
+            char *nf = realloc(from, kl + 1);
+            if (!nf) {
+                rc = -ENOMEM;
+                break;
+            }
+            from = nf;
+            memcpy(from, k, kl);
+            from[kl] = '\0';
+        }
+        rados_omap_get_end(it);
+    }
+    if (!from)
+        return -ENOMEM;
+    free(from);
+    return rc;
+}
+
+stor_status_t rs_bucket_lookup(rstor_t *st, const char *name, stor_bucket_t *out_p)
+{
+    size_t n = strnlen(name, STOR_BUCKET_MAX + 1);
+    if (n == 0 || n > STOR_BUCKET_MAX)
+        return STOR_ERR_NO_BUCKET;
+    buf_t v;
+    int rc = rs_omap_get(st->index, RSTOR_BUCKETS_OID, name, n, &v);
+    stor_status_t s = STOR_OK;
+    if (rc == 0 || rc == -ENOENT)
+        s = STOR_ERR_NO_BUCKET;
+    else if (rc < 0)
+        s = rs_fail("bucket lookup", name, rc);
+    else if (stor_rec_decode_bucket(v.data, v.len, out_p) != STOR_OK) {
+        log_error("storage: corrupt bucket record %s", name);
+        s = STOR_ERR_IO;
+    } else
+        snprintf(out_p->name, sizeof out_p->name, "%s", name);
+    buf_free(&v);
+    return s;
+}
+
+static idslot_t *id_slot(rstor_t *st, const char *name)
+{
+    uint32_t h = 2166136261u;
+    for (const char *p = name; *p; p++)
+        h = (h ^ (uint8_t)*p) * 16777619u;
+    return &st->ids[h % RSTOR_IDCACHE];
+}
+
+stor_status_t rs_bucket_id(rstor_t *st, const char *name, int fresh, uint64_t *id_p)
+{
+    idslot_t *slot = id_slot(st, name);
+    if (!fresh) {
+        pthread_mutex_lock(&st->id_lock);
+        int hit = slot->id && strcmp(slot->name, name) == 0;
+        *id_p = slot->id;
+        pthread_mutex_unlock(&st->id_lock);
+        if (hit)
+            return STOR_OK;
+    }
+    stor_bucket_t b;
+    stor_status_t s = rs_bucket_lookup(st, name, &b);
+    pthread_mutex_lock(&st->id_lock);
+    if (s == STOR_OK) {
+        snprintf(slot->name, sizeof slot->name, "%s", name);
+        slot->id = b.id;
+    } else if (strcmp(slot->name, name) == 0) {
+        slot->id = 0;
+    }
+    pthread_mutex_unlock(&st->id_lock);
+    *id_p = b.id;
+    return s;
+}
+
+/* ==== Usage and readiness =============================================== */
+
+/* The data pool's own statistics (one call to the cluster): its RADOS
+ * objects (pieces, parts) and the bytes they hold, not S3 objects; zeros
+ * when the cluster does not answer. */
+static void rs_usage(stor_t *st_, uint64_t *objects_p, uint64_t *bytes_p)
+{
+    rstor_t *st = (rstor_t *)st_;
+    struct rados_pool_stat_t ps;
+    *objects_p = *bytes_p = 0;
+    if (rados_ioctx_pool_stat(st->data, &ps) == 0) {
+        *objects_p = ps.num_objects;
+        *bytes_p = ps.num_bytes;
+    }
+}
+
+/* Ready while the cluster answers: the index pool's statistics within the
+ * client's op timeout. */
+static int rs_ready(stor_t *st_)
+{
+    rstor_t *st = (rstor_t *)st_;
+    struct rados_pool_stat_t ps;
+    return rados_ioctx_pool_stat(st->index, &ps) == 0;
+}
+
+/* ==== Open / close ====================================================== */
+
+static const stor_ops_t rados_ops = {
+    .name = "rados",
+    .close = rs_close,
+    .sync = rs_sync,
+    .usage = rs_usage,
+    .ready = rs_ready,
+    .bucket_create = rs_bucket_create,
+    .bucket_get = rs_bucket_get,
+    .bucket_set_acl = rs_bucket_set_acl,
+    .bucket_delete = rs_bucket_delete,
+    .bucket_list = rs_bucket_list,
+    .writer_open = rs_writer_open,
+    .writer_write = rs_writer_write,
+    .writer_size = rs_writer_size,
+    .writer_commit_if = rs_writer_commit_if,
+    .writer_abort = rs_writer_abort,
+    .head = rs_head,
+    .reader_open = rs_reader_open,
+    .reader_meta = rs_reader_meta,
+    .reader_pread = rs_reader_pread,
+    .reader_span_fd = NULL, /* no files: callers pread into their buffer */
+    .reader_close = rs_reader_close,
+    .delete = rs_delete,
+    .object_set_acl = rs_object_set_acl,
+    .iter_open = rs_iter_open,
+    .iter_seek = rs_iter_seek,
+    .iter_next = rs_iter_next,
+    .iter_close = rs_iter_close,
+    .mpu_create = rs_mpu_create,
+    .mpu_check = rs_mpu_check,
+    .part_commit = rs_part_commit,
+    .mpu_list_parts = rs_mpu_list_parts,
+    .mpu_complete = rs_mpu_complete,
+    .mpu_abort = rs_mpu_abort,
+    .mpu_list = rs_mpu_list,
+};
+
+stor_status_t stor_open_rados(const stor_rados_conf_t *conf, stor_t **out_p)
+{
+    if (!conf->pool || !*conf->pool) {
+        log_error("storage: the RADOS backend needs a data pool (storage.rados.pool)");
+        return STOR_ERR_IO;
+    }
+    rstor_t *st = calloc(1, sizeof *st);
+    if (!st)
+        return STOR_ERR_NOMEM;
+    st->base.ops = &rados_ops;
+    st->grace_ms = (int64_t)conf->gc_grace_s * 1000;
+    pthread_mutex_init(&st->gc_lock, NULL);
+    pthread_cond_init(&st->gc_cond, NULL);
+    pthread_mutex_init(&st->id_lock, NULL);
+    const char *user = conf->user && *conf->user ? conf->user : "admin";
+    const char *ipool = conf->index_pool && *conf->index_pool ? conf->index_pool : conf->pool;
+    const char *what = "create";
+    int rc = rados_create(&st->cluster, user);
+    if (rc < 0) {
+        st->cluster = NULL;
+        goto fail;
+    }
+    what = "read conf";
+    if (conf->conf && *conf->conf && (rc = rados_conf_read_file(st->cluster, conf->conf)) < 0)
+        goto fail;
+    what = "keyring";
+    if (conf->keyring && *conf->keyring &&
+        (rc = rados_conf_set(st->cluster, "keyring", conf->keyring)) < 0)
+        goto fail;
+    /* Calls fail (and requests get a 503) instead of hanging while the
+     * cluster is away. */
+    what = "set timeouts";
+    char timeout[16];
+    snprintf(timeout, sizeof timeout, "%u", conf->op_timeout_s ? conf->op_timeout_s : 10);
+    if ((rc = rados_conf_set(st->cluster, "rados_osd_op_timeout", timeout)) < 0 ||
+        (rc = rados_conf_set(st->cluster, "rados_mon_op_timeout", timeout)) < 0 ||
+        (rc = rados_conf_set(st->cluster, "client_mount_timeout", timeout)) < 0)
+        goto fail;
+    what = "connect";
+    if ((rc = rados_connect(st->cluster)) < 0)
+        goto fail;
+    what = "open pool";
+    if ((rc = rados_ioctx_create(st->cluster, conf->pool, &st->data)) < 0) {
+        st->data = NULL;
+        goto fail;
+    }
+    if ((rc = rados_ioctx_create(st->cluster, ipool, &st->index)) < 0) {
+        st->index = NULL;
+        goto fail;
+    }
+    if (rs_gc_start(st) != 0) {
+        rc = -EAGAIN;
+        what = "start the collector";
+        goto fail;
+    }
+    log_info("storage: RADOS backend on pool %s (index %s) as client.%s", conf->pool, ipool, user);
+    *out_p = &st->base;
+    return STOR_OK;
+fail:;
+    stor_status_t s = rs_fail(what, conf->conf, rc);
+    rs_close(&st->base);
+    return s;
+}
+
+void rs_close(stor_t *st_)
+{
+    rstor_t *st = (rstor_t *)st_;
+    rs_gc_stop(st);
+    if (st->index)
+        rados_ioctx_destroy(st->index);
+    if (st->data)
+        rados_ioctx_destroy(st->data);
+    if (st->cluster)
+        rados_shutdown(st->cluster);
+    pthread_mutex_destroy(&st->gc_lock);
+    pthread_cond_destroy(&st->gc_cond);
+    pthread_mutex_destroy(&st->id_lock);
+    free(st);
+}
+
+/* Every acknowledged change is already durable in the cluster (librados
+ * returns once every replica has it). */
+stor_status_t rs_sync(stor_t *st)
+{
+    (void)st;
+    return STOR_OK;
+}

@@ -1,0 +1,204 @@
+/* storage.h's calls on a store, a writer, a reader or an iterator: each one
+ * dispatches to the backend that made the handle (stor_backend.h). The calls
+ * that need no backend (stor_meta_*, stor_parts_free, stor_uploads_free,
+ * stor_strerror) live in record.c and stor_multipart.c. */
+#include "storage/stor_backend.h"
+
+void stor_close(stor_t *st)
+{
+    if (st)
+        st->ops->close(st);
+}
+
+stor_status_t stor_sync(stor_t *st)
+{
+    return st->ops->sync(st);
+}
+
+void stor_usage(stor_t *st, uint64_t *objects_p, uint64_t *bytes_p)
+{
+    st->ops->usage(st, objects_p, bytes_p);
+}
+
+int stor_ready(stor_t *st)
+{
+    return st->ops->ready(st);
+}
+
+/* ---- Buckets ------------------------------------------------------------ */
+
+stor_status_t stor_bucket_create(stor_t *st, const char *name, const char *owner)
+{
+    return st->ops->bucket_create(st, name, owner);
+}
+
+stor_status_t stor_bucket_get(stor_t *st, const char *name, stor_bucket_t *out_p)
+{
+    return st->ops->bucket_get(st, name, out_p);
+}
+
+stor_status_t stor_bucket_set_acl(stor_t *st, const stor_bucket_t *bucket, stor_acl_t acl)
+{
+    return st->ops->bucket_set_acl(st, bucket, acl);
+}
+
+stor_status_t stor_bucket_delete(stor_t *st, const stor_bucket_t *bucket)
+{
+    return st->ops->bucket_delete(st, bucket);
+}
+
+stor_status_t stor_bucket_list(stor_t *st, stor_bucket_t **out_p, size_t *n_p)
+{
+    return st->ops->bucket_list(st, out_p, n_p);
+}
+
+/* ---- Objects ------------------------------------------------------------ */
+
+stor_status_t stor_writer_open(stor_t *st, const stor_bucket_t *bucket, stor_writer_t **out_p)
+{
+    return st->ops->writer_open(st, bucket, out_p);
+}
+
+stor_status_t stor_writer_write(stor_writer_t *w, const void *data, size_t len)
+{
+    return w->st->ops->writer_write(w, data, len);
+}
+
+uint64_t stor_writer_size(const stor_writer_t *w)
+{
+    return w->st->ops->writer_size(w);
+}
+
+stor_status_t stor_writer_commit(stor_writer_t *w, const char *key, stor_meta_t *meta)
+{
+    return w->st->ops->writer_commit_if(w, key, meta, NULL);
+}
+
+stor_status_t stor_writer_commit_if(stor_writer_t *w, const char *key, stor_meta_t *meta,
+                                    const stor_precond_t *cond)
+{
+    return w->st->ops->writer_commit_if(w, key, meta, cond);
+}
+
+void stor_writer_abort(stor_writer_t *w)
+{
+    if (w)
+        w->st->ops->writer_abort(w);
+}
+
+stor_status_t stor_head(stor_t *st, const char *bucket, const char *key, stor_meta_t *meta_p)
+{
+    return st->ops->head(st, bucket, key, meta_p);
+}
+
+stor_status_t stor_reader_open(stor_t *st, const char *bucket, const char *key,
+                               stor_reader_t **out_p)
+{
+    return st->ops->reader_open(st, bucket, key, out_p);
+}
+
+const stor_meta_t *stor_reader_meta(const stor_reader_t *r)
+{
+    return r->st->ops->reader_meta(r);
+}
+
+ssize_t stor_reader_pread(stor_reader_t *r, void *buf, size_t len, uint64_t off)
+{
+    return r->st->ops->reader_pread(r, buf, len, off);
+}
+
+int stor_reader_span_fd(stor_reader_t *r, uint64_t off, uint64_t len, int *fd_p,
+                        uint64_t *file_off_p)
+{
+    if (!r->st->ops->reader_span_fd)
+        return 0;
+    return r->st->ops->reader_span_fd(r, off, len, fd_p, file_off_p);
+}
+
+void stor_reader_close(stor_reader_t *r)
+{
+    if (r)
+        r->st->ops->reader_close(r);
+}
+
+stor_status_t stor_delete(stor_t *st, const stor_bucket_t *bucket, const char *key)
+{
+    return st->ops->delete (st, bucket, key);
+}
+
+stor_status_t stor_object_set_acl(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                                  stor_acl_t acl)
+{
+    return st->ops->object_set_acl(st, bucket, key, acl);
+}
+
+/* ---- Listing ------------------------------------------------------------ */
+
+stor_status_t stor_iter_open(stor_t *st, const char *bucket, const char *prefix, const char *after,
+                             stor_iter_t **out_p)
+{
+    return st->ops->iter_open(st, bucket, prefix, after, out_p);
+}
+
+void stor_iter_seek(stor_iter_t *it, const char *key, size_t key_len)
+{
+    it->st->ops->iter_seek(it, key, key_len);
+}
+
+int stor_iter_next(stor_iter_t *it, const char **key_p, size_t *key_len_p, stor_meta_t *meta_p)
+{
+    return it->st->ops->iter_next(it, key_p, key_len_p, meta_p);
+}
+
+void stor_iter_close(stor_iter_t *it)
+{
+    if (it)
+        it->st->ops->iter_close(it);
+}
+
+/* ---- Multipart uploads -------------------------------------------------- */
+
+stor_status_t stor_mpu_create(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                              const stor_meta_t *meta, char upload_id[STOR_UPLOAD_ID_LEN + 1])
+{
+    return st->ops->mpu_create(st, bucket, key, meta, upload_id);
+}
+
+stor_status_t stor_mpu_check(stor_t *st, const char *bucket, const char *key, const char *upload_id)
+{
+    return st->ops->mpu_check(st, bucket, key, upload_id);
+}
+
+stor_status_t stor_part_commit(stor_writer_t *w, const char *key, const char *upload_id,
+                               stor_part_t *part)
+{
+    return w->st->ops->part_commit(w, key, upload_id, part);
+}
+
+stor_status_t stor_mpu_list_parts(stor_t *st, const char *bucket, const char *key,
+                                  const char *upload_id, uint32_t part_marker,
+                                  stor_part_t **parts_p, size_t *n_p)
+{
+    return st->ops->mpu_list_parts(st, bucket, key, upload_id, part_marker, parts_p, n_p);
+}
+
+stor_status_t stor_mpu_complete(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                                const char *upload_id, const stor_complete_part_t *parts, size_t n,
+                                const stor_precond_t *cond, stor_meta_t *meta_p)
+{
+    return st->ops->mpu_complete(st, bucket, key, upload_id, parts, n, cond, meta_p);
+}
+
+stor_status_t stor_mpu_abort(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                             const char *upload_id)
+{
+    return st->ops->mpu_abort(st, bucket, key, upload_id);
+}
+
+stor_status_t stor_mpu_list(stor_t *st, const char *bucket, const char *prefix,
+                            const char *key_marker, const char *upload_id_marker, size_t max,
+                            stor_upload_t **uploads_p, size_t *n_p, int *more_p)
+{
+    return st->ops->mpu_list(st, bucket, prefix, key_marker, upload_id_marker, max, uploads_p, n_p,
+                             more_p);
+}

@@ -1,0 +1,90 @@
+/* The backend interface of the storage engine: what a backend implements so
+ * that storage.h's public calls (stor_api.c) dispatch to it. Callers of
+ * storage.h never see this header; backends (the local LMDB engine,
+ * stor_local.c and the stor_*.c files; RADOS, rados/) include it.
+ *
+ * Every handle a backend returns (stor_t, stor_writer_t, stor_reader_t,
+ * stor_iter_t) is the backend's own struct with the base struct below as its
+ * first member, so the dispatch layer finds the ops table through it and the
+ * backend casts back. Each op has exactly the contract of the storage.h call
+ * of the same name. */
+#ifndef S3R_STORAGE_STOR_BACKEND_H
+#define S3R_STORAGE_STOR_BACKEND_H
+
+#include "storage/storage.h"
+
+typedef struct stor_ops {
+    const char *name; /* "local", "rados": for logs */
+    void (*close)(stor_t *st);
+    stor_status_t (*sync)(stor_t *st);
+    void (*usage)(stor_t *st, uint64_t *objects_p, uint64_t *bytes_p);
+    int (*ready)(stor_t *st);
+
+    stor_status_t (*bucket_create)(stor_t *st, const char *name, const char *owner);
+    stor_status_t (*bucket_get)(stor_t *st, const char *name, stor_bucket_t *out_p);
+    stor_status_t (*bucket_set_acl)(stor_t *st, const stor_bucket_t *bucket, stor_acl_t acl);
+    stor_status_t (*bucket_delete)(stor_t *st, const stor_bucket_t *bucket);
+    stor_status_t (*bucket_list)(stor_t *st, stor_bucket_t **out_p, size_t *n_p);
+
+    stor_status_t (*writer_open)(stor_t *st, const stor_bucket_t *bucket, stor_writer_t **out_p);
+    stor_status_t (*writer_write)(stor_writer_t *w, const void *data, size_t len);
+    uint64_t (*writer_size)(const stor_writer_t *w);
+    stor_status_t (*writer_commit_if)(stor_writer_t *w, const char *key, stor_meta_t *meta,
+                                      const stor_precond_t *cond);
+    void (*writer_abort)(stor_writer_t *w);
+
+    stor_status_t (*head)(stor_t *st, const char *bucket, const char *key, stor_meta_t *meta_p);
+    stor_status_t (*reader_open)(stor_t *st, const char *bucket, const char *key,
+                                 stor_reader_t **out_p);
+    const stor_meta_t *(*reader_meta)(const stor_reader_t *r);
+    ssize_t (*reader_pread)(stor_reader_t *r, void *buf, size_t len, uint64_t off);
+    /* NULL when the backend has no files to hand out (stor_reader_span_fd
+     * then returns 0 and callers pread). */
+    int (*reader_span_fd)(stor_reader_t *r, uint64_t off, uint64_t len, int *fd_p,
+                          uint64_t *file_off_p);
+    void (*reader_close)(stor_reader_t *r);
+
+    stor_status_t (*delete)(stor_t *st, const stor_bucket_t *bucket, const char *key);
+    stor_status_t (*object_set_acl)(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                                    stor_acl_t acl);
+
+    stor_status_t (*iter_open)(stor_t *st, const char *bucket, const char *prefix,
+                               const char *after, stor_iter_t **out_p);
+    void (*iter_seek)(stor_iter_t *it, const char *key, size_t key_len);
+    int (*iter_next)(stor_iter_t *it, const char **key_p, size_t *key_len_p, stor_meta_t *meta_p);
+    void (*iter_close)(stor_iter_t *it);
+
+    stor_status_t (*mpu_create)(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                                const stor_meta_t *meta, char upload_id[STOR_UPLOAD_ID_LEN + 1]);
+    stor_status_t (*mpu_check)(stor_t *st, const char *bucket, const char *key,
+                               const char *upload_id);
+    stor_status_t (*part_commit)(stor_writer_t *w, const char *key, const char *upload_id,
+                                 stor_part_t *part);
+    stor_status_t (*mpu_list_parts)(stor_t *st, const char *bucket, const char *key,
+                                    const char *upload_id, uint32_t part_marker,
+                                    stor_part_t **parts_p, size_t *n_p);
+    stor_status_t (*mpu_complete)(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                                  const char *upload_id, const stor_complete_part_t *parts,
+                                  size_t n, const stor_precond_t *cond, stor_meta_t *meta_p);
+    stor_status_t (*mpu_abort)(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                               const char *upload_id);
+    stor_status_t (*mpu_list)(stor_t *st, const char *bucket, const char *prefix,
+                              const char *key_marker, const char *upload_id_marker, size_t max,
+                              stor_upload_t **uploads_p, size_t *n_p, int *more_p);
+} stor_ops_t;
+
+/* The base of every backend's store and handles. */
+struct stor {
+    const stor_ops_t *ops;
+};
+struct stor_writer {
+    stor_t *st;
+};
+struct stor_reader {
+    stor_t *st;
+};
+struct stor_iter {
+    stor_t *st;
+};
+
+#endif

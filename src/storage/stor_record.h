@@ -1,0 +1,125 @@
+/* The record codec and the helpers every backend shares (record.c,
+ * stor_shared.c): object, upload, part and bucket records as bytes, the
+ * precondition check of conditional writes, and the assembly of a multipart
+ * upload's parts into an object. Private to src/storage (and its tests). */
+#ifndef S3R_STORAGE_STOR_RECORD_H
+#define S3R_STORAGE_STOR_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "storage/storage.h"
+
+/* ---- Records --------------------------------------------------------------
+ * Every record starts with a version byte and a type byte; fields are
+ * little-endian integers and u32-length-prefixed strings (length 0xFFFFFFFF
+ * encodes NULL). Decoders check every length against the bytes left and
+ * return STOR_ERR_IO on anything malformed; they never read out of bounds. */
+/* Object and upload records: version 2 added the owner and the canned ACL
+ * to the metadata (version 1 records still decode: no owner, private). Part
+ * records are version 1. */
+#define STOR_BUCKET_MAX 63 /* bucket name bytes */
+
+#define STOR_REC_VERSION      2
+#define STOR_REC_PART_VERSION 1
+/* Bucket records: version 2 added the bucket id (version 1 records still
+ * decode, with id 0), version 3 the canned ACL (older ones: private). */
+#define STOR_REC_BUCKET_VERSION 3
+#define STOR_ID_LEN             16         /* file id bytes; 32 hex digits on disk */
+#define STOR_REC_MAX            (8u << 20) /* larger records: STOR_ERR_TOO_LARGE */
+
+enum { STOR_REC_OBJECT = 1, STOR_REC_UPLOAD = 2, STOR_REC_PART = 3, STOR_REC_BUCKET = 4 };
+
+typedef struct stor_seg {
+    uint8_t id[STOR_ID_LEN];
+    uint64_t size;
+} stor_seg_t;
+
+typedef struct stor_obj_rec {
+    stor_meta_t meta; /* parts_count/part_sizes filled when multipart */
+    stor_seg_t *segs;
+    uint32_t n_segs;
+} stor_obj_rec_t;
+
+typedef struct stor_upload_rec {
+    char *key;
+    size_t key_len;
+    int64_t initiated_ms;
+    stor_meta_t meta;
+} stor_upload_rec_t;
+
+typedef struct stor_part_rec {
+    stor_part_t part;
+    uint8_t id[STOR_ID_LEN];
+} stor_part_rec_t;
+
+/* Object records: the full key (not copied by the decoders: see
+ * stor_rec_object_key), the metadata, the segments. */
+int stor_rec_encode_object(buf_t *b, const char *key, size_t klen, const stor_meta_t *m,
+                           const stor_seg_t *segs, uint32_t n_segs);
+stor_status_t stor_rec_decode_object(const void *data, size_t len, stor_obj_rec_t *out);
+/* Only the metadata of an object record (the listing's need): the same checks
+ * as stor_rec_decode_object, without copying the key or the segment list.
+ * The caller frees *meta_p with stor_meta_free. */
+stor_status_t stor_rec_decode_object_meta(const void *data, size_t len, stor_meta_t *meta_p);
+/* The full key inside an object record, without allocating (points into data). */
+stor_status_t stor_rec_object_key(const void *data, size_t len, const char **key_p, size_t *klen_p);
+void stor_obj_rec_free(stor_obj_rec_t *r);
+
+int stor_rec_encode_upload(buf_t *b, const char *key, size_t klen, int64_t initiated_ms,
+                           const stor_meta_t *m);
+stor_status_t stor_rec_decode_upload(const void *data, size_t len, stor_upload_rec_t *out);
+void stor_upload_rec_free(stor_upload_rec_t *r);
+
+int stor_rec_encode_part(buf_t *b, const stor_part_t *p, const uint8_t id[STOR_ID_LEN]);
+stor_status_t stor_rec_decode_part(const void *data, size_t len, stor_part_rec_t *out);
+void stor_part_free_fields(stor_part_t *p);
+
+/* Writes a bucket record of the current version; id must not be 0 (0 marks
+ * a version-1 record, which has none). */
+int stor_rec_encode_bucket(buf_t *b, const char *owner, int64_t created, uint64_t id,
+                           stor_acl_t acl);
+stor_status_t stor_rec_decode_bucket(const void *data, size_t len, stor_bucket_t *out);
+
+/* Byte-order comparison of two strings with lengths (shorter prefix first). */
+int stor_keycmp(const char *a, size_t alen, const char *b, size_t blen);
+
+/* ---- Shared by the backends (stor_shared.c) ------------------------------ */
+
+/* Encodes an object record into b (initialised here; the caller frees it).
+ * STOR_ERR_TOO_LARGE past STOR_REC_MAX. */
+stor_status_t encode_object(buf_t *b, const char *key, const stor_meta_t *m, const stor_seg_t *segs,
+                            uint32_t n_segs);
+/* A PUT's record: sets meta's size and mtime (now) and encodes key -> meta
+ * (single-part: parts_count and part_sizes ignored) with the one blob or
+ * file id of size bytes, as encode_object. */
+stor_status_t encode_put(buf_t *b, const char *key, stor_meta_t *meta,
+                         const uint8_t id[STOR_ID_LEN], uint64_t size);
+/* Whether cond (NULL: none) holds for the object a key holds (old, when
+ * had_old): STOR_OK, STOR_ERR_PRECONDITION or STOR_ERR_NO_KEY. */
+stor_status_t stor_precond_check(const stor_precond_t *cond, const stor_meta_t *old, int had_old);
+/* Complete's first check, before any lookup: a list of 1..10000 parts
+ * (STOR_ERR_INVALID_PART) in strictly ascending order
+ * (STOR_ERR_INVALID_PART_ORDER). */
+stor_status_t stor_mpu_check_list(const stor_complete_part_t *parts, size_t n);
+/* Complete's checks and arithmetic: parts (the client's list) against recs
+ * (the upload's part records, ascending by number). Checks order, presence
+ * and ETags, then sizes; fills *m (which holds the upload's metadata) with
+ * size, ETag md5-of-md5s "-N", parts_count, part_sizes and mtime, *segs_p
+ * (malloc'ed, n entries) with the parts' data, and used[i] (n_recs bytes)
+ * with whether recs[i] is listed. */
+stor_status_t stor_mpu_assemble(const stor_complete_part_t *parts, size_t n,
+                                const stor_part_rec_t *recs, size_t n_recs, stor_meta_t *m,
+                                stor_seg_t **segs_p, uint8_t *used);
+/* ListMultipartUploads' selection: 1 if the upload (key, upload_id) starts
+ * with prefix and comes after (key_marker, upload_id_marker). */
+int stor_upload_listed(const char *key, const char *upload_id, const char *prefix,
+                       const char *key_marker, const char *upload_id_marker);
+/* Sorts arr (n uploads) by (key, upload id) and keeps the first max (the
+ * rest freed); *more_p set if any went. Returns how many remain. */
+size_t stor_uploads_page(stor_upload_t *arr, size_t n, size_t max, int *more_p);
+/* Wall-clock time in milliseconds since the epoch. */
+int64_t now_ms(void);
+
+#endif

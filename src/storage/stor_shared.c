@@ -1,0 +1,173 @@
+/* Helpers every backend shares (stor_record.h): the size-checked object
+ * record encoding, the precondition check of conditional writes and the
+ * checks and arithmetic of completing a multipart upload. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "common/hash.h"
+#include "common/s3r_limits.h"
+#include "storage/stor_record.h"
+
+int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+stor_status_t encode_object(buf_t *b, const char *key, const stor_meta_t *m, const stor_seg_t *segs,
+                            uint32_t n_segs)
+{
+    buf_init(b, (size_t)-1 / 2);
+    if (stor_rec_encode_object(b, key, strlen(key), m, segs, n_segs) != 0)
+        return STOR_ERR_NOMEM;
+    return b->len > STOR_REC_MAX ? STOR_ERR_TOO_LARGE : STOR_OK;
+}
+
+stor_status_t encode_put(buf_t *b, const char *key, stor_meta_t *meta,
+                         const uint8_t id[STOR_ID_LEN], uint64_t size)
+{
+    meta->size = size;
+    meta->mtime_ms = now_ms();
+    stor_meta_t m = *meta;
+    m.parts_count = 0;
+    m.part_sizes = NULL;
+    stor_seg_t seg;
+    memcpy(seg.id, id, STOR_ID_LEN);
+    seg.size = size;
+    return encode_object(b, key, &m, &seg, 1);
+}
+
+stor_status_t stor_precond_check(const stor_precond_t *cond, const stor_meta_t *old, int had_old)
+{
+    if (!cond)
+        return STOR_OK;
+    if (cond->must_not_exist && had_old)
+        return STOR_ERR_PRECONDITION;
+    if (cond->must_exist && !had_old)
+        return STOR_ERR_NO_KEY;
+    if (cond->must_exist && cond->etag && strcmp(cond->etag, old->etag) != 0)
+        return STOR_ERR_PRECONDITION;
+    return STOR_OK;
+}
+
+static int cmp_part_num(const void *key, const void *elem)
+{
+    uint32_t a = *(const uint32_t *)key, b = ((const stor_part_rec_t *)elem)->part.number;
+    return a < b ? -1 : a > b;
+}
+
+/* Compares a client's ETag (maybe quoted, any case) to a stored one. */
+static int etag_eq(const char *given, const char *stored)
+{
+    if (!given)
+        return 0;
+    size_t n = strlen(given);
+    if (n >= 2 && given[0] == '"' && given[n - 1] == '"') {
+        given++;
+        n -= 2;
+    }
+    return strlen(stored) == n && strncasecmp(given, stored, n) == 0;
+}
+
+stor_status_t stor_mpu_check_list(const stor_complete_part_t *parts, size_t n)
+{
+    if (n == 0 || n > S3R_MAX_PART_NUMBER)
+        return STOR_ERR_INVALID_PART;
+    for (size_t i = 1; i < n; i++)
+        if (parts[i].number <= parts[i - 1].number)
+            return STOR_ERR_INVALID_PART_ORDER;
+    return STOR_OK;
+}
+
+stor_status_t stor_mpu_assemble(const stor_complete_part_t *parts, size_t n,
+                                const stor_part_rec_t *recs, size_t n_recs, stor_meta_t *m,
+                                stor_seg_t **segs_p, uint8_t *used)
+{
+    stor_status_t s = stor_mpu_check_list(parts, n);
+    if (s != STOR_OK)
+        return s;
+    stor_seg_t *segs = calloc(n, sizeof *segs);
+    uint8_t *md5s = malloc(n * MD5_LEN);
+    free(m->part_sizes);
+    m->part_sizes = calloc(n, sizeof *m->part_sizes);
+    s = STOR_ERR_NOMEM;
+    if (!segs || !md5s || !m->part_sizes)
+        goto out;
+    /* Every listed part must exist with its ETag (InvalidPart) before sizes
+     * are judged (EntityTooSmall), as S3 reports them. */
+    uint64_t total = 0;
+    s = STOR_ERR_INVALID_PART;
+    for (size_t i = 0; i < n; i++) {
+        const stor_part_rec_t *r =
+            n_recs ? bsearch(&parts[i].number, recs, n_recs, sizeof *recs, cmp_part_num) : NULL;
+        if (!r || !etag_eq(parts[i].etag, r->part.etag) || strlen(r->part.etag) != 2 * MD5_LEN ||
+            hex_decode(r->part.etag, 2 * MD5_LEN, md5s + i * MD5_LEN, MD5_LEN) != 0)
+            goto out;
+        used[r - recs] = 1;
+        memcpy(segs[i].id, r->id, STOR_ID_LEN);
+        segs[i].size = r->part.size;
+        m->part_sizes[i] = r->part.size;
+        total += r->part.size;
+    }
+    s = STOR_ERR_PART_TOO_SMALL;
+    for (size_t i = 0; i + 1 < n; i++)
+        if (segs[i].size < S3R_MIN_PART_BYTES)
+            goto out;
+    uint8_t digest[MD5_LEN];
+    char hex[2 * MD5_LEN + 1];
+    digest_t *d = digest_md5_new();
+    s = STOR_ERR_NOMEM;
+    if (!d)
+        goto out;
+    digest_update(d, md5s, n * MD5_LEN);
+    digest_final(d, digest);
+    hex_encode(digest, MD5_LEN, hex);
+    snprintf(m->etag, sizeof m->etag, "%s-%zu", hex, n);
+    m->size = total;
+    m->mtime_ms = now_ms();
+    m->parts_count = (uint32_t)n;
+    *segs_p = segs;
+    segs = NULL;
+    s = STOR_OK;
+out:
+    free(segs);
+    free(md5s);
+    return s;
+}
+
+int stor_upload_listed(const char *key, const char *upload_id, const char *prefix,
+                       const char *key_marker, const char *upload_id_marker)
+{
+    if (strncmp(key, prefix ? prefix : "", prefix ? strlen(prefix) : 0) != 0)
+        return 0;
+    if (!key_marker || !*key_marker)
+        return 1;
+    int c = strcmp(key, key_marker);
+    return c > 0 ||
+           (c == 0 && upload_id_marker && *upload_id_marker &&
+            memcmp(upload_id, upload_id_marker, strnlen(upload_id_marker, STOR_UPLOAD_ID_LEN)) > 0);
+}
+
+static int cmp_upload(const void *a, const void *b)
+{
+    const stor_upload_t *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    return c ? c : strcmp(x->upload_id, y->upload_id);
+}
+
+size_t stor_uploads_page(stor_upload_t *arr, size_t n, size_t max, int *more_p)
+{
+    if (n)
+        qsort(arr, n, sizeof *arr, cmp_upload);
+    *more_p = n > max;
+    if (n > max) {
+        for (size_t i = max; i < n; i++)
+            free(arr[i].key);
+        n = max;
+    }
+    return n;
+}
