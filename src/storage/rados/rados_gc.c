@@ -327,7 +327,9 @@ static void gc_sweep(rstor_t *st)
     uint64_t old_before = (uint64_t)(now_ms() - st->grace_ms);
     size_t removed = 0;
     const char *name;
-    while (rados_nobjects_list_next(ls, &name, NULL, NULL) == 0) {
+    /* A long listing gives way to a gateway shutting down. */
+    while (!__atomic_load_n(&st->gc_stop, __ATOMIC_RELAXED) &&
+           rados_nobjects_list_next(ls, &name, NULL, NULL) == 0) {
         uint8_t id[STOR_ID_LEN];
         if (strlen(name) != 2 * STOR_ID_LEN + 9 || name[2 * STOR_ID_LEN] != '.' ||
             hex_decode(name, 2 * STOR_ID_LEN, id, STOR_ID_LEN) != 0)
@@ -381,7 +383,7 @@ void rs_gc_stop(rstor_t *st)
     if (!st->gc_running)
         return;
     pthread_mutex_lock(&st->gc_lock);
-    st->gc_stop = 1;
+    __atomic_store_n(&st->gc_stop, 1, __ATOMIC_RELAXED);
     pthread_cond_signal(&st->gc_cond);
     pthread_mutex_unlock(&st->gc_lock);
     pthread_join(st->gc_thread, NULL);

@@ -171,9 +171,10 @@ static int add_part(void *arg, const char *k, size_t kl, const char *v, size_t v
 static stor_status_t load_parts(rstor_t *st, const char *id, uint32_t after,
                                 stor_part_rec_t **out_p, size_t *n_p)
 {
-    char oid[RSTOR_OID_MAX], from[16];
+    char oid[RSTOR_OID_MAX], from[16] = "";
     rs_parts_oid(id, oid);
-    snprintf(from, sizeof from, after ? "%08" PRIx32 : "", after);
+    if (after)
+        snprintf(from, sizeof from, "%08" PRIx32, after);
     part_vec_t pv = {0};
     int rc = rs_omap_each(st->index, oid, from, add_part, &pv);
     if (rc < 0) {
