@@ -151,6 +151,12 @@ def gcc(src, out, extra=()):
     return out
 
 
+def build_httpload(tmp):
+    """Compiles bench/httpload.c (it speaks TLS through GnuTLS) into tmp; its path."""
+    return gcc(os.path.join(BENCH, "httpload.c"), os.path.join(tmp, "httpload"),
+               extra=["-lgnutls"])
+
+
 def kv(line):
     return {k: float(v) for k, v in (x.split("=", 1) for x in line.split())}
 
