@@ -7,7 +7,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "common/hash.h"
 #include "common/s3r_limits.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
@@ -205,35 +204,18 @@ static void complete_mpu_begin(s3_req_t *req)
 
 /* A CompleteMultipartUpload retried after it succeeded (its answer lost)
  * finds no upload. S3 answers it 200 again: when the key holds the object
- * those very parts made (its ETag is the md5 of their md5s, "-N"), that ETag
- * goes to etag. */
-static bool completed_before(s3_req_t *req, const xml_complete_part_t *parts, size_t n,
+ * those very parts made (its ETag is theirs, stor_mpu_etag), that ETag goes
+ * to etag. */
+static bool completed_before(s3_req_t *req, const stor_complete_part_t *parts, size_t n,
                              char etag[64])
 {
-    uint8_t *md5s = malloc(n * MD5_LEN);
-    digest_t *d = digest_md5_new();
-    bool ok = md5s && d;
-    for (size_t i = 0; i < n && ok; i++)
-        ok = strlen(parts[i].etag) == 2 * MD5_LEN &&
-             hex_decode(parts[i].etag, 2 * MD5_LEN, md5s + i * MD5_LEN, MD5_LEN) == 0;
-    if (ok) {
-        uint8_t sum[MD5_LEN];
-        char hex[2 * MD5_LEN + 1];
-        digest_update(d, md5s, n * MD5_LEN);
-        digest_final(d, sum);
-        d = NULL;
-        hex_encode(sum, MD5_LEN, hex);
-        snprintf(etag, 64, "%s-%zu", hex, n);
-        stor_meta_t meta;
-        ok = stor_head(req->srv->cfg.store, req->bucket, req->key, &meta) == STOR_OK;
-        if (ok) {
-            ok = strcasecmp(meta.etag, etag) == 0;
-            stor_meta_free(&meta);
-        }
-    }
-    digest_free(d);
-    free(md5s);
-    return ok;
+    stor_meta_t meta;
+    if (stor_mpu_etag(parts, n, etag) != STOR_OK ||
+        stor_head(req->srv->cfg.store, req->bucket, req->key, &meta) != STOR_OK)
+        return false;
+    bool same = strcasecmp(meta.etag, etag) == 0;
+    stor_meta_free(&meta);
+    return same;
 }
 
 static void complete_mpu_finish(s3_req_t *req)
@@ -263,9 +245,9 @@ static void complete_mpu_finish(s3_req_t *req)
     stor_status_t st = id ? stor_mpu_complete(req->srv->cfg.store, &req->authz_bucket, req->key, id,
                                               cp, n, &cond, &meta)
                           : STOR_ERR_NO_UPLOAD;
-    free(cp);
-    if (st == STOR_ERR_NO_UPLOAD && completed_before(req, parts, n, meta.etag))
+    if (st == STOR_ERR_NO_UPLOAD && completed_before(req, cp, n, meta.etag))
         st = STOR_OK;
+    free(cp);
     xml_complete_parts_free(parts, n);
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);

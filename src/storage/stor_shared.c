@@ -83,6 +83,31 @@ stor_status_t stor_mpu_check_list(const stor_complete_part_t *parts, size_t n)
     return STOR_OK;
 }
 
+stor_status_t stor_mpu_etag(const stor_complete_part_t *parts, size_t n, char etag[64])
+{
+    digest_t *d = digest_md5_new();
+    if (!d)
+        return STOR_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        const char *e = parts[i].etag ? parts[i].etag : "";
+        size_t len = strlen(e);
+        if (len == 2 * MD5_LEN + 2 && e[0] == '"' && e[len - 1] == '"')
+            e++, len -= 2;
+        uint8_t md5[MD5_LEN];
+        if (len != 2 * MD5_LEN || hex_decode(e, len, md5, MD5_LEN) != 0) {
+            digest_free(d);
+            return STOR_ERR_INVALID_PART;
+        }
+        digest_update(d, md5, MD5_LEN);
+    }
+    uint8_t sum[MD5_LEN];
+    char hex[2 * MD5_LEN + 1];
+    digest_final(d, sum);
+    hex_encode(sum, MD5_LEN, hex);
+    snprintf(etag, 64, "%s-%zu", hex, n);
+    return STOR_OK;
+}
+
 stor_status_t stor_mpu_assemble(const stor_complete_part_t *parts, size_t n,
                                 const stor_part_rec_t *recs, size_t n_recs, stor_meta_t *m,
                                 stor_seg_t **segs_p, uint8_t *used)
@@ -91,11 +116,10 @@ stor_status_t stor_mpu_assemble(const stor_complete_part_t *parts, size_t n,
     if (s != STOR_OK)
         return s;
     stor_seg_t *segs = calloc(n, sizeof *segs);
-    uint8_t *md5s = malloc(n * MD5_LEN);
     free(m->part_sizes);
     m->part_sizes = calloc(n, sizeof *m->part_sizes);
     s = STOR_ERR_NOMEM;
-    if (!segs || !md5s || !m->part_sizes)
+    if (!segs || !m->part_sizes)
         goto out;
     /* Every listed part must exist with its ETag (InvalidPart) before sizes
      * are judged (EntityTooSmall), as S3 reports them. */
@@ -104,8 +128,7 @@ stor_status_t stor_mpu_assemble(const stor_complete_part_t *parts, size_t n,
     for (size_t i = 0; i < n; i++) {
         const stor_part_rec_t *r =
             n_recs ? bsearch(&parts[i].number, recs, n_recs, sizeof *recs, cmp_part_num) : NULL;
-        if (!r || !etag_eq(parts[i].etag, r->part.etag) || strlen(r->part.etag) != 2 * MD5_LEN ||
-            hex_decode(r->part.etag, 2 * MD5_LEN, md5s + i * MD5_LEN, MD5_LEN) != 0)
+        if (!r || !etag_eq(parts[i].etag, r->part.etag))
             goto out;
         used[r - recs] = 1;
         memcpy(segs[i].id, r->id, STOR_ID_LEN);
@@ -117,25 +140,17 @@ stor_status_t stor_mpu_assemble(const stor_complete_part_t *parts, size_t n,
     for (size_t i = 0; i + 1 < n; i++)
         if (segs[i].size < S3R_MIN_PART_BYTES)
             goto out;
-    uint8_t digest[MD5_LEN];
-    char hex[2 * MD5_LEN + 1];
-    digest_t *d = digest_md5_new();
-    s = STOR_ERR_NOMEM;
-    if (!d)
+    /* The listed ETags equal the parts' (checked above), so they give the
+     * object's: a part whose stored ETag is not an MD5 is InvalidPart. */
+    if ((s = stor_mpu_etag(parts, n, m->etag)) != STOR_OK)
         goto out;
-    digest_update(d, md5s, n * MD5_LEN);
-    digest_final(d, digest);
-    hex_encode(digest, MD5_LEN, hex);
-    snprintf(m->etag, sizeof m->etag, "%s-%zu", hex, n);
     m->size = total;
     m->mtime_ms = now_ms();
     m->parts_count = (uint32_t)n;
     *segs_p = segs;
     segs = NULL;
-    s = STOR_OK;
 out:
     free(segs);
-    free(md5s);
     return s;
 }
 

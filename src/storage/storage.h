@@ -326,6 +326,10 @@ typedef struct stor_complete_part {
     const char *etag; /* unquoted */
 } stor_complete_part_t;
 
+/* The ETag a multipart object made of these parts has: the MD5 of their
+ * MD5s (each part's ETag, quoted or not), then "-N". STOR_ERR_INVALID_PART
+ * when an ETag is not an MD5's 32 hex digits. Needs no store. */
+stor_status_t stor_mpu_etag(const stor_complete_part_t *parts, size_t n, char etag[64]);
 /* Assembles the listed parts into bucket/key without copying bytes: checks
  * order (STOR_ERR_INVALID_PART_ORDER), presence and ETag (STOR_ERR_INVALID_PART)
  * and size (STOR_ERR_PART_TOO_SMALL), computes ETag md5-of-md5s "-N", commits
