@@ -499,6 +499,13 @@ void stor_part_free_fields(stor_part_t *p)
     p->checksum_crc32 = p->checksum_crc32c = p->checksum_sha256 = NULL;
 }
 
+void stor_part_recs_free(stor_part_rec_t *arr, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        stor_part_free_fields(&arr[i].part);
+    free(arr);
+}
+
 stor_status_t stor_rec_decode_bucket(const void *data, size_t len, stor_bucket_t *out)
 {
     dec_t d = {data, (const uint8_t *)data + len, 0, 0};

@@ -205,13 +205,6 @@ out:
     return s;
 }
 
-static void free_part_recs(stor_part_rec_t *arr, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        stor_part_free_fields(&arr[i].part);
-    free(arr);
-}
-
 /* Loads every part record of an upload in number order. */
 static stor_status_t load_parts(lstor_t *st, MDB_txn *txn, const char *upload_id, uint32_t after,
                                 stor_part_rec_t **out_p, size_t *n_p)
@@ -250,7 +243,7 @@ static stor_status_t load_parts(lstor_t *st, MDB_txn *txn, const char *upload_id
         s = mdb_fail("parts", rc);
     mdb_cursor_close(cur);
     if (s != STOR_OK) {
-        free_part_recs(arr, n);
+        stor_part_recs_free(arr, n);
         return s;
     }
     *out_p = arr;
@@ -315,7 +308,7 @@ stor_status_t mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucket, sto
             break;
         stor_seg_t *grown = nr ? realloc(ids, (n + nr) * sizeof *ids) : ids;
         if (nr && !grown) {
-            free_part_recs(recs, nr);
+            stor_part_recs_free(recs, nr);
             s = STOR_ERR_NOMEM;
             break;
         }
@@ -324,7 +317,7 @@ stor_status_t mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucket, sto
             memcpy(ids[n].id, recs[i].id, STOR_ID_LEN);
             ids[n++].size = recs[i].part.size;
         }
-        free_part_recs(recs, nr);
+        stor_part_recs_free(recs, nr);
         if ((s = del_parts(st, txn, upload_id)) != STOR_OK)
             break;
         if ((rc = mdb_cursor_del(cur, 0)) != 0)
@@ -364,7 +357,7 @@ stor_status_t local_mpu_list_parts(stor_t *st_, const char *bucket, const char *
     if (n) {
         parts = malloc(n * sizeof *parts);
         if (!parts) {
-            free_part_recs(recs, n);
+            stor_part_recs_free(recs, n);
             return STOR_ERR_NOMEM;
         }
         for (size_t i = 0; i < n; i++)
@@ -460,7 +453,7 @@ out:
     if (had_old)
         stor_obj_rec_free(&old);
     buf_free(&rec);
-    free_part_recs(recs, n_recs);
+    stor_part_recs_free(recs, n_recs);
     free(segs);
     free(used);
     stor_meta_free(&m);
@@ -501,7 +494,7 @@ stor_status_t local_mpu_abort(stor_t *st_, const stor_bucket_t *bucket, const ch
     if (s == STOR_OK)
         for (size_t i = 0; i < n; i++)
             drop_file(st, recs[i].id);
-    free_part_recs(recs, n);
+    stor_part_recs_free(recs, n);
     return s;
 }
 

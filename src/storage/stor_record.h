@@ -75,6 +75,8 @@ void stor_upload_rec_free(stor_upload_rec_t *r);
 int stor_rec_encode_part(buf_t *b, const stor_part_t *p, const uint8_t id[STOR_ID_LEN]);
 stor_status_t stor_rec_decode_part(const void *data, size_t len, stor_part_rec_t *out);
 void stor_part_free_fields(stor_part_t *p);
+/* Frees n decoded part records and the array holding them. */
+void stor_part_recs_free(stor_part_rec_t *arr, size_t n);
 
 /* Writes a bucket record of the current version; id must not be 0 (0 marks
  * a version-1 record, which has none). */

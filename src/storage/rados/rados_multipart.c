@@ -133,13 +133,6 @@ stor_status_t rs_mpu_check(stor_t *st_, const char *bucket, const char *key, con
 
 /* ---- Parts -------------------------------------------------------------- */
 
-static void free_part_recs(stor_part_rec_t *arr, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        stor_part_free_fields(&arr[i].part);
-    free(arr);
-}
-
 typedef struct part_vec {
     stor_part_rec_t *arr;
     size_t n, cap;
@@ -178,7 +171,7 @@ static stor_status_t load_parts(rstor_t *st, const char *id, uint32_t after,
     part_vec_t pv = {0};
     int rc = rs_omap_each(st->index, oid, from, add_part, &pv);
     if (rc < 0) {
-        free_part_recs(pv.arr, pv.n);
+        stor_part_recs_free(pv.arr, pv.n);
         return rc == -ENOENT ? STOR_ERR_NO_UPLOAD
                : rc == -EIO  ? STOR_ERR_IO
                              : rs_fail("list parts", oid, rc);
@@ -220,7 +213,7 @@ static void parts_drop(rstor_t *st, const char *id, const uint8_t *used,
         recs = own;
     }
     gc_parts(st, recs, n, used);
-    free_part_recs(own, own ? n : 0);
+    stor_part_recs_free(own, own ? n : 0);
     char oid[RSTOR_OID_MAX];
     rs_parts_oid(id, oid);
     rados_remove(st->index, oid);
@@ -305,7 +298,7 @@ stor_status_t rs_mpu_list_parts(stor_t *st_, const char *bucket, const char *key
         return s;
     stor_part_t *parts = calloc(n ? n : 1, sizeof *parts);
     if (!parts) {
-        free_part_recs(recs, n);
+        stor_part_recs_free(recs, n);
         return STOR_ERR_NOMEM;
     }
     for (size_t i = 0; i < n; i++)
@@ -382,7 +375,7 @@ stor_status_t rs_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const char 
 out:
     buf_free(&raw);
     buf_free(&rec);
-    free_part_recs(recs, n_recs);
+    stor_part_recs_free(recs, n_recs);
     free(segs);
     free(used);
     stor_meta_free(&m);
