@@ -118,6 +118,12 @@ bool s3_bucket_lookup(s3_req_t *req, const char *bucket, stor_bucket_t *bucket_p
     return true;
 }
 
+bool s3_bucket_permits(const s3_req_t *req, const stor_bucket_t *bucket, s3_perm_t perm)
+{
+    return is(req, bucket->owner) ||
+           allows(granted(req, bucket->owner, bucket->acl, NULL, false), perm);
+}
+
 s3_error_t s3_bucket_access(s3_req_t *req, const char *bucket, s3_perm_t perm,
                             stor_bucket_t *bucket_p)
 {
@@ -125,7 +131,7 @@ s3_error_t s3_bucket_access(s3_req_t *req, const char *bucket, s3_perm_t perm,
     stor_status_t st = stor_bucket_get(req->srv->cfg.store, bucket, &b);
     if (st != STOR_OK)
         return s3_error_from_stor(st);
-    if (!is(req, b.owner) && !allows(granted(req, b.owner, b.acl, NULL, false), perm))
+    if (!s3_bucket_permits(req, &b, perm))
         return S3E_ACCESS_DENIED;
     if (bucket_p)
         *bucket_p = b;

@@ -440,8 +440,9 @@ static stor_reader_t *object_open(s3_req_t *req, const char *bucket, const char 
     stor_reader_t *reader = NULL;
     stor_status_t st = stor_reader_open(req->srv->cfg.store, bucket, key, &reader);
     if (st == STOR_ERR_NO_KEY) {
-        if (s3_bucket_authorize(req, bucket, S3_PERM_READ, NULL))
-            s3_reply_error(req, S3E_NO_SUCH_KEY, NULL);
+        s3_reply_error(
+            req, s3_bucket_permits(req, b, S3_PERM_READ) ? S3E_NO_SUCH_KEY : S3E_ACCESS_DENIED,
+            NULL);
         return NULL;
     }
     if (st != STOR_OK) {

@@ -343,6 +343,8 @@ typedef enum s3_perm {
  * when it does not exist. Objects' operations start here: their access is
  * the object's ACL's, not the bucket's. */
 bool s3_bucket_lookup(s3_req_t *req, const char *bucket, stor_bucket_t *bucket_p);
+/* Whether the requester has perm on bucket (as looked up already). */
+bool s3_bucket_permits(const s3_req_t *req, const stor_bucket_t *bucket, s3_perm_t perm);
 /* The requester's perm on bucket, checked without replying: S3E_NONE
  * (*bucket_p, when not NULL, gets the bucket as found), or the error to
  * reply (for a caller that cannot reply yet, such as one in the middle of a
