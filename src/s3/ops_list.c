@@ -118,7 +118,7 @@ static void list_result_free(list_result_t *r)
 
 /* Lists the bucket's keys under q->prefix, strictly after `after`, rolling
  * keys up into common prefixes at q->delim, at most q->max_keys entries.
- * Returns false (replied) on a storage error. */
+ * Returns false (replied, r freed) on a storage error. */
 static bool list_walk(s3_req_t *req, const list_query_t *q, const char *after,
                       const list_render_t *render, list_result_t *r)
 {
@@ -130,6 +130,7 @@ static bool list_walk(s3_req_t *req, const list_query_t *q, const char *after,
     stor_iter_t *it = NULL;
     stor_status_t st = stor_iter_open(req->srv->cfg.store, req->bucket, q->prefix, after, &it);
     if (st != STOR_OK) {
+        list_result_free(r);
         s3_reply_error(req, s3_error_from_stor(st), NULL);
         return false;
     }
@@ -143,6 +144,7 @@ static bool list_walk(s3_req_t *req, const list_query_t *q, const char *after,
         if (n < 0) {
             stor_meta_free(&meta);
             stor_iter_close(it);
+            list_result_free(r);
             s3_reply_error(req, S3E_INTERNAL, NULL);
             return false;
         }
@@ -182,6 +184,15 @@ static void object_fields(buf_t *out, const stor_meta_t *meta)
     s3_time_iso8601(meta->mtime_ms, date);
     buf_printf(out, "<LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag>", date, meta->etag);
     buf_printf(out, "<Size>%" PRIu64 "</Size>", meta->size);
+}
+
+/* Starts a listing's document: its root element, Name and Prefix. */
+static void list_doc_open(s3_req_t *req, const list_query_t *q, const char *root, buf_t *xml)
+{
+    buf_init(xml, 128 * 1024 * 1024);
+    s3_xml_open(xml, root);
+    elem(xml, "Name", req->bucket, false);
+    elem(xml, "Prefix", q->prefix, q->url);
 }
 
 /* Ends a listing's document xml (its root element and the fields before
@@ -253,16 +264,11 @@ static void list_objects_begin(s3_req_t *req)
 
     list_render_t render = {render_contents, &fetch_owner};
     list_result_t r;
-    if (!list_walk(req, &q, after, &render, &r)) {
-        list_result_free(&r);
+    if (!list_walk(req, &q, after, &render, &r))
         return;
-    }
 
     buf_t xml;
-    buf_init(&xml, 128 * 1024 * 1024);
-    s3_xml_open(&xml, "ListBucketResult");
-    elem(&xml, "Name", req->bucket, false);
-    elem(&xml, "Prefix", q.prefix, q.url);
+    list_doc_open(req, &q, "ListBucketResult", &xml);
     if (v2) {
         if (start_after)
             elem(&xml, "StartAfter", start_after, q.url);
@@ -324,16 +330,11 @@ static void list_versions_begin(s3_req_t *req)
 
     list_render_t render = {render_version, NULL};
     list_result_t r;
-    if (!list_walk(req, &q, after, &render, &r)) {
-        list_result_free(&r);
+    if (!list_walk(req, &q, after, &render, &r))
         return;
-    }
 
     buf_t xml;
-    buf_init(&xml, 128 * 1024 * 1024);
-    s3_xml_open(&xml, "ListVersionsResult");
-    elem(&xml, "Name", req->bucket, false);
-    elem(&xml, "Prefix", q.prefix, q.url);
+    list_doc_open(req, &q, "ListVersionsResult", &xml);
     elem(&xml, "KeyMarker", key_marker ? key_marker : "", q.url);
     elem(&xml, "VersionIdMarker", vid_marker ? vid_marker : "", false);
     if (r.truncated) {
