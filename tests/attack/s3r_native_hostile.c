@@ -392,22 +392,15 @@ static int fail_setup(const char *what, const hcall_t *c)
     return -1;
 }
 
-/* A simple request: op on (b, k) with params, an inline body, reply inline. */
-static call_result_t simple(unsigned op, const char *b, const char *k, const rdma_native_param_t *p,
-                            unsigned n_p, const void *body, size_t body_len, hcall_t *c)
+/* A request with nothing but a bucket and a key (NULL: none), its reply
+ * inline. */
+static call_result_t simple(unsigned op, const char *b, const char *k, hcall_t *c)
 {
     rdma_native_msg_t m = {0};
     m.head.opcode = (uint8_t)op;
     m.bucket = b ? b : "";
     m.key = k ? k : "";
     m.reply_inline_max = RIM_NORMAL;
-    memcpy(m.params, p, n_p * sizeof(*p));
-    m.n_params = n_p;
-    if (body_len) {
-        m.body_kind = RDMA_BODY_INLINE;
-        m.body = body;
-        m.body_len = body_len;
-    }
     return call(&m, c);
 }
 
@@ -415,8 +408,7 @@ static call_result_t simple(unsigned op, const char *b, const char *k, const rdm
 static int create_upload(char *id, size_t cap)
 {
     hcall_t c;
-    if (simple(RDMA_OP_CREATE_MPU, bucket, key_mpu, NULL, 0, NULL, 0, &c) != CALL_OK ||
-        c.status != 200)
+    if (simple(RDMA_OP_CREATE_MPU, bucket, key_mpu, &c) != CALL_OK || c.status != 200)
         return fail_setup("CreateMultipartUpload", &c);
     const char *b = strstr(c.body, "<UploadId>"), *e = b ? strstr(b, "</UploadId>") : NULL;
     if (!b || !e || (size_t)(e - b - 10) >= cap)
@@ -428,8 +420,7 @@ static int create_upload(char *id, size_t cap)
 static int setup(void)
 {
     hcall_t c;
-    if (simple(RDMA_OP_CREATE_BUCKET, bucket, NULL, NULL, 0, NULL, 0, &c) != CALL_OK ||
-        c.status != 200)
+    if (simple(RDMA_OP_CREATE_BUCKET, bucket, NULL, &c) != CALL_OK || c.status != 200)
         return fail_setup("CreateBucket", &c);
     for (size_t i = 0; i < KNOWN_BYTES; i++)
         mem[BODY_OFF + i] = known_byte(i);
@@ -451,7 +442,7 @@ static int setup(void)
 static const char *still_serving(void)
 {
     hcall_t c;
-    if (simple(RDMA_OP_HEAD_BUCKET, bucket, NULL, NULL, 0, NULL, 0, &c) != CALL_OK)
+    if (simple(RDMA_OP_HEAD_BUCKET, bucket, NULL, &c) != CALL_OK)
         return "HeadBucket got no reply";
     if (c.status != 200)
         return "HeadBucket did not answer 200";
