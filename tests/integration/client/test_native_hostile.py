@@ -30,9 +30,11 @@ OPCODES = ["PutObject", "GetObject", "HeadObject", "DeleteObject", "DeleteObject
            "GetBucketLocation"]
 
 
-@pytest.fixture(params=sorted(UCX_ENVS), scope="module")
-def srv(request, tmp_path_factory):
-    s = RdmaServer(tmp_path_factory.mktemp("hostile"), "hostile", UCX_ENVS[request.param]).start()
+# One server per UCX setting and test: a server the test kills fails that test
+# alone (its teardown), not the next setting's.
+@pytest.fixture(params=sorted(UCX_ENVS))
+def srv(request, tmp_path):
+    s = RdmaServer(tmp_path, "hostile", UCX_ENVS[request.param]).start()
     yield s
     s.stop()
 
