@@ -489,9 +489,14 @@ rdma_status_t rdma_native_reply(rdma_native_req_t *r, int status, const char *s3
                                 rdma_fill_fn fill, void *ctx)
 {
     const rdma_native_msg_t *m = &r->m;
-    uint8_t kind = body_len == 0                           ? RDMA_BODY_NONE
-                   : body_len <= rdma_native_inline_max(r) ? RDMA_BODY_INLINE
-                                                           : RDMA_BODY_REGION;
+    /* An error's body (any status outside 2xx) goes inline whatever the
+     * client asked, so an answer to a request whose reply could not be
+     * sent always fits. */
+    uint64_t inline_max =
+        status >= 200 && status <= 299 ? rdma_native_inline_max(r) : RDMA_NATIVE_MAX_INLINE;
+    uint8_t kind = body_len == 0            ? RDMA_BODY_NONE
+                   : body_len <= inline_max ? RDMA_BODY_INLINE
+                                            : RDMA_BODY_REGION;
     rdma_status_t rc = RDMA_OK;
     if (kind == RDMA_BODY_REGION) {
         if (!m->has_out || body_len > m->out.len)

@@ -173,7 +173,8 @@ uint64_t rdma_native_inline_max(const rdma_native_req_t *r);
 uint64_t rdma_native_out_len(const rdma_native_req_t *r);
 /* Answers the request: HTTP-equivalent status, the S3 request id, headers
  * ("name\0value\0" pairs, hdrs_len bytes) and a body of body_len bytes that
- * fill supplies: inline when it fits rdma_native_inline_max (fill writes
+ * fill supplies: inline when it fits rdma_native_inline_max, or for a
+ * status outside 2xx (an error) RDMA_NATIVE_MAX_INLINE (fill writes
  * straight into the reply message), else RDMA-WRITTEN into the out region
  * before the reply is sent. On anything but RDMA_OK nothing was sent and the
  * handler answers again (an error): RDMA_OUT_OF_BOUNDS (no out region or too

@@ -547,6 +547,28 @@ def test_native_buffer_too_small(nsrv, nb, bufsize):
         (r, err)
 
 
+@pytest.mark.parametrize("inline", [0, 1])
+def test_native_errors_reach_a_client_that_takes_nothing_inline(nsrv, nb, inline):
+    """A client may ask for no reply body inline (native_inline 0 or 1) and give a
+    one-byte out span: its errors still reach it, because an error's body travels
+    inline whatever was asked. Regression: the server answered the reply it could
+    not send with an error reply that did not fit either, and so on until its
+    stack overflowed (any session could take the server down with a GET of a
+    missing key)."""
+    rc, r, _, err = native(nsrv, "--native-inline", inline, "--bufsize", 1, "get", nb, "nope",
+                           10, 1, check=False)
+    assert rc == 1 and (r["status"], r["http_status"], r["code"]) == \
+        ("S3R_ERR_NO_SUCH_KEY", 404, "NoSuchKey"), (r, err)
+    # A body that fits neither: the answer names the bytes needed, as before.
+    http(nsrv, "put", nb, "big", 100000, 4)
+    rc, r, _, err = native(nsrv, "--native-inline", inline, "--bufsize", 1, "get", nb, "big",
+                           100000, 4, check=False)
+    assert rc == 1 and r["status"] == "S3R_ERR_BUFFER_TOO_SMALL" and r["needed"] == 100000, \
+        (r, err)
+    native(nsrv, "--native-inline", inline, "get", nb, "big", 100000, 4)
+    assert nsrv.srv.alive(), nsrv.srv.log_tail()
+
+
 # ---------------------------------------------------------------------------
 # The CLI
 # ---------------------------------------------------------------------------
