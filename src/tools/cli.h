@@ -94,6 +94,21 @@ const char *cli_basename(const char *s);
 bool cli_key_is_prefix(const char *key);
 /* dir + "/" + name (one '/' between), malloc'd; NULL when out of memory. */
 char *cli_join(const char *dir, const char *name);
+/* The local-path rule of every verb that writes or deletes local files named
+ * by keys (cp/mv --recursive, sync, get into a directory): rel, the part of
+ * a key that names the file below a local directory (the key below the
+ * copied prefix, or its base name), must stay lexically inside that
+ * directory. '\\' counts as a separator as well as '/' (as aws s3 does, so
+ * a key means the same on every system). Returns NULL when rel is fine, or
+ * why it is not ("it is absolute", "it has a '..' segment", "it has a '.'
+ * segment", "it is empty"). Symlinks already inside the directory are the local
+ * user's own and are followed (docs/cli.md). */
+const char *cli_rel_refusal(const char *rel);
+/* dir joined with rel when rel obeys cli_rel_refusal; malloc'd. Otherwise
+ * NULL with *rc_p = CLI_FAIL after a warning on stderr that names the
+ * s3://bucket/key skipped and why (out of memory: NULL, CLI_FAIL too). */
+char *cli_local_path(const char *dir, const char *rel, const char *bucket, const char *key,
+                     int *rc_p);
 /* true if path is an existing directory. */
 bool cli_is_dir(const char *path);
 /* Creates the directories leading to path (not path itself). 0 or -1. */
