@@ -107,7 +107,8 @@ static void put_bucket_acl_finish(s3_req_t *req)
 }
 
 /* Looks up the request's object (versionId "null" or none) and checks perm
- * on it; fills *meta_p (caller frees). Replies and returns false on error. */
+ * on it (a missing key: s3_object_lookup_error); fills *meta_p (caller
+ * frees). Replies and returns false on error. */
 static bool object_for_config(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p)
 {
     s3_error_t err = s3_version_check(s3_req_query(req, "versionId"));
@@ -119,7 +120,7 @@ static bool object_for_config(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p
         return false;
     stor_status_t st = stor_head(req->srv->cfg.store, req->bucket, req->key, meta_p);
     if (st != STOR_OK) {
-        s3_reply_error(req, s3_error_from_stor(st), NULL);
+        s3_reply_error(req, s3_object_lookup_error(req, &req->authz_bucket, st), NULL);
         return false;
     }
     if (!s3_object_authorize(req, &req->authz_bucket, meta_p, perm)) {

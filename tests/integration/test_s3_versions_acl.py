@@ -395,9 +395,68 @@ def test_put_object_acl_is_refused_before_its_body(server, s3, bucket, who):
     s3.put_object(Bucket=bucket, Key="k", Body=b"x")
     user = None if who == "anonymous" else USERS[1]
     for path, code, status in ((f"/{bucket}-missing/k", "NoSuchBucket", 404),
-                               (f"/{bucket}/k", "AccessDenied", 403)):
+                               (f"/{bucket}/k", "AccessDenied", 403),
+                               (f"/{bucket}/missing", "AccessDenied", 403)):
         with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
             sock.sendall(put_acl_head(server, path, user, 1 << 20))
             got, raw = recv_http_response(sock, timeout=10)
         assert got == status and f"<Code>{code}</Code>".encode() in raw, (path, raw[:400])
     assert s3.get_object_acl(Bucket=bucket, Key="k")["Grants"][0]["Permission"] == "FULL_CONTROL"
+
+
+# ---- no existence oracle: 404 vs 403 for a missing key --------------------------------------
+
+# Every request that looks a key up: (method, query, headers). A missing key is 404 NoSuchKey
+# only to a requester who may list the bucket; 403 AccessDenied to the others.
+KEY_LOOKUPS = [
+    ("GET", [], {}),
+    ("HEAD", [], {}),
+    ("GET", [("acl", None)], {}),
+    ("PUT", [("acl", None)], {"x-amz-acl": "private"}),
+    ("GET", [("tagging", None)], {}),
+    ("PUT", [("tagging", None)], {}),
+    ("DELETE", [("tagging", None)], {}),
+]
+
+
+@pytest.mark.parametrize("method,query,headers", KEY_LOOKUPS,
+                         ids=[m + "".join("?" + q for q, _ in qs) for m, qs, _ in KEY_LOOKUPS])
+def test_missing_key_is_403_to_who_may_not_list(server, s3, method, query, headers):
+    private, listable = new_bucket_name(), new_bucket_name()
+    s3.create_bucket(Bucket=private)
+    s3.create_bucket(Bucket=listable, ACL="public-read")
+    try:
+        for bucket, want in ((private, 403), (listable, 404)):
+            for user in (None, USERS[1]):
+                r = raw_request(server, method, f"/{bucket}/missing", query=query,
+                                headers=dict(headers), user=user)
+                assert r.status == want, (bucket, user, r)
+                if method != "HEAD":
+                    assert r.error_code() == ("AccessDenied" if want == 403 else "NoSuchKey"), r
+        r = raw_request(server, method, f"/{private}/missing", query=query, headers=dict(headers))
+        assert r.status == 404, r  # the owner may list
+    finally:
+        s3.delete_bucket(Bucket=private)
+        s3.delete_bucket(Bucket=listable)
+
+
+def test_missing_copy_source_is_403_to_who_may_not_list(s3, s3_user2, bucket):
+    """CopyObject and UploadPartCopy read their source like a GET: a stranger's missing
+    source key in a private bucket is AccessDenied, not NoSuchKey."""
+    mine = new_bucket_name()
+    s3_user2.create_bucket(Bucket=mine)
+    try:
+        with pytest.raises(ClientError) as ei:
+            s3_user2.copy_object(Bucket=mine, Key="c", CopySource=f"{bucket}/missing")
+        assert_error(ei, "AccessDenied", 403)
+        up = s3_user2.create_multipart_upload(Bucket=mine, Key="m")["UploadId"]
+        with pytest.raises(ClientError) as ei:
+            s3_user2.upload_part_copy(Bucket=mine, Key="m", UploadId=up, PartNumber=1,
+                                      CopySource=f"{bucket}/missing")
+        assert_error(ei, "AccessDenied", 403)
+        s3_user2.abort_multipart_upload(Bucket=mine, Key="m", UploadId=up)
+        with pytest.raises(ClientError) as ei:
+            s3.copy_object(Bucket=bucket, Key="c", CopySource=f"{bucket}/missing")
+        assert_error(ei, "NoSuchKey", 404)
+    finally:
+        s3_user2.delete_bucket(Bucket=mine)
