@@ -429,9 +429,8 @@ static s3_error_t check_conditions(s3_req_t *req, const char *prefix, const stor
 }
 
 /* Opens bucket/key for reading by the requester, who needs READ on the
- * object: a key that does not exist is NoSuchKey to whoever may list the
- * bucket, and AccessDenied to the others (so they learn nothing of its
- * contents), as S3 answers. Replies and returns NULL on failure. */
+ * object (a missing key: s3_object_lookup_error). Replies and returns NULL
+ * on failure. */
 static stor_reader_t *object_open(s3_req_t *req, const char *bucket, const char *key,
                                   stor_bucket_t *b)
 {
@@ -439,14 +438,8 @@ static stor_reader_t *object_open(s3_req_t *req, const char *bucket, const char 
         return NULL;
     stor_reader_t *reader = NULL;
     stor_status_t st = stor_reader_open(req->srv->cfg.store, bucket, key, &reader);
-    if (st == STOR_ERR_NO_KEY) {
-        s3_reply_error(
-            req, s3_bucket_permits(req, b, S3_PERM_READ) ? S3E_NO_SUCH_KEY : S3E_ACCESS_DENIED,
-            NULL);
-        return NULL;
-    }
     if (st != STOR_OK) {
-        s3_reply_error(req, s3_error_from_stor(st), NULL);
+        s3_reply_error(req, s3_object_lookup_error(req, b, st), NULL);
         return NULL;
     }
     if (!s3_object_authorize(req, b, stor_reader_meta(reader), S3_PERM_READ)) {

@@ -343,8 +343,14 @@ typedef enum s3_perm {
  * when it does not exist. Objects' operations start here: their access is
  * the object's ACL's, not the bucket's. */
 bool s3_bucket_lookup(s3_req_t *req, const char *bucket, stor_bucket_t *bucket_p);
-/* Whether the requester has perm on bucket (as looked up already). */
-bool s3_bucket_permits(const s3_req_t *req, const stor_bucket_t *bucket, s3_perm_t perm);
+/* The error for a lookup of an object in bucket (as looked up already)
+ * that failed with st. A key that does not exist is NoSuchKey only to a
+ * requester who may list the bucket (READ on it) and AccessDenied to the
+ * others, so that they learn nothing of what the bucket holds, as S3
+ * answers. Every operation that looks a key up goes through here before it
+ * replies (GET, HEAD, copy sources, ?acl, ?tagging). */
+s3_error_t s3_object_lookup_error(const s3_req_t *req, const stor_bucket_t *bucket,
+                                  stor_status_t st);
 /* The requester's perm on bucket, checked without replying: S3E_NONE
  * (*bucket_p, when not NULL, gets the bucket as found), or the error to
  * reply (for a caller that cannot reply yet, such as one in the middle of a
