@@ -136,7 +136,7 @@ class S3RDMAFileSystem(AbstractFileSystem):
         self.client.copy_object(b1, k1, b2, k2)
 
     def get(self, rpath, lpath, recursive: bool = False, callback=None,
-            **kwargs: Any) -> None:
+            maxdepth: Optional[int] = None, **kwargs: Any) -> None:
         """fsspec's get (remote files, or a tree with recursive=True, to lpath), except
         that a file whose local path made from its key would leave lpath is skipped (a
         '..' or '.' segment, a leading '/' or '\\': s3rdma.localpath): the rest are
@@ -144,7 +144,7 @@ class S3RDMAFileSystem(AbstractFileSystem):
         list are the caller's own and are used as given."""
         if isinstance(lpath, str):
             lpath = make_path_posix(lpath)
-        rpaths = self.expand_path(rpath, recursive=recursive)
+        rpaths = self.expand_path(rpath, recursive=recursive, maxdepth=maxdepth)
         lpaths = other_paths(rpaths, lpath)
         root = lpath.rstrip("/") if isinstance(lpath, str) else None
         refused = []

@@ -119,6 +119,12 @@ def test_get_never_writes_outside_the_target(fs, rbucket, boto, tmp_path):
     assert {f"{rbucket}/{k}" for k in hostile} <= set(ei.value.keys), ei.value.keys
     files = {k: v for k, v in snapshot(tmp_path).items() if v is not None}
     assert files == {f"a/b/dl/{k[5:]}": v for k, v in good.items()}
+    # one file, to a name or into a directory, as before
+    fs.get(f"{rbucket}/data/ok.txt", str(tmp_path / "one.txt"))
+    (tmp_path / "into").mkdir()
+    fs.get(f"{rbucket}/data/ok.txt", str(tmp_path / "into") + "/")
+    assert (tmp_path / "one.txt").read_bytes() == b"ok"
+    assert (tmp_path / "into" / "ok.txt").read_bytes() == b"ok"
 
 
 def test_local_name_rule():
