@@ -265,7 +265,7 @@ static void start_file(s3_req_t *req, post_form_t *f, const char *filename)
     const s3_frontend_t *http_fe = req->fe;
     req->fe = &form_fields_frontend;
     const char *acl_why = NULL;
-    err = s3_meta_from_headers(req, &f->meta);
+    err = s3_meta_from_headers(req, &f->meta, &acl_why);
     if (err == S3E_NONE)
         err = s3_new_object_access(req, &f->meta, &acl_why);
     req->fe = http_fe;
@@ -280,9 +280,15 @@ static void start_file(s3_req_t *req, post_form_t *f, const char *filename)
 
 /* ---- the form as it streams in ------------------------------------------------------ */
 
-/* Keeps one field's piece (off 0 starts a field, later pieces continue it). */
+/* Keeps one field's piece (off 0 starts a field, later pieces continue it).
+ * The fields are kept as "name\0value\0" strings: a NUL byte in a value is
+ * refused, as it would end the value and shift every field after it. */
 static void keep_field(post_form_t *f, const char *key, const char *data, uint64_t off, size_t size)
 {
+    if (size && memchr(data, '\0', size)) {
+        fail(f, S3E_INVALID_ARGUMENT, "A form field contains a NUL byte.");
+        return;
+    }
     bool fits;
     if (off == 0 || f->n_fields == 0) {
         fits = f->n_fields < S3R_MAX_POST_FIELDS &&
