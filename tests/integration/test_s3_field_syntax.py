@@ -9,11 +9,19 @@ whitespace): anything else is 400 InvalidArgument and nothing is stored. The met
 object stays within what one reply carries on every transport (common/s3r_limits.h): at most
 32 x-amz-meta-* entries, names of at most 117 bytes after the prefix (MetadataTooLarge), the
 stored headers at most 8 KiB together (InvalidArgument)."""
+import os
+import subprocess
+from pathlib import Path
+
 import pytest
 from botocore.exceptions import ClientError
 
-from s3r_itest import assert_error, raw_request
+from s3r_itest import (REPO_ROOT, UCX_ENVS, RdmaServer, assert_error, boto_client,
+                       raw_request)
 from test_s3_post_object import assert_absent, own_policy, post_form
+
+
+DRIVER = Path(os.environ.get("S3RDMA_BUILD", REPO_ROOT / "build")) / "tests" / "s3r_driver"
 
 
 def put(server, bucket, key, headers, query=()):
@@ -140,3 +148,33 @@ def test_post_form_metadata_count_is_bounded(server, s3, bucket):
     r = post_form(server, bucket, {"key": "form", **meta, **fields})
     assert r.status_code == 400 and b"<Code>MetadataTooLarge</Code>" in r.content, r.text
     assert_absent(s3, bucket, "form")
+
+
+# ---- native: an object at every write limit at once is served ----------------------------------
+
+def test_native_serves_an_object_at_every_metadata_limit(tmp_path):
+    """The write limits imply the native reply limits: an object with 32 metadata entries, a
+    117-byte metadata name and 8 KiB of stored headers (and a checksum) answers a native HEAD
+    and GET. (Past these limits the write is refused: the tests above.)"""
+    srv = RdmaServer(tmp_path, "limits", UCX_ENVS["ucx-tcp"]).start()
+    try:
+        s3 = boto_client(srv)
+        s3.create_bucket(Bucket="limits")
+        meta = {f"m{i}": "v" for i in range(31)}
+        meta["n" * 117] = "w"
+        s3.put_object(Bucket="limits", Key="k", Body=b"payload", Metadata=meta,
+                      ContentType="t/" + "a" * 4094, CacheControl="c" * 4096,
+                      ChecksumAlgorithm="SHA256")
+        env = srv.client_env()
+        out = {}
+        for args in (["head", "limits", "k"], ["fetch", "limits", "k", str(tmp_path / "got")]):
+            p = subprocess.run([str(DRIVER), "--transport", "native", "--no-fallback", *args],
+                               env=env, capture_output=True, text=True, timeout=120)
+            assert p.returncode == 0, (args, p.stdout, p.stderr)
+            out[args[0]] = p.stdout
+        assert (tmp_path / "got").read_bytes() == b"payload"
+        got = dict(line[5:].split("=", 1) for line in out["head"].splitlines()
+                   if line.startswith("META "))
+        assert got == meta, out["head"]
+    finally:
+        srv.stop()
