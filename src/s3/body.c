@@ -53,7 +53,10 @@ static char **stored_slot(const stor_meta_t *meta, size_t i)
     return (char **)((char *)meta + stored_headers[i].offset);
 }
 
-/* Decoded payload bytes. */
+/* Decoded payload bytes, whoever carried them: the HTTP body, the
+ * aws-chunked decoder, or an RDMA pull (the token path), whose bytes a
+ * signed payload hash (x-amz-content-sha256) covers just as the HTTP body's
+ * (aws-chunked has no payload hash: its chunks are signed). */
 int s3_body_sink(void *cls, const void *data, size_t len)
 {
     s3_req_t *req = cls;
@@ -62,6 +65,8 @@ int s3_body_sink(void *cls, const void *data, size_t len)
         return -1;
     }
     req->body_bytes += len;
+    if (req->sha256_payload)
+        digest_update(req->sha256_payload, data, len);
     if (req->md5)
         digest_update(req->md5, data, len);
     if (req->want_ck[S3_CK_CRC32])
@@ -225,8 +230,6 @@ void s3_body_feed(s3_req_t *req, const char *data, size_t len)
         req->form_feed(req, data, len);
         return;
     }
-    if (req->sha256_payload)
-        digest_update(req->sha256_payload, data, len);
     if (req->chunked) {
         awschunk_status_t st = awschunk_feed(req->chunked, data, len);
         if (st != AWSCHUNK_OK)

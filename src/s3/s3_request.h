@@ -187,7 +187,7 @@ struct s3_req {
     void (*form_feed)(s3_req_t *req, const char *data, size_t len);
     awschunk_t *chunked;
     digest_t *md5;
-    digest_t *sha256_payload; /* raw body hash for S3_PAYLOAD_SIGNED */
+    digest_t *sha256_payload; /* S3_PAYLOAD_SIGNED: hash of the payload (HTTP body or RDMA pull) */
     digest_t *sha256_ck;      /* x-amz-checksum-sha256 */
     bool want_ck[S3_CK_COUNT];
     const char *expect_ck[S3_CK_COUNT]; /* from x-amz-checksum-* headers; NULL when not sent */
