@@ -26,7 +26,36 @@
 #define S3R_MIN_BUCKET_NAME     3    /* InvalidBucketName */
 #define S3R_MAX_BUCKET_NAME     63   /* InvalidBucketName */
 #define S3R_MAX_USER_META_BYTES 2048 /* MetadataTooLarge: sum of x-amz-meta-* names + values */
-#define S3R_MAX_HEADER_VALUE    8192 /* stored headers (Content-Type, ...) */
+#define S3R_MAX_USER_META_COUNT 32   /* MetadataTooLarge: x-amz-meta-* entries of one object */
+#define S3R_MAX_USER_META_NAME  (S3R_REPLY_MAX_NAME - 11) /* MetadataTooLarge: after x-amz-meta- */
+#define S3R_MAX_HEADER_VALUE    8192 /* one header value the server stores or builds */
+/* The stored headers of one object (Content-Type, Content-Encoding,
+ * Content-Disposition, Content-Language, Cache-Control, Expires), their
+ * values together: InvalidArgument. S3 takes at most 8 KiB of request
+ * headers, so it never stores more. */
+#define S3R_MAX_STORED_HEADER_BYTES 8192
+
+/* Replies. Every reply must be sendable over every transport, so what one
+ * reply's headers may hold is fixed here, and what an object may store is
+ * refused when it is written if it would not fit (the write limits above
+ * imply these: src/s3/body.c asserts it). The native protocol's message
+ * limits are asserted against these in rdma/rdma_native_wire.h. The bytes
+ * of a reply's headers ("name\0value\0" each) are S3R_MAX_HEADER_BYTES at
+ * most. */
+#define S3R_REPLY_MAX_HEADERS 64   /* headers in one reply */
+#define S3R_REPLY_MAX_NAME    128  /* one header name */
+#define S3R_REPLY_MAX_VALUE   8192 /* one header value */
+/* The headers a reply adds besides an object's stored ones, at most (a GET:
+ * ETag, Last-Modified, Accept-Ranges, Content-Length, Content-Range,
+ * x-amz-mp-parts-count, x-amz-version-id, three x-amz-checksum-*, and the
+ * token path's x-amz-rdma-reply and x-amz-rdma-bytes-transferred: 12), and
+ * the bytes of each of their values (an ETag, a date, a range, a checksum, a
+ * number). */
+#define S3R_REPLY_OWN_HEADERS     16
+#define S3R_REPLY_OWN_VALUE_BYTES 128
+
+_Static_assert(S3R_MAX_HEADER_VALUE <= S3R_REPLY_MAX_VALUE, "a stored value fits a reply");
+_Static_assert(S3R_MAX_USER_META_BYTES <= S3R_REPLY_MAX_VALUE, "a metadata value fits a reply");
 
 /* Objects */
 #define S3R_MAX_PUT_BYTES   (5ULL << 30)      /* single PUT / part: EntityTooLarge */
