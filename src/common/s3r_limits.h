@@ -85,10 +85,17 @@ _Static_assert(S3R_MAX_USER_META_BYTES <= S3R_REPLY_MAX_VALUE, "a metadata value
 #define S3R_RDMA_CONN_OUTQ             (128 * 1024) /* queued replies per connection */
 
 /* Native requests (defaults; configurable). A request holds at most
- * RDMA_NATIVE_MAX_MSG (96 KiB) while it waits, so a session holds at most
- * 6 MiB and the server 96 MiB of request memory. */
-#define S3R_NATIVE_THREADS     4    /* executor threads */
-#define S3R_NATIVE_PER_SESSION 64   /* requests in flight per session: SlowDown past it */
-#define S3R_NATIVE_QUEUED      1024 /* waiting for an executor, server-wide: SlowDown */
+ * RDMA_NATIVE_MAX_MSG (96 KiB) while it waits, and its reply as much until
+ * UCX has sent it, so a session holds at most 6 MiB and the server 96 MiB
+ * of request or reply memory. */
+#define S3R_NATIVE_THREADS 4 /* executor threads */
+#define S3R_NATIVE_PER_SESSION                                                                     \
+    64                         /* requests in flight (reply not yet sent) per session: SlowDown */
+#define S3R_NATIVE_QUEUED 1024 /* requests in flight (reply not yet sent), server-wide: SlowDown   \
+                                */
+/* Refusals (SlowDown replies) not yet sent to a session: past this the
+ * session does not read its replies, and refused requests are dropped
+ * unanswered (about 200 bytes each, so some 300 refusals). */
+#define S3R_NATIVE_UNSENT_REFUSAL_BYTES (64 * 1024)
 
 #endif

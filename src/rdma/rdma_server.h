@@ -83,7 +83,8 @@ int rdma_server_port(const rdma_server_t *srv);
 /* The Unix socket local clients use ("@name" or a path), or NULL when off. */
 const char *rdma_server_unix_socket(const rdma_server_t *srv);
 /* Native messages dropped (nobody to answer: no head, wrong magic, no such
- * session on that worker, a rendezvous) and malformed requests answered
+ * session on that worker, a rendezvous; or a request refused while its
+ * session does not read its replies) and malformed requests answered
  * with BAD_MESSAGE, since start (for the stats endpoint and tests). */
 void rdma_server_native_counts(rdma_server_t *srv, unsigned long *dropped_p,
                                unsigned long *malformed_p);
@@ -106,8 +107,10 @@ typedef struct rdma_server_stats {
     unsigned sessions;             /* live now */
     unsigned long sessions_opened; /* WELCOMEs sent */
     unsigned long refused[RDMA_REFUSED_COUNT];
-    unsigned transfers_inflight;                    /* token and native transfer handles in use */
-    unsigned native_inflight;                       /* native requests admitted, not yet answered */
+    unsigned transfers_inflight; /* token and native transfer handles in use */
+    unsigned native_inflight;    /* native requests admitted whose reply is not yet sent */
+    unsigned native_sending;     /* native replies (and refusals) UCX is still sending */
+    size_t native_sending_bytes; /* ... their bytes */
     unsigned long native_dropped, native_malformed; /* as rdma_server_native_counts */
 } rdma_server_stats_t;
 void rdma_server_get_stats(rdma_server_t *srv, rdma_server_stats_t *out_p);
