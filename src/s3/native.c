@@ -64,7 +64,8 @@ static const char *const location_q[] = {"location", NULL};
  * add to every request). check_request holds every request to its row
  * before the handler runs, so a handler never meets a request that HTTP's
  * routing (http.c) would have sent elsewhere or not at all. Header params
- * are otherwise free (metadata, conditionals...). */
+ * are otherwise free (metadata, conditionals...), but each must be a
+ * well-formed field, as HTTP's parser makes them. */
 static const struct native_op {
     const s3_op_t *op;
     const char *method;
@@ -284,6 +285,19 @@ static s3_error_t check_request(native_req_t *q, const struct native_op *op, cha
     for (unsigned i = 0; i < m->n_params; i++) {
         const rdma_native_param_t *p = &m->params[i];
         bool query = p->kind == RDMA_PARAM_QUERY;
+        /* Names go into the message only once they are known tokens. */
+        if (!s3_field_name_ok(p->name)) {
+            snprintf(why, cap, "A %s name is not an HTTP token.",
+                     query ? "query parameter" : "header");
+            return S3E_INVALID_ARGUMENT;
+        }
+        if (!query && !s3_field_value_ok(p->value)) {
+            snprintf(why, cap,
+                     "The value of header %.128s is not a well-formed HTTP field value (visible "
+                     "characters, with spaces and tabs only inside).",
+                     p->name);
+            return S3E_INVALID_ARGUMENT;
+        }
         if (param_repeated(m, i)) {
             snprintf(why, cap, "The %s %.128s is given twice.",
                      query ? "query parameter" : "header", p->name);

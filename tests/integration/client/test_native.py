@@ -569,6 +569,19 @@ def test_native_errors_reach_a_client_that_takes_nothing_inline(nsrv, nb, inline
     assert nsrv.srv.alive(), nsrv.srv.log_tail()
 
 
+@pytest.mark.parametrize("meta", ["evil=x\r\ncontent-length: 1", "evil=x\ny", "evil=\x01",
+                                  "ev\x7fil=x"])
+def test_native_params_obey_the_field_syntax(nsrv, nb, meta):
+    """A native header param is held to HTTP's field syntax before any handler runs:
+    metadata with CR/LF or another control character is 400 InvalidArgument and
+    nothing is stored. Regression: it was stored, and came back raw in other
+    readers' native replies, where libs3rdma read "content-length: 1" as a reply
+    header of its own (another tenant's HEAD reported a wrong size)."""
+    rc, r, _, err = native(nsrv, "--meta", meta, "put", nb, "k", 100, 3, check=False)
+    assert rc == 1 and (r["http_status"], r["code"]) == (400, "InvalidArgument"), (r, err)
+    assert "Contents" not in boto(nsrv).list_objects_v2(Bucket=nb)
+
+
 # ---------------------------------------------------------------------------
 # The CLI
 # ---------------------------------------------------------------------------
