@@ -9,6 +9,7 @@ import base64
 import hashlib
 import hmac
 import os
+import re
 import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -235,6 +236,108 @@ SEEDS = {
         b"Tue, 02 Jan 2024 03:04:05 GMT",
     ],
 }
+
+
+
+# native_session: request sequences in fuzz_native_session.c's input format
+# (see one_request there); param names and values are indices into its
+# tables, read from the source so the seeds follow them.
+def _c_table(name):
+    src = open(os.path.join(HERE, "fuzz_native_session.c")).read()
+    body = src.split(name, 1)[1].split("};", 1)[0]
+    return body
+
+
+PNAMES = re.findall(r'\{"([^"]+)", RDMA_PARAM_', _c_table("pnames[] = {"))
+PVALUES = [v.encode().decode("unicode_escape") if v is not None else None
+           for v in re.findall(r'^\s*(?:"((?:[^"\\]|\\.)*)"|long_value),$',
+                               _c_table("pvalues[] = {"), re.M)]
+OPS = {n: i + 1 for i, n in enumerate([
+    "PutObject", "GetObject", "HeadObject", "DeleteObject", "DeleteObjects", "ListObjects",
+    "CopyObject", "CreateBucket", "DeleteBucket", "HeadBucket", "ListBuckets", "CreateMPU",
+    "UploadPart", "CompleteMPU", "AbortMPU", "ListParts", "ListMPU", "UploadPartCopy",
+    "GetBucketLocation"])}
+UPLOAD = "upload"  # a param value: the first upload id the input opened
+
+
+def nsreq(op, bucket=0, key=None, rim=4, params=(), body=None, out=0, nowait=False, raw=None):
+    """One request. bucket/key: pool index, None (absent); rim: selector (0: 0,
+    1: 1, 3: 2^32-1, 4: 16384); params: (name, value) from the tables or UPLOAD;
+    body: None, ("inline", bytes), ("region", bytes), ("large", kib), ("complete",),
+    ("delete",); out: 0 none, 1 valid, 3 past, 4 unknown region; raw: (muts, version)."""
+    b = bytes([OPS[op] | (0x40 if nowait else 0) | (0x20 if raw else 0)])
+    b += bytes([3 if bucket is None else bucket, 6 if key is None else key, rim])
+    b += bytes([len(params)])
+    for n, v in params:
+        b += bytes([PNAMES.index(n), 0xF0 if v == UPLOAD else PVALUES.index(v)])
+    if body is None:
+        b += b"\x00"
+    elif body[0] in ("inline", "region"):
+        b += bytes([1 if body[0] == "inline" else 2]) + struct.pack(">H", len(body[1])) + body[1]
+    elif body[0] == "large":
+        b += bytes([3, body[1] - 1])
+    elif body[0] == "complete":
+        b += b"\x06"
+    else:
+        b += b"\x07\x00"
+    b += bytes([out])
+    if raw:
+        muts, version = raw
+        b += bytes([len(muts) | (0x40 if version is not None else 0)])
+        for off, val in muts:
+            b += struct.pack(">HB", off, val)
+        if version is not None:
+            b += bytes([version])
+    return b
+
+
+SRC = ("x-amz-copy-source", "/fz-b0/k0")
+SEEDS["native_session"] = [
+    # objects: create, put, read every way, copy, list, delete
+    nsreq("CreateBucket") + nsreq("PutObject", key=0, body=("inline", b"hello, native")) +
+    nsreq("GetObject", key=0, out=1) + nsreq("HeadObject", key=0) +
+    nsreq("GetObject", key=0, params=[("range", "bytes=0-0")]) +
+    nsreq("CopyObject", key=1, params=[SRC]) +
+    nsreq("ListObjects", params=[("list-type", "2"), ("prefix", "dir/")]) +
+    nsreq("DeleteObject", key=1) + nsreq("DeleteObjects", body=("delete",)) +
+    nsreq("GetBucketLocation") + nsreq("ListBuckets", bucket=None) + nsreq("HeadBucket"),
+    # a large body by region, read back into the out span with nothing inline
+    nsreq("CreateBucket") + nsreq("PutObject", key=2, body=("large", 200)) +
+    nsreq("GetObject", key=2, rim=0, out=1) + nsreq("GetObject", key=2, rim=1, out=1) +
+    nsreq("HeadObject", key=2, rim=0),
+    # multipart: open, part by body and by copy, list, complete, read
+    nsreq("CreateBucket") + nsreq("PutObject", key=0, body=("region", b"source bytes")) +
+    nsreq("CreateMPU", key=2) +
+    nsreq("UploadPart", key=2, params=[("uploadId", UPLOAD), ("partNumber", "1")],
+          body=("region", b"part one")) +
+    nsreq("UploadPartCopy", key=2, params=[("uploadId", UPLOAD), ("partNumber", "2"), SRC]) +
+    nsreq("ListParts", key=2, params=[("uploadId", UPLOAD)]) + nsreq("ListMPU") +
+    nsreq("CompleteMPU", key=2, params=[("uploadId", UPLOAD)], body=("complete",)) +
+    nsreq("GetObject", key=2, out=1),
+    # a one-part upload completed and read back
+    nsreq("CreateBucket") + nsreq("CreateMPU", key=0) +
+    nsreq("UploadPart", key=0, params=[("uploadId", UPLOAD), ("partNumber", "1")],
+          body=("large", 64)) +
+    nsreq("CompleteMPU", key=0, params=[("uploadId", UPLOAD)], body=("complete",)) +
+    nsreq("GetObject", key=0, out=1),
+    # buckets come and go; an upload is aborted
+    nsreq("CreateBucket", bucket=1) + nsreq("CreateMPU", bucket=1, key=3) +
+    nsreq("AbortMPU", bucket=1, key=3, params=[("uploadId", UPLOAD)]) +
+    nsreq("DeleteBucket", bucket=1),
+    # several requests in flight at once
+    nsreq("CreateBucket") + nsreq("PutObject", key=0, body=("inline", b"x" * 100)) +
+    b"".join(nsreq("GetObject", key=0, nowait=True) for _ in range(4)) +
+    nsreq("HeadObject", key=0, nowait=True) + nsreq("ListObjects"),
+    # conditionals, metadata and a copy that replaces it
+    nsreq("CreateBucket") +
+    nsreq("PutObject", key=0, params=[("content-type", "text/plain"), ("x-amz-meta-a", "1")],
+          body=("inline", b"meta")) +
+    nsreq("GetObject", key=0, params=[("if-none-match", "*")]) +
+    nsreq("CopyObject", key=1, params=[SRC, ("x-amz-metadata-directive", "REPLACE")]),
+    # a raw message with another version: answered BAD_MESSAGE
+    nsreq("CreateBucket") + nsreq("HeadBucket", raw=([], 2)) +
+    nsreq("ListObjects", raw=([(40, 0xFF)], None)),
+]
 
 for target, seeds in SEEDS.items():
     d = os.path.join(HERE, "corpus", target)

@@ -1,0 +1,60 @@
+"""A hostile authenticated native client cannot crash or stall the server
+(docs/security.md, issue 17).
+
+tests/attack/s3r_native_hostile opens an honest RDMA session and sends every
+native opcode with each required field missing in turn (bucket, key, each
+param, the body, a GET's out span), with unexpected fields (a bucket, key or
+body where none is taken, unknown and misplaced params), with out spans valid,
+one byte long, past the registered region and in an unknown region, bodies by
+region inside and past it, each under reply_inline_max 0, 1 and 16384. Every
+request must get a reply (an error one naming its S3 error code) and after
+each the server must still answer a HeadBucket and a byte-exact GetObject.
+Runs under UCX's default transports and UCX_TLS=tcp.
+"""
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from s3r_itest import REPO_ROOT, UCX_ENVS, USERS, RdmaServer, boto_client  # noqa: E402
+
+HOSTILE = Path(os.environ.get("S3RDMA_BUILD", REPO_ROOT / "build")) / "tests" / "s3r_native_hostile"
+OPCODES = ["PutObject", "GetObject", "HeadObject", "DeleteObject", "DeleteObjects", "ListObjects",
+           "CopyObject", "CreateBucket", "DeleteBucket", "HeadBucket", "ListBuckets",
+           "CreateMultipartUpload", "UploadPart", "CompleteMultipartUpload",
+           "AbortMultipartUpload", "ListParts", "ListMultipartUploads", "UploadPartCopy",
+           "GetBucketLocation"]
+
+
+@pytest.fixture(params=sorted(UCX_ENVS), scope="module")
+def srv(request, tmp_path_factory):
+    s = RdmaServer(tmp_path_factory.mktemp("hostile"), "hostile", UCX_ENVS[request.param]).start()
+    yield s
+    s.stop()
+
+
+def test_every_opcode_with_fields_missing_or_unexpected(srv):
+    assert HOSTILE.exists(), f"{HOSTILE} is not built"
+    ak, sk = USERS[0]
+    bucket = "hostile-" + uuid.uuid4().hex[:12]
+    env = {**os.environ, **srv.ucx_env}
+    p = subprocess.run([str(HOSTILE), "127.0.0.1", str(srv.rdma_port), ak, sk, bucket],
+                       env=env, capture_output=True, text=True, timeout=600)
+    lines = p.stdout.splitlines()
+    fails = [ln for ln in lines if "FAIL" in ln]
+    assert p.returncode == 0, ("\n".join(fails[:20]) + "\n" + "\n".join(lines[-3:]) + "\n"
+                               + p.stderr + "\nserver log:\n" + srv.srv.log_tail(40))
+    assert not fails
+    # Every opcode was tried, each under the three reply_inline_max values.
+    for name in OPCODES:
+        for rim in (0, 1, 16384):
+            assert any(f" {name} " in ln and f"rim={rim}:" in ln for ln in lines), (name, rim)
+    assert lines[-1].endswith(" failed") and " 0 failed" in lines[-1], lines[-1]
+    # The server lives and HTTP still works.
+    assert srv.srv.alive(), srv.srv.log_tail()
+    s3 = boto_client(srv)
+    assert s3.head_object(Bucket=bucket, Key="known")["ContentLength"] == 100000
