@@ -25,6 +25,11 @@
 #define S3R_MAX_KEY_BYTES       1024 /* KeyTooLongError */
 #define S3R_MIN_BUCKET_NAME     3    /* InvalidBucketName */
 #define S3R_MAX_BUCKET_NAME     63   /* InvalidBucketName */
+/* Buckets one access key may own (TooManyBuckets), AWS's default quota: a
+ * tenant cannot fill the bucket namespace, nor make every ListBuckets
+ * (which reads every bucket record) slow for the others. The setting
+ * max_buckets_per_user. */
+#define S3R_MAX_BUCKETS_PER_USER 10000
 #define S3R_MAX_USER_META_BYTES 2048 /* MetadataTooLarge: sum of x-amz-meta-* names + values */
 #define S3R_MAX_USER_META_COUNT 32   /* MetadataTooLarge: x-amz-meta-* entries of one object */
 #define S3R_MAX_USER_META_NAME  (S3R_REPLY_MAX_NAME - 11) /* MetadataTooLarge: after x-amz-meta- */
