@@ -318,12 +318,16 @@ _Static_assert(N_STORED_HEADERS + S3R_MAX_USER_META_COUNT + S3R_REPLY_OWN_HEADER
                "the headers of a reply fit its count");
 _Static_assert(META_PREFIX_LEN + S3R_MAX_USER_META_NAME <= S3R_REPLY_MAX_NAME,
                "a metadata header's name fits a reply");
-_Static_assert(N_STORED_HEADERS *(S3R_REPLY_MAX_NAME + 2) + S3R_MAX_STORED_HEADER_BYTES +
+_Static_assert((S3R_REPLY_MAX_NAME + 2) * N_STORED_HEADERS + S3R_MAX_STORED_HEADER_BYTES +
                        S3R_MAX_USER_META_COUNT * (META_PREFIX_LEN + 2) + S3R_MAX_USER_META_BYTES +
                        S3R_REPLY_OWN_HEADERS *
                            (S3R_REPLY_MAX_NAME + S3R_REPLY_OWN_VALUE_BYTES + 2) <=
                    S3R_MAX_HEADER_BYTES,
                "the headers of a reply fit its bytes");
+/* The messages below name these limits. */
+_Static_assert(S3R_MAX_USER_META_NAME == 117 && S3R_MAX_USER_META_COUNT == 32 &&
+                   S3R_MAX_STORED_HEADER_BYTES == 8192,
+               "the error messages say 117, 32 and 8 KiB");
 
 typedef struct meta_collect {
     stor_meta_t *meta;
@@ -471,6 +475,7 @@ s3_error_t s3_meta_from_headers(s3_req_t *req, stor_meta_t *meta, const char **w
         const char *v = s3_req_header(req, stored_headers[i].header);
         if (!v)
             continue;
+        /* Checked as sent: strip_aws_chunked holds S3R_MAX_HEADER_VALUE. */
         if (strlen(v) > S3R_MAX_HEADER_VALUE) {
             *why_p = "A header value exceeds 8 KiB.";
             return S3E_INVALID_ARGUMENT;
