@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/stat.h>
 
 #include "s3rdma.h"
@@ -46,6 +47,24 @@ typedef struct cli {
     bool move;       /* mv: transfer lines say "move", the source goes afterwards */
     const char *endpoint;
 } cli_t;
+
+/* ---- cli_out.c: the CLI's human-readable output -------------------------- */
+
+/* Replaces, in place, each control character of s[0..len) with one '?':
+ * C0 (0x00-0x1f), DEL (0x7f), the C1 controls U+0080-U+009F encoded as
+ * UTF-8, and every byte that is not part of well-formed UTF-8 (8-bit
+ * terminals read 0x80-0x9f as C1). Everything else, printable non-ASCII
+ * included, is kept. Returns the new length (<= len); s is not terminated
+ * anew. */
+size_t cli_mask_controls(char *s, size_t len);
+/* Prints one line (fmt holds no '\n': it is added) to stream. When stream is
+ * a terminal, the whole formatted line goes through cli_mask_controls, so no
+ * key, name or message chosen by someone else can send the terminal a
+ * control sequence; otherwise its bytes are written exactly. Every line the
+ * CLI prints for people, on stdout or stderr, goes through here; only the
+ * fixed texts of help and --version, the progress bar (cli_progress.c masks
+ * its label) and object data sent to stdout do not. */
+void cli_line(FILE *stream, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- cli_config.c: endpoint, credentials, region, transport ---------------- */
 

@@ -11,6 +11,7 @@
  *  - A local path made from a key stays inside its directory
  *    (cli_local_path): other keys are skipped with a warning, and a moved
  *    key that was skipped keeps its source. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +42,7 @@ static int remove_source(cli_t *cli, const end_t *src, const char *key_or_path)
         return st == S3R_OK ? CLI_OK : cli_report(cli, "move: deleting the source", st);
     }
     if (unlink(key_or_path) < 0) {
-        perror("s3rdma: move: deleting the source");
+        cli_line(stderr, "s3rdma: move: deleting the source %s: %s", key_or_path, strerror(errno));
         return CLI_FAIL;
     }
     return CLI_OK;

@@ -103,10 +103,10 @@ char *cli_local_path(const char *dir, const char *rel, const char *bucket, const
 {
     const char *why = cli_rel_refusal(rel);
     if (why != NULL) {
-        fprintf(stderr,
-                "s3rdma: warning: skipping s3://%s/%s: its local name \"%s\" does not "
-                "stay inside %s: %s\n",
-                bucket, key, rel, dir, why);
+        cli_line(stderr,
+                 "s3rdma: warning: skipping s3://%s/%s: its local name \"%s\" does not "
+                 "stay inside %s: %s",
+                 bucket, key, rel, dir, why);
         *rc_p = CLI_FAIL;
         return NULL;
     }
@@ -145,7 +145,7 @@ static int walk_in(const char *dir, const char *rel,
     char *path = rel[0] ? cli_join(dir, rel) : strdup(dir);
     DIR *d = path ? opendir(path) : NULL;
     if (d == NULL) {
-        fprintf(stderr, "s3rdma: %s: %s\n", path ? path : dir, strerror(errno));
+        cli_line(stderr, "s3rdma: %s: %s", path ? path : dir, strerror(errno));
         free(path);
         return CLI_FAIL;
     }
@@ -158,7 +158,7 @@ static int walk_in(const char *dir, const char *rel,
         char *full = sub ? cli_join(dir, sub) : NULL;
         struct stat sb;
         if (full == NULL || lstat(full, &sb) < 0) {
-            fprintf(stderr, "s3rdma: %s: %s\n", full ? full : de->d_name, strerror(errno));
+            cli_line(stderr, "s3rdma: %s: %s", full ? full : de->d_name, strerror(errno));
             rc = CLI_FAIL;
         } else if (S_ISDIR(sb.st_mode))
             rc = walk_in(dir, sub, fn, arg);

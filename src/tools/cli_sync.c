@@ -3,6 +3,7 @@
  * lacks it, its size differs, or the source is newer than the copy. A
  * download takes the object's Last-Modified as its mtime, so the next sync
  * in either direction sees the two as equal. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +68,8 @@ static int sync_down(cli_t *cli, const s3r_object_list_t *l, const char *bucket,
             r = cli_download(cli, bucket, e->key, path);
             struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_sec = e->mtime}};
             if (r == CLI_OK && utimensat(AT_FDCWD, path, ts, 0) < 0)
-                perror("s3rdma: sync: setting the mtime");
+                cli_line(stderr, "s3rdma: sync: setting the mtime of %s: %s", path,
+                         strerror(errno));
             rc = cli_first_error(rc, r);
         }
         free(path);

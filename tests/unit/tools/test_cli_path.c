@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "tools/cli_out.c" /* cli_line: the warnings */
 #include "tools/cli_path.c"
 
 static void test_names_inside_pass(void **state)
