@@ -389,7 +389,10 @@ typedef struct s3r_object_list {
     char *next_token; /* pass as continuation_token; NULL when not truncated */
 } s3r_object_list_t;
 
-/* ListObjectsV2. Free the result with s3r_object_list_free(). */
+/* ListObjectsV2. Free the result with s3r_object_list_free(). Keys and
+ * prefixes are returned as stored, whatever bytes they hold: the library
+ * asks for encoding-type=url (XML cannot carry C0 control characters) and
+ * decodes them. */
 s3r_status_t s3r_object_list(s3r_client_t *client, const char *bucket, const s3r_list_opts_t *opts,
                              s3r_object_list_t **list_p);
 void s3r_object_list_free(s3r_object_list_t *list);

@@ -65,7 +65,10 @@ static s3r_status_t list_page(s3r_client_t *c, const char *bucket, const s3r_lis
     s3r_status_t st = S3R_ERR_NOMEM;
     buf_init(&q, 64 * 1024);
     buf_init(&body, S3C_MAX_XML_BODY);
-    int rc = buf_append_str(&q, "list-type=2");
+    /* encoding-type=url: a key may hold bytes XML 1.0 cannot carry (C0
+     * controls), which would make the page ill-formed for expat; encoded,
+     * every key is plain ASCII (s3c_xml_parse_object_list decodes). */
+    int rc = buf_append_str(&q, "list-type=2&encoding-type=url");
     if (o->prefix && o->prefix[0])
         rc |= buf_printf(&q, "&prefix=%s", strs_qenc(&ss, o->prefix) ?: "");
     if (o->delimiter && o->delimiter[0])

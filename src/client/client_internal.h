@@ -88,7 +88,9 @@ typedef struct s3c_error_doc {
 /* Each returns 0, or -1 on malformed XML / out of memory. */
 int s3c_xml_parse_error(const char *xml, size_t len, s3c_error_doc_t *out);
 int s3c_xml_parse_bucket_list(const char *xml, size_t len, s3r_bucket_list_t **out_p);
-/* Appends the page to *list (created if NULL). */
+/* Appends the page to *list (created if NULL). When the page says
+ * <EncodingType>url</EncodingType>, its keys and common prefixes are
+ * URL-decoded (-1 on a malformed escape or %00). */
 int s3c_xml_parse_object_list(const char *xml, size_t len, s3r_object_list_t **list);
 /* <UploadId> of InitiateMultipartUploadResult, malloc'd. */
 int s3c_xml_parse_upload_id(const char *xml, size_t len, char **upload_id_p);

@@ -18,7 +18,20 @@
 #include "client/client_internal.h"
 #include "rdma/rdma_client.h"
 
-/* Copies the reply into resp (on the thread that progressed the session). */
+/* Whether n bytes can stand in a "name: value" header line: no CR, LF or
+ * other control character but HTAB (a value the server stored before it
+ * held metadata to the field syntax could carry them, and a line break
+ * would read as a header of its own). */
+static bool header_bytes_ok(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((p[i] < 0x20 && p[i] != '\t') || p[i] == 0x7f)
+            return false;
+    return true;
+}
+
+/* Copies the reply into resp (on the thread that progressed the session).
+ * A header that could not stand in a header line is dropped. */
 static void ncall_done(rdma_native_call_t *call, const rdma_native_reply_t *r)
 {
     s3c_ncall_t *n = (s3c_ncall_t *)call;
@@ -30,6 +43,9 @@ static void ncall_done(rdma_native_call_t *call, const rdma_native_reply_t *r)
     }
     resp->status = r->status;
     for (unsigned i = 0; i < r->n_headers; i++) {
+        if (!header_bytes_ok(r->headers[i].name, r->headers[i].name_len) ||
+            !header_bytes_ok(r->headers[i].value, r->headers[i].value_len))
+            continue;
         if (buf_reserve(&resp->hdrs, (size_t)r->headers[i].name_len + r->headers[i].value_len + 3) <
             0)
             break;

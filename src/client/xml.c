@@ -303,7 +303,34 @@ typedef struct objlist_ctx {
     s3r_object_list_t *list;
     size_t cap_obj, cap_pfx;
     int root_ok;
+    int url; /* <EncodingType>url</EncodingType>: names are URL-encoded */
 } objlist_ctx_t;
+
+/* Decodes a name S3 sent URL-encoded (encoding-type=url), in place: %XX is
+ * the byte XX and, as S3 encodes a space as '+' there, '+' is a space (a '+'
+ * in a name arrives as %2B). Not sigv4_percent_decode, which keeps '+'.
+ * -1 on a malformed escape or an encoded NUL (no key holds one, and the
+ * caller's C string would end there). */
+static int url_decode_name(char *s)
+{
+    char *out = s;
+    for (const char *in = s; *in != '\0'; in++) {
+        if (*in == '+') {
+            *out++ = ' ';
+        } else if (*in == '%') {
+            int hi = in[1] ? hex_digit_value(in[1]) : -1;
+            int lo = hi >= 0 && in[2] ? hex_digit_value(in[2]) : -1;
+            if (lo < 0 || (hi == 0 && lo == 0))
+                return -1;
+            *out++ = (char)(hi << 4 | lo);
+            in += 2;
+        } else {
+            *out++ = *in;
+        }
+    }
+    *out = '\0';
+    return 0;
+}
 
 static int objlist_start(void *ctx, const char *const *n, int depth)
 {
@@ -331,6 +358,8 @@ static int objlist_end(void *ctx, const char *const *n, int depth, const char *t
     if (depth == 2) {
         if (strcmp(n[1], "IsTruncated") == 0) {
             l->truncated = strcmp(text, "true") == 0;
+        } else if (strcmp(n[1], "EncodingType") == 0) {
+            o->url = strcmp(text, "url") == 0;
         } else if (strcmp(n[1], "NextContinuationToken") == 0) {
             free(l->next_token);
             l->next_token = strdup(text);
@@ -395,17 +424,21 @@ int s3c_xml_parse_object_list(const char *xml, size_t len, s3r_object_list_t **l
             return -1;
         created = 1;
     }
-    objlist_ctx_t o = {
-        .list = *list, .cap_obj = (*list)->n_objects, .cap_pfx = (*list)->n_prefixes};
+    s3r_object_list_t *l = *list;
+    objlist_ctx_t o = {.list = l, .cap_obj = l->n_objects, .cap_pfx = l->n_prefixes};
+    size_t first_obj = l->n_objects, first_pfx = l->n_prefixes; /* this page's */
     /* A new page replaces the paging state of the previous one. */
-    (*list)->truncated = 0;
-    free((*list)->next_token);
-    (*list)->next_token = NULL;
+    l->truncated = 0;
+    free(l->next_token);
+    l->next_token = NULL;
     int rc = xml_walk(xml, len, objlist_start, objlist_end, &o);
     if (rc == 0 && !o.root_ok)
         rc = -1;
-    for (size_t i = 0; rc == 0 && i < (*list)->n_objects; i++)
-        if ((*list)->objects[i].key == NULL)
+    for (size_t i = first_obj; rc == 0 && i < l->n_objects; i++)
+        if (l->objects[i].key == NULL || (o.url && url_decode_name(l->objects[i].key) < 0))
+            rc = -1;
+    for (size_t i = first_pfx; rc == 0 && o.url && i < l->n_prefixes; i++)
+        if (url_decode_name(l->prefixes[i]) < 0)
             rc = -1;
     if (rc < 0 && created) {
         s3r_object_list_free(*list);

@@ -25,8 +25,42 @@
 #define S3R_MAX_KEY_BYTES       1024 /* KeyTooLongError */
 #define S3R_MIN_BUCKET_NAME     3    /* InvalidBucketName */
 #define S3R_MAX_BUCKET_NAME     63   /* InvalidBucketName */
+/* Buckets one access key may own (TooManyBuckets), AWS's default quota: a
+ * tenant cannot fill the bucket namespace, nor make every ListBuckets
+ * (which reads every bucket record) slow for the others. The setting
+ * max_buckets_per_user. */
+#define S3R_MAX_BUCKETS_PER_USER 10000
 #define S3R_MAX_USER_META_BYTES 2048 /* MetadataTooLarge: sum of x-amz-meta-* names + values */
-#define S3R_MAX_HEADER_VALUE    8192 /* stored headers (Content-Type, ...) */
+#define S3R_MAX_USER_META_COUNT 32   /* MetadataTooLarge: x-amz-meta-* entries of one object */
+#define S3R_MAX_USER_META_NAME  (S3R_REPLY_MAX_NAME - 11) /* MetadataTooLarge: after x-amz-meta- */
+#define S3R_MAX_HEADER_VALUE    8192 /* one header value the server stores or builds */
+/* The stored headers of one object (Content-Type, Content-Encoding,
+ * Content-Disposition, Content-Language, Cache-Control, Expires), their
+ * values together: InvalidArgument. S3 takes at most 8 KiB of request
+ * headers, so it never stores more. */
+#define S3R_MAX_STORED_HEADER_BYTES 8192
+
+/* Replies. Every reply must be sendable over every transport, so what one
+ * reply's headers may hold is fixed here, and what an object may store is
+ * refused when it is written if it would not fit (the write limits above
+ * imply these: src/s3/body.c asserts it). The native protocol's message
+ * limits are asserted against these in rdma/rdma_native_wire.h. The bytes
+ * of a reply's headers ("name\0value\0" each) are S3R_MAX_HEADER_BYTES at
+ * most. */
+#define S3R_REPLY_MAX_HEADERS 64   /* headers in one reply */
+#define S3R_REPLY_MAX_NAME    128  /* one header name */
+#define S3R_REPLY_MAX_VALUE   8192 /* one header value */
+/* The headers a reply adds besides an object's stored ones, at most (a GET:
+ * ETag, Last-Modified, Accept-Ranges, Content-Length, Content-Range,
+ * x-amz-mp-parts-count, x-amz-version-id, three x-amz-checksum-*, and the
+ * token path's x-amz-rdma-reply and x-amz-rdma-bytes-transferred: 12), and
+ * the bytes of each of their values (an ETag, a date, a range, a checksum, a
+ * number). */
+#define S3R_REPLY_OWN_HEADERS     16
+#define S3R_REPLY_OWN_VALUE_BYTES 128
+
+_Static_assert(S3R_MAX_HEADER_VALUE <= S3R_REPLY_MAX_VALUE, "a stored value fits a reply");
+_Static_assert(S3R_MAX_USER_META_BYTES <= S3R_REPLY_MAX_VALUE, "a metadata value fits a reply");
 
 /* Objects */
 #define S3R_MAX_PUT_BYTES   (5ULL << 30)      /* single PUT / part: EntityTooLarge */
@@ -56,10 +90,17 @@
 #define S3R_RDMA_CONN_OUTQ             (128 * 1024) /* queued replies per connection */
 
 /* Native requests (defaults; configurable). A request holds at most
- * RDMA_NATIVE_MAX_MSG (96 KiB) while it waits, so a session holds at most
- * 6 MiB and the server 96 MiB of request memory. */
-#define S3R_NATIVE_THREADS     4    /* executor threads */
-#define S3R_NATIVE_PER_SESSION 64   /* requests in flight per session: SlowDown past it */
-#define S3R_NATIVE_QUEUED      1024 /* waiting for an executor, server-wide: SlowDown */
+ * RDMA_NATIVE_MAX_MSG (96 KiB) while it waits, and its reply as much until
+ * UCX has sent it, so a session holds at most 6 MiB and the server 96 MiB
+ * of request or reply memory. */
+#define S3R_NATIVE_THREADS 4 /* executor threads */
+#define S3R_NATIVE_PER_SESSION                                                                     \
+    64                         /* requests in flight (reply not yet sent) per session: SlowDown */
+#define S3R_NATIVE_QUEUED 1024 /* requests in flight (reply not yet sent), server-wide: SlowDown   \
+                                */
+/* Refusals (SlowDown replies) not yet sent to a session: past this the
+ * session does not read its replies, and refused requests are dropped
+ * unanswered (about 200 bytes each, so some 300 refusals). */
+#define S3R_NATIVE_UNSENT_REFUSAL_BYTES (64 * 1024)
 
 #endif

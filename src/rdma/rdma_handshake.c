@@ -244,7 +244,15 @@ int on_prove(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t le
         .worker_addr = saddr,
         .worker_addr_len = saddr_len,
     };
-    random_bytes(wm.session_id, RDMA_SESSION_ID_LEN);
+    /* The id is what a request or a token names the session by: without
+     * fresh randomness there is no session. */
+    if (random_bytes(wm.session_id, RDMA_SESSION_ID_LEN) < 0) {
+        if (own_addr)
+            ucp_worker_release_address(s->own.w, own_addr);
+        log_error("rdma: %s: no random bytes for a session id; closing", c->peer);
+        conn_send_error(c, RDMA_ERR_INTERNAL, "cannot make a session id");
+        return -1;
+    }
     memcpy(s->id, wm.session_id, RDMA_SESSION_ID_LEN);
     rdma_handshake_mac(c->key, "server", c->cnonce, c->snonce, c->caddr, c->caddr_len, saddr,
                        saddr_len, c->ak, wm.server_mac);

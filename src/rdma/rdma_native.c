@@ -13,6 +13,16 @@
  * path exists for. Everything else, and what arrives on other threads, goes
  * to the executor threads (srv->native_th). A request holds a session
  * reference until it is answered.
+ *
+ * A request holds its slot (s->native_inflight, srv->n_jobs) until UCX has
+ * finished sending its reply, or its session dies: a client that submits
+ * and never progresses its worker holds at most max_native_per_session
+ * replies in this server's memory, not one per request it ever sent
+ * (native_send has how a reply takes over its request's slot). Refusals
+ * (SlowDown at admission) hold no slot; they are sent only while the
+ * session's unsent refusals stay under S3R_NATIVE_UNSENT_REFUSAL_BYTES,
+ * past which a refused request is dropped unanswered (its client is not
+ * reading its replies).
  * Reply messages UCX has not finished sending are on srv->sends (owned by
  * the server, not the session, so a completion arriving late never touches
  * freed memory); a session's leftovers are freed once no completion can
@@ -31,6 +41,7 @@
 #include <ucp/api/ucp.h>
 
 #include "common/log.h"
+#include "common/s3r_limits.h"
 #include "rdma/rdma_native_wire.h"
 #include "rdma/rdma_server_internal.h"
 
@@ -42,9 +53,9 @@ struct rdma_native_req {
     int released; /* counted out of the in-flight bounds */
 };
 
-/* Counts a request out of the in-flight bounds, once, right before its
- * reply goes out: a client that sends its next request the moment it has a
- * reply must not find the slot still taken. */
+/* Counts a request out of the in-flight bounds, once: when its reply is
+ * handed to UCX (native_send, which may count the reply back in until UCX
+ * is done with it), or when it ends unanswered (its session died). */
 static void req_release(rdma_native_req_t *r)
 {
     if (r->released)
@@ -61,24 +72,50 @@ typedef struct njob {
     uint8_t msg[];
 } njob_t;
 
-/* A reply UCX is still sending. */
+/* A reply UCX is still sending. What it holds of its session is given back
+ * when it is freed, or by the session's teardown (native_sweep_sends),
+ * whichever comes first; owner is dereferenced only while it holds
+ * something, so a completion that arrives after the session is gone (an
+ * abandoned endpoint close) never touches it. Fields under srv->send_mu. */
 typedef struct nsend {
     struct nsend *prev, *next;
     struct rdma_server *srv;
-    const rsession_t *owner; /* compared only, never dereferenced */
+    rsession_t *owner;
     uint8_t *data;
+    size_t len;
+    int slot;    /* holds a request slot: owner->native_inflight and srv->n_jobs */
+    int refusal; /* holds len bytes of owner->refusal_bytes */
+    int posted;  /* ucp_am_send_nbx returned a request: the callback frees it */
+    int done;    /* the callback ran before its sender saw the request: the sender frees it */
 } nsend_t;
 
 /* ==== sending replies ====================================================== */
 
+/* Gives back what ns holds of its session. Under send_mu. */
+static void nsend_uncharge_locked(nsend_t *ns)
+{
+    if (ns->slot) {
+        atomic_fetch_sub(&ns->owner->native_inflight, 1);
+        atomic_fetch_sub(&ns->srv->n_jobs, 1);
+        ns->slot = 0;
+    }
+    if (ns->refusal) {
+        atomic_fetch_sub(&ns->owner->refusal_bytes, ns->len);
+        ns->refusal = 0;
+    }
+}
+
 static void nsend_free_locked(struct rdma_server *srv, nsend_t *ns)
 {
+    nsend_uncharge_locked(ns);
     if (ns->prev)
         ns->prev->next = ns->next;
     else
         srv->sends = ns->next;
     if (ns->next)
         ns->next->prev = ns->prev;
+    srv->n_sending--;
+    srv->sending_bytes -= ns->len;
     free(ns->data);
     free(ns);
 }
@@ -89,34 +126,71 @@ static void native_sent(void *request, ucs_status_t status, void *user_data)
     nsend_t *ns = user_data;
     struct rdma_server *srv = ns->srv;
     pthread_mutex_lock(&srv->send_mu);
-    nsend_free_locked(srv, ns);
+    if (ns->posted)
+        nsend_free_locked(srv, ns);
+    else
+        ns->done = 1;
     pthread_mutex_unlock(&srv->send_mu);
     ucp_request_free(request);
 }
 
-/* Sends a finished reply (w->data is taken over) on s's endpoint. Eager
- * only: a rendezvous would hand the client a key to this process's memory. */
-static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w)
+/* Sends a finished reply (w->data is taken over) on s's endpoint: the
+ * answer to r when r is not NULL, else a refusal of a request that was
+ * never admitted. Eager only: a rendezvous would hand the client a key to
+ * this process's memory.
+ *
+ * r's slot is released right before the send and taken back if UCX could
+ * not finish it at once: a client that sends its next request the moment
+ * it has this reply must not find the slot still taken, and when
+ * ucp_am_send_nbx completes in place (the usual case: the message is
+ * copied into the transport) the client may have it before the call
+ * returns. A send UCX queues (the client is not draining its side) reached
+ * no client yet, so the slot is held again until the completion, which
+ * comes right after the bytes leave for the transport. Only where a send
+ * completes when the peer acknowledges it (eager zero-copy on an RDMA NIC)
+ * can a client see a reply a moment before its slot is free again; the
+ * bound then briefly counts one request more than the client has. */
+static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w, rdma_native_req_t *r)
 {
     if (atomic_load(&s->dead)) {
+        if (r)
+            req_release(r);
+        wire_free(w);
+        return;
+    }
+    if (!r && atomic_fetch_add(&s->refusal_bytes, w->len) >= S3R_NATIVE_UNSENT_REFUSAL_BYTES) {
+        /* The session does not read its replies: nothing more is queued
+         * for it. */
+        atomic_fetch_sub(&s->refusal_bytes, w->len);
+        atomic_fetch_add(&srv->native_dropped, 1);
         wire_free(w);
         return;
     }
     nsend_t *ns = calloc(1, sizeof(*ns));
     if (!ns) {
+        if (r)
+            req_release(r);
+        else
+            atomic_fetch_sub(&s->refusal_bytes, w->len);
         wire_free(w);
         return;
     }
     ns->srv = srv;
     ns->owner = s;
     ns->data = w->data;
+    ns->len = w->len;
+    ns->refusal = !r;
     w->data = NULL;
     pthread_mutex_lock(&srv->send_mu);
     ns->next = srv->sends;
     if (srv->sends)
         srv->sends->prev = ns;
     srv->sends = ns;
+    srv->n_sending++;
+    srv->sending_bytes += ns->len;
     pthread_mutex_unlock(&srv->send_mu);
+    if (r)
+        req_release(r);
     ucp_request_param_t p = {
         .op_attr_mask =
             UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS,
@@ -125,31 +199,50 @@ static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w)
         .flags = UCP_AM_SEND_FLAG_EAGER,
     };
     ucs_status_ptr_t req =
-        ucp_am_send_nbx(s->ep, RDMA_AM_NATIVE_REPLY, NULL, 0, ns->data, w->len, &p);
-    if (req == NULL || UCS_PTR_IS_ERR(req)) {
-        if (UCS_PTR_IS_ERR(req))
-            log_info("rdma: native reply: %s", ucs_status_string(UCS_PTR_STATUS(req)));
-        pthread_mutex_lock(&srv->send_mu);
+        ucp_am_send_nbx(s->ep, RDMA_AM_NATIVE_REPLY, NULL, 0, ns->data, ns->len, &p);
+    if (UCS_PTR_IS_ERR(req))
+        log_info("rdma: native reply: %s", ucs_status_string(UCS_PTR_STATUS(req)));
+    pthread_mutex_lock(&srv->send_mu);
+    if (req == NULL || UCS_PTR_IS_ERR(req) || ns->done) {
         nsend_free_locked(srv, ns);
-        pthread_mutex_unlock(&srv->send_mu);
+    } else {
+        ns->posted = 1;
+        if (r) {
+            /* s is alive: r holds a reference on it. */
+            ns->slot = 1;
+            atomic_fetch_add(&s->native_inflight, 1);
+            atomic_fetch_add(&srv->n_jobs, 1);
+        }
     }
+    pthread_mutex_unlock(&srv->send_mu);
 }
 
-void native_sweep_sends(struct rdma_server *srv, const rsession_t *s)
+void native_sweep_sends(struct rdma_server *srv, const rsession_t *s, int can_complete)
 {
     pthread_mutex_lock(&srv->send_mu);
     for (nsend_t *ns = srv->sends, *next; ns; ns = next) {
         next = ns->next;
-        if (ns->owner == s)
+        if (ns->owner != s)
+            continue;
+        if (can_complete) {
+            /* Its memory stays for the completion; the session's share
+             * goes with the session. */
+            nsend_uncharge_locked(ns);
+            ns->owner = NULL;
+        } else {
             nsend_free_locked(srv, ns);
+        }
     }
     pthread_mutex_unlock(&srv->send_mu);
 }
 
 /* An error reply for a request that never reached the handler: the S3
- * status and code, the protocol error, and the S3 XML error body. */
-static void native_reply_error(struct rdma_server *srv, rsession_t *s, const rdma_native_head_t *h,
-                               uint16_t status, uint16_t error, const char *code, const char *msg)
+ * status and code, the protocol error, and the S3 XML error body. r: the
+ * admitted request it answers (its slot passes to the reply), or NULL for a
+ * refusal at admission. */
+static void native_reply_error(struct rdma_server *srv, rsession_t *s, rdma_native_req_t *r,
+                               const rdma_native_head_t *h, uint16_t status, uint16_t error,
+                               const char *code, const char *msg)
 {
     char xml[512];
     int n = snprintf(xml, sizeof(xml),
@@ -161,8 +254,10 @@ static void native_reply_error(struct rdma_server *srv, rsession_t *s, const rdm
     if (rdma_native_reply_begin(&w, h->opcode, h->request_id, status, error, "", NULL, 0,
                                 RDMA_BODY_INLINE, (uint64_t)n, &body) == 0) {
         memcpy(body, xml, (size_t)n);
-        native_send(srv, s, &w);
+        native_send(srv, s, &w, r);
     }
+    if (r)
+        req_release(r); /* when the reply could not be encoded */
     wire_free(&w);
 }
 
@@ -225,7 +320,7 @@ static void native_accept(struct rdma_server *srv, rsession_t *own, ucp_worker_h
     }
     if (atomic_fetch_add(&s->native_inflight, 1) >= srv->cfg.max_native_per_session) {
         atomic_fetch_sub(&s->native_inflight, 1);
-        native_reply_error(srv, s, &h, 503, RDMA_ERR_BUSY, "SlowDown",
+        native_reply_error(srv, s, NULL, &h, 503, RDMA_ERR_BUSY, "SlowDown",
                            "Too many requests in flight on this session.");
         session_put(s);
         return;
@@ -236,7 +331,7 @@ static void native_accept(struct rdma_server *srv, rsession_t *own, ucp_worker_h
     if (!j) {
         atomic_fetch_sub(&srv->n_jobs, 1);
         atomic_fetch_sub(&s->native_inflight, 1);
-        native_reply_error(srv, s, &h, 503, RDMA_ERR_BUSY, "SlowDown",
+        native_reply_error(srv, s, NULL, &h, 503, RDMA_ERR_BUSY, "SlowDown",
                            "Too many native requests admitted on this server.");
         session_put(s);
         return;
@@ -306,10 +401,12 @@ static void native_run(struct rdma_server *srv, njob_t *j)
         rdma_native_parse_head(j->msg, j->len, &h);
         char msg[160];
         snprintf(msg, sizeof(msg), "Malformed native request: %s.", why);
-        req_release(&r);
-        native_reply_error(srv, s, &h, 400, RDMA_ERR_BAD_MESSAGE, "InvalidRequest", msg);
+        native_reply_error(srv, s, &r, &h, 400, RDMA_ERR_BAD_MESSAGE, "InvalidRequest", msg);
         atomic_fetch_add(&srv->native_bad, 1);
-    } else if (!atomic_load(&s->dead)) {
+        session_put(s);
+        return;
+    }
+    if (!atomic_load(&s->dead)) {
         /* Counted as running before the handler is read, so a
          * rdma_server_set_native(NULL) that saw no one running is sure no
          * one will call the old handler (both are sequentially consistent). */
@@ -320,18 +417,15 @@ static void native_run(struct rdma_server *srv, njob_t *j)
             fn(ctx, &r);
         atomic_fetch_sub(&srv->native_running, 1);
         if (!fn) {
-            req_release(&r);
-            native_reply_error(srv, s, &r.m.head, 503, 0, "ServiceUnavailable",
+            native_reply_error(srv, s, &r, &r.m.head, 503, 0, "ServiceUnavailable",
                                "The server is not serving native requests (starting or "
                                "stopping).");
-        }
-        if (!r.replied && fn) {
-            req_release(&r);
-            native_reply_error(srv, s, &r.m.head, 500, RDMA_ERR_INTERNAL, "InternalError",
+        } else if (!r.replied) {
+            native_reply_error(srv, s, &r, &r.m.head, 500, RDMA_ERR_INTERNAL, "InternalError",
                                "The request was not answered.");
         }
-        rdma_native_msg_free(&r.m);
     }
+    rdma_native_msg_free(&r.m);
     req_release(&r);
     session_put(s);
 }
@@ -489,9 +583,14 @@ rdma_status_t rdma_native_reply(rdma_native_req_t *r, int status, const char *s3
                                 rdma_fill_fn fill, void *ctx)
 {
     const rdma_native_msg_t *m = &r->m;
-    uint8_t kind = body_len == 0                           ? RDMA_BODY_NONE
-                   : body_len <= rdma_native_inline_max(r) ? RDMA_BODY_INLINE
-                                                           : RDMA_BODY_REGION;
+    /* An error's body (any status outside 2xx) goes inline whatever the
+     * client asked, so an answer to a request whose reply could not be
+     * sent always fits. */
+    uint64_t inline_max =
+        status >= 200 && status <= 299 ? rdma_native_inline_max(r) : RDMA_NATIVE_MAX_INLINE;
+    uint8_t kind = body_len == 0            ? RDMA_BODY_NONE
+                   : body_len <= inline_max ? RDMA_BODY_INLINE
+                                            : RDMA_BODY_REGION;
     rdma_status_t rc = RDMA_OK;
     if (kind == RDMA_BODY_REGION) {
         if (!m->has_out || body_len > m->out.len)
@@ -513,8 +612,7 @@ rdma_status_t rdma_native_reply(rdma_native_req_t *r, int status, const char *s3
     else if (kind == RDMA_BODY_INLINE && fill(ctx, body, (size_t)body_len, 0) != 0)
         rc = RDMA_CALLBACK;
     if (rc == RDMA_OK) {
-        req_release(r);
-        native_send(r->srv, r->s, &w);
+        native_send(r->srv, r->s, &w, r);
         r->replied = 1;
     }
     wire_free(&w);

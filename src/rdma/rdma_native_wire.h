@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/s3r_limits.h"
 #include "rdma/rdma_wire.h"
 
 #define RDMA_NATIVE_MAGIC   0x5333524Eu /* "S3RN" */
@@ -48,6 +49,18 @@
 #define RDMA_NATIVE_MAX_KEY     4096 /* ditto (S3 keys are at most 1024 bytes) */
 #define RDMA_NATIVE_MAX_HEADERS 64
 #define RDMA_NATIVE_MAX_RID     63 /* the S3 request id in a reply */
+
+/* Every reply the S3 layer can build fits a reply message: its headers
+ * within the count, name and value limits, and all of them with their
+ * lengths and the fixed fields within RDMA_NATIVE_MAX_META, so that with an
+ * inline body it stays within RDMA_NATIVE_MAX_MSG (the S3 layer refuses at
+ * write time what would not fit: common/s3r_limits.h). */
+_Static_assert(RDMA_NATIVE_MAX_HEADERS >= S3R_REPLY_MAX_HEADERS, "reply header count");
+_Static_assert(RDMA_NATIVE_MAX_NAME >= S3R_REPLY_MAX_NAME, "reply header name");
+_Static_assert(RDMA_NATIVE_MAX_VALUE >= S3R_REPLY_MAX_VALUE, "reply header value");
+_Static_assert(RDMA_NATIVE_MAX_META >=
+                   64 + RDMA_NATIVE_MAX_RID + S3R_MAX_HEADER_BYTES + 2 * S3R_REPLY_MAX_HEADERS,
+               "reply headers fit a message");
 
 enum rdma_native_op {
     RDMA_OP_PUT_OBJECT = 1,

@@ -272,6 +272,10 @@ void rdma_server_get_stats(rdma_server_t *srv, rdma_server_stats_t *out_p)
     for (int i = 0; i < RDMA_REFUSED_COUNT; i++)
         out_p->refused[i] = atomic_load(&srv->refused[i]);
     out_p->native_inflight = atomic_load(&srv->n_jobs);
+    pthread_mutex_lock(&srv->send_mu);
+    out_p->native_sending = srv->n_sending;
+    out_p->native_sending_bytes = srv->sending_bytes;
+    pthread_mutex_unlock(&srv->send_mu);
     rdma_server_native_counts(srv, &out_p->native_dropped, &out_p->native_malformed);
 }
 

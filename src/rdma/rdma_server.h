@@ -83,7 +83,8 @@ int rdma_server_port(const rdma_server_t *srv);
 /* The Unix socket local clients use ("@name" or a path), or NULL when off. */
 const char *rdma_server_unix_socket(const rdma_server_t *srv);
 /* Native messages dropped (nobody to answer: no head, wrong magic, no such
- * session on that worker, a rendezvous) and malformed requests answered
+ * session on that worker, a rendezvous; or a request refused while its
+ * session does not read its replies) and malformed requests answered
  * with BAD_MESSAGE, since start (for the stats endpoint and tests). */
 void rdma_server_native_counts(rdma_server_t *srv, unsigned long *dropped_p,
                                unsigned long *malformed_p);
@@ -106,8 +107,10 @@ typedef struct rdma_server_stats {
     unsigned sessions;             /* live now */
     unsigned long sessions_opened; /* WELCOMEs sent */
     unsigned long refused[RDMA_REFUSED_COUNT];
-    unsigned transfers_inflight;                    /* token and native transfer handles in use */
-    unsigned native_inflight;                       /* native requests admitted, not yet answered */
+    unsigned transfers_inflight; /* token and native transfer handles in use */
+    unsigned native_inflight;    /* native requests admitted whose reply is not yet sent */
+    unsigned native_sending;     /* native replies (and refusals) UCX is still sending */
+    size_t native_sending_bytes; /* ... their bytes */
     unsigned long native_dropped, native_malformed; /* as rdma_server_native_counts */
 } rdma_server_stats_t;
 void rdma_server_get_stats(rdma_server_t *srv, rdma_server_stats_t *out_p);
@@ -173,7 +176,8 @@ uint64_t rdma_native_inline_max(const rdma_native_req_t *r);
 uint64_t rdma_native_out_len(const rdma_native_req_t *r);
 /* Answers the request: HTTP-equivalent status, the S3 request id, headers
  * ("name\0value\0" pairs, hdrs_len bytes) and a body of body_len bytes that
- * fill supplies: inline when it fits rdma_native_inline_max (fill writes
+ * fill supplies: inline when it fits rdma_native_inline_max, or for a
+ * status outside 2xx (an error) RDMA_NATIVE_MAX_INLINE (fill writes
  * straight into the reply message), else RDMA-WRITTEN into the out region
  * before the reply is sent. On anything but RDMA_OK nothing was sent and the
  * handler answers again (an error): RDMA_OUT_OF_BOUNDS (no out region or too

@@ -123,10 +123,15 @@ struct rsession {
     struct rdma_server *srv;
     rprog_t *prog;
     _Atomic int refs;
-    _Atomic int dead;                 /* lifeline dropped or the endpoint failed */
-    _Atomic int orphans;              /* chunks orphaned with a request on this session */
-    _Atomic unsigned native_inflight; /* native requests admitted, not yet answered */
-    int own_worker;                   /* 1: a local session, NONE mode, worker below is ours */
+    _Atomic int dead;    /* lifeline dropped or the endpoint failed */
+    _Atomic int orphans; /* chunks orphaned with a request on this session */
+    /* Native requests admitted whose reply UCX has not finished sending
+     * (rdma_native.c): bounded by cfg.max_native_per_session. */
+    _Atomic unsigned native_inflight;
+    /* Bytes of refusals (SlowDown at admission) UCX is still sending:
+     * bounded by S3R_NATIVE_UNSENT_REFUSAL_BYTES. */
+    _Atomic size_t refusal_bytes;
+    int own_worker; /* 1: a local session, NONE mode, worker below is ours */
     const rdma_domain_t *dom;
     rworker_t own;
     ucp_worker_h worker; /* own.w or the progress thread's shared worker */
@@ -264,12 +269,15 @@ struct rdma_server {
     pthread_mutex_t native_mu;
     pthread_cond_t native_cv;
     struct njob *nq_head, **nq_tail;
-    _Atomic unsigned n_jobs; /* admitted, not yet answered: bounded by cfg.max_native_queued */
+    /* Admitted, reply not yet sent: bounded by cfg.max_native_queued. */
+    _Atomic unsigned n_jobs;
     int native_stop;
     pthread_t *native_th;
     unsigned n_native_th;
     pthread_mutex_t send_mu;
-    struct nsend *sends;
+    struct nsend *sends;                  /* replies UCX is still sending, under send_mu */
+    unsigned n_sending;                   /* ... how many, under send_mu */
+    size_t sending_bytes;                 /* ... their bytes, under send_mu */
     _Atomic unsigned long native_dropped; /* messages nobody could be answered for */
     _Atomic unsigned long native_bad;     /* malformed requests answered with an error */
 };
@@ -438,8 +446,10 @@ void native_thread_is(rprog_t *p);
 int native_run_local(rprog_t *p);
 /* Frees what native_start made and any reply still on the send list. */
 void native_free(struct rdma_server *srv);
-/* Frees the replies to s that UCX never completed. Call only once no
- * completion can come (s's worker destroyed or endpoint closed). */
-void native_sweep_sends(struct rdma_server *srv, const rsession_t *s);
+/* Called by s's teardown: gives back the request slots and refusal bytes
+ * the replies to s that UCX has not completed still hold, and frees those
+ * replies, unless a completion can still come (can_complete: an abandoned
+ * endpoint close), which then frees them. */
+void native_sweep_sends(struct rdma_server *srv, const rsession_t *s, int can_complete);
 
 #endif

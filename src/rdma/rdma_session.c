@@ -142,7 +142,7 @@ static void session_destroy(rsession_t *s)
          * endpoint and (when requests were stuck) the rkeys' pool. */
         worker_destroy(&s->own);
         chunk_sweep(srv, s);
-        native_sweep_sends(srv, s);
+        native_sweep_sends(srv, s, 0);
     } else {
         int closed = 1;
         if (s->ep) {
@@ -156,10 +156,9 @@ static void session_destroy(rsession_t *s)
         /* A forced close purges the endpoint's requests (their callbacks free
          * orphaned chunks and sent replies); anything left cannot complete
          * any more, unless the close was abandoned (then a reply may still
-         * complete, and is left to its callback). */
+         * complete, and its memory is left to its callback). */
         chunk_sweep(srv, s);
-        if (closed)
-            native_sweep_sends(srv, s);
+        native_sweep_sends(srv, s, !closed);
         for (rregion_t *r = s->regions; r; r = r->next) {
             ucp_rkey_destroy(r->rkey);
             r->rkey = NULL;

@@ -118,10 +118,19 @@ bool s3_bucket_lookup(s3_req_t *req, const char *bucket, stor_bucket_t *bucket_p
     return true;
 }
 
-bool s3_bucket_permits(const s3_req_t *req, const stor_bucket_t *bucket, s3_perm_t perm)
+/* Whether the requester has perm on bucket (as looked up already). */
+static bool bucket_permits(const s3_req_t *req, const stor_bucket_t *bucket, s3_perm_t perm)
 {
     return is(req, bucket->owner) ||
            allows(granted(req, bucket->owner, bucket->acl, NULL, false), perm);
+}
+
+s3_error_t s3_object_lookup_error(const s3_req_t *req, const stor_bucket_t *bucket,
+                                  stor_status_t st)
+{
+    if (st == STOR_ERR_NO_KEY && !bucket_permits(req, bucket, S3_PERM_READ))
+        return S3E_ACCESS_DENIED;
+    return s3_error_from_stor(st);
 }
 
 s3_error_t s3_bucket_access(s3_req_t *req, const char *bucket, s3_perm_t perm,
@@ -131,7 +140,7 @@ s3_error_t s3_bucket_access(s3_req_t *req, const char *bucket, s3_perm_t perm,
     stor_status_t st = stor_bucket_get(req->srv->cfg.store, bucket, &b);
     if (st != STOR_OK)
         return s3_error_from_stor(st);
-    if (!s3_bucket_permits(req, &b, perm))
+    if (!bucket_permits(req, &b, perm))
         return S3E_ACCESS_DENIED;
     if (bucket_p)
         *bucket_p = b;

@@ -53,7 +53,10 @@ static char **stored_slot(const stor_meta_t *meta, size_t i)
     return (char **)((char *)meta + stored_headers[i].offset);
 }
 
-/* Decoded payload bytes. */
+/* Decoded payload bytes, whoever carried them: the HTTP body, the
+ * aws-chunked decoder, or an RDMA pull (the token path), whose bytes a
+ * signed payload hash (x-amz-content-sha256) covers just as the HTTP body's
+ * (aws-chunked has no payload hash: its chunks are signed). */
 int s3_body_sink(void *cls, const void *data, size_t len)
 {
     s3_req_t *req = cls;
@@ -62,6 +65,8 @@ int s3_body_sink(void *cls, const void *data, size_t len)
         return -1;
     }
     req->body_bytes += len;
+    if (req->sha256_payload)
+        digest_update(req->sha256_payload, data, len);
     if (req->md5)
         digest_update(req->md5, data, len);
     if (req->want_ck[S3_CK_CRC32])
@@ -225,8 +230,6 @@ void s3_body_feed(s3_req_t *req, const char *data, size_t len)
         req->form_feed(req, data, len);
         return;
     }
-    if (req->sha256_payload)
-        digest_update(req->sha256_payload, data, len);
     if (req->chunked) {
         awschunk_status_t st = awschunk_feed(req->chunked, data, len);
         if (st != AWSCHUNK_OK)
@@ -304,37 +307,77 @@ s3_error_t s3_body_end(s3_req_t *req)
 
 /* ---- metadata <-> headers ---------------------------------------------------- */
 
+#define META_PREFIX     "x-amz-meta-"
+#define META_PREFIX_LEN 11
+
+/* What any reply of an object carries, at most, fits the reply limits
+ * (common/s3r_limits.h): the write limits enforced here imply them, so no
+ * stored object can make a reply that some transport cannot send. */
+_Static_assert(N_STORED_HEADERS + S3R_MAX_USER_META_COUNT + S3R_REPLY_OWN_HEADERS <=
+                   S3R_REPLY_MAX_HEADERS,
+               "the headers of a reply fit its count");
+_Static_assert(META_PREFIX_LEN + S3R_MAX_USER_META_NAME <= S3R_REPLY_MAX_NAME,
+               "a metadata header's name fits a reply");
+_Static_assert((S3R_REPLY_MAX_NAME + 2) * N_STORED_HEADERS + S3R_MAX_STORED_HEADER_BYTES +
+                       S3R_MAX_USER_META_COUNT * (META_PREFIX_LEN + 2) + S3R_MAX_USER_META_BYTES +
+                       S3R_REPLY_OWN_HEADERS *
+                           (S3R_REPLY_MAX_NAME + S3R_REPLY_OWN_VALUE_BYTES + 2) <=
+                   S3R_MAX_HEADER_BYTES,
+               "the headers of a reply fit its bytes");
+/* The messages below name these limits. */
+_Static_assert(S3R_MAX_USER_META_NAME == 117 && S3R_MAX_USER_META_COUNT == 32 &&
+                   S3R_MAX_STORED_HEADER_BYTES == 8192,
+               "the error messages say 117, 32 and 8 KiB");
+
 typedef struct meta_collect {
     stor_meta_t *meta;
     size_t bytes;
-    bool too_large;
-    bool nomem;
+    s3_error_t err;
+    const char *why;
 } meta_collect_t;
+
+/* Stops the walk with err (why: its message, NULL for the table's). */
+static int meta_fail(meta_collect_t *mc, s3_error_t err, const char *why)
+{
+    mc->err = err;
+    mc->why = why;
+    return 1;
+}
 
 static int collect_user_meta(void *ctx, const char *key, const char *value)
 {
     meta_collect_t *mc = ctx;
-    if (strncasecmp(key, "x-amz-meta-", 11) != 0)
+    if (strncasecmp(key, META_PREFIX, META_PREFIX_LEN) != 0)
         return 0;
-    const char *name = key + 11;
-    mc->bytes += strlen(name) + strlen(value);
-    if (mc->bytes > S3R_MAX_USER_META_BYTES) {
-        mc->too_large = true;
-        return 1;
-    }
+    const char *name = key + META_PREFIX_LEN;
+    size_t nlen = strlen(name);
+    if (nlen == 0 || !s3_field_name_ok(key))
+        return meta_fail(mc, S3E_INVALID_ARGUMENT,
+                         "A metadata name (x-amz-meta-*) must be a token (RFC 9110).");
+    if (!s3_field_value_ok(value))
+        return meta_fail(mc, S3E_INVALID_ARGUMENT,
+                         "A metadata value must be a field value (RFC 9110): no control "
+                         "characters, no leading or trailing whitespace.");
+    mc->bytes += nlen + strlen(value);
+    if (mc->bytes > S3R_MAX_USER_META_BYTES)
+        return meta_fail(mc, S3E_METADATA_TOO_LARGE, NULL);
+    if (nlen > S3R_MAX_USER_META_NAME)
+        return meta_fail(mc, S3E_METADATA_TOO_LARGE,
+                         "A metadata name (after x-amz-meta-) is longer than "
+                         "s3rdmad stores (117 bytes).");
     stor_meta_t *m = mc->meta;
+    if (m->n_user_meta == S3R_MAX_USER_META_COUNT)
+        return meta_fail(mc, S3E_METADATA_TOO_LARGE,
+                         "An object has at most 32 metadata entries (x-amz-meta-*) here.");
     stor_kv_t *kv = realloc(m->user_meta, (m->n_user_meta + 1) * sizeof(*kv));
-    if (!kv) {
-        mc->nomem = true;
-        return 1;
-    }
+    if (!kv)
+        return meta_fail(mc, S3E_INTERNAL, NULL);
     m->user_meta = kv;
     char *n = strdup(name), *v = strdup(value);
     if (!n || !v) {
         free(n);
         free(v);
-        mc->nomem = true;
-        return 1;
+        return meta_fail(mc, S3E_INTERNAL, NULL);
     }
     for (char *c = n; *c; c++)
         *c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
@@ -342,6 +385,28 @@ static int collect_user_meta(void *ctx, const char *key, const char *value)
     kv[m->n_user_meta].value = v;
     m->n_user_meta++;
     return 0;
+}
+
+s3_error_t s3_stored_headers_check(const stor_meta_t *meta, const char **why_p)
+{
+    size_t bytes = 0;
+    for (size_t i = 0; i < N_STORED_HEADERS; i++) {
+        const char *v = *stored_slot(meta, i);
+        if (!v)
+            continue;
+        if (!s3_field_value_ok(v)) {
+            *why_p = "A header value must be a field value (RFC 9110): no control characters, "
+                     "no leading or trailing whitespace.";
+            return S3E_INVALID_ARGUMENT;
+        }
+        bytes += strlen(v);
+    }
+    if (bytes > S3R_MAX_STORED_HEADER_BYTES) {
+        *why_p = "Content-Type, Content-Encoding, Content-Disposition, Content-Language, "
+                 "Cache-Control and Expires together exceed 8 KiB.";
+        return S3E_INVALID_ARGUMENT;
+    }
+    return S3E_NONE;
 }
 
 /* Content-Encoding as S3 stores it: without the aws-chunked coding, the rest
@@ -379,8 +444,9 @@ static char *strip_aws_chunked(const char *enc)
     return buf_steal(&out, NULL);
 }
 
-s3_error_t s3_meta_from_headers(s3_req_t *req, stor_meta_t *meta)
+s3_error_t s3_meta_from_headers(s3_req_t *req, stor_meta_t *meta, const char **why_p)
 {
+    *why_p = NULL;
     static const char *const canned[] = {
         "private",       "public-read",       "public-read-write",        "authenticated-read",
         "aws-exec-read", "bucket-owner-read", "bucket-owner-full-control"};
@@ -409,25 +475,30 @@ s3_error_t s3_meta_from_headers(s3_req_t *req, stor_meta_t *meta)
         const char *v = s3_req_header(req, stored_headers[i].header);
         if (!v)
             continue;
-        if (strlen(v) > S3R_MAX_HEADER_VALUE)
+        /* Checked as sent: strip_aws_chunked holds S3R_MAX_HEADER_VALUE. */
+        if (strlen(v) > S3R_MAX_HEADER_VALUE) {
+            *why_p = "A header value exceeds 8 KiB.";
             return S3E_INVALID_ARGUMENT;
+        }
         char **slot = stored_slot(meta, i);
         free(*slot);
         /* S3 stores Content-Encoding without the aws-chunked transfer coding. */
         *slot = stored_slot(meta, i) == &meta->content_encoding ? strip_aws_chunked(v) : strdup(v);
+        if (!*slot && slot != &meta->content_encoding)
+            return S3E_INTERNAL;
     }
     if (!meta->content_type) {
         meta->content_type = strdup("binary/octet-stream");
         if (!meta->content_type)
             return S3E_INTERNAL;
     }
-    meta_collect_t mc = {.meta = meta};
+    s3_error_t err = s3_stored_headers_check(meta, why_p);
+    if (err != S3E_NONE)
+        return err;
+    meta_collect_t mc = {.meta = meta, .err = S3E_NONE};
     s3_req_each_header(req, collect_user_meta, &mc);
-    if (mc.too_large)
-        return S3E_METADATA_TOO_LARGE;
-    if (mc.nomem)
-        return S3E_INTERNAL;
-    return S3E_NONE;
+    *why_p = mc.why;
+    return mc.err;
 }
 
 void s3_meta_to_headers(s3_req_t *req, const stor_meta_t *meta)
@@ -444,7 +515,7 @@ void s3_meta_to_headers(s3_req_t *req, const stor_meta_t *meta)
     }
     for (size_t i = 0; i < meta->n_user_meta; i++) {
         char name[512];
-        snprintf(name, sizeof(name), "x-amz-meta-%s", meta->user_meta[i].name);
+        snprintf(name, sizeof(name), META_PREFIX "%s", meta->user_meta[i].name);
         s3_reply_header(req, name, meta->user_meta[i].value);
     }
     const char *mode = s3_req_header(req, "x-amz-checksum-mode");

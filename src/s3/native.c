@@ -25,34 +25,78 @@ typedef struct native_req {
     rdma_native_req_t *nr;
     const rdma_native_msg_t *m;
     char content_length[24]; /* of the body ("0" when there is none) */
+    bool answering_failure;  /* native_send is replacing a reply it could not send */
 } native_req_t;
 
-/* What each opcode runs, with the HTTP method the handlers see and the
- * names it needs (bucket, key). */
+/* Whether an opcode's request carries an input. */
+enum presence { NO = 0, MAY, MUST };
+
+/* Query parameters, NULL-terminated. */
+static const char *const get_q[] = {"versionId",
+                                    "partNumber",
+                                    "response-content-type",
+                                    "response-content-language",
+                                    "response-expires",
+                                    "response-cache-control",
+                                    "response-content-disposition",
+                                    "response-content-encoding",
+                                    NULL};
+static const char *const list_q[] = {
+    "list-type",          "prefix",      "delimiter",   "marker", "max-keys", "encoding-type",
+    "continuation-token", "start-after", "fetch-owner", NULL};
+static const char *const list_mpu_q[] = {
+    "uploads",          "prefix",      "delimiter",     "key-marker",
+    "upload-id-marker", "max-uploads", "encoding-type", NULL};
+static const char *const list_parts_q[] = {"max-parts", "part-number-marker", "encoding-type",
+                                           NULL};
+static const char *const upload_q[] = {"uploadId", NULL};
+static const char *const part_q[] = {"uploadId", "partNumber", NULL};
+static const char *const version_q[] = {"versionId", NULL};
+static const char *const delete_q[] = {"delete", NULL};
+static const char *const uploads_q[] = {"uploads", NULL};
+static const char *const location_q[] = {"location", NULL};
+
+/* What each opcode runs, with the HTTP method the handlers see, and the
+ * inputs it takes (docs/protocol.md §4.2): its bucket and key, a request
+ * body, an out span for a reply body (only operations whose answer has
+ * one), the header and query parameters it cannot run without, and the
+ * further query parameters its handler reads (besides "x-id", which SDKs
+ * add to every request). check_request holds every request to its row
+ * before the handler runs, so a handler never meets a request that HTTP's
+ * routing (http.c) would have sent elsewhere or not at all. Header params
+ * are otherwise free (metadata, conditionals...), but each must be a
+ * well-formed field, as HTTP's parser makes them. */
 static const struct native_op {
     const s3_op_t *op;
     const char *method;
-    bool bucket, key;
+    enum presence bucket, key, body, out;
+    const char *need_header;
+    const char *const *need_query, *const *may_query;
 } native_ops[RDMA_OP_MAX + 1] = {
-    [RDMA_OP_PUT_OBJECT] = {&s3_op_put_object, "PUT", true, true},
-    [RDMA_OP_GET_OBJECT] = {&s3_op_get_object, "GET", true, true},
-    [RDMA_OP_HEAD_OBJECT] = {&s3_op_head_object, "HEAD", true, true},
-    [RDMA_OP_DELETE_OBJECT] = {&s3_op_delete_object, "DELETE", true, true},
-    [RDMA_OP_DELETE_OBJECTS] = {&s3_op_delete_objects, "POST", true, false},
-    [RDMA_OP_LIST_OBJECTS] = {&s3_op_list_objects, "GET", true, false},
-    [RDMA_OP_COPY_OBJECT] = {&s3_op_copy_object, "PUT", true, true},
-    [RDMA_OP_CREATE_BUCKET] = {&s3_op_create_bucket, "PUT", true, false},
-    [RDMA_OP_DELETE_BUCKET] = {&s3_op_delete_bucket, "DELETE", true, false},
-    [RDMA_OP_HEAD_BUCKET] = {&s3_op_head_bucket, "HEAD", true, false},
-    [RDMA_OP_LIST_BUCKETS] = {&s3_op_list_buckets, "GET", false, false},
-    [RDMA_OP_CREATE_MPU] = {&s3_op_create_mpu, "POST", true, true},
-    [RDMA_OP_UPLOAD_PART] = {&s3_op_upload_part, "PUT", true, true},
-    [RDMA_OP_COMPLETE_MPU] = {&s3_op_complete_mpu, "POST", true, true},
-    [RDMA_OP_ABORT_MPU] = {&s3_op_abort_mpu, "DELETE", true, true},
-    [RDMA_OP_LIST_PARTS] = {&s3_op_list_parts, "GET", true, true},
-    [RDMA_OP_LIST_MPU] = {&s3_op_list_mpu, "GET", true, false},
-    [RDMA_OP_UPLOAD_PART_COPY] = {&s3_op_upload_part_copy, "PUT", true, true},
-    [RDMA_OP_GET_BUCKET_LOCATION] = {&s3_op_get_bucket_location, "GET", true, false},
+    [RDMA_OP_PUT_OBJECT] = {&s3_op_put_object, "PUT", MUST, MUST, MAY, NO},
+    [RDMA_OP_GET_OBJECT] = {&s3_op_get_object, "GET", MUST, MUST, NO, MAY, NULL, NULL, get_q},
+    [RDMA_OP_HEAD_OBJECT] = {&s3_op_head_object, "HEAD", MUST, MUST, NO, NO, NULL, NULL, get_q},
+    [RDMA_OP_DELETE_OBJECT] = {&s3_op_delete_object, "DELETE", MUST, MUST, NO, NO, NULL, NULL,
+                               version_q},
+    [RDMA_OP_DELETE_OBJECTS] = {&s3_op_delete_objects, "POST", MUST, NO, MUST, MAY, NULL, NULL,
+                                delete_q},
+    [RDMA_OP_LIST_OBJECTS] = {&s3_op_list_objects, "GET", MUST, NO, NO, MAY, NULL, NULL, list_q},
+    [RDMA_OP_COPY_OBJECT] = {&s3_op_copy_object, "PUT", MUST, MUST, NO, MAY, "x-amz-copy-source"},
+    [RDMA_OP_CREATE_BUCKET] = {&s3_op_create_bucket, "PUT", MUST, NO, MAY, NO},
+    [RDMA_OP_DELETE_BUCKET] = {&s3_op_delete_bucket, "DELETE", MUST, NO, NO, NO},
+    [RDMA_OP_HEAD_BUCKET] = {&s3_op_head_bucket, "HEAD", MUST, NO, NO, NO},
+    [RDMA_OP_LIST_BUCKETS] = {&s3_op_list_buckets, "GET", NO, NO, NO, MAY},
+    [RDMA_OP_CREATE_MPU] = {&s3_op_create_mpu, "POST", MUST, MUST, NO, MAY, NULL, NULL, uploads_q},
+    [RDMA_OP_UPLOAD_PART] = {&s3_op_upload_part, "PUT", MUST, MUST, MAY, NO, NULL, part_q},
+    [RDMA_OP_COMPLETE_MPU] = {&s3_op_complete_mpu, "POST", MUST, MUST, MUST, MAY, NULL, upload_q},
+    [RDMA_OP_ABORT_MPU] = {&s3_op_abort_mpu, "DELETE", MUST, MUST, NO, NO, NULL, upload_q},
+    [RDMA_OP_LIST_PARTS] = {&s3_op_list_parts, "GET", MUST, MUST, NO, MAY, NULL, upload_q,
+                            list_parts_q},
+    [RDMA_OP_LIST_MPU] = {&s3_op_list_mpu, "GET", MUST, NO, NO, MAY, NULL, NULL, list_mpu_q},
+    [RDMA_OP_UPLOAD_PART_COPY] = {&s3_op_upload_part_copy, "PUT", MUST, MUST, NO, MAY,
+                                  "x-amz-copy-source", part_q},
+    [RDMA_OP_GET_BUCKET_LOCATION] = {&s3_op_get_bucket_location, "GET", MUST, NO, NO, MAY, NULL,
+                                     NULL, location_q},
 };
 
 /* ---- reading the request ------------------------------------------------------ */
@@ -138,12 +182,13 @@ static void native_send(s3_req_t *req, int status, s3_out_t *out)
     free(out->data);
     out->data = NULL;
     out->reader = NULL;
-    if (st == RDMA_OK) {
-        req->replied = true;
-        return;
-    }
-    /* Nothing was sent: answer with the error instead (a small reply, which
-     * always travels inline). */
+    req->replied = true;
+    if (st == RDMA_OK || q->answering_failure)
+        return; /* a failed error reply stays unanswered: the RDMA layer answers 500 */
+    /* Nothing was sent: answer with the error instead. An error reply is
+     * small and travels inline whatever the client asked for (rdma_native_reply),
+     * and this path runs once: the error's own send never comes back here. */
+    q->answering_failure = true;
     buf_reset(&req->reply_headers);
     if (st == RDMA_OUT_OF_BOUNDS) {
         char msg[160];
@@ -158,7 +203,6 @@ static void native_send(s3_req_t *req, int status, s3_out_t *out)
     } else {
         s3_reply_error(req, S3E_INTERNAL, rdma_strerror(st));
     }
-    req->replied = true;
 }
 
 static void native_remote(s3_req_t *req, char *out, size_t cap)
@@ -185,12 +229,97 @@ static int body_sink(void *ctx, const void *data, size_t len)
     return req->body_error == S3E_NONE ? 0 : -1;
 }
 
-/* The checks HTTP's routing makes on the names. S3E_NONE or the error. */
-static s3_error_t check_names(s3_req_t *req, const struct native_op *op)
+static bool param_listed(const char *const *names, const char *name)
 {
-    if (op->bucket != (req->bucket != NULL) || op->key != (req->key != NULL))
+    for (size_t i = 0; names && names[i]; i++)
+        if (strcmp(names[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* Whether params[i] repeats an earlier param of its kind (header names
+ * without regard to case, as HTTP's). */
+static bool param_repeated(const rdma_native_msg_t *m, unsigned i)
+{
+    const rdma_native_param_t *p = &m->params[i];
+    for (unsigned k = 0; k < i; k++) {
+        const rdma_native_param_t *o = &m->params[k];
+        if (o->kind == p->kind && (p->kind == RDMA_PARAM_HEADER ? strcasecmp(o->name, p->name)
+                                                                : strcmp(o->name, p->name)) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Holds the request to its opcode's row of native_ops (and the names to
+ * what HTTP's routing checks). S3E_NONE, or the error with its message
+ * written into why. */
+static s3_error_t check_request(native_req_t *q, const struct native_op *op, char *why, size_t cap)
+{
+    s3_req_t *req = &q->req;
+    const rdma_native_msg_t *m = q->m;
+    const char *name = op->op->name;
+    if ((op->bucket == MUST && !req->bucket) || (op->bucket == NO && req->bucket)) {
+        snprintf(why, cap, "%s %s bucket.", name, req->bucket ? "takes no" : "needs a");
         return S3E_INVALID_REQUEST;
-    return s3_key_check(req->key);
+    }
+    if ((op->key == MUST && !req->key) || (op->key == NO && req->key)) {
+        snprintf(why, cap, "%s %s key.", name, req->key ? "takes no" : "needs a");
+        return S3E_INVALID_REQUEST;
+    }
+    s3_error_t err = s3_key_check(req->key);
+    if (err != S3E_NONE)
+        return err;
+    if (op->body == NO && m->body_kind != RDMA_BODY_NONE) {
+        snprintf(why, cap, "%s takes no request body.", name);
+        return S3E_INVALID_REQUEST;
+    }
+    if (op->body == MUST && m->body_kind == RDMA_BODY_NONE) {
+        snprintf(why, cap, "%s needs a request body.", name);
+        return S3E_MALFORMED_XML;
+    }
+    if (op->out == NO && m->has_out) {
+        snprintf(why, cap, "The reply to %s has no body: the request names no out span.", name);
+        return S3E_INVALID_REQUEST;
+    }
+    for (unsigned i = 0; i < m->n_params; i++) {
+        const rdma_native_param_t *p = &m->params[i];
+        bool query = p->kind == RDMA_PARAM_QUERY;
+        /* Names go into the message only once they are known tokens. */
+        if (!s3_field_name_ok(p->name)) {
+            snprintf(why, cap, "A %s name is not an HTTP token.",
+                     query ? "query parameter" : "header");
+            return S3E_INVALID_ARGUMENT;
+        }
+        if (!query && !s3_field_value_ok(p->value)) {
+            snprintf(why, cap,
+                     "The value of header %.128s is not a well-formed HTTP field value (visible "
+                     "characters, with spaces and tabs only inside).",
+                     p->name);
+            return S3E_INVALID_ARGUMENT;
+        }
+        if (param_repeated(m, i)) {
+            snprintf(why, cap, "The %s %.128s is given twice.",
+                     query ? "query parameter" : "header", p->name);
+            return S3E_INVALID_ARGUMENT;
+        }
+        if (query && strcmp(p->name, "x-id") != 0 && !param_listed(op->need_query, p->name) &&
+            !param_listed(op->may_query, p->name)) {
+            snprintf(why, cap, "%s takes no query parameter %.128s.", name, p->name);
+            return S3E_INVALID_ARGUMENT;
+        }
+    }
+    if (op->need_header && !native_header(req, op->need_header)) {
+        snprintf(why, cap, "%s needs the %s header.", name, op->need_header);
+        return S3E_INVALID_ARGUMENT;
+    }
+    for (size_t i = 0; op->need_query && op->need_query[i]; i++) {
+        if (!native_query(req, op->need_query[i])) {
+            snprintf(why, cap, "%s needs the %s query parameter.", name, op->need_query[i]);
+            return S3E_INVALID_ARGUMENT;
+        }
+    }
+    return S3E_NONE;
 }
 
 /* Takes in the request body (inline or by RDMA), then finishes. */
@@ -198,7 +327,7 @@ static void run_body(native_req_t *q)
 {
     s3_req_t *req = &q->req;
     if (req->body_kind == S3_BODY_NONE) {
-        if (q->m->body_len > 0)
+        if (q->m->body_kind != RDMA_BODY_NONE)
             s3_reply_error(req, S3E_INVALID_REQUEST, "This operation takes no request body.");
         else
             s3_req_finish(req);
@@ -236,12 +365,13 @@ void s3_native_handle(void *ctx, rdma_native_req_t *nr)
     req->user = s3_user_find(srv, rdma_native_access_key(nr));
     req->payload_mode = S3_PAYLOAD_UNSIGNED;
     req->op = op->op;
+    char why[256] = "";
     s3_error_t err = (m->bucket[0] && !req->bucket) || (m->key[0] && !req->key) || !req->resource
                          ? S3E_INTERNAL
                      : !req->user ? S3E_INVALID_ACCESS_KEY
-                                  : check_names(req, op);
+                                  : check_request(q, op, why, sizeof(why));
     if (err != S3E_NONE) {
-        s3_reply_error(req, err, NULL);
+        s3_reply_error(req, err, why[0] ? why : NULL);
     } else if (atomic_load(&srv->stopping)) {
         s3_reply_error(req, S3E_SERVICE_UNAVAILABLE, NULL);
     } else {

@@ -65,6 +65,21 @@ static void create_bucket_begin(s3_req_t *req)
     req->body_kind = S3_BODY_XML;
 }
 
+/* Whether the requester owns max_buckets_per_user buckets already. The
+ * count is read, not locked: creates racing at the bound may pass it by as
+ * many as run at once (each needs a connection or a native slot). */
+static bool user_bucket_quota_full(s3_req_t *req, s3_error_t *err_p)
+{
+    stor_bucket_t *buckets = NULL;
+    size_t n = 0, mine = 0;
+    stor_status_t st = stor_bucket_list(req->srv->cfg.store, &buckets, &n);
+    *err_p = s3_error_from_stor(st);
+    for (size_t i = 0; st == STOR_OK && i < n; i++)
+        mine += strcmp(buckets[i].owner, req->user->access_key) == 0;
+    free(buckets);
+    return st == STOR_OK && mine >= req->srv->cfg.max_buckets_per_user;
+}
+
 static void create_bucket_finish(s3_req_t *req)
 {
     char location[64];
@@ -77,8 +92,18 @@ static void create_bucket_finish(s3_req_t *req)
     const char *why = NULL;
     s3_acl_from_headers(req, false, &acl, &why); /* checked in begin() */
     stor_t *store = req->srv->cfg.store;
-    stor_status_t st = stor_bucket_create(store, req->bucket, req->user->access_key);
     stor_bucket_t b;
+    s3_error_t err = S3E_NONE;
+    bool exists = stor_bucket_get(store, req->bucket, &b) == STOR_OK;
+    if (!exists && user_bucket_quota_full(req, &err)) {
+        s3_reply_error(req, S3E_TOO_MANY_BUCKETS, NULL);
+        return;
+    }
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, NULL);
+        return;
+    }
+    stor_status_t st = stor_bucket_create(store, req->bucket, req->user->access_key);
     if (st == STOR_ERR_BUCKET_EXISTS) {
         bool mine = stor_bucket_get(store, req->bucket, &b) == STOR_OK &&
                     strcmp(b.owner, req->user->access_key) == 0;

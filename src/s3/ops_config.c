@@ -107,7 +107,8 @@ static void put_bucket_acl_finish(s3_req_t *req)
 }
 
 /* Looks up the request's object (versionId "null" or none) and checks perm
- * on it; fills *meta_p (caller frees). Replies and returns false on error. */
+ * on it (a missing key: s3_object_lookup_error); fills *meta_p (caller
+ * frees). Replies and returns false on error. */
 static bool object_for_config(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p)
 {
     s3_error_t err = s3_version_check(s3_req_query(req, "versionId"));
@@ -119,7 +120,7 @@ static bool object_for_config(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p
         return false;
     stor_status_t st = stor_head(req->srv->cfg.store, req->bucket, req->key, meta_p);
     if (st != STOR_OK) {
-        s3_reply_error(req, s3_error_from_stor(st), NULL);
+        s3_reply_error(req, s3_object_lookup_error(req, &req->authz_bucket, st), NULL);
         return false;
     }
     if (!s3_object_authorize(req, &req->authz_bucket, meta_p, perm)) {
@@ -144,6 +145,19 @@ static void get_object_acl_begin(s3_req_t *req)
     s3_reply_xml(req, 200, &xml);
 }
 
+/* Authorized before the body is read, like every operation with an XML
+ * body: a body the requester may not send is never buffered. */
+static void put_object_acl_begin(s3_req_t *req)
+{
+    stor_meta_t meta;
+    if (!object_for_config(req, S3_PERM_WRITE_ACP, &meta))
+        return;
+    stor_meta_free(&meta);
+    put_acl_begin(req);
+}
+
+/* Looks the object up again: it may have been replaced (another owner)
+ * or deleted while the body came. */
 static void put_object_acl_finish(s3_req_t *req)
 {
     stor_meta_t meta;
@@ -253,7 +267,7 @@ const s3_op_t s3_op_put_bucket_versioning = {"PutBucketVersioning", put_versioni
 const s3_op_t s3_op_get_bucket_acl = {"GetBucketAcl", get_bucket_acl_begin, NULL};
 const s3_op_t s3_op_put_bucket_acl = {"PutBucketAcl", put_bucket_acl_begin, put_bucket_acl_finish};
 const s3_op_t s3_op_get_object_acl = {"GetObjectAcl", get_object_acl_begin, NULL};
-const s3_op_t s3_op_put_object_acl = {"PutObjectAcl", put_acl_begin, put_object_acl_finish};
+const s3_op_t s3_op_put_object_acl = {"PutObjectAcl", put_object_acl_begin, put_object_acl_finish};
 const s3_op_t s3_op_get_bucket_policy = {"GetBucketPolicy", get_policy_begin, NULL};
 const s3_op_t s3_op_get_bucket_cors = {"GetBucketCors", get_cors_begin, NULL};
 const s3_op_t s3_op_get_bucket_tagging = {"GetBucketTagging", get_tagging_begin, NULL};

@@ -50,7 +50,7 @@ static void create_mpu_begin(s3_req_t *req)
     stor_meta_t meta;
     memset(&meta, 0, sizeof(meta));
     const char *why = NULL;
-    s3_error_t err = s3_meta_from_headers(req, &meta);
+    s3_error_t err = s3_meta_from_headers(req, &meta, &why);
     if (err == S3E_NONE)
         err = s3_acl_from_headers(req, true, &meta.acl, &why);
     if (err == S3E_NONE && !(meta.owner = strdup(s3_new_object_owner(req, &req->authz_bucket))))

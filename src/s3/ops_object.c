@@ -2,6 +2,7 @@
  * GetObject, HeadObject, DeleteObject, DeleteObjects, CopyObject. */
 #include <ctype.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -299,7 +300,7 @@ static void put_object_begin(s3_req_t *req)
     }
     const char *why = NULL;
     stor_precond_t cond;
-    s3_error_t err = s3_meta_from_headers(req, meta);
+    s3_error_t err = s3_meta_from_headers(req, meta, &why);
     if (err == S3E_NONE)
         err = s3_new_object_access(req, meta, &why);
     if (err == S3E_NONE)
@@ -429,9 +430,8 @@ static s3_error_t check_conditions(s3_req_t *req, const char *prefix, const stor
 }
 
 /* Opens bucket/key for reading by the requester, who needs READ on the
- * object: a key that does not exist is NoSuchKey to whoever may list the
- * bucket, and AccessDenied to the others (so they learn nothing of its
- * contents), as S3 answers. Replies and returns NULL on failure. */
+ * object (a missing key: s3_object_lookup_error). Replies and returns NULL
+ * on failure. */
 static stor_reader_t *object_open(s3_req_t *req, const char *bucket, const char *key,
                                   stor_bucket_t *b)
 {
@@ -439,14 +439,8 @@ static stor_reader_t *object_open(s3_req_t *req, const char *bucket, const char 
         return NULL;
     stor_reader_t *reader = NULL;
     stor_status_t st = stor_reader_open(req->srv->cfg.store, bucket, key, &reader);
-    if (st == STOR_ERR_NO_KEY) {
-        s3_reply_error(
-            req, s3_bucket_permits(req, b, S3_PERM_READ) ? S3E_NO_SUCH_KEY : S3E_ACCESS_DENIED,
-            NULL);
-        return NULL;
-    }
     if (st != STOR_OK) {
-        s3_reply_error(req, s3_error_from_stor(st), NULL);
+        s3_reply_error(req, s3_object_lookup_error(req, b, st), NULL);
         return NULL;
     }
     if (!s3_object_authorize(req, b, stor_reader_meta(reader), S3_PERM_READ)) {
@@ -534,21 +528,35 @@ static void get_object_begin(s3_req_t *req)
         s3_reply_headerf(req, "Content-Range", "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, first,
                          first + len - (len ? 1 : 0), meta->size);
 
-    /* response-* query parameters override the stored headers. */
+    /* response-* query parameters override the stored headers; they are
+     * held to what a PUT may store (an object stored before these limits
+     * is still served as it is). */
+    static const struct {
+        const char *param;
+        size_t offset;
+    } overrides[] = {
+        {"response-content-type", offsetof(stor_meta_t, content_type)},
+        {"response-content-language", offsetof(stor_meta_t, content_language)},
+        {"response-expires", offsetof(stor_meta_t, expires)},
+        {"response-cache-control", offsetof(stor_meta_t, cache_control)},
+        {"response-content-disposition", offsetof(stor_meta_t, content_disposition)},
+        {"response-content-encoding", offsetof(stor_meta_t, content_encoding)},
+    };
     stor_meta_t shown = *meta;
-    const char *v;
-    if ((v = s3_req_query(req, "response-content-type")))
-        shown.content_type = (char *)v;
-    if ((v = s3_req_query(req, "response-content-language")))
-        shown.content_language = (char *)v;
-    if ((v = s3_req_query(req, "response-expires")))
-        shown.expires = (char *)v;
-    if ((v = s3_req_query(req, "response-cache-control")))
-        shown.cache_control = (char *)v;
-    if ((v = s3_req_query(req, "response-content-disposition")))
-        shown.content_disposition = (char *)v;
-    if ((v = s3_req_query(req, "response-content-encoding")))
-        shown.content_encoding = (char *)v;
+    bool overridden = false;
+    for (size_t i = 0; i < sizeof(overrides) / sizeof(overrides[0]); i++) {
+        const char *v = s3_req_query(req, overrides[i].param);
+        if (v) {
+            *(char **)((char *)&shown + overrides[i].offset) = (char *)v;
+            overridden = true;
+        }
+    }
+    const char *why = NULL;
+    if (overridden && (err = s3_stored_headers_check(&shown, &why)) != S3E_NONE) {
+        stor_reader_close(reader); /* meta belongs to the reader */
+        s3_reply_error(req, err, why);
+        return;
+    }
     s3_meta_to_headers(req, &shown);
 
     if (req->rdma_token && strcmp(req->method, "GET") == 0)
@@ -733,8 +741,9 @@ static void copy_object_begin(s3_req_t *req)
     const stor_meta_t *src = stor_reader_meta(reader);
     stor_meta_t *meta = meta_state_new(req);
     s3_error_t err = meta ? S3E_NONE : S3E_INTERNAL;
+    const char *why = NULL;
     if (err == S3E_NONE && replace) {
-        err = s3_meta_from_headers(req, meta);
+        err = s3_meta_from_headers(req, meta, &why);
     } else if (err == S3E_NONE && same) {
         err = S3E_INVALID_REQUEST;
     } else if (err == S3E_NONE) {
@@ -745,7 +754,6 @@ static void copy_object_begin(s3_req_t *req)
         meta->part_sizes = NULL;
         meta->parts_count = 0;
     }
-    const char *why = NULL;
     if (err == S3E_NONE)
         err = s3_new_object_access(req, meta, &why);
     stor_writer_t *w = NULL;

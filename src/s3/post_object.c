@@ -265,7 +265,7 @@ static void start_file(s3_req_t *req, post_form_t *f, const char *filename)
     const s3_frontend_t *http_fe = req->fe;
     req->fe = &form_fields_frontend;
     const char *acl_why = NULL;
-    err = s3_meta_from_headers(req, &f->meta);
+    err = s3_meta_from_headers(req, &f->meta, &acl_why);
     if (err == S3E_NONE)
         err = s3_new_object_access(req, &f->meta, &acl_why);
     req->fe = http_fe;
@@ -280,11 +280,27 @@ static void start_file(s3_req_t *req, post_form_t *f, const char *filename)
 
 /* ---- the form as it streams in ------------------------------------------------------ */
 
-/* Keeps one field's piece (off 0 starts a field, later pieces continue it). */
+/* Keeps one field's piece (off 0 starts a field, later pieces continue it).
+ * The fields are kept as "name\0value\0" strings: a NUL byte in a value is
+ * refused, as it would end the value and shift every field after it. A
+ * field given twice (names compared without regard to case) is refused: the
+ * policy judges one value per field, and the object must store that one,
+ * not every copy. */
 static void keep_field(post_form_t *f, const char *key, const char *data, uint64_t off, size_t size)
 {
+    if (size && memchr(data, '\0', size)) {
+        fail(f, S3E_INVALID_ARGUMENT, "A form field contains a NUL byte.");
+        return;
+    }
+    bool starts = off == 0 || f->n_fields == 0;
+    if (starts && field(f, key)) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "The form field '%.64s' appears more than once.", key);
+        fail(f, S3E_INVALID_ARGUMENT, msg);
+        return;
+    }
     bool fits;
-    if (off == 0 || f->n_fields == 0) {
+    if (starts) {
         fits = f->n_fields < S3R_MAX_POST_FIELDS &&
                buf_append(&f->fields, key, strlen(key) + 1) == 0 &&
                buf_append(&f->fields, data, size) == 0 && buf_append(&f->fields, "", 1) == 0;

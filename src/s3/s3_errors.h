@@ -41,6 +41,8 @@
     X(INVALID_REQUEST, 400, "InvalidRequest", "Invalid Request.")                                  \
     X(INVALID_VERSION_ID, 400, "InvalidArgument", "Invalid version id specified")                  \
     X(KEY_TOO_LONG, 400, "KeyTooLongError", "Your key is too long.")                               \
+    X(TOO_MANY_BUCKETS, 400, "TooManyBuckets",                                                     \
+      "You have attempted to create more buckets than allowed.")                                   \
     X(MALFORMED_ACL, 400, "MalformedACLError",                                                     \
       "The XML you provided was not well-formed or did not validate against our published "        \
       "schema.")                                                                                   \

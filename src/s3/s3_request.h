@@ -187,7 +187,7 @@ struct s3_req {
     void (*form_feed)(s3_req_t *req, const char *data, size_t len);
     awschunk_t *chunked;
     digest_t *md5;
-    digest_t *sha256_payload; /* raw body hash for S3_PAYLOAD_SIGNED */
+    digest_t *sha256_payload; /* S3_PAYLOAD_SIGNED: hash of the payload (HTTP body or RDMA pull) */
     digest_t *sha256_ck;      /* x-amz-checksum-sha256 */
     bool want_ck[S3_CK_COUNT];
     const char *expect_ck[S3_CK_COUNT]; /* from x-amz-checksum-* headers; NULL when not sent */
@@ -320,8 +320,19 @@ void s3_reply_checksums(s3_req_t *req);
 /* Sink used by the RDMA token path: hashes and writes already-decoded bytes. */
 int s3_body_sink(void *req, const void *data, size_t len);
 /* Fills meta's stored headers (Content-Type, x-amz-meta-*, ...) from the
- * request headers. Returns S3E_NONE or MetadataTooLarge / InvalidArgument. */
-s3_error_t s3_meta_from_headers(s3_req_t *req, stor_meta_t *meta);
+ * request headers: every path that stores metadata (PUT, POST forms,
+ * CopyObject with REPLACE, CreateMultipartUpload; over HTTP and native)
+ * takes it through here. Refuses what some reply could not carry back:
+ * names and values outside the field syntax (s3_field_name_ok,
+ * s3_field_value_ok) with InvalidArgument, more than the metadata limits
+ * (common/s3r_limits.h) with MetadataTooLarge or InvalidArgument. Returns
+ * S3E_NONE, or the error with *why_p its message (NULL: the table's). */
+s3_error_t s3_meta_from_headers(s3_req_t *req, stor_meta_t *meta, const char **why_p);
+/* Checks meta's stored headers (Content-Type, Cache-Control, ...) are
+ * field values and within S3R_MAX_STORED_HEADER_BYTES together: S3E_NONE,
+ * or InvalidArgument with *why_p its message. For a GET's response-*
+ * overrides too. */
+s3_error_t s3_stored_headers_check(const stor_meta_t *meta, const char **why_p);
 /* Adds meta's stored headers, ETag, Last-Modified and (when asked with
  * x-amz-checksum-mode: ENABLED) checksums to the response. */
 void s3_meta_to_headers(s3_req_t *req, const stor_meta_t *meta);
@@ -343,8 +354,14 @@ typedef enum s3_perm {
  * when it does not exist. Objects' operations start here: their access is
  * the object's ACL's, not the bucket's. */
 bool s3_bucket_lookup(s3_req_t *req, const char *bucket, stor_bucket_t *bucket_p);
-/* Whether the requester has perm on bucket (as looked up already). */
-bool s3_bucket_permits(const s3_req_t *req, const stor_bucket_t *bucket, s3_perm_t perm);
+/* The error for a lookup of an object in bucket (as looked up already)
+ * that failed with st. A key that does not exist is NoSuchKey only to a
+ * requester who may list the bucket (READ on it) and AccessDenied to the
+ * others, so that they learn nothing of what the bucket holds, as S3
+ * answers. Every operation that looks a key up goes through here before it
+ * replies (GET, HEAD, copy sources, ?acl, ?tagging). */
+s3_error_t s3_object_lookup_error(const s3_req_t *req, const stor_bucket_t *bucket,
+                                  stor_status_t st);
 /* The requester's perm on bucket, checked without replying: S3E_NONE
  * (*bucket_p, when not NULL, gets the bucket as found), or the error to
  * reply (for a caller that cannot reply yet, such as one in the middle of a

@@ -232,6 +232,26 @@ s3_error_t s3_key_check(const char *key)
     return s3_utf8_valid(key, klen) ? S3E_NONE : S3E_INVALID_ARGUMENT;
 }
 
+bool s3_field_name_ok(const char *name)
+{
+    static const char tchar[] = "!#$%&'*+-.^_`|~0123456789"
+                                "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    return *name && name[strspn(name, tchar)] == '\0';
+}
+
+bool s3_field_value_ok(const char *value)
+{
+    const unsigned char *p = (const unsigned char *)value;
+    size_t n = strlen(value);
+    if (n && (p[0] == ' ' || p[0] == '\t' || p[n - 1] == ' ' || p[n - 1] == '\t'))
+        return false;
+    for (; *p; p++) {
+        if ((*p < 0x20 && *p != '\t') || *p == 0x7f)
+            return false;
+    }
+    return true;
+}
+
 s3_token_format_t s3_token_format(const char *token)
 {
     if (strncmp(token, "s3r1.", 5) == 0)

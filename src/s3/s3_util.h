@@ -16,6 +16,21 @@ bool s3_bucket_name_valid(const char *name);
 
 /* 1 if s (len bytes) is well-formed UTF-8 without NUL bytes. */
 bool s3_utf8_valid(const char *s, size_t len);
+/* Field syntax (RFC 9110 §5): what every header name and value the server
+ * stores and sends back must be, whichever path it came in by (HTTP, a
+ * native param, a POST form field), so that every transport can carry it
+ * back unchanged and no reader can take it for something else.
+ *
+ * A name is a token: one or more tchar ("!#$%&'*+-.^_`|~", digits,
+ * letters). */
+bool s3_field_name_ok(const char *name);
+/* A value is VCHAR, obs-text (bytes 0x80-0xFF), SP and HTAB, without
+ * leading or trailing SP/HTAB (HTTP strips those: kept, the value would read
+ * differently over HTTP and over native). "" is a value. No CR, LF or other
+ * control character (0x00-0x1F but HTAB, 0x7F). value is NUL-terminated:
+ * an input with a length must refuse NUL bytes itself. */
+bool s3_field_value_ok(const char *value);
+
 /* The checks every request's key gets (NULL: none to check): at most
  * S3R_MAX_KEY_BYTES (KeyTooLongError) of valid UTF-8 (InvalidArgument). */
 s3_error_t s3_key_check(const char *key);

@@ -52,6 +52,7 @@ typedef struct server_config {
     char *region;
     int log_level; /* enum log_level (common/log.h) */
     char *domains; /* comma-separated virtual-host suffixes */
+    unsigned max_buckets_per_user;
     struct {
         bool enabled;
         bool required;           /* the server refuses to start when the port cannot open */

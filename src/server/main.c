@@ -351,6 +351,7 @@ int main(int argc, char **argv)
         .rdma_advertise_port = advertise_port,
         .region = cfg.region,
         .domains = domains,
+        .max_buckets_per_user = cfg.max_buckets_per_user,
         .n_domains = n_domains,
         .users = cfg.users,
         .n_users = cfg.n_users,

@@ -81,7 +81,11 @@ struct lstor {
     MDB_dbi db_buckets; /* name -> bucket record */
     MDB_dbi db_objects; /* index key (stor_internal.h) -> object record */
     MDB_dbi db_uploads; /* bucket \0 upload id -> upload record */
-    MDB_dbi db_parts;   /* upload id (32 hex) + be32 part number -> part record */
+    /* Index key of bucket/key (the objects' scheme) -> upload ids (sorted
+     * duplicates): the uploads in (key, upload id) order, for a bounded
+     * ListMultipartUploads (stor_multipart.c). */
+    MDB_dbi db_upload_keys;
+    MDB_dbi db_parts; /* upload id (32 hex) + be32 part number -> part record */
     stor_durability_t durability;
     int objfd;  /* DIR/.s3rdma/objects */
     int lockfd; /* flock'ed: one process per data directory */
@@ -179,6 +183,9 @@ stor_status_t put_object(lstor_t *st, MDB_txn *txn, const char *bucket, uint64_t
 /* Deletes, in txn, every multipart upload of bucket and its part records.
  * *ids_p (malloc'ed, n_p entries) gets the parts' file ids, to drop_file()
  * once txn committed. */
+/* Fills db_upload_keys from db_uploads when it is empty and db_uploads is
+ * not (a data directory from before it existed). Once, at open. */
+stor_status_t mpu_index_build(lstor_t *st, MDB_txn *txn);
 stor_status_t mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucket, stor_seg_t **ids_p,
                               size_t *n_p);
 

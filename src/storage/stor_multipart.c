@@ -39,6 +39,67 @@ static void part_key(const char *upload_id, uint32_t number, uint8_t out[PART_KE
     out[STOR_UPLOAD_ID_LEN + 3] = (uint8_t)number;
 }
 
+/* ---- the uploads in key order ---------------------------------------------
+ * db_uploads is keyed by (bucket, upload id), random ids: no order of keys.
+ * db_upload_keys keeps each upload under its key's index key (stor_ikey_*,
+ * the objects' scheme) with the upload id as a sorted duplicate value, so a
+ * listing from a key marker reads only what it lists. */
+
+/* Adds (add 1) or removes (add 0) the upload id of bucket/key. */
+static stor_status_t upload_key_index(lstor_t *st, MDB_txn *txn, const char *bucket,
+                                      const char *key, size_t klen, const char *upload_id, int add)
+{
+    uint8_t ik[STOR_IKEY_MAX];
+    MDB_val k = {stor_ikey_encode(bucket, strlen(bucket), key, klen, ik), ik};
+    MDB_val v = {STOR_UPLOAD_ID_LEN, (void *)upload_id};
+    int rc = add ? mdb_put(txn, st->db_upload_keys, &k, &v, MDB_NODUPDATA)
+                 : mdb_del(txn, st->db_upload_keys, &k, &v);
+    if (rc == MDB_NOTFOUND && !add)
+        return STOR_OK;
+    return rc ? mdb_fail("upload key index", rc) : STOR_OK;
+}
+
+stor_status_t mpu_index_build(lstor_t *st, MDB_txn *txn)
+{
+    MDB_stat keys, ups;
+    int rc = mdb_stat(txn, st->db_upload_keys, &keys);
+    if (!rc)
+        rc = mdb_stat(txn, st->db_uploads, &ups);
+    if (rc)
+        return mdb_fail("upload key index", rc);
+    if (keys.ms_entries || !ups.ms_entries)
+        return STOR_OK;
+    MDB_cursor *cur;
+    if ((rc = mdb_cursor_open(txn, st->db_uploads, &cur)) != 0)
+        return mdb_fail("cursor", rc);
+    stor_status_t s = STOR_OK;
+    MDB_val k, v;
+    size_t n = 0;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0 && s == STOR_OK;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        const char *bucket = k.mv_data;
+        size_t blen = strnlen(bucket, k.mv_size);
+        stor_upload_rec_t r;
+        if (blen + 1 + STOR_UPLOAD_ID_LEN != k.mv_size ||
+            stor_rec_decode_upload(v.mv_data, v.mv_size, &r) != STOR_OK) {
+            log_error("storage: corrupt upload record at open");
+            s = STOR_ERR_IO;
+            break;
+        }
+        char id[STOR_UPLOAD_ID_LEN];
+        memcpy(id, bucket + blen + 1, STOR_UPLOAD_ID_LEN);
+        s = upload_key_index(st, txn, bucket, r.key, r.key_len, id, 1);
+        stor_upload_rec_free(&r);
+        n++;
+    }
+    mdb_cursor_close(cur);
+    if (s == STOR_OK && rc != MDB_NOTFOUND)
+        s = mdb_fail("upload key index", rc);
+    if (s == STOR_OK)
+        log_info("storage: indexed %zu multipart uploads by key", n);
+    return s;
+}
+
 /* Finds the upload in txn and checks it belongs to bucket/key. rec may be
  * NULL when only existence matters. */
 static stor_status_t upload_get(lstor_t *st, MDB_txn *txn, const char *bucket, const char *key,
@@ -110,6 +171,8 @@ stor_status_t local_mpu_create(stor_t *st_, const stor_bucket_t *bkt, const char
             if (rc)
                 s = mdb_fail("upload put", rc);
         }
+        if (s == STOR_OK)
+            s = upload_key_index(st, txn, bucket, key, strlen(key), id, 1);
         if (s == STOR_OK)
             s = wr_commit(st, txn);
         else
@@ -276,6 +339,32 @@ static stor_status_t del_parts(lstor_t *st, MDB_txn *txn, const char *upload_id)
     return STOR_OK;
 }
 
+/* Removes every entry of bucket from db_upload_keys. */
+static stor_status_t upload_keys_drop(lstor_t *st, MDB_txn *txn, const char *bucket)
+{
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn, st->db_upload_keys, &cur);
+    if (rc)
+        return mdb_fail("cursor", rc);
+    size_t blen = strlen(bucket);
+    uint8_t pfx[STOR_BUCKET_MAX + 1];
+    memcpy(pfx, bucket, blen);
+    pfx[blen] = 0;
+    for (;;) {
+        MDB_val k = {blen + 1, pfx}, v;
+        if ((rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE)) != 0)
+            break;
+        if (k.mv_size < blen + 1 || memcmp(k.mv_data, pfx, blen + 1) != 0)
+            break;
+        if ((rc = mdb_cursor_del(cur, MDB_NODUPDATA)) != 0)
+            break;
+    }
+    mdb_cursor_close(cur);
+    if (rc != 0 && rc != MDB_NOTFOUND)
+        return mdb_fail("upload key index delete", rc);
+    return STOR_OK;
+}
+
 stor_status_t mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucket, stor_seg_t **ids_p,
                               size_t *n_p)
 {
@@ -326,6 +415,8 @@ stor_status_t mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucket, sto
     mdb_cursor_close(cur);
     if (s == STOR_OK && rc != 0 && rc != MDB_NOTFOUND)
         s = mdb_fail("uploads delete", rc);
+    if (s == STOR_OK)
+        s = upload_keys_drop(st, txn, bucket);
     if (s != STOR_OK) {
         free(ids);
         return s;
@@ -431,6 +522,8 @@ stor_status_t local_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const ch
         if (rc)
             s = mdb_fail("upload delete", rc);
     }
+    if (s == STOR_OK)
+        s = upload_key_index(st, txn, bucket, key, strlen(key), upload_id, 0);
     if (s != STOR_OK)
         goto out;
     s = wr_commit(st, txn);
@@ -486,6 +579,8 @@ stor_status_t local_mpu_abort(stor_t *st_, const stor_bucket_t *bucket, const ch
         if (rc)
             s = mdb_fail("upload delete", rc);
     }
+    if (s == STOR_OK)
+        s = upload_key_index(st, txn, bucket->name, key, strlen(key), upload_id, 0);
     if (s == STOR_OK) {
         s = wr_commit(st, txn);
     } else {
@@ -498,6 +593,53 @@ stor_status_t local_mpu_abort(stor_t *st_, const stor_bucket_t *bucket, const ch
     return s;
 }
 
+/* Appends bucket's upload id to *arr_p (n_p, cap_p) if the listing wants
+ * it (stor_upload_listed): its key and initiation time come from its upload
+ * record. */
+static stor_status_t list_one(lstor_t *st, MDB_txn *txn, const char *bucket, const char *id,
+                              const char *prefix, const char *key_marker, const char *id_marker,
+                              stor_upload_t **arr_p, size_t *n_p, size_t *cap_p)
+{
+    uint8_t kbuf[STOR_BUCKET_MAX + 2 + STOR_UPLOAD_ID_LEN];
+    MDB_val k = {upload_key(bucket, id, kbuf), kbuf}, v;
+    int rc = mdb_get(txn, st->db_uploads, &k, &v);
+    stor_upload_rec_t r;
+    if (rc == MDB_NOTFOUND || (rc == 0 && stor_rec_decode_upload(v.mv_data, v.mv_size, &r))) {
+        log_error("storage: the key index names upload %s of %s, which has no readable record", id,
+                  bucket);
+        return STOR_ERR_IO;
+    }
+    if (rc)
+        return mdb_fail("upload list", rc);
+    if (!stor_upload_listed(r.key, id, prefix, key_marker, id_marker)) {
+        stor_upload_rec_free(&r);
+        return STOR_OK;
+    }
+    if (*n_p == *cap_p) {
+        size_t cap = *cap_p ? *cap_p * 2 : 16;
+        stor_upload_t *p = realloc(*arr_p, cap * sizeof *p);
+        if (!p) {
+            stor_upload_rec_free(&r);
+            return STOR_ERR_NOMEM;
+        }
+        *arr_p = p;
+        *cap_p = cap;
+    }
+    stor_upload_t *u = &(*arr_p)[(*n_p)++];
+    u->key = r.key;
+    r.key = NULL;
+    memcpy(u->upload_id, id, STOR_UPLOAD_ID_LEN + 1);
+    u->initiated_ms = r.initiated_ms;
+    stor_upload_rec_free(&r);
+    return STOR_OK;
+}
+
+/* A bounded walk of db_upload_keys: from the later of the prefix and the key
+ * marker, it collects max + 1 listed uploads and stops (past the prefix, or
+ * at the end of the bucket, sooner), so its work does not grow with the
+ * bucket's uploads. Index order is key order except inside a block of long
+ * keys sharing their first P bytes (stor_internal.h), so the walk finishes
+ * such a block before it stops, and the page is sorted in memory. */
 stor_status_t local_mpu_list(stor_t *st_, const char *bucket, const char *prefix,
                              const char *key_marker, const char *upload_id_marker, size_t max,
                              stor_upload_t **uploads_p, size_t *n_p, int *more_p)
@@ -513,50 +655,48 @@ stor_status_t local_mpu_list(stor_t *st_, const char *bucket, const char *prefix
     s = bucket_exists(st, txn, bucket);
     if (s != STOR_OK)
         goto out;
-    int rc = mdb_cursor_open(txn, st->db_uploads, &cur);
+    int rc = mdb_cursor_open(txn, st->db_upload_keys, &cur);
     if (rc) {
         s = mdb_fail("cursor", rc);
         goto out;
     }
-    size_t blen = strlen(bucket);
-    uint8_t bp[STOR_BUCKET_MAX + 1];
-    memcpy(bp, bucket, blen);
-    bp[blen] = 0;
-    MDB_val k = {blen + 1, bp}, v;
+    const char *pfx = prefix ? prefix : "";
+    size_t blen = strlen(bucket), plen = stor_ikey_plen(blen), pfx_len = strlen(pfx);
+    const char *from = pfx;
+    if (key_marker && stor_keycmp(key_marker, strlen(key_marker), pfx, pfx_len) > 0)
+        from = key_marker;
+    uint8_t seek[STOR_IKEY_MAX], block[STOR_IKEY_MAX];
+    int in_block = 0; /* the last entry was a long key; block holds its first P bytes */
+    MDB_val k = {stor_ikey_seek(bucket, blen, from, strlen(from), seek), seek}, v;
     for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
          rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-        if (k.mv_size != blen + 1 + STOR_UPLOAD_ID_LEN || memcmp(k.mv_data, bp, blen + 1) != 0)
+        const uint8_t *ik = k.mv_data;
+        if (k.mv_size <= blen || memcmp(ik, bucket, blen) != 0 || ik[blen] != 0)
             break;
-        stor_upload_rec_t r;
-        if ((s = stor_rec_decode_upload(v.mv_data, v.mv_size, &r)) != STOR_OK) {
-            log_error("storage: corrupt upload record in %s", bucket);
+        const uint8_t *rest = ik + blen + 1;
+        size_t rlen = k.mv_size - blen - 1;
+        int is_long = stor_ikey_is_long(rest, rlen, plen);
+        size_t tlen = is_long ? plen : rlen; /* the key's bytes in the index key */
+        size_t cl = tlen < pfx_len ? tlen : pfx_len;
+        if (cl && memcmp(rest, pfx, cl) > 0)
+            break; /* past every key with the prefix */
+        int same_block = is_long && in_block && memcmp(rest, block, plen) == 0;
+        if (n > max && !same_block)
+            break;
+        in_block = is_long;
+        if (is_long)
+            memcpy(block, rest, plen);
+        if (v.mv_size != STOR_UPLOAD_ID_LEN) {
+            log_error("storage: corrupt upload key index in %s", bucket);
+            s = STOR_ERR_IO;
             goto out;
         }
-        const char *id = (const char *)k.mv_data + blen + 1;
-        char idz[STOR_UPLOAD_ID_LEN + 1];
-        memcpy(idz, id, STOR_UPLOAD_ID_LEN);
-        idz[STOR_UPLOAD_ID_LEN] = '\0';
-        if (!stor_upload_listed(r.key, idz, prefix, key_marker, upload_id_marker)) {
-            stor_upload_rec_free(&r);
-            continue;
-        }
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            stor_upload_t *p = realloc(arr, cap * sizeof *arr);
-            if (!p) {
-                stor_upload_rec_free(&r);
-                s = STOR_ERR_NOMEM;
-                goto out;
-            }
-            arr = p;
-        }
-        arr[n].key = r.key;
-        r.key = NULL;
-        memcpy(arr[n].upload_id, id, STOR_UPLOAD_ID_LEN);
-        arr[n].upload_id[STOR_UPLOAD_ID_LEN] = '\0';
-        arr[n].initiated_ms = r.initiated_ms;
-        n++;
-        stor_upload_rec_free(&r);
+        char id[STOR_UPLOAD_ID_LEN + 1];
+        memcpy(id, v.mv_data, STOR_UPLOAD_ID_LEN);
+        id[STOR_UPLOAD_ID_LEN] = '\0';
+        s = list_one(st, txn, bucket, id, prefix, key_marker, upload_id_marker, &arr, &n, &cap);
+        if (s != STOR_OK)
+            goto out;
     }
     if (rc != 0 && rc != MDB_NOTFOUND) {
         s = mdb_fail("upload list", rc);

@@ -339,16 +339,25 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
     int dead = 0;
     mdb_reader_check(st->env, &dead);
 
-    int committing = 0;
     if ((rc = mdb_txn_begin(st->env, NULL, 0, &txn)) != 0 ||
         (rc = mdb_dbi_open(txn, "buckets", MDB_CREATE, &st->db_buckets)) != 0 ||
         (rc = mdb_dbi_open(txn, "objects", MDB_CREATE, &st->db_objects)) != 0 ||
         (rc = mdb_dbi_open(txn, "uploads", MDB_CREATE, &st->db_uploads)) != 0 ||
         (rc = mdb_dbi_open(txn, "parts", MDB_CREATE, &st->db_parts)) != 0 ||
-        (committing = 1, rc = mdb_txn_commit(txn)) != 0) {
-        /* mdb_txn_commit frees the transaction even when it fails. */
-        if (txn && !committing)
+        (rc = mdb_dbi_open(txn, "upload_keys", MDB_CREATE | MDB_DUPSORT, &st->db_upload_keys)) !=
+            0) {
+        if (txn)
             mdb_txn_abort(txn);
+        s = mdb_fail("open tables", rc);
+        goto fail;
+    }
+    /* A data directory from before the uploads' key index gets it now. */
+    if ((s = mpu_index_build(st, txn)) != STOR_OK) {
+        mdb_txn_abort(txn);
+        goto fail;
+    }
+    /* mdb_txn_commit frees the transaction even when it fails. */
+    if ((rc = mdb_txn_commit(txn)) != 0) {
         s = mdb_fail("open tables", rc);
         goto fail;
     }

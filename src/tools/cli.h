@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/stat.h>
 
 #include "s3rdma.h"
@@ -46,6 +47,24 @@ typedef struct cli {
     bool move;       /* mv: transfer lines say "move", the source goes afterwards */
     const char *endpoint;
 } cli_t;
+
+/* ---- cli_out.c: the CLI's human-readable output -------------------------- */
+
+/* Replaces, in place, each control character of s[0..len) with one '?':
+ * C0 (0x00-0x1f), DEL (0x7f), the C1 controls U+0080-U+009F encoded as
+ * UTF-8, and every byte that is not part of well-formed UTF-8 (8-bit
+ * terminals read 0x80-0x9f as C1). Everything else, printable non-ASCII
+ * included, is kept. Returns the new length (<= len); s is not terminated
+ * anew. */
+size_t cli_mask_controls(char *s, size_t len);
+/* Prints one line (fmt holds no '\n': it is added) to stream. When stream is
+ * a terminal, the whole formatted line goes through cli_mask_controls, so no
+ * key, name or message chosen by someone else can send the terminal a
+ * control sequence; otherwise its bytes are written exactly. Every line the
+ * CLI prints for people, on stdout or stderr, goes through here; only the
+ * fixed texts of help and --version, the progress bar (cli_progress.c masks
+ * its label) and object data sent to stdout do not. */
+void cli_line(FILE *stream, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- cli_config.c: endpoint, credentials, region, transport ---------------- */
 
@@ -94,6 +113,21 @@ const char *cli_basename(const char *s);
 bool cli_key_is_prefix(const char *key);
 /* dir + "/" + name (one '/' between), malloc'd; NULL when out of memory. */
 char *cli_join(const char *dir, const char *name);
+/* The local-path rule of every verb that writes or deletes local files named
+ * by keys (cp/mv --recursive, sync, get into a directory): rel, the part of
+ * a key that names the file below a local directory (the key below the
+ * copied prefix, or its base name), must stay lexically inside that
+ * directory. '\\' counts as a separator as well as '/' (as aws s3 does, so
+ * a key means the same on every system). Returns NULL when rel is fine, or
+ * why it is not ("it is absolute", "it has a '..' segment", "it has a '.'
+ * segment", "it is empty"). Symlinks already inside the directory are the local
+ * user's own and are followed (docs/cli.md). */
+const char *cli_rel_refusal(const char *rel);
+/* dir joined with rel when rel obeys cli_rel_refusal; malloc'd. Otherwise
+ * NULL with *rc_p = CLI_FAIL after a warning on stderr that names the
+ * s3://bucket/key skipped and why (out of memory: NULL, CLI_FAIL too). */
+char *cli_local_path(const char *dir, const char *rel, const char *bucket, const char *key,
+                     int *rc_p);
 /* true if path is an existing directory. */
 bool cli_is_dir(const char *path);
 /* Creates the directories leading to path (not path itself). 0 or -1. */

@@ -190,20 +190,20 @@ int cli_config_resolve(const cli_flags_t *fl, cli_config_t *out)
     if (pname != NULL) {
         free(profile_get(&p, "region"));
         if (!p.seen) {
-            fprintf(stderr,
-                    "s3rdma: profile \"%s\" (from %s) not found: no [%s] in %s and no [%s] in %s\n",
-                    p.name, fl->profile ? "--profile" : "AWS_PROFILE", p.name,
-                    p.cred_path ? p.cred_path : "~/.aws/credentials", p.conf_section,
-                    p.conf_path ? p.conf_path : "~/.aws/config");
+            cli_line(stderr,
+                     "s3rdma: profile \"%s\" (from %s) not found: no [%s] in %s and no [%s] in %s",
+                     p.name, fl->profile ? "--profile" : "AWS_PROFILE", p.name,
+                     p.cred_path ? p.cred_path : "~/.aws/credentials", p.conf_section,
+                     p.conf_path ? p.conf_path : "~/.aws/config");
             rc = CLI_USAGE;
         }
     }
     if (rc == CLI_OK && (out->access_key == NULL || out->secret_key == NULL)) {
-        fprintf(stderr,
-                "s3rdma: no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, put "
-                "aws_access_key_id / aws_secret_access_key in %s (profile \"%s\"), or give "
-                "--access-key and --secret-key\n",
-                p.cred_path ? p.cred_path : "~/.aws/credentials", p.name);
+        cli_line(stderr,
+                 "s3rdma: no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, put "
+                 "aws_access_key_id / aws_secret_access_key in %s (profile \"%s\"), or give "
+                 "--access-key and --secret-key",
+                 p.cred_path ? p.cred_path : "~/.aws/credentials", p.name);
         rc = CLI_USAGE;
     }
     free(pname);

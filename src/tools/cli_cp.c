@@ -7,7 +7,11 @@
  *    local source "-" is stdin.
  *  - --recursive copies every file under a directory, or every key under a
  *    prefix ("s3://b/dir" means dir/), keeping the relative paths.
- *  - mv is cp, then the source is deleted (a local file too). */
+ *  - mv is cp, then the source is deleted (a local file too).
+ *  - A local path made from a key stays inside its directory
+ *    (cli_local_path): other keys are skipped with a warning, and a moved
+ *    key that was skipped keeps its source. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +42,7 @@ static int remove_source(cli_t *cli, const end_t *src, const char *key_or_path)
         return st == S3R_OK ? CLI_OK : cli_report(cli, "move: deleting the source", st);
     }
     if (unlink(key_or_path) < 0) {
-        perror("s3rdma: move: deleting the source");
+        cli_line(stderr, "s3rdma: move: deleting the source %s: %s", key_or_path, strerror(errno));
         return CLI_FAIL;
     }
     return CLI_OK;
@@ -58,15 +62,23 @@ static int one(cli_t *cli, const end_t *src, const char *from, const end_t *dst,
     return rc == CLI_OK ? remove_source(cli, src, from) : rc;
 }
 
-/* Where a single source object named name goes in dst. */
-static char *single_target(const end_t *dst, const char *name)
+/* Where the single source object from goes in dst; NULL with *rc_p set when
+ * it goes nowhere (its base name would leave a local directory, or out of
+ * memory). */
+static char *single_target(const end_t *src, const char *from, const end_t *dst, int *rc_p)
 {
+    const char *name = cli_basename(from);
+    char *to;
     if (dst->s3)
-        return cli_key_is_prefix(dst->u.key) ? cli_join(dst->u.key, name) : strdup(dst->u.key);
-    if (strcmp(dst->arg, "-") != 0 &&
-        (cli_is_dir(dst->arg) || dst->arg[strlen(dst->arg) - 1] == '/'))
-        return cli_join(dst->arg, name);
-    return strdup(dst->arg);
+        to = cli_key_is_prefix(dst->u.key) ? cli_join(dst->u.key, name) : strdup(dst->u.key);
+    else if (strcmp(dst->arg, "-") != 0 &&
+             (cli_is_dir(dst->arg) || dst->arg[strlen(dst->arg) - 1] == '/'))
+        return cli_local_path(dst->arg, name, src->u.bucket, from, rc_p); /* src is S3 */
+    else
+        to = strdup(dst->arg);
+    if (to == NULL)
+        *rc_p = CLI_FAIL;
+    return to;
 }
 
 static int cp_single(cli_t *cli, const end_t *src, const end_t *dst)
@@ -79,8 +91,10 @@ static int cp_single(cli_t *cli, const end_t *src, const end_t *dst)
     if (!src->s3 && strcmp(src->arg, "-") == 0 && cli_key_is_prefix(dst->u.key))
         return cli_usage_error("cp", "from stdin the destination must be a key, not a prefix");
     const char *from = src->s3 ? src->u.key : src->arg;
-    char *to = single_target(dst, cli_basename(from));
-    int rc = to ? one(cli, src, from, dst, to) : CLI_FAIL;
+    int rc = CLI_OK;
+    char *to = single_target(src, from, dst, &rc);
+    if (to != NULL)
+        rc = one(cli, src, from, dst, to);
     free(to);
     return rc;
 }
@@ -128,8 +142,10 @@ static int cp_recursive(cli_t *cli, const end_t *src, const end_t *dst)
         const char *rel = key + strlen(sprefix);
         if (cli_key_is_prefix(rel))
             continue; /* a "directory" marker object */
-        char *to = dst->s3 ? cli_join(dprefix, rel) : cli_join(dst->arg, rel);
-        rc = cli_first_error(rc, to ? one(cli, src, key, dst, to) : CLI_FAIL);
+        int r = CLI_FAIL;
+        char *to = dst->s3 ? cli_join(dprefix, rel)
+                           : cli_local_path(dst->arg, rel, src->u.bucket, key, &r);
+        rc = cli_first_error(rc, to ? one(cli, src, key, dst, to) : r);
         free(to);
     }
     s3r_object_list_free(l);

@@ -98,7 +98,7 @@ static uint64_t size_opt(const char *s, const char *opt)
 {
     uint64_t v;
     if (s3r_size_parse(s, &v) != S3R_OK) {
-        fprintf(stderr, "s3rdma: %s: bad size \"%s\"\n", opt, s);
+        cli_line(stderr, "s3rdma: %s: bad size \"%s\"", opt, s);
         exit(CLI_USAGE);
     }
     return v;
@@ -205,7 +205,7 @@ static int parse_options(int argc, char **argv, cmdline_t *cl)
         case O_META: {
             char *eq = strchr(optarg, '=');
             if (eq == NULL || eq == optarg || cl->o.n_meta == CLI_MAX_META) {
-                fprintf(stderr, "s3rdma: --meta: want NAME=VALUE (at most %d)\n", CLI_MAX_META);
+                cli_line(stderr, "s3rdma: --meta: want NAME=VALUE (at most %d)", CLI_MAX_META);
                 return CLI_USAGE;
             }
             *eq = '\0';
@@ -222,7 +222,7 @@ static int parse_options(int argc, char **argv, cmdline_t *cl)
             char *end;
             cl->o.expires = strtoull(optarg, &end, 10);
             if (*optarg == '\0' || *end != '\0' || cl->o.expires < 1 || cl->o.expires > 604800) {
-                fprintf(stderr, "s3rdma: --expires-in: want 1 to 604800 seconds\n");
+                cli_line(stderr, "s3rdma: --expires-in: want 1 to 604800 seconds");
                 return CLI_USAGE;
             }
             break;
@@ -246,7 +246,7 @@ static int parse_options(int argc, char **argv, cmdline_t *cl)
             cl->o.version = true;
             break;
         default:
-            fprintf(stderr, "s3rdma: see s3rdma --help\n");
+            cli_line(stderr, "s3rdma: see s3rdma --help");
             return CLI_USAGE;
         }
     }
@@ -256,13 +256,13 @@ static int parse_options(int argc, char **argv, cmdline_t *cl)
 /* With -v: where the settings came from. */
 static void say_sources(const cli_config_t *cc)
 {
-    fprintf(stderr, "s3rdma: endpoint %s (from %s)\n", cc->endpoint,
-            cc->endpoint_is_default ? "default" : cc->src_endpoint);
-    fprintf(stderr, "s3rdma: region %s (from %s)\n", cc->region, cc->src_region);
-    fprintf(stderr, "s3rdma: access key %s (from %s)\n", cc->access_key, cc->src_keys);
+    cli_line(stderr, "s3rdma: endpoint %s (from %s)", cc->endpoint,
+             cc->endpoint_is_default ? "default" : cc->src_endpoint);
+    cli_line(stderr, "s3rdma: region %s (from %s)", cc->region, cc->src_region);
+    cli_line(stderr, "s3rdma: access key %s (from %s)", cc->access_key, cc->src_keys);
     if (cc->session_token != NULL)
-        fprintf(stderr, "s3rdma: a session token is set but not sent: s3rdmad has no temporary "
-                        "credentials\n");
+        cli_line(stderr, "s3rdma: a session token is set but not sent: s3rdmad has no temporary "
+                         "credentials");
 }
 
 /* Builds the client from the resolved settings; CLI_OK or CLI_USAGE. */
@@ -279,8 +279,8 @@ static int make_client(const cmdline_t *cl, const cli_config_t *cc, s3r_client_t
     cfg.rdma_fallback = !cc->no_fallback;
     cfg.quiet = cl->o.quiet;
     if (cc->transport != NULL && s3r_transport_parse(cc->transport, &cfg.transport) != S3R_OK) {
-        fprintf(stderr, "s3rdma: transport \"%s\": want http, token, native or auto\n",
-                cc->transport);
+        cli_line(stderr, "s3rdma: transport \"%s\": want http, token, native or auto",
+                 cc->transport);
         return CLI_USAGE;
     }
     if (cl->rdma_threshold)
@@ -293,8 +293,8 @@ static int make_client(const cmdline_t *cl, const cli_config_t *cc, s3r_client_t
     s3r_status_t st = s3r_client_create(&cfg, client_p);
     if (st != S3R_OK) {
         s3r_error_info_t e;
-        fprintf(stderr, "s3rdma: bad configuration: %s\n",
-                s3r_client_last_error(NULL, &e) == S3R_OK ? e.message : s3r_strerror(st));
+        cli_line(stderr, "s3rdma: bad configuration: %s",
+                 s3r_client_last_error(NULL, &e) == S3R_OK ? e.message : s3r_strerror(st));
         return CLI_USAGE;
     }
     return CLI_OK;
@@ -304,14 +304,14 @@ static void print_stats(s3r_client_t *c)
 {
     s3r_stats_t s;
     s3r_client_stats(c, &s);
-    fprintf(stderr,
-            "stats: http_ops=%llu http_bytes=%llu token_ops=%llu token_bytes=%llu "
-            "native_ops=%llu native_bytes=%llu fallbacks=%llu errors=%llu rdma_sessions=%llu\n",
-            (unsigned long long)s.http_ops, (unsigned long long)s.http_bytes,
-            (unsigned long long)s.token_ops, (unsigned long long)s.token_bytes,
-            (unsigned long long)s.native_ops, (unsigned long long)s.native_bytes,
-            (unsigned long long)s.fallbacks, (unsigned long long)s.errors,
-            (unsigned long long)s.rdma_sessions);
+    cli_line(stderr,
+             "stats: http_ops=%llu http_bytes=%llu token_ops=%llu token_bytes=%llu "
+             "native_ops=%llu native_bytes=%llu fallbacks=%llu errors=%llu rdma_sessions=%llu",
+             (unsigned long long)s.http_ops, (unsigned long long)s.http_bytes,
+             (unsigned long long)s.token_ops, (unsigned long long)s.token_bytes,
+             (unsigned long long)s.native_ops, (unsigned long long)s.native_bytes,
+             (unsigned long long)s.fallbacks, (unsigned long long)s.errors,
+             (unsigned long long)s.rdma_sessions);
 }
 
 int main(int argc, char **argv)
@@ -331,7 +331,7 @@ int main(int argc, char **argv)
         const char *name = help_verb ? (argc > 1 ? argv[1] : NULL) : (argc > 0 ? argv[0] : NULL);
         const verb_t *v = name ? find_verb(name) : NULL;
         if (name != NULL && v == NULL) {
-            fprintf(stderr, "s3rdma: unknown verb \"%s\" (s3rdma --help lists them)\n", name);
+            cli_line(stderr, "s3rdma: unknown verb \"%s\" (s3rdma --help lists them)", name);
             return CLI_USAGE;
         }
         usage(argc == 0 && !cl.o.help ? stderr : stdout, v);
@@ -339,7 +339,7 @@ int main(int argc, char **argv)
     }
     const verb_t *v = find_verb(argv[0]);
     if (v == NULL) {
-        fprintf(stderr, "s3rdma: unknown verb \"%s\" (s3rdma --help lists them)\n", argv[0]);
+        cli_line(stderr, "s3rdma: unknown verb \"%s\" (s3rdma --help lists them)", argv[0]);
         return CLI_USAGE;
     }
 

@@ -1,6 +1,8 @@
 /* The CLI's path rules: s3://bucket/key URLs and local paths. Where a key
  * or file name comes from when a destination is a prefix or a directory
- * is the verbs' business (cli_cp.c); this file only splits and joins. */
+ * is the verbs' business (cli_cp.c); this file splits and joins, and holds
+ * the one rule that keeps a local path made from a key inside its directory
+ * (cli_rel_refusal). */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -69,6 +71,51 @@ char *cli_join(const char *dir, const char *name)
     return out;
 }
 
+/* true if c separates path segments on some system a key may be meant for. */
+static bool is_sep(char c)
+{
+    return c == '/' || c == '\\';
+}
+
+const char *cli_rel_refusal(const char *rel)
+{
+    if (rel[0] == '\0')
+        return "it is empty";
+    if (is_sep(rel[0]))
+        return "it is absolute";
+    for (const char *seg = rel; *seg != '\0';) {
+        size_t n = 0;
+        while (seg[n] != '\0' && !is_sep(seg[n]))
+            n++;
+        if (n == 2 && seg[0] == '.' && seg[1] == '.')
+            return "it has a '..' segment";
+        if (n == 1 && seg[0] == '.')
+            return "it has a '.' segment";
+        seg += n;
+        while (is_sep(*seg))
+            seg++;
+    }
+    return NULL;
+}
+
+char *cli_local_path(const char *dir, const char *rel, const char *bucket, const char *key,
+                     int *rc_p)
+{
+    const char *why = cli_rel_refusal(rel);
+    if (why != NULL) {
+        cli_line(stderr,
+                 "s3rdma: warning: skipping s3://%s/%s: its local name \"%s\" does not "
+                 "stay inside %s: %s",
+                 bucket, key, rel, dir, why);
+        *rc_p = CLI_FAIL;
+        return NULL;
+    }
+    char *path = cli_join(dir, rel);
+    if (path == NULL)
+        *rc_p = CLI_FAIL;
+    return path;
+}
+
 bool cli_is_dir(const char *path)
 {
     struct stat sb;
@@ -98,7 +145,7 @@ static int walk_in(const char *dir, const char *rel,
     char *path = rel[0] ? cli_join(dir, rel) : strdup(dir);
     DIR *d = path ? opendir(path) : NULL;
     if (d == NULL) {
-        fprintf(stderr, "s3rdma: %s: %s\n", path ? path : dir, strerror(errno));
+        cli_line(stderr, "s3rdma: %s: %s", path ? path : dir, strerror(errno));
         free(path);
         return CLI_FAIL;
     }
@@ -111,7 +158,7 @@ static int walk_in(const char *dir, const char *rel,
         char *full = sub ? cli_join(dir, sub) : NULL;
         struct stat sb;
         if (full == NULL || lstat(full, &sb) < 0) {
-            fprintf(stderr, "s3rdma: %s: %s\n", full ? full : de->d_name, strerror(errno));
+            cli_line(stderr, "s3rdma: %s: %s", full ? full : de->d_name, strerror(errno));
             rc = CLI_FAIL;
         } else if (S_ISDIR(sb.st_mode))
             rc = walk_in(dir, sub, fn, arg);

@@ -75,7 +75,9 @@ void cli_progress_begin(cli_t *cli, const char *label, uint64_t total)
 {
     if (!cli->progress || (total != 0 && total < BAR_MIN_BYTES))
         return;
+    /* Only ever drawn on a terminal: a key in the label shows no control characters. */
     snprintf(bar.label, sizeof(bar.label), "%s", label);
+    bar.label[cli_mask_controls(bar.label, strlen(bar.label))] = '\0';
     bar.total = total;
     bar.start = now_s();
     bar.last_draw = 0;
@@ -98,8 +100,8 @@ void cli_done_line(const cli_t *cli, const char *what, const char *from, const c
     if (cli->o.quiet)
         return;
     if (to != NULL)
-        printf("%s: %s to %s\n", what, from, to);
+        cli_line(stdout, "%s: %s to %s", what, from, to);
     else
-        printf("%s: %s\n", what, from);
+        cli_line(stdout, "%s: %s", what, from);
     fflush(stdout);
 }

@@ -2,6 +2,7 @@
  * do about it, and the exit code (docs/cli.md). */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "tools/cli.h"
 
@@ -66,30 +67,31 @@ static const char *hint(const cli_t *cli, s3r_status_t st)
 int cli_report(const cli_t *cli, const char *what, s3r_status_t st)
 {
     s3r_error_info_t e;
-    fprintf(stderr, "s3rdma: %s: ", what);
-    if (s3r_client_last_error(cli->client, &e) == S3R_OK && e.status == st) {
-        if (e.code[0] != '\0')
-            fprintf(stderr, "%s: %s (HTTP %d, %s)", e.code, e.message, e.http_status,
-                    s3r_transport_name(e.transport));
-        else if (e.http_status != 0)
-            fprintf(stderr, "%s: %s (HTTP %d)", s3r_strerror(st), e.message, e.http_status);
-        else
-            fprintf(stderr, "%s: %s", s3r_strerror(st), e.message);
-    } else {
-        fprintf(stderr, "%s", s3r_strerror(st));
-    }
+    if (s3r_client_last_error(cli->client, &e) != S3R_OK || e.status != st)
+        cli_line(stderr, "s3rdma: %s: %s", what, s3r_strerror(st));
+    else if (e.code[0] != '\0')
+        cli_line(stderr, "s3rdma: %s: %s: %s (HTTP %d, %s)", what, e.code, e.message, e.http_status,
+                 s3r_transport_name(e.transport));
+    else if (e.http_status != 0)
+        cli_line(stderr, "s3rdma: %s: %s: %s (HTTP %d)", what, s3r_strerror(st), e.message,
+                 e.http_status);
+    else
+        cli_line(stderr, "s3rdma: %s: %s: %s", what, s3r_strerror(st), e.message);
     const char *h = hint(cli, st);
-    fprintf(stderr, "\n%s%s%s", h ? "  hint: " : "", h ? h : "", h ? "\n" : "");
+    if (h != NULL)
+        cli_line(stderr, "  hint: %s", h);
     return cli_exit_code(st);
 }
 
 int cli_usage_error(const char *verb, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "s3rdma: %s: ", verb);
+    char *why;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    int n = vasprintf(&why, fmt, ap);
     va_end(ap);
-    fprintf(stderr, " (s3rdma %s --help)\n", verb);
+    cli_line(stderr, "s3rdma: %s: %s (s3rdma %s --help)", verb, n < 0 ? "bad usage" : why, verb);
+    if (n >= 0)
+        free(why);
     return CLI_USAGE;
 }

@@ -3,6 +3,7 @@
  * lacks it, its size differs, or the source is newer than the copy. A
  * download takes the object's Last-Modified as its mtime, so the next sync
  * in either direction sees the two as equal. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,16 +58,18 @@ static int sync_down(cli_t *cli, const s3r_object_list_t *l, const char *bucket,
         const char *rel = e->key + strlen(prefix);
         if (cli_key_is_prefix(rel))
             continue; /* a "directory" marker object */
-        char *path = cli_join(dir, rel);
+        int r = CLI_FAIL;
+        char *path = cli_local_path(dir, rel, bucket, e->key, &r);
         struct stat sb;
         if (path == NULL) {
-            rc = cli_first_error(rc, CLI_FAIL);
+            rc = cli_first_error(rc, r);
         } else if (stat(path, &sb) < 0 || (uint64_t)sb.st_size != e->size ||
                    e->mtime > sb.st_mtime) {
-            int r = cli_download(cli, bucket, e->key, path);
+            r = cli_download(cli, bucket, e->key, path);
             struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_sec = e->mtime}};
             if (r == CLI_OK && utimensat(AT_FDCWD, path, ts, 0) < 0)
-                perror("s3rdma: sync: setting the mtime");
+                cli_line(stderr, "s3rdma: sync: setting the mtime of %s: %s", path,
+                         strerror(errno));
             rc = cli_first_error(rc, r);
         }
         free(path);

@@ -34,11 +34,11 @@ void cli_op_end(const cli_t *cli, const cli_op_t *op, const char *what)
         strcat(via, " token");
     if (a.http_ops > b->http_ops || via[0] == '\0')
         strcat(via, " http");
-    fprintf(stderr, "s3rdma: %s: via%s", what, via);
+    char fell[64] = "";
     if (a.fallbacks > b->fallbacks)
-        fprintf(stderr, " (%llu RDMA attempt(s) fell back to HTTP)",
-                (unsigned long long)(a.fallbacks - b->fallbacks));
-    fprintf(stderr, "\n");
+        snprintf(fell, sizeof(fell), " (%llu RDMA attempt(s) fell back to HTTP)",
+                 (unsigned long long)(a.fallbacks - b->fallbacks));
+    cli_line(stderr, "s3rdma: %s: via%s%s", what, via, fell);
 }
 
 /* ---- Objects --------------------------------------------------------------- */
@@ -62,7 +62,7 @@ static int read_stdin(void **data_p, uint64_t *len_p)
         }
     }
     if (buf == NULL || ferror(stdin)) {
-        fprintf(stderr, "s3rdma: reading stdin: %s\n", buf ? strerror(errno) : "out of memory");
+        cli_line(stderr, "s3rdma: reading stdin: %s", buf ? strerror(errno) : "out of memory");
         free(buf);
         return CLI_FAIL;
     }
@@ -93,12 +93,12 @@ int cli_upload(cli_t *cli, const char *path, const char *bucket, const char *key
         struct stat sb;
         if (stat(path, &sb) < 0) {
             bool missing = errno == ENOENT;
-            fprintf(stderr, "s3rdma: upload %s: %s\n", path,
-                    missing ? "no such file" : strerror(errno));
+            cli_line(stderr, "s3rdma: upload %s: %s", path,
+                     missing ? "no such file" : strerror(errno));
             return missing ? CLI_NOTFOUND : CLI_FAIL;
         }
         if (!S_ISREG(sb.st_mode)) {
-            fprintf(stderr, "s3rdma: upload %s: not a regular file\n", path);
+            cli_line(stderr, "s3rdma: upload %s: not a regular file", path);
             return CLI_FAIL;
         }
         cli_progress_begin(cli, path, (uint64_t)sb.st_size);
@@ -129,15 +129,15 @@ int cli_download(cli_t *cli, const char *bucket, const char *key, const char *pa
         size_t w = fwrite(data, 1, (size_t)n, stdout);
         s3r_free(data);
         if (w != n || fflush(stdout) != 0) {
-            fprintf(stderr, "s3rdma: %s: writing stdout: %s\n", what, strerror(errno));
+            cli_line(stderr, "s3rdma: %s: writing stdout: %s", what, strerror(errno));
             return CLI_FAIL;
         }
         cli_op_end(cli, &op, what);
         return CLI_OK; /* stdout carries the object: no line */
     }
     if (cli_mkdirs_for(path) < 0) {
-        fprintf(stderr, "s3rdma: %s: creating the directories of %s: %s\n", what, path,
-                strerror(errno));
+        cli_line(stderr, "s3rdma: %s: creating the directories of %s: %s", what, path,
+                 strerror(errno));
         return CLI_FAIL;
     }
     cli_progress_begin(cli, from, 0);

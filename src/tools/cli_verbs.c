@@ -110,7 +110,7 @@ static int ls_buckets(cli_t *cli)
     for (size_t i = 0; i < l->n_buckets; i++) {
         char t[32];
         fmt_time(l->buckets[i].created, t, sizeof(t));
-        printf("%s %s\n", t, l->buckets[i].name);
+        cli_line(stdout, "%s %s", t, l->buckets[i].name);
     }
     s3r_bucket_list_free(l);
     return CLI_OK;
@@ -143,12 +143,12 @@ int cli_verb_ls(cli_t *cli, int argc, char **argv)
     } else {
         cli_op_end(cli, &op, what);
         for (size_t i = 0; i < l->n_prefixes; i++)
-            printf("%27sPRE %s\n", "", l->prefixes[i] + strip);
+            cli_line(stdout, "%27sPRE %s", "", l->prefixes[i] + strip);
         for (size_t i = 0; i < l->n_objects; i++) {
             char t[32];
             fmt_time(l->objects[i].mtime, t, sizeof(t));
-            printf("%s %10llu %s\n", t, (unsigned long long)l->objects[i].size,
-                   l->objects[i].key + strip);
+            cli_line(stdout, "%s %10llu %s", t, (unsigned long long)l->objects[i].size,
+                     l->objects[i].key + strip);
         }
         s3r_object_list_free(l);
     }
@@ -195,12 +195,13 @@ int cli_verb_stat(cli_t *cli, int argc, char **argv)
         cli_op_end(cli, &op, what);
         char t[32];
         fmt_time(info->mtime, t, sizeof(t));
-        printf("Key:           %s\nSize:          %llu\nETag:          %s\n"
-               "Content-Type:  %s\nLast-Modified: %s\n",
-               argv[0], (unsigned long long)info->size, info->etag ? info->etag : "-",
-               info->content_type ? info->content_type : "-", t);
+        cli_line(stdout, "Key:           %s", argv[0]);
+        cli_line(stdout, "Size:          %llu", (unsigned long long)info->size);
+        cli_line(stdout, "ETag:          %s", info->etag ? info->etag : "-");
+        cli_line(stdout, "Content-Type:  %s", info->content_type ? info->content_type : "-");
+        cli_line(stdout, "Last-Modified: %s", t);
         for (size_t i = 0; i < info->n_meta; i++)
-            printf("Meta:          %s=%s\n", info->meta[i].name, info->meta[i].value);
+            cli_line(stdout, "Meta:          %s=%s", info->meta[i].name, info->meta[i].value);
         s3r_object_info_free(info);
     }
     cli_s3url_free(&u);
@@ -217,7 +218,7 @@ int cli_verb_presign(cli_t *cli, int argc, char **argv)
     s3r_status_t st =
         s3r_presign_url(cli->client, "GET", u.bucket, u.key, cli->o.expires, url, sizeof(url));
     if (st == S3R_OK)
-        printf("%s\n", url);
+        cli_line(stdout, "%s", url); /* the key is percent-encoded: nothing to mask */
     else if (st == S3R_ERR_INVALID_ARG)
         rc = cli_usage_error("presign", "--expires-in must be 1 to 604800 seconds");
     else

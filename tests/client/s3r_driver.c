@@ -37,7 +37,8 @@
  * options: --transport T, --no-fallback, --threshold N, --part-size N,
  *          --alloc (use s3r_buf_alloc buffers), --bufsize N (GET buffer size),
  *          --files (go through files), --range START:LEN, --mode M (store/fetch),
- *          --content-type T, --meta NAME=VALUE (repeatable; put/store)
+ *          --content-type T, --meta NAME=VALUE (repeatable; put/store),
+ *          --native-inline N (the largest reply body asked for inline)
  * env: S3R_ENDPOINT, S3R_RDMA_ENDPOINT, S3R_ACCESS_KEY, S3R_SECRET_KEY, S3R_CA_BUNDLE
  *
  * Prints one line "RESULT status=NAME http_ops=.. http_bytes=.. token_ops=..
@@ -691,12 +692,19 @@ static int do_ls(char **argv, int argc)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"transport", required_argument, NULL, 't'}, {"no-fallback", no_argument, NULL, 'F'},
-        {"threshold", required_argument, NULL, 'T'}, {"part-size", required_argument, NULL, 'P'},
-        {"alloc", no_argument, NULL, 'a'},           {"bufsize", required_argument, NULL, 'b'},
-        {"files", no_argument, NULL, 'f'},           {"range", required_argument, NULL, 'r'},
-        {"mode", required_argument, NULL, 'm'},      {"content-type", required_argument, NULL, 'c'},
-        {"meta", required_argument, NULL, 'M'},      {NULL, 0, NULL, 0},
+        {"transport", required_argument, NULL, 't'},
+        {"no-fallback", no_argument, NULL, 'F'},
+        {"threshold", required_argument, NULL, 'T'},
+        {"part-size", required_argument, NULL, 'P'},
+        {"alloc", no_argument, NULL, 'a'},
+        {"bufsize", required_argument, NULL, 'b'},
+        {"files", no_argument, NULL, 'f'},
+        {"range", required_argument, NULL, 'r'},
+        {"mode", required_argument, NULL, 'm'},
+        {"content-type", required_argument, NULL, 'c'},
+        {"meta", required_argument, NULL, 'M'},
+        {"native-inline", required_argument, NULL, 'I'},
+        {NULL, 0, NULL, 0},
     };
     s3r_config_t cfg;
     s3r_config_init(&cfg);
@@ -721,6 +729,9 @@ int main(int argc, char **argv)
         case 'P':
             cfg.part_size = strtoull(optarg, NULL, 0);
             cfg.multipart_threshold = cfg.part_size;
+            break;
+        case 'I':
+            cfg.native_inline = strtoull(optarg, NULL, 0);
             break;
         case 'a':
             use_alloc = 1;

@@ -2,8 +2,8 @@
 import pytest
 from botocore.exceptions import ClientError
 
-from s3r_itest import (USERS, assert_error, client_error, empty_bucket, new_bucket_name,
-                       raw_request)
+from s3r_itest import (USERS, assert_error, boto_client, client_error, empty_bucket,
+                       new_bucket_name, raw_request)
 
 
 def test_create_list_head_delete_bucket(s3):
@@ -166,3 +166,26 @@ def test_virtual_host_raw_host_header(server, s3, bucket):
     # Other user through the virtual host: still denied.
     r = raw_request(server, "GET", "/k1", host=host, user=USERS[1])
     assert r.status == 403 and r.error_code() == "AccessDenied", r
+
+
+def test_buckets_per_user_are_bounded(make_server):
+    """One access key owns at most max_buckets_per_user buckets (AWS's quota,
+    TooManyBuckets): a tenant cannot fill the bucket namespace or make every
+    other tenant's ListBuckets read an unbounded number of records. Re-creating a
+    bucket one owns, deleting one and creating another, and another user's
+    buckets are unaffected."""
+    srv = make_server(config_extra="max_buckets_per_user: 2\n")
+    s3, s3b = boto_client(srv), boto_client(srv, user=USERS[1])
+    for name in ("quota-a", "quota-b"):
+        s3.create_bucket(Bucket=name)
+    with pytest.raises(ClientError) as ei:
+        s3.create_bucket(Bucket="quota-c")
+    assert_error(ei, "TooManyBuckets", 400)
+    assert "quota-c" not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
+    s3.create_bucket(Bucket="quota-a")  # us-east-1: re-creating one's own bucket is a 200
+    s3b.create_bucket(Bucket="quota-other")
+    with pytest.raises(ClientError) as ei:
+        s3b.create_bucket(Bucket="quota-a")
+    assert_error(ei, "BucketAlreadyExists", 409)
+    s3.delete_bucket(Bucket="quota-b")
+    s3.create_bucket(Bucket="quota-c")

@@ -5,7 +5,7 @@ import os
 import pytest
 from botocore.exceptions import ClientError
 
-from s3r_itest import assert_error, client_error, raw_request
+from s3r_itest import TEST_BACKEND, assert_error, client_error, raw_request
 
 MiB = 1024 * 1024
 
@@ -202,6 +202,64 @@ def test_list_parts_pagination(s3, bucket):
         assert p["ETag"] == '"' + hashlib.md5(d).hexdigest() + '"'
         assert p["LastModified"]
     s3.abort_multipart_upload(Bucket=bucket, Key="lp", UploadId=uid)
+
+
+def all_upload_pages(s3, bucket, size, **kw):
+    """Every upload ListMultipartUploads gives, size a page, following its markers."""
+    got, markers = [], {}
+    while True:
+        r = s3.list_multipart_uploads(Bucket=bucket, MaxUploads=size, **kw, **markers)
+        page = [(u["Key"], u["UploadId"]) for u in r.get("Uploads", [])]
+        assert len(page) <= size
+        got += page
+        if not r["IsTruncated"]:
+            return got
+        assert page and (r["NextKeyMarker"], r["NextUploadIdMarker"]) == page[-1]
+        markers = {"KeyMarker": r["NextKeyMarker"], "UploadIdMarker": r["NextUploadIdMarker"]}
+
+
+def test_list_multipart_uploads_pages_in_key_order(s3, bucket):
+    """Pages of every size walk the uploads in (key, upload id) order, several uploads of
+    one key split across pages included, with and without a prefix, from a key marker."""
+    keys = ["m/k%02d" % i for i in range(9, -1, -1)] + ["m/k05", "m/k05", "n/x", "l"]
+    made = sorted((k, s3.create_multipart_upload(Bucket=bucket, Key=k)["UploadId"])
+                  for k in keys)
+    try:
+        for size in (1, 2, 3, 5, 1000):
+            assert all_upload_pages(s3, bucket, size) == made
+            assert all_upload_pages(s3, bucket, size, Prefix="m/") == [
+                u for u in made if u[0].startswith("m/")]
+        r = s3.list_multipart_uploads(Bucket=bucket, KeyMarker="m/k05", MaxUploads=3)
+        assert [u["Key"] for u in r["Uploads"]] == ["m/k06", "m/k07", "m/k08"]
+        r = s3.list_multipart_uploads(Bucket=bucket, KeyMarker="a", Prefix="n/")
+        assert [u["Key"] for u in r["Uploads"]] == ["n/x"]
+        r = s3.list_multipart_uploads(Bucket=bucket, KeyMarker="m/z", Prefix="m/")
+        assert not r.get("Uploads") and r["IsTruncated"] is False
+    finally:
+        for k, uid in made:
+            s3.abort_multipart_upload(Bucket=bucket, Key=k, UploadId=uid)
+    assert not s3.list_multipart_uploads(Bucket=bucket).get("Uploads")
+
+
+@pytest.mark.skipif(TEST_BACKEND != "rados", reason="the RADOS backend's key index")
+def test_rados_uploads_of_an_older_bucket_get_their_key_index(request, s3, bucket):
+    """A bucket whose uploads object predates the key index (no s3rdma.upkeys xattr, no
+    '~' entries) gets it built the first time its uploads are listed."""
+    cluster = request.getfixturevalue("ceph_cluster")
+    made = sorted((k, s3.create_multipart_upload(Bucket=bucket, Key=k)["UploadId"])
+                  for k in ("b", "a", "c"))
+    oid = next(o for o in cluster.rados("ls").decode().split()
+               if o.startswith("s3rdma.uploads.") and
+               made[0][1].encode() in cluster.rados("listomapkeys", o))
+    for key in cluster.rados("listomapkeys", oid).split(b"\n"):
+        if key.startswith(b"~"):
+            cluster.rados("rmomapkey", oid, key.decode("latin-1"))
+    cluster.rados("rmxattr", oid, "s3rdma.upkeys")
+    assert all_upload_pages(s3, bucket, 2) == made
+    assert cluster.rados("getxattr", oid, "s3rdma.upkeys") == b"1"
+    for k, uid in made:
+        s3.abort_multipart_upload(Bucket=bucket, Key=k, UploadId=uid)
+    assert not [k for k in cluster.rados("listomapkeys", oid).split(b"\n") if k]
 
 
 def test_list_multipart_uploads(s3, bucket):

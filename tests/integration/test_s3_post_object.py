@@ -295,3 +295,21 @@ def assert_absent(s3, bucket, key):
     with pytest.raises(ClientError) as ei:
         s3.head_object(Bucket=bucket, Key=key)
     assert ei.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+
+
+@pytest.mark.parametrize("name,second", [
+    ("x-amz-meta-a", "x-amz-meta-a"),
+    ("x-amz-meta-a", "X-Amz-Meta-A"),
+    ("Content-Type", "content-type"),
+    ("acl", "acl"),
+])
+def test_post_repeated_field_refused(server, s3, bucket, name, second):
+    """The policy judges one value per field: a field given twice is 400 InvalidArgument (it
+    used to pass the policy with its first copy while every copy of x-amz-meta-* was stored,
+    and Content-Type or acl took the first)."""
+    fields = own_policy([{"bucket": bucket}, {"key": "dup"}, {name: "private"}])
+    files = [("key", (None, "dup")), (name, (None, "private")), (second, (None, "public-read")),
+             *[(k, (None, v)) for k, v in fields.items()], ("file", ("f", b"x"))]
+    r = requests.post(f"{server.endpoint}/{bucket}", files=files, timeout=30)
+    assert_post_error(r, 400, "InvalidArgument")
+    assert_absent(s3, bucket, "dup")

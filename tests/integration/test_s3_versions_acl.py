@@ -4,6 +4,7 @@ Every object of an s3rdmad bucket is its one version, "null". ACLs are canned
 (private, public-read, public-read-write, authenticated-read, and for objects
 bucket-owner-read / bucket-owner-full-control): anonymous and other users'
 requests are allowed exactly where the ACL grants it."""
+import socket
 import xml.etree.ElementTree as ET
 
 import botocore
@@ -11,6 +12,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from s3r_itest import (S3_NS, USERS, assert_error, boto_client, client_error, error_fields,
+                       recv_http_response, sign_headers, uri_encode,
                        new_bucket_name, raw_request)
 
 ALL_USERS = "http://acs.amazonaws.com/groups/global/AllUsers"
@@ -369,3 +371,92 @@ def test_copy_and_multipart_take_their_own_acl(s3, anon, bucket):
     s3.complete_multipart_upload(Bucket=bucket, Key="mp", UploadId=uid, MultipartUpload={
         "Parts": [{"PartNumber": 1, "ETag": etag}]})
     assert anon.get_object(Bucket=bucket, Key="mp")["Body"].read() == b"part"
+
+
+# ---- authorization before the body --------------------------------------------------------
+
+def put_acl_head(server, path, user, length):
+    """The head of a PUT path?acl announcing length body bytes with Expect: 100-continue,
+    signed by user (UNSIGNED-PAYLOAD) or anonymous (user None)."""
+    enc = uri_encode(path, encode_slash=False)
+    headers = {"Host": server.host, "Content-Length": str(length),
+               "Expect": "100-continue"}
+    if user:
+        sign_headers("PUT", enc, [("acl", None)], headers, "UNSIGNED-PAYLOAD", *user)
+    return ("\r\n".join([f"PUT {enc}?acl HTTP/1.1"] + [f"{k}: {v}" for k, v in headers.items()])
+            + "\r\n\r\n").encode()
+
+
+@pytest.mark.parametrize("who", ["anonymous", "other-user"])
+def test_put_object_acl_is_refused_before_its_body(server, s3, bucket, who):
+    """PutObjectAcl authorizes in its begin step, as every operation with an XML body: a
+    requester who may not change the ACL gets its error from the request head alone (no
+    100 Continue, no body buffered), for a missing bucket and for another's private one."""
+    s3.put_object(Bucket=bucket, Key="k", Body=b"x")
+    user = None if who == "anonymous" else USERS[1]
+    for path, code, status in ((f"/{bucket}-missing/k", "NoSuchBucket", 404),
+                               (f"/{bucket}/k", "AccessDenied", 403),
+                               (f"/{bucket}/missing", "AccessDenied", 403)):
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+            sock.sendall(put_acl_head(server, path, user, 1 << 20))
+            got, raw = recv_http_response(sock, timeout=10)
+        assert got == status and f"<Code>{code}</Code>".encode() in raw, (path, raw[:400])
+    assert s3.get_object_acl(Bucket=bucket, Key="k")["Grants"][0]["Permission"] == "FULL_CONTROL"
+
+
+# ---- no existence oracle: 404 vs 403 for a missing key --------------------------------------
+
+# Every request that looks a key up: (method, query, headers). A missing key is 404 NoSuchKey
+# only to a requester who may list the bucket; 403 AccessDenied to the others.
+KEY_LOOKUPS = [
+    ("GET", [], {}),
+    ("HEAD", [], {}),
+    ("GET", [("acl", None)], {}),
+    ("PUT", [("acl", None)], {"x-amz-acl": "private"}),
+    ("GET", [("tagging", None)], {}),
+    ("PUT", [("tagging", None)], {}),
+    ("DELETE", [("tagging", None)], {}),
+]
+
+
+@pytest.mark.parametrize("method,query,headers", KEY_LOOKUPS,
+                         ids=[m + "".join("?" + q for q, _ in qs) for m, qs, _ in KEY_LOOKUPS])
+def test_missing_key_is_403_to_who_may_not_list(server, s3, method, query, headers):
+    private, listable = new_bucket_name(), new_bucket_name()
+    s3.create_bucket(Bucket=private)
+    s3.create_bucket(Bucket=listable, ACL="public-read")
+    try:
+        for bucket, want in ((private, 403), (listable, 404)):
+            for user in (None, USERS[1]):
+                r = raw_request(server, method, f"/{bucket}/missing", query=query,
+                                headers=dict(headers), user=user)
+                assert r.status == want, (bucket, user, r)
+                if method != "HEAD":
+                    assert r.error_code() == ("AccessDenied" if want == 403 else "NoSuchKey"), r
+        r = raw_request(server, method, f"/{private}/missing", query=query, headers=dict(headers))
+        assert r.status == 404, r  # the owner may list
+    finally:
+        s3.delete_bucket(Bucket=private)
+        s3.delete_bucket(Bucket=listable)
+
+
+def test_missing_copy_source_is_403_to_who_may_not_list(s3, s3_user2, bucket):
+    """CopyObject and UploadPartCopy read their source like a GET: a stranger's missing
+    source key in a private bucket is AccessDenied, not NoSuchKey."""
+    mine = new_bucket_name()
+    s3_user2.create_bucket(Bucket=mine)
+    try:
+        with pytest.raises(ClientError) as ei:
+            s3_user2.copy_object(Bucket=mine, Key="c", CopySource=f"{bucket}/missing")
+        assert_error(ei, "AccessDenied", 403)
+        up = s3_user2.create_multipart_upload(Bucket=mine, Key="m")["UploadId"]
+        with pytest.raises(ClientError) as ei:
+            s3_user2.upload_part_copy(Bucket=mine, Key="m", UploadId=up, PartNumber=1,
+                                      CopySource=f"{bucket}/missing")
+        assert_error(ei, "AccessDenied", 403)
+        s3_user2.abort_multipart_upload(Bucket=mine, Key="m", UploadId=up)
+        with pytest.raises(ClientError) as ei:
+            s3.copy_object(Bucket=bucket, Key="c", CopySource=f"{bucket}/missing")
+        assert_error(ei, "NoSuchKey", 404)
+    finally:
+        s3_user2.delete_bucket(Bucket=mine)

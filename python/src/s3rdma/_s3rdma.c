@@ -11,7 +11,11 @@
  * Lifetime: a Client may be closed while other threads are inside calls on
  * it, or while RegisteredBuffers from it are alive. The handle is destroyed
  * only when it is closed, no call is running and no buffer is left; every
- * counter below is touched with the GIL held, so no lock is needed. */
+ * counter below is touched with the GIL held, so no lock is needed. A
+ * pointer into a Python object used while the GIL is released comes from an
+ * object the call holds a reference to (its argument tuple, a tuple or
+ * Py_buffer of its own), never from a container another thread may change;
+ * calls on one Multipart are serialised by its lock (below). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -648,12 +652,15 @@ static PyObject *client_batch(ClientObject *self, PyObject *args)
     if (put_opts(ctype, NULL, tr, &po, &keep) < 0)
         goto out;
     go.transport = po.transport;
-    fk = PySequence_Fast(keys, "keys must be a sequence");
-    fb = fk ? PySequence_Fast(bufs, "buffers must be a sequence") : NULL;
+    /* Tuples of our own: the item pointers below (key strings, buffers)
+     * outlive the GIL, and a list the caller passed may be changed by
+     * another thread meanwhile, freeing the strings it held. */
+    fk = PySequence_Tuple(keys);
+    fb = fk ? PySequence_Tuple(bufs) : NULL;
     if (fb == NULL)
         goto out;
-    n = PySequence_Fast_GET_SIZE(fk);
-    if (PySequence_Fast_GET_SIZE(fb) != n) {
+    n = PyTuple_GET_SIZE(fk);
+    if (PyTuple_GET_SIZE(fb) != n) {
         PyErr_SetString(PyExc_ValueError, "keys and buffers differ in length");
         goto out;
     }
@@ -663,10 +670,9 @@ static PyObject *client_batch(ClientObject *self, PyObject *args)
         goto out;
     }
     for (; got < n; got++) {
-        it[got].key = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(fk, got));
-        if (it[got].key == NULL ||
-            PyObject_GetBuffer(PySequence_Fast_GET_ITEM(fb, got), &it[got].buf,
-                               is_get ? PyBUF_WRITABLE : PyBUF_SIMPLE) < 0)
+        it[got].key = PyUnicode_AsUTF8(PyTuple_GET_ITEM(fk, got));
+        if (it[got].key == NULL || PyObject_GetBuffer(PyTuple_GET_ITEM(fb, got), &it[got].buf,
+                                                      is_get ? PyBUF_WRITABLE : PyBUF_SIMPLE) < 0)
             goto out;
     }
     s3r_client_t *c = call_begin(self);
@@ -834,23 +840,65 @@ static PyObject *client_alloc(ClientObject *self, PyObject *args)
 /* Multipart: an upload whose parts the caller supplies                       */
 /* ======================================================================== */
 
+/* Calls on one upload run one at a time: each holds the upload's lock from
+ * before it looks at up until its library call returns, so a complete() or
+ * abort() racing a part() on another thread waits for it, and a part()
+ * after them raises ValueError. The lock is taken with the GIL held only
+ * when it is free; a thread that must wait drops the GIL first (the holder
+ * may need the GIL back before it lets go). up is read and written with
+ * both held. */
 typedef struct {
     PyObject_HEAD
     ClientObject *owner;
+    PyThread_type_lock lock;
     s3r_multipart_t *up; /* NULL once completed or aborted */
 } MultipartObject;
 
 static PyTypeObject MultipartType;
 
-static s3r_multipart_t *mp_begin(MultipartObject *self)
+typedef enum mp_verb { MP_PART, MP_COMPLETE, MP_ABORT } mp_verb_t;
+
+/* Runs verb on the upload (data: the part, for MP_PART). complete() and
+ * part() on a finished upload raise ValueError; abort() of one is a no-op. */
+static PyObject *mp_run(MultipartObject *self, mp_verb_t verb, const Py_buffer *data)
 {
-    if (self->up == NULL) {
-        PyErr_SetString(PyExc_ValueError, "s3rdma: the upload is already finished");
+    if (verb == MP_ABORT && self->up == NULL)
+        Py_RETURN_NONE; /* even on a closed client */
+    s3r_client_t *c = call_begin(self->owner);
+    if (c == NULL)
         return NULL;
+    Py_INCREF(self);
+    if (!PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
+        Py_BEGIN_ALLOW_THREADS
+        PyThread_acquire_lock(self->lock, WAIT_LOCK);
+        Py_END_ALLOW_THREADS
     }
-    if (call_begin(self->owner) == NULL)
+    s3r_multipart_t *up = self->up;
+    s3r_status_t st = S3R_OK;
+    if (up != NULL && verb != MP_PART)
+        self->up = NULL; /* complete and abort free it, whatever their result */
+    if (up != NULL) {
+        Py_BEGIN_ALLOW_THREADS
+        if (verb == MP_PART) {
+            st = s3r_multipart_part(up, data->buf, (uint64_t)data->len);
+            s3r_buf_unregister(c, data->buf);
+        } else if (verb == MP_COMPLETE) {
+            st = s3r_multipart_complete(up);
+        } else {
+            s3r_multipart_abort(up);
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyThread_release_lock(self->lock);
+    if (up == NULL && verb != MP_ABORT)
+        PyErr_SetString(PyExc_ValueError, "s3rdma: the upload is already finished");
+    else if (st != S3R_OK)
+        raise_status(c, st);
+    call_end(self->owner);
+    Py_DECREF(self);
+    if ((up == NULL && verb != MP_ABORT) || st != S3R_OK)
         return NULL;
-    return self->up;
+    Py_RETURN_NONE;
 }
 
 static PyObject *mp_part(MultipartObject *self, PyObject *args)
@@ -858,60 +906,19 @@ static PyObject *mp_part(MultipartObject *self, PyObject *args)
     Py_buffer buf;
     if (!PyArg_ParseTuple(args, "y*", &buf))
         return NULL;
-    s3r_multipart_t *up = mp_begin(self);
-    if (up == NULL) {
-        PyBuffer_Release(&buf);
-        return NULL;
-    }
-    s3r_status_t st;
-    Py_INCREF(self);
-    Py_BEGIN_ALLOW_THREADS
-    st = s3r_multipart_part(up, buf.buf, (uint64_t)buf.len);
-    s3r_buf_unregister(self->owner->c, buf.buf);
-    Py_END_ALLOW_THREADS
+    PyObject *r = mp_run(self, MP_PART, &buf);
     PyBuffer_Release(&buf);
-    if (st != S3R_OK)
-        raise_status(self->owner->c, st);
-    call_end(self->owner);
-    Py_DECREF(self);
-    if (st != S3R_OK)
-        return NULL;
-    Py_RETURN_NONE;
+    return r;
 }
 
 static PyObject *mp_complete(MultipartObject *self, PyObject *Py_UNUSED(a))
 {
-    s3r_multipart_t *up = mp_begin(self);
-    if (up == NULL)
-        return NULL;
-    self->up = NULL;
-    s3r_status_t st;
-    Py_INCREF(self);
-    Py_BEGIN_ALLOW_THREADS
-    st = s3r_multipart_complete(up);
-    Py_END_ALLOW_THREADS
-    if (st != S3R_OK)
-        raise_status(self->owner->c, st);
-    call_end(self->owner);
-    Py_DECREF(self);
-    if (st != S3R_OK)
-        return NULL;
-    Py_RETURN_NONE;
+    return mp_run(self, MP_COMPLETE, NULL);
 }
 
 static PyObject *mp_abort(MultipartObject *self, PyObject *Py_UNUSED(a))
 {
-    if (self->up == NULL)
-        Py_RETURN_NONE;
-    s3r_multipart_t *up = mp_begin(self);
-    if (up == NULL)
-        return NULL;
-    self->up = NULL;
-    Py_BEGIN_ALLOW_THREADS
-    s3r_multipart_abort(up);
-    Py_END_ALLOW_THREADS
-    call_end(self->owner);
-    Py_RETURN_NONE;
+    return mp_run(self, MP_ABORT, NULL);
 }
 
 static void mp_dealloc(MultipartObject *self)
@@ -928,6 +935,8 @@ static void mp_dealloc(MultipartObject *self)
         client_maybe_destroy(o);
         Py_DECREF(o);
     }
+    if (self->lock != NULL)
+        PyThread_free_lock(self->lock);
     PyObject_Free(self);
 }
 
@@ -959,6 +968,11 @@ static PyObject *client_multipart(ClientObject *self, PyObject *args)
         return NULL;
     m->owner = NULL;
     m->up = NULL;
+    m->lock = PyThread_allocate_lock();
+    if (m->lock == NULL) {
+        Py_DECREF(m);
+        return PyErr_NoMemory();
+    }
     s3r_put_opts_t o;
     s3r_client_t *c;
     if (put_opts(ctype, meta, tr, &o, &keep) < 0 || (c = call_begin(self)) == NULL) {

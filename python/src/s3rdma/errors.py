@@ -1,6 +1,6 @@
 """Exceptions raised by s3rdma: one S3Error hierarchy, keyed by the S3 error code
 (or, for failures with no S3 answer, by the libs3rdma status)."""
-from typing import Dict, Optional, Type
+from typing import Dict, List, Optional, Type
 
 
 class S3Error(Exception):
@@ -80,6 +80,16 @@ class Timeout(S3Error, TimeoutError):
 
 class InvalidArgument(S3Error, ValueError):
     """A bad argument or setting (the message says which)."""
+
+
+class UnsafeLocalPath(S3Error, ValueError):
+    """Keys whose local path would leave the directory a download was asked to write
+    into (a '..' or '.' segment, a leading '/' or '\\'); ``keys`` lists them. Raised
+    after everything else was copied (s3rdma.localpath)."""
+
+    def __init__(self, message: str, keys: List[str]):
+        self.keys = list(keys)
+        super().__init__(message, code="", status="UnsafeLocalPath")
 
 
 _BY_CODE: Dict[str, Type[S3Error]] = {

@@ -11,12 +11,17 @@ Every keyword argument goes to s3rdma.Client (credentials may also come from the
 AWS environment). Directories are the usual key prefixes up to "/".
 """
 import io
+import warnings
 from typing import Any, Dict, List, Optional
 
+from fsspec.callbacks import NoOpCallback
+from fsspec.implementations.local import make_path_posix
 from fsspec.spec import AbstractBufferedFile, AbstractFileSystem
+from fsspec.utils import other_paths
 
 from .client import Client
-from .errors import NoSuchBucket, NoSuchKey
+from .errors import NoSuchBucket, NoSuchKey, UnsafeLocalPath
+from .localpath import check_local_name
 
 
 class S3RDMAFileSystem(AbstractFileSystem):
@@ -129,6 +134,38 @@ class S3RDMAFileSystem(AbstractFileSystem):
         b1, k1 = self._split(self._strip_protocol(path1))
         b2, k2 = self._split(self._strip_protocol(path2))
         self.client.copy_object(b1, k1, b2, k2)
+
+    def get(self, rpath, lpath, recursive: bool = False, callback=None,
+            maxdepth: Optional[int] = None, **kwargs: Any) -> None:
+        """fsspec's get (remote files, or a tree with recursive=True, to lpath), except
+        that a file whose local path made from its key would leave lpath is skipped (a
+        '..' or '.' segment, a leading '/' or '\\': s3rdma.localpath): the rest are
+        copied, then UnsafeLocalPath names the skipped keys. Local paths given as a
+        list are the caller's own and are used as given."""
+        if isinstance(lpath, str):
+            lpath = make_path_posix(lpath)
+        rpaths = self.expand_path(rpath, recursive=recursive, maxdepth=maxdepth)
+        lpaths = other_paths(rpaths, lpath)
+        root = lpath.rstrip("/") if isinstance(lpath, str) else None
+        refused = []
+        callback = callback or NoOpCallback()
+        callback.set_size(len(lpaths))
+        for lp, rp in callback.wrap(zip(lpaths, rpaths)):
+            if root is not None and lp != root:
+                try:
+                    if not lp.startswith(root + "/"):
+                        raise UnsafeLocalPath(f"{lp!r} is not inside {root!r}", keys=[rp])
+                    check_local_name(root, lp[len(root) + 1:], rp)
+                except UnsafeLocalPath as e:
+                    warnings.warn(f"s3rdma: skipping {rp}: {e.message}", stacklevel=2)
+                    refused.append(rp)
+                    continue
+            callback.branch(rp, lp, kwargs)
+            self.get_file(rp, lp, **kwargs)
+        if refused:
+            raise UnsafeLocalPath(f"skipped {len(refused)} key(s) whose local path would "
+                                  f"leave {root!r}: {', '.join(map(repr, refused))}",
+                                  keys=refused)
 
     def _open(self, path: str, mode: str = "rb", block_size: Any = None,
               autocommit: bool = True, cache_options: Any = None, **kwargs: Any):

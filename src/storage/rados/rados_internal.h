@@ -7,7 +7,9 @@
  *   s3rdma.index.<id>       omap: object key -> object record, one per bucket
  *                           (<id>: the bucket id, 16 hex); the key RSTOR_TOMB
  *                           marks a bucket being deleted
- *   s3rdma.uploads.<id>     omap: key \0 upload id -> upload record
+ *   s3rdma.uploads.<id>     omap: upload id -> upload record, and the uploads'
+ *                           key index: '~' raised key 0x01 upload id ->
+ *                           initiated ms (rados_multipart.c)
  *   s3rdma.parts.<upload>   omap: 8-hex part number -> part record
  *   s3rdma.gc               omap: <due ms, 16 hex>.<blob id> -> blob size
  * Data pool (storage.rados.pool):

@@ -547,6 +547,41 @@ def test_native_buffer_too_small(nsrv, nb, bufsize):
         (r, err)
 
 
+@pytest.mark.parametrize("inline", [0, 1])
+def test_native_errors_reach_a_client_that_takes_nothing_inline(nsrv, nb, inline):
+    """A client may ask for no reply body inline (native_inline 0 or 1) and give a
+    one-byte out span: its errors still reach it, because an error's body travels
+    inline whatever was asked. Regression: the server answered the reply it could
+    not send with an error reply that did not fit either, and so on until its
+    stack overflowed (any session could take the server down with a GET of a
+    missing key)."""
+    rc, r, _, err = native(nsrv, "--native-inline", inline, "--bufsize", 1, "get", nb, "nope",
+                           10, 1, check=False)
+    assert rc == 1 and (r["status"], r["http_status"], r["code"]) == \
+        ("S3R_ERR_NO_SUCH_KEY", 404, "NoSuchKey"), (r, err)
+    # A body that fits neither: the answer names the bytes needed, as before.
+    http(nsrv, "put", nb, "big", 100000, 4)
+    rc, r, _, err = native(nsrv, "--native-inline", inline, "--bufsize", 1, "get", nb, "big",
+                           100000, 4, check=False)
+    assert rc == 1 and r["status"] == "S3R_ERR_BUFFER_TOO_SMALL" and r["needed"] == 100000, \
+        (r, err)
+    native(nsrv, "--native-inline", inline, "get", nb, "big", 100000, 4)
+    assert nsrv.srv.alive(), nsrv.srv.log_tail()
+
+
+@pytest.mark.parametrize("meta", ["evil=x\r\ncontent-length: 1", "evil=x\ny", "evil=\x01",
+                                  "ev\x7fil=x"])
+def test_native_params_obey_the_field_syntax(nsrv, nb, meta):
+    """A native header param is held to HTTP's field syntax before any handler runs:
+    metadata with CR/LF or another control character is 400 InvalidArgument and
+    nothing is stored. Regression: it was stored, and came back raw in other
+    readers' native replies, where libs3rdma read "content-length: 1" as a reply
+    header of its own (another tenant's HEAD reported a wrong size)."""
+    rc, r, _, err = native(nsrv, "--meta", meta, "put", nb, "k", 100, 3, check=False)
+    assert rc == 1 and (r["http_status"], r["code"]) == (400, "InvalidArgument"), (r, err)
+    assert "Contents" not in boto(nsrv).list_objects_v2(Bucket=nb)
+
+
 # ---------------------------------------------------------------------------
 # The CLI
 # ---------------------------------------------------------------------------

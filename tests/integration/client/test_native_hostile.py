@@ -56,6 +56,14 @@ def test_every_opcode_with_fields_missing_or_unexpected(srv):
         for rim in (0, 1, 16384):
             assert any(f" {name} " in ln and f"rim={rim}:" in ln for ln in lines), (name, rim)
     assert lines[-1].endswith(" failed") and " 0 failed" in lines[-1], lines[-1]
+    # A copy without its source is refused before the handler, as the opcode's
+    # declaration says (regression: the handler dereferenced the absent
+    # x-amz-copy-source and the server died).
+    for name in ("CopyObject", "UploadPartCopy"):
+        for rim in (0, 1, 16384):
+            case = f" {name} no-param:x-amz-copy-source rim={rim}: "
+            got = [ln for ln in lines if case in ln]
+            assert got and got[0].endswith(": 400 InvalidArgument"), (case, got)
     # The server lives and HTTP still works.
     assert srv.srv.alive(), srv.srv.log_tail()
     s3 = boto_client(srv)

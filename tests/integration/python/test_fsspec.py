@@ -85,3 +85,51 @@ def test_map_dataset_example(fs, rbucket, client):
 
     ds = NpyDataset(c, rbucket, "train/")
     assert len(ds) == 4 and [float(ds[i][0, 0]) for i in range(4)] == [0, 1, 2, 3]
+
+
+def snapshot(root):
+    import os
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for n in dirnames:
+            out[os.path.relpath(os.path.join(dirpath, n), root)] = None
+        for n in filenames:
+            with open(os.path.join(dirpath, n), "rb") as f:
+                out[os.path.relpath(os.path.join(dirpath, n), root)] = f.read()
+    return out
+
+
+def test_get_never_writes_outside_the_target(fs, rbucket, boto, tmp_path):
+    """Issue 17 item 3: keys are anyone's who can write to the bucket; fs.get keeps every
+    file inside lpath, copies the rest and then names the skipped keys."""
+    import s3rdma
+    good = {"data/ok.txt": b"ok", "data/sub/deep.txt": b"deep", "data/..x": b"name"}
+    hostile = ["data/../../escaped.txt", "data/sub/../../../up.txt",
+               "data/a\\..\\..\\..\\bs.txt", "data/./dot.txt"]
+    for k, v in good.items():
+        boto.put_object(Bucket=rbucket, Key=k, Body=v)
+    for k in hostile + ["data//abs.txt"]:  # fsspec paths have no empty segment: never seen
+        boto.put_object(Bucket=rbucket, Key=k, Body=b"evil")
+    work = tmp_path / "a" / "b"
+    work.mkdir(parents=True)
+    with pytest.warns(UserWarning, match="skipping"):
+        with pytest.raises(s3rdma.S3Error) as ei:
+            fs.get(f"s3rdma://{rbucket}/data", str(work / "dl"), recursive=True)
+    assert isinstance(ei.value, s3rdma.UnsafeLocalPath) and "would leave" in str(ei.value)
+    assert {f"{rbucket}/{k}" for k in hostile} <= set(ei.value.keys), ei.value.keys
+    files = {k: v for k, v in snapshot(tmp_path).items() if v is not None}
+    assert files == {f"a/b/dl/{k[5:]}": v for k, v in good.items()}
+    # one file, to a name or into a directory, as before
+    fs.get(f"{rbucket}/data/ok.txt", str(tmp_path / "one.txt"))
+    (tmp_path / "into").mkdir()
+    fs.get(f"{rbucket}/data/ok.txt", str(tmp_path / "into") + "/")
+    assert (tmp_path / "one.txt").read_bytes() == b"ok"
+    assert (tmp_path / "into" / "ok.txt").read_bytes() == b"ok"
+
+
+def test_local_name_rule():
+    from s3rdma.localpath import local_name_refusal
+    for ok in ("f", "a/b", "a//b", "..a", "a..", ".hidden", "a\\b"):
+        assert local_name_refusal(ok) is None, ok
+    for bad in ("", "..", "a/../b", "/x", "\\x", "a\\..\\b", ".", "a/./b", "a/."):
+        assert local_name_refusal(bad) is not None, bad

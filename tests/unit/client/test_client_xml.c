@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <cmocka.h>
 
 #include "../../../src/client/xml.c"
@@ -132,6 +133,41 @@ static void test_object_list(void **state)
     assert_null(l);
 }
 
+/* encoding-type=url pages: Key and CommonPrefixes/Prefix are decoded ('+'
+ * is a space, %2B a '+'); EncodingType may come after the entries; a page
+ * without it is taken as it is; a bad escape or %00 is malformed. */
+static void test_object_list_url_encoded(void **state)
+{
+    (void)state;
+    s3r_object_list_t *l = NULL;
+    const char *p1 = "<ListBucketResult><Prefix>c%01</Prefix>"
+                     "<Contents><Key>c%01%1F%0D+x%2B%25.txt</Key><Size>1</Size></Contents>"
+                     "<CommonPrefixes><Prefix>d%0A/</Prefix></CommonPrefixes>"
+                     "<EncodingType>url</EncodingType></ListBucketResult>";
+    assert_int_equal(s3c_xml_parse_object_list(p1, strlen(p1), &l), 0);
+    assert_string_equal(l->objects[0].key, "c\x01\x1f\r x+%.txt");
+    assert_string_equal(l->prefixes[0], "d\n/");
+    /* The next page is decoded only if it says so itself. */
+    const char *p2 = "<ListBucketResult><Contents><Key>raw%41+</Key><Size>1</Size></Contents>"
+                     "</ListBucketResult>";
+    assert_int_equal(s3c_xml_parse_object_list(p2, strlen(p2), &l), 0);
+    assert_string_equal(l->objects[0].key, "c\x01\x1f\r x+%.txt");
+    assert_string_equal(l->objects[1].key, "raw%41+");
+    s3r_object_list_free(l);
+
+    const char *bad[] = {"%", "a%4", "%G1", "%00", "a%0"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char xml[256];
+        snprintf(xml, sizeof(xml),
+                 "<ListBucketResult><EncodingType>url</EncodingType><Contents><Key>%s</Key>"
+                 "</Contents></ListBucketResult>",
+                 bad[i]);
+        l = NULL;
+        assert_int_equal(s3c_xml_parse_object_list(xml, strlen(xml), &l), -1);
+        assert_null(l);
+    }
+}
+
 static void test_upload_id(void **state)
 {
     (void)state;
@@ -181,9 +217,10 @@ static void test_billion_laughs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_error),       cmocka_unit_test(test_bucket_list),
-        cmocka_unit_test(test_object_list), cmocka_unit_test(test_upload_id),
-        cmocka_unit_test(test_dates),       cmocka_unit_test(test_billion_laughs),
+        cmocka_unit_test(test_error),          cmocka_unit_test(test_bucket_list),
+        cmocka_unit_test(test_object_list),    cmocka_unit_test(test_object_list_url_encoded),
+        cmocka_unit_test(test_upload_id),      cmocka_unit_test(test_dates),
+        cmocka_unit_test(test_billion_laughs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,6 +28,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "common/s3r_limits.h"
 #include "rdma/rdma_native_wire.h"
 #include "rdma/rdma_net.h"
 #include "rdma/rdma_wire.h"
@@ -1784,6 +1785,236 @@ static void test_close_with_requests_in_flight(void **state)
     assert_int_equal(wait_resident(srv, base), base);
 }
 
+/* Issue 17 item 8: requests queued for an executor when their session dies
+ * are dropped without running, and what parsing them made is freed (the
+ * ASan pass catches a leak: the parsed strings used to be freed only when
+ * the session was alive). Every executor is held at the gate by another
+ * session's requests while the dying session's PUTs (params and an inline
+ * body) wait in the queue. */
+static void test_queued_requests_of_dead_session(void **state)
+{
+    (void)state;
+    rdma_server_t *srv;
+    NSERVER_OR_SKIP(srv, 0, 0, 1);
+    enum { EXECUTORS = 12, QUEUED = 3 };
+    static rawn_t hold, dying;
+    rawn_open(&hold, srv, 0);
+    rawn_open(&dying, srv, 1);
+    for (int i = 0; i < EXECUTORS; i++) {
+        rb_t b;
+        rb_init(&b, &hold, RDMA_OP_DELETE_OBJECT);
+        b.id = 500 + (uint64_t)i;
+        wire_out_t w;
+        rb_build(&b, &w);
+        rawn_send(&hold, w.data, w.len);
+        wire_free(&w);
+    }
+    assert_int_equal(wait_blocked(EXECUTORS), EXECUTORS);
+    unsigned puts0 = atomic_load(&g_h.calls[RDMA_OP_PUT_OBJECT]);
+    static const uint8_t body[] = "queued while every executor is busy";
+    for (int i = 0; i < QUEUED; i++) {
+        rb_t b;
+        rb_init(&b, &dying, RDMA_OP_PUT_OBJECT);
+        b.id = 600 + (uint64_t)i;
+        rb_param(&b, RDMA_PARAM_HEADER, "x-amz-meta-a", "one value");
+        rb_param(&b, RDMA_PARAM_QUERY, "versionId", "another value");
+        b.body_kind = RDMA_BODY_INLINE;
+        b.body = body;
+        b.body_len_field = sizeof(body);
+        b.body_present = sizeof(body);
+        wire_out_t w;
+        rb_build(&b, &w);
+        rawn_send(&dying, w.data, w.len);
+        wire_free(&w);
+    }
+    /* Admitted and queued: the server counts them in flight. */
+    rdma_server_stats_t st;
+    for (int i = 0; i < 500; i++) {
+        rdma_server_get_stats(srv, &st);
+        if (st.native_inflight == EXECUTORS + QUEUED)
+            break;
+        sleep_ms(10);
+    }
+    assert_int_equal(st.native_inflight, EXECUTORS + QUEUED);
+    close(dying.fd);
+    dying.fd = -1;
+    assert_int_equal(test_wait_count(srv, 1), 1);
+    gate_set(1);
+    assert_int_equal(wait_blocked(0), 0);
+    for (int i = 0; i < 500; i++) {
+        rdma_server_get_stats(srv, &st);
+        if (st.native_inflight == 0)
+            break;
+        sleep_ms(10);
+    }
+    assert_int_equal(st.native_inflight, 0);
+    /* The dying session's requests never reached the handler. */
+    assert_int_equal(atomic_load(&g_h.calls[RDMA_OP_PUT_OBJECT]), puts0);
+    rawn_t *one[] = {&dying};
+    rawn_quiet(one, 1);
+    assert_int_equal(dying.n_rep, 0);
+    rawn_close(&dying);
+    rawn_close(&hold);
+    assert_int_equal(test_wait_count(srv, 0), 0);
+    assert_int_equal(wait_resident(srv, 0), 0);
+}
+
+/* ==== 4b. a client that never reads its replies ============================== */
+
+/* Sends len bytes of msg as one eager native request on rn's endpoint
+ * without ever progressing rn's worker: a send UCX could not finish at once
+ * stays outstanding (its message kept alive in keep[]) until the test ends. */
+typedef struct unread {
+    uint8_t *msgs[4096];
+    ucs_status_ptr_t reqs[4096];
+    unsigned n;
+} unread_t;
+
+static void unread_send(ucp_ep_h ep, unread_t *u, const wire_out_t *w)
+{
+    assert_true(u->n < sizeof(u->msgs) / sizeof(u->msgs[0]));
+    uint8_t *msg = malloc(w->len);
+    assert_non_null(msg);
+    memcpy(msg, w->data, w->len);
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                             .flags = UCP_AM_SEND_FLAG_EAGER};
+    ucs_status_ptr_t r = ucp_am_send_nbx(ep, RDMA_AM_NATIVE_REQ, NULL, 0, msg, w->len, &p);
+    assert_false(UCS_PTR_IS_ERR(r));
+    u->msgs[u->n] = msg;
+    u->reqs[u->n] = r;
+    u->n++;
+}
+
+/* Finishes the sends (progressing the client at last) and frees their
+ * messages. */
+static void unread_finish(raw_ucx_t *c, unread_t *u)
+{
+    for (unsigned i = 0; i < u->n; i++) {
+        if (u->reqs[i]) {
+            uint64_t deadline = rdma_now_ms() + WAIT_MS;
+            while (ucp_request_check_status(u->reqs[i]) == UCS_INPROGRESS &&
+                   rdma_now_ms() < deadline)
+                ucp_worker_progress(c->w);
+            ucp_request_free(u->reqs[i]);
+        }
+        free(u->msgs[i]);
+    }
+    u->n = 0;
+}
+
+/* The peaks of the server's native counters; returns the requests in
+ * flight now. */
+typedef struct unread_peak {
+    unsigned inflight;
+    size_t bytes;
+} unread_peak_t;
+
+static unsigned unread_sample(rdma_server_t *srv, unread_peak_t *pk)
+{
+    rdma_server_stats_t st;
+    rdma_server_get_stats(srv, &st);
+    if (st.native_inflight > pk->inflight)
+        pk->inflight = st.native_inflight;
+    if (st.native_sending_bytes > pk->bytes)
+        pk->bytes = st.native_sending_bytes;
+    return st.native_inflight;
+}
+
+/* Issue 17 item 6: a client that submits requests and never progresses its
+ * worker. Each GET answers 60 KB inline; the replies UCX still holds for
+ * the session (it cannot deliver them) may not pass the per-session bound
+ * of 4 requests (plus the refusal budget). Before, a request was counted
+ * out before its reply was sent, so the session's slots were free again
+ * while its replies waited in the server's memory: over shared memory 16
+ * replies (960 KB) piled up before the client's own sends stalled, and a
+ * transport that keeps taking requests would pile up without end. Over
+ * TCP (a net session: the kernel's socket buffers take the replies) and
+ * shared memory (a local session over the Unix socket). */
+static void test_unread_replies_bounded(void **state)
+{
+    (void)state;
+    rdma_server_t *srv;
+    enum { PER_SESSION = 4, N = 400, BODY = 60000 };
+    NSERVER_OR_SKIP(srv, PER_SESSION, 0, 1);
+    static rawn_t rn;
+    static unread_t u;
+    const size_t reply_max = BODY + 1024; /* the body and the reply's head */
+    for (int over_unix = 0; over_unix < 2; over_unix++) {
+        rawn_open(&rn, srv, over_unix);
+        rdma_server_stats_t st0;
+        rdma_server_get_stats(srv, &st0);
+        rb_t b;
+        rb_init(&b, &rn, RDMA_OP_GET_OBJECT);
+        b.inline_max = 65536;
+        char n_s[16];
+        snprintf(n_s, sizeof(n_s), "%d", BODY);
+        rb_param(&b, RDMA_PARAM_QUERY, "n", n_s);
+        unread_peak_t pk = {0};
+        unsigned calls0 = handler_total();
+        /* Pairs, each sent once a slot is free, so
+         * the server keeps answering until the client's side of the
+         * transport is full and replies stay with UCX; once the slots stay
+         * taken (three times 200 ms in a row: the progress thread wakes at
+         * least every 100 ms), the rest goes at once and is refused. */
+        unsigned stuck = 0;
+        for (int i = 0; i < N;) {
+            for (int k = 0; k < 2 && i < N; k++, i++) {
+                b.id = 1 + (uint64_t)i;
+                wire_out_t w;
+                rb_build(&b, &w);
+                unread_send(rn.ep, &u, &w);
+                wire_free(&w);
+            }
+            if (stuck < 3) {
+                uint64_t until = rdma_now_ms() + 200;
+                while (unread_sample(srv, &pk) >= PER_SESSION && rdma_now_ms() < until)
+                    sleep_ms(1);
+                stuck = unread_sample(srv, &pk) >= PER_SESSION ? stuck + 1 : 0;
+            }
+            unread_sample(srv, &pk);
+        }
+        /* Until the handler has been idle a while: the server answers no
+         * more. */
+        unsigned calls = handler_total();
+        for (uint64_t quiet_since = rdma_now_ms(); rdma_now_ms() - quiet_since < QUIET_MS;) {
+            sleep_ms(2);
+            unread_sample(srv, &pk);
+            if (handler_total() != calls) {
+                calls = handler_total();
+                quiet_since = rdma_now_ms();
+            }
+        }
+        unsigned peak_inflight = pk.inflight;
+        size_t peak_bytes = pk.bytes;
+        rdma_server_stats_t st;
+        rdma_server_get_stats(srv, &st);
+        print_message("unread (%s): %u handler calls, peak %u in flight, peak %zu bytes "
+                      "unsent, %lu dropped; at the end %u in flight, %u sending (%zu bytes)\n",
+                      over_unix ? "unix/shm" : "tcp", calls - calls0, peak_inflight, peak_bytes,
+                      st.native_dropped - st0.native_dropped, st.native_inflight, st.native_sending,
+                      st.native_sending_bytes);
+        /* Requests in flight: the session's bound (one more while a reply
+         * passes from its request to UCX). */
+        assert_true(peak_inflight <= PER_SESSION + 1);
+        /* Every reply UCX still holds keeps its request's slot (what is
+         * unsent beyond the slots' replies is refusals). */
+        assert_true(st.native_sending_bytes <=
+                    st.native_inflight * reply_max + S3R_NATIVE_UNSENT_REFUSAL_BYTES);
+        /* Unsent bytes: PER_SESSION replies and the refusal budget. */
+        assert_true(peak_bytes <= (PER_SESSION + 1) * reply_max + S3R_NATIVE_UNSENT_REFUSAL_BYTES);
+
+        /* Closing gives everything back. */
+        unread_finish(&rn.u, &u);
+        rawn_close(&rn);
+        assert_int_equal(test_wait_count(srv, 0), 0);
+        assert_int_equal(wait_resident(srv, 0), 0);
+        rdma_server_get_stats(srv, &st);
+        assert_int_equal(st.native_inflight, 0);
+        assert_int_equal(st.native_sending, 0);
+        assert_int_equal(st.native_sending_bytes, 0);
+    }
+}
+
 /* ==== 5. no handler =========================================================== */
 
 static void test_no_handler(void **state)
@@ -1862,6 +2093,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_per_session_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_server_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_with_requests_in_flight, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queued_requests_of_dead_session, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unread_replies_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_handler, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,6 +4,8 @@
 #include "rdma_test_util.h"
 #include "rdma_raw_client.h"
 
+#include <dlfcn.h>
+#include <stdatomic.h>
 #include <sys/socket.h>
 #include <ucp/api/ucp.h>
 #include <unistd.h>
@@ -202,6 +204,62 @@ static void test_session_limit(void **state)
     rdma_server_stop(srv);
 }
 
+/* OpenSSL's RAND_bytes as this process sees it (random_bytes calls it):
+ * the real one, or a failure for the next call once g_rand_fail is set. */
+static atomic_int g_rand_fail;
+
+int RAND_bytes(unsigned char *buf, int num);
+int RAND_bytes(unsigned char *buf, int num)
+{
+    if (atomic_exchange(&g_rand_fail, 0))
+        return 0;
+    int (*real)(unsigned char *, int) =
+        (int (*)(unsigned char *, int))dlsym(RTLD_NEXT, "RAND_bytes");
+    return real ? real(buf, num) : 0;
+}
+
+/* Issue 17 item 10: when no random bytes come for the session id, PROVE is
+ * answered with ERROR INTERNAL and the connection closed: no WELCOME with
+ * a guessable id, no session left behind. */
+static void test_session_id_without_randomness(void **state)
+{
+    (void)state;
+    rdma_server_t *srv;
+    TEST_SERVER_OR_SKIP(srv, 0, 0);
+    raw_ucx_t u;
+    raw_ucx_init(&u);
+    int fd = raw_connect(srv);
+    uint8_t cnonce[RDMA_NONCE_LEN], mac[RDMA_MAC_LEN];
+    assert_int_equal(random_bytes(cnonce, sizeof(cnonce)), 0);
+    raw_hello(fd, &u, "AKIDONE", "secret-one", cnonce, mac);
+    wire_out_t w = {0};
+    raw_send_frame(fd, &w, wire_nonce(&w, RDMA_MSG_AUTH, mac));
+    assert_true(raw_await_probe(&u));
+    /* The next random bytes the process asks for are the session id. */
+    atomic_store(&g_rand_fail, 1);
+    raw_send_frame(fd, &w, wire_nonce(&w, RDMA_MSG_PROVE, u.probe));
+    uint8_t *body = NULL;
+    size_t len = 0;
+    assert_int_equal(raw_recv(fd, &body, &len), RDMA_MSG_ERROR);
+    free(body);
+    assert_int_equal(raw_recv(fd, NULL, NULL), 0);
+    assert_int_equal(atomic_load(&g_rand_fail), 0);
+    close(fd);
+    raw_settle(&u);
+    assert_int_equal(rdma_server_session_count(srv), 0);
+    for (int i = 0; i < 500 && rdma_server_session_resident(srv) != 0; i++)
+        raw_settle(&u);
+    assert_int_equal(rdma_server_session_resident(srv), 0);
+    /* The server still makes sessions. */
+    rdma_client_config_t cfg = test_client_cfg(srv, "AKIDONE", "secret-one");
+    rdma_session_t *s = NULL;
+    OPEN_OK(&cfg, &s);
+    rdma_session_close(s);
+    assert_int_equal(test_wait_count(srv, 0), 0);
+    raw_ucx_fini(&u);
+    rdma_server_stop(srv);
+}
+
 static void test_stop_with_live_sessions(void **state)
 {
     (void)state;
@@ -231,6 +289,7 @@ int main(void)
         cmocka_unit_test(test_replayed_auth),
         cmocka_unit_test(test_region_limits),
         cmocka_unit_test(test_session_limit),
+        cmocka_unit_test(test_session_id_without_randomness),
         cmocka_unit_test(test_stop_with_live_sessions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

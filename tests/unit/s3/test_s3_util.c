@@ -11,6 +11,45 @@
 
 #include "s3/s3_util.h"
 
+/* RFC 9110 field syntax: what may be stored and sent back as a header. */
+static void test_field_syntax(void **state)
+{
+    (void)state;
+    const char *good_names[] = {"x-amz-meta-a", "Content-Type", "a", "!#$%&'*+-.^_`|~09AZaz"};
+    const char *bad_names[] = {"",     "a b", "a:b",  "a(b", "a\r\nb", "a\x01", "caf\xc3\xa9",
+                               "a\"b", "a/b", "a\tb", "a=b"};
+    for (size_t i = 0; i < sizeof(good_names) / sizeof(good_names[0]); i++)
+        assert_true(s3_field_name_ok(good_names[i]));
+    for (size_t i = 0; i < sizeof(bad_names) / sizeof(bad_names[0]); i++) {
+        if (s3_field_name_ok(bad_names[i]))
+            fail_msg("name %zu accepted", i);
+    }
+    const char *good_values[] = {"",
+                                 "v",
+                                 "text/plain; charset=utf-8",
+                                 "a b\tc",
+                                 "caf\xc3\xa9",
+                                 "\xff\x80",
+                                 "~!@#$%^&*()_+{}|:\"<>?`-=[]\\;',./"};
+    const char *bad_values[] = {"a\r\nContent-Length: 1",
+                                "a\nb",
+                                "a\rb",
+                                "\x01",
+                                "a\x7f",
+                                "\x1b[31m",
+                                " a",
+                                "a ",
+                                "\ta",
+                                "a\t",
+                                " "};
+    for (size_t i = 0; i < sizeof(good_values) / sizeof(good_values[0]); i++)
+        assert_true(s3_field_value_ok(good_values[i]));
+    for (size_t i = 0; i < sizeof(bad_values) / sizeof(bad_values[0]); i++) {
+        if (s3_field_value_ok(bad_values[i]))
+            fail_msg("value %zu accepted", i);
+    }
+}
+
 static void test_bucket_names(void **state)
 {
     (void)state;
@@ -169,7 +208,7 @@ int main(void)
         cmocka_unit_test(test_bucket_names),  cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_url_decode),    cmocka_unit_test(test_ranges),
         cmocka_unit_test(test_common_prefix), cmocka_unit_test(test_dates),
-        cmocka_unit_test(test_token_formats),
+        cmocka_unit_test(test_token_formats), cmocka_unit_test(test_field_syntax),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1037,6 +1037,150 @@ static void test_mpu_list(void **state)
                      STOR_ERR_NO_BUCKET);
 }
 
+/* Entries of one of the store's tables. */
+static size_t table_entries(fx_t *f, int keys)
+{
+    lstor_t *st = (lstor_t *)f->st;
+    MDB_txn *txn;
+    MDB_stat ms;
+    assert_int_equal(mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn), 0);
+    assert_int_equal(mdb_stat(txn, keys ? st->db_upload_keys : st->db_uploads, &ms), 0);
+    mdb_txn_abort(txn);
+    return ms.ms_entries;
+}
+
+/* Overwrites the upload record of bucket/upload_id with bytes no decoder takes. */
+static void corrupt_upload(fx_t *f, const char *bucket, const char *upload_id)
+{
+    lstor_t *st = (lstor_t *)f->st;
+    uint8_t kb[STOR_BUCKET_MAX + 2 + STOR_UPLOAD_ID_LEN];
+    size_t blen = strlen(bucket);
+    memcpy(kb, bucket, blen + 1);
+    memcpy(kb + blen + 1, upload_id, STOR_UPLOAD_ID_LEN);
+    MDB_val k = {blen + 1 + STOR_UPLOAD_ID_LEN, kb}, v = {3, "bad"};
+    MDB_txn *txn;
+    assert_int_equal(mdb_txn_begin(st->env, NULL, 0, &txn), 0);
+    assert_int_equal(mdb_put(txn, st->db_uploads, &k, &v, 0), 0);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+}
+
+/* ListMultipartUploads is a bounded walk: a page reads the uploads it lists
+ * (and one more), never the rest of the bucket's. Shown without a clock: an
+ * upload record that cannot be decoded fails only the pages that reach it. */
+static void test_mpu_list_bounded(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    char ids[40][STOR_UPLOAD_ID_LEN + 1];
+    for (int i = 0; i < 40; i++) {
+        char key[24];
+        snprintf(key, sizeof key, "k%02d", 39 - i); /* created out of key order */
+        assert_int_equal(stor_mpu_create(f->st, TU_B(f->st, "b"), key, NULL, ids[39 - i]), STOR_OK);
+    }
+    corrupt_upload(f, "b", ids[39]);
+    stor_upload_t *u;
+    size_t n;
+    int more;
+    assert_int_equal(stor_mpu_list(f->st, "b", "", NULL, NULL, 10, &u, &n, &more), STOR_OK);
+    assert_int_equal(n, 10);
+    assert_true(more);
+    for (size_t i = 0; i < n; i++) {
+        char key[24];
+        snprintf(key, sizeof key, "k%02zu", i);
+        assert_string_equal(u[i].key, key);
+        assert_string_equal(u[i].upload_id, ids[i]);
+    }
+    stor_uploads_free(u, n);
+    assert_int_equal(stor_mpu_list(f->st, "b", "", "k30", NULL, 5, &u, &n, &more), STOR_OK);
+    assert_int_equal(n, 5);
+    assert_string_equal(u[0].key, "k31");
+    assert_true(more);
+    stor_uploads_free(u, n);
+    assert_int_equal(stor_mpu_list(f->st, "b", "k1", NULL, NULL, 100, &u, &n, &more), STOR_OK);
+    assert_int_equal(n, 10);
+    assert_false(more);
+    stor_uploads_free(u, n);
+    /* A page that reaches it fails. */
+    assert_int_equal(stor_mpu_list(f->st, "b", "", "k35", NULL, 10, &u, &n, &more), STOR_ERR_IO);
+}
+
+/* Keys longer than the index key holds, sharing their first P bytes: the
+ * index orders them by hash; the listing still gives key order, a page at a
+ * time. The key index follows create, complete, abort and reopen, and is
+ * rebuilt at open when a data directory has none. */
+static void test_mpu_list_long_keys_and_index(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    size_t plen = stor_ikey_plen(1);
+    char keys[6][S3R_MAX_KEY_BYTES + 1];
+    char ids[6][STOR_UPLOAD_ID_LEN + 1];
+    for (int i = 0; i < 6; i++) {
+        memset(keys[i], 'p', plen + 10);
+        keys[i][plen + 10] = '\0';
+        keys[i][plen + 5] = (char)('a' + (i * 5) % 6); /* distinct, created out of order */
+    }
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(stor_mpu_create(f->st, TU_B(f->st, "b"), keys[i], NULL, ids[i]), STOR_OK);
+    char short_id[STOR_UPLOAD_ID_LEN + 1], after_id[STOR_UPLOAD_ID_LEN + 1];
+    assert_int_equal(stor_mpu_create(f->st, TU_B(f->st, "b"), "p", NULL, short_id), STOR_OK);
+    assert_int_equal(stor_mpu_create(f->st, TU_B(f->st, "b"), "q", NULL, after_id), STOR_OK);
+    assert_int_equal(table_entries(f, 1), 8);
+
+    /* One upload a page, from the markers the previous page ends at. */
+    char marker[S3R_MAX_KEY_BYTES + 1] = "", id_marker[STOR_UPLOAD_ID_LEN + 1] = "";
+    char seen[8][S3R_MAX_KEY_BYTES + 1];
+    int pages = 0, more = 1;
+    while (more) {
+        stor_upload_t *u;
+        size_t n;
+        assert_int_equal(stor_mpu_list(f->st, "b", "", marker[0] ? marker : NULL,
+                                       id_marker[0] ? id_marker : NULL, 1, &u, &n, &more),
+                         STOR_OK);
+        assert_int_equal(n, 1);
+        assert_true(pages < 8);
+        strcpy(seen[pages++], u[0].key);
+        strcpy(marker, u[0].key);
+        strcpy(id_marker, u[0].upload_id);
+        stor_uploads_free(u, n);
+    }
+    assert_int_equal(pages, 8);
+    assert_string_equal(seen[0], "p");
+    assert_string_equal(seen[7], "q");
+    for (int i = 1; i < 7; i++) {
+        assert_int_equal(strlen(seen[i]), plen + 10);
+        assert_true(strcmp(seen[i - 1], seen[i]) < 0);
+    }
+
+    /* Abort and complete take their entries out. */
+    assert_int_equal(stor_mpu_abort(f->st, TU_B(f->st, "b"), keys[0], ids[0]), STOR_OK);
+    char etag[33];
+    assert_int_equal(put_part(f->st, "q", after_id, 1, "tail", 4, etag), STOR_OK);
+    stor_complete_part_t cp[] = {{1, etag}};
+    stor_meta_t m;
+    assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "q", after_id, cp, 1, NULL, &m),
+                     STOR_OK);
+    stor_meta_free(&m);
+    assert_int_equal(table_entries(f, 1), 6);
+    assert_int_equal(table_entries(f, 0), 6);
+
+    /* A data directory without the index (from before it) gets it at open. */
+    lstor_t *st = (lstor_t *)f->st;
+    MDB_txn *txn;
+    assert_int_equal(mdb_txn_begin(st->env, NULL, 0, &txn), 0);
+    assert_int_equal(mdb_drop(txn, st->db_upload_keys, 0), 0);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    assert_int_equal(table_entries(f, 1), 0);
+    reopen(f);
+    assert_int_equal(table_entries(f, 1), 6);
+    stor_upload_t *u;
+    size_t n;
+    assert_int_equal(stor_mpu_list(f->st, "b", "p", NULL, NULL, 100, &u, &n, &more), STOR_OK);
+    assert_int_equal(n, 6);
+    assert_string_equal(u[0].key, "p");
+    stor_uploads_free(u, n);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1059,6 +1203,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_multipart, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_multipart, setup_fsync, teardown),
         cmocka_unit_test_setup_teardown(test_mpu_list, setup_relaxed, teardown),
+        cmocka_unit_test_setup_teardown(test_mpu_list_bounded, setup_relaxed, teardown),
+        cmocka_unit_test_setup_teardown(test_mpu_list_long_keys_and_index, setup_relaxed, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
