@@ -121,6 +121,7 @@ static void start_all(void)
         .n_users = 1,
         .store = store,
         .rdma = rdma,
+        .max_buckets_per_user = 64, /* also bounds what fuzzed names create */
     };
     s3srv = s3_server_start(&sc);
     FUZZ_CHECK(s3srv != NULL);
@@ -585,8 +586,9 @@ static void wait_for(fcall_t *c)
     }
     if (verbose) {
         const char *name = rdma_native_op_name(c->op);
+        const char *code = strstr(c->body, "<Code>");
         fprintf(stderr, "fuzz: %s -> %u %.*s\n", name ? name : "unknown", c->status,
-                (int)strcspn(c->body, "\n"), c->body);
+                code ? (int)strcspn(code + 6, "<") : 0, code ? code + 6 : "");
     }
     check_reply(c);
     learn(c);
@@ -787,6 +789,30 @@ static void abort_uploads(void)
     }
 }
 
+/* The server serves this target's requests at all: a CreateBucket of the
+ * first pool bucket succeeds. Catches a server setting the target does not
+ * set (the fuzzer would otherwise go on, every request refused). */
+static void check_setup(void)
+{
+    rdma_native_msg_t m = {0};
+    m.head.opcode = RDMA_OP_CREATE_BUCKET;
+    m.bucket = buckets[0];
+    m.key = "";
+    m.reply_inline_max = RIM_NORMAL;
+    fcall_t *c = &calls[0];
+    memset(c, 0, sizeof(*c));
+    c->call.done = call_done;
+    c->op = RDMA_OP_CREATE_BUCKET;
+    char err[160];
+    FUZZ_CHECK(rdma_native_submit(sess, &m, &c->call, err, sizeof(err)) == 0);
+    wait_for(c);
+    if (c->status != 200) {
+        fprintf(stderr, "fuzz: the server refuses the setup's CreateBucket: %u %s\n", c->status,
+                c->body);
+        abort();
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static bool started;
@@ -794,6 +820,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memset(long_key, 'L', sizeof(long_key) - 1);
         memset(long_value, 'V', sizeof(long_value) - 1);
         start_all();
+        check_setup();
         started = true;
     }
     memset(&st, 0, sizeof(st));
