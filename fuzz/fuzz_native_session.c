@@ -1,8 +1,10 @@
 /* The native protocol against a live server (docs/protocol.md §4): on the
  * first input this process starts what s3rdmad composes (a store in a temp
  * directory, the S3 server without HTTP listeners, the RDMA server on a
- * free port with s3_native_handle as its native handler) and opens one
- * authenticated client session with a 1 MiB registered region. Each input
+ * free port with s3_native_handle as its native handler) and opens an
+ * authenticated client session with a 1 MiB registered region for each of
+ * two users (tenants: the second sends the requests whose op byte has 0x80
+ * set, at the same buckets and keys, so at the first one's too). Each input
  * is a sequence of up to MAX_REQS native requests sent on that session and
  * answered by the real S3 operation handlers, so state builds up: buckets
  * and keys come from small pools (FUZZ_BUCKETS, FUZZ_KEYS), upload ids and
@@ -54,8 +56,7 @@
 #define GUARD            4096
 #define OUT_OFF          (BODY_AREA + GUARD) /* the out area, guards on both sides */
 #define OUT_LEN          (256 * 1024)
-#define AK               "AKFUZZ"
-#define SK               "fuzz-secret-fuzz-secret"
+#define N_TENANTS        2
 #define GUARD_BYTE       0xA5
 
 /* ==== the server and the session (started once) ============================= */
@@ -64,24 +65,45 @@ static char tmpdir[64];
 static stor_t *store;
 static s3_server_t *s3srv;
 static rdma_server_t *rdma;
+/* Two users, each with a session and a registered region: tenant 0 sends
+ * most requests, tenant 1 those whose op byte has 0x80 set, against the
+ * same bucket and key pools (so against the other's objects too). */
+static s3_user_t users[N_TENANTS] = {{"AKFUZZONE", "fuzz-secret-one-one"},
+                                     {"AKFUZZTWO", "fuzz-secret-two-two"}};
+static struct tenant {
+    rdma_session_t *sess;
+    rdma_region_t *region;
+    uint8_t *mem;
+} tenants[N_TENANTS];
+/* The tenant of the request being built. */
 static rdma_session_t *sess;
 static rdma_region_t *region;
 static uint8_t *mem;
-static s3_user_t users[] = {{AK, SK}};
+
+static void use_tenant(unsigned t)
+{
+    sess = tenants[t].sess;
+    region = tenants[t].region;
+    mem = tenants[t].mem;
+}
 static bool verbose; /* S3R_FUZZ_VERBOSE=1: each reply's status and body on stderr */
 
 static int lookup_secret(void *ctx, const char *ak, char *secret, size_t max)
 {
     (void)ctx;
-    if (strcmp(ak, AK) != 0)
-        return -1;
-    snprintf(secret, max, "%s", SK);
-    return 0;
+    for (unsigned t = 0; t < N_TENANTS; t++) {
+        if (strcmp(ak, users[t].access_key) == 0) {
+            snprintf(secret, max, "%s", users[t].secret_key);
+            return 0;
+        }
+    }
+    return -1;
 }
 
 static void stop_all(void)
 {
-    rdma_session_close(sess);
+    for (unsigned t = 0; t < N_TENANTS; t++)
+        rdma_session_close(tenants[t].sess);
     rdma_server_set_native(rdma, NULL, NULL);
     s3_server_stop(s3srv, 1);
     rdma_server_stop(rdma);
@@ -118,7 +140,7 @@ static void start_all(void)
         .http_off = true,
         .region = "us-east-1",
         .users = users,
-        .n_users = 1,
+        .n_users = N_TENANTS,
         .store = store,
         .rdma = rdma,
         .max_buckets_per_user = 64, /* also bounds what fuzzed names create */
@@ -127,20 +149,24 @@ static void start_all(void)
     FUZZ_CHECK(s3srv != NULL);
     rdma_server_set_native(rdma, s3_native_handle, s3srv);
     s3_server_set_ready(s3srv, true);
-    rdma_client_config_t cc = {.host = "127.0.0.1",
-                               .port = rdma_server_port(rdma),
-                               .socket = sock,
-                               .access_key = AK,
-                               .secret_key = SK,
-                               .timeout_ms = 10000};
-    char err[256];
-    void *addr;
-    if (rdma_session_open(&cc, &sess, err, sizeof(err)) < 0 ||
-        rdma_region_alloc(sess, REGION_LEN, &addr, &region, err, sizeof(err)) < 0) {
-        fprintf(stderr, "fuzz: %s\n", err);
-        abort();
+    for (unsigned t = 0; t < N_TENANTS; t++) {
+        struct tenant *tn = &tenants[t];
+        rdma_client_config_t cc = {.host = "127.0.0.1",
+                                   .port = rdma_server_port(rdma),
+                                   .socket = sock,
+                                   .access_key = users[t].access_key,
+                                   .secret_key = users[t].secret_key,
+                                   .timeout_ms = 10000};
+        char err[256];
+        void *addr;
+        if (rdma_session_open(&cc, &tn->sess, err, sizeof(err)) < 0 ||
+            rdma_region_alloc(tn->sess, REGION_LEN, &addr, &tn->region, err, sizeof(err)) < 0) {
+            fprintf(stderr, "fuzz: %s\n", err);
+            abort();
+        }
+        tn->mem = addr;
     }
-    mem = addr;
+    use_tenant(0);
     atexit(stop_all);
 }
 
@@ -337,6 +363,7 @@ static const char *const pvalues[] = {
 /* ==== what earlier replies taught ================================================ */
 
 typedef struct upload {
+    unsigned tenant; /* who opened it (and aborts it) */
     char bucket[64], key[1100], id[128];
 } upload_t;
 
@@ -416,6 +443,8 @@ enum out_mode { OUT_NONE, OUT_VALID, OUT_SMALL, OUT_PAST, OUT_UNKNOWN, OUT_MODES
 /* A request in flight and what its reply said. */
 typedef struct fcall {
     rdma_native_call_t call; /* first: the done callback gets this */
+    rdma_session_t *sess;    /* the tenant's session and region memory */
+    uint8_t *mem;
     unsigned op;
     bool solo; /* waited for before anything else was sent */
     /* The out span as the server reads it, and whether it lies in the
@@ -431,6 +460,18 @@ typedef struct fcall {
     char part_number[16];
     upload_t upload; /* CreateMultipartUpload: where */
 } fcall_t;
+
+static void call_done(rdma_native_call_t *call, const rdma_native_reply_t *r);
+
+/* A fresh call for op on the current tenant's session. */
+static void call_init(fcall_t *c, unsigned op)
+{
+    memset(c, 0, sizeof(*c));
+    c->call.done = call_done;
+    c->sess = sess;
+    c->mem = mem;
+    c->op = op;
+}
 
 static void call_done(rdma_native_call_t *call, const rdma_native_reply_t *r)
 {
@@ -536,6 +577,7 @@ static void check_reply(fcall_t *c)
         FUZZ_CHECK(strstr(c->body, "<Code>") != NULL);
     if (c->solo) {
         /* Nothing outside the reply body's bytes changed. */
+        uint8_t *mem = c->mem;
         uint64_t lo = c->body_kind == RDMA_BODY_REGION ? c->out_addr - (uintptr_t)mem : 0;
         uint64_t hi = c->body_kind == RDMA_BODY_REGION ? lo + c->body_len : 0;
         for (uint64_t i = OUT_OFF - GUARD; i < OUT_OFF + OUT_LEN + GUARD; i++)
@@ -578,7 +620,7 @@ static void learn(fcall_t *c)
 
 static void wait_for(fcall_t *c)
 {
-    if (rdma_native_wait(sess, &c->call, REPLY_TIMEOUT_MS) < 0) {
+    if (rdma_native_wait(c->sess, &c->call, REPLY_TIMEOUT_MS) < 0) {
         const char *name = rdma_native_op_name(c->op);
         fprintf(stderr, "fuzz: no reply to opcode %u (%s) within %d ms\n", c->op,
                 name ? name : "unknown", REPLY_TIMEOUT_MS);
@@ -614,7 +656,8 @@ static void one_request(in_t *in)
     rdma_native_msg_t m = {0};
 
     uint8_t b0 = u8(in);
-    unsigned op = b0 & 0x1f;
+    unsigned op = b0 & 0x1f, tenant = b0 >> 7;
+    use_tenant(tenant);
     bool unknown = op == 0 || op > RDMA_OP_MAX;
     bool nowait = b0 & 0x40;
     memset(&raw, 0, sizeof(raw));
@@ -656,9 +699,8 @@ static void one_request(in_t *in)
     }
 
     fcall_t *c = &calls[n_inflight];
-    memset(c, 0, sizeof(*c));
-    c->call.done = call_done;
-    c->op = unknown ? 0 : op;
+    call_init(c, unknown ? 0 : op);
+    c->upload.tenant = tenant;
     c->solo = !nowait && n_inflight == 0;
 
     uint8_t bm = u8(in) % BODY_MODES;
@@ -743,7 +785,7 @@ static void one_request(in_t *in)
             raw.flags = u8(in);
     }
 
-    /* What learn() needs of the request. */
+    /* What learn() needs of the request (c->upload.tenant is set). */
     for (unsigned i = 0; i < m.n_params; i++)
         if (strcmp(m.params[i].name, "partNumber") == 0)
             snprintf(c->part_number, sizeof(c->part_number), "%s", m.params[i].value);
@@ -779,10 +821,9 @@ static void abort_uploads(void)
         m.reply_inline_max = RIM_NORMAL;
         m.params[0] = (rdma_native_param_t){RDMA_PARAM_QUERY, "uploadId", u->id};
         m.n_params = 1;
+        use_tenant(u->tenant);
         fcall_t *c = &calls[0];
-        memset(c, 0, sizeof(*c));
-        c->call.done = call_done;
-        c->op = RDMA_OP_ABORT_MPU;
+        call_init(c, RDMA_OP_ABORT_MPU);
         char err[160];
         FUZZ_CHECK(rdma_native_submit(sess, &m, &c->call, err, sizeof(err)) == 0);
         wait_for(c);
@@ -799,10 +840,9 @@ static void check_setup(void)
     m.bucket = buckets[0];
     m.key = "";
     m.reply_inline_max = RIM_NORMAL;
+    use_tenant(0);
     fcall_t *c = &calls[0];
-    memset(c, 0, sizeof(*c));
-    c->call.done = call_done;
-    c->op = RDMA_OP_CREATE_BUCKET;
+    call_init(c, RDMA_OP_CREATE_BUCKET);
     char err[160];
     FUZZ_CHECK(rdma_native_submit(sess, &m, &c->call, err, sizeof(err)) == 0);
     wait_for(c);

@@ -260,12 +260,14 @@ OPS = {n: i + 1 for i, n in enumerate([
 UPLOAD = "upload"  # a param value: the first upload id the input opened
 
 
-def nsreq(op, bucket=0, key=None, rim=4, params=(), body=None, out=0, nowait=False, raw=None):
+def nsreq(op, bucket=0, key=None, rim=4, params=(), body=None, out=0, nowait=False, raw=None,
+          tenant=0):
     """One request. bucket/key: pool index, None (absent); rim: selector (0: 0,
     1: 1, 3: 2^32-1, 4: 16384); params: (name, value) from the tables or UPLOAD;
     body: None, ("inline", bytes), ("region", bytes), ("large", kib), ("complete",),
-    ("delete",); out: 0 none, 1 valid, 3 past, 4 unknown region; raw: (muts, version)."""
-    b = bytes([OPS[op] | (0x40 if nowait else 0) | (0x20 if raw else 0)])
+    ("delete",); out: 0 none, 1 valid, 3 past, 4 unknown region; raw: (muts, version);
+    tenant: 0 or 1 (the second user's session)."""
+    b = bytes([OPS[op] | (0x40 if nowait else 0) | (0x20 if raw else 0) | (0x80 if tenant else 0)])
     b += bytes([3 if bucket is None else bucket, 6 if key is None else key, rim])
     b += bytes([len(params)])
     for n, v in params:
@@ -334,6 +336,15 @@ SEEDS["native_session"] = [
           body=("inline", b"meta")) +
     nsreq("GetObject", key=0, params=[("if-none-match", "*")]) +
     nsreq("CopyObject", key=1, params=[SRC, ("x-amz-metadata-directive", "REPLACE")]),
+    # the other tenant at the first one's objects and uploads, and its own bucket
+    nsreq("CreateBucket") + nsreq("PutObject", key=0, body=("inline", b"mine")) +
+    nsreq("CreateMPU", key=2) +
+    nsreq("GetObject", key=0, tenant=1) + nsreq("ListObjects", tenant=1) +
+    nsreq("UploadPart", key=2, params=[("uploadId", UPLOAD), ("partNumber", "1")],
+          body=("inline", b"theirs"), tenant=1) +
+    nsreq("CreateBucket", bucket=2, tenant=1) +
+    nsreq("CopyObject", bucket=2, key=1, params=[SRC], tenant=1) +
+    nsreq("DeleteBucket", bucket=2, tenant=1),
     # a raw message with another version: answered BAD_MESSAGE
     nsreq("CreateBucket") + nsreq("HeadBucket", raw=([], 2)) +
     nsreq("ListObjects", raw=([(40, 0xFF)], None)),
