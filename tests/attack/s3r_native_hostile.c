@@ -11,8 +11,8 @@
  * (the bucket, key, params, body and out span the operation needs) and
  * sends it whole and in variants:
  *   - each required field missing in turn (bucket, key, each param, the
- *     body, the out span of a GET whose reply needs one) or present with an
- *     empty value;
+ *     body, the out span of a GET whose reply needs one), present with an
+ *     empty value, or given twice;
  *   - unexpected fields: a bucket/key/body on operations that take none,
  *     unknown and misplaced params (a copy source, an upload id);
  *   - out spans: a valid one where none is needed, one too small, one past
@@ -238,6 +238,7 @@ typedef enum variant {
     V_NO_KEY,
     V_NO_PARAM,    /* arg: which */
     V_EMPTY_PARAM, /* arg: which */
+    V_DUP_PARAM,   /* arg: which, given twice (the second value differs) */
     V_NO_BODY,
     V_NO_OUT,
     V_EXTRA_BUCKET,
@@ -262,6 +263,7 @@ static const char *variant_name(variant_t v, const spec_t *s, unsigned arg, char
                                          "no-key",
                                          "no-param",
                                          "empty-param",
+                                         "dup-param",
                                          "no-body",
                                          "no-out",
                                          "extra-bucket",
@@ -276,7 +278,7 @@ static const char *variant_name(variant_t v, const spec_t *s, unsigned arg, char
                                          "out-unknown-region",
                                          "body-by-region",
                                          "body-past-region"};
-    if (v == V_NO_PARAM || v == V_EMPTY_PARAM)
+    if (v == V_NO_PARAM || v == V_EMPTY_PARAM || v == V_DUP_PARAM)
         snprintf(buf, cap, "%s:%s", names[v], s->params[arg].name);
     else
         snprintf(buf, cap, "%s", names[v]);
@@ -295,6 +297,7 @@ static unsigned variant_count(variant_t v, const spec_t *s, unsigned op)
         return s->key != NULL;
     case V_NO_PARAM:
     case V_EMPTY_PARAM:
+    case V_DUP_PARAM:
         return s->n_params;
     case V_NO_BODY:
     case V_BODY_REGION:
@@ -338,6 +341,10 @@ static void build(rdma_native_msg_t *m, unsigned op, spec_t s, variant_t v, unsi
     }
     if (v == V_EMPTY_PARAM)
         s.params[arg].value = "";
+    if (v == V_DUP_PARAM) {
+        s.params[s.n_params] = s.params[arg];
+        s.params[s.n_params++].value = "2";
+    }
     if (v == V_EXTRA_PARAMS) {
         s.params[s.n_params++] = header("x-hostile", "1");
         s.params[s.n_params++] = query("hostile", "");

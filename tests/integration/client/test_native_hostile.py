@@ -3,12 +3,13 @@
 
 tests/attack/s3r_native_hostile opens an honest RDMA session and sends every
 native opcode with each required field missing in turn (bucket, key, each
-param, the body, a GET's out span), with unexpected fields (a bucket, key or
-body where none is taken, unknown and misplaced params), with out spans valid,
-one byte long, past the registered region and in an unknown region, bodies by
-region inside and past it, each under reply_inline_max 0, 1 and 16384. Every
-request must get a reply (an error one naming its S3 error code) and after
-each the server must still answer a HeadBucket and a byte-exact GetObject.
+param, the body, a GET's out span), empty or given twice, with unexpected
+fields (a bucket, key or body where none is taken, unknown and misplaced
+params), with out spans valid, one byte long, past the registered region and in
+an unknown region, bodies by region inside and past it, each under
+reply_inline_max 0, 1 and 16384. Every request must get a reply (an error one
+naming its S3 error code) and after each the server must still answer a
+HeadBucket and a byte-exact GetObject.
 Runs under UCX's default transports and UCX_TLS=tcp.
 """
 import os
