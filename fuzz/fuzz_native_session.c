@@ -32,7 +32,10 @@
  * this target is linked with -Wl,--wrap=rdma_native_encode_req (see
  * CMakeLists.txt): while `raw` is armed the wrapper rewrites the encoded
  * message before rdma_native_submit sends it. */
+#include <dirent.h>
+#include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -100,6 +103,34 @@ static int lookup_secret(void *ctx, const char *ak, char *secret, size_t max)
     return -1;
 }
 
+/* The store lives in /tmp/s3r-fuzz-native.<pid>.XXXXXX. A run that ends
+ * normally removes its own (stop_all); one that crashed cannot, so each
+ * start removes those whose process is gone. */
+static void remove_dir(const char *path)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
+    if (system(cmd) != 0)
+        fprintf(stderr, "fuzz: could not remove %s\n", path);
+}
+
+static void sweep_stale_dirs(void)
+{
+    DIR *d = opendir("/tmp");
+    if (!d)
+        return;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        int pid;
+        char path[300];
+        if (sscanf(e->d_name, "s3r-fuzz-native.%d.", &pid) == 1 && pid > 0 && kill(pid, 0) < 0 &&
+            errno == ESRCH) {
+            snprintf(path, sizeof(path), "/tmp/%s", e->d_name);
+            remove_dir(path);
+        }
+    }
+    closedir(d);
+}
+
 static void stop_all(void)
 {
     for (unsigned t = 0; t < N_TENANTS; t++)
@@ -108,17 +139,15 @@ static void stop_all(void)
     s3_server_stop(s3srv, 1);
     rdma_server_stop(rdma);
     stor_close(store);
-    char cmd[96];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "fuzz: could not remove %s\n", tmpdir);
+    remove_dir(tmpdir);
 }
 
 static void start_all(void)
 {
     log_set_level(LOG_LVL_ERROR);
     verbose = getenv("S3R_FUZZ_VERBOSE") != NULL;
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/s3r-fuzz-native-XXXXXX");
+    sweep_stale_dirs();
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/s3r-fuzz-native.%d.XXXXXX", (int)getpid());
     FUZZ_CHECK(mkdtemp(tmpdir) != NULL);
     FUZZ_CHECK(stor_open(tmpdir, STOR_DURABILITY_RELAXED, &store) == STOR_OK);
     rdma_server_config_t rc;
