@@ -27,7 +27,8 @@ static void pool_put_locked(struct rdma_server *srv, rchunk_t *c)
     atomic_store(&c->state, CH_FREE);
     c->next_free = srv->free_chunks;
     srv->free_chunks = c;
-    pthread_cond_signal(&srv->pool_cv);
+    /* Every waiter: the first may be a user at its share. */
+    pthread_cond_broadcast(&srv->pool_cv);
 }
 
 /* Takes a chunk, waiting up to deadline_ms (0: do not wait) for one to be
