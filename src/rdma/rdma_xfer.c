@@ -282,11 +282,17 @@ static int chunk_wait(rdma_xfer_t *x, rchunk_t *c, uint64_t deadline_ms)
         }
         /* Spin briefly (shared-memory transfers finish within microseconds),
          * then back off: on a slow transport (TCP emulating RMA) spinning
-         * threads would starve the peers whose progress the transfer needs. */
+         * threads would starve the peers whose progress the transfer needs.
+         * An operation idle for some 20 ms is one whose peer is not serving
+         * it (a stopped client): it is polled every 2 ms from then on, so
+         * that many such waits do not crowd the worker's lock the other
+         * sessions on a shared worker need. */
         if (ucp_worker_progress(x->s->worker)) {
             idle = 0;
         } else if (++idle > 200) {
-            long ns = 10000L << (idle - 200 < 5 ? idle - 200 : 5); /* 10 us .. 320 us */
+            long ns = idle - 200 < 5 ? 10000L << (idle - 200) /* 10 us .. 160 us */
+                      : idle < 260   ? 320000L
+                                     : 2000000L;
             struct timespec ts = {0, ns};
             nanosleep(&ts, NULL);
         }
