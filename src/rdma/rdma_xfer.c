@@ -60,25 +60,32 @@ static rchunk_t *pool_get(struct rdma_server *srv, rsession_t *owner, uint64_t d
     return c;
 }
 
+/* What a request on c completing (or purged) means for c: the transfer
+ * waiting on it sees DONE or ERROR; a chunk its transfer gave up on
+ * (orphaned, or quarantined once its session is gone) goes back to the
+ * pool. Any thread. */
+static void chunk_done(rchunk_t *c, ucs_status_t status)
+{
+    int expect = CH_INFLIGHT;
+    if (atomic_compare_exchange_strong(&c->state, &expect, status == UCS_OK ? CH_DONE : CH_ERROR))
+        return;
+    /* The transfer gave up on it: the chunk is ours to return. */
+    struct rdma_server *srv = c->srv;
+    pthread_mutex_lock(&srv->pool_mu);
+    if (atomic_load(&c->state) == CH_ORPHANED) {
+        if (c->owner)
+            atomic_fetch_sub(&c->owner->orphans, 1);
+        else
+            srv->chunks_quarantined--;
+        pool_put_locked(srv, c);
+    }
+    pthread_mutex_unlock(&srv->pool_mu);
+}
+
 /* Called by UCX when a request on a chunk completes (or is purged). */
 static void chunk_cb(void *request, ucs_status_t status, void *user_data)
 {
-    rchunk_t *c = user_data;
-    int expect = CH_INFLIGHT;
-    if (!atomic_compare_exchange_strong(&c->state, &expect,
-                                        status == UCS_OK ? CH_DONE : CH_ERROR)) {
-        /* The transfer gave up on it: the chunk is ours to return. */
-        struct rdma_server *srv = c->srv;
-        pthread_mutex_lock(&srv->pool_mu);
-        if (atomic_load(&c->state) == CH_ORPHANED) {
-            if (c->owner)
-                atomic_fetch_sub(&c->owner->orphans, 1);
-            else
-                srv->chunks_quarantined--;
-            pool_put_locked(srv, c);
-        }
-        pthread_mutex_unlock(&srv->pool_mu);
-    }
+    chunk_done(user_data, status);
     ucp_request_free(request);
 }
 
