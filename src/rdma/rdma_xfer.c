@@ -277,7 +277,7 @@ static int chunk_wait(rdma_xfer_t *x, rchunk_t *c, uint64_t deadline_ms)
             return -1;
         if (atomic_load(&x->s->dead))
             return -1;
-        if ((i & 255) == 0 && rdma_now_ms() > deadline_ms) {
+        if (((i & 255) == 0 || idle >= 260) && rdma_now_ms() > deadline_ms) {
             if (stalled) {
                 atomic_fetch_add(&x->srv->xfers_stalled, 1);
                 log_warn("rdma: %s: transfer made no progress for %d ms; failing it", x->s->peer,
@@ -291,10 +291,11 @@ static int chunk_wait(rdma_xfer_t *x, rchunk_t *c, uint64_t deadline_ms)
          * then back off: on a slow transport (TCP emulating RMA) spinning
          * threads would starve the peers whose progress the transfer needs.
          * An operation idle for some 20 ms is one whose peer is not serving
-         * it (a stopped client): it is polled every 2 ms from then on, so
+         * it (a stopped client): from then on this thread only looks at the
+         * chunk every 2 ms and leaves the worker to its progress thread, so
          * that many such waits do not crowd the worker's lock the other
          * sessions on a shared worker need. */
-        if (ucp_worker_progress(x->s->worker)) {
+        if (idle < 260 && ucp_worker_progress(x->s->worker)) {
             idle = 0;
         } else if (++idle > 200) {
             long ns = idle - 200 < 5 ? 10000L << (idle - 200) /* 10 us .. 160 us */
