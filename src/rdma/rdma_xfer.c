@@ -5,6 +5,7 @@
 #include "rdma/rdma_server_internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -267,6 +268,10 @@ static int chunk_wait(rdma_xfer_t *x, rchunk_t *c, uint64_t deadline_ms)
     if (stalled)
         deadline_ms = stall_at;
     unsigned idle = 0;
+    /* How long this thread keeps progressing the worker while nothing
+     * happens: a progress thread (a read run locally) always, as nobody
+     * else progresses its workers meanwhile. */
+    const unsigned progress_until = native_on_progress_thread() ? UINT_MAX : 260;
     for (unsigned i = 0;; i++) {
         int st = atomic_load(&c->state);
         if (st == CH_DONE) {
@@ -295,7 +300,7 @@ static int chunk_wait(rdma_xfer_t *x, rchunk_t *c, uint64_t deadline_ms)
          * chunk every 2 ms and leaves the worker to its progress thread, so
          * that many such waits do not crowd the worker's lock the other
          * sessions on a shared worker need. */
-        if (idle < 260 && ucp_worker_progress(x->s->worker)) {
+        if (idle < progress_until && ucp_worker_progress(x->s->worker)) {
             idle = 0;
         } else if (++idle > 200) {
             long ns = idle - 200 < 5 ? 10000L << (idle - 200) /* 10 us .. 160 us */
