@@ -274,6 +274,11 @@ void native_thread_is(rprog_t *p)
     tls_prog = p;
 }
 
+int native_on_progress_thread(void)
+{
+    return tls_prog != NULL;
+}
+
 /* Operations that only read the index and the page cache: run on the
  * progress thread. */
 static int runs_local(unsigned opcode)

@@ -485,6 +485,9 @@ void native_stop(struct rdma_server *srv);
 /* Marks the calling thread as progress thread p (native requests admitted
  * on it may run on it). */
 void native_thread_is(rprog_t *p);
+/* 1 when the calling thread is a progress thread (nothing else progresses
+ * its workers while it waits). */
+int native_on_progress_thread(void);
 /* Runs the native requests admitted on progress thread p (its own thread)
  * since the last call; returns how many. */
 int native_run_local(rprog_t *p);

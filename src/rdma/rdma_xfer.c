@@ -5,6 +5,7 @@
 #include "rdma/rdma_server_internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -60,25 +61,32 @@ static rchunk_t *pool_get(struct rdma_server *srv, rsession_t *owner, uint64_t d
     return c;
 }
 
+/* What a request on c completing (or purged) means for c: the transfer
+ * waiting on it sees DONE or ERROR; a chunk its transfer gave up on
+ * (orphaned, or quarantined once its session is gone) goes back to the
+ * pool. Any thread. */
+static void chunk_done(rchunk_t *c, ucs_status_t status)
+{
+    int expect = CH_INFLIGHT;
+    if (atomic_compare_exchange_strong(&c->state, &expect, status == UCS_OK ? CH_DONE : CH_ERROR))
+        return;
+    /* The transfer gave up on it: the chunk is ours to return. */
+    struct rdma_server *srv = c->srv;
+    pthread_mutex_lock(&srv->pool_mu);
+    if (atomic_load(&c->state) == CH_ORPHANED) {
+        if (c->owner)
+            atomic_fetch_sub(&c->owner->orphans, 1);
+        else
+            srv->chunks_quarantined--;
+        pool_put_locked(srv, c);
+    }
+    pthread_mutex_unlock(&srv->pool_mu);
+}
+
 /* Called by UCX when a request on a chunk completes (or is purged). */
 static void chunk_cb(void *request, ucs_status_t status, void *user_data)
 {
-    rchunk_t *c = user_data;
-    int expect = CH_INFLIGHT;
-    if (!atomic_compare_exchange_strong(&c->state, &expect,
-                                        status == UCS_OK ? CH_DONE : CH_ERROR)) {
-        /* The transfer gave up on it: the chunk is ours to return. */
-        struct rdma_server *srv = c->srv;
-        pthread_mutex_lock(&srv->pool_mu);
-        if (atomic_load(&c->state) == CH_ORPHANED) {
-            if (c->owner)
-                atomic_fetch_sub(&c->owner->orphans, 1);
-            else
-                srv->chunks_quarantined--;
-            pool_put_locked(srv, c);
-        }
-        pthread_mutex_unlock(&srv->pool_mu);
-    }
+    chunk_done(user_data, status);
     ucp_request_free(request);
 }
 
@@ -260,6 +268,10 @@ static int chunk_wait(rdma_xfer_t *x, rchunk_t *c, uint64_t deadline_ms)
     if (stalled)
         deadline_ms = stall_at;
     unsigned idle = 0;
+    /* How long this thread keeps progressing the worker while nothing
+     * happens: a progress thread (a read run locally) always, as nobody
+     * else progresses its workers meanwhile. */
+    const unsigned progress_until = native_on_progress_thread() ? UINT_MAX : 260;
     for (unsigned i = 0;; i++) {
         int st = atomic_load(&c->state);
         if (st == CH_DONE) {
@@ -270,7 +282,7 @@ static int chunk_wait(rdma_xfer_t *x, rchunk_t *c, uint64_t deadline_ms)
             return -1;
         if (atomic_load(&x->s->dead))
             return -1;
-        if ((i & 255) == 0 && rdma_now_ms() > deadline_ms) {
+        if (((i & 255) == 0 || idle >= 260) && rdma_now_ms() > deadline_ms) {
             if (stalled) {
                 atomic_fetch_add(&x->srv->xfers_stalled, 1);
                 log_warn("rdma: %s: transfer made no progress for %d ms; failing it", x->s->peer,
@@ -284,10 +296,11 @@ static int chunk_wait(rdma_xfer_t *x, rchunk_t *c, uint64_t deadline_ms)
          * then back off: on a slow transport (TCP emulating RMA) spinning
          * threads would starve the peers whose progress the transfer needs.
          * An operation idle for some 20 ms is one whose peer is not serving
-         * it (a stopped client): it is polled every 2 ms from then on, so
+         * it (a stopped client): from then on this thread only looks at the
+         * chunk every 2 ms and leaves the worker to its progress thread, so
          * that many such waits do not crowd the worker's lock the other
          * sessions on a shared worker need. */
-        if (ucp_worker_progress(x->s->worker)) {
+        if (idle < progress_until && ucp_worker_progress(x->s->worker)) {
             idle = 0;
         } else if (++idle > 200) {
             long ns = idle - 200 < 5 ? 10000L << (idle - 200) /* 10 us .. 160 us */
