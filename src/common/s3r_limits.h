@@ -88,6 +88,12 @@ _Static_assert(S3R_MAX_USER_META_BYTES <= S3R_REPLY_MAX_VALUE, "a metadata value
 #define S3R_RDMA_MAX_PENDING           128          /* handshakes in progress, server-wide */
 #define S3R_RDMA_PENDING_PER_SOURCE    8            /* ... from one IP address or uid */
 #define S3R_RDMA_CONN_OUTQ             (128 * 1024) /* queued replies per connection */
+/* Fair shares: one access key holds at most this percent of each
+ * server-wide pool (native requests in flight, executor threads, transfer
+ * handles, staging chunks): SlowDown past it. */
+#define S3R_RDMA_USER_SHARE 50
+/* A transfer whose RDMA operation makes no progress this long fails. */
+#define S3R_RDMA_STALL_MS 2000
 
 /* Native requests (defaults; configurable). A request holds at most
  * RDMA_NATIVE_MAX_MSG (96 KiB) while it waits, and its reply as much until
@@ -95,9 +101,10 @@ _Static_assert(S3R_MAX_USER_META_BYTES <= S3R_REPLY_MAX_VALUE, "a metadata value
  * of request or reply memory. */
 #define S3R_NATIVE_THREADS 4 /* executor threads */
 #define S3R_NATIVE_PER_SESSION                                                                     \
-    64                         /* requests in flight (reply not yet sent) per session: SlowDown */
-#define S3R_NATIVE_QUEUED 1024 /* requests in flight (reply not yet sent), server-wide: SlowDown   \
-                                */
+    64 /* requests in flight (reply not yet sent) per session: SlowDown */
+#define S3R_NATIVE_QUEUED                                                                          \
+    1024 /* requests in flight (reply not yet sent), server-wide: SlowDown                         \
+          */
 /* Refusals (SlowDown replies) not yet sent to a session: past this the
  * session does not read its replies, and refused requests are dropped
  * unanswered (about 200 bytes each, so some 300 refusals). */

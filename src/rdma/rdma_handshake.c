@@ -122,7 +122,12 @@ static int session_create(struct rdma_server *srv, bconn_t *c)
     s->dom = dom;
     pthread_mutex_lock(&srv->mu);
     s->prog = &srv->progs[srv->next_prog++ % (unsigned)srv->n_progs];
+    s->user = user_get(srv, c->ak);
     pthread_mutex_unlock(&srv->mu);
+    if (!s->user) {
+        conn_send_error(c, RDMA_ERR_INTERNAL, "out of memory");
+        goto fail;
+    }
     atomic_init(&s->refs, 1); /* the lifeline's */
     snprintf(s->access_key, sizeof(s->access_key), "%s", c->ak);
     snprintf(s->peer, sizeof(s->peer), "%s", c->peer);
@@ -171,6 +176,11 @@ static int session_create(struct rdma_server *srv, bconn_t *c)
 fail:
     worker_destroy(&s->own);
     pthread_mutex_destroy(&s->mu);
+    if (s->user) {
+        pthread_mutex_lock(&srv->mu);
+        user_put(srv, s->user);
+        pthread_mutex_unlock(&srv->mu);
+    }
     free(s);
     release_slot(srv);
     return -1;

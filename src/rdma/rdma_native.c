@@ -62,6 +62,7 @@ static void req_release(rdma_native_req_t *r)
         return;
     r->released = 1;
     atomic_fetch_sub(&r->s->native_inflight, 1);
+    atomic_fetch_sub(&r->s->user->native, 1);
     atomic_fetch_sub(&r->srv->n_jobs, 1);
 }
 
@@ -96,6 +97,7 @@ static void nsend_uncharge_locked(nsend_t *ns)
 {
     if (ns->slot) {
         atomic_fetch_sub(&ns->owner->native_inflight, 1);
+        atomic_fetch_sub(&ns->owner->user->native, 1);
         atomic_fetch_sub(&ns->srv->n_jobs, 1);
         ns->slot = 0;
     }
@@ -211,6 +213,7 @@ static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w, r
             /* s is alive: r holds a reference on it. */
             ns->slot = 1;
             atomic_fetch_add(&s->native_inflight, 1);
+            atomic_fetch_add(&s->user->native, 1);
             atomic_fetch_add(&srv->n_jobs, 1);
         }
     }
@@ -271,6 +274,11 @@ void native_thread_is(rprog_t *p)
     tls_prog = p;
 }
 
+int native_on_progress_thread(void)
+{
+    return tls_prog != NULL;
+}
+
 /* Operations that only read the index and the page cache: run on the
  * progress thread. */
 static int runs_local(unsigned opcode)
@@ -289,6 +297,17 @@ static int session_tryget(rsession_t *s)
             return 1;
     }
     return 0;
+}
+
+/* Queues j for the executor threads. */
+static void native_enqueue(struct rdma_server *srv, njob_t *j)
+{
+    j->next = NULL;
+    pthread_mutex_lock(&srv->native_mu);
+    *srv->nq_tail = j;
+    srv->nq_tail = &j->next;
+    pthread_cond_signal(&srv->native_cv);
+    pthread_mutex_unlock(&srv->native_mu);
 }
 
 static void native_accept(struct rdma_server *srv, rsession_t *own, ucp_worker_h worker,
@@ -325,11 +344,20 @@ static void native_accept(struct rdma_server *srv, rsession_t *own, ucp_worker_h
         session_put(s);
         return;
     }
+    if (atomic_fetch_add(&s->user->native, 1) >= srv->user_native_max) {
+        atomic_fetch_sub(&s->user->native, 1);
+        atomic_fetch_sub(&s->native_inflight, 1);
+        native_reply_error(srv, s, NULL, &h, 503, RDMA_ERR_BUSY, "SlowDown",
+                           "Too many requests in flight for this access key.");
+        session_put(s);
+        return;
+    }
     njob_t *j = NULL;
     if (atomic_fetch_add(&srv->n_jobs, 1) < srv->cfg.max_native_queued)
         j = malloc(sizeof(*j) + len);
     if (!j) {
         atomic_fetch_sub(&srv->n_jobs, 1);
+        atomic_fetch_sub(&s->user->native, 1);
         atomic_fetch_sub(&s->native_inflight, 1);
         native_reply_error(srv, s, NULL, &h, 503, RDMA_ERR_BUSY, "SlowDown",
                            "Too many native requests admitted on this server.");
@@ -345,11 +373,7 @@ static void native_accept(struct rdma_server *srv, rsession_t *own, ucp_worker_h
         tls_prog->local_tail = &j->next;
         return;
     }
-    pthread_mutex_lock(&srv->native_mu);
-    *srv->nq_tail = j;
-    srv->nq_tail = &j->next;
-    pthread_cond_signal(&srv->native_cv);
-    pthread_mutex_unlock(&srv->native_mu);
+    native_enqueue(srv, j);
 }
 
 static ucs_status_t native_recv_shared(void *arg, const void *header, size_t header_length,
@@ -430,6 +454,26 @@ static void native_run(struct rdma_server *srv, njob_t *j)
     session_put(s);
 }
 
+/* Whether a read admitted on the progress thread would move its reply by
+ * RDMA into an out span the client's own progress must serve (a network
+ * session: TCP emulates RMA with the client's help): such a read goes to
+ * an executor, where a client that stopped serving its RDMA stalls one
+ * thread of its user's share instead of every session of the progress
+ * thread. A local session's RMA (shared memory, CMA) needs nothing of the
+ * client's. */
+static int needs_client_rma(const njob_t *j)
+{
+    if (j->s->own_worker)
+        return 0;
+    rdma_native_msg_t m;
+    const char *why;
+    if (rdma_native_parse_req(j->msg, j->len, &m, &why) < 0)
+        return 0; /* answered BAD_MESSAGE right here */
+    int out = m.has_out;
+    rdma_native_msg_free(&m);
+    return out;
+}
+
 int native_run_local(rprog_t *p)
 {
     int n = 0;
@@ -438,11 +482,35 @@ int native_run_local(rprog_t *p)
         p->local_head = j->next;
         if (!p->local_head)
             p->local_tail = &p->local_head;
+        n++;
+        if (needs_client_rma(j)) {
+            native_enqueue(p->srv, j);
+            continue;
+        }
         native_run(p->srv, j);
         free(j);
-        n++;
     }
     return n;
+}
+
+/* Takes the first queued job whose user runs fewer than its share of the
+ * executor threads (counting it as running), or NULL. Under native_mu. */
+static njob_t *native_take_locked(struct rdma_server *srv)
+{
+    njob_t *prev = NULL;
+    for (njob_t *j = srv->nq_head; j; prev = j, j = j->next) {
+        if (j->s->user->running >= srv->user_running_max)
+            continue;
+        if (prev)
+            prev->next = j->next;
+        else
+            srv->nq_head = j->next;
+        if (srv->nq_tail == &j->next)
+            srv->nq_tail = prev ? &prev->next : &srv->nq_head;
+        j->s->user->running++;
+        return j;
+    }
+    return NULL;
 }
 
 static void *native_main(void *arg)
@@ -450,17 +518,26 @@ static void *native_main(void *arg)
     struct rdma_server *srv = arg;
     pthread_mutex_lock(&srv->native_mu);
     for (;;) {
-        while (!srv->nq_head && !srv->native_stop)
+        njob_t *j = native_take_locked(srv);
+        if (!j) {
+            if (srv->native_stop && !srv->nq_head)
+                break; /* stopping, queue drained */
             pthread_cond_wait(&srv->native_cv, &srv->native_mu);
-        njob_t *j = srv->nq_head;
-        if (!j)
-            break; /* stopping, queue drained */
-        srv->nq_head = j->next;
-        if (!srv->nq_head)
-            srv->nq_tail = &srv->nq_head;
+            continue;
+        }
         pthread_mutex_unlock(&srv->native_mu);
+        /* native_run drops the job's reference; this one keeps s (and its
+         * user) for the count below. */
+        rsession_t *s = j->s;
+        session_get(s);
         native_run(srv, j);
         free(j);
+        pthread_mutex_lock(&srv->native_mu);
+        s->user->running--;
+        if (srv->nq_head)
+            pthread_cond_broadcast(&srv->native_cv); /* a job the share held back may go */
+        pthread_mutex_unlock(&srv->native_mu);
+        session_put(s);
         pthread_mutex_lock(&srv->native_mu);
     }
     pthread_mutex_unlock(&srv->native_mu);

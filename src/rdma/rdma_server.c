@@ -59,6 +59,8 @@ void rdma_server_config_defaults(rdma_server_config_t *cfg)
     cfg->native_threads = S3R_NATIVE_THREADS;
     cfg->max_native_per_session = S3R_NATIVE_PER_SESSION;
     cfg->max_native_queued = S3R_NATIVE_QUEUED;
+    cfg->user_share = S3R_RDMA_USER_SHARE;
+    cfg->stall_ms = S3R_RDMA_STALL_MS;
 }
 
 /* ==== start / stop ======================================================= */
@@ -101,6 +103,9 @@ int rdma_server_start(const rdma_server_config_t *cfg, rdma_server_t **out_p)
         srv->cfg.max_native_per_session = S3R_NATIVE_PER_SESSION;
     if (!srv->cfg.max_native_queued)
         srv->cfg.max_native_queued = S3R_NATIVE_QUEUED;
+    if (!srv->cfg.user_share || srv->cfg.user_share > 100)
+        srv->cfg.user_share = srv->cfg.user_share ? 100 : S3R_RDMA_USER_SHARE;
+    srv->stall_ms = srv->cfg.stall_ms ? (int)srv->cfg.stall_ms : S3R_RDMA_STALL_MS;
     srv->op_timeout_ms = OP_TIMEOUT_MS_DEFAULT;
     const char *t = getenv("S3R_RDMA_OP_TIMEOUT_MS");
     if (t && atoi(t) > 0)
@@ -129,6 +134,7 @@ int rdma_server_start(const rdma_server_config_t *cfg, rdma_server_t **out_p)
     int want_local = !(cfg->unix_socket && !*cfg->unix_socket);
     if (staging_init(srv) < 0 || rdma_domains_open(srv, want_local) < 0)
         goto fail;
+    share_init(srv);
 
     srv->n_progs = cfg->n_workers > 0 ? cfg->n_workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (srv->n_progs < 1)
@@ -268,6 +274,14 @@ void rdma_server_get_stats(rdma_server_t *srv, rdma_server_stats_t *out_p)
     out_p->sessions = srv->n_live;
     out_p->transfers_inflight = srv->n_xfers_busy;
     pthread_mutex_unlock(&srv->mu);
+    pthread_mutex_lock(&srv->pool_mu);
+    unsigned free_n = 0;
+    for (rchunk_t *c = srv->free_chunks; c; c = c->next_free)
+        free_n++;
+    out_p->staging_busy = (unsigned)srv->n_chunks - free_n;
+    out_p->staging_quarantined = srv->chunks_quarantined;
+    pthread_mutex_unlock(&srv->pool_mu);
+    out_p->transfers_stalled = atomic_load(&srv->xfers_stalled);
     out_p->sessions_opened = atomic_load(&srv->sessions_opened);
     for (int i = 0; i < RDMA_REFUSED_COUNT; i++)
         out_p->refused[i] = atomic_load(&srv->refused[i]);

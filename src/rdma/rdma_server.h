@@ -67,6 +67,13 @@ typedef struct rdma_server_config {
     unsigned native_threads;         /* executor threads */
     unsigned max_native_per_session; /* requests in flight per session: more get SlowDown */
     unsigned max_native_queued;      /* requests in flight (admitted, not answered), server-wide */
+    /* Fair shares (rdma_share.c): the percent of each server-wide pool (native
+     * requests in flight, executor threads, transfer handles, staging chunks)
+     * one access key may hold; 100 = no share. */
+    unsigned user_share;
+    /* A transfer whose RDMA operation makes no progress this long fails
+     * (RDMA_TRANSPORT) and gives its resources back. */
+    unsigned stall_ms;
 } rdma_server_config_t;
 
 /* Fills cfg with the defaults of src/common/s3r_limits.h. */
@@ -107,10 +114,13 @@ typedef struct rdma_server_stats {
     unsigned sessions;             /* live now */
     unsigned long sessions_opened; /* WELCOMEs sent */
     unsigned long refused[RDMA_REFUSED_COUNT];
-    unsigned transfers_inflight; /* token and native transfer handles in use */
-    unsigned native_inflight;    /* native requests admitted whose reply is not yet sent */
-    unsigned native_sending;     /* native replies (and refusals) UCX is still sending */
-    size_t native_sending_bytes; /* ... their bytes */
+    unsigned transfers_inflight;     /* token and native transfer handles in use */
+    unsigned staging_busy;           /* staging chunks out of the pool (quarantined included) */
+    unsigned staging_quarantined;    /* ... orphaned by a session that is gone */
+    unsigned long transfers_stalled; /* transfers failed for making no progress */
+    unsigned native_inflight;        /* native requests admitted whose reply is not yet sent */
+    unsigned native_sending;         /* native replies (and refusals) UCX is still sending */
+    size_t native_sending_bytes;     /* ... their bytes */
     unsigned long native_dropped, native_malformed; /* as rdma_server_native_counts */
 } rdma_server_stats_t;
 void rdma_server_get_stats(rdma_server_t *srv, rdma_server_stats_t *out_p);

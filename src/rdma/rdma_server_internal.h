@@ -62,6 +62,7 @@
 
 typedef struct rsession rsession_t;
 typedef struct rprog rprog_t;
+typedef struct ruser ruser_t;
 typedef struct bconn bconn_t;
 
 /* A UCX context with the staging pool registered in it. */
@@ -90,9 +91,28 @@ typedef struct rchunk {
     _Atomic int state;
     uint8_t *buf;
     rsession_t *owner; /* the session of the last transfer that held it */
+    /* The user it counts against while out of the pool (orphaned included);
+     * NULL for a quarantined chunk (its session is gone). Under pool_mu. */
+    ruser_t *user;
     struct rdma_server *srv;
     struct rchunk *next_free;
 } rchunk_t;
+
+/* ==== users (rdma_share.c) =============================================== */
+
+/* What one access key holds of the server-wide pools, across its sessions:
+ * each count is bounded by the user's share of its pool (cfg.user_share,
+ * rdma_share.c), so one tenant that stops serving its RDMA (SIGSTOP, a hung
+ * process) leaves the rest of every pool to the others. */
+struct ruser {
+    char ak[RDMA_MAX_AK + 1];
+    unsigned sessions;       /* sessions of this key not yet destroyed; under srv->mu */
+    _Atomic unsigned native; /* native requests in flight (reply not yet sent) */
+    unsigned running;        /* native requests on executor threads; under native_mu */
+    unsigned xfers;          /* transfer handles; under srv->mu */
+    unsigned chunks;         /* staging chunks held, orphaned ones included; under pool_mu */
+    struct ruser *next;      /* srv->users; under srv->mu */
+};
 
 /* ==== sessions =========================================================== */
 
@@ -121,6 +141,7 @@ struct rsession {
     char access_key[RDMA_MAX_AK + 1];
     char peer[80]; /* the lifeline's peer, as bconn's */
     struct rdma_server *srv;
+    ruser_t *user; /* its access key's share of the pools; held until destroyed */
     rprog_t *prog;
     _Atomic int refs;
     _Atomic int dead;    /* lifeline dropped or the endpoint failed */
@@ -255,6 +276,14 @@ struct rdma_server {
     unsigned n_alloc;     /* authenticated sessions: reserved at AUTH until destroyed */
     struct rdma_xfer *xfers, *free_xfers;
     unsigned n_xfers_busy; /* transfer handles taken from free_xfers */
+    ruser_t *users;        /* every access key with a session, under srv->mu */
+    /* Each user's share of the pools (rdma_share.c): native requests in
+     * flight, transfer handles, staging chunks, executor threads. */
+    unsigned user_native_max, user_xfers_max, user_chunks_max, user_running_max;
+    /* A transfer whose RDMA operation makes no progress this long fails. */
+    int stall_ms;
+    _Atomic unsigned long xfers_stalled; /* transfers failed for no progress */
+    unsigned chunks_quarantined;         /* orphaned chunks whose session is gone; under pool_mu */
     /* rdma_server_get_stats: written by the bootstrap thread only. */
     _Atomic unsigned long sessions_opened;
     _Atomic unsigned long refused[RDMA_REFUSED_COUNT];
@@ -346,6 +375,19 @@ void session_ep_failed(void *arg, ucp_ep_h ep, ucs_status_t status);
  * its command queue is empty. */
 void *prog_main(void *arg);
 
+/* ==== rdma_share.c ======================================================= */
+
+/* Computes each user's share of the pools from cfg (srv->user_*_max).
+ * Before any session exists. */
+void share_init(struct rdma_server *srv);
+
+/* The user entry of access key ak with a session counted on it (created
+ * on first use), or NULL when out of memory. Under srv->mu. */
+ruser_t *user_get(struct rdma_server *srv, const char *ak);
+
+/* Drops a session from u; the last one frees it. Under srv->mu. */
+void user_put(struct rdma_server *srv, ruser_t *u);
+
 /* ==== rdma_domain.c ====================================================== */
 
 /* The UCX_TLS value for the net domain, derived from the operator's UCX_TLS
@@ -383,13 +425,15 @@ void staging_free(struct rdma_server *srv);
 /* Opens a transfer of [addr, addr+len) in region region_id of s, which the
  * caller holds a reference on (the transfer takes its own). RDMA_OUT_OF_BOUNDS
  * unless the span lies inside that region; RDMA_BUSY when every transfer
- * slot is taken. */
+ * slot is taken or s's user holds its share of them. */
 rdma_status_t xfer_bind(struct rdma_server *srv, rsession_t *s, uint32_t region_id, uint64_t addr,
                         uint64_t len, rdma_xfer_t **out_p);
 
-/* Returns every chunk session s orphaned to the pool. Call only once no
- * request of s can complete any more (worker destroyed or endpoint closed). */
-void chunk_sweep(struct rdma_server *srv, rsession_t *s);
+/* Called by s's teardown: returns every chunk s orphaned to the pool, or,
+ * when a request of s can still complete (can_complete: an abandoned
+ * endpoint close), quarantines them: out of s's and its user's counts,
+ * back in the pool only when their UCX callback runs. */
+void chunk_sweep(struct rdma_server *srv, rsession_t *s, int can_complete);
 
 /* ==== rdma_boot.c ======================================================== */
 
@@ -441,6 +485,9 @@ void native_stop(struct rdma_server *srv);
 /* Marks the calling thread as progress thread p (native requests admitted
  * on it may run on it). */
 void native_thread_is(rprog_t *p);
+/* 1 when the calling thread is a progress thread (nothing else progresses
+ * its workers while it waits). */
+int native_on_progress_thread(void);
 /* Runs the native requests admitted on progress thread p (its own thread)
  * since the last call; returns how many. */
 int native_run_local(rprog_t *p);

@@ -141,7 +141,7 @@ static void session_destroy(rsession_t *s)
          * close is refused; destroying the worker reclaims the requests, the
          * endpoint and (when requests were stuck) the rkeys' pool. */
         worker_destroy(&s->own);
-        chunk_sweep(srv, s);
+        chunk_sweep(srv, s, 0);
         native_sweep_sends(srv, s, 0);
     } else {
         int closed = 1;
@@ -155,9 +155,10 @@ static void session_destroy(rsession_t *s)
         }
         /* A forced close purges the endpoint's requests (their callbacks free
          * orphaned chunks and sent replies); anything left cannot complete
-         * any more, unless the close was abandoned (then a reply may still
-         * complete, and its memory is left to its callback). */
-        chunk_sweep(srv, s);
+         * any more, unless the close was abandoned: then an RMA may still
+         * write into an orphaned chunk and a reply may still complete, so
+         * both are left to their callbacks (the chunks quarantined). */
+        chunk_sweep(srv, s, !closed);
         native_sweep_sends(srv, s, !closed);
         for (rregion_t *r = s->regions; r; r = r->next) {
             ucp_rkey_destroy(r->rkey);
@@ -172,6 +173,7 @@ static void session_destroy(rsession_t *s)
     pthread_mutex_destroy(&s->mu);
     pthread_mutex_lock(&srv->mu);
     srv->n_alloc--;
+    user_put(srv, s->user);
     pthread_mutex_unlock(&srv->mu);
     log_debug("rdma: session destroyed");
     free(s);

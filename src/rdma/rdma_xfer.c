@@ -5,6 +5,7 @@
 #include "rdma/rdma_server_internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -21,17 +22,24 @@
 
 static void pool_put_locked(struct rdma_server *srv, rchunk_t *c)
 {
+    if (c->user)
+        c->user->chunks--;
+    c->user = NULL;
     atomic_store(&c->state, CH_FREE);
     c->next_free = srv->free_chunks;
     srv->free_chunks = c;
-    pthread_cond_signal(&srv->pool_cv);
+    /* Every waiter: the first may be a user at its share. */
+    pthread_cond_broadcast(&srv->pool_cv);
 }
 
-/* Takes a chunk, waiting up to deadline_ms (0: do not wait). */
+/* Takes a chunk, waiting up to deadline_ms (0: do not wait) for one to be
+ * free and for owner's user to be under its share. */
 static rchunk_t *pool_get(struct rdma_server *srv, rsession_t *owner, uint64_t deadline_ms)
 {
+    ruser_t *u = owner->user;
     pthread_mutex_lock(&srv->pool_mu);
-    while (!srv->free_chunks && deadline_ms && rdma_now_ms() < deadline_ms) {
+    while ((!srv->free_chunks || u->chunks >= srv->user_chunks_max) && deadline_ms &&
+           rdma_now_ms() < deadline_ms) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += 10 * 1000000;
@@ -41,32 +49,44 @@ static rchunk_t *pool_get(struct rdma_server *srv, rsession_t *owner, uint64_t d
         }
         pthread_cond_timedwait(&srv->pool_cv, &srv->pool_mu, &ts);
     }
-    rchunk_t *c = srv->free_chunks;
+    rchunk_t *c = u->chunks < srv->user_chunks_max ? srv->free_chunks : NULL;
     if (c) {
         srv->free_chunks = c->next_free;
         c->owner = owner;
+        c->user = u;
+        u->chunks++;
         atomic_store(&c->state, CH_OWNED);
     }
     pthread_mutex_unlock(&srv->pool_mu);
     return c;
 }
 
+/* What a request on c completing (or purged) means for c: the transfer
+ * waiting on it sees DONE or ERROR; a chunk its transfer gave up on
+ * (orphaned, or quarantined once its session is gone) goes back to the
+ * pool. Any thread. */
+static void chunk_done(rchunk_t *c, ucs_status_t status)
+{
+    int expect = CH_INFLIGHT;
+    if (atomic_compare_exchange_strong(&c->state, &expect, status == UCS_OK ? CH_DONE : CH_ERROR))
+        return;
+    /* The transfer gave up on it: the chunk is ours to return. */
+    struct rdma_server *srv = c->srv;
+    pthread_mutex_lock(&srv->pool_mu);
+    if (atomic_load(&c->state) == CH_ORPHANED) {
+        if (c->owner)
+            atomic_fetch_sub(&c->owner->orphans, 1);
+        else
+            srv->chunks_quarantined--;
+        pool_put_locked(srv, c);
+    }
+    pthread_mutex_unlock(&srv->pool_mu);
+}
+
 /* Called by UCX when a request on a chunk completes (or is purged). */
 static void chunk_cb(void *request, ucs_status_t status, void *user_data)
 {
-    rchunk_t *c = user_data;
-    int expect = CH_INFLIGHT;
-    if (!atomic_compare_exchange_strong(&c->state, &expect,
-                                        status == UCS_OK ? CH_DONE : CH_ERROR)) {
-        /* The transfer gave up on it: the chunk is ours to return. */
-        struct rdma_server *srv = c->srv;
-        pthread_mutex_lock(&srv->pool_mu);
-        if (atomic_load(&c->state) == CH_ORPHANED) {
-            atomic_fetch_sub(&c->owner->orphans, 1);
-            pool_put_locked(srv, c);
-        }
-        pthread_mutex_unlock(&srv->pool_mu);
-    }
+    chunk_done(user_data, status);
     ucp_request_free(request);
 }
 
@@ -89,15 +109,22 @@ static void chunk_release(struct rdma_server *srv, rchunk_t *c)
     pthread_mutex_unlock(&srv->pool_mu);
 }
 
-/* Returns every chunk this session orphaned: called once no request of the
- * session can complete any more (its worker destroyed or endpoint closed). */
-void chunk_sweep(struct rdma_server *srv, rsession_t *s)
+void chunk_sweep(struct rdma_server *srv, rsession_t *s, int can_complete)
 {
     pthread_mutex_lock(&srv->pool_mu);
     for (size_t i = 0; i < srv->n_chunks; i++) {
         rchunk_t *c = &srv->chunks[i];
-        if (c->owner == s && atomic_load(&c->state) == CH_ORPHANED) {
-            atomic_fetch_sub(&s->orphans, 1);
+        if (c->owner != s || atomic_load(&c->state) != CH_ORPHANED)
+            continue;
+        atomic_fetch_sub(&s->orphans, 1);
+        if (can_complete) {
+            /* UCX may still write into it: chunk_cb returns it. */
+            c->owner = NULL;
+            if (c->user)
+                c->user->chunks--;
+            c->user = NULL;
+            srv->chunks_quarantined++;
+        } else {
             pool_put_locked(srv, c);
         }
     }
@@ -150,10 +177,11 @@ rdma_status_t xfer_bind(struct rdma_server *srv, rsession_t *s, uint32_t region_
     /* A transfer slot first (srv->mu), then the region (s->mu): the two
      * locks are never held together (rdma_server_internal.h). */
     pthread_mutex_lock(&srv->mu);
-    struct rdma_xfer *x = srv->free_xfers;
+    struct rdma_xfer *x = s->user->xfers < srv->user_xfers_max ? srv->free_xfers : NULL;
     if (x) {
         srv->free_xfers = x->next_free;
         srv->n_xfers_busy++;
+        s->user->xfers++;
     }
     pthread_mutex_unlock(&srv->mu);
     if (!x)
@@ -172,6 +200,7 @@ rdma_status_t xfer_bind(struct rdma_server *srv, rsession_t *s, uint32_t region_
         x->next_free = srv->free_xfers;
         srv->free_xfers = x;
         srv->n_xfers_busy--;
+        s->user->xfers--;
         pthread_mutex_unlock(&srv->mu);
         return RDMA_OUT_OF_BOUNDS;
     }
@@ -215,22 +244,34 @@ void rdma_xfer_close(rdma_xfer_t *x)
     rregion_t *gone = region_unref_locked(x->r);
     pthread_mutex_unlock(&s->mu);
     region_free(gone);
-    session_put(s);
     pthread_mutex_lock(&srv->mu);
     x->next_free = srv->free_xfers;
     srv->free_xfers = x;
     srv->n_xfers_busy--;
+    s->user->xfers--;
     pthread_mutex_unlock(&srv->mu);
+    session_put(s);
 }
 
 /* Waits for c's request by progressing the session's worker on this thread
  * (bounded spin, then short sleeps so the progress thread and the other
  * threads on 2 cores get a turn). Returns 0 when it completed, -1 when it
- * failed, the session died or the deadline passed (c is then still INFLIGHT
- * or ERROR; chunk_release handles either). */
+ * failed, the session died, the transfer's deadline passed or the request
+ * made no progress for srv->stall_ms (a client that stopped serving its
+ * RDMA: its transfer gives back the slot and the chunks it would hold for
+ * the whole op timeout). c is then still INFLIGHT or ERROR; chunk_release
+ * handles either. */
 static int chunk_wait(rdma_xfer_t *x, rchunk_t *c, uint64_t deadline_ms)
 {
+    uint64_t stall_at = rdma_now_ms() + (uint64_t)x->srv->stall_ms;
+    int stalled = stall_at < deadline_ms;
+    if (stalled)
+        deadline_ms = stall_at;
     unsigned idle = 0;
+    /* How long this thread keeps progressing the worker while nothing
+     * happens: a progress thread (a read run locally) always, as nobody
+     * else progresses its workers meanwhile. */
+    const unsigned progress_until = native_on_progress_thread() ? UINT_MAX : 260;
     for (unsigned i = 0;; i++) {
         int st = atomic_load(&c->state);
         if (st == CH_DONE) {
@@ -241,17 +282,30 @@ static int chunk_wait(rdma_xfer_t *x, rchunk_t *c, uint64_t deadline_ms)
             return -1;
         if (atomic_load(&x->s->dead))
             return -1;
-        if ((i & 255) == 0 && rdma_now_ms() > deadline_ms) {
-            log_warn("rdma: transfer timed out");
+        if (((i & 255) == 0 || idle >= 260) && rdma_now_ms() > deadline_ms) {
+            if (stalled) {
+                atomic_fetch_add(&x->srv->xfers_stalled, 1);
+                log_warn("rdma: %s: transfer made no progress for %d ms; failing it", x->s->peer,
+                         x->srv->stall_ms);
+            } else {
+                log_warn("rdma: %s: transfer timed out", x->s->peer);
+            }
             return -1;
         }
         /* Spin briefly (shared-memory transfers finish within microseconds),
          * then back off: on a slow transport (TCP emulating RMA) spinning
-         * threads would starve the peers whose progress the transfer needs. */
-        if (ucp_worker_progress(x->s->worker)) {
+         * threads would starve the peers whose progress the transfer needs.
+         * An operation idle for some 20 ms is one whose peer is not serving
+         * it (a stopped client): from then on this thread only looks at the
+         * chunk every 2 ms and leaves the worker to its progress thread, so
+         * that many such waits do not crowd the worker's lock the other
+         * sessions on a shared worker need. */
+        if (idle < progress_until && ucp_worker_progress(x->s->worker)) {
             idle = 0;
         } else if (++idle > 200) {
-            long ns = 10000L << (idle - 200 < 5 ? idle - 200 : 5); /* 10 us .. 320 us */
+            long ns = idle - 200 < 5 ? 10000L << (idle - 200) /* 10 us .. 160 us */
+                      : idle < 260   ? 320000L
+                                     : 2000000L;
             struct timespec ts = {0, ns};
             nanosleep(&ts, NULL);
         }
@@ -327,11 +381,15 @@ static rdma_status_t xfer_begin(const rdma_xfer_t *x, uint64_t len, uint8_t **lo
 }
 
 /* Sets the transfer's deadline and takes two staging chunks if it can, one
- * at least (waiting for it until the deadline). -1 when none came. */
+ * at least, waiting for it no longer than a stalled operation may take (the
+ * pool, or its user's share of it, is held by transfers that are not
+ * moving). -1 when none came. */
 static int xfer_chunks(rdma_xfer_t *x, uint64_t len, rchunk_t *ch[2], uint64_t *deadline_p)
 {
-    *deadline_p = rdma_now_ms() + (uint64_t)x->srv->op_timeout_ms;
-    ch[0] = pool_get(x->srv, x->s, *deadline_p);
+    uint64_t now = rdma_now_ms();
+    *deadline_p = now + (uint64_t)x->srv->op_timeout_ms;
+    uint64_t wait_until = now + (uint64_t)x->srv->stall_ms;
+    ch[0] = pool_get(x->srv, x->s, wait_until < *deadline_p ? wait_until : *deadline_p);
     ch[1] = ch[0] && len > x->srv->chunk_bytes ? pool_get(x->srv, x->s, 0) : NULL;
     return ch[0] ? 0 : -1;
 }

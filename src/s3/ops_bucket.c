@@ -4,6 +4,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/s3r_limits.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
 #include "s3/xml_in.h"
@@ -77,7 +78,9 @@ static bool user_bucket_quota_full(s3_req_t *req, s3_error_t *err_p)
     for (size_t i = 0; st == STOR_OK && i < n; i++)
         mine += strcmp(buckets[i].owner, req->user->access_key) == 0;
     free(buckets);
-    return st == STOR_OK && mine >= req->srv->cfg.max_buckets_per_user;
+    unsigned max = req->srv->cfg.max_buckets_per_user ? req->srv->cfg.max_buckets_per_user
+                                                      : S3R_MAX_BUCKETS_PER_USER;
+    return st == STOR_OK && mine >= max;
 }
 
 static void create_bucket_finish(s3_req_t *req)

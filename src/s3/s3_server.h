@@ -76,7 +76,7 @@ typedef struct s3_server_config {
     size_t n_domains;
     const s3_user_t *users; /* borrowed; must outlive the server */
     size_t n_users;
-    unsigned max_buckets_per_user; /* CreateBucket past it: TooManyBuckets */
+    unsigned max_buckets_per_user; /* CreateBucket past it: TooManyBuckets (0: the default) */
     stor_t *store;       /* borrowed */
     rdma_server_t *rdma; /* borrowed; NULL when RDMA is disabled (tokens declined) */
 

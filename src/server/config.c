@@ -136,6 +136,14 @@ static const setting_t settings[] = {
     COUNT("rdma.max_native", "rdma-max-native", "S3RDMA_RDMA_MAX_NATIVE", STR(S3R_NATIVE_QUEUED),
           rdma.max_native, 1, 1048576,
           "native requests in flight on the server (each holds up to 96 KiB); past it: SlowDown"),
+    COUNT("rdma.user_share", "rdma-user-share", "S3RDMA_RDMA_USER_SHARE", STR(S3R_RDMA_USER_SHARE),
+          rdma.user_share, 1, 100,
+          "percent of each server-wide RDMA pool (native requests, executor threads, transfers, "
+          "staging) one access key may hold; past it: SlowDown (100 = no share)"),
+    COUNT("rdma.stall_ms", "rdma-stall-ms", "S3RDMA_RDMA_STALL_MS", STR(S3R_RDMA_STALL_MS),
+          rdma.stall_ms, 10, 600000,
+          "milliseconds an RDMA transfer may make no progress before it fails and gives back "
+          "its staging and slot"),
     TEXT("rdma.socket", "rdma-socket", "S3RDMA_RDMA_SOCKET", "", rdma.socket,
          "Unix socket for local RDMA clients: @NAME (abstract), a path, or off "
          "(default @s3rdma.PORT)"),

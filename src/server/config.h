@@ -67,7 +67,9 @@ typedef struct server_config {
         unsigned native_threads;
         unsigned max_native_per_session;
         unsigned max_native;
-        char *socket; /* "" = @s3rdma.PORT, "off" = none */
+        unsigned user_share; /* percent of each pool one access key may hold */
+        unsigned stall_ms;   /* a transfer making no progress this long fails */
+        char *socket;        /* "" = @s3rdma.PORT, "off" = none */
         unsigned trusted_uids[SERVER_MAX_TRUSTED_UIDS];
         size_t n_trusted_uids;
         uint64_t staging;

@@ -156,6 +156,8 @@ static int start_rdma(server_config_t *cfg, const server_addr_t *at, rdma_server
     rc_cfg.native_threads = cfg->rdma.native_threads;
     rc_cfg.max_native_per_session = cfg->rdma.max_native_per_session;
     rc_cfg.max_native_queued = cfg->rdma.max_native;
+    rc_cfg.user_share = cfg->rdma.user_share;
+    rc_cfg.stall_ms = cfg->rdma.stall_ms;
     if (strcmp(cfg->rdma.socket, "off") == 0)
         rc_cfg.unix_socket = "";
     else if (*cfg->rdma.socket)

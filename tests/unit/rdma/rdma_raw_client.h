@@ -1,8 +1,9 @@
 /* A raw session client for the RDMA tests: a bare UCX worker that answers
  * the server's probe, and blocking helpers that speak the bootstrap protocol
  * frame by frame over a socket, so a test can send what the real client
- * (rdma_client.c) never would. Used by test_rdma_session.c,
- * test_rdma_attack.c and test_rdma_native.c; include it after
+ * (rdma_client.c) never would, and the regions and tokens such a client
+ * makes. Used by test_rdma_session.c, test_rdma_attack.c,
+ * test_rdma_native.c and test_rdma_share.c; include it after
  * rdma_test_util.h. */
 #ifndef S3R_TESTS_RDMA_RAW_CLIENT_H
 #define S3R_TESTS_RDMA_RAW_CLIENT_H
@@ -215,6 +216,52 @@ static inline void raw_handshake(int fd, raw_ucx_t *u, const char *ak, const cha
     rs->err_mode = wm.err_mode;
     free(body);
     raw_settle(u);
+}
+
+static inline void send_region_add(int fd, uint32_t id, uint64_t addr, uint64_t len,
+                                   const void *rkey, size_t rkey_len)
+{
+    rdma_region_add_t m = {
+        .region_id = id, .addr = addr, .len = len, .rkey = rkey, .rkey_len = rkey_len};
+    wire_out_t w = {0};
+    raw_send_frame(fd, &w, wire_region_add(&w, &m));
+}
+
+static inline void make_token(const raw_sess_t *rs, uint32_t id, uint64_t addr, uint64_t len,
+                              char out[RDMA_TOKEN_LEN + 1])
+{
+    rdma_token_t t = {.region_id = id, .addr = addr, .len = len};
+    memcpy(t.session_id, rs->id, RDMA_SESSION_ID_LEN);
+    assert_int_equal(rdma_token_encode(&t, out, RDMA_TOKEN_LEN + 1), RDMA_TOKEN_LEN);
+}
+
+/* Client memory UCX allocates (shared memory when UCX has a shared-memory
+ * transport, so a local server can map it), with its packed rkey. */
+typedef struct raw_mem {
+    ucp_mem_h memh;
+    uint8_t *p;
+    void *rkey;
+    size_t rkey_len;
+} raw_mem_t;
+
+static inline void raw_mem_alloc(raw_ucx_t *u, size_t len, raw_mem_t *m)
+{
+    ucp_mem_map_params_t mp = {.field_mask =
+                                   UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS,
+                               .length = len,
+                               .flags = UCP_MEM_MAP_ALLOCATE};
+    assert_int_equal(ucp_mem_map(u->ctx, &mp, &m->memh), UCS_OK);
+    ucp_mem_attr_t ma = {.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH};
+    assert_int_equal(ucp_mem_query(m->memh, &ma), UCS_OK);
+    assert_true(ma.length >= len);
+    m->p = ma.address;
+    assert_int_equal(ucp_rkey_pack(u->ctx, m->memh, &m->rkey, &m->rkey_len), UCS_OK);
+}
+
+static inline void raw_mem_free(raw_ucx_t *u, raw_mem_t *m)
+{
+    ucp_rkey_buffer_release(m->rkey);
+    ucp_mem_unmap(u->ctx, m->memh);
 }
 
 #endif

@@ -43,6 +43,9 @@ static inline rdma_server_t *test_server_start(unsigned max_regions, unsigned ma
     cfg.staging_bytes = 8u << 20;
     cfg.chunk_bytes = 1u << 20;
     cfg.lookup_secret = test_lookup;
+    /* The server-wide bounds are tested with one user; the fair shares
+     * (user_share) have tests of their own. */
+    cfg.user_share = 100;
     if (max_regions)
         cfg.max_regions_per_session = max_regions;
     if (max_sessions)

@@ -211,55 +211,9 @@ static uint32_t recv_error(int fd, char msg[RDMA_MAX_ERR_MSG + 1])
     return code;
 }
 
-static void send_region_add(int fd, uint32_t id, uint64_t addr, uint64_t len, const void *rkey,
-                            size_t rkey_len)
-{
-    rdma_region_add_t m = {
-        .region_id = id, .addr = addr, .len = len, .rkey = rkey, .rkey_len = rkey_len};
-    wire_out_t w = {0};
-    raw_send_frame(fd, &w, wire_region_add(&w, &m));
-}
-
-static void make_token(const raw_sess_t *rs, uint32_t id, uint64_t addr, uint64_t len,
-                       char out[RDMA_TOKEN_LEN + 1])
-{
-    rdma_token_t t = {.region_id = id, .addr = addr, .len = len};
-    memcpy(t.session_id, rs->id, RDMA_SESSION_ID_LEN);
-    assert_int_equal(rdma_token_encode(&t, out, RDMA_TOKEN_LEN + 1), RDMA_TOKEN_LEN);
-}
-
 static uint8_t pattern(uint64_t i, unsigned seed)
 {
     return (uint8_t)((i * 7) ^ (i >> 9) ^ (i >> 17) ^ seed);
-}
-
-/* Client memory UCX allocates (shared memory when UCX has a shared-memory
- * transport, so a local server can map it), with its packed rkey. */
-typedef struct raw_mem {
-    ucp_mem_h memh;
-    uint8_t *p;
-    void *rkey;
-    size_t rkey_len;
-} raw_mem_t;
-
-static void raw_mem_alloc(raw_ucx_t *u, size_t len, raw_mem_t *m)
-{
-    ucp_mem_map_params_t mp = {.field_mask =
-                                   UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS,
-                               .length = len,
-                               .flags = UCP_MEM_MAP_ALLOCATE};
-    assert_int_equal(ucp_mem_map(u->ctx, &mp, &m->memh), UCS_OK);
-    ucp_mem_attr_t ma = {.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH};
-    assert_int_equal(ucp_mem_query(m->memh, &ma), UCS_OK);
-    assert_true(ma.length >= len);
-    m->p = ma.address;
-    assert_int_equal(ucp_rkey_pack(u->ctx, m->memh, &m->rkey, &m->rkey_len), UCS_OK);
-}
-
-static void raw_mem_free(raw_ucx_t *u, raw_mem_t *m)
-{
-    ucp_rkey_buffer_release(m->rkey);
-    ucp_mem_unmap(u->ctx, m->memh);
 }
 
 /* A transfer run on a helper thread, so the calling thread can progress the

@@ -54,6 +54,9 @@ typedef struct hctx {
     atomic_uint calls[256]; /* handler runs per opcode */
     atomic_uint total;
     atomic_int last_body_rc, last_reply_rc;
+    /* PutObject handlers running now, and the most at once, per user
+     * (0: AKIDONE, 1: AKIDTWO). */
+    atomic_int put_running[2], put_running_max[2];
 } hctx_t;
 
 static hctx_t g_h = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
@@ -156,8 +159,14 @@ static void test_handler(void *ctx, rdma_native_req_t *r)
         reply_body(h, r, n);
         return;
     case RDMA_OP_PUT_OBJECT: {
+        int who = strcmp(rdma_native_access_key(r), "AKIDTWO") == 0;
+        int now = atomic_fetch_add(&h->put_running[who], 1) + 1;
+        for (int was = atomic_load(&h->put_running_max[who]);
+             now > was && !atomic_compare_exchange_weak(&h->put_running_max[who], &was, now);) {
+        }
         psum_t p = {0, FNV_INIT};
         rdma_status_t rc = rdma_native_body(r, put_sink, &p);
+        atomic_fetch_sub(&h->put_running[who], 1);
         atomic_store(&h->last_body_rc, (int)rc);
         if (rc == RDMA_OK) {
             hdr_add_u64(hdrs, sizeof(hdrs), &hl, "x-test-len", p.len);
@@ -235,6 +244,10 @@ static unsigned wait_resident(rdma_server_t *srv, unsigned want)
 /* ==== the server ================================================================ */
 
 static rdma_server_t *g_srv;
+/* The next native_server's executor threads (more than the tests ever
+ * block), user share (the server-wide bounds are tested with one user; the
+ * fair-share test sets its own) and stall deadline (0: the default). */
+static unsigned g_threads = 12, g_user_share = 100, g_stall_ms;
 
 static rdma_server_t *native_server(unsigned per_session, unsigned queued, int with_handler)
 {
@@ -246,7 +259,9 @@ static rdma_server_t *native_server(unsigned per_session, unsigned queued, int w
     cfg.staging_bytes = 4u << 20;
     cfg.chunk_bytes = 1u << 20;
     cfg.lookup_secret = test_lookup;
-    cfg.native_threads = 12; /* more than the tests ever block */
+    cfg.native_threads = g_threads;
+    cfg.user_share = g_user_share;
+    cfg.stall_ms = g_stall_ms;
     if (per_session)
         cfg.max_native_per_session = per_session;
     if (queued)
@@ -289,6 +304,9 @@ static int setup(void **state)
     (void)state;
     gate_set(0);
     g_srv = NULL;
+    g_threads = 12;
+    g_user_share = 100;
+    g_stall_ms = 0;
     return 0;
 }
 
@@ -2015,6 +2033,96 @@ static void test_unread_replies_bounded(void **state)
     }
 }
 
+/* ==== 4c. a frozen tenant's share of the executors ============================ */
+
+/* Issue 17 item 5: tenant A's client stops serving its RDMA (a raw client
+ * over TCP that never progresses once its requests are out) with as many
+ * region-body PUTs as there are executor threads: A's handlers, stalled
+ * in the body's RDMA reads, hold at most A's share of the threads (2 of 4),
+ * so tenant B's PUT runs meanwhile and is answered 200; A's reads fail
+ * after the stall deadline and everything comes back once A is gone. */
+static void test_frozen_tenant_executor_share(void **state)
+{
+    (void)state;
+    rdma_server_t *srv;
+    g_threads = 4;
+    g_user_share = 50;
+    g_stall_ms = 1000;
+    NSERVER_OR_SKIP(srv, 0, 0, 1);
+    enum { FROZEN_PUTS = 8 };
+    atomic_store(&g_h.put_running_max[0], 0);
+    atomic_store(&g_h.put_running_max[1], 0);
+    static rawn_t a;
+    rawn_open(&a, srv, 0);
+    raw_mem_t mem;
+    raw_mem_alloc(&a.u, MIB, &mem);
+    send_region_add(a.fd, 1, (uint64_t)(uintptr_t)mem.p, MIB, mem.rkey, mem.rkey_len);
+    assert_int_equal(raw_recv(a.fd, NULL, NULL), RDMA_MSG_REGION_OK);
+    raw_settle(&a.u);
+    rdma_session_t *b = open_session(srv, "AKIDTWO", "secret-two");
+    unsigned puts0 = atomic_load(&g_h.calls[RDMA_OP_PUT_OBJECT]);
+    /* A's PUTs, sent without progressing A's worker from here on. */
+    static unread_t u;
+    for (int i = 0; i < FROZEN_PUTS; i++) {
+        rb_t rb;
+        rb_init(&rb, &a, RDMA_OP_PUT_OBJECT);
+        rb.id = 700 + (uint64_t)i;
+        rb.body_kind = RDMA_BODY_REGION;
+        rb.body_ref.region_id = 1;
+        rb.body_ref.addr = (uint64_t)(uintptr_t)mem.p;
+        rb.body_ref.len = MIB;
+        wire_out_t w;
+        rb_build(&rb, &w);
+        unread_send(a.ep, &u, &w);
+        wire_free(&w);
+    }
+    /* A's share of the threads is busy with A's stalled reads. */
+    for (int i = 0; i < 500 && atomic_load(&g_h.put_running[0]) < 2; i++)
+        sleep_ms(2);
+    assert_int_equal(atomic_load(&g_h.put_running[0]), 2);
+    /* B's PUT runs on a thread A's share left free. */
+    static const uint8_t body[] = "tenant B's object";
+    rdma_native_msg_t m;
+    msg_init(&m, RDMA_OP_PUT_OBJECT, "bkt", "b-key");
+    m.body_kind = RDMA_BODY_INLINE;
+    m.body = body;
+    m.body_len = sizeof(body);
+    tcall_t t;
+    do_call(b, &m, &t);
+    assert_int_equal(t.status, 200);
+    assert_int_equal(tc_hdr_u64(&t, "x-test-len"), sizeof(body));
+    tcall_free(&t);
+    /* A's PUTs that got through before A's own sends stalled (a frozen
+     * client's UCX stops sending too: at least 4 here) ran at most 2 at a
+     * time, and failed their body reads. */
+    for (int i = 0; i < 500 && atomic_load(&g_h.put_running[0]) > 0; i++)
+        sleep_ms(10);
+    assert_int_equal(atomic_load(&g_h.put_running[0]), 0);
+    assert_true(atomic_load(&g_h.calls[RDMA_OP_PUT_OBJECT]) - puts0 - 1 >= 3);
+    assert_int_equal(atomic_load(&g_h.put_running_max[0]), 2);
+    assert_int_equal(atomic_load(&g_h.last_body_rc) == RDMA_TRANSPORT ||
+                         atomic_load(&g_h.last_body_rc) == RDMA_BUSY,
+                     1);
+    rdma_server_stats_t st;
+    rdma_server_get_stats(srv, &st);
+    assert_true(st.transfers_stalled >= 1);
+    assert_int_equal(st.transfers_inflight, 0);
+    /* A goes away: its replies, slots and chunks come back. */
+    unread_finish(&a.u, &u);
+    raw_mem_free(&a.u, &mem);
+    rawn_close(&a);
+    assert_int_equal(test_wait_count(srv, 1), 1);
+    assert_int_equal(wait_resident(srv, 1), 1);
+    rdma_server_get_stats(srv, &st);
+    assert_int_equal(st.native_inflight, 0);
+    assert_int_equal(st.native_sending, 0);
+    assert_int_equal(st.staging_busy, 0);
+    assert_int_equal(st.staging_quarantined, 0);
+    assert_session_works(b);
+    rdma_session_close(b);
+    assert_int_equal(test_wait_count(srv, 0), 0);
+}
+
 /* ==== 5. no handler =========================================================== */
 
 static void test_no_handler(void **state)
@@ -2095,6 +2203,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_close_with_requests_in_flight, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queued_requests_of_dead_session, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unread_replies_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_frozen_tenant_executor_share, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_handler, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
