@@ -275,8 +275,9 @@ struct rdma_server {
     unsigned n_live;      /* in the hash */
     unsigned n_alloc;     /* authenticated sessions: reserved at AUTH until destroyed */
     struct rdma_xfer *xfers, *free_xfers;
-    unsigned n_xfers_busy; /* transfer handles taken from free_xfers */
-    ruser_t *users;        /* every access key with a session, under srv->mu */
+    unsigned n_xfers_busy;    /* transfer handles taken from free_xfers */
+    ruser_t *users;           /* every access key with a session, under srv->mu */
+    _Atomic unsigned n_users; /* entries on users (written under srv->mu) */
     /* Each user's share of the pools (rdma_share.c): native requests in
      * flight, transfer handles, staging chunks, executor threads. */
     unsigned user_native_max, user_xfers_max, user_chunks_max, user_running_max;
@@ -387,6 +388,12 @@ ruser_t *user_get(struct rdma_server *srv, const char *ak);
 
 /* Drops a session from u; the last one frees it. Under srv->mu. */
 void user_put(struct rdma_server *srv, ruser_t *u);
+
+/* What one user may hold of a pool of pool_size whose share is user_max:
+ * user_max while another access key has a session too, the whole pool
+ * while one key alone has sessions (a share reserves room for the others;
+ * with none there, holding it back would only slow the one tenant). */
+unsigned share_cap(struct rdma_server *srv, unsigned user_max, size_t pool_size);
 
 /* ==== rdma_domain.c ====================================================== */
 

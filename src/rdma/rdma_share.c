@@ -7,7 +7,8 @@
  * (rounded up, at least one): native requests in flight (of
  * max_native_queued), executor threads running its requests (of
  * native_threads), transfer handles (of max_inflight) and staging chunks
- * (of the pool, orphaned chunks included). The counts live in the user's
+ * (of the pool, orphaned chunks included), while another access key has a
+ * session too (share_cap): a tenant alone has every pool. The counts live in the user's
  * entry (rdma_server_internal.h says under which lock); the entry lives
  * while a session of the key does. docs/limits.md has the defaults. */
 #include "rdma/rdma_server_internal.h"
@@ -46,6 +47,7 @@ ruser_t *user_get(struct rdma_server *srv, const char *ak)
         snprintf(u->ak, sizeof(u->ak), "%s", ak);
         u->next = srv->users;
         srv->users = u;
+        atomic_fetch_add(&srv->n_users, 1);
     }
     u->sessions++;
     return u;
@@ -58,8 +60,14 @@ void user_put(struct rdma_server *srv, ruser_t *u)
     for (ruser_t **pp = &srv->users; *pp; pp = &(*pp)->next) {
         if (*pp == u) {
             *pp = u->next;
+            atomic_fetch_sub(&srv->n_users, 1);
             break;
         }
     }
     free(u);
+}
+
+unsigned share_cap(struct rdma_server *srv, unsigned user_max, size_t pool_size)
+{
+    return atomic_load(&srv->n_users) > 1 ? user_max : (unsigned)pool_size;
 }

@@ -42,6 +42,7 @@ static void fixture_init(pool_fixture_t *f)
     }
     f->victim.user = &f->victim_user;
     f->keeper.user = &f->keeper_user;
+    atomic_store(&f->srv.n_users, 2); /* both have sessions: the shares hold */
 }
 
 static unsigned pool_free_count(struct rdma_server *srv)
@@ -126,12 +127,30 @@ static void test_user_share_counts_orphans(void **state)
     assert_int_equal(f.keeper_user.chunks, 0);
 }
 
+/* A user alone on the server has the whole pool: a share reserves room
+ * for others, and holding it back with none there would only slow it. */
+static void test_lone_user_has_the_whole_pool(void **state)
+{
+    (void)state;
+    static pool_fixture_t f;
+    fixture_init(&f);
+    f.srv.user_chunks_max = 1;
+    atomic_store(&f.srv.n_users, 1);
+    rchunk_t *a = pool_get(&f.srv, &f.victim, 0), *b = pool_get(&f.srv, &f.victim, 0);
+    assert_non_null(a);
+    assert_non_null(b);
+    chunk_release(&f.srv, a);
+    chunk_release(&f.srv, b);
+    assert_int_equal(f.victim_user.chunks, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_abandoned_close_quarantines),
         cmocka_unit_test(test_closed_endpoint_sweeps),
         cmocka_unit_test(test_user_share_counts_orphans),
+        cmocka_unit_test(test_lone_user_has_the_whole_pool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
