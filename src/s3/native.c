@@ -301,6 +301,13 @@ static s3_error_t check_request(native_req_t *q, const struct native_op *op, cha
                      p->name);
             return S3E_INVALID_ARGUMENT;
         }
+        if (!query && strcasecmp(p->name, "x-amz-copy-source") == 0 &&
+            !(op->need_header && strcmp(op->need_header, "x-amz-copy-source") == 0)) {
+            /* Over HTTP this header makes a PUT a copy: a handler that
+             * would ignore it must not see it. */
+            snprintf(why, cap, "%s takes no x-amz-copy-source header.", name);
+            return S3E_INVALID_ARGUMENT;
+        }
         if (param_repeated(m, i)) {
             snprintf(why, cap, "The %s %.128s is given twice.",
                      query ? "query parameter" : "header", p->name);

@@ -65,6 +65,12 @@ def test_every_opcode_with_fields_missing_or_unexpected(srv):
             case = f" {name} no-param:x-amz-copy-source rim={rim}: "
             got = [ln for ln in lines if case in ln]
             assert got and got[0].endswith(": 400 InvalidArgument"), (case, got)
+    # Over HTTP x-amz-copy-source makes a PUT a copy: on any other opcode it is
+    # refused, never ignored.
+    for name in ("PutObject", "UploadPart", "GetObject", "DeleteObject"):
+        case = f" {name} extra-copy-source rim=16384: "
+        got = [ln for ln in lines if case in ln]
+        assert got and got[0].endswith(": 400 InvalidArgument"), (case, got)
     # The server lives and HTTP still works.
     assert srv.srv.alive(), srv.srv.log_tail()
     s3 = boto_client(srv)
