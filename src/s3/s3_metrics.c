@@ -234,8 +234,20 @@ static void render_rdma(rdma_server_t *rdma, buf_t *out)
     }
     gauge(out, "s3rdma_rdma_transfers_in_flight", "RDMA transfers (token and native) in flight.",
           rs.transfers_inflight);
+    gauge(out, "s3rdma_rdma_staging_chunks_busy",
+          "Staging chunks out of the pool (quarantined ones included).", rs.staging_busy);
+    gauge(out, "s3rdma_rdma_staging_chunks_quarantined",
+          "Staging chunks an RDMA operation of a session now gone may still complete into.",
+          rs.staging_quarantined);
+    counter(out, "s3rdma_rdma_transfers_stalled_total",
+            "RDMA transfers failed for making no progress for rdma.stall_ms.",
+            rs.transfers_stalled);
     gauge(out, "s3rdma_native_requests_in_flight", "Native requests admitted, not yet answered.",
           rs.native_inflight);
+    gauge(out, "s3rdma_native_replies_sending", "Native replies UCX is still sending.",
+          rs.native_sending);
+    gauge(out, "s3rdma_native_replies_sending_bytes",
+          "Bytes of the native replies UCX is still sending.", rs.native_sending_bytes);
     counter(out, "s3rdma_native_messages_dropped_total",
             "Native messages dropped with nobody to answer.", rs.native_dropped);
     counter(out, "s3rdma_native_requests_malformed_total",

@@ -126,6 +126,12 @@ def test_metrics_move_with_each_transport(make_server, tmp_path):
     # the driver deleted its objects; "h" remains
     assert value(m, "s3rdma_storage_objects") == 1
     assert value(m, "s3rdma_storage_bytes") == 4096
+    # The RDMA pools at rest: every family present, nothing held.
+    for name in ("s3rdma_rdma_staging_chunks_busy", "s3rdma_rdma_staging_chunks_quarantined",
+                 "s3rdma_rdma_transfers_stalled_total", "s3rdma_native_replies_sending",
+                 "s3rdma_native_replies_sending_bytes"):
+        assert (name, frozenset()) in m, name
+        assert value(m, name) == 0, name
 
     # Native and token requests are in the access log too.
     def logged():
