@@ -213,10 +213,16 @@ static void test_frozen_tenant(void **state)
     rdma_region_remove(b, breg);
     rdma_session_close(b);
     assert_int_equal(test_wait_count(srv, 0), 0);
+    /* The server stops before A's worker goes: A's UCX connection outlived
+     * its session (the lifeline dropped first), and UCX 1.13's TCP
+     * transport, in about one run in thirty, faulted in the server's
+     * progress thread when that connection closed afterwards, on the
+     * endpoint the session's teardown force-closed with stalled RMA
+     * requests on it. Open: docs/security.md, "Known open". */
+    rdma_server_stop(srv);
     raw_mem_free(&a, &mem);
     free(rs.saddr);
     raw_ucx_fini(&a);
-    rdma_server_stop(srv);
 }
 
 int main(void)
