@@ -437,10 +437,11 @@ rdma_status_t xfer_bind(struct rdma_server *srv, rsession_t *s, uint32_t region_
                         uint64_t len, rdma_xfer_t **out_p);
 
 /* Called by s's teardown: returns every chunk s orphaned to the pool, or,
- * when a request of s can still complete (can_complete: an abandoned
- * endpoint close), quarantines them: out of s's and its user's counts,
- * back in the pool only when their UCX callback runs. */
-void chunk_sweep(struct rdma_server *srv, rsession_t *s, int can_complete);
+ * when a request of s can still complete (can_complete: s's endpoint was
+ * closed rather than its worker destroyed), quarantines them: out of s's
+ * and its user's counts, back in the pool only when their UCX callback
+ * runs. Returns how many it quarantined. */
+int chunk_sweep(struct rdma_server *srv, rsession_t *s, int can_complete);
 
 /* ==== rdma_boot.c ======================================================== */
 

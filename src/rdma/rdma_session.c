@@ -153,16 +153,27 @@ static void session_destroy(rsession_t *s)
                 closed = 0;
             }
         }
-        /* A forced close purges the endpoint's requests (their callbacks free
-         * orphaned chunks and sent replies); anything left cannot complete
-         * any more, unless the close was abandoned: then an RMA may still
-         * write into an orphaned chunk and a reply may still complete, so
-         * both are left to their callbacks (the chunks quarantined). */
-        chunk_sweep(srv, s, !closed);
-        native_sweep_sends(srv, s, !closed);
-        for (rregion_t *r = s->regions; r; r = r->next) {
-            ucp_rkey_destroy(r->rkey);
-            r->rkey = NULL;
+        /* A forced close purges most of the endpoint's requests (their
+         * callbacks free orphaned chunks and sent replies), but it does not
+         * promise all: over TCP an RMA request stalled on a peer that stopped
+         * serving it can still be failed later, when the transport gives the
+         * connection up (a completion that once marked another client's
+         * transfer failed when its chunk had gone back to the pool). So
+         * what is left waits for its own completion: orphaned chunks are
+         * quarantined, unsent replies left to their callbacks, and the
+         * rkeys such a request may still name are kept (a few per session,
+         * and only when requests were stuck). */
+        int pending = chunk_sweep(srv, s, 1);
+        native_sweep_sends(srv, s, 1);
+        if (closed && pending == 0) {
+            for (rregion_t *r = s->regions; r; r = r->next) {
+                ucp_rkey_destroy(r->rkey);
+                r->rkey = NULL;
+            }
+        } else {
+            log_info("rdma: %s: %d staging chunks wait for RDMA requests the closed endpoint "
+                     "may still fail; its rkeys are kept",
+                     s->peer, pending);
         }
     }
     while (s->regions) {

@@ -111,8 +111,9 @@ static void chunk_release(struct rdma_server *srv, rchunk_t *c)
     pthread_mutex_unlock(&srv->pool_mu);
 }
 
-void chunk_sweep(struct rdma_server *srv, rsession_t *s, int can_complete)
+int chunk_sweep(struct rdma_server *srv, rsession_t *s, int can_complete)
 {
+    int quarantined = 0;
     pthread_mutex_lock(&srv->pool_mu);
     for (size_t i = 0; i < srv->n_chunks; i++) {
         rchunk_t *c = &srv->chunks[i];
@@ -126,11 +127,13 @@ void chunk_sweep(struct rdma_server *srv, rsession_t *s, int can_complete)
                 c->user->chunks--;
             c->user = NULL;
             srv->chunks_quarantined++;
+            quarantined++;
         } else {
             pool_put_locked(srv, c);
         }
     }
     pthread_mutex_unlock(&srv->pool_mu);
+    return quarantined;
 }
 
 int staging_init(struct rdma_server *srv)
