@@ -339,6 +339,19 @@ static stor_status_t del_parts(lstor_t *st, MDB_txn *txn, const char *upload_id)
     return STOR_OK;
 }
 
+/* Positions cur at the first record whose key starts with bucket's name and
+ * its NUL (how db_uploads and db_upload_keys keys begin): 0 with *k and *v
+ * set, MDB_NOTFOUND when the bucket has none left, or LMDB's error. */
+static int bucket_first(MDB_cursor *cur, const char *bucket, MDB_val *k, MDB_val *v)
+{
+    size_t plen = strlen(bucket) + 1;
+    *k = (MDB_val){plen, (void *)bucket};
+    int rc = mdb_cursor_get(cur, k, v, MDB_SET_RANGE);
+    if (rc == 0 && (k->mv_size < plen || memcmp(k->mv_data, bucket, plen) != 0))
+        rc = MDB_NOTFOUND;
+    return rc;
+}
+
 /* Removes every entry of bucket from db_upload_keys. */
 static stor_status_t upload_keys_drop(lstor_t *st, MDB_txn *txn, const char *bucket)
 {
@@ -346,19 +359,10 @@ static stor_status_t upload_keys_drop(lstor_t *st, MDB_txn *txn, const char *buc
     int rc = mdb_cursor_open(txn, st->db_upload_keys, &cur);
     if (rc)
         return mdb_fail("cursor", rc);
-    size_t blen = strlen(bucket);
-    uint8_t pfx[STOR_BUCKET_MAX + 1];
-    memcpy(pfx, bucket, blen);
-    pfx[blen] = 0;
-    for (;;) {
-        MDB_val k = {blen + 1, pfx}, v;
-        if ((rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE)) != 0)
-            break;
-        if (k.mv_size < blen + 1 || memcmp(k.mv_data, pfx, blen + 1) != 0)
-            break;
+    MDB_val k, v;
+    while ((rc = bucket_first(cur, bucket, &k, &v)) == 0)
         if ((rc = mdb_cursor_del(cur, MDB_NODUPDATA)) != 0)
             break;
-    }
     mdb_cursor_close(cur);
     if (rc != 0 && rc != MDB_NOTFOUND)
         return mdb_fail("upload key index delete", rc);
@@ -375,18 +379,14 @@ stor_status_t mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucket, sto
     if (rc)
         return mdb_fail("cursor", rc);
     size_t blen = strlen(bucket);
-    uint8_t pfx[STOR_BUCKET_MAX + 1];
-    memcpy(pfx, bucket, blen);
-    pfx[blen] = 0;
     stor_seg_t *ids = NULL;
     size_t n = 0;
     stor_status_t s = STOR_OK;
     for (;;) {
-        MDB_val k = {blen + 1, pfx}, v;
-        rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-        if (rc)
+        MDB_val k, v;
+        if ((rc = bucket_first(cur, bucket, &k, &v)) != 0)
             break;
-        if (k.mv_size != blen + 1 + STOR_UPLOAD_ID_LEN || memcmp(k.mv_data, pfx, blen + 1) != 0)
+        if (k.mv_size != blen + 1 + STOR_UPLOAD_ID_LEN)
             break;
         char upload_id[STOR_UPLOAD_ID_LEN + 1];
         memcpy(upload_id, (const uint8_t *)k.mv_data + blen + 1, STOR_UPLOAD_ID_LEN);
