@@ -391,7 +391,9 @@ void *prog_main(void *arg)
         /* Idle rounds after the first few give the core away to any thread
          * waiting for it (sched_yield returns at once when there is none):
          * a client sharing this core would otherwise wait the whole window
-         * for its reply. */
+         * for its reply. With rdma.poll busy too: on a shared core a
+         * yielding poller answered a sparse request in 35-150 us where one
+         * that never yielded took 1-4 ms (bench/gaps, load 13 on 2 cores). */
         if (++idle > 16)
             sched_yield();
         if (p->srv->cfg.poll == RDMA_POLL_BUSY || (was_busy && rounds - looked < 64)) {
