@@ -329,10 +329,13 @@ static int native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_
 
 int rdma_native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_ms)
 {
+    /* A call already answered when its wait begins (an asynchronous one
+     * waited for late) says nothing of how long such calls take. */
+    int pending = !rdma_native_finished(call);
     atomic_fetch_add(&s->waiters, 1);
     int rc = native_wait(s, call, timeout_ms);
     atomic_fetch_sub(&s->waiters, 1);
-    if (rc == 0)
+    if (rc == 0 && pending)
         wait_learn(s, call);
     return rc;
 }
