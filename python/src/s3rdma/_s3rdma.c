@@ -409,16 +409,19 @@ static int put_opts(PyObject *ctype, PyObject *meta, PyObject *tr, s3r_put_opts_
 
 static PyObject *client_put(ClientObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwl[] = {"bucket", "key", "data", "content_type", "metadata", "transport", NULL};
+    static char *kwl[] = {"bucket",   "key",       "data",          "content_type",
+                          "metadata", "transport", "if_none_match", NULL};
     const char *bucket, *key;
     Py_buffer buf;
     PyObject *ctype = NULL, *meta = NULL, *tr = NULL, *keep = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ssy*|OOO", kwl, &bucket, &key, &buf, &ctype, &meta,
-                                     &tr))
+    int inm = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ssy*|OOOp", kwl, &bucket, &key, &buf, &ctype, &meta,
+                                     &tr, &inm))
         return NULL;
     s3r_put_opts_t o;
     PyObject *r = NULL;
     if (put_opts(ctype, meta, tr, &o, &keep) == 0) {
+        o.if_none_match = inm;
         s3r_status_t st = S3R_OK;
         s3r_client_t *c = call_begin(self);
         if (c != NULL) {
@@ -956,12 +959,13 @@ static PyTypeObject MultipartType = {
     .tp_doc = "A multipart upload in progress (s3r_multipart_*).",
 };
 
-/* multipart(bucket, key, content_type, metadata, transport) -> Multipart */
+/* multipart(bucket, key, content_type, metadata, transport, if_none_match=False) -> Multipart */
 static PyObject *client_multipart(ClientObject *self, PyObject *args)
 {
     const char *bucket, *key;
     PyObject *ctype, *meta, *tr, *keep = NULL;
-    if (!PyArg_ParseTuple(args, "ssOOO", &bucket, &key, &ctype, &meta, &tr))
+    int inm = 0;
+    if (!PyArg_ParseTuple(args, "ssOOO|p", &bucket, &key, &ctype, &meta, &tr, &inm))
         return NULL;
     MultipartObject *m = PyObject_New(MultipartObject, &MultipartType);
     if (m == NULL)
@@ -980,6 +984,7 @@ static PyObject *client_multipart(ClientObject *self, PyObject *args)
         Py_DECREF(m);
         return NULL;
     }
+    o.if_none_match = inm;
     s3r_status_t st;
     Py_BEGIN_ALLOW_THREADS
     st = s3r_multipart_start(c, bucket, key, &o, &m->up);
@@ -1011,7 +1016,8 @@ static PyMethodDef client_methods[] = {
     {"get", (PyCFunction)(void (*)(void))client_get, METH_VARARGS | METH_KEYWORDS,
      "get(bucket, key, start=0, length=0, transport=None) -> bytes"},
     {"put", (PyCFunction)(void (*)(void))client_put, METH_VARARGS | METH_KEYWORDS,
-     "put(bucket, key, data, content_type=None, metadata=None, transport=None)"},
+     "put(bucket, key, data, content_type=None, metadata=None, transport=None, "
+     "if_none_match=False)"},
     {"head", (PyCFunction)client_head, METH_VARARGS,
      "head(bucket, key) -> (size, etag, content_type, mtime, metadata)"},
     {"delete", (PyCFunction)client_delete, METH_VARARGS, "delete(bucket, key)"},
@@ -1029,7 +1035,8 @@ static PyMethodDef client_methods[] = {
      "batch(is_get, bucket, keys, buffers, transport, content_type) -> [n or exception]"},
     {"alloc", (PyCFunction)client_alloc, METH_VARARGS, "alloc(n) -> RegisteredBuffer"},
     {"multipart", (PyCFunction)client_multipart, METH_VARARGS,
-     "multipart(bucket, key, content_type, metadata, transport) -> Multipart"},
+     "multipart(bucket, key, content_type, metadata, transport, if_none_match=False) -> "
+     "Multipart"},
     {"stats", (PyCFunction)client_stats, METH_NOARGS, "stats() -> dict of counters"},
     {"rdma_connect", (PyCFunction)client_rdma_connect, METH_NOARGS, "Open the RDMA session now."},
     {"rdma_connected", (PyCFunction)client_rdma_connected, METH_NOARGS,

@@ -148,6 +148,7 @@ class Client:
         self.transport = transport
         self._max_workers = max_workers
         self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        self._pool_pid = 0
         self._pool_lock = threading.Lock()
 
     # ---- lifetime -------------------------------------------------------------
@@ -157,7 +158,7 @@ class Client:
         (once no buffer from allocate_buffer is left). Idempotent."""
         with self._pool_lock:
             pool, self._pool = self._pool, None
-        if pool is not None:
+        if pool is not None and self._pool_pid == os.getpid():
             pool.shutdown(wait=True)
         self._native.close()
 
@@ -188,23 +189,28 @@ class Client:
 
     def put_object(self, bucket: str, key: str, body: Any,
                    metadata: Optional[Mapping[str, str]] = None,
-                   content_type: Optional[str] = None, transport: Optional[str] = None) -> None:
+                   content_type: Optional[str] = None, transport: Optional[str] = None,
+                   if_none_match: bool = False) -> None:
         """Stores body as bucket/key.
 
         body is bytes, any buffer-protocol object (bytearray, memoryview, mmap, NumPy
         array: sent from its own memory, no copy) or a binary file object (a regular
         file is mapped, anything else read in part_size pieces). Bodies larger than
         multipart_threshold go multipart. metadata becomes x-amz-meta-* headers.
+        if_none_match: create only (``If-None-Match: *``): when the key already holds an
+        object the write changes nothing and raises PreconditionFailed; the check is
+        atomic with the commit, so of two racing writers at most one succeeds.
         """
         if hasattr(body, "read"):
-            self._put_stream(bucket, key, body, metadata, content_type, transport)
+            self._put_stream(bucket, key, body, metadata, content_type, transport,
+                             if_none_match=if_none_match)
             return
         if isinstance(body, str):
             raise TypeError("s3rdma: body must be bytes-like or a binary file, not str")
-        self._native.put(bucket, key, body, content_type, metadata, transport)
+        self._native.put(bucket, key, body, content_type, metadata, transport, if_none_match)
 
     def _put_stream(self, bucket, key, f, metadata, content_type, transport,
-                    callback: Progress = None) -> None:
+                    callback: Progress = None, if_none_match: bool = False) -> None:
         """A file object: a regular file from its position to its end is mapped and
         sent from the page cache; other streams are read in part_size pieces."""
         try:
@@ -214,18 +220,21 @@ class Client:
             fd = None
         if fd is not None and size >= 0 and size <= self.multipart_threshold:
             with _mapped(fd, pos, size) as view:
-                self._native.put(bucket, key, view, content_type, metadata, transport)
+                self._native.put(bucket, key, view, content_type, metadata, transport,
+                                 if_none_match)
             f.seek(pos + size)
             if callback:
                 callback(size)
             return
         first = _read_full(f, self.multipart_threshold + 1)
         if len(first) <= self.multipart_threshold:
-            self._native.put(bucket, key, first, content_type, metadata, transport)
+            self._native.put(bucket, key, first, content_type, metadata, transport,
+                             if_none_match)
             if callback:
                 callback(len(first))
             return
-        up = self._native.multipart(bucket, key, content_type, metadata, transport)
+        up = self._native.multipart(bucket, key, content_type, metadata, transport,
+                                    if_none_match)
         try:
             pending = memoryview(first)
             while True:
@@ -424,9 +433,11 @@ class Client:
         with self._pool_lock:
             if self._native.closed:
                 raise ValueError("s3rdma: the client is closed")
-            if self._pool is None:
+            if self._pool is None or self._pool_pid != os.getpid():
+                # a child forked from the pool's process has none of its threads
                 self._pool = concurrent.futures.ThreadPoolExecutor(
                     self._max_workers, thread_name_prefix="s3rdma")
+                self._pool_pid = os.getpid()
             return self._pool.submit(fn, *args, **kwargs)
 
     def get_object_async(self, bucket: str, key: str, range: Range = None) -> concurrent.futures.Future:

@@ -113,6 +113,25 @@ def test_head_copy_delete(client, rbucket, boto, transport):
         c.get_object(rbucket, "dst")
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("size", [10, 12 * MiB])
+def test_put_if_none_match(client, rbucket, boto, transport, size):
+    """Create-only PUTs (a single PUT, and a multipart upload whose Complete carries
+    the condition): the first creates, a second is refused with 412 and changes
+    nothing, whether from a buffer or a file object."""
+    c = client(transport, multipart_threshold=5 * MiB, part_size=5 * MiB)
+    first, second = os.urandom(size), os.urandom(size)
+    c.put_object(rbucket, "k", first, if_none_match=True)
+    for body in (second, io.BytesIO(second)):
+        with pytest.raises(s3rdma.PreconditionFailed) as e:
+            c.put_object(rbucket, "k", body, if_none_match=True)
+        assert e.value.http_status == 412
+    assert boto.get_object(Bucket=rbucket, Key="k")["Body"].read() == first
+    assert "Uploads" not in boto.list_multipart_uploads(Bucket=rbucket)
+    c.put_object(rbucket, "k", second)  # unconditional still overwrites
+    assert c.get_object(rbucket, "k") == second
+
+
 @pytest.mark.parametrize("transport", ["http", "native"])
 def test_list_objects_pages(client, rbucket, transport):
     c = client(transport)
