@@ -183,7 +183,11 @@ static s3r_status_t native_finish(s3r_client_t *c, s3c_ncall_t *n, int timeout_m
     int timeout = timeout_ms >= 0              ? timeout_ms
                   : c->set.http_timeout_ms > 0 ? (int)c->set.http_timeout_ms
                                                : S3C_NATIVE_TIMEOUT_MS;
-    if (rdma_native_wait(s3c_sess_rdma(n->sess), &n->call, timeout) < 0)
+    if (rdma_session_inherited(s3c_sess_rdma(n->sess)))
+        /* Sent by the parent before fork: its answer goes to the parent. */
+        st = s3c_fail(c, S3R_ERR_RDMA_UNAVAILABLE, S3R_TRANSPORT_NATIVE, 0, "",
+                      "the request was sent by the parent process before fork");
+    else if (rdma_native_wait(s3c_sess_rdma(n->sess), &n->call, timeout) < 0)
         st = s3c_fail(c, S3R_ERR_TIMEOUT, S3R_TRANSPORT_NATIVE, 0, "",
                       "no native reply within %d ms", timeout);
     else if (n->resp->status == 0)
