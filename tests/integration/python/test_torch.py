@@ -17,7 +17,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import s3rdma  # noqa: E402
-from s3r_itest import USERS, free_port  # noqa: E402
+from s3r_itest import USERS  # noqa: E402
 from s3rdma.torch import (S3Checkpoint, S3ClientConfig, S3IterableDataset,  # noqa: E402
                           S3MapDataset, S3ReaderConstructor)
 
@@ -48,20 +48,13 @@ def child_env():
 # ---- DataLoader epochs --------------------------------------------------------------
 
 
-# libs3rdma is not fork-safe yet (issue 19): a forked worker can neither use the
-# client it inherited nor make a new one. Strict: once it is, this XPASSes and fails
-# until the mark goes.
-FORK_UNSAFE = pytest.mark.xfail(strict=True, reason="libs3rdma is not fork-safe yet")
-
-
-@pytest.mark.parametrize("method", [pytest.param("fork", marks=FORK_UNSAFE), "spawn",
-                                    "forkserver"])
-def test_dataloader_two_ranks(rsrv, rbucket, boto, method):
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_dataloader_two_ranks(rsrv, rbucket, boto, method, tmp_path):
     """Every sample once per epoch across 2 ranks x 2 workers, bytes intact, for the
     map dataset (DistributedSampler) and the sharded iterable dataset."""
     want = put_samples(boto, rbucket, 38)
-    env = dict(child_env(), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
-               MASTER_PORT=str(free_port()), S3R_TEST_RDMA=rsrv.rdma_endpoint,
+    env = dict(child_env(), WORLD_SIZE="2", S3R_TEST_STORE=str(tmp_path / "store"),
+               S3R_TEST_RDMA=rsrv.rdma_endpoint,
                S3R_TEST_ENDPOINT=rsrv.endpoint, S3R_TEST_AK=USERS[0][0],
                S3R_TEST_SK=USERS[0][1])
     procs = [subprocess.Popen([sys.executable, str(HERE / "torch_rank.py"), method,
@@ -224,9 +217,9 @@ dcp_api = checkpoint_module()
 
 
 @pytest.fixture
-def gloo_group():
+def gloo_group(tmp_path):
     import torch.distributed as dist
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0,
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path}/store", rank=0,
                             world_size=1)
     yield
     dist.destroy_process_group()
@@ -272,7 +265,7 @@ KILLED_SAVE = textwrap.dedent("""
     DefaultSavePlanner = sys.modules[dcp.__name__ + ".default_planner"].DefaultSavePlanner
     from s3rdma.torch.dcp import S3StorageWriter
 
-    where, path, endpoint, rdma, ak, sk, port = sys.argv[1:]
+    where, path, endpoint, rdma, ak, sk, store = sys.argv[1:]
 
     class Stop:
         # pickled with the metadata, i.e. after every data object was written
@@ -293,8 +286,7 @@ KILLED_SAVE = textwrap.dedent("""
                 md.planner_data = Stop()
             return plans, md
 
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0,
-                            world_size=1)
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=0, world_size=1)
     cfg = S3ClientConfig(transport="native", rdma_endpoint=rdma, access_key=ak,
                          secret_key=sk, part_size=5 * 1024 * 1024)
     sd = {"w1": torch.ones(3 * 1024 * 1024), "w2": torch.ones(10), "w3": torch.ones(10)}
@@ -304,13 +296,13 @@ KILLED_SAVE = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("where", ["data", "metadata"])
-def test_dcp_killed_save_is_never_complete(rsrv, rbucket, boto, where):
+def test_dcp_killed_save_is_never_complete(rsrv, rbucket, boto, where, tmp_path):
     """kill -9 of the saving process while it writes data, and after all data is
     written but before the commit: the path then loads as no checkpoint at all."""
     from s3rdma.torch.dcp import S3StorageReader
     path = f"s3://{rbucket}/dcp/killed/"
     p = subprocess.Popen([sys.executable, "-c", KILLED_SAVE, where, path, rsrv.endpoint,
-                          rsrv.rdma_endpoint, USERS[0][0], USERS[0][1], str(free_port())],
+                          rsrv.rdma_endpoint, USERS[0][0], USERS[0][1], str(tmp_path / "store")],
                          env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True)
     try:

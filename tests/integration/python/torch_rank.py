@@ -1,10 +1,10 @@
 """One rank of a simulated 2-rank job for test_torch.py (run as a program, as torchrun
-would run it): joins a gloo group from RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT, then
+would run it): joins a gloo group from RANK/WORLD_SIZE and a file store, then
 runs two epochs of each dataset through a DataLoader whose 2 workers start by the
 method given, and prints one JSON line: per dataset, per epoch, [key, sha256 of the
 sample's bytes] for every sample this rank saw.
 
-    torch_rank.py START_METHOD PREFIX_URI   (connection settings in S3R_TEST_* env)
+    torch_rank.py START_METHOD PREFIX_URI   (store and connection settings in S3R_TEST_*)
 
 The main process lists the map dataset (its client exists before the workers start,
 which is what a fork start inherits).
@@ -46,11 +46,15 @@ def epochs(dataset, method, sampler=None):
 
 def main():
     method, uri = sys.argv[1], sys.argv[2]
-    dist.init_process_group("gloo", init_method="env://")
+    dist.init_process_group("gloo", init_method="file://" + os.environ["S3R_TEST_STORE"],
+                            rank=int(os.environ["RANK"]), world_size=int(os.environ["WORLD_SIZE"]))
     cfg = S3ClientConfig(transport="native", rdma_endpoint=os.environ["S3R_TEST_RDMA"],
                          access_key=os.environ["S3R_TEST_AK"],
                          secret_key=os.environ["S3R_TEST_SK"],
-                         options={"fallback": False})  # native or fail, in every worker
+                         # spawn and forkserver workers must get native sessions; a
+                         # forked worker cannot run UCX (docs/client.md, Fork) and goes
+                         # over HTTP
+                         options={"fallback": method == "fork"})
     endpoint = os.environ["S3R_TEST_ENDPOINT"]
     mapped = S3MapDataset.from_prefix(uri, endpoint=endpoint, s3client_config=cfg,
                                       transform=sample)

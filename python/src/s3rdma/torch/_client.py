@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, NamedTuple, Optional, Tuple
 
 from ..client import Client
+from ..errors import ConnectionFailed
 
 MiB = 1024 * 1024
 
@@ -122,3 +123,16 @@ def refs_from_uris(uris: Any) -> list:
     if isinstance(uris, (str, os.PathLike)):
         uris = [uris]
     return [ObjectRef(*parse_s3_uri(str(u)), None) for u in uris]
+
+
+def alloc(client: Client, size: int) -> memoryview:
+    """size bytes of memory registered with the client's RDMA session, or of plain
+    memory when the client can have no session (a process forked from one that
+    started UCX cannot run UCX, docs/client.md "Fork": its requests go over HTTP,
+    where registration buys nothing)."""
+    if size == 0:
+        return memoryview(bytearray(0))
+    try:
+        return client.allocate_buffer(size)
+    except ConnectionFailed:
+        return memoryview(bytearray(size))

@@ -21,8 +21,8 @@ import torch.utils.data
 
 from ..client import Client
 from ..errors import BufferTooSmall
-from ._client import (ClientHolder, ObjectRef, S3ClientConfig, list_prefix, parse_s3_uri,
-                      refs_from_uris)
+from ._client import (ClientHolder, ObjectRef, S3ClientConfig, alloc, list_prefix,
+                      parse_s3_uri, refs_from_uris)
 from .reader import (ReaderFactory, S3Reader, S3ReaderConstructor, SequentialS3Reader,
                      fetch_whole)
 
@@ -215,7 +215,7 @@ def _fetch_window(client: Client, window: List[ObjectRef]):
     sizes = [r.size if r.size is not None else client.head_object(r.bucket, r.key).size
              for r in window]
     total = sum(sizes)
-    block = client.allocate_buffer(total) if total else memoryview(bytearray(0))
+    block = alloc(client, total)
     views, off = [], 0
     for s in sizes:
         views.append(block[off:off + s])

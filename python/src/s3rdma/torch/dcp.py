@@ -34,7 +34,7 @@ import torch
 from torch.futures import Future
 
 from ..errors import PreconditionFailed
-from ._client import ClientHolder, S3ClientConfig, parse_s3_uri
+from ._client import ClientHolder, S3ClientConfig, alloc, parse_s3_uri
 from ._compat import checkpoint_module
 from .writer import S3Writer
 
@@ -201,7 +201,7 @@ class S3StorageReader(_dcp.StorageReader):
                 if whole:
                     dst = target
                 else:
-                    dst = torch.frombuffer(client.allocate_buffer(s.length), dtype=torch.uint8) \
+                    dst = torch.frombuffer(alloc(client, s.length), dtype=torch.uint8) \
                         .view(s.dtype).reshape(s.shape) if s.length else \
                         torch.empty(s.shape, dtype=s.dtype)
             view = memoryview(dst) if isinstance(dst, bytearray) else _bytes_of(dst)

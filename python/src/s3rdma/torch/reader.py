@@ -16,6 +16,7 @@ from typing import Callable, Optional
 
 from ..client import Client
 from ..errors import BufferTooSmall
+from ._client import alloc
 
 
 class S3Reader(io.BufferedIOBase):
@@ -153,7 +154,7 @@ def fetch_whole(client: Client, bucket: str, key: str, size: Optional[int]) -> m
     while True:
         if size == 0:
             return memoryview(b"")
-        buf = client.allocate_buffer(size)
+        buf = alloc(client, size)
         try:
             n = client.get_object_into(bucket, key, buf)
         except BufferTooSmall as e:

@@ -20,6 +20,7 @@ from typing import Dict, List, Optional, Tuple
 import torch
 
 from ..client import Client
+from ._client import alloc
 from .writer import S3Writer
 
 PROBE = 64 * 1024
@@ -93,7 +94,7 @@ def load(client: Client, bucket: str, key: str, into: Optional[Dict[str, torch.T
     out: Dict[str, torch.Tensor] = {}
     lo = min((b for *_, b, _ in specs), default=0)
     hi = max((e for *_, e in specs), default=0)
-    block = client.allocate_buffer(hi - lo) if hi > lo and into is None else None
+    block = alloc(client, hi - lo) if hi > lo and into is None else None
     for name, dtype, shape, b, e in specs:
         if into is not None and name in into:
             t = into[name]
@@ -107,7 +108,7 @@ def load(client: Client, bucket: str, key: str, into: Optional[Dict[str, torch.T
             if block is not None and (b - lo) % size == 0:
                 raw = torch.frombuffer(block, dtype=torch.uint8, count=e - b, offset=b - lo)
             else:
-                raw = torch.frombuffer(client.allocate_buffer(e - b), dtype=torch.uint8)
+                raw = torch.frombuffer(alloc(client, e - b), dtype=torch.uint8)
             t = raw.view(dtype).reshape(shape)
         if t.numel() * t.element_size() != e - b:
             raise ValueError(f"s3rdma.torch: {name}: {e - b} bytes for shape {list(shape)}")

@@ -15,6 +15,7 @@ import threading
 from typing import Any, List, Optional
 
 from ..client import Client
+from ._client import alloc
 
 
 class S3Writer(io.BufferedIOBase):
@@ -24,7 +25,7 @@ class S3Writer(io.BufferedIOBase):
         self._client, self.bucket, self.key = client, bucket, key
         self._part_size = part_size or client.part_size
         self._if_none_match = if_none_match
-        self._part = client.allocate_buffer(self._part_size)
+        self._part = alloc(client, self._part_size)
         self._fill = 0
         self._written = 0
         self._up: Any = None
@@ -65,7 +66,7 @@ class S3Writer(io.BufferedIOBase):
             self._thread.start()
         self._queue.put(self._part)
         self._raise_upload_error()
-        self._part = self._client.allocate_buffer(self._part_size)
+        self._part = alloc(self._client, self._part_size)
         self._fill = 0
 
     def _upload_loop(self) -> None:
