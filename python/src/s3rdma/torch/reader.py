@@ -103,6 +103,12 @@ class SequentialS3Reader(S3Reader):
             self._size = len(self._data)
         return self._data
 
+    def read(self, size: Optional[int] = None) -> bytes:
+        data = self.getbuffer()
+        n = self._want(size)
+        self._pos += n
+        return bytes(data[self._pos - n:self._pos])  # the one copy bytes need
+
     def readinto(self, buf) -> int:
         data = self.getbuffer()
         dst = memoryview(buf).cast("B")
