@@ -26,11 +26,15 @@ class S3Checkpoint:
         self.region, self.endpoint = region, endpoint
         self._holder = ClientHolder(region, endpoint, s3client_config)
         self._part_size = (s3client_config or S3ClientConfig()).part_size
-        self._reader_constructor = reader_constructor or S3ReaderConstructor.default()
+        # torch.load reads a few small records, then each storage whole with one
+        # readinto: ranged reads put those straight into the tensors' storage (no
+        # staging copy of the whole object), the small ones served from 256 KiB reads
+        self._reader_constructor = reader_constructor or S3ReaderConstructor.range_based(
+            buffer_size=256 * 1024)
 
     def reader(self, s3_uri: str) -> S3Reader:
-        """A seekable read-only stream of the object (by default read whole into
-        registered memory with one GET on first use)."""
+        """A seekable read-only stream of the object (by default ranged reads: see
+        __init__)."""
         bucket, key = parse_s3_uri(s3_uri)
         return self._reader_constructor(self._holder.client, bucket, key)
 
