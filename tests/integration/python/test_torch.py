@@ -257,6 +257,31 @@ def test_dcp_save_load(rsrv, rbucket, boto, gloo_group):
     assert torch.equal(out["w"], sd["w"]) and out["extra"] == {"epoch": 3}
 
 
+def test_dcp_commit_loses_race(rsrv, rbucket, boto, gloo_group):
+    """Another writer commits the path while this save writes its data (after the
+    early check): the create-only commit refuses, this save's data objects go, and
+    the other writer's checkpoint is what the path holds."""
+    from s3rdma.torch.dcp import S3StorageWriter
+    planners = sys.modules[dcp_api.__name__ + ".default_planner"]
+    path = f"s3://{rbucket}/dcp/race/"
+
+    class RacedPlanner(planners.DefaultSavePlanner):
+        def resolve_data(self, item):
+            boto.put_object(Bucket=rbucket, Key="dcp/race/.metadata", Body=b"the other one")
+            return super().resolve_data(item)
+
+    with pytest.raises(dcp_api.CheckpointException) as e:
+        dcp_api.save_state_dict({"w": torch.ones(10)},
+                                S3StorageWriter(None, path, config(rsrv),
+                                                endpoint=rsrv.endpoint),
+                                planner=RacedPlanner())
+    assert isinstance(e.value.failures[0][0], s3rdma.PreconditionFailed)
+    keys = [o["Key"] for o in boto.list_objects_v2(Bucket=rbucket)["Contents"]]
+    assert keys == ["dcp/race/.metadata"]
+    got = boto.get_object(Bucket=rbucket, Key="dcp/race/.metadata")["Body"].read()
+    assert got == b"the other one"
+
+
 KILLED_SAVE = textwrap.dedent("""
     import sys, time, torch, torch.distributed as dist
     from s3rdma.torch import S3ClientConfig
