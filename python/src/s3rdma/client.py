@@ -8,6 +8,7 @@ import concurrent.futures
 import mmap
 import os
 import threading
+import weakref
 from dataclasses import dataclass, field
 from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional,
                     Sequence, Tuple, Union)
@@ -149,6 +150,14 @@ class Client:
         self._max_workers = max_workers
         self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self._pool_lock = threading.Lock()
+        _live_clients.add(self)
+
+    def _after_fork_in_child(self) -> None:
+        # The pool's threads stayed in the parent, and another thread may have held the
+        # lock at the fork: the child starts both afresh (libs3rdma makes its own state
+        # the child's by itself).
+        self._pool_lock = threading.Lock()
+        self._pool = None
 
     # ---- lifetime -------------------------------------------------------------
 
@@ -513,6 +522,17 @@ class Client:
             up.complete()
         finally:
             up.abort()
+
+
+_live_clients: "weakref.WeakSet[Client]" = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for c in list(_live_clients):
+        c._after_fork_in_child()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def RDMAClient(endpoint: str, http_endpoint: Optional[str] = None, **kwargs: Any) -> Client:
