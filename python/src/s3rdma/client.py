@@ -210,7 +210,7 @@ class Client:
             return
         if isinstance(body, str):
             raise TypeError("s3rdma: body must be bytes-like or a binary file, not str")
-        self._native.put(bucket, key, body, content_type, metadata, transport)
+        self._native.put(bucket, key, _buffer(body), content_type, metadata, transport)
 
     def _put_stream(self, bucket, key, f, metadata, content_type, transport,
                     callback: Progress = None) -> None:
@@ -265,11 +265,12 @@ class Client:
     def get_object_into(self, bucket: str, key: str, buffer: Buffer, range: Range = None,
                         transport: Optional[str] = None) -> int:
         """Reads the object (or range) into buffer (any writable contiguous buffer:
-        bytearray, memoryview, mmap, NumPy array) with no intermediate copy; over RDMA
-        the server writes it there. Returns the byte count. An object larger than the
-        buffer raises BufferTooSmall (``needed_bytes`` says how much it needs)."""
+        bytearray, memoryview, mmap, NumPy array, CPU torch tensor) with no intermediate
+        copy; over RDMA the server writes it there. Returns the byte count. An object
+        larger than the buffer raises BufferTooSmall (``needed_bytes`` says how much it
+        needs)."""
         start, length = _range(range)
-        return self._native.get_into(bucket, key, buffer, start, length, transport)
+        return self._native.get_into(bucket, key, _buffer(buffer), start, length, transport)
 
     def head_object(self, bucket: str, key: str) -> ObjectInfo:
         """Size, ETag, content type, last modified and user metadata."""
@@ -396,7 +397,8 @@ class Client:
             out: Optional[List[Any]] = list(buffers)
         else:
             out = None
-        res = self._native.batch(True, bucket, keys, list(buffers), transport, None)
+        res = self._native.batch(True, bucket, keys, [_buffer(b) for b in buffers], transport,
+                                 None)
         res = _settle(res, return_exceptions)
         if out is None:
             return res
@@ -409,7 +411,8 @@ class Client:
         """PUTs many buffers (a {key: buffer} mapping or (key, buffer) pairs) keeping up
         to 64 in flight on one session; bodies above multipart_threshold are uploaded
         one by one as multipart. Returns the byte counts; errors as in get_objects."""
-        pairs = list(items.items() if isinstance(items, Mapping) else items)
+        pairs = [(k, _buffer(b)) for k, b in (items.items() if isinstance(items, Mapping)
+                                              else items)]
         small = [(i, k, b) for i, (k, b) in enumerate(pairs)
                  if memoryview(b).nbytes <= self.multipart_threshold]
         res: List[Any] = [None] * len(pairs)
@@ -549,6 +552,15 @@ def RDMAClient(endpoint: str, http_endpoint: Optional[str] = None, **kwargs: Any
 
 
 # ---- helpers ----------------------------------------------------------------------
+
+
+def _buffer(obj: Any) -> Any:
+    """obj itself, or for a torch tensor (which has no buffer protocol) the NumPy array that
+    shares its memory: a CPU tensor moves from and into its own storage, with no copy
+    (others raise torch's error)."""
+    if type(obj).__module__.startswith("torch"):
+        return obj.detach().numpy()
+    return obj
 
 
 def _read_full(f, n: int) -> bytes:
