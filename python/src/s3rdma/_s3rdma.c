@@ -20,6 +20,7 @@
 #include <Python.h>
 
 #include <s3rdma.h>
+#include <unistd.h>
 
 static PyObject *error_factory; /* set_error_factory() */
 
@@ -52,7 +53,23 @@ typedef struct {
     } pool[POOL_BLOCKS];
     int npool;
     size_t pool_bytes;
+    pid_t pool_pid; /* the process whose blocks the pool holds */
 } ClientObject;
+
+/* In a process forked from the one that filled the pool, its blocks are the
+ * parent's session memory, mapped shared with the parent: handing one out
+ * here would let both processes write it. The child forgets them
+ * (libs3rdma keeps the memory mapped and registers nothing for it). */
+static void pool_claim(ClientObject *self)
+{
+    if (self->pool_pid == getpid())
+        return;
+    for (int i = 0; i < self->npool; i++)
+        s3r_buf_free(self->c, self->pool[i].p);
+    self->npool = 0;
+    self->pool_bytes = 0;
+    self->pool_pid = getpid();
+}
 
 static void client_maybe_destroy(ClientObject *self)
 {
@@ -252,6 +269,7 @@ static int client_init(ClientObject *self, PyObject *args, PyObject *kw)
     }
     self->c = c;
     self->closed = 0;
+    self->pool_pid = getpid();
     return 0;
 }
 
@@ -745,6 +763,7 @@ typedef struct {
     void *p;
     Py_ssize_t len; /* bytes exported */
     size_t cap;     /* bytes of the block (a reused block may be larger) */
+    pid_t pid;      /* the process that allocated it (pool_claim) */
 } RegBufObject;
 
 static PyTypeObject RegBufType;
@@ -758,8 +777,9 @@ static void regbuf_dealloc(RegBufObject *self)
 {
     ClientObject *o = self->owner;
     if (o != NULL) { /* NULL: the allocation failed */
-        if (!o->closed && o->npool < POOL_BLOCKS && self->cap >= POOL_MIN_BLOCK &&
-            o->pool_bytes + self->cap <= POOL_MAX_BYTES) {
+        pool_claim(o);
+        if (!o->closed && self->pid == o->pool_pid && o->npool < POOL_BLOCKS &&
+            self->cap >= POOL_MIN_BLOCK && o->pool_bytes + self->cap <= POOL_MAX_BYTES) {
             o->pool[o->npool].p = self->p;
             o->pool[o->npool++].len = self->cap;
             o->pool_bytes += self->cap;
@@ -803,6 +823,7 @@ static PyObject *client_alloc(ClientObject *self, PyObject *args)
         Py_DECREF(b);
         return NULL;
     }
+    pool_claim(self);
     /* the smallest pooled block that fits without wasting more than half */
     int best = -1;
     for (int i = 0; i < self->npool; i++)
@@ -834,6 +855,7 @@ static PyObject *client_alloc(ClientObject *self, PyObject *args)
     b->p = p;
     b->len = n;
     b->cap = cap;
+    b->pid = self->pool_pid;
     self->buffers++;
     call_end(self);
     return (PyObject *)b;

@@ -8,6 +8,7 @@ import concurrent.futures
 import mmap
 import os
 import threading
+import weakref
 from dataclasses import dataclass, field
 from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional,
                     Sequence, Tuple, Union)
@@ -148,8 +149,15 @@ class Client:
         self.transport = transport
         self._max_workers = max_workers
         self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
-        self._pool_pid = 0
         self._pool_lock = threading.Lock()
+        _live_clients.add(self)
+
+    def _after_fork_in_child(self) -> None:
+        # The pool's threads stayed in the parent, and another thread may have held the
+        # lock at the fork: the child starts both afresh (libs3rdma makes its own state
+        # the child's by itself).
+        self._pool_lock = threading.Lock()
+        self._pool = None
 
     # ---- lifetime -------------------------------------------------------------
 
@@ -158,7 +166,7 @@ class Client:
         (once no buffer from allocate_buffer is left). Idempotent."""
         with self._pool_lock:
             pool, self._pool = self._pool, None
-        if pool is not None and self._pool_pid == os.getpid():
+        if pool is not None:
             pool.shutdown(wait=True)
         self._native.close()
 
@@ -207,7 +215,8 @@ class Client:
             return
         if isinstance(body, str):
             raise TypeError("s3rdma: body must be bytes-like or a binary file, not str")
-        self._native.put(bucket, key, body, content_type, metadata, transport, if_none_match)
+        self._native.put(bucket, key, _buffer(body), content_type, metadata, transport,
+                         if_none_match)
 
     def _put_stream(self, bucket, key, f, metadata, content_type, transport,
                     callback: Progress = None, if_none_match: bool = False) -> None:
@@ -265,11 +274,12 @@ class Client:
     def get_object_into(self, bucket: str, key: str, buffer: Buffer, range: Range = None,
                         transport: Optional[str] = None) -> int:
         """Reads the object (or range) into buffer (any writable contiguous buffer:
-        bytearray, memoryview, mmap, NumPy array) with no intermediate copy; over RDMA
-        the server writes it there. Returns the byte count. An object larger than the
-        buffer raises BufferTooSmall (``needed_bytes`` says how much it needs)."""
+        bytearray, memoryview, mmap, NumPy array, CPU torch tensor) with no intermediate
+        copy; over RDMA the server writes it there. Returns the byte count. An object
+        larger than the buffer raises BufferTooSmall (``needed_bytes`` says how much it
+        needs)."""
         start, length = _range(range)
-        return self._native.get_into(bucket, key, buffer, start, length, transport)
+        return self._native.get_into(bucket, key, _buffer(buffer), start, length, transport)
 
     def head_object(self, bucket: str, key: str) -> ObjectInfo:
         """Size, ETag, content type, last modified and user metadata."""
@@ -396,7 +406,8 @@ class Client:
             out: Optional[List[Any]] = list(buffers)
         else:
             out = None
-        res = self._native.batch(True, bucket, keys, list(buffers), transport, None)
+        res = self._native.batch(True, bucket, keys, [_buffer(b) for b in buffers], transport,
+                                 None)
         res = _settle(res, return_exceptions)
         if out is None:
             return res
@@ -409,7 +420,8 @@ class Client:
         """PUTs many buffers (a {key: buffer} mapping or (key, buffer) pairs) keeping up
         to 64 in flight on one session; bodies above multipart_threshold are uploaded
         one by one as multipart. Returns the byte counts; errors as in get_objects."""
-        pairs = list(items.items() if isinstance(items, Mapping) else items)
+        pairs = [(k, _buffer(b)) for k, b in (items.items() if isinstance(items, Mapping)
+                                              else items)]
         small = [(i, k, b) for i, (k, b) in enumerate(pairs)
                  if memoryview(b).nbytes <= self.multipart_threshold]
         res: List[Any] = [None] * len(pairs)
@@ -433,11 +445,9 @@ class Client:
         with self._pool_lock:
             if self._native.closed:
                 raise ValueError("s3rdma: the client is closed")
-            if self._pool is None or self._pool_pid != os.getpid():
-                # a child forked from the pool's process has none of its threads
+            if self._pool is None:
                 self._pool = concurrent.futures.ThreadPoolExecutor(
                     self._max_workers, thread_name_prefix="s3rdma")
-                self._pool_pid = os.getpid()
             return self._pool.submit(fn, *args, **kwargs)
 
     def get_object_async(self, bucket: str, key: str, range: Range = None) -> concurrent.futures.Future:
@@ -526,6 +536,17 @@ class Client:
             up.abort()
 
 
+_live_clients: "weakref.WeakSet[Client]" = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for c in list(_live_clients):
+        c._after_fork_in_child()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def RDMAClient(endpoint: str, http_endpoint: Optional[str] = None, **kwargs: Any) -> Client:
     """A Client addressed by its RDMA session endpoint, as in
     ``RDMAClient(endpoint="host:9100")``. The HTTP endpoint (used only when an
@@ -540,6 +561,15 @@ def RDMAClient(endpoint: str, http_endpoint: Optional[str] = None, **kwargs: Any
 
 
 # ---- helpers ----------------------------------------------------------------------
+
+
+def _buffer(obj: Any) -> Any:
+    """obj itself, or for a torch tensor (which has no buffer protocol) the NumPy array that
+    shares its memory: a CPU tensor moves from and into its own storage, with no copy
+    (others raise torch's error)."""
+    if type(obj).__module__.startswith("torch"):
+        return obj.detach().numpy()
+    return obj
 
 
 def _read_full(f, n: int) -> bytes:

@@ -12,6 +12,11 @@ from conftest import OPS_COUNTER, TRANSPORTS, USERS
 
 MiB = 1024 * 1024
 
+try:  # python3-torch (Debian): a test dependency, optional for the package
+    import torch as TORCH
+except ImportError:
+    TORCH = None
+
 
 def payload(n, seed=0):
     return np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8).tobytes()
@@ -62,15 +67,30 @@ def test_get_into_buffer_kinds(client, rbucket, transport):
         "memoryview": memoryview(bytearray(len(data) + 7))[7:],
         "mmap": mmap.mmap(-1, len(data)),
         "numpy": np.empty(len(data), np.uint8),
+        "numpy-float32": np.empty(len(data) // 4, np.float32),
         "registered": c.allocate_buffer(len(data)),
     }
+    if TORCH is not None:  # no buffer protocol: moved through tensor.numpy(), same memory
+        targets["torch"] = TORCH.empty(len(data), dtype=TORCH.uint8)
+        targets["torch-float32"] = TORCH.empty(len(data) // 4, dtype=TORCH.float32)
+
+    def raw(t):
+        return bytes(memoryview(t.numpy() if TORCH is not None and
+                                isinstance(t, TORCH.Tensor) else t).cast("B"))
     for name, t in targets.items():
         assert c.get_object_into(rbucket, "b", t) == len(data), name
-        assert bytes(memoryview(t)) == data, name
-    # and PUT from each of them
+        assert raw(t) == data, name
+    # and PUT from each of them (and from bytes)
+    targets["bytes"] = data
     for name, t in targets.items():
         c.put_object(rbucket, f"from-{name}", t)
         assert c.get_object(rbucket, f"from-{name}") == data, name
+    # batches take every kind too
+    kinds = [n for n in targets if n != "bytes"]
+    got = c.get_objects(rbucket, [f"from-{n}" for n in kinds], [targets[n] for n in kinds])
+    assert got == [len(data)] * len(kinds)
+    for n in kinds:
+        assert raw(targets[n]) == data, n
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
