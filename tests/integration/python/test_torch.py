@@ -91,6 +91,20 @@ def test_iterable_in_process(rsrv, rbucket, boto):
         list(ds)
 
 
+def test_map_dataset_pickles_with_ranged_reader(rsrv, rbucket, boto):
+    """What a spawn worker gets: the dataset pickled (listing, reader kind and settings;
+    no client), which then opens its own client and reads by ranges."""
+    import pickle
+    want = put_samples(boto, rbucket, 5)
+    ds = S3MapDataset.from_prefix(f"s3://{rbucket}/train/", endpoint=rsrv.endpoint,
+                                  s3client_config=config(rsrv),
+                                  reader_constructor=S3ReaderConstructor.range_based(1024))
+    assert len(ds) == 5
+    copy = pickle.loads(pickle.dumps(ds))
+    got = {copy[i].key: hashlib.sha256(copy[i].read()).hexdigest() for i in range(len(copy))}
+    assert got == want
+
+
 # ---- readers ------------------------------------------------------------------------
 
 

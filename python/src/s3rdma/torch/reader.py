@@ -172,6 +172,20 @@ def fetch_whole(client: Client, bucket: str, key: str, size: Optional[int]) -> m
 ReaderFactory = Callable[..., S3Reader]
 
 
+class _RangedFactory:
+    """Makes RangedS3Readers of one buffer size (a class, not a closure: datasets
+    holding it are pickled into spawn and forkserver workers)."""
+
+    def __init__(self, buffer_size: int):
+        if buffer_size < 0:
+            raise ValueError("s3rdma.torch: buffer_size must be >= 0")
+        self.buffer_size = buffer_size
+
+    def __call__(self, client: Client, bucket: str, key: str,
+                 size: Optional[int] = None) -> S3Reader:
+        return RangedS3Reader(client, bucket, key, size, self.buffer_size)
+
+
 class S3ReaderConstructor:
     """Picks the reader kind, as s3torchconnector's S3ReaderConstructor does:
     pass ``reader_constructor=S3ReaderConstructor.range_based()`` to a dataset,
@@ -183,14 +197,7 @@ class S3ReaderConstructor:
 
     @staticmethod
     def range_based(buffer_size: Optional[int] = None) -> ReaderFactory:
-        size = 8 * 1024 * 1024 if buffer_size is None else buffer_size
-        if size < 0:
-            raise ValueError("s3rdma.torch: buffer_size must be >= 0")
-
-        def make(client: Client, bucket: str, key: str, size_: Optional[int] = None,
-                 data: Optional[memoryview] = None) -> S3Reader:
-            return RangedS3Reader(client, bucket, key, size_, size)
-        return make
+        return _RangedFactory(8 * 1024 * 1024 if buffer_size is None else buffer_size)
 
     @staticmethod
     def default() -> ReaderFactory:

@@ -20,11 +20,10 @@ from ._client import alloc
 
 class S3Writer(io.BufferedIOBase):
     def __init__(self, client: Client, bucket: str, key: str, part_size: Optional[int] = None,
-                 depth: int = 2, if_none_match: bool = False):
+                 depth: int = 2):
         super().__init__()
         self._client, self.bucket, self.key = client, bucket, key
         self._part_size = part_size or client.part_size
-        self._if_none_match = if_none_match
         self._part = alloc(client, self._part_size)
         self._fill = 0
         self._written = 0
@@ -59,8 +58,7 @@ class S3Writer(io.BufferedIOBase):
         """Queues the full current part for upload and starts a fresh buffer (the
         last part is never shipped here: close() sends it)."""
         if self._up is None:
-            self._up = self._client._native.multipart(self.bucket, self.key, None, None, None,
-                                                      self._if_none_match)
+            self._up = self._client._native.multipart(self.bucket, self.key, None, None, None)
             self._thread = threading.Thread(target=self._upload_loop, daemon=True,
                                             name="s3rdma-writer")
             self._thread.start()
@@ -90,8 +88,7 @@ class S3Writer(io.BufferedIOBase):
             return
         try:
             if self._up is None:
-                self._client.put_object(self.bucket, self.key, self._part[:self._fill],
-                                        if_none_match=self._if_none_match)
+                self._client.put_object(self.bucket, self.key, self._part[:self._fill])
             else:
                 self._queue.put(self._part[:self._fill])
                 self._finish_thread()
