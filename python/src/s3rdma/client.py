@@ -274,10 +274,10 @@ class Client:
     def get_object_into(self, bucket: str, key: str, buffer: Buffer, range: Range = None,
                         transport: Optional[str] = None) -> int:
         """Reads the object (or range) into buffer (any writable contiguous buffer:
-        bytearray, memoryview, mmap, NumPy array, CPU torch tensor) with no intermediate
-        copy; over RDMA the server writes it there. Returns the byte count. An object
-        larger than the buffer raises BufferTooSmall (``needed_bytes`` says how much it
-        needs)."""
+        bytearray, memoryview, mmap, NumPy array, CPU torch tensor) with
+        no intermediate copy; over RDMA the server writes it there. Returns the byte count.
+        An object larger than the buffer raises BufferTooSmall (``needed_bytes`` says how
+        much it needs)."""
         start, length = _range(range)
         return self._native.get_into(bucket, key, _buffer(buffer), start, length, transport)
 

@@ -1,4 +1,4 @@
-"""Run by test_fork.py in a process of its own (so that its UCX settings are its own):
+"""Run by test_python_fork.py in a process of its own (so that its UCX settings are its own):
 a client used before a fork, then the child of os.fork() or a multiprocessing worker
 (start method fork, spawn or forkserver) with the inherited client and a new one, and the
 parent again. Prints one JSON line of what each side saw; exit code 0 when every byte matched.
