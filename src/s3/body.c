@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/hash_pool.h"
 #include "common/s3r_limits.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
@@ -65,29 +66,36 @@ int s3_body_sink(void *cls, const void *data, size_t len)
         return -1;
     }
     req->body_bytes += len;
+    /* A big chunk's MD5 (the slowest digest) runs on a pool thread while
+     * this one does the rest and the write; the chunk is done with both
+     * before the caller gets it back. */
+    hash_job_t md5_job = {0};
+    if (req->md5)
+        hash_job_start(len >= S3R_BODY_HASH_OFFLOAD_MIN ? req->srv->hashers : NULL, &md5_job,
+                       req->md5, data, len);
     if (req->sha256_payload)
         digest_update(req->sha256_payload, data, len);
-    if (req->md5)
-        digest_update(req->md5, data, len);
     if (req->want_ck[S3_CK_CRC32])
         req->crc32 = crc32_ieee_update(req->crc32, data, len);
     if (req->want_ck[S3_CK_CRC32C])
         req->crc32c = crc32c_update(req->crc32c, data, len);
     if (req->sha256_ck)
         digest_update(req->sha256_ck, data, len);
+    int rc = 0;
     if (req->body_kind == S3_BODY_XML) {
         if (buf_append(&req->body, data, len) != 0) {
             req->body_error = S3E_MALFORMED_XML;
-            return -1;
+            rc = -1;
         }
     } else if (req->writer) {
         stor_status_t st = stor_writer_write(req->writer, data, len);
         if (st != STOR_OK) {
             req->body_error = s3_error_from_stor(st);
-            return -1;
+            rc = -1;
         }
     }
-    return 0;
+    hash_job_wait(&md5_job);
+    return rc;
 }
 
 static uint64_t parse_u64(const char *s, bool *ok)

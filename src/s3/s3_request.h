@@ -43,6 +43,7 @@ struct s3_server {
     s3_listener_t http, https;
     struct connguard *guard;    /* receive deadlines: connguard.h */
     struct s3_metrics *metrics; /* s3_metrics.c; NULL when cfg.metrics_enabled is off */
+    struct hash_pool *hashers;  /* MD5 beside the body's write (body.c); NULL: in line */
     atomic_uint inflight;
     atomic_ulong request_seq;
     atomic_bool stopping;
