@@ -309,6 +309,7 @@ static void put_object_begin(s3_req_t *req)
         s3_reply_error(req, err, why);
         return;
     }
+    req->fast_etag = req->srv->cfg.etag_fast;
     s3_upload_begin(req);
 }
 

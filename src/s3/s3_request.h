@@ -192,13 +192,14 @@ struct s3_req {
     digest_t *sha256_ck;      /* x-amz-checksum-sha256 */
     bool want_ck[S3_CK_COUNT];
     const char *expect_ck[S3_CK_COUNT]; /* from x-amz-checksum-* headers; NULL when not sent */
+    bool fast_etag; /* set by PutObject's begin() under etag: fast (s3_server_config_t) */
     bool has_content_md5;
     uint8_t content_md5[MD5_LEN];
     uint32_t crc32, crc32c;
     s3_error_t body_error;
 
     /* Finished-body results (body.c fills these for finish()). */
-    char etag[33];
+    char etag[40]; /* 32 hex digits (MD5), or 32 and "-1" (etag: fast) */
     char *checksums[S3_CK_COUNT]; /* base64, verified or computed; NULL when not asked */
     char precond_etag[64];        /* s3_write_precond's If-Match ETag */
 
