@@ -52,8 +52,8 @@
 #define S3R_REPLY_MAX_VALUE   8192 /* one header value */
 /* The headers a reply adds besides an object's stored ones, at most (a GET:
  * ETag, Last-Modified, Accept-Ranges, Content-Length, Content-Range,
- * x-amz-mp-parts-count, x-amz-version-id, three x-amz-checksum-*, and the
- * token path's x-amz-rdma-reply and x-amz-rdma-bytes-transferred: 12), and
+ * x-amz-mp-parts-count, x-amz-version-id, five x-amz-checksum-*, and the
+ * token path's x-amz-rdma-reply and x-amz-rdma-bytes-transferred: 14), and
  * the bytes of each of their values (an ETag, a date, a range, a checksum, a
  * number). */
 #define S3R_REPLY_OWN_HEADERS     16

@@ -15,8 +15,32 @@
 
 /* Indexed by enum s3_checksum_alg. */
 static const char *const ck_headers[S3_CK_COUNT] = {"x-amz-checksum-crc32", "x-amz-checksum-crc32c",
-                                                    "x-amz-checksum-sha256"};
+                                                    "x-amz-checksum-sha256", "x-amz-checksum-sha1",
+                                                    "x-amz-checksum-crc64nvme"};
+static const char *const ck_elems[S3_CK_COUNT] = {
+    "ChecksumCRC32", "ChecksumCRC32C", "ChecksumSHA256", "ChecksumSHA1", "ChecksumCRC64NVME"};
 #define CK_PREFIX_LEN 15 /* strlen("x-amz-checksum-") */
+
+char **s3_meta_checksum(const stor_meta_t *meta, enum s3_checksum_alg alg)
+{
+    char *const *const slots[S3_CK_COUNT] = {&meta->checksum_crc32, &meta->checksum_crc32c,
+                                             &meta->checksum_sha256, &meta->checksum_sha1,
+                                             &meta->checksum_crc64nvme};
+    return (char **)slots[alg];
+}
+
+char **s3_part_checksum(const stor_part_t *part, enum s3_checksum_alg alg)
+{
+    char *const *const slots[S3_CK_COUNT] = {&part->checksum_crc32, &part->checksum_crc32c,
+                                             &part->checksum_sha256, &part->checksum_sha1,
+                                             &part->checksum_crc64nvme};
+    return (char **)slots[alg];
+}
+
+const char *s3_checksum_elem(enum s3_checksum_alg alg)
+{
+    return ck_elems[alg];
+}
 
 /* The algorithm named alg ("CRC32", "crc32c"...), or -1. */
 static int find_ck(const char *alg)
@@ -79,8 +103,12 @@ int s3_body_sink(void *cls, const void *data, size_t len)
         req->crc32 = crc32_ieee_update(req->crc32, data, len);
     if (req->want_ck[S3_CK_CRC32C])
         req->crc32c = crc32c_update(req->crc32c, data, len);
+    if (req->want_ck[S3_CK_CRC64NVME])
+        req->crc64nvme = crc64nvme_update(req->crc64nvme, data, len);
     if (req->sha256_ck)
         digest_update(req->sha256_ck, data, len);
+    if (req->sha1_ck)
+        digest_update(req->sha1_ck, data, len);
     int rc = 0;
     if (req->body_kind == S3_BODY_XML) {
         if (buf_append(&req->body, data, len) != 0) {
@@ -196,11 +224,10 @@ s3_error_t s3_body_begin(s3_req_t *req)
             return S3E_INVALID_REQUEST;
         req->want_ck[alg] = true;
     }
-    if (req->want_ck[S3_CK_SHA256]) {
-        req->sha256_ck = digest_sha256_new();
-        if (!req->sha256_ck)
-            return S3E_INTERNAL;
-    }
+    if (req->want_ck[S3_CK_SHA256] && !(req->sha256_ck = digest_sha256_new()))
+        return S3E_INTERNAL;
+    if (req->want_ck[S3_CK_SHA1] && !(req->sha1_ck = digest_sha1_new()))
+        return S3E_INTERNAL;
 
     if (streaming) {
         awschunk_params_t p = {
@@ -253,10 +280,40 @@ void s3_body_feed(s3_req_t *req, const char *data, size_t len)
     }
 }
 
-static void encode_crc(uint32_t crc, char *out)
+/* The big-endian base64 of a CRC's n low bytes, as S3 writes checksums. */
+static void encode_crc(uint64_t crc, size_t n, char *out)
 {
-    uint8_t be[4] = {(uint8_t)(crc >> 24), (uint8_t)(crc >> 16), (uint8_t)(crc >> 8), (uint8_t)crc};
-    base64_encode(be, 4, out);
+    uint8_t be[8];
+    for (size_t i = 0; i < n; i++)
+        be[i] = (uint8_t)(crc >> (8 * (n - 1 - i)));
+    base64_encode(be, n, out);
+}
+
+/* Finishes algorithm i's checksum into out (base64). */
+static void checksum_final(s3_req_t *req, int i, char out[64])
+{
+    uint8_t sum[SHA256_LEN];
+    switch (i) {
+    case S3_CK_CRC32:
+        encode_crc(req->crc32, 4, out);
+        break;
+    case S3_CK_CRC32C:
+        encode_crc(req->crc32c, 4, out);
+        break;
+    case S3_CK_CRC64NVME:
+        encode_crc(req->crc64nvme, 8, out);
+        break;
+    case S3_CK_SHA256:
+        digest_final(req->sha256_ck, sum);
+        req->sha256_ck = NULL;
+        base64_encode(sum, SHA256_LEN, out);
+        break;
+    default:
+        digest_final(req->sha1_ck, sum);
+        req->sha1_ck = NULL;
+        base64_encode(sum, SHA1_LEN, out);
+        break;
+    }
 }
 
 /* etag: fast's ETag: 32 hex digits of the body's CRC32C, its length and 4
@@ -314,16 +371,7 @@ s3_error_t s3_body_end(s3_req_t *req)
         if (!req->want_ck[i])
             continue;
         char computed[64];
-        if (i == S3_CK_CRC32) {
-            encode_crc(req->crc32, computed);
-        } else if (i == S3_CK_CRC32C) {
-            encode_crc(req->crc32c, computed);
-        } else {
-            uint8_t sum[SHA256_LEN];
-            digest_final(req->sha256_ck, sum);
-            req->sha256_ck = NULL;
-            base64_encode(sum, sizeof(sum), computed);
-        }
+        checksum_final(req, i, computed);
         const char *expected = req->expect_ck[i];
         if (!expected && req->chunked) {
             expected = awschunk_trailer(req->chunked, ck_headers[i]);
@@ -556,10 +604,10 @@ void s3_meta_to_headers(s3_req_t *req, const stor_meta_t *meta)
     }
     const char *mode = s3_req_header(req, "x-amz-checksum-mode");
     if (mode && strcasecmp(mode, "ENABLED") == 0) {
-        const char *cks[S3_CK_COUNT] = {meta->checksum_crc32, meta->checksum_crc32c,
-                                        meta->checksum_sha256};
-        for (int i = 0; i < S3_CK_COUNT; i++)
-            if (cks[i])
-                s3_reply_header(req, ck_headers[i], cks[i]);
+        for (int i = 0; i < S3_CK_COUNT; i++) {
+            const char *ck = *s3_meta_checksum(meta, i);
+            if (ck)
+                s3_reply_header(req, ck_headers[i], ck);
+        }
     }
 }
