@@ -203,10 +203,12 @@ def test_every_path_reads_back_through_every_tool(fsrv, s3, bucket, tmp_path):
             tools.put(how, f, bucket, key)
         written[key] = body
     for key, body in written.items():
-        # A tool that sends Content-MD5 gets its MD5 as the ETag; the rest fast ones.
+        # A tool that sends Content-MD5 gets its MD5 as the ETag (awscli 1.45 and rclone
+        # 1.60 here); s3cmd sends none, gets a fast ETag and its own post-upload check
+        # (skipped for a '-' ETag) passes.
         h = s3.head_object(Bucket=bucket, Key=key)
         md5 = '"' + hashlib.md5(body).hexdigest() + '"'
-        if key.split("/")[1] in ("http", "token", "native"):
+        if key.split("/")[1] in ("http", "token", "native", "s3cmd"):
             assert FAST.match(h["ETag"]), (key, h["ETag"])
         assert FAST.match(h["ETag"]) or h["ETag"] == md5, (key, h["ETag"])
         if FAST.match(h["ETag"]):
