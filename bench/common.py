@@ -84,7 +84,7 @@ class S3rdmad:
     def __init__(self, tmp, env=None, rdma=True, durability="relaxed", tls=None, extra_args=(),
                  binary=None):
         """tls: (cert, key) paths: also HTTPS on self.tls_port. extra_args: more flags.
-        binary: another s3rdmad (an older build, for before/after rows)."""
+        binary: another s3rdmad (default: this tree's build/s3rdmad)."""
         self.port = free_port()
         self.rport = free_port()
         self.host = f"127.0.0.1:{self.port}"

@@ -33,6 +33,11 @@ typedef enum server_etag {
     SERVER_ETAG_FAST,    /* "fast": an opaque ETag and CRC32C (docs/storage.md) */
 } server_etag_t;
 
+typedef enum server_rdma_poll {
+    SERVER_RDMA_POLL_ADAPTIVE = 0, /* "adaptive": progress threads sleep when idle */
+    SERVER_RDMA_POLL_BUSY,         /* "busy": progress threads never sleep */
+} server_rdma_poll_t;
+
 typedef enum server_storage_backend {
     SERVER_STORAGE_LOCAL = 0, /* "local": LMDB + files in data_dir */
     SERVER_STORAGE_RADOS,     /* "rados": a Ceph cluster */
@@ -75,6 +80,7 @@ typedef struct server_config {
         unsigned max_native;
         unsigned user_share; /* percent of each pool one access key may hold */
         unsigned stall_ms;   /* a transfer making no progress this long fails */
+        int poll;            /* server_rdma_poll_t */
         char *socket;        /* "" = @s3rdma.PORT, "off" = none */
         unsigned trusted_uids[SERVER_MAX_TRUSTED_UIDS];
         size_t n_trusted_uids;
