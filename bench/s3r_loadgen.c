@@ -19,6 +19,8 @@
  *                    [-d SECS] [-w WARMUP] [-i INFLIGHT] [-I NATIVE_INLINE]
  *                    [-P]   (-P: create the bucket, the GET object and the LIST keys first)
  *                    [-C]               (-C: one client per thread instead of one shared)
+ *                    [-M PART] [-J N]   (PUTs over PART bytes go multipart in PART-byte
+ *                                        parts, N of them in flight; default: never multipart)
  *                    [-g GAP_US]        (-g: sleep this long after each request, 1 in flight)
  *
  * -g models sparse callers (a request, then idle): after each request the
@@ -229,7 +231,7 @@ int main(int argc, char **argv)
     /* whole objects in one request: never multipart inside the benchmark */
     g_cfg.multipart_threshold = UINT64_C(1) << 40;
     int o;
-    while ((o = getopt(argc, argv, "e:r:a:s:B:t:o:z:T:d:w:i:I:g:PC")) != -1) {
+    while ((o = getopt(argc, argv, "e:r:a:s:B:t:o:z:T:d:w:i:I:g:PCM:J:")) != -1) {
         switch (o) {
         case 'e':
             g_cfg.endpoint = optarg;
@@ -282,6 +284,12 @@ int main(int argc, char **argv)
             break;
         case 'C':
             g_per_thread_client = 1;
+            break;
+        case 'M':
+            g_cfg.part_size = g_cfg.multipart_threshold = strtoull(optarg, NULL, 10);
+            break;
+        case 'J':
+            g_cfg.parts_in_flight = (unsigned)atoi(optarg);
             break;
         default:
             goto usage;
@@ -387,7 +395,7 @@ usage:
     fprintf(stderr,
             "usage: %s -e http://HOST:PORT -r HOST:RPORT -a AK -s SK -B BUCKET "
             "-t http|token|native -o get|put|head|list -z SIZE [-T THREADS] [-d SECS] [-w WARMUP] "
-            "[-i INFLIGHT] [-I NATIVE_INLINE] [-g GAP_US] [-P] [-C]\n",
+            "[-i INFLIGHT] [-I NATIVE_INLINE] [-g GAP_US] [-P] [-C] [-M PART] [-J N]\n",
             argv[0]);
     return 2;
 }

@@ -155,6 +155,10 @@ typedef struct s3r_config {
     /* PEM file of the certificate authorities an https:// endpoint is
      * verified against; NULL: the system's. Verification is always on. */
     const char *ca_bundle;
+    /* Parts of one s3r_object_put multipart upload in flight at once, each
+     * on its own thread (the server hashes them on as many cores); default
+     * 4, at most 64; 1: one after another. */
+    unsigned parts_in_flight;
 } s3r_config_t;
 
 /* Fills cfg with the defaults above (all strings NULL). */

@@ -20,6 +20,9 @@
 #define S3C_MAX_PARTS         10000
 #define S3C_MAX_ERROR_BODY    (64 * 1024)        /* error / decline bodies kept */
 #define S3C_MAX_XML_BODY      (16 * 1024 * 1024) /* list responses */
+/* s3r_object_put's multipart parts in flight: the default, and the most. */
+#define S3C_PARTS_IN_FLIGHT     4
+#define S3C_MAX_PARTS_IN_FLIGHT 64
 /* Native requests: the default of s3r_config_t.native_inline (bodies up to
  * this travel inline in the message, larger ones by RDMA from/to registered
  * memory; docs/protocol.md §4.5 has the measurement behind it). */
@@ -56,6 +59,8 @@ typedef struct s3c_settings {
     unsigned max_cached_regions;
     bool quiet;
     uint64_t native_inline;
+    /* s3r_object_put's multipart parts in flight at once. */
+    unsigned parts_in_flight;
     char *ca_bundle;   /* NULL: the system's certificate authorities */
     bool rdma_derived; /* rdma[] guessed from http[]: ask the servers (rdma.c) */
 } s3c_settings_t;

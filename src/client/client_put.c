@@ -1,8 +1,11 @@
 /* libs3rdma: PUT from memory and from a file, over HTTP, the token path or
  * the native protocol (with fallback): single requests, and multipart uploads (start, parts,
- * complete, abort) above multipart_threshold. */
+ * complete, abort) above multipart_threshold; from memory with parts_in_flight parts at once. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,27 +207,43 @@ static s3r_status_t mpu_start(s3r_client_t *c, const char *bucket, const char *k
     return st;
 }
 
-static s3r_status_t mpu_part(s3r_client_t *c, const char *bucket, const char *key, mpu_t *m,
-                             const void *data, uint64_t len, s3r_transport_t t)
+#define PART_ETAG_MAX 256 /* an UploadPart's ETag header, quotes included */
+
+/* Uploads part n of upload qid; its ETag into etag. */
+static s3r_status_t part_upload(s3r_client_t *c, const char *bucket, const char *key,
+                                const char *qid, unsigned n, const void *data, uint64_t len,
+                                s3r_transport_t t, char etag[PART_ETAG_MAX])
 {
-    char q[2048], etag[256];
-    unsigned n = ++m->parts;
-    if (n > S3C_MAX_PARTS)
-        return s3c_fail(c, S3R_ERR_TOO_LARGE, S3R_TRANSPORT_DEFAULT, 0, "",
-                        "more than %d parts: raise part_size", S3C_MAX_PARTS);
-    snprintf(q, sizeof(q), "partNumber=%u&uploadId=%s", n, m->qid);
+    char q[2048];
+    snprintf(q, sizeof(q), "partNumber=%u&uploadId=%s", n, qid);
     s3r_put_opts_t po = {.transport = t};
-    s3r_status_t st = put_one(c, bucket, key, q, data, len, &po, etag, sizeof(etag));
-    if (st != S3R_OK)
-        return st;
-    if (etag[0] == '\0')
-        return s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_DEFAULT, 0, "",
-                        "UploadPart %u answered without an ETag", n);
+    s3r_status_t st = put_one(c, bucket, key, q, data, len, &po, etag, PART_ETAG_MAX);
+    if (st == S3R_OK && etag[0] == '\0')
+        st = s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_DEFAULT, 0, "",
+                      "UploadPart %u answered without an ETag", n);
+    return st;
+}
+
+/* Adds part n with its ETag to the Complete body. */
+static s3r_status_t mpu_add(s3r_client_t *c, mpu_t *m, unsigned n, const char *etag)
+{
     if (buf_printf(&m->complete, "<Part><PartNumber>%u</PartNumber><ETag>", n) < 0 ||
         buf_append_xml(&m->complete, etag) < 0 ||
         buf_append_str(&m->complete, "</ETag></Part>") < 0)
         return s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory");
     return S3R_OK;
+}
+
+static s3r_status_t mpu_part(s3r_client_t *c, const char *bucket, const char *key, mpu_t *m,
+                             const void *data, uint64_t len, s3r_transport_t t)
+{
+    char etag[PART_ETAG_MAX];
+    unsigned n = ++m->parts;
+    if (n > S3C_MAX_PARTS)
+        return s3c_fail(c, S3R_ERR_TOO_LARGE, S3R_TRANSPORT_DEFAULT, 0, "",
+                        "more than %d parts: raise part_size", S3C_MAX_PARTS);
+    s3r_status_t st = part_upload(c, bucket, key, m->qid, n, data, len, t, etag);
+    return st == S3R_OK ? mpu_add(c, m, n, etag) : st;
 }
 
 static s3r_status_t mpu_finish(s3r_client_t *c, const char *bucket, const char *key, mpu_t *m)
@@ -257,13 +276,105 @@ static void mpu_free(mpu_t *m)
     strs_free(&m->ss);
 }
 
+/* The parts of one in-memory upload, sent by parts_in_flight threads (the
+ * caller's among them) that take part numbers in turn. Each part's ETag lands
+ * in its own slot; the first failure stops the others from taking more and
+ * its error becomes the caller's. Every thread is joined before the upload
+ * completes or aborts. */
+typedef struct par_parts {
+    s3r_client_t *c;
+    const char *bucket, *key, *qid;
+    const uint8_t *data;
+    uint64_t len;
+    s3r_transport_t t;
+    unsigned n_parts;
+    char (*etags)[PART_ETAG_MAX]; /* [n_parts] */
+    atomic_uint next;             /* index of the next part to take */
+    atomic_bool failed;
+    pthread_mutex_t mu; /* guards st and err */
+    s3r_status_t st;
+    s3r_error_info_t err; /* the failing thread's error record */
+} par_parts_t;
+
+static void *par_worker(void *arg)
+{
+    par_parts_t *p = arg;
+    uint64_t ps = p->c->set.part_size;
+    for (;;) {
+        unsigned i = atomic_fetch_add(&p->next, 1);
+        if (i >= p->n_parts || atomic_load(&p->failed))
+            break;
+        uint64_t off = (uint64_t)i * ps, n = p->len - off < ps ? p->len - off : ps;
+        s3r_status_t st = part_upload(p->c, p->bucket, p->key, p->qid, i + 1, p->data + off, n,
+                                      p->t, p->etags[i]);
+        if (st != S3R_OK) {
+            pthread_mutex_lock(&p->mu);
+            if (p->st == S3R_OK) {
+                p->st = st;
+                p->err = tls_err;
+            }
+            pthread_mutex_unlock(&p->mu);
+            atomic_store(&p->failed, true);
+            break;
+        }
+    }
+    return NULL;
+}
+
+static s3r_status_t mpu_parallel_parts(s3r_client_t *c, const char *bucket, const char *key,
+                                       mpu_t *m, const void *data, uint64_t len, s3r_transport_t t)
+{
+    uint64_t n_parts = (len + c->set.part_size - 1) / c->set.part_size;
+    if (n_parts > S3C_MAX_PARTS)
+        return s3c_fail(c, S3R_ERR_TOO_LARGE, S3R_TRANSPORT_DEFAULT, 0, "",
+                        "more than %d parts: raise part_size", S3C_MAX_PARTS);
+    par_parts_t p = {.c = c,
+                     .bucket = bucket,
+                     .key = key,
+                     .qid = m->qid,
+                     .data = data,
+                     .len = len,
+                     .t = t,
+                     .n_parts = (unsigned)n_parts,
+                     .st = S3R_OK};
+    p.etags = calloc(n_parts, sizeof(*p.etags));
+    if (p.etags == NULL)
+        return s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory");
+    atomic_init(&p.next, 0);
+    atomic_init(&p.failed, false);
+    pthread_mutex_init(&p.mu, NULL);
+    pthread_t th[S3C_MAX_PARTS_IN_FLIGHT];
+    unsigned n_th = 0,
+             want = c->set.parts_in_flight < p.n_parts ? c->set.parts_in_flight : p.n_parts;
+    /* A thread that cannot start leaves its parts to the others. */
+    while (n_th + 1 < want && pthread_create(&th[n_th], NULL, par_worker, &p) == 0)
+        n_th++;
+    par_worker(&p);
+    for (unsigned i = 0; i < n_th; i++)
+        pthread_join(th[i], NULL);
+    s3r_status_t st = p.st;
+    if (st != S3R_OK) {
+        tls_err = p.err;
+        tls_err_client = c;
+    }
+    for (unsigned i = 0; st == S3R_OK && i < p.n_parts; i++)
+        st = mpu_add(c, m, i + 1, p.etags[i]);
+    m->parts = p.n_parts;
+    pthread_mutex_destroy(&p.mu);
+    free(p.etags);
+    return st;
+}
+
 static s3r_status_t put_multipart(s3r_client_t *c, const char *bucket, const char *key,
                                   const void *data, uint64_t len, const s3r_put_opts_t *opts)
 {
     mpu_t m;
     s3r_transport_t want = opts ? opts->transport : S3R_TRANSPORT_DEFAULT;
     s3r_status_t st = mpu_start(c, bucket, key, opts, &m);
-    for (uint64_t off = 0; st == S3R_OK && off < len; off += c->set.part_size) {
+    if (st == S3R_OK && c->set.parts_in_flight > 1)
+        st = mpu_parallel_parts(c, bucket, key, &m, data, len, want);
+    for (uint64_t off = 0; st == S3R_OK && off < len && c->set.parts_in_flight <= 1;
+         off += c->set.part_size) {
         uint64_t n = len - off < c->set.part_size ? len - off : c->set.part_size;
         st = mpu_part(c, bucket, key, &m, (const char *)data + off, n, want);
     }

@@ -28,6 +28,7 @@ void s3r_config_init(s3r_config_t *cfg)
     cfg->connect_timeout_ms = 5000;
     cfg->max_cached_regions = 16;
     cfg->native_inline = S3C_NATIVE_INLINE;
+    cfg->parts_in_flight = S3C_PARTS_IN_FLIGHT;
 }
 
 s3r_status_t s3r_transport_parse(const char *name, s3r_transport_t *transport_p)
@@ -323,6 +324,9 @@ s3r_status_t s3c_settings_build(const s3r_config_t *cfg, s3c_getenv_fn getenv_fn
     s->max_cached_regions = cfg->max_cached_regions ? cfg->max_cached_regions : 16;
     s->quiet = cfg->quiet != 0;
     s->native_inline = cfg->native_inline;
+    s->parts_in_flight = cfg->parts_in_flight ? cfg->parts_in_flight : S3C_PARTS_IN_FLIGHT;
+    if (s->parts_in_flight > S3C_MAX_PARTS_IN_FLIGHT)
+        FAIL("parts_in_flight must be at most %d", S3C_MAX_PARTS_IN_FLIGHT);
     if (s->native_inline > RDMA_NATIVE_MAX_INLINE)
         FAIL("native_inline must be at most %d bytes", RDMA_NATIVE_MAX_INLINE);
 

@@ -1,10 +1,12 @@
 #include "common/hash.h"
 
+#include <endian.h>
 #include <isa-l/crc.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +51,11 @@ digest_t *digest_sha256_new(void)
     return digest_new(EVP_sha256());
 }
 
+digest_t *digest_sha1_new(void)
+{
+    return digest_new(EVP_sha1());
+}
+
 void digest_update(digest_t *d, const void *data, size_t len)
 {
     if (len)
@@ -79,6 +86,46 @@ uint32_t crc32c_update(uint32_t crc, const void *data, size_t len)
     /* ISA-L's iSCSI CRC takes and returns the raw register: invert both ways
      * so the API chains like zlib's crc32(). */
     return ~crc32_iscsi((unsigned char *)data, (int)len, ~crc);
+}
+
+/* CRC-64/NVME, slicing by 8: crc64_table[0] is the byte-at-a-time table of
+ * the reflected polynomial; crc64_table[k][b] is the CRC of byte b followed
+ * by k zero bytes, so eight table lookups advance the CRC by eight bytes. */
+#define CRC64NVME_POLY_REFLECTED 0x9A6C9329AC4BC9B5ull
+static uint64_t crc64_table[8][256];
+static pthread_once_t crc64_once = PTHREAD_ONCE_INIT;
+
+static void crc64_table_init(void)
+{
+    for (unsigned b = 0; b < 256; b++) {
+        uint64_t c = b;
+        for (int i = 0; i < 8; i++)
+            c = c & 1 ? (c >> 1) ^ CRC64NVME_POLY_REFLECTED : c >> 1;
+        crc64_table[0][b] = c;
+    }
+    for (unsigned b = 0; b < 256; b++)
+        for (int k = 1; k < 8; k++)
+            crc64_table[k][b] =
+                (crc64_table[k - 1][b] >> 8) ^ crc64_table[0][crc64_table[k - 1][b] & 0xff];
+}
+
+uint64_t crc64nvme_update(uint64_t crc, const void *data, size_t len)
+{
+    pthread_once(&crc64_once, crc64_table_init);
+    const uint8_t *p = data;
+    uint64_t c = ~crc;
+    for (; len >= 8; p += 8, len -= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        c ^= le64toh(w);
+        c = crc64_table[7][c & 0xff] ^ crc64_table[6][(c >> 8) & 0xff] ^
+            crc64_table[5][(c >> 16) & 0xff] ^ crc64_table[4][(c >> 24) & 0xff] ^
+            crc64_table[3][(c >> 32) & 0xff] ^ crc64_table[2][(c >> 40) & 0xff] ^
+            crc64_table[1][(c >> 48) & 0xff] ^ crc64_table[0][c >> 56];
+    }
+    for (; len; p++, len--)
+        c = crc64_table[0][(c ^ *p) & 0xff] ^ (c >> 8);
+    return ~c;
 }
 
 void hex_encode(const uint8_t *in, size_t len, char *out)

@@ -1,5 +1,6 @@
 /* Hashes, MACs, checksums and encodings, over OpenSSL libcrypto (SHA-256,
- * HMAC, MD5, base64, CSPRNG) and ISA-L (CRC32, CRC32C). Every function here is
+ * SHA-1, HMAC, MD5, base64, CSPRNG) and ISA-L (CRC32, CRC32C), and CRC-64/NVME
+ * (which this ISA-L lacks) computed here. Every function here is
  * thread-safe. */
 #ifndef S3R_COMMON_HASH_H
 #define S3R_COMMON_HASH_H
@@ -9,6 +10,7 @@
 
 #define SHA256_LEN 32
 #define MD5_LEN    16
+#define SHA1_LEN   20
 
 void sha256(const void *data, size_t len, uint8_t out[SHA256_LEN]);
 void hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
@@ -20,6 +22,7 @@ void hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
 typedef struct digest digest_t;
 digest_t *digest_md5_new(void);
 digest_t *digest_sha256_new(void);
+digest_t *digest_sha1_new(void);
 void digest_update(digest_t *d, const void *data, size_t len);
 void digest_final(digest_t *d, uint8_t *out);
 void digest_free(digest_t *d);
@@ -28,6 +31,10 @@ void digest_free(digest_t *d);
  * chainable: pass 0 to start, the previous result to continue. */
 uint32_t crc32_ieee_update(uint32_t crc, const void *data, size_t len);
 uint32_t crc32c_update(uint32_t crc, const void *data, size_t len);
+/* CRC-64/NVME (as S3's x-amz-checksum-crc64nvme: polynomial
+ * 0xAD93D23594C93659, reflected, initial value and final XOR all ones; check
+ * value 0xAE8B14860A799888), chainable the same way. */
+uint64_t crc64nvme_update(uint64_t crc, const void *data, size_t len);
 
 /* The value of one hex digit (either case), or -1. */
 int hex_digit_value(char c);

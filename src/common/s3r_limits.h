@@ -52,8 +52,8 @@
 #define S3R_REPLY_MAX_VALUE   8192 /* one header value */
 /* The headers a reply adds besides an object's stored ones, at most (a GET:
  * ETag, Last-Modified, Accept-Ranges, Content-Length, Content-Range,
- * x-amz-mp-parts-count, x-amz-version-id, three x-amz-checksum-*, and the
- * token path's x-amz-rdma-reply and x-amz-rdma-bytes-transferred: 12), and
+ * x-amz-mp-parts-count, x-amz-version-id, five x-amz-checksum-*, and the
+ * token path's x-amz-rdma-reply and x-amz-rdma-bytes-transferred: 14), and
  * the bytes of each of their values (an ETag, a date, a range, a checksum, a
  * number). */
 #define S3R_REPLY_OWN_HEADERS     16
@@ -92,6 +92,13 @@ _Static_assert(S3R_MAX_USER_META_BYTES <= S3R_REPLY_MAX_VALUE, "a metadata value
  * server-wide pool (native requests in flight, executor threads, transfer
  * handles, staging chunks): SlowDown past it. */
 #define S3R_RDMA_USER_SHARE 50
+/* Request bodies: MD5 runs on a pool thread beside the write of the same
+ * chunk when the chunk is at least this big (a thread wake-up costs some
+ * microseconds; hashing 256 KiB ~0.3 ms). One pool thread per core, at most
+ * this many (docs/storage.md, "Write path"). */
+#define S3R_BODY_HASH_OFFLOAD_MIN (256u * 1024u)
+#define S3R_BODY_HASH_THREADS_MAX 16
+
 /* A transfer whose RDMA operation makes no progress this long fails. */
 #define S3R_RDMA_STALL_MS 2000
 

@@ -8,14 +8,39 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/hash_pool.h"
 #include "common/s3r_limits.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
 
 /* Indexed by enum s3_checksum_alg. */
 static const char *const ck_headers[S3_CK_COUNT] = {"x-amz-checksum-crc32", "x-amz-checksum-crc32c",
-                                                    "x-amz-checksum-sha256"};
+                                                    "x-amz-checksum-sha256", "x-amz-checksum-sha1",
+                                                    "x-amz-checksum-crc64nvme"};
+static const char *const ck_elems[S3_CK_COUNT] = {
+    "ChecksumCRC32", "ChecksumCRC32C", "ChecksumSHA256", "ChecksumSHA1", "ChecksumCRC64NVME"};
 #define CK_PREFIX_LEN 15 /* strlen("x-amz-checksum-") */
+
+char **s3_meta_checksum(const stor_meta_t *meta, enum s3_checksum_alg alg)
+{
+    char *const *const slots[S3_CK_COUNT] = {&meta->checksum_crc32, &meta->checksum_crc32c,
+                                             &meta->checksum_sha256, &meta->checksum_sha1,
+                                             &meta->checksum_crc64nvme};
+    return (char **)slots[alg];
+}
+
+char **s3_part_checksum(const stor_part_t *part, enum s3_checksum_alg alg)
+{
+    char *const *const slots[S3_CK_COUNT] = {&part->checksum_crc32, &part->checksum_crc32c,
+                                             &part->checksum_sha256, &part->checksum_sha1,
+                                             &part->checksum_crc64nvme};
+    return (char **)slots[alg];
+}
+
+const char *s3_checksum_elem(enum s3_checksum_alg alg)
+{
+    return ck_elems[alg];
+}
 
 /* The algorithm named alg ("CRC32", "crc32c"...), or -1. */
 static int find_ck(const char *alg)
@@ -65,29 +90,40 @@ int s3_body_sink(void *cls, const void *data, size_t len)
         return -1;
     }
     req->body_bytes += len;
+    /* A big chunk's MD5 (the slowest digest) runs on a pool thread while
+     * this one does the rest and the write; the chunk is done with both
+     * before the caller gets it back. */
+    hash_job_t md5_job = {0};
+    if (req->md5)
+        hash_job_start(len >= S3R_BODY_HASH_OFFLOAD_MIN ? req->srv->hashers : NULL, &md5_job,
+                       req->md5, data, len);
     if (req->sha256_payload)
         digest_update(req->sha256_payload, data, len);
-    if (req->md5)
-        digest_update(req->md5, data, len);
     if (req->want_ck[S3_CK_CRC32])
         req->crc32 = crc32_ieee_update(req->crc32, data, len);
     if (req->want_ck[S3_CK_CRC32C])
         req->crc32c = crc32c_update(req->crc32c, data, len);
+    if (req->want_ck[S3_CK_CRC64NVME])
+        req->crc64nvme = crc64nvme_update(req->crc64nvme, data, len);
     if (req->sha256_ck)
         digest_update(req->sha256_ck, data, len);
+    if (req->sha1_ck)
+        digest_update(req->sha1_ck, data, len);
+    int rc = 0;
     if (req->body_kind == S3_BODY_XML) {
         if (buf_append(&req->body, data, len) != 0) {
             req->body_error = S3E_MALFORMED_XML;
-            return -1;
+            rc = -1;
         }
     } else if (req->writer) {
         stor_status_t st = stor_writer_write(req->writer, data, len);
         if (st != STOR_OK) {
             req->body_error = s3_error_from_stor(st);
-            return -1;
+            rc = -1;
         }
     }
-    return 0;
+    hash_job_wait(&md5_job);
+    return rc;
 }
 
 static uint64_t parse_u64(const char *s, bool *ok)
@@ -142,9 +178,6 @@ s3_error_t s3_body_begin(s3_req_t *req)
         req->body_error = S3E_MALFORMED_XML;
     }
 
-    req->md5 = digest_md5_new();
-    if (!req->md5)
-        return S3E_INTERNAL;
     if (req->payload_mode == S3_PAYLOAD_SIGNED) {
         req->sha256_payload = digest_sha256_new();
         if (!req->sha256_payload)
@@ -157,6 +190,15 @@ s3_error_t s3_body_begin(s3_req_t *req)
             return S3E_INVALID_DIGEST;
         req->has_content_md5 = true;
     }
+    /* MD5 for the ETag, unless etag: fast lets CRC32C stand for it (a
+     * Content-MD5 sent is verified all the same). */
+    if (!req->fast_etag || req->has_content_md5) {
+        req->md5 = digest_md5_new();
+        if (!req->md5)
+            return S3E_INTERNAL;
+    }
+    if (req->fast_etag)
+        req->want_ck[S3_CK_CRC32C] = true;
 
     /* Checksums: a value in a header, an algorithm announced for the trailer,
      * or an algorithm the SDK asks us to compute. */
@@ -182,11 +224,10 @@ s3_error_t s3_body_begin(s3_req_t *req)
             return S3E_INVALID_REQUEST;
         req->want_ck[alg] = true;
     }
-    if (req->want_ck[S3_CK_SHA256]) {
-        req->sha256_ck = digest_sha256_new();
-        if (!req->sha256_ck)
-            return S3E_INTERNAL;
-    }
+    if (req->want_ck[S3_CK_SHA256] && !(req->sha256_ck = digest_sha256_new()))
+        return S3E_INTERNAL;
+    if (req->want_ck[S3_CK_SHA1] && !(req->sha1_ck = digest_sha1_new()))
+        return S3E_INTERNAL;
 
     if (streaming) {
         awschunk_params_t p = {
@@ -239,10 +280,58 @@ void s3_body_feed(s3_req_t *req, const char *data, size_t len)
     }
 }
 
-static void encode_crc(uint32_t crc, char *out)
+/* The big-endian base64 of a CRC's n low bytes, as S3 writes checksums. */
+static void encode_crc(uint64_t crc, size_t n, char *out)
 {
-    uint8_t be[4] = {(uint8_t)(crc >> 24), (uint8_t)(crc >> 16), (uint8_t)(crc >> 8), (uint8_t)crc};
-    base64_encode(be, 4, out);
+    uint8_t be[8];
+    for (size_t i = 0; i < n; i++)
+        be[i] = (uint8_t)(crc >> (8 * (n - 1 - i)));
+    base64_encode(be, n, out);
+}
+
+/* Finishes algorithm i's checksum into out (base64). */
+static void checksum_final(s3_req_t *req, int i, char out[64])
+{
+    uint8_t sum[SHA256_LEN];
+    switch (i) {
+    case S3_CK_CRC32:
+        encode_crc(req->crc32, 4, out);
+        break;
+    case S3_CK_CRC32C:
+        encode_crc(req->crc32c, 4, out);
+        break;
+    case S3_CK_CRC64NVME:
+        encode_crc(req->crc64nvme, 8, out);
+        break;
+    case S3_CK_SHA256:
+        digest_final(req->sha256_ck, sum);
+        req->sha256_ck = NULL;
+        base64_encode(sum, SHA256_LEN, out);
+        break;
+    default:
+        digest_final(req->sha1_ck, sum);
+        req->sha1_ck = NULL;
+        base64_encode(sum, SHA1_LEN, out);
+        break;
+    }
+}
+
+/* etag: fast's ETag: 32 hex digits of the body's CRC32C, its length and 4
+ * random bytes, then "-1", the shape of a one-part multipart ETag, which S3
+ * tools know is no MD5. A new write's ETag differs from the one it
+ * replaces even when the bytes match (If-Match sees every write). */
+static int fast_etag(s3_req_t *req)
+{
+    uint8_t raw[16];
+    for (int i = 0; i < 4; i++)
+        raw[i] = (uint8_t)(req->crc32c >> (24 - 8 * i));
+    for (int i = 0; i < 8; i++)
+        raw[4 + i] = (uint8_t)(req->body_bytes >> (56 - 8 * i));
+    if (random_bytes(raw + 12, 4) != 0)
+        return -1;
+    hex_encode(raw, sizeof(raw), req->etag);
+    memcpy(req->etag + 2 * sizeof(raw), "-1", 3);
+    return 0;
 }
 
 s3_error_t s3_body_end(s3_req_t *req)
@@ -267,27 +356,22 @@ s3_error_t s3_body_end(s3_req_t *req)
         if (strcmp(hex, req->payload_sha256) != 0)
             return S3E_SHA256_MISMATCH;
     }
-    uint8_t md5[MD5_LEN];
-    digest_final(req->md5, md5);
-    req->md5 = NULL;
-    hex_encode(md5, sizeof(md5), req->etag);
-    if (req->has_content_md5 && !ct_equal(md5, req->content_md5, MD5_LEN))
-        return S3E_BAD_DIGEST;
+    if (req->md5) {
+        uint8_t md5[MD5_LEN];
+        digest_final(req->md5, md5);
+        req->md5 = NULL;
+        hex_encode(md5, sizeof(md5), req->etag);
+        if (req->has_content_md5 && !ct_equal(md5, req->content_md5, MD5_LEN))
+            return S3E_BAD_DIGEST;
+    } else if (fast_etag(req) != 0) {
+        return S3E_INTERNAL;
+    }
 
     for (int i = 0; i < S3_CK_COUNT; i++) {
         if (!req->want_ck[i])
             continue;
         char computed[64];
-        if (i == S3_CK_CRC32) {
-            encode_crc(req->crc32, computed);
-        } else if (i == S3_CK_CRC32C) {
-            encode_crc(req->crc32c, computed);
-        } else {
-            uint8_t sum[SHA256_LEN];
-            digest_final(req->sha256_ck, sum);
-            req->sha256_ck = NULL;
-            base64_encode(sum, sizeof(sum), computed);
-        }
+        checksum_final(req, i, computed);
         const char *expected = req->expect_ck[i];
         if (!expected && req->chunked) {
             expected = awschunk_trailer(req->chunked, ck_headers[i]);
@@ -520,10 +604,10 @@ void s3_meta_to_headers(s3_req_t *req, const stor_meta_t *meta)
     }
     const char *mode = s3_req_header(req, "x-amz-checksum-mode");
     if (mode && strcasecmp(mode, "ENABLED") == 0) {
-        const char *cks[S3_CK_COUNT] = {meta->checksum_crc32, meta->checksum_crc32c,
-                                        meta->checksum_sha256};
-        for (int i = 0; i < S3_CK_COUNT; i++)
-            if (cks[i])
-                s3_reply_header(req, ck_headers[i], cks[i]);
+        for (int i = 0; i < S3_CK_COUNT; i++) {
+            const char *ck = *s3_meta_checksum(meta, i);
+            if (ck)
+                s3_reply_header(req, ck_headers[i], ck);
+        }
     }
 }

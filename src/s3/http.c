@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/hash.h"
+#include "common/hash_pool.h"
 #include "common/log.h"
 #include "common/s3r_limits.h"
 #include "s3/connguard.h"
@@ -986,6 +987,14 @@ static void listener_stop(s3_listener_t *l)
     l->tls = NULL;
 }
 
+/* One thread per core hashes bodies beside the requests writing them (a
+ * request holds at most one at a time; past them requests hash in line). */
+static unsigned body_hash_threads(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1u : n > S3R_BODY_HASH_THREADS_MAX ? S3R_BODY_HASH_THREADS_MAX : (unsigned)n;
+}
+
 s3_server_t *s3_server_start(const s3_server_config_t *cfg)
 {
     s3_server_t *srv = calloc(1, sizeof(*srv));
@@ -1021,9 +1030,11 @@ s3_server_t *s3_server_start(const s3_server_config_t *cfg)
     srv->guard = connguard_start(&gcfg);
     if (c->metrics_enabled)
         srv->metrics = s3_metrics_new();
-    if (!srv->guard || (c->metrics_enabled && !srv->metrics)) {
+    srv->hashers = hash_pool_new(body_hash_threads());
+    if (!srv->guard || (c->metrics_enabled && !srv->metrics) || !srv->hashers) {
         connguard_stop(srv->guard);
         s3_metrics_free(srv->metrics);
+        hash_pool_free(srv->hashers);
         free(srv);
         return NULL;
     }
@@ -1039,6 +1050,7 @@ fail:
     listener_stop(&srv->https);
     connguard_stop(srv->guard);
     s3_metrics_free(srv->metrics);
+    hash_pool_free(srv->hashers);
     free(srv);
     return NULL;
 }
@@ -1071,6 +1083,7 @@ void s3_server_stop(s3_server_t *srv, int grace_s)
     listener_stop(&srv->https);
     connguard_stop(srv->guard); /* after the daemons: they unregister every connection */
     s3_metrics_free(srv->metrics);
+    hash_pool_free(srv->hashers); /* after the requests: none holds a job */
     free(srv);
 }
 

@@ -93,9 +93,8 @@ static void commit_part(s3_req_t *req, stor_writer_t *w, const char *etag, bool 
     memset(&part, 0, sizeof(part));
     part.number = (uint32_t)part_number(req);
     snprintf(part.etag, sizeof(part.etag), "%s", etag);
-    part.checksum_crc32 = req->checksums[S3_CK_CRC32];
-    part.checksum_crc32c = req->checksums[S3_CK_CRC32C];
-    part.checksum_sha256 = req->checksums[S3_CK_SHA256];
+    for (int i = 0; i < S3_CK_COUNT; i++)
+        *s3_part_checksum(&part, i) = req->checksums[i];
     stor_status_t st = stor_part_commit(w, req->key, s3_req_query(req, "uploadId"), &part);
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
@@ -335,12 +334,11 @@ static void list_parts_begin(s3_req_t *req)
                    "<Part><PartNumber>%u</PartNumber><LastModified>%s</LastModified>"
                    "<ETag>&quot;%s&quot;</ETag><Size>%" PRIu64 "</Size>",
                    parts[i].number, date, parts[i].etag, parts[i].size);
-        if (parts[i].checksum_crc32)
-            s3_xml_elem(&xml, "ChecksumCRC32", parts[i].checksum_crc32);
-        if (parts[i].checksum_crc32c)
-            s3_xml_elem(&xml, "ChecksumCRC32C", parts[i].checksum_crc32c);
-        if (parts[i].checksum_sha256)
-            s3_xml_elem(&xml, "ChecksumSHA256", parts[i].checksum_sha256);
+        for (int k = 0; k < S3_CK_COUNT; k++) {
+            const char *ck = *s3_part_checksum(&parts[i], k);
+            if (ck)
+                s3_xml_elem(&xml, s3_checksum_elem(k), ck);
+        }
         buf_append_str(&xml, "</Part>");
     }
     buf_append_str(&xml, "</ListPartsResult>");

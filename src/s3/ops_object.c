@@ -35,14 +35,13 @@ static stor_meta_t *meta_state_new(s3_req_t *req)
 /* Moves req->checksums into meta (the request keeps nothing). */
 static void take_checksums(s3_req_t *req, stor_meta_t *meta)
 {
-    char **dst[S3_CK_COUNT] = {&meta->checksum_crc32, &meta->checksum_crc32c,
-                               &meta->checksum_sha256};
     s3_reply_checksums(req);
     for (int i = 0; i < S3_CK_COUNT; i++) {
         if (!req->checksums[i])
             continue;
-        free(*dst[i]);
-        *dst[i] = req->checksums[i];
+        char **dst = s3_meta_checksum(meta, i);
+        free(*dst);
+        *dst = req->checksums[i];
         req->checksums[i] = NULL;
     }
 }
@@ -309,6 +308,7 @@ static void put_object_begin(s3_req_t *req)
         s3_reply_error(req, err, why);
         return;
     }
+    req->fast_etag = req->srv->cfg.etag_fast;
     s3_upload_begin(req);
 }
 
@@ -757,11 +757,12 @@ static void copy_object_begin(s3_req_t *req)
         err = s3_copy_range(req, reader, 0, src->size, &w, etag);
     if (err == S3E_NONE && replace) {
         /* The bytes are identical: their checksums carry over. */
-        const char *cks[] = {src->checksum_crc32, src->checksum_crc32c, src->checksum_sha256};
-        char **dst[] = {&meta->checksum_crc32, &meta->checksum_crc32c, &meta->checksum_sha256};
-        for (int i = 0; i < 3; i++)
-            if (cks[i] && !*dst[i])
-                *dst[i] = strdup(cks[i]);
+        for (int i = 0; i < S3_CK_COUNT; i++) {
+            const char *ck = *s3_meta_checksum(src, i);
+            char **dst = s3_meta_checksum(meta, i);
+            if (ck && !*dst)
+                *dst = strdup(ck);
+        }
     }
     stor_reader_close(reader);
     if (err != S3E_NONE) {

@@ -402,7 +402,7 @@ static void reply_success(s3_req_t *req, const char *location)
         (strncmp(redirect, "http://", 7) == 0 || strncmp(redirect, "https://", 8) == 0)) {
         buf_t url;
         buf_init(&url, S3R_MAX_HEADER_VALUE);
-        char etag[40];
+        char etag[sizeof(req->etag) + 2];
         snprintf(etag, sizeof(etag), "\"%s\"", req->etag);
         buf_printf(&url, "%s%cbucket=", redirect, strchr(redirect, '?') ? '&' : '?');
         sigv4_uri_encode(req->bucket, strlen(req->bucket), true, &url);

@@ -43,6 +43,7 @@ struct s3_server {
     s3_listener_t http, https;
     struct connguard *guard;    /* receive deadlines: connguard.h */
     struct s3_metrics *metrics; /* s3_metrics.c; NULL when cfg.metrics_enabled is off */
+    struct hash_pool *hashers;  /* MD5 beside the body's write (body.c); NULL: in line */
     atomic_uint inflight;
     atomic_ulong request_seq;
     atomic_bool stopping;
@@ -65,8 +66,16 @@ typedef enum s3_body_kind {
     S3_BODY_FORM,     /* raw bytes to req->form_feed, which sinks the file's (s3_body_sink) */
 } s3_body_kind_t;
 
-/* Which checksum algorithms an object body is hashed with. */
-enum s3_checksum_alg { S3_CK_CRC32 = 0, S3_CK_CRC32C, S3_CK_SHA256, S3_CK_COUNT };
+/* Which checksum algorithms an object body is hashed with: those current
+ * AWS SDKs send (x-amz-checksum-<name>). */
+enum s3_checksum_alg {
+    S3_CK_CRC32 = 0,
+    S3_CK_CRC32C,
+    S3_CK_SHA256,
+    S3_CK_SHA1,
+    S3_CK_CRC64NVME,
+    S3_CK_COUNT
+};
 
 typedef struct s3_req s3_req_t;
 
@@ -189,15 +198,18 @@ struct s3_req {
     digest_t *md5;
     digest_t *sha256_payload; /* S3_PAYLOAD_SIGNED: hash of the payload (HTTP body or RDMA pull) */
     digest_t *sha256_ck;      /* x-amz-checksum-sha256 */
+    digest_t *sha1_ck;        /* x-amz-checksum-sha1 */
     bool want_ck[S3_CK_COUNT];
     const char *expect_ck[S3_CK_COUNT]; /* from x-amz-checksum-* headers; NULL when not sent */
+    bool fast_etag; /* set by PutObject's begin() under etag: fast (s3_server_config_t) */
     bool has_content_md5;
     uint8_t content_md5[MD5_LEN];
     uint32_t crc32, crc32c;
+    uint64_t crc64nvme;
     s3_error_t body_error;
 
     /* Finished-body results (body.c fills these for finish()). */
-    char etag[33];
+    char etag[40];                /* 32 hex digits (MD5), or 32 and "-1" (etag: fast) */
     char *checksums[S3_CK_COUNT]; /* base64, verified or computed; NULL when not asked */
     char precond_etag[64];        /* s3_write_precond's If-Match ETag */
 
@@ -317,6 +329,12 @@ void s3_body_feed(s3_req_t *req, const char *data, size_t len);
 s3_error_t s3_body_end(s3_req_t *req);
 /* Adds the x-amz-checksum-* headers of req->checksums to the response. */
 void s3_reply_checksums(s3_req_t *req);
+/* Where meta and a part keep the checksum of algorithm alg (const meta: to
+ * read only). */
+char **s3_meta_checksum(const stor_meta_t *meta, enum s3_checksum_alg alg);
+char **s3_part_checksum(const stor_part_t *part, enum s3_checksum_alg alg);
+/* The XML element name of a checksum ("ChecksumCRC32", ...). */
+const char *s3_checksum_elem(enum s3_checksum_alg alg);
 /* Sink used by the RDMA token path: hashes and writes already-decoded bytes. */
 int s3_body_sink(void *req, const void *data, size_t len);
 /* Fills meta's stored headers (Content-Type, x-amz-meta-*, ...) from the

@@ -45,6 +45,7 @@ typedef struct setting {
 } setting_t;
 
 static const char *const durability_words[] = {"fsync", "relaxed", NULL}; /* server_durability_t */
+static const char *const etag_words[] = {"md5", "fast", NULL};            /* server_etag_t */
 static const char *const log_level_words[] = {"error", "warn", "info", "debug", NULL}; /* log.h */
 static const char *const rdma_poll_words[] = {"adaptive", "busy", NULL}; /* server_rdma_poll_t */
 static const char *const backend_words[] = {"local", "rados", NULL}; /* server_storage_backend_t */
@@ -89,6 +90,9 @@ static const setting_t settings[] = {
          "plain HTTP address HOST:PORT, [V6]:PORT or :PORT (every address); off = HTTPS only"),
     CHOICE("durability", "durability", "S3RDMA_DURABILITY", "fsync", durability, durability_words,
            "fsync (survives power loss) or relaxed (survives kill -9)"),
+    CHOICE("etag", "etag", "S3RDMA_ETAG", "md5", etag, etag_words,
+           "md5 (a PutObject's ETag is its MD5) or fast (an opaque ETag, integrity from CRC32C: "
+           "no MD5 unless Content-MD5 is sent)"),
     TEXT("region", "region", "S3RDMA_REGION", "us-east-1", region, "region reported to clients"),
     CHOICE("log_level", "log-level", "S3RDMA_LOG_LEVEL", "info", log_level, log_level_words,
            "error, warn, info or debug"),

@@ -28,6 +28,11 @@ typedef enum server_durability {
     SERVER_DURABILITY_RELAXED,   /* "relaxed" */
 } server_durability_t;
 
+typedef enum server_etag {
+    SERVER_ETAG_MD5 = 0, /* "md5": a PutObject's ETag is the body's MD5 */
+    SERVER_ETAG_FAST,    /* "fast": an opaque ETag and CRC32C (docs/storage.md) */
+} server_etag_t;
+
 typedef enum server_rdma_poll {
     SERVER_RDMA_POLL_ADAPTIVE = 0, /* "adaptive": progress threads sleep when idle */
     SERVER_RDMA_POLL_BUSY,         /* "busy": progress threads never sleep */
@@ -54,6 +59,7 @@ typedef struct server_config {
     char *data_dir;
     server_addr_t listen; /* plain HTTP; off = HTTPS only */
     server_durability_t durability;
+    server_etag_t etag;
     char *region;
     int log_level; /* enum log_level (common/log.h) */
     char *domains; /* comma-separated virtual-host suffixes */

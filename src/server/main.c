@@ -355,6 +355,7 @@ int main(int argc, char **argv)
         .region = cfg.region,
         .domains = domains,
         .max_buckets_per_user = cfg.max_buckets_per_user,
+        .etag_fast = cfg.etag == SERVER_ETAG_FAST,
         .n_domains = n_domains,
         .users = cfg.users,
         .n_users = cfg.n_users,

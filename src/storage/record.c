@@ -102,15 +102,19 @@ static int put_header(buf_t *b, uint8_t type)
     return put_u8(b, rec_version(type)) | put_u8(b, type);
 }
 
-/* The nine optional header/checksum strings of stor_meta_t, in record order. */
+/* The optional header/checksum strings of stor_meta_t, in record order: the
+ * first N_META_OPT_V1 since version 1, after the user metadata; the rest
+ * since version 3, at the end. */
 static const size_t meta_opt_off[] = {
     offsetof(stor_meta_t, content_type),        offsetof(stor_meta_t, content_encoding),
     offsetof(stor_meta_t, content_disposition), offsetof(stor_meta_t, content_language),
     offsetof(stor_meta_t, cache_control),       offsetof(stor_meta_t, expires),
     offsetof(stor_meta_t, checksum_crc32),      offsetof(stor_meta_t, checksum_crc32c),
-    offsetof(stor_meta_t, checksum_sha256),
+    offsetof(stor_meta_t, checksum_sha256),     offsetof(stor_meta_t, checksum_sha1),
+    offsetof(stor_meta_t, checksum_crc64nvme),
 };
-#define N_META_OPT (sizeof meta_opt_off / sizeof meta_opt_off[0])
+#define N_META_OPT    (sizeof meta_opt_off / sizeof meta_opt_off[0])
+#define N_META_OPT_V1 9
 
 static char **meta_opt(stor_meta_t *m, size_t i)
 {
@@ -122,13 +126,14 @@ static const char *meta_opt_c(const stor_meta_t *m, size_t i)
     return *(char *const *)((const char *)m + meta_opt_off[i]);
 }
 
-/* size, etag, mtime, optional strings, user metadata. */
+/* size, etag, mtime, optional strings, user metadata, owner, ACL, the
+ * version-3 optional strings. */
 static int put_meta(buf_t *b, const stor_meta_t *m)
 {
     int rc = put_u64(b, m->size);
     rc |= put_bytes(b, m->etag, strnlen(m->etag, sizeof m->etag));
     rc |= put_u64(b, (uint64_t)m->mtime_ms);
-    for (size_t i = 0; i < N_META_OPT; i++)
+    for (size_t i = 0; i < N_META_OPT_V1; i++)
         rc |= put_str(b, meta_opt_c(m, i));
     if (m->n_user_meta >= NULL_STR)
         return -1;
@@ -139,6 +144,8 @@ static int put_meta(buf_t *b, const stor_meta_t *m)
     }
     rc |= put_str(b, m->owner);
     rc |= put_u8(b, (uint8_t)m->acl);
+    for (size_t i = N_META_OPT_V1; i < N_META_OPT; i++)
+        rc |= put_str(b, meta_opt_c(m, i));
     return rc ? -1 : 0;
 }
 
@@ -178,6 +185,8 @@ int stor_rec_encode_part(buf_t *b, const stor_part_t *p, const uint8_t id[STOR_I
     rc |= put_str(b, p->checksum_crc32c);
     rc |= put_str(b, p->checksum_sha256);
     rc |= buf_append(b, id, STOR_ID_LEN);
+    rc |= put_str(b, p->checksum_sha1);
+    rc |= put_str(b, p->checksum_crc64nvme);
     return rc ? -1 : 0;
 }
 
@@ -327,7 +336,7 @@ static void get_meta(dec_t *d, stor_meta_t *m, uint8_t v)
     m->size = get_u64(d);
     get_fixed_str(d, m->etag, sizeof m->etag);
     m->mtime_ms = (int64_t)get_u64(d);
-    for (size_t i = 0; i < N_META_OPT; i++)
+    for (size_t i = 0; i < N_META_OPT_V1; i++)
         *meta_opt(m, i) = get_str(d, NULL);
     uint32_t n = get_u32(d);
     /* Each entry takes at least 8 bytes: refuse counts the record cannot hold
@@ -354,6 +363,8 @@ static void get_meta(dec_t *d, stor_meta_t *m, uint8_t v)
         m->owner = get_str(d, NULL);
         m->acl = get_acl(d);
     }
+    for (size_t i = N_META_OPT_V1; i < N_META_OPT && v >= 3; i++)
+        *meta_opt(m, i) = get_str(d, NULL);
 }
 
 stor_status_t stor_rec_object_key(const void *data, size_t len, const char **key_p, size_t *klen_p)
@@ -473,7 +484,7 @@ stor_status_t stor_rec_decode_part(const void *data, size_t len, stor_part_rec_t
 {
     dec_t d = {data, (const uint8_t *)data + len, 0, 0};
     memset(out, 0, sizeof *out);
-    get_header(&d, STOR_REC_PART);
+    uint8_t v = get_header(&d, STOR_REC_PART);
     out->part.number = get_u32(&d);
     out->part.size = get_u64(&d);
     get_fixed_str(&d, out->part.etag, sizeof out->part.etag);
@@ -484,6 +495,10 @@ stor_status_t stor_rec_decode_part(const void *data, size_t len, stor_part_rec_t
     if (need(&d, STOR_ID_LEN)) {
         memcpy(out->id, d.p, STOR_ID_LEN);
         d.p += STOR_ID_LEN;
+    }
+    if (v >= 2) {
+        out->part.checksum_sha1 = get_str(&d, NULL);
+        out->part.checksum_crc64nvme = get_str(&d, NULL);
     }
     stor_status_t rc = dec_status(&d);
     if (rc != STOR_OK)
@@ -496,7 +511,10 @@ void stor_part_free_fields(stor_part_t *p)
     free(p->checksum_crc32);
     free(p->checksum_crc32c);
     free(p->checksum_sha256);
+    free(p->checksum_sha1);
+    free(p->checksum_crc64nvme);
     p->checksum_crc32 = p->checksum_crc32c = p->checksum_sha256 = NULL;
+    p->checksum_sha1 = p->checksum_crc64nvme = NULL;
 }
 
 void stor_part_recs_free(stor_part_rec_t *arr, size_t n)

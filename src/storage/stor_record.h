@@ -17,12 +17,13 @@
  * encodes NULL). Decoders check every length against the bytes left and
  * return STOR_ERR_IO on anything malformed; they never read out of bounds. */
 /* Object and upload records: version 2 added the owner and the canned ACL
- * to the metadata (version 1 records still decode: no owner, private). Part
- * records are version 1. */
+ * to the metadata (version 1 records still decode: no owner, private),
+ * version 3 the SHA-1 and CRC-64/NVME checksums after them (older: none).
+ * Part records: version 2 added the same two checksums after the file id. */
 #define STOR_BUCKET_MAX 63 /* bucket name bytes */
 
-#define STOR_REC_VERSION      2
-#define STOR_REC_PART_VERSION 1
+#define STOR_REC_VERSION      3
+#define STOR_REC_PART_VERSION 2
 /* Bucket records: version 2 added the bucket id (version 1 records still
  * decode, with id 0), version 3 the canned ACL (older ones: private). */
 #define STOR_REC_BUCKET_VERSION 3

@@ -180,6 +180,8 @@ typedef struct stor_meta {
     char *checksum_crc32;
     char *checksum_crc32c;
     char *checksum_sha256;
+    char *checksum_sha1;
+    char *checksum_crc64nvme;
     stor_kv_t *user_meta;
     size_t n_user_meta;
     /* Multipart layout: parts_count 0 for a single-part object; otherwise the
@@ -304,7 +306,8 @@ typedef struct stor_part {
     uint64_t size;
     char etag[64]; /* unquoted hex MD5 */
     int64_t mtime_ms;
-    char *checksum_crc32, *checksum_crc32c, *checksum_sha256; /* NULL when absent */
+    /* Base64, as S3 sends them; NULL when absent. */
+    char *checksum_crc32, *checksum_crc32c, *checksum_sha256, *checksum_sha1, *checksum_crc64nvme;
 } stor_part_t;
 
 /* Parts are written through an ordinary writer opened with stor_writer_open()

@@ -47,7 +47,8 @@
  *          --alloc (use s3r_buf_alloc buffers), --bufsize N (GET buffer size),
  *          --files (go through files), --range START:LEN, --mode M (store/fetch),
  *          --content-type T, --meta NAME=VALUE (repeatable; put/store),
- *          --native-inline N (the largest reply body asked for inline)
+ *          --native-inline N (the largest reply body asked for inline),
+ *          --parts-in-flight N (s3r_object_put's multipart parts at once)
  * env: S3R_ENDPOINT, S3R_RDMA_ENDPOINT, S3R_ACCESS_KEY, S3R_SECRET_KEY, S3R_CA_BUNDLE
  *
  * Prints one line "RESULT status=NAME http_ops=.. http_bytes=.. token_ops=..
@@ -787,6 +788,7 @@ int main(int argc, char **argv)
         {"content-type", required_argument, NULL, 'c'},
         {"meta", required_argument, NULL, 'M'},
         {"native-inline", required_argument, NULL, 'I'},
+        {"parts-in-flight", required_argument, NULL, 'J'},
         {NULL, 0, NULL, 0},
     };
     s3r_config_t cfg;
@@ -815,6 +817,9 @@ int main(int argc, char **argv)
             break;
         case 'I':
             cfg.native_inline = strtoull(optarg, NULL, 0);
+            break;
+        case 'J':
+            cfg.parts_in_flight = (unsigned)strtoul(optarg, NULL, 0);
             break;
         case 'a':
             use_alloc = 1;

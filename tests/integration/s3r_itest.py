@@ -475,8 +475,45 @@ def sha256_b64(data):
     return base64.b64encode(hashlib.sha256(data).digest()).decode()
 
 
+def sha1_b64(data):
+    return base64.b64encode(hashlib.sha1(data).digest()).decode()
+
+
+# CRC-64/NVME: reflected polynomial 0xAD93D23594C93659, init and xorout all ones.
+_CRC64NVME_TABLE = []
+for _i in range(256):
+    _c = _i
+    for _ in range(8):
+        _c = (_c >> 1) ^ 0x9A6C9329AC4BC9B5 if _c & 1 else _c >> 1
+    _CRC64NVME_TABLE.append(_c)
+
+
+def crc64nvme(data):
+    c = 0xFFFFFFFFFFFFFFFF
+    tbl = _CRC64NVME_TABLE
+    for b in data:
+        c = tbl[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFFFFFFFFFF
+
+
+assert crc64nvme(b"123456789") == 0xAE8B14860A799888  # AWS's documented check value
+
+
+def crc64nvme_b64(data):
+    return base64.b64encode(struct.pack(">Q", crc64nvme(data))).decode()
+
+
 def md5_b64(data):
     return base64.b64encode(hashlib.md5(data).digest()).decode()
+
+
+# The checksums current AWS SDKs send: algorithm -> (boto3 response field,
+# base64 function, header / trailer name).
+CHECKSUMS = {"CRC32": ("ChecksumCRC32", crc32_b64, "x-amz-checksum-crc32"),
+             "CRC32C": ("ChecksumCRC32C", crc32c_b64, "x-amz-checksum-crc32c"),
+             "SHA256": ("ChecksumSHA256", sha256_b64, "x-amz-checksum-sha256"),
+             "SHA1": ("ChecksumSHA1", sha1_b64, "x-amz-checksum-sha1"),
+             "CRC64NVME": ("ChecksumCRC64NVME", crc64nvme_b64, "x-amz-checksum-crc64nvme")}
 
 
 # --------------------------------------------------------------------------

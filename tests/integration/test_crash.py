@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from s3r_itest import USERS, md5_b64, sign_headers, uri_encode
+from s3r_itest import USERS, crc32c_b64, md5_b64, raw_request, sign_headers, uri_encode
 
 BUCKET = "crash-bucket"
 
@@ -59,9 +59,15 @@ class History:
         return True, ok
 
 
-def put(conn, host, key, data):
+def put(conn, host, key, data, check="md5"):
+    """check: the body's integrity header, Content-MD5 ("md5") or x-amz-checksum-crc32c
+    ("crc32c": with etag: fast, no MD5 at all on the server)."""
     path = uri_encode(f"/{BUCKET}/{key}", encode_slash=False)
-    headers = {"Host": host, "Content-Length": str(len(data)), "Content-MD5": md5_b64(data)}
+    headers = {"Host": host, "Content-Length": str(len(data))}
+    if check == "md5":
+        headers["Content-MD5"] = md5_b64(data)
+    else:
+        headers["x-amz-checksum-crc32c"] = crc32c_b64(data)
     sign_headers("PUT", path, [], headers, "UNSIGNED-PAYLOAD", *USERS[0])
     conn.request("PUT", path, body=data, headers=headers)
     resp = conn.getresponse()
@@ -99,7 +105,7 @@ def writer(srv, hist, keys, stop, seed, errors):
         try:
             if conn is None:
                 conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
-            status = put(conn, srv.host, key, data)
+            status = put(conn, srv.host, key, data, getattr(srv, "body_check", "md5"))
             v.end = time.monotonic()
             if status == 200:
                 v.state = "acked"
@@ -231,9 +237,11 @@ def load_and_kill(srv, hist, keys_per_thread, shared_keys, threads=6, duration=1
     return acked_before, errors
 
 
-@pytest.mark.parametrize("durability,cycles", [("fsync", 3), ("relaxed", 2)])
-def test_kill9_during_concurrent_puts(make_server, durability, cycles):
-    srv = make_server(durability=durability)
+@pytest.mark.parametrize("durability,etag,cycles",
+                         [("fsync", "md5", 3), ("relaxed", "md5", 2), ("fsync", "fast", 2)])
+def test_kill9_during_concurrent_puts(make_server, durability, etag, cycles):
+    srv = make_server(durability=durability, extra_args=("--etag", etag))
+    srv.body_check = "crc32c" if etag == "fast" else "md5"
     status = _create_bucket(srv)
     assert status == 200
     hist = History()
@@ -251,6 +259,13 @@ def test_kill9_during_concurrent_puts(make_server, durability, cycles):
         assert not problems, "\n".join(problems[:30])
         assert len(listed) > 0
         assert f"slow/c{cycle}" not in {k for k, _ in listed}, "a cut-off upload became visible"
+        if etag == "fast":
+            # The CRC32C stored with each fast-ETag record matches the bytes it names.
+            for key, _ in listed[:20]:
+                r = raw_request(srv, "GET", f"/{BUCKET}/{key}",
+                                headers={"x-amz-checksum-mode": "ENABLED"})
+                assert r.headers.get("etag", "").endswith('-1"'), (key, r.headers)
+                assert r.headers.get("x-amz-checksum-crc32c") == crc32c_b64(r.body), key
     # clean shutdown after all that (exit code checked by make_server)
     assert srv.stop(signal.SIGTERM) == 0
 

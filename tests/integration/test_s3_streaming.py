@@ -94,17 +94,18 @@ def test_signed_streaming_malformed_framing(server, s3, bucket):
 
 # ----------------------------------------------------------------- signed payload + trailer
 
-def put_signed_trailer(server, bucket, key, chunks, value, tamper_trailer=False):
+def put_signed_trailer(server, bucket, key, chunks, value, tamper_trailer=False,
+                       name="x-amz-checksum-crc32"):
     amz_date = amz_now()
     path = uri_encode(f"/{bucket}/{key}", encode_slash=False)
     headers = {"Host": server.host, "Content-Encoding": "aws-chunked",
                "x-amz-decoded-content-length": str(sum(map(len, chunks))),
-               "x-amz-trailer": "x-amz-checksum-crc32"}
+               "x-amz-trailer": name}
     sig, scope, key_bytes = sign_headers("PUT", path, [], headers,
                                          "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER", *USERS[0],
                                          amz_date=amz_date, signed_extra=("content-encoding",))
     body = signed_chunked_trailer_body(chunks, key_bytes, amz_date, scope, sig,
-                                       [("x-amz-checksum-crc32", value)], tamper_trailer=tamper_trailer)
+                                       [(name, value)], tamper_trailer=tamper_trailer)
     headers["Content-Length"] = str(len(body))
     return raw_request(server, "PUT", f"/{bucket}/{key}", headers=headers, body=body, sign=False)
 

@@ -57,6 +57,7 @@ static void test_defaults(void **state)
     assert_true(s.use_rdma);
     assert_int_equal(s.part_size, 8 * 1024 * 1024);
     assert_int_equal(s.multipart_threshold, 16 * 1024 * 1024);
+    assert_int_equal(s.parts_in_flight, 4);
     s3c_settings_free(&s);
 }
 
@@ -105,6 +106,11 @@ static void test_endpoints(void **state)
     cfg.part_size = 1024;
     assert_int_equal(s3c_settings_build(&cfg, fake_getenv, &s, err, sizeof(err)),
                      S3R_ERR_INVALID_ARG);
+    base_cfg(&cfg);
+    cfg.parts_in_flight = 65;
+    assert_int_equal(s3c_settings_build(&cfg, fake_getenv, &s, err, sizeof(err)),
+                     S3R_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "parts_in_flight"));
 }
 
 static void test_env_overrides(void **state)

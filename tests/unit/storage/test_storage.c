@@ -301,6 +301,8 @@ static void test_meta_roundtrip(void **state)
         .checksum_crc32 = "NhCmhg==",
         .checksum_crc32c = "yZRlqg==",
         .checksum_sha256 = "LPJNul+wow4m6DsqxbninhsWHlwfp0JecwQzYpOLmCQ=",
+        .checksum_sha1 = "qZk+NkcGgWq6PiVxeFDCbJzQ2J0=",
+        .checksum_crc64nvme = "rosUhgp5mIg=",
         .user_meta = um,
         .n_user_meta = 2,
     };
@@ -328,6 +330,8 @@ static void test_meta_roundtrip(void **state)
     assert_string_equal(h.checksum_crc32, "NhCmhg==");
     assert_string_equal(h.checksum_crc32c, "yZRlqg==");
     assert_string_equal(h.checksum_sha256, m.checksum_sha256);
+    assert_string_equal(h.checksum_sha1, m.checksum_sha1);
+    assert_string_equal(h.checksum_crc64nvme, m.checksum_crc64nvme);
     assert_int_equal(h.n_user_meta, 2);
     assert_string_equal(h.user_meta[0].name, "color");
     assert_string_equal(h.user_meta[0].value, "blue");
@@ -340,6 +344,7 @@ static void test_meta_roundtrip(void **state)
     assert_null(h.content_type);
     assert_string_equal(c.user_meta[0].value, "blue");
     assert_string_equal(c.cache_control, "no-cache");
+    assert_string_equal(c.checksum_crc64nvme, m.checksum_crc64nvme);
     stor_meta_free(&c);
     stor_meta_free(NULL);
 
@@ -348,6 +353,7 @@ static void test_meta_roundtrip(void **state)
     assert_int_equal(stor_head(f->st, "b", "plain", &h), STOR_OK);
     assert_null(h.content_type);
     assert_null(h.checksum_sha256);
+    assert_null(h.checksum_crc64nvme);
     assert_int_equal(h.n_user_meta, 0);
     stor_meta_free(&h);
 }
@@ -440,7 +446,11 @@ static void test_record_truncations(void **state)
         assert_int_equal(stor_rec_decode_upload(b.data, len, &u), STOR_ERR_IO);
 
     buf_reset(&b);
-    stor_part_t part = {.number = 7, .size = 5 << 20, .mtime_ms = 99, .checksum_crc32 = "AAAAAA=="};
+    stor_part_t part = {.number = 7,
+                        .size = 5 << 20,
+                        .mtime_ms = 99,
+                        .checksum_crc32 = "AAAAAA==",
+                        .checksum_crc64nvme = "rosUhgp5mIg="};
     strcpy(part.etag, "0123456789abcdef0123456789abcdef");
     uint8_t id[STOR_ID_LEN] = {9, 8, 7};
     assert_int_equal(stor_rec_encode_part(&b, &part, id), 0);
@@ -450,10 +460,23 @@ static void test_record_truncations(void **state)
     assert_int_equal(pr.part.size, 5 << 20);
     assert_string_equal(pr.part.etag, part.etag);
     assert_string_equal(pr.part.checksum_crc32, "AAAAAA==");
+    assert_null(pr.part.checksum_sha1);
+    assert_string_equal(pr.part.checksum_crc64nvme, "rosUhgp5mIg=");
     assert_memory_equal(pr.id, id, STOR_ID_LEN);
     stor_part_free_fields(&pr.part);
     for (size_t len = 0; len < b.len; len++)
         assert_int_equal(stor_rec_decode_part(b.data, len, &pr), STOR_ERR_IO);
+    /* A version 1 part record (no SHA-1 or CRC-64/NVME after the id) still
+     * decodes, without them. */
+    part.checksum_crc64nvme = NULL;
+    buf_reset(&b);
+    assert_int_equal(stor_rec_encode_part(&b, &part, id), 0);
+    ((uint8_t *)b.data)[0] = 1;
+    assert_int_equal(stor_rec_decode_part(b.data, b.len - 8, &pr), STOR_OK);
+    assert_string_equal(pr.part.checksum_crc32, "AAAAAA==");
+    assert_null(pr.part.checksum_crc64nvme);
+    assert_memory_equal(pr.id, id, STOR_ID_LEN);
+    stor_part_free_fields(&pr.part);
 
     buf_reset(&b);
     assert_int_equal(
