@@ -6,8 +6,8 @@ sample's bytes] for every sample this rank saw.
 
     torch_rank.py START_METHOD PREFIX_URI   (store and connection settings in S3R_TEST_*)
 
-The main process lists the map dataset (its client exists before the workers start,
-which is what a fork start inherits).
+The main process lists the map dataset before the workers start, as a training
+script does; the listing goes over HTTP, so even forked workers read natively.
 """
 import hashlib
 import json
@@ -51,10 +51,10 @@ def main():
     cfg = S3ClientConfig(transport="native", rdma_endpoint=os.environ["S3R_TEST_RDMA"],
                          access_key=os.environ["S3R_TEST_AK"],
                          secret_key=os.environ["S3R_TEST_SK"],
-                         # spawn and forkserver workers must get native sessions; a
-                         # forked worker cannot run UCX (docs/client.md, Fork) and goes
-                         # over HTTP
-                         options={"fallback": method == "fork"})
+                         # every worker, forked ones included, must get a native
+                         # session: the main process only listed (over HTTP) and
+                         # never started UCX
+                         options={"fallback": False})
     endpoint = os.environ["S3R_TEST_ENDPOINT"]
     mapped = S3MapDataset.from_prefix(uri, endpoint=endpoint, s3client_config=cfg,
                                       transform=sample)

@@ -61,27 +61,34 @@ class S3ClientConfig:
 
 
 def make_client(region: Optional[str], endpoint: Optional[str],
-                config: Optional[S3ClientConfig]) -> Client:
+                config: Optional[S3ClientConfig], transport: Optional[str] = None) -> Client:
     """The s3rdma.Client for these settings (endpoint and region None: from the
-    environment or profile, as s3rdma.Client resolves them)."""
+    environment or profile, as s3rdma.Client resolves them); transport, when given,
+    instead of the config's."""
     cfg = config or S3ClientConfig()
     kw = dict(cfg.options)
     kw.setdefault("quiet", True)
     return Client(endpoint=endpoint, rdma_endpoint=cfg.rdma_endpoint,
                   access_key=cfg.access_key, secret_key=cfg.secret_key, region=region,
-                  transport=cfg.transport, profile=cfg.profile, part_size=cfg.part_size,
-                  **kw)
+                  transport=transport or cfg.transport, profile=cfg.profile,
+                  part_size=cfg.part_size, **kw)
 
 
 class ClientHolder:
-    """Opens the client on first use and never pickles it: a DataLoader worker
-    started by spawn or forkserver opens its own; a forked one keeps the parent's,
-    which libs3rdma makes usable in the child (it re-creates its session there)."""
+    """Opens the clients on first use and never pickles them: a DataLoader worker
+    started by spawn or forkserver opens its own; a forked one keeps the parent's.
+
+    Listings go through a second client over HTTP (listing_client): a listing gains
+    nothing from RDMA, and a process that has listed a dataset but read nothing has
+    not started UCX, so DataLoader workers forked from it open RDMA sessions of their
+    own. A child of a process that started UCX cannot (docs/client.md, "Fork"): its
+    requests go over HTTP, or fail when the client allows no fallback."""
 
     def __init__(self, region: Optional[str], endpoint: Optional[str],
                  config: Optional[S3ClientConfig]):
         self.region, self.endpoint, self.config = region, endpoint, config
         self._client: Optional[Client] = None
+        self._lister: Optional[Client] = None
 
     @property
     def client(self) -> Client:
@@ -89,8 +96,15 @@ class ClientHolder:
             self._client = make_client(self.region, self.endpoint, self.config)
         return self._client
 
+    @property
+    def listing_client(self) -> Client:
+        if self._lister is None:
+            self._lister = make_client(self.region, self.endpoint, self.config,
+                                       transport="http")
+        return self._lister
+
     def __getstate__(self) -> Dict[str, Any]:
-        return dict(self.__dict__, _client=None)
+        return dict(self.__dict__, _client=None, _lister=None)
 
 
 class ObjectRef(NamedTuple):

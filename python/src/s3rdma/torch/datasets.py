@@ -2,7 +2,8 @@
 
 Both yield ``transform(reader)`` for each object, reader an S3Reader (by default
 the identity: the reader itself). Each process (each DataLoader worker) opens its own
-client on first use (ClientHolder).
+client on first use (ClientHolder), and lists over HTTP, so a main process that only
+lists leaves its forked workers free to use RDMA.
 
 S3IterableDataset prefetches: with the sequential reader it fetches the objects of
 its shard ``prefetch`` at a time with one batch call (s3rdma.Client.get_objects,
@@ -120,7 +121,7 @@ class S3MapDataset(_Base, torch.utils.data.Dataset):
     @property
     def _dataset_objects(self) -> List[ObjectRef]:
         if self._objects is None:
-            self._objects = list(self._get_dataset_objects(self._holder.client))
+            self._objects = list(self._get_dataset_objects(self._holder.listing_client))
         return self._objects
 
     def __len__(self) -> int:
@@ -178,7 +179,7 @@ class S3IterableDataset(_Base, torch.utils.data.IterableDataset):
                    enable_sharding, reader_constructor, prefetch)
 
     def _shard(self) -> Iterator[ObjectRef]:
-        objs: Iterable[ObjectRef] = self._get_dataset_objects(self._holder.client)
+        objs: Iterable[ObjectRef] = self._get_dataset_objects(self._holder.listing_client)
         if not self._enable_sharding:
             return iter(objs)
         info = torch.utils.data.get_worker_info()
