@@ -700,16 +700,23 @@ fail:
     return -1;
 }
 
-/* Forgets a session inherited across fork: closes this process's copies of
- * its sockets (the parent's own keep its session up, and the server sees
- * the lifeline close when the parent closes it) and frees its memory here.
- * No UCX call, no thread join, no lock: all of them are the parent's. */
-static void session_forget(rdma_session_t *s)
+void rdma_session_disown(rdma_session_t *s)
 {
+    if (!s || !inherited(s))
+        return;
     if (s->fd >= 0)
         close(s->fd);
     if (s->stop_fd >= 0)
         close(s->stop_fd);
+    s->fd = s->stop_fd = -1;
+}
+
+/* Forgets a session inherited across fork: closes this process's copies of
+ * its sockets (rdma_session_disown) and frees its memory here. No UCX call,
+ * no thread join, no lock: all of them are the parent's. */
+static void session_forget(rdma_session_t *s)
+{
+    rdma_session_disown(s);
     while (s->regions) {
         rdma_region_t *r = s->regions;
         s->regions = r->next;
