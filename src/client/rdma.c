@@ -567,7 +567,13 @@ void s3c_rdma_after_fork(s3r_client_t *c)
     c->n_scratch = 0;
     /* Retired, the parent's sessions are closed (forgotten, rdma_client.h)
      * when their last user goes: requests in flight at the fork, and the
-     * caller's s3r_buf_alloc buffers, which stay usable as plain memory. */
+     * caller's s3r_buf_alloc buffers, which stay usable as plain memory.
+     * Their sockets' copies here close now: the server must see the
+     * parent's lifeline close when the parent closes it. */
+    if (c->sess != NULL)
+        rdma_session_disown(c->sess->rs);
+    for (s3c_sess_t *s = c->dead; s != NULL; s = s->next)
+        rdma_session_disown(s->rs);
     sess_retire(c);
     c->sess_fail_ms = 0;
 }

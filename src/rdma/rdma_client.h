@@ -49,6 +49,11 @@ int rdma_session_alive(rdma_session_t *s);
  * dead here, and no call on it touches UCX, its threads or its locks
  * (rdma_session_close only forgets it). */
 int rdma_session_inherited(rdma_session_t *s);
+/* In a forked child: closes this process's copies of an inherited session's
+ * sockets now, so that the server sees the lifeline close as soon as the
+ * parent closes it, however long the child keeps the session referenced.
+ * A no-op for a session of this process; rdma_session_close still frees it. */
+void rdma_session_disown(rdma_session_t *s);
 
 /* Registers [addr, addr+len) with UCX and announces it to the server
  * (REGION_ADD). The memory must stay valid until rdma_region_remove. Returns

@@ -4,6 +4,11 @@ a client used before a fork, then the child of os.fork() or a multiprocessing wo
 parent again. Prints one JSON line of what each side saw; exit code 0 when every byte matched.
 
     forkcheck.py MODE BUCKET      (endpoint, RDMA endpoint and keys from S3R_* variables)
+
+MODE hold: the child keeps the inherited client and a registered buffer of the parent's
+alive while the parent closes its client; the parent prints "CLOSED" and waits for a line on
+stdin (the test meanwhile watches the server drop the parent's session), then lets the child
+go.
 """
 import json
 import multiprocessing
@@ -57,11 +62,34 @@ def child_work(bucket, tag, use_inherited):
     return out
 
 
+def hold(bucket):
+    held = CLIENT.allocate_buffer(SIZE)
+    CLIENT.get_object_into(bucket, "parent", held)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # keeps everything it inherited until the parent's pipe end closes
+        os.close(w)
+        os.read(r, 1)
+        ok = bytes(held) == payload(1)
+        os._exit(0 if ok else 1)
+    os.close(r)
+    del held
+    CLIENT.close()
+    print("CLOSED", flush=True)
+    sys.stdin.readline()
+    os.close(w)
+    _, st = os.waitpid(pid, 0)
+    sys.exit(os.waitstatus_to_exitcode(st))
+
+
 def main():
     global CLIENT
     mode, bucket = sys.argv[1], sys.argv[2]
     CLIENT = new_client()
     report = {"before_ok": roundtrip(CLIENT, bucket, "parent", 1)}
+    if mode == "hold":
+        hold(bucket)
+        return
     held = CLIENT.allocate_buffer(SIZE)  # a registered buffer alive across the fork
     CLIENT.get_object_into(bucket, "parent", held)
     if mode == "os.fork":

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -41,17 +42,21 @@ def fbucket(fsrv):
     s3.delete_bucket(Bucket=name)
 
 
-@pytest.mark.parametrize("mode", ["os.fork", "fork", "spawn", "forkserver"])
-def test_client_across_fork(fsrv, fbucket, venv, mode):
+def forkcheck(fsrv, venv, mode, bucket, **kw):
     env = fsrv.client_env(USERS[0])
     for k in ("LD_PRELOAD", "ASAN_OPTIONS"):  # the ASan pass: the child needs them too
         if k in os.environ:
             env[k] = os.environ[k]
     python = str(venv / "bin" / "python") if venv else sys.executable
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if "site-packages" in p)
+    return [python, str(HERE / "forkcheck.py"), mode, bucket], env
+
+
+@pytest.mark.parametrize("mode", ["os.fork", "fork", "spawn", "forkserver"])
+def test_client_across_fork(fsrv, fbucket, venv, mode):
     sessions_before = fsrv.sessions()
-    p = subprocess.run([python, str(HERE / "forkcheck.py"), mode, fbucket], env=env,
-                       capture_output=True, text=True, timeout=300)
+    cmd, env = forkcheck(fsrv, venv, mode, fbucket)
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, f"{p.stdout}\n{p.stderr}"
     rep = json.loads(p.stdout.strip().splitlines()[-1])
     # The parent: one session before and after the fork, native, nothing fell back.
@@ -68,3 +73,25 @@ def test_client_across_fork(fsrv, fbucket, venv, mode):
             # a fresh process: a native session of its own
             assert ns["rdma_sessions"] == 1 and ns["native_ops"] > 0, child
             assert ns["fallbacks"] == 0, child
+
+
+def test_parent_closing_its_session_is_seen_while_the_child_lives(fsrv, fbucket, venv):
+    """A child that keeps the inherited client (and a registered buffer of the parent's)
+    must not keep the parent's session open on the server: its copy of the lifeline is
+    closed at the fork, so the parent's close reaches the server at once."""
+    sessions_before = fsrv.sessions()
+    cmd, env = forkcheck(fsrv, venv, "hold", fbucket)
+    p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "CLOSED", p.stderr.read()
+        deadline = time.monotonic() + 20  # a bound on waiting, not a timing assertion
+        while fsrv.sessions() != sessions_before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = fsrv.sessions() - sessions_before
+    finally:
+        p.stdin.write("\n")
+        p.stdin.close()
+        rc = p.wait(timeout=60)
+    assert left == 0, "the parent's closed session stayed open while its child lived"
+    assert rc == 0, p.stderr.read()
