@@ -42,14 +42,14 @@
 
 #define DEFAULT_TIMEOUT_MS 5000
 
+/* The process that started UCX (its first ucp_init here); a forked child
+ * inherits the value and so knows UCX is not usable in it. 0: none yet. */
+static _Atomic pid_t ucx_owner;
+
 /* Native calls are told apart for the wait estimate by opcode and by their
  * bytes in powers of four from 4 KiB (<= 4 KiB, <= 16 KiB, ... > 16 MiB). */
 #define WAIT_SIZE_STEPS 8
 #define WAIT_CLASSES    ((RDMA_OP_MAX + 1) * WAIT_SIZE_STEPS)
-
-/* The process that started UCX (its first ucp_init here); a forked child
- * inherits the value and so knows UCX is not usable in it. 0: none yet. */
-static _Atomic pid_t ucx_owner;
 
 struct rdma_region {
     uint32_t id;
@@ -785,16 +785,23 @@ fail:
     return -1;
 }
 
-/* Forgets a session inherited across fork: closes this process's copies of
- * its sockets (the parent's own keep its session up, and the server sees
- * the lifeline close when the parent closes it) and frees its memory here.
- * No UCX call, no thread join, no lock: all of them are the parent's. */
-static void session_forget(rdma_session_t *s)
+void rdma_session_disown(rdma_session_t *s)
 {
+    if (!s || !inherited(s))
+        return;
     if (s->fd >= 0)
         close(s->fd);
     if (s->stop_fd >= 0)
         close(s->stop_fd);
+    s->fd = s->stop_fd = -1;
+}
+
+/* Forgets a session inherited across fork: closes this process's copies of
+ * its sockets (rdma_session_disown) and frees its memory here. No UCX call,
+ * no thread join, no lock: all of them are the parent's. */
+static void session_forget(rdma_session_t *s)
+{
+    rdma_session_disown(s);
     while (s->regions) {
         rdma_region_t *r = s->regions;
         s->regions = r->next;
