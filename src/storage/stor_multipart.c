@@ -254,10 +254,9 @@ stor_status_t local_part_commit(stor_writer_t *w_, const char *key, const char *
         s = mdb_fail("part put", rc);
         goto out;
     }
+    new_file(st, w->id);
     s = wr_commit(st, txn);
     txn = NULL;
-    if (s == STOR_OK)
-        new_file(st, w->id);
     if (s == STOR_OK && had_old)
         drop_file(st, old_id);
 out:

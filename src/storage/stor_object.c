@@ -211,12 +211,13 @@ stor_status_t local_writer_commit_if(stor_writer_t *w_, const char *key, stor_me
     stor_obj_rec_t old;
     int had_old = 0;
     s = put_object(st, txn, w->bucket, w->bucket_id, key, &b, cond, &old, &had_old);
-    if (s == STOR_OK)
-        s = wr_commit(st, txn);
-    else
-        mdb_txn_abort(txn);
     if (s == STOR_OK) {
         new_file(st, w->id);
+        s = wr_commit(st, txn);
+    } else {
+        mdb_txn_abort(txn);
+    }
+    if (s == STOR_OK) {
         usage_change(st, had_old ? 0 : 1,
                      (int64_t)w->size - (had_old ? (int64_t)old.meta.size : 0));
     }

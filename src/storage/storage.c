@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "storage/restore.h"
 #include "storage/stor_internal.h"
 #include "storage/syncer.h"
 
@@ -49,9 +50,11 @@ void drop_file(lstor_t *st, const uint8_t id[STOR_ID_LEN])
         log_warn("storage: unlink %s: %s", path, strerror(errno));
 }
 
-/* A commit that returned made file id part of the index. In fsync mode the
- * file and its entry were synced before that commit; relaxed mode owes them
- * to the next sync point. */
+/* A write transaction about to commit makes file id part of the index
+ * (called inside it, before the commit, so that a sync point's cut never
+ * holds a commit whose file it does not know of). In fsync mode the file and
+ * its entry were synced before; relaxed mode owes them to the next sync
+ * point. */
 void new_file(lstor_t *st, const uint8_t id[STOR_ID_LEN])
 {
     if (st->syncer)
@@ -273,7 +276,7 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
     char *root = malloc(n), *path = malloc(n);
     stor_status_t s = STOR_ERR_NOMEM;
     MDB_txn *txn = NULL;
-    int rc;
+    int rc, indexfd = -1;
     if (!root || !path)
         goto fail;
     s = STOR_ERR_IO;
@@ -316,12 +319,21 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
     mdb_env_set_mapsize(st->env, MAP_SIZE);
     mdb_env_set_maxdbs(st->env, 8);
     mdb_env_set_maxreaders(st->env, MAX_READERS);
+    /* An index a power loss may have torn (relaxed mode's commits since its
+     * last restore point) goes back to that restore point first. */
+    if ((indexfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+        restore_recover(indexfd) < 0) {
+        log_error("storage: %s: cannot check the index against its restore point", path);
+        goto fail;
+    }
     unsigned flags = MDB_NOTLS;
-    /* Relaxed: each commit flushes its data pages but not the meta page, which
-     * the next commit or sync flushes. A power loss may undo the last commit
-     * but never corrupts the index (MDB_NOSYNC, which flushes nothing, can). */
+    /* Relaxed: a commit writes into the page cache and flushes nothing (it
+     * survives the process, not the OS); sync points flush and save restore
+     * points, so a power loss loses at most the commits since the last one
+     * and never tears the index (restore.h). Fsync: every commit flushes its
+     * data pages, then its meta page. */
     if (durability == STOR_DURABILITY_RELAXED)
-        flags |= MDB_NOMETASYNC;
+        flags |= MDB_NOSYNC;
     if ((rc = mdb_env_open(st->env, path, flags, 0644)) != 0) {
         s = mdb_fail("env open", rc);
         goto fail;
@@ -371,14 +383,29 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
         goto fail;
     }
     sweep_orphans(st);
-    if (durability == STOR_DURABILITY_RELAXED &&
-        !(st->syncer = syncer_start(st->env, st->objfd, stor_sync_interval_ms)))
+    /* The object files an earlier process wrote: one that died in relaxed
+     * mode (kill -9, same boot) left them to the kernel's writeback, and the
+     * index now durably points at them. */
+    if (syncfs(st->objfd) != 0) {
+        log_error("storage: syncfs %s: %s", dir, strerror(errno));
         goto fail;
+    }
+    if (durability == STOR_DURABILITY_RELAXED) {
+        if (!(st->syncer = syncer_start(st->env, st->objfd, indexfd, stor_sync_interval_ms)))
+            goto fail;
+    } else if (restore_forget(indexfd) != 0) {
+        /* Each fsync-mode commit is durable: an old restore point (from a
+         * relaxed process) would roll them back after the next reboot. */
+        goto fail;
+    }
+    close(indexfd);
     free(root);
     free(path);
     *out_p = &st->base;
     return STOR_OK;
 fail:
+    if (indexfd >= 0)
+        close(indexfd);
     free(root);
     free(path);
     local_close(&st->base);

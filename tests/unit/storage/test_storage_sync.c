@@ -16,8 +16,10 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include "stor_test_util.h"
+#include "storage/restore.h"
 #include "storage/stor_internal.h"
 #include "storage/syncer.h"
 
@@ -271,12 +273,14 @@ static void test_relaxed_sync_points(void **state)
     assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
     assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
 
-    /* Every commit flushes the index's data pages (MDB_NOMETASYNC), so a
-     * power loss can undo the last commits but never corrupt the index
-     * (MDB_NOSYNC flushed nothing, and could). */
+    /* A commit flushes nothing: no fsync or fdatasync on a write's path
+     * (MDB_NOSYNC; the restore point keeps the index whole, below). */
     synced_reset();
     assert_int_equal(tu_put(f->st, "b", "k", "v1", 2), STOR_OK);
-    assert_true(synced_count(fx_path(f, ".s3rdma/index/data.mdb")) >= 1);
+    pthread_mutex_lock(&synced_lock);
+    size_t n = n_synced;
+    pthread_mutex_unlock(&synced_lock);
+    assert_int_equal(n, 0);
 
     /* The object file is not synced by the commit, but by the next sync
      * point, with its shard directory and the new shard directories. */
@@ -293,6 +297,7 @@ static void test_relaxed_sync_points(void **state)
     assert_true(synced_count(l1) >= 1);
     assert_true(synced_count(fx_path(f, ".s3rdma/objects")) >= 1);
     assert_true(synced_count(fx_path(f, ".s3rdma/index/data.mdb")) >= 1);
+    assert_true(synced_count(fx_path(f, ".s3rdma/index/restore")) >= 1);
 
     /* Nothing owed, nothing synced by the thread (which is not idle-spinning
      * syncs): with a timer, an idle store makes no sync calls either. */
@@ -363,11 +368,161 @@ static void test_fsync_shard_dirs(void **state)
     assert_true(synced_count(fx_path(f, ".s3rdma/index/data.mdb")) >= 1);
 }
 
+/* ---- Relaxed mode: the restore point ------------------------------------- */
+
+/* Stages a boot: the boot id the store reads is the content of tmp/boot. */
+static void set_boot(fx_t *f, const char *id)
+{
+    static char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/boot", f->tmp);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fprintf(fp, "%s\n", id);
+    fclose(fp);
+    restore_boot_id_path = path;
+}
+
+/* In a child that then dies as by kill -9 (no stor_close, no sync point):
+ * opens the store and churns keys -- enough commits that LMDB would reuse
+ * the restore point's pages were they not pinned -- leaving k = "after" and
+ * new = "x". What it wrote is whole in the page cache, not synced. */
+static void churn_and_die(fx_t *f)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        stor_t *st;
+        if (stor_open(f->dir, STOR_DURABILITY_RELAXED, &st) != STOR_OK)
+            _exit(1);
+        for (int i = 0; i < 200; i++) {
+            char key[32], val[32];
+            snprintf(key, sizeof key, "churn-%d", i % 20);
+            snprintf(val, sizeof val, "value %d", i);
+            if (tu_put(st, "b", key, val, strlen(val)) != STOR_OK ||
+                (i % 3 == 0 && stor_delete(st, TU_B(st, "b"), key) != STOR_OK))
+                _exit(2);
+        }
+        if (tu_put(st, "b", "k", "after", 5) != STOR_OK ||
+            tu_put(st, "b", "new", "x", 1) != STOR_OK)
+            _exit(3);
+        _exit(0);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* The state of the last restore point: k = "before", then keep0..keep9. */
+static void make_restore_point(fx_t *f)
+{
+    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    assert_int_equal(tu_put(f->st, "b", "k", "before", 6), STOR_OK);
+    for (int i = 0; i < 10; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "keep%d", i);
+        assert_int_equal(tu_put(f->st, "b", key, key, strlen(key)), STOR_OK);
+    }
+    stor_close(f->st); /* a sync point: the restore point */
+    f->st = NULL;
+}
+
+static void assert_get(stor_t *st, const char *key, const char *want)
+{
+    char *got = tu_get(st, "b", key, NULL);
+    if (!want) {
+        assert_null(got);
+        return;
+    }
+    assert_non_null(got);
+    assert_string_equal(got, want);
+    free(got);
+}
+
+/* After the OS went down (another boot id), the index is exactly its last
+ * restore point: the writes acknowledged after it are gone, whole (their
+ * files swept as orphans), and everything before it is intact -- although
+ * hundreds of commits ran after it, which reuse freed pages. */
+static void test_relaxed_power_loss_rolls_back(void **state)
+{
+    fx_t *f = *state;
+    set_boot(f, "boot-a");
+    make_restore_point(f);
+    churn_and_die(f);
+    set_boot(f, "boot-b");
+    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_get(f->st, "k", "before");
+    assert_get(f->st, "new", NULL);
+    assert_get(f->st, "churn-1", NULL);
+    stor_iter_t *it;
+    assert_int_equal(stor_iter_open(f->st, "b", "", NULL, &it), STOR_OK);
+    const char *key;
+    size_t klen;
+    int n = 0;
+    while (stor_iter_next(it, &key, &klen, NULL) == 1) {
+        char *name = strndup(key, klen), *got = tu_get(f->st, "b", name, NULL);
+        assert_non_null(got);
+        assert_true(strcmp(name, "k") == 0 || strcmp(got, name) == 0);
+        free(got);
+        free(name);
+        n++;
+    }
+    stor_iter_close(it);
+    assert_int_equal(n, 11);
+    assert_int_equal(tu_count_objects(f->dir), 11);
+    assert_index_files_present(f->st, "b");
+    /* The store goes on from there, and a second open (same boot) keeps it. */
+    assert_int_equal(tu_put(f->st, "b", "k", "later", 5), STOR_OK);
+    stor_close(f->st);
+    f->st = NULL;
+    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_get(f->st, "k", "later");
+    restore_boot_id_path = "/proc/sys/kernel/random/boot_id";
+}
+
+/* A process that died while the OS did not (same boot id) loses nothing it
+ * acknowledged: the page cache held every commit whole. */
+static void test_relaxed_kill9_keeps_all(void **state)
+{
+    fx_t *f = *state;
+    set_boot(f, "boot-a");
+    make_restore_point(f);
+    churn_and_die(f);
+    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_get(f->st, "k", "after");
+    assert_get(f->st, "new", "x");
+    assert_get(f->st, "keep3", "keep3");
+    assert_index_files_present(f->st, "b");
+    restore_boot_id_path = "/proc/sys/kernel/random/boot_id";
+}
+
+/* fsync mode drops the restore point a relaxed process left: its commits are
+ * each durable, and a later reboot must not roll them back. */
+static void test_fsync_forgets_restore_point(void **state)
+{
+    fx_t *f = *state;
+    set_boot(f, "boot-a");
+    make_restore_point(f);
+    assert_int_equal(stor_open(f->dir, STOR_DURABILITY_FSYNC, &f->st), STOR_OK);
+    assert_int_equal(tu_put(f->st, "b", "k", "fsynced", 7), STOR_OK);
+    stor_close(f->st);
+    f->st = NULL;
+    set_boot(f, "boot-b");
+    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_get(f->st, "k", "fsynced");
+    restore_boot_id_path = "/proc/sys/kernel/random/boot_id";
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_relaxed_deferred_unlink, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_relaxed_sync_points, setup_relaxed, teardown),
+        cmocka_unit_test_setup_teardown(test_relaxed_power_loss_rolls_back, setup_relaxed,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_relaxed_kill9_keeps_all, setup_relaxed, teardown),
+        cmocka_unit_test_setup_teardown(test_fsync_forgets_restore_point, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_open_syncs_directories, setup_fsync, teardown),
         cmocka_unit_test_setup_teardown(test_open_syncs_directories, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_fsync_shard_dirs, setup_fsync, teardown),
