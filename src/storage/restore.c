@@ -148,21 +148,6 @@ out:
     return rc;
 }
 
-int restore_forget(int index_dirfd)
-{
-    if (unlinkat(index_dirfd, RESTORE_FILE, 0) != 0) {
-        if (errno == ENOENT)
-            return 0;
-        log_error("storage: unlink index/%s: %s", RESTORE_FILE, strerror(errno));
-        return -1;
-    }
-    if (fsync(index_dirfd) != 0) {
-        log_error("storage: fsync index/: %s", strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
 restore_t *restore_open(int index_dirfd)
 {
     restore_t *r = calloc(1, sizeof *r);

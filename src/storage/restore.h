@@ -53,10 +53,6 @@ int restore_boot_id(char out[RESTORE_BOOT_LEN]);
  * must not open, since its index may be torn). */
 int restore_recover(int index_dirfd);
 
-/* Removes the restore point durably (fsync mode, whose commits are each
- * durable, after its open has synced the index). 0 or -1 (logged). */
-int restore_forget(int index_dirfd);
-
 /* Opens (creating it if absent) the restore point file in index_dirfd, which
  * stays the caller's. NULL on failure (logged). */
 restore_t *restore_open(int index_dirfd);

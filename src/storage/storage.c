@@ -40,7 +40,7 @@ stor_status_t mdb_fail(const char *what, int rc)
 void drop_file(lstor_t *st, const uint8_t id[STOR_ID_LEN])
 {
     fdcache_forget(st, id);
-    if (st->syncer) {
+    if (st->durability == STOR_DURABILITY_RELAXED) {
         syncer_drop_file(st->syncer, id);
         return;
     }
@@ -57,7 +57,7 @@ void drop_file(lstor_t *st, const uint8_t id[STOR_ID_LEN])
  * point. */
 void new_file(lstor_t *st, const uint8_t id[STOR_ID_LEN])
 {
-    if (st->syncer)
+    if (st->durability == STOR_DURABILITY_RELAXED)
         syncer_new_file(st->syncer, id);
 }
 
@@ -98,7 +98,7 @@ int ensure_shard(lstor_t *st, const uint8_t id[STOR_ID_LEN])
         path[2] = '\0';
         if (mkdirat(st->objfd, path, 0755) != 0 && errno != EEXIST)
             goto fail;
-        if (st->syncer)
+        if (st->durability == STOR_DURABILITY_RELAXED)
             syncer_new_dir(st->syncer, SYNCER_DIR_ROOT);
         else if (fsync(st->objfd) != 0)
             goto fail;
@@ -109,7 +109,7 @@ int ensure_shard(lstor_t *st, const uint8_t id[STOR_ID_LEN])
     if (mkdirat(st->objfd, path, 0755) != 0 && errno != EEXIST)
         goto fail;
     path[2] = '\0';
-    if (st->syncer)
+    if (st->durability == STOR_DURABILITY_RELAXED)
         syncer_new_dir(st->syncer, SYNCER_DIR_L1(id[0]));
     else if (fsync_dirat(st->objfd, path) != 0)
         goto fail;
@@ -181,12 +181,18 @@ stor_status_t wr_begin(lstor_t *st, MDB_txn **txn_p)
 
 stor_status_t wr_commit(lstor_t *st, MDB_txn *txn)
 {
+    uint64_t id = (uint64_t)mdb_txn_id(txn);
     int rc = mdb_txn_commit(txn);
     if (rc)
         return mdb_fail("commit", rc);
-    if (st->syncer)
+    /* Relaxed: in the page cache is enough; the next sync point owes it.
+     * Fsync: durable before it returns, through a sync point that may be
+     * shared with the commits of other threads (group commit). */
+    if (st->durability == STOR_DURABILITY_RELAXED) {
         syncer_committed(st->syncer);
-    return STOR_OK;
+        return STOR_OK;
+    }
+    return syncer_wait_durable(st->syncer, id) == 0 ? STOR_OK : STOR_ERR_IO;
 }
 
 int is_hex(const char *s, size_t n)
@@ -326,14 +332,13 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
         log_error("storage: %s: cannot check the index against its restore point", path);
         goto fail;
     }
-    unsigned flags = MDB_NOTLS;
-    /* Relaxed: a commit writes into the page cache and flushes nothing (it
-     * survives the process, not the OS); sync points flush and save restore
-     * points, so a power loss loses at most the commits since the last one
-     * and never tears the index (restore.h). Fsync: every commit flushes its
-     * data pages, then its meta page. */
-    if (durability == STOR_DURABILITY_RELAXED)
-        flags |= MDB_NOSYNC;
+    /* A commit writes into the page cache and flushes nothing (it survives
+     * the process, not the OS). Sync points flush and save restore points,
+     * so a power loss loses at most the commits since the last one and never
+     * tears the index (restore.h): relaxed mode runs one about once a second,
+     * fsync mode one before any commit returns, shared by the commits that
+     * wait for it together (syncer_wait_durable). */
+    unsigned flags = MDB_NOTLS | MDB_NOSYNC;
     if ((rc = mdb_env_open(st->env, path, flags, 0644)) != 0) {
         s = mdb_fail("env open", rc);
         goto fail;
@@ -390,14 +395,10 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
         log_error("storage: syncfs %s: %s", dir, strerror(errno));
         goto fail;
     }
-    if (durability == STOR_DURABILITY_RELAXED) {
-        if (!(st->syncer = syncer_start(st->env, st->objfd, indexfd, stor_sync_interval_ms)))
-            goto fail;
-    } else if (restore_forget(indexfd) != 0) {
-        /* Each fsync-mode commit is durable: an old restore point (from a
-         * relaxed process) would roll them back after the next reboot. */
+    /* Fsync mode has no timer: its commits call the sync points they need. */
+    unsigned interval = durability == STOR_DURABILITY_RELAXED ? stor_sync_interval_ms : 0;
+    if (!(st->syncer = syncer_start(st->env, st->objfd, indexfd, interval)))
         goto fail;
-    }
     close(indexfd);
     free(root);
     free(path);
@@ -438,8 +439,8 @@ void local_close(stor_t *st_)
     lstor_t *st = (lstor_t *)st_;
     if (!st)
         return;
-    /* Relaxed: a last sync point (everything acknowledged becomes durable and
-     * the dropped files go). Fsync mode: every commit already was. */
+    /* A last sync point: in relaxed mode everything acknowledged becomes
+     * durable and the dropped files go (in fsync mode it already was). */
     syncer_stop(st->syncer);
     if (st->env)
         mdb_env_close(st->env);
@@ -455,8 +456,5 @@ void local_close(stor_t *st_)
 stor_status_t local_sync(stor_t *st_)
 {
     lstor_t *st = (lstor_t *)st_;
-    if (st->syncer)
-        return syncer_sync(st->syncer) == 0 ? STOR_OK : STOR_ERR_IO;
-    int rc = mdb_env_sync(st->env, 1);
-    return rc ? mdb_fail("index sync", rc) : STOR_OK;
+    return syncer_sync(st->syncer) == 0 ? STOR_OK : STOR_ERR_IO;
 }

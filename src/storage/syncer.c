@@ -37,6 +37,11 @@ struct syncer {
     uint8_t dirs[(SYNCER_N_DIRS + 7) / 8]; /* directories to fsync */
     int dirs_owed, committed;
     int stop;
+    /* Group commit: the snapshot of the newest restore point, whether a
+     * waiter is running a sync point for the others, and where they wait. */
+    uint64_t durable;
+    int leading;
+    pthread_cond_t durable_cv;
 
     pthread_mutex_t sync_lock; /* one sync point at a time; guards what follows */
     uint8_t dirs_now[(SYNCER_N_DIRS + 7) / 8];
@@ -217,6 +222,9 @@ static int sync_point(syncer_t *s)
         if (s->pin)
             mdb_txn_abort(s->pin);
         s->pin = pin;
+        pthread_mutex_lock(&s->lock);
+        s->durable = txnid;
+        pthread_mutex_unlock(&s->lock);
         /* 5. The files that commits up to S dropped: neither S nor anything
          * after it references them. */
         for (size_t i = 0; i < drops.n; i++) {
@@ -270,6 +278,7 @@ static void syncer_free(syncer_t *s)
     free(s->files.ids);
     free(s->drops.ids);
     pthread_cond_destroy(&s->wake);
+    pthread_cond_destroy(&s->durable_cv);
     pthread_mutex_destroy(&s->lock);
     pthread_mutex_destroy(&s->sync_lock);
     free(s);
@@ -288,6 +297,7 @@ syncer_t *syncer_start(MDB_env *env, int objfd, int indexfd, unsigned interval_m
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&s->wake, &ca);
     pthread_condattr_destroy(&ca);
+    pthread_cond_init(&s->durable_cv, NULL);
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->sync_lock, NULL);
     MDB_stat ms;
@@ -316,6 +326,32 @@ fail:
 int syncer_sync(syncer_t *s)
 {
     return sync_point(s);
+}
+
+int syncer_wait_durable(syncer_t *s, uint64_t txnid)
+{
+    int rc = 0;
+    pthread_mutex_lock(&s->lock);
+    while (s->durable < txnid) {
+        if (s->leading) {
+            pthread_cond_wait(&s->durable_cv, &s->lock);
+            continue;
+        }
+        /* No sync point under way: this thread runs one for everyone. Its
+         * cut comes after this commit, and after every commit that returned
+         * before it began. One under way may have cut before this commit:
+         * then the loop waits for it and runs the next. */
+        s->leading = 1;
+        pthread_mutex_unlock(&s->lock);
+        rc = sync_point(s);
+        pthread_mutex_lock(&s->lock);
+        s->leading = 0;
+        pthread_cond_broadcast(&s->durable_cv);
+        if (rc != 0)
+            break; /* a failed sync point fails its leader's commit */
+    }
+    pthread_mutex_unlock(&s->lock);
+    return rc;
 }
 
 void syncer_stop(syncer_t *s)

@@ -24,9 +24,14 @@
  * If a step fails, the lists go back to the next sync point and the previous
  * restore point stands. A sync point runs every stor_sync_interval_ms on its
  * own thread (when something is owed), when the backlog grows large, on
- * stor_sync(), at stor_close() and once in syncer_start(). Nothing here runs
- * in fsync mode, where each commit is durable before it returns and its
- * dropped files are unlinked right after it. */
+ * stor_sync(), at stor_close() and once in syncer_start().
+ *
+ * Fsync mode uses the same sync points, without a timer and with empty
+ * lists (a writer syncs its own file and directory before its commit, in its
+ * own thread, and unlinks what its commit dropped once that commit is
+ * durable): each commit waits in syncer_wait_durable() for one that covers
+ * it, and commits that wait together share one -- one index sync and one
+ * restore point save for all of them (group commit). */
 #ifndef S3R_STORAGE_SYNCER_H
 #define S3R_STORAGE_SYNCER_H
 
@@ -59,6 +64,12 @@ void syncer_new_dir(syncer_t *s, unsigned dir);
 /* A commit that returned dropped file id from the index: unlink it once a
  * sync point has made that commit durable. */
 void syncer_drop_file(syncer_t *s, const uint8_t id[STOR_ID_LEN]);
+/* Fsync mode's group commit: returns once a restore point covers snapshot
+ * txnid (the id of a write transaction that committed), running a sync point
+ * itself unless another thread's, begun after that commit, covers it. 0, or
+ * -1 if the sync point this thread ran failed (the commit may or may not
+ * survive a power loss). */
+int syncer_wait_durable(syncer_t *s, uint64_t txnid);
 /* Runs a sync point now (after any one under way). 0, or -1 if a sync
  * failed (logged; the unlinks then wait for a later sync point). */
 int syncer_sync(syncer_t *s);

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/syscall.h>
+#include <signal.h>
 #include <sys/wait.h>
 
 #include "stor_test_util.h"
@@ -119,6 +120,7 @@ static int teardown(void **state)
     free(f->tmp);
     free(f);
     stor_sync_interval_ms = 1000;
+    restore_boot_id_path = "/proc/sys/kernel/random/boot_id";
     return 0;
 }
 
@@ -478,7 +480,6 @@ static void test_relaxed_power_loss_rolls_back(void **state)
     f->st = NULL;
     assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
     assert_get(f->st, "k", "later");
-    restore_boot_id_path = "/proc/sys/kernel/random/boot_id";
 }
 
 /* A process that died while the OS did not (same boot id) loses nothing it
@@ -494,12 +495,12 @@ static void test_relaxed_kill9_keeps_all(void **state)
     assert_get(f->st, "new", "x");
     assert_get(f->st, "keep3", "keep3");
     assert_index_files_present(f->st, "b");
-    restore_boot_id_path = "/proc/sys/kernel/random/boot_id";
 }
 
-/* fsync mode drops the restore point a relaxed process left: its commits are
- * each durable, and a later reboot must not roll them back. */
-static void test_fsync_forgets_restore_point(void **state)
+/* Fsync mode's commits are each covered by a restore point before they
+ * return, also on a data directory a relaxed process left: a reboot does not
+ * roll them back. */
+static void test_fsync_commit_survives_reboot(void **state)
 {
     fx_t *f = *state;
     set_boot(f, "boot-a");
@@ -511,7 +512,97 @@ static void test_fsync_forgets_restore_point(void **state)
     set_boot(f, "boot-b");
     assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
     assert_get(f->st, "k", "fsynced");
-    restore_boot_id_path = "/proc/sys/kernel/random/boot_id";
+}
+
+/* ---- Fsync mode: group commit ---------------------------------------------- */
+
+#define GC_THREADS 8
+#define GC_PUTS    40
+
+typedef struct gc_arg {
+    stor_t *st;
+    int t, ackfd;
+} gc_arg_t;
+
+/* One writer: PUTs its keys, appending each key to the ack log once the PUT
+ * returned (an acknowledgement a client would have seen). */
+static void *gc_writer(void *arg)
+{
+    gc_arg_t *a = arg;
+    for (int i = 0; i < GC_PUTS; i++) {
+        char key[32], line[40];
+        snprintf(key, sizeof key, "t%d-%d", a->t, i);
+        if (tu_put(a->st, "b", key, key, strlen(key)) != STOR_OK)
+            _exit(4);
+        int n = snprintf(line, sizeof line, "%s\n", key);
+        if (write(a->ackfd, line, (size_t)n) != n)
+            _exit(5);
+    }
+    return NULL;
+}
+
+/* Concurrent fsync-mode PUTs, the process killed (SIGKILL) among them, then
+ * the OS "goes down" (another boot id: everything after the newest restore
+ * point is rolled back, as if it never reached the disk): every PUT that had
+ * returned is there, whole. Each returned only once a sync point that covers
+ * it -- its own or one it shared with the writers that committed alongside
+ * it -- had saved its restore point. */
+static void test_fsync_group_commit_power_loss(void **state)
+{
+    fx_t *f = *state;
+    set_boot(f, "boot-a");
+    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    stor_close(f->st);
+    f->st = NULL;
+    char acks[PATH_MAX];
+    snprintf(acks, sizeof acks, "%s/acks", f->tmp);
+    int ackfd = open(acks, O_RDWR | O_CREAT | O_APPEND | O_TRUNC, 0644);
+    assert_true(ackfd >= 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        stor_t *st;
+        if (stor_open(f->dir, f->mode, &st) != STOR_OK)
+            _exit(1);
+        pthread_t th[GC_THREADS];
+        gc_arg_t args[GC_THREADS];
+        for (int t = 0; t < GC_THREADS; t++) {
+            args[t] = (gc_arg_t){st, t, ackfd};
+            pthread_create(&th[t], NULL, gc_writer, &args[t]);
+        }
+        for (int t = 0; t < GC_THREADS; t++)
+            pthread_join(th[t], NULL);
+        pause(); /* killed here at the latest */
+        _exit(0);
+    }
+    /* Kill it once a quarter of the PUTs were acknowledged. */
+    struct stat sb;
+    for (int i = 0; i < 6000; i++) {
+        if (fstat(ackfd, &sb) == 0 && sb.st_size >= GC_THREADS * GC_PUTS / 4 * 5)
+            break;
+        usleep(5 * 1000);
+    }
+    kill(pid, SIGKILL);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status));
+
+    set_boot(f, "boot-b");
+    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    FILE *fp = fdopen(ackfd, "r");
+    assert_non_null(fp);
+    rewind(fp);
+    char line[64];
+    int acked = 0;
+    while (fgets(line, sizeof line, fp)) {
+        line[strcspn(line, "\n")] = '\0';
+        assert_get(f->st, line, line);
+        acked++;
+    }
+    fclose(fp);
+    assert_true(acked >= GC_THREADS * GC_PUTS / 4);
+    assert_index_files_present(f->st, "b");
 }
 
 int main(void)
@@ -522,8 +613,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_relaxed_power_loss_rolls_back, setup_relaxed,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_relaxed_kill9_keeps_all, setup_relaxed, teardown),
-        cmocka_unit_test_setup_teardown(test_fsync_forgets_restore_point, setup_relaxed, teardown),
+        cmocka_unit_test_setup_teardown(test_fsync_commit_survives_reboot, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_open_syncs_directories, setup_fsync, teardown),
+        cmocka_unit_test_setup_teardown(test_fsync_group_commit_power_loss, setup_fsync, teardown),
         cmocka_unit_test_setup_teardown(test_open_syncs_directories, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_fsync_shard_dirs, setup_fsync, teardown),
     };
