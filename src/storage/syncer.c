@@ -17,8 +17,9 @@ unsigned stor_sync_interval_ms = 1000;
 
 /* Backlogs that wake the thread before the interval is up: they bound the
  * memory held and the work one sync point does. */
-#define WAKE_FILES 4096
-#define WAKE_DROPS 65536
+#define WAKE_FILES   4096
+#define WAKE_DROPS   65536
+#define WAKE_COMMITS 4096 /* also bounds data.mdb's growth: see sync_point */
 
 typedef struct idvec {
     uint8_t *ids; /* n * STOR_ID_LEN bytes */
@@ -35,7 +36,8 @@ struct syncer {
     idvec_t files;                         /* committed since the last sync point: fdatasync */
     idvec_t drops;                         /* dropped by commits since: unlink after the sync */
     uint8_t dirs[(SYNCER_N_DIRS + 7) / 8]; /* directories to fsync */
-    int dirs_owed, committed;
+    int dirs_owed;
+    unsigned committed; /* commits since the last cut */
     int stop;
     /* Group commit: the snapshot of the newest restore point, whether a
      * waiter is running a sync point for the others, and where they wait. */
@@ -70,7 +72,8 @@ static int idvec_push(idvec_t *v, const uint8_t *id)
 void syncer_committed(syncer_t *s)
 {
     pthread_mutex_lock(&s->lock);
-    s->committed = 1;
+    if (++s->committed == WAKE_COMMITS)
+        pthread_cond_signal(&s->wake);
     pthread_mutex_unlock(&s->lock);
 }
 
