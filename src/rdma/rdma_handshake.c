@@ -52,20 +52,14 @@ int on_hello(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t le
     return 0;
 }
 
-/* Authenticated sessions of access key ak held by connections (live or
- * still proving). Bootstrap thread. */
-static unsigned sessions_of(struct rdma_server *srv, const char *ak)
-{
-    unsigned n = 0;
-    for (bconn_t *o = srv->conns; o; o = o->next)
-        n += o->sess && strcmp(o->sess->access_key, ak) == 0;
-    return n;
-}
-
 /* Reserves a session slot: 0, or -1 with the reason queued on c. */
 static int session_admit(struct rdma_server *srv, bconn_t *c)
 {
-    unsigned per_user = sessions_of(srv, c->ak);
+    /* Every session of the key not yet destroyed counts, closed ones too:
+     * one whose endpoint waits for stalled requests still holds its slot. */
+    pthread_mutex_lock(&srv->mu);
+    unsigned per_user = user_sessions(srv, c->ak);
+    pthread_mutex_unlock(&srv->mu);
     if (per_user >= srv->cfg.max_sessions_per_user) {
         log_warn("rdma: %s: access key '%s' holds %u sessions (limit %u); refusing", c->peer, c->ak,
                  per_user, srv->cfg.max_sessions_per_user);

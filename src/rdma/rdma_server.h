@@ -112,6 +112,7 @@ const char *rdma_refusal_name(rdma_refusal_t r);
  * across them). */
 typedef struct rdma_server_stats {
     unsigned sessions;             /* live now */
+    unsigned sessions_closing;     /* closed, endpoint waiting for stalled requests */
     unsigned long sessions_opened; /* WELCOMEs sent */
     unsigned long refused[RDMA_REFUSED_COUNT];
     unsigned transfers_inflight;     /* token and native transfer handles in use */

@@ -144,8 +144,9 @@ struct rsession {
     ruser_t *user; /* its access key's share of the pools; held until destroyed */
     rprog_t *prog;
     _Atomic int refs;
-    _Atomic int dead;    /* lifeline dropped or the endpoint failed */
-    _Atomic int orphans; /* chunks orphaned with a request on this session */
+    _Atomic int dead;      /* lifeline dropped or the endpoint failed */
+    _Atomic int ep_failed; /* UCX reported the endpoint failed (peer gone) */
+    _Atomic int orphans;   /* chunks orphaned with a request on this session */
     /* Native requests admitted whose reply UCX has not finished sending
      * (rdma_native.c): bounded by cfg.max_native_per_session. */
     _Atomic unsigned native_inflight;
@@ -164,8 +165,10 @@ struct rsession {
     rregion_t *regions;
     unsigned n_regions;
     uint64_t reg_bytes;
-    rsession_t *prog_next; /* progress thread's list of own-worker sessions */
-    rsession_t *hnext;     /* hash chain in srv->buckets, under srv->mu */
+    /* The progress thread's list this session is on: own-worker sessions,
+     * or closing sessions whose endpoint waits for stalled requests. */
+    rsession_t *prog_next;
+    rsession_t *hnext; /* hash chain in srv->buckets, under srv->mu */
 };
 
 typedef struct rcmd {
@@ -186,6 +189,10 @@ struct rprog {
     rcmd_t *cmds, **cmds_tail;
     _Atomic int stop;
     rsession_t *own_list; /* only the thread touches it */
+    /* Net sessions already closed whose endpoint stays open because RMA
+     * requests or replies are stalled on it (session_destroy); only the
+     * thread touches it. */
+    rsession_t *closing_list;
     /* Native requests this thread runs itself (rdma_native.c): admitted in
      * an AM callback on this thread; only the thread touches the list. */
     struct njob *local_head, **local_tail;
@@ -284,6 +291,7 @@ struct rdma_server {
     /* A transfer whose RDMA operation makes no progress this long fails. */
     int stall_ms;
     _Atomic unsigned long xfers_stalled; /* transfers failed for no progress */
+    _Atomic unsigned n_closing;          /* sessions on the progress threads' closing lists */
     unsigned chunks_quarantined;         /* orphaned chunks whose session is gone; under pool_mu */
     /* rdma_server_get_stats: written by the bootstrap thread only. */
     _Atomic unsigned long sessions_opened;
@@ -388,6 +396,10 @@ ruser_t *user_get(struct rdma_server *srv, const char *ak);
 
 /* Drops a session from u; the last one frees it. Under srv->mu. */
 void user_put(struct rdma_server *srv, ruser_t *u);
+
+/* Sessions of access key ak not yet destroyed: live ones, and closed ones
+ * still held by transfers or waiting on stalled requests. Under srv->mu. */
+unsigned user_sessions(struct rdma_server *srv, const char *ak);
 
 /* What one user may hold of a pool of pool_size whose share is user_max:
  * user_max while another access key has a session too, the whole pool

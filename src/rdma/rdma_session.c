@@ -120,12 +120,21 @@ void session_ep_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
     (void)ep;
     rsession_t *s = arg;
+    atomic_store(&s->ep_failed, 1);
     atomic_store(&s->dead, 1);
     log_info("rdma: session endpoint failed: %s", ucs_status_string(status));
 }
 
-/* Runs on the session's progress thread once nobody else holds it. */
-static void session_destroy(rsession_t *s)
+/* Whether a net session's endpoint still has requests UCX has not finished:
+ * RMA on orphaned staging chunks, or replies not yet sent. */
+static int session_stalled(rsession_t *s)
+{
+    return atomic_load(&s->orphans) > 0 || atomic_load(&s->native_inflight) > 0;
+}
+
+/* Frees a session that nobody holds, on its progress thread: closes its
+ * endpoint (or destroys its own worker) and gives back what it held. */
+static void session_free(rsession_t *s)
 {
     struct rdma_server *srv = s->srv;
     int orphans = atomic_load(&s->orphans);
@@ -188,6 +197,47 @@ static void session_destroy(rsession_t *s)
     pthread_mutex_unlock(&srv->mu);
     log_debug("rdma: session destroyed");
     free(s);
+}
+
+/* Runs on the session's progress thread once nobody else holds it. A net
+ * session whose endpoint has requests stalled on a peer that is still
+ * connected (it stopped progressing its worker) is not closed yet: a forced
+ * close of such an endpoint, with the peer's connection closing later,
+ * faulted inside UCX 1.13's TCP transport (docs/security.md). It waits on
+ * the thread's closing list, still counted against its access key's
+ * sessions and shares, until its requests finish or UCX fails the endpoint
+ * (the peer went away: the requests are then purged with it), or the server
+ * stops. */
+static void session_destroy(rsession_t *s)
+{
+    rprog_t *p = s->prog;
+    if (!s->own_worker && s->ep && !atomic_load(&s->ep_failed) && !atomic_load(&p->stop) &&
+        session_stalled(s)) {
+        log_info("rdma: %s: session closed with requests stalled on a live connection; its "
+                 "endpoint stays open until they finish or the connection fails",
+                 s->peer);
+        s->prog_next = p->closing_list;
+        p->closing_list = s;
+        atomic_fetch_add(&s->srv->n_closing, 1);
+        return;
+    }
+    session_free(s);
+}
+
+/* Frees the closing sessions whose endpoint has nothing stalled any more or
+ * has failed; all of them when the thread stops. */
+static void closing_sweep(rprog_t *p, int all)
+{
+    for (rsession_t **pp = &p->closing_list; *pp;) {
+        rsession_t *s = *pp;
+        if (all || atomic_load(&s->ep_failed) || !session_stalled(s)) {
+            *pp = s->prog_next;
+            atomic_fetch_sub(&s->srv->n_closing, 1);
+            session_free(s);
+        } else {
+            pp = &s->prog_next;
+        }
+    }
 }
 
 /* The hash chain a session id belongs to (ids are random, so any 32 bits of
@@ -303,8 +353,10 @@ void *prog_main(void *arg)
             pthread_mutex_lock(&p->mu);
             int empty = p->cmds == NULL;
             pthread_mutex_unlock(&p->mu);
-            if (empty)
+            if (empty) {
+                closing_sweep(p, 1);
                 break;
+            }
             continue;
         }
         /* Progress everything this thread owns and run the native requests
@@ -319,6 +371,8 @@ void *prog_main(void *arg)
         for (rsession_t *s = p->own_list; s; s = s->prog_next)
             did |= prog_progress(s->own.w);
         did |= native_run_local(p) > 0;
+        if (p->closing_list)
+            closing_sweep(p, 0);
         /* The clock is read when work was done and on every 64th idle
          * round: enough to end the window on time, and no clock read per
          * round of an otherwise empty poll. */

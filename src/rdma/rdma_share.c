@@ -67,6 +67,15 @@ void user_put(struct rdma_server *srv, ruser_t *u)
     free(u);
 }
 
+unsigned user_sessions(struct rdma_server *srv, const char *ak)
+{
+    for (ruser_t *u = srv->users; u; u = u->next) {
+        if (strcmp(u->ak, ak) == 0)
+            return u->sessions;
+    }
+    return 0;
+}
+
 unsigned share_cap(struct rdma_server *srv, unsigned user_max, size_t pool_size)
 {
     return atomic_load(&srv->n_users) > 1 ? user_max : (unsigned)pool_size;

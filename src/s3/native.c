@@ -32,15 +32,8 @@ typedef struct native_req {
 enum presence { NO = 0, MAY, MUST };
 
 /* Query parameters, NULL-terminated. */
-static const char *const get_q[] = {"versionId",
-                                    "partNumber",
-                                    "response-content-type",
-                                    "response-content-language",
-                                    "response-expires",
-                                    "response-cache-control",
-                                    "response-content-disposition",
-                                    "response-content-encoding",
-                                    NULL};
+static const char *const get_q[] = {"versionId", "partNumber",
+                                    S3_RESPONSE_OVERRIDES(S3_RESPONSE_OVERRIDE_NAME) NULL};
 static const char *const list_q[] = {
     "list-type",          "prefix",      "delimiter",   "marker", "max-keys", "encoding-type",
     "continuation-token", "start-after", "fetch-owner", NULL};

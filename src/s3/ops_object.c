@@ -528,20 +528,15 @@ static void get_object_begin(s3_req_t *req)
         s3_reply_headerf(req, "Content-Range", "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, first,
                          first + len - (len ? 1 : 0), meta->size);
 
+#define OVERRIDE(param, field) {param, offsetof(stor_meta_t, field)},
     /* response-* query parameters override the stored headers; they are
      * held to what a PUT may store (an object stored before these limits
      * is still served as it is). */
     static const struct {
         const char *param;
         size_t offset;
-    } overrides[] = {
-        {"response-content-type", offsetof(stor_meta_t, content_type)},
-        {"response-content-language", offsetof(stor_meta_t, content_language)},
-        {"response-expires", offsetof(stor_meta_t, expires)},
-        {"response-cache-control", offsetof(stor_meta_t, cache_control)},
-        {"response-content-disposition", offsetof(stor_meta_t, content_disposition)},
-        {"response-content-encoding", offsetof(stor_meta_t, content_encoding)},
-    };
+    } overrides[] = {S3_RESPONSE_OVERRIDES(OVERRIDE)};
+#undef OVERRIDE
     stor_meta_t shown = *meta;
     bool overridden = false;
     for (size_t i = 0; i < sizeof(overrides) / sizeof(overrides[0]); i++) {

@@ -224,6 +224,9 @@ static void render_rdma(rdma_server_t *rdma, buf_t *out)
     gauge(out, "s3rdma_rdma_enabled", "1 when the RDMA session port is up.", rdma != NULL);
     gauge(out, "s3rdma_rdma_sessions", "RDMA sessions live now.", rs.sessions);
     counter(out, "s3rdma_rdma_sessions_opened_total", "RDMA sessions opened.", rs.sessions_opened);
+    gauge(out, "s3rdma_rdma_sessions_closing",
+          "RDMA sessions closed whose endpoint waits for requests stalled on a live connection.",
+          rs.sessions_closing);
     metrics_write_family(out, "s3rdma_rdma_sessions_refused_total", "counter",
                          "Session-port connections that ended before becoming a session, by "
                          "reason.");

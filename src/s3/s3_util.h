@@ -38,6 +38,20 @@ s3_error_t s3_key_check(const char *key);
  * error bodies name the resource; NULL when out of memory. */
 char *s3_resource_path(const char *bucket, const char *key);
 
+/* GetObject's response-* query parameters, each replacing one stored header
+ * in the reply: X(parameter, the stor_meta_t field it replaces). The one
+ * list of them: HTTP's known parameters, the native GET's allowed ones and
+ * the GET handler all expand it. */
+#define S3_RESPONSE_OVERRIDES(X)                                                                   \
+    X("response-content-type", content_type)                                                       \
+    X("response-content-language", content_language)                                               \
+    X("response-expires", expires)                                                                 \
+    X("response-cache-control", cache_control)                                                     \
+    X("response-content-disposition", content_disposition)                                         \
+    X("response-content-encoding", content_encoding)
+/* Expands an S3_RESPONSE_OVERRIDES entry to its parameter name, for lists. */
+#define S3_RESPONSE_OVERRIDE_NAME(param, field) param,
+
 /* Percent-decodes src (len bytes) into a new malloc'ed NUL-terminated string;
  * plus_is_space decodes '+' as ' ' (query strings). NULL on malformed input
  * ("%zz", "%4") or a decoded NUL byte. */

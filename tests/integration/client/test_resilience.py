@@ -241,7 +241,11 @@ def test_kill9_clients_mid_transfer(ucx, tmp_path):
                 assert rc == -signal.SIGKILL, (i, rc, out)
                 killed_mid += 1
             ans = keeper.stdout.readline()
-            assert ans == "ok\n", f"iteration {i}: keeper: {ans!r}"
+            if ans != "ok\n":
+                keeper.kill()
+                why = keeper.stderr.read()
+                pytest.fail(f"iteration {i} ({op}): keeper: {ans!r}\nkeeper stderr:\n{why}\n"
+                            f"server log:\n{srv.srv.log_tail(60)}")
             keeper_ok += 1
             assert srv.srv.alive(), f"s3rdmad died at iteration {i}\n{srv.srv.log_tail()}"
             rss_max = max(rss_max, vm_rss(pid))
