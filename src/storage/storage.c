@@ -179,12 +179,14 @@ stor_status_t wr_begin(lstor_t *st, MDB_txn **txn_p)
     return rc ? mdb_fail("write txn", rc) : STOR_OK;
 }
 
-stor_status_t wr_commit(lstor_t *st, MDB_txn *txn)
+stor_status_t wr_commit_applied(lstor_t *st, MDB_txn *txn, int *applied_p)
 {
     uint64_t id = (uint64_t)mdb_txn_id(txn);
+    *applied_p = 0;
     int rc = mdb_txn_commit(txn);
     if (rc)
         return mdb_fail("commit", rc);
+    *applied_p = 1;
     /* Relaxed: in the page cache is enough; the next sync point owes it.
      * Fsync: durable before it returns, through a sync point that may be
      * shared with the commits of other threads (group commit). */
@@ -193,6 +195,12 @@ stor_status_t wr_commit(lstor_t *st, MDB_txn *txn)
         return STOR_OK;
     }
     return syncer_wait_durable(st->syncer, id) == 0 ? STOR_OK : STOR_ERR_IO;
+}
+
+stor_status_t wr_commit(lstor_t *st, MDB_txn *txn)
+{
+    int applied;
+    return wr_commit_applied(st, txn, &applied);
 }
 
 int is_hex(const char *s, size_t n)

@@ -53,9 +53,17 @@ int fsync(int fd)
     return (int)syscall(SYS_fsync, fd);
 }
 
+/* Nonzero: fdatasync of this inode fails with EIO (a disk error, staged). */
+static _Atomic ino_t fail_ino;
+
 int fdatasync(int fd)
 {
     note_sync(fd);
+    struct stat sb;
+    if (fail_ino && fstat(fd, &sb) == 0 && sb.st_ino == fail_ino) {
+        errno = EIO;
+        return -1;
+    }
     return (int)syscall(SYS_fdatasync, fd);
 }
 
@@ -605,6 +613,26 @@ static void test_fsync_group_commit_power_loss(void **state)
     assert_index_files_present(f->st, "b");
 }
 
+/* Fsync mode, the index's sync failing under a commit: the PUT fails, but its
+ * change is in the index (visible): its file must stay, or the key would
+ * point at nothing. Once the disk recovers, the object reads back whole. */
+static void test_fsync_failed_sync_keeps_file(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    assert_int_equal(tu_put(f->st, "b", "k", "old", 3), STOR_OK);
+    struct stat sb;
+    assert_int_equal(stat(fx_path(f, ".s3rdma/index/data.mdb"), &sb), 0);
+    fail_ino = sb.st_ino;
+    assert_int_equal(tu_put(f->st, "b", "k", "new", 3), STOR_ERR_IO);
+    fail_ino = 0;
+    assert_get(f->st, "k", "new");
+    assert_index_files_present(f->st, "b");
+    assert_int_equal(stor_sync(f->st), STOR_OK);
+    assert_get(f->st, "k", "new");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -616,6 +644,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fsync_commit_survives_reboot, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_open_syncs_directories, setup_fsync, teardown),
         cmocka_unit_test_setup_teardown(test_fsync_group_commit_power_loss, setup_fsync, teardown),
+        cmocka_unit_test_setup_teardown(test_fsync_failed_sync_keeps_file, setup_fsync, teardown),
         cmocka_unit_test_setup_teardown(test_open_syncs_directories, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_fsync_shard_dirs, setup_fsync, teardown),
     };
