@@ -81,8 +81,10 @@ def http_req(port, method, uri, body=b"", cafile=None):
 class S3rdmad:
     """s3rdmad on a free port, relaxed durability (unless told), temp data dir."""
 
-    def __init__(self, tmp, env=None, rdma=True, durability="relaxed", tls=None, extra_args=()):
-        """tls: (cert, key) paths: also HTTPS on self.tls_port. extra_args: more flags."""
+    def __init__(self, tmp, env=None, rdma=True, durability="relaxed", tls=None, extra_args=(),
+                 binary=None):
+        """tls: (cert, key) paths: also HTTPS on self.tls_port. extra_args: more flags.
+        binary: another s3rdmad (default: this tree's build/s3rdmad)."""
         self.port = free_port()
         self.rport = free_port()
         self.host = f"127.0.0.1:{self.port}"
@@ -92,7 +94,7 @@ class S3rdmad:
         with open(cfg, "w") as f:
             f.write(f"users:\n  - access_key: {AK}\n    secret_key: {SK}\n")
         self.log = open(os.path.join(tmp, f"s3rdmad-{self.port}.log"), "w")
-        args = [os.path.join(ROOT, "build", "s3rdmad"), "--data", self.data,
+        args = [binary or os.path.join(ROOT, "build", "s3rdmad"), "--data", self.data,
                 "--listen", self.host, "--config", cfg, "--durability", durability,
                 "--log-level", "warn"]
         self.tls_port = free_port() if tls else None

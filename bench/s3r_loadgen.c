@@ -19,11 +19,18 @@
  *                    [-d SECS] [-w WARMUP] [-i INFLIGHT] [-I NATIVE_INLINE]
  *                    [-P]   (-P: create the bucket, the GET object and the LIST keys first)
  *                    [-C]               (-C: one client per thread instead of one shared)
+ *                    [-g GAP_US]        (-g: sleep this long after each request, 1 in flight)
+ *
+ * -g models sparse callers (a request, then idle): after each request the
+ * thread sleeps GAP_US microseconds (clock_nanosleep with 1 ns timer slack,
+ * so short gaps are not rounded up to the default 50 us slack); only the
+ * requests are timed. ops_s then counts requests, gaps included.
  */
 #define _GNU_SOURCE
 #include <s3rdma.h>
 
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,6 +48,7 @@ enum { OP_GET, OP_PUT, OP_HEAD, OP_LIST };
 #define LIST_KEYS 1000 /* -o list: -P writes this many keys under list/ */
 static int g_op = OP_GET, g_threads = 1, g_prep, g_per_thread_client, g_inflight = 1;
 static uint64_t g_size = 4096;
+static long g_gap_us;
 static double g_secs = 2.0, g_warm = 0.3, g_tstart, g_tend;
 static s3r_client_t *g_client;
 
@@ -164,6 +172,10 @@ static void *worker(void *arg)
         }
         if (st != S3R_OK && t->errors > 1000 && t->lat.n == 0)
             break; /* consistently failing: give up */
+        if (g_gap_us > 0) {
+            struct timespec gap = {g_gap_us / 1000000, (g_gap_us % 1000000) * 1000};
+            clock_nanosleep(CLOCK_MONOTONIC, 0, &gap, NULL);
+        }
         if (n > 1) {
             started[i] = now();
             st = g_op == OP_PUT
@@ -217,7 +229,7 @@ int main(int argc, char **argv)
     /* whole objects in one request: never multipart inside the benchmark */
     g_cfg.multipart_threshold = UINT64_C(1) << 40;
     int o;
-    while ((o = getopt(argc, argv, "e:r:a:s:B:t:o:z:T:d:w:i:I:PC")) != -1) {
+    while ((o = getopt(argc, argv, "e:r:a:s:B:t:o:z:T:d:w:i:I:g:PC")) != -1) {
         switch (o) {
         case 'e':
             g_cfg.endpoint = optarg;
@@ -262,6 +274,9 @@ int main(int argc, char **argv)
         case 'I':
             g_cfg.native_inline = strtoull(optarg, NULL, 10);
             break;
+        case 'g':
+            g_gap_us = atol(optarg);
+            break;
         case 'P':
             g_prep = 1;
             break;
@@ -273,8 +288,10 @@ int main(int argc, char **argv)
         }
     }
     if (!g_cfg.endpoint || !g_cfg.access_key || !g_cfg.secret_key || g_threads < 1 || !g_size ||
-        g_inflight < 1 || (g_inflight > 1 && (g_op == OP_HEAD || g_op == OP_LIST)))
+        g_inflight < 1 || (g_inflight > 1 && (g_op == OP_HEAD || g_op == OP_LIST)) ||
+        g_gap_us < 0 || (g_gap_us > 0 && g_inflight > 1))
         goto usage;
+    prctl(PR_SET_TIMERSLACK, 1UL); /* -g: sleep the gap asked, not 50 us more */
     g_cfg.transport = g_tr;
     if (g_tr == S3R_TRANSPORT_HTTP)
         g_cfg.use_rdma = 0;
@@ -370,7 +387,7 @@ usage:
     fprintf(stderr,
             "usage: %s -e http://HOST:PORT -r HOST:RPORT -a AK -s SK -B BUCKET "
             "-t http|token|native -o get|put|head|list -z SIZE [-T THREADS] [-d SECS] [-w WARMUP] "
-            "[-i INFLIGHT] [-I NATIVE_INLINE] [-P] [-C]\n",
+            "[-i INFLIGHT] [-I NATIVE_INLINE] [-g GAP_US] [-P] [-C]\n",
             argv[0]);
     return 2;
 }

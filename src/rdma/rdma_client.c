@@ -30,6 +30,11 @@
 
 #define DEFAULT_TIMEOUT_MS 5000
 
+/* Native calls are told apart for the wait estimate by opcode and by their
+ * bytes in powers of four from 4 KiB (<= 4 KiB, <= 16 KiB, ... > 16 MiB). */
+#define WAIT_SIZE_STEPS 8
+#define WAIT_CLASSES    ((RDMA_OP_MAX + 1) * WAIT_SIZE_STEPS)
+
 struct rdma_region {
     uint32_t id;
     uint8_t *addr;
@@ -69,6 +74,13 @@ struct rdma_session {
      * progress thread stands aside (it would only compete for the cores
      * and be woken by every reply). */
     _Atomic int waiters;
+    /* How waiters wait (rdma_native_wait): 1 = never sleep (S3R_RDMA_POLL
+     * =busy at open), 0 = busy-poll for the learned time, then sleep. */
+    int busy_wait;
+    /* What a call of each class (wait_class_of) has lately taken, in ns: a
+     * high estimate, quick to rise and slow to fall (wait_learn). Updated
+     * by the waiters without a lock: a lost update only costs precision. */
+    _Atomic uint32_t wait_est_ns[WAIT_CLASSES];
 };
 
 static void set_err(char *err, size_t err_len, const char *fmt, ...)
@@ -113,6 +125,66 @@ static void client_ep_err(void *arg, ucp_ep_h ep, ucs_status_t status)
 }
 
 /* ==== native calls ========================================================== */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A waiter busy-polls at least this long (a reply over shared memory from
+ * an awake server takes microseconds) ... */
+#define WAIT_SPIN_MIN_NS (50 * 1000)
+/* ... and at most this long: a call that normally takes longer (a PUT the
+ * server commits with an fsync) sleeps after WAIT_SPIN_MIN_NS instead, so
+ * it does not cost the client a core (on a machine with few cores the
+ * server needs it). Long enough to cover a server progress thread's
+ * wake-up on a virtual machine (~100-300 us here). */
+#define WAIT_SPIN_MAX_NS (500 * 1000)
+
+/* The estimate class of request m: opcode x size step. */
+static unsigned wait_class_of(const rdma_native_msg_t *m)
+{
+    uint64_t bytes = m->body_len + (m->has_out ? m->out.len : 0);
+    unsigned step = 0;
+    for (uint64_t lim = 4096; bytes > lim && step < WAIT_SIZE_STEPS - 1; lim *= 4)
+        step++;
+    unsigned op = m->head.opcode <= RDMA_OP_MAX ? m->head.opcode : 0;
+    return op * WAIT_SIZE_STEPS + step;
+}
+
+/* How long a waiter for call busy-polls (from its submission) before it
+ * sleeps: twice what calls of its class have lately taken, within
+ * [WAIT_SPIN_MIN_NS, WAIT_SPIN_MAX_NS]; a class that normally takes
+ * longer than the maximum gets the minimum. */
+static uint64_t wait_spin_ns(rdma_session_t *s, const rdma_native_call_t *call)
+{
+    uint64_t est = atomic_load_explicit(&s->wait_est_ns[call->wait_class], memory_order_relaxed);
+    if (est > WAIT_SPIN_MAX_NS)
+        return WAIT_SPIN_MIN_NS;
+    uint64_t spin = 2 * est;
+    return spin < WAIT_SPIN_MIN_NS   ? WAIT_SPIN_MIN_NS
+           : spin > WAIT_SPIN_MAX_NS ? WAIT_SPIN_MAX_NS
+                                     : spin;
+}
+
+/* Folds how long call took into its class's estimate: a quarter of the way
+ * up to a longer time, a sixteenth of the way down to a shorter one, so
+ * the estimate sits near the slow end of recent calls (a sparse caller's
+ * requests are fast when the server is awake and slow when it must wake
+ * first; the spin must cover the slow ones to save the client's own
+ * wake-up). */
+static void wait_learn(rdma_session_t *s, const rdma_native_call_t *call)
+{
+    uint64_t took = now_ns() - call->sent_ns;
+    if (took > UINT32_MAX)
+        took = UINT32_MAX;
+    _Atomic uint32_t *e = &s->wait_est_ns[call->wait_class];
+    uint64_t est = atomic_load_explicit(e, memory_order_relaxed);
+    est = took > est ? est + (took - est) / 4 : est - (est - took) / 16;
+    atomic_store_explicit(e, (uint32_t)est, memory_order_relaxed);
+}
 
 enum { CALL_PENDING, CALL_RUNNING, CALL_DONE };
 
@@ -207,6 +279,8 @@ int rdma_native_submit(rdma_session_t *s, rdma_native_msg_t *m, rdma_native_call
         return -1;
     }
     call->id = m->head.request_id;
+    call->wait_class = wait_class_of(m);
+    call->sent_ns = now_ns();
     atomic_store(&call->state, CALL_PENDING);
     pthread_mutex_lock(&s->calls_mu);
     rdma_native_call_t **b = call_bucket(s, call->id);
@@ -255,28 +329,24 @@ static int native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_
 
 int rdma_native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_ms)
 {
+    /* A call already answered when its wait begins (an asynchronous one
+     * waited for late) says nothing of how long such calls take. */
+    int pending = !rdma_native_finished(call);
     atomic_fetch_add(&s->waiters, 1);
     int rc = native_wait(s, call, timeout_ms);
     atomic_fetch_sub(&s->waiters, 1);
+    if (rc == 0 && pending)
+        wait_learn(s, call);
     return rc;
-}
-
-/* How long a waiting thread busy-polls before it sleeps on the worker's
- * event fd. */
-#define NATIVE_SPIN_NS (50 * 1000)
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static int native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_ms)
 {
     uint64_t start = rdma_now_ms(), deadline = start + (uint64_t)timeout_ms;
-    uint64_t spin_end = 0;
+    uint64_t spin_end = s->busy_wait ? UINT64_MAX : call->sent_ns + wait_spin_ns(s, call);
     unsigned idle = 0;
+    long preemptions = -1; /* rdma_thread_preemptions at the last look; -1: none yet */
+    unsigned looked = 0;   /* the round (i) of the last look */
     for (unsigned i = 0; !rdma_native_finished(call); i++) {
         if (ucp_worker_progress(s->worker)) {
             idle = 0;
@@ -303,24 +373,31 @@ static int native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_
                 /* A reply is being delivered: it finishes at once. */
             }
         }
-        /* Busy-poll for NATIVE_SPIN_NS (a GET's reply over shared memory
-         * takes microseconds), yielding the core between polls after a
-         * while; then sleep on the worker's event fd until something
-         * arrives: a write the server takes milliseconds to commit must not
-         * cost the client a core (on a machine with few cores the server
-         * needs it). Woken at least every millisecond, so another thread
-         * progressing the worker meanwhile never strands this one. */
+        /* Busy-poll until spin_end (wait_spin_ns: as long as this kind of
+         * call normally takes), yielding the core between polls after the
+         * first few (the server may share it), or until the scheduler takes the core from this
+         * thread (an oversubscribed host: a preempted spinner waits for its turn, a sleeper is run
+         * as soon as it is woken); then sleep on the worker's event fd until something arrives: a
+         * write the server takes milliseconds to commit must not cost the client a core. Woken at
+         * least every millisecond, so another thread progressing the worker meanwhile never strands
+         * this one. */
         ++idle;
-        if (idle == 1) {
-            spin_end = now_ns() + NATIVE_SPIN_NS;
-        } else if ((idle & 63) == 0 && now_ns() >= spin_end) {
+        int look = i - looked >= 64 && !s->busy_wait;
+        int preempted = 0;
+        if (look) {
+            looked = i;
+            long pre = rdma_thread_preemptions();
+            preempted = preemptions >= 0 && pre != preemptions;
+            preemptions = pre;
+        }
+        if (look && (preempted || now_ns() >= spin_end)) {
             if (ucp_worker_arm(s->worker) == UCS_ERR_BUSY || rdma_native_finished(call))
                 continue;
             struct pollfd pfd = {.fd = s->efd, .events = POLLIN};
             poll(&pfd, 1, 1);
             idle = 0;
-        } else if (idle > 256) {
-            sched_yield();
+        } else if (idle > 16) {
+            sched_yield(); /* at once when no other thread wants the core */
         }
     }
     return 0;
@@ -510,6 +587,14 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
     if (strlen(cfg->access_key) == 0 || strlen(cfg->access_key) > RDMA_MAX_AK) {
         set_err(err, err_len, "access key length must be 1..%d", RDMA_MAX_AK);
         goto fail;
+    }
+    const char *poll_mode = getenv("S3R_RDMA_POLL");
+    if (poll_mode && *poll_mode) {
+        if (strcmp(poll_mode, "busy") != 0 && strcmp(poll_mode, "adaptive") != 0) {
+            set_err(err, err_len, "S3R_RDMA_POLL=%s: expected busy or adaptive", poll_mode);
+            goto fail;
+        }
+        s->busy_wait = strcmp(poll_mode, "busy") == 0;
     }
 
     /* UCX context and worker; knobs go into the config object, not the environment. */

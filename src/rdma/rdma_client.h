@@ -90,6 +90,8 @@ struct rdma_native_call {
     _Atomic int state;
     uint64_t id;
     rdma_native_call_t *next;
+    unsigned wait_class; /* the kind and size of request it is (rdma_native_wait) */
+    uint64_t sent_ns;    /* monotonic ns when it was submitted */
 };
 
 /* Sends the request m (its session id and request id are set here) with
@@ -102,9 +104,12 @@ int rdma_native_finished(rdma_native_call_t *call);
 /* Progresses the session once on this thread; nonzero when something
  * happened (a reply may have finished a call). */
 int rdma_native_progress(rdma_session_t *s);
-/* Waits for call, progressing the session on this thread (busy-polling a
- * short while, then sleeping in between). 0 once done has returned; -1 when
- * timeout_ms passed first (the call is withdrawn: done is never called). */
+/* Waits for call, progressing the session on this thread: busy-polling for
+ * as long as calls of its kind and size have lately taken on this session
+ * (a bounded, learned estimate), then sleeping on the worker's event fd;
+ * with the session's poll mode busy (S3R_RDMA_POLL=busy when it was opened)
+ * it never sleeps. 0 once done has returned; -1 when timeout_ms passed
+ * first (the call is withdrawn: done is never called). */
 int rdma_native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_ms);
 
 #endif

@@ -455,13 +455,25 @@ static void native_run(struct rdma_server *srv, njob_t *j)
     session_put(s);
 }
 
+/* The largest reply body m may get inline: what it asked for, within the
+ * protocol's limit. */
+static uint64_t msg_inline_max(const rdma_native_msg_t *m)
+{
+    return m->reply_inline_max < RDMA_NATIVE_MAX_INLINE ? m->reply_inline_max
+                                                        : RDMA_NATIVE_MAX_INLINE;
+}
+
 /* Whether a read admitted on the progress thread would move its reply by
  * RDMA into an out span the client's own progress must serve (a network
  * session: TCP emulates RMA with the client's help): such a read goes to
  * an executor, where a client that stopped serving its RDMA stalls one
  * thread of its user's share instead of every session of the progress
  * thread. A local session's RMA (shared memory, CMA) needs nothing of the
- * client's. */
+ * client's. Nor does a read whose out span is no longer than the inline
+ * limit it asked for: any body that fits the span goes inline
+ * (rdma_native_reply), a larger one is refused without an RMA, and an
+ * error's body is always inline; so a small GET into a registered buffer
+ * stays on the progress thread, with no hand-off to an executor. */
 static int needs_client_rma(const njob_t *j)
 {
     if (j->s->own_worker)
@@ -470,7 +482,7 @@ static int needs_client_rma(const njob_t *j)
     const char *why;
     if (rdma_native_parse_req(j->msg, j->len, &m, &why) < 0)
         return 0; /* answered BAD_MESSAGE right here */
-    int out = m.has_out;
+    int out = m.has_out && m.out.len > msg_inline_max(&m);
     rdma_native_msg_free(&m);
     return out;
 }
@@ -647,8 +659,7 @@ rdma_status_t rdma_native_body(rdma_native_req_t *r, rdma_sink_fn sink, void *ct
 
 uint64_t rdma_native_inline_max(const rdma_native_req_t *r)
 {
-    return r->m.reply_inline_max < RDMA_NATIVE_MAX_INLINE ? r->m.reply_inline_max
-                                                          : RDMA_NATIVE_MAX_INLINE;
+    return msg_inline_max(&r->m);
 }
 
 uint64_t rdma_native_out_len(const rdma_native_req_t *r)

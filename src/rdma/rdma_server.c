@@ -174,9 +174,10 @@ int rdma_server_start(const rdma_server_config_t *cfg, rdma_server_t **out_p)
     if (srv->boot_evfd < 0 || pthread_create(&srv->boot_th, NULL, boot_main, srv) != 0)
         goto fail;
     srv->boot_started = 1;
-    log_info("rdma: session port %d%s%s, %d progress thread(s), staging %zu x %zu bytes", srv->port,
-             srv->unix_fd >= 0 ? ", local clients on unix socket " : "",
-             srv->unix_fd >= 0 ? srv->unix_name : "", srv->n_progs, srv->n_chunks,
+    log_info("rdma: session port %d%s%s, %d progress thread(s) (poll %s), staging %zu x %zu bytes",
+             srv->port, srv->unix_fd >= 0 ? ", local clients on unix socket " : "",
+             srv->unix_fd >= 0 ? srv->unix_name : "", srv->n_progs,
+             srv->cfg.poll == RDMA_POLL_BUSY ? "busy" : "adaptive", srv->n_chunks,
              srv->chunk_bytes);
     *out_p = srv;
     return 0;

@@ -36,6 +36,17 @@ typedef struct rdma_native_req rdma_native_req_t;
  * a 500 InternalError). */
 typedef void (*rdma_native_fn)(void *ctx, rdma_native_req_t *req);
 
+/* How the progress threads wait for work. */
+typedef enum rdma_poll {
+    /* Poll while there is work and for RDMA_BUSY_POLL_NS after the last,
+     * then sleep in epoll until a worker has an event: no core spent on an
+     * idle server, one thread wake-up for a request that finds it asleep. */
+    RDMA_POLL_ADAPTIVE = 0,
+    /* Never sleep: every progress thread polls its workers all the time
+     * (one core each, busy or idle), so no request waits for a wake-up. */
+    RDMA_POLL_BUSY,
+} rdma_poll_t;
+
 typedef struct rdma_server_config {
     const char *listen_host; /* "127.0.0.1", "0.0.0.0" */
     int port;                /* 9100; 0 picks a free port (see rdma_server_port) */
@@ -74,6 +85,8 @@ typedef struct rdma_server_config {
     /* A transfer whose RDMA operation makes no progress this long fails
      * (RDMA_TRANSPORT) and gives its resources back. */
     unsigned stall_ms;
+    /* How progress threads wait for work (docs/deploy.md, rdma.poll). */
+    rdma_poll_t poll;
 } rdma_server_config_t;
 
 /* Fills cfg with the defaults of src/common/s3r_limits.h. */

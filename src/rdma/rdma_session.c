@@ -4,6 +4,7 @@
 #include "rdma/rdma_server_internal.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -304,8 +305,11 @@ void *prog_main(void *arg)
     struct epoll_event evs[32];
     int busy = 0;
     unsigned spins = 0;
+    unsigned rounds = 0, looked = 0; /* rounds of the loop; the round of the last look */
+    unsigned idle = 0;               /* idle rounds in a row */
+    long preemptions = 0;            /* rdma_thread_preemptions at the last look */
     native_thread_is(p);
-    for (;;) {
+    for (;; rounds++) {
         /* While busy-polling, the event fds are only drained now and then:
          * commands are read from the list below anyway, and a system call
          * per round would cost more than the round. */
@@ -363,7 +367,9 @@ void *prog_main(void *arg)
          * that arrived on it, then arm; a worker with events still pending
          * (arm says BUSY) keeps the loop spinning, and so does work done
          * within the last RDMA_BUSY_POLL_NS (a request under load finds
-         * the thread awake instead of paying for a wake-up). */
+         * the thread awake instead of paying for a wake-up), and so does
+         * everything with rdma.poll busy: the thread never arms nor sleeps. */
+        int was_busy = busy;
         busy = 0;
         int did = 0;
         if (p->shared.w)
@@ -373,17 +379,38 @@ void *prog_main(void *arg)
         did |= native_run_local(p) > 0;
         if (p->closing_list)
             closing_sweep(p, 0);
-        /* The clock is read when work was done and on every 64th idle
-         * round: enough to end the window on time, and no clock read per
-         * round of an otherwise empty poll. */
+        /* The clock is read when work was done and on a look (below): enough
+         * to end the window on time, and no clock read per round of an
+         * otherwise empty poll. */
         if (did) {
             p->active_ns = now_ns();
             busy = 1;
+            idle = 0;
             continue;
         }
-        if (busy && (++spins & 63) != 0)
+        /* Idle rounds after the first few give the core away to any thread
+         * waiting for it (sched_yield returns at once when there is none):
+         * a client sharing this core would otherwise wait the whole window
+         * for its reply. With rdma.poll busy too: on a shared core a
+         * yielding poller answered a sparse request in 35-150 us where one
+         * that never yielded took 1-4 ms (bench/gaps, load 13 on 2 cores). */
+        if (++idle > 16)
+            sched_yield();
+        if (p->srv->cfg.poll == RDMA_POLL_BUSY || (was_busy && rounds - looked < 64)) {
+            busy = 1;
             continue;
-        if (now_ns() - p->active_ns < RDMA_BUSY_POLL_NS) {
+        }
+        /* A look at most every 64 rounds, busy or idle ones, and on the
+         * first idle round after a sleep. The window also ends when the
+         * scheduler took the core from this thread since the last look (a
+         * preemption, or a yield that let another thread run): on an
+         * oversubscribed host a spinner waits for its turn (back-to-back
+         * requests included), a sleeper is run as soon as it is woken. */
+        looked = rounds;
+        long pre = rdma_thread_preemptions();
+        int preempted = pre != preemptions;
+        preemptions = pre;
+        if (!preempted && now_ns() - p->active_ns < RDMA_BUSY_POLL_NS) {
             busy = 1;
             continue;
         }

@@ -1,7 +1,15 @@
 /* UCX helpers shared by the session server and client (see rdma_ucx.h). */
 #include "rdma/rdma_ucx.h"
 
+#include <sys/resource.h>
+
 #include "rdma/rdma_net.h"
+
+long rdma_thread_preemptions(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nivcsw : 0;
+}
 
 ucs_status_t rdma_ucx_wait(ucp_worker_h w, ucs_status_ptr_t req, int timeout_ms)
 {

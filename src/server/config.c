@@ -46,6 +46,7 @@ typedef struct setting {
 
 static const char *const durability_words[] = {"fsync", "relaxed", NULL}; /* server_durability_t */
 static const char *const log_level_words[] = {"error", "warn", "info", "debug", NULL}; /* log.h */
+static const char *const rdma_poll_words[] = {"adaptive", "busy", NULL}; /* server_rdma_poll_t */
 static const char *const backend_words[] = {"local", "rados", NULL}; /* server_storage_backend_t */
 static const char *const metrics_auth_words[] = {"bearer", "public",
                                                  NULL};                 /* server_metrics_auth_t */
@@ -144,6 +145,10 @@ static const setting_t settings[] = {
           rdma.stall_ms, 10, 600000,
           "milliseconds an RDMA transfer may make no progress before it fails and gives back "
           "its staging and slot"),
+    CHOICE("rdma.poll", "rdma-poll", "S3RDMA_RDMA_POLL", "adaptive", rdma.poll, rdma_poll_words,
+           "adaptive (progress threads sleep when idle; a request that finds them asleep pays a "
+           "thread wake-up) or busy (they never sleep: no wake-up, one core per progress thread "
+           "spent even when idle)"),
     TEXT("rdma.socket", "rdma-socket", "S3RDMA_RDMA_SOCKET", "", rdma.socket,
          "Unix socket for local RDMA clients: @NAME (abstract), a path, or off "
          "(default @s3rdma.PORT)"),

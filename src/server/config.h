@@ -28,6 +28,11 @@ typedef enum server_durability {
     SERVER_DURABILITY_RELAXED,   /* "relaxed" */
 } server_durability_t;
 
+typedef enum server_rdma_poll {
+    SERVER_RDMA_POLL_ADAPTIVE = 0, /* "adaptive": progress threads sleep when idle */
+    SERVER_RDMA_POLL_BUSY,         /* "busy": progress threads never sleep */
+} server_rdma_poll_t;
+
 typedef enum server_storage_backend {
     SERVER_STORAGE_LOCAL = 0, /* "local": LMDB + files in data_dir */
     SERVER_STORAGE_RADOS,     /* "rados": a Ceph cluster */
@@ -69,6 +74,7 @@ typedef struct server_config {
         unsigned max_native;
         unsigned user_share; /* percent of each pool one access key may hold */
         unsigned stall_ms;   /* a transfer making no progress this long fails */
+        int poll;            /* server_rdma_poll_t */
         char *socket;        /* "" = @s3rdma.PORT, "off" = none */
         unsigned trusted_uids[SERVER_MAX_TRUSTED_UIDS];
         size_t n_trusted_uids;

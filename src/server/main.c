@@ -158,6 +158,7 @@ static int start_rdma(server_config_t *cfg, const server_addr_t *at, rdma_server
     rc_cfg.max_native_queued = cfg->rdma.max_native;
     rc_cfg.user_share = cfg->rdma.user_share;
     rc_cfg.stall_ms = cfg->rdma.stall_ms;
+    rc_cfg.poll = cfg->rdma.poll == SERVER_RDMA_POLL_BUSY ? RDMA_POLL_BUSY : RDMA_POLL_ADAPTIVE;
     if (strcmp(cfg->rdma.socket, "off") == 0)
         rc_cfg.unix_socket = "";
     else if (*cfg->rdma.socket)

@@ -87,6 +87,8 @@ def test_precedence(tmp_path, layer):
     ("", ["--tls-listen", "off"], "tls.listen must be HOST:PORT, [V6]:PORT or :PORT, not 'off'"),
     ("", ["--rdma-listen", "nowhere"], "rdma.listen must be HOST:PORT"),
     ("", ["--rdma-trusted-uids", "1,2,"], "rdma.trusted_uids must be a comma-separated list"),
+    ("", ["--rdma-poll", "sometimes"], "rdma.poll must be 'adaptive' or 'busy', not 'sometimes'"),
+    ("rdma:\n  poll: spin\n", [], "rdma.poll must be 'adaptive' or 'busy', not 'spin'"),
     ("", ["--tls-cert", "c.pem"], "tls.cert and tls.key go together"),
     ("tls:\n  key: k.pem\n", [], "tls.cert and tls.key go together"),
     ("", ["--listen", "off"], "listen is off and HTTPS is not configured"),
@@ -112,6 +114,7 @@ def test_help_lists_every_setting():
                  "--http-max-connections", "--http-max-connections-per-ip",
                  "--http-idle-timeout", "--http-head-timeout", "--http-min-body-rate",
                  "--http-body-rate-window", "--tls-cert", "--tls-key", "--tls-listen",
-                 "--rdma-required", "--rdma-advertise", "S3RDMA_TLS_CERT"):
+                 "--rdma-required", "--rdma-advertise", "--rdma-poll", "S3RDMA_RDMA_POLL",
+                 "S3RDMA_TLS_CERT"):
         assert flag in r.stdout, flag
     assert "S3RDMA_ROOT_USER" in r.stdout
