@@ -14,6 +14,7 @@ import socket
 import ssl
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.parse
@@ -223,3 +224,18 @@ def perftest(env, test, size, iters, warm, rank=50.0):
         except subprocess.TimeoutExpired:
             srv.kill()
             srv.wait()
+
+
+def install_package(tmp):
+    """pip-installs python/ into tmp/site (built against build/) and puts it on sys.path
+    (and on PYTHONPATH, for worker processes started by spawn)."""
+    site = os.path.join(tmp, "site")
+    env = dict(os.environ, S3RDMA_BUILD=os.path.join(ROOT, "build"),
+               S3RDMA_INCLUDE=os.path.join(ROOT, "include"), PIP_NO_INDEX="1")
+    src = os.path.join(tmp, "pkg")
+    subprocess.run(["cp", "-r", os.path.join(ROOT, "python"), src], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", site,
+                    src], check=True, env=env, stdout=subprocess.DEVNULL)
+    sys.path.insert(0, site)
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in [site, os.environ.get("PYTHONPATH")] if p)

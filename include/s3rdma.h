@@ -306,6 +306,11 @@ typedef struct s3r_put_opts {
     const s3r_meta_t *meta;   /* user metadata, n_meta entries */
     size_t n_meta;
     s3r_transport_t transport; /* DEFAULT: the client's */
+    /* 1: create only (If-None-Match: *). The write commits only if the key
+     * holds no object, checked atomically with the commit; otherwise
+     * S3R_ERR_SERVER with code PreconditionFailed (412) and nothing changes.
+     * A multipart upload carries it on its CompleteMultipartUpload. */
+    int if_none_match;
 } s3r_put_opts_t;
 
 /* Options of a GET; NULL means the whole object over the client's transport. */

@@ -65,6 +65,56 @@ int64_t s3c_now_ms(void)
 }
 
 /* ======================================================================== */
+/* Fork                                                                      */
+/* ======================================================================== */
+
+/* Every live client, so that fork() finds them all: before it, the forking
+ * thread takes each client's locks (no other thread holds one mid-change
+ * when the memory is copied, and none stays locked forever in the child);
+ * after it the parent just unlocks, while the child first makes its copies
+ * its own: the parent's RDMA sessions retired without a UCX call and the
+ * parent's idle HTTP connections forgotten (s3c_rdma_after_fork,
+ * s3c_http_after_fork). The order rdma_mu, curl_mu, key_mu is the order in
+ * which the library nests them. */
+static pthread_mutex_t clients_mu = PTHREAD_MUTEX_INITIALIZER;
+static s3r_client_t *clients;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&clients_mu);
+    for (s3r_client_t *c = clients; c != NULL; c = c->fork_next) {
+        pthread_mutex_lock(&c->rdma_mu);
+        pthread_mutex_lock(&c->curl_mu);
+        pthread_mutex_lock(&c->key_mu);
+    }
+}
+
+static void fork_unlock_all(void)
+{
+    for (s3r_client_t *c = clients; c != NULL; c = c->fork_next) {
+        pthread_mutex_unlock(&c->key_mu);
+        pthread_mutex_unlock(&c->curl_mu);
+        pthread_mutex_unlock(&c->rdma_mu);
+    }
+    pthread_mutex_unlock(&clients_mu);
+}
+
+static void fork_child(void)
+{
+    for (s3r_client_t *c = clients; c != NULL; c = c->fork_next) {
+        s3c_rdma_after_fork(c);
+        s3c_http_after_fork(c);
+    }
+    fork_unlock_all();
+}
+
+static void atfork_register(void)
+{
+    pthread_atfork(fork_prepare, fork_unlock_all, fork_child);
+}
+
+/* ======================================================================== */
 /* Create / destroy / stats                                                  */
 /* ======================================================================== */
 
@@ -89,6 +139,13 @@ s3r_status_t s3r_client_create(const s3r_config_t *cfg, s3r_client_t **client_p)
     pthread_mutex_init(&c->curl_mu, NULL);
     pthread_mutex_init(&c->key_mu, NULL);
     pthread_mutex_init(&c->rdma_mu, NULL);
+    pthread_once(&atfork_once, atfork_register);
+    pthread_mutex_lock(&clients_mu);
+    c->fork_next = clients;
+    if (clients != NULL)
+        clients->fork_prev = c;
+    clients = c;
+    pthread_mutex_unlock(&clients_mu);
     *client_p = c;
     return S3R_OK;
 }
@@ -97,6 +154,14 @@ void s3r_client_destroy(s3r_client_t *c)
 {
     if (c == NULL)
         return;
+    pthread_mutex_lock(&clients_mu);
+    if (c->fork_prev != NULL)
+        c->fork_prev->fork_next = c->fork_next;
+    else
+        clients = c->fork_next;
+    if (c->fork_next != NULL)
+        c->fork_next->fork_prev = c->fork_prev;
+    pthread_mutex_unlock(&clients_mu);
     s3c_rdma_cleanup(c);
     s3c_http_cleanup(c);
     pthread_mutex_destroy(&c->curl_mu);

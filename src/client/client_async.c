@@ -134,7 +134,8 @@ int s3r_op_test(s3r_op_t *op)
     if (op == NULL || op->settled || !op->inflight)
         return 1;
     rdma_session_t *rs = s3c_sess_rdma(op->n.sess);
-    return rdma_native_finished(&op->n.call) ||
+    /* A request the parent sent before fork settles (as lost) at once. */
+    return rdma_native_finished(&op->n.call) || rdma_session_inherited(rs) ||
            (rdma_native_progress(rs) && rdma_native_finished(&op->n.call));
 }
 

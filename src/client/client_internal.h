@@ -144,6 +144,10 @@ struct s3r_client {
     bool rdma_asked;      /* the servers were asked for their session endpoints */
     char sess_err[256];
     uint64_t lru_clock;
+
+    /* Every live client is on one list (client.c) so that fork can take
+     * their locks before and make a child's copy its own after. */
+    s3r_client_t *fork_prev, *fork_next;
 };
 
 /* ---- Last error (client_error.c) ------------------------------------------ */
@@ -228,6 +232,9 @@ s3r_status_t s3c_http_do(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *resp);
 s3r_status_t s3c_http_error(s3r_client_t *c, const s3c_resp_t *resp, s3r_transport_t t,
                             bool key_op);
 void s3c_http_cleanup(s3r_client_t *c);
+/* In a forked child (curl_mu held): forgets the idle handles, whose
+ * keep-alive connections the parent goes on using. */
+void s3c_http_after_fork(s3r_client_t *c);
 int s3c_http_global_init(void);
 
 /* ---- rdma.c: session, registered memory, tokens --------------------------- */
@@ -283,6 +290,11 @@ s3r_status_t s3c_native_finish(s3r_client_t *c, s3c_ncall_t *n, int timeout_ms);
  * server are S3R_ERR_RDMA_UNAVAILABLE. */
 s3r_status_t s3c_do(s3r_client_t *c, s3r_transport_t t, s3c_req_t *req, s3c_resp_t *resp);
 void s3c_rdma_cleanup(s3r_client_t *c);
+/* In a forked child (rdma_mu held): retires the parent's sessions (closed,
+ * without UCX, once their last user goes), forgets the registered scratch
+ * buffers (mapped shared with the parent) and lets the next request open a
+ * session of this process's own. */
+void s3c_rdma_after_fork(s3r_client_t *c);
 
 /* ---- client.c: helpers shared by the operation files ---------------------- */
 

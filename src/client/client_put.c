@@ -15,12 +15,16 @@
 /* PUT                                                                       */
 /* ======================================================================== */
 
-/* Adds Content-Type and x-amz-meta-* from opts. */
+/* Adds Content-Type, x-amz-meta-* and If-None-Match from opts. Parts never
+ * carry If-None-Match (mpu_part passes its own opts) and neither does the
+ * CreateMultipartUpload (mpu_start clears it): it belongs to the commit. */
 static s3r_status_t add_put_headers(s3r_client_t *c, s3c_req_t *req, strs_t *ss,
                                     const s3r_put_opts_t *opts)
 {
     if (opts == NULL)
         return S3R_OK;
+    if (opts->if_none_match)
+        s3c_req_hdr(req, "if-none-match", "*");
     if (opts->content_type != NULL && opts->content_type[0] != '\0')
         s3c_req_hdr(req, "content-type", opts->content_type);
     for (size_t i = 0; i < opts->n_meta; i++) {
@@ -167,12 +171,14 @@ typedef struct mpu {
     buf_t complete;  /* the CompleteMultipartUpload body */
     strs_t ss;
     unsigned parts;
+    int if_none_match; /* the Complete carries If-None-Match: * */
 } mpu_t;
 
 static s3r_status_t mpu_start(s3r_client_t *c, const char *bucket, const char *key,
                               const s3r_put_opts_t *opts, mpu_t *m)
 {
     memset(m, 0, sizeof(*m));
+    m->if_none_match = opts != NULL && opts->if_none_match;
     buf_init(&m->complete, 2 * 1024 * 1024);
     buf_t body;
     buf_init(&body, S3C_MAX_ERROR_BODY);
@@ -181,7 +187,9 @@ static s3r_status_t mpu_start(s3r_client_t *c, const char *bucket, const char *k
     s3c_req_init(&req, "POST", bucket, key);
     req.native_op = RDMA_OP_CREATE_MPU;
     req.query = "uploads";
-    s3r_status_t st = add_put_headers(c, &req, &hs, opts);
+    s3r_put_opts_t create = opts ? *opts : (s3r_put_opts_t){0};
+    create.if_none_match = 0;
+    s3r_status_t st = add_put_headers(c, &req, &hs, &create);
     if (st == S3R_OK)
         st = get_xml(c, &req, &body);
     if (st == S3R_OK && s3c_xml_parse_upload_id(body.data, body.len, &m->upload_id) < 0)
@@ -233,6 +241,8 @@ static s3r_status_t mpu_finish(s3r_client_t *c, const char *bucket, const char *
     req.query = q;
     req.body = m->complete.data;
     req.body_len = m->complete.len;
+    if (m->if_none_match)
+        s3c_req_hdr(&req, "if-none-match", "*");
     s3r_status_t st = get_xml(c, &req, &body);
     if (st == S3R_OK)
         st = error_in_200(c, &body);

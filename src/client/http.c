@@ -232,6 +232,16 @@ static void handle_put(s3r_client_t *c, CURL *h, bool broken)
         curl_easy_cleanup(h);
 }
 
+void s3c_http_after_fork(s3r_client_t *c)
+{
+    /* Their connections are the parent's too: cleaning a handle up could
+     * send on them (a TLS close_notify), so the handles are left as they
+     * are, as are the sockets' copies in this process. */
+    free(c->curl_idle);
+    c->curl_idle = NULL;
+    c->n_curl_idle = c->cap_curl_idle = 0;
+}
+
 void s3c_http_cleanup(s3r_client_t *c)
 {
     for (size_t i = 0; i < c->n_curl_idle; i++)

@@ -183,7 +183,11 @@ static s3r_status_t native_finish(s3r_client_t *c, s3c_ncall_t *n, int timeout_m
     int timeout = timeout_ms >= 0              ? timeout_ms
                   : c->set.http_timeout_ms > 0 ? (int)c->set.http_timeout_ms
                                                : S3C_NATIVE_TIMEOUT_MS;
-    if (rdma_native_wait(s3c_sess_rdma(n->sess), &n->call, timeout) < 0)
+    if (rdma_session_inherited(s3c_sess_rdma(n->sess)))
+        /* Sent by the parent before fork: its answer goes to the parent. */
+        st = s3c_fail(c, S3R_ERR_RDMA_UNAVAILABLE, S3R_TRANSPORT_NATIVE, 0, "",
+                      "the request was sent by the parent process before fork");
+    else if (rdma_native_wait(s3c_sess_rdma(n->sess), &n->call, timeout) < 0)
         st = s3c_fail(c, S3R_ERR_TIMEOUT, S3R_TRANSPORT_NATIVE, 0, "",
                       "no native reply within %d ms", timeout);
     else if (n->resp->status == 0)
@@ -294,8 +298,10 @@ static s3r_status_t native_plain(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *re
 
 /* A request whose reply body goes to a growable buffer (listings, XML
  * answers, get_alloc): the body comes inline or into registered scratch
- * memory, and when the server names a larger size, once more into scratch
- * memory that large. */
+ * memory (S3C_SCRATCH_BYTES, reused across requests). A larger body, whose
+ * size the server names, is asked for once more and written straight into
+ * the growable buffer, registered for that request only: no scratch memory
+ * the size of the largest object is kept, and the body is not copied. */
 static s3r_status_t native_grow(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *resp)
 {
     s3c_sess_t *sess = NULL;
@@ -305,24 +311,38 @@ static s3r_status_t native_grow(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *res
         return S3R_ERR_RDMA_UNAVAILABLE;
     }
     s3r_status_t st = S3R_OK;
-    uint64_t region = 0, len = 0, need = S3C_SCRATCH_BYTES;
-    void *scratch = NULL;
-    for (int attempt = 0; attempt < 2 && st == S3R_OK && need; attempt++) {
-        s3c_scratch_put(c, scratch, len);
-        scratch = s3c_scratch_get(c, need, &len);
-        if (!scratch) {
-            st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_NATIVE, 0, "", "out of memory");
-            break;
-        }
+    uint64_t region = 0, len = 0;
+    buf_t *b = req->sink_grow;
+    void *scratch = s3c_scratch_get(c, S3C_SCRATCH_BYTES, &len);
+    if (!scratch) {
+        st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_NATIVE, 0, "", "out of memory");
+    } else {
         resp_reset(resp);
         st = native_once(c, sess, req, resp, scratch, len, &region);
-        need = st == S3R_OK ? bytes_needed(resp) : 0;
     }
-    if (st == S3R_OK && region &&
-        (region > len || buf_append(req->sink_grow, scratch, (size_t)region) != 0))
+    uint64_t need = st == S3R_OK ? bytes_needed(resp) : 0;
+    if (need > 0 && (need > b->max - b->len || buf_reserve(b, (size_t)need) != 0)) {
+        resp->overflow = true; /* beyond the buffer's bound, or out of memory */
+    } else if (need > 0) {
+        char *dst = b->data + b->len;
+        resp_reset(resp);
+        st = native_once(c, sess, req, resp, dst, need, &region);
+        /* The buffer changes hands when the call returns. */
+        s3r_buf_unregister(c, dst);
+        if (st == S3R_OK && region > need) {
+            st = s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_NATIVE, resp->status, "",
+                          "reply body written outside the buffer");
+        } else if (st == S3R_OK && region) {
+            b->len += (size_t)region;
+            b->data[b->len] = '\0';
+            resp->body_bytes = region;
+        }
+    } else if (st == S3R_OK && region &&
+               (region > len || buf_append(b, scratch, (size_t)region) != 0)) {
         resp->overflow = true;
-    else if (st == S3R_OK && region)
+    } else if (st == S3R_OK && region) {
         resp->body_bytes = region;
+    }
     s3c_scratch_put(c, scratch, len);
     s3c_sess_put(c, sess, st == S3R_ERR_RDMA_UNAVAILABLE);
     if (st == S3R_OK && !resp->overflow && resp->status >= 200 && resp->status <= 299)

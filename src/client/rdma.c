@@ -464,11 +464,9 @@ s3r_status_t s3r_buf_alloc(s3r_client_t *c, size_t len, void **buf_p)
     return S3R_OK;
 }
 
-void s3r_buf_free(s3r_client_t *c, void *buf)
+/* Frees the s3r_buf_alloc buffer at buf, if it is one. rdma_mu held. */
+static void buf_free_locked(s3r_client_t *c, void *buf)
 {
-    if (c == NULL || buf == NULL)
-        return;
-    pthread_mutex_lock(&c->rdma_mu);
     for (s3c_alloc_t **pp = &c->allocs; *pp; pp = &(*pp)->next) {
         s3c_alloc_t *al = *pp;
         if (al->addr != buf)
@@ -494,6 +492,14 @@ void s3r_buf_free(s3r_client_t *c, void *buf)
     /* A newer session may have registered the memory as a caller buffer. */
     if (c->sess != NULL)
         forget_in(c->sess, buf);
+}
+
+void s3r_buf_free(s3r_client_t *c, void *buf)
+{
+    if (c == NULL || buf == NULL)
+        return;
+    pthread_mutex_lock(&c->rdma_mu);
+    buf_free_locked(c, buf);
     pthread_mutex_unlock(&c->rdma_mu);
 }
 
@@ -546,6 +552,24 @@ void s3c_scratch_put(s3r_client_t *c, void *p, uint64_t len)
     pthread_mutex_unlock(&c->rdma_mu);
     free(sc);
     s3r_buf_free(c, p);
+}
+
+void s3c_rdma_after_fork(s3r_client_t *c)
+{
+    /* Scratch buffers are the parent's session memory, mapped shared with
+     * the parent: reusing one here would write where the parent reads. */
+    while (c->scratch != NULL) {
+        struct s3c_scratch *sc = c->scratch;
+        c->scratch = sc->next;
+        buf_free_locked(c, sc->p);
+        free(sc);
+    }
+    c->n_scratch = 0;
+    /* Retired, the parent's sessions are closed (forgotten, rdma_client.h)
+     * when their last user goes: requests in flight at the fork, and the
+     * caller's s3r_buf_alloc buffers, which stay usable as plain memory. */
+    sess_retire(c);
+    c->sess_fail_ms = 0;
 }
 
 void s3c_rdma_cleanup(s3r_client_t *c)

@@ -4,7 +4,19 @@
  * Threads: the session's progress thread is the only one that progresses the
  * worker (the server does all one-sided work; over TCP UCX emulates it with
  * messages this side must answer while the caller sits in an HTTP call).
- * Lifeline request/reply pairs are serialised by the session mutex. */
+ * Lifeline request/reply pairs are serialised by the session mutex.
+ *
+ * Fork. A session belongs to the process that opened it. In a process
+ * forked from it the session is inherited: every call treats it as dead
+ * and touches neither its UCX objects, its threads (they do not exist in
+ * the child) nor its mutexes (a parent thread may have held one at the
+ * fork), and closing it only closes this process's copies of its sockets
+ * and frees its memory here. UCX 1.13 itself cannot be started again in
+ * such a child: its async thread is process-global, and the child inherits
+ * its state (in use, an epoll instance shared with the parent) but not the
+ * thread, so a new worker's connections are never accepted and its events
+ * reach the parent's thread. A session open in a process whose ancestor
+ * started UCX therefore fails at once, without calling UCX. */
 #include "rdma/rdma_client.h"
 
 #include <errno.h>
@@ -35,6 +47,10 @@
 #define WAIT_SIZE_STEPS 8
 #define WAIT_CLASSES    ((RDMA_OP_MAX + 1) * WAIT_SIZE_STEPS)
 
+/* The process that started UCX (its first ucp_init here); a forked child
+ * inherits the value and so knows UCX is not usable in it. 0: none yet. */
+static _Atomic pid_t ucx_owner;
+
 struct rdma_region {
     uint32_t id;
     uint8_t *addr;
@@ -44,6 +60,7 @@ struct rdma_region {
 };
 
 struct rdma_session {
+    pid_t pid; /* the process that opened it */
     ucp_context_h ctx;
     ucp_worker_h worker;
     int efd;
@@ -93,6 +110,17 @@ static void set_err(char *err, size_t err_len, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err, err_len, fmt, ap);
     va_end(ap);
+}
+
+/* Whether s was opened by another process (inherited across fork). */
+static int inherited(const rdma_session_t *s)
+{
+    return s->pid != getpid();
+}
+
+int rdma_session_inherited(rdma_session_t *s)
+{
+    return s != NULL && inherited(s);
 }
 
 static void *client_progress_main(void *arg)
@@ -264,7 +292,7 @@ static void native_sent(void *request, ucs_status_t status, void *user_data)
 int rdma_native_submit(rdma_session_t *s, rdma_native_msg_t *m, rdma_native_call_t *call, char *err,
                        size_t err_len)
 {
-    if (atomic_load(&s->dead)) {
+    if (atomic_load(&s->dead) || inherited(s)) {
         set_err(err, err_len, "the RDMA session is down");
         return -1;
     }
@@ -322,7 +350,7 @@ int rdma_native_finished(rdma_native_call_t *call)
 
 int rdma_native_progress(rdma_session_t *s)
 {
-    return (int)ucp_worker_progress(s->worker);
+    return inherited(s) ? 0 : (int)ucp_worker_progress(s->worker);
 }
 
 static int native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_ms);
@@ -575,6 +603,7 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
         set_err(err, err_len, "out of memory");
         return -1;
     }
+    s->pid = getpid();
     s->fd = -1;
     s->stop_fd = -1;
     s->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : DEFAULT_TIMEOUT_MS;
@@ -595,6 +624,15 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
             goto fail;
         }
         s->busy_wait = strcmp(poll_mode, "busy") == 0;
+    }
+
+    pid_t owner = atomic_load(&ucx_owner);
+    if (owner != 0 && owner != s->pid) {
+        set_err(err, err_len,
+                "UCX cannot run here: this process was forked from process %d after it had "
+                "started UCX (docs/client.md, Fork)",
+                (int)owner);
+        goto fail;
     }
 
     /* UCX context and worker; knobs go into the config object, not the environment. */
@@ -629,6 +667,7 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
         set_err(err, err_len, "ucp_init: %s", ucs_status_string(st));
         goto fail;
     }
+    atomic_store(&ucx_owner, s->pid);
     ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
                               .thread_mode = UCS_THREAD_MODE_MULTI};
     if ((st = ucp_worker_create(s->ctx, &wp, &s->worker)) != UCS_OK ||
@@ -746,10 +785,32 @@ fail:
     return -1;
 }
 
+/* Forgets a session inherited across fork: closes this process's copies of
+ * its sockets (the parent's own keep its session up, and the server sees
+ * the lifeline close when the parent closes it) and frees its memory here.
+ * No UCX call, no thread join, no lock: all of them are the parent's. */
+static void session_forget(rdma_session_t *s)
+{
+    if (s->fd >= 0)
+        close(s->fd);
+    if (s->stop_fd >= 0)
+        close(s->stop_fd);
+    while (s->regions) {
+        rdma_region_t *r = s->regions;
+        s->regions = r->next;
+        free(r);
+    }
+    free(s);
+}
+
 void rdma_session_close(rdma_session_t *s)
 {
     if (!s)
         return;
+    if (inherited(s)) {
+        session_forget(s);
+        return;
+    }
     if (s->th_started) {
         atomic_store(&s->stop, 1);
         uint64_t one = 1;
@@ -791,7 +852,7 @@ void rdma_session_close(rdma_session_t *s)
 
 int rdma_session_alive(rdma_session_t *s)
 {
-    if (!s || atomic_load(&s->dead))
+    if (!s || atomic_load(&s->dead) || inherited(s))
         return 0;
     pthread_mutex_lock(&s->mu);
     struct pollfd pfd = {.fd = s->fd, .events = POLLIN};
@@ -897,6 +958,10 @@ static int region_map(rdma_session_t *s, void *addr, size_t len, int allocate,
 int rdma_region_add(rdma_session_t *s, void *addr, size_t len, rdma_region_t **out_p, char *err,
                     size_t err_len)
 {
+    if (inherited(s)) {
+        set_err(err, err_len, "the RDMA session belongs to the parent process");
+        return -1;
+    }
     if (!addr) {
         set_err(err, err_len, "NULL region address");
         return -1;
@@ -908,6 +973,10 @@ int rdma_region_alloc(rdma_session_t *s, size_t len, void **addr_p, rdma_region_
                       char *err, size_t err_len)
 {
     rdma_region_t *r;
+    if (inherited(s)) {
+        set_err(err, err_len, "the RDMA session belongs to the parent process");
+        return -1;
+    }
     if (region_map(s, NULL, len, 1, &r, err, err_len) < 0)
         return -1;
     *addr_p = r->addr;
@@ -919,6 +988,17 @@ void rdma_region_remove(rdma_session_t *s, rdma_region_t *r)
 {
     if (!s || !r)
         return;
+    if (inherited(s)) {
+        /* The parent's registration: only this process's record goes. */
+        for (rdma_region_t **pp = &s->regions; *pp; pp = &(*pp)->next) {
+            if (*pp == r) {
+                *pp = r->next;
+                free(r);
+                break;
+            }
+        }
+        return;
+    }
     pthread_mutex_lock(&s->mu);
     int found = 0;
     for (rdma_region_t **pp = &s->regions; *pp; pp = &(*pp)->next) {

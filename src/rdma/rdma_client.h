@@ -4,7 +4,10 @@
  *
  * A session owns a UCX context+worker and a progress thread (so one-sided
  * operations that UCX emulates over TCP complete while the caller waits on
- * HTTP). Threads: all calls on one session are thread-safe. */
+ * HTTP). Threads: all calls on one session are thread-safe. Fork: a session
+ * is its opening process's; in a forked child it is dead (see
+ * rdma_session_inherited), and no session can be opened in a process
+ * forked from one that had started UCX (rdma_client.c says why). */
 #ifndef S3R_RDMA_RDMA_CLIENT_H
 #define S3R_RDMA_RDMA_CLIENT_H
 
@@ -39,8 +42,13 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
                       size_t err_len);
 /* Closes the lifeline and frees everything, regions included; NULL is a no-op. */
 void rdma_session_close(rdma_session_t *s);
-/* 1 while the lifeline is up and no transport error was seen. */
+/* 1 while the lifeline is up and no transport error was seen; 0 for a
+ * session inherited across fork. */
 int rdma_session_alive(rdma_session_t *s);
+/* 1 when s was opened by another process and inherited across fork: it is
+ * dead here, and no call on it touches UCX, its threads or its locks
+ * (rdma_session_close only forgets it). */
+int rdma_session_inherited(rdma_session_t *s);
 
 /* Registers [addr, addr+len) with UCX and announces it to the server
  * (REGION_ADD). The memory must stay valid until rdma_region_remove. Returns

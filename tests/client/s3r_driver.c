@@ -28,6 +28,15 @@
  *   s3r_driver [options] rm BUCKET KEY
  *   s3r_driver [options] mb|rb|hb BUCKET              create / delete / head a bucket
  *   s3r_driver [options] lb                           print "BUCKET name created" per bucket
+ *   s3r_driver [options] fork BUCKET SIZE             put+get+verify, leave an async GET in
+ *                                                     flight, fork; the child (exit code 0 only
+ *                                                     if all passed; prints "CHILD inherited=ST
+ *                                                     new=ST pending=ST http_ops=N native_ops=N")
+ *                                                     frees the pending GET, put+get+verify with
+ *                                                     the inherited client and with a new one,
+ *                                                     destroys both; the parent settles its GET,
+ *                                                     waits for the child and put+get+verify
+ *                                                     again ("FORK child_rc=N")
  *   s3r_driver [options] ls BUCKET PREFIX DELIM START_AFTER MAX_KEYS ALL [TOKEN]
  *                                                     one s3r_object_list ("-" = unset; ALL 0/1):
  *                                                     "OBJ hex(key) size etag mtime",
@@ -53,6 +62,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "s3rdma.h"
@@ -606,6 +616,79 @@ static int do_fetch(const char *bucket, const char *key, const char *path)
     return 0;
 }
 
+/* ---- fork ------------------------------------------------------------------------ */
+
+static s3r_config_t cfg_used; /* what cli was created with (fork's new client) */
+
+/* The child's half of do_fork: every status it saw on one line. */
+static int fork_child(const char *bucket, uint64_t size, s3r_op_t *pending)
+{
+    uint64_t n = 0;
+    s3r_status_t pend = s3r_op_wait(pending, &n);
+    s3r_op_free(pending);
+    int bad = pend != S3R_OK && pend != S3R_ERR_RDMA_UNAVAILABLE;
+    s3r_status_t inh = S3R_OK, fresh = S3R_OK;
+    if (do_put(bucket, "fork-child", size, 2) || do_get(bucket, "fork-child", size, 2) ||
+        do_get(bucket, "fork-parent", size, 1))
+        inh = last_st;
+    s3r_stats_t s;
+    s3r_client_stats(cli, &s);
+    s3r_client_t *parent_cli = cli;
+    if (s3r_client_create(&cfg_used, &cli) != S3R_OK) {
+        fresh = S3R_ERR_NOMEM;
+        cli = parent_cli;
+    } else {
+        if (do_put(bucket, "fork-new", size, 4) || do_get(bucket, "fork-new", size, 4) ||
+            do_get(bucket, "fork-child", size, 2))
+            fresh = last_st;
+        s3r_client_destroy(cli);
+        cli = parent_cli;
+    }
+    printf("CHILD inherited=%s new=%s pending=%s http_ops=%llu native_ops=%llu\n",
+           s3r_status_name(inh), s3r_status_name(fresh), s3r_status_name(pend),
+           (unsigned long long)s.http_ops, (unsigned long long)s.native_ops);
+    fflush(stdout);
+    s3r_client_destroy(cli);
+    return bad || inh != S3R_OK || fresh != S3R_OK;
+}
+
+static int do_fork(const char *bucket, uint64_t size)
+{
+    if (do_put(bucket, "fork-parent", size, 1) || do_get(bucket, "fork-parent", size, 1))
+        return 1;
+    uint8_t *p = buf_get(size);
+    CHECK(p != NULL, "allocating %llu bytes", (unsigned long long)size);
+    s3r_op_t *op = NULL;
+    s3r_status_t st = s3r_object_get_async(cli, bucket, "fork-parent", p, size, NULL, &op);
+    if (st != S3R_OK) {
+        explain("get_async", st);
+        return 1;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork");
+    if (pid == 0)
+        _exit(fork_child(bucket, size, op));
+    uint64_t n = 0;
+    st = s3r_op_wait(op, &n);
+    s3r_op_free(op);
+    if (st != S3R_OK) {
+        explain("parent's get_async", st);
+        return 1;
+    }
+    CHECK(n == size && verify(p, n, 1, 0) == 0, "parent's get_async: bad bytes");
+    buf_put(p);
+    int wst = 0;
+    CHECK(waitpid(pid, &wst, 0) == pid, "waitpid");
+    int child_rc = WIFEXITED(wst) ? WEXITSTATUS(wst) : 128 + WTERMSIG(wst);
+    printf("FORK child_rc=%d\n", child_rc);
+    if (do_put(bucket, "fork-parent", size, 3) || do_get(bucket, "fork-parent", size, 3) ||
+        do_get(bucket, "fork-child", size, 2))
+        return 1;
+    return child_rc != 0;
+}
+
 /* ---- control operations, printed for the test to compare --------------------- */
 
 static void hex_out(const char *s)
@@ -772,6 +855,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: see the comment at the top of tests/client/s3r_driver.c\n");
         return 2;
     }
+    cfg_used = cfg;
     s3r_status_t st = s3r_client_create(&cfg, &cli);
     if (st != S3R_OK) {
         printf("RESULT status=%s\n", s3r_status_name(st));
@@ -841,6 +925,8 @@ int main(int argc, char **argv)
         rc = simple_result("hb", s3r_bucket_head(cli, argv[1]));
     else if (strcmp(cmd, "lb") == 0 && argc == 1)
         rc = do_lb();
+    else if (strcmp(cmd, "fork") == 0 && argc == 3)
+        rc = do_fork(argv[1], strtoull(argv[2], NULL, 0));
     else if (strcmp(cmd, "ls") == 0 && (argc == 7 || argc == 8))
         rc = do_ls(argv + 1, argc - 1);
     else {

@@ -13,7 +13,7 @@ from .client import (Bucket, Client, DeleteResult, ListPage, ObjectEntry, Object
                      RDMAClient)
 from .errors import (AccessDenied, BucketAlreadyExists, BucketNotEmpty, BufferTooSmall,
                      ConnectionFailed, InvalidArgument, InvalidRange, NoSuchBucket, NoSuchKey,
-                     S3Error, Timeout, UnsafeLocalPath)
+                     PreconditionFailed, S3Error, Timeout, UnsafeLocalPath)
 
 __version__ = "0.1.0"
 
@@ -21,5 +21,5 @@ __all__ = [
     "Client", "RDMAClient", "ObjectInfo", "ObjectEntry", "ListPage", "Bucket", "DeleteResult",
     "S3Error", "NoSuchKey", "NoSuchBucket", "AccessDenied", "BucketAlreadyExists",
     "BucketNotEmpty", "InvalidRange", "BufferTooSmall", "ConnectionFailed", "Timeout",
-    "InvalidArgument", "UnsafeLocalPath", "LIBRARY_VERSION",
+    "InvalidArgument", "PreconditionFailed", "UnsafeLocalPath", "LIBRARY_VERSION",
 ]

@@ -20,6 +20,7 @@
 #include <Python.h>
 
 #include <s3rdma.h>
+#include <unistd.h>
 
 static PyObject *error_factory; /* set_error_factory() */
 
@@ -52,7 +53,23 @@ typedef struct {
     } pool[POOL_BLOCKS];
     int npool;
     size_t pool_bytes;
+    pid_t pool_pid; /* the process whose blocks the pool holds */
 } ClientObject;
+
+/* In a process forked from the one that filled the pool, its blocks are the
+ * parent's session memory, mapped shared with the parent: handing one out
+ * here would let both processes write it. The child forgets them
+ * (libs3rdma keeps the memory mapped and registers nothing for it). */
+static void pool_claim(ClientObject *self)
+{
+    if (self->pool_pid == getpid())
+        return;
+    for (int i = 0; i < self->npool; i++)
+        s3r_buf_free(self->c, self->pool[i].p);
+    self->npool = 0;
+    self->pool_bytes = 0;
+    self->pool_pid = getpid();
+}
 
 static void client_maybe_destroy(ClientObject *self)
 {
@@ -252,6 +269,7 @@ static int client_init(ClientObject *self, PyObject *args, PyObject *kw)
     }
     self->c = c;
     self->closed = 0;
+    self->pool_pid = getpid();
     return 0;
 }
 
@@ -409,16 +427,19 @@ static int put_opts(PyObject *ctype, PyObject *meta, PyObject *tr, s3r_put_opts_
 
 static PyObject *client_put(ClientObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwl[] = {"bucket", "key", "data", "content_type", "metadata", "transport", NULL};
+    static char *kwl[] = {"bucket",   "key",       "data",          "content_type",
+                          "metadata", "transport", "if_none_match", NULL};
     const char *bucket, *key;
     Py_buffer buf;
     PyObject *ctype = NULL, *meta = NULL, *tr = NULL, *keep = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ssy*|OOO", kwl, &bucket, &key, &buf, &ctype, &meta,
-                                     &tr))
+    int inm = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ssy*|OOOp", kwl, &bucket, &key, &buf, &ctype, &meta,
+                                     &tr, &inm))
         return NULL;
     s3r_put_opts_t o;
     PyObject *r = NULL;
     if (put_opts(ctype, meta, tr, &o, &keep) == 0) {
+        o.if_none_match = inm;
         s3r_status_t st = S3R_OK;
         s3r_client_t *c = call_begin(self);
         if (c != NULL) {
@@ -742,6 +763,7 @@ typedef struct {
     void *p;
     Py_ssize_t len; /* bytes exported */
     size_t cap;     /* bytes of the block (a reused block may be larger) */
+    pid_t pid;      /* the process that allocated it (pool_claim) */
 } RegBufObject;
 
 static PyTypeObject RegBufType;
@@ -755,8 +777,9 @@ static void regbuf_dealloc(RegBufObject *self)
 {
     ClientObject *o = self->owner;
     if (o != NULL) { /* NULL: the allocation failed */
-        if (!o->closed && o->npool < POOL_BLOCKS && self->cap >= POOL_MIN_BLOCK &&
-            o->pool_bytes + self->cap <= POOL_MAX_BYTES) {
+        pool_claim(o);
+        if (!o->closed && self->pid == o->pool_pid && o->npool < POOL_BLOCKS &&
+            self->cap >= POOL_MIN_BLOCK && o->pool_bytes + self->cap <= POOL_MAX_BYTES) {
             o->pool[o->npool].p = self->p;
             o->pool[o->npool++].len = self->cap;
             o->pool_bytes += self->cap;
@@ -800,6 +823,7 @@ static PyObject *client_alloc(ClientObject *self, PyObject *args)
         Py_DECREF(b);
         return NULL;
     }
+    pool_claim(self);
     /* the smallest pooled block that fits without wasting more than half */
     int best = -1;
     for (int i = 0; i < self->npool; i++)
@@ -831,6 +855,7 @@ static PyObject *client_alloc(ClientObject *self, PyObject *args)
     b->p = p;
     b->len = n;
     b->cap = cap;
+    b->pid = self->pool_pid;
     self->buffers++;
     call_end(self);
     return (PyObject *)b;
@@ -956,12 +981,13 @@ static PyTypeObject MultipartType = {
     .tp_doc = "A multipart upload in progress (s3r_multipart_*).",
 };
 
-/* multipart(bucket, key, content_type, metadata, transport) -> Multipart */
+/* multipart(bucket, key, content_type, metadata, transport, if_none_match=False) -> Multipart */
 static PyObject *client_multipart(ClientObject *self, PyObject *args)
 {
     const char *bucket, *key;
     PyObject *ctype, *meta, *tr, *keep = NULL;
-    if (!PyArg_ParseTuple(args, "ssOOO", &bucket, &key, &ctype, &meta, &tr))
+    int inm = 0;
+    if (!PyArg_ParseTuple(args, "ssOOO|p", &bucket, &key, &ctype, &meta, &tr, &inm))
         return NULL;
     MultipartObject *m = PyObject_New(MultipartObject, &MultipartType);
     if (m == NULL)
@@ -980,6 +1006,7 @@ static PyObject *client_multipart(ClientObject *self, PyObject *args)
         Py_DECREF(m);
         return NULL;
     }
+    o.if_none_match = inm;
     s3r_status_t st;
     Py_BEGIN_ALLOW_THREADS
     st = s3r_multipart_start(c, bucket, key, &o, &m->up);
@@ -1011,7 +1038,8 @@ static PyMethodDef client_methods[] = {
     {"get", (PyCFunction)(void (*)(void))client_get, METH_VARARGS | METH_KEYWORDS,
      "get(bucket, key, start=0, length=0, transport=None) -> bytes"},
     {"put", (PyCFunction)(void (*)(void))client_put, METH_VARARGS | METH_KEYWORDS,
-     "put(bucket, key, data, content_type=None, metadata=None, transport=None)"},
+     "put(bucket, key, data, content_type=None, metadata=None, transport=None, "
+     "if_none_match=False)"},
     {"head", (PyCFunction)client_head, METH_VARARGS,
      "head(bucket, key) -> (size, etag, content_type, mtime, metadata)"},
     {"delete", (PyCFunction)client_delete, METH_VARARGS, "delete(bucket, key)"},
@@ -1029,7 +1057,8 @@ static PyMethodDef client_methods[] = {
      "batch(is_get, bucket, keys, buffers, transport, content_type) -> [n or exception]"},
     {"alloc", (PyCFunction)client_alloc, METH_VARARGS, "alloc(n) -> RegisteredBuffer"},
     {"multipart", (PyCFunction)client_multipart, METH_VARARGS,
-     "multipart(bucket, key, content_type, metadata, transport) -> Multipart"},
+     "multipart(bucket, key, content_type, metadata, transport, if_none_match=False) -> "
+     "Multipart"},
     {"stats", (PyCFunction)client_stats, METH_NOARGS, "stats() -> dict of counters"},
     {"rdma_connect", (PyCFunction)client_rdma_connect, METH_NOARGS, "Open the RDMA session now."},
     {"rdma_connected", (PyCFunction)client_rdma_connected, METH_NOARGS,

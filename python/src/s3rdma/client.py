@@ -8,6 +8,7 @@ import concurrent.futures
 import mmap
 import os
 import threading
+import weakref
 from dataclasses import dataclass, field
 from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional,
                     Sequence, Tuple, Union)
@@ -149,6 +150,14 @@ class Client:
         self._max_workers = max_workers
         self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self._pool_lock = threading.Lock()
+        _live_clients.add(self)
+
+    def _after_fork_in_child(self) -> None:
+        # The pool's threads stayed in the parent, and another thread may have held the
+        # lock at the fork: the child starts both afresh (libs3rdma makes its own state
+        # the child's by itself).
+        self._pool_lock = threading.Lock()
+        self._pool = None
 
     # ---- lifetime -------------------------------------------------------------
 
@@ -188,23 +197,29 @@ class Client:
 
     def put_object(self, bucket: str, key: str, body: Any,
                    metadata: Optional[Mapping[str, str]] = None,
-                   content_type: Optional[str] = None, transport: Optional[str] = None) -> None:
+                   content_type: Optional[str] = None, transport: Optional[str] = None,
+                   if_none_match: bool = False) -> None:
         """Stores body as bucket/key.
 
         body is bytes, any buffer-protocol object (bytearray, memoryview, mmap, NumPy
         array: sent from its own memory, no copy) or a binary file object (a regular
         file is mapped, anything else read in part_size pieces). Bodies larger than
         multipart_threshold go multipart. metadata becomes x-amz-meta-* headers.
+        if_none_match: create only (``If-None-Match: *``): when the key already holds an
+        object the write changes nothing and raises PreconditionFailed; the check is
+        atomic with the commit, so of two racing writers at most one succeeds.
         """
         if hasattr(body, "read"):
-            self._put_stream(bucket, key, body, metadata, content_type, transport)
+            self._put_stream(bucket, key, body, metadata, content_type, transport,
+                             if_none_match=if_none_match)
             return
         if isinstance(body, str):
             raise TypeError("s3rdma: body must be bytes-like or a binary file, not str")
-        self._native.put(bucket, key, body, content_type, metadata, transport)
+        self._native.put(bucket, key, _buffer(body), content_type, metadata, transport,
+                         if_none_match)
 
     def _put_stream(self, bucket, key, f, metadata, content_type, transport,
-                    callback: Progress = None) -> None:
+                    callback: Progress = None, if_none_match: bool = False) -> None:
         """A file object: a regular file from its position to its end is mapped and
         sent from the page cache; other streams are read in part_size pieces."""
         try:
@@ -214,18 +229,21 @@ class Client:
             fd = None
         if fd is not None and size >= 0 and size <= self.multipart_threshold:
             with _mapped(fd, pos, size) as view:
-                self._native.put(bucket, key, view, content_type, metadata, transport)
+                self._native.put(bucket, key, view, content_type, metadata, transport,
+                                 if_none_match)
             f.seek(pos + size)
             if callback:
                 callback(size)
             return
         first = _read_full(f, self.multipart_threshold + 1)
         if len(first) <= self.multipart_threshold:
-            self._native.put(bucket, key, first, content_type, metadata, transport)
+            self._native.put(bucket, key, first, content_type, metadata, transport,
+                             if_none_match)
             if callback:
                 callback(len(first))
             return
-        up = self._native.multipart(bucket, key, content_type, metadata, transport)
+        up = self._native.multipart(bucket, key, content_type, metadata, transport,
+                                    if_none_match)
         try:
             pending = memoryview(first)
             while True:
@@ -256,11 +274,12 @@ class Client:
     def get_object_into(self, bucket: str, key: str, buffer: Buffer, range: Range = None,
                         transport: Optional[str] = None) -> int:
         """Reads the object (or range) into buffer (any writable contiguous buffer:
-        bytearray, memoryview, mmap, NumPy array) with no intermediate copy; over RDMA
-        the server writes it there. Returns the byte count. An object larger than the
-        buffer raises BufferTooSmall (``needed_bytes`` says how much it needs)."""
+        bytearray, memoryview, mmap, NumPy array, CPU torch tensor) with
+        no intermediate copy; over RDMA the server writes it there. Returns the byte count.
+        An object larger than the buffer raises BufferTooSmall (``needed_bytes`` says how
+        much it needs)."""
         start, length = _range(range)
-        return self._native.get_into(bucket, key, buffer, start, length, transport)
+        return self._native.get_into(bucket, key, _buffer(buffer), start, length, transport)
 
     def head_object(self, bucket: str, key: str) -> ObjectInfo:
         """Size, ETag, content type, last modified and user metadata."""
@@ -387,7 +406,8 @@ class Client:
             out: Optional[List[Any]] = list(buffers)
         else:
             out = None
-        res = self._native.batch(True, bucket, keys, list(buffers), transport, None)
+        res = self._native.batch(True, bucket, keys, [_buffer(b) for b in buffers], transport,
+                                 None)
         res = _settle(res, return_exceptions)
         if out is None:
             return res
@@ -400,7 +420,8 @@ class Client:
         """PUTs many buffers (a {key: buffer} mapping or (key, buffer) pairs) keeping up
         to 64 in flight on one session; bodies above multipart_threshold are uploaded
         one by one as multipart. Returns the byte counts; errors as in get_objects."""
-        pairs = list(items.items() if isinstance(items, Mapping) else items)
+        pairs = [(k, _buffer(b)) for k, b in (items.items() if isinstance(items, Mapping)
+                                              else items)]
         small = [(i, k, b) for i, (k, b) in enumerate(pairs)
                  if memoryview(b).nbytes <= self.multipart_threshold]
         res: List[Any] = [None] * len(pairs)
@@ -515,6 +536,17 @@ class Client:
             up.abort()
 
 
+_live_clients: "weakref.WeakSet[Client]" = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for c in list(_live_clients):
+        c._after_fork_in_child()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def RDMAClient(endpoint: str, http_endpoint: Optional[str] = None, **kwargs: Any) -> Client:
     """A Client addressed by its RDMA session endpoint, as in
     ``RDMAClient(endpoint="host:9100")``. The HTTP endpoint (used only when an
@@ -529,6 +561,15 @@ def RDMAClient(endpoint: str, http_endpoint: Optional[str] = None, **kwargs: Any
 
 
 # ---- helpers ----------------------------------------------------------------------
+
+
+def _buffer(obj: Any) -> Any:
+    """obj itself, or for a torch tensor (which has no buffer protocol) the NumPy array that
+    shares its memory: a CPU tensor moves from and into its own storage, with no copy
+    (others raise torch's error)."""
+    if type(obj).__module__.startswith("torch"):
+        return obj.detach().numpy()
+    return obj
 
 
 def _read_full(f, n: int) -> bytes:

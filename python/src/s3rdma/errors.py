@@ -82,6 +82,11 @@ class InvalidArgument(S3Error, ValueError):
     """A bad argument or setting (the message says which)."""
 
 
+class PreconditionFailed(S3Error):
+    """A conditional request's condition did not hold (412), e.g. a create-only PUT
+    (``if_none_match=True``) of a key that already holds an object."""
+
+
 class UnsafeLocalPath(S3Error, ValueError):
     """Keys whose local path would leave the directory a download was asked to write
     into (a '..' or '.' segment, a leading '/' or '\\'); ``keys`` lists them. Raised
@@ -102,6 +107,7 @@ _BY_CODE: Dict[str, Type[S3Error]] = {
     "BucketAlreadyOwnedByYou": BucketAlreadyExists,
     "BucketNotEmpty": BucketNotEmpty,
     "InvalidRange": InvalidRange,
+    "PreconditionFailed": PreconditionFailed,
 }
 
 _BY_STATUS: Dict[str, Type[S3Error]] = {

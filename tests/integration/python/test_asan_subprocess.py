@@ -16,7 +16,7 @@ def test_python_package_under_asan():
     env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "detect_leaks=0") + ":detect_leaks=0"
     p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                         "-x", str(HERE)], env=env, capture_output=True, text=True,
-                       timeout=900)
+                       timeout=1500)
     assert p.returncode == 0, f"child pytest under ASan failed:\n{p.stdout[-20000:]}\n" \
                               f"{p.stderr[-5000:]}"
     assert " passed" in p.stdout and "test_asan_subprocess" not in p.stdout

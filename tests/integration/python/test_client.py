@@ -12,6 +12,11 @@ from conftest import OPS_COUNTER, TRANSPORTS, USERS
 
 MiB = 1024 * 1024
 
+try:  # python3-torch (Debian): a test dependency, optional for the package
+    import torch as TORCH
+except ImportError:
+    TORCH = None
+
 
 def payload(n, seed=0):
     return np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8).tobytes()
@@ -62,15 +67,30 @@ def test_get_into_buffer_kinds(client, rbucket, transport):
         "memoryview": memoryview(bytearray(len(data) + 7))[7:],
         "mmap": mmap.mmap(-1, len(data)),
         "numpy": np.empty(len(data), np.uint8),
+        "numpy-float32": np.empty(len(data) // 4, np.float32),
         "registered": c.allocate_buffer(len(data)),
     }
+    if TORCH is not None:  # no buffer protocol: moved through tensor.numpy(), same memory
+        targets["torch"] = TORCH.empty(len(data), dtype=TORCH.uint8)
+        targets["torch-float32"] = TORCH.empty(len(data) // 4, dtype=TORCH.float32)
+
+    def raw(t):
+        return bytes(memoryview(t.numpy() if TORCH is not None and
+                                isinstance(t, TORCH.Tensor) else t).cast("B"))
     for name, t in targets.items():
         assert c.get_object_into(rbucket, "b", t) == len(data), name
-        assert bytes(memoryview(t)) == data, name
-    # and PUT from each of them
+        assert raw(t) == data, name
+    # and PUT from each of them (and from bytes)
+    targets["bytes"] = data
     for name, t in targets.items():
         c.put_object(rbucket, f"from-{name}", t)
         assert c.get_object(rbucket, f"from-{name}") == data, name
+    # batches take every kind too
+    kinds = [n for n in targets if n != "bytes"]
+    got = c.get_objects(rbucket, [f"from-{n}" for n in kinds], [targets[n] for n in kinds])
+    assert got == [len(data)] * len(kinds)
+    for n in kinds:
+        assert raw(targets[n]) == data, n
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
@@ -111,6 +131,25 @@ def test_head_copy_delete(client, rbucket, boto, transport):
     assert "dst" in res.deleted
     with pytest.raises(s3rdma.NoSuchKey):
         c.get_object(rbucket, "dst")
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("size", [10, 12 * MiB])
+def test_put_if_none_match(client, rbucket, boto, transport, size):
+    """Create-only PUTs (a single PUT, and a multipart upload whose Complete carries
+    the condition): the first creates, a second is refused with 412 and changes
+    nothing, whether from a buffer or a file object."""
+    c = client(transport, multipart_threshold=5 * MiB, part_size=5 * MiB)
+    first, second = os.urandom(size), os.urandom(size)
+    c.put_object(rbucket, "k", first, if_none_match=True)
+    for body in (second, io.BytesIO(second)):
+        with pytest.raises(s3rdma.PreconditionFailed) as e:
+            c.put_object(rbucket, "k", body, if_none_match=True)
+        assert e.value.http_status == 412
+    assert boto.get_object(Bucket=rbucket, Key="k")["Body"].read() == first
+    assert "Uploads" not in boto.list_multipart_uploads(Bucket=rbucket)
+    c.put_object(rbucket, "k", second)  # unconditional still overwrites
+    assert c.get_object(rbucket, "k") == second
 
 
 @pytest.mark.parametrize("transport", ["http", "native"])

@@ -1,0 +1,58 @@
+"""S3Checkpoint: torch.save / torch.load straight to and from objects."""
+from typing import Dict, Optional
+
+import torch
+
+from . import weights
+
+from ._client import ClientHolder, S3ClientConfig, parse_s3_uri
+from .reader import ReaderFactory, S3Reader, S3ReaderConstructor
+from .writer import S3Writer
+
+
+class S3Checkpoint:
+    """Readers and writers for s3:// URIs, as s3torchconnector's S3Checkpoint::
+
+        checkpoint = S3Checkpoint(region="us-east-1")
+        with checkpoint.writer("s3://bucket/epoch0.ckpt") as w:
+            torch.save(model.state_dict(), w)
+        with checkpoint.reader("s3://bucket/epoch0.ckpt") as r:
+            state_dict = torch.load(r)
+    """
+
+    def __init__(self, region: Optional[str] = None, endpoint: Optional[str] = None,
+                 s3client_config: Optional[S3ClientConfig] = None,
+                 reader_constructor: Optional[ReaderFactory] = None):
+        self.region, self.endpoint = region, endpoint
+        self._holder = ClientHolder(region, endpoint, s3client_config)
+        self._part_size = (s3client_config or S3ClientConfig()).part_size
+        # torch.load reads a few small records, then each storage whole with one
+        # readinto: ranged reads put those straight into the tensors' storage (no
+        # staging copy of the whole object), the small ones served from 256 KiB reads
+        self._reader_constructor = reader_constructor or S3ReaderConstructor.range_based(
+            buffer_size=256 * 1024)
+
+    def reader(self, s3_uri: str) -> S3Reader:
+        """A seekable read-only stream of the object (by default ranged reads: see
+        __init__)."""
+        bucket, key = parse_s3_uri(s3_uri)
+        return self._reader_constructor(self._holder.client, bucket, key)
+
+    def writer(self, s3_uri: str) -> S3Writer:
+        """A write-only stream that becomes the object when closed (multipart parts
+        uploaded while torch.save still writes)."""
+        bucket, key = parse_s3_uri(s3_uri)
+        return S3Writer(self._holder.client, bucket, key, self._part_size)
+
+    def save_weights(self, tensors: Dict[str, torch.Tensor], s3_uri: str) -> None:
+        """Stores tensors as one safetensors-layout object (see weights.py)."""
+        bucket, key = parse_s3_uri(s3_uri)
+        weights.save(self._holder.client, bucket, key, tensors, self._part_size)
+
+    def load_weights(self, s3_uri: str,
+                     into: Optional[Dict[str, torch.Tensor]] = None) -> Dict[str, torch.Tensor]:
+        """The tensors of a safetensors-layout object, by ranged GETs in flight at once
+        straight into their final storage: registered memory the tensors then own, or
+        the tensors of into (e.g. ``model.state_dict()``) that it names."""
+        bucket, key = parse_s3_uri(s3_uri)
+        return weights.load(self._holder.client, bucket, key, into, self._part_size)

@@ -1,0 +1,204 @@
+"""S3Reader: a read-only, seekable binary file over one object (what datasets yield
+and S3Checkpoint.reader returns, what torch.load reads).
+
+Two kinds, chosen by S3ReaderConstructor as in s3torchconnector:
+- sequential (the default): the whole object lands in memory registered with the
+  RDMA session (s3rdma.Client.allocate_buffer) with one GET, on first use or
+  already prefetched by S3IterableDataset. ``getbuffer()`` hands that memory out
+  without a copy (``torch.frombuffer(r.getbuffer(), dtype=torch.uint8)``).
+- range-based: each read is a ranged GET; reads smaller than buffer_size fill a
+  buffer of that size first, larger ones (and every readinto when buffer_size is 0)
+  land straight in the caller's memory.
+"""
+import io
+import os
+from typing import Callable, Optional
+
+from ..client import Client
+from ..errors import BufferTooSmall
+from ._client import alloc
+
+
+class S3Reader(io.BufferedIOBase):
+    """A read-only binary stream over bucket/key. Not shared between threads."""
+
+    def __init__(self, client: Client, bucket: str, key: str, size: Optional[int] = None):
+        super().__init__()
+        self._client, self._bucket, self._key = client, bucket, key
+        self._size = size
+        self._pos = 0
+
+    @property
+    def bucket(self) -> str:
+        return self._bucket
+
+    @property
+    def key(self) -> str:
+        return self._key
+
+    @property
+    def size(self) -> int:
+        """The object's size (one HEAD the first time, unless a listing gave it)."""
+        if self._size is None:
+            self._size = self._client.head_object(self._bucket, self._key).size
+        return self._size
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return False
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET, /) -> int:
+        if whence == os.SEEK_SET:
+            pos = offset
+        elif whence == os.SEEK_CUR:
+            pos = self._pos + offset
+        elif whence == os.SEEK_END:
+            pos = self.size + offset
+        else:
+            raise ValueError(f"s3rdma.torch: bad whence {whence}")
+        if pos < 0:
+            raise ValueError(f"s3rdma.torch: negative seek position {pos}")
+        self._pos = pos
+        return pos
+
+    def _want(self, size: Optional[int]) -> int:
+        """Bytes a read of size at the current position returns."""
+        left = max(0, self.size - self._pos)
+        return left if size is None or size < 0 else min(size, left)
+
+    def read(self, size: Optional[int] = None) -> bytes:
+        n = self._want(size)
+        out = bytearray(n)
+        got = self.readinto(out) if n else 0
+        return bytes(out) if got == n else bytes(out[:got])
+
+    def read1(self, size: int = -1) -> bytes:
+        return self.read(size)
+
+    def readinto(self, buf) -> int:
+        raise NotImplementedError
+
+
+class SequentialS3Reader(S3Reader):
+    """The whole object in registered memory after one GET (or given prefetched)."""
+
+    def __init__(self, client: Client, bucket: str, key: str, size: Optional[int] = None,
+                 data: Optional[memoryview] = None):
+        super().__init__(client, bucket, key, size if data is None else len(data))
+        self._data = data
+
+    def getbuffer(self) -> memoryview:
+        """The object's bytes, in memory registered with the RDMA session, no copy.
+        Stays valid as long as any view of it lives."""
+        if self._data is None:
+            self._data = fetch_whole(self._client, self._bucket, self._key, self._size)
+            self._size = len(self._data)
+        return self._data
+
+    def read(self, size: Optional[int] = None) -> bytes:
+        data = self.getbuffer()
+        n = self._want(size)
+        self._pos += n
+        return bytes(data[self._pos - n:self._pos])  # the one copy bytes need
+
+    def readinto(self, buf) -> int:
+        data = self.getbuffer()
+        dst = memoryview(buf).cast("B")
+        n = max(0, min(len(dst), len(data) - self._pos))
+        dst[:n] = data[self._pos:self._pos + n]
+        self._pos += n
+        return n
+
+
+class RangedS3Reader(S3Reader):
+    """Ranged GETs at the current position; see the module comment."""
+
+    def __init__(self, client: Client, bucket: str, key: str, size: Optional[int] = None,
+                 buffer_size: int = 8 * 1024 * 1024):
+        super().__init__(client, bucket, key, size)
+        self._buffer_size = buffer_size
+        self._buf = bytearray(buffer_size)
+        self._buf_start = 0
+        self._buf_len = 0
+
+    def readinto(self, buf) -> int:
+        dst = memoryview(buf).cast("B")
+        n = self._want(len(dst))
+        if n == 0:
+            return 0
+        off = self._pos - self._buf_start
+        if 0 <= off and off + n <= self._buf_len:  # inside the buffer
+            dst[:n] = self._buf[off:off + n]
+        elif n >= self._buffer_size:  # straight into the caller's memory
+            n = self._client.get_object_into(self._bucket, self._key, dst[:n],
+                                             range=(self._pos, self._pos + n))
+        else:
+            want = min(self._buffer_size, self.size - self._pos)
+            self._buf_len = self._client.get_object_into(
+                self._bucket, self._key, memoryview(self._buf)[:want],
+                range=(self._pos, self._pos + want))
+            self._buf_start = self._pos
+            n = min(n, self._buf_len)
+            dst[:n] = self._buf[:n]
+        self._pos += n
+        return n
+
+
+def fetch_whole(client: Client, bucket: str, key: str, size: Optional[int]) -> memoryview:
+    """bucket/key in a buffer from client.allocate_buffer, by one GET (a HEAD first
+    when size is unknown; a retry with the right size if the object grew)."""
+    if size is None:
+        size = client.head_object(bucket, key).size
+    while True:
+        if size == 0:
+            return memoryview(b"")
+        buf = alloc(client, size)
+        try:
+            n = client.get_object_into(bucket, key, buf)
+        except BufferTooSmall as e:
+            size = e.needed_bytes
+            continue
+        return buf[:n]
+
+
+ReaderFactory = Callable[..., S3Reader]
+
+
+class _RangedFactory:
+    """Makes RangedS3Readers of one buffer size (a class, not a closure: datasets
+    holding it are pickled into spawn and forkserver workers)."""
+
+    def __init__(self, buffer_size: int):
+        if buffer_size < 0:
+            raise ValueError("s3rdma.torch: buffer_size must be >= 0")
+        self.buffer_size = buffer_size
+
+    def __call__(self, client: Client, bucket: str, key: str,
+                 size: Optional[int] = None) -> S3Reader:
+        return RangedS3Reader(client, bucket, key, size, self.buffer_size)
+
+
+class S3ReaderConstructor:
+    """Picks the reader kind, as s3torchconnector's S3ReaderConstructor does:
+    pass ``reader_constructor=S3ReaderConstructor.range_based()`` to a dataset,
+    S3Checkpoint or S3StorageReader."""
+
+    @staticmethod
+    def sequential() -> ReaderFactory:
+        return SequentialS3Reader
+
+    @staticmethod
+    def range_based(buffer_size: Optional[int] = None) -> ReaderFactory:
+        return _RangedFactory(8 * 1024 * 1024 if buffer_size is None else buffer_size)
+
+    @staticmethod
+    def default() -> ReaderFactory:
+        return SequentialS3Reader

@@ -1,0 +1,362 @@
+"""s3rdma.torch: the s3torchconnector call patterns (its README's) against a real
+s3rdmad: DataLoader epochs over 2 ranks with each worker start method, torch.save /
+torch.load through S3Checkpoint, readers, weights by ranged GETs, and
+torch.distributed.checkpoint saves that commit atomically (a killed save is never
+loaded)."""
+import hashlib
+import io
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import s3rdma  # noqa: E402
+from s3r_itest import USERS  # noqa: E402
+from s3rdma.torch import (S3Checkpoint, S3ClientConfig, S3IterableDataset,  # noqa: E402
+                          S3MapDataset, S3ReaderConstructor)
+
+HERE = Path(__file__).resolve().parent
+MiB = 1024 * 1024
+
+
+def config(rsrv, **kw):
+    return S3ClientConfig(transport="native", rdma_endpoint=rsrv.rdma_endpoint,
+                          access_key=USERS[0][0], secret_key=USERS[0][1], **kw)
+
+
+def put_samples(boto, bucket, n, prefix="train/"):
+    """n objects of distinct random bytes (0 to 20 KiB); {key: sha256}."""
+    want = {}
+    for i in range(n):
+        body = os.urandom((i * 997) % (20 * 1024))
+        key = f"{prefix}{i:04d}.bin"
+        boto.put_object(Bucket=bucket, Key=key, Body=body)
+        want[key] = hashlib.sha256(body).hexdigest()
+    return want
+
+
+def child_env():
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+
+
+# ---- DataLoader epochs --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_dataloader_two_ranks(rsrv, rbucket, boto, method, tmp_path):
+    """Every sample once per epoch across 2 ranks x 2 workers, bytes intact, for the
+    map dataset (DistributedSampler) and the sharded iterable dataset."""
+    want = put_samples(boto, rbucket, 38)
+    env = dict(child_env(), WORLD_SIZE="2", S3R_TEST_STORE=str(tmp_path / "store"),
+               S3R_TEST_RDMA=rsrv.rdma_endpoint,
+               S3R_TEST_ENDPOINT=rsrv.endpoint, S3R_TEST_AK=USERS[0][0],
+               S3R_TEST_SK=USERS[0][1])
+    procs = [subprocess.Popen([sys.executable, str(HERE / "torch_rank.py"), method,
+                               f"s3://{rbucket}/train/"], env=dict(env, RANK=str(r)),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for r in range(2)]
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-4000:]
+        outs.append(__import__("json").loads(out.strip().splitlines()[-1]))
+    for kind in ("map", "iterable"):
+        for epoch in range(2):
+            seen = [tuple(s) for o in outs for s in o[kind][epoch]]
+            keys = [k for k, _ in seen]
+            assert sorted(keys) == sorted(want), (kind, epoch)
+            assert all(want[k] == h for k, h in seen), (kind, epoch)
+            ranks = [{k for k, _ in o[kind][epoch]} for o in outs]
+            assert ranks[0] and ranks[1] and not ranks[0] & ranks[1]
+
+
+def test_iterable_in_process(rsrv, rbucket, boto):
+    """No workers: from_objects (sizes learnt by HEAD), identity transform, prefetch
+    windows smaller than the dataset, zero-length and missing objects."""
+    want = put_samples(boto, rbucket, 11)
+    uris = [f"s3://{rbucket}/{k}" for k in sorted(want)]
+    ds = S3IterableDataset.from_objects(uris, endpoint=rsrv.endpoint,
+                                        s3client_config=config(rsrv), prefetch=3)
+    got = {r.key: hashlib.sha256(r.read()).hexdigest() for r in ds}
+    assert got == want
+    ds = S3IterableDataset.from_objects(uris + [f"s3://{rbucket}/absent"],
+                                        endpoint=rsrv.endpoint, s3client_config=config(rsrv))
+    with pytest.raises(s3rdma.NoSuchKey):
+        list(ds)
+
+
+def test_map_dataset_pickles_with_ranged_reader(rsrv, rbucket, boto):
+    """What a spawn worker gets: the dataset pickled (listing, reader kind and settings;
+    no client), which then opens its own client and reads by ranges."""
+    import pickle
+    want = put_samples(boto, rbucket, 5)
+    ds = S3MapDataset.from_prefix(f"s3://{rbucket}/train/", endpoint=rsrv.endpoint,
+                                  s3client_config=config(rsrv),
+                                  reader_constructor=S3ReaderConstructor.range_based(1024))
+    assert len(ds) == 5
+    copy = pickle.loads(pickle.dumps(ds))
+    got = {copy[i].key: hashlib.sha256(copy[i].read()).hexdigest() for i in range(len(copy))}
+    assert got == want
+
+
+# ---- readers ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["sequential", "range0", "range4k"])
+def test_reader_semantics(rsrv, rbucket, boto, kind):
+    """read/readinto/seek/tell agree with io.BytesIO over the same bytes."""
+    body = os.urandom(100_000)
+    boto.put_object(Bucket=rbucket, Key="obj", Body=body)
+    ctor = {"sequential": S3ReaderConstructor.sequential(),
+            "range0": S3ReaderConstructor.range_based(buffer_size=0),
+            "range4k": S3ReaderConstructor.range_based(buffer_size=4096)}[kind]
+    cp = S3Checkpoint(endpoint=rsrv.endpoint, s3client_config=config(rsrv),
+                      reader_constructor=ctor)
+    r, ref = cp.reader(f"s3://{rbucket}/obj"), io.BytesIO(body)
+    assert (r.bucket, r.key) == (rbucket, "obj")
+    steps = [("read", 10), ("read", 5000), ("seek", 99_990, 0), ("read", 100),
+             ("seek", -50_000, 2), ("readinto", 20_000), ("tell",), ("seek", 7, 1),
+             ("read", 3), ("seek", 0, 0), ("read", None), ("read", 10)]
+    for step in steps:
+        if step[0] == "readinto":
+            a, b = bytearray(step[1]), bytearray(step[1])
+            assert r.readinto(a) == ref.readinto(b) and a == b
+        elif step[0] == "read":
+            assert r.read(step[1]) == ref.read(step[1]), step
+        elif step[0] == "seek":
+            assert r.seek(step[1], step[2]) == ref.seek(step[1], step[2])
+        assert r.tell() == ref.tell(), step
+
+
+def test_readinto_lands_in_tensor(rsrv, rbucket, boto):
+    """A ranged reader without a buffer reads straight into a tensor's storage."""
+    t = torch.arange(300_000, dtype=torch.float32)
+    boto.put_object(Bucket=rbucket, Key="t", Body=t.numpy().tobytes())
+    cp = S3Checkpoint(endpoint=rsrv.endpoint, s3client_config=config(rsrv),
+                      reader_constructor=S3ReaderConstructor.range_based(buffer_size=0))
+    out = torch.zeros(100_000, dtype=torch.float32)
+    r = cp.reader(f"s3://{rbucket}/t")
+    r.seek(4 * 200_000)
+    assert r.readinto(out.numpy()) == 400_000
+    assert torch.equal(out, t[200_000:])
+
+
+# ---- torch.save / torch.load --------------------------------------------------------
+
+
+def state(seed, big=3 * MiB):
+    g = torch.Generator().manual_seed(seed)
+    return {"w": torch.randn(big, generator=g), "b": torch.randint(0, 9, (17,), generator=g),
+            "h": torch.randn(3, 5, generator=g).half(), "step": seed,
+            "empty": torch.empty(0), "nested": {"lr": 0.1, "m": torch.ones(4, 4)}}
+
+
+def same(a, b):
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, torch.Tensor):
+        return a.dtype == b.dtype and torch.equal(a, b)
+    return a == b
+
+
+@pytest.mark.parametrize("transport", ["native", "http"])
+def test_checkpoint_roundtrip(rsrv, rbucket, boto, transport):
+    """12 MiB of tensors with 5 MiB parts: a streamed multipart upload; and a small
+    one (one PUT). Both load back equal, sequentially and by ranges."""
+    cfg = S3ClientConfig(transport=transport, rdma_endpoint=rsrv.rdma_endpoint,
+                         access_key=USERS[0][0], secret_key=USERS[0][1], part_size=5 * MiB)
+    cp = S3Checkpoint(endpoint=rsrv.endpoint, s3client_config=cfg)
+    for name, sd in (("big.ckpt", state(1)), ("small.ckpt", state(2, big=10))):
+        uri = f"s3://{rbucket}/ck/{name}"
+        with cp.writer(uri) as w:
+            torch.save(sd, w)
+        ref = io.BytesIO()
+        torch.save(sd, ref)
+        stored = boto.get_object(Bucket=rbucket, Key=f"ck/{name}")["Body"].read()
+        assert stored == ref.getvalue()
+        with cp.reader(uri) as r:
+            assert same(torch.load(r), sd)
+        ranged = S3Checkpoint(endpoint=rsrv.endpoint, s3client_config=cfg,
+                              reader_constructor=S3ReaderConstructor.range_based())
+        with ranged.reader(uri) as r:
+            assert same(torch.load(r), sd)
+
+
+def test_checkpoint_writer_aborts_on_error(rsrv, rbucket, boto):
+    """An exception inside the with block leaves no object and no open upload."""
+    cfg = config(rsrv, part_size=5 * MiB)
+    cp = S3Checkpoint(endpoint=rsrv.endpoint, s3client_config=cfg)
+    with pytest.raises(RuntimeError):
+        with cp.writer(f"s3://{rbucket}/bad.ckpt") as w:
+            w.write(os.urandom(12 * MiB))
+            raise RuntimeError("boom")
+    assert "Contents" not in boto.list_objects_v2(Bucket=rbucket)
+    assert "Uploads" not in boto.list_multipart_uploads(Bucket=rbucket)
+
+
+# ---- weights by ranged GETs ---------------------------------------------------------
+
+
+def test_weights_into_final_storage(rsrv, rbucket):
+    cfg = config(rsrv, part_size=5 * MiB)
+    cp = S3Checkpoint(endpoint=rsrv.endpoint, s3client_config=cfg)
+    g = torch.Generator().manual_seed(3)
+    w = {"emb": torch.randn(3 * MiB, generator=g), "bias": torch.randn(7, generator=g).half(),
+         "bf": torch.randn(5, 3, generator=g).bfloat16(), "i": torch.arange(11),
+         "mask": torch.tensor([True, False, True]), "none": torch.empty(0, 4)}
+    cp.save_weights(w, f"s3://{rbucket}/model.safetensors")
+    got = cp.load_weights(f"s3://{rbucket}/model.safetensors")
+    assert same(got, w)
+    into = {k: torch.zeros_like(v) for k, v in w.items()}
+    ptrs = {k: v.data_ptr() for k, v in into.items()}
+    got = cp.load_weights(f"s3://{rbucket}/model.safetensors", into=into)
+    assert same(got, w) and same(into, w)
+    assert all(got[k].data_ptr() == ptrs[k] for k in w)
+    with pytest.raises(ValueError):
+        cp.load_weights(f"s3://{rbucket}/model.safetensors",
+                        into={"emb": torch.zeros(5)})
+
+
+# ---- torch.distributed.checkpoint ----------------------------------------------------
+
+from s3rdma.torch._compat import checkpoint_module  # noqa: E402
+
+dcp_api = checkpoint_module()
+
+
+@pytest.fixture
+def gloo_group(tmp_path):
+    import torch.distributed as dist
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path}/store", rank=0,
+                            world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+def test_dcp_save_load(rsrv, rbucket, boto, gloo_group):
+    """save_state_dict / load_state_dict round trip; a second save into a committed
+    path is refused and changes nothing."""
+    from s3rdma.torch.dcp import S3StorageReader, S3StorageWriter
+    cfg = config(rsrv, part_size=5 * MiB)
+    path = f"s3://{rbucket}/dcp/step1/"
+    sd = {"w": torch.randn(2 * MiB), "b": torch.arange(10), "extra": {"epoch": 3}}
+    dcp_api.save_state_dict(sd, S3StorageWriter(None, path, cfg, thread_count=2,
+                                                endpoint=rsrv.endpoint))
+    before = sorted(o["Key"] for o in boto.list_objects_v2(Bucket=rbucket)["Contents"])
+    assert f"dcp/step1/.metadata" in before
+
+    out = {"w": torch.zeros(2 * MiB), "b": torch.zeros(10, dtype=torch.int64),
+           "extra": {"epoch": 0}}
+    dcp_api.load_state_dict(out, S3StorageReader(None, path, cfg, endpoint=rsrv.endpoint))
+    assert torch.equal(out["w"], sd["w"]) and torch.equal(out["b"], sd["b"])
+    assert out["extra"] == {"epoch": 3}
+
+    other = {"w": torch.ones(2 * MiB), "b": torch.zeros(10, dtype=torch.int64),
+             "extra": {"epoch": 9}}
+    with pytest.raises(dcp_api.CheckpointException) as e:
+        dcp_api.save_state_dict(other, S3StorageWriter(None, path, cfg,
+                                                       endpoint=rsrv.endpoint))
+    assert isinstance(e.value.failures[0][0], s3rdma.PreconditionFailed)
+    after = sorted(o["Key"] for o in boto.list_objects_v2(Bucket=rbucket)["Contents"])
+    assert after == before
+    out = {"w": torch.zeros(2 * MiB), "b": torch.zeros(10, dtype=torch.int64),
+           "extra": {"epoch": 0}}
+    dcp_api.load_state_dict(out, S3StorageReader(None, path, cfg, endpoint=rsrv.endpoint))
+    assert torch.equal(out["w"], sd["w"]) and out["extra"] == {"epoch": 3}
+
+
+def test_dcp_commit_loses_race(rsrv, rbucket, boto, gloo_group):
+    """Another writer commits the path while this save writes its data (after the
+    early check): the create-only commit refuses, this save's data objects go, and
+    the other writer's checkpoint is what the path holds."""
+    from s3rdma.torch.dcp import S3StorageWriter
+    planners = sys.modules[dcp_api.__name__ + ".default_planner"]
+    path = f"s3://{rbucket}/dcp/race/"
+
+    class RacedPlanner(planners.DefaultSavePlanner):
+        def resolve_data(self, item):
+            boto.put_object(Bucket=rbucket, Key="dcp/race/.metadata", Body=b"the other one")
+            return super().resolve_data(item)
+
+    with pytest.raises(dcp_api.CheckpointException) as e:
+        dcp_api.save_state_dict({"w": torch.ones(10)},
+                                S3StorageWriter(None, path, config(rsrv),
+                                                endpoint=rsrv.endpoint),
+                                planner=RacedPlanner())
+    assert isinstance(e.value.failures[0][0], s3rdma.PreconditionFailed)
+    keys = [o["Key"] for o in boto.list_objects_v2(Bucket=rbucket)["Contents"]]
+    assert keys == ["dcp/race/.metadata"]
+    got = boto.get_object(Bucket=rbucket, Key="dcp/race/.metadata")["Body"].read()
+    assert got == b"the other one"
+
+
+KILLED_SAVE = textwrap.dedent("""
+    import sys, time, torch, torch.distributed as dist
+    from s3rdma.torch import S3ClientConfig
+    from s3rdma.torch._compat import checkpoint_module
+    dcp = checkpoint_module()
+    DefaultSavePlanner = sys.modules[dcp.__name__ + ".default_planner"].DefaultSavePlanner
+    from s3rdma.torch.dcp import S3StorageWriter
+
+    where, path, endpoint, rdma, ak, sk, store = sys.argv[1:]
+
+    class Stop:
+        # pickled with the metadata, i.e. after every data object was written
+        def __reduce__(self):
+            print("READY", flush=True)
+            time.sleep(600)
+
+    class Planner(DefaultSavePlanner):
+        def resolve_data(self, item):
+            if where == "data" and item.index.fqn == "w2":
+                print("READY", flush=True)
+                time.sleep(600)
+            return super().resolve_data(item)
+
+        def create_global_plan(self, plans):
+            plans, md = super().create_global_plan(plans)
+            if where == "metadata":
+                md.planner_data = Stop()
+            return plans, md
+
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=0, world_size=1)
+    cfg = S3ClientConfig(transport="native", rdma_endpoint=rdma, access_key=ak,
+                         secret_key=sk, part_size=5 * 1024 * 1024)
+    sd = {"w1": torch.ones(3 * 1024 * 1024), "w2": torch.ones(10), "w3": torch.ones(10)}
+    dcp.save_state_dict(sd, S3StorageWriter(None, path, cfg, endpoint=endpoint),
+                        planner=Planner())
+""")
+
+
+@pytest.mark.parametrize("where", ["data", "metadata"])
+def test_dcp_killed_save_is_never_complete(rsrv, rbucket, boto, where, tmp_path):
+    """kill -9 of the saving process while it writes data, and after all data is
+    written but before the commit: the path then loads as no checkpoint at all."""
+    from s3rdma.torch.dcp import S3StorageReader
+    path = f"s3://{rbucket}/dcp/killed/"
+    p = subprocess.Popen([sys.executable, "-c", KILLED_SAVE, where, path, rsrv.endpoint,
+                          rsrv.rdma_endpoint, USERS[0][0], USERS[0][1], str(tmp_path / "store")],
+                         env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        line = p.stdout.readline()
+        assert line.strip() == "READY", p.stderr.read()
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    keys = [o["Key"] for o in boto.list_objects_v2(Bucket=rbucket).get("Contents", [])]
+    if where == "metadata":
+        assert any(k.endswith(".distcp") for k in keys)  # the data was all there
+    assert "dcp/killed/.metadata" not in keys
+    out = {"w1": torch.zeros(3 * MiB), "w2": torch.zeros(10), "w3": torch.zeros(10)}
+    reader = S3StorageReader(None, path, config(rsrv), endpoint=rsrv.endpoint)
+    with pytest.raises(dcp_api.CheckpointException) as e:  # a BaseException in 1.13
+        dcp_api.load_state_dict(out, reader, no_dist=True)
+    assert isinstance(e.value.failures[0][0], s3rdma.NoSuchKey)
+    assert all(not t.any() for t in out.values())
