@@ -160,8 +160,16 @@ stor_status_t bucket_check(lstor_t *st, MDB_txn *txn, const char *name, uint64_t
 stor_status_t rd_begin(lstor_t *st, MDB_txn **txn_p);
 /* Begins a write transaction. */
 stor_status_t wr_begin(lstor_t *st, MDB_txn **txn_p);
-/* Commits a write transaction and tells the syncer (relaxed mode). */
+/* Commits a write transaction: relaxed mode tells the syncer and returns;
+ * fsync mode returns once a sync point covers the commit (group commit).
+ * On failure the change may still have been applied (fsync mode: committed
+ * and visible, but its sync point failed): so a caller unlinks nothing the
+ * change drops (the next open's sweep does), and one whose change references
+ * a new file uses wr_commit_applied() to know whether to keep it. */
 stor_status_t wr_commit(lstor_t *st, MDB_txn *txn);
+/* wr_commit(); *applied_p says whether the change is in the index (1 also
+ * when the result is STOR_ERR_IO: its sync point failed). */
+stor_status_t wr_commit_applied(lstor_t *st, MDB_txn *txn, int *applied_p);
 /* 1 if s is exactly n lowercase hex digits followed by NUL. */
 int is_hex(const char *s, size_t n);
 

@@ -206,7 +206,7 @@ stor_status_t local_part_commit(stor_writer_t *w_, const char *key, const char *
     stor_status_t s = writer_seal(w);
     MDB_txn *txn = NULL;
     uint8_t old_id[STOR_ID_LEN];
-    int had_old = 0;
+    int had_old = 0, applied = 0; /* applied: the index references the file */
     buf_t b;
     buf_init(&b, STOR_REC_MAX);
     if (s != STOR_OK)
@@ -254,17 +254,16 @@ stor_status_t local_part_commit(stor_writer_t *w_, const char *key, const char *
         s = mdb_fail("part put", rc);
         goto out;
     }
-    s = wr_commit(st, txn);
+    new_file(st, w->id);
+    s = wr_commit_applied(st, txn, &applied);
     txn = NULL;
-    if (s == STOR_OK)
-        new_file(st, w->id);
     if (s == STOR_OK && had_old)
         drop_file(st, old_id);
 out:
     if (txn)
         mdb_txn_abort(txn);
     buf_free(&b);
-    writer_free(w, s == STOR_OK);
+    writer_free(w, applied);
     return s;
 }
 

@@ -197,6 +197,7 @@ stor_status_t local_writer_commit_if(stor_writer_t *w_, const char *key, stor_me
     lwriter_t *w = (lwriter_t *)w_;
     lstor_t *st = w->st;
     buf_t b = {0};
+    int applied = 0; /* the index now references the file: keep it */
     stor_status_t s = writer_seal(w);
     if (s != STOR_OK)
         goto out;
@@ -211,15 +212,15 @@ stor_status_t local_writer_commit_if(stor_writer_t *w_, const char *key, stor_me
     stor_obj_rec_t old;
     int had_old = 0;
     s = put_object(st, txn, w->bucket, w->bucket_id, key, &b, cond, &old, &had_old);
-    if (s == STOR_OK)
-        s = wr_commit(st, txn);
-    else
-        mdb_txn_abort(txn);
     if (s == STOR_OK) {
         new_file(st, w->id);
+        s = wr_commit_applied(st, txn, &applied);
+    } else {
+        mdb_txn_abort(txn);
+    }
+    if (applied)
         usage_change(st, had_old ? 0 : 1,
                      (int64_t)w->size - (had_old ? (int64_t)old.meta.size : 0));
-    }
     if (had_old) {
         if (s == STOR_OK)
             for (uint32_t i = 0; i < old.n_segs; i++)
@@ -228,7 +229,7 @@ stor_status_t local_writer_commit_if(stor_writer_t *w_, const char *key, stor_me
     }
 out:
     buf_free(&b);
-    writer_free(w, s == STOR_OK);
+    writer_free(w, applied);
     return s;
 }
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "storage/restore.h"
 #include "storage/stor_internal.h"
 #include "storage/syncer.h"
 
@@ -39,7 +40,7 @@ stor_status_t mdb_fail(const char *what, int rc)
 void drop_file(lstor_t *st, const uint8_t id[STOR_ID_LEN])
 {
     fdcache_forget(st, id);
-    if (st->syncer) {
+    if (st->durability == STOR_DURABILITY_RELAXED) {
         syncer_drop_file(st->syncer, id);
         return;
     }
@@ -49,12 +50,14 @@ void drop_file(lstor_t *st, const uint8_t id[STOR_ID_LEN])
         log_warn("storage: unlink %s: %s", path, strerror(errno));
 }
 
-/* A commit that returned made file id part of the index. In fsync mode the
- * file and its entry were synced before that commit; relaxed mode owes them
- * to the next sync point. */
+/* A write transaction about to commit makes file id part of the index
+ * (called inside it, before the commit, so that a sync point's cut never
+ * holds a commit whose file it does not know of). In fsync mode the file and
+ * its entry were synced before; relaxed mode owes them to the next sync
+ * point. */
 void new_file(lstor_t *st, const uint8_t id[STOR_ID_LEN])
 {
-    if (st->syncer)
+    if (st->durability == STOR_DURABILITY_RELAXED)
         syncer_new_file(st->syncer, id);
 }
 
@@ -95,7 +98,7 @@ int ensure_shard(lstor_t *st, const uint8_t id[STOR_ID_LEN])
         path[2] = '\0';
         if (mkdirat(st->objfd, path, 0755) != 0 && errno != EEXIST)
             goto fail;
-        if (st->syncer)
+        if (st->durability == STOR_DURABILITY_RELAXED)
             syncer_new_dir(st->syncer, SYNCER_DIR_ROOT);
         else if (fsync(st->objfd) != 0)
             goto fail;
@@ -106,7 +109,7 @@ int ensure_shard(lstor_t *st, const uint8_t id[STOR_ID_LEN])
     if (mkdirat(st->objfd, path, 0755) != 0 && errno != EEXIST)
         goto fail;
     path[2] = '\0';
-    if (st->syncer)
+    if (st->durability == STOR_DURABILITY_RELAXED)
         syncer_new_dir(st->syncer, SYNCER_DIR_L1(id[0]));
     else if (fsync_dirat(st->objfd, path) != 0)
         goto fail;
@@ -176,14 +179,28 @@ stor_status_t wr_begin(lstor_t *st, MDB_txn **txn_p)
     return rc ? mdb_fail("write txn", rc) : STOR_OK;
 }
 
-stor_status_t wr_commit(lstor_t *st, MDB_txn *txn)
+stor_status_t wr_commit_applied(lstor_t *st, MDB_txn *txn, int *applied_p)
 {
+    uint64_t id = (uint64_t)mdb_txn_id(txn);
+    *applied_p = 0;
     int rc = mdb_txn_commit(txn);
     if (rc)
         return mdb_fail("commit", rc);
-    if (st->syncer)
+    *applied_p = 1;
+    /* Relaxed: in the page cache is enough; the next sync point owes it.
+     * Fsync: durable before it returns, through a sync point that may be
+     * shared with the commits of other threads (group commit). */
+    if (st->durability == STOR_DURABILITY_RELAXED) {
         syncer_committed(st->syncer);
-    return STOR_OK;
+        return STOR_OK;
+    }
+    return syncer_wait_durable(st->syncer, id) == 0 ? STOR_OK : STOR_ERR_IO;
+}
+
+stor_status_t wr_commit(lstor_t *st, MDB_txn *txn)
+{
+    int applied;
+    return wr_commit_applied(st, txn, &applied);
 }
 
 int is_hex(const char *s, size_t n)
@@ -273,7 +290,7 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
     char *root = malloc(n), *path = malloc(n);
     stor_status_t s = STOR_ERR_NOMEM;
     MDB_txn *txn = NULL;
-    int rc;
+    int rc, indexfd = -1;
     if (!root || !path)
         goto fail;
     s = STOR_ERR_IO;
@@ -316,12 +333,20 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
     mdb_env_set_mapsize(st->env, MAP_SIZE);
     mdb_env_set_maxdbs(st->env, 8);
     mdb_env_set_maxreaders(st->env, MAX_READERS);
-    unsigned flags = MDB_NOTLS;
-    /* Relaxed: each commit flushes its data pages but not the meta page, which
-     * the next commit or sync flushes. A power loss may undo the last commit
-     * but never corrupts the index (MDB_NOSYNC, which flushes nothing, can). */
-    if (durability == STOR_DURABILITY_RELAXED)
-        flags |= MDB_NOMETASYNC;
+    /* An index a power loss may have torn (relaxed mode's commits since its
+     * last restore point) goes back to that restore point first. */
+    if ((indexfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+        restore_recover(indexfd) < 0) {
+        log_error("storage: %s: cannot check the index against its restore point", path);
+        goto fail;
+    }
+    /* A commit writes into the page cache and flushes nothing (it survives
+     * the process, not the OS). Sync points flush and save restore points,
+     * so a power loss loses at most the commits since the last one and never
+     * tears the index (restore.h): relaxed mode runs one about once a second,
+     * fsync mode one before any commit returns, shared by the commits that
+     * wait for it together (syncer_wait_durable). */
+    unsigned flags = MDB_NOTLS | MDB_NOSYNC;
     if ((rc = mdb_env_open(st->env, path, flags, 0644)) != 0) {
         s = mdb_fail("env open", rc);
         goto fail;
@@ -371,14 +396,25 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
         goto fail;
     }
     sweep_orphans(st);
-    if (durability == STOR_DURABILITY_RELAXED &&
-        !(st->syncer = syncer_start(st->env, st->objfd, stor_sync_interval_ms)))
+    /* The object files an earlier process wrote: one that died in relaxed
+     * mode (kill -9, same boot) left them to the kernel's writeback, and the
+     * index now durably points at them. */
+    if (syncfs(st->objfd) != 0) {
+        log_error("storage: syncfs %s: %s", dir, strerror(errno));
         goto fail;
+    }
+    /* Fsync mode has no timer: its commits call the sync points they need. */
+    unsigned interval = durability == STOR_DURABILITY_RELAXED ? stor_sync_interval_ms : 0;
+    if (!(st->syncer = syncer_start(st->env, st->objfd, indexfd, interval)))
+        goto fail;
+    close(indexfd);
     free(root);
     free(path);
     *out_p = &st->base;
     return STOR_OK;
 fail:
+    if (indexfd >= 0)
+        close(indexfd);
     free(root);
     free(path);
     local_close(&st->base);
@@ -411,8 +447,8 @@ void local_close(stor_t *st_)
     lstor_t *st = (lstor_t *)st_;
     if (!st)
         return;
-    /* Relaxed: a last sync point (everything acknowledged becomes durable and
-     * the dropped files go). Fsync mode: every commit already was. */
+    /* A last sync point: in relaxed mode everything acknowledged becomes
+     * durable and the dropped files go (in fsync mode it already was). */
     syncer_stop(st->syncer);
     if (st->env)
         mdb_env_close(st->env);
@@ -428,8 +464,5 @@ void local_close(stor_t *st_)
 stor_status_t local_sync(stor_t *st_)
 {
     lstor_t *st = (lstor_t *)st_;
-    if (st->syncer)
-        return syncer_sync(st->syncer) == 0 ? STOR_OK : STOR_ERR_IO;
-    int rc = mdb_env_sync(st->env, 1);
-    return rc ? mdb_fail("index sync", rc) : STOR_OK;
+    return syncer_sync(st->syncer) == 0 ? STOR_OK : STOR_ERR_IO;
 }

@@ -10,14 +10,16 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "storage/restore.h"
 #include "storage/syncer.h"
 
 unsigned stor_sync_interval_ms = 1000;
 
 /* Backlogs that wake the thread before the interval is up: they bound the
  * memory held and the work one sync point does. */
-#define WAKE_FILES 4096
-#define WAKE_DROPS 65536
+#define WAKE_FILES   4096
+#define WAKE_DROPS   65536
+#define WAKE_COMMITS 4096 /* also bounds data.mdb's growth: see sync_point */
 
 typedef struct idvec {
     uint8_t *ids; /* n * STOR_ID_LEN bytes */
@@ -34,11 +36,22 @@ struct syncer {
     idvec_t files;                         /* committed since the last sync point: fdatasync */
     idvec_t drops;                         /* dropped by commits since: unlink after the sync */
     uint8_t dirs[(SYNCER_N_DIRS + 7) / 8]; /* directories to fsync */
-    int dirs_owed, committed;
+    int dirs_owed;
+    unsigned committed; /* commits since the last cut */
     int stop;
+    /* Group commit: the snapshot of the newest restore point, whether a
+     * waiter is running a sync point for the others, and where they wait. */
+    uint64_t durable;
+    int leading;
+    pthread_cond_t durable_cv;
 
-    pthread_mutex_t sync_lock; /* one sync point at a time; guards dirs_now */
+    pthread_mutex_t sync_lock; /* one sync point at a time; guards what follows */
     uint8_t dirs_now[(SYNCER_N_DIRS + 7) / 8];
+    restore_t *restore; /* index/restore */
+    MDB_txn *pin;       /* a read transaction on the restore point's snapshot */
+    int datafd;         /* data.mdb (LMDB's descriptor) */
+    size_t psize;       /* LMDB's page size */
+    uint8_t *metas;     /* 2 * psize: the meta pages at the cut */
     pthread_t thread;
 };
 
@@ -59,7 +72,8 @@ static int idvec_push(idvec_t *v, const uint8_t *id)
 void syncer_committed(syncer_t *s)
 {
     pthread_mutex_lock(&s->lock);
-    s->committed = 1;
+    if (++s->committed == WAKE_COMMITS)
+        pthread_cond_signal(&s->wake);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -121,9 +135,45 @@ static int sync_dir(syncer_t *s, unsigned dir)
     return 0;
 }
 
+/* Hands a sync point's lists back to the next one (its sync or its save
+ * failed): nothing is unlinked before a restore point covers it. */
+static void give_back(syncer_t *s, const idvec_t *files, const idvec_t *drops)
+{
+    pthread_mutex_lock(&s->lock);
+    for (size_t i = 0; i < files->n; i++)
+        if (idvec_push(&s->files, files->ids + i * STOR_ID_LEN) != 0)
+            break; /* left to the kernel's writeback, as in syncer_new_file */
+    for (size_t i = 0; i < drops->n; i++)
+        if (idvec_push(&s->drops, drops->ids + i * STOR_ID_LEN) != 0)
+            break; /* left for the next open's sweep */
+    for (size_t i = 0; i < sizeof s->dirs; i++)
+        s->dirs[i] |= s->dirs_now[i];
+    s->dirs_owed = s->committed = 1;
+    pthread_mutex_unlock(&s->lock);
+}
+
 static int sync_point(syncer_t *s)
 {
     pthread_mutex_lock(&s->sync_lock);
+    /* 1. The cut: with LMDB's writer lock held (a write transaction of our
+     * own), no commit is half done, every commit so far has registered its
+     * files (they do so inside their transaction), and the snapshot a new
+     * read transaction sees, S, is the last commit. data.mdb's first two
+     * pages are then S's meta pages. */
+    MDB_txn *wtxn = NULL, *pin = NULL;
+    int rc = mdb_txn_begin(s->env, NULL, 0, &wtxn);
+    if (rc == 0 && (rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &pin)) != 0)
+        pin = NULL;
+    if (rc) {
+        if (wtxn)
+            mdb_txn_abort(wtxn);
+        log_error("storage: sync point: %s", mdb_strerror(rc));
+        pthread_mutex_unlock(&s->sync_lock);
+        return -1;
+    }
+    uint64_t txnid = (uint64_t)mdb_txn_id(pin);
+    size_t mlen = 2 * s->psize;
+    int fail = pread(s->datafd, s->metas, mlen, 0) != (ssize_t)mlen;
     pthread_mutex_lock(&s->lock);
     idvec_t files = s->files, drops = s->drops;
     memset(&s->files, 0, sizeof s->files);
@@ -132,45 +182,54 @@ static int sync_point(syncer_t *s)
     memset(s->dirs, 0, sizeof s->dirs);
     s->dirs_owed = s->committed = 0;
     pthread_mutex_unlock(&s->lock);
+    mdb_txn_abort(wtxn);
+    if (fail)
+        log_error("storage: sync point: reading the index's meta pages: %s", strerror(errno));
 
-    /* 1. The bytes and directory entries of the files committed since. */
-    int rc = 0;
+    /* 2. The bytes and directory entries of the files S references that are
+     * not yet durable. */
     for (size_t i = 0; i < files.n; i++) {
         const uint8_t *id = files.ids + i * STOR_ID_LEN;
         char path[STOR_PATH_LEN];
         stor_id_path(id, path);
         int fd = openat(s->objfd, path, O_RDONLY | O_CLOEXEC);
         if (fd < 0 && errno == ENOENT)
-            continue; /* dropped and unlinked by an earlier sync point */
+            continue; /* its commit failed, or dropped and unlinked since */
         if (fd < 0 || fdatasync(fd) != 0) {
             log_error("storage: fdatasync objects/%s: %s", path, strerror(errno));
-            rc = -1;
+            fail = 1;
         }
         if (fd >= 0)
             close(fd);
         unsigned d = SYNCER_DIR_L2(id[0], id[1]);
         s->dirs_now[d / 8] |= (uint8_t)(1u << (d % 8));
     }
-    free(files.ids);
     /* Deepest first: a file's entry, then its shard's, then the level-1's. */
     for (unsigned d = SYNCER_N_DIRS; d-- > 0;)
         if (s->dirs_now[d / 8] >> (d % 8) & 1)
-            rc |= sync_dir(s, d);
+            fail |= sync_dir(s, d) != 0;
 
-    /* 2. The index: every commit that returned before this point began. */
-    int mrc = mdb_env_sync(s->env, 1);
-    if (mrc) {
-        log_error("storage: index sync: %s", mdb_strerror(mrc));
-        rc = -1;
-        /* 3 must wait: hand the unlinks back to the next sync point. */
-        pthread_mutex_lock(&s->lock);
-        for (size_t i = 0; i < drops.n; i++)
-            if (idvec_push(&s->drops, drops.ids + i * STOR_ID_LEN) != 0)
-                break; /* left for the next open's sweep */
-        s->committed = 1;
-        pthread_mutex_unlock(&s->lock);
+    /* 3. The index: S's pages (and any later commit's). */
+    if (!fail && (rc = mdb_env_sync(s->env, 1)) != 0) {
+        log_error("storage: index sync: %s", mdb_strerror(rc));
+        fail = 1;
+    }
+    /* 4. S becomes the restore point; only then may the previous one's pages
+     * be reused. */
+    if (!fail && restore_save(s->restore, txnid, s->metas, s->psize) != 0)
+        fail = 1;
+    if (fail) {
+        mdb_txn_abort(pin);
+        give_back(s, &files, &drops);
     } else {
-        /* 3. The files those durable commits dropped. */
+        if (s->pin)
+            mdb_txn_abort(s->pin);
+        s->pin = pin;
+        pthread_mutex_lock(&s->lock);
+        s->durable = txnid;
+        pthread_mutex_unlock(&s->lock);
+        /* 5. The files that commits up to S dropped: neither S nor anything
+         * after it references them. */
         for (size_t i = 0; i < drops.n; i++) {
             char path[STOR_PATH_LEN];
             stor_id_path(drops.ids + i * STOR_ID_LEN, path);
@@ -178,9 +237,10 @@ static int sync_point(syncer_t *s)
                 log_warn("storage: unlink %s: %s", path, strerror(errno));
         }
     }
+    free(files.ids);
     free(drops.ids);
     pthread_mutex_unlock(&s->sync_lock);
-    return rc;
+    return fail ? -1 : 0;
 }
 
 static void *syncer_main(void *arg)
@@ -211,7 +271,23 @@ static void *syncer_main(void *arg)
     return NULL;
 }
 
-syncer_t *syncer_start(MDB_env *env, int objfd, unsigned interval_ms)
+/* Frees what syncer_start made (not the thread). */
+static void syncer_free(syncer_t *s)
+{
+    if (s->pin)
+        mdb_txn_abort(s->pin);
+    restore_close(s->restore);
+    free(s->metas);
+    free(s->files.ids);
+    free(s->drops.ids);
+    pthread_cond_destroy(&s->wake);
+    pthread_cond_destroy(&s->durable_cv);
+    pthread_mutex_destroy(&s->lock);
+    pthread_mutex_destroy(&s->sync_lock);
+    free(s);
+}
+
+syncer_t *syncer_start(MDB_env *env, int objfd, int indexfd, unsigned interval_ms)
 {
     syncer_t *s = calloc(1, sizeof *s);
     if (!s)
@@ -224,22 +300,61 @@ syncer_t *syncer_start(MDB_env *env, int objfd, unsigned interval_ms)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&s->wake, &ca);
     pthread_condattr_destroy(&ca);
+    pthread_cond_init(&s->durable_cv, NULL);
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->sync_lock, NULL);
+    MDB_stat ms;
+    mdb_filehandle_t fd;
+    if (mdb_env_stat(env, &ms) != 0 || mdb_env_get_fd(env, &fd) != 0) {
+        log_error("storage: cannot read the index's page size and descriptor");
+        goto fail;
+    }
+    s->psize = ms.ms_psize;
+    s->datafd = fd;
+    if (!(s->metas = malloc(2 * s->psize)) || !(s->restore = restore_open(indexfd)))
+        goto fail;
+    /* The first restore point, before any commit: the index as opened. */
+    if (sync_point(s) != 0)
+        goto fail;
     if (pthread_create(&s->thread, NULL, syncer_main, s) != 0) {
         log_error("storage: cannot start the sync thread");
-        pthread_cond_destroy(&s->wake);
-        pthread_mutex_destroy(&s->lock);
-        pthread_mutex_destroy(&s->sync_lock);
-        free(s);
-        return NULL;
+        goto fail;
     }
     return s;
+fail:
+    syncer_free(s);
+    return NULL;
 }
 
 int syncer_sync(syncer_t *s)
 {
     return sync_point(s);
+}
+
+int syncer_wait_durable(syncer_t *s, uint64_t txnid)
+{
+    int rc = 0;
+    pthread_mutex_lock(&s->lock);
+    while (s->durable < txnid) {
+        if (s->leading) {
+            pthread_cond_wait(&s->durable_cv, &s->lock);
+            continue;
+        }
+        /* No sync point under way: this thread runs one for everyone. Its
+         * cut comes after this commit, and after every commit that returned
+         * before it began. One under way may have cut before this commit:
+         * then the loop waits for it and runs the next. */
+        s->leading = 1;
+        pthread_mutex_unlock(&s->lock);
+        rc = sync_point(s);
+        pthread_mutex_lock(&s->lock);
+        s->leading = 0;
+        pthread_cond_broadcast(&s->durable_cv);
+        if (rc != 0)
+            break; /* a failed sync point fails its leader's commit */
+    }
+    pthread_mutex_unlock(&s->lock);
+    return rc;
 }
 
 void syncer_stop(syncer_t *s)
@@ -252,10 +367,5 @@ void syncer_stop(syncer_t *s)
     pthread_mutex_unlock(&s->lock);
     pthread_join(s->thread, NULL);
     sync_point(s);
-    free(s->files.ids);
-    free(s->drops.ids);
-    pthread_cond_destroy(&s->wake);
-    pthread_mutex_destroy(&s->lock);
-    pthread_mutex_destroy(&s->sync_lock);
-    free(s);
+    syncer_free(s);
 }

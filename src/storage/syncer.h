@@ -1,24 +1,37 @@
 /* Private to src/storage: the relaxed-mode sync point (syncer.c).
  *
- * In relaxed mode a commit returns without making the object file durable,
- * and LMDB (MDB_NOMETASYNC) makes a commit durable only at the next commit or
- * sync. So nothing the commit dropped may be unlinked yet: after a power loss
- * the index may come back with that commit undone and still point at those
- * files. The syncer collects what the commits since the last sync point owe
- * -- new object files and shard directories to fsync, dropped files to unlink
- * -- and pays it at a sync point, in this order:
+ * In relaxed mode a commit returns once it is in the page cache: LMDB runs
+ * with MDB_NOSYNC and the object file is not synced. So nothing a commit
+ * dropped may be unlinked yet (after a power loss the index may come back
+ * without that commit and still point at those files), and the index must
+ * have a restore point (restore.h) to come back to. The syncer collects what
+ * the commits since the last sync point owe -- new object files and shard
+ * directories to fsync, dropped files to unlink -- and pays it at a sync
+ * point, in this order:
  *
- *   1. fdatasync every object file committed since, fsync the directories
- *      holding their entries and those of newly made shard directories;
- *   2. mdb_env_sync(): every commit that returned before the sync point
- *      began is now durable (index data and meta pages);
- *   3. unlink the files those commits dropped.
+ *   1. the cut: holding LMDB's writer lock for a moment, it opens a read
+ *      transaction on the last commit, S (which pins S's pages: LMDB reuses
+ *      no page a reader sees), copies data.mdb's two meta pages, and takes
+ *      the lists (commits register their new files inside their
+ *      transaction, so every commit up to S has);
+ *   2. fdatasync every object file committed since the last cut, fsync the
+ *      directories holding their entries and those of new shard directories;
+ *   3. mdb_env_sync(): S's pages are on disk;
+ *   4. save S as the restore point (restore_save); let go of the previous
+ *      restore point's read transaction;
+ *   5. unlink the files the commits up to S dropped.
  *
- * A sync point runs every stor_sync_interval_ms on its own thread (when
- * something is owed), when the backlog grows large, on stor_sync() and at
- * stor_close(). If step 2 fails, the unlinks wait for the next sync point.
- * Nothing here runs in fsync mode, where each commit is durable before it
- * returns and its dropped files are unlinked right after it. */
+ * If a step fails, the lists go back to the next sync point and the previous
+ * restore point stands. A sync point runs every stor_sync_interval_ms on its
+ * own thread (when something is owed), when the backlog grows large, on
+ * stor_sync(), at stor_close() and once in syncer_start().
+ *
+ * Fsync mode uses the same sync points, without a timer and with empty
+ * lists (a writer syncs its own file and directory before its commit, in its
+ * own thread, and unlinks what its commit dropped once that commit is
+ * durable): each commit waits in syncer_wait_durable() for one that covers
+ * it, and commits that wait together share one -- one index sync and one
+ * restore point save for all of them (group commit). */
 #ifndef S3R_STORAGE_SYNCER_H
 #define S3R_STORAGE_SYNCER_H
 
@@ -34,13 +47,16 @@ typedef struct syncer syncer_t;
  * backlog run one (unit tests use this to look between sync points). */
 extern unsigned stor_sync_interval_ms;
 
-/* Starts the sync thread for the store whose index is env and whose objects
- * directory is objfd (both stay the caller's). NULL on failure. */
-syncer_t *syncer_start(MDB_env *env, int objfd, unsigned interval_ms);
+/* Makes the first restore point of the store whose index is env (opened
+ * with MDB_NOSYNC, nothing committed since it was synced), its directory
+ * indexfd, its objects directory objfd (all stay the caller's), and starts
+ * the sync thread. NULL on failure (logged). */
+syncer_t *syncer_start(MDB_env *env, int objfd, int indexfd, unsigned interval_ms);
 /* A write transaction committed: the next sync point must sync the index. */
 void syncer_committed(syncer_t *s);
-/* A commit that returned made file id part of the index: fdatasync it, and
- * fsync its shard directory, at the next sync point. */
+/* The write transaction being committed makes file id part of the index
+ * (call it inside the transaction): fdatasync it, and fsync its shard
+ * directory, at the next sync point. */
 void syncer_new_file(syncer_t *s, const uint8_t id[STOR_ID_LEN]);
 /* A shard directory was created: dir is its parent, as an index into the
  * objects tree (SYNCER_DIR_*); fsync it at the next sync point. */
@@ -48,6 +64,12 @@ void syncer_new_dir(syncer_t *s, unsigned dir);
 /* A commit that returned dropped file id from the index: unlink it once a
  * sync point has made that commit durable. */
 void syncer_drop_file(syncer_t *s, const uint8_t id[STOR_ID_LEN]);
+/* Fsync mode's group commit: returns once a restore point covers snapshot
+ * txnid (the id of a write transaction that committed), running a sync point
+ * itself unless another thread's, begun after that commit, covers it. 0, or
+ * -1 if the sync point this thread ran failed (the commit may or may not
+ * survive a power loss). */
+int syncer_wait_durable(syncer_t *s, uint64_t txnid);
 /* Runs a sync point now (after any one under way). 0, or -1 if a sync
  * failed (logged; the unlinks then wait for a later sync point). */
 int syncer_sync(syncer_t *s);

@@ -16,8 +16,11 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/syscall.h>
+#include <signal.h>
+#include <sys/wait.h>
 
 #include "stor_test_util.h"
+#include "storage/restore.h"
 #include "storage/stor_internal.h"
 #include "storage/syncer.h"
 
@@ -50,9 +53,17 @@ int fsync(int fd)
     return (int)syscall(SYS_fsync, fd);
 }
 
+/* Nonzero: fdatasync of this inode fails with EIO (a disk error, staged). */
+static _Atomic ino_t fail_ino;
+
 int fdatasync(int fd)
 {
     note_sync(fd);
+    struct stat sb;
+    if (fail_ino && fstat(fd, &sb) == 0 && sb.st_ino == fail_ino) {
+        errno = EIO;
+        return -1;
+    }
     return (int)syscall(SYS_fdatasync, fd);
 }
 
@@ -117,6 +128,7 @@ static int teardown(void **state)
     free(f->tmp);
     free(f);
     stor_sync_interval_ms = 1000;
+    restore_boot_id_path = "/proc/sys/kernel/random/boot_id";
     return 0;
 }
 
@@ -271,12 +283,14 @@ static void test_relaxed_sync_points(void **state)
     assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
     assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
 
-    /* Every commit flushes the index's data pages (MDB_NOMETASYNC), so a
-     * power loss can undo the last commits but never corrupt the index
-     * (MDB_NOSYNC flushed nothing, and could). */
+    /* A commit flushes nothing: no fsync or fdatasync on a write's path
+     * (MDB_NOSYNC; the restore point keeps the index whole, below). */
     synced_reset();
     assert_int_equal(tu_put(f->st, "b", "k", "v1", 2), STOR_OK);
-    assert_true(synced_count(fx_path(f, ".s3rdma/index/data.mdb")) >= 1);
+    pthread_mutex_lock(&synced_lock);
+    size_t n = n_synced;
+    pthread_mutex_unlock(&synced_lock);
+    assert_int_equal(n, 0);
 
     /* The object file is not synced by the commit, but by the next sync
      * point, with its shard directory and the new shard directories. */
@@ -293,6 +307,7 @@ static void test_relaxed_sync_points(void **state)
     assert_true(synced_count(l1) >= 1);
     assert_true(synced_count(fx_path(f, ".s3rdma/objects")) >= 1);
     assert_true(synced_count(fx_path(f, ".s3rdma/index/data.mdb")) >= 1);
+    assert_true(synced_count(fx_path(f, ".s3rdma/index/restore")) >= 1);
 
     /* Nothing owed, nothing synced by the thread (which is not idle-spinning
      * syncs): with a timer, an idle store makes no sync calls either. */
@@ -363,12 +378,273 @@ static void test_fsync_shard_dirs(void **state)
     assert_true(synced_count(fx_path(f, ".s3rdma/index/data.mdb")) >= 1);
 }
 
+/* ---- Relaxed mode: the restore point ------------------------------------- */
+
+/* Stages a boot: the boot id the store reads is the content of tmp/boot. */
+static void set_boot(fx_t *f, const char *id)
+{
+    static char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/boot", f->tmp);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fprintf(fp, "%s\n", id);
+    fclose(fp);
+    restore_boot_id_path = path;
+}
+
+/* In a child that then dies as by kill -9 (no stor_close, no sync point):
+ * opens the store and churns keys -- enough commits that LMDB would reuse
+ * the restore point's pages were they not pinned -- leaving k = "after" and
+ * new = "x". What it wrote is whole in the page cache, not synced. */
+static void churn_and_die(fx_t *f)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        stor_t *st;
+        if (stor_open(f->dir, STOR_DURABILITY_RELAXED, &st) != STOR_OK)
+            _exit(1);
+        for (int i = 0; i < 200; i++) {
+            char key[32], val[32];
+            snprintf(key, sizeof key, "churn-%d", i % 20);
+            snprintf(val, sizeof val, "value %d", i);
+            if (tu_put(st, "b", key, val, strlen(val)) != STOR_OK ||
+                (i % 3 == 0 && stor_delete(st, TU_B(st, "b"), key) != STOR_OK))
+                _exit(2);
+        }
+        if (tu_put(st, "b", "k", "after", 5) != STOR_OK ||
+            tu_put(st, "b", "new", "x", 1) != STOR_OK)
+            _exit(3);
+        _exit(0);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* The state of the last restore point: k = "before", then keep0..keep9. */
+static void make_restore_point(fx_t *f)
+{
+    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    assert_int_equal(tu_put(f->st, "b", "k", "before", 6), STOR_OK);
+    for (int i = 0; i < 10; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "keep%d", i);
+        assert_int_equal(tu_put(f->st, "b", key, key, strlen(key)), STOR_OK);
+    }
+    stor_close(f->st); /* a sync point: the restore point */
+    f->st = NULL;
+}
+
+static void assert_get(stor_t *st, const char *key, const char *want)
+{
+    char *got = tu_get(st, "b", key, NULL);
+    if (!want) {
+        assert_null(got);
+        return;
+    }
+    assert_non_null(got);
+    assert_string_equal(got, want);
+    free(got);
+}
+
+/* After the OS went down (another boot id), the index is exactly its last
+ * restore point: the writes acknowledged after it are gone, whole (their
+ * files swept as orphans), and everything before it is intact -- although
+ * hundreds of commits ran after it, which reuse freed pages. */
+static void test_relaxed_power_loss_rolls_back(void **state)
+{
+    fx_t *f = *state;
+    set_boot(f, "boot-a");
+    make_restore_point(f);
+    churn_and_die(f);
+    set_boot(f, "boot-b");
+    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_get(f->st, "k", "before");
+    assert_get(f->st, "new", NULL);
+    assert_get(f->st, "churn-1", NULL);
+    stor_iter_t *it;
+    assert_int_equal(stor_iter_open(f->st, "b", "", NULL, &it), STOR_OK);
+    const char *key;
+    size_t klen;
+    int n = 0;
+    while (stor_iter_next(it, &key, &klen, NULL) == 1) {
+        char *name = strndup(key, klen), *got = tu_get(f->st, "b", name, NULL);
+        assert_non_null(got);
+        assert_true(strcmp(name, "k") == 0 || strcmp(got, name) == 0);
+        free(got);
+        free(name);
+        n++;
+    }
+    stor_iter_close(it);
+    assert_int_equal(n, 11);
+    assert_int_equal(tu_count_objects(f->dir), 11);
+    assert_index_files_present(f->st, "b");
+    /* The store goes on from there, and a second open (same boot) keeps it. */
+    assert_int_equal(tu_put(f->st, "b", "k", "later", 5), STOR_OK);
+    stor_close(f->st);
+    f->st = NULL;
+    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_get(f->st, "k", "later");
+}
+
+/* A process that died while the OS did not (same boot id) loses nothing it
+ * acknowledged: the page cache held every commit whole. */
+static void test_relaxed_kill9_keeps_all(void **state)
+{
+    fx_t *f = *state;
+    set_boot(f, "boot-a");
+    make_restore_point(f);
+    churn_and_die(f);
+    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_get(f->st, "k", "after");
+    assert_get(f->st, "new", "x");
+    assert_get(f->st, "keep3", "keep3");
+    assert_index_files_present(f->st, "b");
+}
+
+/* Fsync mode's commits are each covered by a restore point before they
+ * return, also on a data directory a relaxed process left: a reboot does not
+ * roll them back. */
+static void test_fsync_commit_survives_reboot(void **state)
+{
+    fx_t *f = *state;
+    set_boot(f, "boot-a");
+    make_restore_point(f);
+    assert_int_equal(stor_open(f->dir, STOR_DURABILITY_FSYNC, &f->st), STOR_OK);
+    assert_int_equal(tu_put(f->st, "b", "k", "fsynced", 7), STOR_OK);
+    stor_close(f->st);
+    f->st = NULL;
+    set_boot(f, "boot-b");
+    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_get(f->st, "k", "fsynced");
+}
+
+/* ---- Fsync mode: group commit ---------------------------------------------- */
+
+#define GC_THREADS 8
+#define GC_PUTS    40
+
+typedef struct gc_arg {
+    stor_t *st;
+    int t, ackfd;
+} gc_arg_t;
+
+/* One writer: PUTs its keys, appending each key to the ack log once the PUT
+ * returned (an acknowledgement a client would have seen). */
+static void *gc_writer(void *arg)
+{
+    gc_arg_t *a = arg;
+    for (int i = 0; i < GC_PUTS; i++) {
+        char key[32], line[40];
+        snprintf(key, sizeof key, "t%d-%d", a->t, i);
+        if (tu_put(a->st, "b", key, key, strlen(key)) != STOR_OK)
+            _exit(4);
+        int n = snprintf(line, sizeof line, "%s\n", key);
+        if (write(a->ackfd, line, (size_t)n) != n)
+            _exit(5);
+    }
+    return NULL;
+}
+
+/* Concurrent fsync-mode PUTs, the process killed (SIGKILL) among them, then
+ * the OS "goes down" (another boot id: everything after the newest restore
+ * point is rolled back, as if it never reached the disk): every PUT that had
+ * returned is there, whole. Each returned only once a sync point that covers
+ * it -- its own or one it shared with the writers that committed alongside
+ * it -- had saved its restore point. */
+static void test_fsync_group_commit_power_loss(void **state)
+{
+    fx_t *f = *state;
+    set_boot(f, "boot-a");
+    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    stor_close(f->st);
+    f->st = NULL;
+    char acks[PATH_MAX];
+    snprintf(acks, sizeof acks, "%s/acks", f->tmp);
+    int ackfd = open(acks, O_RDWR | O_CREAT | O_APPEND | O_TRUNC, 0644);
+    assert_true(ackfd >= 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        stor_t *st;
+        if (stor_open(f->dir, f->mode, &st) != STOR_OK)
+            _exit(1);
+        pthread_t th[GC_THREADS];
+        gc_arg_t args[GC_THREADS];
+        for (int t = 0; t < GC_THREADS; t++) {
+            args[t] = (gc_arg_t){st, t, ackfd};
+            pthread_create(&th[t], NULL, gc_writer, &args[t]);
+        }
+        for (int t = 0; t < GC_THREADS; t++)
+            pthread_join(th[t], NULL);
+        pause(); /* killed here at the latest */
+        _exit(0);
+    }
+    /* Kill it once a quarter of the PUTs were acknowledged. */
+    struct stat sb;
+    for (int i = 0; i < 6000; i++) {
+        if (fstat(ackfd, &sb) == 0 && sb.st_size >= GC_THREADS * GC_PUTS / 4 * 5)
+            break;
+        usleep(5 * 1000);
+    }
+    kill(pid, SIGKILL);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status));
+
+    set_boot(f, "boot-b");
+    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    FILE *fp = fdopen(ackfd, "r");
+    assert_non_null(fp);
+    rewind(fp);
+    char line[64];
+    int acked = 0;
+    while (fgets(line, sizeof line, fp)) {
+        line[strcspn(line, "\n")] = '\0';
+        assert_get(f->st, line, line);
+        acked++;
+    }
+    fclose(fp);
+    assert_true(acked >= GC_THREADS * GC_PUTS / 4);
+    assert_index_files_present(f->st, "b");
+}
+
+/* Fsync mode, the index's sync failing under a commit: the PUT fails, but its
+ * change is in the index (visible): its file must stay, or the key would
+ * point at nothing. Once the disk recovers, the object reads back whole. */
+static void test_fsync_failed_sync_keeps_file(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    assert_int_equal(tu_put(f->st, "b", "k", "old", 3), STOR_OK);
+    struct stat sb;
+    assert_int_equal(stat(fx_path(f, ".s3rdma/index/data.mdb"), &sb), 0);
+    fail_ino = sb.st_ino;
+    assert_int_equal(tu_put(f->st, "b", "k", "new", 3), STOR_ERR_IO);
+    fail_ino = 0;
+    assert_get(f->st, "k", "new");
+    assert_index_files_present(f->st, "b");
+    assert_int_equal(stor_sync(f->st), STOR_OK);
+    assert_get(f->st, "k", "new");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_relaxed_deferred_unlink, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_relaxed_sync_points, setup_relaxed, teardown),
+        cmocka_unit_test_setup_teardown(test_relaxed_power_loss_rolls_back, setup_relaxed,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_relaxed_kill9_keeps_all, setup_relaxed, teardown),
+        cmocka_unit_test_setup_teardown(test_fsync_commit_survives_reboot, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_open_syncs_directories, setup_fsync, teardown),
+        cmocka_unit_test_setup_teardown(test_fsync_group_commit_power_loss, setup_fsync, teardown),
+        cmocka_unit_test_setup_teardown(test_fsync_failed_sync_keeps_file, setup_fsync, teardown),
         cmocka_unit_test_setup_teardown(test_open_syncs_directories, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_fsync_shard_dirs, setup_fsync, teardown),
     };
