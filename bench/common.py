@@ -183,6 +183,14 @@ def machine():
     return f"nproc={os.cpu_count()} kernel={u.release} cpu={cpu}"
 
 
+def cpu_s(pid):
+    """User + system CPU seconds of process pid so far, every thread (/proc/PID/stat fields
+    14 and 15, counted after the ')' that closes the command name)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def loadavg():
     with open("/proc/loadavg") as f:
         return " ".join(f.read().split()[:3])
