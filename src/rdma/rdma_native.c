@@ -6,13 +6,15 @@
  *
  * Threads: native_accept runs in the AM callback, on whichever thread
  * progresses the worker (a progress thread, or a transfer waiting in
- * rdma_xfer.c); it never blocks. Reads that do not wait on the disk for long
- * (GET, HEAD: page-cache reads, no fsync) admitted on the session's own
- * progress thread run on that thread right after the progress call
- * (native_run_local): no hand-off, no wake-up, the microseconds the native
- * path exists for. Everything else, and what arrives on other threads, goes
- * to the executor threads (srv->native_th). A request holds a session
- * reference until it is answered.
+ * rdma_xfer.c); it never blocks. Requests that do not wait on the disk for
+ * long admitted on the session's own progress thread run on that thread
+ * right after the progress call (native_run_local): reads (GET, HEAD:
+ * page-cache reads, no fsync) and, when the server allows it
+ * (cfg.local_put_max: relaxed durability), PUTs with a small inline body
+ * (one file write into the page cache). No hand-off, no wake-up: the
+ * microseconds the native path exists for. Everything else, and what
+ * arrives on other threads, goes to the executor threads (srv->native_th).
+ * A request holds a session reference until it is answered.
  *
  * A request holds its slot (s->native_inflight, srv->n_jobs) until UCX has
  * finished sending its reply, or its session dies: a client that submits
@@ -287,6 +289,14 @@ static int runs_local(unsigned opcode)
            opcode == RDMA_OP_HEAD_BUCKET || opcode == RDMA_OP_GET_BUCKET_LOCATION;
 }
 
+/* Whether a request of len bytes may be a PUT small enough for the progress
+ * thread (native_run_local checks its body once parsed). */
+static int may_put_local(const struct rdma_server *srv, unsigned opcode, size_t len)
+{
+    return opcode == RDMA_OP_PUT_OBJECT && srv->cfg.local_put_max > 0 &&
+           len <= RDMA_NATIVE_MAX_META + srv->cfg.local_put_max;
+}
+
 /* Takes a reference unless the session's last one is already gone (its
  * destruction queued): a message can still arrive on a dying worker. */
 static int session_tryget(rsession_t *s)
@@ -369,7 +379,8 @@ static void native_accept(struct rdma_server *srv, rsession_t *own, ucp_worker_h
     j->s = s;
     j->len = len;
     memcpy(j->msg, data, len);
-    if (tls_prog && tls_prog == s->prog && runs_local(h.opcode)) {
+    if (tls_prog && tls_prog == s->prog &&
+        (runs_local(h.opcode) || may_put_local(srv, h.opcode, len))) {
         *tls_prog->local_tail = j;
         tls_prog->local_tail = &j->next;
         return;
@@ -416,12 +427,16 @@ int native_listen(rworker_t *rw, rprog_t *shared_of, rsession_t *own)
 
 /* ==== executor threads ====================================================== */
 
-static void native_run(struct rdma_server *srv, njob_t *j)
+/* Runs j and answers it. parsed: j's message already parsed (taken over),
+ * or NULL to parse it here. */
+static void native_run(struct rdma_server *srv, njob_t *j, const rdma_native_msg_t *parsed)
 {
     rsession_t *s = j->s;
     rdma_native_req_t r = {.srv = srv, .s = s};
     const char *why = NULL;
-    if (rdma_native_parse_req(j->msg, j->len, &r.m, &why) < 0) {
+    if (parsed)
+        r.m = *parsed;
+    else if (rdma_native_parse_req(j->msg, j->len, &r.m, &why) < 0) {
         rdma_native_head_t h;
         rdma_native_parse_head(j->msg, j->len, &h);
         char msg[160];
@@ -463,28 +478,28 @@ static uint64_t msg_inline_max(const rdma_native_msg_t *m)
                                                         : RDMA_NATIVE_MAX_INLINE;
 }
 
-/* Whether a read admitted on the progress thread would move its reply by
- * RDMA into an out span the client's own progress must serve (a network
- * session: TCP emulates RMA with the client's help): such a read goes to
- * an executor, where a client that stopped serving its RDMA stalls one
- * thread of its user's share instead of every session of the progress
- * thread. A local session's RMA (shared memory, CMA) needs nothing of the
- * client's. Nor does a read whose out span is no longer than the inline
- * limit it asked for: any body that fits the span goes inline
+/* Whether a request admitted on the progress thread (m, parsed) stays
+ * there.
+ *
+ * A PUT stays when its body is inline and within local_put_max: one small
+ * file write. A larger one, or one whose body comes by RDMA-READ, goes to an
+ * executor.
+ *
+ * A read goes to an executor when it would move its reply by RDMA into an
+ * out span the client's own progress must serve (a network session: TCP
+ * emulates RMA with the client's help): there a client that stopped serving
+ * its RDMA stalls one thread of its user's share instead of every session
+ * of the progress thread. A local session's RMA (shared memory, CMA) needs
+ * nothing of the client's. Nor does a read whose out span is no longer than
+ * the inline limit it asked for: any body that fits the span goes inline
  * (rdma_native_reply), a larger one is refused without an RMA, and an
  * error's body is always inline; so a small GET into a registered buffer
  * stays on the progress thread, with no hand-off to an executor. */
-static int needs_client_rma(const njob_t *j)
+static int stays_local(const struct rdma_server *srv, const njob_t *j, const rdma_native_msg_t *m)
 {
-    if (j->s->own_worker)
-        return 0;
-    rdma_native_msg_t m;
-    const char *why;
-    if (rdma_native_parse_req(j->msg, j->len, &m, &why) < 0)
-        return 0; /* answered BAD_MESSAGE right here */
-    int out = m.has_out && m.out.len > msg_inline_max(&m);
-    rdma_native_msg_free(&m);
-    return out;
+    if (m->head.opcode == RDMA_OP_PUT_OBJECT)
+        return m->body_kind != RDMA_BODY_REGION && m->body_len <= srv->cfg.local_put_max;
+    return j->s->own_worker || !(m->has_out && m->out.len > msg_inline_max(m));
 }
 
 int native_run_local(rprog_t *p)
@@ -496,11 +511,17 @@ int native_run_local(rprog_t *p)
         if (!p->local_head)
             p->local_tail = &p->local_head;
         n++;
-        if (needs_client_rma(j)) {
+        rdma_native_msg_t m;
+        const char *why;
+        if (rdma_native_parse_req(j->msg, j->len, &m, &why) < 0) {
+            native_run(p->srv, j, NULL); /* answers BAD_MESSAGE right here */
+        } else if (stays_local(p->srv, j, &m)) {
+            native_run(p->srv, j, &m);
+        } else {
+            rdma_native_msg_free(&m);
             native_enqueue(p->srv, j);
             continue;
         }
-        native_run(p->srv, j);
         free(j);
     }
     return n;
@@ -543,7 +564,7 @@ static void *native_main(void *arg)
          * user) for the count below. */
         rsession_t *s = j->s;
         session_get(s);
-        native_run(srv, j);
+        native_run(srv, j, NULL);
         free(j);
         pthread_mutex_lock(&srv->native_mu);
         s->user->running--;
