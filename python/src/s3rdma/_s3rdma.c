@@ -421,7 +421,8 @@ static PyObject *client_get_into(ClientObject *self, PyObject *args, PyObject *k
 }
 
 /* get(): a GET that may go over the native transport (native, or auto with a
- * session up) or names its length first lands in a pooled registered block
+ * session up on a transport other than TCP alone: what auto then picks) or
+ * names its length first lands in a pooled registered block
  * of GET_FIRST_TRY bytes (libs3rdma's own scratch size), copied once into the
  * bytes object; a larger body (the buffer-too-small answer names its size,
  * before any byte moves) is fetched again straight into a bytes object of
@@ -533,8 +534,10 @@ static PyObject *client_get(ClientObject *self, PyObject *args, PyObject *kw)
         return NULL;
     Py_INCREF(self);
     s3r_transport_t t = o.transport == S3R_TRANSPORT_DEFAULT ? self->transport : o.transport;
+    s3r_rdma_info_t ri;
     int direct = length > 0 || t == S3R_TRANSPORT_NATIVE ||
-                 (t == S3R_TRANSPORT_AUTO && s3r_client_rdma_connected(c));
+                 (t == S3R_TRANSPORT_AUTO && s3r_client_rdma_info(c, &ri) == S3R_OK &&
+                  ri.transports[0] != '\0' && !ri.tcp_only);
     PyObject *r = direct ? get_direct(self, c, bucket, key, &o) : get_alloc(c, bucket, key, &o);
     call_end(self);
     Py_DECREF(self);

@@ -38,7 +38,7 @@ def test_roundtrip_sizes(client, rbucket, boto, transport, size):
     assert boto.get_object(Bucket=rbucket, Key="obj")["Body"].read() == data
 
 
-@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("transport", TRANSPORTS + ["auto"])
 def test_get_object_sizes_at_the_bounds(client, rbucket, boto, transport):
     """get_object() -> bytes around each size where the path changes: the native inline
     reply (16 KiB), the binding's first try (1 MiB, then one GET straight into a bytes
