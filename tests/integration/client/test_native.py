@@ -241,6 +241,21 @@ def test_parallel_parts(nsrv, nb, tmp_path, transport):
         assert o["ETag"] == mpu_etag(data, PART) and o["Body"].read() == data, (n, o["ETag"])
 
 
+@pytest.mark.parametrize("transport", ["native", "http"])
+def test_caller_parts_in_flight_by_number(nsrv, nb, tmp_path, transport):
+    """s3r_multipart_part_at from 3 threads at once, last part first: the object is the
+    parts in number order, with the md5-of-md5s ETag of that order."""
+    s3 = boto(nsrv)
+    data = os.urandom(6 * PART + 12345)  # 7 parts
+    src = tmp_path / "src"
+    src.write_bytes(data)
+    key = f"numbered/{transport}"
+    drive(nsrv, "--transport", transport, "--no-fallback", "--part-size", PART,
+          "--parts-in-flight", 3, "--mode", "parts", "store", nb, key, src)
+    o = s3.get_object(Bucket=nb, Key=key)
+    assert o["ETag"] == mpu_etag(data, PART) and o["Body"].read() == data
+
+
 def test_native_zero_byte_object(nsrv, nb):
     """A 0-byte object: PUT (buffer, file and async), GET, get_alloc over native."""
     native(nsrv, "roundtrip", nb, 0)
