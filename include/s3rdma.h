@@ -418,13 +418,24 @@ typedef struct s3r_multipart s3r_multipart_t;
  * S3R_OK and *up_p, or an error (nothing started). */
 s3r_status_t s3r_multipart_start(s3r_client_t *client, const char *bucket, const char *key,
                                  const s3r_put_opts_t *opts, s3r_multipart_t **up_p);
-/* Uploads the next part (numbered 1, 2, ... in call order) from len bytes
- * at data (used during the call only). Every part but the last must be at
- * least 5 MiB (the server checks on complete). At most 10000 parts. On an
- * error the upload stays open: retry, or end it with s3r_multipart_abort. */
+/* Uploads the next part (numbered one past the highest number given so
+ * far: 1, 2, ... in call order) from len bytes at data (used during the call
+ * only). Every part but the last must be at least 5 MiB (the server checks
+ * on complete). At most 10000 parts. On an error the upload stays open:
+ * retry (s3r_multipart_part_at with the same number), or end it with
+ * s3r_multipart_abort. */
 s3r_status_t s3r_multipart_part(s3r_multipart_t *up, const void *data, uint64_t len);
-/* Completes the upload and frees up whatever the result; on failure the
- * upload is aborted on the server. A 200 carrying an <Error> is a failure. */
+/* Uploads part part_number (1..10000) from len bytes at data; uploading a
+ * number again replaces that part. Part calls (both kinds) may run at once
+ * on several threads and finish in any order, so a caller can keep several
+ * parts in flight (the server hashes them on as many cores); complete and
+ * abort must not overlap them. */
+s3r_status_t s3r_multipart_part_at(s3r_multipart_t *up, unsigned part_number, const void *data,
+                                   uint64_t len);
+/* Completes the upload with the parts stored so far, in ascending number
+ * order (a number whose upload failed and was not redone is left out), and
+ * frees up whatever the result; on failure the upload is aborted on the
+ * server. A 200 carrying an <Error> is a failure. */
 s3r_status_t s3r_multipart_complete(s3r_multipart_t *up);
 /* Aborts the upload on the server (best effort) and frees up. NULL is a
  * no-op. */

@@ -473,16 +473,26 @@ s3r_status_t s3r_object_put_file(s3r_client_t *c, const char *bucket, const char
 /* Multipart uploads driven by the caller                                    */
 /* ======================================================================== */
 
+/* Parts may be uploaded by several threads at once and in any order: each
+ * call reserves its number under mu, uploads without it, then files its ETag
+ * in the slot of its number. Complete lists the stored parts in ascending
+ * order (a number whose upload failed is left out, as S3 allows). */
 struct s3r_multipart {
     s3r_client_t *c;
     char *bucket, *key;
     s3r_transport_t want; /* the opts' transport, applied to every part */
     mpu_t m;
+    pthread_mutex_t mu;           /* guards top, etags and cap */
+    unsigned top;                 /* the highest part number given so far */
+    char (*etags)[PART_ETAG_MAX]; /* [cap]: part n's ETag at n - 1, "" until stored */
+    unsigned cap;
 };
 
 static void multipart_free(s3r_multipart_t *up)
 {
     mpu_free(&up->m);
+    pthread_mutex_destroy(&up->mu);
+    free(up->etags);
     free(up->bucket);
     free(up->key);
     free(up);
@@ -502,6 +512,7 @@ s3r_status_t s3r_multipart_start(s3r_client_t *c, const char *bucket, const char
     }
     up->c = c;
     up->want = opts ? opts->transport : S3R_TRANSPORT_DEFAULT;
+    pthread_mutex_init(&up->mu, NULL);
     s3r_status_t st = mpu_start(c, bucket, key, opts, &up->m);
     if (st != S3R_OK) {
         multipart_free(up);
@@ -511,11 +522,64 @@ s3r_status_t s3r_multipart_start(s3r_client_t *c, const char *bucket, const char
     return S3R_OK;
 }
 
+/* Files part n's ETag (mu held); -1 when the table cannot grow. */
+static int multipart_file(s3r_multipart_t *up, unsigned n, const char *etag)
+{
+    if (n > up->cap) {
+        unsigned cap = up->cap ? up->cap : 16;
+        while (cap < n)
+            cap *= 2;
+        if (cap > S3C_MAX_PARTS)
+            cap = S3C_MAX_PARTS;
+        void *p = realloc(up->etags, (size_t)cap * sizeof(*up->etags));
+        if (p == NULL)
+            return -1;
+        up->etags = p;
+        memset(up->etags + up->cap, 0, (size_t)(cap - up->cap) * sizeof(*up->etags));
+        up->cap = cap;
+    }
+    snprintf(up->etags[n - 1], PART_ETAG_MAX, "%s", etag);
+    return 0;
+}
+
+/* Uploads part n (reserved by the caller) and files its ETag. */
+static s3r_status_t multipart_store(s3r_multipart_t *up, unsigned n, const void *data, uint64_t len)
+{
+    s3r_client_t *c = up->c;
+    if (n < 1 || n > S3C_MAX_PARTS)
+        return s3c_fail(c, S3R_ERR_TOO_LARGE, S3R_TRANSPORT_DEFAULT, 0, "",
+                        "part number %u is outside 1..%d (raise part_size)", n, S3C_MAX_PARTS);
+    char etag[PART_ETAG_MAX];
+    s3r_status_t st = part_upload(c, up->bucket, up->key, up->m.qid, n, data, len, up->want, etag);
+    if (st == S3R_OK) {
+        pthread_mutex_lock(&up->mu);
+        if (multipart_file(up, n, etag) < 0)
+            st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory");
+        pthread_mutex_unlock(&up->mu);
+    }
+    return st;
+}
+
+s3r_status_t s3r_multipart_part_at(s3r_multipart_t *up, unsigned part_number, const void *data,
+                                   uint64_t len)
+{
+    if (up == NULL || (data == NULL && len > 0))
+        return S3R_ERR_INVALID_ARG;
+    pthread_mutex_lock(&up->mu);
+    if (part_number > up->top && part_number <= S3C_MAX_PARTS)
+        up->top = part_number;
+    pthread_mutex_unlock(&up->mu);
+    return done(up->c, multipart_store(up, part_number, data, len));
+}
+
 s3r_status_t s3r_multipart_part(s3r_multipart_t *up, const void *data, uint64_t len)
 {
     if (up == NULL || (data == NULL && len > 0))
         return S3R_ERR_INVALID_ARG;
-    return done(up->c, mpu_part(up->c, up->bucket, up->key, &up->m, data, len, up->want));
+    pthread_mutex_lock(&up->mu);
+    unsigned n = up->top < S3C_MAX_PARTS ? ++up->top : S3C_MAX_PARTS + 1;
+    pthread_mutex_unlock(&up->mu);
+    return done(up->c, multipart_store(up, n, data, len));
 }
 
 s3r_status_t s3r_multipart_complete(s3r_multipart_t *up)
@@ -523,7 +587,12 @@ s3r_status_t s3r_multipart_complete(s3r_multipart_t *up)
     if (up == NULL)
         return S3R_ERR_INVALID_ARG;
     s3r_client_t *c = up->c;
-    s3r_status_t st = mpu_finish(c, up->bucket, up->key, &up->m);
+    s3r_status_t st = S3R_OK;
+    for (unsigned i = 0; st == S3R_OK && i < up->cap; i++)
+        if (up->etags[i][0] != '\0')
+            st = mpu_add(c, &up->m, i + 1, up->etags[i]);
+    if (st == S3R_OK)
+        st = mpu_finish(c, up->bucket, up->key, &up->m);
     if (st != S3R_OK)
         abort_upload(c, up->bucket, up->key, up->m.qid);
     multipart_free(up);

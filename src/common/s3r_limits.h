@@ -116,5 +116,11 @@ _Static_assert(S3R_MAX_USER_META_BYTES <= S3R_REPLY_MAX_VALUE, "a metadata value
  * session does not read its replies, and refused requests are dropped
  * unanswered (about 200 bytes each, so some 300 refusals). */
 #define S3R_NATIVE_UNSENT_REFUSAL_BYTES (64 * 1024)
+/* With relaxed durability on local storage, a native PutObject whose body
+ * travels inline and is at most this long runs on the session's progress
+ * thread instead of an executor (docs/protocol.md §4.5): it holds that
+ * thread for one small file write, some 50 us (16 KiB: libs3rdma's default
+ * inline limit). */
+#define S3R_NATIVE_LOCAL_PUT_MAX (16 * 1024)
 
 #endif

@@ -6,13 +6,15 @@
  *
  * Threads: native_accept runs in the AM callback, on whichever thread
  * progresses the worker (a progress thread, or a transfer waiting in
- * rdma_xfer.c); it never blocks. Reads that do not wait on the disk for long
- * (GET, HEAD: page-cache reads, no fsync) admitted on the session's own
- * progress thread run on that thread right after the progress call
- * (native_run_local): no hand-off, no wake-up, the microseconds the native
- * path exists for. Everything else, and what arrives on other threads, goes
- * to the executor threads (srv->native_th). A request holds a session
- * reference until it is answered.
+ * rdma_xfer.c); it never blocks. Requests that do not wait on the disk for
+ * long admitted on the session's own progress thread run on that thread
+ * right after the progress call (native_run_local): reads (GET, HEAD:
+ * page-cache reads, no fsync) and, when the server allows it
+ * (cfg.local_put_max: relaxed durability), PUTs with a small inline body
+ * (one file write into the page cache). No hand-off, no wake-up: the
+ * microseconds the native path exists for. Everything else, and what
+ * arrives on other threads, goes to the executor threads (srv->native_th).
+ * A request holds a session reference until it is answered.
  *
  * A request holds its slot (s->native_inflight, srv->n_jobs) until UCX has
  * finished sending its reply, or its session dies: a client that submits
@@ -33,17 +35,21 @@
  * very worker, and the reply always goes to the endpoint the session's
  * handshake made, never to the sender (docs/security.md). */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <ucp/api/ucp.h>
 
 #include "common/log.h"
 #include "common/s3r_limits.h"
 #include "rdma/rdma_native_wire.h"
+#include "rdma/rdma_net.h"
 #include "rdma/rdma_server_internal.h"
+#include "rdma/rdma_ucx.h"
 
 struct rdma_native_req {
     struct rdma_server *srv;
@@ -88,9 +94,13 @@ typedef struct nsend {
     int refusal; /* holds len bytes of owner->refusal_bytes */
     int posted;  /* ucp_am_send_nbx returned a request: the callback frees it */
     int done;    /* the callback ran before its sender saw the request: the sender frees it */
+    struct nsend *handed_next; /* on owner->prog->handed, not sent yet (holds a reference) */
 } nsend_t;
 
 /* ==== sending replies ====================================================== */
+
+/* The progress thread the calling thread is, or NULL. */
+static __thread rprog_t *tls_prog;
 
 /* Gives back what ns holds of its session. Under send_mu. */
 static void nsend_uncharge_locked(nsend_t *ns)
@@ -136,12 +146,11 @@ static void native_sent(void *request, ucs_status_t status, void *user_data)
     ucp_request_free(request);
 }
 
-/* Sends a finished reply (w->data is taken over) on s's endpoint: the
- * answer to r when r is not NULL, else a refusal of a request that was
- * never admitted. Eager only: a rendezvous would hand the client a key to
- * this process's memory.
+/* Hands ns to the thread that sends it (ucp_am_send_nbx) and settles the
+ * slot. answers: ns answers an admitted request, whose slot ns held until
+ * now.
  *
- * r's slot is released right before the send and taken back if UCX could
+ * The slot is released right before the send and taken back if UCX could
  * not finish it at once: a client that sends its next request the moment
  * it has this reply must not find the slot still taken, and when
  * ucp_am_send_nbx completes in place (the usual case: the message is
@@ -152,6 +161,57 @@ static void native_sent(void *request, ucs_status_t status, void *user_data)
  * completes when the peer acknowledges it (eager zero-copy on an RDMA NIC)
  * can a client see a reply a moment before its slot is free again; the
  * bound then briefly counts one request more than the client has. */
+static void native_post(struct rdma_server *srv, nsend_t *ns, int answers)
+{
+    rsession_t *s = ns->owner;
+    pthread_mutex_lock(&srv->send_mu);
+    if (ns->slot) {
+        atomic_fetch_sub(&s->native_inflight, 1);
+        atomic_fetch_sub(&s->user->native, 1);
+        atomic_fetch_sub(&srv->n_jobs, 1);
+        ns->slot = 0;
+    }
+    pthread_mutex_unlock(&srv->send_mu);
+    ucp_request_param_t p = {
+        .op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS,
+        .cb.send = native_sent,
+        .user_data = ns,
+        .flags = UCP_AM_SEND_FLAG_EAGER,
+    };
+    ucs_status_ptr_t req =
+        ucp_am_send_nbx(s->ep, RDMA_AM_NATIVE_REPLY, NULL, 0, ns->data, ns->len, &p);
+    if (UCS_PTR_IS_ERR(req))
+        log_info("rdma: native reply: %s", ucs_status_string(UCS_PTR_STATUS(req)));
+    pthread_mutex_lock(&srv->send_mu);
+    if (req == NULL || UCS_PTR_IS_ERR(req) || ns->done) {
+        nsend_free_locked(srv, ns);
+    } else {
+        ns->posted = 1;
+        if (answers) {
+            /* s is alive: the caller holds a reference on it. */
+            ns->slot = 1;
+            atomic_fetch_add(&s->native_inflight, 1);
+            atomic_fetch_add(&s->user->native, 1);
+            atomic_fetch_add(&srv->n_jobs, 1);
+        }
+    }
+    pthread_mutex_unlock(&srv->send_mu);
+}
+
+/* Sends a finished reply (w->data is taken over) on s's endpoint: the
+ * answer to r when r is not NULL, else a refusal of a request that was
+ * never admitted. Eager only: a rendezvous would hand the client a key to
+ * this process's memory.
+ *
+ * Who sends: the thread that progresses s's worker sends its own replies.
+ * An executor hands its reply to that progress thread while the thread
+ * polls (it sends it within its next round, with a reference on s that
+ * keeps the session until then): were the executor to send, it would spin
+ * on the worker's lock, which the polling thread takes on every round (and
+ * keeps while the scheduler has taken its core). While the progress thread
+ * may sleep, the executor sends the reply itself, without a wake-up to pay.
+ * A reply handed over holds r's slot until it is sent (native_post). */
 static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w, rdma_native_req_t *r)
 {
     if (atomic_load(&s->dead)) {
@@ -183,6 +243,8 @@ static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w, r
     ns->len = w->len;
     ns->refusal = !r;
     w->data = NULL;
+    rprog_t *p = s->prog;
+    int hand = tls_prog != p && !atomic_load(&p->sleeping);
     pthread_mutex_lock(&srv->send_mu);
     ns->next = srv->sends;
     if (srv->sends)
@@ -190,34 +252,49 @@ static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w, r
     srv->sends = ns;
     srv->n_sending++;
     srv->sending_bytes += ns->len;
-    pthread_mutex_unlock(&srv->send_mu);
-    if (r)
-        req_release(r);
-    ucp_request_param_t p = {
-        .op_attr_mask =
-            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS,
-        .cb.send = native_sent,
-        .user_data = ns,
-        .flags = UCP_AM_SEND_FLAG_EAGER,
-    };
-    ucs_status_ptr_t req =
-        ucp_am_send_nbx(s->ep, RDMA_AM_NATIVE_REPLY, NULL, 0, ns->data, ns->len, &p);
-    if (UCS_PTR_IS_ERR(req))
-        log_info("rdma: native reply: %s", ucs_status_string(UCS_PTR_STATUS(req)));
-    pthread_mutex_lock(&srv->send_mu);
-    if (req == NULL || UCS_PTR_IS_ERR(req) || ns->done) {
-        nsend_free_locked(srv, ns);
-    } else {
-        ns->posted = 1;
-        if (r) {
-            /* s is alive: r holds a reference on it. */
-            ns->slot = 1;
-            atomic_fetch_add(&s->native_inflight, 1);
-            atomic_fetch_add(&s->user->native, 1);
-            atomic_fetch_add(&srv->n_jobs, 1);
-        }
+    if (r) {
+        /* r's slot passes to ns (native_post gives it back). */
+        ns->slot = 1;
+        r->released = 1;
     }
     pthread_mutex_unlock(&srv->send_mu);
+    if (!hand) {
+        native_post(srv, ns, r != NULL);
+        return;
+    }
+    session_get(s);
+    pthread_mutex_lock(&p->mu);
+    *p->handed_tail = ns;
+    p->handed_tail = &ns->handed_next;
+    pthread_mutex_unlock(&p->mu);
+    /* The thread may have gone to sleep since: it looks at the list after
+     * it says so (prog_main), so one of the two sees the other. */
+    if (atomic_load(&p->sleeping)) {
+        uint64_t one = 1;
+        if (write(p->evfd, &one, sizeof(one)) < 0) {
+            /* The counter cannot overflow in practice; the thread also polls. */
+        }
+    }
+}
+
+int native_send_handed(rprog_t *p, nsend_t *list)
+{
+    int n = 0;
+    while (list) {
+        nsend_t *ns = list;
+        list = ns->handed_next;
+        rsession_t *s = ns->owner;
+        if (atomic_load(&s->dead)) {
+            pthread_mutex_lock(&p->srv->send_mu);
+            nsend_free_locked(p->srv, ns);
+            pthread_mutex_unlock(&p->srv->send_mu);
+        } else {
+            native_post(p->srv, ns, ns->slot);
+        }
+        session_put(s);
+        n++;
+    }
+    return n;
 }
 
 void native_sweep_sends(struct rdma_server *srv, const rsession_t *s, int can_complete)
@@ -266,9 +343,6 @@ static void native_reply_error(struct rdma_server *srv, rsession_t *s, rdma_nati
 
 /* ==== admission (AM callback) ============================================== */
 
-/* The progress thread the calling thread is, or NULL. */
-static __thread rprog_t *tls_prog;
-
 void native_thread_is(rprog_t *p)
 {
     tls_prog = p;
@@ -285,6 +359,14 @@ static int runs_local(unsigned opcode)
 {
     return opcode == RDMA_OP_GET_OBJECT || opcode == RDMA_OP_HEAD_OBJECT ||
            opcode == RDMA_OP_HEAD_BUCKET || opcode == RDMA_OP_GET_BUCKET_LOCATION;
+}
+
+/* Whether a request of len bytes may be a PUT small enough for the progress
+ * thread (native_run_local checks its body once parsed). */
+static int may_put_local(const struct rdma_server *srv, unsigned opcode, size_t len)
+{
+    return opcode == RDMA_OP_PUT_OBJECT && srv->cfg.local_put_max > 0 &&
+           len <= RDMA_NATIVE_MAX_META + srv->cfg.local_put_max;
 }
 
 /* Takes a reference unless the session's last one is already gone (its
@@ -304,9 +386,13 @@ static void native_enqueue(struct rdma_server *srv, njob_t *j)
 {
     j->next = NULL;
     pthread_mutex_lock(&srv->native_mu);
+    int was_empty = srv->nq_head == NULL;
     *srv->nq_tail = j;
     srv->nq_tail = &j->next;
-    pthread_cond_signal(&srv->native_cv);
+    /* An executor polling the queue takes the first job without a wake-up
+     * (and without this thread's futex call); more jobs wake sleepers. */
+    if (!(srv->native_polling && was_empty))
+        pthread_cond_signal(&srv->native_cv);
     pthread_mutex_unlock(&srv->native_mu);
 }
 
@@ -369,7 +455,8 @@ static void native_accept(struct rdma_server *srv, rsession_t *own, ucp_worker_h
     j->s = s;
     j->len = len;
     memcpy(j->msg, data, len);
-    if (tls_prog && tls_prog == s->prog && runs_local(h.opcode)) {
+    if (tls_prog && tls_prog == s->prog &&
+        (runs_local(h.opcode) || may_put_local(srv, h.opcode, len))) {
         *tls_prog->local_tail = j;
         tls_prog->local_tail = &j->next;
         return;
@@ -416,12 +503,16 @@ int native_listen(rworker_t *rw, rprog_t *shared_of, rsession_t *own)
 
 /* ==== executor threads ====================================================== */
 
-static void native_run(struct rdma_server *srv, njob_t *j)
+/* Runs j and answers it. parsed: j's message already parsed (taken over),
+ * or NULL to parse it here. */
+static void native_run(struct rdma_server *srv, njob_t *j, const rdma_native_msg_t *parsed)
 {
     rsession_t *s = j->s;
     rdma_native_req_t r = {.srv = srv, .s = s};
     const char *why = NULL;
-    if (rdma_native_parse_req(j->msg, j->len, &r.m, &why) < 0) {
+    if (parsed)
+        r.m = *parsed;
+    else if (rdma_native_parse_req(j->msg, j->len, &r.m, &why) < 0) {
         rdma_native_head_t h;
         rdma_native_parse_head(j->msg, j->len, &h);
         char msg[160];
@@ -463,28 +554,28 @@ static uint64_t msg_inline_max(const rdma_native_msg_t *m)
                                                         : RDMA_NATIVE_MAX_INLINE;
 }
 
-/* Whether a read admitted on the progress thread would move its reply by
- * RDMA into an out span the client's own progress must serve (a network
- * session: TCP emulates RMA with the client's help): such a read goes to
- * an executor, where a client that stopped serving its RDMA stalls one
- * thread of its user's share instead of every session of the progress
- * thread. A local session's RMA (shared memory, CMA) needs nothing of the
- * client's. Nor does a read whose out span is no longer than the inline
- * limit it asked for: any body that fits the span goes inline
+/* Whether a request admitted on the progress thread (m, parsed) stays
+ * there.
+ *
+ * A PUT stays when its body is inline and within local_put_max: one small
+ * file write. A larger one, or one whose body comes by RDMA-READ, goes to an
+ * executor.
+ *
+ * A read goes to an executor when it would move its reply by RDMA into an
+ * out span the client's own progress must serve (a network session: TCP
+ * emulates RMA with the client's help): there a client that stopped serving
+ * its RDMA stalls one thread of its user's share instead of every session
+ * of the progress thread. A local session's RMA (shared memory, CMA) needs
+ * nothing of the client's. Nor does a read whose out span is no longer than
+ * the inline limit it asked for: any body that fits the span goes inline
  * (rdma_native_reply), a larger one is refused without an RMA, and an
  * error's body is always inline; so a small GET into a registered buffer
  * stays on the progress thread, with no hand-off to an executor. */
-static int needs_client_rma(const njob_t *j)
+static int stays_local(const struct rdma_server *srv, const njob_t *j, const rdma_native_msg_t *m)
 {
-    if (j->s->own_worker)
-        return 0;
-    rdma_native_msg_t m;
-    const char *why;
-    if (rdma_native_parse_req(j->msg, j->len, &m, &why) < 0)
-        return 0; /* answered BAD_MESSAGE right here */
-    int out = m.has_out && m.out.len > msg_inline_max(&m);
-    rdma_native_msg_free(&m);
-    return out;
+    if (m->head.opcode == RDMA_OP_PUT_OBJECT)
+        return m->body_kind != RDMA_BODY_REGION && m->body_len <= srv->cfg.local_put_max;
+    return j->s->own_worker || !(m->has_out && m->out.len > msg_inline_max(m));
 }
 
 int native_run_local(rprog_t *p)
@@ -496,11 +587,17 @@ int native_run_local(rprog_t *p)
         if (!p->local_head)
             p->local_tail = &p->local_head;
         n++;
-        if (needs_client_rma(j)) {
+        rdma_native_msg_t m;
+        const char *why;
+        if (rdma_native_parse_req(j->msg, j->len, &m, &why) < 0) {
+            native_run(p->srv, j, NULL); /* answers BAD_MESSAGE right here */
+        } else if (stays_local(p->srv, j, &m)) {
+            native_run(p->srv, j, &m);
+        } else {
+            rdma_native_msg_free(&m);
             native_enqueue(p->srv, j);
             continue;
         }
-        native_run(p->srv, j);
         free(j);
     }
     return n;
@@ -526,12 +623,48 @@ static njob_t *native_take_locked(struct rdma_server *srv)
     return NULL;
 }
 
+/* Polls the queue for a job this thread may take instead of sleeping, the
+ * mutex released and the core yielded between looks, as the progress
+ * threads poll their workers: with rdma.poll adaptive until
+ * RDMA_BUSY_POLL_NS after the thread's last job (done_ns, 0: none yet) or
+ * until the scheduler takes the core from it (a preemption: a poller that
+ * waits for its turn costs more than a wake-up); with rdma.poll busy for as
+ * long as no job comes. One executor polls at a time, the others sleep, so
+ * a request that follows another finds a thread awake and pays no wake-up.
+ * The job (counted as running), or NULL when the window ended or the
+ * server is stopping. Under native_mu. */
+static njob_t *native_poll_queue(struct rdma_server *srv, uint64_t done_ns)
+{
+    int busy = srv->cfg.poll == RDMA_POLL_BUSY;
+    if (srv->native_polling ||
+        (!busy && (done_ns == 0 || rdma_now_ns() - done_ns >= RDMA_BUSY_POLL_NS)))
+        return NULL;
+    srv->native_polling++;
+    long preemptions = rdma_thread_preemptions();
+    njob_t *j = NULL;
+    for (unsigned round = 1; !srv->native_stop && !(j = native_take_locked(srv)); round++) {
+        /* A look at the clock and the preemptions every 8 rounds. */
+        if (!busy && (round & 7) == 0 &&
+            (rdma_thread_preemptions() != preemptions ||
+             rdma_now_ns() - done_ns >= RDMA_BUSY_POLL_NS))
+            break;
+        pthread_mutex_unlock(&srv->native_mu);
+        sched_yield();
+        pthread_mutex_lock(&srv->native_mu);
+    }
+    srv->native_polling--;
+    return j;
+}
+
 static void *native_main(void *arg)
 {
     struct rdma_server *srv = arg;
+    uint64_t done_ns = 0; /* when this thread last ran a job */
     pthread_mutex_lock(&srv->native_mu);
     for (;;) {
         njob_t *j = native_take_locked(srv);
+        if (!j)
+            j = native_poll_queue(srv, done_ns);
         if (!j) {
             if (srv->native_stop && !srv->nq_head)
                 break; /* stopping, queue drained */
@@ -543,8 +676,9 @@ static void *native_main(void *arg)
          * user) for the count below. */
         rsession_t *s = j->s;
         session_get(s);
-        native_run(srv, j);
+        native_run(srv, j, NULL);
         free(j);
+        done_ns = rdma_now_ns();
         pthread_mutex_lock(&srv->native_mu);
         s->user->running--;
         if (srv->nq_head)

@@ -9,6 +9,8 @@
 
 /* Monotonic milliseconds. */
 uint64_t rdma_now_ms(void);
+/* The same clock in nanoseconds. */
+uint64_t rdma_now_ns(void);
 
 /* Connects to host:port (numeric or resolvable), binding to local_ip if
  * given, within timeout_ms. Returns the fd (blocking, TCP_NODELAY,

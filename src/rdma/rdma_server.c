@@ -149,6 +149,7 @@ int rdma_server_start(const rdma_server_config_t *cfg, rdma_server_t **out_p)
         pthread_mutex_init(&p->mu, NULL);
         p->cmds_tail = &p->cmds;
         p->local_tail = &p->local_head;
+        p->handed_tail = &p->handed;
         if (srv->net.ctx &&
             (worker_create(&srv->net, &p->shared) < 0 || worker_am_guard(&p->shared) < 0 ||
              native_listen(&p->shared, p, NULL) < 0 ||

@@ -31,7 +31,8 @@ const char *rdma_strerror(rdma_status_t st);
 typedef int (*rdma_secret_lookup_fn)(void *ctx, const char *access_key, char *secret, size_t max);
 
 typedef struct rdma_native_req rdma_native_req_t;
-/* Runs one native request (docs/protocol.md §4) on an executor thread and
+/* Runs one native request (docs/protocol.md §4) on an executor thread (or,
+ * for reads and small PUTs, on a progress thread: see local_put_max) and
  * answers it with rdma_native_reply (once; a request left unanswered gets
  * a 500 InternalError). */
 typedef void (*rdma_native_fn)(void *ctx, rdma_native_req_t *req);
@@ -87,6 +88,12 @@ typedef struct rdma_server_config {
     unsigned stall_ms;
     /* How progress threads wait for work (docs/deploy.md, rdma.poll). */
     rdma_poll_t poll;
+    /* A native PutObject whose body travels inline and is at most this many
+     * bytes runs on its session's progress thread, as reads do, instead of
+     * going to an executor (no hand-off, no thread wake-up): for a store
+     * whose small writes wait for no disk (relaxed durability on a local
+     * file system). 0 (the default): every write goes to the executors. */
+    size_t local_put_max;
 } rdma_server_config_t;
 
 /* Fills cfg with the defaults of src/common/s3r_limits.h. */

@@ -196,6 +196,13 @@ struct rprog {
     /* Native requests this thread runs itself (rdma_native.c): admitted in
      * an AM callback on this thread; only the thread touches the list. */
     struct njob *local_head, **local_tail;
+    /* Replies that executors finished for this thread's sessions while it
+     * polls (rdma_native.c): it sends them itself, so that an executor never
+     * contends with it for a worker's lock. Under mu. */
+    struct nsend *handed, **handed_tail;
+    /* Set while the thread may sleep in epoll_wait: an executor then sends
+     * its reply itself (no wake-up to pay, and nobody holds the lock). */
+    _Atomic int sleeping;
     uint64_t active_ns; /* monotonic ns of the last work done (busy-poll window) */
 };
 
@@ -307,6 +314,9 @@ struct rdma_server {
     pthread_mutex_t native_mu;
     pthread_cond_t native_cv;
     struct njob *nq_head, **nq_tail;
+    /* Executor threads polling the queue instead of sleeping (at most one:
+     * native_poll_queue), under native_mu. */
+    unsigned native_polling;
     /* Admitted, reply not yet sent: bounded by cfg.max_native_queued. */
     _Atomic unsigned n_jobs;
     int native_stop;
@@ -321,8 +331,9 @@ struct rdma_server {
 };
 
 /* A progress thread that did work keeps polling (no sleep, no wake-up to
- * pay) this long before it arms its workers and sleeps: docs/protocol.md
- * §4.5 has the measurement. */
+ * pay) this long before it arms its workers and sleeps, and so does one
+ * executor thread that ran a request: docs/protocol.md §4.5 has the
+ * measurement. */
 #define RDMA_BUSY_POLL_NS (200 * 1000)
 
 /* Staging defaults: 64 chunks of 1 MiB (a zero in the config means these). */
@@ -511,6 +522,9 @@ int native_on_progress_thread(void);
 /* Runs the native requests admitted on progress thread p (its own thread)
  * since the last call; returns how many. */
 int native_run_local(rprog_t *p);
+/* Sends the replies executors handed to p (taken from p->handed under
+ * p->mu); on p's thread. Returns how many. */
+int native_send_handed(rprog_t *p, struct nsend *list);
 /* Frees what native_start made and any reply still on the send list. */
 void native_free(struct rdma_server *srv);
 /* Called by s's teardown: gives back the request slots and refusal bytes

@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <time.h>
 #include <ucp/api/ucp.h>
 #include <unistd.h>
 
 #include "common/log.h"
+#include "rdma/rdma_net.h"
 #include "rdma/rdma_ucx.h"
 
 /* ==== workers ============================================================ */
@@ -292,13 +292,6 @@ static int prog_progress(ucp_worker_h w)
     return i > 0;
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 void *prog_main(void *arg)
 {
     rprog_t *p = arg;
@@ -314,8 +307,18 @@ void *prog_main(void *arg)
          * commands are read from the list below anyway, and a system call
          * per round would cost more than the round. */
         int n = 0;
-        if (!busy || (++spins & 255) == 0)
-            n = epoll_wait(p->epfd, evs, 32, busy ? 0 : 100);
+        if (!busy) {
+            /* Executors send their own replies from here on (native_send);
+             * one handed over just before is sent first. */
+            atomic_store(&p->sleeping, 1);
+            pthread_mutex_lock(&p->mu);
+            int handed = p->handed != NULL;
+            pthread_mutex_unlock(&p->mu);
+            n = epoll_wait(p->epfd, evs, 32, handed ? 0 : 100);
+            atomic_store(&p->sleeping, 0);
+        } else if ((++spins & 255) == 0) {
+            n = epoll_wait(p->epfd, evs, 32, 0);
+        }
         for (int i = 0; i < n; i++) {
             if (evs[i].data.ptr == NULL) {
                 uint64_t v;
@@ -328,7 +331,12 @@ void *prog_main(void *arg)
         rcmd_t *cmds = p->cmds;
         p->cmds = NULL;
         p->cmds_tail = &p->cmds;
+        struct nsend *handed = p->handed;
+        p->handed = NULL;
+        p->handed_tail = &p->handed;
         pthread_mutex_unlock(&p->mu);
+        /* Before the commands: a reply handed over holds its session. */
+        int did = native_send_handed(p, handed) > 0;
         while (cmds) {
             rcmd_t *c = cmds;
             cmds = c->next;
@@ -371,7 +379,6 @@ void *prog_main(void *arg)
          * everything with rdma.poll busy: the thread never arms nor sleeps. */
         int was_busy = busy;
         busy = 0;
-        int did = 0;
         if (p->shared.w)
             did |= prog_progress(p->shared.w);
         for (rsession_t *s = p->own_list; s; s = s->prog_next)
@@ -383,7 +390,7 @@ void *prog_main(void *arg)
          * to end the window on time, and no clock read per round of an
          * otherwise empty poll. */
         if (did) {
-            p->active_ns = now_ns();
+            p->active_ns = rdma_now_ns();
             busy = 1;
             idle = 0;
             continue;
@@ -410,7 +417,7 @@ void *prog_main(void *arg)
         long pre = rdma_thread_preemptions();
         int preempted = pre != preemptions;
         preemptions = pre;
-        if (!preempted && now_ns() - p->active_ns < RDMA_BUSY_POLL_NS) {
+        if (!preempted && rdma_now_ns() - p->active_ns < RDMA_BUSY_POLL_NS) {
             busy = 1;
             continue;
         }

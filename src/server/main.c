@@ -159,6 +159,11 @@ static int start_rdma(server_config_t *cfg, const server_addr_t *at, rdma_server
     rc_cfg.user_share = cfg->rdma.user_share;
     rc_cfg.stall_ms = cfg->rdma.stall_ms;
     rc_cfg.poll = cfg->rdma.poll == SERVER_RDMA_POLL_BUSY ? RDMA_POLL_BUSY : RDMA_POLL_ADAPTIVE;
+    /* Small PUTs wait for no disk only in relaxed mode on local files: then
+     * they may run on the progress threads (docs/protocol.md §4.5). */
+    if (cfg->durability == SERVER_DURABILITY_RELAXED &&
+        cfg->storage.backend != SERVER_STORAGE_RADOS)
+        rc_cfg.local_put_max = S3R_NATIVE_LOCAL_PUT_MAX;
     if (strcmp(cfg->rdma.socket, "off") == 0)
         rc_cfg.unix_socket = "";
     else if (*cfg->rdma.socket)

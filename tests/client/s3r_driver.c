@@ -20,7 +20,12 @@
  *                                                     prints "RUNNING" once every thread has
  *                                                     done one round
  *   s3r_driver [options] store BUCKET KEY PATH        PUT the bytes of file PATH (--mode buf:
- *                                                     s3r_object_put, file: put_file, async)
+ *                                                     s3r_object_put, file: put_file, async,
+ *                                                     parts: a caller-driven multipart upload,
+ *                                                     part_size parts sent by parts_in_flight
+ *                                                     threads at once with
+ *                                                     s3r_multipart_part_at, last part first,
+ *                                                     then complete)
  *   s3r_driver [options] fetch BUCKET KEY PATH        GET into file PATH (--mode buf:
  * s3r_object_get into --bufsize bytes (default: HEAD's size), alloc: get_alloc, file: get_file,
  * async) s3r_driver [options] head BUCKET KEY              print "HEAD size=.. etag=.. ctype=..
@@ -537,6 +542,58 @@ static int write_whole(const char *path, const void *p, uint64_t n)
     return fclose(f) == 0 && ok ? 0 : -1;
 }
 
+static s3r_config_t cfg_used; /* what cli was created with (fork's new client, --mode parts) */
+
+/* --mode parts: threads take part indexes from the end down, so parts are
+ * sent out of order and several at once. */
+typedef struct parts_job {
+    s3r_multipart_t *up;
+    const uint8_t *data;
+    uint64_t len, part;
+    atomic_int next; /* parts not taken yet; the next taken is next - 1 */
+    atomic_int failed;
+} parts_job_t;
+
+static void *parts_worker(void *arg)
+{
+    parts_job_t *j = arg;
+    int i;
+    while ((i = atomic_fetch_sub(&j->next, 1) - 1) >= 0 && !atomic_load(&j->failed)) {
+        uint64_t off = (uint64_t)i * j->part, n = j->len - off < j->part ? j->len - off : j->part;
+        s3r_status_t st = s3r_multipart_part_at(j->up, (unsigned)i + 1, j->data + off, n);
+        if (st != S3R_OK) {
+            explain("store part", st);
+            atomic_store(&j->failed, 1);
+        }
+    }
+    return NULL;
+}
+
+static s3r_status_t put_parts(const char *bucket, const char *key, const uint8_t *p, uint64_t n,
+                              const s3r_put_opts_t *po)
+{
+    parts_job_t j = {.data = p, .len = n, .part = cfg_used.part_size};
+    s3r_status_t st = s3r_multipart_start(cli, bucket, key, po, &j.up);
+    if (st != S3R_OK)
+        return st;
+    atomic_init(&j.next, (int)((n + j.part - 1) / j.part));
+    atomic_init(&j.failed, 0);
+    pthread_t th[64];
+    unsigned k = cfg_used.parts_in_flight ? cfg_used.parts_in_flight : 4, started = 0;
+    k = k < 64 ? k : 64;
+    /* this thread is one of the k; one that cannot start leaves its parts to the others */
+    while (started + 1 < k && pthread_create(&th[started], NULL, parts_worker, &j) == 0)
+        started++;
+    parts_worker(&j);
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    if (atomic_load(&j.failed)) {
+        s3r_multipart_abort(j.up);
+        return S3R_ERR_IO;
+    }
+    return s3r_multipart_complete(j.up);
+}
+
 static int do_store(const char *bucket, const char *key, const char *path)
 {
     s3r_put_opts_t po = {.content_type = ctype_opt, .meta = meta_opt, .n_meta = n_meta_opt};
@@ -553,6 +610,8 @@ static int do_store(const char *bucket, const char *key, const char *path)
             if (st == S3R_OK)
                 st = s3r_op_wait(op, NULL);
             s3r_op_free(op);
+        } else if (strcmp(mode_opt, "parts") == 0) {
+            st = put_parts(bucket, key, p, n, &po);
         } else {
             st = s3r_object_put(cli, bucket, key, p, n, &po);
         }
@@ -618,8 +677,6 @@ static int do_fetch(const char *bucket, const char *key, const char *path)
 }
 
 /* ---- fork ------------------------------------------------------------------------ */
-
-static s3r_config_t cfg_used; /* what cli was created with (fork's new client) */
 
 /* The child's half of do_fork: every status it saw on one line. */
 static int fork_child(const char *bucket, uint64_t size, s3r_op_t *pending)

@@ -19,7 +19,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <pthread.h>
 #include <s3rdma.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static PyObject *error_factory; /* set_error_factory() */
@@ -53,7 +55,8 @@ typedef struct {
     } pool[POOL_BLOCKS];
     int npool;
     size_t pool_bytes;
-    pid_t pool_pid; /* the process whose blocks the pool holds */
+    pid_t pool_pid;            /* the process whose blocks the pool holds */
+    s3r_transport_t transport; /* the configured transport (get() decides by it) */
 } ClientObject;
 
 /* In a process forked from the one that filled the pool, its blocks are the
@@ -69,6 +72,47 @@ static void pool_claim(ClientObject *self)
     self->npool = 0;
     self->pool_bytes = 0;
     self->pool_pid = getpid();
+}
+
+/* A registered block of at least n bytes into *p (its size into *cap): the
+ * smallest pooled block that fits without wasting more than half, else a new
+ * one (allocated with the GIL released). A call on c is running. */
+static s3r_status_t pool_take(ClientObject *self, s3r_client_t *c, size_t n, void **p, size_t *cap)
+{
+    pool_claim(self);
+    int best = -1;
+    for (int i = 0; i < self->npool; i++)
+        if (self->pool[i].len >= n && self->pool[i].len / 2 <= n &&
+            (best < 0 || self->pool[i].len < self->pool[best].len))
+            best = i;
+    if (best >= 0) {
+        *p = self->pool[best].p;
+        *cap = self->pool[best].len;
+        self->pool_bytes -= *cap;
+        self->pool[best] = self->pool[--self->npool];
+        return S3R_OK;
+    }
+    s3r_status_t st;
+    *cap = n;
+    Py_BEGIN_ALLOW_THREADS
+    st = s3r_buf_alloc(c, n, p);
+    Py_END_ALLOW_THREADS
+    return st;
+}
+
+/* Keeps a block taken in process pid for reuse while the pool has room, else
+ * frees it. The handle is alive (a call or a buffer is counted). */
+static void pool_give(ClientObject *self, void *p, size_t cap, pid_t pid)
+{
+    pool_claim(self);
+    if (!self->closed && pid == self->pool_pid && self->npool < POOL_BLOCKS &&
+        cap >= POOL_MIN_BLOCK && self->pool_bytes + cap <= POOL_MAX_BYTES) {
+        self->pool[self->npool].p = p;
+        self->pool[self->npool++].len = cap;
+        self->pool_bytes += cap;
+    } else {
+        s3r_buf_free(self->c, p);
+    }
 }
 
 static void client_maybe_destroy(ClientObject *self)
@@ -188,13 +232,31 @@ static int opt_int(PyObject *kw, const char *name, int *out)
  * the library default. Unknown keys are a TypeError. */
 static int client_init(ClientObject *self, PyObject *args, PyObject *kw)
 {
-    static const char *const known[] = {
-        "endpoint",        "rdma_endpoint",      "access_key",          "secret_key",
-        "region",          "transport",          "rdma_threshold",      "rdma_fallback",
-        "rdma_device",     "rdma_local_ip",      "rdma_log_level",      "rdma_timeout_ms",
-        "use_rdma",        "part_size",          "multipart_threshold", "sign_payload_max",
-        "http_timeout_ms", "connect_timeout_ms", "max_cached_regions",  "quiet",
-        "rdma_socket",     "native_inline",      "ca_bundle",           NULL};
+    static const char *const known[] = {"endpoint",
+                                        "rdma_endpoint",
+                                        "access_key",
+                                        "secret_key",
+                                        "region",
+                                        "transport",
+                                        "rdma_threshold",
+                                        "rdma_fallback",
+                                        "rdma_device",
+                                        "rdma_local_ip",
+                                        "rdma_log_level",
+                                        "rdma_timeout_ms",
+                                        "use_rdma",
+                                        "part_size",
+                                        "multipart_threshold",
+                                        "sign_payload_max",
+                                        "http_timeout_ms",
+                                        "connect_timeout_ms",
+                                        "max_cached_regions",
+                                        "quiet",
+                                        "rdma_socket",
+                                        "native_inline",
+                                        "ca_bundle",
+                                        "parts_in_flight",
+                                        NULL};
     if (PyTuple_GET_SIZE(args) != 0) {
         PyErr_SetString(PyExc_TypeError, "Client() takes keyword arguments only");
         return -1;
@@ -222,7 +284,7 @@ static int client_init(ClientObject *self, PyObject *args, PyObject *kw)
     s3r_config_t cfg;
     s3r_config_init(&cfg);
     long http_timeout = cfg.http_timeout_ms, connect_timeout = cfg.connect_timeout_ms;
-    int max_regions = (int)cfg.max_cached_regions;
+    int max_regions = (int)cfg.max_cached_regions, parts = (int)cfg.parts_in_flight;
     uint64_t u;
     PyObject *t = kw ? PyDict_GetItemString(kw, "transport") : NULL;
     if (opt_str(kw, "endpoint", &cfg.endpoint) < 0 ||
@@ -243,7 +305,8 @@ static int client_init(ClientObject *self, PyObject *args, PyObject *kw)
         opt_u64(kw, "sign_payload_max", &cfg.sign_payload_max) < 0 ||
         opt_int(kw, "quiet", &cfg.quiet) < 0 ||
         opt_u64(kw, "native_inline", &cfg.native_inline) < 0 ||
-        opt_int(kw, "max_cached_regions", &max_regions) < 0)
+        opt_int(kw, "max_cached_regions", &max_regions) < 0 ||
+        opt_int(kw, "parts_in_flight", &parts) < 0)
         return -1;
     u = (uint64_t)http_timeout;
     if (opt_u64(kw, "http_timeout_ms", &u) < 0)
@@ -254,6 +317,11 @@ static int client_init(ClientObject *self, PyObject *args, PyObject *kw)
         return -1;
     cfg.connect_timeout_ms = (long)u;
     cfg.max_cached_regions = (unsigned)max_regions;
+    if (parts < 1) {
+        PyErr_SetString(PyExc_ValueError, "s3rdma: parts_in_flight must be at least 1");
+        return -1;
+    }
+    cfg.parts_in_flight = (unsigned)parts;
     if (parse_transport(t, &cfg.transport) < 0)
         return -1;
     if (cfg.transport == S3R_TRANSPORT_DEFAULT)
@@ -270,6 +338,7 @@ static int client_init(ClientObject *self, PyObject *args, PyObject *kw)
     self->c = c;
     self->closed = 0;
     self->pool_pid = getpid();
+    self->transport = cfg.transport;
     return 0;
 }
 
@@ -351,6 +420,104 @@ static PyObject *client_get_into(ClientObject *self, PyObject *args, PyObject *k
     return PyLong_FromUnsignedLongLong(n);
 }
 
+/* get(): a GET that may go over the native transport (native, or auto with a
+ * session up on a transport other than TCP alone: what auto then picks) or
+ * names its length first lands in a pooled registered block
+ * of GET_FIRST_TRY bytes (libs3rdma's own scratch size), copied once into the
+ * bytes object; a larger body (the buffer-too-small answer names its size,
+ * before any byte moves) is fetched again straight into a bytes object of
+ * that size (asked for in huge pages), so no other area the object's size is
+ * written and the fresh one is faulted in 2 MiB at a time. A whole-object
+ * GET over HTTP or the token path keeps the library's one request
+ * (s3r_object_get_alloc) and one copy: guessing there would cost HTTP a
+ * second request and a new connection for every object past the guess. */
+#define GET_FIRST_TRY ((size_t)1 << 20)
+#define GET_TRIES     3 /* an object that grows between tries is asked for again */
+
+/* Asks for transparent huge pages over [p, p + n) (whole 2 MiB pages only),
+ * before anything touches it: a fresh area the object's size is otherwise
+ * faulted in 4 KiB at a time as the body arrives. */
+static void huge_pages(char *p, uint64_t n)
+{
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = ((uintptr_t)p + n) & ~(huge - 1);
+    if (e > a)
+        (void)madvise((void *)a, e - a, MADV_HUGEPAGE);
+}
+
+static PyObject *get_alloc(s3r_client_t *c, const char *bucket, const char *key,
+                           const s3r_get_opts_t *o)
+{
+    void *data = NULL;
+    uint64_t n = 0;
+    s3r_status_t st;
+    Py_BEGIN_ALLOW_THREADS
+    st = s3r_object_get_alloc(c, bucket, key, o, &data, &n);
+    Py_END_ALLOW_THREADS
+    if (st != S3R_OK)
+        return raise_status(c, st);
+    PyObject *r = PyBytes_FromStringAndSize(data, (Py_ssize_t)n);
+    s3r_free(data);
+    return r;
+}
+
+static PyObject *get_direct(ClientObject *self, s3r_client_t *c, const char *bucket,
+                            const char *key, const s3r_get_opts_t *o)
+{
+    void *blk = NULL;
+    size_t blk_cap = 0;
+    pid_t pid = self->pool_pid;
+    PyObject *b = NULL;
+    s3r_status_t st = S3R_OK;
+    if (o->range_len == 0 || o->range_len <= GET_FIRST_TRY) {
+        st = pool_take(self, c, GET_FIRST_TRY, &blk, &blk_cap);
+        pid = self->pool_pid;
+        if (st != S3R_OK)
+            return raise_status(c, st);
+    } else if ((b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)o->range_len)) == NULL) {
+        return NULL;
+    } else {
+        huge_pages(PyBytes_AS_STRING(b), o->range_len);
+    }
+    for (int tries = 1;; tries++) {
+        char *dst = blk ? blk : PyBytes_AS_STRING(b);
+        uint64_t cap = blk ? blk_cap : (uint64_t)PyBytes_GET_SIZE(b), n = 0;
+        Py_BEGIN_ALLOW_THREADS
+        st = s3r_object_get(c, bucket, key, dst, cap, o, &n);
+        if (!blk)
+            s3r_buf_unregister(c, dst); /* the bytes object is about to be handed out */
+        Py_END_ALLOW_THREADS
+        if (st == S3R_OK && blk) {
+            b = PyBytes_FromStringAndSize(blk, (Py_ssize_t)n);
+        } else if (st == S3R_OK && n < cap) {
+            _PyBytes_Resize(&b, (Py_ssize_t)n); /* a range past the end: fewer bytes */
+        }
+        if (st != S3R_OK) {
+            s3r_error_info_t e;
+            uint64_t need = 0;
+            if (st == S3R_ERR_BUFFER_TOO_SMALL && s3r_client_last_error(c, &e) == S3R_OK)
+                need = e.needed_bytes;
+            if (need <= cap || tries == GET_TRIES || need > (uint64_t)PY_SSIZE_T_MAX) {
+                raise_status(c, st);
+                Py_CLEAR(b);
+            } else {
+                if (blk)
+                    pool_give(self, blk, blk_cap, pid);
+                blk = NULL;
+                Py_XDECREF(b);
+                if ((b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)need)) != NULL) {
+                    huge_pages(PyBytes_AS_STRING(b), need);
+                    continue;
+                }
+            }
+        }
+        break;
+    }
+    if (blk)
+        pool_give(self, blk, blk_cap, pid);
+    return b;
+}
+
 static PyObject *client_get(ClientObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwl[] = {"bucket", "key", "start", "length", "transport", NULL};
@@ -362,12 +529,18 @@ static PyObject *client_get(ClientObject *self, PyObject *args, PyObject *kw)
     s3r_get_opts_t o = {.range_start = start, .range_len = length};
     if (parse_transport(tr, &o.transport) < 0)
         return NULL;
-    void *data = NULL;
-    uint64_t n = 0;
-    s3r_status_t st;
-    CALL(self, st, s3r_object_get_alloc(c, bucket, key, &o, &data, &n));
-    PyObject *r = PyBytes_FromStringAndSize(data, (Py_ssize_t)n);
-    s3r_free(data);
+    s3r_client_t *c = call_begin(self);
+    if (c == NULL)
+        return NULL;
+    Py_INCREF(self);
+    s3r_transport_t t = o.transport == S3R_TRANSPORT_DEFAULT ? self->transport : o.transport;
+    s3r_rdma_info_t ri;
+    int direct = length > 0 || t == S3R_TRANSPORT_NATIVE ||
+                 (t == S3R_TRANSPORT_AUTO && s3r_client_rdma_info(c, &ri) == S3R_OK &&
+                  ri.transports[0] != '\0' && !ri.tcp_only);
+    PyObject *r = direct ? get_direct(self, c, bucket, key, &o) : get_alloc(c, bucket, key, &o);
+    call_end(self);
+    Py_DECREF(self);
     return r;
 }
 
@@ -777,15 +950,7 @@ static void regbuf_dealloc(RegBufObject *self)
 {
     ClientObject *o = self->owner;
     if (o != NULL) { /* NULL: the allocation failed */
-        pool_claim(o);
-        if (!o->closed && self->pid == o->pool_pid && o->npool < POOL_BLOCKS &&
-            self->cap >= POOL_MIN_BLOCK && o->pool_bytes + self->cap <= POOL_MAX_BYTES) {
-            o->pool[o->npool].p = self->p;
-            o->pool[o->npool++].len = self->cap;
-            o->pool_bytes += self->cap;
-        } else {
-            s3r_buf_free(o->c, self->p);
-        }
+        pool_give(o, self->p, self->cap, self->pid);
         o->buffers--;
         client_maybe_destroy(o);
         Py_DECREF(o);
@@ -823,26 +988,9 @@ static PyObject *client_alloc(ClientObject *self, PyObject *args)
         Py_DECREF(b);
         return NULL;
     }
-    pool_claim(self);
-    /* the smallest pooled block that fits without wasting more than half */
-    int best = -1;
-    for (int i = 0; i < self->npool; i++)
-        if (self->pool[i].len >= (size_t)n && self->pool[i].len / 2 <= (size_t)n &&
-            (best < 0 || self->pool[i].len < self->pool[best].len))
-            best = i;
     void *p = NULL;
-    size_t cap = (size_t)n;
-    s3r_status_t st = S3R_OK;
-    if (best >= 0) {
-        p = self->pool[best].p;
-        cap = self->pool[best].len;
-        self->pool_bytes -= cap;
-        self->pool[best] = self->pool[--self->npool];
-    } else {
-        Py_BEGIN_ALLOW_THREADS
-        st = s3r_buf_alloc(c, (size_t)n, &p);
-        Py_END_ALLOW_THREADS
-    }
+    size_t cap = 0;
+    s3r_status_t st = pool_take(self, c, (size_t)n, &p, &cap);
     if (st != S3R_OK) {
         raise_status(c, st);
         call_end(self);
@@ -865,56 +1013,74 @@ static PyObject *client_alloc(ClientObject *self, PyObject *args)
 /* Multipart: an upload whose parts the caller supplies                       */
 /* ======================================================================== */
 
-/* Calls on one upload run one at a time: each holds the upload's lock from
- * before it looks at up until its library call returns, so a complete() or
- * abort() racing a part() on another thread waits for it, and a part()
- * after them raises ValueError. The lock is taken with the GIL held only
- * when it is free; a thread that must wait drops the GIL first (the holder
- * may need the GIL back before it lets go). up is read and written with
- * both held. */
+/* Parts of one upload may be in flight on several threads at once (each
+ * with its number, or the next one: s3r_multipart_part_at). complete() and
+ * abort() take the upload away from new part() calls, then wait for the
+ * running ones before they end it; a part() after them raises ValueError.
+ * up and running are read and written with mu held; no holder of mu waits
+ * for the GIL (it is held only for a few instructions, or in the condition
+ * wait with the GIL released), so it may be taken with or without it. */
 typedef struct {
     PyObject_HEAD
     ClientObject *owner;
-    PyThread_type_lock lock;
+    pthread_mutex_t mu;
+    pthread_cond_t idle; /* signalled when running drops to 0 */
+    Py_ssize_t running;  /* part() calls inside the library */
     s3r_multipart_t *up; /* NULL once completed or aborted */
+    int sync_ready;      /* mu and idle are initialised */
 } MultipartObject;
 
 static PyTypeObject MultipartType;
 
 typedef enum mp_verb { MP_PART, MP_COMPLETE, MP_ABORT } mp_verb_t;
 
-/* Runs verb on the upload (data: the part, for MP_PART). complete() and
- * part() on a finished upload raise ValueError; abort() of one is a no-op. */
-static PyObject *mp_run(MultipartObject *self, mp_verb_t verb, const Py_buffer *data)
+/* Runs verb on the upload (data and part_number, 0 for the next one: the
+ * part, for MP_PART). complete() and part() on a finished upload raise
+ * ValueError; abort() of one is a no-op. */
+static PyObject *mp_run(MultipartObject *self, mp_verb_t verb, const Py_buffer *data,
+                        unsigned part_number)
 {
-    if (verb == MP_ABORT && self->up == NULL)
-        Py_RETURN_NONE; /* even on a closed client */
+    if (verb == MP_ABORT) {
+        pthread_mutex_lock(&self->mu);
+        int finished = self->up == NULL;
+        pthread_mutex_unlock(&self->mu);
+        if (finished)
+            Py_RETURN_NONE; /* even on a closed client */
+    }
     s3r_client_t *c = call_begin(self->owner);
     if (c == NULL)
         return NULL;
     Py_INCREF(self);
-    if (!PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
-        Py_BEGIN_ALLOW_THREADS
-        PyThread_acquire_lock(self->lock, WAIT_LOCK);
-        Py_END_ALLOW_THREADS
-    }
+    /* Claimed before the GIL goes: a part() that has begun is one that a
+     * complete() or abort() on another thread waits for. */
+    pthread_mutex_lock(&self->mu);
     s3r_multipart_t *up = self->up;
-    s3r_status_t st = S3R_OK;
-    if (up != NULL && verb != MP_PART)
+    if (verb == MP_PART)
+        self->running += up != NULL;
+    else
         self->up = NULL; /* complete and abort free it, whatever their result */
-    if (up != NULL) {
-        Py_BEGIN_ALLOW_THREADS
-        if (verb == MP_PART) {
-            st = s3r_multipart_part(up, data->buf, (uint64_t)data->len);
-            s3r_buf_unregister(c, data->buf);
-        } else if (verb == MP_COMPLETE) {
+    pthread_mutex_unlock(&self->mu);
+    s3r_status_t st = S3R_OK;
+    Py_BEGIN_ALLOW_THREADS
+    if (verb == MP_PART && up != NULL) {
+        st = part_number ? s3r_multipart_part_at(up, part_number, data->buf, (uint64_t)data->len)
+                         : s3r_multipart_part(up, data->buf, (uint64_t)data->len);
+        s3r_buf_unregister(c, data->buf);
+        pthread_mutex_lock(&self->mu);
+        if (--self->running == 0)
+            pthread_cond_broadcast(&self->idle);
+        pthread_mutex_unlock(&self->mu);
+    } else if (verb != MP_PART) {
+        pthread_mutex_lock(&self->mu);
+        while (self->running > 0)
+            pthread_cond_wait(&self->idle, &self->mu);
+        pthread_mutex_unlock(&self->mu);
+        if (up != NULL && verb == MP_COMPLETE)
             st = s3r_multipart_complete(up);
-        } else {
+        else if (up != NULL)
             s3r_multipart_abort(up);
-        }
-        Py_END_ALLOW_THREADS
     }
-    PyThread_release_lock(self->lock);
+    Py_END_ALLOW_THREADS
     if (up == NULL && verb != MP_ABORT)
         PyErr_SetString(PyExc_ValueError, "s3rdma: the upload is already finished");
     else if (st != S3R_OK)
@@ -926,24 +1092,26 @@ static PyObject *mp_run(MultipartObject *self, mp_verb_t verb, const Py_buffer *
     Py_RETURN_NONE;
 }
 
+/* part(data, part_number=0): 0 is the next number */
 static PyObject *mp_part(MultipartObject *self, PyObject *args)
 {
     Py_buffer buf;
-    if (!PyArg_ParseTuple(args, "y*", &buf))
+    unsigned int n = 0;
+    if (!PyArg_ParseTuple(args, "y*|I", &buf, &n))
         return NULL;
-    PyObject *r = mp_run(self, MP_PART, &buf);
+    PyObject *r = mp_run(self, MP_PART, &buf, n);
     PyBuffer_Release(&buf);
     return r;
 }
 
 static PyObject *mp_complete(MultipartObject *self, PyObject *Py_UNUSED(a))
 {
-    return mp_run(self, MP_COMPLETE, NULL);
+    return mp_run(self, MP_COMPLETE, NULL, 0);
 }
 
 static PyObject *mp_abort(MultipartObject *self, PyObject *Py_UNUSED(a))
 {
-    return mp_run(self, MP_ABORT, NULL);
+    return mp_run(self, MP_ABORT, NULL, 0);
 }
 
 static void mp_dealloc(MultipartObject *self)
@@ -960,13 +1128,17 @@ static void mp_dealloc(MultipartObject *self)
         client_maybe_destroy(o);
         Py_DECREF(o);
     }
-    if (self->lock != NULL)
-        PyThread_free_lock(self->lock);
+    if (self->sync_ready) {
+        pthread_cond_destroy(&self->idle);
+        pthread_mutex_destroy(&self->mu);
+    }
     PyObject_Free(self);
 }
 
 static PyMethodDef mp_methods[] = {
-    {"part", (PyCFunction)mp_part, METH_VARARGS, "part(data): upload the next part."},
+    {"part", (PyCFunction)mp_part, METH_VARARGS,
+     "part(data, part_number=0): upload part part_number (0: the next); parts may be in "
+     "flight on several threads at once."},
     {"complete", (PyCFunction)mp_complete, METH_NOARGS, "Complete the upload."},
     {"abort", (PyCFunction)mp_abort, METH_NOARGS, "Abort the upload (no-op when finished)."},
     {NULL, NULL, 0, NULL},
@@ -994,11 +1166,10 @@ static PyObject *client_multipart(ClientObject *self, PyObject *args)
         return NULL;
     m->owner = NULL;
     m->up = NULL;
-    m->lock = PyThread_allocate_lock();
-    if (m->lock == NULL) {
-        Py_DECREF(m);
-        return PyErr_NoMemory();
-    }
+    m->running = 0;
+    pthread_mutex_init(&m->mu, NULL);
+    pthread_cond_init(&m->idle, NULL);
+    m->sync_ready = 1;
     s3r_put_opts_t o;
     s3r_client_t *c;
     if (put_opts(ctype, meta, tr, &o, &keep) < 0 || (c = call_begin(self)) == NULL) {

@@ -25,6 +25,7 @@ Progress = Optional[Callable[[int], None]]
 MiB = 1024 * 1024
 DEFAULT_PART_SIZE = 8 * MiB
 DEFAULT_MULTIPART_THRESHOLD = 16 * MiB
+DEFAULT_PARTS_IN_FLIGHT = 4  # libs3rdma's default (s3r_config_t.parts_in_flight)
 
 
 @dataclass
@@ -112,6 +113,10 @@ class Client:
             no native session is up.
         fallback: redo an operation over HTTP when RDMA cannot be set up or is declined.
         part_size, multipart_threshold: multipart settings (bytes or size strings).
+        parts_in_flight (in options): parts of one multipart upload sent at once, each
+            on its own thread, so the server hashes them on as many cores: a
+            put_object of a body above multipart_threshold (libs3rdma) and
+            s3rdma.torch's checkpoint writer; default 4, at most 64, 1 = one by one.
         max_workers: threads of the pool behind the ``*_async`` methods.
         **options: any other libs3rdma setting by its ``s3r_config_t`` name
             (``rdma_socket``, ``native_inline``, ``http_timeout_ms``, ``quiet``, ...).
@@ -135,6 +140,7 @@ class Client:
                              "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or use a ~/.aws profile")
         self.part_size = _size(part_size) or DEFAULT_PART_SIZE
         self.multipart_threshold = _size(multipart_threshold) or DEFAULT_MULTIPART_THRESHOLD
+        self.parts_in_flight = int(options.get("parts_in_flight") or DEFAULT_PARTS_IN_FLIGHT)
         for k, v in list(options.items()):
             if isinstance(v, bool):
                 options[k] = int(v)

@@ -196,6 +196,34 @@ def test_native_roundtrip(nsrv, nb, how):
     assert boto(nsrv).list_objects_v2(Bucket=nb).get("KeyCount") == 0
 
 
+@pytest.fixture(scope="module", params=list(UCX_ENVS))
+def fsrv(request, tmp_path_factory):
+    """A server in durability fsync: there every native PUT runs on an executor thread
+    and its reply leaves through the progress thread (in relaxed mode, nsrv's, a PUT
+    with a small inline body runs on the progress thread itself)."""
+    s = RdmaServer(tmp_path_factory.mktemp("nfsync"), "nfsync", UCX_ENVS[request.param])
+    s.srv.durability = "fsync"
+    s.start()
+    s.ucx = request.param
+    s.dead = f"http://127.0.0.1:{free_port()}"
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def fb(fsrv):
+    yield from _bucket(fsrv)
+
+
+def test_native_roundtrip_fsync(fsrv, fb):
+    """put, get, head, get_alloc, delete over native only in fsync mode, bodies inline
+    (up to 16 KiB, and the first size past it) and by RDMA."""
+    sizes = [1, 4096, 16 * 1024, 16 * 1024 + 1, 64 * 1024 + 1]
+    _, r, _, _ = native(fsrv, "roundtrip", fb, *sizes)
+    assert r["errors"] == 0 and r["native_ops"] >= 5 * len(sizes), r
+    assert boto(fsrv).list_objects_v2(Bucket=fb).get("KeyCount") == 0
+
+
 @pytest.mark.parametrize("transport", ["native", "token", "http"])
 def test_parallel_parts(nsrv, nb, tmp_path, transport):
     """s3r_object_put of a multipart-sized body with parts_in_flight 1 (one after another),
@@ -211,6 +239,21 @@ def test_parallel_parts(nsrv, nb, tmp_path, transport):
               "--parts-in-flight", n, "--mode", "buf", "store", nb, key, src)
         o = s3.get_object(Bucket=nb, Key=key)
         assert o["ETag"] == mpu_etag(data, PART) and o["Body"].read() == data, (n, o["ETag"])
+
+
+@pytest.mark.parametrize("transport", ["native", "http"])
+def test_caller_parts_in_flight_by_number(nsrv, nb, tmp_path, transport):
+    """s3r_multipart_part_at from 3 threads at once, last part first: the object is the
+    parts in number order, with the md5-of-md5s ETag of that order."""
+    s3 = boto(nsrv)
+    data = os.urandom(6 * PART + 12345)  # 7 parts
+    src = tmp_path / "src"
+    src.write_bytes(data)
+    key = f"numbered/{transport}"
+    drive(nsrv, "--transport", transport, "--no-fallback", "--part-size", PART,
+          "--parts-in-flight", 3, "--mode", "parts", "store", nb, key, src)
+    o = s3.get_object(Bucket=nb, Key=key)
+    assert o["ETag"] == mpu_etag(data, PART) and o["Body"].read() == data
 
 
 def test_native_zero_byte_object(nsrv, nb):

@@ -93,3 +93,23 @@ def test_batch_keeps_its_keys_alive(client, rbucket, boto):
     assert keys[0] == name(0, "other")
     # the PUTs carried the bytes given with each key
     assert boto.get_object(Bucket=rbucket, Key=name(7))["Body"].read() == bytes([7]) * 8
+
+
+@pytest.mark.parametrize("transport", ["native", "http"])
+def test_parts_in_flight_at_once_by_number(client, rbucket, boto, transport):
+    """part(data, n) on two threads at once: the second starts while the first is in
+    libs3rdma (they used to run one at a time), they finish in any order, and the object
+    is the parts in number order, whatever order they were sent in."""
+    c = client(transport)
+    first, second = b"a" * (5 * MiB), b"b" * (5 * MiB)
+    mp = c._native.multipart(rbucket, "numbered", None, None, None)
+    mp.part(b"tail", 3)  # the last part first
+    with gil_handoff_only():
+        start, join = run_when_gil_released(lambda: mp.part(first, 1))
+        start()
+        mp.part(second, 2)  # part 1 starts while this one is in libs3rdma
+        out = join()
+    assert "error" not in out, out["error"]
+    mp.complete()
+    assert boto.get_object(Bucket=rbucket, Key="numbered")["Body"].read() == \
+        first + second + b"tail"

@@ -38,6 +38,37 @@ def test_roundtrip_sizes(client, rbucket, boto, transport, size):
     assert boto.get_object(Bucket=rbucket, Key="obj")["Body"].read() == data
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS + ["auto"])
+def test_get_object_sizes_at_the_bounds(client, rbucket, boto, transport):
+    """get_object() -> bytes around each size where the path changes: the native inline
+    reply (16 KiB), the binding's first try (1 MiB, then one GET straight into a bytes
+    object of the size the server names), whole and ranged, ranges past the end."""
+    c = client(transport)
+    for size in (0, 1, 16 * 1024 - 1, 16 * 1024, 16 * 1024 + 1, MiB - 1, MiB, MiB + 1,
+                 3 * MiB + 5):
+        data = payload(size, size)
+        boto.put_object(Bucket=rbucket, Key="b", Body=data)
+        assert c.get_object(rbucket, "b") == data, size
+        if size < 2:
+            continue  # a range must start inside the object (416 otherwise)
+        assert c.get_object(rbucket, "b", range=(1, None)) == data[1:], size
+        for stop in (size // 2, size + 2 * MiB):  # past the end: what there is
+            assert c.get_object(rbucket, "b", range=(0, stop)) == data[:stop], (size, stop)
+
+
+def test_parts_in_flight_setting(client, rbucket, boto):
+    """parts_in_flight reaches libs3rdma: a 20 MiB body in 5 MiB parts, 3 at a time,
+    stored byte for byte as a 4-part upload."""
+    c = client("native", part_size=5 * MiB, multipart_threshold=5 * MiB, parts_in_flight=3)
+    assert c.parts_in_flight == 3
+    data = payload(20 * MiB, 7)
+    c.put_object(rbucket, "par", data)
+    assert boto.get_object(Bucket=rbucket, Key="par")["Body"].read() == data
+    assert c.head_object(rbucket, "par").etag.strip('"').endswith("-4")
+    with pytest.raises(ValueError):
+        client("native", parts_in_flight=0)
+
+
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_ranges(client, rbucket, transport):
     c = client(transport)

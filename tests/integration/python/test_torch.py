@@ -188,14 +188,56 @@ def test_checkpoint_roundtrip(rsrv, rbucket, boto, transport):
             assert same(torch.load(r), sd)
 
 
-def test_checkpoint_writer_aborts_on_error(rsrv, rbucket, boto):
-    """An exception inside the with block leaves no object and no open upload."""
-    cfg = config(rsrv, part_size=5 * MiB)
+@pytest.mark.parametrize("transport", ["native", "http"])
+def test_checkpoint_parts_in_flight(rsrv, rbucket, boto, transport):
+    """A 20 MiB checkpoint in 5 MiB parts, 3 in flight at once (they finish in any
+    order): stored byte for byte, as one part per 5 MiB, and loads back equal."""
+    cfg = S3ClientConfig(transport=transport, rdma_endpoint=rsrv.rdma_endpoint,
+                         access_key=USERS[0][0], secret_key=USERS[0][1], part_size=5 * MiB,
+                         options={"parts_in_flight": 3})
+    cp = S3Checkpoint(endpoint=rsrv.endpoint, s3client_config=cfg)
+    sd = state(3, big=5 * MiB)  # 20 MiB of float32
+    uri = f"s3://{rbucket}/ck/par.ckpt"
+    with cp.writer(uri) as w:
+        torch.save(sd, w)
+    ref = io.BytesIO()
+    torch.save(sd, ref)
+    obj = boto.get_object(Bucket=rbucket, Key="ck/par.ckpt")
+    assert obj["Body"].read() == ref.getvalue()
+    parts = -(-len(ref.getvalue()) // (5 * MiB))
+    assert obj["ETag"].strip('"').endswith(f"-{parts}")
+    with cp.reader(uri) as r:
+        assert same(torch.load(r), sd)
+
+
+@pytest.mark.parametrize("in_flight", [1, 3])
+def test_checkpoint_writer_aborts_on_error(rsrv, rbucket, boto, in_flight):
+    """An exception inside the with block, with parts in flight, leaves no object and no
+    open upload."""
+    cfg = config(rsrv, part_size=5 * MiB, options={"parts_in_flight": in_flight})
     cp = S3Checkpoint(endpoint=rsrv.endpoint, s3client_config=cfg)
     with pytest.raises(RuntimeError):
         with cp.writer(f"s3://{rbucket}/bad.ckpt") as w:
-            w.write(os.urandom(12 * MiB))
+            w.write(os.urandom(22 * MiB))
             raise RuntimeError("boom")
+    assert "Contents" not in boto.list_objects_v2(Bucket=rbucket)
+    assert "Uploads" not in boto.list_multipart_uploads(Bucket=rbucket)
+
+
+def test_checkpoint_writer_part_failure_fails_the_save(rsrv, rbucket, boto):
+    """A part the server refuses (its upload was aborted under the writer: NoSuchUpload)
+    fails the save with that error, after every part in flight ended: no object."""
+    cfg = config(rsrv, part_size=5 * MiB, options={"parts_in_flight": 3})
+    cp = S3Checkpoint(endpoint=rsrv.endpoint, s3client_config=cfg)
+    with pytest.raises(s3rdma.S3Error) as e:
+        with cp.writer(f"s3://{rbucket}/cut.ckpt") as w:
+            w.write(os.urandom(6 * MiB))  # part 1 shipped: the upload exists
+            for u in boto.list_multipart_uploads(Bucket=rbucket)["Uploads"]:
+                boto.abort_multipart_upload(Bucket=rbucket, Key=u["Key"],
+                                            UploadId=u["UploadId"])
+            for _ in range(6):
+                w.write(os.urandom(5 * MiB))
+    assert e.value.code == "NoSuchUpload"
     assert "Contents" not in boto.list_objects_v2(Bucket=rbucket)
     assert "Uploads" not in boto.list_multipart_uploads(Bucket=rbucket)
 

@@ -57,6 +57,8 @@ typedef struct hctx {
     /* PutObject handlers running now, and the most at once, per user
      * (0: AKIDONE, 1: AKIDTWO). */
     atomic_int put_running[2], put_running_max[2];
+    /* The threads the last PutObject and DeleteObject handlers ran on. */
+    pthread_t put_thread, delete_thread;
 } hctx_t;
 
 static hctx_t g_h = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
@@ -159,6 +161,9 @@ static void test_handler(void *ctx, rdma_native_req_t *r)
         reply_body(h, r, n);
         return;
     case RDMA_OP_PUT_OBJECT: {
+        pthread_mutex_lock(&h->mu);
+        h->put_thread = pthread_self();
+        pthread_mutex_unlock(&h->mu);
         int who = strcmp(rdma_native_access_key(r), "AKIDTWO") == 0;
         int now = atomic_fetch_add(&h->put_running[who], 1) + 1;
         for (int was = atomic_load(&h->put_running_max[who]);
@@ -192,6 +197,7 @@ static void test_handler(void *ctx, rdma_native_req_t *r)
     }
     case RDMA_OP_DELETE_OBJECT:
         pthread_mutex_lock(&h->mu);
+        h->delete_thread = pthread_self();
         h->blocked++;
         pthread_cond_broadcast(&h->cv);
         while (!h->gate_open)
@@ -248,6 +254,7 @@ static rdma_server_t *g_srv;
  * block), user share (the server-wide bounds are tested with one user; the
  * fair-share test sets its own) and stall deadline (0: the default). */
 static unsigned g_threads = 12, g_user_share = 100, g_stall_ms;
+static size_t g_local_put_max; /* cfg.local_put_max */
 
 static rdma_server_t *native_server(unsigned per_session, unsigned queued, int with_handler)
 {
@@ -262,6 +269,7 @@ static rdma_server_t *native_server(unsigned per_session, unsigned queued, int w
     cfg.native_threads = g_threads;
     cfg.user_share = g_user_share;
     cfg.stall_ms = g_stall_ms;
+    cfg.local_put_max = g_local_put_max;
     if (per_session)
         cfg.max_native_per_session = per_session;
     if (queued)
@@ -307,6 +315,7 @@ static int setup(void **state)
     g_threads = 12;
     g_user_share = 100;
     g_stall_ms = 0;
+    g_local_put_max = 0;
     return 0;
 }
 
@@ -2041,6 +2050,68 @@ static void test_unread_replies_bounded(void **state)
  * in the body's RDMA reads, hold at most A's share of the threads (2 of 4),
  * so tenant B's PUT runs meanwhile and is answered 200; A's reads fail
  * after the stall deadline and everything comes back once A is gone. */
+/* Submits a PUT of the n bytes at b, inline, under key. */
+static void put_inline(rdma_session_t *s, const char *key, const uint8_t *b, size_t n, tcall_t *t)
+{
+    rdma_native_msg_t m;
+    msg_init(&m, RDMA_OP_PUT_OBJECT, "bkt", key);
+    m.body_kind = RDMA_BODY_INLINE;
+    m.body = b;
+    m.body_len = n;
+    submit(s, &m, t);
+}
+
+static pthread_t put_thread(void)
+{
+    pthread_mutex_lock(&g_h.mu);
+    pthread_t t = g_h.put_thread;
+    pthread_mutex_unlock(&g_h.mu);
+    return t;
+}
+
+/* cfg.local_put_max (relaxed durability): a PUT whose inline body is at
+ * most that long runs on the session's progress thread, so it is answered
+ * while the only executor thread is held; a longer one runs on that
+ * executor once it is free. */
+static void test_small_put_on_progress_thread(void **state)
+{
+    (void)state;
+    rdma_server_t *srv;
+    g_threads = 1;
+    g_local_put_max = 1024;
+    NSERVER_OR_SKIP(srv, 0, 0, 1);
+    rdma_session_t *s = open_session(srv, "AKIDONE", "secret-one");
+    rdma_native_msg_t m;
+    msg_init(&m, RDMA_OP_DELETE_OBJECT, "bkt", "held");
+    tcall_t held;
+    submit(s, &m, &held);
+    assert_int_equal(wait_blocked(1), 1);
+    pthread_mutex_lock(&g_h.mu);
+    pthread_t executor = g_h.delete_thread;
+    pthread_mutex_unlock(&g_h.mu);
+    static uint8_t body[1025];
+    memset(body, 'p', sizeof(body));
+    tcall_t t;
+    put_inline(s, "small", body, 1024, &t);
+    wait_reply(s, &t);
+    assert_int_equal(t.status, 200);
+    assert_int_equal(tc_hdr_u64(&t, "x-test-len"), 1024);
+    assert_false(pthread_equal(put_thread(), executor));
+    tcall_free(&t);
+    put_inline(s, "larger", body, 1025, &t);
+    gate_set(1);
+    wait_reply(s, &held);
+    assert_int_equal(held.status, 204);
+    tcall_free(&held);
+    wait_reply(s, &t);
+    assert_int_equal(t.status, 200);
+    assert_int_equal(tc_hdr_u64(&t, "x-test-len"), 1025);
+    assert_true(pthread_equal(put_thread(), executor));
+    tcall_free(&t);
+    assert_session_works(s);
+    rdma_session_close(s);
+}
+
 static void test_frozen_tenant_executor_share(void **state)
 {
     (void)state;
@@ -2204,6 +2275,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_queued_requests_of_dead_session, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unread_replies_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_frozen_tenant_executor_share, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_small_put_on_progress_thread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_handler, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

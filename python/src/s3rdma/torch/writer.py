@@ -3,33 +3,44 @@ S3Checkpoint.writer returns and torch.save writes to).
 
 Writes are copied into part_size buffers of registered memory (allocate_buffer, so
 no transfer registers anything). A body that stays within one part is stored by one
-PUT on close. Once a part fills, a multipart upload starts and each full part is
-handed to one uploader thread while the caller keeps writing into the next buffer,
-so serialization and upload overlap (at most ``depth`` parts wait). Closing uploads
-the rest and completes the upload; an error, or leaving a ``with`` block by an
-exception, aborts it, so a failed save never leaves an object behind.
+PUT on close. Once a part fills, a multipart upload starts and each full part goes
+to a pool of ``parts_in_flight`` uploader threads, each sending its part with its own
+number (the server hashes parts in flight on as many cores), while the caller keeps
+writing into the next buffer. Memory is bounded by a ring of parts_in_flight + 1
+buffers: when all of them are in flight, write() waits for one to come back.
+Closing uploads the rest and completes the upload; a failed part, or leaving a
+``with`` block by an exception, aborts it (after every part in flight has ended), so
+a failed save never leaves an object or an open upload behind.
 """
 import io
 import queue
 import threading
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple
 
 from ..client import Client
 from ._client import alloc
 
+_Job = Optional[Tuple[int, memoryview, memoryview]]  # (number, data, its ring buffer)
+
 
 class S3Writer(io.BufferedIOBase):
     def __init__(self, client: Client, bucket: str, key: str, part_size: Optional[int] = None,
-                 depth: int = 2):
+                 parts_in_flight: Optional[int] = None):
         super().__init__()
         self._client, self.bucket, self.key = client, bucket, key
         self._part_size = part_size or client.part_size
+        self._in_flight = parts_in_flight or client.parts_in_flight
+        if self._in_flight < 1:
+            raise ValueError("s3rdma.torch: parts_in_flight must be at least 1")
         self._part = alloc(client, self._part_size)
         self._fill = 0
         self._written = 0
+        self._parts = 0  # parts shipped so far (the last one's number)
         self._up: Any = None
-        self._queue: "queue.Queue[Optional[memoryview]]" = queue.Queue(depth)
-        self._thread: Optional[threading.Thread] = None
+        self._jobs: "queue.Queue[_Job]" = queue.Queue()
+        self._ring: "queue.Queue[memoryview]" = queue.Queue()  # buffers back from uploads
+        self._ring_size = 1  # buffers allocated (at most parts_in_flight + 1)
+        self._threads: List[threading.Thread] = []
         self._error: List[BaseException] = []
 
     def writable(self) -> bool:
@@ -55,28 +66,41 @@ class S3Writer(io.BufferedIOBase):
         return n
 
     def _ship(self) -> None:
-        """Queues the full current part for upload and starts a fresh buffer (the
-        last part is never shipped here: close() sends it)."""
+        """Hands the full current part to the uploaders and continues in a free ring
+        buffer (the last part is never shipped here: close() sends it)."""
         if self._up is None:
             self._up = self._client._native.multipart(self.bucket, self.key, None, None, None)
-            self._thread = threading.Thread(target=self._upload_loop, daemon=True,
-                                            name="s3rdma-writer")
-            self._thread.start()
-        self._queue.put(self._part)
-        self._raise_upload_error()
-        self._part = alloc(self._client, self._part_size)
+            for i in range(self._in_flight):
+                t = threading.Thread(target=self._upload_loop, daemon=True,
+                                     name=f"s3rdma-writer-{i}")
+                t.start()
+                self._threads.append(t)
+        self._send(self._part)
+        if self._ring_size <= self._in_flight:
+            self._ring_size += 1
+            self._part = alloc(self._client, self._part_size)
+        else:
+            self._part = self._ring.get()  # an upload ends (failed ones too)
         self._fill = 0
+        self._raise_upload_error()
+
+    def _send(self, buf: memoryview) -> None:
+        self._parts += 1
+        self._jobs.put((self._parts, buf[:self._fill], buf))
 
     def _upload_loop(self) -> None:
         while True:
-            part = self._queue.get()
-            if part is None:
+            job = self._jobs.get()
+            if job is None:
                 return
-            if not self._error:
-                try:
-                    self._up.part(part)
-                except BaseException as e:  # reported to the writing thread
-                    self._error.append(e)
+            number, data, buf = job
+            try:
+                if not self._error:
+                    self._up.part(data, number)
+            except BaseException as e:  # reported to the writing thread
+                self._error.append(e)
+            finally:
+                self._ring.put(buf)
 
     def _raise_upload_error(self) -> None:
         if self._error:
@@ -90,8 +114,8 @@ class S3Writer(io.BufferedIOBase):
             if self._up is None:
                 self._client.put_object(self.bucket, self.key, self._part[:self._fill])
             else:
-                self._queue.put(self._part[:self._fill])
-                self._finish_thread()
+                self._send(self._part)
+                self._stop_uploaders()
                 self._raise_upload_error()
                 self._up.complete()
         except BaseException:
@@ -101,16 +125,18 @@ class S3Writer(io.BufferedIOBase):
             self._part = None
             super().close()
 
-    def _finish_thread(self) -> None:
-        if self._thread is not None:
-            self._queue.put(None)
-            self._thread.join()
-            self._thread = None
+    def _stop_uploaders(self) -> None:
+        """Waits for every queued part to be sent (or skipped after an error)."""
+        for _ in self._threads:
+            self._jobs.put(None)
+        for t in self._threads:
+            t.join()
+        self._threads = []
 
     def _abort(self) -> None:
         if self._up is not None:
-            self._error.append(RuntimeError("aborted"))
-            self._finish_thread()
+            self._error.append(RuntimeError("aborted"))  # queued parts are skipped
+            self._stop_uploaders()
             self._up.abort()
 
     def __exit__(self, exc_type, *rest) -> None:
