@@ -1,6 +1,8 @@
 /* The client side of an RDMA session (see rdma_client.h): UCX context and
  * worker, the bootstrap handshake, the lifeline, regions and tokens.
  *
+ * Native calls in flight and how callers wait for them: rdma_client_native.c.
+ *
  * Threads: the session's progress thread is the only one that progresses the
  * worker (the server does all one-sided work; over TCP UCX emulates it with
  * messages this side must answer while the caller sits in an HTTP call).
@@ -22,7 +24,6 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -30,7 +31,6 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <ucp/api/ucp.h>
 #include <ucs/config/global_opts.h>
 #include <unistd.h>
@@ -39,6 +39,7 @@
 #include "rdma/rdma_net.h"
 #include "rdma/rdma_ucx.h"
 #include "rdma/rdma_wire.h"
+#include "rdma/rdma_client_internal.h"
 
 #define DEFAULT_TIMEOUT_MS 5000
 
@@ -46,63 +47,7 @@
  * inherits the value and so knows UCX is not usable in it. 0: none yet. */
 static _Atomic pid_t ucx_owner;
 
-/* Native calls are told apart for the wait estimate by opcode and by their
- * bytes in powers of four from 4 KiB (<= 4 KiB, <= 16 KiB, ... > 16 MiB). */
-#define WAIT_SIZE_STEPS 8
-#define WAIT_CLASSES    ((RDMA_OP_MAX + 1) * WAIT_SIZE_STEPS)
-
-struct rdma_region {
-    uint32_t id;
-    uint8_t *addr;
-    size_t len;
-    ucp_mem_h memh;
-    struct rdma_region *next;
-};
-
-struct rdma_session {
-    pid_t pid; /* the process that opened it */
-    ucp_context_h ctx;
-    ucp_worker_h worker;
-    int efd;
-    ucp_ep_h ep;
-    int err_mode;
-    int fd;
-    int timeout_ms;
-    pthread_mutex_t mu; /* the lifeline and the region list */
-    rdma_welcome_t welcome;
-    uint32_t next_region_id;
-    rdma_region_t *regions;
-    pthread_t th;
-    int th_started;
-    int stop_fd;
-    _Atomic int stop;
-    _Atomic int dead;
-    /* handshake: the probe the server sends over UCX after AUTH */
-    uint8_t cnonce[RDMA_NONCE_LEN];
-    uint8_t probe[RDMA_NONCE_LEN];
-    _Atomic int probe_got;
-    /* native requests in flight, by id (calls_mu) */
-    pthread_mutex_t calls_mu;
-    rdma_native_call_t *calls[64];
-    uint64_t next_call_id;
-    int tcp_only;
-    char lanes[256]; /* the endpoint's "transport/device" names (ep_lanes) */
-    /* Threads inside rdma_native_wait: they progress the worker, so the
-     * progress thread stands aside (it would only compete for the cores
-     * and be woken by every reply). */
-    _Atomic int waiters;
-    /* How waiters wait (rdma_native_wait): 1 = never sleep (S3R_RDMA_POLL
-     * =busy at open), 0 = busy-poll for the learned time, then sleep. */
-    int busy_wait;
-    /* What a call of each class (wait_class_of) has lately taken, in ns: a
-     * high estimate, quick to rise and slow to fall (wait_learn). Updated
-     * by the waiters without a lock: a lost update only costs precision. */
-    _Atomic uint32_t wait_est_ns[WAIT_CLASSES];
-};
-
-static void set_err(char *err, size_t err_len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t err_len, const char *fmt, ...)
+void rdma_client_set_err(char *err, size_t err_len, const char *fmt, ...)
 {
     if (!err || !err_len)
         return;
@@ -112,15 +57,9 @@ static void set_err(char *err, size_t err_len, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Whether s was opened by another process (inherited across fork). */
-static int inherited(const rdma_session_t *s)
-{
-    return s->pid != getpid();
-}
-
 int rdma_session_inherited(rdma_session_t *s)
 {
-    return s != NULL && inherited(s);
+    return s != NULL && rdma_client_inherited(s);
 }
 
 static void *client_progress_main(void *arg)
@@ -152,289 +91,6 @@ static void client_ep_err(void *arg, ucp_ep_h ep, ucs_status_t status)
     atomic_store(&s->dead, 1);
 }
 
-/* ==== native calls ========================================================== */
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* A waiter busy-polls at least this long (a reply over shared memory from
- * an awake server takes microseconds) ... */
-#define WAIT_SPIN_MIN_NS (50 * 1000)
-/* ... and at most this long: a call that normally takes longer (a PUT the
- * server commits with an fsync) sleeps after WAIT_SPIN_MIN_NS instead, so
- * it does not cost the client a core (on a machine with few cores the
- * server needs it). Long enough to cover a server progress thread's
- * wake-up on a virtual machine (~100-300 us here). */
-#define WAIT_SPIN_MAX_NS (500 * 1000)
-
-/* The estimate class of request m: opcode x size step. */
-static unsigned wait_class_of(const rdma_native_msg_t *m)
-{
-    uint64_t bytes = m->body_len + (m->has_out ? m->out.len : 0);
-    unsigned step = 0;
-    for (uint64_t lim = 4096; bytes > lim && step < WAIT_SIZE_STEPS - 1; lim *= 4)
-        step++;
-    unsigned op = m->head.opcode <= RDMA_OP_MAX ? m->head.opcode : 0;
-    return op * WAIT_SIZE_STEPS + step;
-}
-
-/* How long a waiter for call busy-polls (from its submission) before it
- * sleeps: twice what calls of its class have lately taken, within
- * [WAIT_SPIN_MIN_NS, WAIT_SPIN_MAX_NS]; a class that normally takes
- * longer than the maximum gets the minimum. */
-static uint64_t wait_spin_ns(rdma_session_t *s, const rdma_native_call_t *call)
-{
-    uint64_t est = atomic_load_explicit(&s->wait_est_ns[call->wait_class], memory_order_relaxed);
-    if (est > WAIT_SPIN_MAX_NS)
-        return WAIT_SPIN_MIN_NS;
-    uint64_t spin = 2 * est;
-    return spin < WAIT_SPIN_MIN_NS   ? WAIT_SPIN_MIN_NS
-           : spin > WAIT_SPIN_MAX_NS ? WAIT_SPIN_MAX_NS
-                                     : spin;
-}
-
-/* Folds how long call took into its class's estimate: a quarter of the way
- * up to a longer time, a sixteenth of the way down to a shorter one, so
- * the estimate sits near the slow end of recent calls (a sparse caller's
- * requests are fast when the server is awake and slow when it must wake
- * first; the spin must cover the slow ones to save the client's own
- * wake-up). */
-static void wait_learn(rdma_session_t *s, const rdma_native_call_t *call)
-{
-    uint64_t took = now_ns() - call->sent_ns;
-    if (took > UINT32_MAX)
-        took = UINT32_MAX;
-    _Atomic uint32_t *e = &s->wait_est_ns[call->wait_class];
-    uint64_t est = atomic_load_explicit(e, memory_order_relaxed);
-    est = took > est ? est + (took - est) / 4 : est - (est - took) / 16;
-    atomic_store_explicit(e, (uint32_t)est, memory_order_relaxed);
-}
-
-enum { CALL_PENDING, CALL_RUNNING, CALL_DONE };
-
-static rdma_native_call_t **call_bucket(rdma_session_t *s, uint64_t id)
-{
-    return &s->calls[id % (sizeof(s->calls) / sizeof(s->calls[0]))];
-}
-
-/* Takes the call with this id out of the table (calls_mu held), or NULL. */
-static rdma_native_call_t *call_take_locked(rdma_session_t *s, uint64_t id)
-{
-    for (rdma_native_call_t **pp = call_bucket(s, id); *pp; pp = &(*pp)->next) {
-        if ((*pp)->id == id) {
-            rdma_native_call_t *c = *pp;
-            *pp = c->next;
-            atomic_store(&c->state, CALL_RUNNING);
-            return c;
-        }
-    }
-    return NULL;
-}
-
-static void call_finish(rdma_native_call_t *c, const rdma_native_reply_t *reply)
-{
-    c->done(c, reply);
-    atomic_store_explicit(&c->state, CALL_DONE, memory_order_release);
-}
-
-/* The server's reply (an active message on our worker). A reply naming no
- * call in flight (withdrawn after a timeout) is dropped. */
-static ucs_status_t native_reply_recv(void *arg, const void *header, size_t header_length,
-                                      void *data, size_t length, const ucp_am_recv_param_t *param)
-{
-    (void)header;
-    rdma_session_t *s = arg;
-    rdma_native_reply_t *r = malloc(sizeof(*r));
-    if (!r)
-        return UCS_OK;
-    if (header_length == 0 && !(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) &&
-        rdma_native_parse_reply(data, length, r) == 0) {
-        pthread_mutex_lock(&s->calls_mu);
-        rdma_native_call_t *c = call_take_locked(s, r->request_id);
-        pthread_mutex_unlock(&s->calls_mu);
-        if (c)
-            call_finish(c, r);
-    }
-    free(r);
-    return UCS_OK;
-}
-
-/* Fails every call in flight (the session is going away). */
-static void calls_fail_all(rdma_session_t *s)
-{
-    for (size_t b = 0; b < sizeof(s->calls) / sizeof(s->calls[0]); b++) {
-        for (;;) {
-            pthread_mutex_lock(&s->calls_mu);
-            rdma_native_call_t *c = s->calls[b];
-            if (c) {
-                s->calls[b] = c->next;
-                atomic_store(&c->state, CALL_RUNNING);
-            }
-            pthread_mutex_unlock(&s->calls_mu);
-            if (!c)
-                break;
-            call_finish(c, NULL);
-        }
-    }
-}
-
-static void native_sent(void *request, ucs_status_t status, void *user_data)
-{
-    (void)status;
-    free(user_data);
-    ucp_request_free(request);
-}
-
-int rdma_native_submit(rdma_session_t *s, rdma_native_msg_t *m, rdma_native_call_t *call, char *err,
-                       size_t err_len)
-{
-    if (atomic_load(&s->dead) || inherited(s)) {
-        set_err(err, err_len, "the RDMA session is down");
-        return -1;
-    }
-    memcpy(m->head.session_id, s->welcome.session_id, RDMA_SESSION_ID_LEN);
-    pthread_mutex_lock(&s->calls_mu);
-    m->head.request_id = ++s->next_call_id;
-    pthread_mutex_unlock(&s->calls_mu);
-    wire_out_t w = {0};
-    if (rdma_native_encode_req(&w, m) < 0) {
-        wire_free(&w);
-        set_err(err, err_len, "the request exceeds a native protocol limit");
-        return -1;
-    }
-    call->id = m->head.request_id;
-    call->wait_class = wait_class_of(m);
-    call->sent_ns = now_ns();
-    atomic_store(&call->state, CALL_PENDING);
-    pthread_mutex_lock(&s->calls_mu);
-    rdma_native_call_t **b = call_bucket(s, call->id);
-    call->next = *b;
-    *b = call;
-    pthread_mutex_unlock(&s->calls_mu);
-    /* Eager only, as the server answers: a rendezvous would let the peer
-     * read our memory around the message. */
-    ucp_request_param_t p = {
-        .op_attr_mask =
-            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS,
-        .cb.send = native_sent,
-        .user_data = w.data,
-        .flags = UCP_AM_SEND_FLAG_EAGER,
-    };
-    ucs_status_ptr_t req = ucp_am_send_nbx(s->ep, RDMA_AM_NATIVE_REQ, NULL, 0, w.data, w.len, &p);
-    if (req == NULL || UCS_PTR_IS_ERR(req))
-        free(w.data);
-    if (UCS_PTR_IS_ERR(req)) {
-        pthread_mutex_lock(&s->calls_mu);
-        rdma_native_call_t *c = call_take_locked(s, call->id);
-        pthread_mutex_unlock(&s->calls_mu);
-        if (c) {
-            set_err(err, err_len, "sending the request: %s",
-                    ucs_status_string(UCS_PTR_STATUS(req)));
-            atomic_store(&call->state, CALL_DONE);
-            return -1;
-        }
-        /* Answered already (cannot happen for a failed send, but the call
-         * is the handler's now): let it finish. */
-    }
-    return 0;
-}
-
-int rdma_native_finished(rdma_native_call_t *call)
-{
-    return atomic_load_explicit(&call->state, memory_order_acquire) == CALL_DONE;
-}
-
-int rdma_native_progress(rdma_session_t *s)
-{
-    return inherited(s) ? 0 : (int)ucp_worker_progress(s->worker);
-}
-
-static int native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_ms);
-
-int rdma_native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_ms)
-{
-    /* A call already answered when its wait begins (an asynchronous one
-     * waited for late) says nothing of how long such calls take. */
-    int pending = !rdma_native_finished(call);
-    atomic_fetch_add(&s->waiters, 1);
-    int rc = native_wait(s, call, timeout_ms);
-    atomic_fetch_sub(&s->waiters, 1);
-    if (rc == 0 && pending)
-        wait_learn(s, call);
-    return rc;
-}
-
-static int native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_ms)
-{
-    uint64_t start = rdma_now_ms(), deadline = start + (uint64_t)timeout_ms;
-    uint64_t spin_end = s->busy_wait ? UINT64_MAX : call->sent_ns + wait_spin_ns(s, call);
-    unsigned idle = 0;
-    long preemptions = -1; /* rdma_thread_preemptions at the last look; -1: none yet */
-    unsigned looked = 0;   /* the round (i) of the last look */
-    for (unsigned i = 0; !rdma_native_finished(call); i++) {
-        if (ucp_worker_progress(s->worker)) {
-            idle = 0;
-            continue;
-        }
-        if ((i & 1023) == 0) {
-            uint64_t now = rdma_now_ms();
-            /* A server gone without an endpoint error (shared memory
-             * reports none) shows on the lifeline. */
-            if (now - start > 100 && (i & 65535) == 0)
-                rdma_session_alive(s);
-            if (atomic_load(&s->dead) || now >= deadline) {
-                pthread_mutex_lock(&s->calls_mu);
-                rdma_native_call_t *c = call_take_locked(s, call->id);
-                pthread_mutex_unlock(&s->calls_mu);
-                if (c) {
-                    if (now < deadline) {
-                        call_finish(c, NULL); /* the session died */
-                        return 0;
-                    }
-                    atomic_store(&c->state, CALL_DONE);
-                    return -1;
-                }
-                /* A reply is being delivered: it finishes at once. */
-            }
-        }
-        /* Busy-poll until spin_end (wait_spin_ns: as long as this kind of
-         * call normally takes), yielding the core between polls after the
-         * first few (the server may share it), or until the scheduler takes the core from this
-         * thread (an oversubscribed host: a preempted spinner waits for its turn, a sleeper is run
-         * as soon as it is woken); then sleep on the worker's event fd until something arrives: a
-         * write the server takes milliseconds to commit must not cost the client a core. Woken at
-         * least every millisecond, so another thread progressing the worker meanwhile never strands
-         * this one. */
-        ++idle;
-        int look = i - looked >= 64 && !s->busy_wait;
-        int preempted = 0;
-        if (look) {
-            looked = i;
-            long pre = rdma_thread_preemptions();
-            preempted = preemptions >= 0 && pre != preemptions;
-            preemptions = pre;
-        }
-        if (look && (preempted || now_ns() >= spin_end)) {
-            if (ucp_worker_arm(s->worker) == UCS_ERR_BUSY || rdma_native_finished(call))
-                continue;
-            struct pollfd pfd = {.fd = s->efd, .events = POLLIN};
-            poll(&pfd, 1, 1);
-            idle = 0;
-        } else if (idle > 16) {
-            sched_yield(); /* at once when no other thread wants the core */
-        }
-    }
-    return 0;
-}
-
-/* Describes the lanes UCX chose for the endpoint (UCX 1.13 has no query for
- * its transports, so from the endpoint's printed description): writes the
- * distinct "transport/device" names, comma-separated, into s->lanes and
- * sets s->tcp_only when every lane is TCP. */
 static void ep_lanes(rdma_session_t *s)
 {
     char *text = NULL;
@@ -497,7 +153,7 @@ static long recv_expect(rdma_session_t *s, int type, uint8_t **body_p, char *err
     uint8_t *body = NULL;
     long n = rdma_net_recv_frame(s->fd, rdma_now_ms() + (uint64_t)s->timeout_ms, &body);
     if (n <= 0) {
-        set_err(err, err_len, "session server closed the connection or timed out");
+        rdma_client_set_err(err, err_len, "session server closed the connection or timed out");
         return -1;
     }
     int t = wire_frame_type(body, (size_t)n);
@@ -505,12 +161,12 @@ static long recv_expect(rdma_session_t *s, int type, uint8_t **body_p, char *err
         uint32_t code = 0;
         char msg[RDMA_MAX_ERR_MSG + 1] = "";
         wire_parse_error(body, (size_t)n, &code, msg);
-        set_err(err, err_len, "session server refused: %s (code %u)", msg, code);
+        rdma_client_set_err(err, err_len, "session server refused: %s (code %u)", msg, code);
         free(body);
         return -1;
     }
     if (t != type) {
-        set_err(err, err_len, "unexpected reply from the session server (type %d)", t);
+        rdma_client_set_err(err, err_len, "unexpected reply from the session server (type %d)", t);
         free(body);
         return -1;
     }
@@ -545,7 +201,8 @@ static int await_probe(rdma_session_t *s, char *err, size_t err_len)
             break;
         uint64_t now = rdma_now_ms();
         if (now >= deadline) {
-            set_err(err, err_len, "the session server's probe did not arrive (UCX unreachable?)");
+            rdma_client_set_err(err, err_len,
+                                "the session server's probe did not arrive (UCX unreachable?)");
             return -1;
         }
         if (ucp_worker_arm(s->worker) == UCS_ERR_BUSY)
@@ -557,7 +214,7 @@ static int await_probe(rdma_session_t *s, char *err, size_t err_len)
             /* The server speaks before PROVE only to refuse. */
             if (recv_expect(s, RDMA_MSG_WELCOME, &body, err, err_len) >= 0) {
                 free(body);
-                set_err(err, err_len, "unexpected reply from the session server");
+                rdma_client_set_err(err, err_len, "unexpected reply from the session server");
             }
             return -1;
         }
@@ -600,7 +257,7 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
     ucp_address_t *caddr = NULL;
     size_t caddr_len = 0;
     if (!s) {
-        set_err(err, err_len, "out of memory");
+        rdma_client_set_err(err, err_len, "out of memory");
         return -1;
     }
     s->pid = getpid();
@@ -610,17 +267,18 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->calls_mu, NULL);
     if (!cfg->host || !cfg->access_key || !cfg->secret_key) {
-        set_err(err, err_len, "host, access key and secret key are required");
+        rdma_client_set_err(err, err_len, "host, access key and secret key are required");
         goto fail;
     }
     if (strlen(cfg->access_key) == 0 || strlen(cfg->access_key) > RDMA_MAX_AK) {
-        set_err(err, err_len, "access key length must be 1..%d", RDMA_MAX_AK);
+        rdma_client_set_err(err, err_len, "access key length must be 1..%d", RDMA_MAX_AK);
         goto fail;
     }
     const char *poll_mode = getenv("S3R_RDMA_POLL");
     if (poll_mode && *poll_mode) {
         if (strcmp(poll_mode, "busy") != 0 && strcmp(poll_mode, "adaptive") != 0) {
-            set_err(err, err_len, "S3R_RDMA_POLL=%s: expected busy or adaptive", poll_mode);
+            rdma_client_set_err(err, err_len, "S3R_RDMA_POLL=%s: expected busy or adaptive",
+                                poll_mode);
             goto fail;
         }
         s->busy_wait = strcmp(poll_mode, "busy") == 0;
@@ -628,10 +286,11 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
 
     pid_t owner = atomic_load(&ucx_owner);
     if (owner != 0 && owner != s->pid) {
-        set_err(err, err_len,
-                "UCX cannot run here: this process was forked from process %d after it had "
-                "started UCX (docs/client.md, Fork)",
-                (int)owner);
+        rdma_client_set_err(
+            err, err_len,
+            "UCX cannot run here: this process was forked from process %d after it had "
+            "started UCX (docs/client.md, Fork)",
+            (int)owner);
         goto fail;
     }
 
@@ -639,19 +298,21 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
     ucp_config_t *uc;
     ucs_status_t st = ucp_config_read(NULL, NULL, &uc);
     if (st != UCS_OK) {
-        set_err(err, err_len, "ucp_config_read: %s", ucs_status_string(st));
+        rdma_client_set_err(err, err_len, "ucp_config_read: %s", ucs_status_string(st));
         goto fail;
     }
     if (cfg->device && *cfg->device &&
         (st = ucp_config_modify(uc, "NET_DEVICES", cfg->device)) != UCS_OK) {
-        set_err(err, err_len, "UCX_NET_DEVICES=%s: %s", cfg->device, ucs_status_string(st));
+        rdma_client_set_err(err, err_len, "UCX_NET_DEVICES=%s: %s", cfg->device,
+                            ucs_status_string(st));
         ucp_config_release(uc);
         goto fail;
     }
     if (cfg->log_level && *cfg->log_level &&
         ucp_config_modify(uc, "LOG_LEVEL", cfg->log_level) != UCS_OK &&
         (st = ucs_global_opts_set_value("LOG_LEVEL", cfg->log_level)) != UCS_OK) {
-        set_err(err, err_len, "UCX_LOG_LEVEL=%s: %s", cfg->log_level, ucs_status_string(st));
+        rdma_client_set_err(err, err_len, "UCX_LOG_LEVEL=%s: %s", cfg->log_level,
+                            ucs_status_string(st));
         ucp_config_release(uc);
         goto fail;
     }
@@ -664,7 +325,7 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
     ucp_config_release(uc);
     if (st != UCS_OK) {
         s->ctx = NULL;
-        set_err(err, err_len, "ucp_init: %s", ucs_status_string(st));
+        rdma_client_set_err(err, err_len, "ucp_init: %s", ucs_status_string(st));
         goto fail;
     }
     atomic_store(&ucx_owner, s->pid);
@@ -673,7 +334,7 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
     if ((st = ucp_worker_create(s->ctx, &wp, &s->worker)) != UCS_OK ||
         (st = ucp_worker_get_efd(s->worker, &s->efd)) != UCS_OK ||
         (st = ucp_worker_get_address(s->worker, &caddr, &caddr_len)) != UCS_OK) {
-        set_err(err, err_len, "UCX worker: %s", ucs_status_string(st));
+        rdma_client_set_err(err, err_len, "UCX worker: %s", ucs_status_string(st));
         goto fail;
     }
 
@@ -686,10 +347,10 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
     };
     ucp_am_handler_param_t nh = ah;
     nh.id = RDMA_AM_NATIVE_REPLY;
-    nh.cb = native_reply_recv;
+    nh.cb = rdma_native_reply_recv;
     if ((st = ucp_worker_set_am_recv_handler(s->worker, &ah)) != UCS_OK ||
         (st = ucp_worker_set_am_recv_handler(s->worker, &nh)) != UCS_OK) {
-        set_err(err, err_len, "UCX active message handler: %s", ucs_status_string(st));
+        rdma_client_set_err(err, err_len, "UCX active message handler: %s", ucs_status_string(st));
         goto fail;
     }
 
@@ -698,12 +359,12 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
     if (s->fd < 0)
         goto fail;
     if (random_bytes(s->cnonce, sizeof(s->cnonce)) < 0) {
-        set_err(err, err_len, "no random bytes");
+        rdma_client_set_err(err, err_len, "no random bytes");
         goto fail;
     }
     wire_out_t w = {0};
     if (send_frame(s, &w, wire_hello(&w, cfg->access_key, s->cnonce, caddr, caddr_len)) < 0) {
-        set_err(err, err_len, "sending HELLO failed");
+        rdma_client_set_err(err, err_len, "sending HELLO failed");
         goto fail;
     }
     long n = recv_expect(s, RDMA_MSG_CHALLENGE, &body, err, err_len);
@@ -711,7 +372,7 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
         goto fail;
     uint8_t snonce[RDMA_NONCE_LEN];
     if (wire_parse_nonce(body, (size_t)n, RDMA_MSG_CHALLENGE, snonce) < 0) {
-        set_err(err, err_len, "malformed CHALLENGE");
+        rdma_client_set_err(err, err_len, "malformed CHALLENGE");
         goto fail;
     }
     free(body);
@@ -721,25 +382,25 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
     rdma_handshake_mac(key, "client", s->cnonce, snonce, caddr, caddr_len, NULL, 0, cfg->access_key,
                        mac);
     if (send_frame(s, &w, wire_nonce(&w, RDMA_MSG_AUTH, mac)) < 0) {
-        set_err(err, err_len, "sending AUTH failed");
+        rdma_client_set_err(err, err_len, "sending AUTH failed");
         goto fail;
     }
     if (await_probe(s, err, err_len) < 0)
         goto fail;
     if (send_frame(s, &w, wire_nonce(&w, RDMA_MSG_PROVE, s->probe)) < 0) {
-        set_err(err, err_len, "sending PROVE failed");
+        rdma_client_set_err(err, err_len, "sending PROVE failed");
         goto fail;
     }
     n = recv_expect(s, RDMA_MSG_WELCOME, &body, err, err_len);
     if (n < 0 || wire_parse_welcome(body, (size_t)n, &s->welcome) < 0) {
         if (n >= 0)
-            set_err(err, err_len, "malformed WELCOME");
+            rdma_client_set_err(err, err_len, "malformed WELCOME");
         goto fail;
     }
     rdma_handshake_mac(key, "server", s->cnonce, snonce, caddr, caddr_len, s->welcome.worker_addr,
                        s->welcome.worker_addr_len, cfg->access_key, smac);
     if (!ct_equal(smac, s->welcome.server_mac, RDMA_MAC_LEN)) {
-        set_err(err, err_len, "the session server failed to prove it knows the secret");
+        rdma_client_set_err(err, err_len, "the session server failed to prove it knows the secret");
         goto fail;
     }
 
@@ -762,7 +423,7 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
     body = NULL;
     if (st != UCS_OK) {
         s->ep = NULL;
-        set_err(err, err_len, "ucp_ep_create to the server: %s", ucs_status_string(st));
+        rdma_client_set_err(err, err_len, "ucp_ep_create to the server: %s", ucs_status_string(st));
         goto fail;
     }
     ucp_worker_release_address(s->worker, caddr);
@@ -771,7 +432,7 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
 
     s->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (s->stop_fd < 0 || pthread_create(&s->th, NULL, client_progress_main, s) != 0) {
-        set_err(err, err_len, "cannot start the progress thread");
+        rdma_client_set_err(err, err_len, "cannot start the progress thread");
         goto fail;
     }
     s->th_started = 1;
@@ -787,7 +448,7 @@ fail:
 
 void rdma_session_disown(rdma_session_t *s)
 {
-    if (!s || !inherited(s))
+    if (!s || !rdma_client_inherited(s))
         return;
     if (s->fd >= 0)
         close(s->fd);
@@ -814,7 +475,7 @@ void rdma_session_close(rdma_session_t *s)
 {
     if (!s)
         return;
-    if (inherited(s)) {
+    if (rdma_client_inherited(s)) {
         session_forget(s);
         return;
     }
@@ -826,7 +487,7 @@ void rdma_session_close(rdma_session_t *s)
         }
         pthread_join(s->th, NULL);
     }
-    calls_fail_all(s);
+    rdma_native_calls_fail_all(s);
     /* A dead server cannot answer a flush: skip the close and let
      * ucp_worker_destroy reclaim the endpoint. */
     int alive = s->fd >= 0 && rdma_session_alive(s);
@@ -859,7 +520,7 @@ void rdma_session_close(rdma_session_t *s)
 
 int rdma_session_alive(rdma_session_t *s)
 {
-    if (!s || atomic_load(&s->dead) || inherited(s))
+    if (!s || atomic_load(&s->dead) || rdma_client_inherited(s))
         return 0;
     pthread_mutex_lock(&s->mu);
     struct pollfd pfd = {.fd = s->fd, .events = POLLIN};
@@ -885,7 +546,7 @@ static int region_announce(rdma_session_t *s, rdma_region_t *r, char *err, size_
     size_t rkey_len = 0;
     ucs_status_t st = ucp_rkey_pack(s->ctx, r->memh, &rkey, &rkey_len);
     if (st != UCS_OK) {
-        set_err(err, err_len, "ucp_rkey_pack: %s", ucs_status_string(st));
+        rdma_client_set_err(err, err_len, "ucp_rkey_pack: %s", ucs_status_string(st));
         return -1;
     }
     rdma_region_add_t m = {.region_id = r->id,
@@ -898,7 +559,7 @@ static int region_announce(rdma_session_t *s, rdma_region_t *r, char *err, size_
     ucp_rkey_buffer_release(rkey);
     if (rc < 0) {
         atomic_store(&s->dead, 1);
-        set_err(err, err_len, "sending REGION_ADD failed (lifeline down?)");
+        rdma_client_set_err(err, err_len, "sending REGION_ADD failed (lifeline down?)");
         return -1;
     }
     uint8_t *body = NULL;
@@ -909,7 +570,7 @@ static int region_announce(rdma_session_t *s, rdma_region_t *r, char *err, size_
     rc = wire_parse_region_id(body, (size_t)n, &id) < 0 || id != r->id ? -1 : 0;
     free(body);
     if (rc < 0)
-        set_err(err, err_len, "malformed REGION_OK");
+        rdma_client_set_err(err, err_len, "malformed REGION_OK");
     return rc;
 }
 
@@ -917,12 +578,12 @@ static int region_map(rdma_session_t *s, void *addr, size_t len, int allocate,
                       rdma_region_t **out_p, char *err, size_t err_len)
 {
     if (len == 0) {
-        set_err(err, err_len, "region length must be > 0");
+        rdma_client_set_err(err, err_len, "region length must be > 0");
         return -1;
     }
     rdma_region_t *r = calloc(1, sizeof(*r));
     if (!r) {
-        set_err(err, err_len, "out of memory");
+        rdma_client_set_err(err, err_len, "out of memory");
         return -1;
     }
     ucp_mem_map_params_t mp = {
@@ -934,7 +595,8 @@ static int region_map(rdma_session_t *s, void *addr, size_t len, int allocate,
     };
     ucs_status_t st = ucp_mem_map(s->ctx, &mp, &r->memh);
     if (st != UCS_OK) {
-        set_err(err, err_len, "ucp_mem_map of %zu bytes: %s", len, ucs_status_string(st));
+        rdma_client_set_err(err, err_len, "ucp_mem_map of %zu bytes: %s", len,
+                            ucs_status_string(st));
         free(r);
         return -1;
     }
@@ -965,12 +627,12 @@ static int region_map(rdma_session_t *s, void *addr, size_t len, int allocate,
 int rdma_region_add(rdma_session_t *s, void *addr, size_t len, rdma_region_t **out_p, char *err,
                     size_t err_len)
 {
-    if (inherited(s)) {
-        set_err(err, err_len, "the RDMA session belongs to the parent process");
+    if (rdma_client_inherited(s)) {
+        rdma_client_set_err(err, err_len, "the RDMA session belongs to the parent process");
         return -1;
     }
     if (!addr) {
-        set_err(err, err_len, "NULL region address");
+        rdma_client_set_err(err, err_len, "NULL region address");
         return -1;
     }
     return region_map(s, addr, len, 0, out_p, err, err_len);
@@ -980,8 +642,8 @@ int rdma_region_alloc(rdma_session_t *s, size_t len, void **addr_p, rdma_region_
                       char *err, size_t err_len)
 {
     rdma_region_t *r;
-    if (inherited(s)) {
-        set_err(err, err_len, "the RDMA session belongs to the parent process");
+    if (rdma_client_inherited(s)) {
+        rdma_client_set_err(err, err_len, "the RDMA session belongs to the parent process");
         return -1;
     }
     if (region_map(s, NULL, len, 1, &r, err, err_len) < 0)
@@ -995,7 +657,7 @@ void rdma_region_remove(rdma_session_t *s, rdma_region_t *r)
 {
     if (!s || !r)
         return;
-    if (inherited(s)) {
+    if (rdma_client_inherited(s)) {
         /* The parent's registration: only this process's record goes. */
         for (rdma_region_t **pp = &s->regions; *pp; pp = &(*pp)->next) {
             if (*pp == r) {
