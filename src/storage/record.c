@@ -102,6 +102,13 @@ static int put_header(buf_t *b, uint8_t type)
     return put_u8(b, rec_version(type)) | put_u8(b, type);
 }
 
+/* The highest version a record of this type may have been written with:
+ * object records go one past rec_version (inline objects). */
+static uint8_t rec_max_version(uint8_t type)
+{
+    return type == STOR_REC_OBJECT ? STOR_REC_INLINE_VERSION : rec_version(type);
+}
+
 /* The optional header/checksum strings of stor_meta_t, in record order: the
  * first N_META_OPT_V1 since version 1, after the user metadata; the rest
  * since version 3, at the end. */
@@ -161,6 +168,20 @@ int stor_rec_encode_object(buf_t *b, const char *key, size_t klen, const stor_me
         rc |= buf_append(b, segs[i].id, STOR_ID_LEN);
         rc |= put_u64(b, segs[i].size);
     }
+    return rc ? -1 : 0;
+}
+
+int stor_rec_encode_object_inline(buf_t *b, const char *key, size_t klen, const stor_meta_t *m,
+                                  const void *body)
+{
+    if (m->parts_count != 0 || m->size >= NULL_STR)
+        return -1;
+    int rc = put_u8(b, STOR_REC_INLINE_VERSION) | put_u8(b, STOR_REC_OBJECT);
+    rc |= put_bytes(b, key, klen);
+    rc |= put_meta(b, m);
+    rc |= put_u32(b, 0); /* parts_count */
+    rc |= put_u32(b, 0); /* no segments */
+    rc |= put_bytes(b, body, (size_t)m->size);
     return rc ? -1 : 0;
 }
 
@@ -309,7 +330,7 @@ static uint8_t get_header(dec_t *d, uint8_t type)
 {
     uint8_t v = get_u8(d);
     uint8_t t = get_u8(d);
-    if (v < 1 || v > rec_version(type) || t != type)
+    if (v < 1 || v > rec_max_version(type) || t != type)
         d->err = 1;
     return v;
 }
@@ -395,10 +416,19 @@ static stor_status_t decode_object(const void *data, size_t len, stor_obj_rec_t 
     get_meta(&d, &out->meta, v);
     uint32_t parts_count = get_u32(&d);
     uint32_t n = get_u32(&d);
-    if (!d.err && (n == 0 || n > (size_t)(d.end - d.p) / (STOR_ID_LEN + 8) ||
-                   (parts_count != 0 && parts_count != n) || (parts_count == 0 && n != 1)))
+    if (v >= STOR_REC_INLINE_VERSION) {
+        /* An inline object: no segments, its bytes and nothing after them. */
+        size_t blen;
+        const uint8_t *body = get_ref(&d, &blen);
+        if (!d.err &&
+            (parts_count != 0 || n != 0 || !body || blen != out->meta.size || d.p != d.end))
+            d.err = 1;
+        out->body = d.err ? NULL : body;
+    } else if (!d.err && (n == 0 || n > (size_t)(d.end - d.p) / (STOR_ID_LEN + 8) ||
+                          (parts_count != 0 && parts_count != n) || (parts_count == 0 && n != 1))) {
         d.err = 1;
-    if (!d.err) {
+    }
+    if (!d.err && !out->body) {
         if (!meta_only)
             out->segs = calloc(n, sizeof *out->segs);
         if (parts_count)

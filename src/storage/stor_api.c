@@ -25,6 +25,12 @@ int stor_ready(stor_t *st)
     return st->ops->ready(st);
 }
 
+void stor_set_inline_max(stor_t *st, size_t bytes)
+{
+    if (st->ops->set_inline_max)
+        st->ops->set_inline_max(st, bytes);
+}
+
 /* ---- Buckets ------------------------------------------------------------ */
 
 stor_status_t stor_bucket_create(stor_t *st, const char *name, const char *owner)

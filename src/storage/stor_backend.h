@@ -19,6 +19,9 @@ typedef struct stor_ops {
     stor_status_t (*sync)(stor_t *st);
     void (*usage)(stor_t *st, uint64_t *objects_p, uint64_t *bytes_p);
     int (*ready)(stor_t *st);
+    /* NULL when the backend keeps no object inline (stor_set_inline_max is
+     * then a no-op). */
+    void (*set_inline_max)(stor_t *st, size_t bytes);
 
     stor_status_t (*bucket_create)(stor_t *st, const char *name, const char *owner);
     stor_status_t (*bucket_get)(stor_t *st, const char *name, stor_bucket_t *out_p);

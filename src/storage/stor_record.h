@@ -19,11 +19,17 @@
 /* Object and upload records: version 2 added the owner and the canned ACL
  * to the metadata (version 1 records still decode: no owner, private),
  * version 3 the SHA-1 and CRC-64/NVME checksums after them (older: none).
+ * Object records of version 4 end with the object's bytes themselves (a
+ * small object kept inline, docs/storage.md): no segments, one byte string
+ * of exactly meta.size bytes. Only inline objects are written as version 4;
+ * objects in files are still written as version 3, which a binary from
+ * before inline objects reads.
  * Part records: version 2 added the same two checksums after the file id. */
 #define STOR_BUCKET_MAX 63 /* bucket name bytes */
 
-#define STOR_REC_VERSION      3
-#define STOR_REC_PART_VERSION 2
+#define STOR_REC_VERSION        3
+#define STOR_REC_INLINE_VERSION 4
+#define STOR_REC_PART_VERSION   2
 /* Bucket records: version 2 added the bucket id (version 1 records still
  * decode, with id 0), version 3 the canned ACL (older ones: private). */
 #define STOR_REC_BUCKET_VERSION 3
@@ -40,7 +46,12 @@ typedef struct stor_seg {
 typedef struct stor_obj_rec {
     stor_meta_t meta; /* parts_count/part_sizes filled when multipart */
     stor_seg_t *segs;
-    uint32_t n_segs;
+    uint32_t n_segs; /* 0 for an inline object */
+    /* An inline object's meta.size bytes, pointing into the decoded record
+     * (not copied): valid only as long as the record's bytes are, for an
+     * LMDB value until its transaction ends. NULL when the object is in
+     * files (n_segs > 0). */
+    const uint8_t *body;
 } stor_obj_rec_t;
 
 typedef struct stor_upload_rec {
@@ -59,6 +70,10 @@ typedef struct stor_part_rec {
  * stor_rec_object_key), the metadata, the segments. */
 int stor_rec_encode_object(buf_t *b, const char *key, size_t klen, const stor_meta_t *m,
                            const stor_seg_t *segs, uint32_t n_segs);
+/* An inline object's record (version 4): the key, the metadata (single-part;
+ * meta.size bytes) and those bytes. */
+int stor_rec_encode_object_inline(buf_t *b, const char *key, size_t klen, const stor_meta_t *m,
+                                  const void *body);
 stor_status_t stor_rec_decode_object(const void *data, size_t len, stor_obj_rec_t *out);
 /* Only the metadata of an object record (the listing's need): the same checks
  * as stor_rec_decode_object, without copying the key or the segment list.
@@ -99,6 +114,13 @@ stor_status_t encode_object(buf_t *b, const char *key, const stor_meta_t *m, con
  * file id of size bytes, as encode_object. */
 stor_status_t encode_put(buf_t *b, const char *key, stor_meta_t *meta,
                          const uint8_t id[STOR_ID_LEN], uint64_t size);
+/* encode_put for an object kept inline: the record holds its size bytes
+ * at body instead of a file id. */
+stor_status_t encode_put_inline(buf_t *b, const char *key, stor_meta_t *meta, const void *body,
+                                uint64_t size);
+/* Re-encodes a decoded object record under key with its metadata as now in
+ * rec->meta (files or inline bytes as they were), as encode_object. */
+stor_status_t encode_object_rec(buf_t *b, const char *key, const stor_obj_rec_t *rec);
 /* Whether cond (NULL: none) holds for the object a key holds (old, when
  * had_old): STOR_OK, STOR_ERR_PRECONDITION or STOR_ERR_NO_KEY. */
 stor_status_t stor_precond_check(const stor_precond_t *cond, const stor_meta_t *old, int had_old);

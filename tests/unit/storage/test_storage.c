@@ -27,7 +27,7 @@ static int setup_mode(void **state, stor_durability_t mode)
     fx_t *f = calloc(1, sizeof *f);
     f->dir = tu_mkdtemp();
     f->mode = mode;
-    assert_int_equal(stor_open(f->dir, mode, &f->st), STOR_OK);
+    assert_int_equal(files_open(f->dir, mode, &f->st), STOR_OK);
     *state = f;
     return 0;
 }
@@ -65,7 +65,7 @@ static void reopen(fx_t *f)
 {
     stor_close(f->st);
     f->st = NULL;
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(files_open(f->dir, f->mode, &f->st), STOR_OK);
 }
 
 /* ---- Buckets ------------------------------------------------------------ */
@@ -711,7 +711,7 @@ static void test_orphan_cleanup(void **state)
     pid_t pid = fork();
     if (pid == 0) {
         stor_t *st;
-        if (stor_open(f->dir, f->mode, &st) != STOR_OK)
+        if (files_open(f->dir, f->mode, &st) != STOR_OK)
             _exit(1);
         if (tu_put(st, "b", "acked", "survives", 8) != STOR_OK)
             _exit(2);
@@ -742,7 +742,7 @@ static void test_orphan_cleanup(void **state)
     }
     assert_int_equal(count_files(f), 6);
 
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(files_open(f->dir, f->mode, &f->st), STOR_OK);
     assert_int_equal(count_files(f), 3); /* keep, the part, acked */
     char *got = tu_get(f->st, "b", "keep", NULL);
     assert_string_equal(got, "data");
@@ -760,7 +760,7 @@ static void test_orphan_cleanup(void **state)
 
     /* A second open of the same directory is refused while it is open. */
     stor_t *again = NULL;
-    assert_int_equal(stor_open(f->dir, f->mode, &again), STOR_ERR_IO);
+    assert_int_equal(files_open(f->dir, f->mode, &again), STOR_ERR_IO);
 }
 
 /* ---- Concurrency -------------------------------------------------------- */

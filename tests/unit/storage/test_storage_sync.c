@@ -214,7 +214,7 @@ static stor_status_t put_part(stor_t *st, const char *key, const char *id, uint3
 static void test_relaxed_deferred_unlink(void **state)
 {
     fx_t *f = *state;
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(files_open(f->dir, f->mode, &f->st), STOR_OK);
     assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
     assert_int_equal(tu_put(f->st, "b", "k", "v1", 2), STOR_OK);
     assert_int_equal(tu_count_objects(f->dir), 1);
@@ -269,7 +269,7 @@ static void test_relaxed_deferred_unlink(void **state)
     stor_close(f->st);
     f->st = NULL;
     assert_int_equal(tu_count_objects(f->dir), 1);
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(files_open(f->dir, f->mode, &f->st), STOR_OK);
     got = tu_get(f->st, "b", "mp", NULL);
     assert_string_equal(got, "simple now");
     free(got);
@@ -280,7 +280,7 @@ static void test_relaxed_deferred_unlink(void **state)
 static void test_relaxed_sync_points(void **state)
 {
     fx_t *f = *state;
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(files_open(f->dir, f->mode, &f->st), STOR_OK);
     assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
 
     /* A commit flushes nothing: no fsync or fdatasync on a write's path
@@ -314,7 +314,7 @@ static void test_relaxed_sync_points(void **state)
     stor_close(f->st);
     f->st = NULL;
     stor_sync_interval_ms = 20;
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(files_open(f->dir, f->mode, &f->st), STOR_OK);
     synced_reset();
     usleep(100 * 1000);
     assert_int_equal(synced_count(fx_path(f, ".s3rdma/index/data.mdb")), 0);
@@ -337,7 +337,7 @@ static void test_open_syncs_directories(void **state)
 {
     fx_t *f = *state;
     synced_reset();
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(files_open(f->dir, f->mode, &f->st), STOR_OK);
     assert_true(synced_count(fx_path(f, ".s3rdma/index")) >= 1);
     assert_true(synced_count(f->tmp) >= 1);
     assert_true(synced_count(f->dir) >= 1);
@@ -353,7 +353,7 @@ static void test_open_syncs_directories(void **state)
 static void test_fsync_shard_dirs(void **state)
 {
     fx_t *f = *state;
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(files_open(f->dir, f->mode, &f->st), STOR_OK);
     assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
     stor_close(f->st);
     f->st = NULL;
@@ -362,7 +362,7 @@ static void test_fsync_shard_dirs(void **state)
         snprintf(p, sizeof p, "%s/.s3rdma/objects/%02x", f->dir, a);
         assert_int_equal(mkdir(p, 0755), 0);
     }
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(files_open(f->dir, f->mode, &f->st), STOR_OK);
     synced_reset();
     assert_int_equal(tu_put(f->st, "b", "k", "v", 1), STOR_OK);
     char rel[STOR_PATH_LEN], obj[PATH_MAX], shard[PATH_MAX], l1[PATH_MAX];
@@ -402,7 +402,7 @@ static void churn_and_die(fx_t *f)
     assert_true(pid >= 0);
     if (pid == 0) {
         stor_t *st;
-        if (stor_open(f->dir, STOR_DURABILITY_RELAXED, &st) != STOR_OK)
+        if (files_open(f->dir, STOR_DURABILITY_RELAXED, &st) != STOR_OK)
             _exit(1);
         for (int i = 0; i < 200; i++) {
             char key[32], val[32];
@@ -426,7 +426,7 @@ static void churn_and_die(fx_t *f)
 /* The state of the last restore point: k = "before", then keep0..keep9. */
 static void make_restore_point(fx_t *f)
 {
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(files_open(f->dir, f->mode, &f->st), STOR_OK);
     assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
     assert_int_equal(tu_put(f->st, "b", "k", "before", 6), STOR_OK);
     for (int i = 0; i < 10; i++) {
@@ -461,7 +461,7 @@ static void test_relaxed_power_loss_rolls_back(void **state)
     make_restore_point(f);
     churn_and_die(f);
     set_boot(f, "boot-b");
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(files_open(f->dir, f->mode, &f->st), STOR_OK);
     assert_get(f->st, "k", "before");
     assert_get(f->st, "new", NULL);
     assert_get(f->st, "churn-1", NULL);
@@ -486,7 +486,7 @@ static void test_relaxed_power_loss_rolls_back(void **state)
     assert_int_equal(tu_put(f->st, "b", "k", "later", 5), STOR_OK);
     stor_close(f->st);
     f->st = NULL;
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(files_open(f->dir, f->mode, &f->st), STOR_OK);
     assert_get(f->st, "k", "later");
 }
 
@@ -498,7 +498,7 @@ static void test_relaxed_kill9_keeps_all(void **state)
     set_boot(f, "boot-a");
     make_restore_point(f);
     churn_and_die(f);
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(files_open(f->dir, f->mode, &f->st), STOR_OK);
     assert_get(f->st, "k", "after");
     assert_get(f->st, "new", "x");
     assert_get(f->st, "keep3", "keep3");
@@ -513,12 +513,12 @@ static void test_fsync_commit_survives_reboot(void **state)
     fx_t *f = *state;
     set_boot(f, "boot-a");
     make_restore_point(f);
-    assert_int_equal(stor_open(f->dir, STOR_DURABILITY_FSYNC, &f->st), STOR_OK);
+    assert_int_equal(files_open(f->dir, STOR_DURABILITY_FSYNC, &f->st), STOR_OK);
     assert_int_equal(tu_put(f->st, "b", "k", "fsynced", 7), STOR_OK);
     stor_close(f->st);
     f->st = NULL;
     set_boot(f, "boot-b");
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(files_open(f->dir, f->mode, &f->st), STOR_OK);
     assert_get(f->st, "k", "fsynced");
 }
 
@@ -559,7 +559,7 @@ static void test_fsync_group_commit_power_loss(void **state)
 {
     fx_t *f = *state;
     set_boot(f, "boot-a");
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(files_open(f->dir, f->mode, &f->st), STOR_OK);
     assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
     stor_close(f->st);
     f->st = NULL;
@@ -571,7 +571,7 @@ static void test_fsync_group_commit_power_loss(void **state)
     assert_true(pid >= 0);
     if (pid == 0) {
         stor_t *st;
-        if (stor_open(f->dir, f->mode, &st) != STOR_OK)
+        if (files_open(f->dir, f->mode, &st) != STOR_OK)
             _exit(1);
         pthread_t th[GC_THREADS];
         gc_arg_t args[GC_THREADS];
@@ -597,7 +597,7 @@ static void test_fsync_group_commit_power_loss(void **state)
     assert_true(WIFSIGNALED(status));
 
     set_boot(f, "boot-b");
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(files_open(f->dir, f->mode, &f->st), STOR_OK);
     FILE *fp = fdopen(ackfd, "r");
     assert_non_null(fp);
     rewind(fp);
@@ -619,7 +619,7 @@ static void test_fsync_group_commit_power_loss(void **state)
 static void test_fsync_failed_sync_keeps_file(void **state)
 {
     fx_t *f = *state;
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(files_open(f->dir, f->mode, &f->st), STOR_OK);
     assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
     assert_int_equal(tu_put(f->st, "b", "k", "old", 3), STOR_OK);
     struct stat sb;
