@@ -1204,6 +1204,221 @@ static void test_mpu_list_long_keys_and_index(void **state)
     stor_uploads_free(u, n);
 }
 
+/* ---- Inline objects ---------------------------------------------------- */
+
+/* An inline object's record (version 4): round trip, and every truncation,
+ * a trailing byte, and a version byte that disagrees with the layout
+ * refused. */
+static void test_record_inline(void **state)
+{
+    (void)state;
+    stor_meta_t m = {.size = 5, .content_type = "t"};
+    strcpy(m.etag, "e");
+    buf_t b;
+    buf_init(&b, 1 << 20);
+    assert_int_equal(stor_rec_encode_object_inline(&b, "key", 3, &m, "hello"), 0);
+    assert_int_equal(((uint8_t *)b.data)[0], STOR_REC_INLINE_VERSION);
+    stor_obj_rec_t rec;
+    assert_int_equal(stor_rec_decode_object(b.data, b.len, &rec), STOR_OK);
+    assert_int_equal(rec.n_segs, 0);
+    assert_null(rec.segs);
+    assert_non_null(rec.body);
+    assert_memory_equal(rec.body, "hello", 5);
+    assert_int_equal(rec.meta.size, 5);
+    assert_string_equal(rec.meta.content_type, "t");
+    stor_obj_rec_free(&rec);
+    stor_meta_t mo;
+    assert_int_equal(stor_rec_decode_object_meta(b.data, b.len, &mo), STOR_OK);
+    assert_int_equal(mo.size, 5);
+    stor_meta_free(&mo);
+    for (size_t len = 0; len < b.len; len++)
+        assert_int_equal(stor_rec_decode_object(b.data, len, &rec), STOR_ERR_IO);
+    /* One byte more than the record holds. */
+    assert_int_equal(buf_append(&b, "x", 1), 0);
+    assert_int_equal(stor_rec_decode_object(b.data, b.len, &rec), STOR_ERR_IO);
+    b.len--;
+    /* Read as version 3 it has no segment: refused. */
+    ((uint8_t *)b.data)[0] = STOR_REC_VERSION;
+    assert_int_equal(stor_rec_decode_object(b.data, b.len, &rec), STOR_ERR_IO);
+    /* A record with a file read as version 4 has no body: refused. */
+    buf_reset(&b);
+    stor_seg_t seg = {{1}, 5};
+    assert_int_equal(stor_rec_encode_object(&b, "key", 3, &m, &seg, 1), 0);
+    assert_int_equal(((uint8_t *)b.data)[0], STOR_REC_VERSION);
+    ((uint8_t *)b.data)[0] = STOR_REC_INLINE_VERSION;
+    assert_int_equal(stor_rec_decode_object(b.data, b.len, &rec), STOR_ERR_IO);
+    /* Multipart objects are never inline. */
+    buf_reset(&b);
+    m.parts_count = 1;
+    assert_int_equal(stor_rec_encode_object_inline(&b, "key", 3, &m, "hello"), -1);
+    buf_free(&b);
+}
+
+static void put_size(stor_t *st, const char *key, char c, size_t n)
+{
+    char *data = malloc(n + 1);
+    memset(data, c, n);
+    /* In two writes: the second may cross the inline limit. */
+    stor_writer_t *w;
+    assert_int_equal(stor_writer_open(st, TU_B(st, "b"), &w), STOR_OK);
+    assert_int_equal(stor_writer_write(w, data, n / 2), STOR_OK);
+    assert_int_equal(stor_writer_write(w, data + n / 2, n - n / 2), STOR_OK);
+    stor_meta_t m;
+    memset(&m, 0, sizeof m);
+    tu_md5_hex(data, n, m.etag);
+    assert_int_equal(stor_writer_commit(w, key, &m), STOR_OK);
+    free(data);
+}
+
+static void assert_holds(stor_t *st, const char *key, char c, size_t n)
+{
+    size_t got_n = 99;
+    char *got = tu_get(st, "b", key, &got_n);
+    assert_non_null(got);
+    assert_int_equal(got_n, n);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(got[i], c);
+    free(got);
+}
+
+/* Objects up to the store's inline_max live in their index record, with no
+ * file: written, read (whole, ranges, no fd for sendfile), listed, their
+ * ACL set, overwritten both ways (inline <-> file: the old file freed
+ * exactly once), deleted, kept across a reopen (the sweep keeps every file
+ * the index names and usage counts both kinds), and read by a reader
+ * opened before an overwrite. Parts are always files. */
+static void test_inline_objects(void **state)
+{
+    fx_t *f = *state;
+    stor_t *st = f->st;
+    stor_set_inline_max(st, 64);
+    assert_int_equal(stor_bucket_create(st, "b", "o"), STOR_OK);
+    assert_int_equal(tu_put(st, "b", "k", "hello", 5), STOR_OK);
+    assert_int_equal(count_files(f), 0);
+    stor_meta_t m;
+    assert_int_equal(stor_head(st, "b", "k", &m), STOR_OK);
+    assert_int_equal(m.size, 5);
+    assert_string_equal(m.etag, "5d41402abc4b2a76b9719d911017c592");
+    stor_meta_free(&m);
+    stor_reader_t *r;
+    assert_int_equal(stor_reader_open(st, "b", "k", &r), STOR_OK);
+    char buf[16] = {0};
+    assert_int_equal(stor_reader_pread(r, buf, 3, 1), 3);
+    assert_memory_equal(buf, "ell", 3);
+    assert_int_equal(stor_reader_pread(r, buf, 16, 3), 2);
+    assert_memory_equal(buf, "lo", 2);
+    assert_int_equal(stor_reader_pread(r, buf, 16, 5), 0);
+    int fd;
+    uint64_t foff;
+    assert_int_equal(stor_reader_span_fd(r, 0, 5, &fd, &foff), 0);
+    /* The reader copied the bytes: an overwrite and a delete do not touch
+     * what it reads. */
+    assert_int_equal(tu_put(st, "b", "k", "HELLO", 5), STOR_OK);
+    assert_int_equal(stor_delete(st, TU_B(st, "b"), "k"), STOR_OK);
+    assert_int_equal(stor_reader_pread(r, buf, 5, 0), 5);
+    assert_memory_equal(buf, "hello", 5);
+    stor_reader_close(r);
+
+    /* Exactly the limit is inline; one byte more is a file. */
+    put_size(st, "edge", 'a', 64);
+    assert_int_equal(count_files(f), 0);
+    put_size(st, "over", 'b', 65);
+    assert_int_equal(count_files(f), 1);
+    assert_holds(st, "edge", 'a', 64);
+    assert_holds(st, "over", 'b', 65);
+    /* inline -> file, file -> inline, inline -> inline. */
+    put_size(st, "edge", 'c', 1000);
+    assert_int_equal(count_files(f), 2);
+    assert_holds(st, "edge", 'c', 1000);
+    put_size(st, "over", 'd', 10);
+    assert_int_equal(count_files(f), 1);
+    assert_holds(st, "over", 'd', 10);
+    put_size(st, "over", 'e', 20);
+    assert_holds(st, "over", 'e', 20);
+    put_size(st, "empty", 'z', 0);
+    assert_holds(st, "empty", 'z', 0);
+    assert_int_equal(count_files(f), 1);
+
+    /* A new ACL keeps the bytes. */
+    assert_int_equal(stor_object_set_acl(st, TU_B(st, "b"), "over", STOR_ACL_PUBLIC_READ), STOR_OK);
+    assert_holds(st, "over", 'e', 20);
+    assert_int_equal(stor_head(st, "b", "over", &m), STOR_OK);
+    assert_int_equal(m.acl, STOR_ACL_PUBLIC_READ);
+    stor_meta_free(&m);
+
+    /* Listing gives inline objects' sizes. */
+    stor_iter_t *it;
+    const char *key;
+    size_t klen;
+    uint64_t total = 0;
+    int n = 0;
+    assert_int_equal(stor_iter_open(st, "b", "", NULL, &it), STOR_OK);
+    while (stor_iter_next(it, &key, &klen, &m) == 1) {
+        total += m.size;
+        n++;
+        stor_meta_free(&m);
+    }
+    stor_iter_close(it);
+    assert_int_equal(n, 3);
+    assert_int_equal(total, 1000 + 20 + 0);
+
+    /* Aborted and refused writes leave nothing. */
+    stor_writer_t *w;
+    assert_int_equal(stor_writer_open(st, TU_B(st, "b"), &w), STOR_OK);
+    assert_int_equal(stor_writer_write(w, "zzz", 3), STOR_OK);
+    stor_writer_abort(w);
+    stor_precond_t must_not = {.must_not_exist = 1};
+    assert_int_equal(stor_writer_open(st, TU_B(st, "b"), &w), STOR_OK);
+    assert_int_equal(stor_writer_write(w, "zzz", 3), STOR_OK);
+    memset(&m, 0, sizeof m);
+    assert_int_equal(stor_writer_commit_if(w, "over", &m, &must_not), STOR_ERR_PRECONDITION);
+    assert_holds(st, "over", 'e', 20);
+
+    /* A small part is a file all the same; the completed object reads back. */
+    char id[STOR_UPLOAD_ID_LEN + 1];
+    memset(&m, 0, sizeof m);
+    assert_int_equal(stor_mpu_create(st, TU_B(st, "b"), "mp", &m, id), STOR_OK);
+    assert_int_equal(stor_writer_open(st, TU_B(st, "b"), &w), STOR_OK);
+    assert_int_equal(stor_writer_write(w, "part", 4), STOR_OK);
+    stor_part_t part = {.number = 1};
+    tu_md5_hex("part", 4, part.etag);
+    assert_int_equal(stor_part_commit(w, "mp", id, &part), STOR_OK);
+    assert_int_equal(count_files(f), 2);
+    stor_complete_part_t cp = {1, part.etag};
+    assert_int_equal(stor_mpu_complete(st, TU_B(st, "b"), "mp", id, &cp, 1, NULL, &m), STOR_OK);
+    stor_meta_free(&m);
+    char *got = tu_get(st, "b", "mp", NULL);
+    assert_non_null(got);
+    assert_string_equal(got, "part");
+    free(got);
+    /* A multipart object overwritten by an inline one: its part file goes. */
+    put_size(st, "mp", 'm', 7);
+    assert_int_equal(count_files(f), 1);
+
+    /* Reopened: everything reads back, the sweep removed no file the index
+     * names, and usage counts inline objects too. */
+    uint64_t objs, bytes;
+    stor_usage(st, &objs, &bytes);
+    assert_int_equal(objs, 4);
+    assert_int_equal(bytes, 1000 + 20 + 0 + 7);
+    reopen(f);
+    st = f->st;
+    uint64_t objs2, bytes2;
+    stor_usage(st, &objs2, &bytes2);
+    assert_int_equal(objs2, objs);
+    assert_int_equal(bytes2, bytes);
+    assert_int_equal(count_files(f), 1);
+    assert_holds(st, "edge", 'c', 1000);
+    assert_holds(st, "over", 'e', 20);
+    assert_holds(st, "empty", 'z', 0);
+    assert_holds(st, "mp", 'm', 7);
+    /* Deleting frees nothing but the record; the file object's file goes. */
+    assert_int_equal(stor_delete(st, TU_B(st, "b"), "over"), STOR_OK);
+    assert_int_equal(stor_delete(st, TU_B(st, "b"), "edge"), STOR_OK);
+    assert_int_equal(stor_head(st, "b", "over", &m), STOR_ERR_NO_KEY);
+    assert_int_equal(count_files(f), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1228,6 +1443,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_mpu_list, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_mpu_list_bounded, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_mpu_list_long_keys_and_index, setup_relaxed, teardown),
+        cmocka_unit_test(test_record_inline),
+        cmocka_unit_test_setup_teardown(test_inline_objects, setup_relaxed, teardown),
+        cmocka_unit_test_setup_teardown(test_inline_objects, setup_fsync, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
