@@ -1,12 +1,14 @@
 /* Bucket and object configuration: versioning (GetBucketVersioning answers
  * the never-enabled state; PutBucketVersioning is not implemented), ACLs
- * (canned ACLs, read and set), and the configurations s3rdmad does not keep
- * (policy, CORS, tagging, lifecycle, object lock, encryption), which answer
+ * (canned ACLs, read and set), bucket policies (policy.c parses them, the
+ * store keeps their canonical text with the bucket), and the configurations
+ * s3rdmad does not keep (CORS, tagging, lifecycle, object lock, encryption), which answer
  * as S3 does for a bucket that has none: 404 with the configuration's own
  * error code to a GET, 204 to a DELETE, 501 NotImplemented to a PUT. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "s3/policy.h"
 #include "s3/s3_request.h"
 
 /* ---- versioning ----------------------------------------------------------------- */
@@ -123,7 +125,7 @@ static bool object_for_config(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p
         s3_reply_error(req, s3_object_lookup_error(req, &req->authz_bucket, st), NULL);
         return false;
     }
-    if (!s3_object_authorize(req, &req->authz_bucket, meta_p, perm)) {
+    if (!s3_object_authorize(req, &req->authz_bucket, req->key, meta_p, perm)) {
         stor_meta_free(meta_p);
         return false;
     }
@@ -177,17 +179,135 @@ static void put_object_acl_finish(s3_req_t *req)
     s3_reply_empty(req, 200);
 }
 
+/* ---- bucket policies ------------------------------------------------------------- */
+
+/* Reads configuration document kind of req->authz_bucket into *doc (the
+ * caller frees it; len 0: not set). Replies and returns false on error. */
+static bool config_read(s3_req_t *req, stor_bucket_cfg_t kind, buf_t *doc)
+{
+    uint64_t gen;
+    stor_status_t st =
+        stor_bucket_config_get(req->srv->cfg.store, &req->authz_bucket, kind, doc, &gen);
+    if (st == STOR_OK)
+        return true;
+    buf_free(doc);
+    s3_reply_error(req, s3_error_from_stor(st), NULL);
+    return false;
+}
+
+/* Sets (len > 0) or removes (data NULL) document kind of req->authz_bucket
+ * and replies status, or the error. */
+static void config_write(s3_req_t *req, stor_bucket_cfg_t kind, const void *data, size_t len,
+                         int status)
+{
+    stor_status_t st =
+        stor_bucket_config_set(req->srv->cfg.store, &req->authz_bucket, kind, data, len);
+    if (st != STOR_OK)
+        s3_reply_error(req, s3_error_from_stor(st), NULL);
+    else
+        s3_reply_empty(req, status);
+}
+
+/* The bucket's public-access block flags (S3_PAB_*; 0 when unset), or -1
+ * after replying an error. */
+static int bucket_pab(s3_req_t *req)
+{
+    buf_t doc;
+    if (!config_read(req, STOR_BCFG_PUBLIC_ACCESS_BLOCK, &doc))
+        return -1;
+    int pab = doc.len == 1 ? ((const uint8_t *)doc.data)[0] & S3_PAB_ALL : 0;
+    buf_free(&doc);
+    return pab;
+}
+
+static void get_policy_begin(s3_req_t *req)
+{
+    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
+        return;
+    buf_t doc;
+    if (!config_read(req, STOR_BCFG_POLICY, &doc))
+        return;
+    if (doc.len == 0) {
+        buf_free(&doc);
+        s3_reply_error(req, S3E_NO_SUCH_BUCKET_POLICY, NULL);
+        return;
+    }
+    s3_reply_header(req, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    s3_out_t out = {.kind = S3_OUT_BUFFER};
+    out.data = buf_steal(&doc, &out.len);
+    s3_reply_send(req, 200, &out);
+}
+
+static void put_policy_begin(s3_req_t *req)
+{
+    if (s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
+        req->body_kind = S3_BODY_XML; /* the JSON document, buffered the same way */
+}
+
+/* Validated as S3 does (MalformedPolicy with its message); stored as its
+ * canonical compact text. Refused (AccessDenied) when public under
+ * BlockPublicPolicy. */
+static void put_policy_finish(s3_req_t *req)
+{
+    char why[256], *canon = NULL;
+    s3_policy_t *p = s3_policy_parse(req->body.data ? req->body.data : "", req->body.len,
+                                     req->bucket, &canon, why, sizeof why);
+    if (!p) {
+        s3_reply_error(req, S3E_MALFORMED_POLICY, why);
+        return;
+    }
+    bool public = s3_policy_is_public(p);
+    s3_policy_free(p);
+    int pab = public ? bucket_pab(req) : 0;
+    if (pab < 0) {
+        free(canon);
+        return;
+    }
+    if (pab & S3_PAB_BLOCK_PUBLIC_POLICY)
+        s3_reply_error(req, S3E_ACCESS_DENIED,
+                       "The bucket's public access block (BlockPublicPolicy) refuses public "
+                       "policies.");
+    else
+        config_write(req, STOR_BCFG_POLICY, canon, strlen(canon), 204);
+    free(canon);
+}
+
+static void delete_policy_begin(s3_req_t *req)
+{
+    if (s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
+        config_write(req, STOR_BCFG_POLICY, NULL, 0, 204);
+}
+
+static void get_policy_status_begin(s3_req_t *req)
+{
+    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
+        return;
+    buf_t doc;
+    if (!config_read(req, STOR_BCFG_POLICY, &doc))
+        return;
+    char why[256];
+    s3_policy_t *p =
+        doc.len ? s3_policy_parse(doc.data, doc.len, req->bucket, NULL, why, sizeof why) : NULL;
+    buf_free(&doc);
+    if (!p) {
+        s3_reply_error(req, S3E_NO_SUCH_BUCKET_POLICY, NULL);
+        return;
+    }
+    buf_t xml;
+    buf_init(&xml, 4096);
+    s3_xml_open(&xml, "PolicyStatus");
+    s3_xml_elem(&xml, "IsPublic", s3_policy_is_public(p) ? "true" : "false");
+    buf_append_str(&xml, "</PolicyStatus>");
+    s3_policy_free(p);
+    s3_reply_xml(req, 200, &xml);
+}
+
 /* ---- configurations s3rdmad does not keep ------------------------------------------- */
 
 static void reply_absent(s3_req_t *req, s3_error_t err)
 {
     if (s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
         s3_reply_error(req, err, NULL);
-}
-
-static void get_policy_begin(s3_req_t *req)
-{
-    reply_absent(req, S3E_NO_SUCH_BUCKET_POLICY);
 }
 
 static void get_cors_begin(s3_req_t *req)
@@ -269,6 +389,10 @@ const s3_op_t s3_op_put_bucket_acl = {"PutBucketAcl", put_bucket_acl_begin, put_
 const s3_op_t s3_op_get_object_acl = {"GetObjectAcl", get_object_acl_begin, NULL};
 const s3_op_t s3_op_put_object_acl = {"PutObjectAcl", put_object_acl_begin, put_object_acl_finish};
 const s3_op_t s3_op_get_bucket_policy = {"GetBucketPolicy", get_policy_begin, NULL};
+const s3_op_t s3_op_put_bucket_policy = {"PutBucketPolicy", put_policy_begin, put_policy_finish};
+const s3_op_t s3_op_delete_bucket_policy = {"DeleteBucketPolicy", delete_policy_begin, NULL};
+const s3_op_t s3_op_get_bucket_policy_status = {"GetBucketPolicyStatus", get_policy_status_begin,
+                                                NULL};
 const s3_op_t s3_op_get_bucket_cors = {"GetBucketCors", get_cors_begin, NULL};
 const s3_op_t s3_op_get_bucket_tagging = {"GetBucketTagging", get_tagging_begin, NULL};
 const s3_op_t s3_op_get_bucket_lifecycle = {"GetBucketLifecycleConfiguration", get_lifecycle_begin,
