@@ -106,7 +106,7 @@ typedef struct access_cfg {
     s3_ownership_t ownership; /* S3_OWNERSHIP_NONE when unset */
 } access_cfg_t;
 
-#define CFG_SLOTS 256 /* buckets with a configuration kept parsed at once */
+#define CFG_SLOTS S3R_POLICY_CACHE
 
 static struct {
     pthread_mutex_t lock;

@@ -9,13 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Bounds a policy must keep (docs/limits.md): larger ones are refused at
- * PutBucketPolicy with MalformedPolicy. */
-#define S3R_POLICY_MAX_BYTES      (20 * 1024) /* the document, as S3 */
-#define S3R_POLICY_MAX_STATEMENTS 256         /* statements in one policy */
-#define S3R_POLICY_MAX_VALUES     256  /* entries of one Principal/Action/Resource or condition */
-#define S3R_POLICY_MAX_CONDITIONS 64   /* operator/key pairs in one statement */
-#define S3R_POLICY_MAX_STRING     2048 /* one string of the document */
+#include "common/s3r_limits.h" /* S3R_POLICY_*: the bounds a policy must keep */
 
 typedef struct s3_policy s3_policy_t;
 
