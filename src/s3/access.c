@@ -207,16 +207,22 @@ static s3_error_t cfg_get(s3_req_t *req, const stor_bucket_t *bucket, access_cfg
 
 /* ---- the request as policy conditions see it --------------------------------------- */
 
-/* Condition keys (docs/security.md lists them): answered from the request
- * as it came, over any transport. */
-static const char *condition_key(void *ctx, const char *name, char *buf, size_t cap)
+/* What the condition keys of one request are answered from: the request,
+ * and its source address, worked out once. */
+typedef struct key_ctx {
+    s3_req_t *req;
+    bool ip_done;
+    char ip[64]; /* "" when the client has no address */
+} key_ctx_t;
+
+/* The client's address: from "ip:port", "[ip6]:port" (HTTP), "ip6:port"
+ * (native), or a native session over the server's Unix socket: this host,
+ * 127.0.0.1. */
+static const char *source_ip(key_ctx_t *k)
 {
-    s3_req_t *req = ctx;
-    if (strcmp(name, "aws:sourceip") == 0) {
+    if (!k->ip_done) {
         char remote[80];
-        req->fe->remote(req, remote, sizeof remote);
-        /* "ip:port", "[ip6]:port" (HTTP), "ip6:port" (native), or a native
-         * session over the server's Unix socket: this host, 127.0.0.1. */
+        k->req->fe->remote(k->req, remote, sizeof remote);
         const char *h = strncmp(remote, "unix:", 5) == 0 ? "127.0.0.1" : remote;
         size_t n;
         if (*h == '[') {
@@ -226,12 +232,23 @@ static const char *condition_key(void *ctx, const char *name, char *buf, size_t 
             const char *colon = strrchr(h, ':');
             n = colon ? (size_t)(colon - h) : strlen(h);
         }
-        if (n == 0 || n >= cap)
-            return NULL;
-        memcpy(buf, h, n);
-        buf[n] = '\0';
-        return buf;
+        if (n >= sizeof k->ip)
+            n = 0;
+        memcpy(k->ip, h, n);
+        k->ip[n] = '\0';
+        k->ip_done = true;
     }
+    return k->ip[0] ? k->ip : NULL;
+}
+
+/* Condition keys (docs/security.md lists them): answered from the request
+ * as it came, over any transport. */
+static const char *condition_key(void *ctx, const char *name, char *buf, size_t cap)
+{
+    key_ctx_t *k = ctx;
+    s3_req_t *req = k->req;
+    if (strcmp(name, "aws:sourceip") == 0)
+        return source_ip(k);
     if (strcmp(name, "aws:securetransport") == 0)
         return s3_req_transport(req) == S3_TRANSPORT_HTTP && req->fe->secure && req->fe->secure(req)
                    ? "true"
@@ -392,8 +409,9 @@ static s3_error_t decide(s3_req_t *req, const stor_bucket_t *bucket, const char 
         }
         snprintf(arn, sizeof arn, "arn:aws:s3:::%s%s%s", bucket->name, key ? "/" : "",
                  key ? key : "");
+        key_ctx_t kc = {req, false, {0}};
         s3_policy_query_t q = {action, arn, req->user ? req->user->access_key : NULL, condition_key,
-                               req};
+                               &kc};
         eff = s3_policy_eval(cfg->policy, &q);
         if (eff == S3_POLICY_ALLOW && !owner &&
             (policy_action(action) ||

@@ -209,7 +209,8 @@ typedef struct cond {
     set_qual_t set;
     char *key; /* lower-case */
     strlist_t values;
-    cidr_t *cidrs; /* CMP_IP: values parsed */
+    cidr_t *cidrs; /* CMP_IP: the values parsed */
+    double *nums;  /* CMP_NUM_*, CMP_DATE_*: the values parsed (dates: unix seconds) */
 } cond_t;
 
 typedef struct stmt {
@@ -231,18 +232,16 @@ struct s3_policy {
 /* ---- matching ----------------------------------------------------------------------- */
 
 /* Whether s matches pattern p, where '*' stands for any run of characters
- * and '?' for one; icase folds ASCII case. One backtrack point: linear
- * space, at most len(p) * len(s) steps. */
-static bool glob(const char *p, const char *s, bool icase)
+ * and '?' for one, case-sensitive (actions are matched lower-cased on both
+ * sides). One backtrack point: linear space, at most len(p) * len(s) steps. */
+static bool glob(const char *p, const char *s)
 {
     const char *star = NULL, *mark = NULL;
     while (*s) {
-        char pc = icase ? (char)tolower((unsigned char)*p) : *p;
-        char sc = icase ? (char)tolower((unsigned char)*s) : *s;
         if (*p == '*') {
             star = p++;
             mark = s;
-        } else if (*p && (*p == '?' || pc == sc)) {
+        } else if (*p && (*p == '?' || *p == *s)) {
             p++;
             s++;
         } else if (star) {
@@ -255,6 +254,19 @@ static bool glob(const char *p, const char *s, bool icase)
     while (*p == '*')
         p++;
     return *p == '\0';
+}
+
+/* s lower-cased into out (cap bytes); false if it does not fit. */
+static bool lower(const char *s, char *out, size_t cap)
+{
+    size_t i = 0;
+    for (; s[i]; i++) {
+        if (i + 1 >= cap)
+            return false;
+        out[i] = (char)tolower((unsigned char)s[i]);
+    }
+    out[i] = '\0';
+    return true;
 }
 
 /* ---- parsing ---------------------------------------------------------------------- */
@@ -413,9 +425,10 @@ static bool add_action(parser_t *ps, void *ctx, const char *s)
     if (strcmp(s, "*") != 0) {
         if (strncasecmp(s, "s3:", 3) != 0)
             return fail(ps, "Policy has invalid action");
+        char pat[S3R_POLICY_MAX_STRING + 1];
         bool any = false;
-        for (size_t i = 0; i < N(known_actions) && !any; i++)
-            any = glob(s, known_actions[i], true);
+        for (size_t i = 0; i < N(known_actions) && !any && lower(s, pat, sizeof pat); i++)
+            any = glob(pat, known_actions[i]);
         if (!any)
             return fail(ps, "Policy has invalid action");
     }
@@ -436,7 +449,7 @@ static bool add_resource(parser_t *ps, void *ctx, const char *s)
             return fail(ps, "Policy has invalid resource");
         memcpy(pat, b, blen);
         pat[blen] = '\0';
-        if (!glob(pat, ps->bucket, false))
+        if (!glob(pat, ps->bucket))
             return fail(ps, "Policy has invalid resource");
     }
     return strlist_add(ps, &st->resources, s, false);
@@ -530,43 +543,40 @@ static bool parse_number(const char *s, double *out)
     return *end == '\0';
 }
 
+static bool is_numeric(cmp_kind_t k)
+{
+    return k >= CMP_NUM_EQ && k <= CMP_NUM_GE;
+}
+
+static bool is_date(cmp_kind_t k)
+{
+    return k >= CMP_DATE_EQ && k <= CMP_DATE_GE;
+}
+
 static bool add_value(parser_t *ps, void *ctx, const char *s)
 {
     cond_t *c = ctx;
-    double d;
-    switch (c->op->cmp) {
-    case CMP_NUM_EQ:
-    case CMP_NUM_LT:
-    case CMP_NUM_LE:
-    case CMP_NUM_GT:
-    case CMP_NUM_GE:
-        if (!parse_number(s, &d))
-            return fail(ps, "Invalid numeric value in condition: %s", s);
-        break;
-    case CMP_DATE_EQ:
-    case CMP_DATE_LT:
-    case CMP_DATE_LE:
-    case CMP_DATE_GT:
-    case CMP_DATE_GE:
-        if (!parse_date(s, &d))
-            return fail(ps, "Invalid date value in condition: %s", s);
-        break;
-    case CMP_BOOL:
-    case CMP_NULL:
+    cmp_kind_t k = c->op->cmp;
+    if (c->values.n >= S3R_POLICY_MAX_VALUES)
+        return strlist_add(ps, &c->values, s, false); /* fails with the bound's message */
+    if (is_numeric(k) || is_date(k)) {
+        double *n = realloc(c->nums, (c->values.n + 1) * sizeof *n);
+        if (!n)
+            return fail(ps, "Out of memory.");
+        c->nums = n;
+        if (is_numeric(k) ? !parse_number(s, &n[c->values.n]) : !parse_date(s, &n[c->values.n]))
+            return fail(ps, "Invalid %s value in condition: %s", is_numeric(k) ? "numeric" : "date",
+                        s);
+    } else if (k == CMP_BOOL || k == CMP_NULL) {
         if (strcasecmp(s, "true") != 0 && strcasecmp(s, "false") != 0)
             return fail(ps, "Invalid boolean value in condition: %s", s);
-        break;
-    case CMP_IP: {
+    } else if (k == CMP_IP) {
         cidr_t *n = realloc(c->cidrs, (c->values.n + 1) * sizeof *n);
         if (!n)
             return fail(ps, "Out of memory.");
         c->cidrs = n;
         if (!parse_cidr(s, &c->cidrs[c->values.n]))
             return fail(ps, "Invalid IP address in condition: %s", s);
-        break;
-    }
-    default:
-        break;
     }
     return strlist_add(ps, &c->values, s, false);
 }
@@ -657,6 +667,7 @@ static void stmt_free(stmt_t *st)
         free(st->conds[i].key);
         strlist_free(&st->conds[i].values);
         free(st->conds[i].cidrs);
+        free(st->conds[i].nums);
     }
     free(st->conds);
 }
@@ -783,58 +794,46 @@ void s3_policy_free(s3_policy_t *p)
 
 /* ---- evaluation ------------------------------------------------------------------ */
 
-static bool value_matches(const cond_t *c, size_t i, const char *have)
+/* The request's value of a condition's key, parsed once for its type. */
+typedef struct have {
+    const char *s;
+    double num;
+    cidr_t ip;
+    bool ok; /* parsed (false: no value of the type matches) */
+} have_t;
+
+static bool value_matches(const cond_t *c, size_t i, const have_t *h)
 {
     const char *want = c->values.v[i];
-    double a = 0, b = 0;
     switch (c->op->cmp) {
     case CMP_STR_EQ:
-        return strcmp(have, want) == 0;
+        return strcmp(h->s, want) == 0;
     case CMP_STR_EQ_ICASE:
-        return strcasecmp(have, want) == 0;
-    case CMP_STR_LIKE:
-        return glob(want, have, false);
-    case CMP_NUM_EQ:
-    case CMP_NUM_LT:
-    case CMP_NUM_LE:
-    case CMP_NUM_GT:
-    case CMP_NUM_GE:
-        if (!parse_number(have, &a) || !parse_number(want, &b))
-            return false;
-        break;
-    case CMP_DATE_EQ:
-    case CMP_DATE_LT:
-    case CMP_DATE_LE:
-    case CMP_DATE_GT:
-    case CMP_DATE_GE:
-        if (!parse_date(have, &a) || !parse_date(want, &b))
-            return false;
-        break;
     case CMP_BOOL:
-        return strcasecmp(have, want) == 0;
-    case CMP_IP: {
-        cidr_t ip;
-        return strchr(have, '/') == NULL && parse_cidr(have, &ip) && cidr_match(&c->cidrs[i], &ip);
-    }
-    case CMP_NULL:
-        return false; /* handled by the caller */
-    }
-    switch (c->op->cmp) {
+        return strcasecmp(h->s, want) == 0;
+    case CMP_STR_LIKE:
+        return glob(want, h->s);
+    case CMP_IP:
+        return h->ok && cidr_match(&c->cidrs[i], &h->ip);
     case CMP_NUM_EQ:
     case CMP_DATE_EQ:
-        return a == b;
+        return h->ok && h->num == c->nums[i];
     case CMP_NUM_LT:
     case CMP_DATE_LT:
-        return a < b;
+        return h->ok && h->num < c->nums[i];
     case CMP_NUM_LE:
     case CMP_DATE_LE:
-        return a <= b;
+        return h->ok && h->num <= c->nums[i];
     case CMP_NUM_GT:
     case CMP_DATE_GT:
-        return a > b;
-    default:
-        return a >= b;
+        return h->ok && h->num > c->nums[i];
+    case CMP_NUM_GE:
+    case CMP_DATE_GE:
+        return h->ok && h->num >= c->nums[i];
+    case CMP_NULL:
+        break; /* handled by the caller */
     }
+    return false;
 }
 
 /* IAM's rules: a key the request lacks fails a condition, except that a
@@ -844,19 +843,25 @@ static bool value_matches(const cond_t *c, size_t i, const char *have)
 static bool cond_holds(const cond_t *c, const s3_policy_query_t *q)
 {
     char buf[64];
-    const char *have = q->key(q->ctx, c->key, buf, sizeof buf);
+    have_t h = {q->key(q->ctx, c->key, buf, sizeof buf), 0, {0}, true};
     if (c->op->cmp == CMP_NULL) {
         bool want_absent = false;
         for (size_t i = 0; i < c->values.n; i++)
             if (strcasecmp(c->values.v[i], "true") == 0)
                 want_absent = true;
-        return want_absent == (have == NULL);
+        return want_absent == (h.s == NULL);
     }
-    if (!have)
+    if (!h.s)
         return c->if_exists || c->set == SET_ALL || c->op->negate;
+    if (c->op->cmp == CMP_IP)
+        h.ok = strchr(h.s, '/') == NULL && parse_cidr(h.s, &h.ip);
+    else if (is_numeric(c->op->cmp))
+        h.ok = parse_number(h.s, &h.num);
+    else if (is_date(c->op->cmp))
+        h.ok = parse_date(h.s, &h.num);
     bool any = false;
     for (size_t i = 0; i < c->values.n && !any; i++)
-        any = value_matches(c, i, have);
+        any = value_matches(c, i, &h);
     return c->op->negate ? !any : any;
 }
 
@@ -868,18 +873,19 @@ static bool principal_matches(const stmt_t *st, const char *who)
     return st->not_principal ? !m : m;
 }
 
-static bool statement_applies(const stmt_t *st, const s3_policy_query_t *q)
+/* action: q->action lower-cased. */
+static bool statement_applies(const stmt_t *st, const s3_policy_query_t *q, const char *action)
 {
     if (!principal_matches(st, q->principal))
         return false;
     bool m = false;
     for (size_t i = 0; i < st->actions.n && !m; i++)
-        m = glob(st->actions.v[i], q->action, true);
+        m = glob(st->actions.v[i], action);
     if (m == st->not_action)
         return false;
     m = false;
     for (size_t i = 0; i < st->resources.n && !m; i++)
-        m = glob(st->resources.v[i], q->resource, false);
+        m = glob(st->resources.v[i], q->resource);
     if (m == st->not_resource)
         return false;
     for (size_t i = 0; i < st->n_conds; i++)
@@ -890,9 +896,12 @@ static bool statement_applies(const stmt_t *st, const s3_policy_query_t *q)
 
 s3_policy_effect_t s3_policy_eval(const s3_policy_t *p, const s3_policy_query_t *q)
 {
+    char action[128];
+    if (!lower(q->action, action, sizeof action))
+        return S3_POLICY_DENY; /* no such action: fail closed */
     s3_policy_effect_t r = S3_POLICY_NONE;
     for (size_t i = 0; i < p->n; i++) {
-        if (!statement_applies(&p->stmts[i], q))
+        if (!statement_applies(&p->stmts[i], q, action))
             continue;
         if (p->stmts[i].deny)
             return S3_POLICY_DENY;
