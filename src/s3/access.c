@@ -306,6 +306,10 @@ static const struct {
     {&s3_op_get_bucket_lifecycle, "s3:GetLifecycleConfiguration"},
     {&s3_op_get_object_lock_config, "s3:GetBucketObjectLockConfiguration"},
     {&s3_op_get_bucket_encryption, "s3:GetEncryptionConfiguration"},
+    {&s3_op_get_public_access_block, "s3:GetBucketPublicAccessBlock"},
+    {&s3_op_put_public_access_block, "s3:PutBucketPublicAccessBlock"},
+    {&s3_op_delete_public_access_block, "s3:PutBucketPublicAccessBlock"},
+    {&s3_op_delete_bucket_ownership, "s3:PutBucketOwnershipControls"},
 };
 
 /* The configurations s3rdmad does not keep, by subresource: the action of
@@ -508,9 +512,83 @@ bool s3_object_authorize(s3_req_t *req, const stor_bucket_t *bucket, const char 
     return false;
 }
 
-const char *s3_new_object_owner(const s3_req_t *req, const stor_bucket_t *bucket)
+static bool acl_public(stor_acl_t acl)
 {
-    return req->user ? req->user->access_key : bucket->owner;
+    return acl == STOR_ACL_PUBLIC_READ || acl == STOR_ACL_PUBLIC_READ_WRITE ||
+           acl == STOR_ACL_AUTHENTICATED_READ;
+}
+
+/* Whether the request set an ACL explicitly: x-amz-acl, a grant header, or
+ * (PutBucketAcl / PutObjectAcl) a body. */
+static bool acl_given(s3_req_t *req)
+{
+    static const char *const hdrs[] = {"x-amz-acl",
+                                       "x-amz-grant-read",
+                                       "x-amz-grant-write",
+                                       "x-amz-grant-read-acp",
+                                       "x-amz-grant-write-acp",
+                                       "x-amz-grant-full-control"};
+    for (size_t i = 0; i < sizeof hdrs / sizeof hdrs[0]; i++)
+        if (s3_req_header(req, hdrs[i]))
+            return true;
+    return false;
+}
+
+/* The bucket's controls on an ACL being set: S3E_NONE or the refusal. */
+static s3_error_t acl_controls(s3_req_t *req, const access_cfg_t *cfg, stor_acl_t acl,
+                               bool explicit_acl, const char **why_p)
+{
+    if (!cfg)
+        return S3E_NONE;
+    if (cfg->ownership == S3_OWNERSHIP_ENFORCED && explicit_acl) {
+        const char *v = s3_req_header(req, "x-amz-acl");
+        bool owner_full = v ? strcmp(v, "bucket-owner-full-control") == 0
+                            : acl == STOR_ACL_PRIVATE || acl == STOR_ACL_BUCKET_OWNER_FULL_CONTROL;
+        if (!owner_full) {
+            *why_p = NULL;
+            return S3E_ACL_NOT_SUPPORTED;
+        }
+    }
+    if ((cfg->pab & S3_PAB_BLOCK_PUBLIC_ACLS) && acl_public(acl)) {
+        *why_p = "The bucket's public access block (BlockPublicAcls) refuses public ACLs.";
+        return S3E_ACCESS_DENIED;
+    }
+    return S3E_NONE;
+}
+
+s3_error_t s3_new_object_access(s3_req_t *req, stor_meta_t *meta, const char **why_p)
+{
+    s3_error_t err = s3_acl_from_headers(req, true, &meta->acl, why_p);
+    if (err != S3E_NONE)
+        return err;
+    const stor_bucket_t *bucket = &req->authz_bucket;
+    access_cfg_t *cfg;
+    if ((err = cfg_get(req, bucket, &cfg)) != S3E_NONE)
+        return err;
+    err = acl_controls(req, cfg, meta->acl, acl_given(req), why_p);
+    s3_ownership_t own = cfg ? cfg->ownership : S3_OWNERSHIP_NONE;
+    cfg_release(cfg);
+    if (err != S3E_NONE)
+        return err;
+    bool to_bucket_owner =
+        !req->user || own == S3_OWNERSHIP_ENFORCED ||
+        (own == S3_OWNERSHIP_PREFERRED && meta->acl == STOR_ACL_BUCKET_OWNER_FULL_CONTROL);
+    if (own == S3_OWNERSHIP_ENFORCED)
+        meta->acl = STOR_ACL_PRIVATE; /* ACLs are off: the owner's alone */
+    free(meta->owner);
+    meta->owner = strdup(to_bucket_owner ? bucket->owner : req->user->access_key);
+    return meta->owner ? S3E_NONE : S3E_INTERNAL;
+}
+
+s3_error_t s3_acl_change_check(s3_req_t *req, stor_acl_t acl, const char **why_p)
+{
+    access_cfg_t *cfg;
+    s3_error_t err = cfg_get(req, &req->authz_bucket, &cfg);
+    if (err != S3E_NONE)
+        return err;
+    err = acl_controls(req, cfg, acl, true, why_p);
+    cfg_release(cfg);
+    return err;
 }
 
 s3_error_t s3_acl_from_headers(s3_req_t *req, bool object, stor_acl_t *acl_p, const char **why_p)

@@ -7,9 +7,11 @@
  * error code to a GET, 204 to a DELETE, 501 NotImplemented to a PUT. */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "s3/policy.h"
 #include "s3/s3_request.h"
+#include "s3/xml_in.h"
 
 /* ---- versioning ----------------------------------------------------------------- */
 
@@ -100,6 +102,12 @@ static void put_bucket_acl_finish(s3_req_t *req)
     stor_acl_t acl;
     if (!acl_requested(req, false, req->authz_bucket.owner, NULL, &acl))
         return;
+    const char *why = NULL;
+    s3_error_t err = s3_acl_change_check(req, acl, &why);
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, why);
+        return;
+    }
     stor_status_t st = stor_bucket_set_acl(req->srv->cfg.store, &req->authz_bucket, acl);
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
@@ -171,6 +179,12 @@ static void put_object_acl_finish(s3_req_t *req)
     stor_meta_free(&meta);
     if (!ok)
         return;
+    const char *why = NULL;
+    s3_error_t err = s3_acl_change_check(req, acl, &why);
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, why);
+        return;
+    }
     stor_status_t st = stor_object_set_acl(req->srv->cfg.store, &req->authz_bucket, req->key, acl);
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
@@ -302,6 +316,128 @@ static void get_policy_status_begin(s3_req_t *req)
     s3_reply_xml(req, 200, &xml);
 }
 
+/* ---- public-access block and ownership controls ------------------------------------ */
+
+static const char *const pab_fields[] = {"BlockPublicAcls", "IgnorePublicAcls", "BlockPublicPolicy",
+                                         "RestrictPublicBuckets"};
+static const unsigned pab_bits[] = {S3_PAB_BLOCK_PUBLIC_ACLS, S3_PAB_IGNORE_PUBLIC_ACLS,
+                                    S3_PAB_BLOCK_PUBLIC_POLICY, S3_PAB_RESTRICT_PUBLIC_BUCKETS};
+static const char *const ownership_names[S3_OWNERSHIP_COUNT] = {
+    [S3_OWNERSHIP_OBJECT_WRITER] = "ObjectWriter",
+    [S3_OWNERSHIP_PREFERRED] = "BucketOwnerPreferred",
+    [S3_OWNERSHIP_ENFORCED] = "BucketOwnerEnforced",
+};
+
+static void owner_config_begin(s3_req_t *req)
+{
+    if (s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
+        req->body_kind = S3_BODY_XML;
+}
+
+/* The one-byte document kind holds, or -1 (absent: replied err_absent) or
+ * -2 (replied an error). */
+static int byte_config(s3_req_t *req, stor_bucket_cfg_t kind, s3_error_t err_absent)
+{
+    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
+        return -2;
+    buf_t doc;
+    if (!config_read(req, kind, &doc))
+        return -2;
+    int v = doc.len == 1 ? ((const uint8_t *)doc.data)[0] : -1;
+    buf_free(&doc);
+    if (v < 0)
+        s3_reply_error(req, err_absent, NULL);
+    return v;
+}
+
+static void get_pab_begin(s3_req_t *req)
+{
+    int v = byte_config(req, STOR_BCFG_PUBLIC_ACCESS_BLOCK, S3E_NO_SUCH_PAB);
+    if (v < 0)
+        return;
+    buf_t xml;
+    buf_init(&xml, 4096);
+    s3_xml_open(&xml, "PublicAccessBlockConfiguration");
+    for (size_t i = 0; i < 4; i++)
+        s3_xml_elem(&xml, pab_fields[i], (unsigned)v & pab_bits[i] ? "true" : "false");
+    buf_append_str(&xml, "</PublicAccessBlockConfiguration>");
+    s3_reply_xml(req, 200, &xml);
+}
+
+/* Each flag "true" or "false" (absent: false), as S3 takes them. */
+static void put_pab_finish(s3_req_t *req)
+{
+    char *v[4];
+    if (xml_parse_leaves(req->body.data ? req->body.data : "", req->body.len,
+                         "PublicAccessBlockConfiguration", pab_fields, 4, v) != 0) {
+        s3_reply_error(req, S3E_MALFORMED_XML, NULL);
+        return;
+    }
+    uint8_t flags = 0;
+    bool ok = true;
+    for (size_t i = 0; i < 4; i++) {
+        if (v[i] && strcasecmp(v[i], "true") == 0)
+            flags |= (uint8_t)pab_bits[i];
+        else if (v[i] && strcasecmp(v[i], "false") != 0)
+            ok = false;
+        free(v[i]);
+    }
+    if (!ok)
+        s3_reply_error(req, S3E_MALFORMED_XML, NULL);
+    else
+        config_write(req, STOR_BCFG_PUBLIC_ACCESS_BLOCK, &flags, 1, 200);
+}
+
+static void delete_pab_begin(s3_req_t *req)
+{
+    if (s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
+        config_write(req, STOR_BCFG_PUBLIC_ACCESS_BLOCK, NULL, 0, 204);
+}
+
+static void get_ownership_begin(s3_req_t *req)
+{
+    int v = byte_config(req, STOR_BCFG_OWNERSHIP, S3E_NO_OWNERSHIP);
+    if (v < 0)
+        return;
+    if (v >= S3_OWNERSHIP_COUNT || !ownership_names[v]) {
+        s3_reply_error(req, S3E_INTERNAL, NULL);
+        return;
+    }
+    buf_t xml;
+    buf_init(&xml, 4096);
+    s3_xml_open(&xml, "OwnershipControls");
+    buf_append_str(&xml, "<Rule>");
+    s3_xml_elem(&xml, "ObjectOwnership", ownership_names[v]);
+    buf_append_str(&xml, "</Rule></OwnershipControls>");
+    s3_reply_xml(req, 200, &xml);
+}
+
+static void put_ownership_finish(s3_req_t *req)
+{
+    static const char *const path[] = {"Rule/ObjectOwnership"};
+    char *v;
+    if (xml_parse_leaves(req->body.data ? req->body.data : "", req->body.len, "OwnershipControls",
+                         path, 1, &v) != 0) {
+        s3_reply_error(req, S3E_MALFORMED_XML, NULL);
+        return;
+    }
+    uint8_t rule = 0;
+    for (int i = 1; i < S3_OWNERSHIP_COUNT && v; i++)
+        if (strcmp(v, ownership_names[i]) == 0)
+            rule = (uint8_t)i;
+    free(v);
+    if (!rule)
+        s3_reply_error(req, S3E_MALFORMED_XML, NULL);
+    else
+        config_write(req, STOR_BCFG_OWNERSHIP, &rule, 1, 200);
+}
+
+static void delete_ownership_begin(s3_req_t *req)
+{
+    if (s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
+        config_write(req, STOR_BCFG_OWNERSHIP, NULL, 0, 204);
+}
+
 /* ---- configurations s3rdmad does not keep ------------------------------------------- */
 
 static void reply_absent(s3_req_t *req, s3_error_t err)
@@ -393,6 +529,17 @@ const s3_op_t s3_op_put_bucket_policy = {"PutBucketPolicy", put_policy_begin, pu
 const s3_op_t s3_op_delete_bucket_policy = {"DeleteBucketPolicy", delete_policy_begin, NULL};
 const s3_op_t s3_op_get_bucket_policy_status = {"GetBucketPolicyStatus", get_policy_status_begin,
                                                 NULL};
+const s3_op_t s3_op_get_public_access_block = {"GetPublicAccessBlock", get_pab_begin, NULL};
+const s3_op_t s3_op_put_public_access_block = {"PutPublicAccessBlock", owner_config_begin,
+                                               put_pab_finish};
+const s3_op_t s3_op_delete_public_access_block = {"DeletePublicAccessBlock", delete_pab_begin,
+                                                  NULL};
+const s3_op_t s3_op_get_bucket_ownership = {"GetBucketOwnershipControls", get_ownership_begin,
+                                            NULL};
+const s3_op_t s3_op_put_bucket_ownership = {"PutBucketOwnershipControls", owner_config_begin,
+                                            put_ownership_finish};
+const s3_op_t s3_op_delete_bucket_ownership = {"DeleteBucketOwnershipControls",
+                                               delete_ownership_begin, NULL};
 const s3_op_t s3_op_get_bucket_cors = {"GetBucketCors", get_cors_begin, NULL};
 const s3_op_t s3_op_get_bucket_tagging = {"GetBucketTagging", get_tagging_begin, NULL};
 const s3_op_t s3_op_get_bucket_lifecycle = {"GetBucketLifecycleConfiguration", get_lifecycle_begin,

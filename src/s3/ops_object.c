@@ -278,16 +278,6 @@ static void token_push(s3_req_t *req, stor_reader_t *reader, int status, uint64_
 
 /* ---- PutObject ------------------------------------------------------------------ */
 
-s3_error_t s3_new_object_access(s3_req_t *req, stor_meta_t *meta, const char **why_p)
-{
-    s3_error_t err = s3_acl_from_headers(req, true, &meta->acl, why_p);
-    if (err != S3E_NONE)
-        return err;
-    free(meta->owner);
-    meta->owner = strdup(s3_new_object_owner(req, &req->authz_bucket));
-    return meta->owner ? S3E_NONE : S3E_INTERNAL;
-}
-
 static void put_object_begin(s3_req_t *req)
 {
     if (!s3_bucket_authorize(req, req->bucket, S3_PERM_WRITE, &req->authz_bucket))

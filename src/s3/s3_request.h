@@ -428,12 +428,18 @@ bool s3_object_authorize(s3_req_t *req, const stor_bucket_t *bucket, const char 
                          const stor_meta_t *meta, s3_perm_t perm);
 /* The object's owner: the access key that wrote it, or the bucket's owner. */
 const char *s3_object_owner(const stor_bucket_t *bucket, const stor_meta_t *meta);
-/* Who owns an object the requester writes into bucket now: the requester,
- * or for an anonymous writer the bucket's owner. */
-const char *s3_new_object_owner(const s3_req_t *req, const stor_bucket_t *bucket);
-/* Sets meta's owner (s3_new_object_owner) and ACL (s3_acl_from_headers)
- * for an object the request writes into req->authz_bucket (ops_object.c). */
+/* Sets meta's owner and ACL (s3_acl_from_headers) for an object the
+ * request writes into req->authz_bucket (PUT, copy, multipart, POST): the
+ * owner is the requester (the bucket's owner for an anonymous writer, under
+ * BucketOwnerEnforced, and under BucketOwnerPreferred with
+ * bucket-owner-full-control). Refuses what the bucket's controls refuse:
+ * an ACL other than bucket-owner-full-control under BucketOwnerEnforced
+ * (AccessControlListNotSupported), a public one under BlockPublicAcls
+ * (AccessDenied). */
 s3_error_t s3_new_object_access(s3_req_t *req, stor_meta_t *meta, const char **why_p);
+/* Checks that PutBucketAcl / PutObjectAcl may set acl on req->authz_bucket
+ * or an object in it, as s3_new_object_access does for new objects. */
+s3_error_t s3_acl_change_check(s3_req_t *req, stor_acl_t acl, const char **why_p);
 /* The canned ACL a create/put/copy asks for with x-amz-acl (private when
  * absent). Explicit x-amz-grant-* headers and the canned ACLs not
  * implemented give NotImplemented; an unknown value InvalidArgument. On
@@ -492,7 +498,9 @@ extern const s3_op_t s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_bucke
     s3_op_get_bucket_lifecycle, s3_op_get_object_lock_config, s3_op_get_bucket_encryption,
     s3_op_put_bucket_config, s3_op_delete_bucket_config, s3_op_get_object_tagging,
     s3_op_put_object_tagging, s3_op_delete_object_tagging, s3_op_put_bucket_policy,
-    s3_op_delete_bucket_policy, s3_op_get_bucket_policy_status;
+    s3_op_delete_bucket_policy, s3_op_get_bucket_policy_status, s3_op_get_public_access_block,
+    s3_op_put_public_access_block, s3_op_delete_public_access_block, s3_op_get_bucket_ownership,
+    s3_op_put_bucket_ownership, s3_op_delete_bucket_ownership;
 /* Endpoints the HTTP frontend serves itself (begin and finish NULL: never
  * given to s3_req_start), named for metrics and access logs. */
 extern const s3_op_t s3_op_stats, s3_op_metrics, s3_op_health;
