@@ -580,6 +580,31 @@ s3_error_t s3_new_object_access(s3_req_t *req, stor_meta_t *meta, const char **w
     return meta->owner ? S3E_NONE : S3E_INTERNAL;
 }
 
+static const char *const ownership_names[S3_OWNERSHIP_COUNT] = {
+    [S3_OWNERSHIP_OBJECT_WRITER] = "ObjectWriter",
+    [S3_OWNERSHIP_PREFERRED] = "BucketOwnerPreferred",
+    [S3_OWNERSHIP_ENFORCED] = "BucketOwnerEnforced",
+};
+
+const char *s3_ownership_name(int rule)
+{
+    return rule > S3_OWNERSHIP_NONE && rule < S3_OWNERSHIP_COUNT ? ownership_names[rule] : NULL;
+}
+
+int s3_ownership_parse(const char *name)
+{
+    for (int i = S3_OWNERSHIP_NONE + 1; i < S3_OWNERSHIP_COUNT && name; i++)
+        if (strcmp(name, ownership_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+int s3_ownership_from_header(s3_req_t *req)
+{
+    const char *v = s3_req_header(req, "x-amz-object-ownership");
+    return v ? s3_ownership_parse(v) : S3_OWNERSHIP_NONE;
+}
+
 s3_error_t s3_acl_change_check(s3_req_t *req, stor_acl_t acl, const char **why_p)
 {
     access_cfg_t *cfg;

@@ -322,11 +322,6 @@ static const char *const pab_fields[] = {"BlockPublicAcls", "IgnorePublicAcls", 
                                          "RestrictPublicBuckets"};
 static const unsigned pab_bits[] = {S3_PAB_BLOCK_PUBLIC_ACLS, S3_PAB_IGNORE_PUBLIC_ACLS,
                                     S3_PAB_BLOCK_PUBLIC_POLICY, S3_PAB_RESTRICT_PUBLIC_BUCKETS};
-static const char *const ownership_names[S3_OWNERSHIP_COUNT] = {
-    [S3_OWNERSHIP_OBJECT_WRITER] = "ObjectWriter",
-    [S3_OWNERSHIP_PREFERRED] = "BucketOwnerPreferred",
-    [S3_OWNERSHIP_ENFORCED] = "BucketOwnerEnforced",
-};
 
 static void owner_config_begin(s3_req_t *req)
 {
@@ -399,7 +394,7 @@ static void get_ownership_begin(s3_req_t *req)
     int v = byte_config(req, STOR_BCFG_OWNERSHIP, S3E_NO_OWNERSHIP);
     if (v < 0)
         return;
-    if (v >= S3_OWNERSHIP_COUNT || !ownership_names[v]) {
+    if (!s3_ownership_name(v)) {
         s3_reply_error(req, S3E_INTERNAL, NULL);
         return;
     }
@@ -407,7 +402,7 @@ static void get_ownership_begin(s3_req_t *req)
     buf_init(&xml, 4096);
     s3_xml_open(&xml, "OwnershipControls");
     buf_append_str(&xml, "<Rule>");
-    s3_xml_elem(&xml, "ObjectOwnership", ownership_names[v]);
+    s3_xml_elem(&xml, "ObjectOwnership", s3_ownership_name(v));
     buf_append_str(&xml, "</Rule></OwnershipControls>");
     s3_reply_xml(req, 200, &xml);
 }
@@ -421,15 +416,13 @@ static void put_ownership_finish(s3_req_t *req)
         s3_reply_error(req, S3E_MALFORMED_XML, NULL);
         return;
     }
-    uint8_t rule = 0;
-    for (int i = 1; i < S3_OWNERSHIP_COUNT && v; i++)
-        if (strcmp(v, ownership_names[i]) == 0)
-            rule = (uint8_t)i;
+    int rule = s3_ownership_parse(v);
     free(v);
-    if (!rule)
+    uint8_t byte = (uint8_t)rule;
+    if (rule < 0)
         s3_reply_error(req, S3E_MALFORMED_XML, NULL);
     else
-        config_write(req, STOR_BCFG_OWNERSHIP, &rule, 1, 200);
+        config_write(req, STOR_BCFG_OWNERSHIP, &byte, 1, 200);
 }
 
 static void delete_ownership_begin(s3_req_t *req)

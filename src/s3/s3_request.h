@@ -437,8 +437,16 @@ const char *s3_object_owner(const stor_bucket_t *bucket, const stor_meta_t *meta
  * (AccessControlListNotSupported), a public one under BlockPublicAcls
  * (AccessDenied). */
 s3_error_t s3_new_object_access(s3_req_t *req, stor_meta_t *meta, const char **why_p);
-/* Checks that PutBucketAcl / PutObjectAcl may set acl on req->authz_bucket
- * or an object in it, as s3_new_object_access does for new objects. */
+/* A rule's S3 name ("ObjectWriter", ...; NULL for none), and back (-1 for
+ * a name S3 does not know). */
+const char *s3_ownership_name(int rule);
+int s3_ownership_parse(const char *name);
+/* The ownership rule CreateBucket's x-amz-object-ownership names
+ * (S3_OWNERSHIP_NONE when absent), or -1 for a value S3 does not know. */
+int s3_ownership_from_header(s3_req_t *req);
+/* Checks that PutBucketAcl / PutObjectAcl (or CreateBucket on a bucket its
+ * requester owns) may set acl on req->authz_bucket or an object in it, as
+ * s3_new_object_access does for new objects. */
 s3_error_t s3_acl_change_check(s3_req_t *req, stor_acl_t acl, const char **why_p);
 /* The canned ACL a create/put/copy asks for with x-amz-acl (private when
  * absent). Explicit x-amz-grant-* headers and the canned ACLs not

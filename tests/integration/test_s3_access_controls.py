@@ -191,3 +191,39 @@ def test_bucket_owner_preferred_and_object_writer(s3, s3_user2, cbucket):
     assert s3_user2.get_object(Bucket=b, Key="w")["Body"].read() == b"w"
     assert s3.get_object(Bucket=b, Key="w")["Body"].read() == b"w"
 
+
+
+def test_create_bucket_with_object_ownership(s3, server):
+    from s3r_itest import new_bucket_name
+    b = new_bucket_name("own")
+    s3.create_bucket(Bucket=b, ObjectOwnership="BucketOwnerEnforced")
+    try:
+        got = s3.get_bucket_ownership_controls(Bucket=b)["OwnershipControls"]
+        assert got == {"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]}
+        with pytest.raises(ClientError) as e:
+            s3.put_object(Bucket=b, Key="k", Body=b"x", ACL="public-read")
+        assert_error(e, "AccessControlListNotSupported", 400)
+        # Re-creating one's own bucket (us-east-1: 200, the ACL reset) goes through
+        # the bucket's controls too.
+        with pytest.raises(ClientError) as e:
+            s3.create_bucket(Bucket=b, ACL="public-read")
+        assert_error(e, "AccessControlListNotSupported", 400)
+        s3.delete_bucket_ownership_controls(Bucket=b)
+        s3.put_public_access_block(Bucket=b, PublicAccessBlockConfiguration=dict(
+            ALL_OFF, BlockPublicAcls=True))
+        denied(s3.create_bucket, Bucket=b, ACL="public-read")
+        assert s3.get_bucket_acl(Bucket=b)["Grants"][0]["Permission"] == "FULL_CONTROL"
+        assert len(s3.get_bucket_acl(Bucket=b)["Grants"]) == 1
+    finally:
+        s3.delete_bucket(Bucket=b)
+    with pytest.raises(ClientError) as e:
+        s3.create_bucket(Bucket=b, ACL="public-read", ObjectOwnership="BucketOwnerEnforced")
+    assert_error(e, "InvalidBucketAclWithObjectOwnership", 400)
+    r = raw_request(server, "PUT", f"/{b}", headers={"x-amz-object-ownership": "Mine"})
+    assert r.status == 400 and r.error_code() == "InvalidArgument", r
+    s3.create_bucket(Bucket=b, ObjectOwnership="ObjectWriter")
+    try:
+        got = s3.get_bucket_ownership_controls(Bucket=b)["OwnershipControls"]
+        assert got == {"Rules": [{"ObjectOwnership": "ObjectWriter"}]}
+    finally:
+        s3.delete_bucket(Bucket=b)
