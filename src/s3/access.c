@@ -406,13 +406,25 @@ static s3_error_t decide(s3_req_t *req, const stor_bucket_t *bucket, const char 
     bool owner = is(req, bucket->owner);
     s3_policy_effect_t eff = S3_POLICY_NONE;
     if (cfg && cfg->policy) {
+        /* "arn:aws:s3:::bucket[/key]", built without printf: it runs on
+         * every request to a bucket with a policy. */
         char arn[sizeof "arn:aws:s3:::" + sizeof bucket->name + 1 + S3R_MAX_KEY_BYTES + 1];
-        if (key && strlen(key) > S3R_MAX_KEY_BYTES) { /* fail closed: never a cut name */
+        size_t blen = strnlen(bucket->name, sizeof bucket->name - 1);
+        size_t klen = key ? strlen(key) : 0;
+        if (klen > S3R_MAX_KEY_BYTES) { /* fail closed: never a cut name */
             cfg_release(cfg);
             return S3E_ACCESS_DENIED;
         }
-        snprintf(arn, sizeof arn, "arn:aws:s3:::%s%s%s", bucket->name, key ? "/" : "",
-                 key ? key : "");
+        char *w = arn;
+        memcpy(w, "arn:aws:s3:::", 13);
+        memcpy(w += 13, bucket->name, blen);
+        w += blen;
+        if (key) {
+            *w++ = '/';
+            memcpy(w, key, klen);
+            w += klen;
+        }
+        *w = '\0';
         key_ctx_t kc = {req, false, {0}};
         s3_policy_query_t q = {action, arn, req->user ? req->user->access_key : NULL, condition_key,
                                &kc};
