@@ -121,51 +121,66 @@ static void cfg_release(access_cfg_t *c)
     }
 }
 
-/* Reads and parses bucket's documents. A stored document that no longer
- * parses (a damaged record) fails closed: InternalError. */
+/* Parses document kind into c: S3E_NONE, or InternalError for a stored
+ * document that no longer parses (a damaged record fails closed). */
+static s3_error_t cfg_parse(access_cfg_t *c, int kind, const buf_t *doc, const char *bucket)
+{
+    const uint8_t *d = (const uint8_t *)doc->data;
+    if (doc->len == 0)
+        return S3E_NONE;
+    if (kind == STOR_BCFG_POLICY) {
+        char why[160];
+        c->policy = s3_policy_parse(doc->data, doc->len, bucket, NULL, why, sizeof why);
+        if (!c->policy)
+            return S3E_INTERNAL;
+        c->policy_public = s3_policy_is_public(c->policy);
+    } else if (kind == STOR_BCFG_PUBLIC_ACCESS_BLOCK && doc->len == 1) {
+        c->pab = d[0] & S3_PAB_ALL;
+    } else if (kind == STOR_BCFG_OWNERSHIP && doc->len == 1 && d[0] < S3_OWNERSHIP_COUNT) {
+        c->ownership = (s3_ownership_t)d[0];
+    } else {
+        return S3E_INTERNAL;
+    }
+    return S3E_NONE;
+}
+
+/* Reads and parses every document of bucket, all from one generation of
+ * its record (which may be newer than the lookup's: a change that landed
+ * since is the one to apply). A record changing under every one of a few
+ * tries: SlowDown. */
 static s3_error_t cfg_load(s3_req_t *req, const stor_bucket_t *bucket, access_cfg_t **out)
 {
-    access_cfg_t *c = calloc(1, sizeof *c);
-    if (!c)
-        return S3E_INTERNAL;
-    atomic_init(&c->refs, 1);
-    c->id = bucket->id;
-    c->gen = bucket->cfg_gen;
-    s3_error_t err = S3E_NONE;
-    for (int k = 0; k < STOR_BCFG_COUNT && err == S3E_NONE; k++) {
-        if (!(bucket->cfg_mask & (1u << k)))
-            continue;
-        buf_t doc;
-        uint64_t gen = 0;
-        stor_status_t st =
-            stor_bucket_config_get(req->srv->cfg.store, bucket, (stor_bucket_cfg_t)k, &doc, &gen);
-        if (st != STOR_OK)
-            err = s3_error_from_stor(st);
-        else if (gen != c->gen)
-            err = S3E_SLOW_DOWN; /* changed meanwhile: the next request sees it whole */
-        else if (k == STOR_BCFG_POLICY) {
-            char why[160];
-            c->policy = s3_policy_parse(doc.data, doc.len, bucket->name, NULL, why, sizeof why);
-            if (!c->policy)
-                err = S3E_INTERNAL;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        access_cfg_t *c = calloc(1, sizeof *c);
+        if (!c)
+            return S3E_INTERNAL;
+        atomic_init(&c->refs, 1);
+        c->id = bucket->id;
+        s3_error_t err = S3E_NONE;
+        bool torn = false;
+        for (int k = 0; k < STOR_BCFG_COUNT && err == S3E_NONE && !torn; k++) {
+            buf_t doc;
+            uint64_t gen = 0;
+            stor_status_t st = stor_bucket_config_get(req->srv->cfg.store, bucket,
+                                                      (stor_bucket_cfg_t)k, &doc, &gen);
+            if (st != STOR_OK)
+                err = s3_error_from_stor(st);
+            else if (k > 0 && gen != c->gen)
+                torn = true; /* changed between two reads: again */
             else
-                c->policy_public = s3_policy_is_public(c->policy);
-        } else if (k == STOR_BCFG_PUBLIC_ACCESS_BLOCK && doc.len == 1) {
-            c->pab = ((const uint8_t *)doc.data)[0] & S3_PAB_ALL;
-        } else if (k == STOR_BCFG_OWNERSHIP && doc.len == 1 &&
-                   ((const uint8_t *)doc.data)[0] < S3_OWNERSHIP_COUNT) {
-            c->ownership = (s3_ownership_t)((const uint8_t *)doc.data)[0];
-        } else if (doc.len > 0) {
-            err = S3E_INTERNAL;
+                err = cfg_parse(c, k, &doc, bucket->name);
+            c->gen = gen;
+            buf_free(&doc);
         }
-        buf_free(&doc);
-    }
-    if (err != S3E_NONE) {
+        if (err == S3E_NONE && !torn) {
+            *out = c;
+            return S3E_NONE;
+        }
         cfg_release(c);
-        return err;
+        if (err != S3E_NONE)
+            return err;
     }
-    *out = c;
-    return S3E_NONE;
+    return S3E_SLOW_DOWN;
 }
 
 /* The parsed configuration of bucket (a reference: cfg_release it), or
