@@ -464,3 +464,35 @@ def test_policy_matrix_http_and_native_agree(msrv):
         owner.delete_bucket_policy(Bucket=b)
         empty_bucket(owner, b)
         owner.delete_bucket(Bucket=b)
+
+
+def test_policy_changes_under_concurrent_requests(s3, server, pbucket):
+    """Requests that race policy changes see the old or the new policy, whole: 200 or 403,
+    never an error of the server's (the parsed-policy cache swaps entries under them)."""
+    import threading
+    b = pbucket
+    s3.put_object(Bucket=b, Key="k", Body=b"v")
+    anon = boto_client(server, signature_version=botocore.UNSIGNED)
+    seen, stop = [], threading.Event()
+
+    def reader():
+        while not stop.is_set():
+            try:
+                anon.get_object(Bucket=b, Key="k")["Body"].read()
+                seen.append(200)
+            except ClientError as e:
+                seen.append(e.response["ResponseMetadata"]["HTTPStatusCode"])
+
+    threads = [threading.Thread(target=reader) for _ in range(3)]
+    for t in threads:
+        t.start()
+    try:
+        for i in range(30):
+            effect = "Allow" if i % 2 == 0 else "Deny"
+            s3.put_bucket_policy(Bucket=b, Policy=policy(b, stmt(effect, "s3:GetObject",
+                                                                 f"{ARN}{b}/*")))
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert seen and set(seen) <= {200, 403}, sorted(set(seen))
