@@ -352,7 +352,9 @@ def mpu_writer(s3, hist, part1s, keys, stop, seed, errors):
 
 
 def slow_part(srv, s3, key, stop, state):
-    """Streams an 8 MiB UploadPart slowly (over 6 s) so the kill lands in the middle of it."""
+    """Streams an 8 MiB UploadPart but its last 512 KiB, then trickles those at 8 KiB/s
+    (above the server's minimum body rate) until stop (set after the kill), so the kill
+    always lands in the middle of it."""
     uid = s3.create_multipart_upload(Bucket=BUCKET, Key=key)["UploadId"]
     state["upload"] = uid
     data = os.urandom(8 * 1024 * 1024)
@@ -366,12 +368,17 @@ def slow_part(srv, s3, key, stop, state):
     try:
         with socket.create_connection(("127.0.0.1", srv.port), timeout=30) as sock:
             sock.sendall(head.encode() + b"\r\n\r\n")
-            for i in range(0, len(data), 64 * 1024):
-                if stop.is_set():
-                    raise OSError("stopped")
-                sock.sendall(data[i:i + 64 * 1024])
-                time.sleep(0.05)
-            state["reply"] = sock.recv(100)
+            tail = len(data) - 512 * 1024
+            sock.sendall(data[:tail])
+            while tail < len(data) and not stop.wait(0.5):
+                sock.sendall(data[tail:tail + 4096])
+                tail += 4096
+            sock.sendall(data[tail:])
+            reply = sock.recv(100)
+        if reply:
+            state["reply"] = reply
+        else:
+            state["cut"] = True
     except OSError:
         state["cut"] = True
 
@@ -403,7 +410,7 @@ def test_kill9_during_fast_multipart(make_server, s3_factory_for):
                                                        stop, slow), daemon=True))
     for t in ts:
         t.start()
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 45  # the slow part lasts 64 s
     # until a few uploads are acknowledged and others are mid-flight
     while time.monotonic() < deadline and sum(
             1 for vs in hist.versions.values() for v in vs if v.state == "acked") < 4:
