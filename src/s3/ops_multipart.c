@@ -78,10 +78,14 @@ static void create_mpu_begin(s3_req_t *req)
 
 /* ---- UploadPart ------------------------------------------------------------------- */
 
+/* Under etag: fast a part is hashed as a PutObject is (body.c): CRC32C, and an
+ * opaque "<32 hex>-1" ETag, unless Content-MD5 is sent (then its verified MD5
+ * is the ETag). Complete accepts both shapes (stor_mpu_etag). */
 static void upload_part_begin(s3_req_t *req)
 {
     if (!upload_check(req) || part_number(req) < 0)
         return;
+    req->fast_etag = req->srv->cfg.etag_fast;
     s3_upload_begin(req);
 }
 

@@ -203,7 +203,7 @@ struct s3_req {
     digest_t *sha1_ck;        /* x-amz-checksum-sha1 */
     bool want_ck[S3_CK_COUNT];
     const char *expect_ck[S3_CK_COUNT]; /* from x-amz-checksum-* headers; NULL when not sent */
-    bool fast_etag; /* set by PutObject's begin() under etag: fast (s3_server_config_t) */
+    bool fast_etag; /* set by PutObject's and UploadPart's begin() under etag: fast */
     bool has_content_md5;
     uint8_t content_md5[MD5_LEN];
     uint32_t crc32, crc32c;

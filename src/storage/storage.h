@@ -335,7 +335,7 @@ stor_status_t stor_mpu_check(stor_t *st, const char *bucket, const char *key,
 typedef struct stor_part {
     uint32_t number;
     uint64_t size;
-    char etag[64]; /* unquoted hex MD5 */
+    char etag[64]; /* unquoted: hex MD5, or "<32 hex>-1" under etag: fast (s3/body.c) */
     int64_t mtime_ms;
     /* Base64, as S3 sends them; NULL when absent. */
     char *checksum_crc32, *checksum_crc32c, *checksum_sha256, *checksum_sha1, *checksum_crc64nvme;
@@ -360,9 +360,11 @@ typedef struct stor_complete_part {
     const char *etag; /* unquoted */
 } stor_complete_part_t;
 
-/* The ETag a multipart object made of these parts has: the MD5 of their
- * MD5s (each part's ETag, quoted or not), then "-N". STOR_ERR_INVALID_PART
- * when an ETag is not an MD5's 32 hex digits. Needs no store. */
+/* The ETag a multipart object made of these parts has: the MD5 of the 16
+ * bytes each part's ETag (quoted or not) spells in hex, then "-N". Parts with
+ * MD5 ETags give S3's md5-of-md5s; an etag: fast part's ETag ("<32 hex>-1",
+ * no MD5) gives its 16 opaque bytes, so the object's ETag is opaque too.
+ * STOR_ERR_INVALID_PART when an ETag has neither shape. Needs no store. */
 stor_status_t stor_mpu_etag(const stor_complete_part_t *parts, size_t n, char etag[64]);
 /* Assembles the listed parts into bucket/key without copying bytes: checks
  * order (STOR_ERR_INVALID_PART_ORDER), presence and ETag (STOR_ERR_INVALID_PART)

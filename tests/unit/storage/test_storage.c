@@ -1108,6 +1108,74 @@ static void test_multipart(void **state)
     free(p2);
 }
 
+/* etag: fast parts (s3/body.c) have opaque "<32 hex>-1" ETags: stored and
+ * listed as given, accepted by Complete quoted or not, beside MD5 parts;
+ * the object's ETag is the MD5 of the 16 bytes each part's ETag spells,
+ * "-N", as with MD5 parts. */
+static void test_multipart_fast_etags(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    const size_t big = S3R_MIN_PART_BYTES;
+    char *p1 = malloc(big);
+    memset(p1, 'f', big);
+    char id[STOR_UPLOAD_ID_LEN + 1];
+    assert_int_equal(stor_mpu_create(f->st, TU_B(f->st, "b"), "fast", NULL, id), STOR_OK);
+    const char *fast1 = "00112233445566778899aabbccddeeff-1";
+    stor_writer_t *w;
+    assert_int_equal(stor_writer_open(f->st, TU_B(f->st, "b"), &w), STOR_OK);
+    assert_int_equal(stor_writer_write(w, p1, big), STOR_OK);
+    stor_part_t p = {.number = 1, .checksum_crc32c = "yZRlqg=="};
+    strcpy(p.etag, fast1);
+    assert_int_equal(stor_part_commit(w, "fast", id, &p), STOR_OK);
+    char e2[33];
+    assert_int_equal(put_part(f->st, "fast", id, 2, "md5 tail", 8, e2), STOR_OK);
+
+    reopen(f);
+    stor_part_t *parts;
+    size_t n;
+    assert_int_equal(stor_mpu_list_parts(f->st, "b", "fast", id, 0, &parts, &n), STOR_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(parts[0].etag, fast1);
+    assert_string_equal(parts[0].checksum_crc32c, "yZRlqg==");
+    stor_parts_free(parts, n);
+
+    stor_meta_t out;
+    /* The ETag must match the stored one exactly: its hex alone is not it. */
+    stor_complete_part_t bare[] = {{1, "00112233445566778899aabbccddeeff"}, {2, e2}};
+    assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "fast", id, bare, 2, NULL, &out),
+                     STOR_ERR_INVALID_PART);
+    stor_complete_part_t good[] = {{1, "\"00112233445566778899AABBCCDDEEFF-1\""}, {2, e2}};
+    assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "fast", id, good, 2, NULL, &out),
+                     STOR_OK);
+    uint8_t cat[2 * MD5_LEN];
+    hex_decode(fast1, 32, cat, MD5_LEN);
+    hex_decode(e2, 32, cat + MD5_LEN, MD5_LEN);
+    char want[40];
+    tu_md5_hex(cat, sizeof cat, want);
+    strcat(want, "-2");
+    assert_string_equal(out.etag, want);
+    assert_int_equal(out.size, big + 8);
+    stor_meta_free(&out);
+    char etag[64];
+    assert_int_equal(stor_mpu_etag(good, 2, etag), STOR_OK); /* a retried Complete's check */
+    assert_string_equal(etag, want);
+
+    /* Neither an MD5 nor a fast part's ETag: refused. */
+    static const char *const bad[] = {"00112233445566778899aabbccddeeff-2",
+                                      "00112233445566778899aabbccddeeff-",
+                                      "00112233445566778899aabbccddeeff-1x",
+                                      "0112233445566778899aabbccddeeff-1",
+                                      "00112233445566778899aabbccddeefg",
+                                      "\"00112233445566778899aabbccddeeff-1",
+                                      ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        stor_complete_part_t one[] = {{1, bad[i]}};
+        assert_int_equal(stor_mpu_etag(one, 1, etag), STOR_ERR_INVALID_PART);
+    }
+    free(p1);
+}
+
 static void test_mpu_list(void **state)
 {
     fx_t *f = *state;
@@ -1323,6 +1391,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_concurrent_writers, setup_fsync, teardown),
         cmocka_unit_test_setup_teardown(test_multipart, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_multipart, setup_fsync, teardown),
+        cmocka_unit_test_setup_teardown(test_multipart_fast_etags, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_mpu_list, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_mpu_list_bounded, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_mpu_list_long_keys_and_index, setup_relaxed, teardown),
