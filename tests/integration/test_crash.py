@@ -48,6 +48,10 @@ class History:
             self.versions.setdefault(key, []).append(v)
         return v
 
+    def acked(self):
+        """How many writes were acknowledged so far."""
+        return sum(1 for vs in self.versions.values() for v in vs if v.state == "acked")
+
     def allowed(self, key):
         """(must_exist, set of allowed digests)."""
         vs = self.versions.get(key, [])
@@ -58,6 +62,15 @@ class History:
         last = max(acked, key=lambda v: v.end)
         ok = {v.digest for v in acked if v.end >= last.start} | maybe
         return True, ok
+
+
+def kill_and_join(srv, stop, threads):
+    """kill -9 the server mid-run, then stop the writer threads; none may hang."""
+    srv.kill9()
+    stop.set()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads), "writer threads hung after the kill"
 
 
 def put(conn, host, key, data, check="md5"):
@@ -229,12 +242,8 @@ def load_and_kill(srv, hist, keys_per_thread, shared_keys, threads=6, duration=1
     for t in ts:
         t.start()
     time.sleep(duration)
-    acked_before = sum(1 for vs in hist.versions.values() for v in vs if v.state == "acked")
-    srv.kill9()
-    stop.set()
-    for t in ts:
-        t.join(60)
-    assert not any(t.is_alive() for t in ts), "writer threads hung after the kill"
+    acked_before = hist.acked()
+    kill_and_join(srv, stop, ts)
     return acked_before, errors
 
 
@@ -412,16 +421,11 @@ def test_kill9_during_fast_multipart(make_server, s3_factory_for):
         t.start()
     deadline = time.monotonic() + 45  # the slow part lasts 64 s
     # until a few uploads are acknowledged and others are mid-flight
-    while time.monotonic() < deadline and sum(
-            1 for vs in hist.versions.values() for v in vs if v.state == "acked") < 4:
+    while time.monotonic() < deadline and hist.acked() < 4:
         time.sleep(0.05)
     time.sleep(0.2)
-    acked = sum(1 for vs in hist.versions.values() for v in vs if v.state == "acked")
-    srv.kill9()
-    stop.set()
-    for t in ts:
-        t.join(60)
-    assert not any(t.is_alive() for t in ts), "writer threads hung after the kill"
+    acked = hist.acked()
+    kill_and_join(srv, stop, ts)
     assert not errors, errors[:10]
     assert acked >= 4, f"only {acked} multipart uploads acknowledged before the kill"
     assert slow.get("cut") and "reply" not in slow, "the kill should cut the slow UploadPart"
