@@ -46,7 +46,7 @@ typedef struct setting {
 
 static const char *const durability_words[] = {"fsync", "relaxed", NULL}; /* server_durability_t */
 static const char *const etag_words[] = {"md5", "fast", NULL};            /* server_etag_t */
-static const char *const rdma_poll_words[] = {"adaptive", "busy", NULL}; /* server_rdma_poll_t */
+static const char *const rdma_poll_words[] = {"adaptive", "busy", NULL};  /* server_rdma_poll_t */
 static const char *const backend_words[] = {"local", "rados", NULL}; /* server_storage_backend_t */
 static const char *const metrics_auth_words[] = {"bearer", "public",
                                                  NULL};                 /* server_metrics_auth_t */
