@@ -213,7 +213,9 @@ stor_status_t mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucket, sto
 stor_status_t local_bucket_create(stor_t *st_, const char *name, const char *owner);
 stor_status_t local_bucket_get(stor_t *st_, const char *name, stor_bucket_t *out_p);
 stor_status_t local_bucket_delete(stor_t *st_, const stor_bucket_t *bucket);
-stor_status_t local_bucket_set_acl(stor_t *st_, const stor_bucket_t *bucket, stor_acl_t acl);
+stor_status_t local_bucket_read(stor_t *st_, const stor_bucket_t *bucket, buf_t *rec);
+stor_status_t local_bucket_change(stor_t *st_, const stor_bucket_t *bucket,
+                                  const stor_bucket_change_t *change);
 stor_status_t local_bucket_list(stor_t *st_, stor_bucket_t **out_p, size_t *n_p);
 stor_status_t local_writer_open(stor_t *st_, const stor_bucket_t *bucket, stor_writer_t **out_p);
 stor_status_t local_writer_write(stor_writer_t *w_, const void *data, size_t len);

@@ -5,6 +5,7 @@
 #ifndef S3R_STORAGE_STOR_RECORD_H
 #define S3R_STORAGE_STOR_RECORD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,8 +32,9 @@
 #define STOR_REC_INLINE_VERSION 4
 #define STOR_REC_PART_VERSION   2
 /* Bucket records: version 2 added the bucket id (version 1 records still
- * decode, with id 0), version 3 the canned ACL (older ones: private). */
-#define STOR_REC_BUCKET_VERSION 3
+ * decode, with id 0), version 3 the canned ACL (older ones: private),
+ * version 4 the configuration generation and documents (older: none). */
+#define STOR_REC_BUCKET_VERSION 4
 #define STOR_ID_LEN             16         /* file id bytes; 32 hex digits on disk */
 #define STOR_REC_MAX            (8u << 20) /* larger records: STOR_ERR_TOO_LARGE */
 
@@ -94,11 +96,40 @@ void stor_part_free_fields(stor_part_t *p);
 /* Frees n decoded part records and the array holding them. */
 void stor_part_recs_free(stor_part_rec_t *arr, size_t n);
 
-/* Writes a bucket record of the current version; id must not be 0 (0 marks
- * a version-1 record, which has none). */
+/* A bucket record with its configuration documents (which point into the
+ * decoded bytes: they live as long as those). name is not in the record. */
+typedef struct stor_bucket_rec {
+    stor_bucket_t b;
+    const void *cfg[STOR_BCFG_COUNT]; /* NULL: not set */
+    uint32_t cfg_len[STOR_BCFG_COUNT];
+} stor_bucket_rec_t;
+
+/* Writes a bucket record of the current version, without configuration
+ * documents; id must not be 0 (0 marks a version-1 record, which has none). */
 int stor_rec_encode_bucket(buf_t *b, const char *owner, int64_t created, uint64_t id,
                            stor_acl_t acl);
+/* Writes r as a record of the current version (r->b.cfg_mask is ignored:
+ * the documents set are those with a cfg pointer). */
+int stor_rec_encode_bucket_rec(buf_t *b, const stor_bucket_rec_t *r);
+/* Decodes a bucket record without its documents (their mask and generation
+ * only). */
 stor_status_t stor_rec_decode_bucket(const void *data, size_t len, stor_bucket_t *out);
+stor_status_t stor_rec_decode_bucket_rec(const void *data, size_t len, stor_bucket_rec_t *out);
+
+/* A change to a bucket's record (stor_bucket_set_acl, stor_bucket_config_set):
+ * a new ACL, or a document set or removed. */
+typedef struct stor_bucket_change {
+    bool set_acl;
+    stor_acl_t acl;
+    int cfg_kind; /* stor_bucket_cfg_t, or -1 for none */
+    const void *cfg;
+    size_t cfg_len; /* cfg NULL: remove the document */
+} stor_bucket_change_t;
+/* Writes into *out (initialised here; the caller frees it) the record old
+ * (of bucket id; the caller checked) with change applied; a version-1
+ * record gets an id now. */
+stor_status_t stor_rec_bucket_apply(const void *old, size_t len, const stor_bucket_change_t *change,
+                                    buf_t *out);
 
 /* Byte-order comparison of two strings with lengths (shorter prefix first). */
 int stor_keycmp(const char *a, size_t alen, const char *b, size_t blen);

@@ -489,12 +489,21 @@ static void test_record_truncations(void **state)
     assert_int_equal(bk.acl, STOR_ACL_PUBLIC_READ);
     for (size_t len = 0; len < b.len; len++)
         assert_int_equal(stor_rec_decode_bucket(b.data, len, &bk), STOR_ERR_IO);
+    assert_int_equal(bk.cfg_mask, 0);
+    assert_true(bk.cfg_gen == 0);
+    /* A version-3 record (before configurations: no generation, no count)
+     * decodes with none. */
+    ((uint8_t *)b.data)[0] = 3;
+    assert_int_equal(stor_rec_decode_bucket(b.data, b.len - 9, &bk), STOR_OK);
+    assert_int_equal(bk.acl, STOR_ACL_PUBLIC_READ);
+    assert_int_equal(bk.cfg_mask, 0);
+    ((uint8_t *)b.data)[0] = STOR_REC_BUCKET_VERSION;
     /* An ACL byte out of range is malformed. */
-    ((uint8_t *)b.data)[b.len - 1] = STOR_ACL_COUNT;
+    ((uint8_t *)b.data)[b.len - 10] = STOR_ACL_COUNT;
     assert_int_equal(stor_rec_decode_bucket(b.data, b.len, &bk), STOR_ERR_IO);
     /* A version-2 record (before ACLs) decodes as private. */
     ((uint8_t *)b.data)[0] = 2;
-    assert_int_equal(stor_rec_decode_bucket(b.data, b.len - 1, &bk), STOR_OK);
+    assert_int_equal(stor_rec_decode_bucket(b.data, b.len - 10, &bk), STOR_OK);
     assert_int_equal(bk.acl, STOR_ACL_PRIVATE);
     assert_true(bk.id == 0x0123456789abcdefULL);
     /* Id 0 is reserved for version-1 records: never written, refused later. */
@@ -502,7 +511,7 @@ static void test_record_truncations(void **state)
     assert_int_equal(stor_rec_encode_bucket(&b, "owner-ak", 42, 0, STOR_ACL_PRIVATE), -1);
     buf_reset(&b);
     assert_int_equal(stor_rec_encode_bucket(&b, "owner-ak", 42, 1, STOR_ACL_PRIVATE), 0);
-    memset((uint8_t *)b.data + b.len - 9, 0, 8);
+    memset((uint8_t *)b.data + b.len - 18, 0, 8);
     assert_int_equal(stor_rec_decode_bucket(b.data, b.len, &bk), STOR_ERR_IO);
     /* A version-1 record (before bucket ids) still decodes, with id 0. */
     const uint8_t v1[] = {1, STOR_REC_BUCKET, 2, 0, 0, 0, 'a', 'k', 42, 0, 0, 0, 0, 0, 0, 0};
@@ -518,6 +527,93 @@ static void test_record_truncations(void **state)
     v4[0] = STOR_REC_BUCKET_VERSION + 1; /* a version from the future */
     assert_int_equal(stor_rec_decode_bucket(v4, sizeof v4, &bk), STOR_ERR_IO);
     buf_free(&b);
+}
+
+/* Bucket records with configuration documents: set, replaced, removed by
+ * stor_rec_bucket_apply (each change bumps the generation), decoded without
+ * reading out of bounds; a document twice or of an unknown kind is
+ * malformed. */
+static void test_bucket_record_configs(void **state)
+{
+    (void)state;
+    buf_t b, c;
+    buf_init(&b, 1 << 20);
+    assert_int_equal(stor_rec_encode_bucket(&b, "ak", 7, 99, STOR_ACL_PRIVATE), 0);
+    stor_bucket_change_t set = {.cfg_kind = STOR_BCFG_POLICY, .cfg = "{\"p\":1}", .cfg_len = 7};
+    assert_int_equal(stor_rec_bucket_apply(b.data, b.len, &set, &c), STOR_OK);
+    buf_free(&b);
+    stor_bucket_change_t own = {.cfg_kind = STOR_BCFG_OWNERSHIP, .cfg = "x", .cfg_len = 1};
+    assert_int_equal(stor_rec_bucket_apply(c.data, c.len, &own, &b), STOR_OK);
+    buf_free(&c);
+    stor_bucket_change_t acl = {.set_acl = true, .acl = STOR_ACL_PUBLIC_READ, .cfg_kind = -1};
+    assert_int_equal(stor_rec_bucket_apply(b.data, b.len, &acl, &c), STOR_OK);
+    buf_free(&b);
+    stor_bucket_rec_t r;
+    assert_int_equal(stor_rec_decode_bucket_rec(c.data, c.len, &r), STOR_OK);
+    assert_true(r.b.id == 99);
+    assert_int_equal(r.b.acl, STOR_ACL_PUBLIC_READ);
+    assert_true(r.b.cfg_gen == 2);
+    assert_int_equal(r.b.cfg_mask, (1u << STOR_BCFG_POLICY) | (1u << STOR_BCFG_OWNERSHIP));
+    assert_int_equal(r.cfg_len[STOR_BCFG_POLICY], 7);
+    assert_memory_equal(r.cfg[STOR_BCFG_POLICY], "{\"p\":1}", 7);
+    assert_null(r.cfg[STOR_BCFG_PUBLIC_ACCESS_BLOCK]);
+    for (size_t len = 0; len < c.len; len++)
+        assert_int_equal(stor_rec_decode_bucket_rec(c.data, len, &r), STOR_ERR_IO);
+    /* The ownership document (last, 1 byte) given the policy's kind: twice. */
+    ((uint8_t *)c.data)[c.len - 6] = STOR_BCFG_POLICY;
+    assert_int_equal(stor_rec_decode_bucket_rec(c.data, c.len, &r), STOR_ERR_IO);
+    ((uint8_t *)c.data)[c.len - 6] = STOR_BCFG_COUNT;
+    assert_int_equal(stor_rec_decode_bucket_rec(c.data, c.len, &r), STOR_ERR_IO);
+    ((uint8_t *)c.data)[c.len - 6] = STOR_BCFG_OWNERSHIP;
+    stor_bucket_change_t del = {.cfg_kind = STOR_BCFG_POLICY};
+    assert_int_equal(stor_rec_bucket_apply(c.data, c.len, &del, &b), STOR_OK);
+    stor_bucket_t bk;
+    assert_int_equal(stor_rec_decode_bucket(b.data, b.len, &bk), STOR_OK);
+    assert_int_equal(bk.cfg_mask, 1u << STOR_BCFG_OWNERSHIP);
+    assert_true(bk.cfg_gen == 3);
+    buf_free(&b);
+    stor_bucket_change_t big = {
+        .cfg_kind = STOR_BCFG_POLICY, .cfg = c.data, .cfg_len = STOR_BCFG_MAX_BYTES + 1};
+    assert_int_equal(stor_rec_bucket_apply(c.data, c.len, &big, &b), STOR_ERR_TOO_LARGE);
+    buf_free(&b);
+    buf_free(&c);
+}
+
+/* A document set through the store reads back with the record's generation,
+ * survives an ACL change, is removed, and a re-created bucket of the same
+ * name has none (and the old handle is refused). */
+static void test_bucket_config_store(void **state)
+{
+    fx_t *f = *state;
+    stor_bucket_t b, b2;
+    buf_t out;
+    uint64_t gen = 0;
+    assert_int_equal(stor_bucket_create(f->st, "cfg", "ak"), STOR_OK);
+    assert_int_equal(stor_bucket_get(f->st, "cfg", &b), STOR_OK);
+    assert_int_equal(stor_bucket_config_set(f->st, &b, STOR_BCFG_POLICY, "{}", 2), STOR_OK);
+    assert_int_equal(stor_bucket_set_acl(f->st, &b, STOR_ACL_PUBLIC_READ), STOR_OK);
+    assert_int_equal(stor_bucket_get(f->st, "cfg", &b), STOR_OK);
+    assert_int_equal(b.cfg_mask, 1u << STOR_BCFG_POLICY);
+    assert_int_equal(b.acl, STOR_ACL_PUBLIC_READ);
+    assert_int_equal(stor_bucket_config_get(f->st, &b, STOR_BCFG_POLICY, &out, &gen), STOR_OK);
+    assert_int_equal(out.len, 2);
+    assert_true(gen == b.cfg_gen && gen == 1);
+    buf_free(&out);
+    assert_int_equal(stor_bucket_config_set(f->st, &b, STOR_BCFG_POLICY, NULL, 0), STOR_OK);
+    assert_int_equal(stor_bucket_config_get(f->st, &b, STOR_BCFG_POLICY, &out, &gen), STOR_OK);
+    assert_int_equal(out.len, 0);
+    assert_true(gen == 2);
+    buf_free(&out);
+    assert_int_equal(stor_bucket_config_set(f->st, &b, STOR_BCFG_POLICY, "{}", 2), STOR_OK);
+    assert_int_equal(stor_bucket_delete(f->st, &b), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "cfg", "other"), STOR_OK);
+    assert_int_equal(stor_bucket_get(f->st, "cfg", &b2), STOR_OK);
+    assert_int_equal(b2.cfg_mask, 0);
+    assert_int_equal(stor_bucket_config_get(f->st, &b, STOR_BCFG_POLICY, &out, &gen),
+                     STOR_ERR_NO_BUCKET);
+    buf_free(&out);
+    assert_int_equal(stor_bucket_config_set(f->st, &b, STOR_BCFG_POLICY, "{}", 2),
+                     STOR_ERR_NO_BUCKET);
 }
 
 /* ---- Bucket identity ---------------------------------------------------- */
@@ -1012,6 +1108,74 @@ static void test_multipart(void **state)
     free(p2);
 }
 
+/* etag: fast parts (s3/body.c) have opaque "<32 hex>-1" ETags: stored and
+ * listed as given, accepted by Complete quoted or not, beside MD5 parts;
+ * the object's ETag is the MD5 of the 16 bytes each part's ETag spells,
+ * "-N", as with MD5 parts. */
+static void test_multipart_fast_etags(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    const size_t big = S3R_MIN_PART_BYTES;
+    char *p1 = malloc(big);
+    memset(p1, 'f', big);
+    char id[STOR_UPLOAD_ID_LEN + 1];
+    assert_int_equal(stor_mpu_create(f->st, TU_B(f->st, "b"), "fast", NULL, id), STOR_OK);
+    const char *fast1 = "00112233445566778899aabbccddeeff-1";
+    stor_writer_t *w;
+    assert_int_equal(stor_writer_open(f->st, TU_B(f->st, "b"), &w), STOR_OK);
+    assert_int_equal(stor_writer_write(w, p1, big), STOR_OK);
+    stor_part_t p = {.number = 1, .checksum_crc32c = "yZRlqg=="};
+    strcpy(p.etag, fast1);
+    assert_int_equal(stor_part_commit(w, "fast", id, &p), STOR_OK);
+    char e2[33];
+    assert_int_equal(put_part(f->st, "fast", id, 2, "md5 tail", 8, e2), STOR_OK);
+
+    reopen(f);
+    stor_part_t *parts;
+    size_t n;
+    assert_int_equal(stor_mpu_list_parts(f->st, "b", "fast", id, 0, &parts, &n), STOR_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(parts[0].etag, fast1);
+    assert_string_equal(parts[0].checksum_crc32c, "yZRlqg==");
+    stor_parts_free(parts, n);
+
+    stor_meta_t out;
+    /* The ETag must match the stored one exactly: its hex alone is not it. */
+    stor_complete_part_t bare[] = {{1, "00112233445566778899aabbccddeeff"}, {2, e2}};
+    assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "fast", id, bare, 2, NULL, &out),
+                     STOR_ERR_INVALID_PART);
+    stor_complete_part_t good[] = {{1, "\"00112233445566778899AABBCCDDEEFF-1\""}, {2, e2}};
+    assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "fast", id, good, 2, NULL, &out),
+                     STOR_OK);
+    uint8_t cat[2 * MD5_LEN];
+    hex_decode(fast1, 32, cat, MD5_LEN);
+    hex_decode(e2, 32, cat + MD5_LEN, MD5_LEN);
+    char want[40];
+    tu_md5_hex(cat, sizeof cat, want);
+    strcat(want, "-2");
+    assert_string_equal(out.etag, want);
+    assert_int_equal(out.size, big + 8);
+    stor_meta_free(&out);
+    char etag[64];
+    assert_int_equal(stor_mpu_etag(good, 2, etag), STOR_OK); /* a retried Complete's check */
+    assert_string_equal(etag, want);
+
+    /* Neither an MD5 nor a fast part's ETag: refused. */
+    static const char *const bad[] = {"00112233445566778899aabbccddeeff-2",
+                                      "00112233445566778899aabbccddeeff-",
+                                      "00112233445566778899aabbccddeeff-1x",
+                                      "0112233445566778899aabbccddeeff-1",
+                                      "00112233445566778899aabbccddeefg",
+                                      "\"00112233445566778899aabbccddeeff-1",
+                                      ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        stor_complete_part_t one[] = {{1, bad[i]}};
+        assert_int_equal(stor_mpu_etag(one, 1, etag), STOR_ERR_INVALID_PART);
+    }
+    free(p1);
+}
+
 static void test_mpu_list(void **state)
 {
     fx_t *f = *state;
@@ -1431,6 +1595,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_meta_roundtrip, setup_fsync, teardown),
         cmocka_unit_test(test_record_garbage),
         cmocka_unit_test(test_record_truncations),
+        cmocka_unit_test(test_bucket_record_configs),
+        cmocka_unit_test_setup_teardown(test_bucket_config_store, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_write_into_recreated_bucket, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_mpu_into_recreated_bucket, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_reader_snapshot, setup_relaxed, teardown),
@@ -1440,6 +1606,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_concurrent_writers, setup_fsync, teardown),
         cmocka_unit_test_setup_teardown(test_multipart, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_multipart, setup_fsync, teardown),
+        cmocka_unit_test_setup_teardown(test_multipart_fast_etags, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_mpu_list, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_mpu_list_bounded, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_mpu_list_long_keys_and_index, setup_relaxed, teardown),
