@@ -138,6 +138,8 @@ static s3_error_t cfg_parse(access_cfg_t *c, int kind, const buf_t *doc, const c
         c->pab = d[0] & S3_PAB_ALL;
     } else if (kind == STOR_BCFG_OWNERSHIP && doc->len == 1 && d[0] < S3_OWNERSHIP_COUNT) {
         c->ownership = (s3_ownership_t)d[0];
+    } else if (kind == STOR_BCFG_CORS) {
+        /* Not an access document: CORS never grants or denies (ops_config.c). */
     } else {
         return S3E_INTERNAL;
     }

@@ -397,7 +397,7 @@ static const bucket_subresource_t bucket_subresources[] = {
      &s3_op_delete_public_access_block},
     {"ownershipControls", &s3_op_get_bucket_ownership, &s3_op_put_bucket_ownership,
      &s3_op_delete_bucket_ownership},
-    {"cors", &s3_op_get_bucket_cors, &s3_op_put_bucket_config, &s3_op_delete_bucket_config},
+    {"cors", &s3_op_get_bucket_cors, &s3_op_put_bucket_cors, &s3_op_delete_bucket_cors},
     {"tagging", &s3_op_get_bucket_tagging, &s3_op_put_bucket_config, &s3_op_delete_bucket_config},
     {"lifecycle", &s3_op_get_bucket_lifecycle, &s3_op_put_bucket_config,
      &s3_op_delete_bucket_config},
@@ -474,6 +474,10 @@ static s3_error_t route(s3_req_t *req, const char *raw_url)
     bool put = strcmp(m, "PUT") == 0, post = strcmp(m, "POST") == 0;
     bool del = strcmp(m, "DELETE") == 0;
 
+    if (req->bucket && strcmp(m, "OPTIONS") == 0) {
+        req->op = &s3_op_cors_preflight; /* a bucket's or an object's, whatever the query */
+        return S3E_NONE;
+    }
     if (!req->bucket) {
         if (get || head)
             req->op = &s3_op_list_buckets;
@@ -578,8 +582,11 @@ static void start_request(s3_req_t *req, const char *url)
     }
     const char *why = NULL;
     /* A form upload carries its credentials in the form, which has not
-     * arrived yet: post_object.c verifies them from there. */
-    err = req->op == &s3_op_post_object ? S3E_NONE : s3_auth_verify(req, &why);
+     * arrived yet: post_object.c verifies them from there. A CORS preflight
+     * is never signed (browsers send none): anyone may ask, as in S3. */
+    err = req->op == &s3_op_post_object || req->op == &s3_op_cors_preflight
+              ? S3E_NONE
+              : s3_auth_verify(req, &why);
     if (err == S3E_NONE && stats && !req->user)
         err = S3E_ACCESS_DENIED; /* the stats page answers configured users only */
     if (err != S3E_NONE) {

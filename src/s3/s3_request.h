@@ -295,6 +295,11 @@ void s3_reply_object(s3_req_t *req, int status, stor_reader_t *reader, uint64_t 
 /* Every reply goes out through here: records the status, error and body
  * length for metrics and the access log, then calls the frontend's send. */
 void s3_reply_send(s3_req_t *req, int status, s3_out_t *out);
+/* Adds the Access-Control-* headers of the bucket's CORS rule that allows
+ * this HTTP request (it has an Origin header and one of the methods CORS
+ * rules name), if any: s3_reply_send calls it for every HTTP reply, errors
+ * included. The native protocol is no browser's: it never carries them. */
+void s3_cors_reply_headers(s3_req_t *req);
 
 /* ---- XML response bodies (reply.c) -------------------------------------------- */
 
@@ -508,7 +513,8 @@ extern const s3_op_t s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_bucke
     s3_op_put_object_tagging, s3_op_delete_object_tagging, s3_op_put_bucket_policy,
     s3_op_delete_bucket_policy, s3_op_get_bucket_policy_status, s3_op_get_public_access_block,
     s3_op_put_public_access_block, s3_op_delete_public_access_block, s3_op_get_bucket_ownership,
-    s3_op_put_bucket_ownership, s3_op_delete_bucket_ownership;
+    s3_op_put_bucket_ownership, s3_op_delete_bucket_ownership, s3_op_put_bucket_cors,
+    s3_op_delete_bucket_cors, s3_op_cors_preflight;
 /* Endpoints the HTTP frontend serves itself (begin and finish NULL: never
  * given to s3_req_start), named for metrics and access logs. */
 extern const s3_op_t s3_op_stats, s3_op_metrics, s3_op_health;

@@ -28,6 +28,7 @@ typedef enum xml_doc {
     DOC_CREATE_BUCKET,
     DOC_ACL,
     DOC_LEAVES, /* xml_parse_leaves: the root and paths the caller names */
+    DOC_LIST,   /* xml_parse_list: repeated items of repeatable leaves */
 } xml_doc_t;
 
 typedef enum xml_field {
@@ -44,6 +45,7 @@ typedef enum xml_field {
     F_GRANTEE_EMAIL,
     F_PERMISSION,
     F_LEAF,
+    F_LIST,
 } xml_field_t;
 
 #define XML_MAX_GRANTS 100
@@ -89,6 +91,13 @@ typedef struct xml_ctx {
     size_t n_paths, leaf;
     char **values;
     char parent[64]; /* the depth-2 element's name ("" when longer) */
+
+    /* xml_parse_list (root and paths above: paths are the field names) */
+    const char *item;
+    size_t max_entries, n_items;
+    bool in_item;
+    xml_list_entry_t *entries;
+    size_t n_entries, cap_entries;
 } xml_ctx_t;
 
 static void fail(xml_ctx_t *x)
@@ -109,6 +118,7 @@ static const char *root_name(const xml_ctx_t *x)
 {
     switch (x->doc) {
     case DOC_LEAVES:
+    case DOC_LIST:
         return x->root;
     case DOC_COMPLETE:
         return "CompleteMultipartUpload";
@@ -210,6 +220,53 @@ static void leaves_start(xml_ctx_t *x, const char *n)
     }
 }
 
+static const char *trimmed(buf_t *t, size_t *len_p);
+
+static void list_start(xml_ctx_t *x, const char *n)
+{
+    if (x->depth == 2 && strcmp(n, x->item) == 0) {
+        x->in_item = true;
+        x->n_items++;
+        return;
+    }
+    if (x->depth != 3 || !x->in_item)
+        return;
+    for (size_t i = 0; i < x->n_paths; i++) {
+        if (strcmp(n, x->paths[i]) == 0) {
+            x->leaf = i;
+            capture(x, F_LIST);
+            return;
+        }
+    }
+}
+
+/* Appends the captured text as an entry of the current item. */
+static void end_list_field(xml_ctx_t *x)
+{
+    if (x->n_entries == x->max_entries) {
+        fail(x);
+        return;
+    }
+    if (x->n_entries == x->cap_entries) {
+        size_t cap = x->cap_entries ? 2 * x->cap_entries : 16;
+        xml_list_entry_t *e = realloc(x->entries, cap * sizeof *e);
+        if (!e) {
+            fail(x);
+            return;
+        }
+        x->entries = e;
+        x->cap_entries = cap;
+    }
+    size_t len;
+    const char *s = trimmed(&x->text, &len);
+    char *v = strndup(s, len);
+    if (!v) {
+        fail(x);
+        return;
+    }
+    x->entries[x->n_entries++] = (xml_list_entry_t){x->n_items - 1, x->leaf, v};
+}
+
 static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **attrs)
 {
     (void)attrs;
@@ -283,6 +340,9 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
         break;
     case DOC_LEAVES:
         leaves_start(x, n);
+        break;
+    case DOC_LIST:
+        list_start(x, n);
         break;
     case DOC_CREATE_BUCKET:
         if (x->depth == 2 && strcmp(n, "LocationConstraint") == 0) {
@@ -404,6 +464,9 @@ static void end_field(xml_ctx_t *x)
             fail(x);
         break;
     }
+    case F_LIST:
+        end_list_field(x);
+        break;
     case F_NONE:
         break;
     }
@@ -504,6 +567,8 @@ static void XMLCALL on_end(void *ud, const XML_Char *name)
         end_grant(x);
     else if (x->depth == 4 && x->doc == DOC_ACL)
         x->in_grantee = false;
+    else if (x->depth == 2 && x->doc == DOC_LIST)
+        x->in_item = false;
     x->depth--;
 }
 
@@ -570,6 +635,8 @@ static int run_with(xml_ctx_t *x, xml_doc_t doc, const xml_ctx_t *names, const c
         x->paths = names->paths;
         x->n_paths = names->n_paths;
         x->values = names->values;
+        x->item = names->item;
+        x->max_entries = names->max_entries;
     }
     buf_init(&x->text, XML_MAX_TEXT);
     if (len > S3R_MAX_XML_BODY || (len && !body))
@@ -709,4 +776,33 @@ int xml_parse_leaves(const char *body, size_t len, const char *root, const char 
             values[i] = NULL;
         }
     return rc;
+}
+
+int xml_parse_list(const char *body, size_t len, const char *root, const char *item,
+                   const char *const *fields, size_t n_fields, size_t max_entries,
+                   xml_list_entry_t **entries_p, size_t *n_p, size_t *n_items_p)
+{
+    xml_ctx_t x;
+    xml_ctx_t names = {.root = root,
+                       .item = item,
+                       .paths = fields,
+                       .n_paths = n_fields,
+                       .max_entries = max_entries};
+    int rc = run_with(&x, DOC_LIST, &names, body, len);
+    if (rc == 0) {
+        *entries_p = x.entries;
+        *n_p = x.n_entries;
+        *n_items_p = x.n_items;
+    } else {
+        xml_list_free(x.entries, x.n_entries);
+    }
+    ctx_free(&x);
+    return rc;
+}
+
+void xml_list_free(xml_list_entry_t *entries, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(entries[i].value);
+    free(entries);
 }

@@ -64,4 +64,22 @@ void xml_acl_free(char *owner, xml_grant_t *grants, size_t n);
 int xml_parse_leaves(const char *body, size_t len, const char *root, const char *const *paths,
                      size_t n, char **values);
 
+/* One leaf of a list document (xml_parse_list). */
+typedef struct xml_list_entry {
+    size_t item;  /* which item it is in, from 0 in document order */
+    size_t field; /* index into the caller's fields */
+    char *value;  /* its text, trimmed (malloc'd) */
+} xml_list_entry_t;
+
+/* Parses a list document: root > item* > leaves, the leaves named by
+ * fields and repeatable (e.g. CORSConfiguration > CORSRule > AllowedOrigin).
+ * Other elements are ignored. Entries come in document order; items without
+ * any counted too (*n_items_p). Returns 0, or -1 if malformed (wrong root,
+ * markup inside a leaf, more than max_entries leaves). Caller frees with
+ * xml_list_free. */
+int xml_parse_list(const char *body, size_t len, const char *root, const char *item,
+                   const char *const *fields, size_t n_fields, size_t max_entries,
+                   xml_list_entry_t **entries_p, size_t *n_p, size_t *n_items_p);
+void xml_list_free(xml_list_entry_t *entries, size_t n);
+
 #endif
