@@ -76,8 +76,10 @@
     X(NO_OWNERSHIP, 404, "OwnershipControlsNotFoundError",                                         \
       "The bucket ownership controls were not found")                                              \
     X(NO_SUCH_CORS, 404, "NoSuchCORSConfiguration", "The CORS configuration does not exist")       \
-    X(CORS_FORBIDDEN, 403, "AccessForbidden", "CORSResponse: CORS is not enabled for this bucket.") \
-    X(CORS_BAD_REQUEST, 400, "BadRequest", "Insufficient information. Origin request header needed.") \
+    X(CORS_FORBIDDEN, 403, "AccessForbidden",                                                      \
+      "CORSResponse: CORS is not enabled for this bucket.")                                        \
+    X(CORS_BAD_REQUEST, 400, "BadRequest",                                                         \
+      "Insufficient information. Origin request header needed.")                                   \
     X(NO_SUCH_TAG_SET, 404, "NoSuchTagSet", "The TagSet does not exist")                           \
     X(NO_SUCH_LIFECYCLE, 404, "NoSuchLifecycleConfiguration",                                      \
       "The lifecycle configuration does not exist")                                                \
