@@ -320,6 +320,8 @@ static const struct {
     {&s3_op_post_object, "s3:PutObject"},
     {&s3_op_delete_objects, "s3:DeleteObject"},
     {&s3_op_get_bucket_cors, "s3:GetBucketCORS"},
+    {&s3_op_put_bucket_cors, "s3:PutBucketCORS"},
+    {&s3_op_delete_bucket_cors, "s3:PutBucketCORS"},
     {&s3_op_get_bucket_lifecycle, "s3:GetLifecycleConfiguration"},
     {&s3_op_get_object_lock_config, "s3:GetBucketObjectLockConfiguration"},
     {&s3_op_get_bucket_encryption, "s3:GetEncryptionConfiguration"},
@@ -334,7 +336,6 @@ static const struct {
 static const struct {
     const char *subresource, *action;
 } config_actions[] = {
-    {"cors", "s3:PutBucketCORS"},
     {"tagging", "s3:PutBucketTagging"},
     {"lifecycle", "s3:PutLifecycleConfiguration"},
     {"object-lock", "s3:PutBucketObjectLockConfiguration"},
