@@ -302,7 +302,7 @@ static bool headers_allowed(const s3_cors_rule_t *r, const char *req_headers)
 const s3_cors_rule_t *s3_cors_match(const s3_cors_t *cfg, const char *origin, unsigned method,
                                     const char *req_headers)
 {
-    if (!origin || !method)
+    if (!origin || !method || (req_headers && strlen(req_headers) > S3_CORS_MAX_REQUEST_HEADERS))
         return NULL;
     for (size_t i = 0; i < cfg->n_rules; i++) {
         const s3_cors_rule_t *r = &cfg->rules[i];

@@ -18,6 +18,9 @@
 
 #define S3_CORS_MAX_RULES 100         /* S3's limit */
 #define S3_CORS_MAX_BYTES (64 * 1024) /* S3's limit on the configuration XML */
+/* Longest Access-Control-Request-Headers a preflight may be allowed: it is
+ * echoed in one reply header, whose values are at most 8 KiB (limits.md). */
+#define S3_CORS_MAX_REQUEST_HEADERS (8 * 1024)
 
 /* The methods a rule may allow (bit i: s3_cors_methods[i]). */
 #define S3_CORS_N_METHODS 5
@@ -59,9 +62,10 @@ unsigned s3_cors_method_bit(const char *method);
 
 /* The first rule that allows a request from origin with method (a bit of
  * s3_cors_method_bit) and, for a preflight, every header of req_headers
- * (the comma-separated Access-Control-Request-Headers; NULL: none), or
- * NULL. Origins and headers match with their '*' standing for any run of
- * characters; origins case-sensitively, headers not, as S3 does. */
+ * (the comma-separated Access-Control-Request-Headers; NULL: none; past
+ * S3_CORS_MAX_REQUEST_HEADERS bytes no rule allows them), or NULL. Origins and headers match with
+ * their '*' standing for any run of characters; origins case-sensitively, headers not, as S3 does.
+ */
 const s3_cors_rule_t *s3_cors_match(const s3_cors_t *cfg, const char *origin, unsigned method,
                                     const char *req_headers);
 

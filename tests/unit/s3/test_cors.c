@@ -169,6 +169,21 @@ static void test_match(void **state)
     assert_null(s3_cors_match(&cfg, "https://app.example.com", get, "x-amz-date, authorization"));
     assert_null(s3_cors_match(&cfg, "http://x", head, "x-amz-date")); /* rule 2 allows none */
     s3_cors_free(&cfg);
+    /* Requested headers too long to echo in one reply header: refused. */
+    assert_int_equal(load("<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin>"
+                          "<AllowedMethod>GET</AllowedMethod><AllowedHeader>*</AllowedHeader>"
+                          "</CORSRule></CORSConfiguration>",
+                          &cfg, NULL),
+                     0);
+    char *many = malloc(S3_CORS_MAX_REQUEST_HEADERS + 2);
+    assert_non_null(many);
+    memset(many, 'a', S3_CORS_MAX_REQUEST_HEADERS + 1);
+    many[S3_CORS_MAX_REQUEST_HEADERS + 1] = '\0';
+    assert_null(s3_cors_match(&cfg, "http://x", get, many));
+    many[S3_CORS_MAX_REQUEST_HEADERS] = '\0';
+    assert_non_null(s3_cors_match(&cfg, "http://x", get, many));
+    free(many);
+    s3_cors_free(&cfg);
 }
 
 typedef struct collected {
