@@ -27,9 +27,10 @@
  * this travel inline in the message, larger ones by RDMA from/to registered
  * memory; docs/protocol.md §4.5 has the measurement behind it). */
 #define S3C_NATIVE_INLINE     (16 * 1024)
-#define S3C_NATIVE_TIMEOUT_MS 60000         /* a native reply, when http_timeout_ms is 0 */
-#define S3C_SCRATCH_BYTES     (1024 * 1024) /* a native reply body of unknown size lands here */
-#define S3C_SCRATCH_KEEP      4             /* scratch buffers kept for reuse */
+#define S3C_NATIVE_TIMEOUT_MS 60000          /* a native reply, when http_timeout_ms is 0 */
+#define S3C_SCRATCH_BYTES     (1024 * 1024)  /* a native reply body of unknown size lands here */
+#define S3C_SCRATCH_KEEP      4              /* scratch buffers kept for reuse */
+#define S3C_BOUNCE_MAX        (256ull << 20) /* largest reply a bounce buffer takes */
 
 /* ---- config.c: configuration, env overrides, endpoint parsing ----------- */
 
@@ -145,6 +146,8 @@ struct s3r_client {
     s3c_alloc_t *allocs;
     struct s3c_scratch *scratch; /* free registered scratch buffers (s3c_scratch_get) */
     unsigned n_scratch;
+    void *bounce; /* the idle bounce buffer (s3c_bounce_get), or NULL */
+    uint64_t bounce_len;
     int64_t sess_fail_ms; /* monotonic ms of the last failed open */
     bool rdma_asked;      /* the servers were asked for their session endpoints */
     char sess_err[256];
@@ -281,6 +284,10 @@ typedef struct s3c_ncall {
     s3c_sess_t *sess;
     s3c_region_t *body_reg, *out_reg;
     uint64_t region_bytes; /* a body written into the out region */
+    /* A bounce buffer (s3c_bounce_get) standing in for the body or the out
+     * span; bounce_to is the out span it stands for (copied out at finish). */
+    void *bounce, *bounce_to;
+    uint64_t bounce_len, bounce_to_len;
 } s3c_ncall_t;
 
 /* A native request whose reply body goes to sink_buf (or nowhere), in two
@@ -367,6 +374,19 @@ void stage_free(s3r_client_t *c, void *p, bool registered);
  * s3c_scratch_put (kept, up to S3C_SCRATCH_KEEP, else freed). */
 void *s3c_scratch_get(s3r_client_t *c, uint64_t min, uint64_t *len_p);
 void s3c_scratch_put(s3r_client_t *c, void *p, uint64_t len);
+/* A bounce buffer for a native reply body of up to len bytes meant for the
+ * caller's buf, when the server of session s cannot write buf directly: s
+ * is same-host shared memory only (rdma_session_shm_only), buf is not
+ * s3r_buf_alloc memory and len <= S3C_BOUNCE_MAX. It is s3r_buf_alloc
+ * memory of s, which the server maps, so the body costs the server's read
+ * into it and one memcpy out of it instead of UCX's software RMA. NULL
+ * when none applies or the client's one bounce buffer is in use (the
+ * caller then uses buf). *len_p gets its size (>= len). */
+void *s3c_bounce_get(s3r_client_t *c, s3c_sess_t *s, const void *buf, uint64_t len,
+                     uint64_t *len_p);
+/* Gives a bounce buffer back: kept for the next call when reuse (the call
+ * completed, so nobody writes it any more), else freed. */
+void s3c_bounce_put(s3r_client_t *c, void *p, uint64_t len, bool reuse);
 
 /* ---- client_get.c, client_put.c: shared with the asynchronous calls -------- */
 

@@ -145,14 +145,25 @@ static s3r_status_t native_start(s3r_client_t *c, s3c_ncall_t *n, s3c_sess_t *se
         m.body_len = req->body_len;
     } else if (req->body_len > 0) {
         m.body_kind = RDMA_BODY_REGION;
-        st = s3c_region_for(c, sess, req->body, req->body_len, &n->body_reg);
+        const void *body = req->body;
+        n->bounce = s3c_bounce_get(c, sess, body, req->body_len, &n->bounce_len);
+        if (n->bounce)
+            body = memcpy(n->bounce, body, (size_t)req->body_len);
+        st = s3c_region_for(c, sess, body, req->body_len, &n->body_reg);
         if (st == S3R_OK)
-            st = s3c_region_ref(c, n->body_reg, req->body, req->body_len, &m.body_ref);
+            st = s3c_region_ref(c, n->body_reg, body, req->body_len, &m.body_ref);
         if (st != S3R_OK)
             goto out;
         m.body_len = req->body_len;
     }
     if (out && out_cap > 0) {
+        if (!n->bounce)
+            n->bounce = s3c_bounce_get(c, sess, out, out_cap, &n->bounce_len);
+        if (n->bounce) {
+            n->bounce_to = out;
+            n->bounce_to_len = out_cap;
+            out = n->bounce;
+        }
         st = s3c_region_for(c, sess, out, out_cap, &n->out_reg);
         if (st == S3R_OK)
             st = s3c_region_ref(c, n->out_reg, out, out_cap, &m.out);
@@ -169,6 +180,9 @@ out:
         s3c_region_put(c, n->body_reg);
         s3c_region_put(c, n->out_reg);
         n->body_reg = n->out_reg = NULL;
+        /* Never sent: nobody reads or writes it. */
+        s3c_bounce_put(c, n->bounce, n->bounce_len, true);
+        n->bounce = NULL;
     }
     return st;
 }
@@ -197,6 +211,12 @@ static s3r_status_t native_finish(s3r_client_t *c, s3c_ncall_t *n, int timeout_m
     s3c_region_put(c, n->body_reg);
     s3c_region_put(c, n->out_reg);
     n->body_reg = n->out_reg = NULL;
+    /* A length beyond the span is the callers' protocol error: nothing copied. */
+    if (n->bounce_to && st == S3R_OK && n->region_bytes > 0 && n->region_bytes <= n->bounce_to_len)
+        memcpy(n->bounce_to, n->bounce, (size_t)n->region_bytes);
+    /* After a failure the server may still be reading or writing it. */
+    s3c_bounce_put(c, n->bounce, n->bounce_len, st == S3R_OK);
+    n->bounce = n->bounce_to = NULL;
     return st;
 }
 

@@ -75,6 +75,14 @@ int rdma_token_format(rdma_session_t *s, rdma_region_t *r, const void *addr, uin
 /* 1 when the session's transports are all TCP (UCX emulating RDMA over
  * sockets), where HTTP moves bytes faster than RMA does. */
 int rdma_session_tcp_only(rdma_session_t *s);
+/* 1 when the session's lanes are all same-host shared memory (UCX's sysv
+ * or posix, beside cma/knem/self, no RDMA NIC, xpmem or TCP lane). There
+ * the server reaches directly only client memory UCX allocated
+ * (rdma_region_alloc: it maps it, ucp_rkey_ptr); UCX 1.13 puts into or
+ * gets from any other registered memory with its software RMA (active
+ * messages: a copy on each side), since cma/knem, having only zero-copy
+ * operations, never serve RMA lanes. */
+int rdma_session_shm_only(rdma_session_t *s);
 /* The distinct UCX "transport/device" names of the session endpoint's
  * lanes, comma-separated (e.g. "sysv/memory,cma/memory"); valid while the
  * session lives. */

@@ -55,6 +55,7 @@ struct rdma_session {
     rdma_native_call_t *calls[64];
     uint64_t next_call_id;
     int tcp_only;
+    int shm_only;    /* rdma_session_shm_only */
     char lanes[256]; /* the endpoint's "transport/device" names (ep_lanes) */
     /* Threads inside rdma_native_wait: they progress the worker, so the
      * progress thread stands aside (it would only compete for the cores

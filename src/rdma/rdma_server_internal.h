@@ -298,8 +298,10 @@ struct rdma_server {
     /* A transfer whose RDMA operation makes no progress this long fails. */
     int stall_ms;
     _Atomic unsigned long xfers_stalled; /* transfers failed for no progress */
-    _Atomic unsigned n_closing;          /* sessions on the progress threads' closing lists */
-    unsigned chunks_quarantined;         /* orphaned chunks whose session is gone; under pool_mu */
+    /* Bytes transfers moved, by path (rdma_server_stats_t) */
+    _Atomic unsigned long long bytes_mapped, bytes_staged;
+    _Atomic unsigned n_closing;  /* sessions on the progress threads' closing lists */
+    unsigned chunks_quarantined; /* orphaned chunks whose session is gone; under pool_mu */
     /* rdma_server_get_stats: written by the bootstrap thread only. */
     _Atomic unsigned long sessions_opened;
     _Atomic unsigned long refused[RDMA_REFUSED_COUNT];
