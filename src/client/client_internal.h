@@ -288,6 +288,9 @@ typedef struct s3c_ncall {
      * span; bounce_to is the out span it stands for (copied out at finish). */
     void *bounce, *bounce_to;
     uint64_t bounce_len, bounce_to_len;
+    uint64_t copied;       /* bytes of the body already copied to bounce_to (ncall_more) */
+    bool asked_progress;   /* the request carries RDMA_NATIVE_FLAG_PROGRESS */
+    bool progress_refused; /* ... and the server refused it (an older server) */
 } s3c_ncall_t;
 
 /* A native request whose reply body goes to sink_buf (or nowhere), in two

@@ -355,11 +355,14 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
         .cb = probe_recv,
         .arg = s,
     };
-    ucp_am_handler_param_t nh = ah;
+    ucp_am_handler_param_t nh = ah, ph = ah;
     nh.id = RDMA_AM_NATIVE_REPLY;
     nh.cb = rdma_native_reply_recv;
+    ph.id = RDMA_AM_NATIVE_PROGRESS;
+    ph.cb = rdma_native_progress_recv;
     if ((st = ucp_worker_set_am_recv_handler(s->worker, &ah)) != UCS_OK ||
-        (st = ucp_worker_set_am_recv_handler(s->worker, &nh)) != UCS_OK) {
+        (st = ucp_worker_set_am_recv_handler(s->worker, &nh)) != UCS_OK ||
+        (st = ucp_worker_set_am_recv_handler(s->worker, &ph)) != UCS_OK) {
         rdma_client_set_err(err, err_len, "UCX active message handler: %s", ucs_status_string(st));
         goto fail;
     }

@@ -461,6 +461,12 @@ rdma_status_t rdma_xfer_pull(rdma_xfer_t *x, uint64_t len, rdma_sink_fn sink, vo
 
 rdma_status_t rdma_xfer_push(rdma_xfer_t *x, uint64_t len, rdma_fill_fn fill, void *ctx)
 {
+    return xfer_push_progress(x, len, fill, ctx, NULL, NULL);
+}
+
+rdma_status_t xfer_push_progress(rdma_xfer_t *x, uint64_t len, rdma_fill_fn fill, void *ctx,
+                                 xfer_progress_fn progress, void *pctx)
+{
     uint8_t *dst;
     rdma_status_t rc = xfer_begin(x, len, &dst);
     if (rc != RDMA_OK || len == 0)
@@ -468,10 +474,16 @@ rdma_status_t rdma_xfer_push(rdma_xfer_t *x, uint64_t len, rdma_fill_fn fill, vo
     size_t cb = x->srv->chunk_bytes;
     if (dst) {
         /* Mapped: the source fills the client's buffer in place; the reply
-         * that follows orders these stores before the client's reads. */
-        for (uint64_t off = 0; off < len; off += cb) {
-            if (fill(ctx, dst + off, chunk_len(len, off, cb), off) != 0)
+         * (or progress message) that follows orders these stores before the
+         * client's reads. Told, in smaller pieces, so that the client's
+         * work on the first ones overlaps the filling of the next. */
+        size_t step = progress && cb > RDMA_PROGRESS_STEP ? RDMA_PROGRESS_STEP : cb;
+        for (uint64_t off = 0; off < len; off += step) {
+            size_t n = chunk_len(len, off, step);
+            if (fill(ctx, dst + off, n, off) != 0)
                 return RDMA_CALLBACK;
+            if (progress && off + n < len)
+                progress(pctx, off + n);
         }
         return xfer_moved(x, 1, len, RDMA_OK);
     }
