@@ -31,6 +31,11 @@
 #define S3C_SCRATCH_BYTES     (1024 * 1024)  /* a native reply body of unknown size lands here */
 #define S3C_SCRATCH_KEEP      4              /* scratch buffers kept for reuse */
 #define S3C_BOUNCE_MAX        (256ull << 20) /* largest reply a bounce buffer takes */
+/* Largest request body a bounce buffer takes: over it, the server's one
+ * thread reading a mapped body in place (and hashing and writing it) is
+ * slower than UCX's software RMA, which puts the client's thread to work
+ * too (docs/benchmarks.md, "Large GETs into caller memory"). */
+#define S3C_BOUNCE_BODY_MAX (4ull << 20)
 
 /* ---- config.c: configuration, env overrides, endpoint parsing ----------- */
 
@@ -377,14 +382,15 @@ void stage_free(s3r_client_t *c, void *p, bool registered);
  * s3c_scratch_put (kept, up to S3C_SCRATCH_KEEP, else freed). */
 void *s3c_scratch_get(s3r_client_t *c, uint64_t min, uint64_t *len_p);
 void s3c_scratch_put(s3r_client_t *c, void *p, uint64_t len);
-/* A bounce buffer for a native reply body of up to len bytes meant for the
- * caller's buf, when the server of session s cannot write buf directly: s
- * is same-host shared memory only (rdma_session_shm_only), buf is not
- * s3r_buf_alloc memory and len <= S3C_BOUNCE_MAX. It is s3r_buf_alloc
- * memory of s, which the server maps, so the body costs the server's read
- * into it and one memcpy out of it instead of UCX's software RMA. NULL
- * when none applies or the client's one bounce buffer is in use (the
- * caller then uses buf). *len_p gets its size (>= len). */
+/* A bounce buffer standing in for the caller's buf (len bytes: a native
+ * reply body's destination, or a request body of at most
+ * S3C_BOUNCE_BODY_MAX) when the server of session s cannot reach buf
+ * directly: s is same-host shared memory only (rdma_session_shm_only), buf
+ * is not s3r_buf_alloc memory, len <= S3C_BOUNCE_MAX. It is s3r_buf_alloc
+ * memory of s, which the server maps: the body costs the server's access in
+ * place and one memcpy instead of UCX's software RMA. NULL when none applies
+ * or the client's one bounce buffer is in use (the caller then uses buf).
+ * *len_p gets its size (>= len). */
 void *s3c_bounce_get(s3r_client_t *c, s3c_sess_t *s, const void *buf, uint64_t len,
                      uint64_t *len_p);
 /* Gives a bounce buffer back: kept for the next call when reuse (the call

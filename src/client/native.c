@@ -169,7 +169,8 @@ static s3r_status_t native_start(s3r_client_t *c, s3c_ncall_t *n, s3c_sess_t *se
     } else if (req->body_len > 0) {
         m.body_kind = RDMA_BODY_REGION;
         const void *body = req->body;
-        n->bounce = s3c_bounce_get(c, sess, body, req->body_len, &n->bounce_len);
+        if (req->body_len <= S3C_BOUNCE_BODY_MAX)
+            n->bounce = s3c_bounce_get(c, sess, body, req->body_len, &n->bounce_len);
         if (n->bounce)
             body = memcpy(n->bounce, body, (size_t)req->body_len);
         st = s3c_region_for(c, sess, body, req->body_len, &n->body_reg);

@@ -149,14 +149,15 @@ int rdma_session_progress_ok(rdma_session_t *s)
 }
 
 /* Tells call's caller (on the waiting thread) what more of its reply body
- * landed since it was last told. */
-static void call_more(rdma_native_call_t *call)
+ * landed since it was last told; 1 if there was more. */
+static int call_more(rdma_native_call_t *call)
 {
     uint64_t landed = atomic_load(&call->landed);
-    if (call->more && landed > call->told) {
-        call->told = landed;
-        call->more(call, landed);
-    }
+    if (!call->more || landed <= call->told)
+        return 0;
+    call->told = landed;
+    call->more(call, landed);
+    return 1;
 }
 
 /* Fails every call in flight (the session is going away). */
@@ -278,10 +279,15 @@ static int native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_
     for (unsigned i = 0; !rdma_native_finished(call); i++) {
         if (ucp_worker_progress(s->worker)) {
             idle = 0;
-            call_more(call);
             continue;
         }
-        call_more(call); /* recorded by another thread's progress */
+        /* The body is landing (progress messages): the next piece comes
+         * within microseconds, so poll on rather than sleep between them. */
+        if (call_more(call) && !s->busy_wait) {
+            spin_end = rdma_now_ns() + WAIT_SPIN_MIN_NS;
+            idle = 0;
+            continue;
+        }
         if ((i & 1023) == 0) {
             uint64_t now = rdma_now_ms();
             /* A server gone without an endpoint error (shared memory
