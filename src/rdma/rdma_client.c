@@ -97,12 +97,13 @@ static void ep_lanes(rdma_session_t *s)
     size_t len = 0, used = 0;
     s->lanes[0] = '\0';
     s->tcp_only = 0;
+    s->shm_only = 0;
     FILE *f = open_memstream(&text, &len);
     if (!f)
         return;
     ucp_ep_print_info(s->ep, f);
     fclose(f);
-    int lanes = 0, tcp = 0;
+    int lanes = 0, tcp = 0, mm = 0, copy = 0;
     for (char *l = strstr(text, "lane["); l; l = strstr(l + 1, "lane[")) {
         char *colon = strchr(l, ':');
         if (!colon)
@@ -113,6 +114,9 @@ static void ep_lanes(rdma_session_t *s)
             break;
         lanes++;
         tcp += strncmp(tl + 1, "tcp/", 4) == 0;
+        mm += strncmp(tl + 1, "sysv/", 5) == 0 || strncmp(tl + 1, "posix/", 6) == 0;
+        copy += strncmp(tl + 1, "cma/", 4) == 0 || strncmp(tl + 1, "knem/", 5) == 0 ||
+                strncmp(tl + 1, "self/", 5) == 0;
         char name[64];
         size_t n = strcspn(tl + 1, " \t\n");
         if (n >= sizeof(name))
@@ -130,6 +134,7 @@ static void ep_lanes(rdma_session_t *s)
     }
     free(text);
     s->tcp_only = lanes > 0 && tcp == lanes;
+    s->shm_only = mm > 0 && mm + copy == lanes;
 }
 
 const char *rdma_session_lanes(rdma_session_t *s)
@@ -145,6 +150,11 @@ const char *rdma_ucx_version(void)
 int rdma_session_tcp_only(rdma_session_t *s)
 {
     return s->tcp_only;
+}
+
+int rdma_session_shm_only(rdma_session_t *s)
+{
+    return s->shm_only;
 }
 
 /* Receives one frame of the expected type; an ERROR frame becomes err. */
@@ -345,11 +355,14 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
         .cb = probe_recv,
         .arg = s,
     };
-    ucp_am_handler_param_t nh = ah;
+    ucp_am_handler_param_t nh = ah, ph = ah;
     nh.id = RDMA_AM_NATIVE_REPLY;
     nh.cb = rdma_native_reply_recv;
+    ph.id = RDMA_AM_NATIVE_PROGRESS;
+    ph.cb = rdma_native_progress_recv;
     if ((st = ucp_worker_set_am_recv_handler(s->worker, &ah)) != UCS_OK ||
-        (st = ucp_worker_set_am_recv_handler(s->worker, &nh)) != UCS_OK) {
+        (st = ucp_worker_set_am_recv_handler(s->worker, &nh)) != UCS_OK ||
+        (st = ucp_worker_set_am_recv_handler(s->worker, &ph)) != UCS_OK) {
         rdma_client_set_err(err, err_len, "UCX active message handler: %s", ucs_status_string(st));
         goto fail;
     }

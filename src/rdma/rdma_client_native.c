@@ -112,11 +112,52 @@ ucs_status_t rdma_native_reply_recv(void *arg, const void *header, size_t header
         pthread_mutex_lock(&s->calls_mu);
         rdma_native_call_t *c = call_take_locked(s, r->request_id);
         pthread_mutex_unlock(&s->calls_mu);
+        if (c && (c->flags & RDMA_NATIVE_FLAG_PROGRESS) && r->error == RDMA_ERR_BAD_MESSAGE)
+            atomic_store(&s->progress_refused, 1);
         if (c)
             call_finish(c, r);
     }
     free(r);
     return UCS_OK;
+}
+
+/* A progress message naming a call in flight that asked for them, with a
+ * count within its out span and above what it said before, is recorded
+ * for the waiter (native_wait); any other is dropped. */
+ucs_status_t rdma_native_progress_recv(void *arg, const void *header, size_t header_length,
+                                       void *data, size_t length, const ucp_am_recv_param_t *param)
+{
+    (void)header;
+    rdma_session_t *s = arg;
+    uint64_t id, bytes;
+    if (header_length != 0 || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ||
+        rdma_native_parse_progress(data, length, &id, &bytes) < 0)
+        return UCS_OK;
+    pthread_mutex_lock(&s->calls_mu);
+    for (rdma_native_call_t *c = *call_bucket(s, id); c; c = c->next) {
+        if (c->id == id && (c->flags & RDMA_NATIVE_FLAG_PROGRESS) && bytes <= c->out_len &&
+            bytes > atomic_load(&c->landed))
+            atomic_store(&c->landed, bytes);
+    }
+    pthread_mutex_unlock(&s->calls_mu);
+    return UCS_OK;
+}
+
+int rdma_session_progress_ok(rdma_session_t *s)
+{
+    return !atomic_load(&s->progress_refused);
+}
+
+/* Tells call's caller (on the waiting thread) what more of its reply body
+ * landed since it was last told; 1 if there was more. */
+static int call_more(rdma_native_call_t *call)
+{
+    uint64_t landed = atomic_load(&call->landed);
+    if (!call->more || landed <= call->told)
+        return 0;
+    call->told = landed;
+    call->more(call, landed);
+    return 1;
 }
 
 /* Fails every call in flight (the session is going away). */
@@ -163,6 +204,10 @@ int rdma_native_submit(rdma_session_t *s, rdma_native_msg_t *m, rdma_native_call
         return -1;
     }
     call->id = m->head.request_id;
+    call->flags = m->head.flags;
+    call->out_len = m->has_out ? m->out.len : 0;
+    atomic_store(&call->landed, 0);
+    call->told = 0;
     call->wait_class = wait_class_of(m);
     call->sent_ns = rdma_now_ns();
     atomic_store(&call->state, CALL_PENDING);
@@ -233,6 +278,13 @@ static int native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_
     unsigned looked = 0;   /* the round (i) of the last look */
     for (unsigned i = 0; !rdma_native_finished(call); i++) {
         if (ucp_worker_progress(s->worker)) {
+            idle = 0;
+            continue;
+        }
+        /* The body is landing (progress messages): the next piece comes
+         * within microseconds, so poll on rather than sleep between them. */
+        if (call_more(call) && !s->busy_wait) {
+            spin_end = rdma_now_ns() + WAIT_SPIN_MIN_NS;
             idle = 0;
             continue;
         }

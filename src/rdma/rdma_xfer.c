@@ -388,6 +388,15 @@ static rdma_status_t xfer_begin(const rdma_xfer_t *x, uint64_t len, uint8_t **lo
     return RDMA_OK;
 }
 
+/* Counts what a transfer moved (rdma_server_stats_t), by path; rc as
+ * returned to the caller. */
+static rdma_status_t xfer_moved(const rdma_xfer_t *x, int mapped, uint64_t len, rdma_status_t rc)
+{
+    if (rc == RDMA_OK)
+        atomic_fetch_add(mapped ? &x->srv->bytes_mapped : &x->srv->bytes_staged, len);
+    return rc;
+}
+
 /* Sets the transfer's deadline and takes two staging chunks if it can, one
  * at least, waiting for it no longer than a stalled operation may take (the
  * pool, or its user's share of it, is held by transfers that are not
@@ -422,7 +431,7 @@ rdma_status_t rdma_xfer_pull(rdma_xfer_t *x, uint64_t len, rdma_sink_fn sink, vo
             if (sink(ctx, src + off, chunk_len(len, off, cb)) != 0)
                 return RDMA_CALLBACK;
         }
-        return RDMA_OK;
+        return xfer_moved(x, 1, len, RDMA_OK);
     }
     uint64_t deadline;
     rchunk_t *ch[2];
@@ -447,10 +456,16 @@ rdma_status_t rdma_xfer_pull(rdma_xfer_t *x, uint64_t len, rdma_sink_fn sink, vo
     }
     chunk_release(x->srv, ch[0]);
     chunk_release(x->srv, ch[1]);
-    return rc;
+    return xfer_moved(x, 0, len, rc);
 }
 
 rdma_status_t rdma_xfer_push(rdma_xfer_t *x, uint64_t len, rdma_fill_fn fill, void *ctx)
+{
+    return xfer_push_progress(x, len, fill, ctx, NULL, NULL);
+}
+
+rdma_status_t xfer_push_progress(rdma_xfer_t *x, uint64_t len, rdma_fill_fn fill, void *ctx,
+                                 xfer_progress_fn progress, void *pctx)
 {
     uint8_t *dst;
     rdma_status_t rc = xfer_begin(x, len, &dst);
@@ -459,12 +474,18 @@ rdma_status_t rdma_xfer_push(rdma_xfer_t *x, uint64_t len, rdma_fill_fn fill, vo
     size_t cb = x->srv->chunk_bytes;
     if (dst) {
         /* Mapped: the source fills the client's buffer in place; the reply
-         * that follows orders these stores before the client's reads. */
-        for (uint64_t off = 0; off < len; off += cb) {
-            if (fill(ctx, dst + off, chunk_len(len, off, cb), off) != 0)
+         * (or progress message) that follows orders these stores before the
+         * client's reads. Told, in smaller pieces, so that the client's
+         * work on the first ones overlaps the filling of the next. */
+        size_t step = progress && cb > RDMA_PROGRESS_STEP ? RDMA_PROGRESS_STEP : cb;
+        for (uint64_t off = 0; off < len; off += step) {
+            size_t n = chunk_len(len, off, step);
+            if (fill(ctx, dst + off, n, off) != 0)
                 return RDMA_CALLBACK;
+            if (progress && off + n < len)
+                progress(pctx, off + n);
         }
-        return RDMA_OK;
+        return xfer_moved(x, 1, len, RDMA_OK);
     }
     uint64_t deadline;
     rchunk_t *ch[2];
@@ -497,5 +518,5 @@ rdma_status_t rdma_xfer_push(rdma_xfer_t *x, uint64_t len, rdma_fill_fn fill, vo
         rc = RDMA_TRANSPORT;
     chunk_release(x->srv, ch[0]);
     chunk_release(x->srv, ch[1]);
-    return rc;
+    return xfer_moved(x, 0, len, rc);
 }
