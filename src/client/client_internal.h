@@ -176,8 +176,6 @@ void set_status(s3r_status_t st);
 /* Counts st in n_errors unless S3R_OK, and returns it: every public
  * operation returns through here. */
 s3r_status_t done(s3r_client_t *c, s3r_status_t st);
-/* Monotonic milliseconds (client.c). */
-int64_t s3c_now_ms(void);
 
 /* ---- http.c: signed S3 requests over libcurl ------------------------------ */
 
