@@ -11,6 +11,7 @@
 #include "common/date.h"
 #include "common/log.h"
 #include "common/s3r_limits.h"
+#include "s3/rdma_error.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
 #include "s3/xml_in.h"
@@ -143,26 +144,16 @@ static const char *token_foreign(s3_req_t *req)
  * answers by falling back to HTTP; the others are real errors. */
 static void reply_rdma_status(s3_req_t *req, rdma_status_t st)
 {
-    char msg[256];
-    switch (st) {
-    case RDMA_FORBIDDEN:
-        s3_reply_error(
-            req, S3E_ACCESS_DENIED,
-            "The RDMA session was not opened by the access key that signed this request.");
-        return;
-    case RDMA_OUT_OF_BOUNDS:
-        s3_reply_error(req, S3E_INVALID_ARGUMENT,
-                       "The x-amz-rdma-token addresses memory outside its registered region.");
-        return;
-    case RDMA_BUSY:
-        s3_reply_error(req, S3E_SLOW_DOWN, "Too many RDMA transfers in flight.");
-        return;
-    default:
-        req->decline = st == RDMA_DECLINE ? S3_DECLINE_SESSION : S3_DECLINE_TRANSPORT;
-        snprintf(msg, sizeof(msg), "RDMA transfer declined: %s.", rdma_strerror(st));
-        s3_reply_error(req, S3E_NOT_IMPLEMENTED, msg);
+    const char *why;
+    s3_error_t err = s3_rdma_error(st, &why);
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, why);
         return;
     }
+    char msg[256];
+    req->decline = st == RDMA_DECLINE ? S3_DECLINE_SESSION : S3_DECLINE_TRANSPORT;
+    snprintf(msg, sizeof(msg), "RDMA transfer declined: %s.", rdma_strerror(st));
+    s3_reply_error(req, S3E_NOT_IMPLEMENTED, msg);
 }
 
 bool s3_token_precheck(s3_req_t *req)
