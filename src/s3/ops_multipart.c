@@ -53,9 +53,7 @@ static void create_mpu_begin(s3_req_t *req)
     const char *why = NULL;
     s3_error_t err = s3_meta_from_headers(req, &meta, &why);
     if (err == S3E_NONE)
-        err = s3_acl_from_headers(req, true, &meta.acl, &why);
-    if (err == S3E_NONE && !(meta.owner = strdup(s3_new_object_owner(req, &req->authz_bucket))))
-        err = S3E_INTERNAL;
+        err = s3_new_object_access(req, &meta, &why);
     if (err != S3E_NONE) {
         stor_meta_free(&meta);
         s3_reply_error(req, err, why);

@@ -192,6 +192,10 @@ static const setting_t settings[] = {
     /* Storage (docs/storage.md). */
     CHOICE("storage.backend", "storage-backend", "S3RDMA_STORAGE_BACKEND", "local", storage.backend,
            backend_words, "local (LMDB + files in data_dir) or rados (a Ceph cluster)"),
+    SIZE("storage.inline_max", "storage-inline-max", "S3RDMA_STORAGE_INLINE_MAX", "16KiB",
+         storage.inline_max, 0, 1ULL << 20,
+         "objects of at most this size are kept in the index record, with no file of their own "
+         "(local backend; 0 = never)"),
     TEXT("storage.rados.conf", "storage-rados-conf", "S3RDMA_STORAGE_RADOS_CONF", "",
          storage.rados.conf, "the cluster's ceph.conf (default: librados' search)"),
     TEXT("storage.rados.user", "storage-rados-user", "S3RDMA_STORAGE_RADOS_USER", "admin",

@@ -35,6 +35,30 @@ stor_status_t encode_put(buf_t *b, const char *key, stor_meta_t *meta,
     return encode_object(b, key, &m, &seg, 1);
 }
 
+stor_status_t encode_put_inline(buf_t *b, const char *key, stor_meta_t *meta, const void *body,
+                                uint64_t size)
+{
+    meta->size = size;
+    meta->mtime_ms = clock_wall_ms();
+    stor_meta_t m = *meta;
+    m.parts_count = 0;
+    m.part_sizes = NULL;
+    buf_init(b, (size_t)-1 / 2);
+    if (stor_rec_encode_object_inline(b, key, strlen(key), &m, body) != 0)
+        return STOR_ERR_NOMEM;
+    return b->len > STOR_REC_MAX ? STOR_ERR_TOO_LARGE : STOR_OK;
+}
+
+stor_status_t encode_object_rec(buf_t *b, const char *key, const stor_obj_rec_t *rec)
+{
+    if (!rec->body)
+        return encode_object(b, key, &rec->meta, rec->segs, rec->n_segs);
+    buf_init(b, (size_t)-1 / 2);
+    if (stor_rec_encode_object_inline(b, key, strlen(key), &rec->meta, rec->body) != 0)
+        return STOR_ERR_NOMEM;
+    return b->len > STOR_REC_MAX ? STOR_ERR_TOO_LARGE : STOR_OK;
+}
+
 stor_status_t stor_precond_check(const stor_precond_t *cond, const stor_meta_t *old, int had_old)
 {
     if (!cond)

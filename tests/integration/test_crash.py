@@ -6,9 +6,12 @@ restart on the same data dir, then check that
   * no partial object is visible: every listed object's bytes are exactly one version that a
     client sent, and its size matches,
   * no orphan files remain: after restart the number of files under DATA/.s3rdma/objects
-    equals the number of (single-part) objects.
+    equals the number of (single-part) objects too large to be kept inline.
 
-Object files live at DATA/.s3rdma/objects/ab/cd/<id> (src/storage/storage.c).
+Object files live at DATA/.s3rdma/objects/ab/cd/<id> (src/storage/storage.c); objects of at
+most `storage.inline_max` bytes (16 KiB by default) have none: their bytes are in the index
+record. The concurrent PUTs mix sizes on both sides of it, so the same keys are overwritten
+inline -> file and file -> inline while the server is killed.
 """
 import hashlib
 import http.client
@@ -25,6 +28,12 @@ import pytest
 from s3r_itest import USERS, crc32c_b64, md5_b64, raw_request, sign_headers, uri_encode
 
 BUCKET = "crash-bucket"
+INLINE_MAX = 16 * 1024  # storage.inline_max's default (docs/storage.md)
+
+
+def files_of(size, parts=0):
+    """Object files an object of this size (and parts, for a multipart one) has."""
+    return parts if parts else (1 if size > INLINE_MAX else 0)
 
 
 class Version:
@@ -48,6 +57,10 @@ class History:
             self.versions.setdefault(key, []).append(v)
         return v
 
+    def acked(self):
+        """How many writes were acknowledged so far."""
+        return sum(1 for vs in self.versions.values() for v in vs if v.state == "acked")
+
     def allowed(self, key):
         """(must_exist, set of allowed digests)."""
         vs = self.versions.get(key, [])
@@ -58,6 +71,15 @@ class History:
         last = max(acked, key=lambda v: v.end)
         ok = {v.digest for v in acked if v.end >= last.start} | maybe
         return True, ok
+
+
+def kill_and_join(srv, stop, threads):
+    """kill -9 the server mid-run, then stop the writer threads; none may hang."""
+    srv.kill9()
+    stop.set()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads), "writer threads hung after the kill"
 
 
 def put(conn, host, key, data, check="md5"):
@@ -211,9 +233,10 @@ def verify(srv, hist):
         if must and key not in listed_keys:
             problems.append(f"{key!r}: acknowledged but missing after restart")
     nfiles, names = count_object_files(srv.data_dir)
-    if nfiles != len(listed):
-        problems.append(f"{nfiles} files under .s3rdma/objects for {len(listed)} objects "
-                        f"(orphans or missing files): {names[:10]}")
+    want = sum(files_of(size) for _, size in listed)
+    if nfiles != want:
+        problems.append(f"{nfiles} files under .s3rdma/objects for {len(listed)} objects, {want} "
+                        f"of them in files (orphans or missing files): {names[:10]}")
     return listed, problems
 
 
@@ -229,12 +252,8 @@ def load_and_kill(srv, hist, keys_per_thread, shared_keys, threads=6, duration=1
     for t in ts:
         t.start()
     time.sleep(duration)
-    acked_before = sum(1 for vs in hist.versions.values() for v in vs if v.state == "acked")
-    srv.kill9()
-    stop.set()
-    for t in ts:
-        t.join(60)
-    assert not any(t.is_alive() for t in ts), "writer threads hung after the kill"
+    acked_before = hist.acked()
+    kill_and_join(srv, stop, ts)
     return acked_before, errors
 
 
@@ -308,10 +327,11 @@ def test_kill9_during_multipart_and_deletes(make_server, s3_factory_for):
         body = s3.get_object(Bucket=BUCKET, Key=f"mp{i}")["Body"].read()
         assert body == part + b"tail"
     resp = s3.list_objects_v2(Bucket=BUCKET)
-    n_objects = resp["KeyCount"]
     nfiles, names = count_object_files(srv.data_dir)
-    # each multipart object here has 2 part files, each simple object 1
-    assert nfiles == n_objects + 3, (nfiles, n_objects, names[:10])
+    # each multipart object here has 2 part files; the simple ones (2000 bytes) are inline
+    want = sum(files_of(o["Size"], 2 if o["Key"].startswith("mp") else 0)
+               for o in resp.get("Contents", []))
+    assert want == 6 and nfiles == want, (nfiles, want, names[:10])
 
 
 def mpu_writer(s3, hist, part1s, keys, stop, seed, errors):
@@ -412,16 +432,11 @@ def test_kill9_during_fast_multipart(make_server, s3_factory_for):
         t.start()
     deadline = time.monotonic() + 45  # the slow part lasts 64 s
     # until a few uploads are acknowledged and others are mid-flight
-    while time.monotonic() < deadline and sum(
-            1 for vs in hist.versions.values() for v in vs if v.state == "acked") < 4:
+    while time.monotonic() < deadline and hist.acked() < 4:
         time.sleep(0.05)
     time.sleep(0.2)
-    acked = sum(1 for vs in hist.versions.values() for v in vs if v.state == "acked")
-    srv.kill9()
-    stop.set()
-    for t in ts:
-        t.join(60)
-    assert not any(t.is_alive() for t in ts), "writer threads hung after the kill"
+    acked = hist.acked()
+    kill_and_join(srv, stop, ts)
     assert not errors, errors[:10]
     assert acked >= 4, f"only {acked} multipart uploads acknowledged before the kill"
     assert slow.get("cut") and "reply" not in slow, "the kill should cut the slow UploadPart"
@@ -527,8 +542,10 @@ def test_planted_orphans_removed_on_restart(make_server):
     srv = make_server(durability="fsync")
     assert _create_bucket(srv) == 200
     conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+    # Large enough for files of their own (smaller objects are kept inline).
     for i in range(5):
-        assert put(conn, srv.host, f"keep{i}", os.urandom(1000 + i)) == 200
+        assert put(conn, srv.host, f"keep{i}", os.urandom(INLINE_MAX + 1000 + i)) == 200
+    assert put(conn, srv.host, "inline", b"small") == 200
     conn.close()
     n_before, names = count_object_files(srv.data_dir)
     assert n_before == 5, names
@@ -547,7 +564,8 @@ def test_planted_orphans_removed_on_restart(make_server):
     assert n_after == 5, names
     for i in range(5):
         status, body = get(srv.port, srv.host, f"keep{i}")
-        assert status == 200 and len(body) == 1000 + i
+        assert status == 200 and len(body) == INLINE_MAX + 1000 + i
+    assert get(srv.port, srv.host, "inline") == (200, b"small")
 
 
 def test_no_garbage_files_after_normal_operations(make_server, s3_factory_for):
@@ -596,7 +614,8 @@ def test_no_garbage_files_after_normal_operations(make_server, s3_factory_for):
     expected = 0
     for o in objs:
         h = s3.head_object(Bucket=BUCKET, Key=o["Key"], PartNumber=1)
-        expected += h.get("PartsCount", 1)
+        expected += files_of(o["Size"], h.get("PartsCount", 0))
+    assert expected == 2  # mp's two parts; every other object is small enough to be inline
     # relaxed mode unlinks dropped files at its next sync point (about once a
     # second), once the commits that dropped them are durable
     deadline = time.monotonic() + 10
