@@ -1,4 +1,4 @@
-/* The S3 frontend's small parsers (src/s3/s3_util.h): s3_range_parse,
+/* The S3 frontend's small parsers (src/s3/s3_util.h, common/date.h): s3_range_parse,
  * s3_url_decode (both '+' settings), s3_utf8_valid, date_parse_http and
  * s3_bucket_name_valid. The first 8 input bytes are the object size for the
  * range check (big-endian; their low byte alone when byte 0 is even, to keep
