@@ -110,10 +110,6 @@ int s3c_xml_parse_delete_result(const char *xml, size_t len, s3r_delete_errors_t
 int s3c_xml_parse_upload_id(const char *xml, size_t len, char **upload_id_p);
 /* Whether a CompleteMultipartUpload 200 body is really an <Error>. 1 if so. */
 int s3c_xml_is_error(const char *xml, size_t len);
-/* "2024-01-02T03:04:05.000Z" -> unix seconds; -1 on bad input. */
-int64_t s3c_parse_iso8601(const char *s);
-/* "Tue, 02 Jan 2024 03:04:05 GMT" -> unix seconds; -1 on bad input. */
-int64_t s3c_parse_http_date(const char *s);
 
 /* ---- The client (client*.c, http.c, rdma.c) ------------------------------ */
 
@@ -184,8 +180,6 @@ void set_status(s3r_status_t st);
 /* Counts st in n_errors unless S3R_OK, and returns it: every public
  * operation returns through here. */
 s3r_status_t done(s3r_client_t *c, s3r_status_t st);
-/* Monotonic milliseconds (client.c). */
-int64_t s3c_now_ms(void);
 
 /* ---- http.c: signed S3 requests over libcurl ------------------------------ */
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "client/client_internal.h"
 #include "rdma/rdma_client.h"
 #include "rdma/rdma_wire.h"
@@ -168,7 +169,7 @@ static s3r_status_t sess_open(s3r_client_t *c)
                  e[0] ? e : "setup failed");
     }
     snprintf(c->sess_err, sizeof(c->sess_err), "%s", err[0] ? err : "no RDMA endpoint");
-    c->sess_fail_ms = s3c_now_ms();
+    c->sess_fail_ms = (int64_t)clock_mono_ms();
     return S3R_ERR_RDMA_UNAVAILABLE;
 }
 
@@ -179,7 +180,7 @@ static s3r_status_t sess_current(s3r_client_t *c)
         sess_retire(c);
     if (c->sess != NULL)
         return S3R_OK;
-    if (c->sess_fail_ms != 0 && s3c_now_ms() - c->sess_fail_ms < S3C_SESS_RETRY_MS)
+    if (c->sess_fail_ms != 0 && (int64_t)clock_mono_ms() - c->sess_fail_ms < S3C_SESS_RETRY_MS)
         return S3R_ERR_RDMA_UNAVAILABLE;
     return sess_open(c);
 }

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "common/hash.h"
+#include "common/clock.h"
 #include "rdma/rdma_net.h"
 #include "rdma/rdma_ucx.h"
 #include "rdma/rdma_wire.h"
@@ -161,7 +162,7 @@ int rdma_session_shm_only(rdma_session_t *s)
 static long recv_expect(rdma_session_t *s, int type, uint8_t **body_p, char *err, size_t err_len)
 {
     uint8_t *body = NULL;
-    long n = rdma_net_recv_frame(s->fd, rdma_now_ms() + (uint64_t)s->timeout_ms, &body);
+    long n = rdma_net_recv_frame(s->fd, clock_mono_ms() + (uint64_t)s->timeout_ms, &body);
     if (n <= 0) {
         rdma_client_set_err(err, err_len, "session server closed the connection or timed out");
         return -1;
@@ -203,13 +204,13 @@ static ucs_status_t probe_recv(void *arg, const void *header, size_t header_leng
  * an ERROR meanwhile. 0, or -1 with err set. */
 static int await_probe(rdma_session_t *s, char *err, size_t err_len)
 {
-    uint64_t deadline = rdma_now_ms() + (uint64_t)s->timeout_ms;
+    uint64_t deadline = clock_mono_ms() + (uint64_t)s->timeout_ms;
     while (!atomic_load(&s->probe_got)) {
         while (ucp_worker_progress(s->worker)) {
         }
         if (atomic_load(&s->probe_got))
             break;
-        uint64_t now = rdma_now_ms();
+        uint64_t now = clock_mono_ms();
         if (now >= deadline) {
             rdma_client_set_err(err, err_len,
                                 "the session server's probe did not arrive (UCX unreachable?)");
@@ -253,7 +254,7 @@ static int lifeline_connect(const rdma_client_config_t *cfg, int timeout_ms, cha
 static int send_frame(rdma_session_t *s, wire_out_t *w, int built)
 {
     int rc = built == 0 ? rdma_net_send_all(s->fd, w->data, w->len,
-                                            rdma_now_ms() + (uint64_t)s->timeout_ms)
+                                            clock_mono_ms() + (uint64_t)s->timeout_ms)
                         : -1;
     wire_free(w);
     return rc;

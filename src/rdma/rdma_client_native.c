@@ -14,6 +14,7 @@
 
 #include "rdma/rdma_client_internal.h"
 #include "rdma/rdma_native_wire.h"
+#include "common/clock.h"
 #include "rdma/rdma_net.h"
 #include "rdma/rdma_ucx.h"
 
@@ -61,7 +62,7 @@ static uint64_t wait_spin_ns(rdma_session_t *s, const rdma_native_call_t *call)
  * wake-up). */
 static void wait_learn(rdma_session_t *s, const rdma_native_call_t *call)
 {
-    uint64_t took = rdma_now_ns() - call->sent_ns;
+    uint64_t took = clock_mono_ns() - call->sent_ns;
     if (took > UINT32_MAX)
         took = UINT32_MAX;
     _Atomic uint32_t *e = &s->wait_est_ns[call->wait_class];
@@ -209,7 +210,7 @@ int rdma_native_submit(rdma_session_t *s, rdma_native_msg_t *m, rdma_native_call
     atomic_store(&call->landed, 0);
     call->told = 0;
     call->wait_class = wait_class_of(m);
-    call->sent_ns = rdma_now_ns();
+    call->sent_ns = clock_mono_ns();
     atomic_store(&call->state, CALL_PENDING);
     pthread_mutex_lock(&s->calls_mu);
     rdma_native_call_t **b = call_bucket(s, call->id);
@@ -271,7 +272,7 @@ int rdma_native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_ms
 
 static int native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_ms)
 {
-    uint64_t start = rdma_now_ms(), deadline = start + (uint64_t)timeout_ms;
+    uint64_t start = clock_mono_ms(), deadline = start + (uint64_t)timeout_ms;
     uint64_t spin_end = s->busy_wait ? UINT64_MAX : call->sent_ns + wait_spin_ns(s, call);
     unsigned idle = 0;
     long preemptions = -1; /* rdma_thread_preemptions at the last look; -1: none yet */
@@ -289,7 +290,7 @@ static int native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_
             continue;
         }
         if ((i & 1023) == 0) {
-            uint64_t now = rdma_now_ms();
+            uint64_t now = clock_mono_ms();
             /* A server gone without an endpoint error (shared memory
              * reports none) shows on the lifeline. */
             if (now - start > 100 && (i & 65535) == 0)
@@ -326,7 +327,7 @@ static int native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_
             preempted = preemptions >= 0 && pre != preemptions;
             preemptions = pre;
         }
-        if (look && (preempted || rdma_now_ns() >= spin_end)) {
+        if (look && (preempted || clock_mono_ns() >= spin_end)) {
             if (ucp_worker_arm(s->worker) == UCS_ERR_BUSY || rdma_native_finished(call))
                 continue;
             struct pollfd pfd = {.fd = s->efd, .events = POLLIN};

@@ -47,6 +47,7 @@
 #include "common/log.h"
 #include "common/s3r_limits.h"
 #include "rdma/rdma_native_wire.h"
+#include "common/clock.h"
 #include "rdma/rdma_net.h"
 #include "rdma/rdma_server_internal.h"
 #include "rdma/rdma_ucx.h"
@@ -637,7 +638,7 @@ static njob_t *native_poll_queue(struct rdma_server *srv, uint64_t done_ns)
 {
     int busy = srv->cfg.poll == RDMA_POLL_BUSY;
     if (srv->native_polling ||
-        (!busy && (done_ns == 0 || rdma_now_ns() - done_ns >= RDMA_BUSY_POLL_NS)))
+        (!busy && (done_ns == 0 || clock_mono_ns() - done_ns >= RDMA_BUSY_POLL_NS)))
         return NULL;
     srv->native_polling++;
     long preemptions = rdma_thread_preemptions();
@@ -646,7 +647,7 @@ static njob_t *native_poll_queue(struct rdma_server *srv, uint64_t done_ns)
         /* A look at the clock and the preemptions every 8 rounds. */
         if (!busy && (round & 7) == 0 &&
             (rdma_thread_preemptions() != preemptions ||
-             rdma_now_ns() - done_ns >= RDMA_BUSY_POLL_NS))
+             clock_mono_ns() - done_ns >= RDMA_BUSY_POLL_NS))
             break;
         pthread_mutex_unlock(&srv->native_mu);
         sched_yield();
@@ -678,7 +679,7 @@ static void *native_main(void *arg)
         session_get(s);
         native_run(srv, j, NULL);
         free(j);
-        done_ns = rdma_now_ns();
+        done_ns = clock_mono_ns();
         pthread_mutex_lock(&srv->native_mu);
         s->user->running--;
         if (srv->nq_head)

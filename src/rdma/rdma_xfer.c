@@ -15,6 +15,7 @@
 #include <ucp/api/ucp.h>
 
 #include "common/log.h"
+#include "common/clock.h"
 #include "rdma/rdma_net.h"
 #include "rdma/rdma_wire.h"
 
@@ -40,14 +41,8 @@ static rchunk_t *pool_get(struct rdma_server *srv, rsession_t *owner, uint64_t d
     pthread_mutex_lock(&srv->pool_mu);
     while (
         (!srv->free_chunks || u->chunks >= share_cap(srv, srv->user_chunks_max, srv->n_chunks)) &&
-        deadline_ms && rdma_now_ms() < deadline_ms) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 10 * 1000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
+        deadline_ms && clock_mono_ms() < deadline_ms) {
+        struct timespec ts = clock_after_ms(CLOCK_REALTIME, 10);
         pthread_cond_timedwait(&srv->pool_cv, &srv->pool_mu, &ts);
     }
     rchunk_t *c =
@@ -271,7 +266,7 @@ void rdma_xfer_close(rdma_xfer_t *x)
  * handles either. */
 static int chunk_wait(rdma_xfer_t *x, rchunk_t *c, uint64_t deadline_ms)
 {
-    uint64_t stall_at = rdma_now_ms() + (uint64_t)x->srv->stall_ms;
+    uint64_t stall_at = clock_mono_ms() + (uint64_t)x->srv->stall_ms;
     int stalled = stall_at < deadline_ms;
     if (stalled)
         deadline_ms = stall_at;
@@ -290,7 +285,7 @@ static int chunk_wait(rdma_xfer_t *x, rchunk_t *c, uint64_t deadline_ms)
             return -1;
         if (atomic_load(&x->s->dead))
             return -1;
-        if (((i & 255) == 0 || idle >= 260) && rdma_now_ms() > deadline_ms) {
+        if (((i & 255) == 0 || idle >= 260) && clock_mono_ms() > deadline_ms) {
             if (stalled) {
                 atomic_fetch_add(&x->srv->xfers_stalled, 1);
                 log_warn("rdma: %s: transfer made no progress for %d ms; failing it", x->s->peer,
@@ -403,7 +398,7 @@ static rdma_status_t xfer_moved(const rdma_xfer_t *x, int mapped, uint64_t len, 
  * moving). -1 when none came. */
 static int xfer_chunks(rdma_xfer_t *x, uint64_t len, rchunk_t *ch[2], uint64_t *deadline_p)
 {
-    uint64_t now = rdma_now_ms();
+    uint64_t now = clock_mono_ms();
     *deadline_p = now + (uint64_t)x->srv->op_timeout_ms;
     uint64_t wait_until = now + (uint64_t)x->srv->stall_ms;
     ch[0] = pool_get(x->srv, x->s, wait_until < *deadline_p ? wait_until : *deadline_p);
