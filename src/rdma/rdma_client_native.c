@@ -285,7 +285,7 @@ static int native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_
         /* The body is landing (progress messages): the next piece comes
          * within microseconds, so poll on rather than sleep between them. */
         if (call_more(call) && !s->busy_wait) {
-            spin_end = rdma_now_ns() + WAIT_SPIN_MIN_NS;
+            spin_end = clock_mono_ns() + WAIT_SPIN_MIN_NS;
             idle = 0;
             continue;
         }
