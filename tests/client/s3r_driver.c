@@ -27,9 +27,15 @@
  *                                                     s3r_multipart_part_at, last part first,
  *                                                     then complete)
  *   s3r_driver [options] fetch BUCKET KEY PATH        GET into file PATH (--mode buf:
- * s3r_object_get into --bufsize bytes (default: HEAD's size), alloc: get_alloc, sized:
- * get_sized (one allocator call, for the body's size), file: get_file, async) s3r_driver [options] head BUCKET KEY              print "HEAD size=.. etag=.. ctype=..
- * mtime=.." and one "META name=value" per entry s3r_driver [options] copy SBUCKET SKEY DBUCKET DKEY
+ *                                                     s3r_object_get into --bufsize bytes
+ *                                                     (default: HEAD's size), alloc:
+ *                                                     get_alloc, sized: get_sized (one
+ *                                                     allocator call, for the body's size),
+ *                                                     file: get_file, async)
+ *   s3r_driver [options] head BUCKET KEY              print "HEAD size=.. etag=.. ctype=..
+ *                                                     mtime=.." and one "META name=value"
+ *                                                     per entry
+ *   s3r_driver [options] copy SBUCKET SKEY DBUCKET DKEY
  *   s3r_driver [options] rm BUCKET KEY
  *   s3r_driver [options] mb|rb|hb BUCKET              create / delete / head a bucket
  *   s3r_driver [options] lb                           print "BUCKET name created" per bucket

@@ -383,6 +383,33 @@ static PyObject *client_get_closed(ClientObject *self, void *Py_UNUSED(c))
 
 /* ---- Objects ------------------------------------------------------------ */
 
+/* Asks for transparent huge pages over [p, p + n) (whole 2 MiB pages only),
+ * before anything touches it: a fresh area the object's size is otherwise
+ * faulted in 4 KiB at a time as the body arrives. */
+static void huge_pages(char *p, uint64_t n)
+{
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = ((uintptr_t)p + n) & ~(huge - 1);
+    if (e > a)
+        (void)madvise((void *)a, e - a, MADV_HUGEPAGE);
+}
+
+/* A caller's buffer of at least this many bytes whose memory is not there yet (its
+ * first whole 2 MiB page not resident: made for the call, as torch.empty's storage
+ * is) is offered huge pages before a GET writes it, as NumPy does for its own arrays
+ * of 4 MiB and more: it is then faulted in 2 MiB at a time instead of 4 KiB. Memory
+ * already in use is left as it is (no mapping change, nothing for khugepaged). */
+#define GET_INTO_HUGE ((Py_ssize_t)4 << 20)
+
+static void huge_pages_if_fresh(char *p, uint64_t n)
+{
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1);
+    unsigned char resident = 1;
+    if (a + huge <= (uintptr_t)p + n && mincore((void *)a, 1, &resident) == 0 && !(resident & 1))
+        huge_pages(p, n);
+}
+
 static PyObject *client_get_into(ClientObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwl[] = {"bucket", "key", "buffer", "start", "length", "transport", NULL};
@@ -407,6 +434,8 @@ static PyObject *client_get_into(ClientObject *self, PyObject *args, PyObject *k
     }
     Py_INCREF(self);
     Py_BEGIN_ALLOW_THREADS
+    if (buf.len >= GET_INTO_HUGE)
+        huge_pages_if_fresh(buf.buf, (uint64_t)buf.len);
     st = s3r_object_get(c, bucket, key, buf.buf, (uint64_t)buf.len, &o, &n);
     s3r_buf_unregister(c, buf.buf);
     Py_END_ALLOW_THREADS
@@ -435,17 +464,6 @@ static PyObject *client_get_into(ClientObject *self, PyObject *args, PyObject *k
  * connection for every object past the guess. */
 #define GET_FIRST_TRY ((size_t)1 << 20)
 #define GET_TRIES     3 /* an object that grows between tries is asked for again */
-
-/* Asks for transparent huge pages over [p, p + n) (whole 2 MiB pages only),
- * before anything touches it: a fresh area the object's size is otherwise
- * faulted in 4 KiB at a time as the body arrives. */
-static void huge_pages(char *p, uint64_t n)
-{
-    const uintptr_t huge = (uintptr_t)2 << 20;
-    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = ((uintptr_t)p + n) & ~(huge - 1);
-    if (e > a)
-        (void)madvise((void *)a, e - a, MADV_HUGEPAGE);
-}
 
 /* get_sized's allocator: the bytes object the body lands in, made (with the
  * GIL, taken back for the purpose) once libs3rdma knows the body's size. */

@@ -102,6 +102,44 @@ def test_get_object_lands_in_its_bytes(rsrv, rbucket, boto, transport):
     assert int(grew) < size * 3 // 2, f"peak memory grew by {int(grew) / MiB:.0f} MiB"
 
 
+def _vm_flags(addr):
+    """The VmFlags of the mapping of this process that holds addr."""
+    with open("/proc/self/smaps") as f:
+        inside = False
+        for line in f:
+            head = line.split()[0]
+            if "-" in head and not head.endswith(":"):
+                lo, hi = (int(x, 16) for x in head.split("-"))
+                inside = lo <= addr < hi
+            elif inside and head == "VmFlags:":
+                return line.split()[1:]
+    raise AssertionError(f"no mapping holds {addr:#x}")
+
+
+@pytest.mark.skipif(not os.path.isdir("/sys/kernel/mm/transparent_hugepage"),
+                    reason="kernel without transparent huge pages")
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_get_into_fresh_memory_asks_for_huge_pages(client, rbucket, transport):
+    """get_object_into a large buffer whose memory is not there yet (as torch.empty's
+    storage) asks for huge pages over it before the body arrives (NumPy's own policy
+    for its arrays), and leaves memory already in use as it is."""
+    import ctypes
+    c = client(transport)
+    data = payload(12 * MiB, 8)
+    c.put_object(rbucket, "hp", data)
+    huge = 2 * MiB
+    for fresh in (True, False):
+        m = mmap.mmap(-1, 16 * MiB)  # anonymous; untouched until written
+        if not fresh:
+            m.write(b"\1" * len(m))
+        base = ctypes.addressof(ctypes.c_char.from_buffer(m))
+        aligned = (base + huge - 1) // huge * huge
+        assert c.get_object_into(rbucket, "hp", m) == len(data)
+        assert m[:len(data)] == data
+        assert ("hg" in _vm_flags(aligned)) == fresh, fresh
+        m.close()
+
+
 def test_parts_in_flight_setting(client, rbucket, boto):
     """parts_in_flight reaches libs3rdma: a 20 MiB body in 5 MiB parts, 3 at a time,
     stored byte for byte as a 4-part upload."""
