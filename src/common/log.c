@@ -8,16 +8,7 @@
 
 int log_current_level = LOG_LVL_INFO;
 
-static const char *const level_names[] = {"error", "warn", "info", "debug"};
-
-int log_level_parse(const char *name)
-{
-    for (int i = 0; i < (int)(sizeof(level_names) / sizeof(level_names[0])); i++) {
-        if (strcasecmp(name, level_names[i]) == 0)
-            return i;
-    }
-    return -1;
-}
+const char *const log_level_names[] = {"error", "warn", "info", "debug", NULL};
 
 void log_set_level(int level)
 {
@@ -73,7 +64,7 @@ void log_write(int level, const char *fmt, ...)
     gmtime_r(&ts.tv_sec, &tm);
     int n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %-5s ",
                      tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                     ts.tv_nsec / 1000000, level_names[level]);
+                     ts.tv_nsec / 1000000, log_level_names[level]);
     va_list ap;
     va_start(ap, fmt);
     if (vsnprintf(msg, sizeof(msg), fmt, ap) < 0)

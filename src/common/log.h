@@ -11,8 +11,9 @@ enum log_level { LOG_LVL_ERROR = 0, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
 
 extern int log_current_level;
 
-/* Parses "error", "warn", "info", "debug"; returns -1 for anything else. */
-int log_level_parse(const char *name);
+/* The levels' names, indexed by enum log_level ("error" .. "debug"),
+ * NULL-terminated: what log lines print and what settings accept. */
+extern const char *const log_level_names[];
 void log_set_level(int level);
 void log_write(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Copies in to out (cap bytes, NUL included) with control characters

@@ -1,27 +1,22 @@
-/* The HTTP frontend (libmicrohttpd): the daemon, the access handler state
- * machine, routing, and the s3_frontend_t that reads requests from and sends
- * replies to libmicrohttpd. Replies are built in reply.c, the request's life
- * is request.c's, operation logic lives in ops_*.c. */
+/* The HTTP frontend (libmicrohttpd): the access handler state machine,
+ * routing, and the s3_frontend_t that reads requests from and sends replies
+ * to libmicrohttpd. The daemons and their connections are http_listen.c's,
+ * the server's own pages own_pages.c's; replies are built in reply.c, the
+ * request's life is request.c's, operation logic lives in ops_*.c. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <errno.h>
 #include <netdb.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "common/hash.h"
-#include "common/hash_pool.h"
 #include "common/log.h"
-#include "common/s3r_limits.h"
 #include "s3/connguard.h"
+#include "s3/http_frontend.h"
+#include "s3/own_pages.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
-#include "s3/tls.h"
 #include "rdma/rdma_wire.h"
 
 /* Query parameters S3 clients send that are not sub-resources; a request
@@ -78,14 +73,6 @@ typedef struct query_cache {
     const char *name; /* the caller's: query names are string literals */
     char *value;
 } query_cache_t;
-
-/* What the server keeps per connection (libmicrohttpd's socket context). */
-typedef struct http_conn {
-    cg_conn_t *guard;                          /* the receive deadlines; NULL when untracked */
-    s3_tls_cert_t *cert;                       /* HTTPS: the certificate generation held (tls.h) */
-    int fd;                                    /* the socket, for its local address */
-    char rdma_endpoint[INET6_ADDRSTRLEN + 16]; /* advertised; "" until first needed */
-} http_conn_t;
 
 typedef struct req_private {
     s3_req_t req;
@@ -522,31 +509,6 @@ static s3_error_t route(s3_req_t *req, const char *raw_url)
     return S3E_NONE;
 }
 
-/* ---- the server's own endpoints: stats, metrics, health --------------------------- */
-
-const s3_op_t s3_op_stats = {"Stats", NULL, NULL};
-const s3_op_t s3_op_metrics = {"Metrics", NULL, NULL};
-const s3_op_t s3_op_health = {"Health", NULL, NULL};
-
-#define STATS_PATH        "/_s3rdma/stats"
-#define METRICS_PATH      "/metrics"
-#define HEALTH_PREFIX     "/health/"
-#define HEALTH_LIVE_PATH  HEALTH_PREFIX "live"
-#define HEALTH_READY_PATH HEALTH_PREFIX "ready"
-
-/* Replies status with len bytes of text (copied) of the given type. */
-static void reply_text(s3_req_t *req, int status, const char *type, const char *text, size_t len)
-{
-    s3_out_t out = {.kind = S3_OUT_BUFFER, .data = malloc(len), .len = len};
-    if (!out.data) {
-        s3_reply_error(req, S3E_INTERNAL, NULL);
-        return;
-    }
-    memcpy(out.data, text, len);
-    s3_reply_header(req, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    s3_reply_send(req, status, &out);
-}
-
 /* Which of the server's own endpoints url names, or NULL for an S3 path.
  * Health answers GET and HEAD, the others GET; /metrics only when enabled.
  * A virtual-host request (its Host names a bucket) is always S3's: its
@@ -555,87 +517,18 @@ static const s3_op_t *own_endpoint(s3_req_t *req, const char *url)
 {
     bool get = strcmp(req->method, "GET") == 0, head = strcmp(req->method, "HEAD") == 0;
     const s3_op_t *op = NULL;
-    if (get && strcmp(url, STATS_PATH) == 0)
+    if (get && strcmp(url, S3_OWN_STATS_PATH) == 0)
         op = &s3_op_stats;
-    else if (get && req->srv->cfg.metrics_enabled && strcmp(url, METRICS_PATH) == 0)
+    else if (get && req->srv->cfg.metrics_enabled && strcmp(url, S3_OWN_METRICS_PATH) == 0)
         op = &s3_op_metrics;
     else if ((get || head) &&
-             (strcmp(url, HEALTH_LIVE_PATH) == 0 || strcmp(url, HEALTH_READY_PATH) == 0))
+             (strcmp(url, S3_OWN_HEALTH_LIVE) == 0 || strcmp(url, S3_OWN_HEALTH_READY) == 0))
         op = &s3_op_health;
     if (!op || op == &s3_op_stats)
         return op;
     char *vb = vhost_bucket(req);
     free(vb);
     return vb ? NULL : op;
-}
-
-/* /health/live: 200 while the process serves HTTP. /health/ready: 200 when
- * every listener is up (s3_server_set_ready), the server is not stopping
- * and the store is ready (stor_ready); 503 otherwise. No authentication. */
-static void reply_health(s3_req_t *req, const char *url)
-{
-    s3_server_t *srv = req->srv;
-    bool ok =
-        strcmp(url, HEALTH_LIVE_PATH) == 0 ||
-        (atomic_load(&srv->ready) && !atomic_load(&srv->stopping) && stor_ready(srv->cfg.store));
-    s3_reply_header(req, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    if (ok)
-        reply_text(req, 200, "text/plain", "ok\n", 3);
-    else
-        reply_text(req, 503, "text/plain", "not ready\n", 10);
-}
-
-/* GET /metrics: public, or with Authorization: Bearer <metrics.token>
- * (anything else: 403 AccessDenied). */
-static void reply_metrics(s3_req_t *req)
-{
-    const char *token = req->srv->cfg.metrics_token;
-    if (token) {
-        const char *auth = s3_req_header(req, MHD_HTTP_HEADER_AUTHORIZATION);
-        size_t tlen = strlen(token);
-        if (!auth || strncmp(auth, "Bearer ", 7) != 0 || strlen(auth + 7) != tlen ||
-            !ct_equal(auth + 7, token, tlen)) {
-            s3_reply_error(req, S3E_ACCESS_DENIED,
-                           "The metrics page needs Authorization: Bearer <metrics.token>.");
-            return;
-        }
-    }
-    buf_t page;
-    buf_init(&page, 1 << 20);
-    s3_metrics_render(req->srv, &page);
-    s3_out_t out = {.kind = S3_OUT_BUFFER};
-    out.data = buf_steal(&page, &out.len);
-    if (!out.data) {
-        s3_reply_error(req, S3E_INTERNAL, NULL);
-        return;
-    }
-    s3_reply_header(req, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8");
-    s3_reply_send(req, 200, &out);
-}
-
-static void reply_stats(s3_req_t *req)
-{
-    buf_t json;
-    buf_init(&json, 4096);
-    rdma_server_t *rdma = req->srv->cfg.rdma;
-    connguard_stats_t cs;
-    connguard_get_stats(req->srv->guard, &cs);
-    unsigned long dropped = 0, malformed = 0;
-    if (rdma)
-        rdma_server_native_counts(rdma, &dropped, &malformed);
-    buf_printf(&json,
-               "{\"http_inflight\": %u, \"http_requests\": %lu, \"http_connections\": %u, "
-               "\"http_closed_slow_head\": %llu, \"http_closed_slow_body\": %llu, "
-               "\"rdma_enabled\": %s, \"rdma_sessions\": %u, \"native_dropped\": %lu, "
-               "\"native_malformed\": %lu}\n",
-               atomic_load(&req->srv->inflight), atomic_load(&req->srv->request_seq), cs.open,
-               (unsigned long long)cs.closed_head, (unsigned long long)cs.closed_body,
-               rdma ? "true" : "false", rdma ? rdma_server_session_count(rdma) : 0, dropped,
-               malformed);
-    s3_out_t out = {.kind = S3_OUT_BUFFER};
-    out.data = buf_steal(&json, &out.len);
-    s3_reply_header(req, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-    s3_reply_send(req, 200, &out);
 }
 
 /* ---- the access handler ---------------------------------------------------------- */
@@ -658,11 +551,11 @@ static void start_request(s3_req_t *req, const char *url)
     bool stats = own == &s3_op_stats;
     s3_error_t err = own ? route_own(req, own, url) : route(req, url);
     if (err == S3E_NONE && own == &s3_op_health) {
-        reply_health(req, url);
+        s3_own_reply_health(req, url);
         return;
     }
     if (err == S3E_NONE && own == &s3_op_metrics) {
-        reply_metrics(req);
+        s3_own_reply_metrics(req);
         return;
     }
     if (err != S3E_NONE) {
@@ -680,7 +573,7 @@ static void start_request(s3_req_t *req, const char *url)
         return;
     }
     if (stats)
-        reply_stats(req);
+        s3_own_reply_stats(req);
     else
         s3_req_start(req);
 }
@@ -743,7 +636,8 @@ static enum MHD_Result access_step(s3_server_t *srv, struct MHD_Connection *conn
         req->conn = conn;
         *con_cls = req;
         /* Health answers while stopping: ready says 503 itself. */
-        if (atomic_load(&srv->stopping) && strncmp(url, HEALTH_PREFIX, 8) != 0) {
+        if (atomic_load(&srv->stopping) &&
+            strncmp(url, S3_OWN_HEALTH_PREFIX, strlen(S3_OWN_HEALTH_PREFIX)) != 0) {
             s3_reply_error(req, S3E_SERVICE_UNAVAILABLE, NULL);
             return MHD_YES;
         }
@@ -789,9 +683,9 @@ static enum MHD_Result access_step(s3_server_t *srv, struct MHD_Connection *conn
     return MHD_YES;
 }
 
-static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
-                                 const char *method, const char *version, const char *upload_data,
-                                 size_t *upload_data_size, void **con_cls)
+enum MHD_Result s3_http_on_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
 {
     (void)version;
     req_private_t *rp = *con_cls;
@@ -813,43 +707,6 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     return r;
 }
 
-/* cls: the s3_listener_t the connection came in on. */
-static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
-                          enum MHD_ConnectionNotificationCode toe)
-{
-    s3_listener_t *l = cls;
-    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-        const union MHD_ConnectionInfo *fd =
-            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-        const union MHD_ConnectionInfo *addr =
-            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-        http_conn_t *hc = calloc(1, sizeof(*hc));
-        *socket_context = hc;
-        if (!hc || !fd) {
-            if (fd)
-                shutdown(fd->connect_fd, SHUT_RDWR);
-            log_warn("http: a connection could not be tracked; it was closed");
-            return;
-        }
-        hc->fd = fd->connect_fd;
-        /* Held before the handshake can ask for the certificate. */
-        if (l->tls)
-            hc->cert = s3_tls_hold(l->tls);
-        hc->guard = connguard_register(l->srv->guard, hc->fd, addr ? addr->client_addr : NULL);
-        if (!hc->guard)
-            log_warn("http: a connection could not be tracked; it was closed");
-    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
-        http_conn_t *hc = *socket_context;
-        if (hc) {
-            connguard_unregister(l->srv->guard, hc->guard);
-            if (hc->cert)
-                s3_tls_release(l->tls, hc->cert);
-            free(hc);
-        }
-        *socket_context = NULL;
-    }
-}
-
 static void req_free(s3_req_t *req)
 {
     req_private_t *rp = (req_private_t *)req;
@@ -859,8 +716,8 @@ static void req_free(s3_req_t *req)
     free(rp);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-                         enum MHD_RequestTerminationCode toe)
+void s3_http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                          enum MHD_RequestTerminationCode toe)
 {
     (void)cls;
     s3_req_t *req = *con_cls;
@@ -873,221 +730,4 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                  req->request_id, req->method, req->resource ? req->resource : "", (int)toe);
     req_free(req);
     *con_cls = NULL;
-}
-
-/* Keep the raw (still percent-encoded) path and query: SigV4 and S3 key
- * decoding need them exactly as sent. */
-static size_t keep_escaped(void *cls, struct MHD_Connection *conn, char *s)
-{
-    (void)cls;
-    (void)conn;
-    return strlen(s);
-}
-
-static void mhd_log(void *cls, const char *fmt, va_list ap)
-{
-    (void)cls;
-    if (log_current_level < LOG_LVL_DEBUG)
-        return;
-    char line[512];
-    vsnprintf(line, sizeof(line), fmt, ap);
-    line[strcspn(line, "\n")] = '\0';
-    log_debug("http: %s", line);
-}
-
-/* One libmicrohttpd daemon for listener l, serving with the one access
- * handler; NULL with errno set when it cannot start. */
-static struct MHD_Daemon *daemon_start(s3_listener_t *l, unsigned flags, int port,
-                                       struct MHD_OptionItem *addr_opts)
-{
-    const s3_server_config_t *c = &l->srv->cfg;
-    struct MHD_OptionItem tls_opts[] = {
-        {MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)s3_tls_retrieve},
-        {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)S3_TLS_PRIORITIES},
-        {MHD_OPTION_END, 0, NULL},
-    };
-    struct MHD_OptionItem no_opts[] = {{MHD_OPTION_END, 0, NULL}};
-    return MHD_start_daemon(
-        flags, (uint16_t)port, NULL, NULL, on_access, l->srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
-        NULL, MHD_OPTION_ARRAY, addr_opts, MHD_OPTION_ARRAY, l->tls ? tls_opts : no_opts,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, l->srv, MHD_OPTION_NOTIFY_CONNECTION,
-        on_connection, l, MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)S3R_HTTP_POOL_BYTES,
-        MHD_OPTION_CONNECTION_LIMIT, c->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        c->max_connections_per_ip, MHD_OPTION_CONNECTION_TIMEOUT, c->idle_timeout_s,
-        MHD_OPTION_THREAD_STACK_SIZE, (size_t)S3R_HTTP_THREAD_STACK, MHD_OPTION_LISTEN_BACKLOG_SIZE,
-        1024u, MHD_OPTION_END);
-}
-
-/* Opens one listener on host:port ("" = every address), HTTPS when l->tls
- * is set. 0, or -1 with the reason logged. */
-static int listener_start(s3_server_t *srv, s3_listener_t *l, const char *host, int port)
-{
-    const char *scheme = l->tls ? "https" : "http";
-    /* One thread per connection. Every wait is a poll(), never a select():
-     * select() cannot watch a descriptor past 1023 and libmicrohttpd drops
-     * such a connection. */
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD |
-                     MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_USE_TURBO;
-    struct addrinfo *ai = NULL;
-    if (*host) {
-        struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                                 .ai_socktype = SOCK_STREAM,
-                                 .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-        char portstr[16];
-        snprintf(portstr, sizeof(portstr), "%d", port);
-        int gai = getaddrinfo(host, portstr, &hints, &ai);
-        if (gai != 0) {
-            log_error("%s: cannot resolve listen address %s: %s", scheme, host, gai_strerror(gai));
-            return -1;
-        }
-        if (ai->ai_family == AF_INET6)
-            flags |= MHD_USE_IPv6;
-    } else {
-        flags |= MHD_USE_DUAL_STACK; /* [::]:port, IPv4 clients as mapped addresses */
-    }
-    if (l->tls)
-        flags |= MHD_USE_TLS;
-    struct MHD_OptionItem addr_opts[] = {
-        {ai ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_END, 0, ai ? ai->ai_addr : NULL},
-        {MHD_OPTION_END, 0, NULL},
-    };
-    l->srv = srv;
-    l->daemon = daemon_start(l, flags, port, addr_opts);
-    if (!l->daemon && !*host && errno == EAFNOSUPPORT) {
-        log_warn("%s: no IPv6 on this host; port %d listens on every IPv4 address", scheme, port);
-        l->daemon = daemon_start(l, flags & ~(unsigned)MHD_USE_DUAL_STACK, port, addr_opts);
-    }
-    int err = errno;
-    if (ai)
-        freeaddrinfo(ai);
-    if (!l->daemon) {
-        log_error("%s: cannot listen on %s%s%s:%d (%s)", scheme, strchr(host, ':') ? "[" : "", host,
-                  strchr(host, ':') ? "]" : "", port, strerror(err));
-        return -1;
-    }
-    return 0;
-}
-
-static void listener_quiesce(s3_listener_t *l)
-{
-    if (!l->daemon)
-        return;
-    MHD_socket lsock = MHD_quiesce_daemon(l->daemon);
-    if (lsock != MHD_INVALID_SOCKET)
-        close(lsock);
-}
-
-static void listener_stop(s3_listener_t *l)
-{
-    if (l->daemon)
-        MHD_stop_daemon(l->daemon);
-    l->daemon = NULL;
-    s3_tls_destroy(l->tls); /* after the daemon: every connection released its hold */
-    l->tls = NULL;
-}
-
-/* One thread per core hashes bodies beside the requests writing them (a
- * request holds at most one at a time; past them requests hash in line). */
-static unsigned body_hash_threads(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1u : n > S3R_BODY_HASH_THREADS_MAX ? S3R_BODY_HASH_THREADS_MAX : (unsigned)n;
-}
-
-s3_server_t *s3_server_start(const s3_server_config_t *cfg)
-{
-    s3_server_t *srv = calloc(1, sizeof(*srv));
-    if (!srv)
-        return NULL;
-    srv->cfg = *cfg;
-    s3_server_config_t *c = &srv->cfg;
-    if (!c->max_connections)
-        c->max_connections = S3R_HTTP_MAX_CONNECTIONS;
-    if (!c->idle_timeout_s)
-        c->idle_timeout_s = S3R_HTTP_IDLE_TIMEOUT_S;
-    if (!c->body_rate_window_s)
-        c->body_rate_window_s = S3R_HTTP_BODY_RATE_WINDOW_S;
-    uint32_t inst;
-    random_bytes(&inst, sizeof(inst));
-    srv->instance = inst;
-
-    bool https = c->tls_cert_path && *c->tls_cert_path;
-    if (https && (!MHD_is_feature_supported(MHD_FEATURE_TLS) ||
-                  !MHD_is_feature_supported(MHD_FEATURE_HTTPS_CERT_CALLBACK))) {
-        log_error("https: this libmicrohttpd was built without TLS (GnuTLS) certificate "
-                  "callbacks");
-        free(srv);
-        return NULL;
-    }
-    connguard_config_t gcfg = {
-        .max_conns = c->max_connections * (https && !c->http_off ? 2u : 1u),
-        .head_timeout_ms = c->head_timeout_s * 1000u,
-        .min_body_rate = c->min_body_rate,
-        .body_window_ms = c->body_rate_window_s * 1000u,
-        .sweep_ms = S3R_HTTP_SWEEP_MS,
-    };
-    srv->guard = connguard_start(&gcfg);
-    if (c->metrics_enabled)
-        srv->metrics = s3_metrics_new();
-    srv->hashers = hash_pool_new(body_hash_threads());
-    if (!srv->guard || (c->metrics_enabled && !srv->metrics) || !srv->hashers) {
-        connguard_stop(srv->guard);
-        s3_metrics_free(srv->metrics);
-        hash_pool_free(srv->hashers);
-        free(srv);
-        return NULL;
-    }
-    if (https && !(srv->https.tls = s3_tls_create(c->tls_cert_path, c->tls_key_path)))
-        goto fail;
-    if (!c->http_off && listener_start(srv, &srv->http, c->listen_host, c->port) != 0)
-        goto fail;
-    if (https && listener_start(srv, &srv->https, c->tls_host, c->tls_port) != 0)
-        goto fail;
-    return srv;
-fail:
-    listener_stop(&srv->http);
-    listener_stop(&srv->https);
-    connguard_stop(srv->guard);
-    s3_metrics_free(srv->metrics);
-    hash_pool_free(srv->hashers);
-    free(srv);
-    return NULL;
-}
-
-int s3_server_reload_tls(s3_server_t *srv)
-{
-    return srv->https.tls ? s3_tls_reload(srv->https.tls) : 0;
-}
-
-void s3_server_stop(s3_server_t *srv, int grace_s)
-{
-    if (!srv)
-        return;
-    atomic_store(&srv->stopping, true);
-    atomic_store(&srv->ready, false);
-    listener_quiesce(&srv->http);
-    listener_quiesce(&srv->https);
-    struct timespec start, now;
-    clock_gettime(CLOCK_MONOTONIC, &start);
-    while (atomic_load(&srv->inflight) > 0) {
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if (now.tv_sec - start.tv_sec >= grace_s) {
-            log_warn("shutdown: %u requests still in flight after %d s; closing them",
-                     atomic_load(&srv->inflight), grace_s);
-            break;
-        }
-        usleep(10000);
-    }
-    listener_stop(&srv->http);
-    listener_stop(&srv->https);
-    connguard_stop(srv->guard); /* after the daemons: they unregister every connection */
-    s3_metrics_free(srv->metrics);
-    hash_pool_free(srv->hashers); /* after the requests: none holds a job */
-    free(srv);
-}
-
-void s3_server_set_ready(s3_server_t *srv, bool ready)
-{
-    atomic_store(&srv->ready, ready);
 }

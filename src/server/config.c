@@ -46,7 +46,6 @@ typedef struct setting {
 
 static const char *const durability_words[] = {"fsync", "relaxed", NULL}; /* server_durability_t */
 static const char *const etag_words[] = {"md5", "fast", NULL};            /* server_etag_t */
-static const char *const log_level_words[] = {"error", "warn", "info", "debug", NULL}; /* log.h */
 static const char *const rdma_poll_words[] = {"adaptive", "busy", NULL}; /* server_rdma_poll_t */
 static const char *const backend_words[] = {"local", "rados", NULL}; /* server_storage_backend_t */
 static const char *const metrics_auth_words[] = {"bearer", "public",
@@ -94,7 +93,7 @@ static const setting_t settings[] = {
            "md5 (a PutObject's ETag is its MD5) or fast (an opaque ETag, integrity from CRC32C: "
            "no MD5 unless Content-MD5 is sent)"),
     TEXT("region", "region", "S3RDMA_REGION", "us-east-1", region, "region reported to clients"),
-    CHOICE("log_level", "log-level", "S3RDMA_LOG_LEVEL", "info", log_level, log_level_words,
+    CHOICE("log_level", "log-level", "S3RDMA_LOG_LEVEL", "info", log_level, log_level_names,
            "error, warn, info or debug"),
     TEXT("domains", "domains", "S3RDMA_DOMAINS", "localhost", domains,
          "comma-separated virtual-host domains (bucket.DOMAIN)"),

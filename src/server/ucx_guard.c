@@ -194,8 +194,3 @@ int ucx_guard_active(void)
     }
     return 1;
 }
-
-unsigned long ucx_guard_dropped(void)
-{
-    return atomic_load(&dropped);
-}

@@ -7,7 +7,5 @@
  * guard's, and libucp/libuct still define them, else 0 (then network
  * sessions must not be served). */
 int ucx_guard_active(void);
-/* Inbound software-RMA messages refused so far. */
-unsigned long ucx_guard_dropped(void);
 
 #endif

@@ -670,6 +670,10 @@ static void srvproc_start(srvproc_t *sp)
         close(in[0]), close(in[1]), close(out[0]), close(out[1]);
         struct rlimit no_core = {0, 0};
         setrlimit(RLIMIT_CORE, &no_core);
+        /* stdout is the control channel; UCX logs to stdout by default, and
+         * a line of it (say a refused connect to a client gone) would read
+         * as the child's answer. */
+        setenv("UCX_LOG_FILE", "stderr", 1);
         execl("/proc/self/exe", "test_rdma_attack", "--child-server", (char *)NULL);
         _exit(127);
     }

@@ -97,6 +97,7 @@ static pid_t spawn_child(int port, int remote, char tok[128])
     assert_true(pid >= 0);
     if (pid == 0) {
         dup2(pfd[1], 1);
+        setenv("UCX_LOG_FILE", "stderr", 1); /* stdout is the pipe: keep UCX's log off it */
         close(pfd[0]);
         char ps[16];
         snprintf(ps, sizeof(ps), "%d", port);

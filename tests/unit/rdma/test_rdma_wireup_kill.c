@@ -300,6 +300,7 @@ static pid_t spawn_child(int port, int stage, unsigned seed, int *rfd)
         if (getppid() != parent)
             _exit(126);
         dup2(pfd[1], 1);
+        setenv("UCX_LOG_FILE", "stderr", 1); /* stdout is the pipe: keep UCX's log off it */
         close(pfd[0]);
         close(pfd[1]);
         char ps[16], ss[16], sd[16];
