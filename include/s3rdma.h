@@ -344,8 +344,10 @@ s3r_status_t s3r_object_get(s3r_client_t *client, const char *bucket, const char
                             uint64_t buf_len, const s3r_get_opts_t *opts, uint64_t *len_p);
 /* Reads the object into a buffer the library allocates; free it with
  * s3r_free(). *data_p is NUL-terminated one byte past *len_p for convenience.
- * When RDMA may carry it (TOKEN, or AUTO without a small range_len) a HEAD
- * learns the size first, and AUTO compares that size with rdma_threshold. */
+ * Over HTTP it is allocated once, at the response's Content-Length (as
+ * s3r_object_get_sized). When RDMA may carry it (TOKEN, or AUTO without a
+ * small range_len) a HEAD learns the size first, and AUTO compares that size
+ * with rdma_threshold. */
 s3r_status_t s3r_object_get_alloc(s3r_client_t *client, const char *bucket, const char *key,
                                   const s3r_get_opts_t *opts, void **data_p, uint64_t *len_p);
 /* Gives a GET the memory for its body: a buffer of at least size bytes, or
