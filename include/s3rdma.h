@@ -386,6 +386,33 @@ s3r_status_t s3r_object_head(s3r_client_t *client, const char *bucket, const cha
 void s3r_object_info_free(s3r_object_info_t *info);
 
 s3r_status_t s3r_object_delete(s3r_client_t *client, const char *bucket, const char *key);
+
+/* A key DeleteObjects could not delete, with S3's code and message. */
+typedef struct s3r_delete_error {
+    char *key;
+    char *code;
+    char *message;
+} s3r_delete_error_t;
+
+/* What s3r_object_delete_many could not delete. Owned by the library: free
+ * with s3r_delete_errors_free(). */
+typedef struct s3r_delete_errors {
+    s3r_delete_error_t *errors;
+    size_t n_errors;
+} s3r_delete_errors_t;
+
+/* DeleteObjects: deletes the n_keys keys of bucket, up to 1000 per request
+ * (S3's limit; the library splits longer lists), in quiet mode. A key that
+ * does not exist counts as deleted, as in S3. A key no XML 1.0 document can
+ * carry (one with a control character) is deleted by its own DELETE.
+ * S3R_OK when every request was answered: then *errors_p (may be NULL when
+ * the caller does not want it) lists the keys that failed, or is NULL when
+ * none did. An error status when a request failed as a whole: keys of the
+ * requests before it are deleted, the others may not be. */
+s3r_status_t s3r_object_delete_many(s3r_client_t *client, const char *bucket,
+                                    const char *const *keys, size_t n_keys,
+                                    s3r_delete_errors_t **errors_p);
+void s3r_delete_errors_free(s3r_delete_errors_t *errors);
 /* Server-side copy (x-amz-copy-source), metadata copied. */
 s3r_status_t s3r_object_copy(s3r_client_t *client, const char *src_bucket, const char *src_key,
                              const char *dst_bucket, const char *dst_key);

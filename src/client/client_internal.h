@@ -97,6 +97,9 @@ int s3c_xml_parse_bucket_list(const char *xml, size_t len, s3r_bucket_list_t **o
  * <EncodingType>url</EncodingType>, its keys and common prefixes are
  * URL-decoded (-1 on a malformed escape or %00). */
 int s3c_xml_parse_object_list(const char *xml, size_t len, s3r_object_list_t **list);
+/* Appends the <Error> entries of a DeleteResult to *errs (created if
+ * NULL); <Deleted> entries are skipped. */
+int s3c_xml_parse_delete_result(const char *xml, size_t len, s3r_delete_errors_t **errs);
 /* <UploadId> of InitiateMultipartUploadResult, malloc'd. */
 int s3c_xml_parse_upload_id(const char *xml, size_t len, char **upload_id_p);
 /* Whether a CompleteMultipartUpload 200 body is really an <Error>. 1 if so. */

@@ -1,9 +1,10 @@
 /* libs3rdma: object operations that move no object data: HEAD (object info
- * from the response headers), DELETE and server-side COPY. */
+ * from the response headers), DELETE, DeleteObjects and server-side COPY. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "client/client_internal.h"
+#include "common/hash.h"
 #include "common/sigv4.h"
 
 /* ======================================================================== */
@@ -129,6 +130,123 @@ s3r_status_t s3r_object_delete(s3r_client_t *c, const char *bucket, const char *
     s3c_req_init(&req, "DELETE", bucket, key);
     req.native_op = RDMA_OP_DELETE_OBJECT;
     return done(c, simple(c, &req, true));
+}
+
+#define DELETE_BATCH_KEYS 1000 /* S3's limit per DeleteObjects request */
+
+/* Whether key can travel in an XML 1.0 document as it is: no control
+ * character (XML 1.0 forbids most, and a parser turns \r into \n). */
+static bool xml_safe_key(const char *key)
+{
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return false;
+    return true;
+}
+
+/* Adds key with the calling thread's last error on c to *errs. */
+static s3r_status_t errors_add_last(s3r_client_t *c, s3r_delete_errors_t **errs, const char *key)
+{
+    s3r_error_info_t info = {0};
+    (void)s3r_client_last_error(c, &info);
+    if (*errs == NULL && (*errs = calloc(1, sizeof(**errs))) == NULL)
+        return S3R_ERR_NOMEM;
+    s3r_delete_errors_t *e = *errs;
+    void *p = realloc(e->errors, (e->n_errors + 1) * sizeof(*e->errors));
+    if (p == NULL)
+        return S3R_ERR_NOMEM;
+    e->errors = p;
+    s3r_delete_error_t *x = &e->errors[e->n_errors++];
+    x->key = strdup(key);
+    x->code = strdup(info.code[0] ? info.code : s3r_status_name(info.status));
+    x->message = strdup(info.message);
+    return x->key && x->code && x->message ? S3R_OK : S3R_ERR_NOMEM;
+}
+
+/* One DeleteObjects request (quiet) for the n XML-safe keys; the keys that
+ * failed are added to *errs. */
+static s3r_status_t delete_batch(s3r_client_t *c, const char *bucket, const char *const *keys,
+                                 size_t n, s3r_delete_errors_t **errs)
+{
+    buf_t xml, reply;
+    buf_init(&xml, 8 * 1024 * 1024); /* 1000 keys of 1,024 bytes, escaped */
+    buf_init(&reply, S3C_MAX_XML_BODY);
+    int bad = buf_append_str(&xml, "<Delete><Quiet>true</Quiet>") < 0;
+    for (size_t i = 0; i < n && !bad; i++)
+        bad = buf_append_str(&xml, "<Object><Key>") < 0 || buf_append_xml(&xml, keys[i]) < 0 ||
+              buf_append_str(&xml, "</Key></Object>") < 0;
+    bad = bad || buf_append_str(&xml, "</Delete>") < 0;
+    s3r_status_t st = S3R_OK;
+    if (bad) {
+        st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_HTTP, 0, "", "out of memory");
+    } else {
+        /* S3 wants the body's integrity on DeleteObjects: Content-MD5. */
+        uint8_t md5[16];
+        char md5_b64[32];
+        digest_t *d = digest_md5_new();
+        if (d == NULL) {
+            st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_HTTP, 0, "", "out of memory");
+        } else {
+            digest_update(d, xml.data, xml.len);
+            digest_final(d, md5); /* frees d */
+            md5_b64[base64_encode(md5, sizeof(md5), md5_b64)] = '\0';
+            s3c_req_t req;
+            s3c_req_init(&req, "POST", bucket, NULL);
+            req.native_op = RDMA_OP_DELETE_OBJECTS;
+            req.query = "delete";
+            req.body = xml.data;
+            req.body_len = xml.len;
+            s3c_req_hdr(&req, "content-md5", md5_b64);
+            s3c_req_hdr(&req, "content-type", "application/xml");
+            st = get_xml(c, &req, &reply);
+        }
+    }
+    if (st == S3R_OK && s3c_xml_parse_delete_result(reply.data, reply.len, errs) < 0)
+        st = s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_HTTP, 200, "", "malformed DeleteResult");
+    buf_free(&xml);
+    buf_free(&reply);
+    return st;
+}
+
+s3r_status_t s3r_object_delete_many(s3r_client_t *c, const char *bucket, const char *const *keys,
+                                    size_t n_keys, s3r_delete_errors_t **errors_p)
+{
+    if (errors_p)
+        *errors_p = NULL;
+    if (c == NULL || !valid_name(bucket) || (n_keys > 0 && keys == NULL))
+        return S3R_ERR_INVALID_ARG;
+    for (size_t i = 0; i < n_keys; i++)
+        if (!valid_name(keys[i]))
+            return S3R_ERR_INVALID_ARG;
+    const char **batch = malloc(DELETE_BATCH_KEYS * sizeof(*batch));
+    if (batch == NULL)
+        return done(c, s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_HTTP, 0, "", "out of memory"));
+    s3r_delete_errors_t *errs = NULL;
+    s3r_status_t st = S3R_OK;
+    size_t n = 0;
+    for (size_t i = 0; i <= n_keys && st == S3R_OK; i++) {
+        if (i < n_keys && !xml_safe_key(keys[i])) {
+            if (s3r_object_delete(c, bucket, keys[i]) != S3R_OK)
+                st = errors_add_last(c, &errs, keys[i]);
+            continue;
+        }
+        if (i < n_keys)
+            batch[n++] = keys[i];
+        if (n == DELETE_BATCH_KEYS || (i == n_keys && n > 0)) {
+            st = delete_batch(c, bucket, batch, n, &errs);
+            n = 0;
+        }
+    }
+    free(batch);
+    if (st == S3R_OK && errs && errs->n_errors == 0) {
+        s3r_delete_errors_free(errs);
+        errs = NULL;
+    }
+    if (st == S3R_OK && errors_p)
+        *errors_p = errs;
+    else
+        s3r_delete_errors_free(errs);
+    return done(c, st);
 }
 
 s3r_status_t s3r_object_copy(s3r_client_t *c, const char *src_bucket, const char *src_key,

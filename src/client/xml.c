@@ -1,5 +1,5 @@
 /* S3 XML responses, parsed with expat: Error, ListAllMyBucketsResult,
- * ListBucketResult (V2), InitiateMultipartUploadResult. Each document is
+ * ListBucketResult (V2), DeleteResult, InitiateMultipartUploadResult. Each document is
  * walked as a stream of "element closed with this text, under these
  * parents" events; no tree is built. Pure code (no network), so the unit
  * tests can include this file directly. */
@@ -443,6 +443,86 @@ int s3c_xml_parse_object_list(const char *xml, size_t len, s3r_object_list_t **l
     if (rc < 0 && created) {
         s3r_object_list_free(*list);
         *list = NULL;
+    }
+    return rc;
+}
+
+/* ---- DeleteResult ------------------------------------------------------------- */
+
+typedef struct delres_ctx {
+    s3r_delete_errors_t *errs;
+    size_t cap;
+    int root_ok;
+} delres_ctx_t;
+
+static int delres_start(void *ctx, const char *const *n, int depth)
+{
+    delres_ctx_t *d = ctx;
+    if (depth == 1)
+        d->root_ok = strcmp(n[0], "DeleteResult") == 0;
+    if (depth == 2 && d->root_ok && strcmp(n[1], "Error") == 0) {
+        s3r_delete_errors_t *e = d->errs;
+        void *p = grow(e->errors, &d->cap, e->n_errors, sizeof(*e->errors), 8);
+        if (p == NULL)
+            return -1;
+        e->errors = p;
+        memset(&e->errors[e->n_errors], 0, sizeof(e->errors[0]));
+        e->n_errors++;
+    }
+    return 0;
+}
+
+static int delres_end(void *ctx, const char *const *n, int depth, const char *text)
+{
+    delres_ctx_t *d = ctx;
+    s3r_delete_errors_t *e = d->errs;
+    if (depth != 3 || !d->root_ok || strcmp(n[1], "Error") != 0 || e->n_errors == 0)
+        return 0;
+    s3r_delete_error_t *x = &e->errors[e->n_errors - 1];
+    char **field = strcmp(n[2], "Key") == 0       ? &x->key
+                   : strcmp(n[2], "Code") == 0    ? &x->code
+                   : strcmp(n[2], "Message") == 0 ? &x->message
+                                                  : NULL;
+    if (field == NULL)
+        return 0;
+    free(*field);
+    *field = strdup(text);
+    return *field ? 0 : -1;
+}
+
+void s3r_delete_errors_free(s3r_delete_errors_t *errs)
+{
+    if (errs == NULL)
+        return;
+    for (size_t i = 0; i < errs->n_errors; i++) {
+        free(errs->errors[i].key);
+        free(errs->errors[i].code);
+        free(errs->errors[i].message);
+    }
+    free(errs->errors);
+    free(errs);
+}
+
+int s3c_xml_parse_delete_result(const char *xml, size_t len, s3r_delete_errors_t **errs)
+{
+    int created = 0;
+    if (*errs == NULL) {
+        *errs = calloc(1, sizeof(**errs));
+        if (*errs == NULL)
+            return -1;
+        created = 1;
+    }
+    size_t first = (*errs)->n_errors;
+    delres_ctx_t d = {.errs = *errs, .cap = first};
+    int rc = xml_walk(xml, len, delres_start, delres_end, &d);
+    if (rc == 0 && !d.root_ok)
+        rc = -1;
+    for (size_t i = first; rc == 0 && i < (*errs)->n_errors; i++)
+        if ((*errs)->errors[i].key == NULL)
+            rc = -1;
+    if (rc < 0 && created) {
+        s3r_delete_errors_free(*errs);
+        *errs = NULL;
     }
     return rc;
 }

@@ -22,18 +22,18 @@
 #define S3R_HTTP_SWEEP_MS               250           /* how often the deadlines are checked */
 
 /* Names and metadata */
-#define S3R_MAX_KEY_BYTES       1024 /* KeyTooLongError */
-#define S3R_MIN_BUCKET_NAME     3    /* InvalidBucketName */
-#define S3R_MAX_BUCKET_NAME     63   /* InvalidBucketName */
+#define S3R_MAX_KEY_BYTES   1024 /* KeyTooLongError */
+#define S3R_MIN_BUCKET_NAME 3    /* InvalidBucketName */
+#define S3R_MAX_BUCKET_NAME 63   /* InvalidBucketName */
 /* Buckets one access key may own (TooManyBuckets), AWS's default quota: a
  * tenant cannot fill the bucket namespace, nor make every ListBuckets
  * (which reads every bucket record) slow for the others. The setting
  * max_buckets_per_user. */
 #define S3R_MAX_BUCKETS_PER_USER 10000
-#define S3R_MAX_USER_META_BYTES 2048 /* MetadataTooLarge: sum of x-amz-meta-* names + values */
-#define S3R_MAX_USER_META_COUNT 32   /* MetadataTooLarge: x-amz-meta-* entries of one object */
-#define S3R_MAX_USER_META_NAME  (S3R_REPLY_MAX_NAME - 11) /* MetadataTooLarge: after x-amz-meta- */
-#define S3R_MAX_HEADER_VALUE    8192 /* one header value the server stores or builds */
+#define S3R_MAX_USER_META_BYTES  2048 /* MetadataTooLarge: sum of x-amz-meta-* names + values */
+#define S3R_MAX_USER_META_COUNT  32   /* MetadataTooLarge: x-amz-meta-* entries of one object */
+#define S3R_MAX_USER_META_NAME   (S3R_REPLY_MAX_NAME - 11) /* MetadataTooLarge: after x-amz-meta- */
+#define S3R_MAX_HEADER_VALUE     8192 /* one header value the server stores or builds */
 /* The stored headers of one object (Content-Type, Content-Encoding,
  * Content-Disposition, Content-Language, Cache-Control, Expires), their
  * values together: InvalidArgument. S3 takes at most 8 KiB of request
@@ -70,6 +70,16 @@ _Static_assert(S3R_MAX_USER_META_BYTES <= S3R_REPLY_MAX_VALUE, "a metadata value
 #define S3R_MIN_PART_BYTES  (5 * 1024 * 1024)  /* EntityTooSmall (all parts but the last) */
 #define S3R_MAX_PART_NUMBER 10000              /* InvalidArgument */
 #define S3R_MAX_AWS_CHUNK   (16 * 1024 * 1024) /* one aws-chunked chunk: IncompleteBody */
+
+/* Bucket policies (src/s3/policy.c): bigger ones are refused at
+ * PutBucketPolicy with MalformedPolicy. Parsed policies of at most
+ * S3R_POLICY_CACHE buckets are kept at once (src/s3/access.c). */
+#define S3R_POLICY_MAX_BYTES      (20 * 1024) /* the document, as S3 */
+#define S3R_POLICY_MAX_STATEMENTS 256         /* statements in one policy */
+#define S3R_POLICY_MAX_VALUES     256 /* one Principal/Action/Resource list or condition's values */
+#define S3R_POLICY_MAX_CONDITIONS 64  /* operator/key pairs in one statement */
+#define S3R_POLICY_MAX_STRING     2048 /* one string of the document */
+#define S3R_POLICY_CACHE          256  /* buckets whose parsed configuration is cached */
 
 /* Auth */
 #define S3R_MAX_CLOCK_SKEW_S (15 * 60) /* RequestTimeTooSkewed */

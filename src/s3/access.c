@@ -1,11 +1,20 @@
-/* Who may do what: the requester (a configured user, or anonymous) against
- * the owner and canned ACL of a bucket or an object, as S3's ACLs grant
- * (docs/security.md has the table). Also the canned-ACL vocabulary
- * (x-amz-acl values, ACL XML grants, the GetBucketAcl/GetObjectAcl body). */
+/* Who may do what: the one decision every request goes through, whatever
+ * carried it (HTTP, token, native): the requester (a configured user, or
+ * anonymous) against the bucket's policy, public-access block and
+ * ownership controls, and the owner and canned ACL of the bucket or object
+ * (docs/security.md has the table). Also the cache of the buckets' parsed
+ * access configurations, and the canned-ACL vocabulary (x-amz-acl values,
+ * ACL XML grants, the GetBucketAcl/GetObjectAcl body). */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/s3r_limits.h"
+#include "s3/policy.h"
 #include "s3/s3_request.h"
+#include "s3/s3_util.h"
 #include "s3/xml_in.h"
 
 #define ALL_USERS  "http://acs.amazonaws.com/groups/global/AllUsers"
@@ -81,18 +90,312 @@ static bool is(const s3_req_t *req, const char *who)
     return req->user && who && strcmp(req->user->access_key, who) == 0;
 }
 
-/* The requester's permission bits on a resource owned by owner with acl;
- * bucket_owner only for objects. */
-static int granted(const s3_req_t *req, const char *owner, stor_acl_t acl, const char *bucket_owner,
-                   bool object)
+/* ---- the buckets' access configurations, parsed, cached --------------------------
+ * Keyed by bucket id and configuration generation (stor_bucket_t.cfg_gen),
+ * which every request's bucket lookup reads from the bucket's record: a
+ * change made through any gateway (RADOS) is seen by the next request
+ * everywhere, with no invalidation message. Buckets with no configuration
+ * (cfg_mask 0) never come here. */
+
+typedef struct access_cfg {
+    atomic_int refs;
+    uint64_t id, gen;
+    s3_policy_t *policy; /* NULL: none */
+    bool policy_public;
+    unsigned pab;             /* S3_PAB_* */
+    s3_ownership_t ownership; /* S3_OWNERSHIP_NONE when unset */
+} access_cfg_t;
+
+#define CFG_SLOTS S3R_POLICY_CACHE
+
+static struct {
+    pthread_mutex_t lock;
+    access_cfg_t *slot[CFG_SLOTS];
+} cfg_cache = {PTHREAD_MUTEX_INITIALIZER, {NULL}};
+
+static void cfg_release(access_cfg_t *c)
 {
-    if (is(req, owner))
+    if (c && atomic_fetch_sub(&c->refs, 1) == 1) {
+        s3_policy_free(c->policy);
+        free(c);
+    }
+}
+
+/* Parses document kind into c: S3E_NONE, or InternalError for a stored
+ * document that no longer parses (a damaged record fails closed). */
+static s3_error_t cfg_parse(access_cfg_t *c, int kind, const buf_t *doc, const char *bucket)
+{
+    const uint8_t *d = (const uint8_t *)doc->data;
+    if (doc->len == 0)
+        return S3E_NONE;
+    if (kind == STOR_BCFG_POLICY) {
+        char why[160];
+        c->policy = s3_policy_parse(doc->data, doc->len, bucket, NULL, why, sizeof why);
+        if (!c->policy)
+            return S3E_INTERNAL;
+        c->policy_public = s3_policy_is_public(c->policy);
+    } else if (kind == STOR_BCFG_PUBLIC_ACCESS_BLOCK && doc->len == 1) {
+        c->pab = d[0] & S3_PAB_ALL;
+    } else if (kind == STOR_BCFG_OWNERSHIP && doc->len == 1 && d[0] < S3_OWNERSHIP_COUNT) {
+        c->ownership = (s3_ownership_t)d[0];
+    } else {
+        return S3E_INTERNAL;
+    }
+    return S3E_NONE;
+}
+
+/* Reads and parses every document of bucket, all from one generation of
+ * its record (which may be newer than the lookup's: a change that landed
+ * since is the one to apply). A record changing under every one of a few
+ * tries: SlowDown. */
+static s3_error_t cfg_load(s3_req_t *req, const stor_bucket_t *bucket, access_cfg_t **out)
+{
+    for (int attempt = 0; attempt < 3; attempt++) {
+        access_cfg_t *c = calloc(1, sizeof *c);
+        if (!c)
+            return S3E_INTERNAL;
+        atomic_init(&c->refs, 1);
+        c->id = bucket->id;
+        s3_error_t err = S3E_NONE;
+        bool torn = false;
+        for (int k = 0; k < STOR_BCFG_COUNT && err == S3E_NONE && !torn; k++) {
+            buf_t doc;
+            uint64_t gen = 0;
+            stor_status_t st = stor_bucket_config_get(req->srv->cfg.store, bucket,
+                                                      (stor_bucket_cfg_t)k, &doc, &gen);
+            if (st != STOR_OK)
+                err = s3_error_from_stor(st);
+            else if (k > 0 && gen != c->gen)
+                torn = true; /* changed between two reads: again */
+            else
+                err = cfg_parse(c, k, &doc, bucket->name);
+            c->gen = gen;
+            buf_free(&doc);
+        }
+        if (err == S3E_NONE && !torn) {
+            *out = c;
+            return S3E_NONE;
+        }
+        cfg_release(c);
+        if (err != S3E_NONE)
+            return err;
+    }
+    return S3E_SLOW_DOWN;
+}
+
+/* The parsed configuration of bucket (a reference: cfg_release it), or
+ * NULL in *out when it has none. */
+static s3_error_t cfg_get(s3_req_t *req, const stor_bucket_t *bucket, access_cfg_t **out)
+{
+    *out = NULL;
+    if (bucket->cfg_mask == 0)
+        return S3E_NONE;
+    size_t i = (size_t)((bucket->id * 0x9E3779B97F4A7C15ULL) >> 56) % CFG_SLOTS;
+    pthread_mutex_lock(&cfg_cache.lock);
+    access_cfg_t *c = cfg_cache.slot[i];
+    if (c && c->id == bucket->id && c->gen == bucket->cfg_gen)
+        atomic_fetch_add(&c->refs, 1);
+    else
+        c = NULL;
+    pthread_mutex_unlock(&cfg_cache.lock);
+    if (c) {
+        *out = c;
+        return S3E_NONE;
+    }
+    s3_error_t err = cfg_load(req, bucket, &c);
+    if (err != S3E_NONE)
+        return err;
+    pthread_mutex_lock(&cfg_cache.lock);
+    access_cfg_t *old = cfg_cache.slot[i];
+    /* A newer generation of the same bucket stays; anything else yields. */
+    if (!old || old->id != c->id || old->gen < c->gen) {
+        atomic_fetch_add(&c->refs, 1);
+        cfg_cache.slot[i] = c;
+    } else {
+        old = NULL;
+    }
+    pthread_mutex_unlock(&cfg_cache.lock);
+    cfg_release(old);
+    *out = c;
+    return S3E_NONE;
+}
+
+/* ---- the request as policy conditions see it --------------------------------------- */
+
+/* What the condition keys of one request are answered from: the request,
+ * and its source address, worked out once. */
+typedef struct key_ctx {
+    s3_req_t *req;
+    bool ip_done;
+    char ip[64]; /* "" when the client has no address */
+} key_ctx_t;
+
+/* The client's address: from "ip:port", "[ip6]:port" (HTTP), "ip6:port"
+ * (native), or a native session over the server's Unix socket: this host,
+ * 127.0.0.1. */
+static const char *source_ip(key_ctx_t *k)
+{
+    if (!k->ip_done) {
+        char remote[80];
+        k->req->fe->remote(k->req, remote, sizeof remote);
+        const char *h = strncmp(remote, "unix:", 5) == 0 ? "127.0.0.1" : remote;
+        size_t n;
+        if (*h == '[') {
+            h++;
+            n = strcspn(h, "]");
+        } else {
+            const char *colon = strrchr(h, ':');
+            n = colon ? (size_t)(colon - h) : strlen(h);
+        }
+        if (n >= sizeof k->ip)
+            n = 0;
+        memcpy(k->ip, h, n);
+        k->ip[n] = '\0';
+        k->ip_done = true;
+    }
+    return k->ip[0] ? k->ip : NULL;
+}
+
+/* Condition keys (docs/security.md lists them): answered from the request
+ * as it came, over any transport. */
+static const char *condition_key(void *ctx, const char *name, char *buf, size_t cap)
+{
+    key_ctx_t *k = ctx;
+    s3_req_t *req = k->req;
+    if (strcmp(name, "aws:sourceip") == 0)
+        return source_ip(k);
+    if (strcmp(name, "aws:securetransport") == 0)
+        return s3_req_transport(req) == S3_TRANSPORT_HTTP && req->fe->secure && req->fe->secure(req)
+                   ? "true"
+                   : "false";
+    if (strcmp(name, "aws:currenttime") == 0) {
+        char t[32];
+        s3_time_iso8601(req->now_s * 1000, t);
+        snprintf(buf, cap, "%s", t);
+        return buf;
+    }
+    if (strcmp(name, "aws:epochtime") == 0) {
+        snprintf(buf, cap, "%lld", (long long)req->now_s);
+        return buf;
+    }
+    if (strcmp(name, "aws:username") == 0 || strcmp(name, "aws:userid") == 0)
+        return req->user ? req->user->access_key : NULL;
+    if (strcmp(name, "aws:principaltype") == 0)
+        return req->user ? "User" : "Anonymous";
+    if (strcmp(name, "s3:prefix") == 0)
+        return s3_req_query(req, "prefix");
+    if (strcmp(name, "s3:delimiter") == 0)
+        return s3_req_query(req, "delimiter");
+    if (strcmp(name, "s3:max-keys") == 0)
+        return s3_req_query(req, "max-keys");
+    if (strcmp(name, "s3:versionid") == 0)
+        return s3_req_query(req, "versionId");
+    if (strcmp(name, "s3:signatureversion") == 0)
+        return req->user ? "AWS4-HMAC-SHA256" : NULL;
+    if (strncmp(name, "s3:x-amz-", 9) == 0)
+        return s3_req_header(req, name + 3);
+    return NULL; /* object tags: not kept yet; others: not known here */
+}
+
+/* ---- which action a request is ------------------------------------------------------- */
+
+/* Operations whose IAM action is not "s3:" and the operation's name. */
+static const struct {
+    const s3_op_t *op;
+    const char *action;
+} op_actions[] = {
+    {&s3_op_list_objects, "s3:ListBucket"},
+    {&s3_op_head_bucket, "s3:ListBucket"},
+    {&s3_op_list_object_versions, "s3:ListBucketVersions"},
+    {&s3_op_list_mpu, "s3:ListBucketMultipartUploads"},
+    {&s3_op_list_parts, "s3:ListMultipartUploadParts"},
+    {&s3_op_head_object, "s3:GetObject"},
+    {&s3_op_copy_object, "s3:PutObject"},
+    {&s3_op_create_mpu, "s3:PutObject"},
+    {&s3_op_upload_part, "s3:PutObject"},
+    {&s3_op_upload_part_copy, "s3:PutObject"},
+    {&s3_op_complete_mpu, "s3:PutObject"},
+    {&s3_op_post_object, "s3:PutObject"},
+    {&s3_op_delete_objects, "s3:DeleteObject"},
+    {&s3_op_get_bucket_cors, "s3:GetBucketCORS"},
+    {&s3_op_get_bucket_lifecycle, "s3:GetLifecycleConfiguration"},
+    {&s3_op_get_object_lock_config, "s3:GetBucketObjectLockConfiguration"},
+    {&s3_op_get_bucket_encryption, "s3:GetEncryptionConfiguration"},
+    {&s3_op_get_public_access_block, "s3:GetBucketPublicAccessBlock"},
+    {&s3_op_put_public_access_block, "s3:PutBucketPublicAccessBlock"},
+    {&s3_op_delete_public_access_block, "s3:PutBucketPublicAccessBlock"},
+    {&s3_op_delete_bucket_ownership, "s3:PutBucketOwnershipControls"},
+};
+
+/* The configurations s3rdmad does not keep, by subresource: the action of
+ * their PUT and DELETE (S3 names no Delete action for these). */
+static const struct {
+    const char *subresource, *action;
+} config_actions[] = {
+    {"cors", "s3:PutBucketCORS"},
+    {"tagging", "s3:PutBucketTagging"},
+    {"lifecycle", "s3:PutLifecycleConfiguration"},
+    {"object-lock", "s3:PutBucketObjectLockConfiguration"},
+    {"encryption", "s3:PutEncryptionConfiguration"},
+};
+
+/* The action of a check on the bucket (object false) or on an object the
+ * request names (copy sources included) with perm, into buf. */
+static const char *request_action(s3_req_t *req, s3_perm_t perm, bool object, char *buf, size_t cap)
+{
+    const s3_op_t *op = req->op;
+    if (object && perm == S3_PERM_READ && op != &s3_op_get_object_tagging)
+        return "s3:GetObject"; /* a GET, or a copy's source */
+    if (op == &s3_op_put_bucket_config || op == &s3_op_delete_bucket_config) {
+        for (size_t i = 0; i < sizeof config_actions / sizeof config_actions[0]; i++)
+            if (s3_req_has_query(req, config_actions[i].subresource))
+                return config_actions[i].action;
+        return "s3:PutBucketConfiguration";
+    }
+    for (size_t i = 0; i < sizeof op_actions / sizeof op_actions[0]; i++)
+        if (op_actions[i].op == op)
+            return op_actions[i].action;
+    snprintf(buf, cap, "s3:%s", op ? op->name : "Unknown");
+    return buf;
+}
+
+/* The bucket-policy actions: its owner keeps them whatever the policy says
+ * (so a policy cannot lock the owner out), and only the owner has them. */
+static bool policy_action(const char *action)
+{
+    return strcmp(action, "s3:GetBucketPolicy") == 0 || strcmp(action, "s3:PutBucketPolicy") == 0 ||
+           strcmp(action, "s3:DeleteBucketPolicy") == 0;
+}
+
+/* ---- the decision ---------------------------------------------------------------------- */
+
+/* What the ACLs say: the resource's owner and canned ACL, the permission
+ * asked. bucket_owner only for objects. */
+typedef struct acl_ask {
+    const char *owner;
+    stor_acl_t acl;
+    const char *bucket_owner;
+    bool object;
+    s3_perm_t perm;
+} acl_ask_t;
+
+/* The requester's permission bits on a resource, with the bucket's
+ * controls applied: under BucketOwnerEnforced ACLs are off and the bucket's
+ * owner holds everything; IgnorePublicAcls drops the grants to AllUsers and
+ * AuthenticatedUsers. */
+static int granted(const s3_req_t *req, const acl_ask_t *a, const access_cfg_t *cfg)
+{
+    if (cfg && cfg->ownership == S3_OWNERSHIP_ENFORCED)
+        return is(req, a->object ? a->bucket_owner : a->owner) ? P_FULL : 0;
+    if (is(req, a->owner))
         return P_FULL;
-    canned_grants_t g = canned(acl, object);
+    canned_grants_t g = canned(a->acl, a->object);
+    if (cfg && (cfg->pab & S3_PAB_IGNORE_PUBLIC_ACLS))
+        g.all_users = g.auth_users = 0;
     int bits = g.all_users;
     if (req->user)
         bits |= g.auth_users;
-    if (object && is(req, bucket_owner))
+    if (a->object && is(req, a->bucket_owner))
         bits |= g.bucket_owner;
     return bits;
 }
@@ -101,6 +404,59 @@ static bool allows(int bits, s3_perm_t perm)
 {
     int want = perm_bit(perm);
     return want <= P_FULL && (bits & want) == want;
+}
+
+/* THE decision (docs/security.md, "Who may do what"): an explicit Deny in
+ * the bucket's policy refuses (but for the bucket's owner on the policy
+ * actions); then an Allow in the policy, or the ACLs, grant. An Allow of a
+ * public policy counts only for the bucket's owner under
+ * RestrictPublicBuckets; the policy actions are the owner's alone. */
+static s3_error_t decide(s3_req_t *req, const stor_bucket_t *bucket, const char *key,
+                         const char *action, const acl_ask_t *a)
+{
+    access_cfg_t *cfg;
+    s3_error_t err = cfg_get(req, bucket, &cfg);
+    if (err != S3E_NONE)
+        return err;
+    bool owner = is(req, bucket->owner);
+    s3_policy_effect_t eff = S3_POLICY_NONE;
+    if (cfg && cfg->policy) {
+        /* "arn:aws:s3:::bucket[/key]", built without printf: it runs on
+         * every request to a bucket with a policy. */
+        char arn[sizeof "arn:aws:s3:::" + sizeof bucket->name + 1 + S3R_MAX_KEY_BYTES + 1];
+        size_t blen = strnlen(bucket->name, sizeof bucket->name - 1);
+        size_t klen = key ? strlen(key) : 0;
+        if (klen > S3R_MAX_KEY_BYTES) { /* fail closed: never a cut name */
+            cfg_release(cfg);
+            return S3E_ACCESS_DENIED;
+        }
+        char *w = arn;
+        memcpy(w, "arn:aws:s3:::", 13);
+        memcpy(w += 13, bucket->name, blen);
+        w += blen;
+        if (key) {
+            *w++ = '/';
+            memcpy(w, key, klen);
+            w += klen;
+        }
+        *w = '\0';
+        key_ctx_t kc = {req, false, {0}};
+        s3_policy_query_t q = {action, arn, req->user ? req->user->access_key : NULL, condition_key,
+                               &kc};
+        eff = s3_policy_eval(cfg->policy, &q);
+        if (eff == S3_POLICY_ALLOW && !owner &&
+            (policy_action(action) ||
+             (cfg->policy_public && (cfg->pab & S3_PAB_RESTRICT_PUBLIC_BUCKETS))))
+            eff = S3_POLICY_NONE;
+    }
+    bool ok;
+    if (eff == S3_POLICY_DENY)
+        ok = owner && policy_action(action);
+    else
+        ok = eff == S3_POLICY_ALLOW || allows(granted(req, a, cfg), a->perm) ||
+             (a->perm == S3_PERM_OWNER && owner);
+    cfg_release(cfg);
+    return ok ? S3E_NONE : S3E_ACCESS_DENIED;
 }
 
 const char *s3_object_owner(const stor_bucket_t *bucket, const stor_meta_t *meta)
@@ -118,17 +474,18 @@ bool s3_bucket_lookup(s3_req_t *req, const char *bucket, stor_bucket_t *bucket_p
     return true;
 }
 
-/* Whether the requester has perm on bucket (as looked up already). */
-static bool bucket_permits(const s3_req_t *req, const stor_bucket_t *bucket, s3_perm_t perm)
+/* A check on the bucket itself, or on key in it with a bucket permission. */
+static s3_error_t bucket_decide(s3_req_t *req, const stor_bucket_t *bucket, const char *key,
+                                const char *action, s3_perm_t perm)
 {
-    return is(req, bucket->owner) ||
-           allows(granted(req, bucket->owner, bucket->acl, NULL, false), perm);
+    acl_ask_t a = {bucket->owner, bucket->acl, NULL, false, perm};
+    return decide(req, bucket, key, action, &a);
 }
 
-s3_error_t s3_object_lookup_error(const s3_req_t *req, const stor_bucket_t *bucket,
-                                  stor_status_t st)
+s3_error_t s3_object_lookup_error(s3_req_t *req, const stor_bucket_t *bucket, stor_status_t st)
 {
-    if (st == STOR_ERR_NO_KEY && !bucket_permits(req, bucket, S3_PERM_READ))
+    if (st == STOR_ERR_NO_KEY &&
+        bucket_decide(req, bucket, NULL, "s3:ListBucket", S3_PERM_READ) != S3E_NONE)
         return S3E_ACCESS_DENIED;
     return s3_error_from_stor(st);
 }
@@ -140,11 +497,26 @@ s3_error_t s3_bucket_access(s3_req_t *req, const char *bucket, s3_perm_t perm,
     stor_status_t st = stor_bucket_get(req->srv->cfg.store, bucket, &b);
     if (st != STOR_OK)
         return s3_error_from_stor(st);
-    if (!bucket_permits(req, &b, perm))
-        return S3E_ACCESS_DENIED;
+    /* DeleteObjects under a policy decides key by key (s3_key_access):
+     * only the body's keys say what it deletes. */
+    bool per_key = req->op == &s3_op_delete_objects && (b.cfg_mask & (1u << STOR_BCFG_POLICY));
+    char buf[80];
+    s3_error_t err = per_key
+                         ? S3E_NONE
+                         : bucket_decide(req, &b, req->key,
+                                         request_action(req, perm, false, buf, sizeof buf), perm);
+    if (err != S3E_NONE)
+        return err;
     if (bucket_p)
         *bucket_p = b;
     return S3E_NONE;
+}
+
+s3_error_t s3_key_access(s3_req_t *req, const stor_bucket_t *bucket, const char *key,
+                         s3_perm_t perm)
+{
+    char buf[80];
+    return bucket_decide(req, bucket, key, request_action(req, perm, false, buf, sizeof buf), perm);
 }
 
 bool s3_bucket_authorize(s3_req_t *req, const char *bucket, s3_perm_t perm, stor_bucket_t *bucket_p)
@@ -155,19 +527,120 @@ bool s3_bucket_authorize(s3_req_t *req, const char *bucket, s3_perm_t perm, stor
     return err == S3E_NONE;
 }
 
-bool s3_object_authorize(s3_req_t *req, const stor_bucket_t *bucket, const stor_meta_t *meta,
-                         s3_perm_t perm)
+bool s3_object_authorize(s3_req_t *req, const stor_bucket_t *bucket, const char *key,
+                         const stor_meta_t *meta, s3_perm_t perm)
 {
-    const char *owner = s3_object_owner(bucket, meta);
-    if (is(req, owner) || allows(granted(req, owner, meta->acl, bucket->owner, true), perm))
+    acl_ask_t a = {s3_object_owner(bucket, meta), meta->acl, bucket->owner, true, perm};
+    char buf[80];
+    s3_error_t err = decide(req, bucket, key, request_action(req, perm, true, buf, sizeof buf), &a);
+    if (err == S3E_NONE)
         return true;
-    s3_reply_error(req, S3E_ACCESS_DENIED, NULL);
+    s3_reply_error(req, err, NULL);
     return false;
 }
 
-const char *s3_new_object_owner(const s3_req_t *req, const stor_bucket_t *bucket)
+static bool acl_public(stor_acl_t acl)
 {
-    return req->user ? req->user->access_key : bucket->owner;
+    return acl == STOR_ACL_PUBLIC_READ || acl == STOR_ACL_PUBLIC_READ_WRITE ||
+           acl == STOR_ACL_AUTHENTICATED_READ;
+}
+
+/* Whether the request set an ACL explicitly: x-amz-acl, a grant header, or
+ * (PutBucketAcl / PutObjectAcl) a body. */
+static bool acl_given(s3_req_t *req)
+{
+    static const char *const hdrs[] = {"x-amz-acl",
+                                       "x-amz-grant-read",
+                                       "x-amz-grant-write",
+                                       "x-amz-grant-read-acp",
+                                       "x-amz-grant-write-acp",
+                                       "x-amz-grant-full-control"};
+    for (size_t i = 0; i < sizeof hdrs / sizeof hdrs[0]; i++)
+        if (s3_req_header(req, hdrs[i]))
+            return true;
+    return false;
+}
+
+/* The bucket's controls on an ACL being set: S3E_NONE or the refusal. */
+static s3_error_t acl_controls(s3_req_t *req, const access_cfg_t *cfg, stor_acl_t acl,
+                               bool explicit_acl, const char **why_p)
+{
+    if (!cfg)
+        return S3E_NONE;
+    if (cfg->ownership == S3_OWNERSHIP_ENFORCED && explicit_acl) {
+        const char *v = s3_req_header(req, "x-amz-acl");
+        bool owner_full = v ? strcmp(v, "bucket-owner-full-control") == 0
+                            : acl == STOR_ACL_PRIVATE || acl == STOR_ACL_BUCKET_OWNER_FULL_CONTROL;
+        if (!owner_full) {
+            *why_p = NULL;
+            return S3E_ACL_NOT_SUPPORTED;
+        }
+    }
+    if ((cfg->pab & S3_PAB_BLOCK_PUBLIC_ACLS) && acl_public(acl)) {
+        *why_p = "The bucket's public access block (BlockPublicAcls) refuses public ACLs.";
+        return S3E_ACCESS_DENIED;
+    }
+    return S3E_NONE;
+}
+
+s3_error_t s3_new_object_access(s3_req_t *req, stor_meta_t *meta, const char **why_p)
+{
+    s3_error_t err = s3_acl_from_headers(req, true, &meta->acl, why_p);
+    if (err != S3E_NONE)
+        return err;
+    const stor_bucket_t *bucket = &req->authz_bucket;
+    access_cfg_t *cfg;
+    if ((err = cfg_get(req, bucket, &cfg)) != S3E_NONE)
+        return err;
+    err = acl_controls(req, cfg, meta->acl, acl_given(req), why_p);
+    s3_ownership_t own = cfg ? cfg->ownership : S3_OWNERSHIP_NONE;
+    cfg_release(cfg);
+    if (err != S3E_NONE)
+        return err;
+    bool to_bucket_owner =
+        !req->user || own == S3_OWNERSHIP_ENFORCED ||
+        (own == S3_OWNERSHIP_PREFERRED && meta->acl == STOR_ACL_BUCKET_OWNER_FULL_CONTROL);
+    if (own == S3_OWNERSHIP_ENFORCED)
+        meta->acl = STOR_ACL_PRIVATE; /* ACLs are off: the owner's alone */
+    free(meta->owner);
+    meta->owner = strdup(to_bucket_owner ? bucket->owner : req->user->access_key);
+    return meta->owner ? S3E_NONE : S3E_INTERNAL;
+}
+
+static const char *const ownership_names[S3_OWNERSHIP_COUNT] = {
+    [S3_OWNERSHIP_OBJECT_WRITER] = "ObjectWriter",
+    [S3_OWNERSHIP_PREFERRED] = "BucketOwnerPreferred",
+    [S3_OWNERSHIP_ENFORCED] = "BucketOwnerEnforced",
+};
+
+const char *s3_ownership_name(int rule)
+{
+    return rule > S3_OWNERSHIP_NONE && rule < S3_OWNERSHIP_COUNT ? ownership_names[rule] : NULL;
+}
+
+int s3_ownership_parse(const char *name)
+{
+    for (int i = S3_OWNERSHIP_NONE + 1; i < S3_OWNERSHIP_COUNT && name; i++)
+        if (strcmp(name, ownership_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+int s3_ownership_from_header(s3_req_t *req)
+{
+    const char *v = s3_req_header(req, "x-amz-object-ownership");
+    return v ? s3_ownership_parse(v) : S3_OWNERSHIP_NONE;
+}
+
+s3_error_t s3_acl_change_check(s3_req_t *req, stor_acl_t acl, const char **why_p)
+{
+    access_cfg_t *cfg;
+    s3_error_t err = cfg_get(req, &req->authz_bucket, &cfg);
+    if (err != S3E_NONE)
+        return err;
+    err = acl_controls(req, cfg, acl, true, why_p);
+    cfg_release(cfg);
+    return err;
 }
 
 s3_error_t s3_acl_from_headers(s3_req_t *req, bool object, stor_acl_t *acl_p, const char **why_p)

@@ -58,6 +58,9 @@ static const char *const plain_params[] = {
     "versioning",
     "acl",
     "policy",
+    "policyStatus",
+    "publicAccessBlock",
+    "ownershipControls",
     "cors",
     "tagging",
     "lifecycle",
@@ -315,9 +318,15 @@ static void http_remote(s3_req_t *req, char *out, size_t cap)
         snprintf(out, cap, sa->sa_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
 }
 
+static bool http_secure(s3_req_t *req)
+{
+    return ((req_private_t *)req)->hc && ((req_private_t *)req)->hc->cert;
+}
+
 static const s3_frontend_t http_frontend = {
     .transport = S3_TRANSPORT_HTTP,
     .remote = http_remote,
+    .secure = http_secure,
     .header = http_header,
     .each_header = http_each_header,
     .query = http_query,
@@ -382,7 +391,12 @@ static const bucket_subresource_t bucket_subresources[] = {
     {"versions", &s3_op_list_object_versions, NULL, NULL},
     {"versioning", &s3_op_get_bucket_versioning, &s3_op_put_bucket_versioning, NULL},
     {"acl", &s3_op_get_bucket_acl, &s3_op_put_bucket_acl, NULL},
-    {"policy", &s3_op_get_bucket_policy, &s3_op_put_bucket_config, &s3_op_delete_bucket_config},
+    {"policy", &s3_op_get_bucket_policy, &s3_op_put_bucket_policy, &s3_op_delete_bucket_policy},
+    {"policyStatus", &s3_op_get_bucket_policy_status, NULL, NULL},
+    {"publicAccessBlock", &s3_op_get_public_access_block, &s3_op_put_public_access_block,
+     &s3_op_delete_public_access_block},
+    {"ownershipControls", &s3_op_get_bucket_ownership, &s3_op_put_bucket_ownership,
+     &s3_op_delete_bucket_ownership},
     {"cors", &s3_op_get_bucket_cors, &s3_op_put_bucket_config, &s3_op_delete_bucket_config},
     {"tagging", &s3_op_get_bucket_tagging, &s3_op_put_bucket_config, &s3_op_delete_bucket_config},
     {"lifecycle", &s3_op_get_bucket_lifecycle, &s3_op_put_bucket_config,

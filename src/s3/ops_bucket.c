@@ -58,6 +58,15 @@ static void create_bucket_begin(s3_req_t *req)
         s3_reply_error(req, err, why);
         return;
     }
+    int own = s3_ownership_from_header(req);
+    if (own < 0) {
+        s3_reply_error(req, S3E_INVALID_ARGUMENT, "Invalid x-amz-object-ownership header.");
+        return;
+    }
+    if (own == S3_OWNERSHIP_ENFORCED && acl != STOR_ACL_PRIVATE) {
+        s3_reply_error(req, S3E_ACL_WITH_OWNERSHIP, NULL);
+        return;
+    }
     const char *lock = s3_req_header(req, "x-amz-bucket-object-lock-enabled");
     if (lock && strcasecmp(lock, "true") == 0) {
         s3_reply_error(req, S3E_NOT_IMPLEMENTED, "Object lock is not implemented.");
@@ -116,13 +125,23 @@ static void create_bucket_finish(s3_req_t *req)
             s3_reply_error(req, mine ? S3E_BUCKET_OWNED : S3E_BUCKET_EXISTS, NULL);
             return;
         }
+        req->authz_bucket = b; /* its public-access block and ownership controls apply */
+        err = s3_acl_change_check(req, acl, &why);
+        if (err != S3E_NONE) {
+            s3_reply_error(req, err, why);
+            return;
+        }
         st = stor_bucket_set_acl(store, &b, acl);
-    } else if (st == STOR_OK && acl != STOR_ACL_PRIVATE) {
-        /* Created private; the ACL follows (a crash in between leaves the
-         * bucket private, never more open than asked). */
+    } else if (st == STOR_OK) {
+        /* Created private, without controls; the ACL and the ownership rule
+         * follow (a crash in between leaves the bucket private, never more
+         * open than asked). */
+        uint8_t own = (uint8_t)s3_ownership_from_header(req);
         st = stor_bucket_get(store, req->bucket, &b);
-        if (st == STOR_OK)
+        if (st == STOR_OK && acl != STOR_ACL_PRIVATE)
             st = stor_bucket_set_acl(store, &b, acl);
+        if (st == STOR_OK && own != S3_OWNERSHIP_NONE)
+            st = stor_bucket_config_set(store, &b, STOR_BCFG_OWNERSHIP, &own, 1);
     }
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);

@@ -52,9 +52,7 @@ static void create_mpu_begin(s3_req_t *req)
     const char *why = NULL;
     s3_error_t err = s3_meta_from_headers(req, &meta, &why);
     if (err == S3E_NONE)
-        err = s3_acl_from_headers(req, true, &meta.acl, &why);
-    if (err == S3E_NONE && !(meta.owner = strdup(s3_new_object_owner(req, &req->authz_bucket))))
-        err = S3E_INTERNAL;
+        err = s3_new_object_access(req, &meta, &why);
     if (err != S3E_NONE) {
         stor_meta_free(&meta);
         s3_reply_error(req, err, why);
@@ -80,10 +78,14 @@ static void create_mpu_begin(s3_req_t *req)
 
 /* ---- UploadPart ------------------------------------------------------------------- */
 
+/* Under etag: fast a part is hashed as a PutObject is (body.c): CRC32C, and an
+ * opaque "<32 hex>-1" ETag, unless Content-MD5 is sent (then its verified MD5
+ * is the ETag). Complete accepts both shapes (stor_mpu_etag). */
 static void upload_part_begin(s3_req_t *req)
 {
     if (!upload_check(req) || part_number(req) < 0)
         return;
+    req->fast_etag = req->srv->cfg.etag_fast;
     s3_upload_begin(req);
 }
 

@@ -278,16 +278,6 @@ static void token_push(s3_req_t *req, stor_reader_t *reader, int status, uint64_
 
 /* ---- PutObject ------------------------------------------------------------------ */
 
-s3_error_t s3_new_object_access(s3_req_t *req, stor_meta_t *meta, const char **why_p)
-{
-    s3_error_t err = s3_acl_from_headers(req, true, &meta->acl, why_p);
-    if (err != S3E_NONE)
-        return err;
-    free(meta->owner);
-    meta->owner = strdup(s3_new_object_owner(req, &req->authz_bucket));
-    return meta->owner ? S3E_NONE : S3E_INTERNAL;
-}
-
 static void put_object_begin(s3_req_t *req)
 {
     if (!s3_bucket_authorize(req, req->bucket, S3_PERM_WRITE, &req->authz_bucket))
@@ -443,7 +433,7 @@ static stor_reader_t *object_open(s3_req_t *req, const char *bucket, const char 
         s3_reply_error(req, s3_object_lookup_error(req, b, st), NULL);
         return NULL;
     }
-    if (!s3_object_authorize(req, b, stor_reader_meta(reader), S3_PERM_READ)) {
+    if (!s3_object_authorize(req, b, key, stor_reader_meta(reader), S3_PERM_READ)) {
         stor_reader_close(reader);
         return NULL;
     }
@@ -605,6 +595,8 @@ static void delete_objects_finish(s3_req_t *req)
         else if (!s3_utf8_valid(key, klen))
             err = S3E_INVALID_ARGUMENT;
         else if ((err = s3_version_check(vid)) != S3E_NONE)
+            ;
+        else if ((err = s3_key_access(req, &req->authz_bucket, key, S3_PERM_WRITE)) != S3E_NONE)
             ;
         else {
             stor_status_t st = stor_delete(req->srv->cfg.store, &req->authz_bucket, key);

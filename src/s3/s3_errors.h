@@ -26,6 +26,11 @@
     X(INVALID_DIGEST, 400, "InvalidDigest", "The Content-MD5 you specified is not valid.")         \
     X(INVALID_POLICY, 400, "InvalidPolicyDocument",                                                \
       "The content of the form does not meet the conditions specified in the policy document.")    \
+    X(MALFORMED_POLICY, 400, "MalformedPolicy",                                                    \
+      "Policies must be valid JSON and the first byte must be '{'")                                \
+    X(ACL_NOT_SUPPORTED, 400, "AccessControlListNotSupported", "The bucket does not allow ACLs")   \
+    X(ACL_WITH_OWNERSHIP, 400, "InvalidBucketAclWithObjectOwnership",                              \
+      "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting")            \
     X(MALFORMED_POST, 400, "MalformedPOSTRequest",                                                 \
       "The body of your POST request is not well-formed multipart/form-data.")                     \
     X(POST_FIELDS_TOO_LARGE, 400, "MaxPostPreDataLengthExceeded",                                  \
@@ -66,6 +71,10 @@
     X(NO_SUCH_KEY, 404, "NoSuchKey", "The specified key does not exist.")                          \
     X(NO_SUCH_VERSION, 404, "NoSuchVersion", "The specified version does not exist.")              \
     X(NO_SUCH_BUCKET_POLICY, 404, "NoSuchBucketPolicy", "The bucket policy does not exist")        \
+    X(NO_SUCH_PAB, 404, "NoSuchPublicAccessBlockConfiguration",                                    \
+      "The public access block configuration was not found")                                       \
+    X(NO_OWNERSHIP, 404, "OwnershipControlsNotFoundError",                                         \
+      "The bucket ownership controls were not found")                                              \
     X(NO_SUCH_CORS, 404, "NoSuchCORSConfiguration", "The CORS configuration does not exist")       \
     X(NO_SUCH_TAG_SET, 404, "NoSuchTagSet", "The TagSet does not exist")                           \
     X(NO_SUCH_LIFECYCLE, 404, "NoSuchLifecycleConfiguration",                                      \

@@ -127,6 +127,8 @@ typedef struct s3_frontend {
     const char *(*query)(s3_req_t *req, const char *name);
     /* Whether query argument name is present, with a value or without. */
     bool (*has_query)(s3_req_t *req, const char *name);
+    /* Whether the request came over TLS (aws:SecureTransport); NULL: never. */
+    bool (*secure)(s3_req_t *req);
     /* Sends the reply: status, the "name\0value\0" pairs of
      * req->reply_headers, then out (which it takes over whatever happens:
      * out->data freed, out->reader closed). Sets req->replied, also when the
@@ -201,7 +203,7 @@ struct s3_req {
     digest_t *sha1_ck;        /* x-amz-checksum-sha1 */
     bool want_ck[S3_CK_COUNT];
     const char *expect_ck[S3_CK_COUNT]; /* from x-amz-checksum-* headers; NULL when not sent */
-    bool fast_etag; /* set by PutObject's begin() under etag: fast (s3_server_config_t) */
+    bool fast_etag; /* set by PutObject's and UploadPart's begin() under etag: fast */
     bool has_content_md5;
     uint8_t content_md5[MD5_LEN];
     uint32_t crc32, crc32c;
@@ -368,41 +370,84 @@ typedef enum s3_perm {
     S3_PERM_OWNER,     /* the owner only (delete the bucket, its configuration) */
 } s3_perm_t;
 
+/* Public-access block flags (PutPublicAccessBlock), as stored. */
+enum {
+    S3_PAB_BLOCK_PUBLIC_ACLS = 1,
+    S3_PAB_IGNORE_PUBLIC_ACLS = 2,
+    S3_PAB_BLOCK_PUBLIC_POLICY = 4,
+    S3_PAB_RESTRICT_PUBLIC_BUCKETS = 8,
+    S3_PAB_ALL = 15,
+};
+
+/* A bucket's object-ownership rule (PutBucketOwnershipControls), as stored;
+ * NONE: never set, which behaves as ObjectWriter. */
+typedef enum s3_ownership {
+    S3_OWNERSHIP_NONE = 0,
+    S3_OWNERSHIP_OBJECT_WRITER,
+    S3_OWNERSHIP_PREFERRED, /* BucketOwnerPreferred */
+    S3_OWNERSHIP_ENFORCED,  /* BucketOwnerEnforced: ACLs off */
+    S3_OWNERSHIP_COUNT
+} s3_ownership_t;
+
+/* Every check below is one decision (access.c, docs/security.md): the
+ * bucket's policy (an explicit Deny wins, then an Allow), its public-access
+ * block and ownership controls, then the ACLs. The S3 action checked is the
+ * request's operation's (s3:GetObject...), on the bucket's ARN, or the
+ * object's when the request names a key. */
+
 /* Looks bucket up into *bucket_p; replies NoSuchBucket and returns false
  * when it does not exist. Objects' operations start here: their access is
- * the object's ACL's, not the bucket's. */
+ * the object's (s3_object_authorize), not the bucket's. */
 bool s3_bucket_lookup(s3_req_t *req, const char *bucket, stor_bucket_t *bucket_p);
 /* The error for a lookup of an object in bucket (as looked up already)
  * that failed with st. A key that does not exist is NoSuchKey only to a
- * requester who may list the bucket (READ on it) and AccessDenied to the
+ * requester who may list the bucket (s3:ListBucket) and AccessDenied to the
  * others, so that they learn nothing of what the bucket holds, as S3
  * answers. Every operation that looks a key up goes through here before it
  * replies (GET, HEAD, copy sources, ?acl, ?tagging). */
-s3_error_t s3_object_lookup_error(const s3_req_t *req, const stor_bucket_t *bucket,
-                                  stor_status_t st);
-/* The requester's perm on bucket, checked without replying: S3E_NONE
- * (*bucket_p, when not NULL, gets the bucket as found), or the error to
- * reply (for a caller that cannot reply yet, such as one in the middle of a
- * body). */
+s3_error_t s3_object_lookup_error(s3_req_t *req, const stor_bucket_t *bucket, stor_status_t st);
+/* The requester's perm on bucket (on req->key in it when the request names
+ * one), checked without replying: S3E_NONE (*bucket_p, when not NULL, gets
+ * the bucket as found), or the error to reply (for a caller that cannot
+ * reply yet, such as one in the middle of a body). DeleteObjects on a
+ * bucket with a policy passes here and is decided key by key. */
 s3_error_t s3_bucket_access(s3_req_t *req, const char *bucket, s3_perm_t perm,
                             stor_bucket_t *bucket_p);
+/* The requester's perm on bucket for key (DeleteObjects' keys): S3E_NONE
+ * or the error. */
+s3_error_t s3_key_access(s3_req_t *req, const stor_bucket_t *bucket, const char *key,
+                         s3_perm_t perm);
 /* Looks bucket up and checks the requester has perm on it; on success
  * *bucket_p (when not NULL) gets the bucket as found. On failure replies with
  * NoSuchBucket / AccessDenied and returns false. */
 bool s3_bucket_authorize(s3_req_t *req, const char *bucket, s3_perm_t perm,
                          stor_bucket_t *bucket_p);
-/* Checks the requester has perm on the object meta describes, in bucket.
- * On failure replies AccessDenied and returns false. */
-bool s3_object_authorize(s3_req_t *req, const stor_bucket_t *bucket, const stor_meta_t *meta,
-                         s3_perm_t perm);
+/* Checks the requester has perm on object key, which meta describes, in
+ * bucket. On failure replies AccessDenied and returns false. */
+bool s3_object_authorize(s3_req_t *req, const stor_bucket_t *bucket, const char *key,
+                         const stor_meta_t *meta, s3_perm_t perm);
 /* The object's owner: the access key that wrote it, or the bucket's owner. */
 const char *s3_object_owner(const stor_bucket_t *bucket, const stor_meta_t *meta);
-/* Who owns an object the requester writes into bucket now: the requester,
- * or for an anonymous writer the bucket's owner. */
-const char *s3_new_object_owner(const s3_req_t *req, const stor_bucket_t *bucket);
-/* Sets meta's owner (s3_new_object_owner) and ACL (s3_acl_from_headers)
- * for an object the request writes into req->authz_bucket (ops_object.c). */
+/* Sets meta's owner and ACL (s3_acl_from_headers) for an object the
+ * request writes into req->authz_bucket (PUT, copy, multipart, POST): the
+ * owner is the requester (the bucket's owner for an anonymous writer, under
+ * BucketOwnerEnforced, and under BucketOwnerPreferred with
+ * bucket-owner-full-control). Refuses what the bucket's controls refuse:
+ * an ACL other than bucket-owner-full-control under BucketOwnerEnforced
+ * (AccessControlListNotSupported), a public one under BlockPublicAcls
+ * (AccessDenied). */
 s3_error_t s3_new_object_access(s3_req_t *req, stor_meta_t *meta, const char **why_p);
+/* A rule's S3 name ("ObjectWriter", ...; NULL for none), and back (-1 for
+ * a name S3 does not know). */
+const char *s3_ownership_name(int rule);
+int s3_ownership_parse(const char *name);
+/* The ownership rule CreateBucket's x-amz-object-ownership names
+ * (S3_OWNERSHIP_NONE when absent), or -1 for a value S3 does not know. */
+int s3_ownership_from_header(s3_req_t *req);
+/* Checks that PutBucketAcl / PutObjectAcl (or CreateBucket on a bucket its
+ * requester owns) may set acl on req->authz_bucket or an object in it, as
+ * s3_new_object_access does for new objects. */
+s3_error_t s3_acl_change_check(s3_req_t *req, stor_acl_t acl, const char **why_p);
 /* The canned ACL a create/put/copy asks for with x-amz-acl (private when
  * absent). Explicit x-amz-grant-* headers and the canned ACLs not
  * implemented give NotImplemented; an unknown value InvalidArgument. On
@@ -460,7 +505,10 @@ extern const s3_op_t s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_bucke
     s3_op_get_bucket_policy, s3_op_get_bucket_cors, s3_op_get_bucket_tagging,
     s3_op_get_bucket_lifecycle, s3_op_get_object_lock_config, s3_op_get_bucket_encryption,
     s3_op_put_bucket_config, s3_op_delete_bucket_config, s3_op_get_object_tagging,
-    s3_op_put_object_tagging, s3_op_delete_object_tagging;
+    s3_op_put_object_tagging, s3_op_delete_object_tagging, s3_op_put_bucket_policy,
+    s3_op_delete_bucket_policy, s3_op_get_bucket_policy_status, s3_op_get_public_access_block,
+    s3_op_put_public_access_block, s3_op_delete_public_access_block, s3_op_get_bucket_ownership,
+    s3_op_put_bucket_ownership, s3_op_delete_bucket_ownership;
 /* Endpoints the HTTP frontend serves itself (begin and finish NULL: never
  * given to s3_req_start), named for metrics and access logs. */
 extern const s3_op_t s3_op_stats, s3_op_metrics, s3_op_health;

@@ -77,10 +77,11 @@ typedef struct s3_server_config {
     const s3_user_t *users; /* borrowed; must outlive the server */
     size_t n_users;
     unsigned max_buckets_per_user; /* CreateBucket past it: TooManyBuckets (0: the default) */
-    /* etag: fast. A PutObject's body gets CRC32C (stored and replied as
-     * x-amz-checksum-crc32c) instead of MD5, and an opaque ETag shaped as a
-     * multipart one; with Content-MD5 sent, MD5 is computed, checked and is
-     * the ETag as usual. Parts, POST forms and copies keep their MD5 ETags. */
+    /* etag: fast. A PutObject's or UploadPart's body gets CRC32C (stored and
+     * replied as x-amz-checksum-crc32c) instead of MD5, and an opaque ETag
+     * shaped as a one-part multipart one; with Content-MD5 sent, MD5 is
+     * computed, checked and is the ETag as usual. POST forms and copies
+     * (CopyObject, UploadPartCopy) keep their MD5 ETags. */
     bool etag_fast;
     stor_t *store;       /* borrowed */
     rdma_server_t *rdma; /* borrowed; NULL when RDMA is disabled (tokens declined) */

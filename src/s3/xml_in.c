@@ -8,6 +8,7 @@
 
 #include <expat.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -26,6 +27,7 @@ typedef enum xml_doc {
     DOC_DELETE,
     DOC_CREATE_BUCKET,
     DOC_ACL,
+    DOC_LEAVES, /* xml_parse_leaves: the root and paths the caller names */
 } xml_doc_t;
 
 typedef enum xml_field {
@@ -41,6 +43,7 @@ typedef enum xml_field {
     F_GRANTEE_URI,
     F_GRANTEE_EMAIL,
     F_PERMISSION,
+    F_LEAF,
 } xml_field_t;
 
 #define XML_MAX_GRANTS 100
@@ -79,6 +82,13 @@ typedef struct xml_ctx {
     xml_grant_t grant; /* the one being read */
     xml_grant_t *grants;
     size_t n_grants, cap_grants;
+
+    /* xml_parse_leaves */
+    const char *root;
+    const char *const *paths;
+    size_t n_paths, leaf;
+    char **values;
+    char parent[64]; /* the depth-2 element's name ("" when longer) */
 } xml_ctx_t;
 
 static void fail(xml_ctx_t *x)
@@ -95,9 +105,11 @@ static const char *local_name(const XML_Char *name)
     return sep ? sep + 1 : name;
 }
 
-static const char *root_name(xml_doc_t doc)
+static const char *root_name(const xml_ctx_t *x)
 {
-    switch (doc) {
+    switch (x->doc) {
+    case DOC_LEAVES:
+        return x->root;
     case DOC_COMPLETE:
         return "CompleteMultipartUpload";
     case DOC_DELETE:
@@ -170,6 +182,34 @@ static void acl_start(xml_ctx_t *x, const char *n)
         capture(x, f);
 }
 
+/* xml_parse_leaves: root > leaf, or root > parent > leaf as "parent/leaf". */
+static void leaves_start(xml_ctx_t *x, const char *n)
+{
+    char path[160];
+    if (x->depth == 2) {
+        size_t l = strlen(n);
+        memcpy(x->parent, n, l < sizeof x->parent ? l + 1 : 1);
+        if (l >= sizeof x->parent)
+            x->parent[0] = '\0';
+        snprintf(path, sizeof path, "%s", n);
+    } else if (x->depth == 3 && x->parent[0]) {
+        snprintf(path, sizeof path, "%s/%s", x->parent, n);
+    } else {
+        return;
+    }
+    for (size_t i = 0; i < x->n_paths; i++) {
+        if (strcmp(path, x->paths[i]) != 0)
+            continue;
+        if (x->values[i]) {
+            fail(x); /* given twice */
+        } else {
+            x->leaf = i;
+            capture(x, F_LEAF);
+        }
+        return;
+    }
+}
+
 static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **attrs)
 {
     (void)attrs;
@@ -183,7 +223,7 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
     }
     const char *n = local_name(name);
     if (x->depth == 1) {
-        if (strcmp(n, root_name(x->doc)) != 0)
+        if (strcmp(n, root_name(x)) != 0)
             fail(x);
         return;
     }
@@ -240,6 +280,9 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
         break;
     case DOC_ACL:
         acl_start(x, n);
+        break;
+    case DOC_LEAVES:
+        leaves_start(x, n);
         break;
     case DOC_CREATE_BUCKET:
         if (x->depth == 2 && strcmp(n, "LocationConstraint") == 0) {
@@ -335,6 +378,12 @@ static void end_field(xml_ctx_t *x)
         s = trimmed(&x->text, &len);
         x->location = strndup(s, len);
         if (!x->location)
+            fail(x);
+        break;
+    case F_LEAF:
+        s = trimmed(&x->text, &len);
+        x->values[x->leaf] = strndup(s, len);
+        if (!x->values[x->leaf])
             fail(x);
         break;
     case F_VERSION_ID:
@@ -501,10 +550,27 @@ static void ctx_free(xml_ctx_t *x)
 
 /* Runs the parser over the whole body; 0 when it is well-formed and every
  * callback was satisfied. */
+static int run_with(xml_ctx_t *x, xml_doc_t doc, const xml_ctx_t *names, const char *body,
+                    size_t len);
+
 static int run(xml_ctx_t *x, xml_doc_t doc, const char *body, size_t len)
+{
+    return run_with(x, doc, NULL, body, len);
+}
+
+/* run(), with the names of xml_parse_leaves (root, paths, values) taken
+ * from names when not NULL. */
+static int run_with(xml_ctx_t *x, xml_doc_t doc, const xml_ctx_t *names, const char *body,
+                    size_t len)
 {
     memset(x, 0, sizeof(*x));
     x->doc = doc;
+    if (names) {
+        x->root = names->root;
+        x->paths = names->paths;
+        x->n_paths = names->n_paths;
+        x->values = names->values;
+    }
     buf_init(&x->text, XML_MAX_TEXT);
     if (len > S3R_MAX_XML_BODY || (len && !body))
         return -1;
@@ -624,4 +690,23 @@ void xml_acl_free(char *owner, xml_grant_t *grants, size_t n)
     for (size_t i = 0; i < n; i++)
         grant_free(&grants[i]);
     free(grants);
+}
+
+int xml_parse_leaves(const char *body, size_t len, const char *root, const char *const *paths,
+                     size_t n, char **values)
+{
+    for (size_t i = 0; i < n; i++)
+        values[i] = NULL;
+    xml_ctx_t x;
+    memset(&x, 0, sizeof x);
+    /* run() zeroes the context: the caller's names go in through a copy. */
+    xml_ctx_t names = {.root = root, .paths = paths, .n_paths = n, .values = values};
+    int rc = run_with(&x, DOC_LEAVES, &names, body, len);
+    ctx_free(&x);
+    if (rc != 0)
+        for (size_t i = 0; i < n; i++) {
+            free(values[i]);
+            values[i] = NULL;
+        }
+    return rc;
 }

@@ -46,7 +46,7 @@ typedef struct setting {
 
 static const char *const durability_words[] = {"fsync", "relaxed", NULL}; /* server_durability_t */
 static const char *const etag_words[] = {"md5", "fast", NULL};            /* server_etag_t */
-static const char *const rdma_poll_words[] = {"adaptive", "busy", NULL}; /* server_rdma_poll_t */
+static const char *const rdma_poll_words[] = {"adaptive", "busy", NULL};  /* server_rdma_poll_t */
 static const char *const backend_words[] = {"local", "rados", NULL}; /* server_storage_backend_t */
 static const char *const metrics_auth_words[] = {"bearer", "public",
                                                  NULL};                 /* server_metrics_auth_t */
@@ -191,6 +191,10 @@ static const setting_t settings[] = {
     /* Storage (docs/storage.md). */
     CHOICE("storage.backend", "storage-backend", "S3RDMA_STORAGE_BACKEND", "local", storage.backend,
            backend_words, "local (LMDB + files in data_dir) or rados (a Ceph cluster)"),
+    SIZE("storage.inline_max", "storage-inline-max", "S3RDMA_STORAGE_INLINE_MAX", "16KiB",
+         storage.inline_max, 0, 1ULL << 20,
+         "objects of at most this size are kept in the index record, with no file of their own "
+         "(local backend; 0 = never)"),
     TEXT("storage.rados.conf", "storage-rados-conf", "S3RDMA_STORAGE_RADOS_CONF", "",
          storage.rados.conf, "the cluster's ceph.conf (default: librados' search)"),
     TEXT("storage.rados.user", "storage-rados-user", "S3RDMA_STORAGE_RADOS_USER", "admin",

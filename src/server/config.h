@@ -102,7 +102,8 @@ typedef struct server_config {
     } tls;
     /* Storage (docs/storage.md). */
     struct {
-        int backend; /* server_storage_backend_t */
+        int backend;         /* server_storage_backend_t */
+        uint64_t inline_max; /* bytes: objects kept in the index (local) */
         struct {
             char *conf;          /* ceph.conf path; "" = librados' search */
             char *user;          /* client id: "admin" */

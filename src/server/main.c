@@ -290,6 +290,7 @@ int main(int argc, char **argv)
         server_config_free(&cfg);
         return 1;
     }
+    stor_set_inline_max(store, (size_t)cfg.storage.inline_max);
 
     /* rdma.listen defaults to the first HTTP listener's host and rdma.port. */
     server_addr_t rdma_at = cfg.rdma.listen;

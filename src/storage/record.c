@@ -1,6 +1,7 @@
 /* Index keys and the binary record codec (see stor_internal.h for the
  * format), plus the small stor_meta_t helpers from storage.h. */
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,6 +103,13 @@ static int put_header(buf_t *b, uint8_t type)
     return put_u8(b, rec_version(type)) | put_u8(b, type);
 }
 
+/* The highest version a record of this type may have been written with:
+ * object records go one past rec_version (inline objects). */
+static uint8_t rec_max_version(uint8_t type)
+{
+    return type == STOR_REC_OBJECT ? STOR_REC_INLINE_VERSION : rec_version(type);
+}
+
 /* The optional header/checksum strings of stor_meta_t, in record order: the
  * first N_META_OPT_V1 since version 1, after the user metadata; the rest
  * since version 3, at the end. */
@@ -164,6 +172,20 @@ int stor_rec_encode_object(buf_t *b, const char *key, size_t klen, const stor_me
     return rc ? -1 : 0;
 }
 
+int stor_rec_encode_object_inline(buf_t *b, const char *key, size_t klen, const stor_meta_t *m,
+                                  const void *body)
+{
+    if (m->parts_count != 0 || m->size >= NULL_STR)
+        return -1;
+    int rc = put_u8(b, STOR_REC_INLINE_VERSION) | put_u8(b, STOR_REC_OBJECT);
+    rc |= put_bytes(b, key, klen);
+    rc |= put_meta(b, m);
+    rc |= put_u32(b, 0); /* parts_count */
+    rc |= put_u32(b, 0); /* no segments */
+    rc |= put_bytes(b, body, (size_t)m->size);
+    return rc ? -1 : 0;
+}
+
 int stor_rec_encode_upload(buf_t *b, const char *key, size_t klen, int64_t initiated_ms,
                            const stor_meta_t *m)
 {
@@ -190,17 +212,40 @@ int stor_rec_encode_part(buf_t *b, const stor_part_t *p, const uint8_t id[STOR_I
     return rc ? -1 : 0;
 }
 
+int stor_rec_encode_bucket_rec(buf_t *b, const stor_bucket_rec_t *r)
+{
+    if (r->b.id == 0)
+        return -1;
+    int rc = put_header(b, STOR_REC_BUCKET);
+    rc |= put_str(b, r->b.owner);
+    rc |= put_u64(b, (uint64_t)r->b.created);
+    rc |= put_u64(b, r->b.id);
+    rc |= put_u8(b, (uint8_t)r->b.acl);
+    rc |= put_u64(b, r->b.cfg_gen);
+    uint8_t n = 0;
+    for (int k = 0; k < STOR_BCFG_COUNT; k++)
+        n += r->cfg[k] != NULL;
+    rc |= put_u8(b, n);
+    for (int k = 0; k < STOR_BCFG_COUNT; k++) {
+        if (!r->cfg[k])
+            continue;
+        rc |= put_u8(b, (uint8_t)k);
+        rc |= put_bytes(b, r->cfg[k], r->cfg_len[k]);
+    }
+    return rc ? -1 : 0;
+}
+
 int stor_rec_encode_bucket(buf_t *b, const char *owner, int64_t created, uint64_t id,
                            stor_acl_t acl)
 {
-    if (id == 0)
+    stor_bucket_rec_t r;
+    memset(&r, 0, sizeof r);
+    if (snprintf(r.b.owner, sizeof r.b.owner, "%s", owner ? owner : "") >= (int)sizeof r.b.owner)
         return -1;
-    int rc = put_header(b, STOR_REC_BUCKET);
-    rc |= put_str(b, owner ? owner : "");
-    rc |= put_u64(b, (uint64_t)created);
-    rc |= put_u64(b, id);
-    rc |= put_u8(b, (uint8_t)acl);
-    return rc ? -1 : 0;
+    r.b.created = created;
+    r.b.id = id;
+    r.b.acl = acl;
+    return stor_rec_encode_bucket_rec(b, &r);
 }
 
 /* ==== Decoding =========================================================== */
@@ -309,7 +354,7 @@ static uint8_t get_header(dec_t *d, uint8_t type)
 {
     uint8_t v = get_u8(d);
     uint8_t t = get_u8(d);
-    if (v < 1 || v > rec_version(type) || t != type)
+    if (v < 1 || v > rec_max_version(type) || t != type)
         d->err = 1;
     return v;
 }
@@ -395,10 +440,19 @@ static stor_status_t decode_object(const void *data, size_t len, stor_obj_rec_t 
     get_meta(&d, &out->meta, v);
     uint32_t parts_count = get_u32(&d);
     uint32_t n = get_u32(&d);
-    if (!d.err && (n == 0 || n > (size_t)(d.end - d.p) / (STOR_ID_LEN + 8) ||
-                   (parts_count != 0 && parts_count != n) || (parts_count == 0 && n != 1)))
+    if (v >= STOR_REC_INLINE_VERSION) {
+        /* An inline object: no segments, its bytes and nothing after them. */
+        size_t blen;
+        const uint8_t *body = get_ref(&d, &blen);
+        if (!d.err &&
+            (parts_count != 0 || n != 0 || !body || blen != out->meta.size || d.p != d.end))
+            d.err = 1;
+        out->body = d.err ? NULL : body;
+    } else if (!d.err && (n == 0 || n > (size_t)(d.end - d.p) / (STOR_ID_LEN + 8) ||
+                          (parts_count != 0 && parts_count != n) || (parts_count == 0 && n != 1))) {
         d.err = 1;
-    if (!d.err) {
+    }
+    if (!d.err && !out->body) {
         if (!meta_only)
             out->segs = calloc(n, sizeof *out->segs);
         if (parts_count)
@@ -524,24 +578,81 @@ void stor_part_recs_free(stor_part_rec_t *arr, size_t n)
     free(arr);
 }
 
-stor_status_t stor_rec_decode_bucket(const void *data, size_t len, stor_bucket_t *out)
+stor_status_t stor_rec_decode_bucket_rec(const void *data, size_t len, stor_bucket_rec_t *out)
 {
     dec_t d = {data, (const uint8_t *)data + len, 0, 0};
-    uint8_t v = get_u8(&d);
-    if (get_u8(&d) != STOR_REC_BUCKET || v < 1 || v > STOR_REC_BUCKET_VERSION)
-        d.err = 1;
-    get_fixed_str(&d, out->owner, sizeof out->owner);
-    out->created = (int64_t)get_u64(&d);
-    out->id = 0; /* version 1: a bucket created before ids existed */
-    out->acl = STOR_ACL_PRIVATE;
+    stor_bucket_t *b = &out->b;
+    memset(out->cfg, 0, sizeof out->cfg);
+    memset(out->cfg_len, 0, sizeof out->cfg_len);
+    uint8_t v = get_header(&d, STOR_REC_BUCKET);
+    get_fixed_str(&d, b->owner, sizeof b->owner);
+    b->created = (int64_t)get_u64(&d);
+    b->id = 0; /* version 1: a bucket created before ids existed */
+    b->acl = STOR_ACL_PRIVATE;
+    b->cfg_mask = 0;
+    b->cfg_gen = 0;
     if (v >= 2) {
-        out->id = get_u64(&d);
-        if (out->id == 0)
+        b->id = get_u64(&d);
+        if (b->id == 0)
             d.err = 1;
     }
     if (v >= 3)
-        out->acl = get_acl(&d);
+        b->acl = get_acl(&d);
+    if (v >= 4) {
+        b->cfg_gen = get_u64(&d);
+        uint8_t n = get_u8(&d);
+        for (uint8_t i = 0; i < n && !d.err; i++) {
+            uint8_t k = get_u8(&d);
+            size_t blen;
+            const uint8_t *blob = get_ref(&d, &blen);
+            if (d.err || k >= STOR_BCFG_COUNT || !blob || (b->cfg_mask & (1u << k)))
+                d.err = 1;
+            else {
+                out->cfg[k] = blob;
+                out->cfg_len[k] = (uint32_t)blen;
+                b->cfg_mask |= 1u << k;
+            }
+        }
+    }
     return dec_status(&d);
+}
+
+stor_status_t stor_rec_decode_bucket(const void *data, size_t len, stor_bucket_t *out)
+{
+    stor_bucket_rec_t r;
+    memcpy(r.b.name, out->name, sizeof r.b.name);
+    stor_status_t s = stor_rec_decode_bucket_rec(data, len, &r);
+    if (s == STOR_OK)
+        *out = r.b;
+    return s;
+}
+
+stor_status_t stor_rec_bucket_apply(const void *old, size_t len, const stor_bucket_change_t *change,
+                                    buf_t *out)
+{
+    buf_init(out, STOR_REC_MAX);
+    stor_bucket_rec_t r;
+    stor_status_t s = stor_rec_decode_bucket_rec(old, len, &r);
+    if (s != STOR_OK)
+        return s;
+    if (change->cfg_len > STOR_BCFG_MAX_BYTES)
+        return STOR_ERR_TOO_LARGE;
+    while (r.b.id == 0)
+        if (random_bytes(&r.b.id, sizeof r.b.id) != 0)
+            return STOR_ERR_IO;
+    if (change->set_acl) {
+        if (change->acl < 0 || change->acl >= STOR_ACL_COUNT)
+            return STOR_ERR_TOO_LARGE;
+        r.b.acl = change->acl;
+    }
+    if (change->cfg_kind >= 0) {
+        if (change->cfg_kind >= STOR_BCFG_COUNT)
+            return STOR_ERR_TOO_LARGE;
+        r.cfg[change->cfg_kind] = change->cfg;
+        r.cfg_len[change->cfg_kind] = change->cfg ? (uint32_t)change->cfg_len : 0;
+        r.b.cfg_gen++;
+    }
+    return stor_rec_encode_bucket_rec(out, &r) != 0 ? STOR_ERR_NOMEM : STOR_OK;
 }
 
 /* ==== storage.h helpers ================================================== */

@@ -25,6 +25,12 @@ int stor_ready(stor_t *st)
     return st->ops->ready(st);
 }
 
+void stor_set_inline_max(stor_t *st, size_t bytes)
+{
+    if (st->ops->set_inline_max)
+        st->ops->set_inline_max(st, bytes);
+}
+
 /* ---- Buckets ------------------------------------------------------------ */
 
 stor_status_t stor_bucket_create(stor_t *st, const char *name, const char *owner)
@@ -39,7 +45,36 @@ stor_status_t stor_bucket_get(stor_t *st, const char *name, stor_bucket_t *out_p
 
 stor_status_t stor_bucket_set_acl(stor_t *st, const stor_bucket_t *bucket, stor_acl_t acl)
 {
-    return st->ops->bucket_set_acl(st, bucket, acl);
+    stor_bucket_change_t c = {.set_acl = true, .acl = acl, .cfg_kind = -1};
+    return st->ops->bucket_change(st, bucket, &c);
+}
+
+stor_status_t stor_bucket_config_get(stor_t *st, const stor_bucket_t *bucket,
+                                     stor_bucket_cfg_t kind, buf_t *out, uint64_t *gen_p)
+{
+    buf_init(out, STOR_BCFG_MAX_BYTES);
+    if (kind < 0 || kind >= STOR_BCFG_COUNT)
+        return STOR_ERR_TOO_LARGE;
+    buf_t raw;
+    stor_status_t s = st->ops->bucket_read(st, bucket, &raw);
+    stor_bucket_rec_t r;
+    if (s == STOR_OK)
+        s = stor_rec_decode_bucket_rec(raw.data, raw.len, &r);
+    if (s == STOR_OK && r.cfg[kind] && buf_append(out, r.cfg[kind], r.cfg_len[kind]) != 0)
+        s = STOR_ERR_NOMEM;
+    if (s == STOR_OK)
+        *gen_p = r.b.cfg_gen;
+    buf_free(&raw);
+    return s;
+}
+
+stor_status_t stor_bucket_config_set(stor_t *st, const stor_bucket_t *bucket,
+                                     stor_bucket_cfg_t kind, const void *data, size_t len)
+{
+    if (kind < 0 || kind >= STOR_BCFG_COUNT || len > STOR_BCFG_MAX_BYTES)
+        return STOR_ERR_TOO_LARGE;
+    stor_bucket_change_t c = {.cfg_kind = (int)kind, .cfg = data, .cfg_len = data ? len : 0};
+    return st->ops->bucket_change(st, bucket, &c);
 }
 
 stor_status_t stor_bucket_delete(stor_t *st, const stor_bucket_t *bucket)

@@ -11,6 +11,7 @@
 #ifndef S3R_STORAGE_STOR_BACKEND_H
 #define S3R_STORAGE_STOR_BACKEND_H
 
+#include "storage/stor_record.h"
 #include "storage/storage.h"
 
 typedef struct stor_ops {
@@ -19,10 +20,19 @@ typedef struct stor_ops {
     stor_status_t (*sync)(stor_t *st);
     void (*usage)(stor_t *st, uint64_t *objects_p, uint64_t *bytes_p);
     int (*ready)(stor_t *st);
+    /* NULL when the backend keeps no object inline (stor_set_inline_max is
+     * then a no-op). */
+    void (*set_inline_max)(stor_t *st, size_t bytes);
 
     stor_status_t (*bucket_create)(stor_t *st, const char *name, const char *owner);
     stor_status_t (*bucket_get)(stor_t *st, const char *name, stor_bucket_t *out_p);
-    stor_status_t (*bucket_set_acl)(stor_t *st, const stor_bucket_t *bucket, stor_acl_t acl);
+    /* The stored record of bucket (STOR_ERR_NO_BUCKET unless its id is
+     * bucket->id) into *rec (initialised here; the caller frees it). */
+    stor_status_t (*bucket_read)(stor_t *st, const stor_bucket_t *bucket, buf_t *rec);
+    /* Replaces the record of bucket (checked as bucket_read does) with
+     * stor_rec_bucket_apply(record, change) in one atomic step. */
+    stor_status_t (*bucket_change)(stor_t *st, const stor_bucket_t *bucket,
+                                   const stor_bucket_change_t *change);
     stor_status_t (*bucket_delete)(stor_t *st, const stor_bucket_t *bucket);
     stor_status_t (*bucket_list)(stor_t *st, stor_bucket_t **out_p, size_t *n_p);
 

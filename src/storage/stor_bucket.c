@@ -136,14 +136,32 @@ stor_status_t local_bucket_delete(stor_t *st_, const stor_bucket_t *bucket)
     return s;
 }
 
-stor_status_t local_bucket_set_acl(stor_t *st_, const stor_bucket_t *bucket, stor_acl_t acl)
+stor_status_t local_bucket_read(stor_t *st_, const stor_bucket_t *bucket, buf_t *rec)
+{
+    lstor_t *st = (lstor_t *)st_;
+    buf_init(rec, STOR_REC_MAX);
+    MDB_txn *txn;
+    stor_status_t s = rd_begin(st, &txn);
+    if (s != STOR_OK)
+        return s;
+    const char *name = bucket->name;
+    MDB_val k = {strlen(name), (void *)name}, v;
+    if ((s = bucket_check(st, txn, name, bucket->id)) == STOR_OK) {
+        int rc = mdb_get(txn, st->db_buckets, &k, &v);
+        if (rc)
+            s = mdb_fail("bucket get", rc);
+        else if (buf_append(rec, v.mv_data, v.mv_size) != 0)
+            s = STOR_ERR_NOMEM;
+    }
+    mdb_txn_abort(txn);
+    return s;
+}
+
+stor_status_t local_bucket_change(stor_t *st_, const stor_bucket_t *bucket,
+                                  const stor_bucket_change_t *change)
 {
     lstor_t *st = (lstor_t *)st_;
     const char *name = bucket->name;
-    if (!valid_bucket(name))
-        return STOR_ERR_NO_BUCKET;
-    if (acl < 0 || acl >= STOR_ACL_COUNT)
-        return STOR_ERR_TOO_LARGE;
     MDB_txn *txn;
     stor_status_t s = wr_begin(st, &txn);
     if (s != STOR_OK)
@@ -152,23 +170,13 @@ stor_status_t local_bucket_set_acl(stor_t *st_, const stor_bucket_t *bucket, sto
         mdb_txn_abort(txn);
         return s;
     }
-    /* The record as it is now (bucket_check saw it), with the new ACL. */
-    stor_bucket_t cur;
+    /* The record as it is now (bucket_check saw it), changed. A version-1
+     * record gets an id (a writer opened on it before then fails its
+     * commit with STOR_ERR_NO_BUCKET). */
     MDB_val k = {strlen(name), (void *)name}, v;
+    buf_t b = {0};
     int rc = mdb_get(txn, st->db_buckets, &k, &v);
-    if (rc == 0)
-        s = stor_rec_decode_bucket(v.mv_data, v.mv_size, &cur);
-    else
-        s = mdb_fail("bucket get", rc);
-    buf_t b;
-    buf_init(&b, 4096);
-    /* A version-1 record has no id to keep; it gets one now (a writer opened
-     * on it before then fails its commit with STOR_ERR_NO_BUCKET). */
-    while (s == STOR_OK && cur.id == 0)
-        if (random_bytes(&cur.id, sizeof cur.id) != 0)
-            s = STOR_ERR_IO;
-    if (s == STOR_OK && stor_rec_encode_bucket(&b, cur.owner, cur.created, cur.id, acl) != 0)
-        s = STOR_ERR_NOMEM;
+    s = rc ? mdb_fail("bucket get", rc) : stor_rec_bucket_apply(v.mv_data, v.mv_size, change, &b);
     if (s == STOR_OK) {
         MDB_val nv = {b.len, b.data};
         if ((rc = mdb_put(txn, st->db_buckets, &k, &nv, 0)) != 0)

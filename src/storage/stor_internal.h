@@ -108,16 +108,24 @@ struct lstor {
     /* stor_usage: counted by the sweep at open, then moved by usage_change
      * after every commit that adds, replaces or deletes an object. */
     _Atomic uint64_t n_objects, n_bytes;
+    /* Objects of at most this many bytes are kept inline in their index
+     * record, with no file (stor_set_inline_max; 0: never). */
+    size_t inline_max;
 };
 
+/* A writer keeps the bytes in mem while they fit the store's inline_max;
+ * the first write past it creates the object's file (id, path, fd) and moves
+ * them there. A commit while they are still in mem makes an inline object. */
 struct lwriter {
     stor_writer_t base;
     lstor_t *st;
     char bucket[STOR_BUCKET_MAX + 1];
     uint64_t bucket_id; /* which bucket of that name (stor_bucket_t.id) */
+    buf_t mem;          /* the bytes, until has_file (at most inline_max) */
+    int has_file;       /* the file exists: id, path valid; the bytes are there */
     uint8_t id[STOR_ID_LEN];
     char path[STOR_PATH_LEN];
-    int fd;
+    int fd; /* -1 before the file exists and once sealed */
     uint64_t size;
 };
 
@@ -177,9 +185,12 @@ int is_hex(const char *s, size_t n);
 void sweep_orphans(lstor_t *st);
 
 /* stor_object.c, also used by multipart: */
-/* Closes and frees a writer; its file is unlinked unless keep. */
+/* Closes and frees a writer; its file (if it made one) is unlinked unless
+ * keep. */
 void writer_free(lwriter_t *w, int keep);
-/* Makes the writer's bytes durable per the mode and closes its fd. */
+/* Moves the writer's bytes to a file of their own if they are still in
+ * memory, makes them durable per the mode and closes the fd: what a file
+ * id needs before an index record may point at it. */
 stor_status_t writer_seal(lwriter_t *w);
 /* Points bucket/key at record rec in txn when cond (NULL: none) holds for
  * the record it replaces; that record goes to *old. */
@@ -202,7 +213,9 @@ stor_status_t mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucket, sto
 stor_status_t local_bucket_create(stor_t *st_, const char *name, const char *owner);
 stor_status_t local_bucket_get(stor_t *st_, const char *name, stor_bucket_t *out_p);
 stor_status_t local_bucket_delete(stor_t *st_, const stor_bucket_t *bucket);
-stor_status_t local_bucket_set_acl(stor_t *st_, const stor_bucket_t *bucket, stor_acl_t acl);
+stor_status_t local_bucket_read(stor_t *st_, const stor_bucket_t *bucket, buf_t *rec);
+stor_status_t local_bucket_change(stor_t *st_, const stor_bucket_t *bucket,
+                                  const stor_bucket_change_t *change);
 stor_status_t local_bucket_list(stor_t *st_, stor_bucket_t **out_p, size_t *n_p);
 stor_status_t local_writer_open(stor_t *st_, const stor_bucket_t *bucket, stor_writer_t **out_p);
 stor_status_t local_writer_write(stor_writer_t *w_, const void *data, size_t len);
@@ -247,5 +260,6 @@ void local_close(stor_t *st_);
 stor_status_t local_sync(stor_t *st_);
 void local_usage(stor_t *st_, uint64_t *objects_p, uint64_t *bytes_p);
 int local_ready(stor_t *st_);
+void local_set_inline_max(stor_t *st_, size_t bytes);
 
 #endif

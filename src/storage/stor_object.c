@@ -64,6 +64,21 @@ static stor_status_t obj_lookup(lstor_t *st, MDB_txn *txn, const char *bucket, c
 
 /* ==== Writing ============================================================ */
 
+/* Makes the writer's file: a fresh random id in its shard directory. */
+static stor_status_t writer_file_open(lwriter_t *w)
+{
+    if (random_bytes(w->id, STOR_ID_LEN) != 0 || ensure_shard(w->st, w->id) != 0)
+        return STOR_ERR_IO;
+    stor_id_path(w->id, w->path);
+    w->fd = openat(w->st->objfd, w->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (w->fd < 0) {
+        log_error("storage: create %s: %s", w->path, strerror(errno));
+        return STOR_ERR_IO;
+    }
+    w->has_file = 1;
+    return STOR_OK;
+}
+
 stor_status_t local_writer_open(stor_t *st_, const stor_bucket_t *bucket, stor_writer_t **out_p)
 {
     lstor_t *st = (lstor_t *)st_;
@@ -83,25 +98,19 @@ stor_status_t local_writer_open(stor_t *st_, const stor_bucket_t *bucket, stor_w
     w->fd = -1;
     snprintf(w->bucket, sizeof w->bucket, "%s", bucket->name);
     w->bucket_id = bucket->id;
-    if (random_bytes(w->id, STOR_ID_LEN) != 0 || ensure_shard(st, w->id) != 0) {
+    buf_init(&w->mem, st->inline_max);
+    /* With inlining off, the file is made now, as it always was. */
+    if (st->inline_max == 0 && (s = writer_file_open(w)) != STOR_OK) {
         free(w);
-        return STOR_ERR_IO;
-    }
-    stor_id_path(w->id, w->path);
-    w->fd = openat(st->objfd, w->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (w->fd < 0) {
-        log_error("storage: create %s: %s", w->path, strerror(errno));
-        free(w);
-        return STOR_ERR_IO;
+        return s;
     }
     *out_p = &w->base;
     return STOR_OK;
 }
 
-stor_status_t local_writer_write(stor_writer_t *w_, const void *data, size_t len)
+/* Writes len bytes at p to the writer's file. */
+static stor_status_t file_write(lwriter_t *w, const char *p, size_t len)
 {
-    lwriter_t *w = (lwriter_t *)w_;
-    const char *p = data;
     while (len) {
         ssize_t n = write(w->fd, p, len);
         if (n < 0) {
@@ -112,9 +121,35 @@ stor_status_t local_writer_write(stor_writer_t *w_, const void *data, size_t len
         }
         p += n;
         len -= (size_t)n;
-        w->size += (uint64_t)n;
     }
     return STOR_OK;
+}
+
+/* Moves the bytes kept in memory to a file of their own (made now). */
+static stor_status_t writer_spill(lwriter_t *w)
+{
+    stor_status_t s = writer_file_open(w);
+    if (s == STOR_OK && w->mem.len)
+        s = file_write(w, w->mem.data, w->mem.len);
+    buf_free(&w->mem);
+    return s;
+}
+
+stor_status_t local_writer_write(stor_writer_t *w_, const void *data, size_t len)
+{
+    lwriter_t *w = (lwriter_t *)w_;
+    if (!w->has_file && len <= w->mem.max - w->mem.len) {
+        if (buf_append(&w->mem, data, len) != 0)
+            return STOR_ERR_NOMEM;
+        w->size += len;
+        return STOR_OK;
+    }
+    stor_status_t s = w->has_file ? STOR_OK : writer_spill(w);
+    if (s == STOR_OK)
+        s = file_write(w, data, len);
+    if (s == STOR_OK)
+        w->size += len;
+    return s;
 }
 
 uint64_t local_writer_size(const stor_writer_t *w_)
@@ -123,14 +158,15 @@ uint64_t local_writer_size(const stor_writer_t *w_)
     return w->size;
 }
 
-/* Closes and frees a writer; its file is unlinked unless an index record
- * now points at it (keep). */
+/* Closes and frees a writer; its file, if it made one, is unlinked unless an
+ * index record now points at it (keep). */
 void writer_free(lwriter_t *w, int keep)
 {
     if (w->fd >= 0)
         close(w->fd);
-    if (!keep)
+    if (w->has_file && !keep)
         unlinkat(w->st->objfd, w->path, 0);
+    buf_free(&w->mem);
     free(w);
 }
 
@@ -141,9 +177,15 @@ void local_writer_abort(stor_writer_t *w_)
         writer_free(w, 0);
 }
 
-/* Makes the writer's bytes durable per the mode and closes its fd. */
+/* Moves the bytes to a file if still in memory, makes them durable per the
+ * mode and closes the fd. */
 stor_status_t writer_seal(lwriter_t *w)
 {
+    if (!w->has_file) {
+        stor_status_t s = writer_spill(w);
+        if (s != STOR_OK)
+            return s;
+    }
     int rc = 0;
     if (w->st->durability == STOR_DURABILITY_FSYNC) {
         char dir[STOR_PATH_LEN];
@@ -198,12 +240,17 @@ stor_status_t local_writer_commit_if(stor_writer_t *w_, const char *key, stor_me
     lstor_t *st = w->st;
     buf_t b = {0};
     int applied = 0; /* the index now references the file: keep it */
-    stor_status_t s = writer_seal(w);
-    if (s != STOR_OK)
-        goto out;
+    /* Still in memory: the record carries the bytes, and the commit (in
+     * fsync mode its sync point, shared with other commits) covers both. */
+    int inline_obj = !w->has_file;
+    stor_status_t s = STOR_OK;
     /* Encoded before the write transaction: LMDB serializes writers, so
      * nothing that can run outside one should run inside. */
-    if ((s = encode_put(&b, key, meta, w->id, w->size)) != STOR_OK)
+    if (inline_obj)
+        s = encode_put_inline(&b, key, meta, w->mem.data ? w->mem.data : "", w->size);
+    else if ((s = writer_seal(w)) == STOR_OK)
+        s = encode_put(&b, key, meta, w->id, w->size);
+    if (s != STOR_OK)
         goto out;
 
     MDB_txn *txn;
@@ -213,7 +260,8 @@ stor_status_t local_writer_commit_if(stor_writer_t *w_, const char *key, stor_me
     int had_old = 0;
     s = put_object(st, txn, w->bucket, w->bucket_id, key, &b, cond, &old, &had_old);
     if (s == STOR_OK) {
-        new_file(st, w->id);
+        if (!inline_obj)
+            new_file(st, w->id);
         s = wr_commit_applied(st, txn, &applied);
     } else {
         mdb_txn_abort(txn);
@@ -235,8 +283,11 @@ out:
 
 /* ==== Reading ============================================================ */
 
-/* bucket/key's record, read in a short read transaction of its own. */
-static stor_status_t rec_read(lstor_t *st, const char *bucket, const char *key, stor_obj_rec_t *rec)
+/* bucket/key's record, read in a short read transaction of its own. An
+ * inline object's bytes are copied out of the transaction (malloc'ed) into
+ * *body_p when body_p is given; rec->body is never left pointing into it. */
+static stor_status_t rec_read(lstor_t *st, const char *bucket, const char *key, stor_obj_rec_t *rec,
+                              uint8_t **body_p)
 {
     MDB_txn *txn;
     stor_status_t s = rd_begin(st, &txn);
@@ -244,6 +295,17 @@ static stor_status_t rec_read(lstor_t *st, const char *bucket, const char *key, 
         return s;
     uint8_t ikey[STOR_IKEY_MAX];
     s = obj_lookup(st, txn, bucket, key, rec, NULL, ikey);
+    if (s == STOR_OK && body_p) {
+        *body_p = NULL;
+        if (rec->body && !(*body_p = malloc(rec->meta.size ? (size_t)rec->meta.size : 1))) {
+            stor_obj_rec_free(rec);
+            s = STOR_ERR_NOMEM;
+        } else if (rec->body) {
+            memcpy(*body_p, rec->body, (size_t)rec->meta.size);
+        }
+    }
+    if (s == STOR_OK)
+        rec->body = NULL;
     mdb_txn_abort(txn);
     return s;
 }
@@ -252,7 +314,7 @@ stor_status_t local_head(stor_t *st_, const char *bucket, const char *key, stor_
 {
     lstor_t *st = (lstor_t *)st_;
     stor_obj_rec_t rec;
-    stor_status_t s = rec_read(st, bucket, key, &rec);
+    stor_status_t s = rec_read(st, bucket, key, &rec, NULL);
     if (s != STOR_OK)
         return s;
     *meta_p = rec.meta;
@@ -274,6 +336,9 @@ struct lreader {
     rseg_t *segs; /* &one for a single-part object, else malloc'ed */
     uint32_t n_segs;
     rseg_t one;
+    /* An inline object's bytes, copied out of the index (meta.size of
+     * them; n_segs 0); NULL for an object in files. */
+    uint8_t *body;
 };
 
 void local_reader_close(stor_reader_t *r_)
@@ -286,6 +351,7 @@ void local_reader_close(stor_reader_t *r_)
             close(r->segs[i].fd);
     if (r->segs != &r->one)
         free(r->segs);
+    free(r->body);
     stor_meta_free(&r->meta);
     free(r);
 }
@@ -300,16 +366,20 @@ stor_status_t local_reader_open(stor_t *st_, const char *bucket, const char *key
     for (int attempt = 0; attempt < OPEN_RETRIES; attempt++) {
         uint64_t epoch = fdcache_epoch(st);
         stor_obj_rec_t rec;
-        stor_status_t s = rec_read(st, bucket, key, &rec);
+        uint8_t *body;
+        stor_status_t s = rec_read(st, bucket, key, &rec, &body);
         if (s != STOR_OK)
             return s;
         lreader_t *r = calloc(1, sizeof *r);
-        if (r)
+        if (r) {
             r->base.st = &st->base;
-        if (r)
-            r->segs = rec.n_segs == 1 ? &r->one : calloc(rec.n_segs, sizeof *r->segs);
+            r->body = body;
+            body = NULL;
+            r->segs = rec.n_segs <= 1 ? &r->one : calloc(rec.n_segs, sizeof *r->segs);
+        }
         if (!r || !r->segs) {
             free(r);
+            free(body);
             stor_obj_rec_free(&rec);
             return STOR_ERR_NOMEM;
         }
@@ -383,6 +453,10 @@ ssize_t local_reader_pread(stor_reader_t *r_, void *buf, size_t len, uint64_t of
         len = (size_t)(size - off);
     if (len > (size_t)SSIZE_MAX)
         len = (size_t)SSIZE_MAX;
+    if (r->body) {
+        memcpy(buf, r->body + off, len);
+        return (ssize_t)len;
+    }
     size_t done = 0;
     uint32_t i = seg_find(r, off);
     while (done < len && i < r->n_segs) {
@@ -480,10 +554,11 @@ stor_status_t local_object_set_acl(stor_t *st_, const stor_bucket_t *bucket, con
     if (s == STOR_OK)
         s = obj_get(st, txn, bucket->name, key, &rec, &k, ikey);
     if (s == STOR_OK) {
-        /* The same record (same files, same mtime) with another ACL. */
+        /* The same record (same files or inline bytes, same mtime) with
+         * another ACL; rec.body points into txn, which is still open. */
         have = 1;
         rec.meta.acl = acl;
-        s = encode_object(&b, key, &rec.meta, rec.segs, rec.n_segs);
+        s = encode_object_rec(&b, key, &rec);
     }
     if (s == STOR_OK) {
         MDB_val v = {b.len, b.data};

@@ -5,6 +5,7 @@
 #ifndef S3R_STORAGE_STOR_RECORD_H
 #define S3R_STORAGE_STOR_RECORD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,14 +20,21 @@
 /* Object and upload records: version 2 added the owner and the canned ACL
  * to the metadata (version 1 records still decode: no owner, private),
  * version 3 the SHA-1 and CRC-64/NVME checksums after them (older: none).
+ * Object records of version 4 end with the object's bytes themselves (a
+ * small object kept inline, docs/storage.md): no segments, one byte string
+ * of exactly meta.size bytes. Only inline objects are written as version 4;
+ * objects in files are still written as version 3, which a binary from
+ * before inline objects reads.
  * Part records: version 2 added the same two checksums after the file id. */
 #define STOR_BUCKET_MAX 63 /* bucket name bytes */
 
-#define STOR_REC_VERSION      3
-#define STOR_REC_PART_VERSION 2
+#define STOR_REC_VERSION        3
+#define STOR_REC_INLINE_VERSION 4
+#define STOR_REC_PART_VERSION   2
 /* Bucket records: version 2 added the bucket id (version 1 records still
- * decode, with id 0), version 3 the canned ACL (older ones: private). */
-#define STOR_REC_BUCKET_VERSION 3
+ * decode, with id 0), version 3 the canned ACL (older ones: private),
+ * version 4 the configuration generation and documents (older: none). */
+#define STOR_REC_BUCKET_VERSION 4
 #define STOR_ID_LEN             16         /* file id bytes; 32 hex digits on disk */
 #define STOR_REC_MAX            (8u << 20) /* larger records: STOR_ERR_TOO_LARGE */
 
@@ -40,7 +48,12 @@ typedef struct stor_seg {
 typedef struct stor_obj_rec {
     stor_meta_t meta; /* parts_count/part_sizes filled when multipart */
     stor_seg_t *segs;
-    uint32_t n_segs;
+    uint32_t n_segs; /* 0 for an inline object */
+    /* An inline object's meta.size bytes, pointing into the decoded record
+     * (not copied): valid only as long as the record's bytes are, for an
+     * LMDB value until its transaction ends. NULL when the object is in
+     * files (n_segs > 0). */
+    const uint8_t *body;
 } stor_obj_rec_t;
 
 typedef struct stor_upload_rec {
@@ -59,6 +72,10 @@ typedef struct stor_part_rec {
  * stor_rec_object_key), the metadata, the segments. */
 int stor_rec_encode_object(buf_t *b, const char *key, size_t klen, const stor_meta_t *m,
                            const stor_seg_t *segs, uint32_t n_segs);
+/* An inline object's record (version 4): the key, the metadata (single-part;
+ * meta.size bytes) and those bytes. */
+int stor_rec_encode_object_inline(buf_t *b, const char *key, size_t klen, const stor_meta_t *m,
+                                  const void *body);
 stor_status_t stor_rec_decode_object(const void *data, size_t len, stor_obj_rec_t *out);
 /* Only the metadata of an object record (the listing's need): the same checks
  * as stor_rec_decode_object, without copying the key or the segment list.
@@ -79,11 +96,40 @@ void stor_part_free_fields(stor_part_t *p);
 /* Frees n decoded part records and the array holding them. */
 void stor_part_recs_free(stor_part_rec_t *arr, size_t n);
 
-/* Writes a bucket record of the current version; id must not be 0 (0 marks
- * a version-1 record, which has none). */
+/* A bucket record with its configuration documents (which point into the
+ * decoded bytes: they live as long as those). name is not in the record. */
+typedef struct stor_bucket_rec {
+    stor_bucket_t b;
+    const void *cfg[STOR_BCFG_COUNT]; /* NULL: not set */
+    uint32_t cfg_len[STOR_BCFG_COUNT];
+} stor_bucket_rec_t;
+
+/* Writes a bucket record of the current version, without configuration
+ * documents; id must not be 0 (0 marks a version-1 record, which has none). */
 int stor_rec_encode_bucket(buf_t *b, const char *owner, int64_t created, uint64_t id,
                            stor_acl_t acl);
+/* Writes r as a record of the current version (r->b.cfg_mask is ignored:
+ * the documents set are those with a cfg pointer). */
+int stor_rec_encode_bucket_rec(buf_t *b, const stor_bucket_rec_t *r);
+/* Decodes a bucket record without its documents (their mask and generation
+ * only). */
 stor_status_t stor_rec_decode_bucket(const void *data, size_t len, stor_bucket_t *out);
+stor_status_t stor_rec_decode_bucket_rec(const void *data, size_t len, stor_bucket_rec_t *out);
+
+/* A change to a bucket's record (stor_bucket_set_acl, stor_bucket_config_set):
+ * a new ACL, or a document set or removed. */
+typedef struct stor_bucket_change {
+    bool set_acl;
+    stor_acl_t acl;
+    int cfg_kind; /* stor_bucket_cfg_t, or -1 for none */
+    const void *cfg;
+    size_t cfg_len; /* cfg NULL: remove the document */
+} stor_bucket_change_t;
+/* Writes into *out (initialised here; the caller frees it) the record old
+ * (of bucket id; the caller checked) with change applied; a version-1
+ * record gets an id now. */
+stor_status_t stor_rec_bucket_apply(const void *old, size_t len, const stor_bucket_change_t *change,
+                                    buf_t *out);
 
 /* Byte-order comparison of two strings with lengths (shorter prefix first). */
 int stor_keycmp(const char *a, size_t alen, const char *b, size_t blen);
@@ -99,6 +145,13 @@ stor_status_t encode_object(buf_t *b, const char *key, const stor_meta_t *m, con
  * file id of size bytes, as encode_object. */
 stor_status_t encode_put(buf_t *b, const char *key, stor_meta_t *meta,
                          const uint8_t id[STOR_ID_LEN], uint64_t size);
+/* encode_put for an object kept inline: the record holds its size bytes
+ * at body instead of a file id. */
+stor_status_t encode_put_inline(buf_t *b, const char *key, stor_meta_t *meta, const void *body,
+                                uint64_t size);
+/* Re-encodes a decoded object record under key with its metadata as now in
+ * rec->meta (files or inline bytes as they were), as encode_object. */
+stor_status_t encode_object_rec(buf_t *b, const char *key, const stor_obj_rec_t *rec);
 /* Whether cond (NULL: none) holds for the object a key holds (old, when
  * had_old): STOR_OK, STOR_ERR_PRECONDITION or STOR_ERR_NO_KEY. */
 stor_status_t stor_precond_check(const stor_precond_t *cond, const stor_meta_t *old, int had_old);

@@ -41,6 +41,30 @@ stor_status_t encode_put(buf_t *b, const char *key, stor_meta_t *meta,
     return encode_object(b, key, &m, &seg, 1);
 }
 
+stor_status_t encode_put_inline(buf_t *b, const char *key, stor_meta_t *meta, const void *body,
+                                uint64_t size)
+{
+    meta->size = size;
+    meta->mtime_ms = now_ms();
+    stor_meta_t m = *meta;
+    m.parts_count = 0;
+    m.part_sizes = NULL;
+    buf_init(b, (size_t)-1 / 2);
+    if (stor_rec_encode_object_inline(b, key, strlen(key), &m, body) != 0)
+        return STOR_ERR_NOMEM;
+    return b->len > STOR_REC_MAX ? STOR_ERR_TOO_LARGE : STOR_OK;
+}
+
+stor_status_t encode_object_rec(buf_t *b, const char *key, const stor_obj_rec_t *rec)
+{
+    if (!rec->body)
+        return encode_object(b, key, &rec->meta, rec->segs, rec->n_segs);
+    buf_init(b, (size_t)-1 / 2);
+    if (stor_rec_encode_object_inline(b, key, strlen(key), &rec->meta, rec->body) != 0)
+        return STOR_ERR_NOMEM;
+    return b->len > STOR_REC_MAX ? STOR_ERR_TOO_LARGE : STOR_OK;
+}
+
 stor_status_t stor_precond_check(const stor_precond_t *cond, const stor_meta_t *old, int had_old)
 {
     if (!cond)
@@ -83,18 +107,26 @@ stor_status_t stor_mpu_check_list(const stor_complete_part_t *parts, size_t n)
     return STOR_OK;
 }
 
+/* The 16 bytes a part's ETag stands for: an MD5's 32 hex digits, or those
+ * of an etag: fast part followed by "-1" (s3/body.c), quoted or not. */
+static int part_etag_bytes(const char *e, uint8_t out[MD5_LEN])
+{
+    size_t len = strlen(e);
+    if (len >= 2 && e[0] == '"' && e[len - 1] == '"')
+        e++, len -= 2;
+    if (len == 2 * MD5_LEN + 2 && e[2 * MD5_LEN] == '-' && e[2 * MD5_LEN + 1] == '1')
+        len -= 2;
+    return len == 2 * MD5_LEN && hex_decode(e, len, out, MD5_LEN) == 0 ? 0 : -1;
+}
+
 stor_status_t stor_mpu_etag(const stor_complete_part_t *parts, size_t n, char etag[64])
 {
     digest_t *d = digest_md5_new();
     if (!d)
         return STOR_ERR_NOMEM;
     for (size_t i = 0; i < n; i++) {
-        const char *e = parts[i].etag ? parts[i].etag : "";
-        size_t len = strlen(e);
-        if (len == 2 * MD5_LEN + 2 && e[0] == '"' && e[len - 1] == '"')
-            e++, len -= 2;
         uint8_t md5[MD5_LEN];
-        if (len != 2 * MD5_LEN || hex_decode(e, len, md5, MD5_LEN) != 0) {
+        if (part_etag_bytes(parts[i].etag ? parts[i].etag : "", md5) != 0) {
             digest_free(d);
             return STOR_ERR_INVALID_PART;
         }
@@ -141,7 +173,7 @@ stor_status_t stor_mpu_assemble(const stor_complete_part_t *parts, size_t n,
         if (segs[i].size < S3R_MIN_PART_BYTES)
             goto out;
     /* The listed ETags equal the parts' (checked above), so they give the
-     * object's: a part whose stored ETag is not an MD5 is InvalidPart. */
+     * object's: a part whose stored ETag has neither shape is InvalidPart. */
     if ((s = stor_mpu_etag(parts, n, m->etag)) != STOR_OK)
         goto out;
     m->size = total;

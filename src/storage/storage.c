@@ -244,9 +244,11 @@ static const stor_ops_t local_ops = {
     .sync = local_sync,
     .usage = local_usage,
     .ready = local_ready,
+    .set_inline_max = local_set_inline_max,
     .bucket_create = local_bucket_create,
     .bucket_get = local_bucket_get,
-    .bucket_set_acl = local_bucket_set_acl,
+    .bucket_read = local_bucket_read,
+    .bucket_change = local_bucket_change,
     .bucket_delete = local_bucket_delete,
     .bucket_list = local_bucket_list,
     .writer_open = local_writer_open,
@@ -283,6 +285,7 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
     st->base.ops = &local_ops;
     st->objfd = st->lockfd = -1;
     st->durability = durability;
+    st->inline_max = STOR_INLINE_MAX_DEFAULT;
     pthread_mutex_init(&st->dir_lock, NULL);
     fdcache_init(st);
 
@@ -432,6 +435,12 @@ void usage_change(lstor_t *st, int64_t objects, int64_t bytes)
 {
     atomic_fetch_add(&st->n_objects, (uint64_t)objects);
     atomic_fetch_add(&st->n_bytes, (uint64_t)bytes);
+}
+
+void local_set_inline_max(stor_t *st_, size_t bytes)
+{
+    lstor_t *st = (lstor_t *)st_;
+    st->inline_max = bytes < STOR_INLINE_MAX_LIMIT ? bytes : STOR_INLINE_MAX_LIMIT;
 }
 
 int local_ready(stor_t *st_)

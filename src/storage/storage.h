@@ -33,6 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "common/buf.h"
 
 typedef enum stor_status {
     STOR_OK = 0,
@@ -115,6 +116,17 @@ void stor_usage(stor_t *st, uint64_t *objects_p, uint64_t *bytes_p);
  * checks: one fstat and one faccessat. */
 int stor_ready(stor_t *st);
 
+/* Objects of at most this many bytes (STOR_INLINE_MAX_LIMIT at most; 0:
+ * none) are kept inline in their index record instead of a file of their
+ * own: one index commit (in fsync mode one sync point, shared with other
+ * commits) makes one durable, with no file to create, sync or unlink. Takes
+ * effect for writers opened after the call; objects already written stay as
+ * they are, and every object reads the same either way. Local backend only
+ * (a no-op on RADOS). Default STOR_INLINE_MAX_DEFAULT. docs/storage.md. */
+#define STOR_INLINE_MAX_DEFAULT (16u << 10)
+#define STOR_INLINE_MAX_LIMIT   (1u << 20)
+void stor_set_inline_max(stor_t *st, size_t bytes);
+
 /* ---- Access control ------------------------------------------------------ */
 
 /* The canned ACL of a bucket or an object (who may do what is the S3 layer's
@@ -140,7 +152,25 @@ typedef struct stor_bucket {
      * ids were recorded (which is still the only bucket of its name). */
     uint64_t id;
     stor_acl_t acl; /* private for a new bucket */
+    /* The configuration documents set on it (stor_bucket_config_*): bit k
+     * for stor_bucket_cfg_t k, and a generation that grows by one at every
+     * change of any of them (0: none was ever set), so that a cache of
+     * their parsed form can tell it is current from the record alone. */
+    uint32_t cfg_mask;
+    uint64_t cfg_gen;
 } stor_bucket_t;
+
+/* The configuration documents kept with a bucket. Storage keeps them as
+ * opaque bytes in the bucket's record (read with every stor_bucket_get on
+ * RADOS: keep them small); their meaning is the S3 layer's. Values never
+ * change (they are stored). */
+typedef enum stor_bucket_cfg {
+    STOR_BCFG_POLICY = 0,          /* the bucket policy (canonical JSON) */
+    STOR_BCFG_PUBLIC_ACCESS_BLOCK, /* PublicAccessBlockConfiguration flags */
+    STOR_BCFG_OWNERSHIP,           /* OwnershipControls rule */
+    STOR_BCFG_COUNT
+} stor_bucket_cfg_t;
+#define STOR_BCFG_MAX_BYTES (64u * 1024) /* one document; larger: STOR_ERR_TOO_LARGE */
 
 /* Fails with STOR_ERR_BUCKET_EXISTS if the name is taken (by anyone). Name
  * validity is the caller's job. */
@@ -149,6 +179,18 @@ stor_status_t stor_bucket_get(stor_t *st, const char *name, stor_bucket_t *out_p
 /* Sets the canned ACL of bucket (as stor_bucket_get returned it:
  * STOR_ERR_NO_BUCKET if it is gone). */
 stor_status_t stor_bucket_set_acl(stor_t *st, const stor_bucket_t *bucket, stor_acl_t acl);
+/* Reads configuration document kind of bucket (as stor_bucket_get returned
+ * it: STOR_ERR_NO_BUCKET if it is gone) into *out (initialised here; the
+ * caller frees it; len 0 when the document is not set) and the generation
+ * of the record it came from into *gen_p. */
+stor_status_t stor_bucket_config_get(stor_t *st, const stor_bucket_t *bucket,
+                                     stor_bucket_cfg_t kind, buf_t *out, uint64_t *gen_p);
+/* Sets configuration document kind of bucket (as stor_bucket_get returned
+ * it) to len bytes of data, or removes it (data NULL), in one atomic change
+ * of the bucket's record that also bumps its cfg_gen. STOR_ERR_TOO_LARGE
+ * past STOR_BCFG_MAX_BYTES. */
+stor_status_t stor_bucket_config_set(stor_t *st, const stor_bucket_t *bucket,
+                                     stor_bucket_cfg_t kind, const void *data, size_t len);
 /* Deletes bucket (as stor_bucket_get returned it: STOR_ERR_NO_BUCKET if it
  * is gone, even if another bucket now has its name).
  * STOR_ERR_BUCKET_NOT_EMPTY while objects remain. Multipart uploads still in
@@ -304,7 +346,7 @@ stor_status_t stor_mpu_check(stor_t *st, const char *bucket, const char *key,
 typedef struct stor_part {
     uint32_t number;
     uint64_t size;
-    char etag[64]; /* unquoted hex MD5 */
+    char etag[64]; /* unquoted: hex MD5, or "<32 hex>-1" under etag: fast (s3/body.c) */
     int64_t mtime_ms;
     /* Base64, as S3 sends them; NULL when absent. */
     char *checksum_crc32, *checksum_crc32c, *checksum_sha256, *checksum_sha1, *checksum_crc64nvme;
@@ -329,9 +371,11 @@ typedef struct stor_complete_part {
     const char *etag; /* unquoted */
 } stor_complete_part_t;
 
-/* The ETag a multipart object made of these parts has: the MD5 of their
- * MD5s (each part's ETag, quoted or not), then "-N". STOR_ERR_INVALID_PART
- * when an ETag is not an MD5's 32 hex digits. Needs no store. */
+/* The ETag a multipart object made of these parts has: the MD5 of the 16
+ * bytes each part's ETag (quoted or not) spells in hex, then "-N". Parts with
+ * MD5 ETags give S3's md5-of-md5s; an etag: fast part's ETag ("<32 hex>-1",
+ * no MD5) gives its 16 opaque bytes, so the object's ETag is opaque too.
+ * STOR_ERR_INVALID_PART when an ETag has neither shape. Needs no store. */
 stor_status_t stor_mpu_etag(const stor_complete_part_t *parts, size_t n, char etag[64]);
 /* Assembles the listed parts into bucket/key without copying bytes: checks
  * order (STOR_ERR_INVALID_PART_ORDER), presence and ETag (STOR_ERR_INVALID_PART)

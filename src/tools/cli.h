@@ -182,6 +182,10 @@ int cli_download(cli_t *cli, const char *bucket, const char *key, const char *pa
 int cli_copy(cli_t *cli, const char *sb, const char *sk, const char *db, const char *dk);
 /* Deletes one object. */
 int cli_delete(cli_t *cli, const char *bucket, const char *key);
+/* Deletes n objects of bucket with DeleteObjects (1000 per request), one
+ * line per key deleted; a key that failed is reported on stderr and the
+ * first failure is the exit code. */
+int cli_delete_many(cli_t *cli, const char *bucket, const char *const *keys, size_t n);
 /* Lists every key under prefix (no delimiter, all pages). */
 int cli_list_all(cli_t *cli, const char *bucket, const char *prefix, s3r_object_list_t **list_p);
 

@@ -183,6 +183,42 @@ int cli_delete(cli_t *cli, const char *bucket, const char *key)
     return CLI_OK;
 }
 
+/* The error s3r_object_delete_many reported for key, or NULL. */
+static const s3r_delete_error_t *delete_error_of(const s3r_delete_errors_t *errs, const char *key)
+{
+    for (size_t i = 0; errs && i < errs->n_errors; i++)
+        if (strcmp(errs->errors[i].key, key) == 0)
+            return &errs->errors[i];
+    return NULL;
+}
+
+int cli_delete_many(cli_t *cli, const char *bucket, const char *const *keys, size_t n)
+{
+    char what[300];
+    snprintf(what, sizeof(what), "delete in s3://%s", bucket);
+    cli_op_t op;
+    cli_op_begin(cli, &op);
+    s3r_delete_errors_t *errs = NULL;
+    s3r_status_t st = s3r_object_delete_many(cli->client, bucket, keys, n, &errs);
+    if (st != S3R_OK)
+        return cli_report(cli, what, st);
+    cli_op_end(cli, &op, what);
+    int rc = CLI_OK;
+    for (size_t i = 0; i < n; i++) {
+        char url[2048];
+        snprintf(url, sizeof(url), "s3://%s/%s", bucket, keys[i]);
+        const s3r_delete_error_t *e = delete_error_of(errs, keys[i]);
+        if (e == NULL) {
+            cli_done_line(cli, "delete", url, NULL);
+            continue;
+        }
+        cli_line(stderr, "s3rdma: delete %s: %s: %s", url, e->code, e->message);
+        rc = cli_first_error(rc, strcmp(e->code, "AccessDenied") == 0 ? CLI_DENIED : CLI_FAIL);
+    }
+    s3r_delete_errors_free(errs);
+    return rc;
+}
+
 int cli_list_all(cli_t *cli, const char *bucket, const char *prefix, s3r_object_list_t **list_p)
 {
     s3r_list_opts_t lo = {.prefix = prefix[0] ? prefix : NULL, .all_pages = 1};

@@ -70,8 +70,15 @@ static int delete_all(cli_t *cli, const char *bucket, const char *prefix)
     int rc = cli_list_all(cli, bucket, prefix, &l);
     if (rc != CLI_OK)
         return rc;
+    const char **keys = malloc((l->n_objects ? l->n_objects : 1) * sizeof(*keys));
+    if (keys == NULL) {
+        s3r_object_list_free(l);
+        return cli_report(cli, "delete", S3R_ERR_NOMEM);
+    }
     for (size_t i = 0; i < l->n_objects; i++)
-        rc = cli_first_error(rc, cli_delete(cli, bucket, l->objects[i].key));
+        keys[i] = l->objects[i].key;
+    rc = cli_delete_many(cli, bucket, keys, l->n_objects);
+    free(keys);
     s3r_object_list_free(l);
     return rc;
 }

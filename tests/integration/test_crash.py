@@ -6,14 +6,18 @@ restart on the same data dir, then check that
   * no partial object is visible: every listed object's bytes are exactly one version that a
     client sent, and its size matches,
   * no orphan files remain: after restart the number of files under DATA/.s3rdma/objects
-    equals the number of (single-part) objects.
+    equals the number of (single-part) objects too large to be kept inline.
 
-Object files live at DATA/.s3rdma/objects/ab/cd/<id> (src/storage/storage.c).
+Object files live at DATA/.s3rdma/objects/ab/cd/<id> (src/storage/storage.c); objects of at
+most `storage.inline_max` bytes (16 KiB by default) have none: their bytes are in the index
+record. The concurrent PUTs mix sizes on both sides of it, so the same keys are overwritten
+inline -> file and file -> inline while the server is killed.
 """
 import hashlib
 import http.client
 import os
 import random
+import re
 import signal
 import socket
 import threading
@@ -24,6 +28,12 @@ import pytest
 from s3r_itest import USERS, crc32c_b64, md5_b64, raw_request, sign_headers, uri_encode
 
 BUCKET = "crash-bucket"
+INLINE_MAX = 16 * 1024  # storage.inline_max's default (docs/storage.md)
+
+
+def files_of(size, parts=0):
+    """Object files an object of this size (and parts, for a multipart one) has."""
+    return parts if parts else (1 if size > INLINE_MAX else 0)
 
 
 class Version:
@@ -47,6 +57,10 @@ class History:
             self.versions.setdefault(key, []).append(v)
         return v
 
+    def acked(self):
+        """How many writes were acknowledged so far."""
+        return sum(1 for vs in self.versions.values() for v in vs if v.state == "acked")
+
     def allowed(self, key):
         """(must_exist, set of allowed digests)."""
         vs = self.versions.get(key, [])
@@ -57,6 +71,15 @@ class History:
         last = max(acked, key=lambda v: v.end)
         ok = {v.digest for v in acked if v.end >= last.start} | maybe
         return True, ok
+
+
+def kill_and_join(srv, stop, threads):
+    """kill -9 the server mid-run, then stop the writer threads; none may hang."""
+    srv.kill9()
+    stop.set()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads), "writer threads hung after the kill"
 
 
 def put(conn, host, key, data, check="md5"):
@@ -210,9 +233,10 @@ def verify(srv, hist):
         if must and key not in listed_keys:
             problems.append(f"{key!r}: acknowledged but missing after restart")
     nfiles, names = count_object_files(srv.data_dir)
-    if nfiles != len(listed):
-        problems.append(f"{nfiles} files under .s3rdma/objects for {len(listed)} objects "
-                        f"(orphans or missing files): {names[:10]}")
+    want = sum(files_of(size) for _, size in listed)
+    if nfiles != want:
+        problems.append(f"{nfiles} files under .s3rdma/objects for {len(listed)} objects, {want} "
+                        f"of them in files (orphans or missing files): {names[:10]}")
     return listed, problems
 
 
@@ -228,12 +252,8 @@ def load_and_kill(srv, hist, keys_per_thread, shared_keys, threads=6, duration=1
     for t in ts:
         t.start()
     time.sleep(duration)
-    acked_before = sum(1 for vs in hist.versions.values() for v in vs if v.state == "acked")
-    srv.kill9()
-    stop.set()
-    for t in ts:
-        t.join(60)
-    assert not any(t.is_alive() for t in ts), "writer threads hung after the kill"
+    acked_before = hist.acked()
+    kill_and_join(srv, stop, ts)
     return acked_before, errors
 
 
@@ -307,10 +327,166 @@ def test_kill9_during_multipart_and_deletes(make_server, s3_factory_for):
         body = s3.get_object(Bucket=BUCKET, Key=f"mp{i}")["Body"].read()
         assert body == part + b"tail"
     resp = s3.list_objects_v2(Bucket=BUCKET)
-    n_objects = resp["KeyCount"]
     nfiles, names = count_object_files(srv.data_dir)
-    # each multipart object here has 2 part files, each simple object 1
-    assert nfiles == n_objects + 3, (nfiles, n_objects, names[:10])
+    # each multipart object here has 2 part files; the simple ones (2000 bytes) are inline
+    want = sum(files_of(o["Size"], 2 if o["Key"].startswith("mp") else 0)
+               for o in resp.get("Contents", []))
+    assert want == 6 and nfiles == want, (nfiles, want, names[:10])
+
+
+def mpu_writer(s3, hist, part1s, keys, stop, seed, errors):
+    """Multipart uploads of 2 parts (5 MiB + a tail), each part with x-amz-checksum-crc32c
+    and no Content-MD5: under etag: fast the server hashes no MD5 at all. part1s: key ->
+    the SHA-256s of the first parts sent."""
+    from botocore.exceptions import ClientError
+    rnd = random.Random(seed)
+    seq = 0
+    while not stop.is_set():
+        key = rnd.choice(keys)
+        seq += 1
+        parts = [make_data(key, f"{seed}.{seq}", rnd)[:64] + os.urandom(5 * 1024 * 1024),
+                 os.urandom(rnd.randrange(1, 200_000))]
+        v = hist.begin(key, b"".join(parts))
+        with hist.lock:
+            part1s.setdefault(key, set()).add(hashlib.sha256(parts[0]).hexdigest())
+        try:
+            uid = s3.create_multipart_upload(Bucket=BUCKET, Key=key)["UploadId"]
+            done = []
+            for n, p in enumerate(parts, 1):
+                e = s3.upload_part(Bucket=BUCKET, Key=key, UploadId=uid, PartNumber=n, Body=p,
+                                   ChecksumAlgorithm="CRC32C")["ETag"]
+                done.append({"PartNumber": n, "ETag": e})
+            s3.complete_multipart_upload(Bucket=BUCKET, Key=key, UploadId=uid,
+                                         MultipartUpload={"Parts": done})
+            v.end = time.monotonic()
+            v.state = "acked"
+        except ClientError as e:
+            v.end = time.monotonic()
+            v.state = "failed"
+            if not stop.is_set():
+                errors.append(f"multipart {key}: {e}")
+        except Exception:  # noqa: BLE001 (the connection died with the server)
+            v.state = "unknown"
+            if not stop.is_set():
+                time.sleep(0.01)
+
+
+def slow_part(srv, s3, key, stop, state):
+    """Streams an 8 MiB UploadPart but its last 512 KiB, then trickles those at 8 KiB/s
+    (above the server's minimum body rate) until stop (set after the kill), so the kill
+    always lands in the middle of it."""
+    uid = s3.create_multipart_upload(Bucket=BUCKET, Key=key)["UploadId"]
+    state["upload"] = uid
+    data = os.urandom(8 * 1024 * 1024)
+    path = f"/{BUCKET}/{key}"
+    query = [("partNumber", "1"), ("uploadId", uid)]
+    headers = {"Host": srv.host, "Content-Length": str(len(data)),
+               "x-amz-checksum-crc32c": crc32c_b64(data)}
+    sign_headers("PUT", path, query, headers, "UNSIGNED-PAYLOAD", *USERS[0])
+    head = "\r\n".join([f"PUT {path}?partNumber=1&uploadId={uid} HTTP/1.1"] +
+                        [f"{k}: {v}" for k, v in headers.items()])
+    try:
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=30) as sock:
+            sock.sendall(head.encode() + b"\r\n\r\n")
+            tail = len(data) - 512 * 1024
+            sock.sendall(data[:tail])
+            while tail < len(data) and not stop.wait(0.5):
+                sock.sendall(data[tail:tail + 4096])
+                tail += 4096
+            sock.sendall(data[tail:])
+            reply = sock.recv(100)
+        if reply:
+            state["reply"] = reply
+        else:
+            state["cut"] = True
+    except OSError:
+        state["cut"] = True
+
+
+def test_kill9_during_fast_multipart(make_server, s3_factory_for):
+    """etag: fast, fsync: kill -9 mid-UploadPart and mid-Complete. After restart every
+    completed upload is one a client sent, whole (never a mix of parts), none acknowledged
+    is lost, its ETag is multipart-shaped; the uploads left behind list their parts with
+    fast ETags and CRC32Cs, complete or abort cleanly, and no part file is orphaned."""
+    srv = make_server(durability="fsync", extra_args=("--etag", "fast"))
+    s3 = s3_factory_for(srv)
+    s3.create_bucket(Bucket=BUCKET)
+    hist = History()
+    stop = threading.Event()
+    errors = []
+    slow, part1s = {}, {}
+    # An acknowledged part of an upload the kill leaves open must survive it.
+    left = os.urandom(5 * 1024 * 1024 + 1)
+    left_id = s3.create_multipart_upload(Bucket=BUCKET, Key="left")["UploadId"]
+    left_etag = s3.upload_part(Bucket=BUCKET, Key="left", UploadId=left_id, PartNumber=1,
+                               Body=left, ChecksumAlgorithm="CRC32C")["ETag"]
+    hist.begin("left", left)
+    part1s["left"] = {hashlib.sha256(left).hexdigest()}
+    ts = [threading.Thread(target=mpu_writer, args=(s3_factory_for(srv), hist, part1s,
+                                                    [f"m{t}/{i}" for i in range(2)] + ["shared"],
+                                                    stop, t, errors), daemon=True)
+          for t in range(3)]
+    ts.append(threading.Thread(target=slow_part, args=(srv, s3_factory_for(srv), "slowpart",
+                                                       stop, slow), daemon=True))
+    for t in ts:
+        t.start()
+    deadline = time.monotonic() + 45  # the slow part lasts 64 s
+    # until a few uploads are acknowledged and others are mid-flight
+    while time.monotonic() < deadline and hist.acked() < 4:
+        time.sleep(0.05)
+    time.sleep(0.2)
+    acked = hist.acked()
+    kill_and_join(srv, stop, ts)
+    assert not errors, errors[:10]
+    assert acked >= 4, f"only {acked} multipart uploads acknowledged before the kill"
+    assert slow.get("cut") and "reply" not in slow, "the kill should cut the slow UploadPart"
+    in_flight = sum(1 for vs in hist.versions.values() for v in vs if v.state == "unknown")
+    assert in_flight >= 1, "the kill should land while uploads are in flight"
+
+    srv.start()
+    s3 = s3_factory_for(srv)
+    listed = list_all(srv.port, srv.host)
+    problems = []
+    for key, size in listed:
+        if key not in hist.versions:
+            problems.append(f"unknown key listed: {key!r}")
+            continue
+        g = s3.get_object(Bucket=BUCKET, Key=key)
+        body = g["Body"].read()
+        if not re.fullmatch(r'"[0-9a-f]{32}-2"', g["ETag"]):
+            problems.append(f"{key!r}: ETag {g['ETag']}")
+        digest = hashlib.sha256(body).hexdigest()
+        if len(body) != size or digest not in {v.digest for v in hist.versions[key]}:
+            problems.append(f"{key!r}: its bytes are no upload a client sent (mixed or partial)")
+        elif digest not in hist.allowed(key)[1]:
+            problems.append(f"{key!r}: holds an older upload; an acknowledged one was lost")
+    for key in hist.versions:
+        if hist.allowed(key)[0] and key not in {k for k, _ in listed}:
+            problems.append(f"{key!r}: acknowledged but missing after restart")
+    assert not problems, "\n".join(problems[:30])
+    # The uploads the kill cut: their committed parts are listed with fast ETags and
+    # CRC32Cs; one whose part 1 is there completes with it alone, the others abort.
+    segs = {k: 2 for k, _ in listed}
+    ups = s3.list_multipart_uploads(Bucket=BUCKET).get("Uploads", [])
+    assert {slow["upload"], left_id} <= {u["UploadId"] for u in ups}
+    assert s3.list_parts(Bucket=BUCKET, Key="left", UploadId=left_id)["Parts"][0]["ETag"] == \
+        left_etag
+    for u in ups:
+        key, uid = u["Key"], u["UploadId"]
+        parts = s3.list_parts(Bucket=BUCKET, Key=key, UploadId=uid).get("Parts", [])
+        for p in parts:
+            assert re.fullmatch(r'"[0-9a-f]{32}-1"', p["ETag"]) and p.get("ChecksumCRC32C"), p
+        if parts and parts[0]["PartNumber"] == 1:
+            s3.complete_multipart_upload(Bucket=BUCKET, Key=key, UploadId=uid, MultipartUpload={
+                "Parts": [{"PartNumber": 1, "ETag": parts[0]["ETag"]}]})
+            body = s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+            assert hashlib.sha256(body).hexdigest() in part1s[key], key
+            segs[key] = 1
+        else:
+            s3.abort_multipart_upload(Bucket=BUCKET, Key=key, UploadId=uid)
+    nfiles, names = count_object_files(srv.data_dir)
+    assert nfiles == sum(segs.values()), (nfiles, segs, names[:10])
+    assert srv.stop(signal.SIGTERM) == 0
 
 
 @pytest.fixture
@@ -366,8 +542,10 @@ def test_planted_orphans_removed_on_restart(make_server):
     srv = make_server(durability="fsync")
     assert _create_bucket(srv) == 200
     conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+    # Large enough for files of their own (smaller objects are kept inline).
     for i in range(5):
-        assert put(conn, srv.host, f"keep{i}", os.urandom(1000 + i)) == 200
+        assert put(conn, srv.host, f"keep{i}", os.urandom(INLINE_MAX + 1000 + i)) == 200
+    assert put(conn, srv.host, "inline", b"small") == 200
     conn.close()
     n_before, names = count_object_files(srv.data_dir)
     assert n_before == 5, names
@@ -386,7 +564,8 @@ def test_planted_orphans_removed_on_restart(make_server):
     assert n_after == 5, names
     for i in range(5):
         status, body = get(srv.port, srv.host, f"keep{i}")
-        assert status == 200 and len(body) == 1000 + i
+        assert status == 200 and len(body) == INLINE_MAX + 1000 + i
+    assert get(srv.port, srv.host, "inline") == (200, b"small")
 
 
 def test_no_garbage_files_after_normal_operations(make_server, s3_factory_for):
@@ -435,7 +614,8 @@ def test_no_garbage_files_after_normal_operations(make_server, s3_factory_for):
     expected = 0
     for o in objs:
         h = s3.head_object(Bucket=BUCKET, Key=o["Key"], PartNumber=1)
-        expected += h.get("PartsCount", 1)
+        expected += files_of(o["Size"], h.get("PartsCount", 0))
+    assert expected == 2  # mp's two parts; every other object is small enough to be inline
     # relaxed mode unlinks dropped files at its next sync point (about once a
     # second), once the commits that dropped them are durable
     deadline = time.monotonic() + 10

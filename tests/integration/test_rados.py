@@ -148,6 +148,42 @@ def test_two_gateways_share_objects_and_listings(ceph_cluster, pool, make_server
     assert wait_no_pieces(ceph_cluster, pool) == []
 
 
+def test_bucket_policy_change_applies_on_every_gateway_at_once(ceph_cluster, pool, make_server):
+    """Each gateway caches parsed policies by the bucket record's configuration generation,
+    which every request reads: a change through one gateway binds the other's very next
+    request, with no invalidation message."""
+    import json
+    import botocore
+    a = gateway(make_server, ceph_cluster, pool, "gwa")
+    b = gateway(make_server, ceph_cluster, pool, "gwb")
+    sa, anon_b = boto_client(a), boto_client(b, signature_version=botocore.UNSIGNED)
+    bucket = "pol-" + uuid.uuid4().hex[:8]
+    sa.create_bucket(Bucket=bucket)
+    sa.put_object(Bucket=bucket, Key="k", Body=b"v")
+
+    def put(effect):
+        sa.put_bucket_policy(Bucket=bucket, Policy=json.dumps({"Statement": [
+            {"Effect": effect, "Principal": "*", "Action": "s3:GetObject",
+             "Resource": f"arn:aws:s3:::{bucket}/*"}]}))
+
+    def anon_get():
+        try:
+            return anon_b.get_object(Bucket=bucket, Key="k")["Body"].read()
+        except ClientError as e:
+            return e.response["Error"]["Code"]
+
+    for _ in range(2):
+        put("Allow")
+        assert anon_get() == b"v"  # gateway b parses and caches it
+        assert anon_get() == b"v"
+        put("Deny")
+        assert anon_get() == "AccessDenied"
+    sa.delete_bucket_policy(Bucket=bucket)
+    assert anon_get() == "AccessDenied"  # back to the private ACL
+    sa.delete_object(Bucket=bucket, Key="k")
+    sa.delete_bucket(Bucket=bucket)
+
+
 def test_two_gateways_concurrent_overwrites(ceph_cluster, pool, make_server):
     a = gateway(make_server, ceph_cluster, pool, "gwa")
     b = gateway(make_server, ceph_cluster, pool, "gwb")

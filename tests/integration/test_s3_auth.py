@@ -313,7 +313,7 @@ def test_request_id_on_every_response(server, s3, bucket):
 
 
 @pytest.mark.parametrize("method,sub", [("GET", "logging"), ("PUT", "lifecycle"),
-                                        ("GET", "notification"), ("PUT", "policy"),
+                                        ("GET", "notification"), ("PUT", "cors"),
                                         ("PUT", "replication"), ("GET", "website")])
 def test_unsupported_bucket_subresource(server, bucket, method, sub):
     body = b"<x/>" if method == "PUT" else b""

@@ -4,7 +4,9 @@ CRC32C, its ETag is opaque and shaped as a one-part multipart ETag
 verified and is the ETag). Objects written over HTTP, the token path and the
 native protocol read back byte for byte through boto3, awscli, s3cmd and
 rclone, each with its own integrity check on; the tools' own uploads pass
-their post-upload ETag checks. Multipart ETags keep their MD5 semantics."""
+their post-upload ETag checks. Parts are hashed as PutObjects are (fast ETags
+unless Content-MD5 is sent) and a completed upload's ETag stays "<32 hex>-N":
+multipart uploads from every writer pass each tool's checks and read back."""
 import hashlib
 import os
 import re
@@ -168,18 +170,81 @@ def test_content_md5_is_still_verified(fsrv, s3, bucket):
         assert client_error(ei)[1] == 404
 
 
-def test_multipart_etag_keeps_md5(s3, bucket):
-    parts = [os.urandom(5 * MiB), os.urandom(1000)]
-    uid = s3.create_multipart_upload(Bucket=bucket, Key="mpu")["UploadId"]
+MPU = re.compile(r'^"[0-9a-f]{32}-[0-9]+"$')
+
+
+def etag_bytes(etag):
+    """The 16 bytes an MD5 or fast part ETag spells (docs/storage.md, "ETags")."""
+    return bytes.fromhex(etag.strip('"')[:32])
+
+
+def test_multipart_parts_get_fast_etags(s3, bucket):
+    """A part sent without Content-MD5 gets CRC32C and a fast ETag, not an MD5; one sent
+    with Content-MD5 gets its verified MD5, as a PutObject does. The object's ETag is
+    multipart-shaped either way, S3's md5-of-md5s when every part has an MD5."""
+    parts = [os.urandom(5 * MiB), os.urandom(5 * MiB + 3), os.urandom(1000)]
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="mpu", ChecksumAlgorithm="CRC32C")[
+        "UploadId"]
     done = []
     for n, p in enumerate(parts, 1):
-        r = s3.upload_part(Bucket=bucket, Key="mpu", UploadId=uid, PartNumber=n, Body=p)
-        assert r["ETag"] == '"' + hashlib.md5(p).hexdigest() + '"'
-        done.append({"PartNumber": n, "ETag": r["ETag"]})
+        # This botocore sends Content-MD5 with a part unless another checksum is asked for.
+        r = s3.upload_part(Bucket=bucket, Key="mpu", UploadId=uid, PartNumber=n, Body=p,
+                           ChecksumAlgorithm="CRC32C")
+        assert FAST.match(r["ETag"]), r["ETag"]
+        assert r["ETag"] != '"' + hashlib.md5(p).hexdigest() + '"'
+        assert r.get("ChecksumCRC32C") == crc32c_b64(p)
+        done.append({"PartNumber": n, "ETag": r["ETag"], "ChecksumCRC32C": crc32c_b64(p)})
+    listed = s3.list_parts(Bucket=bucket, Key="mpu", UploadId=uid)["Parts"]
+    assert [(x["ETag"], x["Size"], x.get("ChecksumCRC32C")) for x in listed] == [
+        (d["ETag"], len(p), crc32c_b64(p)) for d, p in zip(done, parts)]
+    # The part's MD5 is not its ETag: Complete refuses it, and the upload stays.
+    wrong = [{"PartNumber": 1, "ETag": '"' + hashlib.md5(parts[0]).hexdigest() + '"'}] + done[1:]
+    with pytest.raises(ClientError) as ei:
+        s3.complete_multipart_upload(Bucket=bucket, Key="mpu", UploadId=uid,
+                                     MultipartUpload={"Parts": wrong})
+    assert client_error(ei)[:2] == ("InvalidPart", 400)
     r = s3.complete_multipart_upload(Bucket=bucket, Key="mpu", UploadId=uid,
                                      MultipartUpload={"Parts": done})
-    want = hashlib.md5(b"".join(hashlib.md5(p).digest() for p in parts)).hexdigest() + "-2"
+    want = hashlib.md5(b"".join(etag_bytes(d["ETag"]) for d in done)).hexdigest() + "-3"
     assert r["ETag"] == f'"{want}"'
+    assert r["ETag"] != '"' + hashlib.md5(b"".join(
+        hashlib.md5(p).digest() for p in parts)).hexdigest() + '-3"'
+    # A Complete retried after its answer was lost gets the same ETag again.
+    r2 = s3.complete_multipart_upload(Bucket=bucket, Key="mpu", UploadId=uid,
+                                      MultipartUpload={"Parts": done})
+    assert r2["ETag"] == r["ETag"]
+    h = s3.head_object(Bucket=bucket, Key="mpu")
+    assert h["ETag"] == r["ETag"] and h["ContentLength"] == sum(map(len, parts))
+    assert s3.get_object(Bucket=bucket, Key="mpu")["Body"].read() == b"".join(parts)
+
+    # Parts with Content-MD5 (botocore's default): verified, and their MD5s are the
+    # ETags, so the object's is S3's md5-of-md5s (rclone checks it against its own).
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="mpu5")["UploadId"]
+    done = []
+    for n, p in enumerate(parts[::2], 1):
+        r = s3.upload_part(Bucket=bucket, Key="mpu5", UploadId=uid, PartNumber=n, Body=p)
+        assert r["ETag"] == '"' + hashlib.md5(p).hexdigest() + '"'
+        done.append({"PartNumber": n, "ETag": r["ETag"]})
+    with pytest.raises(ClientError) as ei:
+        s3.upload_part(Bucket=bucket, Key="mpu5", UploadId=uid, PartNumber=3, Body=b"x",
+                       ContentMD5=md5_b64(b"y"))
+    assert client_error(ei)[:2] == ("BadDigest", 400)
+    r = s3.complete_multipart_upload(Bucket=bucket, Key="mpu5", UploadId=uid,
+                                     MultipartUpload={"Parts": done})
+    want = hashlib.md5(b"".join(hashlib.md5(p).digest() for p in parts[::2])).hexdigest()
+    assert r["ETag"] == f'"{want}-2"'
+    # An MD5 part and a fast one: the object's ETag covers both.
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="mixed")["UploadId"]
+    e1 = s3.upload_part(Bucket=bucket, Key="mixed", UploadId=uid, PartNumber=1,
+                        Body=parts[0])["ETag"]
+    e2 = s3.upload_part(Bucket=bucket, Key="mixed", UploadId=uid, PartNumber=2, Body=b"fast",
+                        ChecksumAlgorithm="CRC32C")["ETag"]
+    assert e1 == '"' + hashlib.md5(parts[0]).hexdigest() + '"' and FAST.match(e2), (e1, e2)
+    r = s3.complete_multipart_upload(Bucket=bucket, Key="mixed", UploadId=uid, MultipartUpload={
+        "Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e2}]})
+    want = hashlib.md5(etag_bytes(e1) + etag_bytes(e2)).hexdigest()
+    assert r["ETag"] == f'"{want}-2"'
+    assert s3.get_object(Bucket=bucket, Key="mixed")["Body"].read() == parts[0] + b"fast"
 
 
 @pytest.mark.skipif(not all(os.path.exists(t) for t in
@@ -215,6 +280,70 @@ def test_every_path_reads_back_through_every_tool(fsrv, s3, bucket, tmp_path):
             check_fast(s3, bucket, key, body)
         for tool in ("awscli", "s3cmd", "rclone"):
             dst = tmp_path / tool / key.rsplit("/", 1)[1]  # rclone check matches names
+            dst.parent.mkdir(exist_ok=True)
+            if dst.exists():
+                dst.unlink()
+            tools.get(tool, bucket, key, dst)
+            assert dst.read_bytes() == body, (tool, key)
+
+
+def md5_of_md5s(body, part):
+    chunks = [body[i:i + part] for i in range(0, len(body), part)]
+    return '"' + hashlib.md5(b"".join(hashlib.md5(c).digest() for c in chunks)).hexdigest() + \
+        f'-{len(chunks)}"'
+
+
+@pytest.mark.skipif(not all(os.path.exists(t) for t in
+                            ("/usr/bin/aws", "/usr/bin/s3cmd", "/usr/bin/rclone")),
+                    reason="awscli, s3cmd and rclone are needed")
+def test_multipart_uploads_read_back_through_every_tool(fsrv, s3, bucket, tmp_path):
+    """Multipart uploads in 5 MiB parts under etag: fast from every writer: the tools'
+    own checks of part and object ETags pass (s3cmd compares each part's ETag with its
+    MD5 unless it has a '-'; rclone, told to, compares the object's with its md5-of-md5s;
+    it sends Content-MD5 with each part, so its parts keep MD5 ETags), and every object
+    reads back byte for byte through every tool."""
+    tools = Tools(fsrv, tmp_path)
+    (tmp_path / "aws-mp").write_text("[default]\nregion = us-east-1\ns3 =\n"
+                                     "  multipart_threshold = 5MB\n  multipart_chunksize = 5MB\n")
+    aws_env = dict(tools.env, AWS_CONFIG_FILE=str(tmp_path / "aws-mp"))
+    src = tmp_path / "src"
+    src.mkdir()
+    written = {}
+    for how in ("token", "native", "awscli", "s3cmd", "rclone"):
+        # past the CLI's multipart threshold (16 MiB): 4 parts of 5 MiB at most
+        body = os.urandom(16 * MiB + 1 + len(how))
+        f = src / how
+        f.write_bytes(body)
+        key = f"mp/{how}"
+        if how in ("token", "native"):
+            env = fsrv.client_env()
+            env.update(AWS_ACCESS_KEY_ID=AK, AWS_SECRET_ACCESS_KEY=SK)
+            run([CLI, "--endpoint", fsrv.endpoint, "--rdma-endpoint", fsrv.rdma_endpoint,
+                 "--transport", how, "--no-fallback", "--part-size", "5MiB", "put", f,
+                 f"s3://{bucket}/{key}"], env)
+        elif how == "awscli":  # Content-MD5 with every part (2.9 has no --checksum-algorithm)
+            run(tools.aws + ["s3", "cp", f, f"s3://{bucket}/{key}"], aws_env)
+        elif how == "s3cmd":
+            run(tools.s3cmd + ["--multipart-chunk-size-mb=5", "put", f, f"s3://{bucket}/{key}"],
+                tools.env)
+        else:
+            run(tools.rclone + ["--s3-upload-cutoff", "5M", "--s3-chunk-size", "5M",
+                                "--s3-use-multipart-etag", "true", "copyto", f,
+                                f"s3r:{bucket}/{key}"], tools.env)
+        written[key] = body
+    for key, body in written.items():
+        how = key.split("/")[1]
+        etag = s3.head_object(Bucket=bucket, Key=key)["ETag"]
+        assert MPU.match(etag) and etag.endswith('-4"'), (key, etag)
+        # Parts sent with Content-MD5 keep MD5 ETags (awscli, rclone); the others
+        # (libs3rdma, s3cmd) got fast ETags, so the object's is no md5-of-md5s.
+        if how in ("awscli", "rclone"):
+            assert etag == md5_of_md5s(body, 5 * MiB), (key, etag)
+        else:
+            assert etag != md5_of_md5s(body, 5 * MiB), (key, etag)
+        assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == body, key
+        for tool in ("awscli", "s3cmd", "rclone"):
+            dst = tmp_path / tool / how
             dst.parent.mkdir(exist_ok=True)
             if dst.exists():
                 dst.unlink()

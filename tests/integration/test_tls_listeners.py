@@ -211,6 +211,48 @@ def test_https_awscli_verified(tls_server, certs, tmp_path):
     assert p.returncode != 0 and "SSL" in p.stderr, p
 
 
+def test_secure_transport_condition_and_awscli_policy(tls_server, certs, tmp_path):
+    """aws:SecureTransport is true on the HTTPS listener only: a policy that denies
+    insecure requests refuses the plain listener and serves HTTPS. The policy goes in and
+    out through awscli's s3api, as a user would set it."""
+    srv = tls_server()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(AWS_ACCESS_KEY_ID=USERS[0][0], AWS_SECRET_ACCESS_KEY=USERS[0][1],
+               AWS_DEFAULT_REGION=REGION, HOME=str(tmp_path), AWS_PAGER="",
+               AWS_CONFIG_FILE=str(tmp_path / "none"), AWS_EC2_METADATA_DISABLED="true",
+               PATH="/usr/bin:/bin")
+    ca = str(certs["first"][0])
+    tls, plain = boto(srv.https_endpoint, ca), boto(srv.endpoint, None)
+    b = new_bucket_name("sectr")
+    tls.create_bucket(Bucket=b)
+    tls.put_object(Bucket=b, Key="k", Body=b"v")
+    doc = {"Version": "2012-10-17", "Statement": [
+        {"Sid": "tls-only", "Effect": "Deny", "Principal": "*", "Action": "s3:GetObject",
+         "Resource": f"arn:aws:s3:::{b}/*", "Condition": {"Bool": {"aws:SecureTransport": "false"}}}]}
+    aws = ["/usr/bin/aws", "--endpoint-url", srv.https_endpoint, "--no-cli-pager", "--ca-bundle",
+           ca, "s3api"]
+
+    def run(*args):
+        p = subprocess.run(aws + list(args), env=env, capture_output=True, text=True,
+                           timeout=120, stdin=subprocess.DEVNULL)
+        return p
+
+    p = run("put-bucket-policy", "--bucket", b, "--policy", json.dumps(doc))
+    assert p.returncode == 0, p
+    p = run("get-bucket-policy", "--bucket", b)
+    assert p.returncode == 0 and json.loads(json.loads(p.stdout)["Policy"]) == doc, p
+    p = run("put-bucket-policy", "--bucket", b, "--policy", "{")
+    assert p.returncode != 0 and "MalformedPolicy" in p.stderr, p
+    assert tls.get_object(Bucket=b, Key="k")["Body"].read() == b"v"
+    with pytest.raises(botocore.exceptions.ClientError) as e:
+        plain.get_object(Bucket=b, Key="k")
+    assert e.value.response["Error"]["Code"] == "AccessDenied"
+    assert run("delete-bucket-policy", "--bucket", b).returncode == 0
+    assert plain.get_object(Bucket=b, Key="k")["Body"].read() == b"v"
+    tls.delete_object(Bucket=b, Key="k")
+    tls.delete_bucket(Bucket=b)
+
+
 def test_https_s3rdma_cli_verified(tls_server, certs, tmp_path):
     """Our CLI over https://, its CA from --ca-bundle or AWS_CA_BUNDLE; a wrong CA fails."""
     srv = tls_server()

@@ -717,6 +717,62 @@ static PyObject *client_delete(ClientObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* delete_many(bucket, [key, ...]) -> [(key, code, message), ...]: the keys
+ * DeleteObjects could not delete. */
+static PyObject *client_delete_many(ClientObject *self, PyObject *args)
+{
+    const char *bucket;
+    PyObject *seq;
+    if (!PyArg_ParseTuple(args, "sO", &bucket, &seq))
+        return NULL;
+    PyObject *fast = PySequence_Fast(seq, "keys must be a sequence of str");
+    if (fast == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    const char **keys = PyMem_Malloc((n ? (size_t)n : 1) * sizeof(*keys));
+    if (keys == NULL) {
+        Py_DECREF(fast);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        keys[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(fast, i));
+        if (keys[i] == NULL) {
+            PyMem_Free(keys);
+            Py_DECREF(fast);
+            return NULL;
+        }
+    }
+    s3r_delete_errors_t *errs = NULL;
+    s3r_status_t st;
+    do {
+        s3r_client_t *c = call_begin(self);
+        if (c == NULL)
+            break;
+        Py_INCREF(self);
+        PyThreadState *ts = PyEval_SaveThread();
+        st = s3r_object_delete_many(c, bucket, keys, (size_t)n, &errs);
+        PyEval_RestoreThread(ts);
+        if (st != S3R_OK)
+            raise_status(c, st);
+        call_end(self);
+        Py_DECREF(self);
+    } while (0);
+    PyMem_Free(keys);
+    Py_DECREF(fast);
+    if (PyErr_Occurred())
+        return NULL;
+    PyObject *out = PyList_New(0);
+    for (size_t i = 0; out && errs && i < errs->n_errors; i++) {
+        const s3r_delete_error_t *e = &errs->errors[i];
+        PyObject *item = Py_BuildValue("(sss)", e->key, e->code, e->message);
+        if (item == NULL || PyList_Append(out, item) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(item);
+    }
+    s3r_delete_errors_free(errs);
+    return out;
+}
+
 static PyObject *client_copy(ClientObject *self, PyObject *args)
 {
     const char *sb, *sk, *db, *dk;
@@ -1258,6 +1314,8 @@ static PyMethodDef client_methods[] = {
     {"head", (PyCFunction)client_head, METH_VARARGS,
      "head(bucket, key) -> (size, etag, content_type, mtime, metadata)"},
     {"delete", (PyCFunction)client_delete, METH_VARARGS, "delete(bucket, key)"},
+    {"delete_many", (PyCFunction)client_delete_many, METH_VARARGS,
+     "delete_many(bucket, keys) -> [(key, code, message)] of the keys not deleted"},
     {"copy", (PyCFunction)client_copy, METH_VARARGS,
      "copy(src_bucket, src_key, dst_bucket, dst_key)"},
     {"list", (PyCFunction)client_list, METH_VARARGS,

@@ -296,16 +296,13 @@ class Client:
         self._native.delete(bucket, key)
 
     def delete_objects(self, bucket: str, keys: Iterable[str]) -> DeleteResult:
-        """Deletes every key (one request each: over the native transport a request
-        costs microseconds). Failures are collected, not raised."""
-        res = DeleteResult([], {})
-        for k in keys:
-            try:
-                self._native.delete(bucket, k)
-                res.deleted.append(k)
-            except S3Error as e:
-                res.errors[k] = e
-        return res
+        """Deletes every key with DeleteObjects (up to 1000 keys per request). The
+        keys that failed are collected, not raised; a request that fails as a
+        whole raises."""
+        keys = list(keys)
+        failed = {k: from_native(0, "S3R_ERR_SERVER", "", 0, code, message, "", 0, "")
+                  for k, code, message in self._native.delete_many(bucket, keys)}
+        return DeleteResult([k for k in keys if k not in failed], failed)
 
     def copy_object(self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str) -> None:
         """Server-side copy; metadata is copied."""

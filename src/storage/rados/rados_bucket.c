@@ -75,16 +75,25 @@ static stor_status_t bucket_current(rstor_t *st, const stor_bucket_t *bucket, bu
     return cur->id == bucket->id ? STOR_OK : STOR_ERR_NO_BUCKET;
 }
 
-stor_status_t rs_bucket_set_acl(stor_t *st_, const stor_bucket_t *bucket, stor_acl_t acl)
+stor_status_t rs_bucket_read(stor_t *st_, const stor_bucket_t *bucket, buf_t *rec)
+{
+    stor_bucket_t cur;
+    stor_status_t s = bucket_current((rstor_t *)st_, bucket, rec, &cur);
+    if (s != STOR_OK)
+        buf_free(rec);
+    return s;
+}
+
+stor_status_t rs_bucket_change(stor_t *st_, const stor_bucket_t *bucket,
+                               const stor_bucket_change_t *change)
 {
     rstor_t *st = (rstor_t *)st_;
     for (int attempt = 0; attempt < RSTOR_RETRIES; attempt++) {
-        buf_t old, rec;
+        buf_t old, rec = {0};
         stor_bucket_t cur;
         stor_status_t s = bucket_current(st, bucket, &old, &cur);
-        buf_init(&rec, 4096);
-        if (s == STOR_OK && stor_rec_encode_bucket(&rec, cur.owner, cur.created, cur.id, acl) != 0)
-            s = STOR_ERR_NOMEM;
+        if (s == STOR_OK)
+            s = stor_rec_bucket_apply(old.data, old.len, change, &rec);
         int rc = s == STOR_OK ? bucket_cas(st, bucket->name, &old, &rec) : 0;
         buf_free(&old);
         buf_free(&rec);
@@ -93,7 +102,7 @@ stor_status_t rs_bucket_set_acl(stor_t *st_, const stor_bucket_t *bucket, stor_a
         if (rc == 0)
             return STOR_OK;
         if (rc != -ECANCELED)
-            return rs_fail("set bucket acl", bucket->name, rc);
+            return rs_fail("change bucket", bucket->name, rc);
     }
     return STOR_ERR_IO;
 }

@@ -162,7 +162,9 @@ void rs_close(stor_t *st);
 stor_status_t rs_sync(stor_t *st);
 stor_status_t rs_bucket_create(stor_t *st, const char *name, const char *owner);
 stor_status_t rs_bucket_get(stor_t *st, const char *name, stor_bucket_t *out_p);
-stor_status_t rs_bucket_set_acl(stor_t *st, const stor_bucket_t *bucket, stor_acl_t acl);
+stor_status_t rs_bucket_read(stor_t *st, const stor_bucket_t *bucket, buf_t *rec);
+stor_status_t rs_bucket_change(stor_t *st, const stor_bucket_t *bucket,
+                               const stor_bucket_change_t *change);
 stor_status_t rs_bucket_delete(stor_t *st, const stor_bucket_t *bucket);
 stor_status_t rs_bucket_list(stor_t *st, stor_bucket_t **out_p, size_t *n_p);
 stor_status_t rs_writer_open(stor_t *st, const stor_bucket_t *bucket, stor_writer_t **out_p);

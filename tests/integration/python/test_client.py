@@ -248,6 +248,31 @@ def test_head_copy_delete(client, rbucket, boto, transport):
         c.get_object(rbucket, "dst")
 
 
+@pytest.mark.parametrize("transport", ["http", "native"])
+def test_delete_objects_batches(client, rsrv, rbucket, boto, transport):
+    """delete_objects sends DeleteObjects, 1000 keys per request: 1,203 keys
+    (XML's special characters, non-ASCII, a key with a control character
+    that no XML 1.0 body can carry) go in two requests plus that one key's
+    own DELETE; a key the server refuses (over S3's 1,024 bytes) comes back
+    in errors, with S3's code, and nothing else is left."""
+    from s3r_itest import stats_json
+    c = client(transport)
+    keys = [f"k/{i:04d}" for i in range(1200)] + ["a&b<c>'\"d", "caf\u00e9/\u00fc", "ctl\x01key"]
+    for k in keys:
+        boto.put_object(Bucket=rbucket, Key=k, Body=b"x")
+    too_long = "L" * 1025
+    before = stats_json(rsrv.srv)[1]["http_requests"]
+    res = c.delete_objects(rbucket, keys + [too_long])
+    after = stats_json(rsrv.srv)[1]["http_requests"]
+    assert sorted(res.deleted) == sorted(keys)
+    assert list(res.errors) == [too_long]
+    assert res.errors[too_long].code == "KeyTooLongError"
+    assert boto.list_objects_v2(Bucket=rbucket).get("KeyCount") == 0
+    if transport == "http":
+        # two DeleteObjects, one DELETE, and the stats request itself
+        assert after - before <= 4, after - before
+
+
 @pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("size", [10, 12 * MiB])
 def test_put_if_none_match(client, rbucket, boto, transport, size):

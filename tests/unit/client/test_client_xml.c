@@ -187,6 +187,38 @@ static void test_upload_id(void **state)
     assert_null(id);
 }
 
+static void test_delete_result(void **state)
+{
+    (void)state;
+    s3r_delete_errors_t *e = NULL;
+    /* Deleted entries are skipped; errors of two pages accumulate. */
+    assert_int_equal(
+        s3c_xml_parse_delete_result(XML("<DeleteResult><Deleted><Key>ok</Key></Deleted>"
+                                        "<Error><Key>a&amp;b</Key><Code>AccessDenied</Code>"
+                                        "<Message>Access Denied</Message></Error></DeleteResult>"),
+                                    &e),
+        0);
+    assert_int_equal(s3c_xml_parse_delete_result(
+                         XML("<DeleteResult><Error><Key>k2</Key><Code>InternalError</Code>"
+                             "<Message>m</Message></Error></DeleteResult>"),
+                         &e),
+                     0);
+    assert_int_equal(e->n_errors, 2);
+    assert_string_equal(e->errors[0].key, "a&b");
+    assert_string_equal(e->errors[0].code, "AccessDenied");
+    assert_string_equal(e->errors[0].message, "Access Denied");
+    assert_string_equal(e->errors[1].key, "k2");
+    s3r_delete_errors_free(e);
+    /* Another document, or an error naming no key, is malformed. */
+    e = NULL;
+    assert_int_equal(s3c_xml_parse_delete_result(XML("<Error><Code>x</Code></Error>"), &e), -1);
+    assert_null(e);
+    assert_int_equal(s3c_xml_parse_delete_result(
+                         XML("<DeleteResult><Error><Code>x</Code></Error></DeleteResult>"), &e),
+                     -1);
+    assert_null(e);
+}
+
 static void test_dates(void **state)
 {
     (void)state;
@@ -217,10 +249,10 @@ static void test_billion_laughs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_error),          cmocka_unit_test(test_bucket_list),
-        cmocka_unit_test(test_object_list),    cmocka_unit_test(test_object_list_url_encoded),
-        cmocka_unit_test(test_upload_id),      cmocka_unit_test(test_dates),
-        cmocka_unit_test(test_billion_laughs),
+        cmocka_unit_test(test_error),         cmocka_unit_test(test_bucket_list),
+        cmocka_unit_test(test_object_list),   cmocka_unit_test(test_object_list_url_encoded),
+        cmocka_unit_test(test_upload_id),     cmocka_unit_test(test_dates),
+        cmocka_unit_test(test_delete_result), cmocka_unit_test(test_billion_laughs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

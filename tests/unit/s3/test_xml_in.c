@@ -348,6 +348,34 @@ static void test_create_bucket(void **state)
         assert_int_equal(xml_parse_create_bucket(bad[i], strlen(bad[i]), loc, sizeof(loc)), -1);
 }
 
+/* Flat configuration documents: leaves at depth 2 and 3 (namespaced or
+ * not), others ignored; a leaf twice, markup inside one or a wrong root is
+ * malformed and leaves nothing behind. */
+static void test_leaves(void **state)
+{
+    (void)state;
+    static const char *const paths[] = {"A", "Rule/B"};
+    char *v[2];
+    const char *ok = "<Root xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><A> true </A>"
+                     "<X><A>no</A></X><Rule><B>BucketOwnerEnforced</B><C>x</C></Rule></Root>";
+    assert_int_equal(xml_parse_leaves(ok, strlen(ok), "Root", paths, 2, v), 0);
+    assert_string_equal(v[0], "true");
+    assert_string_equal(v[1], "BucketOwnerEnforced");
+    free(v[0]);
+    free(v[1]);
+    const char *some = "<Root><Z/></Root>";
+    assert_int_equal(xml_parse_leaves(some, strlen(some), "Root", paths, 2, v), 0);
+    assert_null(v[0]);
+    assert_null(v[1]);
+    const char *bad[] = {"<Root><A>1</A><A>2</A></Root>", "<Root><A><b/></A></Root>",
+                         "<Other><A>1</A></Other>", "<Root><A>1</A>", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(xml_parse_leaves(bad[i], strlen(bad[i]), "Root", paths, 2, v), -1);
+        assert_null(v[0]);
+        assert_null(v[1]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -355,7 +383,7 @@ int main(void)
         cmocka_unit_test(test_delete_valid),     cmocka_unit_test(test_delete_long_key),
         cmocka_unit_test(test_delete_limits),    cmocka_unit_test(test_delete_malformed),
         cmocka_unit_test(test_doctype_rejected), cmocka_unit_test(test_body_size_cap),
-        cmocka_unit_test(test_create_bucket),
+        cmocka_unit_test(test_create_bucket),    cmocka_unit_test(test_leaves),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

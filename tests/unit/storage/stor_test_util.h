@@ -28,6 +28,16 @@ static inline void tu_rmrf(const char *dir)
     nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* stor_open with inlining off: every object gets a file of its own, as the
+ * tests of files, their syncs and their unlinks need. */
+static inline stor_status_t files_open(const char *dir, stor_durability_t mode, stor_t **st_p)
+{
+    stor_status_t s = stor_open(dir, mode, st_p);
+    if (s == STOR_OK)
+        stor_set_inline_max(*st_p, 0);
+    return s;
+}
+
 static inline char *tu_mkdtemp(void)
 {
     char *d = strdup("/tmp/s3r-stor-XXXXXX");

@@ -90,6 +90,19 @@ static size_t synced_count(const char *path)
 
 /* ---- Fixture ------------------------------------------------------------- */
 
+/* What store_open gives every store it opens (the fixture's choice, children
+ * included): 0 for objects in files, which the tests of files, their syncs
+ * and their unlinks need; the default for the crash tests' inline variants. */
+static size_t fx_inline_max;
+
+static stor_status_t store_open(const char *dir, stor_durability_t mode, stor_t **st_p)
+{
+    stor_status_t s = stor_open(dir, mode, st_p);
+    if (s == STOR_OK)
+        stor_set_inline_max(*st_p, fx_inline_max);
+    return s;
+}
+
 typedef struct fx {
     char *tmp;           /* a fresh directory */
     char dir[512];       /* tmp/data: the data dir, made by stor_open */
@@ -104,6 +117,7 @@ static int setup_mode(void **state, stor_durability_t mode)
     f->tmp = tu_mkdtemp();
     snprintf(f->dir, sizeof f->dir, "%s/data", f->tmp);
     f->mode = mode;
+    fx_inline_max = 0;
     /* No timer: sync points happen only where the tests ask for them. */
     stor_sync_interval_ms = 0;
     *state = f;
@@ -118,6 +132,20 @@ static int setup_relaxed(void **state)
 static int setup_fsync(void **state)
 {
     return setup_mode(state, STOR_DURABILITY_FSYNC);
+}
+
+static int setup_relaxed_inline(void **state)
+{
+    setup_mode(state, STOR_DURABILITY_RELAXED);
+    fx_inline_max = STOR_INLINE_MAX_DEFAULT;
+    return 0;
+}
+
+static int setup_fsync_inline(void **state)
+{
+    setup_mode(state, STOR_DURABILITY_FSYNC);
+    fx_inline_max = STOR_INLINE_MAX_DEFAULT;
+    return 0;
 }
 
 static int teardown(void **state)
@@ -214,7 +242,7 @@ static stor_status_t put_part(stor_t *st, const char *key, const char *id, uint3
 static void test_relaxed_deferred_unlink(void **state)
 {
     fx_t *f = *state;
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
     assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
     assert_int_equal(tu_put(f->st, "b", "k", "v1", 2), STOR_OK);
     assert_int_equal(tu_count_objects(f->dir), 1);
@@ -269,7 +297,7 @@ static void test_relaxed_deferred_unlink(void **state)
     stor_close(f->st);
     f->st = NULL;
     assert_int_equal(tu_count_objects(f->dir), 1);
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
     got = tu_get(f->st, "b", "mp", NULL);
     assert_string_equal(got, "simple now");
     free(got);
@@ -280,7 +308,7 @@ static void test_relaxed_deferred_unlink(void **state)
 static void test_relaxed_sync_points(void **state)
 {
     fx_t *f = *state;
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
     assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
 
     /* A commit flushes nothing: no fsync or fdatasync on a write's path
@@ -314,7 +342,7 @@ static void test_relaxed_sync_points(void **state)
     stor_close(f->st);
     f->st = NULL;
     stor_sync_interval_ms = 20;
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
     synced_reset();
     usleep(100 * 1000);
     assert_int_equal(synced_count(fx_path(f, ".s3rdma/index/data.mdb")), 0);
@@ -337,7 +365,7 @@ static void test_open_syncs_directories(void **state)
 {
     fx_t *f = *state;
     synced_reset();
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
     assert_true(synced_count(fx_path(f, ".s3rdma/index")) >= 1);
     assert_true(synced_count(f->tmp) >= 1);
     assert_true(synced_count(f->dir) >= 1);
@@ -353,7 +381,7 @@ static void test_open_syncs_directories(void **state)
 static void test_fsync_shard_dirs(void **state)
 {
     fx_t *f = *state;
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
     assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
     stor_close(f->st);
     f->st = NULL;
@@ -362,7 +390,7 @@ static void test_fsync_shard_dirs(void **state)
         snprintf(p, sizeof p, "%s/.s3rdma/objects/%02x", f->dir, a);
         assert_int_equal(mkdir(p, 0755), 0);
     }
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
     synced_reset();
     assert_int_equal(tu_put(f->st, "b", "k", "v", 1), STOR_OK);
     char rel[STOR_PATH_LEN], obj[PATH_MAX], shard[PATH_MAX], l1[PATH_MAX];
@@ -402,7 +430,7 @@ static void churn_and_die(fx_t *f)
     assert_true(pid >= 0);
     if (pid == 0) {
         stor_t *st;
-        if (stor_open(f->dir, STOR_DURABILITY_RELAXED, &st) != STOR_OK)
+        if (store_open(f->dir, STOR_DURABILITY_RELAXED, &st) != STOR_OK)
             _exit(1);
         for (int i = 0; i < 200; i++) {
             char key[32], val[32];
@@ -426,7 +454,7 @@ static void churn_and_die(fx_t *f)
 /* The state of the last restore point: k = "before", then keep0..keep9. */
 static void make_restore_point(fx_t *f)
 {
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
     assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
     assert_int_equal(tu_put(f->st, "b", "k", "before", 6), STOR_OK);
     for (int i = 0; i < 10; i++) {
@@ -461,7 +489,7 @@ static void test_relaxed_power_loss_rolls_back(void **state)
     make_restore_point(f);
     churn_and_die(f);
     set_boot(f, "boot-b");
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
     assert_get(f->st, "k", "before");
     assert_get(f->st, "new", NULL);
     assert_get(f->st, "churn-1", NULL);
@@ -480,13 +508,13 @@ static void test_relaxed_power_loss_rolls_back(void **state)
     }
     stor_iter_close(it);
     assert_int_equal(n, 11);
-    assert_int_equal(tu_count_objects(f->dir), 11);
+    assert_int_equal(tu_count_objects(f->dir), fx_inline_max ? 0 : 11);
     assert_index_files_present(f->st, "b");
     /* The store goes on from there, and a second open (same boot) keeps it. */
     assert_int_equal(tu_put(f->st, "b", "k", "later", 5), STOR_OK);
     stor_close(f->st);
     f->st = NULL;
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
     assert_get(f->st, "k", "later");
 }
 
@@ -498,7 +526,7 @@ static void test_relaxed_kill9_keeps_all(void **state)
     set_boot(f, "boot-a");
     make_restore_point(f);
     churn_and_die(f);
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
     assert_get(f->st, "k", "after");
     assert_get(f->st, "new", "x");
     assert_get(f->st, "keep3", "keep3");
@@ -513,12 +541,12 @@ static void test_fsync_commit_survives_reboot(void **state)
     fx_t *f = *state;
     set_boot(f, "boot-a");
     make_restore_point(f);
-    assert_int_equal(stor_open(f->dir, STOR_DURABILITY_FSYNC, &f->st), STOR_OK);
+    assert_int_equal(store_open(f->dir, STOR_DURABILITY_FSYNC, &f->st), STOR_OK);
     assert_int_equal(tu_put(f->st, "b", "k", "fsynced", 7), STOR_OK);
     stor_close(f->st);
     f->st = NULL;
     set_boot(f, "boot-b");
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
     assert_get(f->st, "k", "fsynced");
 }
 
@@ -559,7 +587,7 @@ static void test_fsync_group_commit_power_loss(void **state)
 {
     fx_t *f = *state;
     set_boot(f, "boot-a");
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
     assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
     stor_close(f->st);
     f->st = NULL;
@@ -571,7 +599,7 @@ static void test_fsync_group_commit_power_loss(void **state)
     assert_true(pid >= 0);
     if (pid == 0) {
         stor_t *st;
-        if (stor_open(f->dir, f->mode, &st) != STOR_OK)
+        if (store_open(f->dir, f->mode, &st) != STOR_OK)
             _exit(1);
         pthread_t th[GC_THREADS];
         gc_arg_t args[GC_THREADS];
@@ -597,7 +625,7 @@ static void test_fsync_group_commit_power_loss(void **state)
     assert_true(WIFSIGNALED(status));
 
     set_boot(f, "boot-b");
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
     FILE *fp = fdopen(ackfd, "r");
     assert_non_null(fp);
     rewind(fp);
@@ -619,7 +647,7 @@ static void test_fsync_group_commit_power_loss(void **state)
 static void test_fsync_failed_sync_keeps_file(void **state)
 {
     fx_t *f = *state;
-    assert_int_equal(stor_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
     assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
     assert_int_equal(tu_put(f->st, "b", "k", "old", 3), STOR_OK);
     struct stat sb;
@@ -631,6 +659,30 @@ static void test_fsync_failed_sync_keeps_file(void **state)
     assert_index_files_present(f->st, "b");
     assert_int_equal(stor_sync(f->st), STOR_OK);
     assert_get(f->st, "k", "new");
+}
+
+/* An inline object's PUT syncs what holds it, the index, and nothing else:
+ * fsync mode before the commit returns (no file, no directory to flush: the
+ * sync point it may share with other commits covers the bytes), relaxed mode
+ * not until the sync point. */
+static void test_inline_put_syncs_only_the_index(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    synced_reset();
+    assert_int_equal(tu_put(f->st, "b", "k", "small", 5), STOR_OK);
+    size_t index_syncs = synced_count(fx_path(f, ".s3rdma/index/data.mdb"));
+    assert_int_equal(tu_count_objects(f->dir), 0);
+    assert_int_equal(synced_count(fx_path(f, ".s3rdma/objects")), 0);
+    if (f->mode == STOR_DURABILITY_FSYNC) {
+        assert_true(index_syncs >= 1);
+    } else {
+        assert_int_equal(index_syncs, 0);
+        assert_int_equal(stor_sync(f->st), STOR_OK);
+        assert_true(synced_count(fx_path(f, ".s3rdma/index/data.mdb")) >= 1);
+    }
+    assert_get(f->st, "k", "small");
 }
 
 int main(void)
@@ -647,6 +699,21 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fsync_failed_sync_keeps_file, setup_fsync, teardown),
         cmocka_unit_test_setup_teardown(test_open_syncs_directories, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_fsync_shard_dirs, setup_fsync, teardown),
+        /* The crash tests again with small objects kept inline. */
+        cmocka_unit_test_setup_teardown(test_relaxed_power_loss_rolls_back, setup_relaxed_inline,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_relaxed_kill9_keeps_all, setup_relaxed_inline,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_fsync_commit_survives_reboot, setup_relaxed_inline,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_fsync_group_commit_power_loss, setup_fsync_inline,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_fsync_failed_sync_keeps_file, setup_fsync_inline,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_inline_put_syncs_only_the_index, setup_relaxed_inline,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_inline_put_syncs_only_the_index, setup_fsync_inline,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
