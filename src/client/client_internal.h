@@ -207,6 +207,12 @@ typedef struct s3c_req {
     void *sink_buf;
     uint64_t sink_cap;
     buf_t *sink_grow;
+    /* HTTP: with sink_alloc and no sink_buf, the first byte of a 2xx body
+     * with a Content-Length makes sink_buf sink_alloc(sink_alloc_arg, that
+     * length) and sink_cap that length (NULL: overflow); a body without one
+     * goes to sink_grow. */
+    s3r_alloc_fn sink_alloc;
+    void *sink_alloc_arg;
     int sink_fd;
     uint64_t sink_off;
     /* With sink_fd: told the bytes written so far and the Content-Length. */

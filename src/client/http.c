@@ -148,6 +148,19 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud)
             return 0;
         return len;
     }
+    if (q->sink_alloc != NULL && q->sink_buf == NULL && r->body_bytes == 0) {
+        char cl[32], *end = NULL;
+        if (s3c_resp_header(r, "content-length", cl, sizeof(cl)) == 0) {
+            errno = 0;
+            uint64_t size = strtoull(cl, &end, 10);
+            if (end == cl || *end != '\0' || errno != 0 || cl[0] == '-' ||
+                (q->sink_buf = q->sink_alloc(q->sink_alloc_arg, size)) == NULL) {
+                r->overflow = true;
+                return 0;
+            }
+            q->sink_cap = size;
+        }
+    }
     if (q->sink_buf != NULL) {
         if (r->body_bytes + len > q->sink_cap) {
             r->overflow = true;
