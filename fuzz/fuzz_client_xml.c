@@ -2,8 +2,8 @@
  * libs3rdma, so the file is included here the way tests/unit/client does):
  * s3c_xml_parse_error, s3c_xml_is_error, s3c_xml_parse_bucket_list,
  * s3c_xml_parse_object_list (twice, to exercise appending a second page),
- * s3c_xml_parse_upload_id, and the date parsers s3c_parse_iso8601 /
- * s3c_parse_http_date on the input as a string. Invariants: the fixed-size
+ * s3c_xml_parse_upload_id, and the date parsers date_parse_iso8601 /
+ * date_parse_http on the input as a string. Invariants: the fixed-size
  * error fields are NUL-terminated inside their arrays, list entries have
  * non-NULL strings no longer than the document, appending a page adds its
  * entries to the previous ones, and a truncated listing's token is a string. */
@@ -57,8 +57,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(uid);
 
     char *s = fuzz_cstr(data, size);
-    (void)s3c_parse_iso8601(s);
-    (void)s3c_parse_http_date(s);
+    (void)date_parse_iso8601(s);
+    (void)date_parse_http(s);
     free(s);
     free(xml);
     return 0;

@@ -1,5 +1,5 @@
-/* The S3 frontend's small parsers (src/s3/s3_util.h): s3_range_parse,
- * s3_url_decode (both '+' settings), s3_utf8_valid, s3_time_parse_http and
+/* The S3 frontend's small parsers (src/s3/s3_util.h, common/date.h): s3_range_parse,
+ * s3_url_decode (both '+' settings), s3_utf8_valid, date_parse_http and
  * s3_bucket_name_valid. The first 8 input bytes are the object size for the
  * range check (big-endian; their low byte alone when byte 0 is even, to keep
  * sizes small and interesting), the rest is the string. Invariants: an OK
@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/date.h"
 #include "fuzz_util.h"
 #include "s3/s3_util.h"
 
@@ -52,11 +53,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (utf8)
         FUZZ_CHECK(strlen(s) == size); /* no NUL inside */
 
-    int64_t t = s3_time_parse_http(s);
+    int64_t t = date_parse_http(s);
     if (t >= 0) {
         char out[40];
-        s3_time_http(t, out);
-        FUZZ_CHECK(s3_time_parse_http(out) == t);
+        date_format_http(t, out);
+        FUZZ_CHECK(date_parse_http(out) == t);
     }
 
     if (s3_bucket_name_valid(s)) {

@@ -1,7 +1,7 @@
 /* The SigV4 parsers and canonicalisers of src/common/sigv4.h, all fed the
  * same input as a C string: sigv4_parse_authorization, sigv4_parse_credential,
  * sigv4_canonical_query (both skip_signature settings), sigv4_uri_encode_path
- * and sigv4_parse_amz_date. Invariants: parsed fields are NUL-terminated
+ * and date_parse_amz. Invariants: parsed fields are NUL-terminated
  * inside their arrays and the scope is date8/region/service/aws4_request;
  * canonical_query is idempotent and emits only name=value pairs; the encoded
  * path uses only unreserved characters, '/' and %XY, and decodes back to the
@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/date.h"
 #include "common/sigv4.h"
 #include "fuzz_util.h"
 #include "s3/s3_util.h"
@@ -90,10 +91,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     buf_free(&path);
 
-    int64_t t = sigv4_parse_amz_date(s);
+    int64_t t = date_parse_amz(s);
     if (t >= 0) {
         char out[17];
-        sigv4_format_amz_date(t, out);
+        date_format_amz(t, out);
         FUZZ_CHECK(strcmp(out, s) == 0);
     }
 

@@ -344,10 +344,28 @@ s3r_status_t s3r_object_get(s3r_client_t *client, const char *bucket, const char
                             uint64_t buf_len, const s3r_get_opts_t *opts, uint64_t *len_p);
 /* Reads the object into a buffer the library allocates; free it with
  * s3r_free(). *data_p is NUL-terminated one byte past *len_p for convenience.
- * When RDMA may carry it (TOKEN, or AUTO without a small range_len) a HEAD
- * learns the size first, and AUTO compares that size with rdma_threshold. */
+ * Over HTTP it is allocated once, at the response's Content-Length (as
+ * s3r_object_get_sized). When RDMA may carry it (TOKEN, or AUTO without a
+ * small range_len) a HEAD learns the size first, and AUTO compares that size
+ * with rdma_threshold. */
 s3r_status_t s3r_object_get_alloc(s3r_client_t *client, const char *bucket, const char *key,
                                   const s3r_get_opts_t *opts, void **data_p, uint64_t *len_p);
+/* Gives a GET the memory for its body: a buffer of at least size bytes, or
+ * NULL to fail the call with S3R_ERR_NOMEM. Called on the calling thread. */
+typedef void *(*s3r_alloc_fn)(void *arg, uint64_t size);
+/* Reads the object (or the range in opts) into memory the caller's alloc
+ * gives: alloc(arg, size) is called with the body's size before any byte of
+ * it is written, and the body then lands in that buffer with no copy (over
+ * HTTP the size is the response's Content-Length: one request; a response
+ * without one is collected first, then copied). When RDMA may carry the body
+ * (as for s3r_object_get_alloc) a HEAD learns the size first; an object that
+ * grew between that HEAD and the GET gives S3R_ERR_BUFFER_TOO_SMALL. alloc is
+ * called at most once; *buf_p is what it returned (NULL if it was not
+ * called) and *len_p the byte count. The buffer is the caller's on success
+ * and on failure alike (its contents unspecified on failure). */
+s3r_status_t s3r_object_get_sized(s3r_client_t *client, const char *bucket, const char *key,
+                                  const s3r_get_opts_t *opts, s3r_alloc_fn alloc, void *arg,
+                                  void **buf_p, uint64_t *len_p);
 /* Writes the object into the file at path (created or truncated, mode 0666
  * before umask). On error the file may hold partial data. */
 s3r_status_t s3r_object_get_file(s3r_client_t *client, const char *bucket, const char *key,

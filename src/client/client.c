@@ -57,13 +57,6 @@ void s3r_free(void *p)
     free(p);
 }
 
-int64_t s3c_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ======================================================================== */
 /* Fork                                                                      */
 /* ======================================================================== */

@@ -204,6 +204,79 @@ s3r_status_t s3r_object_get(s3r_client_t *c, const char *bucket, const char *key
     return done(c, get_one(c, bucket, key, buf, buf_len, opts, len_p));
 }
 
+/* GET into memory from alloc (s3r_object_get_sized's contract) over t (as
+ * picked for the whole object or range). HTTP: one request, the body written
+ * straight into alloc(Content-Length) from the first byte on; a body without
+ * a Content-Length (or an empty one, which never reaches the sink) is
+ * collected, then copied. Otherwise a HEAD names the size, and get_one picks
+ * the transport again for it (under AUTO an object below rdma_threshold goes
+ * over HTTP) and reads into the buffer of exactly that size. */
+static s3r_status_t get_sized(s3r_client_t *c, s3r_transport_t t, const char *bucket,
+                              const char *key, const s3r_get_opts_t *o, s3r_alloc_fn alloc,
+                              void *arg, void **buf_p, uint64_t *len_p)
+{
+    s3r_status_t st;
+    uint64_t n = 0;
+    *buf_p = NULL;
+    if (t == S3R_TRANSPORT_HTTP) {
+        strs_t ss = {0};
+        s3c_req_t req;
+        s3c_resp_t resp;
+        buf_t spill;
+        buf_init(&spill, SIZE_MAX / 2);
+        s3c_resp_init(&resp);
+        get_request(&req, &ss, bucket, key, NULL, 0, o);
+        req.sink_alloc = alloc;
+        req.sink_alloc_arg = arg;
+        req.sink_grow = &spill;
+        st = get_result(c, s3c_do(c, t, &req, &resp), &resp, 0, true, &n);
+        *buf_p = req.sink_buf;
+        if (st == S3R_OK && req.sink_buf == NULL) {
+            if ((*buf_p = alloc(arg, spill.len)) == NULL)
+                st = s3c_fail(c, S3R_ERR_NOMEM, t, 0, "", "out of memory");
+            else if (spill.len > 0)
+                memcpy(*buf_p, spill.data, spill.len);
+        }
+        buf_free(&spill);
+        s3c_resp_free(&resp);
+        strs_free(&ss);
+    } else {
+        uint64_t need = 0;
+        st = get_size(c, bucket, key, o, &need);
+        if (st == S3R_OK && (*buf_p = alloc(arg, need)) == NULL)
+            st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory");
+        if (st == S3R_OK) {
+            st = get_one(c, bucket, key, *buf_p, need, o, &n);
+            /* The buffer is about to change hands: drop its registration. */
+            s3r_buf_unregister(c, *buf_p);
+        }
+    }
+    if (st == S3R_OK)
+        *len_p = n;
+    return st;
+}
+
+s3r_status_t s3r_object_get_sized(s3r_client_t *c, const char *bucket, const char *key,
+                                  const s3r_get_opts_t *opts, s3r_alloc_fn alloc, void *arg,
+                                  void **buf_p, uint64_t *len_p)
+{
+    if (buf_p != NULL)
+        *buf_p = NULL;
+    if (c == NULL || !valid_name(bucket) || !valid_name(key) || alloc == NULL || buf_p == NULL ||
+        len_p == NULL)
+        return S3R_ERR_INVALID_ARG;
+    s3r_transport_t want = opts ? opts->transport : S3R_TRANSPORT_DEFAULT;
+    s3r_transport_t t = pick(c, want, opts && opts->range_len ? opts->range_len : UINT64_MAX);
+    return done(c, get_sized(c, t, bucket, key, opts, alloc, arg, buf_p, len_p));
+}
+
+/* s3r_object_get_alloc's memory: one byte more than the body, for its NUL. */
+static void *alloc_nul(void *arg, uint64_t size)
+{
+    (void)arg;
+    return size < SIZE_MAX ? malloc((size_t)size + 1) : NULL;
+}
+
 s3r_status_t s3r_object_get_alloc(s3r_client_t *c, const char *bucket, const char *key,
                                   const s3r_get_opts_t *opts, void **data_p, uint64_t *len_p)
 {
@@ -212,11 +285,12 @@ s3r_status_t s3r_object_get_alloc(s3r_client_t *c, const char *bucket, const cha
     s3r_transport_t want = opts ? opts->transport : S3R_TRANSPORT_DEFAULT;
     s3r_transport_t t = pick(c, want, opts && opts->range_len ? opts->range_len : UINT64_MAX);
     s3r_status_t st;
-    if (t != S3R_TRANSPORT_TOKEN) {
-        /* One request, the body into a growing buffer (native: inline, or
-         * once more into scratch memory of the size the server names). */
+    uint64_t n = 0;
+    if (t == S3R_TRANSPORT_NATIVE) {
+        /* One request, the body inline, or asked for once more straight
+         * into a buffer of the size the server names (s3c_do falls back to
+         * HTTP into the growing buffer). */
         buf_t b;
-        uint64_t n = 0;
         buf_init(&b, SIZE_MAX / 2);
         st = get_plain(c, t, bucket, key, NULL, 0, -1, 0, &b, opts, &n);
         if (st == S3R_OK) {
@@ -227,20 +301,8 @@ s3r_status_t s3r_object_get_alloc(s3r_client_t *c, const char *bucket, const cha
         buf_free(&b);
         return done(c, st);
     }
-    /* RDMA needs the size up front: HEAD, then one exact-size transfer. */
-    uint64_t need = 0;
-    st = get_size(c, bucket, key, opts, &need);
-    if (st != S3R_OK)
-        return done(c, st);
-    char *mem = malloc((size_t)need + 1);
-    if (mem == NULL)
-        return done(c, s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory"));
-    /* get_one picks the transport again for the real size: under AUTO an
-     * object below rdma_threshold goes over HTTP. */
-    uint64_t n = 0;
-    st = get_one(c, bucket, key, mem, need, opts, &n);
-    /* The buffer is about to change hands: drop its registration. */
-    s3r_buf_unregister(c, mem);
+    char *mem = NULL;
+    st = get_sized(c, t, bucket, key, opts, alloc_nul, NULL, (void **)&mem, &n);
     if (st != S3R_OK) {
         free(mem);
         return done(c, st);

@@ -27,9 +27,15 @@
  * this travel inline in the message, larger ones by RDMA from/to registered
  * memory; docs/protocol.md §4.5 has the measurement behind it). */
 #define S3C_NATIVE_INLINE     (16 * 1024)
-#define S3C_NATIVE_TIMEOUT_MS 60000         /* a native reply, when http_timeout_ms is 0 */
-#define S3C_SCRATCH_BYTES     (1024 * 1024) /* a native reply body of unknown size lands here */
-#define S3C_SCRATCH_KEEP      4             /* scratch buffers kept for reuse */
+#define S3C_NATIVE_TIMEOUT_MS 60000          /* a native reply, when http_timeout_ms is 0 */
+#define S3C_SCRATCH_BYTES     (1024 * 1024)  /* a native reply body of unknown size lands here */
+#define S3C_SCRATCH_KEEP      4              /* scratch buffers kept for reuse */
+#define S3C_BOUNCE_MAX        (256ull << 20) /* largest reply a bounce buffer takes */
+/* Largest request body a bounce buffer takes: over it, the server's one
+ * thread reading a mapped body in place (and hashing and writing it) is
+ * slower than UCX's software RMA, which puts the client's thread to work
+ * too (docs/benchmarks.md, "Large GETs into caller memory"). */
+#define S3C_BOUNCE_BODY_MAX (4ull << 20)
 
 /* ---- config.c: configuration, env overrides, endpoint parsing ----------- */
 
@@ -104,10 +110,6 @@ int s3c_xml_parse_delete_result(const char *xml, size_t len, s3r_delete_errors_t
 int s3c_xml_parse_upload_id(const char *xml, size_t len, char **upload_id_p);
 /* Whether a CompleteMultipartUpload 200 body is really an <Error>. 1 if so. */
 int s3c_xml_is_error(const char *xml, size_t len);
-/* "2024-01-02T03:04:05.000Z" -> unix seconds; -1 on bad input. */
-int64_t s3c_parse_iso8601(const char *s);
-/* "Tue, 02 Jan 2024 03:04:05 GMT" -> unix seconds; -1 on bad input. */
-int64_t s3c_parse_http_date(const char *s);
 
 /* ---- The client (client*.c, http.c, rdma.c) ------------------------------ */
 
@@ -148,6 +150,8 @@ struct s3r_client {
     s3c_alloc_t *allocs;
     struct s3c_scratch *scratch; /* free registered scratch buffers (s3c_scratch_get) */
     unsigned n_scratch;
+    void *bounce; /* the idle bounce buffer (s3c_bounce_get), or NULL */
+    uint64_t bounce_len;
     int64_t sess_fail_ms; /* monotonic ms of the last failed open */
     bool rdma_asked;      /* the servers were asked for their session endpoints */
     char sess_err[256];
@@ -176,8 +180,6 @@ void set_status(s3r_status_t st);
 /* Counts st in n_errors unless S3R_OK, and returns it: every public
  * operation returns through here. */
 s3r_status_t done(s3r_client_t *c, s3r_status_t st);
-/* Monotonic milliseconds (client.c). */
-int64_t s3c_now_ms(void);
 
 /* ---- http.c: signed S3 requests over libcurl ------------------------------ */
 
@@ -205,6 +207,12 @@ typedef struct s3c_req {
     void *sink_buf;
     uint64_t sink_cap;
     buf_t *sink_grow;
+    /* HTTP: with sink_alloc and no sink_buf, the first byte of a 2xx body
+     * with a Content-Length makes sink_buf sink_alloc(sink_alloc_arg, that
+     * length) and sink_cap that length (NULL: overflow); a body without one
+     * goes to sink_grow. */
+    s3r_alloc_fn sink_alloc;
+    void *sink_alloc_arg;
     int sink_fd;
     uint64_t sink_off;
     /* With sink_fd: told the bytes written so far and the Content-Length. */
@@ -284,6 +292,13 @@ typedef struct s3c_ncall {
     s3c_sess_t *sess;
     s3c_region_t *body_reg, *out_reg;
     uint64_t region_bytes; /* a body written into the out region */
+    /* A bounce buffer (s3c_bounce_get) standing in for the body or the out
+     * span; bounce_to is the out span it stands for (copied out at finish). */
+    void *bounce, *bounce_to;
+    uint64_t bounce_len, bounce_to_len;
+    uint64_t copied;       /* bytes of the body already copied to bounce_to (ncall_more) */
+    bool asked_progress;   /* the request carries RDMA_NATIVE_FLAG_PROGRESS */
+    bool progress_refused; /* ... and the server refused it (an older server) */
 } s3c_ncall_t;
 
 /* A native request whose reply body goes to sink_buf (or nowhere), in two
@@ -370,6 +385,20 @@ void stage_free(s3r_client_t *c, void *p, bool registered);
  * s3c_scratch_put (kept, up to S3C_SCRATCH_KEEP, else freed). */
 void *s3c_scratch_get(s3r_client_t *c, uint64_t min, uint64_t *len_p);
 void s3c_scratch_put(s3r_client_t *c, void *p, uint64_t len);
+/* A bounce buffer standing in for the caller's buf (len bytes: a native
+ * reply body's destination, or a request body of at most
+ * S3C_BOUNCE_BODY_MAX) when the server of session s cannot reach buf
+ * directly: s is same-host shared memory only (rdma_session_shm_only), buf
+ * is not s3r_buf_alloc memory, len <= S3C_BOUNCE_MAX. It is s3r_buf_alloc
+ * memory of s, which the server maps: the body costs the server's access in
+ * place and one memcpy instead of UCX's software RMA. NULL when none applies
+ * or the client's one bounce buffer is in use (the caller then uses buf).
+ * *len_p gets its size (>= len). */
+void *s3c_bounce_get(s3r_client_t *c, s3c_sess_t *s, const void *buf, uint64_t len,
+                     uint64_t *len_p);
+/* Gives a bounce buffer back: kept for the next call when reuse (the call
+ * completed, so nobody writes it any more), else freed. */
+void s3c_bounce_put(s3r_client_t *c, void *p, uint64_t len, bool reuse);
 
 /* ---- client_get.c, client_put.c: shared with the asynchronous calls -------- */
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "client/client_internal.h"
+#include "common/date.h"
 #include "common/hash.h"
 #include "common/sigv4.h"
 
@@ -36,7 +37,7 @@ static int info_from_headers(const s3c_resp_t *resp, s3r_object_info_t *info)
         !(info->content_type = strdup(v)))
         return -1;
     if (s3c_resp_header(resp, "last-modified", v, sizeof(v)) == 0) {
-        int64_t t = s3c_parse_http_date(v);
+        int64_t t = date_parse_http(v);
         info->mtime = t > 0 ? t : 0;
     }
     /* x-amz-meta-* lines, in the order the server sent them. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "client/client_internal.h"
+#include "common/addr.h"
 #include "common/size.h"
 
 #define S3C_DEFAULT_REGION "us-east-1"
@@ -89,55 +90,17 @@ void s3c_endpoint_free(s3c_endpoint_t *ep)
     memset(ep, 0, sizeof(*ep));
 }
 
-static int parse_port(const char *s, size_t len, int *port_p)
-{
-    if (len == 0 || len > 5)
-        return -1;
-    int port = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (!isdigit((unsigned char)s[i]))
-            return -1;
-        port = port * 10 + (s[i] - '0');
-    }
-    if (port < 1 || port > 65535)
-        return -1;
-    *port_p = port;
-    return 0;
-}
-
 /* Splits "host[:port]" / "[v6][:port]" of length len. */
 static int split_hostport(const char *hp, size_t len, int default_port, s3c_endpoint_t *ep)
 {
-    const char *host = hp;
-    size_t host_len;
-    const char *rest;
-    if (len == 0)
+    addr_hostport_t a;
+    if (addr_split(hp, len, default_port, &a) < 0 || a.host_len == 0 || a.port < 1)
         return -1;
-    if (hp[0] == '[') {
-        const char *close = memchr(hp, ']', len);
-        if (close == NULL || close == hp + 1)
+    for (size_t i = 0; i < a.host_len; i++)
+        if (isspace((unsigned char)a.host[i]) || a.host[i] == '/' || a.host[i] == '@')
             return -1;
-        host = hp + 1;
-        host_len = (size_t)(close - host);
-        rest = close + 1;
-    } else {
-        const char *colon = memchr(hp, ':', len);
-        host_len = colon ? (size_t)(colon - hp) : len;
-        rest = hp + host_len;
-        if (host_len == 0)
-            return -1;
-    }
-    size_t rest_len = (size_t)(hp + len - rest);
-    int port = default_port;
-    if (rest_len > 0) {
-        if (rest[0] != ':' || parse_port(rest + 1, rest_len - 1, &port) < 0)
-            return -1;
-    }
-    for (size_t i = 0; i < host_len; i++)
-        if (isspace((unsigned char)host[i]) || host[i] == '/' || host[i] == '@')
-            return -1;
-    ep->host = strndup(host, host_len);
-    ep->port = port;
+    ep->host = strndup(a.host, a.host_len);
+    ep->port = a.port;
     if (ep->host == NULL)
         return -1;
     return 0;
@@ -286,8 +249,7 @@ s3r_status_t s3c_settings_build(const s3r_config_t *cfg, s3c_getenv_fn getenv_fn
             s3c_endpoint_t *ep = &s->rdma[i];
             char hp[600];
             const char *h = s->http[i].host;
-            snprintf(hp, sizeof(hp), strchr(h, ':') ? "[%s]:%d" : "%s:%d", h,
-                     S3C_DEFAULT_RDMA_PORT);
+            addr_format(hp, sizeof(hp), h, S3C_DEFAULT_RDMA_PORT);
             if (s3c_endpoint_parse_hostport(hp, S3C_DEFAULT_RDMA_PORT, ep) < 0)
                 FAIL("cannot derive the RDMA endpoint from %s", s->http[i].url);
             s->n_rdma++;

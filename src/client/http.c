@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "client/client_internal.h"
+#include "common/date.h"
 #include "common/hash.h"
 #include "common/sigv4.h"
 
@@ -146,6 +147,19 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud)
         if (buf_append(&r->err_body, data, len) < 0)
             return 0;
         return len;
+    }
+    if (q->sink_alloc != NULL && q->sink_buf == NULL && r->body_bytes == 0) {
+        char cl[32], *end = NULL;
+        if (s3c_resp_header(r, "content-length", cl, sizeof(cl)) == 0) {
+            errno = 0;
+            uint64_t size = strtoull(cl, &end, 10);
+            if (end == cl || *end != '\0' || errno != 0 || cl[0] == '-' ||
+                (q->sink_buf = q->sink_alloc(q->sink_alloc_arg, size)) == NULL) {
+                r->overflow = true;
+                return 0;
+            }
+            q->sink_cap = size;
+        }
     }
     if (q->sink_buf != NULL) {
         if (r->body_bytes + len > q->sink_cap) {
@@ -298,7 +312,7 @@ static struct curl_slist *sign_headers(s3r_client_t *c, const s3c_req_t *req,
     size_t nh = 0;
     struct curl_slist *list = NULL, *tmp;
 
-    sigv4_format_amz_date((int64_t)time(NULL), amz_date);
+    date_format_amz((int64_t)time(NULL), amz_date);
     memcpy(date8, amz_date, 8);
     date8[8] = '\0';
 
@@ -394,7 +408,7 @@ s3r_status_t s3r_presign_url(s3r_client_t *c, const char *method, const char *bu
         return S3R_ERR_INVALID_ARG;
     const s3c_endpoint_t *ep = &c->set.http[0];
     char amz_date[17], date8[9], scope[256], sig[65];
-    sigv4_format_amz_date((int64_t)time(NULL), amz_date);
+    date_format_amz((int64_t)time(NULL), amz_date);
     memcpy(date8, amz_date, 8);
     date8[8] = '\0';
     snprintf(scope, sizeof(scope), "%s/%s/%s/s3/aws4_request", c->set.access_key, date8,

@@ -30,6 +30,15 @@ static bool header_bytes_ok(const uint8_t *p, size_t n)
     return true;
 }
 
+static void resp_reset(s3c_resp_t *resp)
+{
+    buf_reset(&resp->hdrs);
+    buf_reset(&resp->err_body);
+    resp->status = 0;
+    resp->overflow = false;
+    resp->body_bytes = 0;
+}
+
 /* Copies the reply into resp (on the thread that progressed the session).
  * A header that could not stand in a header line is dropped. */
 static void ncall_done(rdma_native_call_t *call, const rdma_native_reply_t *r)
@@ -42,6 +51,7 @@ static void ncall_done(rdma_native_call_t *call, const rdma_native_reply_t *r)
         return;
     }
     resp->status = r->status;
+    n->progress_refused = n->asked_progress && r->error == RDMA_ERR_BAD_MESSAGE;
     for (unsigned i = 0; i < r->n_headers; i++) {
         if (!header_bytes_ok(r->headers[i].name, r->headers[i].name_len) ||
             !header_bytes_ok(r->headers[i].value, r->headers[i].value_len))
@@ -80,6 +90,19 @@ static void ncall_done(rdma_native_call_t *call, const rdma_native_reply_t *r)
             resp->body_bytes = r->body_len;
         }
     }
+}
+
+/* Copies what landed in the bounce buffer since the last time into the
+ * caller's buffer it stands for, while the rest is still coming (on the
+ * waiting thread). */
+static void ncall_more(rdma_native_call_t *call, uint64_t bytes)
+{
+    s3c_ncall_t *n = (s3c_ncall_t *)call;
+    if (bytes > n->bounce_to_len || bytes <= n->copied)
+        return;
+    memcpy((char *)n->bounce_to + n->copied, (char *)n->bounce + n->copied,
+           (size_t)(bytes - n->copied));
+    n->copied = bytes;
 }
 
 /* Splits a raw query "a=b&c" (values URI-encoded) into message parameters,
@@ -145,14 +168,32 @@ static s3r_status_t native_start(s3r_client_t *c, s3c_ncall_t *n, s3c_sess_t *se
         m.body_len = req->body_len;
     } else if (req->body_len > 0) {
         m.body_kind = RDMA_BODY_REGION;
-        st = s3c_region_for(c, sess, req->body, req->body_len, &n->body_reg);
+        const void *body = req->body;
+        if (req->body_len <= S3C_BOUNCE_BODY_MAX)
+            n->bounce = s3c_bounce_get(c, sess, body, req->body_len, &n->bounce_len);
+        if (n->bounce)
+            body = memcpy(n->bounce, body, (size_t)req->body_len);
+        st = s3c_region_for(c, sess, body, req->body_len, &n->body_reg);
         if (st == S3R_OK)
-            st = s3c_region_ref(c, n->body_reg, req->body, req->body_len, &m.body_ref);
+            st = s3c_region_ref(c, n->body_reg, body, req->body_len, &m.body_ref);
         if (st != S3R_OK)
             goto out;
         m.body_len = req->body_len;
     }
     if (out && out_cap > 0) {
+        if (!n->bounce)
+            n->bounce = s3c_bounce_get(c, sess, out, out_cap, &n->bounce_len);
+        if (n->bounce) {
+            n->bounce_to = out;
+            n->bounce_to_len = out_cap;
+            out = n->bounce;
+            /* Copied out as it lands, overlapping the server's reads. */
+            if (rdma_session_progress_ok(s3c_sess_rdma(sess))) {
+                m.head.flags |= RDMA_NATIVE_FLAG_PROGRESS;
+                n->call.more = ncall_more;
+                n->asked_progress = true;
+            }
+        }
         st = s3c_region_for(c, sess, out, out_cap, &n->out_reg);
         if (st == S3R_OK)
             st = s3c_region_ref(c, n->out_reg, out, out_cap, &m.out);
@@ -169,6 +210,9 @@ out:
         s3c_region_put(c, n->body_reg);
         s3c_region_put(c, n->out_reg);
         n->body_reg = n->out_reg = NULL;
+        /* Never sent: nobody reads or writes it. */
+        s3c_bounce_put(c, n->bounce, n->bounce_len, true);
+        n->bounce = NULL;
     }
     return st;
 }
@@ -197,6 +241,27 @@ static s3r_status_t native_finish(s3r_client_t *c, s3c_ncall_t *n, int timeout_m
     s3c_region_put(c, n->body_reg);
     s3c_region_put(c, n->out_reg);
     n->body_reg = n->out_reg = NULL;
+    /* The rest of the body (ncall_more copied the start); a length beyond
+     * the span is the callers' protocol error: nothing more copied. */
+    if (n->bounce_to && st == S3R_OK && n->region_bytes > n->copied &&
+        n->region_bytes <= n->bounce_to_len)
+        memcpy((char *)n->bounce_to + n->copied, (char *)n->bounce + n->copied,
+               (size_t)(n->region_bytes - n->copied));
+    /* After a failure the server may still be reading or writing it. */
+    s3c_bounce_put(c, n->bounce, n->bounce_len, st == S3R_OK);
+    void *out = n->bounce_to;
+    uint64_t out_cap = n->bounce_to_len;
+    n->bounce = n->bounce_to = NULL;
+    if (st == S3R_OK && n->progress_refused) {
+        /* A server older than progress messages: the session asks for them
+         * no more (rdma_session_progress_ok); the same request again. */
+        s3c_req_t *req = n->req;
+        s3c_resp_t *resp = n->resp;
+        resp_reset(resp);
+        st = native_start(c, n, n->sess, req, resp, out, out_cap);
+        if (st == S3R_OK)
+            st = native_finish(c, n, timeout_ms, region_p);
+    }
     return st;
 }
 
@@ -216,15 +281,6 @@ static uint64_t bytes_needed(const s3c_resp_t *resp)
     if (resp->status != 400 || s3c_resp_header(resp, "x-amz-rdma-bytes-needed", v, sizeof(v)) < 0)
         return 0;
     return strtoull(v, NULL, 10);
-}
-
-static void resp_reset(s3c_resp_t *resp)
-{
-    buf_reset(&resp->hdrs);
-    buf_reset(&resp->err_body);
-    resp->status = 0;
-    resp->overflow = false;
-    resp->body_bytes = 0;
 }
 
 s3r_status_t s3c_native_start(s3r_client_t *c, s3c_ncall_t *n, s3c_req_t *req, s3c_resp_t *resp)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "client/client_internal.h"
 #include "rdma/rdma_client.h"
 #include "rdma/rdma_wire.h"
@@ -168,7 +169,7 @@ static s3r_status_t sess_open(s3r_client_t *c)
                  e[0] ? e : "setup failed");
     }
     snprintf(c->sess_err, sizeof(c->sess_err), "%s", err[0] ? err : "no RDMA endpoint");
-    c->sess_fail_ms = s3c_now_ms();
+    c->sess_fail_ms = (int64_t)clock_mono_ms();
     return S3R_ERR_RDMA_UNAVAILABLE;
 }
 
@@ -179,7 +180,7 @@ static s3r_status_t sess_current(s3r_client_t *c)
         sess_retire(c);
     if (c->sess != NULL)
         return S3R_OK;
-    if (c->sess_fail_ms != 0 && s3c_now_ms() - c->sess_fail_ms < S3C_SESS_RETRY_MS)
+    if (c->sess_fail_ms != 0 && (int64_t)clock_mono_ms() - c->sess_fail_ms < S3C_SESS_RETRY_MS)
         return S3R_ERR_RDMA_UNAVAILABLE;
     return sess_open(c);
 }
@@ -554,6 +555,95 @@ void s3c_scratch_put(s3r_client_t *c, void *p, uint64_t len)
     s3r_buf_free(c, p);
 }
 
+/* Whether [buf, buf+len) lies in s3r_buf_alloc memory of s. rdma_mu held. */
+static bool in_alloc_region(const s3c_sess_t *s, const char *buf, uint64_t len)
+{
+    for (const s3c_region_t *r = s->regions; r; r = r->next) {
+        if (r->alloc && buf >= r->addr && len <= r->len && (size_t)(buf - r->addr) <= r->len - len)
+            return true;
+    }
+    return false;
+}
+
+/* The session of the s3r_buf_alloc buffer at p (NULL for a plain malloc
+ * after a fallback, or no such buffer). rdma_mu held. */
+static s3c_sess_t *alloc_sess(const s3r_client_t *c, const void *p)
+{
+    for (const s3c_alloc_t *al = c->allocs; al; al = al->next) {
+        if (al->addr == p)
+            return al->sess;
+    }
+    return NULL;
+}
+
+void *s3c_bounce_get(s3r_client_t *c, s3c_sess_t *s, const void *buf, uint64_t len, uint64_t *len_p)
+{
+    if (len == 0 || len > S3C_BOUNCE_MAX || !rdma_session_shm_only(s->rs))
+        return NULL;
+    pthread_mutex_lock(&c->rdma_mu);
+    void *p = NULL, *stale = NULL;
+    uint64_t have = 0;
+    bool wanted = !in_alloc_region(s, buf, len);
+    if (wanted && c->bounce) {
+        /* Taken, or dropped when too small or of an older session. */
+        if (c->bounce_len >= len && alloc_sess(c, c->bounce) == s) {
+            p = c->bounce;
+            have = c->bounce_len;
+        } else {
+            stale = c->bounce;
+        }
+        c->bounce = NULL;
+    } else if (wanted && c->bounce_len > 0) {
+        wanted = false; /* another call holds the one bounce buffer */
+    }
+    if (wanted && !p)
+        c->bounce_len = UINT64_MAX; /* in use from here on (s3c_bounce_put) */
+    pthread_mutex_unlock(&c->rdma_mu);
+    s3r_buf_free(c, stale);
+    if (!wanted)
+        return NULL;
+    if (!p) {
+        /* Sized in powers of two from 1 MiB, so that growing sizes do not
+         * reallocate (and fault in) a new buffer each time. */
+        have = 1u << 20;
+        while (have < len)
+            have <<= 1;
+        if (have > S3C_BOUNCE_MAX)
+            have = S3C_BOUNCE_MAX;
+        bool ours = false;
+        if (s3r_buf_alloc(c, (size_t)have, &p) == S3R_OK) {
+            pthread_mutex_lock(&c->rdma_mu);
+            ours = alloc_sess(c, p) == s; /* not a fallback malloc, nor a newer session's */
+            pthread_mutex_unlock(&c->rdma_mu);
+        }
+        if (!ours) {
+            s3r_buf_free(c, p);
+            pthread_mutex_lock(&c->rdma_mu);
+            c->bounce_len = 0;
+            pthread_mutex_unlock(&c->rdma_mu);
+            return NULL;
+        }
+    }
+    *len_p = have;
+    return p;
+}
+
+void s3c_bounce_put(s3r_client_t *c, void *p, uint64_t len, bool reuse)
+{
+    if (p == NULL)
+        return;
+    pthread_mutex_lock(&c->rdma_mu);
+    if (reuse) {
+        c->bounce = p;
+        c->bounce_len = len;
+        p = NULL;
+    } else {
+        c->bounce_len = 0;
+    }
+    pthread_mutex_unlock(&c->rdma_mu);
+    s3r_buf_free(c, p);
+}
+
 void s3c_rdma_after_fork(s3r_client_t *c)
 {
     /* Scratch buffers are the parent's session memory, mapped shared with
@@ -565,6 +655,10 @@ void s3c_rdma_after_fork(s3r_client_t *c)
         free(sc);
     }
     c->n_scratch = 0;
+    if (c->bounce)
+        buf_free_locked(c, c->bounce);
+    c->bounce = NULL;
+    c->bounce_len = 0;
     /* Retired, the parent's sessions are closed (forgotten, rdma_client.h)
      * when their last user goes: requests in flight at the fork, and the
      * caller's s3r_buf_alloc buffers, which stay usable as plain memory.
@@ -580,6 +674,8 @@ void s3c_rdma_after_fork(s3r_client_t *c)
 
 void s3c_rdma_cleanup(s3r_client_t *c)
 {
+    s3r_buf_free(c, c->bounce);
+    c->bounce = NULL;
     while (c->scratch != NULL) {
         struct s3c_scratch *sc = c->scratch;
         c->scratch = sc->next;

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "client/client_internal.h"
+#include "common/date.h"
 
 #define XML_MAX_DEPTH 16
 #define XML_MAX_TEXT  (64 * 1024)
@@ -150,39 +151,6 @@ static void *grow(void *arr, size_t *cap, size_t n, size_t elem, size_t first)
     return p;
 }
 
-/* ---- Dates ---------------------------------------------------------------- */
-
-int64_t s3c_parse_iso8601(const char *s)
-{
-    struct tm tm;
-    memset(&tm, 0, sizeof(tm));
-    if (s == NULL)
-        return -1;
-    const char *end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-    if (end == NULL)
-        return -1;
-    if (*end == '.') { /* fractional seconds */
-        end++;
-        while (isdigit((unsigned char)*end))
-            end++;
-    }
-    if (*end != 'Z' && *end != '\0')
-        return -1;
-    return (int64_t)timegm(&tm);
-}
-
-int64_t s3c_parse_http_date(const char *s)
-{
-    struct tm tm;
-    memset(&tm, 0, sizeof(tm));
-    if (s == NULL)
-        return -1;
-    const char *end = strptime(s, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-    if (end == NULL)
-        return -1;
-    return (int64_t)timegm(&tm);
-}
-
 /* ---- Error ------------------------------------------------------------------ */
 
 static int error_end(void *ctx, const char *const *n, int depth, const char *text)
@@ -262,7 +230,7 @@ static int bucket_end(void *ctx, const char *const *n, int depth, const char *te
         if (e->name == NULL)
             return -1;
     } else if (strcmp(n[3], "CreationDate") == 0) {
-        int64_t t = s3c_parse_iso8601(text);
+        int64_t t = date_parse_iso8601(text);
         e->created = t > 0 ? t : 0;
     }
     return 0;
@@ -382,7 +350,7 @@ static int objlist_end(void *ctx, const char *const *n, int depth, const char *t
             if ((e->etag = strdup(text)) == NULL)
                 return -1;
         } else if (strcmp(n[2], "LastModified") == 0) {
-            int64_t t = s3c_parse_iso8601(text);
+            int64_t t = date_parse_iso8601(text);
             e->mtime = t > 0 ? t : 0;
         }
         return 0;

@@ -4,7 +4,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
+
+#include "common/clock.h"
+#include "common/date.h"
 
 int log_current_level = LOG_LVL_INFO;
 
@@ -58,13 +60,9 @@ void log_write(int level, const char *fmt, ...)
      * start a line of the client's making. */
     char msg[2048];
     char line[2048];
-    struct timespec ts;
-    struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    int n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %-5s ",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                     ts.tv_nsec / 1000000, log_level_names[level]);
+    char when[32];
+    date_format_iso8601(clock_wall_ms(), when);
+    int n = snprintf(line, sizeof(line), "%s %-5s ", when, log_level_names[level]);
     va_list ap;
     va_start(ap, fmt);
     if (vsnprintf(msg, sizeof(msg), fmt, ap) < 0)

@@ -30,10 +30,14 @@
  * (which reads every bucket record) slow for the others. The setting
  * max_buckets_per_user. */
 #define S3R_MAX_BUCKETS_PER_USER 10000
-#define S3R_MAX_USER_META_BYTES  2048 /* MetadataTooLarge: sum of x-amz-meta-* names + values */
-#define S3R_MAX_USER_META_COUNT  32   /* MetadataTooLarge: x-amz-meta-* entries of one object */
-#define S3R_MAX_USER_META_NAME   (S3R_REPLY_MAX_NAME - 11) /* MetadataTooLarge: after x-amz-meta- */
-#define S3R_MAX_HEADER_VALUE     8192 /* one header value the server stores or builds */
+/* storage.inline_max: objects of at most this many bytes live in their index
+ * record (local backend; docs/storage.md), and its ceiling. */
+#define S3R_INLINE_MAX_DEFAULT  16384
+#define S3R_INLINE_MAX_LIMIT    1048576
+#define S3R_MAX_USER_META_BYTES 2048 /* MetadataTooLarge: sum of x-amz-meta-* names + values */
+#define S3R_MAX_USER_META_COUNT 32   /* MetadataTooLarge: x-amz-meta-* entries of one object */
+#define S3R_MAX_USER_META_NAME  (S3R_REPLY_MAX_NAME - 11) /* MetadataTooLarge: after x-amz-meta- */
+#define S3R_MAX_HEADER_VALUE    8192 /* one header value the server stores or builds */
 /* The stored headers of one object (Content-Type, Content-Encoding,
  * Content-Disposition, Content-Language, Cache-Control, Expires), their
  * values together: InvalidArgument. S3 takes at most 8 KiB of request

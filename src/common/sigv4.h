@@ -102,9 +102,4 @@ int sigv4_parse_authorization(const char *header_value, sigv4_auth_t *out);
 /* Fills access_key/date8/region/service/scope from "AK/date8/region/service/aws4_request". */
 int sigv4_parse_credential(const char *credential, sigv4_auth_t *out);
 
-/* Parses "YYYYMMDDTHHMMSSZ" to unix seconds; -1 on malformed input. */
-int64_t sigv4_parse_amz_date(const char *s);
-/* Formats unix seconds as "YYYYMMDDTHHMMSSZ" (17 bytes with the NUL). */
-void sigv4_format_amz_date(int64_t t, char out[17]);
-
 #endif

@@ -36,6 +36,7 @@
 
 #include "common/log.h"
 #include "common/s3r_limits.h"
+#include "common/clock.h"
 #include "rdma/rdma_net.h"
 #include "rdma/rdma_wire.h"
 
@@ -393,7 +394,7 @@ static void conn_accept(struct rdma_server *srv, int lfd)
         }
     }
     c->state = CONN_HELLO;
-    c->accepted_ms = rdma_now_ms();
+    c->accepted_ms = clock_mono_ms();
     c->deadline_ms = c->accepted_ms + HANDSHAKE_TIMEOUT_MS;
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
@@ -437,7 +438,7 @@ void *boot_main(void *arg)
             log_error("rdma: poll: %s", strerror(errno));
             break;
         }
-        uint64_t now = rdma_now_ms();
+        uint64_t now = clock_mono_ms();
         for (size_t i = 3; i < n; i++) {
             bconn_t *c = map[i];
             int close_it = 0;

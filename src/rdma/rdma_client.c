@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "common/hash.h"
+#include "common/clock.h"
 #include "rdma/rdma_net.h"
 #include "rdma/rdma_ucx.h"
 #include "rdma/rdma_wire.h"
@@ -97,12 +98,13 @@ static void ep_lanes(rdma_session_t *s)
     size_t len = 0, used = 0;
     s->lanes[0] = '\0';
     s->tcp_only = 0;
+    s->shm_only = 0;
     FILE *f = open_memstream(&text, &len);
     if (!f)
         return;
     ucp_ep_print_info(s->ep, f);
     fclose(f);
-    int lanes = 0, tcp = 0;
+    int lanes = 0, tcp = 0, mm = 0, copy = 0;
     for (char *l = strstr(text, "lane["); l; l = strstr(l + 1, "lane[")) {
         char *colon = strchr(l, ':');
         if (!colon)
@@ -113,6 +115,9 @@ static void ep_lanes(rdma_session_t *s)
             break;
         lanes++;
         tcp += strncmp(tl + 1, "tcp/", 4) == 0;
+        mm += strncmp(tl + 1, "sysv/", 5) == 0 || strncmp(tl + 1, "posix/", 6) == 0;
+        copy += strncmp(tl + 1, "cma/", 4) == 0 || strncmp(tl + 1, "knem/", 5) == 0 ||
+                strncmp(tl + 1, "self/", 5) == 0;
         char name[64];
         size_t n = strcspn(tl + 1, " \t\n");
         if (n >= sizeof(name))
@@ -130,6 +135,7 @@ static void ep_lanes(rdma_session_t *s)
     }
     free(text);
     s->tcp_only = lanes > 0 && tcp == lanes;
+    s->shm_only = mm > 0 && mm + copy == lanes;
 }
 
 const char *rdma_session_lanes(rdma_session_t *s)
@@ -147,11 +153,16 @@ int rdma_session_tcp_only(rdma_session_t *s)
     return s->tcp_only;
 }
 
+int rdma_session_shm_only(rdma_session_t *s)
+{
+    return s->shm_only;
+}
+
 /* Receives one frame of the expected type; an ERROR frame becomes err. */
 static long recv_expect(rdma_session_t *s, int type, uint8_t **body_p, char *err, size_t err_len)
 {
     uint8_t *body = NULL;
-    long n = rdma_net_recv_frame(s->fd, rdma_now_ms() + (uint64_t)s->timeout_ms, &body);
+    long n = rdma_net_recv_frame(s->fd, clock_mono_ms() + (uint64_t)s->timeout_ms, &body);
     if (n <= 0) {
         rdma_client_set_err(err, err_len, "session server closed the connection or timed out");
         return -1;
@@ -193,13 +204,13 @@ static ucs_status_t probe_recv(void *arg, const void *header, size_t header_leng
  * an ERROR meanwhile. 0, or -1 with err set. */
 static int await_probe(rdma_session_t *s, char *err, size_t err_len)
 {
-    uint64_t deadline = rdma_now_ms() + (uint64_t)s->timeout_ms;
+    uint64_t deadline = clock_mono_ms() + (uint64_t)s->timeout_ms;
     while (!atomic_load(&s->probe_got)) {
         while (ucp_worker_progress(s->worker)) {
         }
         if (atomic_load(&s->probe_got))
             break;
-        uint64_t now = rdma_now_ms();
+        uint64_t now = clock_mono_ms();
         if (now >= deadline) {
             rdma_client_set_err(err, err_len,
                                 "the session server's probe did not arrive (UCX unreachable?)");
@@ -243,7 +254,7 @@ static int lifeline_connect(const rdma_client_config_t *cfg, int timeout_ms, cha
 static int send_frame(rdma_session_t *s, wire_out_t *w, int built)
 {
     int rc = built == 0 ? rdma_net_send_all(s->fd, w->data, w->len,
-                                            rdma_now_ms() + (uint64_t)s->timeout_ms)
+                                            clock_mono_ms() + (uint64_t)s->timeout_ms)
                         : -1;
     wire_free(w);
     return rc;
@@ -345,11 +356,14 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
         .cb = probe_recv,
         .arg = s,
     };
-    ucp_am_handler_param_t nh = ah;
+    ucp_am_handler_param_t nh = ah, ph = ah;
     nh.id = RDMA_AM_NATIVE_REPLY;
     nh.cb = rdma_native_reply_recv;
+    ph.id = RDMA_AM_NATIVE_PROGRESS;
+    ph.cb = rdma_native_progress_recv;
     if ((st = ucp_worker_set_am_recv_handler(s->worker, &ah)) != UCS_OK ||
-        (st = ucp_worker_set_am_recv_handler(s->worker, &nh)) != UCS_OK) {
+        (st = ucp_worker_set_am_recv_handler(s->worker, &nh)) != UCS_OK ||
+        (st = ucp_worker_set_am_recv_handler(s->worker, &ph)) != UCS_OK) {
         rdma_client_set_err(err, err_len, "UCX active message handler: %s", ucs_status_string(st));
         goto fail;
     }

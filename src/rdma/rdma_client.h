@@ -75,6 +75,14 @@ int rdma_token_format(rdma_session_t *s, rdma_region_t *r, const void *addr, uin
 /* 1 when the session's transports are all TCP (UCX emulating RDMA over
  * sockets), where HTTP moves bytes faster than RMA does. */
 int rdma_session_tcp_only(rdma_session_t *s);
+/* 1 when the session's lanes are all same-host shared memory (UCX's sysv
+ * or posix, beside cma/knem/self, no RDMA NIC, xpmem or TCP lane). There
+ * the server reaches directly only client memory UCX allocated
+ * (rdma_region_alloc: it maps it, ucp_rkey_ptr); UCX 1.13 puts into or
+ * gets from any other registered memory with its software RMA (active
+ * messages: a copy on each side), since cma/knem, having only zero-copy
+ * operations, never serve RMA lanes. */
+int rdma_session_shm_only(rdma_session_t *s);
 /* The distinct UCX "transport/device" names of the session endpoint's
  * lanes, comma-separated (e.g. "sysv/memory,cma/memory"); valid while the
  * session lives. */
@@ -96,19 +104,37 @@ typedef struct rdma_native_call rdma_native_call_t;
  * or with NULL when the session was lost first. Must not block. */
 typedef void (*rdma_native_done_fn)(rdma_native_call_t *call, const rdma_native_reply_t *reply);
 
+/* Called on the thread waiting for a call submitted with
+ * RDMA_NATIVE_FLAG_PROGRESS (rdma_native_wait) while its reply is still
+ * coming: the first `bytes` bytes of the reply body are in the out span,
+ * final (bytes <= the span's length, growing from call to call). */
+typedef void (*rdma_native_more_fn)(rdma_native_call_t *call, uint64_t bytes);
+
 /* A request in flight; the caller owns the memory until it is done. */
 struct rdma_native_call {
     rdma_native_done_fn done;
+    rdma_native_more_fn more; /* NULL, or set with RDMA_NATIVE_FLAG_PROGRESS */
     /* private */
     _Atomic int state;
     uint64_t id;
+    uint16_t flags;          /* the request's */
+    uint64_t out_len;        /* its out span's length */
+    _Atomic uint64_t landed; /* reply body bytes in the out span, as the server said */
+    uint64_t told;           /* ... as more was last told */
     rdma_native_call_t *next;
     unsigned wait_class; /* the kind and size of request it is (rdma_native_wait) */
     uint64_t sent_ns;    /* monotonic ns when it was submitted */
 };
 
+/* Whether requests may ask for progress messages (RDMA_NATIVE_FLAG_PROGRESS):
+ * 0 once the server refused one (a server older than the flag). */
+int rdma_session_progress_ok(rdma_session_t *s);
+
 /* Sends the request m (its session id and request id are set here) with
- * call->done set by the caller. 0, or -1 with a reason in err (session
+ * call->done (and call->more with RDMA_NATIVE_FLAG_PROGRESS) set by the
+ * caller. A reply refusing the flag (error BAD_MESSAGE) turns it off for
+ * the session (rdma_session_progress_ok); the caller may then ask again
+ * without it. 0, or -1 with a reason in err (session
  * dead, message over a limit); done is then never called. */
 int rdma_native_submit(rdma_session_t *s, rdma_native_msg_t *m, rdma_native_call_t *call, char *err,
                        size_t err_len);

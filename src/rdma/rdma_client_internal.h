@@ -55,6 +55,10 @@ struct rdma_session {
     rdma_native_call_t *calls[64];
     uint64_t next_call_id;
     int tcp_only;
+    int shm_only; /* rdma_session_shm_only */
+    /* The server refused RDMA_NATIVE_FLAG_PROGRESS (BAD_MESSAGE): an older
+     * server; requests stop asking for progress (rdma_session_progress_ok). */
+    _Atomic int progress_refused;
     char lanes[256]; /* the endpoint's "transport/device" names (ep_lanes) */
     /* Threads inside rdma_native_wait: they progress the worker, so the
      * progress thread stands aside (it would only compete for the cores
@@ -82,6 +86,10 @@ static inline int rdma_client_inherited(const rdma_session_t *s)
 /* The UCX active-message handler of native replies (registered at open). */
 ucs_status_t rdma_native_reply_recv(void *arg, const void *header, size_t header_length, void *data,
                                     size_t length, const ucp_am_recv_param_t *param);
+/* A progress message (RDMA_AM_NATIVE_PROGRESS): records how much of a
+ * call's reply body its out span holds. */
+ucs_status_t rdma_native_progress_recv(void *arg, const void *header, size_t header_length,
+                                       void *data, size_t length, const ucp_am_recv_param_t *param);
 /* Finishes every native call still in flight on s as failed (s is dead). */
 void rdma_native_calls_fail_all(rdma_session_t *s);
 

@@ -14,6 +14,7 @@
 
 #include "rdma/rdma_client_internal.h"
 #include "rdma/rdma_native_wire.h"
+#include "common/clock.h"
 #include "rdma/rdma_net.h"
 #include "rdma/rdma_ucx.h"
 
@@ -61,7 +62,7 @@ static uint64_t wait_spin_ns(rdma_session_t *s, const rdma_native_call_t *call)
  * wake-up). */
 static void wait_learn(rdma_session_t *s, const rdma_native_call_t *call)
 {
-    uint64_t took = rdma_now_ns() - call->sent_ns;
+    uint64_t took = clock_mono_ns() - call->sent_ns;
     if (took > UINT32_MAX)
         took = UINT32_MAX;
     _Atomic uint32_t *e = &s->wait_est_ns[call->wait_class];
@@ -112,11 +113,52 @@ ucs_status_t rdma_native_reply_recv(void *arg, const void *header, size_t header
         pthread_mutex_lock(&s->calls_mu);
         rdma_native_call_t *c = call_take_locked(s, r->request_id);
         pthread_mutex_unlock(&s->calls_mu);
+        if (c && (c->flags & RDMA_NATIVE_FLAG_PROGRESS) && r->error == RDMA_ERR_BAD_MESSAGE)
+            atomic_store(&s->progress_refused, 1);
         if (c)
             call_finish(c, r);
     }
     free(r);
     return UCS_OK;
+}
+
+/* A progress message naming a call in flight that asked for them, with a
+ * count within its out span and above what it said before, is recorded
+ * for the waiter (native_wait); any other is dropped. */
+ucs_status_t rdma_native_progress_recv(void *arg, const void *header, size_t header_length,
+                                       void *data, size_t length, const ucp_am_recv_param_t *param)
+{
+    (void)header;
+    rdma_session_t *s = arg;
+    uint64_t id, bytes;
+    if (header_length != 0 || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ||
+        rdma_native_parse_progress(data, length, &id, &bytes) < 0)
+        return UCS_OK;
+    pthread_mutex_lock(&s->calls_mu);
+    for (rdma_native_call_t *c = *call_bucket(s, id); c; c = c->next) {
+        if (c->id == id && (c->flags & RDMA_NATIVE_FLAG_PROGRESS) && bytes <= c->out_len &&
+            bytes > atomic_load(&c->landed))
+            atomic_store(&c->landed, bytes);
+    }
+    pthread_mutex_unlock(&s->calls_mu);
+    return UCS_OK;
+}
+
+int rdma_session_progress_ok(rdma_session_t *s)
+{
+    return !atomic_load(&s->progress_refused);
+}
+
+/* Tells call's caller (on the waiting thread) what more of its reply body
+ * landed since it was last told; 1 if there was more. */
+static int call_more(rdma_native_call_t *call)
+{
+    uint64_t landed = atomic_load(&call->landed);
+    if (!call->more || landed <= call->told)
+        return 0;
+    call->told = landed;
+    call->more(call, landed);
+    return 1;
 }
 
 /* Fails every call in flight (the session is going away). */
@@ -163,8 +205,12 @@ int rdma_native_submit(rdma_session_t *s, rdma_native_msg_t *m, rdma_native_call
         return -1;
     }
     call->id = m->head.request_id;
+    call->flags = m->head.flags;
+    call->out_len = m->has_out ? m->out.len : 0;
+    atomic_store(&call->landed, 0);
+    call->told = 0;
     call->wait_class = wait_class_of(m);
-    call->sent_ns = rdma_now_ns();
+    call->sent_ns = clock_mono_ns();
     atomic_store(&call->state, CALL_PENDING);
     pthread_mutex_lock(&s->calls_mu);
     rdma_native_call_t **b = call_bucket(s, call->id);
@@ -226,7 +272,7 @@ int rdma_native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_ms
 
 static int native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_ms)
 {
-    uint64_t start = rdma_now_ms(), deadline = start + (uint64_t)timeout_ms;
+    uint64_t start = clock_mono_ms(), deadline = start + (uint64_t)timeout_ms;
     uint64_t spin_end = s->busy_wait ? UINT64_MAX : call->sent_ns + wait_spin_ns(s, call);
     unsigned idle = 0;
     long preemptions = -1; /* rdma_thread_preemptions at the last look; -1: none yet */
@@ -236,8 +282,15 @@ static int native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_
             idle = 0;
             continue;
         }
+        /* The body is landing (progress messages): the next piece comes
+         * within microseconds, so poll on rather than sleep between them. */
+        if (call_more(call) && !s->busy_wait) {
+            spin_end = clock_mono_ns() + WAIT_SPIN_MIN_NS;
+            idle = 0;
+            continue;
+        }
         if ((i & 1023) == 0) {
-            uint64_t now = rdma_now_ms();
+            uint64_t now = clock_mono_ms();
             /* A server gone without an endpoint error (shared memory
              * reports none) shows on the lifeline. */
             if (now - start > 100 && (i & 65535) == 0)
@@ -274,7 +327,7 @@ static int native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_
             preempted = preemptions >= 0 && pre != preemptions;
             preemptions = pre;
         }
-        if (look && (preempted || rdma_now_ns() >= spin_end)) {
+        if (look && (preempted || clock_mono_ns() >= spin_end)) {
             if (ucp_worker_arm(s->worker) == UCS_ERR_BUSY || rdma_native_finished(call))
                 continue;
             struct pollfd pfd = {.fd = s->efd, .events = POLLIN};

@@ -47,6 +47,7 @@
 #include "common/log.h"
 #include "common/s3r_limits.h"
 #include "rdma/rdma_native_wire.h"
+#include "common/clock.h"
 #include "rdma/rdma_net.h"
 #include "rdma/rdma_server_internal.h"
 #include "rdma/rdma_ucx.h"
@@ -637,7 +638,7 @@ static njob_t *native_poll_queue(struct rdma_server *srv, uint64_t done_ns)
 {
     int busy = srv->cfg.poll == RDMA_POLL_BUSY;
     if (srv->native_polling ||
-        (!busy && (done_ns == 0 || rdma_now_ns() - done_ns >= RDMA_BUSY_POLL_NS)))
+        (!busy && (done_ns == 0 || clock_mono_ns() - done_ns >= RDMA_BUSY_POLL_NS)))
         return NULL;
     srv->native_polling++;
     long preemptions = rdma_thread_preemptions();
@@ -646,7 +647,7 @@ static njob_t *native_poll_queue(struct rdma_server *srv, uint64_t done_ns)
         /* A look at the clock and the preemptions every 8 rounds. */
         if (!busy && (round & 7) == 0 &&
             (rdma_thread_preemptions() != preemptions ||
-             rdma_now_ns() - done_ns >= RDMA_BUSY_POLL_NS))
+             clock_mono_ns() - done_ns >= RDMA_BUSY_POLL_NS))
             break;
         pthread_mutex_unlock(&srv->native_mu);
         sched_yield();
@@ -678,7 +679,7 @@ static void *native_main(void *arg)
         session_get(s);
         native_run(srv, j, NULL);
         free(j);
-        done_ns = rdma_now_ns();
+        done_ns = clock_mono_ns();
         pthread_mutex_lock(&srv->native_mu);
         s->user->running--;
         if (srv->nq_head)
@@ -801,6 +802,25 @@ uint64_t rdma_native_out_len(const rdma_native_req_t *r)
     return r->m.has_out ? r->m.out.len : 0;
 }
 
+/* Tells r's client how much of its reply body is in its out span
+ * (RDMA_NATIVE_FLAG_PROGRESS), best effort: sent only when UCX can send it
+ * at once (a short eager message, nothing queued or held for it); one not
+ * sent is covered by the next or by the reply. */
+static void native_progress(void *pctx, uint64_t done)
+{
+    rdma_native_req_t *r = pctx;
+    uint8_t msg[RDMA_NATIVE_PROGRESS_LEN];
+    rdma_native_encode_progress(msg, r->m.head.opcode, r->m.head.request_id, done);
+    ucp_request_param_t p = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL,
+        .flags = UCP_AM_SEND_FLAG_EAGER,
+    };
+    ucs_status_ptr_t req =
+        ucp_am_send_nbx(r->s->ep, RDMA_AM_NATIVE_PROGRESS, NULL, 0, msg, sizeof(msg), &p);
+    if (req != NULL && !UCS_PTR_IS_ERR(req))
+        ucp_request_free(req); /* never, with FORCE_IMM_CMPL: complete or refused */
+}
+
 rdma_status_t rdma_native_reply(rdma_native_req_t *r, int status, const char *s3_request_id,
                                 const char *hdrs, size_t hdrs_len, uint64_t body_len,
                                 rdma_fill_fn fill, void *ctx)
@@ -822,7 +842,10 @@ rdma_status_t rdma_native_reply(rdma_native_req_t *r, int status, const char *s3
         rc = xfer_bind(r->srv, r->s, m->out.region_id, m->out.addr, m->out.len, &x);
         if (rc != RDMA_OK)
             return rc;
-        rc = rdma_xfer_push(x, body_len, fill, ctx);
+        /* Progress messages only from the session's progress thread, which
+         * owns its worker (an executor would fight for its lock). */
+        int told = (m->head.flags & RDMA_NATIVE_FLAG_PROGRESS) && native_on_progress_thread();
+        rc = xfer_push_progress(x, body_len, fill, ctx, told ? native_progress : NULL, r);
         rdma_xfer_close(x);
         if (rc != RDMA_OK)
             return rc;

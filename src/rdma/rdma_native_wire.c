@@ -33,13 +33,13 @@ const char *rdma_native_op_name(unsigned opcode)
 
 /* ---- the fixed head ------------------------------------------------------- */
 
-static void put_head(wire_out_t *w, uint8_t opcode, uint64_t request_id)
+static void put_head(wire_out_t *w, uint8_t opcode, uint16_t flags, uint64_t request_id)
 {
     w->limit = RDMA_NATIVE_MAX_MSG;
     wire_put_u32(w, RDMA_NATIVE_MAGIC);
     wire_put_u8(w, RDMA_NATIVE_VERSION);
     wire_put_u8(w, opcode);
-    wire_put_u16(w, 0);
+    wire_put_u16(w, flags);
     wire_put_u64(w, request_id);
 }
 
@@ -116,8 +116,9 @@ int rdma_native_parse_req(const uint8_t *msg, size_t len, rdma_native_msg_t *m, 
         return fail(why, "unsupported version");
     if (!rdma_native_op_name(m->head.opcode))
         return fail(why, "unknown opcode");
-    if (flags != 0)
+    if (flags & ~RDMA_NATIVE_FLAG_PROGRESS)
         return fail(why, "unknown flags");
+    m->head.flags = flags;
     /* Every string of the message is shorter than the message itself, so an
      * arena of len + (strings * 1) bytes holds them all with their NULs. */
     m->strings = malloc(len + 2 + 2 * RDMA_NATIVE_MAX_PARAMS + 1);
@@ -183,7 +184,9 @@ void rdma_native_msg_free(rdma_native_msg_t *m)
 
 int rdma_native_encode_req(wire_out_t *w, const rdma_native_msg_t *m)
 {
-    put_head(w, m->head.opcode, m->head.request_id);
+    if (m->head.flags & ~RDMA_NATIVE_FLAG_PROGRESS)
+        return -1;
+    put_head(w, m->head.opcode, m->head.flags, m->head.request_id);
     wire_put_bytes(w, m->head.session_id, RDMA_SESSION_ID_LEN);
     if (strlen(m->bucket) > RDMA_NATIVE_MAX_BUCKET || strlen(m->key) > RDMA_NATIVE_MAX_KEY ||
         m->n_params > RDMA_NATIVE_MAX_PARAMS || m->body_kind > RDMA_BODY_REGION)
@@ -223,7 +226,7 @@ int rdma_native_reply_begin(wire_out_t *w, uint8_t opcode, uint64_t request_id, 
                             uint16_t error, const char *s3_request_id, const char *hdrs,
                             size_t hdrs_len, uint8_t body_kind, uint64_t body_len, uint8_t **body_p)
 {
-    put_head(w, opcode, request_id);
+    put_head(w, opcode, 0, request_id);
     /* Every header costs its bytes plus two u16 lengths instead of two NULs. */
     wire_reserve(w, 64 + (s3_request_id ? strlen(s3_request_id) : 0) + hdrs_len +
                         (body_kind == RDMA_BODY_INLINE && body_len <= RDMA_NATIVE_MAX_INLINE
@@ -315,5 +318,29 @@ int rdma_native_parse_reply(const uint8_t *msg, size_t len, rdma_native_reply_t 
     } else if (m->body_kind != RDMA_BODY_NONE) {
         return -1;
     }
+    return r.err || r.off != r.len ? -1 : 0;
+}
+
+void rdma_native_encode_progress(uint8_t out[RDMA_NATIVE_PROGRESS_LEN], uint8_t opcode,
+                                 uint64_t request_id, uint64_t bytes)
+{
+    /* The head put_head writes (flags 0), then the count, big-endian. */
+    uint64_t head = (uint64_t)RDMA_NATIVE_MAGIC << 32 | (uint64_t)RDMA_NATIVE_VERSION << 24 |
+                    (uint64_t)opcode << 16;
+    const uint64_t words[3] = {head, request_id, bytes};
+    for (int i = 0; i < 24; i++)
+        out[i] = (uint8_t)(words[i / 8] >> (56 - 8 * (i % 8)));
+}
+
+int rdma_native_parse_progress(const uint8_t *msg, size_t len, uint64_t *request_id,
+                               uint64_t *bytes)
+{
+    wire_in_t r = {msg, len, 0, 0};
+    uint8_t version, opcode;
+    uint16_t flags;
+    if (get_head(&r, &version, &opcode, &flags, request_id) < 0 || version != RDMA_NATIVE_VERSION ||
+        flags != 0)
+        return -1;
+    *bytes = wire_get_u64(&r);
     return r.err || r.off != r.len ? -1 : 0;
 }

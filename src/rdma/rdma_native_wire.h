@@ -9,7 +9,7 @@
  * big-endian, with every length checked against the bytes present and no
  * trailing bytes:
  *
- * request:  u32 magic "S3RN" | u8 version | u8 opcode | u16 flags (0)
+ * request:  u32 magic "S3RN" | u8 version | u8 opcode | u16 flags (0 or PROGRESS)
  *           | u64 request id | u8[16] session id
  *           | str16 bucket | str16 key | u32 reply_inline_max
  *           | u16 n_params | n_params x (u8 kind | str16 name | str16 value)
@@ -20,6 +20,10 @@
  *           | u64 request id | u16 status | u16 error
  *           | str16 s3 request id | u16 n_headers | n x (str16 name | str16 value)
  *           | u8 body (0 none | 1 inline: u32 len, bytes | 2 in the out region: u64 len)
+ * progress: u32 magic | u8 version | u8 opcode (the request's) | u16 flags (0)
+ *           | u64 request id | u64 bytes (RDMA_AM_NATIVE_PROGRESS, only to a request
+ *           with RDMA_NATIVE_FLAG_PROGRESS: the out span's first bytes hold the
+ *           reply body's first bytes, final)
  */
 #ifndef S3R_RDMA_RDMA_NATIVE_WIRE_H
 #define S3R_RDMA_RDMA_NATIVE_WIRE_H
@@ -34,8 +38,16 @@
 #define RDMA_NATIVE_VERSION 1
 
 /* UCX active-message ids of the native protocol (the probe is 0). */
-#define RDMA_AM_NATIVE_REQ   1
-#define RDMA_AM_NATIVE_REPLY 2
+#define RDMA_AM_NATIVE_REQ      1
+#define RDMA_AM_NATIVE_REPLY    2
+#define RDMA_AM_NATIVE_PROGRESS 3
+
+/* Request flags. PROGRESS: "while you write the reply body into my out
+ * span, tell me how much of it is there" (progress messages, best effort;
+ * a server that does not know the flag refuses the request, BAD_MESSAGE). */
+#define RDMA_NATIVE_FLAG_PROGRESS 0x0001u
+/* The size of a progress message. */
+#define RDMA_NATIVE_PROGRESS_LEN 24
 
 /* Limits (docs/protocol.md §4.4, docs/limits.md). */
 #define RDMA_NATIVE_FIXED       32          /* magic .. session id */
@@ -105,6 +117,7 @@ typedef struct rdma_native_param {
 typedef struct rdma_native_head {
     uint8_t version;
     uint8_t opcode;
+    uint16_t flags; /* requests: RDMA_NATIVE_FLAG_* */
     uint64_t request_id;
     uint8_t session_id[RDMA_SESSION_ID_LEN];
 } rdma_native_head_t;
@@ -132,7 +145,7 @@ typedef struct rdma_native_msg {
 int rdma_native_parse_head(const uint8_t *msg, size_t len, rdma_native_head_t *h);
 
 /* Parses a whole request of len bytes (at most RDMA_NATIVE_MAX_MSG). 0, or
- * -1 with a static reason in *why: unknown version or opcode, nonzero
+ * -1 with a static reason in *why: unknown version or opcode, unknown
  * flags, a truncated or oversized field, too many params, an unknown kind,
  * trailing bytes. On success free m with rdma_native_msg_free; m->body points
  * into msg, which must outlive m. */
@@ -162,6 +175,14 @@ typedef struct rdma_native_reply {
 } rdma_native_reply_t;
 
 int rdma_native_parse_reply(const uint8_t *msg, size_t len, rdma_native_reply_t *r);
+
+/* Encodes the progress message of request (opcode, request_id): bytes of
+ * its reply body are in its out span. */
+void rdma_native_encode_progress(uint8_t out[RDMA_NATIVE_PROGRESS_LEN], uint8_t opcode,
+                                 uint64_t request_id, uint64_t bytes);
+/* Parses one: 0, or -1 when it is not exactly a well-formed progress message. */
+int rdma_native_parse_progress(const uint8_t *msg, size_t len, uint64_t *request_id,
+                               uint64_t *bytes);
 
 /* Reply encoding, in two steps so an inline body can be written straight
  * into the message: rdma_native_reply_begin encodes everything before the

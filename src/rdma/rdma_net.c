@@ -1,4 +1,5 @@
 /* Deadline-bounded blocking socket I/O for the bootstrap (see rdma_net.h). */
+#include "common/clock.h"
 #include "rdma/rdma_net.h"
 
 #include <errno.h>
@@ -18,24 +19,10 @@
 
 #include "rdma/rdma_wire.h"
 
-uint64_t rdma_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-uint64_t rdma_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static int wait_fd(int fd, short events, uint64_t deadline_ms)
 {
     for (;;) {
-        uint64_t now = rdma_now_ms();
+        uint64_t now = clock_mono_ms();
         if (now >= deadline_ms)
             return -1;
         struct pollfd pfd = {.fd = fd, .events = events};
@@ -58,7 +45,7 @@ int rdma_net_connect(const char *host, int port, const char *local_ip, int timeo
         snprintf(err, err_len, "resolve %s: %s", host, gai_strerror(rc));
         return -1;
     }
-    uint64_t deadline = rdma_now_ms() + (uint64_t)timeout_ms;
+    uint64_t deadline = clock_mono_ms() + (uint64_t)timeout_ms;
     int fd = -1;
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
         fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -143,7 +130,7 @@ int rdma_net_connect_unix(const char *name, int timeout_ms, char *err, size_t er
     }
     if (connect(fd, (struct sockaddr *)&sa, sl) < 0 &&
         !(errno == EINPROGRESS &&
-          wait_fd(fd, POLLOUT, rdma_now_ms() + (uint64_t)timeout_ms) == 0)) {
+          wait_fd(fd, POLLOUT, clock_mono_ms() + (uint64_t)timeout_ms) == 0)) {
         snprintf(err, err_len, "connect %s: %s", name, strerror(errno));
         close(fd);
         return -1;

@@ -7,11 +7,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Monotonic milliseconds. */
-uint64_t rdma_now_ms(void);
-/* The same clock in nanoseconds. */
-uint64_t rdma_now_ns(void);
-
 /* Connects to host:port (numeric or resolvable), binding to local_ip if
  * given, within timeout_ms. Returns the fd (blocking, TCP_NODELAY,
  * close-on-exec), or -1 with a reason in err. */
@@ -27,7 +22,7 @@ int rdma_net_unix_addr(const char *name, struct sockaddr_un *sa, unsigned *len);
 /* Connects to the Unix socket name within timeout_ms. Returns the fd
  * (blocking, close-on-exec), or -1 with a reason in err. */
 int rdma_net_connect_unix(const char *name, int timeout_ms, char *err, size_t err_len);
-/* Sends all n bytes before deadline_ms (rdma_now_ms clock). 0, or -1. */
+/* Sends all n bytes before deadline_ms (clock_mono_ms clock). 0, or -1. */
 int rdma_net_send_all(int fd, const void *p, size_t n, uint64_t deadline_ms);
 /* Receives one whole frame (length prefix checked against
  * RDMA_WIRE_MAX_FRAME) before deadline_ms. Returns the body length with the

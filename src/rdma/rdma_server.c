@@ -284,6 +284,8 @@ void rdma_server_get_stats(rdma_server_t *srv, rdma_server_stats_t *out_p)
     out_p->staging_quarantined = srv->chunks_quarantined;
     pthread_mutex_unlock(&srv->pool_mu);
     out_p->transfers_stalled = atomic_load(&srv->xfers_stalled);
+    out_p->bytes_mapped = atomic_load(&srv->bytes_mapped);
+    out_p->bytes_staged = atomic_load(&srv->bytes_staged);
     out_p->sessions_closing = atomic_load(&srv->n_closing);
     out_p->sessions_opened = atomic_load(&srv->sessions_opened);
     for (int i = 0; i < RDMA_REFUSED_COUNT; i++)

@@ -139,9 +139,14 @@ typedef struct rdma_server_stats {
     unsigned staging_busy;           /* staging chunks out of the pool (quarantined included) */
     unsigned staging_quarantined;    /* ... orphaned by a session that is gone */
     unsigned long transfers_stalled; /* transfers failed for making no progress */
-    unsigned native_inflight;        /* native requests admitted whose reply is not yet sent */
-    unsigned native_sending;         /* native replies (and refusals) UCX is still sending */
-    size_t native_sending_bytes;     /* ... their bytes */
+    /* Bytes transfers (token and native bodies, both directions) moved in
+     * place, in a client region mapped into the server (one copy), and
+     * through staging chunks and UCX RMA (the client's memory not mappable:
+     * RDMA NIC, TCP, or a same-host client buffer UCX did not allocate). */
+    unsigned long long bytes_mapped, bytes_staged;
+    unsigned native_inflight;    /* native requests admitted whose reply is not yet sent */
+    unsigned native_sending;     /* native replies (and refusals) UCX is still sending */
+    size_t native_sending_bytes; /* ... their bytes */
     unsigned long native_dropped, native_malformed; /* as rdma_server_native_counts */
 } rdma_server_stats_t;
 void rdma_server_get_stats(rdma_server_t *srv, rdma_server_stats_t *out_p);

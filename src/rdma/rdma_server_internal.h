@@ -298,8 +298,10 @@ struct rdma_server {
     /* A transfer whose RDMA operation makes no progress this long fails. */
     int stall_ms;
     _Atomic unsigned long xfers_stalled; /* transfers failed for no progress */
-    _Atomic unsigned n_closing;          /* sessions on the progress threads' closing lists */
-    unsigned chunks_quarantined;         /* orphaned chunks whose session is gone; under pool_mu */
+    /* Bytes transfers moved, by path (rdma_server_stats_t) */
+    _Atomic unsigned long long bytes_mapped, bytes_staged;
+    _Atomic unsigned n_closing;  /* sessions on the progress threads' closing lists */
+    unsigned chunks_quarantined; /* orphaned chunks whose session is gone; under pool_mu */
     /* rdma_server_get_stats: written by the bootstrap thread only. */
     _Atomic unsigned long sessions_opened;
     _Atomic unsigned long refused[RDMA_REFUSED_COUNT];
@@ -458,6 +460,18 @@ void staging_free(struct rdma_server *srv);
  * slot is taken or s's user holds its share of them. */
 rdma_status_t xfer_bind(struct rdma_server *srv, rsession_t *s, uint32_t region_id, uint64_t addr,
                         uint64_t len, rdma_xfer_t **out_p);
+
+/* Told by xfer_push_progress that the first done bytes of the span are
+ * written. */
+typedef void (*xfer_progress_fn)(void *pctx, uint64_t done);
+/* The piece a told mapped push fills at a time. */
+#define RDMA_PROGRESS_STEP (256u * 1024)
+/* rdma_xfer_push, calling progress (when not NULL) after each piece of
+ * RDMA_PROGRESS_STEP bytes written in place into a mapped span, but the
+ * last; never on the staged path (a put's completion is not the peer's
+ * memory holding the bytes). */
+rdma_status_t xfer_push_progress(rdma_xfer_t *x, uint64_t len, rdma_fill_fn fill, void *ctx,
+                                 xfer_progress_fn progress, void *pctx);
 
 /* Called by s's teardown: returns every chunk s orphaned to the pool, or,
  * when a request of s can still complete (can_complete: s's endpoint was

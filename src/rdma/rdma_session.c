@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/clock.h"
 #include "rdma/rdma_net.h"
 #include "rdma/rdma_ucx.h"
 
@@ -390,7 +391,7 @@ void *prog_main(void *arg)
          * to end the window on time, and no clock read per round of an
          * otherwise empty poll. */
         if (did) {
-            p->active_ns = rdma_now_ns();
+            p->active_ns = clock_mono_ns();
             busy = 1;
             idle = 0;
             continue;
@@ -417,7 +418,7 @@ void *prog_main(void *arg)
         long pre = rdma_thread_preemptions();
         int preempted = pre != preemptions;
         preemptions = pre;
-        if (!preempted && rdma_now_ns() - p->active_ns < RDMA_BUSY_POLL_NS) {
+        if (!preempted && clock_mono_ns() - p->active_ns < RDMA_BUSY_POLL_NS) {
             busy = 1;
             continue;
         }

@@ -3,6 +3,7 @@
 
 #include <sys/resource.h>
 
+#include "common/clock.h"
 #include "rdma/rdma_net.h"
 
 long rdma_thread_preemptions(void)
@@ -17,9 +18,9 @@ ucs_status_t rdma_ucx_wait(ucp_worker_h w, ucs_status_ptr_t req, int timeout_ms)
         return UCS_OK;
     if (UCS_PTR_IS_ERR(req))
         return UCS_PTR_STATUS(req);
-    uint64_t deadline = rdma_now_ms() + (uint64_t)timeout_ms;
+    uint64_t deadline = clock_mono_ms() + (uint64_t)timeout_ms;
     ucs_status_t st;
-    while ((st = ucp_request_check_status(req)) == UCS_INPROGRESS && rdma_now_ms() < deadline)
+    while ((st = ucp_request_check_status(req)) == UCS_INPROGRESS && clock_mono_ms() < deadline)
         ucp_worker_progress(w);
     ucp_request_free(req);
     return st;

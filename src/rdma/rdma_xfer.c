@@ -15,6 +15,7 @@
 #include <ucp/api/ucp.h>
 
 #include "common/log.h"
+#include "common/clock.h"
 #include "rdma/rdma_net.h"
 #include "rdma/rdma_wire.h"
 
@@ -40,14 +41,8 @@ static rchunk_t *pool_get(struct rdma_server *srv, rsession_t *owner, uint64_t d
     pthread_mutex_lock(&srv->pool_mu);
     while (
         (!srv->free_chunks || u->chunks >= share_cap(srv, srv->user_chunks_max, srv->n_chunks)) &&
-        deadline_ms && rdma_now_ms() < deadline_ms) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 10 * 1000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
+        deadline_ms && clock_mono_ms() < deadline_ms) {
+        struct timespec ts = clock_after_ms(CLOCK_REALTIME, 10);
         pthread_cond_timedwait(&srv->pool_cv, &srv->pool_mu, &ts);
     }
     rchunk_t *c =
@@ -271,7 +266,7 @@ void rdma_xfer_close(rdma_xfer_t *x)
  * handles either. */
 static int chunk_wait(rdma_xfer_t *x, rchunk_t *c, uint64_t deadline_ms)
 {
-    uint64_t stall_at = rdma_now_ms() + (uint64_t)x->srv->stall_ms;
+    uint64_t stall_at = clock_mono_ms() + (uint64_t)x->srv->stall_ms;
     int stalled = stall_at < deadline_ms;
     if (stalled)
         deadline_ms = stall_at;
@@ -290,7 +285,7 @@ static int chunk_wait(rdma_xfer_t *x, rchunk_t *c, uint64_t deadline_ms)
             return -1;
         if (atomic_load(&x->s->dead))
             return -1;
-        if (((i & 255) == 0 || idle >= 260) && rdma_now_ms() > deadline_ms) {
+        if (((i & 255) == 0 || idle >= 260) && clock_mono_ms() > deadline_ms) {
             if (stalled) {
                 atomic_fetch_add(&x->srv->xfers_stalled, 1);
                 log_warn("rdma: %s: transfer made no progress for %d ms; failing it", x->s->peer,
@@ -388,13 +383,22 @@ static rdma_status_t xfer_begin(const rdma_xfer_t *x, uint64_t len, uint8_t **lo
     return RDMA_OK;
 }
 
+/* Counts what a transfer moved (rdma_server_stats_t), by path; rc as
+ * returned to the caller. */
+static rdma_status_t xfer_moved(const rdma_xfer_t *x, int mapped, uint64_t len, rdma_status_t rc)
+{
+    if (rc == RDMA_OK)
+        atomic_fetch_add(mapped ? &x->srv->bytes_mapped : &x->srv->bytes_staged, len);
+    return rc;
+}
+
 /* Sets the transfer's deadline and takes two staging chunks if it can, one
  * at least, waiting for it no longer than a stalled operation may take (the
  * pool, or its user's share of it, is held by transfers that are not
  * moving). -1 when none came. */
 static int xfer_chunks(rdma_xfer_t *x, uint64_t len, rchunk_t *ch[2], uint64_t *deadline_p)
 {
-    uint64_t now = rdma_now_ms();
+    uint64_t now = clock_mono_ms();
     *deadline_p = now + (uint64_t)x->srv->op_timeout_ms;
     uint64_t wait_until = now + (uint64_t)x->srv->stall_ms;
     ch[0] = pool_get(x->srv, x->s, wait_until < *deadline_p ? wait_until : *deadline_p);
@@ -422,7 +426,7 @@ rdma_status_t rdma_xfer_pull(rdma_xfer_t *x, uint64_t len, rdma_sink_fn sink, vo
             if (sink(ctx, src + off, chunk_len(len, off, cb)) != 0)
                 return RDMA_CALLBACK;
         }
-        return RDMA_OK;
+        return xfer_moved(x, 1, len, RDMA_OK);
     }
     uint64_t deadline;
     rchunk_t *ch[2];
@@ -447,10 +451,16 @@ rdma_status_t rdma_xfer_pull(rdma_xfer_t *x, uint64_t len, rdma_sink_fn sink, vo
     }
     chunk_release(x->srv, ch[0]);
     chunk_release(x->srv, ch[1]);
-    return rc;
+    return xfer_moved(x, 0, len, rc);
 }
 
 rdma_status_t rdma_xfer_push(rdma_xfer_t *x, uint64_t len, rdma_fill_fn fill, void *ctx)
+{
+    return xfer_push_progress(x, len, fill, ctx, NULL, NULL);
+}
+
+rdma_status_t xfer_push_progress(rdma_xfer_t *x, uint64_t len, rdma_fill_fn fill, void *ctx,
+                                 xfer_progress_fn progress, void *pctx)
 {
     uint8_t *dst;
     rdma_status_t rc = xfer_begin(x, len, &dst);
@@ -459,12 +469,18 @@ rdma_status_t rdma_xfer_push(rdma_xfer_t *x, uint64_t len, rdma_fill_fn fill, vo
     size_t cb = x->srv->chunk_bytes;
     if (dst) {
         /* Mapped: the source fills the client's buffer in place; the reply
-         * that follows orders these stores before the client's reads. */
-        for (uint64_t off = 0; off < len; off += cb) {
-            if (fill(ctx, dst + off, chunk_len(len, off, cb), off) != 0)
+         * (or progress message) that follows orders these stores before the
+         * client's reads. Told, in smaller pieces, so that the client's
+         * work on the first ones overlaps the filling of the next. */
+        size_t step = progress && cb > RDMA_PROGRESS_STEP ? RDMA_PROGRESS_STEP : cb;
+        for (uint64_t off = 0; off < len; off += step) {
+            size_t n = chunk_len(len, off, step);
+            if (fill(ctx, dst + off, n, off) != 0)
                 return RDMA_CALLBACK;
+            if (progress && off + n < len)
+                progress(pctx, off + n);
         }
-        return RDMA_OK;
+        return xfer_moved(x, 1, len, RDMA_OK);
     }
     uint64_t deadline;
     rchunk_t *ch[2];
@@ -497,5 +513,5 @@ rdma_status_t rdma_xfer_push(rdma_xfer_t *x, uint64_t len, rdma_fill_fn fill, vo
         rc = RDMA_TRANSPORT;
     chunk_release(x->srv, ch[0]);
     chunk_release(x->srv, ch[1]);
-    return rc;
+    return xfer_moved(x, 0, len, rc);
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/date.h"
 #include "common/s3r_limits.h"
 #include "s3/policy.h"
 #include "s3/s3_request.h"
@@ -272,7 +273,7 @@ static const char *condition_key(void *ctx, const char *name, char *buf, size_t 
                    : "false";
     if (strcmp(name, "aws:currenttime") == 0) {
         char t[32];
-        s3_time_iso8601(req->now_s * 1000, t);
+        date_format_iso8601(req->now_s * 1000, t);
         snprintf(buf, cap, "%s", t);
         return buf;
     }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/date.h"
 #include "common/s3r_limits.h"
 #include "common/sigv4.h"
 #include "s3/s3_request.h"
@@ -186,9 +187,9 @@ static s3_error_t check_presign_window(s3_req_t *req, const char *exp, int64_t t
     if (req->now_s >= t + expires) {
         char when[32];
         s3_reply_error_elem(req, "X-Amz-Expires", exp);
-        s3_time_iso8601((t + expires) * 1000, when);
+        date_format_iso8601((t + expires) * 1000, when);
         s3_reply_error_elem(req, "Expires", when);
-        s3_time_iso8601(req->now_s * 1000, when);
+        date_format_iso8601(req->now_s * 1000, when);
         s3_reply_error_elem(req, "ServerTime", when);
         *why_p = "Request has expired";
         return S3E_ACCESS_DENIED;
@@ -256,7 +257,7 @@ s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p)
         }
         snprintf(auth.signed_headers, sizeof(auth.signed_headers), "%s", sh);
         snprintf(auth.signature, sizeof(auth.signature), "%s", sig);
-        int64_t t = sigv4_parse_amz_date(amz_date);
+        int64_t t = date_parse_amz(amz_date);
         if (t < 0) {
             *why_p = "X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\".";
             return S3E_AUTH_QUERY_ERROR;
@@ -269,7 +270,7 @@ s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p)
             payload_hash = SIGV4_UNSIGNED;
     }
 
-    int64_t t = sigv4_parse_amz_date(amz_date);
+    int64_t t = date_parse_amz(amz_date);
     if (t < 0) {
         *why_p = "The x-amz-date value is not in ISO8601 basic format.";
         return S3E_ACCESS_DENIED;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/date.h"
 #include "common/hash_pool.h"
 #include "common/s3r_limits.h"
 #include "s3/s3_request.h"
@@ -589,7 +590,7 @@ void s3_meta_to_headers(s3_req_t *req, const stor_meta_t *meta)
 {
     char date[40];
     s3_reply_headerf(req, "ETag", "\"%s\"", meta->etag);
-    s3_time_http(meta->mtime_ms / 1000, date);
+    date_format_http(meta->mtime_ms / 1000, date);
     s3_reply_header(req, "Last-Modified", date);
     s3_reply_header(req, "Accept-Ranges", "bytes");
     for (size_t i = 0; i < N_STORED_HEADERS; i++) {

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 
 /* A slot's phase and the time it began (ms since the guard started) share one
@@ -69,7 +70,7 @@ struct cg_conn {
 
 struct connguard {
     connguard_config_t cfg;
-    struct timespec base;
+    uint64_t base_ms;
     cg_conn_t *slots;
     unsigned n_slots;
 
@@ -91,19 +92,9 @@ struct connguard {
     char last_peer[INET6_ADDRSTRLEN];
 };
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t guard_ms(const connguard_t *g)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)(ts.tv_sec - g->base.tv_sec) * 1000u +
-           (uint64_t)((ts.tv_nsec - g->base.tv_nsec) / 1000000);
+    return clock_mono_ms() - g->base_ms;
 }
 
 static void peer_text(const struct sockaddr_storage *ss, char *out, size_t len)
@@ -170,7 +161,7 @@ uint64_t connguard_enter(cg_conn_t *c)
     uint64_t st = atomic_load(&c->state);
     if (state_phase(st) != CG_BODY && state_phase(st) != CG_CLOSING)
         atomic_store(&c->state, state_make(CG_WORK, guard_ms(c->g)));
-    return state_phase(st) == CG_BODY ? mono_ns() : 0;
+    return state_phase(st) == CG_BODY ? clock_mono_ns() : 0;
 }
 
 void connguard_body_bytes(cg_conn_t *c, uint64_t n)
@@ -191,7 +182,7 @@ void connguard_leave(cg_conn_t *c, uint64_t entered, int want_body)
             atomic_store(&c->state, state_make(CG_WORK, guard_ms(c->g)));
     } else if (state_phase(st) == CG_BODY) {
         if (entered)
-            atomic_fetch_add_explicit(&c->busy_ns, mono_ns() - entered, memory_order_relaxed);
+            atomic_fetch_add_explicit(&c->busy_ns, clock_mono_ns() - entered, memory_order_relaxed);
     } else {
         /* The body clock starts now (libmicrohttpd hands over body bytes only
          * after the first call, so none were counted yet). The counters are
@@ -337,11 +328,7 @@ static void *reaper_main(void *arg)
     connguard_t *g = arg;
     pthread_mutex_lock(&g->stop_lock);
     while (!g->stopping) {
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_nsec += (long)g->cfg.sweep_ms * 1000000L;
-        until.tv_sec += until.tv_nsec / 1000000000L;
-        until.tv_nsec %= 1000000000L;
+        struct timespec until = clock_after_ms(CLOCK_MONOTONIC, g->cfg.sweep_ms);
         pthread_cond_timedwait(&g->stop_cond, &g->stop_lock, &until);
         if (g->stopping)
             break;
@@ -394,9 +381,8 @@ connguard_t *connguard_start(const connguard_config_t *cfg)
         free(g);
         return NULL;
     }
-    clock_gettime(CLOCK_MONOTONIC, &g->base);
     /* Timestamps start at 1 s so that "never" (0) is long ago. */
-    g->base.tv_sec -= 1;
+    g->base_ms = clock_mono_ms() - 1000;
     for (unsigned i = 0; i < g->n_slots; i++) {
         cg_conn_t *c = &g->slots[i];
         c->g = g;

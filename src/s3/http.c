@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/addr.h"
 #include "common/log.h"
 #include "s3/connguard.h"
 #include "s3/http_frontend.h"
@@ -267,8 +268,7 @@ static const char *rdma_endpoint_for(req_private_t *rp)
         } else {
             inet_ntop(AF_INET, &((const struct sockaddr_in *)&ss)->sin_addr, ip, sizeof(ip));
         }
-        snprintf(hc->rdma_endpoint, sizeof(hc->rdma_endpoint),
-                 strchr(ip, ':') ? "[%s]:%d" : "%s:%d", ip, c->rdma_advertise_port);
+        addr_format(hc->rdma_endpoint, sizeof(hc->rdma_endpoint), ip, c->rdma_advertise_port);
     }
     return hc->rdma_endpoint;
 }
@@ -315,7 +315,7 @@ static void http_remote(s3_req_t *req, char *out, size_t cap)
                            NI_NUMERICHOST | NI_NUMERICSERV) != 0)
         snprintf(out, cap, "-");
     else
-        snprintf(out, cap, sa->sa_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
+        addr_format(out, cap, host, atoi(port));
 }
 
 static bool http_secure(s3_req_t *req)

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/hash.h"
 #include "common/hash_pool.h"
 #include "common/log.h"
@@ -252,11 +253,9 @@ void s3_server_stop(s3_server_t *srv, int grace_s)
     atomic_store(&srv->ready, false);
     listener_quiesce(&srv->http);
     listener_quiesce(&srv->https);
-    struct timespec start, now;
-    clock_gettime(CLOCK_MONOTONIC, &start);
+    int64_t start_ms = (int64_t)clock_mono_ms();
     while (atomic_load(&srv->inflight) > 0) {
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if (now.tv_sec - start.tv_sec >= grace_s) {
+        if ((int64_t)clock_mono_ms() - start_ms >= (int64_t)grace_s * 1000) {
             log_warn("shutdown: %u requests still in flight after %d s; closing them",
                      atomic_load(&srv->inflight), grace_s);
             break;

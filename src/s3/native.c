@@ -17,6 +17,7 @@
 #include <strings.h>
 
 #include "common/log.h"
+#include "s3/rdma_error.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
 
@@ -194,10 +195,10 @@ static void native_send(s3_req_t *req, int status, s3_out_t *out)
                  body, rdma_native_inline_max(q->nr), rdma_native_out_len(q->nr));
         s3_reply_headerf(req, "x-amz-rdma-bytes-needed", "%" PRIu64, body);
         s3_reply_error(req, S3E_TOKEN_BUFFER_TOO_SMALL, msg);
-    } else if (st == RDMA_BUSY) {
-        s3_reply_error(req, S3E_SLOW_DOWN, "Too many RDMA transfers in flight.");
     } else {
-        s3_reply_error(req, S3E_INTERNAL, rdma_strerror(st));
+        const char *why = rdma_strerror(st);
+        s3_error_t err = s3_rdma_error(st, &why);
+        s3_reply_error(req, err != S3E_NONE ? err : S3E_INTERNAL, why);
     }
 }
 
@@ -337,15 +338,13 @@ static void run_body(native_req_t *q)
         return;
     }
     rdma_status_t st = rdma_native_body(q->nr, body_sink, req);
-    if (st == RDMA_OUT_OF_BOUNDS)
-        s3_reply_error(req, S3E_INVALID_ARGUMENT,
-                       "The body's region span lies outside the session's registered regions.");
-    else if (st == RDMA_BUSY)
-        s3_reply_error(req, S3E_SLOW_DOWN, "Too many RDMA transfers in flight.");
-    else if (st != RDMA_OK && st != RDMA_CALLBACK)
-        s3_reply_error(req, S3E_INTERNAL, "Reading the body by RDMA failed.");
-    else
+    if (st == RDMA_OK || st == RDMA_CALLBACK) {
         s3_req_finish(req); /* a sink failure is in req->body_error: finish replies it */
+        return;
+    }
+    const char *why = "Reading the body by RDMA failed.";
+    s3_error_t err = s3_rdma_error(st, &why);
+    s3_reply_error(req, err != S3E_NONE ? err : S3E_INTERNAL, why);
 }
 
 void s3_native_handle(void *ctx, rdma_native_req_t *nr)

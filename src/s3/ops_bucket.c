@@ -4,6 +4,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/date.h"
 #include "common/s3r_limits.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
@@ -31,7 +32,7 @@ static void list_buckets_begin(s3_req_t *req)
         if (strcmp(buckets[i].owner, req->user->access_key) != 0)
             continue;
         char date[32];
-        s3_time_iso8601(buckets[i].created * 1000, date);
+        date_format_iso8601(buckets[i].created * 1000, date);
         buf_append_str(&xml, "<Bucket><Name>");
         buf_append_xml(&xml, buckets[i].name);
         buf_printf(&xml, "</Name><CreationDate>%s</CreationDate></Bucket>", date);

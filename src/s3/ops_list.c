@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/date.h"
 #include "common/s3r_limits.h"
 #include "common/sigv4.h"
 #include "s3/s3_request.h"
@@ -181,7 +182,7 @@ static bool list_walk(s3_req_t *req, const list_query_t *q, const char *after,
 static void object_fields(buf_t *out, const stor_meta_t *meta)
 {
     char date[32];
-    s3_time_iso8601(meta->mtime_ms, date);
+    date_format_iso8601(meta->mtime_ms, date);
     buf_printf(out, "<LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag>", date, meta->etag);
     buf_printf(out, "<Size>%" PRIu64 "</Size>", meta->size);
 }

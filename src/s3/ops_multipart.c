@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/date.h"
 #include "common/s3r_limits.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
@@ -104,7 +105,7 @@ static void commit_part(s3_req_t *req, stor_writer_t *w, const char *etag, bool 
     }
     if (copy) {
         char date[32];
-        s3_time_iso8601(part.mtime_ms, date);
+        date_format_iso8601(part.mtime_ms, date);
         buf_t xml;
         buf_init(&xml, 4096);
         s3_xml_open(&xml, "CopyPartResult");
@@ -331,7 +332,7 @@ static void list_parts_begin(s3_req_t *req)
                truncated ? "true" : "false");
     for (size_t i = 0; i < shown; i++) {
         char date[32];
-        s3_time_iso8601(parts[i].mtime_ms, date);
+        date_format_iso8601(parts[i].mtime_ms, date);
         buf_printf(&xml,
                    "<Part><PartNumber>%u</PartNumber><LastModified>%s</LastModified>"
                    "<ETag>&quot;%s&quot;</ETag><Size>%" PRIu64 "</Size>",
@@ -403,7 +404,7 @@ static void list_mpu_begin(s3_req_t *req)
             continue;
         }
         char date[32];
-        s3_time_iso8601(ups[i].initiated_ms, date);
+        date_format_iso8601(ups[i].initiated_ms, date);
         buf_append_str(&xml, "<Upload>");
         s3_xml_elem(&xml, "Key", ups[i].key);
         s3_xml_elem(&xml, "UploadId", ups[i].upload_id);

@@ -8,8 +8,10 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/date.h"
 #include "common/log.h"
 #include "common/s3r_limits.h"
+#include "s3/rdma_error.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
 #include "s3/xml_in.h"
@@ -142,26 +144,16 @@ static const char *token_foreign(s3_req_t *req)
  * answers by falling back to HTTP; the others are real errors. */
 static void reply_rdma_status(s3_req_t *req, rdma_status_t st)
 {
-    char msg[256];
-    switch (st) {
-    case RDMA_FORBIDDEN:
-        s3_reply_error(
-            req, S3E_ACCESS_DENIED,
-            "The RDMA session was not opened by the access key that signed this request.");
-        return;
-    case RDMA_OUT_OF_BOUNDS:
-        s3_reply_error(req, S3E_INVALID_ARGUMENT,
-                       "The x-amz-rdma-token addresses memory outside its registered region.");
-        return;
-    case RDMA_BUSY:
-        s3_reply_error(req, S3E_SLOW_DOWN, "Too many RDMA transfers in flight.");
-        return;
-    default:
-        req->decline = st == RDMA_DECLINE ? S3_DECLINE_SESSION : S3_DECLINE_TRANSPORT;
-        snprintf(msg, sizeof(msg), "RDMA transfer declined: %s.", rdma_strerror(st));
-        s3_reply_error(req, S3E_NOT_IMPLEMENTED, msg);
+    const char *why;
+    s3_error_t err = s3_rdma_error(st, &why);
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, why);
         return;
     }
+    char msg[256];
+    req->decline = st == RDMA_DECLINE ? S3_DECLINE_SESSION : S3_DECLINE_TRANSPORT;
+    snprintf(msg, sizeof(msg), "RDMA transfer declined: %s.", rdma_strerror(st));
+    s3_reply_error(req, S3E_NOT_IMPLEMENTED, msg);
 }
 
 bool s3_token_precheck(s3_req_t *req)
@@ -383,6 +375,15 @@ static bool etag_matches(const char *list, const char *etag)
     return false;
 }
 
+/* The date of an If-Modified-Since / If-Unmodified-Since header: an HTTP
+ * date, or ISO 8601 as some SDKs send; -1 (the header is ignored, as S3
+ * does) for anything else. */
+static int64_t condition_date(const char *s)
+{
+    int64_t t = date_parse_http(s);
+    return t >= 0 ? t : date_parse_iso8601(s);
+}
+
 /* Evaluates the conditional headers (prefix "" for GET/HEAD, or
  * "x-amz-copy-source-" for copies). Returns S3E_NONE to proceed, or
  * PreconditionFailed / NotModified. Copies fail with 412 in every case. */
@@ -404,7 +405,7 @@ static s3_error_t check_conditions(s3_req_t *req, const char *prefix, const stor
         if (!etag_matches(im, meta->etag))
             return S3E_PRECONDITION_FAILED;
     } else if (ius) {
-        int64_t t = s3_time_parse_http(ius);
+        int64_t t = condition_date(ius);
         if (t >= 0 && mtime > t)
             return S3E_PRECONDITION_FAILED;
     }
@@ -412,7 +413,7 @@ static s3_error_t check_conditions(s3_req_t *req, const char *prefix, const stor
         if (etag_matches(inm, meta->etag))
             return copy ? S3E_PRECONDITION_FAILED : S3E_NOT_MODIFIED;
     } else if (ims) {
-        int64_t t = s3_time_parse_http(ims);
+        int64_t t = condition_date(ims);
         if (t >= 0 && mtime <= t && t <= req->now_s)
             return copy ? S3E_PRECONDITION_FAILED : S3E_NOT_MODIFIED;
     }
@@ -464,7 +465,7 @@ static void get_object_begin(s3_req_t *req)
         if (err == S3E_NOT_MODIFIED) {
             s3_reply_headerf(req, "ETag", "\"%s\"", meta->etag);
             char date[40];
-            s3_time_http(meta->mtime_ms / 1000, date);
+            date_format_http(meta->mtime_ms / 1000, date);
             s3_reply_header(req, "Last-Modified", date);
         }
         stor_reader_close(reader);
@@ -774,7 +775,7 @@ static void copy_object_begin(s3_req_t *req)
         return;
     }
     char date[32];
-    s3_time_iso8601(meta->mtime_ms, date);
+    date_format_iso8601(meta->mtime_ms, date);
     buf_t xml;
     buf_init(&xml, 4096);
     s3_xml_open(&xml, "CopyObjectResult");

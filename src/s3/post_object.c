@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/date.h"
 #include "common/s3r_limits.h"
 #include "common/sigv4.h"
 #include "s3/post_policy.h"
@@ -153,7 +154,7 @@ static bool verify_signature(s3_req_t *req, post_form_t *f, const s3_user_t **us
         fail(f, S3E_INVALID_ARGUMENT, "Error parsing the X-Amz-Credential parameter.");
         return false;
     }
-    if (sigv4_parse_amz_date(date) < 0 || strncmp(date, auth.date8, 8) != 0) {
+    if (date_parse_amz(date) < 0 || strncmp(date, auth.date8, 8) != 0) {
         fail(f, S3E_INVALID_ARGUMENT,
              "X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\" and match "
              "the credential scope's date.");

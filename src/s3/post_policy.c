@@ -12,32 +12,9 @@
 #include <time.h>
 
 #include "common/buf.h"
+#include "common/date.h"
 #include "common/hash.h"
 #include "common/s3r_limits.h"
-
-int64_t post_policy_parse_time(const char *s)
-{
-    struct tm tm = {0};
-    int n = 0;
-    if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-               &tm.tm_min, &tm.tm_sec, &n) != 6 ||
-        n != 19)
-        return -1;
-    const char *rest = s + n;
-    if (*rest == '.') {
-        rest++;
-        size_t digits = strspn(rest, "0123456789");
-        if (digits == 0)
-            return -1;
-        rest += digits;
-    }
-    if (strcmp(rest, "Z") != 0 || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 ||
-        tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
-        return -1;
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    return (int64_t)timegm(&tm);
-}
 
 static char *msg_dup(const char *fmt, const char *arg)
 {
@@ -184,7 +161,7 @@ s3_error_t post_policy_check(const char *policy_b64, int64_t now_s, const post_f
     s3_error_t err = S3E_NONE;
     const char *exp = json_string_value(json_object_get(root, "expiration"));
     json_t *conds = json_object_get(root, "conditions");
-    int64_t expires = exp ? post_policy_parse_time(exp) : -1;
+    int64_t expires = exp ? date_parse_iso8601(exp) : -1;
     bool *covered = calloc(form->n + 1, sizeof(*covered));
     cond_walk_t cw = {.form = form, .covered = covered, .min = 0, .max = UINT64_MAX};
     if (!covered) {

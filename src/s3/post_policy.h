@@ -40,8 +40,4 @@ typedef struct post_form_view {
 s3_error_t post_policy_check(const char *policy_b64, int64_t now_s, const post_form_view_t *form,
                              uint64_t *min_p, uint64_t *max_p, char **why_p);
 
-/* Parses an ISO 8601 UTC time ("2007-12-01T12:00:00.000Z", fraction
- * optional) to unix seconds; -1 when malformed. */
-int64_t post_policy_parse_time(const char *s);
-
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/s3r_limits.h"
 #include "s3/s3_request.h"
@@ -15,12 +16,9 @@ void s3_req_init(s3_req_t *req, s3_server_t *srv, const s3_frontend_t *fe, const
     req->srv = srv;
     req->fe = fe;
     req->method = method;
-    struct timespec mono, wall;
-    clock_gettime(CLOCK_MONOTONIC, &mono);
-    clock_gettime(CLOCK_REALTIME, &wall);
-    req->start_ns = (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec;
-    req->start_ms = (int64_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000;
-    req->now_s = (int64_t)wall.tv_sec;
+    req->start_ns = clock_mono_ns();
+    req->start_ms = clock_wall_ms();
+    req->now_s = req->start_ms / 1000;
     req->declared_len = UINT64_MAX;
     buf_init(&req->body, S3R_MAX_XML_BODY);
     buf_init(&req->reply_headers, S3R_MAX_HEADER_BYTES);
@@ -88,10 +86,7 @@ static void request_done(s3_req_t *req)
     const s3_server_config_t *cfg = &req->srv->cfg;
     if (!req->srv->metrics && !cfg->access_log)
         return;
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    uint64_t now_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-    uint64_t duration_us = (now_ns - req->start_ns) / 1000;
+    uint64_t duration_us = (clock_mono_ns() - req->start_ns) / 1000;
     if (req->srv->metrics)
         s3_metrics_count(req->srv->metrics, req, duration_us);
     if (!cfg->access_log)

@@ -248,6 +248,11 @@ static void render_rdma(rdma_server_t *rdma, buf_t *out)
     counter(out, "s3rdma_rdma_transfers_stalled_total",
             "RDMA transfers failed for making no progress for rdma.stall_ms.",
             rs.transfers_stalled);
+    metrics_write_family(out, "s3rdma_rdma_bytes_total", "counter",
+                         "Bytes RDMA transfers moved, by path: in place in a client region "
+                         "mapped into the server, or through staging chunks and UCX RMA.");
+    metrics_write_sample(out, "s3rdma_rdma_bytes_total", "path=\"mapped\"", rs.bytes_mapped);
+    metrics_write_sample(out, "s3rdma_rdma_bytes_total", "path=\"staged\"", rs.bytes_staged);
     gauge(out, "s3rdma_native_requests_in_flight", "Native requests admitted, not yet answered.",
           rs.native_inflight);
     gauge(out, "s3rdma_native_replies_sending", "Native replies UCX is still sending.",

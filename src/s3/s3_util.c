@@ -165,43 +165,6 @@ size_t s3_common_prefix_len(const char *key, size_t key_len, size_t prefix_len, 
     return hit ? (size_t)(hit - key) + strlen(delim) : 0;
 }
 
-void s3_time_iso8601(int64_t unix_ms, char out[32])
-{
-    time_t s = (time_t)(unix_ms / 1000);
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    /* strftime bounds the year field where snprintf cannot prove it fits. */
-    char base[24];
-    strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out, 32, "%.20s.%03dZ", base, (int)(unix_ms % 1000));
-}
-
-void s3_time_http(int64_t unix_s, char out[40])
-{
-    time_t s = (time_t)unix_s;
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    strftime(out, 40, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-}
-
-int64_t s3_time_parse_http(const char *s)
-{
-    static const char *const formats[] = {
-        "%a, %d %b %Y %H:%M:%S GMT", /* RFC 1123 */
-        "%A, %d-%b-%y %H:%M:%S GMT", /* RFC 850 */
-        "%a %b %e %H:%M:%S %Y",      /* asctime */
-        "%Y-%m-%dT%H:%M:%S",         /* ISO 8601, as some SDKs send */
-    };
-    for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
-        struct tm tm;
-        memset(&tm, 0, sizeof(tm));
-        const char *end = strptime(s, formats[i], &tm);
-        if (end && (*end == '\0' || *end == '.' || *end == 'Z'))
-            return (int64_t)timegm(&tm);
-    }
-    return -1;
-}
-
 char *s3_resource_path(const char *bucket, const char *key)
 {
     size_t bl = bucket ? strlen(bucket) : 0, kl = bucket && key ? strlen(key) : 0;

@@ -88,11 +88,4 @@ s3_token_format_t s3_token_format(const char *token);
 /* "s3r1", "cuObject DC", "cuObject RC" or "unknown". */
 const char *s3_token_format_name(s3_token_format_t f);
 
-/* "2006-02-03T16:45:09.000Z" (25 bytes with the NUL). */
-void s3_time_iso8601(int64_t unix_ms, char out[32]);
-/* "Fri, 03 Feb 2006 16:45:09 GMT" (30 bytes with the NUL). */
-void s3_time_http(int64_t unix_s, char out[40]);
-/* Parses an HTTP date (RFC 1123, RFC 850 or asctime); -1 if malformed. */
-int64_t s3_time_parse_http(const char *s);
-
 #endif

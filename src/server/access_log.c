@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/date.h"
 #include "common/log.h"
 #include "s3/s3_util.h"
 
@@ -170,10 +171,11 @@ static void common_field(line_t *l, const char *value)
         puts_(l, "-");
 }
 
-static void format_json(line_t *l, const s3_access_record_t *r, const struct tm *tm, int ms)
+static void format_json(line_t *l, const s3_access_record_t *r)
 {
-    putf(l, "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\"", tm->tm_year + 1900, tm->tm_mon + 1,
-         tm->tm_mday, tm->tm_hour, tm->tm_min, tm->tm_sec, ms);
+    char when[32];
+    date_format_iso8601(r->start_ms, when);
+    putf(l, "{\"time\":\"%s\"", when);
     json_str(l, ",", "remote", r->remote);
     json_str(l, ",", "access_key", r->access_key);
     json_str(l, ",", "op", r->op);
@@ -213,14 +215,14 @@ void access_log_write(void *ctx, const s3_access_record_t *rec)
     access_log_t *al = ctx;
     line_t l;
     l.len = 0;
-    time_t secs = (time_t)(rec->start_ms / 1000);
-    struct tm tm;
-    gmtime_r(&secs, &tm);
-    int ms = (int)(rec->start_ms % 1000);
-    if (al->format == ACCESS_FORMAT_JSON)
-        format_json(&l, rec, &tm, ms);
-    else
-        format_common(&l, rec, &tm, ms);
+    if (al->format == ACCESS_FORMAT_JSON) {
+        format_json(&l, rec);
+    } else {
+        time_t secs = (time_t)(rec->start_ms / 1000);
+        struct tm tm;
+        gmtime_r(&secs, &tm);
+        format_common(&l, rec, &tm, (int)(rec->start_ms % 1000));
+    }
     l.buf[l.len++] = '\n';
     ssize_t n;
     do

@@ -9,6 +9,7 @@
 
 #include "s3rdma.h" /* the version */
 
+#include "common/addr.h"
 #include "common/log.h"
 #include "common/s3r_limits.h"
 #include "common/size.h"
@@ -191,8 +192,8 @@ static const setting_t settings[] = {
     /* Storage (docs/storage.md). */
     CHOICE("storage.backend", "storage-backend", "S3RDMA_STORAGE_BACKEND", "local", storage.backend,
            backend_words, "local (LMDB + files in data_dir) or rados (a Ceph cluster)"),
-    SIZE("storage.inline_max", "storage-inline-max", "S3RDMA_STORAGE_INLINE_MAX", "16KiB",
-         storage.inline_max, 0, 1ULL << 20,
+    SIZE("storage.inline_max", "storage-inline-max", "S3RDMA_STORAGE_INLINE_MAX",
+         STR(S3R_INLINE_MAX_DEFAULT), storage.inline_max, 0, S3R_INLINE_MAX_LIMIT,
          "objects of at most this size are kept in the index record, with no file of their own "
          "(local backend; 0 = never)"),
     TEXT("storage.rados.conf", "storage-rados-conf", "S3RDMA_STORAGE_RADOS_CONF", "",
@@ -238,33 +239,13 @@ static void *field(server_config_t *cfg, const setting_t *s)
 
 int server_parse_addr(const char *s, server_addr_t *addr_p)
 {
-    const char *colon;
-    const char *h = s;
-    size_t hlen;
-    if (*s == '[') {
-        const char *end = strchr(s, ']');
-        if (!end || end[1] != ':' || end == s + 1)
-            return -1;
-        h = s + 1;
-        hlen = (size_t)(end - h);
-        colon = end + 1;
-    } else {
-        colon = strrchr(s, ':');
-        if (!colon || memchr(s, ':', (size_t)(colon - s)))
-            return -1; /* no port, or a bare IPv6 address without brackets */
-        hlen = (size_t)(colon - s);
-    }
-    if (hlen >= sizeof(addr_p->host))
-        return -1;
-    char *end;
-    errno = 0;
-    long port = strtol(colon + 1, &end, 10);
-    if (colon[1] < '0' || colon[1] > '9' || *end || errno || port > 65535)
+    addr_hostport_t hp;
+    if (addr_split(s, strlen(s), -1, &hp) < 0 || hp.host_len >= sizeof(addr_p->host))
         return -1;
     memset(addr_p, 0, sizeof(*addr_p));
-    memcpy(addr_p->host, h, hlen);
-    addr_p->host[hlen] = '\0';
-    addr_p->port = (int)port;
+    memcpy(addr_p->host, hp.host, hp.host_len);
+    addr_p->host[hp.host_len] = '\0';
+    addr_p->port = hp.port;
     addr_p->set = true;
     return 0;
 }
@@ -276,7 +257,7 @@ void server_addr_format(const server_addr_t *addr, char *out, size_t out_len)
         h = "127.0.0.1";
     else if (strcmp(h, "::") == 0)
         h = "::1";
-    snprintf(out, out_len, strchr(h, ':') ? "[%s]:%d" : "%s:%d", h, addr->port);
+    addr_format(out, out_len, h, addr->port);
 }
 
 /* A comma-separated uid list into uids (SERVER_MAX_TRUSTED_UIDS at most). */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "storage/stor_internal.h"
 
@@ -24,7 +25,7 @@ stor_status_t local_bucket_create(stor_t *st_, const char *name, const char *own
             return STOR_ERR_IO;
     buf_t b;
     buf_init(&b, 4096);
-    if (stor_rec_encode_bucket(&b, owner, now_ms() / 1000, id, STOR_ACL_PRIVATE) != 0) {
+    if (stor_rec_encode_bucket(&b, owner, clock_wall_ms() / 1000, id, STOR_ACL_PRIVATE) != 0) {
         buf_free(&b);
         return STOR_ERR_NOMEM;
     }

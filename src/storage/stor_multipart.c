@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
 #include "common/s3r_limits.h"
@@ -151,7 +152,7 @@ stor_status_t local_mpu_create(stor_t *st_, const stor_bucket_t *bkt, const char
         m.parts_count = 0;
         m.part_sizes = NULL;
     }
-    int64_t now = now_ms();
+    int64_t now = clock_wall_ms();
     m.mtime_ms = now;
     buf_t b;
     buf_init(&b, (size_t)-1 / 2);
@@ -216,7 +217,7 @@ stor_status_t local_part_commit(stor_writer_t *w_, const char *key, const char *
         goto out;
     }
     part->size = w->size;
-    part->mtime_ms = now_ms();
+    part->mtime_ms = clock_wall_ms();
     if (stor_rec_encode_part(&b, part, w->id) != 0) {
         s = STOR_ERR_NOMEM;
         goto out;

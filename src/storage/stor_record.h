@@ -175,7 +175,5 @@ int stor_upload_listed(const char *key, const char *upload_id, const char *prefi
 /* Sorts arr (n uploads) by (key, upload id) and keeps the first max (the
  * rest freed); *more_p set if any went. Returns how many remain. */
 size_t stor_uploads_page(stor_upload_t *arr, size_t n, size_t max, int *more_p);
-/* Wall-clock time in milliseconds since the epoch. */
-int64_t now_ms(void);
 
 #endif

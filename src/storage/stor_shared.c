@@ -7,16 +7,10 @@
 #include <strings.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/hash.h"
 #include "common/s3r_limits.h"
 #include "storage/stor_record.h"
-
-int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 stor_status_t encode_object(buf_t *b, const char *key, const stor_meta_t *m, const stor_seg_t *segs,
                             uint32_t n_segs)
@@ -31,7 +25,7 @@ stor_status_t encode_put(buf_t *b, const char *key, stor_meta_t *meta,
                          const uint8_t id[STOR_ID_LEN], uint64_t size)
 {
     meta->size = size;
-    meta->mtime_ms = now_ms();
+    meta->mtime_ms = clock_wall_ms();
     stor_meta_t m = *meta;
     m.parts_count = 0;
     m.part_sizes = NULL;
@@ -45,7 +39,7 @@ stor_status_t encode_put_inline(buf_t *b, const char *key, stor_meta_t *meta, co
                                 uint64_t size)
 {
     meta->size = size;
-    meta->mtime_ms = now_ms();
+    meta->mtime_ms = clock_wall_ms();
     stor_meta_t m = *meta;
     m.parts_count = 0;
     m.part_sizes = NULL;
@@ -177,7 +171,7 @@ stor_status_t stor_mpu_assemble(const stor_complete_part_t *parts, size_t n,
     if ((s = stor_mpu_etag(parts, n, m->etag)) != STOR_OK)
         goto out;
     m->size = total;
-    m->mtime_ms = now_ms();
+    m->mtime_ms = clock_wall_ms();
     m->parts_count = (uint32_t)n;
     *segs_p = segs;
     segs = NULL;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/s3r_limits.h"
 #include "storage/restore.h"
 #include "storage/stor_internal.h"
 #include "storage/syncer.h"
@@ -285,7 +286,7 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
     st->base.ops = &local_ops;
     st->objfd = st->lockfd = -1;
     st->durability = durability;
-    st->inline_max = STOR_INLINE_MAX_DEFAULT;
+    st->inline_max = S3R_INLINE_MAX_DEFAULT;
     pthread_mutex_init(&st->dir_lock, NULL);
     fdcache_init(st);
 
@@ -440,7 +441,7 @@ void usage_change(lstor_t *st, int64_t objects, int64_t bytes)
 void local_set_inline_max(stor_t *st_, size_t bytes)
 {
     lstor_t *st = (lstor_t *)st_;
-    st->inline_max = bytes < STOR_INLINE_MAX_LIMIT ? bytes : STOR_INLINE_MAX_LIMIT;
+    st->inline_max = bytes < S3R_INLINE_MAX_LIMIT ? bytes : S3R_INLINE_MAX_LIMIT;
 }
 
 int local_ready(stor_t *st_)

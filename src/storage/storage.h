@@ -116,15 +116,14 @@ void stor_usage(stor_t *st, uint64_t *objects_p, uint64_t *bytes_p);
  * checks: one fstat and one faccessat. */
 int stor_ready(stor_t *st);
 
-/* Objects of at most this many bytes (STOR_INLINE_MAX_LIMIT at most; 0:
+/* Objects of at most this many bytes (S3R_INLINE_MAX_LIMIT at most; 0:
  * none) are kept inline in their index record instead of a file of their
  * own: one index commit (in fsync mode one sync point, shared with other
  * commits) makes one durable, with no file to create, sync or unlink. Takes
  * effect for writers opened after the call; objects already written stay as
  * they are, and every object reads the same either way. Local backend only
- * (a no-op on RADOS). Default STOR_INLINE_MAX_DEFAULT. docs/storage.md. */
-#define STOR_INLINE_MAX_DEFAULT (16u << 10)
-#define STOR_INLINE_MAX_LIMIT   (1u << 20)
+ * (a no-op on RADOS). Default S3R_INLINE_MAX_DEFAULT, at most
+ * S3R_INLINE_MAX_LIMIT (s3r_limits.h). docs/storage.md. */
 void stor_set_inline_max(stor_t *st, size_t bytes);
 
 /* ---- Access control ------------------------------------------------------ */

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "storage/restore.h"
 #include "storage/syncer.h"
@@ -249,14 +250,7 @@ static void *syncer_main(void *arg)
     pthread_mutex_lock(&s->lock);
     while (!s->stop) {
         if (s->interval_ms) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            ts.tv_sec += s->interval_ms / 1000;
-            ts.tv_nsec += (long)(s->interval_ms % 1000) * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
+            struct timespec ts = clock_after_ms(CLOCK_MONOTONIC, s->interval_ms);
             pthread_cond_timedwait(&s->wake, &s->lock, &ts);
         } else {
             pthread_cond_wait(&s->wake, &s->lock);

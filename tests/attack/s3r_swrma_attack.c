@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/hash.h"
+#include "common/clock.h"
 #include "rdma/rdma_net.h"
 #include "rdma/rdma_ucx.h"
 #include "rdma/rdma_wire.h"
@@ -43,7 +44,7 @@ static int die(const char *what)
 
 static long recv_type(int fd, int type, uint8_t **body)
 {
-    long n = rdma_net_recv_frame(fd, rdma_now_ms() + 5000, body);
+    long n = rdma_net_recv_frame(fd, clock_mono_ms() + 5000, body);
     if (n <= 0 || wire_frame_type(*body, (size_t)n) != type)
         return -1;
     return n;
@@ -86,7 +87,7 @@ int main(int argc, char **argv)
     uint8_t *body = NULL;
     long n;
     if (wire_hello(&o, ak, cn, caddr, caddr_len) < 0 ||
-        rdma_net_send_all(fd, o.data, o.len, rdma_now_ms() + 5000) < 0 ||
+        rdma_net_send_all(fd, o.data, o.len, clock_mono_ms() + 5000) < 0 ||
         (n = recv_type(fd, RDMA_MSG_CHALLENGE, &body)) < 0 ||
         wire_parse_nonce(body, (size_t)n, RDMA_MSG_CHALLENGE, sn) < 0)
         return die("HELLO/CHALLENGE");
@@ -94,14 +95,14 @@ int main(int argc, char **argv)
     rdma_session_key(sk, key);
     rdma_handshake_mac(key, "client", cn, sn, caddr, caddr_len, NULL, 0, ak, mac);
     if (wire_nonce(&o, RDMA_MSG_AUTH, mac) < 0 ||
-        rdma_net_send_all(fd, o.data, o.len, rdma_now_ms() + 5000) < 0)
+        rdma_net_send_all(fd, o.data, o.len, clock_mono_ms() + 5000) < 0)
         return die("AUTH");
-    for (uint64_t end = rdma_now_ms() + 5000; !probe_got && rdma_now_ms() < end;)
+    for (uint64_t end = clock_mono_ms() + 5000; !probe_got && clock_mono_ms() < end;)
         if (!ucp_worker_progress(w))
             usleep(100);
     rdma_welcome_t wm;
     if (!probe_got || wire_nonce(&o, RDMA_MSG_PROVE, probe) < 0 ||
-        rdma_net_send_all(fd, o.data, o.len, rdma_now_ms() + 5000) < 0 ||
+        rdma_net_send_all(fd, o.data, o.len, clock_mono_ms() + 5000) < 0 ||
         (n = recv_type(fd, RDMA_MSG_WELCOME, &body)) < 0 ||
         wire_parse_welcome(body, (size_t)n, &wm) < 0)
         return die("probe/PROVE/WELCOME");

@@ -27,9 +27,15 @@
  *                                                     s3r_multipart_part_at, last part first,
  *                                                     then complete)
  *   s3r_driver [options] fetch BUCKET KEY PATH        GET into file PATH (--mode buf:
- * s3r_object_get into --bufsize bytes (default: HEAD's size), alloc: get_alloc, file: get_file,
- * async) s3r_driver [options] head BUCKET KEY              print "HEAD size=.. etag=.. ctype=..
- * mtime=.." and one "META name=value" per entry s3r_driver [options] copy SBUCKET SKEY DBUCKET DKEY
+ *                                                     s3r_object_get into --bufsize bytes
+ *                                                     (default: HEAD's size), alloc:
+ *                                                     get_alloc, sized: get_sized (one
+ *                                                     allocator call, for the body's size),
+ *                                                     file: get_file, async)
+ *   s3r_driver [options] head BUCKET KEY              print "HEAD size=.. etag=.. ctype=..
+ *                                                     mtime=.." and one "META name=value"
+ *                                                     per entry
+ *   s3r_driver [options] copy SBUCKET SKEY DBUCKET DKEY
  *   s3r_driver [options] rm BUCKET KEY
  *   s3r_driver [options] mb|rb|hb BUCKET              create / delete / head a bucket
  *   s3r_driver [options] lb                           print "BUCKET name created" per bucket
@@ -624,6 +630,22 @@ static int do_store(const char *bucket, const char *key, const char *path)
     return 0;
 }
 
+/* --mode sized: s3r_object_get_sized's allocator, counting its calls. */
+typedef struct sized {
+    int calls;
+    uint64_t size;
+    void *given;
+} sized_t;
+
+static void *sized_alloc(void *arg, uint64_t size)
+{
+    sized_t *z = arg;
+    z->calls++;
+    z->size = size;
+    z->given = size < SIZE_MAX ? malloc((size_t)size + 1) : NULL;
+    return z->given;
+}
+
 static int do_fetch(const char *bucket, const char *key, const char *path)
 {
     s3r_get_opts_t go = {.range_start = range_start, .range_len = range_len};
@@ -639,6 +661,18 @@ static int do_fetch(const char *bucket, const char *key, const char *path)
             CHECK(write_whole(path, d, n) == 0, "writing %s", path);
         }
         s3r_free(d);
+    } else if (strcmp(mode_opt, "sized") == 0) {
+        sized_t z = {0};
+        void *d = NULL;
+        uint64_t n = 0;
+        st = s3r_object_get_sized(cli, bucket, key, &go, sized_alloc, &z, &d, &n);
+        if (st == S3R_OK) {
+            CHECK(z.calls == 1 && d == z.given && z.size == n,
+                  "get_sized: %d alloc calls, the last for %llu bytes, body %llu bytes", z.calls,
+                  (unsigned long long)z.size, (unsigned long long)n);
+            CHECK(write_whole(path, d, n) == 0, "writing %s", path);
+        }
+        free(d);
     } else {
         uint64_t cap = bufsize_opt;
         if (cap == 0) {

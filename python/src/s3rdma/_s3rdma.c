@@ -383,6 +383,33 @@ static PyObject *client_get_closed(ClientObject *self, void *Py_UNUSED(c))
 
 /* ---- Objects ------------------------------------------------------------ */
 
+/* Asks for transparent huge pages over [p, p + n) (whole 2 MiB pages only),
+ * before anything touches it: a fresh area the object's size is otherwise
+ * faulted in 4 KiB at a time as the body arrives. */
+static void huge_pages(char *p, uint64_t n)
+{
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = ((uintptr_t)p + n) & ~(huge - 1);
+    if (e > a)
+        (void)madvise((void *)a, e - a, MADV_HUGEPAGE);
+}
+
+/* A caller's buffer of at least this many bytes whose memory is not there yet (its
+ * first whole 2 MiB page not resident: made for the call, as torch.empty's storage
+ * is) is offered huge pages before a GET writes it, as NumPy does for its own arrays
+ * of 4 MiB and more: it is then faulted in 2 MiB at a time instead of 4 KiB. Memory
+ * already in use is left as it is (no mapping change, nothing for khugepaged). */
+#define GET_INTO_HUGE ((Py_ssize_t)4 << 20)
+
+static void huge_pages_if_fresh(char *p, uint64_t n)
+{
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1);
+    unsigned char resident = 1;
+    if (a + huge <= (uintptr_t)p + n && mincore((void *)a, 1, &resident) == 0 && !(resident & 1))
+        huge_pages(p, n);
+}
+
 static PyObject *client_get_into(ClientObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwl[] = {"bucket", "key", "buffer", "start", "length", "transport", NULL};
@@ -407,6 +434,8 @@ static PyObject *client_get_into(ClientObject *self, PyObject *args, PyObject *k
     }
     Py_INCREF(self);
     Py_BEGIN_ALLOW_THREADS
+    if (buf.len >= GET_INTO_HUGE)
+        huge_pages_if_fresh(buf.buf, (uint64_t)buf.len);
     st = s3r_object_get(c, bucket, key, buf.buf, (uint64_t)buf.len, &o, &n);
     s3r_buf_unregister(c, buf.buf);
     Py_END_ALLOW_THREADS
@@ -428,37 +457,52 @@ static PyObject *client_get_into(ClientObject *self, PyObject *args, PyObject *k
  * before any byte moves) is fetched again straight into a bytes object of
  * that size (asked for in huge pages), so no other area the object's size is
  * written and the fresh one is faulted in 2 MiB at a time. A whole-object
- * GET over HTTP or the token path keeps the library's one request
- * (s3r_object_get_alloc) and one copy: guessing there would cost HTTP a
- * second request and a new connection for every object past the guess. */
+ * GET over HTTP or the token path goes through s3r_object_get_sized: the
+ * bytes object is made once the size is known (HTTP: from the response's
+ * Content-Length, in the same request) and the body lands in it, no copy;
+ * guessing a size there would cost HTTP a second request and a new
+ * connection for every object past the guess. */
 #define GET_FIRST_TRY ((size_t)1 << 20)
 #define GET_TRIES     3 /* an object that grows between tries is asked for again */
 
-/* Asks for transparent huge pages over [p, p + n) (whole 2 MiB pages only),
- * before anything touches it: a fresh area the object's size is otherwise
- * faulted in 4 KiB at a time as the body arrives. */
-static void huge_pages(char *p, uint64_t n)
+/* get_sized's allocator: the bytes object the body lands in, made (with the
+ * GIL, taken back for the purpose) once libs3rdma knows the body's size. */
+typedef struct get_into_bytes {
+    PyObject *bytes;
+} get_into_bytes_t;
+
+static void *bytes_alloc(void *arg, uint64_t size)
 {
-    const uintptr_t huge = (uintptr_t)2 << 20;
-    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = ((uintptr_t)p + n) & ~(huge - 1);
-    if (e > a)
-        (void)madvise((void *)a, e - a, MADV_HUGEPAGE);
+    get_into_bytes_t *g = arg;
+    if (size > (uint64_t)PY_SSIZE_T_MAX)
+        return NULL;
+    PyGILState_STATE gs = PyGILState_Ensure();
+    g->bytes = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
+    if (g->bytes == NULL)
+        PyErr_Clear(); /* reported as libs3rdma's S3R_ERR_NOMEM */
+    else
+        huge_pages(PyBytes_AS_STRING(g->bytes), size);
+    PyGILState_Release(gs);
+    return g->bytes ? PyBytes_AS_STRING(g->bytes) : NULL;
 }
 
-static PyObject *get_alloc(s3r_client_t *c, const char *bucket, const char *key,
+static PyObject *get_sized(s3r_client_t *c, const char *bucket, const char *key,
                            const s3r_get_opts_t *o)
 {
+    get_into_bytes_t g = {NULL};
     void *data = NULL;
     uint64_t n = 0;
     s3r_status_t st;
     Py_BEGIN_ALLOW_THREADS
-    st = s3r_object_get_alloc(c, bucket, key, o, &data, &n);
+    st = s3r_object_get_sized(c, bucket, key, o, bytes_alloc, &g, &data, &n);
     Py_END_ALLOW_THREADS
-    if (st != S3R_OK)
+    if (st != S3R_OK) {
+        Py_XDECREF(g.bytes);
         return raise_status(c, st);
-    PyObject *r = PyBytes_FromStringAndSize(data, (Py_ssize_t)n);
-    s3r_free(data);
-    return r;
+    }
+    if (n < (uint64_t)PyBytes_GET_SIZE(g.bytes))
+        _PyBytes_Resize(&g.bytes, (Py_ssize_t)n); /* shrank between a HEAD and the GET */
+    return g.bytes;
 }
 
 static PyObject *get_direct(ClientObject *self, s3r_client_t *c, const char *bucket,
@@ -538,7 +582,7 @@ static PyObject *client_get(ClientObject *self, PyObject *args, PyObject *kw)
     int direct = length > 0 || t == S3R_TRANSPORT_NATIVE ||
                  (t == S3R_TRANSPORT_AUTO && s3r_client_rdma_info(c, &ri) == S3R_OK &&
                   ri.transports[0] != '\0' && !ri.tcp_only);
-    PyObject *r = direct ? get_direct(self, c, bucket, key, &o) : get_alloc(c, bucket, key, &o);
+    PyObject *r = direct ? get_direct(self, c, bucket, key, &o) : get_sized(c, bucket, key, &o);
     call_end(self);
     Py_DECREF(self);
     return r;

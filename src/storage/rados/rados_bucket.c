@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
 #include "storage/rados/rados_internal.h"
@@ -40,7 +41,7 @@ stor_status_t rs_bucket_create(stor_t *st_, const char *name, const char *owner)
         return rs_fail("create uploads", oid, rc);
     buf_t rec;
     buf_init(&rec, 4096);
-    if (stor_rec_encode_bucket(&rec, owner, now_ms() / 1000, id, STOR_ACL_PRIVATE) != 0) {
+    if (stor_rec_encode_bucket(&rec, owner, clock_wall_ms() / 1000, id, STOR_ACL_PRIVATE) != 0) {
         buf_free(&rec);
         return STOR_ERR_NOMEM;
     }

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
 #include "storage/rados/rados_internal.h"
@@ -36,7 +37,7 @@ void rs_gc_log(rstor_t *st, const stor_seg_t *segs, size_t n)
     int rc = -ENOMEM;
     if (!keys || !vals || !kp || !vp || !kl || !vl || !(op = rados_create_write_op()))
         goto out;
-    uint64_t due = (uint64_t)(now_ms() + st->grace_ms);
+    uint64_t due = (uint64_t)(clock_wall_ms() + st->grace_ms);
     for (size_t i = 0; i < n; i++) {
         char hex[2 * STOR_ID_LEN + 1];
         hex_encode(segs[i].id, STOR_ID_LEN, hex);
@@ -109,7 +110,7 @@ static int gc_drain(rstor_t *st)
             rados_omap_get_end(it);
         return rc == -ENOENT ? 0 : -1;
     }
-    uint64_t now = (uint64_t)now_ms();
+    uint64_t now = (uint64_t)clock_wall_ms();
     char *done[GC_BATCH];
     size_t done_len[GC_BATCH], n = 0;
     char *k, *v;
@@ -235,7 +236,7 @@ static int mark_all_parts(rstor_t *st, idset_t *set, idset_t *orphans)
     if (rc == 0 && (rc = rados_nobjects_list_open(st->index, &ls)) == 0) {
         const char *name;
         size_t plen = strlen("s3rdma.parts.");
-        time_t old_before = (time_t)((now_ms() - st->grace_ms) / 1000);
+        time_t old_before = (time_t)((clock_wall_ms() - st->grace_ms) / 1000);
         while (rc == 0 && (rc = rados_nobjects_list_next(ls, &name, NULL, NULL)) == 0) {
             uint8_t id[STOR_ID_LEN];
             if (strncmp(name, "s3rdma.parts.", plen) != 0 ||
@@ -324,7 +325,7 @@ static void gc_sweep(rstor_t *st)
         free(set.ids);
         return;
     }
-    uint64_t old_before = (uint64_t)(now_ms() - st->grace_ms);
+    uint64_t old_before = (uint64_t)(clock_wall_ms() - st->grace_ms);
     size_t removed = 0;
     const char *name;
     /* A long listing gives way to a gateway shutting down. */
@@ -360,9 +361,7 @@ static void *gc_main(void *arg)
         while (gc_drain(st) == GC_BATCH)
             ;
         pthread_mutex_lock(&st->gc_lock);
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += GC_INTERVAL_MS / 1000;
+        struct timespec ts = clock_after_ms(CLOCK_REALTIME, GC_INTERVAL_MS);
         if (!st->gc_stop)
             pthread_cond_timedwait(&st->gc_cond, &st->gc_lock, &ts);
     }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
 #include "common/s3r_limits.h"
@@ -176,7 +177,7 @@ stor_status_t rs_mpu_create(stor_t *st_, const stor_bucket_t *bucket, const char
         return rs_fail("create parts", oid, rc);
     buf_t rec;
     buf_init(&rec, STOR_REC_MAX + 1);
-    if (stor_rec_encode_upload(&rec, key, strlen(key), now_ms(), meta) != 0) {
+    if (stor_rec_encode_upload(&rec, key, strlen(key), clock_wall_ms(), meta) != 0) {
         buf_free(&rec);
         return STOR_ERR_NOMEM;
     }
@@ -319,7 +320,7 @@ stor_status_t rs_part_commit(stor_writer_t *w, const char *key, const char *uplo
         goto out;
     stor_upload_rec_free(&up);
     part->size = rs_writer_size(w);
-    part->mtime_ms = now_ms();
+    part->mtime_ms = clock_wall_ms();
     if (stor_rec_encode_part(&rec, part, id) != 0) {
         s = STOR_ERR_NOMEM;
         goto out;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
 #include "storage/rados/rados_internal.h"
@@ -49,7 +50,7 @@ void rs_piece_oid(const uint8_t id[STOR_ID_LEN], uint32_t piece, char out[RSTOR_
 
 int rs_new_blob_id(uint8_t id[STOR_ID_LEN])
 {
-    uint64_t t = (uint64_t)now_ms();
+    uint64_t t = (uint64_t)clock_wall_ms();
     for (int i = 0; i < 8; i++)
         id[i] = (uint8_t)(t >> (56 - 8 * i));
     return random_bytes(id + 8, STOR_ID_LEN - 8);

@@ -190,6 +190,24 @@ def test_token_range_get(rsrv, rbucket):
                rbucket, "r", 3 * MiB, 5)
 
 
+@pytest.mark.parametrize("transport", ["http", "token", "auto"])
+def test_get_sized(rsrv, rbucket, transport, tmp_path):
+    """s3r_object_get_sized: one allocator call, for exactly the body's size (over HTTP
+    the Content-Length of the one response), and the body in that buffer; whole objects
+    and ranges, an empty one included."""
+    dst = tmp_path / "dst"
+    for size in (0, 4096, 3 * MiB + 3):
+        run_driver(rsrv, "--transport", "http", "put", rbucket, "s", size, 4)
+        _, r, _ = run_driver(rsrv, "--transport", transport, "--mode", "sized", "fetch",
+                             rbucket, "s", dst)
+        assert dst.read_bytes() == pattern(size, 4), size
+        assert r["errors"] == 0 and r["fallbacks"] == 0
+        if size > 10:
+            run_driver(rsrv, "--transport", transport, "--mode", "sized", "--range",
+                       f"3:{size // 2}", "fetch", rbucket, "s", dst)
+            assert dst.read_bytes() == pattern(size, 4)[3:3 + size // 2], size
+
+
 @pytest.mark.parametrize("transport", ["http", "token"])
 def test_buffer_too_small(rsrv, rbucket, transport):
     run_driver(rsrv, "--transport", "http", "put", rbucket, "big", 3 * MiB, 5)

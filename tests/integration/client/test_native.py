@@ -375,7 +375,7 @@ def test_boto_put_read_native(nsrv, nb, tmp_path, mpu):
     assert h["ctype"] == "application/x-boto" and meta == {"seed": "7", "who": "boto"}
     assert int(h["mtime"]) == int(bh["LastModified"].timestamp())
     dst = tmp_path / "dst"
-    for mode in ("buf", "alloc", "file", "async"):
+    for mode in ("buf", "alloc", "sized", "file", "async"):
         native(nsrv, "--mode", mode, "fetch", nb, key, dst)
         assert dst.read_bytes() == data, mode
         dst.unlink()
@@ -388,7 +388,7 @@ def test_boto_put_read_native(nsrv, nb, tmp_path, mpu):
         end = size - 1 if n == 0 else start + n - 1
         want = s3.get_object(Bucket=nb, Key=key, Range=f"bytes={start}-{end}")["Body"].read()
         assert want == data[start:end + 1]
-        for mode in ("buf", "alloc", "file", "async"):
+        for mode in ("buf", "alloc", "sized", "file", "async"):
             args = ["--range", f"{start}:{n}", "--mode", mode]
             if mode in ("buf", "async"):
                 args += ["--bufsize", end + 1 - start]

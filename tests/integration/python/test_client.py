@@ -3,6 +3,8 @@ import asyncio
 import io
 import mmap
 import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -54,6 +56,88 @@ def test_get_object_sizes_at_the_bounds(client, rbucket, boto, transport):
         assert c.get_object(rbucket, "b", range=(1, None)) == data[1:], size
         for stop in (size // 2, size + 2 * MiB):  # past the end: what there is
             assert c.get_object(rbucket, "b", range=(0, stop)) == data[:stop], (size, stop)
+
+
+PEAK_CHILD = r"""
+import sys
+import s3rdma
+endpoint, rdma_endpoint, ak, sk, transport, bucket = sys.argv[1:7]
+
+
+def high_water():
+    # This process's peak resident memory in bytes (VmHWM: unlike ru_maxrss, not
+    # inherited across exec from the process that started it).
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmHWM:"))
+
+
+c = s3rdma.Client(endpoint=endpoint, rdma_endpoint=rdma_endpoint, access_key=ak,
+                  secret_key=sk, transport=transport, quiet=True)
+c.get_object(bucket, "small")  # connections, sessions and pools made before the baseline
+before = high_water()
+body = c.get_object(bucket, "big")
+after = high_water()
+print(len(body), body[:4096].hex(), after - before)
+"""
+
+
+@pytest.mark.parametrize("transport", ["http", "token"])
+def test_get_object_lands_in_its_bytes(rsrv, rbucket, boto, transport):
+    """get_object() over HTTP or the token path writes the body straight into the bytes
+    object it returns (HTTP: made from the response's Content-Length): the process's peak
+    memory grows by the object once, not twice (a library buffer, then a copy). Measured
+    in a fresh process, whose high-water mark this test's own data cannot have raised."""
+    size = 48 * MiB
+    data = payload(size, 5)
+    boto.put_object(Bucket=rbucket, Key="big", Body=data)
+    boto.put_object(Bucket=rbucket, Key="small", Body=b"x" * 4096)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    user = USERS[0]
+    out = subprocess.run([sys.executable, "-c", PEAK_CHILD, rsrv.endpoint, rsrv.rdma_endpoint,
+                          user[0], user[1], transport, rbucket], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    n, head, grew = out.stdout.split()
+    assert int(n) == size and bytes.fromhex(head) == data[:4096]
+    assert int(grew) < size * 3 // 2, f"peak memory grew by {int(grew) / MiB:.0f} MiB"
+
+
+def _vm_flags(addr):
+    """The VmFlags of the mapping of this process that holds addr."""
+    with open("/proc/self/smaps") as f:
+        inside = False
+        for line in f:
+            head = line.split()[0]
+            if "-" in head and not head.endswith(":"):
+                lo, hi = (int(x, 16) for x in head.split("-"))
+                inside = lo <= addr < hi
+            elif inside and head == "VmFlags:":
+                return line.split()[1:]
+    raise AssertionError(f"no mapping holds {addr:#x}")
+
+
+@pytest.mark.skipif(not os.path.isdir("/sys/kernel/mm/transparent_hugepage"),
+                    reason="kernel without transparent huge pages")
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_get_into_fresh_memory_asks_for_huge_pages(client, rbucket, transport):
+    """get_object_into a large buffer whose memory is not there yet (as torch.empty's
+    storage) asks for huge pages over it before the body arrives (NumPy's own policy
+    for its arrays), and leaves memory already in use as it is."""
+    import ctypes
+    c = client(transport)
+    data = payload(12 * MiB, 8)
+    c.put_object(rbucket, "hp", data)
+    huge = 2 * MiB
+    for fresh in (True, False):
+        m = mmap.mmap(-1, 16 * MiB)  # anonymous; untouched until written
+        if not fresh:
+            m.write(b"\1" * len(m))
+        base = ctypes.addressof(ctypes.c_char.from_buffer(m))
+        aligned = (base + huge - 1) // huge * huge
+        assert c.get_object_into(rbucket, "hp", m) == len(data)
+        assert m[:len(data)] == data
+        assert ("hg" in _vm_flags(aligned)) == fresh, fresh
+        m.close()
 
 
 def test_parts_in_flight_setting(client, rbucket, boto):

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/hash.h"
+#include "common/clock.h"
 #include "rdma/rdma_net.h"
 #include "rdma/rdma_server.h"
 #include "rdma/rdma_wire.h"
@@ -75,8 +76,8 @@ static inline void raw_ucx_init(raw_ucx_t *u)
 /* Progresses u's worker until the server's probe arrives (or 5 s pass). */
 static inline int raw_await_probe(raw_ucx_t *u)
 {
-    uint64_t deadline = rdma_now_ms() + 5000;
-    while (!u->probe_got && rdma_now_ms() < deadline) {
+    uint64_t deadline = clock_mono_ms() + 5000;
+    while (!u->probe_got && clock_mono_ms() < deadline) {
         if (!ucp_worker_progress(u->w))
             usleep(100);
     }
@@ -100,7 +101,7 @@ static inline int raw_connect(rdma_server_t *srv)
 
 static inline void raw_send(int fd, const void *p, size_t n)
 {
-    assert_int_equal(rdma_net_send_all(fd, p, n, rdma_now_ms() + 2000), 0);
+    assert_int_equal(rdma_net_send_all(fd, p, n, clock_mono_ms() + 2000), 0);
 }
 
 static inline void raw_send_frame(int fd, wire_out_t *w, int built)
@@ -114,7 +115,7 @@ static inline void raw_send_frame(int fd, wire_out_t *w, int built)
 static inline int raw_recv(int fd, uint8_t **body_p, size_t *len_p)
 {
     uint8_t *body = NULL;
-    long n = rdma_net_recv_frame(fd, rdma_now_ms() + 7000, &body);
+    long n = rdma_net_recv_frame(fd, clock_mono_ms() + 7000, &body);
     if (n <= 0)
         return (int)n;
     int t = wire_frame_type(body, (size_t)n);
@@ -180,13 +181,13 @@ typedef struct raw_sess {
  * promptly, like the real one. */
 static inline void raw_settle(raw_ucx_t *u)
 {
-    uint64_t now = rdma_now_ms(), quiet_since = now, give_up = now + 1000;
+    uint64_t now = clock_mono_ms(), quiet_since = now, give_up = now + 1000;
     while (now < give_up && now - quiet_since < 50) {
         if (ucp_worker_progress(u->w))
-            quiet_since = rdma_now_ms();
+            quiet_since = clock_mono_ms();
         else
             usleep(100);
-        now = rdma_now_ms();
+        now = clock_mono_ms();
     }
 }
 

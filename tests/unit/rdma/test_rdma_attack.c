@@ -41,6 +41,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/hash.h"
 #include "common/s3r_limits.h"
 
@@ -269,8 +270,8 @@ static void run_job(raw_ucx_t *u, xjob_t *j, unsigned limit_ms)
 {
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, job_main, j), 0);
-    uint64_t deadline = rdma_now_ms() + limit_ms;
-    while (!atomic_load(&j->done) && rdma_now_ms() < deadline) {
+    uint64_t deadline = clock_mono_ms() + limit_ms;
+    while (!atomic_load(&j->done) && clock_mono_ms() < deadline) {
         if (!u || !ucp_worker_progress(u->w))
             usleep(50);
     }
@@ -536,11 +537,11 @@ static void test_overannounce_net_survives(void **state)
         rdma_xfer_t *x = NULL;
         assert_int_equal(rdma_xfer_open(srv, line + 3, "AKIDONE", &x), RDMA_OK);
         xjob_t j = {.x = x, .len = 64 * MIB};
-        uint64_t t0 = rdma_now_ms();
+        uint64_t t0 = clock_mono_ms();
         run_job(NULL, &j, 3000 + 10000);
         print_message("[ NET      ] 64 MiB pull of a 1 MiB region: %s after %" PRIu64
                       " ms, %" PRIu64 " bytes delivered\n",
-                      rdma_strerror(j.rc), rdma_now_ms() - t0, j.seen);
+                      rdma_strerror(j.rc), clock_mono_ms() - t0, j.seen);
         assert_true(j.rc == RDMA_OK || j.rc == RDMA_TRANSPORT);
         rdma_xfer_close(x);
         outcome = j.rc == RDMA_OK ? "pulled (client-side data)" : "transfer failed cleanly";
@@ -858,8 +859,8 @@ static void misdirected_probe(int over_unix, const char *idle_tls)
     wire_out_t w = {0};
     raw_send_frame(fd, &w, wire_nonce(&w, RDMA_MSG_AUTH, mac));
     /* The probe goes to the announced worker, not to us. */
-    uint64_t until = rdma_now_ms() + 300;
-    while (rdma_now_ms() < until && !u.probe_got) {
+    uint64_t until = clock_mono_ms() + 300;
+    while (clock_mono_ms() < until && !u.probe_got) {
         if (!ucp_worker_progress(u.w))
             usleep(100);
     }
@@ -930,7 +931,7 @@ static void am_to_server_worker(int over_unix)
         ucs_status_ptr_t r = ucp_am_send_nbx(e, ids[i], NULL, 0, payload, sizeof(payload), &p);
         if (UCS_PTR_IS_ERR(r)) /* the endpoint failed: the server is gone, or closed it */
             break;
-        for (uint64_t until = rdma_now_ms() + 300; rdma_now_ms() < until;) {
+        for (uint64_t until = clock_mono_ms() + 300; clock_mono_ms() < until;) {
             if (!ucp_worker_progress(u.w))
                 usleep(100);
         }
@@ -1024,12 +1025,12 @@ static void flood_then_real_clients(int hello)
     raw_ucx_t u;
     raw_ucx_init(&u);
     static int fds[FLOOD_N];
-    uint64_t t0 = rdma_now_ms();
+    uint64_t t0 = clock_mono_ms();
     flood_open(rdma_server_port(srv), FLOOD_N, fds, &u, hello);
     /* The flood is held open while real clients come. */
     real_client_works(srv, 1);
     real_client_works(srv, 0);
-    uint64_t t1 = rdma_now_ms();
+    uint64_t t1 = clock_mono_ms();
     sleep_ms(100);
     int still = flood_still_open(FLOOD_N, fds);
     print_message("[ FLOOD    ] %d %s from %d sources; real clients served %" PRIu64
@@ -1148,14 +1149,14 @@ static void *opener_main(void *p)
     cfg.socket = "";
     do {
         rdma_session_t *s = NULL;
-        uint64_t t0 = rdma_now_ms();
+        uint64_t t0 = clock_mono_ms();
         if (rdma_session_open(&cfg, &s, o->err, sizeof(o->err)) == 0) {
             o->opened++;
             rdma_session_close(s);
         } else {
             o->failed++;
         }
-        uint64_t dt = rdma_now_ms() - t0;
+        uint64_t dt = clock_mono_ms() - t0;
         if (dt > o->slowest_ms)
             o->slowest_ms = dt;
     } while (!atomic_load(&o->stop));
@@ -1206,10 +1207,10 @@ static void test_nonreading_peer(void **state)
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, opener_main, &o), 0);
 
-    uint64_t t0 = rdma_now_ms(), deadline = t0 + 10000, frames = 0;
+    uint64_t t0 = clock_mono_ms(), deadline = t0 + 10000, frames = 0;
     size_t off = 0;
     int closed = 0;
-    while (!closed && rdma_now_ms() < deadline) {
+    while (!closed && clock_mono_ms() < deadline) {
         ssize_t k = send(fd, batch + off, blen - off, MSG_DONTWAIT | MSG_NOSIGNAL);
         if (k > 0) {
             off += (size_t)k;
@@ -1224,13 +1225,13 @@ static void test_nonreading_peer(void **state)
             closed = 1; /* EPIPE / ECONNRESET: the server closed on us */
         }
     }
-    uint64_t t_stop = rdma_now_ms();
+    uint64_t t_stop = clock_mono_ms();
     /* Stop sending; what is left to read ends in EOF or a reset. */
     size_t dcap = 16u << 20, drained = 0;
     uint8_t *dbuf = malloc(dcap);
     assert_non_null(dbuf);
     int eof = 0;
-    for (uint64_t dl = rdma_now_ms() + 5000; !eof && rdma_now_ms() < dl;) {
+    for (uint64_t dl = clock_mono_ms() + 5000; !eof && clock_mono_ms() < dl;) {
         struct pollfd pfd = {.fd = fd, .events = POLLIN};
         if (poll(&pfd, 1, 100) <= 0)
             continue;
@@ -1369,12 +1370,12 @@ static void per_source_cap(const char *src, const char *other)
         assert_int_equal(raw_recv(fds[i], NULL, NULL), RDMA_MSG_CHALLENGE);
     }
     /* The ninth from the same source is refused at once. */
-    uint64_t t0 = rdma_now_ms();
+    uint64_t t0 = clock_mono_ms();
     int fd9 = src ? connect_from(rdma_server_port(srv), src, 0) : raw_connect_unix(srv);
     assert_true(fd9 >= 0);
     assert_int_equal(recv_error(fd9, NULL), RDMA_ERR_BUSY);
     assert_int_equal(raw_recv(fd9, NULL, NULL), 0);
-    assert_true(rdma_now_ms() - t0 < 1000);
+    assert_true(clock_mono_ms() - t0 < 1000);
     close(fd9);
     /* The cap is per source... */
     if (other) {

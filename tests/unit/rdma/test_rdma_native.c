@@ -30,6 +30,7 @@
 
 #include "common/s3r_limits.h"
 #include "rdma/rdma_native_wire.h"
+#include "common/clock.h"
 #include "rdma/rdma_net.h"
 #include "rdma/rdma_wire.h"
 
@@ -227,9 +228,9 @@ static void gate_set(int open)
 /* Waits up to 5 s for exactly want handlers to be blocked at the gate. */
 static unsigned wait_blocked(unsigned want)
 {
-    uint64_t deadline = rdma_now_ms() + WAIT_MS;
+    uint64_t deadline = clock_mono_ms() + WAIT_MS;
     pthread_mutex_lock(&g_h.mu);
-    while (g_h.blocked != want && rdma_now_ms() < deadline) {
+    while (g_h.blocked != want && clock_mono_ms() < deadline) {
         pthread_mutex_unlock(&g_h.mu);
         sleep_ms(2);
         pthread_mutex_lock(&g_h.mu);
@@ -855,8 +856,8 @@ static void rawn_send_on(rawn_t *rn, ucp_ep_h ep, const void *msg, size_t len)
     ucs_status_ptr_t r = ucp_am_send_nbx(ep, RDMA_AM_NATIVE_REQ, NULL, 0, msg, len, &p);
     assert_false(UCS_PTR_IS_ERR(r));
     if (r) {
-        uint64_t deadline = rdma_now_ms() + WAIT_MS;
-        while (ucp_request_check_status(r) == UCS_INPROGRESS && rdma_now_ms() < deadline)
+        uint64_t deadline = clock_mono_ms() + WAIT_MS;
+        while (ucp_request_check_status(r) == UCS_INPROGRESS && clock_mono_ms() < deadline)
             ucp_worker_progress(rn->u.w);
         assert_int_equal(ucp_request_check_status(r), UCS_OK);
         ucp_request_free(r);
@@ -880,9 +881,9 @@ static const rrep_t *rawn_find(const rawn_t *rn, uint64_t id)
 /* Progresses rn's worker until the reply to id arrives (5 s at most). */
 static const rrep_t *rawn_wait(rawn_t *rn, uint64_t id)
 {
-    uint64_t deadline = rdma_now_ms() + WAIT_MS;
+    uint64_t deadline = clock_mono_ms() + WAIT_MS;
     const rrep_t *p;
-    while (!(p = rawn_find(rn, id)) && rdma_now_ms() < deadline) {
+    while (!(p = rawn_find(rn, id)) && clock_mono_ms() < deadline) {
         if (!ucp_worker_progress(rn->u.w))
             usleep(50);
     }
@@ -892,7 +893,7 @@ static const rrep_t *rawn_wait(rawn_t *rn, uint64_t id)
 /* Progresses the workers for QUIET_MS. */
 static void rawn_quiet(rawn_t **rns, int n)
 {
-    for (uint64_t until = rdma_now_ms() + QUIET_MS; rdma_now_ms() < until;) {
+    for (uint64_t until = clock_mono_ms() + QUIET_MS; clock_mono_ms() < until;) {
         int any = 0;
         for (int i = 0; i < n; i++)
             any |= (int)ucp_worker_progress(rns[i]->u.w);
@@ -1058,8 +1059,16 @@ static void test_raw_malformed(void **state)
     rawn_open(&rn, srv, 0);
     assert_int_equal(test_wait_count(srv, 1), 1);
     raw_assert_works(&rn);
-    unsigned calls0 = handler_total();
     rb_t b;
+    /* RDMA_NATIVE_FLAG_PROGRESS is known: on a request without an out span
+     * (nothing to tell) it is answered as without it. */
+    rb_init(&b, &rn, RDMA_OP_HEAD_OBJECT);
+    b.flags = RDMA_NATIVE_FLAG_PROGRESS;
+    const rrep_t *pr = rb_call(&rn, &b);
+    assert_int_equal(pr->status, 200);
+    assert_int_equal(pr->error, 0);
+    rawn_forget(&rn);
+    unsigned calls0 = handler_total();
 
     /* Unknown version, opcode; nonzero flags. */
     const uint8_t versions[] = {0, 2, 255};
@@ -1073,7 +1082,7 @@ static void test_raw_malformed(void **state)
         rb_init(&b, &rn, opcodes[i]);
         expect_bad(&rn, &b, SIZE_MAX, "opcode");
     }
-    const uint16_t flags[] = {1, 0x8000, 0xffff};
+    const uint16_t flags[] = {2, 0x8000, 0xffff};
     for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
         rb_init(&b, &rn, RDMA_OP_GET_OBJECT);
         b.flags = flags[i];
@@ -1326,8 +1335,16 @@ static void test_raw_dropped(void **state)
     rawn_open(&rn, srv, 0);
     assert_int_equal(test_wait_count(srv, 1), 1);
     raw_assert_works(&rn);
-    unsigned calls0 = handler_total();
     rb_t b;
+    /* RDMA_NATIVE_FLAG_PROGRESS is known: on a request without an out span
+     * (nothing to tell) it is answered as without it. */
+    rb_init(&b, &rn, RDMA_OP_HEAD_OBJECT);
+    b.flags = RDMA_NATIVE_FLAG_PROGRESS;
+    const rrep_t *pr = rb_call(&rn, &b);
+    assert_int_equal(pr->status, 200);
+    assert_int_equal(pr->error, 0);
+    rawn_forget(&rn);
+    unsigned calls0 = handler_total();
     wire_out_t w;
 
     /* Shorter than the fixed head (0 .. 31 bytes of a valid request). */
@@ -1421,7 +1438,7 @@ static void test_raw_burst(void **state)
         rawn_send(&rn, w.data, w.len);
         wire_free(&w);
     }
-    for (uint64_t until = rdma_now_ms() + WAIT_MS; rn.n_rep < N && rdma_now_ms() < until;) {
+    for (uint64_t until = clock_mono_ms() + WAIT_MS; rn.n_rep < N && clock_mono_ms() < until;) {
         if (!ucp_worker_progress(rn.u.w))
             usleep(50);
     }
@@ -1620,7 +1637,7 @@ static void test_raw_local_worker(void **state)
     rawn_send_on(&a, e, w.data, w.len);
     wire_free(&w);
     const rrep_t *p = NULL;
-    for (uint64_t until = rdma_now_ms() + WAIT_MS; !p && rdma_now_ms() < until;) {
+    for (uint64_t until = clock_mono_ms() + WAIT_MS; !p && clock_mono_ms() < until;) {
         ucp_worker_progress(a.u.w);
         ucp_worker_progress(loc.u.w);
         p = rawn_find(&loc, 778);
@@ -1918,9 +1935,9 @@ static void unread_finish(raw_ucx_t *c, unread_t *u)
 {
     for (unsigned i = 0; i < u->n; i++) {
         if (u->reqs[i]) {
-            uint64_t deadline = rdma_now_ms() + WAIT_MS;
+            uint64_t deadline = clock_mono_ms() + WAIT_MS;
             while (ucp_request_check_status(u->reqs[i]) == UCS_INPROGRESS &&
-                   rdma_now_ms() < deadline)
+                   clock_mono_ms() < deadline)
                 ucp_worker_progress(c->w);
             ucp_request_free(u->reqs[i]);
         }
@@ -1993,8 +2010,8 @@ static void test_unread_replies_bounded(void **state)
                 wire_free(&w);
             }
             if (stuck < 3) {
-                uint64_t until = rdma_now_ms() + 200;
-                while (unread_sample(srv, &pk) >= PER_SESSION && rdma_now_ms() < until)
+                uint64_t until = clock_mono_ms() + 200;
+                while (unread_sample(srv, &pk) >= PER_SESSION && clock_mono_ms() < until)
                     sleep_ms(1);
                 stuck = unread_sample(srv, &pk) >= PER_SESSION ? stuck + 1 : 0;
             }
@@ -2003,12 +2020,12 @@ static void test_unread_replies_bounded(void **state)
         /* Until the handler has been idle a while: the server answers no
          * more. */
         unsigned calls = handler_total();
-        for (uint64_t quiet_since = rdma_now_ms(); rdma_now_ms() - quiet_since < QUIET_MS;) {
+        for (uint64_t quiet_since = clock_mono_ms(); clock_mono_ms() - quiet_since < QUIET_MS;) {
             sleep_ms(2);
             unread_sample(srv, &pk);
             if (handler_total() != calls) {
                 calls = handler_total();
-                quiet_since = rdma_now_ms();
+                quiet_since = clock_mono_ms();
             }
         }
         unsigned peak_inflight = pk.inflight;
@@ -2233,7 +2250,7 @@ static void test_no_handler(void **state)
     rawn_open(&rn, srv, 0);
     rb_t b;
     rb_init(&b, &rn, RDMA_OP_HEAD_OBJECT);
-    b.flags = 1;
+    b.flags = 2;
     expect_bad(&rn, &b, SIZE_MAX, "flags, no handler");
     rawn_close(&rn);
     /* A handler blocked while the handler is unset: set_native(NULL) waits

@@ -404,10 +404,90 @@ static void test_req_reject_head_fields(void **state)
     raw_reject(&q, "unknown opcode");
 
     q = raw_default();
-    q.flags = 1;
+    q.flags = 2;
     raw_reject(&q, "unknown flags");
     q.flags = 0x8000;
     raw_reject(&q, "unknown flags");
+    q.flags = RDMA_NATIVE_FLAG_PROGRESS | 0x8000;
+    raw_reject(&q, "unknown flags");
+}
+
+/* RDMA_NATIVE_FLAG_PROGRESS is the one flag a request may carry: parsed,
+ * kept, and encoded again as it came; the encoder refuses any other. */
+static void test_req_progress_flag(void **state)
+{
+    (void)state;
+    raw_req_t q = raw_default();
+    q.flags = RDMA_NATIVE_FLAG_PROGRESS;
+    size_t len;
+    uint8_t *msg = raw_build(&q, &len);
+    rdma_native_msg_t m;
+    const char *why;
+    assert_int_equal(rdma_native_parse_req(msg, len, &m, &why), 0);
+    assert_int_equal(m.head.flags, RDMA_NATIVE_FLAG_PROGRESS);
+    size_t len2;
+    uint8_t *again = encode(&m, &len2);
+    assert_int_equal(len2, len);
+    assert_memory_equal(again, msg, len);
+    free(again);
+    m.head.flags = 2;
+    wire_out_t w = {0};
+    assert_int_equal(rdma_native_encode_req(&w, &m), -1);
+    wire_free(&w);
+    rdma_native_msg_free(&m);
+    free(msg);
+}
+
+/* A progress message: the reply's head with flags 0, then a u64; exactly
+ * that many bytes. */
+static void test_progress_message(void **state)
+{
+    (void)state;
+    uint8_t msg[RDMA_NATIVE_PROGRESS_LEN];
+    rdma_native_encode_progress(msg, RDMA_OP_GET_OBJECT, 0x0102030405060708ull,
+                                0x1122334455667788ull);
+    static const uint8_t want[RDMA_NATIVE_PROGRESS_LEN] = {0x53,
+                                                           0x33,
+                                                           0x52,
+                                                           0x4E,
+                                                           RDMA_NATIVE_VERSION,
+                                                           RDMA_OP_GET_OBJECT,
+                                                           0,
+                                                           0,
+                                                           1,
+                                                           2,
+                                                           3,
+                                                           4,
+                                                           5,
+                                                           6,
+                                                           7,
+                                                           8,
+                                                           0x11,
+                                                           0x22,
+                                                           0x33,
+                                                           0x44,
+                                                           0x55,
+                                                           0x66,
+                                                           0x77,
+                                                           0x88};
+    assert_memory_equal(msg, want, sizeof(want));
+    uint64_t id = 0, bytes = 0;
+    assert_int_equal(rdma_native_parse_progress(msg, sizeof(msg), &id, &bytes), 0);
+    assert_true(id == 0x0102030405060708ull && bytes == 0x1122334455667788ull);
+    /* Truncated, trailing bytes, wrong magic, version or flags. */
+    uint8_t longer[RDMA_NATIVE_PROGRESS_LEN + 1] = {0};
+    memcpy(longer, msg, sizeof(msg));
+    assert_int_equal(rdma_native_parse_progress(longer, sizeof(longer), &id, &bytes), -1);
+    assert_int_equal(rdma_native_parse_progress(msg, sizeof(msg) - 1, &id, &bytes), -1);
+    assert_int_equal(rdma_native_parse_progress(msg, 0, &id, &bytes), -1);
+    for (size_t at = 0; at < 8; at++) {
+        if (at == 5)
+            continue; /* the opcode is not judged */
+        uint8_t bad[RDMA_NATIVE_PROGRESS_LEN];
+        memcpy(bad, msg, sizeof(bad));
+        bad[at] ^= 0x40;
+        assert_int_equal(rdma_native_parse_progress(bad, sizeof(bad), &id, &bytes), -1);
+    }
 }
 
 static void test_req_reject_truncated_and_trailing(void **state)
@@ -953,6 +1033,8 @@ int main(void)
         cmocka_unit_test(test_req_limits_accepted),
         cmocka_unit_test(test_req_head),
         cmocka_unit_test(test_req_reject_head_fields),
+        cmocka_unit_test(test_req_progress_flag),
+        cmocka_unit_test(test_progress_message),
         cmocka_unit_test(test_req_reject_truncated_and_trailing),
         cmocka_unit_test(test_req_reject_params),
         cmocka_unit_test(test_req_reject_strings),

@@ -56,6 +56,7 @@
 #include <unistd.h>
 
 #include "common/hash.h"
+#include "common/clock.h"
 #include "rdma/rdma_net.h"
 #include "rdma/rdma_wire.h"
 
@@ -145,7 +146,7 @@ static void child_ucx_init(child_t *c)
 
 static void child_send(child_t *c, wire_out_t *w, int built, const char *what)
 {
-    if (built != 0 || rdma_net_send_all(c->fd, w->data, w->len, rdma_now_ms() + 5000) < 0)
+    if (built != 0 || rdma_net_send_all(c->fd, w->data, w->len, clock_mono_ms() + 5000) < 0)
         child_die(what);
     wire_free(w);
 }
@@ -153,7 +154,7 @@ static void child_send(child_t *c, wire_out_t *w, int built, const char *what)
 /* The next frame, which must be of type want; its body in *body_p. */
 static size_t child_recv(child_t *c, int want, uint8_t **body_p)
 {
-    long n = rdma_net_recv_frame(c->fd, rdma_now_ms() + 5000, body_p);
+    long n = rdma_net_recv_frame(c->fd, clock_mono_ms() + 5000, body_p);
     if (n <= 0)
         child_die("the server closed the lifeline or timed out");
     int t = wire_frame_type(*body_p, (size_t)n);
@@ -173,13 +174,13 @@ static size_t child_recv(child_t *c, int want, uint8_t **body_p)
 /* Progresses the worker until *flag is set (flag NULL: forever). */
 static void child_progress(child_t *c, volatile int *flag)
 {
-    uint64_t deadline = rdma_now_ms() + 5000;
+    uint64_t deadline = clock_mono_ms() + 5000;
     for (;;) {
         while (ucp_worker_progress(c->w)) {
         }
         if (flag && *flag)
             return;
-        if (flag && rdma_now_ms() > deadline)
+        if (flag && clock_mono_ms() > deadline)
             child_die("the server's probe did not arrive");
         usleep(100);
     }
@@ -382,9 +383,9 @@ static void run_rounds(const int *stages, int n_stages, unsigned rounds)
     unsigned seed = test_seed();
     unsigned by_stage[ST_COUNT] = {0};
     uint64_t ready_ms[ST_COUNT] = {0}; /* spawn to ready byte, summed */
-    uint64_t t0 = rdma_now_ms(), max_round = 0;
+    uint64_t t0 = clock_mono_ms(), max_round = 0;
     for (unsigned round = 0; round < rounds; round++) {
-        uint64_t r0 = rdma_now_ms();
+        uint64_t r0 = clock_mono_ms();
         int stage = stages[round % (unsigned)n_stages];
         unsigned delay_us = (unsigned)rand() % (STAGE_MAX_DELAY_MS[stage] * 1000 + 1);
         cur_round = (sig_atomic_t)round;
@@ -392,7 +393,7 @@ static void run_rounds(const int *stages, int n_stages, unsigned rounds)
         int rfd;
         pid_t pid = spawn_child(port, stage, seed + round, &rfd);
         int ready = wait_ready(rfd);
-        ready_ms[stage] += rdma_now_ms() - r0;
+        ready_ms[stage] += clock_mono_ms() - r0;
         if (ready && stage != ST_AUTH_EXIT) {
             usleep(delay_us);
             kill(pid, SIGKILL);
@@ -414,13 +415,13 @@ static void run_rounds(const int *stages, int n_stages, unsigned rounds)
         }
         by_stage[stage]++;
         fresh_session(srv, round);
-        uint64_t dt = rdma_now_ms() - r0;
+        uint64_t dt = clock_mono_ms() - r0;
         if (dt > max_round)
             max_round = dt;
     }
     cur_round = cur_stage = -1;
     wait_resident_zero(srv);
-    uint64_t total = rdma_now_ms() - t0;
+    uint64_t total = clock_mono_ms() - t0;
     char line[256];
     size_t used = 0;
     for (int st = 0; st < ST_COUNT; st++) {

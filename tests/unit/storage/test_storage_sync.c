@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include "common/s3r_limits.h"
 #include "stor_test_util.h"
 #include "storage/restore.h"
 #include "storage/stor_internal.h"
@@ -137,14 +138,14 @@ static int setup_fsync(void **state)
 static int setup_relaxed_inline(void **state)
 {
     setup_mode(state, STOR_DURABILITY_RELAXED);
-    fx_inline_max = STOR_INLINE_MAX_DEFAULT;
+    fx_inline_max = S3R_INLINE_MAX_DEFAULT;
     return 0;
 }
 
 static int setup_fsync_inline(void **state)
 {
     setup_mode(state, STOR_DURABILITY_FSYNC);
-    fx_inline_max = STOR_INLINE_MAX_DEFAULT;
+    fx_inline_max = S3R_INLINE_MAX_DEFAULT;
     return 0;
 }
 
