@@ -38,7 +38,7 @@ void s3_reply_send(s3_req_t *req, int status, s3_out_t *out)
                      : out->kind == S3_OUT_BUFFER ? out->len
                      : out->kind == S3_OUT_OBJECT ? out->obj_len
                                                   : 0;
-    if (req->conn)
+    if (req->fe->transport == S3_TRANSPORT_HTTP)
         s3_cors_reply_headers(req);
     req->fe->send(req, status, out);
 }

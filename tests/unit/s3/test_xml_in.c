@@ -376,14 +376,52 @@ static void test_leaves(void **state)
     }
 }
 
+static void test_list(void **state)
+{
+    (void)state;
+    static const char *const fields[] = {"A", "B"};
+    const char *body = "<Root" NS "><Item><A> 1 </A><B>2</B><A>3</A><C>x</C></Item><Other><A>9</A>"
+                       "</Other><Item/><Item><B>4</B></Item></Root>";
+    xml_list_entry_t *e;
+    size_t n, items;
+    assert_int_equal(
+        xml_parse_list(body, strlen(body), "Root", "Item", fields, 2, 10, &e, &n, &items), 0);
+    assert_int_equal(items, 3);
+    assert_int_equal(n, 4);
+    static const struct {
+        size_t item, field;
+        const char *value;
+    } want[] = {{0, 0, "1"}, {0, 1, "2"}, {0, 0, "3"}, {2, 1, "4"}};
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(e[i].item, want[i].item);
+        assert_int_equal(e[i].field, want[i].field);
+        assert_string_equal(e[i].value, want[i].value);
+    }
+    xml_list_free(e, n);
+    /* More leaves than allowed, markup inside a leaf, another root. */
+    assert_int_equal(
+        xml_parse_list(body, strlen(body), "Root", "Item", fields, 2, 3, &e, &n, &items), -1);
+    const char *nested = "<Root><Item><A><B/></A></Item></Root>";
+    assert_int_equal(
+        xml_parse_list(nested, strlen(nested), "Root", "Item", fields, 2, 10, &e, &n, &items), -1);
+    assert_int_equal(
+        xml_parse_list(body, strlen(body), "Other", "Item", fields, 2, 10, &e, &n, &items), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_complete_valid),   cmocka_unit_test(test_complete_malformed),
-        cmocka_unit_test(test_delete_valid),     cmocka_unit_test(test_delete_long_key),
-        cmocka_unit_test(test_delete_limits),    cmocka_unit_test(test_delete_malformed),
-        cmocka_unit_test(test_doctype_rejected), cmocka_unit_test(test_body_size_cap),
-        cmocka_unit_test(test_create_bucket),    cmocka_unit_test(test_leaves),
+        cmocka_unit_test(test_complete_valid),
+        cmocka_unit_test(test_complete_malformed),
+        cmocka_unit_test(test_delete_valid),
+        cmocka_unit_test(test_delete_long_key),
+        cmocka_unit_test(test_delete_limits),
+        cmocka_unit_test(test_delete_malformed),
+        cmocka_unit_test(test_doctype_rejected),
+        cmocka_unit_test(test_body_size_cap),
+        cmocka_unit_test(test_create_bucket),
+        cmocka_unit_test(test_leaves),
+        cmocka_unit_test(test_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
