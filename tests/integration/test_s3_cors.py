@@ -6,6 +6,7 @@ import http.client
 import urllib.parse
 
 import pytest
+import requests
 from botocore.exceptions import ClientError
 
 from s3r_itest import assert_error, error_fields as _error_fields, raw_request
@@ -150,6 +151,15 @@ def test_preflight_allowed(server, cbucket):
                                "access-control-allow-methods": "HEAD", "vary": VARY}
 
 
+def test_preflight_virtual_host(server, cbucket):
+    r = raw_request(server, "OPTIONS", "/dir/obj", sign=False,
+                    host=f"{cbucket}.localhost:{server.port}",
+                    headers={"Origin": "https://app.example.com",
+                             "Access-Control-Request-Method": "PUT"})
+    assert r.status == 200, r
+    assert r.headers["access-control-allow-origin"] == "https://app.example.com"
+
+
 def test_preflight_refused(server, bucket, cbucket):
     not_allowed = [
         dict(origin="https://evil.example.com"),                     # origin
@@ -246,3 +256,19 @@ def test_delete_cors_stops_headers(s3, server, cbucket):
     assert r.status == 200 and not cors_headers(r)
     r = preflight(server, f"/{cbucket}/dir/obj")
     assert r.status == 403
+
+
+def test_presigned_post_form_headers(s3, server, bucket):
+    """A browser's form upload (the page on another origin) reads its answer only with CORS."""
+    s3.put_bucket_cors(Bucket=bucket, CORSConfiguration={"CORSRules": [
+        {"AllowedOrigins": ["https://upload.example.com"], "AllowedMethods": ["POST"],
+         "ExposeHeaders": ["ETag", "Location"]}]})
+    p = s3.generate_presigned_post(bucket, "up/${filename}", ExpiresIn=300)
+    files = [(k, (None, v)) for k, v in p["fields"].items()]
+    files.append(("file", ("photo.jpg", b"jpeg", "application/octet-stream")))
+    r = requests.post(f"{server.endpoint}/{bucket}", files=files, timeout=30,
+                      headers={"Origin": "https://upload.example.com"})
+    assert r.status_code == 204, r.text
+    assert r.headers["Access-Control-Allow-Origin"] == "https://upload.example.com"
+    assert r.headers["Access-Control-Expose-Headers"] == "ETag, Location"
+    assert s3.get_object(Bucket=bucket, Key="up/photo.jpg")["Body"].read() == b"jpeg"
