@@ -262,10 +262,16 @@ s3r_status_t s3r_client_rdma_info(s3r_client_t *client, s3r_rdma_info_t *info_p)
 s3r_status_t s3r_buf_alloc(s3r_client_t *client, size_t len, void **buf_p);
 /* NULL is a no-op. */
 void s3r_buf_free(s3r_client_t *client, void *buf);
-/* Caller buffers used with the token transport are registered on first use
- * and kept registered (LRU, max_cached_regions). Call this before freeing or
- * unmapping such a buffer so a later buffer at the same address is never
- * served by a stale registration. Unknown addresses are ignored. */
+/* Caller buffers used with the token or native transport are registered on
+ * first use and kept registered (LRU, max_cached_regions). Call
+ * s3r_buf_unregister_range before freeing or unmapping such a buffer so a
+ * later buffer at the same addresses is never served by a stale
+ * registration: it drops every idle registration overlapping [buf,
+ * buf+len), including those the library made for pieces of the buffer (a
+ * multipart PUT registers each part, ranged GETs each range).
+ * s3r_buf_unregister drops only the registration holding buf's first byte.
+ * Unknown addresses are ignored. */
+void s3r_buf_unregister_range(s3r_client_t *client, const void *buf, size_t len);
 void s3r_buf_unregister(s3r_client_t *client, const void *buf);
 
 /* Formats an x-amz-rdma-token (docs/protocol.md §2) for [buf, buf+len), opening the

@@ -248,7 +248,7 @@ static s3r_status_t get_sized(s3r_client_t *c, s3r_transport_t t, const char *bu
         if (st == S3R_OK) {
             st = get_one(c, bucket, key, *buf_p, need, o, &n);
             /* The buffer is about to change hands: drop its registration. */
-            s3r_buf_unregister(c, *buf_p);
+            s3r_buf_unregister_range(c, *buf_p, (size_t)need);
         }
     }
     if (st == S3R_OK)

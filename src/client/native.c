@@ -384,7 +384,7 @@ static s3r_status_t native_grow(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *res
         resp_reset(resp);
         st = native_once(c, sess, req, resp, dst, need, &region);
         /* The buffer changes hands when the call returns. */
-        s3r_buf_unregister(c, dst);
+        s3r_buf_unregister_range(c, dst, (size_t)need);
         if (st == S3R_OK && region > need) {
             st = s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_NATIVE, resp->status, "",
                           "reply body written outside the buffer");

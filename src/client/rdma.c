@@ -46,6 +46,7 @@ struct s3c_sess {
  * no session could be had and fallback is on, plain malloc. */
 struct s3c_alloc {
     void *addr;
+    size_t len;
     s3c_sess_t *sess;
     s3c_region_t *reg;
     s3c_alloc_t *next;
@@ -378,12 +379,13 @@ void s3c_region_put(s3r_client_t *c, s3c_region_t *reg)
     pthread_mutex_unlock(&c->rdma_mu);
 }
 
-/* Removes the cached registration covering addr in s, if idle. rdma_mu held. */
-static void forget_in(s3c_sess_t *s, const char *addr)
+/* Removes the idle cached registrations of s overlapping [addr, addr+len).
+ * rdma_mu held. */
+static void forget_in(s3c_sess_t *s, const char *addr, size_t len)
 {
     for (s3c_region_t **pp = &s->regions; *pp;) {
         s3c_region_t *r = *pp;
-        if (!r->alloc && r->refs == 0 && addr >= r->addr && addr < r->addr + r->len) {
+        if (!r->alloc && r->refs == 0 && addr < r->addr + r->len && r->addr < addr + len) {
             *pp = r->next;
             rdma_region_remove(s->rs, r->r);
             s->n_cached--;
@@ -394,16 +396,21 @@ static void forget_in(s3c_sess_t *s, const char *addr)
     }
 }
 
-void s3r_buf_unregister(s3r_client_t *c, const void *buf)
+void s3r_buf_unregister_range(s3r_client_t *c, const void *buf, size_t len)
 {
-    if (c == NULL || buf == NULL)
+    if (c == NULL || buf == NULL || len == 0)
         return;
     pthread_mutex_lock(&c->rdma_mu);
     if (c->sess != NULL)
-        forget_in(c->sess, buf);
+        forget_in(c->sess, buf, len);
     for (s3c_sess_t *s = c->dead; s; s = s->next)
-        forget_in(s, buf);
+        forget_in(s, buf, len);
     pthread_mutex_unlock(&c->rdma_mu);
+}
+
+void s3r_buf_unregister(s3r_client_t *c, const void *buf)
+{
+    s3r_buf_unregister_range(c, buf, 1);
 }
 
 /* ---- s3r_buf_alloc ------------------------------------------------------------- */
@@ -415,6 +422,7 @@ s3r_status_t s3r_buf_alloc(s3r_client_t *c, size_t len, void **buf_p)
     s3c_alloc_t *al = calloc(1, sizeof(*al));
     if (al == NULL)
         return s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_TOKEN, 0, "", "out of memory");
+    al->len = len;
     s3r_status_t st = S3R_ERR_RDMA_UNAVAILABLE;
     char err[256] = "";
     pthread_mutex_lock(&c->rdma_mu);
@@ -468,11 +476,13 @@ s3r_status_t s3r_buf_alloc(s3r_client_t *c, size_t len, void **buf_p)
 /* Frees the s3r_buf_alloc buffer at buf, if it is one. rdma_mu held. */
 static void buf_free_locked(s3r_client_t *c, void *buf)
 {
+    size_t len = 0;
     for (s3c_alloc_t **pp = &c->allocs; *pp; pp = &(*pp)->next) {
         s3c_alloc_t *al = *pp;
         if (al->addr != buf)
             continue;
         *pp = al->next;
+        len = al->len;
         if (al->sess == NULL) {
             free(al->addr);
         } else {
@@ -490,9 +500,10 @@ static void buf_free_locked(s3r_client_t *c, void *buf)
         free(al);
         break;
     }
-    /* A newer session may have registered the memory as a caller buffer. */
+    /* A newer session may have registered the memory (or pieces of it) as
+     * a caller buffer. */
     if (c->sess != NULL)
-        forget_in(c->sess, buf);
+        forget_in(c->sess, buf, len > 0 ? len : 1);
 }
 
 void s3r_buf_free(s3r_client_t *c, void *buf)

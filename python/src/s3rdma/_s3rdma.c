@@ -27,7 +27,7 @@
 static PyObject *error_factory; /* set_error_factory() */
 
 /* Buffers: the library keeps caller buffers it registered for RDMA cached by
- * address until s3r_buf_unregister (include/s3rdma.h). Python may free a
+ * address until s3r_buf_unregister_range (include/s3rdma.h). Python may free a
  * bytearray or array right after a call and reuse its address, so every call
  * that took a caller buffer unregisters it before returning (a no-op for
  * memory from allocate_buffer, which stays registered: the zero-cost path). */
@@ -437,7 +437,7 @@ static PyObject *client_get_into(ClientObject *self, PyObject *args, PyObject *k
     if (buf.len >= GET_INTO_HUGE)
         huge_pages_if_fresh(buf.buf, (uint64_t)buf.len);
     st = s3r_object_get(c, bucket, key, buf.buf, (uint64_t)buf.len, &o, &n);
-    s3r_buf_unregister(c, buf.buf);
+    s3r_buf_unregister_range(c, buf.buf, (size_t)buf.len);
     Py_END_ALLOW_THREADS
     if (st != S3R_OK)
         raise_status(c, st);
@@ -529,7 +529,7 @@ static PyObject *get_direct(ClientObject *self, s3r_client_t *c, const char *buc
         Py_BEGIN_ALLOW_THREADS
         st = s3r_object_get(c, bucket, key, dst, cap, o, &n);
         if (!blk)
-            s3r_buf_unregister(c, dst); /* the bytes object is about to be handed out */
+            s3r_buf_unregister_range(c, dst, cap); /* the bytes object is about to be handed out */
         Py_END_ALLOW_THREADS
         if (st == S3R_OK && blk) {
             b = PyBytes_FromStringAndSize(blk, (Py_ssize_t)n);
@@ -663,7 +663,7 @@ static PyObject *client_put(ClientObject *self, PyObject *args, PyObject *kw)
             Py_INCREF(self);
             Py_BEGIN_ALLOW_THREADS
             st = s3r_object_put(c, bucket, key, buf.buf, (uint64_t)buf.len, &o);
-            s3r_buf_unregister(c, buf.buf);
+            s3r_buf_unregister_range(c, buf.buf, (size_t)buf.len);
             Py_END_ALLOW_THREADS
             if (st != S3R_OK)
                 raise_status(c, st);
@@ -911,7 +911,7 @@ static void batch_run(s3r_client_t *c, const char *bucket, batch_item_t *it, Py_
         x->op = NULL;
     }
     for (Py_ssize_t i = 0; i < n; i++)
-        s3r_buf_unregister(c, it[i].buf.buf);
+        s3r_buf_unregister_range(c, it[i].buf.buf, (size_t)it[i].buf.len);
 }
 
 /* The result of one item: its byte count, or the exception it failed with. */
@@ -1165,7 +1165,7 @@ static PyObject *mp_run(MultipartObject *self, mp_verb_t verb, const Py_buffer *
     if (verb == MP_PART && up != NULL) {
         st = part_number ? s3r_multipart_part_at(up, part_number, data->buf, (uint64_t)data->len)
                          : s3r_multipart_part(up, data->buf, (uint64_t)data->len);
-        s3r_buf_unregister(c, data->buf);
+        s3r_buf_unregister_range(c, data->buf, (size_t)data->len);
         pthread_mutex_lock(&self->mu);
         if (--self->running == 0)
             pthread_cond_broadcast(&self->idle);

@@ -248,6 +248,23 @@ def test_head_copy_delete(client, rbucket, boto, transport):
         c.get_object(rbucket, "dst")
 
 
+@pytest.mark.parametrize("transport", ["token", "native"])
+def test_put_leaves_no_part_registration(client, rbucket, transport):
+    """A multipart put_object from a Python buffer registers each part with the RDMA
+    session; when it returns, every one of them is dropped (Python may free the
+    buffer, and a stale registration would serve the next buffer at those
+    addresses): the same PUT again registers every part again."""
+    c = client(transport, multipart_threshold=8 * MiB, part_size=8 * MiB)
+    data = bytearray(os.urandom(32 * MiB))
+    r0 = c.stats()["regions_registered"]
+    c.put_object(rbucket, "k", data)
+    r1 = c.stats()["regions_registered"]
+    c.put_object(rbucket, "k", data)
+    r2 = c.stats()["regions_registered"]
+    assert r1 - r0 >= 2, (r0, r1)
+    assert r2 - r1 >= len(data) // (8 * MiB), (r0, r1, r2)  # every part registers again
+
+
 @pytest.mark.parametrize("transport", ["http", "native"])
 def test_delete_objects_batches(client, rsrv, rbucket, boto, transport):
     """delete_objects sends DeleteObjects, 1000 keys per request: 1,203 keys
