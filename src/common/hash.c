@@ -23,6 +23,12 @@ void hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
     HMAC(EVP_sha256(), key, (int)key_len, data, len, out, &n);
 }
 
+void hmac_sha1(const void *key, size_t key_len, const void *data, size_t len, uint8_t out[SHA1_LEN])
+{
+    unsigned int n = SHA1_LEN;
+    HMAC(EVP_sha1(), key, (int)key_len, data, len, out, &n);
+}
+
 struct digest {
     EVP_MD_CTX *ctx;
 };

@@ -1,7 +1,7 @@
 /* SigV4 verification of incoming requests: the Authorization header form and
- * the presigned-URL query form. The canonical request is rebuilt from what
- * was received (decoded path re-encoded the S3 way, query canonicalised,
- * signed headers as sent) and the signature compared in constant time. */
+ * the presigned-URL query form (V2-signed ones go to auth_v2.c). The canonical request is rebuilt
+ * from what was received (decoded path re-encoded the S3 way, query canonicalised, signed headers
+ * as sent) and the signature compared in constant time. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -209,11 +209,8 @@ s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p)
     const char *amz_date;
     const char *payload_hash;
 
-    if (!authz && !presigned && s3_req_has_query(req, "AWSAccessKeyId")) {
-        *why_p =
-            "Signature Version 2 is not supported; use AWS4-HMAC-SHA256 (s3v4) presigned URLs.";
-        return S3E_INVALID_REQUEST;
-    }
+    if (s3_auth_v2_request(req))
+        return s3_auth_v2_verify(req, why_p);
     if (!authz && !presigned) {
         /* Anonymous: allowed only where an ACL grants AllUsers (access.c). */
         req->user = NULL;
@@ -221,10 +218,6 @@ s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p)
         return S3E_NONE;
     }
     if (authz) {
-        if (strncmp(authz, "AWS ", 4) == 0) {
-            *why_p = "Signature Version 2 is not supported; use AWS4-HMAC-SHA256.";
-            return S3E_INVALID_REQUEST;
-        }
         if (sigv4_parse_authorization(authz, &auth) != 0) {
             *why_p = "The authorization header is malformed.";
             return S3E_MALFORMED_AUTH;

@@ -70,7 +70,7 @@ static const char *const plain_params[] = {
     "optionalObjectAttributes",
     "AWSAccessKeyId",
     "Signature",
-    "Expires", /* SigV2 presigned: refused clearly by auth.c */
+    "Expires", /* SigV2 presigned (auth_v2.c) */
 };
 
 typedef struct query_cache {
@@ -445,6 +445,7 @@ static s3_error_t route(s3_req_t *req, const char *raw_url)
     char *vbucket = vhost_bucket(req);
     if (vbucket) {
         req->bucket = vbucket;
+        req->virtual_host = true;
         if (decoded[1] != '\0')
             req->key = strdup(decoded + 1);
     } else if (decoded[1] != '\0') {

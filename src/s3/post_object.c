@@ -2,7 +2,7 @@
  * S3's "Browser-based uploads using POST"). HTTP-only: libmicrohttpd's post
  * processor parses the form as it streams in. The fields before the file are
  * held in memory (at most S3R_MAX_POST_FIELD_BYTES); when the file part
- * starts, the form is authenticated (SigV4 of the base64 policy), its policy
+ * starts, the form is authenticated (SigV4, or V2, of the base64 policy), its policy
  * checked (post_policy.c), the bucket authorized, and the file's bytes go
  * through s3_body_sink into a storage writer as PutObject's body does; the
  * object is committed the PutObject way (s3_object_commit). Fields after the
@@ -117,6 +117,40 @@ static void fail_missing(post_form_t *f, const char *name)
     fail(f, S3E_INVALID_ARGUMENT, msg);
 }
 
+/* Signature Version 2 fields (AWSAccessKeyId, signature, policy): the
+ * signature is the base64 HMAC-SHA1 of the base64 policy under the user's
+ * secret key. Refused with AccessDenied when the signature_v2 setting is off. */
+static bool verify_signature_v2(s3_req_t *req, post_form_t *f, const s3_user_t **user_p)
+{
+    static const char *const required[] = {"AWSAccessKeyId", "policy", "signature"};
+    if (!req->srv->cfg.signature_v2) {
+        fail(f, S3E_ACCESS_DENIED,
+             "Signature Version 2 is turned off on this server; sign the policy with "
+             "AWS4-HMAC-SHA256.");
+        return false;
+    }
+    for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
+        if (!field(f, required[i])) {
+            fail_missing(f, required[i]);
+            return false;
+        }
+    }
+    const s3_user_t *user = s3_user_find(req->srv, field(f, "AWSAccessKeyId"));
+    if (!user) {
+        fail(f, S3E_INVALID_ACCESS_KEY, NULL);
+        return false;
+    }
+    const char *policy = field(f, "policy");
+    char sig[S3_V2_SIG_LEN + 1];
+    s3_auth_v2_sign(user, policy, strlen(policy), sig);
+    if (!s3_auth_v2_sig_equal(sig, field(f, "signature"))) {
+        fail(f, S3E_SIGNATURE_MISMATCH, NULL);
+        return false;
+    }
+    *user_p = user;
+    return true;
+}
+
 /* The SigV4 fields: the policy must be signed by a configured user's key for
  * this server's region. On success *user_p is that user, or NULL for a form
  * with neither policy nor credentials: anonymous, allowed only into a bucket
@@ -125,11 +159,8 @@ static bool verify_signature(s3_req_t *req, post_form_t *f, const s3_user_t **us
 {
     static const char *const required[] = {"policy", "x-amz-algorithm", "x-amz-credential",
                                            "x-amz-date", "x-amz-signature"};
-    if (field(f, "AWSAccessKeyId") || field(f, "signature")) {
-        fail(f, S3E_INVALID_REQUEST,
-             "Signature Version 2 is not supported; sign the policy with AWS4-HMAC-SHA256.");
-        return false;
-    }
+    if (field(f, "AWSAccessKeyId") || field(f, "signature"))
+        return verify_signature_v2(req, f, user_p);
     if (!field(f, "policy") && !field(f, "x-amz-signature") && !field(f, "x-amz-credential")) {
         *user_p = NULL;
         return true;

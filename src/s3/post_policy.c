@@ -136,10 +136,12 @@ static s3_error_t check_condition(cond_walk_t *cw, json_t *cond)
 }
 
 /* Fields a policy never has to name (S3: the signature, the file, the policy
- * itself and x-ignore-*). */
+ * itself and x-ignore-*; in a Signature V2 form, the signature and the access
+ * key: AWSAccessKeyId and signature). */
 static bool exempt_field(const char *name)
 {
     return strcasecmp(name, "policy") == 0 || strcasecmp(name, "x-amz-signature") == 0 ||
+           strcasecmp(name, "signature") == 0 || strcasecmp(name, "AWSAccessKeyId") == 0 ||
            strcasecmp(name, "file") == 0 || strncasecmp(name, "x-ignore-", 9) == 0;
 }
 

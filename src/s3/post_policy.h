@@ -31,7 +31,8 @@ typedef struct post_form_view {
  *    ["starts-with", "$name", "prefix"]; names compared without case, an
  *    absent field is ""): 403 AccessDenied "Invalid according to Policy:
  *    Policy Condition failed: ...";
- *  - every form field but policy, x-amz-signature, file and x-ignore-* must
+ *  - every form field but policy, x-amz-signature (or V2's signature and
+ *    AWSAccessKeyId), file and x-ignore-* must
  *    be named by a condition: 403 AccessDenied "... Extra input fields: ...".
  * ["content-length-range", min, max] is not checked here (the file's size is
  * known only once it was received): its bounds go to *min_p / *max_p (0 and

@@ -160,8 +160,9 @@ struct s3_req {
     /* Routing: decoded bucket and key (NULL when absent). */
     char *bucket;
     char *key;
-    char *path;     /* the request path percent-decoded, as SigV4 canonicalises it */
-    char *resource; /* "/bucket/key", for error bodies */
+    char *path;        /* the request path percent-decoded, as SigV4 canonicalises it */
+    char *resource;    /* "/bucket/key", for error bodies */
+    bool virtual_host; /* the bucket came from the Host header, not the path */
     const s3_op_t *op;
 
     /* Authentication results. */
@@ -320,6 +321,22 @@ s3_error_t s3_error_from_stor(stor_status_t st);
 /* Verifies SigV4 (header or presigned query); fills the auth fields. The
  * HTTP frontend's: it reads the headers and raw query from req->conn. */
 s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p);
+
+/* ---- auth_v2.c: Signature Version 2 ------------------------------------------ */
+
+#define S3_V2_SIG_LEN 28 /* base64 of an HMAC-SHA1 */
+
+/* True when the request is signed the V2 way: an "AWS " Authorization
+ * header, or the AWSAccessKeyId query without SigV4's. */
+bool s3_auth_v2_request(s3_req_t *req);
+/* Verifies a V2 request (header or presigned query) as s3_auth_verify does
+ * a SigV4 one: AccessDenied when the server's signature_v2 setting is off. */
+s3_error_t s3_auth_v2_verify(s3_req_t *req, const char **why_p);
+/* The base64 HMAC-SHA1 of data under the user's secret key. */
+void s3_auth_v2_sign(const s3_user_t *user, const char *data, size_t len,
+                     char out[S3_V2_SIG_LEN + 1]);
+/* Constant-time: the signature given equals the one expected. */
+bool s3_auth_v2_sig_equal(const char *expected, const char *given);
 /* The configured user with this access key, or NULL. */
 const s3_user_t *s3_user_find(const s3_server_t *srv, const char *access_key);
 

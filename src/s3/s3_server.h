@@ -83,6 +83,9 @@ typedef struct s3_server_config {
      * computed, checked and is the ETag as usual. POST forms and copies
      * (CopyObject, UploadPartCopy) keep their MD5 ETags. */
     bool etag_fast;
+    /* Accept Signature Version 2 (HMAC-SHA1: header, presigned query and POST
+     * policy); false refuses it with AccessDenied. */
+    bool signature_v2;
     stor_t *store;       /* borrowed */
     rdma_server_t *rdma; /* borrowed; NULL when RDMA is disabled (tokens declined) */
 

@@ -93,6 +93,8 @@ static const setting_t settings[] = {
     CHOICE("etag", "etag", "S3RDMA_ETAG", "md5", etag, etag_words,
            "md5 (a PutObject's ETag is its MD5) or fast (an opaque ETag, integrity from CRC32C: "
            "no MD5 unless Content-MD5 is sent)"),
+    BOOL("signature_v2", "signature-v2", "S3RDMA_SIGNATURE_V2", "true", signature_v2,
+         "true or false: accept Signature Version 2 (HMAC-SHA1, legacy tools) besides SigV4"),
     TEXT("region", "region", "S3RDMA_REGION", "us-east-1", region, "region reported to clients"),
     CHOICE("log_level", "log-level", "S3RDMA_LOG_LEVEL", "info", log_level, log_level_names,
            "error, warn, info or debug"),

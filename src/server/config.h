@@ -60,6 +60,7 @@ typedef struct server_config {
     server_addr_t listen; /* plain HTTP; off = HTTPS only */
     server_durability_t durability;
     server_etag_t etag;
+    bool signature_v2; /* accept Signature Version 2 (docs/security.md) */
     char *region;
     int log_level; /* enum log_level (common/log.h) */
     char *domains; /* comma-separated virtual-host suffixes */

@@ -75,14 +75,6 @@ def test_week_is_the_limit(server, obj):
         (200, b"presigned")
 
 
-def test_sigv2_presigned_refused(server, obj):
-    """SigV2 query auth is not accepted at all, expired or not: a clear 400."""
-    for expires in ("1", "99999999999"):
-        status, body = http("GET", f"http://{server.host}{obj}?AWSAccessKeyId={USERS[0][0]}"
-                                   f"&Expires={expires}&Signature=abc%3D")
-        assert status == 400 and error_of(body)["Code"] == "InvalidRequest", body
-
-
 def test_wrong_region_header_auth(server, bucket):
     headers = {"Host": server.host}
     sign_headers("GET", f"/{bucket}", [], headers, sha256_hex(b""), *USERS[0],
