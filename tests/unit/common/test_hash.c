@@ -95,6 +95,11 @@ static void test_digests(void **state)
     hmac_sha256("Jefe", 4, "what do ya want for nothing?", 28, h);
     expect_hex(h, SHA256_LEN, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
 
+    /* RFC 2202 HMAC-SHA1 test case 2 (Signature Version 2's MAC). */
+    uint8_t h1[SHA1_LEN];
+    hmac_sha1("Jefe", 4, "what do ya want for nothing?", 28, h1);
+    expect_hex(h1, SHA1_LEN, "effcdf6ae5eb2fa2d27416d5f184df9c259a7c79");
+
     /* RFC 1321 MD5 vectors, incrementally and in pieces. */
     uint8_t m[MD5_LEN];
     digest_t *d = digest_md5_new();
