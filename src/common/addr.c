@@ -1,5 +1,7 @@
 #include "common/addr.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -55,4 +57,28 @@ int addr_split(const char *s, size_t len, int default_port, addr_hostport_t *out
 int addr_format(char *out, size_t cap, const char *host, int port)
 {
     return snprintf(out, cap, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+}
+
+int addr_from_sockaddr(const struct sockaddr *sa, char *ip, size_t cap, int *port_p)
+{
+    int port = 0;
+    const char *ok = NULL;
+    if (sa && sa->sa_family == AF_INET) {
+        const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
+        ok = inet_ntop(AF_INET, &s4->sin_addr, ip, (socklen_t)cap);
+        port = ntohs(s4->sin_port);
+    } else if (sa && sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+        ok = IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)
+                 ? inet_ntop(AF_INET, &s6->sin6_addr.s6_addr[12], ip, (socklen_t)cap)
+                 : inet_ntop(AF_INET6, &s6->sin6_addr, ip, (socklen_t)cap);
+        port = ntohs(s6->sin6_port);
+    }
+    if (!ok) {
+        snprintf(ip, cap, "?");
+        port = 0;
+    }
+    if (port_p)
+        *port_p = port;
+    return ok ? 0 : -1;
 }

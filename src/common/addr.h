@@ -32,4 +32,13 @@ int addr_split(const char *s, size_t len, int default_port, addr_hostport_t *out
  * Returns the length snprintf would have written: >= cap means truncated. */
 int addr_format(char *out, size_t cap, const char *host, int port);
 
+struct sockaddr;
+
+/* The IP address of sa as text into ip (cap bytes; INET6_ADDRSTRLEN holds
+ * any) and its port into *port_p unless NULL. A v4-mapped IPv6 address (an
+ * IPv4 client of a dual-stack listener) is written as the IPv4 address it
+ * maps, so a client has one address whichever socket it reached. Returns
+ * 0, or -1 for another family or a NULL sa (ip then "?", port 0). */
+int addr_from_sockaddr(const struct sockaddr *sa, char *ip, size_t cap, int *port_p);
+
 #endif

@@ -34,9 +34,10 @@
 #include <ucp/api/ucp.h>
 #include <unistd.h>
 
+#include "common/addr.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/s3r_limits.h"
-#include "common/clock.h"
 #include "rdma/rdma_net.h"
 #include "rdma/rdma_wire.h"
 
@@ -329,7 +330,7 @@ static void refuse_fd(int fd, uint32_t code, const char *msg)
 /* Fills peer, source and local for an accepted fd. unix_peer: it came in on
  * the Unix socket. 0, or -1 when the peer cannot be identified. */
 static int conn_identify(struct rdma_server *srv, bconn_t *c, int unix_peer,
-                         const struct sockaddr_storage *ss, socklen_t sl)
+                         const struct sockaddr_storage *ss)
 {
     if (unix_peer) {
         struct ucred cr;
@@ -345,10 +346,10 @@ static int conn_identify(struct rdma_server *srv, bconn_t *c, int unix_peer,
         snprintf(c->source, sizeof(c->source), "uid:%u", (unsigned)cr.uid);
         return 0;
     }
-    char host[48] = "?", serv[16] = "?";
-    getnameinfo((const struct sockaddr *)ss, sl, host, sizeof(host), serv, sizeof(serv),
-                NI_NUMERICHOST | NI_NUMERICSERV);
-    snprintf(c->peer, sizeof(c->peer), "%s:%s", host, serv);
+    char host[INET6_ADDRSTRLEN];
+    int port;
+    addr_from_sockaddr((const struct sockaddr *)ss, host, sizeof(host), &port);
+    addr_format(c->peer, sizeof(c->peer), host, port);
     snprintf(c->source, sizeof(c->source), "%s", host);
     int one = 1;
     setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -369,7 +370,7 @@ static void conn_accept(struct rdma_server *srv, int lfd)
     }
     c->fd = fd;
     c->refusal = -1;
-    if (conn_identify(srv, c, lfd == srv->unix_fd, &ss, sl) < 0) {
+    if (conn_identify(srv, c, lfd == srv->unix_fd, &ss) < 0) {
         free(c);
         close(fd);
         return;

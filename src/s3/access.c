@@ -233,8 +233,9 @@ typedef struct key_ctx {
     char ip[64]; /* "" when the client has no address */
 } key_ctx_t;
 
-/* The client's address: from "ip:port", "[ip6]:port" (HTTP), "ip6:port"
- * (native), or a native session over the server's Unix socket: this host,
+/* The client's address: from the frontend's "ip:port" or "[ip6]:port"
+ * (common/addr.h: an IPv4 client of a dual-stack listener is its IPv4
+ * address), or a native session over the server's Unix socket: this host,
  * 127.0.0.1. */
 static const char *source_ip(key_ctx_t *k)
 {

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/addr.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -95,17 +96,6 @@ struct connguard {
 static uint64_t guard_ms(const connguard_t *g)
 {
     return clock_mono_ms() - g->base_ms;
-}
-
-static void peer_text(const struct sockaddr_storage *ss, char *out, size_t len)
-{
-    const void *a = NULL;
-    if (ss->ss_family == AF_INET)
-        a = &((const struct sockaddr_in *)ss)->sin_addr;
-    else if (ss->ss_family == AF_INET6)
-        a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
-    if (!a || !inet_ntop(ss->ss_family, a, out, (socklen_t)len))
-        snprintf(out, len, "?");
 }
 
 /* ---- the connection's side ---------------------------------------------------------- */
@@ -217,7 +207,8 @@ static bool reap(connguard_t *g, cg_conn_t *c, unsigned gen, uint64_t st,
         atomic_compare_exchange_strong(&c->state, &st, state_make(CG_CLOSING, guard_ms(g)))) {
         atomic_fetch_add(counter, 1);
         shutdown(c->fd, SHUT_RDWR);
-        peer_text(&c->peer, g->last_peer, sizeof(g->last_peer));
+        addr_from_sockaddr((const struct sockaddr *)&c->peer, g->last_peer, sizeof(g->last_peer),
+                           NULL);
         done = true;
     }
     pthread_mutex_unlock(&c->lock);

@@ -5,7 +5,6 @@
  * request's life is request.c's, operation logic lives in ops_*.c. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,17 +256,9 @@ static const char *rdma_endpoint_for(req_private_t *rp)
         struct sockaddr_storage ss;
         socklen_t len = sizeof(ss);
         char ip[INET6_ADDRSTRLEN];
-        if (getsockname(hc->fd, (struct sockaddr *)&ss, &len) != 0)
+        if (getsockname(hc->fd, (struct sockaddr *)&ss, &len) != 0 ||
+            addr_from_sockaddr((const struct sockaddr *)&ss, ip, sizeof(ip), NULL) != 0)
             return NULL;
-        if (ss.ss_family == AF_INET6) {
-            const struct in6_addr *a6 = &((const struct sockaddr_in6 *)&ss)->sin6_addr;
-            if (IN6_IS_ADDR_V4MAPPED(a6)) /* an IPv4 client of a dual-stack listener */
-                inet_ntop(AF_INET, &a6->s6_addr[12], ip, sizeof(ip));
-            else
-                inet_ntop(AF_INET6, a6, ip, sizeof(ip));
-        } else {
-            inet_ntop(AF_INET, &((const struct sockaddr_in *)&ss)->sin_addr, ip, sizeof(ip));
-        }
         addr_format(hc->rdma_endpoint, sizeof(hc->rdma_endpoint), ip, c->rdma_advertise_port);
     }
     return hc->rdma_endpoint;
@@ -307,15 +298,12 @@ static void http_remote(s3_req_t *req, char *out, size_t cap)
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    char host[INET6_ADDRSTRLEN], port[8];
-    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
-    socklen_t len =
-        sa && sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-    if (!sa || getnameinfo(sa, len, host, sizeof(host), port, sizeof(port),
-                           NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+    char ip[INET6_ADDRSTRLEN];
+    int port;
+    if (addr_from_sockaddr(ci ? ci->client_addr : NULL, ip, sizeof(ip), &port) != 0)
         snprintf(out, cap, "-");
     else
-        addr_format(out, cap, host, atoi(port));
+        addr_format(out, cap, ip, port);
 }
 
 static bool http_secure(s3_req_t *req)

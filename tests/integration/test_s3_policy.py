@@ -16,8 +16,9 @@ import botocore
 import pytest
 from botocore.exceptions import ClientError
 
-from s3r_itest import (REPO_ROOT, UCX_ENVS, USERS, RdmaServer, assert_error, boto_client,
-                       client_error, empty_bucket, free_port, raw_request)
+from s3r_itest import (REPO_ROOT, UCX_ENVS, USERS, RdmaServer, Server, assert_error,
+                       boto_client, client_error, empty_bucket, free_port, raw_request,
+                       write_config)
 
 OWNER, OTHER = USERS[0], USERS[1]
 ARN = "arn:aws:s3:::"
@@ -286,6 +287,28 @@ def test_conditions(s3, s3_user2, pbucket):
         stmt("Deny", "s3:PutObject", objs,
              condition={"Null": {"s3:x-amz-server-side-encryption": "true"}}))
     denied(s3_user2.put_object, Bucket=b, Key="up2", Body=b"x")
+
+
+def test_source_ip_on_a_dual_stack_listener(tmp_path):
+    """A server listening on every address (':PORT': IPv6 with IPv4 clients as
+    v4-mapped addresses) gives an IPv4 client its IPv4 address as aws:SourceIp,
+    so IPv4 ranges in a policy match it as on AWS."""
+    write_config(tmp_path / "c.yaml")
+    port = free_port()
+    srv = Server(tmp_path / "d", tmp_path / "c.yaml", tmp_path / "s.log",
+                 extra_args=["--listen", f":{port}"])
+    srv.start(port=port)
+    try:
+        s3 = boto_client(srv)
+        s3.create_bucket(Bucket="dual")
+        s3.put_object(Bucket="dual", Key="k", Body=b"v")
+        s3.put_bucket_policy(Bucket="dual", Policy=policy("dual", stmt(
+            "Allow", "s3:GetObject", f"{ARN}dual/*",
+            condition={"IpAddress": {"aws:SourceIp": "127.0.0.0/8"}})))
+        anon = boto_client(srv, signature_version=botocore.UNSIGNED)
+        assert anon.get_object(Bucket="dual", Key="k")["Body"].read() == b"v"
+    finally:
+        srv.stop()
 
 
 def test_delete_objects_decides_key_by_key(s3, s3_user2, pbucket):

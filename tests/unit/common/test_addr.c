@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <arpa/inet.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -103,6 +104,32 @@ static void test_format(void **state)
     }
 }
 
+static void test_from_sockaddr(void **state)
+{
+    (void)state;
+    char ip[INET6_ADDRSTRLEN];
+    int port = -1;
+    struct sockaddr_in s4 = {.sin_family = AF_INET, .sin_port = htons(9000)};
+    inet_pton(AF_INET, "10.1.2.3", &s4.sin_addr);
+    assert_int_equal(addr_from_sockaddr((struct sockaddr *)&s4, ip, sizeof(ip), &port), 0);
+    assert_string_equal(ip, "10.1.2.3");
+    assert_int_equal(port, 9000);
+    /* An IPv4 client of a dual-stack listener is its IPv4 address. */
+    struct sockaddr_in6 s6 = {.sin6_family = AF_INET6, .sin6_port = htons(443)};
+    inet_pton(AF_INET6, "::ffff:127.0.0.1", &s6.sin6_addr);
+    assert_int_equal(addr_from_sockaddr((struct sockaddr *)&s6, ip, sizeof(ip), &port), 0);
+    assert_string_equal(ip, "127.0.0.1");
+    assert_int_equal(port, 443);
+    inet_pton(AF_INET6, "fd00::2", &s6.sin6_addr);
+    assert_int_equal(addr_from_sockaddr((struct sockaddr *)&s6, ip, sizeof(ip), NULL), 0);
+    assert_string_equal(ip, "fd00::2");
+    struct sockaddr su = {.sa_family = AF_UNIX};
+    assert_int_equal(addr_from_sockaddr(&su, ip, sizeof(ip), &port), -1);
+    assert_string_equal(ip, "?");
+    assert_int_equal(port, 0);
+    assert_int_equal(addr_from_sockaddr(NULL, ip, sizeof(ip), &port), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -110,6 +137,7 @@ int main(void)
         cmocka_unit_test(test_split_refused),
         cmocka_unit_test(test_split_honours_len),
         cmocka_unit_test(test_format),
+        cmocka_unit_test(test_from_sockaddr),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
