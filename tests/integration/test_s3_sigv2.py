@@ -207,13 +207,9 @@ def test_boto3_presigned_post_v2(v2, s3, bucket):
     p = v2.generate_presigned_post(bucket, "b/${filename}", ExpiresIn=300)
     assert "AWSAccessKeyId" in p["fields"] and "signature" in p["fields"], p
     files = [(k, (None, v)) for k, v in p["fields"].items()] + [("file", ("f.txt", b"bp"))]
-    r = requests.post(f"{server_endpoint(v2)}/{bucket}", files=files, timeout=30)
+    r = requests.post(f"{v2.meta.endpoint_url}/{bucket}", files=files, timeout=30)
     assert r.status_code == 204, r.text
     assert s3.get_object(Bucket=bucket, Key="b/f.txt")["Body"].read() == b"bp"
-
-
-def server_endpoint(client):
-    return client.meta.endpoint_url
 
 
 def test_s3cmd_signature_v2(server, s3, tmp_path):
