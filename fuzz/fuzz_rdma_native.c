@@ -56,7 +56,9 @@ static void check_req(const uint8_t *msg, size_t size, int head_rc, const rdma_n
     FUZZ_CHECK(rdma_native_op_name(m.head.opcode) != NULL);
     FUZZ_CHECK(m.head.request_id == h->request_id);
     FUZZ_CHECK(memcmp(m.head.session_id, h->session_id, RDMA_SESSION_ID_LEN) == 0);
-    FUZZ_CHECK(msg[6] == 0 && msg[7] == 0); /* flags */
+    /* flags (big-endian): only the known ones, as parsed */
+    uint16_t flags = (uint16_t)(msg[6] << 8 | msg[7]);
+    FUZZ_CHECK((flags & ~RDMA_NATIVE_FLAG_PROGRESS) == 0 && m.head.flags == flags);
 
     /* The arena rdma_native_parse_req allocates (see there). */
     size_t arena = size + 2 + 2 * RDMA_NATIVE_MAX_PARAMS + 1;
