@@ -136,20 +136,20 @@ def test_make_install_passes_prefix_and_destdir():
 def help_keys():
     """Every file key `s3rdmad --help` lists: the settings table as the server reports it."""
     out = run([BINARY, "--help"], env=clean_env()).stdout
-    keys = re.findall(r"file key ([a-z_.]+)", out)
+    keys = re.findall(r"file key ([a-z0-9_.]+)", out)
     assert len(keys) > 20, out
     return keys
 
 
 def uncomment_all(text):
     """The sample with every setting, section and the example user in effect."""
-    return re.sub(r"^( *)#([a-z_]+:| +- | +secret_key:)", r"\1\2", text, flags=re.M)
+    return re.sub(r"^( *)#([a-z0-9_]+:| +- | +secret_key:)", r"\1\2", text, flags=re.M)
 
 
 def test_sample_config_lists_every_setting(root):
     text = (root / "etc/s3rdma/s3rdmad.yaml").read_text()
     # Only data_dir is in effect: the systemd unit's StateDirectory.
-    assert re.findall(r"^[a-z_]+:.*$", text, re.M) == ["data_dir: /var/lib/s3rdma"]
+    assert re.findall(r"^[a-z0-9_]+:.*$", text, re.M) == ["data_dir: /var/lib/s3rdma"]
     for key in help_keys():
         # "a.b.c": "#a:", then "  #b:" inside it, then "    #c: " inside that.
         *sections, name = key.split(".")
