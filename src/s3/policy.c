@@ -1,19 +1,16 @@
-/* The S3 bucket-policy language: parsing and validation (jansson), and
- * evaluation. A parsed policy is immutable: many threads evaluate it at
- * once. Every list it holds is bounded (policy.h), and matching a wildcard
- * is a loop with one backtrack point, never a recursion. */
-#include "s3/policy.h"
+/* The S3 bucket-policy language: parsing and validation (jansson) into the
+ * parsed form (policy_form.h); evaluation is policy_eval.c's. Every list a
+ * policy holds is bounded (policy.h), and matching a wildcard is a loop with
+ * one backtrack point, never a recursion (policy_value.c). */
+#include "s3/policy_form.h"
 
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <jansson.h>
 #include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #define ARN_S3 "arn:aws:s3:::"
 
@@ -124,41 +121,6 @@ static const char *const known_s3_keys[] = {
 static const char *const known_s3_key_prefixes[] = {"s3:existingobjecttag/",
                                                     "s3:requestobjecttag/"};
 
-/* Keys that, in an Allow with a wildcard principal, narrow who it grants
- * (GetBucketPolicyStatus): such a statement is not public. */
-static const char *const narrowing_keys[] = {
-    "aws:sourceip",      "aws:sourcevpc",   "aws:sourcevpce",     "aws:sourcearn",
-    "aws:sourceaccount", "aws:sourceowner", "aws:principalorgid", "aws:principalaccount",
-    "aws:principalarn",  "aws:userid",      "aws:username",       "aws:principalorgpaths",
-};
-
-#define N(a) (sizeof(a) / sizeof((a)[0]))
-
-typedef enum cmp_kind {
-    CMP_STR_EQ,
-    CMP_STR_EQ_ICASE,
-    CMP_STR_LIKE,
-    CMP_NUM_EQ,
-    CMP_NUM_LT,
-    CMP_NUM_LE,
-    CMP_NUM_GT,
-    CMP_NUM_GE,
-    CMP_DATE_EQ,
-    CMP_DATE_LT,
-    CMP_DATE_LE,
-    CMP_DATE_GT,
-    CMP_DATE_GE,
-    CMP_BOOL,
-    CMP_IP,
-    CMP_NULL,
-} cmp_kind_t;
-
-typedef struct op_def {
-    const char *name;
-    cmp_kind_t cmp;
-    bool negate;
-} op_def_t;
-
 static const op_def_t op_defs[] = {
     {"StringEquals", CMP_STR_EQ, false},
     {"StringNotEquals", CMP_STR_EQ, true},
@@ -187,87 +149,6 @@ static const op_def_t op_defs[] = {
     {"NotIpAddress", CMP_IP, true},
     {"Null", CMP_NULL, false},
 };
-
-/* ---- the parsed form ------------------------------------------------------------- */
-
-typedef enum set_qual { SET_NONE = 0, SET_ANY, SET_ALL } set_qual_t;
-
-typedef struct cidr {
-    int family; /* AF_INET, AF_INET6 */
-    uint8_t addr[16];
-    int bits;
-} cidr_t;
-
-typedef struct strlist {
-    char **v;
-    size_t n;
-} strlist_t;
-
-typedef struct cond {
-    const op_def_t *op;
-    bool if_exists;
-    set_qual_t set;
-    char *key; /* lower-case */
-    strlist_t values;
-    cidr_t *cidrs; /* CMP_IP: the values parsed */
-    double *nums;  /* CMP_NUM_*, CMP_DATE_*: the values parsed (dates: unix seconds) */
-} cond_t;
-
-typedef struct stmt {
-    bool deny;
-    bool not_principal, not_action, not_resource;
-    bool any_principal;   /* "*" among the principals */
-    strlist_t principals; /* access keys */
-    strlist_t actions;    /* lower-case patterns */
-    strlist_t resources;  /* patterns */
-    cond_t *conds;
-    size_t n_conds;
-} stmt_t;
-
-struct s3_policy {
-    stmt_t *stmts;
-    size_t n;
-};
-
-/* ---- matching ----------------------------------------------------------------------- */
-
-/* Whether s matches pattern p, where '*' stands for any run of characters
- * and '?' for one, case-sensitive (actions are matched lower-cased on both
- * sides). One backtrack point: linear space, at most len(p) * len(s) steps. */
-static bool glob(const char *p, const char *s)
-{
-    const char *star = NULL, *mark = NULL;
-    while (*s) {
-        if (*p == '*') {
-            star = p++;
-            mark = s;
-        } else if (*p && (*p == '?' || *p == *s)) {
-            p++;
-            s++;
-        } else if (star) {
-            p = star + 1;
-            s = ++mark;
-        } else {
-            return false;
-        }
-    }
-    while (*p == '*')
-        p++;
-    return *p == '\0';
-}
-
-/* s lower-cased into out (cap bytes); false if it does not fit. */
-static bool lower(const char *s, char *out, size_t cap)
-{
-    size_t i = 0;
-    for (; s[i]; i++) {
-        if (i + 1 >= cap)
-            return false;
-        out[i] = (char)tolower((unsigned char)s[i]);
-    }
-    out[i] = '\0';
-    return true;
-}
 
 /* ---- parsing ---------------------------------------------------------------------- */
 
@@ -427,8 +308,8 @@ static bool add_action(parser_t *ps, void *ctx, const char *s)
             return fail(ps, "Policy has invalid action");
         char pat[S3R_POLICY_MAX_STRING + 1];
         bool any = false;
-        for (size_t i = 0; i < N(known_actions) && !any && lower(s, pat, sizeof pat); i++)
-            any = glob(pat, known_actions[i]);
+        for (size_t i = 0; i < N(known_actions) && !any && policy_lower(s, pat, sizeof pat); i++)
+            any = policy_glob(pat, known_actions[i]);
         if (!any)
             return fail(ps, "Policy has invalid action");
     }
@@ -449,108 +330,10 @@ static bool add_resource(parser_t *ps, void *ctx, const char *s)
             return fail(ps, "Policy has invalid resource");
         memcpy(pat, b, blen);
         pat[blen] = '\0';
-        if (!glob(pat, ps->bucket))
+        if (!policy_glob(pat, ps->bucket))
             return fail(ps, "Policy has invalid resource");
     }
     return strlist_add(ps, &st->resources, s, false);
-}
-
-static bool parse_cidr(const char *s, cidr_t *c)
-{
-    char host[64];
-    const char *slash = strchr(s, '/');
-    size_t hlen = slash ? (size_t)(slash - s) : strlen(s);
-    if (hlen == 0 || hlen >= sizeof host)
-        return false;
-    memcpy(host, s, hlen);
-    host[hlen] = '\0';
-    memset(c, 0, sizeof *c);
-    if (inet_pton(AF_INET, host, c->addr) == 1)
-        c->family = AF_INET, c->bits = 32;
-    else if (inet_pton(AF_INET6, host, c->addr) == 1)
-        c->family = AF_INET6, c->bits = 128;
-    else
-        return false;
-    if (slash) {
-        char *end;
-        long b = strtol(slash + 1, &end, 10);
-        if (end == slash + 1 || *end || b < 0 || b > c->bits)
-            return false;
-        c->bits = (int)b;
-    }
-    return true;
-}
-
-static bool cidr_match(const cidr_t *c, const cidr_t *ip)
-{
-    if (c->family != ip->family)
-        return false;
-    int full = c->bits / 8, rest = c->bits % 8;
-    if (memcmp(c->addr, ip->addr, (size_t)full) != 0)
-        return false;
-    if (!rest)
-        return true;
-    uint8_t mask = (uint8_t)(0xFF << (8 - rest));
-    return (c->addr[full] & mask) == (ip->addr[full] & mask);
-}
-
-/* Unix seconds of an ISO 8601 date ("2026-11-26", "...T01:02:03Z", with
- * fractions, or an offset) or of an epoch number; -1 if neither. */
-static bool parse_date(const char *s, double *out)
-{
-    char *end;
-    if (*s && strspn(s, "0123456789") == strlen(s)) {
-        *out = strtod(s, &end);
-        return true;
-    }
-    struct tm tm;
-    memset(&tm, 0, sizeof tm);
-    const char *p = strptime(s, "%Y-%m-%d", &tm);
-    if (!p)
-        return false;
-    double frac = 0;
-    long off = 0;
-    if (*p == 'T') {
-        p = strptime(p + 1, "%H:%M:%S", &tm);
-        if (!p)
-            return false;
-        if (*p == '.') {
-            frac = strtod(p, &end);
-            p = end;
-        }
-        if (*p == 'Z') {
-            p++;
-        } else if (*p == '+' || *p == '-') {
-            int hh, mm;
-            if (sscanf(p + 1, "%2d:%2d", &hh, &mm) != 2 || strlen(p) != 6)
-                return false;
-            off = (*p == '+' ? 1 : -1) * (hh * 3600L + mm * 60L);
-            p += 6;
-        }
-    }
-    if (*p)
-        return false;
-    *out = (double)timegm(&tm) - (double)off + frac;
-    return true;
-}
-
-static bool parse_number(const char *s, double *out)
-{
-    char *end;
-    if (!*s)
-        return false;
-    *out = strtod(s, &end);
-    return *end == '\0';
-}
-
-static bool is_numeric(cmp_kind_t k)
-{
-    return k >= CMP_NUM_EQ && k <= CMP_NUM_GE;
-}
-
-static bool is_date(cmp_kind_t k)
-{
-    return k >= CMP_DATE_EQ && k <= CMP_DATE_GE;
 }
 
 static bool add_value(parser_t *ps, void *ctx, const char *s)
@@ -559,14 +342,15 @@ static bool add_value(parser_t *ps, void *ctx, const char *s)
     cmp_kind_t k = c->op->cmp;
     if (c->values.n >= S3R_POLICY_MAX_VALUES)
         return strlist_add(ps, &c->values, s, false); /* fails with the bound's message */
-    if (is_numeric(k) || is_date(k)) {
+    if (policy_is_numeric(k) || policy_is_date(k)) {
         double *n = realloc(c->nums, (c->values.n + 1) * sizeof *n);
         if (!n)
             return fail(ps, "Out of memory.");
         c->nums = n;
-        if (is_numeric(k) ? !parse_number(s, &n[c->values.n]) : !parse_date(s, &n[c->values.n]))
-            return fail(ps, "Invalid %s value in condition: %s", is_numeric(k) ? "numeric" : "date",
-                        s);
+        if (policy_is_numeric(k) ? !policy_parse_number(s, &n[c->values.n])
+                                 : !policy_parse_date(s, &n[c->values.n]))
+            return fail(ps, "Invalid %s value in condition: %s",
+                        policy_is_numeric(k) ? "numeric" : "date", s);
     } else if (k == CMP_BOOL || k == CMP_NULL) {
         if (strcasecmp(s, "true") != 0 && strcasecmp(s, "false") != 0)
             return fail(ps, "Invalid boolean value in condition: %s", s);
@@ -575,7 +359,7 @@ static bool add_value(parser_t *ps, void *ctx, const char *s)
         if (!n)
             return fail(ps, "Out of memory.");
         c->cidrs = n;
-        if (!parse_cidr(s, &c->cidrs[c->values.n]))
+        if (!policy_parse_cidr(s, &c->cidrs[c->values.n]))
             return fail(ps, "Invalid IP address in condition: %s", s);
     }
     return strlist_add(ps, &c->values, s, false);
@@ -790,139 +574,4 @@ void s3_policy_free(s3_policy_t *p)
         stmt_free(&p->stmts[i]);
     free(p->stmts);
     free(p);
-}
-
-/* ---- evaluation ------------------------------------------------------------------ */
-
-/* The request's value of a condition's key, parsed once for its type. */
-typedef struct have {
-    const char *s;
-    double num;
-    cidr_t ip;
-    bool ok; /* parsed (false: no value of the type matches) */
-} have_t;
-
-static bool value_matches(const cond_t *c, size_t i, const have_t *h)
-{
-    const char *want = c->values.v[i];
-    switch (c->op->cmp) {
-    case CMP_STR_EQ:
-        return strcmp(h->s, want) == 0;
-    case CMP_STR_EQ_ICASE:
-    case CMP_BOOL:
-        return strcasecmp(h->s, want) == 0;
-    case CMP_STR_LIKE:
-        return glob(want, h->s);
-    case CMP_IP:
-        return h->ok && cidr_match(&c->cidrs[i], &h->ip);
-    case CMP_NUM_EQ:
-    case CMP_DATE_EQ:
-        return h->ok && h->num == c->nums[i];
-    case CMP_NUM_LT:
-    case CMP_DATE_LT:
-        return h->ok && h->num < c->nums[i];
-    case CMP_NUM_LE:
-    case CMP_DATE_LE:
-        return h->ok && h->num <= c->nums[i];
-    case CMP_NUM_GT:
-    case CMP_DATE_GT:
-        return h->ok && h->num > c->nums[i];
-    case CMP_NUM_GE:
-    case CMP_DATE_GE:
-        return h->ok && h->num >= c->nums[i];
-    case CMP_NULL:
-        break; /* handled by the caller */
-    }
-    return false;
-}
-
-/* IAM's rules: a key the request lacks fails a condition, except that a
- * negated operator, ...IfExists and ForAllValues hold then; Null tests
- * presence. Values of one key are ORed; a negated operator holds when none
- * matches. */
-static bool cond_holds(const cond_t *c, const s3_policy_query_t *q)
-{
-    char buf[64];
-    have_t h = {q->key(q->ctx, c->key, buf, sizeof buf), 0, {0}, true};
-    if (c->op->cmp == CMP_NULL) {
-        bool want_absent = false;
-        for (size_t i = 0; i < c->values.n; i++)
-            if (strcasecmp(c->values.v[i], "true") == 0)
-                want_absent = true;
-        return want_absent == (h.s == NULL);
-    }
-    if (!h.s)
-        return c->if_exists || c->set == SET_ALL || c->op->negate;
-    if (c->op->cmp == CMP_IP)
-        h.ok = strchr(h.s, '/') == NULL && parse_cidr(h.s, &h.ip);
-    else if (is_numeric(c->op->cmp))
-        h.ok = parse_number(h.s, &h.num);
-    else if (is_date(c->op->cmp))
-        h.ok = parse_date(h.s, &h.num);
-    bool any = false;
-    for (size_t i = 0; i < c->values.n && !any; i++)
-        any = value_matches(c, i, &h);
-    return c->op->negate ? !any : any;
-}
-
-static bool principal_matches(const stmt_t *st, const char *who)
-{
-    bool m = st->any_principal;
-    for (size_t i = 0; i < st->principals.n && !m && who; i++)
-        m = strcmp(st->principals.v[i], who) == 0;
-    return st->not_principal ? !m : m;
-}
-
-/* action: q->action lower-cased. */
-static bool statement_applies(const stmt_t *st, const s3_policy_query_t *q, const char *action)
-{
-    if (!principal_matches(st, q->principal))
-        return false;
-    bool m = false;
-    for (size_t i = 0; i < st->actions.n && !m; i++)
-        m = glob(st->actions.v[i], action);
-    if (m == st->not_action)
-        return false;
-    m = false;
-    for (size_t i = 0; i < st->resources.n && !m; i++)
-        m = glob(st->resources.v[i], q->resource);
-    if (m == st->not_resource)
-        return false;
-    for (size_t i = 0; i < st->n_conds; i++)
-        if (!cond_holds(&st->conds[i], q))
-            return false;
-    return true;
-}
-
-s3_policy_effect_t s3_policy_eval(const s3_policy_t *p, const s3_policy_query_t *q)
-{
-    char action[128];
-    if (!lower(q->action, action, sizeof action))
-        return S3_POLICY_DENY; /* no such action: fail closed */
-    s3_policy_effect_t r = S3_POLICY_NONE;
-    for (size_t i = 0; i < p->n; i++) {
-        if (!statement_applies(&p->stmts[i], q, action))
-            continue;
-        if (p->stmts[i].deny)
-            return S3_POLICY_DENY;
-        r = S3_POLICY_ALLOW;
-    }
-    return r;
-}
-
-bool s3_policy_is_public(const s3_policy_t *p)
-{
-    for (size_t i = 0; i < p->n; i++) {
-        const stmt_t *st = &p->stmts[i];
-        if (st->deny || !(st->any_principal || st->not_principal))
-            continue;
-        bool narrowed = false;
-        for (size_t c = 0; c < st->n_conds && !narrowed; c++)
-            for (size_t k = 0; k < N(narrowing_keys) && !narrowed; k++)
-                narrowed =
-                    strcmp(st->conds[c].key, narrowing_keys[k]) == 0 && !st->conds[c].op->negate;
-        if (!narrowed)
-            return true;
-    }
-    return false;
 }
