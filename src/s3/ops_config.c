@@ -225,6 +225,14 @@ static void config_write(s3_req_t *req, stor_bucket_cfg_t kind, const void *data
         s3_reply_empty(req, status);
 }
 
+/* Delete<Config>: the owner removes the bucket's kind document; 204 even
+ * when there was none, as S3 answers. */
+static void config_delete(s3_req_t *req, stor_bucket_cfg_t kind)
+{
+    if (s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
+        config_write(req, kind, NULL, 0, 204);
+}
+
 /* The bucket's public-access block flags (S3_PAB_*; 0 when unset), or -1
  * after replying an error. */
 static int bucket_pab(s3_req_t *req)
@@ -291,8 +299,7 @@ static void put_policy_finish(s3_req_t *req)
 
 static void delete_policy_begin(s3_req_t *req)
 {
-    if (s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
-        config_write(req, STOR_BCFG_POLICY, NULL, 0, 204);
+    config_delete(req, STOR_BCFG_POLICY);
 }
 
 static void get_policy_status_begin(s3_req_t *req)
@@ -388,8 +395,7 @@ static void put_pab_finish(s3_req_t *req)
 
 static void delete_pab_begin(s3_req_t *req)
 {
-    if (s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
-        config_write(req, STOR_BCFG_PUBLIC_ACCESS_BLOCK, NULL, 0, 204);
+    config_delete(req, STOR_BCFG_PUBLIC_ACCESS_BLOCK);
 }
 
 static void get_ownership_begin(s3_req_t *req)
@@ -430,8 +436,7 @@ static void put_ownership_finish(s3_req_t *req)
 
 static void delete_ownership_begin(s3_req_t *req)
 {
-    if (s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
-        config_write(req, STOR_BCFG_OWNERSHIP, NULL, 0, 204);
+    config_delete(req, STOR_BCFG_OWNERSHIP);
 }
 
 /* ---- CORS ---------------------------------------------------------------------------- */
@@ -476,8 +481,7 @@ static void put_cors_finish(s3_req_t *req)
 
 static void delete_cors_begin(s3_req_t *req)
 {
-    if (s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
-        config_write(req, STOR_BCFG_CORS, NULL, 0, 204);
+    config_delete(req, STOR_BCFG_CORS);
 }
 
 /* The CORS configuration of bucket name (empty when it has none). Returns
