@@ -139,8 +139,9 @@ static s3_error_t cfg_parse(access_cfg_t *c, int kind, const buf_t *doc, const c
         c->pab = d[0] & S3_PAB_ALL;
     } else if (kind == STOR_BCFG_OWNERSHIP && doc->len == 1 && d[0] < S3_OWNERSHIP_COUNT) {
         c->ownership = (s3_ownership_t)d[0];
-    } else if (kind == STOR_BCFG_CORS) {
-        /* Not an access document: CORS never grants or denies (ops_config.c). */
+    } else if (kind == STOR_BCFG_CORS || kind == STOR_BCFG_LIFECYCLE) {
+        /* Not access documents: CORS and lifecycle rules never grant or deny
+         * (ops_config.c). */
     } else {
         return S3E_INTERNAL;
     }
@@ -325,6 +326,8 @@ static const struct {
     {&s3_op_put_bucket_cors, "s3:PutBucketCORS"},
     {&s3_op_delete_bucket_cors, "s3:PutBucketCORS"},
     {&s3_op_get_bucket_lifecycle, "s3:GetLifecycleConfiguration"},
+    {&s3_op_put_bucket_lifecycle, "s3:PutLifecycleConfiguration"},
+    {&s3_op_delete_bucket_lifecycle, "s3:PutLifecycleConfiguration"},
     {&s3_op_get_object_lock_config, "s3:GetBucketObjectLockConfiguration"},
     {&s3_op_get_bucket_encryption, "s3:GetEncryptionConfiguration"},
     {&s3_op_get_public_access_block, "s3:GetBucketPublicAccessBlock"},
@@ -339,7 +342,6 @@ static const struct {
     const char *subresource, *action;
 } config_actions[] = {
     {"tagging", "s3:PutBucketTagging"},
-    {"lifecycle", "s3:PutLifecycleConfiguration"},
     {"object-lock", "s3:PutBucketObjectLockConfiguration"},
     {"encryption", "s3:PutEncryptionConfiguration"},
 };

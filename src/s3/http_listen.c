@@ -193,6 +193,8 @@ s3_server_t *s3_server_start(const s3_server_config_t *cfg)
         c->idle_timeout_s = S3R_HTTP_IDLE_TIMEOUT_S;
     if (!c->body_rate_window_s)
         c->body_rate_window_s = S3R_HTTP_BODY_RATE_WINDOW_S;
+    if (!c->lifecycle_day_s)
+        c->lifecycle_day_s = 86400;
     uint32_t inst;
     random_bytes(&inst, sizeof(inst));
     srv->instance = inst;

@@ -168,6 +168,7 @@ typedef enum stor_bucket_cfg {
     STOR_BCFG_PUBLIC_ACCESS_BLOCK, /* PublicAccessBlockConfiguration flags */
     STOR_BCFG_OWNERSHIP,           /* OwnershipControls rule */
     STOR_BCFG_CORS,                /* the CORS configuration (s3/cors.h's stored form) */
+    STOR_BCFG_LIFECYCLE,           /* the lifecycle configuration (canonical XML, s3/lifecycle.h) */
     STOR_BCFG_COUNT
 } stor_bucket_cfg_t;
 #define STOR_BCFG_MAX_BYTES (64u * 1024) /* one document; larger: STOR_ERR_TOO_LARGE */
