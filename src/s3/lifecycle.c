@@ -454,6 +454,12 @@ bool s3_lc_rule_matches(const s3_lc_rule_t *rule, const char *key, uint64_t size
     return true;
 }
 
+int64_t s3_lc_due(int64_t since_s, int32_t days, int64_t day_s)
+{
+    int64_t due = since_s + (int64_t)days * day_s;
+    return (due + day_s - 1) / day_s * day_s;
+}
+
 int64_t s3_lc_expiry(const s3_lc_t *cfg, const char *key, uint64_t size, int64_t mtime_s,
                      int64_t day_s, s3_lc_tag_fn tag_fn, void *ctx, const s3_lc_rule_t **rule_p)
 {
@@ -464,11 +470,7 @@ int64_t s3_lc_expiry(const s3_lc_t *cfg, const char *key, uint64_t size, int64_t
         if (!r->enabled || (r->exp_days <= 0 && r->exp_date < 0) ||
             !s3_lc_rule_matches(r, key, size, tag_fn, ctx))
             continue;
-        int64_t t = r->exp_date;
-        if (r->exp_days > 0) {
-            int64_t due = mtime_s + (int64_t)r->exp_days * day_s;
-            t = (due + day_s - 1) / day_s * day_s;
-        }
+        int64_t t = r->exp_days > 0 ? s3_lc_due(mtime_s, r->exp_days, day_s) : r->exp_date;
         if (best < 0 || t < best) {
             best = t;
             *rule_p = r;

@@ -86,6 +86,11 @@ typedef const char *(*s3_lc_tag_fn)(void *ctx, const char *key);
 bool s3_lc_rule_matches(const s3_lc_rule_t *rule, const char *key, uint64_t size,
                         s3_lc_tag_fn tag_fn, void *ctx);
 
+/* The time days of day_s seconds after since_s falls due, as S3 counts
+ * lifecycle days: rounded up to the next midnight (a multiple of day_s since
+ * the epoch). */
+int64_t s3_lc_due(int64_t since_s, int32_t days, int64_t day_s);
+
 /* When the current version of an object written at mtime_s expires under
  * cfg, the earliest of its enabled Expiration rules that match: a Days rule
  * at the first midnight (a multiple of day_s since the epoch) at least

@@ -41,9 +41,10 @@ typedef struct s3_listener {
 struct s3_server {
     s3_server_config_t cfg;
     s3_listener_t http, https;
-    struct connguard *guard;    /* receive deadlines: connguard.h */
-    struct s3_metrics *metrics; /* s3_metrics.c; NULL when cfg.metrics_enabled is off */
-    struct hash_pool *hashers;  /* MD5 beside the body's write (body.c); NULL: in line */
+    struct connguard *guard;        /* receive deadlines: connguard.h */
+    struct s3_metrics *metrics;     /* s3_metrics.c; NULL when cfg.metrics_enabled is off */
+    struct hash_pool *hashers;      /* MD5 beside the body's write (body.c); NULL: in line */
+    struct s3_lc_runner *lifecycle; /* applies lifecycle rules (lifecycle_run.h) */
     atomic_uint inflight;
     atomic_ulong request_seq;
     atomic_bool stopping;

@@ -7,7 +7,7 @@ import time
 import pytest
 from botocore.exceptions import ClientError
 
-from s3r_itest import assert_error, raw_request
+from s3r_itest import assert_error, boto_client, new_bucket_name, raw_request
 
 DAY = 86400
 
@@ -201,3 +201,39 @@ def test_expiration_header_tag_rules_need_tags(s3, bucket):
     put_rules(s3, bucket, [{"ID": "tagged", "Filter": {"Tag": {"Key": "t", "Value": "1"}},
                             "Status": "Enabled", "Expiration": {"Days": 1}}])
     assert expiry(s3.put_object(Bucket=bucket, Key="k", Body=b"x")) is None
+
+
+def wait_for(cond, timeout=30):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def test_runner_aborts_incomplete_uploads(make_server):
+    """With a 2-second day the runner (a pass every second) aborts the uploads an enabled
+    AbortIncompleteMultipartUpload rule names once they are a day old, and no other."""
+    srv = make_server(extra_args=["--lifecycle-day-seconds", "2"])
+    s3 = boto_client(srv)
+    bucket = new_bucket_name()
+    s3.create_bucket(Bucket=bucket)
+    old = s3.create_multipart_upload(Bucket=bucket, Key="tmp/a")["UploadId"]
+    keep = s3.create_multipart_upload(Bucket=bucket, Key="keep/b")["UploadId"]
+    s3.upload_part(Bucket=bucket, Key="tmp/a", UploadId=old, PartNumber=1, Body=b"x" * 100)
+    put_rules(s3, bucket, [
+        {"ID": "tmp", "Filter": {"Prefix": "tmp/"}, "Status": "Enabled",
+         "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1}},
+        {"ID": "off", "Filter": {"Prefix": "keep/"}, "Status": "Disabled",
+         "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1}},
+    ])
+
+    def uploads():
+        return {u["UploadId"] for u in s3.list_multipart_uploads(Bucket=bucket).get("Uploads", [])}
+    assert wait_for(lambda: old not in uploads()), srv.log_tail()
+    assert keep in uploads()
+    with pytest.raises(ClientError) as e:
+        s3.list_parts(Bucket=bucket, Key="tmp/a", UploadId=old)
+    assert_error(e, "NoSuchUpload", 404)
+    assert "upload " + old + " aborted (rule \"tmp\")" in srv.log_tail(200)
