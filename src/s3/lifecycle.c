@@ -479,6 +479,25 @@ int64_t s3_lc_expiry(const s3_lc_t *cfg, const char *key, uint64_t size, int64_t
     return best;
 }
 
+int64_t s3_lc_abort_due(const s3_lc_t *cfg, const char *key, int64_t initiated_s, int64_t day_s,
+                        const s3_lc_rule_t **rule_p)
+{
+    int64_t best = -1;
+    *rule_p = NULL;
+    for (size_t i = 0; cfg && i < cfg->n_rules; i++) {
+        const s3_lc_rule_t *r = &cfg->rules[i];
+        if (!r->enabled || r->abort_days <= 0 ||
+            (r->prefix && strncmp(key, r->prefix, strlen(r->prefix)) != 0))
+            continue;
+        int64_t t = s3_lc_due(initiated_s, r->abort_days, day_s);
+        if (best < 0 || t < best) {
+            best = t;
+            *rule_p = r;
+        }
+    }
+    return best;
+}
+
 void s3_lc_expiration_header(int64_t t, const s3_lc_rule_t *rule, char *out, size_t cap)
 {
     char date[40];

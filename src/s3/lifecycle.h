@@ -101,6 +101,12 @@ int64_t s3_lc_due(int64_t since_s, int32_t days, int64_t day_s);
 int64_t s3_lc_expiry(const s3_lc_t *cfg, const char *key, uint64_t size, int64_t mtime_s,
                      int64_t day_s, s3_lc_tag_fn tag_fn, void *ctx, const s3_lc_rule_t **rule_p);
 
+/* When an upload of key initiated at initiated_s is aborted under cfg: the
+ * earliest of its enabled AbortIncompleteMultipartUpload rules whose prefix
+ * names key, as s3_lc_due counts; -1 (and *rule_p NULL) when none does. */
+int64_t s3_lc_abort_due(const s3_lc_t *cfg, const char *key, int64_t initiated_s, int64_t day_s,
+                        const s3_lc_rule_t **rule_p);
+
 /* The x-amz-expiration header value for an expiry at t by rule:
  * expiry-date="<HTTP date>", rule-id="<id>". */
 void s3_lc_expiration_header(int64_t t, const s3_lc_rule_t *rule, char *out, size_t cap);

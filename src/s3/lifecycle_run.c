@@ -19,10 +19,11 @@ struct s3_lc_runner {
     bool stop;
 };
 
-/* Aborts the uploads of bucket older than rule's DaysAfterInitiation, while
- * *budget lasts. */
-static void abort_uploads(stor_t *st, const stor_bucket_t *b, const s3_lc_rule_t *rule,
-                          int64_t now_s, unsigned day_s, unsigned *budget, s3_lc_pass_t *out)
+/* Aborts the uploads of bucket that rule (of cfg) is the first to abort and
+ * whose time has come (s3_lc_abort_due), while *budget lasts. */
+static void abort_uploads(stor_t *st, const stor_bucket_t *b, const s3_lc_t *cfg,
+                          const s3_lc_rule_t *rule, int64_t now_s, unsigned day_s, unsigned *budget,
+                          s3_lc_pass_t *out)
 {
     char *key_marker = NULL;
     char upload_marker[STOR_UPLOAD_ID_LEN + 1] = "";
@@ -38,9 +39,11 @@ static void abort_uploads(stor_t *st, const stor_bucket_t *b, const s3_lc_rule_t
             out->errors++;
             break;
         }
-        for (size_t i = 0; i<n && * budget> 0; i++) {
-            if (s3_lc_due(u[i].initiated_ms / 1000, rule->abort_days, day_s) > now_s)
-                continue;
+        for (size_t i = 0; *budget > 0 && i < n; i++) {
+            const s3_lc_rule_t *first;
+            int64_t due = s3_lc_abort_due(cfg, u[i].key, u[i].initiated_ms / 1000, day_s, &first);
+            if (due < 0 || due > now_s || first != rule)
+                continue; /* not yet, or an earlier rule's to act on */
             s = stor_mpu_abort(st, b, u[i].key, u[i].upload_id);
             (*budget)--;
             if (s == STOR_OK) {
@@ -84,10 +87,10 @@ static void bucket_pass(stor_t *st, const stor_bucket_t *b, int64_t now_s, unsig
     }
     buf_free(&doc);
     out->buckets++;
-    for (size_t i = 0; i<cfg.n_rules && * budget> 0; i++) {
+    for (size_t i = 0; *budget > 0 && i < cfg.n_rules; i++) {
         const s3_lc_rule_t *r = &cfg.rules[i];
         if (r->enabled && r->abort_days > 0)
-            abort_uploads(st, b, r, now_s, day_s, budget, out);
+            abort_uploads(st, b, &cfg, r, now_s, day_s, budget, out);
     }
     s3_lc_free(&cfg);
 }
@@ -110,7 +113,7 @@ void s3_lc_pass(stor_t *st, int64_t now_s, unsigned day_s, uint32_t lease_ms, s3
         return;
     }
     unsigned budget = S3R_LC_PASS_ACTIONS;
-    for (size_t i = 0; i < n && budget > 0; i++)
+    for (size_t i = 0; budget > 0 && i < n; i++)
         if (bs[i].cfg_mask & (1u << STOR_BCFG_LIFECYCLE))
             bucket_pass(st, &bs[i], now_s, day_s, &budget, out);
     free(bs);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/date.h"
 #include "s3/cors.h"
 #include "s3/lifecycle.h"
 #include "s3/policy.h"
@@ -657,6 +658,22 @@ void s3_lifecycle_reply_header(s3_req_t *req, const char *key, const stor_meta_t
         char value[S3_LC_MAX_ID + 96];
         s3_lc_expiration_header(t, rule, value, sizeof value);
         s3_reply_header(req, "x-amz-expiration", value);
+    }
+    s3_lc_free(&cfg);
+}
+
+void s3_lifecycle_abort_headers(s3_req_t *req, const char *key, int64_t initiated_s)
+{
+    s3_lc_t cfg;
+    if (lifecycle_of(req, &cfg) != STOR_OK)
+        return;
+    const s3_lc_rule_t *rule;
+    int64_t t = s3_lc_abort_due(&cfg, key, initiated_s, req->srv->cfg.lifecycle_day_s, &rule);
+    if (t >= 0) {
+        char date[40];
+        date_format_http(t, date);
+        s3_reply_header(req, "x-amz-abort-date", date);
+        s3_reply_header(req, "x-amz-abort-rule-id", rule->id);
     }
     s3_lc_free(&cfg);
 }

@@ -307,6 +307,10 @@ void s3_cors_reply_headers(s3_req_t *req);
  * the current version key with meta (GET, HEAD, PUT replies), as S3 does;
  * nothing when none does or the configuration cannot be read. */
 void s3_lifecycle_reply_header(s3_req_t *req, const char *key, const stor_meta_t *meta);
+/* Adds x-amz-abort-date and x-amz-abort-rule-id when a lifecycle rule of
+ * req->authz_bucket aborts an upload of key initiated at initiated_s
+ * (CreateMultipartUpload replies), as S3 does. */
+void s3_lifecycle_abort_headers(s3_req_t *req, const char *key, int64_t initiated_s);
 
 /* ---- XML response bodies (reply.c) -------------------------------------------- */
 

@@ -203,6 +203,23 @@ def test_expiration_header_tag_rules_need_tags(s3, bucket):
     assert expiry(s3.put_object(Bucket=bucket, Key="k", Body=b"x")) is None
 
 
+def test_create_multipart_upload_names_its_abort_date(s3, bucket):
+    put_rules(s3, bucket, [
+        {"ID": "slow", "Filter": {}, "Status": "Enabled",
+         "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 7}},
+        {"ID": "fast", "Filter": {"Prefix": "tmp/"}, "Status": "Enabled",
+         "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1}},
+    ])
+    before = time.time()
+    r = s3.create_multipart_upload(Bucket=bucket, Key="tmp/x")
+    assert r["AbortRuleId"] == "fast"
+    t = r["AbortDate"].timestamp()
+    assert t % DAY == 0 and before + DAY <= t <= time.time() + 2 * DAY
+    assert s3.create_multipart_upload(Bucket=bucket, Key="data/x")["AbortRuleId"] == "slow"
+    s3.delete_bucket_lifecycle(Bucket=bucket)
+    assert "AbortRuleId" not in s3.create_multipart_upload(Bucket=bucket, Key="tmp/y")
+
+
 def wait_for(cond, timeout=30):
     deadline = time.monotonic() + timeout
     while not cond():

@@ -105,6 +105,12 @@ static void test_expiry(void **state)
     /* A disabled rule never decides. */
     assert_int_equal(s3_lc_expiry(&cfg, "old/x", 1, mtime, DAY, NULL, NULL, &rule), -1);
     assert_null(rule);
+    /* Uploads: the logs rule (prefix logs/, one day after initiation). */
+    assert_int_equal(s3_lc_abort_due(&cfg, "logs/u", mtime, DAY, &rule),
+                     (mtime + DAY + DAY - 1) / DAY * DAY);
+    assert_string_equal(rule->id, "logs");
+    assert_int_equal(s3_lc_abort_due(&cfg, "other", mtime, DAY, &rule), -1);
+    assert_null(rule);
     s3_lc_free(&cfg);
 }
 
