@@ -303,6 +303,15 @@ void s3_reply_send(s3_req_t *req, int status, s3_out_t *out);
  * included. The native protocol is no browser's: it never carries them. */
 void s3_cors_reply_headers(s3_req_t *req);
 
+/* The lifecycle configuration of bucket (as s3_bucket_lookup gave it),
+ * parsed once per configuration generation in the cache of parsed bucket
+ * configurations (access.c): calls fn(ctx, cfg) with it, cfg->n_rules 0
+ * when there is none. Returns S3E_NONE, or the error reading it (fn not
+ * called). */
+struct s3_lc;
+typedef void (*s3_lc_fn)(void *ctx, const struct s3_lc *cfg);
+s3_error_t s3_bucket_lifecycle(s3_req_t *req, const stor_bucket_t *bucket, s3_lc_fn fn, void *ctx);
+
 /* Adds x-amz-expiration when a lifecycle rule of req->authz_bucket expires
  * the current version key with meta (GET, HEAD, PUT replies), as S3 does;
  * nothing when none does or the configuration cannot be read. */
