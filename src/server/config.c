@@ -220,6 +220,10 @@ static const setting_t settings[] = {
     COUNT("storage.rados.op_timeout", "storage-rados-op-timeout", "S3RDMA_STORAGE_RADOS_OP_TIMEOUT",
           "10", storage.rados.op_timeout_s, 1, 3600,
           "seconds a cluster call may take before the request fails with 503 SlowDown"),
+    COUNT("storage.rados.index_shards", "storage-rados-index-shards",
+          "S3RDMA_STORAGE_RADOS_INDEX_SHARDS", "16", storage.rados.index_shards, 1, 256,
+          "index objects each new bucket's keys are spread over (fixed at creation; 1: one, as "
+          "before sharding)"),
     /* Observability (docs/operations.md). */
     BOOL("metrics.enabled", "metrics-enabled", "S3RDMA_METRICS_ENABLED", "false", metrics.enabled,
          "true or false: serve Prometheus metrics at GET /metrics"),

@@ -116,6 +116,7 @@ typedef struct server_config {
             char *index_pool;    /* "" = the data pool */
             unsigned gc_grace_s; /* seconds replaced data stays readable */
             unsigned op_timeout_s;
+            unsigned index_shards; /* index objects per new bucket */
         } rados;
     } storage;
     /* Observability (docs/operations.md). */

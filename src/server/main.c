@@ -280,6 +280,7 @@ int main(int argc, char **argv)
         .index_pool = cfg.storage.rados.index_pool,
         .gc_grace_s = cfg.storage.rados.gc_grace_s,
         .op_timeout_s = cfg.storage.rados.op_timeout_s,
+        .index_shards = cfg.storage.rados.index_shards,
     };
     bool on_rados = cfg.storage.backend == SERVER_STORAGE_RADOS;
     stor_status_t st =

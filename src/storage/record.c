@@ -108,6 +108,7 @@ static int put_header(buf_t *b, uint8_t type)
 static uint8_t rec_max_version(uint8_t type)
 {
     return type == STOR_REC_OBJECT || type == STOR_REC_UPLOAD ? STOR_REC_EXT_VERSION
+           : type == STOR_REC_BUCKET                          ? STOR_REC_BUCKET_SHARDED_VERSION
                                                               : rec_version(type);
 }
 
@@ -262,9 +263,11 @@ int stor_rec_encode_part(buf_t *b, const stor_part_t *p, const uint8_t id[STOR_I
 
 int stor_rec_encode_bucket_rec(buf_t *b, const stor_bucket_rec_t *r)
 {
-    if (r->b.id == 0)
+    if (r->b.id == 0 || r->b.index_shards > STOR_INDEX_SHARDS_MAX)
         return -1;
-    int rc = put_header(b, STOR_REC_BUCKET);
+    int sharded = r->b.index_shards > 1;
+    int rc = put_u8(b, sharded ? STOR_REC_BUCKET_SHARDED_VERSION : STOR_REC_BUCKET_VERSION) |
+             put_u8(b, STOR_REC_BUCKET);
     rc |= put_str(b, r->b.owner);
     rc |= put_u64(b, (uint64_t)r->b.created);
     rc |= put_u64(b, r->b.id);
@@ -280,6 +283,8 @@ int stor_rec_encode_bucket_rec(buf_t *b, const stor_bucket_rec_t *r)
         rc |= put_u8(b, (uint8_t)k);
         rc |= put_bytes(b, r->cfg[k], r->cfg_len[k]);
     }
+    if (sharded)
+        rc |= put_u32(b, r->b.index_shards);
     return rc ? -1 : 0;
 }
 
@@ -662,6 +667,7 @@ stor_status_t stor_rec_decode_bucket_rec(const void *data, size_t len, stor_buck
     b->acl = STOR_ACL_PRIVATE;
     b->cfg_mask = 0;
     b->cfg_gen = 0;
+    b->index_shards = 1;
     if (v >= 2) {
         b->id = get_u64(&d);
         if (b->id == 0)
@@ -684,6 +690,11 @@ stor_status_t stor_rec_decode_bucket_rec(const void *data, size_t len, stor_buck
                 b->cfg_mask |= 1u << k;
             }
         }
+    }
+    if (v >= STOR_REC_BUCKET_SHARDED_VERSION) {
+        b->index_shards = get_u32(&d);
+        if (b->index_shards < 2 || b->index_shards > STOR_INDEX_SHARDS_MAX)
+            d.err = 1;
     }
     return dec_status(&d);
 }

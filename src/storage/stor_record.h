@@ -44,8 +44,14 @@
  * decode, with id 0), version 3 the canned ACL (older ones: private),
  * version 4 the configuration generation and documents (older: none). */
 #define STOR_REC_BUCKET_VERSION 4
-#define STOR_ID_LEN             16         /* file id bytes; 32 hex digits on disk */
-#define STOR_REC_MAX            (8u << 20) /* larger records: STOR_ERR_TOO_LARGE */
+/* Bucket records of a RADOS bucket with a sharded index: version 4 plus its
+ * shard count (u32, 2..STOR_INDEX_SHARDS_MAX) at the end. A bucket with one
+ * index object is still written as version 4, so binaries from before shards
+ * read it; one from before them refuses a sharded bucket's record rather
+ * than reading only one of its shards. */
+#define STOR_REC_BUCKET_SHARDED_VERSION 5
+#define STOR_ID_LEN                     16         /* file id bytes; 32 hex digits on disk */
+#define STOR_REC_MAX                    (8u << 20) /* larger records: STOR_ERR_TOO_LARGE */
 
 /* Extension field ids (never reused; a new field takes the next id). */
 typedef enum stor_mx {

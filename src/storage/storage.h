@@ -87,6 +87,10 @@ typedef struct stor_rados_conf {
      * STOR_ERR_UNAVAILABLE instead of waiting for the cluster to come back;
      * 0: 10. */
     unsigned op_timeout_s;
+    /* Index shards of each bucket created from now on (1..STOR_INDEX_SHARDS_MAX;
+     * 0: RSTOR_INDEX_SHARDS_DEFAULT). Buckets keep the count they were
+     * created with. */
+    unsigned index_shards;
 } stor_rados_conf_t;
 
 /* Opens a store on a Ceph cluster through librados: any number of
@@ -167,7 +171,13 @@ typedef struct stor_bucket {
      * their parsed form can tell it is current from the record alone. */
     uint32_t cfg_mask;
     uint64_t cfg_gen;
+    /* RADOS: how many objects the bucket's index is sharded over, fixed when
+     * it is created (storage.rados.index_shards). 1 (one object, named as
+     * before shards existed) for every bucket of the local backend and every
+     * RADOS bucket created before shards. */
+    uint32_t index_shards;
 } stor_bucket_t;
+#define STOR_INDEX_SHARDS_MAX 256 /* storage.rados.index_shards' upper bound */
 
 /* The configuration documents kept with a bucket. Storage keeps them as
  * opaque bytes in the bucket's record (read with every stor_bucket_get on

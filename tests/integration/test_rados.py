@@ -431,3 +431,111 @@ def test_lifecycle_runs_on_one_gateway(ceph_cluster, pool, make_server):
     assert [x + y for x, y in zip(*counts)] == [1] * len(ids), counts
     assert sorted(sum(c) for c in counts) == [0, len(ids)], counts
     delete_all(sa, bucket)
+
+
+def fnv1a_shard(key, n):
+    """The shard of n that holds key: FNV-1a 64 of its bytes, modulo n (docs/storage.md)."""
+    h = 0xcbf29ce484222325
+    for byte in key.encode():
+        h = ((h ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h % n
+
+
+def index_objects(cluster, pool):
+    """The pool's bucket index objects: {name: sorted omap keys}."""
+    names = [n for n in cluster.rados("ls", pool=pool).decode().split()
+             if n.startswith("s3rdma.index.")]
+    return {n: sorted(cluster.rados("listomapkeys", n, pool=pool).decode().splitlines())
+            for n in names}
+
+
+def test_sharded_index_places_lists_and_deletes(ceph_cluster, pool, make_server):
+    """A bucket created with 4 index shards: each key lands on the shard its FNV-1a hash
+    names (so on several shard objects), listings merge the shards in key order (pages,
+    prefix, delimiter, start-after, continuation) exactly as a sorted list would, and the
+    bucket refuses deletion while any shard holds a key, then goes with all its shards.
+    A gateway configured for 1 shard reads and writes the bucket through its record's
+    count, and a bucket it creates keeps the single, unsharded index object."""
+    g4 = make_server(name="gw4", extra_args=ceph_cluster.gateway_args(pool=pool, gc_grace=1,
+                                                                     index_shards=4))
+    g1 = make_server(name="gw1", extra_args=ceph_cluster.gateway_args(pool=pool, gc_grace=1,
+                                                                     index_shards=1))
+    s4, s1 = boto_client(g4), boto_client(g1)
+    bucket = "shd-" + uuid.uuid4().hex[:8]
+    s4.create_bucket(Bucket=bucket)
+    keys = sorted({f"{d}/{i:03d}" for d in ("a", "b/c", "b/d", "z") for i in range(12)} |
+                  {"top", "b/", "b0", "\u00e9t\u00e9/x"})
+    for i, k in enumerate(keys):
+        (s4 if i % 2 else s1).put_object(Bucket=bucket, Key=k, Body=k.encode())
+
+    idx = index_objects(ceph_cluster, pool)
+    shards = sorted(n for n in idx if n.count(".") == 3)
+    assert len(shards) == 4 and len(idx) == 4, idx.keys()
+    base = shards[0][:-2]
+    assert shards == [f"{base}.{s}" for s in range(4)]
+    for s in range(4):
+        on = idx[f"{base}.{s}"]
+        assert on == sorted(k for k in keys if fnv1a_shard(k, 4) == s), s
+        assert on, f"shard {s} is empty: the keys are not spread"
+
+    def walk(s3, **kw):
+        """Every key and common prefix, a page at a time, following continuation."""
+        got, prefixes, token = [], [], None
+        while True:
+            args = dict(kw, **({"ContinuationToken": token} if token else {}))
+            r = s3.list_objects_v2(Bucket=bucket, **args)
+            got += [o["Key"] for o in r.get("Contents", [])]
+            prefixes += [p["Prefix"] for p in r.get("CommonPrefixes", [])]
+            if not r["IsTruncated"]:
+                return got, prefixes
+            token = r["NextContinuationToken"]
+
+    enc = sorted(keys, key=lambda k: k.encode())
+    for s3 in (s4, s1):
+        assert walk(s3) == (enc, [])
+        assert walk(s3, MaxKeys=5) == (enc, [])
+        assert walk(s3, MaxKeys=3, Prefix="b/") == ([k for k in enc if k.startswith("b/")], [])
+        assert walk(s3, StartAfter="b/c/005", MaxKeys=4) == ([k for k in enc if k > "b/c/005"],
+                                                             [])
+        # The delimiter skips each common prefix with a seek across every shard.
+        assert walk(s3, Delimiter="/", MaxKeys=2) == (["b0", "top"],
+                                                      ["a/", "b/", "z/", "\u00e9t\u00e9/"])
+        assert walk(s3, Delimiter="/", Prefix="b/", MaxKeys=1) == (["b/"], ["b/c/", "b/d/"])
+        assert [c["Key"] for c in s3.list_objects(Bucket=bucket, Marker="z/010")["Contents"]] \
+            == [k for k in enc if k > "z/010"]
+
+    # Conditional writes are judged on the key's shard.
+    cond = boto_client(g1)
+    cond.meta.events.register("before-sign.s3.PutObject",
+                              lambda request, **kw: request.headers.__setitem__(
+                                  "If-None-Match", "*"))
+    with pytest.raises(ClientError) as e:
+        cond.put_object(Bucket=bucket, Key="top", Body=b"x")
+    assert e.value.response["Error"]["Code"] == "PreconditionFailed"
+    cond.put_object(Bucket=bucket, Key="new", Body=b"new")
+    keys.append("new")
+
+    # Not empty while any shard holds a key: down to the last key, whichever shard it is on.
+    last = keys[-1]
+    for k in keys[:-1]:
+        s4.delete_object(Bucket=bucket, Key=k)
+    with pytest.raises(ClientError) as e:
+        s1.delete_bucket(Bucket=bucket)
+    assert e.value.response["Error"]["Code"] == "BucketNotEmpty"
+    assert s4.get_object(Bucket=bucket, Key=last)["Body"].read() == last.encode()
+    s4.put_object(Bucket=bucket, Key=last, Body=b"still writable")
+    s1.delete_object(Bucket=bucket, Key=last)
+    s1.delete_bucket(Bucket=bucket)
+    assert index_objects(ceph_cluster, pool) == {}
+
+    # A bucket created with 1 shard has today's single index object, whoever serves it.
+    one = "one-" + uuid.uuid4().hex[:8]
+    s1.create_bucket(Bucket=one)
+    for k in ("x", "y", "z"):
+        s4.put_object(Bucket=one, Key=k, Body=b"1")
+    idx = index_objects(ceph_cluster, pool)
+    assert list(idx.values()) == [["x", "y", "z"]]
+    assert list(idx)[0].count(".") == 2
+    assert [o["Key"] for o in s4.list_objects_v2(Bucket=one)["Contents"]] == ["x", "y", "z"]
+    delete_all(s4, one)
+    assert wait_no_pieces(ceph_cluster, pool) == []

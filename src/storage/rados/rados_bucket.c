@@ -19,30 +19,94 @@ static int bucket_cas(rstor_t *st, const char *name, const buf_t *old, const buf
     return rs_omap_cas(st->index, RSTOR_BUCKETS_OID, name, strlen(name), old, rec, RS_CAS_CREATE);
 }
 
+/* Removes the index objects of ix and its uploads object (a bucket that
+ * never got its record, or one being deleted), logging what stays behind. */
+static void bucket_objects_remove(rstor_t *st, const rs_index_t *ix)
+{
+    char oid[RSTOR_OID_MAX];
+    for (uint32_t shard = 0; shard <= ix->shards; shard++) {
+        if (shard < ix->shards)
+            rs_index_oid(ix, shard, oid);
+        else
+            rs_uploads_oid(ix->id, oid);
+        int rc = rados_remove(st->index, oid);
+        if (rc < 0 && rc != -ENOENT)
+            log_warn("storage: rados remove %s: %s (left behind, empty)", oid, strerror(-rc));
+    }
+}
+
+/* Makes the (empty) index objects of ix and its uploads object, all writes
+ * in flight at once. 0 or the first librados code. */
+static int bucket_objects_make(rstor_t *st, const rs_index_t *ix, char failed[RSTOR_OID_MAX])
+{
+    uint32_t n = ix->shards + 1; /* the shards, then the uploads object */
+    rados_completion_t *c = calloc(n, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    int rc = 0;
+    uint32_t sent = 0;
+    char oid[RSTOR_OID_MAX];
+    for (; sent < n && rc == 0; sent++) {
+        if (sent < ix->shards)
+            rs_index_oid(ix, sent, oid);
+        else
+            rs_uploads_oid(ix->id, oid);
+        if ((rc = rados_aio_create_completion2(NULL, NULL, &c[sent])) < 0)
+            break;
+        if ((rc = rados_aio_write_full(st->index, oid, c[sent], "", 0)) < 0) {
+            rados_aio_release(c[sent]);
+            break;
+        }
+    }
+    if (rc < 0)
+        snprintf(failed, RSTOR_OID_MAX, "%s", oid);
+    for (uint32_t i = 0; i < sent; i++) {
+        rados_aio_wait_for_complete(c[i]);
+        int r = rados_aio_get_return_value(c[i]);
+        rados_aio_release(c[i]);
+        if (r < 0 && rc == 0) {
+            rc = r;
+            if (i < ix->shards)
+                rs_index_oid(ix, i, failed);
+            else
+                rs_uploads_oid(ix->id, failed);
+        }
+    }
+    free(c);
+    return rc;
+}
+
 stor_status_t rs_bucket_create(stor_t *st_, const char *name, const char *owner)
 {
     rstor_t *st = (rstor_t *)st_;
     size_t n = strnlen(name, STOR_BUCKET_MAX + 1);
     if (n == 0 || n > STOR_BUCKET_MAX)
         return STOR_ERR_IO;
-    uint64_t id = 0;
-    while (id == 0)
-        if (random_bytes(&id, sizeof id) != 0)
+    stor_bucket_rec_t r;
+    memset(&r, 0, sizeof r);
+    if (snprintf(r.b.owner, sizeof r.b.owner, "%s", owner ? owner : "") >= (int)sizeof r.b.owner)
+        return STOR_ERR_TOO_LARGE;
+    while (r.b.id == 0)
+        if (random_bytes(&r.b.id, sizeof r.b.id) != 0)
             return STOR_ERR_IO;
-    /* The bucket's objects exist before its record: a crash in between
-     * leaves empty objects nobody names, never a bucket without them. */
+    r.b.created = clock_wall_ms() / 1000;
+    r.b.acl = STOR_ACL_PRIVATE;
+    r.b.index_shards = st->index_shards;
+    rs_index_t ix = rs_index_of(&r.b);
+    /* The bucket's objects (every index shard, the uploads object) exist
+     * before its record: a crash in between leaves empty objects nobody
+     * names, never a bucket missing one. */
     char oid[RSTOR_OID_MAX];
-    rs_index_oid(id, oid);
-    int rc = rados_write_full(st->index, oid, "", 0);
-    if (rc < 0)
+    int rc = bucket_objects_make(st, &ix, oid);
+    if (rc < 0) {
+        bucket_objects_remove(st, &ix);
         return rs_fail("create index", oid, rc);
-    rs_uploads_oid(id, oid);
-    if ((rc = rados_write_full(st->index, oid, "", 0)) < 0)
-        return rs_fail("create uploads", oid, rc);
+    }
     buf_t rec;
     buf_init(&rec, 4096);
-    if (stor_rec_encode_bucket(&rec, owner, clock_wall_ms() / 1000, id, STOR_ACL_PRIVATE) != 0) {
+    if (stor_rec_encode_bucket_rec(&rec, &r) != 0) {
         buf_free(&rec);
+        bucket_objects_remove(st, &ix);
         return STOR_ERR_NOMEM;
     }
     rc = bucket_cas(st, name, NULL, &rec);
@@ -50,9 +114,7 @@ stor_status_t rs_bucket_create(stor_t *st_, const char *name, const char *owner)
     if (rc == 0)
         return STOR_OK;
     /* Ours never got a record: its objects go. */
-    rados_remove(st->index, oid);
-    rs_index_oid(id, oid);
-    rados_remove(st->index, oid);
+    bucket_objects_remove(st, &ix);
     return rc == -ECANCELED ? STOR_ERR_BUCKET_EXISTS : rs_fail("create bucket", name, rc);
 }
 
@@ -108,8 +170,8 @@ stor_status_t rs_bucket_change(stor_t *st_, const stor_bucket_t *bucket,
     return STOR_ERR_IO;
 }
 
-/* Puts (set) or takes away the tombstone that stops every change to the
- * bucket's index; setting fails with -ECANCELED if it is already there. */
+/* Puts (set) or takes away the tombstone that stops every change to an
+ * index object; setting fails with -ECANCELED if it is already there. */
 static int index_tomb(rstor_t *st, const char *oid, int set)
 {
     buf_t one = {.data = "1", .len = 1};
@@ -117,7 +179,18 @@ static int index_tomb(rstor_t *st, const char *oid, int set)
                        set ? &one : NULL, 0);
 }
 
-/* 1 if the index holds an object key, 0 if not, or a librados code. */
+/* Takes the tombstone off every shard of ix (those without one are left
+ * as they are). */
+static void index_untomb(rstor_t *st, const rs_index_t *ix)
+{
+    char oid[RSTOR_OID_MAX];
+    for (uint32_t shard = 0; shard < ix->shards; shard++) {
+        rs_index_oid(ix, shard, oid);
+        index_tomb(st, oid, 0);
+    }
+}
+
+/* 1 if the index object holds an object key, 0 if not, or a librados code. */
 static int index_has_keys(rstor_t *st, const char *oid)
 {
     rados_read_op_t op = rados_create_read_op();
@@ -144,32 +217,47 @@ static int index_has_keys(rstor_t *st, const char *oid)
     return has;
 }
 
-/* Deleting: (1) tombstone the index, so no commit lands in it any more
- * (every index write compares the tombstone absent); (2) the index must be
- * empty, else the tombstone goes and BucketNotEmpty; (3) uploads aborted;
- * (4) the record removed (compared, so a re-created bucket is not touched);
- * (5) the index removed. A crash after (1) leaves a bucket that refuses
- * writes until a delete is retried, which then completes. */
+/* Deleting: (1) tombstone every index shard, so no commit lands in it any
+ * more (every index write compares its shard's tombstone absent); (2) every
+ * shard must be empty, else the tombstones go and BucketNotEmpty; (3)
+ * uploads aborted; (4) the record removed (compared, so a re-created bucket
+ * is not touched); (5) the index objects removed. A commit on a shard
+ * either came before that shard's tombstone (and (2), which runs after all
+ * of them, sees its key) or fails. A crash after (1) leaves a bucket that
+ * refuses writes to the shards tombstoned until a delete is retried, which
+ * then completes. */
 stor_status_t rs_bucket_delete(stor_t *st_, const stor_bucket_t *bucket)
 {
     rstor_t *st = (rstor_t *)st_;
     buf_t old;
     stor_bucket_t cur;
     stor_status_t s = bucket_current(st, bucket, &old, &cur);
+    rs_index_t ix = rs_index_of(&cur);
     char oid[RSTOR_OID_MAX];
-    rs_index_oid(bucket->id, oid);
     int rc = 0;
+    uint32_t gone = 0;
     if (s != STOR_OK)
         goto out;
-    rc = index_tomb(st, oid, 1);
-    if (rc < 0 && rc != -ECANCELED && rc != -ENOENT) {
-        s = rs_fail("tombstone index", oid, rc);
-        goto out;
+    for (uint32_t shard = 0; shard < ix.shards; shard++) {
+        rs_index_oid(&ix, shard, oid);
+        rc = index_tomb(st, oid, 1);
+        if (rc == -ENOENT)
+            gone++;
+        else if (rc < 0 && rc != -ECANCELED) {
+            index_untomb(st, &ix);
+            s = rs_fail("tombstone index", oid, rc);
+            goto out;
+        }
     }
-    if (rc == 0 || rc == -ECANCELED) {
+    /* All shards missing: a delete that got past (5) and crashed before
+     * the record went; nothing to check. */
+    for (uint32_t shard = 0; shard < ix.shards && gone < ix.shards; shard++) {
+        rs_index_oid(&ix, shard, oid);
         rc = index_has_keys(st, oid);
+        if (rc == -ENOENT)
+            continue;
         if (rc != 0) {
-            index_tomb(st, oid, 0);
+            index_untomb(st, &ix);
             s = rc > 0 ? STOR_ERR_BUCKET_NOT_EMPTY : rs_fail("list index", oid, rc);
             goto out;
         }
@@ -181,9 +269,12 @@ stor_status_t rs_bucket_delete(stor_t *st_, const stor_bucket_t *bucket)
         s = rc == -ECANCELED ? STOR_ERR_NO_BUCKET : rs_fail("delete bucket", bucket->name, rc);
         goto out;
     }
-    rc = rados_remove(st->index, oid);
-    if (rc < 0 && rc != -ENOENT)
-        log_warn("storage: rados remove %s: %s (left behind, empty)", oid, strerror(-rc));
+    for (uint32_t shard = 0; shard < ix.shards; shard++) {
+        rs_index_oid(&ix, shard, oid);
+        rc = rados_remove(st->index, oid);
+        if (rc < 0 && rc != -ENOENT)
+            log_warn("storage: rados remove %s: %s (left behind, empty)", oid, strerror(-rc));
+    }
 out:
     buf_free(&old);
     return s;

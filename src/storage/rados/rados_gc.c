@@ -285,11 +285,14 @@ static int sweep_mark(rstor_t *st, idset_t *set, idset_t *orphans)
     if (rs_bucket_list(&st->base, &bs, &nb) != STOR_OK)
         return -EIO;
     for (size_t i = 0; i < nb && rc == 0; i++) {
-        char oid[RSTOR_OID_MAX];
-        rs_index_oid(bs[i].id, oid);
-        rc = rs_omap_each(st->index, oid, "", mark_object, set);
-        if (rc == -ENOENT)
-            rc = 0;
+        rs_index_t ix = rs_index_of(&bs[i]);
+        for (uint32_t shard = 0; shard < ix.shards && rc == 0; shard++) {
+            char oid[RSTOR_OID_MAX];
+            rs_index_oid(&ix, shard, oid);
+            rc = rs_omap_each(st->index, oid, "", mark_object, set);
+            if (rc == -ENOENT)
+                rc = 0;
+        }
     }
     free(bs);
     if (rc == 0 && (rc = rs_omap_each(st->index, RSTOR_GC_OID, "", mark_gc, set)) == -ENOENT)

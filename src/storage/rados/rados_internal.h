@@ -6,7 +6,10 @@
  *   s3rdma.buckets          omap: bucket name -> bucket record
  *   s3rdma.index.<id>       omap: object key -> object record, one per bucket
  *                           (<id>: the bucket id, 16 hex); the key RSTOR_TOMB
- *                           marks a bucket being deleted
+ *                           marks a bucket being deleted. A bucket whose index
+ *                           is sharded over N > 1 objects has instead
+ *   s3rdma.index.<id>.<s>   s = 0..N-1 (decimal), key k on shard
+ *                           rs_key_shard(N, k), each with its own tombstone
  *   s3rdma.uploads.<id>     omap: upload id -> upload record, and the uploads'
  *                           key index: '~' raised key 0x01 upload id ->
  *                           initiated ms (rados_multipart.c)
@@ -37,18 +40,37 @@
 #define RSTOR_OID_MAX 64
 #define RSTOR_RETRIES 64 /* compare-and-swap attempts before giving up */
 
-/* A bucket name -> id cache slot (rs_bucket_id). */
+/* Index shards of a new bucket when storage.rados.index_shards is unset:
+ * radosgw's rule of thumb is at most ~100k keys per index object, so 16
+ * shards hold 1.6 M keys (ImageNet's 1.28 M) before an omap grows past it,
+ * while a LIST page reads 16 objects (in parallel). */
+#define RSTOR_INDEX_SHARDS_DEFAULT 16
+
+/* Where a bucket's keys are: its id and how many index objects hold them
+ * (stor_bucket_t's index_shards: 1 is the unsharded name). */
+typedef struct rs_index {
+    uint64_t id;
+    uint32_t shards;
+} rs_index_t;
+
+static inline rs_index_t rs_index_of(const stor_bucket_t *b)
+{
+    return (rs_index_t){b->id, b->index_shards ? b->index_shards : 1};
+}
+
+/* A bucket name -> index cache slot (rs_bucket_id). */
 #define RSTOR_IDCACHE 256
 typedef struct idslot {
     char name[STOR_BUCKET_MAX + 1];
-    uint64_t id;
+    rs_index_t ix;
 } idslot_t;
 
 typedef struct rstor {
     stor_t base; /* first: stor_backend.h */
     rados_t cluster;
     rados_ioctx_t data, index;
-    int64_t grace_ms; /* how long dropped blobs stay readable; sweep age */
+    int64_t grace_ms;      /* how long dropped blobs stay readable; sweep age */
+    uint32_t index_shards; /* of each bucket created from now on */
     /* The collector thread: drains the GC log about once a second, sweeps
      * unreferenced pieces once at start. */
     pthread_t gc_thread;
@@ -78,7 +100,16 @@ stor_status_t rs_fail(const char *what, const char *oid, int rc);
 /* 1 for the codes that mean "the cluster did not answer in time". */
 int rs_unavailable(int rc);
 
-void rs_index_oid(uint64_t bucket_id, char out[RSTOR_OID_MAX]);
+/* The name of shard `shard` of index ix (for ix->shards 1, the one object,
+ * named as before shards existed). */
+void rs_index_oid(const rs_index_t *ix, uint32_t shard, char out[RSTOR_OID_MAX]);
+/* The shard of n that holds key: FNV-1a (64-bit, offset basis
+ * 0xcbf29ce484222325, prime 0x100000001b3) of the key's bytes, modulo n. Fixed
+ * here, never a library's hash: it places keys in the cluster, so it must
+ * give the same answer in every build of every gateway. */
+uint32_t rs_key_shard(uint32_t n, const char *key, size_t klen);
+/* The name of the index object of ix that holds key. */
+void rs_key_oid(const rs_index_t *ix, const char *key, char out[RSTOR_OID_MAX]);
 void rs_uploads_oid(uint64_t bucket_id, char out[RSTOR_OID_MAX]);
 void rs_parts_oid(const char *upload_id, char out[RSTOR_OID_MAX]);
 void rs_piece_oid(const uint8_t id[STOR_ID_LEN], uint32_t piece, char out[RSTOR_OID_MAX]);
@@ -135,9 +166,9 @@ void rs_gc_log(rstor_t *st, const stor_seg_t *segs, size_t n);
 /* The bucket named name as stored: its record (and id). */
 stor_status_t rs_bucket_lookup(rstor_t *st, const char *name, stor_bucket_t *out_p);
 
-/* The id of bucket name: the cached one unless fresh, else looked up (and
- * cached). STOR_ERR_NO_BUCKET when there is no such bucket. */
-stor_status_t rs_bucket_id(rstor_t *st, const char *name, int fresh, uint64_t *id_p);
+/* The index (id, shards) of bucket name: the cached one unless fresh, else
+ * looked up (and cached). STOR_ERR_NO_BUCKET when there is no such bucket. */
+stor_status_t rs_bucket_id(rstor_t *st, const char *name, int fresh, rs_index_t *ix_p);
 
 /* ---- rados_object.c ----------------------------------------------------- */
 
@@ -146,12 +177,12 @@ stor_status_t rs_bucket_id(rstor_t *st, const char *name, int fresh, uint64_t *i
  * switches (the write compares the old value) and against the bucket's
  * deletion. The replaced record goes to *old (*had_old). STOR_ERR_NO_KEY
  * when removing an absent key. */
-stor_status_t rs_index_switch(rstor_t *st, uint64_t bucket_id, const char *key, const buf_t *rec,
+stor_status_t rs_index_switch(rstor_t *st, const rs_index_t *ix, const char *key, const buf_t *rec,
                               const stor_precond_t *cond, stor_obj_rec_t *old, int *had_old);
 /* rs_index_switch whose first look at the key's value is the read pre
- * (rs_omap_get_start'ed on the index object; finished here whatever
+ * (rs_omap_get_start'ed on the key's index object; finished here whatever
  * happens), or a fresh one when pre is NULL. */
-stor_status_t rs_index_switch_pre(rstor_t *st, uint64_t bucket_id, const char *key,
+stor_status_t rs_index_switch_pre(rstor_t *st, const rs_index_t *ix, const char *key,
                                   const buf_t *rec, const stor_precond_t *cond, rs_omap_get_t *pre,
                                   stor_obj_rec_t *old, int *had_old);
 

@@ -436,7 +436,8 @@ stor_status_t rs_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const char 
     }
     stor_obj_rec_t old;
     int had_old = 0;
-    s = rs_index_switch(st, bkt->id, key, &rec, cond, &old, &had_old);
+    rs_index_t ix = rs_index_of(bkt);
+    s = rs_index_switch(st, &ix, key, &rec, cond, &old, &had_old);
     if (s != STOR_OK) {
         /* The upload stays as it was. */
         if (upload_cas(st, bkt->id, upload_id, NULL, &raw) < 0)

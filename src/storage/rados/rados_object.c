@@ -21,7 +21,7 @@ static int index_cas(rstor_t *st, const char *oid, const char *key, const buf_t 
     return rs_omap_cas(st->index, oid, key, strlen(key), expect, rec, RS_CAS_NO_TOMB);
 }
 
-/* Reads key's record from the index of bucket bucket_id: the stored bytes
+/* Reads key's record from index object oid: the stored bytes
  * into *raw (buf_init'ed here) and, when found, the decoded record into
  * *rec. Returns STOR_OK (found), STOR_ERR_NO_KEY (absent; *raw empty) or an
  * error. */
@@ -49,18 +49,18 @@ static stor_status_t cas_status(const char *oid, int rc)
     return rs_fail("index switch", oid, rc);
 }
 
-stor_status_t rs_index_switch(rstor_t *st, uint64_t bucket_id, const char *key, const buf_t *rec,
+stor_status_t rs_index_switch(rstor_t *st, const rs_index_t *ix, const char *key, const buf_t *rec,
                               const stor_precond_t *cond, stor_obj_rec_t *old, int *had_old)
 {
-    return rs_index_switch_pre(st, bucket_id, key, rec, cond, NULL, old, had_old);
+    return rs_index_switch_pre(st, ix, key, rec, cond, NULL, old, had_old);
 }
 
-stor_status_t rs_index_switch_pre(rstor_t *st, uint64_t bucket_id, const char *key,
+stor_status_t rs_index_switch_pre(rstor_t *st, const rs_index_t *ix, const char *key,
                                   const buf_t *rec, const stor_precond_t *cond, rs_omap_get_t *pre,
                                   stor_obj_rec_t *old, int *had_old)
 {
     char oid[RSTOR_OID_MAX];
-    rs_index_oid(bucket_id, oid);
+    rs_key_oid(ix, key, oid);
     *had_old = 0;
     for (int attempt = 0; attempt < RSTOR_RETRIES; attempt++) {
         buf_t cur;
@@ -99,11 +99,11 @@ static stor_status_t rec_read(rstor_t *st, const char *bucket, const char *key, 
 {
     stor_status_t s = STOR_ERR_NO_BUCKET;
     for (int fresh = 0; fresh < 2 && s == STOR_ERR_NO_BUCKET; fresh++) {
-        uint64_t id;
-        if ((s = rs_bucket_id(st, bucket, fresh, &id)) != STOR_OK)
+        rs_index_t ix;
+        if ((s = rs_bucket_id(st, bucket, fresh, &ix)) != STOR_OK)
             return s;
         char oid[RSTOR_OID_MAX];
-        rs_index_oid(id, oid);
+        rs_key_oid(&ix, key, oid);
         buf_t raw;
         s = index_read(st, oid, key, &raw, rec, NULL);
         buf_free(&raw);
@@ -171,7 +171,7 @@ typedef struct rwriter {
     stor_writer_t base; /* first: stor_backend.h */
     rstor_t *st;
     char bucket[STOR_BUCKET_MAX + 1];
-    uint64_t bucket_id;
+    rs_index_t ix; /* the bucket's */
     uint8_t id[STOR_ID_LEN];
     uint64_t size;
     uint32_t next_piece; /* the piece pend becomes */
@@ -190,7 +190,7 @@ stor_status_t rs_writer_open(stor_t *st_, const stor_bucket_t *bucket, stor_writ
     w->base.st = st_;
     w->st = st;
     snprintf(w->bucket, sizeof w->bucket, "%s", bucket->name);
-    w->bucket_id = bucket->id;
+    w->ix = rs_index_of(bucket);
     if (rs_new_blob_id(w->id) != 0) {
         free(w);
         return STOR_ERR_IO;
@@ -326,7 +326,7 @@ static stor_status_t writer_seal(rwriter_t *w)
 void rs_writer_identity(const stor_writer_t *w_, uint64_t *bucket_id_p, uint8_t id[STOR_ID_LEN])
 {
     const rwriter_t *w = (const rwriter_t *)w_;
-    *bucket_id_p = w->bucket_id;
+    *bucket_id_p = w->ix.id;
     memcpy(id, w->id, STOR_ID_LEN);
 }
 
@@ -352,7 +352,7 @@ stor_status_t rs_writer_commit_if(stor_writer_t *w_, const char *key, stor_meta_
     /* The key's current record is read while the last piece is written: one
      * round trip less for a small object. */
     char oid[RSTOR_OID_MAX];
-    rs_index_oid(w->bucket_id, oid);
+    rs_key_oid(&w->ix, key, oid);
     rs_omap_get_t pre, *prep = &pre;
     if (rs_omap_get_start(st->index, oid, key, strlen(key), &pre) < 0)
         prep = NULL;
@@ -363,7 +363,7 @@ stor_status_t rs_writer_commit_if(stor_writer_t *w_, const char *key, stor_meta_
         goto fail;
     stor_obj_rec_t old;
     int had_old = 0;
-    s = rs_index_switch_pre(st, w->bucket_id, key, &b, cond, prep, &old, &had_old);
+    s = rs_index_switch_pre(st, &w->ix, key, &b, cond, prep, &old, &had_old);
     prep = NULL;
     buf_free(&b);
     if (s != STOR_OK) {
@@ -504,7 +504,8 @@ stor_status_t rs_delete(stor_t *st_, const stor_bucket_t *bucket, const char *ke
     rstor_t *st = (rstor_t *)st_;
     stor_obj_rec_t old;
     int had_old = 0;
-    stor_status_t s = rs_index_switch(st, bucket->id, key, NULL, NULL, &old, &had_old);
+    rs_index_t ix = rs_index_of(bucket);
+    stor_status_t s = rs_index_switch(st, &ix, key, NULL, NULL, &old, &had_old);
     if (s == STOR_OK && had_old) {
         rs_gc_log(st, old.segs, old.n_segs);
         stor_obj_rec_free(&old);
@@ -516,8 +517,9 @@ stor_status_t rs_object_set_acl(stor_t *st_, const stor_bucket_t *bucket, const 
                                 stor_acl_t acl)
 {
     rstor_t *st = (rstor_t *)st_;
+    rs_index_t ix = rs_index_of(bucket);
     char oid[RSTOR_OID_MAX];
-    rs_index_oid(bucket->id, oid);
+    rs_key_oid(&ix, key, oid);
     for (int attempt = 0; attempt < RSTOR_RETRIES; attempt++) {
         buf_t raw, b = {0};
         stor_obj_rec_t rec;

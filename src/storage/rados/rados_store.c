@@ -26,9 +26,27 @@ stor_status_t rs_fail(const char *what, const char *oid, int rc)
     return rs_unavailable(rc) ? STOR_ERR_UNAVAILABLE : STOR_ERR_IO;
 }
 
-void rs_index_oid(uint64_t bucket_id, char out[RSTOR_OID_MAX])
+void rs_index_oid(const rs_index_t *ix, uint32_t shard, char out[RSTOR_OID_MAX])
 {
-    snprintf(out, RSTOR_OID_MAX, "s3rdma.index.%016" PRIx64, bucket_id);
+    if (ix->shards <= 1)
+        snprintf(out, RSTOR_OID_MAX, "s3rdma.index.%016" PRIx64, ix->id);
+    else
+        snprintf(out, RSTOR_OID_MAX, "s3rdma.index.%016" PRIx64 ".%" PRIu32, ix->id, shard);
+}
+
+uint32_t rs_key_shard(uint32_t n, const char *key, size_t klen)
+{
+    if (n <= 1)
+        return 0;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < klen; i++)
+        h = (h ^ (uint8_t)key[i]) * 0x100000001b3ull;
+    return (uint32_t)(h % n);
+}
+
+void rs_key_oid(const rs_index_t *ix, const char *key, char out[RSTOR_OID_MAX])
+{
+    rs_index_oid(ix, rs_key_shard(ix->shards, key, strlen(key)), out);
 }
 
 void rs_uploads_oid(uint64_t bucket_id, char out[RSTOR_OID_MAX])
@@ -218,13 +236,13 @@ static idslot_t *id_slot(rstor_t *st, const char *name)
     return &st->ids[h % RSTOR_IDCACHE];
 }
 
-stor_status_t rs_bucket_id(rstor_t *st, const char *name, int fresh, uint64_t *id_p)
+stor_status_t rs_bucket_id(rstor_t *st, const char *name, int fresh, rs_index_t *ix_p)
 {
     idslot_t *slot = id_slot(st, name);
     if (!fresh) {
         pthread_mutex_lock(&st->id_lock);
-        int hit = slot->id && strcmp(slot->name, name) == 0;
-        *id_p = slot->id;
+        int hit = slot->ix.id && strcmp(slot->name, name) == 0;
+        *ix_p = slot->ix;
         pthread_mutex_unlock(&st->id_lock);
         if (hit)
             return STOR_OK;
@@ -234,12 +252,12 @@ stor_status_t rs_bucket_id(rstor_t *st, const char *name, int fresh, uint64_t *i
     pthread_mutex_lock(&st->id_lock);
     if (s == STOR_OK) {
         snprintf(slot->name, sizeof slot->name, "%s", name);
-        slot->id = b.id;
+        slot->ix = rs_index_of(&b);
     } else if (strcmp(slot->name, name) == 0) {
-        slot->id = 0;
+        slot->ix.id = 0;
     }
     pthread_mutex_unlock(&st->id_lock);
-    *id_p = b.id;
+    *ix_p = s == STOR_OK ? rs_index_of(&b) : (rs_index_t){0, 1};
     return s;
 }
 
@@ -320,6 +338,9 @@ stor_status_t stor_open_rados(const stor_rados_conf_t *conf, stor_t **out_p)
         return STOR_ERR_NOMEM;
     st->base.ops = &rados_ops;
     st->grace_ms = (int64_t)conf->gc_grace_s * 1000;
+    st->index_shards = conf->index_shards ? conf->index_shards : RSTOR_INDEX_SHARDS_DEFAULT;
+    if (st->index_shards > STOR_INDEX_SHARDS_MAX)
+        st->index_shards = STOR_INDEX_SHARDS_MAX;
     pthread_mutex_init(&st->gc_lock, NULL);
     pthread_cond_init(&st->gc_cond, NULL);
     pthread_mutex_init(&st->id_lock, NULL);

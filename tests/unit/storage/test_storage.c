@@ -524,7 +524,7 @@ static void test_record_truncations(void **state)
         assert_int_equal(stor_rec_decode_bucket(v1, len, &bk), STOR_ERR_IO);
     uint8_t v4[sizeof v1];
     memcpy(v4, v1, sizeof v1);
-    v4[0] = STOR_REC_BUCKET_VERSION + 1; /* a version from the future */
+    v4[0] = STOR_REC_BUCKET_SHARDED_VERSION + 1; /* a version from the future */
     assert_int_equal(stor_rec_decode_bucket(v4, sizeof v4, &bk), STOR_ERR_IO);
     buf_free(&b);
 }
@@ -577,6 +577,66 @@ static void test_bucket_record_configs(void **state)
     assert_int_equal(stor_rec_bucket_apply(c.data, c.len, &big, &b), STOR_ERR_TOO_LARGE);
     buf_free(&b);
     buf_free(&c);
+}
+
+/* RADOS buckets with a sharded index: the shard count is a version-5 record
+ * (version 4 plus the count), kept by every change of the record; a bucket
+ * of one shard is still written as version 4 (binaries from before shards
+ * read it); a count out of 2..STOR_INDEX_SHARDS_MAX or a truncated record is
+ * malformed. */
+static void test_bucket_record_shards(void **state)
+{
+    (void)state;
+    buf_t b, c;
+    buf_init(&b, 4096);
+    stor_bucket_rec_t r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.b.owner, sizeof r.b.owner, "ak");
+    r.b.id = 99;
+    r.b.created = 7;
+    r.b.index_shards = 1;
+    assert_int_equal(stor_rec_encode_bucket_rec(&b, &r), 0);
+    assert_int_equal(((uint8_t *)b.data)[0], STOR_REC_BUCKET_VERSION);
+    stor_bucket_t bk;
+    assert_int_equal(stor_rec_decode_bucket(b.data, b.len, &bk), STOR_OK);
+    assert_int_equal(bk.index_shards, 1);
+    size_t v4_len = b.len;
+
+    buf_reset(&b);
+    r.b.index_shards = 16;
+    r.cfg[STOR_BCFG_POLICY] = "{}";
+    r.cfg_len[STOR_BCFG_POLICY] = 2;
+    assert_int_equal(stor_rec_encode_bucket_rec(&b, &r), 0);
+    assert_int_equal(((uint8_t *)b.data)[0], STOR_REC_BUCKET_SHARDED_VERSION);
+    assert_int_equal(stor_rec_decode_bucket(b.data, b.len, &bk), STOR_OK);
+    assert_int_equal(bk.index_shards, 16);
+    assert_true(bk.id == 99);
+    assert_int_equal(bk.cfg_mask, 1u << STOR_BCFG_POLICY);
+    for (size_t len = 0; len < b.len; len++)
+        assert_int_equal(stor_rec_decode_bucket(b.data, len, &bk), STOR_ERR_IO);
+    assert_true(b.len == v4_len + 1 + 4 + 2 + 4); /* the document (kind, len, bytes), the count */
+    /* Changing the ACL or a document keeps the count. */
+    stor_bucket_change_t acl = {.set_acl = true, .acl = STOR_ACL_PUBLIC_READ, .cfg_kind = -1};
+    assert_int_equal(stor_rec_bucket_apply(b.data, b.len, &acl, &c), STOR_OK);
+    assert_int_equal(stor_rec_decode_bucket(c.data, c.len, &bk), STOR_OK);
+    assert_int_equal(bk.index_shards, 16);
+    assert_int_equal(bk.acl, STOR_ACL_PUBLIC_READ);
+    buf_free(&c);
+    /* Counts out of range are malformed. */
+    const uint32_t bad[] = {0, 1, STOR_INDEX_SHARDS_MAX + 1, 0xFFFFFFFFu};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        uint8_t *n = (uint8_t *)b.data + b.len - 4;
+        n[0] = (uint8_t)bad[i];
+        n[1] = (uint8_t)(bad[i] >> 8);
+        n[2] = (uint8_t)(bad[i] >> 16);
+        n[3] = (uint8_t)(bad[i] >> 24);
+        assert_int_equal(stor_rec_decode_bucket(b.data, b.len, &bk), STOR_ERR_IO);
+    }
+    /* Nor is a count past the largest written. */
+    r.b.index_shards = STOR_INDEX_SHARDS_MAX + 1;
+    buf_reset(&b);
+    assert_int_equal(stor_rec_encode_bucket_rec(&b, &r), -1);
+    buf_free(&b);
 }
 
 /* A document set through the store reads back with the record's generation,
@@ -1663,6 +1723,7 @@ int main(void)
         cmocka_unit_test(test_record_garbage),
         cmocka_unit_test(test_record_truncations),
         cmocka_unit_test(test_bucket_record_configs),
+        cmocka_unit_test(test_bucket_record_shards),
         cmocka_unit_test_setup_teardown(test_bucket_config_store, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_write_into_recreated_bucket, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_mpu_into_recreated_bucket, setup_relaxed, teardown),
