@@ -527,6 +527,13 @@ def test_sharded_index_places_lists_and_deletes(ceph_cluster, pool, make_server)
     s1.delete_object(Bucket=bucket, Key=last)
     s1.delete_bucket(Bucket=bucket)
     assert index_objects(ceph_cluster, pool) == {}
+    # Re-created under the same name with 1 shard: the gateway that cached the 4-shard
+    # bucket finds its index gone, looks the name up afresh and reads the new one.
+    s1.create_bucket(Bucket=bucket)
+    s1.put_object(Bucket=bucket, Key="again", Body=b"1")
+    assert [o["Key"] for o in s4.list_objects_v2(Bucket=bucket)["Contents"]] == ["again"]
+    assert s4.get_object(Bucket=bucket, Key="again")["Body"].read() == b"1"
+    delete_all(s4, bucket)
 
     # A bucket created with 1 shard has today's single index object, whoever serves it.
     one = "one-" + uuid.uuid4().hex[:8]

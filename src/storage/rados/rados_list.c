@@ -201,6 +201,12 @@ static int cursors_make(riter_t *it, const rs_index_t *ix, const char *after)
     for (uint32_t i = 0; i < it->n; i++)
         batch_end(&it->cur[i]);
     if (ix->shards != it->n) {
+        for (uint32_t i = ix->shards; i < it->n; i++) {
+            free(it->cur[i].from);
+            it->cur[i].from = NULL;
+        }
+        if (ix->shards < it->n)
+            it->n = ix->shards;
         cursor_t *nc = realloc(it->cur, ix->shards * sizeof *nc);
         if (!nc)
             return -1;
