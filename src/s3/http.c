@@ -27,6 +27,8 @@ static const char *const plain_params[] = {
     "delimiter",
     "marker",
     "max-keys",
+    "max-buckets",
+    "bucket-region",
     "encoding-type",
     "list-type",
     "continuation-token",

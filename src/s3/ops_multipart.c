@@ -234,9 +234,19 @@ static void complete_mpu_finish(s3_req_t *req)
         s3_reply_error(req, S3E_INTERNAL, NULL);
         return;
     }
+    /* A part number listed twice in a row counts once, as its last listing:
+     * a part re-uploaded while the client gathered the list shows up in it
+     * twice, and the upload that finished last is the part (RGW completes
+     * such a list, ceph s3-tests' test_multipart_resend_first_finishes_last
+     * expects it; AWS documents only ascending order, docs/operations.md).
+     * A number lower than the one before stays InvalidPartOrder. */
+    size_t m = 0;
     for (size_t i = 0; i < n; i++) {
-        cp[i].number = parts[i].number;
-        cp[i].etag = parts[i].etag;
+        if (m && cp[m - 1].number == parts[i].number)
+            m--;
+        cp[m].number = parts[i].number;
+        cp[m].etag = parts[i].etag;
+        m++;
     }
     stor_meta_t meta;
     memset(&meta, 0, sizeof(meta));
@@ -245,9 +255,9 @@ static void complete_mpu_finish(s3_req_t *req)
     s3_write_precond(req, &cond, &why); /* checked in begin() */
     const char *id = s3_req_query(req, "uploadId");
     stor_status_t st = id ? stor_mpu_complete(req->srv->cfg.store, &req->authz_bucket, req->key, id,
-                                              cp, n, &cond, &meta)
+                                              cp, m, &cond, &meta)
                           : STOR_ERR_NO_UPLOAD;
-    if (st == STOR_ERR_NO_UPLOAD && completed_before(req, cp, n, meta.etag))
+    if (st == STOR_ERR_NO_UPLOAD && completed_before(req, cp, m, meta.etag))
         st = STOR_OK;
     free(cp);
     xml_complete_parts_free(parts, n);
