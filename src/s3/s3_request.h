@@ -428,6 +428,11 @@ bool s3_bucket_lookup(s3_req_t *req, const char *bucket, stor_bucket_t *bucket_p
  * answers. Every operation that looks a key up goes through here before it
  * replies (GET, HEAD, copy sources, ?acl, ?tagging). */
 s3_error_t s3_object_lookup_error(s3_req_t *req, const stor_bucket_t *bucket, stor_status_t st);
+/* Looks up the request's object (versionId "null" or none) and checks perm
+ * on it (a missing key: s3_object_lookup_error), for the operations on an
+ * object's metadata (?acl, ?tagging, ?attributes); fills *meta_p (caller
+ * frees). Replies and returns false on error. */
+bool s3_object_for_request(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p);
 /* The requester's perm on bucket (on req->key in it when the request names
  * one), checked without replying: S3E_NONE (*bucket_p, when not NULL, gets
  * the bucket as found), or the error to reply (for a caller that cannot
@@ -527,11 +532,11 @@ extern const s3_op_t s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_bucke
     s3_op_get_bucket_policy, s3_op_get_bucket_cors, s3_op_get_bucket_tagging,
     s3_op_get_bucket_lifecycle, s3_op_get_object_lock_config, s3_op_get_bucket_encryption,
     s3_op_put_bucket_config, s3_op_delete_bucket_config, s3_op_get_object_tagging,
-    s3_op_put_object_tagging, s3_op_delete_object_tagging, s3_op_put_bucket_policy,
-    s3_op_delete_bucket_policy, s3_op_get_bucket_policy_status, s3_op_get_public_access_block,
-    s3_op_put_public_access_block, s3_op_delete_public_access_block, s3_op_get_bucket_ownership,
-    s3_op_put_bucket_ownership, s3_op_delete_bucket_ownership, s3_op_put_bucket_cors,
-    s3_op_delete_bucket_cors, s3_op_cors_preflight;
+    s3_op_put_object_tagging, s3_op_delete_object_tagging, s3_op_get_object_attributes,
+    s3_op_put_bucket_policy, s3_op_delete_bucket_policy, s3_op_get_bucket_policy_status,
+    s3_op_get_public_access_block, s3_op_put_public_access_block, s3_op_delete_public_access_block,
+    s3_op_get_bucket_ownership, s3_op_put_bucket_ownership, s3_op_delete_bucket_ownership,
+    s3_op_put_bucket_cors, s3_op_delete_bucket_cors, s3_op_cors_preflight;
 /* Endpoints the HTTP frontend serves itself (begin and finish NULL: never
  * given to s3_req_start), named for metrics and access logs. */
 extern const s3_op_t s3_op_stats, s3_op_metrics, s3_op_health;
