@@ -716,6 +716,15 @@ static void copy_object_begin(s3_req_t *req)
 {
     if (!s3_bucket_authorize(req, req->bucket, S3_PERM_WRITE, &req->authz_bucket))
         return;
+    /* If-None-Match / If-Match judge the destination, as on PutObject (the
+     * source's are x-amz-copy-source-if-*). */
+    stor_precond_t cond;
+    const char *why = NULL;
+    s3_error_t err = s3_write_precond(req, &cond, &why);
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, why);
+        return;
+    }
     const char *directive = s3_req_header(req, "x-amz-metadata-directive");
     bool replace = directive && strcasecmp(directive, "REPLACE") == 0;
     if (directive && !replace && strcasecmp(directive, "COPY") != 0) {
@@ -728,8 +737,7 @@ static void copy_object_begin(s3_req_t *req)
         return;
     const stor_meta_t *src = stor_reader_meta(reader);
     stor_meta_t *meta = meta_state_new(req);
-    s3_error_t err = meta ? S3E_NONE : S3E_INTERNAL;
-    const char *why = NULL;
+    err = meta ? S3E_NONE : S3E_INTERNAL;
     if (err == S3E_NONE && replace) {
         err = s3_meta_from_headers(req, meta, &why);
     } else if (err == S3E_NONE && same) {
@@ -769,7 +777,7 @@ static void copy_object_begin(s3_req_t *req)
         return;
     }
     snprintf(meta->etag, sizeof(meta->etag), "%s", etag);
-    stor_status_t st = stor_writer_commit(w, req->key, meta);
+    stor_status_t st = stor_writer_commit_if(w, req->key, meta, &cond);
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
         return;

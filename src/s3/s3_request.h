@@ -560,7 +560,8 @@ void s3_metrics_render(s3_server_t *srv, buf_t *out);
  * "null", NoSuchVersion for another well-formed id, InvalidArgument for a
  * malformed one. */
 s3_error_t s3_version_check(const char *version_id);
-/* The condition of a conditional write (PutObject, CompleteMultipartUpload):
+/* The condition of a conditional write (PutObject, CompleteMultipartUpload,
+ * CopyObject's destination):
  * If-None-Match: * (the key must hold nothing), If-Match: <etag> or *
  * (it must hold that object, or any). Fills *cond (its etag points into
  * req). NotImplemented for an If-None-Match other than *. */
