@@ -104,10 +104,11 @@ static int put_header(buf_t *b, uint8_t type)
 }
 
 /* The highest version a record of this type may have been written with:
- * object records go one past rec_version (inline objects). */
+ * object and upload records go up to the extension version. */
 static uint8_t rec_max_version(uint8_t type)
 {
-    return type == STOR_REC_OBJECT ? STOR_REC_INLINE_VERSION : rec_version(type);
+    return type == STOR_REC_OBJECT || type == STOR_REC_UPLOAD ? STOR_REC_EXT_VERSION
+                                                              : rec_version(type);
 }
 
 /* The optional header/checksum strings of stor_meta_t, in record order: the
@@ -124,6 +125,34 @@ static const size_t meta_opt_off[] = {
 #define N_META_OPT    (sizeof meta_opt_off / sizeof meta_opt_off[0])
 #define N_META_OPT_V1 9
 
+/* The extension fields of stor_meta_t, in increasing id order. */
+static const struct {
+    stor_mx_t id;
+    size_t off;
+} meta_ext[] = {
+    {STOR_MX_STORAGE_CLASS, offsetof(stor_meta_t, storage_class)},
+};
+#define N_META_EXT (sizeof meta_ext / sizeof meta_ext[0])
+
+static char **meta_ext_field(stor_meta_t *m, size_t i)
+{
+    return (char **)((char *)m + meta_ext[i].off);
+}
+
+static const char *meta_ext_c(const stor_meta_t *m, size_t i)
+{
+    return *(char *const *)((const char *)m + meta_ext[i].off);
+}
+
+/* Whether m has a field only a version-5 record holds. */
+static bool meta_has_ext(const stor_meta_t *m)
+{
+    for (size_t i = 0; i < N_META_EXT; i++)
+        if (meta_ext_c(m, i))
+            return true;
+    return false;
+}
+
 static char **meta_opt(stor_meta_t *m, size_t i)
 {
     return (char **)((char *)m + meta_opt_off[i]);
@@ -135,7 +164,7 @@ static const char *meta_opt_c(const stor_meta_t *m, size_t i)
 }
 
 /* size, etag, mtime, optional strings, user metadata, owner, ACL, the
- * version-3 optional strings. */
+ * version-3 optional strings and, when meta_has_ext, the extension block. */
 static int put_meta(buf_t *b, const stor_meta_t *m)
 {
     int rc = put_u64(b, m->size);
@@ -154,13 +183,32 @@ static int put_meta(buf_t *b, const stor_meta_t *m)
     rc |= put_u8(b, (uint8_t)m->acl);
     for (size_t i = N_META_OPT_V1; i < N_META_OPT; i++)
         rc |= put_str(b, meta_opt_c(m, i));
+    if (!meta_has_ext(m))
+        return rc ? -1 : 0;
+    uint32_t n = 0;
+    for (size_t i = 0; i < N_META_EXT; i++)
+        n += meta_ext_c(m, i) != NULL;
+    rc |= put_u32(b, n);
+    for (size_t i = 0; i < N_META_EXT; i++) {
+        if (!meta_ext_c(m, i))
+            continue;
+        rc |= put_u8(b, (uint8_t)meta_ext[i].id);
+        rc |= put_str(b, meta_ext_c(m, i));
+    }
     return rc ? -1 : 0;
+}
+
+/* The version an object or upload record of m is written with: base, or the
+ * extension version when m has extension fields. */
+static uint8_t meta_version(const stor_meta_t *m, uint8_t base)
+{
+    return meta_has_ext(m) ? STOR_REC_EXT_VERSION : base;
 }
 
 int stor_rec_encode_object(buf_t *b, const char *key, size_t klen, const stor_meta_t *m,
                            const stor_seg_t *segs, uint32_t n_segs)
 {
-    int rc = put_header(b, STOR_REC_OBJECT);
+    int rc = put_u8(b, meta_version(m, STOR_REC_VERSION)) | put_u8(b, STOR_REC_OBJECT);
     rc |= put_bytes(b, key, klen);
     rc |= put_meta(b, m);
     rc |= put_u32(b, m->parts_count);
@@ -177,7 +225,7 @@ int stor_rec_encode_object_inline(buf_t *b, const char *key, size_t klen, const 
 {
     if (m->parts_count != 0 || m->size >= NULL_STR)
         return -1;
-    int rc = put_u8(b, STOR_REC_INLINE_VERSION) | put_u8(b, STOR_REC_OBJECT);
+    int rc = put_u8(b, meta_version(m, STOR_REC_INLINE_VERSION)) | put_u8(b, STOR_REC_OBJECT);
     rc |= put_bytes(b, key, klen);
     rc |= put_meta(b, m);
     rc |= put_u32(b, 0); /* parts_count */
@@ -189,7 +237,7 @@ int stor_rec_encode_object_inline(buf_t *b, const char *key, size_t klen, const 
 int stor_rec_encode_upload(buf_t *b, const char *key, size_t klen, int64_t initiated_ms,
                            const stor_meta_t *m)
 {
-    int rc = put_header(b, STOR_REC_UPLOAD);
+    int rc = put_u8(b, meta_version(m, STOR_REC_VERSION)) | put_u8(b, STOR_REC_UPLOAD);
     rc |= put_bytes(b, key, klen);
     rc |= put_u64(b, (uint64_t)initiated_ms);
     rc |= put_meta(b, m);
@@ -374,6 +422,27 @@ static stor_status_t dec_status(const dec_t *d)
     return d->err ? STOR_ERR_IO : STOR_OK;
 }
 
+/* The extension block of a version-5 record into m: ids known, increasing
+ * (so each at most once), values present. */
+static void get_meta_ext(dec_t *d, stor_meta_t *m)
+{
+    uint32_t n = get_u32(d);
+    size_t next = 0; /* meta_ext index the next id may take */
+    for (uint32_t k = 0; k < n && !d->err; k++) {
+        uint8_t id = get_u8(d);
+        while (next < N_META_EXT && meta_ext[next].id < id)
+            next++;
+        if (d->err || next == N_META_EXT || meta_ext[next].id != id) {
+            d->err = 1;
+            return;
+        }
+        char **f = meta_ext_field(m, next++);
+        *f = get_str(d, NULL);
+        if (!d->err && !*f)
+            d->err = 1;
+    }
+}
+
 /* The metadata of a record of version v (owner and ACL from version 2). */
 static void get_meta(dec_t *d, stor_meta_t *m, uint8_t v)
 {
@@ -410,6 +479,8 @@ static void get_meta(dec_t *d, stor_meta_t *m, uint8_t v)
     }
     for (size_t i = N_META_OPT_V1; i < N_META_OPT && v >= 3; i++)
         *meta_opt(m, i) = get_str(d, NULL);
+    if (v >= STOR_REC_EXT_VERSION)
+        get_meta_ext(d, m);
 }
 
 stor_status_t stor_rec_object_key(const void *data, size_t len, const char **key_p, size_t *klen_p)
@@ -440,7 +511,7 @@ static stor_status_t decode_object(const void *data, size_t len, stor_obj_rec_t 
     get_meta(&d, &out->meta, v);
     uint32_t parts_count = get_u32(&d);
     uint32_t n = get_u32(&d);
-    if (v >= STOR_REC_INLINE_VERSION) {
+    if (v == STOR_REC_INLINE_VERSION || (v >= STOR_REC_EXT_VERSION && n == 0)) {
         /* An inline object: no segments, its bytes and nothing after them. */
         size_t blen;
         const uint8_t *body = get_ref(&d, &blen);
@@ -698,6 +769,8 @@ void stor_meta_free(stor_meta_t *meta)
         return;
     for (size_t i = 0; i < N_META_OPT; i++)
         free(*meta_opt(meta, i));
+    for (size_t i = 0; i < N_META_EXT; i++)
+        free(*meta_ext_field(meta, i));
     for (size_t i = 0; i < meta->n_user_meta; i++) {
         free(meta->user_meta[i].name);
         free(meta->user_meta[i].value);
@@ -726,6 +799,9 @@ stor_status_t stor_meta_copy(stor_meta_t *dst, const stor_meta_t *src)
     dst->mtime_ms = src->mtime_ms;
     for (size_t i = 0; i < N_META_OPT; i++)
         if (dup_str(meta_opt(dst, i), meta_opt_c(src, i)) != 0)
+            goto nomem;
+    for (size_t i = 0; i < N_META_EXT; i++)
+        if (dup_str(meta_ext_field(dst, i), meta_ext_c(src, i)) != 0)
             goto nomem;
     if (src->n_user_meta) {
         dst->user_meta = calloc(src->n_user_meta, sizeof *dst->user_meta);

@@ -25,11 +25,20 @@
  * of exactly meta.size bytes. Only inline objects are written as version 4;
  * objects in files are still written as version 3, which a binary from
  * before inline objects reads.
+ * Version 5 (object and upload records) adds the extension block after the
+ * version-3 metadata: a u32 count, then that many (u8 field id, string)
+ * pairs in increasing id order, each id at most once (stor_mx_t). A field
+ * this binary does not know makes the record malformed rather than
+ * ignored: an extension may change how the bytes are read. An object
+ * record of version 5 with no segments is inline: its bytes follow, as in
+ * version 4. Records are written with the lowest version that holds them:
+ * version 5 only when an extension field is set.
  * Part records: version 2 added the same two checksums after the file id. */
 #define STOR_BUCKET_MAX 63 /* bucket name bytes */
 
 #define STOR_REC_VERSION        3
 #define STOR_REC_INLINE_VERSION 4
+#define STOR_REC_EXT_VERSION    5
 #define STOR_REC_PART_VERSION   2
 /* Bucket records: version 2 added the bucket id (version 1 records still
  * decode, with id 0), version 3 the canned ACL (older ones: private),
@@ -37,6 +46,11 @@
 #define STOR_REC_BUCKET_VERSION 4
 #define STOR_ID_LEN             16         /* file id bytes; 32 hex digits on disk */
 #define STOR_REC_MAX            (8u << 20) /* larger records: STOR_ERR_TOO_LARGE */
+
+/* Extension field ids (never reused; a new field takes the next id). */
+typedef enum stor_mx {
+    STOR_MX_STORAGE_CLASS = 1,
+} stor_mx_t;
 
 enum { STOR_REC_OBJECT = 1, STOR_REC_UPLOAD = 2, STOR_REC_PART = 3, STOR_REC_BUCKET = 4 };
 

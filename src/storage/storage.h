@@ -235,6 +235,9 @@ typedef struct stor_meta {
      * canned ACL. */
     char *owner;
     stor_acl_t acl;
+    /* Extension fields (records of version 5 and later, stor_record.h);
+     * NULL when absent. */
+    char *storage_class; /* as the writer gave it; NULL: STANDARD */
 } stor_meta_t;
 
 /* Frees every pointer inside meta and zeroes it; the struct itself is the

@@ -1418,6 +1418,73 @@ static void test_record_inline(void **state)
     buf_free(&b);
 }
 
+/* Extension fields (version 5): object records in files and inline, and
+ * upload records, round trip; a record without them keeps its old version;
+ * an unknown field id, a repeated one, and every truncation are refused. */
+static void test_record_extension(void **state)
+{
+    (void)state;
+    stor_meta_t m = {.size = 5, .storage_class = "STANDARD_IA"};
+    strcpy(m.etag, "e");
+    buf_t b;
+    buf_init(&b, 1 << 20);
+    stor_seg_t seg = {{1}, 5};
+    stor_obj_rec_t rec;
+    for (int inl = 0; inl < 2; inl++) {
+        buf_reset(&b);
+        assert_int_equal(inl ? stor_rec_encode_object_inline(&b, "key", 3, &m, "hello")
+                             : stor_rec_encode_object(&b, "key", 3, &m, &seg, 1),
+                         0);
+        assert_int_equal(((uint8_t *)b.data)[0], STOR_REC_EXT_VERSION);
+        assert_int_equal(stor_rec_decode_object(b.data, b.len, &rec), STOR_OK);
+        assert_string_equal(rec.meta.storage_class, "STANDARD_IA");
+        assert_int_equal(rec.n_segs, inl ? 0 : 1);
+        if (inl)
+            assert_memory_equal(rec.body, "hello", 5);
+        stor_meta_t copy;
+        assert_int_equal(stor_meta_copy(&copy, &rec.meta), STOR_OK);
+        assert_string_equal(copy.storage_class, "STANDARD_IA");
+        stor_meta_free(&copy);
+        stor_obj_rec_free(&rec);
+        for (size_t len = 0; len < b.len; len++)
+            assert_int_equal(stor_rec_decode_object(b.data, len, &rec), STOR_ERR_IO);
+    }
+    /* The block sits just before parts_count and the segment count of the
+     * file record: u32 count 1, u8 id, u32 length 11, the value. */
+    buf_reset(&b);
+    assert_int_equal(stor_rec_encode_object(&b, "key", 3, &m, &seg, 1), 0);
+    size_t id_at = b.len - (4 + 4 + STOR_ID_LEN + 8) - (11 + 4) - 1;
+    assert_int_equal(((uint8_t *)b.data)[id_at], STOR_MX_STORAGE_CLASS);
+    ((uint8_t *)b.data)[id_at] = 200; /* unknown to this binary */
+    assert_int_equal(stor_rec_decode_object(b.data, b.len, &rec), STOR_ERR_IO);
+    ((uint8_t *)b.data)[id_at] = STOR_MX_STORAGE_CLASS;
+    /* The same field twice (count 2, the pair repeated) is refused. */
+    buf_t d;
+    buf_init(&d, 1 << 20);
+    assert_int_equal(buf_append(&d, b.data, id_at - 4), 0);
+    uint8_t two[4] = {2, 0, 0, 0};
+    assert_int_equal(buf_append(&d, two, 4), 0);
+    assert_int_equal(buf_append(&d, (uint8_t *)b.data + id_at, 1 + 4 + 11), 0);
+    assert_int_equal(buf_append(&d, (uint8_t *)b.data + id_at, b.len - id_at), 0);
+    assert_int_equal(stor_rec_decode_object(d.data, d.len, &rec), STOR_ERR_IO);
+    buf_free(&d);
+    /* Without extension fields: the old versions, readable by older binaries. */
+    m.storage_class = NULL;
+    buf_reset(&b);
+    assert_int_equal(stor_rec_encode_object(&b, "key", 3, &m, &seg, 1), 0);
+    assert_int_equal(((uint8_t *)b.data)[0], STOR_REC_VERSION);
+    /* Upload records carry them too. */
+    m.storage_class = "GLACIER_IR";
+    buf_reset(&b);
+    assert_int_equal(stor_rec_encode_upload(&b, "key", 3, 7, &m), 0);
+    assert_int_equal(((uint8_t *)b.data)[0], STOR_REC_EXT_VERSION);
+    stor_upload_rec_t up;
+    assert_int_equal(stor_rec_decode_upload(b.data, b.len, &up), STOR_OK);
+    assert_string_equal(up.meta.storage_class, "GLACIER_IR");
+    stor_upload_rec_free(&up);
+    buf_free(&b);
+}
+
 static void put_size(stor_t *st, const char *key, char c, size_t n)
 {
     char *data = malloc(n + 1);
@@ -1611,6 +1678,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_mpu_list_bounded, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_mpu_list_long_keys_and_index, setup_relaxed, teardown),
         cmocka_unit_test(test_record_inline),
+        cmocka_unit_test(test_record_extension),
         cmocka_unit_test_setup_teardown(test_inline_objects, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_inline_objects, setup_fsync, teardown),
     };
