@@ -529,6 +529,34 @@ static char *strip_aws_chunked(const char *enc)
     return buf_steal(&out, NULL);
 }
 
+s3_error_t s3_storage_class_from_headers(s3_req_t *req, stor_meta_t *meta)
+{
+    /* S3's classes; s3rdmad keeps every object alike whatever its class. */
+    static const char *const classes[] = {
+        "STANDARD",       "REDUCED_REDUNDANCY", "STANDARD_IA", "ONEZONE_IA", "INTELLIGENT_TIERING",
+        "GLACIER",        "DEEP_ARCHIVE",       "OUTPOSTS",    "GLACIER_IR", "SNOW",
+        "EXPRESS_ONEZONE"};
+    const char *v = s3_req_header(req, "x-amz-storage-class");
+    free(meta->storage_class);
+    meta->storage_class = NULL;
+    if (!v)
+        return S3E_NONE;
+    for (size_t i = 0; i < sizeof classes / sizeof classes[0]; i++) {
+        if (strcmp(v, classes[i]) != 0)
+            continue;
+        if (i == 0)
+            return S3E_NONE; /* STANDARD is stored as no class */
+        meta->storage_class = strdup(v);
+        return meta->storage_class ? S3E_NONE : S3E_INTERNAL;
+    }
+    return S3E_INVALID_STORAGE_CLASS;
+}
+
+const char *s3_storage_class(const stor_meta_t *meta)
+{
+    return meta->storage_class ? meta->storage_class : "STANDARD";
+}
+
 s3_error_t s3_meta_from_headers(s3_req_t *req, stor_meta_t *meta, const char **why_p)
 {
     *why_p = NULL;
@@ -555,6 +583,9 @@ s3_error_t s3_meta_from_headers(s3_req_t *req, stor_meta_t *meta, const char **w
         if (s3_req_header(req, unsupported[i]))
             return S3E_NOT_IMPLEMENTED;
     }
+    s3_error_t err = s3_storage_class_from_headers(req, meta);
+    if (err != S3E_NONE)
+        return err;
 
     for (size_t i = 0; i < N_STORED_HEADERS; i++) {
         const char *v = s3_req_header(req, stored_headers[i].header);
@@ -577,7 +608,7 @@ s3_error_t s3_meta_from_headers(s3_req_t *req, stor_meta_t *meta, const char **w
         if (!meta->content_type)
             return S3E_INTERNAL;
     }
-    s3_error_t err = s3_stored_headers_check(meta, why_p);
+    err = s3_stored_headers_check(meta, why_p);
     if (err != S3E_NONE)
         return err;
     meta_collect_t mc = {.meta = meta, .err = S3E_NONE};
@@ -593,6 +624,8 @@ void s3_meta_to_headers(s3_req_t *req, const stor_meta_t *meta)
     date_format_http(meta->mtime_ms / 1000, date);
     s3_reply_header(req, "Last-Modified", date);
     s3_reply_header(req, "Accept-Ranges", "bytes");
+    if (meta->storage_class) /* S3 names no class for STANDARD */
+        s3_reply_header(req, "x-amz-storage-class", meta->storage_class);
     for (size_t i = 0; i < N_STORED_HEADERS; i++) {
         const char *v = *stored_slot(meta, i);
         if (v)

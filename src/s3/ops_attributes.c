@@ -151,7 +151,7 @@ static void get_object_attributes_begin(s3_req_t *req)
     if ((attrs & ATTR_PARTS) && meta.parts_count)
         parts_xml(&xml, &meta, max, marker);
     if (attrs & ATTR_STORAGE_CLASS)
-        s3_xml_elem(&xml, "StorageClass", "STANDARD");
+        s3_xml_elem(&xml, "StorageClass", s3_storage_class(&meta));
     if (attrs & ATTR_SIZE)
         buf_printf(&xml, "<ObjectSize>%" PRIu64 "</ObjectSize>", meta.size);
     buf_append_str(&xml, "</GetObjectAttributesResponse>");

@@ -231,7 +231,8 @@ static void render_contents(s3_req_t *req, const list_query_t *q, buf_t *out, co
     object_fields(out, meta);
     if (fetch_owner)
         s3_xml_principal(out, "Owner", s3_object_owner(&req->authz_bucket, meta));
-    buf_append_str(out, "<StorageClass>STANDARD</StorageClass></Contents>");
+    s3_xml_elem(out, "StorageClass", s3_storage_class(meta));
+    buf_append_str(out, "</Contents>");
 }
 
 static void list_objects_begin(s3_req_t *req)
@@ -305,7 +306,8 @@ static void render_version(s3_req_t *req, const list_query_t *q, buf_t *out, con
     buf_append_str(out, "<VersionId>null</VersionId><IsLatest>true</IsLatest>");
     object_fields(out, meta);
     s3_xml_principal(out, "Owner", s3_object_owner(&req->authz_bucket, meta));
-    buf_append_str(out, "<StorageClass>STANDARD</StorageClass></Version>");
+    s3_xml_elem(out, "StorageClass", s3_storage_class(meta));
+    buf_append_str(out, "</Version>");
 }
 
 static void list_versions_begin(s3_req_t *req)

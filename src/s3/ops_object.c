@@ -732,6 +732,8 @@ static void copy_object_begin(s3_req_t *req)
         return;
     }
     bool same = false;
+    /* A copy onto itself is legal when it changes the storage class. */
+    bool new_class = s3_req_header(req, "x-amz-storage-class") != NULL;
     stor_reader_t *reader = s3_copy_source_open(req, &same);
     if (!reader)
         return;
@@ -740,15 +742,18 @@ static void copy_object_begin(s3_req_t *req)
     err = meta ? S3E_NONE : S3E_INTERNAL;
     if (err == S3E_NONE && replace) {
         err = s3_meta_from_headers(req, meta, &why);
-    } else if (err == S3E_NONE && same) {
+    } else if (err == S3E_NONE && same && !new_class) {
         err = S3E_INVALID_REQUEST;
     } else if (err == S3E_NONE) {
         if (stor_meta_copy(meta, src) != STOR_OK)
             err = S3E_INTERNAL;
-        /* A copy is a single-part object whatever the source was. */
+        /* A copy is a single-part object whatever the source was, and of
+         * the class the request names (STANDARD when none), as in S3. */
         free(meta->part_sizes);
         meta->part_sizes = NULL;
         meta->parts_count = 0;
+        if (err == S3E_NONE)
+            err = s3_storage_class_from_headers(req, meta);
     }
     if (err == S3E_NONE)
         err = s3_new_object_access(req, meta, &why);

@@ -370,6 +370,15 @@ int s3_body_sink(void *req, const void *data, size_t len);
  * (common/s3r_limits.h) with MetadataTooLarge or InvalidArgument. Returns
  * S3E_NONE, or the error with *why_p its message (NULL: the table's). */
 s3_error_t s3_meta_from_headers(s3_req_t *req, stor_meta_t *meta, const char **why_p);
+/* Sets meta's storage class from x-amz-storage-class: NULL when absent or
+ * STANDARD (records stay at their older version), the class as sent when
+ * it is another of S3's; InvalidStorageClass for one S3 does not know.
+ * s3_meta_from_headers takes every writer through here; CopyObject's COPY
+ * directive too (a copy is STANDARD unless the request names a class, as
+ * in S3). */
+s3_error_t s3_storage_class_from_headers(s3_req_t *req, stor_meta_t *meta);
+/* The class meta's object has, as S3 names it ("STANDARD" when none). */
+const char *s3_storage_class(const stor_meta_t *meta);
 /* Checks meta's stored headers (Content-Type, Cache-Control, ...) are
  * field values and within S3R_MAX_STORED_HEADER_BYTES together: S3E_NONE,
  * or InvalidArgument with *why_p its message. For a GET's response-*

@@ -1,0 +1,108 @@
+"""Storage classes, as S3 answers them (issue 20): x-amz-storage-class is accepted on
+PutObject, CopyObject, CreateMultipartUpload and POST forms for every class S3 names, stored,
+and shown by GET/HEAD (the header, absent for STANDARD as in S3), listings (v1, v2, versions)
+and GetObjectAttributes; a copy is STANDARD unless it names a class; an unknown class is 400
+InvalidStorageClass and stores nothing. Runs on both backends (S3RDMA_TEST_BACKEND=rados)."""
+import pytest
+import requests
+from botocore.exceptions import ClientError
+
+from s3r_itest import raw_request
+
+CLASSES = ["STANDARD", "REDUCED_REDUNDANCY", "STANDARD_IA", "ONEZONE_IA", "INTELLIGENT_TIERING",
+           "GLACIER", "DEEP_ARCHIVE", "GLACIER_IR"]
+
+
+def _class_listed(s3, bucket, key):
+    v1 = {o["Key"]: o["StorageClass"] for o in s3.list_objects(Bucket=bucket)["Contents"]}
+    v2 = {o["Key"]: o["StorageClass"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]}
+    vs = {o["Key"]: o["StorageClass"] for o in s3.list_object_versions(Bucket=bucket)["Versions"]}
+    assert v1[key] == v2[key] == vs[key]
+    return v1[key]
+
+
+@pytest.mark.parametrize("cls", CLASSES)
+def test_put_stores_the_class(s3, bucket, cls):
+    s3.put_object(Bucket=bucket, Key="k", Body=b"data", StorageClass=cls)
+    head = s3.head_object(Bucket=bucket, Key="k")
+    # S3 names the class on GET/HEAD for every class but STANDARD
+    assert head.get("StorageClass") == (None if cls == "STANDARD" else cls)
+    got = s3.get_object(Bucket=bucket, Key="k")
+    assert got.get("StorageClass") == head.get("StorageClass") and got["Body"].read() == b"data"
+    assert _class_listed(s3, bucket, "k") == cls
+    attrs = s3.get_object_attributes(Bucket=bucket, Key="k", ObjectAttributes=["StorageClass"])
+    assert attrs["StorageClass"] == cls
+
+
+def test_overwrite_takes_the_new_class(s3, bucket):
+    s3.put_object(Bucket=bucket, Key="k", Body=b"1", StorageClass="STANDARD_IA")
+    s3.put_object(Bucket=bucket, Key="k", Body=b"2")
+    assert "StorageClass" not in s3.head_object(Bucket=bucket, Key="k")
+
+
+def test_copy(s3, bucket):
+    s3.put_object(Bucket=bucket, Key="src", Body=b"data", StorageClass="GLACIER")
+    s3.copy_object(Bucket=bucket, Key="plain", CopySource={"Bucket": bucket, "Key": "src"})
+    assert "StorageClass" not in s3.head_object(Bucket=bucket, Key="plain")  # a copy is STANDARD
+    s3.copy_object(Bucket=bucket, Key="ia", CopySource={"Bucket": bucket, "Key": "src"},
+                   StorageClass="STANDARD_IA")
+    assert s3.head_object(Bucket=bucket, Key="ia")["StorageClass"] == "STANDARD_IA"
+    s3.copy_object(Bucket=bucket, Key="rep", CopySource={"Bucket": bucket, "Key": "src"},
+                   MetadataDirective="REPLACE", StorageClass="ONEZONE_IA")
+    assert s3.head_object(Bucket=bucket, Key="rep")["StorageClass"] == "ONEZONE_IA"
+    # onto itself: legal when it names a class (S3's way to change one), refused otherwise
+    s3.copy_object(Bucket=bucket, Key="src", CopySource={"Bucket": bucket, "Key": "src"},
+                   StorageClass="STANDARD")
+    assert "StorageClass" not in s3.head_object(Bucket=bucket, Key="src")
+    with pytest.raises(ClientError) as ei:
+        s3.copy_object(Bucket=bucket, Key="src", CopySource={"Bucket": bucket, "Key": "src"})
+    assert ei.value.response["Error"]["Code"] == "InvalidRequest"
+    assert s3.get_object(Bucket=bucket, Key="src")["Body"].read() == b"data"
+
+
+def test_multipart(s3, bucket):
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="k",
+                                     StorageClass="INTELLIGENT_TIERING")["UploadId"]
+    etag = s3.upload_part(Bucket=bucket, Key="k", UploadId=uid, PartNumber=1, Body=b"p")["ETag"]
+    s3.complete_multipart_upload(Bucket=bucket, Key="k", UploadId=uid,
+                                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]})
+    assert s3.head_object(Bucket=bucket, Key="k")["StorageClass"] == "INTELLIGENT_TIERING"
+    assert _class_listed(s3, bucket, "k") == "INTELLIGENT_TIERING"
+
+
+def test_post_form(server, s3, bucket):
+    p = s3.generate_presigned_post(bucket, "k", Fields={"x-amz-storage-class": "STANDARD_IA"},
+                                   Conditions=[{"x-amz-storage-class": "STANDARD_IA"}])
+    r = requests.post(f"{server.endpoint}/{bucket}", timeout=30,
+                      files=[*[(k, (None, v)) for k, v in p["fields"].items()],
+                             ("file", ("f", b"x", "application/octet-stream"))])
+    assert r.status_code == 204, r.text
+    assert s3.head_object(Bucket=bucket, Key="k")["StorageClass"] == "STANDARD_IA"
+
+
+@pytest.mark.parametrize("how", ["put", "copy", "create_mpu", "post"])
+def test_unknown_class_refused(server, s3, bucket, how):
+    s3.put_object(Bucket=bucket, Key="src", Body=b"x")
+    bad = {"x-amz-storage-class": "PLATINUM"}
+    if how == "put":
+        r = raw_request(server, "PUT", f"/{bucket}/k", headers=bad, body=b"x")
+        status, code = r.status, r.error_code()
+    elif how == "copy":
+        r = raw_request(server, "PUT", f"/{bucket}/k",
+                        headers={**bad, "x-amz-copy-source": f"/{bucket}/src"})
+        status, code = r.status, r.error_code()
+    elif how == "create_mpu":
+        r = raw_request(server, "POST", f"/{bucket}/k", query=[("uploads", None)], headers=bad)
+        status, code = r.status, r.error_code()
+        assert "Uploads" not in s3.list_multipart_uploads(Bucket=bucket)
+    else:
+        p = s3.generate_presigned_post(bucket, "k", Fields={"x-amz-storage-class": "PLATINUM"},
+                                       Conditions=[{"x-amz-storage-class": "PLATINUM"}])
+        resp = requests.post(f"{server.endpoint}/{bucket}", timeout=30,
+                             files=[*[(k, (None, v)) for k, v in p["fields"].items()],
+                                    ("file", ("f", b"x", "application/octet-stream"))])
+        import xml.etree.ElementTree as ET
+        status, code = resp.status_code, ET.fromstring(resp.content).findtext("Code")
+    assert (status, code) == (400, "InvalidStorageClass")
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket=bucket, Key="k")
