@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/checksum.h"
 #include "common/date.h"
 #include "common/hash_pool.h"
 #include "common/s3r_limits.h"
@@ -28,6 +29,22 @@ char **s3_meta_checksum(const stor_meta_t *meta, enum s3_checksum_alg alg)
                                              &meta->checksum_sha256, &meta->checksum_sha1,
                                              &meta->checksum_crc64nvme};
     return (char **)slots[alg];
+}
+
+enum s3_checksum_alg s3_checksum_alg_of(checksum_alg_t alg)
+{
+    switch (alg) {
+    case CHECKSUM_CRC32:
+        return S3_CK_CRC32;
+    case CHECKSUM_CRC32C:
+        return S3_CK_CRC32C;
+    case CHECKSUM_CRC64NVME:
+        return S3_CK_CRC64NVME;
+    case CHECKSUM_SHA1:
+        return S3_CK_SHA1;
+    default:
+        return S3_CK_SHA256;
+    }
 }
 
 char **s3_part_checksum(const stor_part_t *part, enum s3_checksum_alg alg)
@@ -203,7 +220,7 @@ s3_error_t s3_body_begin(s3_req_t *req)
 
     /* Checksums: a value in a header, an algorithm announced for the trailer,
      * or an algorithm the SDK asks us to compute. */
-    for (int i = 0; i < S3_CK_COUNT; i++) {
+    for (int i = 0; i < S3_CK_COUNT && !req->checksums_of_object; i++) {
         req->expect_ck[i] = s3_req_header(req, ck_headers[i]);
         if (req->expect_ck[i])
             req->want_ck[i] = true;
@@ -552,6 +569,29 @@ s3_error_t s3_storage_class_from_headers(s3_req_t *req, stor_meta_t *meta)
     return S3E_INVALID_STORAGE_CLASS;
 }
 
+const char *s3_checksum_type(const stor_meta_t *meta)
+{
+    return meta->checksum_type ? meta->checksum_type : "FULL_OBJECT";
+}
+
+bool s3_part_checksum_of(const stor_meta_t *meta, uint32_t n, char out[CHECKSUM_VALUE_MAX])
+{
+    const char *p = meta->part_checksums;
+    for (uint32_t i = 1; p && i < n; i++) {
+        p = strchr(p, ',');
+        if (p)
+            p++;
+    }
+    if (!p || n < 1)
+        return false;
+    size_t len = strcspn(p, ",");
+    if (len == 0 || len >= CHECKSUM_VALUE_MAX)
+        return false;
+    memcpy(out, p, len);
+    out[len] = '\0';
+    return true;
+}
+
 const char *s3_storage_class(const stor_meta_t *meta)
 {
     return meta->storage_class ? meta->storage_class : "STANDARD";
@@ -638,10 +678,14 @@ void s3_meta_to_headers(s3_req_t *req, const stor_meta_t *meta)
     }
     const char *mode = s3_req_header(req, "x-amz-checksum-mode");
     if (mode && strcasecmp(mode, "ENABLED") == 0) {
+        bool any = false;
         for (int i = 0; i < S3_CK_COUNT; i++) {
             const char *ck = *s3_meta_checksum(meta, i);
             if (ck)
                 s3_reply_header(req, ck_headers[i], ck);
+            any = any || ck;
         }
+        if (any)
+            s3_reply_header(req, "x-amz-checksum-type", s3_checksum_type(meta));
     }
 }

@@ -91,22 +91,39 @@ static void checksum_xml(buf_t *xml, const stor_meta_t *meta)
     }
     if (any)
         buf_printf(xml, "<ChecksumType>%s</ChecksumType></Checksum>",
-                   composite ? "COMPOSITE" : "FULL_OBJECT");
+                   meta->checksum_type ? meta->checksum_type
+                   : composite         ? "COMPOSITE"
+                                       : "FULL_OBJECT");
 }
 
 /* <ObjectParts> of a multipart object: its part count and the parts after
- * marker, at most max of them. */
+ * marker, at most max of them, each with its checksum when the object
+ * keeps its parts' checksums. */
 static void parts_xml(buf_t *xml, const stor_meta_t *meta, long max, long marker)
 {
     buf_printf(xml, "<ObjectParts><PartsCount>%" PRIu32 "</PartsCount>", meta->parts_count);
     buf_printf(xml, "<PartNumberMarker>%ld</PartNumberMarker><MaxParts>%ld</MaxParts>", marker,
                max);
     long listed = 0, last = marker;
+    checksum_alg_t alg = checksum_alg_from_name(meta->checksum_algorithm);
+    /* The parts' checksums, comma-separated: ck walks them beside n. */
+    const char *ck = alg != CHECKSUM_NONE ? meta->part_checksums : NULL;
+    for (long n = 1; ck && n <= marker; n++) {
+        ck = strchr(ck, ',');
+        ck = ck ? ck + 1 : NULL;
+    }
     buf_t parts;
-    buf_init(&parts, 128 * ATTR_MAX_PARTS);
+    buf_init(&parts, 256 * ATTR_MAX_PARTS);
     for (long n = marker + 1; n <= (long)meta->parts_count && listed < max; n++, listed++) {
-        buf_printf(&parts, "<Part><PartNumber>%ld</PartNumber><Size>%" PRIu64 "</Size></Part>", n,
+        buf_printf(&parts, "<Part><PartNumber>%ld</PartNumber><Size>%" PRIu64 "</Size>", n,
                    meta->part_sizes[n - 1]);
+        size_t len = ck ? strcspn(ck, ",") : 0;
+        if (len && len < CHECKSUM_VALUE_MAX)
+            buf_printf(&parts, "<Checksum%s>%.*s</Checksum%s>", checksum_alg_name(alg), (int)len,
+                       ck, checksum_alg_name(alg));
+        if (ck)
+            ck = ck[len] == ',' ? ck + len + 1 : NULL;
+        buf_append_str(&parts, "</Part>");
         last = n;
     }
     bool truncated = last < (long)meta->parts_count;
@@ -142,7 +159,7 @@ static void get_object_attributes_begin(s3_req_t *req)
     if (!s3_object_for_request(req, S3_PERM_READ, &meta))
         return;
     buf_t xml;
-    buf_init(&xml, 128 * ATTR_MAX_PARTS + 16 * 1024);
+    buf_init(&xml, 256 * ATTR_MAX_PARTS + 16 * 1024);
     s3_xml_open(&xml, "GetObjectAttributesResponse");
     if (attrs & ATTR_ETAG)
         s3_xml_elem(&xml, "ETag", meta.etag);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/checksum.h"
 #include "common/date.h"
 #include "common/s3r_limits.h"
 #include "s3/s3_request.h"
@@ -42,6 +43,90 @@ static long part_number(s3_req_t *req)
     return n;
 }
 
+/* ---- checksums of multipart objects --------------------------------------------- */
+
+/* The checksum CreateMultipartUpload asks its object to carry, into meta:
+ * x-amz-checksum-algorithm (S3's names, any case) and x-amz-checksum-type
+ * (COMPOSITE, or FULL_OBJECT for the CRCs; absent: FULL_OBJECT for
+ * CRC64NVME, which has no composite, COMPOSITE for the others), refused as
+ * S3 refuses them. */
+static s3_error_t mpu_checksum_from_headers(s3_req_t *req, stor_meta_t *meta, const char **why_p)
+{
+    const char *a = s3_req_header(req, "x-amz-checksum-algorithm");
+    const char *t = s3_req_header(req, "x-amz-checksum-type");
+    if (!a) {
+        if (!t)
+            return S3E_NONE;
+        *why_p = "The x-amz-checksum-type header can only be used with the "
+                 "x-amz-checksum-algorithm header.";
+        return S3E_INVALID_REQUEST;
+    }
+    char name[16];
+    size_t len = strlen(a);
+    checksum_alg_t alg = CHECKSUM_NONE;
+    if (len < sizeof name) {
+        for (size_t i = 0; i <= len; i++)
+            name[i] = (char)toupper((unsigned char)a[i]);
+        alg = checksum_alg_from_name(name);
+    }
+    if (alg == CHECKSUM_NONE) {
+        *why_p = "Checksum algorithm provided is unsupported. Please try again with any of the "
+                 "valid types: [CRC32, CRC32C, CRC64NVME, SHA1, SHA256]";
+        return S3E_INVALID_REQUEST;
+    }
+    bool full = !checksum_composite_ok(alg);
+    if (t && strcasecmp(t, "FULL_OBJECT") == 0) {
+        full = true;
+    } else if (t && strcasecmp(t, "COMPOSITE") == 0) {
+        full = false;
+    } else if (t) {
+        *why_p = "Value for x-amz-checksum-type header is invalid.";
+        return S3E_INVALID_REQUEST;
+    }
+    if (full && !checksum_full_object_ok(alg)) {
+        *why_p = alg == CHECKSUM_SHA1 ? "The FULL_OBJECT checksum type cannot be used with the "
+                                        "sha1 checksum algorithm."
+                                      : "The FULL_OBJECT checksum type cannot be used with the "
+                                        "sha256 checksum algorithm.";
+        return S3E_INVALID_REQUEST;
+    }
+    if (!full && !checksum_composite_ok(alg)) {
+        *why_p = "The COMPOSITE checksum type cannot be used with the crc64nvme checksum "
+                 "algorithm.";
+        return S3E_INVALID_REQUEST;
+    }
+    meta->checksum_algorithm = strdup(checksum_alg_name(alg));
+    meta->checksum_type = strdup(full ? "FULL_OBJECT" : "COMPOSITE");
+    return meta->checksum_algorithm && meta->checksum_type ? S3E_NONE : S3E_INTERNAL;
+}
+
+/* The x-amz-checksum-* header of alg ("x-amz-checksum-crc32", ...). */
+static void checksum_header_name(checksum_alg_t alg, char out[40])
+{
+    const char *n = checksum_alg_name(alg);
+    size_t i = 0;
+    i += (size_t)snprintf(out, 40, "x-amz-checksum-");
+    for (; *n && i < 39; n++)
+        out[i++] = (char)tolower((unsigned char)*n);
+    out[i] = '\0';
+}
+
+/* A multipart object's checksum (the one of its algorithm) and its type,
+ * as the elements of a Complete or GetObjectAttributes answer. */
+static void object_checksum_xml(buf_t *xml, const stor_meta_t *meta)
+{
+    checksum_alg_t alg = checksum_alg_from_name(meta->checksum_algorithm);
+    if (alg == CHECKSUM_NONE)
+        return;
+    const char *v = *s3_meta_checksum(meta, s3_checksum_alg_of(alg));
+    if (!v)
+        return;
+    char elem[40];
+    snprintf(elem, sizeof elem, "Checksum%s", checksum_alg_name(alg));
+    s3_xml_elem(xml, elem, v);
+    s3_xml_elem(xml, "ChecksumType", meta->checksum_type ? meta->checksum_type : "COMPOSITE");
+}
+
 /* ---- Create ---------------------------------------------------------------------- */
 
 static void create_mpu_begin(s3_req_t *req)
@@ -53,11 +138,17 @@ static void create_mpu_begin(s3_req_t *req)
     const char *why = NULL;
     s3_error_t err = s3_meta_from_headers(req, &meta, &why);
     if (err == S3E_NONE)
+        err = mpu_checksum_from_headers(req, &meta, &why);
+    if (err == S3E_NONE)
         err = s3_new_object_access(req, &meta, &why);
     if (err != S3E_NONE) {
         stor_meta_free(&meta);
         s3_reply_error(req, err, why);
         return;
+    }
+    if (meta.checksum_algorithm) {
+        s3_reply_header(req, "x-amz-checksum-algorithm", meta.checksum_algorithm);
+        s3_reply_header(req, "x-amz-checksum-type", meta.checksum_type);
     }
     char id[STOR_UPLOAD_ID_LEN + 1];
     stor_status_t st =
@@ -201,23 +292,25 @@ static void complete_mpu_begin(s3_req_t *req)
         s3_reply_error(req, err, why);
         return;
     }
+    req->checksums_of_object = true;
     req->body_kind = S3_BODY_XML;
 }
 
 /* A CompleteMultipartUpload retried after it succeeded (its answer lost)
  * finds no upload. S3 answers it 200 again: when the key holds the object
- * those very parts made (its ETag is theirs, stor_mpu_etag), that ETag goes
- * to etag. */
+ * those very parts made (its ETag is theirs, stor_mpu_etag), *meta_p gets
+ * that object's metadata (the caller frees it). */
 static bool completed_before(s3_req_t *req, const stor_complete_part_t *parts, size_t n,
-                             char etag[64])
+                             stor_meta_t *meta_p)
 {
-    stor_meta_t meta;
+    char etag[64];
     if (stor_mpu_etag(parts, n, etag) != STOR_OK ||
-        stor_head(req->srv->cfg.store, req->bucket, req->key, &meta) != STOR_OK)
+        stor_head(req->srv->cfg.store, req->bucket, req->key, meta_p) != STOR_OK)
         return false;
-    bool same = strcasecmp(meta.etag, etag) == 0;
-    stor_meta_free(&meta);
-    return same;
+    if (strcasecmp(meta_p->etag, etag) == 0)
+        return true;
+    stor_meta_free(meta_p);
+    return false;
 }
 
 static void complete_mpu_finish(s3_req_t *req)
@@ -246,6 +339,7 @@ static void complete_mpu_finish(s3_req_t *req)
             m--;
         cp[m].number = parts[i].number;
         cp[m].etag = parts[i].etag;
+        memcpy(cp[m].checksums, parts[i].checksums, sizeof cp[m].checksums);
         m++;
     }
     stor_meta_t meta;
@@ -253,11 +347,16 @@ static void complete_mpu_finish(s3_req_t *req)
     stor_precond_t cond;
     const char *why = NULL;
     s3_write_precond(req, &cond, &why); /* checked in begin() */
+    for (int i = 0; i < CHECKSUM_NONE; i++) {
+        char name[40];
+        checksum_header_name((checksum_alg_t)i, name);
+        cond.checksums[i] = s3_req_header(req, name);
+    }
     const char *id = s3_req_query(req, "uploadId");
     stor_status_t st = id ? stor_mpu_complete(req->srv->cfg.store, &req->authz_bucket, req->key, id,
                                               cp, m, &cond, &meta)
                           : STOR_ERR_NO_UPLOAD;
-    if (st == STOR_ERR_NO_UPLOAD && completed_before(req, cp, m, meta.etag))
+    if (st == STOR_ERR_NO_UPLOAD && completed_before(req, cp, m, &meta))
         st = STOR_OK;
     free(cp);
     xml_complete_parts_free(parts, n);
@@ -271,7 +370,9 @@ static void complete_mpu_finish(s3_req_t *req)
     s3_xml_elem(&xml, "Location", req->resource);
     s3_xml_elem(&xml, "Bucket", req->bucket);
     s3_xml_elem(&xml, "Key", req->key);
-    buf_printf(&xml, "<ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>", meta.etag);
+    buf_printf(&xml, "<ETag>&quot;%s&quot;</ETag>", meta.etag);
+    object_checksum_xml(&xml, &meta);
+    buf_append_str(&xml, "</CompleteMultipartUploadResult>");
     stor_meta_free(&meta);
     s3_reply_xml(req, 200, &xml);
 }

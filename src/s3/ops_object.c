@@ -475,6 +475,7 @@ static void get_object_begin(s3_req_t *req)
 
     uint64_t first = 0, len = meta->size;
     int status = 200;
+    uint32_t part_n = 0; /* GET ?partNumber= of a multipart object */
     const char *pn = s3_req_query(req, "partNumber");
     if (pn) {
         char *end;
@@ -497,6 +498,7 @@ static void get_object_begin(s3_req_t *req)
             len = meta->part_sizes[n - 1];
             status = 206;
             s3_reply_headerf(req, "x-amz-mp-parts-count", "%u", meta->parts_count);
+            part_n = (uint32_t)n;
         }
     } else {
         uint64_t a, b;
@@ -529,6 +531,12 @@ static void get_object_begin(s3_req_t *req)
     } overrides[] = {S3_RESPONSE_OVERRIDES(OVERRIDE)};
 #undef OVERRIDE
     stor_meta_t shown = *meta;
+    /* A part's GET carries the part's checksum (of the object's type), as
+     * in S3, when the object keeps its parts' checksums. */
+    char part_ck[CHECKSUM_VALUE_MAX];
+    checksum_alg_t ck_alg = checksum_alg_from_name(meta->checksum_algorithm);
+    if (part_n && ck_alg != CHECKSUM_NONE && s3_part_checksum_of(meta, part_n, part_ck))
+        *s3_meta_checksum(&shown, s3_checksum_alg_of(ck_alg)) = part_ck;
     bool overridden = false;
     for (size_t i = 0; i < sizeof(overrides) / sizeof(overrides[0]); i++) {
         const char *v = s3_req_query(req, overrides[i].param);

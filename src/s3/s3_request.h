@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "common/buf.h"
+#include "common/checksum.h"
 #include "common/hash.h"
 #include "s3/awschunked.h"
 #include "s3/s3_errors.h"
@@ -205,6 +206,10 @@ struct s3_req {
     bool want_ck[S3_CK_COUNT];
     const char *expect_ck[S3_CK_COUNT]; /* from x-amz-checksum-* headers; NULL when not sent */
     bool fast_etag; /* set by PutObject's and UploadPart's begin() under etag: fast */
+    /* Set by CompleteMultipartUpload's begin(): its x-amz-checksum-* headers
+     * are the object's checksums, not its XML body's, and body.c leaves
+     * them alone. */
+    bool checksums_of_object;
     bool has_content_md5;
     uint8_t content_md5[MD5_LEN];
     uint32_t crc32, crc32c;
@@ -357,6 +362,14 @@ void s3_reply_checksums(s3_req_t *req);
  * read only). */
 char **s3_meta_checksum(const stor_meta_t *meta, enum s3_checksum_alg alg);
 char **s3_part_checksum(const stor_part_t *part, enum s3_checksum_alg alg);
+/* The s3_checksum_alg of common/checksum.h's alg. */
+enum s3_checksum_alg s3_checksum_alg_of(checksum_alg_t alg);
+/* The type of the checksum meta's object carries: its multipart upload's
+ * (COMPOSITE or FULL_OBJECT), FULL_OBJECT for any other object. */
+const char *s3_checksum_type(const stor_meta_t *meta);
+/* Part n's (1-based) checksum in a multipart object's part_checksums, into
+ * out; false when the object keeps none for that part. */
+bool s3_part_checksum_of(const stor_meta_t *meta, uint32_t n, char out[CHECKSUM_VALUE_MAX]);
 /* The XML element name of a checksum ("ChecksumCRC32", ...). */
 const char *s3_checksum_elem(enum s3_checksum_alg alg);
 /* Sink used by the RDMA token path: hashes and writes already-decoded bytes. */

@@ -510,7 +510,7 @@ stor_status_t local_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const ch
         s = STOR_ERR_NOMEM;
         goto out;
     }
-    if ((s = stor_mpu_assemble(parts, n, recs, n_recs, &m, &segs, used)) != STOR_OK)
+    if ((s = stor_mpu_assemble(parts, n, recs, n_recs, &m, cond, &segs, used)) != STOR_OK)
         goto out;
     s = encode_object(&rec, key, &m, segs, (uint32_t)n);
     if (s == STOR_OK)

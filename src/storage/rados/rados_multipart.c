@@ -417,7 +417,7 @@ stor_status_t rs_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const char 
         s = STOR_ERR_NOMEM;
         goto out;
     }
-    if ((s = stor_mpu_assemble(parts, n, recs, n_recs, &m, &segs, used)) != STOR_OK)
+    if ((s = stor_mpu_assemble(parts, n, recs, n_recs, &m, cond, &segs, used)) != STOR_OK)
         goto out;
     if ((s = encode_object(&rec, key, &m, segs, (uint32_t)n)) != STOR_OK)
         goto out;
