@@ -15,14 +15,19 @@
 #include "s3/xml_in.h"
 
 /* Checks the requester may write into the bucket and that uploadId names an
- * upload of this key. */
-static const char *upload_check(s3_req_t *req)
+ * upload of this key; *meta_p (NULL: not wanted; zeroed on failure, the
+ * caller frees it) gets the upload's metadata. */
+static const char *upload_check(s3_req_t *req, stor_meta_t *meta_p)
 {
+    if (meta_p)
+        memset(meta_p, 0, sizeof *meta_p);
     if (!s3_bucket_authorize(req, req->bucket, S3_PERM_WRITE, &req->authz_bucket))
         return NULL;
     const char *id = s3_req_query(req, "uploadId");
-    stor_status_t st =
-        id ? stor_mpu_check(req->srv->cfg.store, req->bucket, req->key, id) : STOR_ERR_NO_UPLOAD;
+    stor_t *store = req->srv->cfg.store;
+    stor_status_t st = !id      ? STOR_ERR_NO_UPLOAD
+                       : meta_p ? stor_mpu_meta(store, req->bucket, req->key, id, meta_p)
+                                : stor_mpu_check(store, req->bucket, req->key, id);
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
         return NULL;
@@ -175,8 +180,16 @@ static void create_mpu_begin(s3_req_t *req)
  * is the ETag). Complete accepts both shapes (stor_mpu_etag). */
 static void upload_part_begin(s3_req_t *req)
 {
-    if (!upload_check(req) || part_number(req) < 0)
+    stor_meta_t up;
+    bool ok = upload_check(req, &up) && part_number(req) >= 0;
+    /* A part of an upload that named a checksum algorithm gets its checksum
+     * of it, computed here when the client sent none, for Complete. */
+    checksum_alg_t alg = checksum_alg_from_name(up.checksum_algorithm);
+    stor_meta_free(&up);
+    if (!ok)
         return;
+    if (alg != CHECKSUM_NONE)
+        req->want_ck[s3_checksum_alg_of(alg)] = true;
     req->fast_etag = req->srv->cfg.etag_fast;
     s3_upload_begin(req);
 }
@@ -244,7 +257,7 @@ static s3_error_t parse_copy_range(const char *v, uint64_t size, uint64_t *first
 
 static void upload_part_copy_begin(s3_req_t *req)
 {
-    if (!upload_check(req) || part_number(req) < 0)
+    if (!upload_check(req, NULL) || part_number(req) < 0)
         return;
     bool same;
     stor_reader_t *reader = s3_copy_source_open(req, &same);
@@ -379,7 +392,7 @@ static void complete_mpu_finish(s3_req_t *req)
 
 static void abort_mpu_begin(s3_req_t *req)
 {
-    if (!upload_check(req))
+    if (!upload_check(req, NULL))
         return;
     stor_status_t st = stor_mpu_abort(req->srv->cfg.store, &req->authz_bucket, req->key,
                                       s3_req_query(req, "uploadId"));
@@ -406,21 +419,23 @@ static long query_long(s3_req_t *req, const char *name, long dflt, long max)
 
 static void list_parts_begin(s3_req_t *req)
 {
-    const char *id = upload_check(req);
-    if (!id)
-        return;
+    stor_meta_t up;
+    const char *id = upload_check(req, &up);
     long max = query_long(req, "max-parts", 1000, 1000);
     long marker = query_long(req, "part-number-marker", 0, S3R_MAX_PART_NUMBER);
-    if (max < 0 || marker < 0) {
+    if (id && (max < 0 || marker < 0)) {
         s3_reply_error(req, S3E_INVALID_ARGUMENT, NULL);
-        return;
+        id = NULL;
     }
     stor_part_t *parts = NULL;
     size_t n = 0;
-    stor_status_t st = stor_mpu_list_parts(req->srv->cfg.store, req->bucket, req->key, id,
-                                           (uint32_t)marker, &parts, &n);
-    if (st != STOR_OK) {
+    stor_status_t st = id ? stor_mpu_list_parts(req->srv->cfg.store, req->bucket, req->key, id,
+                                                (uint32_t)marker, &parts, &n)
+                          : STOR_OK;
+    if (st != STOR_OK)
         s3_reply_error(req, s3_error_from_stor(st), NULL);
+    if (!id || st != STOR_OK) {
+        stor_meta_free(&up);
         return;
     }
     bool truncated = n > (size_t)max;
@@ -433,9 +448,13 @@ static void list_parts_begin(s3_req_t *req)
     s3_xml_elem(&xml, "UploadId", id);
     s3_xml_principal(&xml, "Initiator", req->authz_bucket.owner);
     s3_xml_principal(&xml, "Owner", req->authz_bucket.owner);
-    buf_printf(&xml,
-               "<StorageClass>STANDARD</StorageClass><PartNumberMarker>%ld</PartNumberMarker>",
-               marker);
+    s3_xml_elem(&xml, "StorageClass", s3_storage_class(&up));
+    if (up.checksum_algorithm) {
+        s3_xml_elem(&xml, "ChecksumAlgorithm", up.checksum_algorithm);
+        s3_xml_elem(&xml, "ChecksumType", up.checksum_type ? up.checksum_type : "COMPOSITE");
+    }
+    stor_meta_free(&up);
+    buf_printf(&xml, "<PartNumberMarker>%ld</PartNumberMarker>", marker);
     if (shown)
         buf_printf(&xml, "<NextPartNumberMarker>%u</NextPartNumberMarker>",
                    parts[shown - 1].number);

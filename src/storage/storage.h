@@ -360,6 +360,11 @@ stor_status_t stor_mpu_create(stor_t *st, const stor_bucket_t *bucket, const cha
 /* Looks an upload up: STOR_ERR_NO_UPLOAD unless it exists in bucket for key. */
 stor_status_t stor_mpu_check(stor_t *st, const char *bucket, const char *key,
                              const char *upload_id);
+/* stor_mpu_check that also fills *meta_p (caller frees) with the metadata
+ * the upload's object will have (CreateMultipartUpload's headers, storage
+ * class, checksum algorithm and type). */
+stor_status_t stor_mpu_meta(stor_t *st, const char *bucket, const char *key, const char *upload_id,
+                            stor_meta_t *meta_p);
 
 typedef struct stor_part {
     uint32_t number;

@@ -158,12 +158,26 @@ def test_listed_part_checksum_must_be_the_parts(server, bucket):
     assert r.status == 400 and r.error_code() == "InvalidPart", r
 
 
-def test_part_without_the_uploads_checksum(server, bucket):
+def test_part_sent_without_the_uploads_checksum_gets_one(server, bucket):
+    """A part sent with no checksum of the upload's algorithm gets it computed (an SDK that
+    sends another algorithm, or none, still completes)."""
     uid = upload_id(create(server, bucket, "k", "SHA256"))
     r = raw_request(server, "PUT", f"/{bucket}/k",
                     query=[("partNumber", "1"), ("uploadId", uid)], body=b"x")
+    assert r.status == 200 and r.headers["x-amz-checksum-sha256"] == sha256_b64(b"x"), r
     r = complete(server, bucket, "k", uid, [(r.headers["etag"], None)], "SHA256", listed=False)
-    assert r.status == 400 and r.error_code() == "InvalidPart", r
+    assert r.status == 200, r
+    assert ET.fromstring(r.body).findtext(f"{S3_NS}ChecksumSHA256") == \
+        composite("SHA256", [sha256_b64(b"x")])
+
+
+def test_list_parts_names_the_uploads_checksum(s3, server, bucket):
+    r, uid, parts = upload_two_parts(server, bucket, "k", "CRC32C", "FULL_OBJECT")
+    lp = s3.list_parts(Bucket=bucket, Key="k", UploadId=uid)
+    assert lp["ChecksumAlgorithm"] == "CRC32C"
+    assert [p["ChecksumCRC32C"] for p in lp["Parts"]] == [ck for _, ck in parts]
+    raw = raw_request(server, "GET", f"/{bucket}/k", query=[("uploadId", uid)])
+    assert b"<ChecksumType>FULL_OBJECT</ChecksumType>" in raw.body, raw
 
 
 def test_retried_complete_answers_the_same_checksum(server, bucket):

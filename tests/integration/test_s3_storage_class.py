@@ -64,6 +64,8 @@ def test_multipart(s3, bucket):
     uid = s3.create_multipart_upload(Bucket=bucket, Key="k",
                                      StorageClass="INTELLIGENT_TIERING")["UploadId"]
     etag = s3.upload_part(Bucket=bucket, Key="k", UploadId=uid, PartNumber=1, Body=b"p")["ETag"]
+    assert s3.list_parts(Bucket=bucket, Key="k", UploadId=uid)["StorageClass"] == \
+        "INTELLIGENT_TIERING"
     s3.complete_multipart_upload(Bucket=bucket, Key="k", UploadId=uid,
                                  MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]})
     assert s3.head_object(Bucket=bucket, Key="k")["StorageClass"] == "INTELLIGENT_TIERING"
