@@ -100,6 +100,29 @@ static char **stored_slot(const stor_meta_t *meta, size_t i)
  * aws-chunked decoder, or an RDMA pull (the token path), whose bytes a
  * signed payload hash (x-amz-content-sha256) covers just as the HTTP body's
  * (aws-chunked has no payload hash: its chunks are signed). */
+s3_error_t s3_checksums_begin(s3_req_t *req)
+{
+    if (req->want_ck[S3_CK_SHA256] && !req->sha256_ck && !(req->sha256_ck = digest_sha256_new()))
+        return S3E_INTERNAL;
+    if (req->want_ck[S3_CK_SHA1] && !req->sha1_ck && !(req->sha1_ck = digest_sha1_new()))
+        return S3E_INTERNAL;
+    return S3E_NONE;
+}
+
+void s3_checksums_update(s3_req_t *req, const void *data, size_t len)
+{
+    if (req->want_ck[S3_CK_CRC32])
+        req->crc32 = crc32_ieee_update(req->crc32, data, len);
+    if (req->want_ck[S3_CK_CRC32C])
+        req->crc32c = crc32c_update(req->crc32c, data, len);
+    if (req->want_ck[S3_CK_CRC64NVME])
+        req->crc64nvme = crc64nvme_update(req->crc64nvme, data, len);
+    if (req->sha256_ck)
+        digest_update(req->sha256_ck, data, len);
+    if (req->sha1_ck)
+        digest_update(req->sha1_ck, data, len);
+}
+
 int s3_body_sink(void *cls, const void *data, size_t len)
 {
     s3_req_t *req = cls;
@@ -117,16 +140,7 @@ int s3_body_sink(void *cls, const void *data, size_t len)
                        req->md5, data, len);
     if (req->sha256_payload)
         digest_update(req->sha256_payload, data, len);
-    if (req->want_ck[S3_CK_CRC32])
-        req->crc32 = crc32_ieee_update(req->crc32, data, len);
-    if (req->want_ck[S3_CK_CRC32C])
-        req->crc32c = crc32c_update(req->crc32c, data, len);
-    if (req->want_ck[S3_CK_CRC64NVME])
-        req->crc64nvme = crc64nvme_update(req->crc64nvme, data, len);
-    if (req->sha256_ck)
-        digest_update(req->sha256_ck, data, len);
-    if (req->sha1_ck)
-        digest_update(req->sha1_ck, data, len);
+    s3_checksums_update(req, data, len);
     int rc = 0;
     if (req->body_kind == S3_BODY_XML) {
         if (buf_append(&req->body, data, len) != 0) {
@@ -242,10 +256,9 @@ s3_error_t s3_body_begin(s3_req_t *req)
             return S3E_INVALID_REQUEST;
         req->want_ck[alg] = true;
     }
-    if (req->want_ck[S3_CK_SHA256] && !(req->sha256_ck = digest_sha256_new()))
-        return S3E_INTERNAL;
-    if (req->want_ck[S3_CK_SHA1] && !(req->sha1_ck = digest_sha1_new()))
-        return S3E_INTERNAL;
+    s3_error_t err = s3_checksums_begin(req);
+    if (err != S3E_NONE)
+        return err;
 
     if (streaming) {
         awschunk_params_t p = {
@@ -332,6 +345,19 @@ static void checksum_final(s3_req_t *req, int i, char out[64])
         base64_encode(sum, SHA1_LEN, out);
         break;
     }
+}
+
+s3_error_t s3_checksums_end(s3_req_t *req)
+{
+    for (int i = 0; i < S3_CK_COUNT; i++) {
+        if (!req->want_ck[i] || req->checksums[i])
+            continue;
+        char computed[64];
+        checksum_final(req, i, computed);
+        if (!(req->checksums[i] = strdup(computed)))
+            return S3E_INTERNAL;
+    }
+    return S3E_NONE;
 }
 
 /* etag: fast's ETag: 32 hex digits of the body's CRC32C, its length and 4

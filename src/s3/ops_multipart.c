@@ -214,6 +214,9 @@ static void commit_part(s3_req_t *req, stor_writer_t *w, const char *etag, bool 
         buf_init(&xml, 4096);
         s3_xml_open(&xml, "CopyPartResult");
         buf_printf(&xml, "<LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag>", date, etag);
+        for (int i = 0; i < S3_CK_COUNT; i++)
+            if (req->checksums[i])
+                s3_xml_elem(&xml, s3_checksum_elem(i), req->checksums[i]);
         buf_append_str(&xml, "</CopyPartResult>");
         s3_reply_xml(req, 200, &xml);
         return;
@@ -257,8 +260,21 @@ static s3_error_t parse_copy_range(const char *v, uint64_t size, uint64_t *first
 
 static void upload_part_copy_begin(s3_req_t *req)
 {
-    if (!upload_check(req, NULL) || part_number(req) < 0)
+    stor_meta_t up;
+    bool ok = upload_check(req, &up) && part_number(req) >= 0;
+    /* The part gets its checksum of the upload's algorithm, as S3 computes
+     * one for a copied part, so that Complete has it. */
+    checksum_alg_t alg = checksum_alg_from_name(up.checksum_algorithm);
+    stor_meta_free(&up);
+    if (!ok)
         return;
+    if (alg != CHECKSUM_NONE) {
+        req->want_ck[s3_checksum_alg_of(alg)] = true;
+        if (s3_checksums_begin(req) != S3E_NONE) {
+            s3_reply_error(req, S3E_INTERNAL, NULL);
+            return;
+        }
+    }
     bool same;
     stor_reader_t *reader = s3_copy_source_open(req, &same);
     if (!reader)
@@ -283,6 +299,8 @@ static void upload_part_copy_begin(s3_req_t *req)
     char etag[33];
     s3_error_t err = s3_copy_range(req, reader, first, len, &w, etag);
     stor_reader_close(reader);
+    if (err == S3E_NONE && (err = s3_checksums_end(req)) != S3E_NONE)
+        stor_writer_abort(w);
     if (err != S3E_NONE) {
         s3_reply_error(req, err, NULL);
         return;

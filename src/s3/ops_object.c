@@ -702,6 +702,7 @@ s3_error_t s3_copy_range(s3_req_t *req, stor_reader_t *reader, uint64_t first, u
             break;
         }
         digest_update(md5, buf, n);
+        s3_checksums_update(req, buf, n);
         if ((st = stor_writer_write(w, buf, n)) != STOR_OK)
             err = s3_error_from_stor(st);
         off += n;

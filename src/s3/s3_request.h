@@ -356,6 +356,13 @@ void s3_body_feed(s3_req_t *req, const char *data, size_t len);
  * x-amz-content-sha256, checksums (header or trailer). Fills req->etag and
  * req->checksums. Returns S3E_NONE or the error to reply. */
 s3_error_t s3_body_end(s3_req_t *req);
+/* The checksums req->want_ck names, over bytes that are no request body
+ * (s3_body_sink runs them over bodies; UploadPartCopy over copied bytes):
+ * begin starts their digests, update hashes, end puts them, base64, in
+ * req->checksums. */
+s3_error_t s3_checksums_begin(s3_req_t *req);
+void s3_checksums_update(s3_req_t *req, const void *data, size_t len);
+s3_error_t s3_checksums_end(s3_req_t *req);
 /* Adds the x-amz-checksum-* headers of req->checksums to the response. */
 void s3_reply_checksums(s3_req_t *req);
 /* Where meta and a part keep the checksum of algorithm alg (const meta: to

@@ -204,3 +204,26 @@ def test_boto3_composite(s3, bucket):
     want = composite("SHA256", [r1["ChecksumSHA256"], r2["ChecksumSHA256"]])
     assert done["ChecksumSHA256"] == want
     assert s3.head_object(Bucket=bucket, Key="k", ChecksumMode="ENABLED")["ChecksumSHA256"] == want
+
+
+@pytest.mark.parametrize("alg", ["SHA256", "CRC32"])
+def test_copied_parts_get_the_uploads_checksum(server, s3, bucket, alg):
+    """UploadPartCopy computes the copied bytes' checksum of the upload's algorithm (in its
+    CopyPartResult), so the upload completes with the object's checksum."""
+    s3.put_object(Bucket=bucket, Key="src", Body=PART1 + PART2)
+    uid = upload_id(create(server, bucket, "k", alg))
+    parts = []
+    for num, rng in ((1, f"bytes=0-{len(PART1) - 1}"),
+                     (2, f"bytes={len(PART1)}-{len(PART1) + len(PART2) - 1}")):
+        r = raw_request(server, "PUT", f"/{bucket}/k",
+                        query=[("partNumber", str(num)), ("uploadId", uid)],
+                        headers={"x-amz-copy-source": f"/{bucket}/src",
+                                 "x-amz-copy-source-range": rng})
+        assert r.status == 200, r
+        root = ET.fromstring(r.body)
+        parts.append((root.findtext(f"{S3_NS}ETag"), root.findtext(f"{S3_NS}Checksum{alg}")))
+    assert [ck for _, ck in parts] == [B64[alg](PART1), B64[alg](PART2)]
+    r = complete(server, bucket, "k", uid, parts, alg)
+    assert r.status == 200, r
+    assert ET.fromstring(r.body).findtext(f"{S3_NS}Checksum{alg}") == \
+        composite(alg, [ck for _, ck in parts])
