@@ -108,3 +108,31 @@ def test_unknown_class_refused(server, s3, bucket, how):
     assert (status, code) == (400, "InvalidStorageClass")
     with pytest.raises(ClientError):
         s3.head_object(Bucket=bucket, Key="k")
+
+
+def test_awscli_storage_class(server, s3, bucket, tmp_path):
+    """awscli's --storage-class on an upload, a multipart upload and a copy (its functional
+    suite stopped at "StorageClass was not applied")."""
+    import os
+    from test_cli_tools import clean_env, run
+    from s3r_itest import REGION, USERS
+    if not os.path.exists("/usr/bin/aws"):
+        pytest.skip("/usr/bin/aws not installed")
+    env = clean_env(tmp_path)
+    env.update(AWS_ACCESS_KEY_ID=USERS[0][0], AWS_SECRET_ACCESS_KEY=USERS[0][1],
+               AWS_DEFAULT_REGION=REGION, AWS_CONFIG_FILE=str(tmp_path / "aws-config"),
+               AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "aws-creds"), AWS_PAGER="",
+               AWS_EC2_METADATA_DISABLED="true")
+    (tmp_path / "aws-config").write_text("[default]\nregion = us-east-1\ns3 =\n"
+                                         "  multipart_threshold = 5MB\n  multipart_chunksize = 5MB\n")
+    small, big = tmp_path / "small", tmp_path / "big"
+    small.write_bytes(b"small")
+    big.write_bytes(os.urandom(6 * 1024 * 1024))  # two parts
+    aws = ["/usr/bin/aws", "--endpoint-url", server.endpoint, "--no-cli-pager", "s3"]
+    run(aws + ["cp", str(small), f"s3://{bucket}/small", "--storage-class", "STANDARD_IA"], env)
+    run(aws + ["cp", str(big), f"s3://{bucket}/big", "--storage-class", "GLACIER_IR"], env)
+    run(aws + ["cp", f"s3://{bucket}/small", f"s3://{bucket}/copy",
+               "--storage-class", "ONEZONE_IA"], env)
+    assert "-" in s3.head_object(Bucket=bucket, Key="big")["ETag"]  # it went multipart
+    got = {o["Key"]: o["StorageClass"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]}
+    assert got == {"small": "STANDARD_IA", "big": "GLACIER_IR", "copy": "ONEZONE_IA"}
