@@ -122,10 +122,7 @@ static void put_bucket_acl_finish(s3_req_t *req)
     s3_reply_empty(req, 200);
 }
 
-/* Looks up the request's object (versionId "null" or none) and checks perm
- * on it (a missing key: s3_object_lookup_error); fills *meta_p (caller
- * frees). Replies and returns false on error. */
-static bool object_for_config(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p)
+bool s3_object_for_request(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p)
 {
     s3_error_t err = s3_version_check(s3_req_query(req, "versionId"));
     if (err != S3E_NONE) {
@@ -149,7 +146,7 @@ static bool object_for_config(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p
 static void get_object_acl_begin(s3_req_t *req)
 {
     stor_meta_t meta;
-    if (!object_for_config(req, S3_PERM_READ_ACP, &meta))
+    if (!s3_object_for_request(req, S3_PERM_READ_ACP, &meta))
         return;
     buf_t xml;
     buf_init(&xml, 16 * 1024);
@@ -166,7 +163,7 @@ static void get_object_acl_begin(s3_req_t *req)
 static void put_object_acl_begin(s3_req_t *req)
 {
     stor_meta_t meta;
-    if (!object_for_config(req, S3_PERM_WRITE_ACP, &meta))
+    if (!s3_object_for_request(req, S3_PERM_WRITE_ACP, &meta))
         return;
     stor_meta_free(&meta);
     put_acl_begin(req);
@@ -177,7 +174,7 @@ static void put_object_acl_begin(s3_req_t *req)
 static void put_object_acl_finish(s3_req_t *req)
 {
     stor_meta_t meta;
-    if (!object_for_config(req, S3_PERM_WRITE_ACP, &meta))
+    if (!s3_object_for_request(req, S3_PERM_WRITE_ACP, &meta))
         return;
     stor_acl_t acl;
     bool ok = acl_requested(req, true, s3_object_owner(&req->authz_bucket, &meta),
@@ -722,7 +719,7 @@ static void delete_config_begin(s3_req_t *req)
 static void get_object_tagging_begin(s3_req_t *req)
 {
     stor_meta_t meta;
-    if (!object_for_config(req, S3_PERM_READ, &meta))
+    if (!s3_object_for_request(req, S3_PERM_READ, &meta))
         return;
     stor_meta_free(&meta);
     buf_t xml;
@@ -735,7 +732,7 @@ static void get_object_tagging_begin(s3_req_t *req)
 static void put_object_tagging_begin(s3_req_t *req)
 {
     stor_meta_t meta;
-    if (!object_for_config(req, S3_PERM_WRITE_ACP, &meta))
+    if (!s3_object_for_request(req, S3_PERM_WRITE_ACP, &meta))
         return;
     stor_meta_free(&meta);
     s3_reply_error(req, S3E_NOT_IMPLEMENTED, "Object tagging is not implemented by s3rdmad.");
@@ -744,7 +741,7 @@ static void put_object_tagging_begin(s3_req_t *req)
 static void delete_object_tagging_begin(s3_req_t *req)
 {
     stor_meta_t meta;
-    if (!object_for_config(req, S3_PERM_WRITE_ACP, &meta))
+    if (!s3_object_for_request(req, S3_PERM_WRITE_ACP, &meta))
         return;
     stor_meta_free(&meta);
     s3_reply_empty(req, 204);
