@@ -262,6 +262,7 @@ static void complete_mpu_finish(s3_req_t *req)
     s3_xml_elem(&xml, "Bucket", req->bucket);
     s3_xml_elem(&xml, "Key", req->key);
     buf_printf(&xml, "<ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>", meta.etag);
+    s3_new_version_header(req, &meta);
     stor_meta_free(&meta);
     s3_reply_xml(req, 200, &xml);
 }

@@ -550,11 +550,24 @@ void s3_metrics_render(s3_server_t *srv, buf_t *out);
 
 /* ---- versions (ops_object.c) ------------------------------------------------ */
 
-/* Checks a versionId the client gave (NULL: none) against the only version
- * an object has in an unversioned bucket, "null": S3E_NONE for NULL or
- * "null", NoSuchVersion for another well-formed id, InvalidArgument for a
- * malformed one. */
+/* Checks a versionId the client gave (NULL: none): S3E_NONE for NULL,
+ * "null" or an id of this store's shape (stor_version_id_valid),
+ * NoSuchVersion for another well-formed id (AWS's, a UUID), InvalidArgument
+ * for a malformed one. */
 s3_error_t s3_version_check(const char *version_id);
+/* x-amz-version-id of a read's version meta (when asked for by id, or the
+ * bucket has versioning, or it has an id) and x-amz-delete-marker. */
+void s3_version_headers(s3_req_t *req, const stor_bucket_t *bucket, const stor_meta_t *meta,
+                        bool asked);
+/* x-amz-version-id of a write that made version meta, when it has an id. */
+void s3_new_version_header(s3_req_t *req, const stor_meta_t *meta);
+/* When st is STOR_ERR_DELETE_MARKER (version vid of key, NULL: the
+ * latest, is a delete marker): replies as S3 does, 404 NoSuchKey for the
+ * latest and by_id (MethodNotAllowed for GET/HEAD) for one asked for by id,
+ * with x-amz-delete-marker, x-amz-version-id and Last-Modified, and returns
+ * true. Returns false for any other st. */
+bool s3_delete_marker_reply(s3_req_t *req, const stor_bucket_t *bucket, const char *key,
+                            const char *vid, stor_status_t st, s3_error_t by_id);
 /* The condition of a conditional write (PutObject, CompleteMultipartUpload):
  * If-None-Match: * (the key must hold nothing), If-Match: <etag> or *
  * (it must hold that object, or any). Fills *cond (its etag points into
