@@ -109,6 +109,12 @@ bool s3_delete_marker_reply(s3_req_t *req, const stor_bucket_t *bucket, const ch
         s3_reply_error(req, vid ? S3E_NO_SUCH_VERSION : S3E_NO_SUCH_KEY, NULL);
         return true;
     }
+    /* By id the marker is the object asked for: the requester needs READ on
+     * it, as on any version; the latest being one is a missing key. */
+    if (vid && !s3_object_authorize(req, bucket, key, &m, S3_PERM_READ)) {
+        stor_meta_free(&m);
+        return true;
+    }
     s3_error_t err = vid ? by_id : s3_object_lookup_error(req, bucket, STOR_ERR_NO_KEY);
     if (err != S3E_ACCESS_DENIED) {
         s3_version_headers(req, bucket, &m, true);

@@ -564,8 +564,10 @@ void s3_new_version_header(s3_req_t *req, const stor_meta_t *meta);
 /* When st is STOR_ERR_DELETE_MARKER (version vid of key, NULL: the
  * latest, is a delete marker): replies as S3 does, 404 NoSuchKey for the
  * latest and by_id (MethodNotAllowed for GET/HEAD) for one asked for by id,
- * with x-amz-delete-marker, x-amz-version-id and Last-Modified, and returns
- * true. Returns false for any other st. */
+ * with x-amz-delete-marker, x-amz-version-id and Last-Modified (a marker
+ * by id only to a requester with READ on it, the latest only to one who may
+ * list the bucket: else 403), and returns true. Returns false for any other
+ * st. */
 bool s3_delete_marker_reply(s3_req_t *req, const stor_bucket_t *bucket, const char *key,
                             const char *vid, stor_status_t st, s3_error_t by_id);
 /* The condition of a conditional write (PutObject, CompleteMultipartUpload):

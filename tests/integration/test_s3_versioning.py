@@ -261,3 +261,16 @@ def test_unversioned_bucket_answers_unchanged(server, s3, bucket):
     r = s3.delete_object(Bucket=bucket, Key="k")
     assert "VersionId" not in r and "DeleteMarker" not in r
     assert s3.list_object_versions(Bucket=bucket).get("Versions") is None
+
+
+@local_only
+def test_delete_marker_headers_need_access(server, s3, bucket):
+    """Another user learns nothing about a private bucket's delete markers."""
+    enable(s3, bucket)
+    s3.put_object(Bucket=bucket, Key="k", Body=b"x")
+    marker = s3.delete_object(Bucket=bucket, Key="k")["VersionId"]
+    from s3r_itest import USERS
+    for q in ([], [("versionId", marker)]):
+        r = raw_request(server, "GET", f"/{bucket}/k", query=q, user=USERS[1])
+        assert r.status == 403, (q, r.status, r.body)
+        assert "x-amz-delete-marker" not in r.headers and "x-amz-version-id" not in r.headers
