@@ -389,6 +389,7 @@ bool s3_object_commit(s3_req_t *req, stor_meta_t *meta)
     }
     s3_reply_headerf(req, "ETag", "\"%s\"", meta->etag);
     s3_new_version_header(req, meta);
+    s3_lifecycle_reply_header(req, req->key, meta);
     return true;
 }
 
@@ -596,6 +597,7 @@ static void get_object_begin(s3_req_t *req)
         return;
     }
     s3_meta_to_headers(req, &shown);
+    s3_lifecycle_reply_header(req, req->key, meta);
 
     if (req->rdma_token && strcmp(req->method, "GET") == 0)
         token_push(req, reader, status, first, len);

@@ -86,6 +86,9 @@ typedef struct s3_server_config {
     /* Accept Signature Version 2 (HMAC-SHA1: header, presigned query and POST
      * policy); false refuses it with AccessDenied. */
     bool signature_v2;
+    /* Seconds in a lifecycle rule's day (lifecycle.day_seconds): 86400, or
+     * shorter to test rules; 0 means 86400. */
+    unsigned lifecycle_day_s;
     stor_t *store;       /* borrowed */
     rdma_server_t *rdma; /* borrowed; NULL when RDMA is disabled (tokens declined) */
 

@@ -96,6 +96,10 @@ typedef struct xml_ctx {
     const char *item;
     size_t max_entries, n_items;
     bool in_item;
+    /* The path of the open element below the item ("Filter/And/Prefix"),
+     * and its length at each depth from 3, to cut it back on the way out. */
+    char relpath[128];
+    size_t rel_len[XML_LIST_MAX_DEPTH + 1];
     xml_list_entry_t *entries;
     size_t n_entries, cap_entries;
 } xml_ctx_t;
@@ -222,21 +226,45 @@ static void leaves_start(xml_ctx_t *x, const char *n)
 
 static const char *trimmed(buf_t *t, size_t *len_p);
 
+static void end_list_field(xml_ctx_t *x);
+
+/* In an item, an element whose path below it is a field: a leaf is
+ * captured; a container ("Filter/", the field ending in '/') is recorded at
+ * once, with an empty value, and its children are matched in turn. Deeper
+ * than XML_LIST_MAX_DEPTH below the root, or a path too long: malformed. */
 static void list_start(xml_ctx_t *x, const char *n)
 {
     if (x->depth == 2 && strcmp(n, x->item) == 0) {
         x->in_item = true;
         x->n_items++;
+        x->relpath[0] = '\0';
+        x->rel_len[2] = 0;
         return;
     }
-    if (x->depth != 3 || !x->in_item)
+    if (x->depth < 3 || !x->in_item)
         return;
+    size_t base = x->rel_len[x->depth - 1];
+    int w = snprintf(x->relpath + base, sizeof x->relpath - base, "%s%s", base ? "/" : "", n);
+    if (x->depth > XML_LIST_MAX_DEPTH || w < 0 || (size_t)w >= sizeof x->relpath - base - 1) {
+        fail(x);
+        return;
+    }
+    size_t len = base + (size_t)w;
+    x->rel_len[x->depth] = len;
     for (size_t i = 0; i < x->n_paths; i++) {
-        if (strcmp(n, x->paths[i]) == 0) {
-            x->leaf = i;
+        const char *p = x->paths[i];
+        size_t plen = strlen(p);
+        bool container = plen && p[plen - 1] == '/';
+        if (plen - container != len || strncmp(p, x->relpath, len) != 0)
+            continue;
+        x->leaf = i;
+        if (container) {
+            buf_reset(&x->text);
+            end_list_field(x);
+        } else {
             capture(x, F_LIST);
-            return;
         }
+        return;
     }
 }
 

@@ -191,6 +191,10 @@ static const setting_t settings[] = {
     TEXT("tls.key", "tls-key", "S3RDMA_TLS_KEY", "", tls.key, "PEM private key file"),
     ADDR("tls.listen", "tls-listen", "S3RDMA_TLS_LISTEN", "127.0.0.1:9443", tls.listen, 0,
          "HTTPS address HOST:PORT, [V6]:PORT or :PORT (every address)"),
+    /* Lifecycle (docs/operations.md). */
+    COUNT("lifecycle.day_seconds", "lifecycle-day-seconds", "S3RDMA_LIFECYCLE_DAY_SECONDS", "86400",
+          lifecycle.day_seconds, 1, 86400,
+          "seconds in a lifecycle rule's day: 86400; shorter only to test rules"),
     /* Storage (docs/storage.md). */
     CHOICE("storage.backend", "storage-backend", "S3RDMA_STORAGE_BACKEND", "local", storage.backend,
            backend_words, "local (LMDB + files in data_dir) or rados (a Ceph cluster)"),

@@ -363,6 +363,7 @@ int main(int argc, char **argv)
         .max_buckets_per_user = cfg.max_buckets_per_user,
         .etag_fast = cfg.etag == SERVER_ETAG_FAST,
         .signature_v2 = cfg.signature_v2,
+        .lifecycle_day_s = cfg.lifecycle.day_seconds,
         .n_domains = n_domains,
         .users = cfg.users,
         .n_users = cfg.n_users,
