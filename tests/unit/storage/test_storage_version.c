@@ -433,6 +433,45 @@ static void test_crash_versioned(void **state)
     assert_int_equal(tu_count_objects(f->dir), 301);
 }
 
+/* Keys longer than the index key's P bytes (hashed index keys) have their
+ * versions found, listed and removed like any other, and a block of them
+ * sharing their first P bytes lists each key's versions together. */
+static void test_long_keys(void **state)
+{
+    fx_t *f = *state;
+    set_versioning(f, STOR_VERSIONING_ENABLED);
+    char k1[1001], k2[1001], v1[2][33], v2[33];
+    memset(k1, 'x', 1000);
+    k1[1000] = '\0';
+    memcpy(k2, k1, sizeof k2);
+    k1[999] = 'a';
+    k2[999] = 'b';
+    put(f, k1, "one", v1[0]);
+    put(f, k2, "other", v2);
+    put(f, k1, "two", v1[1]);
+    assert_get(f, k1, v1[0], "one");
+    assert_get(f, k1, NULL, "two");
+    assert_get(f, k2, v2, "other");
+    stor_status_t s;
+    assert_null(get_v(f, k2, v1[0], &s)); /* another key's id */
+    assert_int_equal(s, STOR_ERR_NO_VERSION);
+    ent_t *e = calloc(8, sizeof *e);
+    size_t n = list_v(f, "", NULL, NULL, e, 8);
+    assert_int_equal(n, 3);
+    /* Each key's versions together, newest first, the first latest. */
+    int first_is_k1 = e[0].key[0] == 'x' && strcmp(e[0].vid, v1[1]) == 0;
+    size_t i1 = first_is_k1 ? 0 : 1;
+    assert_string_equal(e[i1].vid, v1[1]);
+    assert_true(e[i1].latest);
+    assert_string_equal(e[i1 + 1].vid, v1[0]);
+    assert_false(e[i1 + 1].latest);
+    assert_string_equal(e[first_is_k1 ? 2 : 0].vid, v2);
+    free(e);
+    stor_deleted_t d;
+    assert_int_equal(stor_delete_version(f->st, TU_B(f->st, "b"), k1, v1[1], &d), STOR_OK);
+    assert_get(f, k1, NULL, "one");
+}
+
 static void test_rec_fields(void **state)
 {
     (void)state;
@@ -472,6 +511,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sweep_and_usage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unversioned_unchanged, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crash_versioned, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_long_keys, setup, teardown),
         cmocka_unit_test(test_rec_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
