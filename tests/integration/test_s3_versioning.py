@@ -274,3 +274,20 @@ def test_delete_marker_headers_need_access(server, s3, bucket):
         r = raw_request(server, "GET", f"/{bucket}/k", query=q, user=USERS[1])
         assert r.status == 403, (q, r.status, r.body)
         assert "x-amz-delete-marker" not in r.headers and "x-amz-version-id" not in r.headers
+
+
+@local_only
+def test_object_acl_by_version(s3, bucket):
+    enable(s3, bucket)
+    v1 = s3.put_object(Bucket=bucket, Key="k", Body=b"1", ACL="public-read")["VersionId"]
+    v2 = s3.put_object(Bucket=bucket, Key="k", Body=b"2")["VersionId"]
+    grants = s3.get_object_acl(Bucket=bucket, Key="k", VersionId=v1)["Grants"]
+    assert any(g["Permission"] == "READ" for g in grants)
+    assert len(s3.get_object_acl(Bucket=bucket, Key="k")["Grants"]) == 1
+    s3.put_object_acl(Bucket=bucket, Key="k", VersionId=v2, ACL="public-read")
+    with pytest.raises(ClientError) as ei:
+        s3.put_object_acl(Bucket=bucket, Key="k", VersionId=v1, ACL="private")
+    assert_error(ei, "NotImplemented", 501)
+    with pytest.raises(ClientError) as ei:
+        s3.get_object_acl(Bucket=bucket, Key="k", VersionId="0" * 31 + "5")
+    assert_error(ei, "NoSuchVersion", 404)
