@@ -200,10 +200,22 @@ static bool list_walk(s3_req_t *req, const list_query_t *q, const list_start_t *
 /* LastModified, ETag, Size of an object entry. */
 static void object_fields(buf_t *out, const stor_meta_t *meta)
 {
-    char date[32];
+    /* On every entry of a page: appended, not printf'ed. */
+    char date[32], size[24];
     date_format_iso8601(meta->mtime_ms, date);
-    buf_printf(out, "<LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag>", date, meta->etag);
-    buf_printf(out, "<Size>%" PRIu64 "</Size>", meta->size);
+    buf_append_str(out, "<LastModified>");
+    buf_append_str(out, date);
+    buf_append_str(out, "</LastModified><ETag>&quot;");
+    buf_append_xml(out, meta->etag);
+    buf_append_str(out, "&quot;</ETag><Size>");
+    char *p = size + sizeof size;
+    uint64_t v = meta->size;
+    do {
+        *--p = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    buf_append(out, p, (size_t)(size + sizeof size - p));
+    buf_append_str(out, "</Size>");
 }
 
 /* Starts a listing's document: its root element, Name and Prefix. */
