@@ -206,10 +206,11 @@ static bool object_for_config(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p
     }
     if (vid && perm != S3_PERM_READ && perm != S3_PERM_READ_ACP) {
         stor_meta_t cur;
-        bool latest = stor_head(req->srv->cfg.store, req->bucket, req->key, &cur) == STOR_OK &&
-                      same_version(&cur, meta_p);
-        if (latest)
+        bool latest = false;
+        if (stor_head(req->srv->cfg.store, req->bucket, req->key, &cur) == STOR_OK) {
+            latest = same_version(&cur, meta_p);
             stor_meta_free(&cur);
+        }
         if (!latest) {
             stor_meta_free(meta_p);
             s3_reply_error(req, S3E_NOT_IMPLEMENTED,
