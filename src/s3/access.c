@@ -371,7 +371,8 @@ static const struct {
 static const char *request_action(s3_req_t *req, s3_perm_t perm, bool object, char *buf, size_t cap)
 {
     const s3_op_t *op = req->op;
-    if (object && perm == S3_PERM_READ && op != &s3_op_get_object_tagging)
+    if (object && perm == S3_PERM_READ && op != &s3_op_get_object_tagging &&
+        op != &s3_op_get_object_attributes)
         return "s3:GetObject"; /* a GET, or a copy's source */
     if (op == &s3_op_put_bucket_config || op == &s3_op_delete_bucket_config) {
         for (size_t i = 0; i < sizeof config_actions / sizeof config_actions[0]; i++)

@@ -173,13 +173,7 @@ static bool same_version(const stor_meta_t *a, const stor_meta_t *b)
     return strcmp(va, vb) == 0;
 }
 
-/* Looks up the request's object (the version versionId names, or the
- * latest) and checks perm on it (a missing key: s3_object_lookup_error; a
- * delete marker: s3_delete_marker_reply); fills *meta_p (caller frees).
- * A change (a *_ACP perm) applies to the latest version only: another
- * version is refused with NotImplemented. Replies and returns false on
- * error. */
-static bool object_for_config(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p)
+bool s3_object_for_request(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p)
 {
     const char *vid = s3_req_query(req, "versionId");
     s3_error_t err = s3_version_check(vid);
@@ -226,7 +220,7 @@ static bool object_for_config(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p
 static void get_object_acl_begin(s3_req_t *req)
 {
     stor_meta_t meta;
-    if (!object_for_config(req, S3_PERM_READ_ACP, &meta))
+    if (!s3_object_for_request(req, S3_PERM_READ_ACP, &meta))
         return;
     buf_t xml;
     buf_init(&xml, 16 * 1024);
@@ -241,7 +235,7 @@ static void get_object_acl_begin(s3_req_t *req)
 static void put_object_acl_begin(s3_req_t *req)
 {
     stor_meta_t meta;
-    if (!object_for_config(req, S3_PERM_WRITE_ACP, &meta))
+    if (!s3_object_for_request(req, S3_PERM_WRITE_ACP, &meta))
         return;
     stor_meta_free(&meta);
     put_acl_begin(req);
@@ -252,7 +246,7 @@ static void put_object_acl_begin(s3_req_t *req)
 static void put_object_acl_finish(s3_req_t *req)
 {
     stor_meta_t meta;
-    if (!object_for_config(req, S3_PERM_WRITE_ACP, &meta))
+    if (!s3_object_for_request(req, S3_PERM_WRITE_ACP, &meta))
         return;
     stor_acl_t acl;
     bool ok = acl_requested(req, true, s3_object_owner(&req->authz_bucket, &meta),
@@ -797,7 +791,7 @@ static void delete_config_begin(s3_req_t *req)
 static void get_object_tagging_begin(s3_req_t *req)
 {
     stor_meta_t meta;
-    if (!object_for_config(req, S3_PERM_READ, &meta))
+    if (!s3_object_for_request(req, S3_PERM_READ, &meta))
         return;
     stor_meta_free(&meta);
     buf_t xml;
@@ -810,7 +804,7 @@ static void get_object_tagging_begin(s3_req_t *req)
 static void put_object_tagging_begin(s3_req_t *req)
 {
     stor_meta_t meta;
-    if (!object_for_config(req, S3_PERM_WRITE_ACP, &meta))
+    if (!s3_object_for_request(req, S3_PERM_WRITE_ACP, &meta))
         return;
     stor_meta_free(&meta);
     s3_reply_error(req, S3E_NOT_IMPLEMENTED, "Object tagging is not implemented by s3rdmad.");
@@ -819,7 +813,7 @@ static void put_object_tagging_begin(s3_req_t *req)
 static void delete_object_tagging_begin(s3_req_t *req)
 {
     stor_meta_t meta;
-    if (!object_for_config(req, S3_PERM_WRITE_ACP, &meta))
+    if (!s3_object_for_request(req, S3_PERM_WRITE_ACP, &meta))
         return;
     stor_meta_free(&meta);
     s3_reply_empty(req, 204);

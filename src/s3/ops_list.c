@@ -218,13 +218,18 @@ static void object_fields(buf_t *out, const stor_meta_t *meta)
     buf_append_str(out, "</Size>");
 }
 
-/* Starts a listing's document: its root element, Name and Prefix. */
-static void list_doc_open(s3_req_t *req, const list_query_t *q, const char *root, buf_t *xml)
+/* Starts a listing's document: its root element, Name and Prefix. The
+ * Prefix is URL-encoded under encoding-type=url only when prefix_url: S3
+ * encodes it in ListObjectsV2 and ListObjectVersions but returns it as sent
+ * in ListObjects (v1), and clients decode accordingly (botocore decodes no
+ * v1 Prefix, so an encoded one would reach the caller as "%0A"). */
+static void list_doc_open(s3_req_t *req, const list_query_t *q, const char *root, bool prefix_url,
+                          buf_t *xml)
 {
     buf_init(xml, 128 * 1024 * 1024);
     s3_xml_open(xml, root);
     elem(xml, "Name", req->bucket, false);
-    elem(xml, "Prefix", q->prefix, q->url);
+    elem(xml, "Prefix", q->prefix, q->url && prefix_url);
 }
 
 /* Ends a listing's document xml (its root element and the fields before
@@ -258,7 +263,8 @@ static void render_contents(s3_req_t *req, const list_query_t *q, buf_t *out, co
     object_fields(out, meta);
     if (fetch_owner)
         s3_xml_principal(out, "Owner", s3_object_owner(&req->authz_bucket, meta));
-    buf_append_str(out, "<StorageClass>STANDARD</StorageClass></Contents>");
+    s3_xml_elem(out, "StorageClass", s3_storage_class(meta));
+    buf_append_str(out, "</Contents>");
 }
 
 static void list_objects_begin(s3_req_t *req)
@@ -302,7 +308,7 @@ static void list_objects_begin(s3_req_t *req)
         return;
 
     buf_t xml;
-    list_doc_open(req, &q, "ListBucketResult", &xml);
+    list_doc_open(req, &q, "ListBucketResult", v2, &xml);
     if (v2) {
         if (start_after)
             elem(&xml, "StartAfter", start_after, q.url);
@@ -344,7 +350,7 @@ static void render_version(s3_req_t *req, const list_query_t *q, buf_t *out, con
     }
     s3_xml_principal(out, "Owner", s3_object_owner(&req->authz_bucket, meta));
     if (!meta->delete_marker)
-        buf_append_str(out, "<StorageClass>STANDARD</StorageClass>");
+        s3_xml_elem(out, "StorageClass", s3_storage_class(meta));
     buf_printf(out, "</%s>", tag);
 }
 
@@ -384,7 +390,7 @@ static void list_versions_begin(s3_req_t *req)
         return;
 
     buf_t xml;
-    list_doc_open(req, &q, "ListVersionsResult", &xml);
+    list_doc_open(req, &q, "ListVersionsResult", true, &xml);
     elem(&xml, "KeyMarker", key_marker ? key_marker : "", q.url);
     elem(&xml, "VersionIdMarker", vid_marker ? vid_marker : "", false);
     if (r.truncated) {

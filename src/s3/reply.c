@@ -159,6 +159,8 @@ s3_error_t s3_error_from_stor(stor_status_t st)
         return S3E_ENTITY_TOO_SMALL;
     case STOR_ERR_TOO_LARGE:
         return S3E_METADATA_TOO_LARGE;
+    case STOR_ERR_BAD_DIGEST:
+        return S3E_BAD_DIGEST;
     case STOR_ERR_PRECONDITION:
         return S3E_PRECONDITION_FAILED;
     case STOR_ERR_UNAVAILABLE:

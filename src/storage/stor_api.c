@@ -283,7 +283,13 @@ stor_status_t stor_mpu_create(stor_t *st, const stor_bucket_t *bucket, const cha
 
 stor_status_t stor_mpu_check(stor_t *st, const char *bucket, const char *key, const char *upload_id)
 {
-    return st->ops->mpu_check(st, bucket, key, upload_id);
+    return st->ops->mpu_check(st, bucket, key, upload_id, NULL);
+}
+
+stor_status_t stor_mpu_meta(stor_t *st, const char *bucket, const char *key, const char *upload_id,
+                            stor_meta_t *meta_p)
+{
+    return st->ops->mpu_check(st, bucket, key, upload_id, meta_p);
 }
 
 stor_status_t stor_part_commit(stor_writer_t *w, const char *key, const char *upload_id,

@@ -291,3 +291,15 @@ def test_object_acl_by_version(s3, bucket):
     with pytest.raises(ClientError) as ei:
         s3.get_object_acl(Bucket=bucket, Key="k", VersionId="0" * 31 + "5")
     assert_error(ei, "NoSuchVersion", 404)
+
+
+@local_only
+def test_object_attributes_by_version(s3, bucket):
+    enable(s3, bucket)
+    v1 = s3.put_object(Bucket=bucket, Key="k", Body=b"one")["VersionId"]
+    v2 = s3.put_object(Bucket=bucket, Key="k", Body=b"three")["VersionId"]
+    r = s3.get_object_attributes(Bucket=bucket, Key="k", ObjectAttributes=["ObjectSize"])
+    assert r["VersionId"] == v2 and r["ObjectSize"] == 5
+    r = s3.get_object_attributes(Bucket=bucket, Key="k", VersionId=v1,
+                                 ObjectAttributes=["ObjectSize"])
+    assert r["VersionId"] == v1 and r["ObjectSize"] == 3

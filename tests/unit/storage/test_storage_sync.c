@@ -275,7 +275,7 @@ static void test_relaxed_deferred_unlink(void **state)
     assert_int_equal(tu_count_objects(f->dir), 3);
     assert_int_equal(stor_sync(f->st), STOR_OK);
     assert_int_equal(tu_count_objects(f->dir), 2);
-    stor_complete_part_t cp[] = {{1, e1}};
+    stor_complete_part_t cp[] = {{1, e1, {0}}};
     stor_meta_t out;
     assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "mp", id, cp, 1, NULL, &out),
                      STOR_OK);
