@@ -406,6 +406,7 @@ static void complete_mpu_finish(s3_req_t *req)
     buf_printf(&xml, "<ETag>&quot;%s&quot;</ETag>", meta.etag);
     object_checksum_xml(&xml, &meta);
     buf_append_str(&xml, "</CompleteMultipartUploadResult>");
+    s3_new_version_header(req, &meta);
     stor_meta_free(&meta);
     s3_reply_xml(req, 200, &xml);
 }
