@@ -3,9 +3,8 @@
  * iterator keeps one cursor per shard, each reading its shard in small
  * batches (omap range reads filtered by the prefix on the OSD) refilled when
  * used up, and merges the cursors' heads in key order: memory is bounded by
- * the batches (about RS_LIST_KEEP entries in all), whatever the bucket's
- * size. Batches that must be read at the same time (at open, after a seek)
- * are read in parallel. */
+ * the batches (below), whatever the bucket's size. Batches that must be read at the same time (at
+ * open, after a seek) are read in parallel. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +13,13 @@
 #include "common/log.h"
 #include "storage/rados/rados_internal.h"
 
-/* Entries read per batch over all shards (one shard: a batch of this
- * many), and the least a shard's batch holds. */
+/* Entries a listing reads at a time (one shard: a batch of this many). With
+ * N shards a page of RS_LIST_KEEP keys takes about RS_LIST_KEEP / N from
+ * each, give or take a few times its square root (the hash spreads keys
+ * binomially), so each shard's batch is that share plus a quarter plus 16
+ * (at least RS_LIST_MIN_BATCH): a page then rarely has to wait for a shard's
+ * second batch, and a listing holds about 1.25 x RS_LIST_KEEP + 16 N
+ * entries. */
 #define RS_LIST_KEEP      1000
 #define RS_LIST_MIN_BATCH 32
 
@@ -215,7 +219,7 @@ static int cursors_make(riter_t *it, const rs_index_t *ix, const char *after)
         it->cur = nc;
         it->n = ix->shards;
     }
-    it->batch = it->n == 1 ? RS_LIST_KEEP : RS_LIST_KEEP / it->n;
+    it->batch = it->n == 1 ? RS_LIST_KEEP : RS_LIST_KEEP / it->n * 5 / 4 + 16;
     if (it->batch < RS_LIST_MIN_BATCH)
         it->batch = RS_LIST_MIN_BATCH;
     for (uint32_t i = 0; i < it->n; i++)
