@@ -207,21 +207,35 @@ void stor_reader_close(stor_reader_t *r)
 
 stor_status_t stor_delete(stor_t *st, const stor_bucket_t *bucket, const char *key)
 {
-    return st->ops->delete (st, bucket, key);
+    return st->ops->delete (st, bucket, key, NULL);
+}
+
+/* stor_delete_version and stor_delete_if. */
+static stor_status_t delete_version_if(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                                       const char *version_id, const stor_precond_t *cond,
+                                       stor_deleted_t *out)
+{
+    if (st->ops->delete_version)
+        return st->ops->delete_version(st, bucket, key, version_id, cond, out);
+    memset(out, 0, sizeof *out);
+    stor_status_t s = null_version_only(version_id);
+    if (s == STOR_OK)
+        s = st->ops->delete (st, bucket, key, cond);
+    if (version_id && s == STOR_OK)
+        strcpy(out->version_id, "null");
+    return version_id && s == STOR_ERR_NO_KEY ? STOR_ERR_NO_VERSION : s;
 }
 
 stor_status_t stor_delete_version(stor_t *st, const stor_bucket_t *bucket, const char *key,
                                   const char *version_id, stor_deleted_t *out)
 {
-    if (st->ops->delete_version)
-        return st->ops->delete_version(st, bucket, key, version_id, out);
-    memset(out, 0, sizeof *out);
-    stor_status_t s = null_version_only(version_id);
-    if (s == STOR_OK)
-        s = st->ops->delete (st, bucket, key);
-    if (version_id && s == STOR_OK)
-        strcpy(out->version_id, "null");
-    return version_id && s == STOR_ERR_NO_KEY ? STOR_ERR_NO_VERSION : s;
+    return delete_version_if(st, bucket, key, version_id, NULL, out);
+}
+
+stor_status_t stor_delete_if(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                             const stor_precond_t *cond, stor_deleted_t *out)
+{
+    return delete_version_if(st, bucket, key, NULL, cond, out);
 }
 
 stor_status_t stor_object_set_acl(stor_t *st, const stor_bucket_t *bucket, const char *key,

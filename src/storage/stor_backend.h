@@ -56,7 +56,9 @@ typedef struct stor_ops {
                           uint64_t *file_off_p);
     void (*reader_close)(stor_reader_t *r);
 
-    stor_status_t (*delete)(stor_t *st, const stor_bucket_t *bucket, const char *key);
+    /* cond (NULL: none) as stor_delete_if checks it. */
+    stor_status_t (*delete)(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                            const stor_precond_t *cond);
     stor_status_t (*object_set_acl)(stor_t *st, const stor_bucket_t *bucket, const char *key,
                                     stor_acl_t acl);
 
@@ -95,7 +97,8 @@ typedef struct stor_ops {
     stor_status_t (*reader_open_version)(stor_t *st, const char *bucket, const char *key,
                                          const char *version_id, stor_reader_t **out_p);
     stor_status_t (*delete_version)(stor_t *st, const stor_bucket_t *bucket, const char *key,
-                                    const char *version_id, stor_deleted_t *out);
+                                    const char *version_id, const stor_precond_t *cond,
+                                    stor_deleted_t *out);
     stor_status_t (*iter_open_versions)(stor_t *st, const char *bucket, const char *prefix,
                                         const char *key_marker, const char *version_marker,
                                         stor_iter_t **out_p);

@@ -570,10 +570,11 @@ int local_reader_span_fd(stor_reader_t *r_, uint64_t off, uint64_t len, int *fd_
 
 /* ==== Deleting =========================================================== */
 
-stor_status_t local_delete(stor_t *st_, const stor_bucket_t *bucket, const char *key)
+stor_status_t local_delete(stor_t *st_, const stor_bucket_t *bucket, const char *key,
+                           const stor_precond_t *cond)
 {
     stor_deleted_t out;
-    return local_delete_version(st_, bucket, key, NULL, &out);
+    return local_delete_version(st_, bucket, key, NULL, cond, &out);
 }
 
 /* A delete marker's record for key (owner NULL: the bucket's owner). */
@@ -587,7 +588,8 @@ static stor_status_t marker_new(stor_obj_rec_t *rec)
 }
 
 stor_status_t local_delete_version(stor_t *st_, const stor_bucket_t *bucket, const char *key,
-                                   const char *version_id, stor_deleted_t *out)
+                                   const char *version_id, const stor_precond_t *cond,
+                                   stor_deleted_t *out)
 {
     lstor_t *st = (lstor_t *)st_;
     memset(out, 0, sizeof *out);
@@ -608,6 +610,8 @@ stor_status_t local_delete_version(stor_t *st_, const stor_bucket_t *bucket, con
         had_cur = s == STOR_OK;
         if (s == STOR_ERR_NO_KEY && (version_id || versioning != STOR_VERSIONING_OFF))
             s = STOR_OK;
+        if ((s == STOR_OK || s == STOR_ERR_NO_KEY) && cond)
+            s = stor_precond_check(cond, had_cur ? &cur.meta : NULL, had_cur);
     }
     if (s == STOR_OK && version_id) {
         /* Exactly that version. */

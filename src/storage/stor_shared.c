@@ -70,6 +70,8 @@ stor_status_t stor_precond_check(const stor_precond_t *cond, const stor_meta_t *
         return STOR_ERR_NO_KEY;
     if (cond->must_exist && cond->etag && strcmp(cond->etag, old->etag) != 0)
         return STOR_ERR_PRECONDITION;
+    if (cond->must_exist && cond->mtime_ms && cond->mtime_ms != old->mtime_ms)
+        return STOR_ERR_PRECONDITION;
     return STOR_OK;
 }
 

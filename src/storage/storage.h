@@ -333,6 +333,7 @@ typedef struct stor_precond {
     int must_not_exist; /* STOR_ERR_PRECONDITION if the key holds an object */
     int must_exist;     /* STOR_ERR_NO_KEY if it holds none */
     const char *etag;   /* with must_exist: STOR_ERR_PRECONDITION unless its etag is this */
+    int64_t mtime_ms;   /* with must_exist and not 0: ... and its commit time is this */
     /* stor_mpu_complete only: the checksums the client expects the new
      * object to have (base64, by common/checksum.h's algorithm; NULL: none).
      * STOR_ERR_BAD_DIGEST when the one of the upload's algorithm is not the
@@ -405,6 +406,12 @@ typedef struct stor_deleted {
  * the latest version switches atomically. */
 stor_status_t stor_delete_version(stor_t *st, const stor_bucket_t *bucket, const char *key,
                                   const char *version_id, stor_deleted_t *out);
+/* stor_delete_version of the latest version (version_id NULL) when cond
+ * holds for the object key holds, checked in the delete's own transaction
+ * (a lifecycle expiry of the object it saw, never of one written since);
+ * STOR_ERR_PRECONDITION or STOR_ERR_NO_KEY when it does not. */
+stor_status_t stor_delete_if(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                             const stor_precond_t *cond, stor_deleted_t *out);
 
 /* Sets the canned ACL of bucket/key (bucket as stor_bucket_get returned it),
  * leaving its bytes and other metadata as they are. STOR_ERR_NO_KEY when

@@ -499,12 +499,13 @@ void rs_reader_close(stor_reader_t *r_)
 
 /* ==== Deleting and ACLs ================================================== */
 
-stor_status_t rs_delete(stor_t *st_, const stor_bucket_t *bucket, const char *key)
+stor_status_t rs_delete(stor_t *st_, const stor_bucket_t *bucket, const char *key,
+                        const stor_precond_t *cond)
 {
     rstor_t *st = (rstor_t *)st_;
     stor_obj_rec_t old;
     int had_old = 0;
-    stor_status_t s = rs_index_switch(st, bucket->id, key, NULL, NULL, &old, &had_old);
+    stor_status_t s = rs_index_switch(st, bucket->id, key, NULL, cond, &old, &had_old);
     if (s == STOR_OK && had_old) {
         rs_gc_log(st, old.segs, old.n_segs);
         stor_obj_rec_free(&old);

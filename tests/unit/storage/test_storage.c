@@ -139,6 +139,35 @@ static void test_bucket_crud(void **state)
 
 /* ---- Objects ------------------------------------------------------------ */
 
+/* stor_delete_if deletes the object it was given (etag and commit time),
+ * never one written over it since: a lifecycle expiry racing a PUT loses. */
+static void test_delete_if_only_the_object_seen(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    assert_int_equal(tu_put(f->st, "b", "k", "first", 5), STOR_OK);
+    stor_meta_t seen;
+    assert_int_equal(stor_head(f->st, "b", "k", &seen), STOR_OK);
+    struct timespec pause = {0, 2 * 1000 * 1000}; /* a later commit time */
+    nanosleep(&pause, NULL);
+    assert_int_equal(tu_put(f->st, "b", "k", "first", 5), STOR_OK); /* same bytes, same ETag */
+    stor_precond_t cond = {.must_exist = 1, .etag = seen.etag, .mtime_ms = seen.mtime_ms};
+    stor_deleted_t d;
+    assert_int_equal(stor_delete_if(f->st, TU_B(f->st, "b"), "k", &cond, &d),
+                     STOR_ERR_PRECONDITION);
+    char *got = tu_get(f->st, "b", "k", NULL);
+    assert_string_equal(got, "first");
+    free(got);
+    stor_meta_t now;
+    assert_int_equal(stor_head(f->st, "b", "k", &now), STOR_OK);
+    cond.mtime_ms = now.mtime_ms;
+    stor_meta_free(&now);
+    assert_int_equal(stor_delete_if(f->st, TU_B(f->st, "b"), "k", &cond, &d), STOR_OK);
+    assert_int_equal(stor_head(f->st, "b", "k", &now), STOR_ERR_NO_KEY);
+    assert_int_equal(stor_delete_if(f->st, TU_B(f->st, "b"), "k", &cond, &d), STOR_ERR_NO_KEY);
+    stor_meta_free(&seen);
+}
+
 static void test_put_get_overwrite_delete(void **state)
 {
     fx_t *f = *state;
@@ -1656,6 +1685,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_bucket_crud, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_put_get_overwrite_delete, setup_relaxed, teardown),
+        cmocka_unit_test_setup_teardown(test_delete_if_only_the_object_seen, setup_relaxed,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_put_get_overwrite_delete, setup_fsync, teardown),
         cmocka_unit_test_setup_teardown(test_reads_hold_no_dropped_file, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_reads_hold_no_dropped_file, setup_fsync, teardown),
