@@ -188,7 +188,9 @@ static void put_object_acl_finish(s3_req_t *req)
         s3_reply_error(req, err, why);
         return;
     }
-    stor_status_t st = stor_object_set_acl(req->srv->cfg.store, &req->authz_bucket, req->key, acl);
+    stor_obj_change_t change = {.set_acl = true, .acl = acl};
+    stor_status_t st =
+        stor_object_change(req->srv->cfg.store, &req->authz_bucket, req->key, &change);
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
         return;

@@ -131,6 +131,7 @@ static const struct {
     size_t off;
 } meta_ext[] = {
     {STOR_MX_STORAGE_CLASS, offsetof(stor_meta_t, storage_class)},
+    {STOR_MX_TAGS, offsetof(stor_meta_t, tags)},
 };
 #define N_META_EXT (sizeof meta_ext / sizeof meta_ext[0])
 

@@ -161,10 +161,12 @@ stor_status_t stor_delete(stor_t *st, const stor_bucket_t *bucket, const char *k
     return st->ops->delete (st, bucket, key);
 }
 
-stor_status_t stor_object_set_acl(stor_t *st, const stor_bucket_t *bucket, const char *key,
-                                  stor_acl_t acl)
+stor_status_t stor_object_change(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                                 const stor_obj_change_t *change)
 {
-    return st->ops->object_set_acl(st, bucket, key, acl);
+    if (change->set_acl && (change->acl < 0 || change->acl >= STOR_ACL_COUNT))
+        return STOR_ERR_TOO_LARGE;
+    return st->ops->object_change(st, bucket, key, change);
 }
 
 /* ---- Listing ------------------------------------------------------------ */

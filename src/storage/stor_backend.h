@@ -55,8 +55,8 @@ typedef struct stor_ops {
     void (*reader_close)(stor_reader_t *r);
 
     stor_status_t (*delete)(stor_t *st, const stor_bucket_t *bucket, const char *key);
-    stor_status_t (*object_set_acl)(stor_t *st, const stor_bucket_t *bucket, const char *key,
-                                    stor_acl_t acl);
+    stor_status_t (*object_change)(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                                   const stor_obj_change_t *change);
 
     stor_status_t (*iter_open)(stor_t *st, const char *bucket, const char *prefix,
                                const char *after, stor_iter_t **out_p);

@@ -50,6 +50,8 @@
 /* Extension field ids (never reused; a new field takes the next id). */
 typedef enum stor_mx {
     STOR_MX_STORAGE_CLASS = 1,
+    /* 2-4: reserved for object versions. */
+    STOR_MX_TAGS = 5,
 } stor_mx_t;
 
 enum { STOR_REC_OBJECT = 1, STOR_REC_UPLOAD = 2, STOR_REC_PART = 3, STOR_REC_BUCKET = 4 };
@@ -166,6 +168,9 @@ stor_status_t encode_put_inline(buf_t *b, const char *key, stor_meta_t *meta, co
 /* Re-encodes a decoded object record under key with its metadata as now in
  * rec->meta (files or inline bytes as they were), as encode_object. */
 stor_status_t encode_object_rec(buf_t *b, const char *key, const stor_obj_rec_t *rec);
+/* Applies change to m (an object's decoded metadata): STOR_ERR_NOMEM (m
+ * unchanged) when the new tags cannot be copied. */
+stor_status_t stor_meta_apply_change(stor_meta_t *m, const stor_obj_change_t *change);
 /* Whether cond (NULL: none) holds for the object a key holds (old, when
  * had_old): STOR_OK, STOR_ERR_PRECONDITION or STOR_ERR_NO_KEY. */
 stor_status_t stor_precond_check(const stor_precond_t *cond, const stor_meta_t *old, int had_old);

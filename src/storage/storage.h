@@ -30,6 +30,7 @@
 #ifndef S3R_STORAGE_STORAGE_H
 #define S3R_STORAGE_STORAGE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -168,6 +169,7 @@ typedef enum stor_bucket_cfg {
     STOR_BCFG_PUBLIC_ACCESS_BLOCK, /* PublicAccessBlockConfiguration flags */
     STOR_BCFG_OWNERSHIP,           /* OwnershipControls rule */
     STOR_BCFG_CORS,                /* the CORS configuration (s3/cors.h's stored form) */
+    STOR_BCFG_TAGGING,             /* the bucket's tag set (s3/tagging.h's stored form) */
     STOR_BCFG_COUNT
 } stor_bucket_cfg_t;
 #define STOR_BCFG_MAX_BYTES (64u * 1024) /* one document; larger: STOR_ERR_TOO_LARGE */
@@ -238,6 +240,9 @@ typedef struct stor_meta {
     /* Extension fields (records of version 5 and later, stor_record.h);
      * NULL when absent. */
     char *storage_class; /* as the writer gave it; NULL: STANDARD */
+    /* The object's tag set in the S3 layer's stored form (s3/tagging.h);
+     * NULL: no tags. Opaque here. */
+    char *tags;
 } stor_meta_t;
 
 /* Frees every pointer inside meta and zeroes it; the struct itself is the
@@ -308,11 +313,18 @@ void stor_reader_close(stor_reader_t *r);
  * bucket (as stor_bucket_get returned it) is gone. */
 stor_status_t stor_delete(stor_t *st, const stor_bucket_t *bucket, const char *key);
 
-/* Sets the canned ACL of bucket/key (bucket as stor_bucket_get returned it),
- * leaving its bytes and other metadata as they are. STOR_ERR_NO_KEY when
- * the key holds no object. */
-stor_status_t stor_object_set_acl(stor_t *st, const stor_bucket_t *bucket, const char *key,
-                                  stor_acl_t acl);
+/* A change to an object's metadata that leaves its bytes as they are. */
+typedef struct stor_obj_change {
+    bool set_acl;
+    stor_acl_t acl;
+    bool set_tags;
+    const char *tags; /* with set_tags: the new tag set (copied); NULL removes it */
+} stor_obj_change_t;
+/* Applies change to bucket/key (bucket as stor_bucket_get returned it) in
+ * one atomic rewrite of its record: its bytes, mtime and other metadata stay
+ * as they are. STOR_ERR_NO_KEY when the key holds no object. */
+stor_status_t stor_object_change(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                                 const stor_obj_change_t *change);
 
 /* ---- Listing ------------------------------------------------------------ */
 

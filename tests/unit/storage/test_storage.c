@@ -1482,6 +1482,26 @@ static void test_record_extension(void **state)
     assert_int_equal(stor_rec_decode_upload(b.data, b.len, &up), STOR_OK);
     assert_string_equal(up.meta.storage_class, "GLACIER_IR");
     stor_upload_rec_free(&up);
+    /* Tags (field 5), alone and after the storage class, on both records. */
+    for (int with_class = 0; with_class < 2; with_class++) {
+        m.storage_class = with_class ? "STANDARD_IA" : NULL;
+        m.tags = "a=1&b%20c=";
+        buf_reset(&b);
+        assert_int_equal(stor_rec_encode_object(&b, "key", 3, &m, &seg, 1), 0);
+        assert_int_equal(((uint8_t *)b.data)[0], STOR_REC_EXT_VERSION);
+        assert_int_equal(stor_rec_decode_object(b.data, b.len, &rec), STOR_OK);
+        assert_string_equal(rec.meta.tags, "a=1&b%20c=");
+        if (with_class)
+            assert_string_equal(rec.meta.storage_class, "STANDARD_IA");
+        else
+            assert_null(rec.meta.storage_class);
+        stor_obj_rec_free(&rec);
+        buf_reset(&b);
+        assert_int_equal(stor_rec_encode_upload(&b, "key", 3, 7, &m), 0);
+        assert_int_equal(stor_rec_decode_upload(b.data, b.len, &up), STOR_OK);
+        assert_string_equal(up.meta.tags, "a=1&b%20c=");
+        stor_upload_rec_free(&up);
+    }
     buf_free(&b);
 }
 
@@ -1570,12 +1590,28 @@ static void test_inline_objects(void **state)
     assert_holds(st, "empty", 'z', 0);
     assert_int_equal(count_files(f), 1);
 
-    /* A new ACL keeps the bytes. */
-    assert_int_equal(stor_object_set_acl(st, TU_B(st, "b"), "over", STOR_ACL_PUBLIC_READ), STOR_OK);
+    /* A new ACL keeps the bytes; so do new tags, and each change keeps the
+     * other's field. */
+    stor_obj_change_t acl_change = {.set_acl = true, .acl = STOR_ACL_PUBLIC_READ};
+    assert_int_equal(stor_object_change(st, TU_B(st, "b"), "over", &acl_change), STOR_OK);
     assert_holds(st, "over", 'e', 20);
     assert_int_equal(stor_head(st, "b", "over", &m), STOR_OK);
     assert_int_equal(m.acl, STOR_ACL_PUBLIC_READ);
+    assert_null(m.tags);
     stor_meta_free(&m);
+    stor_obj_change_t tag_change = {.set_tags = true, .tags = "k=v"};
+    assert_int_equal(stor_object_change(st, TU_B(st, "b"), "over", &tag_change), STOR_OK);
+    assert_holds(st, "over", 'e', 20);
+    assert_int_equal(stor_head(st, "b", "over", &m), STOR_OK);
+    assert_int_equal(m.acl, STOR_ACL_PUBLIC_READ);
+    assert_string_equal(m.tags, "k=v");
+    stor_meta_free(&m);
+    tag_change.tags = NULL;
+    assert_int_equal(stor_object_change(st, TU_B(st, "b"), "over", &tag_change), STOR_OK);
+    assert_int_equal(stor_head(st, "b", "over", &m), STOR_OK);
+    assert_null(m.tags);
+    stor_meta_free(&m);
+    assert_int_equal(stor_object_change(st, TU_B(st, "b"), "none", &tag_change), STOR_ERR_NO_KEY);
 
     /* Listing gives inline objects' sizes. */
     stor_iter_t *it;
