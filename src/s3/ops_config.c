@@ -2,8 +2,9 @@
  * the never-enabled state; PutBucketVersioning is not implemented), ACLs
  * (canned ACLs, read and set), bucket policies (policy.c parses them, the
  * store keeps their canonical text with the bucket), CORS configurations
- * (cors.c; kept the same way), and the configurations
- * s3rdmad does not keep (tagging, lifecycle, object lock, encryption), which answer
+ * (cors.c; kept the same way), tag sets of buckets and objects (tagging.c;
+ * a bucket's kept the same way, an object's in its record), and the
+ * configurations s3rdmad does not keep (lifecycle, object lock, encryption), which answer
  * as S3 does for a bucket that has none: 404 with the configuration's own
  * error code to a GET, 204 to a DELETE, 501 NotImplemented to a PUT. */
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include "s3/cors.h"
 #include "s3/policy.h"
 #include "s3/s3_request.h"
+#include "s3/tagging.h"
 #include "s3/xml_in.h"
 
 /* ---- versioning ----------------------------------------------------------------- */
@@ -577,17 +579,153 @@ void s3_cors_reply_headers(s3_req_t *req)
     s3_cors_free(&cfg);
 }
 
+/* ---- tagging ------------------------------------------------------------------------- */
+
+/* Replies a tag set (stored form; NULL: none) as a Tagging document. */
+static void reply_tags(s3_req_t *req, const char *stored)
+{
+    s3_tags_t t;
+    if (s3_tags_from_stored(stored, &t) != 0) {
+        s3_reply_error(req, S3E_INTERNAL, NULL);
+        return;
+    }
+    buf_t xml;
+    buf_init(&xml, 256 * 1024);
+    s3_xml_open(&xml, "Tagging");
+    s3_tags_xml(&t, &xml);
+    buf_append_str(&xml, "</Tagging>");
+    s3_tags_free(&t);
+    s3_reply_xml(req, 200, &xml);
+}
+
+/* Parses the request's Tagging body into the stored form *stored_p (NULL:
+ * an empty set; the caller frees it). Replies and returns false on error. */
+static bool body_tags(s3_req_t *req, s3_tags_of_t of, s3_tags_t *t, char **stored_p)
+{
+    const char *why = NULL;
+    s3_error_t err = s3_tags_from_xml(req->body.data, req->body.len, of, t, &why);
+    int nomem = 0;
+    *stored_p = err == S3E_NONE ? s3_tags_encode(t, &nomem) : NULL;
+    if (nomem) {
+        s3_tags_free(t);
+        err = S3E_INTERNAL;
+    }
+    if (err != S3E_NONE)
+        s3_reply_error(req, err, why);
+    return err == S3E_NONE;
+}
+
+static void get_bucket_tagging_begin(s3_req_t *req)
+{
+    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
+        return;
+    buf_t doc;
+    if (!config_read(req, STOR_BCFG_TAGGING, &doc))
+        return;
+    char *stored = doc.len ? strndup(doc.data, doc.len) : NULL;
+    if (!stored)
+        s3_reply_error(req, doc.len ? S3E_INTERNAL : S3E_NO_SUCH_TAG_SET, NULL);
+    else
+        reply_tags(req, stored);
+    free(stored);
+    buf_free(&doc);
+}
+
+/* An empty TagSet removes the bucket's tags, as S3 does. */
+static void put_bucket_tagging_finish(s3_req_t *req)
+{
+    s3_tags_t t;
+    char *stored;
+    if (!body_tags(req, S3_TAGS_BUCKET, &t, &stored))
+        return;
+    s3_tags_free(&t);
+    config_write(req, STOR_BCFG_TAGGING, stored, stored ? strlen(stored) : 0, 204);
+    free(stored);
+}
+
+static void delete_bucket_tagging_begin(s3_req_t *req)
+{
+    config_delete(req, STOR_BCFG_TAGGING);
+}
+
+static void get_object_tagging_begin(s3_req_t *req)
+{
+    stor_meta_t meta;
+    if (!object_for_config(req, S3_PERM_READ, &meta))
+        return;
+    if (s3_req_query(req, "versionId"))
+        s3_reply_header(req, "x-amz-version-id", "null");
+    reply_tags(req, meta.tags);
+    stor_meta_free(&meta);
+}
+
+/* Authorized once the (bounded) body is read, not before as other XML
+ * bodies are: s3:RequestObjectTag conditions are answered from it. The
+ * key must exist first. */
+static void put_object_tagging_begin(s3_req_t *req)
+{
+    s3_error_t err = s3_version_check(s3_req_query(req, "versionId"));
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, NULL);
+        return;
+    }
+    if (!s3_bucket_lookup(req, req->bucket, &req->authz_bucket))
+        return;
+    stor_meta_t meta;
+    stor_status_t st = stor_head(req->srv->cfg.store, req->bucket, req->key, &meta);
+    if (st != STOR_OK) {
+        s3_reply_error(req, s3_object_lookup_error(req, &req->authz_bucket, st), NULL);
+        return;
+    }
+    stor_meta_free(&meta);
+    req->body_kind = S3_BODY_XML;
+}
+
+/* Sets (t: a new set, possibly empty) or removes (t NULL) the object's tags
+ * after checking the requester may, and replies status. */
+static void object_tags_write(s3_req_t *req, const s3_tags_t *t, const char *stored, int status)
+{
+    req->request_tags = t;
+    stor_meta_t meta;
+    bool ok = object_for_config(req, S3_PERM_WRITE_ACP, &meta);
+    req->request_tags = NULL;
+    if (!ok)
+        return;
+    stor_meta_free(&meta);
+    stor_obj_change_t change = {.set_tags = true, .tags = stored};
+    stor_status_t st =
+        stor_object_change(req->srv->cfg.store, &req->authz_bucket, req->key, &change);
+    if (st != STOR_OK) {
+        s3_reply_error(req, s3_error_from_stor(st), NULL);
+        return;
+    }
+    if (s3_req_query(req, "versionId"))
+        s3_reply_header(req, "x-amz-version-id", "null");
+    s3_reply_empty(req, status);
+}
+
+static void put_object_tagging_finish(s3_req_t *req)
+{
+    s3_tags_t t;
+    char *stored;
+    if (!body_tags(req, S3_TAGS_OBJECT, &t, &stored))
+        return;
+    object_tags_write(req, &t, stored, 200);
+    s3_tags_free(&t);
+    free(stored);
+}
+
+static void delete_object_tagging_begin(s3_req_t *req)
+{
+    object_tags_write(req, NULL, NULL, 204);
+}
+
 /* ---- configurations s3rdmad does not keep ------------------------------------------- */
 
 static void reply_absent(s3_req_t *req, s3_error_t err)
 {
     if (s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
         s3_reply_error(req, err, NULL);
-}
-
-static void get_tagging_begin(s3_req_t *req)
-{
-    reply_absent(req, S3E_NO_SUCH_TAG_SET);
 }
 
 static void get_lifecycle_begin(s3_req_t *req)
@@ -619,39 +757,6 @@ static void delete_config_begin(s3_req_t *req)
         s3_reply_empty(req, 204);
 }
 
-/* Objects have no tags: an empty TagSet to read, nothing to delete, and
- * setting tags is not implemented. */
-static void get_object_tagging_begin(s3_req_t *req)
-{
-    stor_meta_t meta;
-    if (!object_for_config(req, S3_PERM_READ, &meta))
-        return;
-    stor_meta_free(&meta);
-    buf_t xml;
-    buf_init(&xml, 4096);
-    s3_xml_open(&xml, "Tagging");
-    buf_append_str(&xml, "<TagSet></TagSet></Tagging>");
-    s3_reply_xml(req, 200, &xml);
-}
-
-static void put_object_tagging_begin(s3_req_t *req)
-{
-    stor_meta_t meta;
-    if (!object_for_config(req, S3_PERM_WRITE_ACP, &meta))
-        return;
-    stor_meta_free(&meta);
-    s3_reply_error(req, S3E_NOT_IMPLEMENTED, "Object tagging is not implemented by s3rdmad.");
-}
-
-static void delete_object_tagging_begin(s3_req_t *req)
-{
-    stor_meta_t meta;
-    if (!object_for_config(req, S3_PERM_WRITE_ACP, &meta))
-        return;
-    stor_meta_free(&meta);
-    s3_reply_empty(req, 204);
-}
-
 const s3_op_t s3_op_get_bucket_versioning = {"GetBucketVersioning", get_versioning_begin, NULL};
 const s3_op_t s3_op_put_bucket_versioning = {"PutBucketVersioning", put_versioning_begin, NULL};
 const s3_op_t s3_op_get_bucket_acl = {"GetBucketAcl", get_bucket_acl_begin, NULL};
@@ -678,7 +783,11 @@ const s3_op_t s3_op_get_bucket_cors = {"GetBucketCors", get_cors_begin, NULL};
 const s3_op_t s3_op_put_bucket_cors = {"PutBucketCors", owner_config_begin, put_cors_finish};
 const s3_op_t s3_op_delete_bucket_cors = {"DeleteBucketCors", delete_cors_begin, NULL};
 const s3_op_t s3_op_cors_preflight = {"CorsPreflight", preflight_begin, NULL};
-const s3_op_t s3_op_get_bucket_tagging = {"GetBucketTagging", get_tagging_begin, NULL};
+const s3_op_t s3_op_get_bucket_tagging = {"GetBucketTagging", get_bucket_tagging_begin, NULL};
+const s3_op_t s3_op_put_bucket_tagging = {"PutBucketTagging", owner_config_begin,
+                                          put_bucket_tagging_finish};
+const s3_op_t s3_op_delete_bucket_tagging = {"DeleteBucketTagging", delete_bucket_tagging_begin,
+                                             NULL};
 const s3_op_t s3_op_get_bucket_lifecycle = {"GetBucketLifecycleConfiguration", get_lifecycle_begin,
                                             NULL};
 const s3_op_t s3_op_get_object_lock_config = {"GetObjectLockConfiguration", get_object_lock_begin,
@@ -687,6 +796,7 @@ const s3_op_t s3_op_get_bucket_encryption = {"GetBucketEncryption", get_encrypti
 const s3_op_t s3_op_put_bucket_config = {"PutBucketConfiguration", put_config_begin, NULL};
 const s3_op_t s3_op_delete_bucket_config = {"DeleteBucketConfiguration", delete_config_begin, NULL};
 const s3_op_t s3_op_get_object_tagging = {"GetObjectTagging", get_object_tagging_begin, NULL};
-const s3_op_t s3_op_put_object_tagging = {"PutObjectTagging", put_object_tagging_begin, NULL};
+const s3_op_t s3_op_put_object_tagging = {"PutObjectTagging", put_object_tagging_begin,
+                                          put_object_tagging_finish};
 const s3_op_t s3_op_delete_object_tagging = {"DeleteObjectTagging", delete_object_tagging_begin,
                                              NULL};

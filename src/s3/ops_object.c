@@ -14,6 +14,7 @@
 #include "s3/rdma_error.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
+#include "s3/tagging.h"
 #include "s3/xml_in.h"
 
 #define COPY_BUF_BYTES (1024 * 1024)
@@ -544,6 +545,8 @@ static void get_object_begin(s3_req_t *req)
         return;
     }
     s3_meta_to_headers(req, &shown);
+    if (meta->tags && strcmp(req->method, "GET") == 0)
+        s3_reply_headerf(req, "x-amz-tagging-count", "%zu", s3_tags_count(meta->tags));
 
     if (req->rdma_token && strcmp(req->method, "GET") == 0)
         token_push(req, reader, status, first, len);
@@ -722,6 +725,12 @@ static void copy_object_begin(s3_req_t *req)
         s3_reply_error(req, S3E_INVALID_ARGUMENT, "Unknown metadata directive.");
         return;
     }
+    const char *tag_directive = s3_req_header(req, "x-amz-tagging-directive");
+    bool replace_tags = tag_directive && strcasecmp(tag_directive, "REPLACE") == 0;
+    if (tag_directive && !replace_tags && strcasecmp(tag_directive, "COPY") != 0) {
+        s3_reply_error(req, S3E_INVALID_ARGUMENT, "Unknown tagging directive.");
+        return;
+    }
     bool same = false;
     stor_reader_t *reader = s3_copy_source_open(req, &same);
     if (!reader)
@@ -741,6 +750,16 @@ static void copy_object_begin(s3_req_t *req)
         free(meta->part_sizes);
         meta->part_sizes = NULL;
         meta->parts_count = 0;
+    }
+    /* Tags follow their own directive: the source's (COPY, the default)
+     * or x-amz-tagging's (REPLACE), whatever the metadata directive. */
+    if (err == S3E_NONE && replace_tags) {
+        err = s3_tags_from_request(req, meta, &why);
+    } else if (err == S3E_NONE) {
+        free(meta->tags);
+        meta->tags = src->tags ? strdup(src->tags) : NULL;
+        if (src->tags && !meta->tags)
+            err = S3E_INTERNAL;
     }
     if (err == S3E_NONE)
         err = s3_new_object_access(req, meta, &why);

@@ -19,6 +19,7 @@
 #include "s3/post_policy.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
+#include "s3/tagging.h"
 
 #define POST_PARSER_BUFFER (16 * 1024)
 
@@ -104,6 +105,24 @@ static const s3_frontend_t form_fields_frontend = {
     .header = form_header,
     .each_header = form_each_header,
 };
+
+/* A form's tags come as a Tagging XML document in its "tagging" field (not
+ * the header's query syntax): into f->meta.tags. */
+static s3_error_t form_tags(post_form_t *f, const char **why_p)
+{
+    const char *doc = field(f, "tagging");
+    if (!doc)
+        return S3E_NONE;
+    s3_tags_t t;
+    s3_error_t err = s3_tags_from_xml(doc, strlen(doc), S3_TAGS_OBJECT, &t, why_p);
+    if (err != S3E_NONE)
+        return err;
+    int nomem;
+    free(f->meta.tags);
+    f->meta.tags = s3_tags_encode(&t, &nomem);
+    s3_tags_free(&t);
+    return nomem ? S3E_INTERNAL : S3E_NONE;
+}
 
 /* ---- authentication and the policy ----------------------------------------------- */
 
@@ -301,6 +320,8 @@ static void start_file(s3_req_t *req, post_form_t *f, const char *filename)
     if (err == S3E_NONE)
         err = s3_new_object_access(req, &f->meta, &acl_why);
     req->fe = http_fe;
+    if (err == S3E_NONE)
+        err = form_tags(f, &acl_why);
     if (err != S3E_NONE) {
         fail(f, err, acl_why);
         return;

@@ -81,6 +81,8 @@
     X(CORS_BAD_REQUEST, 400, "BadRequest",                                                         \
       "Insufficient information. Origin request header needed.")                                   \
     X(NO_SUCH_TAG_SET, 404, "NoSuchTagSet", "The TagSet does not exist")                           \
+    X(INVALID_TAG, 400, "InvalidTag", "The tag provided was not a valid tag.")                     \
+    X(BAD_REQUEST, 400, "BadRequest", "Bad Request.")                                              \
     X(NO_SUCH_LIFECYCLE, 404, "NoSuchLifecycleConfiguration",                                      \
       "The lifecycle configuration does not exist")                                                \
     X(NO_OBJECT_LOCK_CONFIG, 404, "ObjectLockConfigurationNotFoundError",                          \

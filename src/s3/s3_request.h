@@ -181,6 +181,10 @@ struct s3_req {
     char signed_headers[1024]; /* lower-case names joined by ';' */
     char *headers_not_signed;  /* x-amz-* headers outside them (",") for the AccessDenied body */
 
+    /* The tag set a PutObjectTagging body sets, while its access is decided
+     * (s3:RequestObjectTag conditions; other requests: x-amz-tagging). */
+    const struct s3_tags *request_tags;
+
     /* RDMA token path (docs/protocol.md §3): the x-amz-rdma-token value, or NULL. */
     const char *rdma_token;
 
@@ -370,6 +374,10 @@ int s3_body_sink(void *req, const void *data, size_t len);
  * (common/s3r_limits.h) with MetadataTooLarge or InvalidArgument. Returns
  * S3E_NONE, or the error with *why_p its message (NULL: the table's). */
 s3_error_t s3_meta_from_headers(s3_req_t *req, stor_meta_t *meta, const char **why_p);
+/* Sets meta->tags from the request's x-amz-tagging header (none: no tags),
+ * checked as S3 does (s3/tagging.h); s3_meta_from_headers calls it, and
+ * CopyObject under x-amz-tagging-directive REPLACE. */
+s3_error_t s3_tags_from_request(s3_req_t *req, stor_meta_t *meta, const char **why_p);
 /* Checks meta's stored headers (Content-Type, Cache-Control, ...) are
  * field values and within S3R_MAX_STORED_HEADER_BYTES together: S3E_NONE,
  * or InvalidArgument with *why_p its message. For a GET's response-*
@@ -527,11 +535,12 @@ extern const s3_op_t s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_bucke
     s3_op_get_bucket_policy, s3_op_get_bucket_cors, s3_op_get_bucket_tagging,
     s3_op_get_bucket_lifecycle, s3_op_get_object_lock_config, s3_op_get_bucket_encryption,
     s3_op_put_bucket_config, s3_op_delete_bucket_config, s3_op_get_object_tagging,
-    s3_op_put_object_tagging, s3_op_delete_object_tagging, s3_op_put_bucket_policy,
-    s3_op_delete_bucket_policy, s3_op_get_bucket_policy_status, s3_op_get_public_access_block,
-    s3_op_put_public_access_block, s3_op_delete_public_access_block, s3_op_get_bucket_ownership,
-    s3_op_put_bucket_ownership, s3_op_delete_bucket_ownership, s3_op_put_bucket_cors,
-    s3_op_delete_bucket_cors, s3_op_cors_preflight;
+    s3_op_put_object_tagging, s3_op_delete_object_tagging, s3_op_put_bucket_tagging,
+    s3_op_delete_bucket_tagging, s3_op_put_bucket_policy, s3_op_delete_bucket_policy,
+    s3_op_get_bucket_policy_status, s3_op_get_public_access_block, s3_op_put_public_access_block,
+    s3_op_delete_public_access_block, s3_op_get_bucket_ownership, s3_op_put_bucket_ownership,
+    s3_op_delete_bucket_ownership, s3_op_put_bucket_cors, s3_op_delete_bucket_cors,
+    s3_op_cors_preflight;
 /* Endpoints the HTTP frontend serves itself (begin and finish NULL: never
  * given to s3_req_start), named for metrics and access logs. */
 extern const s3_op_t s3_op_stats, s3_op_metrics, s3_op_health;

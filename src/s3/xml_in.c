@@ -94,6 +94,9 @@ typedef struct xml_ctx {
 
     /* xml_parse_list (root and paths above: paths are the field names) */
     const char *item;
+    int item_depth;         /* 2, or 3 for an item path "Parent/Item" */
+    size_t item_parent_len; /* with item_depth 3: the bytes of Parent */
+    bool in_item_parent;    /* inside a depth-2 Parent */
     size_t max_entries, n_items;
     bool in_item;
     xml_list_entry_t *entries;
@@ -224,12 +227,19 @@ static const char *trimmed(buf_t *t, size_t *len_p);
 
 static void list_start(xml_ctx_t *x, const char *n)
 {
-    if (x->depth == 2 && strcmp(n, x->item) == 0) {
+    if (x->item_depth == 3 && x->depth == 2) {
+        x->in_item_parent =
+            strlen(n) == x->item_parent_len && memcmp(n, x->item, x->item_parent_len) == 0;
+        return;
+    }
+    const char *item = x->item_depth == 3 ? x->item + x->item_parent_len + 1 : x->item;
+    if (x->depth == x->item_depth && (x->item_depth == 2 || x->in_item_parent) &&
+        strcmp(n, item) == 0) {
         x->in_item = true;
         x->n_items++;
         return;
     }
-    if (x->depth != 3 || !x->in_item)
+    if (x->depth != x->item_depth + 1 || !x->in_item)
         return;
     for (size_t i = 0; i < x->n_paths; i++) {
         if (strcmp(n, x->paths[i]) == 0) {
@@ -567,8 +577,10 @@ static void XMLCALL on_end(void *ud, const XML_Char *name)
         end_grant(x);
     else if (x->depth == 4 && x->doc == DOC_ACL)
         x->in_grantee = false;
-    else if (x->depth == 2 && x->doc == DOC_LIST)
+    else if (x->doc == DOC_LIST && x->depth == x->item_depth)
         x->in_item = false;
+    else if (x->doc == DOC_LIST && x->depth == 2)
+        x->in_item_parent = false;
     x->depth--;
 }
 
@@ -636,6 +648,8 @@ static int run_with(xml_ctx_t *x, xml_doc_t doc, const xml_ctx_t *names, const c
         x->n_paths = names->n_paths;
         x->values = names->values;
         x->item = names->item;
+        x->item_depth = names->item_depth;
+        x->item_parent_len = names->item_parent_len;
         x->max_entries = names->max_entries;
     }
     buf_init(&x->text, XML_MAX_TEXT);
@@ -783,8 +797,11 @@ int xml_parse_list(const char *body, size_t len, const char *root, const char *i
                    xml_list_entry_t **entries_p, size_t *n_p, size_t *n_items_p)
 {
     xml_ctx_t x;
+    const char *slash = strchr(item, '/');
     xml_ctx_t names = {.root = root,
                        .item = item,
+                       .item_depth = slash ? 3 : 2,
+                       .item_parent_len = slash ? (size_t)(slash - item) : 0,
                        .paths = fields,
                        .n_paths = n_fields,
                        .max_entries = max_entries};

@@ -73,6 +73,8 @@ typedef struct xml_list_entry {
 
 /* Parses a list document: root > item* > leaves, the leaves named by
  * fields and repeatable (e.g. CORSConfiguration > CORSRule > AllowedOrigin).
+ * item may be a path "Parent/Item" for items one level deeper (root >
+ * Parent* > Item* > leaves, e.g. Tagging > TagSet > Tag > Key).
  * Other elements are ignored. Entries come in document order; items without
  * any counted too (*n_items_p). Returns 0, or -1 if malformed (wrong root,
  * markup inside a leaf, more than max_entries leaves). Caller frees with
