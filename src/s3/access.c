@@ -141,9 +141,10 @@ static s3_error_t cfg_parse(access_cfg_t *c, int kind, const buf_t *doc, const c
         c->pab = d[0] & S3_PAB_ALL;
     } else if (kind == STOR_BCFG_OWNERSHIP && doc->len == 1 && d[0] < S3_OWNERSHIP_COUNT) {
         c->ownership = (s3_ownership_t)d[0];
-    } else if (kind == STOR_BCFG_CORS || kind == STOR_BCFG_TAGGING) {
-        /* Not access documents: CORS and bucket tags never grant or deny
-         * (ops_config.c). */
+    } else if (kind == STOR_BCFG_CORS || kind == STOR_BCFG_TAGGING ||
+               kind == STOR_BCFG_ENCRYPTION) {
+        /* Not access documents: CORS, bucket tags and default encryption
+         * never grant or deny (ops_config.c). */
     } else {
         return S3E_INTERNAL;
     }
@@ -386,6 +387,8 @@ static const struct {
     {&s3_op_delete_public_access_block, "s3:PutBucketPublicAccessBlock"},
     {&s3_op_delete_bucket_ownership, "s3:PutBucketOwnershipControls"},
     {&s3_op_delete_bucket_tagging, "s3:PutBucketTagging"},
+    {&s3_op_put_bucket_encryption, "s3:PutEncryptionConfiguration"},
+    {&s3_op_delete_bucket_encryption, "s3:PutEncryptionConfiguration"},
 };
 
 /* The configurations s3rdmad does not keep, by subresource: the action of
@@ -395,7 +398,6 @@ static const struct {
 } config_actions[] = {
     {"lifecycle", "s3:PutLifecycleConfiguration"},
     {"object-lock", "s3:PutBucketObjectLockConfiguration"},
-    {"encryption", "s3:PutEncryptionConfiguration"},
 };
 
 /* The action of a check on the bucket (object false) or on an object the

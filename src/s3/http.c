@@ -390,8 +390,8 @@ static const bucket_subresource_t bucket_subresources[] = {
     {"lifecycle", &s3_op_get_bucket_lifecycle, &s3_op_put_bucket_config,
      &s3_op_delete_bucket_config},
     {"object-lock", &s3_op_get_object_lock_config, &s3_op_put_bucket_config, NULL},
-    {"encryption", &s3_op_get_bucket_encryption, &s3_op_put_bucket_config,
-     &s3_op_delete_bucket_config},
+    {"encryption", &s3_op_get_bucket_encryption, &s3_op_put_bucket_encryption,
+     &s3_op_delete_bucket_encryption},
 };
 
 static s3_error_t route_bucket(s3_req_t *req, bool get, bool head, bool put, bool post, bool del)

@@ -3,8 +3,9 @@
  * (canned ACLs, read and set), bucket policies (policy.c parses them, the
  * store keeps their canonical text with the bucket), CORS configurations
  * (cors.c; kept the same way), tag sets of buckets and objects (tagging.c;
- * a bucket's kept the same way, an object's in its record), and the
- * configurations s3rdmad does not keep (lifecycle, object lock, encryption), which answer
+ * a bucket's kept the same way, an object's in its record), default
+ * encryption (sse.c does the encrypting), and the
+ * configurations s3rdmad does not keep (lifecycle, object lock), which answer
  * as S3 does for a bucket that has none: 404 with the configuration's own
  * error code to a GET, 204 to a DELETE, 501 NotImplemented to a PUT. */
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include "s3/cors.h"
 #include "s3/policy.h"
 #include "s3/s3_request.h"
+#include "s3/sse.h"
 #include "s3/tagging.h"
 #include "s3/xml_in.h"
 
@@ -720,6 +722,69 @@ static void delete_object_tagging_begin(s3_req_t *req)
     object_tags_write(req, NULL, NULL, 204);
 }
 
+/* ---- default encryption ------------------------------------------------------------ */
+
+static void get_encryption_begin(s3_req_t *req)
+{
+    int v = byte_config(req, STOR_BCFG_ENCRYPTION, S3E_NO_SSE_CONFIG);
+    if (v < 0)
+        return;
+    buf_t xml;
+    buf_init(&xml, 4096);
+    s3_xml_open(&xml, "ServerSideEncryptionConfiguration");
+    buf_append_str(&xml, "<Rule><ApplyServerSideEncryptionByDefault>");
+    s3_xml_elem(&xml, "SSEAlgorithm", "AES256");
+    buf_append_str(&xml, "</ApplyServerSideEncryptionByDefault>");
+    s3_xml_elem(&xml, "BucketKeyEnabled", "false");
+    buf_append_str(&xml, "</Rule></ServerSideEncryptionConfiguration>");
+    s3_reply_xml(req, 200, &xml);
+}
+
+/* One rule whose default is AES256 (SSE-S3), kept as one byte; aws:kms is
+ * refused as SSE-KMS is everywhere, and so is AES256 on a server without
+ * master keys: no write could honour it. */
+static void put_encryption_finish(s3_req_t *req)
+{
+    static const char *const fields[] = {"SSEAlgorithm", "KMSMasterKeyID"};
+    xml_list_entry_t *e;
+    size_t n, n_items;
+    if (xml_parse_list(req->body.data ? req->body.data : "", req->body.len,
+                       "ServerSideEncryptionConfiguration",
+                       "Rule/ApplyServerSideEncryptionByDefault", fields, 2, 8, &e, &n,
+                       &n_items) != 0) {
+        s3_reply_error(req, S3E_MALFORMED_XML, NULL);
+        return;
+    }
+    const char *alg = NULL;
+    bool ok = n_items == 1;
+    for (size_t i = 0; i < n && ok; i++) {
+        if (e[i].field == 0 && !alg)
+            alg = e[i].value;
+        else if (e[i].field == 0)
+            ok = false;
+    }
+    uint8_t byte = 1;
+    if (!ok || !alg)
+        s3_reply_error(req, S3E_MALFORMED_XML, NULL);
+    else if (strcmp(alg, "aws:kms") == 0 || strcmp(alg, "aws:kms:dsse") == 0)
+        s3_reply_error(req, S3E_NOT_IMPLEMENTED,
+                       "SSE-KMS is not implemented by s3rdmad: no key provider.");
+    else if (strcmp(alg, "AES256") != 0)
+        s3_reply_error(req, S3E_MALFORMED_XML, NULL);
+    else if (!req->srv->cfg.sse_keys || req->srv->cfg.sse_keys->n == 0)
+        s3_reply_error(req, S3E_NOT_IMPLEMENTED,
+                       "Server-side encryption with server-managed keys (SSE-S3) is not "
+                       "configured on this server: its operator sets sse.master_key_file.");
+    else
+        config_write(req, STOR_BCFG_ENCRYPTION, &byte, 1, 200);
+    xml_list_free(e, n);
+}
+
+static void delete_encryption_begin(s3_req_t *req)
+{
+    config_delete(req, STOR_BCFG_ENCRYPTION);
+}
+
 /* ---- configurations s3rdmad does not keep ------------------------------------------- */
 
 static void reply_absent(s3_req_t *req, s3_error_t err)
@@ -736,11 +801,6 @@ static void get_lifecycle_begin(s3_req_t *req)
 static void get_object_lock_begin(s3_req_t *req)
 {
     reply_absent(req, S3E_NO_OBJECT_LOCK_CONFIG);
-}
-
-static void get_encryption_begin(s3_req_t *req)
-{
-    reply_absent(req, S3E_NO_SSE_CONFIG);
 }
 
 static void put_config_begin(s3_req_t *req)
@@ -793,6 +853,10 @@ const s3_op_t s3_op_get_bucket_lifecycle = {"GetBucketLifecycleConfiguration", g
 const s3_op_t s3_op_get_object_lock_config = {"GetObjectLockConfiguration", get_object_lock_begin,
                                               NULL};
 const s3_op_t s3_op_get_bucket_encryption = {"GetBucketEncryption", get_encryption_begin, NULL};
+const s3_op_t s3_op_put_bucket_encryption = {"PutBucketEncryption", owner_config_begin,
+                                             put_encryption_finish};
+const s3_op_t s3_op_delete_bucket_encryption = {"DeleteBucketEncryption", delete_encryption_begin,
+                                                NULL};
 const s3_op_t s3_op_put_bucket_config = {"PutBucketConfiguration", put_config_begin, NULL};
 const s3_op_t s3_op_delete_bucket_config = {"DeleteBucketConfiguration", delete_config_begin, NULL};
 const s3_op_t s3_op_get_object_tagging = {"GetObjectTagging", get_object_tagging_begin, NULL};

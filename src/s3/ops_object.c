@@ -14,6 +14,7 @@
 #include "s3/rdma_error.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
+#include "s3/sse.h"
 #include "s3/tagging.h"
 #include "s3/xml_in.h"
 
@@ -282,17 +283,21 @@ static void put_object_begin(s3_req_t *req)
     }
     const char *why = NULL;
     stor_precond_t cond;
+    s3_sse_key_t dk;
     s3_error_t err = s3_meta_from_headers(req, meta, &why);
     if (err == S3E_NONE)
         err = s3_new_object_access(req, meta, &why);
     if (err == S3E_NONE)
         err = s3_write_precond(req, &cond, &why);
+    if (err == S3E_NONE)
+        err = s3_sse_for_write(req, meta, &dk, &why);
     if (err != S3E_NONE) {
         s3_reply_error(req, err, why);
         return;
     }
     req->fast_etag = req->srv->cfg.etag_fast;
     s3_upload_begin(req);
+    s3_sse_apply_writer(&dk, req->writer);
 }
 
 void s3_upload_begin(s3_req_t *req)
@@ -325,8 +330,10 @@ static void put_object_finish(s3_req_t *req)
 {
     if (req->rdma_token && !s3_token_pull(req))
         return;
-    if (s3_object_commit(req, req->op_state))
+    if (s3_object_commit(req, req->op_state)) {
+        s3_sse_reply_headers(req, req->op_state);
         s3_reply_empty(req, 200);
+    }
 }
 
 bool s3_object_commit(s3_req_t *req, stor_meta_t *meta)
@@ -425,7 +432,7 @@ static s3_error_t check_conditions(s3_req_t *req, const char *prefix, const stor
  * object (a missing key: s3_object_lookup_error). Replies and returns NULL
  * on failure. */
 static stor_reader_t *object_open(s3_req_t *req, const char *bucket, const char *key,
-                                  stor_bucket_t *b)
+                                  stor_bucket_t *b, bool copy_source)
 {
     if (!s3_bucket_lookup(req, bucket, b))
         return NULL;
@@ -439,6 +446,16 @@ static stor_reader_t *object_open(s3_req_t *req, const char *bucket, const char 
         stor_reader_close(reader);
         return NULL;
     }
+    /* An encrypted object is read through its key or not at all. */
+    s3_sse_key_t dk;
+    const char *why = NULL;
+    s3_error_t err = s3_sse_for_read(req, stor_reader_meta(reader), copy_source, &dk, &why);
+    if (err != S3E_NONE) {
+        stor_reader_close(reader);
+        s3_reply_error(req, err, why);
+        return NULL;
+    }
+    s3_sse_apply_reader(&dk, reader);
     return reader;
 }
 
@@ -446,7 +463,7 @@ static void get_object_begin(s3_req_t *req)
 {
     if (!version_query_ok(req))
         return;
-    stor_reader_t *reader = object_open(req, req->bucket, req->key, &req->authz_bucket);
+    stor_reader_t *reader = object_open(req, req->bucket, req->key, &req->authz_bucket, false);
     if (!reader)
         return;
     /* After the lookup: a missing key is a 404, never mistaken for a decline. */
@@ -545,6 +562,7 @@ static void get_object_begin(s3_req_t *req)
         return;
     }
     s3_meta_to_headers(req, &shown);
+    s3_sse_reply_headers(req, meta);
     if (meta->tags && strcmp(req->method, "GET") == 0)
         s3_reply_headerf(req, "x-amz-tagging-count", "%zu", s3_tags_count(meta->tags));
 
@@ -665,7 +683,7 @@ stor_reader_t *s3_copy_source_open(s3_req_t *req, bool *same_object_p)
         return NULL;
     }
     stor_bucket_t sb;
-    stor_reader_t *reader = object_open(req, sbucket, skey, &sb);
+    stor_reader_t *reader = object_open(req, sbucket, skey, &sb, true);
     free(decoded);
     if (!reader)
         return NULL;
@@ -679,10 +697,12 @@ stor_reader_t *s3_copy_source_open(s3_req_t *req, bool *same_object_p)
 }
 
 s3_error_t s3_copy_range(s3_req_t *req, stor_reader_t *reader, uint64_t first, uint64_t len,
-                         stor_writer_t **writer_p, char etag[33])
+                         s3_sse_key_t *dk, stor_writer_t **writer_p, char etag[33])
 {
     stor_writer_t *w = NULL;
     stor_status_t st = stor_writer_open(req->srv->cfg.store, &req->authz_bucket, &w);
+    if (dk)
+        s3_sse_apply_writer(dk, w);
     if (st != STOR_OK)
         return s3_error_from_stor(st);
     char *buf = malloc(COPY_BUF_BYTES);
@@ -763,10 +783,15 @@ static void copy_object_begin(s3_req_t *req)
     }
     if (err == S3E_NONE)
         err = s3_new_object_access(req, meta, &why);
+    /* The copy's own encryption, never the source's. */
+    s3_sse_key_t dk = {0};
+    if (err == S3E_NONE)
+        err = s3_sse_for_write(req, meta, &dk, &why);
     stor_writer_t *w = NULL;
     char etag[33];
     if (err == S3E_NONE)
-        err = s3_copy_range(req, reader, 0, src->size, &w, etag);
+        err = s3_copy_range(req, reader, 0, src->size, &dk, &w, etag);
+    secure_zero(&dk, sizeof dk);
     if (err == S3E_NONE && replace) {
         /* The bytes are identical: their checksums carry over. */
         for (int i = 0; i < S3_CK_COUNT; i++) {
@@ -797,6 +822,7 @@ static void copy_object_begin(s3_req_t *req)
     date_format_iso8601(meta->mtime_ms, date);
     buf_t xml;
     buf_init(&xml, 4096);
+    s3_sse_reply_headers(req, meta);
     s3_xml_open(&xml, "CopyObjectResult");
     buf_printf(&xml,
                "<LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag></CopyObjectResult>",

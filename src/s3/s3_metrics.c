@@ -57,6 +57,8 @@ static const s3_op_t *const counted_ops[] = {
     &s3_op_get_bucket_lifecycle,
     &s3_op_get_object_lock_config,
     &s3_op_get_bucket_encryption,
+    &s3_op_put_bucket_encryption,
+    &s3_op_delete_bucket_encryption,
     &s3_op_put_bucket_config,
     &s3_op_delete_bucket_config,
     &s3_op_get_object_tagging,

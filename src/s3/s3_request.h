@@ -502,10 +502,12 @@ void s3_acl_xml(buf_t *xml, stor_acl_t acl, bool object, const char *owner,
  * replies and returns NULL. */
 stor_reader_t *s3_copy_source_open(s3_req_t *req, bool *same_object_p);
 /* Copies [first, first+len) of reader into a new writer on req->bucket,
- * computing the MD5 (hex into etag). On success *writer_p is the writer, for
- * the caller to commit; on error nothing is left behind. */
+ * computing the MD5 (hex into etag); the writer encrypts under dk (NULL:
+ * none; zeroed here). On success *writer_p is the writer, for the caller to
+ * commit; on error nothing is left behind. */
+struct s3_sse_key;
 s3_error_t s3_copy_range(s3_req_t *req, stor_reader_t *reader, uint64_t first, uint64_t len,
-                         stor_writer_t **writer_p, char etag[33]);
+                         struct s3_sse_key *dk, stor_writer_t **writer_p, char etag[33]);
 /* Checks the token rules common to every token request: RDMA enabled here
  * (else the 501 decline) and the token covered by the signature (else 403).
  * Replies and returns false when one fails. */
@@ -536,11 +538,11 @@ extern const s3_op_t s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_bucke
     s3_op_get_bucket_lifecycle, s3_op_get_object_lock_config, s3_op_get_bucket_encryption,
     s3_op_put_bucket_config, s3_op_delete_bucket_config, s3_op_get_object_tagging,
     s3_op_put_object_tagging, s3_op_delete_object_tagging, s3_op_put_bucket_tagging,
-    s3_op_delete_bucket_tagging, s3_op_put_bucket_policy, s3_op_delete_bucket_policy,
-    s3_op_get_bucket_policy_status, s3_op_get_public_access_block, s3_op_put_public_access_block,
-    s3_op_delete_public_access_block, s3_op_get_bucket_ownership, s3_op_put_bucket_ownership,
-    s3_op_delete_bucket_ownership, s3_op_put_bucket_cors, s3_op_delete_bucket_cors,
-    s3_op_cors_preflight;
+    s3_op_delete_bucket_tagging, s3_op_put_bucket_encryption, s3_op_delete_bucket_encryption,
+    s3_op_put_bucket_policy, s3_op_delete_bucket_policy, s3_op_get_bucket_policy_status,
+    s3_op_get_public_access_block, s3_op_put_public_access_block, s3_op_delete_public_access_block,
+    s3_op_get_bucket_ownership, s3_op_put_bucket_ownership, s3_op_delete_bucket_ownership,
+    s3_op_put_bucket_cors, s3_op_delete_bucket_cors, s3_op_cors_preflight;
 /* Endpoints the HTTP frontend serves itself (begin and finish NULL: never
  * given to s3_req_start), named for metrics and access logs. */
 extern const s3_op_t s3_op_stats, s3_op_metrics, s3_op_health;

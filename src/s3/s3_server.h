@@ -86,6 +86,12 @@ typedef struct s3_server_config {
     /* Accept Signature Version 2 (HMAC-SHA1: header, presigned query and POST
      * policy); false refuses it with AccessDenied. */
     bool signature_v2;
+    /* SSE-S3 master keys (s3/sse.h; borrowed, must outlive the server), NULL
+     * or none: SSE-S3 and default encryption refused. */
+    const struct s3_sse_keys *sse_keys;
+    /* Accept SSE-C keys over plain HTTP and the native protocol (tests
+     * only: the key crosses the network in the clear). */
+    bool sse_c_plain;
     stor_t *store;       /* borrowed */
     rdma_server_t *rdma; /* borrowed; NULL when RDMA is disabled (tokens declined) */
 

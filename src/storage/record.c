@@ -132,6 +132,7 @@ static const struct {
 } meta_ext[] = {
     {STOR_MX_STORAGE_CLASS, offsetof(stor_meta_t, storage_class)},
     {STOR_MX_TAGS, offsetof(stor_meta_t, tags)},
+    {STOR_MX_SSE, offsetof(stor_meta_t, sse)},
 };
 #define N_META_EXT (sizeof meta_ext / sizeof meta_ext[0])
 

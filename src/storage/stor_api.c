@@ -2,6 +2,8 @@
  * dispatches to the backend that made the handle (stor_backend.h). The calls
  * that need no backend (stor_meta_*, stor_parts_free, stor_uploads_free,
  * stor_strerror) live in record.c and stor_multipart.c. */
+#include <string.h>
+
 #include "storage/stor_backend.h"
 
 void stor_close(stor_t *st)
@@ -94,9 +96,44 @@ stor_status_t stor_writer_open(stor_t *st, const stor_bucket_t *bucket, stor_wri
     return st->ops->writer_open(st, bucket, out_p);
 }
 
+/* The most an encrypting write passes to the backend at once: one stack
+ * buffer's worth. */
+#define CIPHER_CHUNK (16u * 1024)
+
 stor_status_t stor_writer_write(stor_writer_t *w, const void *data, size_t len)
 {
-    return w->st->ops->writer_write(w, data, len);
+    if (!w->cipher.on)
+        return w->st->ops->writer_write(w, data, len);
+    uint8_t buf[CIPHER_CHUNK];
+    const uint8_t *p = data;
+    stor_status_t s = STOR_OK;
+    while (len && s == STOR_OK) {
+        size_t n = len < sizeof buf ? len : sizeof buf;
+        if (aes256_ctr_at(w->cipher.key, w->cipher.iv, w->st->ops->writer_size(w), p, buf, n) != 0)
+            s = STOR_ERR_IO;
+        else
+            s = w->st->ops->writer_write(w, buf, n);
+        p += n;
+        len -= n;
+    }
+    secure_zero(buf, sizeof buf);
+    return s;
+}
+
+void stor_writer_set_cipher(stor_writer_t *w, const uint8_t key[AES256_KEY_LEN],
+                            const uint8_t iv[AES_BLOCK_LEN])
+{
+    w->cipher.on = true;
+    memcpy(w->cipher.key, key, AES256_KEY_LEN);
+    memcpy(w->cipher.iv, iv, AES_BLOCK_LEN);
+}
+
+void stor_reader_set_cipher(stor_reader_t *r, const uint8_t key[AES256_KEY_LEN],
+                            const uint8_t iv[AES_BLOCK_LEN])
+{
+    r->cipher.on = true;
+    memcpy(r->cipher.key, key, AES256_KEY_LEN);
+    memcpy(r->cipher.iv, iv, AES_BLOCK_LEN);
 }
 
 uint64_t stor_writer_size(const stor_writer_t *w)
@@ -106,19 +143,22 @@ uint64_t stor_writer_size(const stor_writer_t *w)
 
 stor_status_t stor_writer_commit(stor_writer_t *w, const char *key, stor_meta_t *meta)
 {
-    return w->st->ops->writer_commit_if(w, key, meta, NULL);
+    return stor_writer_commit_if(w, key, meta, NULL);
 }
 
 stor_status_t stor_writer_commit_if(stor_writer_t *w, const char *key, stor_meta_t *meta,
                                     const stor_precond_t *cond)
 {
+    secure_zero(&w->cipher, sizeof w->cipher);
     return w->st->ops->writer_commit_if(w, key, meta, cond);
 }
 
 void stor_writer_abort(stor_writer_t *w)
 {
-    if (w)
+    if (w) {
+        secure_zero(&w->cipher, sizeof w->cipher);
         w->st->ops->writer_abort(w);
+    }
 }
 
 stor_status_t stor_head(stor_t *st, const char *bucket, const char *key, stor_meta_t *meta_p)
@@ -139,21 +179,28 @@ const stor_meta_t *stor_reader_meta(const stor_reader_t *r)
 
 ssize_t stor_reader_pread(stor_reader_t *r, void *buf, size_t len, uint64_t off)
 {
-    return r->st->ops->reader_pread(r, buf, len, off);
+    ssize_t n = r->st->ops->reader_pread(r, buf, len, off);
+    if (n > 0 && r->cipher.on &&
+        aes256_ctr_at(r->cipher.key, r->cipher.iv, off, buf, buf, (size_t)n) != 0)
+        return -1;
+    return n;
 }
 
 int stor_reader_span_fd(stor_reader_t *r, uint64_t off, uint64_t len, int *fd_p,
                         uint64_t *file_off_p)
 {
-    if (!r->st->ops->reader_span_fd)
+    /* An encrypted object's file holds ciphertext: never handed out. */
+    if (!r->st->ops->reader_span_fd || r->cipher.on)
         return 0;
     return r->st->ops->reader_span_fd(r, off, len, fd_p, file_off_p);
 }
 
 void stor_reader_close(stor_reader_t *r)
 {
-    if (r)
+    if (r) {
+        secure_zero(&r->cipher, sizeof r->cipher);
         r->st->ops->reader_close(r);
+    }
 }
 
 stor_status_t stor_delete(stor_t *st, const stor_bucket_t *bucket, const char *key)
@@ -209,6 +256,7 @@ stor_status_t stor_mpu_check(stor_t *st, const char *bucket, const char *key, co
 stor_status_t stor_part_commit(stor_writer_t *w, const char *key, const char *upload_id,
                                stor_part_t *part)
 {
+    secure_zero(&w->cipher, sizeof w->cipher);
     return w->st->ops->part_commit(w, key, upload_id, part);
 }
 

@@ -11,6 +11,7 @@
 #ifndef S3R_STORAGE_STOR_BACKEND_H
 #define S3R_STORAGE_STOR_BACKEND_H
 
+#include "common/cipher.h"
 #include "storage/stor_record.h"
 #include "storage/storage.h"
 
@@ -87,11 +88,22 @@ typedef struct stor_ops {
 struct stor {
     const stor_ops_t *ops;
 };
+/* An encrypted object's key (stor_writer_set_cipher, stor_reader_set_cipher):
+ * kept in the handle's base, applied by stor_api.c around the backend's
+ * calls, zeroed when the handle ends. */
+typedef struct stor_cipher {
+    bool on;
+    uint8_t key[AES256_KEY_LEN];
+    uint8_t iv[AES_BLOCK_LEN];
+} stor_cipher_t;
+
 struct stor_writer {
     stor_t *st;
+    stor_cipher_t cipher;
 };
 struct stor_reader {
     stor_t *st;
+    stor_cipher_t cipher;
 };
 struct stor_iter {
     stor_t *st;

@@ -52,6 +52,7 @@ typedef enum stor_mx {
     STOR_MX_STORAGE_CLASS = 1,
     /* 2-4: reserved for object versions. */
     STOR_MX_TAGS = 5,
+    STOR_MX_SSE = 6,
 } stor_mx_t;
 
 enum { STOR_REC_OBJECT = 1, STOR_REC_UPLOAD = 2, STOR_REC_PART = 3, STOR_REC_BUCKET = 4 };

@@ -170,6 +170,7 @@ typedef enum stor_bucket_cfg {
     STOR_BCFG_OWNERSHIP,           /* OwnershipControls rule */
     STOR_BCFG_CORS,                /* the CORS configuration (s3/cors.h's stored form) */
     STOR_BCFG_TAGGING,             /* the bucket's tag set (s3/tagging.h's stored form) */
+    STOR_BCFG_ENCRYPTION,          /* default encryption: one byte, 1 = AES256 (SSE-S3) */
     STOR_BCFG_COUNT
 } stor_bucket_cfg_t;
 #define STOR_BCFG_MAX_BYTES (64u * 1024) /* one document; larger: STOR_ERR_TOO_LARGE */
@@ -243,6 +244,9 @@ typedef struct stor_meta {
     /* The object's tag set in the S3 layer's stored form (s3/tagging.h);
      * NULL: no tags. Opaque here. */
     char *tags;
+    /* How the object's bytes are encrypted at rest, in the S3 layer's stored
+     * form (s3/sse.h: never a key); NULL: they are not. Opaque here. */
+    char *sse;
 } stor_meta_t;
 
 /* Frees every pointer inside meta and zeroes it; the struct itself is the
@@ -284,6 +288,12 @@ stor_status_t stor_writer_commit_if(stor_writer_t *w, const char *key, stor_meta
                                     const stor_precond_t *cond);
 /* Discards the bytes and frees the writer; NULL is a no-op. */
 void stor_writer_abort(stor_writer_t *w);
+/* Encrypts the bytes written from now on with AES-256-CTR under key (32
+ * bytes) and iv (16: the counter block of the object's first 16 bytes;
+ * common/cipher.h), at their offset in the object: call it before the first
+ * write. The key is copied and zeroed when the writer ends. What the bytes
+ * are encrypted with is the caller's to remember (in the metadata). */
+void stor_writer_set_cipher(stor_writer_t *w, const uint8_t key[32], const uint8_t iv[16]);
 
 /* ---- Reading ------------------------------------------------------------ */
 
@@ -297,6 +307,10 @@ typedef struct stor_reader stor_reader_t;
 stor_status_t stor_reader_open(stor_t *st, const char *bucket, const char *key,
                                stor_reader_t **out_p);
 const stor_meta_t *stor_reader_meta(const stor_reader_t *r);
+/* Decrypts what stor_reader_pread returns from now on, as
+ * stor_writer_set_cipher encrypted it; stor_reader_span_fd then returns 0
+ * (the file holds ciphertext). The key is zeroed when the reader closes. */
+void stor_reader_set_cipher(stor_reader_t *r, const uint8_t key[32], const uint8_t iv[16]);
 /* Reads up to len bytes at off; returns bytes read (short only at the end of
  * the object), or -1 on an I/O error. */
 ssize_t stor_reader_pread(stor_reader_t *r, void *buf, size_t len, uint64_t off);
