@@ -1,10 +1,57 @@
 /* AES-256-CTR by byte offset and AES key wrap over EVP (cipher.h). */
+#include <pthread.h>
 #include <string.h>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 #include "common/cipher.h"
+
+/* The cipher, fetched from the provider once (an implicit fetch on every
+ * init costs more than encrypting a few KiB). */
+static EVP_CIPHER *ctr_cipher;
+static pthread_once_t ctr_once = PTHREAD_ONCE_INIT;
+
+static void ctr_fetch(void)
+{
+    ctr_cipher = EVP_CIPHER_fetch(NULL, "AES-256-CTR", NULL);
+}
+
+static const EVP_CIPHER *aes256_ctr(void)
+{
+    pthread_once(&ctr_once, ctr_fetch);
+    return ctr_cipher;
+}
+
+/* One context per thread, re-keyed by every call and freed with the
+ * thread: no allocation per call. The key schedule it holds between calls
+ * is overwritten by the next one and cleansed at the thread's end. */
+static pthread_key_t ctx_key;
+static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
+
+static void ctx_free(void *c)
+{
+    EVP_CIPHER_CTX_free(c);
+}
+
+static void ctx_key_make(void)
+{
+    if (pthread_key_create(&ctx_key, ctx_free) != 0)
+        ctx_key = (pthread_key_t)-1;
+}
+
+static EVP_CIPHER_CTX *thread_ctx(void)
+{
+    pthread_once(&ctx_once, ctx_key_make);
+    if (ctx_key == (pthread_key_t)-1)
+        return NULL;
+    EVP_CIPHER_CTX *c = pthread_getspecific(ctx_key);
+    if (!c && (c = EVP_CIPHER_CTX_new()) != NULL && pthread_setspecific(ctx_key, c) != 0) {
+        EVP_CIPHER_CTX_free(c);
+        c = NULL;
+    }
+    return c;
+}
 
 int aes256_ctr_at(const uint8_t key[AES256_KEY_LEN], const uint8_t iv[AES_BLOCK_LEN], uint64_t off,
                   const void *in, void *out, size_t len)
@@ -22,8 +69,8 @@ int aes256_ctr_at(const uint8_t key[AES256_KEY_LEN], const uint8_t iv[AES_BLOCK_
         carry = v >> 8;
         add >>= 8;
     }
-    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
-    int ok = c && EVP_EncryptInit_ex(c, EVP_aes_256_ctr(), NULL, key, ctr) == 1;
+    EVP_CIPHER_CTX *c = thread_ctx();
+    int ok = c && EVP_EncryptInit_ex2(c, aes256_ctr(), key, ctr, NULL) == 1;
     int n;
     /* Skip into the block: the keystream bytes before off are used up. */
     size_t skip = (size_t)(off % AES_BLOCK_LEN);
@@ -40,7 +87,6 @@ int aes256_ctr_at(const uint8_t key[AES256_KEY_LEN], const uint8_t iv[AES_BLOCK_
         dst += step;
         len -= (size_t)step;
     }
-    EVP_CIPHER_CTX_free(c);
     return ok ? 0 : -1;
 }
 

@@ -96,9 +96,9 @@ stor_status_t stor_writer_open(stor_t *st, const stor_bucket_t *bucket, stor_wri
     return st->ops->writer_open(st, bucket, out_p);
 }
 
-/* The most an encrypting write passes to the backend at once: one stack
- * buffer's worth. */
-#define CIPHER_CHUNK (16u * 1024)
+/* The most an encrypting write passes to the backend at once, and a
+ * decrypting read takes from it: one stack buffer's worth, in cache. */
+#define CIPHER_CHUNK (32u * 1024)
 
 stor_status_t stor_writer_write(stor_writer_t *w, const void *data, size_t len)
 {
@@ -177,13 +177,34 @@ const stor_meta_t *stor_reader_meta(const stor_reader_t *r)
     return r->st->ops->reader_meta(r);
 }
 
+/* An encrypted object's bytes come through a cache-sized buffer and are
+ * decrypted out of it into buf: buf (often the client's mapped RDMA buffer
+ * or a staging chunk) is written once, never read back. */
+static ssize_t pread_decrypt(stor_reader_t *r, void *buf, size_t len, uint64_t off)
+{
+    uint8_t ct[CIPHER_CHUNK];
+    uint8_t *dst = buf;
+    size_t done = 0;
+    while (done < len) {
+        size_t want = len - done < sizeof ct ? len - done : sizeof ct;
+        ssize_t n = r->st->ops->reader_pread(r, ct, want, off + done);
+        if (n < 0 || (n > 0 && aes256_ctr_at(r->cipher.key, r->cipher.iv, off + done, ct,
+                                             dst + done, (size_t)n) != 0)) {
+            secure_zero(ct, sizeof ct);
+            return -1;
+        }
+        done += (size_t)n;
+        if ((size_t)n < want)
+            break; /* the end of the object */
+    }
+    return (ssize_t)done;
+}
+
 ssize_t stor_reader_pread(stor_reader_t *r, void *buf, size_t len, uint64_t off)
 {
-    ssize_t n = r->st->ops->reader_pread(r, buf, len, off);
-    if (n > 0 && r->cipher.on &&
-        aes256_ctr_at(r->cipher.key, r->cipher.iv, off, buf, buf, (size_t)n) != 0)
-        return -1;
-    return n;
+    if (r->cipher.on)
+        return pread_decrypt(r, buf, len, off);
+    return r->st->ops->reader_pread(r, buf, len, off);
 }
 
 int stor_reader_span_fd(stor_reader_t *r, uint64_t off, uint64_t len, int *fd_p,
