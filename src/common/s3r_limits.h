@@ -91,6 +91,9 @@ _Static_assert(S3R_MAX_USER_META_BYTES <= S3R_REPLY_MAX_VALUE, "a metadata value
 #define S3R_POLICY_MAX_CONDITIONS 64  /* operator/key pairs in one statement */
 #define S3R_POLICY_MAX_STRING     2048 /* one string of the document */
 #define S3R_POLICY_CACHE          256  /* buckets whose parsed configuration is cached */
+/* Actions (an upload aborted, an object expired) one lifecycle pass takes at
+ * most; the rest wait for the next pass (src/s3/lifecycle_run.c). */
+#define S3R_LC_PASS_ACTIONS 1000
 
 /* Auth */
 #define S3R_MAX_CLOCK_SKEW_S (15 * 60) /* RequestTimeTooSkewed */

@@ -432,7 +432,7 @@ static void native_accept(struct rdma_server *srv, rsession_t *own, ucp_worker_h
         return;
     }
     if (atomic_fetch_add(&s->user->native, 1) >=
-        share_cap(srv, srv->user_native_max, srv->cfg.max_native_queued)) {
+        share_cap(srv, srv->user_native_max, srv->lone_native_max)) {
         atomic_fetch_sub(&s->user->native, 1);
         atomic_fetch_sub(&s->native_inflight, 1);
         native_reply_error(srv, s, NULL, &h, 503, RDMA_ERR_BUSY, "SlowDown",
@@ -610,7 +610,7 @@ static njob_t *native_take_locked(struct rdma_server *srv)
 {
     njob_t *prev = NULL;
     for (njob_t *j = srv->nq_head; j; prev = j, j = j->next) {
-        if (j->s->user->running >= share_cap(srv, srv->user_running_max, srv->cfg.native_threads))
+        if (j->s->user->running >= share_cap(srv, srv->user_running_max, srv->lone_running_max))
             continue;
         if (prev)
             prev->next = j->next;

@@ -295,6 +295,8 @@ struct rdma_server {
     /* Each user's share of the pools (rdma_share.c): native requests in
      * flight, transfer handles, staging chunks, executor threads. */
     unsigned user_native_max, user_xfers_max, user_chunks_max, user_running_max;
+    /* ... and what a user alone on the server may hold of them. */
+    unsigned lone_native_max, lone_xfers_max, lone_chunks_max, lone_running_max;
     /* A transfer whose RDMA operation makes no progress this long fails. */
     int stall_ms;
     _Atomic unsigned long xfers_stalled; /* transfers failed for no progress */
@@ -414,11 +416,12 @@ void user_put(struct rdma_server *srv, ruser_t *u);
  * still held by transfers or waiting on stalled requests. Under srv->mu. */
 unsigned user_sessions(struct rdma_server *srv, const char *ak);
 
-/* What one user may hold of a pool of pool_size whose share is user_max:
- * user_max while another access key has a session too, the whole pool
- * while one key alone has sessions (a share reserves room for the others;
- * with none there, holding it back would only slow the one tenant). */
-unsigned share_cap(struct rdma_server *srv, unsigned user_max, size_t pool_size);
+/* What one user may hold of a pool whose share is user_max: user_max while
+ * another access key has a session too, lone_max (srv->lone_*_max) while one
+ * key alone has sessions (a share reserves room for the others; with none
+ * there, holding it back would only slow the one tenant, except the reserve
+ * a newcomer needs of what a frozen client can hold past its stall). */
+unsigned share_cap(struct rdma_server *srv, unsigned user_max, unsigned lone_max);
 
 /* ==== rdma_domain.c ====================================================== */
 

@@ -8,7 +8,12 @@
  * max_native_queued), executor threads running its requests (of
  * native_threads), transfer handles (of max_inflight) and staging chunks
  * (of the pool, orphaned chunks included), while another access key has a
- * session too (share_cap): a tenant alone has every pool. The counts live in the user's
+ * session too (share_cap). A tenant alone has every executor thread and the
+ * whole native queue (what a frozen client holds there fails at the stall
+ * deadline), but not the last eighth of the transfer handles and staging
+ * chunks: a frozen client's orphaned chunks stay out of the pool until its
+ * connection goes, and a tenant arriving after a lone one froze at the whole
+ * pool would find none. The counts live in the user's
  * entry (rdma_server_internal.h says under which lock); the entry lives
  * while a session of the key does. docs/limits.md has the defaults. */
 #include "rdma/rdma_server_internal.h"
@@ -26,6 +31,14 @@ static unsigned share_of(size_t total, unsigned pct)
     return (unsigned)(n < total ? n : total);
 }
 
+/* What a lone user may take of a pool of total whose share is user_max: all
+ * but an eighth of it (rounded up), never less than its share. */
+static unsigned lone_of(size_t total, unsigned user_max)
+{
+    size_t n = total - (total + 7) / 8;
+    return n > user_max ? (unsigned)n : user_max;
+}
+
 void share_init(struct rdma_server *srv)
 {
     unsigned pct = srv->cfg.user_share;
@@ -33,6 +46,10 @@ void share_init(struct rdma_server *srv)
     srv->user_running_max = share_of(srv->cfg.native_threads, pct);
     srv->user_xfers_max = share_of(srv->cfg.max_inflight, pct);
     srv->user_chunks_max = share_of(srv->n_chunks, pct);
+    srv->lone_native_max = (unsigned)srv->cfg.max_native_queued;
+    srv->lone_running_max = (unsigned)srv->cfg.native_threads;
+    srv->lone_xfers_max = lone_of(srv->cfg.max_inflight, srv->user_xfers_max);
+    srv->lone_chunks_max = lone_of(srv->n_chunks, srv->user_chunks_max);
 }
 
 ruser_t *user_get(struct rdma_server *srv, const char *ak)
@@ -76,7 +93,7 @@ unsigned user_sessions(struct rdma_server *srv, const char *ak)
     return 0;
 }
 
-unsigned share_cap(struct rdma_server *srv, unsigned user_max, size_t pool_size)
+unsigned share_cap(struct rdma_server *srv, unsigned user_max, unsigned lone_max)
 {
-    return atomic_load(&srv->n_users) > 1 ? user_max : (unsigned)pool_size;
+    return atomic_load(&srv->n_users) > 1 ? user_max : lone_max;
 }

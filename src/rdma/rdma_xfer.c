@@ -39,14 +39,15 @@ static rchunk_t *pool_get(struct rdma_server *srv, rsession_t *owner, uint64_t d
 {
     ruser_t *u = owner->user;
     pthread_mutex_lock(&srv->pool_mu);
-    while (
-        (!srv->free_chunks || u->chunks >= share_cap(srv, srv->user_chunks_max, srv->n_chunks)) &&
-        deadline_ms && clock_mono_ms() < deadline_ms) {
+    while ((!srv->free_chunks ||
+            u->chunks >= share_cap(srv, srv->user_chunks_max, srv->lone_chunks_max)) &&
+           deadline_ms && clock_mono_ms() < deadline_ms) {
         struct timespec ts = clock_after_ms(CLOCK_REALTIME, 10);
         pthread_cond_timedwait(&srv->pool_cv, &srv->pool_mu, &ts);
     }
-    rchunk_t *c =
-        u->chunks < share_cap(srv, srv->user_chunks_max, srv->n_chunks) ? srv->free_chunks : NULL;
+    rchunk_t *c = u->chunks < share_cap(srv, srv->user_chunks_max, srv->lone_chunks_max)
+                      ? srv->free_chunks
+                      : NULL;
     if (c) {
         srv->free_chunks = c->next_free;
         c->owner = owner;
@@ -177,10 +178,9 @@ rdma_status_t xfer_bind(struct rdma_server *srv, rsession_t *s, uint32_t region_
     /* A transfer slot first (srv->mu), then the region (s->mu): the two
      * locks are never held together (rdma_server_internal.h). */
     pthread_mutex_lock(&srv->mu);
-    struct rdma_xfer *x =
-        s->user->xfers < share_cap(srv, srv->user_xfers_max, srv->cfg.max_inflight)
-            ? srv->free_xfers
-            : NULL;
+    struct rdma_xfer *x = s->user->xfers < share_cap(srv, srv->user_xfers_max, srv->lone_xfers_max)
+                              ? srv->free_xfers
+                              : NULL;
     if (x) {
         srv->free_xfers = x->next_free;
         srv->n_xfers_busy++;

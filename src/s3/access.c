@@ -141,10 +141,10 @@ static s3_error_t cfg_parse(access_cfg_t *c, int kind, const buf_t *doc, const c
         c->pab = d[0] & S3_PAB_ALL;
     } else if (kind == STOR_BCFG_OWNERSHIP && doc->len == 1 && d[0] < S3_OWNERSHIP_COUNT) {
         c->ownership = (s3_ownership_t)d[0];
-    } else if (kind == STOR_BCFG_CORS || kind == STOR_BCFG_TAGGING ||
+    } else if (kind == STOR_BCFG_CORS || kind == STOR_BCFG_LIFECYCLE || kind == STOR_BCFG_TAGGING ||
                kind == STOR_BCFG_ENCRYPTION) {
-        /* Not access documents: CORS, bucket tags and default encryption
-         * never grant or deny (ops_config.c). */
+        /* Not access documents: CORS, lifecycle rules, bucket tags and
+         * default encryption never grant or deny (ops_config.c). */
     } else {
         return S3E_INTERNAL;
     }
@@ -380,6 +380,8 @@ static const struct {
     {&s3_op_put_bucket_cors, "s3:PutBucketCORS"},
     {&s3_op_delete_bucket_cors, "s3:PutBucketCORS"},
     {&s3_op_get_bucket_lifecycle, "s3:GetLifecycleConfiguration"},
+    {&s3_op_put_bucket_lifecycle, "s3:PutLifecycleConfiguration"},
+    {&s3_op_delete_bucket_lifecycle, "s3:PutLifecycleConfiguration"},
     {&s3_op_get_object_lock_config, "s3:GetBucketObjectLockConfiguration"},
     {&s3_op_get_bucket_encryption, "s3:GetEncryptionConfiguration"},
     {&s3_op_get_public_access_block, "s3:GetBucketPublicAccessBlock"},
@@ -396,7 +398,6 @@ static const struct {
 static const struct {
     const char *subresource, *action;
 } config_actions[] = {
-    {"lifecycle", "s3:PutLifecycleConfiguration"},
     {"object-lock", "s3:PutBucketObjectLockConfiguration"},
 };
 

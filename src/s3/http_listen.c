@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/s3r_limits.h"
 #include "s3/http_frontend.h"
+#include "s3/lifecycle_run.h"
 #include "s3/s3_request.h"
 #include "s3/tls.h"
 
@@ -193,6 +194,8 @@ s3_server_t *s3_server_start(const s3_server_config_t *cfg)
         c->idle_timeout_s = S3R_HTTP_IDLE_TIMEOUT_S;
     if (!c->body_rate_window_s)
         c->body_rate_window_s = S3R_HTTP_BODY_RATE_WINDOW_S;
+    if (!c->lifecycle_day_s)
+        c->lifecycle_day_s = 86400;
     uint32_t inst;
     random_bytes(&inst, sizeof(inst));
     srv->instance = inst;
@@ -229,6 +232,8 @@ s3_server_t *s3_server_start(const s3_server_config_t *cfg)
         goto fail;
     if (https && listener_start(srv, &srv->https, c->tls_host, c->tls_port) != 0)
         goto fail;
+    if (!(srv->lifecycle = s3_lc_runner_start(c->store, c->lifecycle_day_s)))
+        goto fail;
     return srv;
 fail:
     listener_stop(&srv->http);
@@ -262,6 +267,7 @@ void s3_server_stop(s3_server_t *srv, int grace_s)
         }
         usleep(10000);
     }
+    s3_lc_runner_stop(srv->lifecycle);
     listener_stop(&srv->http);
     listener_stop(&srv->https);
     connguard_stop(srv->guard); /* after the daemons: they unregister every connection */

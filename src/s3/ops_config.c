@@ -2,10 +2,11 @@
  * the never-enabled state; PutBucketVersioning is not implemented), ACLs
  * (canned ACLs, read and set), bucket policies (policy.c parses them, the
  * store keeps their canonical text with the bucket), CORS configurations
- * (cors.c; kept the same way), tag sets of buckets and objects (tagging.c;
- * a bucket's kept the same way, an object's in its record), default
- * encryption (sse.c does the encrypting), and the
- * configurations s3rdmad does not keep (lifecycle, object lock), which answer
+ * (cors.c; kept the same way), lifecycle configurations (lifecycle.c; kept
+ * as canonical XML), tag sets of buckets and objects (tagging.c; a bucket's
+ * kept as CORS is, an object's in its record), default encryption (sse.c
+ * does the encrypting), and the configurations s3rdmad does not keep
+ * (object lock), which answer
  * as S3 does for a bucket that has none: 404 with the configuration's own
  * error code to a GET, 204 to a DELETE, 501 NotImplemented to a PUT. */
 #include <stdio.h>
@@ -13,7 +14,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/date.h"
 #include "s3/cors.h"
+#include "s3/lifecycle.h"
 #include "s3/policy.h"
 #include "s3/s3_request.h"
 #include "s3/sse.h"
@@ -745,12 +748,12 @@ static void get_encryption_begin(s3_req_t *req)
  * master keys: no write could honour it. */
 static void put_encryption_finish(s3_req_t *req)
 {
-    static const char *const fields[] = {"SSEAlgorithm", "KMSMasterKeyID"};
+    static const char *const fields[] = {"ApplyServerSideEncryptionByDefault/SSEAlgorithm",
+                                         "ApplyServerSideEncryptionByDefault/KMSMasterKeyID"};
     xml_list_entry_t *e;
     size_t n, n_items;
     if (xml_parse_list(req->body.data ? req->body.data : "", req->body.len,
-                       "ServerSideEncryptionConfiguration",
-                       "Rule/ApplyServerSideEncryptionByDefault", fields, 2, 8, &e, &n,
+                       "ServerSideEncryptionConfiguration", "Rule", fields, 2, 8, &e, &n,
                        &n_items) != 0) {
         s3_reply_error(req, S3E_MALFORMED_XML, NULL);
         return;
@@ -785,17 +788,112 @@ static void delete_encryption_begin(s3_req_t *req)
     config_delete(req, STOR_BCFG_ENCRYPTION);
 }
 
+/* ---- lifecycle ------------------------------------------------------------------------ */
+
+/* The lifecycle configuration of req->authz_bucket (no rules when it has
+ * none). Returns STOR_OK or the store's error; a stored document that does
+ * not parse is STOR_ERR_IO. */
+static stor_status_t lifecycle_of(s3_req_t *req, s3_lc_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    if (!(req->authz_bucket.cfg_mask & (1u << STOR_BCFG_LIFECYCLE)))
+        return STOR_OK;
+    buf_t doc;
+    uint64_t gen;
+    stor_status_t st = stor_bucket_config_get(req->srv->cfg.store, &req->authz_bucket,
+                                              STOR_BCFG_LIFECYCLE, &doc, &gen);
+    char why[256];
+    if (st == STOR_OK && doc.len && s3_lc_from_xml(doc.data, doc.len, cfg, why, sizeof why))
+        st = STOR_ERR_IO;
+    buf_free(&doc);
+    return st;
+}
+
+/* The whole LifecycleConfiguration document of cfg, appended to xml. */
+static void lifecycle_xml(const s3_lc_t *cfg, buf_t *xml)
+{
+    s3_xml_open(xml, "LifecycleConfiguration");
+    s3_lc_xml(cfg, xml);
+    buf_append_str(xml, "</LifecycleConfiguration>");
+}
+
+static void get_lifecycle_begin(s3_req_t *req)
+{
+    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
+        return;
+    s3_lc_t cfg;
+    stor_status_t st = lifecycle_of(req, &cfg);
+    if (st != STOR_OK || cfg.n_rules == 0) {
+        s3_reply_error(req, st != STOR_OK ? s3_error_from_stor(st) : S3E_NO_SUCH_LIFECYCLE, NULL);
+        return;
+    }
+    buf_t xml;
+    buf_init(&xml, 2 * S3_LC_MAX_BYTES);
+    lifecycle_xml(&cfg, &xml);
+    s3_lc_free(&cfg);
+    s3_reply_xml(req, 200, &xml);
+}
+
+static void put_lifecycle_finish(s3_req_t *req)
+{
+    s3_lc_t cfg;
+    char why[512];
+    s3_error_t err = s3_lc_from_xml(req->body.data, req->body.len, &cfg, why, sizeof why);
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, why);
+        return;
+    }
+    buf_t doc;
+    buf_init(&doc, 2 * S3_LC_MAX_BYTES);
+    lifecycle_xml(&cfg, &doc);
+    s3_lc_free(&cfg);
+    config_write(req, STOR_BCFG_LIFECYCLE, doc.data, doc.len, 200);
+    buf_free(&doc);
+}
+
+static void delete_lifecycle_begin(s3_req_t *req)
+{
+    config_delete(req, STOR_BCFG_LIFECYCLE);
+}
+
+void s3_lifecycle_reply_header(s3_req_t *req, const char *key, const stor_meta_t *meta)
+{
+    s3_lc_t cfg;
+    if (lifecycle_of(req, &cfg) != STOR_OK)
+        return;
+    const s3_lc_rule_t *rule;
+    int64_t t = s3_lc_expiry(&cfg, key, meta->size, meta->mtime_ms / 1000,
+                             req->srv->cfg.lifecycle_day_s, NULL, NULL, &rule);
+    if (t >= 0) {
+        char value[S3_LC_MAX_ID + 96];
+        s3_lc_expiration_header(t, rule, value, sizeof value);
+        s3_reply_header(req, "x-amz-expiration", value);
+    }
+    s3_lc_free(&cfg);
+}
+
+void s3_lifecycle_abort_headers(s3_req_t *req, const char *key, int64_t initiated_s)
+{
+    s3_lc_t cfg;
+    if (lifecycle_of(req, &cfg) != STOR_OK)
+        return;
+    const s3_lc_rule_t *rule;
+    int64_t t = s3_lc_abort_due(&cfg, key, initiated_s, req->srv->cfg.lifecycle_day_s, &rule);
+    if (t >= 0) {
+        char date[40];
+        date_format_http(t, date);
+        s3_reply_header(req, "x-amz-abort-date", date);
+        s3_reply_header(req, "x-amz-abort-rule-id", rule->id);
+    }
+    s3_lc_free(&cfg);
+}
+
 /* ---- configurations s3rdmad does not keep ------------------------------------------- */
 
 static void reply_absent(s3_req_t *req, s3_error_t err)
 {
     if (s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
         s3_reply_error(req, err, NULL);
-}
-
-static void get_lifecycle_begin(s3_req_t *req)
-{
-    reply_absent(req, S3E_NO_SUCH_LIFECYCLE);
 }
 
 static void get_object_lock_begin(s3_req_t *req)
@@ -850,6 +948,10 @@ const s3_op_t s3_op_delete_bucket_tagging = {"DeleteBucketTagging", delete_bucke
                                              NULL};
 const s3_op_t s3_op_get_bucket_lifecycle = {"GetBucketLifecycleConfiguration", get_lifecycle_begin,
                                             NULL};
+const s3_op_t s3_op_put_bucket_lifecycle = {"PutBucketLifecycleConfiguration", owner_config_begin,
+                                            put_lifecycle_finish};
+const s3_op_t s3_op_delete_bucket_lifecycle = {"DeleteBucketLifecycle", delete_lifecycle_begin,
+                                               NULL};
 const s3_op_t s3_op_get_object_lock_config = {"GetObjectLockConfiguration", get_object_lock_begin,
                                               NULL};
 const s3_op_t s3_op_get_bucket_encryption = {"GetBucketEncryption", get_encryption_begin, NULL};

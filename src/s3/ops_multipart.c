@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/clock.h"
 #include "common/date.h"
 #include "common/s3r_limits.h"
 #include "s3/s3_request.h"
@@ -76,6 +77,7 @@ static void create_mpu_begin(s3_req_t *req)
         s3_reply_error(req, s3_error_from_stor(st), NULL);
         return;
     }
+    s3_lifecycle_abort_headers(req, req->key, clock_wall_ms() / 1000);
     buf_t xml;
     buf_init(&xml, 8192);
     s3_xml_open(&xml, "InitiateMultipartUploadResult");

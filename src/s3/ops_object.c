@@ -351,6 +351,7 @@ bool s3_object_commit(s3_req_t *req, stor_meta_t *meta)
         return false;
     }
     s3_reply_headerf(req, "ETag", "\"%s\"", meta->etag);
+    s3_lifecycle_reply_header(req, req->key, meta);
     return true;
 }
 
@@ -565,6 +566,7 @@ static void get_object_begin(s3_req_t *req)
     s3_sse_reply_headers(req, meta);
     if (meta->tags && strcmp(req->method, "GET") == 0)
         s3_reply_headerf(req, "x-amz-tagging-count", "%zu", s3_tags_count(meta->tags));
+    s3_lifecycle_reply_header(req, req->key, meta);
 
     if (req->rdma_token && strcmp(req->method, "GET") == 0)
         token_push(req, reader, status, first, len);

@@ -55,6 +55,8 @@ static const s3_op_t *const counted_ops[] = {
     &s3_op_put_bucket_tagging,
     &s3_op_delete_bucket_tagging,
     &s3_op_get_bucket_lifecycle,
+    &s3_op_put_bucket_lifecycle,
+    &s3_op_delete_bucket_lifecycle,
     &s3_op_get_object_lock_config,
     &s3_op_get_bucket_encryption,
     &s3_op_put_bucket_encryption,

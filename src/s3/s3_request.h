@@ -41,9 +41,10 @@ typedef struct s3_listener {
 struct s3_server {
     s3_server_config_t cfg;
     s3_listener_t http, https;
-    struct connguard *guard;    /* receive deadlines: connguard.h */
-    struct s3_metrics *metrics; /* s3_metrics.c; NULL when cfg.metrics_enabled is off */
-    struct hash_pool *hashers;  /* MD5 beside the body's write (body.c); NULL: in line */
+    struct connguard *guard;        /* receive deadlines: connguard.h */
+    struct s3_metrics *metrics;     /* s3_metrics.c; NULL when cfg.metrics_enabled is off */
+    struct hash_pool *hashers;      /* MD5 beside the body's write (body.c); NULL: in line */
+    struct s3_lc_runner *lifecycle; /* applies lifecycle rules (lifecycle_run.h) */
     atomic_uint inflight;
     atomic_ulong request_seq;
     atomic_bool stopping;
@@ -306,6 +307,15 @@ void s3_reply_send(s3_req_t *req, int status, s3_out_t *out);
  * included. The native protocol is no browser's: it never carries them. */
 void s3_cors_reply_headers(s3_req_t *req);
 
+/* Adds x-amz-expiration when a lifecycle rule of req->authz_bucket expires
+ * the current version key with meta (GET, HEAD, PUT replies), as S3 does;
+ * nothing when none does or the configuration cannot be read. */
+void s3_lifecycle_reply_header(s3_req_t *req, const char *key, const stor_meta_t *meta);
+/* Adds x-amz-abort-date and x-amz-abort-rule-id when a lifecycle rule of
+ * req->authz_bucket aborts an upload of key initiated at initiated_s
+ * (CreateMultipartUpload replies), as S3 does. */
+void s3_lifecycle_abort_headers(s3_req_t *req, const char *key, int64_t initiated_s);
+
 /* ---- XML response bodies (reply.c) -------------------------------------------- */
 
 #define S3_XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
@@ -542,7 +552,8 @@ extern const s3_op_t s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_bucke
     s3_op_put_bucket_policy, s3_op_delete_bucket_policy, s3_op_get_bucket_policy_status,
     s3_op_get_public_access_block, s3_op_put_public_access_block, s3_op_delete_public_access_block,
     s3_op_get_bucket_ownership, s3_op_put_bucket_ownership, s3_op_delete_bucket_ownership,
-    s3_op_put_bucket_cors, s3_op_delete_bucket_cors, s3_op_cors_preflight;
+    s3_op_put_bucket_cors, s3_op_delete_bucket_cors, s3_op_cors_preflight,
+    s3_op_put_bucket_lifecycle, s3_op_delete_bucket_lifecycle;
 /* Endpoints the HTTP frontend serves itself (begin and finish NULL: never
  * given to s3_req_start), named for metrics and access logs. */
 extern const s3_op_t s3_op_stats, s3_op_metrics, s3_op_health;

@@ -92,6 +92,9 @@ typedef struct s3_server_config {
     /* Accept SSE-C keys over plain HTTP and the native protocol (tests
      * only: the key crosses the network in the clear). */
     bool sse_c_plain;
+    /* Seconds in a lifecycle rule's day (lifecycle.day_seconds): 86400, or
+     * shorter to test rules; 0 means 86400. */
+    unsigned lifecycle_day_s;
     stor_t *store;       /* borrowed */
     rdma_server_t *rdma; /* borrowed; NULL when RDMA is disabled (tokens declined) */
 

@@ -170,38 +170,49 @@ int s3_tags_from_stored(const char *stored, s3_tags_t *out)
     return parse_query(stored ? stored : "", out);
 }
 
+/* Ends the tag being read (when there is one): both its Key and its Value
+ * given once. */
+static s3_error_t tag_end(s3_tags_t *out, const char *key, const char *value, bool open)
+{
+    if (!open)
+        return S3E_NONE;
+    if (!key || !value)
+        return S3E_MALFORMED_XML;
+    return tags_add(out, strdup(key), strdup(value)) == 0 ? S3E_NONE : S3E_INTERNAL;
+}
+
 s3_error_t s3_tags_from_xml(const char *body, size_t len, s3_tags_of_t of, s3_tags_t *out,
                             const char **why_p)
 {
-    static const char *const fields[] = {"Key", "Value"};
+    /* Tagging > TagSet > Tag > Key, Value: each "Tag/" entry opens a tag. */
+    static const char *const fields[] = {"Tag/", "Tag/Key", "Tag/Value"};
     xml_list_entry_t *e;
     size_t n, n_items;
     memset(out, 0, sizeof *out);
     *why_p = NULL;
-    /* Each tag has two leaves: a bound past any legal set, so an absurd body
+    /* Three entries a tag: a bound past any legal set, so an absurd body
      * stops early. */
-    if (xml_parse_list(body ? body : "", len, "Tagging", "TagSet/Tag", fields, 2,
-                       2 * (S3R_MAX_BUCKET_TAGS + 1), &e, &n, &n_items) != 0)
+    if (xml_parse_list(body ? body : "", len, "Tagging", "TagSet", fields, 3,
+                       3 * (S3R_MAX_BUCKET_TAGS + 1), &e, &n, &n_items) != 0)
         return S3E_MALFORMED_XML;
-    s3_error_t err = S3E_NONE;
-    /* Every Tag has exactly one Key and one Value, in that item. */
-    char **key = calloc(n_items + 1, sizeof *key), **value = calloc(n_items + 1, sizeof *value);
-    if (!key || !value)
-        err = S3E_INTERNAL;
+    s3_error_t err = n_items > 1 ? S3E_MALFORMED_XML : S3E_NONE;
+    const char *key = NULL, *value = NULL;
+    bool open = false;
     for (size_t i = 0; i < n && err == S3E_NONE; i++) {
-        char **slot = e[i].field == 0 ? &key[e[i].item] : &value[e[i].item];
-        if (*slot)
+        if (e[i].field == 0) {
+            err = tag_end(out, key, value, open);
+            key = value = NULL;
+            open = true;
+        } else if (!open || (e[i].field == 1 ? key : value)) {
             err = S3E_MALFORMED_XML;
-        *slot = e[i].value;
+        } else if (e[i].field == 1) {
+            key = e[i].value;
+        } else {
+            value = e[i].value;
+        }
     }
-    for (size_t i = 0; i < n_items && err == S3E_NONE; i++) {
-        if (!key[i] || !value[i])
-            err = S3E_MALFORMED_XML;
-        else if (tags_add(out, strdup(key[i]), strdup(value[i])) != 0)
-            err = S3E_INTERNAL;
-    }
-    free(key);
-    free(value);
+    if (err == S3E_NONE)
+        err = tag_end(out, key, value, open);
     xml_list_free(e, n);
     if (err == S3E_NONE)
         err = s3_tags_check(out, of, why_p);

@@ -94,11 +94,12 @@ typedef struct xml_ctx {
 
     /* xml_parse_list (root and paths above: paths are the field names) */
     const char *item;
-    int item_depth;         /* 2, or 3 for an item path "Parent/Item" */
-    size_t item_parent_len; /* with item_depth 3: the bytes of Parent */
-    bool in_item_parent;    /* inside a depth-2 Parent */
     size_t max_entries, n_items;
     bool in_item;
+    /* The path of the open element below the item ("Filter/And/Prefix"),
+     * and its length at each depth from 3, to cut it back on the way out. */
+    char relpath[128];
+    size_t rel_len[XML_LIST_MAX_DEPTH + 1];
     xml_list_entry_t *entries;
     size_t n_entries, cap_entries;
 } xml_ctx_t;
@@ -225,28 +226,45 @@ static void leaves_start(xml_ctx_t *x, const char *n)
 
 static const char *trimmed(buf_t *t, size_t *len_p);
 
+static void end_list_field(xml_ctx_t *x);
+
+/* In an item, an element whose path below it is a field: a leaf is
+ * captured; a container ("Filter/", the field ending in '/') is recorded at
+ * once, with an empty value, and its children are matched in turn. Deeper
+ * than XML_LIST_MAX_DEPTH below the root, or a path too long: malformed. */
 static void list_start(xml_ctx_t *x, const char *n)
 {
-    if (x->item_depth == 3 && x->depth == 2) {
-        x->in_item_parent =
-            strlen(n) == x->item_parent_len && memcmp(n, x->item, x->item_parent_len) == 0;
-        return;
-    }
-    const char *item = x->item_depth == 3 ? x->item + x->item_parent_len + 1 : x->item;
-    if (x->depth == x->item_depth && (x->item_depth == 2 || x->in_item_parent) &&
-        strcmp(n, item) == 0) {
+    if (x->depth == 2 && strcmp(n, x->item) == 0) {
         x->in_item = true;
         x->n_items++;
+        x->relpath[0] = '\0';
+        x->rel_len[2] = 0;
         return;
     }
-    if (x->depth != x->item_depth + 1 || !x->in_item)
+    if (x->depth < 3 || !x->in_item)
         return;
+    size_t base = x->rel_len[x->depth - 1];
+    int w = snprintf(x->relpath + base, sizeof x->relpath - base, "%s%s", base ? "/" : "", n);
+    if (x->depth > XML_LIST_MAX_DEPTH || w < 0 || (size_t)w >= sizeof x->relpath - base - 1) {
+        fail(x);
+        return;
+    }
+    size_t len = base + (size_t)w;
+    x->rel_len[x->depth] = len;
     for (size_t i = 0; i < x->n_paths; i++) {
-        if (strcmp(n, x->paths[i]) == 0) {
-            x->leaf = i;
+        const char *p = x->paths[i];
+        size_t plen = strlen(p);
+        bool container = plen && p[plen - 1] == '/';
+        if (plen - container != len || strncmp(p, x->relpath, len) != 0)
+            continue;
+        x->leaf = i;
+        if (container) {
+            buf_reset(&x->text);
+            end_list_field(x);
+        } else {
             capture(x, F_LIST);
-            return;
         }
+        return;
     }
 }
 
@@ -577,10 +595,8 @@ static void XMLCALL on_end(void *ud, const XML_Char *name)
         end_grant(x);
     else if (x->depth == 4 && x->doc == DOC_ACL)
         x->in_grantee = false;
-    else if (x->doc == DOC_LIST && x->depth == x->item_depth)
+    else if (x->depth == 2 && x->doc == DOC_LIST)
         x->in_item = false;
-    else if (x->doc == DOC_LIST && x->depth == 2)
-        x->in_item_parent = false;
     x->depth--;
 }
 
@@ -648,8 +664,6 @@ static int run_with(xml_ctx_t *x, xml_doc_t doc, const xml_ctx_t *names, const c
         x->n_paths = names->n_paths;
         x->values = names->values;
         x->item = names->item;
-        x->item_depth = names->item_depth;
-        x->item_parent_len = names->item_parent_len;
         x->max_entries = names->max_entries;
     }
     buf_init(&x->text, XML_MAX_TEXT);
@@ -797,11 +811,8 @@ int xml_parse_list(const char *body, size_t len, const char *root, const char *i
                    xml_list_entry_t **entries_p, size_t *n_p, size_t *n_items_p)
 {
     xml_ctx_t x;
-    const char *slash = strchr(item, '/');
     xml_ctx_t names = {.root = root,
                        .item = item,
-                       .item_depth = slash ? 3 : 2,
-                       .item_parent_len = slash ? (size_t)(slash - item) : 0,
                        .paths = fields,
                        .n_paths = n_fields,
                        .max_entries = max_entries};

@@ -71,14 +71,16 @@ typedef struct xml_list_entry {
     char *value;  /* its text, trimmed (malloc'd) */
 } xml_list_entry_t;
 
-/* Parses a list document: root > item* > leaves, the leaves named by
- * fields and repeatable (e.g. CORSConfiguration > CORSRule > AllowedOrigin).
- * item may be a path "Parent/Item" for items one level deeper (root >
- * Parent* > Item* > leaves, e.g. Tagging > TagSet > Tag > Key).
+/* Parses a list document: root > item* > fields, repeatable (e.g.
+ * CORSConfiguration > CORSRule > AllowedOrigin). A field is a path below
+ * the item: "AllowedOrigin", or "Filter/And/Prefix" for an element deeper
+ * down; a path ending in '/' ("Filter/") names a container, recorded with
+ * an empty value where it opens, its children matched by their own paths.
  * Other elements are ignored. Entries come in document order; items without
  * any counted too (*n_items_p). Returns 0, or -1 if malformed (wrong root,
- * markup inside a leaf, more than max_entries leaves). Caller frees with
- * xml_list_free. */
+ * markup inside a leaf, more than max_entries fields, an element more than
+ * XML_LIST_MAX_DEPTH deep). Caller frees with xml_list_free. */
+#define XML_LIST_MAX_DEPTH 8
 int xml_parse_list(const char *body, size_t len, const char *root, const char *item,
                    const char *const *fields, size_t n_fields, size_t max_entries,
                    xml_list_entry_t **entries_p, size_t *n_p, size_t *n_items_p);

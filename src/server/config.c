@@ -200,6 +200,10 @@ static const setting_t settings[] = {
          sse.c_over_plain,
          "true or false: accept SSE-C customer keys over plain HTTP and the native protocol "
          "(for tests: the key crosses the network in the clear)"),
+    /* Lifecycle (docs/operations.md). */
+    COUNT("lifecycle.day_seconds", "lifecycle-day-seconds", "S3RDMA_LIFECYCLE_DAY_SECONDS", "86400",
+          lifecycle.day_seconds, 1, 86400,
+          "seconds in a lifecycle rule's day: 86400; shorter only to test rules"),
     /* Storage (docs/storage.md). */
     CHOICE("storage.backend", "storage-backend", "S3RDMA_STORAGE_BACKEND", "local", storage.backend,
            backend_words, "local (LMDB + files in data_dir) or rados (a Ceph cluster)"),

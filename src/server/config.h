@@ -66,6 +66,9 @@ typedef struct server_config {
     char *domains; /* comma-separated virtual-host suffixes */
     unsigned max_buckets_per_user;
     struct {
+        unsigned day_seconds; /* a lifecycle rule's day: 86400, shorter for tests */
+    } lifecycle;
+    struct {
         bool enabled;
         bool required;           /* the server refuses to start when the port cannot open */
         server_addr_t listen;    /* !set: the first HTTP listener's host and port */

@@ -377,6 +377,7 @@ int main(int argc, char **argv)
         .signature_v2 = cfg.signature_v2,
         .sse_keys = sse_keys.n ? &sse_keys : NULL,
         .sse_c_plain = cfg.sse.c_over_plain,
+        .lifecycle_day_s = cfg.lifecycle.day_seconds,
         .n_domains = n_domains,
         .users = cfg.users,
         .n_users = cfg.n_users,

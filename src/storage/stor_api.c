@@ -33,6 +33,11 @@ void stor_set_inline_max(stor_t *st, size_t bytes)
         st->ops->set_inline_max(st, bytes);
 }
 
+stor_status_t stor_lease(stor_t *st, const char *name, uint32_t ttl_ms)
+{
+    return st->ops->lease ? st->ops->lease(st, name, ttl_ms) : STOR_OK;
+}
+
 /* ---- Buckets ------------------------------------------------------------ */
 
 stor_status_t stor_bucket_create(stor_t *st, const char *name, const char *owner)

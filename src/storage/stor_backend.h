@@ -24,6 +24,8 @@ typedef struct stor_ops {
     /* NULL when the backend keeps no object inline (stor_set_inline_max is
      * then a no-op). */
     void (*set_inline_max)(stor_t *st, size_t bytes);
+    /* NULL when one process alone uses the store: it holds every lease. */
+    stor_status_t (*lease)(stor_t *st, const char *name, uint32_t ttl_ms);
 
     stor_status_t (*bucket_create)(stor_t *st, const char *name, const char *owner);
     stor_status_t (*bucket_get)(stor_t *st, const char *name, stor_bucket_t *out_p);

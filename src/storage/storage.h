@@ -127,6 +127,16 @@ int stor_ready(stor_t *st);
  * S3R_INLINE_MAX_LIMIT (s3r_limits.h). docs/storage.md. */
 void stor_set_inline_max(stor_t *st, size_t bytes);
 
+/* A lease: what one gateway among those sharing a store holds to run a job
+ * that only one may run at a time (the lifecycle runner). Takes the lease
+ * named name for ttl_ms, or renews it when this store already holds it:
+ * STOR_OK while held; STOR_ERR_PRECONDITION while another gateway holds it
+ * (until it lapses ttl_ms after that gateway's last renewal, so a gateway
+ * that dies loses it); STOR_ERR_UNAVAILABLE when the cluster does not answer.
+ * A local store is one server's alone (its data directory is locked), so it
+ * always holds every lease. */
+stor_status_t stor_lease(stor_t *st, const char *name, uint32_t ttl_ms);
+
 /* ---- Access control ------------------------------------------------------ */
 
 /* The canned ACL of a bucket or an object (who may do what is the S3 layer's
@@ -169,6 +179,7 @@ typedef enum stor_bucket_cfg {
     STOR_BCFG_PUBLIC_ACCESS_BLOCK, /* PublicAccessBlockConfiguration flags */
     STOR_BCFG_OWNERSHIP,           /* OwnershipControls rule */
     STOR_BCFG_CORS,                /* the CORS configuration (s3/cors.h's stored form) */
+    STOR_BCFG_LIFECYCLE,           /* the lifecycle configuration (canonical XML, s3/lifecycle.h) */
     STOR_BCFG_TAGGING,             /* the bucket's tag set (s3/tagging.h's stored form) */
     STOR_BCFG_ENCRYPTION,          /* default encryption: one byte, 1 = AES256 (SSE-S3) */
     STOR_BCFG_COUNT

@@ -404,3 +404,30 @@ def test_backend_settings_are_checked(tmp_path):
                                "--storage-rados-conf", str(dead), "--storage-rados-op-timeout",
                                "2"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 1 and "cannot open the store" in p.stderr, (p.returncode, p.stderr)
+
+
+def test_lifecycle_runs_on_one_gateway(ceph_cluster, pool, make_server):
+    """Two gateways on one pool, each with a lifecycle runner (a 2-second day, a pass every
+    second): one holds the lease and aborts every expired upload, each exactly once; the
+    other never acts while the holder lives."""
+    args = ceph_cluster.gateway_args(pool=pool, gc_grace=1) + ["--lifecycle-day-seconds", "2"]
+    a = make_server(name="lca", extra_args=args)
+    b = make_server(name="lcb", extra_args=args)
+    sa = boto_client(a)
+    bucket = "lc-" + uuid.uuid4().hex[:8]
+    sa.create_bucket(Bucket=bucket)
+    ids = [sa.create_multipart_upload(Bucket=bucket, Key=f"tmp/{i}")["UploadId"]
+           for i in range(6)]
+    sa.put_bucket_lifecycle_configuration(Bucket=bucket, LifecycleConfiguration={"Rules": [
+        {"ID": "tmp", "Filter": {"Prefix": "tmp/"}, "Status": "Enabled",
+         "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1}}]})
+    deadline = time.monotonic() + 60
+    while sa.list_multipart_uploads(Bucket=bucket).get("Uploads"):
+        assert time.monotonic() < deadline, a.log_tail() + b.log_tail()
+        time.sleep(0.3)
+    logs = [srv.log_tail(500) for srv in (a, b)]
+    counts = [[log.count(f"upload {u} aborted") for u in ids] for log in logs]
+    # Every upload aborted once, all by the same gateway.
+    assert [x + y for x, y in zip(*counts)] == [1] * len(ids), counts
+    assert sorted(sum(c) for c in counts) == [0, len(ids)], counts
+    delete_all(sa, bucket)

@@ -64,6 +64,12 @@ typedef struct rstor {
     idslot_t ids[RSTOR_IDCACHE];
 } rstor_t;
 
+/* ---- rados_lease.c ------------------------------------------------------ */
+
+/* stor_lease: an exclusive RADOS lock with a duration on the index pool's
+ * object "s3rdma.lease.<name>", this client instance's id as its cookie. */
+stor_status_t rs_lease(stor_t *st, const char *name, uint32_t ttl_ms);
+
 /* ---- rados_store.c ------------------------------------------------------ */
 
 /* Maps a librados return code (negative errno) to a status, logging what

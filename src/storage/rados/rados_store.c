@@ -276,6 +276,7 @@ static const stor_ops_t rados_ops = {
     .sync = rs_sync,
     .usage = rs_usage,
     .ready = rs_ready,
+    .lease = rs_lease,
     .bucket_create = rs_bucket_create,
     .bucket_get = rs_bucket_get,
     .bucket_read = rs_bucket_read,

@@ -1159,6 +1159,12 @@ static void *opener_main(void *p)
         uint64_t dt = clock_mono_ms() - t0;
         if (dt > o->slowest_ms)
             o->slowest_ms = dt;
+        /* Paced, as clients arrive: back-to-back opens and closes of network
+         * sessions race inside this process's own UCX 1.13 TCP transport
+         * (an assertion in tcp_ep.c, once in many runs), which is not what
+         * this test is about. */
+        struct timespec pause = {0, 50 * 1000 * 1000};
+        nanosleep(&pause, NULL);
     } while (!atomic_load(&o->stop));
     return NULL;
 }

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#define NCHUNKS 2
+#define NCHUNKS 16
 
 typedef struct pool_fixture {
     struct rdma_server srv;
@@ -127,21 +127,36 @@ static void test_user_share_counts_orphans(void **state)
     assert_int_equal(f.keeper_user.chunks, 0);
 }
 
-/* A user alone on the server has the whole pool: a share reserves room
- * for others, and holding it back with none there would only slow it. */
-static void test_lone_user_has_the_whole_pool(void **state)
+/* A user alone on the server has more than its share, since a share
+ * reserves room for others and holding it back with none there would only
+ * slow it, but not the last eighth: a newcomer finds that even when the
+ * lone user froze holding all it could (share_init's figures). */
+static void test_lone_user_leaves_a_reserve(void **state)
 {
     (void)state;
     static pool_fixture_t f;
     fixture_init(&f);
-    f.srv.user_chunks_max = 1;
+    f.srv.cfg.user_share = 50;
+    f.srv.cfg.max_inflight = 8;
+    f.srv.cfg.native_threads = 4;
+    f.srv.cfg.max_native_queued = 8;
+    share_init(&f.srv);
+    assert_int_equal(f.srv.user_chunks_max, NCHUNKS / 2);
     atomic_store(&f.srv.n_users, 1);
-    rchunk_t *a = pool_get(&f.srv, &f.victim, 0), *b = pool_get(&f.srv, &f.victim, 0);
-    assert_non_null(a);
-    assert_non_null(b);
-    chunk_release(&f.srv, a);
-    chunk_release(&f.srv, b);
+    rchunk_t *held[NCHUNKS];
+    unsigned n = 0;
+    while (n < NCHUNKS && (held[n] = pool_get(&f.srv, &f.victim, 0)))
+        n++;
+    assert_int_equal(n, NCHUNKS - NCHUNKS / 8);
+    /* The newcomer: its session makes two users, so the shares hold. */
+    atomic_store(&f.srv.n_users, 2);
+    rchunk_t *k = pool_get(&f.srv, &f.keeper, 0);
+    assert_non_null(k);
+    chunk_release(&f.srv, k);
+    while (n > 0)
+        chunk_release(&f.srv, held[--n]);
     assert_int_equal(f.victim_user.chunks, 0);
+    assert_int_equal(pool_free_count(&f.srv), NCHUNKS);
 }
 
 int main(void)
@@ -150,7 +165,7 @@ int main(void)
         cmocka_unit_test(test_abandoned_close_quarantines),
         cmocka_unit_test(test_closed_endpoint_sweeps),
         cmocka_unit_test(test_user_share_counts_orphans),
-        cmocka_unit_test(test_lone_user_has_the_whole_pool),
+        cmocka_unit_test(test_lone_user_leaves_a_reserve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -251,11 +251,99 @@ static void test_frozen_tenant(void **state)
     rdma_server_stop(srv);
 }
 
+/* A tenant alone on the server freezes at the most it may hold: all but
+ * the reserve (an eighth, here one) of the transfer handles and staging
+ * chunks. A tenant arriving afterwards finds the reserve and its transfers
+ * go through at once, while the frozen one's are still stalled (before the
+ * reserve, the lone tenant took all eight handles and chunks: SlowDown). */
+static void test_lone_frozen_tenant(void **state)
+{
+    (void)state;
+    rdma_server_t *srv = share_server();
+    if (!srv) {
+        if (test_ucx_usable())
+            fail_msg("the RDMA server failed to start although UCX works");
+        skip();
+    }
+    raw_ucx_t a;
+    raw_ucx_init(&a);
+    int fd = raw_connect(srv);
+    raw_sess_t rs;
+    raw_handshake(fd, &a, "AKIDONE", "secret-one", &rs);
+    raw_mem_t mem;
+    raw_mem_alloc(&a, 8 * MIB, &mem);
+    send_region_add(fd, 1, (uint64_t)(uintptr_t)mem.p, 8 * MIB, mem.rkey, mem.rkey_len);
+    assert_int_equal(raw_recv(fd, NULL, NULL), RDMA_MSG_REGION_OK);
+    raw_settle(&a);
+
+    /* A, alone, starts more transfers than the pool holds, then is frozen. */
+    static tjob_t aj[FROZEN_JOBS];
+    for (int i = 0; i < FROZEN_JOBS; i++) {
+        aj[i].srv = srv;
+        aj[i].ak = "AKIDONE";
+        aj[i].push = i % 2;
+        make_token(&rs, 1, (uint64_t)(uintptr_t)mem.p + (uint64_t)(i % 4) * XFER_LEN, XFER_LEN,
+                   aj[i].tok);
+        tjob_start(&aj[i]);
+    }
+    unsigned opened = 0;
+    for (int i = 0; i < FROZEN_JOBS; i++) {
+        while (!atomic_load(&aj[i].opened))
+            sleep_ms(1);
+        opened += aj[i].open_rc == RDMA_OK;
+    }
+    assert_int_equal(opened, MAX_INFLIGHT - 1);
+    rdma_server_stats_t st = stats(srv);
+    assert_true(st.staging_busy <= CHUNKS - 1);
+
+    /* B arrives: its transfers, both ways, go through while A's stall. */
+    rdma_client_config_t cfg = test_client_cfg(srv, "AKIDTWO", "secret-two");
+    rdma_session_t *b = NULL;
+    char err[256];
+    assert_int_equal(rdma_session_open(&cfg, &b, err, sizeof(err)), 0);
+    uint8_t *bmem = NULL;
+    rdma_region_t *breg = NULL;
+    assert_int_equal(rdma_region_alloc(b, XFER_LEN, (void **)&bmem, &breg, err, sizeof(err)), 0);
+    static tjob_t bj;
+    bj.srv = srv;
+    bj.ak = "AKIDTWO";
+    assert_int_equal(rdma_token_format(b, breg, bmem, XFER_LEN, bj.tok, sizeof(bj.tok)), 0);
+    for (int round = 0; round < 2; round++) {
+        bj.push = round % 2;
+        tjob_start(&bj);
+        tjob_join(&bj);
+        if (bj.open_rc != RDMA_OK || bj.rc != RDMA_OK)
+            fail_msg("round %d: tenant B's transfer next to a frozen lone tenant: open %s, "
+                     "transfer %s",
+                     round, rdma_strerror(bj.open_rc), rdma_strerror(bj.rc));
+        assert_int_equal(bj.seen, XFER_LEN);
+    }
+
+    for (int i = 0; i < FROZEN_JOBS; i++)
+        tjob_join(&aj[i]);
+    /* A's connection goes: everything comes back. */
+    close(fd);
+    raw_mem_free(&a, &mem);
+    free(rs.saddr);
+    raw_ucx_fini(&a);
+    for (int i = 0; i < 500 && rdma_server_session_resident(srv) != 1; i++)
+        sleep_ms(10);
+    assert_int_equal(rdma_server_session_resident(srv), 1);
+    st = stats(srv);
+    assert_int_equal(st.staging_busy, 0);
+    assert_int_equal(st.transfers_inflight, 0);
+    rdma_region_remove(b, breg);
+    rdma_session_close(b);
+    assert_int_equal(test_wait_count(srv, 0), 0);
+    rdma_server_stop(srv);
+}
+
 int main(void)
 {
     log_set_level(LOG_LVL_ERROR);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_frozen_tenant),
+        cmocka_unit_test(test_lone_frozen_tenant),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

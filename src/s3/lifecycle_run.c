@@ -1,0 +1,180 @@
+/* The lifecycle runner; see lifecycle_run.h. */
+#include "s3/lifecycle_run.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/s3r_limits.h"
+#include "s3/lifecycle.h"
+
+struct s3_lc_runner {
+    stor_t *st;
+    unsigned day_s;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool stop;
+};
+
+/* Aborts the uploads of bucket that rule (of cfg) is the first to abort and
+ * whose time has come (s3_lc_abort_due), while *budget lasts. */
+static void abort_uploads(stor_t *st, const stor_bucket_t *b, const s3_lc_t *cfg,
+                          const s3_lc_rule_t *rule, int64_t now_s, unsigned day_s, unsigned *budget,
+                          s3_lc_pass_t *out)
+{
+    char *key_marker = NULL;
+    char upload_marker[STOR_UPLOAD_ID_LEN + 1] = "";
+    int more = 1;
+    while (more && *budget > 0) {
+        stor_upload_t *u = NULL;
+        size_t n = 0;
+        stor_status_t s =
+            stor_mpu_list(st, b->name, rule->prefix ? rule->prefix : "", key_marker,
+                          upload_marker[0] ? upload_marker : NULL, 1000, &u, &n, &more);
+        if (s != STOR_OK) {
+            log_warn("lifecycle: listing the uploads of %s: %s", b->name, stor_strerror(s));
+            out->errors++;
+            break;
+        }
+        for (size_t i = 0; *budget > 0 && i < n; i++) {
+            const s3_lc_rule_t *first;
+            int64_t due = s3_lc_abort_due(cfg, u[i].key, u[i].initiated_ms / 1000, day_s, &first);
+            if (due < 0 || due > now_s || first != rule)
+                continue; /* not yet, or an earlier rule's to act on */
+            s = stor_mpu_abort(st, b, u[i].key, u[i].upload_id);
+            (*budget)--;
+            if (s == STOR_OK) {
+                out->uploads_aborted++;
+                log_info("lifecycle: %s/%s upload %s aborted (rule \"%s\")", b->name, u[i].key,
+                         u[i].upload_id, rule->id);
+            } else if (s != STOR_ERR_NO_UPLOAD) { /* completed or aborted meanwhile: fine */
+                log_warn("lifecycle: aborting %s/%s upload %s: %s", b->name, u[i].key,
+                         u[i].upload_id, stor_strerror(s));
+                out->errors++;
+            }
+        }
+        free(key_marker);
+        key_marker = n ? strdup(u[n - 1].key) : NULL;
+        if (n)
+            memcpy(upload_marker, u[n - 1].upload_id, sizeof upload_marker);
+        stor_uploads_free(u, n);
+        if (n && !key_marker)
+            break; /* out of memory: next pass */
+    }
+    free(key_marker);
+}
+
+/* The rules of bucket b that act on uploads, applied. */
+static void bucket_pass(stor_t *st, const stor_bucket_t *b, int64_t now_s, unsigned day_s,
+                        unsigned *budget, s3_lc_pass_t *out)
+{
+    buf_t doc;
+    uint64_t gen;
+    stor_status_t s = stor_bucket_config_get(st, b, STOR_BCFG_LIFECYCLE, &doc, &gen);
+    s3_lc_t cfg;
+    char why[256];
+    if (s != STOR_OK || doc.len == 0 ||
+        s3_lc_from_xml(doc.data, doc.len, &cfg, why, sizeof why) != S3E_NONE) {
+        if (s != STOR_OK && s != STOR_ERR_NO_BUCKET) {
+            log_warn("lifecycle: reading the configuration of %s: %s", b->name, stor_strerror(s));
+            out->errors++;
+        }
+        buf_free(&doc);
+        return;
+    }
+    buf_free(&doc);
+    out->buckets++;
+    for (size_t i = 0; *budget > 0 && i < cfg.n_rules; i++) {
+        const s3_lc_rule_t *r = &cfg.rules[i];
+        if (r->enabled && r->abort_days > 0)
+            abort_uploads(st, b, &cfg, r, now_s, day_s, budget, out);
+    }
+    s3_lc_free(&cfg);
+}
+
+void s3_lc_pass(stor_t *st, int64_t now_s, unsigned day_s, uint32_t lease_ms, s3_lc_pass_t *out)
+{
+    memset(out, 0, sizeof *out);
+    stor_status_t s = stor_lease(st, "lifecycle", lease_ms);
+    if (s != STOR_OK) {
+        if (s != STOR_ERR_PRECONDITION)
+            out->errors++;
+        return;
+    }
+    out->leased = true;
+    stor_bucket_t *bs = NULL;
+    size_t n = 0;
+    if ((s = stor_bucket_list(st, &bs, &n)) != STOR_OK) {
+        log_warn("lifecycle: listing the buckets: %s", stor_strerror(s));
+        out->errors++;
+        return;
+    }
+    unsigned budget = S3R_LC_PASS_ACTIONS;
+    for (size_t i = 0; budget > 0 && i < n; i++)
+        if (bs[i].cfg_mask & (1u << STOR_BCFG_LIFECYCLE))
+            bucket_pass(st, &bs[i], now_s, day_s, &budget, out);
+    free(bs);
+}
+
+/* Seconds between passes: a day / 24, within 1 s .. 1 h. */
+static unsigned interval_s(unsigned day_s)
+{
+    unsigned i = day_s / 24;
+    return i < 1 ? 1 : i > 3600 ? 3600 : i;
+}
+
+static void *runner_main(void *arg)
+{
+    s3_lc_runner_t *r = arg;
+    unsigned every = interval_s(r->day_s);
+    pthread_mutex_lock(&r->lock);
+    while (!r->stop) {
+        pthread_mutex_unlock(&r->lock);
+        s3_lc_pass_t p;
+        s3_lc_pass(r->st, clock_wall_ms() / 1000, r->day_s, 3 * every * 1000u, &p);
+        if (p.uploads_aborted || p.errors)
+            log_info("lifecycle: pass over %u buckets: %u uploads aborted, %u errors", p.buckets,
+                     p.uploads_aborted, p.errors);
+        pthread_mutex_lock(&r->lock);
+        struct timespec until = clock_after_ms(CLOCK_REALTIME, every * 1000);
+        while (!r->stop && pthread_cond_timedwait(&r->cond, &r->lock, &until) == 0) {
+        }
+    }
+    pthread_mutex_unlock(&r->lock);
+    return NULL;
+}
+
+s3_lc_runner_t *s3_lc_runner_start(stor_t *st, unsigned day_s)
+{
+    s3_lc_runner_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->st = st;
+    r->day_s = day_s ? day_s : 86400;
+    pthread_mutex_init(&r->lock, NULL);
+    pthread_cond_init(&r->cond, NULL);
+    if (pthread_create(&r->thread, NULL, runner_main, r) != 0) {
+        pthread_mutex_destroy(&r->lock);
+        pthread_cond_destroy(&r->cond);
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+void s3_lc_runner_stop(s3_lc_runner_t *r)
+{
+    if (!r)
+        return;
+    pthread_mutex_lock(&r->lock);
+    r->stop = true;
+    pthread_cond_signal(&r->cond);
+    pthread_mutex_unlock(&r->lock);
+    pthread_join(r->thread, NULL);
+    pthread_mutex_destroy(&r->lock);
+    pthread_cond_destroy(&r->cond);
+    free(r);
+}

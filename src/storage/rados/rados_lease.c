@@ -1,0 +1,26 @@
+/* Leases on RADOS (stor_lease): one gateway of many runs a job. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <sys/time.h>
+
+#include "storage/rados/rados_internal.h"
+
+stor_status_t rs_lease(stor_t *st_, const char *name, uint32_t ttl_ms)
+{
+    rstor_t *st = (rstor_t *)st_;
+    char oid[RSTOR_OID_MAX], cookie[32];
+    if (snprintf(oid, sizeof oid, "s3rdma.lease.%s", name) >= (int)sizeof oid)
+        return STOR_ERR_TOO_LARGE;
+    /* Unique per connection to the cluster: a restarted gateway is another
+     * holder, and waits for its old self's lease to lapse. */
+    snprintf(cookie, sizeof cookie, "%" PRIu64, rados_get_instance_id(st->cluster));
+    struct timeval tv = {ttl_ms / 1000, (suseconds_t)(ttl_ms % 1000) * 1000};
+    int rc = rados_lock_exclusive(st->index, oid, "lease", cookie, "s3rdmad", &tv,
+                                  LIBRADOS_LOCK_FLAG_MAY_RENEW);
+    if (rc == 0)
+        return STOR_OK;
+    if (rc == -EBUSY || rc == -EEXIST)
+        return STOR_ERR_PRECONDITION;
+    return rs_fail("lease", oid, rc);
+}
