@@ -856,14 +856,26 @@ static void delete_lifecycle_begin(s3_req_t *req)
     config_delete(req, STOR_BCFG_LIFECYCLE);
 }
 
+/* s3_lc_tag_fn over an object's decoded tag set. */
+static const char *lifecycle_tag(void *ctx, const char *key)
+{
+    return s3_tags_find(ctx, key);
+}
+
 void s3_lifecycle_reply_header(s3_req_t *req, const char *key, const stor_meta_t *meta)
 {
     s3_lc_t cfg;
     if (lifecycle_of(req, &cfg) != STOR_OK)
         return;
+    /* Tag filters see the object's tags (none when they do not decode). */
+    s3_tags_t tags;
+    bool tagged = meta->tags && s3_tags_from_stored(meta->tags, &tags) == 0;
     const s3_lc_rule_t *rule;
-    int64_t t = s3_lc_expiry(&cfg, key, meta->size, meta->mtime_ms / 1000,
-                             req->srv->cfg.lifecycle_day_s, NULL, NULL, &rule);
+    int64_t t =
+        s3_lc_expiry(&cfg, key, meta->size, meta->mtime_ms / 1000, req->srv->cfg.lifecycle_day_s,
+                     tagged ? lifecycle_tag : NULL, tagged ? &tags : NULL, &rule);
+    if (tagged)
+        s3_tags_free(&tags);
     if (t >= 0) {
         char value[S3_LC_MAX_ID + 96];
         s3_lc_expiration_header(t, rule, value, sizeof value);

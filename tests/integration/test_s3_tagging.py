@@ -281,6 +281,24 @@ def test_policy_request_object_tag(s3, s3_user2, bucket):
         s3.delete_bucket_policy(Bucket=bucket)
 
 
+# ---- lifecycle filters ---------------------------------------------------------------------
+
+def test_lifecycle_tag_filter(s3, bucket):
+    """A rule filtered by a tag expires (x-amz-expiration) the objects carrying it only."""
+    s3.put_bucket_lifecycle_configuration(Bucket=bucket, LifecycleConfiguration={"Rules": [
+        {"ID": "tmp", "Status": "Enabled", "Filter": {"Tag": {"Key": "class", "Value": "tmp"}},
+         "Expiration": {"Days": 3}}]})
+    s3.put_object(Bucket=bucket, Key="t", Body=b"x", Tagging="class=tmp")
+    s3.put_object(Bucket=bucket, Key="k", Body=b"x", Tagging="class=keep")
+    s3.put_object(Bucket=bucket, Key="n", Body=b"x")
+    assert 'rule-id="tmp"' in s3.head_object(Bucket=bucket, Key="t").get("Expiration", "")
+    assert "Expiration" not in s3.head_object(Bucket=bucket, Key="k")
+    assert "Expiration" not in s3.head_object(Bucket=bucket, Key="n")
+    # Retagging the object moves it into the rule.
+    s3.put_object_tagging(Bucket=bucket, Key="n", Tagging=tagset({"class": "tmp"}))
+    assert "Expiration" in s3.head_object(Bucket=bucket, Key="n")
+
+
 # ---- awscli ----------------------------------------------------------------------------------
 
 @pytest.mark.skipif(not os.path.exists("/usr/bin/aws"), reason="awscli not installed")
