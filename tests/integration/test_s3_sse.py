@@ -256,10 +256,11 @@ def pattern(n, seed):
     return bytes((i * 31 + seed * 7 + (i >> 8)) & 0xFF for i in range(n))
 
 
-def driver(srv, *args):
+def driver(srv, *args, transport="native"):
     env = srv.client_env(USERS[0])
-    env["S3R_ENDPOINT"] = f"http://127.0.0.1:{free_port()}"  # nothing there: native only
-    p = subprocess.run([DRIVER, "--transport", "native", "--no-fallback", *map(str, args)],
+    if transport == "native":
+        env["S3R_ENDPOINT"] = f"http://127.0.0.1:{free_port()}"  # nothing there: native only
+    p = subprocess.run([DRIVER, "--transport", transport, "--no-fallback", *map(str, args)],
                        env=env, capture_output=True, text=True, timeout=120)
     m = re.search(r"^RESULT (.*)$", p.stdout, re.M)
     fields = dict(kv.split("=", 1) for kv in m.group(1).split()) if m else {}
@@ -275,9 +276,9 @@ def nsrv(request, tmp_path_factory, master_key_file):
 
 
 def test_native_default_encryption(nsrv):
-    """Native PUT and GET of an object under the bucket's default encryption: the server
-    encrypts and decrypts through its staging copy; the disk holds no plaintext; HTTP reads
-    the same bytes; an SSE-C object is refused over native without its key."""
+    """Native and token PUT and GET of objects under the bucket's default encryption: the
+    server encrypts and decrypts through its staging copy; the disk holds no plaintext;
+    HTTP reads the same bytes; an SSE-C object is refused over native without its key."""
     s3 = boto_client(nsrv)
     b = "ssen-" + os.urandom(6).hex()
     s3.create_bucket(Bucket=b)
@@ -295,3 +296,11 @@ def test_native_default_encryption(nsrv):
     s3.put_object(Bucket=b, Key="c", Body=pattern(size, 4), **sse_c())
     rc, f = driver(nsrv, "get", b, "c", size, 4)
     assert rc == 1 and f.get("code") == "InvalidRequest", f
+    # The token path (HTTP request, bytes by RDMA) too.
+    rc, f = driver(nsrv, "put", b, "t", size, 5, transport="token")
+    assert rc == 0, f
+    assert s3.head_object(Bucket=b, Key="t")["ServerSideEncryption"] == "AES256"
+    rc, f = driver(nsrv, "get", b, "t", size, 5, transport="token")
+    assert rc == 0 and f.get("http_bytes") == "0", f  # the bytes came by RDMA
+    assert s3.get_object(Bucket=b, Key="t")["Body"].read() == pattern(size, 5)
+    assert not disk_holds(nsrv.srv.data_dir, pattern(size, 5)[4096:4096 + 64])
