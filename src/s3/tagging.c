@@ -53,7 +53,7 @@ static bool has_duplicate(const s3_tags_t *t)
 }
 
 /* The Unicode characters of s if it is valid UTF-8 of allowed characters
- * (ASCII letters, digits, white space and + - = . _ : / @; any character
+ * (ASCII letters, digits, space and + - = . _ : / @; any character
  * beyond ASCII, which S3 allows when it is a letter, a digit or white space:
  * s3rdmad does not carry Unicode's tables and lets every one through), or
  * -1. */
@@ -66,7 +66,7 @@ static long tag_chars(const char *s)
         size_t more;
         if (c < 0x80) {
             bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      strchr(" \t\n\r+-=._:/@", (int)c) != NULL;
+                      strchr(" +-=._:/@", (int)c) != NULL;
             if (!ok)
                 return -1;
             more = 0;
