@@ -16,14 +16,15 @@
 #include "s3/xml_in.h"
 
 /* Checks the requester may write into the bucket and that uploadId names an
- * upload of this key. */
-static const char *upload_check(s3_req_t *req)
+ * upload of this key; meta_p (NULL: not wanted) gets the upload's metadata
+ * (the caller frees it). */
+static const char *upload_check(s3_req_t *req, stor_meta_t *meta_p)
 {
     if (!s3_bucket_authorize(req, req->bucket, S3_PERM_WRITE, &req->authz_bucket))
         return NULL;
     const char *id = s3_req_query(req, "uploadId");
-    stor_status_t st =
-        id ? stor_mpu_check(req->srv->cfg.store, req->bucket, req->key, id) : STOR_ERR_NO_UPLOAD;
+    stor_status_t st = id ? stor_mpu_check(req->srv->cfg.store, req->bucket, req->key, id, meta_p)
+                          : STOR_ERR_NO_UPLOAD;
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
         return NULL;
@@ -56,14 +57,11 @@ static void create_mpu_begin(s3_req_t *req)
     s3_error_t err = s3_meta_from_headers(req, &meta, &why);
     if (err == S3E_NONE)
         err = s3_new_object_access(req, &meta, &why);
-    /* Parts are not encrypted yet: an upload that asks for encryption (or
-     * lands in a bucket encrypting by default) is refused rather than
-     * stored in the clear (docs/storage.md). */
-    if (err == S3E_NONE && s3_sse_wanted(req)) {
-        err = S3E_NOT_IMPLEMENTED;
-        why = "Server-side encryption of multipart uploads is not implemented by s3rdmad: "
-              "upload the object with PutObject.";
-    }
+    /* The upload's encryption: its parts are written under it. */
+    s3_sse_key_t dk;
+    if (err == S3E_NONE)
+        err = s3_sse_for_write(req, &meta, &dk, &why);
+    secure_zero(&dk, sizeof dk);
     if (err != S3E_NONE) {
         stor_meta_free(&meta);
         s3_reply_error(req, err, why);
@@ -72,6 +70,8 @@ static void create_mpu_begin(s3_req_t *req)
     char id[STOR_UPLOAD_ID_LEN + 1];
     stor_status_t st =
         stor_mpu_create(req->srv->cfg.store, &req->authz_bucket, req->key, &meta, id);
+    if (st == STOR_OK)
+        s3_sse_reply_headers(req, &meta);
     stor_meta_free(&meta);
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
@@ -93,12 +93,35 @@ static void create_mpu_begin(s3_req_t *req)
 /* Under etag: fast a part is hashed as a PutObject is (body.c): CRC32C, and an
  * opaque "<32 hex>-1" ETag, unless Content-MD5 is sent (then its verified MD5
  * is the ETag). Complete accepts both shapes (stor_mpu_etag). */
+/* The key a part of the request's upload is written under (the upload's
+ * encryption: its SSE-C key must come with every part, as in S3), at the
+ * part's counter block. Replies and returns false on error. */
+static bool part_key(s3_req_t *req, const stor_meta_t *upload, long number, s3_sse_key_t *dk)
+{
+    const char *why = NULL;
+    s3_error_t err = s3_sse_for_read(req, upload, false, dk, &why);
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, why);
+        return false;
+    }
+    dk->part = (uint32_t)number;
+    s3_sse_reply_headers(req, upload);
+    return true;
+}
+
 static void upload_part_begin(s3_req_t *req)
 {
-    if (!upload_check(req) || part_number(req) < 0)
+    stor_meta_t upload = {0};
+    s3_sse_key_t dk;
+    long number;
+    bool ok = upload_check(req, &upload) && (number = part_number(req)) > 0 &&
+              part_key(req, &upload, number, &dk);
+    stor_meta_free(&upload);
+    if (!ok)
         return;
     req->fast_etag = req->srv->cfg.etag_fast;
     s3_upload_begin(req);
+    s3_sse_apply_writer(&dk, req->writer);
 }
 
 static void commit_part(s3_req_t *req, stor_writer_t *w, const char *etag, bool copy)
@@ -164,17 +187,26 @@ static s3_error_t parse_copy_range(const char *v, uint64_t size, uint64_t *first
 
 static void upload_part_copy_begin(s3_req_t *req)
 {
-    if (!upload_check(req) || part_number(req) < 0)
+    stor_meta_t upload = {0};
+    s3_sse_key_t dk;
+    long number;
+    bool ok = upload_check(req, &upload) && (number = part_number(req)) > 0 &&
+              part_key(req, &upload, number, &dk);
+    stor_meta_free(&upload);
+    if (!ok)
         return;
     bool same;
     stor_reader_t *reader = s3_copy_source_open(req, &same);
-    if (!reader)
+    if (!reader) {
+        secure_zero(&dk, sizeof dk);
         return;
+    }
     uint64_t size = stor_reader_meta(reader)->size, first = 0, len = size;
     const char *range = s3_req_header(req, "x-amz-copy-source-range");
     s3_error_t rerr = range ? parse_copy_range(range, size, &first, &len) : S3E_NONE;
     if (rerr != S3E_NONE) {
         stor_reader_close(reader);
+        secure_zero(&dk, sizeof dk);
         char msg[128];
         snprintf(msg, sizeof(msg),
                  "Range specified is not valid for source object of size: %" PRIu64, size);
@@ -188,7 +220,7 @@ static void upload_part_copy_begin(s3_req_t *req)
     }
     stor_writer_t *w = NULL;
     char etag[33];
-    s3_error_t err = s3_copy_range(req, reader, first, len, NULL, &w, etag);
+    s3_error_t err = s3_copy_range(req, reader, first, len, &dk, &w, etag);
     stor_reader_close(reader);
     if (err != S3E_NONE) {
         s3_reply_error(req, err, NULL);
@@ -255,6 +287,25 @@ static void complete_mpu_finish(s3_req_t *req)
     const char *why = NULL;
     s3_write_precond(req, &cond, &why); /* checked in begin() */
     const char *id = s3_req_query(req, "uploadId");
+    /* An encrypted upload's parts are read back by their place in the
+     * object (stor_reader_set_part_cipher): it completes from parts 1..N. */
+    stor_meta_t upload = {0};
+    if (id && stor_mpu_check(req->srv->cfg.store, req->bucket, req->key, id, &upload) == STOR_OK &&
+        upload.sse) {
+        bool consecutive = true;
+        for (size_t i = 0; i < n; i++)
+            consecutive &= cp[i].number == i + 1;
+        if (!consecutive) {
+            stor_meta_free(&upload);
+            free(cp);
+            xml_complete_parts_free(parts, n);
+            s3_reply_error(req, S3E_INVALID_PART,
+                           "s3rdmad completes an encrypted multipart upload from parts numbered "
+                           "1, 2, 3... without gaps.");
+            return;
+        }
+    }
+    stor_meta_free(&upload);
     stor_status_t st = id ? stor_mpu_complete(req->srv->cfg.store, &req->authz_bucket, req->key, id,
                                               cp, n, &cond, &meta)
                           : STOR_ERR_NO_UPLOAD;
@@ -273,13 +324,14 @@ static void complete_mpu_finish(s3_req_t *req)
     s3_xml_elem(&xml, "Bucket", req->bucket);
     s3_xml_elem(&xml, "Key", req->key);
     buf_printf(&xml, "<ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>", meta.etag);
+    s3_sse_reply_headers(req, &meta);
     stor_meta_free(&meta);
     s3_reply_xml(req, 200, &xml);
 }
 
 static void abort_mpu_begin(s3_req_t *req)
 {
-    if (!upload_check(req))
+    if (!upload_check(req, NULL))
         return;
     stor_status_t st = stor_mpu_abort(req->srv->cfg.store, &req->authz_bucket, req->key,
                                       s3_req_query(req, "uploadId"));
@@ -306,7 +358,7 @@ static long query_long(s3_req_t *req, const char *name, long dflt, long max)
 
 static void list_parts_begin(s3_req_t *req)
 {
-    const char *id = upload_check(req);
+    const char *id = upload_check(req, NULL);
     if (!id)
         return;
     long max = query_long(req, "max-parts", 1000, 1000);

@@ -169,14 +169,6 @@ static int bucket_default(s3_req_t *req)
     return v;
 }
 
-bool s3_sse_wanted(s3_req_t *req)
-{
-    return s3_req_header(req, "x-amz-server-side-encryption") ||
-           s3_req_header(req, "x-amz-server-side-encryption-customer-algorithm") ||
-           s3_req_header(req, "x-amz-server-side-encryption-customer-key") ||
-           bucket_default(req) != 0;
-}
-
 /* SSE-S3 under the first master key: a fresh data key, its stored form. */
 static s3_error_t managed_new(s3_req_t *req, char **stored_p, s3_sse_key_t *dk, const char **why_p)
 {
@@ -309,15 +301,20 @@ static const uint8_t zero_iv[AES_BLOCK_LEN];
 
 void s3_sse_apply_writer(s3_sse_key_t *dk, stor_writer_t *w)
 {
+    uint8_t iv[AES_BLOCK_LEN];
+    if (dk->part)
+        stor_part_iv(dk->part, iv);
+    else
+        memcpy(iv, zero_iv, sizeof iv);
     if (dk->on && w)
-        stor_writer_set_cipher(w, dk->key, zero_iv);
+        stor_writer_set_cipher(w, dk->key, iv);
     secure_zero(dk, sizeof *dk);
 }
 
 void s3_sse_apply_reader(s3_sse_key_t *dk, stor_reader_t *r)
 {
     if (dk->on && r)
-        stor_reader_set_cipher(r, dk->key, zero_iv);
+        stor_reader_set_part_cipher(r, dk->key);
     secure_zero(dk, sizeof *dk);
 }
 

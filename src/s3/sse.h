@@ -48,6 +48,7 @@ int s3_sse_keys_load(const char *path, s3_sse_keys_t *out, char *why, size_t cap
 typedef struct s3_sse_key {
     bool on;
     uint8_t key[AES256_KEY_LEN];
+    uint32_t part; /* a part of an upload (its counter block: stor_part_iv); 0: an object */
 } s3_sse_key_t;
 
 /* The encryption a write of an object asks: SSE-C headers, else
@@ -56,16 +57,15 @@ typedef struct s3_sse_key {
  * *dk to the data key. Returns S3E_NONE or S3's error with *why_p. */
 s3_error_t s3_sse_for_write(struct s3_req *req, stor_meta_t *meta, s3_sse_key_t *dk,
                             const char **why_p);
-/* Whether a write asks for encryption at all (headers or the bucket's
- * default): for the operations that cannot encrypt yet. */
-bool s3_sse_wanted(struct s3_req *req);
 /* The key to read an object with meta: checks the request's SSE-C headers
  * (copy_source: the x-amz-copy-source-server-side-encryption-customer-*
  * ones) against the object. Returns S3E_NONE with *dk (off for a plain
  * object), or S3's error. */
 s3_error_t s3_sse_for_read(struct s3_req *req, const stor_meta_t *meta, bool copy_source,
                            s3_sse_key_t *dk, const char **why_p);
-/* Applies dk to a writer or reader (nothing when it is off), then zeroes dk. */
+/* Applies dk to a writer (at dk->part's counter block) or to a reader (an
+ * object assembled from parts: each part's own), nothing when it is off;
+ * then zeroes dk. */
 void s3_sse_apply_writer(s3_sse_key_t *dk, stor_writer_t *w);
 void s3_sse_apply_reader(s3_sse_key_t *dk, stor_reader_t *r);
 /* Adds the headers S3 answers about meta's encryption (PUT, GET, HEAD,

@@ -185,6 +185,49 @@ const stor_meta_t *stor_reader_meta(const stor_reader_t *r)
 /* An encrypted object's bytes come through a cache-sized buffer and are
  * decrypted out of it into buf: buf (often the client's mapped RDMA buffer
  * or a staging chunk) is written once, never read back. */
+void stor_part_iv(uint32_t number, uint8_t iv[16])
+{
+    memset(iv, 0, 16);
+    iv[0] = (uint8_t)(number >> 24);
+    iv[1] = (uint8_t)(number >> 16);
+    iv[2] = (uint8_t)(number >> 8);
+    iv[3] = (uint8_t)number;
+}
+
+void stor_reader_set_part_cipher(stor_reader_t *r, const uint8_t key[AES256_KEY_LEN])
+{
+    static const uint8_t zero[AES_BLOCK_LEN];
+    stor_reader_set_cipher(r, key, zero);
+    r->cipher.per_part = stor_reader_meta(r)->parts_count > 0;
+}
+
+/* Decrypts n bytes of ciphertext read at object offset off into dst: with
+ * the object's one counter block, or (per_part) part by part, each from its
+ * own counter block at its offset inside the part. */
+static int decrypt_at(stor_reader_t *r, uint64_t off, const uint8_t *ct, uint8_t *dst, size_t n)
+{
+    if (!r->cipher.per_part)
+        return aes256_ctr_at(r->cipher.key, r->cipher.iv, off, ct, dst, n);
+    const stor_meta_t *m = stor_reader_meta(r);
+    uint64_t start = 0;
+    for (uint32_t i = 0; i < m->parts_count && n; i++) {
+        uint64_t end = start + m->part_sizes[i];
+        if (off < end) {
+            size_t piece = end - off < n ? (size_t)(end - off) : n;
+            uint8_t iv[AES_BLOCK_LEN];
+            stor_part_iv(i + 1, iv);
+            if (aes256_ctr_at(r->cipher.key, iv, off - start, ct, dst, piece) != 0)
+                return -1;
+            off += piece;
+            ct += piece;
+            dst += piece;
+            n -= piece;
+        }
+        start = end;
+    }
+    return n ? -1 : 0;
+}
+
 static ssize_t pread_decrypt(stor_reader_t *r, void *buf, size_t len, uint64_t off)
 {
     uint8_t ct[CIPHER_CHUNK];
@@ -193,8 +236,7 @@ static ssize_t pread_decrypt(stor_reader_t *r, void *buf, size_t len, uint64_t o
     while (done < len) {
         size_t want = len - done < sizeof ct ? len - done : sizeof ct;
         ssize_t n = r->st->ops->reader_pread(r, ct, want, off + done);
-        if (n < 0 || (n > 0 && aes256_ctr_at(r->cipher.key, r->cipher.iv, off + done, ct,
-                                             dst + done, (size_t)n) != 0)) {
+        if (n < 0 || (n > 0 && decrypt_at(r, off + done, ct, dst + done, (size_t)n) != 0)) {
             secure_zero(ct, sizeof ct);
             return -1;
         }
@@ -274,9 +316,10 @@ stor_status_t stor_mpu_create(stor_t *st, const stor_bucket_t *bucket, const cha
     return st->ops->mpu_create(st, bucket, key, meta, upload_id);
 }
 
-stor_status_t stor_mpu_check(stor_t *st, const char *bucket, const char *key, const char *upload_id)
+stor_status_t stor_mpu_check(stor_t *st, const char *bucket, const char *key, const char *upload_id,
+                             stor_meta_t *meta_p)
 {
-    return st->ops->mpu_check(st, bucket, key, upload_id);
+    return st->ops->mpu_check(st, bucket, key, upload_id, meta_p);
 }
 
 stor_status_t stor_part_commit(stor_writer_t *w, const char *key, const char *upload_id,

@@ -70,7 +70,7 @@ typedef struct stor_ops {
     stor_status_t (*mpu_create)(stor_t *st, const stor_bucket_t *bucket, const char *key,
                                 const stor_meta_t *meta, char upload_id[STOR_UPLOAD_ID_LEN + 1]);
     stor_status_t (*mpu_check)(stor_t *st, const char *bucket, const char *key,
-                               const char *upload_id);
+                               const char *upload_id, stor_meta_t *meta_p);
     stor_status_t (*part_commit)(stor_writer_t *w, const char *key, const char *upload_id,
                                  stor_part_t *part);
     stor_status_t (*mpu_list_parts)(stor_t *st, const char *bucket, const char *key,
@@ -95,6 +95,7 @@ struct stor {
  * calls, zeroed when the handle ends. */
 typedef struct stor_cipher {
     bool on;
+    bool per_part; /* stor_reader_set_part_cipher: iv is per part */
     uint8_t key[AES256_KEY_LEN];
     uint8_t iv[AES_BLOCK_LEN];
 } stor_cipher_t;

@@ -242,7 +242,7 @@ void local_iter_close(stor_iter_t *it_);
 stor_status_t local_mpu_create(stor_t *st_, const stor_bucket_t *bkt, const char *key,
                                const stor_meta_t *meta, char upload_id[STOR_UPLOAD_ID_LEN + 1]);
 stor_status_t local_mpu_check(stor_t *st_, const char *bucket, const char *key,
-                              const char *upload_id);
+                              const char *upload_id, stor_meta_t *meta_p);
 stor_status_t local_part_commit(stor_writer_t *w_, const char *key, const char *upload_id,
                                 stor_part_t *part);
 stor_status_t local_mpu_list_parts(stor_t *st_, const char *bucket, const char *key,

@@ -186,7 +186,7 @@ stor_status_t local_mpu_create(stor_t *st_, const stor_bucket_t *bkt, const char
 }
 
 stor_status_t local_mpu_check(stor_t *st_, const char *bucket, const char *key,
-                              const char *upload_id)
+                              const char *upload_id, stor_meta_t *meta_p)
 {
     lstor_t *st = (lstor_t *)st_;
     MDB_txn *txn;
@@ -194,8 +194,13 @@ stor_status_t local_mpu_check(stor_t *st_, const char *bucket, const char *key,
     if (s != STOR_OK)
         return s;
     uint8_t kbuf[STOR_BUCKET_MAX + 2 + STOR_UPLOAD_ID_LEN];
-    s = upload_get(st, txn, bucket, key, upload_id, NULL, NULL, kbuf);
+    stor_upload_rec_t rec;
+    s = upload_get(st, txn, bucket, key, upload_id, meta_p ? &rec : NULL, NULL, kbuf);
     mdb_txn_abort(txn);
+    if (s == STOR_OK && meta_p) {
+        s = stor_meta_copy(meta_p, &rec.meta);
+        stor_upload_rec_free(&rec);
+    }
     return s;
 }
 

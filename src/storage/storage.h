@@ -322,6 +322,14 @@ const stor_meta_t *stor_reader_meta(const stor_reader_t *r);
  * stor_writer_set_cipher encrypted it; stor_reader_span_fd then returns 0
  * (the file holds ciphertext). The key is zeroed when the reader closes. */
 void stor_reader_set_cipher(stor_reader_t *r, const uint8_t key[32], const uint8_t iv[16]);
+/* The counter block a multipart upload's part number encrypts from: the
+ * number in the first 4 bytes (big-endian), zeros after (the parts of one
+ * upload share its key; a part's offset never reaches 2^96 blocks). */
+void stor_part_iv(uint32_t number, uint8_t iv[16]);
+/* stor_reader_set_cipher for an object assembled from parts numbered 1, 2,
+ * ... in order (meta.part_sizes), each encrypted from stor_part_iv(its
+ * number); a single-part object reads as with the zero counter block. */
+void stor_reader_set_part_cipher(stor_reader_t *r, const uint8_t key[32]);
 /* Reads up to len bytes at off; returns bytes read (short only at the end of
  * the object), or -1 on an I/O error. */
 ssize_t stor_reader_pread(stor_reader_t *r, void *buf, size_t len, uint64_t off);
@@ -379,9 +387,11 @@ void stor_iter_close(stor_iter_t *it);
  * created in. */
 stor_status_t stor_mpu_create(stor_t *st, const stor_bucket_t *bucket, const char *key,
                               const stor_meta_t *meta, char upload_id[STOR_UPLOAD_ID_LEN + 1]);
-/* Looks an upload up: STOR_ERR_NO_UPLOAD unless it exists in bucket for key. */
-stor_status_t stor_mpu_check(stor_t *st, const char *bucket, const char *key,
-                             const char *upload_id);
+/* Looks an upload up: STOR_ERR_NO_UPLOAD unless it exists in bucket for key.
+ * meta_p (NULL: not wanted) gets the metadata it was created with (the
+ * caller frees it with stor_meta_free). */
+stor_status_t stor_mpu_check(stor_t *st, const char *bucket, const char *key, const char *upload_id,
+                             stor_meta_t *meta_p);
 
 typedef struct stor_part {
     uint32_t number;

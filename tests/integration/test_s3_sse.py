@@ -214,12 +214,9 @@ def test_bucket_default_encryption(es3, ssrv, ebucket):
     assert r["ServerSideEncryption"] == "AES256"
     assert es3.get_object(Bucket=ebucket, Key="d")["Body"].read() == data
     assert not disk_holds(ssrv.srv.data_dir, data[:64])
-    # SSE-C overrides the default; multipart uploads cannot encrypt yet and are refused.
+    # SSE-C overrides the default.
     es3.put_object(Bucket=ebucket, Key="c", Body=b"c", **sse_c())
     assert es3.get_object(Bucket=ebucket, Key="c", **sse_c())["Body"].read() == b"c"
-    with pytest.raises(ClientError) as e:
-        es3.create_multipart_upload(Bucket=ebucket, Key="mp")
-    assert_error(e, "NotImplemented", 501)
     kms = {"Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "aws:kms"}}]}
     with pytest.raises(ClientError) as e:
         es3.put_bucket_encryption(Bucket=ebucket, ServerSideEncryptionConfiguration=kms)
@@ -227,6 +224,105 @@ def test_bucket_default_encryption(es3, ssrv, ebucket):
     r = es3.delete_bucket_encryption(Bucket=ebucket)
     assert r["ResponseMetadata"]["HTTPStatusCode"] == 204
     assert "ServerSideEncryption" not in es3.put_object(Bucket=ebucket, Key="p", Body=b"p")
+
+
+# ---- multipart uploads ----------------------------------------------------------------------
+
+MiB = 1024 * 1024
+
+
+def upload(s3, bucket, key, parts, create_extra, part_extra, copy_source=None):
+    up = s3.create_multipart_upload(Bucket=bucket, Key=key, **create_extra)
+    done = []
+    for i, body in enumerate(parts, 1):
+        if body is None:  # this part copied from copy_source
+            r = s3.upload_part_copy(Bucket=bucket, Key=key, UploadId=up["UploadId"], PartNumber=i,
+                                    CopySource=copy_source, **part_extra)
+            done.append({"PartNumber": i, "ETag": r["CopyPartResult"]["ETag"]})
+        else:
+            r = s3.upload_part(Bucket=bucket, Key=key, UploadId=up["UploadId"], PartNumber=i,
+                               Body=body, **part_extra)
+            done.append({"PartNumber": i, "ETag": r["ETag"]})
+    return up, s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=up["UploadId"],
+                                            MultipartUpload={"Parts": done})
+
+
+@pytest.mark.parametrize("mode", ["sse-s3", "sse-c"])
+def test_multipart_encrypted(es3, ssrv, ebucket, mode):
+    create = {"ServerSideEncryption": "AES256"} if mode == "sse-s3" else sse_c()
+    part = {} if mode == "sse-s3" else sse_c()
+    read = {} if mode == "sse-s3" else sse_c()
+    src = plaintext(5 * MiB + 100, f"mpsrc-{mode}")
+    es3.put_object(Bucket=ebucket, Key="src", Body=src, ServerSideEncryption="AES256")
+    p1, p2 = plaintext(5 * MiB + 3, f"mp1-{mode}"), plaintext(777777, f"mp2-{mode}")
+    up, done = upload(es3, ebucket, "mp", [p1, None, p2], create, part,
+                      copy_source={"Bucket": ebucket, "Key": "src"})
+    assert up.get("ServerSideEncryption" if mode == "sse-s3" else "SSECustomerAlgorithm") \
+        == "AES256"
+    data = p1 + src + p2
+    got = es3.get_object(Bucket=ebucket, Key="mp", **read)
+    assert got["Body"].read() == data
+    # Ranges across part boundaries, and partNumber reads.
+    n1 = len(p1)
+    for a, b in ((n1 - 10, n1 + 10), (n1 + len(src) - 5, n1 + len(src) + 20), (0, len(data) - 1)):
+        r = es3.get_object(Bucket=ebucket, Key="mp", Range=f"bytes={a}-{b}", **read)
+        assert r["Body"].read() == data[a:b + 1], (a, b)
+    r = es3.get_object(Bucket=ebucket, Key="mp", PartNumber=3, **read)
+    assert r["Body"].read() == p2
+    for chunk in (p1, src, p2):
+        assert not disk_holds(ssrv.srv.data_dir, chunk[1000:1064])
+    if mode == "sse-c":
+        # Every part needs the upload's key; another one is refused.
+        up = es3.create_multipart_upload(Bucket=ebucket, Key="mp2", **sse_c())
+        with pytest.raises(ClientError) as e:
+            es3.upload_part(Bucket=ebucket, Key="mp2", UploadId=up["UploadId"], PartNumber=1,
+                            Body=b"x")
+        assert_error(e, "InvalidRequest", 400)
+        with pytest.raises(ClientError) as e:
+            es3.upload_part(Bucket=ebucket, Key="mp2", UploadId=up["UploadId"], PartNumber=1,
+                            Body=b"x", **sse_c(KEY_B))
+        assert_error(e, "AccessDenied", 403)
+        es3.abort_multipart_upload(Bucket=ebucket, Key="mp2", UploadId=up["UploadId"])
+
+
+def test_multipart_encrypted_needs_consecutive_parts(es3, ebucket):
+    up = es3.create_multipart_upload(Bucket=ebucket, Key="gap", ServerSideEncryption="AES256")
+    r1 = es3.upload_part(Bucket=ebucket, Key="gap", UploadId=up["UploadId"], PartNumber=1,
+                         Body=b"a" * (5 * MiB))
+    r3 = es3.upload_part(Bucket=ebucket, Key="gap", UploadId=up["UploadId"], PartNumber=3,
+                         Body=b"c")
+    with pytest.raises(ClientError) as e:
+        es3.complete_multipart_upload(Bucket=ebucket, Key="gap", UploadId=up["UploadId"],
+                                      MultipartUpload={"Parts": [
+                                          {"PartNumber": 1, "ETag": r1["ETag"]},
+                                          {"PartNumber": 3, "ETag": r3["ETag"]}]})
+    assert_error(e, "InvalidPart", 400)
+    es3.abort_multipart_upload(Bucket=ebucket, Key="gap", UploadId=up["UploadId"])
+
+
+def test_default_encryption_multipart_awscli(es3, ssrv, ebucket, tmp_path):
+    """awscli's multipart `s3 cp` into a default-encrypted bucket: stored encrypted, read
+    back whole."""
+    if not os.path.exists("/usr/bin/aws"):
+        pytest.skip("awscli not installed")
+    es3.put_bucket_encryption(Bucket=ebucket, ServerSideEncryptionConfiguration={"Rules": [
+        {"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]})
+    data = plaintext(20 * MiB + 11, "awscli")
+    src, dst = tmp_path / "in", tmp_path / "out"
+    src.write_bytes(data)
+    env = dict(os.environ, HOME=str(tmp_path), AWS_ACCESS_KEY_ID=USERS[0][0],
+               AWS_SECRET_ACCESS_KEY=USERS[0][1], AWS_DEFAULT_REGION="us-east-1",
+               AWS_CONFIG_FILE=str(tmp_path / "none"), AWS_EC2_METADATA_DISABLED="true",
+               AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"), NO_PROXY="127.0.0.1")
+    env.pop("AWS_CA_BUNDLE", None)
+    aws = ["/usr/bin/aws", "--endpoint-url", ssrv.endpoint, "--no-cli-pager", "s3", "cp"]
+    for args in ([str(src), f"s3://{ebucket}/big"], [f"s3://{ebucket}/big", str(dst)]):
+        p = subprocess.run(aws + args, env=env, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+    assert dst.read_bytes() == data
+    h = es3.head_object(Bucket=ebucket, Key="big")
+    assert h["ServerSideEncryption"] == "AES256" and h["ETag"].endswith('-3"'), h
+    assert not disk_holds(ssrv.srv.data_dir, data[9 * MiB:9 * MiB + 64])
 
 
 # ---- a server without keys, and plain HTTP -----------------------------------------------------

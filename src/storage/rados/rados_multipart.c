@@ -193,7 +193,8 @@ stor_status_t rs_mpu_create(stor_t *st_, const stor_bucket_t *bucket, const char
     return rc == -ENOENT ? STOR_ERR_NO_BUCKET : rs_fail("create upload", upload_id, rc);
 }
 
-stor_status_t rs_mpu_check(stor_t *st_, const char *bucket, const char *key, const char *upload_id)
+stor_status_t rs_mpu_check(stor_t *st_, const char *bucket, const char *key, const char *upload_id,
+                           stor_meta_t *meta_p)
 {
     rstor_t *st = (rstor_t *)st_;
     stor_bucket_t b;
@@ -204,8 +205,11 @@ stor_status_t rs_mpu_check(stor_t *st_, const char *bucket, const char *key, con
     stor_upload_rec_t rec;
     s = upload_read(st, b.id, key, upload_id, &raw, &rec);
     buf_free(&raw);
-    if (s == STOR_OK)
+    if (s == STOR_OK) {
+        if (meta_p)
+            s = stor_meta_copy(meta_p, &rec.meta);
         stor_upload_rec_free(&rec);
+    }
     return s;
 }
 
@@ -367,7 +371,7 @@ stor_status_t rs_mpu_list_parts(stor_t *st_, const char *bucket, const char *key
                                 size_t *n_p)
 {
     rstor_t *st = (rstor_t *)st_;
-    stor_status_t s = rs_mpu_check(st_, bucket, key, upload_id);
+    stor_status_t s = rs_mpu_check(st_, bucket, key, upload_id, NULL);
     if (s != STOR_OK)
         return s;
     stor_part_rec_t *recs;

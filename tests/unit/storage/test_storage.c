@@ -114,8 +114,8 @@ static void test_bucket_crud(void **state)
     assert_int_equal(stor_bucket_delete(f->st, TU_B(f->st, "alpha")), STOR_OK);
     assert_int_equal(stor_sync(f->st), STOR_OK);
     assert_int_equal(tu_count_objects(f->dir), files - 1);
-    assert_int_equal(stor_mpu_check(f->st, "alpha", "u", id), STOR_ERR_NO_UPLOAD);
-    assert_int_equal(stor_mpu_check(f->st, "beta", "u", beta_id), STOR_OK);
+    assert_int_equal(stor_mpu_check(f->st, "alpha", "u", id, NULL), STOR_ERR_NO_UPLOAD);
+    assert_int_equal(stor_mpu_check(f->st, "beta", "u", beta_id, NULL), STOR_OK);
     assert_int_equal(stor_mpu_abort(f->st, TU_B(f->st, "beta"), "u", beta_id), STOR_OK);
     assert_int_equal(stor_bucket_create(f->st, "alpha", "AKA"), STOR_OK);
     /* Also when the only upload has no part yet. */
@@ -703,7 +703,7 @@ static void test_mpu_into_recreated_bucket(void **state)
     assert_int_equal(stor_mpu_complete(f->st, &other, "k", id, cp, 1, NULL, &out),
                      STOR_ERR_NO_BUCKET);
     assert_int_equal(stor_mpu_abort(f->st, &other, "k", id), STOR_ERR_NO_BUCKET);
-    assert_int_equal(stor_mpu_check(f->st, "b", "k", id), STOR_OK);
+    assert_int_equal(stor_mpu_check(f->st, "b", "k", id, NULL), STOR_OK);
     stor_meta_t m;
     assert_int_equal(stor_head(f->st, "b", "k", &m), STOR_ERR_NO_KEY);
     assert_int_equal(stor_mpu_abort(f->st, &seen, "k", id), STOR_OK);
@@ -729,7 +729,7 @@ static void test_mpu_into_recreated_bucket(void **state)
     assert_int_equal(stor_mpu_complete(f->st, &seen, "k", bid, cp, 1, NULL, &out),
                      STOR_ERR_NO_BUCKET);
     assert_int_equal(stor_mpu_abort(f->st, &seen, "k", bid), STOR_ERR_NO_BUCKET);
-    assert_int_equal(stor_mpu_check(f->st, "b", "k", bid), STOR_OK);
+    assert_int_equal(stor_mpu_check(f->st, "b", "k", bid, NULL), STOR_OK);
     assert_int_equal(stor_head(f->st, "b", "k", &m), STOR_ERR_NO_KEY);
     assert_int_equal(count_files(f), 1);
     /* A part writer opened for the old b is refused at open... */
@@ -965,9 +965,9 @@ static void test_multipart(void **state)
                      STOR_ERR_NO_BUCKET);
     assert_int_equal(stor_mpu_create(f->st, TU_B(f->st, "b"), "obj", &cm, id), STOR_OK);
     assert_int_equal(strlen(id), STOR_UPLOAD_ID_LEN);
-    assert_int_equal(stor_mpu_check(f->st, "b", "obj", id), STOR_OK);
-    assert_int_equal(stor_mpu_check(f->st, "b", "other", id), STOR_ERR_NO_UPLOAD);
-    assert_int_equal(stor_mpu_check(f->st, "b", "obj", "nonsense"), STOR_ERR_NO_UPLOAD);
+    assert_int_equal(stor_mpu_check(f->st, "b", "obj", id, NULL), STOR_OK);
+    assert_int_equal(stor_mpu_check(f->st, "b", "other", id, NULL), STOR_ERR_NO_UPLOAD);
+    assert_int_equal(stor_mpu_check(f->st, "b", "obj", "nonsense", NULL), STOR_ERR_NO_UPLOAD);
 
     char e1[33], e2[33], e3[33], e4[33];
     assert_int_equal(put_part(f->st, "obj", id, 2, "stale", 5, NULL), STOR_OK);
@@ -1055,7 +1055,7 @@ static void test_multipart(void **state)
 
     /* Unlisted part 4, the old object and the upload are gone. */
     assert_int_equal(count_files(f), 3);
-    assert_int_equal(stor_mpu_check(f->st, "b", "obj", id), STOR_ERR_NO_UPLOAD);
+    assert_int_equal(stor_mpu_check(f->st, "b", "obj", id, NULL), STOR_ERR_NO_UPLOAD);
     assert_int_equal(stor_mpu_abort(f->st, TU_B(f->st, "b"), "obj", id), STOR_ERR_NO_UPLOAD);
 
     reopen(f);
