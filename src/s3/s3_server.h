@@ -89,6 +89,9 @@ typedef struct s3_server_config {
     /* SSE-S3 master keys (s3/sse.h; borrowed, must outlive the server), NULL
      * or none: SSE-S3 and default encryption refused. */
     const struct s3_sse_keys *sse_keys;
+    /* The SSE-KMS keyring (the built-in key provider; borrowed), NULL or
+     * none: SSE-KMS refused. */
+    const struct s3_sse_keys *sse_kms_keys;
     /* Accept SSE-C keys over plain HTTP and the native protocol (tests
      * only: the key crosses the network in the clear). */
     bool sse_c_plain;

@@ -1,5 +1,6 @@
 /* Server-side encryption at rest: keys, stored forms and S3's answers
  * (sse.h). */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,18 @@
 
 /* ---- master keys ---------------------------------------------------------------------- */
 
-int s3_sse_keys_load(const char *path, s3_sse_keys_t *out, char *why, size_t cap)
+/* A keyring name: 1..S3_SSE_KMS_ID_MAX of [A-Za-z0-9._-]. */
+static bool kms_name_ok(const char *s, size_t n)
+{
+    if (n == 0 || n > S3_SSE_KMS_ID_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && !strchr("._-", s[i]))
+            return false;
+    return true;
+}
+
+int s3_sse_keys_load(const char *path, bool named, s3_sse_keys_t *out, char *why, size_t cap)
 {
     memset(out, 0, sizeof *out);
     FILE *f = fopen(path, "r");
@@ -37,10 +49,30 @@ int s3_sse_keys_load(const char *path, s3_sse_keys_t *out, char *why, size_t cap
         if (out->n == S3_SSE_MAX_MASTER_KEYS) {
             snprintf(why, cap, "%s: more than %d keys", path, S3_SSE_MAX_MASTER_KEYS);
             rc = -1;
-        } else if (n != 2 * AES256_KEY_LEN ||
-                   hex_decode(line, n, out->key[out->n], AES256_KEY_LEN) != 0) {
+            continue;
+        }
+        const char *hex = line;
+        size_t name_len = 0;
+        if (named) {
+            name_len = strcspn(line, " ");
+            hex = line[name_len] ? line + name_len + 1 : line + name_len;
+            bool dup = false;
+            for (size_t i = 0; i < out->n; i++)
+                dup |= strlen(out->id[i]) == name_len && memcmp(out->id[i], line, name_len) == 0;
+            if (!kms_name_ok(line, name_len) || dup) {
+                snprintf(why, cap, "%s:%u: not a new key name of [A-Za-z0-9._-]", path, lineno);
+                rc = -1;
+                continue;
+            }
+        }
+        if (strlen(hex) != 2 * AES256_KEY_LEN ||
+            hex_decode(hex, 2 * AES256_KEY_LEN, out->key[out->n], AES256_KEY_LEN) != 0) {
             snprintf(why, cap, "%s:%u: not a key of 64 hex digits", path, lineno);
             rc = -1;
+        } else if (named) {
+            memcpy(out->id[out->n], line, name_len);
+            out->id[out->n][name_len] = '\0';
+            out->n++;
         } else {
             uint8_t h[SHA256_LEN];
             sha256(out->key[out->n], AES256_KEY_LEN, h);
@@ -151,11 +183,15 @@ static void customer_derive(const customer_key_t *ck, const uint8_t salt[SALT_LE
 static const char not_configured[] =
     "Server-side encryption with server-managed keys (SSE-S3) is not configured on this "
     "server: its operator sets sse.master_key_file.";
-static const char kms_refused[] = "SSE-KMS is not implemented by s3rdmad: no key provider.";
+static const char kms_not_configured[] =
+    "SSE-KMS needs a key provider, and this server has none: its operator sets "
+    "sse.kms_keyring_file (a local keyring).";
 
-/* The bucket's default encryption (1: AES256), or 0. */
-static int bucket_default(s3_req_t *req)
+/* The bucket's default encryption: 0 none, 1 AES256 (SSE-S3), 2 aws:kms
+ * with its key name in kms_id ("" for the keyring's default key). */
+static int bucket_default(s3_req_t *req, char kms_id[S3_SSE_KMS_ID_MAX + 1])
 {
+    kms_id[0] = '\0';
     if (!(req->authz_bucket.cfg_mask & (1u << STOR_BCFG_ENCRYPTION)))
         return 0;
     buf_t doc;
@@ -163,33 +199,74 @@ static int bucket_default(s3_req_t *req)
     int v = 0;
     if (stor_bucket_config_get(req->srv->cfg.store, &req->authz_bucket, STOR_BCFG_ENCRYPTION, &doc,
                                &gen) == STOR_OK &&
-        doc.len == 1)
+        doc.len >= 1 && doc.len <= 1 + S3_SSE_KMS_ID_MAX) {
         v = ((const uint8_t *)doc.data)[0];
+        memcpy(kms_id, (const char *)doc.data + 1, doc.len - 1);
+        kms_id[doc.len - 1] = '\0';
+    }
     buf_free(&doc);
     return v;
 }
 
-/* SSE-S3 under the first master key: a fresh data key, its stored form. */
-static s3_error_t managed_new(s3_req_t *req, char **stored_p, s3_sse_key_t *dk, const char **why_p)
+const char *s3_sse_kms_key_name(const char *given)
 {
-    const s3_sse_keys_t *keys = req->srv->cfg.sse_keys;
-    if (!keys || keys->n == 0) {
-        *why_p = not_configured;
-        return S3E_NOT_IMPLEMENTED;
+    /* "arn:aws:kms:REGION:ACCOUNT:key/NAME" names NAME. */
+    if (strncmp(given, "arn:", 4) == 0) {
+        const char *slash = strrchr(given, '/');
+        return slash ? slash + 1 : given;
     }
+    return given;
+}
+
+/* Index of the key named name (NULL or "": the first) in keys, or -1. */
+static int key_index(const s3_sse_keys_t *keys, const char *name)
+{
+    if (!keys || keys->n == 0)
+        return -1;
+    if (!name || !*name)
+        return 0;
+    for (size_t i = 0; i < keys->n; i++)
+        if (strcmp(keys->id[i], name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* A fresh data key wrapped under keys' key k: its stored form
+ * "<tag>:<id>:<wrapped hex>" into *stored_p. */
+static s3_error_t wrap_new(const s3_sse_keys_t *keys, int k, const char *tag, char **stored_p,
+                           s3_sse_key_t *dk)
+{
     uint8_t wrapped[AES256_WRAPPED_LEN];
     if (random_bytes(dk->key, sizeof dk->key) != 0 ||
-        aes256_wrap(keys->key[0], dk->key, wrapped) != 0)
+        aes256_wrap(keys->key[k], dk->key, wrapped) != 0)
         return S3E_INTERNAL;
     char hex[2 * AES256_WRAPPED_LEN + 1];
     hex_encode(wrapped, sizeof wrapped, hex);
-    char *s = malloc(4 + S3_SSE_KEY_ID_LEN + sizeof hex);
+    size_t cap = strlen(tag) + strlen(keys->id[k]) + sizeof hex + 2;
+    char *s = malloc(cap);
     if (!s)
         return S3E_INTERNAL;
-    sprintf(s, "S3:%s:%s", keys->id[0], hex);
+    snprintf(s, cap, "%s:%s:%s", tag, keys->id[k], hex);
     *stored_p = s;
     dk->on = true;
     return S3E_NONE;
+}
+
+/* SSE-KMS under the keyring key name (NULL or "": its default key). */
+static s3_error_t kms_new(s3_req_t *req, const char *name, char **stored_p, s3_sse_key_t *dk,
+                          const char **why_p)
+{
+    const s3_sse_keys_t *ring = req->srv->cfg.sse_kms_keys;
+    if (!ring || ring->n == 0) {
+        *why_p = kms_not_configured;
+        return S3E_NOT_IMPLEMENTED;
+    }
+    int k = key_index(ring, name ? s3_sse_kms_key_name(name) : NULL);
+    if (k < 0) {
+        *why_p = "Invalid keyId: the key provider holds no key of that name.";
+        return S3E_KMS_NOT_FOUND;
+    }
+    return wrap_new(ring, k, "K", stored_p, dk);
 }
 
 s3_error_t s3_sse_for_write(s3_req_t *req, stor_meta_t *meta, s3_sse_key_t *dk, const char **why_p)
@@ -202,6 +279,7 @@ s3_error_t s3_sse_for_write(s3_req_t *req, stor_meta_t *meta, s3_sse_key_t *dk, 
     if (err != S3E_NONE)
         return err;
     const char *mode = s3_req_header(req, "x-amz-server-side-encryption");
+    const char *kms_key = s3_req_header(req, "x-amz-server-side-encryption-aws-kms-key-id");
     if (ck.given) {
         if (mode) {
             secure_zero(&ck, sizeof ck);
@@ -226,20 +304,62 @@ s3_error_t s3_sse_for_write(s3_req_t *req, stor_meta_t *meta, s3_sse_key_t *dk, 
         dk->on = true;
         return S3E_NONE;
     }
-    if (mode && (strcmp(mode, "aws:kms") == 0 || strcmp(mode, "aws:kms:dsse") == 0)) {
-        *why_p = kms_refused;
+    if (kms_key && (!mode || strcmp(mode, "aws:kms") != 0)) {
+        *why_p = "x-amz-server-side-encryption-aws-kms-key-id goes with "
+                 "x-amz-server-side-encryption: aws:kms.";
+        return S3E_INVALID_ARGUMENT;
+    }
+    if (mode && strcmp(mode, "aws:kms") == 0)
+        return kms_new(req, kms_key, &meta->sse, dk, why_p);
+    if (mode && strcmp(mode, "aws:kms:dsse") == 0) {
+        *why_p = "Dual-layer SSE-KMS (aws:kms:dsse) is not implemented by s3rdmad.";
         return S3E_NOT_IMPLEMENTED;
     }
     if (mode && strcmp(mode, "AES256") != 0) {
         *why_p = "The encryption method specified is not supported";
         return S3E_INVALID_ARGUMENT;
     }
-    if (!mode && bucket_default(req) == 0)
+    char kms_id[S3_SSE_KMS_ID_MAX + 1];
+    int dflt = mode ? 1 : bucket_default(req, kms_id);
+    if (dflt == 2)
+        return kms_new(req, kms_id, &meta->sse, dk, why_p);
+    if (dflt != 1)
         return S3E_NONE;
-    return managed_new(req, &meta->sse, dk, why_p);
+    const s3_sse_keys_t *keys = req->srv->cfg.sse_keys;
+    if (!keys || keys->n == 0) {
+        *why_p = not_configured;
+        return S3E_NOT_IMPLEMENTED;
+    }
+    return wrap_new(keys, 0, "S3", &meta->sse, dk);
 }
 
 /* ---- reads ------------------------------------------------------------------------------ */
+
+/* The data key of a stored "<tag>:<id>:<wrapped hex>", unwrapped by the key
+ * of that id in keys. */
+static s3_error_t unwrap_stored(const s3_sse_keys_t *keys, const char *s, s3_sse_key_t *dk,
+                                const char **why_p)
+{
+    const char *a = strchr(s, ':'), *b = a ? strrchr(s, ':') : NULL;
+    uint8_t wrapped[AES256_WRAPPED_LEN];
+    if (!a || b == a || strlen(b + 1) != 2 * AES256_WRAPPED_LEN ||
+        (size_t)(b - a - 1) > S3_SSE_KMS_ID_MAX ||
+        hex_decode(b + 1, 2 * AES256_WRAPPED_LEN, wrapped, sizeof wrapped) != 0)
+        return S3E_INTERNAL;
+    char id[S3_SSE_KMS_ID_MAX + 1];
+    memcpy(id, a + 1, (size_t)(b - a - 1));
+    id[b - a - 1] = '\0';
+    int k = key_index(keys, id);
+    if (k < 0) {
+        *why_p = "The object is encrypted under a key this server does not hold "
+                 "(sse.master_key_file, sse.kms_keyring_file).";
+        return S3E_INTERNAL;
+    }
+    if (aes256_unwrap(keys->key[k], wrapped, dk->key) != 0)
+        return S3E_INTERNAL;
+    dk->on = true;
+    return S3E_NONE;
+}
 
 s3_error_t s3_sse_for_read(s3_req_t *req, const stor_meta_t *meta, bool copy_source,
                            s3_sse_key_t *dk, const char **why_p)
@@ -277,23 +397,10 @@ s3_error_t s3_sse_for_read(s3_req_t *req, const stor_meta_t *meta, bool copy_sou
         dk->on = true;
         return S3E_NONE;
     }
-    /* SSE-S3: the master key by id, then the data key. */
-    const s3_sse_keys_t *keys = req->srv->cfg.sse_keys;
-    uint8_t wrapped[AES256_WRAPPED_LEN];
-    if (strncmp(s, "S3:", 3) != 0 || strlen(s) != 4 + S3_SSE_KEY_ID_LEN + 2 * AES256_WRAPPED_LEN ||
-        s[3 + S3_SSE_KEY_ID_LEN] != ':' ||
-        hex_decode(s + 4 + S3_SSE_KEY_ID_LEN, 2 * AES256_WRAPPED_LEN, wrapped, sizeof wrapped) != 0)
-        return S3E_INTERNAL;
-    for (size_t i = 0; keys && i < keys->n; i++) {
-        if (memcmp(keys->id[i], s + 3, S3_SSE_KEY_ID_LEN) != 0)
-            continue;
-        if (aes256_unwrap(keys->key[i], wrapped, dk->key) != 0)
-            return S3E_INTERNAL;
-        dk->on = true;
-        return S3E_NONE;
-    }
-    *why_p = "The object is encrypted under a master key this server does not hold "
-             "(sse.master_key_file).";
+    if (strncmp(s, "S3:", 3) == 0)
+        return unwrap_stored(req->srv->cfg.sse_keys, s, dk, why_p);
+    if (strncmp(s, "K:", 2) == 0)
+        return unwrap_stored(req->srv->cfg.sse_kms_keys, s, dk, why_p);
     return S3E_INTERNAL;
 }
 
@@ -322,6 +429,17 @@ void s3_sse_reply_headers(s3_req_t *req, const stor_meta_t *meta)
 {
     if (!meta->sse)
         return;
+    if (strncmp(meta->sse, "K:", 2) == 0) {
+        const char *id = meta->sse + 2;
+        const char *end = strchr(id, ':');
+        char name[S3_SSE_KMS_ID_MAX + 1];
+        size_t n = end && (size_t)(end - id) <= S3_SSE_KMS_ID_MAX ? (size_t)(end - id) : 0;
+        memcpy(name, id, n);
+        name[n] = '\0';
+        s3_reply_header(req, "x-amz-server-side-encryption", "aws:kms");
+        s3_reply_header(req, "x-amz-server-side-encryption-aws-kms-key-id", name);
+        return;
+    }
     if (strncmp(meta->sse, "C:", 2) != 0) {
         s3_reply_header(req, "x-amz-server-side-encryption", "AES256");
         return;

@@ -14,7 +14,10 @@
  *    "s3rdma-sse-c-check" || salt), which recognises a wrong key later;
  *    salt is 16 random bytes per write (hex).
  *  - SSE-S3 "S3:<id>:<wrapped>": a random data key wrapped (AES key wrap,
- *    RFC 3394) under the master key whose id is given (hex). */
+ *    RFC 3394) under the master key whose id is given (hex).
+ *  - SSE-KMS "K:<id>:<wrapped>": the same under the key of the local
+ *    keyring (sse.kms_keyring_file) named id: the built-in key provider, a
+ *    file for tests and edge sites, not a KMS. */
 #ifndef S3R_S3_SSE_H
 #define S3R_S3_SSE_H
 
@@ -29,20 +32,23 @@
 struct s3_req;
 
 #define S3_SSE_MAX_MASTER_KEYS 16
-#define S3_SSE_KEY_ID_LEN      8 /* hex digits: the first 4 bytes of SHA-256(key) */
+#define S3_SSE_KEY_ID_LEN      8  /* a master key's id: hex of the first 4 bytes of SHA-256(key) */
+#define S3_SSE_KMS_ID_MAX      64 /* a keyring key's name: [A-Za-z0-9._-] */
 
-/* The SSE-S3 master keys, from the operator's file: the first encrypts new
- * objects, every one decrypts the objects written under it (rotation). */
+/* Keys from an operator's file: the SSE-S3 master keys (the first encrypts
+ * new objects, every one decrypts the objects written under it: rotation),
+ * or the SSE-KMS keyring (named keys; the first is the default key). */
 typedef struct s3_sse_keys {
     size_t n;
     uint8_t key[S3_SSE_MAX_MASTER_KEYS][AES256_KEY_LEN];
-    char id[S3_SSE_MAX_MASTER_KEYS][S3_SSE_KEY_ID_LEN + 1];
+    char id[S3_SSE_MAX_MASTER_KEYS][S3_SSE_KMS_ID_MAX + 1];
 } s3_sse_keys_t;
 
-/* Reads path: one key per line, 64 hex digits; empty lines and lines
- * starting with '#' skipped; at most S3_SSE_MAX_MASTER_KEYS. The file must
- * not be readable by group or others. 0, or -1 with why (cap bytes). */
-int s3_sse_keys_load(const char *path, s3_sse_keys_t *out, char *why, size_t cap);
+/* Reads path: one key per line, 64 hex digits (named: "NAME HEX", NAME of
+ * 1..64 of [A-Za-z0-9._-], each once); empty lines and lines starting with
+ * '#' skipped; at most S3_SSE_MAX_MASTER_KEYS. The file must not be
+ * readable by group or others. 0, or -1 with why (cap bytes). */
+int s3_sse_keys_load(const char *path, bool named, s3_sse_keys_t *out, char *why, size_t cap);
 
 /* An object's data key, as the writer or reader is to use it. */
 typedef struct s3_sse_key {
@@ -57,6 +63,9 @@ typedef struct s3_sse_key {
  * *dk to the data key. Returns S3E_NONE or S3's error with *why_p. */
 s3_error_t s3_sse_for_write(struct s3_req *req, stor_meta_t *meta, s3_sse_key_t *dk,
                             const char **why_p);
+/* The keyring name a key id header or KMSMasterKeyID gives (an ARN
+ * "arn:aws:kms:...:key/NAME" names NAME); points into given. */
+const char *s3_sse_kms_key_name(const char *given);
 /* The key to read an object with meta: checks the request's SSE-C headers
  * (copy_source: the x-amz-copy-source-server-side-encryption-customer-*
  * ones) against the object. Returns S3E_NONE with *dk (off for a plain

@@ -196,6 +196,10 @@ static const setting_t settings[] = {
          sse.master_key_file,
          "file of SSE-S3 master keys (64 hex digits a line; the first encrypts, all decrypt; "
          "mode 600); empty: SSE-S3 and default encryption are refused"),
+    TEXT("sse.kms_keyring_file", "sse-kms-keyring-file", "S3RDMA_SSE_KMS_KEYRING_FILE", "",
+         sse.kms_keyring_file,
+         "SSE-KMS's built-in key provider, a local keyring for tests and edge sites (not a KMS): "
+         "\"NAME HEX64\" a line, the first the default key; mode 600; empty: SSE-KMS refused"),
     BOOL("sse.c_over_plain_http", "sse-c-over-plain-http", "S3RDMA_SSE_C_OVER_PLAIN_HTTP", "false",
          sse.c_over_plain,
          "true or false: accept SSE-C customer keys over plain HTTP and the native protocol "

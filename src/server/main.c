@@ -271,14 +271,21 @@ int main(int argc, char **argv)
     }
 
     /* SSE-S3 master keys: held for the server's life, zeroed at exit. */
-    static s3_sse_keys_t sse_keys;
-    if (*cfg.sse.master_key_file) {
-        char why[300];
-        if (s3_sse_keys_load(cfg.sse.master_key_file, &sse_keys, why, sizeof why) != 0) {
-            fprintf(stderr, "s3rdmad: sse.master_key_file: %s\n", why);
-            server_config_free(&cfg);
-            return 1;
-        }
+    static s3_sse_keys_t sse_keys, kms_keys;
+    char why[300];
+    if (*cfg.sse.master_key_file &&
+        s3_sse_keys_load(cfg.sse.master_key_file, false, &sse_keys, why, sizeof why) != 0) {
+        fprintf(stderr, "s3rdmad: sse.master_key_file: %s\n", why);
+        server_config_free(&cfg);
+        return 1;
+    }
+    if (*cfg.sse.kms_keyring_file &&
+        s3_sse_keys_load(cfg.sse.kms_keyring_file, true, &kms_keys, why, sizeof why) != 0) {
+        fprintf(stderr, "s3rdmad: sse.kms_keyring_file: %s\n", why);
+        secure_zero(&sse_keys, sizeof sse_keys);
+        secure_zero(&kms_keys, sizeof kms_keys);
+        server_config_free(&cfg);
+        return 1;
     }
 
     stor_t *store = NULL;
@@ -376,6 +383,7 @@ int main(int argc, char **argv)
         .etag_fast = cfg.etag == SERVER_ETAG_FAST,
         .signature_v2 = cfg.signature_v2,
         .sse_keys = sse_keys.n ? &sse_keys : NULL,
+        .sse_kms_keys = kms_keys.n ? &kms_keys : NULL,
         .sse_c_plain = cfg.sse.c_over_plain,
         .lifecycle_day_s = cfg.lifecycle.day_seconds,
         .n_domains = n_domains,

@@ -1,7 +1,7 @@
 """Server-side encryption at rest as AWS S3 answers it: SSE-C (customer keys on every
 request, key MD5 checked, copy-source keys), SSE-S3 (server master keys from
-sse.master_key_file), bucket default encryption (Put/Get/DeleteBucketEncryption), SSE-KMS
-refused; ranged GETs; the bytes on disk are never the plaintext; and the native RDMA
+sse.master_key_file), SSE-KMS through the built-in local keyring (sse.kms_keyring_file),
+bucket default encryption (Put/Get/DeleteBucketEncryption); multipart uploads; ranged GETs; the bytes on disk are never the plaintext; and the native RDMA
 protocol reading and writing the same encrypted objects (s3r_driver, both UCX settings)."""
 import base64
 import hashlib
@@ -64,15 +64,25 @@ def master_key_file(tmp_path_factory):
     return p
 
 
-def sse_server(tmp, name, ucx_env, keys):
+@pytest.fixture(scope="module")
+def keyring_file(tmp_path_factory):
+    """SSE-KMS's local keyring: "alpha" (the default key) and "beta"."""
+    p = tmp_path_factory.mktemp("sse-kms") / "keyring"
+    p.write_text(f"alpha {os.urandom(32).hex()}\nbeta {os.urandom(32).hex()}\n")
+    p.chmod(0o600)
+    return p
+
+
+def sse_server(tmp, name, ucx_env, keys, keyring):
     return RdmaServer(tmp, name, ucx_env, extra_args=[
-        "--sse-master-key-file", str(keys), "--sse-c-over-plain-http", "true"]).start()
+        "--sse-master-key-file", str(keys), "--sse-kms-keyring-file", str(keyring),
+        "--sse-c-over-plain-http", "true"]).start()
 
 
 @pytest.fixture(scope="module")
-def ssrv(tmp_path_factory, master_key_file):
+def ssrv(tmp_path_factory, master_key_file, keyring_file):
     s = sse_server(tmp_path_factory.mktemp("sse"), "sse", UCX_ENVS["ucx-default"],
-                   master_key_file)
+                   master_key_file, keyring_file)
     yield s
     s.stop()
 
@@ -195,8 +205,44 @@ def test_sse_s3_round_trip_and_disk(es3, ssrv, ebucket):
         es3.put_object(Bucket=ebucket, Key="x", Body=b"x", ServerSideEncryption="AES512")
     assert_error(e, "InvalidArgument", 400)
     with pytest.raises(ClientError) as e:
-        es3.put_object(Bucket=ebucket, Key="x", Body=b"x", ServerSideEncryption="aws:kms")
+        es3.put_object(Bucket=ebucket, Key="x", Body=b"x", ServerSideEncryption="aws:kms:dsse")
     assert_error(e, "NotImplemented", 501)
+
+
+def test_sse_kms_local_keyring(es3, ssrv, ebucket):
+    data = plaintext(100000, "kms")
+    r = es3.put_object(Bucket=ebucket, Key="d", Body=data, ServerSideEncryption="aws:kms")
+    assert r["ServerSideEncryption"] == "aws:kms" and r["SSEKMSKeyId"] == "alpha"
+    for key_id in ("beta", "arn:aws:kms:us-east-1:000000000000:key/beta"):
+        r = es3.put_object(Bucket=ebucket, Key="b", Body=data, ServerSideEncryption="aws:kms",
+                           SSEKMSKeyId=key_id)
+        assert r["SSEKMSKeyId"] == "beta"
+    got = es3.get_object(Bucket=ebucket, Key="b", Range="bytes=5-99999")
+    assert got["Body"].read() == data[5:] and got["SSEKMSKeyId"] == "beta"
+    assert es3.head_object(Bucket=ebucket, Key="d")["ServerSideEncryption"] == "aws:kms"
+    assert not disk_holds(ssrv.srv.data_dir, data[:64])
+    with pytest.raises(ClientError) as e:
+        es3.put_object(Bucket=ebucket, Key="x", Body=b"x", ServerSideEncryption="aws:kms",
+                       SSEKMSKeyId="gamma")
+    assert_error(e, "KMS.NotFoundException", 400)
+    r = raw_request(ssrv.srv, "PUT", f"/{ebucket}/x", body=b"x",
+                    headers={"x-amz-server-side-encryption-aws-kms-key-id": "beta"})
+    assert r.status == 400 and r.error_code() == "InvalidArgument", r
+    # A bucket default naming a keyring key.
+    es3.put_bucket_encryption(Bucket=ebucket, ServerSideEncryptionConfiguration={"Rules": [
+        {"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "aws:kms",
+                                                "KMSMasterKeyID": "beta"}}]})
+    rule = es3.get_bucket_encryption(Bucket=ebucket)["ServerSideEncryptionConfiguration"][
+        "Rules"][0]["ApplyServerSideEncryptionByDefault"]
+    assert rule == {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": "beta"}
+    r = es3.put_object(Bucket=ebucket, Key="dflt", Body=data)
+    assert r["ServerSideEncryption"] == "aws:kms" and r["SSEKMSKeyId"] == "beta"
+    assert es3.get_object(Bucket=ebucket, Key="dflt")["Body"].read() == data
+    with pytest.raises(ClientError) as e:
+        es3.put_bucket_encryption(Bucket=ebucket, ServerSideEncryptionConfiguration={"Rules": [
+            {"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "aws:kms",
+                                                    "KMSMasterKeyID": "gamma"}}]})
+    assert_error(e, "KMS.NotFoundException", 400)
 
 
 def test_bucket_default_encryption(es3, ssrv, ebucket):
@@ -217,7 +263,7 @@ def test_bucket_default_encryption(es3, ssrv, ebucket):
     # SSE-C overrides the default.
     es3.put_object(Bucket=ebucket, Key="c", Body=b"c", **sse_c())
     assert es3.get_object(Bucket=ebucket, Key="c", **sse_c())["Body"].read() == b"c"
-    kms = {"Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "aws:kms"}}]}
+    kms = {"Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "aws:kms:dsse"}}]}
     with pytest.raises(ClientError) as e:
         es3.put_bucket_encryption(Bucket=ebucket, ServerSideEncryptionConfiguration=kms)
     assert_error(e, "NotImplemented", 501)
@@ -342,6 +388,10 @@ def test_unconfigured_server_refuses(s3, bucket):
         s3.put_bucket_encryption(Bucket=bucket, ServerSideEncryptionConfiguration=cfg)
     assert_error(e, "NotImplemented", 501)
     with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket=bucket, Key="k", Body=b"x", ServerSideEncryption="aws:kms")
+    assert_error(e, "NotImplemented", 501)
+    assert "sse.kms_keyring_file" in e.value.response["Error"]["Message"]
+    with pytest.raises(ClientError) as e:
         s3.head_object(Bucket=bucket, Key="k")
     assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
 
@@ -364,9 +414,9 @@ def driver(srv, *args, transport="native"):
 
 
 @pytest.fixture(scope="module", params=list(UCX_ENVS))
-def nsrv(request, tmp_path_factory, master_key_file):
+def nsrv(request, tmp_path_factory, master_key_file, keyring_file):
     s = sse_server(tmp_path_factory.mktemp("sse-native"), "ssen", UCX_ENVS[request.param],
-                   master_key_file)
+                   master_key_file, keyring_file)
     yield s
     s.stop()
 
