@@ -64,13 +64,26 @@ int buf_append_str(buf_t *b, const char *s)
 
 int buf_vprintf(buf_t *b, const char *fmt, va_list ap)
 {
+    /* Formatted once into the room there is; a second time only when it
+     * did not fit. */
+    size_t room = b->cap > b->len ? b->cap - b->len : 0;
     va_list ap2;
     va_copy(ap2, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap2);
+    int n = vsnprintf(room ? b->data + b->len : NULL, room, fmt, ap2);
     va_end(ap2);
-    if (n < 0 || buf_reserve(b, (size_t)n) != 0)
+    if (n < 0 || (size_t)n > b->max - b->len) {
+        if (room)
+            b->data[b->len] = '\0';
         return -1;
-    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    }
+    if ((size_t)n >= room) {
+        if (buf_reserve(b, (size_t)n) != 0) {
+            if (room)
+                b->data[b->len] = '\0';
+            return -1;
+        }
+        vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    }
     b->len += (size_t)n;
     return 0;
 }
@@ -86,30 +99,22 @@ int buf_printf(buf_t *b, const char *fmt, ...)
 
 int buf_append_xml(buf_t *b, const char *s)
 {
-    for (; *s; s++) {
-        const char *rep = NULL;
-        switch (*s) {
-        case '&':
-            rep = "&amp;";
-            break;
-        case '<':
-            rep = "&lt;";
-            break;
-        case '>':
-            rep = "&gt;";
-            break;
-        case '"':
-            rep = "&quot;";
-            break;
-        case '\'':
-            rep = "&apos;";
-            break;
-        default:
-            break;
-        }
-        int rc = rep ? buf_append_str(b, rep) : buf_append(b, s, 1);
-        if (rc != 0)
+    while (*s) {
+        /* The run of bytes that need no escaping, then one that does. */
+        size_t run = strcspn(s, "&<>\"'");
+        if (run && buf_append(b, s, run) != 0)
             return -1;
+        s += run;
+        if (!*s)
+            break;
+        const char *rep = *s == '&'   ? "&amp;"
+                          : *s == '<' ? "&lt;"
+                          : *s == '>' ? "&gt;"
+                          : *s == '"' ? "&quot;"
+                                      : "&apos;";
+        if (buf_append_str(b, rep) != 0)
+            return -1;
+        s++;
     }
     return 0;
 }

@@ -106,17 +106,6 @@ void date_format_http(int64_t unix_s, char out[40])
     strftime(out, 40, "%a, %d %b %Y %H:%M:%S GMT", &tm);
 }
 
-void date_format_iso8601(int64_t unix_ms, char out[32])
-{
-    time_t s = (time_t)(unix_ms / 1000);
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    /* strftime bounds the year field where snprintf cannot prove it fits. */
-    char base[24];
-    strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out, 32, "%.20s.%03dZ", base, (int)(unix_ms % 1000));
-}
-
 int64_t date_parse_amz(const char *s)
 {
     if (!s || strlen(s) != 16 || s[8] != 'T' || s[15] != 'Z')
@@ -128,7 +117,11 @@ int64_t date_parse_amz(const char *s)
                        digits(s + 11, 2), se);
 }
 
-void date_format_amz(int64_t t, char out[17])
+/* The UTC fields of t (unix seconds) as digits: year (4), month, day, hour,
+ * minute, second (2 each) into the 14 bytes of digits; false, with the
+ * first or last representable second written, for a year outside
+ * 0..9999 (clamped rather than overflowing a four-digit field). */
+static bool utc_digits(int64_t t, char digits[14])
 {
     int64_t days = t / 86400, secs = t % 86400;
     if (secs < 0) {
@@ -139,26 +132,60 @@ void date_format_amz(int64_t t, char out[17])
     unsigned m, d;
     civil_from_days(days, &y, &m, &d);
     if (y < 0 || y > 9999) {
-        /* Unrepresentable in four digits: clamp rather than overflow out. */
-        memcpy(out, y < 0 ? "00000101T000000Z" : "99991231T235959Z", 17);
-        return;
+        memcpy(digits, y < 0 ? "00000101000000" : "99991231235959", 14);
+        return false;
     }
-    unsigned s = (unsigned)secs;
-    out[0] = (char)('0' + y / 1000);
-    out[1] = (char)('0' + y / 100 % 10);
-    out[2] = (char)('0' + y / 10 % 10);
-    out[3] = (char)('0' + y % 10);
-    out[4] = (char)('0' + m / 10);
-    out[5] = (char)('0' + m % 10);
-    out[6] = (char)('0' + d / 10);
-    out[7] = (char)('0' + d % 10);
+    unsigned sec = (unsigned)secs;
+    unsigned v[6] = {(unsigned)y, m, d, sec / 3600, sec % 3600 / 60, sec % 60};
+    char *o = digits;
+    for (int k = 0; k < 6; k++) {
+        if (k == 0) {
+            *o++ = (char)('0' + v[0] / 1000);
+            *o++ = (char)('0' + v[0] / 100 % 10);
+        }
+        *o++ = (char)('0' + v[k] / 10 % 10);
+        *o++ = (char)('0' + v[k] % 10);
+    }
+    return true;
+}
+
+void date_format_iso8601(int64_t unix_ms, char out[32])
+{
+    int64_t s = unix_ms / 1000, ms = unix_ms % 1000;
+    if (ms < 0) {
+        ms += 1000;
+        s--;
+    }
+    char g[14];
+    if (!utc_digits(s, g))
+        ms = s < 0 ? 0 : 999;
+    /* YYYY-MM-DDTHH:MM:SS.mmmZ */
+    memcpy(out, g, 4);
+    out[4] = '-';
+    memcpy(out + 5, g + 4, 2);
+    out[7] = '-';
+    memcpy(out + 8, g + 6, 2);
+    out[10] = 'T';
+    memcpy(out + 11, g + 8, 2);
+    out[13] = ':';
+    memcpy(out + 14, g + 10, 2);
+    out[16] = ':';
+    memcpy(out + 17, g + 12, 2);
+    out[19] = '.';
+    out[20] = (char)('0' + ms / 100);
+    out[21] = (char)('0' + ms / 10 % 10);
+    out[22] = (char)('0' + ms % 10);
+    out[23] = 'Z';
+    out[24] = '\0';
+}
+
+void date_format_amz(int64_t t, char out[17])
+{
+    char g[14];
+    utc_digits(t, g);
+    memcpy(out, g, 8);
     out[8] = 'T';
-    out[9] = (char)('0' + s / 36000);
-    out[10] = (char)('0' + s / 3600 % 10);
-    out[11] = (char)('0' + s % 3600 / 600);
-    out[12] = (char)('0' + s % 3600 / 60 % 10);
-    out[13] = (char)('0' + s % 60 / 10);
-    out[14] = (char)('0' + s % 10);
+    memcpy(out + 9, g + 8, 6);
     out[15] = 'Z';
     out[16] = '\0';
 }

@@ -14,6 +14,7 @@
 
 #include "common/date.h"
 #include "common/s3r_limits.h"
+#include "s3/lifecycle.h"
 #include "s3/policy.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
@@ -107,6 +108,9 @@ typedef struct access_cfg {
     bool policy_public;
     unsigned pab;             /* S3_PAB_* */
     s3_ownership_t ownership; /* S3_OWNERSHIP_NONE when unset */
+    /* Not an access document, but read on every GET, HEAD and PUT of a
+     * bucket that has one (x-amz-expiration): parsed once here too. */
+    s3_lc_t lifecycle; /* no rules when none */
 } access_cfg_t;
 
 #define CFG_SLOTS S3R_POLICY_CACHE
@@ -120,6 +124,7 @@ static void cfg_release(access_cfg_t *c)
 {
     if (c && atomic_fetch_sub(&c->refs, 1) == 1) {
         s3_policy_free(c->policy);
+        s3_lc_free(&c->lifecycle);
         free(c);
     }
 }
@@ -141,10 +146,14 @@ static s3_error_t cfg_parse(access_cfg_t *c, int kind, const buf_t *doc, const c
         c->pab = d[0] & S3_PAB_ALL;
     } else if (kind == STOR_BCFG_OWNERSHIP && doc->len == 1 && d[0] < S3_OWNERSHIP_COUNT) {
         c->ownership = (s3_ownership_t)d[0];
-    } else if (kind == STOR_BCFG_CORS || kind == STOR_BCFG_LIFECYCLE || kind == STOR_BCFG_TAGGING ||
+    } else if (kind == STOR_BCFG_LIFECYCLE) {
+        char why[256];
+        if (s3_lc_from_xml(doc->data, doc->len, &c->lifecycle, why, sizeof why) != S3E_NONE)
+            return S3E_INTERNAL;
+    } else if (kind == STOR_BCFG_CORS || kind == STOR_BCFG_TAGGING ||
                kind == STOR_BCFG_ENCRYPTION) {
-        /* Not access documents: CORS, lifecycle rules, bucket tags and
-         * default encryption never grant or deny (ops_config.c). */
+        /* Not access documents: CORS, bucket tags and default encryption
+         * never grant or deny (ops_config.c). */
     } else {
         return S3E_INTERNAL;
     }
@@ -225,6 +234,17 @@ static s3_error_t cfg_get(s3_req_t *req, const stor_bucket_t *bucket, access_cfg
     cfg_release(old);
     *out = c;
     return S3E_NONE;
+}
+
+s3_error_t s3_bucket_lifecycle(s3_req_t *req, const stor_bucket_t *bucket, s3_lc_fn fn, void *ctx)
+{
+    static const s3_lc_t none;
+    access_cfg_t *cfg;
+    s3_error_t err = cfg_get(req, bucket, &cfg);
+    if (err == S3E_NONE)
+        fn(ctx, cfg ? &cfg->lifecycle : &none);
+    cfg_release(cfg);
+    return err;
 }
 
 /* ---- the request as policy conditions see it --------------------------------------- */
@@ -406,7 +426,8 @@ static const struct {
 static const char *request_action(s3_req_t *req, s3_perm_t perm, bool object, char *buf, size_t cap)
 {
     const s3_op_t *op = req->op;
-    if (object && perm == S3_PERM_READ && op != &s3_op_get_object_tagging)
+    if (object && perm == S3_PERM_READ && op != &s3_op_get_object_tagging &&
+        op != &s3_op_get_object_attributes)
         return "s3:GetObject"; /* a GET, or a copy's source */
     if (op == &s3_op_put_bucket_config || op == &s3_op_delete_bucket_config) {
         for (size_t i = 0; i < sizeof config_actions / sizeof config_actions[0]; i++)

@@ -49,6 +49,8 @@ static const char *const version_q[] = {"versionId", NULL};
 static const char *const delete_q[] = {"delete", NULL};
 static const char *const uploads_q[] = {"uploads", NULL};
 static const char *const location_q[] = {"location", NULL};
+static const char *const list_buckets_q[] = {"max-buckets", "continuation-token", "prefix",
+                                             "bucket-region", NULL};
 
 /* What each opcode runs, with the HTTP method the handlers see, and the
  * inputs it takes (docs/protocol.md §4.2): its bucket and key, a request
@@ -81,7 +83,8 @@ static const struct native_op {
     [RDMA_OP_DELETE_BUCKET] = {&s3_op_delete_bucket, "DELETE", MUST, NO, NO, NO,
                                .need_header = NULL},
     [RDMA_OP_HEAD_BUCKET] = {&s3_op_head_bucket, "HEAD", MUST, NO, NO, NO, .need_header = NULL},
-    [RDMA_OP_LIST_BUCKETS] = {&s3_op_list_buckets, "GET", NO, NO, NO, MAY, .need_header = NULL},
+    [RDMA_OP_LIST_BUCKETS] = {&s3_op_list_buckets, "GET", NO, NO, NO, MAY,
+                              .may_query = list_buckets_q},
     [RDMA_OP_CREATE_MPU] = {&s3_op_create_mpu, "POST", MUST, MUST, NO, MAY, .may_query = uploads_q},
     [RDMA_OP_UPLOAD_PART] = {&s3_op_upload_part, "PUT", MUST, MUST, MAY, NO, .need_query = part_q},
     [RDMA_OP_COMPLETE_MPU] = {&s3_op_complete_mpu, "POST", MUST, MUST, MUST, MAY,

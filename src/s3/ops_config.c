@@ -126,10 +126,7 @@ static void put_bucket_acl_finish(s3_req_t *req)
     s3_reply_empty(req, 200);
 }
 
-/* Looks up the request's object (versionId "null" or none) and checks perm
- * on it (a missing key: s3_object_lookup_error); fills *meta_p (caller
- * frees). Replies and returns false on error. */
-static bool object_for_config(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p)
+bool s3_object_for_request(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p)
 {
     s3_error_t err = s3_version_check(s3_req_query(req, "versionId"));
     if (err != S3E_NONE) {
@@ -153,7 +150,7 @@ static bool object_for_config(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p
 static void get_object_acl_begin(s3_req_t *req)
 {
     stor_meta_t meta;
-    if (!object_for_config(req, S3_PERM_READ_ACP, &meta))
+    if (!s3_object_for_request(req, S3_PERM_READ_ACP, &meta))
         return;
     buf_t xml;
     buf_init(&xml, 16 * 1024);
@@ -170,7 +167,7 @@ static void get_object_acl_begin(s3_req_t *req)
 static void put_object_acl_begin(s3_req_t *req)
 {
     stor_meta_t meta;
-    if (!object_for_config(req, S3_PERM_WRITE_ACP, &meta))
+    if (!s3_object_for_request(req, S3_PERM_WRITE_ACP, &meta))
         return;
     stor_meta_free(&meta);
     put_acl_begin(req);
@@ -181,7 +178,7 @@ static void put_object_acl_begin(s3_req_t *req)
 static void put_object_acl_finish(s3_req_t *req)
 {
     stor_meta_t meta;
-    if (!object_for_config(req, S3_PERM_WRITE_ACP, &meta))
+    if (!s3_object_for_request(req, S3_PERM_WRITE_ACP, &meta))
         return;
     stor_acl_t acl;
     bool ok = acl_requested(req, true, s3_object_owner(&req->authz_bucket, &meta),
@@ -656,7 +653,7 @@ static void delete_bucket_tagging_begin(s3_req_t *req)
 static void get_object_tagging_begin(s3_req_t *req)
 {
     stor_meta_t meta;
-    if (!object_for_config(req, S3_PERM_READ, &meta))
+    if (!s3_object_for_request(req, S3_PERM_READ, &meta))
         return;
     if (s3_req_query(req, "versionId"))
         s3_reply_header(req, "x-amz-version-id", "null");
@@ -692,7 +689,7 @@ static void object_tags_write(s3_req_t *req, const s3_tags_t *t, const char *sto
 {
     req->request_tags = t;
     stor_meta_t meta;
-    bool ok = object_for_config(req, S3_PERM_WRITE_ACP, &meta);
+    bool ok = s3_object_for_request(req, S3_PERM_WRITE_ACP, &meta);
     req->request_tags = NULL;
     if (!ok)
         return;
@@ -827,25 +824,6 @@ static void delete_encryption_begin(s3_req_t *req)
 
 /* ---- lifecycle ------------------------------------------------------------------------ */
 
-/* The lifecycle configuration of req->authz_bucket (no rules when it has
- * none). Returns STOR_OK or the store's error; a stored document that does
- * not parse is STOR_ERR_IO. */
-static stor_status_t lifecycle_of(s3_req_t *req, s3_lc_t *cfg)
-{
-    memset(cfg, 0, sizeof *cfg);
-    if (!(req->authz_bucket.cfg_mask & (1u << STOR_BCFG_LIFECYCLE)))
-        return STOR_OK;
-    buf_t doc;
-    uint64_t gen;
-    stor_status_t st = stor_bucket_config_get(req->srv->cfg.store, &req->authz_bucket,
-                                              STOR_BCFG_LIFECYCLE, &doc, &gen);
-    char why[256];
-    if (st == STOR_OK && doc.len && s3_lc_from_xml(doc.data, doc.len, cfg, why, sizeof why))
-        st = STOR_ERR_IO;
-    buf_free(&doc);
-    return st;
-}
-
 /* The whole LifecycleConfiguration document of cfg, appended to xml. */
 static void lifecycle_xml(const s3_lc_t *cfg, buf_t *xml)
 {
@@ -854,21 +832,26 @@ static void lifecycle_xml(const s3_lc_t *cfg, buf_t *xml)
     buf_append_str(xml, "</LifecycleConfiguration>");
 }
 
-static void get_lifecycle_begin(s3_req_t *req)
+static void reply_lifecycle(void *ctx, const s3_lc_t *cfg)
 {
-    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
-        return;
-    s3_lc_t cfg;
-    stor_status_t st = lifecycle_of(req, &cfg);
-    if (st != STOR_OK || cfg.n_rules == 0) {
-        s3_reply_error(req, st != STOR_OK ? s3_error_from_stor(st) : S3E_NO_SUCH_LIFECYCLE, NULL);
+    s3_req_t *req = ctx;
+    if (cfg->n_rules == 0) {
+        s3_reply_error(req, S3E_NO_SUCH_LIFECYCLE, NULL);
         return;
     }
     buf_t xml;
     buf_init(&xml, 2 * S3_LC_MAX_BYTES);
-    lifecycle_xml(&cfg, &xml);
-    s3_lc_free(&cfg);
+    lifecycle_xml(cfg, &xml);
     s3_reply_xml(req, 200, &xml);
+}
+
+static void get_lifecycle_begin(s3_req_t *req)
+{
+    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
+        return;
+    s3_error_t err = s3_bucket_lifecycle(req, &req->authz_bucket, reply_lifecycle, req);
+    if (err != S3E_NONE)
+        s3_reply_error(req, err, NULL);
 }
 
 static void put_lifecycle_finish(s3_req_t *req)
@@ -899,42 +882,58 @@ static const char *lifecycle_tag(void *ctx, const char *key)
     return s3_tags_find(ctx, key);
 }
 
-void s3_lifecycle_reply_header(s3_req_t *req, const char *key, const stor_meta_t *meta)
-{
-    s3_lc_t cfg;
-    if (lifecycle_of(req, &cfg) != STOR_OK)
-        return;
-    /* Tag filters see the object's tags (none when they do not decode). */
-    s3_tags_t tags;
-    bool tagged = meta->tags && s3_tags_from_stored(meta->tags, &tags) == 0;
-    const s3_lc_rule_t *rule;
-    int64_t t =
-        s3_lc_expiry(&cfg, key, meta->size, meta->mtime_ms / 1000, req->srv->cfg.lifecycle_day_s,
-                     tagged ? lifecycle_tag : NULL, tagged ? &tags : NULL, &rule);
-    if (tagged)
-        s3_tags_free(&tags);
-    if (t >= 0) {
-        char value[S3_LC_MAX_ID + 96];
-        s3_lc_expiration_header(t, rule, value, sizeof value);
-        s3_reply_header(req, "x-amz-expiration", value);
-    }
-    s3_lc_free(&cfg);
-}
+/* What x-amz-expiration or the abort headers are worked out for. */
+typedef struct lc_ask {
+    s3_req_t *req;
+    const char *key;
+    const stor_meta_t *meta; /* NULL: an upload initiated at initiated_s */
+    int64_t initiated_s;
+} lc_ask_t;
 
-void s3_lifecycle_abort_headers(s3_req_t *req, const char *key, int64_t initiated_s)
+static void add_lifecycle_headers(void *ctx, const s3_lc_t *cfg)
 {
-    s3_lc_t cfg;
-    if (lifecycle_of(req, &cfg) != STOR_OK)
-        return;
+    const lc_ask_t *a = ctx;
+    s3_req_t *req = a->req;
     const s3_lc_rule_t *rule;
-    int64_t t = s3_lc_abort_due(&cfg, key, initiated_s, req->srv->cfg.lifecycle_day_s, &rule);
+    if (a->meta) {
+        /* Tag filters see the object's tags (none when they do not decode). */
+        s3_tags_t tags;
+        bool tagged = a->meta->tags && s3_tags_from_stored(a->meta->tags, &tags) == 0;
+        int64_t t = s3_lc_expiry(cfg, a->key, a->meta->size, a->meta->mtime_ms / 1000,
+                                 req->srv->cfg.lifecycle_day_s, tagged ? lifecycle_tag : NULL,
+                                 tagged ? &tags : NULL, &rule);
+        if (tagged)
+            s3_tags_free(&tags);
+        char value[S3_LC_MAX_ID + 96];
+        if (t >= 0) {
+            s3_lc_expiration_header(t, rule, value, sizeof value);
+            s3_reply_header(req, "x-amz-expiration", value);
+        }
+        return;
+    }
+    int64_t t = s3_lc_abort_due(cfg, a->key, a->initiated_s, req->srv->cfg.lifecycle_day_s, &rule);
     if (t >= 0) {
         char date[40];
         date_format_http(t, date);
         s3_reply_header(req, "x-amz-abort-date", date);
         s3_reply_header(req, "x-amz-abort-rule-id", rule->id);
     }
-    s3_lc_free(&cfg);
+}
+
+void s3_lifecycle_reply_header(s3_req_t *req, const char *key, const stor_meta_t *meta)
+{
+    if (!(req->authz_bucket.cfg_mask & (1u << STOR_BCFG_LIFECYCLE)))
+        return;
+    lc_ask_t a = {req, key, meta, 0};
+    s3_bucket_lifecycle(req, &req->authz_bucket, add_lifecycle_headers, &a);
+}
+
+void s3_lifecycle_abort_headers(s3_req_t *req, const char *key, int64_t initiated_s)
+{
+    if (!(req->authz_bucket.cfg_mask & (1u << STOR_BCFG_LIFECYCLE)))
+        return;
+    lc_ask_t a = {req, key, NULL, initiated_s};
+    s3_bucket_lifecycle(req, &req->authz_bucket, add_lifecycle_headers, &a);
 }
 
 /* ---- configurations s3rdmad does not keep ------------------------------------------- */

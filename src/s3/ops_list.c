@@ -181,19 +181,36 @@ static bool list_walk(s3_req_t *req, const list_query_t *q, const char *after,
 /* LastModified, ETag, Size of an object entry. */
 static void object_fields(buf_t *out, const stor_meta_t *meta)
 {
-    char date[32];
+    /* On every entry of a page: appended, not printf'ed. */
+    char date[32], size[24];
     date_format_iso8601(meta->mtime_ms, date);
-    buf_printf(out, "<LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag>", date, meta->etag);
-    buf_printf(out, "<Size>%" PRIu64 "</Size>", meta->size);
+    buf_append_str(out, "<LastModified>");
+    buf_append_str(out, date);
+    buf_append_str(out, "</LastModified><ETag>&quot;");
+    buf_append_xml(out, meta->etag);
+    buf_append_str(out, "&quot;</ETag><Size>");
+    char *p = size + sizeof size;
+    uint64_t v = meta->size;
+    do {
+        *--p = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    buf_append(out, p, (size_t)(size + sizeof size - p));
+    buf_append_str(out, "</Size>");
 }
 
-/* Starts a listing's document: its root element, Name and Prefix. */
-static void list_doc_open(s3_req_t *req, const list_query_t *q, const char *root, buf_t *xml)
+/* Starts a listing's document: its root element, Name and Prefix. The
+ * Prefix is URL-encoded under encoding-type=url only when prefix_url: S3
+ * encodes it in ListObjectsV2 and ListObjectVersions but returns it as sent
+ * in ListObjects (v1), and clients decode accordingly (botocore decodes no
+ * v1 Prefix, so an encoded one would reach the caller as "%0A"). */
+static void list_doc_open(s3_req_t *req, const list_query_t *q, const char *root, bool prefix_url,
+                          buf_t *xml)
 {
     buf_init(xml, 128 * 1024 * 1024);
     s3_xml_open(xml, root);
     elem(xml, "Name", req->bucket, false);
-    elem(xml, "Prefix", q->prefix, q->url);
+    elem(xml, "Prefix", q->prefix, q->url && prefix_url);
 }
 
 /* Ends a listing's document xml (its root element and the fields before
@@ -226,7 +243,8 @@ static void render_contents(s3_req_t *req, const list_query_t *q, buf_t *out, co
     object_fields(out, meta);
     if (fetch_owner)
         s3_xml_principal(out, "Owner", s3_object_owner(&req->authz_bucket, meta));
-    buf_append_str(out, "<StorageClass>STANDARD</StorageClass></Contents>");
+    s3_xml_elem(out, "StorageClass", s3_storage_class(meta));
+    buf_append_str(out, "</Contents>");
 }
 
 static void list_objects_begin(s3_req_t *req)
@@ -269,7 +287,7 @@ static void list_objects_begin(s3_req_t *req)
         return;
 
     buf_t xml;
-    list_doc_open(req, &q, "ListBucketResult", &xml);
+    list_doc_open(req, &q, "ListBucketResult", v2, &xml);
     if (v2) {
         if (start_after)
             elem(&xml, "StartAfter", start_after, q.url);
@@ -300,7 +318,8 @@ static void render_version(s3_req_t *req, const list_query_t *q, buf_t *out, con
     buf_append_str(out, "<VersionId>null</VersionId><IsLatest>true</IsLatest>");
     object_fields(out, meta);
     s3_xml_principal(out, "Owner", s3_object_owner(&req->authz_bucket, meta));
-    buf_append_str(out, "<StorageClass>STANDARD</StorageClass></Version>");
+    s3_xml_elem(out, "StorageClass", s3_storage_class(meta));
+    buf_append_str(out, "</Version>");
 }
 
 static void list_versions_begin(s3_req_t *req)
@@ -335,7 +354,7 @@ static void list_versions_begin(s3_req_t *req)
         return;
 
     buf_t xml;
-    list_doc_open(req, &q, "ListVersionsResult", &xml);
+    list_doc_open(req, &q, "ListVersionsResult", true, &xml);
     elem(&xml, "KeyMarker", key_marker ? key_marker : "", q.url);
     elem(&xml, "VersionIdMarker", vid_marker ? vid_marker : "", false);
     if (r.truncated) {

@@ -494,6 +494,7 @@ static void get_object_begin(s3_req_t *req)
 
     uint64_t first = 0, len = meta->size;
     int status = 200;
+    uint32_t part_n = 0; /* GET ?partNumber= of a multipart object */
     const char *pn = s3_req_query(req, "partNumber");
     if (pn) {
         char *end;
@@ -516,6 +517,7 @@ static void get_object_begin(s3_req_t *req)
             len = meta->part_sizes[n - 1];
             status = 206;
             s3_reply_headerf(req, "x-amz-mp-parts-count", "%u", meta->parts_count);
+            part_n = (uint32_t)n;
         }
     } else {
         uint64_t a, b;
@@ -548,6 +550,12 @@ static void get_object_begin(s3_req_t *req)
     } overrides[] = {S3_RESPONSE_OVERRIDES(OVERRIDE)};
 #undef OVERRIDE
     stor_meta_t shown = *meta;
+    /* A part's GET carries the part's checksum (of the object's type), as
+     * in S3, when the object keeps its parts' checksums. */
+    char part_ck[CHECKSUM_VALUE_MAX];
+    checksum_alg_t ck_alg = checksum_alg_from_name(meta->checksum_algorithm);
+    if (part_n && ck_alg != CHECKSUM_NONE && s3_part_checksum_of(meta, part_n, part_ck))
+        *s3_meta_checksum(&shown, s3_checksum_alg_of(ck_alg)) = part_ck;
     bool overridden = false;
     for (size_t i = 0; i < sizeof(overrides) / sizeof(overrides[0]); i++) {
         const char *v = s3_req_query(req, overrides[i].param);
@@ -719,6 +727,7 @@ s3_error_t s3_copy_range(s3_req_t *req, stor_reader_t *reader, uint64_t first, u
             break;
         }
         digest_update(md5, buf, n);
+        s3_checksums_update(req, buf, n);
         if ((st = stor_writer_write(w, buf, n)) != STOR_OK)
             err = s3_error_from_stor(st);
         off += n;
@@ -741,6 +750,15 @@ static void copy_object_begin(s3_req_t *req)
 {
     if (!s3_bucket_authorize(req, req->bucket, S3_PERM_WRITE, &req->authz_bucket))
         return;
+    /* If-None-Match / If-Match judge the destination, as on PutObject (the
+     * source's are x-amz-copy-source-if-*). */
+    stor_precond_t cond;
+    const char *why = NULL;
+    s3_error_t err = s3_write_precond(req, &cond, &why);
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, why);
+        return;
+    }
     const char *directive = s3_req_header(req, "x-amz-metadata-directive");
     bool replace = directive && strcasecmp(directive, "REPLACE") == 0;
     if (directive && !replace && strcasecmp(directive, "COPY") != 0) {
@@ -754,24 +772,28 @@ static void copy_object_begin(s3_req_t *req)
         return;
     }
     bool same = false;
+    /* A copy onto itself is legal when it changes the storage class. */
+    bool new_class = s3_req_header(req, "x-amz-storage-class") != NULL;
     stor_reader_t *reader = s3_copy_source_open(req, &same);
     if (!reader)
         return;
     const stor_meta_t *src = stor_reader_meta(reader);
     stor_meta_t *meta = meta_state_new(req);
-    s3_error_t err = meta ? S3E_NONE : S3E_INTERNAL;
-    const char *why = NULL;
+    err = meta ? S3E_NONE : S3E_INTERNAL;
     if (err == S3E_NONE && replace) {
         err = s3_meta_from_headers(req, meta, &why);
-    } else if (err == S3E_NONE && same) {
+    } else if (err == S3E_NONE && same && !new_class) {
         err = S3E_INVALID_REQUEST;
     } else if (err == S3E_NONE) {
         if (stor_meta_copy(meta, src) != STOR_OK)
             err = S3E_INTERNAL;
-        /* A copy is a single-part object whatever the source was. */
+        /* A copy is a single-part object whatever the source was, and of
+         * the class the request names (STANDARD when none), as in S3. */
         free(meta->part_sizes);
         meta->part_sizes = NULL;
         meta->parts_count = 0;
+        if (err == S3E_NONE)
+            err = s3_storage_class_from_headers(req, meta);
     }
     /* Tags follow their own directive: the source's (COPY, the default)
      * or x-amz-tagging's (REPLACE), whatever the metadata directive. */
@@ -815,7 +837,7 @@ static void copy_object_begin(s3_req_t *req)
         return;
     }
     snprintf(meta->etag, sizeof(meta->etag), "%s", etag);
-    stor_status_t st = stor_writer_commit(w, req->key, meta);
+    stor_status_t st = stor_writer_commit_if(w, req->key, meta, &cond);
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
         return;

@@ -102,20 +102,27 @@ void s3_xml_open(buf_t *xml, const char *root)
                root);
 }
 
+/* <name> or </name>: on every element of a listing, so without printf. */
+static void xml_tag(buf_t *xml, const char *name, bool close)
+{
+    buf_append(xml, close ? "</" : "<", close ? 2 : 1);
+    buf_append_str(xml, name);
+    buf_append(xml, ">", 1);
+}
+
 void s3_xml_elem(buf_t *xml, const char *name, const char *value)
 {
-    buf_printf(xml, "<%s>", name);
+    xml_tag(xml, name, false);
     buf_append_xml(xml, value);
-    buf_printf(xml, "</%s>", name);
+    xml_tag(xml, name, true);
 }
 
 void s3_xml_principal(buf_t *xml, const char *tag, const char *who)
 {
-    buf_printf(xml, "<%s><ID>", tag);
-    buf_append_xml(xml, who);
-    buf_append_str(xml, "</ID><DisplayName>");
-    buf_append_xml(xml, who);
-    buf_printf(xml, "</DisplayName></%s>", tag);
+    xml_tag(xml, tag, false);
+    s3_xml_elem(xml, "ID", who);
+    s3_xml_elem(xml, "DisplayName", who);
+    xml_tag(xml, tag, true);
 }
 
 void s3_reply_object(s3_req_t *req, int status, stor_reader_t *reader, uint64_t first, uint64_t len)
@@ -152,6 +159,8 @@ s3_error_t s3_error_from_stor(stor_status_t st)
         return S3E_ENTITY_TOO_SMALL;
     case STOR_ERR_TOO_LARGE:
         return S3E_METADATA_TOO_LARGE;
+    case STOR_ERR_BAD_DIGEST:
+        return S3E_BAD_DIGEST;
     case STOR_ERR_PRECONDITION:
         return S3E_PRECONDITION_FAILED;
     case STOR_ERR_UNAVAILABLE:

@@ -22,6 +22,8 @@
     X(INVALID_ACCESS_KEY, 403, "InvalidAccessKeyId",                                               \
       "The AWS access key ID you provided does not exist in our records.")                         \
     X(INVALID_ARGUMENT, 400, "InvalidArgument", "Invalid Argument.")                               \
+    X(INVALID_STORAGE_CLASS, 400, "InvalidStorageClass",                                           \
+      "The storage class you specified is not valid")                                              \
     X(INVALID_BUCKET_NAME, 400, "InvalidBucketName", "The specified bucket is not valid.")         \
     X(INVALID_DIGEST, 400, "InvalidDigest", "The Content-MD5 you specified is not valid.")         \
     X(INVALID_POLICY, 400, "InvalidPolicyDocument",                                                \

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "common/buf.h"
+#include "common/checksum.h"
 #include "common/hash.h"
 #include "s3/awschunked.h"
 #include "s3/s3_errors.h"
@@ -210,6 +211,10 @@ struct s3_req {
     bool want_ck[S3_CK_COUNT];
     const char *expect_ck[S3_CK_COUNT]; /* from x-amz-checksum-* headers; NULL when not sent */
     bool fast_etag; /* set by PutObject's and UploadPart's begin() under etag: fast */
+    /* Set by CompleteMultipartUpload's begin(): its x-amz-checksum-* headers
+     * are the object's checksums, not its XML body's, and body.c leaves
+     * them alone. */
+    bool checksums_of_object;
     bool has_content_md5;
     uint8_t content_md5[MD5_LEN];
     uint32_t crc32, crc32c;
@@ -307,6 +312,15 @@ void s3_reply_send(s3_req_t *req, int status, s3_out_t *out);
  * included. The native protocol is no browser's: it never carries them. */
 void s3_cors_reply_headers(s3_req_t *req);
 
+/* The lifecycle configuration of bucket (as s3_bucket_lookup gave it),
+ * parsed once per configuration generation in the cache of parsed bucket
+ * configurations (access.c): calls fn(ctx, cfg) with it, cfg->n_rules 0
+ * when there is none. Returns S3E_NONE, or the error reading it (fn not
+ * called). */
+struct s3_lc;
+typedef void (*s3_lc_fn)(void *ctx, const struct s3_lc *cfg);
+s3_error_t s3_bucket_lifecycle(s3_req_t *req, const stor_bucket_t *bucket, s3_lc_fn fn, void *ctx);
+
 /* Adds x-amz-expiration when a lifecycle rule of req->authz_bucket expires
  * the current version key with meta (GET, HEAD, PUT replies), as S3 does;
  * nothing when none does or the configuration cannot be read. */
@@ -365,12 +379,27 @@ void s3_body_feed(s3_req_t *req, const char *data, size_t len);
  * x-amz-content-sha256, checksums (header or trailer). Fills req->etag and
  * req->checksums. Returns S3E_NONE or the error to reply. */
 s3_error_t s3_body_end(s3_req_t *req);
+/* The checksums req->want_ck names, over bytes that are no request body
+ * (s3_body_sink runs them over bodies; UploadPartCopy over copied bytes):
+ * begin starts their digests, update hashes, end puts them, base64, in
+ * req->checksums. */
+s3_error_t s3_checksums_begin(s3_req_t *req);
+void s3_checksums_update(s3_req_t *req, const void *data, size_t len);
+s3_error_t s3_checksums_end(s3_req_t *req);
 /* Adds the x-amz-checksum-* headers of req->checksums to the response. */
 void s3_reply_checksums(s3_req_t *req);
 /* Where meta and a part keep the checksum of algorithm alg (const meta: to
  * read only). */
 char **s3_meta_checksum(const stor_meta_t *meta, enum s3_checksum_alg alg);
 char **s3_part_checksum(const stor_part_t *part, enum s3_checksum_alg alg);
+/* The s3_checksum_alg of common/checksum.h's alg. */
+enum s3_checksum_alg s3_checksum_alg_of(checksum_alg_t alg);
+/* The type of the checksum meta's object carries: its multipart upload's
+ * (COMPOSITE or FULL_OBJECT), FULL_OBJECT for any other object. */
+const char *s3_checksum_type(const stor_meta_t *meta);
+/* Part n's (1-based) checksum in a multipart object's part_checksums, into
+ * out; false when the object keeps none for that part. */
+bool s3_part_checksum_of(const stor_meta_t *meta, uint32_t n, char out[CHECKSUM_VALUE_MAX]);
 /* The XML element name of a checksum ("ChecksumCRC32", ...). */
 const char *s3_checksum_elem(enum s3_checksum_alg alg);
 /* Sink used by the RDMA token path: hashes and writes already-decoded bytes. */
@@ -388,6 +417,15 @@ s3_error_t s3_meta_from_headers(s3_req_t *req, stor_meta_t *meta, const char **w
  * checked as S3 does (s3/tagging.h); s3_meta_from_headers calls it, and
  * CopyObject under x-amz-tagging-directive REPLACE. */
 s3_error_t s3_tags_from_request(s3_req_t *req, stor_meta_t *meta, const char **why_p);
+/* Sets meta's storage class from x-amz-storage-class: NULL when absent or
+ * STANDARD (records stay at their older version), the class as sent when
+ * it is another of S3's; InvalidStorageClass for one S3 does not know.
+ * s3_meta_from_headers takes every writer through here; CopyObject's COPY
+ * directive too (a copy is STANDARD unless the request names a class, as
+ * in S3). */
+s3_error_t s3_storage_class_from_headers(s3_req_t *req, stor_meta_t *meta);
+/* The class meta's object has, as S3 names it ("STANDARD" when none). */
+const char *s3_storage_class(const stor_meta_t *meta);
 /* Checks meta's stored headers (Content-Type, Cache-Control, ...) are
  * field values and within S3R_MAX_STORED_HEADER_BYTES together: S3E_NONE,
  * or InvalidArgument with *why_p its message. For a GET's response-*
@@ -446,6 +484,11 @@ bool s3_bucket_lookup(s3_req_t *req, const char *bucket, stor_bucket_t *bucket_p
  * answers. Every operation that looks a key up goes through here before it
  * replies (GET, HEAD, copy sources, ?acl, ?tagging). */
 s3_error_t s3_object_lookup_error(s3_req_t *req, const stor_bucket_t *bucket, stor_status_t st);
+/* Looks up the request's object (versionId "null" or none) and checks perm
+ * on it (a missing key: s3_object_lookup_error), for the operations on an
+ * object's metadata (?acl, ?tagging, ?attributes); fills *meta_p (caller
+ * frees). Replies and returns false on error. */
+bool s3_object_for_request(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p);
 /* The requester's perm on bucket (on req->key in it when the request names
  * one), checked without replying: S3E_NONE (*bucket_p, when not NULL, gets
  * the bucket as found), or the error to reply (for a caller that cannot
@@ -547,13 +590,13 @@ extern const s3_op_t s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_bucke
     s3_op_get_bucket_policy, s3_op_get_bucket_cors, s3_op_get_bucket_tagging,
     s3_op_get_bucket_lifecycle, s3_op_get_object_lock_config, s3_op_get_bucket_encryption,
     s3_op_put_bucket_config, s3_op_delete_bucket_config, s3_op_get_object_tagging,
-    s3_op_put_object_tagging, s3_op_delete_object_tagging, s3_op_put_bucket_tagging,
-    s3_op_delete_bucket_tagging, s3_op_put_bucket_encryption, s3_op_delete_bucket_encryption,
-    s3_op_put_bucket_policy, s3_op_delete_bucket_policy, s3_op_get_bucket_policy_status,
-    s3_op_get_public_access_block, s3_op_put_public_access_block, s3_op_delete_public_access_block,
-    s3_op_get_bucket_ownership, s3_op_put_bucket_ownership, s3_op_delete_bucket_ownership,
-    s3_op_put_bucket_cors, s3_op_delete_bucket_cors, s3_op_cors_preflight,
-    s3_op_put_bucket_lifecycle, s3_op_delete_bucket_lifecycle;
+    s3_op_put_object_tagging, s3_op_delete_object_tagging, s3_op_get_object_attributes,
+    s3_op_put_bucket_tagging, s3_op_delete_bucket_tagging, s3_op_put_bucket_encryption,
+    s3_op_delete_bucket_encryption, s3_op_put_bucket_policy, s3_op_delete_bucket_policy,
+    s3_op_get_bucket_policy_status, s3_op_get_public_access_block, s3_op_put_public_access_block,
+    s3_op_delete_public_access_block, s3_op_get_bucket_ownership, s3_op_put_bucket_ownership,
+    s3_op_delete_bucket_ownership, s3_op_put_bucket_cors, s3_op_delete_bucket_cors,
+    s3_op_cors_preflight, s3_op_put_bucket_lifecycle, s3_op_delete_bucket_lifecycle;
 /* Endpoints the HTTP frontend serves itself (begin and finish NULL: never
  * given to s3_req_start), named for metrics and access logs. */
 extern const s3_op_t s3_op_stats, s3_op_metrics, s3_op_health;
@@ -577,7 +620,8 @@ void s3_metrics_render(s3_server_t *srv, buf_t *out);
  * "null", NoSuchVersion for another well-formed id, InvalidArgument for a
  * malformed one. */
 s3_error_t s3_version_check(const char *version_id);
-/* The condition of a conditional write (PutObject, CompleteMultipartUpload):
+/* The condition of a conditional write (PutObject, CompleteMultipartUpload,
+ * CopyObject's destination):
  * If-None-Match: * (the key must hold nothing), If-Match: <etag> or *
  * (it must hold that object, or any). Fills *cond (its etag points into
  * req). NotImplemented for an If-None-Match other than *. */

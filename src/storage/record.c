@@ -131,6 +131,9 @@ static const struct {
     size_t off;
 } meta_ext[] = {
     {STOR_MX_STORAGE_CLASS, offsetof(stor_meta_t, storage_class)},
+    {STOR_MX_CHECKSUM_ALGORITHM, offsetof(stor_meta_t, checksum_algorithm)},
+    {STOR_MX_CHECKSUM_TYPE, offsetof(stor_meta_t, checksum_type)},
+    {STOR_MX_PART_CHECKSUMS, offsetof(stor_meta_t, part_checksums)},
     {STOR_MX_TAGS, offsetof(stor_meta_t, tags)},
     {STOR_MX_SSE, offsetof(stor_meta_t, sse)},
 };
@@ -755,6 +758,8 @@ const char *stor_strerror(stor_status_t st)
         return "metadata too large";
     case STOR_ERR_PRECONDITION:
         return "precondition failed";
+    case STOR_ERR_BAD_DIGEST:
+        return "checksum mismatch";
     case STOR_ERR_UNAVAILABLE:
         return "storage cluster unavailable";
     case STOR_ERR_NOMEM:

@@ -316,8 +316,13 @@ stor_status_t stor_mpu_create(stor_t *st, const stor_bucket_t *bucket, const cha
     return st->ops->mpu_create(st, bucket, key, meta, upload_id);
 }
 
-stor_status_t stor_mpu_check(stor_t *st, const char *bucket, const char *key, const char *upload_id,
-                             stor_meta_t *meta_p)
+stor_status_t stor_mpu_check(stor_t *st, const char *bucket, const char *key, const char *upload_id)
+{
+    return st->ops->mpu_check(st, bucket, key, upload_id, NULL);
+}
+
+stor_status_t stor_mpu_meta(stor_t *st, const char *bucket, const char *key, const char *upload_id,
+                            stor_meta_t *meta_p)
 {
     return st->ops->mpu_check(st, bucket, key, upload_id, meta_p);
 }

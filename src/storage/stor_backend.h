@@ -69,6 +69,7 @@ typedef struct stor_ops {
 
     stor_status_t (*mpu_create)(stor_t *st, const stor_bucket_t *bucket, const char *key,
                                 const stor_meta_t *meta, char upload_id[STOR_UPLOAD_ID_LEN + 1]);
+    /* meta_p (NULL: not wanted) gets the upload's metadata. */
     stor_status_t (*mpu_check)(stor_t *st, const char *bucket, const char *key,
                                const char *upload_id, stor_meta_t *meta_p);
     stor_status_t (*part_commit)(stor_writer_t *w, const char *key, const char *upload_id,

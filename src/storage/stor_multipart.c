@@ -198,7 +198,8 @@ stor_status_t local_mpu_check(stor_t *st_, const char *bucket, const char *key,
     s = upload_get(st, txn, bucket, key, upload_id, meta_p ? &rec : NULL, NULL, kbuf);
     mdb_txn_abort(txn);
     if (s == STOR_OK && meta_p) {
-        s = stor_meta_copy(meta_p, &rec.meta);
+        *meta_p = rec.meta;
+        memset(&rec.meta, 0, sizeof rec.meta);
         stor_upload_rec_free(&rec);
     }
     return s;
@@ -515,7 +516,7 @@ stor_status_t local_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const ch
         s = STOR_ERR_NOMEM;
         goto out;
     }
-    if ((s = stor_mpu_assemble(parts, n, recs, n_recs, &m, &segs, used)) != STOR_OK)
+    if ((s = stor_mpu_assemble(parts, n, recs, n_recs, &m, cond, &segs, used)) != STOR_OK)
         goto out;
     s = encode_object(&rec, key, &m, segs, (uint32_t)n);
     if (s == STOR_OK)

@@ -50,7 +50,9 @@
 /* Extension field ids (never reused; a new field takes the next id). */
 typedef enum stor_mx {
     STOR_MX_STORAGE_CLASS = 1,
-    /* 2-4: reserved for object versions. */
+    STOR_MX_CHECKSUM_ALGORITHM = 2,
+    STOR_MX_CHECKSUM_TYPE = 3,
+    STOR_MX_PART_CHECKSUMS = 4,
     STOR_MX_TAGS = 5,
     STOR_MX_SSE = 6,
 } stor_mx_t;
@@ -184,10 +186,12 @@ stor_status_t stor_mpu_check_list(const stor_complete_part_t *parts, size_t n);
  * and ETags, then sizes; fills *m (which holds the upload's metadata) with
  * size, ETag md5-of-md5s "-N", parts_count, part_sizes and mtime, *segs_p
  * (malloc'ed, n entries) with the parts' data, and used[i] (n_recs bytes)
- * with whether recs[i] is listed. */
+ * with whether recs[i] is listed. When m has a checksum algorithm, also
+ * the object's checksum of m's type and part_checksums, checked against
+ * cond's checksum of the algorithm when it has one (stor_mpu_complete). */
 stor_status_t stor_mpu_assemble(const stor_complete_part_t *parts, size_t n,
                                 const stor_part_rec_t *recs, size_t n_recs, stor_meta_t *m,
-                                stor_seg_t **segs_p, uint8_t *used);
+                                const stor_precond_t *cond, stor_seg_t **segs_p, uint8_t *used);
 /* ListMultipartUploads' selection: 1 if the upload (key, upload_id) starts
  * with prefix and comes after (key_marker, upload_id_marker). */
 int stor_upload_listed(const char *key, const char *upload_id, const char *prefix,

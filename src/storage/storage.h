@@ -35,6 +35,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "common/buf.h"
+#include "common/checksum.h"
 
 typedef enum stor_status {
     STOR_OK = 0,
@@ -48,6 +49,7 @@ typedef enum stor_status {
     STOR_ERR_PART_TOO_SMALL,     /* EntityTooSmall: a part but the last < 5 MiB */
     STOR_ERR_TOO_LARGE,          /* metadata does not fit the index record */
     STOR_ERR_PRECONDITION,       /* a conditional write's condition does not hold */
+    STOR_ERR_BAD_DIGEST,         /* BadDigest: an object's checksum is not the one expected */
     STOR_ERR_NOMEM,
     STOR_ERR_IO, /* disk or index failure (logged) */
     /* The store's cluster did not answer in time (RADOS backend; logged):
@@ -252,6 +254,14 @@ typedef struct stor_meta {
     /* Extension fields (records of version 5 and later, stor_record.h);
      * NULL when absent. */
     char *storage_class; /* as the writer gave it; NULL: STANDARD */
+    /* A multipart upload's x-amz-checksum-algorithm ("CRC32", "SHA256"...,
+     * as common/checksum.h names them) and checksum type ("COMPOSITE" or
+     * "FULL_OBJECT"), kept by the object it becomes; and that object's
+     * parts' checksums of the algorithm, base64, comma-separated in part
+     * order. NULL when absent. */
+    char *checksum_algorithm;
+    char *checksum_type;
+    char *part_checksums;
     /* The object's tag set in the S3 layer's stored form (s3/tagging.h);
      * NULL: no tags. Opaque here. */
     char *tags;
@@ -292,6 +302,11 @@ typedef struct stor_precond {
     int must_not_exist; /* STOR_ERR_PRECONDITION if the key holds an object */
     int must_exist;     /* STOR_ERR_NO_KEY if it holds none */
     const char *etag;   /* with must_exist: STOR_ERR_PRECONDITION unless its etag is this */
+    /* stor_mpu_complete only: the checksums the client expects the new
+     * object to have (base64, by common/checksum.h's algorithm; NULL: none).
+     * STOR_ERR_BAD_DIGEST when the one of the upload's algorithm is not the
+     * object's. */
+    const char *checksums[CHECKSUM_NONE];
 } stor_precond_t;
 /* stor_writer_commit, when cond (NULL: none) holds; when it does not, the
  * bytes are discarded as by stor_writer_abort and nothing changes. */
@@ -387,11 +402,14 @@ void stor_iter_close(stor_iter_t *it);
  * created in. */
 stor_status_t stor_mpu_create(stor_t *st, const stor_bucket_t *bucket, const char *key,
                               const stor_meta_t *meta, char upload_id[STOR_UPLOAD_ID_LEN + 1]);
-/* Looks an upload up: STOR_ERR_NO_UPLOAD unless it exists in bucket for key.
- * meta_p (NULL: not wanted) gets the metadata it was created with (the
- * caller frees it with stor_meta_free). */
-stor_status_t stor_mpu_check(stor_t *st, const char *bucket, const char *key, const char *upload_id,
-                             stor_meta_t *meta_p);
+/* Looks an upload up: STOR_ERR_NO_UPLOAD unless it exists in bucket for key. */
+stor_status_t stor_mpu_check(stor_t *st, const char *bucket, const char *key,
+                             const char *upload_id);
+/* stor_mpu_check that also fills *meta_p (caller frees) with the metadata
+ * the upload's object will have (CreateMultipartUpload's headers, storage
+ * class, checksum algorithm and type). */
+stor_status_t stor_mpu_meta(stor_t *st, const char *bucket, const char *key, const char *upload_id,
+                            stor_meta_t *meta_p);
 
 typedef struct stor_part {
     uint32_t number;
@@ -419,6 +437,9 @@ void stor_parts_free(stor_part_t *parts, size_t n);
 typedef struct stor_complete_part {
     uint32_t number;
     const char *etag; /* unquoted */
+    /* The part's checksums as the client lists them (base64), by
+     * algorithm (common/checksum.h); NULL where it lists none. */
+    const char *checksums[CHECKSUM_NONE];
 } stor_complete_part_t;
 
 /* The ETag a multipart object made of these parts has: the MD5 of the 16
@@ -429,7 +450,11 @@ typedef struct stor_complete_part {
 stor_status_t stor_mpu_etag(const stor_complete_part_t *parts, size_t n, char etag[64]);
 /* Assembles the listed parts into bucket/key without copying bytes: checks
  * order (STOR_ERR_INVALID_PART_ORDER), presence and ETag (STOR_ERR_INVALID_PART)
- * and size (STOR_ERR_PART_TOO_SMALL), computes ETag md5-of-md5s "-N", commits
+ * and size (STOR_ERR_PART_TOO_SMALL), computes ETag md5-of-md5s "-N" and,
+ * for an upload with a checksum algorithm, the object's checksum of its
+ * type from the parts' (a part without one, or listed with another:
+ * STOR_ERR_INVALID_PART; cond's checksum of that algorithm, when set, must
+ * be the object's: STOR_ERR_BAD_DIGEST), commits
  * atomically, drops unlisted parts and the upload. On success *meta_p gets the
  * new object's metadata (caller frees). bucket as stor_bucket_get returned it
  * (STOR_ERR_NO_BUCKET if it is gone), as for stor_mpu_abort. cond (NULL:

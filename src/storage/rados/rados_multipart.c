@@ -205,12 +205,14 @@ stor_status_t rs_mpu_check(stor_t *st_, const char *bucket, const char *key, con
     stor_upload_rec_t rec;
     s = upload_read(st, b.id, key, upload_id, &raw, &rec);
     buf_free(&raw);
-    if (s == STOR_OK) {
-        if (meta_p)
-            s = stor_meta_copy(meta_p, &rec.meta);
-        stor_upload_rec_free(&rec);
+    if (s != STOR_OK)
+        return s;
+    if (meta_p) {
+        *meta_p = rec.meta;
+        memset(&rec.meta, 0, sizeof rec.meta);
     }
-    return s;
+    stor_upload_rec_free(&rec);
+    return STOR_OK;
 }
 
 /* ---- Parts -------------------------------------------------------------- */
@@ -421,7 +423,7 @@ stor_status_t rs_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const char 
         s = STOR_ERR_NOMEM;
         goto out;
     }
-    if ((s = stor_mpu_assemble(parts, n, recs, n_recs, &m, &segs, used)) != STOR_OK)
+    if ((s = stor_mpu_assemble(parts, n, recs, n_recs, &m, cond, &segs, used)) != STOR_OK)
         goto out;
     if ((s = encode_object(&rec, key, &m, segs, (uint32_t)n)) != STOR_OK)
         goto out;

@@ -54,6 +54,28 @@ static void test_max(void **state)
     buf_free(&b);
 }
 
+/* buf_printf formats into the room there is, and again into a larger
+ * buffer when it did not fit; either way the text is whole and a C string. */
+static void test_printf_room_and_growth(void **state)
+{
+    (void)state;
+    buf_t b;
+    buf_init(&b, 1 << 20);
+    assert_int_equal(buf_printf(&b, "%d-%s", 42, "x"), 0); /* no room yet */
+    assert_string_equal(b.data, "42-x");
+    assert_int_equal(buf_printf(&b, "<%s>", "a"), 0); /* fits the room */
+    assert_string_equal(b.data, "42-x<a>");
+    char big[1000];
+    memset(big, 'z', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    assert_int_equal(buf_printf(&b, "[%s]", big), 0); /* past the room */
+    assert_int_equal(b.len, 7 + 2 + 999);
+    assert_int_equal(b.data[7], '[');
+    assert_int_equal(b.data[b.len - 1], ']');
+    assert_int_equal(b.data[b.len], '\0');
+    buf_free(&b);
+}
+
 static void test_xml_and_steal(void **state)
 {
     (void)state;
@@ -72,6 +94,12 @@ static void test_xml_and_steal(void **state)
     assert_string_equal(s, "");
     free(s);
 
+    /* Runs between escapes, escapes at both ends. */
+    buf_init(&b, 1024);
+    assert_int_equal(buf_append_xml(&b, "'plain run'&x<"), 0);
+    assert_string_equal(b.data, "&apos;plain run&apos;&amp;x&lt;");
+    buf_free(&b);
+
     /* Escaping that would pass the maximum fails. */
     buf_init(&b, 6);
     assert_int_equal(buf_append_xml(&b, "&&"), -1);
@@ -83,6 +111,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_append_and_grow),
         cmocka_unit_test(test_max),
+        cmocka_unit_test(test_printf_room_and_growth),
         cmocka_unit_test(test_xml_and_steal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

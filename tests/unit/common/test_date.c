@@ -7,6 +7,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -84,7 +86,17 @@ static void test_iso8601(void **state)
     for (int64_t t = 0; t < 4102444800LL; t += 86400 * 13 + 5003) {
         date_format_iso8601(t * 1000 + 7, out);
         assert_int_equal(date_parse_iso8601(out), t);
+        /* The same text strftime gives. */
+        time_t tt = (time_t)t;
+        struct tm tm;
+        gmtime_r(&tt, &tm);
+        char want[32];
+        strftime(want, sizeof want, "%Y-%m-%dT%H:%M:%S.007Z", &tm);
+        assert_string_equal(out, want);
     }
+    /* Years past four digits are clamped, not overflowed. */
+    date_format_iso8601(300000000000000LL, out);
+    assert_string_equal(out, "9999-12-31T23:59:59.999Z");
 }
 
 static void test_amz(void **state)

@@ -114,8 +114,8 @@ static void test_bucket_crud(void **state)
     assert_int_equal(stor_bucket_delete(f->st, TU_B(f->st, "alpha")), STOR_OK);
     assert_int_equal(stor_sync(f->st), STOR_OK);
     assert_int_equal(tu_count_objects(f->dir), files - 1);
-    assert_int_equal(stor_mpu_check(f->st, "alpha", "u", id, NULL), STOR_ERR_NO_UPLOAD);
-    assert_int_equal(stor_mpu_check(f->st, "beta", "u", beta_id, NULL), STOR_OK);
+    assert_int_equal(stor_mpu_check(f->st, "alpha", "u", id), STOR_ERR_NO_UPLOAD);
+    assert_int_equal(stor_mpu_check(f->st, "beta", "u", beta_id), STOR_OK);
     assert_int_equal(stor_mpu_abort(f->st, TU_B(f->st, "beta"), "u", beta_id), STOR_OK);
     assert_int_equal(stor_bucket_create(f->st, "alpha", "AKA"), STOR_OK);
     /* Also when the only upload has no part yet. */
@@ -698,12 +698,12 @@ static void test_mpu_into_recreated_bucket(void **state)
      * and changes nothing. */
     stor_bucket_t other = seen;
     other.id ^= 1;
-    stor_complete_part_t cp[] = {{1, e1}};
+    stor_complete_part_t cp[] = {{1, e1, {0}}};
     stor_meta_t out;
     assert_int_equal(stor_mpu_complete(f->st, &other, "k", id, cp, 1, NULL, &out),
                      STOR_ERR_NO_BUCKET);
     assert_int_equal(stor_mpu_abort(f->st, &other, "k", id), STOR_ERR_NO_BUCKET);
-    assert_int_equal(stor_mpu_check(f->st, "b", "k", id, NULL), STOR_OK);
+    assert_int_equal(stor_mpu_check(f->st, "b", "k", id), STOR_OK);
     stor_meta_t m;
     assert_int_equal(stor_head(f->st, "b", "k", &m), STOR_ERR_NO_KEY);
     assert_int_equal(stor_mpu_abort(f->st, &seen, "k", id), STOR_OK);
@@ -729,7 +729,7 @@ static void test_mpu_into_recreated_bucket(void **state)
     assert_int_equal(stor_mpu_complete(f->st, &seen, "k", bid, cp, 1, NULL, &out),
                      STOR_ERR_NO_BUCKET);
     assert_int_equal(stor_mpu_abort(f->st, &seen, "k", bid), STOR_ERR_NO_BUCKET);
-    assert_int_equal(stor_mpu_check(f->st, "b", "k", bid, NULL), STOR_OK);
+    assert_int_equal(stor_mpu_check(f->st, "b", "k", bid), STOR_OK);
     assert_int_equal(stor_head(f->st, "b", "k", &m), STOR_ERR_NO_KEY);
     assert_int_equal(count_files(f), 1);
     /* A part writer opened for the old b is refused at open... */
@@ -965,9 +965,9 @@ static void test_multipart(void **state)
                      STOR_ERR_NO_BUCKET);
     assert_int_equal(stor_mpu_create(f->st, TU_B(f->st, "b"), "obj", &cm, id), STOR_OK);
     assert_int_equal(strlen(id), STOR_UPLOAD_ID_LEN);
-    assert_int_equal(stor_mpu_check(f->st, "b", "obj", id, NULL), STOR_OK);
-    assert_int_equal(stor_mpu_check(f->st, "b", "other", id, NULL), STOR_ERR_NO_UPLOAD);
-    assert_int_equal(stor_mpu_check(f->st, "b", "obj", "nonsense", NULL), STOR_ERR_NO_UPLOAD);
+    assert_int_equal(stor_mpu_check(f->st, "b", "obj", id), STOR_OK);
+    assert_int_equal(stor_mpu_check(f->st, "b", "other", id), STOR_ERR_NO_UPLOAD);
+    assert_int_equal(stor_mpu_check(f->st, "b", "obj", "nonsense"), STOR_ERR_NO_UPLOAD);
 
     char e1[33], e2[33], e3[33], e4[33];
     assert_int_equal(put_part(f->st, "obj", id, 2, "stale", 5, NULL), STOR_OK);
@@ -1007,20 +1007,20 @@ static void test_multipart(void **state)
 
     stor_meta_t out;
     /* Each failure leaves the upload intact. */
-    stor_complete_part_t bad_order[] = {{2, e2}, {1, e1}};
+    stor_complete_part_t bad_order[] = {{2, e2, {0}}, {1, e1, {0}}};
     assert_int_equal(
         stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, bad_order, 2, NULL, &out),
         STOR_ERR_INVALID_PART_ORDER);
-    stor_complete_part_t dup[] = {{1, e1}, {1, e1}};
+    stor_complete_part_t dup[] = {{1, e1, {0}}, {1, e1, {0}}};
     assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, dup, 2, NULL, &out),
                      STOR_ERR_INVALID_PART_ORDER);
-    stor_complete_part_t missing[] = {{1, e1}, {7, e2}};
+    stor_complete_part_t missing[] = {{1, e1, {0}}, {7, e2, {0}}};
     assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, missing, 2, NULL, &out),
                      STOR_ERR_INVALID_PART);
-    stor_complete_part_t bad_etag[] = {{1, e1}, {2, e1}};
+    stor_complete_part_t bad_etag[] = {{1, e1, {0}}, {2, e1, {0}}};
     assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, bad_etag, 2, NULL, &out),
                      STOR_ERR_INVALID_PART);
-    stor_complete_part_t small[] = {{3, e3}, {4, e4}};
+    stor_complete_part_t small[] = {{3, e3, {0}}, {4, e4, {0}}};
     assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, small, 2, NULL, &out),
                      STOR_ERR_PART_TOO_SMALL);
     assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj",
@@ -1033,7 +1033,7 @@ static void test_multipart(void **state)
     assert_int_equal(tu_put(f->st, "b", "obj", "previous", 8), STOR_OK);
     char quoted[40];
     snprintf(quoted, sizeof quoted, "\"%s\"", e2);
-    stor_complete_part_t good[] = {{1, e1}, {2, quoted}, {3, e3}};
+    stor_complete_part_t good[] = {{1, e1, {0}}, {2, quoted, {0}}, {3, e3, {0}}};
     assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, good, 3, NULL, &out),
                      STOR_OK);
 
@@ -1055,7 +1055,7 @@ static void test_multipart(void **state)
 
     /* Unlisted part 4, the old object and the upload are gone. */
     assert_int_equal(count_files(f), 3);
-    assert_int_equal(stor_mpu_check(f->st, "b", "obj", id, NULL), STOR_ERR_NO_UPLOAD);
+    assert_int_equal(stor_mpu_check(f->st, "b", "obj", id), STOR_ERR_NO_UPLOAD);
     assert_int_equal(stor_mpu_abort(f->st, TU_B(f->st, "b"), "obj", id), STOR_ERR_NO_UPLOAD);
 
     reopen(f);
@@ -1144,10 +1144,11 @@ static void test_multipart_fast_etags(void **state)
 
     stor_meta_t out;
     /* The ETag must match the stored one exactly: its hex alone is not it. */
-    stor_complete_part_t bare[] = {{1, "00112233445566778899aabbccddeeff"}, {2, e2}};
+    stor_complete_part_t bare[] = {{1, "00112233445566778899aabbccddeeff", {0}}, {2, e2, {0}}};
     assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "fast", id, bare, 2, NULL, &out),
                      STOR_ERR_INVALID_PART);
-    stor_complete_part_t good[] = {{1, "\"00112233445566778899AABBCCDDEEFF-1\""}, {2, e2}};
+    stor_complete_part_t good[] = {{1, "\"00112233445566778899AABBCCDDEEFF-1\"", {0}},
+                                   {2, e2, {0}}};
     assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "fast", id, good, 2, NULL, &out),
                      STOR_OK);
     uint8_t cat[2 * MD5_LEN];
@@ -1172,7 +1173,7 @@ static void test_multipart_fast_etags(void **state)
                                       "\"00112233445566778899aabbccddeeff-1",
                                       ""};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        stor_complete_part_t one[] = {{1, bad[i]}};
+        stor_complete_part_t one[] = {{1, bad[i], {0}}};
         assert_int_equal(stor_mpu_etag(one, 1, etag), STOR_ERR_INVALID_PART);
     }
     free(p1);
@@ -1345,7 +1346,7 @@ static void test_mpu_list_long_keys_and_index(void **state)
     assert_int_equal(stor_mpu_abort(f->st, TU_B(f->st, "b"), keys[0], ids[0]), STOR_OK);
     char etag[33];
     assert_int_equal(put_part(f->st, "q", after_id, 1, "tail", 4, etag), STOR_OK);
-    stor_complete_part_t cp[] = {{1, etag}};
+    stor_complete_part_t cp[] = {{1, etag, {0}}};
     stor_meta_t m;
     assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "q", after_id, cp, 1, NULL, &m),
                      STOR_OK);
@@ -1705,7 +1706,7 @@ static void test_inline_objects(void **state)
     tu_md5_hex("part", 4, part.etag);
     assert_int_equal(stor_part_commit(w, "mp", id, &part), STOR_OK);
     assert_int_equal(count_files(f), 2);
-    stor_complete_part_t cp = {1, part.etag};
+    stor_complete_part_t cp = {1, part.etag, {0}};
     assert_int_equal(stor_mpu_complete(st, TU_B(st, "b"), "mp", id, &cp, 1, NULL, &m), STOR_OK);
     stor_meta_free(&m);
     char *got = tu_get(st, "b", "mp", NULL);
