@@ -99,7 +99,7 @@ static bool is(const s3_req_t *req, const char *who)
  * which every request's bucket lookup reads from the bucket's record: a
  * change made through any gateway (RADOS) is seen by the next request
  * everywhere, with no invalidation message. Buckets with no configuration
- * (cfg_mask 0) never come here. */
+ * (cfg_mask 0, or only their versioning state) never come here. */
 
 typedef struct access_cfg {
     atomic_int refs;
@@ -150,10 +150,11 @@ static s3_error_t cfg_parse(access_cfg_t *c, int kind, const buf_t *doc, const c
         char why[256];
         if (s3_lc_from_xml(doc->data, doc->len, &c->lifecycle, why, sizeof why) != S3E_NONE)
             return S3E_INTERNAL;
-    } else if (kind == STOR_BCFG_CORS || kind == STOR_BCFG_TAGGING ||
-               kind == STOR_BCFG_ENCRYPTION) {
+    } else if (kind == STOR_BCFG_CORS || kind == STOR_BCFG_VERSIONING ||
+               kind == STOR_BCFG_TAGGING || kind == STOR_BCFG_ENCRYPTION) {
         /* Not access documents: CORS, bucket tags and default encryption
-         * never grant or deny (ops_config.c). */
+         * never grant or deny (ops_config.c); the versioning state is
+         * storage's. */
     } else {
         return S3E_INTERNAL;
     }
@@ -204,8 +205,8 @@ static s3_error_t cfg_load(s3_req_t *req, const stor_bucket_t *bucket, access_cf
 static s3_error_t cfg_get(s3_req_t *req, const stor_bucket_t *bucket, access_cfg_t **out)
 {
     *out = NULL;
-    if (bucket->cfg_mask == 0)
-        return S3E_NONE;
+    if ((bucket->cfg_mask & ~(1u << STOR_BCFG_VERSIONING)) == 0)
+        return S3E_NONE; /* nothing that decides access */
     size_t i = (size_t)((bucket->id * 0x9E3779B97F4A7C15ULL) >> 56) % CFG_SLOTS;
     pthread_mutex_lock(&cfg_cache.lock);
     access_cfg_t *c = cfg_cache.slot[i];

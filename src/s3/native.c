@@ -51,6 +51,9 @@ static const char *const uploads_q[] = {"uploads", NULL};
 static const char *const location_q[] = {"location", NULL};
 static const char *const list_buckets_q[] = {"max-buckets", "continuation-token", "prefix",
                                              "bucket-region", NULL};
+static const char *const list_versions_q[] = {"versions",          "prefix",   "delimiter",
+                                              "key-marker",        "max-keys", "encoding-type",
+                                              "version-id-marker", NULL};
 
 /* What each opcode runs, with the HTTP method the handlers see, and the
  * inputs it takes (docs/protocol.md §4.2): its bucket and key, a request
@@ -97,6 +100,8 @@ static const struct native_op {
                                   .need_header = "x-amz-copy-source", .need_query = part_q},
     [RDMA_OP_GET_BUCKET_LOCATION] = {&s3_op_get_bucket_location, "GET", MUST, NO, NO, MAY,
                                      .may_query = location_q},
+    [RDMA_OP_LIST_OBJECT_VERSIONS] = {&s3_op_list_object_versions, "GET", MUST, NO, NO, MAY,
+                                      .may_query = list_versions_q},
 };
 
 /* ---- reading the request ------------------------------------------------------ */

@@ -175,8 +175,9 @@ static void get_object_attributes_begin(s3_req_t *req)
     char date[40];
     date_format_http(meta.mtime_ms / 1000, date);
     s3_reply_header(req, "Last-Modified", date);
-    if (s3_req_query(req, "versionId"))
-        s3_reply_header(req, "x-amz-version-id", "null");
+    /* Asked for by id, s3_object_for_request gave the version's headers. */
+    if (!s3_req_query(req, "versionId"))
+        s3_version_headers(req, &req->authz_bucket, &meta, false);
     stor_meta_free(&meta);
     s3_reply_xml(req, 200, &xml);
 }

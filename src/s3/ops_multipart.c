@@ -461,6 +461,7 @@ static void complete_mpu_finish(s3_req_t *req)
     object_checksum_xml(&xml, &meta);
     buf_append_str(&xml, "</CompleteMultipartUploadResult>");
     s3_sse_reply_headers(req, &meta);
+    s3_new_version_header(req, &meta);
     stor_meta_free(&meta);
     s3_reply_xml(req, 200, &xml);
 }

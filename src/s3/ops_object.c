@@ -71,15 +71,14 @@ static bool version_id_well_formed(const char *v)
 
 s3_error_t s3_version_check(const char *version_id)
 {
-    if (!version_id || strcmp(version_id, "null") == 0)
+    if (!version_id || stor_version_id_valid(version_id))
         return S3E_NONE;
     return version_id_well_formed(version_id) ? S3E_NO_SUCH_VERSION : S3E_INVALID_VERSION_ID;
 }
 
-/* The versionId query of a request on an object: replies and returns false
- * unless it is absent or "null"; otherwise, when given, the reply says
- * which version it acted on. */
-static bool version_query_ok(s3_req_t *req)
+/* The versionId query of a request on an object into *vid_p (NULL when
+ * absent): replies and returns false when it cannot name a version here. */
+static bool version_query(s3_req_t *req, const char **vid_p)
 {
     const char *v = s3_req_query(req, "versionId");
     s3_error_t err = s3_version_check(v);
@@ -87,8 +86,46 @@ static bool version_query_ok(s3_req_t *req)
         s3_reply_error(req, err, NULL);
         return false;
     }
-    if (v)
-        s3_reply_header(req, "x-amz-version-id", "null");
+    *vid_p = v;
+    return true;
+}
+
+void s3_version_headers(s3_req_t *req, const stor_bucket_t *bucket, const stor_meta_t *meta,
+                        bool asked)
+{
+    char vid[STOR_VERSION_ID_LEN + 1];
+    stor_version_id(meta, vid);
+    if (asked || bucket->versioning != STOR_VERSIONING_OFF || strcmp(vid, "null") != 0)
+        s3_reply_header(req, "x-amz-version-id", vid);
+    if (meta->delete_marker)
+        s3_reply_header(req, "x-amz-delete-marker", "true");
+}
+
+bool s3_delete_marker_reply(s3_req_t *req, const stor_bucket_t *bucket, const char *key,
+                            const char *vid, stor_status_t st, s3_error_t by_id)
+{
+    if (st != STOR_ERR_DELETE_MARKER)
+        return false;
+    stor_meta_t m;
+    if (stor_head_version(req->srv->cfg.store, bucket->name, key, vid, &m) != STOR_OK) {
+        s3_reply_error(req, vid ? S3E_NO_SUCH_VERSION : S3E_NO_SUCH_KEY, NULL);
+        return true;
+    }
+    /* By id the marker is the object asked for: the requester needs READ on
+     * it, as on any version; the latest being one is a missing key. */
+    if (vid && !s3_object_authorize(req, bucket, key, &m, S3_PERM_READ)) {
+        stor_meta_free(&m);
+        return true;
+    }
+    s3_error_t err = vid ? by_id : s3_object_lookup_error(req, bucket, STOR_ERR_NO_KEY);
+    if (err != S3E_ACCESS_DENIED) {
+        s3_version_headers(req, bucket, &m, true);
+        char date[40];
+        date_format_http(m.mtime_ms / 1000, date);
+        s3_reply_header(req, "Last-Modified", date);
+    }
+    stor_meta_free(&m);
+    s3_reply_error(req, err, NULL);
     return true;
 }
 
@@ -336,6 +373,14 @@ static void put_object_finish(s3_req_t *req)
     }
 }
 
+void s3_new_version_header(s3_req_t *req, const stor_meta_t *meta)
+{
+    char vid[STOR_VERSION_ID_LEN + 1];
+    stor_version_id(meta, vid);
+    if (strcmp(vid, "null") != 0)
+        s3_reply_header(req, "x-amz-version-id", vid);
+}
+
 bool s3_object_commit(s3_req_t *req, stor_meta_t *meta)
 {
     snprintf(meta->etag, sizeof(meta->etag), "%s", req->etag);
@@ -351,6 +396,7 @@ bool s3_object_commit(s3_req_t *req, stor_meta_t *meta)
         return false;
     }
     s3_reply_headerf(req, "ETag", "\"%s\"", meta->etag);
+    s3_new_version_header(req, meta);
     s3_lifecycle_reply_header(req, req->key, meta);
     return true;
 }
@@ -429,16 +475,20 @@ static s3_error_t check_conditions(s3_req_t *req, const char *prefix, const stor
     return S3E_NONE;
 }
 
-/* Opens bucket/key for reading by the requester, who needs READ on the
- * object (a missing key: s3_object_lookup_error). Replies and returns NULL
- * on failure. */
+/* Opens version vid (NULL: the latest) of bucket/key for reading by the
+ * requester, who needs READ on the object (a missing key:
+ * s3_object_lookup_error; a delete marker: s3_delete_marker_reply, with
+ * marker_err when vid names it). Replies and returns NULL on failure. */
 static stor_reader_t *object_open(s3_req_t *req, const char *bucket, const char *key,
-                                  stor_bucket_t *b, bool copy_source)
+                                  const char *vid, s3_error_t marker_err, stor_bucket_t *b,
+                                  bool copy_source)
 {
     if (!s3_bucket_lookup(req, bucket, b))
         return NULL;
     stor_reader_t *reader = NULL;
-    stor_status_t st = stor_reader_open(req->srv->cfg.store, bucket, key, &reader);
+    stor_status_t st = stor_reader_open_version(req->srv->cfg.store, bucket, key, vid, &reader);
+    if (s3_delete_marker_reply(req, b, key, vid, st, marker_err))
+        return NULL;
     if (st != STOR_OK) {
         s3_reply_error(req, s3_object_lookup_error(req, b, st), NULL);
         return NULL;
@@ -462,11 +512,14 @@ static stor_reader_t *object_open(s3_req_t *req, const char *bucket, const char 
 
 static void get_object_begin(s3_req_t *req)
 {
-    if (!version_query_ok(req))
+    const char *vid;
+    if (!version_query(req, &vid))
         return;
-    stor_reader_t *reader = object_open(req, req->bucket, req->key, &req->authz_bucket, false);
+    stor_reader_t *reader = object_open(req, req->bucket, req->key, vid, S3E_METHOD_NOT_ALLOWED,
+                                        &req->authz_bucket, false);
     if (!reader)
         return;
+    s3_version_headers(req, &req->authz_bucket, stor_reader_meta(reader), vid != NULL);
     /* After the lookup: a missing key is a 404, never mistaken for a decline. */
     req->rdma_token = s3_req_header(req, "x-amz-rdma-token");
     if (req->rdma_token && token_foreign(req)) {
@@ -584,16 +637,39 @@ static void get_object_begin(s3_req_t *req)
 
 /* ---- DeleteObject / DeleteObjects ---------------------------------------------- */
 
+/* Whether a delete of version vid (NULL: none) that ended in *st
+ * succeeded as S3 answers it: a key that is not there, or its "null"
+ * version that is not there, is deleted already (*st becomes STOR_OK, d
+ * names the version asked for); another version that is not there is
+ * NoSuchVersion. */
+static bool delete_result_ok(const char *vid, stor_status_t *st, stor_deleted_t *d)
+{
+    if (*st == STOR_ERR_NO_KEY || (*st == STOR_ERR_NO_VERSION && strcmp(vid, "null") == 0)) {
+        memset(d, 0, sizeof *d);
+        if (vid)
+            snprintf(d->version_id, sizeof d->version_id, "%s", vid);
+        *st = STOR_OK;
+    }
+    return *st == STOR_OK;
+}
+
 static void delete_object_begin(s3_req_t *req)
 {
+    const char *vid;
     if (!s3_bucket_authorize(req, req->bucket, S3_PERM_WRITE, &req->authz_bucket) ||
-        !version_query_ok(req))
+        !version_query(req, &vid))
         return;
-    stor_status_t st = stor_delete(req->srv->cfg.store, &req->authz_bucket, req->key);
-    if (st != STOR_OK && st != STOR_ERR_NO_KEY) {
+    stor_deleted_t d;
+    stor_status_t st =
+        stor_delete_version(req->srv->cfg.store, &req->authz_bucket, req->key, vid, &d);
+    if (!delete_result_ok(vid, &st, &d)) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
         return;
     }
+    if (d.version_id[0])
+        s3_reply_header(req, "x-amz-version-id", d.version_id);
+    if (d.delete_marker)
+        s3_reply_header(req, "x-amz-delete-marker", "true");
     s3_reply_empty(req, 204);
 }
 
@@ -622,6 +698,8 @@ static void delete_objects_finish(s3_req_t *req)
         size_t klen = strlen(key);
         s3_error_t err = S3E_NONE;
         const char *vid = objs[i].version_id;
+        stor_deleted_t d = {0};
+        stor_status_t st = STOR_ERR_NO_KEY;
         if (klen == 0 || klen > S3R_MAX_KEY_BYTES)
             err = S3E_KEY_TOO_LONG;
         else if (!s3_utf8_valid(key, klen))
@@ -631,8 +709,8 @@ static void delete_objects_finish(s3_req_t *req)
         else if ((err = s3_key_access(req, &req->authz_bucket, key, S3_PERM_WRITE)) != S3E_NONE)
             ;
         else {
-            stor_status_t st = stor_delete(req->srv->cfg.store, &req->authz_bucket, key);
-            if (st != STOR_OK && st != STOR_ERR_NO_KEY)
+            st = stor_delete_version(req->srv->cfg.store, &req->authz_bucket, key, vid, &d);
+            if (!delete_result_ok(vid, &st, &d))
                 err = s3_error_from_stor(st);
         }
         if (err == S3E_NONE && quiet)
@@ -642,6 +720,10 @@ static void delete_objects_finish(s3_req_t *req)
         buf_append_str(&xml, "</Key>");
         if (vid)
             s3_xml_elem(&xml, "VersionId", vid);
+        if (err == S3E_NONE && d.delete_marker) {
+            buf_append_str(&xml, "<DeleteMarker>true</DeleteMarker>");
+            s3_xml_elem(&xml, "DeleteMarkerVersionId", d.version_id);
+        }
         if (err != S3E_NONE) {
             buf_printf(&xml, "<Code>%s</Code><Message>", s3_error_code(err));
             buf_append_xml(&xml, s3_error_message(err));
@@ -661,8 +743,9 @@ stor_reader_t *s3_copy_source_open(s3_req_t *req, bool *same_object_p)
 {
     const char *src = s3_req_header(req, "x-amz-copy-source");
     size_t len = strcspn(src, "?");
+    const char *vid = NULL;
     if (src[len]) {
-        /* "?versionId=<id>": the only version there is, "null", or none. */
+        /* "?versionId=<id>". */
         const char *q = src + len + 1;
         s3_error_t err =
             strncmp(q, "versionId=", 10) == 0 ? s3_version_check(q + 10) : S3E_INVALID_ARGUMENT;
@@ -670,7 +753,7 @@ stor_reader_t *s3_copy_source_open(s3_req_t *req, bool *same_object_p)
             s3_reply_error(req, err, NULL);
             return NULL;
         }
-        s3_reply_header(req, "x-amz-copy-source-version-id", "null");
+        vid = q + 10;
     }
     char *decoded = s3_url_decode(src, len, false);
     char *p = decoded;
@@ -693,10 +776,25 @@ stor_reader_t *s3_copy_source_open(s3_req_t *req, bool *same_object_p)
         return NULL;
     }
     stor_bucket_t sb;
-    stor_reader_t *reader = object_open(req, sbucket, skey, &sb, true);
+    stor_reader_t *reader = object_open(req, sbucket, skey, vid, S3E_INVALID_REQUEST, &sb, true);
     free(decoded);
     if (!reader)
         return NULL;
+    char svid[STOR_VERSION_ID_LEN + 1];
+    stor_version_id(stor_reader_meta(reader), svid);
+    if (vid || sb.versioning != STOR_VERSIONING_OFF || strcmp(svid, "null") != 0)
+        s3_reply_header(req, "x-amz-copy-source-version-id", svid);
+    if (*same_object_p && vid) {
+        /* Copying an older version over its key restores it: not a copy
+         * onto itself. */
+        stor_meta_t cur;
+        char cvid[STOR_VERSION_ID_LEN + 1] = "";
+        if (stor_head(req->srv->cfg.store, sb.name, req->key, &cur) == STOR_OK) {
+            stor_version_id(&cur, cvid);
+            stor_meta_free(&cur);
+        }
+        *same_object_p = strcmp(cvid, svid) == 0;
+    }
     s3_error_t err = check_conditions(req, "x-amz-copy-source-", stor_reader_meta(reader), true);
     if (err != S3E_NONE) {
         stor_reader_close(reader);
@@ -842,6 +940,7 @@ static void copy_object_begin(s3_req_t *req)
         s3_reply_error(req, s3_error_from_stor(st), NULL);
         return;
     }
+    s3_new_version_header(req, meta);
     char date[32];
     date_format_iso8601(meta->mtime_ms, date);
     buf_t xml;

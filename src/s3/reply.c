@@ -165,6 +165,12 @@ s3_error_t s3_error_from_stor(stor_status_t st)
         return S3E_PRECONDITION_FAILED;
     case STOR_ERR_UNAVAILABLE:
         return S3E_SLOW_DOWN;
+    case STOR_ERR_NO_VERSION:
+        return S3E_NO_SUCH_VERSION;
+    case STOR_ERR_DELETE_MARKER:
+        return S3E_NO_SUCH_KEY;
+    case STOR_ERR_UNSUPPORTED:
+        return S3E_NOT_IMPLEMENTED;
     case STOR_ERR_NOMEM:
     case STOR_ERR_IO:
     default:

@@ -47,6 +47,8 @@
     X(INVALID_COPY_RANGE, 400, "InvalidRange", "The requested range is not satisfiable.")          \
     X(INVALID_REQUEST, 400, "InvalidRequest", "Invalid Request.")                                  \
     X(INVALID_VERSION_ID, 400, "InvalidArgument", "Invalid version id specified")                  \
+    X(ILLEGAL_VERSIONING, 400, "IllegalVersioningConfigurationException",                          \
+      "The versioning configuration specified in the request is invalid.")                         \
     X(KEY_TOO_LONG, 400, "KeyTooLongError", "Your key is too long.")                               \
     X(TOO_MANY_BUCKETS, 400, "TooManyBuckets",                                                     \
       "You have attempted to create more buckets than allowed.")                                   \

@@ -484,10 +484,13 @@ bool s3_bucket_lookup(s3_req_t *req, const char *bucket, stor_bucket_t *bucket_p
  * answers. Every operation that looks a key up goes through here before it
  * replies (GET, HEAD, copy sources, ?acl, ?tagging). */
 s3_error_t s3_object_lookup_error(s3_req_t *req, const stor_bucket_t *bucket, stor_status_t st);
-/* Looks up the request's object (versionId "null" or none) and checks perm
- * on it (a missing key: s3_object_lookup_error), for the operations on an
- * object's metadata (?acl, ?tagging, ?attributes); fills *meta_p (caller
- * frees). Replies and returns false on error. */
+/* Looks up the request's object (the version versionId names, or the
+ * latest) and checks perm on it (a missing key: s3_object_lookup_error; a
+ * delete marker: s3_delete_marker_reply), for the operations on an object's
+ * metadata (?acl, ?tagging, ?attributes); fills *meta_p (caller frees). A
+ * change (a perm other than READ and READ_ACP) applies to the latest
+ * version only: another is refused with NotImplemented. Replies and returns
+ * false on error. */
 bool s3_object_for_request(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p);
 /* The requester's perm on bucket (on req->key in it when the request names
  * one), checked without replying: S3E_NONE (*bucket_p, when not NULL, gets
@@ -615,11 +618,26 @@ void s3_metrics_render(s3_server_t *srv, buf_t *out);
 
 /* ---- versions (ops_object.c) ------------------------------------------------ */
 
-/* Checks a versionId the client gave (NULL: none) against the only version
- * an object has in an unversioned bucket, "null": S3E_NONE for NULL or
- * "null", NoSuchVersion for another well-formed id, InvalidArgument for a
- * malformed one. */
+/* Checks a versionId the client gave (NULL: none): S3E_NONE for NULL,
+ * "null" or an id of this store's shape (stor_version_id_valid),
+ * NoSuchVersion for another well-formed id (AWS's, a UUID), InvalidArgument
+ * for a malformed one. */
 s3_error_t s3_version_check(const char *version_id);
+/* x-amz-version-id of a read's version meta (when asked for by id, or the
+ * bucket has versioning, or it has an id) and x-amz-delete-marker. */
+void s3_version_headers(s3_req_t *req, const stor_bucket_t *bucket, const stor_meta_t *meta,
+                        bool asked);
+/* x-amz-version-id of a write that made version meta, when it has an id. */
+void s3_new_version_header(s3_req_t *req, const stor_meta_t *meta);
+/* When st is STOR_ERR_DELETE_MARKER (version vid of key, NULL: the
+ * latest, is a delete marker): replies as S3 does, 404 NoSuchKey for the
+ * latest and by_id (MethodNotAllowed for GET/HEAD) for one asked for by id,
+ * with x-amz-delete-marker, x-amz-version-id and Last-Modified (a marker
+ * by id only to a requester with READ on it, the latest only to one who may
+ * list the bucket: else 403), and returns true. Returns false for any other
+ * st. */
+bool s3_delete_marker_reply(s3_req_t *req, const stor_bucket_t *bucket, const char *key,
+                            const char *vid, stor_status_t st, s3_error_t by_id);
 /* The condition of a conditional write (PutObject, CompleteMultipartUpload,
  * CopyObject's destination):
  * If-None-Match: * (the key must hold nothing), If-Match: <etag> or *

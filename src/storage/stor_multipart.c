@@ -518,9 +518,14 @@ stor_status_t local_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const ch
     }
     if ((s = stor_mpu_assemble(parts, n, recs, n_recs, &m, cond, &segs, used)) != STOR_OK)
         goto out;
+    free(m.version);
+    free(m.delete_marker);
+    m.version = m.delete_marker = NULL;
     s = encode_object(&rec, key, &m, segs, (uint32_t)n);
+    stor_obj_rec_t nrec = {.meta = m, .segs = segs, .n_segs = (uint32_t)n};
     if (s == STOR_OK)
-        s = put_object(st, txn, bucket, bkt->id, key, &rec, cond, &old, &had_old);
+        s = put_object(st, txn, bucket, bkt->id, key, &rec, &nrec, cond, &old, &had_old);
+    m.version = nrec.meta.version; /* set by a versioned commit */
     if (s == STOR_OK)
         s = del_parts(st, txn, upload_id);
     if (s == STOR_OK) {
@@ -537,7 +542,8 @@ stor_status_t local_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const ch
     if (s != STOR_OK)
         goto out;
 
-    usage_change(st, had_old ? 0 : 1, (int64_t)m.size - (had_old ? (int64_t)old.meta.size : 0));
+    usage_change(st, 1 - (had_old && !old.meta.delete_marker),
+                 (int64_t)m.size - (had_old ? (int64_t)old.meta.size : 0));
     if (had_old)
         for (uint32_t i = 0; i < old.n_segs; i++)
             drop_file(st, old.segs[i].id);

@@ -55,6 +55,9 @@ typedef enum stor_mx {
     STOR_MX_PART_CHECKSUMS = 4,
     STOR_MX_TAGS = 5,
     STOR_MX_SSE = 6,
+    /* 7..9: free */
+    STOR_MX_VERSION = 10,       /* stor_meta_t.version */
+    STOR_MX_DELETE_MARKER = 11, /* stor_meta_t.delete_marker */
 } stor_mx_t;
 
 enum { STOR_REC_OBJECT = 1, STOR_REC_UPLOAD = 2, STOR_REC_PART = 3, STOR_REC_BUCKET = 4 };
@@ -149,6 +152,15 @@ typedef struct stor_bucket_change {
  * record gets an id now. */
 stor_status_t stor_rec_bucket_apply(const void *old, size_t len, const stor_bucket_change_t *change,
                                     buf_t *out);
+
+/* The order of m's version among its key's versions (stor_meta_t.version:
+ * 0 for none); the field must be valid (the decoder checked it). */
+uint64_t stor_version_seq(const stor_meta_t *m);
+/* 1 when m is version vid ("null" or a version id). */
+int stor_meta_is_version(const stor_meta_t *m, const char *vid);
+/* 1 when v is a well-formed version field: 16 or STOR_VERSION_ID_LEN
+ * lower-case hex digits. */
+int stor_version_field_valid(const char *v);
 
 /* Byte-order comparison of two strings with lengths (shorter prefix first). */
 int stor_keycmp(const char *a, size_t alen, const char *b, size_t blen);
