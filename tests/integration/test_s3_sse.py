@@ -159,6 +159,14 @@ def test_sse_c_refusals(es3, ssrv, ebucket):
     with pytest.raises(ClientError) as e:
         es3.head_object(Bucket=ebucket, Key="n")
     assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+    # GetObjectAttributes of an SSE-C object needs its key too.
+    with pytest.raises(ClientError) as e:
+        es3.get_object_attributes(Bucket=ebucket, Key="k", ObjectAttributes=["ObjectSize"])
+    assert_error(e, "InvalidRequest", 400)
+    # (boto3 sends no SSE-C key with this call: raw, signed.)
+    r = raw_request(ssrv.srv, "GET", f"/{ebucket}/k", query=[("attributes", None)],
+                    headers={"x-amz-object-attributes": "ObjectSize", **raw_sse_c()})
+    assert r.status == 200 and b"<ObjectSize>6</ObjectSize>" in r.body, r
 
 
 def test_sse_c_copy(es3, ssrv, ebucket):
