@@ -389,12 +389,12 @@ static const bucket_subresource_t bucket_subresources[] = {
     {"ownershipControls", &s3_op_get_bucket_ownership, &s3_op_put_bucket_ownership,
      &s3_op_delete_bucket_ownership},
     {"cors", &s3_op_get_bucket_cors, &s3_op_put_bucket_cors, &s3_op_delete_bucket_cors},
-    {"tagging", &s3_op_get_bucket_tagging, &s3_op_put_bucket_config, &s3_op_delete_bucket_config},
+    {"tagging", &s3_op_get_bucket_tagging, &s3_op_put_bucket_tagging, &s3_op_delete_bucket_tagging},
     {"lifecycle", &s3_op_get_bucket_lifecycle, &s3_op_put_bucket_lifecycle,
      &s3_op_delete_bucket_lifecycle},
     {"object-lock", &s3_op_get_object_lock_config, &s3_op_put_bucket_config, NULL},
-    {"encryption", &s3_op_get_bucket_encryption, &s3_op_put_bucket_config,
-     &s3_op_delete_bucket_config},
+    {"encryption", &s3_op_get_bucket_encryption, &s3_op_put_bucket_encryption,
+     &s3_op_delete_bucket_encryption},
 };
 
 static s3_error_t route_bucket(s3_req_t *req, bool get, bool head, bool put, bool post, bool del)

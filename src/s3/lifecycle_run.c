@@ -115,7 +115,7 @@ static void expire_current(stor_t *st, const stor_bucket_t *b, const s3_lc_t *cf
             continue;
         }
         const s3_lc_rule_t *rule;
-        int64_t t = s3_lc_expiry(cfg, key, m.size, m.mtime_ms / 1000, day_s, NULL, NULL, &rule);
+        int64_t t = s3_lc_expiry_of(cfg, key, &m, day_s, &rule);
         if (t >= 0 && t <= now_s) {
             stor_precond_t cond = {.must_exist = 1, .etag = m.etag, .mtime_ms = m.mtime_ms};
             stor_deleted_t d;
@@ -177,7 +177,7 @@ static void expire_versions(stor_t *st, const stor_bucket_t *b, const s3_lc_t *c
         const char *why = NULL, *rule_id = NULL;
         for (size_t i = 0; !why && i < cfg->n_rules; i++) {
             const s3_lc_rule_t *r = &cfg->rules[i];
-            if (!r->enabled || !s3_lc_rule_matches(r, key, m.size, NULL, NULL))
+            if (!r->enabled || !s3_lc_rule_matches_of(r, key, &m))
                 continue;
             if (!is_latest && r->noncurrent_days > 0 && noncurrent > r->newer_noncurrent &&
                 s3_lc_due(newer_mtime_s, r->noncurrent_days, day_s) <= now_s)

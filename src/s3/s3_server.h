@@ -86,6 +86,15 @@ typedef struct s3_server_config {
     /* Accept Signature Version 2 (HMAC-SHA1: header, presigned query and POST
      * policy); false refuses it with AccessDenied. */
     bool signature_v2;
+    /* SSE-S3 master keys (s3/sse.h; borrowed, must outlive the server), NULL
+     * or none: SSE-S3 and default encryption refused. */
+    const struct s3_sse_keys *sse_keys;
+    /* The SSE-KMS keyring (the built-in key provider; borrowed), NULL or
+     * none: SSE-KMS refused. */
+    const struct s3_sse_keys *sse_kms_keys;
+    /* Accept SSE-C keys over plain HTTP and the native protocol (tests
+     * only: the key crosses the network in the clear). */
+    bool sse_c_plain;
     /* Seconds in a lifecycle rule's day (lifecycle.day_seconds): 86400, or
      * shorter to test rules; 0 means 86400. */
     unsigned lifecycle_day_s;

@@ -191,6 +191,19 @@ static const setting_t settings[] = {
     TEXT("tls.key", "tls-key", "S3RDMA_TLS_KEY", "", tls.key, "PEM private key file"),
     ADDR("tls.listen", "tls-listen", "S3RDMA_TLS_LISTEN", "127.0.0.1:9443", tls.listen, 0,
          "HTTPS address HOST:PORT, [V6]:PORT or :PORT (every address)"),
+    /* Encryption at rest (docs/storage.md). */
+    TEXT("sse.master_key_file", "sse-master-key-file", "S3RDMA_SSE_MASTER_KEY_FILE", "",
+         sse.master_key_file,
+         "file of SSE-S3 master keys (64 hex digits a line; the first encrypts, all decrypt; "
+         "mode 600); empty: SSE-S3 and default encryption are refused"),
+    TEXT("sse.kms_keyring_file", "sse-kms-keyring-file", "S3RDMA_SSE_KMS_KEYRING_FILE", "",
+         sse.kms_keyring_file,
+         "SSE-KMS's built-in key provider, a local keyring for tests and edge sites (not a KMS): "
+         "\"NAME HEX64\" a line, the first the default key; mode 600; empty: SSE-KMS refused"),
+    BOOL("sse.c_over_plain_http", "sse-c-over-plain-http", "S3RDMA_SSE_C_OVER_PLAIN_HTTP", "false",
+         sse.c_over_plain,
+         "true or false: accept SSE-C customer keys over plain HTTP and the native protocol "
+         "(for tests: the key crosses the network in the clear)"),
     /* Lifecycle (docs/operations.md). */
     COUNT("lifecycle.day_seconds", "lifecycle-day-seconds", "S3RDMA_LIFECYCLE_DAY_SECONDS", "86400",
           lifecycle.day_seconds, 1, 86400,

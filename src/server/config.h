@@ -99,6 +99,12 @@ typedef struct server_config {
         uint64_t min_body_rate;  /* bytes per second; 0 = no limit */
         unsigned body_rate_window_s;
     } http;
+    /* Encryption at rest (docs/storage.md, "Encryption at rest"). */
+    struct {
+        char *master_key_file;  /* SSE-S3 master keys; "" = SSE-S3 refused */
+        char *kms_keyring_file; /* SSE-KMS local keyring; "" = SSE-KMS refused */
+        bool c_over_plain;      /* accept SSE-C keys without TLS (tests only) */
+    } sse;
     struct {
         char *cert; /* PEM certificate chain; with key, HTTPS is on */
         char *key;  /* PEM private key */

@@ -286,8 +286,8 @@ int local_reader_span_fd(stor_reader_t *r_, uint64_t off, uint64_t len, int *fd_
                          uint64_t *file_off_p);
 stor_status_t local_delete(stor_t *st_, const stor_bucket_t *bucket, const char *key,
                            const stor_precond_t *cond);
-stor_status_t local_object_set_acl(stor_t *st_, const stor_bucket_t *bucket, const char *key,
-                                   stor_acl_t acl);
+stor_status_t local_object_change(stor_t *st_, const stor_bucket_t *bucket, const char *key,
+                                  const stor_obj_change_t *change);
 stor_status_t local_iter_open(stor_t *st_, const char *bucket, const char *prefix,
                               const char *after, stor_iter_t **out_p);
 void local_iter_seek(stor_iter_t *it_, const char *key, size_t key_len);

@@ -656,12 +656,10 @@ stor_status_t local_delete_version(stor_t *st_, const stor_bucket_t *bucket, con
     return s;
 }
 
-stor_status_t local_object_set_acl(stor_t *st_, const stor_bucket_t *bucket, const char *key,
-                                   stor_acl_t acl)
+stor_status_t local_object_change(stor_t *st_, const stor_bucket_t *bucket, const char *key,
+                                  const stor_obj_change_t *change)
 {
     lstor_t *st = (lstor_t *)st_;
-    if (acl < 0 || acl >= STOR_ACL_COUNT)
-        return STOR_ERR_TOO_LARGE;
     MDB_txn *txn;
     stor_status_t s = wr_begin(st, &txn);
     if (s != STOR_OK)
@@ -676,10 +674,11 @@ stor_status_t local_object_set_acl(stor_t *st_, const stor_bucket_t *bucket, con
         s = obj_get(st, txn, bucket->name, key, &rec, &k, ikey);
     if (s == STOR_OK) {
         /* The same record (same files or inline bytes, same mtime) with
-         * another ACL; rec.body points into txn, which is still open. */
+         * the change; rec.body points into txn, which is still open. */
         have = 1;
-        rec.meta.acl = acl;
-        s = encode_object_rec(&b, key, &rec);
+        s = stor_meta_apply_change(&rec.meta, change);
+        if (s == STOR_OK)
+            s = encode_object_rec(&b, key, &rec);
     }
     if (s == STOR_OK) {
         MDB_val v = {b.len, b.data};

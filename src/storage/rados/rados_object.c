@@ -513,8 +513,8 @@ stor_status_t rs_delete(stor_t *st_, const stor_bucket_t *bucket, const char *ke
     return s;
 }
 
-stor_status_t rs_object_set_acl(stor_t *st_, const stor_bucket_t *bucket, const char *key,
-                                stor_acl_t acl)
+stor_status_t rs_object_change(stor_t *st_, const stor_bucket_t *bucket, const char *key,
+                               const stor_obj_change_t *change)
 {
     rstor_t *st = (rstor_t *)st_;
     char oid[RSTOR_OID_MAX];
@@ -527,8 +527,9 @@ stor_status_t rs_object_set_acl(stor_t *st_, const stor_bucket_t *bucket, const 
             buf_free(&raw);
             return s;
         }
-        rec.meta.acl = acl;
-        s = encode_object(&b, key, &rec.meta, rec.segs, rec.n_segs);
+        s = stor_meta_apply_change(&rec.meta, change);
+        if (s == STOR_OK)
+            s = encode_object(&b, key, &rec.meta, rec.segs, rec.n_segs);
         stor_obj_rec_free(&rec);
         int rc = s == STOR_OK ? index_cas(st, oid, key, &raw, &b) : 0;
         buf_free(&raw);
