@@ -159,6 +159,16 @@ typedef struct s3r_config {
      * on its own thread (the server hashes them on as many cores); default
      * 4, at most 64; 1: one after another. */
     unsigned parts_in_flight;
+    /* 1 (default): when endpoint names one gateway, the gateways it
+     * advertises in the x-s3rdma-peers header of its first successful
+     * authenticated reply (its "peers" setting; docs/protocol.md §1) join
+     * the endpoint list: requests then go round robin over all of them, a
+     * refused connection moves on to the next, and the RDMA session may be
+     * opened on any. Only peers with the endpoint's scheme are taken (an
+     * https:// endpoint never adds an http:// one), at most 16 endpoints in
+     * all. The client's signed requests go to those gateways. 0: only the
+     * endpoints given. Ignored when endpoint names several. */
+    int peer_discovery;
 } s3r_config_t;
 
 /* Fills cfg with the defaults above (all strings NULL). */
