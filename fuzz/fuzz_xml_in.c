@@ -22,6 +22,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (size_t i = 0; i < n; i++) {
             FUZZ_CHECK(parts[i].number >= 1 && parts[i].number <= 10000);
             FUZZ_CHECK(parts[i].etag && strlen(parts[i].etag) <= size);
+            for (int k = 0; k < CHECKSUM_NONE; k++)
+                FUZZ_CHECK(!parts[i].checksums[k] || strlen(parts[i].checksums[k]) <= size);
         }
         xml_complete_parts_free(parts, n);
     }

@@ -24,6 +24,7 @@ static const char *const op_names[RDMA_OP_MAX + 1] = {
     [RDMA_OP_LIST_MPU] = "ListMultipartUploads",
     [RDMA_OP_UPLOAD_PART_COPY] = "UploadPartCopy",
     [RDMA_OP_GET_BUCKET_LOCATION] = "GetBucketLocation",
+    [RDMA_OP_LIST_OBJECT_VERSIONS] = "ListObjectVersions",
 };
 
 const char *rdma_native_op_name(unsigned opcode)

@@ -94,7 +94,8 @@ enum rdma_native_op {
     RDMA_OP_LIST_MPU = 17,
     RDMA_OP_UPLOAD_PART_COPY = 18,
     RDMA_OP_GET_BUCKET_LOCATION = 19,
-    RDMA_OP_MAX = 19,
+    RDMA_OP_LIST_OBJECT_VERSIONS = 20,
+    RDMA_OP_MAX = 20,
 };
 
 enum rdma_native_param_kind { RDMA_PARAM_HEADER = 1, RDMA_PARAM_QUERY = 2 };

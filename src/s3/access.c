@@ -97,7 +97,7 @@ static bool is(const s3_req_t *req, const char *who)
  * which every request's bucket lookup reads from the bucket's record: a
  * change made through any gateway (RADOS) is seen by the next request
  * everywhere, with no invalidation message. Buckets with no configuration
- * (cfg_mask 0) never come here. */
+ * (cfg_mask 0, or only their versioning state) never come here. */
 
 typedef struct access_cfg {
     atomic_int refs;
@@ -148,8 +148,9 @@ static s3_error_t cfg_parse(access_cfg_t *c, int kind, const buf_t *doc, const c
         char why[256];
         if (s3_lc_from_xml(doc->data, doc->len, &c->lifecycle, why, sizeof why) != S3E_NONE)
             return S3E_INTERNAL;
-    } else if (kind == STOR_BCFG_CORS) {
-        /* Not an access document: CORS never grants or denies (ops_config.c). */
+    } else if (kind == STOR_BCFG_CORS || kind == STOR_BCFG_VERSIONING) {
+        /* Not access documents: CORS never grants or denies (ops_config.c);
+         * the versioning state is storage's. */
     } else {
         return S3E_INTERNAL;
     }
@@ -200,8 +201,8 @@ static s3_error_t cfg_load(s3_req_t *req, const stor_bucket_t *bucket, access_cf
 static s3_error_t cfg_get(s3_req_t *req, const stor_bucket_t *bucket, access_cfg_t **out)
 {
     *out = NULL;
-    if (bucket->cfg_mask == 0)
-        return S3E_NONE;
+    if ((bucket->cfg_mask & ~(1u << STOR_BCFG_VERSIONING)) == 0)
+        return S3E_NONE; /* nothing that decides access */
     size_t i = (size_t)((bucket->id * 0x9E3779B97F4A7C15ULL) >> 56) % CFG_SLOTS;
     pthread_mutex_lock(&cfg_cache.lock);
     access_cfg_t *c = cfg_cache.slot[i];
@@ -370,7 +371,8 @@ static const struct {
 static const char *request_action(s3_req_t *req, s3_perm_t perm, bool object, char *buf, size_t cap)
 {
     const s3_op_t *op = req->op;
-    if (object && perm == S3_PERM_READ && op != &s3_op_get_object_tagging)
+    if (object && perm == S3_PERM_READ && op != &s3_op_get_object_tagging &&
+        op != &s3_op_get_object_attributes)
         return "s3:GetObject"; /* a GET, or a copy's source */
     if (op == &s3_op_put_bucket_config || op == &s3_op_delete_bucket_config) {
         for (size_t i = 0; i < sizeof config_actions / sizeof config_actions[0]; i++)

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/checksum.h"
 #include "common/date.h"
 #include "common/hash_pool.h"
 #include "common/s3r_limits.h"
@@ -28,6 +29,22 @@ char **s3_meta_checksum(const stor_meta_t *meta, enum s3_checksum_alg alg)
                                              &meta->checksum_sha256, &meta->checksum_sha1,
                                              &meta->checksum_crc64nvme};
     return (char **)slots[alg];
+}
+
+enum s3_checksum_alg s3_checksum_alg_of(checksum_alg_t alg)
+{
+    switch (alg) {
+    case CHECKSUM_CRC32:
+        return S3_CK_CRC32;
+    case CHECKSUM_CRC32C:
+        return S3_CK_CRC32C;
+    case CHECKSUM_CRC64NVME:
+        return S3_CK_CRC64NVME;
+    case CHECKSUM_SHA1:
+        return S3_CK_SHA1;
+    default:
+        return S3_CK_SHA256;
+    }
 }
 
 char **s3_part_checksum(const stor_part_t *part, enum s3_checksum_alg alg)
@@ -83,6 +100,29 @@ static char **stored_slot(const stor_meta_t *meta, size_t i)
  * aws-chunked decoder, or an RDMA pull (the token path), whose bytes a
  * signed payload hash (x-amz-content-sha256) covers just as the HTTP body's
  * (aws-chunked has no payload hash: its chunks are signed). */
+s3_error_t s3_checksums_begin(s3_req_t *req)
+{
+    if (req->want_ck[S3_CK_SHA256] && !req->sha256_ck && !(req->sha256_ck = digest_sha256_new()))
+        return S3E_INTERNAL;
+    if (req->want_ck[S3_CK_SHA1] && !req->sha1_ck && !(req->sha1_ck = digest_sha1_new()))
+        return S3E_INTERNAL;
+    return S3E_NONE;
+}
+
+void s3_checksums_update(s3_req_t *req, const void *data, size_t len)
+{
+    if (req->want_ck[S3_CK_CRC32])
+        req->crc32 = crc32_ieee_update(req->crc32, data, len);
+    if (req->want_ck[S3_CK_CRC32C])
+        req->crc32c = crc32c_update(req->crc32c, data, len);
+    if (req->want_ck[S3_CK_CRC64NVME])
+        req->crc64nvme = crc64nvme_update(req->crc64nvme, data, len);
+    if (req->sha256_ck)
+        digest_update(req->sha256_ck, data, len);
+    if (req->sha1_ck)
+        digest_update(req->sha1_ck, data, len);
+}
+
 int s3_body_sink(void *cls, const void *data, size_t len)
 {
     s3_req_t *req = cls;
@@ -100,16 +140,7 @@ int s3_body_sink(void *cls, const void *data, size_t len)
                        req->md5, data, len);
     if (req->sha256_payload)
         digest_update(req->sha256_payload, data, len);
-    if (req->want_ck[S3_CK_CRC32])
-        req->crc32 = crc32_ieee_update(req->crc32, data, len);
-    if (req->want_ck[S3_CK_CRC32C])
-        req->crc32c = crc32c_update(req->crc32c, data, len);
-    if (req->want_ck[S3_CK_CRC64NVME])
-        req->crc64nvme = crc64nvme_update(req->crc64nvme, data, len);
-    if (req->sha256_ck)
-        digest_update(req->sha256_ck, data, len);
-    if (req->sha1_ck)
-        digest_update(req->sha1_ck, data, len);
+    s3_checksums_update(req, data, len);
     int rc = 0;
     if (req->body_kind == S3_BODY_XML) {
         if (buf_append(&req->body, data, len) != 0) {
@@ -203,7 +234,7 @@ s3_error_t s3_body_begin(s3_req_t *req)
 
     /* Checksums: a value in a header, an algorithm announced for the trailer,
      * or an algorithm the SDK asks us to compute. */
-    for (int i = 0; i < S3_CK_COUNT; i++) {
+    for (int i = 0; i < S3_CK_COUNT && !req->checksums_of_object; i++) {
         req->expect_ck[i] = s3_req_header(req, ck_headers[i]);
         if (req->expect_ck[i])
             req->want_ck[i] = true;
@@ -225,10 +256,9 @@ s3_error_t s3_body_begin(s3_req_t *req)
             return S3E_INVALID_REQUEST;
         req->want_ck[alg] = true;
     }
-    if (req->want_ck[S3_CK_SHA256] && !(req->sha256_ck = digest_sha256_new()))
-        return S3E_INTERNAL;
-    if (req->want_ck[S3_CK_SHA1] && !(req->sha1_ck = digest_sha1_new()))
-        return S3E_INTERNAL;
+    s3_error_t err = s3_checksums_begin(req);
+    if (err != S3E_NONE)
+        return err;
 
     if (streaming) {
         awschunk_params_t p = {
@@ -315,6 +345,19 @@ static void checksum_final(s3_req_t *req, int i, char out[64])
         base64_encode(sum, SHA1_LEN, out);
         break;
     }
+}
+
+s3_error_t s3_checksums_end(s3_req_t *req)
+{
+    for (int i = 0; i < S3_CK_COUNT; i++) {
+        if (!req->want_ck[i] || req->checksums[i])
+            continue;
+        char computed[64];
+        checksum_final(req, i, computed);
+        if (!(req->checksums[i] = strdup(computed)))
+            return S3E_INTERNAL;
+    }
+    return S3E_NONE;
 }
 
 /* etag: fast's ETag: 32 hex digits of the body's CRC32C, its length and 4
@@ -529,6 +572,57 @@ static char *strip_aws_chunked(const char *enc)
     return buf_steal(&out, NULL);
 }
 
+s3_error_t s3_storage_class_from_headers(s3_req_t *req, stor_meta_t *meta)
+{
+    /* S3's classes; s3rdmad keeps every object alike whatever its class. */
+    static const char *const classes[] = {
+        "STANDARD",       "REDUCED_REDUNDANCY", "STANDARD_IA", "ONEZONE_IA", "INTELLIGENT_TIERING",
+        "GLACIER",        "DEEP_ARCHIVE",       "OUTPOSTS",    "GLACIER_IR", "SNOW",
+        "EXPRESS_ONEZONE"};
+    const char *v = s3_req_header(req, "x-amz-storage-class");
+    free(meta->storage_class);
+    meta->storage_class = NULL;
+    if (!v)
+        return S3E_NONE;
+    for (size_t i = 0; i < sizeof classes / sizeof classes[0]; i++) {
+        if (strcmp(v, classes[i]) != 0)
+            continue;
+        if (i == 0)
+            return S3E_NONE; /* STANDARD is stored as no class */
+        meta->storage_class = strdup(v);
+        return meta->storage_class ? S3E_NONE : S3E_INTERNAL;
+    }
+    return S3E_INVALID_STORAGE_CLASS;
+}
+
+const char *s3_checksum_type(const stor_meta_t *meta)
+{
+    return meta->checksum_type ? meta->checksum_type : "FULL_OBJECT";
+}
+
+bool s3_part_checksum_of(const stor_meta_t *meta, uint32_t n, char out[CHECKSUM_VALUE_MAX])
+{
+    const char *p = meta->part_checksums;
+    for (uint32_t i = 1; p && i < n; i++) {
+        p = strchr(p, ',');
+        if (p)
+            p++;
+    }
+    if (!p || n < 1)
+        return false;
+    size_t len = strcspn(p, ",");
+    if (len == 0 || len >= CHECKSUM_VALUE_MAX)
+        return false;
+    memcpy(out, p, len);
+    out[len] = '\0';
+    return true;
+}
+
+const char *s3_storage_class(const stor_meta_t *meta)
+{
+    return meta->storage_class ? meta->storage_class : "STANDARD";
+}
+
 s3_error_t s3_meta_from_headers(s3_req_t *req, stor_meta_t *meta, const char **why_p)
 {
     *why_p = NULL;
@@ -555,6 +649,9 @@ s3_error_t s3_meta_from_headers(s3_req_t *req, stor_meta_t *meta, const char **w
         if (s3_req_header(req, unsupported[i]))
             return S3E_NOT_IMPLEMENTED;
     }
+    s3_error_t err = s3_storage_class_from_headers(req, meta);
+    if (err != S3E_NONE)
+        return err;
 
     for (size_t i = 0; i < N_STORED_HEADERS; i++) {
         const char *v = s3_req_header(req, stored_headers[i].header);
@@ -577,7 +674,7 @@ s3_error_t s3_meta_from_headers(s3_req_t *req, stor_meta_t *meta, const char **w
         if (!meta->content_type)
             return S3E_INTERNAL;
     }
-    s3_error_t err = s3_stored_headers_check(meta, why_p);
+    err = s3_stored_headers_check(meta, why_p);
     if (err != S3E_NONE)
         return err;
     meta_collect_t mc = {.meta = meta, .err = S3E_NONE};
@@ -593,6 +690,8 @@ void s3_meta_to_headers(s3_req_t *req, const stor_meta_t *meta)
     date_format_http(meta->mtime_ms / 1000, date);
     s3_reply_header(req, "Last-Modified", date);
     s3_reply_header(req, "Accept-Ranges", "bytes");
+    if (meta->storage_class) /* S3 names no class for STANDARD */
+        s3_reply_header(req, "x-amz-storage-class", meta->storage_class);
     for (size_t i = 0; i < N_STORED_HEADERS; i++) {
         const char *v = *stored_slot(meta, i);
         if (v)
@@ -605,10 +704,14 @@ void s3_meta_to_headers(s3_req_t *req, const stor_meta_t *meta)
     }
     const char *mode = s3_req_header(req, "x-amz-checksum-mode");
     if (mode && strcasecmp(mode, "ENABLED") == 0) {
+        bool any = false;
         for (int i = 0; i < S3_CK_COUNT; i++) {
             const char *ck = *s3_meta_checksum(meta, i);
             if (ck)
                 s3_reply_header(req, ck_headers[i], ck);
+            any = any || ck;
         }
+        if (any)
+            s3_reply_header(req, "x-amz-checksum-type", s3_checksum_type(meta));
     }
 }

@@ -27,6 +27,8 @@ static const char *const plain_params[] = {
     "delimiter",
     "marker",
     "max-keys",
+    "max-buckets",
+    "bucket-region",
     "encoding-type",
     "list-type",
     "continuation-token",
@@ -63,6 +65,7 @@ static const char *const plain_params[] = {
     "ownershipControls",
     "cors",
     "tagging",
+    "attributes",
     "lifecycle",
     "object-lock",
     "encryption",
@@ -484,6 +487,10 @@ static s3_error_t route(s3_req_t *req, const char *raw_url)
     bool copy = s3_req_header(req, "x-amz-copy-source") != NULL;
     if (s3_req_has_query(req, "acl")) {
         req->op = get ? &s3_op_get_object_acl : put ? &s3_op_put_object_acl : NULL;
+        return req->op ? S3E_NONE : S3E_METHOD_NOT_ALLOWED;
+    }
+    if (s3_req_has_query(req, "attributes")) {
+        req->op = get ? &s3_op_get_object_attributes : NULL;
         return req->op ? S3E_NONE : S3E_METHOD_NOT_ALLOWED;
     }
     if (s3_req_has_query(req, "tagging")) {

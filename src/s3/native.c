@@ -49,6 +49,11 @@ static const char *const version_q[] = {"versionId", NULL};
 static const char *const delete_q[] = {"delete", NULL};
 static const char *const uploads_q[] = {"uploads", NULL};
 static const char *const location_q[] = {"location", NULL};
+static const char *const list_buckets_q[] = {"max-buckets", "continuation-token", "prefix",
+                                             "bucket-region", NULL};
+static const char *const list_versions_q[] = {"versions",          "prefix",   "delimiter",
+                                              "key-marker",        "max-keys", "encoding-type",
+                                              "version-id-marker", NULL};
 
 /* What each opcode runs, with the HTTP method the handlers see, and the
  * inputs it takes (docs/protocol.md §4.2): its bucket and key, a request
@@ -81,7 +86,8 @@ static const struct native_op {
     [RDMA_OP_DELETE_BUCKET] = {&s3_op_delete_bucket, "DELETE", MUST, NO, NO, NO,
                                .need_header = NULL},
     [RDMA_OP_HEAD_BUCKET] = {&s3_op_head_bucket, "HEAD", MUST, NO, NO, NO, .need_header = NULL},
-    [RDMA_OP_LIST_BUCKETS] = {&s3_op_list_buckets, "GET", NO, NO, NO, MAY, .need_header = NULL},
+    [RDMA_OP_LIST_BUCKETS] = {&s3_op_list_buckets, "GET", NO, NO, NO, MAY,
+                              .may_query = list_buckets_q},
     [RDMA_OP_CREATE_MPU] = {&s3_op_create_mpu, "POST", MUST, MUST, NO, MAY, .may_query = uploads_q},
     [RDMA_OP_UPLOAD_PART] = {&s3_op_upload_part, "PUT", MUST, MUST, MAY, NO, .need_query = part_q},
     [RDMA_OP_COMPLETE_MPU] = {&s3_op_complete_mpu, "POST", MUST, MUST, MUST, MAY,
@@ -94,6 +100,8 @@ static const struct native_op {
                                   .need_header = "x-amz-copy-source", .need_query = part_q},
     [RDMA_OP_GET_BUCKET_LOCATION] = {&s3_op_get_bucket_location, "GET", MUST, NO, NO, MAY,
                                      .may_query = location_q},
+    [RDMA_OP_LIST_OBJECT_VERSIONS] = {&s3_op_list_object_versions, "GET", MUST, NO, NO, MAY,
+                                      .may_query = list_versions_q},
 };
 
 /* ---- reading the request ------------------------------------------------------ */

@@ -5,17 +5,69 @@
 #include <strings.h>
 
 #include "common/date.h"
+#include "common/hash.h"
 #include "common/s3r_limits.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
 #include "s3/xml_in.h"
 
+/* ListBuckets' page size when the request names none: all of a user's
+ * buckets, as S3 answers for every parameter combination (its default page
+ * is 10,000, S3R_MAX_BUCKETS_PER_USER here). */
+#define LIST_BUCKETS_MAX S3R_MAX_BUCKETS_PER_USER
+
+/* Reads ListBuckets' max-buckets into *max_p (LIST_BUCKETS_MAX when absent)
+ * and its continuation-token into after (the name the last page ended at,
+ * "" when absent); replies and returns false when one is invalid. The token
+ * is the base64url of a bucket name: opaque to clients, as S3's is. */
+static bool list_buckets_query(s3_req_t *req, long *max_p, char after[S3R_MAX_BUCKET_NAME + 1])
+{
+    const char *mb = s3_req_query(req, "max-buckets");
+    const char *token = s3_req_query(req, "continuation-token");
+    *max_p = LIST_BUCKETS_MAX;
+    if (mb) {
+        char *end;
+        long v = strtol(mb, &end, 10);
+        if (!*mb || *end || v < 1 || v > LIST_BUCKETS_MAX) {
+            s3_reply_error(req, S3E_INVALID_ARGUMENT,
+                           "Argument max-buckets must be an integer between 1 and 10000");
+            return false;
+        }
+        *max_p = v;
+    }
+    after[0] = '\0';
+    if (token && *token) {
+        uint8_t raw[S3R_MAX_BUCKET_NAME + 1];
+        long n = base64url_decode(token, strlen(token), raw, S3R_MAX_BUCKET_NAME);
+        if (n <= 0 || memchr(raw, '\0', (size_t)n)) {
+            s3_reply_error(req, S3E_INVALID_ARGUMENT,
+                           "The continuation token provided is incorrect");
+            return false;
+        }
+        memcpy(after, raw, (size_t)n);
+        after[n] = '\0';
+    }
+    return true;
+}
+
+/* ListBuckets: the requester's buckets in name order, those under prefix
+ * after the continuation token, at most max-buckets of them, with a
+ * ContinuationToken only when more remain (and Prefix echoed when sent), as
+ * S3 answers. A bucket-region other than the server's lists none. */
 static void list_buckets_begin(s3_req_t *req)
 {
     if (!req->user) {
         s3_reply_error(req, S3E_ACCESS_DENIED, NULL);
         return;
     }
+    long max;
+    char after[S3R_MAX_BUCKET_NAME + 1];
+    if (!list_buckets_query(req, &max, after))
+        return;
+    const char *prefix = s3_req_query(req, "prefix");
+    const char *region = s3_req_query(req, "bucket-region");
+    bool other_region = region && strcmp(region, req->srv->cfg.region) != 0;
+    size_t plen = prefix ? strlen(prefix) : 0;
     stor_bucket_t *buckets = NULL;
     size_t n = 0;
     stor_status_t st = stor_bucket_list(req->srv->cfg.store, &buckets, &n);
@@ -28,16 +80,37 @@ static void list_buckets_begin(s3_req_t *req)
     s3_xml_open(&xml, "ListAllMyBucketsResult");
     s3_xml_principal(&xml, "Owner", req->user->access_key);
     buf_append_str(&xml, "<Buckets>");
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(buckets[i].owner, req->user->access_key) != 0)
+    long listed = 0;
+    const char *last = NULL;
+    bool more = false;
+    for (size_t i = 0; i < n && !other_region; i++) {
+        const stor_bucket_t *b = &buckets[i];
+        if (strcmp(b->owner, req->user->access_key) != 0 ||
+            strncmp(b->name, prefix ? prefix : "", plen) != 0 || strcmp(b->name, after) <= 0)
             continue;
+        if (listed == max) {
+            more = true;
+            break;
+        }
         char date[32];
-        date_format_iso8601(buckets[i].created * 1000, date);
+        date_format_iso8601(b->created * 1000, date);
         buf_append_str(&xml, "<Bucket><Name>");
-        buf_append_xml(&xml, buckets[i].name);
-        buf_printf(&xml, "</Name><CreationDate>%s</CreationDate></Bucket>", date);
+        buf_append_xml(&xml, b->name);
+        buf_printf(&xml, "</Name><CreationDate>%s</CreationDate>", date);
+        s3_xml_elem(&xml, "BucketRegion", req->srv->cfg.region);
+        buf_append_str(&xml, "</Bucket>");
+        last = b->name;
+        listed++;
     }
-    buf_append_str(&xml, "</Buckets></ListAllMyBucketsResult>");
+    buf_append_str(&xml, "</Buckets>");
+    if (more) {
+        char tok[2 * S3R_MAX_BUCKET_NAME + 8];
+        base64url_encode((const uint8_t *)last, strlen(last), tok);
+        s3_xml_elem(&xml, "ContinuationToken", tok);
+    }
+    if (prefix)
+        s3_xml_elem(&xml, "Prefix", prefix);
+    buf_append_str(&xml, "</ListAllMyBucketsResult>");
     free(buckets);
     s3_reply_xml(req, 200, &xml);
 }

@@ -1,5 +1,5 @@
-/* Bucket and object configuration: versioning (GetBucketVersioning answers
- * the never-enabled state; PutBucketVersioning is not implemented), ACLs
+/* Bucket and object configuration: versioning (the bucket's state, kept by
+ * storage: stor_bucket_set_versioning), ACLs
  * (canned ACLs, read and set), bucket policies (policy.c parses them, the
  * store keeps their canonical text with the bucket), CORS configurations
  * (cors.c; kept the same way), lifecycle configurations (lifecycle.c; kept
@@ -29,6 +29,9 @@ static void get_versioning_begin(s3_req_t *req)
     buf_t xml;
     buf_init(&xml, 4096);
     s3_xml_open(&xml, "VersioningConfiguration");
+    int v = req->authz_bucket.versioning;
+    if (v != STOR_VERSIONING_OFF)
+        s3_xml_elem(&xml, "Status", v == STOR_VERSIONING_ENABLED ? "Enabled" : "Suspended");
     buf_append_str(&xml, "</VersioningConfiguration>");
     s3_reply_xml(req, 200, &xml);
 }
@@ -37,9 +40,49 @@ static void put_versioning_begin(s3_req_t *req)
 {
     if (!s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
         return;
-    s3_reply_error(req, S3E_NOT_IMPLEMENTED,
-                   "Bucket versioning is not implemented: every bucket is unversioned, and "
-                   "each object has the single version \"null\".");
+    req->body_kind = S3_BODY_XML;
+}
+
+/* VersioningConfiguration: Status Enabled or Suspended; MfaDelete Disabled
+ * or absent (MFA delete needs MFA devices s3rdmad does not have: refused
+ * with NotImplemented, as other S3 servers without them do). */
+static void put_versioning_finish(s3_req_t *req)
+{
+    static const char *const paths[] = {"Status", "MfaDelete"};
+    char *v[2] = {NULL, NULL};
+    if (xml_parse_leaves(req->body.data ? req->body.data : "", req->body.len,
+                         "VersioningConfiguration", paths, 2, v) != 0) {
+        s3_reply_error(req, S3E_MALFORMED_XML, NULL);
+        return;
+    }
+    stor_versioning_t state = STOR_VERSIONING_OFF;
+    if (v[0] && strcmp(v[0], "Enabled") == 0)
+        state = STOR_VERSIONING_ENABLED;
+    else if (v[0] && strcmp(v[0], "Suspended") == 0)
+        state = STOR_VERSIONING_SUSPENDED;
+    s3_error_t err = S3E_NONE;
+    const char *why = NULL;
+    if (v[1] && strcmp(v[1], "Enabled") == 0) {
+        err = S3E_NOT_IMPLEMENTED;
+        why = "MFA delete is not supported: s3rdmad has no MFA devices.";
+    } else if (state == STOR_VERSIONING_OFF || (v[1] && strcmp(v[1], "Disabled") != 0)) {
+        err = S3E_ILLEGAL_VERSIONING;
+    }
+    free(v[0]);
+    free(v[1]);
+    if (err == S3E_NONE) {
+        stor_status_t st =
+            stor_bucket_set_versioning(req->srv->cfg.store, &req->authz_bucket, state);
+        if (st == STOR_ERR_UNSUPPORTED)
+            why = "Bucket versioning is not implemented on this storage backend (RADOS): "
+                  "every bucket there is unversioned.";
+        err = s3_error_from_stor(st);
+    }
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, why);
+        return;
+    }
+    s3_reply_empty(req, 200);
 }
 
 /* ---- ACLs ------------------------------------------------------------------------ */
@@ -122,19 +165,31 @@ static void put_bucket_acl_finish(s3_req_t *req)
     s3_reply_empty(req, 200);
 }
 
-/* Looks up the request's object (versionId "null" or none) and checks perm
- * on it (a missing key: s3_object_lookup_error); fills *meta_p (caller
- * frees). Replies and returns false on error. */
-static bool object_for_config(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p)
+static bool same_version(const stor_meta_t *a, const stor_meta_t *b)
 {
-    s3_error_t err = s3_version_check(s3_req_query(req, "versionId"));
+    char va[STOR_VERSION_ID_LEN + 1], vb[STOR_VERSION_ID_LEN + 1];
+    stor_version_id(a, va);
+    stor_version_id(b, vb);
+    return strcmp(va, vb) == 0;
+}
+
+bool s3_object_for_request(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p)
+{
+    const char *vid = s3_req_query(req, "versionId");
+    s3_error_t err = s3_version_check(vid);
     if (err != S3E_NONE) {
         s3_reply_error(req, err, NULL);
         return false;
     }
     if (!s3_bucket_lookup(req, req->bucket, &req->authz_bucket))
         return false;
-    stor_status_t st = stor_head(req->srv->cfg.store, req->bucket, req->key, meta_p);
+    stor_status_t st = stor_head_version(req->srv->cfg.store, req->bucket, req->key, vid, meta_p);
+    if (st == STOR_OK && meta_p->delete_marker) {
+        stor_meta_free(meta_p);
+        st = STOR_ERR_DELETE_MARKER;
+    }
+    if (s3_delete_marker_reply(req, &req->authz_bucket, req->key, vid, st, S3E_METHOD_NOT_ALLOWED))
+        return false;
     if (st != STOR_OK) {
         s3_reply_error(req, s3_object_lookup_error(req, &req->authz_bucket, st), NULL);
         return false;
@@ -143,21 +198,35 @@ static bool object_for_config(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p
         stor_meta_free(meta_p);
         return false;
     }
+    if (vid && perm != S3_PERM_READ && perm != S3_PERM_READ_ACP) {
+        stor_meta_t cur;
+        bool latest = false;
+        if (stor_head(req->srv->cfg.store, req->bucket, req->key, &cur) == STOR_OK) {
+            latest = same_version(&cur, meta_p);
+            stor_meta_free(&cur);
+        }
+        if (!latest) {
+            stor_meta_free(meta_p);
+            s3_reply_error(req, S3E_NOT_IMPLEMENTED,
+                           "Only the latest version of an object can be changed.");
+            return false;
+        }
+    }
+    if (vid)
+        s3_version_headers(req, &req->authz_bucket, meta_p, true);
     return true;
 }
 
 static void get_object_acl_begin(s3_req_t *req)
 {
     stor_meta_t meta;
-    if (!object_for_config(req, S3_PERM_READ_ACP, &meta))
+    if (!s3_object_for_request(req, S3_PERM_READ_ACP, &meta))
         return;
     buf_t xml;
     buf_init(&xml, 16 * 1024);
     s3_acl_xml(&xml, meta.acl, true, s3_object_owner(&req->authz_bucket, &meta),
                req->authz_bucket.owner);
     stor_meta_free(&meta);
-    if (s3_req_query(req, "versionId"))
-        s3_reply_header(req, "x-amz-version-id", "null");
     s3_reply_xml(req, 200, &xml);
 }
 
@@ -166,7 +235,7 @@ static void get_object_acl_begin(s3_req_t *req)
 static void put_object_acl_begin(s3_req_t *req)
 {
     stor_meta_t meta;
-    if (!object_for_config(req, S3_PERM_WRITE_ACP, &meta))
+    if (!s3_object_for_request(req, S3_PERM_WRITE_ACP, &meta))
         return;
     stor_meta_free(&meta);
     put_acl_begin(req);
@@ -177,7 +246,7 @@ static void put_object_acl_begin(s3_req_t *req)
 static void put_object_acl_finish(s3_req_t *req)
 {
     stor_meta_t meta;
-    if (!object_for_config(req, S3_PERM_WRITE_ACP, &meta))
+    if (!s3_object_for_request(req, S3_PERM_WRITE_ACP, &meta))
         return;
     stor_acl_t acl;
     bool ok = acl_requested(req, true, s3_object_owner(&req->authz_bucket, &meta),
@@ -722,7 +791,7 @@ static void delete_config_begin(s3_req_t *req)
 static void get_object_tagging_begin(s3_req_t *req)
 {
     stor_meta_t meta;
-    if (!object_for_config(req, S3_PERM_READ, &meta))
+    if (!s3_object_for_request(req, S3_PERM_READ, &meta))
         return;
     stor_meta_free(&meta);
     buf_t xml;
@@ -735,7 +804,7 @@ static void get_object_tagging_begin(s3_req_t *req)
 static void put_object_tagging_begin(s3_req_t *req)
 {
     stor_meta_t meta;
-    if (!object_for_config(req, S3_PERM_WRITE_ACP, &meta))
+    if (!s3_object_for_request(req, S3_PERM_WRITE_ACP, &meta))
         return;
     stor_meta_free(&meta);
     s3_reply_error(req, S3E_NOT_IMPLEMENTED, "Object tagging is not implemented by s3rdmad.");
@@ -744,14 +813,15 @@ static void put_object_tagging_begin(s3_req_t *req)
 static void delete_object_tagging_begin(s3_req_t *req)
 {
     stor_meta_t meta;
-    if (!object_for_config(req, S3_PERM_WRITE_ACP, &meta))
+    if (!s3_object_for_request(req, S3_PERM_WRITE_ACP, &meta))
         return;
     stor_meta_free(&meta);
     s3_reply_empty(req, 204);
 }
 
 const s3_op_t s3_op_get_bucket_versioning = {"GetBucketVersioning", get_versioning_begin, NULL};
-const s3_op_t s3_op_put_bucket_versioning = {"PutBucketVersioning", put_versioning_begin, NULL};
+const s3_op_t s3_op_put_bucket_versioning = {"PutBucketVersioning", put_versioning_begin,
+                                             put_versioning_finish};
 const s3_op_t s3_op_get_bucket_acl = {"GetBucketAcl", get_bucket_acl_begin, NULL};
 const s3_op_t s3_op_put_bucket_acl = {"PutBucketAcl", put_bucket_acl_begin, put_bucket_acl_finish};
 const s3_op_t s3_op_get_object_acl = {"GetObjectAcl", get_object_acl_begin, NULL};

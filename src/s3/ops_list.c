@@ -1,8 +1,8 @@
 /* ListObjects (v1), ListObjectsV2 and ListObjectVersions: one cursor scan of
  * the index (list_walk) with prefix, delimiter (CommonPrefixes), max-keys and
- * a start point, rendered in each listing's own XML. Buckets are
- * unversioned, so ListObjectVersions shows every object as its one version,
- * "null", the latest. */
+ * a start point, rendered in each listing's own XML. ListObjectVersions
+ * walks every version (storage's versions iterator): objects and delete
+ * markers, each key's newest first. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,12 +94,23 @@ static void after_marker(const list_query_t *q, const char *marker, char after[K
         strcat(after, PAST_PREFIX);
 }
 
-/* How a listing renders one object (common prefixes look alike in all). */
+/* How a listing renders one object (common prefixes look alike in all);
+ * latest: whether it is its key's latest version (always, but in
+ * ListObjectVersions). */
 typedef struct list_render {
     void (*object)(s3_req_t *req, const list_query_t *q, buf_t *out, const char *key,
-                   const stor_meta_t *meta, void *ctx);
+                   const stor_meta_t *meta, bool latest, void *ctx);
     void *ctx;
 } list_render_t;
+
+/* Where a listing starts: strictly after key `after` (ListObjects), or
+ * after version version_marker of key after (ListObjectVersions, versions
+ * set; version_marker NULL: after every version of it). */
+typedef struct list_start {
+    const char *after;
+    bool versions;
+    const char *version_marker;
+} list_start_t;
 
 /* What the walk ended with. */
 typedef struct list_result {
@@ -108,6 +119,7 @@ typedef struct list_result {
     bool truncated;
     char resume[KEY_BUF];             /* v2 continuation: the last key, or prefix + 0xFF */
     char last[S3R_MAX_KEY_BYTES + 8]; /* the last key or common prefix listed */
+    char last_version[STOR_VERSION_ID_LEN + 1]; /* the last version listed */
     bool last_was_prefix;
 } list_result_t;
 
@@ -120,7 +132,7 @@ static void list_result_free(list_result_t *r)
 /* Lists the bucket's keys under q->prefix, strictly after `after`, rolling
  * keys up into common prefixes at q->delim, at most q->max_keys entries.
  * Returns false (replied, r freed) on a storage error. */
-static bool list_walk(s3_req_t *req, const list_query_t *q, const char *after,
+static bool list_walk(s3_req_t *req, const list_query_t *q, const list_start_t *from,
                       const list_render_t *render, list_result_t *r)
 {
     memset(r, 0, sizeof(*r));
@@ -129,7 +141,11 @@ static bool list_walk(s3_req_t *req, const list_query_t *q, const char *after,
     if (q->max_keys == 0)
         return true; /* nothing asked for: S3 answers empty, not truncated */
     stor_iter_t *it = NULL;
-    stor_status_t st = stor_iter_open(req->srv->cfg.store, req->bucket, q->prefix, after, &it);
+    stor_t *store = req->srv->cfg.store;
+    stor_status_t st = from->versions
+                           ? stor_iter_open_versions(store, req->bucket, q->prefix, from->after,
+                                                     from->version_marker, &it)
+                           : stor_iter_open(store, req->bucket, q->prefix, from->after, &it);
     if (st != STOR_OK) {
         list_result_free(r);
         s3_reply_error(req, s3_error_from_stor(st), NULL);
@@ -141,7 +157,9 @@ static bool list_walk(s3_req_t *req, const list_query_t *q, const char *after,
         size_t key_len;
         stor_meta_t meta;
         memset(&meta, 0, sizeof(meta));
-        int n = stor_iter_next(it, &key, &key_len, &meta);
+        int latest = 1;
+        int n = from->versions ? stor_iter_next_version(it, &key, &key_len, &meta, &latest)
+                               : stor_iter_next(it, &key, &key_len, &meta);
         if (n < 0) {
             stor_meta_free(&meta);
             stor_iter_close(it);
@@ -167,7 +185,8 @@ static bool list_walk(s3_req_t *req, const list_query_t *q, const char *after,
             r->last_was_prefix = true;
         } else {
             snprintf(r->last, sizeof(r->last), "%.*s", (int)key_len, key);
-            render->object(req, q, &r->contents, r->last, &meta, render->ctx);
+            render->object(req, q, &r->contents, r->last, &meta, latest != 0, render->ctx);
+            stor_version_id(&meta, r->last_version);
             snprintf(r->resume, sizeof(r->resume), "%s", r->last);
             r->last_was_prefix = false;
         }
@@ -199,13 +218,18 @@ static void object_fields(buf_t *out, const stor_meta_t *meta)
     buf_append_str(out, "</Size>");
 }
 
-/* Starts a listing's document: its root element, Name and Prefix. */
-static void list_doc_open(s3_req_t *req, const list_query_t *q, const char *root, buf_t *xml)
+/* Starts a listing's document: its root element, Name and Prefix. The
+ * Prefix is URL-encoded under encoding-type=url only when prefix_url: S3
+ * encodes it in ListObjectsV2 and ListObjectVersions but returns it as sent
+ * in ListObjects (v1), and clients decode accordingly (botocore decodes no
+ * v1 Prefix, so an encoded one would reach the caller as "%0A"). */
+static void list_doc_open(s3_req_t *req, const list_query_t *q, const char *root, bool prefix_url,
+                          buf_t *xml)
 {
     buf_init(xml, 128 * 1024 * 1024);
     s3_xml_open(xml, root);
     elem(xml, "Name", req->bucket, false);
-    elem(xml, "Prefix", q->prefix, q->url);
+    elem(xml, "Prefix", q->prefix, q->url && prefix_url);
 }
 
 /* Ends a listing's document xml (its root element and the fields before
@@ -230,15 +254,17 @@ static void list_reply(s3_req_t *req, const list_query_t *q, list_result_t *r, c
 /* ---- ListObjects / ListObjectsV2 ---------------------------------------------------- */
 
 static void render_contents(s3_req_t *req, const list_query_t *q, buf_t *out, const char *key,
-                            const stor_meta_t *meta, void *ctx)
+                            const stor_meta_t *meta, bool latest, void *ctx)
 {
+    (void)latest;
     bool fetch_owner = *(const bool *)ctx;
     buf_append_str(out, "<Contents>");
     elem(out, "Key", key, q->url);
     object_fields(out, meta);
     if (fetch_owner)
         s3_xml_principal(out, "Owner", s3_object_owner(&req->authz_bucket, meta));
-    buf_append_str(out, "<StorageClass>STANDARD</StorageClass></Contents>");
+    s3_xml_elem(out, "StorageClass", s3_storage_class(meta));
+    buf_append_str(out, "</Contents>");
 }
 
 static void list_objects_begin(s3_req_t *req)
@@ -276,12 +302,13 @@ static void list_objects_begin(s3_req_t *req)
     }
 
     list_render_t render = {render_contents, &fetch_owner};
+    list_start_t from = {.after = after};
     list_result_t r;
-    if (!list_walk(req, &q, after, &render, &r))
+    if (!list_walk(req, &q, &from, &render, &r))
         return;
 
     buf_t xml;
-    list_doc_open(req, &q, "ListBucketResult", &xml);
+    list_doc_open(req, &q, "ListBucketResult", v2, &xml);
     if (v2) {
         if (start_after)
             elem(&xml, "StartAfter", start_after, q.url);
@@ -304,15 +331,27 @@ static void list_objects_begin(s3_req_t *req)
 /* ---- ListObjectVersions ---------------------------------------------------------------- */
 
 static void render_version(s3_req_t *req, const list_query_t *q, buf_t *out, const char *key,
-                           const stor_meta_t *meta, void *ctx)
+                           const stor_meta_t *meta, bool latest, void *ctx)
 {
     (void)ctx;
-    buf_append_str(out, "<Version>");
+    const char *tag = meta->delete_marker ? "DeleteMarker" : "Version";
+    char vid[STOR_VERSION_ID_LEN + 1];
+    stor_version_id(meta, vid);
+    buf_printf(out, "<%s>", tag);
     elem(out, "Key", key, q->url);
-    buf_append_str(out, "<VersionId>null</VersionId><IsLatest>true</IsLatest>");
-    object_fields(out, meta);
+    buf_printf(out, "<VersionId>%s</VersionId><IsLatest>%s</IsLatest>", vid,
+               latest ? "true" : "false");
+    if (meta->delete_marker) {
+        char date[32];
+        date_format_iso8601(meta->mtime_ms, date);
+        buf_printf(out, "<LastModified>%s</LastModified>", date);
+    } else {
+        object_fields(out, meta);
+    }
     s3_xml_principal(out, "Owner", s3_object_owner(&req->authz_bucket, meta));
-    buf_append_str(out, "<StorageClass>STANDARD</StorageClass></Version>");
+    if (!meta->delete_marker)
+        s3_xml_elem(out, "StorageClass", s3_storage_class(meta));
+    buf_printf(out, "</%s>", tag);
 }
 
 static void list_versions_begin(s3_req_t *req)
@@ -329,31 +368,35 @@ static void list_versions_begin(s3_req_t *req)
                        "A version-id marker cannot be specified without a key marker.");
         return;
     }
-    if (vid_marker && *vid_marker) {
-        s3_error_t err = s3_version_check(vid_marker);
-        if (err != S3E_NONE) {
-            s3_reply_error(req, S3E_INVALID_ARGUMENT, "Invalid version id specified");
-            return;
-        }
+    if (vid_marker && *vid_marker && s3_version_check(vid_marker) != S3E_NONE) {
+        s3_reply_error(req, S3E_INVALID_ARGUMENT, "Invalid version id specified");
+        return;
     }
-    /* Each key has one version, so (key-marker, version-id-marker) resumes
-     * after key-marker whatever the version marker is. */
+    /* A version marker resumes inside key-marker's versions; without one,
+     * after all of them (and past everything under key-marker when it is
+     * itself a common prefix). */
     char after[KEY_BUF];
-    after_marker(&q, key_marker, after);
+    bool in_key = vid_marker && *vid_marker && key_marker && strlen(key_marker) < KEY_BUF;
+    if (in_key)
+        snprintf(after, sizeof after, "%s", key_marker);
+    else
+        after_marker(&q, key_marker, after);
+    list_start_t from = {
+        .after = after, .versions = true, .version_marker = in_key ? vid_marker : NULL};
 
     list_render_t render = {render_version, NULL};
     list_result_t r;
-    if (!list_walk(req, &q, after, &render, &r))
+    if (!list_walk(req, &q, &from, &render, &r))
         return;
 
     buf_t xml;
-    list_doc_open(req, &q, "ListVersionsResult", &xml);
+    list_doc_open(req, &q, "ListVersionsResult", true, &xml);
     elem(&xml, "KeyMarker", key_marker ? key_marker : "", q.url);
     elem(&xml, "VersionIdMarker", vid_marker ? vid_marker : "", false);
     if (r.truncated) {
         elem(&xml, "NextKeyMarker", r.last, q.url);
         if (!r.last_was_prefix)
-            elem(&xml, "NextVersionIdMarker", "null", false);
+            elem(&xml, "NextVersionIdMarker", r.last_version, false);
     }
     list_reply(req, &q, &r, "ListVersionsResult", &xml);
 }

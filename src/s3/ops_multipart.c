@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/checksum.h"
 #include "common/clock.h"
 #include "common/date.h"
 #include "common/s3r_limits.h"
@@ -15,14 +16,19 @@
 #include "s3/xml_in.h"
 
 /* Checks the requester may write into the bucket and that uploadId names an
- * upload of this key. */
-static const char *upload_check(s3_req_t *req)
+ * upload of this key; *meta_p (NULL: not wanted; zeroed on failure, the
+ * caller frees it) gets the upload's metadata. */
+static const char *upload_check(s3_req_t *req, stor_meta_t *meta_p)
 {
+    if (meta_p)
+        memset(meta_p, 0, sizeof *meta_p);
     if (!s3_bucket_authorize(req, req->bucket, S3_PERM_WRITE, &req->authz_bucket))
         return NULL;
     const char *id = s3_req_query(req, "uploadId");
-    stor_status_t st =
-        id ? stor_mpu_check(req->srv->cfg.store, req->bucket, req->key, id) : STOR_ERR_NO_UPLOAD;
+    stor_t *store = req->srv->cfg.store;
+    stor_status_t st = !id      ? STOR_ERR_NO_UPLOAD
+                       : meta_p ? stor_mpu_meta(store, req->bucket, req->key, id, meta_p)
+                                : stor_mpu_check(store, req->bucket, req->key, id);
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
         return NULL;
@@ -43,6 +49,90 @@ static long part_number(s3_req_t *req)
     return n;
 }
 
+/* ---- checksums of multipart objects --------------------------------------------- */
+
+/* The checksum CreateMultipartUpload asks its object to carry, into meta:
+ * x-amz-checksum-algorithm (S3's names, any case) and x-amz-checksum-type
+ * (COMPOSITE, or FULL_OBJECT for the CRCs; absent: FULL_OBJECT for
+ * CRC64NVME, which has no composite, COMPOSITE for the others), refused as
+ * S3 refuses them. */
+static s3_error_t mpu_checksum_from_headers(s3_req_t *req, stor_meta_t *meta, const char **why_p)
+{
+    const char *a = s3_req_header(req, "x-amz-checksum-algorithm");
+    const char *t = s3_req_header(req, "x-amz-checksum-type");
+    if (!a) {
+        if (!t)
+            return S3E_NONE;
+        *why_p = "The x-amz-checksum-type header can only be used with the "
+                 "x-amz-checksum-algorithm header.";
+        return S3E_INVALID_REQUEST;
+    }
+    char name[16];
+    size_t len = strlen(a);
+    checksum_alg_t alg = CHECKSUM_NONE;
+    if (len < sizeof name) {
+        for (size_t i = 0; i <= len; i++)
+            name[i] = (char)toupper((unsigned char)a[i]);
+        alg = checksum_alg_from_name(name);
+    }
+    if (alg == CHECKSUM_NONE) {
+        *why_p = "Checksum algorithm provided is unsupported. Please try again with any of the "
+                 "valid types: [CRC32, CRC32C, CRC64NVME, SHA1, SHA256]";
+        return S3E_INVALID_REQUEST;
+    }
+    bool full = !checksum_composite_ok(alg);
+    if (t && strcasecmp(t, "FULL_OBJECT") == 0) {
+        full = true;
+    } else if (t && strcasecmp(t, "COMPOSITE") == 0) {
+        full = false;
+    } else if (t) {
+        *why_p = "Value for x-amz-checksum-type header is invalid.";
+        return S3E_INVALID_REQUEST;
+    }
+    if (full && !checksum_full_object_ok(alg)) {
+        *why_p = alg == CHECKSUM_SHA1 ? "The FULL_OBJECT checksum type cannot be used with the "
+                                        "sha1 checksum algorithm."
+                                      : "The FULL_OBJECT checksum type cannot be used with the "
+                                        "sha256 checksum algorithm.";
+        return S3E_INVALID_REQUEST;
+    }
+    if (!full && !checksum_composite_ok(alg)) {
+        *why_p = "The COMPOSITE checksum type cannot be used with the crc64nvme checksum "
+                 "algorithm.";
+        return S3E_INVALID_REQUEST;
+    }
+    meta->checksum_algorithm = strdup(checksum_alg_name(alg));
+    meta->checksum_type = strdup(full ? "FULL_OBJECT" : "COMPOSITE");
+    return meta->checksum_algorithm && meta->checksum_type ? S3E_NONE : S3E_INTERNAL;
+}
+
+/* The x-amz-checksum-* header of alg ("x-amz-checksum-crc32", ...). */
+static void checksum_header_name(checksum_alg_t alg, char out[40])
+{
+    const char *n = checksum_alg_name(alg);
+    size_t i = 0;
+    i += (size_t)snprintf(out, 40, "x-amz-checksum-");
+    for (; *n && i < 39; n++)
+        out[i++] = (char)tolower((unsigned char)*n);
+    out[i] = '\0';
+}
+
+/* A multipart object's checksum (the one of its algorithm) and its type,
+ * as the elements of a Complete or GetObjectAttributes answer. */
+static void object_checksum_xml(buf_t *xml, const stor_meta_t *meta)
+{
+    checksum_alg_t alg = checksum_alg_from_name(meta->checksum_algorithm);
+    if (alg == CHECKSUM_NONE)
+        return;
+    const char *v = *s3_meta_checksum(meta, s3_checksum_alg_of(alg));
+    if (!v)
+        return;
+    char elem[40];
+    snprintf(elem, sizeof elem, "Checksum%s", checksum_alg_name(alg));
+    s3_xml_elem(xml, elem, v);
+    s3_xml_elem(xml, "ChecksumType", meta->checksum_type ? meta->checksum_type : "COMPOSITE");
+}
+
 /* ---- Create ---------------------------------------------------------------------- */
 
 static void create_mpu_begin(s3_req_t *req)
@@ -54,11 +144,17 @@ static void create_mpu_begin(s3_req_t *req)
     const char *why = NULL;
     s3_error_t err = s3_meta_from_headers(req, &meta, &why);
     if (err == S3E_NONE)
+        err = mpu_checksum_from_headers(req, &meta, &why);
+    if (err == S3E_NONE)
         err = s3_new_object_access(req, &meta, &why);
     if (err != S3E_NONE) {
         stor_meta_free(&meta);
         s3_reply_error(req, err, why);
         return;
+    }
+    if (meta.checksum_algorithm) {
+        s3_reply_header(req, "x-amz-checksum-algorithm", meta.checksum_algorithm);
+        s3_reply_header(req, "x-amz-checksum-type", meta.checksum_type);
     }
     char id[STOR_UPLOAD_ID_LEN + 1];
     stor_status_t st =
@@ -86,8 +182,16 @@ static void create_mpu_begin(s3_req_t *req)
  * is the ETag). Complete accepts both shapes (stor_mpu_etag). */
 static void upload_part_begin(s3_req_t *req)
 {
-    if (!upload_check(req) || part_number(req) < 0)
+    stor_meta_t up;
+    bool ok = upload_check(req, &up) && part_number(req) >= 0;
+    /* A part of an upload that named a checksum algorithm gets its checksum
+     * of it, computed here when the client sent none, for Complete. */
+    checksum_alg_t alg = checksum_alg_from_name(up.checksum_algorithm);
+    stor_meta_free(&up);
+    if (!ok)
         return;
+    if (alg != CHECKSUM_NONE)
+        req->want_ck[s3_checksum_alg_of(alg)] = true;
     req->fast_etag = req->srv->cfg.etag_fast;
     s3_upload_begin(req);
 }
@@ -112,6 +216,9 @@ static void commit_part(s3_req_t *req, stor_writer_t *w, const char *etag, bool 
         buf_init(&xml, 4096);
         s3_xml_open(&xml, "CopyPartResult");
         buf_printf(&xml, "<LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag>", date, etag);
+        for (int i = 0; i < S3_CK_COUNT; i++)
+            if (req->checksums[i])
+                s3_xml_elem(&xml, s3_checksum_elem(i), req->checksums[i]);
         buf_append_str(&xml, "</CopyPartResult>");
         s3_reply_xml(req, 200, &xml);
         return;
@@ -155,8 +262,21 @@ static s3_error_t parse_copy_range(const char *v, uint64_t size, uint64_t *first
 
 static void upload_part_copy_begin(s3_req_t *req)
 {
-    if (!upload_check(req) || part_number(req) < 0)
+    stor_meta_t up;
+    bool ok = upload_check(req, &up) && part_number(req) >= 0;
+    /* The part gets its checksum of the upload's algorithm, as S3 computes
+     * one for a copied part, so that Complete has it. */
+    checksum_alg_t alg = checksum_alg_from_name(up.checksum_algorithm);
+    stor_meta_free(&up);
+    if (!ok)
         return;
+    if (alg != CHECKSUM_NONE) {
+        req->want_ck[s3_checksum_alg_of(alg)] = true;
+        if (s3_checksums_begin(req) != S3E_NONE) {
+            s3_reply_error(req, S3E_INTERNAL, NULL);
+            return;
+        }
+    }
     bool same;
     stor_reader_t *reader = s3_copy_source_open(req, &same);
     if (!reader)
@@ -181,6 +301,8 @@ static void upload_part_copy_begin(s3_req_t *req)
     char etag[33];
     s3_error_t err = s3_copy_range(req, reader, first, len, &w, etag);
     stor_reader_close(reader);
+    if (err == S3E_NONE && (err = s3_checksums_end(req)) != S3E_NONE)
+        stor_writer_abort(w);
     if (err != S3E_NONE) {
         s3_reply_error(req, err, NULL);
         return;
@@ -203,23 +325,25 @@ static void complete_mpu_begin(s3_req_t *req)
         s3_reply_error(req, err, why);
         return;
     }
+    req->checksums_of_object = true;
     req->body_kind = S3_BODY_XML;
 }
 
 /* A CompleteMultipartUpload retried after it succeeded (its answer lost)
  * finds no upload. S3 answers it 200 again: when the key holds the object
- * those very parts made (its ETag is theirs, stor_mpu_etag), that ETag goes
- * to etag. */
+ * those very parts made (its ETag is theirs, stor_mpu_etag), *meta_p gets
+ * that object's metadata (the caller frees it). */
 static bool completed_before(s3_req_t *req, const stor_complete_part_t *parts, size_t n,
-                             char etag[64])
+                             stor_meta_t *meta_p)
 {
-    stor_meta_t meta;
+    char etag[64];
     if (stor_mpu_etag(parts, n, etag) != STOR_OK ||
-        stor_head(req->srv->cfg.store, req->bucket, req->key, &meta) != STOR_OK)
+        stor_head(req->srv->cfg.store, req->bucket, req->key, meta_p) != STOR_OK)
         return false;
-    bool same = strcasecmp(meta.etag, etag) == 0;
-    stor_meta_free(&meta);
-    return same;
+    if (strcasecmp(meta_p->etag, etag) == 0)
+        return true;
+    stor_meta_free(meta_p);
+    return false;
 }
 
 static void complete_mpu_finish(s3_req_t *req)
@@ -236,20 +360,36 @@ static void complete_mpu_finish(s3_req_t *req)
         s3_reply_error(req, S3E_INTERNAL, NULL);
         return;
     }
+    /* A part number listed twice in a row counts once, as its last listing:
+     * a part re-uploaded while the client gathered the list shows up in it
+     * twice, and the upload that finished last is the part (RGW completes
+     * such a list, ceph s3-tests' test_multipart_resend_first_finishes_last
+     * expects it; AWS documents only ascending order, docs/operations.md).
+     * A number lower than the one before stays InvalidPartOrder. */
+    size_t m = 0;
     for (size_t i = 0; i < n; i++) {
-        cp[i].number = parts[i].number;
-        cp[i].etag = parts[i].etag;
+        if (m && cp[m - 1].number == parts[i].number)
+            m--;
+        cp[m].number = parts[i].number;
+        cp[m].etag = parts[i].etag;
+        memcpy(cp[m].checksums, parts[i].checksums, sizeof cp[m].checksums);
+        m++;
     }
     stor_meta_t meta;
     memset(&meta, 0, sizeof(meta));
     stor_precond_t cond;
     const char *why = NULL;
     s3_write_precond(req, &cond, &why); /* checked in begin() */
+    for (int i = 0; i < CHECKSUM_NONE; i++) {
+        char name[40];
+        checksum_header_name((checksum_alg_t)i, name);
+        cond.checksums[i] = s3_req_header(req, name);
+    }
     const char *id = s3_req_query(req, "uploadId");
     stor_status_t st = id ? stor_mpu_complete(req->srv->cfg.store, &req->authz_bucket, req->key, id,
-                                              cp, n, &cond, &meta)
+                                              cp, m, &cond, &meta)
                           : STOR_ERR_NO_UPLOAD;
-    if (st == STOR_ERR_NO_UPLOAD && completed_before(req, cp, n, meta.etag))
+    if (st == STOR_ERR_NO_UPLOAD && completed_before(req, cp, m, &meta))
         st = STOR_OK;
     free(cp);
     xml_complete_parts_free(parts, n);
@@ -263,14 +403,17 @@ static void complete_mpu_finish(s3_req_t *req)
     s3_xml_elem(&xml, "Location", req->resource);
     s3_xml_elem(&xml, "Bucket", req->bucket);
     s3_xml_elem(&xml, "Key", req->key);
-    buf_printf(&xml, "<ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>", meta.etag);
+    buf_printf(&xml, "<ETag>&quot;%s&quot;</ETag>", meta.etag);
+    object_checksum_xml(&xml, &meta);
+    buf_append_str(&xml, "</CompleteMultipartUploadResult>");
+    s3_new_version_header(req, &meta);
     stor_meta_free(&meta);
     s3_reply_xml(req, 200, &xml);
 }
 
 static void abort_mpu_begin(s3_req_t *req)
 {
-    if (!upload_check(req))
+    if (!upload_check(req, NULL))
         return;
     stor_status_t st = stor_mpu_abort(req->srv->cfg.store, &req->authz_bucket, req->key,
                                       s3_req_query(req, "uploadId"));
@@ -297,21 +440,23 @@ static long query_long(s3_req_t *req, const char *name, long dflt, long max)
 
 static void list_parts_begin(s3_req_t *req)
 {
-    const char *id = upload_check(req);
-    if (!id)
-        return;
+    stor_meta_t up;
+    const char *id = upload_check(req, &up);
     long max = query_long(req, "max-parts", 1000, 1000);
     long marker = query_long(req, "part-number-marker", 0, S3R_MAX_PART_NUMBER);
-    if (max < 0 || marker < 0) {
+    if (id && (max < 0 || marker < 0)) {
         s3_reply_error(req, S3E_INVALID_ARGUMENT, NULL);
-        return;
+        id = NULL;
     }
     stor_part_t *parts = NULL;
     size_t n = 0;
-    stor_status_t st = stor_mpu_list_parts(req->srv->cfg.store, req->bucket, req->key, id,
-                                           (uint32_t)marker, &parts, &n);
-    if (st != STOR_OK) {
+    stor_status_t st = id ? stor_mpu_list_parts(req->srv->cfg.store, req->bucket, req->key, id,
+                                                (uint32_t)marker, &parts, &n)
+                          : STOR_OK;
+    if (st != STOR_OK)
         s3_reply_error(req, s3_error_from_stor(st), NULL);
+    if (!id || st != STOR_OK) {
+        stor_meta_free(&up);
         return;
     }
     bool truncated = n > (size_t)max;
@@ -324,9 +469,13 @@ static void list_parts_begin(s3_req_t *req)
     s3_xml_elem(&xml, "UploadId", id);
     s3_xml_principal(&xml, "Initiator", req->authz_bucket.owner);
     s3_xml_principal(&xml, "Owner", req->authz_bucket.owner);
-    buf_printf(&xml,
-               "<StorageClass>STANDARD</StorageClass><PartNumberMarker>%ld</PartNumberMarker>",
-               marker);
+    s3_xml_elem(&xml, "StorageClass", s3_storage_class(&up));
+    if (up.checksum_algorithm) {
+        s3_xml_elem(&xml, "ChecksumAlgorithm", up.checksum_algorithm);
+        s3_xml_elem(&xml, "ChecksumType", up.checksum_type ? up.checksum_type : "COMPOSITE");
+    }
+    stor_meta_free(&up);
+    buf_printf(&xml, "<PartNumberMarker>%ld</PartNumberMarker>", marker);
     if (shown)
         buf_printf(&xml, "<NextPartNumberMarker>%u</NextPartNumberMarker>",
                    parts[shown - 1].number);

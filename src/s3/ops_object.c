@@ -69,15 +69,14 @@ static bool version_id_well_formed(const char *v)
 
 s3_error_t s3_version_check(const char *version_id)
 {
-    if (!version_id || strcmp(version_id, "null") == 0)
+    if (!version_id || stor_version_id_valid(version_id))
         return S3E_NONE;
     return version_id_well_formed(version_id) ? S3E_NO_SUCH_VERSION : S3E_INVALID_VERSION_ID;
 }
 
-/* The versionId query of a request on an object: replies and returns false
- * unless it is absent or "null"; otherwise, when given, the reply says
- * which version it acted on. */
-static bool version_query_ok(s3_req_t *req)
+/* The versionId query of a request on an object into *vid_p (NULL when
+ * absent): replies and returns false when it cannot name a version here. */
+static bool version_query(s3_req_t *req, const char **vid_p)
 {
     const char *v = s3_req_query(req, "versionId");
     s3_error_t err = s3_version_check(v);
@@ -85,8 +84,46 @@ static bool version_query_ok(s3_req_t *req)
         s3_reply_error(req, err, NULL);
         return false;
     }
-    if (v)
-        s3_reply_header(req, "x-amz-version-id", "null");
+    *vid_p = v;
+    return true;
+}
+
+void s3_version_headers(s3_req_t *req, const stor_bucket_t *bucket, const stor_meta_t *meta,
+                        bool asked)
+{
+    char vid[STOR_VERSION_ID_LEN + 1];
+    stor_version_id(meta, vid);
+    if (asked || bucket->versioning != STOR_VERSIONING_OFF || strcmp(vid, "null") != 0)
+        s3_reply_header(req, "x-amz-version-id", vid);
+    if (meta->delete_marker)
+        s3_reply_header(req, "x-amz-delete-marker", "true");
+}
+
+bool s3_delete_marker_reply(s3_req_t *req, const stor_bucket_t *bucket, const char *key,
+                            const char *vid, stor_status_t st, s3_error_t by_id)
+{
+    if (st != STOR_ERR_DELETE_MARKER)
+        return false;
+    stor_meta_t m;
+    if (stor_head_version(req->srv->cfg.store, bucket->name, key, vid, &m) != STOR_OK) {
+        s3_reply_error(req, vid ? S3E_NO_SUCH_VERSION : S3E_NO_SUCH_KEY, NULL);
+        return true;
+    }
+    /* By id the marker is the object asked for: the requester needs READ on
+     * it, as on any version; the latest being one is a missing key. */
+    if (vid && !s3_object_authorize(req, bucket, key, &m, S3_PERM_READ)) {
+        stor_meta_free(&m);
+        return true;
+    }
+    s3_error_t err = vid ? by_id : s3_object_lookup_error(req, bucket, STOR_ERR_NO_KEY);
+    if (err != S3E_ACCESS_DENIED) {
+        s3_version_headers(req, bucket, &m, true);
+        char date[40];
+        date_format_http(m.mtime_ms / 1000, date);
+        s3_reply_header(req, "Last-Modified", date);
+    }
+    stor_meta_free(&m);
+    s3_reply_error(req, err, NULL);
     return true;
 }
 
@@ -328,6 +365,14 @@ static void put_object_finish(s3_req_t *req)
         s3_reply_empty(req, 200);
 }
 
+void s3_new_version_header(s3_req_t *req, const stor_meta_t *meta)
+{
+    char vid[STOR_VERSION_ID_LEN + 1];
+    stor_version_id(meta, vid);
+    if (strcmp(vid, "null") != 0)
+        s3_reply_header(req, "x-amz-version-id", vid);
+}
+
 bool s3_object_commit(s3_req_t *req, stor_meta_t *meta)
 {
     snprintf(meta->etag, sizeof(meta->etag), "%s", req->etag);
@@ -343,6 +388,7 @@ bool s3_object_commit(s3_req_t *req, stor_meta_t *meta)
         return false;
     }
     s3_reply_headerf(req, "ETag", "\"%s\"", meta->etag);
+    s3_new_version_header(req, meta);
     s3_lifecycle_reply_header(req, req->key, meta);
     return true;
 }
@@ -421,16 +467,19 @@ static s3_error_t check_conditions(s3_req_t *req, const char *prefix, const stor
     return S3E_NONE;
 }
 
-/* Opens bucket/key for reading by the requester, who needs READ on the
- * object (a missing key: s3_object_lookup_error). Replies and returns NULL
- * on failure. */
+/* Opens version vid (NULL: the latest) of bucket/key for reading by the
+ * requester, who needs READ on the object (a missing key:
+ * s3_object_lookup_error; a delete marker: s3_delete_marker_reply, with
+ * marker_err when vid names it). Replies and returns NULL on failure. */
 static stor_reader_t *object_open(s3_req_t *req, const char *bucket, const char *key,
-                                  stor_bucket_t *b)
+                                  const char *vid, s3_error_t marker_err, stor_bucket_t *b)
 {
     if (!s3_bucket_lookup(req, bucket, b))
         return NULL;
     stor_reader_t *reader = NULL;
-    stor_status_t st = stor_reader_open(req->srv->cfg.store, bucket, key, &reader);
+    stor_status_t st = stor_reader_open_version(req->srv->cfg.store, bucket, key, vid, &reader);
+    if (s3_delete_marker_reply(req, b, key, vid, st, marker_err))
+        return NULL;
     if (st != STOR_OK) {
         s3_reply_error(req, s3_object_lookup_error(req, b, st), NULL);
         return NULL;
@@ -444,11 +493,14 @@ static stor_reader_t *object_open(s3_req_t *req, const char *bucket, const char 
 
 static void get_object_begin(s3_req_t *req)
 {
-    if (!version_query_ok(req))
+    const char *vid;
+    if (!version_query(req, &vid))
         return;
-    stor_reader_t *reader = object_open(req, req->bucket, req->key, &req->authz_bucket);
+    stor_reader_t *reader =
+        object_open(req, req->bucket, req->key, vid, S3E_METHOD_NOT_ALLOWED, &req->authz_bucket);
     if (!reader)
         return;
+    s3_version_headers(req, &req->authz_bucket, stor_reader_meta(reader), vid != NULL);
     /* After the lookup: a missing key is a 404, never mistaken for a decline. */
     req->rdma_token = s3_req_header(req, "x-amz-rdma-token");
     if (req->rdma_token && token_foreign(req)) {
@@ -476,6 +528,7 @@ static void get_object_begin(s3_req_t *req)
 
     uint64_t first = 0, len = meta->size;
     int status = 200;
+    uint32_t part_n = 0; /* GET ?partNumber= of a multipart object */
     const char *pn = s3_req_query(req, "partNumber");
     if (pn) {
         char *end;
@@ -498,6 +551,7 @@ static void get_object_begin(s3_req_t *req)
             len = meta->part_sizes[n - 1];
             status = 206;
             s3_reply_headerf(req, "x-amz-mp-parts-count", "%u", meta->parts_count);
+            part_n = (uint32_t)n;
         }
     } else {
         uint64_t a, b;
@@ -530,6 +584,12 @@ static void get_object_begin(s3_req_t *req)
     } overrides[] = {S3_RESPONSE_OVERRIDES(OVERRIDE)};
 #undef OVERRIDE
     stor_meta_t shown = *meta;
+    /* A part's GET carries the part's checksum (of the object's type), as
+     * in S3, when the object keeps its parts' checksums. */
+    char part_ck[CHECKSUM_VALUE_MAX];
+    checksum_alg_t ck_alg = checksum_alg_from_name(meta->checksum_algorithm);
+    if (part_n && ck_alg != CHECKSUM_NONE && s3_part_checksum_of(meta, part_n, part_ck))
+        *s3_meta_checksum(&shown, s3_checksum_alg_of(ck_alg)) = part_ck;
     bool overridden = false;
     for (size_t i = 0; i < sizeof(overrides) / sizeof(overrides[0]); i++) {
         const char *v = s3_req_query(req, overrides[i].param);
@@ -555,16 +615,39 @@ static void get_object_begin(s3_req_t *req)
 
 /* ---- DeleteObject / DeleteObjects ---------------------------------------------- */
 
+/* Whether a delete of version vid (NULL: none) that ended in *st
+ * succeeded as S3 answers it: a key that is not there, or its "null"
+ * version that is not there, is deleted already (*st becomes STOR_OK, d
+ * names the version asked for); another version that is not there is
+ * NoSuchVersion. */
+static bool delete_result_ok(const char *vid, stor_status_t *st, stor_deleted_t *d)
+{
+    if (*st == STOR_ERR_NO_KEY || (*st == STOR_ERR_NO_VERSION && strcmp(vid, "null") == 0)) {
+        memset(d, 0, sizeof *d);
+        if (vid)
+            snprintf(d->version_id, sizeof d->version_id, "%s", vid);
+        *st = STOR_OK;
+    }
+    return *st == STOR_OK;
+}
+
 static void delete_object_begin(s3_req_t *req)
 {
+    const char *vid;
     if (!s3_bucket_authorize(req, req->bucket, S3_PERM_WRITE, &req->authz_bucket) ||
-        !version_query_ok(req))
+        !version_query(req, &vid))
         return;
-    stor_status_t st = stor_delete(req->srv->cfg.store, &req->authz_bucket, req->key);
-    if (st != STOR_OK && st != STOR_ERR_NO_KEY) {
+    stor_deleted_t d;
+    stor_status_t st =
+        stor_delete_version(req->srv->cfg.store, &req->authz_bucket, req->key, vid, &d);
+    if (!delete_result_ok(vid, &st, &d)) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
         return;
     }
+    if (d.version_id[0])
+        s3_reply_header(req, "x-amz-version-id", d.version_id);
+    if (d.delete_marker)
+        s3_reply_header(req, "x-amz-delete-marker", "true");
     s3_reply_empty(req, 204);
 }
 
@@ -593,6 +676,8 @@ static void delete_objects_finish(s3_req_t *req)
         size_t klen = strlen(key);
         s3_error_t err = S3E_NONE;
         const char *vid = objs[i].version_id;
+        stor_deleted_t d = {0};
+        stor_status_t st = STOR_ERR_NO_KEY;
         if (klen == 0 || klen > S3R_MAX_KEY_BYTES)
             err = S3E_KEY_TOO_LONG;
         else if (!s3_utf8_valid(key, klen))
@@ -602,8 +687,8 @@ static void delete_objects_finish(s3_req_t *req)
         else if ((err = s3_key_access(req, &req->authz_bucket, key, S3_PERM_WRITE)) != S3E_NONE)
             ;
         else {
-            stor_status_t st = stor_delete(req->srv->cfg.store, &req->authz_bucket, key);
-            if (st != STOR_OK && st != STOR_ERR_NO_KEY)
+            st = stor_delete_version(req->srv->cfg.store, &req->authz_bucket, key, vid, &d);
+            if (!delete_result_ok(vid, &st, &d))
                 err = s3_error_from_stor(st);
         }
         if (err == S3E_NONE && quiet)
@@ -613,6 +698,10 @@ static void delete_objects_finish(s3_req_t *req)
         buf_append_str(&xml, "</Key>");
         if (vid)
             s3_xml_elem(&xml, "VersionId", vid);
+        if (err == S3E_NONE && d.delete_marker) {
+            buf_append_str(&xml, "<DeleteMarker>true</DeleteMarker>");
+            s3_xml_elem(&xml, "DeleteMarkerVersionId", d.version_id);
+        }
         if (err != S3E_NONE) {
             buf_printf(&xml, "<Code>%s</Code><Message>", s3_error_code(err));
             buf_append_xml(&xml, s3_error_message(err));
@@ -632,8 +721,9 @@ stor_reader_t *s3_copy_source_open(s3_req_t *req, bool *same_object_p)
 {
     const char *src = s3_req_header(req, "x-amz-copy-source");
     size_t len = strcspn(src, "?");
+    const char *vid = NULL;
     if (src[len]) {
-        /* "?versionId=<id>": the only version there is, "null", or none. */
+        /* "?versionId=<id>". */
         const char *q = src + len + 1;
         s3_error_t err =
             strncmp(q, "versionId=", 10) == 0 ? s3_version_check(q + 10) : S3E_INVALID_ARGUMENT;
@@ -641,7 +731,7 @@ stor_reader_t *s3_copy_source_open(s3_req_t *req, bool *same_object_p)
             s3_reply_error(req, err, NULL);
             return NULL;
         }
-        s3_reply_header(req, "x-amz-copy-source-version-id", "null");
+        vid = q + 10;
     }
     char *decoded = s3_url_decode(src, len, false);
     char *p = decoded;
@@ -664,10 +754,25 @@ stor_reader_t *s3_copy_source_open(s3_req_t *req, bool *same_object_p)
         return NULL;
     }
     stor_bucket_t sb;
-    stor_reader_t *reader = object_open(req, sbucket, skey, &sb);
+    stor_reader_t *reader = object_open(req, sbucket, skey, vid, S3E_INVALID_REQUEST, &sb);
     free(decoded);
     if (!reader)
         return NULL;
+    char svid[STOR_VERSION_ID_LEN + 1];
+    stor_version_id(stor_reader_meta(reader), svid);
+    if (vid || sb.versioning != STOR_VERSIONING_OFF || strcmp(svid, "null") != 0)
+        s3_reply_header(req, "x-amz-copy-source-version-id", svid);
+    if (*same_object_p && vid) {
+        /* Copying an older version over its key restores it: not a copy
+         * onto itself. */
+        stor_meta_t cur;
+        char cvid[STOR_VERSION_ID_LEN + 1] = "";
+        if (stor_head(req->srv->cfg.store, sb.name, req->key, &cur) == STOR_OK) {
+            stor_version_id(&cur, cvid);
+            stor_meta_free(&cur);
+        }
+        *same_object_p = strcmp(cvid, svid) == 0;
+    }
     s3_error_t err = check_conditions(req, "x-amz-copy-source-", stor_reader_meta(reader), true);
     if (err != S3E_NONE) {
         stor_reader_close(reader);
@@ -696,6 +801,7 @@ s3_error_t s3_copy_range(s3_req_t *req, stor_reader_t *reader, uint64_t first, u
             break;
         }
         digest_update(md5, buf, n);
+        s3_checksums_update(req, buf, n);
         if ((st = stor_writer_write(w, buf, n)) != STOR_OK)
             err = s3_error_from_stor(st);
         off += n;
@@ -718,6 +824,15 @@ static void copy_object_begin(s3_req_t *req)
 {
     if (!s3_bucket_authorize(req, req->bucket, S3_PERM_WRITE, &req->authz_bucket))
         return;
+    /* If-None-Match / If-Match judge the destination, as on PutObject (the
+     * source's are x-amz-copy-source-if-*). */
+    stor_precond_t cond;
+    const char *why = NULL;
+    s3_error_t err = s3_write_precond(req, &cond, &why);
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, why);
+        return;
+    }
     const char *directive = s3_req_header(req, "x-amz-metadata-directive");
     bool replace = directive && strcasecmp(directive, "REPLACE") == 0;
     if (directive && !replace && strcasecmp(directive, "COPY") != 0) {
@@ -725,24 +840,28 @@ static void copy_object_begin(s3_req_t *req)
         return;
     }
     bool same = false;
+    /* A copy onto itself is legal when it changes the storage class. */
+    bool new_class = s3_req_header(req, "x-amz-storage-class") != NULL;
     stor_reader_t *reader = s3_copy_source_open(req, &same);
     if (!reader)
         return;
     const stor_meta_t *src = stor_reader_meta(reader);
     stor_meta_t *meta = meta_state_new(req);
-    s3_error_t err = meta ? S3E_NONE : S3E_INTERNAL;
-    const char *why = NULL;
+    err = meta ? S3E_NONE : S3E_INTERNAL;
     if (err == S3E_NONE && replace) {
         err = s3_meta_from_headers(req, meta, &why);
-    } else if (err == S3E_NONE && same) {
+    } else if (err == S3E_NONE && same && !new_class) {
         err = S3E_INVALID_REQUEST;
     } else if (err == S3E_NONE) {
         if (stor_meta_copy(meta, src) != STOR_OK)
             err = S3E_INTERNAL;
-        /* A copy is a single-part object whatever the source was. */
+        /* A copy is a single-part object whatever the source was, and of
+         * the class the request names (STANDARD when none), as in S3. */
         free(meta->part_sizes);
         meta->part_sizes = NULL;
         meta->parts_count = 0;
+        if (err == S3E_NONE)
+            err = s3_storage_class_from_headers(req, meta);
     }
     if (err == S3E_NONE)
         err = s3_new_object_access(req, meta, &why);
@@ -771,11 +890,12 @@ static void copy_object_begin(s3_req_t *req)
         return;
     }
     snprintf(meta->etag, sizeof(meta->etag), "%s", etag);
-    stor_status_t st = stor_writer_commit(w, req->key, meta);
+    stor_status_t st = stor_writer_commit_if(w, req->key, meta, &cond);
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
         return;
     }
+    s3_new_version_header(req, meta);
     char date[32];
     date_format_iso8601(meta->mtime_ms, date);
     buf_t xml;

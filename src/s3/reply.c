@@ -159,10 +159,18 @@ s3_error_t s3_error_from_stor(stor_status_t st)
         return S3E_ENTITY_TOO_SMALL;
     case STOR_ERR_TOO_LARGE:
         return S3E_METADATA_TOO_LARGE;
+    case STOR_ERR_BAD_DIGEST:
+        return S3E_BAD_DIGEST;
     case STOR_ERR_PRECONDITION:
         return S3E_PRECONDITION_FAILED;
     case STOR_ERR_UNAVAILABLE:
         return S3E_SLOW_DOWN;
+    case STOR_ERR_NO_VERSION:
+        return S3E_NO_SUCH_VERSION;
+    case STOR_ERR_DELETE_MARKER:
+        return S3E_NO_SUCH_KEY;
+    case STOR_ERR_UNSUPPORTED:
+        return S3E_NOT_IMPLEMENTED;
     case STOR_ERR_NOMEM:
     case STOR_ERR_IO:
     default:

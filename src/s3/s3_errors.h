@@ -22,6 +22,8 @@
     X(INVALID_ACCESS_KEY, 403, "InvalidAccessKeyId",                                               \
       "The AWS access key ID you provided does not exist in our records.")                         \
     X(INVALID_ARGUMENT, 400, "InvalidArgument", "Invalid Argument.")                               \
+    X(INVALID_STORAGE_CLASS, 400, "InvalidStorageClass",                                           \
+      "The storage class you specified is not valid")                                              \
     X(INVALID_BUCKET_NAME, 400, "InvalidBucketName", "The specified bucket is not valid.")         \
     X(INVALID_DIGEST, 400, "InvalidDigest", "The Content-MD5 you specified is not valid.")         \
     X(INVALID_POLICY, 400, "InvalidPolicyDocument",                                                \
@@ -45,6 +47,8 @@
     X(INVALID_COPY_RANGE, 400, "InvalidRange", "The requested range is not satisfiable.")          \
     X(INVALID_REQUEST, 400, "InvalidRequest", "Invalid Request.")                                  \
     X(INVALID_VERSION_ID, 400, "InvalidArgument", "Invalid version id specified")                  \
+    X(ILLEGAL_VERSIONING, 400, "IllegalVersioningConfigurationException",                          \
+      "The versioning configuration specified in the request is invalid.")                         \
     X(KEY_TOO_LONG, 400, "KeyTooLongError", "Your key is too long.")                               \
     X(TOO_MANY_BUCKETS, 400, "TooManyBuckets",                                                     \
       "You have attempted to create more buckets than allowed.")                                   \

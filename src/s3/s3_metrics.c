@@ -62,6 +62,7 @@ static const s3_op_t *const counted_ops[] = {
     &s3_op_get_object_tagging,
     &s3_op_put_object_tagging,
     &s3_op_delete_object_tagging,
+    &s3_op_get_object_attributes,
     &s3_op_stats,
     &s3_op_metrics,
     &s3_op_health,

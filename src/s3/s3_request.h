@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "common/buf.h"
+#include "common/checksum.h"
 #include "common/hash.h"
 #include "s3/awschunked.h"
 #include "s3/s3_errors.h"
@@ -206,6 +207,10 @@ struct s3_req {
     bool want_ck[S3_CK_COUNT];
     const char *expect_ck[S3_CK_COUNT]; /* from x-amz-checksum-* headers; NULL when not sent */
     bool fast_etag; /* set by PutObject's and UploadPart's begin() under etag: fast */
+    /* Set by CompleteMultipartUpload's begin(): its x-amz-checksum-* headers
+     * are the object's checksums, not its XML body's, and body.c leaves
+     * them alone. */
+    bool checksums_of_object;
     bool has_content_md5;
     uint8_t content_md5[MD5_LEN];
     uint32_t crc32, crc32c;
@@ -370,12 +375,27 @@ void s3_body_feed(s3_req_t *req, const char *data, size_t len);
  * x-amz-content-sha256, checksums (header or trailer). Fills req->etag and
  * req->checksums. Returns S3E_NONE or the error to reply. */
 s3_error_t s3_body_end(s3_req_t *req);
+/* The checksums req->want_ck names, over bytes that are no request body
+ * (s3_body_sink runs them over bodies; UploadPartCopy over copied bytes):
+ * begin starts their digests, update hashes, end puts them, base64, in
+ * req->checksums. */
+s3_error_t s3_checksums_begin(s3_req_t *req);
+void s3_checksums_update(s3_req_t *req, const void *data, size_t len);
+s3_error_t s3_checksums_end(s3_req_t *req);
 /* Adds the x-amz-checksum-* headers of req->checksums to the response. */
 void s3_reply_checksums(s3_req_t *req);
 /* Where meta and a part keep the checksum of algorithm alg (const meta: to
  * read only). */
 char **s3_meta_checksum(const stor_meta_t *meta, enum s3_checksum_alg alg);
 char **s3_part_checksum(const stor_part_t *part, enum s3_checksum_alg alg);
+/* The s3_checksum_alg of common/checksum.h's alg. */
+enum s3_checksum_alg s3_checksum_alg_of(checksum_alg_t alg);
+/* The type of the checksum meta's object carries: its multipart upload's
+ * (COMPOSITE or FULL_OBJECT), FULL_OBJECT for any other object. */
+const char *s3_checksum_type(const stor_meta_t *meta);
+/* Part n's (1-based) checksum in a multipart object's part_checksums, into
+ * out; false when the object keeps none for that part. */
+bool s3_part_checksum_of(const stor_meta_t *meta, uint32_t n, char out[CHECKSUM_VALUE_MAX]);
 /* The XML element name of a checksum ("ChecksumCRC32", ...). */
 const char *s3_checksum_elem(enum s3_checksum_alg alg);
 /* Sink used by the RDMA token path: hashes and writes already-decoded bytes. */
@@ -389,6 +409,15 @@ int s3_body_sink(void *req, const void *data, size_t len);
  * (common/s3r_limits.h) with MetadataTooLarge or InvalidArgument. Returns
  * S3E_NONE, or the error with *why_p its message (NULL: the table's). */
 s3_error_t s3_meta_from_headers(s3_req_t *req, stor_meta_t *meta, const char **why_p);
+/* Sets meta's storage class from x-amz-storage-class: NULL when absent or
+ * STANDARD (records stay at their older version), the class as sent when
+ * it is another of S3's; InvalidStorageClass for one S3 does not know.
+ * s3_meta_from_headers takes every writer through here; CopyObject's COPY
+ * directive too (a copy is STANDARD unless the request names a class, as
+ * in S3). */
+s3_error_t s3_storage_class_from_headers(s3_req_t *req, stor_meta_t *meta);
+/* The class meta's object has, as S3 names it ("STANDARD" when none). */
+const char *s3_storage_class(const stor_meta_t *meta);
 /* Checks meta's stored headers (Content-Type, Cache-Control, ...) are
  * field values and within S3R_MAX_STORED_HEADER_BYTES together: S3E_NONE,
  * or InvalidArgument with *why_p its message. For a GET's response-*
@@ -447,6 +476,14 @@ bool s3_bucket_lookup(s3_req_t *req, const char *bucket, stor_bucket_t *bucket_p
  * answers. Every operation that looks a key up goes through here before it
  * replies (GET, HEAD, copy sources, ?acl, ?tagging). */
 s3_error_t s3_object_lookup_error(s3_req_t *req, const stor_bucket_t *bucket, stor_status_t st);
+/* Looks up the request's object (the version versionId names, or the
+ * latest) and checks perm on it (a missing key: s3_object_lookup_error; a
+ * delete marker: s3_delete_marker_reply), for the operations on an object's
+ * metadata (?acl, ?tagging, ?attributes); fills *meta_p (caller frees). A
+ * change (a perm other than READ and READ_ACP) applies to the latest
+ * version only: another is refused with NotImplemented. Replies and returns
+ * false on error. */
+bool s3_object_for_request(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p);
 /* The requester's perm on bucket (on req->key in it when the request names
  * one), checked without replying: S3E_NONE (*bucket_p, when not NULL, gets
  * the bucket as found), or the error to reply (for a caller that cannot
@@ -546,12 +583,12 @@ extern const s3_op_t s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_bucke
     s3_op_get_bucket_policy, s3_op_get_bucket_cors, s3_op_get_bucket_tagging,
     s3_op_get_bucket_lifecycle, s3_op_get_object_lock_config, s3_op_get_bucket_encryption,
     s3_op_put_bucket_config, s3_op_delete_bucket_config, s3_op_get_object_tagging,
-    s3_op_put_object_tagging, s3_op_delete_object_tagging, s3_op_put_bucket_policy,
-    s3_op_delete_bucket_policy, s3_op_get_bucket_policy_status, s3_op_get_public_access_block,
-    s3_op_put_public_access_block, s3_op_delete_public_access_block, s3_op_get_bucket_ownership,
-    s3_op_put_bucket_ownership, s3_op_delete_bucket_ownership, s3_op_put_bucket_cors,
-    s3_op_delete_bucket_cors, s3_op_cors_preflight, s3_op_put_bucket_lifecycle,
-    s3_op_delete_bucket_lifecycle;
+    s3_op_put_object_tagging, s3_op_delete_object_tagging, s3_op_get_object_attributes,
+    s3_op_put_bucket_policy, s3_op_delete_bucket_policy, s3_op_get_bucket_policy_status,
+    s3_op_get_public_access_block, s3_op_put_public_access_block, s3_op_delete_public_access_block,
+    s3_op_get_bucket_ownership, s3_op_put_bucket_ownership, s3_op_delete_bucket_ownership,
+    s3_op_put_bucket_cors, s3_op_delete_bucket_cors, s3_op_cors_preflight,
+    s3_op_put_bucket_lifecycle, s3_op_delete_bucket_lifecycle;
 /* Endpoints the HTTP frontend serves itself (begin and finish NULL: never
  * given to s3_req_start), named for metrics and access logs. */
 extern const s3_op_t s3_op_stats, s3_op_metrics, s3_op_health;
@@ -570,12 +607,28 @@ void s3_metrics_render(s3_server_t *srv, buf_t *out);
 
 /* ---- versions (ops_object.c) ------------------------------------------------ */
 
-/* Checks a versionId the client gave (NULL: none) against the only version
- * an object has in an unversioned bucket, "null": S3E_NONE for NULL or
- * "null", NoSuchVersion for another well-formed id, InvalidArgument for a
- * malformed one. */
+/* Checks a versionId the client gave (NULL: none): S3E_NONE for NULL,
+ * "null" or an id of this store's shape (stor_version_id_valid),
+ * NoSuchVersion for another well-formed id (AWS's, a UUID), InvalidArgument
+ * for a malformed one. */
 s3_error_t s3_version_check(const char *version_id);
-/* The condition of a conditional write (PutObject, CompleteMultipartUpload):
+/* x-amz-version-id of a read's version meta (when asked for by id, or the
+ * bucket has versioning, or it has an id) and x-amz-delete-marker. */
+void s3_version_headers(s3_req_t *req, const stor_bucket_t *bucket, const stor_meta_t *meta,
+                        bool asked);
+/* x-amz-version-id of a write that made version meta, when it has an id. */
+void s3_new_version_header(s3_req_t *req, const stor_meta_t *meta);
+/* When st is STOR_ERR_DELETE_MARKER (version vid of key, NULL: the
+ * latest, is a delete marker): replies as S3 does, 404 NoSuchKey for the
+ * latest and by_id (MethodNotAllowed for GET/HEAD) for one asked for by id,
+ * with x-amz-delete-marker, x-amz-version-id and Last-Modified (a marker
+ * by id only to a requester with READ on it, the latest only to one who may
+ * list the bucket: else 403), and returns true. Returns false for any other
+ * st. */
+bool s3_delete_marker_reply(s3_req_t *req, const stor_bucket_t *bucket, const char *key,
+                            const char *vid, stor_status_t st, s3_error_t by_id);
+/* The condition of a conditional write (PutObject, CompleteMultipartUpload,
+ * CopyObject's destination):
  * If-None-Match: * (the key must hold nothing), If-Match: <etag> or *
  * (it must hold that object, or any). Fills *cond (its etag points into
  * req). NotImplemented for an If-None-Match other than *. */

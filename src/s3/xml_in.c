@@ -35,6 +35,7 @@ typedef enum xml_field {
     F_NONE,
     F_PART_NUMBER,
     F_ETAG,
+    F_PART_CHECKSUM,
     F_QUIET,
     F_KEY,
     F_LOCATION,
@@ -66,6 +67,8 @@ typedef struct xml_ctx {
     bool in_part, have_number;
     uint32_t number;
     char *etag;
+    char *checksums[CHECKSUM_NONE];
+    checksum_alg_t checksum_alg; /* the Checksum* element being captured */
 
     /* Delete */
     xml_delete_object_t *objs;
@@ -323,8 +326,21 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
             x->have_number = false;
             free(x->etag);
             x->etag = NULL;
+            for (int i = 0; i < CHECKSUM_NONE; i++) {
+                free(x->checksums[i]);
+                x->checksums[i] = NULL;
+            }
         } else if (x->depth == 3 && x->in_part) {
-            if (strcmp(n, "PartNumber") == 0) {
+            checksum_alg_t alg =
+                strncmp(n, "Checksum", 8) == 0 ? checksum_alg_from_name(n + 8) : CHECKSUM_NONE;
+            if (alg != CHECKSUM_NONE) {
+                if (x->checksums[alg]) {
+                    fail(x);
+                } else {
+                    x->checksum_alg = alg;
+                    capture(x, F_PART_CHECKSUM);
+                }
+            } else if (strcmp(n, "PartNumber") == 0) {
                 if (x->have_number)
                     fail(x);
                 else
@@ -446,6 +462,12 @@ static void end_field(xml_ctx_t *x)
         if (!x->etag)
             fail(x);
         break;
+    case F_PART_CHECKSUM:
+        s = trimmed(&x->text, &len);
+        x->checksums[x->checksum_alg] = strndup(s, len);
+        if (!x->checksums[x->checksum_alg])
+            fail(x);
+        break;
     case F_QUIET:
         s = trimmed(&x->text, &len);
         if (len == 4 && strncasecmp(s, "true", 4) == 0)
@@ -520,6 +542,10 @@ static void end_part(xml_ctx_t *x)
     }
     x->parts[x->n_parts].number = x->number;
     x->parts[x->n_parts].etag = x->etag;
+    for (int i = 0; i < CHECKSUM_NONE; i++) {
+        x->parts[x->n_parts].checksums[i] = x->checksums[i];
+        x->checksums[i] = NULL;
+    }
     x->n_parts++;
     x->etag = NULL;
 }
@@ -632,6 +658,8 @@ static void ctx_free(xml_ctx_t *x)
 {
     buf_free(&x->text);
     free(x->etag);
+    for (int i = 0; i < CHECKSUM_NONE; i++)
+        free(x->checksums[i]);
     free(x->key);
     free(x->version_id);
     free(x->location);
@@ -703,8 +731,11 @@ void xml_complete_parts_free(xml_complete_part_t *parts, size_t n)
 {
     if (!parts)
         return;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         free(parts[i].etag);
+        for (int k = 0; k < CHECKSUM_NONE; k++)
+            free(parts[i].checksums[k]);
+    }
     free(parts);
 }
 

@@ -10,15 +10,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/checksum.h"
+
 typedef struct xml_complete_part {
     uint32_t number;
     char *etag; /* as given, quotes stripped */
+    /* ChecksumCRC32, ChecksumCRC32C, ChecksumCRC64NVME, ChecksumSHA1,
+     * ChecksumSHA256 as given (trimmed), by common/checksum.h's algorithm;
+     * NULL where absent. */
+    char *checksums[CHECKSUM_NONE];
 } xml_complete_part_t;
 
 /* Parses a CompleteMultipartUpload body. Returns 0, or -1 if malformed (not
  * XML, wrong root, a Part without PartNumber/ETag, PartNumber not 1..10000, no
- * parts). Parts are returned in document order; checking that they ascend is
- * the caller's (InvalidPartOrder). Caller frees with xml_complete_parts_free. */
+ * parts, an element given twice in a Part). Parts are returned in document order; checking that
+ * they ascend is the caller's (InvalidPartOrder). Caller frees with xml_complete_parts_free. */
 int xml_parse_complete(const char *body, size_t len, xml_complete_part_t **parts_p, size_t *n_p);
 void xml_complete_parts_free(xml_complete_part_t *parts, size_t n);
 

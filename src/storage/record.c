@@ -131,6 +131,11 @@ static const struct {
     size_t off;
 } meta_ext[] = {
     {STOR_MX_STORAGE_CLASS, offsetof(stor_meta_t, storage_class)},
+    {STOR_MX_CHECKSUM_ALGORITHM, offsetof(stor_meta_t, checksum_algorithm)},
+    {STOR_MX_CHECKSUM_TYPE, offsetof(stor_meta_t, checksum_type)},
+    {STOR_MX_PART_CHECKSUMS, offsetof(stor_meta_t, part_checksums)},
+    {STOR_MX_VERSION, offsetof(stor_meta_t, version)},
+    {STOR_MX_DELETE_MARKER, offsetof(stor_meta_t, delete_marker)},
 };
 #define N_META_EXT (sizeof meta_ext / sizeof meta_ext[0])
 
@@ -440,6 +445,10 @@ static void get_meta_ext(dec_t *d, stor_meta_t *m)
         *f = get_str(d, NULL);
         if (!d->err && !*f)
             d->err = 1;
+        else if (!d->err && id == STOR_MX_VERSION && !stor_version_field_valid(*f))
+            d->err = 1;
+        else if (!d->err && id == STOR_MX_DELETE_MARKER && strcmp(*f, "1") != 0)
+            d->err = 1;
     }
 }
 
@@ -662,6 +671,7 @@ stor_status_t stor_rec_decode_bucket_rec(const void *data, size_t len, stor_buck
     b->acl = STOR_ACL_PRIVATE;
     b->cfg_mask = 0;
     b->cfg_gen = 0;
+    b->versioning = STOR_VERSIONING_OFF;
     if (v >= 2) {
         b->id = get_u64(&d);
         if (b->id == 0)
@@ -678,7 +688,13 @@ stor_status_t stor_rec_decode_bucket_rec(const void *data, size_t len, stor_buck
             const uint8_t *blob = get_ref(&d, &blen);
             if (d.err || k >= STOR_BCFG_COUNT || !blob || (b->cfg_mask & (1u << k)))
                 d.err = 1;
+            else if (k == STOR_BCFG_VERSIONING &&
+                     (blen != 1 ||
+                      (blob[0] != STOR_VERSIONING_ENABLED && blob[0] != STOR_VERSIONING_SUSPENDED)))
+                d.err = 1;
             else {
+                if (k == STOR_BCFG_VERSIONING)
+                    b->versioning = blob[0];
                 out->cfg[k] = blob;
                 out->cfg_len[k] = (uint32_t)blen;
                 b->cfg_mask |= 1u << k;
@@ -751,8 +767,16 @@ const char *stor_strerror(stor_status_t st)
         return "part too small";
     case STOR_ERR_TOO_LARGE:
         return "metadata too large";
+    case STOR_ERR_NO_VERSION:
+        return "no such version";
+    case STOR_ERR_DELETE_MARKER:
+        return "the version is a delete marker";
+    case STOR_ERR_UNSUPPORTED:
+        return "not supported by this backend";
     case STOR_ERR_PRECONDITION:
         return "precondition failed";
+    case STOR_ERR_BAD_DIGEST:
+        return "checksum mismatch";
     case STOR_ERR_UNAVAILABLE:
         return "storage cluster unavailable";
     case STOR_ERR_NOMEM:
@@ -761,6 +785,46 @@ const char *stor_strerror(stor_status_t st)
         return "I/O error";
     }
     return "unknown storage error";
+}
+
+uint64_t stor_version_seq(const stor_meta_t *m)
+{
+    uint64_t seq = 0;
+    if (!m->version)
+        return 0;
+    for (int i = 0; i < 16; i++) {
+        char c = m->version[i];
+        seq = seq << 4 | (uint64_t)(c <= '9' ? c - '0' : c - 'a' + 10);
+    }
+    return seq;
+}
+
+int stor_meta_is_version(const stor_meta_t *m, const char *vid)
+{
+    int null = !m->version || strlen(m->version) != STOR_VERSION_ID_LEN;
+    if (strcmp(vid, "null") == 0)
+        return null;
+    return !null && strcmp(m->version, vid) == 0;
+}
+
+int stor_version_field_valid(const char *v)
+{
+    size_t n = strlen(v);
+    return (n == 16 || n == STOR_VERSION_ID_LEN) && strspn(v, "0123456789abcdef") == n;
+}
+
+void stor_version_id(const stor_meta_t *meta, char out[STOR_VERSION_ID_LEN + 1])
+{
+    if (meta->version && strlen(meta->version) == STOR_VERSION_ID_LEN)
+        memcpy(out, meta->version, STOR_VERSION_ID_LEN + 1);
+    else
+        strcpy(out, "null");
+}
+
+int stor_version_id_valid(const char *id)
+{
+    return strcmp(id, "null") == 0 ||
+           (strlen(id) == STOR_VERSION_ID_LEN && stor_version_field_valid(id));
 }
 
 void stor_meta_free(stor_meta_t *meta)

@@ -2,6 +2,8 @@
  * dispatches to the backend that made the handle (stor_backend.h). The calls
  * that need no backend (stor_meta_*, stor_parts_free, stor_uploads_free,
  * stor_strerror) live in record.c and stor_multipart.c. */
+#include <string.h>
+
 #include "storage/stor_backend.h"
 
 void stor_close(stor_t *st)
@@ -76,9 +78,23 @@ stor_status_t stor_bucket_config_get(stor_t *st, const stor_bucket_t *bucket,
 stor_status_t stor_bucket_config_set(stor_t *st, const stor_bucket_t *bucket,
                                      stor_bucket_cfg_t kind, const void *data, size_t len)
 {
-    if (kind < 0 || kind >= STOR_BCFG_COUNT || len > STOR_BCFG_MAX_BYTES)
+    /* The versioning state is storage's own: stor_bucket_set_versioning. */
+    if (kind < 0 || kind >= STOR_BCFG_COUNT || kind == STOR_BCFG_VERSIONING ||
+        len > STOR_BCFG_MAX_BYTES)
         return STOR_ERR_TOO_LARGE;
     stor_bucket_change_t c = {.cfg_kind = (int)kind, .cfg = data, .cfg_len = data ? len : 0};
+    return st->ops->bucket_change(st, bucket, &c);
+}
+
+stor_status_t stor_bucket_set_versioning(stor_t *st, const stor_bucket_t *bucket,
+                                         stor_versioning_t state)
+{
+    if (!st->ops->delete_version)
+        return STOR_ERR_UNSUPPORTED;
+    if (state != STOR_VERSIONING_ENABLED && state != STOR_VERSIONING_SUSPENDED)
+        return STOR_ERR_TOO_LARGE;
+    uint8_t b = (uint8_t)state;
+    stor_bucket_change_t c = {.cfg_kind = STOR_BCFG_VERSIONING, .cfg = &b, .cfg_len = 1};
     return st->ops->bucket_change(st, bucket, &c);
 }
 
@@ -137,6 +153,34 @@ stor_status_t stor_reader_open(stor_t *st, const char *bucket, const char *key,
     return st->ops->reader_open(st, bucket, key, out_p);
 }
 
+/* A backend without versioning has one version per key, "null". */
+static stor_status_t null_version_only(const char *version_id)
+{
+    return !version_id || strcmp(version_id, "null") == 0 ? STOR_OK : STOR_ERR_NO_VERSION;
+}
+
+stor_status_t stor_head_version(stor_t *st, const char *bucket, const char *key,
+                                const char *version_id, stor_meta_t *meta_p)
+{
+    if (st->ops->head_version)
+        return st->ops->head_version(st, bucket, key, version_id, meta_p);
+    stor_status_t s = null_version_only(version_id);
+    if (s == STOR_OK)
+        s = st->ops->head(st, bucket, key, meta_p);
+    return version_id && s == STOR_ERR_NO_KEY ? STOR_ERR_NO_VERSION : s;
+}
+
+stor_status_t stor_reader_open_version(stor_t *st, const char *bucket, const char *key,
+                                       const char *version_id, stor_reader_t **out_p)
+{
+    if (st->ops->reader_open_version)
+        return st->ops->reader_open_version(st, bucket, key, version_id, out_p);
+    stor_status_t s = null_version_only(version_id);
+    if (s == STOR_OK)
+        s = st->ops->reader_open(st, bucket, key, out_p);
+    return version_id && s == STOR_ERR_NO_KEY ? STOR_ERR_NO_VERSION : s;
+}
+
 const stor_meta_t *stor_reader_meta(const stor_reader_t *r)
 {
     return r->st->ops->reader_meta(r);
@@ -166,6 +210,20 @@ stor_status_t stor_delete(stor_t *st, const stor_bucket_t *bucket, const char *k
     return st->ops->delete (st, bucket, key);
 }
 
+stor_status_t stor_delete_version(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                                  const char *version_id, stor_deleted_t *out)
+{
+    if (st->ops->delete_version)
+        return st->ops->delete_version(st, bucket, key, version_id, out);
+    memset(out, 0, sizeof *out);
+    stor_status_t s = null_version_only(version_id);
+    if (s == STOR_OK)
+        s = st->ops->delete (st, bucket, key);
+    if (version_id && s == STOR_OK)
+        strcpy(out->version_id, "null");
+    return version_id && s == STOR_ERR_NO_KEY ? STOR_ERR_NO_VERSION : s;
+}
+
 stor_status_t stor_object_set_acl(stor_t *st, const stor_bucket_t *bucket, const char *key,
                                   stor_acl_t acl)
 {
@@ -190,6 +248,25 @@ int stor_iter_next(stor_iter_t *it, const char **key_p, size_t *key_len_p, stor_
     return it->st->ops->iter_next(it, key_p, key_len_p, meta_p);
 }
 
+stor_status_t stor_iter_open_versions(stor_t *st, const char *bucket, const char *prefix,
+                                      const char *key_marker, const char *version_marker,
+                                      stor_iter_t **out_p)
+{
+    if (st->ops->iter_open_versions)
+        return st->ops->iter_open_versions(st, bucket, prefix, key_marker, version_marker, out_p);
+    /* One version per key: after any version of key_marker is after it. */
+    return st->ops->iter_open(st, bucket, prefix, key_marker, out_p);
+}
+
+int stor_iter_next_version(stor_iter_t *it, const char **key_p, size_t *key_len_p,
+                           stor_meta_t *meta_p, int *is_latest_p)
+{
+    if (it->st->ops->iter_next_version)
+        return it->st->ops->iter_next_version(it, key_p, key_len_p, meta_p, is_latest_p);
+    *is_latest_p = 1;
+    return it->st->ops->iter_next(it, key_p, key_len_p, meta_p);
+}
+
 void stor_iter_close(stor_iter_t *it)
 {
     if (it)
@@ -206,7 +283,13 @@ stor_status_t stor_mpu_create(stor_t *st, const stor_bucket_t *bucket, const cha
 
 stor_status_t stor_mpu_check(stor_t *st, const char *bucket, const char *key, const char *upload_id)
 {
-    return st->ops->mpu_check(st, bucket, key, upload_id);
+    return st->ops->mpu_check(st, bucket, key, upload_id, NULL);
+}
+
+stor_status_t stor_mpu_meta(stor_t *st, const char *bucket, const char *key, const char *upload_id,
+                            stor_meta_t *meta_p)
+{
+    return st->ops->mpu_check(st, bucket, key, upload_id, meta_p);
 }
 
 stor_status_t stor_part_commit(stor_writer_t *w, const char *key, const char *upload_id,

@@ -68,8 +68,9 @@ typedef struct stor_ops {
 
     stor_status_t (*mpu_create)(stor_t *st, const stor_bucket_t *bucket, const char *key,
                                 const stor_meta_t *meta, char upload_id[STOR_UPLOAD_ID_LEN + 1]);
+    /* meta_p (NULL: not wanted) gets the upload's metadata. */
     stor_status_t (*mpu_check)(stor_t *st, const char *bucket, const char *key,
-                               const char *upload_id);
+                               const char *upload_id, stor_meta_t *meta_p);
     stor_status_t (*part_commit)(stor_writer_t *w, const char *key, const char *upload_id,
                                  stor_part_t *part);
     stor_status_t (*mpu_list_parts)(stor_t *st, const char *bucket, const char *key,
@@ -83,6 +84,23 @@ typedef struct stor_ops {
     stor_status_t (*mpu_list)(stor_t *st, const char *bucket, const char *prefix,
                               const char *key_marker, const char *upload_id_marker, size_t max,
                               stor_upload_t **uploads_p, size_t *n_p, int *more_p);
+
+    /* Versioning. A backend without it leaves these NULL: the dispatch then
+     * refuses stor_bucket_set_versioning (STOR_ERR_UNSUPPORTED) and answers
+     * the other calls for what every key then has, one "null" version
+     * (stor_api.c). With it, head, reader_open and delete above are these
+     * calls with no version id. */
+    stor_status_t (*head_version)(stor_t *st, const char *bucket, const char *key,
+                                  const char *version_id, stor_meta_t *meta_p);
+    stor_status_t (*reader_open_version)(stor_t *st, const char *bucket, const char *key,
+                                         const char *version_id, stor_reader_t **out_p);
+    stor_status_t (*delete_version)(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                                    const char *version_id, stor_deleted_t *out);
+    stor_status_t (*iter_open_versions)(stor_t *st, const char *bucket, const char *prefix,
+                                        const char *key_marker, const char *version_marker,
+                                        stor_iter_t **out_p);
+    int (*iter_next_version)(stor_iter_t *it, const char **key_p, size_t *key_len_p,
+                             stor_meta_t *meta_p, int *is_latest_p);
 } stor_ops_t;
 
 /* The base of every backend's store and handles. */
@@ -97,6 +115,7 @@ struct stor_reader {
 };
 struct stor_iter {
     stor_t *st;
+    int versions; /* opened by iter_open_versions (the backend's own kind) */
 };
 
 #endif

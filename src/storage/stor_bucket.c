@@ -118,6 +118,8 @@ stor_status_t local_bucket_delete(stor_t *st_, const stor_bucket_t *bucket)
         s = mdb_fail("bucket delete", rc);
     } else {
         int a = has_prefix(txn, st->db_objects, pfx, blen + 1);
+        if (a == 0)
+            a = has_prefix(txn, st->db_versions, pfx, blen + 1);
         if (a < 0)
             s = STOR_ERR_IO;
         else if (a)

@@ -86,6 +86,10 @@ struct lstor {
      * ListMultipartUploads (stor_multipart.c). */
     MDB_dbi db_upload_keys;
     MDB_dbi db_parts; /* upload id (32 hex) + be32 part number -> part record */
+    /* index key ‖ 0x00 ‖ be64(~seq) -> the record of a version that is not
+     * the current object: noncurrent objects and delete markers
+     * (stor_version.c). */
+    MDB_dbi db_versions;
     stor_durability_t durability;
     int objfd;  /* DIR/.s3rdma/objects */
     int lockfd; /* flock'ed: one process per data directory */
@@ -164,6 +168,9 @@ int valid_bucket(const char *bucket);
 stor_status_t bucket_exists(lstor_t *st, MDB_txn *txn, const char *bucket);
 /* STOR_OK if bucket name, as seen by txn, is still the bucket with this id. */
 stor_status_t bucket_check(lstor_t *st, MDB_txn *txn, const char *name, uint64_t id);
+/* bucket_check, also giving the bucket's stor_versioning_t. */
+stor_status_t bucket_check_ver(lstor_t *st, MDB_txn *txn, const char *name, uint64_t id,
+                               int *versioning_p);
 /* Begins a read-only transaction. */
 stor_status_t rd_begin(lstor_t *st, MDB_txn **txn_p);
 /* Begins a write transaction. */
@@ -192,11 +199,47 @@ void writer_free(lwriter_t *w, int keep);
  * memory, makes them durable per the mode and closes the fd: what a file
  * id needs before an index record may point at it. */
 stor_status_t writer_seal(lwriter_t *w);
-/* Points bucket/key at record rec in txn when cond (NULL: none) holds for
- * the record it replaces; that record goes to *old. */
+/* Looks bucket/key up in txn and decodes its record (the current object);
+ * its index key goes to *ikey_out (ikey_buf holds it). STOR_ERR_NO_KEY when
+ * absent. */
+stor_status_t obj_get(lstor_t *st, MDB_txn *txn, const char *bucket, const char *key,
+                      stor_obj_rec_t *rec, MDB_val *ikey_out, uint8_t *ikey_buf);
+/* Makes nrec (its encoding enc, made for a bucket without versioning) the
+ * latest version of bucket/key in txn when cond (NULL: none) holds for the
+ * current object. In a bucket with versioning nrec gets its version and is
+ * encoded anew (ver_push). The record the change removed from the index, if
+ * any (the replaced object, or the "null" version a suspended bucket
+ * replaced), goes to *old (*had_old set; the caller drops its files after
+ * the commit and frees it). */
 stor_status_t put_object(lstor_t *st, MDB_txn *txn, const char *bucket, uint64_t bucket_id,
-                         const char *key, const buf_t *rec, const stor_precond_t *cond,
-                         stor_obj_rec_t *old, int *had_old);
+                         const char *key, const buf_t *enc, stor_obj_rec_t *nrec,
+                         const stor_precond_t *cond, stor_obj_rec_t *old, int *had_old);
+
+/* stor_version.c: versions (docs/storage.md, "Versioning"). ik is the
+ * key's index key throughout. */
+/* Version vid of key (NULL: its newest version in db_versions, the latest
+ * when it has no current object) into rec. STOR_ERR_NO_VERSION (vid) or
+ * STOR_ERR_NO_KEY (NULL) when there is none. */
+stor_status_t ver_lookup(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key,
+                         const char *vid, stor_obj_rec_t *rec);
+/* Makes nrec (an object, or a delete marker: nrec->meta.delete_marker) the
+ * latest version of key in a bucket in versioning state `state` (ENABLED
+ * or SUSPENDED), cur (when had_cur) being its current object: sets
+ * nrec->meta.version, keeps cur as a noncurrent version or (suspended, cur
+ * "null") replaces it, and removes the "null" version a suspended bucket
+ * replaces; what it removed goes to *old (*had_old). */
+stor_status_t ver_push(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key, int state,
+                       stor_obj_rec_t *cur, int had_cur, stor_obj_rec_t *nrec, stor_obj_rec_t *old,
+                       int *had_old);
+/* Removes version vid of key (cur: its current object, when had_cur) into
+ * *old; the newest remaining version becomes current if it is an object
+ * and the removed one was the latest. STOR_ERR_NO_VERSION when absent. */
+stor_status_t ver_remove(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key,
+                         const char *vid, stor_obj_rec_t *cur, int had_cur, stor_obj_rec_t *old);
+void viter_seek(stor_iter_t *it, const char *key, size_t key_len);
+int viter_next(stor_iter_t *it, const char **key_p, size_t *key_len_p, stor_meta_t *meta_p,
+               int *is_latest_p);
+void viter_close(stor_iter_t *it);
 
 /* stor_multipart.c, used by bucket deletion: */
 /* Deletes, in txn, every multipart upload of bucket and its part records.
@@ -224,6 +267,15 @@ void local_writer_abort(stor_writer_t *w_);
 stor_status_t local_writer_commit_if(stor_writer_t *w_, const char *key, stor_meta_t *meta,
                                      const stor_precond_t *cond);
 stor_status_t local_head(stor_t *st_, const char *bucket, const char *key, stor_meta_t *meta_p);
+stor_status_t local_head_version(stor_t *st_, const char *bucket, const char *key,
+                                 const char *version_id, stor_meta_t *meta_p);
+stor_status_t local_reader_open_version(stor_t *st_, const char *bucket, const char *key,
+                                        const char *version_id, stor_reader_t **out_p);
+stor_status_t local_delete_version(stor_t *st_, const stor_bucket_t *bucket, const char *key,
+                                   const char *version_id, stor_deleted_t *out);
+stor_status_t local_iter_open_versions(stor_t *st_, const char *bucket, const char *prefix,
+                                       const char *key_marker, const char *version_marker,
+                                       stor_iter_t **out_p);
 void local_reader_close(stor_reader_t *r_);
 stor_status_t local_reader_open(stor_t *st_, const char *bucket, const char *key,
                                 stor_reader_t **out_p);
@@ -242,7 +294,7 @@ void local_iter_close(stor_iter_t *it_);
 stor_status_t local_mpu_create(stor_t *st_, const stor_bucket_t *bkt, const char *key,
                                const stor_meta_t *meta, char upload_id[STOR_UPLOAD_ID_LEN + 1]);
 stor_status_t local_mpu_check(stor_t *st_, const char *bucket, const char *key,
-                              const char *upload_id);
+                              const char *upload_id, stor_meta_t *meta_p);
 stor_status_t local_part_commit(stor_writer_t *w_, const char *key, const char *upload_id,
                                 stor_part_t *part);
 stor_status_t local_mpu_list_parts(stor_t *st_, const char *bucket, const char *key,

@@ -119,6 +119,10 @@ fail:
 
 void local_iter_seek(stor_iter_t *it_, const char *key, size_t key_len)
 {
+    if (it_->versions) {
+        viter_seek(it_, key, key_len);
+        return;
+    }
     liter_t *it = (liter_t *)it_;
     if (it->failed)
         return;
@@ -290,6 +294,10 @@ int local_iter_next(stor_iter_t *it_, const char **key_p, size_t *key_len_p, sto
 
 void local_iter_close(stor_iter_t *it_)
 {
+    if (it_ && it_->versions) {
+        viter_close(it_);
+        return;
+    }
     liter_t *it = (liter_t *)it_;
     if (!it)
         return;

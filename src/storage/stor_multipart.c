@@ -186,7 +186,7 @@ stor_status_t local_mpu_create(stor_t *st_, const stor_bucket_t *bkt, const char
 }
 
 stor_status_t local_mpu_check(stor_t *st_, const char *bucket, const char *key,
-                              const char *upload_id)
+                              const char *upload_id, stor_meta_t *meta_p)
 {
     lstor_t *st = (lstor_t *)st_;
     MDB_txn *txn;
@@ -194,8 +194,14 @@ stor_status_t local_mpu_check(stor_t *st_, const char *bucket, const char *key,
     if (s != STOR_OK)
         return s;
     uint8_t kbuf[STOR_BUCKET_MAX + 2 + STOR_UPLOAD_ID_LEN];
-    s = upload_get(st, txn, bucket, key, upload_id, NULL, NULL, kbuf);
+    stor_upload_rec_t rec;
+    s = upload_get(st, txn, bucket, key, upload_id, meta_p ? &rec : NULL, NULL, kbuf);
     mdb_txn_abort(txn);
+    if (s == STOR_OK && meta_p) {
+        *meta_p = rec.meta;
+        memset(&rec.meta, 0, sizeof rec.meta);
+        stor_upload_rec_free(&rec);
+    }
     return s;
 }
 
@@ -510,11 +516,16 @@ stor_status_t local_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const ch
         s = STOR_ERR_NOMEM;
         goto out;
     }
-    if ((s = stor_mpu_assemble(parts, n, recs, n_recs, &m, &segs, used)) != STOR_OK)
+    if ((s = stor_mpu_assemble(parts, n, recs, n_recs, &m, cond, &segs, used)) != STOR_OK)
         goto out;
+    free(m.version);
+    free(m.delete_marker);
+    m.version = m.delete_marker = NULL;
     s = encode_object(&rec, key, &m, segs, (uint32_t)n);
+    stor_obj_rec_t nrec = {.meta = m, .segs = segs, .n_segs = (uint32_t)n};
     if (s == STOR_OK)
-        s = put_object(st, txn, bucket, bkt->id, key, &rec, cond, &old, &had_old);
+        s = put_object(st, txn, bucket, bkt->id, key, &rec, &nrec, cond, &old, &had_old);
+    m.version = nrec.meta.version; /* set by a versioned commit */
     if (s == STOR_OK)
         s = del_parts(st, txn, upload_id);
     if (s == STOR_OK) {
@@ -531,7 +542,8 @@ stor_status_t local_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const ch
     if (s != STOR_OK)
         goto out;
 
-    usage_change(st, had_old ? 0 : 1, (int64_t)m.size - (had_old ? (int64_t)old.meta.size : 0));
+    usage_change(st, 1 - (had_old && !old.meta.delete_marker),
+                 (int64_t)m.size - (had_old ? (int64_t)old.meta.size : 0));
     if (had_old)
         for (uint32_t i = 0; i < old.n_segs; i++)
             drop_file(st, old.segs[i].id);

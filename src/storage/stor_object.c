@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
 #include "storage/stor_internal.h"
@@ -19,8 +20,8 @@
 /* Looks bucket/key up in txn and decodes its record. STOR_ERR_NO_KEY when
  * absent. A long key whose hash slot holds another key (a 64-bit collision)
  * is reported as STOR_ERR_IO rather than silently aliased. */
-static stor_status_t obj_get(lstor_t *st, MDB_txn *txn, const char *bucket, const char *key,
-                             stor_obj_rec_t *rec, MDB_val *ikey_out, uint8_t *ikey_buf)
+stor_status_t obj_get(lstor_t *st, MDB_txn *txn, const char *bucket, const char *key,
+                      stor_obj_rec_t *rec, MDB_val *ikey_out, uint8_t *ikey_buf)
 {
     size_t klen = strlen(key);
     size_t n = stor_ikey_encode(bucket, strlen(bucket), key, klen, ikey_buf);
@@ -45,21 +46,34 @@ static stor_status_t obj_get(lstor_t *st, MDB_txn *txn, const char *bucket, cons
     return s;
 }
 
-/* obj_get() for a bucket name from a reader: the bucket is looked up only
- * when the key is absent, to tell NoSuchBucket from NoSuchKey. An object
- * seen in txn implies its bucket in txn (stor_bucket_delete refuses a bucket
- * with objects, in the same serialized write transactions). Writers check
- * which bucket, not just that one exists: bucket_check(). */
+/* Version vid (NULL: the latest) of bucket/key, for a reader: the current
+ * object when it is the one asked for (the only lookup a read of the latest
+ * version of an existing object makes), else the versions table; a delete
+ * marker comes back as a record like any other (meta.delete_marker). The
+ * bucket is looked up only when nothing is found, to tell NoSuchBucket from
+ * NoSuchKey. An object seen in txn implies its bucket in txn
+ * (stor_bucket_delete refuses a bucket with any version, in the same
+ * serialized write transactions). Writers check which bucket, not just that
+ * one exists: bucket_check(). */
 static stor_status_t obj_lookup(lstor_t *st, MDB_txn *txn, const char *bucket, const char *key,
-                                stor_obj_rec_t *rec, MDB_val *ikey_out, uint8_t *ikey_buf)
+                                const char *vid, stor_obj_rec_t *rec)
 {
     if (!valid_bucket(bucket))
         return STOR_ERR_NO_BUCKET;
-    stor_status_t s = obj_get(st, txn, bucket, key, rec, ikey_out, ikey_buf);
+    uint8_t ikey[STOR_IKEY_MAX];
+    MDB_val ik;
+    stor_status_t s = obj_get(st, txn, bucket, key, rec, &ik, ikey);
+    if (s == STOR_OK && vid && !stor_meta_is_version(&rec->meta, vid)) {
+        stor_obj_rec_free(rec);
+        s = STOR_ERR_NO_KEY;
+    }
     if (s != STOR_ERR_NO_KEY)
         return s;
-    s = bucket_exists(st, txn, bucket);
-    return s == STOR_OK ? STOR_ERR_NO_KEY : s;
+    s = ver_lookup(st, txn, &ik, key, vid, rec);
+    if (s != STOR_ERR_NO_KEY && s != STOR_ERR_NO_VERSION)
+        return s;
+    stor_status_t b = bucket_exists(st, txn, bucket);
+    return b == STOR_OK ? s : b;
 }
 
 /* ==== Writing ============================================================ */
@@ -212,25 +226,41 @@ stor_status_t writer_seal(lwriter_t *w)
  * gone: checked even when the key exists, since an object under this name
  * may belong to a bucket re-created since. */
 stor_status_t put_object(lstor_t *st, MDB_txn *txn, const char *bucket, uint64_t bucket_id,
-                         const char *key, const buf_t *rec, const stor_precond_t *cond,
-                         stor_obj_rec_t *old, int *had_old)
+                         const char *key, const buf_t *enc, stor_obj_rec_t *nrec,
+                         const stor_precond_t *cond, stor_obj_rec_t *old, int *had_old)
 {
     uint8_t ikey[STOR_IKEY_MAX];
     MDB_val k;
+    int versioning, had_cur = 0;
     *had_old = 0;
-    stor_status_t s = bucket_check(st, txn, bucket, bucket_id);
+    stor_status_t s = bucket_check_ver(st, txn, bucket, bucket_id, &versioning);
     if (s != STOR_OK)
         return s;
-    s = obj_get(st, txn, bucket, key, old, &k, ikey);
+    stor_obj_rec_t cur;
+    s = obj_get(st, txn, bucket, key, &cur, &k, ikey);
     if (s == STOR_OK)
-        *had_old = 1;
+        had_cur = 1;
     else if (s != STOR_ERR_NO_KEY)
         return s;
-    if ((s = stor_precond_check(cond, &old->meta, *had_old)) != STOR_OK)
-        return s;
-    MDB_val v = {rec->len, rec->data};
+    if ((s = stor_precond_check(cond, &cur.meta, had_cur)) != STOR_OK)
+        goto out;
+    if (versioning != STOR_VERSIONING_OFF) {
+        s = ver_push(st, txn, &k, key, versioning, &cur, had_cur, nrec, old, had_old);
+        goto out;
+    }
+    MDB_val v = {enc->len, enc->data};
     int rc = mdb_put(txn, st->db_objects, &k, &v, 0);
-    return rc ? mdb_fail("object put", rc) : STOR_OK;
+    if (rc) {
+        s = mdb_fail("object put", rc);
+        goto out;
+    }
+    *old = cur;
+    *had_old = had_cur;
+    return STOR_OK;
+out:
+    if (had_cur)
+        stor_obj_rec_free(&cur);
+    return s;
 }
 
 stor_status_t local_writer_commit_if(stor_writer_t *w_, const char *key, stor_meta_t *meta,
@@ -244,6 +274,11 @@ stor_status_t local_writer_commit_if(stor_writer_t *w_, const char *key, stor_me
      * fsync mode its sync point, shared with other commits) covers both. */
     int inline_obj = !w->has_file;
     stor_status_t s = STOR_OK;
+    /* The version is the commit's to give (a copy's source meta has its
+     * own). */
+    free(meta->version);
+    free(meta->delete_marker);
+    meta->version = meta->delete_marker = NULL;
     /* Encoded before the write transaction: LMDB serializes writers, so
      * nothing that can run outside one should run inside. */
     if (inline_obj)
@@ -252,13 +287,24 @@ stor_status_t local_writer_commit_if(stor_writer_t *w_, const char *key, stor_me
         s = encode_put(&b, key, meta, w->id, w->size);
     if (s != STOR_OK)
         goto out;
+    /* What b encodes, for a versioned bucket's commit to encode again. */
+    stor_seg_t seg = {.size = w->size};
+    memcpy(seg.id, w->id, STOR_ID_LEN);
+    stor_obj_rec_t nrec = {.meta = *meta};
+    nrec.meta.parts_count = 0;
+    nrec.meta.part_sizes = NULL;
+    if (inline_obj)
+        nrec.body = w->mem.data ? (const uint8_t *)w->mem.data : (const uint8_t *)"";
+    else
+        nrec.segs = &seg, nrec.n_segs = 1;
 
     MDB_txn *txn;
     if ((s = wr_begin(st, &txn)) != STOR_OK)
         goto out;
     stor_obj_rec_t old;
     int had_old = 0;
-    s = put_object(st, txn, w->bucket, w->bucket_id, key, &b, cond, &old, &had_old);
+    s = put_object(st, txn, w->bucket, w->bucket_id, key, &b, &nrec, cond, &old, &had_old);
+    meta->version = nrec.meta.version; /* set by a versioned commit */
     if (s == STOR_OK) {
         if (!inline_obj)
             new_file(st, w->id);
@@ -267,7 +313,7 @@ stor_status_t local_writer_commit_if(stor_writer_t *w_, const char *key, stor_me
         mdb_txn_abort(txn);
     }
     if (applied)
-        usage_change(st, had_old ? 0 : 1,
+        usage_change(st, 1 - (had_old && !old.meta.delete_marker),
                      (int64_t)w->size - (had_old ? (int64_t)old.meta.size : 0));
     if (had_old) {
         if (s == STOR_OK)
@@ -283,18 +329,18 @@ out:
 
 /* ==== Reading ============================================================ */
 
-/* bucket/key's record, read in a short read transaction of its own. An
- * inline object's bytes are copied out of the transaction (malloc'ed) into
- * *body_p when body_p is given; rec->body is never left pointing into it. */
-static stor_status_t rec_read(lstor_t *st, const char *bucket, const char *key, stor_obj_rec_t *rec,
-                              uint8_t **body_p)
+/* Version vid (NULL: the latest) of bucket/key's record, read in a short
+ * read transaction of its own. An inline object's bytes are copied out of
+ * the transaction (malloc'ed) into *body_p when body_p is given; rec->body
+ * is never left pointing into it. */
+static stor_status_t rec_read(lstor_t *st, const char *bucket, const char *key, const char *vid,
+                              stor_obj_rec_t *rec, uint8_t **body_p)
 {
     MDB_txn *txn;
     stor_status_t s = rd_begin(st, &txn);
     if (s != STOR_OK)
         return s;
-    uint8_t ikey[STOR_IKEY_MAX];
-    s = obj_lookup(st, txn, bucket, key, rec, NULL, ikey);
+    s = obj_lookup(st, txn, bucket, key, vid, rec);
     if (s == STOR_OK && body_p) {
         *body_p = NULL;
         if (rec->body && !(*body_p = malloc(rec->meta.size ? (size_t)rec->meta.size : 1))) {
@@ -310,17 +356,28 @@ static stor_status_t rec_read(lstor_t *st, const char *bucket, const char *key, 
     return s;
 }
 
-stor_status_t local_head(stor_t *st_, const char *bucket, const char *key, stor_meta_t *meta_p)
+stor_status_t local_head_version(stor_t *st_, const char *bucket, const char *key,
+                                 const char *version_id, stor_meta_t *meta_p)
 {
     lstor_t *st = (lstor_t *)st_;
     stor_obj_rec_t rec;
-    stor_status_t s = rec_read(st, bucket, key, &rec, NULL);
+    stor_status_t s = rec_read(st, bucket, key, version_id, &rec, NULL);
     if (s != STOR_OK)
         return s;
     *meta_p = rec.meta;
     memset(&rec.meta, 0, sizeof rec.meta);
     stor_obj_rec_free(&rec);
     return STOR_OK;
+}
+
+stor_status_t local_head(stor_t *st_, const char *bucket, const char *key, stor_meta_t *meta_p)
+{
+    stor_status_t s = local_head_version(st_, bucket, key, NULL, meta_p);
+    if (s == STOR_OK && meta_p->delete_marker) {
+        stor_meta_free(meta_p);
+        s = STOR_ERR_NO_KEY;
+    }
+    return s;
 }
 
 typedef struct rseg {
@@ -359,6 +416,12 @@ void local_reader_close(stor_reader_t *r_)
 stor_status_t local_reader_open(stor_t *st_, const char *bucket, const char *key,
                                 stor_reader_t **out_p)
 {
+    return local_reader_open_version(st_, bucket, key, NULL, out_p);
+}
+
+stor_status_t local_reader_open_version(stor_t *st_, const char *bucket, const char *key,
+                                        const char *version_id, stor_reader_t **out_p)
+{
     lstor_t *st = (lstor_t *)st_;
     /* The record is read in a short txn, then the files are opened. A commit
      * in between may unlink a file we are about to open (ENOENT): the index
@@ -367,9 +430,14 @@ stor_status_t local_reader_open(stor_t *st_, const char *bucket, const char *key
         uint64_t epoch = fdcache_epoch(st);
         stor_obj_rec_t rec;
         uint8_t *body;
-        stor_status_t s = rec_read(st, bucket, key, &rec, &body);
+        stor_status_t s = rec_read(st, bucket, key, version_id, &rec, &body);
         if (s != STOR_OK)
             return s;
+        if (rec.meta.delete_marker) {
+            free(body);
+            stor_obj_rec_free(&rec);
+            return STOR_ERR_DELETE_MARKER;
+        }
         lreader_t *r = calloc(1, sizeof *r);
         if (r) {
             r->base.st = &st->base;
@@ -504,34 +572,83 @@ int local_reader_span_fd(stor_reader_t *r_, uint64_t off, uint64_t len, int *fd_
 
 stor_status_t local_delete(stor_t *st_, const stor_bucket_t *bucket, const char *key)
 {
+    stor_deleted_t out;
+    return local_delete_version(st_, bucket, key, NULL, &out);
+}
+
+/* A delete marker's record for key (owner NULL: the bucket's owner). */
+static stor_status_t marker_new(stor_obj_rec_t *rec)
+{
+    memset(rec, 0, sizeof *rec);
+    rec->meta.mtime_ms = clock_wall_ms();
+    rec->body = (const uint8_t *)"";
+    rec->meta.delete_marker = strdup("1");
+    return rec->meta.delete_marker ? STOR_OK : STOR_ERR_NOMEM;
+}
+
+stor_status_t local_delete_version(stor_t *st_, const stor_bucket_t *bucket, const char *key,
+                                   const char *version_id, stor_deleted_t *out)
+{
     lstor_t *st = (lstor_t *)st_;
+    memset(out, 0, sizeof *out);
+    if (version_id && !stor_version_id_valid(version_id))
+        return STOR_ERR_NO_VERSION;
     MDB_txn *txn;
     stor_status_t s = wr_begin(st, &txn);
     if (s != STOR_OK)
         return s;
-    stor_obj_rec_t rec;
+    stor_obj_rec_t cur, old, mk;
+    int had_cur = 0, had_old = 0, versioning = STOR_VERSIONING_OFF;
     uint8_t ikey[STOR_IKEY_MAX];
     MDB_val k;
-    s = bucket_check(st, txn, bucket->name, bucket->id);
-    if (s == STOR_OK)
-        s = obj_get(st, txn, bucket->name, key, &rec, &k, ikey);
-    if (s != STOR_OK) {
-        mdb_txn_abort(txn);
-        return s;
-    }
-    int rc = mdb_del(txn, st->db_objects, &k, NULL);
-    if (rc) {
-        mdb_txn_abort(txn);
-        stor_obj_rec_free(&rec);
-        return mdb_fail("object delete", rc);
-    }
-    s = wr_commit(st, txn);
+    memset(&mk, 0, sizeof mk);
+    s = bucket_check_ver(st, txn, bucket->name, bucket->id, &versioning);
     if (s == STOR_OK) {
-        usage_change(st, -1, -(int64_t)rec.meta.size);
-        for (uint32_t i = 0; i < rec.n_segs; i++)
-            drop_file(st, rec.segs[i].id);
+        s = obj_get(st, txn, bucket->name, key, &cur, &k, ikey);
+        had_cur = s == STOR_OK;
+        if (s == STOR_ERR_NO_KEY && (version_id || versioning != STOR_VERSIONING_OFF))
+            s = STOR_OK;
     }
-    stor_obj_rec_free(&rec);
+    if (s == STOR_OK && version_id) {
+        /* Exactly that version. */
+        s = ver_remove(st, txn, &k, key, version_id, &cur, had_cur, &old);
+        had_old = s == STOR_OK;
+    } else if (s == STOR_OK && versioning != STOR_VERSIONING_OFF) {
+        /* A new delete marker on top. */
+        if ((s = marker_new(&mk)) == STOR_OK)
+            s = ver_push(st, txn, &k, key, versioning, &cur, had_cur, &mk, &old, &had_old);
+    } else if (s == STOR_OK) {
+        int rc = mdb_del(txn, st->db_objects, &k, NULL);
+        if (rc)
+            s = mdb_fail("object delete", rc);
+        old = cur;
+        memset(&cur, 0, sizeof cur);
+        had_old = 1;
+    }
+    if (s == STOR_OK)
+        s = wr_commit(st, txn);
+    else
+        mdb_txn_abort(txn);
+    if (s == STOR_OK) {
+        if (version_id) {
+            stor_version_id(&old.meta, out->version_id);
+            out->delete_marker = old.meta.delete_marker != NULL;
+        } else if (versioning != STOR_VERSIONING_OFF) {
+            stor_version_id(&mk.meta, out->version_id);
+            out->delete_marker = 1;
+        }
+        if (had_old) {
+            if (!old.meta.delete_marker)
+                usage_change(st, -1, -(int64_t)old.meta.size);
+            for (uint32_t i = 0; i < old.n_segs; i++)
+                drop_file(st, old.segs[i].id);
+        }
+    }
+    if (had_old)
+        stor_obj_rec_free(&old);
+    if (had_cur)
+        stor_obj_rec_free(&cur);
+    stor_meta_free(&mk.meta);
     return s;
 }
 

@@ -50,6 +50,12 @@
 /* Extension field ids (never reused; a new field takes the next id). */
 typedef enum stor_mx {
     STOR_MX_STORAGE_CLASS = 1,
+    STOR_MX_CHECKSUM_ALGORITHM = 2,
+    STOR_MX_CHECKSUM_TYPE = 3,
+    STOR_MX_PART_CHECKSUMS = 4,
+    /* 5..9: taken by another branch (tagging, encryption) */
+    STOR_MX_VERSION = 10,       /* stor_meta_t.version */
+    STOR_MX_DELETE_MARKER = 11, /* stor_meta_t.delete_marker */
 } stor_mx_t;
 
 enum { STOR_REC_OBJECT = 1, STOR_REC_UPLOAD = 2, STOR_REC_PART = 3, STOR_REC_BUCKET = 4 };
@@ -145,6 +151,15 @@ typedef struct stor_bucket_change {
 stor_status_t stor_rec_bucket_apply(const void *old, size_t len, const stor_bucket_change_t *change,
                                     buf_t *out);
 
+/* The order of m's version among its key's versions (stor_meta_t.version:
+ * 0 for none); the field must be valid (the decoder checked it). */
+uint64_t stor_version_seq(const stor_meta_t *m);
+/* 1 when m is version vid ("null" or a version id). */
+int stor_meta_is_version(const stor_meta_t *m, const char *vid);
+/* 1 when v is a well-formed version field: 16 or STOR_VERSION_ID_LEN
+ * lower-case hex digits. */
+int stor_version_field_valid(const char *v);
+
 /* Byte-order comparison of two strings with lengths (shorter prefix first). */
 int stor_keycmp(const char *a, size_t alen, const char *b, size_t blen);
 
@@ -178,10 +193,12 @@ stor_status_t stor_mpu_check_list(const stor_complete_part_t *parts, size_t n);
  * and ETags, then sizes; fills *m (which holds the upload's metadata) with
  * size, ETag md5-of-md5s "-N", parts_count, part_sizes and mtime, *segs_p
  * (malloc'ed, n entries) with the parts' data, and used[i] (n_recs bytes)
- * with whether recs[i] is listed. */
+ * with whether recs[i] is listed. When m has a checksum algorithm, also
+ * the object's checksum of m's type and part_checksums, checked against
+ * cond's checksum of the algorithm when it has one (stor_mpu_complete). */
 stor_status_t stor_mpu_assemble(const stor_complete_part_t *parts, size_t n,
                                 const stor_part_rec_t *recs, size_t n_recs, stor_meta_t *m,
-                                stor_seg_t **segs_p, uint8_t *used);
+                                const stor_precond_t *cond, stor_seg_t **segs_p, uint8_t *used);
 /* ListMultipartUploads' selection: 1 if the upload (key, upload_id) starts
  * with prefix and comes after (key_marker, upload_id_marker). */
 int stor_upload_listed(const char *key, const char *upload_id, const char *prefix,

@@ -7,6 +7,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "common/checksum.h"
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/s3r_limits.h"
@@ -134,18 +135,101 @@ stor_status_t stor_mpu_etag(const stor_complete_part_t *parts, size_t n, char et
     return STOR_OK;
 }
 
+/* Where a part and an object keep their checksum of alg (checksum.h). */
+static char **part_checksum_slot(const stor_part_t *p, checksum_alg_t alg)
+{
+    stor_part_t *q = (stor_part_t *)p;
+    switch (alg) {
+    case CHECKSUM_CRC32:
+        return &q->checksum_crc32;
+    case CHECKSUM_CRC32C:
+        return &q->checksum_crc32c;
+    case CHECKSUM_CRC64NVME:
+        return &q->checksum_crc64nvme;
+    case CHECKSUM_SHA1:
+        return &q->checksum_sha1;
+    default:
+        return &q->checksum_sha256;
+    }
+}
+
+static char **meta_checksum_slot(stor_meta_t *m, checksum_alg_t alg)
+{
+    switch (alg) {
+    case CHECKSUM_CRC32:
+        return &m->checksum_crc32;
+    case CHECKSUM_CRC32C:
+        return &m->checksum_crc32c;
+    case CHECKSUM_CRC64NVME:
+        return &m->checksum_crc64nvme;
+    case CHECKSUM_SHA1:
+        return &m->checksum_sha1;
+    default:
+        return &m->checksum_sha256;
+    }
+}
+
+/* The object checksum of an upload whose metadata m names an algorithm:
+ * each listed part (rs[i], the record of parts[i]) must have its checksum
+ * of the algorithm and, when the client lists one, that very one
+ * (STOR_ERR_INVALID_PART); the object's (COMPOSITE or FULL_OBJECT, m's
+ * type) must be cond's when cond has one (STOR_ERR_BAD_DIGEST). Sets
+ * m's checksum of the algorithm and part_checksums. */
+static stor_status_t mpu_checksum(const stor_complete_part_t *parts, size_t n,
+                                  const stor_part_rec_t *const *rs, stor_meta_t *m,
+                                  const stor_precond_t *cond)
+{
+    checksum_alg_t alg = checksum_alg_from_name(m->checksum_algorithm);
+    if (alg == CHECKSUM_NONE)
+        return STOR_ERR_IO; /* the S3 layer stores only the names it knows */
+    int full = m->checksum_type && strcmp(m->checksum_type, "FULL_OBJECT") == 0;
+    const char **cks = calloc(n, sizeof *cks);
+    uint64_t *sizes = calloc(n, sizeof *sizes);
+    buf_t joined;
+    buf_init(&joined, STOR_REC_MAX);
+    stor_status_t s = cks && sizes ? STOR_OK : STOR_ERR_NOMEM;
+    for (size_t i = 0; i < n && s == STOR_OK; i++) {
+        cks[i] = *part_checksum_slot(&rs[i]->part, alg);
+        sizes[i] = rs[i]->part.size;
+        if (!cks[i] || (parts[i].checksums[alg] && strcmp(parts[i].checksums[alg], cks[i]) != 0))
+            s = STOR_ERR_INVALID_PART;
+        else if (buf_printf(&joined, "%s%s", i ? "," : "", cks[i]) != 0)
+            s = STOR_ERR_TOO_LARGE;
+    }
+    char value[CHECKSUM_VALUE_MAX];
+    if (s == STOR_OK && checksum_of_parts(alg, full, cks, sizes, n, value) != 0)
+        s = STOR_ERR_INVALID_PART;
+    const char *want = cond ? cond->checksums[alg] : NULL;
+    if (s == STOR_OK && want && strcmp(want, value) != 0)
+        s = STOR_ERR_BAD_DIGEST;
+    char **slot = meta_checksum_slot(m, alg);
+    if (s == STOR_OK) {
+        free(*slot);
+        free(m->part_checksums);
+        *slot = strdup(value);
+        m->part_checksums = buf_steal(&joined, NULL);
+        if (!*slot || !m->part_checksums)
+            s = STOR_ERR_NOMEM;
+    }
+    buf_free(&joined);
+    free(cks);
+    free(sizes);
+    return s;
+}
+
 stor_status_t stor_mpu_assemble(const stor_complete_part_t *parts, size_t n,
                                 const stor_part_rec_t *recs, size_t n_recs, stor_meta_t *m,
-                                stor_seg_t **segs_p, uint8_t *used)
+                                const stor_precond_t *cond, stor_seg_t **segs_p, uint8_t *used)
 {
     stor_status_t s = stor_mpu_check_list(parts, n);
     if (s != STOR_OK)
         return s;
     stor_seg_t *segs = calloc(n, sizeof *segs);
+    const stor_part_rec_t **rs = calloc(n, sizeof *rs);
     free(m->part_sizes);
     m->part_sizes = calloc(n, sizeof *m->part_sizes);
     s = STOR_ERR_NOMEM;
-    if (!segs || !m->part_sizes)
+    if (!segs || !rs || !m->part_sizes)
         goto out;
     /* Every listed part must exist with its ETag (InvalidPart) before sizes
      * are judged (EntityTooSmall), as S3 reports them. */
@@ -156,6 +240,7 @@ stor_status_t stor_mpu_assemble(const stor_complete_part_t *parts, size_t n,
             n_recs ? bsearch(&parts[i].number, recs, n_recs, sizeof *recs, cmp_part_num) : NULL;
         if (!r || !etag_eq(parts[i].etag, r->part.etag))
             goto out;
+        rs[i] = r;
         used[r - recs] = 1;
         memcpy(segs[i].id, r->id, STOR_ID_LEN);
         segs[i].size = r->part.size;
@@ -170,6 +255,8 @@ stor_status_t stor_mpu_assemble(const stor_complete_part_t *parts, size_t n,
      * object's: a part whose stored ETag has neither shape is InvalidPart. */
     if ((s = stor_mpu_etag(parts, n, m->etag)) != STOR_OK)
         goto out;
+    if (m->checksum_algorithm && (s = mpu_checksum(parts, n, rs, m, cond)) != STOR_OK)
+        goto out;
     m->size = total;
     m->mtime_ms = clock_wall_ms();
     m->parts_count = (uint32_t)n;
@@ -177,6 +264,7 @@ stor_status_t stor_mpu_assemble(const stor_complete_part_t *parts, size_t n,
     segs = NULL;
 out:
     free(segs);
+    free(rs);
     return s;
 }
 

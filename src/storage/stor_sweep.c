@@ -37,8 +37,8 @@ static int idset_add(idset_t *s, const uint8_t *id)
     return 0;
 }
 
-/* Collects every file id the index references (objects and parts of live
- * uploads), and counts the objects and their bytes into st (stor_usage).
+/* Collects every file id the index references (objects of every version
+ * and parts of live uploads), and counts the objects and their bytes into st (stor_usage).
  * Fails if any record is unreadable: then we cannot tell garbage from data,
  * and cleanup is skipped. */
 static int collect_ids(lstor_t *st, idset_t *set)
@@ -49,25 +49,31 @@ static int collect_ids(lstor_t *st, idset_t *set)
     int ok = -1, rc;
     if (rd_begin(st, &txn) != STOR_OK)
         return -1;
-    if (mdb_cursor_open(txn, st->db_objects, &cur))
-        goto out;
-    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
-         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-        stor_obj_rec_t rec;
-        if (stor_rec_decode_object(v.mv_data, v.mv_size, &rec) != STOR_OK)
+    /* Current objects, then the other versions (noncurrent objects and
+     * delete markers, which have no bytes and do not count as objects). */
+    MDB_dbi dbs[2] = {st->db_objects, st->db_versions};
+    for (int d = 0; d < 2; d++) {
+        if (mdb_cursor_open(txn, dbs[d], &cur))
             goto out;
-        usage_change(st, 1, (int64_t)rec.meta.size);
-        for (uint32_t i = 0; i < rec.n_segs; i++)
-            if (idset_add(set, rec.segs[i].id) != 0) {
-                stor_obj_rec_free(&rec);
+        for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+             rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+            stor_obj_rec_t rec;
+            if (stor_rec_decode_object(v.mv_data, v.mv_size, &rec) != STOR_OK)
                 goto out;
-            }
-        stor_obj_rec_free(&rec);
+            if (!rec.meta.delete_marker)
+                usage_change(st, 1, (int64_t)rec.meta.size);
+            for (uint32_t i = 0; i < rec.n_segs; i++)
+                if (idset_add(set, rec.segs[i].id) != 0) {
+                    stor_obj_rec_free(&rec);
+                    goto out;
+                }
+            stor_obj_rec_free(&rec);
+        }
+        if (rc != MDB_NOTFOUND)
+            goto out;
+        mdb_cursor_close(cur);
+        cur = NULL;
     }
-    if (rc != MDB_NOTFOUND)
-        goto out;
-    mdb_cursor_close(cur);
-    cur = NULL;
     if (mdb_cursor_open(txn, st->db_parts, &cur))
         goto out;
     for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;

@@ -152,6 +152,13 @@ stor_status_t bucket_exists(lstor_t *st, MDB_txn *txn, const char *bucket)
  * the check and the change are one atomic step. */
 stor_status_t bucket_check(lstor_t *st, MDB_txn *txn, const char *name, uint64_t id)
 {
+    int versioning;
+    return bucket_check_ver(st, txn, name, id, &versioning);
+}
+
+stor_status_t bucket_check_ver(lstor_t *st, MDB_txn *txn, const char *name, uint64_t id,
+                               int *versioning_p)
+{
     if (!valid_bucket(name))
         return STOR_ERR_NO_BUCKET;
     MDB_val k = {strlen(name), (void *)name}, v;
@@ -165,6 +172,7 @@ stor_status_t bucket_check(lstor_t *st, MDB_txn *txn, const char *name, uint64_t
         log_error("storage: corrupt bucket record %s", name);
         return STOR_ERR_IO;
     }
+    *versioning_p = b.versioning;
     return b.id == id ? STOR_OK : STOR_ERR_NO_BUCKET;
 }
 
@@ -276,6 +284,11 @@ static const stor_ops_t local_ops = {
     .mpu_complete = local_mpu_complete,
     .mpu_abort = local_mpu_abort,
     .mpu_list = local_mpu_list,
+    .head_version = local_head_version,
+    .reader_open_version = local_reader_open_version,
+    .delete_version = local_delete_version,
+    .iter_open_versions = local_iter_open_versions,
+    .iter_next_version = viter_next,
 };
 
 stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **out_p)
@@ -373,6 +386,7 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
         (rc = mdb_dbi_open(txn, "objects", MDB_CREATE, &st->db_objects)) != 0 ||
         (rc = mdb_dbi_open(txn, "uploads", MDB_CREATE, &st->db_uploads)) != 0 ||
         (rc = mdb_dbi_open(txn, "parts", MDB_CREATE, &st->db_parts)) != 0 ||
+        (rc = mdb_dbi_open(txn, "versions", MDB_CREATE, &st->db_versions)) != 0 ||
         (rc = mdb_dbi_open(txn, "upload_keys", MDB_CREATE | MDB_DUPSORT, &st->db_upload_keys)) !=
             0) {
         if (txn)

@@ -34,6 +34,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "common/buf.h"
+#include "common/checksum.h"
 
 typedef enum stor_status {
     STOR_OK = 0,
@@ -47,11 +48,15 @@ typedef enum stor_status {
     STOR_ERR_PART_TOO_SMALL,     /* EntityTooSmall: a part but the last < 5 MiB */
     STOR_ERR_TOO_LARGE,          /* metadata does not fit the index record */
     STOR_ERR_PRECONDITION,       /* a conditional write's condition does not hold */
+    STOR_ERR_BAD_DIGEST,         /* BadDigest: an object's checksum is not the one expected */
     STOR_ERR_NOMEM,
     STOR_ERR_IO, /* disk or index failure (logged) */
     /* The store's cluster did not answer in time (RADOS backend; logged):
      * SlowDown, retry later. */
     STOR_ERR_UNAVAILABLE,
+    STOR_ERR_NO_VERSION,    /* NoSuchVersion: the key has no version of that id */
+    STOR_ERR_DELETE_MARKER, /* the version asked for (or the latest) is a delete marker */
+    STOR_ERR_UNSUPPORTED,   /* this backend does not implement the call (NotImplemented) */
 } stor_status_t;
 
 const char *stor_strerror(stor_status_t st);
@@ -167,7 +172,18 @@ typedef struct stor_bucket {
      * their parsed form can tell it is current from the record alone. */
     uint32_t cfg_mask;
     uint64_t cfg_gen;
+    /* stor_versioning_t; kept in the record as document
+     * STOR_BCFG_VERSIONING, the one document storage itself reads. */
+    int versioning;
 } stor_bucket_t;
+
+/* A bucket's versioning state (docs/storage.md, "Versioning"). Values are
+ * stored; never change them. */
+typedef enum stor_versioning {
+    STOR_VERSIONING_OFF = 0,       /* never enabled: one object per key, no history */
+    STOR_VERSIONING_ENABLED = 1,   /* every write and delete makes a new version */
+    STOR_VERSIONING_SUSPENDED = 2, /* writes and deletes replace the "null" version */
+} stor_versioning_t;
 
 /* The configuration documents kept with a bucket. Storage keeps them as
  * opaque bytes in the bucket's record (read with every stor_bucket_get on
@@ -179,6 +195,9 @@ typedef enum stor_bucket_cfg {
     STOR_BCFG_OWNERSHIP,           /* OwnershipControls rule */
     STOR_BCFG_CORS,                /* the CORS configuration (s3/cors.h's stored form) */
     STOR_BCFG_LIFECYCLE,           /* the lifecycle configuration (canonical XML, s3/lifecycle.h) */
+    /* The versioning state: one byte, stor_versioning_t (set only through
+     * stor_bucket_set_versioning; storage reads it on every write). */
+    STOR_BCFG_VERSIONING,
     STOR_BCFG_COUNT
 } stor_bucket_cfg_t;
 #define STOR_BCFG_MAX_BYTES (64u * 1024) /* one document; larger: STOR_ERR_TOO_LARGE */
@@ -202,9 +221,17 @@ stor_status_t stor_bucket_config_get(stor_t *st, const stor_bucket_t *bucket,
  * past STOR_BCFG_MAX_BYTES. */
 stor_status_t stor_bucket_config_set(stor_t *st, const stor_bucket_t *bucket,
                                      stor_bucket_cfg_t kind, const void *data, size_t len);
+/* Sets the versioning state of bucket (as stor_bucket_get returned it) to
+ * STOR_VERSIONING_ENABLED or STOR_VERSIONING_SUSPENDED (a bucket never goes
+ * back to OFF), in one atomic change of its record: writes committed after
+ * it follow the new state. STOR_ERR_UNSUPPORTED on a backend without
+ * versioning (RADOS). */
+stor_status_t stor_bucket_set_versioning(stor_t *st, const stor_bucket_t *bucket,
+                                         stor_versioning_t state);
 /* Deletes bucket (as stor_bucket_get returned it: STOR_ERR_NO_BUCKET if it
  * is gone, even if another bucket now has its name).
- * STOR_ERR_BUCKET_NOT_EMPTY while objects remain. Multipart uploads still in
+ * STOR_ERR_BUCKET_NOT_EMPTY while objects remain (any version, delete
+ * markers included). Multipart uploads still in
  * progress do not keep it: they are aborted in the same transaction (their
  * parts' files dropped), as S3 does. */
 stor_status_t stor_bucket_delete(stor_t *st, const stor_bucket_t *bucket);
@@ -249,7 +276,30 @@ typedef struct stor_meta {
     /* Extension fields (records of version 5 and later, stor_record.h);
      * NULL when absent. */
     char *storage_class; /* as the writer gave it; NULL: STANDARD */
+    /* A multipart upload's x-amz-checksum-algorithm ("CRC32", "SHA256"...,
+     * as common/checksum.h names them) and checksum type ("COMPOSITE" or
+     * "FULL_OBJECT"), kept by the object it becomes; and that object's
+     * parts' checksums of the algorithm, base64, comma-separated in part
+     * order. NULL when absent. */
+    char *checksum_algorithm;
+    char *checksum_type;
+    char *part_checksums;
+    /* The version (field 10): NULL for the "null" version of an object
+     * written before its bucket had versioning; else 16 hex digits (the
+     * version's order among its key's versions: a "null" version written
+     * while versioning was suspended) or STOR_VERSION_ID_LEN hex digits (a
+     * version id, whose first 16 digits are that order). Set by the
+     * commit; read it with stor_version_id. */
+    char *version;
+    char *delete_marker; /* field 11: "1" for a delete marker, else NULL */
 } stor_meta_t;
+
+#define STOR_VERSION_ID_LEN 32 /* hex digits of a version id */
+/* The version id of meta as S3 shows it: "null" or its 32 hex digits. */
+void stor_version_id(const stor_meta_t *meta, char out[STOR_VERSION_ID_LEN + 1]);
+/* 1 when id is "null" or a version id this store could have made
+ * (STOR_VERSION_ID_LEN lower-case hex digits). */
+int stor_version_id_valid(const char *id);
 
 /* Frees every pointer inside meta and zeroes it; the struct itself is the
  * caller's. NULL is a no-op. */
@@ -283,6 +333,11 @@ typedef struct stor_precond {
     int must_not_exist; /* STOR_ERR_PRECONDITION if the key holds an object */
     int must_exist;     /* STOR_ERR_NO_KEY if it holds none */
     const char *etag;   /* with must_exist: STOR_ERR_PRECONDITION unless its etag is this */
+    /* stor_mpu_complete only: the checksums the client expects the new
+     * object to have (base64, by common/checksum.h's algorithm; NULL: none).
+     * STOR_ERR_BAD_DIGEST when the one of the upload's algorithm is not the
+     * object's. */
+    const char *checksums[CHECKSUM_NONE];
 } stor_precond_t;
 /* stor_writer_commit, when cond (NULL: none) holds; when it does not, the
  * bytes are discarded as by stor_writer_abort and nothing changes. */
@@ -293,15 +348,30 @@ void stor_writer_abort(stor_writer_t *w);
 
 /* ---- Reading ------------------------------------------------------------ */
 
-/* Fills *meta_p (caller frees with stor_meta_free). */
+/* Fills *meta_p (caller frees with stor_meta_free) with the latest version
+ * of bucket/key; STOR_ERR_NO_KEY when there is none or it is a delete
+ * marker. */
 stor_status_t stor_head(stor_t *st, const char *bucket, const char *key, stor_meta_t *meta_p);
+/* Fills *meta_p with version version_id ("null" or a version id) of
+ * bucket/key, or with its latest version when version_id is NULL; a delete
+ * marker too (meta_p->delete_marker set). STOR_ERR_NO_KEY when the key has
+ * no version at all (version_id NULL), STOR_ERR_NO_VERSION when it has none
+ * of that id. */
+stor_status_t stor_head_version(stor_t *st, const char *bucket, const char *key,
+                                const char *version_id, stor_meta_t *meta_p);
 
 typedef struct stor_reader stor_reader_t;
 
 /* Opens a consistent snapshot of bucket/key: later overwrites or deletes do
- * not change what this reader returns. */
+ * not change what this reader returns. STOR_ERR_DELETE_MARKER when the
+ * latest version is a delete marker (stor_head_version tells which). */
 stor_status_t stor_reader_open(stor_t *st, const char *bucket, const char *key,
                                stor_reader_t **out_p);
+/* stor_reader_open of version version_id (NULL: the latest).
+ * STOR_ERR_NO_VERSION when there is none of that id, STOR_ERR_DELETE_MARKER
+ * when it is a delete marker. */
+stor_status_t stor_reader_open_version(stor_t *st, const char *bucket, const char *key,
+                                       const char *version_id, stor_reader_t **out_p);
 const stor_meta_t *stor_reader_meta(const stor_reader_t *r);
 /* Reads up to len bytes at off; returns bytes read (short only at the end of
  * the object), or -1 on an I/O error. */
@@ -318,6 +388,23 @@ void stor_reader_close(stor_reader_t *r);
 /* STOR_ERR_NO_KEY when there was nothing to delete; STOR_ERR_NO_BUCKET when
  * bucket (as stor_bucket_get returned it) is gone. */
 stor_status_t stor_delete(stor_t *st, const stor_bucket_t *bucket, const char *key);
+/* What stor_delete_version did: the version it made (a delete marker) or
+ * removed ("null" or its id; "" when the bucket has no versioning and none
+ * was asked for), and whether that version is a delete marker. */
+typedef struct stor_deleted {
+    char version_id[STOR_VERSION_ID_LEN + 1];
+    int delete_marker;
+} stor_deleted_t;
+/* DeleteObject as S3 does it. version_id NULL: in a bucket without
+ * versioning as stor_delete; with versioning, a new delete marker becomes
+ * the latest version (enabled: a version of its own; suspended: the "null"
+ * version, replacing the one there was), whether or not the key had an
+ * object. version_id given: removes exactly that version (an object or a
+ * marker; the version before it becomes the latest when it was the latest);
+ * STOR_ERR_NO_VERSION when the key has none of that id. One transaction:
+ * the latest version switches atomically. */
+stor_status_t stor_delete_version(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                                  const char *version_id, stor_deleted_t *out);
 
 /* Sets the canned ACL of bucket/key (bucket as stor_bucket_get returned it),
  * leaving its bytes and other metadata as they are. STOR_ERR_NO_KEY when
@@ -341,6 +428,24 @@ void stor_iter_seek(stor_iter_t *it, const char *key, size_t key_len);
 int stor_iter_next(stor_iter_t *it, const char **key_p, size_t *key_len_p, stor_meta_t *meta_p);
 void stor_iter_close(stor_iter_t *it);
 
+/* Iterates every version of the keys of bucket that start with prefix:
+ * keys in index order (byte order, except inside a block of keys longer
+ * than the index key's P bytes sharing their first P bytes, which come in
+ * their hash order: docs/storage.md), each key's versions newest first,
+ * delete markers included. Starts after key_marker's version
+ * version_marker ("null" or an id), or after every version of key_marker
+ * when version_marker is NULL or "" (key_marker NULL or "": at the start).
+ * stor_iter_seek moves to the first version of the first key >= key. Read
+ * with stor_iter_next_version (not stor_iter_next). */
+stor_status_t stor_iter_open_versions(stor_t *st, const char *bucket, const char *prefix,
+                                      const char *key_marker, const char *version_marker,
+                                      stor_iter_t **out_p);
+/* stor_iter_next on a versions iterator; *is_latest_p says whether the
+ * version is its key's latest. meta_p may not be NULL: the version's id and
+ * whether it is a delete marker are in it. */
+int stor_iter_next_version(stor_iter_t *it, const char **key_p, size_t *key_len_p,
+                           stor_meta_t *meta_p, int *is_latest_p);
+
 /* ---- Multipart uploads -------------------------------------------------- */
 
 #define STOR_UPLOAD_ID_LEN 32 /* hex characters */
@@ -356,6 +461,11 @@ stor_status_t stor_mpu_create(stor_t *st, const stor_bucket_t *bucket, const cha
 /* Looks an upload up: STOR_ERR_NO_UPLOAD unless it exists in bucket for key. */
 stor_status_t stor_mpu_check(stor_t *st, const char *bucket, const char *key,
                              const char *upload_id);
+/* stor_mpu_check that also fills *meta_p (caller frees) with the metadata
+ * the upload's object will have (CreateMultipartUpload's headers, storage
+ * class, checksum algorithm and type). */
+stor_status_t stor_mpu_meta(stor_t *st, const char *bucket, const char *key, const char *upload_id,
+                            stor_meta_t *meta_p);
 
 typedef struct stor_part {
     uint32_t number;
@@ -383,6 +493,9 @@ void stor_parts_free(stor_part_t *parts, size_t n);
 typedef struct stor_complete_part {
     uint32_t number;
     const char *etag; /* unquoted */
+    /* The part's checksums as the client lists them (base64), by
+     * algorithm (common/checksum.h); NULL where it lists none. */
+    const char *checksums[CHECKSUM_NONE];
 } stor_complete_part_t;
 
 /* The ETag a multipart object made of these parts has: the MD5 of the 16
@@ -393,7 +506,11 @@ typedef struct stor_complete_part {
 stor_status_t stor_mpu_etag(const stor_complete_part_t *parts, size_t n, char etag[64]);
 /* Assembles the listed parts into bucket/key without copying bytes: checks
  * order (STOR_ERR_INVALID_PART_ORDER), presence and ETag (STOR_ERR_INVALID_PART)
- * and size (STOR_ERR_PART_TOO_SMALL), computes ETag md5-of-md5s "-N", commits
+ * and size (STOR_ERR_PART_TOO_SMALL), computes ETag md5-of-md5s "-N" and,
+ * for an upload with a checksum algorithm, the object's checksum of its
+ * type from the parts' (a part without one, or listed with another:
+ * STOR_ERR_INVALID_PART; cond's checksum of that algorithm, when set, must
+ * be the object's: STOR_ERR_BAD_DIGEST), commits
  * atomically, drops unlisted parts and the upload. On success *meta_p gets the
  * new object's metadata (caller frees). bucket as stor_bucket_get returned it
  * (STOR_ERR_NO_BUCKET if it is gone), as for stor_mpu_abort. cond (NULL:

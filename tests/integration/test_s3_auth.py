@@ -312,7 +312,7 @@ def test_request_id_on_every_response(server, s3, bucket):
     assert r.headers.get("x-amz-request-id")
 
 
-@pytest.mark.parametrize("method,sub", [("GET", "logging"), ("PUT", "lifecycle"),
+@pytest.mark.parametrize("method,sub", [("GET", "logging"), ("PUT", "inventory"),
                                         ("GET", "notification"), ("PUT", "analytics"),
                                         ("PUT", "replication"), ("GET", "website")])
 def test_unsupported_bucket_subresource(server, bucket, method, sub):

@@ -1,6 +1,7 @@
 """The versions API of an unversioned bucket and canned ACLs, as AWS S3 answers them.
 
-Every object of an s3rdmad bucket is its one version, "null". ACLs are canned
+Every object of a bucket that never had versioning is its one version, "null"
+(versioned buckets: test_s3_versioning.py). ACLs are canned
 (private, public-read, public-read-write, authenticated-read, and for objects
 bucket-owner-read / bucket-owner-full-control): anonymous and other users'
 requests are allowed exactly where the ACL grants it."""
@@ -87,11 +88,9 @@ def test_list_object_versions_marker_and_encoding_errors(server, s3, bucket):
 
 
 def test_versioning_configuration(s3, bucket):
+    """A bucket that never had versioning (test_s3_versioning.py turns it on)."""
     r = s3.get_bucket_versioning(Bucket=bucket)
     assert "Status" not in r and "MFADelete" not in r
-    with pytest.raises(ClientError) as ei:
-        s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
-    assert_error(ei, "NotImplemented", 501)
 
 
 def test_version_id_null_acts_on_the_object(s3, bucket):
@@ -196,12 +195,8 @@ def test_absent_bucket_configurations(s3, s3_user2, bucket, call, code):
 def test_absent_configurations_delete_and_put(s3, bucket):
     assert s3.delete_bucket_policy(Bucket=bucket)["ResponseMetadata"]["HTTPStatusCode"] == 204
     assert s3.delete_bucket_cors(Bucket=bucket)["ResponseMetadata"]["HTTPStatusCode"] == 204
-    # CORS is kept (test_s3_cors.py); lifecycle is not.
-    with pytest.raises(ClientError) as ei:
-        s3.put_bucket_lifecycle_configuration(Bucket=bucket, LifecycleConfiguration={"Rules": [
-            {"ID": "x", "Status": "Enabled", "Filter": {"Prefix": ""},
-             "Expiration": {"Days": 1}}]})
-    assert_error(ei, "NotImplemented", 501)
+    # CORS and lifecycle rules are kept (test_s3_cors.py, test_s3_lifecycle.py).
+    assert s3.delete_bucket_lifecycle(Bucket=bucket)["ResponseMetadata"]["HTTPStatusCode"] == 204
     # Policies are kept (test_s3_policy.py): an empty one is malformed.
     with pytest.raises(ClientError) as ei:
         s3.put_bucket_policy(Bucket=bucket, Policy='{"Version": "2012-10-17", "Statement": []}')

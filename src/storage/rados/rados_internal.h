@@ -195,7 +195,8 @@ int rs_iter_next(stor_iter_t *it, const char **key_p, size_t *key_len_p, stor_me
 void rs_iter_close(stor_iter_t *it);
 stor_status_t rs_mpu_create(stor_t *st, const stor_bucket_t *bucket, const char *key,
                             const stor_meta_t *meta, char upload_id[STOR_UPLOAD_ID_LEN + 1]);
-stor_status_t rs_mpu_check(stor_t *st, const char *bucket, const char *key, const char *upload_id);
+stor_status_t rs_mpu_check(stor_t *st, const char *bucket, const char *key, const char *upload_id,
+                           stor_meta_t *meta_p);
 stor_status_t rs_part_commit(stor_writer_t *w, const char *key, const char *upload_id,
                              stor_part_t *part);
 stor_status_t rs_mpu_list_parts(stor_t *st, const char *bucket, const char *key,

@@ -193,7 +193,8 @@ stor_status_t rs_mpu_create(stor_t *st_, const stor_bucket_t *bucket, const char
     return rc == -ENOENT ? STOR_ERR_NO_BUCKET : rs_fail("create upload", upload_id, rc);
 }
 
-stor_status_t rs_mpu_check(stor_t *st_, const char *bucket, const char *key, const char *upload_id)
+stor_status_t rs_mpu_check(stor_t *st_, const char *bucket, const char *key, const char *upload_id,
+                           stor_meta_t *meta_p)
 {
     rstor_t *st = (rstor_t *)st_;
     stor_bucket_t b;
@@ -204,9 +205,14 @@ stor_status_t rs_mpu_check(stor_t *st_, const char *bucket, const char *key, con
     stor_upload_rec_t rec;
     s = upload_read(st, b.id, key, upload_id, &raw, &rec);
     buf_free(&raw);
-    if (s == STOR_OK)
-        stor_upload_rec_free(&rec);
-    return s;
+    if (s != STOR_OK)
+        return s;
+    if (meta_p) {
+        *meta_p = rec.meta;
+        memset(&rec.meta, 0, sizeof rec.meta);
+    }
+    stor_upload_rec_free(&rec);
+    return STOR_OK;
 }
 
 /* ---- Parts -------------------------------------------------------------- */
@@ -367,7 +373,7 @@ stor_status_t rs_mpu_list_parts(stor_t *st_, const char *bucket, const char *key
                                 size_t *n_p)
 {
     rstor_t *st = (rstor_t *)st_;
-    stor_status_t s = rs_mpu_check(st_, bucket, key, upload_id);
+    stor_status_t s = rs_mpu_check(st_, bucket, key, upload_id, NULL);
     if (s != STOR_OK)
         return s;
     stor_part_rec_t *recs;
@@ -417,7 +423,7 @@ stor_status_t rs_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const char 
         s = STOR_ERR_NOMEM;
         goto out;
     }
-    if ((s = stor_mpu_assemble(parts, n, recs, n_recs, &m, &segs, used)) != STOR_OK)
+    if ((s = stor_mpu_assemble(parts, n, recs, n_recs, &m, cond, &segs, used)) != STOR_OK)
         goto out;
     if ((s = encode_object(&rec, key, &m, segs, (uint32_t)n)) != STOR_OK)
         goto out;

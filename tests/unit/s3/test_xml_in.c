@@ -73,6 +73,23 @@ static void test_complete_valid(void **state)
     assert_string_equal(parts[0].etag, "abc-2");
     xml_complete_parts_free(parts, n);
     xml_complete_parts_free(NULL, 0);
+    /* Each part's checksums, by algorithm, trimmed; an unknown Checksum*
+     * element is ignored like any other. */
+    assert_int_equal(
+        complete(
+            "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>x</ETag>"
+            "<ChecksumSHA256> c2hh </ChecksumSHA256><ChecksumCRC64NVME>Y3Jj</ChecksumCRC64NVME>"
+            "<ChecksumMD5>bm8=</ChecksumMD5></Part><Part><PartNumber>2</PartNumber>"
+            "<ETag>y</ETag></Part></CompleteMultipartUpload>",
+            &parts, &n),
+        0);
+    assert_int_equal(n, 2);
+    assert_string_equal(parts[0].checksums[CHECKSUM_SHA256], "c2hh");
+    assert_string_equal(parts[0].checksums[CHECKSUM_CRC64NVME], "Y3Jj");
+    assert_null(parts[0].checksums[CHECKSUM_CRC32]);
+    for (int i = 0; i < CHECKSUM_NONE; i++)
+        assert_null(parts[1].checksums[i]);
+    xml_complete_parts_free(parts, n);
 }
 
 static void test_complete_malformed(void **state)
@@ -103,6 +120,9 @@ static void test_complete_malformed(void **state)
         "<ETag>x</ETag></Part></CompleteMultipartUpload>",
         "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>x</ETag><ETag>y</ETag>"
         "</Part></CompleteMultipartUpload>",
+        "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>x</ETag>"
+        "<ChecksumCRC32>a</ChecksumCRC32><ChecksumCRC32>b</ChecksumCRC32></Part>"
+        "</CompleteMultipartUpload>",
         "<CompleteMultipartUpload><Part><PartNumber><b>1</b></PartNumber><ETag>x</ETag></Part>"
         "</CompleteMultipartUpload>",
         "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>x</ETag></Part>"

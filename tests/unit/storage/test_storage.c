@@ -696,7 +696,7 @@ static void test_mpu_into_recreated_bucket(void **state)
      * and changes nothing. */
     stor_bucket_t other = seen;
     other.id ^= 1;
-    stor_complete_part_t cp[] = {{1, e1}};
+    stor_complete_part_t cp[] = {{1, e1, {0}}};
     stor_meta_t out;
     assert_int_equal(stor_mpu_complete(f->st, &other, "k", id, cp, 1, NULL, &out),
                      STOR_ERR_NO_BUCKET);
@@ -1005,20 +1005,20 @@ static void test_multipart(void **state)
 
     stor_meta_t out;
     /* Each failure leaves the upload intact. */
-    stor_complete_part_t bad_order[] = {{2, e2}, {1, e1}};
+    stor_complete_part_t bad_order[] = {{2, e2, {0}}, {1, e1, {0}}};
     assert_int_equal(
         stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, bad_order, 2, NULL, &out),
         STOR_ERR_INVALID_PART_ORDER);
-    stor_complete_part_t dup[] = {{1, e1}, {1, e1}};
+    stor_complete_part_t dup[] = {{1, e1, {0}}, {1, e1, {0}}};
     assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, dup, 2, NULL, &out),
                      STOR_ERR_INVALID_PART_ORDER);
-    stor_complete_part_t missing[] = {{1, e1}, {7, e2}};
+    stor_complete_part_t missing[] = {{1, e1, {0}}, {7, e2, {0}}};
     assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, missing, 2, NULL, &out),
                      STOR_ERR_INVALID_PART);
-    stor_complete_part_t bad_etag[] = {{1, e1}, {2, e1}};
+    stor_complete_part_t bad_etag[] = {{1, e1, {0}}, {2, e1, {0}}};
     assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, bad_etag, 2, NULL, &out),
                      STOR_ERR_INVALID_PART);
-    stor_complete_part_t small[] = {{3, e3}, {4, e4}};
+    stor_complete_part_t small[] = {{3, e3, {0}}, {4, e4, {0}}};
     assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, small, 2, NULL, &out),
                      STOR_ERR_PART_TOO_SMALL);
     assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj",
@@ -1031,7 +1031,7 @@ static void test_multipart(void **state)
     assert_int_equal(tu_put(f->st, "b", "obj", "previous", 8), STOR_OK);
     char quoted[40];
     snprintf(quoted, sizeof quoted, "\"%s\"", e2);
-    stor_complete_part_t good[] = {{1, e1}, {2, quoted}, {3, e3}};
+    stor_complete_part_t good[] = {{1, e1, {0}}, {2, quoted, {0}}, {3, e3, {0}}};
     assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "obj", id, good, 3, NULL, &out),
                      STOR_OK);
 
@@ -1142,10 +1142,11 @@ static void test_multipart_fast_etags(void **state)
 
     stor_meta_t out;
     /* The ETag must match the stored one exactly: its hex alone is not it. */
-    stor_complete_part_t bare[] = {{1, "00112233445566778899aabbccddeeff"}, {2, e2}};
+    stor_complete_part_t bare[] = {{1, "00112233445566778899aabbccddeeff", {0}}, {2, e2, {0}}};
     assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "fast", id, bare, 2, NULL, &out),
                      STOR_ERR_INVALID_PART);
-    stor_complete_part_t good[] = {{1, "\"00112233445566778899AABBCCDDEEFF-1\""}, {2, e2}};
+    stor_complete_part_t good[] = {{1, "\"00112233445566778899AABBCCDDEEFF-1\"", {0}},
+                                   {2, e2, {0}}};
     assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "fast", id, good, 2, NULL, &out),
                      STOR_OK);
     uint8_t cat[2 * MD5_LEN];
@@ -1170,7 +1171,7 @@ static void test_multipart_fast_etags(void **state)
                                       "\"00112233445566778899aabbccddeeff-1",
                                       ""};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        stor_complete_part_t one[] = {{1, bad[i]}};
+        stor_complete_part_t one[] = {{1, bad[i], {0}}};
         assert_int_equal(stor_mpu_etag(one, 1, etag), STOR_ERR_INVALID_PART);
     }
     free(p1);
@@ -1343,7 +1344,7 @@ static void test_mpu_list_long_keys_and_index(void **state)
     assert_int_equal(stor_mpu_abort(f->st, TU_B(f->st, "b"), keys[0], ids[0]), STOR_OK);
     char etag[33];
     assert_int_equal(put_part(f->st, "q", after_id, 1, "tail", 4, etag), STOR_OK);
-    stor_complete_part_t cp[] = {{1, etag}};
+    stor_complete_part_t cp[] = {{1, etag, {0}}};
     stor_meta_t m;
     assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "q", after_id, cp, 1, NULL, &m),
                      STOR_OK);
@@ -1615,7 +1616,7 @@ static void test_inline_objects(void **state)
     tu_md5_hex("part", 4, part.etag);
     assert_int_equal(stor_part_commit(w, "mp", id, &part), STOR_OK);
     assert_int_equal(count_files(f), 2);
-    stor_complete_part_t cp = {1, part.etag};
+    stor_complete_part_t cp = {1, part.etag, {0}};
     assert_int_equal(stor_mpu_complete(st, TU_B(st, "b"), "mp", id, &cp, 1, NULL, &m), STOR_OK);
     stor_meta_free(&m);
     char *got = tu_get(st, "b", "mp", NULL);
