@@ -185,9 +185,13 @@ static s3r_status_t ini_load(const char *path, ini_t *f)
                         bad ? "cannot read %s" : "%s is larger than 1 MiB", path);
     }
     f->text[len] = '\0';
-    if (memchr(f->text, '\0', len) != NULL) {
+    const char *nul = memchr(f->text, '\0', len);
+    if (nul != NULL) {
+        unsigned line = 1;
+        for (const char *p = f->text; p < nul; p++)
+            line += *p == '\n';
         ini_free(f);
-        return ini_error(path, 1, "a NUL byte in a text file");
+        return ini_error(path, line, "a NUL byte");
     }
     s3r_status_t st = ini_parse(f, path);
     if (st != S3R_OK)

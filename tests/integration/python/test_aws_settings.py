@@ -123,7 +123,7 @@ def test_files_moved_missing_and_profiles_that_do_not_exist(aws, tmp_path, monke
     ("[default]\nregion = a\n[default]\nregion = b\n", 3, "section given twice"),
     ("[default]\nregion = a\nregion = b\n", 3, "key given twice"),
     ("[default]\ns3 =\n  no delimiter here\n", 3, "not \"key = value\""),
-    (b"[default]\nregion = a\x00b\n", 1, "NUL byte"),
+    (b"[default]\nregion = a\x00b\n", 2, "NUL byte"),
     (b"\xff\xfe[default]\n\x80\x81\n", 1, "before the first"),
 ])
 @pytest.mark.parametrize("which", ["credentials", "config"])

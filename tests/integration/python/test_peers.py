@@ -6,7 +6,8 @@ it; no shared storage is needed to see which endpoint answered."""
 import pytest
 import s3rdma
 from conftest import USERS
-from s3r_itest import ServerStartError, boto_client, free_port, raw_request
+from s3r_itest import (UCX_ENVS, RdmaServer, ServerStartError, boto_client, free_port,
+                       raw_request)
 
 AK, SK = USERS[0]
 BUCKET = "peers"
@@ -83,3 +84,41 @@ def test_a_malformed_peers_setting_stops_the_server(make_server, value):
     with pytest.raises(ServerStartError):
         srv.start(timeout=10)
     assert "s3rdmad: peers" in srv.log_text(), srv.log_tail(5)
+
+
+@pytest.fixture(params=list(UCX_ENVS))
+def rdma_pair(request, tmp_path):
+    """Two gateways with session ports, advertising each other; s3://peers/who as above."""
+    pa, pb = free_port(), free_port()
+    a = RdmaServer(tmp_path, "ra", UCX_ENVS[request.param],
+                   extra_args=["--peers", f"http://127.0.0.1:{pb}"])
+    b = RdmaServer(tmp_path, "rb", UCX_ENVS[request.param],
+                   extra_args=["--peers", f"http://127.0.0.1:{pa}"])
+    a.srv.start(port=pa)
+    b.srv.start(port=pb)
+    assert (a.port, b.port) == (pa, pb)
+    for srv, name in ((a, b"a"), (b, b"b")):
+        s3 = boto_client(srv)
+        s3.create_bucket(Bucket=BUCKET)
+        s3.put_object(Bucket=BUCKET, Key="who", Body=name)
+    yield a, b
+    for s in (a, b):
+        if s.srv.alive():
+            s.stop()
+
+
+def test_native_sessions_move_to_an_advertised_gateway(rdma_pair):
+    a, b = rdma_pair
+    # No RDMA endpoint given: each gateway is asked for its own, b's after a named b.
+    with s3rdma.Client(endpoint=a.endpoint, access_key=AK, secret_key=SK,
+                       transport="native") as c:
+        assert who(c, 3) == "aaa"  # one session, on a (the first that answers)
+        assert c.stats()["rdma_sessions"] == 1
+        a.srv.kill9()
+        # a's session is gone: every request still succeeds, and the next session is b's.
+        assert who(c, 4) == "bbbb"
+        before = c.stats()
+        assert who(c, 1) == "b"
+        after = c.stats()
+        assert after["rdma_sessions"] == 2 and after["native_ops"] == before["native_ops"] + 1, \
+            after
