@@ -3,6 +3,8 @@ header, docs/protocol.md §1): a client given one gateway adds the others to its
 spreads its requests over them round robin and fails over when one dies. Two s3rdmad share
 nothing here, so each holds its own copy of one key whose bytes name the gateway that served
 it; no shared storage is needed to see which endpoint answered."""
+import os
+
 import pytest
 import s3rdma
 from conftest import USERS
@@ -87,8 +89,13 @@ def test_a_malformed_peers_setting_stops_the_server(make_server, value):
 
 
 @pytest.fixture(params=list(UCX_ENVS))
-def rdma_pair(request, tmp_path):
-    """Two gateways with session ports, advertising each other; s3://peers/who as above."""
+def rdma_pair(request, tmp_path, monkeypatch):
+    """Two gateways with session ports, advertising each other; s3://peers/who as above.
+    The client in this process runs under the same UCX setting as the servers."""
+    for k in [k for k in os.environ if k.startswith("UCX_")]:
+        monkeypatch.delenv(k)
+    for k, v in UCX_ENVS[request.param].items():
+        monkeypatch.setenv(k, v)
     pa, pb = free_port(), free_port()
     a = RdmaServer(tmp_path, "ra", UCX_ENVS[request.param],
                    extra_args=["--peers", f"http://127.0.0.1:{pb}"])
