@@ -614,7 +614,8 @@ static void learn_peers(s3r_client_t *c, const s3c_resp_t *resp, size_t from)
          tok = strtok_r(NULL, ",", &save)) {
         while (*tok == ' ' || *tok == '\t')
             tok++;
-        tok[strcspn(tok, " \t")] = '\0';
+        for (size_t len = strlen(tok); len > 0 && (tok[len - 1] == ' ' || tok[len - 1] == '\t');)
+            tok[--len] = '\0';
         s3c_endpoint_t ep;
         if ((strncasecmp(tok, "https://", 8) == 0) != https || s3c_endpoint_parse_url(tok, &ep) < 0)
             continue;
