@@ -69,6 +69,9 @@ typedef struct s3c_settings {
     unsigned parts_in_flight;
     char *ca_bundle;   /* NULL: the system's certificate authorities */
     bool rdma_derived; /* rdma[] guessed from http[]: ask the servers (rdma.c) */
+    /* One endpoint given and s3r_config_t.peer_discovery on: the gateways
+     * it advertises join http[] (http.c, s3c_http_learn_peers). */
+    bool peer_discovery;
 } s3c_settings_t;
 
 /* Environment lookup, replaceable in unit tests. */
@@ -84,6 +87,8 @@ int s3c_endpoint_parse_url(const char *url, s3c_endpoint_t *ep);
 /* Parses "host:port" or "[v6]:port" (port defaults to default_port). */
 int s3c_endpoint_parse_hostport(const char *hp, int default_port, s3c_endpoint_t *ep);
 void s3c_endpoint_free(s3c_endpoint_t *ep);
+/* The RDMA endpoint guessed for an HTTP endpoint: its host, port 9100. */
+int s3c_endpoint_derive_rdma(const s3c_endpoint_t *http, s3c_endpoint_t *ep);
 /* "1", "true", "yes", "on" -> 1; "0", "false", "no", "off" -> 0; else -1. */
 int s3c_parse_bool(const char *s);
 
@@ -124,7 +129,13 @@ struct s3r_client {
     atomic_uint_fast64_t n_http_ops, n_http_bytes, n_token_ops, n_token_bytes;
     atomic_uint_fast64_t n_native_ops, n_native_bytes;
     atomic_uint_fast64_t n_fallbacks, n_errors, n_sessions, n_regions, n_declines;
-    atomic_uint rr;             /* round-robin endpoint cursor */
+    atomic_uint rr; /* round-robin endpoint cursor */
+    /* How many of set.http[] are in use: set.n_http at create, more once
+     * advertised gateways are learned. Entries below it never change; new
+     * ones are written before it grows (release) and read after it is
+     * loaded (acquire, s3c_http_count). set.n_http follows it at destroy. */
+    atomic_size_t n_http;
+    atomic_bool peers_decided;  /* the first authenticated reply was looked at */
     atomic_int fallback_logged; /* the one-time stderr notice */
     s3r_progress_fn progress;   /* s3r_client_set_progress: file transfers report here */
     void *progress_arg;
@@ -153,7 +164,7 @@ struct s3r_client {
     void *bounce; /* the idle bounce buffer (s3c_bounce_get), or NULL */
     uint64_t bounce_len;
     int64_t sess_fail_ms; /* monotonic ms of the last failed open */
-    bool rdma_asked;      /* the servers were asked for their session endpoints */
+    size_t rdma_asked;    /* set.http[] endpoints asked for their session endpoint */
     char sess_err[256];
     uint64_t lru_clock;
 
@@ -241,8 +252,14 @@ void s3c_resp_free(s3c_resp_t *r);
 int s3c_resp_header(const s3c_resp_t *r, const char *name, char *out, size_t out_len);
 
 /* Sends the request and fills resp. Returns S3R_OK when an HTTP response
- * arrived (whatever its status), else the transport error (recorded). */
+ * arrived (whatever its status), else the transport error (recorded).
+ * Without a fixed req->ep_idx it goes round robin over the endpoints, and
+ * a refused connection moves it on to the next. The first successful reply
+ * of a client with peer discovery on adds the gateways its
+ * x-s3rdma-peers header names to the endpoints. */
 s3r_status_t s3c_http_do(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *resp);
+/* How many HTTP endpoints c uses now (set.http[0 .. n)); it only grows. */
+size_t s3c_http_count(s3r_client_t *c);
 /* Turns a non-2xx response into a status (recorded as the last error).
  * key_op: a 404 without a body means NoSuchKey rather than NoSuchBucket. */
 s3r_status_t s3c_http_error(s3r_client_t *c, const s3c_resp_t *resp, s3r_transport_t t,

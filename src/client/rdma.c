@@ -107,13 +107,18 @@ static void sess_unref(s3r_client_t *c, s3c_sess_t *s)
  * session port is: the x-s3rdma-rdma-endpoint header of a signed
  * GET /_s3rdma/stats (docs/protocol.md §1). An endpoint that does not say
  * (an older server, an error) keeps the guess, its host with port 9100.
- * rdma_mu held. */
+ * Gateways learned since the last call (x-s3rdma-peers, which these very
+ * requests may bring) get their guess and are asked too. rdma_mu held. */
 static void ask_rdma_endpoints(s3r_client_t *c)
 {
-    if (!c->set.rdma_derived || c->rdma_asked)
+    if (!c->set.rdma_derived)
         return;
-    c->rdma_asked = true;
-    for (size_t i = 0; i < c->set.n_http; i++) {
+    for (size_t i = c->rdma_asked; i < s3c_http_count(c); i = ++c->rdma_asked) {
+        if (i >= c->set.n_rdma) {
+            if (s3c_endpoint_derive_rdma(&c->set.http[i], &c->set.rdma[i]) < 0)
+                break;
+            c->set.n_rdma = i + 1;
+        }
         s3c_req_t req;
         s3c_resp_t resp;
         s3c_req_init(&req, "GET", "_s3rdma", "stats");
@@ -161,7 +166,7 @@ static s3r_status_t sess_open(s3r_client_t *c)
                 return S3R_ERR_NOMEM;
             }
             s->rs = rs;
-            s->ep_idx = (int)(c->set.n_http > i ? i : 0);
+            s->ep_idx = (int)(s3c_http_count(c) > i ? i : 0);
             c->sess = s;
             atomic_fetch_add(&c->n_sessions, 1);
             return S3R_OK;

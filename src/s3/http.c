@@ -280,6 +280,10 @@ static void http_send(s3_req_t *req, int status, s3_out_t *out)
     const char *rdma_ep = rdma_endpoint_for((req_private_t *)req);
     if (rdma_ep)
         MHD_add_response_header(resp, RDMA_ENDPOINT_HEADER, rdma_ep);
+    /* Like the session endpoint, the other gateways are named only to a
+     * client that proved its key: nobody else learns the cluster's layout. */
+    if (req->srv->cfg.peers && req->user)
+        MHD_add_response_header(resp, PEERS_HEADER, req->srv->cfg.peers);
     const char *h = req->reply_headers.data, *end = h + req->reply_headers.len;
     while (h && h < end) {
         const char *value = h + strlen(h) + 1;

@@ -71,6 +71,10 @@ typedef struct s3_server_config {
      * NULL for no header (no session port). */
     const char *rdma_advertise;
     int rdma_advertise_port;
+    /* The other gateways' HTTP endpoints, comma-separated, named to
+     * authenticated clients in the x-s3rdma-peers response header (checked
+     * by the server's configuration); NULL for no header. */
+    const char *peers;
     const char *region;         /* "us-east-1": what GetBucketLocation reports */
     const char *const *domains; /* virtual-host suffixes: "localhost" serves bucket.localhost */
     size_t n_domains;

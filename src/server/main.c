@@ -377,6 +377,7 @@ int main(int argc, char **argv)
         .tls_port = cfg.tls.listen.port,
         .rdma_advertise = rdma ? advertise : NULL,
         .rdma_advertise_port = advertise_port,
+        .peers = *cfg.peers ? cfg.peers : NULL,
         .region = cfg.region,
         .domains = domains,
         .max_buckets_per_user = cfg.max_buckets_per_user,
