@@ -159,10 +159,63 @@ typedef struct s3r_config {
      * on its own thread (the server hashes them on as many cores); default
      * 4, at most 64; 1: one after another. */
     unsigned parts_in_flight;
+    /* 1 (default): when endpoint names one gateway, the gateways it
+     * advertises in the x-s3rdma-peers header of its first successful
+     * authenticated reply (its "peers" setting; docs/protocol.md §1) join
+     * the endpoint list: requests then go round robin over all of them, a
+     * refused connection moves on to the next, and the RDMA session may be
+     * opened on any. Only peers with the endpoint's scheme are taken (an
+     * https:// endpoint never adds an http:// one), at most 16 endpoints in
+     * all. The client's signed requests go to those gateways. 0: only the
+     * endpoints given. Ignored when endpoint names several. */
+    int peer_discovery;
 } s3r_config_t;
 
 /* Fills cfg with the defaults above (all strings NULL). */
 void s3r_config_init(s3r_config_t *cfg);
+
+/* ---- Settings from the AWS environment and shared files -------------------- */
+
+/* The connection settings an S3 user keeps outside the program, found as the
+ * AWS CLI finds them (docs/client.md, "The AWS environment and profiles").
+ * Every string is malloc'd and owned by the struct (s3r_aws_settings_free);
+ * a setting found nowhere is NULL. The *_from fields name where each came
+ * from ("AWS_ENDPOINT_URL", "profile", ...: static strings, NULL when not
+ * found). */
+typedef struct s3r_aws_settings {
+    /* AWS_ENDPOINT_URL_S3 > AWS_ENDPOINT_URL > the profile's "services"
+     * section s3 endpoint_url > its endpoint_url > its nested "s3 =" block's
+     * endpoint_url; none of them when AWS_IGNORE_CONFIGURED_ENDPOINT_URLS is
+     * true. */
+    char *endpoint;
+    /* AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, else the
+     * profile's aws_access_key_id, aws_secret_access_key, aws_session_token.
+     * A profile named by the caller (not by AWS_PROFILE) beats the
+     * environment's keys, as the AWS CLI's --profile does. */
+    char *access_key, *secret_key, *session_token;
+    char *region;        /* AWS_REGION > AWS_DEFAULT_REGION > profile region */
+    char *ca_bundle;     /* AWS_CA_BUNDLE > profile ca_bundle */
+    char *rdma_endpoint; /* S3RDMA_RDMA_ENDPOINT > profile s3rdma_rdma_endpoint */
+    char *transport;     /* S3RDMA_TRANSPORT > profile s3rdma_transport */
+    char *profile;       /* the profile read: the caller's, AWS_PROFILE or "default" */
+    /* The files read: AWS_SHARED_CREDENTIALS_FILE, else ~/.aws/credentials;
+     * AWS_CONFIG_FILE, else ~/.aws/config (NULL without HOME). */
+    char *credentials_file, *config_file;
+    const char *endpoint_from, *keys_from, *region_from;
+} s3r_aws_settings_t;
+
+/* Reads the AWS environment and the profile's sections of the shared files
+ * (profile NULL: AWS_PROFILE, else "default"). In the credentials file the
+ * profile is [name]; in the config file [profile name] ([default] for the
+ * default profile); values in the credentials file win. A missing file is
+ * not an error. S3R_ERR_INVALID_ARG when a file cannot be read or parsed
+ * (the line that is not "[section]", "key = value", an indented
+ * continuation or a comment) or when a profile named on purpose (argument or
+ * AWS_PROFILE) is in neither file; s3r_client_last_error(NULL, ...) then
+ * says which file, line or profile. *settings_p is written only on success. */
+s3r_status_t s3r_aws_settings_load(const char *profile, s3r_aws_settings_t *settings_p);
+/* Frees the strings of s (which may be NULL) and zeroes it. */
+void s3r_aws_settings_free(s3r_aws_settings_t *s);
 
 /* ---- Client -------------------------------------------------------------- */
 

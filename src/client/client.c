@@ -129,6 +129,7 @@ s3r_status_t s3r_client_create(const s3r_config_t *cfg, s3r_client_t **client_p)
         s3c_fail(NULL, st, S3R_TRANSPORT_DEFAULT, 0, "", "%s", err);
         return st;
     }
+    atomic_init(&c->n_http, c->set.n_http);
     pthread_mutex_init(&c->curl_mu, NULL);
     pthread_mutex_init(&c->key_mu, NULL);
     pthread_mutex_init(&c->rdma_mu, NULL);
@@ -160,6 +161,7 @@ void s3r_client_destroy(s3r_client_t *c)
     pthread_mutex_destroy(&c->curl_mu);
     pthread_mutex_destroy(&c->key_mu);
     pthread_mutex_destroy(&c->rdma_mu);
+    c->set.n_http = s3c_http_count(c); /* learned gateways are freed too */
     s3c_settings_free(&c->set);
     if (tls_err_client == c)
         tls_err_client = NULL;

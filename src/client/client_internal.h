@@ -26,19 +26,16 @@
 /* Native requests: the default of s3r_config_t.native_inline (bodies up to
  * this travel inline in the message, larger ones by RDMA from/to registered
  * memory; docs/protocol.md §4.5 has the measurement behind it). */
-#define S3C_NATIVE_INLINE      (16 * 1024)
-#define S3C_NATIVE_TIMEOUT_MS  60000          /* a native reply, when http_timeout_ms is 0 */
-#define S3C_SCRATCH_BYTES      (1024 * 1024)  /* a native reply body of unknown size lands here */
-#define S3C_SCRATCH_KEEP       8              /* scratch buffers kept for reuse, */
-#define S3C_SCRATCH_KEEP_BYTES (64ull << 20)  /* ... and their bytes at most */
-#define S3C_BOUNCE_MAX         (256ull << 20) /* largest reply a bounce buffer takes */
-/* Largest request body the bounce buffer takes (the one buffer is then
- * free for GETs); larger ones up to S3C_STAGE_BODY_MAX are copied into a
- * scratch buffer instead, so that parts in flight each have their own
- * (docs/benchmarks.md, "Large objects from Python, quieter": a body read in
- * place from mapped memory beat UCX's software RMA 1.5-2.6x at 8-256 MiB). */
+#define S3C_NATIVE_INLINE     (16 * 1024)
+#define S3C_NATIVE_TIMEOUT_MS 60000          /* a native reply, when http_timeout_ms is 0 */
+#define S3C_SCRATCH_BYTES     (1024 * 1024)  /* a native reply body of unknown size lands here */
+#define S3C_SCRATCH_KEEP      4              /* scratch buffers kept for reuse */
+#define S3C_BOUNCE_MAX        (256ull << 20) /* largest reply a bounce buffer takes */
+/* Largest request body a bounce buffer takes: over it, the server's one
+ * thread reading a mapped body in place (and hashing and writing it) is
+ * slower than UCX's software RMA, which puts the client's thread to work
+ * too (docs/benchmarks.md, "Large GETs into caller memory"). */
 #define S3C_BOUNCE_BODY_MAX (4ull << 20)
-#define S3C_STAGE_BODY_MAX  (64ull << 20)
 
 /* ---- config.c: configuration, env overrides, endpoint parsing ----------- */
 
@@ -72,6 +69,9 @@ typedef struct s3c_settings {
     unsigned parts_in_flight;
     char *ca_bundle;   /* NULL: the system's certificate authorities */
     bool rdma_derived; /* rdma[] guessed from http[]: ask the servers (rdma.c) */
+    /* One endpoint given and s3r_config_t.peer_discovery on: the gateways
+     * it advertises join http[] (http.c, s3c_http_learn_peers). */
+    bool peer_discovery;
 } s3c_settings_t;
 
 /* Environment lookup, replaceable in unit tests. */
@@ -87,6 +87,8 @@ int s3c_endpoint_parse_url(const char *url, s3c_endpoint_t *ep);
 /* Parses "host:port" or "[v6]:port" (port defaults to default_port). */
 int s3c_endpoint_parse_hostport(const char *hp, int default_port, s3c_endpoint_t *ep);
 void s3c_endpoint_free(s3c_endpoint_t *ep);
+/* The RDMA endpoint guessed for an HTTP endpoint: its host, port 9100. */
+int s3c_endpoint_derive_rdma(const s3c_endpoint_t *http, s3c_endpoint_t *ep);
 /* "1", "true", "yes", "on" -> 1; "0", "false", "no", "off" -> 0; else -1. */
 int s3c_parse_bool(const char *s);
 
@@ -127,7 +129,13 @@ struct s3r_client {
     atomic_uint_fast64_t n_http_ops, n_http_bytes, n_token_ops, n_token_bytes;
     atomic_uint_fast64_t n_native_ops, n_native_bytes;
     atomic_uint_fast64_t n_fallbacks, n_errors, n_sessions, n_regions, n_declines;
-    atomic_uint rr;             /* round-robin endpoint cursor */
+    atomic_uint rr; /* round-robin endpoint cursor */
+    /* How many of set.http[] are in use: set.n_http at create, more once
+     * advertised gateways are learned. Entries below it never change; new
+     * ones are written before it grows (release) and read after it is
+     * loaded (acquire, s3c_http_count). set.n_http follows it at destroy. */
+    atomic_size_t n_http;
+    atomic_bool peers_decided;  /* the first authenticated reply was looked at */
     atomic_int fallback_logged; /* the one-time stderr notice */
     s3r_progress_fn progress;   /* s3r_client_set_progress: file transfers report here */
     void *progress_arg;
@@ -153,11 +161,10 @@ struct s3r_client {
     s3c_alloc_t *allocs;
     struct s3c_scratch *scratch; /* free registered scratch buffers (s3c_scratch_get) */
     unsigned n_scratch;
-    uint64_t scratch_bytes; /* their sizes' sum */
-    void *bounce;           /* the idle bounce buffer (s3c_bounce_get), or NULL */
+    void *bounce; /* the idle bounce buffer (s3c_bounce_get), or NULL */
     uint64_t bounce_len;
     int64_t sess_fail_ms; /* monotonic ms of the last failed open */
-    bool rdma_asked;      /* the servers were asked for their session endpoints */
+    size_t rdma_asked;    /* set.http[] endpoints asked for their session endpoint */
     char sess_err[256];
     uint64_t lru_clock;
 
@@ -245,8 +252,14 @@ void s3c_resp_free(s3c_resp_t *r);
 int s3c_resp_header(const s3c_resp_t *r, const char *name, char *out, size_t out_len);
 
 /* Sends the request and fills resp. Returns S3R_OK when an HTTP response
- * arrived (whatever its status), else the transport error (recorded). */
+ * arrived (whatever its status), else the transport error (recorded).
+ * Without a fixed req->ep_idx it goes round robin over the endpoints, and
+ * a refused connection moves it on to the next. The first successful reply
+ * of a client with peer discovery on adds the gateways its
+ * x-s3rdma-peers header names to the endpoints. */
 s3r_status_t s3c_http_do(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *resp);
+/* How many HTTP endpoints c uses now (set.http[0 .. n)); it only grows. */
+size_t s3c_http_count(s3r_client_t *c);
 /* Turns a non-2xx response into a status (recorded as the last error).
  * key_op: a 404 without a body means NoSuchKey rather than NoSuchBucket. */
 s3r_status_t s3c_http_error(s3r_client_t *c, const s3c_resp_t *resp, s3r_transport_t t,
@@ -300,9 +313,6 @@ typedef struct s3c_ncall {
      * span; bounce_to is the out span it stands for (copied out at finish). */
     void *bounce, *bounce_to;
     uint64_t bounce_len, bounce_to_len;
-    /* Or a scratch buffer (s3c_scratch_get) holding a copy of the body. */
-    void *stage;
-    uint64_t stage_len;
     uint64_t copied;       /* bytes of the body already copied to bounce_to (ncall_more) */
     bool asked_progress;   /* the request carries RDMA_NATIVE_FLAG_PROGRESS */
     bool progress_refused; /* ... and the server refused it (an older server) */
@@ -387,11 +397,9 @@ void *stage_alloc(s3r_client_t *c, s3r_transport_t t, uint64_t len, bool *regist
 /* Frees what stage_alloc returned (NULL is fine). */
 void stage_free(s3r_client_t *c, void *p, bool registered);
 /* Registered scratch memory of at least min bytes (S3C_SCRATCH_BYTES at
- * least) for a reply body of unknown size or a staged request body
- * (native.c), reused across requests:
+ * least) for a reply body of unknown size, reused across requests:
  * *len_p gets its size. NULL when out of memory. Give it back with
- * s3c_scratch_put (kept, up to S3C_SCRATCH_KEEP buffers of
- * S3C_SCRATCH_KEEP_BYTES in all, else freed). */
+ * s3c_scratch_put (kept, up to S3C_SCRATCH_KEEP, else freed). */
 void *s3c_scratch_get(s3r_client_t *c, uint64_t min, uint64_t *len_p);
 void s3c_scratch_put(s3r_client_t *c, void *p, uint64_t len);
 /* A bounce buffer standing in for the caller's buf (len bytes: a native
@@ -408,10 +416,6 @@ void *s3c_bounce_get(s3r_client_t *c, s3c_sess_t *s, const void *buf, uint64_t l
 /* Gives a bounce buffer back: kept for the next call when reuse (the call
  * completed, so nobody writes it any more), else freed. */
 void s3c_bounce_put(s3r_client_t *c, void *p, uint64_t len, bool reuse);
-/* Whether the server of session s reaches [buf, buf+len) in place: always
- * over a NIC, xpmem or TCP lanes; on a shared-memory-only session only in
- * s3r_buf_alloc memory of s. */
-bool s3c_sess_reaches(s3r_client_t *c, s3c_sess_t *s, const void *buf, uint64_t len);
 
 /* ---- client_get.c, client_put.c: shared with the asynchronous calls -------- */
 

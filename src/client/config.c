@@ -30,6 +30,7 @@ void s3r_config_init(s3r_config_t *cfg)
     cfg->max_cached_regions = 16;
     cfg->native_inline = S3C_NATIVE_INLINE;
     cfg->parts_in_flight = S3C_PARTS_IN_FLIGHT;
+    cfg->peer_discovery = 1;
 }
 
 s3r_status_t s3r_transport_parse(const char *name, s3r_transport_t *transport_p)
@@ -151,6 +152,13 @@ int s3c_endpoint_parse_hostport(const char *hp, int default_port, s3c_endpoint_t
     return 0;
 }
 
+int s3c_endpoint_derive_rdma(const s3c_endpoint_t *http, s3c_endpoint_t *ep)
+{
+    char hp[600];
+    addr_format(hp, sizeof(hp), http->host, S3C_DEFAULT_RDMA_PORT);
+    return s3c_endpoint_parse_hostport(hp, S3C_DEFAULT_RDMA_PORT, ep);
+}
+
 void s3c_settings_free(s3c_settings_t *s)
 {
     if (s == NULL)
@@ -246,16 +254,13 @@ s3r_status_t s3c_settings_build(const s3r_config_t *cfg, s3c_getenv_fn getenv_fn
             FAIL("bad rdma_endpoint \"%s\" (want host:port[,...])", cfg->rdma_endpoint);
     } else {
         for (size_t i = 0; i < s->n_http; i++) {
-            s3c_endpoint_t *ep = &s->rdma[i];
-            char hp[600];
-            const char *h = s->http[i].host;
-            addr_format(hp, sizeof(hp), h, S3C_DEFAULT_RDMA_PORT);
-            if (s3c_endpoint_parse_hostport(hp, S3C_DEFAULT_RDMA_PORT, ep) < 0)
+            if (s3c_endpoint_derive_rdma(&s->http[i], &s->rdma[i]) < 0)
                 FAIL("cannot derive the RDMA endpoint from %s", s->http[i].url);
             s->n_rdma++;
         }
         s->rdma_derived = true;
     }
+    s->peer_discovery = cfg->peer_discovery != 0 && s->n_http == 1;
     if (cfg->access_key == NULL || cfg->access_key[0] == '\0' || cfg->secret_key == NULL ||
         cfg->secret_key[0] == '\0')
         FAIL("access_key and secret_key are required");

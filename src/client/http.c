@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include "common/date.h"
 #include "common/hash.h"
 #include "common/sigv4.h"
+#include "rdma/rdma_wire.h" /* PEERS_HEADER */
 
 #define S3C_MAX_RESP_HDRS (64 * 1024)
 #define S3C_URL_MAX       (16 * 1024)
@@ -582,9 +584,56 @@ out:
     return st;
 }
 
+size_t s3c_http_count(s3r_client_t *c)
+{
+    return atomic_load_explicit(&c->n_http, memory_order_acquire);
+}
+
+/* Adds the gateways that resp's x-s3rdma-peers header names (docs/protocol.md
+ * §1), once per client: only the first successful reply of a configured
+ * endpoint is looked at, so the server vouched for them to a request it
+ * authenticated (s3rdmad sends the header to no one else). An entry is taken
+ * only when it parses as an endpoint URL with the scheme of the endpoint
+ * that named it and is not already listed; the list stops at
+ * S3C_MAX_ENDPOINTS. A header too long for the buffer is ignored whole. */
+static void learn_peers(s3r_client_t *c, const s3c_resp_t *resp, size_t from)
+{
+    if (!c->set.peer_discovery || resp->status < 200 || resp->status > 299 ||
+        from >= c->set.n_http || atomic_load(&c->peers_decided))
+        return;
+    bool expected = false;
+    if (!atomic_compare_exchange_strong(&c->peers_decided, &expected, true))
+        return; /* another thread is deciding */
+    char v[4096];
+    if (s3c_resp_header(resp, PEERS_HEADER, v, sizeof(v)) != 0 || strlen(v) >= sizeof(v) - 1)
+        return;
+    bool https = strncasecmp(c->set.http[from].url, "https://", 8) == 0;
+    size_t n = s3c_http_count(c);
+    char *save = NULL;
+    for (char *tok = strtok_r(v, ",", &save); tok != NULL && n < S3C_MAX_ENDPOINTS;
+         tok = strtok_r(NULL, ",", &save)) {
+        while (*tok == ' ' || *tok == '\t')
+            tok++;
+        for (size_t len = strlen(tok); len > 0 && (tok[len - 1] == ' ' || tok[len - 1] == '\t');)
+            tok[--len] = '\0';
+        s3c_endpoint_t ep;
+        if ((strncasecmp(tok, "https://", 8) == 0) != https || s3c_endpoint_parse_url(tok, &ep) < 0)
+            continue;
+        bool known = false;
+        for (size_t i = 0; i < n && !known; i++)
+            known = strcasecmp(c->set.http[i].url, ep.url) == 0;
+        if (known) {
+            s3c_endpoint_free(&ep);
+            continue;
+        }
+        c->set.http[n++] = ep;
+    }
+    atomic_store_explicit(&c->n_http, n, memory_order_release);
+}
+
 s3r_status_t s3c_http_do(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *resp)
 {
-    size_t n = c->set.n_http;
+    size_t n = s3c_http_count(c);
     size_t first = req->ep_idx >= 0 ? (size_t)req->ep_idx % n : atomic_fetch_add(&c->rr, 1) % n;
     size_t tries = req->ep_idx >= 0 ? 1 : n;
     s3r_status_t st = S3R_ERR_CONNECT;
@@ -596,7 +645,10 @@ s3r_status_t s3c_http_do(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *resp)
         resp->body_bytes = 0;
         resp->overflow = resp->sink_failed = false;
         resp->curl_err[0] = '\0';
-        st = do_once(c, req, resp, (int)((first + i) % n), &broken);
+        size_t ep_idx = (first + i) % n;
+        st = do_once(c, req, resp, (int)ep_idx, &broken);
+        if (st == S3R_OK)
+            learn_peers(c, resp, ep_idx);
         /* Only a refused connection is safe to retry elsewhere: nothing was sent. */
         if (st != S3R_ERR_CONNECT)
             break;

@@ -107,13 +107,18 @@ static void sess_unref(s3r_client_t *c, s3c_sess_t *s)
  * session port is: the x-s3rdma-rdma-endpoint header of a signed
  * GET /_s3rdma/stats (docs/protocol.md §1). An endpoint that does not say
  * (an older server, an error) keeps the guess, its host with port 9100.
- * rdma_mu held. */
+ * Gateways learned since the last call (x-s3rdma-peers, which these very
+ * requests may bring) get their guess and are asked too. rdma_mu held. */
 static void ask_rdma_endpoints(s3r_client_t *c)
 {
-    if (!c->set.rdma_derived || c->rdma_asked)
+    if (!c->set.rdma_derived)
         return;
-    c->rdma_asked = true;
-    for (size_t i = 0; i < c->set.n_http; i++) {
+    for (size_t i = c->rdma_asked; i < s3c_http_count(c); i = ++c->rdma_asked) {
+        if (i >= c->set.n_rdma) {
+            if (s3c_endpoint_derive_rdma(&c->set.http[i], &c->set.rdma[i]) < 0)
+                break;
+            c->set.n_rdma = i + 1;
+        }
         s3c_req_t req;
         s3c_resp_t resp;
         s3c_req_init(&req, "GET", "_s3rdma", "stats");
@@ -161,7 +166,7 @@ static s3r_status_t sess_open(s3r_client_t *c)
                 return S3R_ERR_NOMEM;
             }
             s->rs = rs;
-            s->ep_idx = (int)(c->set.n_http > i ? i : 0);
+            s->ep_idx = (int)(s3c_http_count(c) > i ? i : 0);
             c->sess = s;
             atomic_fetch_add(&c->n_sessions, 1);
             return S3R_OK;
@@ -530,7 +535,6 @@ void *s3c_scratch_get(s3r_client_t *c, uint64_t min, uint64_t *len_p)
         if (sc->len >= min) {
             *pp = sc->next;
             c->n_scratch--;
-            c->scratch_bytes -= sc->len;
             pthread_mutex_unlock(&c->rdma_mu);
             void *p = sc->p;
             *len_p = sc->len;
@@ -555,11 +559,10 @@ void s3c_scratch_put(s3r_client_t *c, void *p, uint64_t len)
         return;
     struct s3c_scratch *sc = calloc(1, sizeof(*sc));
     pthread_mutex_lock(&c->rdma_mu);
-    if (sc && c->n_scratch < S3C_SCRATCH_KEEP && c->scratch_bytes + len <= S3C_SCRATCH_KEEP_BYTES) {
+    if (sc && c->n_scratch < S3C_SCRATCH_KEEP) {
         *sc = (struct s3c_scratch){p, len, c->scratch};
         c->scratch = sc;
         c->n_scratch++;
-        c->scratch_bytes += len;
         sc = NULL;
         p = NULL;
     }
@@ -587,16 +590,6 @@ static s3c_sess_t *alloc_sess(const s3r_client_t *c, const void *p)
             return al->sess;
     }
     return NULL;
-}
-
-bool s3c_sess_reaches(s3r_client_t *c, s3c_sess_t *s, const void *buf, uint64_t len)
-{
-    if (!rdma_session_shm_only(s->rs))
-        return true;
-    pthread_mutex_lock(&c->rdma_mu);
-    bool in = in_alloc_region(s, buf, len);
-    pthread_mutex_unlock(&c->rdma_mu);
-    return in;
 }
 
 void *s3c_bounce_get(s3r_client_t *c, s3c_sess_t *s, const void *buf, uint64_t len, uint64_t *len_p)
@@ -678,7 +671,6 @@ void s3c_rdma_after_fork(s3r_client_t *c)
         free(sc);
     }
     c->n_scratch = 0;
-    c->scratch_bytes = 0;
     if (c->bounce)
         buf_free_locked(c, c->bounce);
     c->bounce = NULL;

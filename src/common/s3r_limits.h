@@ -37,6 +37,13 @@
 #define S3R_MAX_USER_META_BYTES 2048 /* MetadataTooLarge: sum of x-amz-meta-* names + values */
 #define S3R_MAX_USER_META_COUNT 32   /* MetadataTooLarge: x-amz-meta-* entries of one object */
 #define S3R_MAX_USER_META_NAME  (S3R_REPLY_MAX_NAME - 11) /* MetadataTooLarge: after x-amz-meta- */
+/* Tags (src/s3/tagging.c), as S3 limits them: more object tags are
+ * BadRequest, more bucket tags and longer keys or values InvalidTag.
+ * Lengths are Unicode characters. */
+#define S3R_MAX_OBJECT_TAGS     10
+#define S3R_MAX_BUCKET_TAGS     50
+#define S3R_MAX_TAG_KEY_CHARS   128
+#define S3R_MAX_TAG_VALUE_CHARS 256
 #define S3R_MAX_HEADER_VALUE    8192 /* one header value the server stores or builds */
 /* The stored headers of one object (Content-Type, Content-Encoding,
  * Content-Disposition, Content-Language, Cache-Control, Expires), their

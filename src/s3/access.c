@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/date.h"
 #include "common/s3r_limits.h"
@@ -17,6 +18,7 @@
 #include "s3/policy.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
+#include "s3/tagging.h"
 #include "s3/xml_in.h"
 
 #define ALL_USERS  "http://acs.amazonaws.com/groups/global/AllUsers"
@@ -148,9 +150,11 @@ static s3_error_t cfg_parse(access_cfg_t *c, int kind, const buf_t *doc, const c
         char why[256];
         if (s3_lc_from_xml(doc->data, doc->len, &c->lifecycle, why, sizeof why) != S3E_NONE)
             return S3E_INTERNAL;
-    } else if (kind == STOR_BCFG_CORS || kind == STOR_BCFG_VERSIONING) {
-        /* Not access documents: CORS never grants or denies (ops_config.c);
-         * the versioning state is storage's. */
+    } else if (kind == STOR_BCFG_CORS || kind == STOR_BCFG_VERSIONING ||
+               kind == STOR_BCFG_TAGGING || kind == STOR_BCFG_ENCRYPTION) {
+        /* Not access documents: CORS, bucket tags and default encryption
+         * never grant or deny (ops_config.c); the versioning state is
+         * storage's. */
     } else {
         return S3E_INTERNAL;
     }
@@ -251,8 +255,55 @@ s3_error_t s3_bucket_lifecycle(s3_req_t *req, const stor_bucket_t *bucket, s3_lc
 typedef struct key_ctx {
     s3_req_t *req;
     bool ip_done;
-    char ip[64]; /* "" when the client has no address */
+    char ip[64];             /* "" when the client has no address */
+    const stor_meta_t *meta; /* the object the request acts on; NULL: none */
+    /* Tag sets, decoded on first use (key_ctx_free frees them). */
+    bool existing_done, request_done;
+    s3_tags_t existing, request;
 } key_ctx_t;
+
+static void key_ctx_free(key_ctx_t *k)
+{
+    s3_tags_free(&k->existing);
+    s3_tags_free(&k->request);
+}
+
+/* The value of the tag whose key is name, compared without regard to case
+ * (policy condition keys are lower-cased when parsed), in t. */
+static const char *tag_value(const s3_tags_t *t, const char *name)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (strcasecmp(t->v[i].key, name) == 0)
+            return t->v[i].value;
+    return NULL;
+}
+
+/* s3:ExistingObjectTag/<name>: the tags of the object acted on. */
+static const char *existing_tag(key_ctx_t *k, const char *name)
+{
+    if (!k->meta)
+        return NULL;
+    if (!k->existing_done) {
+        k->existing_done = true;
+        if (s3_tags_from_stored(k->meta->tags, &k->existing) != 0)
+            memset(&k->existing, 0, sizeof k->existing);
+    }
+    return tag_value(&k->existing, name);
+}
+
+/* s3:RequestObjectTag/<name>: the tags the request sets (a PutObjectTagging
+ * body, or x-amz-tagging). */
+static const char *request_tag(key_ctx_t *k, const char *name)
+{
+    if (k->req->request_tags)
+        return tag_value(k->req->request_tags, name);
+    if (!k->request_done) {
+        k->request_done = true;
+        if (s3_tags_from_stored(s3_req_header(k->req, "x-amz-tagging"), &k->request) != 0)
+            memset(&k->request, 0, sizeof k->request);
+    }
+    return tag_value(&k->request, name);
+}
 
 /* The client's address: from the frontend's "ip:port" or "[ip6]:port"
  * (common/addr.h: an IPv4 client of a dual-stack listener is its IPv4
@@ -319,7 +370,11 @@ static const char *condition_key(void *ctx, const char *name, char *buf, size_t 
         return req->user ? "AWS4-HMAC-SHA256" : NULL;
     if (strncmp(name, "s3:x-amz-", 9) == 0)
         return s3_req_header(req, name + 3);
-    return NULL; /* object tags: not kept yet; others: not known here */
+    if (strncmp(name, "s3:existingobjecttag/", 21) == 0)
+        return existing_tag(k, name + 21);
+    if (strncmp(name, "s3:requestobjecttag/", 20) == 0)
+        return request_tag(k, name + 20);
+    return NULL; /* not known here */
 }
 
 /* ---- which action a request is ------------------------------------------------------- */
@@ -354,6 +409,9 @@ static const struct {
     {&s3_op_put_public_access_block, "s3:PutBucketPublicAccessBlock"},
     {&s3_op_delete_public_access_block, "s3:PutBucketPublicAccessBlock"},
     {&s3_op_delete_bucket_ownership, "s3:PutBucketOwnershipControls"},
+    {&s3_op_delete_bucket_tagging, "s3:PutBucketTagging"},
+    {&s3_op_put_bucket_encryption, "s3:PutEncryptionConfiguration"},
+    {&s3_op_delete_bucket_encryption, "s3:PutEncryptionConfiguration"},
 };
 
 /* The configurations s3rdmad does not keep, by subresource: the action of
@@ -361,9 +419,7 @@ static const struct {
 static const struct {
     const char *subresource, *action;
 } config_actions[] = {
-    {"tagging", "s3:PutBucketTagging"},
     {"object-lock", "s3:PutBucketObjectLockConfiguration"},
-    {"encryption", "s3:PutEncryptionConfiguration"},
 };
 
 /* The action of a check on the bucket (object false) or on an object the
@@ -405,6 +461,7 @@ typedef struct acl_ask {
     const char *bucket_owner;
     bool object;
     s3_perm_t perm;
+    const stor_meta_t *meta; /* the object's, when object */
 } acl_ask_t;
 
 /* The requester's permission bits on a resource, with the bucket's
@@ -468,10 +525,11 @@ static s3_error_t decide(s3_req_t *req, const stor_bucket_t *bucket, const char 
             w += klen;
         }
         *w = '\0';
-        key_ctx_t kc = {req, false, {0}};
+        key_ctx_t kc = {.req = req, .meta = a->meta};
         s3_policy_query_t q = {action, arn, req->user ? req->user->access_key : NULL, condition_key,
                                &kc};
         eff = s3_policy_eval(cfg->policy, &q);
+        key_ctx_free(&kc);
         if (eff == S3_POLICY_ALLOW && !owner &&
             (policy_action(action) ||
              (cfg->policy_public && (cfg->pab & S3_PAB_RESTRICT_PUBLIC_BUCKETS))))
@@ -506,7 +564,7 @@ bool s3_bucket_lookup(s3_req_t *req, const char *bucket, stor_bucket_t *bucket_p
 static s3_error_t bucket_decide(s3_req_t *req, const stor_bucket_t *bucket, const char *key,
                                 const char *action, s3_perm_t perm)
 {
-    acl_ask_t a = {bucket->owner, bucket->acl, NULL, false, perm};
+    acl_ask_t a = {bucket->owner, bucket->acl, NULL, false, perm, NULL};
     return decide(req, bucket, key, action, &a);
 }
 
@@ -558,7 +616,7 @@ bool s3_bucket_authorize(s3_req_t *req, const char *bucket, s3_perm_t perm, stor
 bool s3_object_authorize(s3_req_t *req, const stor_bucket_t *bucket, const char *key,
                          const stor_meta_t *meta, s3_perm_t perm)
 {
-    acl_ask_t a = {s3_object_owner(bucket, meta), meta->acl, bucket->owner, true, perm};
+    acl_ask_t a = {s3_object_owner(bucket, meta), meta->acl, bucket->owner, true, perm, meta};
     char buf[80];
     s3_error_t err = decide(req, bucket, key, request_action(req, perm, true, buf, sizeof buf), &a);
     if (err == S3E_NONE)

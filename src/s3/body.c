@@ -14,6 +14,7 @@
 #include "common/s3r_limits.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
+#include "s3/tagging.h"
 
 /* Indexed by enum s3_checksum_alg. */
 static const char *const ck_headers[S3_CK_COUNT] = {"x-amz-checksum-crc32", "x-amz-checksum-crc32c",
@@ -572,6 +573,23 @@ static char *strip_aws_chunked(const char *enc)
     return buf_steal(&out, NULL);
 }
 
+s3_error_t s3_tags_from_request(s3_req_t *req, stor_meta_t *meta, const char **why_p)
+{
+    free(meta->tags);
+    meta->tags = NULL;
+    const char *v = s3_req_header(req, "x-amz-tagging");
+    if (!v)
+        return S3E_NONE;
+    s3_tags_t t;
+    s3_error_t err = s3_tags_from_header(v, &t, why_p);
+    if (err != S3E_NONE)
+        return err;
+    int nomem;
+    meta->tags = s3_tags_encode(&t, &nomem);
+    s3_tags_free(&t);
+    return nomem ? S3E_INTERNAL : S3E_NONE;
+}
+
 s3_error_t s3_storage_class_from_headers(s3_req_t *req, stor_meta_t *meta)
 {
     /* S3's classes; s3rdmad keeps every object alike whatever its class. */
@@ -637,11 +655,9 @@ s3_error_t s3_meta_from_headers(s3_req_t *req, stor_meta_t *meta, const char **w
         if (!known)
             return S3E_INVALID_ARGUMENT;
     }
-    static const char *const unsupported[] = {"x-amz-tagging",
-                                              "x-amz-object-lock-mode",
+    static const char *const unsupported[] = {"x-amz-object-lock-mode",
                                               "x-amz-object-lock-retain-until-date",
                                               "x-amz-object-lock-legal-hold",
-                                              "x-amz-server-side-encryption-customer-algorithm",
                                               "x-amz-website-redirect-location",
                                               "x-amz-grant-read",
                                               "x-amz-grant-full-control"};
@@ -675,6 +691,8 @@ s3_error_t s3_meta_from_headers(s3_req_t *req, stor_meta_t *meta, const char **w
             return S3E_INTERNAL;
     }
     err = s3_stored_headers_check(meta, why_p);
+    if (err == S3E_NONE)
+        err = s3_tags_from_request(req, meta, why_p);
     if (err != S3E_NONE)
         return err;
     meta_collect_t mc = {.meta = meta, .err = S3E_NONE};

@@ -280,6 +280,10 @@ static void http_send(s3_req_t *req, int status, s3_out_t *out)
     const char *rdma_ep = rdma_endpoint_for((req_private_t *)req);
     if (rdma_ep)
         MHD_add_response_header(resp, RDMA_ENDPOINT_HEADER, rdma_ep);
+    /* Like the session endpoint, the other gateways are named only to a
+     * client that proved its key: nobody else learns the cluster's layout. */
+    if (req->srv->cfg.peers && req->user)
+        MHD_add_response_header(resp, PEERS_HEADER, req->srv->cfg.peers);
     const char *h = req->reply_headers.data, *end = h + req->reply_headers.len;
     while (h && h < end) {
         const char *value = h + strlen(h) + 1;
@@ -389,12 +393,12 @@ static const bucket_subresource_t bucket_subresources[] = {
     {"ownershipControls", &s3_op_get_bucket_ownership, &s3_op_put_bucket_ownership,
      &s3_op_delete_bucket_ownership},
     {"cors", &s3_op_get_bucket_cors, &s3_op_put_bucket_cors, &s3_op_delete_bucket_cors},
-    {"tagging", &s3_op_get_bucket_tagging, &s3_op_put_bucket_config, &s3_op_delete_bucket_config},
+    {"tagging", &s3_op_get_bucket_tagging, &s3_op_put_bucket_tagging, &s3_op_delete_bucket_tagging},
     {"lifecycle", &s3_op_get_bucket_lifecycle, &s3_op_put_bucket_lifecycle,
      &s3_op_delete_bucket_lifecycle},
     {"object-lock", &s3_op_get_object_lock_config, &s3_op_put_bucket_config, NULL},
-    {"encryption", &s3_op_get_bucket_encryption, &s3_op_put_bucket_config,
-     &s3_op_delete_bucket_config},
+    {"encryption", &s3_op_get_bucket_encryption, &s3_op_put_bucket_encryption,
+     &s3_op_delete_bucket_encryption},
 };
 
 static s3_error_t route_bucket(s3_req_t *req, bool get, bool head, bool put, bool post, bool del)

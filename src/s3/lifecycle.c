@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "common/date.h"
+#include "s3/tagging.h"
+#include "storage/storage.h"
 #include "s3/xml_in.h"
 
 /* The fields of a Rule, as paths below it ('/' at the end: a container). */
@@ -477,6 +479,35 @@ int64_t s3_lc_expiry(const s3_lc_t *cfg, const char *key, uint64_t size, int64_t
         }
     }
     return best;
+}
+
+/* s3_lc_tag_fn over an object's decoded tag set. */
+static const char *tag_of(void *ctx, const char *key)
+{
+    return s3_tags_find(ctx, key);
+}
+
+int64_t s3_lc_expiry_of(const s3_lc_t *cfg, const char *key, const stor_meta_t *meta, int64_t day_s,
+                        const s3_lc_rule_t **rule_p)
+{
+    s3_tags_t tags;
+    bool tagged = meta->tags && s3_tags_from_stored(meta->tags, &tags) == 0;
+    int64_t t = s3_lc_expiry(cfg, key, meta->size, meta->mtime_ms / 1000, day_s,
+                             tagged ? tag_of : NULL, tagged ? &tags : NULL, rule_p);
+    if (tagged)
+        s3_tags_free(&tags);
+    return t;
+}
+
+bool s3_lc_rule_matches_of(const s3_lc_rule_t *rule, const char *key, const stor_meta_t *meta)
+{
+    s3_tags_t tags;
+    bool tagged = rule->n_tags && meta->tags && s3_tags_from_stored(meta->tags, &tags) == 0;
+    bool m =
+        s3_lc_rule_matches(rule, key, meta->size, tagged ? tag_of : NULL, tagged ? &tags : NULL);
+    if (tagged)
+        s3_tags_free(&tags);
+    return m;
 }
 
 int64_t s3_lc_abort_due(const s3_lc_t *cfg, const char *key, int64_t initiated_s, int64_t day_s,

@@ -86,6 +86,13 @@ typedef const char *(*s3_lc_tag_fn)(void *ctx, const char *key);
 bool s3_lc_rule_matches(const s3_lc_rule_t *rule, const char *key, uint64_t size,
                         s3_lc_tag_fn tag_fn, void *ctx);
 
+/* s3_lc_expiry and s3_lc_rule_matches for a stored object: its size,
+ * commit time and tags from meta (tags that do not decode: none). */
+struct stor_meta;
+int64_t s3_lc_expiry_of(const s3_lc_t *cfg, const char *key, const struct stor_meta *meta,
+                        int64_t day_s, const s3_lc_rule_t **rule_p);
+bool s3_lc_rule_matches_of(const s3_lc_rule_t *rule, const char *key, const struct stor_meta *meta);
+
 /* The time days of day_s seconds after since_s falls due, as S3 counts
  * lifecycle days: rounded up to the next midnight (a multiple of day_s since
  * the epoch). */

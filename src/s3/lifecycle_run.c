@@ -67,7 +67,168 @@ static void abort_uploads(stor_t *st, const stor_bucket_t *b, const s3_lc_t *cfg
     free(key_marker);
 }
 
-/* The rules of bucket b that act on uploads, applied. */
+/* The key an iterator gave (klen bytes, not NUL-terminated) as a C string
+ * in out; false for one longer than any S3 key (not written by S3). */
+static bool key_copy(char out[S3R_MAX_KEY_BYTES + 1], const char *k, size_t klen)
+{
+    if (klen > S3R_MAX_KEY_BYTES)
+        return false;
+    memcpy(out, k, klen);
+    out[klen] = '\0';
+    return true;
+}
+
+/* Whether cfg has an enabled rule with one of these actions. */
+static bool has_action(const s3_lc_t *cfg, bool expiry, bool noncurrent, bool markers)
+{
+    for (size_t i = 0; i < cfg->n_rules; i++) {
+        const s3_lc_rule_t *r = &cfg->rules[i];
+        if (r->enabled &&
+            ((expiry && (r->exp_days > 0 || r->exp_date >= 0)) ||
+             (noncurrent && r->noncurrent_days > 0) || (markers && r->exp_delete_marker)))
+            return true;
+    }
+    return false;
+}
+
+/* Expiration of current versions: every object of b whose time has come
+ * under cfg (s3_lc_expiry) is deleted -- a delete marker on top in a
+ * versioned bucket -- if it is still the object seen (stor_delete_if: a
+ * write since is never expired by this pass). */
+static void expire_current(stor_t *st, const stor_bucket_t *b, const s3_lc_t *cfg, int64_t now_s,
+                           unsigned day_s, unsigned *budget, s3_lc_pass_t *out)
+{
+    stor_iter_t *it;
+    stor_status_t s = stor_iter_open(st, b->name, "", NULL, &it);
+    if (s != STOR_OK) {
+        out->errors++;
+        return;
+    }
+    const char *kp;
+    size_t klen;
+    stor_meta_t m;
+    int rc = 0;
+    while (*budget > 0 && (rc = stor_iter_next(it, &kp, &klen, &m)) == 1) {
+        char key[S3R_MAX_KEY_BYTES + 1]; /* the iterator's is not NUL-terminated */
+        if (!key_copy(key, kp, klen)) {
+            stor_meta_free(&m);
+            continue;
+        }
+        const s3_lc_rule_t *rule;
+        int64_t t = s3_lc_expiry_of(cfg, key, &m, day_s, &rule);
+        if (t >= 0 && t <= now_s) {
+            stor_precond_t cond = {.must_exist = 1, .etag = m.etag, .mtime_ms = m.mtime_ms};
+            stor_deleted_t d;
+            s = stor_delete_if(st, b, key, &cond, &d);
+            (*budget)--;
+            if (s == STOR_OK) {
+                out->expired++;
+                log_info("lifecycle: %s/%s expired (rule \"%s\")%s", b->name, key, rule->id,
+                         d.delete_marker ? ": a delete marker on top" : "");
+            } else if (s != STOR_ERR_PRECONDITION && s != STOR_ERR_NO_KEY) {
+                log_warn("lifecycle: expiring %s/%s: %s", b->name, key, stor_strerror(s));
+                out->errors++;
+            }
+        }
+        stor_meta_free(&m);
+    }
+    if (*budget > 0 && rc < 0)
+        out->errors++;
+    stor_iter_close(it);
+}
+
+/* In a versioned bucket: noncurrent versions past their rule's
+ * NoncurrentDays (counted from when the next newer version was written),
+ * beyond the NewerNoncurrentVersions newest kept, and delete markers left
+ * as a key's only version (ExpiredObjectDeleteMarker), removed by version
+ * id. */
+static void expire_versions(stor_t *st, const stor_bucket_t *b, const s3_lc_t *cfg, int64_t now_s,
+                            unsigned day_s, unsigned *budget, s3_lc_pass_t *out)
+{
+    stor_iter_t *it;
+    if (stor_iter_open_versions(st, b->name, "", NULL, NULL, &it) != STOR_OK) {
+        out->errors++;
+        return;
+    }
+    char *prev_key = NULL;
+    int64_t newer_mtime_s = 0; /* the next newer version's write: when this one went noncurrent */
+    int noncurrent = 0;        /* noncurrent versions of this key seen so far (newest first) */
+    bool latest_marker = false;
+    const char *kp;
+    size_t klen;
+    stor_meta_t m;
+    int is_latest, rc = 0;
+    while (*budget > 0 && (rc = stor_iter_next_version(it, &kp, &klen, &m, &is_latest)) == 1) {
+        char key[S3R_MAX_KEY_BYTES + 1];
+        if (!key_copy(key, kp, klen)) {
+            stor_meta_free(&m);
+            continue;
+        }
+        if (is_latest || !prev_key || strcmp(prev_key, key) != 0) {
+            free(prev_key);
+            prev_key = strdup(key);
+            noncurrent = 0;
+            latest_marker = m.delete_marker != NULL;
+        } else {
+            noncurrent++;
+        }
+        char vid[STOR_VERSION_ID_LEN + 1];
+        stor_version_id(&m, vid);
+        const char *why = NULL, *rule_id = NULL;
+        for (size_t i = 0; !why && i < cfg->n_rules; i++) {
+            const s3_lc_rule_t *r = &cfg->rules[i];
+            if (!r->enabled || !s3_lc_rule_matches_of(r, key, &m))
+                continue;
+            if (!is_latest && r->noncurrent_days > 0 && noncurrent > r->newer_noncurrent &&
+                s3_lc_due(newer_mtime_s, r->noncurrent_days, day_s) <= now_s)
+                why = "noncurrent version expired";
+            else if (is_latest && latest_marker && r->exp_delete_marker)
+                why = "expired delete marker"; /* checked below: the key's only version */
+            rule_id = r->id;
+        }
+        newer_mtime_s = m.mtime_ms / 1000;
+        bool only_marker = false;
+        if (why && is_latest) {
+            /* A marker is expired only when no older version is under it. */
+            stor_meta_t older;
+            int older_latest;
+            stor_iter_t *peek;
+            only_marker = stor_iter_open_versions(st, b->name, key, key, vid, &peek) == STOR_OK;
+            if (only_marker) {
+                const char *k2;
+                size_t l2;
+                if (stor_iter_next_version(peek, &k2, &l2, &older, &older_latest) == 1) {
+                    only_marker = l2 != strlen(key) || memcmp(k2, key, l2) != 0;
+                    stor_meta_free(&older);
+                }
+                stor_iter_close(peek);
+            }
+            if (!only_marker)
+                why = NULL;
+        }
+        if (why) {
+            stor_deleted_t d;
+            stor_status_t s = stor_delete_version(st, b, key, vid, &d);
+            (*budget)--;
+            if (s == STOR_OK) {
+                out->expired++;
+                log_info("lifecycle: %s/%s version %s: %s (rule \"%s\")", b->name, key, vid, why,
+                         rule_id);
+            } else if (s != STOR_ERR_NO_VERSION) {
+                log_warn("lifecycle: removing %s/%s version %s: %s", b->name, key, vid,
+                         stor_strerror(s));
+                out->errors++;
+            }
+        }
+        stor_meta_free(&m);
+    }
+    if (*budget > 0 && rc < 0)
+        out->errors++;
+    free(prev_key);
+    stor_iter_close(it);
+}
+
+/* The rules of bucket b, applied. */
 static void bucket_pass(stor_t *st, const stor_bucket_t *b, int64_t now_s, unsigned day_s,
                         unsigned *budget, s3_lc_pass_t *out)
 {
@@ -92,6 +253,10 @@ static void bucket_pass(stor_t *st, const stor_bucket_t *b, int64_t now_s, unsig
         if (r->enabled && r->abort_days > 0)
             abort_uploads(st, b, &cfg, r, now_s, day_s, budget, out);
     }
+    if (*budget > 0 && has_action(&cfg, true, false, false))
+        expire_current(st, b, &cfg, now_s, day_s, budget, out);
+    if (*budget > 0 && b->versioning != STOR_VERSIONING_OFF && has_action(&cfg, false, true, true))
+        expire_versions(st, b, &cfg, now_s, day_s, budget, out);
     s3_lc_free(&cfg);
 }
 
@@ -135,9 +300,10 @@ static void *runner_main(void *arg)
         pthread_mutex_unlock(&r->lock);
         s3_lc_pass_t p;
         s3_lc_pass(r->st, clock_wall_ms() / 1000, r->day_s, 3 * every * 1000u, &p);
-        if (p.uploads_aborted || p.errors)
-            log_info("lifecycle: pass over %u buckets: %u uploads aborted, %u errors", p.buckets,
-                     p.uploads_aborted, p.errors);
+        if (p.uploads_aborted || p.expired || p.errors)
+            log_info("lifecycle: pass over %u buckets: %u uploads aborted, %u versions expired, "
+                     "%u errors",
+                     p.buckets, p.uploads_aborted, p.expired, p.errors);
         pthread_mutex_lock(&r->lock);
         struct timespec until = clock_after_ms(CLOCK_REALTIME, every * 1000);
         while (!r->stop && pthread_cond_timedwait(&r->cond, &r->lock, &until) == 0) {

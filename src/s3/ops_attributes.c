@@ -11,6 +11,7 @@
 #include "common/s3r_limits.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
+#include "s3/sse.h"
 
 /* Parts one answer lists at most, and when x-amz-max-parts is absent (S3's). */
 #define ATTR_MAX_PARTS 1000
@@ -158,6 +159,16 @@ static void get_object_attributes_begin(s3_req_t *req)
     stor_meta_t meta;
     if (!s3_object_for_request(req, S3_PERM_READ, &meta))
         return;
+    /* An SSE-C object's attributes need its key, as its bytes do (S3). */
+    s3_sse_key_t dk;
+    const char *why = NULL;
+    s3_error_t err = s3_sse_for_read(req, &meta, false, &dk, &why);
+    secure_zero(&dk, sizeof dk);
+    if (err != S3E_NONE) {
+        stor_meta_free(&meta);
+        s3_reply_error(req, err, why);
+        return;
+    }
     buf_t xml;
     buf_init(&xml, 256 * ATTR_MAX_PARTS + 16 * 1024);
     s3_xml_open(&xml, "GetObjectAttributesResponse");

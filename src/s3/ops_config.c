@@ -3,8 +3,10 @@
  * (canned ACLs, read and set), bucket policies (policy.c parses them, the
  * store keeps their canonical text with the bucket), CORS configurations
  * (cors.c; kept the same way), lifecycle configurations (lifecycle.c; kept
- * as canonical XML), and the configurations
- * s3rdmad does not keep (tagging, object lock, encryption), which answer
+ * as canonical XML), tag sets of buckets and objects (tagging.c; a bucket's
+ * kept as CORS is, an object's in its record), default encryption (sse.c
+ * does the encrypting), and the configurations s3rdmad does not keep
+ * (object lock), which answer
  * as S3 does for a bucket that has none: 404 with the configuration's own
  * error code to a GET, 204 to a DELETE, 501 NotImplemented to a PUT. */
 #include <stdio.h>
@@ -17,6 +19,8 @@
 #include "s3/lifecycle.h"
 #include "s3/policy.h"
 #include "s3/s3_request.h"
+#include "s3/sse.h"
+#include "s3/tagging.h"
 #include "s3/xml_in.h"
 
 /* ---- versioning ----------------------------------------------------------------- */
@@ -260,7 +264,9 @@ static void put_object_acl_finish(s3_req_t *req)
         s3_reply_error(req, err, why);
         return;
     }
-    stor_status_t st = stor_object_set_acl(req->srv->cfg.store, &req->authz_bucket, req->key, acl);
+    stor_obj_change_t change = {.set_acl = true, .acl = acl};
+    stor_status_t st =
+        stor_object_change(req->srv->cfg.store, &req->authz_bucket, req->key, &change);
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
         return;
@@ -647,6 +653,247 @@ void s3_cors_reply_headers(s3_req_t *req)
     s3_cors_free(&cfg);
 }
 
+/* ---- tagging ------------------------------------------------------------------------- */
+
+/* Replies a tag set (stored form; NULL: none) as a Tagging document. */
+static void reply_tags(s3_req_t *req, const char *stored)
+{
+    s3_tags_t t;
+    if (s3_tags_from_stored(stored, &t) != 0) {
+        s3_reply_error(req, S3E_INTERNAL, NULL);
+        return;
+    }
+    buf_t xml;
+    buf_init(&xml, 256 * 1024);
+    s3_xml_open(&xml, "Tagging");
+    s3_tags_xml(&t, &xml);
+    buf_append_str(&xml, "</Tagging>");
+    s3_tags_free(&t);
+    s3_reply_xml(req, 200, &xml);
+}
+
+/* Parses the request's Tagging body into the stored form *stored_p (NULL:
+ * an empty set; the caller frees it). Replies and returns false on error. */
+static bool body_tags(s3_req_t *req, s3_tags_of_t of, s3_tags_t *t, char **stored_p)
+{
+    const char *why = NULL;
+    s3_error_t err = s3_tags_from_xml(req->body.data, req->body.len, of, t, &why);
+    int nomem = 0;
+    *stored_p = err == S3E_NONE ? s3_tags_encode(t, &nomem) : NULL;
+    if (nomem) {
+        s3_tags_free(t);
+        err = S3E_INTERNAL;
+    }
+    if (err != S3E_NONE)
+        s3_reply_error(req, err, why);
+    return err == S3E_NONE;
+}
+
+static void get_bucket_tagging_begin(s3_req_t *req)
+{
+    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
+        return;
+    buf_t doc;
+    if (!config_read(req, STOR_BCFG_TAGGING, &doc))
+        return;
+    char *stored = doc.len ? strndup(doc.data, doc.len) : NULL;
+    if (!stored)
+        s3_reply_error(req, doc.len ? S3E_INTERNAL : S3E_NO_SUCH_TAG_SET, NULL);
+    else
+        reply_tags(req, stored);
+    free(stored);
+    buf_free(&doc);
+}
+
+/* An empty TagSet removes the bucket's tags, as S3 does. */
+static void put_bucket_tagging_finish(s3_req_t *req)
+{
+    s3_tags_t t;
+    char *stored;
+    if (!body_tags(req, S3_TAGS_BUCKET, &t, &stored))
+        return;
+    s3_tags_free(&t);
+    config_write(req, STOR_BCFG_TAGGING, stored, stored ? strlen(stored) : 0, 204);
+    free(stored);
+}
+
+static void delete_bucket_tagging_begin(s3_req_t *req)
+{
+    config_delete(req, STOR_BCFG_TAGGING);
+}
+
+static void get_object_tagging_begin(s3_req_t *req)
+{
+    stor_meta_t meta;
+    if (!s3_object_for_request(req, S3_PERM_READ, &meta))
+        return;
+    if (s3_req_query(req, "versionId"))
+        s3_reply_header(req, "x-amz-version-id", "null");
+    reply_tags(req, meta.tags);
+    stor_meta_free(&meta);
+}
+
+/* Authorized once the (bounded) body is read, not before as other XML
+ * bodies are: s3:RequestObjectTag conditions are answered from it. The
+ * key must exist first. */
+static void put_object_tagging_begin(s3_req_t *req)
+{
+    s3_error_t err = s3_version_check(s3_req_query(req, "versionId"));
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, NULL);
+        return;
+    }
+    if (!s3_bucket_lookup(req, req->bucket, &req->authz_bucket))
+        return;
+    stor_meta_t meta;
+    stor_status_t st = stor_head(req->srv->cfg.store, req->bucket, req->key, &meta);
+    if (st != STOR_OK) {
+        s3_reply_error(req, s3_object_lookup_error(req, &req->authz_bucket, st), NULL);
+        return;
+    }
+    stor_meta_free(&meta);
+    req->body_kind = S3_BODY_XML;
+}
+
+/* Sets (t: a new set, possibly empty) or removes (t NULL) the object's tags
+ * after checking the requester may, and replies status. */
+static void object_tags_write(s3_req_t *req, const s3_tags_t *t, const char *stored, int status)
+{
+    req->request_tags = t;
+    stor_meta_t meta;
+    bool ok = s3_object_for_request(req, S3_PERM_WRITE_ACP, &meta);
+    req->request_tags = NULL;
+    if (!ok)
+        return;
+    stor_meta_free(&meta);
+    stor_obj_change_t change = {.set_tags = true, .tags = stored};
+    stor_status_t st =
+        stor_object_change(req->srv->cfg.store, &req->authz_bucket, req->key, &change);
+    if (st != STOR_OK) {
+        s3_reply_error(req, s3_error_from_stor(st), NULL);
+        return;
+    }
+    if (s3_req_query(req, "versionId"))
+        s3_reply_header(req, "x-amz-version-id", "null");
+    s3_reply_empty(req, status);
+}
+
+static void put_object_tagging_finish(s3_req_t *req)
+{
+    s3_tags_t t;
+    char *stored;
+    if (!body_tags(req, S3_TAGS_OBJECT, &t, &stored))
+        return;
+    object_tags_write(req, &t, stored, 200);
+    s3_tags_free(&t);
+    free(stored);
+}
+
+static void delete_object_tagging_begin(s3_req_t *req)
+{
+    object_tags_write(req, NULL, NULL, 204);
+}
+
+/* ---- default encryption ------------------------------------------------------------ */
+
+/* The document: one byte, 1 (AES256) or 2 (aws:kms, then the keyring key's
+ * name, none for the default key). */
+static void get_encryption_begin(s3_req_t *req)
+{
+    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
+        return;
+    buf_t doc;
+    if (!config_read(req, STOR_BCFG_ENCRYPTION, &doc))
+        return;
+    int v = doc.len >= 1 ? ((const uint8_t *)doc.data)[0] : 0;
+    if (v != 1 && v != 2) {
+        buf_free(&doc);
+        s3_reply_error(req, S3E_NO_SSE_CONFIG, NULL);
+        return;
+    }
+    char kms_id[S3_SSE_KMS_ID_MAX + 1] = "";
+    if (v == 2 && doc.len - 1 <= S3_SSE_KMS_ID_MAX) {
+        memcpy(kms_id, (const char *)doc.data + 1, doc.len - 1);
+        kms_id[doc.len - 1] = '\0';
+    }
+    buf_free(&doc);
+    buf_t xml;
+    buf_init(&xml, 4096);
+    s3_xml_open(&xml, "ServerSideEncryptionConfiguration");
+    buf_append_str(&xml, "<Rule><ApplyServerSideEncryptionByDefault>");
+    s3_xml_elem(&xml, "SSEAlgorithm", v == 2 ? "aws:kms" : "AES256");
+    if (kms_id[0])
+        s3_xml_elem(&xml, "KMSMasterKeyID", kms_id);
+    buf_append_str(&xml, "</ApplyServerSideEncryptionByDefault>");
+    s3_xml_elem(&xml, "BucketKeyEnabled", "false");
+    buf_append_str(&xml, "</Rule></ServerSideEncryptionConfiguration>");
+    s3_reply_xml(req, 200, &xml);
+}
+
+/* One rule whose default is AES256 (SSE-S3) or aws:kms (with or without a
+ * KMSMasterKeyID of the keyring); refused when this server could not honour
+ * it on a write (no master keys, no keyring, no such key). */
+static void put_encryption_finish(s3_req_t *req)
+{
+    static const char *const fields[] = {"ApplyServerSideEncryptionByDefault/SSEAlgorithm",
+                                         "ApplyServerSideEncryptionByDefault/KMSMasterKeyID"};
+    xml_list_entry_t *e;
+    size_t n, n_items;
+    if (xml_parse_list(req->body.data ? req->body.data : "", req->body.len,
+                       "ServerSideEncryptionConfiguration", "Rule", fields, 2, 8, &e, &n,
+                       &n_items) != 0) {
+        s3_reply_error(req, S3E_MALFORMED_XML, NULL);
+        return;
+    }
+    const char *alg = NULL, *kid = NULL;
+    bool ok = n_items == 1;
+    for (size_t i = 0; i < n && ok; i++) {
+        const char **slot = e[i].field == 0 ? &alg : &kid;
+        ok = !*slot;
+        *slot = e[i].value;
+    }
+    const s3_sse_keys_t *ring = req->srv->cfg.sse_kms_keys;
+    if (ok && alg && strcmp(alg, "aws:kms") == 0) {
+        uint8_t doc[1 + S3_SSE_KMS_ID_MAX] = {2};
+        const char *name = kid ? s3_sse_kms_key_name(kid) : "";
+        bool known = false;
+        for (size_t i = 0; ring && i < ring->n; i++)
+            known |= !*name || strcmp(ring->id[i], name) == 0;
+        if (!ring || ring->n == 0)
+            s3_reply_error(req, S3E_NOT_IMPLEMENTED,
+                           "SSE-KMS needs a key provider, and this server has none: its operator "
+                           "sets sse.kms_keyring_file (a local keyring).");
+        else if (!known || strlen(name) > S3_SSE_KMS_ID_MAX)
+            s3_reply_error(req, S3E_KMS_NOT_FOUND, NULL);
+        else {
+            memcpy(doc + 1, name, strlen(name));
+            config_write(req, STOR_BCFG_ENCRYPTION, doc, 1 + strlen(name), 200);
+        }
+        xml_list_free(e, n);
+        return;
+    }
+    uint8_t byte = 1;
+    if (!ok || !alg || kid)
+        s3_reply_error(req, S3E_MALFORMED_XML, NULL);
+    else if (strcmp(alg, "aws:kms:dsse") == 0)
+        s3_reply_error(req, S3E_NOT_IMPLEMENTED,
+                       "Dual-layer SSE-KMS (aws:kms:dsse) is not implemented by s3rdmad.");
+    else if (strcmp(alg, "AES256") != 0)
+        s3_reply_error(req, S3E_MALFORMED_XML, NULL);
+    else if (!req->srv->cfg.sse_keys || req->srv->cfg.sse_keys->n == 0)
+        s3_reply_error(req, S3E_NOT_IMPLEMENTED,
+                       "Server-side encryption with server-managed keys (SSE-S3) is not "
+                       "configured on this server: its operator sets sse.master_key_file.");
+    else
+        config_write(req, STOR_BCFG_ENCRYPTION, &byte, 1, 200);
+    xml_list_free(e, n);
+}
+
+static void delete_encryption_begin(s3_req_t *req)
+{
+    config_delete(req, STOR_BCFG_ENCRYPTION);
+}
+
 /* ---- lifecycle ------------------------------------------------------------------------ */
 
 /* The whole LifecycleConfiguration document of cfg, appended to xml. */
@@ -715,8 +962,7 @@ static void add_lifecycle_headers(void *ctx, const s3_lc_t *cfg)
     s3_req_t *req = a->req;
     const s3_lc_rule_t *rule;
     if (a->meta) {
-        int64_t t = s3_lc_expiry(cfg, a->key, a->meta->size, a->meta->mtime_ms / 1000,
-                                 req->srv->cfg.lifecycle_day_s, NULL, NULL, &rule);
+        int64_t t = s3_lc_expiry_of(cfg, a->key, a->meta, req->srv->cfg.lifecycle_day_s, &rule);
         char value[S3_LC_MAX_ID + 96];
         if (t >= 0) {
             s3_lc_expiration_header(t, rule, value, sizeof value);
@@ -757,19 +1003,9 @@ static void reply_absent(s3_req_t *req, s3_error_t err)
         s3_reply_error(req, err, NULL);
 }
 
-static void get_tagging_begin(s3_req_t *req)
-{
-    reply_absent(req, S3E_NO_SUCH_TAG_SET);
-}
-
 static void get_object_lock_begin(s3_req_t *req)
 {
     reply_absent(req, S3E_NO_OBJECT_LOCK_CONFIG);
-}
-
-static void get_encryption_begin(s3_req_t *req)
-{
-    reply_absent(req, S3E_NO_SSE_CONFIG);
 }
 
 static void put_config_begin(s3_req_t *req)
@@ -784,39 +1020,6 @@ static void delete_config_begin(s3_req_t *req)
     /* Nothing is configured, so there is nothing to delete: S3's answer. */
     if (s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
         s3_reply_empty(req, 204);
-}
-
-/* Objects have no tags: an empty TagSet to read, nothing to delete, and
- * setting tags is not implemented. */
-static void get_object_tagging_begin(s3_req_t *req)
-{
-    stor_meta_t meta;
-    if (!s3_object_for_request(req, S3_PERM_READ, &meta))
-        return;
-    stor_meta_free(&meta);
-    buf_t xml;
-    buf_init(&xml, 4096);
-    s3_xml_open(&xml, "Tagging");
-    buf_append_str(&xml, "<TagSet></TagSet></Tagging>");
-    s3_reply_xml(req, 200, &xml);
-}
-
-static void put_object_tagging_begin(s3_req_t *req)
-{
-    stor_meta_t meta;
-    if (!s3_object_for_request(req, S3_PERM_WRITE_ACP, &meta))
-        return;
-    stor_meta_free(&meta);
-    s3_reply_error(req, S3E_NOT_IMPLEMENTED, "Object tagging is not implemented by s3rdmad.");
-}
-
-static void delete_object_tagging_begin(s3_req_t *req)
-{
-    stor_meta_t meta;
-    if (!s3_object_for_request(req, S3_PERM_WRITE_ACP, &meta))
-        return;
-    stor_meta_free(&meta);
-    s3_reply_empty(req, 204);
 }
 
 const s3_op_t s3_op_get_bucket_versioning = {"GetBucketVersioning", get_versioning_begin, NULL};
@@ -846,7 +1049,11 @@ const s3_op_t s3_op_get_bucket_cors = {"GetBucketCors", get_cors_begin, NULL};
 const s3_op_t s3_op_put_bucket_cors = {"PutBucketCors", owner_config_begin, put_cors_finish};
 const s3_op_t s3_op_delete_bucket_cors = {"DeleteBucketCors", delete_cors_begin, NULL};
 const s3_op_t s3_op_cors_preflight = {"CorsPreflight", preflight_begin, NULL};
-const s3_op_t s3_op_get_bucket_tagging = {"GetBucketTagging", get_tagging_begin, NULL};
+const s3_op_t s3_op_get_bucket_tagging = {"GetBucketTagging", get_bucket_tagging_begin, NULL};
+const s3_op_t s3_op_put_bucket_tagging = {"PutBucketTagging", owner_config_begin,
+                                          put_bucket_tagging_finish};
+const s3_op_t s3_op_delete_bucket_tagging = {"DeleteBucketTagging", delete_bucket_tagging_begin,
+                                             NULL};
 const s3_op_t s3_op_get_bucket_lifecycle = {"GetBucketLifecycleConfiguration", get_lifecycle_begin,
                                             NULL};
 const s3_op_t s3_op_put_bucket_lifecycle = {"PutBucketLifecycleConfiguration", owner_config_begin,
@@ -856,9 +1063,14 @@ const s3_op_t s3_op_delete_bucket_lifecycle = {"DeleteBucketLifecycle", delete_l
 const s3_op_t s3_op_get_object_lock_config = {"GetObjectLockConfiguration", get_object_lock_begin,
                                               NULL};
 const s3_op_t s3_op_get_bucket_encryption = {"GetBucketEncryption", get_encryption_begin, NULL};
+const s3_op_t s3_op_put_bucket_encryption = {"PutBucketEncryption", owner_config_begin,
+                                             put_encryption_finish};
+const s3_op_t s3_op_delete_bucket_encryption = {"DeleteBucketEncryption", delete_encryption_begin,
+                                                NULL};
 const s3_op_t s3_op_put_bucket_config = {"PutBucketConfiguration", put_config_begin, NULL};
 const s3_op_t s3_op_delete_bucket_config = {"DeleteBucketConfiguration", delete_config_begin, NULL};
 const s3_op_t s3_op_get_object_tagging = {"GetObjectTagging", get_object_tagging_begin, NULL};
-const s3_op_t s3_op_put_object_tagging = {"PutObjectTagging", put_object_tagging_begin, NULL};
+const s3_op_t s3_op_put_object_tagging = {"PutObjectTagging", put_object_tagging_begin,
+                                          put_object_tagging_finish};
 const s3_op_t s3_op_delete_object_tagging = {"DeleteObjectTagging", delete_object_tagging_begin,
                                              NULL};

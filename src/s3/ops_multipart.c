@@ -12,6 +12,7 @@
 #include "common/date.h"
 #include "common/s3r_limits.h"
 #include "s3/s3_request.h"
+#include "s3/sse.h"
 #include "s3/s3_util.h"
 #include "s3/xml_in.h"
 
@@ -147,6 +148,11 @@ static void create_mpu_begin(s3_req_t *req)
         err = mpu_checksum_from_headers(req, &meta, &why);
     if (err == S3E_NONE)
         err = s3_new_object_access(req, &meta, &why);
+    /* The upload's encryption: its parts are written under it. */
+    s3_sse_key_t dk;
+    if (err == S3E_NONE)
+        err = s3_sse_for_write(req, &meta, &dk, &why);
+    secure_zero(&dk, sizeof dk);
     if (err != S3E_NONE) {
         stor_meta_free(&meta);
         s3_reply_error(req, err, why);
@@ -159,6 +165,8 @@ static void create_mpu_begin(s3_req_t *req)
     char id[STOR_UPLOAD_ID_LEN + 1];
     stor_status_t st =
         stor_mpu_create(req->srv->cfg.store, &req->authz_bucket, req->key, &meta, id);
+    if (st == STOR_OK)
+        s3_sse_reply_headers(req, &meta);
     stor_meta_free(&meta);
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
@@ -180,10 +188,29 @@ static void create_mpu_begin(s3_req_t *req)
 /* Under etag: fast a part is hashed as a PutObject is (body.c): CRC32C, and an
  * opaque "<32 hex>-1" ETag, unless Content-MD5 is sent (then its verified MD5
  * is the ETag). Complete accepts both shapes (stor_mpu_etag). */
+/* The key a part of the request's upload is written under (the upload's
+ * encryption: its SSE-C key must come with every part, as in S3), at the
+ * part's counter block. Replies and returns false on error. */
+static bool part_key(s3_req_t *req, const stor_meta_t *upload, long number, s3_sse_key_t *dk)
+{
+    const char *why = NULL;
+    s3_error_t err = s3_sse_for_read(req, upload, false, dk, &why);
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, why);
+        return false;
+    }
+    dk->part = (uint32_t)number;
+    s3_sse_reply_headers(req, upload);
+    return true;
+}
+
 static void upload_part_begin(s3_req_t *req)
 {
     stor_meta_t up;
-    bool ok = upload_check(req, &up) && part_number(req) >= 0;
+    s3_sse_key_t dk = {0};
+    long number = -1;
+    bool ok = upload_check(req, &up) && (number = part_number(req)) >= 0 &&
+              part_key(req, &up, number, &dk);
     /* A part of an upload that named a checksum algorithm gets its checksum
      * of it, computed here when the client sent none, for Complete. */
     checksum_alg_t alg = checksum_alg_from_name(up.checksum_algorithm);
@@ -194,6 +221,7 @@ static void upload_part_begin(s3_req_t *req)
         req->want_ck[s3_checksum_alg_of(alg)] = true;
     req->fast_etag = req->srv->cfg.etag_fast;
     s3_upload_begin(req);
+    s3_sse_apply_writer(&dk, req->writer);
 }
 
 static void commit_part(s3_req_t *req, stor_writer_t *w, const char *etag, bool copy)
@@ -263,7 +291,10 @@ static s3_error_t parse_copy_range(const char *v, uint64_t size, uint64_t *first
 static void upload_part_copy_begin(s3_req_t *req)
 {
     stor_meta_t up;
-    bool ok = upload_check(req, &up) && part_number(req) >= 0;
+    s3_sse_key_t dk = {0};
+    long number = -1;
+    bool ok = upload_check(req, &up) && (number = part_number(req)) >= 0 &&
+              part_key(req, &up, number, &dk);
     /* The part gets its checksum of the upload's algorithm, as S3 computes
      * one for a copied part, so that Complete has it. */
     checksum_alg_t alg = checksum_alg_from_name(up.checksum_algorithm);
@@ -273,19 +304,23 @@ static void upload_part_copy_begin(s3_req_t *req)
     if (alg != CHECKSUM_NONE) {
         req->want_ck[s3_checksum_alg_of(alg)] = true;
         if (s3_checksums_begin(req) != S3E_NONE) {
+            secure_zero(&dk, sizeof dk);
             s3_reply_error(req, S3E_INTERNAL, NULL);
             return;
         }
     }
     bool same;
     stor_reader_t *reader = s3_copy_source_open(req, &same);
-    if (!reader)
+    if (!reader) {
+        secure_zero(&dk, sizeof dk);
         return;
+    }
     uint64_t size = stor_reader_meta(reader)->size, first = 0, len = size;
     const char *range = s3_req_header(req, "x-amz-copy-source-range");
     s3_error_t rerr = range ? parse_copy_range(range, size, &first, &len) : S3E_NONE;
     if (rerr != S3E_NONE) {
         stor_reader_close(reader);
+        secure_zero(&dk, sizeof dk);
         char msg[128];
         snprintf(msg, sizeof(msg),
                  "Range specified is not valid for source object of size: %" PRIu64, size);
@@ -299,7 +334,7 @@ static void upload_part_copy_begin(s3_req_t *req)
     }
     stor_writer_t *w = NULL;
     char etag[33];
-    s3_error_t err = s3_copy_range(req, reader, first, len, &w, etag);
+    s3_error_t err = s3_copy_range(req, reader, first, len, &dk, &w, etag);
     stor_reader_close(reader);
     if (err == S3E_NONE && (err = s3_checksums_end(req)) != S3E_NONE)
         stor_writer_abort(w);
@@ -386,6 +421,25 @@ static void complete_mpu_finish(s3_req_t *req)
         cond.checksums[i] = s3_req_header(req, name);
     }
     const char *id = s3_req_query(req, "uploadId");
+    /* An encrypted upload's parts are read back by their place in the
+     * object (stor_reader_set_part_cipher): it completes from parts 1..N. */
+    stor_meta_t upload = {0};
+    if (id && stor_mpu_meta(req->srv->cfg.store, req->bucket, req->key, id, &upload) == STOR_OK &&
+        upload.sse) {
+        bool consecutive = true;
+        for (size_t i = 0; i < n; i++)
+            consecutive &= cp[i].number == i + 1;
+        if (!consecutive) {
+            stor_meta_free(&upload);
+            free(cp);
+            xml_complete_parts_free(parts, n);
+            s3_reply_error(req, S3E_INVALID_PART,
+                           "s3rdmad completes an encrypted multipart upload from parts numbered "
+                           "1, 2, 3... without gaps.");
+            return;
+        }
+    }
+    stor_meta_free(&upload);
     stor_status_t st = id ? stor_mpu_complete(req->srv->cfg.store, &req->authz_bucket, req->key, id,
                                               cp, m, &cond, &meta)
                           : STOR_ERR_NO_UPLOAD;
@@ -406,6 +460,7 @@ static void complete_mpu_finish(s3_req_t *req)
     buf_printf(&xml, "<ETag>&quot;%s&quot;</ETag>", meta.etag);
     object_checksum_xml(&xml, &meta);
     buf_append_str(&xml, "</CompleteMultipartUploadResult>");
+    s3_sse_reply_headers(req, &meta);
     s3_new_version_header(req, &meta);
     stor_meta_free(&meta);
     s3_reply_xml(req, 200, &xml);

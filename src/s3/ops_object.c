@@ -14,6 +14,8 @@
 #include "s3/rdma_error.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
+#include "s3/sse.h"
+#include "s3/tagging.h"
 #include "s3/xml_in.h"
 
 #define COPY_BUF_BYTES (1024 * 1024)
@@ -318,17 +320,21 @@ static void put_object_begin(s3_req_t *req)
     }
     const char *why = NULL;
     stor_precond_t cond;
+    s3_sse_key_t dk;
     s3_error_t err = s3_meta_from_headers(req, meta, &why);
     if (err == S3E_NONE)
         err = s3_new_object_access(req, meta, &why);
     if (err == S3E_NONE)
         err = s3_write_precond(req, &cond, &why);
+    if (err == S3E_NONE)
+        err = s3_sse_for_write(req, meta, &dk, &why);
     if (err != S3E_NONE) {
         s3_reply_error(req, err, why);
         return;
     }
     req->fast_etag = req->srv->cfg.etag_fast;
     s3_upload_begin(req);
+    s3_sse_apply_writer(&dk, req->writer);
 }
 
 void s3_upload_begin(s3_req_t *req)
@@ -361,8 +367,10 @@ static void put_object_finish(s3_req_t *req)
 {
     if (req->rdma_token && !s3_token_pull(req))
         return;
-    if (s3_object_commit(req, req->op_state))
+    if (s3_object_commit(req, req->op_state)) {
+        s3_sse_reply_headers(req, req->op_state);
         s3_reply_empty(req, 200);
+    }
 }
 
 void s3_new_version_header(s3_req_t *req, const stor_meta_t *meta)
@@ -472,7 +480,8 @@ static s3_error_t check_conditions(s3_req_t *req, const char *prefix, const stor
  * s3_object_lookup_error; a delete marker: s3_delete_marker_reply, with
  * marker_err when vid names it). Replies and returns NULL on failure. */
 static stor_reader_t *object_open(s3_req_t *req, const char *bucket, const char *key,
-                                  const char *vid, s3_error_t marker_err, stor_bucket_t *b)
+                                  const char *vid, s3_error_t marker_err, stor_bucket_t *b,
+                                  bool copy_source)
 {
     if (!s3_bucket_lookup(req, bucket, b))
         return NULL;
@@ -488,6 +497,16 @@ static stor_reader_t *object_open(s3_req_t *req, const char *bucket, const char 
         stor_reader_close(reader);
         return NULL;
     }
+    /* An encrypted object is read through its key or not at all. */
+    s3_sse_key_t dk;
+    const char *why = NULL;
+    s3_error_t err = s3_sse_for_read(req, stor_reader_meta(reader), copy_source, &dk, &why);
+    if (err != S3E_NONE) {
+        stor_reader_close(reader);
+        s3_reply_error(req, err, why);
+        return NULL;
+    }
+    s3_sse_apply_reader(&dk, reader);
     return reader;
 }
 
@@ -496,8 +515,8 @@ static void get_object_begin(s3_req_t *req)
     const char *vid;
     if (!version_query(req, &vid))
         return;
-    stor_reader_t *reader =
-        object_open(req, req->bucket, req->key, vid, S3E_METHOD_NOT_ALLOWED, &req->authz_bucket);
+    stor_reader_t *reader = object_open(req, req->bucket, req->key, vid, S3E_METHOD_NOT_ALLOWED,
+                                        &req->authz_bucket, false);
     if (!reader)
         return;
     s3_version_headers(req, &req->authz_bucket, stor_reader_meta(reader), vid != NULL);
@@ -605,6 +624,9 @@ static void get_object_begin(s3_req_t *req)
         return;
     }
     s3_meta_to_headers(req, &shown);
+    s3_sse_reply_headers(req, meta);
+    if (meta->tags && strcmp(req->method, "GET") == 0)
+        s3_reply_headerf(req, "x-amz-tagging-count", "%zu", s3_tags_count(meta->tags));
     s3_lifecycle_reply_header(req, req->key, meta);
 
     if (req->rdma_token && strcmp(req->method, "GET") == 0)
@@ -754,7 +776,7 @@ stor_reader_t *s3_copy_source_open(s3_req_t *req, bool *same_object_p)
         return NULL;
     }
     stor_bucket_t sb;
-    stor_reader_t *reader = object_open(req, sbucket, skey, vid, S3E_INVALID_REQUEST, &sb);
+    stor_reader_t *reader = object_open(req, sbucket, skey, vid, S3E_INVALID_REQUEST, &sb, true);
     free(decoded);
     if (!reader)
         return NULL;
@@ -783,10 +805,12 @@ stor_reader_t *s3_copy_source_open(s3_req_t *req, bool *same_object_p)
 }
 
 s3_error_t s3_copy_range(s3_req_t *req, stor_reader_t *reader, uint64_t first, uint64_t len,
-                         stor_writer_t **writer_p, char etag[33])
+                         s3_sse_key_t *dk, stor_writer_t **writer_p, char etag[33])
 {
     stor_writer_t *w = NULL;
     stor_status_t st = stor_writer_open(req->srv->cfg.store, &req->authz_bucket, &w);
+    if (dk)
+        s3_sse_apply_writer(dk, w);
     if (st != STOR_OK)
         return s3_error_from_stor(st);
     char *buf = malloc(COPY_BUF_BYTES);
@@ -839,6 +863,12 @@ static void copy_object_begin(s3_req_t *req)
         s3_reply_error(req, S3E_INVALID_ARGUMENT, "Unknown metadata directive.");
         return;
     }
+    const char *tag_directive = s3_req_header(req, "x-amz-tagging-directive");
+    bool replace_tags = tag_directive && strcasecmp(tag_directive, "REPLACE") == 0;
+    if (tag_directive && !replace_tags && strcasecmp(tag_directive, "COPY") != 0) {
+        s3_reply_error(req, S3E_INVALID_ARGUMENT, "Unknown tagging directive.");
+        return;
+    }
     bool same = false;
     /* A copy onto itself is legal when it changes the storage class. */
     bool new_class = s3_req_header(req, "x-amz-storage-class") != NULL;
@@ -863,12 +893,27 @@ static void copy_object_begin(s3_req_t *req)
         if (err == S3E_NONE)
             err = s3_storage_class_from_headers(req, meta);
     }
+    /* Tags follow their own directive: the source's (COPY, the default)
+     * or x-amz-tagging's (REPLACE), whatever the metadata directive. */
+    if (err == S3E_NONE && replace_tags) {
+        err = s3_tags_from_request(req, meta, &why);
+    } else if (err == S3E_NONE) {
+        free(meta->tags);
+        meta->tags = src->tags ? strdup(src->tags) : NULL;
+        if (src->tags && !meta->tags)
+            err = S3E_INTERNAL;
+    }
     if (err == S3E_NONE)
         err = s3_new_object_access(req, meta, &why);
+    /* The copy's own encryption, never the source's. */
+    s3_sse_key_t dk = {0};
+    if (err == S3E_NONE)
+        err = s3_sse_for_write(req, meta, &dk, &why);
     stor_writer_t *w = NULL;
     char etag[33];
     if (err == S3E_NONE)
-        err = s3_copy_range(req, reader, 0, src->size, &w, etag);
+        err = s3_copy_range(req, reader, 0, src->size, &dk, &w, etag);
+    secure_zero(&dk, sizeof dk);
     if (err == S3E_NONE && replace) {
         /* The bytes are identical: their checksums carry over. */
         for (int i = 0; i < S3_CK_COUNT; i++) {
@@ -900,6 +945,7 @@ static void copy_object_begin(s3_req_t *req)
     date_format_iso8601(meta->mtime_ms, date);
     buf_t xml;
     buf_init(&xml, 4096);
+    s3_sse_reply_headers(req, meta);
     s3_xml_open(&xml, "CopyObjectResult");
     buf_printf(&xml,
                "<LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag></CopyObjectResult>",

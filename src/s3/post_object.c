@@ -19,6 +19,8 @@
 #include "s3/post_policy.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
+#include "s3/sse.h"
+#include "s3/tagging.h"
 
 #define POST_PARSER_BUFFER (16 * 1024)
 
@@ -104,6 +106,24 @@ static const s3_frontend_t form_fields_frontend = {
     .header = form_header,
     .each_header = form_each_header,
 };
+
+/* A form's tags come as a Tagging XML document in its "tagging" field (not
+ * the header's query syntax): into f->meta.tags. */
+static s3_error_t form_tags(post_form_t *f, const char **why_p)
+{
+    const char *doc = field(f, "tagging");
+    if (!doc)
+        return S3E_NONE;
+    s3_tags_t t;
+    s3_error_t err = s3_tags_from_xml(doc, strlen(doc), S3_TAGS_OBJECT, &t, why_p);
+    if (err != S3E_NONE)
+        return err;
+    int nomem;
+    free(f->meta.tags);
+    f->meta.tags = s3_tags_encode(&t, &nomem);
+    s3_tags_free(&t);
+    return nomem ? S3E_INTERNAL : S3E_NONE;
+}
 
 /* ---- authentication and the policy ----------------------------------------------- */
 
@@ -297,15 +317,24 @@ static void start_file(s3_req_t *req, post_form_t *f, const char *filename)
     const s3_frontend_t *http_fe = req->fe;
     req->fe = &form_fields_frontend;
     const char *acl_why = NULL;
+    s3_sse_key_t dk = {0};
     err = s3_meta_from_headers(req, &f->meta, &acl_why);
     if (err == S3E_NONE)
         err = s3_new_object_access(req, &f->meta, &acl_why);
+    /* The form's fields stand for the SSE headers too; its transport is
+     * never a secure one to customer keys (s3/sse.c). */
+    if (err == S3E_NONE)
+        err = s3_sse_for_write(req, &f->meta, &dk, &acl_why);
     req->fe = http_fe;
+    if (err == S3E_NONE)
+        err = form_tags(f, &acl_why);
     if (err != S3E_NONE) {
+        secure_zero(&dk, sizeof dk);
         fail(f, err, acl_why);
         return;
     }
     stor_status_t st = stor_writer_open(req->srv->cfg.store, &req->authz_bucket, &req->writer);
+    s3_sse_apply_writer(&dk, req->writer);
     if (st != STOR_OK)
         fail(f, s3_error_from_stor(st), NULL);
 }

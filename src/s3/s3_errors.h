@@ -85,6 +85,11 @@
     X(CORS_BAD_REQUEST, 400, "BadRequest",                                                         \
       "Insufficient information. Origin request header needed.")                                   \
     X(NO_SUCH_TAG_SET, 404, "NoSuchTagSet", "The TagSet does not exist")                           \
+    X(INVALID_TAG, 400, "InvalidTag", "The tag provided was not a valid tag.")                     \
+    X(BAD_REQUEST, 400, "BadRequest", "Bad Request.")                                              \
+    X(KMS_NOT_FOUND, 400, "KMS.NotFoundException", "Invalid keyId")                                \
+    X(INVALID_ENCRYPTION_ALGORITHM, 400, "InvalidEncryptionAlgorithmError",                        \
+      "The encryption request you specified is not valid. The valid value is AES256.")             \
     X(NO_SUCH_LIFECYCLE, 404, "NoSuchLifecycleConfiguration",                                      \
       "The lifecycle configuration does not exist")                                                \
     X(NO_OBJECT_LOCK_CONFIG, 404, "ObjectLockConfigurationNotFoundError",                          \

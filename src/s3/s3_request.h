@@ -183,6 +183,10 @@ struct s3_req {
     char signed_headers[1024]; /* lower-case names joined by ';' */
     char *headers_not_signed;  /* x-amz-* headers outside them (",") for the AccessDenied body */
 
+    /* The tag set a PutObjectTagging body sets, while its access is decided
+     * (s3:RequestObjectTag conditions; other requests: x-amz-tagging). */
+    const struct s3_tags *request_tags;
+
     /* RDMA token path (docs/protocol.md §3): the x-amz-rdma-token value, or NULL. */
     const char *rdma_token;
 
@@ -409,6 +413,10 @@ int s3_body_sink(void *req, const void *data, size_t len);
  * (common/s3r_limits.h) with MetadataTooLarge or InvalidArgument. Returns
  * S3E_NONE, or the error with *why_p its message (NULL: the table's). */
 s3_error_t s3_meta_from_headers(s3_req_t *req, stor_meta_t *meta, const char **why_p);
+/* Sets meta->tags from the request's x-amz-tagging header (none: no tags),
+ * checked as S3 does (s3/tagging.h); s3_meta_from_headers calls it, and
+ * CopyObject under x-amz-tagging-directive REPLACE. */
+s3_error_t s3_tags_from_request(s3_req_t *req, stor_meta_t *meta, const char **why_p);
 /* Sets meta's storage class from x-amz-storage-class: NULL when absent or
  * STANDARD (records stay at their older version), the class as sent when
  * it is another of S3's; InvalidStorageClass for one S3 does not know.
@@ -550,10 +558,12 @@ void s3_acl_xml(buf_t *xml, stor_acl_t acl, bool object, const char *owner,
  * replies and returns NULL. */
 stor_reader_t *s3_copy_source_open(s3_req_t *req, bool *same_object_p);
 /* Copies [first, first+len) of reader into a new writer on req->bucket,
- * computing the MD5 (hex into etag). On success *writer_p is the writer, for
- * the caller to commit; on error nothing is left behind. */
+ * computing the MD5 (hex into etag); the writer encrypts under dk (NULL:
+ * none; zeroed here). On success *writer_p is the writer, for the caller to
+ * commit; on error nothing is left behind. */
+struct s3_sse_key;
 s3_error_t s3_copy_range(s3_req_t *req, stor_reader_t *reader, uint64_t first, uint64_t len,
-                         stor_writer_t **writer_p, char etag[33]);
+                         struct s3_sse_key *dk, stor_writer_t **writer_p, char etag[33]);
 /* Checks the token rules common to every token request: RDMA enabled here
  * (else the 501 decline) and the token covered by the signature (else 403).
  * Replies and returns false when one fails. */
@@ -584,11 +594,12 @@ extern const s3_op_t s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_bucke
     s3_op_get_bucket_lifecycle, s3_op_get_object_lock_config, s3_op_get_bucket_encryption,
     s3_op_put_bucket_config, s3_op_delete_bucket_config, s3_op_get_object_tagging,
     s3_op_put_object_tagging, s3_op_delete_object_tagging, s3_op_get_object_attributes,
-    s3_op_put_bucket_policy, s3_op_delete_bucket_policy, s3_op_get_bucket_policy_status,
-    s3_op_get_public_access_block, s3_op_put_public_access_block, s3_op_delete_public_access_block,
-    s3_op_get_bucket_ownership, s3_op_put_bucket_ownership, s3_op_delete_bucket_ownership,
-    s3_op_put_bucket_cors, s3_op_delete_bucket_cors, s3_op_cors_preflight,
-    s3_op_put_bucket_lifecycle, s3_op_delete_bucket_lifecycle;
+    s3_op_put_bucket_tagging, s3_op_delete_bucket_tagging, s3_op_put_bucket_encryption,
+    s3_op_delete_bucket_encryption, s3_op_put_bucket_policy, s3_op_delete_bucket_policy,
+    s3_op_get_bucket_policy_status, s3_op_get_public_access_block, s3_op_put_public_access_block,
+    s3_op_delete_public_access_block, s3_op_get_bucket_ownership, s3_op_put_bucket_ownership,
+    s3_op_delete_bucket_ownership, s3_op_put_bucket_cors, s3_op_delete_bucket_cors,
+    s3_op_cors_preflight, s3_op_put_bucket_lifecycle, s3_op_delete_bucket_lifecycle;
 /* Endpoints the HTTP frontend serves itself (begin and finish NULL: never
  * given to s3_req_start), named for metrics and access logs. */
 extern const s3_op_t s3_op_stats, s3_op_metrics, s3_op_health;

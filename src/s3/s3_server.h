@@ -71,6 +71,10 @@ typedef struct s3_server_config {
      * NULL for no header (no session port). */
     const char *rdma_advertise;
     int rdma_advertise_port;
+    /* The other gateways' HTTP endpoints, comma-separated, named to
+     * authenticated clients in the x-s3rdma-peers response header (checked
+     * by the server's configuration); NULL for no header. */
+    const char *peers;
     const char *region;         /* "us-east-1": what GetBucketLocation reports */
     const char *const *domains; /* virtual-host suffixes: "localhost" serves bucket.localhost */
     size_t n_domains;
@@ -86,6 +90,15 @@ typedef struct s3_server_config {
     /* Accept Signature Version 2 (HMAC-SHA1: header, presigned query and POST
      * policy); false refuses it with AccessDenied. */
     bool signature_v2;
+    /* SSE-S3 master keys (s3/sse.h; borrowed, must outlive the server), NULL
+     * or none: SSE-S3 and default encryption refused. */
+    const struct s3_sse_keys *sse_keys;
+    /* The SSE-KMS keyring (the built-in key provider; borrowed), NULL or
+     * none: SSE-KMS refused. */
+    const struct s3_sse_keys *sse_kms_keys;
+    /* Accept SSE-C keys over plain HTTP and the native protocol (tests
+     * only: the key crosses the network in the clear). */
+    bool sse_c_plain;
     /* Seconds in a lifecycle rule's day (lifecycle.day_seconds): 86400, or
      * shorter to test rules; 0 means 86400. */
     unsigned lifecycle_day_s;

@@ -100,6 +100,9 @@ static const setting_t settings[] = {
            "error, warn, info or debug"),
     TEXT("domains", "domains", "S3RDMA_DOMAINS", "localhost", domains,
          "comma-separated virtual-host domains (bucket.DOMAIN)"),
+    TEXT("peers", "peers", "S3RDMA_PEERS", "", peers,
+         "comma-separated HTTP endpoints of the other gateways (http://HOST:PORT), advertised to "
+         "authenticated clients in x-s3rdma-peers so a client given one gateway uses them all"),
     COUNT("max_buckets_per_user", "max-buckets-per-user", "S3RDMA_MAX_BUCKETS_PER_USER",
           STR(S3R_MAX_BUCKETS_PER_USER), max_buckets_per_user, 1, 1000000,
           "buckets one access key may own; past it CreateBucket is TooManyBuckets"),
@@ -191,6 +194,19 @@ static const setting_t settings[] = {
     TEXT("tls.key", "tls-key", "S3RDMA_TLS_KEY", "", tls.key, "PEM private key file"),
     ADDR("tls.listen", "tls-listen", "S3RDMA_TLS_LISTEN", "127.0.0.1:9443", tls.listen, 0,
          "HTTPS address HOST:PORT, [V6]:PORT or :PORT (every address)"),
+    /* Encryption at rest (docs/storage.md). */
+    TEXT("sse.master_key_file", "sse-master-key-file", "S3RDMA_SSE_MASTER_KEY_FILE", "",
+         sse.master_key_file,
+         "file of SSE-S3 master keys (64 hex digits a line; the first encrypts, all decrypt; "
+         "mode 600); empty: SSE-S3 and default encryption are refused"),
+    TEXT("sse.kms_keyring_file", "sse-kms-keyring-file", "S3RDMA_SSE_KMS_KEYRING_FILE", "",
+         sse.kms_keyring_file,
+         "SSE-KMS's built-in key provider, a local keyring for tests and edge sites (not a KMS): "
+         "\"NAME HEX64\" a line, the first the default key; mode 600; empty: SSE-KMS refused"),
+    BOOL("sse.c_over_plain_http", "sse-c-over-plain-http", "S3RDMA_SSE_C_OVER_PLAIN_HTTP", "false",
+         sse.c_over_plain,
+         "true or false: accept SSE-C customer keys over plain HTTP and the native protocol "
+         "(for tests: the key crosses the network in the clear)"),
     /* Lifecycle (docs/operations.md). */
     COUNT("lifecycle.day_seconds", "lifecycle-day-seconds", "S3RDMA_LIFECYCLE_DAY_SECONDS", "86400",
           lifecycle.day_seconds, 1, 86400,
@@ -522,7 +538,7 @@ static int apply_mapping(server_config_t *cfg, yaml_document_t *doc, yaml_node_t
             return -1;
         }
         /* Comma-list settings also take a YAML sequence. */
-        bool list = strcmp(full, "domains") == 0 || s->type == T_UIDS;
+        bool list = strcmp(full, "domains") == 0 || strcmp(full, "peers") == 0 || s->type == T_UIDS;
         if (list && v && v->type == YAML_SEQUENCE_NODE) {
             char joined[1024] = "";
             for (yaml_node_item_t *it = v->data.sequence.items.start;
@@ -736,9 +752,46 @@ static void print_config(FILE *out, const server_config_t *cfg)
     fprintf(out, "#users:\n#  - access_key: AKEXAMPLE\n#    secret_key: a-long-secret\n");
 }
 
+/* peers: at most SERVER_MAX_PEERS URLs "http://HOST[:PORT]" or "https://...",
+ * no path, no blanks or controls (the value goes out as one header). */
+static int check_peers(const char *peers)
+{
+    size_t len = strlen(peers), n = 0;
+    if (len > SERVER_MAX_PEERS_TEXT) {
+        fprintf(stderr, "s3rdmad: peers is longer than %d bytes\n", SERVER_MAX_PEERS_TEXT);
+        return -1;
+    }
+    for (const char *p = peers; *p != '\0';) {
+        size_t item = strcspn(p, ",");
+        size_t scheme = strncmp(p, "http://", 7) == 0 ? 7 : strncmp(p, "https://", 8) == 0 ? 8 : 0;
+        bool ok = scheme != 0 && item > scheme;
+        for (size_t i = scheme; ok && i < item; i++)
+            ok = (p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') ||
+                 (p[i] >= '0' && p[i] <= '9') || strchr(".-_:[]", p[i]) != NULL;
+        if (!ok) {
+            fprintf(stderr,
+                    "s3rdmad: peers: \"%.*s\" is not http://HOST[:PORT] or https://HOST[:PORT]\n",
+                    (int)item, p);
+            return -1;
+        }
+        if (++n > SERVER_MAX_PEERS) {
+            fprintf(stderr, "s3rdmad: peers lists more than %d gateways\n", SERVER_MAX_PEERS);
+            return -1;
+        }
+        p += item;
+        if (*p == ',' && *++p == '\0') {
+            fprintf(stderr, "s3rdmad: peers ends with a comma\n");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Checks what involves more than one setting, once every layer is in. */
 static int check_together(const server_config_t *cfg)
 {
+    if (check_peers(cfg->peers) != 0)
+        return -1;
     if (cfg->rdma.staging < 2 * cfg->rdma.chunk) {
         fprintf(stderr,
                 "s3rdmad: rdma.staging (%llu bytes) must hold at least two rdma.chunk (%llu "

@@ -53,7 +53,9 @@ typedef enum server_log_format {
     SERVER_LOG_COMMON,   /* "common" */
 } server_log_format_t;
 
-#define SERVER_MAX_SETTINGS 64 /* config.c's table holds at most this many */
+#define SERVER_MAX_PEERS      15   /* with the gateway itself, a client's S3C_MAX_ENDPOINTS */
+#define SERVER_MAX_PEERS_TEXT 2048 /* bytes of the peers setting (one response header) */
+#define SERVER_MAX_SETTINGS   64   /* config.c's table holds at most this many */
 
 typedef struct server_config {
     char *data_dir;
@@ -64,6 +66,10 @@ typedef struct server_config {
     char *region;
     int log_level; /* enum log_level (common/log.h) */
     char *domains; /* comma-separated virtual-host suffixes */
+    /* The other gateways' HTTP endpoints, comma-separated ("" for none),
+     * named to authenticated clients in x-s3rdma-peers; checked by
+     * server_config_load (SERVER_MAX_PEERS URLs, http:// or https://). */
+    char *peers;
     unsigned max_buckets_per_user;
     struct {
         unsigned day_seconds; /* a lifecycle rule's day: 86400, shorter for tests */
@@ -99,6 +105,12 @@ typedef struct server_config {
         uint64_t min_body_rate;  /* bytes per second; 0 = no limit */
         unsigned body_rate_window_s;
     } http;
+    /* Encryption at rest (docs/storage.md, "Encryption at rest"). */
+    struct {
+        char *master_key_file;  /* SSE-S3 master keys; "" = SSE-S3 refused */
+        char *kms_keyring_file; /* SSE-KMS local keyring; "" = SSE-KMS refused */
+        bool c_over_plain;      /* accept SSE-C keys without TLS (tests only) */
+    } sse;
     struct {
         char *cert; /* PEM certificate chain; with key, HTTPS is on */
         char *key;  /* PEM private key */

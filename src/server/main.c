@@ -20,6 +20,7 @@
 #include "server/access_log.h"
 #include "server/ucx_guard.h"
 #include "s3/s3_server.h"
+#include "s3/sse.h"
 #include "server/config.h"
 #include "storage/storage.h"
 
@@ -269,6 +270,24 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    /* SSE-S3 master keys: held for the server's life, zeroed at exit. */
+    static s3_sse_keys_t sse_keys, kms_keys;
+    char why[300];
+    if (*cfg.sse.master_key_file &&
+        s3_sse_keys_load(cfg.sse.master_key_file, false, &sse_keys, why, sizeof why) != 0) {
+        fprintf(stderr, "s3rdmad: sse.master_key_file: %s\n", why);
+        server_config_free(&cfg);
+        return 1;
+    }
+    if (*cfg.sse.kms_keyring_file &&
+        s3_sse_keys_load(cfg.sse.kms_keyring_file, true, &kms_keys, why, sizeof why) != 0) {
+        fprintf(stderr, "s3rdmad: sse.kms_keyring_file: %s\n", why);
+        secure_zero(&sse_keys, sizeof sse_keys);
+        secure_zero(&kms_keys, sizeof kms_keys);
+        server_config_free(&cfg);
+        return 1;
+    }
+
     stor_t *store = NULL;
     stor_durability_t dur = cfg.durability == SERVER_DURABILITY_RELAXED ? STOR_DURABILITY_RELAXED
                                                                         : STOR_DURABILITY_FSYNC;
@@ -359,11 +378,15 @@ int main(int argc, char **argv)
         .tls_port = cfg.tls.listen.port,
         .rdma_advertise = rdma ? advertise : NULL,
         .rdma_advertise_port = advertise_port,
+        .peers = *cfg.peers ? cfg.peers : NULL,
         .region = cfg.region,
         .domains = domains,
         .max_buckets_per_user = cfg.max_buckets_per_user,
         .etag_fast = cfg.etag == SERVER_ETAG_FAST,
         .signature_v2 = cfg.signature_v2,
+        .sse_keys = sse_keys.n ? &sse_keys : NULL,
+        .sse_kms_keys = kms_keys.n ? &kms_keys : NULL,
+        .sse_c_plain = cfg.sse.c_over_plain,
         .lifecycle_day_s = cfg.lifecycle.day_seconds,
         .n_domains = n_domains,
         .users = cfg.users,
@@ -410,6 +433,7 @@ int main(int argc, char **argv)
     rdma_server_stop(rdma);
     access_log_close(access); /* after both frontends: no request logs any more */
     stor_close(store);
+    secure_zero(&sse_keys, sizeof sse_keys);
     server_config_free(&cfg);
     log_info("stopped");
     return 0;

@@ -135,6 +135,8 @@ static const struct {
     {STOR_MX_CHECKSUM_ALGORITHM, offsetof(stor_meta_t, checksum_algorithm)},
     {STOR_MX_CHECKSUM_TYPE, offsetof(stor_meta_t, checksum_type)},
     {STOR_MX_PART_CHECKSUMS, offsetof(stor_meta_t, part_checksums)},
+    {STOR_MX_TAGS, offsetof(stor_meta_t, tags)},
+    {STOR_MX_SSE, offsetof(stor_meta_t, sse)},
     {STOR_MX_VERSION, offsetof(stor_meta_t, version)},
     {STOR_MX_DELETE_MARKER, offsetof(stor_meta_t, delete_marker)},
 };

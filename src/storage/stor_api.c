@@ -115,9 +115,44 @@ stor_status_t stor_writer_open(stor_t *st, const stor_bucket_t *bucket, stor_wri
     return st->ops->writer_open(st, bucket, out_p);
 }
 
+/* The most an encrypting write passes to the backend at once, and a
+ * decrypting read takes from it: one stack buffer's worth, in cache. */
+#define CIPHER_CHUNK (32u * 1024)
+
 stor_status_t stor_writer_write(stor_writer_t *w, const void *data, size_t len)
 {
-    return w->st->ops->writer_write(w, data, len);
+    if (!w->cipher.on)
+        return w->st->ops->writer_write(w, data, len);
+    uint8_t buf[CIPHER_CHUNK];
+    const uint8_t *p = data;
+    stor_status_t s = STOR_OK;
+    while (len && s == STOR_OK) {
+        size_t n = len < sizeof buf ? len : sizeof buf;
+        if (aes256_ctr_at(w->cipher.key, w->cipher.iv, w->st->ops->writer_size(w), p, buf, n) != 0)
+            s = STOR_ERR_IO;
+        else
+            s = w->st->ops->writer_write(w, buf, n);
+        p += n;
+        len -= n;
+    }
+    secure_zero(buf, sizeof buf);
+    return s;
+}
+
+void stor_writer_set_cipher(stor_writer_t *w, const uint8_t key[AES256_KEY_LEN],
+                            const uint8_t iv[AES_BLOCK_LEN])
+{
+    w->cipher.on = true;
+    memcpy(w->cipher.key, key, AES256_KEY_LEN);
+    memcpy(w->cipher.iv, iv, AES_BLOCK_LEN);
+}
+
+void stor_reader_set_cipher(stor_reader_t *r, const uint8_t key[AES256_KEY_LEN],
+                            const uint8_t iv[AES_BLOCK_LEN])
+{
+    r->cipher.on = true;
+    memcpy(r->cipher.key, key, AES256_KEY_LEN);
+    memcpy(r->cipher.iv, iv, AES_BLOCK_LEN);
 }
 
 uint64_t stor_writer_size(const stor_writer_t *w)
@@ -127,19 +162,22 @@ uint64_t stor_writer_size(const stor_writer_t *w)
 
 stor_status_t stor_writer_commit(stor_writer_t *w, const char *key, stor_meta_t *meta)
 {
-    return w->st->ops->writer_commit_if(w, key, meta, NULL);
+    return stor_writer_commit_if(w, key, meta, NULL);
 }
 
 stor_status_t stor_writer_commit_if(stor_writer_t *w, const char *key, stor_meta_t *meta,
                                     const stor_precond_t *cond)
 {
+    secure_zero(&w->cipher, sizeof w->cipher);
     return w->st->ops->writer_commit_if(w, key, meta, cond);
 }
 
 void stor_writer_abort(stor_writer_t *w)
 {
-    if (w)
+    if (w) {
+        secure_zero(&w->cipher, sizeof w->cipher);
         w->st->ops->writer_abort(w);
+    }
 }
 
 stor_status_t stor_head(stor_t *st, const char *bucket, const char *key, stor_meta_t *meta_p)
@@ -186,48 +224,134 @@ const stor_meta_t *stor_reader_meta(const stor_reader_t *r)
     return r->st->ops->reader_meta(r);
 }
 
+/* An encrypted object's bytes come through a cache-sized buffer and are
+ * decrypted out of it into buf: buf (often the client's mapped RDMA buffer
+ * or a staging chunk) is written once, never read back. */
+void stor_part_iv(uint32_t number, uint8_t iv[16])
+{
+    memset(iv, 0, 16);
+    iv[0] = (uint8_t)(number >> 24);
+    iv[1] = (uint8_t)(number >> 16);
+    iv[2] = (uint8_t)(number >> 8);
+    iv[3] = (uint8_t)number;
+}
+
+void stor_reader_set_part_cipher(stor_reader_t *r, const uint8_t key[AES256_KEY_LEN])
+{
+    static const uint8_t zero[AES_BLOCK_LEN];
+    stor_reader_set_cipher(r, key, zero);
+    r->cipher.per_part = stor_reader_meta(r)->parts_count > 0;
+}
+
+/* Decrypts n bytes of ciphertext read at object offset off into dst: with
+ * the object's one counter block, or (per_part) part by part, each from its
+ * own counter block at its offset inside the part. */
+static int decrypt_at(stor_reader_t *r, uint64_t off, const uint8_t *ct, uint8_t *dst, size_t n)
+{
+    if (!r->cipher.per_part)
+        return aes256_ctr_at(r->cipher.key, r->cipher.iv, off, ct, dst, n);
+    const stor_meta_t *m = stor_reader_meta(r);
+    uint64_t start = 0;
+    for (uint32_t i = 0; i < m->parts_count && n; i++) {
+        uint64_t end = start + m->part_sizes[i];
+        if (off < end) {
+            size_t piece = end - off < n ? (size_t)(end - off) : n;
+            uint8_t iv[AES_BLOCK_LEN];
+            stor_part_iv(i + 1, iv);
+            if (aes256_ctr_at(r->cipher.key, iv, off - start, ct, dst, piece) != 0)
+                return -1;
+            off += piece;
+            ct += piece;
+            dst += piece;
+            n -= piece;
+        }
+        start = end;
+    }
+    return n ? -1 : 0;
+}
+
+static ssize_t pread_decrypt(stor_reader_t *r, void *buf, size_t len, uint64_t off)
+{
+    uint8_t ct[CIPHER_CHUNK];
+    uint8_t *dst = buf;
+    size_t done = 0;
+    while (done < len) {
+        size_t want = len - done < sizeof ct ? len - done : sizeof ct;
+        ssize_t n = r->st->ops->reader_pread(r, ct, want, off + done);
+        if (n < 0 || (n > 0 && decrypt_at(r, off + done, ct, dst + done, (size_t)n) != 0)) {
+            secure_zero(ct, sizeof ct);
+            return -1;
+        }
+        done += (size_t)n;
+        if ((size_t)n < want)
+            break; /* the end of the object */
+    }
+    return (ssize_t)done;
+}
+
 ssize_t stor_reader_pread(stor_reader_t *r, void *buf, size_t len, uint64_t off)
 {
+    if (r->cipher.on)
+        return pread_decrypt(r, buf, len, off);
     return r->st->ops->reader_pread(r, buf, len, off);
 }
 
 int stor_reader_span_fd(stor_reader_t *r, uint64_t off, uint64_t len, int *fd_p,
                         uint64_t *file_off_p)
 {
-    if (!r->st->ops->reader_span_fd)
+    /* An encrypted object's file holds ciphertext: never handed out. */
+    if (!r->st->ops->reader_span_fd || r->cipher.on)
         return 0;
     return r->st->ops->reader_span_fd(r, off, len, fd_p, file_off_p);
 }
 
 void stor_reader_close(stor_reader_t *r)
 {
-    if (r)
+    if (r) {
+        secure_zero(&r->cipher, sizeof r->cipher);
         r->st->ops->reader_close(r);
+    }
 }
 
 stor_status_t stor_delete(stor_t *st, const stor_bucket_t *bucket, const char *key)
 {
-    return st->ops->delete (st, bucket, key);
+    return st->ops->delete (st, bucket, key, NULL);
 }
 
-stor_status_t stor_delete_version(stor_t *st, const stor_bucket_t *bucket, const char *key,
-                                  const char *version_id, stor_deleted_t *out)
+/* stor_delete_version and stor_delete_if. */
+static stor_status_t delete_version_if(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                                       const char *version_id, const stor_precond_t *cond,
+                                       stor_deleted_t *out)
 {
     if (st->ops->delete_version)
-        return st->ops->delete_version(st, bucket, key, version_id, out);
+        return st->ops->delete_version(st, bucket, key, version_id, cond, out);
     memset(out, 0, sizeof *out);
     stor_status_t s = null_version_only(version_id);
     if (s == STOR_OK)
-        s = st->ops->delete (st, bucket, key);
+        s = st->ops->delete (st, bucket, key, cond);
     if (version_id && s == STOR_OK)
         strcpy(out->version_id, "null");
     return version_id && s == STOR_ERR_NO_KEY ? STOR_ERR_NO_VERSION : s;
 }
 
-stor_status_t stor_object_set_acl(stor_t *st, const stor_bucket_t *bucket, const char *key,
-                                  stor_acl_t acl)
+stor_status_t stor_delete_version(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                                  const char *version_id, stor_deleted_t *out)
 {
-    return st->ops->object_set_acl(st, bucket, key, acl);
+    return delete_version_if(st, bucket, key, version_id, NULL, out);
+}
+
+stor_status_t stor_delete_if(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                             const stor_precond_t *cond, stor_deleted_t *out)
+{
+    return delete_version_if(st, bucket, key, NULL, cond, out);
+}
+
+stor_status_t stor_object_change(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                                 const stor_obj_change_t *change)
+{
+    if (change->set_acl && (change->acl < 0 || change->acl >= STOR_ACL_COUNT))
+        return STOR_ERR_TOO_LARGE;
+    return st->ops->object_change(st, bucket, key, change);
 }
 
 /* ---- Listing ------------------------------------------------------------ */
@@ -295,6 +419,7 @@ stor_status_t stor_mpu_meta(stor_t *st, const char *bucket, const char *key, con
 stor_status_t stor_part_commit(stor_writer_t *w, const char *key, const char *upload_id,
                                stor_part_t *part)
 {
+    secure_zero(&w->cipher, sizeof w->cipher);
     return w->st->ops->part_commit(w, key, upload_id, part);
 }
 

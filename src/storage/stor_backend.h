@@ -11,6 +11,7 @@
 #ifndef S3R_STORAGE_STOR_BACKEND_H
 #define S3R_STORAGE_STOR_BACKEND_H
 
+#include "common/cipher.h"
 #include "storage/stor_record.h"
 #include "storage/storage.h"
 
@@ -56,9 +57,11 @@ typedef struct stor_ops {
                           uint64_t *file_off_p);
     void (*reader_close)(stor_reader_t *r);
 
-    stor_status_t (*delete)(stor_t *st, const stor_bucket_t *bucket, const char *key);
-    stor_status_t (*object_set_acl)(stor_t *st, const stor_bucket_t *bucket, const char *key,
-                                    stor_acl_t acl);
+    /* cond (NULL: none) as stor_delete_if checks it. */
+    stor_status_t (*delete)(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                            const stor_precond_t *cond);
+    stor_status_t (*object_change)(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                                   const stor_obj_change_t *change);
 
     stor_status_t (*iter_open)(stor_t *st, const char *bucket, const char *prefix,
                                const char *after, stor_iter_t **out_p);
@@ -95,7 +98,8 @@ typedef struct stor_ops {
     stor_status_t (*reader_open_version)(stor_t *st, const char *bucket, const char *key,
                                          const char *version_id, stor_reader_t **out_p);
     stor_status_t (*delete_version)(stor_t *st, const stor_bucket_t *bucket, const char *key,
-                                    const char *version_id, stor_deleted_t *out);
+                                    const char *version_id, const stor_precond_t *cond,
+                                    stor_deleted_t *out);
     stor_status_t (*iter_open_versions)(stor_t *st, const char *bucket, const char *prefix,
                                         const char *key_marker, const char *version_marker,
                                         stor_iter_t **out_p);
@@ -107,11 +111,23 @@ typedef struct stor_ops {
 struct stor {
     const stor_ops_t *ops;
 };
+/* An encrypted object's key (stor_writer_set_cipher, stor_reader_set_cipher):
+ * kept in the handle's base, applied by stor_api.c around the backend's
+ * calls, zeroed when the handle ends. */
+typedef struct stor_cipher {
+    bool on;
+    bool per_part; /* stor_reader_set_part_cipher: iv is per part */
+    uint8_t key[AES256_KEY_LEN];
+    uint8_t iv[AES_BLOCK_LEN];
+} stor_cipher_t;
+
 struct stor_writer {
     stor_t *st;
+    stor_cipher_t cipher;
 };
 struct stor_reader {
     stor_t *st;
+    stor_cipher_t cipher;
 };
 struct stor_iter {
     stor_t *st;

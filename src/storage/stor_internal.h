@@ -272,7 +272,8 @@ stor_status_t local_head_version(stor_t *st_, const char *bucket, const char *ke
 stor_status_t local_reader_open_version(stor_t *st_, const char *bucket, const char *key,
                                         const char *version_id, stor_reader_t **out_p);
 stor_status_t local_delete_version(stor_t *st_, const stor_bucket_t *bucket, const char *key,
-                                   const char *version_id, stor_deleted_t *out);
+                                   const char *version_id, const stor_precond_t *cond,
+                                   stor_deleted_t *out);
 stor_status_t local_iter_open_versions(stor_t *st_, const char *bucket, const char *prefix,
                                        const char *key_marker, const char *version_marker,
                                        stor_iter_t **out_p);
@@ -283,9 +284,10 @@ const stor_meta_t *local_reader_meta(const stor_reader_t *r_);
 ssize_t local_reader_pread(stor_reader_t *r_, void *buf, size_t len, uint64_t off);
 int local_reader_span_fd(stor_reader_t *r_, uint64_t off, uint64_t len, int *fd_p,
                          uint64_t *file_off_p);
-stor_status_t local_delete(stor_t *st_, const stor_bucket_t *bucket, const char *key);
-stor_status_t local_object_set_acl(stor_t *st_, const stor_bucket_t *bucket, const char *key,
-                                   stor_acl_t acl);
+stor_status_t local_delete(stor_t *st_, const stor_bucket_t *bucket, const char *key,
+                           const stor_precond_t *cond);
+stor_status_t local_object_change(stor_t *st_, const stor_bucket_t *bucket, const char *key,
+                                  const stor_obj_change_t *change);
 stor_status_t local_iter_open(stor_t *st_, const char *bucket, const char *prefix,
                               const char *after, stor_iter_t **out_p);
 void local_iter_seek(stor_iter_t *it_, const char *key, size_t key_len);

@@ -570,10 +570,11 @@ int local_reader_span_fd(stor_reader_t *r_, uint64_t off, uint64_t len, int *fd_
 
 /* ==== Deleting =========================================================== */
 
-stor_status_t local_delete(stor_t *st_, const stor_bucket_t *bucket, const char *key)
+stor_status_t local_delete(stor_t *st_, const stor_bucket_t *bucket, const char *key,
+                           const stor_precond_t *cond)
 {
     stor_deleted_t out;
-    return local_delete_version(st_, bucket, key, NULL, &out);
+    return local_delete_version(st_, bucket, key, NULL, cond, &out);
 }
 
 /* A delete marker's record for key (owner NULL: the bucket's owner). */
@@ -587,7 +588,8 @@ static stor_status_t marker_new(stor_obj_rec_t *rec)
 }
 
 stor_status_t local_delete_version(stor_t *st_, const stor_bucket_t *bucket, const char *key,
-                                   const char *version_id, stor_deleted_t *out)
+                                   const char *version_id, const stor_precond_t *cond,
+                                   stor_deleted_t *out)
 {
     lstor_t *st = (lstor_t *)st_;
     memset(out, 0, sizeof *out);
@@ -608,6 +610,8 @@ stor_status_t local_delete_version(stor_t *st_, const stor_bucket_t *bucket, con
         had_cur = s == STOR_OK;
         if (s == STOR_ERR_NO_KEY && (version_id || versioning != STOR_VERSIONING_OFF))
             s = STOR_OK;
+        if ((s == STOR_OK || s == STOR_ERR_NO_KEY) && cond)
+            s = stor_precond_check(cond, had_cur ? &cur.meta : NULL, had_cur);
     }
     if (s == STOR_OK && version_id) {
         /* Exactly that version. */
@@ -652,12 +656,10 @@ stor_status_t local_delete_version(stor_t *st_, const stor_bucket_t *bucket, con
     return s;
 }
 
-stor_status_t local_object_set_acl(stor_t *st_, const stor_bucket_t *bucket, const char *key,
-                                   stor_acl_t acl)
+stor_status_t local_object_change(stor_t *st_, const stor_bucket_t *bucket, const char *key,
+                                  const stor_obj_change_t *change)
 {
     lstor_t *st = (lstor_t *)st_;
-    if (acl < 0 || acl >= STOR_ACL_COUNT)
-        return STOR_ERR_TOO_LARGE;
     MDB_txn *txn;
     stor_status_t s = wr_begin(st, &txn);
     if (s != STOR_OK)
@@ -672,10 +674,11 @@ stor_status_t local_object_set_acl(stor_t *st_, const stor_bucket_t *bucket, con
         s = obj_get(st, txn, bucket->name, key, &rec, &k, ikey);
     if (s == STOR_OK) {
         /* The same record (same files or inline bytes, same mtime) with
-         * another ACL; rec.body points into txn, which is still open. */
+         * the change; rec.body points into txn, which is still open. */
         have = 1;
-        rec.meta.acl = acl;
-        s = encode_object_rec(&b, key, &rec);
+        s = stor_meta_apply_change(&rec.meta, change);
+        if (s == STOR_OK)
+            s = encode_object_rec(&b, key, &rec);
     }
     if (s == STOR_OK) {
         MDB_val v = {b.len, b.data};

@@ -59,7 +59,9 @@ typedef enum stor_mx {
     STOR_MX_CHECKSUM_ALGORITHM = 2,
     STOR_MX_CHECKSUM_TYPE = 3,
     STOR_MX_PART_CHECKSUMS = 4,
-    /* 5..9: taken by another branch (tagging, encryption) */
+    STOR_MX_TAGS = 5,
+    STOR_MX_SSE = 6,
+    /* 7..9: free */
     STOR_MX_VERSION = 10,       /* stor_meta_t.version */
     STOR_MX_DELETE_MARKER = 11, /* stor_meta_t.delete_marker */
 } stor_mx_t;
@@ -187,6 +189,9 @@ stor_status_t encode_put_inline(buf_t *b, const char *key, stor_meta_t *meta, co
 /* Re-encodes a decoded object record under key with its metadata as now in
  * rec->meta (files or inline bytes as they were), as encode_object. */
 stor_status_t encode_object_rec(buf_t *b, const char *key, const stor_obj_rec_t *rec);
+/* Applies change to m (an object's decoded metadata): STOR_ERR_NOMEM (m
+ * unchanged) when the new tags cannot be copied. */
+stor_status_t stor_meta_apply_change(stor_meta_t *m, const stor_obj_change_t *change);
 /* Whether cond (NULL: none) holds for the object a key holds (old, when
  * had_old): STOR_OK, STOR_ERR_PRECONDITION or STOR_ERR_NO_KEY. */
 stor_status_t stor_precond_check(const stor_precond_t *cond, const stor_meta_t *old, int had_old);

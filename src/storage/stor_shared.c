@@ -60,6 +60,20 @@ stor_status_t encode_object_rec(buf_t *b, const char *key, const stor_obj_rec_t 
     return b->len > STOR_REC_MAX ? STOR_ERR_TOO_LARGE : STOR_OK;
 }
 
+stor_status_t stor_meta_apply_change(stor_meta_t *m, const stor_obj_change_t *change)
+{
+    if (change->set_tags) {
+        char *tags = NULL;
+        if (change->tags && !(tags = strdup(change->tags)))
+            return STOR_ERR_NOMEM;
+        free(m->tags);
+        m->tags = tags;
+    }
+    if (change->set_acl)
+        m->acl = change->acl;
+    return STOR_OK;
+}
+
 stor_status_t stor_precond_check(const stor_precond_t *cond, const stor_meta_t *old, int had_old)
 {
     if (!cond)
@@ -69,6 +83,8 @@ stor_status_t stor_precond_check(const stor_precond_t *cond, const stor_meta_t *
     if (cond->must_exist && !had_old)
         return STOR_ERR_NO_KEY;
     if (cond->must_exist && cond->etag && strcmp(cond->etag, old->etag) != 0)
+        return STOR_ERR_PRECONDITION;
+    if (cond->must_exist && cond->mtime_ms && cond->mtime_ms != old->mtime_ms)
         return STOR_ERR_PRECONDITION;
     return STOR_OK;
 }

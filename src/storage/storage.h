@@ -30,6 +30,7 @@
 #ifndef S3R_STORAGE_STORAGE_H
 #define S3R_STORAGE_STORAGE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -208,6 +209,8 @@ typedef enum stor_bucket_cfg {
     /* The versioning state: one byte, stor_versioning_t (set only through
      * stor_bucket_set_versioning; storage reads it on every write). */
     STOR_BCFG_VERSIONING,
+    STOR_BCFG_TAGGING,    /* the bucket's tag set (s3/tagging.h's stored form) */
+    STOR_BCFG_ENCRYPTION, /* default encryption: one byte, 1 = AES256 (SSE-S3) */
     STOR_BCFG_COUNT
 } stor_bucket_cfg_t;
 #define STOR_BCFG_MAX_BYTES (64u * 1024) /* one document; larger: STOR_ERR_TOO_LARGE */
@@ -294,6 +297,12 @@ typedef struct stor_meta {
     char *checksum_algorithm;
     char *checksum_type;
     char *part_checksums;
+    /* The object's tag set in the S3 layer's stored form (s3/tagging.h);
+     * NULL: no tags. Opaque here. */
+    char *tags;
+    /* How the object's bytes are encrypted at rest, in the S3 layer's stored
+     * form (s3/sse.h: never a key); NULL: they are not. Opaque here. */
+    char *sse;
     /* The version (field 10): NULL for the "null" version of an object
      * written before its bucket had versioning; else 16 hex digits (the
      * version's order among its key's versions: a "null" version written
@@ -343,6 +352,7 @@ typedef struct stor_precond {
     int must_not_exist; /* STOR_ERR_PRECONDITION if the key holds an object */
     int must_exist;     /* STOR_ERR_NO_KEY if it holds none */
     const char *etag;   /* with must_exist: STOR_ERR_PRECONDITION unless its etag is this */
+    int64_t mtime_ms;   /* with must_exist and not 0: ... and its commit time is this */
     /* stor_mpu_complete only: the checksums the client expects the new
      * object to have (base64, by common/checksum.h's algorithm; NULL: none).
      * STOR_ERR_BAD_DIGEST when the one of the upload's algorithm is not the
@@ -355,6 +365,12 @@ stor_status_t stor_writer_commit_if(stor_writer_t *w, const char *key, stor_meta
                                     const stor_precond_t *cond);
 /* Discards the bytes and frees the writer; NULL is a no-op. */
 void stor_writer_abort(stor_writer_t *w);
+/* Encrypts the bytes written from now on with AES-256-CTR under key (32
+ * bytes) and iv (16: the counter block of the object's first 16 bytes;
+ * common/cipher.h), at their offset in the object: call it before the first
+ * write. The key is copied and zeroed when the writer ends. What the bytes
+ * are encrypted with is the caller's to remember (in the metadata). */
+void stor_writer_set_cipher(stor_writer_t *w, const uint8_t key[32], const uint8_t iv[16]);
 
 /* ---- Reading ------------------------------------------------------------ */
 
@@ -383,6 +399,18 @@ stor_status_t stor_reader_open(stor_t *st, const char *bucket, const char *key,
 stor_status_t stor_reader_open_version(stor_t *st, const char *bucket, const char *key,
                                        const char *version_id, stor_reader_t **out_p);
 const stor_meta_t *stor_reader_meta(const stor_reader_t *r);
+/* Decrypts what stor_reader_pread returns from now on, as
+ * stor_writer_set_cipher encrypted it; stor_reader_span_fd then returns 0
+ * (the file holds ciphertext). The key is zeroed when the reader closes. */
+void stor_reader_set_cipher(stor_reader_t *r, const uint8_t key[32], const uint8_t iv[16]);
+/* The counter block a multipart upload's part number encrypts from: the
+ * number in the first 4 bytes (big-endian), zeros after (the parts of one
+ * upload share its key; a part's offset never reaches 2^96 blocks). */
+void stor_part_iv(uint32_t number, uint8_t iv[16]);
+/* stor_reader_set_cipher for an object assembled from parts numbered 1, 2,
+ * ... in order (meta.part_sizes), each encrypted from stor_part_iv(its
+ * number); a single-part object reads as with the zero counter block. */
+void stor_reader_set_part_cipher(stor_reader_t *r, const uint8_t key[32]);
 /* Reads up to len bytes at off; returns bytes read (short only at the end of
  * the object), or -1 on an I/O error. */
 ssize_t stor_reader_pread(stor_reader_t *r, void *buf, size_t len, uint64_t off);
@@ -415,12 +443,25 @@ typedef struct stor_deleted {
  * the latest version switches atomically. */
 stor_status_t stor_delete_version(stor_t *st, const stor_bucket_t *bucket, const char *key,
                                   const char *version_id, stor_deleted_t *out);
+/* stor_delete_version of the latest version (version_id NULL) when cond
+ * holds for the object key holds, checked in the delete's own transaction
+ * (a lifecycle expiry of the object it saw, never of one written since);
+ * STOR_ERR_PRECONDITION or STOR_ERR_NO_KEY when it does not. */
+stor_status_t stor_delete_if(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                             const stor_precond_t *cond, stor_deleted_t *out);
 
-/* Sets the canned ACL of bucket/key (bucket as stor_bucket_get returned it),
- * leaving its bytes and other metadata as they are. STOR_ERR_NO_KEY when
- * the key holds no object. */
-stor_status_t stor_object_set_acl(stor_t *st, const stor_bucket_t *bucket, const char *key,
-                                  stor_acl_t acl);
+/* A change to an object's metadata that leaves its bytes as they are. */
+typedef struct stor_obj_change {
+    bool set_acl;
+    stor_acl_t acl;
+    bool set_tags;
+    const char *tags; /* with set_tags: the new tag set (copied); NULL removes it */
+} stor_obj_change_t;
+/* Applies change to bucket/key (bucket as stor_bucket_get returned it) in
+ * one atomic rewrite of its record: its bytes, mtime and other metadata stay
+ * as they are. STOR_ERR_NO_KEY when the key holds no object. */
+stor_status_t stor_object_change(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                                 const stor_obj_change_t *change);
 
 /* ---- Listing ------------------------------------------------------------ */
 

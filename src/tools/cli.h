@@ -87,11 +87,12 @@ typedef struct cli_config {
     char *src_endpoint, *src_keys, *src_region;
 } cli_config_t;
 
-/* Resolves the settings as the AWS CLI does: command-line flag > environment
- * > profile (AWS_SHARED_CREDENTIALS_FILE / ~/.aws/credentials, AWS_CONFIG_FILE
- * / ~/.aws/config) > default; with --profile the profile's keys also beat
- * the environment's. CLI_OK, or CLI_USAGE after printing why (an unknown
- * profile named explicitly, missing credentials). */
+/* Resolves the settings: a command-line flag, else what
+ * s3r_aws_settings_load finds (the AWS CLI's precedence over the
+ * environment and the profile; with --profile the profile's keys beat the
+ * environment's), else the default. CLI_OK, or CLI_USAGE after printing why
+ * (a shared file that does not parse, an unknown profile named explicitly,
+ * missing credentials). */
 int cli_config_resolve(const cli_flags_t *flags, cli_config_t *out);
 void cli_config_free(cli_config_t *cfg);
 

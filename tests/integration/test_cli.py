@@ -203,6 +203,30 @@ def test_profiles_and_precedence(srv, tmp_path, bucket):
     run(["--profile", "dev", "ls"], env, check=2)
 
 
+def test_profile_endpoints_and_malformed_files(srv, tmp_path, bucket):
+    """The shared files as libs3rdma reads them for every client (s3r_aws_settings_load):
+    a profile's services section, AWS_IGNORE_CONFIGURED_ENDPOINT_URLS, and a file that does
+    not parse stopping the CLI with the file and line rather than being half read."""
+    home = tmp_path / "h"
+    dead = f"http://127.0.0.1:{free_port()}"
+    write_profiles(home, f"[default]\naws_access_key_id = {AK}\naws_secret_access_key = {SK}\n",
+                   f"[default]\nendpoint_url = {dead}\nservices = here\n"
+                   f"[services here]\ns3 =\n  endpoint_url = {srv.endpoint}\n")
+    p = run(["-v", "ls"], base_env(home), check=0)
+    assert bucket in p.stdout.decode().split()
+    assert f"endpoint {srv.endpoint} (from profile default".encode() in p.stderr, p.stderr
+    p = run(["-v", "ls"], base_env(home, AWS_IGNORE_CONFIGURED_ENDPOINT_URLS="true"))
+    assert b"endpoint http://127.0.0.1:9000 (from default)" in p.stderr, p.stderr
+    # A line the AWS CLI cannot parse either: exit 2 with the file and the line.
+    (home / ".aws" / "config").write_text(f"[default]\nendpoint_url = {srv.endpoint}\n"
+                                          "region us-east-1\n")
+    p = run(["ls"], base_env(home), check=2)
+    assert f"{home / '.aws' / 'config'}:3: ".encode() in p.stderr, p.stderr
+    (home / ".aws" / "credentials").write_bytes(b"[default]\n[default]\n\xff")
+    p = run(["ls"], base_env(home), check=2)
+    assert f"{home / '.aws' / 'credentials'}:2: a section given twice".encode() in p.stderr
+
+
 # ----------------------------------------------------------------- verbs and path rules
 
 def test_cp_put_get_path_rules(env, s3, bucket, tmp_path):

@@ -326,10 +326,10 @@ def test_unsupported_object_subresource(server, s3, bucket):
     s3.put_object(Bucket=bucket, Key="o", Body=b"x")
     r = raw_request(server, "GET", f"/{bucket}/o", query=[("retention", "")])
     assert r.status == 501 and r.error_code() == "NotImplemented", r
-    r = raw_request(server, "PUT", f"/{bucket}/o", query=[("tagging", "")],
-                    body=b"<Tagging><TagSet/></Tagging>")
+    r = raw_request(server, "PUT", f"/{bucket}/o", query=[("legal-hold", "")],
+                    body=b"<LegalHold><Status>ON</Status></LegalHold>")
     assert r.status == 501 and r.error_code() == "NotImplemented", r
-    # the object was not overwritten by the tagging body
+    # the object was not overwritten by the subresource's body
     assert s3.get_object(Bucket=bucket, Key="o")["Body"].read() == b"x"
 
 

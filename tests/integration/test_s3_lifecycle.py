@@ -254,3 +254,64 @@ def test_runner_aborts_incomplete_uploads(make_server):
         s3.list_parts(Bucket=bucket, Key="tmp/a", UploadId=old)
     assert_error(e, "NoSuchUpload", 404)
     assert "upload " + old + " aborted (rule \"tmp\")" in srv.log_tail(200)
+
+
+def test_runner_expires_current_objects(make_server):
+    """A 2-second day: an Expiration rule deletes the objects it names once a day old; others
+    stay."""
+    srv = make_server(extra_args=["--lifecycle-day-seconds", "2"])
+    s3 = boto_client(srv)
+    bucket = new_bucket_name()
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="logs/a", Body=b"x" * 10)
+    s3.put_object(Bucket=bucket, Key="keep/b", Body=b"y")
+    put_rules(s3, bucket, [{"ID": "logs", "Filter": {"Prefix": "logs/"}, "Status": "Enabled",
+                            "Expiration": {"Days": 1}}])
+
+    def keys():
+        return {o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])}
+    assert wait_for(lambda: "logs/a" not in keys()), srv.log_tail()
+    assert "keep/b" in keys()
+    assert 'logs/a expired (rule "logs")' in srv.log_tail(200)
+
+
+def test_runner_in_a_versioned_bucket(make_server):
+    """Expiration puts a delete marker on top; NoncurrentVersionExpiration then removes the
+    old versions (keeping NewerNoncurrentVersions of them), and ExpiredObjectDeleteMarker the
+    marker left alone: in the end the key has no version at all, except the kept one."""
+    srv = make_server(extra_args=["--lifecycle-day-seconds", "2"])
+    s3 = boto_client(srv)
+    bucket = new_bucket_name()
+    s3.create_bucket(Bucket=bucket)
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    for body in (b"v1", b"v2", b"v3"):
+        s3.put_object(Bucket=bucket, Key="k", Body=body)
+    s3.put_object(Bucket=bucket, Key="gone", Body=b"g1")
+    s3.delete_object(Bucket=bucket, Key="gone")  # a marker over one version
+    solo = s3.put_object(Bucket=bucket, Key="solo", Body=b"s")["VersionId"]
+    s3.delete_object(Bucket=bucket, Key="solo")  # a marker...
+    s3.delete_object(Bucket=bucket, Key="solo", VersionId=solo)  # ...left alone
+    put_rules(s3, bucket, [
+        {"ID": "cur", "Filter": {"Prefix": "k"}, "Status": "Enabled", "Expiration": {"Days": 1}},
+        {"ID": "old", "Filter": {}, "Status": "Enabled",
+         "NoncurrentVersionExpiration": {"NoncurrentDays": 1, "NewerNoncurrentVersions": 1}},
+        {"ID": "markers", "Filter": {}, "Status": "Enabled",
+         "Expiration": {"ExpiredObjectDeleteMarker": True}},
+    ])
+
+    def versions(key):
+        r = s3.list_object_versions(Bucket=bucket, Prefix=key)
+        return ([v for v in r.get("Versions", []) if v["Key"] == key],
+                [m for m in r.get("DeleteMarkers", []) if m["Key"] == key])
+    # k: a marker on top of v3; then v1 and v2 beyond the one newest noncurrent kept go.
+    assert wait_for(lambda: (lambda v, m: len(m) == 1 and len(v) == 1)(*versions("k")),
+                    timeout=40), (versions("k"), srv.log_tail())
+    kept = versions("k")[0][0]
+    assert s3.get_object(Bucket=bucket, Key="k", VersionId=kept["VersionId"])["Body"].read() == b"v3"
+    # solo: the marker left alone goes.
+    assert wait_for(lambda: versions("solo") == ([], []), timeout=40), srv.log_tail()
+    # gone: NewerNoncurrentVersions 1 keeps g1, so its marker is not alone and stays; k's
+    # marker has v3 under it and stays too.
+    v, m = versions("gone")
+    assert len(v) == 1 and len(m) == 1
+    assert len(versions("k")[1]) == 1

@@ -256,6 +256,7 @@ static int client_init(ClientObject *self, PyObject *args, PyObject *kw)
                                         "native_inline",
                                         "ca_bundle",
                                         "parts_in_flight",
+                                        "peer_discovery",
                                         NULL};
     if (PyTuple_GET_SIZE(args) != 0) {
         PyErr_SetString(PyExc_TypeError, "Client() takes keyword arguments only");
@@ -306,7 +307,8 @@ static int client_init(ClientObject *self, PyObject *args, PyObject *kw)
         opt_int(kw, "quiet", &cfg.quiet) < 0 ||
         opt_u64(kw, "native_inline", &cfg.native_inline) < 0 ||
         opt_int(kw, "max_cached_regions", &max_regions) < 0 ||
-        opt_int(kw, "parts_in_flight", &parts) < 0)
+        opt_int(kw, "parts_in_flight", &parts) < 0 ||
+        opt_int(kw, "peer_discovery", &cfg.peer_discovery) < 0)
         return -1;
     u = (uint64_t)http_timeout;
     if (opt_u64(kw, "http_timeout_ms", &u) < 0)
@@ -1376,11 +1378,55 @@ static PyObject *size_parse(PyObject *Py_UNUSED(m), PyObject *args)
     return PyLong_FromUnsignedLongLong(v);
 }
 
+/* aws_settings(profile=None) -> dict: what s3r_aws_settings_load finds in
+ * the AWS environment and shared files (only the settings found), or
+ * ValueError with the library's reason (a file that does not parse, an
+ * unknown profile named on purpose). The environment is read as it is at
+ * the call, so os.environ changes made by Python count. */
+static PyObject *aws_settings(PyObject *Py_UNUSED(m), PyObject *args)
+{
+    const char *profile = NULL;
+    if (!PyArg_ParseTuple(args, "|z", &profile))
+        return NULL;
+    s3r_aws_settings_t s;
+    if (s3r_aws_settings_load(profile, &s) != S3R_OK) {
+        s3r_error_info_t e;
+        PyErr_Format(PyExc_ValueError, "s3rdma: %s",
+                     s3r_client_last_error(NULL, &e) == S3R_OK ? e.message : "out of memory");
+        return NULL;
+    }
+    PyObject *d = PyDict_New();
+    const struct {
+        const char *name, *value;
+    } f[] = {{"endpoint", s.endpoint},
+             {"access_key", s.access_key},
+             {"secret_key", s.secret_key},
+             {"session_token", s.session_token},
+             {"region", s.region},
+             {"ca_bundle", s.ca_bundle},
+             {"rdma_endpoint", s.rdma_endpoint},
+             {"transport", s.transport},
+             {"profile", s.profile}};
+    for (size_t i = 0; d != NULL && i < sizeof(f) / sizeof(f[0]); i++) {
+        if (f[i].value == NULL)
+            continue;
+        PyObject *v = PyUnicode_DecodeFSDefault(f[i].value);
+        if (v == NULL || PyDict_SetItemString(d, f[i].name, v) < 0)
+            Py_CLEAR(d);
+        Py_XDECREF(v);
+    }
+    s3r_aws_settings_free(&s);
+    return d;
+}
+
 static PyMethodDef module_methods[] = {
     {"set_error_factory", set_error_factory, METH_O,
      "set_error_factory(f): f(status, name, description, http_status, code, message, "
      "request_id, needed_bytes, transport) returns the exception to raise."},
     {"size_parse", size_parse, METH_VARARGS, "size_parse('1MiB') -> 1048576"},
+    {"aws_settings", aws_settings, METH_VARARGS,
+     "aws_settings(profile=None) -> dict of the settings found in the AWS environment and "
+     "~/.aws profiles"},
     {NULL, NULL, 0, NULL},
 };
 

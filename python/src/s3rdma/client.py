@@ -556,10 +556,8 @@ def RDMAClient(endpoint: str, http_endpoint: Optional[str] = None, **kwargs: Any
     operation falls back, or for the token path) is http_endpoint, else the AWS
     environment or profile, else ``http://HOST:9000``."""
     host = endpoint.split(",")[0].rsplit(":", 1)[0]
-    http = (http_endpoint or os.environ.get("AWS_ENDPOINT_URL_S3")
-            or os.environ.get("AWS_ENDPOINT_URL") or
-            config.profile_settings(kwargs.get("profile")).get("endpoint") or
-            f"http://{host}:9000")
+    http = (http_endpoint or config.aws_settings(kwargs.get("profile")).get("endpoint")
+            or f"http://{host}:9000")
     return Client(endpoint=http, rdma_endpoint=endpoint, **kwargs)
 
 

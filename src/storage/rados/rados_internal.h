@@ -216,9 +216,10 @@ stor_status_t rs_reader_open(stor_t *st, const char *bucket, const char *key,
 const stor_meta_t *rs_reader_meta(const stor_reader_t *r);
 ssize_t rs_reader_pread(stor_reader_t *r, void *buf, size_t len, uint64_t off);
 void rs_reader_close(stor_reader_t *r);
-stor_status_t rs_delete(stor_t *st, const stor_bucket_t *bucket, const char *key);
-stor_status_t rs_object_set_acl(stor_t *st, const stor_bucket_t *bucket, const char *key,
-                                stor_acl_t acl);
+stor_status_t rs_delete(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                        const stor_precond_t *cond);
+stor_status_t rs_object_change(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                               const stor_obj_change_t *change);
 stor_status_t rs_iter_open(stor_t *st, const char *bucket, const char *prefix, const char *after,
                            stor_iter_t **out_p);
 void rs_iter_seek(stor_iter_t *it, const char *key, size_t key_len);

@@ -499,13 +499,14 @@ void rs_reader_close(stor_reader_t *r_)
 
 /* ==== Deleting and ACLs ================================================== */
 
-stor_status_t rs_delete(stor_t *st_, const stor_bucket_t *bucket, const char *key)
+stor_status_t rs_delete(stor_t *st_, const stor_bucket_t *bucket, const char *key,
+                        const stor_precond_t *cond)
 {
     rstor_t *st = (rstor_t *)st_;
     stor_obj_rec_t old;
     int had_old = 0;
     rs_index_t ix = rs_index_of(bucket);
-    stor_status_t s = rs_index_switch(st, &ix, key, NULL, NULL, &old, &had_old);
+    stor_status_t s = rs_index_switch(st, &ix, key, NULL, cond, &old, &had_old);
     if (s == STOR_OK && had_old) {
         rs_gc_log(st, old.segs, old.n_segs);
         stor_obj_rec_free(&old);
@@ -513,8 +514,8 @@ stor_status_t rs_delete(stor_t *st_, const stor_bucket_t *bucket, const char *ke
     return s;
 }
 
-stor_status_t rs_object_set_acl(stor_t *st_, const stor_bucket_t *bucket, const char *key,
-                                stor_acl_t acl)
+stor_status_t rs_object_change(stor_t *st_, const stor_bucket_t *bucket, const char *key,
+                               const stor_obj_change_t *change)
 {
     rstor_t *st = (rstor_t *)st_;
     rs_index_t ix = rs_index_of(bucket);
@@ -528,8 +529,9 @@ stor_status_t rs_object_set_acl(stor_t *st_, const stor_bucket_t *bucket, const 
             buf_free(&raw);
             return s;
         }
-        rec.meta.acl = acl;
-        s = encode_object(&b, key, &rec.meta, rec.segs, rec.n_segs);
+        s = stor_meta_apply_change(&rec.meta, change);
+        if (s == STOR_OK)
+            s = encode_object(&b, key, &rec.meta, rec.segs, rec.n_segs);
         stor_obj_rec_free(&rec);
         int rc = s == STOR_OK ? index_cas(st, oid, key, &raw, &b) : 0;
         buf_free(&raw);

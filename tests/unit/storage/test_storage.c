@@ -6,6 +6,8 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+
+#include "common/cipher.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -138,6 +140,35 @@ static void test_bucket_crud(void **state)
 }
 
 /* ---- Objects ------------------------------------------------------------ */
+
+/* stor_delete_if deletes the object it was given (etag and commit time),
+ * never one written over it since: a lifecycle expiry racing a PUT loses. */
+static void test_delete_if_only_the_object_seen(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    assert_int_equal(tu_put(f->st, "b", "k", "first", 5), STOR_OK);
+    stor_meta_t seen;
+    assert_int_equal(stor_head(f->st, "b", "k", &seen), STOR_OK);
+    struct timespec pause = {0, 2 * 1000 * 1000}; /* a later commit time */
+    nanosleep(&pause, NULL);
+    assert_int_equal(tu_put(f->st, "b", "k", "first", 5), STOR_OK); /* same bytes, same ETag */
+    stor_precond_t cond = {.must_exist = 1, .etag = seen.etag, .mtime_ms = seen.mtime_ms};
+    stor_deleted_t d;
+    assert_int_equal(stor_delete_if(f->st, TU_B(f->st, "b"), "k", &cond, &d),
+                     STOR_ERR_PRECONDITION);
+    char *got = tu_get(f->st, "b", "k", NULL);
+    assert_string_equal(got, "first");
+    free(got);
+    stor_meta_t now;
+    assert_int_equal(stor_head(f->st, "b", "k", &now), STOR_OK);
+    cond.mtime_ms = now.mtime_ms;
+    stor_meta_free(&now);
+    assert_int_equal(stor_delete_if(f->st, TU_B(f->st, "b"), "k", &cond, &d), STOR_OK);
+    assert_int_equal(stor_head(f->st, "b", "k", &now), STOR_ERR_NO_KEY);
+    assert_int_equal(stor_delete_if(f->st, TU_B(f->st, "b"), "k", &cond, &d), STOR_ERR_NO_KEY);
+    stor_meta_free(&seen);
+}
 
 static void test_put_get_overwrite_delete(void **state)
 {
@@ -1543,7 +1574,79 @@ static void test_record_extension(void **state)
     assert_int_equal(stor_rec_decode_upload(b.data, b.len, &up), STOR_OK);
     assert_string_equal(up.meta.storage_class, "GLACIER_IR");
     stor_upload_rec_free(&up);
+    /* Tags (field 5), alone and after the storage class, on both records. */
+    for (int with_class = 0; with_class < 2; with_class++) {
+        m.storage_class = with_class ? "STANDARD_IA" : NULL;
+        m.tags = "a=1&b%20c=";
+        buf_reset(&b);
+        assert_int_equal(stor_rec_encode_object(&b, "key", 3, &m, &seg, 1), 0);
+        assert_int_equal(((uint8_t *)b.data)[0], STOR_REC_EXT_VERSION);
+        assert_int_equal(stor_rec_decode_object(b.data, b.len, &rec), STOR_OK);
+        assert_string_equal(rec.meta.tags, "a=1&b%20c=");
+        if (with_class)
+            assert_string_equal(rec.meta.storage_class, "STANDARD_IA");
+        else
+            assert_null(rec.meta.storage_class);
+        stor_obj_rec_free(&rec);
+        buf_reset(&b);
+        assert_int_equal(stor_rec_encode_upload(&b, "key", 3, 7, &m), 0);
+        assert_int_equal(stor_rec_decode_upload(b.data, b.len, &up), STOR_OK);
+        assert_string_equal(up.meta.tags, "a=1&b%20c=");
+        stor_upload_rec_free(&up);
+    }
     buf_free(&b);
+}
+
+/* A writer with a cipher stores ciphertext (in a file and inline alike); a
+ * reader with the same key reads the plaintext back at any offset, one
+ * without reads the ciphertext, and a keyed reader never hands out its file. */
+static void test_cipher_writer_reader(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    uint8_t key[32], iv[16] = {0};
+    for (int i = 0; i < 32; i++)
+        key[i] = (uint8_t)(0xA0 + i);
+    static const size_t sizes[] = {100, 300000}; /* inline, then in a file */
+    for (size_t s = 0; s < 2; s++) {
+        size_t n = sizes[s];
+        uint8_t *pt = malloc(n), *got = malloc(n);
+        for (size_t i = 0; i < n; i++)
+            pt[i] = (uint8_t)('a' + i % 26);
+        stor_writer_t *w;
+        assert_int_equal(stor_writer_open(f->st, TU_B(f->st, "b"), &w), STOR_OK);
+        stor_writer_set_cipher(w, key, iv);
+        /* Written in uneven pieces: each is encrypted at its offset. */
+        for (size_t at = 0; at < n;) {
+            size_t step = n - at < 7777 ? n - at : 7777;
+            assert_int_equal(stor_writer_write(w, pt + at, step), STOR_OK);
+            at += step;
+        }
+        stor_meta_t m = {0};
+        assert_int_equal(stor_writer_commit(w, "k", &m), STOR_OK);
+        stor_reader_t *r;
+        assert_int_equal(stor_reader_open(f->st, "b", "k", &r), STOR_OK);
+        assert_int_equal(stor_reader_pread(r, got, n, 0), (ssize_t)n);
+        assert_memory_not_equal(got, pt, n < 64 ? n : 64);
+        uint8_t ct0[16];
+        memcpy(ct0, got, sizeof ct0);
+        stor_reader_close(r);
+        assert_int_equal(stor_reader_open(f->st, "b", "k", &r), STOR_OK);
+        stor_reader_set_cipher(r, key, iv);
+        int fd;
+        uint64_t off;
+        assert_int_equal(stor_reader_span_fd(r, 0, n, &fd, &off), 0);
+        assert_int_equal(stor_reader_pread(r, got, n, 0), (ssize_t)n);
+        assert_memory_equal(got, pt, n);
+        assert_int_equal(stor_reader_pread(r, got, 50, n / 3 + 3), 50);
+        assert_memory_equal(got, pt + n / 3 + 3, 50);
+        uint8_t one[16];
+        assert_int_equal(aes256_ctr_at(key, iv, 0, ct0, one, 16), 0);
+        assert_memory_equal(one, pt, 16);
+        stor_reader_close(r);
+        free(pt);
+        free(got);
+    }
 }
 
 static void put_size(stor_t *st, const char *key, char c, size_t n)
@@ -1631,12 +1734,28 @@ static void test_inline_objects(void **state)
     assert_holds(st, "empty", 'z', 0);
     assert_int_equal(count_files(f), 1);
 
-    /* A new ACL keeps the bytes. */
-    assert_int_equal(stor_object_set_acl(st, TU_B(st, "b"), "over", STOR_ACL_PUBLIC_READ), STOR_OK);
+    /* A new ACL keeps the bytes; so do new tags, and each change keeps the
+     * other's field. */
+    stor_obj_change_t acl_change = {.set_acl = true, .acl = STOR_ACL_PUBLIC_READ};
+    assert_int_equal(stor_object_change(st, TU_B(st, "b"), "over", &acl_change), STOR_OK);
     assert_holds(st, "over", 'e', 20);
     assert_int_equal(stor_head(st, "b", "over", &m), STOR_OK);
     assert_int_equal(m.acl, STOR_ACL_PUBLIC_READ);
+    assert_null(m.tags);
     stor_meta_free(&m);
+    stor_obj_change_t tag_change = {.set_tags = true, .tags = "k=v"};
+    assert_int_equal(stor_object_change(st, TU_B(st, "b"), "over", &tag_change), STOR_OK);
+    assert_holds(st, "over", 'e', 20);
+    assert_int_equal(stor_head(st, "b", "over", &m), STOR_OK);
+    assert_int_equal(m.acl, STOR_ACL_PUBLIC_READ);
+    assert_string_equal(m.tags, "k=v");
+    stor_meta_free(&m);
+    tag_change.tags = NULL;
+    assert_int_equal(stor_object_change(st, TU_B(st, "b"), "over", &tag_change), STOR_OK);
+    assert_int_equal(stor_head(st, "b", "over", &m), STOR_OK);
+    assert_null(m.tags);
+    stor_meta_free(&m);
+    assert_int_equal(stor_object_change(st, TU_B(st, "b"), "none", &tag_change), STOR_ERR_NO_KEY);
 
     /* Listing gives inline objects' sizes. */
     stor_iter_t *it;
@@ -1715,7 +1834,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_bucket_crud, setup_relaxed, teardown),
+        cmocka_unit_test_setup_teardown(test_cipher_writer_reader, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_put_get_overwrite_delete, setup_relaxed, teardown),
+        cmocka_unit_test_setup_teardown(test_delete_if_only_the_object_seen, setup_relaxed,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_put_get_overwrite_delete, setup_fsync, teardown),
         cmocka_unit_test_setup_teardown(test_reads_hold_no_dropped_file, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_reads_hold_no_dropped_file, setup_fsync, teardown),
