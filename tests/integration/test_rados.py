@@ -392,7 +392,13 @@ def test_backend_settings_are_checked(tmp_path):
               "storage.rados.op_timeout must be a whole number from 1 to 3600, not '0'"),
              (["--storage-backend", "rados", "--storage-rados-pool", "p",
                "--storage-rados-gc-grace", "soon"],
-              "storage.rados.gc_grace must be a whole number from 0 to 604800, not 'soon'")]
+              "storage.rados.gc_grace must be a whole number from 0 to 604800, not 'soon'"),
+             (["--storage-backend", "rados", "--storage-rados-pool", "p",
+               "--storage-rados-index-shards", "257"],
+              "storage.rados.index_shards must be a whole number from 1 to 256, not '257'"),
+             (["--storage-backend", "rados", "--storage-rados-pool", "p",
+               "--storage-rados-index-shards", "0"],
+              "storage.rados.index_shards must be a whole number from 1 to 256, not '0'")]
     for args, msg in cases:
         p = subprocess.run(base + args, capture_output=True, text=True, timeout=30)
         assert p.returncode != 0 and msg in p.stderr, (args, p.returncode, p.stderr)
