@@ -204,18 +204,27 @@ static bool part_key(s3_req_t *req, const stor_meta_t *upload, long number, s3_s
     return true;
 }
 
-static void upload_part_begin(s3_req_t *req)
+/* What an UploadPart or UploadPartCopy starts from: the upload checked,
+ * the part number, the key the part is written under (part_key) and the
+ * upload's checksum algorithm (a part of an upload that named one gets its
+ * checksum of it, computed here when the client sent none or the part is a
+ * copy, for Complete). Replies and returns false on error. */
+static bool part_start(s3_req_t *req, s3_sse_key_t *dk, checksum_alg_t *alg_p)
 {
     stor_meta_t up;
-    s3_sse_key_t dk = {0};
     long number = -1;
     bool ok = upload_check(req, &up) && (number = part_number(req)) >= 0 &&
-              part_key(req, &up, number, &dk);
-    /* A part of an upload that named a checksum algorithm gets its checksum
-     * of it, computed here when the client sent none, for Complete. */
-    checksum_alg_t alg = checksum_alg_from_name(up.checksum_algorithm);
+              part_key(req, &up, number, dk);
+    *alg_p = checksum_alg_from_name(up.checksum_algorithm);
     stor_meta_free(&up);
-    if (!ok)
+    return ok;
+}
+
+static void upload_part_begin(s3_req_t *req)
+{
+    s3_sse_key_t dk = {0};
+    checksum_alg_t alg;
+    if (!part_start(req, &dk, &alg))
         return;
     if (alg != CHECKSUM_NONE)
         req->want_ck[s3_checksum_alg_of(alg)] = true;
@@ -290,16 +299,9 @@ static s3_error_t parse_copy_range(const char *v, uint64_t size, uint64_t *first
 
 static void upload_part_copy_begin(s3_req_t *req)
 {
-    stor_meta_t up;
     s3_sse_key_t dk = {0};
-    long number = -1;
-    bool ok = upload_check(req, &up) && (number = part_number(req)) >= 0 &&
-              part_key(req, &up, number, &dk);
-    /* The part gets its checksum of the upload's algorithm, as S3 computes
-     * one for a copied part, so that Complete has it. */
-    checksum_alg_t alg = checksum_alg_from_name(up.checksum_algorithm);
-    stor_meta_free(&up);
-    if (!ok)
+    checksum_alg_t alg;
+    if (!part_start(req, &dk, &alg))
         return;
     if (alg != CHECKSUM_NONE) {
         req->want_ck[s3_checksum_alg_of(alg)] = true;

@@ -115,6 +115,34 @@ static rdma_server_stats_t stats(rdma_server_t *srv)
     return st;
 }
 
+/* Tenant A: a raw net session with an 8 MiB region, which then never
+ * progresses its worker (frozen). Returns its lifeline. */
+static int tenant_a_start(rdma_server_t *srv, raw_ucx_t *a, raw_sess_t *rs, raw_mem_t *mem)
+{
+    raw_ucx_init(a);
+    int fd = raw_connect(srv);
+    raw_handshake(fd, a, "AKIDONE", "secret-one", rs);
+    raw_mem_alloc(a, 8 * MIB, mem);
+    send_region_add(fd, 1, (uint64_t)(uintptr_t)mem->p, 8 * MIB, mem->rkey, mem->rkey_len);
+    assert_int_equal(raw_recv(fd, NULL, NULL), RDMA_MSG_REGION_OK);
+    raw_settle(a);
+    return fd;
+}
+
+/* FROZEN_JOBS transfers of A's region, pulls and pushes of XFER_LEN each,
+ * started on helper threads. */
+static void tenant_a_transfers(rdma_server_t *srv, raw_sess_t *rs, raw_mem_t *mem, tjob_t *aj)
+{
+    for (int i = 0; i < FROZEN_JOBS; i++) {
+        aj[i].srv = srv;
+        aj[i].ak = "AKIDONE";
+        aj[i].push = i % 2;
+        make_token(rs, 1, (uint64_t)(uintptr_t)mem->p + (uint64_t)(i % 4) * XFER_LEN, XFER_LEN,
+                   aj[i].tok);
+        tjob_start(&aj[i]);
+    }
+}
+
 static void test_frozen_tenant(void **state)
 {
     (void)state;
@@ -126,15 +154,9 @@ static void test_frozen_tenant(void **state)
     }
     /* Tenant A: a raw net session with an 8 MiB region, then frozen. */
     raw_ucx_t a;
-    raw_ucx_init(&a);
-    int fd = raw_connect(srv);
     raw_sess_t rs;
-    raw_handshake(fd, &a, "AKIDONE", "secret-one", &rs);
     raw_mem_t mem;
-    raw_mem_alloc(&a, 8 * MIB, &mem);
-    send_region_add(fd, 1, (uint64_t)(uintptr_t)mem.p, 8 * MIB, mem.rkey, mem.rkey_len);
-    assert_int_equal(raw_recv(fd, NULL, NULL), RDMA_MSG_REGION_OK);
-    raw_settle(&a);
+    int fd = tenant_a_start(srv, &a, &rs, &mem);
 
     /* Tenant B: the real client. */
     rdma_client_config_t cfg = test_client_cfg(srv, "AKIDTWO", "secret-two");
@@ -151,14 +173,7 @@ static void test_frozen_tenant(void **state)
 
     /* A's transfers: pulls and pushes of 2 MiB each, more than the pool. */
     static tjob_t aj[FROZEN_JOBS];
-    for (int i = 0; i < FROZEN_JOBS; i++) {
-        aj[i].srv = srv;
-        aj[i].ak = "AKIDONE";
-        aj[i].push = i % 2;
-        make_token(&rs, 1, (uint64_t)(uintptr_t)mem.p + (uint64_t)(i % 4) * XFER_LEN, XFER_LEN,
-                   aj[i].tok);
-        tjob_start(&aj[i]);
-    }
+    tenant_a_transfers(srv, &rs, &mem, aj);
     for (int i = 0; i < FROZEN_JOBS; i++) {
         while (!atomic_load(&aj[i].opened))
             sleep_ms(1);
@@ -266,26 +281,13 @@ static void test_lone_frozen_tenant(void **state)
         skip();
     }
     raw_ucx_t a;
-    raw_ucx_init(&a);
-    int fd = raw_connect(srv);
     raw_sess_t rs;
-    raw_handshake(fd, &a, "AKIDONE", "secret-one", &rs);
     raw_mem_t mem;
-    raw_mem_alloc(&a, 8 * MIB, &mem);
-    send_region_add(fd, 1, (uint64_t)(uintptr_t)mem.p, 8 * MIB, mem.rkey, mem.rkey_len);
-    assert_int_equal(raw_recv(fd, NULL, NULL), RDMA_MSG_REGION_OK);
-    raw_settle(&a);
+    int fd = tenant_a_start(srv, &a, &rs, &mem);
 
     /* A, alone, starts more transfers than the pool holds, then is frozen. */
     static tjob_t aj[FROZEN_JOBS];
-    for (int i = 0; i < FROZEN_JOBS; i++) {
-        aj[i].srv = srv;
-        aj[i].ak = "AKIDONE";
-        aj[i].push = i % 2;
-        make_token(&rs, 1, (uint64_t)(uintptr_t)mem.p + (uint64_t)(i % 4) * XFER_LEN, XFER_LEN,
-                   aj[i].tok);
-        tjob_start(&aj[i]);
-    }
+    tenant_a_transfers(srv, &rs, &mem, aj);
     unsigned opened = 0;
     for (int i = 0; i < FROZEN_JOBS; i++) {
         while (!atomic_load(&aj[i].opened))
