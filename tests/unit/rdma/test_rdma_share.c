@@ -143,6 +143,20 @@ static void tenant_a_transfers(rdma_server_t *srv, raw_sess_t *rs, raw_mem_t *me
     }
 }
 
+/* Tenant B: the real client, its session and an XFER_LEN region whose
+ * token is in bj (a transfer job on srv, its direction for the caller). */
+static void tenant_b_start(rdma_server_t *srv, rdma_session_t **b, rdma_region_t **breg, tjob_t *bj)
+{
+    rdma_client_config_t cfg = test_client_cfg(srv, "AKIDTWO", "secret-two");
+    char err[256];
+    assert_int_equal(rdma_session_open(&cfg, b, err, sizeof(err)), 0);
+    uint8_t *bmem = NULL;
+    assert_int_equal(rdma_region_alloc(*b, XFER_LEN, (void **)&bmem, breg, err, sizeof(err)), 0);
+    bj->srv = srv;
+    bj->ak = "AKIDTWO";
+    assert_int_equal(rdma_token_format(*b, *breg, bmem, XFER_LEN, bj->tok, sizeof(bj->tok)), 0);
+}
+
 static void test_frozen_tenant(void **state)
 {
     (void)state;
@@ -159,17 +173,10 @@ static void test_frozen_tenant(void **state)
     int fd = tenant_a_start(srv, &a, &rs, &mem);
 
     /* Tenant B: the real client. */
-    rdma_client_config_t cfg = test_client_cfg(srv, "AKIDTWO", "secret-two");
-    rdma_session_t *b = NULL;
-    char err[256];
-    assert_int_equal(rdma_session_open(&cfg, &b, err, sizeof(err)), 0);
-    uint8_t *bmem = NULL;
-    rdma_region_t *breg = NULL;
-    assert_int_equal(rdma_region_alloc(b, XFER_LEN, (void **)&bmem, &breg, err, sizeof(err)), 0);
+    rdma_session_t *b;
+    rdma_region_t *breg;
     static tjob_t bj;
-    bj.srv = srv;
-    bj.ak = "AKIDTWO";
-    assert_int_equal(rdma_token_format(b, breg, bmem, XFER_LEN, bj.tok, sizeof(bj.tok)), 0);
+    tenant_b_start(srv, &b, &breg, &bj);
 
     /* A's transfers: pulls and pushes of 2 MiB each, more than the pool. */
     static tjob_t aj[FROZEN_JOBS];
@@ -232,6 +239,7 @@ static void test_frozen_tenant(void **state)
     /* ... and still counts against A's access key (one session each). */
     rdma_client_config_t acfg = test_client_cfg(srv, "AKIDONE", "secret-one");
     rdma_session_t *a2 = NULL;
+    char err[256];
     assert_int_equal(rdma_session_open(&acfg, &a2, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "too many RDMA sessions"));
 
@@ -299,17 +307,10 @@ static void test_lone_frozen_tenant(void **state)
     assert_true(st.staging_busy <= CHUNKS - 1);
 
     /* B arrives: its transfers, both ways, go through while A's stall. */
-    rdma_client_config_t cfg = test_client_cfg(srv, "AKIDTWO", "secret-two");
-    rdma_session_t *b = NULL;
-    char err[256];
-    assert_int_equal(rdma_session_open(&cfg, &b, err, sizeof(err)), 0);
-    uint8_t *bmem = NULL;
-    rdma_region_t *breg = NULL;
-    assert_int_equal(rdma_region_alloc(b, XFER_LEN, (void **)&bmem, &breg, err, sizeof(err)), 0);
+    rdma_session_t *b;
+    rdma_region_t *breg;
     static tjob_t bj;
-    bj.srv = srv;
-    bj.ak = "AKIDTWO";
-    assert_int_equal(rdma_token_format(b, breg, bmem, XFER_LEN, bj.tok, sizeof(bj.tok)), 0);
+    tenant_b_start(srv, &b, &breg, &bj);
     for (int round = 0; round < 2; round++) {
         bj.push = round % 2;
         tjob_start(&bj);
