@@ -342,7 +342,8 @@ s3_error_t s3_lc_from_xml(const char *body, size_t len, s3_lc_t *cfg, char *why,
         while (i < n && e[i].item == r)
             i++;
         cfg->n_rules++;
-        err = build_rule(e + first, i - first, &cfg->rules[r], why, cap);
+        /* A rule with no fields at all: no entries, e may be NULL. */
+        err = build_rule(i > first ? e + first : NULL, i - first, &cfg->rules[r], why, cap);
     }
     for (size_t r = 0; err == S3E_NONE && r < cfg->n_rules; r++) {
         const char *id = cfg->rules[r].id;

@@ -133,6 +133,9 @@ static void test_errors(void **state)
     expect(RULE("<Filter/><Status>Enabled</Status>" EXP1), S3E_NONE);
     expect(RULE("<Status>Enabled</Status>" EXP1), S3E_NONE);
     expect("<LifecycleConfiguration/>", S3E_MALFORMED_XML);
+    /* A rule with no field at all (text only): malformed, and no entry to
+     * point into (the fuzz target found the NULL + 0 once). */
+    expect(RULE("nfig"), S3E_MALFORMED_XML);
     expect(RULE("<Filter/>" EXP1), S3E_MALFORMED_XML);
     expect(RULE("<Filter/><Status>enabled</Status>" EXP1), S3E_MALFORMED_XML);
     expect(RULE("<Prefix/><Filter/><Status>Enabled</Status>" EXP1), S3E_MALFORMED_XML);
