@@ -139,18 +139,21 @@ static int session_stalled(rsession_t *s)
 static void session_free(rsession_t *s)
 {
     struct rdma_server *srv = s->srv;
-    int orphans = atomic_load(&s->orphans);
     if (s->own_worker) {
         epoll_ctl(s->prog->epfd, EPOLL_CTL_DEL, s->own.efd, NULL);
-        if (orphans == 0) {
-            for (rregion_t *r = s->regions; r; r = r->next) {
-                ucp_rkey_destroy(r->rkey);
-                r->rkey = NULL;
-            }
+        /* The rkeys go before the worker, even with requests still pending
+         * on them (a dead local client's RMA never completes): destroying the
+         * worker purges those requests without reading their rkeys, but it
+         * only frees the rkeys' pool, so an rkey left to it keeps the
+         * client's shared-memory segment attached here (one leak per killed
+         * client). */
+        for (rregion_t *r = s->regions; r; r = r->next) {
+            ucp_rkey_destroy(r->rkey);
+            r->rkey = NULL;
         }
         /* In NONE mode a request to a dead peer never completes and a forced
-         * close is refused; destroying the worker reclaims the requests, the
-         * endpoint and (when requests were stuck) the rkeys' pool. */
+         * close is refused; destroying the worker reclaims the requests and
+         * the endpoint. */
         worker_destroy(&s->own);
         chunk_sweep(srv, s, 0);
         native_sweep_sends(srv, s, 0);
