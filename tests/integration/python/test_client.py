@@ -297,6 +297,8 @@ def test_native_put_parts_from_every_buffer(client, rsrv, rbucket):
         c.put_object(rbucket, f"from-{name}", body)
         r1, m1 = c.stats()["regions_registered"], moved(rsrv)
         assert c.get_object(rbucket, f"from-{name}") == data, name
+        if os.environ.get("UCX_TLS"):
+            continue  # not the shared-memory session this test is about: bytes only
         assert m1["staged"] == m0["staged"], (name, m0, m1)
         assert m1["mapped"] - m0["mapped"] == len(data), (name, m0, m1)
         assert r1 == r0, (name, r0, r1)
