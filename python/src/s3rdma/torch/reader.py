@@ -169,6 +169,25 @@ def fetch_whole(client: Client, bucket: str, key: str, size: Optional[int]) -> m
         return buf[:n]
 
 
+def fetch_parallel(client: Client, bucket: str, key: str, chunk: int) -> memoryview:
+    """bucket/key whole in one block from client.allocate_buffer (a HEAD first for its
+    size), by ranged GETs of chunk bytes all queued at once on the client's thread pool
+    (its max_workers in flight, each written in place by the server). Like any reader
+    of ranges, an object overwritten meanwhile may come back mixed; one that shrank
+    raises ValueError."""
+    size = client.head_object(bucket, key).size
+    if size == 0:
+        return memoryview(b"")
+    block = alloc(client, size)
+    jobs = [(client.submit(client.get_object_into, bucket, key, block[off:off + n],
+                           (off, off + n)), n)
+            for off in range(0, size, chunk) for n in (min(chunk, size - off),)]
+    for fut, n in jobs:
+        if fut.result() != n:
+            raise ValueError(f"s3rdma.torch: {bucket}/{key} was cut short while read")
+    return block
+
+
 ReaderFactory = Callable[..., S3Reader]
 
 
