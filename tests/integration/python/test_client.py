@@ -523,6 +523,43 @@ def test_batches(client, rbucket, transport):
         c.get_objects(rbucket, ["b1", "b2"], [bytearray(10)])
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_batch_of_ranges(client, rbucket, transport):
+    """get_objects with ranges: 70 ranges of one object (more than one window of 64),
+    each with its own start and length, cut by both range forms and one to the end,
+    land byte for byte in slices of one registered block and in plain buffers; a range
+    past the end fails alone; ranges without buffers, or not one per key, are refused."""
+    c = client(transport)
+    data = payload(3 * MiB + 5, 21)
+    c.put_object(rbucket, "r", data)
+    spans = [(i * 45_000 + i % 7, i * 45_000 + i % 7 + 1 + (i * 311) % 40_000)
+             for i in range(70)]
+    block = c.allocate_buffer(sum(b - a for a, b in spans) + len(data))
+    views, off = [], 0
+    for a, b in spans:
+        views.append(block[off:off + b - a])
+        off += b - a
+    ranges = list(spans)
+    ranges[3] = f"bytes={spans[3][0]}-{spans[3][1] - 1}"
+    views.append(block[off:off + len(data) - MiB])  # the tail, to the end
+    ranges.append((MiB, None))
+    assert c.get_objects(rbucket, ["r"] * len(views), views, ranges=ranges) == \
+        [len(v) for v in views]
+    for v, (a, b) in zip(views, spans + [(MiB, len(data))]):
+        assert bytes(v) == data[a:b]
+    plain = [bytearray(10), bytearray(10), bytearray(10)]
+    res = c.get_objects(rbucket, ["r"] * 3, plain,
+                        ranges=[(0, 10), (len(data) + 10, len(data) + 20), (len(data) - 10, None)],
+                        return_exceptions=True)
+    assert res[0] == 10 and plain[0] == data[:10]
+    assert isinstance(res[1], s3rdma.S3Error) and res[1].http_status == 416
+    assert res[2] == 10 and plain[2] == data[-10:]
+    with pytest.raises(ValueError):
+        c.get_objects(rbucket, ["r"], ranges=[(0, 10)])
+    with pytest.raises(ValueError):
+        c.get_objects(rbucket, ["r", "r"], [bytearray(10)] * 2, ranges=[(0, 10)])
+
+
 def test_futures_and_asyncio(client, rbucket):
     c = client("native")
     futs = [c.put_object_async(rbucket, f"f{i}", payload(4096, i)) for i in range(20)]
