@@ -153,8 +153,8 @@ static s3_error_t cfg_parse(access_cfg_t *c, int kind, const buf_t *doc, const c
     } else if (kind == STOR_BCFG_CORS || kind == STOR_BCFG_VERSIONING ||
                kind == STOR_BCFG_TAGGING || kind == STOR_BCFG_ENCRYPTION) {
         /* Not access documents: CORS, bucket tags and default encryption
-         * never grant or deny (ops_config.c); the versioning state is
-         * storage's. */
+         * never grant or deny (ops_cors.c, ops_tagging.c, ops_encryption.c);
+         * the versioning state is storage's. */
     } else {
         return S3E_INTERNAL;
     }
