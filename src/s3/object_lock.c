@@ -233,8 +233,11 @@ int s3_retention_decode(const char *stored, s3_retention_t *out)
     size_t n = strspn(sp + 1, "0123456789");
     if (m == S3_LOCK_NONE || n == 0 || n > 18 || sp[1 + n] != '\0')
         return -1;
+    long long until = strtoll(sp + 1, NULL, 10);
+    if (until > S3_LOCK_MAX_UNTIL)
+        return -1;
     out->mode = m;
-    out->until = strtoll(sp + 1, NULL, 10);
+    out->until = until;
     return 0;
 }
 

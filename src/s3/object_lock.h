@@ -28,6 +28,9 @@
  * InvalidRetentionPeriod). */
 #define S3_LOCK_MAX_DAYS  36500u
 #define S3_LOCK_MAX_YEARS 100u
+/* The latest retain-until date (9999-12-31T23:59:59Z: ISO 8601's four-digit
+ * years); a stored one past it does not decode. */
+#define S3_LOCK_MAX_UNTIL 253402300799LL
 
 typedef enum s3_lock_mode {
     S3_LOCK_NONE = 0, /* no retention */

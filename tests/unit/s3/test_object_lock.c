@@ -187,7 +187,8 @@ static void test_retention(void **state)
                            "X 1",
                            "COMPLIANCE 1x",
                            "COMPLIANCE -1",
-                           "GOVERNANCE 1234567890123456789"};
+                           "GOVERNANCE 1234567890123456789",
+                           "GOVERNANCE 253402300800"};
     for (size_t i = 0; i < sizeof bad_s / sizeof bad_s[0]; i++)
         assert_int_equal(s3_retention_decode(bad_s[i], &back), -1);
     buf_t xml;
