@@ -51,31 +51,29 @@ static bool bypass_governance(s3_req_t *req, const stor_bucket_t *bucket, const 
 
 /* ---- writes and reads of objects ------------------------------------------------- */
 
-typedef struct has_checksum {
-    bool found;
-} has_checksum_t;
-
 static int find_checksum(void *ctx, const char *name, const char *value)
 {
     (void)value;
-    has_checksum_t *h = ctx;
-    h->found = strncasecmp(name, "x-amz-checksum-", 15) == 0 &&
-               strcasecmp(name, "x-amz-checksum-mode") != 0 &&
-               strcasecmp(name, "x-amz-checksum-type") != 0;
-    return h->found;
+    static const char *const algs[] = {"crc32", "crc32c", "crc64nvme", "sha1", "sha256"};
+    bool *found = ctx;
+    for (size_t i = 0; i < sizeof algs / sizeof algs[0] && !*found; i++)
+        *found =
+            strncasecmp(name, "x-amz-checksum-", 15) == 0 && strcasecmp(name + 15, algs[i]) == 0;
+    return *found;
 }
 
 /* S3's rule for a PUT that locks its version: Content-MD5, or a checksum
- * header or trailer (x-amz-checksum-*, x-amz-trailer,
- * x-amz-sdk-checksum-algorithm), so that the bytes kept are the bytes sent. */
+ * header or trailer (x-amz-checksum-<algorithm>, x-amz-trailer,
+ * x-amz-sdk-checksum-algorithm: the body layer verifies each), so that the
+ * bytes kept are the bytes sent. */
 static bool put_integrity_given(s3_req_t *req)
 {
     if (s3_req_header(req, "Content-MD5") || s3_req_header(req, "x-amz-trailer") ||
         s3_req_header(req, "x-amz-sdk-checksum-algorithm"))
         return true;
-    has_checksum_t h = {false};
-    s3_req_each_header(req, find_checksum, &h);
-    return h.found;
+    bool found = false;
+    s3_req_each_header(req, find_checksum, &found);
+    return found;
 }
 
 s3_error_t s3_lock_for_write(s3_req_t *req, stor_meta_t *meta, bool put, const char **why_p)

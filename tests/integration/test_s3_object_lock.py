@@ -291,7 +291,9 @@ def test_locking_put_needs_content_md5_or_a_checksum(server, s3, lock_bucket):
     body = b"abc"
     lock = {"x-amz-object-lock-mode": "GOVERNANCE",
             "x-amz-object-lock-retain-until-date": "2140-01-01T00:00:00Z"}
-    for headers in (lock, {"x-amz-object-lock-legal-hold": "OFF"}):
+    # x-amz-checksum-mode names no checksum of the body
+    for headers in (lock, {"x-amz-object-lock-legal-hold": "OFF"},
+                    dict(lock, **{"x-amz-checksum-mode": "ENABLED"})):
         r = raw_request(server, "PUT", f"/{lock_bucket}/k", headers=headers, body=body)
         assert r.status == 400, r.body
         fields = error_fields(r.body)[1]
