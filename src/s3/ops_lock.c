@@ -25,18 +25,20 @@ bool s3_lock_enabled(const stor_bucket_t *bucket)
     return (bucket->cfg_mask & (1u << STOR_BCFG_OBJECT_LOCK)) != 0;
 }
 
-/* The bucket's configuration (lock enabled: the caller checked) into *c.
- * Replies and returns false on error. */
-static bool read_config(s3_req_t *req, s3_lock_config_t *c)
+/* The configuration of req->authz_bucket (object lock enabled: the caller
+ * checked) into *c: S3E_NONE, or the error (InternalError when the document
+ * is absent, which S3 never makes it, or damaged). */
+static s3_error_t config_of(s3_req_t *req, s3_lock_config_t *c)
 {
     buf_t doc;
-    if (!s3_config_read(req, STOR_BCFG_OBJECT_LOCK, &doc))
-        return false;
-    int rc = doc.len ? s3_lock_config_decode(doc.data, doc.len, c) : -1;
+    uint64_t gen;
+    stor_status_t st = stor_bucket_config_get(req->srv->cfg.store, &req->authz_bucket,
+                                              STOR_BCFG_OBJECT_LOCK, &doc, &gen);
+    int rc = st == STOR_OK && doc.len ? s3_lock_config_decode(doc.data, doc.len, c) : -1;
     buf_free(&doc);
-    if (rc != 0) /* removed meanwhile (never by S3), or damaged */
-        s3_reply_error(req, S3E_INTERNAL, NULL);
-    return rc == 0;
+    if (st != STOR_OK)
+        return s3_error_from_stor(st);
+    return rc == 0 ? S3E_NONE : S3E_INTERNAL;
 }
 
 /* Whether the request may bypass GOVERNANCE retention on key:
@@ -100,17 +102,10 @@ s3_error_t s3_lock_for_write(s3_req_t *req, stor_meta_t *meta, bool put, const c
     if (err != S3E_NONE)
         return err;
     if (r.mode == S3_LOCK_NONE) {
-        buf_t doc;
-        uint64_t gen;
         s3_lock_config_t c;
-        stor_status_t st = stor_bucket_config_get(req->srv->cfg.store, &req->authz_bucket,
-                                                  STOR_BCFG_OBJECT_LOCK, &doc, &gen);
-        int rc = st == STOR_OK && doc.len ? s3_lock_config_decode(doc.data, doc.len, &c) : -1;
-        buf_free(&doc);
-        if (st != STOR_OK)
-            return s3_error_from_stor(st);
-        if (rc == 0) /* absent: lock disabled meanwhile (never by S3) */
-            r = s3_lock_config_default(&c, req->now_s);
+        if ((err = config_of(req, &c)) != S3E_NONE)
+            return err;
+        r = s3_lock_config_default(&c, req->now_s);
     }
     if (put && (r.mode != S3_LOCK_NONE || hold) && !put_integrity_given(req)) {
         *why_p = "Content-MD5 OR x-amz-checksum- HTTP header is required for Put Object requests "
@@ -170,8 +165,11 @@ static void get_lock_config_begin(s3_req_t *req)
         return;
     }
     s3_lock_config_t c;
-    if (!read_config(req, &c))
+    s3_error_t err = config_of(req, &c);
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, NULL);
         return;
+    }
     buf_t xml;
     buf_init(&xml, 4096);
     s3_lock_config_xml(&c, &xml);
