@@ -192,6 +192,9 @@ void s3c_set_needed(uint64_t needed);
 void s3c_set_request_id(const char *rid);
 /* Overwrites only the status of the calling thread's last error. */
 void set_status(s3r_status_t st);
+/* Makes *e (a record s3r_client_last_error gave for c earlier) the
+ * thread's last error again. */
+void s3c_err_restore(const s3r_client_t *c, const s3r_error_info_t *e);
 /* Counts st in n_errors unless S3R_OK, and returns it: every public
  * operation returns through here. */
 s3r_status_t done(s3r_client_t *c, s3r_status_t st);
