@@ -49,7 +49,7 @@ typedef enum xml_field {
     F_LIST,
 } xml_field_t;
 
-#define XML_MAX_GRANTS 100
+#define XML_MAX_GRANTS S3R_MAX_ACL_GRANTS
 
 typedef struct xml_ctx {
     XML_Parser parser;

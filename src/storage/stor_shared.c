@@ -69,8 +69,14 @@ stor_status_t stor_meta_apply_change(stor_meta_t *m, const stor_obj_change_t *ch
         free(m->tags);
         m->tags = tags;
     }
-    if (change->set_acl)
+    if (change->set_acl) {
+        char *grants = NULL;
+        if (change->grants && !(grants = strdup(change->grants)))
+            return STOR_ERR_NOMEM;
+        free(m->grants);
+        m->grants = grants;
         m->acl = change->acl;
+    }
     return STOR_OK;
 }
 

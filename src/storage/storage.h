@@ -201,17 +201,22 @@ typedef enum stor_versioning {
  * RADOS: keep them small); their meaning is the S3 layer's. Values never
  * change (they are stored). */
 typedef enum stor_bucket_cfg {
-    STOR_BCFG_POLICY = 0,          /* the bucket policy (canonical JSON) */
-    STOR_BCFG_PUBLIC_ACCESS_BLOCK, /* PublicAccessBlockConfiguration flags */
-    STOR_BCFG_OWNERSHIP,           /* OwnershipControls rule */
-    STOR_BCFG_CORS,                /* the CORS configuration (s3/cors.h's stored form) */
-    STOR_BCFG_LIFECYCLE,           /* the lifecycle configuration (canonical XML, s3/lifecycle.h) */
+    STOR_BCFG_POLICY = 0,              /* the bucket policy (canonical JSON) */
+    STOR_BCFG_PUBLIC_ACCESS_BLOCK = 1, /* PublicAccessBlockConfiguration flags */
+    STOR_BCFG_OWNERSHIP = 2,           /* OwnershipControls rule */
+    STOR_BCFG_CORS = 3,                /* the CORS configuration (s3/cors.h's stored form) */
+    STOR_BCFG_LIFECYCLE = 4, /* the lifecycle configuration (canonical XML, s3/lifecycle.h) */
     /* The versioning state: one byte, stor_versioning_t (set only through
      * stor_bucket_set_versioning; storage reads it on every write). */
-    STOR_BCFG_VERSIONING,
-    STOR_BCFG_TAGGING,    /* the bucket's tag set (s3/tagging.h's stored form) */
-    STOR_BCFG_ENCRYPTION, /* default encryption: one byte, 1 = AES256 (SSE-S3) */
-    STOR_BCFG_COUNT
+    STOR_BCFG_VERSIONING = 5,
+    STOR_BCFG_TAGGING = 6,    /* the bucket's tag set (s3/tagging.h's stored form) */
+    STOR_BCFG_ENCRYPTION = 7, /* default encryption: one byte, 1 = AES256 (SSE-S3) */
+    /* 8: taken (object lock) */
+    /* The bucket's explicit grant list (s3/acl.h's stored form), which
+     * replaces its canned ACL while set; set only with the ACL, through
+     * stor_bucket_set_acl. */
+    STOR_BCFG_ACL_GRANTS = 9,
+    STOR_BCFG_COUNT = 10
 } stor_bucket_cfg_t;
 #define STOR_BCFG_MAX_BYTES (64u * 1024) /* one document; larger: STOR_ERR_TOO_LARGE */
 
@@ -219,9 +224,12 @@ typedef enum stor_bucket_cfg {
  * validity is the caller's job. */
 stor_status_t stor_bucket_create(stor_t *st, const char *name, const char *owner);
 stor_status_t stor_bucket_get(stor_t *st, const char *name, stor_bucket_t *out_p);
-/* Sets the canned ACL of bucket (as stor_bucket_get returned it:
- * STOR_ERR_NO_BUCKET if it is gone). */
-stor_status_t stor_bucket_set_acl(stor_t *st, const stor_bucket_t *bucket, stor_acl_t acl);
+/* Sets the ACL of bucket (as stor_bucket_get returned it: STOR_ERR_NO_BUCKET
+ * if it is gone): its canned ACL and its explicit grant list (document
+ * STOR_BCFG_ACL_GRANTS: grants, NUL-terminated and copied, or NULL for
+ * none), in one atomic change of its record. */
+stor_status_t stor_bucket_set_acl(stor_t *st, const stor_bucket_t *bucket, stor_acl_t acl,
+                                  const char *grants);
 /* Reads configuration document kind of bucket (as stor_bucket_get returned
  * it: STOR_ERR_NO_BUCKET if it is gone) into *out (initialised here; the
  * caller frees it; len 0 when the document is not set) and the generation
@@ -303,6 +311,10 @@ typedef struct stor_meta {
     /* How the object's bytes are encrypted at rest, in the S3 layer's stored
      * form (s3/sse.h: never a key); NULL: they are not. Opaque here. */
     char *sse;
+    /* The object's explicit grant list in the S3 layer's stored form
+     * (s3/acl.h), which replaces its canned ACL acl; NULL: none. Opaque
+     * here (field 9). */
+    char *grants;
     /* The version (field 10): NULL for the "null" version of an object
      * written before its bucket had versioning; else 16 hex digits (the
      * version's order among its key's versions: a "null" version written
@@ -452,8 +464,9 @@ stor_status_t stor_delete_if(stor_t *st, const stor_bucket_t *bucket, const char
 
 /* A change to an object's metadata that leaves its bytes as they are. */
 typedef struct stor_obj_change {
-    bool set_acl;
+    bool set_acl; /* sets acl and grants together */
     stor_acl_t acl;
+    const char *grants; /* with set_acl: the explicit grant list (copied); NULL for none */
     bool set_tags;
     const char *tags; /* with set_tags: the new tag set (copied); NULL removes it */
 } stor_obj_change_t;
