@@ -1,7 +1,7 @@
 /* ACLs (src/s3/acl.h): the first byte picks the parser, the rest is the
  * input. Byte 0 even: five x-amz-grant-* header values, separated by NUL
  * bytes (missing ones absent); odd: an AccessControlPolicy body. Configured
- * users: "alice" and "bob". Invariants: a refusal says why (but a
+ * users: "alice" and "bob" (bob@example.com). Invariants: a refusal says why (but a
  * MalformedACLError) and leaves no grants; an accepted list holds at most
  * S3R_MAX_ACL_GRANTS grants of one known permission each, users' grants
  * name a configured user; its stored form decodes to the same list; its
@@ -18,11 +18,19 @@
 #include "fuzz_util.h"
 #include "s3/acl.h"
 
-static const char *users(void *ctx, const char *id)
+static const char *user_name(void *ctx, const char *id)
 {
     (void)ctx;
     return strcmp(id, "alice") == 0 || strcmp(id, "bob") == 0 ? id : NULL;
 }
+
+static const char *user_by_email(void *ctx, const char *email)
+{
+    (void)ctx;
+    return strcmp(email, "bob@example.com") == 0 ? "bob" : NULL;
+}
+
+static const s3_acl_users_t users = {user_name, user_by_email, NULL};
 
 static void same(const s3_acl_t *a, const s3_acl_t *b)
 {
@@ -39,7 +47,7 @@ static void check_list(const s3_acl_t *a, const char *owner)
         int p = a->v[i].perm;
         FUZZ_CHECK(p == S3_ACL_READ || p == S3_ACL_WRITE || p == S3_ACL_READ_ACP ||
                    p == S3_ACL_WRITE_ACP || p == S3_ACL_FULL);
-        FUZZ_CHECK(a->v[i].kind != S3_GRANTEE_USER || users(NULL, a->v[i].id));
+        FUZZ_CHECK(a->v[i].kind != S3_GRANTEE_USER || user_name(NULL, a->v[i].id));
     }
     /* The stored form round trip. */
     char *stored = s3_acl_encode(a);
@@ -52,11 +60,10 @@ static void check_list(const s3_acl_t *a, const char *owner)
     /* The document round trip. */
     buf_t doc;
     buf_init(&doc, 1 << 22);
-    s3_acl_xml(&doc, owner, a, users, NULL);
+    s3_acl_xml(&doc, owner, a, &users);
     char *xml_owner = NULL;
     const char *why = NULL;
-    FUZZ_CHECK(s3_acl_from_xml(doc.data, doc.len, users, NULL, &xml_owner, &back, &why) ==
-               S3E_NONE);
+    FUZZ_CHECK(s3_acl_from_xml(doc.data, doc.len, &users, &xml_owner, &back, &why) == S3E_NONE);
     FUZZ_CHECK(xml_owner && strcmp(xml_owner, owner) == 0);
     same(a, &back);
     free(xml_owner);
@@ -91,7 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *owner = NULL;
     char *in = fuzz_cstr(data + 1, size - 1);
     if (xml) {
-        err = s3_acl_from_xml(in, size - 1, users, NULL, &owner, &a, &why);
+        err = s3_acl_from_xml(in, size - 1, &users, &owner, &a, &why);
     } else {
         const char *v[S3_ACL_GRANT_HEADERS] = {NULL, NULL, NULL, NULL, NULL};
         size_t off = 0;
@@ -99,7 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             v[h] = in + off;
             off += strlen(in + off) + 1;
         }
-        err = s3_acl_from_grant_headers(v, users, NULL, &a, &why);
+        err = s3_acl_from_grant_headers(v, &users, &a, &why);
     }
     if (err != S3E_NONE) {
         FUZZ_CHECK(a.n == 0 && a.v == NULL && !owner);

@@ -588,10 +588,25 @@ bool s3_object_authorize(s3_req_t *req, const stor_bucket_t *bucket, const char 
 
 /* ---- the ACLs requests set ------------------------------------------------------------ */
 
-/* s3_acl_user_fn over the configured users. */
-static const char *configured_user(void *ctx, const char *id)
+/* The configured users as acl.c asks for them. */
+static const char *user_name(void *ctx, const char *id)
 {
     return s3_display_name(ctx, id);
+}
+
+static const char *user_by_email(void *ctx, const char *email)
+{
+    const s3_server_t *srv = ctx;
+    for (size_t i = 0; i < srv->cfg.n_users; i++)
+        if (srv->cfg.users[i].email && strcasecmp(srv->cfg.users[i].email, email) == 0)
+            return srv->cfg.users[i].access_key;
+    return NULL;
+}
+
+static s3_acl_users_t configured_users(s3_req_t *req)
+{
+    s3_acl_users_t u = {user_name, user_by_email, (void *)req->srv};
+    return u;
 }
 
 void s3_new_acl_free(s3_new_acl_t *acl)
@@ -635,8 +650,8 @@ s3_error_t s3_acl_from_headers(s3_req_t *req, bool object, s3_new_acl_t *out, co
     }
     if (grants) {
         s3_acl_t list;
-        s3_error_t err =
-            s3_acl_from_grant_headers(values, configured_user, (void *)req->srv, &list, why_p);
+        s3_acl_users_t users = configured_users(req);
+        s3_error_t err = s3_acl_from_grant_headers(values, &users, &list, why_p);
         if (err == S3E_NONE)
             err = new_acl_grants(&list, out);
         s3_acl_free(&list);
@@ -665,8 +680,9 @@ s3_error_t s3_acl_from_body(s3_req_t *req, bool object, const char *owner, const
     memset(out, 0, sizeof *out);
     char *xml_owner = NULL;
     s3_acl_t list;
-    s3_error_t err = s3_acl_from_xml(req->body.data, req->body.len, configured_user,
-                                     (void *)req->srv, &xml_owner, &list, why_p);
+    s3_acl_users_t users = configured_users(req);
+    s3_error_t err =
+        s3_acl_from_xml(req->body.data, req->body.len, &users, &xml_owner, &list, why_p);
     if (err != S3E_NONE)
         return err;
     if (xml_owner && strcmp(xml_owner, owner) != 0) {
@@ -810,7 +826,8 @@ static s3_error_t acl_xml(s3_req_t *req, buf_t *xml, const s3_acl_t *explicit_li
         list.v = canned_v;
         list.n = s3_acl_canned(acl, object, owner, bucket_owner, canned_v);
     }
-    s3_acl_xml(xml, owner, &list, configured_user, (void *)req->srv);
+    s3_acl_users_t users = configured_users(req);
+    s3_acl_xml(xml, owner, &list, &users);
     s3_acl_free(&decoded);
     return S3E_NONE;
 }

@@ -107,17 +107,35 @@ static int add(s3_acl_t *a, s3_grantee_kind_t kind, int perm, const char *id, si
 
 typedef enum { WHO_ID, WHO_URI, WHO_EMAIL } who_t;
 
-/* Adds the grant of perm to the grantee given as (who, value): the answers
- * of s3_acl_from_grant_headers, MalformedACLError when full_error and the
- * list is full. */
+/* Adds the grant of perm to the grantee given as (who, value: len bytes):
+ * the answers of s3_acl_from_grant_headers, full_error when the list is
+ * full. */
 static s3_error_t add_grantee(s3_acl_t *a, who_t who, const char *v, size_t len, int perm,
-                              s3_acl_user_fn user, void *ctx, s3_error_t full_error,
+                              const s3_acl_users_t *users, s3_error_t full_error,
                               const char **why_p)
 {
     bool full = false;
+    char text[S3_ACL_ID_MAX + 1];
+    bool printable = len > 0 && len <= S3_ACL_ID_MAX;
+    for (size_t i = 0; printable && i < len; i++)
+        printable = (unsigned char)v[i] >= 0x20 && v[i] != 0x7f;
+    if (printable) {
+        memcpy(text, v, len);
+        text[len] = '\0';
+    }
     if (who == WHO_EMAIL) {
-        *why_p = "The e-mail address you provided does not match any account on record.";
-        return S3E_UNRESOLVABLE_GRANT;
+        const char *id = printable && users->by_email ? users->by_email(users->ctx, text) : NULL;
+        if (!id) {
+            *why_p = "The e-mail address you provided does not match any account on record.";
+            return S3E_UNRESOLVABLE_GRANT;
+        }
+        /* Kept as a grant to the user it names, as S3 keeps it. */
+        len = strnlen(id, S3_ACL_ID_MAX + 1);
+        printable = len <= S3_ACL_ID_MAX;
+        if (printable)
+            memcpy(text, id, len + 1);
+        v = text;
+        who = WHO_ID;
     }
     if (who == WHO_URI) {
         for (size_t i = 0; i < N_GROUPS; i++) {
@@ -130,15 +148,7 @@ static s3_error_t add_grantee(s3_acl_t *a, who_t who, const char *v, size_t len,
         *why_p = "Invalid group uri";
         return S3E_INVALID_ARGUMENT;
     }
-    char id[S3_ACL_ID_MAX + 1];
-    bool printable = len > 0 && len <= S3_ACL_ID_MAX;
-    for (size_t i = 0; printable && i < len; i++)
-        printable = (unsigned char)v[i] >= 0x20 && v[i] != 0x7f;
-    if (printable) {
-        memcpy(id, v, len);
-        id[len] = '\0';
-    }
-    if (!printable || !user(ctx, id)) {
+    if (!printable || !users->name(users->ctx, text)) {
         *why_p = "Invalid id";
         return S3E_INVALID_ARGUMENT;
     }
@@ -161,7 +171,7 @@ static const char *skip_spaces(const char *s)
 }
 
 /* One header's grantees ("id=a, uri=\"...\""), each given perm. */
-static s3_error_t parse_header(s3_acl_t *a, const char *s, int perm, s3_acl_user_fn user, void *ctx,
+static s3_error_t parse_header(s3_acl_t *a, const char *s, int perm, const s3_acl_users_t *users,
                                const char **why_p)
 {
     static const char *const malformed = "Malformed grant header: expected a comma-separated "
@@ -206,7 +216,7 @@ static s3_error_t parse_header(s3_acl_t *a, const char *s, int perm, s3_acl_user
             return S3E_INVALID_ARGUMENT;
         }
         s3_error_t err =
-            add_grantee(a, who, v, (size_t)(end - v), perm, user, ctx, S3E_INVALID_ARGUMENT, why_p);
+            add_grantee(a, who, v, (size_t)(end - v), perm, users, S3E_INVALID_ARGUMENT, why_p);
         if (err != S3E_NONE)
             return err;
     } while (*s++ == ',');
@@ -214,15 +224,14 @@ static s3_error_t parse_header(s3_acl_t *a, const char *s, int perm, s3_acl_user
 }
 
 s3_error_t s3_acl_from_grant_headers(const char *const values[S3_ACL_GRANT_HEADERS],
-                                     s3_acl_user_fn user, void *ctx, s3_acl_t *out,
-                                     const char **why_p)
+                                     const s3_acl_users_t *users, s3_acl_t *out, const char **why_p)
 {
     memset(out, 0, sizeof *out);
     *why_p = NULL;
     for (size_t h = 0; h < S3_ACL_GRANT_HEADERS; h++) {
         if (!values[h])
             continue;
-        s3_error_t err = parse_header(out, values[h], header_perms[h], user, ctx, why_p);
+        s3_error_t err = parse_header(out, values[h], header_perms[h], users, why_p);
         if (err != S3E_NONE) {
             s3_acl_free(out);
             return err;
@@ -231,7 +240,7 @@ s3_error_t s3_acl_from_grant_headers(const char *const values[S3_ACL_GRANT_HEADE
     return S3E_NONE;
 }
 
-s3_error_t s3_acl_from_xml(const char *body, size_t len, s3_acl_user_fn user, void *ctx,
+s3_error_t s3_acl_from_xml(const char *body, size_t len, const s3_acl_users_t *users,
                            char **owner_p, s3_acl_t *out, const char **why_p)
 {
     memset(out, 0, sizeof *out);
@@ -252,7 +261,7 @@ s3_error_t s3_acl_from_xml(const char *body, size_t len, s3_acl_user_fn user, vo
         }
         who_t who = g->id ? WHO_ID : g->uri ? WHO_URI : WHO_EMAIL;
         const char *v = g->id ? g->id : g->uri ? g->uri : g->email;
-        err = add_grantee(out, who, v, strlen(v), perm, user, ctx, S3E_MALFORMED_ACL, why_p);
+        err = add_grantee(out, who, v, strlen(v), perm, users, S3E_MALFORMED_ACL, why_p);
     }
     if (err == S3E_NONE) {
         *owner_p = owner;
@@ -455,9 +464,9 @@ int s3_acl_decode(const char *stored, size_t len, s3_acl_t *out)
 
 /* ---- the AccessControlPolicy document --------------------------------------------------- */
 
-static void user_xml(buf_t *xml, const char *id, s3_acl_user_fn user, void *ctx)
+static void user_xml(buf_t *xml, const char *id, const s3_acl_users_t *users)
 {
-    const char *name = user ? user(ctx, id) : NULL;
+    const char *name = users->name(users->ctx, id);
     buf_append_str(xml, "<ID>");
     buf_append_xml(xml, id);
     buf_append_str(xml, "</ID><DisplayName>");
@@ -465,12 +474,12 @@ static void user_xml(buf_t *xml, const char *id, s3_acl_user_fn user, void *ctx)
     buf_append_str(xml, "</DisplayName>");
 }
 
-void s3_acl_xml(buf_t *xml, const char *owner, const s3_acl_t *a, s3_acl_user_fn user, void *ctx)
+void s3_acl_xml(buf_t *xml, const char *owner, const s3_acl_t *a, const s3_acl_users_t *users)
 {
     buf_append_str(xml, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                         "<AccessControlPolicy xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
                         "<Owner>");
-    user_xml(xml, owner, user, ctx);
+    user_xml(xml, owner, users);
     buf_append_str(xml, "</Owner><AccessControlList>");
     for (size_t i = 0; i < a->n; i++) {
         const s3_grant_t *g = &a->v[i];
@@ -478,7 +487,7 @@ void s3_acl_xml(buf_t *xml, const char *owner, const s3_acl_t *a, s3_acl_user_fn
                             "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" ");
         if (g->kind == S3_GRANTEE_USER) {
             buf_append_str(xml, "xsi:type=\"CanonicalUser\">");
-            user_xml(xml, g->id, user, ctx);
+            user_xml(xml, g->id, users);
         } else {
             buf_append_str(xml, "xsi:type=\"Group\"><URI>");
             for (size_t k = 0; k < N_GROUPS; k++)

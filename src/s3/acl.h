@@ -55,9 +55,16 @@ typedef struct s3_acl {
     size_t n; /* at most S3R_MAX_ACL_GRANTS */
 } s3_acl_t;
 
-/* Answers whether id is a configured user: its display name, or NULL for
- * no such user. */
-typedef const char *(*s3_acl_user_fn)(void *ctx, const char *id);
+/* Who the configured users are, asked by the parsers and the documents. */
+typedef struct s3_acl_users {
+    /* The display name of the user whose canonical id is id, or NULL for no
+     * such user. */
+    const char *(*name)(void *ctx, const char *id);
+    /* The canonical id of the user with this e-mail address, or NULL for
+     * none (NULL callback: no user has one). */
+    const char *(*by_email)(void *ctx, const char *email);
+    void *ctx;
+} s3_acl_users_t;
 
 /* The canned ACL x-amz-acl value name names, or -1 for one s3rdmad does not
  * keep. */
@@ -70,15 +77,15 @@ extern const char *const s3_acl_grant_headers[S3_ACL_GRANT_HEADERS];
 
 /* Parses the grant headers' values (values[i] for s3_acl_grant_headers[i],
  * NULL when absent): each a comma-separated list of id=..., uri=... or
- * emailAddress=..., the value optionally in double quotes. Fills *out (the
- * caller frees it with s3_acl_free) or returns the error with *why_p the
- * message (static): InvalidArgument for a malformed list, an unknown
- * grantee type, an id user does not know, a URI that is not one of the
+ * emailAddress=..., the value optionally in double quotes. An e-mail
+ * address becomes a grant to the user who has it, as S3 resolves one.
+ * Fills *out (the caller frees it with s3_acl_free) or returns the error
+ * with *why_p the message (static): InvalidArgument for a malformed list,
+ * an unknown grantee type, an id no user has, a URI that is not one of the
  * three groups, or more than S3R_MAX_ACL_GRANTS grants;
- * UnresolvableGrantByEmailAddress for an email address (s3rdmad has no
- * email addresses to resolve). */
+ * UnresolvableGrantByEmailAddress for an address no user has. */
 s3_error_t s3_acl_from_grant_headers(const char *const values[S3_ACL_GRANT_HEADERS],
-                                     s3_acl_user_fn user, void *ctx, s3_acl_t *out,
+                                     const s3_acl_users_t *users, s3_acl_t *out,
                                      const char **why_p);
 /* Parses an AccessControlPolicy body: *owner_p gets its Owner's ID (NULL
  * when absent; the caller frees it) and *out its grants, in order (the
@@ -86,7 +93,7 @@ s3_error_t s3_acl_from_grant_headers(const char *const values[S3_ACL_GRANT_HEADE
  * not one, a permission S3 does not know or more than S3R_MAX_ACL_GRANTS
  * grants; then the grantee answers of s3_acl_from_grant_headers. *why_p is
  * the message (static; NULL: the default). */
-s3_error_t s3_acl_from_xml(const char *body, size_t len, s3_acl_user_fn user, void *ctx,
+s3_error_t s3_acl_from_xml(const char *body, size_t len, const s3_acl_users_t *users,
                            char **owner_p, s3_acl_t *out, const char **why_p);
 
 /* The grant list canned ACL acl stands for on a resource with this owner
@@ -114,9 +121,9 @@ char *s3_acl_encode(const s3_acl_t *a);
 int s3_acl_decode(const char *stored, size_t len, s3_acl_t *out);
 
 /* Appends the AccessControlPolicy document of a resource with this owner
- * and grant list; display names come from user (an id it does not know is
- * its own display name). */
-void s3_acl_xml(buf_t *xml, const char *owner, const s3_acl_t *a, s3_acl_user_fn user, void *ctx);
+ * and grant list; display names come from users (an id no user has is its
+ * own display name). */
+void s3_acl_xml(buf_t *xml, const char *owner, const s3_acl_t *a, const s3_acl_users_t *users);
 
 void s3_acl_free(s3_acl_t *a);
 

@@ -143,11 +143,13 @@ def write_config(path, users=USERS, durability="relaxed", extra=""):
     lines = [f"durability: {durability}", f"region: {REGION}"]
     if users:
         lines.append("users:")
-        for ak, sk, *display_name in users:  # (access key, secret key[, display name])
+        # (access key, secret key[, display name or None[, e-mail address]])
+        for ak, sk, *more in users:
             lines.append(f"  - access_key: {ak}")
             lines.append(f"    secret_key: {sk}")
-            if display_name:
-                lines.append(f"    display_name: {display_name[0]}")
+            for field, value in zip(["display_name", "email"], more):
+                if value is not None:
+                    lines.append(f"    {field}: {value}")
     lines.append("rdma:")
     lines.append("  enabled: false")
     Path(path).write_text("\n".join(lines) + "\n" + extra)

@@ -1,7 +1,7 @@
 """Explicit ACL grants, as AWS S3 answers them: x-amz-grant-* headers on CreateBucket,
 PutObject, CopyObject, CreateMultipartUpload, PutBucketAcl and PutObjectAcl;
-AccessControlPolicy bodies with any grantee (a user by canonical id, the AllUsers,
-AuthenticatedUsers and LogDelivery groups); each permission's effect for another user
+AccessControlPolicy bodies with any grantee (a user by canonical id or by a configured
+e-mail address, the AllUsers, AuthenticatedUsers and LogDelivery groups); each permission's effect for another user
 and for anonymous requests; owners' display names from the configuration; every
 refusal with S3's status and code; the bucket's public-access block and ownership
 controls over grants; awscli's grant options; and the native RDMA path deciding the
@@ -16,12 +16,14 @@ import botocore
 import pytest
 from botocore.exceptions import ClientError
 
-from s3r_itest import (REPO_ROOT, UCX_ENVS, USERS, RdmaServer, assert_error, boto_client,
-                       clean_env, empty_bucket, free_port, new_bucket_name, raw_request)
+from s3r_itest import (REPO_ROOT, UCX_ENVS, USERS, RdmaServer, ServerStartError,
+                       assert_error, boto_client, clean_env, empty_bucket, free_port,
+                       new_bucket_name, raw_request)
 
 OWNER, OTHER = USERS[0], USERS[1]
 AK1, AK2 = OWNER[0], OTHER[0]
 OWNER_NAME = "Owner One"
+OTHER_EMAIL = "other@example.com"
 ALL_USERS = "http://acs.amazonaws.com/groups/global/AllUsers"
 AUTH_USERS = "http://acs.amazonaws.com/groups/global/AuthenticatedUsers"
 LOG_DELIVERY = "http://acs.amazonaws.com/groups/s3/LogDelivery"
@@ -31,7 +33,7 @@ DRIVER = Path(os.environ.get("S3RDMA_BUILD", REPO_ROOT / "build")) / "tests" / "
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory):
     s = RdmaServer(tmp_path_factory.mktemp("acl"), "acl", UCX_ENVS["ucx-default"],
-                   users=[(*OWNER, OWNER_NAME), OTHER]).start()
+                   users=[(*OWNER, OWNER_NAME), (*OTHER, None, OTHER_EMAIL)]).start()
     s.dead = f"http://127.0.0.1:{free_port()}"
     yield s
     s.stop()
@@ -118,6 +120,16 @@ def test_default_acl_shows_the_configured_display_name(srv, own, other, b):
     assert other.list_buckets()["Owner"] == {"ID": AK2, "DisplayName": AK2}
     c = own.list_objects_v2(Bucket=b, FetchOwner=True)["Contents"][0]
     assert c["Owner"] == {"ID": AK1, "DisplayName": OWNER_NAME}
+
+
+@pytest.mark.parametrize("display_name, email", [('"bad\\tname"', None), ('""', None),
+                                                 (None, "no-at-sign"), (None, '"a b@c"')])
+def test_bad_display_name_or_email_stops_the_server(make_server, display_name, email):
+    srv = make_server(users=[(*OWNER, display_name, email)], start=False)
+    with pytest.raises(ServerStartError):
+        srv.start()
+    log = srv.log_tail()
+    assert "a user's display_name must be" in log or "a user's email must be" in log, log
 
 
 # ---- each permission's effect --------------------------------------------------------------
@@ -228,6 +240,20 @@ def test_grant_headers_on_create_bucket(own, other):
         assert not ok(other.list_objects_v2, Bucket=name)
     finally:
         own.delete_bucket(Bucket=name)
+
+
+def test_grants_by_configured_email_address(own, other, b):
+    own.put_object(Bucket=b, Key="k", Body=b"x",
+                   GrantRead=f'emailAddress="{OTHER_EMAIL.upper()}"')
+    assert other.get_object(Bucket=b, Key="k")["Body"].read() == b"x"
+    own.put_bucket_acl(Bucket=b, AccessControlPolicy=policy(
+        user(AK1, "FULL_CONTROL"),
+        {"Grantee": {"Type": "AmazonCustomerByEmail", "EmailAddress": OTHER_EMAIL},
+         "Permission": "WRITE"}))
+    # Kept, and shown, as a grant to the user the address names.
+    assert grants_of(own.get_bucket_acl(Bucket=b)) == sorted([
+        ("CanonicalUser", AK1, OWNER_NAME, "FULL_CONTROL"), ("CanonicalUser", AK2, AK2, "WRITE")])
+    other.put_object(Bucket=b, Key="w", Body=b"x")
 
 
 def test_grant_headers_on_put_copy_and_multipart(own, other, b):

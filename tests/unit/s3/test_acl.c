@@ -20,8 +20,9 @@
 #define AUTH "http://acs.amazonaws.com/groups/global/AuthenticatedUsers"
 #define LOG  "http://acs.amazonaws.com/groups/s3/LogDelivery"
 
-/* Two configured users: "alice" (display name "Alice A.") and "bob". */
-static const char *users(void *ctx, const char *id)
+/* Two configured users: "alice" (display name "Alice A.") and "bob"
+ * (e-mail address bob@example.com). */
+static const char *user_name(void *ctx, const char *id)
 {
     (void)ctx;
     if (strcmp(id, "alice") == 0)
@@ -29,11 +30,20 @@ static const char *users(void *ctx, const char *id)
     return strcmp(id, "bob") == 0 ? "bob" : NULL;
 }
 
+static const char *user_by_email(void *ctx, const char *email)
+{
+    (void)ctx;
+    return strcmp(email, "bob@example.com") == 0 ? "bob" : NULL;
+}
+
+static const s3_acl_users_t users_v = {user_name, user_by_email, NULL};
+static const s3_acl_users_t *const users = &users_v;
+
 static s3_error_t headers(const char *read, const char *full, s3_acl_t *a)
 {
     const char *v[S3_ACL_GRANT_HEADERS] = {read, NULL, NULL, NULL, full};
     const char *why = NULL;
-    s3_error_t err = s3_acl_from_grant_headers(v, users, NULL, a, &why);
+    s3_error_t err = s3_acl_from_grant_headers(v, users, a, &why);
     assert_true(err == S3E_NONE || why != NULL);
     if (err != S3E_NONE)
         assert_int_equal(a->n, 0);
@@ -56,7 +66,7 @@ static void test_grant_headers(void **state)
     /* Every header's permission. */
     const char *v[S3_ACL_GRANT_HEADERS] = {"id=bob", "id=bob", "id=bob", "id=bob", "id=bob"};
     const char *why;
-    assert_int_equal(s3_acl_from_grant_headers(v, users, NULL, &a, &why), S3E_NONE);
+    assert_int_equal(s3_acl_from_grant_headers(v, users, &a, &why), S3E_NONE);
     assert_int_equal(a.n, 5);
     assert_int_equal(s3_acl_bits(&a, "bob", false), S3_ACL_FULL);
     assert_int_equal(a.v[1].perm, S3_ACL_WRITE);
@@ -68,6 +78,12 @@ static void test_grant_headers(void **state)
     assert_int_equal(headers("uri=http://acs.amazonaws.com/groups/global/Nobody", NULL, &a),
                      S3E_INVALID_ARGUMENT);
     assert_int_equal(headers("emailAddress=\"a@example.com\"", NULL, &a), S3E_UNRESOLVABLE_GRANT);
+    /* An address a user has is a grant to that user. */
+    assert_int_equal(headers("emailAddress=\"bob@example.com\"", NULL, &a), S3E_NONE);
+    assert_int_equal(a.n, 1);
+    assert_int_equal(a.v[0].kind, S3_GRANTEE_USER);
+    assert_string_equal(a.v[0].id, "bob");
+    s3_acl_free(&a);
     assert_int_equal(headers("name=bob", NULL, &a), S3E_INVALID_ARGUMENT);
     assert_int_equal(headers("id", NULL, &a), S3E_INVALID_ARGUMENT);
     assert_int_equal(headers("", NULL, &a), S3E_INVALID_ARGUMENT);
@@ -96,7 +112,7 @@ static s3_error_t body(const char *grants, char **owner_p, s3_acl_t *a)
              "</AccessControlList></AccessControlPolicy>",
              grants);
     const char *why = NULL;
-    return s3_acl_from_xml(doc, strlen(doc), users, NULL, owner_p, a, &why);
+    return s3_acl_from_xml(doc, strlen(doc), users, owner_p, a, &why);
 }
 
 #define GRANT(who, perm)                                                                           \
@@ -125,8 +141,14 @@ static void test_policy_bodies(void **state)
     assert_int_equal(body(GRANT("<EmailAddress>a@b</EmailAddress>", "READ"), &owner, &a),
                      S3E_UNRESOLVABLE_GRANT);
     assert_null(owner);
+    assert_int_equal(
+        body(GRANT("<EmailAddress>bob@example.com</EmailAddress>", "READ"), &owner, &a), S3E_NONE);
+    assert_string_equal(a.v[0].id, "bob");
+    free(owner);
+    s3_acl_free(&a);
     const char *why;
-    assert_int_equal(s3_acl_from_xml("<nope", 5, users, NULL, &owner, &a, &why), S3E_MALFORMED_ACL);
+    assert_int_equal(s3_acl_from_xml("<nope", 5, users, &owner, &a, &why), S3E_MALFORMED_ACL);
+    assert_null(owner);
 }
 
 static void test_canned_lists(void **state)
@@ -171,7 +193,7 @@ static void test_bits_of_groups(void **state)
     s3_acl_t a;
     const char *v[S3_ACL_GRANT_HEADERS] = {"uri=" AUTH, "uri=" LOG, "id=bob", NULL, NULL};
     const char *why;
-    assert_int_equal(s3_acl_from_grant_headers(v, users, NULL, &a, &why), S3E_NONE);
+    assert_int_equal(s3_acl_from_grant_headers(v, users, &a, &why), S3E_NONE);
     assert_int_equal(s3_acl_bits(&a, "alice", false), S3_ACL_READ);
     assert_int_equal(s3_acl_bits(&a, "alice", true), 0);
     assert_int_equal(s3_acl_bits(&a, "bob", true), S3_ACL_READ_ACP);
@@ -185,7 +207,7 @@ static void test_stored_form(void **state)
     s3_acl_t a, back;
     const char *v[S3_ACL_GRANT_HEADERS] = {"uri=" ALL, NULL, "uri=" AUTH, "uri=" LOG, "id=bob"};
     const char *why;
-    assert_int_equal(s3_acl_from_grant_headers(v, users, NULL, &a, &why), S3E_NONE);
+    assert_int_equal(s3_acl_from_grant_headers(v, users, &a, &why), S3E_NONE);
     char *s = s3_acl_encode(&a);
     assert_string_equal(s, "G1\nREAD AllUsers\nREAD_ACP AuthenticatedUsers\nWRITE_ACP "
                            "LogDelivery\nFULL_CONTROL user bob\n");
@@ -223,10 +245,10 @@ static void test_document(void **state)
     s3_acl_t a;
     const char *v[S3_ACL_GRANT_HEADERS] = {"uri=" ALL, NULL, NULL, NULL, "id=alice,id=bob"};
     const char *why;
-    assert_int_equal(s3_acl_from_grant_headers(v, users, NULL, &a, &why), S3E_NONE);
+    assert_int_equal(s3_acl_from_grant_headers(v, users, &a, &why), S3E_NONE);
     buf_t x;
     buf_init(&x, 1 << 20);
-    s3_acl_xml(&x, "alice", &a, users, NULL);
+    s3_acl_xml(&x, "alice", &a, users);
     buf_append(&x, "", 1);
     assert_non_null(strstr(x.data, "<Owner><ID>alice</ID><DisplayName>Alice A.</DisplayName>"));
     assert_non_null(strstr(x.data, "xsi:type=\"Group\"><URI>" ALL "</URI></Grantee>"
@@ -236,8 +258,7 @@ static void test_document(void **state)
     /* The document parses back to the same list. */
     char *owner;
     s3_acl_t back;
-    assert_int_equal(s3_acl_from_xml(x.data, x.len - 1, users, NULL, &owner, &back, &why),
-                     S3E_NONE);
+    assert_int_equal(s3_acl_from_xml(x.data, x.len - 1, users, &owner, &back, &why), S3E_NONE);
     assert_string_equal(owner, "alice");
     assert_int_equal(back.n, 3);
     for (size_t i = 0; i < a.n; i++)
