@@ -5,7 +5,8 @@
  * MalformedACLError) and leaves no grants; an accepted list holds at most
  * S3R_MAX_ACL_GRANTS grants of one known permission each, users' grants
  * name a configured user; its stored form decodes to the same list; its
- * AccessControlPolicy document parses back to the same list and owner; the
+ * AccessControlPolicy document parses back to the same list and owner;
+ * read in place, the stored form gives the list's permission bits; the
  * canned ACL it may equal stands for the same grants; permission bits stay
  * within FULL_CONTROL. */
 #include <stdbool.h>
@@ -56,6 +57,10 @@ static void check_list(const s3_acl_t *a, const char *owner)
     FUZZ_CHECK(s3_acl_decode(stored, strlen(stored), &back) == 0);
     same(a, &back);
     s3_acl_free(&back);
+    for (int ig = 0; ig < 2; ig++) /* read in place: the same bits */
+        FUZZ_CHECK(
+            s3_acl_stored_bits(stored, strlen(stored), "bob", ig) == s3_acl_bits(a, "bob", ig) &&
+            s3_acl_stored_bits(stored, strlen(stored), NULL, ig) == s3_acl_bits(a, NULL, ig));
     free(stored);
     /* The document round trip. */
     buf_t doc;

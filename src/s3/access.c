@@ -421,26 +421,27 @@ typedef struct acl_ask {
  * ACL (S3's implicit READ_ACP and WRITE_ACP); every other permission,
  * the owner's included, comes from the grants (a canned ACL's list grants
  * the owner FULL_CONTROL). A stored list that does not decode grants
- * nothing (fails closed). */
+ * nothing (fails closed). An object's list is read in place, with no
+ * allocation, on every request. */
 static int granted(const s3_req_t *req, const acl_ask_t *a, const access_cfg_t *cfg)
 {
     if (cfg && cfg->ownership == S3_OWNERSHIP_ENFORCED)
         return is(req, a->object ? a->bucket_owner : a->owner) ? S3_ACL_FULL : 0;
-    s3_grant_t canned_v[S3_ACL_CANNED_MAX];
-    s3_acl_t decoded = {NULL, 0}, list;
+    const char *requester = req->user ? req->user->access_key : NULL;
+    bool ignore_public = cfg && (cfg->pab & S3_PAB_IGNORE_PUBLIC_ACLS);
+    int bits;
     if (!a->object && cfg && cfg->has_grants) {
-        list = cfg->grants;
+        bits = s3_acl_bits(&cfg->grants, requester, ignore_public);
     } else if (a->object && a->meta && a->meta->grants) {
-        if (s3_acl_decode(a->meta->grants, strlen(a->meta->grants), &decoded) != 0)
-            return 0;
-        list = decoded;
+        bits =
+            s3_acl_stored_bits(a->meta->grants, strlen(a->meta->grants), requester, ignore_public);
+        if (bits < 0)
+            bits = 0; /* damaged: grants nothing, but its owner may still reset it */
     } else {
-        list.v = canned_v;
-        list.n = s3_acl_canned(a->acl, a->object, a->owner, a->bucket_owner, canned_v);
+        s3_grant_t v[S3_ACL_CANNED_MAX];
+        s3_acl_t canned = {v, s3_acl_canned(a->acl, a->object, a->owner, a->bucket_owner, v), 0};
+        bits = s3_acl_bits(&canned, requester, ignore_public);
     }
-    int bits = s3_acl_bits(&list, req->user ? req->user->access_key : NULL,
-                           cfg && (cfg->pab & S3_PAB_IGNORE_PUBLIC_ACLS));
-    s3_acl_free(&decoded);
     if (is(req, a->owner))
         bits |= S3_ACL_READ_ACP | S3_ACL_WRITE_ACP;
     return bits;
@@ -815,7 +816,7 @@ static s3_error_t acl_xml(s3_req_t *req, buf_t *xml, const s3_acl_t *explicit_li
                           const char *bucket_owner)
 {
     s3_grant_t canned_v[S3_ACL_CANNED_MAX];
-    s3_acl_t decoded = {NULL, 0}, list;
+    s3_acl_t decoded = {NULL, 0, 0}, list;
     if (explicit_list) {
         list = *explicit_list;
     } else if (stored) {
@@ -823,8 +824,7 @@ static s3_error_t acl_xml(s3_req_t *req, buf_t *xml, const s3_acl_t *explicit_li
             return S3E_INTERNAL;
         list = decoded;
     } else {
-        list.v = canned_v;
-        list.n = s3_acl_canned(acl, object, owner, bucket_owner, canned_v);
+        list = (s3_acl_t){canned_v, s3_acl_canned(acl, object, owner, bucket_owner, canned_v), 0};
     }
     s3_acl_users_t users = configured_users(req);
     s3_acl_xml(xml, owner, &list, &users);

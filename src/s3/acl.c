@@ -79,7 +79,23 @@ void s3_acl_free(s3_acl_t *a)
 {
     free(a->v);
     a->v = NULL;
-    a->n = 0;
+    a->n = a->cap = 0;
+}
+
+/* Makes room in a for want grants in all (at most S3R_MAX_ACL_GRANTS):
+ * -1 on no memory. */
+static int reserve(s3_acl_t *a, size_t want)
+{
+    if (want <= a->cap)
+        return 0;
+    size_t cap = a->cap ? 2 * a->cap : 8;
+    cap = cap < want ? want : cap > S3R_MAX_ACL_GRANTS ? S3R_MAX_ACL_GRANTS : cap;
+    s3_grant_t *v = realloc(a->v, cap * sizeof *v);
+    if (!v)
+        return -1;
+    a->v = v;
+    a->cap = cap;
+    return 0;
 }
 
 /* Appends one grant to a, which holds at most S3R_MAX_ACL_GRANTS: -1 past
@@ -88,14 +104,9 @@ static int add(s3_acl_t *a, s3_grantee_kind_t kind, int perm, const char *id, si
                bool *full_p)
 {
     *full_p = a->n >= S3R_MAX_ACL_GRANTS;
-    if (*full_p || id_len > S3_ACL_ID_MAX)
+    if (*full_p || id_len > S3_ACL_ID_MAX || reserve(a, a->n + 1) != 0)
         return -1;
-    s3_grant_t *v = realloc(a->v, (a->n + 1) * sizeof *v);
-    if (!v)
-        return -1;
-    a->v = v;
-    s3_grant_t *g = &v[a->n++];
-    memset(g, 0, sizeof *g);
+    s3_grant_t *g = &a->v[a->n++];
     g->kind = kind;
     g->perm = perm;
     memcpy(g->id, id, id_len);
@@ -364,26 +375,30 @@ bool s3_acl_is_public(const s3_acl_t *a)
     return false;
 }
 
+/* Whether a grant to (kind, id of id_len bytes) names requester (a user
+ * id; NULL: anonymous); ignore_public drops the two groups. */
+static bool grant_matches(s3_grantee_kind_t kind, const char *id, size_t id_len,
+                          const char *requester, bool ignore_public)
+{
+    switch (kind) {
+    case S3_GRANTEE_USER:
+        return requester && strlen(requester) == id_len && memcmp(id, requester, id_len) == 0;
+    case S3_GRANTEE_ALL_USERS:
+        return !ignore_public;
+    case S3_GRANTEE_AUTH_USERS:
+        return !ignore_public && requester;
+    case S3_GRANTEE_LOG_DELIVERY:
+        break;
+    }
+    return false;
+}
+
 int s3_acl_bits(const s3_acl_t *a, const char *requester, bool ignore_public)
 {
     int bits = 0;
     for (size_t i = 0; i < a->n; i++) {
         const s3_grant_t *g = &a->v[i];
-        bool match = false;
-        switch (g->kind) {
-        case S3_GRANTEE_USER:
-            match = requester && strcmp(g->id, requester) == 0;
-            break;
-        case S3_GRANTEE_ALL_USERS:
-            match = !ignore_public;
-            break;
-        case S3_GRANTEE_AUTH_USERS:
-            match = !ignore_public && requester;
-            break;
-        case S3_GRANTEE_LOG_DELIVERY:
-            break;
-        }
-        if (match)
+        if (grant_matches(g->kind, g->id, strlen(g->id), requester, ignore_public))
             bits |= g->perm;
     }
     return bits;
@@ -420,46 +435,106 @@ char *s3_acl_encode(const s3_acl_t *a)
     return b.data;
 }
 
-/* Decodes one line (without its '\n') into a grant of a. */
-static int decode_line(s3_acl_t *a, const char *s, size_t len)
+/* One grant of a stored form; its id points into the form. */
+typedef struct stored_grant {
+    s3_grantee_kind_t kind;
+    int perm;
+    const char *id; /* S3_GRANTEE_USER: id_len bytes, not NUL-terminated */
+    size_t id_len;
+} stored_grant_t;
+
+/* Parses one line (without its '\n'): 0, or -1 when it is not a grant. */
+static int parse_line(const char *s, size_t len, stored_grant_t *g)
 {
     const char *sp = memchr(s, ' ', len);
-    if (!sp)
+    if (!sp || (g->perm = perm_parse(s, (size_t)(sp - s))) < 0)
         return -1;
-    int perm = perm_parse(s, (size_t)(sp - s));
     const char *who = sp + 1;
     size_t wl = len - (size_t)(who - s);
-    bool full;
-    if (perm < 0)
-        return -1;
     if (wl > 5 && memcmp(who, "user ", 5) == 0) {
-        for (size_t i = 5; i < wl; i++)
-            if ((unsigned char)who[i] < 0x20)
+        g->kind = S3_GRANTEE_USER;
+        g->id = who + 5;
+        g->id_len = wl - 5;
+        for (size_t i = 0; i < g->id_len; i++)
+            if ((unsigned char)g->id[i] < 0x20)
                 return -1;
-        return add(a, S3_GRANTEE_USER, perm, who + 5, wl - 5, &full);
+        return g->id_len <= S3_ACL_ID_MAX ? 0 : -1;
     }
-    for (size_t k = 0; k < N_GROUPS; k++)
-        if (strlen(groups[k].stored) == wl && memcmp(groups[k].stored, who, wl) == 0)
-            return add(a, groups[k].kind, perm, "", 0, &full);
+    g->id = "";
+    g->id_len = 0;
+    for (size_t k = 0; k < N_GROUPS; k++) {
+        if (strlen(groups[k].stored) == wl && memcmp(groups[k].stored, who, wl) == 0) {
+            g->kind = groups[k].kind;
+            return 0;
+        }
+    }
     return -1;
 }
 
-int s3_acl_decode(const char *stored, size_t len, s3_acl_t *out)
+/* Calls fn for each grant of a stored form, in order, while it returns 0:
+ * 0, or -1 when the form does not decode, holds more than
+ * S3R_MAX_ACL_GRANTS grants, or fn refused one. */
+static int stored_walk(const char *stored, size_t len,
+                       int (*fn)(void *ctx, const stored_grant_t *g), void *ctx)
 {
-    memset(out, 0, sizeof *out);
-    size_t hl = sizeof STORED_HEAD - 1;
+    size_t hl = sizeof STORED_HEAD - 1, n = 0;
     if (!stored || len < hl || memcmp(stored, STORED_HEAD, hl) != 0)
         return -1;
     const char *s = stored + hl, *end = stored + len;
     while (s < end) {
         const char *nl = memchr(s, '\n', (size_t)(end - s));
-        if (!nl || decode_line(out, s, (size_t)(nl - s)) != 0) {
-            s3_acl_free(out);
+        stored_grant_t g;
+        if (!nl || ++n > S3R_MAX_ACL_GRANTS || parse_line(s, (size_t)(nl - s), &g) != 0 ||
+            fn(ctx, &g) != 0)
             return -1;
-        }
         s = nl + 1;
     }
     return 0;
+}
+
+static int count_grant(void *ctx, const stored_grant_t *g)
+{
+    (void)g;
+    ++*(size_t *)ctx;
+    return 0;
+}
+
+static int add_grant(void *ctx, const stored_grant_t *g)
+{
+    bool full;
+    return add(ctx, g->kind, g->perm, g->id, g->id_len, &full);
+}
+
+int s3_acl_decode(const char *stored, size_t len, s3_acl_t *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t n = 0;
+    if (stored_walk(stored, len, count_grant, &n) != 0 || reserve(out, n) != 0 ||
+        stored_walk(stored, len, add_grant, out) != 0) {
+        s3_acl_free(out);
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct bits_ctx {
+    const char *requester;
+    bool ignore_public;
+    int bits;
+} bits_ctx_t;
+
+static int or_bits(void *ctx, const stored_grant_t *g)
+{
+    bits_ctx_t *b = ctx;
+    if (grant_matches(g->kind, g->id, g->id_len, b->requester, b->ignore_public))
+        b->bits |= g->perm;
+    return 0;
+}
+
+int s3_acl_stored_bits(const char *stored, size_t len, const char *requester, bool ignore_public)
+{
+    bits_ctx_t b = {requester, ignore_public, 0};
+    return stored_walk(stored, len, or_bits, &b) == 0 ? b.bits : -1;
 }
 
 /* ---- the AccessControlPolicy document --------------------------------------------------- */

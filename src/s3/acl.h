@@ -52,7 +52,8 @@ typedef struct s3_grant {
 
 typedef struct s3_acl {
     s3_grant_t *v;
-    size_t n; /* at most S3R_MAX_ACL_GRANTS */
+    size_t n;   /* at most S3R_MAX_ACL_GRANTS */
+    size_t cap; /* grants v has room for (0: v is not this list's to grow or free) */
 } s3_acl_t;
 
 /* Who the configured users are, asked by the parsers and the documents. */
@@ -99,7 +100,7 @@ s3_error_t s3_acl_from_xml(const char *body, size_t len, const s3_acl_users_t *u
 /* The grant list canned ACL acl stands for on a resource with this owner
  * (bucket_owner: the object's bucket's owner; NULL for a bucket), in the
  * order GetBucketAcl lists it, into out; returns how many. The list points
- * nowhere: it may be wrapped as an s3_acl_t without freeing. */
+ * nowhere: it may be wrapped as an s3_acl_t (cap 0) without freeing. */
 size_t s3_acl_canned(stor_acl_t acl, bool object, const char *owner, const char *bucket_owner,
                      s3_grant_t out[S3_ACL_CANNED_MAX]);
 /* The canned ACL whose grants are exactly a's (in any order), or -1. */
@@ -119,6 +120,10 @@ char *s3_acl_encode(const s3_acl_t *a);
  * s3_acl_free); -1 when they do not decode (a damaged record: fail closed)
  * or on no memory. */
 int s3_acl_decode(const char *stored, size_t len, s3_acl_t *out);
+/* s3_acl_bits of the list len bytes of a stored form hold, read in place
+ * (no allocation: every request on an object with grants asks), or -1 when
+ * they do not decode. */
+int s3_acl_stored_bits(const char *stored, size_t len, const char *requester, bool ignore_public);
 
 /* Appends the AccessControlPolicy document of a resource with this owner
  * and grant list; display names come from users (an id no user has is its

@@ -453,7 +453,20 @@ def pattern(n=10, seed=1):
     return bytes((i * 31 + seed * 7 + (i >> 8)) & 0xFF for i in range(n))
 
 
-def test_native_path_decides_grants_as_http(srv, own, other, b):
+@pytest.fixture(scope="module", params=list(UCX_ENVS))
+def nsrv(request, tmp_path_factory):
+    """A server per UCX setting for the native path (the module's srv uses the default)."""
+    s = RdmaServer(tmp_path_factory.mktemp("aclnative"), "aclnative", UCX_ENVS[request.param],
+                   users=[(*OWNER, OWNER_NAME), OTHER]).start()
+    s.dead = f"http://127.0.0.1:{free_port()}"
+    yield s
+    s.stop()
+
+
+def test_native_path_decides_grants_as_http(nsrv):
+    srv, own, other = nsrv, boto_client(nsrv, OWNER), boto_client(nsrv, OTHER)
+    b = new_bucket_name("aclnat")
+    own.create_bucket(Bucket=b)
     own.put_object(Bucket=b, Key="granted", Body=pattern(), GrantRead=f"id={AK2}")
     own.put_object(Bucket=b, Key="auth", Body=pattern(), GrantRead=f"uri={AUTH_USERS}")
     own.put_object(Bucket=b, Key="plain", Body=pattern())

@@ -39,6 +39,16 @@ static const char *user_by_email(void *ctx, const char *email)
 static const s3_acl_users_t users_v = {user_name, user_by_email, NULL};
 static const s3_acl_users_t *const users = &users_v;
 
+static void same(const s3_acl_t *a, const s3_acl_t *b)
+{
+    assert_int_equal(a->n, b->n);
+    for (size_t i = 0; i < a->n; i++) {
+        assert_int_equal(a->v[i].kind, b->v[i].kind);
+        assert_int_equal(a->v[i].perm, b->v[i].perm);
+        assert_string_equal(a->v[i].id, b->v[i].id);
+    }
+}
+
 static s3_error_t headers(const char *read, const char *full, s3_acl_t *a)
 {
     const char *v[S3_ACL_GRANT_HEADERS] = {read, NULL, NULL, NULL, full};
@@ -155,7 +165,7 @@ static void test_canned_lists(void **state)
 {
     (void)state;
     s3_grant_t v[S3_ACL_CANNED_MAX];
-    s3_acl_t a = {v, s3_acl_canned(STOR_ACL_PUBLIC_READ_WRITE, false, "alice", NULL, v)};
+    s3_acl_t a = {v, s3_acl_canned(STOR_ACL_PUBLIC_READ_WRITE, false, "alice", NULL, v), 0};
     assert_int_equal(a.n, 3);
     assert_int_equal(s3_acl_bits(&a, "alice", false), S3_ACL_FULL);
     assert_int_equal(s3_acl_bits(&a, NULL, false), S3_ACL_READ | S3_ACL_WRITE);
@@ -181,7 +191,7 @@ static void test_canned_lists(void **state)
     assert_int_equal(s3_acl_match_canned(&a, false, "alice", NULL), STOR_ACL_PRIVATE);
     assert_false(s3_acl_is_public(&a));
     /* No canned ACL without the owner's FULL_CONTROL. */
-    s3_acl_t none = {NULL, 0};
+    s3_acl_t none = {NULL, 0, 0};
     assert_int_equal(s3_acl_match_canned(&none, false, "alice", NULL), -1);
     assert_int_equal(s3_acl_canned_parse("public-read"), STOR_ACL_PUBLIC_READ);
     assert_int_equal(s3_acl_canned_parse("log-delivery-write"), -1);
@@ -212,13 +222,19 @@ static void test_stored_form(void **state)
     assert_string_equal(s, "G1\nREAD AllUsers\nREAD_ACP AuthenticatedUsers\nWRITE_ACP "
                            "LogDelivery\nFULL_CONTROL user bob\n");
     assert_int_equal(s3_acl_decode(s, strlen(s), &back), 0);
-    assert_int_equal(back.n, a.n);
-    for (size_t i = 0; i < a.n; i++)
-        assert_memory_equal(&back.v[i], &a.v[i], sizeof a.v[i]);
+    same(&a, &back);
     s3_acl_free(&back);
+    /* Read in place, as the decision does: the same bits as the list's. */
+    const char *who[] = {NULL, "alice", "bob"};
+    for (size_t i = 0; i < 3; i++)
+        for (int ig = 0; ig < 2; ig++)
+            assert_int_equal(s3_acl_stored_bits(s, strlen(s), who[i], ig),
+                             s3_acl_bits(&a, who[i], ig));
+    assert_int_equal(s3_acl_stored_bits(s, strlen(s), "bob", false), S3_ACL_FULL);
+    assert_int_equal(s3_acl_stored_bits(s, strlen(s), "bo", false), S3_ACL_READ | S3_ACL_READ_ACP);
     free(s);
     s3_acl_free(&a);
-    s3_acl_t none = {NULL, 0};
+    s3_acl_t none = {NULL, 0, 0};
     s = s3_acl_encode(&none);
     assert_string_equal(s, "G1\n");
     assert_int_equal(s3_acl_decode(s, strlen(s), &back), 0);
@@ -235,8 +251,21 @@ static void test_stored_form(void **state)
         "G1\nREADAllUsers\n",
         "G1\nREAD user a\x01\n",
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(s3_acl_decode(bad[i], strlen(bad[i]), &back), -1);
+        assert_int_equal(s3_acl_stored_bits(bad[i], strlen(bad[i]), "bob", false), -1);
+    }
+    /* At most S3R_MAX_ACL_GRANTS lines. */
+    buf_t b;
+    buf_init(&b, 1 << 20);
+    buf_append_str(&b, "G1\n");
+    for (int i = 0; i <= S3R_MAX_ACL_GRANTS; i++)
+        buf_append_str(&b, "READ AllUsers\n");
+    assert_int_equal(s3_acl_decode(b.data, b.len, &back), -1);
+    assert_int_equal(s3_acl_decode(b.data, b.len - 14, &back), 0);
+    assert_int_equal(back.n, S3R_MAX_ACL_GRANTS);
+    s3_acl_free(&back);
+    buf_free(&b);
 }
 
 static void test_document(void **state)
@@ -260,9 +289,7 @@ static void test_document(void **state)
     s3_acl_t back;
     assert_int_equal(s3_acl_from_xml(x.data, x.len - 1, users, &owner, &back, &why), S3E_NONE);
     assert_string_equal(owner, "alice");
-    assert_int_equal(back.n, 3);
-    for (size_t i = 0; i < a.n; i++)
-        assert_memory_equal(&back.v[i], &a.v[i], sizeof a.v[i]);
+    same(&a, &back);
     free(owner);
     s3_acl_free(&back);
     buf_free(&x);
