@@ -1,5 +1,6 @@
 """Explicit ACL grants, as AWS S3 answers them: x-amz-grant-* headers on CreateBucket,
-PutObject, CopyObject, CreateMultipartUpload, PutBucketAcl and PutObjectAcl;
+PutObject, CopyObject, CreateMultipartUpload, PutBucketAcl and PutObjectAcl (and POST
+form fields);
 AccessControlPolicy bodies with any grantee (a user by canonical id or by a configured
 e-mail address, the AllUsers, AuthenticatedUsers and LogDelivery groups); each permission's effect for another user
 and for anonymous requests; owners' display names from the configuration; every
@@ -16,7 +17,7 @@ import botocore
 import pytest
 from botocore.exceptions import ClientError
 
-from s3r_itest import (REPO_ROOT, UCX_ENVS, USERS, RdmaServer, ServerStartError,
+from s3r_itest import (REPO_ROOT, TEST_BACKEND, UCX_ENVS, USERS, RdmaServer, ServerStartError,
                        assert_error, boto_client, clean_env, empty_bucket, free_port,
                        new_bucket_name, raw_request)
 
@@ -30,10 +31,16 @@ LOG_DELIVERY = "http://acs.amazonaws.com/groups/s3/LogDelivery"
 DRIVER = Path(os.environ.get("S3RDMA_BUILD", REPO_ROOT / "build")) / "tests" / "s3r_driver"
 
 
+def backend_args(request):
+    """The session's backend (S3RDMA_TEST_BACKEND=rados: its test cluster's pool)."""
+    return request.getfixturevalue("ceph_cluster").gateway_args() if TEST_BACKEND == "rados" else ()
+
+
 @pytest.fixture(scope="module")
-def srv(tmp_path_factory):
+def srv(request, tmp_path_factory):
     s = RdmaServer(tmp_path_factory.mktemp("acl"), "acl", UCX_ENVS["ucx-default"],
-                   users=[(*OWNER, OWNER_NAME), (*OTHER, None, OTHER_EMAIL)]).start()
+                   users=[(*OWNER, OWNER_NAME), (*OTHER, None, OTHER_EMAIL)],
+                   extra_args=backend_args(request)).start()
     s.dead = f"http://127.0.0.1:{free_port()}"
     yield s
     s.stop()
@@ -280,6 +287,20 @@ def test_grant_headers_on_put_copy_and_multipart(own, other, b):
         ("CanonicalUser", AK1, OWNER_NAME, "FULL_CONTROL"), ("CanonicalUser", AK2, AK2, "READ")])
 
 
+def test_grant_fields_of_a_post_form(srv, own, other, b):
+    import requests
+    g = f'id="{AK2}"'
+    p = own.generate_presigned_post(b, "posted", Fields={"x-amz-grant-read": g},
+                                    Conditions=[{"x-amz-grant-read": g}])
+    files = [(k, (None, v)) for k, v in p["fields"].items()] + [
+        ("file", ("f", b"form", "application/octet-stream"))]
+    r = requests.post(f"{srv.endpoint}/{b}", files=files, timeout=30)
+    assert r.status_code == 204, r.text
+    assert other.get_object(Bucket=b, Key="posted")["Body"].read() == b"form"
+    assert grants_of(own.get_object_acl(Bucket=b, Key="posted")) == [
+        ("CanonicalUser", AK2, AK2, "READ")]
+
+
 def test_acl_change_keeps_the_object(own, b):
     own.put_object(Bucket=b, Key="k", Body=b"bytes", ContentType="text/x-acl")
     before = own.head_object(Bucket=b, Key="k")
@@ -457,7 +478,7 @@ def pattern(n=10, seed=1):
 def nsrv(request, tmp_path_factory):
     """A server per UCX setting for the native path (the module's srv uses the default)."""
     s = RdmaServer(tmp_path_factory.mktemp("aclnative"), "aclnative", UCX_ENVS[request.param],
-                   users=[(*OWNER, OWNER_NAME), OTHER]).start()
+                   users=[(*OWNER, OWNER_NAME), OTHER], extra_args=backend_args(request)).start()
     s.dead = f"http://127.0.0.1:{free_port()}"
     yield s
     s.stop()
