@@ -644,6 +644,17 @@ stor_reader_t *s3_copy_source_open(s3_req_t *req, bool *same_object_p);
 struct s3_sse_key;
 s3_error_t s3_copy_range(s3_req_t *req, stor_reader_t *reader, uint64_t first, uint64_t len,
                          struct s3_sse_key *dk, stor_writer_t **writer_p, char etag[33]);
+/* The name of req->rdma_token's format when it is not s3r1 but another
+ * S3-RDMA implementation's (cuObject's, docs/protocol.md §2) or unknown; NULL
+ * for s3r1. s3rdmad serves none of the others and declines each request
+ * carrying one, RDMA on or off, the way those clients fall back:
+ * x-amz-rdma-reply: 501 on a reply that is otherwise plain HTTP (a PUT's 501,
+ * a GET's object in the body). Sets req->decline. (token.c) */
+const char *s3_token_foreign(s3_req_t *req);
+/* GET over the token path: RDMA-WRITE [first, first+len) of reader into the
+ * client's buffer and answer status with headers only. Takes over reader.
+ * (token.c) */
+void s3_token_push(s3_req_t *req, stor_reader_t *reader, int status, uint64_t first, uint64_t len);
 /* Checks the token rules common to every token request: RDMA enabled here
  * (else the 501 decline) and the token covered by the signature (else 403).
  * Replies and returns false when one fails. */
