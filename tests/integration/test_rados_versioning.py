@@ -73,7 +73,8 @@ def test_versions_race_across_gateways(ceph_cluster, pool, make_server):
     clients[0].create_bucket(Bucket=bucket)
     clients[1].put_bucket_versioning(Bucket=bucket,
                                      VersioningConfiguration={"Status": "Enabled"})
-    keys = ["hot", "b/1", "b/2", "c\u00e9", "d"]
+    # "e\x01" and "e\x02x" sort between "e" and "f" only through the entries' escape.
+    keys = ["hot", "b/1", "b/2", "c\u00e9", "e", "e\x01", "e\x02x", "f"]
     acked = []  # (key, version id, data or None for a marker)
     lock = threading.Lock()
 

@@ -235,6 +235,8 @@ static int find_null(rstor_t *st, const char *oid, const char *key, buf_t *ekey,
     buf_free(&from);
     if (rc < 0 && found) {
         stor_obj_rec_free(rec);
+        buf_free(ekey);
+        buf_free(eraw);
         found = 0;
     }
     if (rc == -EIO)
