@@ -206,23 +206,45 @@ int rs_vkey_parse(const char *k, size_t kl, buf_t *key);
  * of that id. */
 stor_status_t rs_version_read(rstor_t *st, const char *bucket, const char *key, const char *vid,
                               stor_obj_rec_t *rec);
+/* One read op on a key's shard object: the key's record, the entry vkey
+ * (NULL: not wanted) and, when newest, the key's newest entry. Started
+ * here (0, or a librados code: then nothing is pending); whoever it is
+ * handed to finishes it (rs_version_push), or rs_kread_discard. key must
+ * stay valid meanwhile. */
+typedef struct rs_kread {
+    rados_read_op_t op;
+    rados_completion_t c;
+    rados_omap_iter_t kit, nit;
+    int pk, pn, want_v;
+    unsigned char more;
+    buf_t pfx;
+    const char *key;
+    size_t klen;
+    char oid[RSTOR_OID_MAX];
+} rs_kread_t;
+int rs_kread_start(rstor_t *st, const char *oid, const char *key, const buf_t *vkey, int newest,
+                   rs_kread_t *k);
+void rs_kread_discard(rs_kread_t *k);
 /* Makes meta (with segs: its data; none for a delete marker) the new
  * latest version of key, in bucket state state (ENABLED: a version of its
  * own; SUSPENDED: the "null" version, replacing the one there was), if
- * cond holds for the latest object; sets meta->version. pre: as for
- * rs_index_switch_pre (finished here). Dropped data goes to the GC log. */
+ * cond holds for the latest object; sets meta->version. pre (NULL: none):
+ * the first look at the key, rs_kread_start'ed with newest (finished here).
+ * Dropped data goes to the GC log. */
 stor_status_t rs_version_push(rstor_t *st, const rs_index_t *ix, const char *key, int state,
                               stor_meta_t *meta, const stor_seg_t *segs, uint32_t n_segs,
-                              const stor_precond_t *cond, rs_omap_get_t *pre);
+                              const stor_precond_t *cond, rs_kread_t *pre);
 /* The commit of a write (a PUT, a Complete) to bucket (name, ix, its
  * versioning state as the caller read it): an rs_index_switch_pre while
  * versioning is OFF, else rs_version_push; a switch that finds the key
  * versioned reads the state afresh and pushes. Dropped data goes to the GC
- * log; meta->version is set by a push. */
+ * log; meta->version is set by a push. pre and vpre (NULL: none): the
+ * caller's early reads of the key, for the switch (versioning OFF) and the
+ * push (on): whichever is given is finished here. */
 stor_status_t rs_object_commit(rstor_t *st, const char *bucket, const rs_index_t *ix,
                                int versioning, const char *key, stor_meta_t *meta,
                                const stor_seg_t *segs, uint32_t n_segs, const stor_precond_t *cond,
-                               rs_omap_get_t *pre);
+                               rs_omap_get_t *pre, rs_kread_t *vpre);
 /* The versioning state of bucket (of id) as stored now, for a change that
  * found a version where the caller's copy of the bucket said OFF. */
 stor_status_t rs_versioning_now(rstor_t *st, const char *bucket, uint64_t id, int *state_p);

@@ -444,7 +444,7 @@ stor_status_t rs_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const char 
     }
     rs_index_t ix = rs_index_of(bkt);
     s = rs_object_commit(st, bkt->name, &ix, bkt->versioning, key, &m, segs, (uint32_t)n, cond,
-                         NULL);
+                         NULL, NULL);
     if (s != STOR_OK) {
         /* The upload stays as it was. */
         if (upload_cas(st, bkt->id, upload_id, NULL, &raw) < 0)

@@ -347,13 +347,18 @@ stor_status_t rs_writer_commit_if(stor_writer_t *w_, const char *key, stor_meta_
     free(meta->version);
     free(meta->delete_marker);
     meta->version = meta->delete_marker = NULL;
-    /* The key's current record is read while the last piece is written: one
-     * round trip less for a small object. */
+    /* The key's current record (with its newest entry, versioned) is read
+     * while the last piece is written: one round trip less. */
     char oid[RSTOR_OID_MAX];
     rs_key_oid(&w->ix, key, oid);
-    rs_omap_get_t pre, *prep = &pre;
-    if (rs_omap_get_start(st->index, oid, key, strlen(key), &pre) < 0)
-        prep = NULL;
+    rs_omap_get_t pre, *prep = NULL;
+    rs_kread_t vpre, *vprep = NULL;
+    if (w->versioning == STOR_VERSIONING_OFF) {
+        if (rs_omap_get_start(st->index, oid, key, strlen(key), &pre) == 0)
+            prep = &pre;
+    } else if (rs_kread_start(st, oid, key, NULL, 1, &vpre) == 0) {
+        vprep = &vpre;
+    }
     stor_status_t s = writer_seal(w);
     if (s != STOR_OK) {
         if (prep) {
@@ -361,6 +366,8 @@ stor_status_t rs_writer_commit_if(stor_writer_t *w_, const char *key, stor_meta_
             rs_omap_get_finish(prep, &unused);
             buf_free(&unused);
         }
+        if (vprep)
+            rs_kread_discard(vprep);
         writer_discard(w);
         return s;
     }
@@ -371,7 +378,7 @@ stor_status_t rs_writer_commit_if(stor_writer_t *w_, const char *key, stor_meta_
     m.part_sizes = NULL;
     stor_seg_t seg = {.size = w->size};
     memcpy(seg.id, w->id, STOR_ID_LEN);
-    s = rs_object_commit(st, w->bucket, &w->ix, w->versioning, key, &m, &seg, 1, cond, prep);
+    s = rs_object_commit(st, w->bucket, &w->ix, w->versioning, key, &m, &seg, 1, cond, prep, vprep);
     meta->version = m.version; /* set by a versioned commit */
     /* An unavailable cluster may have applied the switch: the blob is then
      * left to the sweep rather than deleted under a live index entry. */

@@ -112,58 +112,74 @@ static int copy_to(buf_t *b, const char *v, size_t vl)
     return buf_append(b, v, vl);
 }
 
-/* Reads from oid, in one operation, key's latest record, the entry vkey
- * (NULL: not wanted) and, when newest, its newest entry. 0, or a librados
- * code (-ENOENT: no such shard object). */
-static int kread_do(rstor_t *st, const char *oid, const char *key, const buf_t *vkey, int newest,
-                    kread_t *r)
+int rs_kread_start(rstor_t *st, const char *oid, const char *key, const buf_t *vkey, int newest,
+                   rs_kread_t *k)
 {
-    memset(r, 0, sizeof *r);
-    buf_t pfx = {0};
-    rados_read_op_t op = rados_create_read_op();
-    if (!op)
+    memset(k, 0, sizeof *k);
+    k->key = key;
+    k->klen = strlen(key);
+    k->want_v = vkey != NULL;
+    snprintf(k->oid, sizeof k->oid, "%s", oid);
+    if (!(k->op = rados_create_read_op()))
         return -ENOMEM;
     const char *keys[2] = {key, vkey ? vkey->data : NULL};
-    size_t klens[2] = {strlen(key), vkey ? vkey->len : 0};
-    rados_omap_iter_t kit = NULL, nit = NULL;
-    int pk = 0, pn = 0, rc = 0;
-    unsigned char more = 0;
-    rados_read_op_omap_get_vals_by_keys2(op, keys, vkey ? 2 : 1, klens, &kit, &pk);
+    size_t klens[2] = {k->klen, vkey ? vkey->len : 0};
+    int rc = 0;
+    rados_read_op_omap_get_vals_by_keys2(k->op, keys, vkey ? 2 : 1, klens, &k->kit, &k->pk);
     if (newest) {
-        if (rs_vprefix(key, klens[0], &pfx) != 0 || buf_append(&pfx, "\x01", 1) != 0)
+        if (rs_vprefix(key, k->klen, &k->pfx) != 0 || buf_append(&k->pfx, "\x01", 1) != 0)
             rc = -ENOMEM;
         else
-            rados_read_op_omap_get_vals2(op, pfx.data, pfx.data, 1, &nit, &more, &pn);
+            rados_read_op_omap_get_vals2(k->op, k->pfx.data, k->pfx.data, 1, &k->nit, &k->more,
+                                         &k->pn);
     }
+    if (rc == 0 && (rc = rados_aio_create_completion2(NULL, NULL, &k->c)) == 0 &&
+        (rc = rados_aio_read_op_operate(k->op, st->index, k->c, oid, 0)) < 0)
+        rados_aio_release(k->c);
+    if (rc < 0) {
+        rados_release_read_op(k->op);
+        buf_free(&k->pfx);
+        k->op = NULL;
+    }
+    return rc;
+}
+
+/* Waits for the read k (rs_kread_start'ed) and fills *r with what it
+ * found. 0, or a librados code (-ENOENT: no such shard object). */
+static int kread_finish(rs_kread_t *k, kread_t *r)
+{
+    memset(r, 0, sizeof *r);
+    rados_aio_wait_for_complete(k->c);
+    int rc = rados_aio_get_return_value(k->c);
+    rados_aio_release(k->c);
+    rados_release_read_op(k->op);
     if (rc == 0)
-        rc = rados_read_op_operate(op, st->index, oid, 0);
-    rados_release_read_op(op);
-    if (rc == 0)
-        rc = pk < 0 ? pk : pn;
-    char *k, *v;
+        rc = k->pk < 0 ? k->pk : k->pn;
+    char *kk, *v;
     size_t kl, vl;
-    while (rc == 0 && kit && rados_omap_get_next2(kit, &k, &v, &kl, &vl) == 0 && k) {
-        int is_l = kl == klens[0] && memcmp(k, key, kl) == 0;
+    while (rc == 0 && k->kit && rados_omap_get_next2(k->kit, &kk, &v, &kl, &vl) == 0 && kk) {
+        int is_l = kl == k->klen && memcmp(kk, k->key, kl) == 0;
         if (is_l && !r->has_l) {
             rc = copy_to(&r->lraw, v, vl) ? -ENOMEM : 0;
             r->has_l = rc == 0 && stor_rec_decode_object(v, vl, &r->l) == STOR_OK ? 1 : -1;
-        } else if (!is_l && vkey && !r->has_v) {
+        } else if (!is_l && k->want_v && !r->has_v) {
             rc = copy_to(&r->vraw, v, vl) ? -ENOMEM : 0;
             r->has_v = rc == 0 && stor_rec_decode_object(v, vl, &r->v) == STOR_OK ? 1 : -1;
         }
     }
-    while (rc == 0 && nit && !r->has_n && rados_omap_get_next2(nit, &k, &v, &kl, &vl) == 0 && k) {
+    while (rc == 0 && k->nit && !r->has_n && rados_omap_get_next2(k->nit, &kk, &v, &kl, &vl) == 0 &&
+           kk) {
         buf_init(&r->nkey, kl + 1);
-        rc = copy_to(&r->nraw, v, vl) || buf_append(&r->nkey, k, kl) ? -ENOMEM : 0;
+        rc = copy_to(&r->nraw, v, vl) || buf_append(&r->nkey, kk, kl) ? -ENOMEM : 0;
         r->has_n = rc == 0 && stor_rec_decode_object(v, vl, &r->n) == STOR_OK ? 1 : -1;
     }
-    if (kit)
-        rados_omap_get_end(kit);
-    if (nit)
-        rados_omap_get_end(nit);
-    buf_free(&pfx);
+    if (k->kit)
+        rados_omap_get_end(k->kit);
+    if (k->nit)
+        rados_omap_get_end(k->nit);
+    buf_free(&k->pfx);
     if (rc == 0 && (r->has_l < 0 || r->has_v < 0 || r->has_n < 0)) {
-        log_error("storage: corrupt object record for %s in %s", key, oid);
+        log_error("storage: corrupt object record for %s in %s", k->key, k->oid);
         /* Only what decoded is freed. */
         r->has_l = r->has_l > 0;
         r->has_v = r->has_v > 0;
@@ -173,6 +189,26 @@ static int kread_do(rstor_t *st, const char *oid, const char *key, const buf_t *
     if (rc != 0)
         kread_free(r);
     return rc;
+}
+
+void rs_kread_discard(rs_kread_t *k)
+{
+    kread_t r;
+    if (kread_finish(k, &r) == 0)
+        kread_free(&r);
+}
+
+/* rs_kread_start and kread_finish in one. */
+static int kread_do(rstor_t *st, const char *oid, const char *key, const buf_t *vkey, int newest,
+                    kread_t *r)
+{
+    rs_kread_t k;
+    int rc = rs_kread_start(st, oid, key, vkey, newest, &k);
+    if (rc < 0) {
+        memset(r, 0, sizeof *r);
+        return rc;
+    }
+    return kread_finish(&k, r);
 }
 
 /* The entry of key's "null" version in oid: its key and raw bytes, and the
@@ -404,21 +440,14 @@ static stor_status_t version_field(int state, uint64_t seq, char **out)
 
 stor_status_t rs_version_push(rstor_t *st, const rs_index_t *ix, const char *key, int state,
                               stor_meta_t *meta, const stor_seg_t *segs, uint32_t n_segs,
-                              const stor_precond_t *cond, rs_omap_get_t *pre)
+                              const stor_precond_t *cond, rs_kread_t *pre)
 {
     char oid[RSTOR_OID_MAX];
     rs_key_oid(ix, key, oid);
     size_t klen = strlen(key);
-    if (pre) {
-        /* The caller's early look at the key alone does not serve here: the
-         * newest entry is read with it. */
-        buf_t unused;
-        rs_omap_get_finish(pre, &unused);
-        buf_free(&unused);
-    }
     for (int attempt = 0; attempt < RSTOR_RETRIES; attempt++) {
         kread_t r;
-        int rc = kread_do(st, oid, key, NULL, 1, &r);
+        int rc = attempt == 0 && pre ? kread_finish(pre, &r) : kread_do(st, oid, key, NULL, 1, &r);
         if (rc < 0)
             return read_status(oid, rc);
         int live = r.has_l && !r.l.meta.delete_marker;
@@ -599,8 +628,18 @@ stor_status_t rs_versioning_now(rstor_t *st, const char *bucket, uint64_t id, in
 stor_status_t rs_object_commit(rstor_t *st, const char *bucket, const rs_index_t *ix,
                                int versioning, const char *key, stor_meta_t *meta,
                                const stor_seg_t *segs, uint32_t n_segs, const stor_precond_t *cond,
-                               rs_omap_get_t *pre)
+                               rs_omap_get_t *pre, rs_kread_t *vpre)
 {
+    if (versioning == STOR_VERSIONING_OFF && vpre) {
+        rs_kread_discard(vpre);
+        vpre = NULL;
+    }
+    if (versioning != STOR_VERSIONING_OFF && pre) {
+        buf_t unused;
+        rs_omap_get_finish(pre, &unused);
+        buf_free(&unused);
+        pre = NULL;
+    }
     if (versioning == STOR_VERSIONING_OFF) {
         buf_t b = {0};
         stor_status_t s = encode_object(&b, key, meta, segs, n_segs);
@@ -627,7 +666,7 @@ stor_status_t rs_object_commit(rstor_t *st, const char *bucket, const rs_index_t
         if ((s = rs_versioning_now(st, bucket, ix->id, &versioning)) != STOR_OK)
             return s;
     }
-    return rs_version_push(st, ix, key, versioning, meta, segs, n_segs, cond, pre);
+    return rs_version_push(st, ix, key, versioning, meta, segs, n_segs, cond, vpre);
 }
 
 stor_status_t rs_delete_version(stor_t *st_, const stor_bucket_t *bucket, const char *key,
