@@ -153,51 +153,42 @@ static s3_error_t cfg_parse(access_cfg_t *c, int kind, const buf_t *doc, const c
     } else if (kind == STOR_BCFG_CORS || kind == STOR_BCFG_VERSIONING ||
                kind == STOR_BCFG_TAGGING || kind == STOR_BCFG_ENCRYPTION) {
         /* Not access documents: CORS, bucket tags and default encryption
-         * never grant or deny (ops_config.c); the versioning state is
-         * storage's. */
+         * never grant or deny (ops_cors.c, ops_tagging.c, ops_encryption.c);
+         * the versioning state is storage's. */
     } else {
         return S3E_INTERNAL;
     }
     return S3E_NONE;
 }
 
-/* Reads and parses every document of bucket, all from one generation of
- * its record (which may be newer than the lookup's: a change that landed
- * since is the one to apply). A record changing under every one of a few
- * tries: SlowDown. */
+/* Reads every document of bucket in one read of its record (so all of one
+ * generation, which may be newer than the lookup's: a change that landed
+ * since is the one to apply) and parses them. */
 static s3_error_t cfg_load(s3_req_t *req, const stor_bucket_t *bucket, access_cfg_t **out)
 {
-    for (int attempt = 0; attempt < 3; attempt++) {
-        access_cfg_t *c = calloc(1, sizeof *c);
-        if (!c)
-            return S3E_INTERNAL;
+    buf_t docs[STOR_BCFG_COUNT];
+    uint64_t gen = 0;
+    stor_status_t st = stor_bucket_configs_get(req->srv->cfg.store, bucket, docs, &gen);
+    s3_error_t err = st == STOR_OK ? S3E_NONE : s3_error_from_stor(st);
+    access_cfg_t *c = NULL;
+    if (err == S3E_NONE && !(c = calloc(1, sizeof *c)))
+        err = S3E_INTERNAL;
+    if (c) {
         atomic_init(&c->refs, 1);
         c->id = bucket->id;
-        s3_error_t err = S3E_NONE;
-        bool torn = false;
-        for (int k = 0; k < STOR_BCFG_COUNT && err == S3E_NONE && !torn; k++) {
-            buf_t doc;
-            uint64_t gen = 0;
-            stor_status_t st = stor_bucket_config_get(req->srv->cfg.store, bucket,
-                                                      (stor_bucket_cfg_t)k, &doc, &gen);
-            if (st != STOR_OK)
-                err = s3_error_from_stor(st);
-            else if (k > 0 && gen != c->gen)
-                torn = true; /* changed between two reads: again */
-            else
-                err = cfg_parse(c, k, &doc, bucket->name);
-            c->gen = gen;
-            buf_free(&doc);
-        }
-        if (err == S3E_NONE && !torn) {
-            *out = c;
-            return S3E_NONE;
-        }
-        cfg_release(c);
-        if (err != S3E_NONE)
-            return err;
+        c->gen = gen;
     }
-    return S3E_SLOW_DOWN;
+    for (int k = 0; k < STOR_BCFG_COUNT; k++) {
+        if (err == S3E_NONE)
+            err = cfg_parse(c, k, &docs[k], bucket->name);
+        buf_free(&docs[k]);
+    }
+    if (err != S3E_NONE) {
+        cfg_release(c);
+        return err;
+    }
+    *out = c;
+    return S3E_NONE;
 }
 
 /* The parsed configuration of bucket (a reference: cfg_release it), or

@@ -484,6 +484,20 @@ bool s3_bucket_lookup(s3_req_t *req, const char *bucket, stor_bucket_t *bucket_p
  * answers. Every operation that looks a key up goes through here before it
  * replies (GET, HEAD, copy sources, ?acl, ?tagging). */
 s3_error_t s3_object_lookup_error(s3_req_t *req, const stor_bucket_t *bucket, stor_status_t st);
+/* ---- bucket configuration documents (ops_config.c) ------------------------------ */
+
+/* Reads configuration document kind of req->authz_bucket into *doc (the
+ * caller frees it; len 0: not set). Replies and returns false on error. */
+bool s3_config_read(s3_req_t *req, stor_bucket_cfg_t kind, buf_t *doc);
+/* Sets (len > 0) or removes (data NULL) document kind of req->authz_bucket
+ * and replies status, or the error. */
+void s3_config_write(s3_req_t *req, stor_bucket_cfg_t kind, const void *data, size_t len,
+                     int status);
+/* Delete<Config>: the owner removes the bucket's kind document; 204 even
+ * when there was none, as S3 answers. */
+void s3_config_delete(s3_req_t *req, stor_bucket_cfg_t kind);
+/* Put<Config>'s begin: the bucket's owner may send the XML document. */
+void s3_owner_config_begin(s3_req_t *req);
 /* Looks up the request's object (the version versionId names, or the
  * latest) and checks perm on it (a missing key: s3_object_lookup_error; a
  * delete marker: s3_delete_marker_reply), for the operations on an object's

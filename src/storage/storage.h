@@ -228,6 +228,11 @@ stor_status_t stor_bucket_set_acl(stor_t *st, const stor_bucket_t *bucket, stor_
  * of the record it came from into *gen_p. */
 stor_status_t stor_bucket_config_get(stor_t *st, const stor_bucket_t *bucket,
                                      stor_bucket_cfg_t kind, buf_t *out, uint64_t *gen_p);
+/* Every configuration document of bucket from one read of its record, so
+ * all of one generation: docs[k] as stor_bucket_config_get gives document k
+ * (each initialised here, even on error; the caller frees them all). */
+stor_status_t stor_bucket_configs_get(stor_t *st, const stor_bucket_t *bucket,
+                                      buf_t docs[STOR_BCFG_COUNT], uint64_t *gen_p);
 /* Sets configuration document kind of bucket (as stor_bucket_get returned
  * it) to len bytes of data, or removes it (data NULL), in one atomic change
  * of the bucket's record that also bumps its cfg_gen. STOR_ERR_TOO_LARGE
