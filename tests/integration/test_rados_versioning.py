@@ -20,7 +20,7 @@ import time
 import uuid
 from pathlib import Path
 
-import pytest  # noqa: F401  (the fixtures below)
+import pytest
 from botocore.exceptions import ClientError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
