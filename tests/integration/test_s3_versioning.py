@@ -150,6 +150,23 @@ def test_suspended_replaces_the_null_version(s3, bucket):
     assert [v["VersionId"] for v in r["Versions"]] == [v1]
 
 
+def test_suspended_write_replaces_an_older_null_version(s3, bucket):
+    """The null version is not the latest (a version came after it): a write while
+    suspended removes it from the history and becomes the latest null version."""
+    s3.put_object(Bucket=bucket, Key="k", Body=b"before")  # the null version
+    enable(s3, bucket)
+    v1 = s3.put_object(Bucket=bucket, Key="k", Body=b"one")["VersionId"]
+    enable(s3, bucket, "Suspended")
+    s3.put_object(Bucket=bucket, Key="k", Body=b"after")
+    vs = s3.list_object_versions(Bucket=bucket)["Versions"]
+    assert [(v["VersionId"], v["IsLatest"], v["Size"]) for v in vs] == [
+        ("null", True, 5), (v1, False, 3)]
+    assert body(s3, bucket, "k", "null") == b"after" and body(s3, bucket, "k", v1) == b"one"
+    # removing the null version by id: the one before becomes the latest
+    s3.delete_object(Bucket=bucket, Key="k", VersionId="null")
+    assert body(s3, bucket, "k") == b"one"
+
+
 def test_list_object_versions_pages(s3, bucket):
     enable(s3, bucket)
     want = []
