@@ -151,10 +151,11 @@ static s3_error_t cfg_parse(access_cfg_t *c, int kind, const buf_t *doc, const c
         if (s3_lc_from_xml(doc->data, doc->len, &c->lifecycle, why, sizeof why) != S3E_NONE)
             return S3E_INTERNAL;
     } else if (kind == STOR_BCFG_CORS || kind == STOR_BCFG_VERSIONING ||
-               kind == STOR_BCFG_TAGGING || kind == STOR_BCFG_ENCRYPTION) {
-        /* Not access documents: CORS, bucket tags and default encryption
-         * never grant or deny (ops_cors.c, ops_tagging.c, ops_encryption.c);
-         * the versioning state is storage's. */
+               kind == STOR_BCFG_TAGGING || kind == STOR_BCFG_ENCRYPTION ||
+               kind == STOR_BCFG_OBJECT_LOCK) {
+        /* Not access documents: CORS, bucket tags, default encryption and
+         * object lock never grant or deny (ops_cors.c, ops_tagging.c,
+         * ops_encryption.c, ops_lock.c); the versioning state is storage's. */
     } else {
         return S3E_INTERNAL;
     }
@@ -395,6 +396,7 @@ static const struct {
     {&s3_op_put_bucket_lifecycle, "s3:PutLifecycleConfiguration"},
     {&s3_op_delete_bucket_lifecycle, "s3:PutLifecycleConfiguration"},
     {&s3_op_get_object_lock_config, "s3:GetBucketObjectLockConfiguration"},
+    {&s3_op_put_object_lock_config, "s3:PutBucketObjectLockConfiguration"},
     {&s3_op_get_bucket_encryption, "s3:GetEncryptionConfiguration"},
     {&s3_op_get_public_access_block, "s3:GetBucketPublicAccessBlock"},
     {&s3_op_put_public_access_block, "s3:PutBucketPublicAccessBlock"},
@@ -405,14 +407,6 @@ static const struct {
     {&s3_op_delete_bucket_encryption, "s3:PutEncryptionConfiguration"},
 };
 
-/* The configurations s3rdmad does not keep, by subresource: the action of
- * their PUT and DELETE (S3 names no Delete action for these). */
-static const struct {
-    const char *subresource, *action;
-} config_actions[] = {
-    {"object-lock", "s3:PutBucketObjectLockConfiguration"},
-};
-
 /* The action of a check on the bucket (object false) or on an object the
  * request names (copy sources included) with perm, into buf. */
 static const char *request_action(s3_req_t *req, s3_perm_t perm, bool object, char *buf, size_t cap)
@@ -421,12 +415,6 @@ static const char *request_action(s3_req_t *req, s3_perm_t perm, bool object, ch
     if (object && perm == S3_PERM_READ && op != &s3_op_get_object_tagging &&
         op != &s3_op_get_object_attributes)
         return "s3:GetObject"; /* a GET, or a copy's source */
-    if (op == &s3_op_put_bucket_config || op == &s3_op_delete_bucket_config) {
-        for (size_t i = 0; i < sizeof config_actions / sizeof config_actions[0]; i++)
-            if (s3_req_has_query(req, config_actions[i].subresource))
-                return config_actions[i].action;
-        return "s3:PutBucketConfiguration";
-    }
     for (size_t i = 0; i < sizeof op_actions / sizeof op_actions[0]; i++)
         if (op_actions[i].op == op)
             return op_actions[i].action;
@@ -594,6 +582,12 @@ s3_error_t s3_key_access(s3_req_t *req, const stor_bucket_t *bucket, const char 
 {
     char buf[80];
     return bucket_decide(req, bucket, key, request_action(req, perm, false, buf, sizeof buf), perm);
+}
+
+bool s3_extra_action_allowed(s3_req_t *req, const stor_bucket_t *bucket, const char *key,
+                             const char *action)
+{
+    return bucket_decide(req, bucket, key, action, S3_PERM_OWNER) == S3E_NONE;
 }
 
 bool s3_bucket_authorize(s3_req_t *req, const char *bucket, s3_perm_t perm, stor_bucket_t *bucket_p)

@@ -1,10 +1,7 @@
 /* Bucket configuration: versioning (the bucket's state, kept by storage:
  * stor_bucket_set_versioning), bucket policies (policy.c parses them, the
  * store keeps their canonical text with the bucket), public-access blocks and
- * ownership controls, and the configurations s3rdmad does not keep (object
- * lock), which answer as S3 does for a bucket that has none: 404 with the
- * configuration's own error code to a GET, 204 to a DELETE, 501
- * NotImplemented to a PUT. Also the helpers every configuration's operations
+ * ownership controls. Also the helpers every configuration's operations
  * share (s3_config_*, s3_object_for_request); the other configurations have
  * their own ops_<name>.c. */
 
@@ -61,7 +58,7 @@ static bool same_version(const stor_meta_t *a, const stor_meta_t *b)
     return strcmp(va, vb) == 0;
 }
 
-bool s3_object_for_request(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p)
+bool s3_object_version_for_request(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p)
 {
     const char *vid = s3_req_query(req, "versionId");
     s3_error_t err = s3_version_check(vid);
@@ -86,6 +83,14 @@ bool s3_object_for_request(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p)
         stor_meta_free(meta_p);
         return false;
     }
+    return true;
+}
+
+bool s3_object_for_request(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p)
+{
+    if (!s3_object_version_for_request(req, perm, meta_p))
+        return false;
+    const char *vid = s3_req_query(req, "versionId");
     if (vid && perm != S3_PERM_READ && perm != S3_PERM_READ_ACP) {
         stor_meta_t cur;
         bool latest = false;
@@ -156,10 +161,15 @@ static void put_versioning_finish(s3_req_t *req)
     }
     free(v[0]);
     free(v[1]);
+    if (err == S3E_NONE)
+        err = s3_lock_versioning_check(req, state, &why);
     if (err == S3E_NONE) {
         err = s3_error_from_stor(
             stor_bucket_set_versioning(req->srv->cfg.store, &req->authz_bucket, state));
     }
+    /* Again after: object lock enabled meanwhile keeps the bucket Enabled. */
+    if (err == S3E_NONE)
+        err = s3_lock_versioning_check(req, state, &why);
     if (err != S3E_NONE) {
         s3_reply_error(req, err, why);
         return;
@@ -369,33 +379,6 @@ static void delete_ownership_begin(s3_req_t *req)
     s3_config_delete(req, STOR_BCFG_OWNERSHIP);
 }
 
-/* ---- configurations s3rdmad does not keep ------------------------------------------- */
-
-static void reply_absent(s3_req_t *req, s3_error_t err)
-{
-    if (s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
-        s3_reply_error(req, err, NULL);
-}
-
-static void get_object_lock_begin(s3_req_t *req)
-{
-    reply_absent(req, S3E_NO_OBJECT_LOCK_CONFIG);
-}
-
-static void put_config_begin(s3_req_t *req)
-{
-    if (s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
-        s3_reply_error(req, S3E_NOT_IMPLEMENTED,
-                       "This bucket configuration is not implemented by s3rdmad.");
-}
-
-static void delete_config_begin(s3_req_t *req)
-{
-    /* Nothing is configured, so there is nothing to delete: S3's answer. */
-    if (s3_bucket_authorize(req, req->bucket, S3_PERM_OWNER, &req->authz_bucket))
-        s3_reply_empty(req, 204);
-}
-
 const s3_op_t s3_op_get_bucket_versioning = {"GetBucketVersioning", get_versioning_begin, NULL};
 const s3_op_t s3_op_put_bucket_versioning = {"PutBucketVersioning", put_versioning_begin,
                                              put_versioning_finish};
@@ -415,7 +398,3 @@ const s3_op_t s3_op_put_bucket_ownership = {"PutBucketOwnershipControls", s3_own
                                             put_ownership_finish};
 const s3_op_t s3_op_delete_bucket_ownership = {"DeleteBucketOwnershipControls",
                                                delete_ownership_begin, NULL};
-const s3_op_t s3_op_get_object_lock_config = {"GetObjectLockConfiguration", get_object_lock_begin,
-                                              NULL};
-const s3_op_t s3_op_put_bucket_config = {"PutBucketConfiguration", put_config_begin, NULL};
-const s3_op_t s3_op_delete_bucket_config = {"DeleteBucketConfiguration", delete_config_begin, NULL};

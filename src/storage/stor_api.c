@@ -366,12 +366,27 @@ stor_status_t stor_delete_if(stor_t *st, const stor_bucket_t *bucket, const char
     return delete_version_if(st, bucket, key, NULL, cond, out);
 }
 
+stor_status_t stor_delete_version_if(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                                     const char *version_id, const stor_precond_t *cond,
+                                     stor_deleted_t *out)
+{
+    return delete_version_if(st, bucket, key, version_id, cond, out);
+}
+
 stor_status_t stor_object_change(stor_t *st, const stor_bucket_t *bucket, const char *key,
                                  const stor_obj_change_t *change)
 {
     if (change->set_acl && (change->acl < 0 || change->acl >= STOR_ACL_COUNT))
         return STOR_ERR_TOO_LARGE;
-    return st->ops->object_change(st, bucket, key, change);
+    if (st->ops->head_version || !change->version_id)
+        return st->ops->object_change(st, bucket, key, change);
+    /* Without versioning, "null" names the one object a key holds. */
+    stor_status_t s = null_version_only(change->version_id);
+    stor_obj_change_t latest = *change;
+    latest.version_id = NULL;
+    if (s == STOR_OK)
+        s = st->ops->object_change(st, bucket, key, &latest);
+    return s == STOR_ERR_NO_KEY ? STOR_ERR_NO_VERSION : s;
 }
 
 /* ---- Listing ------------------------------------------------------------ */
