@@ -245,6 +245,11 @@ stor_status_t rs_object_commit(rstor_t *st, const char *bucket, const rs_index_t
                                int versioning, const char *key, stor_meta_t *meta,
                                const stor_seg_t *segs, uint32_t n_segs, const stor_precond_t *cond,
                                rs_omap_get_t *pre, rs_kread_t *vpre);
+/* stor_object_change of the version change->version_id names (not NULL)
+ * of key in shard object oid: one compare-and-write of its record, where
+ * it is (the key, or its entry). */
+stor_status_t rs_version_change(rstor_t *st, const char *oid, const char *key,
+                                const stor_obj_change_t *change);
 /* The versioning state of bucket (of id) as stored now, for a change that
  * found a version where the caller's copy of the bucket said OFF. */
 stor_status_t rs_versioning_now(rstor_t *st, const char *bucket, uint64_t id, int *state_p);

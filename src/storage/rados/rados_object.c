@@ -533,6 +533,8 @@ stor_status_t rs_object_change(stor_t *st_, const stor_bucket_t *bucket, const c
     rs_index_t ix = rs_index_of(bucket);
     char oid[RSTOR_OID_MAX];
     rs_key_oid(&ix, key, oid);
+    if (change->version_id)
+        return rs_version_change(st, oid, key, change);
     for (int attempt = 0; attempt < RSTOR_RETRIES; attempt++) {
         buf_t raw, b = {0};
         stor_obj_rec_t rec;

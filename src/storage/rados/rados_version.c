@@ -476,6 +476,7 @@ stor_status_t rs_version_push(rstor_t *st, const rs_index_t *ix, const char *key
             if (state == STOR_VERSIONING_SUSPENDED && r.has_l &&
                 stor_meta_is_version(&r.l.meta, "null")) {
                 drop_l = 1; /* the new null version replaces it in place */
+                s = stor_precond_guard(cond, &r.l.meta);
             } else {
                 if (r.has_l) {
                     /* The latest becomes an entry: a slot no other version
@@ -493,6 +494,7 @@ stor_status_t rs_version_push(rstor_t *st, const rs_index_t *ix, const char *key
                     if (has_null_e) {
                         chg_cmp(&c, ekey.data, ekey.len, &eraw);
                         chg_rm(&c, ekey.data, ekey.len);
+                        s = stor_precond_guard(cond, &null_e.meta);
                     }
                 }
             }
@@ -526,9 +528,11 @@ stor_status_t rs_version_push(rstor_t *st, const rs_index_t *ix, const char *key
 }
 
 /* Removes version vid (never NULL) of key: the entry, or the latest, whose
- * place the newest entry then takes. The removed record goes to *old. */
+ * place the newest entry then takes, if cond holds (its guard on that
+ * version, the rest on the key's latest object). The removed record goes
+ * to *old. */
 static stor_status_t version_remove(rstor_t *st, const char *oid, const char *key, const char *vid,
-                                    stor_obj_rec_t *old)
+                                    const stor_precond_t *cond, stor_obj_rec_t *old)
 {
     size_t klen = strlen(key);
     int is_null = strcmp(vid, "null") == 0;
@@ -551,7 +555,9 @@ static stor_status_t version_remove(rstor_t *st, const char *oid, const char *ke
         change_t c = {0};
         stor_obj_rec_t e;
         int has_e = 0, took = 0;
-        if (r.has_l && stor_meta_is_version(&r.l.meta, vid)) {
+        int live = r.has_l && !r.l.meta.delete_marker;
+        s = stor_precond_check(cond, live ? &r.l.meta : NULL, live);
+        if (s == STOR_OK && r.has_l && stor_meta_is_version(&r.l.meta, vid)) {
             /* The latest: the newest entry, if any, takes its place. */
             chg_cmp(&c, key, klen, &r.lraw);
             if (r.has_n) {
@@ -562,11 +568,11 @@ static stor_status_t version_remove(rstor_t *st, const char *oid, const char *ke
                 chg_rm(&c, key, klen);
             }
             took = 1;
-        } else if (r.has_v && stor_meta_is_version(&r.v.meta, vid)) {
+        } else if (s == STOR_OK && r.has_v && stor_meta_is_version(&r.v.meta, vid)) {
             chg_cmp(&c, vkey.data, vkey.len, &r.vraw);
             chg_rm(&c, vkey.data, vkey.len);
             took = 2;
-        } else if (is_null && r.has_l) {
+        } else if (s == STOR_OK && is_null && r.has_l) {
             rc = find_null(st, oid, key, &ekey, &eraw, &e);
             if (rc < 0)
                 s = read_status(oid, rc);
@@ -578,6 +584,9 @@ static stor_status_t version_remove(rstor_t *st, const char *oid, const char *ke
         }
         if (s == STOR_OK && !took)
             s = STOR_ERR_NO_VERSION;
+        /* The guard sees what goes, before anything is written. */
+        if (s == STOR_OK)
+            s = stor_precond_guard(cond, took == 1 ? &r.l.meta : took == 2 ? &r.v.meta : &e.meta);
         if (s == STOR_OK)
             rc = chg_apply(st, oid, &c);
         if (s == STOR_OK && rc == 0) {
@@ -669,6 +678,79 @@ stor_status_t rs_object_commit(rstor_t *st, const char *bucket, const rs_index_t
     return rs_version_push(st, ix, key, versioning, meta, segs, n_segs, cond, vpre);
 }
 
+stor_status_t rs_version_change(rstor_t *st, const char *oid, const char *key,
+                                const stor_obj_change_t *change)
+{
+    const char *vid = change->version_id;
+    if (!stor_version_id_valid(vid))
+        return STOR_ERR_NO_VERSION;
+    size_t klen = strlen(key);
+    int is_null = strcmp(vid, "null") == 0;
+    for (int attempt = 0; attempt < RSTOR_RETRIES; attempt++) {
+        buf_t vkey = {0}, ekey = {0}, eraw = {0}, b = {0};
+        stor_status_t s = STOR_OK;
+        if (!is_null) {
+            stor_meta_t m = {.version = (char *)vid};
+            if (rs_vkey(key, klen, stor_version_seq(&m), &vkey) != 0)
+                s = STOR_ERR_NOMEM;
+        }
+        kread_t r;
+        int rc = s == STOR_OK ? kread_do(st, oid, key, vkey.data ? &vkey : NULL, 0, &r) : 0;
+        if (s == STOR_OK && rc < 0)
+            s = read_status(oid, rc);
+        if (s != STOR_OK) {
+            buf_free(&vkey);
+            return s;
+        }
+        /* Where the version's record is: the key, or its entry. */
+        const char *where = NULL;
+        size_t wlen = 0;
+        const buf_t *raw = NULL;
+        stor_obj_rec_t *rec = NULL, e;
+        int has_e = 0;
+        if (r.has_l && stor_meta_is_version(&r.l.meta, vid)) {
+            where = key, wlen = klen, raw = &r.lraw, rec = &r.l;
+        } else if (r.has_v && stor_meta_is_version(&r.v.meta, vid)) {
+            where = vkey.data, wlen = vkey.len, raw = &r.vraw, rec = &r.v;
+        } else if (is_null && r.has_l) {
+            rc = find_null(st, oid, key, &ekey, &eraw, &e);
+            if (rc < 0)
+                s = read_status(oid, rc);
+            if ((has_e = rc > 0))
+                where = ekey.data, wlen = ekey.len, raw = &eraw, rec = &e;
+        }
+        if (s == STOR_OK && !rec)
+            s = STOR_ERR_NO_VERSION;
+        if (s == STOR_OK && rec->meta.delete_marker)
+            s = STOR_ERR_DELETE_MARKER;
+        if (s == STOR_OK)
+            s = stor_meta_apply_change(&rec->meta, change);
+        if (s == STOR_OK)
+            s = encode_object_rec(&b, key, rec);
+        change_t c = {0};
+        if (s == STOR_OK) {
+            chg_cmp(&c, where, wlen, raw);
+            chg_set(&c, where, wlen, &b);
+            rc = chg_apply(st, oid, &c);
+        }
+        if (has_e)
+            stor_obj_rec_free(&e);
+        buf_free(&vkey);
+        buf_free(&ekey);
+        buf_free(&eraw);
+        buf_free(&b);
+        kread_free(&r);
+        if (s != STOR_OK)
+            return s;
+        if (rc == 0)
+            return STOR_OK;
+        if (rc != -ECANCELED)
+            return chg_status(oid, rc);
+    }
+    log_error("storage: version change of %s in %s kept losing races", key, oid);
+    return STOR_ERR_UNAVAILABLE;
+}
+
 stor_status_t rs_delete_version(stor_t *st_, const stor_bucket_t *bucket, const char *key,
                                 const char *version_id, const stor_precond_t *cond,
                                 stor_deleted_t *out)
@@ -709,7 +791,7 @@ stor_status_t rs_delete_version(stor_t *st_, const stor_bucket_t *bucket, const 
     char oid[RSTOR_OID_MAX];
     rs_key_oid(&ix, key, oid);
     stor_obj_rec_t old;
-    stor_status_t s = version_remove(st, oid, key, version_id, &old);
+    stor_status_t s = version_remove(st, oid, key, version_id, cond, &old);
     if (s != STOR_OK)
         return s;
     stor_version_id(&old.meta, out->version_id);
