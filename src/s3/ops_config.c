@@ -164,12 +164,8 @@ static void put_versioning_finish(s3_req_t *req)
     if (err == S3E_NONE)
         err = s3_lock_versioning_check(req, state, &why);
     if (err == S3E_NONE) {
-        stor_status_t st =
-            stor_bucket_set_versioning(req->srv->cfg.store, &req->authz_bucket, state);
-        if (st == STOR_ERR_UNSUPPORTED)
-            why = "Bucket versioning is not implemented on this storage backend (RADOS): "
-                  "every bucket there is unversioned.";
-        err = s3_error_from_stor(st);
+        err = s3_error_from_stor(
+            stor_bucket_set_versioning(req->srv->cfg.store, &req->authz_bucket, state));
     }
     /* Again after: object lock enabled meanwhile keeps the bucket Enabled. */
     if (err == S3E_NONE)

@@ -2,19 +2,14 @@
 GetBucketVersioning, version ids on every write while enabled, the "null" version
 while suspended, GET/HEAD/DELETE/CopyObject by versionId, delete markers,
 ListObjectVersions and DeleteObjects with versions, multipart uploads as versions.
-
-On the RADOS backend versioning is not implemented yet: PutBucketVersioning answers
-501 NotImplemented there (docs/operations.md) and the rest is skipped."""
+Runs on both backends (S3RDMA_TEST_BACKEND=rados: docs/storage.md, "Versioning on
+RADOS")."""
 import xml.etree.ElementTree as ET
 
 import pytest
 from botocore.exceptions import ClientError
 
-from s3r_itest import (S3_NS, TEST_BACKEND, assert_error, client_error, error_fields,
-                       raw_request)
-
-local_only = pytest.mark.skipif(TEST_BACKEND == "rados",
-                                reason="versioning is local-backend only (docs/operations.md)")
+from s3r_itest import S3_NS, assert_error, client_error, error_fields, raw_request
 
 
 def enable(s3, bucket, status="Enabled"):
@@ -26,15 +21,6 @@ def body(s3, bucket, key, vid=None):
     return s3.get_object(Bucket=bucket, Key=key, **kw)["Body"].read()
 
 
-@pytest.mark.skipif(TEST_BACKEND != "rados", reason="the RADOS backend's refusal")
-def test_rados_refuses_versioning(s3, bucket):
-    with pytest.raises(ClientError) as ei:
-        enable(s3, bucket)
-    assert_error(ei, "NotImplemented", 501)
-    assert "Status" not in s3.get_bucket_versioning(Bucket=bucket)
-
-
-@local_only
 def test_versioning_configuration(server, s3, s3_user2, bucket):
     assert "Status" not in s3.get_bucket_versioning(Bucket=bucket)
     enable(s3, bucket)
@@ -65,7 +51,6 @@ def test_versioning_configuration(server, s3, s3_user2, bucket):
     assert s3.get_bucket_versioning(Bucket=bucket)["Status"] == "Enabled"
 
 
-@local_only
 def test_versions_of_a_key(s3, bucket):
     s3.put_object(Bucket=bucket, Key="k", Body=b"before")  # the null version
     enable(s3, bucket)
@@ -93,7 +78,6 @@ def test_versions_of_a_key(s3, bucket):
     assert [v["Size"] for v in vs] == [3, 3, 3, 6]
 
 
-@local_only
 def test_delete_markers(server, s3, bucket):
     enable(s3, bucket)
     v1 = s3.put_object(Bucket=bucket, Key="k", Body=b"data")["VersionId"]
@@ -146,7 +130,6 @@ def test_delete_markers(server, s3, bucket):
     assert s3.list_object_versions(Bucket=bucket).get("Versions") is None
 
 
-@local_only
 def test_suspended_replaces_the_null_version(s3, bucket):
     enable(s3, bucket)
     v1 = s3.put_object(Bucket=bucket, Key="k", Body=b"kept")["VersionId"]
@@ -167,7 +150,23 @@ def test_suspended_replaces_the_null_version(s3, bucket):
     assert [v["VersionId"] for v in r["Versions"]] == [v1]
 
 
-@local_only
+def test_suspended_write_replaces_an_older_null_version(s3, bucket):
+    """The null version is not the latest (a version came after it): a write while
+    suspended removes it from the history and becomes the latest null version."""
+    s3.put_object(Bucket=bucket, Key="k", Body=b"before")  # the null version
+    enable(s3, bucket)
+    v1 = s3.put_object(Bucket=bucket, Key="k", Body=b"one")["VersionId"]
+    enable(s3, bucket, "Suspended")
+    s3.put_object(Bucket=bucket, Key="k", Body=b"after")
+    vs = s3.list_object_versions(Bucket=bucket)["Versions"]
+    assert [(v["VersionId"], v["IsLatest"], v["Size"]) for v in vs] == [
+        ("null", True, 5), (v1, False, 3)]
+    assert body(s3, bucket, "k", "null") == b"after" and body(s3, bucket, "k", v1) == b"one"
+    # removing the null version by id: the one before becomes the latest
+    s3.delete_object(Bucket=bucket, Key="k", VersionId="null")
+    assert body(s3, bucket, "k") == b"one"
+
+
 def test_list_object_versions_pages(s3, bucket):
     enable(s3, bucket)
     want = []
@@ -198,7 +197,6 @@ def test_list_object_versions_pages(s3, bucket):
     assert [v["Key"] for v in r["Versions"]] == ["b/1", "b/1"] and r["IsTruncated"]
 
 
-@local_only
 def test_list_object_versions_xml(server, s3, bucket):
     enable(s3, bucket)
     s3.put_object(Bucket=bucket, Key="a b", Body=b"x")
@@ -215,7 +213,6 @@ def test_list_object_versions_xml(server, s3, bucket):
     assert dm.find(f"{S3_NS}Size") is None and dm.find(f"{S3_NS}Owner") is not None
 
 
-@local_only
 def test_delete_objects_with_versions(s3, bucket):
     enable(s3, bucket)
     va = s3.put_object(Bucket=bucket, Key="a", Body=b"x")["VersionId"]
@@ -234,7 +231,6 @@ def test_delete_objects_with_versions(s3, bucket):
     assert body(s3, bucket, "b") == b"y"
 
 
-@local_only
 def test_multipart_upload_becomes_a_version(s3, bucket):
     enable(s3, bucket)
     v1 = s3.put_object(Bucket=bucket, Key="m", Body=b"small")["VersionId"]
@@ -263,7 +259,6 @@ def test_unversioned_bucket_answers_unchanged(server, s3, bucket):
     assert s3.list_object_versions(Bucket=bucket).get("Versions") is None
 
 
-@local_only
 def test_delete_marker_headers_need_access(server, s3, bucket):
     """Another user learns nothing about a private bucket's delete markers."""
     enable(s3, bucket)
@@ -276,7 +271,6 @@ def test_delete_marker_headers_need_access(server, s3, bucket):
         assert "x-amz-delete-marker" not in r.headers and "x-amz-version-id" not in r.headers
 
 
-@local_only
 def test_object_acl_by_version(s3, bucket):
     enable(s3, bucket)
     v1 = s3.put_object(Bucket=bucket, Key="k", Body=b"1", ACL="public-read")["VersionId"]
@@ -293,7 +287,6 @@ def test_object_acl_by_version(s3, bucket):
     assert_error(ei, "NoSuchVersion", 404)
 
 
-@local_only
 def test_object_attributes_by_version(s3, bucket):
     enable(s3, bucket)
     v1 = s3.put_object(Bucket=bucket, Key="k", Body=b"one")["VersionId"]

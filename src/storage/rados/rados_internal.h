@@ -9,7 +9,10 @@
  *                           marks a bucket being deleted. A bucket whose index
  *                           is sharded over N > 1 objects has instead
  *   s3rdma.index.<id>.<s>   s = 0..N-1 (decimal), key k on shard
- *                           rs_key_shard(N, k), each with its own tombstone
+ *                           rs_key_shard(N, k), each with its own tombstone.
+ *                           A versioned key's other versions are entries
+ *                           0xFE ‖ esc(key) ‖ 0x01 ‖ hex(~seq) of its shard
+ *                           (rados_version.c)
  *   s3rdma.uploads.<id>     omap: upload id -> upload record, and the uploads'
  *                           key index: '~' raised key 0x01 upload id ->
  *                           initiated ms (rados_multipart.c)
@@ -172,19 +175,84 @@ stor_status_t rs_bucket_id(rstor_t *st, const char *name, int fresh, rs_index_t 
 
 /* ---- rados_object.c ----------------------------------------------------- */
 
-/* Switches bucket/key in the bucket's index: to record rec (NULL: removes
- * the key) if cond holds for what the key holds, atomically against racing
- * switches (the write compares the old value) and against the bucket's
- * deletion. The replaced record goes to *old (*had_old). STOR_ERR_NO_KEY
- * when removing an absent key. */
+/* Switches bucket/key in the index of a bucket without versioning: to
+ * record rec (NULL: removes the key) if cond holds for what the key holds,
+ * atomically against racing switches (the write compares the old value) and
+ * against the bucket's deletion. The replaced record goes to *old
+ * (*had_old). STOR_ERR_NO_KEY when removing an absent key. When the key
+ * holds a version (the bucket got versioning since the caller read it),
+ * nothing changes and *versioned_p is set (and an error returned). */
 stor_status_t rs_index_switch(rstor_t *st, const rs_index_t *ix, const char *key, const buf_t *rec,
-                              const stor_precond_t *cond, stor_obj_rec_t *old, int *had_old);
+                              const stor_precond_t *cond, stor_obj_rec_t *old, int *had_old,
+                              int *versioned_p);
 /* rs_index_switch whose first look at the key's value is the read pre
  * (rs_omap_get_start'ed on the key's index object; finished here whatever
  * happens), or a fresh one when pre is NULL. */
 stor_status_t rs_index_switch_pre(rstor_t *st, const rs_index_t *ix, const char *key,
                                   const buf_t *rec, const stor_precond_t *cond, rs_omap_get_t *pre,
-                                  stor_obj_rec_t *old, int *had_old);
+                                  stor_obj_rec_t *old, int *had_old, int *versioned_p);
+
+/* ---- rados_version.c ---------------------------------------------------- */
+
+/* The start of key's version entries, "0xFE ‖ esc(key) ‖" (no 0x01 yet),
+ * into *out (buf_init'ed here; the caller frees it); the entry of seq; and
+ * the key of entry k (kl bytes) back into *key. 0, or -1. */
+int rs_vprefix(const char *key, size_t klen, buf_t *out);
+int rs_vkey(const char *key, size_t klen, uint64_t seq, buf_t *out);
+int rs_vkey_parse(const char *k, size_t kl, buf_t *key);
+/* Version vid (NULL: the latest, which may be a delete marker) of
+ * bucket/key (bucket by name, its id cached) into *rec. STOR_ERR_NO_KEY when
+ * the key has no version (vid NULL), STOR_ERR_NO_VERSION when it has none
+ * of that id. */
+stor_status_t rs_version_read(rstor_t *st, const char *bucket, const char *key, const char *vid,
+                              stor_obj_rec_t *rec);
+/* One read op on a key's shard object: the key's record, the entry vkey
+ * (NULL: not wanted) and, when newest, the key's newest entry. Started
+ * here (0, or a librados code: then nothing is pending); whoever it is
+ * handed to finishes it (rs_version_push), or rs_kread_discard. key must
+ * stay valid meanwhile. */
+typedef struct rs_kread {
+    rados_read_op_t op;
+    rados_completion_t c;
+    rados_omap_iter_t kit, nit;
+    int pk, pn, want_v;
+    unsigned char more;
+    buf_t pfx;
+    const char *key;
+    size_t klen;
+    char oid[RSTOR_OID_MAX];
+} rs_kread_t;
+int rs_kread_start(rstor_t *st, const char *oid, const char *key, const buf_t *vkey, int newest,
+                   rs_kread_t *k);
+void rs_kread_discard(rs_kread_t *k);
+/* Makes meta (with segs: its data; none for a delete marker) the new
+ * latest version of key, in bucket state state (ENABLED: a version of its
+ * own; SUSPENDED: the "null" version, replacing the one there was), if
+ * cond holds for the latest object; sets meta->version. pre (NULL: none):
+ * the first look at the key, rs_kread_start'ed with newest (finished here).
+ * Dropped data goes to the GC log. */
+stor_status_t rs_version_push(rstor_t *st, const rs_index_t *ix, const char *key, int state,
+                              stor_meta_t *meta, const stor_seg_t *segs, uint32_t n_segs,
+                              const stor_precond_t *cond, rs_kread_t *pre);
+/* The commit of a write (a PUT, a Complete) to bucket (name, ix, its
+ * versioning state as the caller read it): an rs_index_switch_pre while
+ * versioning is OFF, else rs_version_push; a switch that finds the key
+ * versioned reads the state afresh and pushes. Dropped data goes to the GC
+ * log; meta->version is set by a push. pre and vpre (NULL: none): the
+ * caller's early reads of the key, for the switch (versioning OFF) and the
+ * push (on): whichever is given is finished here. */
+stor_status_t rs_object_commit(rstor_t *st, const char *bucket, const rs_index_t *ix,
+                               int versioning, const char *key, stor_meta_t *meta,
+                               const stor_seg_t *segs, uint32_t n_segs, const stor_precond_t *cond,
+                               rs_omap_get_t *pre, rs_kread_t *vpre);
+/* stor_object_change of the version change->version_id names (not NULL)
+ * of key in shard object oid: one compare-and-write of its record, where
+ * it is (the key, or its entry). */
+stor_status_t rs_version_change(rstor_t *st, const char *oid, const char *key,
+                                const stor_obj_change_t *change);
+/* The versioning state of bucket (of id) as stored now, for a change that
+ * found a version where the caller's copy of the bucket said OFF. */
+stor_status_t rs_versioning_now(rstor_t *st, const char *bucket, uint64_t id, int *state_p);
 
 /* For part commits (rados_multipart.c): which bucket and blob a writer
  * writes; sealing it (every piece in the cluster); and freeing it, its
@@ -218,6 +286,18 @@ ssize_t rs_reader_pread(stor_reader_t *r, void *buf, size_t len, uint64_t off);
 void rs_reader_close(stor_reader_t *r);
 stor_status_t rs_delete(stor_t *st, const stor_bucket_t *bucket, const char *key,
                         const stor_precond_t *cond);
+stor_status_t rs_head_version(stor_t *st, const char *bucket, const char *key,
+                              const char *version_id, stor_meta_t *meta_p);
+stor_status_t rs_reader_open_version(stor_t *st, const char *bucket, const char *key,
+                                     const char *version_id, stor_reader_t **out_p);
+stor_status_t rs_delete_version(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                                const char *version_id, const stor_precond_t *cond,
+                                stor_deleted_t *out);
+stor_status_t rs_iter_open_versions(stor_t *st, const char *bucket, const char *prefix,
+                                    const char *key_marker, const char *version_marker,
+                                    stor_iter_t **out_p);
+int rs_iter_next_version(stor_iter_t *it, const char **key_p, size_t *key_len_p,
+                         stor_meta_t *meta_p, int *is_latest_p);
 stor_status_t rs_object_change(stor_t *st, const stor_bucket_t *bucket, const char *key,
                                const stor_obj_change_t *change);
 stor_status_t rs_iter_open(stor_t *st, const char *bucket, const char *prefix, const char *after,

@@ -1,10 +1,13 @@
 /* Listing on RADOS: a bucket's index is one object, or N shard objects,
- * whose omap keys are the object keys, which RADOS keeps in byte order. The
+ * whose omap keys are the object keys, which RADOS keeps in byte order
+ * (then a versioned bucket's version entries, rados_version.c). The
  * iterator keeps one cursor per shard, each reading its shard in small
  * batches (omap range reads filtered by the prefix on the OSD) refilled when
  * used up, and merges the cursors' heads in key order: memory is bounded by
  * the batches (below), whatever the bucket's size. Batches that must be read at the same time (at
- * open, after a seek) are read in parallel. */
+ * open, after a seek) are read in parallel. A listing of versions has two
+ * cursors per shard, one over the keys (their latest versions), one over
+ * the version entries, and merges all of them by (key, newest first). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +30,10 @@
  * valid until the cursor reads its next batch. */
 typedef struct cursor {
     char oid[RSTOR_OID_MAX];
+    const char *prefix; /* what its keys start with (the iterator's) */
+    size_t prefix_len;
+    int ver; /* over version entries: k is an entry, ukey its object key */
+    buf_t ukey;
     char *from;                    /* where the next batch starts (a key, NUL-terminated) */
     int inclusive;                 /* whether `from` itself is a candidate (after a seek) */
     rados_omap_iter_t first, rest; /* the batch: `from` itself, then after it */
@@ -48,8 +55,17 @@ typedef struct riter {
     char *prefix;
     size_t prefix_len;
     uint32_t batch; /* entries per shard batch */
-    uint32_t n;     /* shards */
+    uint32_t n;     /* cursors: one per shard, two (keys, then entries) for versions */
     cursor_t *cur;
+    /* A listing of versions: the entries' prefix; the resume point (skip
+     * keys before mk, and mk itself when mk_whole; inside mk, everything up
+     * to and including version mk_vid). */
+    int versions;
+    buf_t vprefix;
+    char *mk;
+    size_t mk_len;
+    int has_mk, mk_whole, mk_passed;
+    char mk_vid[STOR_VERSION_ID_LEN + 1];
     int taken; /* the cursor whose head was emitted last must advance, or -1 */
     int eof, failed;
     char *last; /* the last key emitted (its batch may be gone) */
@@ -92,8 +108,7 @@ static int batch_start(riter_t *it, cursor_t *c)
         rados_read_op_omap_get_vals_by_keys2(c->op, keys, 1, &klen, &c->first, &c->pr1);
     }
     c->more = 0;
-    rados_read_op_omap_get_vals2(c->op, c->from, it->prefix, it->batch, &c->rest, &c->more,
-                                 &c->pr2);
+    rados_read_op_omap_get_vals2(c->op, c->from, c->prefix, it->batch, &c->rest, &c->more, &c->pr2);
     int rc = rados_aio_create_completion2(NULL, NULL, &c->c);
     if (rc == 0 && (rc = rados_aio_read_op_operate(c->op, it->st->index, c->c, c->oid, 0)) < 0)
         rados_aio_release(c->c);
@@ -145,15 +160,45 @@ static int cursor_advance(riter_t *it, cursor_t *c)
         if (rc < 0)
             return rc;
     }
-    /* Only the tombstone sorts at 0xFF: no object key gets there. The OSD
-     * filters by the prefix; the check stands for a shard read without. */
-    if ((c->kl && (unsigned char)c->k[0] == 0xFF) || c->kl < it->prefix_len ||
-        memcmp(c->k, it->prefix, it->prefix_len) != 0) {
+    /* Only version entries (0xFE) and the tombstone (0xFF) sort there: no
+     * object key gets there. The OSD filters by the prefix; the check
+     * stands for a shard read without. */
+    if ((!c->ver && c->kl && (unsigned char)c->k[0] >= 0xFE) || c->kl < c->prefix_len ||
+        memcmp(c->k, c->prefix, c->prefix_len) != 0) {
         c->done = 1;
         return 0;
     }
+    if (c->ver && rs_vkey_parse(c->k, c->kl, &c->ukey) != 0) {
+        log_error("storage: malformed version entry in %s", c->oid);
+        return -EIO;
+    }
     c->has = 1;
     return 0;
+}
+
+/* The object key of c's head entry. */
+static const char *head_key(const cursor_t *c, size_t *len_p)
+{
+    if (c->ver) {
+        *len_p = c->ukey.len;
+        return c->ukey.data;
+    }
+    *len_p = c->kl;
+    return c->k;
+}
+
+/* Whether head a comes before head b: by key, then a key's latest (its
+ * record) before its entries, which come newest first (their own order). */
+static int head_before(const cursor_t *a, const cursor_t *b)
+{
+    size_t al, bl;
+    const char *ak = head_key(a, &al), *bk = head_key(b, &bl);
+    int c = stor_keycmp(ak, al, bk, bl);
+    if (c)
+        return c < 0;
+    if (a->ver != b->ver)
+        return !a->ver;
+    return stor_keycmp(a->k, a->kl, b->k, b->kl) < 0;
 }
 
 /* Reads the batches of every stale cursor, all in flight at once, and
@@ -183,54 +228,72 @@ static int refill_stale(riter_t *it, const char **oid_p)
     return rc;
 }
 
-/* Points every cursor at the entries from (inclusive: from itself too) on,
- * to be read by refill_stale. */
-static int cursors_reset(riter_t *it, const char *from, size_t len, int inclusive)
+/* Points cursor c at the entries from key (inclusive: key itself too) on,
+ * to be read by refill_stale: a cursor over version entries at key's
+ * first entry (after every entry of key, when past). */
+static int cursor_reset(cursor_t *c, const char *key, size_t len, int inclusive, int past)
 {
+    batch_end(c);
+    c->stale = 1;
+    c->done = 0;
+    c->inclusive = c->ver ? 0 : inclusive;
+    if (!c->ver)
+        return set_str(&c->from, key, len);
+    buf_t p;
+    int rc = rs_vprefix(key, len, &p);
+    if (rc == 0 && len)
+        rc = buf_append(&p, past ? "\x02" : "\x01", 1);
+    if (rc == 0)
+        rc = set_str(&c->from, p.data, p.len);
+    buf_free(&p);
+    return rc;
+}
+
+/* Sets up the cursors of ix's shards (two per shard for versions), all
+ * stale, from after (inclusive: after itself too). */
+static int cursors_make(riter_t *it, const rs_index_t *ix, const char *after, int inclusive)
+{
+    uint32_t want = ix->shards * (it->versions ? 2 : 1);
+    for (uint32_t i = 0; i < it->n; i++)
+        batch_end(&it->cur[i]);
+    if (want != it->n) {
+        for (uint32_t i = want; i < it->n; i++) {
+            free(it->cur[i].from);
+            it->cur[i].from = NULL;
+            buf_free(&it->cur[i].ukey);
+        }
+        if (want < it->n)
+            it->n = want;
+        cursor_t *nc = realloc(it->cur, want * sizeof *nc);
+        if (!nc)
+            return -1;
+        for (uint32_t i = it->n; i < want; i++)
+            memset(&nc[i], 0, sizeof nc[i]);
+        it->cur = nc;
+        it->n = want;
+    }
+    it->batch = ix->shards == 1 ? RS_LIST_KEEP : RS_LIST_KEEP / ix->shards * 5 / 4 + 16;
+    if (it->batch < RS_LIST_MIN_BATCH)
+        it->batch = RS_LIST_MIN_BATCH;
     for (uint32_t i = 0; i < it->n; i++) {
         cursor_t *c = &it->cur[i];
-        if (set_str(&c->from, from, len) != 0)
+        rs_index_oid(ix, i % ix->shards, c->oid);
+        c->ver = i >= ix->shards;
+        c->prefix = c->ver ? it->vprefix.data : it->prefix;
+        c->prefix_len = c->ver ? it->vprefix.len : it->prefix_len;
+        if (c->ver && !c->ukey.max)
+            buf_init(&c->ukey, (size_t)-1 / 2);
+        if (cursor_reset(c, after, strlen(after), inclusive, !inclusive) != 0)
             return -1;
-        batch_end(c);
-        c->inclusive = inclusive;
-        c->stale = 1;
-        c->done = 0;
     }
     return 0;
 }
 
-/* Sets up one cursor per shard of ix, all stale. */
-static int cursors_make(riter_t *it, const rs_index_t *ix, const char *after)
+/* Opens a listing of bucket: its keys, or (versions) every version, from
+ * after (inclusive: after itself too). */
+static stor_status_t iter_start(rstor_t *st, const char *bucket, const char *prefix,
+                                const char *after, int inclusive, int versions, riter_t **out_p)
 {
-    for (uint32_t i = 0; i < it->n; i++)
-        batch_end(&it->cur[i]);
-    if (ix->shards != it->n) {
-        for (uint32_t i = ix->shards; i < it->n; i++) {
-            free(it->cur[i].from);
-            it->cur[i].from = NULL;
-        }
-        if (ix->shards < it->n)
-            it->n = ix->shards;
-        cursor_t *nc = realloc(it->cur, ix->shards * sizeof *nc);
-        if (!nc)
-            return -1;
-        for (uint32_t i = it->n; i < ix->shards; i++)
-            memset(&nc[i], 0, sizeof nc[i]);
-        it->cur = nc;
-        it->n = ix->shards;
-    }
-    it->batch = it->n == 1 ? RS_LIST_KEEP : RS_LIST_KEEP / it->n * 5 / 4 + 16;
-    if (it->batch < RS_LIST_MIN_BATCH)
-        it->batch = RS_LIST_MIN_BATCH;
-    for (uint32_t i = 0; i < it->n; i++)
-        rs_index_oid(ix, i, it->cur[i].oid);
-    return cursors_reset(it, after, strlen(after), 0);
-}
-
-stor_status_t rs_iter_open(stor_t *st_, const char *bucket, const char *prefix, const char *after,
-                           stor_iter_t **out_p)
-{
-    rstor_t *st = (rstor_t *)st_;
     rs_index_t ix;
     stor_status_t s = rs_bucket_id(st, bucket, 0, &ix);
     if (s != STOR_OK)
@@ -238,13 +301,17 @@ stor_status_t rs_iter_open(stor_t *st_, const char *bucket, const char *prefix, 
     riter_t *it = calloc(1, sizeof *it);
     if (!it)
         return STOR_ERR_NOMEM;
-    it->base.st = st_;
+    it->base.st = &st->base;
+    it->base.versions = versions;
+    it->versions = versions;
     it->st = st;
     it->taken = -1;
     prefix = prefix ? prefix : "";
     after = after ? after : "";
     it->prefix_len = strlen(prefix);
-    if (set_str(&it->prefix, prefix, it->prefix_len) != 0 || cursors_make(it, &ix, after) != 0) {
+    if (set_str(&it->prefix, prefix, it->prefix_len) != 0 ||
+        (versions && rs_vprefix(prefix, it->prefix_len, &it->vprefix) != 0) ||
+        cursors_make(it, &ix, after, inclusive) != 0) {
         rs_iter_close(&it->base);
         return STOR_ERR_NOMEM;
     }
@@ -256,12 +323,48 @@ stor_status_t rs_iter_open(stor_t *st_, const char *bucket, const char *prefix, 
             rs_iter_close(&it->base);
             return s;
         }
-        rc = cursors_make(it, &ix, after) != 0 ? -ENOMEM : refill_stale(it, &oid);
+        rc = cursors_make(it, &ix, after, inclusive) != 0 ? -ENOMEM : refill_stale(it, &oid);
     }
     if (rc < 0) {
         s = rc == -ENOENT ? STOR_ERR_NO_BUCKET : rs_fail("list", oid, rc);
         rs_iter_close(&it->base);
         return s;
+    }
+    *out_p = it;
+    return STOR_OK;
+}
+
+stor_status_t rs_iter_open(stor_t *st, const char *bucket, const char *prefix, const char *after,
+                           stor_iter_t **out_p)
+{
+    riter_t *it;
+    stor_status_t s = iter_start((rstor_t *)st, bucket, prefix, after, 0, 0, &it);
+    if (s == STOR_OK)
+        *out_p = &it->base;
+    return s;
+}
+
+stor_status_t rs_iter_open_versions(stor_t *st, const char *bucket, const char *prefix,
+                                    const char *key_marker, const char *version_marker,
+                                    stor_iter_t **out_p)
+{
+    /* Inside key_marker, where its versions resume is found by reading
+     * them from its first (rs_iter_next_version). */
+    int whole = !version_marker || !*version_marker;
+    riter_t *it;
+    stor_status_t s = iter_start((rstor_t *)st, bucket, prefix, key_marker, !whole, 1, &it);
+    if (s != STOR_OK)
+        return s;
+    if (key_marker && *key_marker) {
+        it->has_mk = 1;
+        it->mk_whole = whole;
+        it->mk_len = strlen(key_marker);
+        if (set_str(&it->mk, key_marker, it->mk_len) != 0) {
+            rs_iter_close(&it->base);
+            return STOR_ERR_NOMEM;
+        }
+        if (!whole)
+            snprintf(it->mk_vid, sizeof it->mk_vid, "%s", version_marker);
     }
     *out_p = &it->base;
     return STOR_OK;
@@ -278,27 +381,24 @@ void rs_iter_seek(stor_iter_t *it_, const char *key, size_t key_len)
      * key on. */
     for (uint32_t i = 0; i < it->n; i++) {
         cursor_t *c = &it->cur[i];
-        if (c->done ||
-            (c->has && (int)i != it->taken && stor_keycmp(c->k, c->kl, key, key_len) >= 0))
+        size_t hl;
+        const char *hk = c->has ? head_key(c, &hl) : NULL;
+        if (c->done || (hk && (int)i != it->taken && stor_keycmp(hk, hl, key, key_len) >= 0))
             continue;
-        if (set_str(&c->from, key, key_len) != 0) {
+        if (cursor_reset(c, key, key_len, 1, 0) != 0) {
             it->failed = 1;
             return;
         }
-        batch_end(c);
-        c->inclusive = 1;
-        c->stale = 1;
     }
     it->taken = -1;
 }
 
-int rs_iter_next(stor_iter_t *it_, const char **key_p, size_t *key_len_p, stor_meta_t *meta_p)
+/* The next entry of the merge: its cursor, or NULL at the end (it->eof)
+ * or on an error (it->failed). */
+static cursor_t *iter_step(riter_t *it)
 {
-    riter_t *it = (riter_t *)it_;
-    if (it->failed)
-        return -1;
-    if (it->eof)
-        return 0;
+    if (it->failed || it->eof)
+        return NULL;
     const char *oid = it->n ? it->cur[0].oid : "";
     int rc = 0;
     if (it->taken >= 0) {
@@ -311,34 +411,90 @@ int rs_iter_next(stor_iter_t *it_, const char **key_p, size_t *key_len_p, stor_m
     if (rc < 0) {
         rs_fail("list", oid, rc);
         it->failed = 1;
-        return -1;
+        return NULL;
     }
     /* The least head. */
     cursor_t *min = NULL;
     for (uint32_t i = 0; i < it->n; i++) {
         cursor_t *c = &it->cur[i];
-        if (c->has && (!min || stor_keycmp(c->k, c->kl, min->k, min->kl) < 0)) {
+        if (c->has && (!min || head_before(c, min))) {
             min = c;
             it->taken = (int)i;
         }
     }
     if (!min) {
         it->eof = 1;
+        return NULL;
+    }
+    size_t kl;
+    const char *k = head_key(min, &kl);
+    if (set_str(&it->last, k, kl) != 0) {
+        it->failed = 1;
+        return NULL;
+    }
+    it->last_len = kl;
+    return min;
+}
+
+static int decode_head(riter_t *it, const cursor_t *c, stor_meta_t *meta_p)
+{
+    if (stor_rec_decode_object_meta(c->v, c->vl, meta_p) == STOR_OK)
         return 0;
+    log_error("storage: corrupt object record for %.*s in %s", (int)it->last_len, it->last, c->oid);
+    it->failed = 1;
+    return -1;
+}
+
+int rs_iter_next(stor_iter_t *it_, const char **key_p, size_t *key_len_p, stor_meta_t *meta_p)
+{
+    riter_t *it = (riter_t *)it_;
+    cursor_t *c;
+    while ((c = iter_step(it))) {
+        /* A key whose latest version is a delete marker is not listed. */
+        stor_meta_t m;
+        if (decode_head(it, c, meta_p ? meta_p : &m) != 0)
+            return -1;
+        stor_meta_t *mp = meta_p ? meta_p : &m;
+        int marker = mp->delete_marker != NULL;
+        if (marker || !meta_p)
+            stor_meta_free(mp);
+        if (marker)
+            continue;
+        *key_p = it->last;
+        *key_len_p = it->last_len;
+        return 1;
     }
-    if (set_str(&it->last, min->k, min->kl) != 0) {
-        it->failed = 1;
-        return -1;
+    return it->failed ? -1 : 0;
+}
+
+int rs_iter_next_version(stor_iter_t *it_, const char **key_p, size_t *key_len_p,
+                         stor_meta_t *meta_p, int *is_latest_p)
+{
+    riter_t *it = (riter_t *)it_;
+    cursor_t *c;
+    while ((c = iter_step(it))) {
+        if (decode_head(it, c, meta_p) != 0)
+            return -1;
+        if (it->has_mk && !it->mk_passed) {
+            int cmp = stor_keycmp(it->last, it->last_len, it->mk, it->mk_len);
+            if (cmp == 0 && !it->mk_whole) {
+                /* Inside the marker's key: up to and including its version. */
+                it->mk_passed = stor_meta_is_version(meta_p, it->mk_vid);
+                stor_meta_free(meta_p);
+                continue;
+            }
+            if (cmp <= 0) {
+                stor_meta_free(meta_p);
+                continue;
+            }
+            it->mk_passed = 1;
+        }
+        *key_p = it->last;
+        *key_len_p = it->last_len;
+        *is_latest_p = !c->ver;
+        return 1;
     }
-    it->last_len = min->kl;
-    if (meta_p && stor_rec_decode_object_meta(min->v, min->vl, meta_p) != STOR_OK) {
-        log_error("storage: corrupt object record for %.*s in %s", (int)min->kl, min->k, min->oid);
-        it->failed = 1;
-        return -1;
-    }
-    *key_p = it->last;
-    *key_len_p = min->kl;
-    return 1;
+    return it->failed ? -1 : 0;
 }
 
 void rs_iter_close(stor_iter_t *it_)
@@ -349,9 +505,12 @@ void rs_iter_close(stor_iter_t *it_)
     for (uint32_t i = 0; i < it->n; i++) {
         batch_end(&it->cur[i]);
         free(it->cur[i].from);
+        buf_free(&it->cur[i].ukey);
     }
     free(it->cur);
     free(it->prefix);
+    free(it->mk);
+    buf_free(&it->vprefix);
     free(it->last);
     free(it);
 }

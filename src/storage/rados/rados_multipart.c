@@ -401,7 +401,7 @@ stor_status_t rs_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const char 
     stor_status_t s = stor_mpu_check_list(parts, n);
     if (s != STOR_OK)
         return s;
-    buf_t raw, rec = {0};
+    buf_t raw;
     stor_upload_rec_t up;
     stor_part_rec_t *recs = NULL;
     size_t n_recs = 0;
@@ -423,9 +423,11 @@ stor_status_t rs_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const char 
         s = STOR_ERR_NOMEM;
         goto out;
     }
+    /* The version is the commit's to give. */
+    free(m.version);
+    free(m.delete_marker);
+    m.version = m.delete_marker = NULL;
     if ((s = stor_mpu_assemble(parts, n, recs, n_recs, &m, cond, &segs, used)) != STOR_OK)
-        goto out;
-    if ((s = encode_object(&rec, key, &m, segs, (uint32_t)n)) != STOR_OK)
         goto out;
     /* Claim the upload: of two racing Completes (or a Complete and an
      * Abort) exactly one removes its record. */
@@ -440,26 +442,20 @@ stor_status_t rs_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const char 
                              : rs_fail("claim upload", upload_id, rc);
         goto out;
     }
-    stor_obj_rec_t old;
-    int had_old = 0;
     rs_index_t ix = rs_index_of(bkt);
-    s = rs_index_switch(st, &ix, key, &rec, cond, &old, &had_old);
+    s = rs_object_commit(st, bkt->name, &ix, bkt->versioning, key, &m, segs, (uint32_t)n, cond,
+                         NULL, NULL);
     if (s != STOR_OK) {
         /* The upload stays as it was. */
         if (upload_cas(st, bkt->id, upload_id, NULL, &raw) < 0)
             log_error("storage: upload %s lost after a failed complete", upload_id);
         goto out;
     }
-    if (had_old) {
-        rs_gc_log(st, old.segs, old.n_segs);
-        stor_obj_rec_free(&old);
-    }
     parts_drop(st, upload_id, used, recs, n_recs);
     *meta_p = m;
     memset(&m, 0, sizeof m);
 out:
     buf_free(&raw);
-    buf_free(&rec);
     stor_part_recs_free(recs, n_recs);
     free(segs);
     free(used);

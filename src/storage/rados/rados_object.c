@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "storage/rados/rados_internal.h"
 
@@ -50,23 +51,32 @@ static stor_status_t cas_status(const char *oid, int rc)
 }
 
 stor_status_t rs_index_switch(rstor_t *st, const rs_index_t *ix, const char *key, const buf_t *rec,
-                              const stor_precond_t *cond, stor_obj_rec_t *old, int *had_old)
+                              const stor_precond_t *cond, stor_obj_rec_t *old, int *had_old,
+                              int *versioned_p)
 {
-    return rs_index_switch_pre(st, ix, key, rec, cond, NULL, old, had_old);
+    return rs_index_switch_pre(st, ix, key, rec, cond, NULL, old, had_old, versioned_p);
 }
 
 stor_status_t rs_index_switch_pre(rstor_t *st, const rs_index_t *ix, const char *key,
                                   const buf_t *rec, const stor_precond_t *cond, rs_omap_get_t *pre,
-                                  stor_obj_rec_t *old, int *had_old)
+                                  stor_obj_rec_t *old, int *had_old, int *versioned_p)
 {
     char oid[RSTOR_OID_MAX];
     rs_key_oid(ix, key, oid);
     *had_old = 0;
+    *versioned_p = 0;
     for (int attempt = 0; attempt < RSTOR_RETRIES; attempt++) {
         buf_t cur;
         stor_obj_rec_t o;
         stor_status_t s = index_read(st, oid, key, &cur, &o, attempt == 0 ? pre : NULL);
         int found = s == STOR_OK;
+        if (found && (o.meta.version || o.meta.delete_marker)) {
+            /* A version: the bucket has versioning now (rados_version.c). */
+            buf_free(&cur);
+            stor_obj_rec_free(&o);
+            *versioned_p = 1;
+            return STOR_ERR_PRECONDITION;
+        }
         if (s == STOR_OK || s == STOR_ERR_NO_KEY) {
             s = stor_precond_check(cond, found ? &o.meta : NULL, found);
             if (s == STOR_OK && !rec && !found)
@@ -93,24 +103,6 @@ stor_status_t rs_index_switch_pre(rstor_t *st, const rs_index_t *ix, const char 
     }
     log_error("storage: index switch of %s in %s kept losing races", key, oid);
     return STOR_ERR_UNAVAILABLE;
-}
-
-/* Reads bucket/key's record (bucket by name, its id cached).
- * STOR_ERR_NO_KEY when absent. */
-static stor_status_t rec_read(rstor_t *st, const char *bucket, const char *key, stor_obj_rec_t *rec)
-{
-    stor_status_t s = STOR_ERR_NO_BUCKET;
-    for (int fresh = 0; fresh < 2 && s == STOR_ERR_NO_BUCKET; fresh++) {
-        rs_index_t ix;
-        if ((s = rs_bucket_id(st, bucket, fresh, &ix)) != STOR_OK)
-            return s;
-        char oid[RSTOR_OID_MAX];
-        rs_key_oid(&ix, key, oid);
-        buf_t raw;
-        s = index_read(st, oid, key, &raw, rec, NULL);
-        buf_free(&raw);
-    }
-    return s;
 }
 
 /* ==== Pieces in flight =================================================== */
@@ -173,7 +165,8 @@ typedef struct rwriter {
     stor_writer_t base; /* first: stor_backend.h */
     rstor_t *st;
     char bucket[STOR_BUCKET_MAX + 1];
-    rs_index_t ix; /* the bucket's */
+    rs_index_t ix;  /* the bucket's */
+    int versioning; /* the bucket's, when the writer opened */
     uint8_t id[STOR_ID_LEN];
     uint64_t size;
     uint32_t next_piece; /* the piece pend becomes */
@@ -193,6 +186,7 @@ stor_status_t rs_writer_open(stor_t *st_, const stor_bucket_t *bucket, stor_writ
     w->st = st;
     snprintf(w->bucket, sizeof w->bucket, "%s", bucket->name);
     w->ix = rs_index_of(bucket);
+    w->versioning = bucket->versioning;
     if (rs_new_blob_id(w->id) != 0) {
         free(w);
         return STOR_ERR_IO;
@@ -350,56 +344,60 @@ stor_status_t rs_writer_commit_if(stor_writer_t *w_, const char *key, stor_meta_
 {
     rwriter_t *w = (rwriter_t *)w_;
     rstor_t *st = w->st;
-    buf_t b = {0};
-    /* The key's current record is read while the last piece is written: one
-     * round trip less for a small object. */
+    /* The version is the commit's to give (a copy's source meta has its
+     * own). */
+    free(meta->version);
+    free(meta->delete_marker);
+    meta->version = meta->delete_marker = NULL;
+    /* The key's current record (with its newest entry, versioned) is read
+     * while the last piece is written: one round trip less. */
     char oid[RSTOR_OID_MAX];
     rs_key_oid(&w->ix, key, oid);
-    rs_omap_get_t pre, *prep = &pre;
-    if (rs_omap_get_start(st->index, oid, key, strlen(key), &pre) < 0)
-        prep = NULL;
+    rs_omap_get_t pre, *prep = NULL;
+    rs_kread_t vpre, *vprep = NULL;
+    if (w->versioning == STOR_VERSIONING_OFF) {
+        if (rs_omap_get_start(st->index, oid, key, strlen(key), &pre) == 0)
+            prep = &pre;
+    } else if (rs_kread_start(st, oid, key, NULL, 1, &vpre) == 0) {
+        vprep = &vpre;
+    }
     stor_status_t s = writer_seal(w);
-    if (s != STOR_OK)
-        goto fail;
-    if ((s = encode_put(&b, key, meta, w->id, w->size)) != STOR_OK)
-        goto fail;
-    stor_obj_rec_t old;
-    int had_old = 0;
-    s = rs_index_switch_pre(st, &w->ix, key, &b, cond, prep, &old, &had_old);
-    prep = NULL;
-    buf_free(&b);
     if (s != STOR_OK) {
-        /* An unavailable cluster may have applied the switch: the blob is
-         * left to the sweep rather than deleted under a live index entry. */
-        if (s == STOR_ERR_UNAVAILABLE)
-            writer_free(w);
-        else
-            writer_discard(w);
+        if (prep) {
+            buf_t unused;
+            rs_omap_get_finish(prep, &unused);
+            buf_free(&unused);
+        }
+        if (vprep)
+            rs_kread_discard(vprep);
+        writer_discard(w);
         return s;
     }
-    if (had_old) {
-        rs_gc_log(st, old.segs, old.n_segs);
-        stor_obj_rec_free(&old);
-    }
-    writer_free(w);
-    return STOR_OK;
-fail:
-    if (prep) {
-        buf_t unused;
-        rs_omap_get_finish(prep, &unused);
-        buf_free(&unused);
-    }
-    buf_free(&b);
-    writer_discard(w);
+    meta->size = w->size;
+    meta->mtime_ms = clock_wall_ms();
+    stor_meta_t m = *meta; /* one blob: no parts */
+    m.parts_count = 0;
+    m.part_sizes = NULL;
+    stor_seg_t seg = {.size = w->size};
+    memcpy(seg.id, w->id, STOR_ID_LEN);
+    s = rs_object_commit(st, w->bucket, &w->ix, w->versioning, key, &m, &seg, 1, cond, prep, vprep);
+    meta->version = m.version; /* set by a versioned commit */
+    /* An unavailable cluster may have applied the switch: the blob is then
+     * left to the sweep rather than deleted under a live index entry. */
+    if (s == STOR_OK || s == STOR_ERR_UNAVAILABLE)
+        writer_free(w);
+    else
+        writer_discard(w);
     return s;
 }
 
 /* ==== Reading ============================================================ */
 
-stor_status_t rs_head(stor_t *st_, const char *bucket, const char *key, stor_meta_t *meta_p)
+stor_status_t rs_head_version(stor_t *st_, const char *bucket, const char *key,
+                              const char *version_id, stor_meta_t *meta_p)
 {
     stor_obj_rec_t rec;
-    stor_status_t s = rec_read((rstor_t *)st_, bucket, key, &rec);
+    stor_status_t s = rs_version_read((rstor_t *)st_, bucket, key, version_id, &rec);
     if (s != STOR_OK)
         return s;
     *meta_p = rec.meta;
@@ -408,19 +406,33 @@ stor_status_t rs_head(stor_t *st_, const char *bucket, const char *key, stor_met
     return STOR_OK;
 }
 
+stor_status_t rs_head(stor_t *st_, const char *bucket, const char *key, stor_meta_t *meta_p)
+{
+    stor_status_t s = rs_head_version(st_, bucket, key, NULL, meta_p);
+    if (s == STOR_OK && meta_p->delete_marker) {
+        stor_meta_free(meta_p);
+        s = STOR_ERR_NO_KEY;
+    }
+    return s;
+}
+
 typedef struct rreader {
     stor_reader_t base; /* first: stor_backend.h */
     rstor_t *st;
     stor_obj_rec_t rec; /* the blobs read: a snapshot (they stay for grace_ms) */
 } rreader_t;
 
-stor_status_t rs_reader_open(stor_t *st_, const char *bucket, const char *key,
-                             stor_reader_t **out_p)
+stor_status_t rs_reader_open_version(stor_t *st_, const char *bucket, const char *key,
+                                     const char *version_id, stor_reader_t **out_p)
 {
     rreader_t *r = calloc(1, sizeof *r);
     if (!r)
         return STOR_ERR_NOMEM;
-    stor_status_t s = rec_read((rstor_t *)st_, bucket, key, &r->rec);
+    stor_status_t s = rs_version_read((rstor_t *)st_, bucket, key, version_id, &r->rec);
+    if (s == STOR_OK && r->rec.meta.delete_marker) {
+        stor_obj_rec_free(&r->rec);
+        s = STOR_ERR_DELETE_MARKER;
+    }
     if (s != STOR_OK) {
         free(r);
         return s;
@@ -429,6 +441,12 @@ stor_status_t rs_reader_open(stor_t *st_, const char *bucket, const char *key,
     r->st = (rstor_t *)st_;
     *out_p = &r->base;
     return STOR_OK;
+}
+
+stor_status_t rs_reader_open(stor_t *st_, const char *bucket, const char *key,
+                             stor_reader_t **out_p)
+{
+    return rs_reader_open_version(st_, bucket, key, NULL, out_p);
 }
 
 const stor_meta_t *rs_reader_meta(const stor_reader_t *r)
@@ -504,16 +522,8 @@ void rs_reader_close(stor_reader_t *r_)
 stor_status_t rs_delete(stor_t *st_, const stor_bucket_t *bucket, const char *key,
                         const stor_precond_t *cond)
 {
-    rstor_t *st = (rstor_t *)st_;
-    stor_obj_rec_t old;
-    int had_old = 0;
-    rs_index_t ix = rs_index_of(bucket);
-    stor_status_t s = rs_index_switch(st, &ix, key, NULL, cond, &old, &had_old);
-    if (s == STOR_OK && had_old) {
-        rs_gc_log(st, old.segs, old.n_segs);
-        stor_obj_rec_free(&old);
-    }
-    return s;
+    stor_deleted_t out;
+    return rs_delete_version(st_, bucket, key, NULL, cond, &out);
 }
 
 stor_status_t rs_object_change(stor_t *st_, const stor_bucket_t *bucket, const char *key,
@@ -523,10 +533,16 @@ stor_status_t rs_object_change(stor_t *st_, const stor_bucket_t *bucket, const c
     rs_index_t ix = rs_index_of(bucket);
     char oid[RSTOR_OID_MAX];
     rs_key_oid(&ix, key, oid);
+    if (change->version_id)
+        return rs_version_change(st, oid, key, change);
     for (int attempt = 0; attempt < RSTOR_RETRIES; attempt++) {
         buf_t raw, b = {0};
         stor_obj_rec_t rec;
         stor_status_t s = index_read(st, oid, key, &raw, &rec, NULL);
+        if (s == STOR_OK && rec.meta.delete_marker) {
+            stor_obj_rec_free(&rec);
+            s = STOR_ERR_NO_KEY;
+        }
         if (s != STOR_OK) {
             buf_free(&raw);
             return s;

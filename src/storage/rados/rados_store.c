@@ -325,6 +325,11 @@ static const stor_ops_t rados_ops = {
     .mpu_complete = rs_mpu_complete,
     .mpu_abort = rs_mpu_abort,
     .mpu_list = rs_mpu_list,
+    .head_version = rs_head_version,
+    .reader_open_version = rs_reader_open_version,
+    .delete_version = rs_delete_version,
+    .iter_open_versions = rs_iter_open_versions,
+    .iter_next_version = rs_iter_next_version,
 };
 
 stor_status_t stor_open_rados(const stor_rados_conf_t *conf, stor_t **out_p)
