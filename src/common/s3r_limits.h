@@ -131,6 +131,10 @@ _Static_assert(S3R_MAX_USER_META_BYTES <= S3R_REPLY_MAX_VALUE, "a metadata value
  * UCX has sent it, so a session holds at most 6 MiB and the server 96 MiB
  * of request or reply memory. */
 #define S3R_NATIVE_THREADS 4 /* executor threads */
+/* The scheduler slice the progress threads ask for (rdma.slice_us): short,
+ * so a woken progress thread runs before threads with the default slice
+ * (EEVDF, Linux 6.12 and later) while its share of the CPU stays the same. */
+#define S3R_RDMA_SLICE_US 100
 #define S3R_NATIVE_PER_SESSION                                                                     \
     64 /* requests in flight (reply not yet sent) per session: SlowDown */
 #define S3R_NATIVE_QUEUED                                                                          \
