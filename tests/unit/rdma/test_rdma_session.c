@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include "common/hash.h"
-#include "common/s3r_limits.h"
 #include "rdma/rdma_net.h"
 #include "rdma/rdma_ucx.h"
 #include "rdma/rdma_wire.h"
@@ -309,10 +308,9 @@ static void *slice_probe(void *arg)
     return NULL;
 }
 
-/* The progress threads ask for rdma.slice_us (S3R_RDMA_SLICE_US by
- * default): a woken progress thread is run before threads on the kernel's
- * default slice. Skipped on a kernel that does not keep a thread's slice
- * (before 6.12). */
+/* The progress threads ask for rdma.slice_us: a woken progress thread is
+ * run before threads on the kernel's default slice. Skipped on a kernel
+ * that does not keep a thread's slice (before 6.12). */
 static void test_progress_threads_short_slice(void **state)
 {
     (void)state;
@@ -322,8 +320,19 @@ static void test_progress_threads_short_slice(void **state)
     pthread_join(th, NULL);
     if (!kept)
         skip();
-    rdma_server_t *srv;
-    TEST_SERVER_OR_SKIP(srv, 0, 0);
+    rdma_server_config_t cfg;
+    rdma_server_config_defaults(&cfg);
+    cfg.listen_host = "127.0.0.1";
+    cfg.port = 0;
+    cfg.n_workers = 1;
+    cfg.lookup_secret = test_lookup;
+    cfg.slice_us = 250;
+    rdma_server_t *srv = NULL;
+    if (rdma_server_start(&cfg, &srv) < 0) {
+        if (!test_ucx_usable())
+            skip();
+        fail_msg("the RDMA server failed to start although UCX works");
+    }
     /* The thread names itself once its slice is set: wait up to 2 s for it. */
     unsigned found = 0, short_slice = 0;
     for (int i = 0; i < 200 && !found; i++) {
@@ -339,7 +348,7 @@ static void test_progress_threads_short_slice(void **state)
                 continue;
             if (fgets(comm, sizeof(comm), f) && strcmp(comm, "s3r-progress\n") == 0) {
                 found++;
-                short_slice += thread_slice_ns(atol(e->d_name)) == S3R_RDMA_SLICE_US * 1000ull;
+                short_slice += thread_slice_ns(atol(e->d_name)) == 250000;
             }
             fclose(f);
         }
@@ -348,7 +357,7 @@ static void test_progress_threads_short_slice(void **state)
             usleep(10000);
     }
     rdma_server_stop(srv);
-    assert_int_equal(found, 1); /* the fixture's one progress thread */
+    assert_int_equal(found, 1); /* the one progress thread */
     assert_int_equal(short_slice, found);
 }
 
