@@ -336,6 +336,11 @@ static const struct pname {
     {"acl", RDMA_PARAM_QUERY},
     {"tagging", RDMA_PARAM_QUERY},
     {"location", RDMA_PARAM_QUERY},
+    {"x-amz-bucket-object-lock-enabled", RDMA_PARAM_HEADER},
+    {"x-amz-object-lock-mode", RDMA_PARAM_HEADER},
+    {"x-amz-object-lock-retain-until-date", RDMA_PARAM_HEADER},
+    {"x-amz-object-lock-legal-hold", RDMA_PARAM_HEADER},
+    {"x-amz-bypass-governance-retention", RDMA_PARAM_HEADER},
 };
 #define N_PNAMES (sizeof(pnames) / sizeof(pnames[0]))
 
@@ -386,6 +391,12 @@ static const char *const pvalues[] = {
     "dir/",
     "/",
     long_value,
+    "GOVERNANCE",
+    "COMPLIANCE",
+    "ON",
+    "OFF",
+    "2140-01-01T00:00:00Z",
+    "2001-01-01T00:00:00Z",
 };
 #define N_PVALUES (sizeof(pvalues) / sizeof(pvalues[0]))
 

@@ -151,53 +151,45 @@ static s3_error_t cfg_parse(access_cfg_t *c, int kind, const buf_t *doc, const c
         if (s3_lc_from_xml(doc->data, doc->len, &c->lifecycle, why, sizeof why) != S3E_NONE)
             return S3E_INTERNAL;
     } else if (kind == STOR_BCFG_CORS || kind == STOR_BCFG_VERSIONING ||
-               kind == STOR_BCFG_TAGGING || kind == STOR_BCFG_ENCRYPTION) {
-        /* Not access documents: CORS, bucket tags and default encryption
-         * never grant or deny (ops_config.c); the versioning state is
-         * storage's. */
+               kind == STOR_BCFG_TAGGING || kind == STOR_BCFG_ENCRYPTION ||
+               kind == STOR_BCFG_OBJECT_LOCK) {
+        /* Not access documents: CORS, bucket tags, default encryption and
+         * object lock never grant or deny (ops_cors.c, ops_tagging.c,
+         * ops_encryption.c, ops_lock.c); the versioning state is storage's. */
     } else {
         return S3E_INTERNAL;
     }
     return S3E_NONE;
 }
 
-/* Reads and parses every document of bucket, all from one generation of
- * its record (which may be newer than the lookup's: a change that landed
- * since is the one to apply). A record changing under every one of a few
- * tries: SlowDown. */
+/* Reads every document of bucket in one read of its record (so all of one
+ * generation, which may be newer than the lookup's: a change that landed
+ * since is the one to apply) and parses them. */
 static s3_error_t cfg_load(s3_req_t *req, const stor_bucket_t *bucket, access_cfg_t **out)
 {
-    for (int attempt = 0; attempt < 3; attempt++) {
-        access_cfg_t *c = calloc(1, sizeof *c);
-        if (!c)
-            return S3E_INTERNAL;
+    buf_t docs[STOR_BCFG_COUNT];
+    uint64_t gen = 0;
+    stor_status_t st = stor_bucket_configs_get(req->srv->cfg.store, bucket, docs, &gen);
+    s3_error_t err = st == STOR_OK ? S3E_NONE : s3_error_from_stor(st);
+    access_cfg_t *c = NULL;
+    if (err == S3E_NONE && !(c = calloc(1, sizeof *c)))
+        err = S3E_INTERNAL;
+    if (c) {
         atomic_init(&c->refs, 1);
         c->id = bucket->id;
-        s3_error_t err = S3E_NONE;
-        bool torn = false;
-        for (int k = 0; k < STOR_BCFG_COUNT && err == S3E_NONE && !torn; k++) {
-            buf_t doc;
-            uint64_t gen = 0;
-            stor_status_t st = stor_bucket_config_get(req->srv->cfg.store, bucket,
-                                                      (stor_bucket_cfg_t)k, &doc, &gen);
-            if (st != STOR_OK)
-                err = s3_error_from_stor(st);
-            else if (k > 0 && gen != c->gen)
-                torn = true; /* changed between two reads: again */
-            else
-                err = cfg_parse(c, k, &doc, bucket->name);
-            c->gen = gen;
-            buf_free(&doc);
-        }
-        if (err == S3E_NONE && !torn) {
-            *out = c;
-            return S3E_NONE;
-        }
-        cfg_release(c);
-        if (err != S3E_NONE)
-            return err;
+        c->gen = gen;
     }
-    return S3E_SLOW_DOWN;
+    for (int k = 0; k < STOR_BCFG_COUNT; k++) {
+        if (err == S3E_NONE)
+            err = cfg_parse(c, k, &docs[k], bucket->name);
+        buf_free(&docs[k]);
+    }
+    if (err != S3E_NONE) {
+        cfg_release(c);
+        return err;
+    }
+    *out = c;
+    return S3E_NONE;
 }
 
 /* The parsed configuration of bucket (a reference: cfg_release it), or
@@ -404,6 +396,7 @@ static const struct {
     {&s3_op_put_bucket_lifecycle, "s3:PutLifecycleConfiguration"},
     {&s3_op_delete_bucket_lifecycle, "s3:PutLifecycleConfiguration"},
     {&s3_op_get_object_lock_config, "s3:GetBucketObjectLockConfiguration"},
+    {&s3_op_put_object_lock_config, "s3:PutBucketObjectLockConfiguration"},
     {&s3_op_get_bucket_encryption, "s3:GetEncryptionConfiguration"},
     {&s3_op_get_public_access_block, "s3:GetBucketPublicAccessBlock"},
     {&s3_op_put_public_access_block, "s3:PutBucketPublicAccessBlock"},
@@ -414,14 +407,6 @@ static const struct {
     {&s3_op_delete_bucket_encryption, "s3:PutEncryptionConfiguration"},
 };
 
-/* The configurations s3rdmad does not keep, by subresource: the action of
- * their PUT and DELETE (S3 names no Delete action for these). */
-static const struct {
-    const char *subresource, *action;
-} config_actions[] = {
-    {"object-lock", "s3:PutBucketObjectLockConfiguration"},
-};
-
 /* The action of a check on the bucket (object false) or on an object the
  * request names (copy sources included) with perm, into buf. */
 static const char *request_action(s3_req_t *req, s3_perm_t perm, bool object, char *buf, size_t cap)
@@ -430,12 +415,6 @@ static const char *request_action(s3_req_t *req, s3_perm_t perm, bool object, ch
     if (object && perm == S3_PERM_READ && op != &s3_op_get_object_tagging &&
         op != &s3_op_get_object_attributes)
         return "s3:GetObject"; /* a GET, or a copy's source */
-    if (op == &s3_op_put_bucket_config || op == &s3_op_delete_bucket_config) {
-        for (size_t i = 0; i < sizeof config_actions / sizeof config_actions[0]; i++)
-            if (s3_req_has_query(req, config_actions[i].subresource))
-                return config_actions[i].action;
-        return "s3:PutBucketConfiguration";
-    }
     for (size_t i = 0; i < sizeof op_actions / sizeof op_actions[0]; i++)
         if (op_actions[i].op == op)
             return op_actions[i].action;
@@ -603,6 +582,12 @@ s3_error_t s3_key_access(s3_req_t *req, const stor_bucket_t *bucket, const char 
 {
     char buf[80];
     return bucket_decide(req, bucket, key, request_action(req, perm, false, buf, sizeof buf), perm);
+}
+
+bool s3_extra_action_allowed(s3_req_t *req, const stor_bucket_t *bucket, const char *key,
+                             const char *action)
+{
+    return bucket_decide(req, bucket, key, action, S3_PERM_OWNER) == S3E_NONE;
 }
 
 bool s3_bucket_authorize(s3_req_t *req, const char *bucket, s3_perm_t perm, stor_bucket_t *bucket_p)

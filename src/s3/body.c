@@ -655,11 +655,7 @@ s3_error_t s3_meta_from_headers(s3_req_t *req, stor_meta_t *meta, const char **w
         if (!known)
             return S3E_INVALID_ARGUMENT;
     }
-    static const char *const unsupported[] = {"x-amz-object-lock-mode",
-                                              "x-amz-object-lock-retain-until-date",
-                                              "x-amz-object-lock-legal-hold",
-                                              "x-amz-website-redirect-location",
-                                              "x-amz-grant-read",
+    static const char *const unsupported[] = {"x-amz-website-redirect-location", "x-amz-grant-read",
                                               "x-amz-grant-full-control"};
     for (size_t i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++) {
         if (s3_req_header(req, unsupported[i]))

@@ -68,6 +68,8 @@ static const char *const plain_params[] = {
     "attributes",
     "lifecycle",
     "object-lock",
+    "retention",
+    "legal-hold",
     "encryption",
     "optionalObjectAttributes",
     "AWSAccessKeyId",
@@ -396,7 +398,7 @@ static const bucket_subresource_t bucket_subresources[] = {
     {"tagging", &s3_op_get_bucket_tagging, &s3_op_put_bucket_tagging, &s3_op_delete_bucket_tagging},
     {"lifecycle", &s3_op_get_bucket_lifecycle, &s3_op_put_bucket_lifecycle,
      &s3_op_delete_bucket_lifecycle},
-    {"object-lock", &s3_op_get_object_lock_config, &s3_op_put_bucket_config, NULL},
+    {"object-lock", &s3_op_get_object_lock_config, &s3_op_put_object_lock_config, NULL},
     {"encryption", &s3_op_get_bucket_encryption, &s3_op_put_bucket_encryption,
      &s3_op_delete_bucket_encryption},
 };
@@ -487,6 +489,14 @@ static s3_error_t route(s3_req_t *req, const char *raw_url)
     bool copy = s3_req_header(req, "x-amz-copy-source") != NULL;
     if (s3_req_has_query(req, "acl")) {
         req->op = get ? &s3_op_get_object_acl : put ? &s3_op_put_object_acl : NULL;
+        return req->op ? S3E_NONE : S3E_METHOD_NOT_ALLOWED;
+    }
+    if (s3_req_has_query(req, "retention")) {
+        req->op = get ? &s3_op_get_object_retention : put ? &s3_op_put_object_retention : NULL;
+        return req->op ? S3E_NONE : S3E_METHOD_NOT_ALLOWED;
+    }
+    if (s3_req_has_query(req, "legal-hold")) {
+        req->op = get ? &s3_op_get_object_legal_hold : put ? &s3_op_put_object_legal_hold : NULL;
         return req->op ? S3E_NONE : S3E_METHOD_NOT_ALLOWED;
     }
     if (s3_req_has_query(req, "attributes")) {

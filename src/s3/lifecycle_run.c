@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/s3r_limits.h"
 #include "s3/lifecycle.h"
+#include "s3/object_lock.h"
 
 struct s3_lc_runner {
     stor_t *st;
@@ -117,7 +118,14 @@ static void expire_current(stor_t *st, const stor_bucket_t *b, const s3_lc_t *cf
         const s3_lc_rule_t *rule;
         int64_t t = s3_lc_expiry_of(cfg, key, &m, day_s, &rule);
         if (t >= 0 && t <= now_s) {
-            stor_precond_t cond = {.must_exist = 1, .etag = m.etag, .mtime_ms = m.mtime_ms};
+            /* Object lock: a removal (unversioned bucket) of a protected
+             * version is refused; a delete marker on top is not one. */
+            s3_lock_guard_t g = {now_s, false};
+            stor_precond_t cond = {.must_exist = 1,
+                                   .etag = m.etag,
+                                   .mtime_ms = m.mtime_ms,
+                                   .guard = s3_lock_guard,
+                                   .guard_arg = &g};
             stor_deleted_t d;
             s = stor_delete_if(st, b, key, &cond, &d);
             (*budget)--;
@@ -125,6 +133,8 @@ static void expire_current(stor_t *st, const stor_bucket_t *b, const s3_lc_t *cf
                 out->expired++;
                 log_info("lifecycle: %s/%s expired (rule \"%s\")%s", b->name, key, rule->id,
                          d.delete_marker ? ": a delete marker on top" : "");
+            } else if (s == STOR_ERR_LOCKED) {
+                out->locked++;
             } else if (s != STOR_ERR_PRECONDITION && s != STOR_ERR_NO_KEY) {
                 log_warn("lifecycle: expiring %s/%s: %s", b->name, key, stor_strerror(s));
                 out->errors++;
@@ -207,10 +217,16 @@ static void expire_versions(stor_t *st, const stor_bucket_t *b, const s3_lc_t *c
                 why = NULL;
         }
         if (why) {
+            /* Object lock: a protected version stays (checked in the
+             * removal's transaction); lifecycle never bypasses. */
+            s3_lock_guard_t g = {now_s, false};
+            stor_precond_t cond = {.guard = s3_lock_guard, .guard_arg = &g};
             stor_deleted_t d;
-            stor_status_t s = stor_delete_version(st, b, key, vid, &d);
+            stor_status_t s = stor_delete_version_if(st, b, key, vid, &cond, &d);
             (*budget)--;
-            if (s == STOR_OK) {
+            if (s == STOR_ERR_LOCKED) {
+                out->locked++;
+            } else if (s == STOR_OK) {
                 out->expired++;
                 log_info("lifecycle: %s/%s version %s: %s (rule \"%s\")", b->name, key, vid, why,
                          rule_id);
@@ -300,10 +316,10 @@ static void *runner_main(void *arg)
         pthread_mutex_unlock(&r->lock);
         s3_lc_pass_t p;
         s3_lc_pass(r->st, clock_wall_ms() / 1000, r->day_s, 3 * every * 1000u, &p);
-        if (p.uploads_aborted || p.expired || p.errors)
+        if (p.uploads_aborted || p.expired || p.locked || p.errors)
             log_info("lifecycle: pass over %u buckets: %u uploads aborted, %u versions expired, "
-                     "%u errors",
-                     p.buckets, p.uploads_aborted, p.expired, p.errors);
+                     "%u kept by object lock, %u errors",
+                     p.buckets, p.uploads_aborted, p.expired, p.locked, p.errors);
         pthread_mutex_lock(&r->lock);
         struct timespec until = clock_after_ms(CLOCK_REALTIME, every * 1000);
         while (!r->stop && pthread_cond_timedwait(&r->cond, &r->lock, &until) == 0) {

@@ -17,6 +17,7 @@ typedef struct s3_lc_pass {
     unsigned buckets;         /* buckets with a lifecycle configuration seen */
     unsigned uploads_aborted; /* AbortIncompleteMultipartUpload */
     unsigned expired;         /* objects expired, noncurrent versions and markers removed */
+    unsigned locked;          /* versions object lock kept from expiry; tried next pass */
     unsigned errors;          /* actions that failed (logged); retried next pass */
     bool leased;              /* false: another gateway holds the lease, nothing done */
 } s3_lc_pass_t;

@@ -141,11 +141,6 @@ static void create_bucket_begin(s3_req_t *req)
         s3_reply_error(req, S3E_ACL_WITH_OWNERSHIP, NULL);
         return;
     }
-    const char *lock = s3_req_header(req, "x-amz-bucket-object-lock-enabled");
-    if (lock && strcasecmp(lock, "true") == 0) {
-        s3_reply_error(req, S3E_NOT_IMPLEMENTED, "Object lock is not implemented.");
-        return;
-    }
     req->body_kind = S3_BODY_XML;
 }
 
@@ -216,6 +211,19 @@ static void create_bucket_finish(s3_req_t *req)
             st = stor_bucket_set_acl(store, &b, acl);
         if (st == STOR_OK && own != S3_OWNERSHIP_NONE)
             st = stor_bucket_config_set(store, &b, STOR_BCFG_OWNERSHIP, &own, 1);
+        /* Object lock last: on a store that cannot (no versioning), the
+         * new bucket goes again, so a create never half succeeds. */
+        const char *lock = s3_req_header(req, "x-amz-bucket-object-lock-enabled");
+        if (st == STOR_OK && lock && strcasecmp(lock, "true") == 0 &&
+            (st = s3_lock_bucket_create(req, &b)) != STOR_OK) {
+            stor_bucket_delete(store, &b);
+            if (st == STOR_ERR_UNSUPPORTED) {
+                s3_reply_error(req, S3E_NOT_IMPLEMENTED,
+                               "Object lock needs bucket versioning, which this storage backend "
+                               "does not implement.");
+                return;
+            }
+        }
     }
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);

@@ -148,6 +148,10 @@ static void create_mpu_begin(s3_req_t *req)
         err = mpu_checksum_from_headers(req, &meta, &why);
     if (err == S3E_NONE)
         err = s3_new_object_access(req, &meta, &why);
+    /* The object's lock, kept by the upload: the bucket's default
+     * retention runs from the upload's creation. */
+    if (err == S3E_NONE)
+        err = s3_lock_for_write(req, &meta, false, &why);
     /* The upload's encryption: its parts are written under it. */
     s3_sse_key_t dk;
     if (err == S3E_NONE)

@@ -11,6 +11,7 @@
 #include "common/date.h"
 #include "common/log.h"
 #include "common/s3r_limits.h"
+#include "s3/object_lock.h"
 #include "s3/rdma_error.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
@@ -325,6 +326,8 @@ static void put_object_begin(s3_req_t *req)
     if (err == S3E_NONE)
         err = s3_new_object_access(req, meta, &why);
     if (err == S3E_NONE)
+        err = s3_lock_for_write(req, meta, true, &why);
+    if (err == S3E_NONE)
         err = s3_write_precond(req, &cond, &why);
     if (err == S3E_NONE)
         err = s3_sse_for_write(req, meta, &dk, &why);
@@ -628,6 +631,7 @@ static void get_object_begin(s3_req_t *req)
     if (meta->tags && strcmp(req->method, "GET") == 0)
         s3_reply_headerf(req, "x-amz-tagging-count", "%zu", s3_tags_count(meta->tags));
     s3_lifecycle_reply_header(req, req->key, meta);
+    s3_lock_reply_headers(req, &req->authz_bucket, req->key, meta);
 
     if (req->rdma_token && strcmp(req->method, "GET") == 0)
         token_push(req, reader, status, first, len);
@@ -636,6 +640,9 @@ static void get_object_begin(s3_req_t *req)
 }
 
 /* ---- DeleteObject / DeleteObjects ---------------------------------------------- */
+
+/* S3's answer to the removal of a version object lock protects. */
+#define LOCKED_MSG "Access Denied because object protected by object lock."
 
 /* Whether a delete of version vid (NULL: none) that ended in *st
  * succeeded as S3 answers it: a key that is not there, or its "null"
@@ -660,10 +667,13 @@ static void delete_object_begin(s3_req_t *req)
         !version_query(req, &vid))
         return;
     stor_deleted_t d;
+    s3_lock_guard_t g;
+    stor_precond_t lock;
+    const stor_precond_t *cond = s3_lock_delete_cond(req, &req->authz_bucket, req->key, &g, &lock);
     stor_status_t st =
-        stor_delete_version(req->srv->cfg.store, &req->authz_bucket, req->key, vid, &d);
+        stor_delete_version_if(req->srv->cfg.store, &req->authz_bucket, req->key, vid, cond, &d);
     if (!delete_result_ok(vid, &st, &d)) {
-        s3_reply_error(req, s3_error_from_stor(st), NULL);
+        s3_reply_error(req, s3_error_from_stor(st), st == STOR_ERR_LOCKED ? LOCKED_MSG : NULL);
         return;
     }
     if (d.version_id[0])
@@ -709,7 +719,12 @@ static void delete_objects_finish(s3_req_t *req)
         else if ((err = s3_key_access(req, &req->authz_bucket, key, S3_PERM_WRITE)) != S3E_NONE)
             ;
         else {
-            st = stor_delete_version(req->srv->cfg.store, &req->authz_bucket, key, vid, &d);
+            s3_lock_guard_t g;
+            stor_precond_t lock;
+            const stor_precond_t *cond =
+                s3_lock_delete_cond(req, &req->authz_bucket, key, &g, &lock);
+            st =
+                stor_delete_version_if(req->srv->cfg.store, &req->authz_bucket, key, vid, cond, &d);
             if (!delete_result_ok(vid, &st, &d))
                 err = s3_error_from_stor(st);
         }
@@ -905,6 +920,10 @@ static void copy_object_begin(s3_req_t *req)
     }
     if (err == S3E_NONE)
         err = s3_new_object_access(req, meta, &why);
+    /* The copy's own lock (headers or the bucket's default), never the
+     * source's. */
+    if (err == S3E_NONE)
+        err = s3_lock_for_write(req, meta, false, &why);
     /* The copy's own encryption, never the source's. */
     s3_sse_key_t dk = {0};
     if (err == S3E_NONE)

@@ -321,6 +321,10 @@ static void start_file(s3_req_t *req, post_form_t *f, const char *filename)
     err = s3_meta_from_headers(req, &f->meta, &acl_why);
     if (err == S3E_NONE)
         err = s3_new_object_access(req, &f->meta, &acl_why);
+    /* The form's x-amz-object-lock-* fields; a form carries its file's
+     * integrity in no header S3 asks for here (put: false). */
+    if (err == S3E_NONE)
+        err = s3_lock_for_write(req, &f->meta, false, &acl_why);
     /* The form's fields stand for the SSE headers too; its transport is
      * never a secure one to customer keys (s3/sse.c). */
     if (err == S3E_NONE)

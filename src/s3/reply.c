@@ -171,6 +171,8 @@ s3_error_t s3_error_from_stor(stor_status_t st)
         return S3E_NO_SUCH_KEY;
     case STOR_ERR_UNSUPPORTED:
         return S3E_NOT_IMPLEMENTED;
+    case STOR_ERR_LOCKED:
+        return S3E_ACCESS_DENIED;
     case STOR_ERR_NOMEM:
     case STOR_ERR_IO:
     default:

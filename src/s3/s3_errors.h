@@ -94,6 +94,12 @@
       "The lifecycle configuration does not exist")                                                \
     X(NO_OBJECT_LOCK_CONFIG, 404, "ObjectLockConfigurationNotFoundError",                          \
       "Object Lock configuration does not exist for this bucket")                                  \
+    X(NO_OBJECT_LOCK, 404, "NoSuchObjectLockConfiguration",                                        \
+      "The specified object does not have a ObjectLock configuration")                             \
+    X(INVALID_BUCKET_STATE, 409, "InvalidBucketState",                                             \
+      "The request is not valid with the current state of the bucket.")                            \
+    X(INVALID_RETENTION_PERIOD, 400, "InvalidRetentionPeriod",                                     \
+      "Default retention period must be a positive integer value.")                                \
     X(NO_SSE_CONFIG, 404, "ServerSideEncryptionConfigurationNotFoundError",                        \
       "The server side encryption configuration was not found")                                    \
     X(NO_SUCH_UPLOAD, 404, "NoSuchUpload",                                                         \

@@ -484,6 +484,20 @@ bool s3_bucket_lookup(s3_req_t *req, const char *bucket, stor_bucket_t *bucket_p
  * answers. Every operation that looks a key up goes through here before it
  * replies (GET, HEAD, copy sources, ?acl, ?tagging). */
 s3_error_t s3_object_lookup_error(s3_req_t *req, const stor_bucket_t *bucket, stor_status_t st);
+/* ---- bucket configuration documents (ops_config.c) ------------------------------ */
+
+/* Reads configuration document kind of req->authz_bucket into *doc (the
+ * caller frees it; len 0: not set). Replies and returns false on error. */
+bool s3_config_read(s3_req_t *req, stor_bucket_cfg_t kind, buf_t *doc);
+/* Sets (len > 0) or removes (data NULL) document kind of req->authz_bucket
+ * and replies status, or the error. */
+void s3_config_write(s3_req_t *req, stor_bucket_cfg_t kind, const void *data, size_t len,
+                     int status);
+/* Delete<Config>: the owner removes the bucket's kind document; 204 even
+ * when there was none, as S3 answers. */
+void s3_config_delete(s3_req_t *req, stor_bucket_cfg_t kind);
+/* Put<Config>'s begin: the bucket's owner may send the XML document. */
+void s3_owner_config_begin(s3_req_t *req);
 /* Looks up the request's object (the version versionId names, or the
  * latest) and checks perm on it (a missing key: s3_object_lookup_error; a
  * delete marker: s3_delete_marker_reply), for the operations on an object's
@@ -492,6 +506,9 @@ s3_error_t s3_object_lookup_error(s3_req_t *req, const stor_bucket_t *bucket, st
  * version only: another is refused with NotImplemented. Replies and returns
  * false on error. */
 bool s3_object_for_request(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p);
+/* s3_object_for_request for an operation that changes the very version it
+ * names (any version: object lock), with no version headers added. */
+bool s3_object_version_for_request(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p);
 /* The requester's perm on bucket (on req->key in it when the request names
  * one), checked without replying: S3E_NONE (*bucket_p, when not NULL, gets
  * the bucket as found), or the error to reply (for a caller that cannot
@@ -550,6 +567,48 @@ s3_error_t s3_acl_from_xml(const char *body, size_t len, bool object, const char
 void s3_acl_xml(buf_t *xml, stor_acl_t acl, bool object, const char *owner,
                 const char *bucket_owner);
 
+/* ---- object lock (ops_lock.c; object_lock.h parses and rules) ------------------ */
+
+struct s3_lock_guard;
+/* Whether bucket has object lock enabled (its STOR_BCFG_OBJECT_LOCK
+ * document is set): from the record, no lookup. */
+bool s3_lock_enabled(const stor_bucket_t *bucket);
+/* Sets meta's retention and legal hold for a new version the request
+ * writes into req->authz_bucket (PUT, copy, CreateMultipartUpload, POST):
+ * those of the x-amz-object-lock-* headers, else the bucket's default
+ * retention; never the copy source's. Lock headers on a bucket without
+ * object lock: InvalidRequest; malformed ones: InvalidArgument. put
+ * (PutObject): a version that gets a retention or legal hold needs
+ * Content-MD5 or a checksum (InvalidRequest), as in S3. */
+s3_error_t s3_lock_for_write(s3_req_t *req, stor_meta_t *meta, bool put, const char **why_p);
+/* The x-amz-object-lock-* headers of a GET or HEAD of meta's version, to a
+ * requester allowed s3:GetObjectRetention / s3:GetObjectLegalHold. */
+void s3_lock_reply_headers(s3_req_t *req, const stor_bucket_t *bucket, const char *key,
+                           const stor_meta_t *meta);
+/* The condition a removal of key's versions in bucket runs under: NULL for
+ * a bucket without object lock; else cond (filled here) whose guard refuses
+ * a protected version (STOR_ERR_LOCKED: AccessDenied), with g (filled here;
+ * it must outlive the call) saying now and whether the request may bypass
+ * GOVERNANCE retention (x-amz-bypass-governance-retention and
+ * s3:BypassGovernanceRetention). */
+const stor_precond_t *s3_lock_delete_cond(s3_req_t *req, const stor_bucket_t *bucket,
+                                          const char *key, struct s3_lock_guard *g,
+                                          stor_precond_t *cond);
+/* CreateBucket with x-amz-bucket-object-lock-enabled: true, on the bucket
+ * just created: versioning Enabled, then object lock enabled. */
+stor_status_t s3_lock_bucket_create(s3_req_t *req, const stor_bucket_t *bucket);
+/* PutBucketVersioning's rule, checked before the change and again after
+ * it: a bucket with object lock stays Enabled (InvalidBucketState). After
+ * a Suspend that raced PutObjectLockConfiguration, it sets Enabled again. */
+s3_error_t s3_lock_versioning_check(s3_req_t *req, stor_versioning_t state, const char **why_p);
+/* Whether the requester may take action on key of bucket, an action a
+ * request needs beside its own (s3:BypassGovernanceRetention,
+ * s3:GetObjectRetention for a read's lock headers): the bucket's policy
+ * decides it as any action, and without a statement that allows it only
+ * the bucket's owner may. */
+bool s3_extra_action_allowed(s3_req_t *req, const stor_bucket_t *bucket, const char *key,
+                             const char *action);
+
 /* ---- object helpers (ops_object.c) --------------------------------------------- */
 
 /* Opens the object named by x-amz-copy-source after checking the requester
@@ -591,8 +650,9 @@ extern const s3_op_t s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_bucke
     s3_op_list_object_versions, s3_op_get_bucket_versioning, s3_op_put_bucket_versioning,
     s3_op_get_bucket_acl, s3_op_put_bucket_acl, s3_op_get_object_acl, s3_op_put_object_acl,
     s3_op_get_bucket_policy, s3_op_get_bucket_cors, s3_op_get_bucket_tagging,
-    s3_op_get_bucket_lifecycle, s3_op_get_object_lock_config, s3_op_get_bucket_encryption,
-    s3_op_put_bucket_config, s3_op_delete_bucket_config, s3_op_get_object_tagging,
+    s3_op_get_bucket_lifecycle, s3_op_get_object_lock_config, s3_op_put_object_lock_config,
+    s3_op_get_object_retention, s3_op_put_object_retention, s3_op_get_object_legal_hold,
+    s3_op_put_object_legal_hold, s3_op_get_bucket_encryption, s3_op_get_object_tagging,
     s3_op_put_object_tagging, s3_op_delete_object_tagging, s3_op_get_object_attributes,
     s3_op_put_bucket_tagging, s3_op_delete_bucket_tagging, s3_op_put_bucket_encryption,
     s3_op_delete_bucket_encryption, s3_op_put_bucket_policy, s3_op_delete_bucket_policy,

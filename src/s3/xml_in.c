@@ -49,7 +49,8 @@ typedef enum xml_field {
     F_LIST,
 } xml_field_t;
 
-#define XML_MAX_GRANTS 100
+#define XML_MAX_GRANTS       100
+#define XML_LEAVES_MAX_DEPTH 4 /* xml_parse_leaves: levels below the root */
 
 typedef struct xml_ctx {
     XML_Parser parser;
@@ -93,7 +94,11 @@ typedef struct xml_ctx {
     const char *const *paths;
     size_t n_paths, leaf;
     char **values;
-    char parent[64]; /* the depth-2 element's name ("" when longer) */
+    /* The path below the root of the element being read ("a/b/c"), and
+     * its length at each level below the root (1: the root's children;
+     * SIZE_MAX: too long to be a path asked for). */
+    char lpath[160];
+    size_t lpath_end[XML_LEAVES_MAX_DEPTH + 1];
 
     /* xml_parse_list (root and paths above: paths are the field names) */
     const char *item;
@@ -199,21 +204,24 @@ static void acl_start(xml_ctx_t *x, const char *n)
         capture(x, f);
 }
 
-/* xml_parse_leaves: root > leaf, or root > parent > leaf as "parent/leaf". */
+/* xml_parse_leaves: root > a > ... > leaf as "a/.../leaf", at most
+ * XML_LEAVES_MAX_DEPTH levels below the root. */
 static void leaves_start(xml_ctx_t *x, const char *n)
 {
-    char path[160];
-    if (x->depth == 2) {
-        size_t l = strlen(n);
-        memcpy(x->parent, n, l < sizeof x->parent ? l + 1 : 1);
-        if (l >= sizeof x->parent)
-            x->parent[0] = '\0';
-        snprintf(path, sizeof path, "%s", n);
-    } else if (x->depth == 3 && x->parent[0]) {
-        snprintf(path, sizeof path, "%s/%s", x->parent, n);
-    } else {
+    int level = x->depth - 1;
+    if (level < 1 || level > XML_LEAVES_MAX_DEPTH)
+        return;
+    size_t at = level == 1 ? 0 : x->lpath_end[level - 1];
+    size_t l = strlen(n);
+    if (at == SIZE_MAX || at + 1 + l >= sizeof x->lpath) {
+        x->lpath_end[level] = SIZE_MAX;
         return;
     }
+    if (level > 1)
+        x->lpath[at++] = '/';
+    memcpy(x->lpath + at, n, l + 1);
+    x->lpath_end[level] = at + l;
+    const char *path = x->lpath;
     for (size_t i = 0; i < x->n_paths; i++) {
         if (strcmp(path, x->paths[i]) != 0)
             continue;

@@ -63,9 +63,9 @@ int xml_parse_acl(const char *body, size_t len, char **owner_p, xml_grant_t **gr
 void xml_acl_free(char *owner, xml_grant_t *grants, size_t n);
 
 /* Parses a flat configuration document: root with leaf elements at paths
- * ("Name" for root > Name, "Parent/Name" for root > Parent > Name); every
- * other element is ignored. values[i] gets path i's text, trimmed (malloc'd;
- * NULL when absent). Returns 0, or -1 if malformed (wrong root, a path
+ * ("Name" for root > Name, "Parent/Name" for root > Parent > Name, and so
+ * on down to 4 levels below the root); every other element is ignored. values[i] gets path i's
+ * text, trimmed (malloc'd; NULL when absent). Returns 0, or -1 if malformed (wrong root, a path
  * given twice, markup inside a leaf): then every values[i] is NULL. */
 int xml_parse_leaves(const char *body, size_t len, const char *root, const char *const *paths,
                      size_t n, char **values);

@@ -137,6 +137,8 @@ static const struct {
     {STOR_MX_PART_CHECKSUMS, offsetof(stor_meta_t, part_checksums)},
     {STOR_MX_TAGS, offsetof(stor_meta_t, tags)},
     {STOR_MX_SSE, offsetof(stor_meta_t, sse)},
+    {STOR_MX_LOCK_RETENTION, offsetof(stor_meta_t, lock_retention)},
+    {STOR_MX_LEGAL_HOLD, offsetof(stor_meta_t, legal_hold)},
     {STOR_MX_VERSION, offsetof(stor_meta_t, version)},
     {STOR_MX_DELETE_MARKER, offsetof(stor_meta_t, delete_marker)},
 };
@@ -786,6 +788,8 @@ const char *stor_strerror(stor_status_t st)
         return "the version is a delete marker";
     case STOR_ERR_UNSUPPORTED:
         return "not supported by this backend";
+    case STOR_ERR_LOCKED:
+        return "the version is protected (object lock)";
     case STOR_ERR_PRECONDITION:
         return "precondition failed";
     case STOR_ERR_BAD_DIGEST:

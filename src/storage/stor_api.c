@@ -56,23 +56,43 @@ stor_status_t stor_bucket_set_acl(stor_t *st, const stor_bucket_t *bucket, stor_
     return st->ops->bucket_change(st, bucket, &c);
 }
 
-stor_status_t stor_bucket_config_get(stor_t *st, const stor_bucket_t *bucket,
-                                     stor_bucket_cfg_t kind, buf_t *out, uint64_t *gen_p)
+/* Copies document kinds [first, first + n) of bucket's record, read once,
+ * into docs[0..n) (each initialised here). */
+static stor_status_t bucket_configs_read(stor_t *st, const stor_bucket_t *bucket, int first, int n,
+                                         buf_t *docs, uint64_t *gen_p)
 {
-    buf_init(out, STOR_BCFG_MAX_BYTES);
-    if (kind < 0 || kind >= STOR_BCFG_COUNT)
-        return STOR_ERR_TOO_LARGE;
+    for (int i = 0; i < n; i++)
+        buf_init(&docs[i], STOR_BCFG_MAX_BYTES);
     buf_t raw;
     stor_status_t s = st->ops->bucket_read(st, bucket, &raw);
     stor_bucket_rec_t r;
     if (s == STOR_OK)
         s = stor_rec_decode_bucket_rec(raw.data, raw.len, &r);
-    if (s == STOR_OK && r.cfg[kind] && buf_append(out, r.cfg[kind], r.cfg_len[kind]) != 0)
-        s = STOR_ERR_NOMEM;
+    for (int i = 0; s == STOR_OK && i < n; i++) {
+        int k = first + i;
+        if (r.cfg[k] && buf_append(&docs[i], r.cfg[k], r.cfg_len[k]) != 0)
+            s = STOR_ERR_NOMEM;
+    }
     if (s == STOR_OK)
         *gen_p = r.b.cfg_gen;
     buf_free(&raw);
     return s;
+}
+
+stor_status_t stor_bucket_config_get(stor_t *st, const stor_bucket_t *bucket,
+                                     stor_bucket_cfg_t kind, buf_t *out, uint64_t *gen_p)
+{
+    if (kind < 0 || kind >= STOR_BCFG_COUNT) {
+        buf_init(out, STOR_BCFG_MAX_BYTES);
+        return STOR_ERR_TOO_LARGE;
+    }
+    return bucket_configs_read(st, bucket, (int)kind, 1, out, gen_p);
+}
+
+stor_status_t stor_bucket_configs_get(stor_t *st, const stor_bucket_t *bucket,
+                                      buf_t docs[STOR_BCFG_COUNT], uint64_t *gen_p)
+{
+    return bucket_configs_read(st, bucket, 0, STOR_BCFG_COUNT, docs, gen_p);
 }
 
 stor_status_t stor_bucket_config_set(stor_t *st, const stor_bucket_t *bucket,
@@ -346,12 +366,27 @@ stor_status_t stor_delete_if(stor_t *st, const stor_bucket_t *bucket, const char
     return delete_version_if(st, bucket, key, NULL, cond, out);
 }
 
+stor_status_t stor_delete_version_if(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                                     const char *version_id, const stor_precond_t *cond,
+                                     stor_deleted_t *out)
+{
+    return delete_version_if(st, bucket, key, version_id, cond, out);
+}
+
 stor_status_t stor_object_change(stor_t *st, const stor_bucket_t *bucket, const char *key,
                                  const stor_obj_change_t *change)
 {
     if (change->set_acl && (change->acl < 0 || change->acl >= STOR_ACL_COUNT))
         return STOR_ERR_TOO_LARGE;
-    return st->ops->object_change(st, bucket, key, change);
+    if (st->ops->head_version || !change->version_id)
+        return st->ops->object_change(st, bucket, key, change);
+    /* Without versioning, "null" names the one object a key holds. */
+    stor_status_t s = null_version_only(change->version_id);
+    stor_obj_change_t latest = *change;
+    latest.version_id = NULL;
+    if (s == STOR_OK)
+        s = st->ops->object_change(st, bucket, key, &latest);
+    return s == STOR_ERR_NO_KEY ? STOR_ERR_NO_VERSION : s;
 }
 
 /* ---- Listing ------------------------------------------------------------ */

@@ -239,6 +239,11 @@ stor_status_t ver_push(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char 
  * and the removed one was the latest. STOR_ERR_NO_VERSION when absent. */
 stor_status_t ver_remove(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key,
                          const char *vid, stor_obj_rec_t *cur, int had_cur, stor_obj_rec_t *old);
+/* Applies change (stor_meta_apply_change, its guard first) to version vid
+ * of key in db_versions (not the current object): STOR_ERR_NO_VERSION when
+ * absent, STOR_ERR_DELETE_MARKER when it is a delete marker. */
+stor_status_t ver_change(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key,
+                         const char *vid, const stor_obj_change_t *change);
 void viter_seek(stor_iter_t *it, const char *key, size_t key_len);
 int viter_next(stor_iter_t *it, const char **key_p, size_t *key_len_p, stor_meta_t *meta_p,
                int *is_latest_p);

@@ -629,6 +629,9 @@ stor_status_t local_delete_version(stor_t *st_, const stor_bucket_t *bucket, con
         memset(&cur, 0, sizeof cur);
         had_old = 1;
     }
+    /* The guard sees what goes, before anything is committed. */
+    if (s == STOR_OK && had_old)
+        s = stor_precond_guard(cond, &old.meta);
     if (s == STOR_OK)
         s = wr_commit(st, txn);
     else
@@ -669,9 +672,25 @@ stor_status_t local_object_change(stor_t *st_, const stor_bucket_t *bucket, cons
     MDB_val k;
     buf_t b = {0};
     int have = 0;
-    s = bucket_check(st, txn, bucket->name, bucket->id);
+    const char *vid = change->version_id;
+    if (vid && !stor_version_id_valid(vid))
+        s = STOR_ERR_NO_VERSION;
+    if (s == STOR_OK)
+        s = bucket_check(st, txn, bucket->name, bucket->id);
     if (s == STOR_OK)
         s = obj_get(st, txn, bucket->name, key, &rec, &k, ikey);
+    if (vid && (s == STOR_OK || s == STOR_ERR_NO_KEY) &&
+        (s == STOR_ERR_NO_KEY || !stor_meta_is_version(&rec.meta, vid))) {
+        /* Another version than the current object: in the versions table. */
+        if (s == STOR_OK)
+            stor_obj_rec_free(&rec);
+        s = ver_change(st, txn, &k, key, vid, change);
+        if (s == STOR_OK)
+            s = wr_commit(st, txn);
+        else
+            mdb_txn_abort(txn);
+        return s;
+    }
     if (s == STOR_OK) {
         /* The same record (same files or inline bytes, same mtime) with
          * the change; rec.body points into txn, which is still open. */

@@ -61,7 +61,9 @@ typedef enum stor_mx {
     STOR_MX_PART_CHECKSUMS = 4,
     STOR_MX_TAGS = 5,
     STOR_MX_SSE = 6,
-    /* 7..9: free */
+    STOR_MX_LOCK_RETENTION = 7, /* stor_meta_t.lock_retention */
+    STOR_MX_LEGAL_HOLD = 8,     /* stor_meta_t.legal_hold */
+    /* 9: reserved (full ACLs' grants); 12 is the next free id */
     STOR_MX_VERSION = 10,       /* stor_meta_t.version */
     STOR_MX_DELETE_MARKER = 11, /* stor_meta_t.delete_marker */
 } stor_mx_t;
@@ -189,12 +191,17 @@ stor_status_t encode_put_inline(buf_t *b, const char *key, stor_meta_t *meta, co
 /* Re-encodes a decoded object record under key with its metadata as now in
  * rec->meta (files or inline bytes as they were), as encode_object. */
 stor_status_t encode_object_rec(buf_t *b, const char *key, const stor_obj_rec_t *rec);
-/* Applies change to m (an object's decoded metadata): STOR_ERR_NOMEM (m
- * unchanged) when the new tags cannot be copied. */
+/* Applies change to m (an object's decoded metadata): first its guard
+ * (whose status it returns, m unchanged, when not STOR_OK), then the
+ * fields; STOR_ERR_NOMEM (m unchanged) when a new value cannot be copied. */
 stor_status_t stor_meta_apply_change(stor_meta_t *m, const stor_obj_change_t *change);
 /* Whether cond (NULL: none) holds for the object a key holds (old, when
- * had_old): STOR_OK, STOR_ERR_PRECONDITION or STOR_ERR_NO_KEY. */
+ * had_old): STOR_OK, STOR_ERR_PRECONDITION or STOR_ERR_NO_KEY. Its guard
+ * is not called here (stor_precond_guard is, on what a delete removes). */
 stor_status_t stor_precond_check(const stor_precond_t *cond, const stor_meta_t *old, int had_old);
+/* cond's guard (NULL cond or guard: STOR_OK) on version, a version a
+ * delete is about to remove. */
+stor_status_t stor_precond_guard(const stor_precond_t *cond, const stor_meta_t *version);
 /* Complete's first check, before any lookup: a list of 1..10000 parts
  * (STOR_ERR_INVALID_PART) in strictly ascending order
  * (STOR_ERR_INVALID_PART_ORDER). */

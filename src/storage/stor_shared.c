@@ -62,16 +62,44 @@ stor_status_t encode_object_rec(buf_t *b, const char *key, const stor_obj_rec_t 
 
 stor_status_t stor_meta_apply_change(stor_meta_t *m, const stor_obj_change_t *change)
 {
-    if (change->set_tags) {
-        char *tags = NULL;
-        if (change->tags && !(tags = strdup(change->tags)))
+    if (change->guard) {
+        stor_status_t s = change->guard(m, change->guard_arg);
+        if (s != STOR_OK)
+            return s;
+    }
+    /* Every copy first, so that a failure leaves m as it was. */
+    const struct {
+        bool set;
+        const char *value;
+        char **field;
+    } strs[] = {
+        {change->set_tags, change->tags, &m->tags},
+        {change->set_lock_retention, change->lock_retention, &m->lock_retention},
+        {change->set_legal_hold, change->legal_hold, &m->legal_hold},
+    };
+    enum { N = sizeof strs / sizeof strs[0] };
+    char *dup[N] = {NULL};
+    for (size_t i = 0; i < N; i++) {
+        if (strs[i].set && strs[i].value && !(dup[i] = strdup(strs[i].value))) {
+            for (size_t j = 0; j < i; j++)
+                free(dup[j]);
             return STOR_ERR_NOMEM;
-        free(m->tags);
-        m->tags = tags;
+        }
+    }
+    for (size_t i = 0; i < N; i++) {
+        if (strs[i].set) {
+            free(*strs[i].field);
+            *strs[i].field = dup[i];
+        }
     }
     if (change->set_acl)
         m->acl = change->acl;
     return STOR_OK;
+}
+
+stor_status_t stor_precond_guard(const stor_precond_t *cond, const stor_meta_t *version)
+{
+    return cond && cond->guard ? cond->guard(version, cond->guard_arg) : STOR_OK;
 }
 
 stor_status_t stor_precond_check(const stor_precond_t *cond, const stor_meta_t *old, int had_old)

@@ -306,6 +306,34 @@ stor_status_t ver_push(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char 
     return s;
 }
 
+stor_status_t ver_change(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key,
+                         const char *vid, const stor_obj_change_t *change)
+{
+    uint8_t vkbuf[VKEY_MAX];
+    MDB_val vk;
+    stor_obj_rec_t rec;
+    stor_status_t s = ver_find(st, txn, ik, key, vid, &vk, vkbuf, &rec);
+    if (s != STOR_OK)
+        return s;
+    if (rec.meta.delete_marker)
+        s = STOR_ERR_DELETE_MARKER;
+    if (s == STOR_OK)
+        s = stor_meta_apply_change(&rec.meta, change);
+    /* Encoded before the put: an inline body points into txn's pages. */
+    buf_t b = {0};
+    if (s == STOR_OK)
+        s = encode_object_rec(&b, key, &rec);
+    if (s == STOR_OK) {
+        MDB_val v = {b.len, b.data};
+        int rc = mdb_put(txn, st->db_versions, &vk, &v, 0);
+        if (rc)
+            s = mdb_fail("version put", rc);
+    }
+    buf_free(&b);
+    stor_obj_rec_free(&rec);
+    return s;
+}
+
 /* After the latest version went: the newest remaining version of ik, when
  * it is an object, becomes the current one (moves to db_objects). */
 static stor_status_t promote(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key)

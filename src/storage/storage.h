@@ -58,6 +58,9 @@ typedef enum stor_status {
     STOR_ERR_NO_VERSION,    /* NoSuchVersion: the key has no version of that id */
     STOR_ERR_DELETE_MARKER, /* the version asked for (or the latest) is a delete marker */
     STOR_ERR_UNSUPPORTED,   /* this backend does not implement the call (NotImplemented) */
+    /* A guard (stor_guard_fn) refused the version a change or delete was
+     * about to act on: the S3 layer's object lock (AccessDenied). */
+    STOR_ERR_LOCKED,
 } stor_status_t;
 
 const char *stor_strerror(stor_status_t st);
@@ -201,17 +204,20 @@ typedef enum stor_versioning {
  * RADOS: keep them small); their meaning is the S3 layer's. Values never
  * change (they are stored). */
 typedef enum stor_bucket_cfg {
-    STOR_BCFG_POLICY = 0,          /* the bucket policy (canonical JSON) */
-    STOR_BCFG_PUBLIC_ACCESS_BLOCK, /* PublicAccessBlockConfiguration flags */
-    STOR_BCFG_OWNERSHIP,           /* OwnershipControls rule */
-    STOR_BCFG_CORS,                /* the CORS configuration (s3/cors.h's stored form) */
-    STOR_BCFG_LIFECYCLE,           /* the lifecycle configuration (canonical XML, s3/lifecycle.h) */
+    STOR_BCFG_POLICY = 0,              /* the bucket policy (canonical JSON) */
+    STOR_BCFG_PUBLIC_ACCESS_BLOCK = 1, /* PublicAccessBlockConfiguration flags */
+    STOR_BCFG_OWNERSHIP = 2,           /* OwnershipControls rule */
+    STOR_BCFG_CORS = 3,                /* the CORS configuration (s3/cors.h's stored form) */
+    STOR_BCFG_LIFECYCLE = 4, /* the lifecycle configuration (canonical XML, s3/lifecycle.h) */
     /* The versioning state: one byte, stor_versioning_t (set only through
      * stor_bucket_set_versioning; storage reads it on every write). */
-    STOR_BCFG_VERSIONING,
-    STOR_BCFG_TAGGING,    /* the bucket's tag set (s3/tagging.h's stored form) */
-    STOR_BCFG_ENCRYPTION, /* default encryption: one byte, 1 = AES256 (SSE-S3) */
-    STOR_BCFG_COUNT
+    STOR_BCFG_VERSIONING = 5,
+    STOR_BCFG_TAGGING = 6,    /* the bucket's tag set (s3/tagging.h's stored form) */
+    STOR_BCFG_ENCRYPTION = 7, /* default encryption: one byte, 1 = AES256 (SSE-S3) */
+    /* The object lock configuration (s3/object_lock.h's stored form);
+     * present exactly when the bucket has object lock enabled. */
+    STOR_BCFG_OBJECT_LOCK = 8,
+    STOR_BCFG_COUNT = 9
 } stor_bucket_cfg_t;
 #define STOR_BCFG_MAX_BYTES (64u * 1024) /* one document; larger: STOR_ERR_TOO_LARGE */
 
@@ -228,6 +234,11 @@ stor_status_t stor_bucket_set_acl(stor_t *st, const stor_bucket_t *bucket, stor_
  * of the record it came from into *gen_p. */
 stor_status_t stor_bucket_config_get(stor_t *st, const stor_bucket_t *bucket,
                                      stor_bucket_cfg_t kind, buf_t *out, uint64_t *gen_p);
+/* Every configuration document of bucket from one read of its record, so
+ * all of one generation: docs[k] as stor_bucket_config_get gives document k
+ * (each initialised here, even on error; the caller frees them all). */
+stor_status_t stor_bucket_configs_get(stor_t *st, const stor_bucket_t *bucket,
+                                      buf_t docs[STOR_BCFG_COUNT], uint64_t *gen_p);
 /* Sets configuration document kind of bucket (as stor_bucket_get returned
  * it) to len bytes of data, or removes it (data NULL), in one atomic change
  * of the bucket's record that also bumps its cfg_gen. STOR_ERR_TOO_LARGE
@@ -311,6 +322,11 @@ typedef struct stor_meta {
      * commit; read it with stor_version_id. */
     char *version;
     char *delete_marker; /* field 11: "1" for a delete marker, else NULL */
+    /* Object lock (fields 7 and 8), in the S3 layer's stored form
+     * (s3/object_lock.h); NULL when absent. Opaque here: storage acts on
+     * them only through a caller's guard (stor_guard_fn). */
+    char *lock_retention; /* mode and retain-until date */
+    char *legal_hold;     /* the legal hold's status */
 } stor_meta_t;
 
 #define STOR_VERSION_ID_LEN 32 /* hex digits of a version id */
@@ -345,6 +361,16 @@ uint64_t stor_writer_size(const stor_writer_t *w);
  * the result. STOR_ERR_NO_BUCKET if the writer's bucket was deleted meanwhile
  * (whether or not its name was taken again since). */
 stor_status_t stor_writer_commit(stor_writer_t *w, const char *key, stor_meta_t *meta);
+/* A caller's check of the version a change or delete is about to act on
+ * (stor_precond_t.guard, stor_obj_change_t.guard): called with that
+ * version's metadata inside the call's own transaction (on RADOS, on the
+ * record the call's compare-and-swap then requires unchanged), so that no
+ * concurrent change slips between the check and the act. Returns STOR_OK
+ * to go on, or the status the call then fails with, changing nothing
+ * (STOR_ERR_LOCKED for the S3 layer's object lock). Must be quick, must
+ * not call storage, and may run more than once (RADOS retries). */
+typedef stor_status_t (*stor_guard_fn)(const stor_meta_t *version, void *arg);
+
 /* A conditional write's condition, checked in the commit's own transaction
  * against the object the key holds at that instant (so two racing
  * conditional writers cannot both succeed). */
@@ -358,6 +384,11 @@ typedef struct stor_precond {
      * STOR_ERR_BAD_DIGEST when the one of the upload's algorithm is not the
      * object's. */
     const char *checksums[CHECKSUM_NONE];
+    /* Deletes only (stor_delete_if, stor_delete_version_if): called on
+     * every version the delete removes (none when it only puts a delete
+     * marker on top); NULL: none. */
+    stor_guard_fn guard;
+    void *guard_arg;
 } stor_precond_t;
 /* stor_writer_commit, when cond (NULL: none) holds; when it does not, the
  * bytes are discarded as by stor_writer_abort and nothing changes. */
@@ -449,17 +480,38 @@ stor_status_t stor_delete_version(stor_t *st, const stor_bucket_t *bucket, const
  * STOR_ERR_PRECONDITION or STOR_ERR_NO_KEY when it does not. */
 stor_status_t stor_delete_if(stor_t *st, const stor_bucket_t *bucket, const char *key,
                              const stor_precond_t *cond, stor_deleted_t *out);
+/* stor_delete_version with cond (NULL: none) checked in the delete's own
+ * transaction: cond's guard on the version it removes (object lock: a
+ * protected version stays), its other fields on the key's latest version
+ * as for stor_delete_if. */
+stor_status_t stor_delete_version_if(stor_t *st, const stor_bucket_t *bucket, const char *key,
+                                     const char *version_id, const stor_precond_t *cond,
+                                     stor_deleted_t *out);
 
 /* A change to an object's metadata that leaves its bytes as they are. */
 typedef struct stor_obj_change {
+    /* The version changed: NULL, the latest; else "null" or a version id. */
+    const char *version_id;
     bool set_acl;
     stor_acl_t acl;
     bool set_tags;
     const char *tags; /* with set_tags: the new tag set (copied); NULL removes it */
+    bool set_lock_retention;
+    const char *lock_retention; /* with set_lock_retention: copied; NULL removes it */
+    bool set_legal_hold;
+    const char *legal_hold; /* with set_legal_hold: copied; NULL removes it */
+    /* Called on the version's metadata before the change, in its
+     * transaction (stor_guard_fn); NULL: none. */
+    stor_guard_fn guard;
+    void *guard_arg;
 } stor_obj_change_t;
 /* Applies change to bucket/key (bucket as stor_bucket_get returned it) in
- * one atomic rewrite of its record: its bytes, mtime and other metadata stay
- * as they are. STOR_ERR_NO_KEY when the key holds no object. */
+ * one atomic rewrite of its record (of the version change->version_id
+ * names): its bytes, mtime and other metadata stay as they are.
+ * STOR_ERR_NO_KEY when the key holds no object (version_id NULL),
+ * STOR_ERR_NO_VERSION when it has no version of that id,
+ * STOR_ERR_DELETE_MARKER when that version is a delete marker, or the
+ * guard's status. */
 stor_status_t stor_object_change(stor_t *st, const stor_bucket_t *bucket, const char *key,
                                  const stor_obj_change_t *change);
 

@@ -71,6 +71,8 @@ stor_status_t rs_index_switch_pre(rstor_t *st, const rs_index_t *ix, const char 
             s = stor_precond_check(cond, found ? &o.meta : NULL, found);
             if (s == STOR_OK && !rec && !found)
                 s = STOR_ERR_NO_KEY;
+            if (s == STOR_OK && found) /* the version the switch removes */
+                s = stor_precond_guard(cond, &o.meta);
         }
         int rc = s == STOR_OK ? index_cas(st, oid, key, found ? &cur : NULL, rec) : 0;
         buf_free(&cur);

@@ -1,7 +1,8 @@
 /* Storage engine: versioning (stor_version.c): versions and delete markers,
  * the "null" version of suspended buckets, lookups and deletes by version
  * id, the versions iterator, usage and the orphan sweep with noncurrent
- * versions, and kill -9 during versioned writes. */
+ * versions, kill -9 during versioned writes, and the guards and per-version
+ * metadata changes object lock is built on. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -472,6 +473,82 @@ static void test_long_keys(void **state)
     assert_get(f, k1, NULL, "one");
 }
 
+/* A guard that refuses a version whose legal_hold field is set, and counts
+ * its calls. */
+static int guard_calls;
+static stor_status_t hold_guard(const stor_meta_t *v, void *arg)
+{
+    (void)arg;
+    guard_calls++;
+    return v->legal_hold ? STOR_ERR_LOCKED : STOR_OK;
+}
+
+static void test_guards_and_version_change(void **state)
+{
+    fx_t *f = *state;
+    set_versioning(f, STOR_VERSIONING_ENABLED);
+    char v1[STOR_VERSION_ID_LEN + 1], v2[STOR_VERSION_ID_LEN + 1];
+    put(f, "k", "one", v1);
+    put(f, "k", "two", v2);
+    /* A change of the noncurrent version v1 (in the versions table) and of
+     * the current one, each leaving the other alone. */
+    stor_obj_change_t ch = {.version_id = v1,
+                            .set_legal_hold = true,
+                            .legal_hold = "ON",
+                            .set_lock_retention = true,
+                            .lock_retention = "R1"};
+    assert_int_equal(stor_object_change(f->st, TU_B(f->st, "b"), "k", &ch), STOR_OK);
+    stor_meta_t m;
+    assert_int_equal(stor_head_version(f->st, "b", "k", v1, &m), STOR_OK);
+    assert_string_equal(m.legal_hold, "ON");
+    assert_string_equal(m.lock_retention, "R1");
+    stor_meta_free(&m);
+    assert_int_equal(stor_head(f->st, "b", "k", &m), STOR_OK);
+    assert_null(m.legal_hold);
+    stor_meta_free(&m);
+    assert_get(f, "k", v1, "one");
+    /* The change's guard sees the version before the change; a refusal
+     * changes nothing. */
+    guard_calls = 0;
+    stor_obj_change_t off = {
+        .version_id = v1, .set_legal_hold = true, .legal_hold = NULL, .guard = hold_guard};
+    assert_int_equal(stor_object_change(f->st, TU_B(f->st, "b"), "k", &off), STOR_ERR_LOCKED);
+    assert_int_equal(guard_calls, 1);
+    assert_int_equal(stor_head_version(f->st, "b", "k", v1, &m), STOR_OK);
+    assert_string_equal(m.legal_hold, "ON");
+    stor_meta_free(&m);
+    /* A delete by id of the held version is refused in its transaction,
+     * and the version stays readable; the unheld current one goes. */
+    stor_precond_t cond = {.guard = hold_guard};
+    stor_deleted_t d;
+    assert_int_equal(stor_delete_version_if(f->st, TU_B(f->st, "b"), "k", v1, &cond, &d),
+                     STOR_ERR_LOCKED);
+    assert_get(f, "k", v1, "one");
+    assert_int_equal(stor_delete_version_if(f->st, TU_B(f->st, "b"), "k", v2, &cond, &d), STOR_OK);
+    /* v1 is the latest again, in the objects table: still held. */
+    assert_int_equal(stor_delete_version_if(f->st, TU_B(f->st, "b"), "k", v1, &cond, &d),
+                     STOR_ERR_LOCKED);
+    /* A delete marker on top removes nothing: the guard is not asked. */
+    guard_calls = 0;
+    assert_int_equal(stor_delete_version_if(f->st, TU_B(f->st, "b"), "k", NULL, &cond, &d),
+                     STOR_OK);
+    assert_true(d.delete_marker);
+    assert_int_equal(guard_calls, 0);
+    /* A marker cannot be changed; an unknown version is NoSuchVersion. */
+    stor_obj_change_t on_marker = {
+        .version_id = d.version_id, .set_legal_hold = true, .legal_hold = "ON"};
+    assert_int_equal(stor_object_change(f->st, TU_B(f->st, "b"), "k", &on_marker),
+                     STOR_ERR_DELETE_MARKER);
+    on_marker.version_id = "00000000000000ff0000000000000000";
+    assert_int_equal(stor_object_change(f->st, TU_B(f->st, "b"), "k", &on_marker),
+                     STOR_ERR_NO_VERSION);
+    /* Lifted, the version goes; the fields survive a reopen meanwhile. */
+    reopen(f);
+    off.guard = NULL;
+    assert_int_equal(stor_object_change(f->st, TU_B(f->st, "b"), "k", &off), STOR_OK);
+    assert_int_equal(stor_delete_version_if(f->st, TU_B(f->st, "b"), "k", v1, &cond, &d), STOR_OK);
+}
+
 static void test_rec_fields(void **state)
 {
     (void)state;
@@ -512,6 +589,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unversioned_unchanged, setup, teardown),
         cmocka_unit_test_setup_teardown(test_crash_versioned, setup, teardown),
         cmocka_unit_test_setup_teardown(test_long_keys, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_guards_and_version_change, setup, teardown),
         cmocka_unit_test(test_rec_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

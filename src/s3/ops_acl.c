@@ -1,0 +1,141 @@
+/* ACLs of buckets and objects (canned ACLs, read and set): GetBucketAcl,
+ * PutBucketAcl, GetObjectAcl, PutObjectAcl. The ACL documents themselves
+ * (parsed and written) are access.c's. */
+
+#include "s3/s3_request.h"
+
+static void get_bucket_acl_begin(s3_req_t *req)
+{
+    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_READ_ACP, &req->authz_bucket))
+        return;
+    buf_t xml;
+    buf_init(&xml, 16 * 1024);
+    s3_acl_xml(&xml, req->authz_bucket.acl, false, req->authz_bucket.owner, NULL);
+    s3_reply_xml(req, 200, &xml);
+}
+
+/* The ACL a PutBucketAcl / PutObjectAcl sets: x-amz-acl, or the body. */
+static void put_acl_begin(s3_req_t *req)
+{
+    req->body_kind = S3_BODY_XML;
+}
+
+/* Decides the new ACL of a resource with this owner from the request;
+ * replies and returns false on error. */
+static bool acl_requested(s3_req_t *req, bool object, const char *owner, const char *bucket_owner,
+                          stor_acl_t *acl_p)
+{
+    const char *why = NULL;
+    s3_error_t err;
+    bool has_body = req->body.len > 0;
+    if (s3_req_header(req, "x-amz-acl") || !has_body) {
+        if (has_body) {
+            s3_reply_error(req, S3E_UNEXPECTED_CONTENT,
+                           "This request does not support content with x-amz-acl.");
+            return false;
+        }
+        if (!s3_req_header(req, "x-amz-acl") && !s3_req_header(req, "x-amz-grant-read") &&
+            !s3_req_header(req, "x-amz-grant-write") &&
+            !s3_req_header(req, "x-amz-grant-read-acp") &&
+            !s3_req_header(req, "x-amz-grant-write-acp") &&
+            !s3_req_header(req, "x-amz-grant-full-control")) {
+            s3_reply_error(req, S3E_MISSING_SECURITY_HEADER,
+                           "Your request was missing a required header: x-amz-acl or an "
+                           "AccessControlPolicy body.");
+            return false;
+        }
+        err = s3_acl_from_headers(req, object, acl_p, &why);
+    } else {
+        err = s3_acl_from_xml(req->body.data, req->body.len, object, owner, bucket_owner, acl_p,
+                              &why);
+    }
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, why);
+        return false;
+    }
+    return true;
+}
+
+static void put_bucket_acl_begin(s3_req_t *req)
+{
+    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_WRITE_ACP, &req->authz_bucket))
+        return;
+    put_acl_begin(req);
+}
+
+static void put_bucket_acl_finish(s3_req_t *req)
+{
+    stor_acl_t acl;
+    if (!acl_requested(req, false, req->authz_bucket.owner, NULL, &acl))
+        return;
+    const char *why = NULL;
+    s3_error_t err = s3_acl_change_check(req, acl, &why);
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, why);
+        return;
+    }
+    stor_status_t st = stor_bucket_set_acl(req->srv->cfg.store, &req->authz_bucket, acl);
+    if (st != STOR_OK) {
+        s3_reply_error(req, s3_error_from_stor(st), NULL);
+        return;
+    }
+    s3_reply_empty(req, 200);
+}
+
+static void get_object_acl_begin(s3_req_t *req)
+{
+    stor_meta_t meta;
+    if (!s3_object_for_request(req, S3_PERM_READ_ACP, &meta))
+        return;
+    buf_t xml;
+    buf_init(&xml, 16 * 1024);
+    s3_acl_xml(&xml, meta.acl, true, s3_object_owner(&req->authz_bucket, &meta),
+               req->authz_bucket.owner);
+    stor_meta_free(&meta);
+    s3_reply_xml(req, 200, &xml);
+}
+
+/* Authorized before the body is read, like every operation with an XML
+ * body: a body the requester may not send is never buffered. */
+static void put_object_acl_begin(s3_req_t *req)
+{
+    stor_meta_t meta;
+    if (!s3_object_for_request(req, S3_PERM_WRITE_ACP, &meta))
+        return;
+    stor_meta_free(&meta);
+    put_acl_begin(req);
+}
+
+/* Looks the object up again: it may have been replaced (another owner)
+ * or deleted while the body came. */
+static void put_object_acl_finish(s3_req_t *req)
+{
+    stor_meta_t meta;
+    if (!s3_object_for_request(req, S3_PERM_WRITE_ACP, &meta))
+        return;
+    stor_acl_t acl;
+    bool ok = acl_requested(req, true, s3_object_owner(&req->authz_bucket, &meta),
+                            req->authz_bucket.owner, &acl);
+    stor_meta_free(&meta);
+    if (!ok)
+        return;
+    const char *why = NULL;
+    s3_error_t err = s3_acl_change_check(req, acl, &why);
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, why);
+        return;
+    }
+    stor_obj_change_t change = {.set_acl = true, .acl = acl};
+    stor_status_t st =
+        stor_object_change(req->srv->cfg.store, &req->authz_bucket, req->key, &change);
+    if (st != STOR_OK) {
+        s3_reply_error(req, s3_error_from_stor(st), NULL);
+        return;
+    }
+    s3_reply_empty(req, 200);
+}
+
+const s3_op_t s3_op_get_bucket_acl = {"GetBucketAcl", get_bucket_acl_begin, NULL};
+const s3_op_t s3_op_put_bucket_acl = {"PutBucketAcl", put_bucket_acl_begin, put_bucket_acl_finish};
+const s3_op_t s3_op_get_object_acl = {"GetObjectAcl", get_object_acl_begin, NULL};
+const s3_op_t s3_op_put_object_acl = {"PutObjectAcl", put_object_acl_begin, put_object_acl_finish};
