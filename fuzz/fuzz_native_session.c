@@ -71,8 +71,8 @@ static rdma_server_t *rdma;
 /* Two users, each with a session and a registered region: tenant 0 sends
  * most requests, tenant 1 those whose op byte has 0x80 set, against the
  * same bucket and key pools (so against the other's objects too). */
-static s3_user_t users[N_TENANTS] = {{"AKFUZZONE", "fuzz-secret-one-one"},
-                                     {"AKFUZZTWO", "fuzz-secret-two-two"}};
+static s3_user_t users[N_TENANTS] = {{"AKFUZZONE", "fuzz-secret-one-one", NULL, NULL},
+                                     {"AKFUZZTWO", "fuzz-secret-two-two", NULL, NULL}};
 static struct tenant {
     rdma_session_t *sess;
     rdma_region_t *region;

@@ -17,6 +17,9 @@ struct s3r_op {
     bool inflight; /* a native call to settle */
     bool settled;
     s3r_status_t st;
+    /* The failure's details, taken when it settled: the thread's last error
+     * may belong to other operations by the time the op is waited for. */
+    s3r_error_info_t err;
     uint64_t len; /* GET: bytes read; PUT: bytes written */
     uint64_t cap;
     s3c_req_t req;
@@ -58,6 +61,15 @@ static s3r_status_t op_run(s3r_op_t *op, s3r_transport_t t)
     return put_one(op->c, op->bucket, op->key, NULL, op->buf, op->len, &op->popts, NULL, 0);
 }
 
+/* Records st as op's outcome, with the details of a failure. */
+static void op_settled(s3r_op_t *op, s3r_status_t st)
+{
+    op->st = st;
+    op->settled = true;
+    if (st != S3R_OK && s3r_client_last_error(op->c, &op->err) != S3R_OK)
+        op->err = (s3r_error_info_t){.status = st};
+}
+
 /* Starts op over the transport picked for size: a native request left in
  * flight, else the whole operation now (also when a native start fails and
  * the fallback rules send it to HTTP). *op_p gets op unless it failed to
@@ -81,10 +93,8 @@ static s3r_status_t op_launch(s3r_op_t *op, uint64_t size, s3r_op_t **op_p)
             return done(c, st);
         }
     }
-    if (!op->inflight) {
-        op->st = op_run(op, t == S3R_TRANSPORT_NATIVE ? S3R_TRANSPORT_HTTP : t);
-        op->settled = true;
-    }
+    if (!op->inflight)
+        op_settled(op, op_run(op, t == S3R_TRANSPORT_NATIVE ? S3R_TRANSPORT_HTTP : t));
     *op_p = op;
     return S3R_OK;
 }
@@ -153,8 +163,7 @@ static void op_settle(s3r_op_t *op)
         st = get_result(c, st, &op->resp, op->cap, false, &op->len);
     else
         st = put_result(c, st, &op->resp, op->len, NULL, 0);
-    op->st = st;
-    op->settled = true;
+    op_settled(op, st);
 }
 
 s3r_status_t s3r_op_wait(s3r_op_t *op, uint64_t *len_p)
@@ -165,6 +174,8 @@ s3r_status_t s3r_op_wait(s3r_op_t *op, uint64_t *len_p)
         op_settle(op);
     if (op->st == S3R_OK && len_p && op->is_get)
         *len_p = op->len;
+    if (op->st != S3R_OK)
+        s3c_err_restore(op->c, &op->err);
     return done(op->c, op->st);
 }
 

@@ -45,6 +45,12 @@ void set_status(s3r_status_t st)
     tls_err.status = st;
 }
 
+void s3c_err_restore(const s3r_client_t *c, const s3r_error_info_t *e)
+{
+    tls_err = *e;
+    tls_err_client = c;
+}
+
 s3r_status_t s3r_client_last_error(const s3r_client_t *c, s3r_error_info_t *info_p)
 {
     if (info_p == NULL || tls_err_client != c || (c == NULL && tls_err.status == S3R_OK))

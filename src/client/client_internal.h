@@ -26,16 +26,19 @@
 /* Native requests: the default of s3r_config_t.native_inline (bodies up to
  * this travel inline in the message, larger ones by RDMA from/to registered
  * memory; docs/protocol.md §4.5 has the measurement behind it). */
-#define S3C_NATIVE_INLINE     (16 * 1024)
-#define S3C_NATIVE_TIMEOUT_MS 60000          /* a native reply, when http_timeout_ms is 0 */
-#define S3C_SCRATCH_BYTES     (1024 * 1024)  /* a native reply body of unknown size lands here */
-#define S3C_SCRATCH_KEEP      4              /* scratch buffers kept for reuse */
-#define S3C_BOUNCE_MAX        (256ull << 20) /* largest reply a bounce buffer takes */
-/* Largest request body a bounce buffer takes: over it, the server's one
- * thread reading a mapped body in place (and hashing and writing it) is
- * slower than UCX's software RMA, which puts the client's thread to work
- * too (docs/benchmarks.md, "Large GETs into caller memory"). */
+#define S3C_NATIVE_INLINE      (16 * 1024)
+#define S3C_NATIVE_TIMEOUT_MS  60000          /* a native reply, when http_timeout_ms is 0 */
+#define S3C_SCRATCH_BYTES      (1024 * 1024)  /* a native reply body of unknown size lands here */
+#define S3C_SCRATCH_KEEP       8              /* scratch buffers kept for reuse, */
+#define S3C_SCRATCH_KEEP_BYTES (64ull << 20)  /* ... and their bytes at most */
+#define S3C_BOUNCE_MAX         (256ull << 20) /* largest reply a bounce buffer takes */
+/* Largest request body the bounce buffer takes (the one buffer is then
+ * free for GETs); larger ones up to S3C_STAGE_BODY_MAX are copied into a
+ * scratch buffer instead, so that parts in flight each have their own
+ * (docs/benchmarks.md, "Large objects from Python, quieter": a body read in
+ * place from mapped memory beat UCX's software RMA 1.5-2.6x at 8-256 MiB). */
 #define S3C_BOUNCE_BODY_MAX (4ull << 20)
+#define S3C_STAGE_BODY_MAX  (64ull << 20)
 
 /* ---- config.c: configuration, env overrides, endpoint parsing ----------- */
 
@@ -161,7 +164,8 @@ struct s3r_client {
     s3c_alloc_t *allocs;
     struct s3c_scratch *scratch; /* free registered scratch buffers (s3c_scratch_get) */
     unsigned n_scratch;
-    void *bounce; /* the idle bounce buffer (s3c_bounce_get), or NULL */
+    uint64_t scratch_bytes; /* their sizes' sum */
+    void *bounce;           /* the idle bounce buffer (s3c_bounce_get), or NULL */
     uint64_t bounce_len;
     int64_t sess_fail_ms; /* monotonic ms of the last failed open */
     size_t rdma_asked;    /* set.http[] endpoints asked for their session endpoint */
@@ -188,6 +192,9 @@ void s3c_set_needed(uint64_t needed);
 void s3c_set_request_id(const char *rid);
 /* Overwrites only the status of the calling thread's last error. */
 void set_status(s3r_status_t st);
+/* Makes *e (a record s3r_client_last_error gave for c earlier) the
+ * thread's last error again. */
+void s3c_err_restore(const s3r_client_t *c, const s3r_error_info_t *e);
 /* Counts st in n_errors unless S3R_OK, and returns it: every public
  * operation returns through here. */
 s3r_status_t done(s3r_client_t *c, s3r_status_t st);
@@ -313,6 +320,9 @@ typedef struct s3c_ncall {
      * span; bounce_to is the out span it stands for (copied out at finish). */
     void *bounce, *bounce_to;
     uint64_t bounce_len, bounce_to_len;
+    /* Or a scratch buffer (s3c_scratch_get) holding a copy of the body. */
+    void *stage;
+    uint64_t stage_len;
     uint64_t copied;       /* bytes of the body already copied to bounce_to (ncall_more) */
     bool asked_progress;   /* the request carries RDMA_NATIVE_FLAG_PROGRESS */
     bool progress_refused; /* ... and the server refused it (an older server) */
@@ -397,9 +407,11 @@ void *stage_alloc(s3r_client_t *c, s3r_transport_t t, uint64_t len, bool *regist
 /* Frees what stage_alloc returned (NULL is fine). */
 void stage_free(s3r_client_t *c, void *p, bool registered);
 /* Registered scratch memory of at least min bytes (S3C_SCRATCH_BYTES at
- * least) for a reply body of unknown size, reused across requests:
+ * least) for a reply body of unknown size or a staged request body
+ * (native.c), reused across requests:
  * *len_p gets its size. NULL when out of memory. Give it back with
- * s3c_scratch_put (kept, up to S3C_SCRATCH_KEEP, else freed). */
+ * s3c_scratch_put (kept, up to S3C_SCRATCH_KEEP buffers of
+ * S3C_SCRATCH_KEEP_BYTES in all, else freed). */
 void *s3c_scratch_get(s3r_client_t *c, uint64_t min, uint64_t *len_p);
 void s3c_scratch_put(s3r_client_t *c, void *p, uint64_t len);
 /* A bounce buffer standing in for the caller's buf (len bytes: a native
@@ -416,6 +428,10 @@ void *s3c_bounce_get(s3r_client_t *c, s3c_sess_t *s, const void *buf, uint64_t l
 /* Gives a bounce buffer back: kept for the next call when reuse (the call
  * completed, so nobody writes it any more), else freed. */
 void s3c_bounce_put(s3r_client_t *c, void *p, uint64_t len, bool reuse);
+/* Whether the server of session s reaches [buf, buf+len) in place: always
+ * over a NIC, xpmem or TCP lanes; on a shared-memory-only session only in
+ * s3r_buf_alloc memory of s. */
+bool s3c_sess_reaches(s3r_client_t *c, s3c_sess_t *s, const void *buf, uint64_t len);
 
 /* ---- client_get.c, client_put.c: shared with the asynchronous calls -------- */
 

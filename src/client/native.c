@@ -131,6 +131,24 @@ static int add_query(rdma_native_msg_t *m, const char *query, strs_t *ss)
     return rc;
 }
 
+/* Where the server of sess reads a request body of len bytes at body from:
+ * memory it maps, when body is not (a caller's buffer on a same-host
+ * shared-memory session, docs/client.md "Registered memory"): the bounce
+ * buffer up to S3C_BOUNCE_BODY_MAX, else (or when another call holds it) a
+ * scratch buffer up to S3C_STAGE_BODY_MAX, the body copied in, held in
+ * n->bounce or n->stage until the call ends. Otherwise body itself, read in
+ * place or through UCX's software RMA. */
+static const void *stage_body(s3r_client_t *c, s3c_ncall_t *n, s3c_sess_t *sess, const void *body,
+                              uint64_t len)
+{
+    if (len <= S3C_BOUNCE_BODY_MAX)
+        n->bounce = s3c_bounce_get(c, sess, body, len, &n->bounce_len);
+    if (n->bounce == NULL && len <= S3C_STAGE_BODY_MAX && !s3c_sess_reaches(c, sess, body, len))
+        n->stage = s3c_scratch_get(c, len, &n->stage_len);
+    void *to = n->bounce ? n->bounce : n->stage;
+    return to ? memcpy(to, body, (size_t)len) : body;
+}
+
 /* Builds and sends one native request for req: out (NULL or memory of
  * out_cap bytes, registered here) receives a reply body too large to come
  * inline. On S3R_OK the call is in flight and native_finish must follow. */
@@ -168,11 +186,7 @@ static s3r_status_t native_start(s3r_client_t *c, s3c_ncall_t *n, s3c_sess_t *se
         m.body_len = req->body_len;
     } else if (req->body_len > 0) {
         m.body_kind = RDMA_BODY_REGION;
-        const void *body = req->body;
-        if (req->body_len <= S3C_BOUNCE_BODY_MAX)
-            n->bounce = s3c_bounce_get(c, sess, body, req->body_len, &n->bounce_len);
-        if (n->bounce)
-            body = memcpy(n->bounce, body, (size_t)req->body_len);
+        const void *body = stage_body(c, n, sess, req->body, req->body_len);
         st = s3c_region_for(c, sess, body, req->body_len, &n->body_reg);
         if (st == S3R_OK)
             st = s3c_region_ref(c, n->body_reg, body, req->body_len, &m.body_ref);
@@ -213,6 +227,8 @@ out:
         /* Never sent: nobody reads or writes it. */
         s3c_bounce_put(c, n->bounce, n->bounce_len, true);
         n->bounce = NULL;
+        s3c_scratch_put(c, n->stage, n->stage_len);
+        n->stage = NULL;
     }
     return st;
 }
@@ -249,6 +265,11 @@ static s3r_status_t native_finish(s3r_client_t *c, s3c_ncall_t *n, int timeout_m
                (size_t)(n->region_bytes - n->copied));
     /* After a failure the server may still be reading or writing it. */
     s3c_bounce_put(c, n->bounce, n->bounce_len, st == S3R_OK);
+    if (st == S3R_OK)
+        s3c_scratch_put(c, n->stage, n->stage_len);
+    else
+        s3r_buf_free(c, n->stage); /* the server may still be reading it */
+    n->stage = NULL;
     void *out = n->bounce_to;
     uint64_t out_cap = n->bounce_to_len;
     n->bounce = n->bounce_to = NULL;

@@ -535,6 +535,7 @@ void *s3c_scratch_get(s3r_client_t *c, uint64_t min, uint64_t *len_p)
         if (sc->len >= min) {
             *pp = sc->next;
             c->n_scratch--;
+            c->scratch_bytes -= sc->len;
             pthread_mutex_unlock(&c->rdma_mu);
             void *p = sc->p;
             *len_p = sc->len;
@@ -559,10 +560,11 @@ void s3c_scratch_put(s3r_client_t *c, void *p, uint64_t len)
         return;
     struct s3c_scratch *sc = calloc(1, sizeof(*sc));
     pthread_mutex_lock(&c->rdma_mu);
-    if (sc && c->n_scratch < S3C_SCRATCH_KEEP) {
+    if (sc && c->n_scratch < S3C_SCRATCH_KEEP && c->scratch_bytes + len <= S3C_SCRATCH_KEEP_BYTES) {
         *sc = (struct s3c_scratch){p, len, c->scratch};
         c->scratch = sc;
         c->n_scratch++;
+        c->scratch_bytes += len;
         sc = NULL;
         p = NULL;
     }
@@ -590,6 +592,16 @@ static s3c_sess_t *alloc_sess(const s3r_client_t *c, const void *p)
             return al->sess;
     }
     return NULL;
+}
+
+bool s3c_sess_reaches(s3r_client_t *c, s3c_sess_t *s, const void *buf, uint64_t len)
+{
+    if (!rdma_session_shm_only(s->rs))
+        return true;
+    pthread_mutex_lock(&c->rdma_mu);
+    bool in = in_alloc_region(s, buf, len);
+    pthread_mutex_unlock(&c->rdma_mu);
+    return in;
 }
 
 void *s3c_bounce_get(s3r_client_t *c, s3c_sess_t *s, const void *buf, uint64_t len, uint64_t *len_p)
@@ -671,6 +683,7 @@ void s3c_rdma_after_fork(s3r_client_t *c)
         free(sc);
     }
     c->n_scratch = 0;
+    c->scratch_bytes = 0;
     if (c->bounce)
         buf_free_locked(c, c->bounce);
     c->bounce = NULL;

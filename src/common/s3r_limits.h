@@ -44,7 +44,11 @@
 #define S3R_MAX_BUCKET_TAGS     50
 #define S3R_MAX_TAG_KEY_CHARS   128
 #define S3R_MAX_TAG_VALUE_CHARS 256
-#define S3R_MAX_HEADER_VALUE    8192 /* one header value the server stores or builds */
+/* Grants of one ACL (x-amz-grant-* headers and AccessControlPolicy bodies
+ * together), as S3 limits them: more are InvalidArgument (headers) or
+ * MalformedACLError (a body). */
+#define S3R_MAX_ACL_GRANTS   100
+#define S3R_MAX_HEADER_VALUE 8192 /* one header value the server stores or builds */
 /* The stored headers of one object (Content-Type, Content-Encoding,
  * Content-Disposition, Content-Language, Cache-Control, Expires), their
  * values together: InvalidArgument. S3 takes at most 8 KiB of request

@@ -1,10 +1,10 @@
 /* Who may do what: the one decision every request goes through, whatever
  * carried it (HTTP, token, native): the requester (a configured user, or
  * anonymous) against the bucket's policy, public-access block and
- * ownership controls, and the owner and canned ACL of the bucket or object
- * (docs/security.md has the table). Also the cache of the buckets' parsed
- * access configurations, and the canned-ACL vocabulary (x-amz-acl values,
- * ACL XML grants, the GetBucketAcl/GetObjectAcl body). */
+ * ownership controls, and the owner and ACL (canned, or explicit grants) of
+ * the bucket or object (docs/security.md has the table). Also the cache of
+ * the buckets' parsed access configurations, and the ACLs a request sets
+ * (their syntax is acl.c's). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -14,6 +14,7 @@
 
 #include "common/date.h"
 #include "common/s3r_limits.h"
+#include "s3/acl.h"
 #include "s3/lifecycle.h"
 #include "s3/policy.h"
 #include "s3/s3_request.h"
@@ -21,72 +22,21 @@
 #include "s3/tagging.h"
 #include "s3/xml_in.h"
 
-#define ALL_USERS  "http://acs.amazonaws.com/groups/global/AllUsers"
-#define AUTH_USERS "http://acs.amazonaws.com/groups/global/AuthenticatedUsers"
-
-/* Permission bits; FULL_CONTROL is all of them. */
-enum {
-    P_READ = 1,
-    P_WRITE = 2,
-    P_READ_ACP = 4,
-    P_WRITE_ACP = 8,
-    P_FULL = 15,
-};
-
-static const char *const acl_names[STOR_ACL_COUNT] = {
-    [STOR_ACL_PRIVATE] = "private",
-    [STOR_ACL_PUBLIC_READ] = "public-read",
-    [STOR_ACL_PUBLIC_READ_WRITE] = "public-read-write",
-    [STOR_ACL_AUTHENTICATED_READ] = "authenticated-read",
-    [STOR_ACL_BUCKET_OWNER_READ] = "bucket-owner-read",
-    [STOR_ACL_BUCKET_OWNER_FULL_CONTROL] = "bucket-owner-full-control",
-};
-
-/* Who a canned ACL grants what, beyond the resource owner's FULL_CONTROL. */
-typedef struct canned_grants {
-    int all_users, auth_users, bucket_owner;
-} canned_grants_t;
-
-static canned_grants_t canned(stor_acl_t acl, bool object)
-{
-    canned_grants_t g = {0, 0, 0};
-    switch (acl) {
-    case STOR_ACL_PUBLIC_READ:
-        g.all_users = P_READ;
-        break;
-    case STOR_ACL_PUBLIC_READ_WRITE:
-        g.all_users = P_READ | P_WRITE;
-        break;
-    case STOR_ACL_AUTHENTICATED_READ:
-        g.auth_users = P_READ;
-        break;
-    case STOR_ACL_BUCKET_OWNER_READ:
-        g.bucket_owner = object ? P_READ : 0;
-        break;
-    case STOR_ACL_BUCKET_OWNER_FULL_CONTROL:
-        g.bucket_owner = object ? P_FULL : 0;
-        break;
-    default:
-        break;
-    }
-    return g;
-}
-
 static int perm_bit(s3_perm_t perm)
 {
     switch (perm) {
     case S3_PERM_READ:
-        return P_READ;
+        return S3_ACL_READ;
     case S3_PERM_WRITE:
-        return P_WRITE;
+        return S3_ACL_WRITE;
     case S3_PERM_READ_ACP:
-        return P_READ_ACP;
+        return S3_ACL_READ_ACP;
     case S3_PERM_WRITE_ACP:
-        return P_WRITE_ACP;
+        return S3_ACL_WRITE_ACP;
     case S3_PERM_OWNER:
         break;
     }
-    return P_FULL + 1; /* granted to no grantee: owners only */
+    return S3_ACL_FULL + 1; /* granted to no grantee: owners only */
 }
 
 static bool is(const s3_req_t *req, const char *who)
@@ -108,6 +58,9 @@ typedef struct access_cfg {
     bool policy_public;
     unsigned pab;             /* S3_PAB_* */
     s3_ownership_t ownership; /* S3_OWNERSHIP_NONE when unset */
+    /* The bucket's explicit grant list, which replaces its canned ACL. */
+    bool has_grants;
+    s3_acl_t grants;
     /* Not an access document, but read on every GET, HEAD and PUT of a
      * bucket that has one (x-amz-expiration): parsed once here too. */
     s3_lc_t lifecycle; /* no rules when none */
@@ -125,6 +78,7 @@ static void cfg_release(access_cfg_t *c)
     if (c && atomic_fetch_sub(&c->refs, 1) == 1) {
         s3_policy_free(c->policy);
         s3_lc_free(&c->lifecycle);
+        s3_acl_free(&c->grants);
         free(c);
     }
 }
@@ -146,6 +100,10 @@ static s3_error_t cfg_parse(access_cfg_t *c, int kind, const buf_t *doc, const c
         c->pab = d[0] & S3_PAB_ALL;
     } else if (kind == STOR_BCFG_OWNERSHIP && doc->len == 1 && d[0] < S3_OWNERSHIP_COUNT) {
         c->ownership = (s3_ownership_t)d[0];
+    } else if (kind == STOR_BCFG_ACL_GRANTS) {
+        if (s3_acl_decode(doc->data, doc->len, &c->grants) != 0)
+            return S3E_INTERNAL;
+        c->has_grants = true;
     } else if (kind == STOR_BCFG_LIFECYCLE) {
         char why[256];
         if (s3_lc_from_xml(doc->data, doc->len, &c->lifecycle, why, sizeof why) != S3E_NONE)
@@ -432,42 +390,55 @@ static bool policy_action(const char *action)
 
 /* ---- the decision ---------------------------------------------------------------------- */
 
-/* What the ACLs say: the resource's owner and canned ACL, the permission
- * asked. bucket_owner only for objects. */
+/* What the ACLs say: the resource's owner and ACL (its canned ACL, or the
+ * explicit grants that replace it), the permission asked. bucket_owner
+ * only for objects. */
 typedef struct acl_ask {
     const char *owner;
     stor_acl_t acl;
     const char *bucket_owner;
     bool object;
     s3_perm_t perm;
-    const stor_meta_t *meta; /* the object's, when object */
+    const stor_meta_t *meta; /* the object's, when object: its grants */
 } acl_ask_t;
 
 /* The requester's permission bits on a resource, with the bucket's
  * controls applied: under BucketOwnerEnforced ACLs are off and the bucket's
  * owner holds everything; IgnorePublicAcls drops the grants to AllUsers and
- * AuthenticatedUsers. */
+ * AuthenticatedUsers. The resource's owner may always read and change its
+ * ACL (S3's implicit READ_ACP and WRITE_ACP); every other permission,
+ * the owner's included, comes from the grants (a canned ACL's list grants
+ * the owner FULL_CONTROL). A stored list that does not decode grants
+ * nothing (fails closed). An object's list is read in place, with no
+ * allocation, on every request. */
 static int granted(const s3_req_t *req, const acl_ask_t *a, const access_cfg_t *cfg)
 {
     if (cfg && cfg->ownership == S3_OWNERSHIP_ENFORCED)
-        return is(req, a->object ? a->bucket_owner : a->owner) ? P_FULL : 0;
+        return is(req, a->object ? a->bucket_owner : a->owner) ? S3_ACL_FULL : 0;
+    const char *requester = req->user ? req->user->access_key : NULL;
+    bool ignore_public = cfg && (cfg->pab & S3_PAB_IGNORE_PUBLIC_ACLS);
+    int bits;
+    if (!a->object && cfg && cfg->has_grants) {
+        bits = s3_acl_bits(&cfg->grants, requester, ignore_public);
+    } else if (a->object && a->meta && a->meta->grants) {
+        bits =
+            s3_acl_stored_bits(a->meta->grants, strlen(a->meta->grants), requester, ignore_public);
+        if (bits < 0)
+            bits = 0; /* damaged: grants nothing, but its owner may still reset it */
+    } else {
+        s3_grant_t v[S3_ACL_CANNED_MAX];
+        s3_acl_t canned = {v, s3_acl_canned(a->acl, a->object, a->owner, a->bucket_owner, v), 0};
+        bits = s3_acl_bits(&canned, requester, ignore_public);
+    }
     if (is(req, a->owner))
-        return P_FULL;
-    canned_grants_t g = canned(a->acl, a->object);
-    if (cfg && (cfg->pab & S3_PAB_IGNORE_PUBLIC_ACLS))
-        g.all_users = g.auth_users = 0;
-    int bits = g.all_users;
-    if (req->user)
-        bits |= g.auth_users;
-    if (a->object && is(req, a->bucket_owner))
-        bits |= g.bucket_owner;
+        bits |= S3_ACL_READ_ACP | S3_ACL_WRITE_ACP;
     return bits;
 }
 
 static bool allows(int bits, s3_perm_t perm)
 {
     int want = perm_bit(perm);
-    return want <= P_FULL && (bits & want) == want;
+    return want <= S3_ACL_FULL && (bits & want) == want;
 }
 
 /* THE decision (docs/security.md, "Who may do what"): an explicit Deny in
@@ -610,30 +581,132 @@ bool s3_object_authorize(s3_req_t *req, const stor_bucket_t *bucket, const char 
     return false;
 }
 
-static bool acl_public(stor_acl_t acl)
+/* ---- the ACLs requests set ------------------------------------------------------------ */
+
+/* The configured users as acl.c asks for them. */
+static const char *user_name(void *ctx, const char *id)
+{
+    return s3_display_name(ctx, id);
+}
+
+static const char *user_by_email(void *ctx, const char *email)
+{
+    const s3_server_t *srv = ctx;
+    for (size_t i = 0; i < srv->cfg.n_users; i++)
+        if (srv->cfg.users[i].email && strcasecmp(srv->cfg.users[i].email, email) == 0)
+            return srv->cfg.users[i].access_key;
+    return NULL;
+}
+
+static s3_acl_users_t configured_users(s3_req_t *req)
+{
+    s3_acl_users_t u = {user_name, user_by_email, (void *)req->srv};
+    return u;
+}
+
+void s3_new_acl_free(s3_new_acl_t *acl)
+{
+    free(acl->grants);
+    acl->grants = NULL;
+}
+
+/* Keeps list as acl's explicit grants (its stored form); takes no
+ * ownership of list. */
+static s3_error_t new_acl_grants(const s3_acl_t *list, s3_new_acl_t *acl)
+{
+    acl->canned = STOR_ACL_PRIVATE;
+    acl->grants = s3_acl_encode(list);
+    acl->public_grants = s3_acl_is_public(list);
+    return acl->grants ? S3E_NONE : S3E_INTERNAL;
+}
+
+bool s3_acl_headers_given(s3_req_t *req)
+{
+    if (s3_req_header(req, "x-amz-acl"))
+        return true;
+    for (size_t i = 0; i < S3_ACL_GRANT_HEADERS; i++)
+        if (s3_req_header(req, s3_acl_grant_headers[i]))
+            return true;
+    return false;
+}
+
+s3_error_t s3_acl_from_headers(s3_req_t *req, bool object, s3_new_acl_t *out, const char **why_p)
+{
+    memset(out, 0, sizeof *out);
+    *why_p = NULL;
+    const char *values[S3_ACL_GRANT_HEADERS];
+    bool grants = false;
+    for (size_t i = 0; i < S3_ACL_GRANT_HEADERS; i++)
+        grants |= (values[i] = s3_req_header(req, s3_acl_grant_headers[i])) != NULL;
+    const char *v = s3_req_header(req, "x-amz-acl");
+    if (v && grants) {
+        *why_p = "Specifying both Canned ACLs and Header Grants is not allowed";
+        return S3E_INVALID_REQUEST;
+    }
+    if (grants) {
+        s3_acl_t list;
+        s3_acl_users_t users = configured_users(req);
+        s3_error_t err = s3_acl_from_grant_headers(values, &users, &list, why_p);
+        if (err == S3E_NONE)
+            err = new_acl_grants(&list, out);
+        s3_acl_free(&list);
+        return err;
+    }
+    if (!v)
+        return S3E_NONE; /* private */
+    int a = s3_acl_canned_parse(v);
+    if (a >= 0) {
+        /* S3 ignores the bucket-owner-* ACLs on a bucket: it is its owner's. */
+        bool owner_only =
+            a == STOR_ACL_BUCKET_OWNER_READ || a == STOR_ACL_BUCKET_OWNER_FULL_CONTROL;
+        out->canned = !object && owner_only ? STOR_ACL_PRIVATE : (stor_acl_t)a;
+        return S3E_NONE;
+    }
+    if (strcmp(v, "aws-exec-read") == 0 || strcmp(v, "log-delivery-write") == 0) {
+        *why_p = "This canned ACL is not implemented.";
+        return S3E_NOT_IMPLEMENTED;
+    }
+    return S3E_INVALID_ARGUMENT;
+}
+
+s3_error_t s3_acl_from_body(s3_req_t *req, bool object, const char *owner, const char *bucket_owner,
+                            s3_new_acl_t *out, const char **why_p)
+{
+    memset(out, 0, sizeof *out);
+    char *xml_owner = NULL;
+    s3_acl_t list;
+    s3_acl_users_t users = configured_users(req);
+    s3_error_t err =
+        s3_acl_from_xml(req->body.data, req->body.len, &users, &xml_owner, &list, why_p);
+    if (err != S3E_NONE)
+        return err;
+    if (xml_owner && strcmp(xml_owner, owner) != 0) {
+        err = S3E_ACCESS_DENIED;
+        *why_p = "The Owner in the ACL is not the resource's owner.";
+    } else {
+        /* A list equal to a canned ACL's is kept as that canned ACL. */
+        int c = s3_acl_match_canned(&list, object, owner, bucket_owner);
+        if (c >= 0)
+            out->canned = (stor_acl_t)c;
+        else
+            err = new_acl_grants(&list, out);
+    }
+    free(xml_owner);
+    s3_acl_free(&list);
+    return err;
+}
+
+static bool canned_public(stor_acl_t acl)
 {
     return acl == STOR_ACL_PUBLIC_READ || acl == STOR_ACL_PUBLIC_READ_WRITE ||
            acl == STOR_ACL_AUTHENTICATED_READ;
 }
 
-/* Whether the request set an ACL explicitly: x-amz-acl, a grant header, or
- * (PutBucketAcl / PutObjectAcl) a body. */
-static bool acl_given(s3_req_t *req)
-{
-    static const char *const hdrs[] = {"x-amz-acl",
-                                       "x-amz-grant-read",
-                                       "x-amz-grant-write",
-                                       "x-amz-grant-read-acp",
-                                       "x-amz-grant-write-acp",
-                                       "x-amz-grant-full-control"};
-    for (size_t i = 0; i < sizeof hdrs / sizeof hdrs[0]; i++)
-        if (s3_req_header(req, hdrs[i]))
-            return true;
-    return false;
-}
-
-/* The bucket's controls on an ACL being set: S3E_NONE or the refusal. */
-static s3_error_t acl_controls(s3_req_t *req, const access_cfg_t *cfg, stor_acl_t acl,
+/* The bucket's controls on an ACL being set: S3E_NONE or the refusal.
+ * Under BucketOwnerEnforced only bucket-owner-full-control (x-amz-acl) or
+ * a body meaning private or bucket-owner-full-control passes; under
+ * BlockPublicAcls nothing that grants AllUsers or AuthenticatedUsers. */
+static s3_error_t acl_controls(s3_req_t *req, const access_cfg_t *cfg, const s3_new_acl_t *acl,
                                bool explicit_acl, const char **why_p)
 {
     if (!cfg)
@@ -641,13 +714,15 @@ static s3_error_t acl_controls(s3_req_t *req, const access_cfg_t *cfg, stor_acl_
     if (cfg->ownership == S3_OWNERSHIP_ENFORCED && explicit_acl) {
         const char *v = s3_req_header(req, "x-amz-acl");
         bool owner_full = v ? strcmp(v, "bucket-owner-full-control") == 0
-                            : acl == STOR_ACL_PRIVATE || acl == STOR_ACL_BUCKET_OWNER_FULL_CONTROL;
+                            : !acl->grants && (acl->canned == STOR_ACL_PRIVATE ||
+                                               acl->canned == STOR_ACL_BUCKET_OWNER_FULL_CONTROL);
         if (!owner_full) {
             *why_p = NULL;
             return S3E_ACL_NOT_SUPPORTED;
         }
     }
-    if ((cfg->pab & S3_PAB_BLOCK_PUBLIC_ACLS) && acl_public(acl)) {
+    if ((cfg->pab & S3_PAB_BLOCK_PUBLIC_ACLS) &&
+        (acl->grants ? acl->public_grants : canned_public(acl->canned))) {
         *why_p = "The bucket's public access block (BlockPublicAcls) refuses public ACLs.";
         return S3E_ACCESS_DENIED;
     }
@@ -656,23 +731,34 @@ static s3_error_t acl_controls(s3_req_t *req, const access_cfg_t *cfg, stor_acl_
 
 s3_error_t s3_new_object_access(s3_req_t *req, stor_meta_t *meta, const char **why_p)
 {
-    s3_error_t err = s3_acl_from_headers(req, true, &meta->acl, why_p);
+    s3_new_acl_t acl;
+    s3_error_t err = s3_acl_from_headers(req, true, &acl, why_p);
     if (err != S3E_NONE)
         return err;
     const stor_bucket_t *bucket = &req->authz_bucket;
     access_cfg_t *cfg;
-    if ((err = cfg_get(req, bucket, &cfg)) != S3E_NONE)
+    if ((err = cfg_get(req, bucket, &cfg)) != S3E_NONE) {
+        s3_new_acl_free(&acl);
         return err;
-    err = acl_controls(req, cfg, meta->acl, acl_given(req), why_p);
+    }
+    err = acl_controls(req, cfg, &acl, s3_acl_headers_given(req), why_p);
     s3_ownership_t own = cfg ? cfg->ownership : S3_OWNERSHIP_NONE;
     cfg_release(cfg);
-    if (err != S3E_NONE)
+    if (err != S3E_NONE) {
+        s3_new_acl_free(&acl);
         return err;
-    bool to_bucket_owner =
-        !req->user || own == S3_OWNERSHIP_ENFORCED ||
-        (own == S3_OWNERSHIP_PREFERRED && meta->acl == STOR_ACL_BUCKET_OWNER_FULL_CONTROL);
-    if (own == S3_OWNERSHIP_ENFORCED)
-        meta->acl = STOR_ACL_PRIVATE; /* ACLs are off: the owner's alone */
+    }
+    bool to_bucket_owner = !req->user || own == S3_OWNERSHIP_ENFORCED ||
+                           (own == S3_OWNERSHIP_PREFERRED && !acl.grants &&
+                            acl.canned == STOR_ACL_BUCKET_OWNER_FULL_CONTROL);
+    if (own == S3_OWNERSHIP_ENFORCED) { /* ACLs are off: the owner's alone */
+        s3_new_acl_free(&acl);
+        acl.canned = STOR_ACL_PRIVATE;
+    }
+    /* A copy's metadata came from its source: its grants are replaced too. */
+    meta->acl = acl.canned;
+    free(meta->grants);
+    meta->grants = acl.grants;
     free(meta->owner);
     meta->owner = strdup(to_bucket_owner ? bucket->owner : req->user->access_key);
     return meta->owner ? S3E_NONE : S3E_INTERNAL;
@@ -703,7 +789,7 @@ int s3_ownership_from_header(s3_req_t *req)
     return v ? s3_ownership_parse(v) : S3_OWNERSHIP_NONE;
 }
 
-s3_error_t s3_acl_change_check(s3_req_t *req, stor_acl_t acl, const char **why_p)
+s3_error_t s3_acl_change_check(s3_req_t *req, const s3_new_acl_t *acl, const char **why_p)
 {
     access_cfg_t *cfg;
     s3_error_t err = cfg_get(req, &req->authz_bucket, &cfg);
@@ -714,142 +800,47 @@ s3_error_t s3_acl_change_check(s3_req_t *req, stor_acl_t acl, const char **why_p
     return err;
 }
 
-s3_error_t s3_acl_from_headers(s3_req_t *req, bool object, stor_acl_t *acl_p, const char **why_p)
-{
-    static const char *const grants[] = {"x-amz-grant-read", "x-amz-grant-write",
-                                         "x-amz-grant-read-acp", "x-amz-grant-write-acp",
-                                         "x-amz-grant-full-control"};
-    for (size_t i = 0; i < sizeof(grants) / sizeof(grants[0]); i++) {
-        if (s3_req_header(req, grants[i])) {
-            *why_p = "Explicit grants (x-amz-grant-*) are not implemented; use a canned ACL "
-                     "(x-amz-acl).";
-            return S3E_NOT_IMPLEMENTED;
-        }
-    }
-    *acl_p = STOR_ACL_PRIVATE;
-    const char *v = s3_req_header(req, "x-amz-acl");
-    if (!v)
-        return S3E_NONE;
-    for (int a = 0; a < STOR_ACL_COUNT; a++) {
-        if (strcmp(v, acl_names[a]) != 0)
-            continue;
-        /* S3 ignores the bucket-owner-* ACLs on a bucket: it is its owner's. */
-        bool owner_only =
-            a == STOR_ACL_BUCKET_OWNER_READ || a == STOR_ACL_BUCKET_OWNER_FULL_CONTROL;
-        *acl_p = !object && owner_only ? STOR_ACL_PRIVATE : (stor_acl_t)a;
-        return S3E_NONE;
-    }
-    if (strcmp(v, "aws-exec-read") == 0 || strcmp(v, "log-delivery-write") == 0) {
-        *why_p = "This canned ACL is not implemented.";
-        return S3E_NOT_IMPLEMENTED;
-    }
-    *why_p = NULL;
-    return S3E_INVALID_ARGUMENT;
-}
+/* ---- the ACLs read (GetBucketAcl, GetObjectAcl) ---------------------------------------- */
 
-/* The grant set a canned ACL stands for, in the order GetBucketAcl lists
- * it: who (a user id, or a group URI) and the permission name. */
-typedef struct grant_view {
-    const char *user, *group, *permission;
-} grant_view_t;
-
-static size_t canned_view(stor_acl_t acl, bool object, const char *owner, const char *bucket_owner,
-                          grant_view_t out[4])
+/* Appends the AccessControlPolicy of a resource: its explicit list when
+ * stored is one (a stored form; explicit for a bucket's parsed list), or
+ * its canned ACL's. */
+static s3_error_t acl_xml(s3_req_t *req, buf_t *xml, const s3_acl_t *explicit_list,
+                          const char *stored, stor_acl_t acl, bool object, const char *owner,
+                          const char *bucket_owner)
 {
-    size_t n = 0;
-    out[n++] = (grant_view_t){owner, NULL, "FULL_CONTROL"};
-    canned_grants_t g = canned(acl, object);
-    if (g.all_users & P_READ)
-        out[n++] = (grant_view_t){NULL, ALL_USERS, "READ"};
-    if (g.all_users & P_WRITE)
-        out[n++] = (grant_view_t){NULL, ALL_USERS, "WRITE"};
-    if (g.auth_users & P_READ)
-        out[n++] = (grant_view_t){NULL, AUTH_USERS, "READ"};
-    if (g.bucket_owner && bucket_owner && strcmp(bucket_owner, owner) != 0)
-        out[n++] =
-            (grant_view_t){bucket_owner, NULL, g.bucket_owner == P_FULL ? "FULL_CONTROL" : "READ"};
-    return n;
-}
-
-void s3_acl_xml(buf_t *xml, stor_acl_t acl, bool object, const char *owner,
-                const char *bucket_owner)
-{
-    grant_view_t v[4];
-    size_t n = canned_view(acl, object, owner, bucket_owner, v);
-    s3_xml_open(xml, "AccessControlPolicy");
-    s3_xml_principal(xml, "Owner", owner);
-    buf_append_str(xml, "<AccessControlList>");
-    for (size_t i = 0; i < n; i++) {
-        buf_append_str(xml, "<Grant><Grantee "
-                            "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" ");
-        if (v[i].user) {
-            buf_append_str(xml, "xsi:type=\"CanonicalUser\"><ID>");
-            buf_append_xml(xml, v[i].user);
-            buf_append_str(xml, "</ID><DisplayName>");
-            buf_append_xml(xml, v[i].user);
-            buf_append_str(xml, "</DisplayName>");
-        } else {
-            buf_append_str(xml, "xsi:type=\"Group\"><URI>");
-            buf_append_xml(xml, v[i].group);
-            buf_append_str(xml, "</URI>");
-        }
-        buf_append_str(xml, "</Grantee><Permission>");
-        buf_append_str(xml, v[i].permission);
-        buf_append_str(xml, "</Permission></Grant>");
-    }
-    buf_append_str(xml, "</AccessControlList></AccessControlPolicy>");
-}
-
-/* Whether grants (in any order) are exactly the set v holds. */
-static bool same_grants(const xml_grant_t *grants, size_t n, const grant_view_t *v, size_t nv)
-{
-    if (n != nv)
-        return false;
-    bool used[4] = {false, false, false, false};
-    for (size_t i = 0; i < n; i++) {
-        bool found = false;
-        for (size_t j = 0; j < nv && !found; j++) {
-            if (used[j] || strcmp(grants[i].permission, v[j].permission) != 0)
-                continue;
-            if (v[j].user ? grants[i].id && strcmp(grants[i].id, v[j].user) == 0
-                          : grants[i].uri && strcmp(grants[i].uri, v[j].group) == 0)
-                used[j] = found = true;
-        }
-        if (!found)
-            return false;
-    }
-    return true;
-}
-
-s3_error_t s3_acl_from_xml(const char *body, size_t len, bool object, const char *owner,
-                           const char *bucket_owner, stor_acl_t *acl_p, const char **why_p)
-{
-    char *xml_owner = NULL;
-    xml_grant_t *grants = NULL;
-    size_t n = 0;
-    *why_p = NULL;
-    if (xml_parse_acl(body, len, &xml_owner, &grants, &n) != 0)
-        return S3E_MALFORMED_ACL;
-    s3_error_t err = S3E_NONE;
-    if (xml_owner && strcmp(xml_owner, owner) != 0) {
-        err = S3E_ACCESS_DENIED;
-        *why_p = "The Owner in the ACL is not the resource's owner.";
+    s3_grant_t canned_v[S3_ACL_CANNED_MAX];
+    s3_acl_t decoded = {NULL, 0, 0}, list;
+    if (explicit_list) {
+        list = *explicit_list;
+    } else if (stored) {
+        if (s3_acl_decode(stored, strlen(stored), &decoded) != 0)
+            return S3E_INTERNAL;
+        list = decoded;
     } else {
-        /* A grant set equal to a canned ACL's is that canned ACL. */
-        err = S3E_NOT_IMPLEMENTED;
-        *why_p = "Only grant sets equal to a canned ACL (private, public-read, "
-                 "public-read-write, authenticated-read, bucket-owner-read, "
-                 "bucket-owner-full-control) are implemented.";
-        for (int a = 0; a < STOR_ACL_COUNT && err != S3E_NONE; a++) {
-            grant_view_t v[4];
-            size_t nv = canned_view((stor_acl_t)a, object, owner, bucket_owner, v);
-            if (same_grants(grants, n, v, nv)) {
-                *acl_p = (stor_acl_t)a;
-                err = S3E_NONE;
-                *why_p = NULL;
-            }
-        }
+        list = (s3_acl_t){canned_v, s3_acl_canned(acl, object, owner, bucket_owner, canned_v), 0};
     }
-    xml_acl_free(xml_owner, grants, n);
+    s3_acl_users_t users = configured_users(req);
+    s3_acl_xml(xml, owner, &list, &users);
+    s3_acl_free(&decoded);
+    return S3E_NONE;
+}
+
+s3_error_t s3_bucket_acl_xml(s3_req_t *req, const stor_bucket_t *bucket, buf_t *xml)
+{
+    access_cfg_t *cfg;
+    s3_error_t err = cfg_get(req, bucket, &cfg);
+    if (err != S3E_NONE)
+        return err;
+    err = acl_xml(req, xml, cfg && cfg->has_grants ? &cfg->grants : NULL, NULL, bucket->acl, false,
+                  bucket->owner, NULL);
+    cfg_release(cfg);
     return err;
+}
+
+s3_error_t s3_object_acl_xml(s3_req_t *req, const stor_bucket_t *bucket, const stor_meta_t *meta,
+                             buf_t *xml)
+{
+    return acl_xml(req, xml, NULL, meta->grants, meta->acl, true, s3_object_owner(bucket, meta),
+                   bucket->owner);
 }

@@ -26,6 +26,12 @@ const s3_user_t *s3_user_find(const s3_server_t *srv, const char *access_key)
     return NULL;
 }
 
+const char *s3_display_name(const s3_server_t *srv, const char *id)
+{
+    const s3_user_t *u = s3_user_find(srv, id);
+    return !u ? NULL : u->display_name ? u->display_name : u->access_key;
+}
+
 /* The signing key depends only on (secret, date, region, service), so each
  * connection thread keeps the last one it derived: four HMACs saved on every
  * request but the first of the day. */

@@ -655,8 +655,7 @@ s3_error_t s3_meta_from_headers(s3_req_t *req, stor_meta_t *meta, const char **w
         if (!known)
             return S3E_INVALID_ARGUMENT;
     }
-    static const char *const unsupported[] = {"x-amz-website-redirect-location", "x-amz-grant-read",
-                                              "x-amz-grant-full-control"};
+    static const char *const unsupported[] = {"x-amz-website-redirect-location"};
     for (size_t i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++) {
         if (s3_req_header(req, unsupported[i]))
             return S3E_NOT_IMPLEMENTED;

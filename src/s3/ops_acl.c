@@ -1,6 +1,6 @@
-/* ACLs of buckets and objects (canned ACLs, read and set): GetBucketAcl,
- * PutBucketAcl, GetObjectAcl, PutObjectAcl. The ACL documents themselves
- * (parsed and written) are access.c's. */
+/* ACLs of buckets and objects (canned ACLs and explicit grants, read and
+ * set): GetBucketAcl, PutBucketAcl, GetObjectAcl, PutObjectAcl. The ACLs
+ * themselves (parsed, decided, written) are access.c's and acl.c's. */
 
 #include "s3/s3_request.h"
 
@@ -9,46 +9,48 @@ static void get_bucket_acl_begin(s3_req_t *req)
     if (!s3_bucket_authorize(req, req->bucket, S3_PERM_READ_ACP, &req->authz_bucket))
         return;
     buf_t xml;
-    buf_init(&xml, 16 * 1024);
-    s3_acl_xml(&xml, req->authz_bucket.acl, false, req->authz_bucket.owner, NULL);
+    buf_init(&xml, 64 * 1024);
+    s3_error_t err = s3_bucket_acl_xml(req, &req->authz_bucket, &xml);
+    if (err != S3E_NONE) {
+        buf_free(&xml);
+        s3_reply_error(req, err, NULL);
+        return;
+    }
     s3_reply_xml(req, 200, &xml);
 }
 
-/* The ACL a PutBucketAcl / PutObjectAcl sets: x-amz-acl, or the body. */
+/* The ACL a PutBucketAcl / PutObjectAcl sets: x-amz-acl or x-amz-grant-*
+ * headers, or the body. */
 static void put_acl_begin(s3_req_t *req)
 {
     req->body_kind = S3_BODY_XML;
 }
 
-/* Decides the new ACL of a resource with this owner from the request;
- * replies and returns false on error. */
+/* Decides the new ACL of a resource with this owner from the request, and
+ * checks the bucket's controls allow it; replies and returns false on
+ * error (*acl_p then holds nothing). */
 static bool acl_requested(s3_req_t *req, bool object, const char *owner, const char *bucket_owner,
-                          stor_acl_t *acl_p)
+                          s3_new_acl_t *acl_p)
 {
     const char *why = NULL;
     s3_error_t err;
     bool has_body = req->body.len > 0;
-    if (s3_req_header(req, "x-amz-acl") || !has_body) {
-        if (has_body) {
-            s3_reply_error(req, S3E_UNEXPECTED_CONTENT,
-                           "This request does not support content with x-amz-acl.");
-            return false;
-        }
-        if (!s3_req_header(req, "x-amz-acl") && !s3_req_header(req, "x-amz-grant-read") &&
-            !s3_req_header(req, "x-amz-grant-write") &&
-            !s3_req_header(req, "x-amz-grant-read-acp") &&
-            !s3_req_header(req, "x-amz-grant-write-acp") &&
-            !s3_req_header(req, "x-amz-grant-full-control")) {
-            s3_reply_error(req, S3E_MISSING_SECURITY_HEADER,
-                           "Your request was missing a required header: x-amz-acl or an "
-                           "AccessControlPolicy body.");
-            return false;
-        }
-        err = s3_acl_from_headers(req, object, acl_p, &why);
-    } else {
-        err = s3_acl_from_xml(req->body.data, req->body.len, object, owner, bucket_owner, acl_p,
-                              &why);
+    bool by_header = s3_acl_headers_given(req);
+    if (by_header && has_body) {
+        s3_reply_error(req, S3E_UNEXPECTED_CONTENT,
+                       "This request does not support content with x-amz-acl or x-amz-grant-*.");
+        return false;
     }
+    if (!by_header && !has_body) {
+        s3_reply_error(req, S3E_MISSING_SECURITY_HEADER,
+                       "Your request was missing a required header: x-amz-acl, x-amz-grant-* or "
+                       "an AccessControlPolicy body.");
+        return false;
+    }
+    err = by_header ? s3_acl_from_headers(req, object, acl_p, &why)
+                    : s3_acl_from_body(req, object, owner, bucket_owner, acl_p, &why);
+    if (err == S3E_NONE && (err = s3_acl_change_check(req, acl_p, &why)) != S3E_NONE)
+        s3_new_acl_free(acl_p);
     if (err != S3E_NONE) {
         s3_reply_error(req, err, why);
         return false;
@@ -65,16 +67,12 @@ static void put_bucket_acl_begin(s3_req_t *req)
 
 static void put_bucket_acl_finish(s3_req_t *req)
 {
-    stor_acl_t acl;
+    s3_new_acl_t acl;
     if (!acl_requested(req, false, req->authz_bucket.owner, NULL, &acl))
         return;
-    const char *why = NULL;
-    s3_error_t err = s3_acl_change_check(req, acl, &why);
-    if (err != S3E_NONE) {
-        s3_reply_error(req, err, why);
-        return;
-    }
-    stor_status_t st = stor_bucket_set_acl(req->srv->cfg.store, &req->authz_bucket, acl);
+    stor_status_t st =
+        stor_bucket_set_acl(req->srv->cfg.store, &req->authz_bucket, acl.canned, acl.grants);
+    s3_new_acl_free(&acl);
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
         return;
@@ -88,10 +86,14 @@ static void get_object_acl_begin(s3_req_t *req)
     if (!s3_object_for_request(req, S3_PERM_READ_ACP, &meta))
         return;
     buf_t xml;
-    buf_init(&xml, 16 * 1024);
-    s3_acl_xml(&xml, meta.acl, true, s3_object_owner(&req->authz_bucket, &meta),
-               req->authz_bucket.owner);
+    buf_init(&xml, 64 * 1024);
+    s3_error_t err = s3_object_acl_xml(req, &req->authz_bucket, &meta, &xml);
     stor_meta_free(&meta);
+    if (err != S3E_NONE) {
+        buf_free(&xml);
+        s3_reply_error(req, err, NULL);
+        return;
+    }
     s3_reply_xml(req, 200, &xml);
 }
 
@@ -113,21 +115,16 @@ static void put_object_acl_finish(s3_req_t *req)
     stor_meta_t meta;
     if (!s3_object_for_request(req, S3_PERM_WRITE_ACP, &meta))
         return;
-    stor_acl_t acl;
+    s3_new_acl_t acl;
     bool ok = acl_requested(req, true, s3_object_owner(&req->authz_bucket, &meta),
                             req->authz_bucket.owner, &acl);
     stor_meta_free(&meta);
     if (!ok)
         return;
-    const char *why = NULL;
-    s3_error_t err = s3_acl_change_check(req, acl, &why);
-    if (err != S3E_NONE) {
-        s3_reply_error(req, err, why);
-        return;
-    }
-    stor_obj_change_t change = {.set_acl = true, .acl = acl};
+    stor_obj_change_t change = {.set_acl = true, .acl = acl.canned, .grants = acl.grants};
     stor_status_t st =
         stor_object_change(req->srv->cfg.store, &req->authz_bucket, req->key, &change);
+    s3_new_acl_free(&acl);
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
         return;

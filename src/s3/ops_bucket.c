@@ -78,7 +78,7 @@ static void list_buckets_begin(s3_req_t *req)
     buf_t xml;
     buf_init(&xml, 64 * 1024 * 1024);
     s3_xml_open(&xml, "ListAllMyBucketsResult");
-    s3_xml_principal(&xml, "Owner", req->user->access_key);
+    s3_xml_principal(req->srv, &xml, "Owner", req->user->access_key);
     buf_append_str(&xml, "<Buckets>");
     long listed = 0;
     const char *last = NULL;
@@ -125,19 +125,21 @@ static void create_bucket_begin(s3_req_t *req)
         s3_reply_error(req, S3E_ACCESS_DENIED, NULL);
         return;
     }
-    stor_acl_t acl;
+    s3_new_acl_t acl;
     const char *why = NULL;
     s3_error_t err = s3_acl_from_headers(req, false, &acl, &why);
     if (err != S3E_NONE) {
         s3_reply_error(req, err, why);
         return;
     }
+    bool private = acl.canned == STOR_ACL_PRIVATE && !acl.grants;
+    s3_new_acl_free(&acl);
     int own = s3_ownership_from_header(req);
     if (own < 0) {
         s3_reply_error(req, S3E_INVALID_ARGUMENT, "Invalid x-amz-object-ownership header.");
         return;
     }
-    if (own == S3_OWNERSHIP_ENFORCED && acl != STOR_ACL_PRIVATE) {
+    if (own == S3_OWNERSHIP_ENFORCED && !private) {
         s3_reply_error(req, S3E_ACL_WITH_OWNERSHIP, NULL);
         return;
     }
@@ -161,17 +163,10 @@ static bool user_bucket_quota_full(s3_req_t *req, s3_error_t *err_p)
     return st == STOR_OK && mine >= max;
 }
 
-static void create_bucket_finish(s3_req_t *req)
+/* CreateBucket's work once its body is read, with the ACL asked for. */
+static void create_bucket_with(s3_req_t *req, const s3_new_acl_t *acl)
 {
-    char location[64];
-    if (xml_parse_create_bucket(req->body.data ? req->body.data : "", req->body.len, location,
-                                sizeof(location)) != 0) {
-        s3_reply_error(req, S3E_MALFORMED_XML, NULL);
-        return;
-    }
-    stor_acl_t acl;
     const char *why = NULL;
-    s3_acl_from_headers(req, false, &acl, &why); /* checked in begin() */
     stor_t *store = req->srv->cfg.store;
     stor_bucket_t b;
     s3_error_t err = S3E_NONE;
@@ -200,15 +195,15 @@ static void create_bucket_finish(s3_req_t *req)
             s3_reply_error(req, err, why);
             return;
         }
-        st = stor_bucket_set_acl(store, &b, acl);
+        st = stor_bucket_set_acl(store, &b, acl->canned, acl->grants);
     } else if (st == STOR_OK) {
         /* Created private, without controls; the ACL and the ownership rule
          * follow (a crash in between leaves the bucket private, never more
          * open than asked). */
         uint8_t own = (uint8_t)s3_ownership_from_header(req);
         st = stor_bucket_get(store, req->bucket, &b);
-        if (st == STOR_OK && acl != STOR_ACL_PRIVATE)
-            st = stor_bucket_set_acl(store, &b, acl);
+        if (st == STOR_OK && (acl->canned != STOR_ACL_PRIVATE || acl->grants))
+            st = stor_bucket_set_acl(store, &b, acl->canned, acl->grants);
         if (st == STOR_OK && own != S3_OWNERSHIP_NONE)
             st = stor_bucket_config_set(store, &b, STOR_BCFG_OWNERSHIP, &own, 1);
         /* Object lock last: on a store that cannot (no versioning), the
@@ -231,6 +226,25 @@ static void create_bucket_finish(s3_req_t *req)
     }
     s3_reply_headerf(req, "Location", "/%s", req->bucket);
     s3_reply_empty(req, 200);
+}
+
+static void create_bucket_finish(s3_req_t *req)
+{
+    char location[64];
+    if (xml_parse_create_bucket(req->body.data ? req->body.data : "", req->body.len, location,
+                                sizeof(location)) != 0) {
+        s3_reply_error(req, S3E_MALFORMED_XML, NULL);
+        return;
+    }
+    s3_new_acl_t acl;
+    const char *why = NULL;
+    s3_error_t err = s3_acl_from_headers(req, false, &acl, &why); /* checked in begin() */
+    if (err != S3E_NONE) { /* no memory now; or a grantee gone with a reload */
+        s3_reply_error(req, err, why);
+        return;
+    }
+    create_bucket_with(req, &acl);
+    s3_new_acl_free(&acl);
 }
 
 static void head_bucket_begin(s3_req_t *req)

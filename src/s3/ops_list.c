@@ -262,7 +262,7 @@ static void render_contents(s3_req_t *req, const list_query_t *q, buf_t *out, co
     elem(out, "Key", key, q->url);
     object_fields(out, meta);
     if (fetch_owner)
-        s3_xml_principal(out, "Owner", s3_object_owner(&req->authz_bucket, meta));
+        s3_xml_principal(req->srv, out, "Owner", s3_object_owner(&req->authz_bucket, meta));
     s3_xml_elem(out, "StorageClass", s3_storage_class(meta));
     buf_append_str(out, "</Contents>");
 }
@@ -348,7 +348,7 @@ static void render_version(s3_req_t *req, const list_query_t *q, buf_t *out, con
     } else {
         object_fields(out, meta);
     }
-    s3_xml_principal(out, "Owner", s3_object_owner(&req->authz_bucket, meta));
+    s3_xml_principal(req->srv, out, "Owner", s3_object_owner(&req->authz_bucket, meta));
     if (!meta->delete_marker)
         s3_xml_elem(out, "StorageClass", s3_storage_class(meta));
     buf_printf(out, "</%s>", tag);

@@ -528,8 +528,8 @@ static void list_parts_begin(s3_req_t *req)
     s3_xml_elem(&xml, "Bucket", req->bucket);
     s3_xml_elem(&xml, "Key", req->key);
     s3_xml_elem(&xml, "UploadId", id);
-    s3_xml_principal(&xml, "Initiator", req->authz_bucket.owner);
-    s3_xml_principal(&xml, "Owner", req->authz_bucket.owner);
+    s3_xml_principal(req->srv, &xml, "Initiator", req->authz_bucket.owner);
+    s3_xml_principal(req->srv, &xml, "Owner", req->authz_bucket.owner);
     s3_xml_elem(&xml, "StorageClass", s3_storage_class(&up));
     if (up.checksum_algorithm) {
         s3_xml_elem(&xml, "ChecksumAlgorithm", up.checksum_algorithm);
@@ -620,8 +620,8 @@ static void list_mpu_begin(s3_req_t *req)
         buf_append_str(&xml, "<Upload>");
         s3_xml_elem(&xml, "Key", ups[i].key);
         s3_xml_elem(&xml, "UploadId", ups[i].upload_id);
-        s3_xml_principal(&xml, "Initiator", req->authz_bucket.owner);
-        s3_xml_principal(&xml, "Owner", req->authz_bucket.owner);
+        s3_xml_principal(req->srv, &xml, "Initiator", req->authz_bucket.owner);
+        s3_xml_principal(req->srv, &xml, "Owner", req->authz_bucket.owner);
         buf_printf(&xml, "<StorageClass>STANDARD</StorageClass><Initiated>%s</Initiated></Upload>",
                    date);
     }

@@ -117,11 +117,12 @@ void s3_xml_elem(buf_t *xml, const char *name, const char *value)
     xml_tag(xml, name, true);
 }
 
-void s3_xml_principal(buf_t *xml, const char *tag, const char *who)
+void s3_xml_principal(const s3_server_t *srv, buf_t *xml, const char *tag, const char *who)
 {
+    const char *name = s3_display_name(srv, who);
     xml_tag(xml, tag, false);
     s3_xml_elem(xml, "ID", who);
-    s3_xml_elem(xml, "DisplayName", who);
+    s3_xml_elem(xml, "DisplayName", name ? name : who);
     xml_tag(xml, tag, true);
 }
 

@@ -64,6 +64,8 @@
       "Error parsing the X-Amz-Credential parameter.")                                             \
     X(MISSING_SECURITY_HEADER, 400, "MissingSecurityHeader",                                       \
       "Your request was missing a required header.")                                               \
+    X(UNRESOLVABLE_GRANT, 400, "UnresolvableGrantByEmailAddress",                                  \
+      "The email address you provided does not match any account on record.")                      \
     X(UNEXPECTED_CONTENT, 400, "UnexpectedContent", "This request does not support content.")      \
     X(METADATA_TOO_LARGE, 400, "MetadataTooLarge",                                                 \
       "Your metadata headers exceed the maximum allowed metadata size.")                           \

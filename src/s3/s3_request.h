@@ -338,8 +338,10 @@ void s3_lifecycle_abort_headers(s3_req_t *req, const char *key, int64_t initiate
 void s3_xml_open(buf_t *xml, const char *root);
 /* Appends <name>value</name>, value escaped. */
 void s3_xml_elem(buf_t *xml, const char *name, const char *value);
-/* Appends <tag><ID>who</ID><DisplayName>who</DisplayName></tag> (Owner, Initiator). */
-void s3_xml_principal(buf_t *xml, const char *tag, const char *who);
+/* Appends <tag><ID>who</ID><DisplayName>name</DisplayName></tag> (Owner,
+ * Initiator), name being who's display name (s3_display_name; who itself
+ * for an id no configured user has). */
+void s3_xml_principal(const s3_server_t *srv, buf_t *xml, const char *tag, const char *who);
 
 /* Maps a storage status to an S3 error. */
 s3_error_t s3_error_from_stor(stor_status_t st);
@@ -367,6 +369,9 @@ void s3_auth_v2_sign(const s3_user_t *user, const char *data, size_t len,
 bool s3_auth_v2_sig_equal(const char *expected, const char *given);
 /* The configured user with this access key, or NULL. */
 const s3_user_t *s3_user_find(const s3_server_t *srv, const char *access_key);
+/* The display name of the configured user whose canonical id (access key)
+ * is id (its display_name, or its access key), or NULL for no such user. */
+const char *s3_display_name(const s3_server_t *srv, const char *id);
 
 /* ---- body.c --------------------------------------------------------------- */
 
@@ -437,8 +442,8 @@ void s3_meta_to_headers(s3_req_t *req, const stor_meta_t *meta);
 
 /* ---- access.c: who may do what (docs/security.md) ----------------------------
  * The requester is req->user, or anonymous when it is NULL (a request with
- * no signature at all). A resource's owner holds every permission; its
- * canned ACL grants the others. */
+ * no signature at all). A resource's owner may always read and change its
+ * ACL; its ACL (canned, or explicit grants) grants every other permission. */
 
 typedef enum s3_perm {
     S3_PERM_READ,      /* bucket: list it; object: read it */
@@ -531,14 +536,23 @@ bool s3_object_authorize(s3_req_t *req, const stor_bucket_t *bucket, const char 
                          const stor_meta_t *meta, s3_perm_t perm);
 /* The object's owner: the access key that wrote it, or the bucket's owner. */
 const char *s3_object_owner(const stor_bucket_t *bucket, const stor_meta_t *meta);
+/* An ACL a request sets: a canned ACL, or explicit grants that replace it. */
+typedef struct s3_new_acl {
+    stor_acl_t canned; /* private under explicit grants */
+    /* The explicit grant list in its stored form (s3/acl.h; malloc'd,
+     * s3_new_acl_free), or NULL for the canned ACL alone. */
+    char *grants;
+    bool public_grants; /* grants give AllUsers or AuthenticatedUsers something */
+} s3_new_acl_t;
+void s3_new_acl_free(s3_new_acl_t *acl);
 /* Sets meta's owner and ACL (s3_acl_from_headers) for an object the
  * request writes into req->authz_bucket (PUT, copy, multipart, POST): the
  * owner is the requester (the bucket's owner for an anonymous writer, under
  * BucketOwnerEnforced, and under BucketOwnerPreferred with
  * bucket-owner-full-control). Refuses what the bucket's controls refuse:
  * an ACL other than bucket-owner-full-control under BucketOwnerEnforced
- * (AccessControlListNotSupported), a public one under BlockPublicAcls
- * (AccessDenied). */
+ * (AccessControlListNotSupported), a public one (canned or grants) under
+ * BlockPublicAcls (AccessDenied). */
 s3_error_t s3_new_object_access(s3_req_t *req, stor_meta_t *meta, const char **why_p);
 /* A rule's S3 name ("ObjectWriter", ...; NULL for none), and back (-1 for
  * a name S3 does not know). */
@@ -550,22 +564,29 @@ int s3_ownership_from_header(s3_req_t *req);
 /* Checks that PutBucketAcl / PutObjectAcl (or CreateBucket on a bucket its
  * requester owns) may set acl on req->authz_bucket or an object in it, as
  * s3_new_object_access does for new objects. */
-s3_error_t s3_acl_change_check(s3_req_t *req, stor_acl_t acl, const char **why_p);
-/* The canned ACL a create/put/copy asks for with x-amz-acl (private when
- * absent). Explicit x-amz-grant-* headers and the canned ACLs not
- * implemented give NotImplemented; an unknown value InvalidArgument. On
- * error *why_p is the message (NULL: the default). */
-s3_error_t s3_acl_from_headers(s3_req_t *req, bool object, stor_acl_t *acl_p, const char **why_p);
-/* The canned ACL an AccessControlPolicy body stands for: its grants must be
- * exactly those of one canned ACL for this owner (NotImplemented otherwise),
- * its Owner, when given, the resource's owner. */
-s3_error_t s3_acl_from_xml(const char *body, size_t len, bool object, const char *owner,
-                           const char *bucket_owner, stor_acl_t *acl_p, const char **why_p);
-/* Appends the AccessControlPolicy document of a resource with this owner
- * and canned ACL (bucket_owner: the object's bucket's owner, NULL for a
- * bucket). */
-void s3_acl_xml(buf_t *xml, stor_acl_t acl, bool object, const char *owner,
-                const char *bucket_owner);
+s3_error_t s3_acl_change_check(s3_req_t *req, const s3_new_acl_t *acl, const char **why_p);
+/* Whether the request sets an ACL by header: x-amz-acl or x-amz-grant-*. */
+bool s3_acl_headers_given(s3_req_t *req);
+/* The ACL a create/put/copy/PutBucketAcl/PutObjectAcl asks for by header
+ * (private when none): x-amz-acl's canned ACL, or the explicit grants of
+ * the x-amz-grant-* headers (s3/acl.h: grantees must be configured users
+ * or the groups). Both at once: InvalidRequest; the canned ACLs not
+ * implemented: NotImplemented; an unknown value InvalidArgument. On error
+ * *why_p is the message (NULL: the default) and *out holds nothing. */
+s3_error_t s3_acl_from_headers(s3_req_t *req, bool object, s3_new_acl_t *out, const char **why_p);
+/* The ACL an AccessControlPolicy body (req->body) sets on a resource with
+ * this owner (bucket_owner: the object's bucket's, NULL for a bucket): its
+ * Owner, when given, must be the resource's owner (AccessDenied); a grant
+ * list equal to a canned ACL's is kept as that canned ACL. */
+s3_error_t s3_acl_from_body(s3_req_t *req, bool object, const char *owner, const char *bucket_owner,
+                            s3_new_acl_t *out, const char **why_p);
+/* Appends the AccessControlPolicy document of bucket, or of the object
+ * meta describes in bucket (GetBucketAcl, GetObjectAcl): the owner and the
+ * grants, with display names from the configured users. InternalError for
+ * a stored list that does not decode. */
+s3_error_t s3_bucket_acl_xml(s3_req_t *req, const stor_bucket_t *bucket, buf_t *xml);
+s3_error_t s3_object_acl_xml(s3_req_t *req, const stor_bucket_t *bucket, const stor_meta_t *meta,
+                             buf_t *xml);
 
 /* ---- object lock (ops_lock.c; object_lock.h parses and rules) ------------------ */
 

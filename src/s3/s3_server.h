@@ -12,8 +12,10 @@
 #include "storage/storage.h"
 
 typedef struct s3_user {
-    char *access_key;
+    char *access_key; /* also the user's canonical id in ACLs */
     char *secret_key;
+    char *display_name; /* the DisplayName of ACLs and listings; NULL: access_key */
+    char *email;        /* resolves ACL grants by e-mail address to this user; NULL: none */
 } s3_user_t;
 
 /* What carried a request: plain HTTP, HTTP with an s3r1 x-amz-rdma-token

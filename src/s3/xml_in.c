@@ -49,7 +49,7 @@ typedef enum xml_field {
     F_LIST,
 } xml_field_t;
 
-#define XML_MAX_GRANTS       100
+#define XML_MAX_GRANTS       S3R_MAX_ACL_GRANTS
 #define XML_LEAVES_MAX_DEPTH 4 /* xml_parse_leaves: levels below the root */
 
 typedef struct xml_ctx {

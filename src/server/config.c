@@ -443,6 +443,8 @@ int server_config_add_user(server_config_t *cfg, const char *access_key, const c
     cfg->users = u;
     u[cfg->n_users].access_key = strdup(access_key);
     u[cfg->n_users].secret_key = strdup(secret_key);
+    u[cfg->n_users].display_name = NULL;
+    u[cfg->n_users].email = NULL;
     if (!u[cfg->n_users].access_key || !u[cfg->n_users].secret_key)
         return -1;
     cfg->n_users++;
@@ -457,6 +459,17 @@ static const char *scalar(yaml_document_t *doc, yaml_node_t *n)
     return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
 }
 
+/* A user's display_name (ACLs' and listings' DisplayName) or email:
+ * min-128 bytes, none of them a control character. */
+static bool text_valid(const char *s, size_t min)
+{
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return false;
+    return n >= min && n <= 128;
+}
+
 static int load_users(server_config_t *cfg, yaml_document_t *doc, yaml_node_t *seq,
                       const char *path)
 {
@@ -467,7 +480,7 @@ static int load_users(server_config_t *cfg, yaml_document_t *doc, yaml_node_t *s
     for (yaml_node_item_t *it = seq->data.sequence.items.start; it < seq->data.sequence.items.top;
          it++) {
         yaml_node_t *m = yaml_document_get_node(doc, *it);
-        const char *ak = NULL, *sk = NULL;
+        const char *ak = NULL, *sk = NULL, *dn = NULL, *email = NULL;
         if (m && m->type == YAML_MAPPING_NODE) {
             for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top;
                  p++) {
@@ -477,6 +490,10 @@ static int load_users(server_config_t *cfg, yaml_document_t *doc, yaml_node_t *s
                     ak = v;
                 else if (k && strcmp(k, "secret_key") == 0)
                     sk = v;
+                else if (k && strcmp(k, "display_name") == 0)
+                    dn = v;
+                else if (k && strcmp(k, "email") == 0)
+                    email = v;
                 else {
                     fprintf(stderr, "%s: unknown user field '%s'\n", path, k ? k : "?");
                     return -1;
@@ -490,7 +507,18 @@ static int load_users(server_config_t *cfg, yaml_document_t *doc, yaml_node_t *s
                     path);
             return -1;
         }
+        if (dn && !text_valid(dn, 1)) {
+            fprintf(stderr, "%s: a user's display_name must be 1-128 printable characters\n", path);
+            return -1;
+        }
+        if (email && (!text_valid(email, 3) || !strchr(email, '@') || strchr(email, ' '))) {
+            fprintf(stderr, "%s: a user's email must be an address of 3-128 characters\n", path);
+            return -1;
+        }
         if (server_config_add_user(cfg, ak, sk) != 0)
+            return -1;
+        s3_user_t *u = &cfg->users[cfg->n_users - 1];
+        if ((dn && !(u->display_name = strdup(dn))) || (email && !(u->email = strdup(email))))
             return -1;
     }
     return 0;
@@ -608,16 +636,18 @@ static void usage(FILE *out)
         fprintf(out, "  %-22s %s\n  %-22s   (env %s, file key %s, default \"%s\")\n", flag,
                 settings[i].help, "", settings[i].env, settings[i].key, settings[i].dflt);
     }
-    fprintf(out,
-            "  --print-config         print the configuration as a commented YAML file (every\n"
-            "                         setting; those not at their default in effect) and exit\n"
-            "  --help                 this text\n  --version              the version\n\n"
-            "Precedence: flag > environment > config file > default.\n"
-            "Users: the config file's 'users:' list ({access_key, secret_key}) plus\n"
-            "S3RDMA_ROOT_USER / S3RDMA_ROOT_PASSWORD. With none, the first start creates\n"
-            "DATA/.s3rdma/credentials (mode 0600) and later starts reuse it.\n"
-            "Signals: SIGTERM or SIGINT stop gracefully; SIGHUP reloads tls.cert and tls.key\n"
-            "and reopens the access log file.\n");
+    fprintf(
+        out,
+        "  --print-config         print the configuration as a commented YAML file (every\n"
+        "                         setting; those not at their default in effect) and exit\n"
+        "  --help                 this text\n  --version              the version\n\n"
+        "Precedence: flag > environment > config file > default.\n"
+        "Users: the config file's 'users:' list ({access_key, secret_key[, display_name, email]})\n"
+        "plus "
+        "S3RDMA_ROOT_USER / S3RDMA_ROOT_PASSWORD. With none, the first start creates\n"
+        "DATA/.s3rdma/credentials (mode 0600) and later starts reuse it.\n"
+        "Signals: SIGTERM or SIGINT stop gracefully; SIGHUP reloads tls.cert and tls.key\n"
+        "and reopens the access log file.\n");
 }
 
 /* ---- --print-config ------------------------------------------------------------------- */
@@ -749,12 +779,16 @@ static void print_config(FILE *out, const server_config_t *cfg)
     }
     fprintf(out, "\n");
     print_comment(out, "",
-                  "Users: each an access key and its secret key (3-128 and 8-128 characters). "
+                  "Users: each an access key and its secret key (3-128 and 8-128 characters), "
+                  "and optionally a display_name (1-128 characters: the DisplayName ACLs and "
+                  "listings show; default: the access key) and an email (ACL grants by "
+                  "e-mail address resolve to the user who has it). "
                   "S3RDMA_ROOT_USER and S3RDMA_ROOT_PASSWORD add one more. With no user at "
                   "all, the first start creates DATA_DIR/.s3rdma/credentials (mode 0600) and "
                   "later starts reuse it. Users here make this file a secret: let only the "
                   "server's user read it.");
-    fprintf(out, "#users:\n#  - access_key: AKEXAMPLE\n#    secret_key: a-long-secret\n");
+    fprintf(out, "#users:\n#  - access_key: AKEXAMPLE\n#    secret_key: a-long-secret\n"
+                 "#    display_name: example\n");
 }
 
 /* peers: at most SERVER_MAX_PEERS URLs "http://HOST[:PORT]" or "https://...",
@@ -925,6 +959,8 @@ void server_config_free(server_config_t *cfg)
     for (size_t i = 0; i < cfg->n_users; i++) {
         free(cfg->users[i].access_key);
         free(cfg->users[i].secret_key);
+        free(cfg->users[i].display_name);
+        free(cfg->users[i].email);
     }
     free(cfg->users);
     free(cfg->config_path);

@@ -139,6 +139,7 @@ static const struct {
     {STOR_MX_SSE, offsetof(stor_meta_t, sse)},
     {STOR_MX_LOCK_RETENTION, offsetof(stor_meta_t, lock_retention)},
     {STOR_MX_LEGAL_HOLD, offsetof(stor_meta_t, legal_hold)},
+    {STOR_MX_ACL_GRANTS, offsetof(stor_meta_t, grants)},
     {STOR_MX_VERSION, offsetof(stor_meta_t, version)},
     {STOR_MX_DELETE_MARKER, offsetof(stor_meta_t, delete_marker)},
 };
@@ -746,6 +747,16 @@ stor_status_t stor_rec_bucket_apply(const void *old, size_t len, const stor_buck
         if (change->acl < 0 || change->acl >= STOR_ACL_COUNT)
             return STOR_ERR_TOO_LARGE;
         r.b.acl = change->acl;
+        size_t glen = change->grants ? strlen(change->grants) : 0;
+        if (glen > STOR_BCFG_MAX_BYTES)
+            return STOR_ERR_TOO_LARGE;
+        /* The access layer caches the grant list by generation: a change
+         * of it is one; a canned ACL alone (read from the record on every
+         * lookup) is not. */
+        if (change->grants || r.cfg[STOR_BCFG_ACL_GRANTS])
+            r.b.cfg_gen++;
+        r.cfg[STOR_BCFG_ACL_GRANTS] = change->grants;
+        r.cfg_len[STOR_BCFG_ACL_GRANTS] = (uint32_t)glen;
     }
     if (change->cfg_kind >= 0) {
         if (change->cfg_kind >= STOR_BCFG_COUNT)

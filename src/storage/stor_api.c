@@ -50,9 +50,10 @@ stor_status_t stor_bucket_get(stor_t *st, const char *name, stor_bucket_t *out_p
     return st->ops->bucket_get(st, name, out_p);
 }
 
-stor_status_t stor_bucket_set_acl(stor_t *st, const stor_bucket_t *bucket, stor_acl_t acl)
+stor_status_t stor_bucket_set_acl(stor_t *st, const stor_bucket_t *bucket, stor_acl_t acl,
+                                  const char *grants)
 {
-    stor_bucket_change_t c = {.set_acl = true, .acl = acl, .cfg_kind = -1};
+    stor_bucket_change_t c = {.set_acl = true, .acl = acl, .grants = grants, .cfg_kind = -1};
     return st->ops->bucket_change(st, bucket, &c);
 }
 
@@ -98,9 +99,10 @@ stor_status_t stor_bucket_configs_get(stor_t *st, const stor_bucket_t *bucket,
 stor_status_t stor_bucket_config_set(stor_t *st, const stor_bucket_t *bucket,
                                      stor_bucket_cfg_t kind, const void *data, size_t len)
 {
-    /* The versioning state is storage's own: stor_bucket_set_versioning. */
+    /* The versioning state is storage's own (stor_bucket_set_versioning);
+     * the grant list goes with the canned ACL (stor_bucket_set_acl). */
     if (kind < 0 || kind >= STOR_BCFG_COUNT || kind == STOR_BCFG_VERSIONING ||
-        len > STOR_BCFG_MAX_BYTES)
+        kind == STOR_BCFG_ACL_GRANTS || len > STOR_BCFG_MAX_BYTES)
         return STOR_ERR_TOO_LARGE;
     stor_bucket_change_t c = {.cfg_kind = (int)kind, .cfg = data, .cfg_len = data ? len : 0};
     return st->ops->bucket_change(st, bucket, &c);

@@ -63,7 +63,7 @@ typedef enum stor_mx {
     STOR_MX_SSE = 6,
     STOR_MX_LOCK_RETENTION = 7, /* stor_meta_t.lock_retention */
     STOR_MX_LEGAL_HOLD = 8,     /* stor_meta_t.legal_hold */
-    /* 9: reserved (full ACLs' grants); 12 is the next free id */
+    STOR_MX_ACL_GRANTS = 9,     /* stor_meta_t.grants; 12 is the next free id */
     STOR_MX_VERSION = 10,       /* stor_meta_t.version */
     STOR_MX_DELETE_MARKER = 11, /* stor_meta_t.delete_marker */
 } stor_mx_t;
@@ -149,9 +149,10 @@ stor_status_t stor_rec_decode_bucket_rec(const void *data, size_t len, stor_buck
 /* A change to a bucket's record (stor_bucket_set_acl, stor_bucket_config_set):
  * a new ACL, or a document set or removed. */
 typedef struct stor_bucket_change {
-    bool set_acl;
+    bool set_acl; /* sets acl and the STOR_BCFG_ACL_GRANTS document (grants) */
     stor_acl_t acl;
-    int cfg_kind; /* stor_bucket_cfg_t, or -1 for none */
+    const char *grants; /* with set_acl: NUL-terminated, or NULL to remove it */
+    int cfg_kind;       /* stor_bucket_cfg_t, or -1 for none */
     const void *cfg;
     size_t cfg_len; /* cfg NULL: remove the document */
 } stor_bucket_change_t;

@@ -76,6 +76,7 @@ stor_status_t stor_meta_apply_change(stor_meta_t *m, const stor_obj_change_t *ch
         {change->set_tags, change->tags, &m->tags},
         {change->set_lock_retention, change->lock_retention, &m->lock_retention},
         {change->set_legal_hold, change->legal_hold, &m->legal_hold},
+        {change->set_acl, change->grants, &m->grants},
     };
     enum { N = sizeof strs / sizeof strs[0] };
     char *dup[N] = {NULL};

@@ -217,7 +217,11 @@ typedef enum stor_bucket_cfg {
     /* The object lock configuration (s3/object_lock.h's stored form);
      * present exactly when the bucket has object lock enabled. */
     STOR_BCFG_OBJECT_LOCK = 8,
-    STOR_BCFG_COUNT = 9
+    /* The bucket's explicit grant list (s3/acl.h's stored form), which
+     * replaces its canned ACL while set; set only with the ACL, through
+     * stor_bucket_set_acl. */
+    STOR_BCFG_ACL_GRANTS = 9,
+    STOR_BCFG_COUNT = 10
 } stor_bucket_cfg_t;
 #define STOR_BCFG_MAX_BYTES (64u * 1024) /* one document; larger: STOR_ERR_TOO_LARGE */
 
@@ -225,9 +229,12 @@ typedef enum stor_bucket_cfg {
  * validity is the caller's job. */
 stor_status_t stor_bucket_create(stor_t *st, const char *name, const char *owner);
 stor_status_t stor_bucket_get(stor_t *st, const char *name, stor_bucket_t *out_p);
-/* Sets the canned ACL of bucket (as stor_bucket_get returned it:
- * STOR_ERR_NO_BUCKET if it is gone). */
-stor_status_t stor_bucket_set_acl(stor_t *st, const stor_bucket_t *bucket, stor_acl_t acl);
+/* Sets the ACL of bucket (as stor_bucket_get returned it: STOR_ERR_NO_BUCKET
+ * if it is gone): its canned ACL and its explicit grant list (document
+ * STOR_BCFG_ACL_GRANTS: grants, NUL-terminated and copied, or NULL for
+ * none), in one atomic change of its record. */
+stor_status_t stor_bucket_set_acl(stor_t *st, const stor_bucket_t *bucket, stor_acl_t acl,
+                                  const char *grants);
 /* Reads configuration document kind of bucket (as stor_bucket_get returned
  * it: STOR_ERR_NO_BUCKET if it is gone) into *out (initialised here; the
  * caller frees it; len 0 when the document is not set) and the generation
@@ -314,6 +321,10 @@ typedef struct stor_meta {
     /* How the object's bytes are encrypted at rest, in the S3 layer's stored
      * form (s3/sse.h: never a key); NULL: they are not. Opaque here. */
     char *sse;
+    /* The object's explicit grant list in the S3 layer's stored form
+     * (s3/acl.h), which replaces its canned ACL acl; NULL: none. Opaque
+     * here (field 9). */
+    char *grants;
     /* The version (field 10): NULL for the "null" version of an object
      * written before its bucket had versioning; else 16 hex digits (the
      * version's order among its key's versions: a "null" version written
@@ -492,8 +503,9 @@ stor_status_t stor_delete_version_if(stor_t *st, const stor_bucket_t *bucket, co
 typedef struct stor_obj_change {
     /* The version changed: NULL, the latest; else "null" or a version id. */
     const char *version_id;
-    bool set_acl;
+    bool set_acl; /* sets acl and grants together */
     stor_acl_t acl;
+    const char *grants; /* with set_acl: the explicit grant list (copied); NULL for none */
     bool set_tags;
     const char *tags; /* with set_tags: the new tag set (copied); NULL removes it */
     bool set_lock_retention;

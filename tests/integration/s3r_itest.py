@@ -143,9 +143,13 @@ def write_config(path, users=USERS, durability="relaxed", extra=""):
     lines = [f"durability: {durability}", f"region: {REGION}"]
     if users:
         lines.append("users:")
-        for ak, sk in users:
+        # (access key, secret key[, display name or None[, e-mail address]])
+        for ak, sk, *more in users:
             lines.append(f"  - access_key: {ak}")
             lines.append(f"    secret_key: {sk}")
+            for field, value in zip(["display_name", "email"], more):
+                if value is not None:
+                    lines.append(f"    {field}: {value}")
     lines.append("rdma:")
     lines.append("  enabled: false")
     Path(path).write_text("\n".join(lines) + "\n" + extra)
@@ -632,12 +636,13 @@ class RdmaServer:
     """An s3rdmad (relaxed durability) with its RDMA session port on a free port, run
     under ucx_env; env_extra is added to the server's environment only."""
 
-    def __init__(self, tmp, name, ucx_env, rdma=True, env_extra=None, extra_args=()):
+    def __init__(self, tmp, name, ucx_env, rdma=True, env_extra=None, extra_args=(),
+                 users=USERS):
         tmp = Path(tmp)
         d = tmp / f"{name}-data"
         d.mkdir(parents=True, exist_ok=True)
         cfg = tmp / f"{name}.yaml"
-        write_config(cfg)
+        write_config(cfg, users=users)
         self.rdma_port = free_port()
         self.ucx_env = ucx_env
         self.srv = Server(d, cfg, tmp / f"{name}.log", durability="relaxed",

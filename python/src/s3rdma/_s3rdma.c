@@ -883,6 +883,7 @@ typedef struct {
     s3r_status_t st;
     uint64_t n;
     s3r_error_info_t err;
+    uint64_t range_start, range_len; /* a GET's range (range_len 0: to the end) */
 } batch_item_t;
 
 /* Runs every item (GET into its buffer, or PUT of it) keeping up to
@@ -894,8 +895,11 @@ static void batch_run(s3r_client_t *c, const char *bucket, batch_item_t *it, Py_
     while (waited < n) {
         while (next < n && next - waited < BATCH_WINDOW) {
             batch_item_t *x = &it[next++];
+            s3r_get_opts_t gx = *go;
+            gx.range_start = x->range_start;
+            gx.range_len = x->range_len;
             x->st = is_get ? s3r_object_get_async(c, bucket, x->key, x->buf.buf,
-                                                  (uint64_t)x->buf.len, go, &x->op)
+                                                  (uint64_t)x->buf.len, &gx, &x->op)
                            : s3r_object_put_async(c, bucket, x->key, x->buf.buf,
                                                   (uint64_t)x->buf.len, po, &x->op);
             if (x->st != S3R_OK) {
@@ -930,19 +934,20 @@ static PyObject *batch_result(const batch_item_t *x, int is_get)
         s3r_transport_name(same ? e->transport : S3R_TRANSPORT_DEFAULT));
 }
 
-/* batch(is_get, bucket, keys, buffers, transport, content_type) -> [int or exception...]:
- * GETs into (or PUTs from) buffers[i] as keys[i]. Never raises for a
- * failed item: its slot holds the exception instead. */
+/* batch(is_get, bucket, keys, buffers, transport, content_type, ranges=None)
+ * -> [int or exception...]: GETs into (or PUTs from) buffers[i] as keys[i];
+ * ranges (GETs only): a (start, length) pair per key, length 0 to the end.
+ * Never raises for a failed item: its slot holds the exception instead. */
 static PyObject *client_batch(ClientObject *self, PyObject *args)
 {
     int is_get;
     const char *bucket;
-    PyObject *keys, *bufs, *tr, *ctype;
-    if (!PyArg_ParseTuple(args, "psOOOO", &is_get, &bucket, &keys, &bufs, &tr, &ctype))
+    PyObject *keys, *bufs, *tr, *ctype, *ranges = Py_None;
+    if (!PyArg_ParseTuple(args, "psOOOO|O", &is_get, &bucket, &keys, &bufs, &tr, &ctype, &ranges))
         return NULL;
     s3r_get_opts_t go = {0};
     s3r_put_opts_t po;
-    PyObject *keep = NULL, *fk = NULL, *fb = NULL, *r = NULL;
+    PyObject *keep = NULL, *fk = NULL, *fb = NULL, *fr = NULL, *r = NULL;
     batch_item_t *it = NULL;
     Py_ssize_t n = 0, got = 0;
     if (put_opts(ctype, NULL, tr, &po, &keep) < 0)
@@ -953,11 +958,12 @@ static PyObject *client_batch(ClientObject *self, PyObject *args)
      * another thread meanwhile, freeing the strings it held. */
     fk = PySequence_Tuple(keys);
     fb = fk ? PySequence_Tuple(bufs) : NULL;
-    if (fb == NULL)
+    fr = fb && ranges != Py_None ? PySequence_Tuple(ranges) : NULL;
+    if (fb == NULL || (ranges != Py_None && fr == NULL))
         goto out;
     n = PyTuple_GET_SIZE(fk);
-    if (PyTuple_GET_SIZE(fb) != n) {
-        PyErr_SetString(PyExc_ValueError, "keys and buffers differ in length");
+    if (PyTuple_GET_SIZE(fb) != n || (fr != NULL && PyTuple_GET_SIZE(fr) != n)) {
+        PyErr_SetString(PyExc_ValueError, "keys, buffers and ranges differ in length");
         goto out;
     }
     it = PyMem_Calloc((size_t)n + 1, sizeof(*it));
@@ -966,6 +972,11 @@ static PyObject *client_batch(ClientObject *self, PyObject *args)
         goto out;
     }
     for (; got < n; got++) {
+        unsigned long long start = 0, len = 0;
+        if (fr != NULL && !PyArg_ParseTuple(PyTuple_GET_ITEM(fr, got), "KK", &start, &len))
+            goto out;
+        it[got].range_start = start;
+        it[got].range_len = len;
         it[got].key = PyUnicode_AsUTF8(PyTuple_GET_ITEM(fk, got));
         if (it[got].key == NULL || PyObject_GetBuffer(PyTuple_GET_ITEM(fb, got), &it[got].buf,
                                                       is_get ? PyBUF_WRITABLE : PyBUF_SIMPLE) < 0)
@@ -994,6 +1005,7 @@ out:
     PyMem_Free(it);
     Py_XDECREF(fk);
     Py_XDECREF(fb);
+    Py_XDECREF(fr);
     Py_XDECREF(keep);
     return r;
 }

@@ -395,22 +395,28 @@ class Client:
     def get_objects(self, bucket: str, keys: Sequence[str],
                     buffers: Optional[Sequence[Buffer]] = None,
                     return_exceptions: bool = False,
-                    transport: Optional[str] = None) -> List[Any]:
-        """GETs many objects keeping up to 64 requests in flight on one session.
+                    transport: Optional[str] = None,
+                    ranges: Optional[Sequence[Range]] = None) -> List[Any]:
+        """GETs many objects keeping up to 64 requests in flight on one session (one
+        after another over the other transports), all from this one thread.
 
         With buffers (one writable buffer per key) returns the byte counts; without,
-        learns each size with a HEAD and returns a bytearray per key. A failed item
-        raises its exception after the whole batch ran, or sits in the list when
-        return_exceptions is true.
+        learns each size with a HEAD and returns a bytearray per key. ranges: one range
+        per key, as get_object_into takes it (several ranges of one object: repeat its
+        key), with buffers only. A failed item raises its exception after the whole
+        batch ran, or sits in the list when return_exceptions is true.
         """
         keys = list(keys)
         if buffers is None:
+            if ranges is not None:
+                raise ValueError("s3rdma: get_objects with ranges needs buffers")
             buffers = [bytearray(self.head_object(bucket, k).size) for k in keys]
             out: Optional[List[Any]] = list(buffers)
         else:
             out = None
+        spans = None if ranges is None else [_range(r) for r in ranges]
         res = self._native.batch(True, bucket, keys, [_buffer(b) for b in buffers], transport,
-                                 None)
+                                 None, spans)
         res = _settle(res, return_exceptions)
         if out is None:
             return res

@@ -12,7 +12,8 @@ test_asan_subprocess.py is collected: it reruns this directory in a child pytest
 LD_PRELOAD set, and fails with the child's output if anything there fails. Without
 ASan that file is skipped at collection and the tests run in-process.
 
-rsrv      one s3rdmad with its RDMA session port (UCX default transports), session-wide
+rsrv      one s3rdmad with its RDMA session port (UCX default transports) and public
+          /metrics, session-wide
 rbucket   a fresh bucket on it (emptied and removed afterwards)
 client    a factory: client(transport="native", **settings) -> s3rdma.Client (closed at
           teardown)
@@ -98,7 +99,8 @@ def venv():
 
 @pytest.fixture(scope="session")
 def rsrv(tmp_path_factory):
-    s = RdmaServer(tmp_path_factory.mktemp("pysrv"), "py", {}).start()
+    s = RdmaServer(tmp_path_factory.mktemp("pysrv"), "py", {},  # metrics: the bytes' path
+                   extra_args=["--metrics-enabled", "true", "--metrics-auth", "public"]).start()
     yield s
     s.stop()
 

@@ -3,9 +3,11 @@ import asyncio
 import io
 import mmap
 import os
+import re
 import subprocess
 import sys
 import threading
+import urllib.request
 
 import numpy as np
 import pytest
@@ -22,6 +24,16 @@ except ImportError:
 
 def payload(n, seed=0):
     return np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8).tobytes()
+
+
+def moved(rsrv):
+    """{path: bytes} from s3rdmad's s3rdma_rdma_bytes_total: "mapped" (read or written in
+    place in client memory the server maps) or "staged" (UCX's RMA from staging chunks)."""
+    with urllib.request.urlopen(f"{rsrv.endpoint}/metrics", timeout=30) as r:
+        text = r.read().decode()
+    return {m.group(1): int(m.group(2))
+            for m in re.finditer(r'^s3rdma_rdma_bytes_total\{path="(\w+)"\} (\d+)$', text,
+                                 re.M)}
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
@@ -248,13 +260,12 @@ def test_head_copy_delete(client, rbucket, boto, transport):
         c.get_object(rbucket, "dst")
 
 
-@pytest.mark.parametrize("transport", ["token", "native"])
-def test_put_leaves_no_part_registration(client, rbucket, transport):
-    """A multipart put_object from a Python buffer registers each part with the RDMA
-    session; when it returns, every one of them is dropped (Python may free the
-    buffer, and a stale registration would serve the next buffer at those
+def test_put_leaves_no_part_registration(client, rbucket):
+    """A multipart put_object from a Python buffer over the token path registers each
+    part with the RDMA session; when it returns, every one of them is dropped (Python
+    may free the buffer, and a stale registration would serve the next buffer at those
     addresses): the same PUT again registers every part again."""
-    c = client(transport, multipart_threshold=8 * MiB, part_size=8 * MiB)
+    c = client("token", multipart_threshold=8 * MiB, part_size=8 * MiB)
     data = bytearray(os.urandom(32 * MiB))
     r0 = c.stats()["regions_registered"]
     c.put_object(rbucket, "k", data)
@@ -263,6 +274,34 @@ def test_put_leaves_no_part_registration(client, rbucket, transport):
     r2 = c.stats()["regions_registered"]
     assert r1 - r0 >= 2, (r0, r1)
     assert r2 - r1 >= len(data) // (8 * MiB), (r0, r1, r2)  # every part registers again
+
+
+def test_native_put_parts_from_every_buffer(client, rsrv, rbucket):
+    """A native multipart put_object of parts above 4 MiB (the bounce buffer's body
+    limit) from each kind of Python buffer stores the object byte for byte, and over
+    this suite's same-host shared-memory session (UCX's default transports) the server
+    reads every part in place from memory it maps: the parts are copied into the
+    client's kept scratch buffers, none crosses UCX's software RMA (s3rdmad's
+    s3rdma_rdma_bytes_total{path="staged"} does not move), and no part of the caller's
+    buffer is registered."""
+    c = client("native", multipart_threshold=5 * MiB, part_size=5 * MiB, parts_in_flight=3)
+    data = payload(3 * 5 * MiB + 3 * MiB + 7, 11)  # the last part through the bounce buffer
+    bodies = {"bytes": data, "bytearray": bytearray(data),
+              "memoryview": memoryview(bytearray(b"x" + data))[1:],
+              "numpy": np.frombuffer(data, np.uint8).copy()}
+    if TORCH is not None:
+        bodies["torch"] = TORCH.frombuffer(bytearray(data), dtype=TORCH.uint8)
+    c.put_object(rbucket, "warm", data)  # the session and its scratch buffers
+    for name, body in bodies.items():
+        r0, m0 = c.stats()["regions_registered"], moved(rsrv)
+        c.put_object(rbucket, f"from-{name}", body)
+        r1, m1 = c.stats()["regions_registered"], moved(rsrv)
+        assert c.get_object(rbucket, f"from-{name}") == data, name
+        if os.environ.get("UCX_TLS"):
+            continue  # not the shared-memory session this test is about: bytes only
+        assert m1["staged"] == m0["staged"], (name, m0, m1)
+        assert m1["mapped"] - m0["mapped"] == len(data), (name, m0, m1)
+        assert r1 == r0, (name, r0, r1)
 
 
 @pytest.mark.parametrize("transport", ["http", "native"])
@@ -482,6 +521,45 @@ def test_batches(client, rbucket, transport):
         c.get_objects(rbucket, ["b100"], [bytearray(10)])
     with pytest.raises(ValueError):
         c.get_objects(rbucket, ["b1", "b2"], [bytearray(10)])
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_batch_of_ranges(client, rbucket, transport):
+    """get_objects with ranges: 70 ranges of one object (more than one window of 64),
+    each with its own start and length, cut by both range forms and one to the end,
+    land byte for byte in slices of one registered block and in plain buffers; a range
+    past the end fails alone, with its own status; ranges without buffers, or not one per key, are refused."""
+    c = client(transport)
+    data = payload(3 * MiB + 5, 21)
+    c.put_object(rbucket, "r", data)
+    spans = [(i * 45_000 + i % 7, i * 45_000 + i % 7 + 1 + (i * 311) % 40_000)
+             for i in range(70)]
+    block = c.allocate_buffer(sum(b - a for a, b in spans) + len(data))
+    views, off = [], 0
+    for a, b in spans:
+        views.append(block[off:off + b - a])
+        off += b - a
+    ranges = list(spans)
+    ranges[3] = f"bytes={spans[3][0]}-{spans[3][1] - 1}"
+    views.append(block[off:off + len(data) - MiB])  # the tail, to the end
+    ranges.append((MiB, None))
+    assert c.get_objects(rbucket, ["r"] * len(views), views, ranges=ranges) == \
+        [len(v) for v in views]
+    for v, (a, b) in zip(views, spans + [(MiB, len(data))]):
+        assert bytes(v) == data[a:b]
+    plain = [bytearray(10), bytearray(10), bytearray(10)]
+    res = c.get_objects(rbucket, ["r"] * 3, plain,
+                        ranges=[(0, 10), (len(data) + 10, len(data) + 20), (len(data) - 10, None)],
+                        return_exceptions=True)
+    assert res[0] == 10 and plain[0] == data[:10]
+    # each failure keeps its own details, though the calls after it (here a success)
+    # ran before it was waited for
+    assert isinstance(res[1], s3rdma.InvalidRange) and res[1].http_status == 416
+    assert res[2] == 10 and plain[2] == data[-10:]
+    with pytest.raises(ValueError):
+        c.get_objects(rbucket, ["r"], ranges=[(0, 10)])
+    with pytest.raises(ValueError):
+        c.get_objects(rbucket, ["r", "r"], [bytearray(10)] * 2, ranges=[(0, 10)])
 
 
 def test_futures_and_asyncio(client, rbucket):

@@ -682,18 +682,34 @@ static void test_bucket_config_store(void **state)
     assert_int_equal(stor_bucket_create(f->st, "cfg", "ak"), STOR_OK);
     assert_int_equal(stor_bucket_get(f->st, "cfg", &b), STOR_OK);
     assert_int_equal(stor_bucket_config_set(f->st, &b, STOR_BCFG_POLICY, "{}", 2), STOR_OK);
-    assert_int_equal(stor_bucket_set_acl(f->st, &b, STOR_ACL_PUBLIC_READ), STOR_OK);
+    /* A grant list goes with the ACL, in one change that is a generation;
+     * a canned ACL alone is not, and removes the list. */
+    assert_int_equal(stor_bucket_config_set(f->st, &b, STOR_BCFG_ACL_GRANTS, "G1\n", 3),
+                     STOR_ERR_TOO_LARGE);
+    assert_int_equal(stor_bucket_set_acl(f->st, &b, STOR_ACL_PRIVATE, "G1\nREAD AllUsers\n"),
+                     STOR_OK);
+    assert_int_equal(stor_bucket_get(f->st, "cfg", &b), STOR_OK);
+    assert_int_equal(b.cfg_mask, (1u << STOR_BCFG_POLICY) | (1u << STOR_BCFG_ACL_GRANTS));
+    assert_true(b.cfg_gen == 2);
+    assert_int_equal(stor_bucket_config_get(f->st, &b, STOR_BCFG_ACL_GRANTS, &out, &gen), STOR_OK);
+    assert_int_equal(out.len, 17);
+    assert_memory_equal(out.data, "G1\nREAD AllUsers\n", 17);
+    buf_free(&out);
+    assert_int_equal(stor_bucket_set_acl(f->st, &b, STOR_ACL_PUBLIC_READ, NULL), STOR_OK);
     assert_int_equal(stor_bucket_get(f->st, "cfg", &b), STOR_OK);
     assert_int_equal(b.cfg_mask, 1u << STOR_BCFG_POLICY);
     assert_int_equal(b.acl, STOR_ACL_PUBLIC_READ);
+    assert_true(b.cfg_gen == 3);
+    assert_int_equal(stor_bucket_set_acl(f->st, &b, STOR_ACL_PUBLIC_READ, NULL), STOR_OK);
+    assert_int_equal(stor_bucket_get(f->st, "cfg", &b), STOR_OK);
     assert_int_equal(stor_bucket_config_get(f->st, &b, STOR_BCFG_POLICY, &out, &gen), STOR_OK);
     assert_int_equal(out.len, 2);
-    assert_true(gen == b.cfg_gen && gen == 1);
+    assert_true(gen == b.cfg_gen && gen == 3);
     buf_free(&out);
     assert_int_equal(stor_bucket_config_set(f->st, &b, STOR_BCFG_POLICY, NULL, 0), STOR_OK);
     assert_int_equal(stor_bucket_config_get(f->st, &b, STOR_BCFG_POLICY, &out, &gen), STOR_OK);
     assert_int_equal(out.len, 0);
-    assert_true(gen == 2);
+    assert_true(gen == 4);
     buf_free(&out);
     assert_int_equal(stor_bucket_config_set(f->st, &b, STOR_BCFG_POLICY, "{}", 2), STOR_OK);
     assert_int_equal(stor_bucket_delete(f->st, &b), STOR_OK);
@@ -1742,6 +1758,19 @@ static void test_inline_objects(void **state)
     assert_int_equal(stor_head(st, "b", "over", &m), STOR_OK);
     assert_int_equal(m.acl, STOR_ACL_PUBLIC_READ);
     assert_null(m.tags);
+    assert_null(m.grants);
+    stor_meta_free(&m);
+    /* A grant list (record field 9) comes and goes with the ACL. */
+    acl_change.grants = "G1\nREAD AllUsers\n";
+    assert_int_equal(stor_object_change(st, TU_B(st, "b"), "over", &acl_change), STOR_OK);
+    assert_holds(st, "over", 'e', 20);
+    assert_int_equal(stor_head(st, "b", "over", &m), STOR_OK);
+    assert_string_equal(m.grants, "G1\nREAD AllUsers\n");
+    stor_meta_free(&m);
+    acl_change.grants = NULL;
+    assert_int_equal(stor_object_change(st, TU_B(st, "b"), "over", &acl_change), STOR_OK);
+    assert_int_equal(stor_head(st, "b", "over", &m), STOR_OK);
+    assert_null(m.grants);
     stor_meta_free(&m);
     stor_obj_change_t tag_change = {.set_tags = true, .tags = "k=v"};
     assert_int_equal(stor_object_change(st, TU_B(st, "b"), "over", &tag_change), STOR_OK);

@@ -1,0 +1,112 @@
+"""torch.load of a checkpoint fetched whole into registered memory, its tensors left in
+that memory: no copy of their bytes after the server wrote them (S3Checkpoint.load).
+
+torch.save writes a zip archive whose records are stored uncompressed: ``PREFIX/data.pkl``
+(the pickled structure) and one ``PREFIX/data/KEY`` per storage. torch.load copies each
+storage record into new memory (the kernel zeroes those pages first: most of a load's
+time here, docs/benchmarks.md). This module instead hands torch's own unpickling
+(``torch.serialization._load``, which asks its zip reader for ``get_record`` and
+``get_storage_from_record`` only) an archive whose storage records are tensors made with
+``torch.frombuffer`` over the fetched block. Each tensor keeps the block alive.
+
+That is a private torch function: anything it asks of the archive beyond those calls,
+another signature, or an archive this module does not read (compressed records,
+TorchScript, the legacy non-zip format) makes load() fall back to torch.load over the
+same bytes, still without a second GET.
+"""
+import inspect
+import pickle
+import struct
+import zipfile
+from typing import Any, Dict, Tuple
+
+import torch
+import torch.serialization
+
+from ..client import Client
+from .reader import SequentialS3Reader, fetch_parallel
+
+_LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # a zip local file header (30 bytes)
+
+
+class _Unsupported(Exception):
+    """torch asked the archive for something it does not serve."""
+
+
+class _Archive:
+    """The zip reader torch.serialization._load takes, over data (the whole archive in
+    memory). Raises ValueError on an archive it does not read (see the module comment)."""
+
+    def __init__(self, data: memoryview, source: SequentialS3Reader):
+        self._data = data
+        self._records: Dict[str, Tuple[int, int]] = {}  # name -> (offset, size)
+        with zipfile.ZipFile(source) as zf:  # reads the central directory only
+            for info in zf.infolist():
+                if info.compress_type != zipfile.ZIP_STORED:
+                    raise ValueError(f"{info.filename}: compressed")
+                sig, *_, n_name, n_extra = _LOCAL_HEADER.unpack_from(data, info.header_offset)
+                start = info.header_offset + _LOCAL_HEADER.size + n_name + n_extra
+                if sig != b"PK\x03\x04" or start + info.file_size > len(data):
+                    raise ValueError(f"{info.filename}: bad local header")
+                self._records[info.filename] = (start, info.file_size)
+        first = next(iter(self._records), "")
+        self._prefix = first.split("/", 1)[0] + "/" if "/" in first else ""
+        if not self.has_record("data.pkl") or self.has_record("constants.pkl"):
+            raise ValueError("not an eager-mode torch.save archive")
+
+    def __getattr__(self, name: str) -> Any:
+        raise _Unsupported(name)
+
+    def has_record(self, name: str) -> bool:
+        return self._prefix + name in self._records
+
+    def _span(self, name: str) -> Tuple[int, int]:
+        return self._records[self._prefix + name]
+
+    def get_record(self, name: str) -> bytes:
+        start, size = self._span(name)
+        return bytes(self._data[start:start + size])
+
+    def get_storage_from_record(self, name: str, nbytes: int, _dtype: Any) -> torch.Tensor:
+        """A uint8 tensor on the record's bytes in the block (torch takes its storage)."""
+        start, size = self._span(name)
+        if nbytes > size:
+            raise ValueError(f"s3rdma.torch: record {name} holds {size} bytes, not {nbytes}")
+        if nbytes == 0:
+            return torch.empty(0, dtype=torch.uint8)
+        return torch.frombuffer(self._data, dtype=torch.uint8, count=nbytes, offset=start)
+
+
+def _load_fits() -> bool:
+    """Whether torch.serialization._load takes (zip_file, map_location, pickle_module,
+    ...) as in the torch versions this module was written against."""
+    fn = getattr(torch.serialization, "_load", None)
+    try:
+        params = list(inspect.signature(fn).parameters)[:3] if fn else []
+    except (TypeError, ValueError):
+        return False
+    return params == ["zip_file", "map_location", "pickle_module"]
+
+
+_LOAD_FITS = _load_fits()
+
+
+def load(client: Client, bucket: str, key: str, chunk: int, map_location: Any = None,
+         **pickle_load_args: Any) -> Any:
+    """What torch.load of bucket/key returns; see the module comment."""
+    data = fetch_parallel(client, bucket, key, chunk)
+    source = SequentialS3Reader(client, bucket, key, data=data)
+    pickle_load_args.setdefault("encoding", "utf-8")  # as torch.load does
+    if _LOAD_FITS and "weights_only" not in pickle_load_args:
+        try:
+            archive = _Archive(data, source)
+        except (zipfile.BadZipFile, ValueError, struct.error):
+            archive = None
+        if archive is not None:
+            try:
+                return torch.serialization._load(archive, map_location, pickle,
+                                                 **pickle_load_args)
+            except _Unsupported:
+                pass
+    source.seek(0)
+    return torch.load(source, map_location, **pickle_load_args)
