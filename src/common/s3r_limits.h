@@ -135,6 +135,13 @@ _Static_assert(S3R_MAX_USER_META_BYTES <= S3R_REPLY_MAX_VALUE, "a metadata value
  * UCX has sent it, so a session holds at most 6 MiB and the server 96 MiB
  * of request or reply memory. */
 #define S3R_NATIVE_THREADS 4 /* executor threads */
+/* The scheduler slice the progress threads ask for (rdma.slice_us), in us;
+ * 0: the kernel's default. A short one (100) makes a woken progress thread
+ * run before threads on the default slice (EEVDF, Linux 6.12 and later),
+ * its share of the CPU unchanged; off by default: measured under the mixed
+ * load, it cut the median wait for a progress thread but not the clients'
+ * throughput (docs/benchmarks.md). */
+#define S3R_RDMA_SLICE_US 0
 #define S3R_NATIVE_PER_SESSION                                                                     \
     64 /* requests in flight (reply not yet sent) per session: SlowDown */
 #define S3R_NATIVE_QUEUED                                                                          \

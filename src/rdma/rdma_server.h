@@ -88,6 +88,10 @@ typedef struct rdma_server_config {
     unsigned stall_ms;
     /* How progress threads wait for work (docs/deploy.md, rdma.poll). */
     rdma_poll_t poll;
+    /* The scheduler slice (µs) each progress thread asks for
+     * (rdma_thread_set_slice; docs/deploy.md, rdma.slice_us); 0: the
+     * kernel's default. */
+    unsigned slice_us;
     /* A native PutObject whose body travels inline and is at most this many
      * bytes runs on its session's progress thread, as reads do, instead of
      * going to an executor (no hand-off, no thread wake-up): for a store

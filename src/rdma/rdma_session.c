@@ -3,6 +3,7 @@
  * sessions. Threads and ownership: rdma_server_internal.h. */
 #include "rdma/rdma_server_internal.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -306,6 +307,12 @@ void *prog_main(void *arg)
     unsigned idle = 0;               /* idle rounds in a row */
     long preemptions = 0;            /* rdma_thread_preemptions at the last look */
     native_thread_is(p);
+    if (rdma_thread_set_slice(p->srv->cfg.slice_us) != 0)
+        log_info("rdma: progress thread: scheduler slice of %u us not taken: %s",
+                 p->srv->cfg.slice_us, strerror(errno));
+    /* Named for perf, top and the tests (/proc/PID/task/TID/comm), once
+     * its slice is set. */
+    pthread_setname_np(pthread_self(), "s3r-progress");
     for (;; rounds++) {
         /* While busy-polling, the event fds are only drained now and then:
          * commands are read from the list below anyway, and a system call

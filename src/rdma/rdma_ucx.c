@@ -1,7 +1,11 @@
 /* UCX helpers shared by the session server and client (see rdma_ucx.h). */
 #include "rdma/rdma_ucx.h"
 
+#include <stdint.h>
+#include <sched.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "rdma/rdma_net.h"
@@ -10,6 +14,33 @@ long rdma_thread_preemptions(void)
 {
     struct rusage ru;
     return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nivcsw : 0;
+}
+
+/* The kernel's struct sched_attr, first version (48 bytes): its header
+ * <linux/sched/types.h> clashes with <sched.h>. */
+typedef struct thread_sched_attr {
+    uint32_t size, policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime, deadline, period;
+} thread_sched_attr_t;
+
+int rdma_thread_set_slice(unsigned us)
+{
+    if (us == 0)
+        return 0;
+    /* glibc has no wrapper. The thread's policy and nice value stay as the
+     * operator left them (nice, chrt); a real-time thread has no slice. */
+    thread_sched_attr_t a = {0};
+    if (syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0) != 0)
+        return -1;
+    if (a.policy != SCHED_OTHER)
+        return 0;
+    a.size = sizeof(a);
+    a.flags = 0;
+    a.runtime = (uint64_t)us * 1000;
+    return (int)syscall(SYS_sched_setattr, 0, &a, 0);
 }
 
 ucs_status_t rdma_ucx_wait(ucp_worker_h w, ucs_status_ptr_t req, int timeout_ms)

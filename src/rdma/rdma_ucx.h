@@ -18,4 +18,16 @@ ucs_status_t rdma_ucx_wait(ucp_worker_h w, ucs_status_ptr_t req, int timeout_ms)
  * One system call: call it between rounds of polling, not per round. */
 long rdma_thread_preemptions(void);
 
+/* Asks the scheduler for a slice of us microseconds for the calling thread
+ * (sched_setattr's sched_runtime under SCHED_OTHER; 0: leaves it as it
+ * is). Under EEVDF (Linux 6.12 and later) a thread's weight, its share of
+ * the CPU, does not change; a shorter slice gives it an earlier deadline,
+ * so when it wakes it runs before, and may preempt, threads on the default
+ * slice (several milliseconds), and it is itself preempted sooner when it
+ * runs long. For threads whose work comes in short bursts someone waits
+ * for: on a host with more runnable threads than cores, a request's wait
+ * for its progress thread to get a core. The kernel clamps us to
+ * 100-100,000. 0, or -1 with errno (an older kernel that refuses it). */
+int rdma_thread_set_slice(unsigned us);
+
 #endif

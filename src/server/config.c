@@ -158,6 +158,11 @@ static const setting_t settings[] = {
            "adaptive (progress threads sleep when idle; a request that finds them asleep pays a "
            "thread wake-up) or busy (they never sleep: no wake-up, one core per progress thread "
            "spent even when idle)"),
+    COUNT("rdma.slice_us", "rdma-slice-us", "S3RDMA_RDMA_SLICE_US", STR(S3R_RDMA_SLICE_US),
+          rdma.slice_us, 0, 100000,
+          "scheduler slice the progress threads ask for, in us (Linux 6.12+: with a short one, "
+          "e.g. 100, a woken progress thread runs before threads on the default slice, same CPU "
+          "share; 0 = the kernel's default)"),
     TEXT("rdma.socket", "rdma-socket", "S3RDMA_RDMA_SOCKET", "", rdma.socket,
          "Unix socket for local RDMA clients: @NAME (abstract), a path, or off "
          "(default @s3rdma.PORT)"),

@@ -91,6 +91,7 @@ typedef struct server_config {
         unsigned user_share; /* percent of each pool one access key may hold */
         unsigned stall_ms;   /* a transfer making no progress this long fails */
         int poll;            /* server_rdma_poll_t */
+        unsigned slice_us;   /* the progress threads' scheduler slice; 0: the kernel's */
         char *socket;        /* "" = @s3rdma.PORT, "off" = none */
         unsigned trusted_uids[SERVER_MAX_TRUSTED_UIDS];
         size_t n_trusted_uids;

@@ -102,8 +102,11 @@ struct lstor {
      * write pays for mkdir and the parent fsync only the first time a shard
      * is used. Not seeded from the directories found at open: one an earlier
      * process made (a relaxed one, or one that crashed between its mkdir and
-     * the parent's fsync) may not have a durable entry. */
-    pthread_mutex_t dir_lock;
+     * the parent's fsync) may not have a durable entry. Read and set with
+     * atomic byte operations, no lock: a bit is set only once its directory
+     * is made sure of, and threads that find it clear make sure of it each
+     * on their own (mkdir tolerates EEXIST), so no writer waits for another's
+     * mkdir or fsync. */
     uint8_t dir_known[(256 + 65536) / 8];
     /* Read descriptors of object files (stor_fdcache.c), under fd_lock. */
     pthread_mutex_t fd_lock;

@@ -72,30 +72,38 @@ int fsync_dirat(int dirfd, const char *path)
     return rc;
 }
 
-static int bit_get(const uint8_t *bits, unsigned i)
+/* Bit i of st->dir_known: 1 once its directory is made sure of. The
+ * acquire pairs with dir_known_set's release: a thread that sees the bit
+ * sees the directory (and, in fsync mode, its durable entry). */
+static int dir_known_get(const lstor_t *st, unsigned i)
 {
-    return bits[i / 8] >> (i % 8) & 1;
+    return __atomic_load_n(&st->dir_known[i / 8], __ATOMIC_ACQUIRE) >> (i % 8) & 1;
 }
 
-static void bit_set(uint8_t *bits, unsigned i)
+static void dir_known_set(lstor_t *st, unsigned i)
 {
-    bits[i / 8] |= (uint8_t)(1u << (i % 8));
+    __atomic_fetch_or(&st->dir_known[i / 8], (uint8_t)(1u << (i % 8)), __ATOMIC_RELEASE);
 }
 
 /* Makes sure objects/ab/cd exists for a file id, and that its entry and
  * objects/ab's are durable (fsync mode: before the first file in it is
  * acknowledged) or owed to the next sync point (relaxed). Done the first time
- * this process uses a shard, whether it makes the directory or finds it. */
+ * this process uses a shard, whether it makes the directory or finds it.
+ *
+ * No lock is held across the system calls: with a fresh store nearly every
+ * new file needs a shard of its own, and a writer preempted inside mkdir or
+ * fsync while holding one would stall every other writer. Two threads that
+ * both find a shard unknown both make sure of it (one mkdir gets EEXIST;
+ * each fsyncs the parent itself, so neither returns before the entry is
+ * durable), and only then is its bit set. */
 int ensure_shard(lstor_t *st, const uint8_t id[STOR_ID_LEN])
 {
     unsigned l1 = id[0], l2 = 256 + ((unsigned)id[0] << 8 | id[1]);
-    int rc = 0;
-    pthread_mutex_lock(&st->dir_lock);
-    if (bit_get(st->dir_known, l2))
-        goto out;
+    if (dir_known_get(st, l2))
+        return 0;
     char path[STOR_PATH_LEN];
     stor_id_path(id, path);
-    if (!bit_get(st->dir_known, l1)) {
+    if (!dir_known_get(st, l1)) {
         path[2] = '\0';
         if (mkdirat(st->objfd, path, 0755) != 0 && errno != EEXIST)
             goto fail;
@@ -103,7 +111,7 @@ int ensure_shard(lstor_t *st, const uint8_t id[STOR_ID_LEN])
             syncer_new_dir(st->syncer, SYNCER_DIR_ROOT);
         else if (fsync(st->objfd) != 0)
             goto fail;
-        bit_set(st->dir_known, l1);
+        dir_known_set(st, l1);
         path[2] = '/';
     }
     path[5] = '\0';
@@ -114,14 +122,11 @@ int ensure_shard(lstor_t *st, const uint8_t id[STOR_ID_LEN])
         syncer_new_dir(st->syncer, SYNCER_DIR_L1(id[0]));
     else if (fsync_dirat(st->objfd, path) != 0)
         goto fail;
-    bit_set(st->dir_known, l2);
-out:
-    pthread_mutex_unlock(&st->dir_lock);
-    return rc;
+    dir_known_set(st, l2);
+    return 0;
 fail:
     log_error("storage: shard directory for %s: %s", path, strerror(errno));
-    rc = -1;
-    goto out;
+    return -1;
 }
 
 int valid_bucket(const char *bucket)
@@ -300,7 +305,6 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
     st->objfd = st->lockfd = -1;
     st->durability = durability;
     st->inline_max = S3R_INLINE_MAX_DEFAULT;
-    pthread_mutex_init(&st->dir_lock, NULL);
     fdcache_init(st);
 
     size_t n = strlen(dir) + 32;
@@ -480,7 +484,6 @@ void local_close(stor_t *st_)
         close(st->objfd);
     if (st->lockfd >= 0)
         close(st->lockfd);
-    pthread_mutex_destroy(&st->dir_lock);
     fdcache_free(st);
     free(st);
 }

@@ -4,14 +4,21 @@
 #include "rdma_test_util.h"
 #include "rdma_raw_client.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <ucp/api/ucp.h>
 #include <unistd.h>
 
 #include "common/hash.h"
 #include "rdma/rdma_net.h"
+#include "rdma/rdma_ucx.h"
 #include "rdma/rdma_wire.h"
 
 #define OPEN_OK(cfg, s)                                                                            \
@@ -279,6 +286,81 @@ static void test_stop_with_live_sessions(void **state)
     rdma_session_close(s);
 }
 
+/* The kernel's sched_attr, first version (as rdma_ucx.c declares it). */
+typedef struct {
+    uint32_t size, policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime, deadline, period;
+} sched_attr_t;
+
+/* The scheduler slice (ns) of thread tid, or 0 when unknown. */
+static uint64_t thread_slice_ns(long tid)
+{
+    sched_attr_t a = {0};
+    return syscall(SYS_sched_getattr, (pid_t)tid, &a, sizeof(a), 0) == 0 ? a.runtime : 0;
+}
+
+static void *slice_probe(void *arg)
+{
+    *(int *)arg = rdma_thread_set_slice(321) == 0 && thread_slice_ns(0) == 321000;
+    return NULL;
+}
+
+/* The progress threads ask for rdma.slice_us: a woken progress thread is
+ * run before threads on the kernel's default slice. Skipped on a kernel
+ * that does not keep a thread's slice (before 6.12). */
+static void test_progress_threads_short_slice(void **state)
+{
+    (void)state;
+    int kept = 0;
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, slice_probe, &kept), 0);
+    pthread_join(th, NULL);
+    if (!kept)
+        skip();
+    rdma_server_config_t cfg;
+    rdma_server_config_defaults(&cfg);
+    cfg.listen_host = "127.0.0.1";
+    cfg.port = 0;
+    cfg.n_workers = 1;
+    cfg.lookup_secret = test_lookup;
+    cfg.slice_us = 250;
+    rdma_server_t *srv = NULL;
+    if (rdma_server_start(&cfg, &srv) < 0) {
+        if (!test_ucx_usable())
+            skip();
+        fail_msg("the RDMA server failed to start although UCX works");
+    }
+    /* The thread names itself once its slice is set: wait up to 2 s for it. */
+    unsigned found = 0, short_slice = 0;
+    for (int i = 0; i < 200 && !found; i++) {
+        DIR *d = opendir("/proc/self/task");
+        assert_non_null(d);
+        for (struct dirent *e; (e = readdir(d));) {
+            if (e->d_name[0] == '.')
+                continue;
+            char path[300], comm[32] = "";
+            snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+            FILE *f = fopen(path, "r");
+            if (!f)
+                continue;
+            if (fgets(comm, sizeof(comm), f) && strcmp(comm, "s3r-progress\n") == 0) {
+                found++;
+                short_slice += thread_slice_ns(atol(e->d_name)) == 250000;
+            }
+            fclose(f);
+        }
+        closedir(d);
+        if (!found)
+            usleep(10000);
+    }
+    rdma_server_stop(srv);
+    assert_int_equal(found, 1); /* the one progress thread */
+    assert_int_equal(short_slice, found);
+}
+
 int main(void)
 {
     log_set_level(LOG_LVL_ERROR);
@@ -291,6 +373,7 @@ int main(void)
         cmocka_unit_test(test_session_limit),
         cmocka_unit_test(test_session_id_without_randomness),
         cmocka_unit_test(test_stop_with_live_sessions),
+        cmocka_unit_test(test_progress_threads_short_slice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
