@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -404,6 +405,8 @@ static int start(run_t *run, worker_t *w, slot_t *s, int *more)
     return 0;
 }
 
+/* Settles the async op in slot s, which s3r_op_test found answered (so
+ * s3r_op_wait only judges the answer), and records it. */
 static void complete(run_t *run, worker_t *w, slot_t *s)
 {
     uint64_t n = 0;
@@ -414,11 +417,44 @@ static void complete(run_t *run, worker_t *w, slot_t *s)
     finish(run, w, s, st, n, t1);
 }
 
+/* The idle back-off of a thread whose requests are all unanswered: it
+ * sleeps between rounds of s3r_op_test, 1 us at first and doubling, but
+ * never longer than WAIT_SLEEP_MAX_NS nor than 1/WAIT_SLEEP_FRACTION of
+ * the age of its youngest request in flight; back to 1 us once one is
+ * answered. A request is thus recorded at most that sleep (plus the
+ * kernel's timer slack, 1 us for these threads) after its answer came:
+ * within 1/8 of its latency, and for a thread that can only sleep a few
+ * thousand times a second. The thread never blocks in s3r_op_wait on one
+ * request while another may be answered: that recorded a fast read
+ * finishing behind a slow write with the write's latency (issue 18). */
+#define WAIT_SLEEP_MAX_NS   1000000u
+#define WAIT_SLEEP_FRACTION 8u
+
+static void idle_sleep(const worker_t *w, int n, uint64_t *sleep_ns)
+{
+    uint64_t young = 0;
+    for (int i = 0; i < n; i++)
+        if (w->slots[i].aop && w->slots[i].t0 > young)
+            young = w->slots[i].t0;
+    uint64_t now = now_ns(), age = now > young ? now - young : 0;
+    uint64_t ns = *sleep_ns;
+    if (ns > age / WAIT_SLEEP_FRACTION)
+        ns = age / WAIT_SLEEP_FRACTION;
+    if (ns > 0) {
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)ns};
+        nanosleep(&ts, NULL);
+    }
+    *sleep_ns = *sleep_ns * 2 > WAIT_SLEEP_MAX_NS ? WAIT_SLEEP_MAX_NS : *sleep_ns * 2;
+}
+
 static void *worker_main(void *arg)
 {
     worker_t *w = arg;
     run_t *run = w->run;
     int n = run->o->inflight, more = 1, active = 0;
+    uint64_t sleep_ns = 1000;
+    if (n > 1)
+        prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0); /* the back-off's sleeps are short */
     /* Each slot is refilled until it holds a request in flight or the run
      * is over; sync operations finish inside start(). */
     for (int i = 0; i < n && more; i++)
@@ -437,16 +473,9 @@ static void *worker_main(void *arg)
                 active += start(run, w, s, &more);
         }
         if (done)
-            continue;
-        /* Nothing answered yet: wait for the oldest. */
-        slot_t *old = NULL;
-        for (int i = 0; i < n; i++)
-            if (w->slots[i].aop && (!old || w->slots[i].t0 < old->t0))
-                old = &w->slots[i];
-        complete(run, w, old);
-        active--;
-        while (more && !old->aop)
-            active += start(run, w, old, &more);
+            sleep_ns = 1000;
+        else
+            idle_sleep(w, n, &sleep_ns);
     }
     return NULL;
 }
