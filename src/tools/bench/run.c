@@ -418,33 +418,28 @@ static void complete(run_t *run, worker_t *w, slot_t *s)
 }
 
 /* The idle back-off of a thread whose requests are all unanswered: it
- * sleeps between rounds of s3r_op_test, 1 us at first and doubling, but
- * never longer than WAIT_SLEEP_MAX_NS nor than 1/WAIT_SLEEP_FRACTION of
- * the age of its youngest request in flight; back to 1 us once one is
- * answered. A request is thus recorded at most that sleep (plus the
- * kernel's timer slack, 1 us for these threads) after its answer came:
- * within 1/8 of its latency, and for a thread that can only sleep a few
- * thousand times a second. The thread never blocks in s3r_op_wait on one
- * request while another may be answered: that recorded a fast read
- * finishing behind a slow write with the write's latency (issue 18). */
+ * sleeps between rounds of s3r_op_test for 1/WAIT_SLEEP_FRACTION of the
+ * time since its last request was started or answered (its idle spell),
+ * at least WAIT_SLEEP_MIN_NS and at most WAIT_SLEEP_MAX_NS. Every request
+ * in flight is at least as old as the spell, so one is recorded at most
+ * 1/4 of its latency (plus the kernel's timer slack, 1 us for these
+ * threads) after its answer came, and a spell of T costs about
+ * ln(T / 8 us) / ln(1.25) wake-ups (~28 for 4 ms). The thread never blocks
+ * in s3r_op_wait on one request while another may be answered: that
+ * recorded a fast read answered behind a slow write with the write's
+ * latency (issue 18). */
+#define WAIT_SLEEP_FRACTION 4u
+#define WAIT_SLEEP_MIN_NS   2000u
 #define WAIT_SLEEP_MAX_NS   1000000u
-#define WAIT_SLEEP_FRACTION 8u
 
-static void idle_sleep(const worker_t *w, int n, uint64_t *sleep_ns)
+static void idle_sleep(uint64_t spell_start)
 {
-    uint64_t young = 0;
-    for (int i = 0; i < n; i++)
-        if (w->slots[i].aop && w->slots[i].t0 > young)
-            young = w->slots[i].t0;
-    uint64_t now = now_ns(), age = now > young ? now - young : 0;
-    uint64_t ns = *sleep_ns;
-    if (ns > age / WAIT_SLEEP_FRACTION)
-        ns = age / WAIT_SLEEP_FRACTION;
-    if (ns > 0) {
-        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)ns};
-        nanosleep(&ts, NULL);
-    }
-    *sleep_ns = *sleep_ns * 2 > WAIT_SLEEP_MAX_NS ? WAIT_SLEEP_MAX_NS : *sleep_ns * 2;
+    uint64_t ns = (now_ns() - spell_start) / WAIT_SLEEP_FRACTION;
+    ns = ns < WAIT_SLEEP_MIN_NS   ? WAIT_SLEEP_MIN_NS
+         : ns > WAIT_SLEEP_MAX_NS ? WAIT_SLEEP_MAX_NS
+                                  : ns;
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)ns};
+    nanosleep(&ts, NULL);
 }
 
 static void *worker_main(void *arg)
@@ -452,7 +447,6 @@ static void *worker_main(void *arg)
     worker_t *w = arg;
     run_t *run = w->run;
     int n = run->o->inflight, more = 1, active = 0;
-    uint64_t sleep_ns = 1000;
     if (n > 1)
         prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0); /* the back-off's sleeps are short */
     /* Each slot is refilled until it holds a request in flight or the run
@@ -460,6 +454,7 @@ static void *worker_main(void *arg)
     for (int i = 0; i < n && more; i++)
         while (more && !w->slots[i].aop)
             active += start(run, w, &w->slots[i], &more);
+    uint64_t spell_start = now_ns();
     while (active > 0) {
         int done = 0;
         for (int i = 0; i < n; i++) {
@@ -473,9 +468,9 @@ static void *worker_main(void *arg)
                 active += start(run, w, s, &more);
         }
         if (done)
-            sleep_ns = 1000;
+            spell_start = now_ns();
         else
-            idle_sleep(w, n, &sleep_ns);
+            idle_sleep(spell_start);
     }
     return NULL;
 }
