@@ -457,19 +457,10 @@ static void *worker_main(void *arg)
     uint64_t spell_start = now_ns();
     while (active > 0) {
         int done = 0;
-        /* A test of an unanswered request progresses its kind's client:
-         * once one has, the kind's other requests wait for the next round
-         * (the threads share each client, and every progress takes its
-         * lock). */
-        unsigned idle_kinds = 0;
         for (int i = 0; i < n; i++) {
             slot_t *s = &w->slots[i];
-            if (!s->aop || (idle_kinds & (1u << s->op)))
+            if (!s->aop || !s3r_op_test(s->aop))
                 continue;
-            if (!s3r_op_test(s->aop)) {
-                idle_kinds |= 1u << s->op;
-                continue;
-            }
             complete(run, w, s);
             active--;
             done++;
