@@ -13,6 +13,7 @@
 #include "tools/bench/run.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -418,26 +419,32 @@ static void complete(run_t *run, worker_t *w, slot_t *s)
 }
 
 /* The idle back-off of a thread whose requests are all unanswered: it
- * sleeps between rounds of s3r_op_test for 1/WAIT_SLEEP_FRACTION of the
+ * polls on (yielding the core) for the first WAIT_SPIN_NS of an idle
+ * spell, as a request of a few KiB is answered within it, then sleeps
+ * between rounds of s3r_op_test for 1/WAIT_SLEEP_FRACTION of the
  * time since its last request was started or answered (its idle spell),
- * at least WAIT_SLEEP_MIN_NS and at most WAIT_SLEEP_MAX_NS. Every request
+ * at most WAIT_SLEEP_MAX_NS. Every request
  * in flight is at least as old as the spell, so one is recorded at most
  * 1/4 of its latency (plus the kernel's timer slack, 1 us for these
  * threads) after its answer came, and a spell of T costs about
- * ln(T / 8 us) / ln(1.25) wake-ups (~28 for 4 ms). The thread never blocks
+ * ln(T / 20 us) / ln(1.25) wake-ups (~24 for 4 ms). The thread never blocks
  * in s3r_op_wait on one request while another may be answered: that
  * recorded a fast read answered behind a slow write with the write's
  * latency (issue 18). */
+#define WAIT_SPIN_NS        20000u
 #define WAIT_SLEEP_FRACTION 4u
-#define WAIT_SLEEP_MIN_NS   2000u
 #define WAIT_SLEEP_MAX_NS   1000000u
 
 static void idle_sleep(uint64_t spell_start)
 {
-    uint64_t ns = (now_ns() - spell_start) / WAIT_SLEEP_FRACTION;
-    ns = ns < WAIT_SLEEP_MIN_NS   ? WAIT_SLEEP_MIN_NS
-         : ns > WAIT_SLEEP_MAX_NS ? WAIT_SLEEP_MAX_NS
-                                  : ns;
+    uint64_t idle = now_ns() - spell_start;
+    if (idle < WAIT_SPIN_NS) {
+        sched_yield(); /* answers in microseconds: poll on, leaving the core to others */
+        return;
+    }
+    uint64_t ns = idle / WAIT_SLEEP_FRACTION;
+    if (ns > WAIT_SLEEP_MAX_NS)
+        ns = WAIT_SLEEP_MAX_NS;
     struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)ns};
     nanosleep(&ts, NULL);
 }
