@@ -51,7 +51,8 @@ static s3r_status_t add_put_headers(s3r_client_t *c, s3c_req_t *req, strs_t *ss,
  * to a single PutObject, as current AWS SDKs send a CRC on every PUT: the
  * server verifies it against the bytes it stores (BadDigest on a mismatch),
  * keeps it as the object's checksum, and S3's object lock accepts it as the
- * integrity header a PUT that locks its version must carry. Parts carry none
+ * integrity header a PUT that locks its version must carry (the
+ * put_checksum setting, on by default, turns it off). Parts carry none
  * (their upload would have to declare the algorithm at
  * CreateMultipartUpload). */
 static s3r_status_t add_put_checksum(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const void *data,
@@ -84,7 +85,8 @@ s3r_status_t put_request(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const char
     req->query = query;
     req->body = data;
     req->body_len = len;
-    s3r_status_t st = query ? S3R_OK : add_put_checksum(c, req, ss, data, len);
+    s3r_status_t st =
+        query || !c->set.put_checksum ? S3R_OK : add_put_checksum(c, req, ss, data, len);
     return st == S3R_OK ? add_put_headers(c, req, ss, opts) : st;
 }
 
@@ -146,7 +148,7 @@ static s3r_status_t put_token(s3r_client_t *c, const char *bucket, const char *k
         st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_TOKEN, 0, "", "out of memory");
         goto out;
     }
-    st = query ? S3R_OK : add_put_checksum(c, &req, &ss, data, len);
+    st = query || !c->set.put_checksum ? S3R_OK : add_put_checksum(c, &req, &ss, data, len);
     if (st == S3R_OK)
         st = add_put_headers(c, &req, &ss, opts);
     if (st == S3R_OK)

@@ -52,3 +52,18 @@ def test_put_into_default_retention_bucket(client, boto, retention_bucket, trans
     attrs = boto.get_object_attributes(Bucket=retention_bucket, Key="locked",
                                        ObjectAttributes=["Checksum"])
     assert attrs["Checksum"]["ChecksumCRC32C"] == crc32c_b64(data)
+
+
+def test_put_checksum_off(client, boto, retention_bucket):
+    """put_checksum=False sends no checksum: the server keeps none, and the PUT into a
+    bucket with a default retention is refused as S3 refuses it."""
+    import s3rdma
+    c = client("native", put_checksum=False)
+    with pytest.raises(s3rdma.S3Error) as e:
+        c.put_object(retention_bucket, "locked", b"x" * 4096)
+    assert e.value.code == "InvalidRequest" and e.value.http_status == 400
+    boto.put_object_lock_configuration(Bucket=retention_bucket,
+                                       ObjectLockConfiguration={"ObjectLockEnabled": "Enabled"})
+    c.put_object(retention_bucket, "free", b"x" * 4096)
+    head = boto.head_object(Bucket=retention_bucket, Key="free", ChecksumMode="ENABLED")
+    assert "ChecksumCRC32C" not in head
