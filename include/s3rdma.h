@@ -169,6 +169,12 @@ typedef struct s3r_config {
      * all. The client's signed requests go to those gateways. 0: only the
      * endpoints given. Ignored when endpoint names several. */
     int peer_discovery;
+    /* 1 (default): a single PutObject carries x-amz-checksum-crc32c, the
+     * body's CRC32C computed by the client (one pass over the body, as AWS
+     * SDKs send a CRC on every PUT), which the server verifies and keeps;
+     * a PUT into an object-lock bucket with a default retention needs it
+     * (docs/client.md, "Checksums"). 0: none. Multipart parts carry none. */
+    int put_checksum;
 } s3r_config_t;
 
 /* Fills cfg with the defaults above (all strings NULL). */

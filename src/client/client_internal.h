@@ -75,6 +75,7 @@ typedef struct s3c_settings {
     /* One endpoint given and s3r_config_t.peer_discovery on: the gateways
      * it advertises join http[] (http.c, s3c_http_learn_peers). */
     bool peer_discovery;
+    bool put_checksum; /* a single PutObject carries x-amz-checksum-crc32c */
 } s3c_settings_t;
 
 /* Environment lookup, replaceable in unit tests. */

@@ -31,6 +31,7 @@ void s3r_config_init(s3r_config_t *cfg)
     cfg->native_inline = S3C_NATIVE_INLINE;
     cfg->parts_in_flight = S3C_PARTS_IN_FLIGHT;
     cfg->peer_discovery = 1;
+    cfg->put_checksum = 1;
 }
 
 s3r_status_t s3r_transport_parse(const char *name, s3r_transport_t *transport_p)
@@ -290,6 +291,7 @@ s3r_status_t s3c_settings_build(const s3r_config_t *cfg, s3c_getenv_fn getenv_fn
     s->connect_timeout_ms = cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 5000;
     s->max_cached_regions = cfg->max_cached_regions ? cfg->max_cached_regions : 16;
     s->quiet = cfg->quiet != 0;
+    s->put_checksum = cfg->put_checksum != 0;
     s->native_inline = cfg->native_inline;
     s->parts_in_flight = cfg->parts_in_flight ? cfg->parts_in_flight : S3C_PARTS_IN_FLIGHT;
     if (s->parts_in_flight > S3C_MAX_PARTS_IN_FLIGHT)

@@ -257,6 +257,7 @@ static int client_init(ClientObject *self, PyObject *args, PyObject *kw)
                                         "ca_bundle",
                                         "parts_in_flight",
                                         "peer_discovery",
+                                        "put_checksum",
                                         NULL};
     if (PyTuple_GET_SIZE(args) != 0) {
         PyErr_SetString(PyExc_TypeError, "Client() takes keyword arguments only");
@@ -308,7 +309,8 @@ static int client_init(ClientObject *self, PyObject *args, PyObject *kw)
         opt_u64(kw, "native_inline", &cfg.native_inline) < 0 ||
         opt_int(kw, "max_cached_regions", &max_regions) < 0 ||
         opt_int(kw, "parts_in_flight", &parts) < 0 ||
-        opt_int(kw, "peer_discovery", &cfg.peer_discovery) < 0)
+        opt_int(kw, "peer_discovery", &cfg.peer_discovery) < 0 ||
+        opt_int(kw, "put_checksum", &cfg.put_checksum) < 0)
         return -1;
     u = (uint64_t)http_timeout;
     if (opt_u64(kw, "http_timeout_ms", &u) < 0)

@@ -58,6 +58,7 @@ static void test_defaults(void **state)
     assert_int_equal(s.part_size, 8 * 1024 * 1024);
     assert_int_equal(s.multipart_threshold, 16 * 1024 * 1024);
     assert_int_equal(s.parts_in_flight, 4);
+    assert_true(s.put_checksum);
     s3c_settings_free(&s);
 }
 
