@@ -59,14 +59,7 @@ static s3r_status_t add_put_headers(s3r_client_t *c, s3c_req_t *req, strs_t *ss,
 static s3r_status_t add_put_checksum(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const void *data,
                                      uint64_t len)
 {
-    uint32_t crc = 0;
-    const uint8_t *p = data;
-    /* crc32c_update takes a size_t, ISA-L an int: feed it 1 GiB at a time. */
-    for (uint64_t off = 0; off < len;) {
-        size_t n = len - off < (1u << 30) ? (size_t)(len - off) : (size_t)1 << 30;
-        crc = crc32c_update(crc, p + off, n);
-        off += n;
-    }
+    uint32_t crc = crc32c_update(0, data, (size_t)len);
     const uint8_t be[4] = {(uint8_t)(crc >> 24), (uint8_t)(crc >> 16), (uint8_t)(crc >> 8),
                            (uint8_t)crc};
     char b64[9];

@@ -90,8 +90,17 @@ uint32_t crc32_ieee_update(uint32_t crc, const void *data, size_t len)
 uint32_t crc32c_update(uint32_t crc, const void *data, size_t len)
 {
     /* ISA-L's iSCSI CRC takes and returns the raw register: invert both ways
-     * so the API chains like zlib's crc32(). */
-    return ~crc32_iscsi((unsigned char *)data, (int)len, ~crc);
+     * so the API chains like zlib's crc32(); its length is an int, so at most
+     * 1 GiB a call. */
+    const unsigned char *p = data;
+    crc = ~crc;
+    while (len > 0) {
+        int n = len < (1u << 30) ? (int)len : 1 << 30;
+        crc = crc32_iscsi((unsigned char *)p, n, crc);
+        p += n;
+        len -= (size_t)n;
+    }
+    return ~crc;
 }
 
 /* CRC-64/NVME, slicing by 8: crc64_table[0] is the byte-at-a-time table of
