@@ -1,5 +1,6 @@
-/* Index keys and the binary record codec (see stor_internal.h for the
- * format), plus the small stor_meta_t helpers from storage.h. */
+/* The binary record codec (see stor_internal.h and stor_record.h for the
+ * format), and stor_meta_t's freeing and copying, which walk the same field
+ * tables. Index keys are stor_ikey.c's; version ids stor_version_id.c's. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,47 +8,6 @@
 
 #include "common/hash.h"
 #include "storage/stor_internal.h"
-
-/* ==== Index keys ========================================================= */
-
-size_t stor_ikey_encode(const char *bucket, size_t blen, const char *key, size_t klen, uint8_t *out)
-{
-    size_t plen = stor_ikey_plen(blen);
-    memcpy(out, bucket, blen);
-    out[blen] = 0;
-    uint8_t *p = out + blen + 1;
-    if (klen <= plen) {
-        memcpy(p, key, klen);
-        return blen + 1 + klen;
-    }
-    uint8_t digest[SHA256_LEN];
-    memcpy(p, key, plen);
-    p[plen] = 0xFF;
-    sha256(key, klen, digest);
-    memcpy(p + plen + 1, digest, STOR_IKEY_HASH);
-    return blen + 1 + plen + 1 + STOR_IKEY_HASH;
-}
-
-size_t stor_ikey_seek(const char *bucket, size_t blen, const char *s, size_t slen, uint8_t *out)
-{
-    size_t plen = stor_ikey_plen(blen);
-    if (slen > plen)
-        slen = plen;
-    memcpy(out, bucket, blen);
-    out[blen] = 0;
-    if (slen)
-        memcpy(out + blen + 1, s, slen);
-    return blen + 1 + slen;
-}
-
-int stor_keycmp(const char *a, size_t alen, const char *b, size_t blen)
-{
-    size_t n = alen < blen ? alen : blen;
-    int c = n ? memcmp(a, b, n) : 0;
-    if (c)
-        return c;
-    return alen < blen ? -1 : alen > blen ? 1 : 0;
-}
 
 /* ==== Encoding =========================================================== */
 
@@ -768,92 +728,7 @@ stor_status_t stor_rec_bucket_apply(const void *old, size_t len, const stor_buck
     return stor_rec_encode_bucket_rec(out, &r) != 0 ? STOR_ERR_NOMEM : STOR_OK;
 }
 
-/* ==== storage.h helpers ================================================== */
-
-const char *stor_strerror(stor_status_t st)
-{
-    switch (st) {
-    case STOR_OK:
-        return "ok";
-    case STOR_ERR_NO_BUCKET:
-        return "no such bucket";
-    case STOR_ERR_NO_KEY:
-        return "no such key";
-    case STOR_ERR_BUCKET_EXISTS:
-        return "bucket already exists";
-    case STOR_ERR_BUCKET_NOT_EMPTY:
-        return "bucket not empty";
-    case STOR_ERR_NO_UPLOAD:
-        return "no such upload";
-    case STOR_ERR_INVALID_PART:
-        return "invalid part";
-    case STOR_ERR_INVALID_PART_ORDER:
-        return "invalid part order";
-    case STOR_ERR_PART_TOO_SMALL:
-        return "part too small";
-    case STOR_ERR_TOO_LARGE:
-        return "metadata too large";
-    case STOR_ERR_NO_VERSION:
-        return "no such version";
-    case STOR_ERR_DELETE_MARKER:
-        return "the version is a delete marker";
-    case STOR_ERR_UNSUPPORTED:
-        return "not supported by this backend";
-    case STOR_ERR_LOCKED:
-        return "the version is protected (object lock)";
-    case STOR_ERR_PRECONDITION:
-        return "precondition failed";
-    case STOR_ERR_BAD_DIGEST:
-        return "checksum mismatch";
-    case STOR_ERR_UNAVAILABLE:
-        return "storage cluster unavailable";
-    case STOR_ERR_NOMEM:
-        return "out of memory";
-    case STOR_ERR_IO:
-        return "I/O error";
-    }
-    return "unknown storage error";
-}
-
-uint64_t stor_version_seq(const stor_meta_t *m)
-{
-    uint64_t seq = 0;
-    if (!m->version)
-        return 0;
-    for (int i = 0; i < 16; i++) {
-        char c = m->version[i];
-        seq = seq << 4 | (uint64_t)(c <= '9' ? c - '0' : c - 'a' + 10);
-    }
-    return seq;
-}
-
-int stor_meta_is_version(const stor_meta_t *m, const char *vid)
-{
-    int null = !m->version || strlen(m->version) != STOR_VERSION_ID_LEN;
-    if (strcmp(vid, "null") == 0)
-        return null;
-    return !null && strcmp(m->version, vid) == 0;
-}
-
-int stor_version_field_valid(const char *v)
-{
-    size_t n = strlen(v);
-    return (n == 16 || n == STOR_VERSION_ID_LEN) && strspn(v, "0123456789abcdef") == n;
-}
-
-void stor_version_id(const stor_meta_t *meta, char out[STOR_VERSION_ID_LEN + 1])
-{
-    if (meta->version && strlen(meta->version) == STOR_VERSION_ID_LEN)
-        memcpy(out, meta->version, STOR_VERSION_ID_LEN + 1);
-    else
-        strcpy(out, "null");
-}
-
-int stor_version_id_valid(const char *id)
-{
-    return strcmp(id, "null") == 0 ||
-           (strlen(id) == STOR_VERSION_ID_LEN && stor_version_field_valid(id));
-}
+/* ==== stor_meta_t's memory ================================================ */
 
 void stor_meta_free(stor_meta_t *meta)
 {

@@ -1,0 +1,45 @@
+/* Index keys: a bucket's name, a NUL, then the object key (a long key's
+ * prefix and a hash of the whole), ordered as keys list; see stor_internal.h. */
+#include <string.h>
+
+#include "common/hash.h"
+#include "storage/stor_internal.h"
+
+size_t stor_ikey_encode(const char *bucket, size_t blen, const char *key, size_t klen, uint8_t *out)
+{
+    size_t plen = stor_ikey_plen(blen);
+    memcpy(out, bucket, blen);
+    out[blen] = 0;
+    uint8_t *p = out + blen + 1;
+    if (klen <= plen) {
+        memcpy(p, key, klen);
+        return blen + 1 + klen;
+    }
+    uint8_t digest[SHA256_LEN];
+    memcpy(p, key, plen);
+    p[plen] = 0xFF;
+    sha256(key, klen, digest);
+    memcpy(p + plen + 1, digest, STOR_IKEY_HASH);
+    return blen + 1 + plen + 1 + STOR_IKEY_HASH;
+}
+
+size_t stor_ikey_seek(const char *bucket, size_t blen, const char *s, size_t slen, uint8_t *out)
+{
+    size_t plen = stor_ikey_plen(blen);
+    if (slen > plen)
+        slen = plen;
+    memcpy(out, bucket, blen);
+    out[blen] = 0;
+    if (slen)
+        memcpy(out + blen + 1, s, slen);
+    return blen + 1 + slen;
+}
+
+int stor_keycmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+    size_t n = alen < blen ? alen : blen;
+    int c = n ? memcmp(a, b, n) : 0;
+    if (c)
+        return c;
+    return alen < blen ? -1 : alen > blen ? 1 : 0;
+}
