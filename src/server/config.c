@@ -13,253 +13,7 @@
 #include "common/log.h"
 #include "common/s3r_limits.h"
 #include "common/size.h"
-
-#define STR_(x) #x
-#define STR(x)  STR_(x)
-
-/* How a setting's text becomes its field. */
-typedef enum setting_type {
-    T_TEXT,   /* char *: any text */
-    T_SECRET, /* char *: any text, never printed by --print-config */
-    T_BOOL,   /* bool: true or false */
-    T_COUNT,  /* unsigned: a whole decimal number in [lo, hi] */
-    T_SIZE,   /* uint64_t: a size ("64MiB") in [lo, hi] */
-    T_ADDR,   /* server_addr_t; lo holds the ADDR_* flags */
-    T_CHOICE, /* int: the index of the word in choices */
-    T_UIDS,   /* rdma.trusted_uids: a comma-separated uid list */
-} setting_type_t;
-
-#define ADDR_OFF_OK   1u /* "off" turns the listener off */
-#define ADDR_EMPTY_OK 2u /* "" leaves the address unset (derived from others) */
-
-/* One table drives defaults, the file keys, the environment and the flags. */
-typedef struct setting {
-    const char *key;  /* YAML path: "durability", "rdma.listen" */
-    const char *flag; /* --flag */
-    const char *env;  /* S3RDMA_* */
-    const char *dflt; /* parsed like any other value */
-    setting_type_t type;
-    size_t offset;              /* of the field in server_config_t */
-    unsigned long long lo, hi;  /* T_COUNT, T_SIZE: the range; T_ADDR: flags in lo */
-    const char *const *choices; /* T_CHOICE: NULL-terminated */
-    const char *help;
-} setting_t;
-
-static const char *const durability_words[] = {"fsync", "relaxed", NULL}; /* server_durability_t */
-static const char *const etag_words[] = {"md5", "fast", NULL};            /* server_etag_t */
-static const char *const rdma_poll_words[] = {"adaptive", "busy", NULL};  /* server_rdma_poll_t */
-static const char *const backend_words[] = {"local", "rados", NULL}; /* server_storage_backend_t */
-static const char *const metrics_auth_words[] = {"bearer", "public",
-                                                 NULL};                 /* server_metrics_auth_t */
-static const char *const log_format_words[] = {"json", "common", NULL}; /* server_log_format_t */
-
-#define OFF(f) offsetof(server_config_t, f)
-#define TEXT(key, flag, env, dflt, field, help)                                                    \
-    {                                                                                              \
-        key, flag, env, dflt, T_TEXT, OFF(field), 0, 0, NULL, help                                 \
-    }
-#define SECRET(key, flag, env, dflt, field, help)                                                  \
-    {                                                                                              \
-        key, flag, env, dflt, T_SECRET, OFF(field), 0, 0, NULL, help                               \
-    }
-#define BOOL(key, flag, env, dflt, field, help)                                                    \
-    {                                                                                              \
-        key, flag, env, dflt, T_BOOL, OFF(field), 0, 0, NULL, help                                 \
-    }
-#define COUNT(key, flag, env, dflt, field, lo, hi, help)                                           \
-    {                                                                                              \
-        key, flag, env, dflt, T_COUNT, OFF(field), lo, hi, NULL, help                              \
-    }
-#define SIZE(key, flag, env, dflt, field, lo, hi, help)                                            \
-    {                                                                                              \
-        key, flag, env, dflt, T_SIZE, OFF(field), lo, hi, NULL, help                               \
-    }
-#define ADDR(key, flag, env, dflt, field, flags, help)                                             \
-    {                                                                                              \
-        key, flag, env, dflt, T_ADDR, OFF(field), flags, 0, NULL, help                             \
-    }
-#define CHOICE(key, flag, env, dflt, field, words, help)                                           \
-    {                                                                                              \
-        key, flag, env, dflt, T_CHOICE, OFF(field), 0, 0, words, help                              \
-    }
-
-static const setting_t settings[] = {
-    TEXT("data_dir", "data", "S3RDMA_DATA", "./data", data_dir,
-         "directory for objects and the index"),
-    ADDR("listen", "listen", "S3RDMA_LISTEN", "127.0.0.1:9000", listen, ADDR_OFF_OK,
-         "plain HTTP address HOST:PORT, [V6]:PORT or :PORT (every address); off = HTTPS only"),
-    CHOICE("durability", "durability", "S3RDMA_DURABILITY", "fsync", durability, durability_words,
-           "fsync (survives power loss) or relaxed (survives kill -9)"),
-    CHOICE("etag", "etag", "S3RDMA_ETAG", "md5", etag, etag_words,
-           "md5 (a PutObject's ETag is its MD5) or fast (an opaque ETag, integrity from CRC32C: "
-           "no MD5 unless Content-MD5 is sent)"),
-    BOOL("signature_v2", "signature-v2", "S3RDMA_SIGNATURE_V2", "true", signature_v2,
-         "true or false: accept Signature Version 2 (HMAC-SHA1, legacy tools) besides SigV4"),
-    TEXT("region", "region", "S3RDMA_REGION", "us-east-1", region, "region reported to clients"),
-    CHOICE("log_level", "log-level", "S3RDMA_LOG_LEVEL", "info", log_level, log_level_names,
-           "error, warn, info or debug"),
-    TEXT("domains", "domains", "S3RDMA_DOMAINS", "localhost", domains,
-         "comma-separated virtual-host domains (bucket.DOMAIN)"),
-    TEXT("peers", "peers", "S3RDMA_PEERS", "", peers,
-         "comma-separated HTTP endpoints of the other gateways (http://HOST:PORT), advertised to "
-         "authenticated clients in x-s3rdma-peers so a client given one gateway uses them all"),
-    COUNT("max_buckets_per_user", "max-buckets-per-user", "S3RDMA_MAX_BUCKETS_PER_USER",
-          STR(S3R_MAX_BUCKETS_PER_USER), max_buckets_per_user, 1, 1000000,
-          "buckets one access key may own; past it CreateBucket is TooManyBuckets"),
-    BOOL("rdma.enabled", "rdma-enabled", "S3RDMA_RDMA_ENABLED", "true", rdma.enabled,
-         "true or false: the RDMA session port and the token path"),
-    BOOL("rdma.required", "rdma-required", "S3RDMA_RDMA_REQUIRED", "true", rdma.required,
-         "true: the server does not start when the RDMA session port cannot open; false: it "
-         "serves HTTP only then (tokens declined with 501)"),
-    ADDR("rdma.listen", "rdma-listen", "S3RDMA_RDMA_LISTEN", "", rdma.listen, ADDR_EMPTY_OK,
-         "RDMA session address HOST:PORT, [V6]:PORT or :PORT (default: the HTTP host and "
-         "rdma.port)"),
-    COUNT("rdma.port", "rdma-port", "S3RDMA_RDMA_PORT", "9100", rdma.port, 0, 65535,
-          "RDMA session port when rdma.listen is not given"),
-    ADDR("rdma.advertise", "rdma-advertise", "S3RDMA_RDMA_ADVERTISE", "", rdma.advertise,
-         ADDR_EMPTY_OK,
-         "the session endpoint HOST:PORT named to clients in x-s3rdma-rdma-endpoint (default: "
-         "the session listener's; on every address, the one the client reached)"),
-    COUNT("rdma.workers", "rdma-workers", "S3RDMA_RDMA_WORKERS", "0", rdma.workers, 0, 256,
-          "RDMA progress threads (0 = one per core)"),
-    COUNT("rdma.max_sessions", "rdma-max-sessions", "S3RDMA_RDMA_MAX_SESSIONS",
-          STR(S3R_MAX_SESSIONS), rdma.max_sessions, 1, 65536,
-          "authenticated RDMA sessions at once; further ones are refused"),
-    COUNT("rdma.max_sessions_per_user", "rdma-max-sessions-per-user",
-          "S3RDMA_RDMA_MAX_SESSIONS_PER_USER", STR(S3R_MAX_SESSIONS_PER_USER),
-          rdma.max_sessions_per_user, 1, 65536, "RDMA sessions one access key may hold at once"),
-    COUNT("rdma.max_pending", "rdma-max-pending", "S3RDMA_RDMA_MAX_PENDING",
-          STR(S3R_RDMA_MAX_PENDING), rdma.max_pending, 1, 65536,
-          "session-port connections not yet authenticated; past it the oldest of the busiest "
-          "source is evicted"),
-    COUNT("rdma.max_pending_per_source", "rdma-max-pending-per-source",
-          "S3RDMA_RDMA_MAX_PENDING_PER_SOURCE", STR(S3R_RDMA_PENDING_PER_SOURCE),
-          rdma.max_pending_per_source, 1, 65536,
-          "unauthenticated session-port connections from one IP address (or local uid)"),
-    COUNT("rdma.native_threads", "rdma-native-threads", "S3RDMA_RDMA_NATIVE_THREADS",
-          STR(S3R_NATIVE_THREADS), rdma.native_threads, 1, 256,
-          "threads running native requests that may block (writes, listings, multipart)"),
-    COUNT("rdma.max_native_per_session", "rdma-max-native-per-session",
-          "S3RDMA_RDMA_MAX_NATIVE_PER_SESSION", STR(S3R_NATIVE_PER_SESSION),
-          rdma.max_native_per_session, 1, 65536,
-          "native requests in flight on one session; past it: SlowDown"),
-    COUNT("rdma.max_native", "rdma-max-native", "S3RDMA_RDMA_MAX_NATIVE", STR(S3R_NATIVE_QUEUED),
-          rdma.max_native, 1, 1048576,
-          "native requests in flight on the server (each holds up to 96 KiB); past it: SlowDown"),
-    COUNT("rdma.user_share", "rdma-user-share", "S3RDMA_RDMA_USER_SHARE", STR(S3R_RDMA_USER_SHARE),
-          rdma.user_share, 1, 100,
-          "percent of each server-wide RDMA pool (native requests, executor threads, transfers, "
-          "staging) one access key may hold; past it: SlowDown (100 = no share)"),
-    COUNT("rdma.stall_ms", "rdma-stall-ms", "S3RDMA_RDMA_STALL_MS", STR(S3R_RDMA_STALL_MS),
-          rdma.stall_ms, 10, 600000,
-          "milliseconds an RDMA transfer may make no progress before it fails and gives back "
-          "its staging and slot"),
-    CHOICE("rdma.poll", "rdma-poll", "S3RDMA_RDMA_POLL", "adaptive", rdma.poll, rdma_poll_words,
-           "adaptive (progress threads sleep when idle; a request that finds them asleep pays a "
-           "thread wake-up) or busy (they never sleep: no wake-up, one core per progress thread "
-           "spent even when idle)"),
-    COUNT("rdma.slice_us", "rdma-slice-us", "S3RDMA_RDMA_SLICE_US", STR(S3R_RDMA_SLICE_US),
-          rdma.slice_us, 0, 100000,
-          "scheduler slice the progress threads ask for, in us (Linux 6.12+: with a short one, "
-          "e.g. 100, a woken progress thread runs before threads on the default slice, same CPU "
-          "share; 0 = the kernel's default)"),
-    TEXT("rdma.socket", "rdma-socket", "S3RDMA_RDMA_SOCKET", "", rdma.socket,
-         "Unix socket for local RDMA clients: @NAME (abstract), a path, or off "
-         "(default @s3rdma.PORT)"),
-    {"rdma.trusted_uids", "rdma-trusted-uids", "S3RDMA_RDMA_TRUSTED_UIDS", "", T_UIDS,
-     OFF(rdma.trusted_uids), 0, 0, NULL,
-     "comma-separated uids (besides the server's own) whose Unix-socket sessions may use "
-     "shared-memory transports"},
-    SIZE("rdma.staging", "rdma-staging", "S3RDMA_RDMA_STAGING", "64MiB", rdma.staging, 8192,
-         64ULL << 30, "registered staging memory for the data mover (at least two chunks)"),
-    SIZE("rdma.chunk", "rdma-chunk", "S3RDMA_RDMA_CHUNK", "1MiB", rdma.chunk, 4096, 64ULL << 20,
-         "data mover pipeline chunk (staging is split into chunks of this size)"),
-    COUNT("http.max_connections", "http-max-connections", "S3RDMA_HTTP_MAX_CONNECTIONS",
-          STR(S3R_HTTP_MAX_CONNECTIONS), http.max_connections, 1, 1000000,
-          "HTTP connections at once, per listener; further ones wait to be accepted"),
-    COUNT("http.max_connections_per_ip", "http-max-connections-per-ip",
-          "S3RDMA_HTTP_MAX_CONNECTIONS_PER_IP", STR(S3R_HTTP_MAX_CONNECTIONS_PER_IP),
-          http.max_connections_per_ip, 0, 1000000,
-          "HTTP connections at once from one client address, per listener; more are closed "
-          "(0 = no limit)"),
-    COUNT("http.idle_timeout", "http-idle-timeout", "S3RDMA_HTTP_IDLE_TIMEOUT",
-          STR(S3R_HTTP_IDLE_TIMEOUT_S), http.idle_timeout_s, 1, 86400,
-          "seconds a connection may send and take nothing before it is closed"),
-    COUNT("http.head_timeout", "http-head-timeout", "S3RDMA_HTTP_HEAD_TIMEOUT",
-          STR(S3R_HTTP_HEAD_TIMEOUT_S), http.head_timeout_s, 0, 86400,
-          "seconds to receive a request line and headers, however they trickle (0 = no limit)"),
-    SIZE("http.min_body_rate", "http-min-body-rate", "S3RDMA_HTTP_MIN_BODY_RATE",
-         STR(S3R_HTTP_MIN_BODY_RATE), http.min_body_rate, 0, 1ULL << 30,
-         "request body bytes per second a client must keep up, e.g. 1KiB (0 = no limit)"),
-    COUNT("http.body_rate_window", "http-body-rate-window", "S3RDMA_HTTP_BODY_RATE_WINDOW",
-          STR(S3R_HTTP_BODY_RATE_WINDOW_S), http.body_rate_window_s, 1, 3600,
-          "seconds over which the body rate is averaged"),
-    TEXT("tls.cert", "tls-cert", "S3RDMA_TLS_CERT", "", tls.cert,
-         "PEM certificate chain file; with tls.key, HTTPS is served on tls.listen"),
-    TEXT("tls.key", "tls-key", "S3RDMA_TLS_KEY", "", tls.key, "PEM private key file"),
-    ADDR("tls.listen", "tls-listen", "S3RDMA_TLS_LISTEN", "127.0.0.1:9443", tls.listen, 0,
-         "HTTPS address HOST:PORT, [V6]:PORT or :PORT (every address)"),
-    /* Encryption at rest (docs/storage.md). */
-    TEXT("sse.master_key_file", "sse-master-key-file", "S3RDMA_SSE_MASTER_KEY_FILE", "",
-         sse.master_key_file,
-         "file of SSE-S3 master keys (64 hex digits a line; the first encrypts, all decrypt; "
-         "mode 600); empty: SSE-S3 and default encryption are refused"),
-    TEXT("sse.kms_keyring_file", "sse-kms-keyring-file", "S3RDMA_SSE_KMS_KEYRING_FILE", "",
-         sse.kms_keyring_file,
-         "SSE-KMS's built-in key provider, a local keyring for tests and edge sites (not a KMS): "
-         "\"NAME HEX64\" a line, the first the default key; mode 600; empty: SSE-KMS refused"),
-    BOOL("sse.c_over_plain_http", "sse-c-over-plain-http", "S3RDMA_SSE_C_OVER_PLAIN_HTTP", "false",
-         sse.c_over_plain,
-         "true or false: accept SSE-C customer keys over plain HTTP and the native protocol "
-         "(for tests: the key crosses the network in the clear)"),
-    /* Lifecycle (docs/operations.md). */
-    COUNT("lifecycle.day_seconds", "lifecycle-day-seconds", "S3RDMA_LIFECYCLE_DAY_SECONDS", "86400",
-          lifecycle.day_seconds, 1, 86400,
-          "seconds in a lifecycle rule's day: 86400; shorter only to test rules"),
-    /* Storage (docs/storage.md). */
-    CHOICE("storage.backend", "storage-backend", "S3RDMA_STORAGE_BACKEND", "local", storage.backend,
-           backend_words, "local (LMDB + files in data_dir) or rados (a Ceph cluster)"),
-    SIZE("storage.inline_max", "storage-inline-max", "S3RDMA_STORAGE_INLINE_MAX",
-         STR(S3R_INLINE_MAX_DEFAULT), storage.inline_max, 0, S3R_INLINE_MAX_LIMIT,
-         "objects of at most this size are kept in the index record, with no file of their own "
-         "(local backend; 0 = never)"),
-    TEXT("storage.rados.conf", "storage-rados-conf", "S3RDMA_STORAGE_RADOS_CONF", "",
-         storage.rados.conf, "the cluster's ceph.conf (default: librados' search)"),
-    TEXT("storage.rados.user", "storage-rados-user", "S3RDMA_STORAGE_RADOS_USER", "admin",
-         storage.rados.user, "RADOS client id"),
-    TEXT("storage.rados.keyring", "storage-rados-keyring", "S3RDMA_STORAGE_RADOS_KEYRING", "",
-         storage.rados.keyring, "keyring file (default: the conf's)"),
-    TEXT("storage.rados.pool", "storage-rados-pool", "S3RDMA_STORAGE_RADOS_POOL", "",
-         storage.rados.pool, "pool for object data (required with the rados backend)"),
-    TEXT("storage.rados.index_pool", "storage-rados-index-pool", "S3RDMA_STORAGE_RADOS_INDEX_POOL",
-         "", storage.rados.index_pool,
-         "pool for buckets, indexes and uploads (default: the data pool)"),
-    COUNT("storage.rados.gc_grace", "storage-rados-gc-grace", "S3RDMA_STORAGE_RADOS_GC_GRACE",
-          "900", storage.rados.gc_grace_s, 0, 7 * 86400,
-          "seconds replaced data stays readable, and the age under which the start sweep spares "
-          "unreferenced data"),
-    COUNT("storage.rados.op_timeout", "storage-rados-op-timeout", "S3RDMA_STORAGE_RADOS_OP_TIMEOUT",
-          "10", storage.rados.op_timeout_s, 1, 3600,
-          "seconds a cluster call may take before the request fails with 503 SlowDown"),
-    COUNT("storage.rados.index_shards", "storage-rados-index-shards",
-          "S3RDMA_STORAGE_RADOS_INDEX_SHARDS", "16", storage.rados.index_shards, 1, 256,
-          "index objects each new bucket's keys are spread over (fixed at creation; 1: one, as "
-          "before sharding)"),
-    /* Observability (docs/operations.md). */
-    BOOL("metrics.enabled", "metrics-enabled", "S3RDMA_METRICS_ENABLED", "false", metrics.enabled,
-         "true or false: serve Prometheus metrics at GET /metrics"),
-    CHOICE("metrics.auth", "metrics-auth", "S3RDMA_METRICS_AUTH", "bearer", metrics.auth,
-           metrics_auth_words,
-           "bearer (Authorization: Bearer <metrics.token>) or public (no authentication)"),
-    SECRET("metrics.token", "metrics-token", "S3RDMA_METRICS_TOKEN", "", metrics.token,
-           "the bearer token /metrics requires (metrics.auth bearer)"),
-    TEXT("log.access", "log-access", "S3RDMA_LOG_ACCESS", "off", log.access,
-         "access log: off, stdout, or a file path (appended to)"),
-    CHOICE("log.access_format", "log-access-format", "S3RDMA_LOG_ACCESS_FORMAT", "json",
-           log.access_format, log_format_words, "access log lines: json or common"),
-};
-#define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
-_Static_assert(N_SETTINGS <= SERVER_MAX_SETTINGS, "raise SERVER_MAX_SETTINGS");
+#include "server/config_table.h"
 
 static void *field(server_config_t *cfg, const setting_t *s)
 {
@@ -355,7 +109,7 @@ static int set_value(server_config_t *cfg, const setting_t *s, const char *text,
     void *f = field(cfg, s);
     bool ok = false;
     /* The text as given, for --print-config. */
-    char **kept = &cfg->texts[s - settings];
+    char **kept = &cfg->texts[s - server_settings];
     char *text_copy = strdup(text);
     if (!text_copy) {
         fprintf(stderr, "s3rdmad: out of memory\n");
@@ -529,8 +283,8 @@ static int load_users(server_config_t *cfg, yaml_document_t *doc, yaml_node_t *s
 static bool is_section(const char *k)
 {
     size_t n = strlen(k);
-    for (size_t i = 0; i < N_SETTINGS; i++)
-        if (strncmp(settings[i].key, k, n) == 0 && settings[i].key[n] == '.')
+    for (size_t i = 0; i < server_n_settings; i++)
+        if (strncmp(server_settings[i].key, k, n) == 0 && server_settings[i].key[n] == '.')
             return true;
     return false;
 }
@@ -563,9 +317,9 @@ static int apply_mapping(server_config_t *cfg, yaml_document_t *doc, yaml_node_t
             continue;
         }
         const setting_t *s = NULL;
-        for (size_t i = 0; i < N_SETTINGS; i++)
-            if (strcmp(settings[i].key, full) == 0)
-                s = &settings[i];
+        for (size_t i = 0; i < server_n_settings; i++)
+            if (strcmp(server_settings[i].key, full) == 0)
+                s = &server_settings[i];
         if (!s) {
             fprintf(stderr, "%s: unknown setting '%s'\n", path, full);
             return -1;
@@ -630,11 +384,12 @@ static void usage(FILE *out)
     fprintf(out, "usage: s3rdmad [options]\n\n"
                  "S3-compatible object server with an RDMA data path.\n\n"
                  "  --config FILE          YAML config file (env S3RDMA_CONFIG)\n");
-    for (size_t i = 0; i < N_SETTINGS; i++) {
+    for (size_t i = 0; i < server_n_settings; i++) {
         char flag[64];
-        snprintf(flag, sizeof(flag), "--%s VALUE", settings[i].flag);
+        snprintf(flag, sizeof(flag), "--%s VALUE", server_settings[i].flag);
         fprintf(out, "  %-22s %s\n  %-22s   (env %s, file key %s, default \"%s\")\n", flag,
-                settings[i].help, "", settings[i].env, settings[i].key, settings[i].dflt);
+                server_settings[i].help, "", server_settings[i].env, server_settings[i].key,
+                server_settings[i].dflt);
     }
     fprintf(
         out,
@@ -712,7 +467,7 @@ static void print_scalar(FILE *out, const char *v)
 /* 1 when the setting's value is not its default (its text as given). */
 static int is_set(const server_config_t *cfg, size_t i)
 {
-    return cfg->texts[i] && strcmp(cfg->texts[i], settings[i].dflt) != 0;
+    return cfg->texts[i] && strcmp(cfg->texts[i], server_settings[i].dflt) != 0;
 }
 
 /* Writes the whole configuration as a YAML file that s3rdmad reads back:
@@ -730,8 +485,8 @@ static void print_config(FILE *out, const server_config_t *cfg)
             "# default. Written by `s3rdmad --print-config`, which lists the settings of the\n"
             "# installed version (and the values in effect, with --config and other flags).\n");
     char section[SECTION_MAX] = "", cur[SECTION_MAX] = "";
-    for (size_t i = 0; i < N_SETTINGS; i++) {
-        const setting_t *s = &settings[i];
+    for (size_t i = 0; i < server_n_settings; i++) {
+        const setting_t *s = &server_settings[i];
         section_of(s->key, section);
         if (strcmp(section, cur) != 0) {
             /* A header for each level of the section not open already
@@ -748,9 +503,9 @@ static void print_config(FILE *out, const server_config_t *cfg)
                 char prefix[SECTION_MAX + 1];
                 snprintf(prefix, sizeof(prefix), "%.*s.", (int)(at + len), section);
                 int any = 0;
-                for (size_t k = i; k < N_SETTINGS; k++)
-                    if (strncmp(settings[k].key, prefix, strlen(prefix)) == 0 && is_set(cfg, k) &&
-                        settings[k].type != T_SECRET)
+                for (size_t k = i; k < server_n_settings; k++)
+                    if (strncmp(server_settings[k].key, prefix, strlen(prefix)) == 0 &&
+                        is_set(cfg, k) && server_settings[k].type != T_SECRET)
                         any = 1;
                 fprintf(out, "\n%*s%s%.*s:\n", (int)(2 * depth), "", any ? "" : "#", (int)len,
                         section + at);
@@ -868,24 +623,24 @@ static int check_together(const server_config_t *cfg)
 int server_config_load(server_config_t *cfg, int argc, char **argv)
 {
     memset(cfg, 0, sizeof(*cfg));
-    for (size_t i = 0; i < N_SETTINGS; i++)
-        if (set_value(cfg, &settings[i], settings[i].dflt, "the default") != 0)
+    for (size_t i = 0; i < server_n_settings; i++)
+        if (set_value(cfg, &server_settings[i], server_settings[i].dflt, "the default") != 0)
             return -1;
 
-    struct option opts[N_SETTINGS + 5];
+    struct option opts[SERVER_MAX_SETTINGS + 5];
     memset(opts, 0, sizeof(opts));
-    for (size_t i = 0; i < N_SETTINGS; i++) {
-        opts[i].name = settings[i].flag;
+    for (size_t i = 0; i < server_n_settings; i++) {
+        opts[i].name = server_settings[i].flag;
         opts[i].has_arg = required_argument;
         opts[i].val = 1000 + (int)i;
     }
-    opts[N_SETTINGS] = (struct option){"config", required_argument, NULL, 'c'};
-    opts[N_SETTINGS + 1] = (struct option){"help", no_argument, NULL, 'h'};
-    opts[N_SETTINGS + 2] = (struct option){"version", no_argument, NULL, 'V'};
-    opts[N_SETTINGS + 3] = (struct option){"print-config", no_argument, NULL, 'P'};
+    opts[server_n_settings] = (struct option){"config", required_argument, NULL, 'c'};
+    opts[server_n_settings + 1] = (struct option){"help", no_argument, NULL, 'h'};
+    opts[server_n_settings + 2] = (struct option){"version", no_argument, NULL, 'V'};
+    opts[server_n_settings + 3] = (struct option){"print-config", no_argument, NULL, 'P'};
 
     /* Flags are collected first and applied last. */
-    const char *flag_values[N_SETTINGS] = {0};
+    const char *flag_values[SERVER_MAX_SETTINGS] = {0};
     const char *config_path = getenv("S3RDMA_CONFIG");
     bool print = false;
     optind = 1;
@@ -901,7 +656,7 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
             print = true;
         } else if (c == 'c') {
             config_path = optarg;
-        } else if (c >= 1000 && c < 1000 + (int)N_SETTINGS) {
+        } else if (c >= 1000 && c < 1000 + (int)server_n_settings) {
             flag_values[c - 1000] = optarg;
         } else {
             usage(stderr);
@@ -918,15 +673,15 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
             return -1;
     }
     char origin[128];
-    for (size_t i = 0; i < N_SETTINGS; i++) {
-        const char *env = getenv(settings[i].env);
-        snprintf(origin, sizeof(origin), "from %s", settings[i].env);
-        if (env && set_value(cfg, &settings[i], env, origin) != 0)
+    for (size_t i = 0; i < server_n_settings; i++) {
+        const char *env = getenv(server_settings[i].env);
+        snprintf(origin, sizeof(origin), "from %s", server_settings[i].env);
+        if (env && set_value(cfg, &server_settings[i], env, origin) != 0)
             return -1;
     }
-    for (size_t i = 0; i < N_SETTINGS; i++) {
-        snprintf(origin, sizeof(origin), "from --%s", settings[i].flag);
-        if (flag_values[i] && set_value(cfg, &settings[i], flag_values[i], origin) != 0)
+    for (size_t i = 0; i < server_n_settings; i++) {
+        snprintf(origin, sizeof(origin), "from --%s", server_settings[i].flag);
+        if (flag_values[i] && set_value(cfg, &server_settings[i], flag_values[i], origin) != 0)
             return -1;
     }
 
@@ -951,9 +706,9 @@ int server_config_load(server_config_t *cfg, int argc, char **argv)
 
 void server_config_free(server_config_t *cfg)
 {
-    for (size_t i = 0; i < N_SETTINGS; i++) {
-        if (settings[i].type == T_TEXT || settings[i].type == T_SECRET)
-            free(*(char **)field(cfg, &settings[i]));
+    for (size_t i = 0; i < server_n_settings; i++) {
+        if (server_settings[i].type == T_TEXT || server_settings[i].type == T_SECRET)
+            free(*(char **)field(cfg, &server_settings[i]));
         free(cfg->texts[i]);
     }
     for (size_t i = 0; i < cfg->n_users; i++) {

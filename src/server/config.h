@@ -1,6 +1,6 @@
 /* s3rdmad settings: defaults, YAML file, S3RDMA_* environment variables and
  * command-line flags, with precedence flag > env > file > default. Every
- * setting is declared once in config.c's table (key, flag, variable, default,
+ * setting is declared once in config_settings.c's table (key, flag, variable, default,
  * type, range) and parsed once, as it is read, into the typed fields below:
  * the rest of the server never sees a setting as text. */
 #ifndef S3R_SERVER_CONFIG_H
@@ -55,7 +55,7 @@ typedef enum server_log_format {
 
 #define SERVER_MAX_PEERS      15   /* with the gateway itself, a client's S3C_MAX_ENDPOINTS */
 #define SERVER_MAX_PEERS_TEXT 2048 /* bytes of the peers setting (one response header) */
-#define SERVER_MAX_SETTINGS   64   /* config.c's table holds at most this many */
+#define SERVER_MAX_SETTINGS   64   /* config_settings.c's table holds at most this many */
 
 typedef struct server_config {
     char *data_dir;
@@ -143,7 +143,7 @@ typedef struct server_config {
         int access_format; /* server_log_format_t */
     } log;
     /* Each setting's text as last set (the default, the file, the
-     * environment or a flag), for --print-config; indexed like config.c's
+     * environment or a flag), for --print-config; indexed like config_settings.c's
      * table. */
     char *texts[SERVER_MAX_SETTINGS];
     s3_user_t *users; /* from the file's users: list and S3RDMA_ROOT_USER/PASSWORD */
