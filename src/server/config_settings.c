@@ -2,6 +2,7 @@
  * environment variable, default, type, range and help (config_table.h). */
 #include <stddef.h>
 
+#include "common/log.h"
 #include "common/s3r_limits.h"
 #include "server/config.h"
 #include "server/config_table.h"
