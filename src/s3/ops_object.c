@@ -481,7 +481,7 @@ static void get_object_begin(s3_req_t *req)
     }
     s3_meta_to_headers(req, &shown);
     s3_sse_reply_headers(req, meta);
-    if (meta->tags && strcmp(req->method, "GET") == 0)
+    if (meta->tags) /* GET and HEAD alike */
         s3_reply_headerf(req, "x-amz-tagging-count", "%zu", s3_tags_count(meta->tags));
     s3_lifecycle_reply_header(req, req->key, meta);
     s3_lock_reply_headers(req, &req->authz_bucket, req->key, meta);
