@@ -115,6 +115,26 @@ static void http_each_header(s3_req_t *req, s3_header_fn fn, void *ctx)
     MHD_get_connection_values(req->conn, MHD_HEADER_KIND, walk_header, &hw);
 }
 
+typedef struct query_walk {
+    s3_query_fn fn;
+    void *ctx;
+} query_walk_t;
+
+static enum MHD_Result walk_query(void *cls, enum MHD_ValueKind kind, const char *key,
+                                  const char *value)
+{
+    (void)kind;
+    query_walk_t *qw = cls;
+    return qw->fn(qw->ctx, key, value) ? MHD_NO : MHD_YES;
+}
+
+/* The listeners keep the query escaped (http_listen.c): values are raw. */
+static void http_each_raw_query(s3_req_t *req, s3_query_fn fn, void *ctx)
+{
+    query_walk_t qw = {.fn = fn, .ctx = ctx};
+    MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, walk_query, &qw);
+}
+
 static bool http_has_query(s3_req_t *req, const char *name)
 {
     const char *v;
@@ -143,6 +163,56 @@ static const char *http_query(s3_req_t *req, const char *name)
     rp->queries[rp->n_queries].name = name;
     rp->queries[rp->n_queries].value = value;
     return rp->queries[rp->n_queries++].value;
+}
+
+/* ---- the frontend: form bodies -------------------------------------------------- */
+
+#define HTTP_FORM_BUFFER (16 * 1024) /* the post processor's buffer for field values */
+
+/* A form body, parsed by libmicrohttpd's post processor. */
+struct s3_form {
+    struct MHD_PostProcessor *pp;
+    s3_form_fn fn;
+    void *ctx;
+};
+
+static enum MHD_Result form_data(void *cls, enum MHD_ValueKind kind, const char *key,
+                                 const char *filename, const char *content_type,
+                                 const char *transfer_encoding, const char *data, uint64_t off,
+                                 size_t size)
+{
+    (void)kind;
+    (void)content_type;
+    (void)transfer_encoding;
+    s3_form_t *form = cls;
+    return form->fn(form->ctx, key, filename, data, off, size) ? MHD_NO : MHD_YES;
+}
+
+static s3_form_t *http_form_open(s3_req_t *req, s3_form_fn fn, void *ctx)
+{
+    s3_form_t *form = calloc(1, sizeof(*form));
+    if (!form)
+        return NULL;
+    form->fn = fn;
+    form->ctx = ctx;
+    form->pp = MHD_create_post_processor(req->conn, HTTP_FORM_BUFFER, form_data, form);
+    if (!form->pp) {
+        free(form);
+        return NULL;
+    }
+    return form;
+}
+
+static int http_form_feed(s3_form_t *form, const char *data, size_t len)
+{
+    return MHD_post_process(form->pp, data, len) == MHD_YES ? 0 : -1;
+}
+
+static int http_form_close(s3_form_t *form)
+{
+    enum MHD_Result ok = MHD_destroy_post_processor(form->pp);
+    free(form);
+    return ok == MHD_YES ? 0 : -1;
 }
 
 /* ---- the frontend: replies ------------------------------------------------------ */
@@ -328,6 +398,10 @@ static const s3_frontend_t http_frontend = {
     .each_header = http_each_header,
     .query = http_query,
     .has_query = http_has_query,
+    .each_raw_query = http_each_raw_query,
+    .form_open = http_form_open,
+    .form_feed = http_form_feed,
+    .form_close = http_form_close,
     .send = http_send,
 };
 

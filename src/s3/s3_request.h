@@ -108,6 +108,17 @@ typedef struct s3_out {
 
 /* Calls back for one request header; returns non-zero to stop the walk. */
 typedef int (*s3_header_fn)(void *ctx, const char *name, const char *value);
+/* Calls back for one query argument as received: name and value still
+ * percent-encoded, value NULL for a flag sent without '=' ("?uploads");
+ * returns non-zero to stop the walk. */
+typedef int (*s3_query_fn)(void *ctx, const char *name, const char *raw_value);
+/* Calls back for a piece of a multipart/form-data field: its name, the file
+ * name a file part gives (NULL for another), and bytes [off, off+size) of
+ * its value. Returns non-zero to stop the parse. */
+typedef int (*s3_form_fn)(void *ctx, const char *name, const char *filename, const char *data,
+                          uint64_t off, size_t size);
+/* A frontend's parser of one multipart/form-data request body. */
+typedef struct s3_form s3_form_t;
 
 /* A frontend: how the generic code reads the request and sends the reply.
  * http.c is the HTTP one (libmicrohttpd). Its functions are called only
@@ -129,6 +140,21 @@ typedef struct s3_frontend {
     const char *(*query)(s3_req_t *req, const char *name);
     /* Whether query argument name is present, with a value or without. */
     bool (*has_query)(s3_req_t *req, const char *name);
+    /* Calls fn for every query argument in the order received, raw (as
+     * signatures cover them), until fn returns non-zero. NULL for a
+     * transport without a query string: native requests carry their
+     * parameters decoded, and no signature of their own. */
+    void (*each_raw_query)(s3_req_t *req, s3_query_fn fn, void *ctx);
+    /* A parser of the request's multipart/form-data body (Content-Type
+     * gives the boundary) calling fn with ctx for its fields as the body is
+     * fed, or NULL when none can be made (no boundary, out of memory).
+     * form_feed parses the next body bytes; form_close ends the parse and
+     * frees the parser. Both return 0, or -1 when the form is malformed (for
+     * form_close: also when it ended incomplete) or fn stopped it. All
+     * three NULL: a transport without forms (native). */
+    s3_form_t *(*form_open)(s3_req_t *req, s3_form_fn fn, void *ctx);
+    int (*form_feed)(s3_form_t *form, const char *data, size_t len);
+    int (*form_close)(s3_form_t *form);
     /* Whether the request came over TLS (aws:SecureTransport); NULL: never. */
     bool (*secure)(s3_req_t *req);
     /* Sends the reply: status, the "name\0value\0" pairs of
@@ -280,6 +306,9 @@ void s3_req_each_header(s3_req_t *req, s3_header_fn fn, void *ctx);
  * string literal: it is kept as the cache key). */
 const char *s3_req_query(s3_req_t *req, const char *name);
 bool s3_req_has_query(s3_req_t *req, const char *name);
+/* Calls fn for every raw query argument until it returns non-zero (none
+ * when the frontend has no query string). */
+void s3_req_each_raw_query(s3_req_t *req, s3_query_fn fn, void *ctx);
 
 /* ---- reply.c: replying ----------------------------------------------------- */
 
