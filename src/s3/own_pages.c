@@ -21,7 +21,7 @@ static void reply_text(s3_req_t *req, int status, const char *type, const char *
         return;
     }
     memcpy(out.data, text, len);
-    s3_reply_header(req, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    s3_reply_header(req, "Content-Type", type);
     s3_reply_send(req, status, &out);
 }
 
@@ -31,7 +31,7 @@ void s3_own_reply_health(s3_req_t *req, const char *url)
     bool ok =
         strcmp(url, S3_OWN_HEALTH_LIVE) == 0 ||
         (atomic_load(&srv->ready) && !atomic_load(&srv->stopping) && stor_ready(srv->cfg.store));
-    s3_reply_header(req, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    s3_reply_header(req, "Cache-Control", "no-store");
     if (ok)
         reply_text(req, 200, "text/plain", "ok\n", 3);
     else
@@ -42,7 +42,7 @@ void s3_own_reply_metrics(s3_req_t *req)
 {
     const char *token = req->srv->cfg.metrics_token;
     if (token) {
-        const char *auth = s3_req_header(req, MHD_HTTP_HEADER_AUTHORIZATION);
+        const char *auth = s3_req_header(req, "Authorization");
         size_t tlen = strlen(token);
         if (!auth || strncmp(auth, "Bearer ", 7) != 0 || strlen(auth + 7) != tlen ||
             !ct_equal(auth + 7, token, tlen)) {
@@ -60,7 +60,7 @@ void s3_own_reply_metrics(s3_req_t *req)
         s3_reply_error(req, S3E_INTERNAL, NULL);
         return;
     }
-    s3_reply_header(req, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8");
+    s3_reply_header(req, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
     s3_reply_send(req, 200, &out);
 }
 
@@ -85,6 +85,6 @@ void s3_own_reply_stats(s3_req_t *req)
                malformed);
     s3_out_t out = {.kind = S3_OUT_BUFFER};
     out.data = buf_steal(&json, &out.len);
-    s3_reply_header(req, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    s3_reply_header(req, "Content-Type", "application/json");
     s3_reply_send(req, 200, &out);
 }
