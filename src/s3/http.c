@@ -86,14 +86,20 @@ typedef struct req_private {
     s3_req_t req;
     query_cache_t queries[32];
     int n_queries;
+    struct MHD_Connection *conn;
     http_conn_t *hc; /* NULL when the connection could not be tracked */
 } req_private_t;
+
+static struct MHD_Connection *mhd_conn(s3_req_t *req)
+{
+    return ((req_private_t *)req)->conn;
+}
 
 /* ---- lookups ---------------------------------------------------------------- */
 
 static const char *http_header(s3_req_t *req, const char *name)
 {
-    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+    return MHD_lookup_connection_value(mhd_conn(req), MHD_HEADER_KIND, name);
 }
 
 typedef struct header_walk {
@@ -112,7 +118,7 @@ static enum MHD_Result walk_header(void *cls, enum MHD_ValueKind kind, const cha
 static void http_each_header(s3_req_t *req, s3_header_fn fn, void *ctx)
 {
     header_walk_t hw = {.fn = fn, .ctx = ctx};
-    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, walk_header, &hw);
+    MHD_get_connection_values(mhd_conn(req), MHD_HEADER_KIND, walk_header, &hw);
 }
 
 typedef struct query_walk {
@@ -132,15 +138,15 @@ static enum MHD_Result walk_query(void *cls, enum MHD_ValueKind kind, const char
 static void http_each_raw_query(s3_req_t *req, s3_query_fn fn, void *ctx)
 {
     query_walk_t qw = {.fn = fn, .ctx = ctx};
-    MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, walk_query, &qw);
+    MHD_get_connection_values(mhd_conn(req), MHD_GET_ARGUMENT_KIND, walk_query, &qw);
 }
 
 static bool http_has_query(s3_req_t *req, const char *name)
 {
     const char *v;
     size_t vlen;
-    return MHD_lookup_connection_value_n(req->conn, MHD_GET_ARGUMENT_KIND, name, strlen(name), &v,
-                                         &vlen) == MHD_YES;
+    return MHD_lookup_connection_value_n(mhd_conn(req), MHD_GET_ARGUMENT_KIND, name, strlen(name),
+                                         &v, &vlen) == MHD_YES;
 }
 
 static const char *http_query(s3_req_t *req, const char *name)
@@ -152,8 +158,8 @@ static const char *http_query(s3_req_t *req, const char *name)
     }
     const char *raw;
     size_t raw_len;
-    if (MHD_lookup_connection_value_n(req->conn, MHD_GET_ARGUMENT_KIND, name, strlen(name), &raw,
-                                      &raw_len) != MHD_YES)
+    if (MHD_lookup_connection_value_n(mhd_conn(req), MHD_GET_ARGUMENT_KIND, name, strlen(name),
+                                      &raw, &raw_len) != MHD_YES)
         return NULL;
     if (rp->n_queries == (int)(sizeof(rp->queries) / sizeof(rp->queries[0])))
         return NULL;
@@ -195,7 +201,7 @@ static s3_form_t *http_form_open(s3_req_t *req, s3_form_fn fn, void *ctx)
         return NULL;
     form->fn = fn;
     form->ctx = ctx;
-    form->pp = MHD_create_post_processor(req->conn, HTTP_FORM_BUFFER, form_data, form);
+    form->pp = MHD_create_post_processor(mhd_conn(req), HTTP_FORM_BUFFER, form_data, form);
     if (!form->pp) {
         free(form);
         return NULL;
@@ -367,7 +373,7 @@ static void http_send(s3_req_t *req, int status, s3_out_t *out)
     }
     if (atomic_load(&req->srv->stopping))
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
-    if (MHD_queue_response(req->conn, (unsigned)status, resp) != MHD_YES)
+    if (MHD_queue_response(mhd_conn(req), (unsigned)status, resp) != MHD_YES)
         log_warn("request %s: could not queue the %d response", req->request_id, status);
     MHD_destroy_response(resp);
     req->replied = true;
@@ -376,7 +382,7 @@ static void http_send(s3_req_t *req, int status, s3_out_t *out)
 static void http_remote(s3_req_t *req, char *out, size_t cap)
 {
     const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        MHD_get_connection_info(mhd_conn(req), MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     char ip[INET6_ADDRSTRLEN];
     int port;
     if (addr_from_sockaddr(ci ? ci->client_addr : NULL, ip, sizeof(ip), &port) != 0)
@@ -537,7 +543,7 @@ static s3_error_t route(s3_req_t *req, const char *raw_url)
         return err;
 
     query_scan_t qs = {0};
-    MHD_get_connection_values_n(req->conn, MHD_GET_ARGUMENT_KIND, scan_query, &qs);
+    MHD_get_connection_values_n(mhd_conn(req), MHD_GET_ARGUMENT_KIND, scan_query, &qs);
     if (qs.unknown)
         return S3E_NOT_IMPLEMENTED;
 
@@ -708,7 +714,7 @@ static enum MHD_Result scan_length(void *cls, enum MHD_ValueKind kind, const cha
 static bool conflicting_lengths(s3_req_t *req)
 {
     length_scan_t ls = {0};
-    MHD_get_connection_values_n(req->conn, MHD_HEADER_KIND, scan_length, &ls);
+    MHD_get_connection_values_n(mhd_conn(req), MHD_HEADER_KIND, scan_length, &ls);
     return ls.conflict;
 }
 
@@ -737,8 +743,8 @@ static enum MHD_Result access_step(s3_server_t *srv, struct MHD_Connection *conn
             return MHD_NO;
         rp->hc = hc;
         req = &rp->req;
+        rp->conn = conn;
         s3_req_init(req, srv, &http_frontend, method);
-        req->conn = conn;
         *con_cls = req;
         /* Health answers while stopping: ready says 503 itself. */
         if (atomic_load(&srv->stopping) &&

@@ -1,6 +1,7 @@
-/* The HTTP frontend's pieces shared by its access handler (http.c) and its
- * listeners (http_listen.c): the per-connection state and the two
- * libmicrohttpd callbacks every daemon is started with. */
+/* The HTTP frontend's pieces shared by its access handler (http.c), its
+ * listeners (http_listen.c) and its own pages (own_pages.c): the server
+ * around the S3 core, the per-connection state and the two libmicrohttpd
+ * callbacks every daemon is started with. */
 #ifndef S3R_S3_HTTP_FRONTEND_H
 #define S3R_S3_HTTP_FRONTEND_H
 
@@ -8,7 +9,30 @@
 #include <microhttpd.h>
 
 #include "s3/connguard.h"
+#include "s3/s3_request.h"
 #include "s3/tls.h"
+
+/* One libmicrohttpd daemon: plain HTTP, or HTTPS when tls is set. */
+typedef struct http_listener {
+    s3_server_t *srv;
+    struct MHD_Daemon *daemon; /* NULL when this listener is off */
+    s3_tls_t *tls;             /* the certificate store (tls.h); NULL for plain HTTP */
+} http_listener_t;
+
+/* The HTTP server: the S3 core every frontend shares, and what HTTP
+ * alone has. s3_server_start returns &core, so every s3_server_t of a
+ * request on this frontend, and every one the server's owner holds, is
+ * one of these (http_server_of). */
+typedef struct http_server {
+    s3_server_t core; /* first */
+    http_listener_t http, https;
+    connguard_t *guard; /* receive deadlines: connguard.h */
+} http_server_t;
+
+static inline http_server_t *http_server_of(s3_server_t *srv)
+{
+    return (http_server_t *)srv;
+}
 
 /* What the server keeps per connection (libmicrohttpd's socket context). */
 typedef struct http_conn {

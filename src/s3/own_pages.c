@@ -4,7 +4,8 @@
 
 #include "common/buf.h"
 #include "common/hash.h"
-#include "s3/connguard.h"
+#include "common/metrics.h"
+#include "s3/http_frontend.h"
 #include "s3/own_pages.h"
 #include "rdma/rdma_server.h"
 
@@ -38,6 +39,23 @@ void s3_own_reply_health(s3_req_t *req, const char *url)
         reply_text(req, 503, "text/plain", "not ready\n", 10);
 }
 
+/* The HTTP connections' families of the /metrics page; ctx: the guard. */
+static void render_connections(void *ctx, buf_t *out)
+{
+    connguard_stats_t cs;
+    connguard_get_stats(ctx, &cs);
+    metrics_write_family(out, "s3rdma_http_connections", "gauge", "HTTP connections open.");
+    metrics_write_sample(out, "s3rdma_http_connections", "", cs.open);
+    metrics_write_family(out, "s3rdma_http_connections_closed_total", "counter",
+                         "HTTP connections shut down by the server, by reason (docs/limits.md).");
+    metrics_write_sample(out, "s3rdma_http_connections_closed_total", "reason=\"slow_head\"",
+                         cs.closed_head);
+    metrics_write_sample(out, "s3rdma_http_connections_closed_total", "reason=\"slow_body\"",
+                         cs.closed_body);
+    metrics_write_sample(out, "s3rdma_http_connections_closed_total", "reason=\"full\"",
+                         cs.refused_full);
+}
+
 void s3_own_reply_metrics(s3_req_t *req)
 {
     const char *token = req->srv->cfg.metrics_token;
@@ -53,7 +71,7 @@ void s3_own_reply_metrics(s3_req_t *req)
     }
     buf_t page;
     buf_init(&page, 1 << 20);
-    s3_metrics_render(req->srv, &page);
+    s3_metrics_render(req->srv, render_connections, http_server_of(req->srv)->guard, &page);
     s3_out_t out = {.kind = S3_OUT_BUFFER};
     out.data = buf_steal(&page, &out.len);
     if (!out.data) {
@@ -70,7 +88,7 @@ void s3_own_reply_stats(s3_req_t *req)
     buf_init(&json, 4096);
     rdma_server_t *rdma = req->srv->cfg.rdma;
     connguard_stats_t cs;
-    connguard_get_stats(req->srv->guard, &cs);
+    connguard_get_stats(http_server_of(req->srv)->guard, &cs);
     unsigned long dropped = 0, malformed = 0;
     if (rdma)
         rdma_server_native_counts(rdma, &dropped, &malformed);

@@ -19,7 +19,6 @@
 #ifndef S3R_S3_REQUEST_H
 #define S3R_S3_REQUEST_H
 
-#include <microhttpd.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -32,17 +31,11 @@
 #include "s3/s3_server.h"
 #include "storage/storage.h"
 
-/* One libmicrohttpd daemon: plain HTTP, or HTTPS when tls is set. */
-typedef struct s3_listener {
-    struct s3_server *srv;
-    struct MHD_Daemon *daemon; /* NULL when this listener is off */
-    struct s3_tls *tls;        /* the certificate store (s3/tls.h); NULL for plain HTTP */
-} s3_listener_t;
-
+/* What every frontend's requests share. The HTTP frontend allocates it
+ * inside its own server (http_frontend.h), as native_req_t embeds s3_req_t;
+ * s3_server.c sets up and ends the parts here. */
 struct s3_server {
     s3_server_config_t cfg;
-    s3_listener_t http, https;
-    struct connguard *guard;        /* receive deadlines: connguard.h */
     struct s3_metrics *metrics;     /* s3_metrics.c; NULL when cfg.metrics_enabled is off */
     struct hash_pool *hashers;      /* MD5 beside the body's write (body.c); NULL: in line */
     struct s3_lc_runner *lifecycle; /* applies lifecycle rules (lifecycle_run.h) */
@@ -180,8 +173,7 @@ typedef struct s3_op {
 struct s3_req {
     struct s3_server *srv;
     const s3_frontend_t *fe;
-    struct MHD_Connection *conn; /* the HTTP frontend's; NULL under another */
-    const char *method;          /* borrowed from the frontend */
+    const char *method; /* borrowed from the frontend */
     char request_id[24];
     int64_t now_s;
 
@@ -270,6 +262,20 @@ struct s3_req {
     uint64_t bytes_out;   /* reply body bytes (token GET: RDMA-written) */
     s3_decline_t decline; /* why an x-amz-rdma-token was not used, if it was not */
 };
+
+/* ---- s3_server.c: the server's core -------------------------------------- */
+
+/* Sets up srv (zeroed by the caller) for cfg (copied; lifecycle_day_s 0
+ * becomes 86400): its instance id, metrics, body hashers and lifecycle
+ * runner. 0, or -1 (nothing left held) when out of memory or threads. */
+int s3_server_init(s3_server_t *srv, const s3_server_config_t *cfg);
+/* Marks srv stopping and not ready (new requests get 503 but health). */
+void s3_server_stopping(s3_server_t *srv);
+/* Waits up to grace_s seconds for the requests in flight to finish. */
+void s3_server_drain(s3_server_t *srv, int grace_s);
+/* Stops the lifecycle runner and frees what s3_server_init made, once no
+ * request runs any more; not srv itself. */
+void s3_server_fini(s3_server_t *srv);
 
 /* ---- request.c: the request's life ------------------------------------- */
 
@@ -377,8 +383,9 @@ s3_error_t s3_error_from_stor(stor_status_t st);
 
 /* ---- auth.c --------------------------------------------------------------- */
 
-/* Verifies SigV4 (header or presigned query); fills the auth fields. The
- * HTTP frontend's: it reads the headers and raw query from req->conn. */
+/* Verifies SigV4 (header or presigned query); fills the auth fields. For
+ * the HTTP frontend's requests: it reads the headers and the raw query
+ * through the frontend table. */
 s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p);
 
 /* ---- auth_v2.c: Signature Version 2 ------------------------------------------ */
@@ -733,9 +740,11 @@ void s3_metrics_free(struct s3_metrics *m);
 /* Counts a finished request: by operation, status class and transport, its
  * latency, its bytes, its error code and token decline. Lock-free. */
 void s3_metrics_count(struct s3_metrics *m, const s3_req_t *req, uint64_t duration_us);
-/* Appends the Prometheus text page of srv: its requests' metrics, the
- * HTTP connections, the RDMA layer's counters and the store's usage. */
-void s3_metrics_render(s3_server_t *srv, buf_t *out);
+/* Appends the Prometheus text page of srv: its requests' metrics, then
+ * what transport (when not NULL) appends for the frontend's connections
+ * (ctx its argument), the RDMA layer's counters and the store's usage. */
+void s3_metrics_render(s3_server_t *srv, void (*transport)(void *ctx, buf_t *out), void *ctx,
+                       buf_t *out);
 
 /* ---- versions (ops_object.c) ------------------------------------------------ */
 
