@@ -13,6 +13,12 @@
 #include "common/metrics.h"
 #include "s3/s3_request.h"
 
+/* The HTTP frontend's own endpoints (src/http/http_own.c), counted under
+ * these names. */
+const s3_op_t s3_op_stats = {"Stats", NULL, NULL};
+const s3_op_t s3_op_metrics = {"Metrics", NULL, NULL};
+const s3_op_t s3_op_health = {"Health", NULL, NULL};
+
 /* Every operation a request can be counted under; index 0 is a request
  * that was never routed to one (a 405, a 501 subresource, a refused
  * request), labelled op="-". */

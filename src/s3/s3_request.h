@@ -1,4 +1,4 @@
-/* The request context shared by the frontends (http.c: libmicrohttpd),
+/* The request context shared by the frontends (src/http: libmicrohttpd; native.c),
  * authentication (auth.c), body handling (body.c), replies (reply.c) and the
  * operation handlers (ops_*.c). The handlers reach the request and the client
  * only through s3_req_header/query/has_query/each_header and the s3_reply_*
@@ -32,7 +32,7 @@
 #include "storage/storage.h"
 
 /* What every frontend's requests share. The HTTP frontend allocates it
- * inside its own server (http_frontend.h), as native_req_t embeds s3_req_t;
+ * inside its own server (src/http/http_internal.h), as native_req_t embeds s3_req_t;
  * s3_server.c sets up and ends the parts here. */
 struct s3_server {
     s3_server_config_t cfg;
@@ -114,7 +114,7 @@ typedef int (*s3_form_fn)(void *ctx, const char *name, const char *filename, con
 typedef struct s3_form s3_form_t;
 
 /* A frontend: how the generic code reads the request and sends the reply.
- * http.c is the HTTP one (libmicrohttpd). Its functions are called only
+ * src/http is the HTTP one (libmicrohttpd). Its functions are called only
  * between s3_req_init and s3_req_release, by the thread driving the request. */
 typedef struct s3_frontend {
     s3_transport_t transport; /* HTTP (or TOKEN, which request.c tells), NATIVE */

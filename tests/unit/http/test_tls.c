@@ -14,7 +14,7 @@
 
 #include <unistd.h>
 
-#include "s3/tls.c"
+#include "http/tls.c"
 
 static char dir[64];
 static char cert_a[128], key_a[128], cert_b[128], key_b[128], cert[128], key[128];

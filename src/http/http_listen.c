@@ -1,7 +1,7 @@
 /* The HTTP frontend's listeners: one libmicrohttpd daemon per listener
  * (plain HTTP and HTTPS), their connections' tracking (connection guard,
  * TLS certificate hold), and the server's start and stop
- * (s3_server.h). Requests on them go to the access handler in http.c. */
+ * (s3_server.h). Requests on them go to the access handler in http_frontend.c. */
 #include <errno.h>
 #include <netdb.h>
 #include <stdarg.h>
@@ -14,7 +14,7 @@
 
 #include "common/log.h"
 #include "common/s3r_limits.h"
-#include "s3/http_frontend.h"
+#include "http/http_internal.h"
 
 /* MHD_OPTION_NOTIFY_CONNECTION: a connection's http_conn_t (its socket
  * context) is made when it opens and freed when it closes. cls: the

@@ -1,16 +1,17 @@
-/* The HTTP frontend's pieces shared by its access handler (http.c), its
- * listeners (http_listen.c) and its own pages (own_pages.c): the server
- * around the S3 core, the per-connection state and the two libmicrohttpd
- * callbacks every daemon is started with. */
-#ifndef S3R_S3_HTTP_FRONTEND_H
-#define S3R_S3_HTTP_FRONTEND_H
+/* The HTTP module's private header, shared by its access handler
+ * (http_frontend.c), router (http_router.c), form parser (http_form.c),
+ * listeners (http_listen.c) and own pages (http_own.c): the server around
+ * the S3 core, the per-connection state, the request, and the two
+ * libmicrohttpd callbacks every daemon is started with. */
+#ifndef S3R_HTTP_INTERNAL_H
+#define S3R_HTTP_INTERNAL_H
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
 
-#include "s3/connguard.h"
+#include "http/connguard.h"
 #include "s3/s3_request.h"
-#include "s3/tls.h"
+#include "http/tls.h"
 
 /* One libmicrohttpd daemon: plain HTTP, or HTTPS when tls is set. */
 typedef struct http_listener {
@@ -53,5 +54,40 @@ enum MHD_Result s3_http_on_access(void *cls, struct MHD_Connection *conn, const 
  * phase. */
 void s3_http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                           enum MHD_RequestTerminationCode toe);
+
+typedef struct query_cache {
+    const char *name; /* the caller's: query names are string literals */
+    char *value;
+} query_cache_t;
+
+/* The HTTP frontend's request: the S3 request and what reading it from
+ * libmicrohttpd takes. */
+typedef struct req_private {
+    s3_req_t req;
+    query_cache_t queries[32];
+    int n_queries;
+    struct MHD_Connection *conn;
+    http_conn_t *hc; /* NULL when the connection could not be tracked */
+} req_private_t;
+
+static inline struct MHD_Connection *mhd_conn(s3_req_t *req)
+{
+    return ((req_private_t *)req)->conn;
+}
+
+/* ---- http_router.c -------------------------------------------------------------- */
+
+/* Routes an S3 request by method, path (raw_url, still percent-encoded),
+ * Host and query: sets req->op, bucket, key, path and resource. */
+s3_error_t http_route(s3_req_t *req, const char *raw_url);
+/* Which of the server's own endpoints url names (s3_op_stats, ...), or
+ * NULL for an S3 path. */
+const s3_op_t *http_own_endpoint(s3_req_t *req, const char *url);
+
+/* ---- http_form.c: the frontend's form parser (s3_frontend_t.form_*) ---------------- */
+
+s3_form_t *http_form_open(s3_req_t *req, s3_form_fn fn, void *ctx);
+int http_form_feed(s3_form_t *form, const char *data, size_t len);
+int http_form_close(s3_form_t *form);
 
 #endif

@@ -1,5 +1,5 @@
 /* Receive deadlines for HTTP connections: see connguard.h. */
-#include "s3/connguard.h"
+#include "http/connguard.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

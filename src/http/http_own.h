@@ -1,8 +1,8 @@
 /* The server's own pages beside S3: /health/live and /health/ready,
  * /metrics and /_s3rdma/stats. Which URL names one, and who may ask, is
- * routing's (http.c); the replies are here. */
-#ifndef S3R_S3_OWN_PAGES_H
-#define S3R_S3_OWN_PAGES_H
+ * routing's (http_router.c, http_frontend.c); the replies are here. */
+#ifndef S3R_HTTP_OWN_H
+#define S3R_HTTP_OWN_H
 
 #include "s3/s3_request.h"
 

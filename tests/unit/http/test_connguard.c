@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "s3/connguard.h"
+#include "http/connguard.h"
 
 /* A connected TCP pair on 127.0.0.1: fds[0] the server's, fds[1] the client's. */
 static void tcp_pair(int fds[2])

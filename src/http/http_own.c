@@ -1,17 +1,13 @@
-/* The server's own pages: health, metrics, stats (own_pages.h). */
+/* The server's own pages: health, metrics, stats (http_own.h). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/buf.h"
 #include "common/hash.h"
 #include "common/metrics.h"
-#include "s3/http_frontend.h"
-#include "s3/own_pages.h"
+#include "http/http_internal.h"
+#include "http/http_own.h"
 #include "rdma/rdma_server.h"
-
-const s3_op_t s3_op_stats = {"Stats", NULL, NULL};
-const s3_op_t s3_op_metrics = {"Metrics", NULL, NULL};
-const s3_op_t s3_op_health = {"Health", NULL, NULL};
 
 /* Replies status with len bytes of text (copied) of the given type. */
 static void reply_text(s3_req_t *req, int status, const char *type, const char *text, size_t len)

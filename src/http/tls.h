@@ -11,8 +11,8 @@
  *
  * GnuTLS's callback has no context argument, so one s3_tls_t at most exists
  * per process. */
-#ifndef S3R_S3_TLS_H
-#define S3R_S3_TLS_H
+#ifndef S3R_HTTP_TLS_H
+#define S3R_HTTP_TLS_H
 
 #include <gnutls/abstract.h>
 #include <gnutls/gnutls.h>
