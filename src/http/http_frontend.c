@@ -76,7 +76,7 @@ static bool http_has_query(s3_req_t *req, const char *name)
 
 static const char *http_query(s3_req_t *req, const char *name)
 {
-    req_private_t *rp = (req_private_t *)req;
+    http_req_t *rp = (http_req_t *)req;
     for (int i = 0; i < rp->n_queries; i++) {
         if (strcmp(rp->queries[i].name, name) == 0)
             return rp->queries[i].value;
@@ -125,7 +125,7 @@ static void object_stream_free(void *cls)
     free(os);
 }
 
-#define S3_TLS_INLINE_BODY (64 * 1024) /* object bytes read into one buffer over TLS */
+#define HTTP_TLS_INLINE_BODY (64 * 1024) /* object bytes read into one buffer over TLS */
 
 /* A response for bytes [first, first+len) of reader (len > 0), which it
  * takes over. For HEAD the reader-backed response only gives libmicrohttpd
@@ -139,7 +139,7 @@ static struct MHD_Response *object_response(s3_req_t *req, stor_reader_t *reader
     /* Over TLS there is no sendfile(): libmicrohttpd would copy a descriptor's
      * bytes through the connection's small memory pool a few KiB at a time,
      * while a callback response has a buffer of its own (256 KiB). */
-    bool tls = ((req_private_t *)req)->hc && ((req_private_t *)req)->hc->cert;
+    bool tls = ((http_req_t *)req)->hc && ((http_req_t *)req)->hc->cert;
     if (!s3_req_is_head(req) && !tls &&
         stor_reader_span_fd(reader, first, len, &fd, &file_off) == 1) {
         /* One file: let MHD sendfile() it from a descriptor of its own. */
@@ -147,7 +147,7 @@ static struct MHD_Response *object_response(s3_req_t *req, stor_reader_t *reader
         stor_reader_close(reader);
         if (dupfd >= 0)
             resp = MHD_create_response_from_fd_at_offset64(len, dupfd, file_off);
-    } else if (tls && !s3_req_is_head(req) && len <= S3_TLS_INLINE_BODY) {
+    } else if (tls && !s3_req_is_head(req) && len <= HTTP_TLS_INLINE_BODY) {
         /* Small over TLS: one buffer, which libmicrohttpd sends in the
          * same write as the head. */
         char *body = malloc((size_t)len);
@@ -197,7 +197,7 @@ static struct MHD_Response *out_response(s3_req_t *req, s3_out_t *out)
 }
 
 /* The RDMA session endpoint to name to this request's client, or NULL. */
-static const char *rdma_endpoint_for(req_private_t *rp)
+static const char *rdma_endpoint_for(http_req_t *rp)
 {
     const s3_server_config_t *c = &rp->req.srv->cfg;
     if (!c->rdma_advertise || !rp->req.user)
@@ -230,7 +230,7 @@ static void http_send(s3_req_t *req, int status, s3_out_t *out)
     }
     MHD_add_response_header(resp, "Server", "s3rdma");
     MHD_add_response_header(resp, "x-amz-request-id", req->request_id);
-    const char *rdma_ep = rdma_endpoint_for((req_private_t *)req);
+    const char *rdma_ep = rdma_endpoint_for((http_req_t *)req);
     if (rdma_ep)
         MHD_add_response_header(resp, RDMA_ENDPOINT_HEADER, rdma_ep);
     /* Like the session endpoint, the other gateways are named only to a
@@ -268,7 +268,7 @@ static void http_remote(s3_req_t *req, char *out, size_t cap)
 
 static bool http_secure(s3_req_t *req)
 {
-    return ((req_private_t *)req)->hc && ((req_private_t *)req)->hc->cert;
+    return ((http_req_t *)req)->hc && ((http_req_t *)req)->hc->cert;
 }
 
 static const s3_frontend_t http_frontend = {
@@ -306,11 +306,11 @@ static void start_request(s3_req_t *req, const char *url)
     bool stats = own == &s3_op_stats;
     s3_error_t err = own ? route_own(req, own, url) : http_route(req, url);
     if (err == S3E_NONE && own == &s3_op_health) {
-        s3_own_reply_health(req, url);
+        http_own_reply_health(req, url);
         return;
     }
     if (err == S3E_NONE && own == &s3_op_metrics) {
-        s3_own_reply_metrics(req);
+        http_own_reply_metrics(req);
         return;
     }
     if (err != S3E_NONE) {
@@ -331,7 +331,7 @@ static void start_request(s3_req_t *req, const char *url)
         return;
     }
     if (stats)
-        s3_own_reply_stats(req);
+        http_own_reply_stats(req);
     else
         s3_req_start(req);
 }
@@ -385,7 +385,7 @@ static enum MHD_Result access_step(s3_server_t *srv, struct MHD_Connection *conn
 {
     s3_req_t *req = *con_cls;
     if (!req) {
-        req_private_t *rp = calloc(1, sizeof(*rp));
+        http_req_t *rp = calloc(1, sizeof(*rp));
         if (!rp)
             return MHD_NO;
         rp->hc = hc;
@@ -395,7 +395,7 @@ static enum MHD_Result access_step(s3_server_t *srv, struct MHD_Connection *conn
         *con_cls = req;
         /* Health answers while stopping: ready says 503 itself. */
         if (atomic_load(&srv->stopping) &&
-            strncmp(url, S3_OWN_HEALTH_PREFIX, strlen(S3_OWN_HEALTH_PREFIX)) != 0) {
+            strncmp(url, HTTP_OWN_HEALTH_PREFIX, strlen(HTTP_OWN_HEALTH_PREFIX)) != 0) {
             s3_reply_error(req, S3E_SERVICE_UNAVAILABLE, NULL);
             return MHD_YES;
         }
@@ -441,12 +441,12 @@ static enum MHD_Result access_step(s3_server_t *srv, struct MHD_Connection *conn
     return MHD_YES;
 }
 
-enum MHD_Result s3_http_on_access(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version, const char *upload_data,
-                                  size_t *upload_data_size, void **con_cls)
+enum MHD_Result http_on_access(void *cls, struct MHD_Connection *conn, const char *url,
+                               const char *method, const char *version, const char *upload_data,
+                               size_t *upload_data_size, void **con_cls)
 {
     (void)version;
-    req_private_t *rp = *con_cls;
+    http_req_t *rp = *con_cls;
     bool first = rp == NULL;
     size_t fed = *upload_data_size;
     http_conn_t *hc = rp ? rp->hc : conn_of(conn);
@@ -467,19 +467,19 @@ enum MHD_Result s3_http_on_access(void *cls, struct MHD_Connection *conn, const 
 
 static void req_free(s3_req_t *req)
 {
-    req_private_t *rp = (req_private_t *)req;
+    http_req_t *rp = (http_req_t *)req;
     for (int i = 0; i < rp->n_queries; i++)
         free(rp->queries[i].value);
     s3_req_release(req);
     free(rp);
 }
 
-void s3_http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-                          enum MHD_RequestTerminationCode toe)
+void http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                       enum MHD_RequestTerminationCode toe)
 {
     (void)cls;
     s3_req_t *req = *con_cls;
-    http_conn_t *hc = req ? ((req_private_t *)req)->hc : conn_of(conn);
+    http_conn_t *hc = req ? ((http_req_t *)req)->hc : conn_of(conn);
     connguard_request_done(hc ? hc->guard : NULL);
     if (!req)
         return;

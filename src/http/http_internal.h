@@ -17,11 +17,11 @@
 typedef struct http_listener {
     s3_server_t *srv;
     struct MHD_Daemon *daemon; /* NULL when this listener is off */
-    s3_tls_t *tls;             /* the certificate store (tls.h); NULL for plain HTTP */
+    http_tls_t *tls;           /* the certificate store (tls.h); NULL for plain HTTP */
 } http_listener_t;
 
 /* The HTTP server: the S3 core every frontend shares, and what HTTP
- * alone has. s3_server_start returns &core, so every s3_server_t of a
+ * alone has. http_server_start returns &core, so every s3_server_t of a
  * request on this frontend, and every one the server's owner holds, is
  * one of these (http_server_of). */
 typedef struct http_server {
@@ -38,7 +38,7 @@ static inline http_server_t *http_server_of(s3_server_t *srv)
 /* What the server keeps per connection (libmicrohttpd's socket context). */
 typedef struct http_conn {
     cg_conn_t *guard;                          /* the receive deadlines; NULL when untracked */
-    s3_tls_cert_t *cert;                       /* HTTPS: the certificate generation held (tls.h) */
+    http_tls_cert_t *cert;                     /* HTTPS: the certificate generation held (tls.h) */
     int fd;                                    /* the socket, for its local address */
     char rdma_endpoint[INET6_ADDRSTRLEN + 16]; /* advertised; "" until first needed */
 } http_conn_t;
@@ -46,14 +46,14 @@ typedef struct http_conn {
 /* The access handler (MHD_AccessHandlerCallback); cls is the s3_server_t.
  * A connection's http_conn_t is its socket context, set by the listener's
  * connection notification (NULL when it could not be tracked). */
-enum MHD_Result s3_http_on_access(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version, const char *upload_data,
-                                  size_t *upload_data_size, void **con_cls);
+enum MHD_Result http_on_access(void *cls, struct MHD_Connection *conn, const char *url,
+                               const char *method, const char *version, const char *upload_data,
+                               size_t *upload_data_size, void **con_cls);
 
 /* MHD_OPTION_NOTIFY_COMPLETED: frees the request, ends its connection guard
  * phase. */
-void s3_http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-                          enum MHD_RequestTerminationCode toe);
+void http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                       enum MHD_RequestTerminationCode toe);
 
 typedef struct query_cache {
     const char *name; /* the caller's: query names are string literals */
@@ -62,17 +62,17 @@ typedef struct query_cache {
 
 /* The HTTP frontend's request: the S3 request and what reading it from
  * libmicrohttpd takes. */
-typedef struct req_private {
+typedef struct http_req {
     s3_req_t req;
     query_cache_t queries[32];
     int n_queries;
     struct MHD_Connection *conn;
     http_conn_t *hc; /* NULL when the connection could not be tracked */
-} req_private_t;
+} http_req_t;
 
 static inline struct MHD_Connection *mhd_conn(s3_req_t *req)
 {
-    return ((req_private_t *)req)->conn;
+    return ((http_req_t *)req)->conn;
 }
 
 /* ---- http_router.c -------------------------------------------------------------- */

@@ -1,7 +1,7 @@
 /* The HTTP frontend's listeners: one libmicrohttpd daemon per listener
  * (plain HTTP and HTTPS), their connections' tracking (connection guard,
  * TLS certificate hold), and the server's start and stop
- * (s3_server.h). Requests on them go to the access handler in http_frontend.c. */
+ * (http_server.h). Requests on them go to the access handler in http_frontend.c. */
 #include <errno.h>
 #include <netdb.h>
 #include <stdarg.h>
@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/s3r_limits.h"
 #include "http/http_internal.h"
+#include "http/http_server.h"
 
 /* MHD_OPTION_NOTIFY_CONNECTION: a connection's http_conn_t (its socket
  * context) is made when it opens and freed when it closes. cls: the
@@ -39,7 +40,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         hc->fd = fd->connect_fd;
         /* Held before the handshake can ask for the certificate. */
         if (l->tls)
-            hc->cert = s3_tls_hold(l->tls);
+            hc->cert = http_tls_hold(l->tls);
         hc->guard = connguard_register(http_server_of(l->srv)->guard, hc->fd,
                                        addr ? addr->client_addr : NULL);
         if (!hc->guard)
@@ -49,7 +50,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         if (hc) {
             connguard_unregister(http_server_of(l->srv)->guard, hc->guard);
             if (hc->cert)
-                s3_tls_release(l->tls, hc->cert);
+                http_tls_release(l->tls, hc->cert);
             free(hc);
         }
         *socket_context = NULL;
@@ -83,15 +84,15 @@ static struct MHD_Daemon *daemon_start(http_listener_t *l, unsigned flags, int p
 {
     const s3_server_config_t *c = &l->srv->cfg;
     struct MHD_OptionItem tls_opts[] = {
-        {MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)s3_tls_retrieve},
-        {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)S3_TLS_PRIORITIES},
+        {MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)http_tls_retrieve},
+        {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)HTTP_TLS_PRIORITIES},
         {MHD_OPTION_END, 0, NULL},
     };
     struct MHD_OptionItem no_opts[] = {{MHD_OPTION_END, 0, NULL}};
     return MHD_start_daemon(
-        flags, (uint16_t)port, NULL, NULL, s3_http_on_access, l->srv, MHD_OPTION_EXTERNAL_LOGGER,
+        flags, (uint16_t)port, NULL, NULL, http_on_access, l->srv, MHD_OPTION_EXTERNAL_LOGGER,
         mhd_log, NULL, MHD_OPTION_ARRAY, addr_opts, MHD_OPTION_ARRAY, l->tls ? tls_opts : no_opts,
-        MHD_OPTION_NOTIFY_COMPLETED, s3_http_on_completed, l->srv, MHD_OPTION_NOTIFY_CONNECTION,
+        MHD_OPTION_NOTIFY_COMPLETED, http_on_completed, l->srv, MHD_OPTION_NOTIFY_CONNECTION,
         on_connection, l, MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)S3R_HTTP_POOL_BYTES,
         MHD_OPTION_CONNECTION_LIMIT, c->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
@@ -164,11 +165,11 @@ static void listener_stop(http_listener_t *l)
     if (l->daemon)
         MHD_stop_daemon(l->daemon);
     l->daemon = NULL;
-    s3_tls_destroy(l->tls); /* after the daemon: every connection released its hold */
+    http_tls_destroy(l->tls); /* after the daemon: every connection released its hold */
     l->tls = NULL;
 }
 
-s3_server_t *s3_server_start(const s3_server_config_t *cfg)
+s3_server_t *http_server_start(const s3_server_config_t *cfg)
 {
     http_server_t *hs = calloc(1, sizeof(*hs));
     if (!hs)
@@ -202,7 +203,7 @@ s3_server_t *s3_server_start(const s3_server_config_t *cfg)
     };
     if (!(hs->guard = connguard_start(&gcfg)))
         goto fail;
-    if (https && !(hs->https.tls = s3_tls_create(c->tls_cert_path, c->tls_key_path)))
+    if (https && !(hs->https.tls = http_tls_create(c->tls_cert_path, c->tls_key_path)))
         goto fail;
     if (!c->http_off && listener_start(srv, &hs->http, c->listen_host, c->port) != 0)
         goto fail;
@@ -218,13 +219,13 @@ fail:
     return NULL;
 }
 
-int s3_server_reload_tls(s3_server_t *srv)
+int http_server_reload_tls(s3_server_t *srv)
 {
     http_server_t *hs = http_server_of(srv);
-    return hs->https.tls ? s3_tls_reload(hs->https.tls) : 0;
+    return hs->https.tls ? http_tls_reload(hs->https.tls) : 0;
 }
 
-void s3_server_stop(s3_server_t *srv, int grace_s)
+void http_server_stop(s3_server_t *srv, int grace_s)
 {
     if (!srv)
         return;

@@ -22,11 +22,11 @@ static void reply_text(s3_req_t *req, int status, const char *type, const char *
     s3_reply_send(req, status, &out);
 }
 
-void s3_own_reply_health(s3_req_t *req, const char *url)
+void http_own_reply_health(s3_req_t *req, const char *url)
 {
     s3_server_t *srv = req->srv;
     bool ok =
-        strcmp(url, S3_OWN_HEALTH_LIVE) == 0 ||
+        strcmp(url, HTTP_OWN_HEALTH_LIVE) == 0 ||
         (atomic_load(&srv->ready) && !atomic_load(&srv->stopping) && stor_ready(srv->cfg.store));
     s3_reply_header(req, "Cache-Control", "no-store");
     if (ok)
@@ -52,7 +52,7 @@ static void render_connections(void *ctx, buf_t *out)
                          cs.refused_full);
 }
 
-void s3_own_reply_metrics(s3_req_t *req)
+void http_own_reply_metrics(s3_req_t *req)
 {
     const char *token = req->srv->cfg.metrics_token;
     if (token) {
@@ -78,7 +78,7 @@ void s3_own_reply_metrics(s3_req_t *req)
     s3_reply_send(req, 200, &out);
 }
 
-void s3_own_reply_stats(s3_req_t *req)
+void http_own_reply_stats(s3_req_t *req)
 {
     buf_t json;
     buf_init(&json, 4096);

@@ -74,27 +74,24 @@ typedef struct query_scan {
     char unknown_name[64];
 } query_scan_t;
 
-static enum MHD_Result scan_query(void *cls, enum MHD_ValueKind kind, const char *key,
-                                  size_t key_size, const char *value, size_t value_size)
+static int scan_query(void *ctx, const char *name, const char *raw_value)
 {
-    (void)kind;
-    (void)value;
-    (void)value_size;
-    query_scan_t *qs = cls;
+    (void)raw_value;
+    query_scan_t *qs = ctx;
     for (size_t i = 0; i < sizeof(plain_params) / sizeof(plain_params[0]); i++) {
-        if (strlen(plain_params[i]) == key_size && memcmp(plain_params[i], key, key_size) == 0)
-            return MHD_YES;
+        if (strcmp(plain_params[i], name) == 0)
+            return 0;
     }
     qs->unknown = true;
-    snprintf(qs->unknown_name, sizeof(qs->unknown_name), "%.*s", (int)key_size, key);
-    return MHD_NO;
+    snprintf(qs->unknown_name, sizeof(qs->unknown_name), "%s", name);
+    return 1;
 }
 
 /* Splits the virtual-host bucket off the Host header when it ends in one of
  * the configured domains ("photos.localhost:9000" -> "photos"). */
 static char *vhost_bucket(s3_req_t *req)
 {
-    const char *host = s3_req_header(req, MHD_HTTP_HEADER_HOST);
+    const char *host = s3_req_header(req, "Host");
     if (!host)
         return NULL;
     size_t len = strcspn(host, ":");
@@ -199,7 +196,7 @@ s3_error_t http_route(s3_req_t *req, const char *raw_url)
         return err;
 
     query_scan_t qs = {0};
-    MHD_get_connection_values_n(mhd_conn(req), MHD_GET_ARGUMENT_KIND, scan_query, &qs);
+    s3_req_each_raw_query(req, scan_query, &qs);
     if (qs.unknown)
         return S3E_NOT_IMPLEMENTED;
 
@@ -281,12 +278,12 @@ const s3_op_t *http_own_endpoint(s3_req_t *req, const char *url)
 {
     bool get = strcmp(req->method, "GET") == 0, head = strcmp(req->method, "HEAD") == 0;
     const s3_op_t *op = NULL;
-    if (get && strcmp(url, S3_OWN_STATS_PATH) == 0)
+    if (get && strcmp(url, HTTP_OWN_STATS_PATH) == 0)
         op = &s3_op_stats;
-    else if (get && req->srv->cfg.metrics_enabled && strcmp(url, S3_OWN_METRICS_PATH) == 0)
+    else if (get && req->srv->cfg.metrics_enabled && strcmp(url, HTTP_OWN_METRICS_PATH) == 0)
         op = &s3_op_metrics;
     else if ((get || head) &&
-             (strcmp(url, S3_OWN_HEALTH_LIVE) == 0 || strcmp(url, S3_OWN_HEALTH_READY) == 0))
+             (strcmp(url, HTTP_OWN_HEALTH_LIVE) == 0 || strcmp(url, HTTP_OWN_HEALTH_READY) == 0))
         op = &s3_op_health;
     if (!op || op == &s3_op_stats)
         return op;

@@ -1,4 +1,4 @@
-/* Unit tests for src/s3/connguard.c: the head deadline, the minimum body rate
+/* Unit tests for src/http/connguard.c: the head deadline, the minimum body rate
  * (time in our own handler excluded), the keep-alive head clock, a full table
  * and the reaper leaving alone what it must. Sockets are real loopback pairs;
  * the guard's "server side" is one end, the test reads the other for EOF. */
