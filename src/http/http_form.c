@@ -34,7 +34,7 @@ s3_form_t *http_form_open(s3_req_t *req, s3_form_fn fn, void *ctx)
         return NULL;
     form->fn = fn;
     form->ctx = ctx;
-    form->pp = MHD_create_post_processor(mhd_conn(req), HTTP_FORM_BUFFER, form_data, form);
+    form->pp = MHD_create_post_processor(http_mhd_conn(req), HTTP_FORM_BUFFER, form_data, form);
     if (!form->pp) {
         free(form);
         return NULL;

@@ -24,7 +24,7 @@
 
 static const char *http_header(s3_req_t *req, const char *name)
 {
-    return MHD_lookup_connection_value(mhd_conn(req), MHD_HEADER_KIND, name);
+    return MHD_lookup_connection_value(http_mhd_conn(req), MHD_HEADER_KIND, name);
 }
 
 typedef struct header_walk {
@@ -43,7 +43,7 @@ static enum MHD_Result walk_header(void *cls, enum MHD_ValueKind kind, const cha
 static void http_each_header(s3_req_t *req, s3_header_fn fn, void *ctx)
 {
     header_walk_t hw = {.fn = fn, .ctx = ctx};
-    MHD_get_connection_values(mhd_conn(req), MHD_HEADER_KIND, walk_header, &hw);
+    MHD_get_connection_values(http_mhd_conn(req), MHD_HEADER_KIND, walk_header, &hw);
 }
 
 typedef struct query_walk {
@@ -63,15 +63,15 @@ static enum MHD_Result walk_query(void *cls, enum MHD_ValueKind kind, const char
 static void http_each_raw_query(s3_req_t *req, s3_query_fn fn, void *ctx)
 {
     query_walk_t qw = {.fn = fn, .ctx = ctx};
-    MHD_get_connection_values(mhd_conn(req), MHD_GET_ARGUMENT_KIND, walk_query, &qw);
+    MHD_get_connection_values(http_mhd_conn(req), MHD_GET_ARGUMENT_KIND, walk_query, &qw);
 }
 
 static bool http_has_query(s3_req_t *req, const char *name)
 {
     const char *v;
     size_t vlen;
-    return MHD_lookup_connection_value_n(mhd_conn(req), MHD_GET_ARGUMENT_KIND, name, strlen(name),
-                                         &v, &vlen) == MHD_YES;
+    return MHD_lookup_connection_value_n(http_mhd_conn(req), MHD_GET_ARGUMENT_KIND, name,
+                                         strlen(name), &v, &vlen) == MHD_YES;
 }
 
 static const char *http_query(s3_req_t *req, const char *name)
@@ -83,7 +83,7 @@ static const char *http_query(s3_req_t *req, const char *name)
     }
     const char *raw;
     size_t raw_len;
-    if (MHD_lookup_connection_value_n(mhd_conn(req), MHD_GET_ARGUMENT_KIND, name, strlen(name),
+    if (MHD_lookup_connection_value_n(http_mhd_conn(req), MHD_GET_ARGUMENT_KIND, name, strlen(name),
                                       &raw, &raw_len) != MHD_YES)
         return NULL;
     if (rp->n_queries == (int)(sizeof(rp->queries) / sizeof(rp->queries[0])))
@@ -248,7 +248,7 @@ static void http_send(s3_req_t *req, int status, s3_out_t *out)
     }
     if (atomic_load(&req->srv->stopping))
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
-    if (MHD_queue_response(mhd_conn(req), (unsigned)status, resp) != MHD_YES)
+    if (MHD_queue_response(http_mhd_conn(req), (unsigned)status, resp) != MHD_YES)
         log_warn("request %s: could not queue the %d response", req->request_id, status);
     MHD_destroy_response(resp);
     req->replied = true;
@@ -257,7 +257,7 @@ static void http_send(s3_req_t *req, int status, s3_out_t *out)
 static void http_remote(s3_req_t *req, char *out, size_t cap)
 {
     const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(mhd_conn(req), MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        MHD_get_connection_info(http_mhd_conn(req), MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     char ip[INET6_ADDRSTRLEN];
     int port;
     if (addr_from_sockaddr(ci ? ci->client_addr : NULL, ip, sizeof(ip), &port) != 0)
@@ -361,7 +361,7 @@ static enum MHD_Result scan_length(void *cls, enum MHD_ValueKind kind, const cha
 static bool conflicting_lengths(s3_req_t *req)
 {
     length_scan_t ls = {0};
-    MHD_get_connection_values_n(mhd_conn(req), MHD_HEADER_KIND, scan_length, &ls);
+    MHD_get_connection_values_n(http_mhd_conn(req), MHD_HEADER_KIND, scan_length, &ls);
     return ls.conflict;
 }
 

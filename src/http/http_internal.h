@@ -55,22 +55,22 @@ enum MHD_Result http_on_access(void *cls, struct MHD_Connection *conn, const cha
 void http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                        enum MHD_RequestTerminationCode toe);
 
-typedef struct query_cache {
+typedef struct http_query_cache {
     const char *name; /* the caller's: query names are string literals */
     char *value;
-} query_cache_t;
+} http_query_cache_t;
 
 /* The HTTP frontend's request: the S3 request and what reading it from
  * libmicrohttpd takes. */
 typedef struct http_req {
     s3_req_t req;
-    query_cache_t queries[32];
+    http_query_cache_t queries[32];
     int n_queries;
     struct MHD_Connection *conn;
     http_conn_t *hc; /* NULL when the connection could not be tracked */
 } http_req_t;
 
-static inline struct MHD_Connection *mhd_conn(s3_req_t *req)
+static inline struct MHD_Connection *http_mhd_conn(s3_req_t *req)
 {
     return ((http_req_t *)req)->conn;
 }
