@@ -15,92 +15,11 @@
 
 #include <cmocka.h>
 
-#include "s3/s3_request.h"
-#include "s3/s3_util.h"
+#include "../table_frontend.h"
 
 #define EXAMPLE_TIME 1369353600 /* 2013-05-24T00:00:00Z, the examples' x-amz-date */
 #define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 #define CREDENTIAL   "AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request"
-
-/* A request as a frontend would hold it: headers and raw query arguments. */
-typedef struct table_req {
-    s3_req_t req;               /* first: the frontend's calls get this */
-    const char *const *headers; /* name, value, ..., NULL */
-    const char *const *query;   /* name, raw value (NULL: a bare flag), ..., NULL name */
-    char *decoded[16];          /* s3_req_query's values, by argument index */
-} table_req_t;
-
-static const char *table_header(s3_req_t *req, const char *name)
-{
-    const table_req_t *t = (table_req_t *)req;
-    for (size_t i = 0; t->headers[i]; i += 2)
-        if (strcasecmp(t->headers[i], name) == 0)
-            return t->headers[i + 1];
-    return NULL;
-}
-
-static void table_each_header(s3_req_t *req, s3_header_fn fn, void *ctx)
-{
-    const table_req_t *t = (table_req_t *)req;
-    for (size_t i = 0; t->headers[i]; i += 2)
-        if (fn(ctx, t->headers[i], t->headers[i + 1]))
-            return;
-}
-
-static const char *table_query(s3_req_t *req, const char *name)
-{
-    table_req_t *t = (table_req_t *)req;
-    for (size_t i = 0; t->query[i]; i += 2) {
-        if (strcmp(t->query[i], name) != 0)
-            continue;
-        const char *raw = t->query[i + 1] ? t->query[i + 1] : "";
-        if (!t->decoded[i / 2])
-            t->decoded[i / 2] = s3_url_decode(raw, strlen(raw), true);
-        return t->decoded[i / 2];
-    }
-    return NULL;
-}
-
-static bool table_has_query(s3_req_t *req, const char *name)
-{
-    const table_req_t *t = (table_req_t *)req;
-    for (size_t i = 0; t->query[i]; i += 2)
-        if (strcmp(t->query[i], name) == 0)
-            return true;
-    return false;
-}
-
-static void table_each_raw_query(s3_req_t *req, s3_query_fn fn, void *ctx)
-{
-    const table_req_t *t = (table_req_t *)req;
-    for (size_t i = 0; t->query[i]; i += 2)
-        if (fn(ctx, t->query[i], t->query[i + 1]))
-            return;
-}
-
-static void table_remote(s3_req_t *req, char *out, size_t cap)
-{
-    (void)req;
-    snprintf(out, cap, "-");
-}
-
-static void table_send(s3_req_t *req, int status, s3_out_t *out)
-{
-    (void)status;
-    free(out->data);
-    req->replied = true;
-}
-
-static const s3_frontend_t table_frontend = {
-    .transport = S3_TRANSPORT_HTTP,
-    .remote = table_remote,
-    .header = table_header,
-    .each_header = table_each_header,
-    .query = table_query,
-    .has_query = table_has_query,
-    .each_raw_query = table_each_raw_query,
-    .send = table_send,
-};
 
 static const s3_user_t example_user = {.access_key = "AKIAIOSFODNN7EXAMPLE",
                                        .secret_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"};
@@ -116,7 +35,7 @@ static s3_error_t verify(const char *path, const char *const *headers, const cha
     srv.cfg.users = &example_user;
     srv.cfg.n_users = 1;
     table_req_t t = {.headers = headers, .query = query};
-    s3_req_init(&t.req, &srv, &table_frontend, "GET");
+    table_req_init(&t, &srv, "GET");
     t.req.now_s = EXAMPLE_TIME + 60;
     t.req.path = strdup(path);
     const char *why = NULL;
@@ -125,9 +44,7 @@ static s3_error_t verify(const char *path, const char *const *headers, const cha
         *user_p = t.req.user;
     if (unsigned_p)
         *unsigned_p = t.req.headers_not_signed ? strdup(t.req.headers_not_signed) : NULL;
-    for (size_t i = 0; i < sizeof(t.decoded) / sizeof(t.decoded[0]); i++)
-        free(t.decoded[i]);
-    s3_req_release(&t.req);
+    table_req_release(&t);
     return err;
 }
 
