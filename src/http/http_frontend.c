@@ -13,7 +13,7 @@
 
 #include "common/addr.h"
 #include "common/log.h"
-#include "http/connguard.h"
+#include "http/http_guard.h"
 #include "http/http_internal.h"
 #include "http/http_own.h"
 #include "s3/s3_request.h"

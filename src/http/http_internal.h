@@ -9,15 +9,15 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 
-#include "http/connguard.h"
+#include "http/http_guard.h"
 #include "s3/s3_request.h"
-#include "http/tls.h"
+#include "http/http_tls.h"
 
 /* One libmicrohttpd daemon: plain HTTP, or HTTPS when tls is set. */
 typedef struct http_listener {
     s3_server_t *srv;
     struct MHD_Daemon *daemon; /* NULL when this listener is off */
-    http_tls_t *tls;           /* the certificate store (tls.h); NULL for plain HTTP */
+    http_tls_t *tls;           /* the certificate store (http_tls.h); NULL for plain HTTP */
 } http_listener_t;
 
 /* The HTTP server: the S3 core every frontend shares, and what HTTP
@@ -27,7 +27,7 @@ typedef struct http_listener {
 typedef struct http_server {
     s3_server_t core; /* first */
     http_listener_t http, https;
-    connguard_t *guard; /* receive deadlines: connguard.h */
+    connguard_t *guard; /* receive deadlines: http_guard.h */
 } http_server_t;
 
 static inline http_server_t *http_server_of(s3_server_t *srv)
@@ -37,9 +37,9 @@ static inline http_server_t *http_server_of(s3_server_t *srv)
 
 /* What the server keeps per connection (libmicrohttpd's socket context). */
 typedef struct http_conn {
-    cg_conn_t *guard;                          /* the receive deadlines; NULL when untracked */
-    http_tls_cert_t *cert;                     /* HTTPS: the certificate generation held (tls.h) */
-    int fd;                                    /* the socket, for its local address */
+    cg_conn_t *guard;      /* the receive deadlines; NULL when untracked */
+    http_tls_cert_t *cert; /* HTTPS: the certificate generation held (http_tls.h) */
+    int fd;                /* the socket, for its local address */
     char rdma_endpoint[INET6_ADDRSTRLEN + 16]; /* advertised; "" until first needed */
 } http_conn_t;
 

@@ -1,4 +1,4 @@
-/* Unit tests for src/http/tls.c: certificate and key checks at load and reload,
+/* Unit tests for src/http/http_tls.c: certificate and key checks at load and reload,
  * a failed reload keeping the current generation, and generations freed only
  * when no connection accepted under them (or earlier) is open. Certificates
  * come from the openssl CLI into a temporary directory. */
@@ -14,7 +14,7 @@
 
 #include <unistd.h>
 
-#include "http/tls.c"
+#include "http/http_tls.c"
 
 static char dir[64];
 static char cert_a[128], key_a[128], cert_b[128], key_b[128], cert[128], key[128];

@@ -1,5 +1,5 @@
 /* Receive deadlines for HTTP connections: see connguard.h. */
-#include "http/connguard.h"
+#include "http/http_guard.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

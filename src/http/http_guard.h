@@ -17,8 +17,8 @@
  * Threads: register/unregister come from libmicrohttpd's connection
  * notifications; the per-request calls from the connection's own thread;
  * they cost a few atomic operations (and two clock reads per body piece). */
-#ifndef S3R_HTTP_CONNGUARD_H
-#define S3R_HTTP_CONNGUARD_H
+#ifndef S3R_HTTP_GUARD_H
+#define S3R_HTTP_GUARD_H
 
 #include <stdint.h>
 #include <sys/socket.h>

@@ -1,4 +1,4 @@
-/* Unit tests for src/http/connguard.c: the head deadline, the minimum body rate
+/* Unit tests for src/http/http_guard.c: the head deadline, the minimum body rate
  * (time in our own handler excluded), the keep-alive head clock, a full table
  * and the reaper leaving alone what it must. Sockets are real loopback pairs;
  * the guard's "server side" is one end, the test reads the other for EOF. */
@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "http/connguard.h"
+#include "http/http_guard.h"
 
 /* A connected TCP pair on 127.0.0.1: fds[0] the server's, fds[1] the client's. */
 static void tcp_pair(int fds[2])

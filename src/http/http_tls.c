@@ -1,7 +1,7 @@
 /* The HTTPS certificate store (tls.h): generations of (chain, key), the
  * current one handed to handshakes, older ones freed when no connection that
  * may use them is left. */
-#include "http/tls.h"
+#include "http/http_tls.h"
 
 #include <pthread.h>
 #include <stdbool.h>
