@@ -450,9 +450,9 @@ enum MHD_Result http_on_access(void *cls, struct MHD_Connection *conn, const cha
     bool first = rp == NULL;
     size_t fed = *upload_data_size;
     http_conn_t *hc = rp ? rp->hc : conn_of(conn);
-    cg_conn_t *guard = hc ? hc->guard : NULL;
-    uint64_t entered = connguard_enter(guard);
-    connguard_body_bytes(guard, fed);
+    http_guard_conn_t *guard = hc ? hc->guard : NULL;
+    uint64_t entered = http_guard_enter(guard);
+    http_guard_body_bytes(guard, fed);
     enum MHD_Result r =
         access_step(cls, conn, url, method, upload_data, upload_data_size, con_cls, hc);
     /* libmicrohttpd calls again with body bytes unless this was the last call
@@ -461,7 +461,7 @@ enum MHD_Result http_on_access(void *cls, struct MHD_Connection *conn, const cha
     rp = *con_cls;
     bool want_body =
         r == MHD_YES && rp && !rp->req.replied && (first ? !rp->req.deferred : fed > 0);
-    connguard_leave(guard, entered, want_body);
+    http_guard_leave(guard, entered, want_body);
     return r;
 }
 
@@ -480,7 +480,7 @@ void http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     (void)cls;
     s3_req_t *req = *con_cls;
     http_conn_t *hc = req ? ((http_req_t *)req)->hc : conn_of(conn);
-    connguard_request_done(hc ? hc->guard : NULL);
+    http_guard_request_done(hc ? hc->guard : NULL);
     if (!req)
         return;
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && !req->replied)

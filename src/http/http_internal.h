@@ -27,7 +27,7 @@ typedef struct http_listener {
 typedef struct http_server {
     s3_server_t core; /* first */
     http_listener_t http, https;
-    connguard_t *guard; /* receive deadlines: http_guard.h */
+    http_guard_t *guard; /* receive deadlines: http_guard.h */
 } http_server_t;
 
 static inline http_server_t *http_server_of(s3_server_t *srv)
@@ -37,9 +37,9 @@ static inline http_server_t *http_server_of(s3_server_t *srv)
 
 /* What the server keeps per connection (libmicrohttpd's socket context). */
 typedef struct http_conn {
-    cg_conn_t *guard;      /* the receive deadlines; NULL when untracked */
-    http_tls_cert_t *cert; /* HTTPS: the certificate generation held (http_tls.h) */
-    int fd;                /* the socket, for its local address */
+    http_guard_conn_t *guard; /* the receive deadlines; NULL when untracked */
+    http_tls_cert_t *cert;    /* HTTPS: the certificate generation held (http_tls.h) */
+    int fd;                   /* the socket, for its local address */
     char rdma_endpoint[INET6_ADDRSTRLEN + 16]; /* advertised; "" until first needed */
 } http_conn_t;
 

@@ -41,14 +41,14 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         /* Held before the handshake can ask for the certificate. */
         if (l->tls)
             hc->cert = http_tls_hold(l->tls);
-        hc->guard = connguard_register(http_server_of(l->srv)->guard, hc->fd,
-                                       addr ? addr->client_addr : NULL);
+        hc->guard = http_guard_register(http_server_of(l->srv)->guard, hc->fd,
+                                        addr ? addr->client_addr : NULL);
         if (!hc->guard)
             log_warn("http: a connection could not be tracked; it was closed");
     } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
         http_conn_t *hc = *socket_context;
         if (hc) {
-            connguard_unregister(http_server_of(l->srv)->guard, hc->guard);
+            http_guard_unregister(http_server_of(l->srv)->guard, hc->guard);
             if (hc->cert)
                 http_tls_release(l->tls, hc->cert);
             free(hc);
@@ -194,14 +194,14 @@ s3_server_t *http_server_start(const s3_server_config_t *cfg)
                   "callbacks");
         goto fail;
     }
-    connguard_config_t gcfg = {
+    http_guard_config_t gcfg = {
         .max_conns = c->max_connections * (https && !c->http_off ? 2u : 1u),
         .head_timeout_ms = c->head_timeout_s * 1000u,
         .min_body_rate = c->min_body_rate,
         .body_window_ms = c->body_rate_window_s * 1000u,
         .sweep_ms = S3R_HTTP_SWEEP_MS,
     };
-    if (!(hs->guard = connguard_start(&gcfg)))
+    if (!(hs->guard = http_guard_start(&gcfg)))
         goto fail;
     if (https && !(hs->https.tls = http_tls_create(c->tls_cert_path, c->tls_key_path)))
         goto fail;
@@ -213,7 +213,7 @@ s3_server_t *http_server_start(const s3_server_config_t *cfg)
 fail:
     listener_stop(&hs->http);
     listener_stop(&hs->https);
-    connguard_stop(hs->guard);
+    http_guard_stop(hs->guard);
     s3_server_fini(srv);
     free(hs);
     return NULL;
@@ -236,7 +236,7 @@ void http_server_stop(s3_server_t *srv, int grace_s)
     s3_server_drain(srv, grace_s);
     listener_stop(&hs->http);
     listener_stop(&hs->https);
-    connguard_stop(hs->guard); /* after the daemons: they unregister every connection */
+    http_guard_stop(hs->guard); /* after the daemons: they unregister every connection */
     s3_server_fini(srv);
     free(hs);
 }

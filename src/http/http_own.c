@@ -38,8 +38,8 @@ void http_own_reply_health(s3_req_t *req, const char *url)
 /* The HTTP connections' families of the /metrics page; ctx: the guard. */
 static void render_connections(void *ctx, buf_t *out)
 {
-    connguard_stats_t cs;
-    connguard_get_stats(ctx, &cs);
+    http_guard_stats_t cs;
+    http_guard_get_stats(ctx, &cs);
     metrics_write_family(out, "s3rdma_http_connections", "gauge", "HTTP connections open.");
     metrics_write_sample(out, "s3rdma_http_connections", "", cs.open);
     metrics_write_family(out, "s3rdma_http_connections_closed_total", "counter",
@@ -83,8 +83,8 @@ void http_own_reply_stats(s3_req_t *req)
     buf_t json;
     buf_init(&json, 4096);
     rdma_server_t *rdma = req->srv->cfg.rdma;
-    connguard_stats_t cs;
-    connguard_get_stats(http_server_of(req->srv)->guard, &cs);
+    http_guard_stats_t cs;
+    http_guard_get_stats(http_server_of(req->srv)->guard, &cs);
     unsigned long dropped = 0, malformed = 0;
     if (rdma)
         rdma_server_native_counts(rdma, &dropped, &malformed);
