@@ -5,7 +5,7 @@
  * functions, which go through req->fe, so a frontend other than HTTP can
  * drive them.
  *
- * Life of a request (libmicrohttpd calls the access handler several times):
+ * Life of a request (the HTTP frontend's access handler is called several times):
  *   0. the frontend allocates the request and calls s3_req_init().
  *   1. headers arrive: the frontend routes the request (req->op, bucket,
  *      key...) and authenticates it, then s3_req_start() runs the operation's
@@ -218,7 +218,7 @@ struct s3_req {
     stor_writer_t *writer; /* S3_BODY_OBJECT, and S3_BODY_FORM's file */
     /* S3_BODY_FORM: set by the operation's begin(), takes the raw body bytes
      * as they arrive, then (data NULL, len 0) once at the end, before the
-     * body is verified. Never replies (libmicrohttpd takes no reply
+     * body is verified. Never replies (the HTTP frontend takes no reply
      * mid-body): it keeps what it finds wrong for finish() to reply. */
     void (*form_feed)(s3_req_t *req, const char *data, size_t len);
     awschunk_t *chunked;
