@@ -50,24 +50,20 @@ static s3_error_t verify(const char *path, const char *const *headers, const cha
 
 static const char *const no_query[] = {NULL};
 
+/* AWS's "GET Object" example's headers (name, value, ...). */
+#define GET_OBJECT_HEADERS                                                                         \
+    "Host", "examplebucket.s3.amazonaws.com", "Authorization",                                     \
+        "AWS4-HMAC-SHA256 Credential=" CREDENTIAL ",SignedHeaders=host;range;"                     \
+        "x-amz-content-sha256;x-amz-date,Signature="                                               \
+        "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41",                        \
+        "x-amz-date", "20130524T000000Z", "Range", "bytes=0-9", "x-amz-content-sha256",            \
+        EMPTY_SHA256
+
 /* AWS's "GET Object" example: a Range header among the signed ones. */
 static void test_header_auth_example(void **state)
 {
     (void)state;
-    const char *const headers[] = {
-        "Host",
-        "examplebucket.s3.amazonaws.com",
-        "Authorization",
-        "AWS4-HMAC-SHA256 Credential=" CREDENTIAL ",SignedHeaders=host;range;"
-        "x-amz-content-sha256;x-amz-date,Signature="
-        "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41",
-        "x-amz-date",
-        "20130524T000000Z",
-        "Range",
-        "bytes=0-9",
-        "x-amz-content-sha256",
-        EMPTY_SHA256,
-        NULL};
+    const char *const headers[] = {GET_OBJECT_HEADERS, NULL};
     const s3_user_t *user;
     assert_int_equal(verify("/test.txt", headers, no_query, &user, NULL), S3E_NONE);
     assert_ptr_equal(user, &example_user);
@@ -149,22 +145,7 @@ static void test_presigned_example(void **state)
 static void test_unsigned_amz_header(void **state)
 {
     (void)state;
-    const char *const headers[] = {
-        "Host",
-        "examplebucket.s3.amazonaws.com",
-        "Authorization",
-        "AWS4-HMAC-SHA256 Credential=" CREDENTIAL ",SignedHeaders=host;range;"
-        "x-amz-content-sha256;x-amz-date,Signature="
-        "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41",
-        "x-amz-date",
-        "20130524T000000Z",
-        "Range",
-        "bytes=0-9",
-        "x-amz-content-sha256",
-        EMPTY_SHA256,
-        "X-Amz-Meta-Colour",
-        "blue",
-        NULL};
+    const char *const headers[] = {GET_OBJECT_HEADERS, "X-Amz-Meta-Colour", "blue", NULL};
     char *names;
     assert_int_equal(verify("/test.txt", headers, no_query, NULL, &names), S3E_ACCESS_DENIED);
     assert_non_null(names);
