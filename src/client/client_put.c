@@ -112,6 +112,8 @@ static s3r_status_t put_plain(s3r_client_t *c, s3r_transport_t t, const char *bu
     if (st == S3R_OK)
         st = s3c_do(c, t, &req, &resp);
     st = put_result(c, st, &resp, len, etag, etag_len);
+    if (st == S3R_OK && query == NULL)
+        s3c_version_record(c, &resp);
     s3c_resp_free(&resp);
     strs_free(&ss);
     return st;
@@ -154,6 +156,8 @@ static s3r_status_t put_token(s3r_client_t *c, const char *bucket, const char *k
         count(c, S3R_TRANSPORT_TOKEN, len);
         if (etag && s3c_resp_header(&resp, "etag", etag, etag_len) < 0)
             etag[0] = '\0';
+        if (query == NULL)
+            s3c_version_record(c, &resp);
     }
 out:
     s3c_region_put(c, reg);
@@ -289,7 +293,7 @@ static s3r_status_t mpu_finish(s3r_client_t *c, const char *bucket, const char *
     req.body_len = m->complete.len;
     if (m->if_none_match)
         s3c_req_hdr(&req, "if-none-match", "*");
-    s3r_status_t st = get_xml(c, &req, &body);
+    s3r_status_t st = get_xml_write(c, &req, &body);
     if (st == S3R_OK)
         st = error_in_200(c, &body);
     buf_free(&body);
