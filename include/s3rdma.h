@@ -608,6 +608,60 @@ s3r_status_t s3r_object_list_versions(s3r_client_t *client, const char *bucket,
                                       s3r_version_list_t **list_p);
 void s3r_version_list_free(s3r_version_list_t *list);
 
+/* ---- Configuration subresources --------------------------------------------- */
+
+/* The configuration documents of an object (version) or a bucket, each an
+ * S3 subresource ("?tagging", "?versioning", ...) read, written and (where
+ * S3 has it) deleted as a whole. The documents are S3's own, passed through
+ * as they are: XML (a bucket policy: JSON) in the request and the reply
+ * bodies of the S3 API reference, neither parsed nor checked here (the
+ * server does that, with S3's error codes). Over the native transport each
+ * operation has its own opcode (docs/protocol.md §4.2); the token path
+ * carries no object bytes here, so it uses HTTP as other control calls do. */
+typedef enum s3r_subresource {
+    S3R_SUB_OBJECT_TAGGING = 1, /* <Tagging>: get, put, delete */
+    S3R_SUB_OBJECT_RETENTION,   /* <Retention>: get, put (object lock) */
+    S3R_SUB_OBJECT_LEGAL_HOLD,  /* <LegalHold>: get, put (object lock) */
+    S3R_SUB_OBJECT_ACL,         /* <AccessControlPolicy>: get, put */
+    S3R_SUB_BUCKET_VERSIONING,  /* <VersioningConfiguration>: get, put */
+    S3R_SUB_BUCKET_LIFECYCLE,   /* <LifecycleConfiguration>: get, put, delete */
+    S3R_SUB_BUCKET_OBJECT_LOCK, /* <ObjectLockConfiguration>: get, put */
+    S3R_SUB_BUCKET_TAGGING,     /* <Tagging>: get, put, delete */
+    S3R_SUB_BUCKET_POLICY,      /* the policy's JSON: get, put, delete */
+    S3R_SUB_BUCKET_CORS,        /* <CORSConfiguration>: get, put, delete */
+    S3R_SUB_BUCKET_ENCRYPTION,  /* <ServerSideEncryptionConfiguration>: get, put, delete */
+    S3R_SUB_BUCKET_ACL,         /* <AccessControlPolicy>: get, put */
+} s3r_subresource_t;
+
+/* Where a subresource call applies: key and version_id (NULL: the current
+ * version) for the object kinds, both NULL for the bucket kinds (a key or
+ * version given to a bucket kind, or no key to an object kind, is
+ * S3R_ERR_INVALID_ARG). */
+typedef struct s3r_subresource_target {
+    const char *bucket;
+    const char *key;
+    const char *version_id;
+} s3r_subresource_target_t;
+
+/* Reads the document into a buffer the library allocates, NUL-terminated
+ * one byte past *len_p; free it with s3r_free(). A bucket without the
+ * configuration gets S3's error (S3R_ERR_SERVER with code
+ * NoSuchLifecycleConfiguration, NoSuchTagSet, NoSuchBucketPolicy, ...). */
+s3r_status_t s3r_subresource_get(s3r_client_t *client, s3r_subresource_t kind,
+                                 const s3r_subresource_target_t *target, char **doc_p,
+                                 size_t *len_p);
+/* Writes the document (len bytes at doc; len 0 sends no body, which only an
+ * ACL set by its headers takes). It is sent with its Content-MD5, as S3
+ * requires of several of these. S3R_ERR_TOO_LARGE over 16 MiB. */
+s3r_status_t s3r_subresource_put(s3r_client_t *client, s3r_subresource_t kind,
+                                 const s3r_subresource_target_t *target, const void *doc,
+                                 size_t len);
+/* Removes the configuration; S3R_ERR_UNSUPPORTED (no request sent) for the
+ * kinds S3 has no delete for (retention, legal hold, ACLs, versioning,
+ * object lock). */
+s3r_status_t s3r_subresource_delete(s3r_client_t *client, s3r_subresource_t kind,
+                                    const s3r_subresource_target_t *target);
+
 /* ---- Multipart uploads driven by the caller ------------------------------- */
 
 /* A multipart upload whose parts the caller supplies one at a time (for data
