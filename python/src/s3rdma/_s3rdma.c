@@ -880,6 +880,48 @@ out:
     return r;
 }
 
+/* subresource(verb, kind, bucket, key, version_id, document) for verb "get" (-> bytes),
+ * "put" (document: a bytes-like) or "delete" (-> None); kind is an s3r_subresource_t. */
+static PyObject *client_subresource(ClientObject *self, PyObject *args)
+{
+    const char *verb;
+    int kind;
+    s3r_subresource_target_t t = {0};
+    Py_buffer doc = {0};
+    if (!PyArg_ParseTuple(args, "sisz|zy*", &verb, &kind, &t.bucket, &t.key, &t.version_id, &doc))
+        return NULL;
+    int v = strcmp(verb, "get") == 0      ? 0
+            : strcmp(verb, "put") == 0    ? 1
+            : strcmp(verb, "delete") == 0 ? 2
+                                          : -1;
+    PyObject *r = NULL;
+    s3r_client_t *c = v < 0 ? NULL : call_begin(self);
+    if (v < 0)
+        PyErr_Format(PyExc_ValueError, "s3rdma: subresource verb %s", verb);
+    if (c != NULL) {
+        char *out = NULL;
+        size_t n = 0;
+        s3r_status_t st;
+        Py_INCREF(self);
+        Py_BEGIN_ALLOW_THREADS
+        st = v == 0 ? s3r_subresource_get(c, (s3r_subresource_t)kind, &t, &out, &n)
+             : v == 1
+                 ? s3r_subresource_put(c, (s3r_subresource_t)kind, &t, doc.buf, (size_t)doc.len)
+                 : s3r_subresource_delete(c, (s3r_subresource_t)kind, &t);
+        Py_END_ALLOW_THREADS
+        if (st != S3R_OK)
+            raise_status(c, st);
+        call_end(self);
+        Py_DECREF(self);
+        if (st == S3R_OK)
+            r = v == 0 ? PyBytes_FromStringAndSize(out, (Py_ssize_t)n) : Py_NewRef(Py_None);
+        s3r_free(out);
+    }
+    if (doc.obj != NULL)
+        PyBuffer_Release(&doc);
+    return r;
+}
+
 /* ---- Buckets ------------------------------------------------------------ */
 
 /* Runs fn(c, bucket) for the one-argument bucket calls. */
@@ -1395,6 +1437,8 @@ static PyMethodDef client_methods[] = {
      "delete_many(bucket, keys) -> [(key, code, message)] of the keys not deleted"},
     {"copy", (PyCFunction)client_copy, METH_VARARGS,
      "copy(src_bucket, src_key, dst_bucket, dst_key, src_version_id=None) -> version id"},
+    {"subresource", (PyCFunction)client_subresource, METH_VARARGS,
+     "subresource(verb, kind, bucket, key, version_id, document=b'')"},
     {"list_versions", (PyCFunction)client_list_versions, METH_VARARGS,
      "list_versions(bucket, prefix, delimiter, key_marker, version_id_marker, max_keys)"},
     {"list", (PyCFunction)client_list, METH_VARARGS,

@@ -97,6 +97,21 @@ class DeleteResult:
     errors: Dict[str, S3Error]
 
 
+# s3r_subresource_t (include/s3rdma.h): (subresource, of an object) -> kind
+_SUBRESOURCES = {("tagging", True): 1, ("retention", True): 2, ("legal-hold", True): 3,
+                 ("acl", True): 4, ("versioning", False): 5, ("lifecycle", False): 6,
+                 ("object-lock", False): 7, ("tagging", False): 8, ("policy", False): 9,
+                 ("cors", False): 10, ("encryption", False): 11, ("acl", False): 12}
+
+
+def _sub(name: str, of_object: bool) -> int:
+    try:
+        return _SUBRESOURCES[(name, of_object)]
+    except KeyError:
+        raise ValueError(f"s3rdma: {name!r} is no {'object' if of_object else 'bucket'} "
+                         "configuration subresource") from None
+
+
 def _size(v: Union[None, int, str]) -> Optional[int]:
     if v is None or isinstance(v, int):
         return v
@@ -373,6 +388,38 @@ class Client:
             yield VersionPage([VersionEntry(*v) for v in vers], prefixes)
             if key_marker is None:
                 return
+
+    # ---- configuration subresources ------------------------------------------
+
+    def get_object_config(self, bucket: str, key: str, subresource: str,
+                          version_id: Optional[str] = None) -> bytes:
+        """An object's (version's) configuration document, as S3's API returns it:
+        subresource "tagging", "retention", "legal-hold" or "acl"."""
+        return self._native.subresource("get", _sub(subresource, True), bucket, key, version_id)
+
+    def put_object_config(self, bucket: str, key: str, subresource: str, document: Buffer,
+                          version_id: Optional[str] = None) -> None:
+        """Writes an object's configuration document (S3's XML, sent as it is)."""
+        self._native.subresource("put", _sub(subresource, True), bucket, key, version_id,
+                                 _buffer(document))
+
+    def delete_object_config(self, bucket: str, key: str, subresource: str,
+                             version_id: Optional[str] = None) -> None:
+        """Removes an object's tags (S3 has no other object DELETE of this kind)."""
+        self._native.subresource("delete", _sub(subresource, True), bucket, key, version_id)
+
+    def get_bucket_config(self, bucket: str, subresource: str) -> bytes:
+        """A bucket's configuration document: subresource "versioning", "lifecycle",
+        "object-lock", "tagging", "policy" (JSON), "cors", "encryption" or "acl"."""
+        return self._native.subresource("get", _sub(subresource, False), bucket, None)
+
+    def put_bucket_config(self, bucket: str, subresource: str, document: Buffer) -> None:
+        self._native.subresource("put", _sub(subresource, False), bucket, None, None,
+                                 _buffer(document))
+
+    def delete_bucket_config(self, bucket: str, subresource: str) -> None:
+        """Removes a lifecycle, tagging, policy, CORS or encryption configuration."""
+        self._native.subresource("delete", _sub(subresource, False), bucket, None)
 
     # ---- buckets ---------------------------------------------------------------
 

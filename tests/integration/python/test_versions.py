@@ -137,3 +137,82 @@ def test_unversioned_bucket_names_no_version(client, rbucket, transport):
     assert (d.version_id, d.delete_marker) == (None, False)
     v = list(c.list_object_versions(rbucket))
     assert v[0].versions == []
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_configuration_documents(client, rbucket, boto, transport):
+    """get/put/delete of object tagging, bucket versioning, lifecycle and more through
+    libs3rdma's s3r_subresource_* (native opcodes 21-50 on the native transport), as boto3
+    sees them; S3's errors come through with their codes."""
+    c = client(transport)
+    before = c.stats()["native_ops"]
+    c.put_bucket_config(rbucket, "versioning",
+                        b"<VersioningConfiguration><Status>Enabled</Status>"
+                        b"</VersioningConfiguration>")
+    assert boto.get_bucket_versioning(Bucket=rbucket)["Status"] == "Enabled"
+    assert b"<Status>Enabled</Status>" in c.get_bucket_config(rbucket, "versioning")
+    v1 = c.put_object(rbucket, "k", b"1")
+    v2 = c.put_object(rbucket, "k", b"2")
+    tags = (b"<Tagging><TagSet><Tag><Key>team</Key><Value>vision</Value></Tag></TagSet>"
+            b"</Tagging>")
+    c.put_object_config(rbucket, "k", "tagging", tags)
+    assert boto.get_object_tagging(Bucket=rbucket, Key="k")["TagSet"] == [
+        {"Key": "team", "Value": "vision"}]
+    assert b"<Key>team</Key>" in c.get_object_config(rbucket, "k", "tagging", version_id=v2)
+    assert b"<Key>team</Key>" not in c.get_object_config(rbucket, "k", "tagging",
+                                                         version_id=v1)
+    c.delete_object_config(rbucket, "k", "tagging")
+    assert boto.get_object_tagging(Bucket=rbucket, Key="k")["TagSet"] == []
+    with pytest.raises(s3rdma.S3Error) as e:
+        c.get_bucket_config(rbucket, "lifecycle")
+    assert (e.value.code, e.value.http_status) == ("NoSuchLifecycleConfiguration", 404)
+    c.put_bucket_config(rbucket, "lifecycle",
+                        b"<LifecycleConfiguration><Rule><ID>old</ID><Filter><Prefix>tmp/"
+                        b"</Prefix></Filter><Status>Enabled</Status><Expiration><Days>3</Days>"
+                        b"</Expiration></Rule></LifecycleConfiguration>")
+    rules = boto.get_bucket_lifecycle_configuration(Bucket=rbucket)["Rules"]
+    assert [(r["ID"], r["Expiration"]["Days"]) for r in rules] == [("old", 3)]
+    assert b"<ID>old</ID>" in c.get_bucket_config(rbucket, "lifecycle")
+    c.delete_bucket_config(rbucket, "lifecycle")
+    with pytest.raises(boto.exceptions.ClientError) as ce:
+        boto.get_bucket_lifecycle_configuration(Bucket=rbucket)
+    assert ce.value.response["Error"]["Code"] == "NoSuchLifecycleConfiguration"
+    with pytest.raises(s3rdma.S3Error) as e:
+        c.put_bucket_config(rbucket, "versioning", b"<VersioningConfiguration><Status>")
+    assert e.value.http_status == 400
+    # a bucket made without object lock: retention and legal hold are refused as S3 does
+    with pytest.raises(s3rdma.S3Error) as e:
+        c.get_object_config(rbucket, "k", "legal-hold")
+    assert e.value.http_status == 400
+    with pytest.raises(ValueError):
+        c.get_bucket_config(rbucket, "retention")
+    with pytest.raises(s3rdma.S3Error) as e:
+        c.delete_bucket_config(rbucket, "versioning")  # S3 has no such DELETE
+    assert e.value.status == "S3R_ERR_UNSUPPORTED"
+    if transport == "native":
+        assert c.stats()["native_ops"] >= before + 11  # the calls that succeeded
+
+
+def test_retention_and_legal_hold_documents(client, boto):
+    """Object lock's per-version documents over native, read back by boto3."""
+    import datetime
+    from s3r_itest import new_bucket_name
+    b = new_bucket_name("pylock")
+    boto.create_bucket(Bucket=b, ObjectLockEnabledForBucket=True)
+    c = client("native")
+    vid = c.put_object(b, "k", b"locked")
+    c.put_object_config(b, "k", "legal-hold", b"<LegalHold><Status>ON</Status></LegalHold>",
+                        version_id=vid)
+    assert boto.get_object_legal_hold(Bucket=b, Key="k")["LegalHold"]["Status"] == "ON"
+    until = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=1)) \
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+    c.put_object_config(b, "k", "retention", (
+        "<Retention><Mode>GOVERNANCE</Mode><RetainUntilDate>" + until +
+        "</RetainUntilDate></Retention>").encode())
+    r = boto.get_object_retention(Bucket=b, Key="k")["Retention"]
+    assert r["Mode"] == "GOVERNANCE"
+    assert b"<Mode>GOVERNANCE</Mode>" in c.get_object_config(b, "k", "retention")
+    with pytest.raises(s3rdma.AccessDenied):
+        c.delete_object(b, "k", version_id=vid)
+    c.put_object_config(b, "k", "legal-hold", b"<LegalHold><Status>OFF</Status></LegalHold>")
+    assert b"OFF" in c.get_object_config(b, "k", "legal-hold")
