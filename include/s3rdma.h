@@ -173,7 +173,10 @@ typedef struct s3r_config {
      * body's CRC32C computed by the client (one pass over the body, as AWS
      * SDKs send a CRC on every PUT), which the server verifies and keeps;
      * a PUT into an object-lock bucket with a default retention needs it
-     * (docs/client.md, "Checksums"). 0: none. Multipart parts carry none. */
+     * (docs/client.md, "Checksums"); a multipart upload declares CRC32C
+     * at its start, and each part carries its CRC32C, listed again in
+     * Complete (object lock asks it of every part of a locked object).
+     * 0: none. */
     int put_checksum;
 } s3r_config_t;
 

@@ -93,3 +93,22 @@ s3r_status_t s3r_client_last_version(const s3r_client_t *c, s3r_version_info_t *
     *info_p = tls_version;
     return S3R_OK;
 }
+
+/* ======================================================================== */
+/* Last part checksum: thread-local, read right after the part's put_one     */
+/* ======================================================================== */
+
+static __thread char tls_part_crc32c[S3C_PART_CRC32C_MAX];
+
+void s3c_part_checksum_record(const s3c_resp_t *resp)
+{
+    char v[64];
+    bool ok = s3c_resp_header(resp, "x-amz-checksum-crc32c", v, sizeof(v)) == 0 &&
+              strlen(v) < sizeof(tls_part_crc32c);
+    snprintf(tls_part_crc32c, sizeof(tls_part_crc32c), "%s", ok ? v : "");
+}
+
+const char *s3c_part_checksum(void)
+{
+    return tls_part_crc32c;
+}

@@ -205,6 +205,13 @@ void s3c_err_restore(const s3r_client_t *c, const s3r_error_info_t *e);
  * (s3r_client_last_version). */
 struct s3c_resp;
 void s3c_version_record(const s3r_client_t *c, const struct s3c_resp *resp);
+/* The calling thread's last UploadPart answer's x-amz-checksum-crc32c
+ * (base64 of 4 bytes; longer values are dropped): recorded by put_one's
+ * transports, read by the multipart code right after put_one returned on
+ * the same thread, for the part's entry in Complete. "" when it named none. */
+#define S3C_PART_CRC32C_MAX 16
+void s3c_part_checksum_record(const struct s3c_resp *resp);
+const char *s3c_part_checksum(void);
 /* Counts st in n_errors unless S3R_OK, and returns it: every public
  * operation returns through here. */
 s3r_status_t done(s3r_client_t *c, s3r_status_t st);
