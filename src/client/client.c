@@ -350,7 +350,8 @@ static s3r_status_t run_xml(s3r_client_t *c, s3c_req_t *req, buf_t *body, bool r
     else if (st == S3R_OK && resp.curl_code != 0)
         st = s3c_fail(c, S3R_ERR_HTTP, resp.transport, (int)resp.status, "", "transfer failed: %s",
                       resp.curl_err);
-    if (st == S3R_OK && record)
+    /* A 200 whose body is an <Error> (error_in_200) wrote nothing. */
+    if (st == S3R_OK && record && !s3c_xml_is_error(body->data, body->len))
         s3c_version_record(c, &resp);
     s3c_resp_free(&resp);
     return st;

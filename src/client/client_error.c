@@ -103,9 +103,11 @@ static __thread char tls_part_crc32c[S3C_PART_CRC32C_MAX];
 void s3c_part_checksum_record(const s3c_resp_t *resp)
 {
     char v[64];
-    bool ok = s3c_resp_header(resp, "x-amz-checksum-crc32c", v, sizeof(v)) == 0 &&
-              strlen(v) < sizeof(tls_part_crc32c);
-    snprintf(tls_part_crc32c, sizeof(tls_part_crc32c), "%s", ok ? v : "");
+    size_t n = s3c_resp_header(resp, "x-amz-checksum-crc32c", v, sizeof(v)) == 0 ? strlen(v) : 0;
+    if (n >= sizeof(tls_part_crc32c))
+        n = 0; /* not a CRC32C's base64: none */
+    memcpy(tls_part_crc32c, v, n);
+    tls_part_crc32c[n] = '\0';
 }
 
 const char *s3c_part_checksum(void)
