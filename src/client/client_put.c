@@ -50,12 +50,12 @@ static s3r_status_t add_put_headers(s3r_client_t *c, s3c_req_t *req, strs_t *ss,
 /* Adds x-amz-checksum-crc32c, the CRC32C of [data, data+len) computed here,
  * to a single PutObject or an UploadPart, as current AWS SDKs send a CRC on
  * every PUT and part: the server verifies it against the bytes it stores
- * (400 XAmzContentChecksumMismatch on a mismatch), keeps it as the object's
- * (the part's) checksum, and S3's object lock accepts it as the integrity
- * header a PUT that locks its version, and each part of such an upload,
- * must carry (the put_checksum setting, on by default, turns it off). The
- * parts' upload declares the algorithm at CreateMultipartUpload (mpu_start)
- * and Complete lists each part's value (mpu_add). */
+ * (400 BadDigest on a mismatch), keeps it as the object's (the part's)
+ * checksum, and S3's object lock accepts it as the integrity header a PUT
+ * that locks its version, and each part of such an upload, must carry (the
+ * put_checksum setting, on by default, turns it off). The parts' upload
+ * declares the algorithm at CreateMultipartUpload (mpu_start) and Complete
+ * lists each part's value (mpu_add). */
 static s3r_status_t add_put_checksum(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const void *data,
                                      uint64_t len)
 {
