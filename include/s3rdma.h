@@ -488,7 +488,7 @@ typedef struct s3r_version_info {
 /* The version of the calling thread's last successful write on client:
  * s3r_object_put, s3r_object_put_file (each a single PUT or a multipart
  * upload's Complete), s3r_object_put_async (when its answer is judged: in
- * the call over HTTP or token, at s3r_op_test/wait over native; with
+ * the call over HTTP or token, at s3r_op_wait over native; with
  * several in flight, the last one judged),
  * s3r_multipart_complete, s3r_object_copy(_version) and
  * s3r_object_delete(_version). A write into a bucket without versioning
