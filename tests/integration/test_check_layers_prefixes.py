@@ -1,7 +1,8 @@
-"""scripts/check-prefixes: the build's static libraries pass, and a library
-that gains a global symbol without its module's prefix fails, naming the
-library, the symbol and its object file. The bad libraries are copies of the
-build's libs3r_*.a in tmp_path with one small object added (cc, ar)."""
+"""scripts/check-prefixes: the build's static libraries (and libs3rdma's
+object files) pass, and a library that gains a global symbol without its
+module's prefix fails, naming the library, the symbol and its object file.
+The bad libraries are copies of the build's libs3r_*.a and client objects in
+tmp_path with one small object added (cc, ar)."""
 import os
 import shutil
 import subprocess
@@ -13,6 +14,7 @@ from s3r_itest import BINARY, REPO_ROOT
 SCRIPT = REPO_ROOT / "scripts" / "check-prefixes"
 BUILD = Path(os.environ.get("S3RDMA_BUILD") or Path(BINARY).parent).resolve()
 LIBS = ["s3r_common", "s3r_storage", "s3r_rdma", "s3r_s3", "s3r_http"]
+CLIENT_OBJECTS = Path("CMakeFiles") / "s3rdma.dir" / "src" / "client"
 
 
 def check(build):
@@ -25,6 +27,7 @@ def libs_copy(tmp_path):
     d.mkdir()
     for lib in LIBS:
         shutil.copy(BUILD / f"lib{lib}.a", d / f"lib{lib}.a")
+    shutil.copytree(BUILD / CLIENT_OBJECTS, d / CLIENT_OBJECTS)
     return d
 
 
@@ -72,3 +75,17 @@ def test_common_names_follow_their_file(tmp_path):
     assert p.returncode == 1
     assert "s3r_common: gadget_size (in widget.c.o)" in p.stderr
     assert "widget_size" not in p.stderr
+
+
+def test_client_internal_name_without_prefix_fails(tmp_path):
+    build = libs_copy(tmp_path)
+    # libs3rdma hides it (version script), but a bare global name in the
+    # client says nothing of where it lives.
+    c = tmp_path / "extra.c"
+    c.write_text("int all_done;\nint s3c_all_done;\n")
+    subprocess.run(["cc", "-c", "-o", str(build / CLIENT_OBJECTS / "extra.c.o"), str(c)],
+                   check=True)
+    p = check(build)
+    assert p.returncode == 1
+    assert "s3rdma: all_done (in extra.c.o)" in p.stderr
+    assert "s3c_all_done" not in p.stderr
