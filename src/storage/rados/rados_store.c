@@ -385,6 +385,9 @@ stor_status_t stor_open_rados(const stor_rados_conf_t *conf, stor_t **out_p)
         st->index = NULL;
         goto fail;
     }
+    what = "start the gateway's lease";
+    if ((rc = rs_intent_open(st, conf->crash_at, (conf->lease_s ? conf->lease_s : 30) * 1000u)) < 0)
+        goto fail;
     if (rs_gc_start(st) != 0) {
         rc = -EAGAIN;
         what = "start the collector";
@@ -403,6 +406,8 @@ void rs_close(stor_t *st_)
 {
     rstor_t *st = (rstor_t *)st_;
     rs_gc_stop(st);
+    if (st->index)
+        rs_intent_close(st);
     if (st->index)
         rados_ioctx_destroy(st->index);
     if (st->data)
