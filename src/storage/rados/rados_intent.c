@@ -35,9 +35,14 @@ static void gw_lease_name(const char *gw, char out[32])
     snprintf(out, 32, "gw.%s", gw);
 }
 
-static void gw_oid(const char *gw, char out[RSTOR_OID_MAX])
+/* Slot 0 of gateway gw's log is its lease's object; slot k > 0 is
+ * "<that>.<k>". */
+static void gw_oid(const char *gw, unsigned slot, char out[RSTOR_OID_MAX])
 {
-    snprintf(out, RSTOR_OID_MAX, "s3rdma.lease.gw.%s", gw);
+    if (slot)
+        snprintf(out, RSTOR_OID_MAX, "s3rdma.lease.gw.%s.%u", gw, slot);
+    else
+        snprintf(out, RSTOR_OID_MAX, "s3rdma.lease.gw.%s", gw);
 }
 
 void rs_crash_point(const rstor_t *st, const char *step)
@@ -108,90 +113,158 @@ int rs_intent_complete(buf_t *b, const rs_index_t *ix, const char *key)
 
 /* ==== Writing the log ==================================================== */
 
-/* The cleared entries not yet removed, as omap keys for one write op (the
- * caller holds intent_lock and frees nothing: the keys stay st's until
- * flushed). */
-static void clears_take(rstor_t *st, const char **keys, size_t *lens, size_t *n)
+/* The slot (object) of entry name: its last hex digit, random in both blob
+ * and upload ids, spreads a gateway's writes over RSTOR_INTENT_SLOTS
+ * objects (so over placement groups). */
+static unsigned name_slot(const char *name)
 {
-    *n = st->n_clears;
-    for (size_t i = 0; i < *n; i++) {
-        keys[i] = st->clears[i];
-        lens[i] = strlen(st->clears[i]);
+    size_t n = strlen(name);
+    return n ? (unsigned char)name[n - 1] % RSTOR_INTENT_SLOTS : 0;
+}
+
+/* Takes the cleared entries of slot (intent_lock held) into names; the
+ * caller removes them, or gives them back (clears_return) if it could not. */
+static size_t clears_take(rstor_t *st, unsigned slot,
+                          char names[RSTOR_INTENT_SLOT_CLEARS][RSTOR_INTENT_NAME])
+{
+    size_t n = st->n_clears[slot];
+    memcpy(names, st->clears[slot], n * RSTOR_INTENT_NAME);
+    st->n_clears[slot] = 0;
+    return n;
+}
+
+static void clears_return(rstor_t *st, unsigned slot,
+                          char names[RSTOR_INTENT_SLOT_CLEARS][RSTOR_INTENT_NAME], size_t n)
+{
+    pthread_mutex_lock(&st->intent_lock);
+    for (size_t i = 0; i < n && st->n_clears[slot] < RSTOR_INTENT_SLOT_CLEARS; i++)
+        memcpy(st->clears[slot][st->n_clears[slot]++], names[i], RSTOR_INTENT_NAME);
+    pthread_mutex_unlock(&st->intent_lock);
+}
+
+/* One write op on slot's object of gateway gw: the fence compared absent
+ * (*cmp: its result, valid until the op completes), the n cleared names
+ * removed, name = desc set (name NULL: none). NULL when out of memory. */
+static rados_write_op_t slot_op(char clears[][RSTOR_INTENT_NAME], size_t n, const char *name,
+                                const buf_t *desc, int *cmp)
+{
+    const char *keys[RSTOR_INTENT_SLOT_CLEARS];
+    size_t lens[RSTOR_INTENT_SLOT_CLEARS];
+    rados_write_op_t op = rados_create_write_op();
+    if (!op)
+        return NULL;
+    /* Written by this gateway only until another recovers its log (fenced,
+     * then removed). */
+    rados_write_op_assert_exists(op);
+    rados_write_op_omap_cmp2(op, FENCE_KEY, LIBRADOS_CMPXATTR_OP_EQ, "", strlen(FENCE_KEY), 0, cmp);
+    for (size_t i = 0; i < n; i++) {
+        keys[i] = clears[i];
+        lens[i] = strlen(clears[i]);
     }
+    if (n)
+        rados_write_op_omap_rm_keys2(op, keys, lens, n);
+    if (name) {
+        const char *k = name, *v = desc->data;
+        size_t kl = strlen(name), vl = desc->len;
+        rados_write_op_omap_set2(op, &k, &v, &kl, &vl, 1);
+    }
+    return op;
+}
+
+stor_status_t rs_intent_put_start(rstor_t *st, const char *name, const buf_t *desc, uint64_t epoch,
+                                  rs_intent_put_t *p)
+{
+    memset(p, 0, sizeof *p);
+    p->slot = name_slot(name);
+    pthread_mutex_lock(&st->intent_lock);
+    p->epoch = st->epoch;
+    int stale = epoch && epoch != p->epoch;
+    p->n_clears = stale ? 0 : clears_take(st, p->slot, p->clears);
+    memcpy(p->gw, st->gw_id, sizeof p->gw);
+    pthread_mutex_unlock(&st->intent_lock);
+    if (stale) {
+        log_error("storage: this gateway's lease lapsed during a write; the write fails");
+        return STOR_ERR_UNAVAILABLE;
+    }
+    char oid[RSTOR_OID_MAX];
+    gw_oid(p->gw, p->slot, oid);
+    int rc = -ENOMEM;
+    if ((p->op = slot_op(p->clears, p->n_clears, name, desc, &p->cmp)) &&
+        (rc = rados_aio_create_completion2(NULL, NULL, &p->c)) == 0 &&
+        (rc = rados_aio_write_op_operate(p->op, st->index, p->c, oid, NULL, 0)) < 0)
+        rados_aio_release(p->c);
+    if (rc == 0)
+        return STOR_OK;
+    if (p->op)
+        rados_release_write_op(p->op);
+    clears_return(st, p->slot, p->clears, p->n_clears);
+    return rs_fail("intent", oid, rc);
+}
+
+stor_status_t rs_intent_put_finish(rstor_t *st, rs_intent_put_t *p, uint64_t *epoch_p)
+{
+    rados_aio_wait_for_complete(p->c);
+    int rc = rados_aio_get_return_value(p->c);
+    rados_aio_release(p->c);
+    rados_release_write_op(p->op);
+    if (rc < 0)
+        clears_return(st, p->slot, p->clears, p->n_clears);
+    if (rc == -ECANCELED || rc == -ENOENT) {
+        pthread_mutex_lock(&st->intent_lock);
+        st->fenced = 1; /* the collector starts this gateway afresh */
+        pthread_mutex_unlock(&st->intent_lock);
+        log_error("storage: this gateway's intent log was recovered by another gateway (its "
+                  "lease lapsed): writes in progress fail");
+        return STOR_ERR_UNAVAILABLE;
+    }
+    if (rc < 0)
+        return rs_fail("intent", p->gw, rc);
+    *epoch_p = p->epoch;
+    return STOR_OK;
 }
 
 stor_status_t rs_intent_put(rstor_t *st, const char *name, const buf_t *desc, uint64_t *epoch_p)
 {
-    char oid[RSTOR_OID_MAX];
-    const char *keys[RSTOR_INTENT_CLEARS + 1];
-    size_t lens[RSTOR_INTENT_CLEARS + 1], n;
-    pthread_mutex_lock(&st->intent_lock);
-    uint64_t epoch = st->epoch;
-    if (*epoch_p && *epoch_p != epoch) {
-        pthread_mutex_unlock(&st->intent_lock);
-        log_error("storage: this gateway's lease lapsed during a write; the write fails");
-        return STOR_ERR_UNAVAILABLE;
-    }
-    gw_oid(st->gw_id, oid);
-    clears_take(st, keys, lens, &n);
-    rados_write_op_t op = rados_create_write_op();
-    int rc = -ENOMEM, cmp = 0;
-    if (op) {
-        /* Written by this gateway only until another recovers its log. */
-        rados_write_op_omap_cmp2(op, FENCE_KEY, LIBRADOS_CMPXATTR_OP_EQ, "", strlen(FENCE_KEY), 0,
-                                 &cmp);
-        if (n)
-            rados_write_op_omap_rm_keys2(op, keys, lens, n);
-        const char *k = name, *v = desc->data;
-        size_t kl = strlen(name), vl = desc->len;
-        rados_write_op_omap_set2(op, &k, &v, &kl, &vl, 1);
-        rc = rados_write_op_operate(op, st->index, oid, NULL, 0);
-        rados_release_write_op(op);
-    }
-    if (rc == 0)
-        st->n_clears = 0;
-    else if (rc == -ECANCELED)
-        st->fenced = 1;
-    pthread_mutex_unlock(&st->intent_lock);
-    if (rc == -ECANCELED) {
-        log_error("storage: this gateway's intent log was recovered by another gateway (its "
-                  "lease lapsed): restart it");
-        return STOR_ERR_UNAVAILABLE;
-    }
-    if (rc < 0)
-        return rs_fail("intent", oid, rc);
-    *epoch_p = epoch;
-    return STOR_OK;
+    rs_intent_put_t p;
+    stor_status_t s = rs_intent_put_start(st, name, desc, *epoch_p, &p);
+    return s == STOR_OK ? rs_intent_put_finish(st, &p, epoch_p) : s;
 }
 
-/* Removes the cleared entries (intent_lock held). */
+/* Removes the cleared entries of every slot. */
 static void clears_flush(rstor_t *st)
 {
-    if (!st->n_clears)
-        return;
-    const char *keys[RSTOR_INTENT_CLEARS];
-    size_t lens[RSTOR_INTENT_CLEARS], n;
-    char oid[RSTOR_OID_MAX];
-    gw_oid(st->gw_id, oid);
-    clears_take(st, keys, lens, &n);
-    rados_write_op_t op = rados_create_write_op();
-    if (!op)
-        return;
-    rados_write_op_assert_exists(op);
-    rados_write_op_omap_rm_keys2(op, keys, lens, n);
-    int rc = rados_write_op_operate(op, st->index, oid, NULL, 0);
-    rados_release_write_op(op);
-    if (rc == 0 || rc == -ENOENT)
-        st->n_clears = 0;
+    char clears[RSTOR_INTENT_SLOT_CLEARS][RSTOR_INTENT_NAME], gw[17];
+    for (unsigned slot = 0; slot < RSTOR_INTENT_SLOTS; slot++) {
+        pthread_mutex_lock(&st->intent_lock);
+        size_t n = clears_take(st, slot, clears);
+        memcpy(gw, st->gw_id, sizeof gw);
+        pthread_mutex_unlock(&st->intent_lock);
+        if (!n)
+            continue;
+        char oid[RSTOR_OID_MAX];
+        int cmp = 0, rc = -ENOMEM;
+        gw_oid(gw, slot, oid);
+        rados_write_op_t op = slot_op(clears, n, NULL, NULL, &cmp);
+        if (op) {
+            rc = rados_write_op_operate(op, st->index, oid, NULL, 0);
+            rados_release_write_op(op);
+        }
+        if (rc < 0)
+            clears_return(st, slot, clears, n);
+    }
 }
 
 void rs_intent_clear(rstor_t *st, const char *name)
 {
+    unsigned slot = name_slot(name);
     pthread_mutex_lock(&st->intent_lock);
-    if (st->n_clears == RSTOR_INTENT_CLEARS)
+    int full = st->n_clears[slot] == RSTOR_INTENT_SLOT_CLEARS;
+    pthread_mutex_unlock(&st->intent_lock);
+    if (full)
         clears_flush(st);
-    if (st->n_clears < RSTOR_INTENT_CLEARS)
-        snprintf(st->clears[st->n_clears++], sizeof st->clears[0], "%s", name);
+    pthread_mutex_lock(&st->intent_lock);
+    if (st->n_clears[slot] < RSTOR_INTENT_SLOT_CLEARS)
+        snprintf(st->clears[slot][st->n_clears[slot]++], RSTOR_INTENT_NAME, "%s", name);
     /* else: the entry stays; whoever recovers it finds its blob referenced
      * or gone. */
     pthread_mutex_unlock(&st->intent_lock);
@@ -239,9 +312,57 @@ static void registry_remove(rstor_t *st, const char *gw)
 
 /* ==== Liveness =========================================================== */
 
-/* Renews this gateway's lease. A renewal after a gap as long as the lease
- * starts a new epoch: another gateway may have recovered the log meanwhile,
- * so writes that logged their intents before it must not commit. */
+/* Takes a new gateway id's lease and registers it (registered once its
+ * lease is held, so a recovery never finds an id without one). Called at
+ * start and by the collector only (the one writer of gw_id). */
+static int gateway_begin(rstor_t *st)
+{
+    uint8_t id[8];
+    char gw[17], name[32], ms[24];
+    if (random_bytes(id, sizeof id) != 0)
+        return -EIO;
+    hex_encode(id, sizeof id, gw);
+    gw_lease_name(gw, name);
+    uint64_t sent = clock_mono_ms();
+    if (rs_lease(&st->base, name, st->lease_ms) != STOR_OK)
+        return -EIO;
+    /* The other slots exist from the start: an entry write asserts its
+     * slot exists, so a log removed by a recovery takes no more. */
+    for (unsigned slot = 1; slot < RSTOR_INTENT_SLOTS; slot++) {
+        char oid[RSTOR_OID_MAX];
+        gw_oid(gw, slot, oid);
+        rados_write_op_t op = rados_create_write_op();
+        if (!op)
+            return -ENOMEM;
+        rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
+        int rc = rados_write_op_operate(op, st->index, oid, NULL, 0);
+        rados_release_write_op(op);
+        if (rc < 0)
+            return rc;
+    }
+    snprintf(ms, sizeof ms, "%" PRId64, clock_wall_ms());
+    buf_t v;
+    buf_init(&v, 24);
+    buf_append(&v, ms, strlen(ms));
+    int rc = rs_omap_cas(st->index, GATEWAYS_OID, gw, 16, NULL, &v, RS_CAS_CREATE);
+    buf_free(&v);
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(&st->intent_lock);
+    memcpy(st->gw_id, gw, sizeof gw);
+    st->renewed_ms = sent;
+    st->fenced = 0;
+    memset(st->n_clears, 0, sizeof st->n_clears); /* the old log's: recovered */
+    st->n_unsure = 0;
+    pthread_mutex_unlock(&st->intent_lock);
+    return 0;
+}
+
+/* Renews this gateway's lease. A gateway whose lease lapsed (a renewal
+ * after a gap of a whole lease, another gateway holding it, or its log
+ * fenced) may have had its log recovered: it starts a new epoch under a new
+ * id, so writes that logged their intents before fail instead of
+ * committing. */
 static void lease_renew(rstor_t *st)
 {
     char name[32];
@@ -249,70 +370,78 @@ static void lease_renew(rstor_t *st)
     uint64_t sent = clock_mono_ms();
     stor_status_t s = rs_lease(&st->base, name, st->lease_ms);
     pthread_mutex_lock(&st->intent_lock);
-    if (s == STOR_OK) {
-        if (sent - st->renewed_ms >= st->lease_ms) {
-            st->epoch++;
-            log_warn("storage: this gateway's lease lapsed: writes in progress fail");
-        }
+    int lapsed = st->fenced || s == STOR_ERR_PRECONDITION ||
+                 (s == STOR_OK && sent - st->renewed_ms >= st->lease_ms);
+    if (s == STOR_OK && !lapsed)
         st->renewed_ms = sent;
-    } else if (s == STOR_ERR_PRECONDITION) {
-        st->fenced = 1; /* another gateway holds it: it is recovering our log */
-    }
+    if (lapsed)
+        st->epoch++;
     pthread_mutex_unlock(&st->intent_lock);
+    if (lapsed) {
+        log_warn("storage: this gateway's lease lapsed: writes in progress fail; it goes on "
+                 "under a new id");
+        if (gateway_begin(st) != 0)
+            log_error("storage: cannot take a new gateway lease (retried)");
+    }
 }
 
 int rs_intent_open(rstor_t *st, const char *crash_at, uint32_t lease_ms)
 {
-    uint8_t id[8];
-    if (random_bytes(id, sizeof id) != 0)
-        return -EIO;
-    hex_encode(id, sizeof id, st->gw_id);
     snprintf(st->crash_at, sizeof st->crash_at, "%s", crash_at ? crash_at : "");
     st->lease_ms = lease_ms;
     st->epoch = 1;
     pthread_mutex_init(&st->intent_lock, NULL);
-    char name[32], ms[24];
-    gw_lease_name(st->gw_id, name);
-    uint64_t sent = clock_mono_ms();
-    stor_status_t s = rs_lease(&st->base, name, st->lease_ms);
-    if (s != STOR_OK)
-        return -EIO;
-    st->renewed_ms = sent;
-    /* Registered once its lease is held, so a recovery never finds it
-     * without one. */
-    snprintf(ms, sizeof ms, "%" PRId64, clock_wall_ms());
-    buf_t v;
-    buf_init(&v, 24);
-    buf_append(&v, ms, strlen(ms));
-    int rc = rs_omap_cas(st->index, GATEWAYS_OID, st->gw_id, 16, NULL, &v, RS_CAS_CREATE);
-    buf_free(&v);
-    return rc;
+    st->intent_ready = 1;
+    return gateway_begin(st);
+}
+
+/* 1 when no slot of gateway gw's log holds an entry. */
+static int log_empty(rstor_t *st, const char *gw)
+{
+    for (unsigned slot = 0; slot < RSTOR_INTENT_SLOTS; slot++) {
+        char oid[RSTOR_OID_MAX];
+        gw_oid(gw, slot, oid);
+        rados_read_op_t op = rados_create_read_op();
+        if (!op)
+            return 0;
+        rados_omap_iter_t it = NULL;
+        unsigned char more = 0;
+        int prval = 0;
+        rados_read_op_omap_get_keys2(op, "", 1, &it, &more, &prval);
+        int rc = rados_read_op_operate(op, st->index, oid, 0);
+        size_t n = rc == 0 && prval == 0 && it ? rados_omap_iter_size(it) : 0;
+        if (it)
+            rados_omap_get_end(it);
+        rados_release_read_op(op);
+        if ((rc < 0 && rc != -ENOENT) || n)
+            return 0;
+    }
+    return 1;
+}
+
+/* Removes gateway gw's log objects (slot 0, the lease's, last) and its
+ * registration. 0, or a librados code. */
+static int log_remove(rstor_t *st, const char *gw)
+{
+    for (unsigned slot = RSTOR_INTENT_SLOTS; slot-- > 0;) {
+        char oid[RSTOR_OID_MAX];
+        gw_oid(gw, slot, oid);
+        int rc = rados_remove(st->index, oid);
+        if (rc < 0 && rc != -ENOENT)
+            return rc;
+    }
+    registry_remove(st, gw);
+    return 0;
 }
 
 void rs_intent_close(rstor_t *st)
 {
-    if (!st->gw_id[0])
+    if (!st->intent_ready)
         return;
-    pthread_mutex_lock(&st->intent_lock);
     clears_flush(st);
-    pthread_mutex_unlock(&st->intent_lock);
     /* A clean stop with nothing in flight leaves nothing to recover. */
-    char oid[RSTOR_OID_MAX];
-    gw_oid(st->gw_id, oid);
-    rados_read_op_t op = rados_create_read_op();
-    rados_omap_iter_t it = NULL;
-    unsigned char more = 0;
-    int prval = 0, empty = 0;
-    if (op) {
-        rados_read_op_omap_get_keys2(op, "", 1, &it, &more, &prval);
-        if (rados_read_op_operate(op, st->index, oid, 0) == 0 && prval == 0)
-            empty = rados_omap_iter_size(it) == 0;
-        if (it)
-            rados_omap_get_end(it);
-        rados_release_read_op(op);
-    }
-    if (empty && rados_remove(st->index, oid) == 0)
-        registry_remove(st, st->gw_id);
+    if (st->gw_id[0] && log_empty(st, st->gw_id))
+        log_remove(st, st->gw_id);
     pthread_mutex_destroy(&st->intent_lock);
 }
 
@@ -518,46 +647,52 @@ static int recover_complete(rstor_t *st, const char *name, const buf_t *v)
     return rc;
 }
 
-/* Recovers gateway gw's log if its lease lapsed: fences it, settles each
- * entry, then removes the log and the registration. */
+/* Recovers gateway gw's log if its lease lapsed: fences every slot,
+ * settles each entry, then removes the log and the registration. */
 static void recover_gateway(rstor_t *st, const char *gw)
 {
-    char name[32], oid[RSTOR_OID_MAX];
+    char name[32];
     gw_lease_name(gw, name);
-    gw_oid(gw, oid);
     if (rs_lease(&st->base, name, st->lease_ms) != STOR_OK)
         return; /* alive, or the cluster did not answer: next time */
-    const char *fk = FENCE_KEY, *fv = "";
-    size_t fkl = strlen(FENCE_KEY), fvl = 0;
-    rados_write_op_t op = rados_create_write_op();
-    if (!op)
-        return;
-    rados_write_op_omap_set2(op, &fk, &fv, &fkl, &fvl, 1);
-    int rc = rados_write_op_operate(op, st->index, oid, NULL, 0);
-    rados_release_write_op(op);
-    entries_t e = {0};
-    if (rc == 0)
-        rc = rs_omap_each(st->index, oid, "", collect, &e);
     size_t settled = 0;
-    for (size_t i = 0; i < e.n && rc == 0; i++) {
-        const char *n = e.names[i];
-        if (strcmp(n, FENCE_KEY) == 0)
-            continue;
-        rc = n[0] == 'c' ? recover_complete(st, n, &e.vals[i]) : recover_blob(st, n, &e.vals[i]);
-        if (rc == -EINVAL) {
-            log_warn("storage: malformed intent %s of gateway %s dropped", n, gw);
-            rc = 0;
+    int rc = 0;
+    for (unsigned slot = 0; slot < RSTOR_INTENT_SLOTS && rc == 0; slot++) {
+        char oid[RSTOR_OID_MAX];
+        gw_oid(gw, slot, oid);
+        const char *fk = FENCE_KEY, *fv = "";
+        size_t fkl = strlen(FENCE_KEY), fvl = 0;
+        rados_write_op_t op = rados_create_write_op();
+        if (!op) {
+            rc = -ENOMEM;
+            break;
         }
-        settled++;
+        rados_write_op_omap_set2(op, &fk, &fv, &fkl, &fvl, 1);
+        rc = rados_write_op_operate(op, st->index, oid, NULL, 0);
+        rados_release_write_op(op);
+        entries_t e = {0};
+        if (rc == 0)
+            rc = rs_omap_each(st->index, oid, "", collect, &e);
+        for (size_t i = 0; i < e.n && rc == 0; i++) {
+            const char *n = e.names[i];
+            if (strcmp(n, FENCE_KEY) == 0)
+                continue;
+            rc =
+                n[0] == 'c' ? recover_complete(st, n, &e.vals[i]) : recover_blob(st, n, &e.vals[i]);
+            if (rc == -EINVAL) {
+                log_warn("storage: malformed intent %s of gateway %s dropped", n, gw);
+                rc = 0;
+            }
+            settled++;
+        }
+        entries_free(&e);
     }
-    entries_free(&e);
+    if (rc == 0)
+        rc = log_remove(st, gw);
     if (rc != 0) {
         log_warn("storage: recovery of gateway %s stopped: %s (retried later)", gw, strerror(-rc));
         return;
     }
-    if ((rc = rados_remove(st->index, oid)) < 0 && rc != -ENOENT)
-        return;
-    registry_remove(st, gw);
     log_info("storage: recovered the intent log of dead gateway %s (%zu entr%s)", gw, settled,
              settled == 1 ? "y" : "ies");
 }
@@ -579,9 +714,9 @@ static void settle_unsure(rstor_t *st)
     memcpy(names, st->unsure, n * sizeof names[0]);
     st->n_unsure = 0;
     pthread_mutex_unlock(&st->intent_lock);
-    gw_oid(st->gw_id, oid);
     for (size_t i = 0; i < n; i++) {
         buf_t v;
+        gw_oid(st->gw_id, name_slot(names[i]), oid);
         int rc = rs_omap_get(st->index, oid, names[i], strlen(names[i]), &v);
         if (rc > 0)
             rc = names[i][0] == 'c' ? recover_complete(st, names[i], &v)
@@ -598,9 +733,7 @@ void rs_intent_tick(rstor_t *st)
 {
     lease_renew(st);
     settle_unsure(st);
-    pthread_mutex_lock(&st->intent_lock);
     clears_flush(st);
-    pthread_mutex_unlock(&st->intent_lock);
     uint64_t now = clock_mono_ms();
     if (now < st->next_recover_ms)
         return;
@@ -631,12 +764,13 @@ int rs_intent_all(rstor_t *st, rs_idset_t *blobs, rs_idset_t *uploads)
     entries_t gws = {0};
     int rc = rs_omap_each(st->index, GATEWAYS_OID, "", collect_gateway, &gws);
     rs_idset_t *sets[2] = {blobs, uploads};
-    for (size_t i = 0; i < gws.n && rc == 0; i++) {
-        char oid[RSTOR_OID_MAX];
-        gw_oid(gws.names[i], oid);
-        if ((rc = rs_omap_each(st->index, oid, "", collect_live, sets)) == -ENOENT)
-            rc = 0;
-    }
+    for (size_t i = 0; i < gws.n && rc == 0; i++)
+        for (unsigned slot = 0; slot < RSTOR_INTENT_SLOTS && rc == 0; slot++) {
+            char oid[RSTOR_OID_MAX];
+            gw_oid(gws.names[i], slot, oid);
+            if ((rc = rs_omap_each(st->index, oid, "", collect_live, sets)) == -ENOENT)
+                rc = 0;
+        }
     entries_free(&gws);
     if (rc == 0) {
         rs_idset_sort(blobs);

@@ -20,7 +20,8 @@
  *   s3rdma.gc               omap: <due ms, 16 hex>.<blob id> -> blob size
  *   s3rdma.gateways         omap: gateway id (16 hex) -> started (ms)
  *   s3rdma.lease.gw.<gw>    a gateway's liveness lease (its lock) and
- *                           intent log (its omap; rados_intent.c)
+ *                           slot 0 of its intent log (its omap), slots
+ *   s3rdma.lease.gw.<gw>.<k>  1..7 (rados_intent.c)
  * Data pool (storage.rados.pool):
  *   <blob id, 32 hex>.<piece, 8 hex>   RSTOR_PIECE bytes each (the last
  *                           shorter); a blob is one PUT's or one part's bytes
@@ -75,9 +76,13 @@ typedef struct idslot {
  * write, and dropped blobs one entry names (an overwrite of an object of
  * more parts leaves them to the start sweep should the gateway die between
  * its switch and its GC log write). */
-#define RSTOR_INTENT_CLEARS  64
-#define RSTOR_INTENT_OLD_MAX 64
-#define RSTOR_INTENT_NAME    (2 * STOR_ID_LEN + 2) /* "c" + 32 hex + NUL */
+#define RSTOR_INTENT_CLEARS 64
+/* Objects a gateway's log is spread over (its writes over placement
+ * groups), each holding at most RSTOR_INTENT_SLOT_CLEARS cleared entries. */
+#define RSTOR_INTENT_SLOTS       8
+#define RSTOR_INTENT_SLOT_CLEARS (RSTOR_INTENT_CLEARS / RSTOR_INTENT_SLOTS)
+#define RSTOR_INTENT_OLD_MAX     64
+#define RSTOR_INTENT_NAME        (2 * STOR_ID_LEN + 2) /* "c" + 32 hex + NUL */
 /* The largest entry value: a header, the dropped blobs (48 bytes each) and
  * the key (S3 keys are at most 1024 bytes). */
 #define RSTOR_INTENT_VALUE_MAX (64 + 48 * RSTOR_INTENT_OLD_MAX + 1024)
@@ -115,8 +120,9 @@ typedef struct rstor {
     uint64_t renewed_ms;      /* monotonic: when the last good renewal was sent */
     uint64_t next_recover_ms; /* monotonic: the next look for dead gateways */
     int fenced;               /* another gateway recovered this one's log */
-    char clears[RSTOR_INTENT_CLEARS][RSTOR_INTENT_NAME];
-    size_t n_clears;
+    int intent_ready;         /* intent_lock made */
+    char clears[RSTOR_INTENT_SLOTS][RSTOR_INTENT_SLOT_CLEARS][RSTOR_INTENT_NAME];
+    size_t n_clears[RSTOR_INTENT_SLOTS];
     char unsure[RSTOR_INTENT_CLEARS][RSTOR_INTENT_NAME];
     size_t n_unsure;
 } rstor_t;
@@ -138,7 +144,22 @@ stor_status_t rs_lease(stor_t *st, const char *name, uint32_t ttl_ms);
 typedef struct rs_intent_ref {
     char name[RSTOR_INTENT_NAME];
     uint64_t epoch;
+    /* The dropped blobs the entry names already: how many, the first's id. */
+    uint32_t n_old;
+    uint8_t old0[STOR_ID_LEN];
 } rs_intent_ref_t;
+
+/* An entry write in flight (rs_intent_put_start). */
+typedef struct rs_intent_put {
+    rados_write_op_t op;
+    rados_completion_t c;
+    int cmp;
+    unsigned slot;
+    size_t n_clears;
+    char clears[RSTOR_INTENT_SLOT_CLEARS][RSTOR_INTENT_NAME];
+    char gw[17];
+    uint64_t epoch;
+} rs_intent_put_t;
 
 /* ---- rados_intent.c ---------------------------------------------------- */
 
@@ -165,6 +186,11 @@ void rs_intent_name(const uint8_t id[STOR_ID_LEN], char out[RSTOR_INTENT_NAME]);
  * 0 for a write's first entry (set here), else the epoch of its first, which
  * must still be current. Flushes the cleared entries in the same op. */
 stor_status_t rs_intent_put(rstor_t *st, const char *name, const buf_t *desc, uint64_t *epoch_p);
+/* rs_intent_put in two halves, so a piece can be written meanwhile: start
+ * (STOR_OK: finish must be called) and finish (what rs_intent_put returns). */
+stor_status_t rs_intent_put_start(rstor_t *st, const char *name, const buf_t *desc, uint64_t epoch,
+                                  rs_intent_put_t *p);
+stor_status_t rs_intent_put_finish(rstor_t *st, rs_intent_put_t *p, uint64_t *epoch_p);
 /* Marks entry name cleared (removed with the next write to the log). */
 void rs_intent_clear(rstor_t *st, const char *name);
 /* Entry name belongs to a write that ended without knowing whether its
@@ -225,10 +251,15 @@ typedef struct rs_omap_get {
     rados_completion_t c;
     rados_omap_iter_t it;
     int prval;
+    int peeked, peek_rc; /* rs_omap_get_peek waited: its answer */
+    buf_t peek_val;
 } rs_omap_get_t;
 int rs_omap_get_start(rados_ioctx_t io, const char *oid, const char *key, size_t klen,
                       rs_omap_get_t *g);
 int rs_omap_get_finish(rs_omap_get_t *g, buf_t *val);
+/* Waits for the read and returns what rs_omap_get_finish will (the value
+ * in *val_p, owned by g), which must still be called. */
+int rs_omap_get_peek(rs_omap_get_t *g, const buf_t **val_p);
 
 /* One atomic compare-and-set of omap key (klen bytes) on oid: from expect
  * (NULL: absent) to val (NULL: removed). The object must exist unless

@@ -64,7 +64,9 @@ static stor_status_t switch_intent(rstor_t *st, const rs_intent_ref_t *in, const
                                    const char *key, const stor_obj_rec_t *o)
 {
     stor_status_t s = STOR_OK;
-    if (o && o->n_segs) {
+    int named = o && o->n_segs && in->n_old == o->n_segs &&
+                memcmp(in->old0, o->segs[0].id, STOR_ID_LEN) == 0;
+    if (o && o->n_segs && o->n_segs <= RSTOR_INTENT_OLD_MAX && !named) {
         buf_t desc;
         uint64_t epoch = in->epoch;
         s = rs_intent_object(&desc, ix, key, o->segs, o->n_segs) == 0
@@ -408,6 +410,31 @@ void rs_writer_done(stor_writer_t *w, int how)
         writer_keep((rwriter_t *)w, how == RS_DONE_UNSURE);
 }
 
+/* Starts adding to w's entry the blobs an overwrite of key will drop, as
+ * the key's record read by pre says (the read is kept for the switch). 1
+ * when started (rs_intent_put_finish is due), 0 when nothing to add. */
+static int overwrite_intent(rwriter_t *w, const char *key, rs_omap_get_t *pre, rs_intent_put_t *p)
+{
+    const buf_t *cur;
+    stor_obj_rec_t o;
+    if (rs_omap_get_peek(pre, &cur) <= 0 ||
+        stor_rec_decode_object(cur->data, cur->len, &o) != STOR_OK)
+        return 0;
+    int started = 0;
+    if (o.n_segs && o.n_segs <= RSTOR_INTENT_OLD_MAX && !o.meta.version && !o.meta.delete_marker) {
+        buf_t d;
+        if (rs_intent_object(&d, &w->ix, key, o.segs, o.n_segs) == 0 &&
+            rs_intent_put_start(w->st, w->in.name, &d, w->in.epoch, p) == STOR_OK) {
+            started = 1;
+            w->in.n_old = o.n_segs;
+            memcpy(w->in.old0, o.segs[0].id, STOR_ID_LEN);
+        }
+        buf_free(&d);
+    }
+    stor_obj_rec_free(&o);
+    return started;
+}
+
 stor_status_t rs_writer_commit_if(stor_writer_t *w_, const char *key, stor_meta_t *meta,
                                   const stor_precond_t *cond)
 {
@@ -438,8 +465,24 @@ stor_status_t rs_writer_commit_if(stor_writer_t *w_, const char *key, stor_meta_
     buf_free(&desc);
     if (s == STOR_OK)
         rs_crash_point(st, "put-intent");
+    /* An overwrite: the blobs the switch will drop go into the entry while
+     * the last piece is written (the look at the key is back by now). */
+    rs_intent_put_t olds;
+    int olds_sent = 0;
+    if (s == STOR_OK && prep)
+        olds_sent = overwrite_intent(w, key, prep, &olds);
     if (s == STOR_OK)
         s = writer_seal(w);
+    if (olds_sent) {
+        uint64_t epoch;
+        stor_status_t s2 = rs_intent_put_finish(st, &olds, &epoch);
+        if (s2 != STOR_OK)
+            w->in.n_old = 0; /* not named: the switch names them */
+        if (s2 == STOR_OK && epoch != w->in.epoch)
+            s2 = STOR_ERR_UNAVAILABLE;
+        if (s == STOR_OK)
+            s = s2;
+    }
     if (s != STOR_OK) {
         if (prep) {
             buf_t unused;

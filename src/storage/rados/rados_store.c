@@ -92,8 +92,23 @@ int rs_omap_get_start(rados_ioctx_t io, const char *oid, const char *key, size_t
     return rc;
 }
 
+int rs_omap_get_peek(rs_omap_get_t *g, const buf_t **val_p)
+{
+    if (!g->peeked) {
+        g->peek_rc = rs_omap_get_finish(g, &g->peek_val);
+        g->peeked = 1;
+    }
+    *val_p = &g->peek_val;
+    return g->peek_rc;
+}
+
 int rs_omap_get_finish(rs_omap_get_t *g, buf_t *val)
 {
+    if (g->peeked) {
+        *val = g->peek_val;
+        g->peeked = 0;
+        return g->peek_rc;
+    }
     buf_init(val, STOR_REC_MAX + 1);
     rados_aio_wait_for_complete(g->c);
     int rc = rados_aio_get_return_value(g->c);
