@@ -1,10 +1,12 @@
 /* The intent log: which pieces a gateway is writing, so that what a dead
  * gateway left behind is found by reading its log, not the pool.
  *
- * Each gateway has one object in the index pool, its lease's
- * (rs_lease "gw.<id>": "s3rdma.lease.gw.<16 hex>"), and registers its id in
- * s3rdma.gateways. The object's exclusive lock is the gateway's liveness
- * (renewed by the collector thread); its omap is the gateway's intents:
+ * Each gateway (a random id per start, or per lapse of its lease) registers
+ * in s3rdma.gateways and holds the lease "gw.<id>" (rs_lease: the lock of
+ * "s3rdma.lease.gw.<id>", renewed by the collector thread): its liveness.
+ * Its intent log is the omap of RSTOR_INTENT_SLOTS objects, slot 0 the
+ * lease's object, slot k "s3rdma.lease.gw.<id>.<k>"; an entry's slot is its
+ * name's last hex digit:
  *   <blob id, 32 hex>       a blob being written: 'o' (a PUT's) or 'p' (a
  *                           part's), with where it is to be referenced and
  *                           the blobs the reference will drop
@@ -14,7 +16,8 @@
  * An entry is written (and acknowledged) before the first piece of its blob,
  * and cleared, lazily, once the blob is referenced or removed. The log holds
  * one entry per write in flight plus the cleared entries not yet flushed
- * (at most RSTOR_INTENT_CLEARS). docs/storage.md, "Crash leftovers". */
+ * (at most RSTOR_INTENT_SLOT_CLEARS per slot) and those being settled
+ * (RSTOR_INTENT_CLEARS). docs/storage.md, "Crash leftovers: the intent log". */
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>

@@ -58,15 +58,19 @@ stor_status_t rs_index_switch(rstor_t *st, const rs_index_t *ix, const char *key
 }
 
 /* Before a PUT's compare-and-set: the blobs it would drop (the key's
- * record, o) go into its intent entry, so a recovery after a crash between
- * the switch and the GC log write finds them; then the lease must be fresh. */
+ * record, o) go into its intent entry unless named already, so a recovery
+ * after a crash between the switch and the GC log write finds them; then
+ * the lease must be fresh. A retry after losing a race to another writer of
+ * the key (attempt > 0) adds nothing: a round trip between its read and its
+ * compare would only lose more races (a crash right after its switch
+ * leaves those blobs to the start sweep). */
 static stor_status_t switch_intent(rstor_t *st, const rs_intent_ref_t *in, const rs_index_t *ix,
-                                   const char *key, const stor_obj_rec_t *o)
+                                   const char *key, const stor_obj_rec_t *o, int attempt)
 {
     stor_status_t s = STOR_OK;
     int named = o && o->n_segs && in->n_old == o->n_segs &&
                 memcmp(in->old0, o->segs[0].id, STOR_ID_LEN) == 0;
-    if (o && o->n_segs && o->n_segs <= RSTOR_INTENT_OLD_MAX && !named) {
+    if (attempt == 0 && o && o->n_segs && o->n_segs <= RSTOR_INTENT_OLD_MAX && !named) {
         buf_t desc;
         uint64_t epoch = in->epoch;
         s = rs_intent_object(&desc, ix, key, o->segs, o->n_segs) == 0
@@ -109,7 +113,7 @@ stor_status_t rs_index_switch_pre(rstor_t *st, const rs_index_t *ix, const char 
             if (s == STOR_OK && found) /* the version the switch removes */
                 s = stor_precond_guard(cond, &o.meta);
             if (s == STOR_OK && in)
-                s = switch_intent(st, in, ix, key, found ? &o : NULL);
+                s = switch_intent(st, in, ix, key, found ? &o : NULL, attempt);
         }
         int rc = s == STOR_OK ? index_cas(st, oid, key, found ? &cur : NULL, rec) : 0;
         buf_free(&cur);
