@@ -528,8 +528,11 @@ static void list_parts_begin(s3_req_t *req)
     s3_xml_elem(&xml, "Bucket", req->bucket);
     s3_xml_elem(&xml, "Key", req->key);
     s3_xml_elem(&xml, "UploadId", id);
-    s3_xml_principal(req->srv, &xml, "Initiator", req->authz_bucket.owner);
-    s3_xml_principal(req->srv, &xml, "Owner", req->authz_bucket.owner);
+    /* The object's owner to be (the initiator, or the bucket owner where
+     * object ownership gives it the objects). */
+    const char *owner = s3_object_owner(&req->authz_bucket, &up);
+    s3_xml_principal(req->srv, &xml, "Initiator", owner);
+    s3_xml_principal(req->srv, &xml, "Owner", owner);
     s3_xml_elem(&xml, "StorageClass", s3_storage_class(&up));
     if (up.checksum_algorithm) {
         s3_xml_elem(&xml, "ChecksumAlgorithm", up.checksum_algorithm);
