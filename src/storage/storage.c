@@ -193,22 +193,33 @@ stor_status_t wr_begin(lstor_t *st, MDB_txn **txn_p)
     return rc ? mdb_fail("write txn", rc) : STOR_OK;
 }
 
-stor_status_t wr_commit_applied(lstor_t *st, MDB_txn *txn, int *applied_p)
+stor_status_t wr_commit_only(lstor_t *st, MDB_txn *txn, uint64_t *txnid_p)
 {
-    uint64_t id = (uint64_t)mdb_txn_id(txn);
-    *applied_p = 0;
+    *txnid_p = (uint64_t)mdb_txn_id(txn);
     int rc = mdb_txn_commit(txn);
     if (rc)
         return mdb_fail("commit", rc);
-    *applied_p = 1;
-    /* Relaxed: in the page cache is enough; the next sync point owes it.
-     * Fsync: durable before it returns, through a sync point that may be
-     * shared with the commits of other threads (group commit). */
-    if (st->durability == STOR_DURABILITY_RELAXED) {
+    /* Relaxed: in the page cache is enough; the next sync point owes it. */
+    if (st->durability == STOR_DURABILITY_RELAXED)
         syncer_committed(st->syncer);
+    return STOR_OK;
+}
+
+stor_status_t wr_durable(lstor_t *st, uint64_t txnid)
+{
+    /* Fsync: durable before it returns, through a sync point that may be
+     * shared with the commits of other threads (group commit). */
+    if (st->durability == STOR_DURABILITY_RELAXED)
         return STOR_OK;
-    }
-    return syncer_wait_durable(st->syncer, id) == 0 ? STOR_OK : STOR_ERR_IO;
+    return syncer_wait_durable(st->syncer, txnid) == 0 ? STOR_OK : STOR_ERR_IO;
+}
+
+stor_status_t wr_commit_applied(lstor_t *st, MDB_txn *txn, int *applied_p)
+{
+    uint64_t id;
+    stor_status_t s = wr_commit_only(st, txn, &id);
+    *applied_p = s == STOR_OK;
+    return s == STOR_OK ? wr_durable(st, id) : s;
 }
 
 stor_status_t wr_commit(lstor_t *st, MDB_txn *txn)
@@ -306,6 +317,7 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
     st->durability = durability;
     st->inline_max = S3R_INLINE_MAX_DEFAULT;
     fdcache_init(st);
+    pthread_mutex_init(&st->group_lock, NULL);
 
     size_t n = strlen(dir) + 32;
     char *root = malloc(n), *path = malloc(n);
@@ -485,6 +497,7 @@ void local_close(stor_t *st_)
     if (st->lockfd >= 0)
         close(st->lockfd);
     fdcache_free(st);
+    pthread_mutex_destroy(&st->group_lock);
     free(st);
 }
 
