@@ -55,7 +55,8 @@ static void *run(void *arg)
         snprintf(key, sizeof key, "t%d/k%u", a->t, i % 100);
         stor_writer_t *w;
         stor_meta_t meta = {0};
-        if (stor_writer_open(st, &bkt, &w) != STOR_OK || stor_writer_write(w, data, size) != STOR_OK ||
+        if (stor_writer_open(st, &bkt, &w) != STOR_OK ||
+            stor_writer_write(w, data, size) != STOR_OK ||
             stor_writer_commit(w, key, &meta) != STOR_OK) {
             fprintf(stderr, "PUT failed\n");
             exit(1);
@@ -89,7 +90,8 @@ int main(int argc, char **argv)
     if (argc > 6)
         stor_set_inline_max(st, (size_t)atol(argv[6]));
     stor_status_t s = stor_bucket_create(st, "bench", "o");
-    if ((s != STOR_OK && s != STOR_ERR_BUCKET_EXISTS) || stor_bucket_get(st, "bench", &bkt) != STOR_OK)
+    if ((s != STOR_OK && s != STOR_ERR_BUCKET_EXISTS) ||
+        stor_bucket_get(st, "bench", &bkt) != STOR_OK)
         return 1;
     th_t *ths = calloc((size_t)nt, sizeof *ths);
     pthread_t *tid = calloc((size_t)nt, sizeof *tid);
