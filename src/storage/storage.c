@@ -238,6 +238,43 @@ int is_hex(const char *s, size_t n)
 
 /* ==== Open / close and orphan cleanup ==================================== */
 
+/* Opens the index (LMDB environment in path) into st->env.
+ *
+ * A commit writes into the page cache and flushes nothing (it survives the
+ * process, not the OS). Sync points flush and save restore points, so a
+ * power loss loses at most the commits since the last one and never tears
+ * the index (restore.h): relaxed mode runs one about once a second, fsync
+ * mode one before any commit returns, shared by the commits that wait for
+ * it together (syncer_wait_durable).
+ *
+ * MDB_WRITEMAP: a commit writes its pages straight into the shared map (the
+ * page cache) instead of copying them there with a pwrite/writev per run of
+ * pages, which was most of a small commit's cost; the meta page too. LMDB
+ * then sizes data.mdb to the whole map (MAP_SIZE, sparse: only pages
+ * written take space). A filesystem that refuses a file that large (or
+ * sparse files) gets the index without it, as before. */
+static stor_status_t index_open(lstor_t *st, const char *path)
+{
+    int rc = 0;
+    unsigned flags[2] = {MDB_NOTLS | MDB_NOSYNC | MDB_WRITEMAP, MDB_NOTLS | MDB_NOSYNC};
+    for (int i = 0; i < 2; i++) {
+        if ((rc = mdb_env_create(&st->env)) != 0)
+            return mdb_fail("env create", rc);
+        mdb_env_set_mapsize(st->env, MAP_SIZE);
+        mdb_env_set_maxdbs(st->env, 8);
+        mdb_env_set_maxreaders(st->env, MAX_READERS);
+        if ((rc = mdb_env_open(st->env, path, flags[i], 0644)) == 0)
+            return STOR_OK;
+        mdb_env_close(st->env);
+        st->env = NULL;
+        if (i == 0)
+            log_warn("storage: %s: the index cannot be mapped writable (%s): commits copy "
+                     "their pages instead",
+                     path, mdb_strerror(rc));
+    }
+    return mdb_fail("env open", rc);
+}
+
 /* 1 if it made the directory, 0 if it was there, -1 on error. */
 static int mkdir_new(const char *path)
 {
@@ -359,13 +396,6 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
         goto fail;
     }
 
-    if ((rc = mdb_env_create(&st->env)) != 0) {
-        s = mdb_fail("env create", rc);
-        goto fail;
-    }
-    mdb_env_set_mapsize(st->env, MAP_SIZE);
-    mdb_env_set_maxdbs(st->env, 8);
-    mdb_env_set_maxreaders(st->env, MAX_READERS);
     /* An index a power loss may have torn (relaxed mode's commits since its
      * last restore point) goes back to that restore point first. */
     if ((indexfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
@@ -373,17 +403,9 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
         log_error("storage: %s: cannot check the index against its restore point", path);
         goto fail;
     }
-    /* A commit writes into the page cache and flushes nothing (it survives
-     * the process, not the OS). Sync points flush and save restore points,
-     * so a power loss loses at most the commits since the last one and never
-     * tears the index (restore.h): relaxed mode runs one about once a second,
-     * fsync mode one before any commit returns, shared by the commits that
-     * wait for it together (syncer_wait_durable). */
-    unsigned flags = MDB_NOTLS | MDB_NOSYNC;
-    if ((rc = mdb_env_open(st->env, path, flags, 0644)) != 0) {
-        s = mdb_fail("env open", rc);
+    if ((s = index_open(st, path)) != STOR_OK)
         goto fail;
-    }
+    s = STOR_ERR_IO;
     /* data.mdb and lock.mdb, which mdb_env_open may just have made. */
     if (fsync_dirat(AT_FDCWD, path) != 0) {
         log_error("storage: fsync %s: %s", path, strerror(errno));

@@ -210,9 +210,13 @@ static int sync_point(syncer_t *s)
         if (s->dirs_now[d / 8] >> (d % 8) & 1)
             fail |= sync_dir(s, d) != 0;
 
-    /* 3. The index: S's pages (and any later commit's). */
-    if (!fail && (rc = mdb_env_sync(s->env, 1)) != 0) {
-        log_error("storage: index sync: %s", mdb_strerror(rc));
+    /* 3. The index: S's pages (and any later commit's). An fdatasync of
+     * data.mdb whether LMDB writes its pages with pwrite or through its
+     * writable map (MDB_WRITEMAP, storage.c): both are the file's page
+     * cache; it is what mdb_env_sync does for the former (msync, for the
+     * latter, flushes the same pages). */
+    if (!fail && fdatasync(s->datafd) != 0) {
+        log_error("storage: index sync: %s", strerror(errno));
         fail = 1;
     }
     /* 4. S becomes the restore point; only then may the previous one's pages

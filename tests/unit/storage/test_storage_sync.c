@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include "common/s3r_limits.h"
@@ -739,6 +740,40 @@ static void test_inline_put_syncs_only_the_index(void **state)
     assert_get(f->st, "k", "small");
 }
 
+/* The index is mapped writable (MDB_WRITEMAP), which makes data.mdb as
+ * large as the map, sparse. Where the filesystem (here: RLIMIT_FSIZE, as a
+ * filesystem with a smaller file size limit) refuses that, the store opens
+ * without it and works, crash story included (a child per case: the limit
+ * stays with it). */
+static void test_index_without_writable_map(void **state)
+{
+    fx_t *f = *state;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct rlimit rl = {1 << 30, 1 << 30};
+        signal(SIGXFSZ, SIG_IGN);
+        stor_t *st;
+        if (setrlimit(RLIMIT_FSIZE, &rl) != 0 || store_open(f->dir, f->mode, &st) != STOR_OK)
+            _exit(1);
+        if (stor_bucket_create(st, "b", "o") != STOR_OK || tu_put(st, "b", "k", "v1", 2) != STOR_OK)
+            _exit(2);
+        struct stat sb;
+        if (stat(fx_path(f, ".s3rdma/index/data.mdb"), &sb) != 0 || sb.st_size > (1 << 30))
+            _exit(3);
+        _exit(0); /* as by kill -9: no close */
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    /* Without the limit, the same index maps writable and keeps the PUT. */
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_get(f->st, "k", "v1");
+    assert_int_equal(tu_put(f->st, "b", "k", "v2", 2), STOR_OK);
+    assert_get(f->st, "k", "v2");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -753,6 +788,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fsync_failed_sync_keeps_file, setup_fsync, teardown),
         cmocka_unit_test_setup_teardown(test_open_syncs_directories, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_fsync_shard_dirs, setup_fsync, teardown),
+        cmocka_unit_test_setup_teardown(test_index_without_writable_map, setup_relaxed_inline,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_index_without_writable_map, setup_fsync_inline,
+                                        teardown),
         /* The crash tests again with small objects kept inline. */
         cmocka_unit_test_setup_teardown(test_relaxed_power_loss_rolls_back, setup_relaxed_inline,
                                         teardown),
