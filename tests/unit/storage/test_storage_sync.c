@@ -740,8 +740,8 @@ static void test_inline_put_syncs_only_the_index(void **state)
     assert_get(f->st, "k", "small");
 }
 
-/* The index is mapped writable (MDB_WRITEMAP), which makes data.mdb as
- * large as the map, sparse. Where the filesystem (here: RLIMIT_FSIZE, as a
+/* In relaxed mode the index is mapped writable (MDB_WRITEMAP), which makes
+ * data.mdb as large as the map, sparse. Where the filesystem (here: RLIMIT_FSIZE, as a
  * filesystem with a smaller file size limit) refuses that, the store opens
  * without it and works, crash story included (a child per case: the limit
  * stays with it). */
@@ -789,8 +789,6 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_open_syncs_directories, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_fsync_shard_dirs, setup_fsync, teardown),
         cmocka_unit_test_setup_teardown(test_index_without_writable_map, setup_relaxed_inline,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_index_without_writable_map, setup_fsync_inline,
                                         teardown),
         /* The crash tests again with small objects kept inline. */
         cmocka_unit_test_setup_teardown(test_relaxed_power_loss_rolls_back, setup_relaxed_inline,
