@@ -253,10 +253,10 @@ int is_hex(const char *s, size_t n)
  * small commit's cost; the meta page too. LMDB then sizes data.mdb to the
  * whole map (MAP_SIZE, sparse: only pages written take space). A
  * filesystem that refuses a file that large gets the index without it.
- * Fsync mode does not: its sync point per group of commits write-protects
- * the pages it flushes, so the next commits fault on them and, on ext4,
- * wait in page_mkwrite for the journal commit the flush started (measured:
- * 5x fewer PUT/s at 16 threads on disk). */
+ * Fsync mode does not: with a sync point per group of commits it measured
+ * 4-5x fewer PUT/s at 16 threads on disk (ext4) with the map than without;
+ * its fdatasyncs then also waited for synchronous writes of the inode
+ * (ext4_write_inode) and for pages under writeback (docs/storage.md). */
 static stor_status_t index_open(lstor_t *st, const char *path)
 {
     int rc = 0;
