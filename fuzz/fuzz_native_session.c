@@ -47,6 +47,7 @@
 #include "fuzz_util.h"
 #include "rdma/rdma_client.h"
 #include "rdma/rdma_server.h"
+#include "http/http_server.h"
 #include "s3/s3_server.h"
 #include "storage/storage.h"
 
@@ -136,7 +137,7 @@ static void stop_all(void)
     for (unsigned t = 0; t < N_TENANTS; t++)
         rdma_session_close(tenants[t].sess);
     rdma_server_set_native(rdma, NULL, NULL);
-    s3_server_stop(s3srv, 1);
+    http_server_stop(s3srv, 1);
     rdma_server_stop(rdma);
     stor_close(store);
     remove_dir(tmpdir);
@@ -174,7 +175,7 @@ static void start_all(void)
         .rdma = rdma,
         .max_buckets_per_user = 64, /* also bounds what fuzzed names create */
     };
-    s3srv = s3_server_start(&sc);
+    s3srv = http_server_start(&sc);
     FUZZ_CHECK(s3srv != NULL);
     rdma_server_set_native(rdma, s3_native_handle, s3srv);
     s3_server_set_ready(s3srv, true);

@@ -207,6 +207,7 @@ typedef struct key_ctx {
     bool ip_done;
     char ip[64];             /* "" when the client has no address */
     const stor_meta_t *meta; /* the object the request acts on; NULL: none */
+    const char *prefix;      /* s3:prefix (see decide) */
     /* Tag sets, decoded on first use (key_ctx_free frees them). */
     bool existing_done, request_done;
     s3_tags_t existing, request;
@@ -309,7 +310,7 @@ static const char *condition_key(void *ctx, const char *name, char *buf, size_t 
     if (strcmp(name, "aws:principaltype") == 0)
         return req->user ? "User" : "Anonymous";
     if (strcmp(name, "s3:prefix") == 0)
-        return s3_req_query(req, "prefix");
+        return k->prefix;
     if (strcmp(name, "s3:delimiter") == 0)
         return s3_req_query(req, "delimiter");
     if (strcmp(name, "s3:max-keys") == 0)
@@ -446,9 +447,29 @@ static bool allows(int bits, s3_perm_t perm)
  * actions); then an Allow in the policy, or the ACLs, grant. An Allow of a
  * public policy counts only for the bucket's owner under
  * RestrictPublicBuckets; the policy actions are the owner's alone. */
+/* Whether the request names an owner other than bucket's: x-amz-expected-bucket-owner
+ * for the bucket the request addresses, x-amz-source-expected-bucket-owner for the
+ * bucket a copy reads from. S3 then denies whatever the ACLs and policies say. */
+static bool unexpected_owner(s3_req_t *req, const stor_bucket_t *bucket)
+{
+    const char *want = s3_req_header(req, "x-amz-expected-bucket-owner");
+    if (want && req->bucket && strcmp(bucket->name, req->bucket) == 0 &&
+        strcmp(want, bucket->owner) != 0)
+        return true;
+    want = s3_req_header(req, "x-amz-source-expected-bucket-owner");
+    const char *src = s3_req_header(req, "x-amz-copy-source");
+    if (!want || !src || strcmp(want, bucket->owner) == 0)
+        return false;
+    src += *src == '/'; /* "[/]bucket/key": a bucket name needs no URL decoding */
+    size_t n = strlen(bucket->name);
+    return strncmp(src, bucket->name, n) == 0 && src[n] == '/';
+}
+
 static s3_error_t decide(s3_req_t *req, const stor_bucket_t *bucket, const char *key,
                          const char *action, const acl_ask_t *a)
 {
+    if (unexpected_owner(req, bucket))
+        return S3E_ACCESS_DENIED;
     access_cfg_t *cfg;
     s3_error_t err = cfg_get(req, bucket, &cfg);
     if (err != S3E_NONE)
@@ -475,7 +496,13 @@ static s3_error_t decide(s3_req_t *req, const stor_bucket_t *bucket, const char 
             w += klen;
         }
         *w = '\0';
-        key_ctx_t kc = {.req = req, .meta = a->meta};
+        /* s3:ListBucket asked about an object request is the check of a
+         * missing object (s3_object_lookup_error): its key is the prefix
+         * the listing would have needed, as S3 evaluates it. */
+        bool probe = key == NULL && req->key && strcmp(action, "s3:ListBucket") == 0;
+        key_ctx_t kc = {.req = req,
+                        .meta = a->meta,
+                        .prefix = probe ? req->key : s3_req_query(req, "prefix")};
         s3_policy_query_t q = {action, arn, req->user ? req->user->access_key : NULL, condition_key,
                                &kc};
         eff = s3_policy_eval(cfg->policy, &q);
