@@ -296,7 +296,8 @@ stor_status_t ver_push(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char 
                        int *had_old);
 /* Removes version vid of key (cur: its current object, when had_cur) into
  * *old; the newest remaining version becomes current if it is an object
- * and the removed one was the latest. STOR_ERR_NO_VERSION when absent. */
+ * and the removed one was the latest. STOR_ERR_NO_VERSION when absent, found
+ * before anything is written to txn. */
 stor_status_t ver_remove(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key,
                          const char *vid, stor_obj_rec_t *cur, int had_cur, stor_obj_rec_t *old);
 /* Applies change (stor_meta_apply_change, its guard first) to version vid

@@ -649,6 +649,8 @@ static stor_status_t del_apply(lstor_t *st, MDB_txn *txn, void *arg, int *touche
         /* Exactly that version. */
         s = ver_remove(st, txn, &k, key, version_id, &d->cur, d->had_cur, &d->old);
         d->had_old = s == STOR_OK;
+        if (s == STOR_ERR_NO_VERSION)
+            *touched = 0; /* found absent before anything was written */
     } else if (d->versioning != STOR_VERSIONING_OFF) {
         /* A new delete marker on top. */
         if ((s = marker_new(&d->mk)) == STOR_OK)

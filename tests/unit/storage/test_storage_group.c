@@ -25,6 +25,7 @@ typedef struct op {
     stor_t *st;
     op_kind_t kind;
     const char *key, *data;
+    const char *version_id; /* OP_DELETE: that version (NULL: the latest) */
     stor_bucket_t bucket;
     stor_precond_t cond;
     int use_cond;
@@ -37,7 +38,7 @@ static void *op_run(void *arg)
     const stor_precond_t *cond = o->use_cond ? &o->cond : NULL;
     if (o->kind == OP_DELETE) {
         stor_deleted_t out;
-        o->result = stor_delete_if(o->st, &o->bucket, o->key, cond, &out);
+        o->result = stor_delete_version_if(o->st, &o->bucket, o->key, o->version_id, cond, &out);
         return NULL;
     }
     stor_writer_t *w;
@@ -123,6 +124,8 @@ static void run_group(stor_durability_t mode, size_t inline_max)
         {.kind = OP_DELETE, .key = "k0"},
         /* Overwrites with a precondition on the group's own write. */
         {.kind = OP_PUT, .key = "k5", .data = "k5-again", .use_cond = 1, .cond.must_exist = 1},
+        /* A version that is not there. */
+        {.kind = OP_DELETE, .key = "absent", .version_id = "null"},
     };
     size_t n = sizeof ops / sizeof ops[0];
     stor_status_t want[] = {STOR_OK,
@@ -133,7 +136,8 @@ static void run_group(stor_durability_t mode, size_t inline_max)
                             STOR_OK,
                             STOR_ERR_NO_BUCKET,
                             STOR_OK,
-                            STOR_OK};
+                            STOR_OK,
+                            STOR_ERR_NO_VERSION};
     assert_true(n <= STOR_GROUP_MAX);
 
     MDB_txn *hold;
