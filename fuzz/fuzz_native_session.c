@@ -342,6 +342,17 @@ static const struct pname {
     {"x-amz-object-lock-retain-until-date", RDMA_PARAM_HEADER},
     {"x-amz-object-lock-legal-hold", RDMA_PARAM_HEADER},
     {"x-amz-bypass-governance-retention", RDMA_PARAM_HEADER},
+    /* The configuration opcodes' subresources (the ones above too). */
+    {"retention", RDMA_PARAM_QUERY},
+    {"legal-hold", RDMA_PARAM_QUERY},
+    {"versioning", RDMA_PARAM_QUERY},
+    {"lifecycle", RDMA_PARAM_QUERY},
+    {"object-lock", RDMA_PARAM_QUERY},
+    {"policy", RDMA_PARAM_QUERY},
+    {"cors", RDMA_PARAM_QUERY},
+    {"encryption", RDMA_PARAM_QUERY},
+    {"x-amz-grant-read", RDMA_PARAM_HEADER},
+    {"x-amz-grant-full-control", RDMA_PARAM_HEADER},
 };
 #define N_PNAMES (sizeof(pnames) / sizeof(pnames[0]))
 
@@ -696,8 +707,12 @@ static void one_request(in_t *in)
     size_t used = 0;
     rdma_native_msg_t m = {0};
 
+    /* The low 5 bits name opcodes 0-30; 31 says the next byte names it
+     * (the configuration opcodes from 31 on, and unknown ones up to 255). */
     uint8_t b0 = u8(in);
     unsigned op = b0 & 0x1f, tenant = b0 >> 7;
+    if (op == 0x1f)
+        op = u8(in);
     use_tenant(tenant);
     bool unknown = op == 0 || op > RDMA_OP_MAX;
     bool nowait = b0 & 0x40;

@@ -1,6 +1,6 @@
 /* The HTTP frontend's routing: which S3 operation a request's method,
  * path, Host and query name (virtual-host and path-style buckets, the
- * sub-resources, the query parameters that name no operation we have), and
+ * sub-resources, the sub-resources that name an operation we do not have), and
  * which URLs are the server's own endpoints. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,62 +11,31 @@
 #include "http/http_own.h"
 #include "s3/s3_util.h"
 
-/* Query parameters S3 clients send that are not sub-resources; a request
- * with any parameter outside this list and outside the sub-resources we
- * implement names an operation we do not have, and gets 501. */
-static const char *const plain_params[] = {
-    "prefix",
-    "delimiter",
-    "marker",
-    "max-keys",
-    "max-buckets",
-    "bucket-region",
-    "encoding-type",
-    "list-type",
-    "continuation-token",
-    "start-after",
-    "fetch-owner",
-    "key-marker",
-    "upload-id-marker",
-    "max-uploads",
-    "max-parts",
-    "part-number-marker",
-    "partNumber",
-    "uploadId",
-    "x-id",
-    "versionId",
-    S3_RESPONSE_OVERRIDES(S3_RESPONSE_OVERRIDE_NAME) "X-Amz-Algorithm",
-    "X-Amz-Credential",
-    "X-Amz-Date",
-    "X-Amz-Expires",
-    "X-Amz-SignedHeaders",
-    "X-Amz-Signature",
-    "X-Amz-Security-Token",
-    "X-Amz-Content-Sha256",
-    "x-amz-checksum-mode",
-    "uploads",
-    "delete",
-    "location",
-    "versions",
-    "version-id-marker",
-    "versioning",
-    "acl",
-    "policy",
-    "policyStatus",
-    "publicAccessBlock",
-    "ownershipControls",
-    "cors",
-    "tagging",
-    "attributes",
-    "lifecycle",
-    "object-lock",
-    "retention",
-    "legal-hold",
-    "encryption",
-    "optionalObjectAttributes",
-    "AWSAccessKeyId",
-    "Signature",
-    "Expires", /* SigV2 presigned (auth_v2.c) */
+/* S3 sub-resources this server does not implement (the query names S3
+ * routes to an operation of their own). A request naming one gets 501
+ * NotImplemented rather than being taken for the plain operation; any other
+ * query parameter S3 does not know is ignored, as S3 ignores it (a POST
+ * form's success_action_redirect lands on the bucket's URL with bucket, key
+ * and etag parameters, for one). */
+static const char *const unimplemented_subresources[] = {
+    "accelerate",
+    "analytics",
+    "intelligent-tiering",
+    "inventory",
+    "logging",
+    "metrics",
+    "notification",
+    "replication",
+    "requestPayment",
+    "restore",
+    "select",
+    "select-type",
+    "torrent",
+    "website",
+    "session",
+    "metadataTable",
+    "metadataConfiguration",
+    "renameObject",
 };
 
 typedef struct query_scan {
@@ -78,13 +47,15 @@ static int scan_query(void *ctx, const char *name, const char *raw_value)
 {
     (void)raw_value;
     query_scan_t *qs = ctx;
-    for (size_t i = 0; i < sizeof(plain_params) / sizeof(plain_params[0]); i++) {
-        if (strcmp(plain_params[i], name) == 0)
-            return 0;
+    for (size_t i = 0;
+         i < sizeof(unimplemented_subresources) / sizeof(unimplemented_subresources[0]); i++) {
+        if (strcmp(unimplemented_subresources[i], name) == 0) {
+            qs->unknown = true;
+            snprintf(qs->unknown_name, sizeof(qs->unknown_name), "%s", name);
+            return 1;
+        }
     }
-    qs->unknown = true;
-    snprintf(qs->unknown_name, sizeof(qs->unknown_name), "%s", name);
-    return 1;
+    return 0;
 }
 
 /* Splits the virtual-host bucket off the Host header when it ends in one of

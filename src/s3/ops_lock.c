@@ -68,7 +68,7 @@ static int find_checksum(void *ctx, const char *name, const char *value)
  * header or trailer (x-amz-checksum-<algorithm>, x-amz-trailer,
  * x-amz-sdk-checksum-algorithm: the body layer verifies each), so that the
  * bytes kept are the bytes sent. */
-static bool put_integrity_given(s3_req_t *req)
+bool s3_lock_integrity_given(s3_req_t *req)
 {
     if (s3_req_header(req, "Content-MD5") || s3_req_header(req, "x-amz-trailer") ||
         s3_req_header(req, "x-amz-sdk-checksum-algorithm"))
@@ -107,7 +107,7 @@ s3_error_t s3_lock_for_write(s3_req_t *req, stor_meta_t *meta, bool put, const c
             return err;
         r = s3_lock_config_default(&c, req->now_s);
     }
-    if (put && (r.mode != S3_LOCK_NONE || hold) && !put_integrity_given(req)) {
+    if (put && (r.mode != S3_LOCK_NONE || hold) && !s3_lock_integrity_given(req)) {
         *why_p = "Content-MD5 OR x-amz-checksum- HTTP header is required for Put Object requests "
                  "with Object Lock parameters";
         return S3E_INVALID_REQUEST;

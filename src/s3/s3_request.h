@@ -638,6 +638,12 @@ bool s3_lock_enabled(const stor_bucket_t *bucket);
  * (PutObject): a version that gets a retention or legal hold needs
  * Content-MD5 or a checksum (InvalidRequest), as in S3. */
 s3_error_t s3_lock_for_write(s3_req_t *req, stor_meta_t *meta, bool put, const char **why_p);
+/* Whether the request carries what S3 asks of a body that locked data is
+ * written from: Content-MD5, or a checksum header or trailer
+ * (x-amz-checksum-<algorithm>, x-amz-trailer, x-amz-sdk-checksum-algorithm;
+ * the body layer verifies each). A PutObject that locks its version and an
+ * UploadPart of an upload whose object will be locked need one. */
+bool s3_lock_integrity_given(s3_req_t *req);
 /* The x-amz-object-lock-* headers of a GET or HEAD of meta's version, to a
  * requester allowed s3:GetObjectRetention / s3:GetObjectLegalHold. */
 void s3_lock_reply_headers(s3_req_t *req, const stor_bucket_t *bucket, const char *key,
