@@ -74,6 +74,52 @@ typedef struct fdslot {
 typedef struct lstor lstor_t;
 typedef struct lwriter lwriter_t;
 
+/* ---- stor_group.c: concurrent object changes share one write transaction
+ *
+ * A PUT's or a DELETE's change to the index is handed to group_commit(),
+ * which applies it in one LMDB write transaction together with the changes
+ * other threads handed over meanwhile (at most STOR_GROUP_MAX of them), in
+ * the order they arrived, and commits them at once: one commit's pages, one
+ * meta page, and in fsync mode one sync point for the whole group. Each
+ * change's conditions (bucket identity, preconditions, versioning, guards)
+ * are evaluated by its apply function inside that transaction, so against
+ * the changes before it in the group. A change that fails changes nothing
+ * and does not fail the others: one that failed after writing to the
+ * transaction (touched) makes the group start its transaction over without
+ * it. */
+#define STOR_GROUP_MAX 32
+
+typedef struct stor_change stor_change_t;
+
+/* Applies one change in txn. Must be callable again on a fresh transaction
+ * (the group may start over): it resets whatever it put in arg before. On
+ * failure it sets *touched if it may have written to txn. */
+typedef stor_status_t (*stor_change_fn)(lstor_t *st, MDB_txn *txn, void *arg, int *touched);
+
+struct stor_change {
+    stor_change_fn apply;
+    void *arg;
+    /* A file the change makes part of the index (relaxed mode owes it a
+     * sync: new_file), or NULL. */
+    const uint8_t *new_file;
+    /* Set by group_commit: the change is in the index (1 also when the
+     * result is STOR_ERR_IO because its sync point failed, as
+     * wr_commit_applied). */
+    int applied;
+    /* Private to stor_group.c. */
+    stor_status_t status;
+    uint64_t txnid;
+    int state;
+    pthread_cond_t cv;
+    stor_change_t *next;
+};
+
+/* Applies c (c->apply(c->arg)) in a write transaction shared with the
+ * changes of concurrent callers, commits it and, in fsync mode, returns once
+ * a sync point covers the commit. Returns what c->apply returned, or the
+ * commit's or the sync point's failure. */
+stor_status_t group_commit(lstor_t *st, stor_change_t *c);
+
 /* The local backend's store; base first (stor_backend.h). */
 struct lstor {
     stor_t base;
@@ -118,6 +164,13 @@ struct lstor {
     /* Objects of at most this many bytes are kept inline in their index
      * record, with no file (stor_set_inline_max; 0: never). */
     size_t inline_max;
+    /* Changes waiting for a group (stor_group.c), in arrival order, under
+     * group_lock. group_leading: a caller is running a group; while none
+     * is, the queue is empty. group_queued: the queue's length. */
+    pthread_mutex_t group_lock;
+    stor_change_t *group_head, *group_tail;
+    int group_leading;
+    size_t group_queued;
 };
 
 /* A writer keeps the bytes in mem while they fit the store's inline_max;
@@ -188,6 +241,11 @@ stor_status_t wr_commit(lstor_t *st, MDB_txn *txn);
 /* wr_commit(); *applied_p says whether the change is in the index (1 also
  * when the result is STOR_ERR_IO: its sync point failed). */
 stor_status_t wr_commit_applied(lstor_t *st, MDB_txn *txn, int *applied_p);
+/* wr_commit() in two steps: the commit alone (in the page cache; relaxed
+ * mode tells the syncer), giving its transaction id, then (fsync mode) the
+ * wait for a sync point that covers that id. */
+stor_status_t wr_commit_only(lstor_t *st, MDB_txn *txn, uint64_t *txnid_p);
+stor_status_t wr_durable(lstor_t *st, uint64_t txnid);
 /* 1 if s is exactly n lowercase hex digits followed by NUL. */
 int is_hex(const char *s, size_t n);
 
@@ -213,10 +271,12 @@ stor_status_t obj_get(lstor_t *st, MDB_txn *txn, const char *bucket, const char 
  * encoded anew (ver_push). The record the change removed from the index, if
  * any (the replaced object, or the "null" version a suspended bucket
  * replaced), goes to *old (*had_old set; the caller drops its files after
- * the commit and frees it). */
+ * the commit and frees it). On failure *touched (when not NULL) is set if
+ * it may have written to txn: checks that fail come before any write. */
 stor_status_t put_object(lstor_t *st, MDB_txn *txn, const char *bucket, uint64_t bucket_id,
                          const char *key, const buf_t *enc, stor_obj_rec_t *nrec,
-                         const stor_precond_t *cond, stor_obj_rec_t *old, int *had_old);
+                         const stor_precond_t *cond, stor_obj_rec_t *old, int *had_old,
+                         int *touched);
 
 /* stor_version.c: versions (docs/storage.md, "Versioning"). ik is the
  * key's index key throughout. */
@@ -236,7 +296,8 @@ stor_status_t ver_push(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char 
                        int *had_old);
 /* Removes version vid of key (cur: its current object, when had_cur) into
  * *old; the newest remaining version becomes current if it is an object
- * and the removed one was the latest. STOR_ERR_NO_VERSION when absent. */
+ * and the removed one was the latest. STOR_ERR_NO_VERSION when absent, found
+ * before anything is written to txn. */
 stor_status_t ver_remove(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key,
                          const char *vid, stor_obj_rec_t *cur, int had_cur, stor_obj_rec_t *old);
 /* Applies change (stor_meta_apply_change, its guard first) to version vid

@@ -524,7 +524,7 @@ stor_status_t local_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const ch
     s = encode_object(&rec, key, &m, segs, (uint32_t)n);
     stor_obj_rec_t nrec = {.meta = m, .segs = segs, .n_segs = (uint32_t)n};
     if (s == STOR_OK)
-        s = put_object(st, txn, bucket, bkt->id, key, &rec, &nrec, cond, &old, &had_old);
+        s = put_object(st, txn, bucket, bkt->id, key, &rec, &nrec, cond, &old, &had_old, NULL);
     m.version = nrec.meta.version; /* set by a versioned commit */
     if (s == STOR_OK)
         s = del_parts(st, txn, upload_id);

@@ -219,7 +219,6 @@ stor_status_t writer_seal(lwriter_t *w)
     return STOR_OK;
 }
 
-/* Encodes an object record into b (initialised here; the caller frees it). */
 /* Points bucket/key at the encoded record rec in txn. The replaced record, if
  * any, goes to *old (*had_old set; the caller unlinks its files after the
  * commit and frees it). STOR_ERR_NO_BUCKET when the bucket (bucket_id) is
@@ -227,12 +226,15 @@ stor_status_t writer_seal(lwriter_t *w)
  * may belong to a bucket re-created since. */
 stor_status_t put_object(lstor_t *st, MDB_txn *txn, const char *bucket, uint64_t bucket_id,
                          const char *key, const buf_t *enc, stor_obj_rec_t *nrec,
-                         const stor_precond_t *cond, stor_obj_rec_t *old, int *had_old)
+                         const stor_precond_t *cond, stor_obj_rec_t *old, int *had_old,
+                         int *touched)
 {
     uint8_t ikey[STOR_IKEY_MAX];
     MDB_val k;
-    int versioning, had_cur = 0;
+    int versioning, had_cur = 0, ignored;
     *had_old = 0;
+    if (!touched)
+        touched = &ignored;
     stor_status_t s = bucket_check_ver(st, txn, bucket, bucket_id, &versioning);
     if (s != STOR_OK)
         return s;
@@ -244,6 +246,7 @@ stor_status_t put_object(lstor_t *st, MDB_txn *txn, const char *bucket, uint64_t
         return s;
     if ((s = stor_precond_check(cond, &cur.meta, had_cur)) != STOR_OK)
         goto out;
+    *touched = 1; /* the checks passed: the writes follow */
     if (versioning != STOR_VERSIONING_OFF) {
         s = ver_push(st, txn, &k, key, versioning, &cur, had_cur, nrec, old, had_old);
         goto out;
@@ -263,13 +266,34 @@ out:
     return s;
 }
 
+/* A writer's commit as a change of a group (stor_group.c): put_object, its
+ * outputs reset first since a group may apply it again. */
+typedef struct put_change {
+    lwriter_t *w;
+    const char *key;
+    const buf_t *enc;
+    stor_obj_rec_t *nrec;
+    const stor_precond_t *cond;
+    stor_obj_rec_t old; /* the record it replaced, when had_old */
+    int had_old;
+} put_change_t;
+
+static stor_status_t put_apply(lstor_t *st, MDB_txn *txn, void *arg, int *touched)
+{
+    put_change_t *p = arg;
+    if (p->had_old)
+        stor_obj_rec_free(&p->old);
+    return put_object(st, txn, p->w->bucket, p->w->bucket_id, p->key, p->enc, p->nrec, p->cond,
+                      &p->old, &p->had_old, touched);
+}
+
 stor_status_t local_writer_commit_if(stor_writer_t *w_, const char *key, stor_meta_t *meta,
                                      const stor_precond_t *cond)
 {
     lwriter_t *w = (lwriter_t *)w_;
     lstor_t *st = w->st;
     buf_t b = {0};
-    int applied = 0; /* the index now references the file: keep it */
+    stor_change_t c = {.applied = 0}; /* applied: the index now references the file: keep it */
     /* Still in memory: the record carries the bytes, and the commit (in
      * fsync mode its sync point, shared with other commits) covers both. */
     int inline_obj = !w->has_file;
@@ -298,32 +322,24 @@ stor_status_t local_writer_commit_if(stor_writer_t *w_, const char *key, stor_me
     else
         nrec.segs = &seg, nrec.n_segs = 1;
 
-    MDB_txn *txn;
-    if ((s = wr_begin(st, &txn)) != STOR_OK)
-        goto out;
-    stor_obj_rec_t old;
-    int had_old = 0;
-    s = put_object(st, txn, w->bucket, w->bucket_id, key, &b, &nrec, cond, &old, &had_old);
+    put_change_t p = {.w = w, .key = key, .enc = &b, .nrec = &nrec, .cond = cond};
+    c.apply = put_apply;
+    c.arg = &p;
+    c.new_file = inline_obj ? NULL : w->id;
+    s = group_commit(st, &c);
     meta->version = nrec.meta.version; /* set by a versioned commit */
-    if (s == STOR_OK) {
-        if (!inline_obj)
-            new_file(st, w->id);
-        s = wr_commit_applied(st, txn, &applied);
-    } else {
-        mdb_txn_abort(txn);
-    }
-    if (applied)
-        usage_change(st, 1 - (had_old && !old.meta.delete_marker),
-                     (int64_t)w->size - (had_old ? (int64_t)old.meta.size : 0));
-    if (had_old) {
-        if (s == STOR_OK)
-            for (uint32_t i = 0; i < old.n_segs; i++)
-                drop_file(st, old.segs[i].id);
-        stor_obj_rec_free(&old);
+    if (c.applied)
+        usage_change(st, 1 - (p.had_old && !p.old.meta.delete_marker),
+                     (int64_t)w->size - (p.had_old ? (int64_t)p.old.meta.size : 0));
+    if (p.had_old) {
+        if (s == STOR_OK && c.applied)
+            for (uint32_t i = 0; i < p.old.n_segs; i++)
+                drop_file(st, p.old.segs[i].id);
+        stor_obj_rec_free(&p.old);
     }
 out:
     buf_free(&b);
-    writer_free(w, applied);
+    writer_free(w, c.applied);
     return s;
 }
 
@@ -587,6 +603,74 @@ static stor_status_t marker_new(stor_obj_rec_t *rec)
     return rec->meta.delete_marker ? STOR_OK : STOR_ERR_NOMEM;
 }
 
+/* A delete as a change of a group (stor_group.c); its outputs are reset
+ * first since a group may apply it again. */
+typedef struct del_change {
+    const stor_bucket_t *bucket;
+    const char *key, *version_id;
+    const stor_precond_t *cond;
+    int versioning;
+    stor_obj_rec_t cur, old, mk; /* mk: the delete marker put on top */
+    int had_cur, had_old;
+} del_change_t;
+
+static void del_reset(del_change_t *d)
+{
+    if (d->had_old)
+        stor_obj_rec_free(&d->old);
+    if (d->had_cur)
+        stor_obj_rec_free(&d->cur);
+    stor_meta_free(&d->mk.meta);
+    memset(&d->mk, 0, sizeof d->mk);
+    d->had_cur = d->had_old = 0;
+    d->versioning = STOR_VERSIONING_OFF;
+}
+
+static stor_status_t del_apply(lstor_t *st, MDB_txn *txn, void *arg, int *touched)
+{
+    del_change_t *d = arg;
+    const char *key = d->key, *version_id = d->version_id;
+    uint8_t ikey[STOR_IKEY_MAX];
+    MDB_val k;
+    del_reset(d);
+    stor_status_t s = bucket_check_ver(st, txn, d->bucket->name, d->bucket->id, &d->versioning);
+    if (s == STOR_OK) {
+        s = obj_get(st, txn, d->bucket->name, key, &d->cur, &k, ikey);
+        d->had_cur = s == STOR_OK;
+        if (s == STOR_ERR_NO_KEY && (version_id || d->versioning != STOR_VERSIONING_OFF))
+            s = STOR_OK;
+        if ((s == STOR_OK || s == STOR_ERR_NO_KEY) && d->cond)
+            s = stor_precond_check(d->cond, d->had_cur ? &d->cur.meta : NULL, d->had_cur);
+    }
+    if (s != STOR_OK)
+        return s;
+    *touched = 1; /* the checks passed: the writes follow */
+    if (version_id) {
+        /* Exactly that version. */
+        s = ver_remove(st, txn, &k, key, version_id, &d->cur, d->had_cur, &d->old);
+        d->had_old = s == STOR_OK;
+        if (s == STOR_ERR_NO_VERSION)
+            *touched = 0; /* found absent before anything was written */
+    } else if (d->versioning != STOR_VERSIONING_OFF) {
+        /* A new delete marker on top. */
+        if ((s = marker_new(&d->mk)) == STOR_OK)
+            s = ver_push(st, txn, &k, key, d->versioning, &d->cur, d->had_cur, &d->mk, &d->old,
+                         &d->had_old);
+    } else {
+        int rc = mdb_del(txn, st->db_objects, &k, NULL);
+        if (rc)
+            s = mdb_fail("object delete", rc);
+        d->old = d->cur;
+        memset(&d->cur, 0, sizeof d->cur);
+        d->had_cur = 0;
+        d->had_old = 1;
+    }
+    /* The guard sees what goes, before anything is committed. */
+    if (s == STOR_OK && d->had_old)
+        s = stor_precond_guard(d->cond, &d->old.meta);
+    return s;
+}
+
 stor_status_t local_delete_version(stor_t *st_, const stor_bucket_t *bucket, const char *key,
                                    const char *version_id, const stor_precond_t *cond,
                                    stor_deleted_t *out)
@@ -595,67 +679,25 @@ stor_status_t local_delete_version(stor_t *st_, const stor_bucket_t *bucket, con
     memset(out, 0, sizeof *out);
     if (version_id && !stor_version_id_valid(version_id))
         return STOR_ERR_NO_VERSION;
-    MDB_txn *txn;
-    stor_status_t s = wr_begin(st, &txn);
-    if (s != STOR_OK)
-        return s;
-    stor_obj_rec_t cur, old, mk;
-    int had_cur = 0, had_old = 0, versioning = STOR_VERSIONING_OFF;
-    uint8_t ikey[STOR_IKEY_MAX];
-    MDB_val k;
-    memset(&mk, 0, sizeof mk);
-    s = bucket_check_ver(st, txn, bucket->name, bucket->id, &versioning);
-    if (s == STOR_OK) {
-        s = obj_get(st, txn, bucket->name, key, &cur, &k, ikey);
-        had_cur = s == STOR_OK;
-        if (s == STOR_ERR_NO_KEY && (version_id || versioning != STOR_VERSIONING_OFF))
-            s = STOR_OK;
-        if ((s == STOR_OK || s == STOR_ERR_NO_KEY) && cond)
-            s = stor_precond_check(cond, had_cur ? &cur.meta : NULL, had_cur);
-    }
-    if (s == STOR_OK && version_id) {
-        /* Exactly that version. */
-        s = ver_remove(st, txn, &k, key, version_id, &cur, had_cur, &old);
-        had_old = s == STOR_OK;
-    } else if (s == STOR_OK && versioning != STOR_VERSIONING_OFF) {
-        /* A new delete marker on top. */
-        if ((s = marker_new(&mk)) == STOR_OK)
-            s = ver_push(st, txn, &k, key, versioning, &cur, had_cur, &mk, &old, &had_old);
-    } else if (s == STOR_OK) {
-        int rc = mdb_del(txn, st->db_objects, &k, NULL);
-        if (rc)
-            s = mdb_fail("object delete", rc);
-        old = cur;
-        memset(&cur, 0, sizeof cur);
-        had_old = 1;
-    }
-    /* The guard sees what goes, before anything is committed. */
-    if (s == STOR_OK && had_old)
-        s = stor_precond_guard(cond, &old.meta);
-    if (s == STOR_OK)
-        s = wr_commit(st, txn);
-    else
-        mdb_txn_abort(txn);
+    del_change_t d = {.bucket = bucket, .key = key, .version_id = version_id, .cond = cond};
+    stor_change_t c = {.apply = del_apply, .arg = &d};
+    stor_status_t s = group_commit(st, &c);
     if (s == STOR_OK) {
         if (version_id) {
-            stor_version_id(&old.meta, out->version_id);
-            out->delete_marker = old.meta.delete_marker != NULL;
-        } else if (versioning != STOR_VERSIONING_OFF) {
-            stor_version_id(&mk.meta, out->version_id);
+            stor_version_id(&d.old.meta, out->version_id);
+            out->delete_marker = d.old.meta.delete_marker != NULL;
+        } else if (d.versioning != STOR_VERSIONING_OFF) {
+            stor_version_id(&d.mk.meta, out->version_id);
             out->delete_marker = 1;
         }
-        if (had_old) {
-            if (!old.meta.delete_marker)
-                usage_change(st, -1, -(int64_t)old.meta.size);
-            for (uint32_t i = 0; i < old.n_segs; i++)
-                drop_file(st, old.segs[i].id);
+        if (d.had_old) {
+            if (!d.old.meta.delete_marker)
+                usage_change(st, -1, -(int64_t)d.old.meta.size);
+            for (uint32_t i = 0; i < d.old.n_segs; i++)
+                drop_file(st, d.old.segs[i].id);
         }
     }
-    if (had_old)
-        stor_obj_rec_free(&old);
-    if (had_cur)
-        stor_obj_rec_free(&cur);
-    stor_meta_free(&mk.meta);
+    del_reset(&d);
     return s;
 }
 

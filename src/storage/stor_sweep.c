@@ -112,6 +112,7 @@ static size_t sweep_shard(int fd, const idset_t *set)
         uint8_t id[STOR_ID_LEN];
         int keep = is_hex(de->d_name, 2 * STOR_ID_LEN) &&
                    hex_decode(de->d_name, 2 * STOR_ID_LEN, id, STOR_ID_LEN) == 0 &&
+                   set->n && /* no referenced file: ids is NULL, which bsearch may not take */
                    bsearch(id, set->ids, set->n, STOR_ID_LEN, cmp_id) != NULL;
         if (keep)
             continue;

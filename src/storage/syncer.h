@@ -16,7 +16,7 @@
  *      transaction, so every commit up to S has);
  *   2. fdatasync every object file committed since the last cut, fsync the
  *      directories holding their entries and those of new shard directories;
- *   3. mdb_env_sync(): S's pages are on disk;
+ *   3. fdatasync data.mdb: S's pages are on disk;
  *   4. save S as the restore point (restore_save); let go of the previous
  *      restore point's read transaction;
  *   5. unlink the files the commits up to S dropped.

@@ -116,14 +116,22 @@ def make_data(key, seq, rnd):
     return head + os.urandom(max(0, size - len(head)))
 
 
-def writer(srv, hist, keys, stop, seed, errors):
+def make_small_data(key, seq, rnd):
+    """Objects kept inline (at most 16 KiB): no file, so concurrent PUTs' commits are the
+    whole write and share LMDB write transactions (storage.md, "Group commit")."""
+    size = rnd.choice([1, 100, 4096, 16384]) - rnd.randrange(0, 64)
+    head = f"{key}|{seq}|".encode()
+    return head + os.urandom(max(0, size - len(head)))
+
+
+def writer(srv, hist, keys, stop, seed, errors, maker=make_data):
     rnd = random.Random(seed)
     conn = None
     seq = 0
     while not stop.is_set():
         key = rnd.choice(keys)
         seq += 1
-        data = make_data(key, f"{seed}.{seq}", rnd)
+        data = maker(key, f"{seed}.{seq}", rnd)
         v = hist.begin(key, data)
         try:
             if conn is None:
@@ -240,14 +248,15 @@ def verify(srv, hist):
     return listed, problems
 
 
-def load_and_kill(srv, hist, keys_per_thread, shared_keys, threads=6, duration=1.5, cycle=0):
+def load_and_kill(srv, hist, keys_per_thread, shared_keys, threads=6, duration=1.5, cycle=0,
+                  maker=make_data):
     stop = threading.Event()
     errors = []
     ts = []
     for t in range(threads):
         keys = [f"t{t}/k{i}" for i in range(keys_per_thread)] + shared_keys
-        ts.append(threading.Thread(target=writer, args=(srv, hist, keys, stop, cycle * 100 + t, errors),
-                                   daemon=True))
+        ts.append(threading.Thread(target=writer, args=(srv, hist, keys, stop, cycle * 100 + t, errors,
+                                                        maker), daemon=True))
     ts.append(threading.Thread(target=slow_writer, args=(srv, hist, f"slow/c{cycle}", stop), daemon=True))
     for t in ts:
         t.start()
@@ -287,6 +296,26 @@ def test_kill9_during_concurrent_puts(make_server, durability, etag, cycles):
                 assert r.headers.get("etag", "").endswith('-1"'), (key, r.headers)
                 assert r.headers.get("x-amz-checksum-crc32c") == crc32c_b64(r.body), key
     # clean shutdown after all that (exit code checked by make_server)
+    assert srv.stop(signal.SIGTERM) == 0
+
+
+def test_kill9_during_grouped_small_puts(make_server):
+    """fsync mode, 16 connections PUTting small (inline) objects over shared keys: their
+    commits share LMDB write transactions and sync points. kill -9 mid-run, twice: after
+    each restart every acknowledged PUT is there (or a newer one of its key), whole."""
+    srv = make_server(durability="fsync")
+    assert _create_bucket(srv) == 200
+    hist = History()
+    shared = [f"shared/{i}" for i in range(8)]
+    for cycle in range(2):
+        acked, errors = load_and_kill(srv, hist, keys_per_thread=4, shared_keys=shared,
+                                      threads=16, cycle=cycle, maker=make_small_data)
+        assert not errors, errors[:10]
+        assert acked >= 20, f"only {acked} PUTs acknowledged before the kill: load too light"
+        srv.start()
+        listed, problems = verify(srv, hist)
+        assert not problems, "\n".join(problems[:30])
+        assert len(listed) > 0
     assert srv.stop(signal.SIGTERM) == 0
 
 

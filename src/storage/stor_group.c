@@ -1,0 +1,135 @@
+/* Group commit of object changes: concurrent PUTs and DELETEs share one
+ * LMDB write transaction (stor_internal.h, "stor_group.c").
+ *
+ * A leader/follower queue. A caller appends its change; if no group is
+ * running it leads one, else it sleeps on its own condition variable until
+ * a leader has committed its change (done) or hands it the lead. A leader
+ * begins the write transaction (waiting for LMDB's writer lock, during which
+ * more changes queue up), then takes the changes at the head of the queue
+ * (itself first, at most STOR_GROUP_MAX), applies them in order, commits,
+ * marks them done and hands the lead to the next queued change before any
+ * of them waits for its sync point: the next group commits while this one
+ * syncs. Each caller then does its own post-commit work (fsync mode: waits
+ * for a sync point covering the commit; dropping replaced files). */
+#include <pthread.h>
+
+#include "storage/stor_internal.h"
+
+enum { CH_QUEUED, CH_LEAD, CH_DONE };
+
+/* Applies the changes m[0..n) in order in one write transaction and
+ * commits it. A change whose apply fails is done with that status; if it
+ * had written to the transaction, the transaction starts over without it
+ * (each start over drops one change, so at most n). */
+static void group_run(lstor_t *st, stor_change_t **m, size_t n, MDB_txn *txn)
+{
+    size_t live = n;
+    stor_status_t s = STOR_OK;
+    for (size_t i = 0; i < n; i++)
+        m[i]->status = STOR_OK;
+    for (size_t i = 0; i < n; i++) {
+        if (m[i]->status != STOR_OK)
+            continue;
+        int touched = 0;
+        stor_status_t r = m[i]->apply(st, txn, m[i]->arg, &touched);
+        if (r == STOR_OK)
+            continue;
+        m[i]->status = r;
+        live--;
+        if (!touched)
+            continue;
+        mdb_txn_abort(txn);
+        if ((s = wr_begin(st, &txn)) != STOR_OK)
+            break;
+        i = (size_t)-1; /* again from the first change still in */
+    }
+    uint64_t id = 0;
+    if (s == STOR_OK && live) {
+        /* Inside the transaction: the cut of a sync point after this
+         * commit knows every file it references. */
+        for (size_t i = 0; i < n; i++)
+            if (m[i]->status == STOR_OK && m[i]->new_file)
+                new_file(st, m[i]->new_file);
+        s = wr_commit_only(st, txn, &id);
+    } else if (s == STOR_OK) {
+        mdb_txn_abort(txn); /* every change failed: nothing to commit */
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (m[i]->status != STOR_OK)
+            continue;
+        m[i]->status = s;
+        m[i]->applied = s == STOR_OK;
+        m[i]->txnid = id;
+    }
+}
+
+/* The leader's turn: leader is the queue's head. */
+static void group_lead(lstor_t *st, stor_change_t *leader)
+{
+    stor_change_t *m[STOR_GROUP_MAX];
+    size_t n = 0;
+    MDB_txn *txn;
+    stor_status_t s = wr_begin(st, &txn);
+    pthread_mutex_lock(&st->group_lock);
+    while (n < STOR_GROUP_MAX && st->group_head) {
+        m[n++] = st->group_head;
+        st->group_head = st->group_head->next;
+    }
+    if (!st->group_head)
+        st->group_tail = NULL;
+    st->group_queued -= n;
+    pthread_mutex_unlock(&st->group_lock);
+
+    if (s == STOR_OK) {
+        group_run(st, m, n, txn);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            m[i]->status = s;
+    }
+
+    pthread_mutex_lock(&st->group_lock);
+    for (size_t i = 0; i < n; i++) {
+        m[i]->state = CH_DONE;
+        if (m[i] != leader)
+            pthread_cond_signal(&m[i]->cv);
+    }
+    /* The lead passes to the next change queued, or no group runs. */
+    if (st->group_head) {
+        st->group_head->state = CH_LEAD;
+        pthread_cond_signal(&st->group_head->cv);
+    } else {
+        st->group_leading = 0;
+    }
+    pthread_mutex_unlock(&st->group_lock);
+}
+
+stor_status_t group_commit(lstor_t *st, stor_change_t *c)
+{
+    c->applied = 0;
+    c->status = STOR_OK;
+    c->txnid = 0;
+    c->next = NULL;
+    c->state = CH_QUEUED;
+    pthread_cond_init(&c->cv, NULL);
+    pthread_mutex_lock(&st->group_lock);
+    if (st->group_tail)
+        st->group_tail->next = c;
+    else
+        st->group_head = c;
+    st->group_tail = c;
+    st->group_queued++;
+    if (!st->group_leading) {
+        st->group_leading = 1;
+        c->state = CH_LEAD;
+    }
+    while (c->state == CH_QUEUED)
+        pthread_cond_wait(&c->cv, &st->group_lock);
+    int lead = c->state == CH_LEAD;
+    pthread_mutex_unlock(&st->group_lock);
+    if (lead)
+        group_lead(st, c);
+    pthread_cond_destroy(&c->cv);
+    if (c->applied)
+        return wr_durable(st, c->txnid);
+    return c->status;
+}
