@@ -7,7 +7,11 @@ arguments, then the AWS environment, then the ~/.aws profile. ``region`` and
 (transport, RDMA endpoint, credentials, any libs3rdma setting) goes in
 S3ClientConfig.
 """
+import ctypes
+import mmap
 import os
+import threading
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, NamedTuple, Optional, Tuple
 
@@ -150,3 +154,75 @@ def alloc(client: Client, size: int) -> memoryview:
         return client.allocate_buffer(size)
     except ConnectionFailed:
         return memoryview(bytearray(size))
+
+
+
+HUGE_PAGE = 2 * MiB
+
+
+def fresh_block(size: int) -> memoryview:
+    """size bytes of new anonymous memory offered transparent huge pages: the block a
+    whole object lands in when its tensors keep it (S3Checkpoint.load). New memory is
+    paid for when first written: the kernel faults it in and zeroes it. Memory from
+    allocate_buffer is shared memory on a same-host session, which the kernel faults
+    in 4 KiB at a time in the server's writing thread (``shmem_enabled`` is ``never``
+    on most hosts); this block is faulted in 2 MiB at a time by whoever writes it
+    first (docs/benchmarks.md). It starts on a 2 MiB boundary and is unmapped when
+    the last view of it goes."""
+    if size == 0:
+        return memoryview(bytearray(0))
+    return _HugeMap(size).view(size)
+
+
+class _HugeMap:
+    """An anonymous private mapping of at least cap bytes from a 2 MiB boundary,
+    advised for huge pages."""
+
+    def __init__(self, cap: int):
+        self.cap = cap
+        self.map = mmap.mmap(-1, cap + HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        if hasattr(mmap, "MADV_HUGEPAGE"):
+            self.map.madvise(mmap.MADV_HUGEPAGE)
+        self.start = -ctypes.addressof(ctypes.c_char.from_buffer(self.map)) % HUGE_PAGE
+
+    def view(self, size: int) -> memoryview:
+        return memoryview(self.map)[self.start:self.start + size]
+
+
+class BlockCache:
+    """fresh_block memory, keeping the last block whose views all died for the next
+    take() that fits it (at least the size asked, at most twice): memory used again
+    is neither faulted in nor zeroed, which on a same-host session makes a load run
+    at copy speed instead of page-fault speed (docs/benchmarks.md). At most one block
+    is kept, until the cache goes: the price is memory the size of the
+    last checkpoint loaded, held while nothing uses it. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._spare: Optional[_HugeMap] = None
+
+    def take(self, size: int) -> memoryview:
+        if size == 0:
+            return memoryview(bytearray(0))
+        with self._lock:
+            hm, self._spare = self._spare, None
+        if hm is None or not size <= hm.cap <= 2 * size:
+            unfit, hm = hm, _HugeMap(size)
+            if unfit is not None:  # unmapped after the new mapping is placed
+                unfit.map.close()
+        view = hm.view(size)
+        weakref.finalize(view, self._give, weakref.ref(self), hm).atexit = False
+        return view
+
+    @staticmethod
+    def _give(cache_ref: "weakref.ref[BlockCache]", hm: _HugeMap) -> None:
+        """The last view of hm died: hm becomes the spare (the older one, if any, is
+        unmapped), unless the cache itself is gone."""
+        cache = cache_ref()
+        if cache is None:
+            hm.map.close()
+            return
+        with cache._lock:
+            old, cache._spare = cache._spare, hm
+        if old is not None:
+            old.map.close()
