@@ -27,7 +27,10 @@ class S3ClientConfig:
 
     Args:
         part_size: multipart part size for checkpoint uploads and ranged-read chunk
-            of checkpoint loads (5 MiB to 5 GiB; 8 MiB by default).
+            of checkpoint loads (5 MiB to 5 GiB; 32 MiB by default, where
+            s3torchconnector has 8: s3rdmad writes each part to a file of its own, and
+            in fsync mode syncs each, so 8 MiB parts cost a 512 MiB save 64 syncs and
+            halved its rate here, docs/benchmarks.md).
         profile: the ~/.aws profile (default ``AWS_PROFILE``, then ``default``).
         throughput_target_gbps, max_attempts, force_path_style, requester_pays:
             accepted so s3torchconnector code runs unchanged; libs3rdma sizes its own
@@ -43,7 +46,7 @@ class S3ClientConfig:
             ``max_workers``, ``ca_bundle``, libs3rdma settings by name).
     """
     throughput_target_gbps: float = 10.0
-    part_size: int = 8 * MiB
+    part_size: int = 32 * MiB
     unsigned: bool = False
     force_path_style: bool = False
     max_attempts: int = 10
