@@ -50,7 +50,7 @@ static s3r_status_t add_put_headers(s3r_client_t *c, s3c_req_t *req, strs_t *ss,
 /* Adds x-amz-checksum-crc32c, the CRC32C of [data, data+len) computed here,
  * to a single PutObject, as current AWS SDKs send a CRC on every PUT: the
  * server verifies it against the bytes it stores (400
- * XAmzContentChecksumMismatch on a mismatch),
+ * BadDigest on a mismatch),
  * keeps it as the object's checksum, and S3's object lock accepts it as the
  * integrity header a PUT that locks its version must carry (the
  * put_checksum setting, on by default, turns it off). Parts carry none

@@ -446,9 +446,29 @@ static bool allows(int bits, s3_perm_t perm)
  * actions); then an Allow in the policy, or the ACLs, grant. An Allow of a
  * public policy counts only for the bucket's owner under
  * RestrictPublicBuckets; the policy actions are the owner's alone. */
+/* Whether the request names an owner other than bucket's: x-amz-expected-bucket-owner
+ * for the bucket the request addresses, x-amz-source-expected-bucket-owner for the
+ * bucket a copy reads from. S3 then denies whatever the ACLs and policies say. */
+static bool unexpected_owner(s3_req_t *req, const stor_bucket_t *bucket)
+{
+    const char *want = s3_req_header(req, "x-amz-expected-bucket-owner");
+    if (want && req->bucket && strcmp(bucket->name, req->bucket) == 0 &&
+        strcmp(want, bucket->owner) != 0)
+        return true;
+    want = s3_req_header(req, "x-amz-source-expected-bucket-owner");
+    const char *src = s3_req_header(req, "x-amz-copy-source");
+    if (!want || !src || strcmp(want, bucket->owner) == 0)
+        return false;
+    src += *src == '/'; /* "[/]bucket/key": a bucket name needs no URL decoding */
+    size_t n = strlen(bucket->name);
+    return strncmp(src, bucket->name, n) == 0 && src[n] == '/';
+}
+
 static s3_error_t decide(s3_req_t *req, const stor_bucket_t *bucket, const char *key,
                          const char *action, const acl_ask_t *a)
 {
+    if (unexpected_owner(req, bucket))
+        return S3E_ACCESS_DENIED;
     access_cfg_t *cfg;
     s3_error_t err = cfg_get(req, bucket, &cfg);
     if (err != S3E_NONE)

@@ -549,6 +549,9 @@ static void user_xml(buf_t *xml, const char *id, const s3_acl_users_t *users)
     buf_append_str(xml, "</DisplayName>");
 }
 
+/* S3 defines no order for an AccessControlList. Group grants are listed
+ * before user grants (each in stored order), as radosgw lists them: clients
+ * written against radosgw index the list that way. */
 void s3_acl_xml(buf_t *xml, const char *owner, const s3_acl_t *a, const s3_acl_users_t *users)
 {
     buf_append_str(xml, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -556,8 +559,10 @@ void s3_acl_xml(buf_t *xml, const char *owner, const s3_acl_t *a, const s3_acl_u
                         "<Owner>");
     user_xml(xml, owner, users);
     buf_append_str(xml, "</Owner><AccessControlList>");
-    for (size_t i = 0; i < a->n; i++) {
-        const s3_grant_t *g = &a->v[i];
+    for (size_t k = 0; k < 2 * a->n; k++) {
+        const s3_grant_t *g = &a->v[k % a->n];
+        if ((g->kind == S3_GRANTEE_USER) != (k >= a->n))
+            continue; /* groups on the first pass, users on the second */
         buf_append_str(xml, "<Grant><Grantee "
                             "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" ");
         if (g->kind == S3_GRANTEE_USER) {

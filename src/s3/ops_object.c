@@ -497,40 +497,58 @@ static void get_object_begin(s3_req_t *req)
 /* S3's answer to the removal of a version object lock protects. */
 #define LOCKED_MSG "Access Denied because object protected by object lock."
 
-/* Whether a delete of version vid (NULL: none) that ended in *st
- * succeeded as S3 answers it: a key that is not there, or its "null"
- * version that is not there, is deleted already (*st becomes STOR_OK, d
- * names the version asked for); another version that is not there is
- * NoSuchVersion. */
-static bool delete_result_ok(const char *vid, stor_status_t *st, stor_deleted_t *d)
+/* Whether a delete that ended in *st succeeded as S3 answers it: a key or
+ * a version that is not there is deleted already (*st becomes STOR_OK, *d
+ * empty), so a delete is idempotent; AWS answers 204 (DeleteObjects: a
+ * Deleted entry) for a well-formed version id that names nothing. */
+static bool delete_result_ok(stor_status_t *st, stor_deleted_t *d)
 {
-    if (*st == STOR_ERR_NO_KEY || (*st == STOR_ERR_NO_VERSION && strcmp(vid, "null") == 0)) {
+    if (*st == STOR_ERR_NO_KEY || *st == STOR_ERR_NO_VERSION) {
         memset(d, 0, sizeof *d);
-        if (vid)
-            snprintf(d->version_id, sizeof d->version_id, "%s", vid);
         *st = STOR_OK;
     }
     return *st == STOR_OK;
 }
 
+/* s3_version_check for a delete: a well-formed id this server never makes
+ * (AWS's, a UUID) names no version here, so its delete succeeds at once
+ * (*st STOR_ERR_NO_VERSION for delete_result_ok); a malformed one is an
+ * error. */
+static s3_error_t delete_version_check(const char *vid, stor_status_t *st)
+{
+    s3_error_t err = s3_version_check(vid);
+    if (err != S3E_NO_SUCH_VERSION)
+        return err;
+    *st = STOR_ERR_NO_VERSION;
+    return S3E_NONE;
+}
+
 static void delete_object_begin(s3_req_t *req)
 {
-    const char *vid;
-    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_WRITE, &req->authz_bucket) ||
-        !version_query(req, &vid))
+    const char *vid = s3_req_query(req, "versionId");
+    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_WRITE, &req->authz_bucket))
         return;
+    stor_status_t st = STOR_OK;
+    s3_error_t err = delete_version_check(vid, &st);
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, NULL);
+        return;
+    }
     stor_deleted_t d;
     s3_lock_guard_t g;
     stor_precond_t lock;
-    const stor_precond_t *cond = s3_lock_delete_cond(req, &req->authz_bucket, req->key, &g, &lock);
-    stor_status_t st =
-        stor_delete_version_if(req->srv->cfg.store, &req->authz_bucket, req->key, vid, cond, &d);
-    if (!delete_result_ok(vid, &st, &d)) {
+    if (st == STOR_OK) {
+        const stor_precond_t *cond =
+            s3_lock_delete_cond(req, &req->authz_bucket, req->key, &g, &lock);
+        st = stor_delete_version_if(req->srv->cfg.store, &req->authz_bucket, req->key, vid, cond,
+                                    &d);
+    }
+    if (!delete_result_ok(&st, &d)) {
         s3_reply_error(req, s3_error_from_stor(st), st == STOR_ERR_LOCKED ? LOCKED_MSG : NULL);
         return;
     }
-    if (d.version_id[0])
-        s3_reply_header(req, "x-amz-version-id", d.version_id);
+    if (vid || d.version_id[0]) /* the version asked for, or the marker made */
+        s3_reply_header(req, "x-amz-version-id", vid ? vid : d.version_id);
     if (d.delete_marker)
         s3_reply_header(req, "x-amz-delete-marker", "true");
     s3_reply_empty(req, 204);
@@ -567,10 +585,12 @@ static void delete_objects_finish(s3_req_t *req)
             err = S3E_KEY_TOO_LONG;
         else if (!s3_utf8_valid(key, klen))
             err = S3E_INVALID_ARGUMENT;
-        else if ((err = s3_version_check(vid)) != S3E_NONE)
+        else if ((err = delete_version_check(vid, &st)) != S3E_NONE)
             ;
         else if ((err = s3_key_access(req, &req->authz_bucket, key, S3_PERM_WRITE)) != S3E_NONE)
             ;
+        else if (st == STOR_ERR_NO_VERSION)
+            delete_result_ok(&st, &d);
         else {
             s3_lock_guard_t g;
             stor_precond_t lock;
@@ -578,7 +598,7 @@ static void delete_objects_finish(s3_req_t *req)
                 s3_lock_delete_cond(req, &req->authz_bucket, key, &g, &lock);
             st =
                 stor_delete_version_if(req->srv->cfg.store, &req->authz_bucket, key, vid, cond, &d);
-            if (!delete_result_ok(vid, &st, &d))
+            if (!delete_result_ok(&st, &d))
                 err = s3_error_from_stor(st);
         }
         if (err == S3E_NONE && quiet)

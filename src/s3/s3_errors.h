@@ -119,8 +119,8 @@
       "your key and signing method.")                                                              \
     X(SHA256_MISMATCH, 400, "XAmzContentSHA256Mismatch",                                           \
       "The provided 'x-amz-content-sha256' header does not match what was computed.")              \
-    X(CHECKSUM_MISMATCH, 400, "XAmzContentChecksumMismatch",                                       \
-      "The provided 'x-amz-checksum' header does not match what was computed.")                    \
+    X(CHECKSUM_MISMATCH, 400, "BadDigest",                                                         \
+      "The checksum you specified did not match the calculated checksum.")                         \
     X(INVALID_CHECKSUM, 400, "InvalidRequest", "Value for x-amz-checksum header is invalid.")      \
     X(SLOW_DOWN, 503, "SlowDown", "Please reduce your request rate.")                              \
     X(SERVICE_UNAVAILABLE, 503, "ServiceUnavailable", "The server is shutting down.")              \

@@ -227,3 +227,26 @@ def test_create_bucket_with_object_ownership(s3, server):
         assert got == {"Rules": [{"ObjectOwnership": "ObjectWriter"}]}
     finally:
         s3.delete_bucket(Bucket=b)
+
+
+# ---- x-amz-expected-bucket-owner ------------------------------------------------------
+
+def test_expected_bucket_owner(s3, s3_user2, anon, bucket):
+    """A request naming another bucket owner is denied, whatever the ACLs allow
+    (x-amz-expected-bucket-owner; x-amz-source-expected-bucket-owner for a copy's
+    source), and nothing is written; the right owner changes nothing."""
+    s3.put_bucket_acl(Bucket=bucket, ACL="public-read-write")
+    s3.put_object(Bucket=bucket, Key="k", Body=b"v")
+    owner, wrong = OWNER[0], OWNER[0] + "x"
+    assert s3.get_object(Bucket=bucket, Key="k", ExpectedBucketOwner=owner)["Body"].read() == b"v"
+    for client in (s3, s3_user2, anon):
+        denied(client.list_objects, Bucket=bucket, ExpectedBucketOwner=wrong)
+        denied(client.put_object, Bucket=bucket, Key="new", Body=b"x", ExpectedBucketOwner=wrong)
+        denied(client.get_object, Bucket=bucket, Key="k", ExpectedBucketOwner=wrong)
+    denied(s3.copy_object, Bucket=bucket, Key="copy", CopySource={"Bucket": bucket, "Key": "k"},
+           ExpectedSourceBucketOwner=wrong)
+    s3.copy_object(Bucket=bucket, Key="copy", CopySource={"Bucket": bucket, "Key": "k"},
+                   ExpectedSourceBucketOwner=owner, ExpectedBucketOwner=owner)
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]]
+    assert keys == ["copy", "k"]
+    s3.put_bucket_acl(Bucket=bucket, ACL="private")

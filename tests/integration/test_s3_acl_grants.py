@@ -129,6 +129,15 @@ def test_default_acl_shows_the_configured_display_name(srv, own, other, b):
     assert c["Owner"] == {"ID": AK1, "DisplayName": OWNER_NAME}
 
 
+def test_group_grants_are_listed_first(own, b):
+    """S3 defines no order for a grant list; s3rdmad lists group grants before user
+    grants, as radosgw does (clients written against it index the list)."""
+    own.put_bucket_acl(Bucket=b, ACL="public-read-write")
+    got = [(g["Grantee"]["Type"], g["Permission"]) for g in own.get_bucket_acl(Bucket=b)["Grants"]]
+    assert got == [("Group", "READ"), ("Group", "WRITE"), ("CanonicalUser", "FULL_CONTROL")]
+    own.put_bucket_acl(Bucket=b, ACL="private")
+
+
 @pytest.mark.parametrize("display_name, email", [('"bad\\tname"', None), ('""', None),
                                                  (None, "no-at-sign"), (None, '"a b@c"')])
 def test_bad_display_name_or_email_stops_the_server(make_server, display_name, email):

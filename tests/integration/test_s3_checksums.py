@@ -37,7 +37,7 @@ def test_wrong_checksum_rejected(server, s3, bucket, algo):
     body = b"payload for checksum" * 50
     wrong = fn(b"something else")
     r = raw_request(server, "PUT", f"/{bucket}/bad-{algo}", body=body, headers={header: wrong})
-    assert r.status == 400 and r.error_code() == "XAmzContentChecksumMismatch", r
+    assert r.status == 400 and r.error_code() == "BadDigest", r
     with pytest.raises(ClientError) as ei:
         s3.head_object(Bucket=bucket, Key=f"bad-{algo}")
     assert client_error(ei)[1] == 404
@@ -64,7 +64,7 @@ def test_sdk_checksum_algorithm_is_computed(server, bucket, algo):
 def test_trailer_checksum(server, s3, bucket, algo, how):
     """Each algorithm as an aws-chunked trailer (STREAMING-UNSIGNED-PAYLOAD-TRAILER and
     STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER): verified, stored, returned; a wrong value
-    is 400 XAmzContentChecksumMismatch and stores nothing."""
+    is 400 BadDigest and stores nothing."""
     _, fn, name = ALGOS[algo]
     chunks = [os.urandom(65536), os.urandom(999)]
     data = b"".join(chunks)
@@ -81,7 +81,7 @@ def test_trailer_checksum(server, s3, bucket, algo, how):
     assert r.headers.get(name) == fn(data), r
     assert s3.get_object(Bucket=bucket, Key=f"tr-{how}-{algo}")["Body"].read() == data
     r = put(f"trbad-{how}-{algo}", fn(b"other"))
-    assert r.status == 400 and r.error_code() == "XAmzContentChecksumMismatch", r
+    assert r.status == 400 and r.error_code() == "BadDigest", r
     assert raw_request(server, "HEAD", f"/{bucket}/trbad-{how}-{algo}").status == 404
 
 

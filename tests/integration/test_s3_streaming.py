@@ -166,7 +166,7 @@ def test_unsigned_trailer_wrong_checksum(server, s3, bucket):
     data = os.urandom(5000)
     r = put_trailer(server, bucket, "trailer/bad", [data], "x-amz-checksum-crc32",
                     crc32_b64(data + b"!"))
-    assert r.status == 400 and r.error_code() == "XAmzContentChecksumMismatch", r
+    assert r.status == 400 and r.error_code() == "BadDigest", r
     with pytest.raises(ClientError):
         s3.head_object(Bucket=bucket, Key="trailer/bad")
 

@@ -2,7 +2,7 @@
 (tests/integration/test_s3_checksums.py): every x-amz-checksum-* algorithm current AWS
 SDKs send (CRC32, CRC32C, CRC64NVME, SHA1, SHA256), and Content-MD5, are verified over the
 bytes the server pulled by RDMA (or took inline), stored and returned; a mismatch is
-400 XAmzContentChecksumMismatch / BadDigest and stores nothing.
+400 BadDigest (as AWS answers) and stores nothing.
 
 Token PUTs come from a live session holding a registered buffer (s3r_tokhelper hold, the
 client tests' Holder) and a hand-signed HTTP request; native ones from
@@ -130,7 +130,7 @@ def test_checksum_header_verified(srv, put, path, algo):
     assert got.status == 200 and got.body == body
     # A wrong value: refused, nothing stored.
     r, _ = put(path, key + "-bad", {header: fn(b"other bytes")})
-    assert r.status == 400 and r.code == "XAmzContentChecksumMismatch", r
+    assert r.status == 400 and r.code == "BadDigest", r
     assert stored(srv, key + "-bad")[0] == 404
     # Asked for by name (x-amz-sdk-checksum-algorithm): computed and answered.
     r, _ = put(path, key + "-sdk", {"x-amz-sdk-checksum-algorithm": algo})
