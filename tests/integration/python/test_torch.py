@@ -6,6 +6,7 @@ loaded)."""
 import hashlib
 import io
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -276,6 +277,8 @@ def test_checkpoint_load_reuses_memory_only_when_free(rsrv, rbucket):
     assert same(third, a) and torch.equal(keep, a["w"])
     assert third["w"].data_ptr() == addr  # the second load's block, used again
     del third
+    clone = pickle.loads(pickle.dumps(cp))  # as into spawned workers: no block carried
+    assert same(clone.load(f"s3://{rbucket}/ck/b.ckpt"), b)
     tiny = cp.load(f"s3://{rbucket}/ck/tiny.ckpt")
     assert tiny["w"].data_ptr() != addr  # a new block: the old one is unmapped after
     assert same(tiny, state(12, big=1000))

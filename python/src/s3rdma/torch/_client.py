@@ -204,6 +204,12 @@ class BlockCache:
         self._lock = threading.Lock()
         self._spare: Optional[_HugeMap] = None
 
+    def __getstate__(self) -> Dict[str, Any]:
+        return {}  # a copy (e.g. in a spawned worker) starts with no block
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__init__()  # type: ignore[misc]
+
     def take(self, size: int) -> memoryview:
         if size == 0:
             return memoryview(bytearray(0))
