@@ -159,7 +159,6 @@ def alloc(client: Client, size: int) -> memoryview:
         return memoryview(bytearray(size))
 
 
-
 HUGE_PAGE = 2 * MiB
 
 
@@ -169,7 +168,7 @@ def fresh_block(size: int) -> memoryview:
     paid for when first written: the kernel faults it in and zeroes it. Memory from
     allocate_buffer is shared memory on a same-host session, which the kernel faults
     in 4 KiB at a time in the server's writing thread (``shmem_enabled`` is ``never``
-    on most hosts); this block is faulted in 2 MiB at a time by whoever writes it
+    by default); this block is faulted in 2 MiB at a time by whoever writes it
     first (docs/benchmarks.md). It starts on a 2 MiB boundary and is unmapped when
     the last view of it goes."""
     if size == 0:
@@ -197,8 +196,9 @@ class BlockCache:
     take() that fits it (at least the size asked, at most twice): memory used again
     is neither faulted in nor zeroed, which on a same-host session makes a load run
     at copy speed instead of page-fault speed (docs/benchmarks.md). At most one block
-    is kept, until the cache goes: the price is memory the size of the
-    last checkpoint loaded, held while nothing uses it. Thread-safe."""
+    is kept, until the cache goes: the price is memory the size of the last
+    checkpoint loaded, held while nothing uses it. Thread-safe; a pickled copy starts
+    empty."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -172,16 +172,15 @@ def fetch_whole(client: Client, bucket: str, key: str, size: Optional[int]) -> m
 def fetch_chunked(client: Client, bucket: str, key: str, chunk: int,
                   take: Callable[[int], memoryview] = fresh_block) -> memoryview:
     """bucket/key whole in take(size) (a fresh_block by default; a HEAD first for its
-    size), by ranged GETs
-    of chunk bytes. Over a native session they run one after another from this
-    thread: on a same-host session each lands in the client's bounce buffer, which
-    the server fills while this thread copies the pieces out (docs/client.md
-    "Registered memory"), so the server's read and the copy run on two cores, and
-    the block's new pages are faulted in 2 MiB at a time by that copy; there is one
-    bounce buffer per client, so ranges in flight at once would leave all but one to
-    UCX's slower software RMA. Over the other transports the client's thread pool
-    runs max_workers at once. Like any reader of ranges, an object overwritten
-    meanwhile may come back mixed; one that shrank raises ValueError."""
+    size), by ranged GETs of chunk bytes. Over a native session they run one after
+    another from this thread: on a same-host session each lands in the client's
+    bounce buffer, which the server fills while this thread copies the pieces out
+    (docs/client.md "Registered memory"), so the server's read and the copy run on
+    two cores, and a new block's pages are faulted in 2 MiB at a time by that copy;
+    there is one bounce buffer per client, so ranges in flight at once would leave
+    all but one to UCX's slower software RMA. Over the other transports the client's
+    thread pool runs max_workers at once. Like any reader of ranges, an object
+    overwritten meanwhile may come back mixed; one that shrank raises ValueError."""
     size = client.head_object(bucket, key).size
     block = take(size)
     spans = [(off, min(chunk, size - off)) for off in range(0, size, chunk)]
