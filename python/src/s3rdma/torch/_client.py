@@ -159,6 +159,17 @@ def alloc(client: Client, size: int) -> memoryview:
         return memoryview(bytearray(size))
 
 
+def ranges_one_by_one(client: Client) -> bool:
+    """Whether ranged GETs into memory not from allocate_buffer go best one after
+    another from the calling thread: over a native session, where on a same-host
+    session libs3rdma has one bounce buffer per client (docs/client.md "Registered
+    memory"), so ranges in flight at once leave all but one to UCX's slower software
+    RMA (1.7x for model weights into their tensors, 5x for a checkpoint into new
+    memory, docs/benchmarks.md)."""
+    return client.transport == "native" or (client.transport == "auto" and
+                                            client.rdma_connected())
+
+
 HUGE_PAGE = 2 * MiB
 
 
