@@ -164,7 +164,7 @@ def ranges_one_by_one(client: Client) -> bool:
     another from the calling thread: over a native session, where on a same-host
     session libs3rdma has one bounce buffer per client (docs/client.md "Registered
     memory"), so ranges in flight at once leave all but one to UCX's slower software
-    RMA (1.7x for model weights into their tensors, 5x for a checkpoint into new
+    RMA (1.7-1.9x for model weights into their tensors, 5x for a checkpoint into new
     memory, docs/benchmarks.md)."""
     return client.transport == "native" or (client.transport == "auto" and
                                             client.rdma_connected())
