@@ -47,6 +47,7 @@
 #include "fuzz_util.h"
 #include "rdma/rdma_client.h"
 #include "rdma/rdma_server.h"
+#include "http/http_server.h"
 #include "s3/s3_server.h"
 #include "storage/storage.h"
 
@@ -136,7 +137,7 @@ static void stop_all(void)
     for (unsigned t = 0; t < N_TENANTS; t++)
         rdma_session_close(tenants[t].sess);
     rdma_server_set_native(rdma, NULL, NULL);
-    s3_server_stop(s3srv, 1);
+    http_server_stop(s3srv, 1);
     rdma_server_stop(rdma);
     stor_close(store);
     remove_dir(tmpdir);
@@ -174,7 +175,7 @@ static void start_all(void)
         .rdma = rdma,
         .max_buckets_per_user = 64, /* also bounds what fuzzed names create */
     };
-    s3srv = s3_server_start(&sc);
+    s3srv = http_server_start(&sc);
     FUZZ_CHECK(s3srv != NULL);
     rdma_server_set_native(rdma, s3_native_handle, s3srv);
     s3_server_set_ready(s3srv, true);
@@ -341,6 +342,17 @@ static const struct pname {
     {"x-amz-object-lock-retain-until-date", RDMA_PARAM_HEADER},
     {"x-amz-object-lock-legal-hold", RDMA_PARAM_HEADER},
     {"x-amz-bypass-governance-retention", RDMA_PARAM_HEADER},
+    /* The configuration opcodes' subresources (the ones above too). */
+    {"retention", RDMA_PARAM_QUERY},
+    {"legal-hold", RDMA_PARAM_QUERY},
+    {"versioning", RDMA_PARAM_QUERY},
+    {"lifecycle", RDMA_PARAM_QUERY},
+    {"object-lock", RDMA_PARAM_QUERY},
+    {"policy", RDMA_PARAM_QUERY},
+    {"cors", RDMA_PARAM_QUERY},
+    {"encryption", RDMA_PARAM_QUERY},
+    {"x-amz-grant-read", RDMA_PARAM_HEADER},
+    {"x-amz-grant-full-control", RDMA_PARAM_HEADER},
 };
 #define N_PNAMES (sizeof(pnames) / sizeof(pnames[0]))
 
@@ -695,8 +707,12 @@ static void one_request(in_t *in)
     size_t used = 0;
     rdma_native_msg_t m = {0};
 
+    /* The low 5 bits name opcodes 0-30; 31 says the next byte names it
+     * (the configuration opcodes from 31 on, and unknown ones up to 255). */
     uint8_t b0 = u8(in);
     unsigned op = b0 & 0x1f, tenant = b0 >> 7;
+    if (op == 0x1f)
+        op = u8(in);
     use_tenant(tenant);
     bool unknown = op == 0 || op > RDMA_OP_MAX;
     bool nowait = b0 & 0x40;

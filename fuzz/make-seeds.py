@@ -256,7 +256,16 @@ OPS = {n: i + 1 for i, n in enumerate([
     "PutObject", "GetObject", "HeadObject", "DeleteObject", "DeleteObjects", "ListObjects",
     "CopyObject", "CreateBucket", "DeleteBucket", "HeadBucket", "ListBuckets", "CreateMPU",
     "UploadPart", "CompleteMPU", "AbortMPU", "ListParts", "ListMPU", "UploadPartCopy",
-    "GetBucketLocation"])}
+    "GetBucketLocation", "ListObjectVersions",
+    # the configuration opcodes (21-50)
+    "GetObjectTagging", "PutObjectTagging", "DeleteObjectTagging", "GetObjectRetention",
+    "PutObjectRetention", "GetObjectLegalHold", "PutObjectLegalHold", "GetObjectAcl",
+    "PutObjectAcl", "GetBucketVersioning", "PutBucketVersioning", "GetBucketLifecycle",
+    "PutBucketLifecycle", "DeleteBucketLifecycle", "GetObjectLockConfig", "PutObjectLockConfig",
+    "GetBucketTagging", "PutBucketTagging", "DeleteBucketTagging", "GetBucketPolicy",
+    "PutBucketPolicy", "DeleteBucketPolicy", "GetBucketCors", "PutBucketCors", "DeleteBucketCors",
+    "GetBucketEncryption", "PutBucketEncryption", "DeleteBucketEncryption", "GetBucketAcl",
+    "PutBucketAcl"])}
 UPLOAD = "upload"  # a param value: the first upload id the input opened
 
 
@@ -267,7 +276,9 @@ def nsreq(op, bucket=0, key=None, rim=4, params=(), body=None, out=0, nowait=Fal
     body: None, ("inline", bytes), ("region", bytes), ("large", kib), ("complete",),
     ("delete",); out: 0 none, 1 valid, 3 past, 4 unknown region; raw: (muts, version);
     tenant: 0 or 1 (the second user's session)."""
-    b = bytes([OPS[op] | (0x40 if nowait else 0) | (0x20 if raw else 0) | (0x80 if tenant else 0)])
+    flags = (0x40 if nowait else 0) | (0x20 if raw else 0) | (0x80 if tenant else 0)
+    # opcodes from 31 on follow a first byte of 31 (one_request)
+    b = bytes([OPS[op] | flags]) if OPS[op] < 31 else bytes([31 | flags, OPS[op]])
     b += bytes([3 if bucket is None else bucket, 6 if key is None else key, rim])
     b += bytes([len(params)])
     for n, v in params:
@@ -345,6 +356,29 @@ SEEDS["native_session"] = [
     nsreq("CreateBucket", bucket=2, tenant=1) +
     nsreq("CopyObject", bucket=2, key=1, params=[SRC], tenant=1) +
     nsreq("DeleteBucket", bucket=2, tenant=1),
+    # configuration: versioning on, tags on an object and a bucket, a lifecycle, an ACL by
+    # header, read back and deleted; a malformed document
+    nsreq("CreateBucket") + nsreq("PutObject", key=0, body=("inline", b"cfg")) +
+    nsreq("PutBucketVersioning", params=[("versioning", "")], body=(
+        "inline", b"<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>")) +
+    nsreq("GetBucketVersioning", params=[("versioning", "")]) +
+    nsreq("PutObjectTagging", key=0, params=[("tagging", "")], body=(
+        "inline", b"<Tagging><TagSet><Tag><Key>a</Key><Value>b</Value></Tag></TagSet></Tagging>")) +
+    nsreq("GetObjectTagging", key=0, params=[("tagging", ""), ("versionId", "null")]) +
+    nsreq("DeleteObjectTagging", key=0, params=[("tagging", "")]) +
+    nsreq("PutBucketTagging", params=[("tagging", "")], body=(
+        "inline", b"<Tagging><TagSet><Tag><Key>a</Key><Value>b</Value></Tag></TagSet></Tagging>")) +
+    nsreq("GetBucketTagging", params=[("tagging", "")], rim=0, out=1) +
+    nsreq("PutBucketLifecycle", params=[("lifecycle", "")], body=(
+        "inline", b"<LifecycleConfiguration><Rule><ID>r</ID><Filter><Prefix>dir/</Prefix>"
+                  b"</Filter><Status>Enabled</Status><Expiration><Days>1</Days></Expiration>"
+                  b"</Rule></LifecycleConfiguration>")) +
+    nsreq("GetBucketLifecycle", params=[("lifecycle", "")]) +
+    nsreq("DeleteBucketLifecycle", params=[("lifecycle", "")]) +
+    nsreq("PutObjectAcl", key=0, params=[("acl", ""), ("x-amz-acl", "")]) +
+    nsreq("GetBucketAcl", params=[("acl", "")]) +
+    nsreq("PutObjectLegalHold", key=0, params=[("legal-hold", "")],
+          body=("inline", b"<LegalHold><Status>ON</Status>")),
     # a raw message with another version: answered BAD_MESSAGE
     nsreq("CreateBucket") + nsreq("HeadBucket", raw=([], 2)) +
     nsreq("ListObjects", raw=([(40, 0xFF)], None)),

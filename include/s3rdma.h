@@ -173,7 +173,10 @@ typedef struct s3r_config {
      * body's CRC32C computed by the client (one pass over the body, as AWS
      * SDKs send a CRC on every PUT), which the server verifies and keeps;
      * a PUT into an object-lock bucket with a default retention needs it
-     * (docs/client.md, "Checksums"). 0: none. Multipart parts carry none. */
+     * (docs/client.md, "Checksums"); a multipart upload declares CRC32C
+     * at its start, and each part carries its CRC32C, listed again in
+     * Complete (object lock asks it of every part of a locked object).
+     * 0: none. */
     int put_checksum;
 } s3r_config_t;
 
@@ -382,11 +385,18 @@ typedef struct s3r_put_opts {
     int if_none_match;
 } s3r_put_opts_t;
 
-/* Options of a GET; NULL means the whole object over the client's transport. */
+/* Options of a GET; NULL means the whole object over the client's transport.
+ * Zero it ({0}) before setting fields: fields may be added at the end in
+ * later versions, and a zero field keeps its default. */
 typedef struct s3r_get_opts {
     uint64_t range_start;      /* first byte */
     uint64_t range_len;        /* 0: to the end of the object */
     s3r_transport_t transport; /* DEFAULT: the client's */
+    /* The version to read (S3's versionId; "null" names the version written
+     * while versioning was never enabled or suspended); NULL: the current
+     * one. A version that is a delete marker is S3R_ERR_SERVER with code
+     * MethodNotAllowed (405), as S3 answers. Copied for the call. */
+    const char *version_id;
 } s3r_get_opts_t;
 
 /* Stores len bytes from data as bucket/key. data must stay valid for the call
@@ -444,13 +454,48 @@ typedef struct s3r_object_info {
     int64_t mtime;    /* unix seconds */
     s3r_meta_t *meta; /* user metadata, names lower-case without "x-amz-meta-" */
     size_t n_meta;
+    /* x-amz-version-id: the version described, NULL when the server names
+     * none (a bucket that never had versioning) */
+    char *version_id;
 } s3r_object_info_t;
 
 s3r_status_t s3r_object_head(s3r_client_t *client, const char *bucket, const char *key,
                              s3r_object_info_t **info_p);
+/* HEAD of one version of bucket/key (version_id NULL: the current one, as
+ * s3r_object_head). A version that is a delete marker is S3R_ERR_SERVER
+ * with code MethodNotAllowed (405). */
+s3r_status_t s3r_object_head_version(s3r_client_t *client, const char *bucket, const char *key,
+                                     const char *version_id, s3r_object_info_t **info_p);
 void s3r_object_info_free(s3r_object_info_t *info);
 
 s3r_status_t s3r_object_delete(s3r_client_t *client, const char *bucket, const char *key);
+/* DELETE of one version of bucket/key: removes that version (or delete
+ * marker) for good; version_id NULL is s3r_object_delete, which in a
+ * versioned bucket writes a delete marker. s3r_client_last_version then
+ * says which version was removed or written and whether it is a delete
+ * marker. A version under object lock is S3R_ERR_ACCESS_DENIED. */
+s3r_status_t s3r_object_delete_version(s3r_client_t *client, const char *bucket, const char *key,
+                                       const char *version_id);
+
+/* What the server said about the version a write made or removed: the
+ * x-amz-version-id and x-amz-delete-marker headers of its answer. */
+#define S3R_VERSION_ID_MAX 1024 /* S3's longest version id, in bytes */
+typedef struct s3r_version_info {
+    char version_id[S3R_VERSION_ID_MAX + 1]; /* "" when the server named none */
+    int delete_marker; /* 1: the version written or removed is a delete marker */
+} s3r_version_info_t;
+
+/* The version of the calling thread's last successful write on client:
+ * s3r_object_put, s3r_object_put_file (each a single PUT or a multipart
+ * upload's Complete), s3r_object_put_async (when its answer is judged: in
+ * the call over HTTP or token, at s3r_op_wait over native; with
+ * several in flight, the last one judged),
+ * s3r_multipart_complete, s3r_object_copy(_version) and
+ * s3r_object_delete(_version). A write into a bucket without versioning
+ * gives version_id "" (or "null" when versioning is suspended, as S3 says).
+ * Thread-local like the last error; a failed call does not change it.
+ * S3R_ERR_INVALID_ARG when this thread made no such write on client. */
+s3r_status_t s3r_client_last_version(const s3r_client_t *client, s3r_version_info_t *info_p);
 
 /* A key DeleteObjects could not delete, with S3's code and message. */
 typedef struct s3r_delete_error {
@@ -481,6 +526,11 @@ void s3r_delete_errors_free(s3r_delete_errors_t *errors);
 /* Server-side copy (x-amz-copy-source), metadata copied. */
 s3r_status_t s3r_object_copy(s3r_client_t *client, const char *src_bucket, const char *src_key,
                              const char *dst_bucket, const char *dst_key);
+/* The same, from version src_version_id of the source (NULL: its current
+ * version). s3r_client_last_version gives the version written. */
+s3r_status_t s3r_object_copy_version(s3r_client_t *client, const char *src_bucket,
+                                     const char *src_key, const char *src_version_id,
+                                     const char *dst_bucket, const char *dst_key);
 
 /* Options of a listing; NULL means everything, one page. */
 typedef struct s3r_list_opts {
@@ -515,6 +565,105 @@ typedef struct s3r_object_list {
 s3r_status_t s3r_object_list(s3r_client_t *client, const char *bucket, const s3r_list_opts_t *opts,
                              s3r_object_list_t **list_p);
 void s3r_object_list_free(s3r_object_list_t *list);
+
+/* Options of a version listing; NULL means everything, one page. Zero it
+ * before setting fields (fields may be added at the end). */
+typedef struct s3r_version_list_opts {
+    const char *prefix;
+    const char *delimiter;
+    /* Where a page starts: after key_marker (and, with version_id_marker,
+     * after that version of it), as a previous page's next_* give them. */
+    const char *key_marker;
+    const char *version_id_marker;
+    unsigned max_keys; /* versions and delete markers per page; 0 = server default (1000) */
+    int all_pages;     /* 1: follow the markers and return everything */
+} s3r_version_list_opts_t;
+
+/* One version or delete marker of a key. */
+typedef struct s3r_version_entry {
+    char *key;
+    char *version_id;  /* "null" for the version written without versioning */
+    int is_latest;     /* the key's current version (or delete marker) */
+    int delete_marker; /* 1: a delete marker (size 0, etag NULL) */
+    uint64_t size;
+    char *etag;
+    int64_t mtime;
+} s3r_version_entry_t;
+
+typedef struct s3r_version_list {
+    /* Versions and delete markers together, in the listing's order: by
+     * key, then newest first. */
+    s3r_version_entry_t *versions;
+    size_t n_versions;
+    char **prefixes; /* common prefixes (with delimiter) */
+    size_t n_prefixes;
+    int truncated; /* more pages follow */
+    /* pass as key_marker / version_id_marker; NULL when not truncated */
+    char *next_key_marker;
+    char *next_version_id_marker;
+} s3r_version_list_t;
+
+/* ListObjectVersions. Free the result with s3r_version_list_free(). Keys
+ * and prefixes come back as stored (encoding-type=url, decoded), as for
+ * s3r_object_list. */
+s3r_status_t s3r_object_list_versions(s3r_client_t *client, const char *bucket,
+                                      const s3r_version_list_opts_t *opts,
+                                      s3r_version_list_t **list_p);
+void s3r_version_list_free(s3r_version_list_t *list);
+
+/* ---- Configuration subresources --------------------------------------------- */
+
+/* The configuration documents of an object (version) or a bucket, each an
+ * S3 subresource ("?tagging", "?versioning", ...) read, written and (where
+ * S3 has it) deleted as a whole. The documents are S3's own, passed through
+ * as they are: XML (a bucket policy: JSON) in the request and the reply
+ * bodies of the S3 API reference, neither parsed nor checked here (the
+ * server does that, with S3's error codes). Over the native transport each
+ * operation has its own opcode (docs/protocol.md §4.2); the token path
+ * carries no object bytes here, so it uses HTTP as other control calls do. */
+typedef enum s3r_subresource {
+    S3R_SUB_OBJECT_TAGGING = 1, /* <Tagging>: get, put, delete */
+    S3R_SUB_OBJECT_RETENTION,   /* <Retention>: get, put (object lock) */
+    S3R_SUB_OBJECT_LEGAL_HOLD,  /* <LegalHold>: get, put (object lock) */
+    S3R_SUB_OBJECT_ACL,         /* <AccessControlPolicy>: get, put */
+    S3R_SUB_BUCKET_VERSIONING,  /* <VersioningConfiguration>: get, put */
+    S3R_SUB_BUCKET_LIFECYCLE,   /* <LifecycleConfiguration>: get, put, delete */
+    S3R_SUB_BUCKET_OBJECT_LOCK, /* <ObjectLockConfiguration>: get, put */
+    S3R_SUB_BUCKET_TAGGING,     /* <Tagging>: get, put, delete */
+    S3R_SUB_BUCKET_POLICY,      /* the policy's JSON: get, put, delete */
+    S3R_SUB_BUCKET_CORS,        /* <CORSConfiguration>: get, put, delete */
+    S3R_SUB_BUCKET_ENCRYPTION,  /* <ServerSideEncryptionConfiguration>: get, put, delete */
+    S3R_SUB_BUCKET_ACL,         /* <AccessControlPolicy>: get, put */
+} s3r_subresource_t;
+
+/* Where a subresource call applies: key and version_id (NULL: the current
+ * version) for the object kinds, both NULL for the bucket kinds (a key or
+ * version given to a bucket kind, or no key to an object kind, is
+ * S3R_ERR_INVALID_ARG). */
+typedef struct s3r_subresource_target {
+    const char *bucket;
+    const char *key;
+    const char *version_id;
+} s3r_subresource_target_t;
+
+/* Reads the document into a buffer the library allocates, NUL-terminated
+ * one byte past *len_p; free it with s3r_free(). A bucket without the
+ * configuration gets S3's error (S3R_ERR_SERVER with code
+ * NoSuchLifecycleConfiguration, NoSuchTagSet, NoSuchBucketPolicy, ...). */
+s3r_status_t s3r_subresource_get(s3r_client_t *client, s3r_subresource_t kind,
+                                 const s3r_subresource_target_t *target, char **doc_p,
+                                 size_t *len_p);
+/* Writes the document (len bytes at doc; len 0 sends no body, which only an
+ * ACL set by its headers takes). It is sent with its Content-MD5, as S3
+ * requires of several of these. S3R_ERR_TOO_LARGE over 16 MiB. */
+s3r_status_t s3r_subresource_put(s3r_client_t *client, s3r_subresource_t kind,
+                                 const s3r_subresource_target_t *target, const void *doc,
+                                 size_t len);
+/* Removes the configuration; S3R_ERR_UNSUPPORTED (no request sent) for the
+ * kinds S3 has no delete for (retention, legal hold, ACLs, versioning,
+ * object lock). */
+s3r_status_t s3r_subresource_delete(s3r_client_t *client, s3r_subresource_t kind,
+                                    const s3r_subresource_target_t *target);
 
 /* ---- Multipart uploads driven by the caller ------------------------------- */
 

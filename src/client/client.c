@@ -310,20 +310,33 @@ bool valid_name(const char *s)
     return s != NULL && s[0] != '\0';
 }
 
-/* Runs a request with no interesting 2xx body: S3R_OK on 2xx. */
-s3r_status_t simple(s3r_client_t *c, s3c_req_t *req, bool key_op)
+/* Runs a request with no interesting 2xx body: S3R_OK on 2xx; record: a
+ * write whose version becomes the thread's last. */
+static s3r_status_t run_simple(s3r_client_t *c, s3c_req_t *req, bool key_op, bool record)
 {
     s3c_resp_t resp;
     s3c_resp_init(&resp);
     s3r_status_t st = s3c_do(c, pick_control(c), req, &resp);
     if (st == S3R_OK && (resp.status < 200 || resp.status > 299))
         st = s3c_http_error(c, &resp, resp.transport, key_op);
+    if (st == S3R_OK && record)
+        s3c_version_record(c, &resp);
     s3c_resp_free(&resp);
     return st;
 }
 
-/* GETs an XML document into body. */
-s3r_status_t get_xml(s3r_client_t *c, s3c_req_t *req, buf_t *body)
+s3r_status_t simple(s3r_client_t *c, s3c_req_t *req, bool key_op)
+{
+    return run_simple(c, req, key_op, false);
+}
+
+s3r_status_t simple_write(s3r_client_t *c, s3c_req_t *req, bool key_op)
+{
+    return run_simple(c, req, key_op, true);
+}
+
+/* GETs an XML document into body; record as for run_simple. */
+static s3r_status_t run_xml(s3r_client_t *c, s3c_req_t *req, buf_t *body, bool record)
 {
     s3c_resp_t resp;
     s3c_resp_init(&resp);
@@ -337,8 +350,36 @@ s3r_status_t get_xml(s3r_client_t *c, s3c_req_t *req, buf_t *body)
     else if (st == S3R_OK && resp.curl_code != 0)
         st = s3c_fail(c, S3R_ERR_HTTP, resp.transport, (int)resp.status, "", "transfer failed: %s",
                       resp.curl_err);
+    /* A 200 whose body is an <Error> (error_in_200) wrote nothing. */
+    if (st == S3R_OK && record && !s3c_xml_is_error(body->data, body->len))
+        s3c_version_record(c, &resp);
     s3c_resp_free(&resp);
     return st;
+}
+
+s3r_status_t get_xml(s3r_client_t *c, s3c_req_t *req, buf_t *body)
+{
+    return run_xml(c, req, body, false);
+}
+
+s3r_status_t get_xml_write(s3r_client_t *c, s3c_req_t *req, buf_t *body)
+{
+    return run_xml(c, req, body, true);
+}
+
+s3r_status_t version_query(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const char *vid)
+{
+    if (vid == NULL)
+        return S3R_OK;
+    const char *enc = strs_qenc(ss, vid);
+    const char *q = enc == NULL  ? NULL
+                    : req->query ? strs_printf(ss, "%s&versionId=%s", req->query, enc)
+                                 : strs_printf(ss, "versionId=%s", enc);
+    if (q == NULL)
+        return s3c_fail(c, S3R_ERR_TOO_LARGE, S3R_TRANSPORT_DEFAULT, 0, "",
+                        "version id too long or out of memory");
+    req->query = q;
+    return S3R_OK;
 }
 
 /* S3 may answer CompleteMultipartUpload and CopyObject with a 200 whose body

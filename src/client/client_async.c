@@ -28,6 +28,7 @@ struct s3r_op {
     s3c_ncall_t n;
     /* for a fallback to HTTP when the native call loses its session */
     char *bucket, *key;
+    char *version_id; /* gopts.version_id's copy */
     void *buf;
     s3r_get_opts_t gopts;
     s3r_put_opts_t popts;
@@ -81,7 +82,8 @@ static s3r_status_t op_launch(s3r_op_t *op, uint64_t size, s3r_op_t **op_p)
     if (t == S3R_TRANSPORT_NATIVE) {
         s3r_status_t st = S3R_OK;
         if (op->is_get)
-            get_request(&op->req, &op->ss, op->bucket, op->key, op->buf, op->cap, &op->gopts);
+            st = get_request(c, &op->req, &op->ss, op->bucket, op->key, op->buf, op->cap,
+                             &op->gopts);
         else
             st = put_request(c, &op->req, &op->ss, op->bucket, op->key, NULL, op->buf, op->len,
                              &op->popts);
@@ -113,6 +115,11 @@ s3r_status_t s3r_object_get_async(s3r_client_t *c, const char *bucket, const cha
     op->cap = buf_len;
     if (opts)
         op->gopts = *opts;
+    if (opts && opts->version_id && (op->version_id = strdup(opts->version_id)) == NULL) {
+        s3r_op_free(op);
+        return done(c, s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory"));
+    }
+    op->gopts.version_id = op->version_id;
     uint64_t size =
         opts && opts->range_len && opts->range_len < buf_len ? opts->range_len : buf_len;
     return op_launch(op, size, op_p);
@@ -157,12 +164,15 @@ static void op_settle(s3r_op_t *op)
     s3r_client_t *c = op->c;
     s3r_status_t st = s3c_native_finish(c, &op->n, -1);
     op->inflight = false;
-    if (fall_back(c, st))
-        st = op_run(op, S3R_TRANSPORT_HTTP);
-    else if (op->is_get)
+    if (fall_back(c, st)) {
+        st = op_run(op, S3R_TRANSPORT_HTTP); /* a PUT's put_one records its version */
+    } else if (op->is_get) {
         st = get_result(c, st, &op->resp, op->cap, false, &op->len);
-    else
+    } else {
         st = put_result(c, st, &op->resp, op->len, NULL, 0);
+        if (st == S3R_OK)
+            s3c_version_record(c, &op->resp);
+    }
     op_settled(op, st);
 }
 
@@ -189,5 +199,6 @@ void s3r_op_free(s3r_op_t *op)
     strs_free(&op->ss);
     free(op->bucket);
     free(op->key);
+    free(op->version_id);
     free(op);
 }

@@ -1,5 +1,6 @@
 /* libs3rdma: bucket operations (create, delete, head, list) and object
- * listing (ListObjectsV2, with continuation across pages). */
+ * listings (ListObjectsV2 and ListObjectVersions, with continuation across
+ * pages). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,6 +124,93 @@ s3r_status_t s3r_object_list(s3r_client_t *c, const char *bucket, const s3r_list
     }
     if (st != S3R_OK) {
         s3r_object_list_free(list);
+        return done(c, st);
+    }
+    *list_p = list;
+    return S3R_OK;
+}
+
+/* ======================================================================== */
+/* Listing versions                                                          */
+/* ======================================================================== */
+
+static s3r_status_t versions_page(s3r_client_t *c, const char *bucket,
+                                  const s3r_version_list_opts_t *o, const char *key_marker,
+                                  const char *vid_marker, s3r_version_list_t **list)
+{
+    strs_t ss = {0};
+    buf_t q, body;
+    s3r_status_t st;
+    buf_init(&q, 64 * 1024);
+    buf_init(&body, S3C_MAX_XML_BODY);
+    /* encoding-type=url as for list_page. */
+    int rc = buf_append_str(&q, "versions&encoding-type=url");
+    if (o->prefix && o->prefix[0])
+        rc |= buf_printf(&q, "&prefix=%s", strs_qenc(&ss, o->prefix) ?: "");
+    if (o->delimiter && o->delimiter[0])
+        rc |= buf_printf(&q, "&delimiter=%s", strs_qenc(&ss, o->delimiter) ?: "");
+    if (key_marker && key_marker[0])
+        rc |= buf_printf(&q, "&key-marker=%s", strs_qenc(&ss, key_marker) ?: "");
+    if (vid_marker && vid_marker[0])
+        rc |= buf_printf(&q, "&version-id-marker=%s", strs_qenc(&ss, vid_marker) ?: "");
+    if (o->max_keys)
+        rc |= buf_printf(&q, "&max-keys=%u", o->max_keys);
+    if (rc != 0) {
+        st = s3c_fail(c, S3R_ERR_TOO_LARGE, S3R_TRANSPORT_HTTP, 0, "", "listing query too long");
+    } else {
+        s3c_req_t req;
+        s3c_req_init(&req, "GET", bucket, NULL);
+        req.native_op = RDMA_OP_LIST_OBJECT_VERSIONS;
+        req.query = q.data;
+        st = get_xml(c, &req, &body);
+        if (st == S3R_OK && s3c_xml_parse_version_list(body.data, body.len, list) < 0)
+            st = s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_HTTP, 200, "",
+                          "malformed ListVersionsResult");
+    }
+    strs_free(&ss);
+    buf_free(&q);
+    buf_free(&body);
+    return st;
+}
+
+s3r_status_t s3r_object_list_versions(s3r_client_t *c, const char *bucket,
+                                      const s3r_version_list_opts_t *opts,
+                                      s3r_version_list_t **list_p)
+{
+    if (c == NULL || !valid_name(bucket) || list_p == NULL)
+        return S3R_ERR_INVALID_ARG;
+    s3r_version_list_opts_t o = {0};
+    if (opts != NULL)
+        o = *opts;
+    s3r_version_list_t *list = NULL;
+    char *km = o.key_marker ? strdup(o.key_marker) : NULL;
+    char *vm = o.version_id_marker ? strdup(o.version_id_marker) : NULL;
+    s3r_status_t st = (o.key_marker && !km) || (o.version_id_marker && !vm)
+                          ? s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_HTTP, 0, "", "out of memory")
+                          : S3R_OK;
+    while (st == S3R_OK) {
+        st = versions_page(c, bucket, &o, km, vm, &list);
+        free(km);
+        free(vm);
+        km = vm = NULL;
+        /* A truncated page always names where the next starts; one that
+         * does not would be asked for again forever. */
+        if (st != S3R_OK || !o.all_pages || !list->truncated)
+            break;
+        if (list->next_key_marker == NULL) {
+            st = s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_HTTP, 200, "",
+                          "a truncated ListVersionsResult without NextKeyMarker");
+            break;
+        }
+        km = strdup(list->next_key_marker);
+        vm = list->next_version_id_marker ? strdup(list->next_version_id_marker) : NULL;
+        if (km == NULL || (list->next_version_id_marker && vm == NULL))
+            st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_HTTP, 0, "", "out of memory");
+    }
+    free(km);
+    free(vm);
+    if (st != S3R_OK) {
+        s3r_version_list_free(list);
         return done(c, st);
     }
     *list_p = list;

@@ -66,3 +66,51 @@ s3r_status_t done(s3r_client_t *c, s3r_status_t st)
         atomic_fetch_add(&c->n_errors, 1);
     return st;
 }
+
+/* ======================================================================== */
+/* Last version written: thread-local, tagged like the last error           */
+/* ======================================================================== */
+
+static __thread s3r_version_info_t tls_version;
+static __thread const s3r_client_t *tls_version_client;
+
+void s3c_version_record(const s3r_client_t *c, const s3c_resp_t *resp)
+{
+    char v[16];
+    memset(&tls_version, 0, sizeof(tls_version));
+    tls_version_client = c;
+    if (s3c_resp_header(resp, "x-amz-version-id", tls_version.version_id,
+                        sizeof(tls_version.version_id)) < 0)
+        tls_version.version_id[0] = '\0';
+    tls_version.delete_marker =
+        s3c_resp_header(resp, "x-amz-delete-marker", v, sizeof(v)) == 0 && strcmp(v, "true") == 0;
+}
+
+s3r_status_t s3r_client_last_version(const s3r_client_t *c, s3r_version_info_t *info_p)
+{
+    if (c == NULL || info_p == NULL || tls_version_client != c)
+        return S3R_ERR_INVALID_ARG;
+    *info_p = tls_version;
+    return S3R_OK;
+}
+
+/* ======================================================================== */
+/* Last part checksum: thread-local, read right after the part's put_one     */
+/* ======================================================================== */
+
+static __thread char tls_part_crc32c[S3C_PART_CRC32C_MAX];
+
+void s3c_part_checksum_record(const s3c_resp_t *resp)
+{
+    char v[64];
+    size_t n = s3c_resp_header(resp, "x-amz-checksum-crc32c", v, sizeof(v)) == 0 ? strlen(v) : 0;
+    if (n >= sizeof(tls_part_crc32c))
+        n = 0; /* not a CRC32C's base64: none */
+    memcpy(tls_part_crc32c, v, n);
+    tls_part_crc32c[n] = '\0';
+}
+
+const char *s3c_part_checksum(void)
+{
+    return tls_part_crc32c;
+}

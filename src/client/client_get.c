@@ -28,7 +28,7 @@ static s3r_status_t get_size(s3r_client_t *c, const char *bucket, const char *ke
                              const s3r_get_opts_t *o, uint64_t *size_p)
 {
     s3r_object_info_t *info = NULL;
-    s3r_status_t st = head_object(c, bucket, key, &info);
+    s3r_status_t st = head_object(c, bucket, key, o ? o->version_id : NULL, &info);
     if (st != S3R_OK)
         return st;
     uint64_t start = o ? o->range_start : 0;
@@ -64,8 +64,8 @@ static s3r_status_t too_small(s3r_client_t *c, s3r_transport_t t, int http, uint
     return S3R_ERR_BUFFER_TOO_SMALL;
 }
 
-void get_request(s3c_req_t *req, strs_t *ss, const char *bucket, const char *key, void *buf,
-                 uint64_t cap, const s3r_get_opts_t *o)
+s3r_status_t get_request(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const char *bucket,
+                         const char *key, void *buf, uint64_t cap, const s3r_get_opts_t *o)
 {
     s3c_req_init(req, "GET", bucket, key);
     req->native_op = RDMA_OP_GET_OBJECT;
@@ -74,6 +74,7 @@ void get_request(s3c_req_t *req, strs_t *ss, const char *bucket, const char *key
         s3c_req_hdr(req, "range", range);
     req->sink_buf = buf;
     req->sink_cap = cap;
+    return version_query(c, req, ss, o ? o->version_id : NULL);
 }
 
 s3r_status_t get_result(s3r_client_t *c, s3r_status_t st, const s3c_resp_t *resp, uint64_t cap,
@@ -112,7 +113,7 @@ static s3r_status_t get_plain(s3r_client_t *c, s3r_transport_t t, const char *bu
     s3c_req_t req;
     s3c_resp_t resp;
     s3c_resp_init(&resp);
-    get_request(&req, &ss, bucket, key, buf, cap, o);
+    s3r_status_t st = get_request(c, &req, &ss, bucket, key, buf, cap, o);
     if (fd >= 0)
         req.native_op = 0;
     req.sink_fd = fd;
@@ -122,7 +123,8 @@ static s3r_status_t get_plain(s3r_client_t *c, s3r_transport_t t, const char *bu
         req.sink_progress_arg = c->progress_arg;
     }
     req.sink_grow = grow;
-    s3r_status_t st = get_result(c, s3c_do(c, t, &req, &resp), &resp, cap, grow != NULL, len_p);
+    if (st == S3R_OK)
+        st = get_result(c, s3c_do(c, t, &req, &resp), &resp, cap, grow != NULL, len_p);
     s3c_resp_free(&resp);
     strs_free(&ss);
     return st;
@@ -147,7 +149,9 @@ static s3r_status_t get_token(s3r_client_t *c, const char *bucket, const char *k
     const char *range = range_header(&ss, o);
     if (range)
         s3c_req_hdr(&req, "range", range);
-    st = s3c_http_do(c, &req, &resp);
+    st = version_query(c, &req, &ss, o ? o->version_id : NULL);
+    if (st == S3R_OK)
+        st = s3c_http_do(c, &req, &resp);
     if (st != S3R_OK)
         goto out;
     st = token_answer(c, &resp, &declined);
@@ -225,11 +229,12 @@ static s3r_status_t get_sized(s3r_client_t *c, s3r_transport_t t, const char *bu
         buf_t spill;
         buf_init(&spill, SIZE_MAX / 2);
         s3c_resp_init(&resp);
-        get_request(&req, &ss, bucket, key, NULL, 0, o);
+        st = get_request(c, &req, &ss, bucket, key, NULL, 0, o);
         req.sink_alloc = alloc;
         req.sink_alloc_arg = arg;
         req.sink_grow = &spill;
-        st = get_result(c, s3c_do(c, t, &req, &resp), &resp, 0, true, &n);
+        if (st == S3R_OK)
+            st = get_result(c, s3c_do(c, t, &req, &resp), &resp, 0, true, &n);
         *buf_p = req.sink_buf;
         if (st == S3R_OK && req.sink_buf == NULL) {
             if ((*buf_p = alloc(arg, spill.len)) == NULL)
@@ -345,7 +350,10 @@ s3r_status_t s3r_object_get_file(s3r_client_t *c, const char *bucket, const char
         uint64_t base = opts ? opts->range_start : 0;
         for (uint64_t off = 0; st == S3R_OK && off < size; off += chunk) {
             uint64_t want_n = size - off < chunk ? size - off : chunk;
-            s3r_get_opts_t o = {.range_start = base + off, .range_len = want_n, .transport = t};
+            s3r_get_opts_t o = {.range_start = base + off,
+                                .range_len = want_n,
+                                .transport = t,
+                                .version_id = opts ? opts->version_id : NULL};
             uint64_t got = 0;
             st = get_one(c, bucket, key, buf, want_n, &o, &got);
             if (st == S3R_OK && got != want_n)

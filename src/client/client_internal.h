@@ -112,6 +112,10 @@ int s3c_xml_parse_bucket_list(const char *xml, size_t len, s3r_bucket_list_t **o
  * <EncodingType>url</EncodingType>, its keys and common prefixes are
  * URL-decoded (-1 on a malformed escape or %00). */
 int s3c_xml_parse_object_list(const char *xml, size_t len, s3r_object_list_t **list);
+/* Appends the page's versions and delete markers to *list (created if
+ * NULL), its paging fields replacing the previous page's; names decoded as
+ * for s3c_xml_parse_object_list (NextKeyMarker too). */
+int s3c_xml_parse_version_list(const char *xml, size_t len, s3r_version_list_t **list);
 /* Appends the <Error> entries of a DeleteResult to *errs (created if
  * NULL); <Deleted> entries are skipped. */
 int s3c_xml_parse_delete_result(const char *xml, size_t len, s3r_delete_errors_t **errs);
@@ -196,6 +200,18 @@ void set_status(s3r_status_t st);
 /* Makes *e (a record s3r_client_last_error gave for c earlier) the
  * thread's last error again. */
 void s3c_err_restore(const s3r_client_t *c, const s3r_error_info_t *e);
+/* Makes the x-amz-version-id and x-amz-delete-marker of resp, the answer
+ * to a successful write, the calling thread's last version on c
+ * (s3r_client_last_version). */
+struct s3c_resp;
+void s3c_version_record(const s3r_client_t *c, const struct s3c_resp *resp);
+/* The calling thread's last UploadPart answer's x-amz-checksum-crc32c
+ * (base64 of 4 bytes; longer values are dropped): recorded by put_one's
+ * transports, read by the multipart code right after put_one returned on
+ * the same thread, for the part's entry in Complete. "" when it named none. */
+#define S3C_PART_CRC32C_MAX 16
+void s3c_part_checksum_record(const struct s3c_resp *resp);
+const char *s3c_part_checksum(void);
 /* Counts st in n_errors unless S3R_OK, and returns it: every public
  * operation returns through here. */
 s3r_status_t done(s3r_client_t *c, s3r_status_t st);
@@ -384,6 +400,10 @@ bool valid_name(const char *s);
 s3r_status_t simple(s3r_client_t *c, s3c_req_t *req, bool key_op);
 /* Runs req and collects a 2xx XML body (at most S3C_MAX_XML_BODY) into body. */
 s3r_status_t get_xml(s3r_client_t *c, s3c_req_t *req, buf_t *body);
+/* simple and get_xml for a write (DELETE, CopyObject, Complete): a 2xx
+ * answer's version becomes the thread's last (s3c_version_record). */
+s3r_status_t simple_write(s3r_client_t *c, s3c_req_t *req, bool key_op);
+s3r_status_t get_xml_write(s3r_client_t *c, s3c_req_t *req, buf_t *body);
 /* S3R_OK unless a 200 body is an <Error> (CompleteMultipartUpload,
  * CopyObject), which is recorded as S3R_ERR_SERVER. */
 s3r_status_t error_in_200(s3r_client_t *c, const buf_t *body);
@@ -436,9 +456,10 @@ bool s3c_sess_reaches(s3r_client_t *c, s3c_sess_t *s, const void *buf, uint64_t 
 
 /* ---- client_get.c, client_put.c: shared with the asynchronous calls -------- */
 
-/* Builds the GET of bucket/key (opts' range) into buf (cap bytes). */
-void get_request(s3c_req_t *req, strs_t *ss, const char *bucket, const char *key, void *buf,
-                 uint64_t cap, const s3r_get_opts_t *o);
+/* Builds the GET of bucket/key (opts' range and version) into buf (cap
+ * bytes). S3R_OK, or the recorded error when the version does not fit. */
+s3r_status_t get_request(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const char *bucket,
+                         const char *key, void *buf, uint64_t cap, const s3r_get_opts_t *o);
 /* Judges a GET's answer (st from running it): errors, overflow (buffer too
  * small, or out of memory when grow), counting; *len_p the bytes. */
 s3r_status_t get_result(s3r_client_t *c, s3r_status_t st, const s3c_resp_t *resp, uint64_t cap,
@@ -461,8 +482,12 @@ s3r_status_t put_one(s3r_client_t *c, const char *bucket, const char *key, const
 
 /* ---- client_object.c ------------------------------------------------------- */
 
-/* HEADs bucket/key into a new *info_p (free with s3r_object_info_free). */
+/* HEADs bucket/key (version_id NULL: the current version) into a new
+ * *info_p (free with s3r_object_info_free). */
 s3r_status_t head_object(s3r_client_t *c, const char *bucket, const char *key,
-                         s3r_object_info_t **info_p);
+                         const char *version_id, s3r_object_info_t **info_p);
+/* Adds "versionId=<vid, URI-encoded>" to req's query (kept in ss); vid NULL
+ * adds nothing. S3R_ERR_TOO_LARGE (recorded) when it does not fit. */
+s3r_status_t version_query(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const char *vid);
 
 #endif

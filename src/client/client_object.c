@@ -1,5 +1,6 @@
 /* libs3rdma: object operations that move no object data: HEAD (object info
- * from the response headers), DELETE, DeleteObjects and server-side COPY. */
+ * from the response headers), DELETE, DeleteObjects and server-side COPY,
+ * each of the current version or of one named. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,7 @@ void s3r_object_info_free(s3r_object_info_t *info)
         return;
     free(info->etag);
     free(info->content_type);
+    free(info->version_id);
     for (size_t i = 0; i < info->n_meta; i++) {
         free((char *)info->meta[i].name);
         free((char *)info->meta[i].value);
@@ -35,6 +37,9 @@ static int info_from_headers(const s3c_resp_t *resp, s3r_object_info_t *info)
         return -1;
     if (s3c_resp_header(resp, "content-type", v, sizeof(v)) == 0 &&
         !(info->content_type = strdup(v)))
+        return -1;
+    if (s3c_resp_header(resp, "x-amz-version-id", v, sizeof(v)) == 0 &&
+        !(info->version_id = strdup(v)))
         return -1;
     if (s3c_resp_header(resp, "last-modified", v, sizeof(v)) == 0) {
         int64_t t = date_parse_http(v);
@@ -70,10 +75,12 @@ static int info_from_headers(const s3c_resp_t *resp, s3r_object_info_t *info)
     return 0;
 }
 
-/* A HEAD's 404 carries no body, so it cannot say whether the bucket or the
- * key is missing (over HTTP and native alike); a HEAD of the bucket tells.
- * Records the error as a GET's <Error> would name it and returns it. */
-static s3r_status_t head_not_found(s3r_client_t *c, const char *bucket, s3r_transport_t t)
+/* A HEAD's 404 carries no body, so it cannot say whether the bucket, the
+ * key or the version asked for is missing (over HTTP and native alike); a
+ * HEAD of the bucket tells. Records the error as a GET's <Error> would name
+ * it and returns it. */
+static s3r_status_t head_not_found(s3r_client_t *c, const char *bucket, const char *version_id,
+                                   s3r_transport_t t)
 {
     s3c_req_t req;
     s3c_req_init(&req, "HEAD", bucket, NULL);
@@ -81,21 +88,31 @@ static s3r_status_t head_not_found(s3r_client_t *c, const char *bucket, s3r_tran
     if (simple(c, &req, false) == S3R_ERR_NO_SUCH_BUCKET)
         return s3c_fail(c, S3R_ERR_NO_SUCH_BUCKET, t, 404, "NoSuchBucket",
                         "The specified bucket does not exist.");
+    if (version_id)
+        return s3c_fail(c, S3R_ERR_NO_SUCH_KEY, t, 404, "NoSuchVersion",
+                        "The specified version does not exist.");
     return s3c_fail(c, S3R_ERR_NO_SUCH_KEY, t, 404, "NoSuchKey",
                     "The specified key does not exist.");
 }
 
 s3r_status_t head_object(s3r_client_t *c, const char *bucket, const char *key,
-                         s3r_object_info_t **info_p)
+                         const char *version_id, s3r_object_info_t **info_p)
 {
     s3c_req_t req;
     s3c_resp_t resp;
+    strs_t ss = {0};
     s3c_req_init(&req, "HEAD", bucket, key);
     req.native_op = RDMA_OP_HEAD_OBJECT;
     s3c_resp_init(&resp);
-    s3r_status_t st = s3c_do(c, pick_control(c), &req, &resp);
+    s3r_status_t st = version_query(c, &req, &ss, version_id);
+    if (st == S3R_OK)
+        st = s3c_do(c, pick_control(c), &req, &resp);
     if (st == S3R_OK && resp.status == 404 && resp.err_body.len == 0)
-        st = head_not_found(c, bucket, resp.transport);
+        st = head_not_found(c, bucket, version_id, resp.transport);
+    else if (st == S3R_OK && resp.status == 405 && resp.err_body.len == 0)
+        /* S3's answer to a HEAD of a delete marker by its id. */
+        st = s3c_fail(c, S3R_ERR_SERVER, resp.transport, 405, "MethodNotAllowed",
+                      "The specified method is not allowed against a delete marker.");
     else if (st == S3R_OK && (resp.status < 200 || resp.status > 299))
         st = s3c_http_error(c, &resp, resp.transport, true);
     if (st == S3R_OK) {
@@ -108,15 +125,23 @@ s3r_status_t head_object(s3r_client_t *c, const char *bucket, const char *key,
         }
     }
     s3c_resp_free(&resp);
+    strs_free(&ss);
     return st;
 }
 
 s3r_status_t s3r_object_head(s3r_client_t *c, const char *bucket, const char *key,
                              s3r_object_info_t **info_p)
 {
-    if (c == NULL || !valid_name(bucket) || !valid_name(key) || info_p == NULL)
+    return s3r_object_head_version(c, bucket, key, NULL, info_p);
+}
+
+s3r_status_t s3r_object_head_version(s3r_client_t *c, const char *bucket, const char *key,
+                                     const char *version_id, s3r_object_info_t **info_p)
+{
+    if (c == NULL || !valid_name(bucket) || !valid_name(key) || info_p == NULL ||
+        (version_id && !version_id[0]))
         return S3R_ERR_INVALID_ARG;
-    return done(c, head_object(c, bucket, key, info_p));
+    return done(c, head_object(c, bucket, key, version_id, info_p));
 }
 
 /* ======================================================================== */
@@ -125,12 +150,23 @@ s3r_status_t s3r_object_head(s3r_client_t *c, const char *bucket, const char *ke
 
 s3r_status_t s3r_object_delete(s3r_client_t *c, const char *bucket, const char *key)
 {
-    if (c == NULL || !valid_name(bucket) || !valid_name(key))
+    return s3r_object_delete_version(c, bucket, key, NULL);
+}
+
+s3r_status_t s3r_object_delete_version(s3r_client_t *c, const char *bucket, const char *key,
+                                       const char *version_id)
+{
+    if (c == NULL || !valid_name(bucket) || !valid_name(key) || (version_id && !version_id[0]))
         return S3R_ERR_INVALID_ARG;
     s3c_req_t req;
+    strs_t ss = {0};
     s3c_req_init(&req, "DELETE", bucket, key);
     req.native_op = RDMA_OP_DELETE_OBJECT;
-    return done(c, simple(c, &req, true));
+    s3r_status_t st = version_query(c, &req, &ss, version_id);
+    if (st == S3R_OK)
+        st = simple_write(c, &req, true);
+    strs_free(&ss);
+    return done(c, st);
 }
 
 #define DELETE_BATCH_KEYS 1000 /* S3's limit per DeleteObjects request */
@@ -253,8 +289,15 @@ s3r_status_t s3r_object_delete_many(s3r_client_t *c, const char *bucket, const c
 s3r_status_t s3r_object_copy(s3r_client_t *c, const char *src_bucket, const char *src_key,
                              const char *dst_bucket, const char *dst_key)
 {
+    return s3r_object_copy_version(c, src_bucket, src_key, NULL, dst_bucket, dst_key);
+}
+
+s3r_status_t s3r_object_copy_version(s3r_client_t *c, const char *src_bucket, const char *src_key,
+                                     const char *src_version_id, const char *dst_bucket,
+                                     const char *dst_key)
+{
     if (c == NULL || !valid_name(src_bucket) || !valid_name(src_key) || !valid_name(dst_bucket) ||
-        !valid_name(dst_key))
+        !valid_name(dst_key) || (src_version_id && !src_version_id[0]))
         return S3R_ERR_INVALID_ARG;
     buf_t src, body;
     buf_init(&src, 8192);
@@ -263,14 +306,17 @@ s3r_status_t s3r_object_copy(s3r_client_t *c, const char *src_bucket, const char
     if (buf_append_str(&src, "/") < 0 ||
         sigv4_uri_encode(src_bucket, strlen(src_bucket), true, &src) < 0 ||
         buf_append_str(&src, "/") < 0 ||
-        sigv4_uri_encode(src_key, strlen(src_key), false, &src) < 0)
+        sigv4_uri_encode(src_key, strlen(src_key), false, &src) < 0 ||
+        (src_version_id &&
+         (buf_append_str(&src, "?versionId=") < 0 ||
+          sigv4_uri_encode(src_version_id, strlen(src_version_id), true, &src) < 0)))
         st = s3c_fail(c, S3R_ERR_TOO_LARGE, S3R_TRANSPORT_HTTP, 0, "", "source name too long");
     if (st == S3R_OK) {
         s3c_req_t req;
         s3c_req_init(&req, "PUT", dst_bucket, dst_key);
         req.native_op = RDMA_OP_COPY_OBJECT;
         s3c_req_hdr(&req, "x-amz-copy-source", src.data);
-        st = get_xml(c, &req, &body);
+        st = get_xml_write(c, &req, &body);
         if (st == S3R_OK)
             st = error_in_200(c, &body);
     }

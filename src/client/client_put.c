@@ -48,14 +48,14 @@ static s3r_status_t add_put_headers(s3r_client_t *c, s3c_req_t *req, strs_t *ss,
 }
 
 /* Adds x-amz-checksum-crc32c, the CRC32C of [data, data+len) computed here,
- * to a single PutObject, as current AWS SDKs send a CRC on every PUT: the
- * server verifies it against the bytes it stores (400
- * BadDigest on a mismatch),
- * keeps it as the object's checksum, and S3's object lock accepts it as the
- * integrity header a PUT that locks its version must carry (the
- * put_checksum setting, on by default, turns it off). Parts carry none
- * (their upload would have to declare the algorithm at
- * CreateMultipartUpload). */
+ * to a single PutObject or an UploadPart, as current AWS SDKs send a CRC on
+ * every PUT and part: the server verifies it against the bytes it stores
+ * (400 BadDigest on a mismatch), keeps it as the object's (the part's)
+ * checksum, and S3's object lock accepts it as the integrity header a PUT
+ * that locks its version, and each part of such an upload, must carry (the
+ * put_checksum setting, on by default, turns it off). The parts' upload
+ * declares the algorithm at CreateMultipartUpload (mpu_start) and Complete
+ * lists each part's value (mpu_add). */
 static s3r_status_t add_put_checksum(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const void *data,
                                      uint64_t len)
 {
@@ -79,8 +79,7 @@ s3r_status_t put_request(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const char
     req->query = query;
     req->body = data;
     req->body_len = len;
-    s3r_status_t st =
-        query || !c->set.put_checksum ? S3R_OK : add_put_checksum(c, req, ss, data, len);
+    s3r_status_t st = !c->set.put_checksum ? S3R_OK : add_put_checksum(c, req, ss, data, len);
     return st == S3R_OK ? add_put_headers(c, req, ss, opts) : st;
 }
 
@@ -112,6 +111,10 @@ static s3r_status_t put_plain(s3r_client_t *c, s3r_transport_t t, const char *bu
     if (st == S3R_OK)
         st = s3c_do(c, t, &req, &resp);
     st = put_result(c, st, &resp, len, etag, etag_len);
+    if (st == S3R_OK && query == NULL)
+        s3c_version_record(c, &resp);
+    else if (st == S3R_OK)
+        s3c_part_checksum_record(&resp);
     s3c_resp_free(&resp);
     strs_free(&ss);
     return st;
@@ -142,7 +145,7 @@ static s3r_status_t put_token(s3r_client_t *c, const char *bucket, const char *k
         st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_TOKEN, 0, "", "out of memory");
         goto out;
     }
-    st = query || !c->set.put_checksum ? S3R_OK : add_put_checksum(c, &req, &ss, data, len);
+    st = !c->set.put_checksum ? S3R_OK : add_put_checksum(c, &req, &ss, data, len);
     if (st == S3R_OK)
         st = add_put_headers(c, &req, &ss, opts);
     if (st == S3R_OK)
@@ -154,6 +157,10 @@ static s3r_status_t put_token(s3r_client_t *c, const char *bucket, const char *k
         count(c, S3R_TRANSPORT_TOKEN, len);
         if (etag && s3c_resp_header(&resp, "etag", etag, etag_len) < 0)
             etag[0] = '\0';
+        if (query == NULL)
+            s3c_version_record(c, &resp);
+        else
+            s3c_part_checksum_record(&resp);
     }
 out:
     s3c_region_put(c, reg);
@@ -220,6 +227,9 @@ static s3r_status_t mpu_start(s3r_client_t *c, const char *bucket, const char *k
     s3r_put_opts_t create = opts ? *opts : (s3r_put_opts_t){0};
     create.if_none_match = 0;
     s3r_status_t st = add_put_headers(c, &req, &hs, &create);
+    /* Every part then carries its CRC32C (add_put_checksum), as SDKs do. */
+    if (st == S3R_OK && c->set.put_checksum)
+        s3c_req_hdr(&req, "x-amz-checksum-algorithm", "CRC32C");
     if (st == S3R_OK)
         st = get_xml(c, &req, &body);
     if (st == S3R_OK && s3c_xml_parse_upload_id(body.data, body.len, &m->upload_id) < 0)
@@ -236,27 +246,41 @@ static s3r_status_t mpu_start(s3r_client_t *c, const char *bucket, const char *k
 
 #define PART_ETAG_MAX 256 /* an UploadPart's ETag header, quotes included */
 
-/* Uploads part n of upload qid; its ETag into etag. */
+/* What Complete lists of a stored part: its ETag and its CRC32C as the
+ * UploadPart answer named it ("" when it named none: put_checksum off, or a
+ * server that keeps no checksums). */
+typedef struct part_rec {
+    char etag[PART_ETAG_MAX];
+    char crc32c[S3C_PART_CRC32C_MAX];
+} part_rec_t;
+
+/* Uploads part n of upload qid into *rec (etag "" until it is stored). */
 static s3r_status_t part_upload(s3r_client_t *c, const char *bucket, const char *key,
                                 const char *qid, unsigned n, const void *data, uint64_t len,
-                                s3r_transport_t t, char etag[PART_ETAG_MAX])
+                                s3r_transport_t t, part_rec_t *rec)
 {
     char q[2048];
     snprintf(q, sizeof(q), "partNumber=%u&uploadId=%s", n, qid);
     s3r_put_opts_t po = {.transport = t};
-    s3r_status_t st = put_one(c, bucket, key, q, data, len, &po, etag, PART_ETAG_MAX);
-    if (st == S3R_OK && etag[0] == '\0')
+    s3r_status_t st = put_one(c, bucket, key, q, data, len, &po, rec->etag, PART_ETAG_MAX);
+    if (st == S3R_OK && rec->etag[0] == '\0')
         st = s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_DEFAULT, 0, "",
                       "UploadPart %u answered without an ETag", n);
+    if (st == S3R_OK)
+        snprintf(rec->crc32c, sizeof(rec->crc32c), "%s", s3c_part_checksum());
     return st;
 }
 
-/* Adds part n with its ETag to the Complete body. */
-static s3r_status_t mpu_add(s3r_client_t *c, mpu_t *m, unsigned n, const char *etag)
+/* Adds part n with its ETag and checksum to the Complete body. */
+static s3r_status_t mpu_add(s3r_client_t *c, mpu_t *m, unsigned n, const part_rec_t *rec)
 {
     if (buf_printf(&m->complete, "<Part><PartNumber>%u</PartNumber><ETag>", n) < 0 ||
-        buf_append_xml(&m->complete, etag) < 0 ||
-        buf_append_str(&m->complete, "</ETag></Part>") < 0)
+        buf_append_xml(&m->complete, rec->etag) < 0 ||
+        buf_append_str(&m->complete, "</ETag>") < 0 ||
+        (rec->crc32c[0] && (buf_append_str(&m->complete, "<ChecksumCRC32C>") < 0 ||
+                            buf_append_xml(&m->complete, rec->crc32c) < 0 ||
+                            buf_append_str(&m->complete, "</ChecksumCRC32C>") < 0)) ||
+        buf_append_str(&m->complete, "</Part>") < 0)
         return s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory");
     return S3R_OK;
 }
@@ -264,13 +288,13 @@ static s3r_status_t mpu_add(s3r_client_t *c, mpu_t *m, unsigned n, const char *e
 static s3r_status_t mpu_part(s3r_client_t *c, const char *bucket, const char *key, mpu_t *m,
                              const void *data, uint64_t len, s3r_transport_t t)
 {
-    char etag[PART_ETAG_MAX];
+    part_rec_t rec;
     unsigned n = ++m->parts;
     if (n > S3C_MAX_PARTS)
         return s3c_fail(c, S3R_ERR_TOO_LARGE, S3R_TRANSPORT_DEFAULT, 0, "",
                         "more than %d parts: raise part_size", S3C_MAX_PARTS);
-    s3r_status_t st = part_upload(c, bucket, key, m->qid, n, data, len, t, etag);
-    return st == S3R_OK ? mpu_add(c, m, n, etag) : st;
+    s3r_status_t st = part_upload(c, bucket, key, m->qid, n, data, len, t, &rec);
+    return st == S3R_OK ? mpu_add(c, m, n, &rec) : st;
 }
 
 static s3r_status_t mpu_finish(s3r_client_t *c, const char *bucket, const char *key, mpu_t *m)
@@ -289,7 +313,7 @@ static s3r_status_t mpu_finish(s3r_client_t *c, const char *bucket, const char *
     req.body_len = m->complete.len;
     if (m->if_none_match)
         s3c_req_hdr(&req, "if-none-match", "*");
-    s3r_status_t st = get_xml(c, &req, &body);
+    s3r_status_t st = get_xml_write(c, &req, &body);
     if (st == S3R_OK)
         st = error_in_200(c, &body);
     buf_free(&body);
@@ -315,8 +339,8 @@ typedef struct par_parts {
     uint64_t len;
     s3r_transport_t t;
     unsigned n_parts;
-    char (*etags)[PART_ETAG_MAX]; /* [n_parts] */
-    atomic_uint next;             /* index of the next part to take */
+    part_rec_t *parts; /* [n_parts] */
+    atomic_uint next;  /* index of the next part to take */
     atomic_bool failed;
     pthread_mutex_t mu; /* guards st and err */
     s3r_status_t st;
@@ -333,7 +357,7 @@ static void *par_worker(void *arg)
             break;
         uint64_t off = (uint64_t)i * ps, n = p->len - off < ps ? p->len - off : ps;
         s3r_status_t st = part_upload(p->c, p->bucket, p->key, p->qid, i + 1, p->data + off, n,
-                                      p->t, p->etags[i]);
+                                      p->t, &p->parts[i]);
         if (st != S3R_OK) {
             pthread_mutex_lock(&p->mu);
             if (p->st == S3R_OK) {
@@ -364,8 +388,8 @@ static s3r_status_t mpu_parallel_parts(s3r_client_t *c, const char *bucket, cons
                      .t = t,
                      .n_parts = (unsigned)n_parts,
                      .st = S3R_OK};
-    p.etags = calloc(n_parts, sizeof(*p.etags));
-    if (p.etags == NULL)
+    p.parts = calloc(n_parts, sizeof(*p.parts));
+    if (p.parts == NULL)
         return s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory");
     atomic_init(&p.next, 0);
     atomic_init(&p.failed, false);
@@ -385,10 +409,10 @@ static s3r_status_t mpu_parallel_parts(s3r_client_t *c, const char *bucket, cons
         tls_err_client = c;
     }
     for (unsigned i = 0; st == S3R_OK && i < p.n_parts; i++)
-        st = mpu_add(c, m, i + 1, p.etags[i]);
+        st = mpu_add(c, m, i + 1, &p.parts[i]);
     m->parts = p.n_parts;
     pthread_mutex_destroy(&p.mu);
-    free(p.etags);
+    free(p.parts);
     return st;
 }
 
@@ -509,9 +533,9 @@ struct s3r_multipart {
     char *bucket, *key;
     s3r_transport_t want; /* the opts' transport, applied to every part */
     mpu_t m;
-    pthread_mutex_t mu;           /* guards top, etags and cap */
-    unsigned top;                 /* the highest part number given so far */
-    char (*etags)[PART_ETAG_MAX]; /* [cap]: part n's ETag at n - 1, "" until stored */
+    pthread_mutex_t mu; /* guards top, parts and cap */
+    unsigned top;       /* the highest part number given so far */
+    part_rec_t *parts;  /* [cap]: part n's at n - 1, its etag "" until stored */
     unsigned cap;
 };
 
@@ -519,7 +543,7 @@ static void multipart_free(s3r_multipart_t *up)
 {
     mpu_free(&up->m);
     pthread_mutex_destroy(&up->mu);
-    free(up->etags);
+    free(up->parts);
     free(up->bucket);
     free(up->key);
     free(up);
@@ -549,8 +573,8 @@ s3r_status_t s3r_multipart_start(s3r_client_t *c, const char *bucket, const char
     return S3R_OK;
 }
 
-/* Files part n's ETag (mu held); -1 when the table cannot grow. */
-static int multipart_file(s3r_multipart_t *up, unsigned n, const char *etag)
+/* Files part n's record (mu held); -1 when the table cannot grow. */
+static int multipart_file(s3r_multipart_t *up, unsigned n, const part_rec_t *rec)
 {
     if (n > up->cap) {
         unsigned cap = up->cap ? up->cap : 16;
@@ -558,14 +582,14 @@ static int multipart_file(s3r_multipart_t *up, unsigned n, const char *etag)
             cap *= 2;
         if (cap > S3C_MAX_PARTS)
             cap = S3C_MAX_PARTS;
-        void *p = realloc(up->etags, (size_t)cap * sizeof(*up->etags));
+        void *p = realloc(up->parts, (size_t)cap * sizeof(*up->parts));
         if (p == NULL)
             return -1;
-        up->etags = p;
-        memset(up->etags + up->cap, 0, (size_t)(cap - up->cap) * sizeof(*up->etags));
+        up->parts = p;
+        memset(up->parts + up->cap, 0, (size_t)(cap - up->cap) * sizeof(*up->parts));
         up->cap = cap;
     }
-    snprintf(up->etags[n - 1], PART_ETAG_MAX, "%s", etag);
+    up->parts[n - 1] = *rec;
     return 0;
 }
 
@@ -576,11 +600,11 @@ static s3r_status_t multipart_store(s3r_multipart_t *up, unsigned n, const void 
     if (n < 1 || n > S3C_MAX_PARTS)
         return s3c_fail(c, S3R_ERR_TOO_LARGE, S3R_TRANSPORT_DEFAULT, 0, "",
                         "part number %u is outside 1..%d (raise part_size)", n, S3C_MAX_PARTS);
-    char etag[PART_ETAG_MAX];
-    s3r_status_t st = part_upload(c, up->bucket, up->key, up->m.qid, n, data, len, up->want, etag);
+    part_rec_t rec;
+    s3r_status_t st = part_upload(c, up->bucket, up->key, up->m.qid, n, data, len, up->want, &rec);
     if (st == S3R_OK) {
         pthread_mutex_lock(&up->mu);
-        if (multipart_file(up, n, etag) < 0)
+        if (multipart_file(up, n, &rec) < 0)
             st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory");
         pthread_mutex_unlock(&up->mu);
     }
@@ -616,8 +640,8 @@ s3r_status_t s3r_multipart_complete(s3r_multipart_t *up)
     s3r_client_t *c = up->c;
     s3r_status_t st = S3R_OK;
     for (unsigned i = 0; st == S3R_OK && i < up->cap; i++)
-        if (up->etags[i][0] != '\0')
-            st = mpu_add(c, &up->m, i + 1, up->etags[i]);
+        if (up->parts[i].etag[0] != '\0')
+            st = mpu_add(c, &up->m, i + 1, &up->parts[i]);
     if (st == S3R_OK)
         st = mpu_finish(c, up->bucket, up->key, &up->m);
     if (st != S3R_OK)

@@ -663,6 +663,7 @@ static const struct {
     {"NoSuchBucket", S3R_ERR_NO_SUCH_BUCKET},
     {"NoSuchKey", S3R_ERR_NO_SUCH_KEY},
     {"NoSuchUpload", S3R_ERR_NO_SUCH_KEY},
+    {"NoSuchVersion", S3R_ERR_NO_SUCH_KEY},
     {"AccessDenied", S3R_ERR_ACCESS_DENIED},
     {"SignatureDoesNotMatch", S3R_ERR_ACCESS_DENIED},
     {"InvalidAccessKeyId", S3R_ERR_ACCESS_DENIED},

@@ -1,8 +1,7 @@
 /* S3 XML responses, parsed with expat: Error, ListAllMyBucketsResult,
- * ListBucketResult (V2), DeleteResult, InitiateMultipartUploadResult. Each document is
- * walked as a stream of "element closed with this text, under these
- * parents" events; no tree is built. Pure code (no network), so the unit
- * tests can include this file directly. */
+ * ListBucketResult (V2), ListVersionsResult, DeleteResult, InitiateMultipartUploadResult. Each
+ * document is walked as a stream of "element closed with this text, under these parents" events; no
+ * tree is built. Pure code (no network), so the unit tests can include this file directly. */
 #include <ctype.h>
 #include <expat.h>
 #include <stdlib.h>
@@ -410,6 +409,142 @@ int s3c_xml_parse_object_list(const char *xml, size_t len, s3r_object_list_t **l
             rc = -1;
     if (rc < 0 && created) {
         s3r_object_list_free(*list);
+        *list = NULL;
+    }
+    return rc;
+}
+
+/* ---- ListVersionsResult ------------------------------------------------------ */
+
+typedef struct verlist_ctx {
+    s3r_version_list_t *list;
+    size_t cap_ver, cap_pfx;
+    int root_ok;
+    int url; /* <EncodingType>url</EncodingType>: names are URL-encoded */
+} verlist_ctx_t;
+
+static int verlist_start(void *ctx, const char *const *n, int depth)
+{
+    verlist_ctx_t *o = ctx;
+    s3r_version_list_t *l = o->list;
+    if (depth == 1) {
+        o->root_ok = strcmp(n[0], "ListVersionsResult") == 0;
+        return o->root_ok ? 0 : -1;
+    }
+    bool marker = depth == 2 && strcmp(n[1], "DeleteMarker") == 0;
+    if (marker || (depth == 2 && strcmp(n[1], "Version") == 0)) {
+        void *p = grow(l->versions, &o->cap_ver, l->n_versions, sizeof(*l->versions), 64);
+        if (p == NULL)
+            return -1;
+        l->versions = p;
+        memset(&l->versions[l->n_versions], 0, sizeof(l->versions[0]));
+        l->versions[l->n_versions].delete_marker = marker;
+        l->n_versions++;
+    }
+    return 0;
+}
+
+/* Replaces *dst with a copy of text; -1 when out of memory. */
+static int set_str(char **dst, const char *text)
+{
+    free(*dst);
+    return (*dst = strdup(text)) == NULL ? -1 : 0;
+}
+
+static int verlist_end(void *ctx, const char *const *n, int depth, const char *text)
+{
+    verlist_ctx_t *o = ctx;
+    s3r_version_list_t *l = o->list;
+    if (depth == 2) {
+        if (strcmp(n[1], "IsTruncated") == 0)
+            l->truncated = strcmp(text, "true") == 0;
+        else if (strcmp(n[1], "EncodingType") == 0)
+            o->url = strcmp(text, "url") == 0;
+        else if (strcmp(n[1], "NextKeyMarker") == 0)
+            return set_str(&l->next_key_marker, text);
+        else if (strcmp(n[1], "NextVersionIdMarker") == 0)
+            return set_str(&l->next_version_id_marker, text);
+        return 0;
+    }
+    if (depth == 3 && (strcmp(n[1], "Version") == 0 || strcmp(n[1], "DeleteMarker") == 0) &&
+        l->n_versions > 0) {
+        s3r_version_entry_t *e = &l->versions[l->n_versions - 1];
+        if (strcmp(n[2], "Key") == 0)
+            return set_str(&e->key, text);
+        if (strcmp(n[2], "VersionId") == 0)
+            return set_str(&e->version_id, text);
+        if (strcmp(n[2], "ETag") == 0)
+            return set_str(&e->etag, text);
+        if (strcmp(n[2], "IsLatest") == 0)
+            e->is_latest = strcmp(text, "true") == 0;
+        else if (strcmp(n[2], "Size") == 0 && parse_u64(text, &e->size) < 0)
+            return -1;
+        else if (strcmp(n[2], "LastModified") == 0) {
+            int64_t t = date_parse_iso8601(text);
+            e->mtime = t > 0 ? t : 0;
+        }
+        return 0;
+    }
+    if (depth == 3 && strcmp(n[1], "CommonPrefixes") == 0 && strcmp(n[2], "Prefix") == 0) {
+        void *p = grow(l->prefixes, &o->cap_pfx, l->n_prefixes, sizeof(*l->prefixes), 16);
+        if (p == NULL)
+            return -1;
+        l->prefixes = p;
+        if ((l->prefixes[l->n_prefixes] = strdup(text)) == NULL)
+            return -1;
+        l->n_prefixes++;
+    }
+    return 0;
+}
+
+void s3r_version_list_free(s3r_version_list_t *list)
+{
+    if (list == NULL)
+        return;
+    for (size_t i = 0; i < list->n_versions; i++) {
+        free(list->versions[i].key);
+        free(list->versions[i].version_id);
+        free(list->versions[i].etag);
+    }
+    free(list->versions);
+    for (size_t i = 0; i < list->n_prefixes; i++)
+        free(list->prefixes[i]);
+    free(list->prefixes);
+    free(list->next_key_marker);
+    free(list->next_version_id_marker);
+    free(list);
+}
+
+int s3c_xml_parse_version_list(const char *xml, size_t len, s3r_version_list_t **list)
+{
+    int created = 0;
+    if (*list == NULL) {
+        if ((*list = calloc(1, sizeof(**list))) == NULL)
+            return -1;
+        created = 1;
+    }
+    s3r_version_list_t *l = *list;
+    verlist_ctx_t o = {.list = l, .cap_ver = l->n_versions, .cap_pfx = l->n_prefixes};
+    size_t first_ver = l->n_versions, first_pfx = l->n_prefixes; /* this page's */
+    /* A new page replaces the paging state of the previous one. */
+    l->truncated = 0;
+    free(l->next_key_marker);
+    free(l->next_version_id_marker);
+    l->next_key_marker = l->next_version_id_marker = NULL;
+    int rc = xml_walk(xml, len, verlist_start, verlist_end, &o);
+    if (rc == 0 && !o.root_ok)
+        rc = -1;
+    for (size_t i = first_ver; rc == 0 && i < l->n_versions; i++)
+        if (l->versions[i].key == NULL || l->versions[i].version_id == NULL ||
+            (o.url && url_decode_name(l->versions[i].key) < 0))
+            rc = -1;
+    for (size_t i = first_pfx; rc == 0 && o.url && i < l->n_prefixes; i++)
+        if (url_decode_name(l->prefixes[i]) < 0)
+            rc = -1;
+    if (rc == 0 && o.url && l->next_key_marker && url_decode_name(l->next_key_marker) < 0)
+        rc = -1;
+    if (rc < 0 && created) {
+        s3r_version_list_free(*list);
         *list = NULL;
     }
     return rc;

@@ -207,6 +207,7 @@ typedef struct key_ctx {
     bool ip_done;
     char ip[64];             /* "" when the client has no address */
     const stor_meta_t *meta; /* the object the request acts on; NULL: none */
+    const char *prefix;      /* s3:prefix (see decide) */
     /* Tag sets, decoded on first use (key_ctx_free frees them). */
     bool existing_done, request_done;
     s3_tags_t existing, request;
@@ -309,7 +310,7 @@ static const char *condition_key(void *ctx, const char *name, char *buf, size_t 
     if (strcmp(name, "aws:principaltype") == 0)
         return req->user ? "User" : "Anonymous";
     if (strcmp(name, "s3:prefix") == 0)
-        return s3_req_query(req, "prefix");
+        return k->prefix;
     if (strcmp(name, "s3:delimiter") == 0)
         return s3_req_query(req, "delimiter");
     if (strcmp(name, "s3:max-keys") == 0)
@@ -495,7 +496,13 @@ static s3_error_t decide(s3_req_t *req, const stor_bucket_t *bucket, const char 
             w += klen;
         }
         *w = '\0';
-        key_ctx_t kc = {.req = req, .meta = a->meta};
+        /* s3:ListBucket asked about an object request is the check of a
+         * missing object (s3_object_lookup_error): its key is the prefix
+         * the listing would have needed, as S3 evaluates it. */
+        bool probe = key == NULL && req->key && strcmp(action, "s3:ListBucket") == 0;
+        key_ctx_t kc = {.req = req,
+                        .meta = a->meta,
+                        .prefix = probe ? req->key : s3_req_query(req, "prefix")};
         s3_policy_query_t q = {action, arn, req->user ? req->user->access_key : NULL, condition_key,
                                &kc};
         eff = s3_policy_eval(cfg->policy, &q);

@@ -54,20 +54,18 @@ static void signing_key_cached(const s3_user_t *user, const sigv4_auth_t *auth,
     memcpy(key, cache.key, SHA256_LEN);
 }
 
-/* Rebuilds the raw query string ("a=1&b") from MHD's argument list. */
-static enum MHD_Result append_query_arg(void *cls, enum MHD_ValueKind kind, const char *key,
-                                        size_t key_size, const char *value, size_t value_size)
+/* Rebuilds the raw query string ("a=1&b") from the frontend's arguments. */
+static int append_query_arg(void *ctx, const char *name, const char *raw_value)
 {
-    (void)kind;
-    buf_t *q = cls;
+    buf_t *q = ctx;
     if (q->len)
         buf_append(q, "&", 1);
-    buf_append(q, key, key_size);
-    if (value) {
+    buf_append_str(q, name);
+    if (raw_value) {
         buf_append(q, "=", 1);
-        buf_append(q, value, value_size);
+        buf_append_str(q, raw_value);
     }
-    return MHD_YES;
+    return 0;
 }
 
 /* Collects every value of one header (joined with ',' as SigV4 wants). */
@@ -77,17 +75,15 @@ typedef struct header_collect {
     int count;
 } header_collect_t;
 
-static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const char *key,
-                                      size_t key_size, const char *value, size_t value_size)
+static int collect_header(void *ctx, const char *name, const char *value)
 {
-    (void)kind;
-    header_collect_t *hc = cls;
-    if (strlen(hc->name) != key_size || strncasecmp(hc->name, key, key_size) != 0)
-        return MHD_YES;
+    header_collect_t *hc = ctx;
+    if (strcasecmp(hc->name, name) != 0)
+        return 0;
     if (hc->count++)
         buf_append(hc->out, ",", 1);
-    buf_append(hc->out, value ? value : "", value ? value_size : 0);
-    return MHD_YES;
+    buf_append_str(hc->out, value);
+    return 0;
 }
 
 /* True when name (len bytes, compared without case) is one of the names in
@@ -119,28 +115,23 @@ typedef struct unsigned_scan {
     size_t found; /* counted apart from names, so a full buffer still refuses */
 } unsigned_scan_t;
 
-static enum MHD_Result find_unsigned(void *cls, enum MHD_ValueKind kind, const char *key,
-                                     size_t key_size, const char *value, size_t value_size)
+static int find_unsigned(void *ctx, const char *name, const char *value)
 {
-    (void)kind;
     (void)value;
-    (void)value_size;
-    unsigned_scan_t *us = cls;
-    static const char exempt[] = "x-amz-content-sha256";
-    if (key_size < 6 || strncasecmp(key, "x-amz-", 6) != 0)
-        return MHD_YES;
-    if (key_size == sizeof(exempt) - 1 && strncasecmp(key, exempt, key_size) == 0)
-        return MHD_YES;
-    if (name_in_list(us->signed_headers, ';', key, key_size) ||
-        (us->names->data && name_in_list(us->names->data, ',', key, key_size)))
-        return MHD_YES;
+    unsigned_scan_t *us = ctx;
+    size_t len = strlen(name);
+    if (strncasecmp(name, "x-amz-", 6) != 0 || strcasecmp(name, "x-amz-content-sha256") == 0)
+        return 0;
+    if (name_in_list(us->signed_headers, ';', name, len) ||
+        (us->names->data && name_in_list(us->names->data, ',', name, len)))
+        return 0;
     us->found++;
     size_t at = us->names->len;
-    if (buf_printf(us->names, "%s%.*s", at ? "," : "", (int)key_size, key) == 0) {
+    if (buf_printf(us->names, "%s%s", at ? "," : "", name) == 0) {
         for (size_t i = at; i < us->names->len; i++)
             us->names->data[i] = (char)tolower((unsigned char)us->names->data[i]);
     }
-    return MHD_YES;
+    return 0;
 }
 
 static s3_error_t set_payload_mode(s3_req_t *req, const char *hash)
@@ -334,7 +325,7 @@ s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p)
         has_host |= strcmp(name, "host") == 0;
         value_off[n] = values.len;
         header_collect_t hc = {.name = name, .out = &values, .count = 0};
-        MHD_get_connection_values_n(req->conn, MHD_HEADER_KIND, collect_header, &hc);
+        s3_req_each_header(req, collect_header, &hc);
         buf_append(&values, "", 1);
         headers[n++].name = name;
     }
@@ -352,7 +343,7 @@ s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p)
     buf_init(&creq, S3R_MAX_HEADER_BYTES * 4);
     buf_init(&sts, 4096);
     if (err == S3E_NONE) {
-        MHD_get_connection_values_n(req->conn, MHD_GET_ARGUMENT_KIND, append_query_arg, &rawq);
+        s3_req_each_raw_query(req, append_query_arg, &rawq);
         if (sigv4_uri_encode_path(req->path, &uri) != 0 ||
             sigv4_canonical_query(rawq.data ? rawq.data : "", presigned, &query) != 0)
             err = S3E_INVALID_REQUEST;
@@ -382,7 +373,7 @@ s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p)
         buf_t names;
         buf_init(&names, S3R_MAX_HEADER_BYTES);
         unsigned_scan_t us = {.signed_headers = req->signed_headers, .names = &names};
-        MHD_get_connection_values_n(req->conn, MHD_HEADER_KIND, find_unsigned, &us);
+        s3_req_each_header(req, find_unsigned, &us);
         if (us.found) {
             *why_p = "There were headers present in the request which were not signed";
             free(req->headers_not_signed);

@@ -122,31 +122,27 @@ static int pair_cmp(const void *a, const void *b)
     return c ? c : (x->order > y->order) - (x->order < y->order);
 }
 
-static enum MHD_Result collect_amz(void *cls, enum MHD_ValueKind kind, const char *key,
-                                   size_t key_size, const char *value, size_t value_size)
+static int collect_amz(void *ctx, const char *name, const char *value)
 {
-    (void)kind;
-    if (key_size < 6 || strncasecmp(key, "x-amz-", 6) != 0)
-        return MHD_YES;
+    if (strncasecmp(name, "x-amz-", 6) != 0)
+        return 0;
     /* Trimmed of the spaces and tabs around it. */
-    const char *v = value ? value : "";
-    size_t len = value ? value_size : 0;
-    while (len && (*v == ' ' || *v == '\t'))
-        v++, len--;
-    while (len && (v[len - 1] == ' ' || v[len - 1] == '\t'))
+    size_t len = strlen(value);
+    while (len && (*value == ' ' || *value == '\t'))
+        value++, len--;
+    while (len && (value[len - 1] == ' ' || value[len - 1] == '\t'))
         len--;
-    return pairs_add(cls, key, key_size, v, len, true, false) ? MHD_YES : MHD_NO;
+    return !pairs_add(ctx, name, strlen(name), value, len, true, false);
 }
 
-static enum MHD_Result collect_subresource(void *cls, enum MHD_ValueKind kind, const char *key,
-                                           size_t key_size, const char *value, size_t value_size)
+static int collect_subresource(void *ctx, const char *name, const char *raw_value)
 {
-    (void)kind;
     for (size_t i = 0; i < sizeof(subresources) / sizeof(subresources[0]); i++) {
-        if (strlen(subresources[i]) == key_size && memcmp(subresources[i], key, key_size) == 0)
-            return pairs_add(cls, key, key_size, value, value_size, false, true) ? MHD_YES : MHD_NO;
+        if (strcmp(subresources[i], name) == 0)
+            return !pairs_add(ctx, name, strlen(name), raw_value, raw_value ? strlen(raw_value) : 0,
+                              false, true);
     }
-    return MHD_YES;
+    return 0;
 }
 
 /* Appends the canonicalized x-amz-* headers and resource to sts; -1 when the
@@ -158,7 +154,7 @@ static int append_canonical_tail(s3_req_t *req, buf_t *sts, bool slash)
     v2_pairs_t *p = calloc(1, sizeof(*p));
     if (!p)
         return -1;
-    MHD_get_connection_values_n(req->conn, MHD_HEADER_KIND, collect_amz, p);
+    s3_req_each_header(req, collect_amz, p);
     int rc = p->overflow ? -1 : 0;
     if (rc == 0) {
         qsort(p->items, p->n, sizeof(p->items[0]), pair_cmp);
@@ -183,7 +179,7 @@ static int append_canonical_tail(s3_req_t *req, buf_t *sts, bool slash)
     if (rc == 0 && slash)
         buf_append(sts, "/", 1);
     if (rc == 0) {
-        MHD_get_connection_values_n(req->conn, MHD_GET_ARGUMENT_KIND, collect_subresource, p);
+        s3_req_each_raw_query(req, collect_subresource, p);
         rc = p->overflow ? -1 : 0;
     }
     if (rc == 0) {

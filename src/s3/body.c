@@ -83,12 +83,12 @@ static const struct {
     const char *header;
     size_t offset;
 } stored_headers[] = {
-    {MHD_HTTP_HEADER_CONTENT_TYPE, offsetof(stor_meta_t, content_type)},
-    {MHD_HTTP_HEADER_CONTENT_ENCODING, offsetof(stor_meta_t, content_encoding)},
-    {MHD_HTTP_HEADER_CONTENT_DISPOSITION, offsetof(stor_meta_t, content_disposition)},
-    {MHD_HTTP_HEADER_CONTENT_LANGUAGE, offsetof(stor_meta_t, content_language)},
-    {MHD_HTTP_HEADER_CACHE_CONTROL, offsetof(stor_meta_t, cache_control)},
-    {MHD_HTTP_HEADER_EXPIRES, offsetof(stor_meta_t, expires)},
+    {"Content-Type", offsetof(stor_meta_t, content_type)},
+    {"Content-Encoding", offsetof(stor_meta_t, content_encoding)},
+    {"Content-Disposition", offsetof(stor_meta_t, content_disposition)},
+    {"Content-Language", offsetof(stor_meta_t, content_language)},
+    {"Cache-Control", offsetof(stor_meta_t, cache_control)},
+    {"Expires", offsetof(stor_meta_t, expires)},
 };
 #define N_STORED_HEADERS (sizeof(stored_headers) / sizeof(stored_headers[0]))
 
@@ -177,8 +177,8 @@ s3_error_t s3_body_begin(s3_req_t *req)
                      req->payload_mode == S3_PAYLOAD_STREAMING_SIGNED_TRAILER ||
                      req->payload_mode == S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER;
     bool ok = true;
-    const char *cl = s3_req_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    const char *te = s3_req_header(req, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    const char *cl = s3_req_header(req, "Content-Length");
+    const char *te = s3_req_header(req, "Transfer-Encoding");
     const char *dcl = s3_req_header(req, "x-amz-decoded-content-length");
 
     req->body_limit = req->body_kind == S3_BODY_XML ? S3R_MAX_XML_BODY : S3R_MAX_PUT_BYTES;

@@ -54,6 +54,18 @@ static const char *const list_buckets_q[] = {"max-buckets", "continuation-token"
 static const char *const list_versions_q[] = {"versions",          "prefix",   "delimiter",
                                               "key-marker",        "max-keys", "encoding-type",
                                               "version-id-marker", NULL};
+/* The subresource each configuration opcode needs, as HTTP's routing reads
+ * it (http.c): the query parameter that names the operation. */
+static const char *const tagging_q[] = {"tagging", NULL};
+static const char *const retention_q[] = {"retention", NULL};
+static const char *const legal_hold_q[] = {"legal-hold", NULL};
+static const char *const acl_q[] = {"acl", NULL};
+static const char *const versioning_q[] = {"versioning", NULL};
+static const char *const lifecycle_q[] = {"lifecycle", NULL};
+static const char *const object_lock_q[] = {"object-lock", NULL};
+static const char *const policy_q[] = {"policy", NULL};
+static const char *const cors_q[] = {"cors", NULL};
+static const char *const encryption_q[] = {"encryption", NULL};
 
 /* What each opcode runs, with the HTTP method the handlers see, and the
  * inputs it takes (docs/protocol.md §4.2): its bucket and key, a request
@@ -102,6 +114,70 @@ static const struct native_op {
                                      .may_query = location_q},
     [RDMA_OP_LIST_OBJECT_VERSIONS] = {&s3_op_list_object_versions, "GET", MUST, NO, NO, MAY,
                                       .may_query = list_versions_q},
+    /* An object's configuration: of its current version, or of versionId's. */
+    [RDMA_OP_GET_OBJECT_TAGGING] = {&s3_op_get_object_tagging, "GET", MUST, MUST, NO, MAY,
+                                    .need_query = tagging_q, .may_query = version_q},
+    [RDMA_OP_PUT_OBJECT_TAGGING] = {&s3_op_put_object_tagging, "PUT", MUST, MUST, MUST, NO,
+                                    .need_query = tagging_q, .may_query = version_q},
+    [RDMA_OP_DELETE_OBJECT_TAGGING] = {&s3_op_delete_object_tagging, "DELETE", MUST, MUST, NO, NO,
+                                       .need_query = tagging_q, .may_query = version_q},
+    [RDMA_OP_GET_OBJECT_RETENTION] = {&s3_op_get_object_retention, "GET", MUST, MUST, NO, MAY,
+                                      .need_query = retention_q, .may_query = version_q},
+    [RDMA_OP_PUT_OBJECT_RETENTION] = {&s3_op_put_object_retention, "PUT", MUST, MUST, MUST, NO,
+                                      .need_query = retention_q, .may_query = version_q},
+    [RDMA_OP_GET_OBJECT_LEGAL_HOLD] = {&s3_op_get_object_legal_hold, "GET", MUST, MUST, NO, MAY,
+                                       .need_query = legal_hold_q, .may_query = version_q},
+    [RDMA_OP_PUT_OBJECT_LEGAL_HOLD] = {&s3_op_put_object_legal_hold, "PUT", MUST, MUST, MUST, NO,
+                                       .need_query = legal_hold_q, .may_query = version_q},
+    [RDMA_OP_GET_OBJECT_ACL] = {&s3_op_get_object_acl, "GET", MUST, MUST, NO, MAY,
+                                .need_query = acl_q, .may_query = version_q},
+    /* An ACL is set by an AccessControlPolicy body or by x-amz-acl /
+     * x-amz-grant-* headers alone, as over HTTP. */
+    [RDMA_OP_PUT_OBJECT_ACL] = {&s3_op_put_object_acl, "PUT", MUST, MUST, MAY, NO,
+                                .need_query = acl_q, .may_query = version_q},
+    /* A bucket's configuration. */
+    [RDMA_OP_GET_BUCKET_VERSIONING] = {&s3_op_get_bucket_versioning, "GET", MUST, NO, NO, MAY,
+                                       .need_query = versioning_q},
+    [RDMA_OP_PUT_BUCKET_VERSIONING] = {&s3_op_put_bucket_versioning, "PUT", MUST, NO, MUST, NO,
+                                       .need_query = versioning_q},
+    [RDMA_OP_GET_BUCKET_LIFECYCLE] = {&s3_op_get_bucket_lifecycle, "GET", MUST, NO, NO, MAY,
+                                      .need_query = lifecycle_q},
+    [RDMA_OP_PUT_BUCKET_LIFECYCLE] = {&s3_op_put_bucket_lifecycle, "PUT", MUST, NO, MUST, NO,
+                                      .need_query = lifecycle_q},
+    [RDMA_OP_DELETE_BUCKET_LIFECYCLE] = {&s3_op_delete_bucket_lifecycle, "DELETE", MUST, NO, NO, NO,
+                                         .need_query = lifecycle_q},
+    [RDMA_OP_GET_OBJECT_LOCK_CONFIG] = {&s3_op_get_object_lock_config, "GET", MUST, NO, NO, MAY,
+                                        .need_query = object_lock_q},
+    [RDMA_OP_PUT_OBJECT_LOCK_CONFIG] = {&s3_op_put_object_lock_config, "PUT", MUST, NO, MUST, NO,
+                                        .need_query = object_lock_q},
+    [RDMA_OP_GET_BUCKET_TAGGING] = {&s3_op_get_bucket_tagging, "GET", MUST, NO, NO, MAY,
+                                    .need_query = tagging_q},
+    [RDMA_OP_PUT_BUCKET_TAGGING] = {&s3_op_put_bucket_tagging, "PUT", MUST, NO, MUST, NO,
+                                    .need_query = tagging_q},
+    [RDMA_OP_DELETE_BUCKET_TAGGING] = {&s3_op_delete_bucket_tagging, "DELETE", MUST, NO, NO, NO,
+                                       .need_query = tagging_q},
+    [RDMA_OP_GET_BUCKET_POLICY] = {&s3_op_get_bucket_policy, "GET", MUST, NO, NO, MAY,
+                                   .need_query = policy_q},
+    [RDMA_OP_PUT_BUCKET_POLICY] = {&s3_op_put_bucket_policy, "PUT", MUST, NO, MUST, NO,
+                                   .need_query = policy_q},
+    [RDMA_OP_DELETE_BUCKET_POLICY] = {&s3_op_delete_bucket_policy, "DELETE", MUST, NO, NO, NO,
+                                      .need_query = policy_q},
+    [RDMA_OP_GET_BUCKET_CORS] = {&s3_op_get_bucket_cors, "GET", MUST, NO, NO, MAY,
+                                 .need_query = cors_q},
+    [RDMA_OP_PUT_BUCKET_CORS] = {&s3_op_put_bucket_cors, "PUT", MUST, NO, MUST, NO,
+                                 .need_query = cors_q},
+    [RDMA_OP_DELETE_BUCKET_CORS] = {&s3_op_delete_bucket_cors, "DELETE", MUST, NO, NO, NO,
+                                    .need_query = cors_q},
+    [RDMA_OP_GET_BUCKET_ENCRYPTION] = {&s3_op_get_bucket_encryption, "GET", MUST, NO, NO, MAY,
+                                       .need_query = encryption_q},
+    [RDMA_OP_PUT_BUCKET_ENCRYPTION] = {&s3_op_put_bucket_encryption, "PUT", MUST, NO, MUST, NO,
+                                       .need_query = encryption_q},
+    [RDMA_OP_DELETE_BUCKET_ENCRYPTION] = {&s3_op_delete_bucket_encryption, "DELETE", MUST, NO, NO,
+                                          NO, .need_query = encryption_q},
+    [RDMA_OP_GET_BUCKET_ACL] = {&s3_op_get_bucket_acl, "GET", MUST, NO, NO, MAY,
+                                .need_query = acl_q},
+    [RDMA_OP_PUT_BUCKET_ACL] = {&s3_op_put_bucket_acl, "PUT", MUST, NO, MAY, NO,
+                                .need_query = acl_q},
 };
 
 /* ---- reading the request ------------------------------------------------------ */

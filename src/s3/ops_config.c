@@ -203,7 +203,7 @@ static void get_policy_begin(s3_req_t *req)
         s3_reply_error(req, S3E_NO_SUCH_BUCKET_POLICY, NULL);
         return;
     }
-    s3_reply_header(req, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    s3_reply_header(req, "Content-Type", "application/json");
     s3_out_t out = {.kind = S3_OUT_BUFFER};
     out.data = buf_steal(&doc, &out.len);
     s3_reply_send(req, 200, &out);

@@ -2,7 +2,10 @@
  * lifecycle_run.c applies them): Get/Put/DeleteBucketLifecycleConfiguration,
  * and the x-amz-expiration / x-amz-abort-* reply headers they imply. */
 
+#include <stdlib.h>
+
 #include "common/date.h"
+#include "common/hash.h"
 #include "s3/lifecycle.h"
 #include "s3/s3_request.h"
 
@@ -36,13 +39,39 @@ static void get_lifecycle_begin(s3_req_t *req)
         s3_reply_error(req, err, NULL);
 }
 
+/* Gives each rule without an ID one, as S3 does: 32 random hex digits
+ * (unique among the rules with overwhelming odds). -1 when out of memory or
+ * randomness. */
+static int name_rules(s3_lc_t *cfg)
+{
+    for (size_t i = 0; i < cfg->n_rules; i++) {
+        s3_lc_rule_t *r = &cfg->rules[i];
+        if (r->id[0])
+            continue;
+        uint8_t raw[16];
+        char *id = malloc(2 * sizeof raw + 1);
+        if (!id || random_bytes(raw, sizeof raw) != 0) {
+            free(id);
+            return -1;
+        }
+        hex_encode(raw, sizeof raw, id);
+        free(r->id);
+        r->id = id;
+    }
+    return 0;
+}
+
 static void put_lifecycle_finish(s3_req_t *req)
 {
     s3_lc_t cfg;
     char why[512];
     s3_error_t err = s3_lc_from_xml(req->body.data, req->body.len, &cfg, why, sizeof why);
+    if (err == S3E_NONE && name_rules(&cfg) != 0) {
+        s3_lc_free(&cfg);
+        err = S3E_INTERNAL;
+    }
     if (err != S3E_NONE) {
-        s3_reply_error(req, err, why);
+        s3_reply_error(req, err, err == S3E_INTERNAL ? NULL : why);
         return;
     }
     buf_t doc;

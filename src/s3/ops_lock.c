@@ -68,7 +68,7 @@ static int find_checksum(void *ctx, const char *name, const char *value)
  * header or trailer (x-amz-checksum-<algorithm>, x-amz-trailer,
  * x-amz-sdk-checksum-algorithm: the body layer verifies each), so that the
  * bytes kept are the bytes sent. */
-static bool put_integrity_given(s3_req_t *req)
+bool s3_lock_integrity_given(s3_req_t *req)
 {
     if (s3_req_header(req, "Content-MD5") || s3_req_header(req, "x-amz-trailer") ||
         s3_req_header(req, "x-amz-sdk-checksum-algorithm"))
@@ -107,7 +107,7 @@ s3_error_t s3_lock_for_write(s3_req_t *req, stor_meta_t *meta, bool put, const c
             return err;
         r = s3_lock_config_default(&c, req->now_s);
     }
-    if (put && (r.mode != S3_LOCK_NONE || hold) && !put_integrity_given(req)) {
+    if (put && (r.mode != S3_LOCK_NONE || hold) && !s3_lock_integrity_given(req)) {
         *why_p = "Content-MD5 OR x-amz-checksum- HTTP header is required for Put Object requests "
                  "with Object Lock parameters";
         return S3E_INVALID_REQUEST;
@@ -325,6 +325,25 @@ static stor_status_t retention_guard(const stor_meta_t *version, void *arg)
                : STOR_ERR_LOCKED;
 }
 
+/* Applies change to the version the request names (versionId; none: the
+ * latest) and replies as PutObjectRetention and PutObjectLegalHold do: 405
+ * MethodNotAllowed for a delete marker, the storage status's error (with
+ * *locked_why, when locked_why is not NULL, for STOR_ERR_LOCKED: the
+ * change's guard sets it), else 200. */
+static void version_change(s3_req_t *req, stor_obj_change_t *change, const char *const *locked_why)
+{
+    change->version_id = s3_req_query(req, "versionId");
+    stor_status_t st =
+        stor_object_change(req->srv->cfg.store, &req->authz_bucket, req->key, change);
+    if (st == STOR_ERR_DELETE_MARKER)
+        s3_reply_error(req, S3E_METHOD_NOT_ALLOWED, NULL);
+    else if (st != STOR_OK)
+        s3_reply_error(req, s3_error_from_stor(st),
+                       st == STOR_ERR_LOCKED && locked_why ? *locked_why : NULL);
+    else
+        s3_reply_empty(req, 200);
+}
+
 static void put_retention_finish(s3_req_t *req)
 {
     retention_change_t rc = {.now = req->now_s};
@@ -346,19 +365,11 @@ static void put_retention_finish(s3_req_t *req)
     char stored[48];
     if (rc.to.mode != S3_LOCK_NONE)
         s3_retention_encode(&rc.to, stored);
-    stor_obj_change_t change = {.version_id = s3_req_query(req, "versionId"),
-                                .set_lock_retention = true,
+    stor_obj_change_t change = {.set_lock_retention = true,
                                 .lock_retention = rc.to.mode != S3_LOCK_NONE ? stored : NULL,
                                 .guard = retention_guard,
                                 .guard_arg = &rc};
-    stor_status_t st =
-        stor_object_change(req->srv->cfg.store, &req->authz_bucket, req->key, &change);
-    if (st == STOR_ERR_DELETE_MARKER)
-        s3_reply_error(req, S3E_METHOD_NOT_ALLOWED, NULL);
-    else if (st != STOR_OK)
-        s3_reply_error(req, s3_error_from_stor(st), st == STOR_ERR_LOCKED ? rc.why : NULL);
-    else
-        s3_reply_empty(req, 200);
+    version_change(req, &change, &rc.why);
 }
 
 static void get_legal_hold_begin(s3_req_t *req)
@@ -395,17 +406,8 @@ static void put_legal_hold_finish(s3_req_t *req)
     if (!s3_object_version_for_request(req, S3_PERM_WRITE_ACP, &meta))
         return;
     stor_meta_free(&meta);
-    stor_obj_change_t change = {.version_id = s3_req_query(req, "versionId"),
-                                .set_legal_hold = true,
-                                .legal_hold = on ? "ON" : "OFF"};
-    stor_status_t st =
-        stor_object_change(req->srv->cfg.store, &req->authz_bucket, req->key, &change);
-    if (st == STOR_ERR_DELETE_MARKER)
-        s3_reply_error(req, S3E_METHOD_NOT_ALLOWED, NULL);
-    else if (st != STOR_OK)
-        s3_reply_error(req, s3_error_from_stor(st), NULL);
-    else
-        s3_reply_empty(req, 200);
+    stor_obj_change_t change = {.set_legal_hold = true, .legal_hold = on ? "ON" : "OFF"};
+    version_change(req, &change, NULL);
 }
 
 const s3_op_t s3_op_get_object_lock_config = {"GetObjectLockConfiguration", get_lock_config_begin,

@@ -209,17 +209,19 @@ static bool part_key(s3_req_t *req, const stor_meta_t *upload, long number, s3_s
 }
 
 /* What an UploadPart or UploadPartCopy starts from: the upload checked,
- * the part number, the key the part is written under (part_key) and the
+ * the part number, the key the part is written under (part_key), the
  * upload's checksum algorithm (a part of an upload that named one gets its
  * checksum of it, computed here when the client sent none or the part is a
- * copy, for Complete). Replies and returns false on error. */
-static bool part_start(s3_req_t *req, s3_sse_key_t *dk, checksum_alg_t *alg_p)
+ * copy, for Complete) and whether its object will be locked (a retention or
+ * legal hold kept by the upload). Replies and returns false on error. */
+static bool part_start(s3_req_t *req, s3_sse_key_t *dk, checksum_alg_t *alg_p, bool *locked_p)
 {
     stor_meta_t up;
     long number = -1;
     bool ok = upload_check(req, &up) && (number = part_number(req)) >= 0 &&
               part_key(req, &up, number, dk);
     *alg_p = checksum_alg_from_name(up.checksum_algorithm);
+    *locked_p = up.lock_retention != NULL || up.legal_hold != NULL;
     stor_meta_free(&up);
     return ok;
 }
@@ -228,8 +230,18 @@ static void upload_part_begin(s3_req_t *req)
 {
     s3_sse_key_t dk = {0};
     checksum_alg_t alg;
-    if (!part_start(req, &dk, &alg))
+    bool locked;
+    if (!part_start(req, &dk, &alg, &locked))
         return;
+    /* As S3: the bytes of locked data come with their integrity, in every
+     * part as in a PutObject (s3_lock_for_write). */
+    if (locked && !s3_lock_integrity_given(req)) {
+        secure_zero(&dk, sizeof dk);
+        s3_reply_error(req, S3E_INVALID_REQUEST,
+                       "Content-MD5 OR x-amz-checksum- HTTP header is required for Upload Part "
+                       "requests with Object Lock parameters");
+        return;
+    }
     if (alg != CHECKSUM_NONE)
         req->want_ck[s3_checksum_alg_of(alg)] = true;
     req->fast_etag = req->srv->cfg.etag_fast;
@@ -305,7 +317,8 @@ static void upload_part_copy_begin(s3_req_t *req)
 {
     s3_sse_key_t dk = {0};
     checksum_alg_t alg;
-    if (!part_start(req, &dk, &alg))
+    bool locked; /* a copy's bytes come from the store: no integrity header to ask for */
+    if (!part_start(req, &dk, &alg, &locked))
         return;
     if (alg != CHECKSUM_NONE) {
         req->want_ck[s3_checksum_alg_of(alg)] = true;
@@ -528,8 +541,11 @@ static void list_parts_begin(s3_req_t *req)
     s3_xml_elem(&xml, "Bucket", req->bucket);
     s3_xml_elem(&xml, "Key", req->key);
     s3_xml_elem(&xml, "UploadId", id);
-    s3_xml_principal(req->srv, &xml, "Initiator", req->authz_bucket.owner);
-    s3_xml_principal(req->srv, &xml, "Owner", req->authz_bucket.owner);
+    /* The object's owner to be (the initiator, or the bucket owner where
+     * object ownership gives it the objects). */
+    const char *owner = s3_object_owner(&req->authz_bucket, &up);
+    s3_xml_principal(req->srv, &xml, "Initiator", owner);
+    s3_xml_principal(req->srv, &xml, "Owner", owner);
     s3_xml_elem(&xml, "StorageClass", s3_storage_class(&up));
     if (up.checksum_algorithm) {
         s3_xml_elem(&xml, "ChecksumAlgorithm", up.checksum_algorithm);

@@ -353,10 +353,18 @@ static stor_reader_t *object_open(s3_req_t *req, const char *bucket, const char 
         stor_reader_close(reader);
         return NULL;
     }
-    /* An encrypted object is read through its key or not at all. */
+    /* An encrypted object is read through its key or not at all; a read
+     * names no server-side key (S3 refuses the write-side headers). */
     s3_sse_key_t dk;
     const char *why = NULL;
-    s3_error_t err = s3_sse_for_read(req, stor_reader_meta(reader), copy_source, &dk, &why);
+    s3_error_t err = S3E_NONE;
+    if (!copy_source && (s3_req_header(req, "x-amz-server-side-encryption") ||
+                         s3_req_header(req, "x-amz-server-side-encryption-aws-kms-key-id"))) {
+        err = S3E_INVALID_ARGUMENT;
+        why = "x-amz-server-side-encryption header is not supported for this operation.";
+    } else {
+        err = s3_sse_for_read(req, stor_reader_meta(reader), copy_source, &dk, &why);
+    }
     if (err != S3E_NONE) {
         stor_reader_close(reader);
         s3_reply_error(req, err, why);
@@ -481,7 +489,7 @@ static void get_object_begin(s3_req_t *req)
     }
     s3_meta_to_headers(req, &shown);
     s3_sse_reply_headers(req, meta);
-    if (meta->tags && strcmp(req->method, "GET") == 0)
+    if (meta->tags) /* GET and HEAD alike */
         s3_reply_headerf(req, "x-amz-tagging-count", "%zu", s3_tags_count(meta->tags));
     s3_lifecycle_reply_header(req, req->key, meta);
     s3_lock_reply_headers(req, &req->authz_bucket, req->key, meta);

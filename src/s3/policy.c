@@ -98,6 +98,7 @@ static const char *const known_s3_keys[] = {
     "s3:x-amz-acl",
     "s3:x-amz-server-side-encryption",
     "s3:x-amz-server-side-encryption-aws-kms-key-id",
+    "s3:x-amz-server-side-encryption-customer-algorithm",
     "s3:x-amz-copy-source",
     "s3:x-amz-metadata-directive",
     "s3:x-amz-storage-class",

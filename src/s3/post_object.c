@@ -1,12 +1,12 @@
 /* PostObject: the browser form upload (POST /bucket, multipart/form-data,
- * S3's "Browser-based uploads using POST"). HTTP-only: libmicrohttpd's post
- * processor parses the form as it streams in. The fields before the file are
+ * S3's "Browser-based uploads using POST"). HTTP-only: the frontend's form
+ * parser (s3_frontend_t.form_open) parses the form as it streams in. The fields before the file are
  * held in memory (at most S3R_MAX_POST_FIELD_BYTES); when the file part
  * starts, the form is authenticated (SigV4, or V2, of the base64 policy), its policy
  * checked (post_policy.c), the bucket authorized, and the file's bytes go
  * through s3_body_sink into a storage writer as PutObject's body does; the
  * object is committed the PutObject way (s3_object_commit). Fields after the
- * file are ignored, as S3 ignores them. libmicrohttpd takes no reply in the
+ * file are ignored, as S3 ignores them. A frontend takes no reply in the
  * middle of a body, so what goes wrong is kept and replied by finish(). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,11 +22,10 @@
 #include "s3/sse.h"
 #include "s3/tagging.h"
 
-#define POST_PARSER_BUFFER (16 * 1024)
-
 typedef struct post_form {
-    struct MHD_PostProcessor *pp;
-    buf_t fields; /* "name\0value\0" pairs, in the order received */
+    const s3_frontend_t *fe; /* whose parser form is */
+    s3_form_t *form;         /* NULL once closed */
+    buf_t fields;            /* "name\0value\0" pairs, in the order received */
     size_t n_fields;
     bool file_seen;   /* the file part started: later fields are ignored */
     s3_error_t err;   /* the reply finish() owes, S3E_NONE while all is well */
@@ -39,8 +38,8 @@ typedef struct post_form {
 static void post_form_free(void *p)
 {
     post_form_t *f = p;
-    if (f->pp)
-        MHD_destroy_post_processor(f->pp);
+    if (f->form)
+        f->fe->form_close(f->form);
     buf_free(&f->fields);
     stor_meta_free(&f->meta);
     free(f->why);
@@ -378,22 +377,17 @@ static void keep_field(post_form_t *f, const char *key, const char *data, uint64
         fail(f, S3E_POST_FIELDS_TOO_LARGE, NULL);
 }
 
-static enum MHD_Result on_form_data(void *cls, enum MHD_ValueKind kind, const char *key,
-                                    const char *filename, const char *content_type,
-                                    const char *transfer_encoding, const char *data, uint64_t off,
-                                    size_t size)
+static int on_form_data(void *ctx, const char *key, const char *filename, const char *data,
+                        uint64_t off, size_t size)
 {
-    (void)kind;
-    (void)content_type;
-    (void)transfer_encoding;
-    s3_req_t *req = cls;
+    s3_req_t *req = ctx;
     post_form_t *f = req->op_state;
     bool is_file = strcmp(key, "file") == 0;
     if (f->file_seen && (!is_file || off == 0))
-        return MHD_YES; /* after the file: ignored, as S3 does */
+        return 0; /* after the file: ignored, as S3 does */
     if (!is_file) {
         keep_field(f, key, data, off, size);
-        return f->err == S3E_NONE ? MHD_YES : MHD_NO;
+        return f->err != S3E_NONE;
     }
     if (!f->file_seen) {
         f->file_seen = true;
@@ -402,10 +396,10 @@ static enum MHD_Result on_form_data(void *cls, enum MHD_ValueKind kind, const ch
     if (f->err == S3E_NONE && size > f->max_len - req->body_bytes)
         fail(f, S3E_ENTITY_TOO_LARGE, "Your proposed upload exceeds the maximum allowed size");
     if (f->err != S3E_NONE)
-        return MHD_NO;
+        return 1;
     if (size && s3_body_sink(req, data, size) != 0)
-        return MHD_NO;
-    return MHD_YES;
+        return 1;
+    return 0;
 }
 
 static void post_object_feed(s3_req_t *req, const char *data, size_t len)
@@ -413,20 +407,20 @@ static void post_object_feed(s3_req_t *req, const char *data, size_t len)
     post_form_t *f = req->op_state;
     if (f->err != S3E_NONE || req->body_error != S3E_NONE)
         return;
-    enum MHD_Result ok;
+    int rc;
     if (data) {
-        ok = MHD_post_process(f->pp, data, len);
+        rc = f->fe->form_feed(f->form, data, len);
     } else {
-        ok = MHD_destroy_post_processor(f->pp);
-        f->pp = NULL;
+        rc = f->fe->form_close(f->form);
+        f->form = NULL;
     }
-    if (ok != MHD_YES && f->err == S3E_NONE && req->body_error == S3E_NONE)
+    if (rc != 0 && f->err == S3E_NONE && req->body_error == S3E_NONE)
         fail(f, S3E_MALFORMED_POST, NULL);
 }
 
 static void post_object_begin(s3_req_t *req)
 {
-    const char *ct = s3_req_header(req, MHD_HTTP_HEADER_CONTENT_TYPE);
+    const char *ct = s3_req_header(req, "Content-Type");
     if (!ct || strncasecmp(ct, "multipart/form-data", 19) != 0) {
         s3_reply_error_elem(req, "Condition",
                             "Bucket POST must be of the enclosure-type multipart/form-data");
@@ -444,8 +438,9 @@ static void post_object_begin(s3_req_t *req)
     req->op_state_free = post_form_free;
     /* Nothing is signed over the body: the policy's signature covers it. */
     req->payload_mode = S3_PAYLOAD_UNSIGNED;
-    f->pp = MHD_create_post_processor(req->conn, POST_PARSER_BUFFER, on_form_data, req);
-    if (!f->pp) {
+    f->fe = req->fe;
+    f->form = req->fe->form_open ? req->fe->form_open(req, on_form_data, req) : NULL;
+    if (!f->form) {
         s3_reply_error(req, S3E_MALFORMED_POST, NULL);
         return;
     }
@@ -514,7 +509,7 @@ static void post_object_finish(s3_req_t *req)
     /* http://host/bucket/key, or http://host/key when the bucket is the host's. */
     buf_t location;
     buf_init(&location, S3R_MAX_HEADER_VALUE);
-    const char *host = s3_req_header(req, MHD_HTTP_HEADER_HOST);
+    const char *host = s3_req_header(req, "Host");
     buf_printf(&location, "http://%s", host ? host : "localhost");
     if (strcmp(req->path, "/") != 0) {
         buf_append_str(&location, "/");

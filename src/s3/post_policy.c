@@ -77,6 +77,11 @@ static s3_error_t check_condition(cond_walk_t *cw, json_t *cond)
     if (json_is_object(cond)) {
         const char *name;
         json_t *v;
+        if (json_object_size(cond) == 0) {
+            cw->why = msg_dup("%s", "Invalid Policy: Invalid Simple-Condition: Simple-Conditions "
+                                    "must have exactly one property specified.");
+            return S3E_INVALID_POLICY;
+        }
         json_object_foreach(cond, name, v)
         {
             if (!json_is_string(v)) {

@@ -53,7 +53,7 @@ void s3_reply_xml(s3_req_t *req, int status, buf_t *xml)
 {
     s3_out_t out = {.kind = S3_OUT_BUFFER};
     out.data = buf_steal(xml, &out.len);
-    s3_reply_header(req, MHD_HTTP_HEADER_CONTENT_TYPE, "application/xml");
+    s3_reply_header(req, "Content-Type", "application/xml");
     s3_reply_send(req, status, &out);
 }
 

@@ -161,3 +161,9 @@ bool s3_req_has_query(s3_req_t *req, const char *name)
 {
     return req->fe->has_query(req, name);
 }
+
+void s3_req_each_raw_query(s3_req_t *req, s3_query_fn fn, void *ctx)
+{
+    if (req->fe->each_raw_query)
+        req->fe->each_raw_query(req, fn, ctx);
+}

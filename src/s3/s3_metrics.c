@@ -4,15 +4,20 @@
  * in and out, error, decline), in arrays indexed by operation, transport
  * and status class, so nothing on the request path allocates or waits. The
  * page reads those, the RDMA layer's counters (rdma_server_get_stats), the
- * HTTP connections (connguard) and the store's usage (stor_usage, O(1)):
- * a scrape never walks the index. */
+ * HTTP connections (the frontend's, through a callback) and the store's
+ * usage (stor_usage, O(1)): a scrape never walks the index. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/metrics.h"
-#include "s3/connguard.h"
 #include "s3/s3_request.h"
+
+/* The HTTP frontend's own endpoints (src/http/http_own.c), counted under
+ * these names. */
+const s3_op_t s3_op_stats = {"Stats", NULL, NULL};
+const s3_op_t s3_op_metrics = {"Metrics", NULL, NULL};
+const s3_op_t s3_op_health = {"Health", NULL, NULL};
 
 /* Every operation a request can be counted under; index 0 is a request
  * that was never routed to one (a 405, a 501 subresource, a refused
@@ -275,23 +280,15 @@ static void render_rdma(rdma_server_t *rdma, buf_t *out)
             "Malformed native requests answered with an error.", rs.native_malformed);
 }
 
-void s3_metrics_render(s3_server_t *srv, buf_t *out)
+void s3_metrics_render(s3_server_t *srv, void (*transport)(void *ctx, buf_t *out), void *ctx,
+                       buf_t *out)
 {
     render_requests(srv->metrics, out);
     gauge(out, "s3rdma_requests_in_flight",
           "Requests being served now, over HTTP and native (this scrape included).",
           atomic_load(&srv->inflight));
-    connguard_stats_t cs;
-    connguard_get_stats(srv->guard, &cs);
-    gauge(out, "s3rdma_http_connections", "HTTP connections open.", cs.open);
-    metrics_write_family(out, "s3rdma_http_connections_closed_total", "counter",
-                         "HTTP connections shut down by the server, by reason (docs/limits.md).");
-    metrics_write_sample(out, "s3rdma_http_connections_closed_total", "reason=\"slow_head\"",
-                         cs.closed_head);
-    metrics_write_sample(out, "s3rdma_http_connections_closed_total", "reason=\"slow_body\"",
-                         cs.closed_body);
-    metrics_write_sample(out, "s3rdma_http_connections_closed_total", "reason=\"full\"",
-                         cs.refused_full);
+    if (transport)
+        transport(ctx, out);
     render_rdma(srv->cfg.rdma, out);
     uint64_t objects, bytes;
     stor_usage(srv->cfg.store, &objects, &bytes);

@@ -1,11 +1,11 @@
-/* The request context shared by the frontends (http.c: libmicrohttpd),
+/* The request context shared by the frontends (src/http: libmicrohttpd; native.c),
  * authentication (auth.c), body handling (body.c), replies (reply.c) and the
  * operation handlers (ops_*.c). The handlers reach the request and the client
  * only through s3_req_header/query/has_query/each_header and the s3_reply_*
  * functions, which go through req->fe, so a frontend other than HTTP can
  * drive them.
  *
- * Life of a request (libmicrohttpd calls the access handler several times):
+ * Life of a request (the HTTP frontend's access handler is called several times):
  *   0. the frontend allocates the request and calls s3_req_init().
  *   1. headers arrive: the frontend routes the request (req->op, bucket,
  *      key...) and authenticates it, then s3_req_start() runs the operation's
@@ -19,7 +19,6 @@
 #ifndef S3R_S3_REQUEST_H
 #define S3R_S3_REQUEST_H
 
-#include <microhttpd.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -32,17 +31,11 @@
 #include "s3/s3_server.h"
 #include "storage/storage.h"
 
-/* One libmicrohttpd daemon: plain HTTP, or HTTPS when tls is set. */
-typedef struct s3_listener {
-    struct s3_server *srv;
-    struct MHD_Daemon *daemon; /* NULL when this listener is off */
-    struct s3_tls *tls;        /* the certificate store (s3/tls.h); NULL for plain HTTP */
-} s3_listener_t;
-
+/* What every frontend's requests share. The HTTP frontend allocates it
+ * inside its own server (src/http/http_internal.h), as native_req_t embeds s3_req_t;
+ * s3_server.c sets up and ends the parts here. */
 struct s3_server {
     s3_server_config_t cfg;
-    s3_listener_t http, https;
-    struct connguard *guard;        /* receive deadlines: connguard.h */
     struct s3_metrics *metrics;     /* s3_metrics.c; NULL when cfg.metrics_enabled is off */
     struct hash_pool *hashers;      /* MD5 beside the body's write (body.c); NULL: in line */
     struct s3_lc_runner *lifecycle; /* applies lifecycle rules (lifecycle_run.h) */
@@ -108,9 +101,20 @@ typedef struct s3_out {
 
 /* Calls back for one request header; returns non-zero to stop the walk. */
 typedef int (*s3_header_fn)(void *ctx, const char *name, const char *value);
+/* Calls back for one query argument as received: name and value still
+ * percent-encoded, value NULL for a flag sent without '=' ("?uploads");
+ * returns non-zero to stop the walk. */
+typedef int (*s3_query_fn)(void *ctx, const char *name, const char *raw_value);
+/* Calls back for a piece of a multipart/form-data field: its name, the file
+ * name a file part gives (NULL for another), and bytes [off, off+size) of
+ * its value. Returns non-zero to stop the parse. */
+typedef int (*s3_form_fn)(void *ctx, const char *name, const char *filename, const char *data,
+                          uint64_t off, size_t size);
+/* A frontend's parser of one multipart/form-data request body. */
+typedef struct s3_form s3_form_t;
 
 /* A frontend: how the generic code reads the request and sends the reply.
- * http.c is the HTTP one (libmicrohttpd). Its functions are called only
+ * src/http is the HTTP one (libmicrohttpd). Its functions are called only
  * between s3_req_init and s3_req_release, by the thread driving the request. */
 typedef struct s3_frontend {
     s3_transport_t transport; /* HTTP (or TOKEN, which request.c tells), NATIVE */
@@ -129,6 +133,21 @@ typedef struct s3_frontend {
     const char *(*query)(s3_req_t *req, const char *name);
     /* Whether query argument name is present, with a value or without. */
     bool (*has_query)(s3_req_t *req, const char *name);
+    /* Calls fn for every query argument in the order received, raw (as
+     * signatures cover them), until fn returns non-zero. NULL for a
+     * transport without a query string: native requests carry their
+     * parameters decoded, and no signature of their own. */
+    void (*each_raw_query)(s3_req_t *req, s3_query_fn fn, void *ctx);
+    /* A parser of the request's multipart/form-data body (Content-Type
+     * gives the boundary) calling fn with ctx for its fields as the body is
+     * fed, or NULL when none can be made (no boundary, out of memory).
+     * form_feed parses the next body bytes; form_close ends the parse and
+     * frees the parser. Both return 0, or -1 when the form is malformed (for
+     * form_close: also when it ended incomplete) or fn stopped it. All
+     * three NULL: a transport without forms (native). */
+    s3_form_t *(*form_open)(s3_req_t *req, s3_form_fn fn, void *ctx);
+    int (*form_feed)(s3_form_t *form, const char *data, size_t len);
+    int (*form_close)(s3_form_t *form);
     /* Whether the request came over TLS (aws:SecureTransport); NULL: never. */
     bool (*secure)(s3_req_t *req);
     /* Sends the reply: status, the "name\0value\0" pairs of
@@ -154,8 +173,7 @@ typedef struct s3_op {
 struct s3_req {
     struct s3_server *srv;
     const s3_frontend_t *fe;
-    struct MHD_Connection *conn; /* the HTTP frontend's; NULL under another */
-    const char *method;          /* borrowed from the frontend */
+    const char *method; /* borrowed from the frontend */
     char request_id[24];
     int64_t now_s;
 
@@ -200,7 +218,7 @@ struct s3_req {
     stor_writer_t *writer; /* S3_BODY_OBJECT, and S3_BODY_FORM's file */
     /* S3_BODY_FORM: set by the operation's begin(), takes the raw body bytes
      * as they arrive, then (data NULL, len 0) once at the end, before the
-     * body is verified. Never replies (libmicrohttpd takes no reply
+     * body is verified. Never replies (the HTTP frontend takes no reply
      * mid-body): it keeps what it finds wrong for finish() to reply. */
     void (*form_feed)(s3_req_t *req, const char *data, size_t len);
     awschunk_t *chunked;
@@ -245,6 +263,20 @@ struct s3_req {
     s3_decline_t decline; /* why an x-amz-rdma-token was not used, if it was not */
 };
 
+/* ---- s3_server.c: the server's core -------------------------------------- */
+
+/* Sets up srv (zeroed by the caller) for cfg (copied; lifecycle_day_s 0
+ * becomes 86400): its instance id, metrics, body hashers and lifecycle
+ * runner. 0, or -1 (nothing left held) when out of memory or threads. */
+int s3_server_init(s3_server_t *srv, const s3_server_config_t *cfg);
+/* Marks srv stopping and not ready (new requests get 503 but health). */
+void s3_server_stopping(s3_server_t *srv);
+/* Waits up to grace_s seconds for the requests in flight to finish. */
+void s3_server_drain(s3_server_t *srv, int grace_s);
+/* Stops the lifecycle runner and frees what s3_server_init made, once no
+ * request runs any more; not srv itself. */
+void s3_server_fini(s3_server_t *srv);
+
 /* ---- request.c: the request's life ------------------------------------- */
 
 /* Starts a request the frontend allocated zeroed: its server, frontend and
@@ -280,6 +312,9 @@ void s3_req_each_header(s3_req_t *req, s3_header_fn fn, void *ctx);
  * string literal: it is kept as the cache key). */
 const char *s3_req_query(s3_req_t *req, const char *name);
 bool s3_req_has_query(s3_req_t *req, const char *name);
+/* Calls fn for every raw query argument until it returns non-zero (none
+ * when the frontend has no query string). */
+void s3_req_each_raw_query(s3_req_t *req, s3_query_fn fn, void *ctx);
 
 /* ---- reply.c: replying ----------------------------------------------------- */
 
@@ -348,8 +383,9 @@ s3_error_t s3_error_from_stor(stor_status_t st);
 
 /* ---- auth.c --------------------------------------------------------------- */
 
-/* Verifies SigV4 (header or presigned query); fills the auth fields. The
- * HTTP frontend's: it reads the headers and raw query from req->conn. */
+/* Verifies SigV4 (header or presigned query); fills the auth fields. For
+ * the HTTP frontend's requests: it reads the headers and the raw query
+ * through the frontend table. */
 s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p);
 
 /* ---- auth_v2.c: Signature Version 2 ------------------------------------------ */
@@ -602,6 +638,12 @@ bool s3_lock_enabled(const stor_bucket_t *bucket);
  * (PutObject): a version that gets a retention or legal hold needs
  * Content-MD5 or a checksum (InvalidRequest), as in S3. */
 s3_error_t s3_lock_for_write(s3_req_t *req, stor_meta_t *meta, bool put, const char **why_p);
+/* Whether the request carries what S3 asks of a body that locked data is
+ * written from: Content-MD5, or a checksum header or trailer
+ * (x-amz-checksum-<algorithm>, x-amz-trailer, x-amz-sdk-checksum-algorithm;
+ * the body layer verifies each). A PutObject that locks its version and an
+ * UploadPart of an upload whose object will be locked need one. */
+bool s3_lock_integrity_given(s3_req_t *req);
 /* The x-amz-object-lock-* headers of a GET or HEAD of meta's version, to a
  * requester allowed s3:GetObjectRetention / s3:GetObjectLegalHold. */
 void s3_lock_reply_headers(s3_req_t *req, const stor_bucket_t *bucket, const char *key,
@@ -704,9 +746,11 @@ void s3_metrics_free(struct s3_metrics *m);
 /* Counts a finished request: by operation, status class and transport, its
  * latency, its bytes, its error code and token decline. Lock-free. */
 void s3_metrics_count(struct s3_metrics *m, const s3_req_t *req, uint64_t duration_us);
-/* Appends the Prometheus text page of srv: its requests' metrics, the
- * HTTP connections, the RDMA layer's counters and the store's usage. */
-void s3_metrics_render(s3_server_t *srv, buf_t *out);
+/* Appends the Prometheus text page of srv: its requests' metrics, then
+ * what transport (when not NULL) appends for the frontend's connections
+ * (ctx its argument), the RDMA layer's counters and the store's usage. */
+void s3_metrics_render(s3_server_t *srv, void (*transport)(void *ctx, buf_t *out), void *ctx,
+                       buf_t *out);
 
 /* ---- versions (ops_object.c) ------------------------------------------------ */
 

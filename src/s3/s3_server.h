@@ -1,6 +1,9 @@
-/* The S3-over-HTTP frontend: a libmicrohttpd daemon that authenticates
- * requests (SigV4), routes them to the operation handlers and maps storage
- * results to S3 responses. src/server composes it with storage and rdma. */
+/* The S3 layer's contract: its configuration, users and access-log
+ * records, and the native requests' entry point. The layer authenticates
+ * requests (SigV4, V2), runs the operation handlers and maps storage
+ * results to S3 responses, for any frontend: src/http serves it over HTTP
+ * (http/http_server.h starts and stops the server), native.c over RDMA
+ * sessions. src/server composes them with storage and rdma. */
 #ifndef S3R_S3_SERVER_H
 #define S3R_S3_SERVER_H
 
@@ -62,7 +65,7 @@ typedef struct s3_server_config {
     int port;                /* 9000 */
     /* The HTTPS listener, on when tls_cert_path is set (with tls_key_path):
      * same host rules. The files are read at start and again on
-     * s3_server_reload_tls. */
+     * http_server_reload_tls. */
     const char *tls_cert_path;
     const char *tls_key_path;
     const char *tls_host;
@@ -126,26 +129,17 @@ typedef struct s3_server_config {
 
 typedef struct s3_server s3_server_t;
 
-/* Starts listening and serving on every configured listener, all of them
- * served by the same request handling and connection limits (each listener
- * counts its own connections). Returns NULL with the reason logged. */
-s3_server_t *s3_server_start(const s3_server_config_t *cfg);
-/* Re-reads the HTTPS certificate and key: new connections get them,
- * connections already open keep theirs. On a bad file the old ones stay
- * (logged) and -1 is returned; 0 otherwise, also when HTTPS is off. */
-int s3_server_reload_tls(s3_server_t *srv);
+/* The server is started and stopped by the HTTP frontend, which holds it
+ * (src/http/http_server.h: http_server_start, http_server_stop). */
+
 /* Runs one native request (rdma_native_fn; ctx is the s3_server_t):
  * give it to rdma_server_set_native once the server is started, and take
  * it back (rdma_server_set_native NULL) before stopping the server. */
 void s3_native_handle(void *ctx, rdma_native_req_t *nr);
 
 /* Whether GET /health/ready answers 200: set true once every listener is
- * up (the server starts not ready); s3_server_stop clears it. Ready also
- * needs the store to be ready (stor_ready). */
+ * up (the server starts not ready); http_server_stop clears it. Ready
+ * also needs the store to be ready (stor_ready). */
 void s3_server_set_ready(s3_server_t *srv, bool ready);
-
-/* Stops accepting new connections, waits up to grace_s seconds for requests
- * in flight to finish, then closes everything. NULL is a no-op. */
-void s3_server_stop(s3_server_t *srv, int grace_s);
 
 #endif

@@ -19,6 +19,7 @@
 #include "rdma/rdma_server.h"
 #include "server/access_log.h"
 #include "server/ucx_guard.h"
+#include "http/http_server.h"
 #include "s3/s3_server.h"
 #include "s3/sse.h"
 #include "server/config.h"
@@ -405,7 +406,7 @@ int main(int argc, char **argv)
         .access_log = access ? access_log_write : NULL,
         .access_log_ctx = access,
     };
-    s3_server_t *srv = s3_server_start(&scfg);
+    s3_server_t *srv = http_server_start(&scfg);
     if (!srv) {
         access_log_close(access);
         rdma_server_stop(rdma);
@@ -424,13 +425,13 @@ int main(int argc, char **argv)
         if (sig != SIGHUP)
             break;
         log_info("SIGHUP: reloading");
-        s3_server_reload_tls(srv);
+        http_server_reload_tls(srv);
         access_log_reopen(access);
     }
     log_info("signal %d: stopping (in-flight requests get up to %d s)", sig, S3R_SHUTDOWN_GRACE_S);
     if (rdma)
         rdma_server_set_native(rdma, NULL, NULL);
-    s3_server_stop(srv, S3R_SHUTDOWN_GRACE_S);
+    http_server_stop(srv, S3R_SHUTDOWN_GRACE_S);
     rdma_server_stop(rdma);
     access_log_close(access); /* after both frontends: no request logs any more */
     stor_close(store);

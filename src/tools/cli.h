@@ -32,7 +32,10 @@ typedef struct cli_opts {
     bool stats;       /* the client's counters at the end */
     bool help;        /* --help after or without a verb */
     bool version;     /* --version */
+    bool versions;    /* ls: every version and delete marker */
     uint64_t expires; /* presign --expires-in, seconds */
+    /* get, rm, stat: the version (S3's versionId) instead of the current one */
+    const char *version_id;
     const char *content_type;
     s3r_meta_t meta[CLI_MAX_META];
     size_t n_meta;

@@ -21,17 +21,20 @@ static const verb_t verbs[] = {
     {"mb", cli_verb_mb, "s3://BUCKET", "create a bucket"},
     {"rb", cli_verb_rb, "s3://BUCKET [--force]",
      "delete a bucket (--force: delete its objects first)"},
-    {"ls", cli_verb_ls, "[s3://BUCKET[/PREFIX]] [--recursive]",
-     "list your buckets, or the objects and PRE prefixes under a prefix"},
+    {"ls", cli_verb_ls, "[s3://BUCKET[/PREFIX]] [--recursive] [--versions]",
+     "list your buckets, or the objects and PRE prefixes under a prefix (--versions: every\n"
+     "          version and delete marker)"},
     {"cp", cli_verb_cp, "SOURCE DESTINATION [--recursive]",
      "copy local->s3, s3->local or s3->s3 (server side); a destination ending in / is a\n"
      "          prefix or directory; - is stdin or stdout"},
     {"mv", cli_verb_mv, "SOURCE DESTINATION [--recursive]", "cp, then delete the source"},
     {"put", cli_verb_put, "FILE|- s3://BUCKET/KEY|s3://BUCKET/PREFIX/", "upload (cp local->s3)"},
-    {"get", cli_verb_get, "s3://BUCKET/KEY [FILE|DIR|-]",
+    {"get", cli_verb_get, "s3://BUCKET/KEY [FILE|DIR|-] [--version-id ID]",
      "download (cp s3->local; default: ./KEY's base name)"},
-    {"rm", cli_verb_rm, "s3://BUCKET/KEY | s3://BUCKET/PREFIX --recursive", "delete objects"},
-    {"stat", cli_verb_stat, "s3://BUCKET/KEY", "size, ETag, type, mtime and metadata"},
+    {"rm", cli_verb_rm, "s3://BUCKET/KEY [--version-id ID] | s3://BUCKET/PREFIX --recursive",
+     "delete objects (--version-id: that version, for good)"},
+    {"stat", cli_verb_stat, "s3://BUCKET/KEY [--version-id ID]",
+     "size, ETag, type, mtime, version and metadata"},
     {"presign", cli_verb_presign, "s3://BUCKET/KEY [--expires-in SECONDS]",
      "print a presigned GET URL (default 3600 s, at most 604800)"},
     {"sync", cli_verb_sync, "DIR s3://BUCKET/PREFIX/ | s3://BUCKET/PREFIX/ DIR",
@@ -69,6 +72,8 @@ static const char options_help[] =
     "  --meta NAME=VALUE      user metadata of uploads (repeatable)\n"
     "  -r, --recursive        cp, mv, rm, ls: everything under a directory or prefix\n"
     "  --force                rb: delete the bucket's objects first\n"
+    "  --versions             ls: every version and delete marker, with its version id\n"
+    "  --version-id ID        get, rm, stat: that version of the object, not the current one\n"
     "  --expires-in SECONDS   presign: validity (default 3600)\n"
     "  -q, --quiet            no transfer lines, no progress bar\n"
     "  --no-progress          no progress bar (it is drawn only when stderr is a terminal)\n"
@@ -123,6 +128,8 @@ enum {
     O_STATS,
     O_VERSION,
     O_CA_BUNDLE,
+    O_VERSIONS,
+    O_VERSION_ID,
 };
 
 static const struct option long_opts[] = {
@@ -149,6 +156,8 @@ static const struct option long_opts[] = {
     {"stats", no_argument, NULL, O_STATS},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, O_VERSION},
+    {"versions", no_argument, NULL, O_VERSIONS},
+    {"version-id", required_argument, NULL, O_VERSION_ID},
     {NULL, 0, NULL, 0},
 };
 
@@ -244,6 +253,16 @@ static int parse_options(int argc, char **argv, cmdline_t *cl)
             break;
         case O_VERSION:
             cl->o.version = true;
+            break;
+        case O_VERSIONS:
+            cl->o.versions = true;
+            break;
+        case O_VERSION_ID:
+            if (optarg[0] == '\0') {
+                cli_line(stderr, "s3rdma: --version-id: want a version id");
+                return CLI_USAGE;
+            }
+            cl->o.version_id = optarg;
             break;
         default:
             cli_line(stderr, "s3rdma: see s3rdma --help");
@@ -342,6 +361,16 @@ int main(int argc, char **argv)
         cli_line(stderr, "s3rdma: unknown verb \"%s\" (s3rdma --help lists them)", argv[0]);
         return CLI_USAGE;
     }
+
+    /* Options that name versions apply to one object (or, --versions, to
+     * a listing): elsewhere they would be silently ignored. */
+    bool one_object =
+        strcmp(v->name, "get") == 0 || strcmp(v->name, "rm") == 0 || strcmp(v->name, "stat") == 0;
+    if (cl.o.version_id && (!one_object || cl.o.recursive))
+        return cli_usage_error(v->name, "--version-id names one object: get, rm or stat, "
+                                        "without --recursive");
+    if (cl.o.versions && strcmp(v->name, "ls") != 0)
+        return cli_usage_error(v->name, "--versions is an option of ls");
 
     cli_config_t cc;
     int rc = cli_config_resolve(&cl.flags, &cc);

@@ -119,11 +119,12 @@ int cli_download(cli_t *cli, const char *bucket, const char *key, const char *pa
     snprintf(what, sizeof(what), "download %s", from);
     cli_op_t op;
     s3r_status_t st;
+    s3r_get_opts_t go = {.version_id = cli->o.version_id};
     cli_op_begin(cli, &op);
     if (strcmp(path, "-") == 0) {
         void *data;
         uint64_t n;
-        st = s3r_object_get_alloc(cli->client, bucket, key, NULL, &data, &n);
+        st = s3r_object_get_alloc(cli->client, bucket, key, &go, &data, &n);
         if (st != S3R_OK)
             return cli_report(cli, what, st);
         size_t w = fwrite(data, 1, (size_t)n, stdout);
@@ -141,7 +142,7 @@ int cli_download(cli_t *cli, const char *bucket, const char *key, const char *pa
         return CLI_FAIL;
     }
     cli_progress_begin(cli, from, 0);
-    st = s3r_object_get_file(cli->client, bucket, key, path, NULL);
+    st = s3r_object_get_file(cli->client, bucket, key, path, &go);
     cli_progress_end(cli);
     if (st != S3R_OK) {
         unlink(path); /* no half-written file left behind */
@@ -175,11 +176,22 @@ int cli_delete(cli_t *cli, const char *bucket, const char *key)
     snprintf(what, sizeof(what), "delete %s", url);
     cli_op_t op;
     cli_op_begin(cli, &op);
-    s3r_status_t st = s3r_object_delete(cli->client, bucket, key);
+    s3r_status_t st = s3r_object_delete_version(cli->client, bucket, key, cli->o.version_id);
     if (st != S3R_OK)
         return cli_report(cli, what, st);
     cli_op_end(cli, &op, what);
-    cli_done_line(cli, "delete", url, NULL);
+    s3r_version_info_t vi;
+    if (cli->o.version_id != NULL) {
+        char label[2048 + S3R_VERSION_ID_MAX + 32];
+        snprintf(label, sizeof(label), "%s (version %s)", url, cli->o.version_id);
+        cli_done_line(cli, "delete", label, NULL);
+    } else if (s3r_client_last_version(cli->client, &vi) == S3R_OK && vi.delete_marker) {
+        char label[2048 + S3R_VERSION_ID_MAX + 32];
+        snprintf(label, sizeof(label), "%s (delete marker %s)", url, vi.version_id);
+        cli_done_line(cli, "delete", label, NULL);
+    } else {
+        cli_done_line(cli, "delete", url, NULL);
+    }
     return CLI_OK;
 }
 

@@ -123,24 +123,63 @@ static int ls_buckets(cli_t *cli)
     return CLI_OK;
 }
 
+/* ls --versions: "PRE dir/" lines, then one line per version or delete
+ * marker, "date time size version-id name", the size "DELETE" for a delete
+ * marker and " (latest)" after a key's current one; names as for ls. */
+static int ls_versions(cli_t *cli, const cli_s3url_t *u, size_t strip, const char *what)
+{
+    s3r_version_list_opts_t lo = {.prefix = u->key[0] ? u->key : NULL,
+                                  .delimiter = cli->o.recursive ? NULL : "/",
+                                  .all_pages = 1};
+    s3r_version_list_t *l;
+    cli_op_t op;
+    cli_op_begin(cli, &op);
+    s3r_status_t st = s3r_object_list_versions(cli->client, u->bucket, &lo, &l);
+    if (st != S3R_OK)
+        return cli_report(cli, what, st);
+    cli_op_end(cli, &op, what);
+    for (size_t i = 0; i < l->n_prefixes; i++)
+        cli_line(stdout, "%27sPRE %s", "", l->prefixes[i] + strip);
+    for (size_t i = 0; i < l->n_versions; i++) {
+        const s3r_version_entry_t *e = &l->versions[i];
+        char t[32], size[24];
+        fmt_time(e->mtime, t, sizeof(t));
+        if (e->delete_marker)
+            snprintf(size, sizeof(size), "DELETE");
+        else
+            snprintf(size, sizeof(size), "%llu", (unsigned long long)e->size);
+        cli_line(stdout, "%s %10s %s %s%s", t, size, e->version_id, e->key + strip,
+                 e->is_latest ? " (latest)" : "");
+    }
+    s3r_version_list_free(l);
+    return CLI_OK;
+}
+
 /* aws s3 ls: "PRE dir/" and "date time size name" lines, names relative
  * to the "directory" of the prefix (up to its last '/'); --recursive:
  * every key under the prefix, in full. */
 int cli_verb_ls(cli_t *cli, int argc, char **argv)
 {
+    if (argc == 0 && cli->o.versions)
+        return cli_usage_error("ls", "--versions lists one bucket: want s3://BUCKET[/PREFIX]");
     if (argc == 0)
         return ls_buckets(cli);
     cli_s3url_t u;
     if (argc != 1 || !cli_s3url_parse(argv[0], &u))
         return cli_usage_error("ls", "want no argument or one s3://BUCKET[/PREFIX]");
+    const char *slash = strrchr(u.key, '/');
+    size_t strip = cli->o.recursive || slash == NULL ? 0 : (size_t)(slash - u.key + 1);
+    char what[2100];
+    snprintf(what, sizeof(what), "ls %s", argv[0]);
+    if (cli->o.versions) {
+        int vrc = ls_versions(cli, &u, strip, what);
+        cli_s3url_free(&u);
+        return vrc;
+    }
     s3r_list_opts_t lo = {.prefix = u.key[0] ? u.key : NULL,
                           .delimiter = cli->o.recursive ? NULL : "/",
                           .all_pages = 1};
-    const char *slash = strrchr(u.key, '/');
-    size_t strip = cli->o.recursive || slash == NULL ? 0 : (size_t)(slash - u.key + 1);
     s3r_object_list_t *l;
-    char what[2100];
-    snprintf(what, sizeof(what), "ls %s", argv[0]);
     cli_op_t op;
     cli_op_begin(cli, &op);
     s3r_status_t st = s3r_object_list(cli->client, u.bucket, &lo, &l);
@@ -195,7 +234,8 @@ int cli_verb_stat(cli_t *cli, int argc, char **argv)
     char what[2100];
     snprintf(what, sizeof(what), "stat %s", argv[0]);
     cli_op_begin(cli, &op);
-    s3r_status_t st = s3r_object_head(cli->client, u.bucket, u.key, &info);
+    s3r_status_t st =
+        s3r_object_head_version(cli->client, u.bucket, u.key, cli->o.version_id, &info);
     if (st != S3R_OK) {
         rc = cli_report(cli, what, st);
     } else {
@@ -207,6 +247,8 @@ int cli_verb_stat(cli_t *cli, int argc, char **argv)
         cli_line(stdout, "ETag:          %s", info->etag ? info->etag : "-");
         cli_line(stdout, "Content-Type:  %s", info->content_type ? info->content_type : "-");
         cli_line(stdout, "Last-Modified: %s", t);
+        if (info->version_id != NULL)
+            cli_line(stdout, "VersionId:     %s", info->version_id);
         for (size_t i = 0; i < info->n_meta; i++)
             cli_line(stdout, "Meta:          %s=%s", info->meta[i].name, info->meta[i].value);
         s3r_object_info_free(info);

@@ -7,7 +7,8 @@
  *
  * OPCODE is the number (docs/protocol.md §4.2); BUCKET or KEY "-" for none.
  * Each NAME=VALUE is a header (names starting with '?' are query
- * parameters). Prints "status S", one "header NAME: VALUE" line per reply
+ * parameters); an argument @FILE sends FILE's bytes (at most 64 KiB) as
+ * the inline request body. Prints "status S", one "header NAME: VALUE" line per reply
  * header, "code C" when the reply names an S3 error code, and "body " with
  * an inline body in hex (a listing's XML). Exit status: 0 when a reply
  * came, 1 when none did, 2 on bad usage or a failed setup. */
@@ -57,7 +58,7 @@ int main(int argc, char **argv)
 {
     if (argc < 8 || argc - 8 > RDMA_NATIVE_MAX_PARAMS) {
         fprintf(stderr, "usage: s3r_native_call HOST PORT ACCESS_KEY SECRET OPCODE BUCKET KEY "
-                        "[NAME=VALUE ...]\n");
+                        "[NAME=VALUE ...] [@BODY_FILE]\n");
         return 2;
     }
     rdma_client_config_t cfg = {.host = argv[1],
@@ -76,7 +77,22 @@ int main(int argc, char **argv)
     m.bucket = strcmp(argv[6], "-") ? argv[6] : "";
     m.key = strcmp(argv[7], "-") ? argv[7] : "";
     m.reply_inline_max = 65536;
+    static uint8_t body[RDMA_NATIVE_MAX_INLINE];
     for (int i = 8; i < argc; i++) {
+        if (argv[i][0] == '@') {
+            FILE *f = fopen(argv[i] + 1, "rb");
+            size_t n = f ? fread(body, 1, sizeof(body), f) : 0;
+            if (!f || ferror(f) || !feof(f) || n == 0) {
+                fprintf(stderr, "s3r_native_call: %s: unreadable, empty or over 64 KiB\n",
+                        argv[i] + 1);
+                return 2;
+            }
+            fclose(f);
+            m.body_kind = RDMA_BODY_INLINE;
+            m.body = body;
+            m.body_len = n;
+            continue;
+        }
         char *eq = strchr(argv[i], '=');
         if (!eq) {
             fprintf(stderr, "s3r_native_call: %s is not NAME=VALUE\n", argv[i]);

@@ -151,6 +151,30 @@ static const char complete_xml[] =
     "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber>"
     "<ETag>\"00000000000000000000000000000000\"</ETag></Part></CompleteMultipartUpload>";
 static const char delete_xml[] = "<Delete><Object><Key>scratch</Key></Object></Delete>";
+/* The configuration documents: valid ones that leave the health check's
+ * requests allowed (the policy grants, the ACLs are the owner's). */
+static const char tagging_xml[] =
+    "<Tagging><TagSet><Tag><Key>a</Key><Value>b</Value></Tag></TagSet></Tagging>";
+static const char retention_xml[] =
+    "<Retention><Mode>GOVERNANCE</Mode><RetainUntilDate>2099-01-01T00:00:00Z</RetainUntilDate>"
+    "</Retention>";
+static const char legal_hold_xml[] = "<LegalHold><Status>OFF</Status></LegalHold>";
+static const char versioning_xml[] =
+    "<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>";
+static const char lifecycle_xml[] =
+    "<LifecycleConfiguration><Rule><ID>r</ID><Filter><Prefix>never/</Prefix></Filter>"
+    "<Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule>"
+    "</LifecycleConfiguration>";
+static const char lock_xml[] =
+    "<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled>"
+    "</ObjectLockConfiguration>";
+static const char cors_xml[] = "<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin>"
+                               "<AllowedMethod>GET</AllowedMethod></CORSRule></CORSConfiguration>";
+static const char encryption_xml[] =
+    "<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault>"
+    "<SSEAlgorithm>AES256</SSEAlgorithm></ApplyServerSideEncryptionByDefault></Rule>"
+    "</ServerSideEncryptionConfiguration>";
+static char policy_json[600]; /* names the bucket: made in main */
 
 static rdma_native_param_t header(const char *name, const char *value)
 {
@@ -162,11 +186,76 @@ static rdma_native_param_t query(const char *name, const char *value)
     return (rdma_native_param_t){RDMA_PARAM_QUERY, name, value};
 }
 
+/* The subresource a configuration opcode needs, whether it is an
+ * object's, and its document (NULL: none); NULL when op is not one. */
+static const char *config_spec(unsigned op, bool *object, const char **doc)
+{
+    static const struct {
+        unsigned op;
+        const char *sub;
+        bool object;
+        const char *doc;
+    } t[] = {
+        {RDMA_OP_GET_OBJECT_TAGGING, "tagging", true, NULL},
+        {RDMA_OP_PUT_OBJECT_TAGGING, "tagging", true, tagging_xml},
+        {RDMA_OP_DELETE_OBJECT_TAGGING, "tagging", true, NULL},
+        {RDMA_OP_GET_OBJECT_RETENTION, "retention", true, NULL},
+        {RDMA_OP_PUT_OBJECT_RETENTION, "retention", true, retention_xml},
+        {RDMA_OP_GET_OBJECT_LEGAL_HOLD, "legal-hold", true, NULL},
+        {RDMA_OP_PUT_OBJECT_LEGAL_HOLD, "legal-hold", true, legal_hold_xml},
+        {RDMA_OP_GET_OBJECT_ACL, "acl", true, NULL},
+        {RDMA_OP_PUT_OBJECT_ACL, "acl", true, NULL},
+        {RDMA_OP_GET_BUCKET_VERSIONING, "versioning", false, NULL},
+        {RDMA_OP_PUT_BUCKET_VERSIONING, "versioning", false, versioning_xml},
+        {RDMA_OP_GET_BUCKET_LIFECYCLE, "lifecycle", false, NULL},
+        {RDMA_OP_PUT_BUCKET_LIFECYCLE, "lifecycle", false, lifecycle_xml},
+        {RDMA_OP_DELETE_BUCKET_LIFECYCLE, "lifecycle", false, NULL},
+        {RDMA_OP_GET_OBJECT_LOCK_CONFIG, "object-lock", false, NULL},
+        {RDMA_OP_PUT_OBJECT_LOCK_CONFIG, "object-lock", false, lock_xml},
+        {RDMA_OP_GET_BUCKET_TAGGING, "tagging", false, NULL},
+        {RDMA_OP_PUT_BUCKET_TAGGING, "tagging", false, tagging_xml},
+        {RDMA_OP_DELETE_BUCKET_TAGGING, "tagging", false, NULL},
+        {RDMA_OP_GET_BUCKET_POLICY, "policy", false, NULL},
+        {RDMA_OP_PUT_BUCKET_POLICY, "policy", false, policy_json},
+        {RDMA_OP_DELETE_BUCKET_POLICY, "policy", false, NULL},
+        {RDMA_OP_GET_BUCKET_CORS, "cors", false, NULL},
+        {RDMA_OP_PUT_BUCKET_CORS, "cors", false, cors_xml},
+        {RDMA_OP_DELETE_BUCKET_CORS, "cors", false, NULL},
+        {RDMA_OP_GET_BUCKET_ENCRYPTION, "encryption", false, NULL},
+        {RDMA_OP_PUT_BUCKET_ENCRYPTION, "encryption", false, encryption_xml},
+        {RDMA_OP_DELETE_BUCKET_ENCRYPTION, "encryption", false, NULL},
+        {RDMA_OP_GET_BUCKET_ACL, "acl", false, NULL},
+        {RDMA_OP_PUT_BUCKET_ACL, "acl", false, NULL},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        if (t[i].op == op) {
+            *object = t[i].object;
+            *doc = t[i].doc;
+            return t[i].sub;
+        }
+    }
+    return NULL;
+}
+
 /* The complete request of op: what it needs and nothing else. */
 static spec_t op_spec(unsigned op)
 {
     spec_t s = {.bucket = bucket};
     rdma_native_param_t up = query("uploadId", upload_id);
+    bool object;
+    const char *doc, *sub = config_spec(op, &object, &doc);
+    if (sub) {
+        s.key = object ? key_known : NULL;
+        s.params[s.n_params++] = query(sub, "");
+        s.body = doc;
+        /* An ACL set by its header alone, the owner's. */
+        if (op == RDMA_OP_PUT_OBJECT_ACL || op == RDMA_OP_PUT_BUCKET_ACL)
+            s.params[s.n_params++] = header("x-amz-acl", "private");
+        /* A GET's reply is an XML document: inline here, by RDMA under rim 0
+         * and 1, so the out span is what it needs. */
+        s.out = strncmp(rdma_native_op_name(op), "Get", 3) == 0;
+        return s;
+    }
     switch (op) {
     case RDMA_OP_PUT_OBJECT:
         s.key = "scratch";
@@ -483,6 +572,11 @@ int main(int argc, char **argv)
     bucket = argv[5];
     snprintf(bucket_x, sizeof(bucket_x), "%s-x", bucket);
     snprintf(copy_source, sizeof(copy_source), "/%s/%s", bucket, key_known);
+    snprintf(policy_json, sizeof(policy_json),
+             "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":\"Allow\","
+             "\"Principal\":\"*\",\"Action\":\"s3:GetObject\","
+             "\"Resource\":\"arn:aws:s3:::%s/public/*\"}]}",
+             bucket);
     rdma_client_config_t cfg = {.host = argv[1],
                                 .port = atoi(argv[2]),
                                 .access_key = argv[3],

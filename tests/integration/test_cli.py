@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from s3r_itest import REPO_ROOT, USERS, RdmaServer, boto_client, clean_env, free_port
+from s3r_itest import (REPO_ROOT, USERS, RdmaServer, boto_client, clean_env, empty_bucket,
+                       free_port)
 
 BUILD = Path(os.environ.get("S3RDMA_BUILD", REPO_ROOT / "build"))
 CLI = BUILD / "s3rdma"
@@ -108,6 +109,11 @@ def test_help_and_version_need_no_credentials(tmp_path):
     (["--bogus", "ls"], b"--help"),
     (["--transport", "pigeon", "ls"], b"want http, token, native or auto"),
     (["--endpoint-url", "ftp://x", "ls"], b"endpoint"),
+    (["--version-id", "v", "put", "f", "s3://b/k"], b"--version-id names one object"),
+    (["--version-id", "v", "-r", "rm", "s3://b/p/"], b"--version-id names one object"),
+    (["--versions", "get", "s3://b/k"], b"--versions is an option of ls"),
+    (["--versions", "ls"], b"--versions lists one bucket"),
+    (["--version-id=", "get", "s3://b/k"], b"want a version id"),
 ])
 def test_bad_arguments_exit_2(env, args, msg):
     p = run(args, env, check=2)
@@ -424,3 +430,43 @@ def test_not_found_names_the_cause_on_every_transport(env, bucket, tmp_path, tra
     p = run(t + ["--stats", "put", tmp_path / "nofile", f"s3://{bucket}/k"], env, check=3)
     assert b"no such file" in p.stderr and b"stats: http_ops=" in p.stderr
 
+
+
+@pytest.mark.parametrize("transport", ["http", "token", "native"])
+def test_versions_ls_get_rm_stat(env, s3, bucket, tmp_path, transport):
+    """ls --versions, get/stat/rm --version-id against boto3's view of the bucket."""
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    t = ["--transport", transport, "--no-fallback"]
+    try:
+        for body in (b"first", b"second!"):
+            run(t + ["cp", "-", f"s3://{bucket}/d/k"], env, check=0, input=body)
+        v1, v2 = [v["VersionId"] for v in
+                  reversed(s3.list_object_versions(Bucket=bucket)["Versions"])]
+        p = run(t + ["get", f"s3://{bucket}/d/k", "-", "--version-id", v1], env, check=0)
+        assert p.stdout == b"first"
+        run(t + ["get", f"s3://{bucket}/d/k", tmp_path / "o", "--version-id", v1], env, check=0)
+        assert (tmp_path / "o").read_bytes() == b"first"
+        p = run(t + ["stat", f"s3://{bucket}/d/k", "--version-id", v1], env, check=0)
+        assert f"VersionId:     {v1}\n".encode() in p.stdout and b"Size:          5\n" in p.stdout
+        # rm writes a delete marker; ls --versions shows all three, newest first
+        p = run(t + ["rm", f"s3://{bucket}/d/k"], env, check=0)
+        marker = s3.list_object_versions(Bucket=bucket)["DeleteMarkers"][0]["VersionId"]
+        assert f"(delete marker {marker})".encode() in p.stdout, p.stdout
+        p = run(t + ["ls", "--versions", f"s3://{bucket}/d/"], env, check=0)
+        lines = p.stdout.decode().splitlines()
+        assert [ln.split()[2:] for ln in lines] == [["DELETE", marker, "k", "(latest)"],
+                                                    ["7", v2, "k"], ["5", v1, "k"]], lines
+        p = run(t + ["ls", "--versions", f"s3://{bucket}"], env, check=0)
+        assert p.stdout.decode().split() == ["PRE", "d/"]
+        p = run(t + ["ls", "--versions", "--recursive", f"s3://{bucket}"], env, check=0)
+        assert [ln.split()[4] for ln in p.stdout.decode().splitlines()] == ["d/k"] * 3
+        # rm --version-id removes a version for good
+        run(t + ["rm", f"s3://{bucket}/d/k", "--version-id", v2], env, check=0)
+        run(t + ["rm", f"s3://{bucket}/d/k", "--version-id", marker], env, check=0)
+        assert [v["VersionId"] for v in s3.list_object_versions(Bucket=bucket)["Versions"]] \
+            == [v1]
+        assert s3.get_object(Bucket=bucket, Key="d/k")["Body"].read() == b"first"
+        p = run(t + ["get", f"s3://{bucket}/d/k", "-", "--version-id", v2], env, check=3)
+        assert b"NoSuchVersion" in p.stderr, p.stderr
+    finally:
+        empty_bucket(s3, bucket)

@@ -193,6 +193,22 @@ def test_bucket_owner_preferred_and_object_writer(s3, s3_user2, cbucket):
 
 
 
+def test_list_parts_names_the_object_owner_to_be(s3, s3_user2, cbucket):
+    """ListParts' Owner and Initiator: the initiator under ObjectWriter, the bucket owner
+    where ownership gives it the objects (BucketOwnerEnforced)."""
+    b = cbucket
+    s3.put_bucket_policy(Bucket=b, Policy=json.dumps({"Statement": [
+        {"Effect": "Allow", "Principal": {"AWS": OTHER[0]},
+         "Action": ["s3:PutObject", "s3:ListMultipartUploadParts", "s3:AbortMultipartUpload"],
+         "Resource": f"arn:aws:s3:::{b}/*"}]}))
+    for rule, want in (("ObjectWriter", OTHER[0]), ("BucketOwnerEnforced", OWNER[0])):
+        ownership(s3, b, rule)
+        up = s3_user2.create_multipart_upload(Bucket=b, Key="m")["UploadId"]
+        r = s3_user2.list_parts(Bucket=b, Key="m", UploadId=up)
+        assert (r["Owner"]["ID"], r["Initiator"]["ID"]) == (want, want), rule
+        s3_user2.abort_multipart_upload(Bucket=b, Key="m", UploadId=up)
+
+
 def test_create_bucket_with_object_ownership(s3, server):
     from s3r_itest import new_bucket_name
     b = new_bucket_name("own")

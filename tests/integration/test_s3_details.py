@@ -240,3 +240,17 @@ def test_conditional_complete_table(s3, bucket):
     assert complete({"If-Match": etag})[1] == (412, "PreconditionFailed")  # replaced since
     assert complete({"If-Match": "*"}, b"third")[1] is None
     assert _body(s3, bucket, "k") == b"third"
+
+
+def test_unknown_query_parameters_are_ignored(server, s3, bucket):
+    """A parameter S3 does not know is ignored, as S3 ignores it (a POST form's
+    success_action_redirect to the bucket's URL appends bucket, key and etag);
+    a sub-resource S3 has and s3rdmad does not is 501."""
+    s3.put_object(Bucket=bucket, Key="k", Body=b"v")
+    q = [("bucket", bucket), ("key", "k"), ("etag", '"x"'), ("foo", None)]
+    r = raw_request(server, "GET", f"/{bucket}", query=q)
+    assert r.status == 200 and b"<ListBucketResult" in r.body, r
+    r = raw_request(server, "GET", f"/{bucket}/k", query=q)
+    assert r.status == 200 and r.body == b"v", r
+    r = raw_request(server, "GET", f"/{bucket}", query=[("website", None)])
+    assert r.status == 501 and r.error_code() == "NotImplemented", r

@@ -120,6 +120,24 @@ def test_lifecycle_same_id_twice(s3, bucket):
     assert_error(e, "InvalidArgument", 400)
 
 
+def test_lifecycle_rules_without_id_are_given_one(s3, bucket):
+    """S3 names a rule sent without an ID; the name is kept, and x-amz-expiration's
+    rule-id gives it."""
+    put_rules(s3, bucket, [
+        {"Filter": {"Prefix": "a/"}, "Status": "Enabled", "Expiration": {"Days": 3}},
+        {"Filter": {"Prefix": "b/"}, "Status": "Enabled", "Expiration": {"Days": 5}},
+        {"ID": "mine", "Filter": {"Prefix": "c/"}, "Status": "Enabled",
+         "Expiration": {"Days": 7}}])
+    got = rules_of(s3, bucket)
+    ids = [r["ID"] for r in got]
+    assert ids[2] == "mine" and ids[0] != ids[1]
+    assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids[:2])
+    assert [r["ID"] for r in rules_of(s3, bucket)] == ids  # stored, not made per read
+    r = s3.put_object(Bucket=bucket, Key="a/k", Body=b"x")
+    assert f'rule-id="{ids[0]}"' in r["Expiration"]
+    s3.delete_bucket_lifecycle(Bucket=bucket)
+
+
 @pytest.mark.parametrize("body", [
     b"not xml",
     b"<LifecycleConfiguration></LifecycleConfiguration>",

@@ -17,7 +17,7 @@ import re
 import pytest
 from botocore.exceptions import ClientError
 
-from s3r_itest import (USERS, assert_error, boto_client, error_fields, md5_b64,
+from s3r_itest import (USERS, assert_error, boto_client, crc32c_b64, error_fields, md5_b64,
                        new_bucket_name, raw_request)
 
 UTC = datetime.timezone.utc
@@ -448,3 +448,41 @@ def test_lifecycle_never_expires_a_protected_version(make_server):
         time.sleep(0.2)
     assert held in version_ids()
     assert s3.get_object(Bucket=bucket, Key="k", VersionId=held)["Body"].read() == b"1"
+
+
+def test_upload_part_of_a_locked_object_needs_integrity(server, s3, lock_bucket):
+    """As S3: every UploadPart of an upload whose object will be locked (lock headers at
+    CreateMultipartUpload, or the bucket's default retention) carries Content-MD5 or a
+    checksum, else 400 InvalidRequest and no part is stored; an upload into the same bucket
+    that locks nothing, and UploadPartCopy, need none."""
+    def part(key, upload_id, n, headers=None):
+        return raw_request(server, "PUT", f"/{lock_bucket}/{key}",
+                           query=[("partNumber", str(n)), ("uploadId", upload_id)],
+                           headers=headers or {}, body=b"part")
+
+    locked = s3.create_multipart_upload(Bucket=lock_bucket, Key="lk", ObjectLockMode="GOVERNANCE",
+                                        ObjectLockRetainUntilDate=FAR)["UploadId"]
+    r = part("lk", locked, 1)
+    assert (r.status, r.error_code()) == (400, "InvalidRequest"), r
+    assert b"Content-MD5 OR x-amz-checksum-" in r.body
+    assert s3.list_parts(Bucket=lock_bucket, Key="lk", UploadId=locked).get("Parts", []) == []
+    assert part("lk", locked, 1, {"Content-MD5": md5_b64(b"part")}).status == 200
+    r = part("lk", locked, 3, {"x-amz-checksum-crc32c": crc32c_b64(b"part")})
+    assert r.status == 200, r
+    # the legal hold alone locks too
+    held = s3.create_multipart_upload(Bucket=lock_bucket, Key="lh",
+                                      ObjectLockLegalHoldStatus="ON")["UploadId"]
+    assert part("lh", held, 1).status == 400
+    # nothing locked: no integrity asked (the bucket has no default retention yet)
+    free = s3.create_multipart_upload(Bucket=lock_bucket, Key="fr")["UploadId"]
+    assert part("fr", free, 1).status == 200
+    # a default retention locks every new upload's object
+    s3.put_object_lock_configuration(Bucket=lock_bucket, ObjectLockConfiguration=RULE_GOV_1D)
+    dflt = s3.create_multipart_upload(Bucket=lock_bucket, Key="df")["UploadId"]
+    assert part("df", dflt, 1).status == 400
+    # UploadPartCopy carries no body: nothing to check
+    s3.put_object(Bucket=lock_bucket, Key="src", Body=b"source", ContentMD5=md5_b64(b"source"))
+    s3.upload_part_copy(Bucket=lock_bucket, Key="df", UploadId=dflt, PartNumber=2,
+                        CopySource={"Bucket": lock_bucket, "Key": "src"})
+    for key, up in (("lk", locked), ("lh", held), ("fr", free), ("df", dflt)):
+        s3.abort_multipart_upload(Bucket=lock_bucket, Key=key, UploadId=up)

@@ -289,6 +289,37 @@ def test_conditions(s3, s3_user2, pbucket):
     denied(s3_user2.put_object, Bucket=b, Key="up2", Body=b"x")
 
 
+def test_missing_object_is_404_when_the_policy_lets_its_key_be_listed(s3, s3_user2, pbucket):
+    """HEAD/GET of a missing object: 404 for a requester allowed s3:ListBucket, 403
+    otherwise; with an s3:prefix condition the key is the prefix asked about, as S3
+    decides it."""
+    b = pbucket
+    s3.put_bucket_policy(Bucket=b, Policy=policy(b, stmt(
+        "Allow", "s3:ListBucket", ARN + b, condition={"StringLike": {"s3:prefix": "public/*"}})))
+    with pytest.raises(ClientError) as e:
+        s3_user2.head_object(Bucket=b, Key="public/missing")
+    assert client_error(e)[1] == 404
+    with pytest.raises(ClientError) as e:
+        s3_user2.get_object(Bucket=b, Key="public/missing")
+    assert_error(e, "NoSuchKey", 404)
+    with pytest.raises(ClientError) as e:
+        s3_user2.head_object(Bucket=b, Key="private/missing")
+    assert client_error(e)[1] == 403
+    # The listing itself is still decided on its own prefix.
+    assert s3_user2.list_objects_v2(Bucket=b, Prefix="public/x")["KeyCount"] == 0
+    denied(s3_user2.list_objects_v2, Bucket=b, Prefix="private/")
+
+
+def test_sse_c_algorithm_condition_key(s3, pbucket):
+    """s3:x-amz-server-side-encryption-customer-algorithm is a condition key S3 knows: a
+    policy requiring SSE-C is accepted and refuses a PUT without it."""
+    b = pbucket
+    s3.put_bucket_policy(Bucket=b, Policy=policy(b, stmt(
+        "Deny", "s3:PutObject", f"{ARN}{b}/*",
+        condition={"Null": {"s3:x-amz-server-side-encryption-customer-algorithm": "true"}})))
+    denied(s3.put_object, Bucket=b, Key="plain", Body=b"x")
+
+
 def test_source_ip_on_a_dual_stack_listener(tmp_path):
     """A server listening on every address (':PORT': IPv6 with IPv4 clients as
     v4-mapped addresses) gives an IPv4 client its IPv4 address as aws:SourceIp,
@@ -442,7 +473,8 @@ MATRIX = [
     (OWNER, "rm", "drop/x", True, None),
     (OTHER, "get", "shared/o", True, None),
     (OTHER, "head", "shared/o", True, None),
-    (OTHER, "get", "shared/none", False, "AccessDenied"),  # no ListBucket on the bucket
+    (OTHER, "get", "shared/none", False, "NoSuchKey"),  # may list shared/: 404
+    (OTHER, "get", "other/none", False, "AccessDenied"),  # may not list other/: 403
     (OTHER, "ls", "shared/", True, None),
     (OTHER, "ls", "", False, "AccessDenied"),
     (OTHER, "ls", "secret/", False, "AccessDenied"),

@@ -268,7 +268,8 @@ def test_post_bad_policy_document(server, s3, bucket):
     fields = own_policy([{"bucket": bucket}])
     for doc in (b"not json", json.dumps({"conditions": []}).encode(),
                 json.dumps({"expiration": "2099-01-01T00:00:00Z"}).encode(),
-                json.dumps({"expiration": "tomorrow", "conditions": []}).encode()):
+                json.dumps({"expiration": "tomorrow", "conditions": []}).encode(),
+                json.dumps({"expiration": "2099-01-01T00:00:00Z", "conditions": [{}]}).encode()):
         policy = base64.b64encode(doc)
         sig = hmac.new(signing_key(USERS[0][1], fields["x-amz-date"][:8]), policy,
                        hashlib.sha256).hexdigest()

@@ -215,6 +215,15 @@ def test_sse_s3_round_trip_and_disk(es3, ssrv, ebucket):
     with pytest.raises(ClientError) as e:
         es3.put_object(Bucket=ebucket, Key="x", Body=b"x", ServerSideEncryption="aws:kms:dsse")
     assert_error(e, "NotImplemented", 501)
+    # A read names no server-side key: the write-side headers are refused (S3's answer).
+    for headers in ({"x-amz-server-side-encryption": "AES256"},
+                    {"x-amz-server-side-encryption": "aws:kms",
+                     "x-amz-server-side-encryption-aws-kms-key-id": "k1"}):
+        for method in ("GET", "HEAD"):
+            r = raw_request(ssrv.srv, method, f"/{ebucket}/k", headers=headers)
+            assert r.status == 400, (method, headers, r)
+            if method == "GET":
+                assert r.error_code() == "InvalidArgument", r
 
 
 def test_sse_kms_local_keyring(es3, ssrv, ebucket):

@@ -1,6 +1,6 @@
 """Object and bucket tagging as AWS S3 answers it: Put/Get/DeleteObjectTagging and
 Put/Get/DeleteBucketTagging; x-amz-tagging on PUT, CreateMultipartUpload and POST forms;
-CopyObject's x-amz-tagging-directive; x-amz-tagging-count on GET; S3's limits and errors;
+CopyObject's x-amz-tagging-directive; x-amz-tagging-count on GET and HEAD; S3's limits and errors;
 and tags read by bucket-policy conditions (s3:ExistingObjectTag, s3:RequestObjectTag).
 Runs on either backend (S3RDMA_TEST_BACKEND=rados)."""
 import json
@@ -41,6 +41,8 @@ def test_object_tagging_round_trip(s3, bucket):
     assert tags_of(s3, bucket, "k") == want
     got = s3.get_object(Bucket=bucket, Key="k")
     assert got["TagCount"] == 4 and got["Body"].read() == b"data"
+    head = s3.head_object(Bucket=bucket, Key="k")["ResponseMetadata"]["HTTPHeaders"]
+    assert head["x-amz-tagging-count"] == "4"  # HEAD too, as S3 answers
     # Replacing the set replaces every tag; the bytes and metadata stay.
     s3.put_object_tagging(Bucket=bucket, Key="k", Tagging=tagset({"only": "1"}))
     assert tags_of(s3, bucket, "k") == {"only": "1"}

@@ -9,8 +9,8 @@
 See help(s3rdma.Client) and python/README.md.
 """
 from ._s3rdma import HEADER_VERSION as LIBRARY_VERSION
-from .client import (Bucket, Client, DeleteResult, ListPage, ObjectEntry, ObjectInfo,
-                     RDMAClient)
+from .client import (Bucket, Client, DeleteInfo, DeleteResult, ListPage, ObjectEntry,
+                     ObjectInfo, RDMAClient, VersionEntry, VersionPage)
 from .errors import (AccessDenied, BucketAlreadyExists, BucketNotEmpty, BufferTooSmall,
                      ConnectionFailed, InvalidArgument, InvalidRange, NoSuchBucket, NoSuchKey,
                      PreconditionFailed, S3Error, Timeout, UnsafeLocalPath)
@@ -19,6 +19,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Client", "RDMAClient", "ObjectInfo", "ObjectEntry", "ListPage", "Bucket", "DeleteResult",
+    "DeleteInfo", "VersionEntry", "VersionPage",
     "S3Error", "NoSuchKey", "NoSuchBucket", "AccessDenied", "BucketAlreadyExists",
     "BucketNotEmpty", "InvalidRange", "BufferTooSmall", "ConnectionFailed", "Timeout",
     "InvalidArgument", "PreconditionFailed", "UnsafeLocalPath", "LIBRARY_VERSION",

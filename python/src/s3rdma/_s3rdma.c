@@ -232,33 +232,16 @@ static int opt_int(PyObject *kw, const char *name, int *out)
  * the library default. Unknown keys are a TypeError. */
 static int client_init(ClientObject *self, PyObject *args, PyObject *kw)
 {
-    static const char *const known[] = {"endpoint",
-                                        "rdma_endpoint",
-                                        "access_key",
-                                        "secret_key",
-                                        "region",
-                                        "transport",
-                                        "rdma_threshold",
-                                        "rdma_fallback",
-                                        "rdma_device",
-                                        "rdma_local_ip",
-                                        "rdma_log_level",
-                                        "rdma_timeout_ms",
-                                        "use_rdma",
-                                        "part_size",
-                                        "multipart_threshold",
-                                        "sign_payload_max",
-                                        "http_timeout_ms",
-                                        "connect_timeout_ms",
-                                        "max_cached_regions",
-                                        "quiet",
-                                        "rdma_socket",
-                                        "native_inline",
-                                        "ca_bundle",
-                                        "parts_in_flight",
-                                        "peer_discovery",
-                                        "put_checksum",
-                                        NULL};
+    static const char *const known[] = {
+        "endpoint",           "rdma_endpoint",   "access_key",
+        "secret_key",         "region",          "transport",
+        "rdma_threshold",     "rdma_fallback",   "rdma_device",
+        "rdma_local_ip",      "rdma_log_level",  "rdma_timeout_ms",
+        "use_rdma",           "part_size",       "multipart_threshold",
+        "sign_payload_max",   "http_timeout_ms", "connect_timeout_ms",
+        "max_cached_regions", "quiet",           "rdma_socket",
+        "native_inline",      "ca_bundle",       "parts_in_flight",
+        "peer_discovery",     "put_checksum",    NULL};
     if (PyTuple_GET_SIZE(args) != 0) {
         PyErr_SetString(PyExc_TypeError, "Client() takes keyword arguments only");
         return -1;
@@ -387,6 +370,23 @@ static PyObject *client_get_closed(ClientObject *self, void *Py_UNUSED(c))
 
 /* ---- Objects ------------------------------------------------------------ */
 
+/* st; when it is S3R_OK, *vi gets the version the call wrote or removed
+ * (s3r_client_last_version: the same thread, right after the call). */
+static s3r_status_t with_version(s3r_client_t *c, s3r_status_t st, s3r_version_info_t *vi)
+{
+    if (st == S3R_OK && s3r_client_last_version(c, vi) != S3R_OK)
+        memset(vi, 0, sizeof(*vi));
+    return st;
+}
+
+/* The version id as a str, or None when the server named none. */
+static PyObject *version_str(const s3r_version_info_t *vi)
+{
+    if (vi->version_id[0] == '\0')
+        Py_RETURN_NONE;
+    return PyUnicode_FromString(vi->version_id);
+}
+
 /* Asks for transparent huge pages over [p, p + n) (whole 2 MiB pages only),
  * before anything touches it: a fresh area the object's size is otherwise
  * faulted in 4 KiB at a time as the body arrives. */
@@ -416,15 +416,16 @@ static void huge_pages_if_fresh(char *p, uint64_t n)
 
 static PyObject *client_get_into(ClientObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwl[] = {"bucket", "key", "buffer", "start", "length", "transport", NULL};
-    const char *bucket, *key;
+    static char *kwl[] = {"bucket", "key",       "buffer",     "start",
+                          "length", "transport", "version_id", NULL};
+    const char *bucket, *key, *vid = NULL;
     Py_buffer buf;
     unsigned long long start = 0, length = 0;
     PyObject *tr = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ssw*|KKO", kwl, &bucket, &key, &buf, &start,
-                                     &length, &tr))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ssw*|KKOz", kwl, &bucket, &key, &buf, &start,
+                                     &length, &tr, &vid))
         return NULL;
-    s3r_get_opts_t o = {.range_start = start, .range_len = length};
+    s3r_get_opts_t o = {.range_start = start, .range_len = length, .version_id = vid};
     if (parse_transport(tr, &o.transport) < 0) {
         PyBuffer_Release(&buf);
         return NULL;
@@ -568,13 +569,14 @@ static PyObject *get_direct(ClientObject *self, s3r_client_t *c, const char *buc
 
 static PyObject *client_get(ClientObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwl[] = {"bucket", "key", "start", "length", "transport", NULL};
-    const char *bucket, *key;
+    static char *kwl[] = {"bucket", "key", "start", "length", "transport", "version_id", NULL};
+    const char *bucket, *key, *vid = NULL;
     unsigned long long start = 0, length = 0;
     PyObject *tr = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|KKO", kwl, &bucket, &key, &start, &length, &tr))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|KKOz", kwl, &bucket, &key, &start, &length, &tr,
+                                     &vid))
         return NULL;
-    s3r_get_opts_t o = {.range_start = start, .range_len = length};
+    s3r_get_opts_t o = {.range_start = start, .range_len = length, .version_id = vid};
     if (parse_transport(tr, &o.transport) < 0)
         return NULL;
     s3r_client_t *c = call_begin(self);
@@ -658,6 +660,7 @@ static PyObject *client_put(ClientObject *self, PyObject *args, PyObject *kw)
                                      &tr, &inm))
         return NULL;
     s3r_put_opts_t o;
+    s3r_version_info_t vi;
     PyObject *r = NULL;
     if (put_opts(ctype, meta, tr, &o, &keep) == 0) {
         o.if_none_match = inm;
@@ -666,7 +669,8 @@ static PyObject *client_put(ClientObject *self, PyObject *args, PyObject *kw)
         if (c != NULL) {
             Py_INCREF(self);
             Py_BEGIN_ALLOW_THREADS
-            st = s3r_object_put(c, bucket, key, buf.buf, (uint64_t)buf.len, &o);
+            st = with_version(c, s3r_object_put(c, bucket, key, buf.buf, (uint64_t)buf.len, &o),
+                              &vi);
             s3r_buf_unregister_range(c, buf.buf, (size_t)buf.len);
             Py_END_ALLOW_THREADS
             if (st != S3R_OK)
@@ -674,7 +678,7 @@ static PyObject *client_put(ClientObject *self, PyObject *args, PyObject *kw)
             call_end(self);
             Py_DECREF(self);
             if (st == S3R_OK)
-                r = Py_NewRef(Py_None);
+                r = version_str(&vi);
         }
     }
     Py_XDECREF(keep);
@@ -694,31 +698,35 @@ static PyObject *meta_dict(const s3r_meta_t *m, size_t n)
     return d;
 }
 
-/* head(bucket, key) -> (size, etag, content_type, mtime, metadata) */
+/* head(bucket, key, version_id=None)
+ *   -> (size, etag, content_type, mtime, metadata, version_id) */
 static PyObject *client_head(ClientObject *self, PyObject *args)
 {
-    const char *bucket, *key;
-    if (!PyArg_ParseTuple(args, "ss", &bucket, &key))
+    const char *bucket, *key, *vid = NULL;
+    if (!PyArg_ParseTuple(args, "ss|z", &bucket, &key, &vid))
         return NULL;
     s3r_object_info_t *info = NULL;
     s3r_status_t st;
-    CALL(self, st, s3r_object_head(c, bucket, key, &info));
+    CALL(self, st, s3r_object_head_version(c, bucket, key, vid, &info));
     PyObject *meta = meta_dict(info->meta, info->n_meta);
     PyObject *r = meta == NULL ? NULL
-                               : Py_BuildValue("KzzLN", (unsigned long long)info->size, info->etag,
-                                               info->content_type, (long long)info->mtime, meta);
+                               : Py_BuildValue("KzzLNz", (unsigned long long)info->size, info->etag,
+                                               info->content_type, (long long)info->mtime, meta,
+                                               info->version_id);
     s3r_object_info_free(info);
     return r;
 }
 
+/* delete(bucket, key, version_id=None) -> (version_id or None, delete_marker) */
 static PyObject *client_delete(ClientObject *self, PyObject *args)
 {
-    const char *bucket, *key;
-    if (!PyArg_ParseTuple(args, "ss", &bucket, &key))
+    const char *bucket, *key, *vid = NULL;
+    if (!PyArg_ParseTuple(args, "ss|z", &bucket, &key, &vid))
         return NULL;
     s3r_status_t st;
-    CALL(self, st, s3r_object_delete(c, bucket, key));
-    Py_RETURN_NONE;
+    s3r_version_info_t vi;
+    CALL(self, st, with_version(c, s3r_object_delete_version(c, bucket, key, vid), &vi));
+    return Py_BuildValue("(NO)", version_str(&vi), vi.delete_marker ? Py_True : Py_False);
 }
 
 /* delete_many(bucket, [key, ...]) -> [(key, code, message), ...]: the keys
@@ -777,14 +785,60 @@ static PyObject *client_delete_many(ClientObject *self, PyObject *args)
     return out;
 }
 
+/* copy(src_bucket, src_key, dst_bucket, dst_key, src_version_id=None)
+ *   -> the copy's version id or None */
 static PyObject *client_copy(ClientObject *self, PyObject *args)
 {
-    const char *sb, *sk, *db, *dk;
-    if (!PyArg_ParseTuple(args, "ssss", &sb, &sk, &db, &dk))
+    const char *sb, *sk, *db, *dk, *svid = NULL;
+    if (!PyArg_ParseTuple(args, "ssss|z", &sb, &sk, &db, &dk, &svid))
         return NULL;
     s3r_status_t st;
-    CALL(self, st, s3r_object_copy(c, sb, sk, db, dk));
-    Py_RETURN_NONE;
+    s3r_version_info_t vi;
+    CALL(self, st, with_version(c, s3r_object_copy_version(c, sb, sk, svid, db, dk), &vi));
+    return version_str(&vi);
+}
+
+/* list_versions(bucket, prefix, delimiter, key_marker, version_id_marker, max_keys)
+ *   -> ([(key, version_id, is_latest, delete_marker, size, etag, mtime)...], [prefix...],
+ *       next_key_marker or None, next_version_id_marker or None) */
+static PyObject *client_list_versions(ClientObject *self, PyObject *args)
+{
+    const char *bucket;
+    s3r_version_list_opts_t o = {0};
+    if (!PyArg_ParseTuple(args, "szzzzI", &bucket, &o.prefix, &o.delimiter, &o.key_marker,
+                          &o.version_id_marker, &o.max_keys))
+        return NULL;
+    s3r_version_list_t *l = NULL;
+    s3r_status_t st;
+    CALL(self, st, s3r_object_list_versions(c, bucket, &o, &l));
+    PyObject *vers = PyList_New((Py_ssize_t)l->n_versions);
+    PyObject *pfx = PyList_New((Py_ssize_t)l->n_prefixes);
+    PyObject *r = NULL;
+    if (vers == NULL || pfx == NULL)
+        goto out;
+    for (size_t i = 0; i < l->n_versions; i++) {
+        const s3r_version_entry_t *e = &l->versions[i];
+        PyObject *t =
+            Py_BuildValue("ssOOKzL", e->key, e->version_id, e->is_latest ? Py_True : Py_False,
+                          e->delete_marker ? Py_True : Py_False, (unsigned long long)e->size,
+                          e->etag, (long long)e->mtime);
+        if (t == NULL)
+            goto out;
+        PyList_SET_ITEM(vers, (Py_ssize_t)i, t);
+    }
+    for (size_t i = 0; i < l->n_prefixes; i++) {
+        PyObject *s = PyUnicode_FromString(l->prefixes[i]);
+        if (s == NULL)
+            goto out;
+        PyList_SET_ITEM(pfx, (Py_ssize_t)i, s);
+    }
+    r = Py_BuildValue("OOzz", vers, pfx, l->truncated ? l->next_key_marker : NULL,
+                      l->truncated ? l->next_version_id_marker : NULL);
+out:
+    Py_XDECREF(vers);
+    Py_XDECREF(pfx);
+    s3r_version_list_free(l);
+    return r;
 }
 
 /* list(bucket, prefix, delimiter, token, start_after, max_keys)
@@ -823,6 +877,48 @@ out:
     Py_XDECREF(objs);
     Py_XDECREF(pfx);
     s3r_object_list_free(l);
+    return r;
+}
+
+/* subresource(verb, kind, bucket, key, version_id, document) for verb "get" (-> bytes),
+ * "put" (document: a bytes-like) or "delete" (-> None); kind is an s3r_subresource_t. */
+static PyObject *client_subresource(ClientObject *self, PyObject *args)
+{
+    const char *verb;
+    int kind;
+    s3r_subresource_target_t t = {0};
+    Py_buffer doc = {0};
+    if (!PyArg_ParseTuple(args, "sisz|zy*", &verb, &kind, &t.bucket, &t.key, &t.version_id, &doc))
+        return NULL;
+    int v = strcmp(verb, "get") == 0      ? 0
+            : strcmp(verb, "put") == 0    ? 1
+            : strcmp(verb, "delete") == 0 ? 2
+                                          : -1;
+    PyObject *r = NULL;
+    s3r_client_t *c = v < 0 ? NULL : call_begin(self);
+    if (v < 0)
+        PyErr_Format(PyExc_ValueError, "s3rdma: subresource verb %s", verb);
+    if (c != NULL) {
+        char *out = NULL;
+        size_t n = 0;
+        s3r_status_t st;
+        Py_INCREF(self);
+        Py_BEGIN_ALLOW_THREADS
+        st = v == 0 ? s3r_subresource_get(c, (s3r_subresource_t)kind, &t, &out, &n)
+             : v == 1
+                 ? s3r_subresource_put(c, (s3r_subresource_t)kind, &t, doc.buf, (size_t)doc.len)
+                 : s3r_subresource_delete(c, (s3r_subresource_t)kind, &t);
+        Py_END_ALLOW_THREADS
+        if (st != S3R_OK)
+            raise_status(c, st);
+        call_end(self);
+        Py_DECREF(self);
+        if (st == S3R_OK)
+            r = v == 0 ? PyBytes_FromStringAndSize(out, (Py_ssize_t)n) : Py_NewRef(Py_None);
+        s3r_free(out);
+    }
+    if (doc.obj != NULL)
+        PyBuffer_Release(&doc);
     return r;
 }
 
@@ -1177,6 +1273,7 @@ static PyObject *mp_run(MultipartObject *self, mp_verb_t verb, const Py_buffer *
         self->up = NULL; /* complete and abort free it, whatever their result */
     pthread_mutex_unlock(&self->mu);
     s3r_status_t st = S3R_OK;
+    s3r_version_info_t vi = {{0}};
     Py_BEGIN_ALLOW_THREADS
     if (verb == MP_PART && up != NULL) {
         st = part_number ? s3r_multipart_part_at(up, part_number, data->buf, (uint64_t)data->len)
@@ -1192,7 +1289,7 @@ static PyObject *mp_run(MultipartObject *self, mp_verb_t verb, const Py_buffer *
             pthread_cond_wait(&self->idle, &self->mu);
         pthread_mutex_unlock(&self->mu);
         if (up != NULL && verb == MP_COMPLETE)
-            st = s3r_multipart_complete(up);
+            st = with_version(c, s3r_multipart_complete(up), &vi);
         else if (up != NULL)
             s3r_multipart_abort(up);
     }
@@ -1205,6 +1302,8 @@ static PyObject *mp_run(MultipartObject *self, mp_verb_t verb, const Py_buffer *
     Py_DECREF(self);
     if ((up == NULL && verb != MP_ABORT) || st != S3R_OK)
         return NULL;
+    if (verb == MP_COMPLETE)
+        return version_str(&vi);
     Py_RETURN_NONE;
 }
 
@@ -1255,7 +1354,8 @@ static PyMethodDef mp_methods[] = {
     {"part", (PyCFunction)mp_part, METH_VARARGS,
      "part(data, part_number=0): upload part part_number (0: the next); parts may be in "
      "flight on several threads at once."},
-    {"complete", (PyCFunction)mp_complete, METH_NOARGS, "Complete the upload."},
+    {"complete", (PyCFunction)mp_complete, METH_NOARGS,
+     "Complete the upload; -> the version id written, or None."},
     {"abort", (PyCFunction)mp_abort, METH_NOARGS, "Abort the upload (no-op when finished)."},
     {NULL, NULL, 0, NULL},
 };
@@ -1321,19 +1421,26 @@ static PyObject *client_multipart(ClientObject *self, PyObject *args)
 static PyMethodDef client_methods[] = {
     {"close", (PyCFunction)client_close, METH_NOARGS, "Close the client (idempotent)."},
     {"get_into", (PyCFunction)(void (*)(void))client_get_into, METH_VARARGS | METH_KEYWORDS,
-     "get_into(bucket, key, buffer, start=0, length=0, transport=None) -> bytes read"},
+     "get_into(bucket, key, buffer, start=0, length=0, transport=None, version_id=None) "
+     "-> bytes read"},
     {"get", (PyCFunction)(void (*)(void))client_get, METH_VARARGS | METH_KEYWORDS,
-     "get(bucket, key, start=0, length=0, transport=None) -> bytes"},
+     "get(bucket, key, start=0, length=0, transport=None, version_id=None) -> bytes"},
     {"put", (PyCFunction)(void (*)(void))client_put, METH_VARARGS | METH_KEYWORDS,
      "put(bucket, key, data, content_type=None, metadata=None, transport=None, "
-     "if_none_match=False)"},
+     "if_none_match=False) -> version id or None"},
     {"head", (PyCFunction)client_head, METH_VARARGS,
-     "head(bucket, key) -> (size, etag, content_type, mtime, metadata)"},
-    {"delete", (PyCFunction)client_delete, METH_VARARGS, "delete(bucket, key)"},
+     "head(bucket, key, version_id=None) -> (size, etag, content_type, mtime, metadata, "
+     "version_id)"},
+    {"delete", (PyCFunction)client_delete, METH_VARARGS,
+     "delete(bucket, key, version_id=None) -> (version_id, delete_marker)"},
     {"delete_many", (PyCFunction)client_delete_many, METH_VARARGS,
      "delete_many(bucket, keys) -> [(key, code, message)] of the keys not deleted"},
     {"copy", (PyCFunction)client_copy, METH_VARARGS,
-     "copy(src_bucket, src_key, dst_bucket, dst_key)"},
+     "copy(src_bucket, src_key, dst_bucket, dst_key, src_version_id=None) -> version id"},
+    {"subresource", (PyCFunction)client_subresource, METH_VARARGS,
+     "subresource(verb, kind, bucket, key, version_id, document=b'')"},
+    {"list_versions", (PyCFunction)client_list_versions, METH_VARARGS,
+     "list_versions(bucket, prefix, delimiter, key_marker, version_id_marker, max_keys)"},
     {"list", (PyCFunction)client_list, METH_VARARGS,
      "list(bucket, prefix, delimiter, token, start_after, max_keys) -> (objects, prefixes, "
      "next_token)"},

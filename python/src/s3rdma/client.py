@@ -36,6 +36,7 @@ class ObjectInfo:
     content_type: Optional[str]
     last_modified: int  # unix seconds
     metadata: Dict[str, str] = field(default_factory=dict)
+    version_id: Optional[str] = None  # x-amz-version-id; None for an unversioned bucket
 
 
 @dataclass
@@ -55,6 +56,35 @@ class ListPage:
 
 
 @dataclass
+class VersionEntry:
+    """One version or delete marker of a list_object_versions page."""
+    key: str
+    version_id: str  # "null" for the version written without versioning
+    is_latest: bool
+    delete_marker: bool  # a delete marker has size 0 and etag None
+    size: int
+    etag: Optional[str]
+    last_modified: int
+
+
+@dataclass
+class VersionPage:
+    """One ListObjectVersions page: versions and delete markers in the listing's order
+    (by key, newest first), and the common prefixes when a delimiter is set."""
+    versions: List[VersionEntry]
+    prefixes: List[str]
+
+
+@dataclass
+class DeleteInfo:
+    """delete_object's outcome: the version removed (a version_id given) or the delete
+    marker written (none given, in a versioned bucket); version_id None when the bucket
+    never had versioning."""
+    version_id: Optional[str]
+    delete_marker: bool
+
+
+@dataclass
 class Bucket:
     name: str
     created: int  # unix seconds, 0 if unknown
@@ -65,6 +95,21 @@ class DeleteResult:
     """delete_objects' outcome: the keys deleted and, per key that failed, its error."""
     deleted: List[str]
     errors: Dict[str, S3Error]
+
+
+# s3r_subresource_t (include/s3rdma.h): (subresource, of an object) -> kind
+_SUBRESOURCES = {("tagging", True): 1, ("retention", True): 2, ("legal-hold", True): 3,
+                 ("acl", True): 4, ("versioning", False): 5, ("lifecycle", False): 6,
+                 ("object-lock", False): 7, ("tagging", False): 8, ("policy", False): 9,
+                 ("cors", False): 10, ("encryption", False): 11, ("acl", False): 12}
+
+
+def _sub(name: str, of_object: bool) -> int:
+    try:
+        return _SUBRESOURCES[(name, of_object)]
+    except KeyError:
+        raise ValueError(f"s3rdma: {name!r} is no {'object' if of_object else 'bucket'} "
+                         "configuration subresource") from None
 
 
 def _size(v: Union[None, int, str]) -> Optional[int]:
@@ -204,8 +249,9 @@ class Client:
     def put_object(self, bucket: str, key: str, body: Any,
                    metadata: Optional[Mapping[str, str]] = None,
                    content_type: Optional[str] = None, transport: Optional[str] = None,
-                   if_none_match: bool = False) -> None:
-        """Stores body as bucket/key.
+                   if_none_match: bool = False) -> Optional[str]:
+        """Stores body as bucket/key; returns the version id the write made (None when
+        the bucket never had versioning, "null" while it is suspended).
 
         body is bytes, any buffer-protocol object (bytearray, memoryview, mmap, NumPy
         array: sent from its own memory, no copy) or a binary file object (a regular
@@ -216,16 +262,15 @@ class Client:
         atomic with the commit, so of two racing writers at most one succeeds.
         """
         if hasattr(body, "read"):
-            self._put_stream(bucket, key, body, metadata, content_type, transport,
-                             if_none_match=if_none_match)
-            return
+            return self._put_stream(bucket, key, body, metadata, content_type, transport,
+                                    if_none_match=if_none_match)
         if isinstance(body, str):
             raise TypeError("s3rdma: body must be bytes-like or a binary file, not str")
-        self._native.put(bucket, key, _buffer(body), content_type, metadata, transport,
-                         if_none_match)
+        return self._native.put(bucket, key, _buffer(body), content_type, metadata, transport,
+                                if_none_match)
 
     def _put_stream(self, bucket, key, f, metadata, content_type, transport,
-                    callback: Progress = None, if_none_match: bool = False) -> None:
+                    callback: Progress = None, if_none_match: bool = False) -> Optional[str]:
         """A file object: a regular file from its position to its end is mapped and
         sent from the page cache; other streams are read in part_size pieces."""
         try:
@@ -235,19 +280,19 @@ class Client:
             fd = None
         if fd is not None and size >= 0 and size <= self.multipart_threshold:
             with _mapped(fd, pos, size) as view:
-                self._native.put(bucket, key, view, content_type, metadata, transport,
-                                 if_none_match)
+                vid = self._native.put(bucket, key, view, content_type, metadata, transport,
+                                       if_none_match)
             f.seek(pos + size)
             if callback:
                 callback(size)
-            return
+            return vid
         first = _read_full(f, self.multipart_threshold + 1)
         if len(first) <= self.multipart_threshold:
-            self._native.put(bucket, key, first, content_type, metadata, transport,
-                             if_none_match)
+            vid = self._native.put(bucket, key, first, content_type, metadata, transport,
+                                   if_none_match)
             if callback:
                 callback(len(first))
-            return
+            return vid
         up = self._native.multipart(bucket, key, content_type, metadata, transport,
                                     if_none_match)
         try:
@@ -266,34 +311,41 @@ class Client:
                 up.part(pending)
                 if callback:
                     callback(len(pending))
-            up.complete()
+            return up.complete()
         finally:
             up.abort()  # no-op once completed
 
     def get_object(self, bucket: str, key: str, range: Range = None,
-                   transport: Optional[str] = None) -> bytes:
+                   transport: Optional[str] = None, version_id: Optional[str] = None) -> bytes:
         """The object (or range) as bytes. range: ``(start, stop)`` with stop exclusive
-        (None: to the end), or ``"bytes=START-END"`` (END inclusive)."""
+        (None: to the end), or ``"bytes=START-END"`` (END inclusive). version_id: that
+        version instead of the current one (a delete marker's raises MethodNotAllowed)."""
         start, length = _range(range)
-        return self._native.get(bucket, key, start, length, transport)
+        return self._native.get(bucket, key, start, length, transport, version_id)
 
     def get_object_into(self, bucket: str, key: str, buffer: Buffer, range: Range = None,
-                        transport: Optional[str] = None) -> int:
+                        transport: Optional[str] = None,
+                        version_id: Optional[str] = None) -> int:
         """Reads the object (or range) into buffer (any writable contiguous buffer:
         bytearray, memoryview, mmap, NumPy array, CPU torch tensor) with
         no intermediate copy; over RDMA the server writes it there. Returns the byte count.
         An object larger than the buffer raises BufferTooSmall (``needed_bytes`` says how
         much it needs)."""
         start, length = _range(range)
-        return self._native.get_into(bucket, key, _buffer(buffer), start, length, transport)
+        return self._native.get_into(bucket, key, _buffer(buffer), start, length, transport,
+                                     version_id)
 
-    def head_object(self, bucket: str, key: str) -> ObjectInfo:
-        """Size, ETag, content type, last modified and user metadata."""
-        size, etag, ctype, mtime, meta = self._native.head(bucket, key)
-        return ObjectInfo(size, etag, ctype, mtime, meta)
+    def head_object(self, bucket: str, key: str,
+                    version_id: Optional[str] = None) -> ObjectInfo:
+        """Size, ETag, content type, last modified, user metadata and version id (of
+        version_id, or of the current version)."""
+        return ObjectInfo(*self._native.head(bucket, key, version_id))
 
-    def delete_object(self, bucket: str, key: str) -> None:
-        self._native.delete(bucket, key)
+    def delete_object(self, bucket: str, key: str,
+                      version_id: Optional[str] = None) -> DeleteInfo:
+        """Deletes the object: in a versioned bucket this writes a delete marker; with
+        version_id, that version (or delete marker) is removed for good."""
+        return DeleteInfo(*self._native.delete(bucket, key, version_id))
 
     def delete_objects(self, bucket: str, keys: Iterable[str]) -> DeleteResult:
         """Deletes every key with DeleteObjects (up to 1000 keys per request). The
@@ -304,9 +356,11 @@ class Client:
                   for k, code, message in self._native.delete_many(bucket, keys)}
         return DeleteResult([k for k in keys if k not in failed], failed)
 
-    def copy_object(self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str) -> None:
-        """Server-side copy; metadata is copied."""
-        self._native.copy(src_bucket, src_key, dst_bucket, dst_key)
+    def copy_object(self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str,
+                    src_version_id: Optional[str] = None) -> Optional[str]:
+        """Server-side copy (of src_version_id, or of the current version); metadata is
+        copied. Returns the version id of the copy (None: an unversioned bucket)."""
+        return self._native.copy(src_bucket, src_key, dst_bucket, dst_key, src_version_id)
 
     def list_objects(self, bucket: str, prefix: str = "", delimiter: Optional[str] = None,
                      start_after: Optional[str] = None,
@@ -320,6 +374,52 @@ class Client:
             yield ListPage([ObjectEntry(*o) for o in objs], prefixes)
             if token is None:
                 return
+
+    def list_object_versions(self, bucket: str, prefix: str = "",
+                             delimiter: Optional[str] = None, key_marker: Optional[str] = None,
+                             version_id_marker: Optional[str] = None,
+                             page_size: int = 1000) -> Iterator[VersionPage]:
+        """ListObjectVersions as an iterator over pages: every version and delete
+        marker (each request fetched when the previous page is consumed). key_marker
+        and version_id_marker start after that key (and version of it)."""
+        while True:
+            vers, prefixes, key_marker, version_id_marker = self._native.list_versions(
+                bucket, prefix or None, delimiter, key_marker, version_id_marker, page_size)
+            yield VersionPage([VersionEntry(*v) for v in vers], prefixes)
+            if key_marker is None:
+                return
+
+    # ---- configuration subresources ------------------------------------------
+
+    def get_object_config(self, bucket: str, key: str, subresource: str,
+                          version_id: Optional[str] = None) -> bytes:
+        """An object's (version's) configuration document, as S3's API returns it:
+        subresource "tagging", "retention", "legal-hold" or "acl"."""
+        return self._native.subresource("get", _sub(subresource, True), bucket, key, version_id)
+
+    def put_object_config(self, bucket: str, key: str, subresource: str, document: Buffer,
+                          version_id: Optional[str] = None) -> None:
+        """Writes an object's configuration document (S3's XML, sent as it is)."""
+        self._native.subresource("put", _sub(subresource, True), bucket, key, version_id,
+                                 _buffer(document))
+
+    def delete_object_config(self, bucket: str, key: str, subresource: str,
+                             version_id: Optional[str] = None) -> None:
+        """Removes an object's tags (S3 has no other object DELETE of this kind)."""
+        self._native.subresource("delete", _sub(subresource, True), bucket, key, version_id)
+
+    def get_bucket_config(self, bucket: str, subresource: str) -> bytes:
+        """A bucket's configuration document: subresource "versioning", "lifecycle",
+        "object-lock", "tagging", "policy" (JSON), "cors", "encryption" or "acl"."""
+        return self._native.subresource("get", _sub(subresource, False), bucket, None)
+
+    def put_bucket_config(self, bucket: str, subresource: str, document: Buffer) -> None:
+        self._native.subresource("put", _sub(subresource, False), bucket, None, None,
+                                 _buffer(document))
+
+    def delete_bucket_config(self, bucket: str, subresource: str) -> None:
+        """Removes a lifecycle, tagging, policy, CORS or encryption configuration."""
+        self._native.subresource("delete", _sub(subresource, False), bucket, None)
 
     # ---- buckets ---------------------------------------------------------------
 

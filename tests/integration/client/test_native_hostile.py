@@ -28,7 +28,22 @@ OPCODES = ["PutObject", "GetObject", "HeadObject", "DeleteObject", "DeleteObject
            "CopyObject", "CreateBucket", "DeleteBucket", "HeadBucket", "ListBuckets",
            "CreateMultipartUpload", "UploadPart", "CompleteMultipartUpload",
            "AbortMultipartUpload", "ListParts", "ListMultipartUploads", "UploadPartCopy",
-           "GetBucketLocation"]
+           "GetBucketLocation", "ListObjectVersions"]
+# The configuration opcodes (21-50) and the subresource each needs.
+CONFIG_OPCODES = {
+    "GetObjectTagging": "tagging", "PutObjectTagging": "tagging",
+    "DeleteObjectTagging": "tagging", "GetObjectRetention": "retention",
+    "PutObjectRetention": "retention", "GetObjectLegalHold": "legal-hold",
+    "PutObjectLegalHold": "legal-hold", "GetObjectAcl": "acl", "PutObjectAcl": "acl",
+    "GetBucketVersioning": "versioning", "PutBucketVersioning": "versioning",
+    "GetBucketLifecycleConfiguration": "lifecycle", "PutBucketLifecycleConfiguration": "lifecycle",
+    "DeleteBucketLifecycle": "lifecycle", "GetObjectLockConfiguration": "object-lock",
+    "PutObjectLockConfiguration": "object-lock", "GetBucketTagging": "tagging",
+    "PutBucketTagging": "tagging", "DeleteBucketTagging": "tagging", "GetBucketPolicy": "policy",
+    "PutBucketPolicy": "policy", "DeleteBucketPolicy": "policy", "GetBucketCors": "cors",
+    "PutBucketCors": "cors", "DeleteBucketCors": "cors", "GetBucketEncryption": "encryption",
+    "PutBucketEncryption": "encryption", "DeleteBucketEncryption": "encryption",
+    "GetBucketAcl": "acl", "PutBucketAcl": "acl"}
 
 
 # One server per UCX setting and test: a server the test kills fails that test
@@ -53,7 +68,7 @@ def test_every_opcode_with_fields_missing_or_unexpected(srv):
                                + p.stderr + "\nserver log:\n" + srv.srv.log_tail(40))
     assert not fails
     # Every opcode was tried, each under the three reply_inline_max values.
-    for name in OPCODES:
+    for name in OPCODES + list(CONFIG_OPCODES):
         for rim in (0, 1, 16384):
             assert any(f" {name} " in ln and f"rim={rim}:" in ln for ln in lines), (name, rim)
     assert lines[-1].endswith(" failed") and " 0 failed" in lines[-1], lines[-1]
@@ -71,6 +86,27 @@ def test_every_opcode_with_fields_missing_or_unexpected(srv):
         case = f" {name} extra-copy-source rim=16384: "
         got = [ln for ln in lines if case in ln]
         assert got and got[0].endswith(": 400 InvalidArgument"), (case, got)
+    # A configuration opcode is held to its row before its handler runs: without its
+    # subresource, with it twice, with a key where it takes none (or none where it needs
+    # one), a body where it takes none, it is refused with S3's error.
+    for name, sub in CONFIG_OPCODES.items():
+        for case, want in ((f"no-param:{sub}", "400 InvalidArgument"),
+                           (f"dup-param:{sub}", "400 InvalidArgument"),
+                           ("extra-params", "400 InvalidArgument"),
+                           ("extra-copy-source", "400 InvalidArgument"),
+                           ("extra-upload-id", "400 InvalidArgument"),
+                           ("no-bucket", "400 InvalidRequest"),
+                           ("no-key" if name.startswith(("GetObject", "PutObject",
+                                                         "DeleteObject"))
+                            and "Lock" not in name else "extra-key", "400 InvalidRequest")):
+            got = [ln for ln in lines if f" {name} {case} rim=16384: " in ln]
+            assert got and got[0].endswith(": " + want), (name, case, got)
+        if name.startswith(("Get", "Delete")):
+            got = [ln for ln in lines if f" {name} extra-body rim=16384: " in ln]
+            assert got and got[0].endswith(": 400 InvalidRequest"), (name, got)
+        elif name not in ("PutObjectAcl", "PutBucketAcl"):
+            got = [ln for ln in lines if f" {name} no-body rim=16384: " in ln]
+            assert got and got[0].endswith(": 400 MalformedXML"), (name, got)
     # The server lives and HTTP still works.
     assert srv.srv.alive(), srv.srv.log_tail()
     s3 = boto_client(srv)

@@ -236,13 +236,69 @@ static void test_billion_laughs(void **state)
     assert_string_equal(e.code, "");
 }
 
+/* Versions and delete markers keep the listing's order in one array;
+ * names and NextKeyMarker are decoded under encoding-type=url; a second
+ * page appends and replaces the paging fields; an entry without a
+ * VersionId is refused. */
+static void test_version_list(void **state)
+{
+    (void)state;
+    s3r_version_list_t *l = NULL;
+    assert_int_equal(
+        s3c_xml_parse_version_list(
+            XML("<ListVersionsResult><EncodingType>url</EncodingType>"
+                "<IsTruncated>true</IsTruncated><NextKeyMarker>b%0Ac</NextKeyMarker>"
+                "<NextVersionIdMarker>v3</NextVersionIdMarker>"
+                "<DeleteMarker><Key>a%20b</Key><VersionId>v9</VersionId>"
+                "<IsLatest>true</IsLatest><LastModified>2026-11-26T10:00:00.000Z</LastModified>"
+                "</DeleteMarker>"
+                "<Version><Key>a%20b</Key><VersionId>v8</VersionId><IsLatest>false</IsLatest>"
+                "<ETag>&quot;e&quot;</ETag><Size>12</Size></Version>"
+                "<CommonPrefixes><Prefix>d%2F</Prefix></CommonPrefixes>"
+                "</ListVersionsResult>"),
+            &l),
+        0);
+    assert_int_equal(l->n_versions, 2);
+    assert_string_equal(l->versions[0].key, "a b");
+    assert_string_equal(l->versions[0].version_id, "v9");
+    assert_true(l->versions[0].delete_marker && l->versions[0].is_latest);
+    assert_int_equal(l->versions[0].mtime, 1795687200);
+    assert_null(l->versions[0].etag);
+    assert_false(l->versions[1].delete_marker || l->versions[1].is_latest);
+    assert_int_equal(l->versions[1].size, 12);
+    assert_string_equal(l->versions[1].etag, "\"e\"");
+    assert_string_equal(l->prefixes[0], "d/");
+    assert_true(l->truncated);
+    assert_string_equal(l->next_key_marker, "b\nc");
+    assert_string_equal(l->next_version_id_marker, "v3");
+    assert_int_equal(
+        s3c_xml_parse_version_list(XML("<ListVersionsResult><IsTruncated>false</IsTruncated>"
+                                       "<Version><Key>z</Key><VersionId>null</VersionId></Version>"
+                                       "</ListVersionsResult>"),
+                                   &l),
+        0);
+    assert_int_equal(l->n_versions, 3);
+    assert_string_equal(l->versions[2].version_id, "null");
+    assert_false(l->truncated);
+    assert_null(l->next_key_marker);
+    assert_null(l->next_version_id_marker);
+    s3r_version_list_free(l);
+    l = NULL;
+    assert_int_equal(s3c_xml_parse_version_list(XML("<ListVersionsResult><Version><Key>z</Key>"
+                                                    "</Version></ListVersionsResult>"),
+                                                &l),
+                     -1);
+    assert_null(l);
+    assert_int_equal(s3c_xml_parse_version_list(XML("<ListBucketResult/>"), &l), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_error),          cmocka_unit_test(test_bucket_list),
         cmocka_unit_test(test_object_list),    cmocka_unit_test(test_object_list_url_encoded),
         cmocka_unit_test(test_upload_id),      cmocka_unit_test(test_delete_result),
-        cmocka_unit_test(test_billion_laughs),
+        cmocka_unit_test(test_billion_laughs), cmocka_unit_test(test_version_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

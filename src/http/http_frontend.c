@@ -1,8 +1,9 @@
-/* The HTTP frontend (libmicrohttpd): the access handler state machine,
- * routing, and the s3_frontend_t that reads requests from and sends replies
- * to libmicrohttpd. The daemons and their connections are http_listen.c's,
- * the server's own pages own_pages.c's; replies are built in reply.c, the
- * request's life is request.c's, operation logic lives in ops_*.c. */
+/* The HTTP frontend (libmicrohttpd): the access handler state machine and
+ * the s3_frontend_t that reads requests from and sends replies to
+ * libmicrohttpd. Routing is http_router.c's, form bodies http_form.c's, the
+ * daemons and their connections http_listen.c's, the server's own pages
+ * http_own.c's; in src/s3, replies are built in reply.c, the request's life
+ * is request.c's, operation logic lives in ops_*.c. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -12,88 +13,18 @@
 
 #include "common/addr.h"
 #include "common/log.h"
-#include "s3/connguard.h"
-#include "s3/http_frontend.h"
-#include "s3/own_pages.h"
+#include "http/http_guard.h"
+#include "http/http_internal.h"
+#include "http/http_own.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
 #include "rdma/rdma_wire.h"
-
-/* Query parameters S3 clients send that are not sub-resources; a request
- * with any parameter outside this list and outside the sub-resources we
- * implement names an operation we do not have, and gets 501. */
-static const char *const plain_params[] = {
-    "prefix",
-    "delimiter",
-    "marker",
-    "max-keys",
-    "max-buckets",
-    "bucket-region",
-    "encoding-type",
-    "list-type",
-    "continuation-token",
-    "start-after",
-    "fetch-owner",
-    "key-marker",
-    "upload-id-marker",
-    "max-uploads",
-    "max-parts",
-    "part-number-marker",
-    "partNumber",
-    "uploadId",
-    "x-id",
-    "versionId",
-    S3_RESPONSE_OVERRIDES(S3_RESPONSE_OVERRIDE_NAME) "X-Amz-Algorithm",
-    "X-Amz-Credential",
-    "X-Amz-Date",
-    "X-Amz-Expires",
-    "X-Amz-SignedHeaders",
-    "X-Amz-Signature",
-    "X-Amz-Security-Token",
-    "X-Amz-Content-Sha256",
-    "x-amz-checksum-mode",
-    "uploads",
-    "delete",
-    "location",
-    "versions",
-    "version-id-marker",
-    "versioning",
-    "acl",
-    "policy",
-    "policyStatus",
-    "publicAccessBlock",
-    "ownershipControls",
-    "cors",
-    "tagging",
-    "attributes",
-    "lifecycle",
-    "object-lock",
-    "retention",
-    "legal-hold",
-    "encryption",
-    "optionalObjectAttributes",
-    "AWSAccessKeyId",
-    "Signature",
-    "Expires", /* SigV2 presigned (auth_v2.c) */
-};
-
-typedef struct query_cache {
-    const char *name; /* the caller's: query names are string literals */
-    char *value;
-} query_cache_t;
-
-typedef struct req_private {
-    s3_req_t req;
-    query_cache_t queries[32];
-    int n_queries;
-    http_conn_t *hc; /* NULL when the connection could not be tracked */
-} req_private_t;
 
 /* ---- lookups ---------------------------------------------------------------- */
 
 static const char *http_header(s3_req_t *req, const char *name)
 {
-    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+    return MHD_lookup_connection_value(http_mhd_conn(req), MHD_HEADER_KIND, name);
 }
 
 typedef struct header_walk {
@@ -112,28 +43,48 @@ static enum MHD_Result walk_header(void *cls, enum MHD_ValueKind kind, const cha
 static void http_each_header(s3_req_t *req, s3_header_fn fn, void *ctx)
 {
     header_walk_t hw = {.fn = fn, .ctx = ctx};
-    MHD_get_connection_values(req->conn, MHD_HEADER_KIND, walk_header, &hw);
+    MHD_get_connection_values(http_mhd_conn(req), MHD_HEADER_KIND, walk_header, &hw);
+}
+
+typedef struct query_walk {
+    s3_query_fn fn;
+    void *ctx;
+} query_walk_t;
+
+static enum MHD_Result walk_query(void *cls, enum MHD_ValueKind kind, const char *key,
+                                  const char *value)
+{
+    (void)kind;
+    query_walk_t *qw = cls;
+    return qw->fn(qw->ctx, key, value) ? MHD_NO : MHD_YES;
+}
+
+/* The listeners keep the query escaped (http_listen.c): values are raw. */
+static void http_each_raw_query(s3_req_t *req, s3_query_fn fn, void *ctx)
+{
+    query_walk_t qw = {.fn = fn, .ctx = ctx};
+    MHD_get_connection_values(http_mhd_conn(req), MHD_GET_ARGUMENT_KIND, walk_query, &qw);
 }
 
 static bool http_has_query(s3_req_t *req, const char *name)
 {
     const char *v;
     size_t vlen;
-    return MHD_lookup_connection_value_n(req->conn, MHD_GET_ARGUMENT_KIND, name, strlen(name), &v,
-                                         &vlen) == MHD_YES;
+    return MHD_lookup_connection_value_n(http_mhd_conn(req), MHD_GET_ARGUMENT_KIND, name,
+                                         strlen(name), &v, &vlen) == MHD_YES;
 }
 
 static const char *http_query(s3_req_t *req, const char *name)
 {
-    req_private_t *rp = (req_private_t *)req;
+    http_req_t *rp = (http_req_t *)req;
     for (int i = 0; i < rp->n_queries; i++) {
         if (strcmp(rp->queries[i].name, name) == 0)
             return rp->queries[i].value;
     }
     const char *raw;
     size_t raw_len;
-    if (MHD_lookup_connection_value_n(req->conn, MHD_GET_ARGUMENT_KIND, name, strlen(name), &raw,
-                                      &raw_len) != MHD_YES)
+    if (MHD_lookup_connection_value_n(http_mhd_conn(req), MHD_GET_ARGUMENT_KIND, name, strlen(name),
+                                      &raw, &raw_len) != MHD_YES)
         return NULL;
     if (rp->n_queries == (int)(sizeof(rp->queries) / sizeof(rp->queries[0])))
         return NULL;
@@ -174,7 +125,7 @@ static void object_stream_free(void *cls)
     free(os);
 }
 
-#define S3_TLS_INLINE_BODY (64 * 1024) /* object bytes read into one buffer over TLS */
+#define HTTP_TLS_INLINE_BODY (64 * 1024) /* object bytes read into one buffer over TLS */
 
 /* A response for bytes [first, first+len) of reader (len > 0), which it
  * takes over. For HEAD the reader-backed response only gives libmicrohttpd
@@ -188,7 +139,7 @@ static struct MHD_Response *object_response(s3_req_t *req, stor_reader_t *reader
     /* Over TLS there is no sendfile(): libmicrohttpd would copy a descriptor's
      * bytes through the connection's small memory pool a few KiB at a time,
      * while a callback response has a buffer of its own (256 KiB). */
-    bool tls = ((req_private_t *)req)->hc && ((req_private_t *)req)->hc->cert;
+    bool tls = ((http_req_t *)req)->hc && ((http_req_t *)req)->hc->cert;
     if (!s3_req_is_head(req) && !tls &&
         stor_reader_span_fd(reader, first, len, &fd, &file_off) == 1) {
         /* One file: let MHD sendfile() it from a descriptor of its own. */
@@ -196,7 +147,7 @@ static struct MHD_Response *object_response(s3_req_t *req, stor_reader_t *reader
         stor_reader_close(reader);
         if (dupfd >= 0)
             resp = MHD_create_response_from_fd_at_offset64(len, dupfd, file_off);
-    } else if (tls && !s3_req_is_head(req) && len <= S3_TLS_INLINE_BODY) {
+    } else if (tls && !s3_req_is_head(req) && len <= HTTP_TLS_INLINE_BODY) {
         /* Small over TLS: one buffer, which libmicrohttpd sends in the
          * same write as the head. */
         char *body = malloc((size_t)len);
@@ -246,7 +197,7 @@ static struct MHD_Response *out_response(s3_req_t *req, s3_out_t *out)
 }
 
 /* The RDMA session endpoint to name to this request's client, or NULL. */
-static const char *rdma_endpoint_for(req_private_t *rp)
+static const char *rdma_endpoint_for(http_req_t *rp)
 {
     const s3_server_config_t *c = &rp->req.srv->cfg;
     if (!c->rdma_advertise || !rp->req.user)
@@ -279,7 +230,7 @@ static void http_send(s3_req_t *req, int status, s3_out_t *out)
     }
     MHD_add_response_header(resp, "Server", "s3rdma");
     MHD_add_response_header(resp, "x-amz-request-id", req->request_id);
-    const char *rdma_ep = rdma_endpoint_for((req_private_t *)req);
+    const char *rdma_ep = rdma_endpoint_for((http_req_t *)req);
     if (rdma_ep)
         MHD_add_response_header(resp, RDMA_ENDPOINT_HEADER, rdma_ep);
     /* Like the session endpoint, the other gateways are named only to a
@@ -297,7 +248,7 @@ static void http_send(s3_req_t *req, int status, s3_out_t *out)
     }
     if (atomic_load(&req->srv->stopping))
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
-    if (MHD_queue_response(req->conn, (unsigned)status, resp) != MHD_YES)
+    if (MHD_queue_response(http_mhd_conn(req), (unsigned)status, resp) != MHD_YES)
         log_warn("request %s: could not queue the %d response", req->request_id, status);
     MHD_destroy_response(resp);
     req->replied = true;
@@ -306,7 +257,7 @@ static void http_send(s3_req_t *req, int status, s3_out_t *out)
 static void http_remote(s3_req_t *req, char *out, size_t cap)
 {
     const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        MHD_get_connection_info(http_mhd_conn(req), MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     char ip[INET6_ADDRSTRLEN];
     int port;
     if (addr_from_sockaddr(ci ? ci->client_addr : NULL, ip, sizeof(ip), &port) != 0)
@@ -317,7 +268,7 @@ static void http_remote(s3_req_t *req, char *out, size_t cap)
 
 static bool http_secure(s3_req_t *req)
 {
-    return ((req_private_t *)req)->hc && ((req_private_t *)req)->hc->cert;
+    return ((http_req_t *)req)->hc && ((http_req_t *)req)->hc->cert;
 }
 
 static const s3_frontend_t http_frontend = {
@@ -328,236 +279,12 @@ static const s3_frontend_t http_frontend = {
     .each_header = http_each_header,
     .query = http_query,
     .has_query = http_has_query,
+    .each_raw_query = http_each_raw_query,
+    .form_open = http_form_open,
+    .form_feed = http_form_feed,
+    .form_close = http_form_close,
     .send = http_send,
 };
-
-/* ---- routing ------------------------------------------------------------------- */
-
-typedef struct query_scan {
-    bool unknown;
-    char unknown_name[64];
-} query_scan_t;
-
-static enum MHD_Result scan_query(void *cls, enum MHD_ValueKind kind, const char *key,
-                                  size_t key_size, const char *value, size_t value_size)
-{
-    (void)kind;
-    (void)value;
-    (void)value_size;
-    query_scan_t *qs = cls;
-    for (size_t i = 0; i < sizeof(plain_params) / sizeof(plain_params[0]); i++) {
-        if (strlen(plain_params[i]) == key_size && memcmp(plain_params[i], key, key_size) == 0)
-            return MHD_YES;
-    }
-    qs->unknown = true;
-    snprintf(qs->unknown_name, sizeof(qs->unknown_name), "%.*s", (int)key_size, key);
-    return MHD_NO;
-}
-
-/* Splits the virtual-host bucket off the Host header when it ends in one of
- * the configured domains ("photos.localhost:9000" -> "photos"). */
-static char *vhost_bucket(s3_req_t *req)
-{
-    const char *host = s3_req_header(req, MHD_HTTP_HEADER_HOST);
-    if (!host)
-        return NULL;
-    size_t len = strcspn(host, ":");
-    for (size_t i = 0; i < req->srv->cfg.n_domains; i++) {
-        const char *dom = req->srv->cfg.domains[i];
-        size_t dlen = strlen(dom);
-        if (len > dlen + 1 && host[len - dlen - 1] == '.' &&
-            strncasecmp(host + len - dlen, dom, dlen) == 0) {
-            return strndup(host, len - dlen - 1);
-        }
-    }
-    return NULL;
-}
-
-/* Bucket subresources (?name) and the operation each method runs on them;
- * NULL: 405 MethodNotAllowed. The first subresource present decides. All
- * but ?uploads (CreateMultipartUpload) are the bucket's alone: on an object
- * they are not implemented. */
-typedef struct bucket_subresource {
-    const char *name;
-    const s3_op_t *get, *put, *del;
-} bucket_subresource_t;
-
-static const bucket_subresource_t bucket_subresources[] = {
-    {"uploads", &s3_op_list_mpu, NULL, NULL},
-    {"location", &s3_op_get_bucket_location, NULL, NULL},
-    {"versions", &s3_op_list_object_versions, NULL, NULL},
-    {"versioning", &s3_op_get_bucket_versioning, &s3_op_put_bucket_versioning, NULL},
-    {"acl", &s3_op_get_bucket_acl, &s3_op_put_bucket_acl, NULL},
-    {"policy", &s3_op_get_bucket_policy, &s3_op_put_bucket_policy, &s3_op_delete_bucket_policy},
-    {"policyStatus", &s3_op_get_bucket_policy_status, NULL, NULL},
-    {"publicAccessBlock", &s3_op_get_public_access_block, &s3_op_put_public_access_block,
-     &s3_op_delete_public_access_block},
-    {"ownershipControls", &s3_op_get_bucket_ownership, &s3_op_put_bucket_ownership,
-     &s3_op_delete_bucket_ownership},
-    {"cors", &s3_op_get_bucket_cors, &s3_op_put_bucket_cors, &s3_op_delete_bucket_cors},
-    {"tagging", &s3_op_get_bucket_tagging, &s3_op_put_bucket_tagging, &s3_op_delete_bucket_tagging},
-    {"lifecycle", &s3_op_get_bucket_lifecycle, &s3_op_put_bucket_lifecycle,
-     &s3_op_delete_bucket_lifecycle},
-    {"object-lock", &s3_op_get_object_lock_config, &s3_op_put_object_lock_config, NULL},
-    {"encryption", &s3_op_get_bucket_encryption, &s3_op_put_bucket_encryption,
-     &s3_op_delete_bucket_encryption},
-};
-
-static s3_error_t route_bucket(s3_req_t *req, bool get, bool head, bool put, bool post, bool del)
-{
-    for (size_t i = 0; i < sizeof(bucket_subresources) / sizeof(bucket_subresources[0]); i++) {
-        const bucket_subresource_t *sr = &bucket_subresources[i];
-        if (!s3_req_has_query(req, sr->name))
-            continue;
-        req->op = get ? sr->get : put ? sr->put : del ? sr->del : NULL;
-        return req->op ? S3E_NONE : S3E_METHOD_NOT_ALLOWED;
-    }
-    if (get)
-        req->op = &s3_op_list_objects;
-    else if (head)
-        req->op = &s3_op_head_bucket;
-    else if (put)
-        req->op = &s3_op_create_bucket;
-    else if (del)
-        req->op = &s3_op_delete_bucket;
-    else if (post && s3_req_has_query(req, "delete"))
-        req->op = &s3_op_delete_objects;
-    else if (post)
-        req->op = &s3_op_post_object; /* a browser form upload */
-    else
-        return S3E_METHOD_NOT_ALLOWED;
-    return S3E_NONE;
-}
-
-static s3_error_t route(s3_req_t *req, const char *raw_url)
-{
-    const char *path = raw_url;
-    if (*path != '/')
-        return S3E_INVALID_REQUEST;
-    char *decoded = s3_url_decode(path, strlen(path), false);
-    if (!decoded)
-        return S3E_INVALID_REQUEST;
-    req->path = decoded;
-
-    char *vbucket = vhost_bucket(req);
-    if (vbucket) {
-        req->bucket = vbucket;
-        req->virtual_host = true;
-        if (decoded[1] != '\0')
-            req->key = strdup(decoded + 1);
-    } else if (decoded[1] != '\0') {
-        char *slash = strchr(decoded + 1, '/');
-        if (slash) {
-            req->bucket = strndup(decoded + 1, (size_t)(slash - decoded - 1));
-            if (slash[1] != '\0')
-                req->key = strdup(slash + 1);
-        } else {
-            req->bucket = strdup(decoded + 1);
-        }
-    }
-
-    req->resource = s3_resource_path(req->bucket, req->key);
-
-    s3_error_t err = s3_key_check(req->key);
-    if (err != S3E_NONE)
-        return err;
-
-    query_scan_t qs = {0};
-    MHD_get_connection_values_n(req->conn, MHD_GET_ARGUMENT_KIND, scan_query, &qs);
-    if (qs.unknown)
-        return S3E_NOT_IMPLEMENTED;
-
-    const char *m = req->method;
-    bool get = strcmp(m, "GET") == 0, head = strcmp(m, "HEAD") == 0;
-    bool put = strcmp(m, "PUT") == 0, post = strcmp(m, "POST") == 0;
-    bool del = strcmp(m, "DELETE") == 0;
-
-    if (req->bucket && strcmp(m, "OPTIONS") == 0) {
-        req->op = &s3_op_cors_preflight; /* a bucket's or an object's, whatever the query */
-        return S3E_NONE;
-    }
-    if (!req->bucket) {
-        if (get || head)
-            req->op = &s3_op_list_buckets;
-        else
-            return S3E_METHOD_NOT_ALLOWED;
-        return S3E_NONE;
-    }
-    if (!req->key)
-        return route_bucket(req, get, head, put, post, del);
-    bool upload_id = s3_req_has_query(req, "uploadId");
-    bool copy = s3_req_header(req, "x-amz-copy-source") != NULL;
-    if (s3_req_has_query(req, "acl")) {
-        req->op = get ? &s3_op_get_object_acl : put ? &s3_op_put_object_acl : NULL;
-        return req->op ? S3E_NONE : S3E_METHOD_NOT_ALLOWED;
-    }
-    if (s3_req_has_query(req, "retention")) {
-        req->op = get ? &s3_op_get_object_retention : put ? &s3_op_put_object_retention : NULL;
-        return req->op ? S3E_NONE : S3E_METHOD_NOT_ALLOWED;
-    }
-    if (s3_req_has_query(req, "legal-hold")) {
-        req->op = get ? &s3_op_get_object_legal_hold : put ? &s3_op_put_object_legal_hold : NULL;
-        return req->op ? S3E_NONE : S3E_METHOD_NOT_ALLOWED;
-    }
-    if (s3_req_has_query(req, "attributes")) {
-        req->op = get ? &s3_op_get_object_attributes : NULL;
-        return req->op ? S3E_NONE : S3E_METHOD_NOT_ALLOWED;
-    }
-    if (s3_req_has_query(req, "tagging")) {
-        req->op = get   ? &s3_op_get_object_tagging
-                  : put ? &s3_op_put_object_tagging
-                  : del ? &s3_op_delete_object_tagging
-                        : NULL;
-        return req->op ? S3E_NONE : S3E_METHOD_NOT_ALLOWED;
-    }
-    /* The other subresources are the bucket's. */
-    for (size_t i = 1; i < sizeof(bucket_subresources) / sizeof(bucket_subresources[0]); i++)
-        if (s3_req_has_query(req, bucket_subresources[i].name))
-            return S3E_NOT_IMPLEMENTED;
-    if (get && upload_id)
-        req->op = &s3_op_list_parts;
-    else if (get)
-        req->op = &s3_op_get_object;
-    else if (head)
-        req->op = &s3_op_head_object;
-    else if (put && upload_id && s3_req_has_query(req, "partNumber"))
-        req->op = copy ? &s3_op_upload_part_copy : &s3_op_upload_part;
-    else if (put && !upload_id)
-        req->op = copy ? &s3_op_copy_object : &s3_op_put_object;
-    else if (del && upload_id)
-        req->op = &s3_op_abort_mpu;
-    else if (del)
-        req->op = &s3_op_delete_object;
-    else if (post && s3_req_has_query(req, "uploads"))
-        req->op = &s3_op_create_mpu;
-    else if (post && upload_id)
-        req->op = &s3_op_complete_mpu;
-    else
-        return S3E_METHOD_NOT_ALLOWED;
-    return S3E_NONE;
-}
-
-/* Which of the server's own endpoints url names, or NULL for an S3 path.
- * Health answers GET and HEAD, the others GET; /metrics only when enabled.
- * A virtual-host request (its Host names a bucket) is always S3's: its
- * path is a key. */
-static const s3_op_t *own_endpoint(s3_req_t *req, const char *url)
-{
-    bool get = strcmp(req->method, "GET") == 0, head = strcmp(req->method, "HEAD") == 0;
-    const s3_op_t *op = NULL;
-    if (get && strcmp(url, S3_OWN_STATS_PATH) == 0)
-        op = &s3_op_stats;
-    else if (get && req->srv->cfg.metrics_enabled && strcmp(url, S3_OWN_METRICS_PATH) == 0)
-        op = &s3_op_metrics;
-    else if ((get || head) &&
-             (strcmp(url, S3_OWN_HEALTH_LIVE) == 0 || strcmp(url, S3_OWN_HEALTH_READY) == 0))
-        op = &s3_op_health;
-    if (!op || op == &s3_op_stats)
-        return op;
-    char *vb = vhost_bucket(req);
-    free(vb);
-    return vb ? NULL : op;
-}
 
 /* ---- the access handler ---------------------------------------------------------- */
 
@@ -575,15 +302,15 @@ static s3_error_t route_own(s3_req_t *req, const s3_op_t *op, const char *url)
 
 static void start_request(s3_req_t *req, const char *url)
 {
-    const s3_op_t *own = own_endpoint(req, url);
+    const s3_op_t *own = http_own_endpoint(req, url);
     bool stats = own == &s3_op_stats;
-    s3_error_t err = own ? route_own(req, own, url) : route(req, url);
+    s3_error_t err = own ? route_own(req, own, url) : http_route(req, url);
     if (err == S3E_NONE && own == &s3_op_health) {
-        s3_own_reply_health(req, url);
+        http_own_reply_health(req, url);
         return;
     }
     if (err == S3E_NONE && own == &s3_op_metrics) {
-        s3_own_reply_metrics(req);
+        http_own_reply_metrics(req);
         return;
     }
     if (err != S3E_NONE) {
@@ -604,7 +331,7 @@ static void start_request(s3_req_t *req, const char *url)
         return;
     }
     if (stats)
-        s3_own_reply_stats(req);
+        http_own_reply_stats(req);
     else
         s3_req_start(req);
 }
@@ -634,7 +361,7 @@ static enum MHD_Result scan_length(void *cls, enum MHD_ValueKind kind, const cha
 static bool conflicting_lengths(s3_req_t *req)
 {
     length_scan_t ls = {0};
-    MHD_get_connection_values_n(req->conn, MHD_HEADER_KIND, scan_length, &ls);
+    MHD_get_connection_values_n(http_mhd_conn(req), MHD_HEADER_KIND, scan_length, &ls);
     return ls.conflict;
 }
 
@@ -658,17 +385,17 @@ static enum MHD_Result access_step(s3_server_t *srv, struct MHD_Connection *conn
 {
     s3_req_t *req = *con_cls;
     if (!req) {
-        req_private_t *rp = calloc(1, sizeof(*rp));
+        http_req_t *rp = calloc(1, sizeof(*rp));
         if (!rp)
             return MHD_NO;
         rp->hc = hc;
         req = &rp->req;
+        rp->conn = conn;
         s3_req_init(req, srv, &http_frontend, method);
-        req->conn = conn;
         *con_cls = req;
         /* Health answers while stopping: ready says 503 itself. */
         if (atomic_load(&srv->stopping) &&
-            strncmp(url, S3_OWN_HEALTH_PREFIX, strlen(S3_OWN_HEALTH_PREFIX)) != 0) {
+            strncmp(url, HTTP_OWN_HEALTH_PREFIX, strlen(HTTP_OWN_HEALTH_PREFIX)) != 0) {
             s3_reply_error(req, S3E_SERVICE_UNAVAILABLE, NULL);
             return MHD_YES;
         }
@@ -714,18 +441,18 @@ static enum MHD_Result access_step(s3_server_t *srv, struct MHD_Connection *conn
     return MHD_YES;
 }
 
-enum MHD_Result s3_http_on_access(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version, const char *upload_data,
-                                  size_t *upload_data_size, void **con_cls)
+enum MHD_Result http_on_access(void *cls, struct MHD_Connection *conn, const char *url,
+                               const char *method, const char *version, const char *upload_data,
+                               size_t *upload_data_size, void **con_cls)
 {
     (void)version;
-    req_private_t *rp = *con_cls;
+    http_req_t *rp = *con_cls;
     bool first = rp == NULL;
     size_t fed = *upload_data_size;
     http_conn_t *hc = rp ? rp->hc : conn_of(conn);
-    cg_conn_t *guard = hc ? hc->guard : NULL;
-    uint64_t entered = connguard_enter(guard);
-    connguard_body_bytes(guard, fed);
+    http_guard_conn_t *guard = hc ? hc->guard : NULL;
+    uint64_t entered = http_guard_enter(guard);
+    http_guard_body_bytes(guard, fed);
     enum MHD_Result r =
         access_step(cls, conn, url, method, upload_data, upload_data_size, con_cls, hc);
     /* libmicrohttpd calls again with body bytes unless this was the last call
@@ -734,26 +461,26 @@ enum MHD_Result s3_http_on_access(void *cls, struct MHD_Connection *conn, const 
     rp = *con_cls;
     bool want_body =
         r == MHD_YES && rp && !rp->req.replied && (first ? !rp->req.deferred : fed > 0);
-    connguard_leave(guard, entered, want_body);
+    http_guard_leave(guard, entered, want_body);
     return r;
 }
 
 static void req_free(s3_req_t *req)
 {
-    req_private_t *rp = (req_private_t *)req;
+    http_req_t *rp = (http_req_t *)req;
     for (int i = 0; i < rp->n_queries; i++)
         free(rp->queries[i].value);
     s3_req_release(req);
     free(rp);
 }
 
-void s3_http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-                          enum MHD_RequestTerminationCode toe)
+void http_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                       enum MHD_RequestTerminationCode toe)
 {
     (void)cls;
     s3_req_t *req = *con_cls;
-    http_conn_t *hc = req ? ((req_private_t *)req)->hc : conn_of(conn);
-    connguard_request_done(hc ? hc->guard : NULL);
+    http_conn_t *hc = req ? ((http_req_t *)req)->hc : conn_of(conn);
+    http_guard_request_done(hc ? hc->guard : NULL);
     if (!req)
         return;
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && !req->replied)

@@ -1,7 +1,7 @@
 /* The HTTP frontend's listeners: one libmicrohttpd daemon per listener
  * (plain HTTP and HTTPS), their connections' tracking (connection guard,
  * TLS certificate hold), and the server's start and stop
- * (s3_server.h). Requests on them go to the access handler in http.c. */
+ * (http_server.h). Requests on them go to the access handler in http_frontend.c. */
 #include <errno.h>
 #include <netdb.h>
 #include <stdarg.h>
@@ -12,23 +12,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/clock.h"
-#include "common/hash.h"
-#include "common/hash_pool.h"
 #include "common/log.h"
 #include "common/s3r_limits.h"
-#include "s3/http_frontend.h"
-#include "s3/lifecycle_run.h"
-#include "s3/s3_request.h"
-#include "s3/tls.h"
+#include "http/http_internal.h"
+#include "http/http_server.h"
 
 /* MHD_OPTION_NOTIFY_CONNECTION: a connection's http_conn_t (its socket
  * context) is made when it opens and freed when it closes. cls: the
- * s3_listener_t the connection came in on. */
+ * http_listener_t the connection came in on. */
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe)
 {
-    s3_listener_t *l = cls;
+    http_listener_t *l = cls;
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
         const union MHD_ConnectionInfo *fd =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -45,16 +40,17 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         hc->fd = fd->connect_fd;
         /* Held before the handshake can ask for the certificate. */
         if (l->tls)
-            hc->cert = s3_tls_hold(l->tls);
-        hc->guard = connguard_register(l->srv->guard, hc->fd, addr ? addr->client_addr : NULL);
+            hc->cert = http_tls_hold(l->tls);
+        hc->guard = http_guard_register(http_server_of(l->srv)->guard, hc->fd,
+                                        addr ? addr->client_addr : NULL);
         if (!hc->guard)
             log_warn("http: a connection could not be tracked; it was closed");
     } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
         http_conn_t *hc = *socket_context;
         if (hc) {
-            connguard_unregister(l->srv->guard, hc->guard);
+            http_guard_unregister(http_server_of(l->srv)->guard, hc->guard);
             if (hc->cert)
-                s3_tls_release(l->tls, hc->cert);
+                http_tls_release(l->tls, hc->cert);
             free(hc);
         }
         *socket_context = NULL;
@@ -83,20 +79,20 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 /* One libmicrohttpd daemon for listener l, serving with the one access
  * handler; NULL with errno set when it cannot start. */
-static struct MHD_Daemon *daemon_start(s3_listener_t *l, unsigned flags, int port,
+static struct MHD_Daemon *daemon_start(http_listener_t *l, unsigned flags, int port,
                                        struct MHD_OptionItem *addr_opts)
 {
     const s3_server_config_t *c = &l->srv->cfg;
     struct MHD_OptionItem tls_opts[] = {
-        {MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)s3_tls_retrieve},
-        {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)S3_TLS_PRIORITIES},
+        {MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)http_tls_retrieve},
+        {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)HTTP_TLS_PRIORITIES},
         {MHD_OPTION_END, 0, NULL},
     };
     struct MHD_OptionItem no_opts[] = {{MHD_OPTION_END, 0, NULL}};
     return MHD_start_daemon(
-        flags, (uint16_t)port, NULL, NULL, s3_http_on_access, l->srv, MHD_OPTION_EXTERNAL_LOGGER,
+        flags, (uint16_t)port, NULL, NULL, http_on_access, l->srv, MHD_OPTION_EXTERNAL_LOGGER,
         mhd_log, NULL, MHD_OPTION_ARRAY, addr_opts, MHD_OPTION_ARRAY, l->tls ? tls_opts : no_opts,
-        MHD_OPTION_NOTIFY_COMPLETED, s3_http_on_completed, l->srv, MHD_OPTION_NOTIFY_CONNECTION,
+        MHD_OPTION_NOTIFY_COMPLETED, http_on_completed, l->srv, MHD_OPTION_NOTIFY_CONNECTION,
         on_connection, l, MHD_OPTION_UNESCAPE_CALLBACK, keep_escaped, NULL,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)S3R_HTTP_POOL_BYTES,
         MHD_OPTION_CONNECTION_LIMIT, c->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
@@ -107,7 +103,7 @@ static struct MHD_Daemon *daemon_start(s3_listener_t *l, unsigned flags, int por
 
 /* Opens one listener on host:port ("" = every address), HTTPS when l->tls
  * is set. 0, or -1 with the reason logged. */
-static int listener_start(s3_server_t *srv, s3_listener_t *l, const char *host, int port)
+static int listener_start(s3_server_t *srv, http_listener_t *l, const char *host, int port)
 {
     const char *scheme = l->tls ? "https" : "http";
     /* One thread per connection. Every wait is a poll(), never a select():
@@ -155,7 +151,7 @@ static int listener_start(s3_server_t *srv, s3_listener_t *l, const char *host, 
     return 0;
 }
 
-static void listener_quiesce(s3_listener_t *l)
+static void listener_quiesce(http_listener_t *l)
 {
     if (!l->daemon)
         return;
@@ -164,29 +160,25 @@ static void listener_quiesce(s3_listener_t *l)
         close(lsock);
 }
 
-static void listener_stop(s3_listener_t *l)
+static void listener_stop(http_listener_t *l)
 {
     if (l->daemon)
         MHD_stop_daemon(l->daemon);
     l->daemon = NULL;
-    s3_tls_destroy(l->tls); /* after the daemon: every connection released its hold */
+    http_tls_destroy(l->tls); /* after the daemon: every connection released its hold */
     l->tls = NULL;
 }
 
-/* One thread per core hashes bodies beside the requests writing them (a
- * request holds at most one at a time; past them requests hash in line). */
-static unsigned body_hash_threads(void)
+s3_server_t *http_server_start(const s3_server_config_t *cfg)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1u : n > S3R_BODY_HASH_THREADS_MAX ? S3R_BODY_HASH_THREADS_MAX : (unsigned)n;
-}
-
-s3_server_t *s3_server_start(const s3_server_config_t *cfg)
-{
-    s3_server_t *srv = calloc(1, sizeof(*srv));
-    if (!srv)
+    http_server_t *hs = calloc(1, sizeof(*hs));
+    if (!hs)
         return NULL;
-    srv->cfg = *cfg;
+    s3_server_t *srv = &hs->core;
+    if (s3_server_init(srv, cfg) != 0) {
+        free(hs);
+        return NULL;
+    }
     s3_server_config_t *c = &srv->cfg;
     if (!c->max_connections)
         c->max_connections = S3R_HTTP_MAX_CONNECTIONS;
@@ -194,89 +186,57 @@ s3_server_t *s3_server_start(const s3_server_config_t *cfg)
         c->idle_timeout_s = S3R_HTTP_IDLE_TIMEOUT_S;
     if (!c->body_rate_window_s)
         c->body_rate_window_s = S3R_HTTP_BODY_RATE_WINDOW_S;
-    if (!c->lifecycle_day_s)
-        c->lifecycle_day_s = 86400;
-    uint32_t inst;
-    random_bytes(&inst, sizeof(inst));
-    srv->instance = inst;
 
     bool https = c->tls_cert_path && *c->tls_cert_path;
     if (https && (!MHD_is_feature_supported(MHD_FEATURE_TLS) ||
                   !MHD_is_feature_supported(MHD_FEATURE_HTTPS_CERT_CALLBACK))) {
         log_error("https: this libmicrohttpd was built without TLS (GnuTLS) certificate "
                   "callbacks");
-        free(srv);
-        return NULL;
+        goto fail;
     }
-    connguard_config_t gcfg = {
+    http_guard_config_t gcfg = {
         .max_conns = c->max_connections * (https && !c->http_off ? 2u : 1u),
         .head_timeout_ms = c->head_timeout_s * 1000u,
         .min_body_rate = c->min_body_rate,
         .body_window_ms = c->body_rate_window_s * 1000u,
         .sweep_ms = S3R_HTTP_SWEEP_MS,
     };
-    srv->guard = connguard_start(&gcfg);
-    if (c->metrics_enabled)
-        srv->metrics = s3_metrics_new();
-    srv->hashers = hash_pool_new(body_hash_threads());
-    if (!srv->guard || (c->metrics_enabled && !srv->metrics) || !srv->hashers) {
-        connguard_stop(srv->guard);
-        s3_metrics_free(srv->metrics);
-        hash_pool_free(srv->hashers);
-        free(srv);
-        return NULL;
-    }
-    if (https && !(srv->https.tls = s3_tls_create(c->tls_cert_path, c->tls_key_path)))
+    if (!(hs->guard = http_guard_start(&gcfg)))
         goto fail;
-    if (!c->http_off && listener_start(srv, &srv->http, c->listen_host, c->port) != 0)
+    if (https && !(hs->https.tls = http_tls_create(c->tls_cert_path, c->tls_key_path)))
         goto fail;
-    if (https && listener_start(srv, &srv->https, c->tls_host, c->tls_port) != 0)
+    if (!c->http_off && listener_start(srv, &hs->http, c->listen_host, c->port) != 0)
         goto fail;
-    if (!(srv->lifecycle = s3_lc_runner_start(c->store, c->lifecycle_day_s)))
+    if (https && listener_start(srv, &hs->https, c->tls_host, c->tls_port) != 0)
         goto fail;
     return srv;
 fail:
-    listener_stop(&srv->http);
-    listener_stop(&srv->https);
-    connguard_stop(srv->guard);
-    s3_metrics_free(srv->metrics);
-    hash_pool_free(srv->hashers);
-    free(srv);
+    listener_stop(&hs->http);
+    listener_stop(&hs->https);
+    http_guard_stop(hs->guard);
+    s3_server_fini(srv);
+    free(hs);
     return NULL;
 }
 
-int s3_server_reload_tls(s3_server_t *srv)
+int http_server_reload_tls(s3_server_t *srv)
 {
-    return srv->https.tls ? s3_tls_reload(srv->https.tls) : 0;
+    http_server_t *hs = http_server_of(srv);
+    return hs->https.tls ? http_tls_reload(hs->https.tls) : 0;
 }
 
-void s3_server_stop(s3_server_t *srv, int grace_s)
+void http_server_stop(s3_server_t *srv, int grace_s)
 {
     if (!srv)
         return;
-    atomic_store(&srv->stopping, true);
-    atomic_store(&srv->ready, false);
-    listener_quiesce(&srv->http);
-    listener_quiesce(&srv->https);
-    int64_t start_ms = (int64_t)clock_mono_ms();
-    while (atomic_load(&srv->inflight) > 0) {
-        if ((int64_t)clock_mono_ms() - start_ms >= (int64_t)grace_s * 1000) {
-            log_warn("shutdown: %u requests still in flight after %d s; closing them",
-                     atomic_load(&srv->inflight), grace_s);
-            break;
-        }
-        usleep(10000);
-    }
-    s3_lc_runner_stop(srv->lifecycle);
-    listener_stop(&srv->http);
-    listener_stop(&srv->https);
-    connguard_stop(srv->guard); /* after the daemons: they unregister every connection */
-    s3_metrics_free(srv->metrics);
-    hash_pool_free(srv->hashers); /* after the requests: none holds a job */
-    free(srv);
-}
-
-void s3_server_set_ready(s3_server_t *srv, bool ready)
-{
-    atomic_store(&srv->ready, ready);
+    http_server_t *hs = http_server_of(srv);
+    s3_server_stopping(srv);
+    listener_quiesce(&hs->http);
+    listener_quiesce(&hs->https);
+    s3_server_drain(srv, grace_s);
+    listener_stop(&hs->http);
+    listener_stop(&hs->https);
+    http_guard_stop(hs->guard); /* after the daemons: they unregister every connection */
+    s3_server_fini(srv);
+    free(hs);
 }

@@ -1,4 +1,4 @@
-/* Unit tests for src/s3/tls.c: certificate and key checks at load and reload,
+/* Unit tests for src/http/http_tls.c: certificate and key checks at load and reload,
  * a failed reload keeping the current generation, and generations freed only
  * when no connection accepted under them (or earlier) is open. Certificates
  * come from the openssl CLI into a temporary directory. */
@@ -14,7 +14,7 @@
 
 #include <unistd.h>
 
-#include "s3/tls.c"
+#include "http/http_tls.c"
 
 static char dir[64];
 static char cert_a[128], key_a[128], cert_b[128], key_b[128], cert[128], key[128];
@@ -62,10 +62,10 @@ static int teardown(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
-static unsigned generations(const s3_tls_t *tls)
+static unsigned generations(const http_tls_t *tls)
 {
     unsigned n = 0;
-    for (const s3_tls_cert_t *c = tls->oldest; c; c = c->newer)
+    for (const http_tls_cert_t *c = tls->oldest; c; c = c->newer)
         n++;
     return n;
 }
@@ -76,7 +76,7 @@ static gnutls_pcert_st *served(void)
     gnutls_pcert_st *pcert = NULL;
     unsigned n = 0;
     gnutls_privkey_t pkey = NULL;
-    assert_int_equal(s3_tls_retrieve(NULL, NULL, 0, NULL, 0, &pcert, &n, &pkey), 0);
+    assert_int_equal(http_tls_retrieve(NULL, NULL, 0, NULL, 0, &pcert, &n, &pkey), 0);
     assert_int_equal(n, 1);
     assert_non_null(pkey);
     return pcert;
@@ -85,15 +85,15 @@ static gnutls_pcert_st *served(void)
 static void test_load_checks_the_files(void **state)
 {
     (void)state;
-    assert_null(s3_tls_create(cert_a, key_b));  /* the key of another certificate */
-    assert_null(s3_tls_create(key_a, key_a));   /* no certificate in the file */
-    assert_null(s3_tls_create(cert_a, cert_a)); /* no key in the file */
-    assert_null(s3_tls_create("/nonexistent.crt", key_a));
-    s3_tls_t *tls = s3_tls_create(cert_a, key_a);
+    assert_null(http_tls_create(cert_a, key_b));  /* the key of another certificate */
+    assert_null(http_tls_create(key_a, key_a));   /* no certificate in the file */
+    assert_null(http_tls_create(cert_a, cert_a)); /* no key in the file */
+    assert_null(http_tls_create("/nonexistent.crt", key_a));
+    http_tls_t *tls = http_tls_create(cert_a, key_a);
     assert_non_null(tls);
-    assert_null(s3_tls_create(cert_b, key_b)); /* one per process */
-    s3_tls_destroy(tls);
-    s3_tls_destroy(NULL);
+    assert_null(http_tls_create(cert_b, key_b)); /* one per process */
+    http_tls_destroy(tls);
+    http_tls_destroy(NULL);
 }
 
 static void test_generations_live_while_connections_may_use_them(void **state)
@@ -101,40 +101,40 @@ static void test_generations_live_while_connections_may_use_them(void **state)
     (void)state;
     copy_file(cert_a, cert);
     copy_file(key_a, key);
-    s3_tls_t *tls = s3_tls_create(cert, key);
+    http_tls_t *tls = http_tls_create(cert, key);
     assert_non_null(tls);
     gnutls_pcert_st *first = served();
 
-    s3_tls_cert_t *early = s3_tls_hold(tls); /* accepted before the reloads */
+    http_tls_cert_t *early = http_tls_hold(tls); /* accepted before the reloads */
     copy_file(cert_b, cert);
     copy_file(key_b, key);
-    assert_int_equal(s3_tls_reload(tls), 0);
+    assert_int_equal(http_tls_reload(tls), 0);
     gnutls_pcert_st *second = served();
     assert_ptr_not_equal(first, second);
-    s3_tls_cert_t *later = s3_tls_hold(tls);
+    http_tls_cert_t *later = http_tls_hold(tls);
     assert_ptr_equal(later, tls->current);
 
     /* A key that does not match: refused, the current generation stays. */
     copy_file(key_a, key);
-    assert_int_equal(s3_tls_reload(tls), -1);
+    assert_int_equal(http_tls_reload(tls), -1);
     assert_ptr_equal(served(), second);
     assert_int_equal(generations(tls), 2);
 
     copy_file(key_b, key);
-    assert_int_equal(s3_tls_reload(tls), 0); /* a third generation */
+    assert_int_equal(http_tls_reload(tls), 0); /* a third generation */
     assert_int_equal(generations(tls), 3);
     /* The early connection may have shaken hands with any generation from
      * its own on: while it is open, none is freed. */
-    s3_tls_release(tls, later);
+    http_tls_release(tls, later);
     assert_int_equal(generations(tls), 3);
-    s3_tls_release(tls, early);
+    http_tls_release(tls, early);
     assert_int_equal(generations(tls), 1);
     assert_ptr_equal(tls->oldest, tls->current);
 
     /* With no connection open a reload frees the old generation at once. */
-    assert_int_equal(s3_tls_reload(tls), 0);
+    assert_int_equal(http_tls_reload(tls), 0);
     assert_int_equal(generations(tls), 1);
-    s3_tls_destroy(tls);
+    http_tls_destroy(tls);
 }
 
 int main(void)

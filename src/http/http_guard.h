@@ -17,55 +17,55 @@
  * Threads: register/unregister come from libmicrohttpd's connection
  * notifications; the per-request calls from the connection's own thread;
  * they cost a few atomic operations (and two clock reads per body piece). */
-#ifndef S3R_S3_CONNGUARD_H
-#define S3R_S3_CONNGUARD_H
+#ifndef S3R_HTTP_GUARD_H
+#define S3R_HTTP_GUARD_H
 
 #include <stdint.h>
 #include <sys/socket.h>
 
-typedef struct connguard connguard_t;
-typedef struct cg_conn cg_conn_t;
+typedef struct http_guard http_guard_t;
+typedef struct http_guard_conn http_guard_conn_t;
 
-typedef struct connguard_config {
+typedef struct http_guard_config {
     unsigned max_conns;       /* slots; a connection past them is shut down at once */
     unsigned head_timeout_ms; /* 0: no head deadline */
     uint64_t min_body_rate;   /* bytes per second; 0: no minimum */
     unsigned body_window_ms;  /* the rate is judged over windows this long */
     unsigned sweep_ms;        /* how often the reaper looks; 0: 250 */
-} connguard_config_t;
+} http_guard_config_t;
 
-typedef struct connguard_stats {
+typedef struct http_guard_stats {
     unsigned open;         /* registered connections */
     uint64_t closed_head;  /* shut down: request head too slow */
     uint64_t closed_body;  /* shut down: request body too slow */
     uint64_t refused_full; /* shut down: no free slot */
-} connguard_stats_t;
+} http_guard_stats_t;
 
 /* Starts the reaper. NULL when out of memory or threads. */
-connguard_t *connguard_start(const connguard_config_t *cfg);
+http_guard_t *http_guard_start(const http_guard_config_t *cfg);
 /* Stops the reaper and frees everything; every connection must have been
  * unregistered (after MHD_stop_daemon). NULL is a no-op. */
-void connguard_stop(connguard_t *g);
+void http_guard_stop(http_guard_t *g);
 
 /* A connection was accepted on fd (head deadline from now). Returns NULL,
  * having shut the socket down, when every slot is taken. */
-cg_conn_t *connguard_register(connguard_t *g, int fd, const struct sockaddr *peer);
+http_guard_conn_t *http_guard_register(http_guard_t *g, int fd, const struct sockaddr *peer);
 /* The connection is closing; fd stays open until this returns. */
-void connguard_unregister(connguard_t *g, cg_conn_t *c);
+void http_guard_unregister(http_guard_t *g, http_guard_conn_t *c);
 
 /* The access handler was entered: the request head is complete. Returns a
- * time stamp for connguard_leave. c may be NULL (then everything is a no-op). */
-uint64_t connguard_enter(cg_conn_t *c);
+ * time stamp for http_guard_leave. c may be NULL (then everything is a no-op). */
+uint64_t http_guard_enter(http_guard_conn_t *c);
 /* Body bytes received (before or inside the handler). */
-void connguard_body_bytes(cg_conn_t *c, uint64_t n);
+void http_guard_body_bytes(http_guard_conn_t *c, uint64_t n);
 /* The handler returns. want_body: more of the request body is awaited from
  * the client (the body clock starts at the first such return). Otherwise
  * the server is working or replying: nothing is timed. */
-void connguard_leave(cg_conn_t *c, uint64_t entered, int want_body);
+void http_guard_leave(http_guard_conn_t *c, uint64_t entered, int want_body);
 /* The request is over; the connection waits for the next one (idle
  * keep-alive until its first byte arrives). */
-void connguard_request_done(cg_conn_t *c);
+void http_guard_request_done(http_guard_conn_t *c);
 
-void connguard_get_stats(connguard_t *g, connguard_stats_t *st);
+void http_guard_get_stats(http_guard_t *g, http_guard_stats_t *st);
 
 #endif

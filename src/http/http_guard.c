@@ -1,5 +1,5 @@
-/* Receive deadlines for HTTP connections: see connguard.h. */
-#include "s3/connguard.h"
+/* Receive deadlines for HTTP connections: see http_guard.h. */
+#include "http/http_guard.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -21,7 +21,7 @@
 
 /* A slot's phase and the time it began (ms since the guard started) share one
  * atomic word, so the reaper always sees a matching pair. */
-enum cg_phase {
+enum http_guard_phase {
     CG_FREE = 0, /* no connection */
     CG_HEAD,     /* receiving a request head: deadline */
     CG_WORK,     /* the server is handling or replying: not timed */
@@ -32,14 +32,14 @@ enum cg_phase {
 #define PHASE_SHIFT 56
 #define TIME_MASK   ((UINT64_C(1) << PHASE_SHIFT) - 1)
 
-static uint64_t state_make(enum cg_phase p, uint64_t ms)
+static uint64_t state_make(enum http_guard_phase p, uint64_t ms)
 {
     return ((uint64_t)p << PHASE_SHIFT) | (ms & TIME_MASK);
 }
 
-static enum cg_phase state_phase(uint64_t st)
+static enum http_guard_phase state_phase(uint64_t st)
 {
-    return (enum cg_phase)(st >> PHASE_SHIFT);
+    return (enum http_guard_phase)(st >> PHASE_SHIFT);
 }
 
 static uint64_t state_ms(uint64_t st)
@@ -47,8 +47,8 @@ static uint64_t state_ms(uint64_t st)
     return st & TIME_MASK;
 }
 
-struct cg_conn {
-    connguard_t *g;
+struct http_guard_conn {
+    http_guard_t *g;
     pthread_mutex_t lock; /* fd, gen and peer change, and the reaper uses fd, only under it */
     int fd;               /* -1 when free */
     atomic_uint gen;      /* bumped at every registration */
@@ -69,10 +69,10 @@ struct cg_conn {
     uint64_t r_rx_base; /* idle: TCP bytes received when first seen idle; UINT64_MAX unknown */
 };
 
-struct connguard {
-    connguard_config_t cfg;
+struct http_guard {
+    http_guard_config_t cfg;
     uint64_t base_ms;
-    cg_conn_t *slots;
+    http_guard_conn_t *slots;
     unsigned n_slots;
 
     pthread_mutex_t free_lock;
@@ -93,14 +93,14 @@ struct connguard {
     char last_peer[INET6_ADDRSTRLEN];
 };
 
-static uint64_t guard_ms(const connguard_t *g)
+static uint64_t guard_ms(const http_guard_t *g)
 {
     return clock_mono_ms() - g->base_ms;
 }
 
 /* ---- the connection's side ---------------------------------------------------------- */
 
-cg_conn_t *connguard_register(connguard_t *g, int fd, const struct sockaddr *peer)
+http_guard_conn_t *http_guard_register(http_guard_t *g, int fd, const struct sockaddr *peer)
 {
     pthread_mutex_lock(&g->free_lock);
     unsigned idx = g->n_free ? g->free_stack[--g->n_free] : UINT32_MAX;
@@ -110,7 +110,7 @@ cg_conn_t *connguard_register(connguard_t *g, int fd, const struct sockaddr *pee
         atomic_fetch_add(&g->refused_full, 1);
         return NULL;
     }
-    cg_conn_t *c = &g->slots[idx];
+    http_guard_conn_t *c = &g->slots[idx];
     pthread_mutex_lock(&c->lock);
     c->fd = fd;
     atomic_fetch_add(&c->gen, 1);
@@ -129,7 +129,7 @@ cg_conn_t *connguard_register(connguard_t *g, int fd, const struct sockaddr *pee
     return c;
 }
 
-void connguard_unregister(connguard_t *g, cg_conn_t *c)
+void http_guard_unregister(http_guard_t *g, http_guard_conn_t *c)
 {
     if (!c)
         return;
@@ -143,7 +143,7 @@ void connguard_unregister(connguard_t *g, cg_conn_t *c)
     atomic_fetch_sub(&g->open, 1);
 }
 
-uint64_t connguard_enter(cg_conn_t *c)
+uint64_t http_guard_enter(http_guard_conn_t *c)
 {
     if (!c)
         return 0;
@@ -154,13 +154,13 @@ uint64_t connguard_enter(cg_conn_t *c)
     return state_phase(st) == CG_BODY ? clock_mono_ns() : 0;
 }
 
-void connguard_body_bytes(cg_conn_t *c, uint64_t n)
+void http_guard_body_bytes(http_guard_conn_t *c, uint64_t n)
 {
     if (c)
         atomic_fetch_add_explicit(&c->body_bytes, n, memory_order_relaxed);
 }
 
-void connguard_leave(cg_conn_t *c, uint64_t entered, int want_body)
+void http_guard_leave(http_guard_conn_t *c, uint64_t entered, int want_body)
 {
     if (!c)
         return;
@@ -184,7 +184,7 @@ void connguard_leave(cg_conn_t *c, uint64_t entered, int want_body)
     atomic_store(&c->in_handler, false);
 }
 
-void connguard_request_done(cg_conn_t *c)
+void http_guard_request_done(http_guard_conn_t *c)
 {
     if (!c)
         return;
@@ -198,7 +198,7 @@ void connguard_request_done(cg_conn_t *c)
 /* Shuts the connection down if it is still the one (gen) in the state seen,
  * counting it in *counter first (so the count is there before the peer can
  * see the shutdown). */
-static bool reap(connguard_t *g, cg_conn_t *c, unsigned gen, uint64_t st,
+static bool reap(http_guard_t *g, http_guard_conn_t *c, unsigned gen, uint64_t st,
                  atomic_uint_fast64_t *counter)
 {
     bool done = false;
@@ -216,7 +216,7 @@ static bool reap(connguard_t *g, cg_conn_t *c, unsigned gen, uint64_t st,
 }
 
 /* TCP bytes received on the connection so far, or UINT64_MAX. */
-static uint64_t rx_bytes(cg_conn_t *c, unsigned gen)
+static uint64_t rx_bytes(http_guard_conn_t *c, unsigned gen)
 {
     uint64_t rx = UINT64_MAX;
     pthread_mutex_lock(&c->lock);
@@ -232,10 +232,10 @@ static uint64_t rx_bytes(cg_conn_t *c, unsigned gen)
     return rx;
 }
 
-static void check(connguard_t *g, cg_conn_t *c, uint64_t now)
+static void check(http_guard_t *g, http_guard_conn_t *c, uint64_t now)
 {
     uint64_t st = atomic_load(&c->state);
-    enum cg_phase ph = state_phase(st);
+    enum http_guard_phase ph = state_phase(st);
     if (ph == CG_FREE || ph == CG_WORK || ph == CG_CLOSING)
         return;
     unsigned gen = atomic_load(&c->gen);
@@ -303,7 +303,7 @@ static void check(connguard_t *g, cg_conn_t *c, uint64_t now)
     }
 }
 
-static void log_summary(connguard_t *g, uint64_t now)
+static void log_summary(http_guard_t *g, uint64_t now)
 {
     log_info("http: closed %llu connections whose request head took over %u ms and %llu whose "
              "body came under %llu B/s (latest from %s)",
@@ -316,7 +316,7 @@ static void log_summary(connguard_t *g, uint64_t now)
 
 static void *reaper_main(void *arg)
 {
-    connguard_t *g = arg;
+    http_guard_t *g = arg;
     pthread_mutex_lock(&g->stop_lock);
     while (!g->stopping) {
         struct timespec until = clock_after_ms(CLOCK_MONOTONIC, g->cfg.sweep_ms);
@@ -341,7 +341,7 @@ static void *reaper_main(void *arg)
 /* ---- life ------------------------------------------------------------------------------ */
 
 /* Frees a guard whose reaper is not running (never started, or joined). */
-static void guard_free(connguard_t *g)
+static void guard_free(http_guard_t *g)
 {
     pthread_cond_destroy(&g->stop_cond);
     pthread_mutex_destroy(&g->stop_lock);
@@ -353,9 +353,9 @@ static void guard_free(connguard_t *g)
     free(g);
 }
 
-connguard_t *connguard_start(const connguard_config_t *cfg)
+http_guard_t *http_guard_start(const http_guard_config_t *cfg)
 {
-    connguard_t *g = calloc(1, sizeof(*g));
+    http_guard_t *g = calloc(1, sizeof(*g));
     if (!g)
         return NULL;
     g->cfg = *cfg;
@@ -375,7 +375,7 @@ connguard_t *connguard_start(const connguard_config_t *cfg)
     /* Timestamps start at 1 s so that "never" (0) is long ago. */
     g->base_ms = clock_mono_ms() - 1000;
     for (unsigned i = 0; i < g->n_slots; i++) {
-        cg_conn_t *c = &g->slots[i];
+        http_guard_conn_t *c = &g->slots[i];
         c->g = g;
         c->fd = -1;
         pthread_mutex_init(&c->lock, NULL);
@@ -400,7 +400,7 @@ connguard_t *connguard_start(const connguard_config_t *cfg)
     return g;
 }
 
-void connguard_stop(connguard_t *g)
+void http_guard_stop(http_guard_t *g)
 {
     if (!g)
         return;
@@ -414,7 +414,7 @@ void connguard_stop(connguard_t *g)
     guard_free(g);
 }
 
-void connguard_get_stats(connguard_t *g, connguard_stats_t *st)
+void http_guard_get_stats(http_guard_t *g, http_guard_stats_t *st)
 {
     memset(st, 0, sizeof(*st));
     if (!g)

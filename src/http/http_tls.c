@@ -1,7 +1,7 @@
 /* The HTTPS certificate store (tls.h): generations of (chain, key), the
  * current one handed to handshakes, older ones freed when no connection that
  * may use them is left. */
-#include "s3/tls.h"
+#include "http/http_tls.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -12,24 +12,24 @@
 
 #define MAX_CHAIN 16 /* certificates in one chain file */
 
-struct s3_tls_cert {
+struct http_tls_cert {
     gnutls_pcert_st chain[MAX_CHAIN];
     unsigned n_chain;
     gnutls_privkey_t key;
-    unsigned conns;            /* open connections accepted while this was current */
-    struct s3_tls_cert *newer; /* the next generation; NULL for the current one */
+    unsigned conns;              /* open connections accepted while this was current */
+    struct http_tls_cert *newer; /* the next generation; NULL for the current one */
 };
 
-struct s3_tls {
+struct http_tls {
     char *cert_path, *key_path;
     pthread_mutex_t lock;
-    s3_tls_cert_t *oldest; /* generations, oldest first */
-    s3_tls_cert_t *current;
+    http_tls_cert_t *oldest; /* generations, oldest first */
+    http_tls_cert_t *current;
 };
 
-static s3_tls_t *the_tls; /* GnuTLS's retrieve callback has no context argument */
+static http_tls_t *the_tls; /* GnuTLS's retrieve callback has no context argument */
 
-static void cert_free(s3_tls_cert_t *c)
+static void cert_free(http_tls_cert_t *c)
 {
     for (unsigned i = 0; i < c->n_chain; i++)
         gnutls_pcert_deinit(&c->chain[i]);
@@ -67,9 +67,9 @@ static bool key_matches(gnutls_privkey_t key, gnutls_pcert_st *cert)
 
 /* Loads and checks one generation from the files. NULL with the reason
  * logged. */
-static s3_tls_cert_t *cert_load(const char *cert_path, const char *key_path)
+static http_tls_cert_t *cert_load(const char *cert_path, const char *key_path)
 {
-    s3_tls_cert_t *c = calloc(1, sizeof(*c));
+    http_tls_cert_t *c = calloc(1, sizeof(*c));
     gnutls_datum_t cert_pem = {NULL, 0}, key_pem = {NULL, 0};
     if (!c || read_file(cert_path, "certificate", &cert_pem) != 0 ||
         read_file(key_path, "private key", &key_pem) != 0)
@@ -105,22 +105,22 @@ fail:
 }
 
 /* Frees, oldest first, the generations nobody can be using. Under the lock. */
-static void sweep(s3_tls_t *tls)
+static void sweep(http_tls_t *tls)
 {
     while (tls->oldest != tls->current && tls->oldest->conns == 0) {
-        s3_tls_cert_t *c = tls->oldest;
+        http_tls_cert_t *c = tls->oldest;
         tls->oldest = c->newer;
         cert_free(c);
     }
 }
 
-s3_tls_t *s3_tls_create(const char *cert_path, const char *key_path)
+http_tls_t *http_tls_create(const char *cert_path, const char *key_path)
 {
     if (the_tls) {
         log_error("tls: one HTTPS certificate store per process");
         return NULL;
     }
-    s3_tls_t *tls = calloc(1, sizeof(*tls));
+    http_tls_t *tls = calloc(1, sizeof(*tls));
     if (!tls)
         return NULL;
     tls->cert_path = strdup(cert_path);
@@ -138,9 +138,9 @@ s3_tls_t *s3_tls_create(const char *cert_path, const char *key_path)
     return tls;
 }
 
-int s3_tls_reload(s3_tls_t *tls)
+int http_tls_reload(http_tls_t *tls)
 {
-    s3_tls_cert_t *c = cert_load(tls->cert_path, tls->key_path);
+    http_tls_cert_t *c = cert_load(tls->cert_path, tls->key_path);
     if (!c) {
         log_error("tls: reload failed; still serving the certificate loaded before");
         return -1;
@@ -154,12 +154,12 @@ int s3_tls_reload(s3_tls_t *tls)
     return 0;
 }
 
-void s3_tls_destroy(s3_tls_t *tls)
+void http_tls_destroy(http_tls_t *tls)
 {
     if (!tls)
         return;
     while (tls->oldest) {
-        s3_tls_cert_t *c = tls->oldest;
+        http_tls_cert_t *c = tls->oldest;
         tls->oldest = c->newer;
         cert_free(c);
     }
@@ -170,16 +170,16 @@ void s3_tls_destroy(s3_tls_t *tls)
     the_tls = NULL;
 }
 
-s3_tls_cert_t *s3_tls_hold(s3_tls_t *tls)
+http_tls_cert_t *http_tls_hold(http_tls_t *tls)
 {
     pthread_mutex_lock(&tls->lock);
-    s3_tls_cert_t *c = tls->current;
+    http_tls_cert_t *c = tls->current;
     c->conns++;
     pthread_mutex_unlock(&tls->lock);
     return c;
 }
 
-void s3_tls_release(s3_tls_t *tls, s3_tls_cert_t *cert)
+void http_tls_release(http_tls_t *tls, http_tls_cert_t *cert)
 {
     pthread_mutex_lock(&tls->lock);
     cert->conns--;
@@ -187,16 +187,16 @@ void s3_tls_release(s3_tls_t *tls, s3_tls_cert_t *cert)
     pthread_mutex_unlock(&tls->lock);
 }
 
-int s3_tls_retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_rdn, int nreqs,
-                    const gnutls_pk_algorithm_t *pk_algos, int pk_algos_length,
-                    gnutls_pcert_st **pcert, unsigned int *pcert_length, gnutls_privkey_t *pkey)
+int http_tls_retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_rdn, int nreqs,
+                      const gnutls_pk_algorithm_t *pk_algos, int pk_algos_length,
+                      gnutls_pcert_st **pcert, unsigned int *pcert_length, gnutls_privkey_t *pkey)
 {
     (void)session;
     (void)req_ca_rdn;
     (void)nreqs;
     (void)pk_algos;
     (void)pk_algos_length;
-    s3_tls_t *tls = the_tls;
+    http_tls_t *tls = the_tls;
     if (!tls)
         return -1;
     pthread_mutex_lock(&tls->lock);
