@@ -130,6 +130,8 @@ typedef struct server_config {
             unsigned gc_grace_s; /* seconds replaced data stays readable */
             unsigned op_timeout_s;
             unsigned index_shards; /* index objects per new bucket */
+            unsigned lease_s;      /* a gateway's liveness lease */
+            char *crash_at;        /* debug.rados_crash_at: "" = never */
         } rados;
     } storage;
     /* Observability (docs/operations.md). */

@@ -210,6 +210,15 @@ const setting_t server_settings[] = {
           "S3RDMA_STORAGE_RADOS_INDEX_SHARDS", "16", storage.rados.index_shards, 1, 256,
           "index objects each new bucket's keys are spread over (fixed at creation; 1: one, as "
           "before sharding)"),
+    COUNT("storage.rados.lease", "storage-rados-lease", "S3RDMA_STORAGE_RADOS_LEASE", "30",
+          storage.rados.lease_s, 2, 3600,
+          "seconds of a gateway's liveness lease: another gateway recovers its intent log this "
+          "long after it stopped renewing"),
+    TEXT("debug.rados_crash_at", "debug-rados-crash-at", "S3RDMA_DEBUG_RADOS_CRASH_AT", "",
+         storage.rados.crash_at,
+         "for crash tests only: the RADOS write step at which the gateway kills itself "
+         "(put-intent, put-pieces, put-switch, part-pieces, complete-intent, complete-claim, "
+         "complete-switch)"),
     /* Observability (docs/operations.md). */
     BOOL("metrics.enabled", "metrics-enabled", "S3RDMA_METRICS_ENABLED", "false", metrics.enabled,
          "true or false: serve Prometheus metrics at GET /metrics"),

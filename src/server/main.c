@@ -302,6 +302,8 @@ int main(int argc, char **argv)
         .gc_grace_s = cfg.storage.rados.gc_grace_s,
         .op_timeout_s = cfg.storage.rados.op_timeout_s,
         .index_shards = cfg.storage.rados.index_shards,
+        .lease_s = cfg.storage.rados.lease_s,
+        .crash_at = cfg.storage.rados.crash_at,
     };
     bool on_rados = cfg.storage.backend == SERVER_STORAGE_RADOS;
     stor_status_t st =

@@ -88,9 +88,9 @@ typedef struct stor_rados_conf {
     const char *pool;       /* data pool (pieces); required */
     const char *index_pool; /* buckets, indexes, uploads, GC log; NULL or "": pool */
     /* Seconds a dropped object's data stays readable (readers opened before
-     * an overwrite or delete keep their snapshot that long), and the age
-     * under which the start sweep leaves unreferenced data alone (a writer
-     * of another gateway may still be writing it). */
+     * an overwrite or delete keep their snapshot that long), and the start
+     * sweep's margin for clocks between gateways (it spares blobs younger
+     * than the sweep by this much; writers are covered by their intents). */
     unsigned gc_grace_s;
     /* Seconds a cluster call may take before it fails with
      * STOR_ERR_UNAVAILABLE instead of waiting for the cluster to come back;
@@ -100,6 +100,12 @@ typedef struct stor_rados_conf {
      * 0: RSTOR_INDEX_SHARDS_DEFAULT). Buckets keep the count they were
      * created with. */
     unsigned index_shards;
+    /* Seconds of a gateway's liveness lease (its intent log is recovered by
+     * another gateway this long after it stopped renewing; 0: 30). */
+    unsigned lease_s;
+    /* debug.rados_crash_at: a write step at which the gateway kills itself
+     * (SIGKILL), for crash tests; NULL or "": never. */
+    const char *crash_at;
 } stor_rados_conf_t;
 
 /* Opens a store on a Ceph cluster through librados: any number of

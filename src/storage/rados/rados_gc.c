@@ -5,11 +5,14 @@
  *    stay readable for grace_ms, so a reader that opened them before the
  *    change keeps its snapshot; then their pieces are removed. Drained about
  *    once a second by every gateway (removing a piece twice is harmless).
+ *  - the intent log's tick (rados_intent.c): this gateway's lease renewed,
+ *    dead gateways' logs recovered.
  *  - the sweep, once at start: pieces that nothing references (no index
- *    record, no parts object, no GC log entry) and whose blob is
- *    older than grace_ms (its id starts with its creation time) are removed.
- *    That is what a gateway killed mid-write, or between an index switch and
- *    its GC log write, leaves behind. */
+ *    record, no parts object, no GC log entry, no gateway's intent) and
+ *    whose blob is older than grace_ms (its id starts with its creation
+ *    time) are removed: what the intent log does not cover (a gateway
+ *    killed between a delete's or an abort's switch and its GC log write,
+ *    data of binaries from before the log). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -81,13 +84,17 @@ static int gc_entry(const char *k, size_t kl, const char *v, size_t vl, uint64_t
 
 static void remove_blob(rstor_t *st, const uint8_t id[STOR_ID_LEN], uint64_t size)
 {
-    uint32_t n = rs_pieces(size);
-    for (uint32_t i = 0; i < n; i++) {
+    /* Unknown size: a dead writer had up to RSTOR_WINDOW pieces in flight,
+     * so a missing piece may be followed by written ones. */
+    int unknown = size == RSTOR_SIZE_UNKNOWN;
+    uint32_t n = unknown ? UINT32_MAX : rs_pieces(size), missing = 0;
+    for (uint32_t i = 0; i < n && missing < RSTOR_WINDOW; i++) {
         char oid[RSTOR_OID_MAX];
         rs_piece_oid(id, i, oid);
         int rc = rados_remove(st->data, oid);
         if (rc < 0 && rc != -ENOENT)
             log_warn("storage: gc remove %s: %s", oid, strerror(-rc));
+        missing = rc == -ENOENT && unknown ? missing + 1 : 0;
     }
 }
 
@@ -148,18 +155,13 @@ static int gc_drain(rstor_t *st)
 
 /* ==== The sweep ========================================================== */
 
-typedef struct idset {
-    uint8_t (*ids)[STOR_ID_LEN];
-    size_t n, cap;
-} idset_t;
-
-static int idset_add(idset_t *s, const uint8_t id[STOR_ID_LEN])
+int rs_idset_add(rs_idset_t *s, const uint8_t id[STOR_ID_LEN])
 {
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 1024;
         void *p = realloc(s->ids, cap * STOR_ID_LEN);
         if (!p)
-            return -1;
+            return -ENOMEM;
         s->ids = p;
         s->cap = cap;
     }
@@ -172,9 +174,19 @@ static int cmp_id(const void *a, const void *b)
     return memcmp(a, b, STOR_ID_LEN);
 }
 
-static int mark_object(void *arg, const char *k, size_t kl, const char *v, size_t vl)
+void rs_idset_sort(rs_idset_t *s)
 {
-    (void)k;
+    if (s->n)
+        qsort(s->ids, s->n, STOR_ID_LEN, cmp_id);
+}
+
+int rs_idset_has(const rs_idset_t *s, const uint8_t id[STOR_ID_LEN])
+{
+    return s->n && bsearch(id, s->ids, s->n, STOR_ID_LEN, cmp_id);
+}
+
+int rs_mark_record(void *set, const char *k, size_t kl, const char *v, size_t vl)
+{
     if (kl && (unsigned char)k[0] == 0xFF)
         return 0; /* the tombstone */
     stor_obj_rec_t rec;
@@ -182,7 +194,7 @@ static int mark_object(void *arg, const char *k, size_t kl, const char *v, size_
         return -EIO;
     int rc = 0;
     for (uint32_t i = 0; i < rec.n_segs && rc == 0; i++)
-        rc = idset_add(arg, rec.segs[i].id) ? -ENOMEM : 0;
+        rc = rs_idset_add(set, rec.segs[i].id);
     stor_obj_rec_free(&rec);
     return rc;
 }
@@ -194,7 +206,7 @@ static int mark_part(void *arg, const char *k, size_t kl, const char *v, size_t 
     stor_part_rec_t p;
     if (stor_rec_decode_part(v, vl, &p) != STOR_OK)
         return -EIO;
-    int rc = idset_add(arg, p.id) ? -ENOMEM : 0;
+    int rc = rs_idset_add(arg, p.id) ? -ENOMEM : 0;
     stor_part_free_fields(&p.part);
     return rc;
 }
@@ -206,7 +218,7 @@ static int add_upload_id(void *arg, const char *k, size_t kl, const char *v, siz
     uint8_t id[STOR_ID_LEN];
     if (kl != STOR_UPLOAD_ID_LEN || hex_decode(k, kl, id, STOR_ID_LEN) != 0)
         return 0;
-    return idset_add(arg, id) ? -ENOMEM : 0;
+    return rs_idset_add(arg, id) ? -ENOMEM : 0;
 }
 
 /* Marks the parts of every parts object in the index pool whose upload is
@@ -215,14 +227,19 @@ static int add_upload_id(void *arg, const char *k, size_t kl, const char *v, siz
  * parts object whose record went longer ago is what a gateway killed in
  * between left: it goes to *orphans (its blobs that an index references are
  * marked by the index). */
-static int mark_all_parts(rstor_t *st, idset_t *set, idset_t *orphans)
+static int mark_all_parts(rstor_t *st, const rs_idset_t *completing, rs_idset_t *set,
+                          rs_idset_t *orphans)
 {
     stor_bucket_t *bs;
     size_t nb;
     if (rs_bucket_list(&st->base, &bs, &nb) != STOR_OK)
         return -EIO;
-    idset_t live = {0};
+    rs_idset_t live = {0};
     int rc = 0;
+    /* A Complete in an intent log is in progress, or its gateway's
+     * recovery settles it. */
+    for (size_t i = 0; i < completing->n && rc == 0; i++)
+        rc = rs_idset_add(&live, completing->ids[i]);
     for (size_t i = 0; i < nb && rc == 0; i++) {
         char oid[RSTOR_OID_MAX];
         rs_uploads_oid(bs[i].id, oid);
@@ -230,8 +247,7 @@ static int mark_all_parts(rstor_t *st, idset_t *set, idset_t *orphans)
             rc = 0;
     }
     free(bs);
-    if (live.n)
-        qsort(live.ids, live.n, STOR_ID_LEN, cmp_id);
+    rs_idset_sort(&live);
     rados_list_ctx_t ls;
     if (rc == 0 && (rc = rados_nobjects_list_open(st->index, &ls)) == 0) {
         const char *name;
@@ -244,9 +260,9 @@ static int mark_all_parts(rstor_t *st, idset_t *set, idset_t *orphans)
                 continue;
             uint64_t size;
             time_t mtime;
-            if (!(live.n && bsearch(id, live.ids, live.n, STOR_ID_LEN, cmp_id)) &&
-                rados_stat(st->index, name, &size, &mtime) == 0 && mtime < old_before) {
-                rc = idset_add(orphans, id) ? -ENOMEM : 0;
+            if (!rs_idset_has(&live, id) && rados_stat(st->index, name, &size, &mtime) == 0 &&
+                mtime < old_before) {
+                rc = rs_idset_add(orphans, id) ? -ENOMEM : 0;
                 continue;
             }
             rc = rs_omap_each(st->index, name, "", mark_part, set);
@@ -267,7 +283,7 @@ static int mark_gc(void *arg, const char *k, size_t kl, const char *v, size_t vl
     uint8_t id[STOR_ID_LEN];
     if (gc_entry(k, kl, v, vl, &due, id, &size) != 0)
         return 0;
-    return idset_add(arg, id) ? -ENOMEM : 0;
+    return rs_idset_add(arg, id) ? -ENOMEM : 0;
 }
 
 /* Every blob something references. 0, or a librados code (then nothing may
@@ -275,9 +291,10 @@ static int mark_gc(void *arg, const char *k, size_t kl, const char *v, size_t vl
  * objects before indexes (a Complete moves its parts from the one to the
  * other, removing the parts object last), indexes before the GC log (an
  * overwrite switches the index, then logs the old blob). */
-static int sweep_mark(rstor_t *st, idset_t *set, idset_t *orphans)
+static int sweep_mark(rstor_t *st, const rs_idset_t *completing, rs_idset_t *set,
+                      rs_idset_t *orphans)
 {
-    int rc = mark_all_parts(st, set, orphans);
+    int rc = mark_all_parts(st, completing, set, orphans);
     if (rc != 0)
         return rc;
     stor_bucket_t *bs;
@@ -289,7 +306,7 @@ static int sweep_mark(rstor_t *st, idset_t *set, idset_t *orphans)
         for (uint32_t shard = 0; shard < ix.shards && rc == 0; shard++) {
             char oid[RSTOR_OID_MAX];
             rs_index_oid(&ix, shard, oid);
-            rc = rs_omap_each(st->index, oid, "", mark_object, set);
+            rc = rs_omap_each(st->index, oid, "", rs_mark_record, set);
             if (rc == -ENOENT)
                 rc = 0;
         }
@@ -300,15 +317,25 @@ static int sweep_mark(rstor_t *st, idset_t *set, idset_t *orphans)
     return rc;
 }
 
-/* Removes unreferenced pieces of blobs older than grace_ms. */
+/* Removes the pieces of blobs that nothing references and no gateway's
+ * intent log names. The intents are read first: a blob's entry is written
+ * before its first piece and its id made then, so a blob whose pieces the
+ * listing finds was named by an intent read here, or is younger than this
+ * sweep (spared by its id's time, with grace_ms for clocks between
+ * gateways), or was referenced or removed before the marking began. */
 static void gc_sweep(rstor_t *st)
 {
-    idset_t set = {0}, orphans = {0};
-    int rc = sweep_mark(st, &set, &orphans);
+    rs_idset_t set = {0}, orphans = {0}, writing = {0}, completing = {0};
+    uint64_t old_before = (uint64_t)(clock_wall_ms() - st->grace_ms);
+    int rc = rs_intent_all(st, &writing, &completing);
+    if (rc == 0)
+        rc = sweep_mark(st, &completing, &set, &orphans);
+    free(completing.ids);
     if (rc != 0) {
         log_warn("storage: sweep skipped: %s", strerror(-rc));
         free(set.ids);
         free(orphans.ids);
+        free(writing.ids);
         return;
     }
     /* Parts objects of uploads that ended in a crash: their unreferenced
@@ -320,15 +347,14 @@ static void gc_sweep(rstor_t *st)
         rados_remove(st->index, oid);
     }
     free(orphans.ids);
-    if (set.n)
-        qsort(set.ids, set.n, STOR_ID_LEN, cmp_id);
+    rs_idset_sort(&set);
     rados_list_ctx_t ls;
     if ((rc = rados_nobjects_list_open(st->data, &ls)) < 0) {
         log_warn("storage: sweep: list: %s", strerror(-rc));
         free(set.ids);
+        free(writing.ids);
         return;
     }
-    uint64_t old_before = (uint64_t)(clock_wall_ms() - st->grace_ms);
     size_t removed = 0;
     const char *name;
     /* A long listing gives way to a gateway shutting down. */
@@ -341,15 +367,15 @@ static void gc_sweep(rstor_t *st)
         uint64_t born = 0;
         for (int i = 0; i < 8; i++)
             born = born << 8 | id[i];
-        if (born >= old_before || (set.n && bsearch(id, set.ids, set.n, STOR_ID_LEN, cmp_id)))
+        if (born >= old_before || rs_idset_has(&set, id) || rs_idset_has(&writing, id))
             continue;
         if (rados_remove(st->data, name) == 0)
             removed++;
     }
     rados_nobjects_list_close(ls);
     free(set.ids);
-    if (removed)
-        log_info("storage: sweep removed %zu unreferenced piece(s)", removed);
+    free(writing.ids);
+    log_info("storage: start sweep done: %zu unreferenced piece(s) removed", removed);
 }
 
 /* ==== The thread ========================================================= */
@@ -361,10 +387,13 @@ static void *gc_main(void *arg)
     pthread_mutex_lock(&st->gc_lock);
     while (!st->gc_stop) {
         pthread_mutex_unlock(&st->gc_lock);
+        rs_intent_tick(st);
         while (gc_drain(st) == GC_BATCH)
             ;
         pthread_mutex_lock(&st->gc_lock);
-        struct timespec ts = clock_after_ms(CLOCK_REALTIME, GC_INTERVAL_MS);
+        /* Often enough to renew the lease well within its half. */
+        uint32_t wait = st->lease_ms / 4 < GC_INTERVAL_MS ? st->lease_ms / 4 : GC_INTERVAL_MS;
+        struct timespec ts = clock_after_ms(CLOCK_REALTIME, wait);
         if (!st->gc_stop)
             pthread_cond_timedwait(&st->gc_cond, &st->gc_lock, &ts);
     }

@@ -18,6 +18,10 @@
  *                           initiated ms (rados_multipart.c)
  *   s3rdma.parts.<upload>   omap: 8-hex part number -> part record
  *   s3rdma.gc               omap: <due ms, 16 hex>.<blob id> -> blob size
+ *   s3rdma.gateways         omap: gateway id (16 hex) -> started (ms)
+ *   s3rdma.lease.gw.<gw>    a gateway's liveness lease (its lock) and
+ *                           slot 0 of its intent log (its omap), slots
+ *   s3rdma.lease.gw.<gw>.<k>  1..7 (rados_intent.c)
  * Data pool (storage.rados.pool):
  *   <blob id, 32 hex>.<piece, 8 hex>   RSTOR_PIECE bytes each (the last
  *                           shorter); a blob is one PUT's or one part's bytes
@@ -68,6 +72,24 @@ typedef struct idslot {
     rs_index_t ix;
 } idslot_t;
 
+/* Intent log bounds (rados_intent.c): cleared entries held for a later
+ * write, and dropped blobs one entry names (an overwrite of an object of
+ * more parts leaves them to the start sweep should the gateway die between
+ * its switch and its GC log write). */
+#define RSTOR_INTENT_CLEARS 64
+/* Objects a gateway's log is spread over (its writes over placement
+ * groups), each holding at most RSTOR_INTENT_SLOT_CLEARS cleared entries. */
+#define RSTOR_INTENT_SLOTS       8
+#define RSTOR_INTENT_SLOT_CLEARS (RSTOR_INTENT_CLEARS / RSTOR_INTENT_SLOTS)
+#define RSTOR_INTENT_OLD_MAX     64
+#define RSTOR_INTENT_NAME        (2 * STOR_ID_LEN + 2) /* "c" + 32 hex + NUL */
+/* The largest entry value: a header, the dropped blobs (48 bytes each) and
+ * the key (S3 keys are at most 1024 bytes). */
+#define RSTOR_INTENT_VALUE_MAX (64 + 48 * RSTOR_INTENT_OLD_MAX + 1024)
+/* A GC log size for a blob whose pieces are removed until RSTOR_WINDOW in a
+ * row are missing (a blob whose writer died: its size is not known). */
+#define RSTOR_SIZE_UNKNOWN UINT64_MAX
+
 typedef struct rstor {
     stor_t base; /* first: stor_backend.h */
     rados_t cluster;
@@ -87,13 +109,105 @@ typedef struct rstor {
      * the name up afresh. */
     pthread_mutex_t id_lock;
     idslot_t ids[RSTOR_IDCACHE];
+    /* This gateway's liveness and intent log (rados_intent.c), under
+     * intent_lock. epoch grows when the lease lapsed: a write whose intent
+     * is of an older epoch may have been recovered and must not commit. */
+    char gw_id[17];
+    char crash_at[32]; /* debug.rados_crash_at: the step to die at, or "" */
+    uint32_t lease_ms;
+    pthread_mutex_t intent_lock;
+    uint64_t epoch;
+    uint64_t renewed_ms;      /* monotonic: when the last good renewal was sent */
+    uint64_t next_recover_ms; /* monotonic: the next look for dead gateways */
+    int fenced;               /* another gateway recovered this one's log */
+    int intent_ready;         /* intent_lock made */
+    char clears[RSTOR_INTENT_SLOTS][RSTOR_INTENT_SLOT_CLEARS][RSTOR_INTENT_NAME];
+    size_t n_clears[RSTOR_INTENT_SLOTS];
+    char unsure[RSTOR_INTENT_CLEARS][RSTOR_INTENT_NAME];
+    size_t n_unsure;
 } rstor_t;
+
+/* A set of blob (or upload) ids: added to, then sorted, then searched. */
+typedef struct rs_idset {
+    uint8_t (*ids)[STOR_ID_LEN];
+    size_t n, cap;
+} rs_idset_t;
 
 /* ---- rados_lease.c ------------------------------------------------------ */
 
 /* stor_lease: an exclusive RADOS lock with a duration on the index pool's
  * object "s3rdma.lease.<name>", this client instance's id as its cookie. */
 stor_status_t rs_lease(stor_t *st, const char *name, uint32_t ttl_ms);
+
+/* A write's intent, for the commit that references its blob: the entry's
+ * name and epoch (rs_intent_put). */
+typedef struct rs_intent_ref {
+    char name[RSTOR_INTENT_NAME];
+    uint64_t epoch;
+    /* The dropped blobs the entry names already: how many, the first's id. */
+    uint32_t n_old;
+    uint8_t old0[STOR_ID_LEN];
+} rs_intent_ref_t;
+
+/* An entry write in flight (rs_intent_put_start). */
+typedef struct rs_intent_put {
+    rados_write_op_t op;
+    rados_completion_t c;
+    int cmp;
+    unsigned slot;
+    size_t n_clears;
+    char clears[RSTOR_INTENT_SLOT_CLEARS][RSTOR_INTENT_NAME];
+    char gw[17];
+    uint64_t epoch;
+} rs_intent_put_t;
+
+/* ---- rados_intent.c ---------------------------------------------------- */
+
+/* Starts this gateway's liveness (its lease taken, its id registered).
+ * crash_at: debug.rados_crash_at. 0, or a librados code. */
+int rs_intent_open(rstor_t *st, const char *crash_at, uint32_t lease_ms);
+/* A clean stop: flushes the cleared entries; an empty log and its
+ * registration go. */
+void rs_intent_close(rstor_t *st);
+/* The collector's tick: renews the lease, flushes cleared entries, and now
+ * and then recovers the logs of gateways whose lease lapsed. */
+void rs_intent_tick(rstor_t *st);
+/* Entry values: a blob of a PUT to key in ix (key "": commit not started)
+ * that will drop old; a part (number) of upload_id (to key in ix) that
+ * replaces old (NULL: none); a Complete to key in ix. buf_init'ed here; 0, or -1. */
+int rs_intent_object(buf_t *b, const rs_index_t *ix, const char *key, const stor_seg_t *old,
+                     uint32_t n_old);
+int rs_intent_part(buf_t *b, const char *upload_id, uint32_t number, const rs_index_t *ix,
+                   const char *key, const stor_seg_t *old);
+int rs_intent_complete(buf_t *b, const rs_index_t *ix, const char *key);
+/* The entry name of a blob. */
+void rs_intent_name(const uint8_t id[STOR_ID_LEN], char out[RSTOR_INTENT_NAME]);
+/* Writes entry name = desc, acknowledged when this returns STOR_OK. *epoch_p:
+ * 0 for a write's first entry (set here), else the epoch of its first, which
+ * must still be current. Flushes the cleared entries in the same op. */
+stor_status_t rs_intent_put(rstor_t *st, const char *name, const buf_t *desc, uint64_t *epoch_p);
+/* rs_intent_put in two halves, so a piece can be written meanwhile: start
+ * (STOR_OK: finish must be called) and finish (what rs_intent_put returns). */
+stor_status_t rs_intent_put_start(rstor_t *st, const char *name, const buf_t *desc, uint64_t epoch,
+                                  rs_intent_put_t *p);
+stor_status_t rs_intent_put_finish(rstor_t *st, rs_intent_put_t *p, uint64_t *epoch_p);
+/* Marks entry name cleared (removed with the next write to the log). */
+void rs_intent_clear(rstor_t *st, const char *name);
+/* Entry name belongs to a write that ended without knowing whether its
+ * commit landed (the cluster did not answer): the collector settles it as
+ * a dead gateway's, then clears it. */
+void rs_intent_unsure(rstor_t *st, const char *name);
+/* STOR_OK when a write whose entries are of epoch may commit: the lease is
+ * fresh (renewed within half its length) and has not lapsed since. */
+stor_status_t rs_intent_check(rstor_t *st, uint64_t epoch);
+/* debug.rados_crash_at: dies (SIGKILL) when step is the one named. */
+void rs_crash_point(const rstor_t *st, const char *step);
+/* The blobs key's record and its version entries reference, added to set
+ * (unsorted). 0, or a librados code. */
+int rs_key_blobs(rstor_t *st, const rs_index_t *ix, const char *key, rs_idset_t *set);
+/* Every registered gateway's entries: blob ids into blobs, upload ids of
+ * Completes into uploads (both sorted). 0, or a librados code. */
+int rs_intent_all(rstor_t *st, rs_idset_t *blobs, rs_idset_t *uploads);
 
 /* ---- rados_store.c ------------------------------------------------------ */
 
@@ -137,10 +251,15 @@ typedef struct rs_omap_get {
     rados_completion_t c;
     rados_omap_iter_t it;
     int prval;
+    int peeked, peek_rc; /* rs_omap_get_peek waited: its answer */
+    buf_t peek_val;
 } rs_omap_get_t;
 int rs_omap_get_start(rados_ioctx_t io, const char *oid, const char *key, size_t klen,
                       rs_omap_get_t *g);
 int rs_omap_get_finish(rs_omap_get_t *g, buf_t *val);
+/* Waits for the read and returns what rs_omap_get_finish will (the value
+ * in *val_p, owned by g), which must still be called. */
+int rs_omap_get_peek(rs_omap_get_t *g, const buf_t **val_p);
 
 /* One atomic compare-and-set of omap key (klen bytes) on oid: from expect
  * (NULL: absent) to val (NULL: removed). The object must exist unless
@@ -187,10 +306,13 @@ stor_status_t rs_index_switch(rstor_t *st, const rs_index_t *ix, const char *key
                               int *versioned_p);
 /* rs_index_switch whose first look at the key's value is the read pre
  * (rs_omap_get_start'ed on the key's index object; finished here whatever
- * happens), or a fresh one when pre is NULL. */
+ * happens), or a fresh one when pre is NULL. With in (NULL: none), the
+ * write's intent: before each compare-and-set, the blobs it would drop are
+ * added to the entry and the lease must be fresh (rs_intent_check). */
 stor_status_t rs_index_switch_pre(rstor_t *st, const rs_index_t *ix, const char *key,
                                   const buf_t *rec, const stor_precond_t *cond, rs_omap_get_t *pre,
-                                  stor_obj_rec_t *old, int *had_old, int *versioned_p);
+                                  const rs_intent_ref_t *in, stor_obj_rec_t *old, int *had_old,
+                                  int *versioned_p);
 
 /* ---- rados_version.c ---------------------------------------------------- */
 
@@ -240,11 +362,12 @@ stor_status_t rs_version_push(rstor_t *st, const rs_index_t *ix, const char *key
  * versioned reads the state afresh and pushes. Dropped data goes to the GC
  * log; meta->version is set by a push. pre and vpre (NULL: none): the
  * caller's early reads of the key, for the switch (versioning OFF) and the
- * push (on): whichever is given is finished here. */
+ * push (on): whichever is given is finished here. in: the PUT's intent
+ * (NULL for a Complete), see rs_index_switch_pre. */
 stor_status_t rs_object_commit(rstor_t *st, const char *bucket, const rs_index_t *ix,
                                int versioning, const char *key, stor_meta_t *meta,
                                const stor_seg_t *segs, uint32_t n_segs, const stor_precond_t *cond,
-                               rs_omap_get_t *pre, rs_kread_t *vpre);
+                               rs_omap_get_t *pre, rs_kread_t *vpre, const rs_intent_ref_t *in);
 /* stor_object_change of the version change->version_id names (not NULL)
  * of key in shard object oid: one compare-and-write of its record, where
  * it is (the key, or its entry). */
@@ -255,11 +378,16 @@ stor_status_t rs_version_change(rstor_t *st, const char *oid, const char *key,
 stor_status_t rs_versioning_now(rstor_t *st, const char *bucket, uint64_t id, int *state_p);
 
 /* For part commits (rados_multipart.c): which bucket and blob a writer
- * writes; sealing it (every piece in the cluster); and freeing it, its
- * pieces kept (they are referenced now, or maybe are: keep) or removed. */
-void rs_writer_identity(const stor_writer_t *w, uint64_t *bucket_id_p, uint8_t id[STOR_ID_LEN]);
+ * writes; its intent entry written as desc (the blob's id made first if no
+ * piece went yet) into *in; sealing it (every piece in the cluster); and
+ * freeing it: its pieces referenced now (RS_DONE_KEPT: the entry cleared),
+ * maybe referenced (RS_DONE_UNSURE: the entry is settled by the collector)
+ * or removed (RS_DONE_REMOVE). */
+void rs_writer_identity(const stor_writer_t *w, rs_index_t *ix_p, uint8_t id[STOR_ID_LEN]);
+stor_status_t rs_writer_intent(stor_writer_t *w, const buf_t *desc, rs_intent_ref_t *in);
 stor_status_t rs_writer_seal(stor_writer_t *w);
-void rs_writer_done(stor_writer_t *w, int keep);
+enum { RS_DONE_REMOVE, RS_DONE_KEPT, RS_DONE_UNSURE };
+void rs_writer_done(stor_writer_t *w, int how);
 
 /* ---- The backend's ops (the table is in rados_store.c) ----------------- */
 
@@ -327,7 +455,19 @@ stor_status_t rs_mpu_list(stor_t *st, const char *bucket, const char *prefix,
  * bucket (parts to the GC log) and removes its uploads object. */
 stor_status_t rs_uploads_drop(rstor_t *st, uint64_t bucket_id);
 
-/* rados_gc.c: the collector. */
+/* rados_multipart.c, for the recovery of a dead gateway's Complete of
+ * upload_id (key in ix): unless the upload is still open or gone, the
+ * parts the key references are kept, the rest logged for collection, and
+ * the parts object removed. 0, or a librados code. */
+int rs_upload_recover(rstor_t *st, const rs_index_t *ix, const char *key, const char *upload_id);
+
+/* rados_gc.c: the collector, and the id sets. 0, or -ENOMEM. */
+int rs_idset_add(rs_idset_t *s, const uint8_t id[STOR_ID_LEN]);
+void rs_idset_sort(rs_idset_t *s);
+int rs_idset_has(const rs_idset_t *s, const uint8_t id[STOR_ID_LEN]);
+/* An rs_omap_fn adding the blobs of an object record (set: an rs_idset_t);
+ * skips the bucket's tombstone. */
+int rs_mark_record(void *set, const char *k, size_t kl, const char *v, size_t vl);
 int rs_gc_start(rstor_t *st);
 void rs_gc_stop(rstor_t *st);
 

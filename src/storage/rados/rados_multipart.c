@@ -303,25 +303,62 @@ static void parts_drop(rstor_t *st, const char *id, const uint8_t *used,
     rados_remove(st->index, oid);
 }
 
+/* Before a part's compare-and-set: the part it replaces (old, NULL: none)
+ * goes into its intent entry, then the lease must be fresh. */
+static stor_status_t part_intent(rstor_t *st, const rs_intent_ref_t *in, const char *upload_id,
+                                 uint32_t number, const rs_index_t *ix, const char *key,
+                                 const stor_part_rec_t *old)
+{
+    stor_status_t s = STOR_OK;
+    if (old) {
+        stor_seg_t seg = {.size = old->part.size};
+        memcpy(seg.id, old->id, STOR_ID_LEN);
+        buf_t desc;
+        uint64_t epoch = in->epoch;
+        s = rs_intent_part(&desc, upload_id, number, ix, key, &seg) == 0
+                ? rs_intent_put(st, in->name, &desc, &epoch)
+                : STOR_ERR_NOMEM;
+        buf_free(&desc);
+    }
+    if (s == STOR_OK)
+        s = rs_intent_check(st, in->epoch);
+    if (s == STOR_OK)
+        rs_crash_point(st, "part-pieces");
+    return s;
+}
+
 stor_status_t rs_part_commit(stor_writer_t *w, const char *key, const char *upload_id,
                              stor_part_t *part)
 {
     rstor_t *st = (rstor_t *)w->st;
     /* The writer's bucket and blob, through its public face. */
     stor_status_t s = STOR_OK;
-    buf_t raw, rec, cur;
+    buf_t raw, rec, cur, desc;
     stor_upload_rec_t up;
+    rs_intent_ref_t in;
     buf_init(&rec, STOR_REC_MAX + 1);
     buf_init(&cur, 1);
-    uint64_t bucket_id;
+    buf_init(&raw, 1);
+    rs_index_t ix;
     uint8_t id[STOR_ID_LEN];
-    rs_writer_identity(w, &bucket_id, id);
+    if (!valid_upload_id(upload_id)) {
+        s = STOR_ERR_NO_UPLOAD;
+        goto out;
+    }
+    rs_writer_identity(w, &ix, id);
+    s = rs_intent_part(&desc, upload_id, part->number, &ix, key, NULL) == 0
+            ? rs_writer_intent(w, &desc, &in)
+            : STOR_ERR_NOMEM;
+    buf_free(&desc);
+    if (s != STOR_OK)
+        goto out;
+    rs_writer_identity(w, &ix, id); /* the id is made with the first entry */
+    buf_free(&raw);
     s = rs_writer_seal(w);
     if (s == STOR_OK)
-        s = upload_read(st, bucket_id, key, upload_id, &raw, &up);
+        s = upload_read(st, ix.id, key, upload_id, &raw, &up);
     else
         buf_init(&raw, 1);
-    buf_free(&raw);
     if (s != STOR_OK)
         goto out;
     stor_upload_rec_free(&up);
@@ -339,15 +376,22 @@ stor_status_t rs_part_commit(stor_writer_t *w, const char *key, const char *uplo
         buf_free(&cur);
         int rc = rs_omap_get(st->index, oid, pkey, klen, &cur);
         int found = rc > 0;
+        stor_part_rec_t old;
+        int have_old = found && stor_rec_decode_part(cur.data, cur.len, &old) == STOR_OK;
+        if (rc >= 0 && (s = part_intent(st, &in, upload_id, part->number, &ix, key,
+                                        have_old ? &old : NULL)) != STOR_OK) {
+            if (have_old)
+                stor_part_free_fields(&old.part);
+            goto out;
+        }
         if (rc >= 0)
             rc = rs_omap_cas(st->index, oid, pkey, klen, found ? &cur : NULL, &rec, 0);
+        if (rc == 0 && have_old)
+            gc_parts(st, &old, 1, NULL);
+        if (have_old)
+            stor_part_free_fields(&old.part);
         if (rc == 0) {
-            stor_part_rec_t old;
-            if (found && stor_rec_decode_part(cur.data, cur.len, &old) == STOR_OK) {
-                gc_parts(st, &old, 1, NULL);
-                stor_part_free_fields(&old.part);
-            }
-            rs_writer_done(w, 1);
+            rs_writer_done(w, RS_DONE_KEPT);
             w = NULL;
             goto out;
         }
@@ -362,7 +406,8 @@ stor_status_t rs_part_commit(stor_writer_t *w, const char *key, const char *uplo
     }
 out:
     if (w)
-        rs_writer_done(w, s == STOR_ERR_UNAVAILABLE);
+        rs_writer_done(w, s == STOR_ERR_UNAVAILABLE ? RS_DONE_UNSURE : RS_DONE_REMOVE);
+    buf_free(&raw);
     buf_free(&rec);
     buf_free(&cur);
     return s;
@@ -409,7 +454,8 @@ stor_status_t rs_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const char 
     uint8_t *used = NULL;
     stor_meta_t m;
     memset(&m, 0, sizeof m);
-    int have_up = 0;
+    int have_up = 0, logged = 0, unsure = 0;
+    rs_intent_ref_t in;
     s = upload_read(st, bkt->id, key, upload_id, &raw, &up);
     if (s != STOR_OK)
         goto out;
@@ -429,6 +475,21 @@ stor_status_t rs_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const char 
     m.version = m.delete_marker = NULL;
     if ((s = stor_mpu_assemble(parts, n, recs, n_recs, &m, cond, &segs, used)) != STOR_OK)
         goto out;
+    /* Logged before the claim, so a recovery settles a Complete cut short
+     * between its claim and its parts' removal. */
+    rs_index_t ix = rs_index_of(bkt);
+    buf_t desc;
+    snprintf(in.name, sizeof in.name, "c%s", upload_id);
+    in.epoch = 0;
+    s = rs_intent_complete(&desc, &ix, key) == 0 ? rs_intent_put(st, in.name, &desc, &in.epoch)
+                                                 : STOR_ERR_NOMEM;
+    buf_free(&desc);
+    if (s != STOR_OK)
+        goto out;
+    logged = 1;
+    rs_crash_point(st, "complete-intent");
+    if ((s = rs_intent_check(st, in.epoch)) != STOR_OK)
+        goto out;
     /* Claim the upload: of two racing Completes (or a Complete and an
      * Abort) exactly one removes its record. */
     int rc = parts_touch(st, upload_id);
@@ -442,19 +503,26 @@ stor_status_t rs_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const char 
                              : rs_fail("claim upload", upload_id, rc);
         goto out;
     }
-    rs_index_t ix = rs_index_of(bkt);
-    s = rs_object_commit(st, bkt->name, &ix, bkt->versioning, key, &m, segs, (uint32_t)n, cond,
-                         NULL, NULL);
+    rs_crash_point(st, "complete-claim");
+    s = rs_intent_check(st, in.epoch);
+    if (s == STOR_OK)
+        s = rs_object_commit(st, bkt->name, &ix, bkt->versioning, key, &m, segs, (uint32_t)n, cond,
+                             NULL, NULL, NULL);
     if (s != STOR_OK) {
         /* The upload stays as it was. */
-        if (upload_cas(st, bkt->id, upload_id, NULL, &raw) < 0)
+        if (upload_cas(st, bkt->id, upload_id, NULL, &raw) < 0) {
             log_error("storage: upload %s lost after a failed complete", upload_id);
+            unsure = 1;
+        }
         goto out;
     }
+    rs_crash_point(st, "complete-switch");
     parts_drop(st, upload_id, used, recs, n_recs);
     *meta_p = m;
     memset(&m, 0, sizeof m);
 out:
+    if (logged)
+        (unsure ? rs_intent_unsure : rs_intent_clear)(st, in.name);
     buf_free(&raw);
     stor_part_recs_free(recs, n_recs);
     free(segs);
@@ -463,6 +531,41 @@ out:
     if (have_up)
         stor_upload_rec_free(&up);
     return s;
+}
+
+int rs_upload_recover(rstor_t *st, const rs_index_t *ix, const char *key, const char *upload_id)
+{
+    char oid[RSTOR_OID_MAX];
+    rs_uploads_oid(ix->id, oid);
+    buf_t raw;
+    int rc = rs_omap_get(st->index, oid, upload_id, STOR_UPLOAD_ID_LEN, &raw);
+    buf_free(&raw);
+    if (rc > 0)
+        return 0; /* open: never claimed, or put back */
+    if (rc < 0 && rc != -ENOENT)
+        return rc;
+    stor_part_rec_t *recs;
+    size_t n;
+    stor_status_t s = load_parts(st, upload_id, 0, &recs, &n);
+    if (s == STOR_ERR_NO_UPLOAD)
+        return 0; /* the parts object is gone: the Complete or Abort finished */
+    if (s != STOR_OK)
+        return -EIO;
+    /* Claimed: the parts the key references stay (the switch happened),
+     * the rest go with the parts object. */
+    rs_idset_t set = {0};
+    uint8_t *used = calloc(n ? n : 1, 1);
+    rc = used ? rs_key_blobs(st, ix, key, &set) : -ENOMEM;
+    if (rc == 0) {
+        rs_idset_sort(&set);
+        for (size_t i = 0; i < n; i++)
+            used[i] = (uint8_t)rs_idset_has(&set, recs[i].id);
+        parts_drop(st, upload_id, used, recs, n);
+    }
+    free(set.ids);
+    free(used);
+    stor_part_recs_free(recs, n);
+    return rc;
 }
 
 stor_status_t rs_mpu_abort(stor_t *st_, const stor_bucket_t *bucket, const char *key,

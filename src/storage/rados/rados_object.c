@@ -54,12 +54,41 @@ stor_status_t rs_index_switch(rstor_t *st, const rs_index_t *ix, const char *key
                               const stor_precond_t *cond, stor_obj_rec_t *old, int *had_old,
                               int *versioned_p)
 {
-    return rs_index_switch_pre(st, ix, key, rec, cond, NULL, old, had_old, versioned_p);
+    return rs_index_switch_pre(st, ix, key, rec, cond, NULL, NULL, old, had_old, versioned_p);
+}
+
+/* Before a PUT's compare-and-set: the blobs it would drop (the key's
+ * record, o) go into its intent entry unless named already, so a recovery
+ * after a crash between the switch and the GC log write finds them; then
+ * the lease must be fresh. A retry after losing a race to another writer of
+ * the key (attempt > 0) adds nothing: a round trip between its read and its
+ * compare would only lose more races (a crash right after its switch
+ * leaves those blobs to the start sweep). */
+static stor_status_t switch_intent(rstor_t *st, const rs_intent_ref_t *in, const rs_index_t *ix,
+                                   const char *key, const stor_obj_rec_t *o, int attempt)
+{
+    stor_status_t s = STOR_OK;
+    int named = o && o->n_segs && in->n_old == o->n_segs &&
+                memcmp(in->old0, o->segs[0].id, STOR_ID_LEN) == 0;
+    if (attempt == 0 && o && o->n_segs && o->n_segs <= RSTOR_INTENT_OLD_MAX && !named) {
+        buf_t desc;
+        uint64_t epoch = in->epoch;
+        s = rs_intent_object(&desc, ix, key, o->segs, o->n_segs) == 0
+                ? rs_intent_put(st, in->name, &desc, &epoch)
+                : STOR_ERR_NOMEM;
+        buf_free(&desc);
+    }
+    if (s == STOR_OK)
+        s = rs_intent_check(st, in->epoch);
+    if (s == STOR_OK)
+        rs_crash_point(st, "put-pieces");
+    return s;
 }
 
 stor_status_t rs_index_switch_pre(rstor_t *st, const rs_index_t *ix, const char *key,
                                   const buf_t *rec, const stor_precond_t *cond, rs_omap_get_t *pre,
-                                  stor_obj_rec_t *old, int *had_old, int *versioned_p)
+                                  const rs_intent_ref_t *in, stor_obj_rec_t *old, int *had_old,
+                                  int *versioned_p)
 {
     char oid[RSTOR_OID_MAX];
     rs_key_oid(ix, key, oid);
@@ -83,6 +112,8 @@ stor_status_t rs_index_switch_pre(rstor_t *st, const rs_index_t *ix, const char 
                 s = STOR_ERR_NO_KEY;
             if (s == STOR_OK && found) /* the version the switch removes */
                 s = stor_precond_guard(cond, &o.meta);
+            if (s == STOR_OK && in)
+                s = switch_intent(st, in, ix, key, found ? &o : NULL, attempt);
         }
         int rc = s == STOR_OK ? index_cas(st, oid, key, found ? &cur : NULL, rec) : 0;
         buf_free(&cur);
@@ -165,9 +196,11 @@ typedef struct rwriter {
     stor_writer_t base; /* first: stor_backend.h */
     rstor_t *st;
     char bucket[STOR_BUCKET_MAX + 1];
-    rs_index_t ix;  /* the bucket's */
-    int versioning; /* the bucket's, when the writer opened */
-    uint8_t id[STOR_ID_LEN];
+    rs_index_t ix;           /* the bucket's */
+    int versioning;          /* the bucket's, when the writer opened */
+    uint8_t id[STOR_ID_LEN]; /* made with its first intent entry */
+    int logged;              /* the entry is written: id and in are set */
+    rs_intent_ref_t in;
     uint64_t size;
     uint32_t next_piece; /* the piece pend becomes */
     char *pend;          /* bytes of the next piece not yet sent */
@@ -187,22 +220,45 @@ stor_status_t rs_writer_open(stor_t *st_, const stor_bucket_t *bucket, stor_writ
     snprintf(w->bucket, sizeof w->bucket, "%s", bucket->name);
     w->ix = rs_index_of(bucket);
     w->versioning = bucket->versioning;
-    if (rs_new_blob_id(w->id) != 0) {
-        free(w);
-        return STOR_ERR_IO;
-    }
     *out_p = &w->base;
     return STOR_OK;
 }
 
+/* Writes the writer's intent entry as desc, first making its blob's id
+ * (so the id's time is the entry's: the start sweep relies on it). */
+static stor_status_t writer_intent(rwriter_t *w, const buf_t *desc)
+{
+    if (!w->logged) {
+        if (rs_new_blob_id(w->id) != 0)
+            return STOR_ERR_IO;
+        rs_intent_name(w->id, w->in.name);
+        w->in.epoch = 0;
+    }
+    stor_status_t s = rs_intent_put(w->st, w->in.name, desc, &w->in.epoch);
+    if (s == STOR_OK)
+        w->logged = 1;
+    return s;
+}
+
 /* Sends len bytes at data as the next piece; the window frees owned (data
  * itself, or NULL when data is the caller's and must be waited for before
- * the caller gets it back). */
+ * the caller gets it back). The first piece of a blob whose commit has not
+ * begun is logged first, without a key. */
 static int send_piece(rwriter_t *w, const char *data, size_t len, char *owned)
 {
     unsigned i;
     char oid[RSTOR_OID_MAX];
-    int rc = window_slot(&w->win, &w->spare, &i);
+    int rc = 0;
+    if (!w->logged) {
+        buf_t desc;
+        rs_intent_object(&desc, &w->ix, "", NULL, 0);
+        stor_status_t s = writer_intent(w, &desc);
+        buf_free(&desc);
+        if (s != STOR_OK)
+            rc = s == STOR_ERR_UNAVAILABLE ? -ETIMEDOUT : -EIO;
+    }
+    if (rc == 0)
+        rc = window_slot(&w->win, &w->spare, &i);
     if (rc == 0) {
         rs_piece_oid(w->id, w->next_piece, oid);
         rc = rados_aio_write_full(w->st->data, oid, w->win.c[i], data, len);
@@ -303,6 +359,17 @@ static void writer_discard(rwriter_t *w)
         rs_piece_oid(w->id, i, oid);
         rados_remove(w->st->data, oid);
     }
+    if (w->logged)
+        rs_intent_clear(w->st, w->in.name);
+    writer_free(w);
+}
+
+/* Ends a writer whose blob is referenced (kept: its entry cleared) or may
+ * be (unsure: its entry is settled by the collector). */
+static void writer_keep(rwriter_t *w, int unsure)
+{
+    if (w->logged)
+        (unsure ? rs_intent_unsure : rs_intent_clear)(w->st, w->in.name);
     writer_free(w);
 }
 
@@ -319,11 +386,19 @@ static stor_status_t writer_seal(rwriter_t *w)
     return w->win.rc == 0 ? STOR_OK : rs_fail("write piece", w->bucket, w->win.rc);
 }
 
-void rs_writer_identity(const stor_writer_t *w_, uint64_t *bucket_id_p, uint8_t id[STOR_ID_LEN])
+void rs_writer_identity(const stor_writer_t *w_, rs_index_t *ix_p, uint8_t id[STOR_ID_LEN])
 {
     const rwriter_t *w = (const rwriter_t *)w_;
-    *bucket_id_p = w->ix.id;
+    *ix_p = w->ix;
     memcpy(id, w->id, STOR_ID_LEN);
+}
+
+stor_status_t rs_writer_intent(stor_writer_t *w_, const buf_t *desc, rs_intent_ref_t *in)
+{
+    rwriter_t *w = (rwriter_t *)w_;
+    stor_status_t s = writer_intent(w, desc);
+    *in = w->in;
+    return s;
 }
 
 stor_status_t rs_writer_seal(stor_writer_t *w)
@@ -331,12 +406,37 @@ stor_status_t rs_writer_seal(stor_writer_t *w)
     return writer_seal((rwriter_t *)w);
 }
 
-void rs_writer_done(stor_writer_t *w, int keep)
+void rs_writer_done(stor_writer_t *w, int how)
 {
-    if (keep)
-        writer_free((rwriter_t *)w);
-    else
+    if (how == RS_DONE_REMOVE)
         writer_discard((rwriter_t *)w);
+    else
+        writer_keep((rwriter_t *)w, how == RS_DONE_UNSURE);
+}
+
+/* Starts adding to w's entry the blobs an overwrite of key will drop, as
+ * the key's record read by pre says (the read is kept for the switch). 1
+ * when started (rs_intent_put_finish is due), 0 when nothing to add. */
+static int overwrite_intent(rwriter_t *w, const char *key, rs_omap_get_t *pre, rs_intent_put_t *p)
+{
+    const buf_t *cur;
+    stor_obj_rec_t o;
+    if (rs_omap_get_peek(pre, &cur) <= 0 ||
+        stor_rec_decode_object(cur->data, cur->len, &o) != STOR_OK)
+        return 0;
+    int started = 0;
+    if (o.n_segs && o.n_segs <= RSTOR_INTENT_OLD_MAX && !o.meta.version && !o.meta.delete_marker) {
+        buf_t d;
+        if (rs_intent_object(&d, &w->ix, key, o.segs, o.n_segs) == 0 &&
+            rs_intent_put_start(w->st, w->in.name, &d, w->in.epoch, p) == STOR_OK) {
+            started = 1;
+            w->in.n_old = o.n_segs;
+            memcpy(w->in.old0, o.segs[0].id, STOR_ID_LEN);
+        }
+        buf_free(&d);
+    }
+    stor_obj_rec_free(&o);
+    return started;
 }
 
 stor_status_t rs_writer_commit_if(stor_writer_t *w_, const char *key, stor_meta_t *meta,
@@ -361,7 +461,32 @@ stor_status_t rs_writer_commit_if(stor_writer_t *w_, const char *key, stor_meta_
     } else if (rs_kread_start(st, oid, key, NULL, 1, &vpre) == 0) {
         vprep = &vpre;
     }
-    stor_status_t s = writer_seal(w);
+    /* The entry names the key before the switch can reference the blob
+     * (and before its first piece, for an object of one piece). */
+    buf_t desc;
+    stor_status_t s = rs_intent_object(&desc, &w->ix, key, NULL, 0) == 0 ? writer_intent(w, &desc)
+                                                                         : STOR_ERR_NOMEM;
+    buf_free(&desc);
+    if (s == STOR_OK)
+        rs_crash_point(st, "put-intent");
+    /* An overwrite: the blobs the switch will drop go into the entry while
+     * the last piece is written (the look at the key is back by now). */
+    rs_intent_put_t olds;
+    int olds_sent = 0;
+    if (s == STOR_OK && prep)
+        olds_sent = overwrite_intent(w, key, prep, &olds);
+    if (s == STOR_OK)
+        s = writer_seal(w);
+    if (olds_sent) {
+        uint64_t epoch;
+        stor_status_t s2 = rs_intent_put_finish(st, &olds, &epoch);
+        if (s2 != STOR_OK)
+            w->in.n_old = 0; /* not named: the switch names them */
+        if (s2 == STOR_OK && epoch != w->in.epoch)
+            s2 = STOR_ERR_UNAVAILABLE;
+        if (s == STOR_OK)
+            s = s2;
+    }
     if (s != STOR_OK) {
         if (prep) {
             buf_t unused;
@@ -380,12 +505,14 @@ stor_status_t rs_writer_commit_if(stor_writer_t *w_, const char *key, stor_meta_
     m.part_sizes = NULL;
     stor_seg_t seg = {.size = w->size};
     memcpy(seg.id, w->id, STOR_ID_LEN);
-    s = rs_object_commit(st, w->bucket, &w->ix, w->versioning, key, &m, &seg, 1, cond, prep, vprep);
+    s = rs_object_commit(st, w->bucket, &w->ix, w->versioning, key, &m, &seg, 1, cond, prep, vprep,
+                         &w->in);
     meta->version = m.version; /* set by a versioned commit */
     /* An unavailable cluster may have applied the switch: the blob is then
-     * left to the sweep rather than deleted under a live index entry. */
+     * settled from its intent entry rather than deleted under a live index
+     * entry. */
     if (s == STOR_OK || s == STOR_ERR_UNAVAILABLE)
-        writer_free(w);
+        writer_keep(w, s != STOR_OK);
     else
         writer_discard(w);
     return s;

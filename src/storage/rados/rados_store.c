@@ -92,8 +92,23 @@ int rs_omap_get_start(rados_ioctx_t io, const char *oid, const char *key, size_t
     return rc;
 }
 
+int rs_omap_get_peek(rs_omap_get_t *g, const buf_t **val_p)
+{
+    if (!g->peeked) {
+        g->peek_rc = rs_omap_get_finish(g, &g->peek_val);
+        g->peeked = 1;
+    }
+    *val_p = &g->peek_val;
+    return g->peek_rc;
+}
+
 int rs_omap_get_finish(rs_omap_get_t *g, buf_t *val)
 {
+    if (g->peeked) {
+        *val = g->peek_val;
+        g->peeked = 0;
+        return g->peek_rc;
+    }
     buf_init(val, STOR_REC_MAX + 1);
     rados_aio_wait_for_complete(g->c);
     int rc = rados_aio_get_return_value(g->c);
@@ -385,6 +400,9 @@ stor_status_t stor_open_rados(const stor_rados_conf_t *conf, stor_t **out_p)
         st->index = NULL;
         goto fail;
     }
+    what = "start the gateway's lease";
+    if ((rc = rs_intent_open(st, conf->crash_at, (conf->lease_s ? conf->lease_s : 30) * 1000u)) < 0)
+        goto fail;
     if (rs_gc_start(st) != 0) {
         rc = -EAGAIN;
         what = "start the collector";
@@ -403,6 +421,8 @@ void rs_close(stor_t *st_)
 {
     rstor_t *st = (rstor_t *)st_;
     rs_gc_stop(st);
+    if (st->index)
+        rs_intent_close(st);
     if (st->index)
         rados_ioctx_destroy(st->index);
     if (st->data)

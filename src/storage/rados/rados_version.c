@@ -637,7 +637,7 @@ stor_status_t rs_versioning_now(rstor_t *st, const char *bucket, uint64_t id, in
 stor_status_t rs_object_commit(rstor_t *st, const char *bucket, const rs_index_t *ix,
                                int versioning, const char *key, stor_meta_t *meta,
                                const stor_seg_t *segs, uint32_t n_segs, const stor_precond_t *cond,
-                               rs_omap_get_t *pre, rs_kread_t *vpre)
+                               rs_omap_get_t *pre, rs_kread_t *vpre, const rs_intent_ref_t *in)
 {
     if (versioning == STOR_VERSIONING_OFF && vpre) {
         rs_kread_discard(vpre);
@@ -662,9 +662,11 @@ stor_status_t rs_object_commit(rstor_t *st, const char *bucket, const rs_index_t
         }
         stor_obj_rec_t old;
         int had_old = 0, versioned = 0;
-        s = rs_index_switch_pre(st, ix, key, &b, cond, pre, &old, &had_old, &versioned);
+        s = rs_index_switch_pre(st, ix, key, &b, cond, pre, in, &old, &had_old, &versioned);
         buf_free(&b);
         pre = NULL;
+        if (s == STOR_OK && in)
+            rs_crash_point(st, "put-switch");
         if (s == STOR_OK && had_old) {
             rs_gc_log(st, old.segs, old.n_segs);
             stor_obj_rec_free(&old);
@@ -674,6 +676,14 @@ stor_status_t rs_object_commit(rstor_t *st, const char *bucket, const rs_index_t
         /* Versioning was turned on since the caller read the bucket. */
         if ((s = rs_versioning_now(st, bucket, ix->id, &versioning)) != STOR_OK)
             return s;
+    }
+    if (in) {
+        stor_status_t s = rs_intent_check(st, in->epoch);
+        if (s != STOR_OK) {
+            if (vpre)
+                rs_kread_discard(vpre);
+            return s;
+        }
     }
     return rs_version_push(st, ix, key, versioning, meta, segs, n_segs, cond, vpre);
 }

@@ -1,0 +1,189 @@
+"""Crash leftovers on RADOS by intent log (docs/storage.md, "Crash leftovers: the intent log"),
+on the session's Ceph cluster (scripts/ceph-dev), each test in a pool of its own:
+
+- a gateway killed (debug.rados_crash_at, SIGKILL) at each step of a PUT, an overwrite, a part
+  upload and a Complete: once a live gateway has recovered the dead one's intent log (its lease
+  lapsed), every acknowledged object reads back whole, each key holds its old or its new
+  object (never a mix), and after everything is deleted the pool holds no piece: nothing was
+  left unreferenced. No gateway restarts, so no start sweep takes part;
+- a slow writer on a live gateway, whose first piece is older than the GC grace when another
+  gateway starts (its start sweep) and recovers logs, completes its PUT intact.
+"""
+import http.client
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from s3r_itest import boto_client  # noqa: E402
+
+MiB = 1024 * 1024
+LEASE = 4  # seconds: recovery starts this long after a gateway dies
+
+
+@pytest.fixture
+def pool(ceph_cluster):
+    return ceph_cluster.create_pool("i" + uuid.uuid4().hex[:10])
+
+
+def gateway(make_server, cluster, pool, name, crash_at=None):
+    args = cluster.gateway_args(pool=pool, gc_grace=1) + ["--storage-rados-lease", str(LEASE)]
+    if crash_at:
+        args += ["--debug-rados-crash-at", crash_at]
+    return make_server(name=name, extra_args=args)
+
+
+def body(tag, size):
+    seed = tag.encode() * 7 + b"|"
+    return (seed * (size // len(seed) + 1))[:size]
+
+
+def registered(cluster, pool):
+    """The gateway ids in the pool's registry."""
+    return set(cluster.rados("listomapkeys", "s3rdma.gateways", pool=pool).decode().split())
+
+
+def wait_until(cond, timeout=90, what="condition", detail=lambda: ""):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what} {detail()}"
+        time.sleep(0.3)
+
+
+def delete_all(s3, bucket):
+    for up in s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []):
+        s3.abort_multipart_upload(Bucket=bucket, Key=up["Key"], UploadId=up["UploadId"])
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        for o in page.get("Contents", []):
+            s3.delete_object(Bucket=bucket, Key=o["Key"])
+    s3.delete_bucket(Bucket=bucket)
+
+
+def dies(call):
+    """Runs call against a gateway that kills itself during it: no answer comes."""
+    try:
+        call()
+    except Exception:
+        return
+    pytest.fail("the gateway answered: its crash point was not reached")
+
+
+# The steps of each write (debug.rados_crash_at), with object sizes of one piece (small) and
+# of several (the pieces go before the commit, logged without a key first).
+PUT_STEPS = ["put-intent", "put-pieces", "put-switch"]
+COMPLETE_STEPS = ["complete-intent", "complete-claim", "complete-switch"]
+
+
+def test_kill9_at_every_step_leaves_nothing_and_loses_nothing(ceph_cluster, pool, make_server):
+    live = gateway(make_server, ceph_cluster, pool, "live")
+    s3 = boto_client(live)
+    bucket = "crash-" + uuid.uuid4().hex[:8]
+    s3.create_bucket(Bucket=bucket)
+    # (step, what): the writes to cut short, each by a gateway of its own
+    cases = [(step, (size, overwrite)) for step in PUT_STEPS
+             for size, overwrite in ((4096, False), (4096, True), (9 * MiB, False))]
+    cases += [("part-pieces", (4096, True)), ("part-pieces", (6 * MiB, False))]
+    cases += [(step, None) for step in COMPLETE_STEPS]
+    # Every doomed gateway is up (its start sweep done) before the first crash, so only the
+    # recovery of intent logs can clean up after them.
+    dead = [gateway(make_server, ceph_cluster, pool, f"d{i}", crash_at=step)
+            for i, (step, _) in enumerate(cases)]
+    for d in dead:
+        wait_until(lambda: "start sweep done" in d.log_text(), what="a start sweep")
+    allowed = {}  # key -> the bytes it may hold after recovery
+    uploads = {}  # upload id -> the step its Complete was cut short at
+    for n, ((step, what), d) in enumerate(zip(cases, dead)):
+        key = f"{step}/{n}"
+        client = boto_client(d)
+        if step.startswith("put-"):
+            size, overwrite = what
+            old = body(f"old{n}", size) if overwrite else None
+            if overwrite:
+                s3.put_object(Bucket=bucket, Key=key, Body=old)
+            new = body(f"new{n}", size)
+            dies(lambda: client.put_object(Bucket=bucket, Key=key, Body=new))
+            allowed[key] = {old, new} if step == "put-switch" else {old}
+        elif step == "part-pieces":
+            # A part killed before it is recorded, replacing a recorded one or not.
+            size, replace = what
+            up = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+            first = body(f"p{n}", 5 * MiB)
+            etag = s3.upload_part(Bucket=bucket, Key=key, UploadId=up, PartNumber=1,
+                                  Body=first)["ETag"]
+            dies(lambda: client.upload_part(Bucket=bucket, Key=key, UploadId=up,
+                                            PartNumber=1 if replace else 2,
+                                            Body=body(f"q{n}", size)))
+            # The acknowledged part is still there and completes the upload.
+            d.proc.wait(30)
+            s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=up, MultipartUpload={
+                "Parts": [{"PartNumber": 1, "ETag": etag}]})
+            allowed[key] = {first}
+        else:
+            old = body(f"old{n}", 4096)
+            s3.put_object(Bucket=bucket, Key=key, Body=old)
+            up = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+            parts = [body(f"c{n}.{i}", 5 * MiB) for i in range(2)]
+            etags = [s3.upload_part(Bucket=bucket, Key=key, UploadId=up, PartNumber=i + 1,
+                                    Body=p)["ETag"] for i, p in enumerate(parts)]
+            # Part 3 is uploaded but left out of the Complete.
+            s3.upload_part(Bucket=bucket, Key=key, UploadId=up, PartNumber=3, Body=b"x" * 1000)
+            dies(lambda: client.complete_multipart_upload(
+                Bucket=bucket, Key=key, UploadId=up, MultipartUpload={
+                    "Parts": [{"PartNumber": i + 1, "ETag": e} for i, e in enumerate(etags)]}))
+            allowed[key] = {old, b"".join(parts)} if step == "complete-switch" else {old}
+            uploads[up] = step
+        d.proc.wait(30)
+    # The live gateway recovers every dead one's log once its lease lapsed.
+    wait_until(lambda: len(registered(ceph_cluster, pool)) == 1, what="recovery")
+    for key, ok in allowed.items():
+        try:
+            got = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        except s3.exceptions.NoSuchKey:
+            got = None  # a new key whose PUT died before its switch
+        assert got in ok, key
+    # A Complete cut short before its claim leaves the upload open.
+    open_ups = {u["UploadId"] for u in s3.list_multipart_uploads(Bucket=bucket).get("Uploads", [])}
+    for up, step in uploads.items():
+        assert (up in open_ups) == (step == "complete-intent"), step
+    delete_all(s3, bucket)
+    # Nothing unreferenced is left: once the GC log drains, no piece remains.
+    wait_until(lambda: not ceph_cluster.pieces(pool), what="the pool to empty",
+               detail=lambda: ceph_cluster.pieces(pool))
+    assert "recovered the intent log of dead gateway" in live.log_text()
+
+
+def test_slow_writer_survives_another_gateways_start_and_recovery(ceph_cluster, pool,
+                                                                  make_server):
+    """A PUT whose first piece is older than gc_grace when another gateway starts: the new
+    gateway's start sweep and its recovery leave it alone (before the intent log, the sweep
+    removed the piece and the PUT's object lost its first 4 MiB)."""
+    a = gateway(make_server, ceph_cluster, pool, "slow")
+    s3 = boto_client(a)
+    bucket = "slow-" + uuid.uuid4().hex[:8]
+    s3.create_bucket(Bucket=bucket)
+    data = body("slow", 9 * MiB)
+    url = s3.generate_presigned_url("put_object", Params={"Bucket": bucket, "Key": "k"},
+                                    ExpiresIn=600)
+    path = url.split(str(a.port), 1)[1]
+    conn = http.client.HTTPConnection("127.0.0.1", a.port, timeout=120)
+    conn.putrequest("PUT", path, skip_accept_encoding=True)
+    conn.putheader("Content-Length", str(len(data)))
+    conn.endheaders()
+    conn.send(data[:5 * MiB])
+    # The first piece is in the cluster; the writer now pauses longer than the grace.
+    wait_until(lambda: ceph_cluster.pieces(pool), what="the first piece")
+    time.sleep(2)
+    b = gateway(make_server, ceph_cluster, pool, "starter")
+    wait_until(lambda: "start sweep done" in b.log_text(), what="b's start sweep")
+    # And at least one recovery pass of b has looked at a's (live) log.
+    time.sleep(LEASE)
+    conn.send(data[5 * MiB:])
+    resp = conn.getresponse()
+    resp.read()
+    assert resp.status == 200
+    got = boto_client(b).get_object(Bucket=bucket, Key="k")["Body"].read()
+    assert got == data
+    assert len(registered(ceph_cluster, pool)) == 2
