@@ -6,6 +6,7 @@ loaded)."""
 import hashlib
 import io
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -216,6 +217,71 @@ def test_checkpoint_load_without_copy(rsrv, rbucket, boto, transport):
     assert torch.equal(w, sd["w"])  # the block outlives the rest of the load
     assert same(cp.load(uri, map_location="cpu"), sd)
     assert same(cp.load(uri, map_location=lambda s, loc: s), sd)
+
+
+def _mapping_of(addr):
+    """The /proc/self/smaps entry (header line, VmFlags) of the mapping holding addr."""
+    with open("/proc/self/smaps") as f:
+        head = None
+        for line in f:
+            first = line.split()[0]
+            if "-" in first and not first.endswith(":"):
+                lo, hi = (int(x, 16) for x in first.split("-"))
+                head = line if lo <= addr < hi else None
+            elif head and line.startswith("VmFlags:"):
+                return head, line.split()[1:]
+    raise AssertionError(f"no mapping holds {addr:#x}")
+
+
+@pytest.mark.parametrize("transport", ["native", "http"])
+def test_checkpoint_load_lands_in_huge_page_memory(rsrv, rbucket, transport):
+    """S3Checkpoint.load's block is private anonymous memory advised for transparent
+    huge pages (faulted in 2 MiB at a time), not the session's shared memory (faulted
+    in 4 KiB at a time by the server's thread); its tensors equal the saved ones after
+    a load in 3 ranges."""
+    cfg = S3ClientConfig(transport=transport, rdma_endpoint=rsrv.rdma_endpoint,
+                         access_key=USERS[0][0], secret_key=USERS[0][1], part_size=5 * MiB)
+    cp = S3Checkpoint(endpoint=rsrv.endpoint, s3client_config=cfg)
+    sd = state(9)
+    uri = f"s3://{rbucket}/ck/huge.ckpt"
+    with cp.writer(uri) as w:
+        torch.save(sd, w)
+    back = cp.load(uri)
+    assert same(back, sd)
+    head, flags = _mapping_of(back["w"].storage().data_ptr())
+    assert len(head.split()) == 5, head  # no file or shared-memory object behind it
+    assert head.split()[1][3] == "p", head  # private
+    assert "hg" in flags, (head, flags)  # MADV_HUGEPAGE
+
+
+def test_checkpoint_load_reuses_memory_only_when_free(rsrv, rbucket):
+    """reuse_load_memory: a load while tensors of the previous one live lands in other
+    memory and leaves them intact; once the last tensor of a load is gone, the next
+    load lands in that load's memory; a checkpoint more than twice smaller does not."""
+    cfg = S3ClientConfig(transport="native", rdma_endpoint=rsrv.rdma_endpoint,
+                         access_key=USERS[0][0], secret_key=USERS[0][1], part_size=5 * MiB)
+    cp = S3Checkpoint(endpoint=rsrv.endpoint, s3client_config=cfg, reuse_load_memory=True)
+    a, b = state(10), state(11)
+    for name, sd in (("a", a), ("b", b), ("tiny", state(12, big=1000))):
+        with cp.writer(f"s3://{rbucket}/ck/{name}.ckpt") as w:
+            torch.save(sd, w)
+    first = cp.load(f"s3://{rbucket}/ck/a.ckpt")
+    keep = first["w"]
+    del first
+    second = cp.load(f"s3://{rbucket}/ck/b.ckpt")  # keep holds the first block
+    assert same(second, b)
+    assert torch.equal(keep, a["w"])
+    addr = second["w"].data_ptr()
+    del second
+    third = cp.load(f"s3://{rbucket}/ck/a.ckpt")
+    assert same(third, a) and torch.equal(keep, a["w"])
+    assert third["w"].data_ptr() == addr  # the second load's block, used again
+    del third
+    clone = pickle.loads(pickle.dumps(cp))  # as into spawned workers: no block carried
+    assert same(clone.load(f"s3://{rbucket}/ck/b.ckpt"), b)
+    tiny = cp.load(f"s3://{rbucket}/ck/tiny.ckpt")
+    assert tiny["w"].data_ptr() != addr  # a new block: the old one is unmapped after
+    assert same(tiny, state(12, big=1000))
 
 
 @pytest.mark.parametrize("archive", ["legacy", "not-torch"])

@@ -7,7 +7,11 @@ arguments, then the AWS environment, then the ~/.aws profile. ``region`` and
 (transport, RDMA endpoint, credentials, any libs3rdma setting) goes in
 S3ClientConfig.
 """
+import ctypes
+import mmap
 import os
+import threading
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, NamedTuple, Optional, Tuple
 
@@ -23,7 +27,10 @@ class S3ClientConfig:
 
     Args:
         part_size: multipart part size for checkpoint uploads and ranged-read chunk
-            of checkpoint loads (5 MiB to 5 GiB; 8 MiB by default).
+            of checkpoint loads (5 MiB to 5 GiB; 32 MiB by default, where
+            s3torchconnector has 8: s3rdmad writes each part to a file of its own, and
+            in fsync mode syncs each, so 8 MiB parts cost a 512 MiB save 64 syncs and
+            halved its rate here, docs/benchmarks.md).
         profile: the ~/.aws profile (default ``AWS_PROFILE``, then ``default``).
         throughput_target_gbps, max_attempts, force_path_style, requester_pays:
             accepted so s3torchconnector code runs unchanged; libs3rdma sizes its own
@@ -39,7 +46,7 @@ class S3ClientConfig:
             ``max_workers``, ``ca_bundle``, libs3rdma settings by name).
     """
     throughput_target_gbps: float = 10.0
-    part_size: int = 8 * MiB
+    part_size: int = 32 * MiB
     unsigned: bool = False
     force_path_style: bool = False
     max_attempts: int = 10
@@ -150,3 +157,92 @@ def alloc(client: Client, size: int) -> memoryview:
         return client.allocate_buffer(size)
     except ConnectionFailed:
         return memoryview(bytearray(size))
+
+
+def ranges_one_by_one(client: Client) -> bool:
+    """Whether ranged GETs into memory not from allocate_buffer go best one after
+    another from the calling thread: over a native session, where on a same-host
+    session libs3rdma has one bounce buffer per client (docs/client.md "Registered
+    memory"), so ranges in flight at once leave all but one to UCX's slower software
+    RMA (1.7-1.9x for model weights into their tensors, 5x for a checkpoint into new
+    memory, docs/benchmarks.md)."""
+    return client.transport == "native" or (client.transport == "auto" and
+                                            client.rdma_connected())
+
+
+HUGE_PAGE = 2 * MiB
+
+
+def fresh_block(size: int) -> memoryview:
+    """size bytes of new anonymous memory offered transparent huge pages: the block a
+    whole object lands in when its tensors keep it (S3Checkpoint.load). New memory is
+    paid for when first written: the kernel faults it in and zeroes it. Memory from
+    allocate_buffer is shared memory on a same-host session, which the kernel faults
+    in 4 KiB at a time in the server's writing thread (``shmem_enabled`` is ``never``
+    by default); this block is faulted in 2 MiB at a time by whoever writes it
+    first (docs/benchmarks.md). It starts on a 2 MiB boundary and is unmapped when
+    the last view of it goes."""
+    if size == 0:
+        return memoryview(bytearray(0))
+    return _HugeMap(size).view(size)
+
+
+class _HugeMap:
+    """An anonymous private mapping of at least cap bytes from a 2 MiB boundary,
+    advised for huge pages."""
+
+    def __init__(self, cap: int):
+        self.cap = cap
+        self.map = mmap.mmap(-1, cap + HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        if hasattr(mmap, "MADV_HUGEPAGE"):
+            self.map.madvise(mmap.MADV_HUGEPAGE)
+        self.start = -ctypes.addressof(ctypes.c_char.from_buffer(self.map)) % HUGE_PAGE
+
+    def view(self, size: int) -> memoryview:
+        return memoryview(self.map)[self.start:self.start + size]
+
+
+class BlockCache:
+    """fresh_block memory, keeping the last block whose views all died for the next
+    take() that fits it (at least the size asked, at most twice): memory used again
+    is neither faulted in nor zeroed, which on a same-host session makes a load run
+    at copy speed instead of page-fault speed (docs/benchmarks.md). At most one block
+    is kept, until the cache goes: the price is memory the size of the last
+    checkpoint loaded, held while nothing uses it. Thread-safe; a pickled copy starts
+    empty."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._spare: Optional[_HugeMap] = None
+
+    def __getstate__(self) -> Dict[str, Any]:
+        return {}  # a copy (e.g. in a spawned worker) starts with no block
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__init__()  # type: ignore[misc]
+
+    def take(self, size: int) -> memoryview:
+        if size == 0:
+            return memoryview(bytearray(0))
+        with self._lock:
+            hm, self._spare = self._spare, None
+        if hm is None or not size <= hm.cap <= 2 * size:
+            unfit, hm = hm, _HugeMap(size)
+            if unfit is not None:  # unmapped after the new mapping is placed
+                unfit.map.close()
+        view = hm.view(size)
+        weakref.finalize(view, self._give, weakref.ref(self), hm).atexit = False
+        return view
+
+    @staticmethod
+    def _give(cache_ref: "weakref.ref[BlockCache]", hm: _HugeMap) -> None:
+        """The last view of hm died: hm becomes the spare (the older one, if any, is
+        unmapped), unless the cache itself is gone."""
+        cache = cache_ref()
+        if cache is None:
+            hm.map.close()
+            return
+        with cache._lock:
+            old, cache._spare = cache._spare, hm
+        if old is not None:
+            old.map.close()

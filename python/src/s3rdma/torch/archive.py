@@ -1,5 +1,5 @@
-"""torch.load of a checkpoint fetched whole into registered memory, its tensors left in
-that memory: no copy of their bytes after the server wrote them (S3Checkpoint.load).
+"""torch.load of a checkpoint fetched whole into one block of new memory, its tensors
+left in that memory: no copy of their bytes after they landed (S3Checkpoint.load).
 
 torch.save writes a zip archive whose records are stored uncompressed: ``PREFIX/data.pkl``
 (the pickled structure) and one ``PREFIX/data/KEY`` per storage. torch.load copies each
@@ -18,13 +18,13 @@ import inspect
 import pickle
 import struct
 import zipfile
-from typing import Any, Dict, Tuple
+from typing import Any, Callable, Dict, Tuple
 
 import torch
 import torch.serialization
 
 from ..client import Client
-from .reader import SequentialS3Reader, fetch_parallel
+from .reader import SequentialS3Reader, fetch_chunked
 
 _LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # a zip local file header (30 bytes)
 
@@ -91,10 +91,12 @@ def _load_fits() -> bool:
 _LOAD_FITS = _load_fits()
 
 
-def load(client: Client, bucket: str, key: str, chunk: int, map_location: Any = None,
-         **pickle_load_args: Any) -> Any:
-    """What torch.load of bucket/key returns; see the module comment."""
-    data = fetch_parallel(client, bucket, key, chunk)
+def load(client: Client, bucket: str, key: str, chunk: int, take: Callable[[int], memoryview],
+         map_location: Any = None, **pickle_load_args: Any) -> Any:
+    """What torch.load of bucket/key returns; see the module comment. The block comes
+    from take(size); the tensors hold that very memoryview (never a slice of it), so
+    it dies with the last of them (what BlockCache waits for)."""
+    data = fetch_chunked(client, bucket, key, chunk, take)
     source = SequentialS3Reader(client, bucket, key, data=data)
     pickle_load_args.setdefault("encoding", "utf-8")  # as torch.load does
     if _LOAD_FITS and "weights_only" not in pickle_load_args:

@@ -5,7 +5,7 @@ import torch
 
 from . import archive, weights
 
-from ._client import ClientHolder, S3ClientConfig, parse_s3_uri
+from ._client import BlockCache, ClientHolder, S3ClientConfig, fresh_block, parse_s3_uri
 from .reader import ReaderFactory, S3Reader, S3ReaderConstructor
 from .writer import S3Writer
 
@@ -22,8 +22,16 @@ class S3Checkpoint:
 
     def __init__(self, region: Optional[str] = None, endpoint: Optional[str] = None,
                  s3client_config: Optional[S3ClientConfig] = None,
-                 reader_constructor: Optional[ReaderFactory] = None):
+                 reader_constructor: Optional[ReaderFactory] = None,
+                 reuse_load_memory: bool = False):
+        """reuse_load_memory: load() keeps the memory of a loaded checkpoint once all
+        its tensors are gone, and the next load() of a checkpoint that fits lands in
+        it, with no page faults (docs/benchmarks.md: on a same-host session about
+        twice as fast as new memory). It holds memory the size of the last checkpoint
+        loaded while nothing uses it, until this S3Checkpoint goes: for loops of loads
+        (evaluating checkpoints, reloading weights), not for one load at start-up."""
         self.region, self.endpoint = region, endpoint
+        self._take = BlockCache().take if reuse_load_memory else fresh_block
         self._holder = ClientHolder(region, endpoint, s3client_config)
         self._part_size = (s3client_config or S3ClientConfig()).part_size
         # torch.load reads a few small records, then each storage whole with one
@@ -40,12 +48,13 @@ class S3Checkpoint:
 
     def load(self, s3_uri: str, map_location: Any = None, **pickle_load_args: Any) -> Any:
         """What ``torch.load(self.reader(s3_uri), map_location, ...)`` returns, faster:
-        the object is fetched whole by ranged GETs in flight (part_size each) into one
-        block of registered memory, and the tensors are left in that block, no copy
+        the object is fetched whole by ranged GETs (part_size each) into one block of
+        new memory with huge pages (reader.fetch_chunked; or the kept one: see
+        reuse_load_memory), and the tensors are left in that block, no copy
         (archive.py). The block lives as long as any of the tensors."""
         bucket, key = parse_s3_uri(s3_uri)
-        return archive.load(self._holder.client, bucket, key, self._part_size, map_location,
-                            **pickle_load_args)
+        return archive.load(self._holder.client, bucket, key, self._part_size, self._take,
+                            map_location, **pickle_load_args)
 
     def writer(self, s3_uri: str) -> S3Writer:
         """A write-only stream that becomes the object when closed (multipart parts

@@ -34,7 +34,7 @@ import torch
 from torch.futures import Future
 
 from ..errors import PreconditionFailed
-from ._client import ClientHolder, S3ClientConfig, alloc, parse_s3_uri
+from ._client import ClientHolder, S3ClientConfig, alloc, parse_s3_uri, ranges_one_by_one
 from ._compat import checkpoint_module
 from .writer import S3Writer
 
@@ -205,11 +205,17 @@ class S3StorageReader(_dcp.StorageReader):
                         .view(s.dtype).reshape(s.shape) if s.length else \
                         torch.empty(s.shape, dtype=s.dtype)
             view = memoryview(dst) if isinstance(dst, bytearray) else _bytes_of(dst)
-            futs = [client.submit(client.get_object_into, self._path.bucket, key,
-                                  view[off:off + min(self._part_size, s.length - off)],
-                                  (s.offset + off,
-                                   s.offset + off + min(self._part_size, s.length - off)))
-                    for off in range(0, s.length, self._part_size)]
+            ranges = [(view[off:off + n], (s.offset + off, s.offset + off + n))
+                      for off, n in ((off, min(self._part_size, s.length - off))
+                                     for off in range(0, s.length, self._part_size))]
+            if (target is None or whole) and ranges_one_by_one(client):
+                # the caller's memory (a bytearray, the target tensor): one at a time
+                for v, span in ranges:
+                    client.get_object_into(self._path.bucket, key, v, span)
+                futs = []
+            else:
+                futs = [client.submit(client.get_object_into, self._path.bucket, key, v, span)
+                        for v, span in ranges]
             jobs.append((req, dst, target, whole, futs))
         for req, dst, target, whole, futs in jobs:
             for f in futs:

@@ -16,7 +16,7 @@ from typing import Callable, Optional
 
 from ..client import Client
 from ..errors import BufferTooSmall
-from ._client import alloc
+from ._client import alloc, fresh_block, ranges_one_by_one
 
 
 class S3Reader(io.BufferedIOBase):
@@ -169,28 +169,27 @@ def fetch_whole(client: Client, bucket: str, key: str, size: Optional[int]) -> m
         return buf[:n]
 
 
-def fetch_parallel(client: Client, bucket: str, key: str, chunk: int) -> memoryview:
-    """bucket/key whole in one block from client.allocate_buffer (a HEAD first for its
-    size), by ranged GETs of chunk bytes, each written in place by the server: over a
-    native session one batch call keeps them all in flight from this thread (no thread
-    per request polling beside the server on a small host), over the other transports
-    the client's thread pool runs max_workers at once. Like any reader of ranges, an
-    object overwritten meanwhile may come back mixed; one that shrank raises
-    ValueError."""
+def fetch_chunked(client: Client, bucket: str, key: str, chunk: int,
+                  take: Callable[[int], memoryview] = fresh_block) -> memoryview:
+    """bucket/key whole in take(size) (a fresh_block by default; a HEAD first for its
+    size), by ranged GETs of chunk bytes. Over a native session they run one after
+    another from this thread: on a same-host session each lands in the client's
+    bounce buffer, which the server fills while this thread copies the pieces out
+    (docs/client.md "Registered memory"), so the server's read and the copy run on
+    two cores, and a new block's pages are faulted in 2 MiB at a time by that copy
+    (ranges_one_by_one says why not in flight). Over the other transports the client's
+    thread pool runs max_workers at once. Like any reader of ranges, an object
+    overwritten meanwhile may come back mixed; one that shrank raises ValueError."""
     size = client.head_object(bucket, key).size
-    if size == 0:
-        return memoryview(b"")
-    block = alloc(client, size)
+    block = take(size)
     spans = [(off, min(chunk, size - off)) for off in range(0, size, chunk)]
-    views = [block[off:off + n] for off, n in spans]
-    if client.transport == "native" or (client.transport == "auto" and
-                                        client.rdma_connected()):
-        got = client.get_objects(bucket, [key] * len(spans), views,
-                                 ranges=[(off, off + n) for off, n in spans])
+    if ranges_one_by_one(client):
+        got = [client.get_object_into(bucket, key, block[off:off + n], (off, off + n))
+               for off, n in spans]
     else:
-        got = [f.result() for f in [client.submit(client.get_object_into, bucket, key, v,
-                                                  (off, off + n))
-                                    for v, (off, n) in zip(views, spans)]]
+        got = [f.result() for f in [client.submit(client.get_object_into, bucket, key,
+                                                  block[off:off + n], (off, off + n))
+                                    for off, n in spans]]
     if got != [n for _, n in spans]:
         raise ValueError(f"s3rdma.torch: {bucket}/{key} was cut short while read")
     return block

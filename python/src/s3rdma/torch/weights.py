@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Tuple
 import torch
 
 from ..client import Client
-from ._client import alloc
+from ._client import alloc, ranges_one_by_one
 from .writer import S3Writer
 
 PROBE = 64 * 1024
@@ -113,15 +113,24 @@ def load(client: Client, bucket: str, key: str, into: Optional[Dict[str, torch.T
         if t.numel() * t.element_size() != e - b:
             raise ValueError(f"s3rdma.torch: {name}: {e - b} bytes for shape {list(shape)}")
         out[name] = t
+    # ranges into registered memory go in flight on the thread pool; those into the
+    # caller's tensors one after another from this thread when ranges_one_by_one
     jobs: List = []
+    mine: List = []
+    one_by_one = into is not None and ranges_one_by_one(client)
     for name, _, _, b, e in specs:
         dst = _bytes_of(out[name]) if e > b else None
         for off in range(0, e - b, chunk):
             n = min(chunk, e - b - off)
-            jobs.append((client.submit(client.get_object_into, bucket, key,
-                                       dst[off:off + n],
-                                       (base + b + off, base + b + off + n)), n, name))
-    for fut, n, name in jobs:
-        if fut.result() != n:
+            job = (dst[off:off + n], (base + b + off, base + b + off + n), n, name)
+            if one_by_one and name in into:
+                mine.append(job)
+            else:
+                jobs.append((client.submit(client.get_object_into, bucket, key, *job[:2]),
+                             *job[2:]))
+    done = [(client.get_object_into(bucket, key, view, span), n, name)
+            for view, span, n, name in mine]
+    for got, n, name in done + [(fut.result(), n, name) for fut, n, name in jobs]:
+        if got != n:
             raise ValueError(f"s3rdma.torch: {bucket}/{key}: {name} is cut short")
     return out
