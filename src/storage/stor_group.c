@@ -50,7 +50,7 @@ static void group_run(lstor_t *st, stor_change_t **m, size_t n, MDB_txn *txn)
         for (size_t i = 0; i < n; i++)
             if (m[i]->status == STOR_OK && m[i]->new_file)
                 new_file(st, m[i]->new_file);
-        s = wr_commit_only(st, txn, &id);
+        s = stor_wr_commit_only(st, txn, &id);
     } else if (s == STOR_OK) {
         mdb_txn_abort(txn); /* every change failed: nothing to commit */
     }
@@ -103,7 +103,7 @@ static void group_lead(lstor_t *st, stor_change_t *leader)
     pthread_mutex_unlock(&st->group_lock);
 }
 
-stor_status_t group_commit(lstor_t *st, stor_change_t *c)
+stor_status_t stor_group_commit(lstor_t *st, stor_change_t *c)
 {
     c->applied = 0;
     c->status = STOR_OK;
@@ -130,6 +130,6 @@ stor_status_t group_commit(lstor_t *st, stor_change_t *c)
         group_lead(st, c);
     pthread_cond_destroy(&c->cv);
     if (c->applied)
-        return wr_durable(st, c->txnid);
+        return stor_wr_durable(st, c->txnid);
     return c->status;
 }

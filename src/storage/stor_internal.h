@@ -76,7 +76,7 @@ typedef struct lwriter lwriter_t;
 
 /* ---- stor_group.c: concurrent object changes share one write transaction
  *
- * A PUT's or a DELETE's change to the index is handed to group_commit(),
+ * A PUT's or a DELETE's change to the index is handed to stor_group_commit(),
  * which applies it in one LMDB write transaction together with the changes
  * other threads handed over meanwhile (at most STOR_GROUP_MAX of them), in
  * the order they arrived, and commits them at once: one commit's pages, one
@@ -102,7 +102,7 @@ struct stor_change {
     /* A file the change makes part of the index (relaxed mode owes it a
      * sync: new_file), or NULL. */
     const uint8_t *new_file;
-    /* Set by group_commit: the change is in the index (1 also when the
+    /* Set by stor_group_commit: the change is in the index (1 also when the
      * result is STOR_ERR_IO because its sync point failed, as
      * wr_commit_applied). */
     int applied;
@@ -118,7 +118,7 @@ struct stor_change {
  * changes of concurrent callers, commits it and, in fsync mode, returns once
  * a sync point covers the commit. Returns what c->apply returned, or the
  * commit's or the sync point's failure. */
-stor_status_t group_commit(lstor_t *st, stor_change_t *c);
+stor_status_t stor_group_commit(lstor_t *st, stor_change_t *c);
 
 /* The local backend's store; base first (stor_backend.h). */
 struct lstor {
@@ -244,8 +244,8 @@ stor_status_t wr_commit_applied(lstor_t *st, MDB_txn *txn, int *applied_p);
 /* wr_commit() in two steps: the commit alone (in the page cache; relaxed
  * mode tells the syncer), giving its transaction id, then (fsync mode) the
  * wait for a sync point that covers that id. */
-stor_status_t wr_commit_only(lstor_t *st, MDB_txn *txn, uint64_t *txnid_p);
-stor_status_t wr_durable(lstor_t *st, uint64_t txnid);
+stor_status_t stor_wr_commit_only(lstor_t *st, MDB_txn *txn, uint64_t *txnid_p);
+stor_status_t stor_wr_durable(lstor_t *st, uint64_t txnid);
 /* 1 if s is exactly n lowercase hex digits followed by NUL. */
 int is_hex(const char *s, size_t n);
 

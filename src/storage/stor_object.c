@@ -326,7 +326,7 @@ stor_status_t local_writer_commit_if(stor_writer_t *w_, const char *key, stor_me
     c.apply = put_apply;
     c.arg = &p;
     c.new_file = inline_obj ? NULL : w->id;
-    s = group_commit(st, &c);
+    s = stor_group_commit(st, &c);
     meta->version = nrec.meta.version; /* set by a versioned commit */
     if (c.applied)
         usage_change(st, 1 - (p.had_old && !p.old.meta.delete_marker),
@@ -681,7 +681,7 @@ stor_status_t local_delete_version(stor_t *st_, const stor_bucket_t *bucket, con
         return STOR_ERR_NO_VERSION;
     del_change_t d = {.bucket = bucket, .key = key, .version_id = version_id, .cond = cond};
     stor_change_t c = {.apply = del_apply, .arg = &d};
-    stor_status_t s = group_commit(st, &c);
+    stor_status_t s = stor_group_commit(st, &c);
     if (s == STOR_OK) {
         if (version_id) {
             stor_version_id(&d.old.meta, out->version_id);

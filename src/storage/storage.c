@@ -193,7 +193,7 @@ stor_status_t wr_begin(lstor_t *st, MDB_txn **txn_p)
     return rc ? mdb_fail("write txn", rc) : STOR_OK;
 }
 
-stor_status_t wr_commit_only(lstor_t *st, MDB_txn *txn, uint64_t *txnid_p)
+stor_status_t stor_wr_commit_only(lstor_t *st, MDB_txn *txn, uint64_t *txnid_p)
 {
     *txnid_p = (uint64_t)mdb_txn_id(txn);
     int rc = mdb_txn_commit(txn);
@@ -205,7 +205,7 @@ stor_status_t wr_commit_only(lstor_t *st, MDB_txn *txn, uint64_t *txnid_p)
     return STOR_OK;
 }
 
-stor_status_t wr_durable(lstor_t *st, uint64_t txnid)
+stor_status_t stor_wr_durable(lstor_t *st, uint64_t txnid)
 {
     /* Fsync: durable before it returns, through a sync point that may be
      * shared with the commits of other threads (group commit). */
@@ -217,9 +217,9 @@ stor_status_t wr_durable(lstor_t *st, uint64_t txnid)
 stor_status_t wr_commit_applied(lstor_t *st, MDB_txn *txn, int *applied_p)
 {
     uint64_t id;
-    stor_status_t s = wr_commit_only(st, txn, &id);
+    stor_status_t s = stor_wr_commit_only(st, txn, &id);
     *applied_p = s == STOR_OK;
-    return s == STOR_OK ? wr_durable(st, id) : s;
+    return s == STOR_OK ? stor_wr_durable(st, id) : s;
 }
 
 stor_status_t wr_commit(lstor_t *st, MDB_txn *txn)
