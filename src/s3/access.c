@@ -309,6 +309,10 @@ static const char *condition_key(void *ctx, const char *name, char *buf, size_t 
         return req->user ? req->user->access_key : NULL;
     if (strcmp(name, "aws:principaltype") == 0)
         return req->user ? "User" : "Anonymous";
+    if (strcmp(name, "aws:referer") == 0)
+        return s3_req_header(req, "referer");
+    if (strcmp(name, "aws:useragent") == 0)
+        return s3_req_header(req, "user-agent");
     if (strcmp(name, "s3:prefix") == 0)
         return k->prefix;
     if (strcmp(name, "s3:delimiter") == 0)

@@ -320,6 +320,21 @@ def test_sse_c_algorithm_condition_key(s3, pbucket):
     denied(s3.put_object, Bucket=b, Key="plain", Body=b"x")
 
 
+def test_referer_condition(s3, server, pbucket):
+    """aws:Referer is the request's Referer header (a client sets it: it selects, it
+    does not secure): an anonymous read allowed only for one site's pages."""
+    b = pbucket
+    s3.put_object(Bucket=b, Key="k", Body=b"v")
+    s3.put_bucket_policy(Bucket=b, Policy=policy(b, stmt(
+        "Allow", "s3:GetObject", f"{ARN}{b}/*",
+        condition={"StringLike": {"aws:Referer": "http://www.example.com/*"}})))
+    for referer, status in (("http://www.example.com/index.html", 200),
+                            ("http://example.com/", 403), (None, 403)):
+        headers = {"Referer": referer} if referer else {}
+        r = raw_request(server, "GET", f"/{b}/k", headers=headers, user=None)
+        assert r.status == status, (referer, r)
+
+
 def test_source_ip_on_a_dual_stack_listener(tmp_path):
     """A server listening on every address (':PORT': IPv6 with IPv4 clients as
     v4-mapped addresses) gives an IPv4 client its IPv4 address as aws:SourceIp,
