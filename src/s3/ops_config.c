@@ -368,8 +368,14 @@ static void put_ownership_finish(s3_req_t *req)
     int rule = s3_ownership_parse(v);
     free(v);
     uint8_t byte = (uint8_t)rule;
+    /* BucketOwnerEnforced turns ACLs off: S3 refuses it while the bucket's
+     * own ACL grants anything beyond its owner's full control. */
+    const stor_bucket_t *b = &req->authz_bucket;
+    bool bucket_acl = b->acl != STOR_ACL_PRIVATE || (b->cfg_mask & (1u << STOR_BCFG_ACL_GRANTS));
     if (rule < 0)
         s3_reply_error(req, S3E_MALFORMED_XML, NULL);
+    else if (rule == S3_OWNERSHIP_ENFORCED && bucket_acl)
+        s3_reply_error(req, S3E_BUCKET_ACL_WITH_OWNERSHIP, NULL);
     else
         s3_config_write(req, STOR_BCFG_OWNERSHIP, &byte, 1, 200);
 }

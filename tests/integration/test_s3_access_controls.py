@@ -193,6 +193,24 @@ def test_bucket_owner_preferred_and_object_writer(s3, s3_user2, cbucket):
 
 
 
+def test_bucket_owner_enforced_needs_a_private_bucket_acl(s3, cbucket):
+    """BucketOwnerEnforced turns ACLs off: S3 refuses it while the bucket's ACL
+    grants anything beyond the owner's full control."""
+    b = cbucket
+    for acl in ("public-read", "authenticated-read"):
+        s3.put_bucket_acl(Bucket=b, ACL=acl)
+        with pytest.raises(ClientError) as e:
+            ownership(s3, b, "BucketOwnerEnforced")
+        assert_error(e, "InvalidBucketAclWithObjectOwnership", 400)
+    s3.put_bucket_acl(Bucket=b, GrantRead=f"id={OTHER[0]}")
+    with pytest.raises(ClientError) as e:
+        ownership(s3, b, "BucketOwnerEnforced")
+    assert_error(e, "InvalidBucketAclWithObjectOwnership", 400)
+    ownership(s3, b, "ObjectWriter")  # the others stay allowed
+    s3.put_bucket_acl(Bucket=b, ACL="private")
+    ownership(s3, b, "BucketOwnerEnforced")
+
+
 def test_list_parts_names_the_object_owner_to_be(s3, s3_user2, cbucket):
     """ListParts' Owner and Initiator: the initiator under ObjectWriter, the bucket owner
     where ownership gives it the objects (BucketOwnerEnforced)."""
