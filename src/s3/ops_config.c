@@ -375,7 +375,7 @@ static void put_ownership_finish(s3_req_t *req)
     if (rule < 0)
         s3_reply_error(req, S3E_MALFORMED_XML, NULL);
     else if (rule == S3_OWNERSHIP_ENFORCED && bucket_acl)
-        s3_reply_error(req, S3E_BUCKET_ACL_WITH_OWNERSHIP, NULL);
+        s3_reply_error(req, S3E_ACL_WITH_OWNERSHIP, NULL);
     else
         s3_config_write(req, STOR_BCFG_OWNERSHIP, &byte, 1, 200);
 }

@@ -31,8 +31,6 @@
     X(MALFORMED_POLICY, 400, "MalformedPolicy",                                                    \
       "Policies must be valid JSON and the first byte must be '{'")                                \
     X(ACL_NOT_SUPPORTED, 400, "AccessControlListNotSupported", "The bucket does not allow ACLs")   \
-    X(BUCKET_ACL_WITH_OWNERSHIP, 400, "InvalidBucketAclWithObjectOwnership",                       \
-      "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting")            \
     X(ACL_WITH_OWNERSHIP, 400, "InvalidBucketAclWithObjectOwnership",                              \
       "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting")            \
     X(MALFORMED_POST, 400, "MalformedPOSTRequest",                                                 \
