@@ -101,8 +101,8 @@ static void get_object_acl_begin(s3_req_t *req)
  * body: a body the requester may not send is never buffered. */
 static void put_object_acl_begin(s3_req_t *req)
 {
-    stor_meta_t meta;
-    if (!s3_object_for_request(req, S3_PERM_WRITE_ACP, &meta))
+    stor_meta_t meta; /* the reply's version header comes with the finish's look */
+    if (!s3_object_version_for_request(req, S3_PERM_WRITE_ACP, &meta))
         return;
     stor_meta_free(&meta);
     put_acl_begin(req);
@@ -121,7 +121,10 @@ static void put_object_acl_finish(s3_req_t *req)
     stor_meta_free(&meta);
     if (!ok)
         return;
-    stor_obj_change_t change = {.set_acl = true, .acl = acl.canned, .grants = acl.grants};
+    stor_obj_change_t change = {.version_id = s3_req_query(req, "versionId"),
+                                .set_acl = true,
+                                .acl = acl.canned,
+                                .grants = acl.grants};
     stor_status_t st =
         stor_object_change(req->srv->cfg.store, &req->authz_bucket, req->key, &change);
     s3_new_acl_free(&acl);

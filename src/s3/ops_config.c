@@ -50,14 +50,6 @@ void s3_owner_config_begin(s3_req_t *req)
         req->body_kind = S3_BODY_XML;
 }
 
-static bool same_version(const stor_meta_t *a, const stor_meta_t *b)
-{
-    char va[STOR_VERSION_ID_LEN + 1], vb[STOR_VERSION_ID_LEN + 1];
-    stor_version_id(a, va);
-    stor_version_id(b, vb);
-    return strcmp(va, vb) == 0;
-}
-
 bool s3_object_version_for_request(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p)
 {
     const char *vid = s3_req_query(req, "versionId");
@@ -90,22 +82,7 @@ bool s3_object_for_request(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p)
 {
     if (!s3_object_version_for_request(req, perm, meta_p))
         return false;
-    const char *vid = s3_req_query(req, "versionId");
-    if (vid && perm != S3_PERM_READ && perm != S3_PERM_READ_ACP) {
-        stor_meta_t cur;
-        bool latest = false;
-        if (stor_head(req->srv->cfg.store, req->bucket, req->key, &cur) == STOR_OK) {
-            latest = same_version(&cur, meta_p);
-            stor_meta_free(&cur);
-        }
-        if (!latest) {
-            stor_meta_free(meta_p);
-            s3_reply_error(req, S3E_NOT_IMPLEMENTED,
-                           "Only the latest version of an object can be changed.");
-            return false;
-        }
-    }
-    if (vid)
+    if (s3_req_query(req, "versionId"))
         s3_version_headers(req, &req->authz_bucket, meta_p, true);
     return true;
 }

@@ -119,15 +119,15 @@ static void object_tags_write(s3_req_t *req, const s3_tags_t *t, const char *sto
     if (!ok)
         return;
     stor_meta_free(&meta);
-    stor_obj_change_t change = {.set_tags = true, .tags = stored};
+    /* The version asked for (its x-amz-version-id is set above), else the latest. */
+    stor_obj_change_t change = {
+        .version_id = s3_req_query(req, "versionId"), .set_tags = true, .tags = stored};
     stor_status_t st =
         stor_object_change(req->srv->cfg.store, &req->authz_bucket, req->key, &change);
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
         return;
     }
-    if (s3_req_query(req, "versionId"))
-        s3_reply_header(req, "x-amz-version-id", "null");
     s3_reply_empty(req, status);
 }
 

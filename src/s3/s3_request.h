@@ -542,13 +542,13 @@ void s3_owner_config_begin(s3_req_t *req);
 /* Looks up the request's object (the version versionId names, or the
  * latest) and checks perm on it (a missing key: s3_object_lookup_error; a
  * delete marker: s3_delete_marker_reply), for the operations on an object's
- * metadata (?acl, ?tagging, ?attributes); fills *meta_p (caller frees). A
- * change (a perm other than READ and READ_ACP) applies to the latest
- * version only: another is refused with NotImplemented. Replies and returns
- * false on error. */
+ * metadata (?acl, ?tagging, ?attributes); fills *meta_p (caller frees) and,
+ * when versionId names the version, adds its x-amz-version-id to the reply.
+ * A change applies to the version named, as in S3. Replies and returns false
+ * on error. */
 bool s3_object_for_request(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p);
-/* s3_object_for_request for an operation that changes the very version it
- * names (any version: object lock), with no version headers added. */
+/* s3_object_for_request with no version headers added (object lock adds
+ * its own). */
 bool s3_object_version_for_request(s3_req_t *req, s3_perm_t perm, stor_meta_t *meta_p);
 /* The requester's perm on bucket (on req->key in it when the request names
  * one), checked without replying: S3E_NONE (*bucket_p, when not NULL, gets

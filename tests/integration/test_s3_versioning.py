@@ -279,9 +279,13 @@ def test_object_acl_by_version(s3, bucket):
     assert any(g["Permission"] == "READ" for g in grants)
     assert len(s3.get_object_acl(Bucket=bucket, Key="k")["Grants"]) == 1
     s3.put_object_acl(Bucket=bucket, Key="k", VersionId=v2, ACL="public-read")
-    with pytest.raises(ClientError) as ei:
-        s3.put_object_acl(Bucket=bucket, Key="k", VersionId=v1, ACL="private")
-    assert_error(ei, "NotImplemented", 501)
+    # An older version's ACL changes too, as in S3, and only that version's.
+    r = s3.put_object_acl(Bucket=bucket, Key="k", VersionId=v1, ACL="private")
+    assert r["ResponseMetadata"]["HTTPHeaders"]["x-amz-version-id"] == v1
+    assert len(s3.get_object_acl(Bucket=bucket, Key="k", VersionId=v1)["Grants"]) == 1
+    grants = s3.get_object_acl(Bucket=bucket, Key="k", VersionId=v2)["Grants"]
+    assert any(g["Permission"] == "READ" for g in grants)
+    assert s3.get_object(Bucket=bucket, Key="k", VersionId=v1)["Body"].read() == b"1"
     with pytest.raises(ClientError) as ei:
         s3.get_object_acl(Bucket=bucket, Key="k", VersionId="0" * 31 + "5")
     assert_error(ei, "NoSuchVersion", 404)
@@ -296,3 +300,23 @@ def test_object_attributes_by_version(s3, bucket):
     r = s3.get_object_attributes(Bucket=bucket, Key="k", VersionId=v1,
                                  ObjectAttributes=["ObjectSize"])
     assert r["VersionId"] == v1 and r["ObjectSize"] == 3
+
+
+def test_object_tagging_by_version(s3, bucket):
+    """PutObjectTagging and DeleteObjectTagging with versionId change that version only,
+    as in S3; the reply names it once."""
+    enable(s3, bucket)
+    v1 = s3.put_object(Bucket=bucket, Key="k", Body=b"1")["VersionId"]
+    v2 = s3.put_object(Bucket=bucket, Key="k", Body=b"2", Tagging="now=2")["VersionId"]
+    r = s3.put_object_tagging(Bucket=bucket, Key="k", VersionId=v1,
+                              Tagging={"TagSet": [{"Key": "old", "Value": "1"}]})
+    assert r["VersionId"] == v1
+    assert r["ResponseMetadata"]["HTTPHeaders"]["x-amz-version-id"] == v1  # once
+    assert s3.get_object_tagging(Bucket=bucket, Key="k", VersionId=v1)["TagSet"] == [
+        {"Key": "old", "Value": "1"}]
+    assert s3.get_object_tagging(Bucket=bucket, Key="k")["TagSet"] == [
+        {"Key": "now", "Value": "2"}]
+    s3.delete_object_tagging(Bucket=bucket, Key="k", VersionId=v1)
+    assert s3.get_object_tagging(Bucket=bucket, Key="k", VersionId=v1)["TagSet"] == []
+    assert s3.get_object_tagging(Bucket=bucket, Key="k", VersionId=v2)["TagSet"] == [
+        {"Key": "now", "Value": "2"}]
