@@ -266,6 +266,27 @@ int s3c_xml_parse_bucket_list(const char *xml, size_t len, s3r_bucket_list_t **o
 
 /* ---- ListBucketResult ------------------------------------------------------- */
 
+/* Replaces *dst with a copy of text; -1 when out of memory. */
+static int set_str(char **dst, const char *text)
+{
+    free(*dst);
+    return (*dst = strdup(text)) == NULL ? -1 : 0;
+}
+
+/* Appends a copy of text to a listing's CommonPrefixes (*v, *n, capacity
+ * *cap); -1 when out of memory. */
+static int add_prefix(char ***v, size_t *n, size_t *cap, const char *text)
+{
+    void *p = grow(*v, cap, *n, sizeof(**v), 16);
+    if (p == NULL)
+        return -1;
+    *v = p;
+    if (((*v)[*n] = strdup(text)) == NULL)
+        return -1;
+    (*n)++;
+    return 0;
+}
+
 typedef struct objlist_ctx {
     s3r_object_list_t *list;
     size_t cap_obj, cap_pfx;
@@ -338,31 +359,20 @@ static int objlist_end(void *ctx, const char *const *n, int depth, const char *t
     if (depth == 3 && strcmp(n[1], "Contents") == 0 && l->n_objects > 0) {
         s3r_object_entry_t *e = &l->objects[l->n_objects - 1];
         if (strcmp(n[2], "Key") == 0) {
-            free(e->key);
-            if ((e->key = strdup(text)) == NULL)
-                return -1;
+            return set_str(&e->key, text);
         } else if (strcmp(n[2], "Size") == 0) {
             if (parse_u64(text, &e->size) < 0)
                 return -1;
         } else if (strcmp(n[2], "ETag") == 0) {
-            free(e->etag);
-            if ((e->etag = strdup(text)) == NULL)
-                return -1;
+            return set_str(&e->etag, text);
         } else if (strcmp(n[2], "LastModified") == 0) {
             int64_t t = date_parse_iso8601(text);
             e->mtime = t > 0 ? t : 0;
         }
         return 0;
     }
-    if (depth == 3 && strcmp(n[1], "CommonPrefixes") == 0 && strcmp(n[2], "Prefix") == 0) {
-        void *p = grow(l->prefixes, &o->cap_pfx, l->n_prefixes, sizeof(*l->prefixes), 16);
-        if (p == NULL)
-            return -1;
-        l->prefixes = p;
-        if ((l->prefixes[l->n_prefixes] = strdup(text)) == NULL)
-            return -1;
-        l->n_prefixes++;
-    }
+    if (depth == 3 && strcmp(n[1], "CommonPrefixes") == 0 && strcmp(n[2], "Prefix") == 0)
+        return add_prefix(&l->prefixes, &l->n_prefixes, &o->cap_pfx, text);
     return 0;
 }
 
@@ -444,13 +454,6 @@ static int verlist_start(void *ctx, const char *const *n, int depth)
     return 0;
 }
 
-/* Replaces *dst with a copy of text; -1 when out of memory. */
-static int set_str(char **dst, const char *text)
-{
-    free(*dst);
-    return (*dst = strdup(text)) == NULL ? -1 : 0;
-}
-
 static int verlist_end(void *ctx, const char *const *n, int depth, const char *text)
 {
     verlist_ctx_t *o = ctx;
@@ -485,15 +488,8 @@ static int verlist_end(void *ctx, const char *const *n, int depth, const char *t
         }
         return 0;
     }
-    if (depth == 3 && strcmp(n[1], "CommonPrefixes") == 0 && strcmp(n[2], "Prefix") == 0) {
-        void *p = grow(l->prefixes, &o->cap_pfx, l->n_prefixes, sizeof(*l->prefixes), 16);
-        if (p == NULL)
-            return -1;
-        l->prefixes = p;
-        if ((l->prefixes[l->n_prefixes] = strdup(text)) == NULL)
-            return -1;
-        l->n_prefixes++;
-    }
+    if (depth == 3 && strcmp(n[1], "CommonPrefixes") == 0 && strcmp(n[2], "Prefix") == 0)
+        return add_prefix(&l->prefixes, &l->n_prefixes, &o->cap_pfx, text);
     return 0;
 }
 
