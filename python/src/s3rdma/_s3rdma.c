@@ -798,6 +798,21 @@ static PyObject *client_copy(ClientObject *self, PyObject *args)
     return version_str(&vi);
 }
 
+/* A new list of the n strings v (a listing's CommonPrefixes), or NULL with
+ * a Python error set. */
+static PyObject *str_list(char *const *v, size_t n)
+{
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list != NULL && i < n; i++) {
+        PyObject *s = PyUnicode_FromString(v[i]);
+        if (s == NULL)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, (Py_ssize_t)i, s);
+    }
+    return list;
+}
+
 /* list_versions(bucket, prefix, delimiter, key_marker, version_id_marker, max_keys)
  *   -> ([(key, version_id, is_latest, delete_marker, size, etag, mtime)...], [prefix...],
  *       next_key_marker or None, next_version_id_marker or None) */
@@ -812,7 +827,7 @@ static PyObject *client_list_versions(ClientObject *self, PyObject *args)
     s3r_status_t st;
     CALL(self, st, s3r_object_list_versions(c, bucket, &o, &l));
     PyObject *vers = PyList_New((Py_ssize_t)l->n_versions);
-    PyObject *pfx = PyList_New((Py_ssize_t)l->n_prefixes);
+    PyObject *pfx = str_list(l->prefixes, l->n_prefixes);
     PyObject *r = NULL;
     if (vers == NULL || pfx == NULL)
         goto out;
@@ -825,12 +840,6 @@ static PyObject *client_list_versions(ClientObject *self, PyObject *args)
         if (t == NULL)
             goto out;
         PyList_SET_ITEM(vers, (Py_ssize_t)i, t);
-    }
-    for (size_t i = 0; i < l->n_prefixes; i++) {
-        PyObject *s = PyUnicode_FromString(l->prefixes[i]);
-        if (s == NULL)
-            goto out;
-        PyList_SET_ITEM(pfx, (Py_ssize_t)i, s);
     }
     r = Py_BuildValue("OOzz", vers, pfx, l->truncated ? l->next_key_marker : NULL,
                       l->truncated ? l->next_version_id_marker : NULL);
@@ -854,7 +863,7 @@ static PyObject *client_list(ClientObject *self, PyObject *args)
     s3r_status_t st;
     CALL(self, st, s3r_object_list(c, bucket, &o, &l));
     PyObject *objs = PyList_New((Py_ssize_t)l->n_objects);
-    PyObject *pfx = PyList_New((Py_ssize_t)l->n_prefixes);
+    PyObject *pfx = str_list(l->prefixes, l->n_prefixes);
     PyObject *r = NULL;
     if (objs == NULL || pfx == NULL)
         goto out;
@@ -865,12 +874,6 @@ static PyObject *client_list(ClientObject *self, PyObject *args)
         if (t == NULL)
             goto out;
         PyList_SET_ITEM(objs, (Py_ssize_t)i, t);
-    }
-    for (size_t i = 0; i < l->n_prefixes; i++) {
-        PyObject *s = PyUnicode_FromString(l->prefixes[i]);
-        if (s == NULL)
-            goto out;
-        PyList_SET_ITEM(pfx, (Py_ssize_t)i, s);
     }
     r = Py_BuildValue("OOz", objs, pfx, l->truncated ? l->next_token : NULL);
 out:
