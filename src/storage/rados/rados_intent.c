@@ -282,6 +282,18 @@ void rs_intent_unsure(rstor_t *st, const char *name)
     pthread_mutex_unlock(&st->intent_lock);
 }
 
+stor_status_t rs_intent_before_switch(rstor_t *st, const rs_intent_ref_t *in, const buf_t *desc,
+                                      const char *step)
+{
+    uint64_t epoch = in->epoch; /* the entry's first write set it */
+    stor_status_t s = desc ? rs_intent_put(st, in->name, desc, &epoch) : STOR_OK;
+    if (s == STOR_OK)
+        s = rs_intent_check(st, in->epoch);
+    if (s == STOR_OK)
+        rs_crash_point(st, step);
+    return s;
+}
+
 void rs_intent_name(const uint8_t id[STOR_ID_LEN], char out[RSTOR_INTENT_NAME])
 {
     hex_encode(id, STOR_ID_LEN, out);

@@ -200,6 +200,11 @@ void rs_intent_unsure(rstor_t *st, const char *name);
 /* STOR_OK when a write whose entries are of epoch may commit: the lease is
  * fresh (renewed within half its length) and has not lapsed since. */
 stor_status_t rs_intent_check(rstor_t *st, uint64_t epoch);
+/* The last step before a switch's compare-and-set: desc (NULL: nothing
+ * more to record) is added to the write's entry in, the lease must be fresh
+ * (rs_intent_check), then crash point step. */
+stor_status_t rs_intent_before_switch(rstor_t *st, const rs_intent_ref_t *in, const buf_t *desc,
+                                      const char *step);
 /* debug.rados_crash_at: dies (SIGKILL) when step is the one named. */
 void rs_crash_point(const rstor_t *st, const char *step);
 /* The blobs key's record and its version entries reference, added to set

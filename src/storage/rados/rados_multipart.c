@@ -309,21 +309,15 @@ static stor_status_t part_intent(rstor_t *st, const rs_intent_ref_t *in, const c
                                  uint32_t number, const rs_index_t *ix, const char *key,
                                  const stor_part_rec_t *old)
 {
-    stor_status_t s = STOR_OK;
-    if (old) {
-        stor_seg_t seg = {.size = old->part.size};
-        memcpy(seg.id, old->id, STOR_ID_LEN);
-        buf_t desc;
-        uint64_t epoch = in->epoch;
-        s = rs_intent_part(&desc, upload_id, number, ix, key, &seg) == 0
-                ? rs_intent_put(st, in->name, &desc, &epoch)
-                : STOR_ERR_NOMEM;
-        buf_free(&desc);
-    }
-    if (s == STOR_OK)
-        s = rs_intent_check(st, in->epoch);
-    if (s == STOR_OK)
-        rs_crash_point(st, "part-pieces");
+    if (!old)
+        return rs_intent_before_switch(st, in, NULL, "part-pieces");
+    stor_seg_t seg = {.size = old->part.size};
+    memcpy(seg.id, old->id, STOR_ID_LEN);
+    buf_t desc;
+    stor_status_t s = rs_intent_part(&desc, upload_id, number, ix, key, &seg) == 0
+                          ? rs_intent_before_switch(st, in, &desc, "part-pieces")
+                          : STOR_ERR_NOMEM;
+    buf_free(&desc);
     return s;
 }
 

@@ -67,21 +67,15 @@ stor_status_t rs_index_switch(rstor_t *st, const rs_index_t *ix, const char *key
 static stor_status_t switch_intent(rstor_t *st, const rs_intent_ref_t *in, const rs_index_t *ix,
                                    const char *key, const stor_obj_rec_t *o, int attempt)
 {
-    stor_status_t s = STOR_OK;
     int named = o && o->n_segs && in->n_old == o->n_segs &&
                 memcmp(in->old0, o->segs[0].id, STOR_ID_LEN) == 0;
-    if (attempt == 0 && o && o->n_segs && o->n_segs <= RSTOR_INTENT_OLD_MAX && !named) {
-        buf_t desc;
-        uint64_t epoch = in->epoch;
-        s = rs_intent_object(&desc, ix, key, o->segs, o->n_segs) == 0
-                ? rs_intent_put(st, in->name, &desc, &epoch)
-                : STOR_ERR_NOMEM;
-        buf_free(&desc);
-    }
-    if (s == STOR_OK)
-        s = rs_intent_check(st, in->epoch);
-    if (s == STOR_OK)
-        rs_crash_point(st, "put-pieces");
+    if (attempt > 0 || !o || !o->n_segs || o->n_segs > RSTOR_INTENT_OLD_MAX || named)
+        return rs_intent_before_switch(st, in, NULL, "put-pieces");
+    buf_t desc;
+    stor_status_t s = rs_intent_object(&desc, ix, key, o->segs, o->n_segs) == 0
+                          ? rs_intent_before_switch(st, in, &desc, "put-pieces")
+                          : STOR_ERR_NOMEM;
+    buf_free(&desc);
     return s;
 }
 
