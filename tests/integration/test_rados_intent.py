@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from s3r_itest import boto_client  # noqa: E402
+from s3r_itest import boto_client, empty_bucket  # noqa: E402
 
 MiB = 1024 * 1024
 LEASE = 4  # seconds: recovery starts this long after a gateway dies
@@ -51,15 +51,6 @@ def wait_until(cond, timeout=90, what="condition", detail=lambda: ""):
     while not cond():
         assert time.monotonic() < deadline, f"timed out waiting for {what} {detail()}"
         time.sleep(0.3)
-
-
-def delete_all(s3, bucket):
-    for up in s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []):
-        s3.abort_multipart_upload(Bucket=bucket, Key=up["Key"], UploadId=up["UploadId"])
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
-        for o in page.get("Contents", []):
-            s3.delete_object(Bucket=bucket, Key=o["Key"])
-    s3.delete_bucket(Bucket=bucket)
 
 
 def dies(call):
@@ -148,7 +139,8 @@ def test_kill9_at_every_step_leaves_nothing_and_loses_nothing(ceph_cluster, pool
     open_ups = {u["UploadId"] for u in s3.list_multipart_uploads(Bucket=bucket).get("Uploads", [])}
     for up, step in uploads.items():
         assert (up in open_ups) == (step == "complete-intent"), step
-    delete_all(s3, bucket)
+    empty_bucket(s3, bucket)
+    s3.delete_bucket(Bucket=bucket)  # and the open uploads with it
     # Nothing unreferenced is left: once the GC log drains, no piece remains.
     wait_until(lambda: not ceph_cluster.pieces(pool), what="the pool to empty",
                detail=lambda: ceph_cluster.pieces(pool))
