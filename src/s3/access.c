@@ -461,8 +461,10 @@ static bool unexpected_owner(s3_req_t *req, const stor_bucket_t *bucket)
         strcmp(want, bucket->owner) != 0)
         return true;
     want = s3_req_header(req, "x-amz-source-expected-bucket-owner");
+    if (!want || strcmp(want, bucket->owner) == 0)
+        return false;
     const char *src = s3_req_header(req, "x-amz-copy-source");
-    if (!want || !src || strcmp(want, bucket->owner) == 0)
+    if (!src)
         return false;
     src += *src == '/'; /* "[/]bucket/key": a bucket name needs no URL decoding */
     size_t n = strlen(bucket->name);
