@@ -21,7 +21,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from s3r_itest import boto_client, empty_bucket  # noqa: E402
 
 MiB = 1024 * 1024
-LEASE = 4  # seconds: recovery starts this long after a gateway dies
+# Seconds: recovery starts 1 to 1.5 leases after a gateway dies. The lease must be more than
+# twice the op timeout (the gateway refuses to start otherwise); 4 s keeps a cluster call
+# under CI load well inside its timeout, and 9 s bounds the wait for a recovery.
+OP_TIMEOUT = 4
+LEASE = 9
 
 
 @pytest.fixture
@@ -30,7 +34,8 @@ def pool(ceph_cluster):
 
 
 def gateway(make_server, cluster, pool, name, crash_at=None):
-    args = cluster.gateway_args(pool=pool, gc_grace=1) + ["--storage-rados-lease", str(LEASE)]
+    args = cluster.gateway_args(pool=pool, gc_grace=1) + [
+        "--storage-rados-lease", str(LEASE), "--storage-rados-op-timeout", str(OP_TIMEOUT)]
     if crash_at:
         args += ["--debug-rados-crash-at", crash_at]
     return make_server(name=name, extra_args=args)
@@ -170,8 +175,9 @@ def test_slow_writer_survives_another_gateways_start_and_recovery(ceph_cluster, 
     time.sleep(2)
     b = gateway(make_server, ceph_cluster, pool, "starter")
     wait_until(lambda: "start sweep done" in b.log_text(), what="b's start sweep")
-    # And at least one recovery pass of b has looked at a's (live) log.
-    time.sleep(LEASE)
+    # And at least one recovery pass of b has looked at a's (live) log: a pass every half
+    # lease, on a collector tick (at most 1 s apart).
+    time.sleep(LEASE / 2 + 1.5)
     conn.send(data[5 * MiB:])
     resp = conn.getresponse()
     resp.read()
