@@ -2,7 +2,7 @@
 on the session's Ceph cluster (scripts/ceph-dev), each test in a pool of its own:
 
 - a gateway killed (debug.rados_crash_at, SIGKILL) at each step of a PUT, an overwrite, a part
-  upload and a Complete: once a live gateway has recovered the dead one's intent log (its lease
+  upload, a Complete and a delete: once a live gateway has recovered the dead one's intent log (its lease
   lapsed), every acknowledged object reads back whole, each key holds its old or its new
   object (never a mix), and after everything is deleted the pool holds no piece: nothing was
   left unreferenced. No gateway restarts, so no start sweep takes part;
@@ -83,6 +83,7 @@ def test_kill9_at_every_step_leaves_nothing_and_loses_nothing(ceph_cluster, pool
              for size, overwrite in ((4096, False), (4096, True), (9 * MiB, False))]
     cases += [("part-pieces", (4096, True)), ("part-pieces", (6 * MiB, False))]
     cases += [(step, None) for step in COMPLETE_STEPS]
+    cases += [("delete-intent", 4096), ("delete-switch", 9 * MiB)]
     # Every doomed gateway is up (its start sweep done) before the first crash, so only the
     # recovery of intent logs can clean up after them.
     dead = [gateway(make_server, ceph_cluster, pool, f"d{i}", crash_at=step)
@@ -102,6 +103,13 @@ def test_kill9_at_every_step_leaves_nothing_and_loses_nothing(ceph_cluster, pool
             new = body(f"new{n}", size)
             dies(lambda: client.put_object(Bucket=bucket, Key=key, Body=new))
             allowed[key] = {old, new} if step == "put-switch" else {old}
+        elif step.startswith("delete-"):
+            # A delete killed before its switch (the object stays) or after it, before its
+            # blob went to the GC log (the object is gone, and so must its pieces be).
+            old = body(f"old{n}", what)
+            s3.put_object(Bucket=bucket, Key=key, Body=old)
+            dies(lambda: client.delete_object(Bucket=bucket, Key=key))
+            allowed[key] = {old} if step == "delete-intent" else {None}
         elif step == "part-pieces":
             # A part killed before it is recorded, replacing a recorded one or not.
             size, replace = what
