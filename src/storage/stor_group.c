@@ -13,7 +13,7 @@
  * for the flush that makes the commit durable; dropping replaced files).
  *
  * Fsync mode: while it applies the group, the leader records its writes
- * (wr_put, wr_del) and, after the commit and before handing the lead on,
+ * (stor_wr_put, stor_wr_del) and, after the commit and before handing the lead on,
  * appends them to the commit log as the group's record (wal.h); the group is
  * durable once that record is flushed, one fdatasync shared by every group
  * appended meanwhile. A group that cannot be logged (the log full, out of
@@ -28,7 +28,7 @@
 enum { CH_QUEUED, CH_LEAD, CH_DONE };
 
 /* Fsync mode: appends the record of the group just committed as txnid to
- * the commit log. Returns what wal_flush must reach for the group to be
+ * the commit log. Returns what stor_wal_flush must reach for the group to be
  * durable, or 0 if it is not logged (its members then wait for a sync
  * point). */
 static uint64_t group_log(lstor_t *st, uint64_t txnid)
@@ -47,13 +47,13 @@ static uint64_t group_log(lstor_t *st, uint64_t txnid)
         goto unlogged;
     /* The log starts over once a restore point covers all of it; half full,
      * a sync point is asked for, so that it can by the time it is full. */
-    if (wal_filling(w)) {
-        if (syncer_durable(st->syncer) >= wal_last_txnid(w))
-            wal_restart(w);
+    if (stor_wal_filling(w)) {
+        if (stor_syncer_durable(st->syncer) >= stor_wal_last_txnid(w))
+            stor_wal_restart(w);
         else
-            syncer_kick(st->syncer);
+            stor_syncer_kick(st->syncer);
     }
-    if (wal_append(w, txnid, &lsn) == 0)
+    if (stor_wal_append(w, txnid, &lsn) == 0)
         return lsn;
 unlogged:
     stor_unlogged(st, txnid);
@@ -85,8 +85,8 @@ static void group_run(lstor_t *st, stor_change_t **m, size_t n, MDB_txn *txn)
         if ((s = wr_begin(st, &txn)) != STOR_OK)
             break;
         if (st->wal)
-            wal_capture_begin(st->wal); /* the record starts over too */
-        i = (size_t)-1;                 /* again from the first change still in */
+            stor_wal_capture_begin(st->wal); /* the record starts over too */
+        i = (size_t)-1;                      /* again from the first change still in */
     }
     uint64_t id = 0;
     if (s == STOR_OK && live) {
@@ -101,7 +101,7 @@ static void group_run(lstor_t *st, stor_change_t **m, size_t n, MDB_txn *txn)
     }
     uint64_t lsn = 0;
     if (st->wal) {
-        wal_capture_end(st->wal);
+        stor_wal_capture_end(st->wal);
         if (s == STOR_OK && live)
             lsn = group_log(st, id);
     }
@@ -123,7 +123,7 @@ static void group_lead(lstor_t *st, stor_change_t *leader)
     MDB_txn *txn;
     stor_status_t s = wr_begin(st, &txn);
     if (s == STOR_OK && st->wal)
-        wal_capture_begin(st->wal);
+        stor_wal_capture_begin(st->wal);
     pthread_mutex_lock(&st->group_lock);
     while (n < STOR_GROUP_MAX && st->group_head) {
         m[n++] = st->group_head;
@@ -187,6 +187,6 @@ stor_status_t stor_group_commit(lstor_t *st, stor_change_t *c)
     if (!c->applied)
         return c->status;
     if (c->lsn)
-        return wal_flush(st->wal, c->lsn) == 0 ? STOR_OK : STOR_ERR_IO;
+        return stor_wal_flush(st->wal, c->lsn) == 0 ? STOR_OK : STOR_ERR_IO;
     return stor_wr_durable(st, c->txnid);
 }

@@ -245,8 +245,8 @@ stor_status_t wr_begin(lstor_t *st, MDB_txn **txn_p);
  * stor_version.c): they also go to the commit log's record of the group
  * (wal.h), which is how a logged commit is replayed. A change applied in a
  * group writes the index only through these. */
-int wr_put(lstor_t *st, MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v, unsigned flags);
-int wr_del(lstor_t *st, MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v);
+int stor_wr_put(lstor_t *st, MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v, unsigned flags);
+int stor_wr_del(lstor_t *st, MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v);
 /* Commits a write transaction: relaxed mode tells the syncer and returns;
  * fsync mode returns once a sync point covers the commit (group commit).
  * On failure the change may still have been applied (fsync mode: committed

@@ -196,21 +196,21 @@ stor_status_t wr_begin(lstor_t *st, MDB_txn **txn_p)
 
 /* The operation is recorded before it is made: a key or value may point
  * into a page of the index that the operation itself moves. */
-int wr_put(lstor_t *st, MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v, unsigned flags)
+int stor_wr_put(lstor_t *st, MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v, unsigned flags)
 {
-    wal_capture_op(st->wal, 0, dbi, k, v);
+    stor_wal_capture_op(st->wal, 0, dbi, k, v);
     int rc = mdb_put(txn, dbi, k, v, flags);
     if (rc)
-        wal_capture_undo(st->wal);
+        stor_wal_capture_undo(st->wal);
     return rc;
 }
 
-int wr_del(lstor_t *st, MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v)
+int stor_wr_del(lstor_t *st, MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v)
 {
-    wal_capture_op(st->wal, 1, dbi, k, v);
+    stor_wal_capture_op(st->wal, 1, dbi, k, v);
     int rc = mdb_del(txn, dbi, k, v);
     if (rc)
-        wal_capture_undo(st->wal);
+        stor_wal_capture_undo(st->wal);
     return rc;
 }
 
@@ -225,7 +225,7 @@ void stor_unlogged(lstor_t *st, uint64_t id)
 stor_status_t stor_wr_commit_only(lstor_t *st, MDB_txn *txn, uint64_t *txnid_p)
 {
     *txnid_p = (uint64_t)mdb_txn_id(txn);
-    int logged = wal_capturing(st->wal);
+    int logged = stor_wal_capturing(st->wal);
     /* Fsync mode: a commit outside the log is known, before it can be seen,
      * to every group that commits after it (stor_group.c). */
     if (st->wal && !logged)
@@ -279,9 +279,11 @@ int is_hex(const char *s, size_t n)
  * A commit writes into the page cache and flushes nothing (it survives the
  * process, not the OS). Sync points flush and save restore points, so a
  * power loss loses at most the commits since the last one and never tears
- * the index (restore.h): relaxed mode runs one about once a second, fsync
- * mode one before any commit returns, shared by the commits that wait for
- * it together (syncer_wait_durable).
+ * the index (restore.h): both modes run one about once a second; in fsync
+ * mode a PUT's or DELETE's group is durable before it returns through its
+ * record in the commit log (wal.h), and any other commit waits for a sync
+ * point, shared by the commits that wait for it together
+ * (syncer_wait_durable).
  *
  * Relaxed mode maps the index writable (MDB_WRITEMAP): a commit writes its
  * pages straight into the shared map (the page cache) instead of copying
@@ -289,8 +291,9 @@ int is_hex(const char *s, size_t n)
  * small commit's cost; the meta page too. LMDB then sizes data.mdb to the
  * whole map (MAP_SIZE, sparse: only pages written take space). A
  * filesystem that refuses a file that large gets the index without it.
- * Fsync mode does not: with a sync point per group of commits it measured
- * 4-5x fewer PUT/s at 16 threads on disk (ext4) with the map than without;
+ * Fsync mode does not: with a sync point per group of commits (before the
+ * commit log) it measured 4-5x fewer PUT/s at 16 threads on disk (ext4)
+ * with the map than without;
  * its fdatasyncs then also waited for synchronous writes of the inode
  * (ext4_write_inode) and for pages under writeback (docs/storage.md). */
 static stor_status_t index_open(lstor_t *st, const char *path)
@@ -492,7 +495,7 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
     const MDB_dbi dbis[] = {st->db_buckets, st->db_objects,  st->db_uploads,
                             st->db_parts,   st->db_versions, st->db_upload_keys};
     unsigned replayed;
-    if (wal_replay(indexfd, st->env, last, dbis, sizeof dbis / sizeof *dbis, &replayed) != 0)
+    if (stor_wal_replay(indexfd, st->env, last, dbis, sizeof dbis / sizeof *dbis, &replayed) != 0)
         goto fail;
 
     /* What an earlier process committed is made durable before the sweep
@@ -519,8 +522,8 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
      * it over, relaxed mode removes it (its records must never be applied
      * again over later commits). */
     if (durability == STOR_DURABILITY_FSYNC
-            ? !(st->wal = wal_open(indexfd, dbis, sizeof dbis / sizeof *dbis))
-            : wal_remove(indexfd) != 0)
+            ? !(st->wal = stor_wal_open(indexfd, dbis, sizeof dbis / sizeof *dbis))
+            : stor_wal_remove(indexfd) != 0)
         goto fail;
     close(indexfd);
     free(root);
@@ -571,7 +574,7 @@ void local_close(stor_t *st_)
     /* A last sync point: in relaxed mode everything acknowledged becomes
      * durable and the dropped files go (in fsync mode it already was). */
     syncer_stop(st->syncer);
-    wal_close(st->wal);
+    stor_wal_close(st->wal);
     if (st->env)
         mdb_env_close(st->env);
     if (st->objfd >= 0)

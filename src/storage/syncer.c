@@ -338,7 +338,7 @@ fail:
     return NULL;
 }
 
-uint64_t syncer_durable(syncer_t *s)
+uint64_t stor_syncer_durable(syncer_t *s)
 {
     pthread_mutex_lock(&s->lock);
     uint64_t d = s->durable;
@@ -346,7 +346,7 @@ uint64_t syncer_durable(syncer_t *s)
     return d;
 }
 
-void syncer_kick(syncer_t *s)
+void stor_syncer_kick(syncer_t *s)
 {
     pthread_mutex_lock(&s->lock);
     s->committed = s->committed ? s->committed : 1;

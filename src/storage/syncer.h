@@ -74,10 +74,10 @@ void syncer_drop_file(syncer_t *s, const uint8_t id[STOR_ID_LEN]);
  * survive a power loss). */
 int syncer_wait_durable(syncer_t *s, uint64_t txnid);
 /* The snapshot the newest restore point covers. */
-uint64_t syncer_durable(syncer_t *s);
+uint64_t stor_syncer_durable(syncer_t *s);
 /* Asks the thread for a sync point soon (fsync mode: the commit log is
  * filling), without waiting for it. */
-void syncer_kick(syncer_t *s);
+void stor_syncer_kick(syncer_t *s);
 /* Runs a sync point now (after any one under way). 0, or -1 if a sync
  * failed (logged; the unlinks then wait for a later sync point). */
 int syncer_sync(syncer_t *s);

@@ -714,7 +714,7 @@ static void log_history_and_die(fx_t *f, int round)
     assert_true(pid >= 0);
     if (pid == 0) {
         stor_t *st;
-        wal_max_bytes = 16384;
+        stor_wal_max_bytes = 16384;
         if (store_open(f->dir, STOR_DURABILITY_FSYNC, &st) != STOR_OK)
             _exit(1);
         for (int n = 0; n < 3; n++)
