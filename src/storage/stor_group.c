@@ -1,5 +1,5 @@
-/* Group commit of object changes: concurrent PUTs and DELETEs share one
- * LMDB write transaction (stor_internal.h, "stor_group.c").
+/* Group commit of object changes: concurrent PUTs, DELETEs and multipart
+ * parts share one LMDB write transaction (stor_internal.h, "stor_group.c").
  *
  * A leader/follower queue. A caller appends its change; if no group is
  * running it leads one, else it sleeps on its own condition variable until

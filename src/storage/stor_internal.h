@@ -77,11 +77,12 @@ typedef struct lwriter lwriter_t;
 
 /* ---- stor_group.c: concurrent object changes share one write transaction
  *
- * A PUT's or a DELETE's change to the index is handed to stor_group_commit(),
- * which applies it in one LMDB write transaction together with the changes
- * other threads handed over meanwhile (at most STOR_GROUP_MAX of them), in
- * the order they arrived, and commits them at once: one commit's pages, one
- * meta page, and in fsync mode one sync point for the whole group. Each
+ * A PUT's, a DELETE's or a multipart part's change to the index is handed to
+ * stor_group_commit(), which applies it in one LMDB write transaction
+ * together with the changes other threads handed over meanwhile (at most
+ * STOR_GROUP_MAX of them), in the order they arrived, and commits them at
+ * once: one commit's pages, one meta page, and in fsync mode one record in
+ * the commit log (wal.h) for the whole group. Each
  * change's conditions (bucket identity, preconditions, versioning, guards)
  * are evaluated by its apply function inside that transaction, so against
  * the changes before it in the group. A change that fails changes nothing

@@ -700,14 +700,18 @@ static void test_fsync_group_commit_power_loss(void **state)
 
 /* ---- Fsync mode: the commit log -------------------------------------------- */
 
-#define LOG_KEYS 40
+#define LOG_KEYS  40
+#define LOG_PARTS 3
+
+static char log_upload[STOR_UPLOAD_ID_LEN + 1]; /* b/mp's upload */
 
 /* In a child that then dies as by kill -9 (no close, no last sync point):
  * opens the store in fsync mode with a commit log of 16 KiB -- so that it
  * fills, gives way to sync points and starts over several times -- and
- * writes round (0 or 1): b/k<i> three times each (the last value
- * "r<round>-<i>"), every third key deleted, and in versioned bucket v three
- * versions of x and a delete marker. Every call was acknowledged. */
+ * writes round r: b/k<i> three times each (the last value "r<r>-<i>"),
+ * every third key deleted, parts 1-3 of upload b/mp twice each (the last
+ * "r<r>-p<n>"), and in versioned bucket v three versions of x and a delete
+ * marker. Every call was acknowledged. */
 static void log_history_and_die(fx_t *f, int round)
 {
     pid_t pid = fork();
@@ -724,6 +728,13 @@ static void log_history_and_die(fx_t *f, int round)
                 snprintf(val, sizeof val, "r%d-%d%s", round, i, n < 2 ? "-early" : "");
                 if (tu_put(st, "b", key, val, strlen(val)) != STOR_OK)
                     _exit(2);
+            }
+        for (int n = 0; n < 2; n++)
+            for (uint32_t i = 1; i <= LOG_PARTS; i++) {
+                char val[32];
+                snprintf(val, sizeof val, "r%d-p%u%s", round, i, n ? "" : "-early");
+                if (put_part(st, "mp", log_upload, i, val, NULL) != STOR_OK)
+                    _exit(6);
             }
         for (int i = 0; i < LOG_KEYS; i += 3) {
             char key[16];
@@ -744,10 +755,23 @@ static void log_history_and_die(fx_t *f, int round)
     assert_int_equal(WEXITSTATUS(status), 0);
 }
 
-/* What log_history_and_die(round) left: its values, its deletes, and in v
- * the versions of x (rounds so far) -- latest a delete marker. */
+/* What log_history_and_die(round) left: its values, its deletes, its parts,
+ * and in v the versions of x (rounds so far) -- latest a delete marker. */
 static void assert_history(fx_t *f, int round)
 {
+    stor_part_t *parts;
+    size_t n_parts;
+    assert_int_equal(stor_mpu_list_parts(f->st, "b", "mp", log_upload, 0, &parts, &n_parts),
+                     STOR_OK);
+    assert_int_equal(n_parts, LOG_PARTS);
+    for (uint32_t i = 0; i < LOG_PARTS; i++) {
+        char val[32], etag[33];
+        snprintf(val, sizeof val, "r%d-p%u", round, i + 1);
+        tu_md5_hex(val, strlen(val), etag);
+        assert_int_equal(parts[i].number, i + 1);
+        assert_string_equal(parts[i].etag, etag);
+    }
+    stor_parts_free(parts, n_parts);
     for (int i = 0; i < LOG_KEYS; i++) {
         char key[16], val[64];
         snprintf(key, sizeof key, "k%d", i);
@@ -777,7 +801,7 @@ static void assert_history(fx_t *f, int round)
  * (wal.h), not once a restore point covers them: after the OS "goes down"
  * (another boot id: the index is back at its last restore point, taken long
  * before), stor_open applies the log again, and every acknowledged PUT,
- * overwrite, DELETE and versioned change is there. Then the same again, but
+ * overwrite, part, DELETE and versioned change is there. Then the same again, but
  * the store that recovers is itself killed after writing more, and the OS
  * goes down once more: nothing of either round is lost (the recovery is
  * durable before the log starts over). */
@@ -790,6 +814,7 @@ static void test_fsync_log_replayed_after_reboot(void **state)
     assert_int_equal(stor_bucket_create(f->st, "v", "o"), STOR_OK);
     assert_int_equal(stor_bucket_set_versioning(f->st, TU_B(f->st, "v"), STOR_VERSIONING_ENABLED),
                      STOR_OK);
+    assert_int_equal(stor_mpu_create(f->st, TU_B(f->st, "b"), "mp", NULL, log_upload), STOR_OK);
     stor_close(f->st);
     f->st = NULL;
 
