@@ -700,13 +700,13 @@ static void test_fsync_group_commit_power_loss(void **state)
 
 /* ---- Fsync mode: the commit log -------------------------------------------- */
 
-#define LOG_KEYS  40
+#define LOG_KEYS  24
 #define LOG_PARTS 3
 
 static char log_upload[STOR_UPLOAD_ID_LEN + 1]; /* b/mp's upload */
 
 /* In a child that then dies as by kill -9 (no close, no last sync point):
- * opens the store in fsync mode with a commit log of 16 KiB -- so that it
+ * opens the store in fsync mode with a commit log of 8 KiB -- so that it
  * fills, gives way to sync points and starts over several times -- and
  * writes round r: b/k<i> three times each (the last value "r<r>-<i>"),
  * every third key deleted, parts 1-3 of upload b/mp twice each (the last
@@ -718,7 +718,7 @@ static void log_history_and_die(fx_t *f, int round)
     assert_true(pid >= 0);
     if (pid == 0) {
         stor_t *st;
-        stor_wal_max_bytes = 16384;
+        stor_wal_max_bytes = 8192;
         if (store_open(f->dir, STOR_DURABILITY_FSYNC, &st) != STOR_OK)
             _exit(1);
         for (int n = 0; n < 3; n++)
