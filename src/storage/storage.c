@@ -495,6 +495,7 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
     const MDB_dbi dbis[] = {st->db_buckets, st->db_objects,  st->db_uploads,
                             st->db_parts,   st->db_versions, st->db_upload_keys};
     unsigned replayed;
+    s = STOR_ERR_IO; /* every failure from here on (it was STOR_OK) */
     if (stor_wal_replay(indexfd, st->env, last, dbis, sizeof dbis / sizeof *dbis, &replayed) != 0)
         goto fail;
 

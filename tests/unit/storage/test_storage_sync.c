@@ -20,6 +20,7 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 
+#include "common/hash.h"
 #include "common/s3r_limits.h"
 #include "stor_test_util.h"
 #include "storage/restore.h"
@@ -833,6 +834,49 @@ static void test_fsync_log_replayed_after_reboot(void **state)
     assert_history(f, 2);
 }
 
+/* A commit log whose record checks (CRC32C) but cannot be applied (it names
+ * a table the index does not have) stops the open: the index would be
+ * missing acknowledged writes. The store does not open, and says so. */
+static void test_unappliable_log_refuses_open(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
+    stor_close(f->st);
+    f->st = NULL;
+    /* wal.c's layout: a 4 KiB header, then a record with one operation. */
+    uint8_t file[4096 + 45] = {0};
+    struct {
+        char magic[8];
+        uint64_t gen;
+        uint32_t crc, zero;
+    } fh = {.magic = "s3rwal1", .gen = 7};
+    fh.crc = crc32c_update(0, &fh, sizeof fh);
+    memcpy(file, &fh, sizeof fh);
+    struct {
+        uint32_t magic, len;
+        uint64_t gen, txnid;
+        uint32_t crc, n_ops;
+    } rh = {.magic = 0x57524c31u, .len = 45, .gen = 7, .txnid = UINT64_MAX / 2, .n_ops = 1};
+    struct {
+        uint8_t kind, table;
+        uint16_t zero;
+        uint32_t klen, vlen;
+    } op = {.kind = 1, .table = 99, .klen = 1};
+    uint8_t *rec = file + 4096;
+    memcpy(rec + sizeof rh, &op, sizeof op);
+    rec[sizeof rh + sizeof op] = 'k';
+    memcpy(rec, &rh, sizeof rh);
+    rh.crc = crc32c_update(0, rec, 45);
+    memcpy(rec, &rh, sizeof rh);
+    int fd = open(fx_path(f, ".s3rdma/index/wal"), O_WRONLY | O_TRUNC);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, file, sizeof file), (ssize_t)sizeof file);
+    close(fd);
+    stor_t *st = NULL;
+    assert_int_not_equal(store_open(f->dir, f->mode, &st), STOR_OK);
+    assert_null(st);
+}
+
 /* Fsync mode, the flush that makes a commit durable failing under it (the
  * commit log's, then, with the log given up, the index's at a sync point):
  * the PUT fails, but its change is in the index (visible): its file must
@@ -936,6 +980,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fsync_failed_sync_keeps_file, setup_fsync, teardown),
         cmocka_unit_test_setup_teardown(test_fsync_log_replayed_after_reboot, setup_fsync,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_unappliable_log_refuses_open, setup_fsync, teardown),
         cmocka_unit_test_setup_teardown(test_open_syncs_directories, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_fsync_shard_dirs, setup_fsync, teardown),
         cmocka_unit_test_setup_teardown(test_index_without_writable_map, setup_relaxed_inline,
