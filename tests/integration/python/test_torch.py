@@ -106,6 +106,50 @@ def test_map_dataset_pickles_with_ranged_reader(rsrv, rbucket, boto):
     assert got == want
 
 
+def test_settings_from_aws_profile_and_environment(rsrv, rbucket, boto, tmp_path,
+                                                   monkeypatch):
+    """s3torchconnector call sites name only a region (no endpoint, no keys): the
+    endpoint and keys then come from the AWS environment or the profile S3ClientConfig
+    names, as s3rdma.Client resolves them, for datasets and checkpoints alike; a
+    profile that does not exist is a clear error."""
+    for k in list(os.environ):
+        if k.startswith("AWS_"):
+            monkeypatch.delenv(k)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".aws").mkdir()
+    (tmp_path / ".aws" / "credentials").write_text(
+        "[default]\naws_access_key_id = nobody\naws_secret_access_key = x\n"
+        f"[train]\naws_access_key_id = {USERS[0][0]}\n"
+        f"aws_secret_access_key = {USERS[0][1]}\n")
+    (tmp_path / ".aws" / "config").write_text(
+        f"[profile train]\nregion = us-east-1\ns3 =\n    endpoint_url = {rsrv.endpoint}\n")
+    want = put_samples(boto, rbucket, 4)
+    cfg = S3ClientConfig(profile="train", transport="native",
+                         rdma_endpoint=rsrv.rdma_endpoint)
+    ds = S3MapDataset.from_prefix(f"s3://{rbucket}/train/", region="us-east-1",
+                                  s3client_config=cfg)
+    assert {r.key: hashlib.sha256(r.read()).hexdigest() for r in ds} == want
+    cp = S3Checkpoint(region="us-east-1", s3client_config=cfg)
+    with cp.writer(f"s3://{rbucket}/ck/profile.pt") as w:
+        torch.save({"w": torch.arange(10)}, w)
+    with pytest.raises(ValueError):
+        S3Checkpoint(region="us-east-1", s3client_config=S3ClientConfig(
+            profile="absent")).load(f"s3://{rbucket}/ck/profile.pt")
+    # the environment alone, no profile files
+    (tmp_path / ".aws" / "credentials").unlink()
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", USERS[0][0])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", USERS[0][1])
+    monkeypatch.setenv("AWS_ENDPOINT_URL", rsrv.endpoint)
+    ds = S3IterableDataset.from_prefix(f"s3://{rbucket}/train/", region="us-east-1",
+                                       s3client_config=S3ClientConfig(
+                                           transport="native",
+                                           rdma_endpoint=rsrv.rdma_endpoint))
+    assert {r.key: hashlib.sha256(r.read()).hexdigest() for r in ds} == want
+    back = S3Checkpoint(region="us-east-1", s3client_config=S3ClientConfig(
+        transport="http")).load(f"s3://{rbucket}/ck/profile.pt")
+    assert torch.equal(back["w"], torch.arange(10))
+
+
 # ---- readers ------------------------------------------------------------------------
 
 
