@@ -389,6 +389,63 @@ def test_checkpoint_writer_aborts_on_error(rsrv, rbucket, boto, in_flight):
     assert "Uploads" not in boto.list_multipart_uploads(Bucket=rbucket)
 
 
+KILLED_TORCH_SAVE = textwrap.dedent("""
+    import sys, time, torch
+    from s3rdma.torch import S3Checkpoint, S3ClientConfig
+    uri, endpoint, rdma, ak, sk = sys.argv[1:6]
+    cfg = S3ClientConfig(transport="native", rdma_endpoint=rdma, access_key=ak,
+                         secret_key=sk, part_size=5 * 1024 * 1024)
+
+    class Stalls:  # torch.save's target: passes 11 MiB on, then stops for good
+        def __init__(self, w):
+            self.w, self.n = w, 0
+        def write(self, b):
+            if self.n > 11 * 1024 * 1024:
+                print("READY", flush=True)
+                time.sleep(3600)
+            self.n += len(b)
+            return self.w.write(b)
+        def flush(self):
+            pass
+
+    with S3Checkpoint(endpoint=endpoint, s3client_config=cfg).writer(uri) as w:
+        torch.save({"w": torch.ones(4 * 1024 * 1024)}, Stalls(w))
+""")
+
+
+def test_checkpoint_writer_killed_mid_save_keeps_the_last_checkpoint(rsrv, rbucket, boto):
+    """kill -9 of a process in the middle of torch.save through S3Checkpoint.writer,
+    with parts of the new checkpoint already stored: the URI still loads the previous
+    checkpoint, whole (the new one exists only once close() completes the upload)."""
+    cp = S3Checkpoint(endpoint=rsrv.endpoint, s3client_config=config(rsrv))
+    uri, key = f"s3://{rbucket}/ck/killed.pt", "ck/killed.pt"
+    before = state(7)
+    with cp.writer(uri) as w:
+        torch.save(before, w)
+    p = subprocess.Popen([sys.executable, "-c", KILLED_TORCH_SAVE, uri, rsrv.endpoint,
+                          rsrv.rdma_endpoint, USERS[0][0], USERS[0][1]], env=child_env(),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        assert line.strip() == "READY", p.stderr.read()
+        ups = boto.list_multipart_uploads(Bucket=rbucket).get("Uploads", [])
+        assert [u["Key"] for u in ups] == [key]  # the new save is under way
+        for _ in range(600):  # its first two parts stored (they upload while it writes)
+            parts = boto.list_parts(Bucket=rbucket, Key=key,
+                                    UploadId=ups[0]["UploadId"]).get("Parts", [])
+            if len(parts) >= 2:
+                break
+            __import__("time").sleep(0.05)
+        assert len(parts) >= 2, parts
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    assert same(cp.load(uri), before)
+    with cp.reader(uri) as r:
+        assert same(torch.load(r), before)
+    boto.abort_multipart_upload(Bucket=rbucket, Key=key, UploadId=ups[0]["UploadId"])
+
+
 def test_checkpoint_writer_part_failure_fails_the_save(rsrv, rbucket, boto):
     """A part the server refuses (its upload was aborted under the writer: NoSuchUpload)
     fails the save with that error, after every part in flight ended: no object."""
