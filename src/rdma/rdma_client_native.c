@@ -363,20 +363,30 @@ static void waitset_sleep(const waitset_t *ws)
         poll(pfd, ws->n_uniq, 1);
 }
 
+/* How often a waiter looks at its sessions' lifelines (after the first
+ * such interval): a server gone without an endpoint error (shared memory
+ * reports none) shows there. */
+#define WAIT_ALIVE_MS 100
+
 /* Waits for any call of ws, progressing its sessions on this thread:
  * busy-polling until waitset_spin_end, yielding the core between polls
  * after the first few (the server may share it), or until the scheduler
  * takes the core from this thread (an oversubscribed host: a preempted
  * spinner waits for its turn, a sleeper is run as soon as it is woken);
- * then sleeping on the workers' event fds: a write the server takes
- * milliseconds to commit must not cost the client a core. The index of a
- * call that is done (waitset_ready), or -1 once timeout_ms passed (no call
- * withdrawn). */
+ * from then on it sleeps on the workers' event fds whenever a round of
+ * progress finds nothing, and spins no more: a write the server takes
+ * milliseconds to commit must not cost the client a core, and on a busy
+ * host a thread that yields after each wake-up stays runnable and takes
+ * turns from the server's own threads (docs/benchmarks.md, 2026-11-26
+ * 14:50). The index of a call that is done (waitset_ready), or -1 once
+ * timeout_ms passed (no call withdrawn). */
 static long waitset_wait(const waitset_t *ws, int timeout_ms)
 {
     uint64_t start = clock_mono_ms(), deadline = start + (uint64_t)timeout_ms;
+    uint64_t next_alive = start + WAIT_ALIVE_MS;
     uint64_t spin_end = waitset_spin_end(ws);
     unsigned idle = 0;
+    int sleepy = 0;        /* past the spin: sleep whenever a round finds nothing */
     long preemptions = -1; /* rdma_thread_preemptions at the last look; -1: none yet */
     unsigned looked = 0;   /* the round (i) of the last look */
     for (unsigned i = 0;; i++) {
@@ -397,32 +407,31 @@ static long waitset_wait(const waitset_t *ws, int timeout_ms)
             landing |= ws->calls[c] && call_more(ws->calls[c]);
         if (landing && !ws->busy) {
             spin_end = clock_mono_ns() + WAIT_SPIN_MIN_NS;
+            sleepy = 0;
             idle = 0;
             continue;
         }
-        if ((i & 1023) == 0) {
+        if (sleepy || (i & 1023) == 0) {
             uint64_t now = clock_mono_ms();
-            long lost = waitset_reap_dead(ws, now - start > 100 && (i & 65535) == 0);
+            int look_alive = now >= next_alive;
+            if (look_alive)
+                next_alive = now + WAIT_ALIVE_MS;
+            long lost = waitset_reap_dead(ws, look_alive);
             if (lost >= 0)
                 return lost;
             if (now >= deadline)
                 return -1;
         }
-        ++idle;
-        int look = i - looked >= 64 && !ws->busy;
-        int preempted = 0;
-        if (look) {
+        if (!sleepy && !ws->busy && i - looked >= 64) {
             looked = i;
             long pre = rdma_thread_preemptions();
-            preempted = preemptions >= 0 && pre != preemptions;
+            sleepy = (preemptions >= 0 && pre != preemptions) || clock_mono_ns() >= spin_end;
             preemptions = pre;
         }
-        if (look && (preempted || clock_mono_ns() >= spin_end)) {
+        if (sleepy)
             waitset_sleep(ws);
-            idle = 0;
-        } else if (idle > 16) {
+        else if (++idle > 16)
             sched_yield(); /* at once when no other thread wants the core */
-        }
     }
 }
 
