@@ -503,6 +503,10 @@ static bool parse_statement(parser_t *ps, stmt_t *st, json_t *s)
     json_t *v = either(ps, s, "Principal", "NotPrincipal", &st->not_principal, true);
     if (!v || !parse_principal(ps, st, v))
         return false;
+    /* IAM's rule: NotPrincipal only denies ("Using it with Allow is not
+     * supported"), so no statement grants everyone but a few. */
+    if (st->not_principal && !st->deny)
+        return fail(ps, "Invalid policy: NotPrincipal must be used with \"Effect\": \"Deny\"");
     if (!(v = either(ps, s, "Action", "NotAction", &st->not_action, true)) ||
         !each_string(ps, v, false, "action", add_action, st))
         return false;

@@ -46,8 +46,8 @@ void s3_policy_free(s3_policy_t *p);
  * does, else none. */
 s3_policy_effect_t s3_policy_eval(const s3_policy_t *p, const s3_policy_query_t *q);
 
-/* Whether the policy grants anyone (a wildcard principal, or NotPrincipal)
- * something without a condition that narrows who (source address, account,
+/* Whether the policy grants anyone (a wildcard principal; NotPrincipal only
+ * denies) something without a condition that narrows who (source address, account,
  * user...): GetBucketPolicyStatus's IsPublic, BlockPublicPolicy's test. */
 bool s3_policy_is_public(const s3_policy_t *p);
 

@@ -133,7 +133,7 @@ bool s3_policy_is_public(const s3_policy_t *p)
 {
     for (size_t i = 0; i < p->n; i++) {
         const stmt_t *st = &p->stmts[i];
-        if (st->deny || !(st->any_principal || st->not_principal))
+        if (st->deny || !st->any_principal)
             continue;
         bool narrowed = false;
         for (size_t c = 0; c < st->n_conds && !narrowed; c++)

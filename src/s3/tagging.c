@@ -43,6 +43,19 @@ const char *s3_tags_find(const s3_tags_t *t, const char *key)
     return NULL;
 }
 
+static int tag_key_cmp(const void *a, const void *b)
+{
+    return strcmp(((const s3_tag_t *)a)->key, ((const s3_tag_t *)b)->key);
+}
+
+/* A checked tag set in its kept order: by key, bytewise (S3 and radosgw
+ * answer tag sets sorted by key, whatever order they were sent in). */
+static void sort_by_key(s3_tags_t *t)
+{
+    if (t->n > 1)
+        qsort(t->v, t->n, sizeof *t->v, tag_key_cmp);
+}
+
 static bool has_duplicate(const s3_tags_t *t)
 {
     for (size_t i = 0; i < t->n; i++)
@@ -162,6 +175,8 @@ s3_error_t s3_tags_from_header(const char *value, s3_tags_t *out, const char **w
     s3_error_t err = s3_tags_check(out, S3_TAGS_OBJECT, why_p);
     if (err != S3E_NONE)
         s3_tags_free(out);
+    else
+        sort_by_key(out);
     return err;
 }
 
@@ -218,6 +233,8 @@ s3_error_t s3_tags_from_xml(const char *body, size_t len, s3_tags_of_t of, s3_ta
         err = s3_tags_check(out, of, why_p);
     if (err != S3E_NONE)
         s3_tags_free(out);
+    else
+        sort_by_key(out);
     return err;
 }
 

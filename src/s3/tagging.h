@@ -5,7 +5,8 @@
  *
  * The stored form (stor_meta_t.tags, the bucket's STOR_BCFG_TAGGING
  * document) is the header's syntax in one canonical spelling: "k=v" pairs
- * joined by '&', in the order given, every byte outside A-Z a-z 0-9 - . _ ~
+ * joined by '&', sorted by key (bytewise; sets stored before that rule
+ * keep the order they were sent in), every byte outside A-Z a-z 0-9 - . _ ~
  * percent-encoded. It is never empty: no tags are stored as none. */
 #ifndef S3R_S3_TAGGING_H
 #define S3R_S3_TAGGING_H
@@ -29,11 +30,11 @@ typedef enum s3_tags_of { S3_TAGS_OBJECT, S3_TAGS_BUCKET } s3_tags_of_t;
 
 /* Parses an x-amz-tagging header value (the header's own errors are
  * InvalidArgument, as S3 answers) and checks the tags as s3_tags_check.
- * Fills *out (the caller frees it with s3_tags_free) or returns the error
- * with *why_p the message (static). */
+ * Fills *out, sorted by key (the caller frees it with s3_tags_free), or
+ * returns the error with *why_p the message (static). */
 s3_error_t s3_tags_from_header(const char *value, s3_tags_t *out, const char **why_p);
 /* Parses a Tagging body (Tagging > TagSet > Tag > Key, Value): MalformedXML
- * when it is not one, then s3_tags_check's answers. */
+ * when it is not one, then s3_tags_check's answers; *out sorted by key. */
 s3_error_t s3_tags_from_xml(const char *body, size_t len, s3_tags_of_t of, s3_tags_t *out,
                             const char **why_p);
 /* Decodes a stored form (no checks: it was checked when stored); -1 when it

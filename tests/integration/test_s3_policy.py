@@ -122,6 +122,10 @@ MALFORMED = [
     (json.dumps({"Statement": [stmt("Allow", "s3:GetObject", ARN + "B/*", Bogus=1)]}),
      "Unknown field Bogus"),
     ('{"Statement": [], "Statement": []}', "first byte must be '{'"),
+    # IAM: "NotPrincipal must be used with Deny. Using it with Allow is not supported."
+    (json.dumps({"Statement": [{"Effect": "Allow", "NotPrincipal": {"AWS": "AKNOBODY"},
+                                "Action": "s3:ListBucket", "Resource": ARN + "B/*"}]}),
+     "NotPrincipal must be used with"),
 ]
 
 

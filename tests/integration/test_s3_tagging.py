@@ -83,6 +83,21 @@ def limit_cases():
     ]
 
 
+def test_tag_sets_come_back_sorted_by_key(s3, bucket):
+    """S3 (and radosgw) answer a tag set sorted by key, whatever order it was sent in:
+    the x-amz-tagging header, a Tagging body, and a bucket's tags alike."""
+    s3.put_object(Bucket=bucket, Key="h", Body=b"x", Tagging="foo=bar&bar&Zed=1&a%20b=2")
+    assert s3.get_object_tagging(Bucket=bucket, Key="h")["TagSet"] == [
+        {"Key": "Zed", "Value": "1"}, {"Key": "a b", "Value": "2"},
+        {"Key": "bar", "Value": ""}, {"Key": "foo", "Value": "bar"}]
+    sent = {"zz": "1", "mm": "2", "aa": "3"}
+    s3.put_object_tagging(Bucket=bucket, Key="h", Tagging=tagset(sent))
+    assert [t["Key"] for t in s3.get_object_tagging(Bucket=bucket, Key="h")["TagSet"]] == \
+        ["aa", "mm", "zz"]
+    s3.put_bucket_tagging(Bucket=bucket, Tagging=tagset(sent))
+    assert [t["Key"] for t in s3.get_bucket_tagging(Bucket=bucket)["TagSet"]] == ["aa", "mm", "zz"]
+
+
 @pytest.mark.parametrize("name,tags,code", limit_cases(), ids=[c[0] for c in limit_cases()])
 def test_object_tag_limits(s3, bucket, name, tags, code):
     s3.put_object(Bucket=bucket, Key="k", Body=b"x", Tagging="keep=1")

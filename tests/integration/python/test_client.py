@@ -185,9 +185,14 @@ def test_ranges(client, rbucket, transport):
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-def test_get_into_buffer_kinds(client, rbucket, transport):
-    c = client(transport)
-    data = payload(3 * MiB, 2)
+@pytest.mark.parametrize("size", [3 * MiB, 2 * 5 * MiB + 4100], ids=["3MiB", "10MiB+4100"])
+def test_get_into_buffer_kinds(client, rbucket, transport, size):
+    """GET into and PUT from every kind of Python buffer, byte for byte: 3 MiB (one PUT;
+    a native GET through the bounce buffer) and above 4 MiB and the multipart threshold
+    (a multipart PUT of 5 MiB parts from the caller's memory, and a GET landing in it:
+    the caller's buffer mapped by the server, or registered per call over token)."""
+    c = client(transport, multipart_threshold=5 * MiB, part_size=5 * MiB)
+    data = payload(size, 2)
     c.put_object(rbucket, "b", data)
     targets = {
         "bytearray": bytearray(len(data)),

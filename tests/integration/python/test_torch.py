@@ -106,6 +106,50 @@ def test_map_dataset_pickles_with_ranged_reader(rsrv, rbucket, boto):
     assert got == want
 
 
+def test_settings_from_aws_profile_and_environment(rsrv, rbucket, boto, tmp_path,
+                                                   monkeypatch):
+    """s3torchconnector call sites name only a region (no endpoint, no keys): the
+    endpoint and keys then come from the AWS environment or the profile S3ClientConfig
+    names, as s3rdma.Client resolves them, for datasets and checkpoints alike; a
+    profile that does not exist is a clear error."""
+    for k in list(os.environ):
+        if k.startswith("AWS_"):
+            monkeypatch.delenv(k)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".aws").mkdir()
+    (tmp_path / ".aws" / "credentials").write_text(
+        "[default]\naws_access_key_id = nobody\naws_secret_access_key = x\n"
+        f"[train]\naws_access_key_id = {USERS[0][0]}\n"
+        f"aws_secret_access_key = {USERS[0][1]}\n")
+    (tmp_path / ".aws" / "config").write_text(
+        f"[profile train]\nregion = us-east-1\ns3 =\n    endpoint_url = {rsrv.endpoint}\n")
+    want = put_samples(boto, rbucket, 4)
+    cfg = S3ClientConfig(profile="train", transport="native",
+                         rdma_endpoint=rsrv.rdma_endpoint)
+    ds = S3MapDataset.from_prefix(f"s3://{rbucket}/train/", region="us-east-1",
+                                  s3client_config=cfg)
+    assert {r.key: hashlib.sha256(r.read()).hexdigest() for r in ds} == want
+    cp = S3Checkpoint(region="us-east-1", s3client_config=cfg)
+    with cp.writer(f"s3://{rbucket}/ck/profile.pt") as w:
+        torch.save({"w": torch.arange(10)}, w)
+    with pytest.raises(ValueError):
+        S3Checkpoint(region="us-east-1", s3client_config=S3ClientConfig(
+            profile="absent")).load(f"s3://{rbucket}/ck/profile.pt")
+    # the environment alone, no profile files
+    (tmp_path / ".aws" / "credentials").unlink()
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", USERS[0][0])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", USERS[0][1])
+    monkeypatch.setenv("AWS_ENDPOINT_URL", rsrv.endpoint)
+    ds = S3IterableDataset.from_prefix(f"s3://{rbucket}/train/", region="us-east-1",
+                                       s3client_config=S3ClientConfig(
+                                           transport="native",
+                                           rdma_endpoint=rsrv.rdma_endpoint))
+    assert {r.key: hashlib.sha256(r.read()).hexdigest() for r in ds} == want
+    back = S3Checkpoint(region="us-east-1", s3client_config=S3ClientConfig(
+        transport="http")).load(f"s3://{rbucket}/ck/profile.pt")
+    assert torch.equal(back["w"], torch.arange(10))
+
+
 # ---- readers ------------------------------------------------------------------------
 
 
@@ -343,6 +387,63 @@ def test_checkpoint_writer_aborts_on_error(rsrv, rbucket, boto, in_flight):
             raise RuntimeError("boom")
     assert "Contents" not in boto.list_objects_v2(Bucket=rbucket)
     assert "Uploads" not in boto.list_multipart_uploads(Bucket=rbucket)
+
+
+KILLED_TORCH_SAVE = textwrap.dedent("""
+    import sys, time, torch
+    from s3rdma.torch import S3Checkpoint, S3ClientConfig
+    uri, endpoint, rdma, ak, sk = sys.argv[1:6]
+    cfg = S3ClientConfig(transport="native", rdma_endpoint=rdma, access_key=ak,
+                         secret_key=sk, part_size=5 * 1024 * 1024)
+
+    class Stalls:  # torch.save's target: passes 11 MiB on, then stops for good
+        def __init__(self, w):
+            self.w, self.n = w, 0
+        def write(self, b):
+            if self.n > 11 * 1024 * 1024:
+                print("READY", flush=True)
+                time.sleep(3600)
+            self.n += len(b)
+            return self.w.write(b)
+        def flush(self):
+            pass
+
+    with S3Checkpoint(endpoint=endpoint, s3client_config=cfg).writer(uri) as w:
+        torch.save({"w": torch.ones(4 * 1024 * 1024)}, Stalls(w))
+""")
+
+
+def test_checkpoint_writer_killed_mid_save_keeps_the_last_checkpoint(rsrv, rbucket, boto):
+    """kill -9 of a process in the middle of torch.save through S3Checkpoint.writer,
+    with parts of the new checkpoint already stored: the URI still loads the previous
+    checkpoint, whole (the new one exists only once close() completes the upload)."""
+    cp = S3Checkpoint(endpoint=rsrv.endpoint, s3client_config=config(rsrv))
+    uri, key = f"s3://{rbucket}/ck/killed.pt", "ck/killed.pt"
+    before = state(7)
+    with cp.writer(uri) as w:
+        torch.save(before, w)
+    p = subprocess.Popen([sys.executable, "-c", KILLED_TORCH_SAVE, uri, rsrv.endpoint,
+                          rsrv.rdma_endpoint, USERS[0][0], USERS[0][1]], env=child_env(),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        assert line.strip() == "READY", p.stderr.read()
+        ups = boto.list_multipart_uploads(Bucket=rbucket).get("Uploads", [])
+        assert [u["Key"] for u in ups] == [key]  # the new save is under way
+        for _ in range(600):  # its first two parts stored (they upload while it writes)
+            parts = boto.list_parts(Bucket=rbucket, Key=key,
+                                    UploadId=ups[0]["UploadId"]).get("Parts", [])
+            if len(parts) >= 2:
+                break
+            __import__("time").sleep(0.05)
+        assert len(parts) >= 2, parts
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    assert same(cp.load(uri), before)
+    with cp.reader(uri) as r:
+        assert same(torch.load(r), before)
+    boto.abort_multipart_upload(Bucket=rbucket, Key=key, UploadId=ups[0]["UploadId"])
 
 
 def test_checkpoint_writer_part_failure_fails_the_save(rsrv, rbucket, boto):
