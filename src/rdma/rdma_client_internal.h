@@ -64,6 +64,13 @@ struct rdma_session {
      * progress thread stands aside (it would only compete for the cores
      * and be woken by every reply). */
     _Atomic int waiters;
+    /* Set while one waiter drives the worker (progresses, arms and sleeps on
+     * it); the session's other waiters leave the worker alone and sleep on
+     * their calls until answered or handed the role (rdma_client_native.c):
+     * UCX takes the worker's spin lock on every progress and arm, and 32
+     * threads of one client polling it spent 86 % of the client's CPU
+     * spinning there (docs/benchmarks.md, 2026-11-26 15:30). */
+    _Atomic int driven;
     /* How waiters wait (rdma_native_wait): 1 = never sleep (S3R_RDMA_POLL
      * =busy at open), 0 = busy-poll for the learned time, then sleep. */
     int busy_wait;

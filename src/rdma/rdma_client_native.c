@@ -4,14 +4,18 @@
  * several, on one or more sessions) -- busy-polling
  * the worker for as long as a call of its kind lately took (a learned
  * estimate per opcode and size step), then sleeping. */
+#include <limits.h>
+#include <linux/futex.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <ucp/api/ucp.h>
+#include <unistd.h>
 
 #include "rdma/rdma_client_internal.h"
 #include "rdma/rdma_native_wire.h"
@@ -73,6 +77,30 @@ static void wait_learn(rdma_session_t *s, const rdma_native_call_t *call)
 }
 
 enum { CALL_PENDING, CALL_RUNNING, CALL_DONE };
+/* Or'ed into a call's state while its waiter sleeps on the state word (a
+ * futex): whoever changes the state then wakes it (call_wake). */
+#define CALL_SLEEPER 0x100
+
+/* Wakes the thread sleeping on call's state word, if any (the word may
+ * belong to a call already freed: a futex wake reads no memory). */
+static void call_wake(_Atomic int *state)
+{
+    syscall(SYS_futex, (int *)state, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Moves call to state, keeping the sleeper mark unless state is DONE; wakes
+ * its sleeper when it becomes DONE. */
+static void call_set_state(rdma_native_call_t *c, int state)
+{
+    if (state == CALL_DONE) {
+        if (atomic_exchange_explicit(&c->state, CALL_DONE, memory_order_acq_rel) & CALL_SLEEPER)
+            call_wake(&c->state);
+        return;
+    }
+    int old = atomic_load(&c->state);
+    while (!atomic_compare_exchange_weak(&c->state, &old, state | (old & CALL_SLEEPER))) {
+    }
+}
 
 static rdma_native_call_t **call_bucket(rdma_session_t *s, uint64_t id)
 {
@@ -86,7 +114,7 @@ static rdma_native_call_t *call_take_locked(rdma_session_t *s, uint64_t id)
         if ((*pp)->id == id) {
             rdma_native_call_t *c = *pp;
             *pp = c->next;
-            atomic_store(&c->state, CALL_RUNNING);
+            call_set_state(c, CALL_RUNNING);
             return c;
         }
     }
@@ -96,7 +124,7 @@ static rdma_native_call_t *call_take_locked(rdma_session_t *s, uint64_t id)
 static void call_finish(rdma_native_call_t *c, const rdma_native_reply_t *reply)
 {
     c->done(c, reply);
-    atomic_store_explicit(&c->state, CALL_DONE, memory_order_release);
+    call_set_state(c, CALL_DONE);
 }
 
 /* The server's reply (an active message on our worker). A reply naming no
@@ -171,7 +199,7 @@ void rdma_native_calls_fail_all(rdma_session_t *s)
             rdma_native_call_t *c = s->calls[b];
             if (c) {
                 s->calls[b] = c->next;
-                atomic_store(&c->state, CALL_RUNNING);
+                call_set_state(c, CALL_RUNNING);
             }
             pthread_mutex_unlock(&s->calls_mu);
             if (!c)
@@ -237,7 +265,7 @@ int rdma_native_submit(rdma_session_t *s, rdma_native_msg_t *m, rdma_native_call
         if (c) {
             rdma_client_set_err(err, err_len, "sending the request: %s",
                                 ucs_status_string(UCS_PTR_STATUS(req)));
-            atomic_store(&call->state, CALL_DONE);
+            call_set_state(call, CALL_DONE);
             return -1;
         }
         /* Answered already (cannot happen for a failed send, but the call
@@ -269,7 +297,8 @@ typedef struct waitset {
     size_t n;
     rdma_session_t *uniq[WAIT_SESSIONS];
     size_t n_uniq;
-    int busy; /* one of the sessions never sleeps (S3R_RDMA_POLL=busy) */
+    int busy;    /* one of the sessions never sleeps (S3R_RDMA_POLL=busy) */
+    int driving; /* this thread holds uniq[0]->driven (waitset_drive) */
 } waitset_t;
 
 /* Fills ws and counts this thread among its sessions' waiters (the
@@ -292,8 +321,79 @@ static void waitset_begin(waitset_t *ws, rdma_session_t *const *sess,
     }
 }
 
+/* Whether this thread drives ws's worker: the only thread of the session
+ * that progresses, arms and sleeps on it, taking the role when it is free.
+ * A wait on several sessions progresses them all, without the role. */
+static int waitset_drive(waitset_t *ws)
+{
+    if (ws->n_uniq != 1 || ws->driving)
+        return 1;
+    _Atomic int *driven = &ws->uniq[0]->driven;
+    ws->driving = !atomic_load(driven) && !atomic_exchange(driven, 1);
+    return ws->driving;
+}
+
+/* Gives up the driver's role and wakes a waiter sleeping on a call of the
+ * session's table to take it (one waiting for an answer being delivered is
+ * woken by its answer). */
+static void waitset_undrive(waitset_t *ws)
+{
+    if (!ws->driving)
+        return;
+    rdma_session_t *s = ws->uniq[0];
+    ws->driving = 0;
+    atomic_store(&s->driven, 0);
+    if (atomic_load(&s->waiters) <= 1)
+        return;
+    pthread_mutex_lock(&s->calls_mu);
+    for (size_t b = 0; b < sizeof(s->calls) / sizeof(s->calls[0]); b++) {
+        for (rdma_native_call_t *c = s->calls[b]; c; c = c->next) {
+            int st = atomic_load(&c->state);
+            if ((st & CALL_SLEEPER) &&
+                atomic_compare_exchange_strong(&c->state, &st, st & ~CALL_SLEEPER)) {
+                call_wake(&c->state);
+                pthread_mutex_unlock(&s->calls_mu);
+                return;
+            }
+        }
+    }
+    pthread_mutex_unlock(&s->calls_mu);
+}
+
+/* A waiter that does not drive its session's worker: sleeps on its first
+ * unanswered call's state until that call is answered, the driver hands
+ * over its role, or a millisecond passes (another of its calls answered,
+ * or the role freed by a driver that saw no sleeper); with busy, yields
+ * the core instead. */
+static void waitset_stand_by(const waitset_t *ws)
+{
+    rdma_native_call_t *c = NULL;
+    for (size_t i = 0; i < ws->n && !c; i++)
+        c = ws->calls[i] && !rdma_native_finished(ws->calls[i]) ? ws->calls[i] : NULL;
+    if (!c)
+        return;
+    if (ws->busy) {
+        sched_yield();
+        return;
+    }
+    int st = atomic_load(&c->state);
+    if ((st & ~CALL_SLEEPER) == CALL_DONE)
+        return;
+    if (!(st & CALL_SLEEPER) && !atomic_compare_exchange_strong(&c->state, &st, st | CALL_SLEEPER))
+        return;
+    st |= CALL_SLEEPER;
+    /* The driver leaves after it frees the role and looks for a sleeper,
+     * this thread sleeps after it marks its call and looks at the role:
+     * one of the two sees the other. */
+    if (!atomic_load(&ws->uniq[0]->driven))
+        return;
+    struct timespec ms = {.tv_nsec = 1000000};
+    syscall(SYS_futex, (int *)&c->state, FUTEX_WAIT_PRIVATE, st, &ms, NULL, 0);
+}
+
 static void waitset_end(waitset_t *ws)
 {
+    waitset_undrive(ws);
     for (size_t u = 0; u < ws->n_uniq; u++)
         atomic_fetch_sub(&ws->uniq[u]->waiters, 1);
 }
@@ -380,7 +480,7 @@ static void waitset_sleep(const waitset_t *ws)
  * turns from the server's own threads (docs/benchmarks.md, 2026-11-26
  * 14:50). The index of a call that is done (waitset_ready), or -1 once
  * timeout_ms passed (no call withdrawn). */
-static long waitset_wait(const waitset_t *ws, int timeout_ms)
+static long waitset_wait(waitset_t *ws, int timeout_ms)
 {
     uint64_t start = clock_mono_ms(), deadline = start + (uint64_t)timeout_ms;
     uint64_t next_alive = start + WAIT_ALIVE_MS;
@@ -393,6 +493,16 @@ static long waitset_wait(const waitset_t *ws, int timeout_ms)
         long ready = waitset_ready(ws);
         if (ready >= 0)
             return ready;
+        if (!waitset_drive(ws)) {
+            long lost = waitset_reap_dead(ws, 0);
+            if (lost >= 0)
+                return lost;
+            uint64_t now = clock_mono_ms();
+            if (now >= deadline)
+                return -1;
+            waitset_stand_by(ws);
+            continue;
+        }
         int progressed = 0;
         for (size_t u = 0; u < ws->n_uniq; u++)
             progressed |= ucp_worker_progress(ws->uniq[u]->worker) != 0;
@@ -450,7 +560,7 @@ int rdma_native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_ms
         rdma_native_call_t *c = call_take_locked(s, call->id);
         pthread_mutex_unlock(&s->calls_mu);
         if (c) {
-            atomic_store(&c->state, CALL_DONE); /* withdrawn: done is never called */
+            call_set_state(c, CALL_DONE); /* withdrawn: done is never called */
             rc = -1;
         } else {
             /* A reply is being delivered: it finishes at once. */

@@ -211,7 +211,12 @@ static void native_post(struct rdma_server *srv, nsend_t *ns, int answers)
  * keeps the session until then): were the executor to send, it would spin
  * on the worker's lock, which the polling thread takes on every round (and
  * keeps while the scheduler has taken its core). While the progress thread
- * may sleep, the executor sends the reply itself, without a wake-up to pay.
+ * may sleep, the executor sends the reply itself, without a wake-up to pay,
+ * unless another executor is sending on that thread's workers already: it
+ * then hands its reply over and wakes the thread. Executors sending side by
+ * side spun on the worker's spin lock, each for its whole time slice when
+ * the holder lost its core (41 % of the server's CPU with 32 executors,
+ * docs/benchmarks.md, 2026-11-26 15:30).
  * A reply handed over holds r's slot until it is sent (native_post). */
 static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w, rdma_native_req_t *r)
 {
@@ -246,6 +251,11 @@ static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w, r
     w->data = NULL;
     rprog_t *p = s->prog;
     int hand = tls_prog != p && !atomic_load(&p->sleeping);
+    int direct = 0; /* an executor sending itself: holds p->executor_sending */
+    if (!hand && tls_prog != p) {
+        hand = atomic_exchange(&p->executor_sending, 1);
+        direct = !hand;
+    }
     pthread_mutex_lock(&srv->send_mu);
     ns->next = srv->sends;
     if (srv->sends)
@@ -261,6 +271,8 @@ static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w, r
     pthread_mutex_unlock(&srv->send_mu);
     if (!hand) {
         native_post(srv, ns, r != NULL);
+        if (direct)
+            atomic_store(&p->executor_sending, 0);
         return;
     }
     session_get(s);

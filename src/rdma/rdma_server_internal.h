@@ -203,6 +203,11 @@ struct rprog {
     /* Set while the thread may sleep in epoll_wait: an executor then sends
      * its reply itself (no wake-up to pay, and nobody holds the lock). */
     _Atomic int sleeping;
+    /* Set while an executor sends a reply itself on this thread's workers
+     * (the thread sleeping): a second executor hands its reply over and
+     * wakes the thread instead of spinning on the worker's lock behind the
+     * first (rdma_native.c, native_send). */
+    _Atomic int executor_sending;
     uint64_t active_ns; /* monotonic ns of the last work done (busy-poll window) */
 };
 
