@@ -480,6 +480,17 @@ static void waitset_sleep(const waitset_t *ws)
  * turns from the server's own threads (docs/benchmarks.md, 2026-11-26
  * 14:50). The index of a call that is done (waitset_ready), or -1 once
  * timeout_ms passed (no call withdrawn). */
+/* Whether a waiter is done spinning: its spin ended or the scheduler took
+ * its core since the last look (*preemptions: the count then, -1 at
+ * first). */
+static int waitset_past_spin(uint64_t spin_end, long *preemptions)
+{
+    long pre = rdma_thread_preemptions();
+    int past = (*preemptions >= 0 && pre != *preemptions) || clock_mono_ns() >= spin_end;
+    *preemptions = pre;
+    return past;
+}
+
 static long waitset_wait(waitset_t *ws, int timeout_ms)
 {
     uint64_t start = clock_mono_ms(), deadline = start + (uint64_t)timeout_ms;
@@ -494,13 +505,26 @@ static long waitset_wait(waitset_t *ws, int timeout_ms)
         if (ready >= 0)
             return ready;
         if (!waitset_drive(ws)) {
+            /* Another thread drives the worker: poll the calls' states
+             * (never the worker) for as long as this thread would spin, so
+             * that it takes the role at once when the driver leaves, then
+             * sleep until answered or handed the role. */
             long lost = waitset_reap_dead(ws, 0);
             if (lost >= 0)
                 return lost;
-            uint64_t now = clock_mono_ms();
-            if (now >= deadline)
+            if (clock_mono_ms() >= deadline)
                 return -1;
-            waitset_stand_by(ws);
+            int landing = 0;
+            for (size_t c = 0; c < ws->n; c++)
+                landing |= ws->calls[c] && call_more(ws->calls[c]);
+            if (!sleepy && !ws->busy && i - looked >= 64) {
+                looked = i;
+                sleepy = waitset_past_spin(spin_end, &preemptions);
+            }
+            if (sleepy && !landing)
+                waitset_stand_by(ws);
+            else
+                sched_yield();
             continue;
         }
         int progressed = 0;
@@ -534,9 +558,7 @@ static long waitset_wait(waitset_t *ws, int timeout_ms)
         }
         if (!sleepy && !ws->busy && i - looked >= 64) {
             looked = i;
-            long pre = rdma_thread_preemptions();
-            sleepy = (preemptions >= 0 && pre != preemptions) || clock_mono_ns() >= spin_end;
-            preemptions = pre;
+            sleepy = waitset_past_spin(spin_end, &preemptions);
         }
         if (sleepy)
             waitset_sleep(ws);
