@@ -468,18 +468,6 @@ static void waitset_sleep(const waitset_t *ws)
  * reports none) shows there. */
 #define WAIT_ALIVE_MS 100
 
-/* Waits for any call of ws, progressing its sessions on this thread:
- * busy-polling until waitset_spin_end, yielding the core between polls
- * after the first few (the server may share it), or until the scheduler
- * takes the core from this thread (an oversubscribed host: a preempted
- * spinner waits for its turn, a sleeper is run as soon as it is woken);
- * from then on it sleeps on the workers' event fds whenever a round of
- * progress finds nothing, and spins no more: a write the server takes
- * milliseconds to commit must not cost the client a core, and on a busy
- * host a thread that yields after each wake-up stays runnable and takes
- * turns from the server's own threads (docs/benchmarks.md, 2026-11-26
- * 14:50). The index of a call that is done (waitset_ready), or -1 once
- * timeout_ms passed (no call withdrawn). */
 /* Whether a waiter is done spinning: its spin ended or the scheduler took
  * its core since the last look (*preemptions: the count then, -1 at
  * first). */
@@ -491,6 +479,19 @@ static int waitset_past_spin(uint64_t spin_end, long *preemptions)
     return past;
 }
 
+/* Waits for any call of ws, progressing its sessions on this thread:
+ * busy-polling until waitset_spin_end, yielding the core between polls
+ * after the first few (the server may share it), or until the scheduler
+ * takes the core from this thread (an oversubscribed host: a preempted
+ * spinner waits for its turn, a sleeper is run as soon as it is woken);
+ * from then on it sleeps on the workers' event fds whenever a round of
+ * progress finds nothing, and spins no more: a write the server takes
+ * milliseconds to commit must not cost the client a core, and on a busy
+ * host a thread that yields after each wake-up stays runnable and takes
+ * turns from the server's own threads (docs/benchmarks.md, 2026-11-26
+ * 14:50). The index of a call that is done (waitset_ready), or -1 once
+ * timeout_ms passed (no call withdrawn). Only the session's driver
+ * (waitset_drive) touches the worker; the other waiters stand by. */
 static long waitset_wait(waitset_t *ws, int timeout_ms)
 {
     uint64_t start = clock_mono_ms(), deadline = start + (uint64_t)timeout_ms;
