@@ -257,12 +257,16 @@ int rdma_native_reply_begin(wire_out_t *w, uint8_t opcode, uint64_t request_id, 
                             uint16_t error, const char *s3_request_id, const char *hdrs,
                             size_t hdrs_len, uint8_t body_kind, uint64_t body_len, uint8_t **body_p)
 {
-    put_head(w, opcode, 0, request_id);
-    /* Every header costs its bytes plus two u16 lengths instead of two NULs. */
-    wire_reserve(w, 64 + (s3_request_id ? strlen(s3_request_id) : 0) + hdrs_len +
+    /* One allocation for the whole reply, head included: 64 bytes for the
+     * head and the fixed fields, and a header costs its bytes plus two u16
+     * lengths instead of two NULs (a pair is at least 3 bytes: at most
+     * twice its bytes). */
+    w->limit = RDMA_NATIVE_MAX_MSG;
+    wire_reserve(w, 64 + (s3_request_id ? strlen(s3_request_id) : 0) + 2 * hdrs_len +
                         (body_kind == RDMA_BODY_INLINE && body_len <= RDMA_NATIVE_MAX_INLINE
                              ? (size_t)body_len
                              : 0));
+    put_head(w, opcode, 0, request_id);
     wire_put_u16(w, status);
     wire_put_u16(w, error);
     if (s3_request_id && strlen(s3_request_id) > RDMA_NATIVE_MAX_RID)
