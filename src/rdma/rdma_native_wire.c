@@ -133,6 +133,12 @@ static int fail(const char **why, const char *reason)
 
 int rdma_native_parse_req(const uint8_t *msg, size_t len, rdma_native_msg_t *m, const char **why)
 {
+    return rdma_native_parse_req_in(msg, len, m, NULL, 0, why);
+}
+
+int rdma_native_parse_req_in(const uint8_t *msg, size_t len, rdma_native_msg_t *m, char *arena,
+                             size_t arena_len, const char **why)
+{
     memset(m, 0, sizeof(*m));
     if (len > RDMA_NATIVE_MAX_MSG)
         return fail(why, "message too large");
@@ -152,7 +158,8 @@ int rdma_native_parse_req(const uint8_t *msg, size_t len, rdma_native_msg_t *m, 
     m->head.flags = flags;
     /* Every string of the message is shorter than the message itself, so an
      * arena of len + (strings * 1) bytes holds them all with their NULs. */
-    m->strings = malloc(len + 2 + 2 * RDMA_NATIVE_MAX_PARAMS + 1);
+    m->strings_owned = !arena || arena_len < RDMA_NATIVE_STRINGS_LEN(len);
+    m->strings = m->strings_owned ? malloc(RDMA_NATIVE_STRINGS_LEN(len)) : arena;
     if (!m->strings)
         return fail(why, "out of memory");
     char *cur = m->strings;
@@ -208,8 +215,10 @@ bad:
 void rdma_native_msg_free(rdma_native_msg_t *m)
 {
     if (m) {
-        free(m->strings);
+        if (m->strings_owned)
+            free(m->strings);
         m->strings = NULL;
+        m->strings_owned = 0;
     }
 }
 
