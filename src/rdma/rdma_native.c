@@ -192,11 +192,11 @@ typedef struct nsend {
     struct rdma_server *srv;
     rsession_t *owner;
     uint8_t *data;
-    size_t len;
-    int slot;    /* holds a request slot: owner->native_inflight and srv->n_jobs */
-    int refusal; /* holds len bytes of owner->refusal_bytes */
-    int posted;  /* ucp_am_send_nbx returned a request: the callback frees it */
-    int done;    /* the callback ran before its sender saw the request: the sender frees it */
+    size_t len, cap; /* cap: data's size */
+    int slot;        /* holds a request's count: owner->native_inflight and srv->n_jobs */
+    int refusal;     /* holds len bytes of owner->refusal_bytes */
+    int posted;      /* ucp_am_send_nbx returned a request: the callback frees it */
+    int done;        /* the callback ran before its sender saw the request: the sender frees it */
     struct nsend *handed_next; /* on owner->prog->handed, not sent yet (holds a reference) */
 } nsend_t;
 
@@ -220,6 +220,57 @@ static void nsend_uncharge_locked(nsend_t *ns)
     }
 }
 
+/* Keeps ns, with its buffer when at most RDMA_NATIVE_SPARE_BUF bytes, for
+ * the next reply (spare_take), or frees it when RDMA_NATIVE_SPARES are
+ * kept already. Under send_mu. */
+static void spare_keep_locked(struct rdma_server *srv, nsend_t *ns)
+{
+    if (srv->n_send_spares >= RDMA_NATIVE_SPARES) {
+        free(ns->data);
+        free(ns);
+        return;
+    }
+    if (ns->cap > RDMA_NATIVE_SPARE_BUF) {
+        free(ns->data);
+        ns->data = NULL;
+        ns->cap = 0;
+    }
+    ns->next = srv->send_spares;
+    srv->send_spares = ns;
+    srv->n_send_spares++;
+}
+
+/* A kept nsend for a reply about to be encoded into w (a fresh wire_out_t
+ * {0}), which gets its buffer: a reply that fits is encoded and sent
+ * without an allocation. NULL when none is kept. */
+static nsend_t *spare_take(struct rdma_server *srv, wire_out_t *w)
+{
+    pthread_mutex_lock(&srv->send_mu);
+    nsend_t *ns = srv->send_spares;
+    if (ns) {
+        srv->send_spares = ns->next;
+        srv->n_send_spares--;
+    }
+    pthread_mutex_unlock(&srv->send_mu);
+    if (ns) {
+        w->data = ns->data;
+        w->cap = ns->cap;
+        ns->data = NULL;
+        ns->cap = 0;
+    }
+    return ns;
+}
+
+/* Gives back a spare that carries no reply. */
+static void spare_give(struct rdma_server *srv, nsend_t *ns)
+{
+    if (!ns)
+        return;
+    pthread_mutex_lock(&srv->send_mu);
+    spare_keep_locked(srv, ns);
+    pthread_mutex_unlock(&srv->send_mu);
+}
+
 static void nsend_free_locked(struct rdma_server *srv, nsend_t *ns)
 {
     nsend_uncharge_locked(ns);
@@ -231,8 +282,7 @@ static void nsend_free_locked(struct rdma_server *srv, nsend_t *ns)
         ns->next->prev = ns->prev;
     srv->n_sending--;
     srv->sending_bytes -= ns->len;
-    free(ns->data);
-    free(ns);
+    spare_keep_locked(srv, ns);
 }
 
 static void native_sent(void *request, ucs_status_t status, void *user_data)
@@ -304,7 +354,8 @@ static void native_post(struct rdma_server *srv, nsend_t *ns, int answers)
 
 /* Sends a finished reply (w->data is taken over) on s's endpoint: the
  * answer to r when r is not NULL, else a refusal of a request that was
- * never admitted. Eager only: a rendezvous would hand the client a key to
+ * never admitted. spare: the nsend whose buffer w has (spare_take), taken
+ * over, or NULL. Eager only: a rendezvous would hand the client a key to
  * this process's memory.
  *
  * Who sends: the thread that progresses s's worker sends its own replies.
@@ -315,12 +366,14 @@ static void native_post(struct rdma_server *srv, nsend_t *ns, int answers)
  * keeps while the scheduler has taken its core). While the progress thread
  * may sleep, the executor sends the reply itself, without a wake-up to pay.
  * A reply handed over holds r's slot until it is sent (native_post). */
-static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w, rdma_native_req_t *r)
+static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w, rdma_native_req_t *r,
+                        nsend_t *spare)
 {
     if (atomic_load(&s->dead)) {
         if (r)
             req_release(r);
         wire_free(w);
+        spare_give(srv, spare);
         return;
     }
     if (!r && atomic_fetch_add(&s->refusal_bytes, w->len) >= S3R_NATIVE_UNSENT_REFUSAL_BYTES) {
@@ -329,9 +382,14 @@ static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w, r
         atomic_fetch_sub(&s->refusal_bytes, w->len);
         atomic_fetch_add(&srv->native_dropped, 1);
         wire_free(w);
+        spare_give(srv, spare);
         return;
     }
-    nsend_t *ns = calloc(1, sizeof(*ns));
+    nsend_t *ns = spare;
+    if (ns)
+        *ns = (nsend_t){0};
+    else
+        ns = calloc(1, sizeof(*ns));
     if (!ns) {
         if (r)
             req_release(r);
@@ -344,6 +402,7 @@ static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w, r
     ns->owner = s;
     ns->data = w->data;
     ns->len = w->len;
+    ns->cap = w->cap;
     ns->refusal = !r;
     w->data = NULL;
     rprog_t *p = s->prog;
@@ -438,7 +497,7 @@ static void native_reply_error(struct rdma_server *srv, rsession_t *s, rdma_nati
     if (rdma_native_reply_begin(&w, h->opcode, h->request_id, status, error, "", NULL, 0,
                                 RDMA_BODY_INLINE, (uint64_t)n, &body) == 0) {
         memcpy(body, xml, (size_t)n);
-        native_send(srv, s, &w, r);
+        native_send(srv, s, &w, r, NULL);
     }
     if (r)
         req_release(r); /* when the reply could not be encoded */
@@ -831,6 +890,13 @@ void native_free(struct rdma_server *srv)
     pthread_mutex_lock(&srv->send_mu);
     while (srv->sends)
         nsend_free_locked(srv, srv->sends);
+    while (srv->send_spares) {
+        nsend_t *ns = srv->send_spares;
+        srv->send_spares = ns->next;
+        free(ns->data);
+        free(ns);
+    }
+    srv->n_send_spares = 0;
     pthread_mutex_unlock(&srv->send_mu);
     pthread_mutex_destroy(&srv->native_mu);
     pthread_cond_destroy(&srv->native_cv);
@@ -957,6 +1023,7 @@ rdma_status_t rdma_native_reply(rdma_native_req_t *r, int status, const char *s3
             return rc;
     }
     wire_out_t w = {0};
+    nsend_t *spare = spare_take(r->srv, &w);
     uint8_t *body = NULL;
     if (rdma_native_reply_begin(&w, m->head.opcode, m->head.request_id, (uint16_t)status, 0,
                                 s3_request_id, hdrs, hdrs_len, kind, body_len, &body) < 0)
@@ -964,7 +1031,9 @@ rdma_status_t rdma_native_reply(rdma_native_req_t *r, int status, const char *s3
     else if (kind == RDMA_BODY_INLINE && fill(ctx, body, (size_t)body_len, 0) != 0)
         rc = RDMA_CALLBACK;
     if (rc == RDMA_OK)
-        native_send(r->srv, r->s, &w, r); /* -> REPLIED, or RELEASED */
+        native_send(r->srv, r->s, &w, r, spare); /* -> REPLIED, or RELEASED */
+    else
+        spare_give(r->srv, spare);
     wire_free(&w);
     return rc;
 }

@@ -334,7 +334,11 @@ struct rdma_server {
     pthread_t *native_th;
     unsigned n_native_th;
     pthread_mutex_t send_mu;
-    struct nsend *sends;                  /* replies UCX is still sending, under send_mu */
+    struct nsend *sends; /* replies UCX is still sending, under send_mu */
+    /* Sent replies kept for the next ones (rdma_native.c: spare_take), at
+     * most RDMA_NATIVE_SPARES, under send_mu. */
+    struct nsend *send_spares;
+    unsigned n_send_spares;
     unsigned n_sending;                   /* ... how many, under send_mu */
     size_t sending_bytes;                 /* ... their bytes, under send_mu */
     _Atomic unsigned long native_dropped; /* messages nobody could be answered for */
@@ -350,9 +354,14 @@ struct rdma_server {
 /* Native request slots made with each progress thread (at most
  * cfg.max_native_queued), each with room for a request message of
  * RDMA_NATIVE_SLOT_MSG bytes (a GET's or HEAD's; a longer one gets a slot of
- * its own): about 3.6 KiB a slot, 230 KiB a thread (docs/limits.md). */
+ * its own): about 3.8 KiB a slot, 245 KiB a thread (docs/limits.md). */
 #define RDMA_NATIVE_SLOTS    64
 #define RDMA_NATIVE_SLOT_MSG 1024
+/* Sent native replies kept server-wide for the next ones, with their
+ * buffer when it is at most RDMA_NATIVE_SPARE_BUF bytes (a 4 KiB GET's
+ * inline reply): at most about 520 KiB (docs/limits.md). */
+#define RDMA_NATIVE_SPARES    64
+#define RDMA_NATIVE_SPARE_BUF (8 * 1024)
 
 /* Staging defaults: 64 chunks of 1 MiB (a zero in the config means these). */
 #define RDMA_DEFAULT_CHUNK   ((size_t)1 << 20)
