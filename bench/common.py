@@ -83,13 +83,14 @@ class S3rdmad:
     """s3rdmad on a free port, relaxed durability (unless told), temp data dir."""
 
     def __init__(self, tmp, env=None, rdma=True, durability="relaxed", tls=None, extra_args=(),
-                 binary=None):
+                 binary=None, data=None):
         """tls: (cert, key) paths: also HTTPS on self.tls_port. extra_args: more flags.
-        binary: another s3rdmad (default: this tree's build/s3rdmad)."""
+        binary: another s3rdmad (default: this tree's build/s3rdmad). data: the data
+        directory (default: a new one under tmp)."""
         self.port = free_port()
         self.rport = free_port()
         self.host = f"127.0.0.1:{self.port}"
-        self.data = os.path.join(tmp, f"s3data-{self.port}")
+        self.data = data or os.path.join(tmp, f"s3data-{self.port}")
         os.makedirs(self.data, exist_ok=True)
         cfg = os.path.join(tmp, f"s3rdmad-{self.port}.yaml")
         with open(cfg, "w") as f:

@@ -733,6 +733,25 @@ s3r_status_t s3r_op_wait(s3r_op_t *op, uint64_t *len_p);
 /* Frees the op, waiting for it first if it was not waited for. NULL is a
  * no-op. */
 void s3r_op_free(s3r_op_t *op);
+/* Waits until one of ops[0..n) has its answer and sets *index_p to its
+ * index: s3r_op_test on it then returns 1 and s3r_op_wait returns at once
+ * (call it for the status, then s3r_op_free; the others stay in flight).
+ * NULL entries are skipped (a free slot). An op that has its answer already
+ * is returned at once, the lowest index first (over HTTP and token every op
+ * has it when started). Native ops, of one client or of several, are
+ * waited for together: the thread busy-polls for as long as the earliest
+ * normally takes, then sleeps until a reply reaches any of their sessions,
+ * so each is seen when it lands, whatever the others do. An op whose
+ * session was lost counts as answered (s3r_op_wait then judges it, with
+ * the fallback rules). timeout_ms < 0 waits up to the first op's client's
+ * http_timeout_ms (or 60 s); 0 only looks (progressing once). S3R_OK;
+ * S3R_ERR_TIMEOUT when none was answered in time (the thread's last error
+ * says so; nothing is withdrawn, not counted in s3r_client_stats' errors);
+ * S3R_ERR_INVALID_ARG when ops or index_p is NULL or ops holds no op;
+ * S3R_ERR_NOMEM. The ops belong to the calling thread, as for s3r_op_wait:
+ * no other thread may test, wait for or free them meanwhile; several
+ * threads may each wait for their own ops on the same clients at once. */
+s3r_status_t s3r_op_wait_any(s3r_op_t *const *ops, size_t n, int timeout_ms, size_t *index_p);
 
 /* ---- Presigned URLs ----------------------------------------------------------- */
 

@@ -1,10 +1,10 @@
 /* libs3rdma: the client handle (create, destroy, stats), status strings and
  * the helpers the operation files share: counters, the transport selector and
- * its fallback, request strings, plain and XML requests, token answers and
- * file staging memory. The last-error record is in client_error.c; the
- * operations in client_bucket.c, client_object.c, client_put.c and
- * client_get.c; the transports in http.c (plain S3) and rdma.c (session,
- * registrations, tokens). */
+ * its fallback, request strings, plain and XML requests and file staging
+ * memory. The last-error record is in client_error.c; the operations in
+ * client_bucket.c, client_object.c, client_put.c and client_get.c; the
+ * transports under s3c_do (native.c) in http.c (plain S3), token.c (the
+ * token path) and native.c, over rdma.c (session, registrations, tokens). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -391,65 +391,6 @@ s3r_status_t error_in_200(s3r_client_t *c, const buf_t *body)
     s3c_error_doc_t doc;
     (void)s3c_xml_parse_error(body->data, body->len, &doc);
     return s3c_fail(c, S3R_ERR_SERVER, S3R_TRANSPORT_HTTP, 200, doc.code, "%s", doc.message);
-}
-
-/* ======================================================================== */
-/* Token requests                                                            */
-/* ======================================================================== */
-
-/* A zero-length transfer still needs a token for a valid region span: a
- * one-byte span of this dummy byte keeps the request uniform. */
-static char zero_byte;
-
-/* Judges the answer to a token request: S3R_OK for a 2xx carrying
- * x-amz-rdma-reply; S3R_ERR_RDMA_DECLINED (with *declined set) for a 501;
- * otherwise the S3 error or S3R_ERR_PROTOCOL, never a decline. */
-s3r_status_t token_request(s3r_client_t *c, s3c_req_t *req, const char *method, const char *bucket,
-                           const char *key, const void *addr, uint64_t len, char *token,
-                           size_t token_len, s3c_sess_t **sess_p, s3c_region_t **reg_p)
-{
-    s3r_status_t st = s3c_sess_get(c, sess_p);
-    if (st == S3R_OK)
-        st = s3c_token_for(c, *sess_p, len ? addr : &zero_byte, len, token, token_len, reg_p);
-    if (st != S3R_OK)
-        return st;
-    s3c_req_init(req, method, bucket, key);
-    req->unsigned_payload = true;
-    req->ep_idx = s3c_sess_ep(*sess_p);
-    s3c_req_hdr(req, "x-amz-rdma-token", token);
-    return S3R_OK;
-}
-
-s3r_status_t token_answer(s3r_client_t *c, const s3c_resp_t *resp, bool *declined)
-{
-    char v[16];
-    bool has_reply = s3c_resp_header(resp, "x-amz-rdma-reply", v, sizeof(v)) >= 0;
-    /* A 2xx whose x-amz-rdma-reply is not 2xx is a decline too: the
-     * protocol lets a server answer a GET it will not RDMA-WRITE with the
-     * object in the body (docs/protocol.md §2.1); nothing reached our buffer. */
-    long rdma_reply = has_reply ? strtol(v, NULL, 10) : 0;
-    bool declined_2xx = resp->status >= 200 && resp->status <= 299 && has_reply &&
-                        (rdma_reply < 200 || rdma_reply > 299);
-    if (resp->status == 501 || declined_2xx) {
-        *declined = true;
-        atomic_fetch_add(&c->n_declines, 1);
-        /* Records the server's code and message (a 501's body), under the
-         * decline status. */
-        if (declined_2xx)
-            (void)s3c_fail(c, S3R_ERR_RDMA_DECLINED, S3R_TRANSPORT_TOKEN, (int)resp->status, "",
-                           "the server declined the RDMA transfer (x-amz-rdma-reply: %ld)",
-                           rdma_reply);
-        else
-            (void)s3c_http_error(c, resp, S3R_TRANSPORT_TOKEN, true);
-        set_status(S3R_ERR_RDMA_DECLINED);
-        return S3R_ERR_RDMA_DECLINED;
-    }
-    if (resp->status < 200 || resp->status > 299)
-        return s3c_http_error(c, resp, S3R_TRANSPORT_TOKEN, true);
-    if (!has_reply)
-        return s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_TOKEN, (int)resp->status, "",
-                        "the server answered %ld without x-amz-rdma-reply", resp->status);
-    return S3R_OK;
 }
 
 /* ======================================================================== */

@@ -2,7 +2,8 @@
  * the request is sent at once and its answer settled when the op is waited
  * for, so one thread keeps many requests in flight on the session; over the
  * other transports the operation runs to completion when it is started and
- * the op only carries its result. The building and judging of the request
+ * the op only carries its result. s3r_op_wait_any waits for whichever of a
+ * thread's ops is answered first, on however many sessions. The building and judging of the request
  * are the synchronous calls' own (get_request/get_result,
  * put_request/put_result). */
 #include <stdlib.h>
@@ -154,6 +155,55 @@ int s3r_op_test(s3r_op_t *op)
     /* A request the parent sent before fork settles (as lost) at once. */
     return rdma_native_finished(&op->n.call) || rdma_session_inherited(rs) ||
            (rdma_native_progress(rs) && rdma_native_finished(&op->n.call));
+}
+
+/* The ops s3r_op_wait_any looks at with no allocation; more take one. */
+#define WAIT_ANY_STACK 64
+
+s3r_status_t s3r_op_wait_any(s3r_op_t *const *ops, size_t n, int timeout_ms, size_t *index_p)
+{
+    if (ops == NULL || index_p == NULL)
+        return S3R_ERR_INVALID_ARG;
+    s3r_client_t *c = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (ops[i] == NULL)
+            continue;
+        c = c ? c : ops[i]->c;
+        if (ops[i]->settled || !ops[i]->inflight) {
+            *index_p = i; /* answered already (or run to completion when started) */
+            return S3R_OK;
+        }
+    }
+    if (c == NULL)
+        return S3R_ERR_INVALID_ARG;
+    rdma_session_t *sess_stack[WAIT_ANY_STACK], **sess = sess_stack;
+    rdma_native_call_t *calls_stack[WAIT_ANY_STACK], **calls = calls_stack;
+    if (n > WAIT_ANY_STACK) {
+        sess = calloc(n, sizeof(*sess));
+        calls = calloc(n, sizeof(*calls));
+        if (sess == NULL || calls == NULL) {
+            free(sess);
+            free(calls);
+            return s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory");
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        sess[i] = ops[i] ? s3c_sess_rdma(ops[i]->n.sess) : NULL;
+        calls[i] = ops[i] ? &ops[i]->n.call : NULL;
+    }
+    int timeout = timeout_ms >= 0              ? timeout_ms
+                  : c->set.http_timeout_ms > 0 ? (int)c->set.http_timeout_ms
+                                               : S3C_NATIVE_TIMEOUT_MS;
+    long ready = rdma_native_wait_any(sess, calls, n, timeout);
+    if (n > WAIT_ANY_STACK) {
+        free(sess);
+        free(calls);
+    }
+    if (ready < 0)
+        return s3c_fail(c, S3R_ERR_TIMEOUT, S3R_TRANSPORT_NATIVE, 0, "",
+                        "no native reply within %d ms", timeout);
+    *index_p = (size_t)ready;
+    return S3R_OK;
 }
 
 /* Settles a native call: its answer judged as the synchronous call would,

@@ -103,8 +103,8 @@ s3r_status_t get_result(s3r_client_t *c, s3r_status_t st, const s3c_resp_t *resp
     return st;
 }
 
-/* GET over HTTP or native (t; native falls back to HTTP as the rules say)
- * into buf (cap bytes), the file fd at fd_off (HTTP only), or grow. */
+/* GET over t (token and native fall back to HTTP as the rules say) into
+ * buf (cap bytes), the file fd at fd_off (HTTP only), or grow. */
 static s3r_status_t get_plain(s3r_client_t *c, s3r_transport_t t, const char *bucket,
                               const char *key, void *buf, uint64_t cap, int fd, uint64_t fd_off,
                               buf_t *grow, const s3r_get_opts_t *o, uint64_t *len_p)
@@ -124,62 +124,14 @@ static s3r_status_t get_plain(s3r_client_t *c, s3r_transport_t t, const char *bu
     }
     req.sink_grow = grow;
     if (st == S3R_OK)
-        st = get_result(c, s3c_do(c, t, &req, &resp), &resp, cap, grow != NULL, len_p);
-    s3c_resp_free(&resp);
-    strs_free(&ss);
-    return st;
-}
-
-/* GET over the token path: the server RDMA-WRITEs into [buf, buf+cap). */
-static s3r_status_t get_token(s3r_client_t *c, const char *bucket, const char *key, void *buf,
-                              uint64_t cap, const s3r_get_opts_t *o, uint64_t *len_p)
-{
-    s3c_sess_t *sess = NULL;
-    s3c_region_t *reg = NULL;
-    strs_t ss = {0};
-    char token[512], v[64];
-    s3c_req_t req;
-    s3c_resp_t resp;
-    bool declined = false;
-    s3c_resp_init(&resp);
-    s3r_status_t st =
-        token_request(c, &req, "GET", bucket, key, buf, cap, token, sizeof(token), &sess, &reg);
-    if (st != S3R_OK)
-        goto out;
-    const char *range = range_header(&ss, o);
-    if (range)
-        s3c_req_hdr(&req, "range", range);
-    st = version_query(c, &req, &ss, o ? o->version_id : NULL);
-    if (st == S3R_OK)
-        st = s3c_http_do(c, &req, &resp);
-    if (st != S3R_OK)
-        goto out;
-    st = token_answer(c, &resp, &declined);
-    if (resp.status == 400) {
-        /* The server refuses a buffer smaller than the object with a 400;
-         * if it did not say how much is needed, ask with a HEAD. */
-        uint64_t need = tls_err.needed_bytes;
-        if (need == 0 && (s3c_resp_header(&resp, "x-amz-rdma-bytes-needed", v, sizeof(v)) == 0 ||
-                          s3c_resp_header(&resp, "x-amz-rdma-required-bytes", v, sizeof(v)) == 0))
-            need = strtoull(v, NULL, 10);
-        if (need == 0 && strcmp(tls_err.code, "InvalidArgument") == 0)
-            need = needed_for(c, bucket, key, o);
-        if (need > cap)
-            st = too_small(c, S3R_TRANSPORT_TOKEN, (int)resp.status, need, cap);
-    } else if (st == S3R_OK) {
-        uint64_t n = 0;
-        if (s3c_resp_header(&resp, "x-amz-rdma-bytes-transferred", v, sizeof(v)) < 0 ||
-            (n = strtoull(v, NULL, 10)) > cap) {
-            st = s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_TOKEN, (int)resp.status, "",
-                          "missing or impossible x-amz-rdma-bytes-transferred");
-        } else {
-            *len_p = n;
-            count(c, S3R_TRANSPORT_TOKEN, n);
-        }
-    }
-out:
-    s3c_region_put(c, reg);
-    s3c_sess_put(c, sess, declined);
+        st = s3c_do(c, t, &req, &resp);
+    char v[24];
+    if (st == S3R_OK && resp.overflow && s3c_resp_header(&resp, "content-length", v, sizeof(v)) < 0)
+        /* The buffer was refused without its size (a token path's server
+         * other than s3rdmad may answer so): a HEAD names it. */
+        buf_printf(&resp.hdrs, "content-length: %llu\n",
+                   (unsigned long long)needed_for(c, bucket, key, o));
+    st = get_result(c, st, &resp, cap, grow != NULL, len_p);
     s3c_resp_free(&resp);
     strs_free(&ss);
     return st;
@@ -190,12 +142,6 @@ s3r_status_t get_one(s3r_client_t *c, const char *bucket, const char *key, void 
 {
     uint64_t size = o && o->range_len && o->range_len < cap ? o->range_len : cap;
     s3r_transport_t t = pick(c, o ? o->transport : S3R_TRANSPORT_DEFAULT, size);
-    if (t == S3R_TRANSPORT_TOKEN) {
-        s3r_status_t st = get_token(c, bucket, key, buf, cap, o, len_p);
-        if (!fall_back(c, st))
-            return st;
-        t = S3R_TRANSPORT_HTTP;
-    }
     return get_plain(c, t, bucket, key, buf, cap, -1, 0, NULL, o, len_p);
 }
 

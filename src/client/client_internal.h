@@ -264,7 +264,7 @@ typedef struct s3c_resp {
     bool sink_failed;    /* writing the file sink failed */
     int curl_code;
     char curl_err[256];
-    s3r_transport_t transport; /* HTTP or NATIVE: what carried the answer */
+    s3r_transport_t transport; /* HTTP, TOKEN or NATIVE: what carried the answer */
 } s3c_resp_t;
 
 void s3c_req_init(s3c_req_t *r, const char *method, const char *bucket, const char *key);
@@ -351,11 +351,26 @@ typedef struct s3c_ncall {
  * fills resp; finish must follow a start that returned S3R_OK. */
 s3r_status_t s3c_native_start(s3r_client_t *c, s3c_ncall_t *n, s3c_req_t *req, s3c_resp_t *resp);
 s3r_status_t s3c_native_finish(s3r_client_t *c, s3c_ncall_t *n, int timeout_ms);
-/* Runs req over t: NATIVE (when req has an opcode; counted in native_ops)
- * with the fallback rules, else HTTP; resp is filled as s3c_http_do fills
- * it, resp->transport says which answered. Native failures to reach the
- * server are S3R_ERR_RDMA_UNAVAILABLE. */
+/* Runs req over t: NATIVE (when req has an opcode; counted in
+ * native_ops), TOKEN (when it has a token form, s3c_token_form; counted in
+ * token_ops), each with the fallback rules (fall_back), else HTTP; resp is
+ * filled as s3c_http_do fills it, resp->transport says which answered.
+ * Failures to reach the server by RDMA are S3R_ERR_RDMA_UNAVAILABLE. */
 s3r_status_t s3c_do(s3r_client_t *c, s3r_transport_t t, s3c_req_t *req, s3c_resp_t *resp);
+
+/* ---- token.c: the token transport ------------------------------------------ */
+
+/* Whether req has a token form: PutObject and UploadPart (the body by
+ * RDMA-READ), GetObject into sink_buf (the object by RDMA-WRITE). */
+bool s3c_token_form(const s3c_req_t *req);
+/* Runs req (s3c_token_form) over the token path: the same HTTP request
+ * without its body, x-amz-rdma-token naming the body's buffer or sink_buf,
+ * on the session's HTTP endpoint. Fills resp as s3c_http_do would (a GET's
+ * body_bytes: the bytes the server wrote into sink_buf; a buffer too small:
+ * overflow, with the size the server named as content-length) and counts
+ * the transfer in token_ops. A 501 or a 2xx with a non-2xx
+ * x-amz-rdma-reply is S3R_ERR_RDMA_DECLINED (the caller may fall back). */
+s3r_status_t s3c_token_do(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *resp);
 void s3c_rdma_cleanup(s3r_client_t *c);
 /* In a forked child (rdma_mu held): retires the parent's sessions (closed,
  * without UCX, once their last user goes), forgets the registered scratch
@@ -407,20 +422,6 @@ s3r_status_t get_xml_write(s3r_client_t *c, s3c_req_t *req, buf_t *body);
 /* S3R_OK unless a 200 body is an <Error> (CompleteMultipartUpload,
  * CopyObject), which is recorded as S3R_ERR_SERVER. */
 s3r_status_t error_in_200(s3r_client_t *c, const buf_t *body);
-
-/* Starts a token request for [addr, addr+len): takes a session reference
- * (*sess_p) and the buffer's registration (*reg_p; both go back with
- * s3c_sess_put / s3c_region_put, also on failure, where they may be NULL),
- * formats the token into token (token_len bytes; it must outlive req) and
- * initialises req (method on bucket/key, UNSIGNED-PAYLOAD, the session's
- * HTTP endpoint, the x-amz-rdma-token header). */
-s3r_status_t token_request(s3r_client_t *c, s3c_req_t *req, const char *method, const char *bucket,
-                           const char *key, const void *addr, uint64_t len, char *token,
-                           size_t token_len, s3c_sess_t **sess_p, s3c_region_t **reg_p);
-/* Judges the answer to a token request: S3R_OK for a 2xx carrying
- * x-amz-rdma-reply; S3R_ERR_RDMA_DECLINED (with *declined set) for a 501;
- * otherwise the S3 error or S3R_ERR_PROTOCOL, never a decline. */
-s3r_status_t token_answer(s3r_client_t *c, const s3c_resp_t *resp, bool *declined);
 
 /* Staging memory of len bytes (at least 1) for a file transfer over t:
  * registered (*registered set) for the token path when possible, else malloc. */

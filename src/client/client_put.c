@@ -97,8 +97,8 @@ s3r_status_t put_result(s3r_client_t *c, s3r_status_t st, const s3c_resp_t *resp
     return st;
 }
 
-/* One PUT (an object, or a part when query names one) over HTTP or native
- * (t; native falls back to HTTP as the rules say). */
+/* One PUT (an object, or a part when query names one) over t (token and
+ * native fall back to HTTP as the rules say). */
 static s3r_status_t put_plain(s3r_client_t *c, s3r_transport_t t, const char *bucket,
                               const char *key, const char *query, const void *data, uint64_t len,
                               const s3r_put_opts_t *opts, char *etag, size_t etag_len)
@@ -120,68 +120,12 @@ static s3r_status_t put_plain(s3r_client_t *c, s3r_transport_t t, const char *bu
     return st;
 }
 
-/* One PUT over the token path: the server RDMA-READs [data, data+len). */
-static s3r_status_t put_token(s3r_client_t *c, const char *bucket, const char *key,
-                              const char *query, const void *data, uint64_t len,
-                              const s3r_put_opts_t *opts, char *etag, size_t etag_len)
-{
-    s3c_sess_t *sess = NULL;
-    s3c_region_t *reg = NULL;
-    strs_t ss = {0};
-    char token[512];
-    s3c_req_t req;
-    s3c_resp_t resp;
-    bool declined = false;
-    s3c_resp_init(&resp);
-
-    s3r_status_t st =
-        token_request(c, &req, "PUT", bucket, key, data, len, token, sizeof(token), &sess, &reg);
-    if (st != S3R_OK)
-        goto out;
-    req.query = query;
-    s3c_req_hdr(&req, "x-amz-decoded-content-length",
-                strs_printf(&ss, "%llu", (unsigned long long)len));
-    if (req.hdrs[req.n_hdrs - 1].value == NULL) {
-        st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_TOKEN, 0, "", "out of memory");
-        goto out;
-    }
-    st = !c->set.put_checksum ? S3R_OK : add_put_checksum(c, &req, &ss, data, len);
-    if (st == S3R_OK)
-        st = add_put_headers(c, &req, &ss, opts);
-    if (st == S3R_OK)
-        st = s3c_http_do(c, &req, &resp);
-    if (st != S3R_OK)
-        goto out;
-    st = token_answer(c, &resp, &declined);
-    if (st == S3R_OK) {
-        count(c, S3R_TRANSPORT_TOKEN, len);
-        if (etag && s3c_resp_header(&resp, "etag", etag, etag_len) < 0)
-            etag[0] = '\0';
-        if (query == NULL)
-            s3c_version_record(c, &resp);
-        else
-            s3c_part_checksum_record(&resp);
-    }
-out:
-    s3c_region_put(c, reg);
-    s3c_sess_put(c, sess, declined);
-    s3c_resp_free(&resp);
-    strs_free(&ss);
-    return st;
-}
-
 /* One PUT over the transport picked for len bytes, with fallback. */
 s3r_status_t put_one(s3r_client_t *c, const char *bucket, const char *key, const char *query,
                      const void *data, uint64_t len, const s3r_put_opts_t *opts, char *etag,
                      size_t etag_len)
 {
     s3r_transport_t t = pick(c, opts ? opts->transport : S3R_TRANSPORT_DEFAULT, len);
-    if (t == S3R_TRANSPORT_TOKEN) {
-        s3r_status_t st = put_token(c, bucket, key, query, data, len, opts, etag, etag_len);
-        if (!fall_back(c, st))
-            return st;
-        t = S3R_TRANSPORT_HTTP;
-    }
     return put_plain(c, t, bucket, key, query, data, len, opts, etag, etag_len);
 }
 

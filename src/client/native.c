@@ -437,6 +437,12 @@ s3r_status_t s3c_do(s3r_client_t *c, s3r_transport_t t, s3c_req_t *req, s3c_resp
         if (req->sink_grow)
             buf_reset(req->sink_grow);
     }
+    if (t == S3R_TRANSPORT_TOKEN && s3c_token_form(req)) {
+        s3r_status_t st = s3c_token_do(c, req, resp);
+        if (!fall_back(c, st))
+            return st;
+        resp_reset(resp);
+    }
     resp->transport = S3R_TRANSPORT_HTTP;
     return s3c_http_do(c, req, resp);
 }

@@ -6,6 +6,7 @@
  * is request.c's, operation logic lives in ops_*.c. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,6 +223,7 @@ static const char *rdma_endpoint_for(http_req_t *rp)
 
 static void http_send(s3_req_t *req, int status, s3_out_t *out)
 {
+    s3_cors_reply_headers(req);
     struct MHD_Response *resp = out_response(req, out);
     if (!resp) {
         log_error("request %s: cannot create a response", req->request_id);
@@ -285,6 +287,24 @@ static const s3_frontend_t http_frontend = {
     .form_close = http_form_close,
     .send = http_send,
 };
+
+/* A request carrying x-amz-rdma-token gets the token frontend over this
+ * one (s3_token_frontend_t): its object bodies and objects move by RDMA. */
+static s3_token_frontend_t http_token_frontend;
+static pthread_once_t http_token_once = PTHREAD_ONCE_INIT;
+
+static void http_token_init(void)
+{
+    s3_token_frontend_init(&http_token_frontend, &http_frontend);
+}
+
+static const s3_frontend_t *frontend_for(struct MHD_Connection *conn)
+{
+    if (!MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "x-amz-rdma-token"))
+        return &http_frontend;
+    pthread_once(&http_token_once, http_token_init);
+    return &http_token_frontend.fe;
+}
 
 /* ---- the access handler ---------------------------------------------------------- */
 
@@ -391,7 +411,7 @@ static enum MHD_Result access_step(s3_server_t *srv, struct MHD_Connection *conn
         rp->hc = hc;
         req = &rp->req;
         rp->conn = conn;
-        s3_req_init(req, srv, &http_frontend, method);
+        s3_req_init(req, srv, frontend_for(conn), method);
         *con_cls = req;
         /* Health answers while stopping: ready says 503 itself. */
         if (atomic_load(&srv->stopping) &&
@@ -426,14 +446,15 @@ static enum MHD_Result access_step(s3_server_t *srv, struct MHD_Connection *conn
          * an error found mid-body is remembered, the rest of the body (bounded
          * by Content-Length or the chunked framing) is discarded, and the
          * error is the reply. Nothing is committed either way. */
-        if (req->body_kind == S3_BODY_NONE)
+        if (req->body_kind == S3_BODY_NONE || req->body_via_transport)
             req->body_error = S3E_INVALID_REQUEST;
         else
             s3_body_feed(req, upload_data, *upload_data_size);
         *upload_data_size = 0;
         return MHD_YES;
     }
-    if (req->body_kind == S3_BODY_NONE && req->body_error != S3E_NONE) {
+    if ((req->body_kind == S3_BODY_NONE || req->body_via_transport) &&
+        req->body_error != S3E_NONE) {
         s3_reply_error(req, req->body_error, "This operation takes no request body.");
         return MHD_YES;
     }

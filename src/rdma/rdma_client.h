@@ -148,7 +148,21 @@ int rdma_native_progress(rdma_session_t *s);
  * (a bounded, learned estimate), then sleeping on the worker's event fd;
  * with the session's poll mode busy (S3R_RDMA_POLL=busy when it was opened)
  * it never sleeps. 0 once done has returned; -1 when timeout_ms passed
- * first (the call is withdrawn: done is never called). */
+ * first (the call is withdrawn: done is never called), or at once on a
+ * session inherited across fork (the answer goes to the parent). */
 int rdma_native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_ms);
+/* Waits for any of the n calls, calls[i] submitted on sess[i] (sessions may
+ * differ; a NULL call is skipped), as rdma_native_wait waits, busy-polling
+ * until the earliest is due by its estimate, then sleeping on the sessions'
+ * event fds (at most 16 distinct sessions are slept on; calls on others
+ * are seen at least every millisecond). Returns the index of a call whose
+ * done has returned (the lowest such index when it began; a call waited
+ * for from before its answer trains the estimate), or of a call on a
+ * session inherited across fork (its answer goes to the parent); -1 when
+ * timeout_ms passed first (0: progress once and look), no call withdrawn;
+ * -2 when every call is NULL. A call whose session died is finished as
+ * lost (done with NULL) and returned. */
+long rdma_native_wait_any(rdma_session_t *const *sess, rdma_native_call_t *const *calls, size_t n,
+                          int timeout_ms);
 
 #endif

@@ -60,7 +60,7 @@ struct rdma_session {
      * server; requests stop asking for progress (rdma_session_progress_ok). */
     _Atomic int progress_refused;
     char lanes[256]; /* the endpoint's "transport/device" names (ep_lanes) */
-    /* Threads inside rdma_native_wait: they progress the worker, so the
+    /* Threads inside rdma_native_wait(_any): they progress the worker, so the
      * progress thread stands aside (it would only compete for the cores
      * and be woken by every reply). */
     _Atomic int waiters;

@@ -1,6 +1,7 @@
 /* Native calls on a client RDMA session (see rdma_client.h): the table of
  * calls in flight by request id, submitting a request, the reply handler
- * that finishes its call, and how a caller waits for it -- busy-polling
+ * that finishes its call, and how a caller waits for it (or for any of
+ * several, on one or more sessions) -- busy-polling
  * the worker for as long as a call of its kind lately took (a learned
  * estimate per opcode and size step), then sleeping. */
 #include <poll.h>
@@ -255,89 +256,232 @@ int rdma_native_progress(rdma_session_t *s)
     return rdma_client_inherited(s) ? 0 : (int)ucp_worker_progress(s->worker);
 }
 
-static int native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_ms);
+/* The distinct sessions a wait keeps to itself (counted in their waiters,
+ * progressed and slept on); calls on further sessions are progressed by
+ * those sessions' own progress threads and seen at the next look. */
+#define WAIT_SESSIONS 16
+
+/* What one wait (rdma_native_wait, rdma_native_wait_any) watches: calls[i]
+ * on sess[i] (NULL calls skipped), and the distinct sessions among them. */
+typedef struct waitset {
+    rdma_session_t *const *sess;
+    rdma_native_call_t *const *calls;
+    size_t n;
+    rdma_session_t *uniq[WAIT_SESSIONS];
+    size_t n_uniq;
+    int busy; /* one of the sessions never sleeps (S3R_RDMA_POLL=busy) */
+} waitset_t;
+
+/* Fills ws and counts this thread among its sessions' waiters (the
+ * progress threads stand aside until waitset_end). */
+static void waitset_begin(waitset_t *ws, rdma_session_t *const *sess,
+                          rdma_native_call_t *const *calls, size_t n)
+{
+    *ws = (waitset_t){.sess = sess, .calls = calls, .n = n};
+    for (size_t i = 0; i < n; i++) {
+        size_t u = 0;
+        if (!calls[i])
+            continue;
+        while (u < ws->n_uniq && ws->uniq[u] != sess[i])
+            u++;
+        if (u < ws->n_uniq || ws->n_uniq == WAIT_SESSIONS)
+            continue;
+        ws->uniq[ws->n_uniq++] = sess[i];
+        ws->busy |= sess[i]->busy_wait;
+        atomic_fetch_add(&sess[i]->waiters, 1);
+    }
+}
+
+static void waitset_end(waitset_t *ws)
+{
+    for (size_t u = 0; u < ws->n_uniq; u++)
+        atomic_fetch_sub(&ws->uniq[u]->waiters, 1);
+}
+
+/* The first call of ws that is done, or that can have no answer here (its
+ * session inherited across fork: the caller settles it as lost); -1 if
+ * none. */
+static long waitset_ready(const waitset_t *ws)
+{
+    for (size_t i = 0; i < ws->n; i++) {
+        if (ws->calls[i] &&
+            (rdma_native_finished(ws->calls[i]) || rdma_client_inherited(ws->sess[i])))
+            return (long)i;
+    }
+    return -1;
+}
+
+/* When the first waiter of ws stops busy-polling: when its earliest call
+ * is due by the learned estimates (wait_spin_ns); never with busy. */
+static uint64_t waitset_spin_end(const waitset_t *ws)
+{
+    uint64_t end = UINT64_MAX;
+    for (size_t i = 0; i < ws->n && !ws->busy; i++) {
+        if (!ws->calls[i])
+            continue;
+        uint64_t e = ws->calls[i]->sent_ns + wait_spin_ns(ws->sess[i], ws->calls[i]);
+        end = e < end ? e : end;
+    }
+    return end;
+}
+
+/* Finishes (as lost) the first call of ws whose session died; its index,
+ * or -1. A server gone without an endpoint error (shared memory reports
+ * none) shows on the lifeline, looked at when check_alive. */
+static long waitset_reap_dead(const waitset_t *ws, int check_alive)
+{
+    for (size_t u = 0; u < ws->n_uniq && check_alive; u++)
+        rdma_session_alive(ws->uniq[u]);
+    for (size_t i = 0; i < ws->n; i++) {
+        rdma_session_t *s = ws->sess[i];
+        if (!ws->calls[i] || !atomic_load(&s->dead))
+            continue;
+        pthread_mutex_lock(&s->calls_mu);
+        rdma_native_call_t *c = call_take_locked(s, ws->calls[i]->id);
+        pthread_mutex_unlock(&s->calls_mu);
+        if (c) {
+            call_finish(c, NULL);
+            return (long)i;
+        }
+        /* A reply is being delivered: it finishes at once. */
+    }
+    return -1;
+}
+
+/* Sleeps until one of ws's sessions has an event, at most a millisecond
+ * (another thread progressing a worker meanwhile never strands this one);
+ * returns at once if a worker has events pending or a call finished. */
+static void waitset_sleep(const waitset_t *ws)
+{
+    struct pollfd pfd[WAIT_SESSIONS];
+    for (size_t u = 0; u < ws->n_uniq; u++) {
+        if (ucp_worker_arm(ws->uniq[u]->worker) == UCS_ERR_BUSY)
+            return;
+        pfd[u] = (struct pollfd){.fd = ws->uniq[u]->efd, .events = POLLIN};
+    }
+    if (waitset_ready(ws) < 0)
+        poll(pfd, ws->n_uniq, 1);
+}
+
+/* How often a waiter looks at its sessions' lifelines (after the first
+ * such interval): a server gone without an endpoint error (shared memory
+ * reports none) shows there. */
+#define WAIT_ALIVE_MS 100
+
+/* Waits for any call of ws, progressing its sessions on this thread:
+ * busy-polling until waitset_spin_end, yielding the core between polls
+ * after the first few (the server may share it), or until the scheduler
+ * takes the core from this thread (an oversubscribed host: a preempted
+ * spinner waits for its turn, a sleeper is run as soon as it is woken);
+ * from then on it sleeps on the workers' event fds whenever a round of
+ * progress finds nothing, and spins no more: a write the server takes
+ * milliseconds to commit must not cost the client a core, and on a busy
+ * host a thread that yields after each wake-up stays runnable and takes
+ * turns from the server's own threads (docs/benchmarks.md, 2026-11-26
+ * 14:50). The index of a call that is done (waitset_ready), or -1 once
+ * timeout_ms passed (no call withdrawn). */
+static long waitset_wait(const waitset_t *ws, int timeout_ms)
+{
+    uint64_t start = clock_mono_ms(), deadline = start + (uint64_t)timeout_ms;
+    uint64_t next_alive = start + WAIT_ALIVE_MS;
+    uint64_t spin_end = waitset_spin_end(ws);
+    unsigned idle = 0;
+    int sleepy = 0;        /* past the spin: sleep whenever a round finds nothing */
+    long preemptions = -1; /* rdma_thread_preemptions at the last look; -1: none yet */
+    unsigned looked = 0;   /* the round (i) of the last look */
+    for (unsigned i = 0;; i++) {
+        long ready = waitset_ready(ws);
+        if (ready >= 0)
+            return ready;
+        int progressed = 0;
+        for (size_t u = 0; u < ws->n_uniq; u++)
+            progressed |= ucp_worker_progress(ws->uniq[u]->worker) != 0;
+        if (progressed) {
+            idle = 0;
+            continue;
+        }
+        /* A body is landing (progress messages): the next piece comes
+         * within microseconds, so poll on rather than sleep between them. */
+        int landing = 0;
+        for (size_t c = 0; c < ws->n; c++)
+            landing |= ws->calls[c] && call_more(ws->calls[c]);
+        if (landing && !ws->busy) {
+            spin_end = clock_mono_ns() + WAIT_SPIN_MIN_NS;
+            sleepy = 0;
+            idle = 0;
+            continue;
+        }
+        if (sleepy || (i & 1023) == 0) {
+            uint64_t now = clock_mono_ms();
+            int look_alive = now >= next_alive;
+            if (look_alive)
+                next_alive = now + WAIT_ALIVE_MS;
+            long lost = waitset_reap_dead(ws, look_alive);
+            if (lost >= 0)
+                return lost;
+            if (now >= deadline)
+                return -1;
+        }
+        if (!sleepy && !ws->busy && i - looked >= 64) {
+            looked = i;
+            long pre = rdma_thread_preemptions();
+            sleepy = (preemptions >= 0 && pre != preemptions) || clock_mono_ns() >= spin_end;
+            preemptions = pre;
+        }
+        if (sleepy)
+            waitset_sleep(ws);
+        else if (++idle > 16)
+            sched_yield(); /* at once when no other thread wants the core */
+    }
+}
 
 int rdma_native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_ms)
 {
     /* A call already answered when its wait begins (an asynchronous one
      * waited for late) says nothing of how long such calls take. */
     int pending = !rdma_native_finished(call);
-    atomic_fetch_add(&s->waiters, 1);
-    int rc = native_wait(s, call, timeout_ms);
-    atomic_fetch_sub(&s->waiters, 1);
+    waitset_t ws;
+    waitset_begin(&ws, &s, &call, 1);
+    int rc = 0;
+    if (rdma_client_inherited(s)) {
+        rc = -1; /* its answer goes to the parent */
+    } else if (waitset_wait(&ws, timeout_ms) < 0) {
+        pthread_mutex_lock(&s->calls_mu);
+        rdma_native_call_t *c = call_take_locked(s, call->id);
+        pthread_mutex_unlock(&s->calls_mu);
+        if (c) {
+            atomic_store(&c->state, CALL_DONE); /* withdrawn: done is never called */
+            rc = -1;
+        } else {
+            /* A reply is being delivered: it finishes at once. */
+            while (!rdma_native_finished(call))
+                sched_yield();
+        }
+    }
+    waitset_end(&ws);
     if (rc == 0 && pending)
         wait_learn(s, call);
     return rc;
 }
 
-static int native_wait(rdma_session_t *s, rdma_native_call_t *call, int timeout_ms)
+long rdma_native_wait_any(rdma_session_t *const *sess, rdma_native_call_t *const *calls, size_t n,
+                          int timeout_ms)
 {
-    uint64_t start = clock_mono_ms(), deadline = start + (uint64_t)timeout_ms;
-    uint64_t spin_end = s->busy_wait ? UINT64_MAX : call->sent_ns + wait_spin_ns(s, call);
-    unsigned idle = 0;
-    long preemptions = -1; /* rdma_thread_preemptions at the last look; -1: none yet */
-    unsigned looked = 0;   /* the round (i) of the last look */
-    for (unsigned i = 0; !rdma_native_finished(call); i++) {
-        if (ucp_worker_progress(s->worker)) {
-            idle = 0;
-            continue;
-        }
-        /* The body is landing (progress messages): the next piece comes
-         * within microseconds, so poll on rather than sleep between them. */
-        if (call_more(call) && !s->busy_wait) {
-            spin_end = clock_mono_ns() + WAIT_SPIN_MIN_NS;
-            idle = 0;
-            continue;
-        }
-        if ((i & 1023) == 0) {
-            uint64_t now = clock_mono_ms();
-            /* A server gone without an endpoint error (shared memory
-             * reports none) shows on the lifeline. */
-            if (now - start > 100 && (i & 65535) == 0)
-                rdma_session_alive(s);
-            if (atomic_load(&s->dead) || now >= deadline) {
-                pthread_mutex_lock(&s->calls_mu);
-                rdma_native_call_t *c = call_take_locked(s, call->id);
-                pthread_mutex_unlock(&s->calls_mu);
-                if (c) {
-                    if (now < deadline) {
-                        call_finish(c, NULL); /* the session died */
-                        return 0;
-                    }
-                    atomic_store(&c->state, CALL_DONE);
-                    return -1;
-                }
-                /* A reply is being delivered: it finishes at once. */
-            }
-        }
-        /* Busy-poll until spin_end (wait_spin_ns: as long as this kind of
-         * call normally takes), yielding the core between polls after the
-         * first few (the server may share it), or until the scheduler takes the core from this
-         * thread (an oversubscribed host: a preempted spinner waits for its turn, a sleeper is run
-         * as soon as it is woken); then sleep on the worker's event fd until something arrives: a
-         * write the server takes milliseconds to commit must not cost the client a core. Woken at
-         * least every millisecond, so another thread progressing the worker meanwhile never strands
-         * this one. */
-        ++idle;
-        int look = i - looked >= 64 && !s->busy_wait;
-        int preempted = 0;
-        if (look) {
-            looked = i;
-            long pre = rdma_thread_preemptions();
-            preempted = preemptions >= 0 && pre != preemptions;
-            preemptions = pre;
-        }
-        if (look && (preempted || clock_mono_ns() >= spin_end)) {
-            if (ucp_worker_arm(s->worker) == UCS_ERR_BUSY || rdma_native_finished(call))
-                continue;
-            struct pollfd pfd = {.fd = s->efd, .events = POLLIN};
-            poll(&pfd, 1, 1);
-            idle = 0;
-        } else if (idle > 16) {
-            sched_yield(); /* at once when no other thread wants the core */
-        }
+    waitset_t ws;
+    waitset_begin(&ws, sess, calls, n);
+    if (ws.n_uniq == 0) {
+        waitset_end(&ws);
+        return -2;
     }
-    return 0;
+    long ready = waitset_ready(&ws);
+    if (ready < 0) {
+        ready = waitset_wait(&ws, timeout_ms);
+        /* It was waited for from before its answer: it says how long its kind takes. */
+        if (ready >= 0 && rdma_native_finished(calls[ready]) && !rdma_client_inherited(sess[ready]))
+            wait_learn(sess[ready], calls[ready]);
+    }
+    waitset_end(&ws);
+    return ready;
 }
 
 /* Describes the lanes UCX chose for the endpoint (UCX 1.13 has no query for

@@ -292,9 +292,7 @@ static const char *condition_key(void *ctx, const char *name, char *buf, size_t 
     if (strcmp(name, "aws:sourceip") == 0)
         return source_ip(k);
     if (strcmp(name, "aws:securetransport") == 0)
-        return s3_req_transport(req) == S3_TRANSPORT_HTTP && req->fe->secure && req->fe->secure(req)
-                   ? "true"
-                   : "false";
+        return req->fe->secure && req->fe->secure(req) ? "true" : "false";
     if (strcmp(name, "aws:currenttime") == 0) {
         char t[32];
         date_format_iso8601(req->now_s * 1000, t);

@@ -98,7 +98,7 @@ static char **stored_slot(const stor_meta_t *meta, size_t i)
 }
 
 /* Decoded payload bytes, whoever carried them: the HTTP body, the
- * aws-chunked decoder, or an RDMA pull (the token path), whose bytes a
+ * aws-chunked decoder, or a transport's own pull (the token path), whose bytes a
  * signed payload hash (x-amz-content-sha256) covers just as the HTTP body's
  * (aws-chunked has no payload hash: its chunks are signed). */
 s3_error_t s3_checksums_begin(s3_req_t *req)
@@ -189,7 +189,9 @@ s3_error_t s3_body_begin(s3_req_t *req)
         req->md5 = digest_md5_new();
         return req->md5 ? S3E_NONE : S3E_INTERNAL;
     }
-    if (streaming || req->rdma_token) {
+    /* A body the transport moves itself has no framing of the request's:
+     * its length is declared as a streaming body's is. */
+    if (streaming || req->body_via_transport) {
         if (!dcl)
             return S3E_MISSING_CONTENT_LENGTH;
         req->declared_len = parse_u64(dcl, &ok);

@@ -283,8 +283,6 @@ static void commit_part(s3_req_t *req, stor_writer_t *w, const char *etag, bool 
 
 static void upload_part_finish(s3_req_t *req)
 {
-    if (req->rdma_token && !s3_token_pull(req))
-        return;
     stor_writer_t *w = req->writer;
     req->writer = NULL;
     commit_part(req, w, req->etag, false);

@@ -1,6 +1,5 @@
-/* Object operations over HTTP and over the RDMA token path (token.c moves
- * the bytes): PutObject, GetObject, HeadObject, DeleteObject, DeleteObjects,
- * CopyObject. */
+/* Object operations, whatever the transport: PutObject, GetObject,
+ * HeadObject, DeleteObject, DeleteObjects, CopyObject. */
 #include <ctype.h>
 #include <inttypes.h>
 #include <stddef.h>
@@ -195,25 +194,7 @@ static void put_object_begin(s3_req_t *req)
 
 void s3_upload_begin(s3_req_t *req)
 {
-    req->rdma_token = s3_req_header(req, "x-amz-rdma-token");
-    const char *foreign = req->rdma_token ? s3_token_foreign(req) : NULL;
-    if (foreign) {
-        char msg[160];
-        snprintf(msg, sizeof(msg),
-                 "x-amz-rdma-token format: %s; this server serves s3r1 tokens only. Send the "
-                 "body over HTTP.",
-                 foreign);
-        s3_reply_header(req, "x-amz-rdma-reply", "501");
-        s3_reply_error(req, S3E_NOT_IMPLEMENTED, msg);
-        return;
-    }
-    if (req->rdma_token) {
-        if (!s3_token_precheck(req))
-            return;
-        /* The bytes come by RDMA in finish(); the HTTP body must be empty. */
-    } else {
-        req->body_kind = S3_BODY_OBJECT;
-    }
+    req->body_kind = S3_BODY_OBJECT;
     stor_status_t st = stor_writer_open(req->srv->cfg.store, &req->authz_bucket, &req->writer);
     if (st != STOR_OK)
         s3_reply_error(req, s3_error_from_stor(st), NULL);
@@ -221,8 +202,6 @@ void s3_upload_begin(s3_req_t *req)
 
 static void put_object_finish(s3_req_t *req)
 {
-    if (req->rdma_token && !s3_token_pull(req))
-        return;
     if (s3_object_commit(req, req->op_state)) {
         s3_sse_reply_headers(req, req->op_state);
         s3_reply_empty(req, 200);
@@ -384,17 +363,6 @@ static void get_object_begin(s3_req_t *req)
     if (!reader)
         return;
     s3_version_headers(req, &req->authz_bucket, stor_reader_meta(reader), vid != NULL);
-    /* After the lookup: a missing key is a 404, never mistaken for a decline. */
-    req->rdma_token = s3_req_header(req, "x-amz-rdma-token");
-    if (req->rdma_token && s3_token_foreign(req)) {
-        /* The decline a GET may give: the object in the body. */
-        s3_reply_header(req, "x-amz-rdma-reply", "501");
-        req->rdma_token = NULL;
-    }
-    if (req->rdma_token && !s3_token_precheck(req)) {
-        stor_reader_close(reader);
-        return;
-    }
     const stor_meta_t *meta = stor_reader_meta(reader);
     s3_error_t err = check_conditions(req, "", meta, false);
     if (err != S3E_NONE) {
@@ -494,10 +462,7 @@ static void get_object_begin(s3_req_t *req)
     s3_lifecycle_reply_header(req, req->key, meta);
     s3_lock_reply_headers(req, &req->authz_bucket, req->key, meta);
 
-    if (req->rdma_token && strcmp(req->method, "GET") == 0)
-        s3_token_push(req, reader, status, first, len);
-    else
-        s3_reply_object(req, status, reader, first, len);
+    s3_reply_object(req, status, reader, first, len);
 }
 
 /* ---- DeleteObject / DeleteObjects ---------------------------------------------- */

@@ -38,8 +38,6 @@ void s3_reply_send(s3_req_t *req, int status, s3_out_t *out)
                      : out->kind == S3_OUT_BUFFER ? out->len
                      : out->kind == S3_OUT_OBJECT ? out->obj_len
                                                   : 0;
-    if (req->fe->transport == S3_TRANSPORT_HTTP)
-        s3_cors_reply_headers(req);
     req->fe->send(req, status, out);
 }
 
@@ -130,10 +128,12 @@ void s3_reply_object(s3_req_t *req, int status, stor_reader_t *reader, uint64_t 
 {
     if (len == 0) {
         stor_reader_close(reader);
-        s3_reply_empty(req, status);
+        s3_out_t empty = {.kind = S3_OUT_EMPTY, .object = true};
+        s3_reply_send(req, status, &empty);
         return;
     }
-    s3_out_t out = {.kind = S3_OUT_OBJECT, .reader = reader, .first = first, .obj_len = len};
+    s3_out_t out = {
+        .kind = S3_OUT_OBJECT, .object = true, .reader = reader, .first = first, .obj_len = len};
     s3_reply_send(req, status, &out);
 }
 

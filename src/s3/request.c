@@ -16,6 +16,7 @@ void s3_req_init(s3_req_t *req, s3_server_t *srv, const s3_frontend_t *fe, const
     req->srv = srv;
     req->fe = fe;
     req->method = method;
+    req->transport = fe->transport;
     req->start_ns = clock_mono_ns();
     req->start_ms = clock_wall_ms();
     req->now_s = req->start_ms / 1000;
@@ -40,6 +41,8 @@ void s3_req_start(s3_req_t *req)
     req->op->begin(req);
     if (req->replied)
         return;
+    if (req->body_kind == S3_BODY_OBJECT && req->fe->body_take && !req->fe->body_take(req))
+        return;
     if (req->body_kind != S3_BODY_NONE) {
         s3_error_t err = s3_body_begin(req);
         if (err != S3E_NONE)
@@ -49,12 +52,15 @@ void s3_req_start(s3_req_t *req)
 
 void s3_req_finish(s3_req_t *req)
 {
+    if (req->body_via_transport && !req->fe->body_pull(req))
+        return;
     if (req->body_kind != S3_BODY_NONE) {
         s3_error_t err = s3_body_end(req);
         if (err != S3E_NONE) {
             s3_reply_error(req, err, NULL);
             return;
         }
+        req->body_verified = true;
     }
     if (req->op->finish)
         req->op->finish(req);
@@ -72,10 +78,7 @@ const char *s3_transport_name(s3_transport_t t)
 
 s3_transport_t s3_req_transport(const s3_req_t *req)
 {
-    if (req->fe->transport == S3_TRANSPORT_HTTP && req->rdma_token &&
-        req->decline != S3_DECLINE_FOREIGN)
-        return S3_TRANSPORT_TOKEN;
-    return req->fe->transport;
+    return req->transport;
 }
 
 /* Counts the finished request and writes its access-log record, each when

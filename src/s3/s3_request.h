@@ -93,6 +93,10 @@ typedef enum s3_out_kind {
 
 typedef struct s3_out {
     s3_out_kind_t kind;
+    /* The reply of an object read (GET or HEAD of an object, s3_reply_object),
+     * empty or not; a transport that moves objects itself (the token path)
+     * takes these over. */
+    bool object;
     char *data; /* S3_OUT_BUFFER: malloc'd; the frontend takes it over (frees it) */
     size_t len;
     stor_reader_t *reader; /* S3_OUT_OBJECT: the frontend takes it over (closes it) */
@@ -117,7 +121,10 @@ typedef struct s3_form s3_form_t;
  * src/http is the HTTP one (libmicrohttpd). Its functions are called only
  * between s3_req_init and s3_req_release, by the thread driving the request. */
 typedef struct s3_frontend {
-    s3_transport_t transport; /* HTTP (or TOKEN, which request.c tells), NATIVE */
+    /* What its requests count as (req->transport starts as this): HTTP,
+     * NATIVE; the token frontend's count as HTTP until it takes their
+     * s3r1 token up (for an object body or an object reply). */
+    s3_transport_t transport;
     /* Writes the client's address ("ip:port", or the session's peer) into
      * out (cap bytes, NUL-terminated); for access logs only. */
     void (*remote)(s3_req_t *req, char *out, size_t cap);
@@ -159,7 +166,42 @@ typedef struct s3_frontend {
      * so that the frontend can announce its length (HTTP: Content-Length);
      * its bytes are not sent (s3_req_is_head tells). */
     void (*send)(s3_req_t *req, int status, s3_out_t *out);
+    /* A transport that moves object bodies itself, not in the request it
+     * came in (the token path: RDMA-READ from the client's buffer); both
+     * NULL for the others. body_take is called by s3_req_start once the
+     * operation's begin() asked for an S3_BODY_OBJECT body, before the
+     * body's headers are checked (s3_body_begin): it replies and returns
+     * false to refuse the request, or sets req->body_via_transport and
+     * returns true. Then the request's own body must be empty (a frontend
+     * that carries one refuses it), its length is
+     * x-amz-decoded-content-length, and s3_req_finish calls body_pull,
+     * which feeds the body (s3_body_sink) and returns true, leaving a sink
+     * failure in req->body_error, or replies and returns false. */
+    bool (*body_take)(s3_req_t *req);
+    bool (*body_pull)(s3_req_t *req);
 } s3_frontend_t;
+
+/* The token transport (token.c; docs/protocol.md §3): an S3 request over a
+ * carrier frontend (HTTP) that names a buffer of the client's in
+ * x-amz-rdma-token. The carrier gives every request carrying the header
+ * this table instead of its own (and keeps driving it). It reads the
+ * request and sends replies through the carrier's table, except that it
+ * moves the object of PutObject and UploadPart (RDMA-READ, body_take and
+ * body_pull) and the object of GetObject (RDMA-WRITE, in send: the reply
+ * keeps only its headers) by RDMA between the server's staging memory and
+ * that buffer, and answers the token's own failures: a 501 decline the
+ * client redoes over HTTP (RDMA off, no session, a failed transfer, another
+ * implementation's token: x-amz-rdma-reply: 501, a GET's object then sent
+ * in the body), 403 for a token outside SignedHeaders. A request whose
+ * operation has no object body or reply (listings, deletes, XML bodies,
+ * errors before the object is known) is the carrier's untouched, so an
+ * error keeps its meaning: a client never mistakes a 404 for a decline. */
+typedef struct s3_token_frontend {
+    s3_frontend_t fe; /* first: a request's fe points here */
+    const s3_frontend_t *carrier;
+} s3_token_frontend_t;
+/* Fills t for carrier, which must outlive it. */
+void s3_token_frontend_init(s3_token_frontend_t *t, const s3_frontend_t *carrier);
 
 typedef struct s3_op {
     const char *name; /* the S3 operation's name; the label of its metrics */
@@ -205,12 +247,12 @@ struct s3_req {
      * (s3:RequestObjectTag conditions; other requests: x-amz-tagging). */
     const struct s3_tags *request_tags;
 
-    /* RDMA token path (docs/protocol.md §3): the x-amz-rdma-token value, or NULL. */
-    const char *rdma_token;
-
     /* Body. */
     s3_body_kind_t body_kind;
     bool body_started;
+    /* The frontend moves the object body itself (s3_frontend_t.body_take). */
+    bool body_via_transport;
+    bool body_verified;    /* s3_body_end passed (set by s3_req_finish) */
     uint64_t body_limit;   /* decoded bytes allowed */
     uint64_t body_bytes;   /* decoded bytes received */
     uint64_t declared_len; /* x-amz-decoded-content-length or Content-Length, UINT64_MAX unknown */
@@ -255,12 +297,13 @@ struct s3_req {
     bool deferred; /* no body: routing and the operation wait for the next call */
 
     /* What the request did, for metrics and the access log (s3_req_release). */
-    uint64_t start_ns;    /* CLOCK_MONOTONIC at s3_req_init */
-    int64_t start_ms;     /* unix milliseconds at s3_req_init */
-    int status;           /* the last reply's status; 0 until one is sent */
-    s3_error_t error;     /* the last error replied; S3E_NONE when none */
-    uint64_t bytes_out;   /* reply body bytes (token GET: RDMA-written) */
-    s3_decline_t decline; /* why an x-amz-rdma-token was not used, if it was not */
+    uint64_t start_ns;        /* CLOCK_MONOTONIC at s3_req_init */
+    int64_t start_ms;         /* unix milliseconds at s3_req_init */
+    int status;               /* the last reply's status; 0 until one is sent */
+    s3_error_t error;         /* the last error replied; S3E_NONE when none */
+    uint64_t bytes_out;       /* reply body bytes (token GET: RDMA-written) */
+    s3_decline_t decline;     /* why an x-amz-rdma-token was not used, if it was not */
+    s3_transport_t transport; /* what carried it: fe->transport, or TOKEN (token.c) */
 };
 
 /* ---- s3_server.c: the server's core -------------------------------------- */
@@ -297,8 +340,7 @@ void s3_req_finish(s3_req_t *req);
  * and uncounts it from srv->inflight. */
 void s3_req_release(s3_req_t *req);
 
-/* The transport that carried the request (a frontend's, or TOKEN for an
- * HTTP request whose s3r1 token was taken up). */
+/* The transport that carried the request (req->transport). */
 s3_transport_t s3_req_transport(const s3_req_t *req);
 
 /* Whether the request is a HEAD: its reply carries no body. */
@@ -343,8 +385,9 @@ void s3_reply_object(s3_req_t *req, int status, stor_reader_t *reader, uint64_t 
 void s3_reply_send(s3_req_t *req, int status, s3_out_t *out);
 /* Adds the Access-Control-* headers of the bucket's CORS rule that allows
  * this HTTP request (it has an Origin header and one of the methods CORS
- * rules name), if any: s3_reply_send calls it for every HTTP reply, errors
- * included. The native protocol is no browser's: it never carries them. */
+ * rules name), if any: the HTTP frontend calls it for every reply it sends,
+ * errors included. The native protocol is no browser's: it never carries
+ * them. */
 void s3_cors_reply_headers(s3_req_t *req);
 
 /* The lifecycle configuration of bucket (as s3_bucket_lookup gave it),
@@ -443,7 +486,8 @@ const char *s3_checksum_type(const stor_meta_t *meta);
 bool s3_part_checksum_of(const stor_meta_t *meta, uint32_t n, char out[CHECKSUM_VALUE_MAX]);
 /* The XML element name of a checksum ("ChecksumCRC32", ...). */
 const char *s3_checksum_elem(enum s3_checksum_alg alg);
-/* Sink used by the RDMA token path: hashes and writes already-decoded bytes. */
+/* The body sink of a transport that moves the body itself (body_pull):
+ * hashes and writes already-decoded bytes. */
 int s3_body_sink(void *req, const void *data, size_t len);
 /* Fills meta's stored headers (Content-Type, x-amz-meta-*, ...) from the
  * request headers: every path that stores metadata (PUT, POST forms,
@@ -686,34 +730,14 @@ stor_reader_t *s3_copy_source_open(s3_req_t *req, bool *same_object_p);
 struct s3_sse_key;
 s3_error_t s3_copy_range(s3_req_t *req, stor_reader_t *reader, uint64_t first, uint64_t len,
                          struct s3_sse_key *dk, stor_writer_t **writer_p, char etag[33]);
-/* The name of req->rdma_token's format when it is not s3r1 but another
- * S3-RDMA implementation's (cuObject's, docs/protocol.md §2) or unknown; NULL
- * for s3r1. s3rdmad serves none of the others and declines each request
- * carrying one, RDMA on or off, the way those clients fall back:
- * x-amz-rdma-reply: 501 on a reply that is otherwise plain HTTP (a PUT's 501,
- * a GET's object in the body). Sets req->decline. (token.c) */
-const char *s3_token_foreign(s3_req_t *req);
-/* GET over the token path: RDMA-WRITE [first, first+len) of reader into the
- * client's buffer and answer status with headers only. Takes over reader.
- * (token.c) */
-void s3_token_push(s3_req_t *req, stor_reader_t *reader, int status, uint64_t first, uint64_t len);
-/* Checks the token rules common to every token request: RDMA enabled here
- * (else the 501 decline) and the token covered by the signature (else 403).
- * Replies and returns false when one fails. */
-bool s3_token_precheck(s3_req_t *req);
-/* Sets up receiving an object body for PutObject / UploadPart: over HTTP
- * (req->body_kind) or, with x-amz-rdma-token, by RDMA in finish(). Opens
- * req->writer. Replies on failure. */
+/* Sets up receiving an object body for PutObject / UploadPart
+ * (req->body_kind, whatever the transport) and opens req->writer. Replies
+ * on failure. */
 void s3_upload_begin(s3_req_t *req);
 /* Ends PutObject's path, whoever received the body: commits req->writer as
  * req->key with meta, the body's ETag and checksums (added to the reply's
  * headers with the ETag). On failure replies and returns false. */
 bool s3_object_commit(s3_req_t *req, stor_meta_t *meta);
-/* Runs the token-path PUT (docs/protocol.md §3) of the opened req->writer: pulls
- * the client's buffer through the body sink and verifies it. On failure
- * replies and returns false. */
-bool s3_token_pull(s3_req_t *req);
-
 /* ---- operations --------------------------------------------------------------- */
 
 extern const s3_op_t s3_op_list_buckets, s3_op_create_bucket, s3_op_delete_bucket,

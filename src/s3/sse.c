@@ -117,8 +117,7 @@ static s3_error_t customer_key(s3_req_t *req, const char *prefix, customer_key_t
     if (!alg && !key && !md5)
         return S3E_NONE;
     ck->given = true;
-    bool secure =
-        s3_req_transport(req) == S3_TRANSPORT_HTTP && req->fe->secure && req->fe->secure(req);
+    bool secure = req->fe->secure && req->fe->secure(req);
     if (!secure && !req->srv->cfg.sse_c_plain) {
         *why_p = "Requests specifying Server Side Encryption with Customer provided keys must "
                  "be made over a secure connection.";

@@ -1,10 +1,12 @@
-/* The token path (docs/protocol.md §3): an HTTP request whose body or reply
- * body moves by RDMA between s3rdmad's staging memory and the client buffer
- * its x-amz-rdma-token names. The operations (ops_object.c,
- * ops_multipart.c) decide; this moves the bytes and answers the token's own
- * failures. */
+/* The token transport (docs/protocol.md §3; the contract is
+ * s3_token_frontend_t in s3_request.h): a frontend over the HTTP one whose
+ * object bodies and object replies move by RDMA between s3rdmad's staging
+ * memory and the client buffer x-amz-rdma-token names. The operations never
+ * see it: PutObject and UploadPart ask for an object body, GetObject sends
+ * an object, and this file decides how those bytes travel. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -12,9 +14,25 @@
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
 
-const char *s3_token_foreign(s3_req_t *req)
+static const s3_frontend_t *carrier_of(const s3_req_t *req)
 {
-    s3_token_format_t f = s3_token_format(req->rdma_token);
+    return ((const s3_token_frontend_t *)req->fe)->carrier;
+}
+
+static const char *token_of(s3_req_t *req)
+{
+    return s3_req_header(req, "x-amz-rdma-token");
+}
+
+/* The name of the token's format when it is not s3r1 but another S3-RDMA
+ * implementation's (cuObject's, docs/protocol.md §2) or unknown; NULL for
+ * s3r1. s3rdmad serves none of the others and declines each request
+ * carrying one, RDMA on or off, the way those clients fall back:
+ * x-amz-rdma-reply: 501 on a reply that is otherwise plain HTTP (a PUT's
+ * 501, a GET's object in the body). Sets req->decline. */
+static const char *foreign_format(s3_req_t *req)
+{
+    s3_token_format_t f = s3_token_format(token_of(req));
     if (f == S3_TOKEN_S3R1)
         return NULL;
     req->decline = S3_DECLINE_FOREIGN;
@@ -39,12 +57,17 @@ static void reply_rdma_status(s3_req_t *req, rdma_status_t st)
     s3_reply_error(req, S3E_NOT_IMPLEMENTED, msg);
 }
 
-bool s3_token_precheck(s3_req_t *req)
+/* Takes up an s3r1 token (the request now counts as a token request) and
+ * checks the rules of every token request: RDMA enabled here (else the 501
+ * decline) and the token covered by the signature (else 403). S3E_NONE, or
+ * the error to reply with its message in *why_p. */
+static s3_error_t take_up(s3_req_t *req, const char **why_p)
 {
+    req->transport = S3_TRANSPORT_TOKEN;
     if (!req->srv->cfg.rdma) {
         req->decline = S3_DECLINE_DISABLED;
-        s3_reply_error(req, S3E_NOT_IMPLEMENTED, "RDMA transfers are disabled on this server.");
-        return false;
+        *why_p = "RDMA transfers are disabled on this server.";
+        return S3E_NOT_IMPLEMENTED;
     }
     /* The token names client memory: it must be covered by the signature so
      * nobody can replay a signed request against another buffer. */
@@ -54,48 +77,66 @@ bool s3_token_precheck(s3_req_t *req)
     for (char *save = NULL, *n = strtok_r(names, ";", &save); n; n = strtok_r(NULL, ";", &save))
         signed_token |= strcmp(n, "x-amz-rdma-token") == 0;
     if (!signed_token) {
-        s3_reply_error(req, S3E_ACCESS_DENIED, "x-amz-rdma-token must be in SignedHeaders.");
+        *why_p = "x-amz-rdma-token must be in SignedHeaders.";
+        return S3E_ACCESS_DENIED;
+    }
+    return S3E_NONE;
+}
+
+/* ---- object bodies: RDMA-READ (PutObject, UploadPart) ------------------------------ */
+
+static bool token_body_take(s3_req_t *req)
+{
+    const char *foreign = foreign_format(req);
+    if (foreign) {
+        char msg[160];
+        snprintf(msg, sizeof(msg),
+                 "x-amz-rdma-token format: %s; this server serves s3r1 tokens only. Send the "
+                 "body over HTTP.",
+                 foreign);
+        s3_reply_header(req, "x-amz-rdma-reply", "501");
+        s3_reply_error(req, S3E_NOT_IMPLEMENTED, msg);
         return false;
     }
+    const char *why;
+    s3_error_t err = take_up(req, &why);
+    if (err != S3E_NONE) {
+        s3_reply_error(req, err, why);
+        return false;
+    }
+    req->body_via_transport = true;
     return true;
 }
 
-bool s3_token_pull(s3_req_t *req)
+static bool token_body_pull(s3_req_t *req)
 {
     rdma_xfer_t *x = NULL;
-    rdma_status_t st =
-        rdma_xfer_open(req->srv->cfg.rdma, req->rdma_token, req->user->access_key, &x);
+    rdma_status_t st = rdma_xfer_open(req->srv->cfg.rdma, token_of(req), req->user->access_key, &x);
     if (st != RDMA_OK) {
         reply_rdma_status(req, st);
         return false;
     }
-    req->body_kind = S3_BODY_OBJECT;
-    s3_error_t err = s3_body_begin(req);
-    if (err == S3E_NONE && req->declared_len > rdma_xfer_length(x)) {
+    if (req->declared_len > rdma_xfer_length(x)) {
         rdma_xfer_close(x);
         s3_reply_error(req, S3E_INVALID_ARGUMENT,
                        "x-amz-decoded-content-length exceeds the RDMA buffer the token names.");
         return false;
     }
-    if (err == S3E_NONE) {
-        st = rdma_xfer_pull(x, req->declared_len, s3_body_sink, req);
-        if (st == RDMA_CALLBACK)
-            err = req->body_error != S3E_NONE ? req->body_error : S3E_INTERNAL;
-    }
+    st = rdma_xfer_pull(x, req->declared_len, s3_body_sink, req);
     rdma_xfer_close(x);
-    if (err == S3E_NONE && st != RDMA_OK && st != RDMA_CALLBACK) {
+    if (st == RDMA_CALLBACK) {
+        if (req->body_error == S3E_NONE)
+            req->body_error = S3E_INTERNAL;
+        return true; /* s3_req_finish replies the sink's error */
+    }
+    if (st != RDMA_OK) {
         reply_rdma_status(req, st);
         return false;
     }
-    if (err == S3E_NONE)
-        err = s3_body_end(req);
-    if (err != S3E_NONE) {
-        s3_reply_error(req, err, NULL);
-        return false;
-    }
-    s3_reply_header(req, "x-amz-rdma-reply", "200");
     return true;
 }
+
+/* ---- object replies: RDMA-WRITE (GetObject) -------------------------------------- */
 
 typedef struct push_source {
     stor_reader_t *reader;
@@ -109,13 +150,32 @@ static int push_fill(void *ctx, void *dst, size_t len, uint64_t off)
     return n == (ssize_t)len ? 0 : -1;
 }
 
-void s3_token_push(s3_req_t *req, stor_reader_t *reader, int status, uint64_t first, uint64_t len)
+/* Lets go of what out holds (the frontend took it over). */
+static void out_drop(s3_out_t *out)
 {
+    stor_reader_close(out->reader);
+    free(out->data);
+    out->reader = NULL;
+    out->data = NULL;
+}
+
+/* Before the error that replaces an object reply: the object and its
+ * headers go. */
+static void push_failed(s3_req_t *req, s3_out_t *out)
+{
+    out_drop(out);
+    buf_reset(&req->reply_headers);
+}
+
+/* RDMA-WRITEs out's object into the client's buffer; the reply is then
+ * status with the object's headers and x-amz-rdma-reply, and no body. */
+static void push(s3_req_t *req, int status, s3_out_t *out)
+{
+    uint64_t len = out->kind == S3_OUT_OBJECT ? out->obj_len : 0;
     rdma_xfer_t *x = NULL;
-    rdma_status_t st =
-        rdma_xfer_open(req->srv->cfg.rdma, req->rdma_token, req->user->access_key, &x);
+    rdma_status_t st = rdma_xfer_open(req->srv->cfg.rdma, token_of(req), req->user->access_key, &x);
     if (st != RDMA_OK) {
-        stor_reader_close(reader);
+        push_failed(req, out);
         reply_rdma_status(req, st);
         return;
     }
@@ -125,25 +185,62 @@ void s3_token_push(s3_req_t *req, stor_reader_t *reader, int status, uint64_t fi
                  "The RDMA buffer holds %" PRIu64 " bytes; this response needs %" PRIu64 ".",
                  rdma_xfer_length(x), len);
         rdma_xfer_close(x);
-        stor_reader_close(reader);
+        push_failed(req, out);
         s3_reply_headerf(req, "x-amz-rdma-bytes-needed", "%" PRIu64, len);
         s3_reply_error(req, S3E_TOKEN_BUFFER_TOO_SMALL, msg);
         return;
     }
-    push_source_t ps = {.reader = reader, .first = first};
+    push_source_t ps = {.reader = out->reader, .first = out->first};
     st = rdma_xfer_push(x, len, push_fill, &ps);
     rdma_xfer_close(x);
-    stor_reader_close(reader);
-    if (st == RDMA_CALLBACK) {
-        s3_reply_error(req, S3E_INTERNAL, "Reading the object failed.");
-        return;
-    }
     if (st != RDMA_OK) {
-        reply_rdma_status(req, st);
+        push_failed(req, out);
+        if (st == RDMA_CALLBACK)
+            s3_reply_error(req, S3E_INTERNAL, "Reading the object failed.");
+        else
+            reply_rdma_status(req, st);
         return;
     }
+    out_drop(out);
     s3_reply_headerf(req, "x-amz-rdma-reply", "%d", status);
     s3_reply_headerf(req, "x-amz-rdma-bytes-transferred", "%" PRIu64, len);
-    s3_reply_empty(req, status);
-    req->bytes_out = len; /* the body went by RDMA */
+    s3_out_t none = {.kind = S3_OUT_EMPTY};
+    carrier_of(req)->send(req, status, &none);
+}
+
+static void token_send(s3_req_t *req, int status, s3_out_t *out)
+{
+    const s3_frontend_t *carrier = carrier_of(req);
+    if (req->body_via_transport && req->body_verified)
+        s3_reply_header(req, "x-amz-rdma-reply", "200"); /* the pulled body was taken */
+    if (!out->object) {
+        carrier->send(req, status, out);
+        return;
+    }
+    if (foreign_format(req)) {
+        /* The decline a GET or HEAD may give: the object in the body. */
+        s3_reply_header(req, "x-amz-rdma-reply", "501");
+        carrier->send(req, status, out);
+        return;
+    }
+    const char *why;
+    s3_error_t err = take_up(req, &why);
+    if (err != S3E_NONE) {
+        push_failed(req, out);
+        s3_reply_error(req, err, why);
+        return;
+    }
+    if (s3_req_is_head(req))
+        carrier->send(req, status, out);
+    else
+        push(req, status, out);
+}
+
+void s3_token_frontend_init(s3_token_frontend_t *t, const s3_frontend_t *carrier)
+{
+    t->fe = *carrier;
+    t->fe.send = token_send;
+    t->fe.body_take = token_body_take;
+    t->fe.body_pull = token_body_pull;
+    t->carrier = carrier;
 }

@@ -218,7 +218,7 @@ const setting_t server_settings[] = {
          storage.rados.crash_at,
          "for crash tests only: the RADOS write step at which the gateway kills itself "
          "(put-intent, put-pieces, put-switch, part-pieces, complete-intent, complete-claim, "
-         "complete-switch)"),
+         "complete-switch, delete-intent, delete-switch)"),
     /* Observability (docs/operations.md). */
     BOOL("metrics.enabled", "metrics-enabled", "S3RDMA_METRICS_ENABLED", "false", metrics.enabled,
          "true or false: serve Prometheus metrics at GET /metrics"),

@@ -1,5 +1,5 @@
-/* Group commit of object changes: concurrent PUTs and DELETEs share one
- * LMDB write transaction (stor_internal.h, "stor_group.c").
+/* Group commit of object changes: concurrent PUTs, DELETEs and multipart
+ * parts share one LMDB write transaction (stor_internal.h, "stor_group.c").
  *
  * A leader/follower queue. A caller appends its change; if no group is
  * running it leads one, else it sleeps on its own condition variable until
@@ -8,14 +8,57 @@
  * more changes queue up), then takes the changes at the head of the queue
  * (itself first, at most STOR_GROUP_MAX), applies them in order, commits,
  * marks them done and hands the lead to the next queued change before any
- * of them waits for its sync point: the next group commits while this one
+ * of them waits for its flush: the next group commits while this one
  * syncs. Each caller then does its own post-commit work (fsync mode: waits
- * for a sync point covering the commit; dropping replaced files). */
+ * for the flush that makes the commit durable; dropping replaced files).
+ *
+ * Fsync mode: while it applies the group, the leader records its writes
+ * (stor_wr_put, stor_wr_del) and, after the commit and before handing the lead on,
+ * appends them to the commit log as the group's record (wal.h); the group is
+ * durable once that record is flushed, one fdatasync shared by every group
+ * appended meanwhile. A group that cannot be logged (the log full, out of
+ * memory, an I/O error) waits for a sync point instead, as every commit
+ * outside the groups does. */
 #include <pthread.h>
 
 #include "storage/stor_internal.h"
+#include "storage/syncer.h"
+#include "storage/wal.h"
 
 enum { CH_QUEUED, CH_LEAD, CH_DONE };
+
+/* Fsync mode: appends the record of the group just committed as txnid to
+ * the commit log. Returns what stor_wal_flush must reach for the group to be
+ * durable, or 0 if it is not logged (its members then wait for a sync
+ * point). */
+static uint64_t group_log(lstor_t *st, uint64_t txnid)
+{
+    wal_t *w = st->wal;
+    uint64_t lsn = 0;
+    /* Every commit before this one that is not in the log must be under a
+     * restore point before this record can be: a replay starts from the
+     * restore point and must not build on a change it does not have. A
+     * larger unlogged id is a commit after this one (or one that failed):
+     * waiting for all before this one is enough. */
+    uint64_t need = atomic_load(&st->unlogged_last);
+    if (need >= txnid)
+        need = txnid - 1;
+    if (need && syncer_wait_durable(st->syncer, need) != 0)
+        goto unlogged;
+    /* The log starts over once a restore point covers all of it; half full,
+     * a sync point is asked for, so that it can by the time it is full. */
+    if (stor_wal_filling(w)) {
+        if (stor_syncer_durable(st->syncer) >= stor_wal_last_txnid(w))
+            stor_wal_restart(w);
+        else
+            stor_syncer_kick(st->syncer);
+    }
+    if (stor_wal_append(w, txnid, &lsn) == 0)
+        return lsn;
+unlogged:
+    stor_unlogged(st, txnid);
+    return 0;
+}
 
 /* Applies the changes m[0..n) in order in one write transaction and
  * commits it. A change whose apply fails is done with that status; if it
@@ -41,7 +84,9 @@ static void group_run(lstor_t *st, stor_change_t **m, size_t n, MDB_txn *txn)
         mdb_txn_abort(txn);
         if ((s = wr_begin(st, &txn)) != STOR_OK)
             break;
-        i = (size_t)-1; /* again from the first change still in */
+        if (st->wal)
+            stor_wal_capture_begin(st->wal); /* the record starts over too */
+        i = (size_t)-1;                      /* again from the first change still in */
     }
     uint64_t id = 0;
     if (s == STOR_OK && live) {
@@ -54,12 +99,19 @@ static void group_run(lstor_t *st, stor_change_t **m, size_t n, MDB_txn *txn)
     } else if (s == STOR_OK) {
         mdb_txn_abort(txn); /* every change failed: nothing to commit */
     }
+    uint64_t lsn = 0;
+    if (st->wal) {
+        stor_wal_capture_end(st->wal);
+        if (s == STOR_OK && live)
+            lsn = group_log(st, id);
+    }
     for (size_t i = 0; i < n; i++) {
         if (m[i]->status != STOR_OK)
             continue;
         m[i]->status = s;
         m[i]->applied = s == STOR_OK;
         m[i]->txnid = id;
+        m[i]->lsn = lsn;
     }
 }
 
@@ -70,6 +122,8 @@ static void group_lead(lstor_t *st, stor_change_t *leader)
     size_t n = 0;
     MDB_txn *txn;
     stor_status_t s = wr_begin(st, &txn);
+    if (s == STOR_OK && st->wal)
+        stor_wal_capture_begin(st->wal);
     pthread_mutex_lock(&st->group_lock);
     while (n < STOR_GROUP_MAX && st->group_head) {
         m[n++] = st->group_head;
@@ -108,6 +162,7 @@ stor_status_t stor_group_commit(lstor_t *st, stor_change_t *c)
     c->applied = 0;
     c->status = STOR_OK;
     c->txnid = 0;
+    c->lsn = 0;
     c->next = NULL;
     c->state = CH_QUEUED;
     pthread_cond_init(&c->cv, NULL);
@@ -129,7 +184,9 @@ stor_status_t stor_group_commit(lstor_t *st, stor_change_t *c)
     if (lead)
         group_lead(st, c);
     pthread_cond_destroy(&c->cv);
-    if (c->applied)
-        return stor_wr_durable(st, c->txnid);
-    return c->status;
+    if (!c->applied)
+        return c->status;
+    if (c->lsn)
+        return stor_wal_flush(st->wal, c->lsn) == 0 ? STOR_OK : STOR_ERR_IO;
+    return stor_wr_durable(st, c->txnid);
 }

@@ -63,6 +63,7 @@ static inline void stor_id_path(const uint8_t id[STOR_ID_LEN], char out[STOR_PAT
 /* ---- The store (storage.c and the stor_*.c files) ------------------------ */
 
 typedef struct syncer syncer_t; /* syncer.h, which includes this header */
+typedef struct wal wal_t;       /* wal.h */
 
 /* A cached read descriptor of an object file (stor_fdcache.c). */
 #define STOR_FDCACHE_SLOTS 256
@@ -76,11 +77,12 @@ typedef struct lwriter lwriter_t;
 
 /* ---- stor_group.c: concurrent object changes share one write transaction
  *
- * A PUT's or a DELETE's change to the index is handed to stor_group_commit(),
- * which applies it in one LMDB write transaction together with the changes
- * other threads handed over meanwhile (at most STOR_GROUP_MAX of them), in
- * the order they arrived, and commits them at once: one commit's pages, one
- * meta page, and in fsync mode one sync point for the whole group. Each
+ * A PUT's, a DELETE's or a multipart part's change to the index is handed to
+ * stor_group_commit(), which applies it in one LMDB write transaction
+ * together with the changes other threads handed over meanwhile (at most
+ * STOR_GROUP_MAX of them), in the order they arrived, and commits them at
+ * once: one commit's pages, one meta page, and in fsync mode one record in
+ * the commit log (wal.h) for the whole group. Each
  * change's conditions (bucket identity, preconditions, versioning, guards)
  * are evaluated by its apply function inside that transaction, so against
  * the changes before it in the group. A change that fails changes nothing
@@ -109,6 +111,7 @@ struct stor_change {
     /* Private to stor_group.c. */
     stor_status_t status;
     uint64_t txnid;
+    uint64_t lsn; /* the group's record in the commit log, or 0: not logged */
     int state;
     pthread_cond_t cv;
     stor_change_t *next;
@@ -116,8 +119,9 @@ struct stor_change {
 
 /* Applies c (c->apply(c->arg)) in a write transaction shared with the
  * changes of concurrent callers, commits it and, in fsync mode, returns once
- * a sync point covers the commit. Returns what c->apply returned, or the
- * commit's or the sync point's failure. */
+ * the commit is durable: the group's record in the commit log is on disk
+ * (wal.h), or, for a group that could not be logged, a sync point covers it. Returns what c->apply
+ * returned, or the commit's or the sync point's failure. */
 stor_status_t stor_group_commit(lstor_t *st, stor_change_t *c);
 
 /* The local backend's store; base first (stor_backend.h). */
@@ -139,9 +143,16 @@ struct lstor {
     stor_durability_t durability;
     int objfd;  /* DIR/.s3rdma/objects */
     int lockfd; /* flock'ed: one process per data directory */
-    /* Relaxed mode only: the sync point that makes commits, their files and
-     * directories durable and then unlinks what they dropped (syncer.h). */
+    /* The sync points that make commits, their files and directories
+     * durable and then unlink what they dropped (syncer.h): relaxed mode's,
+     * and fsync mode's restore points. */
     syncer_t *syncer;
+    /* Fsync mode: the commit log of the groups' changes (wal.h), and the
+     * transaction id of the last commit that is not in it (the group
+     * committer makes a restore point cover it before it appends a record
+     * of a later commit). NULL and unused in relaxed mode. */
+    wal_t *wal;
+    _Atomic uint64_t unlogged_last;
     /* Shard directories this process has made sure of (bit i: level-1 dir i,
      * bit 256 + (a << 8 | b): level-2 dir a/b): they exist, and their entries
      * are durable (fsync mode) or owed to the next sync point (relaxed), so a
@@ -231,6 +242,12 @@ stor_status_t bucket_check_ver(lstor_t *st, MDB_txn *txn, const char *name, uint
 stor_status_t rd_begin(lstor_t *st, MDB_txn **txn_p);
 /* Begins a write transaction. */
 stor_status_t wr_begin(lstor_t *st, MDB_txn **txn_p);
+/* mdb_put and mdb_del for the writes a group's change makes (stor_object.c,
+ * stor_version.c): they also go to the commit log's record of the group
+ * (wal.h), which is how a logged commit is replayed. A change applied in a
+ * group writes the index only through these. */
+int stor_wr_put(lstor_t *st, MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v, unsigned flags);
+int stor_wr_del(lstor_t *st, MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v);
 /* Commits a write transaction: relaxed mode tells the syncer and returns;
  * fsync mode returns once a sync point covers the commit (group commit).
  * On failure the change may still have been applied (fsync mode: committed
@@ -246,6 +263,8 @@ stor_status_t wr_commit_applied(lstor_t *st, MDB_txn *txn, int *applied_p);
  * wait for a sync point that covers that id. */
 stor_status_t stor_wr_commit_only(lstor_t *st, MDB_txn *txn, uint64_t *txnid_p);
 stor_status_t stor_wr_durable(lstor_t *st, uint64_t txnid);
+/* Fsync mode: commit id is not in the commit log (raises unlogged_last). */
+void stor_unlogged(lstor_t *st, uint64_t id);
 /* 1 if s is exactly n lowercase hex digits followed by NUL. */
 int is_hex(const char *s, size_t n);
 

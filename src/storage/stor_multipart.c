@@ -205,15 +205,59 @@ stor_status_t local_mpu_check(stor_t *st_, const char *bucket, const char *key,
     return s;
 }
 
+/* A part's commit as a change of a group (stor_group.c): the upload must
+ * still be there, in the writer's bucket; the part's record replaces any
+ * earlier one of its number (whose file the caller drops). */
+typedef struct part_change {
+    lwriter_t *w;
+    const char *key, *upload_id;
+    uint32_t number;
+    const buf_t *enc;
+    uint8_t old_id[STOR_ID_LEN]; /* the replaced part's file, when had_old */
+    int had_old;
+} part_change_t;
+
+static stor_status_t part_apply(lstor_t *st, MDB_txn *txn, void *arg, int *touched)
+{
+    part_change_t *p = arg;
+    p->had_old = 0;
+    uint8_t kbuf[STOR_BUCKET_MAX + 2 + STOR_UPLOAD_ID_LEN];
+    stor_status_t s = upload_get(st, txn, p->w->bucket, p->key, p->upload_id, NULL, NULL, kbuf);
+    /* The upload pins its bucket (stor_bucket_delete refuses a bucket with
+     * uploads), but the writer's bucket is the one that was authorized. */
+    if (s == STOR_OK)
+        s = bucket_check(st, txn, p->w->bucket, p->w->bucket_id);
+    if (s != STOR_OK)
+        return s;
+    uint8_t pk[PART_KEY_LEN];
+    part_key(p->upload_id, p->number, pk);
+    MDB_val k = {PART_KEY_LEN, pk}, v;
+    int rc = mdb_get(txn, st->db_parts, &k, &v);
+    if (rc == 0) {
+        stor_part_rec_t old;
+        if (stor_rec_decode_part(v.mv_data, v.mv_size, &old) == STOR_OK) {
+            memcpy(p->old_id, old.id, STOR_ID_LEN);
+            stor_part_free_fields(&old.part);
+            p->had_old = 1;
+        } else {
+            log_error("storage: corrupt part record %s/%u", p->upload_id, p->number);
+        }
+    } else if (rc != MDB_NOTFOUND) {
+        return mdb_fail("part lookup", rc);
+    }
+    *touched = 1;
+    v = (MDB_val){p->enc->len, p->enc->data};
+    rc = stor_wr_put(st, txn, st->db_parts, &k, &v, 0);
+    return rc ? mdb_fail("part put", rc) : STOR_OK;
+}
+
 stor_status_t local_part_commit(stor_writer_t *w_, const char *key, const char *upload_id,
                                 stor_part_t *part)
 {
     lwriter_t *w = (lwriter_t *)w_;
     lstor_t *st = w->st;
     stor_status_t s = writer_seal(w);
-    MDB_txn *txn = NULL;
-    uint8_t old_id[STOR_ID_LEN];
-    int had_old = 0, applied = 0; /* applied: the index references the file */
+    stor_change_t c = {.applied = 0}; /* applied: the index references the file */
     buf_t b;
     buf_init(&b, STOR_REC_MAX);
     if (s != STOR_OK)
@@ -228,49 +272,17 @@ stor_status_t local_part_commit(stor_writer_t *w_, const char *key, const char *
         s = STOR_ERR_NOMEM;
         goto out;
     }
-    if ((s = wr_begin(st, &txn)) != STOR_OK)
-        goto out;
-    uint8_t kbuf[STOR_BUCKET_MAX + 2 + STOR_UPLOAD_ID_LEN];
-    s = upload_get(st, txn, w->bucket, key, upload_id, NULL, NULL, kbuf);
-    /* The upload pins its bucket (stor_bucket_delete refuses a bucket with
-     * uploads), but the writer's bucket is the one that was authorized. */
-    if (s == STOR_OK)
-        s = bucket_check(st, txn, w->bucket, w->bucket_id);
-    if (s != STOR_OK)
-        goto out;
-    uint8_t pk[PART_KEY_LEN];
-    part_key(upload_id, part->number, pk);
-    MDB_val k = {PART_KEY_LEN, pk}, v;
-    int rc = mdb_get(txn, st->db_parts, &k, &v);
-    if (rc == 0) {
-        stor_part_rec_t old;
-        if (stor_rec_decode_part(v.mv_data, v.mv_size, &old) == STOR_OK) {
-            memcpy(old_id, old.id, STOR_ID_LEN);
-            stor_part_free_fields(&old.part);
-            had_old = 1;
-        } else {
-            log_error("storage: corrupt part record %s/%u", upload_id, part->number);
-        }
-    } else if (rc != MDB_NOTFOUND) {
-        s = mdb_fail("part lookup", rc);
-        goto out;
-    }
-    v = (MDB_val){b.len, b.data};
-    rc = mdb_put(txn, st->db_parts, &k, &v, 0);
-    if (rc) {
-        s = mdb_fail("part put", rc);
-        goto out;
-    }
-    new_file(st, w->id);
-    s = wr_commit_applied(st, txn, &applied);
-    txn = NULL;
-    if (s == STOR_OK && had_old)
-        drop_file(st, old_id);
+    part_change_t p = {
+        .w = w, .key = key, .upload_id = upload_id, .number = part->number, .enc = &b};
+    c.apply = part_apply;
+    c.arg = &p;
+    c.new_file = w->id;
+    s = stor_group_commit(st, &c);
+    if (s == STOR_OK && p.had_old)
+        drop_file(st, p.old_id);
 out:
-    if (txn)
-        mdb_txn_abort(txn);
     buf_free(&b);
-    writer_free(w, applied);
+    writer_free(w, c.applied);
     return s;
 }
 

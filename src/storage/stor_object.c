@@ -252,7 +252,7 @@ stor_status_t put_object(lstor_t *st, MDB_txn *txn, const char *bucket, uint64_t
         goto out;
     }
     MDB_val v = {enc->len, enc->data};
-    int rc = mdb_put(txn, st->db_objects, &k, &v, 0);
+    int rc = stor_wr_put(st, txn, st->db_objects, &k, &v, 0);
     if (rc) {
         s = mdb_fail("object put", rc);
         goto out;
@@ -657,7 +657,7 @@ static stor_status_t del_apply(lstor_t *st, MDB_txn *txn, void *arg, int *touche
             s = ver_push(st, txn, &k, key, d->versioning, &d->cur, d->had_cur, &d->mk, &d->old,
                          &d->had_old);
     } else {
-        int rc = mdb_del(txn, st->db_objects, &k, NULL);
+        int rc = stor_wr_del(st, txn, st->db_objects, &k, NULL);
         if (rc)
             s = mdb_fail("object delete", rc);
         d->old = d->cur;
@@ -743,7 +743,7 @@ stor_status_t local_object_change(stor_t *st_, const stor_bucket_t *bucket, cons
     }
     if (s == STOR_OK) {
         MDB_val v = {b.len, b.data};
-        int rc = mdb_put(txn, st->db_objects, &k, &v, 0);
+        int rc = stor_wr_put(st, txn, st->db_objects, &k, &v, 0);
         if (rc)
             s = mdb_fail("object put", rc);
     }

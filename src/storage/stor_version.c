@@ -191,16 +191,16 @@ static stor_status_t val_copy(MDB_txn *txn, MDB_dbi db, const MDB_val *k, buf_t 
 }
 
 /* Moves the record at k from db `from` to key nk of db `to`. */
-static stor_status_t rec_move(MDB_txn *txn, MDB_dbi from, const MDB_val *k, MDB_dbi to,
+static stor_status_t rec_move(lstor_t *st, MDB_txn *txn, MDB_dbi from, const MDB_val *k, MDB_dbi to,
                               const MDB_val *nk)
 {
     buf_t b;
     stor_status_t s = val_copy(txn, from, k, &b);
     if (s == STOR_OK) {
         MDB_val v = {b.len, b.data};
-        int rc = mdb_del(txn, from, (MDB_val *)k, NULL);
+        int rc = stor_wr_del(st, txn, from, (MDB_val *)k, NULL);
         if (!rc)
-            rc = mdb_put(txn, to, (MDB_val *)nk, &v, 0);
+            rc = stor_wr_put(st, txn, to, (MDB_val *)nk, &v, 0);
         if (rc)
             s = mdb_fail("version move", rc);
     }
@@ -257,7 +257,7 @@ stor_status_t ver_push(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char 
     if (had_cur && state == STOR_VERSIONING_SUSPENDED && meta_is_null(&cur->meta)) {
         /* The new null version replaces the current one in place. */
         if (marker) {
-            int rc = mdb_del(txn, st->db_objects, (MDB_val *)ik, NULL);
+            int rc = stor_wr_del(st, txn, st->db_objects, (MDB_val *)ik, NULL);
             if (rc)
                 return mdb_fail("object delete", rc);
         }
@@ -268,14 +268,14 @@ stor_status_t ver_push(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char 
         if (had_cur) {
             vk.mv_size = vkey_make(ik, stor_version_seq(&cur->meta), vkbuf);
             vk.mv_data = vkbuf;
-            if ((s = rec_move(txn, st->db_objects, ik, st->db_versions, &vk)) != STOR_OK)
+            if ((s = rec_move(st, txn, st->db_objects, ik, st->db_versions, &vk)) != STOR_OK)
                 return s;
         }
         if (state == STOR_VERSIONING_SUSPENDED) {
             s = ver_find(st, txn, ik, key, "null", &vk, vkbuf, old);
             if (s == STOR_OK) {
                 *had_old = 1;
-                int rc = mdb_del(txn, st->db_versions, &vk, NULL);
+                int rc = stor_wr_del(st, txn, st->db_versions, &vk, NULL);
                 if (rc)
                     return mdb_fail("version delete", rc);
             } else if (s != STOR_ERR_NO_VERSION) {
@@ -295,9 +295,9 @@ stor_status_t ver_push(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char 
         if (marker) {
             vk.mv_size = vkey_make(ik, seq, vkbuf);
             vk.mv_data = vkbuf;
-            rc = mdb_put(txn, st->db_versions, &vk, &v, 0);
+            rc = stor_wr_put(st, txn, st->db_versions, &vk, &v, 0);
         } else {
-            rc = mdb_put(txn, st->db_objects, (MDB_val *)ik, &v, 0);
+            rc = stor_wr_put(st, txn, st->db_objects, (MDB_val *)ik, &v, 0);
         }
         if (rc)
             s = mdb_fail("version put", rc);
@@ -325,7 +325,7 @@ stor_status_t ver_change(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const cha
         s = encode_object_rec(&b, key, &rec);
     if (s == STOR_OK) {
         MDB_val v = {b.len, b.data};
-        int rc = mdb_put(txn, st->db_versions, &vk, &v, 0);
+        int rc = stor_wr_put(st, txn, st->db_versions, &vk, &v, 0);
         if (rc)
             s = mdb_fail("version put", rc);
     }
@@ -361,7 +361,7 @@ static stor_status_t promote(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const
     }
     mdb_cursor_close(c);
     if (s == STOR_OK && is_obj)
-        s = rec_move(txn, st->db_versions, &vk, st->db_objects, ik);
+        s = rec_move(st, txn, st->db_versions, &vk, st->db_objects, ik);
     return s;
 }
 
@@ -369,7 +369,7 @@ stor_status_t ver_remove(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const cha
                          const char *vid, stor_obj_rec_t *cur, int had_cur, stor_obj_rec_t *old)
 {
     if (had_cur && stor_meta_is_version(&cur->meta, vid)) {
-        int rc = mdb_del(txn, st->db_objects, (MDB_val *)ik, NULL);
+        int rc = stor_wr_del(st, txn, st->db_objects, (MDB_val *)ik, NULL);
         if (rc)
             return mdb_fail("object delete", rc);
         *old = *cur;
@@ -401,7 +401,7 @@ stor_status_t ver_remove(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const cha
         }
     }
     if (s == STOR_OK) {
-        int rc = mdb_del(txn, st->db_versions, &vk, NULL);
+        int rc = stor_wr_del(st, txn, st->db_versions, &vk, NULL);
         if (rc)
             s = mdb_fail("version delete", rc);
     }

@@ -22,6 +22,7 @@
 #include "storage/restore.h"
 #include "storage/stor_internal.h"
 #include "storage/syncer.h"
+#include "storage/wal.h"
 
 #define MAP_SIZE    (1ULL << 40) /* 1 TiB of address space; the file stays sparse */
 #define MAX_READERS 1024
@@ -193,14 +194,49 @@ stor_status_t wr_begin(lstor_t *st, MDB_txn **txn_p)
     return rc ? mdb_fail("write txn", rc) : STOR_OK;
 }
 
+/* The operation is recorded before it is made: a key or value may point
+ * into a page of the index that the operation itself moves. */
+int stor_wr_put(lstor_t *st, MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v, unsigned flags)
+{
+    stor_wal_capture_op(st->wal, 0, dbi, k, v);
+    int rc = mdb_put(txn, dbi, k, v, flags);
+    if (rc)
+        stor_wal_capture_undo(st->wal);
+    return rc;
+}
+
+int stor_wr_del(lstor_t *st, MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v)
+{
+    stor_wal_capture_op(st->wal, 1, dbi, k, v);
+    int rc = mdb_del(txn, dbi, k, v);
+    if (rc)
+        stor_wal_capture_undo(st->wal);
+    return rc;
+}
+
+/* Raises st->unlogged_last to at least id. */
+void stor_unlogged(lstor_t *st, uint64_t id)
+{
+    uint64_t cur = atomic_load(&st->unlogged_last);
+    while (cur < id && !atomic_compare_exchange_weak(&st->unlogged_last, &cur, id))
+        ;
+}
+
 stor_status_t stor_wr_commit_only(lstor_t *st, MDB_txn *txn, uint64_t *txnid_p)
 {
     *txnid_p = (uint64_t)mdb_txn_id(txn);
+    int logged = stor_wal_capturing(st->wal);
+    /* Fsync mode: a commit outside the log is known, before it can be seen,
+     * to every group that commits after it (stor_group.c). */
+    if (st->wal && !logged)
+        stor_unlogged(st, *txnid_p);
     int rc = mdb_txn_commit(txn);
     if (rc)
         return mdb_fail("commit", rc);
-    /* Relaxed: in the page cache is enough; the next sync point owes it. */
-    if (st->durability == STOR_DURABILITY_RELAXED)
+    /* Relaxed: in the page cache is enough; the next sync point owes it.
+     * Fsync, logged: durable through the log, but a sync point is owed to
+     * bound the log and the index's growth (a restore point pins pages). */
+    if (st->durability == STOR_DURABILITY_RELAXED || logged)
         syncer_committed(st->syncer);
     return STOR_OK;
 }
@@ -243,9 +279,11 @@ int is_hex(const char *s, size_t n)
  * A commit writes into the page cache and flushes nothing (it survives the
  * process, not the OS). Sync points flush and save restore points, so a
  * power loss loses at most the commits since the last one and never tears
- * the index (restore.h): relaxed mode runs one about once a second, fsync
- * mode one before any commit returns, shared by the commits that wait for
- * it together (syncer_wait_durable).
+ * the index (restore.h): both modes run one about once a second; in fsync
+ * mode a PUT's or DELETE's group is durable before it returns through its
+ * record in the commit log (wal.h), and any other commit waits for a sync
+ * point, shared by the commits that wait for it together
+ * (syncer_wait_durable).
  *
  * Relaxed mode maps the index writable (MDB_WRITEMAP): a commit writes its
  * pages straight into the shared map (the page cache) instead of copying
@@ -253,8 +291,9 @@ int is_hex(const char *s, size_t n)
  * small commit's cost; the meta page too. LMDB then sizes data.mdb to the
  * whole map (MAP_SIZE, sparse: only pages written take space). A
  * filesystem that refuses a file that large gets the index without it.
- * Fsync mode does not: with a sync point per group of commits it measured
- * 4-5x fewer PUT/s at 16 threads on disk (ext4) with the map than without;
+ * Fsync mode does not: with a sync point per group of commits (before the
+ * commit log) it measured 4-5x fewer PUT/s at 16 threads on disk (ext4)
+ * with the map than without;
  * its fdatasyncs then also waited for synchronous writes of the inode
  * (ext4_write_inode) and for pages under writeback (docs/storage.md). */
 static stor_status_t index_open(lstor_t *st, const char *path)
@@ -422,6 +461,11 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
     }
     int dead = 0;
     mdb_reader_check(st->env, &dead);
+    /* The last commit the index has (after a rollback, the restore point's):
+     * the commit log's records past it are applied again below. */
+    MDB_envinfo info;
+    mdb_env_info(st->env, &info);
+    uint64_t last = (uint64_t)info.me_last_txnid;
 
     if ((rc = mdb_txn_begin(st->env, NULL, 0, &txn)) != 0 ||
         (rc = mdb_dbi_open(txn, "buckets", MDB_CREATE, &st->db_buckets)) != 0 ||
@@ -446,6 +490,14 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
         s = mdb_fail("open tables", rc);
         goto fail;
     }
+    /* Fsync mode's logged commits the index lost with the OS (before the
+     * sweep, which would delete their files). */
+    const MDB_dbi dbis[] = {st->db_buckets, st->db_objects,  st->db_uploads,
+                            st->db_parts,   st->db_versions, st->db_upload_keys};
+    unsigned replayed;
+    s = STOR_ERR_IO; /* every failure from here on (it was STOR_OK) */
+    if (stor_wal_replay(indexfd, st->env, last, dbis, sizeof dbis / sizeof *dbis, &replayed) != 0)
+        goto fail;
 
     /* What an earlier process committed is made durable before the sweep
      * deletes files on the index's word (a relaxed process that died may have
@@ -463,9 +515,16 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
         log_error("storage: syncfs %s: %s", dir, strerror(errno));
         goto fail;
     }
-    /* Fsync mode has no timer: its commits call the sync points they need. */
-    unsigned interval = durability == STOR_DURABILITY_RELAXED ? stor_sync_interval_ms : 0;
-    if (!(st->syncer = syncer_start(st->env, st->objfd, indexfd, interval)))
+    /* Both modes run the timer: fsync mode's logged commits owe a sync
+     * point too (it bounds the log). */
+    if (!(st->syncer = syncer_start(st->env, st->objfd, indexfd, stor_sync_interval_ms)))
+        goto fail;
+    /* A restore point now covers every record of the log: fsync mode starts
+     * it over, relaxed mode removes it (its records must never be applied
+     * again over later commits). */
+    if (durability == STOR_DURABILITY_FSYNC
+            ? !(st->wal = stor_wal_open(indexfd, dbis, sizeof dbis / sizeof *dbis))
+            : stor_wal_remove(indexfd) != 0)
         goto fail;
     close(indexfd);
     free(root);
@@ -516,6 +575,7 @@ void local_close(stor_t *st_)
     /* A last sync point: in relaxed mode everything acknowledged becomes
      * durable and the dropped files go (in fsync mode it already was). */
     syncer_stop(st->syncer);
+    stor_wal_close(st->wal);
     if (st->env)
         mdb_env_close(st->env);
     if (st->objfd >= 0)

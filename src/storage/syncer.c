@@ -338,6 +338,22 @@ fail:
     return NULL;
 }
 
+uint64_t stor_syncer_durable(syncer_t *s)
+{
+    pthread_mutex_lock(&s->lock);
+    uint64_t d = s->durable;
+    pthread_mutex_unlock(&s->lock);
+    return d;
+}
+
+void stor_syncer_kick(syncer_t *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->committed = s->committed ? s->committed : 1;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->lock);
+}
+
 int syncer_sync(syncer_t *s)
 {
     return sync_point(s);

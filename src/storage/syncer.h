@@ -26,12 +26,15 @@
  * own thread (when something is owed), when the backlog grows large, on
  * stor_sync(), at stor_close() and once in syncer_start().
  *
- * Fsync mode uses the same sync points, without a timer and with empty
- * lists (a writer syncs its own file and directory before its commit, in its
- * own thread, and unlinks what its commit dropped once that commit is
- * durable): each commit waits in syncer_wait_durable() for one that covers
- * it, and commits that wait together share one -- one index sync and one
- * restore point save for all of them (group commit). */
+ * Fsync mode uses the same sync points with empty lists (a writer syncs its
+ * own file and directory before its commit, in its own thread, and unlinks
+ * what its commit dropped once that commit is durable). A commit that is in
+ * the commit log (wal.h: the groups of PUTs and DELETEs) is durable once its
+ * record is; the sync points then only bound the log and run on the timer
+ * and the backlogs, as in relaxed mode. Any other commit waits in
+ * syncer_wait_durable() for one that covers it, and commits that wait
+ * together share one -- one index sync and one restore point save for all
+ * of them. */
 #ifndef S3R_STORAGE_SYNCER_H
 #define S3R_STORAGE_SYNCER_H
 
@@ -70,6 +73,11 @@ void syncer_drop_file(syncer_t *s, const uint8_t id[STOR_ID_LEN]);
  * -1 if the sync point this thread ran failed (the commit may or may not
  * survive a power loss). */
 int syncer_wait_durable(syncer_t *s, uint64_t txnid);
+/* The snapshot the newest restore point covers. */
+uint64_t stor_syncer_durable(syncer_t *s);
+/* Asks the thread for a sync point soon (fsync mode: the commit log is
+ * filling), without waiting for it. */
+void stor_syncer_kick(syncer_t *s);
 /* Runs a sync point now (after any one under way). 0, or -1 if a sync
  * failed (logged; the unlinks then wait for a later sync point). */
 int syncer_sync(syncer_t *s);

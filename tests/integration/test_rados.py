@@ -398,7 +398,15 @@ def test_backend_settings_are_checked(tmp_path):
               "storage.rados.index_shards must be a whole number from 1 to 256, not '257'"),
              (["--storage-backend", "rados", "--storage-rados-pool", "p",
                "--storage-rados-index-shards", "0"],
-              "storage.rados.index_shards must be a whole number from 1 to 256, not '0'")]
+              "storage.rados.index_shards must be a whole number from 1 to 256, not '0'"),
+             (["--storage-backend", "rados", "--storage-rados-pool", "p",
+               "--storage-rados-lease", "20", "--storage-rados-op-timeout", "10"],
+              "storage.rados.lease (20 s) must be more than twice storage.rados.op_timeout "
+              "(10 s)"),
+             (["--storage-backend", "rados", "--storage-rados-pool", "p",
+               "--storage-rados-lease", "5"],
+              "storage.rados.lease (5 s) must be more than twice storage.rados.op_timeout "
+              "(10 s)")]
     for args, msg in cases:
         p = subprocess.run(base + args, capture_output=True, text=True, timeout=30)
         assert p.returncode != 0 and msg in p.stderr, (args, p.returncode, p.stderr)

@@ -2,7 +2,7 @@
 on the session's Ceph cluster (scripts/ceph-dev), each test in a pool of its own:
 
 - a gateway killed (debug.rados_crash_at, SIGKILL) at each step of a PUT, an overwrite, a part
-  upload and a Complete: once a live gateway has recovered the dead one's intent log (its lease
+  upload, a Complete and a delete: once a live gateway has recovered the dead one's intent log (its lease
   lapsed), every acknowledged object reads back whole, each key holds its old or its new
   object (never a mix), and after everything is deleted the pool holds no piece: nothing was
   left unreferenced. No gateway restarts, so no start sweep takes part;
@@ -21,7 +21,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from s3r_itest import boto_client, empty_bucket  # noqa: E402
 
 MiB = 1024 * 1024
-LEASE = 4  # seconds: recovery starts this long after a gateway dies
+# Seconds: recovery starts 1 to 1.5 leases after a gateway dies. The lease must be more than
+# twice the op timeout (the gateway refuses to start otherwise); 4 s keeps a cluster call
+# under CI load well inside its timeout, and 9 s bounds the wait for a recovery.
+OP_TIMEOUT = 4
+LEASE = 9
 
 
 @pytest.fixture
@@ -30,7 +34,8 @@ def pool(ceph_cluster):
 
 
 def gateway(make_server, cluster, pool, name, crash_at=None):
-    args = cluster.gateway_args(pool=pool, gc_grace=1) + ["--storage-rados-lease", str(LEASE)]
+    args = cluster.gateway_args(pool=pool, gc_grace=1) + [
+        "--storage-rados-lease", str(LEASE), "--storage-rados-op-timeout", str(OP_TIMEOUT)]
     if crash_at:
         args += ["--debug-rados-crash-at", crash_at]
     return make_server(name=name, extra_args=args)
@@ -78,6 +83,7 @@ def test_kill9_at_every_step_leaves_nothing_and_loses_nothing(ceph_cluster, pool
              for size, overwrite in ((4096, False), (4096, True), (9 * MiB, False))]
     cases += [("part-pieces", (4096, True)), ("part-pieces", (6 * MiB, False))]
     cases += [(step, None) for step in COMPLETE_STEPS]
+    cases += [("delete-intent", 4096), ("delete-switch", 9 * MiB)]
     # Every doomed gateway is up (its start sweep done) before the first crash, so only the
     # recovery of intent logs can clean up after them.
     dead = [gateway(make_server, ceph_cluster, pool, f"d{i}", crash_at=step)
@@ -97,6 +103,13 @@ def test_kill9_at_every_step_leaves_nothing_and_loses_nothing(ceph_cluster, pool
             new = body(f"new{n}", size)
             dies(lambda: client.put_object(Bucket=bucket, Key=key, Body=new))
             allowed[key] = {old, new} if step == "put-switch" else {old}
+        elif step.startswith("delete-"):
+            # A delete killed before its switch (the object stays) or after it, before its
+            # blob went to the GC log (the object is gone, and so must its pieces be).
+            old = body(f"old{n}", what)
+            s3.put_object(Bucket=bucket, Key=key, Body=old)
+            dies(lambda: client.delete_object(Bucket=bucket, Key=key))
+            allowed[key] = {old} if step == "delete-intent" else {None}
         elif step == "part-pieces":
             # A part killed before it is recorded, replacing a recorded one or not.
             size, replace = what
@@ -170,8 +183,9 @@ def test_slow_writer_survives_another_gateways_start_and_recovery(ceph_cluster, 
     time.sleep(2)
     b = gateway(make_server, ceph_cluster, pool, "starter")
     wait_until(lambda: "start sweep done" in b.log_text(), what="b's start sweep")
-    # And at least one recovery pass of b has looked at a's (live) log.
-    time.sleep(LEASE)
+    # And at least one recovery pass of b has looked at a's (live) log: a pass every half
+    # lease, on a collector tick (at most 1 s apart).
+    time.sleep(LEASE / 2 + 1.5)
     conn.send(data[5 * MiB:])
     resp = conn.getresponse()
     resp.read()

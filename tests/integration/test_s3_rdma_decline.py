@@ -76,6 +76,21 @@ def test_token_errors_before_decline(rdma_server):
     assert r.status == 404 and r.error_code() == "NoSuchBucket", r
 
 
+def test_token_get_conditions_before_decline(rdma_server):
+    """The token is taken up only when the object is about to be sent (docs/protocol.md §3):
+    a failed condition or an unsatisfiable range answers as over HTTP, RDMA on or off."""
+    srv = rdma_server
+    b = _mk_bucket(srv)
+    assert raw_request(srv, "PUT", f"/{b}/obj", body=b"z" * 100).status == 200
+    etag = raw_request(srv, "HEAD", f"/{b}/obj").headers["etag"]
+    for headers, status in (({"If-None-Match": etag}, 304), ({"If-Match": '"0"'}, 412),
+                            ({"Range": "bytes=500-600"}, 416)):
+        r = raw_request(srv, "GET", f"/{b}/obj", headers={"x-amz-rdma-token": FAKE_TOKEN, **headers},
+                        payload_hash="UNSIGNED-PAYLOAD")
+        assert r.status == status, (headers, r)
+        assert "x-amz-rdma-reply" not in r.headers, r
+
+
 def test_token_must_be_signed(make_server):
     srv = make_server(rdma_enabled=True, name="rdma-signed")
     b = _mk_bucket(srv)

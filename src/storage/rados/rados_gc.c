@@ -11,7 +11,7 @@
  *    record, no parts object, no GC log entry, no gateway's intent) and
  *    whose blob is older than grace_ms (its id starts with its creation
  *    time) are removed: what the intent log does not cover (a gateway
- *    killed between a delete's or an abort's switch and its GC log write,
+ *    killed between a versioned delete's or an abort's switch and its GC log write,
  *    data of binaries from before the log). */
 #include <errno.h>
 #include <inttypes.h>

@@ -282,11 +282,12 @@ void rs_intent_unsure(rstor_t *st, const char *name)
     pthread_mutex_unlock(&st->intent_lock);
 }
 
-stor_status_t rs_intent_before_switch(rstor_t *st, const rs_intent_ref_t *in, const buf_t *desc,
+stor_status_t rs_intent_before_switch(rstor_t *st, rs_intent_ref_t *in, const buf_t *desc,
                                       const char *step)
 {
-    uint64_t epoch = in->epoch; /* the entry's first write set it */
-    stor_status_t s = desc ? rs_intent_put(st, in->name, desc, &epoch) : STOR_OK;
+    if (!in->epoch && !desc)
+        return STOR_OK; /* a removal that drops nothing: nothing to recover */
+    stor_status_t s = desc ? rs_intent_put(st, in->name, desc, &in->epoch) : STOR_OK;
     if (s == STOR_OK)
         s = rs_intent_check(st, in->epoch);
     if (s == STOR_OK)

@@ -202,8 +202,10 @@ void rs_intent_unsure(rstor_t *st, const char *name);
 stor_status_t rs_intent_check(rstor_t *st, uint64_t epoch);
 /* The last step before a switch's compare-and-set: desc (NULL: nothing
  * more to record) is added to the write's entry in, the lease must be fresh
- * (rs_intent_check), then crash point step. */
-stor_status_t rs_intent_before_switch(rstor_t *st, const rs_intent_ref_t *in, const buf_t *desc,
+ * (rs_intent_check), then crash point step. An entry not written yet
+ * (in->epoch 0: a delete's) is written by its first desc (setting
+ * in->epoch); without one, nothing is recorded or checked. */
+stor_status_t rs_intent_before_switch(rstor_t *st, rs_intent_ref_t *in, const buf_t *desc,
                                       const char *step);
 /* debug.rados_crash_at: dies (SIGKILL) when step is the one named. */
 void rs_crash_point(const rstor_t *st, const char *step);
@@ -313,10 +315,11 @@ stor_status_t rs_index_switch(rstor_t *st, const rs_index_t *ix, const char *key
  * (rs_omap_get_start'ed on the key's index object; finished here whatever
  * happens), or a fresh one when pre is NULL. With in (NULL: none), the
  * write's intent: before each compare-and-set, the blobs it would drop are
- * added to the entry and the lease must be fresh (rs_intent_check). */
+ * added to the entry and the lease must be fresh (rs_intent_check); a
+ * removal (rec NULL) writes its entry then, if it drops any blob. */
 stor_status_t rs_index_switch_pre(rstor_t *st, const rs_index_t *ix, const char *key,
                                   const buf_t *rec, const stor_precond_t *cond, rs_omap_get_t *pre,
-                                  const rs_intent_ref_t *in, stor_obj_rec_t *old, int *had_old,
+                                  rs_intent_ref_t *in, stor_obj_rec_t *old, int *had_old,
                                   int *versioned_p);
 
 /* ---- rados_version.c ---------------------------------------------------- */
@@ -372,7 +375,7 @@ stor_status_t rs_version_push(rstor_t *st, const rs_index_t *ix, const char *key
 stor_status_t rs_object_commit(rstor_t *st, const char *bucket, const rs_index_t *ix,
                                int versioning, const char *key, stor_meta_t *meta,
                                const stor_seg_t *segs, uint32_t n_segs, const stor_precond_t *cond,
-                               rs_omap_get_t *pre, rs_kread_t *vpre, const rs_intent_ref_t *in);
+                               rs_omap_get_t *pre, rs_kread_t *vpre, rs_intent_ref_t *in);
 /* stor_object_change of the version change->version_id names (not NULL)
  * of key in shard object oid: one compare-and-write of its record, where
  * it is (the key, or its entry). */

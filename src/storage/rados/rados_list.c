@@ -16,7 +16,10 @@
 #include "common/log.h"
 #include "storage/rados/rados_internal.h"
 
-/* Entries a listing reads at a time (one shard: a batch of this many). With
+/* Entries a listing reads at a time (one shard: a batch of this many plus
+ * one, since a page of RS_LIST_KEEP keys looks at the key after its last to
+ * know whether it is truncated: with a batch of exactly RS_LIST_KEEP, every
+ * page of a walk read a whole second batch for that one key). With
  * N shards a page of RS_LIST_KEEP keys takes about RS_LIST_KEEP / N from
  * each, give or take a few times its square root (the hash spreads keys
  * binomially), so each shard's batch is that share plus a quarter plus 16
@@ -272,7 +275,7 @@ static int cursors_make(riter_t *it, const rs_index_t *ix, const char *after, in
         it->cur = nc;
         it->n = want;
     }
-    it->batch = ix->shards == 1 ? RS_LIST_KEEP : RS_LIST_KEEP / ix->shards * 5 / 4 + 16;
+    it->batch = ix->shards == 1 ? RS_LIST_KEEP + 1 : RS_LIST_KEEP / ix->shards * 5 / 4 + 16;
     if (it->batch < RS_LIST_MIN_BATCH)
         it->batch = RS_LIST_MIN_BATCH;
     for (uint32_t i = 0; i < it->n; i++) {

@@ -305,7 +305,7 @@ static void parts_drop(rstor_t *st, const char *id, const uint8_t *used,
 
 /* Before a part's compare-and-set: the part it replaces (old, NULL: none)
  * goes into its intent entry, then the lease must be fresh. */
-static stor_status_t part_intent(rstor_t *st, const rs_intent_ref_t *in, const char *upload_id,
+static stor_status_t part_intent(rstor_t *st, rs_intent_ref_t *in, const char *upload_id,
                                  uint32_t number, const rs_index_t *ix, const char *key,
                                  const stor_part_rec_t *old)
 {

@@ -57,23 +57,25 @@ stor_status_t rs_index_switch(rstor_t *st, const rs_index_t *ix, const char *key
     return rs_index_switch_pre(st, ix, key, rec, cond, NULL, NULL, old, had_old, versioned_p);
 }
 
-/* Before a PUT's compare-and-set: the blobs it would drop (the key's
- * record, o) go into its intent entry unless named already, so a recovery
- * after a crash between the switch and the GC log write finds them; then
- * the lease must be fresh. A retry after losing a race to another writer of
- * the key (attempt > 0) adds nothing: a round trip between its read and its
- * compare would only lose more races (a crash right after its switch
- * leaves those blobs to the start sweep). */
-static stor_status_t switch_intent(rstor_t *st, const rs_intent_ref_t *in, const rs_index_t *ix,
-                                   const char *key, const stor_obj_rec_t *o, int attempt)
+/* Before a PUT's or a delete's compare-and-set: the blobs it would drop
+ * (the key's record, o) go into its intent entry unless named already, so
+ * a recovery after a crash between the switch and the GC log write finds
+ * them; then the lease must be fresh. A retry after losing a race to
+ * another writer of the key (attempt > 0) adds nothing: a round trip
+ * between its read and its compare would only lose more races (a crash
+ * right after its switch leaves those blobs to the start sweep). */
+static stor_status_t switch_intent(rstor_t *st, rs_intent_ref_t *in, const rs_index_t *ix,
+                                   const char *key, const stor_obj_rec_t *o, int attempt,
+                                   int removing)
 {
+    const char *step = removing ? "delete-intent" : "put-pieces";
     int named = o && o->n_segs && in->n_old == o->n_segs &&
                 memcmp(in->old0, o->segs[0].id, STOR_ID_LEN) == 0;
     if (attempt > 0 || !o || !o->n_segs || o->n_segs > RSTOR_INTENT_OLD_MAX || named)
-        return rs_intent_before_switch(st, in, NULL, "put-pieces");
+        return rs_intent_before_switch(st, in, NULL, step);
     buf_t desc;
     stor_status_t s = rs_intent_object(&desc, ix, key, o->segs, o->n_segs) == 0
-                          ? rs_intent_before_switch(st, in, &desc, "put-pieces")
+                          ? rs_intent_before_switch(st, in, &desc, step)
                           : STOR_ERR_NOMEM;
     buf_free(&desc);
     return s;
@@ -81,7 +83,7 @@ static stor_status_t switch_intent(rstor_t *st, const rs_intent_ref_t *in, const
 
 stor_status_t rs_index_switch_pre(rstor_t *st, const rs_index_t *ix, const char *key,
                                   const buf_t *rec, const stor_precond_t *cond, rs_omap_get_t *pre,
-                                  const rs_intent_ref_t *in, stor_obj_rec_t *old, int *had_old,
+                                  rs_intent_ref_t *in, stor_obj_rec_t *old, int *had_old,
                                   int *versioned_p)
 {
     char oid[RSTOR_OID_MAX];
@@ -107,7 +109,7 @@ stor_status_t rs_index_switch_pre(rstor_t *st, const rs_index_t *ix, const char 
             if (s == STOR_OK && found) /* the version the switch removes */
                 s = stor_precond_guard(cond, &o.meta);
             if (s == STOR_OK && in)
-                s = switch_intent(st, in, ix, key, found ? &o : NULL, attempt);
+                s = switch_intent(st, in, ix, key, found ? &o : NULL, attempt, !rec);
         }
         int rc = s == STOR_OK ? index_cas(st, oid, key, found ? &cur : NULL, rec) : 0;
         buf_free(&cur);

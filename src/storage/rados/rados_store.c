@@ -353,6 +353,18 @@ stor_status_t stor_open_rados(const stor_rados_conf_t *conf, stor_t **out_p)
         log_error("storage: the RADOS backend needs a data pool (storage.rados.pool)");
         return STOR_ERR_IO;
     }
+    /* A lapsed lease is noticed by its holder only once a cluster call
+     * returns: commits are safe while one call (op_timeout) takes less than
+     * half a lease (docs/storage.md, the intent log). */
+    unsigned lease_s = conf->lease_s ? conf->lease_s : 30;
+    unsigned op_timeout_s = conf->op_timeout_s ? conf->op_timeout_s : 10;
+    if (lease_s <= 2 * op_timeout_s) {
+        log_error("storage: storage.rados.lease (%u s) must be more than twice "
+                  "storage.rados.op_timeout (%u s): a gateway whose cluster call takes the "
+                  "whole timeout could commit after its intents were recovered",
+                  lease_s, op_timeout_s);
+        return STOR_ERR_IO;
+    }
     rstor_t *st = calloc(1, sizeof *st);
     if (!st)
         return STOR_ERR_NOMEM;
@@ -383,7 +395,7 @@ stor_status_t stor_open_rados(const stor_rados_conf_t *conf, stor_t **out_p)
      * cluster is away. */
     what = "set timeouts";
     char timeout[16];
-    snprintf(timeout, sizeof timeout, "%u", conf->op_timeout_s ? conf->op_timeout_s : 10);
+    snprintf(timeout, sizeof timeout, "%u", op_timeout_s);
     if ((rc = rados_conf_set(st->cluster, "rados_osd_op_timeout", timeout)) < 0 ||
         (rc = rados_conf_set(st->cluster, "rados_mon_op_timeout", timeout)) < 0 ||
         (rc = rados_conf_set(st->cluster, "client_mount_timeout", timeout)) < 0)
@@ -401,7 +413,7 @@ stor_status_t stor_open_rados(const stor_rados_conf_t *conf, stor_t **out_p)
         goto fail;
     }
     what = "start the gateway's lease";
-    if ((rc = rs_intent_open(st, conf->crash_at, (conf->lease_s ? conf->lease_s : 30) * 1000u)) < 0)
+    if ((rc = rs_intent_open(st, conf->crash_at, lease_s * 1000u)) < 0)
         goto fail;
     if (rs_gc_start(st) != 0) {
         rc = -EAGAIN;

@@ -637,7 +637,7 @@ stor_status_t rs_versioning_now(rstor_t *st, const char *bucket, uint64_t id, in
 stor_status_t rs_object_commit(rstor_t *st, const char *bucket, const rs_index_t *ix,
                                int versioning, const char *key, stor_meta_t *meta,
                                const stor_seg_t *segs, uint32_t n_segs, const stor_precond_t *cond,
-                               rs_omap_get_t *pre, rs_kread_t *vpre, const rs_intent_ref_t *in)
+                               rs_omap_get_t *pre, rs_kread_t *vpre, rs_intent_ref_t *in)
 {
     if (versioning == STOR_VERSIONING_OFF && vpre) {
         rs_kread_discard(vpre);
@@ -772,13 +772,25 @@ stor_status_t rs_delete_version(stor_t *st_, const stor_bucket_t *bucket, const 
     rs_index_t ix = rs_index_of(bucket);
     int versioning = bucket->versioning;
     if (!version_id && versioning == STOR_VERSIONING_OFF) {
+        /* The blobs the removal drops go into an intent entry of their own
+         * (named like a blob that is never written) before the switch, so a
+         * crash before their GC log write leaves them to a recovery. */
+        rs_intent_ref_t in = {0};
+        uint8_t iid[STOR_ID_LEN];
+        if (rs_new_blob_id(iid) != 0)
+            return STOR_ERR_IO;
+        rs_intent_name(iid, in.name);
         stor_obj_rec_t old;
         int had_old = 0, versioned = 0;
-        stor_status_t s = rs_index_switch(st, &ix, key, NULL, cond, &old, &had_old, &versioned);
+        stor_status_t s =
+            rs_index_switch_pre(st, &ix, key, NULL, cond, NULL, &in, &old, &had_old, &versioned);
         if (s == STOR_OK && had_old) {
+            rs_crash_point(st, "delete-switch");
             rs_gc_log(st, old.segs, old.n_segs);
             stor_obj_rec_free(&old);
         }
+        if (in.epoch) /* unsure whether it landed: settled as a recovery would */
+            (s == STOR_OK ? rs_intent_clear : rs_intent_unsure)(st, in.name);
         if (!versioned)
             return s;
         /* Versioning was turned on since the caller read the bucket. */

@@ -13,12 +13,10 @@
 #include "tools/bench/run.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,7 +28,9 @@ typedef struct run run_t;
 /* One request slot of a thread. */
 typedef struct slot {
     bench_op_t op;
-    s3r_op_t *aop; /* an async read or write in flight, else NULL */
+    /* Its entry in the thread's aops: an async read or write in flight,
+     * else NULL. */
+    s3r_op_t **aop;
     uint64_t t0, key, len;
     char *rbuf, *wbuf; /* size_max bytes each (when the kind is in the mix) */
     payload_body_t body;
@@ -43,6 +43,7 @@ typedef struct worker {
     uint64_t rng, rcur, wcur;
     char *rmem, *wmem; /* the slots' buffers, one allocation per kind */
     slot_t *slots;
+    s3r_op_t **aops; /* the slots' requests in flight (s3r_op_wait_any) */
     /* written by this thread; read by the live line (relaxed atomics) */
     hist_t lat[OP_COUNT];
     _Atomic uint64_t ok[OP_COUNT], bytes[OP_COUNT], verified[OP_COUNT], errors[OP_COUNT];
@@ -235,7 +236,8 @@ static int worker_setup(run_t *run, worker_t *w)
     for (int k = 0; k < OP_COUNT; k++)
         hist_reset(&w->lat[k]);
     w->slots = calloc(n, sizeof(slot_t));
-    if (!w->slots)
+    w->aops = calloc(n, sizeof(s3r_op_t *));
+    if (!w->slots || !w->aops)
         return 1;
     if (o->mix[OP_READ] && !(w->rmem = buf_get(run, OP_READ, n * sz)))
         return 1;
@@ -243,6 +245,7 @@ static int worker_setup(run_t *run, worker_t *w)
         return 1;
     for (size_t i = 0; i < n; i++) {
         slot_t *s = &w->slots[i];
+        s->aop = &w->aops[i];
         s->rbuf = w->rmem ? w->rmem + i * sz : NULL;
         s->wbuf = w->wmem ? w->wmem + i * sz : NULL;
         if (s->wbuf)
@@ -379,7 +382,7 @@ static int start(run_t *run, worker_t *w, slot_t *s, int *more)
     switch (s->op) {
     case OP_READ:
         if (async) {
-            st = s3r_object_get_async(c, o->bucket, key, s->rbuf, o->size_max, NULL, &s->aop);
+            st = s3r_object_get_async(c, o->bucket, key, s->rbuf, o->size_max, NULL, s->aop);
             if (st == S3R_OK)
                 return 1;
         } else {
@@ -388,7 +391,7 @@ static int start(run_t *run, worker_t *w, slot_t *s, int *more)
         break;
     case OP_WRITE:
         if (async) {
-            st = s3r_object_put_async(c, o->bucket, key, s->wbuf, s->len, NULL, &s->aop);
+            st = s3r_object_put_async(c, o->bucket, key, s->wbuf, s->len, NULL, s->aop);
             if (st == S3R_OK)
                 return 1;
         } else {
@@ -406,78 +409,44 @@ static int start(run_t *run, worker_t *w, slot_t *s, int *more)
     return 0;
 }
 
-/* Settles the async op in slot s, which s3r_op_test found answered (so
- * s3r_op_wait only judges the answer), and records it. */
+/* Settles the async op in slot s, which s3r_op_wait_any found answered
+ * (so s3r_op_wait only judges the answer), and records it. */
 static void complete(run_t *run, worker_t *w, slot_t *s)
 {
     uint64_t n = 0;
-    s3r_status_t st = s3r_op_wait(s->aop, &n);
+    s3r_status_t st = s3r_op_wait(*s->aop, &n);
     uint64_t t1 = now_ns();
-    s3r_op_free(s->aop);
-    s->aop = NULL;
+    s3r_op_free(*s->aop);
+    *s->aop = NULL;
     finish(run, w, s, st, n, t1);
 }
 
-/* The idle back-off of a thread whose requests are all unanswered: it
- * polls on (yielding the core) for the first WAIT_SPIN_NS of an idle
- * spell, as a request of a few KiB is answered within it, then sleeps
- * between rounds of s3r_op_test for 1/WAIT_SLEEP_FRACTION of the
- * time since its last request was started or answered (its idle spell),
- * at most WAIT_SLEEP_MAX_NS. Every request
- * in flight is at least as old as the spell, so one is recorded at most
- * 1/4 of its latency (plus the kernel's timer slack, 1 us for these
- * threads) after its answer came, and a spell of T costs about
- * ln(T / 20 us) / ln(1.25) wake-ups (~24 for 4 ms). The thread never blocks
- * in s3r_op_wait on one request while another may be answered: that
- * recorded a fast read answered behind a slow write with the write's
- * latency (issue 18). */
-#define WAIT_SPIN_NS        20000u
-#define WAIT_SLEEP_FRACTION 4u
-#define WAIT_SLEEP_MAX_NS   1000000u
-
-static void idle_sleep(uint64_t spell_start)
-{
-    uint64_t idle = now_ns() - spell_start;
-    if (idle < WAIT_SPIN_NS) {
-        sched_yield(); /* answers in microseconds: poll on, leaving the core to others */
-        return;
-    }
-    uint64_t ns = idle / WAIT_SLEEP_FRACTION;
-    if (ns > WAIT_SLEEP_MAX_NS)
-        ns = WAIT_SLEEP_MAX_NS;
-    struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)ns};
-    nanosleep(&ts, NULL);
-}
-
+/* Each slot is refilled until it holds a request in flight or the run is
+ * over; sync operations finish inside start(). The thread then waits for
+ * whichever of its requests is answered first (s3r_op_wait_any: it sleeps
+ * on the sessions until a reply lands), records it then and refills its
+ * slot at once: a fast read answered behind a slow write is neither
+ * recorded with the write's latency nor left unrefilled (issue 18). A
+ * wait that times out (the client's http_timeout_ms with no answer at all)
+ * settles the first slot's request, which then fails by its own timeout. */
 static void *worker_main(void *arg)
 {
     worker_t *w = arg;
     run_t *run = w->run;
     int n = run->o->inflight, more = 1, active = 0;
-    if (n > 1)
-        prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0); /* the back-off's sleeps are short */
-    /* Each slot is refilled until it holds a request in flight or the run
-     * is over; sync operations finish inside start(). */
     for (int i = 0; i < n && more; i++)
-        while (more && !w->slots[i].aop)
+        while (more && !w->aops[i])
             active += start(run, w, &w->slots[i], &more);
-    uint64_t spell_start = now_ns();
     while (active > 0) {
-        int done = 0;
-        for (int i = 0; i < n; i++) {
-            slot_t *s = &w->slots[i];
-            if (!s->aop || !s3r_op_test(s->aop))
-                continue;
-            complete(run, w, s);
-            active--;
-            done++;
-            while (more && !s->aop)
-                active += start(run, w, s, &more);
-        }
-        if (done)
-            spell_start = now_ns();
-        else
-            idle_sleep(spell_start);
+        size_t i = 0;
+        if (s3r_op_wait_any(w->aops, (size_t)n, -1, &i) != S3R_OK)
+            while (!w->aops[i])
+                i++;
+        slot_t *s = &w->slots[i];
+        complete(run, w, s);
+        active--;
+        while (more && !w->aops[i])
+            active += start(run, w, s, &more);
     }
     return NULL;
 }
@@ -569,6 +538,7 @@ static void teardown(run_t *run)
         buf_put(run, OP_READ, w->rmem);
         buf_put(run, OP_WRITE, w->wmem);
         free(w->slots);
+        free(w->aops);
     }
     free(run->w);
     for (uint64_t i = 0; run->keys && i < run->nkeys; i++)

@@ -3,7 +3,7 @@
  *
  *   1. the real client (rdma_native_submit/wait): inline and region bodies
  *      both ways, replies that do not fit, spans outside the regions, many
- *      requests in flight answered out of order;
+ *      requests in flight answered out of order, waiting for any of them;
  *   2. a raw client (raw handshake, its own endpoint to the server's worker)
  *      sending malformed requests: each gets a 400 BAD_MESSAGE reply naming
  *      its id, or is dropped exactly where §4.4 says; a request naming
@@ -782,6 +782,61 @@ static void test_many_in_flight_out_of_order(void **state)
             assert_true(t[i].sent_id != t[j].sent_id);
     }
     rdma_session_close(s);
+    assert_int_equal(test_wait_count(srv, 0), 0);
+}
+
+/* rdma_native_wait_any returns the call that is answered, not the oldest:
+ * a GET is returned while a DeleteObject submitted before it is blocked in
+ * the handler, on the same session and on another one; a wait that times
+ * out withdraws nothing (the blocked call is answered once the gate
+ * opens); NULL calls are skipped, and none at all is -2. */
+static void test_wait_any(void **state)
+{
+    (void)state;
+    rdma_server_t *srv;
+    NSERVER_OR_SKIP(srv, 0, 0, 1);
+    rdma_session_t *s1 = open_session(srv, "AKIDONE", "secret-one");
+    rdma_session_t *s2 = open_session(srv, "AKIDTWO", "secret-two");
+    static tcall_t blk, get1, get2;
+    rdma_native_msg_t m;
+    msg_init(&m, RDMA_OP_DELETE_OBJECT, "bkt", "wa-blocked");
+    submit(s1, &m, &blk);
+    assert_int_equal(wait_blocked(1), 1);
+    msg_init(&m, RDMA_OP_GET_OBJECT, "bkt", "wa-get1");
+    msg_param(&m, RDMA_PARAM_QUERY, "n", "300");
+    submit(s1, &m, &get1);
+    rdma_session_t *sess[3] = {s1, s1, NULL};
+    rdma_native_call_t *calls[3] = {&blk.c, &get1.c, NULL};
+    assert_int_equal(rdma_native_wait_any(sess, calls, 3, WAIT_MS), 1);
+    assert_int_equal(get1.got, 1);
+    assert_int_equal(get1.rid, get1.sent_id);
+    assert_inline_pattern(&get1, "wa-get1", 300);
+    /* Answered already: returned at once, again. */
+    assert_int_equal(rdma_native_wait_any(sess, calls, 3, 0), 1);
+    calls[1] = NULL;
+    assert_int_equal(rdma_native_wait_any(sess, calls, 3, QUIET_MS), -1);
+    assert_false(rdma_native_finished(&blk.c));
+    msg_init(&m, RDMA_OP_GET_OBJECT, "bkt", "wa-get2");
+    msg_param(&m, RDMA_PARAM_QUERY, "n", "500");
+    submit(s2, &m, &get2);
+    sess[2] = s2;
+    calls[2] = &get2.c;
+    assert_int_equal(rdma_native_wait_any(sess, calls, 3, WAIT_MS), 2);
+    assert_int_equal(get2.rid, get2.sent_id);
+    assert_inline_pattern(&get2, "wa-get2", 500);
+    calls[2] = NULL;
+    gate_set(1);
+    assert_int_equal(rdma_native_wait_any(sess, calls, 3, WAIT_MS), 0);
+    assert_int_equal(blk.got, 1);
+    assert_int_equal(blk.lost, 0);
+    assert_int_equal(blk.rid, blk.sent_id);
+    calls[0] = NULL;
+    assert_int_equal(rdma_native_wait_any(sess, calls, 3, WAIT_MS), -2);
+    tcall_free(&blk);
+    tcall_free(&get1);
+    tcall_free(&get2);
+    rdma_session_close(s1);
+    rdma_session_close(s2);
     assert_int_equal(test_wait_count(srv, 0), 0);
 }
 
@@ -2343,6 +2398,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_round_trips, setup, teardown),
         cmocka_unit_test_setup_teardown(test_get_allocates_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_in_flight_out_of_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wait_any, setup, teardown),
         cmocka_unit_test_setup_teardown(test_raw_malformed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_raw_dropped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_raw_burst, setup, teardown),

@@ -20,11 +20,13 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 
+#include "common/hash.h"
 #include "common/s3r_limits.h"
 #include "stor_test_util.h"
 #include "storage/restore.h"
 #include "storage/stor_internal.h"
 #include "storage/syncer.h"
+#include "storage/wal.h"
 
 /* ---- fsync / fdatasync observed ------------------------------------------ */
 
@@ -405,7 +407,8 @@ static void test_fsync_shard_dirs(void **state)
     assert_true(synced_count(l1) >= 1);
     /* objects/ itself: the pre-existing level-1 directory's entry. */
     assert_true(synced_count(fx_path(f, ".s3rdma/objects")) >= 1);
-    assert_true(synced_count(fx_path(f, ".s3rdma/index/data.mdb")) >= 1);
+    /* The commit: its record in the commit log. */
+    assert_true(synced_count(fx_path(f, ".s3rdma/index/wal")) >= 1);
 }
 
 /* ---- Relaxed mode: the restore point ------------------------------------- */
@@ -696,30 +699,219 @@ static void test_fsync_group_commit_power_loss(void **state)
     assert_index_files_present(f->st, "b");
 }
 
-/* Fsync mode, the index's sync failing under a commit: the PUT fails, but its
- * change is in the index (visible): its file must stay, or the key would
- * point at nothing. Once the disk recovers, the object reads back whole. */
+/* ---- Fsync mode: the commit log -------------------------------------------- */
+
+#define LOG_KEYS  24
+#define LOG_PARTS 3
+
+static char log_upload[STOR_UPLOAD_ID_LEN + 1]; /* b/mp's upload */
+
+/* In a child that then dies as by kill -9 (no close, no last sync point):
+ * opens the store in fsync mode with a commit log of 8 KiB -- so that it
+ * fills, gives way to sync points and starts over several times -- and
+ * writes round r: b/k<i> three times each (the last value "r<r>-<i>"),
+ * every third key deleted, parts 1-3 of upload b/mp twice each (the last
+ * "r<r>-p<n>"), and in versioned bucket v three versions of x and a delete
+ * marker. Every call was acknowledged. */
+static void log_history_and_die(fx_t *f, int round)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        stor_t *st;
+        stor_wal_max_bytes = 8192;
+        if (store_open(f->dir, STOR_DURABILITY_FSYNC, &st) != STOR_OK)
+            _exit(1);
+        for (int n = 0; n < 3; n++)
+            for (int i = 0; i < LOG_KEYS; i++) {
+                char key[16], val[64];
+                snprintf(key, sizeof key, "k%d", i);
+                snprintf(val, sizeof val, "r%d-%d%s", round, i, n < 2 ? "-early" : "");
+                if (tu_put(st, "b", key, val, strlen(val)) != STOR_OK)
+                    _exit(2);
+            }
+        for (int n = 0; n < 2; n++)
+            for (uint32_t i = 1; i <= LOG_PARTS; i++) {
+                char val[32];
+                snprintf(val, sizeof val, "r%d-p%u%s", round, i, n ? "" : "-early");
+                if (put_part(st, "mp", log_upload, i, val, NULL) != STOR_OK)
+                    _exit(6);
+            }
+        for (int i = 0; i < LOG_KEYS; i += 3) {
+            char key[16];
+            snprintf(key, sizeof key, "k%d", i);
+            if (stor_delete(st, TU_B(st, "b"), key) != STOR_OK)
+                _exit(3);
+        }
+        for (int n = 0; n < 3; n++)
+            if (tu_put(st, "v", "x", "version", 7) != STOR_OK)
+                _exit(4);
+        if (stor_delete(st, TU_B(st, "v"), "x") != STOR_OK)
+            _exit(5);
+        _exit(0);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* What log_history_and_die(round) left: its values, its deletes, its parts,
+ * and in v the versions of x (rounds so far) -- latest a delete marker. */
+static void assert_history(fx_t *f, int round)
+{
+    stor_part_t *parts;
+    size_t n_parts;
+    assert_int_equal(stor_mpu_list_parts(f->st, "b", "mp", log_upload, 0, &parts, &n_parts),
+                     STOR_OK);
+    assert_int_equal(n_parts, LOG_PARTS);
+    for (uint32_t i = 0; i < LOG_PARTS; i++) {
+        char val[32], etag[33];
+        snprintf(val, sizeof val, "r%d-p%u", round, i + 1);
+        tu_md5_hex(val, strlen(val), etag);
+        assert_int_equal(parts[i].number, i + 1);
+        assert_string_equal(parts[i].etag, etag);
+    }
+    stor_parts_free(parts, n_parts);
+    for (int i = 0; i < LOG_KEYS; i++) {
+        char key[16], val[64];
+        snprintf(key, sizeof key, "k%d", i);
+        snprintf(val, sizeof val, "r%d-%d", round, i);
+        assert_get(f->st, key, i % 3 ? val : NULL);
+    }
+    assert_null(tu_get(f->st, "v", "x", NULL));
+    stor_iter_t *it;
+    assert_int_equal(stor_iter_open_versions(f->st, "v", "", NULL, NULL, &it), STOR_OK);
+    const char *key;
+    size_t klen;
+    stor_meta_t m;
+    int is_latest, n = 0, markers = 0;
+    while (stor_iter_next_version(it, &key, &klen, &m, &is_latest) == 1) {
+        markers += m.delete_marker != NULL;
+        assert_true(!is_latest || m.delete_marker);
+        stor_meta_free(&m);
+        n++;
+    }
+    stor_iter_close(it);
+    assert_int_equal(n, 4 * (round + 1));
+    assert_int_equal(markers, round + 1);
+    assert_index_files_present(f->st, "b");
+}
+
+/* Fsync mode's groups are durable once their record in the commit log is
+ * (wal.h), not once a restore point covers them: after the OS "goes down"
+ * (another boot id: the index is back at its last restore point, taken long
+ * before), stor_open applies the log again, and every acknowledged PUT,
+ * overwrite, part, DELETE and versioned change is there. Then the same again, but
+ * the store that recovers is itself killed after writing more, and the OS
+ * goes down once more: nothing of either round is lost (the recovery is
+ * durable before the log starts over). */
+static void test_fsync_log_replayed_after_reboot(void **state)
+{
+    fx_t *f = *state;
+    set_boot(f, "boot-a");
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "v", "o"), STOR_OK);
+    assert_int_equal(stor_bucket_set_versioning(f->st, TU_B(f->st, "v"), STOR_VERSIONING_ENABLED),
+                     STOR_OK);
+    assert_int_equal(stor_mpu_create(f->st, TU_B(f->st, "b"), "mp", NULL, log_upload), STOR_OK);
+    stor_close(f->st);
+    f->st = NULL;
+
+    log_history_and_die(f, 0);
+    set_boot(f, "boot-b");
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_history(f, 0);
+    stor_close(f->st);
+    f->st = NULL;
+
+    log_history_and_die(f, 1);
+    set_boot(f, "boot-c");
+    log_history_and_die(f, 2); /* recovers round 1, then writes round 2 */
+    set_boot(f, "boot-d");
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_history(f, 2);
+}
+
+/* A commit log whose record checks (CRC32C) but cannot be applied (it names
+ * a table the index does not have) stops the open: the index would be
+ * missing acknowledged writes. The store does not open, and says so. */
+static void test_unappliable_log_refuses_open(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
+    stor_close(f->st);
+    f->st = NULL;
+    /* wal.c's layout: a 4 KiB header, then a record with one operation. */
+    uint8_t file[4096 + 45] = {0};
+    struct {
+        char magic[8];
+        uint64_t gen;
+        uint32_t crc, zero;
+    } fh = {.magic = "s3rwal1", .gen = 7};
+    fh.crc = crc32c_update(0, &fh, sizeof fh);
+    memcpy(file, &fh, sizeof fh);
+    struct {
+        uint32_t magic, len;
+        uint64_t gen, txnid;
+        uint32_t crc, n_ops;
+    } rh = {.magic = 0x57524c31u, .len = 45, .gen = 7, .txnid = UINT64_MAX / 2, .n_ops = 1};
+    struct {
+        uint8_t kind, table;
+        uint16_t zero;
+        uint32_t klen, vlen;
+    } op = {.kind = 1, .table = 99, .klen = 1};
+    uint8_t *rec = file + 4096;
+    memcpy(rec + sizeof rh, &op, sizeof op);
+    rec[sizeof rh + sizeof op] = 'k';
+    memcpy(rec, &rh, sizeof rh);
+    rh.crc = crc32c_update(0, rec, 45);
+    memcpy(rec, &rh, sizeof rh);
+    int fd = open(fx_path(f, ".s3rdma/index/wal"), O_WRONLY | O_TRUNC);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, file, sizeof file), (ssize_t)sizeof file);
+    close(fd);
+    stor_t *st = NULL;
+    assert_int_not_equal(store_open(f->dir, f->mode, &st), STOR_OK);
+    assert_null(st);
+}
+
+/* Fsync mode, the flush that makes a commit durable failing under it (the
+ * commit log's, then, with the log given up, the index's at a sync point):
+ * the PUT fails, but its change is in the index (visible): its file must
+ * stay, or the key would point at nothing. Once the disk recovers, the
+ * object reads back whole, and PUTs go on through sync points. */
+static void fail_put_keeps_file(fx_t *f, const char *file, const char *val)
+{
+    struct stat sb;
+    assert_int_equal(stat(fx_path(f, file), &sb), 0);
+    fail_ino = sb.st_ino;
+    stor_status_t s = tu_put(f->st, "b", "k", val, strlen(val));
+    fail_ino = 0;
+    assert_int_equal(s, STOR_ERR_IO);
+    assert_get(f->st, "k", val);
+    assert_index_files_present(f->st, "b");
+}
+
 static void test_fsync_failed_sync_keeps_file(void **state)
 {
     fx_t *f = *state;
     assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
     assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
     assert_int_equal(tu_put(f->st, "b", "k", "old", 3), STOR_OK);
-    struct stat sb;
-    assert_int_equal(stat(fx_path(f, ".s3rdma/index/data.mdb"), &sb), 0);
-    fail_ino = sb.st_ino;
-    assert_int_equal(tu_put(f->st, "b", "k", "new", 3), STOR_ERR_IO);
-    fail_ino = 0;
-    assert_get(f->st, "k", "new");
-    assert_index_files_present(f->st, "b");
+    fail_put_keeps_file(f, ".s3rdma/index/wal", "new");
+    fail_put_keeps_file(f, ".s3rdma/index/data.mdb", "newer");
     assert_int_equal(stor_sync(f->st), STOR_OK);
-    assert_get(f->st, "k", "new");
+    assert_get(f->st, "k", "newer");
+    assert_int_equal(tu_put(f->st, "b", "k", "newest", 6), STOR_OK);
+    assert_get(f->st, "k", "newest");
 }
 
-/* An inline object's PUT syncs what holds it, the index, and nothing else:
- * fsync mode before the commit returns (no file, no directory to flush: the
- * sync point it may share with other commits covers the bytes), relaxed mode
- * not until the sync point. */
+/* An inline object's PUT syncs what holds it and nothing else: fsync mode
+ * the commit log before the commit returns (no file, no directory to flush:
+ * the log's record, which it may share with other commits, holds the bytes),
+ * relaxed mode the index, not until the sync point. */
 static void test_inline_put_syncs_only_the_index(void **state)
 {
     fx_t *f = *state;
@@ -731,7 +923,7 @@ static void test_inline_put_syncs_only_the_index(void **state)
     assert_int_equal(tu_count_objects(f->dir), 0);
     assert_int_equal(synced_count(fx_path(f, ".s3rdma/objects")), 0);
     if (f->mode == STOR_DURABILITY_FSYNC) {
-        assert_true(index_syncs >= 1);
+        assert_true(synced_count(fx_path(f, ".s3rdma/index/wal")) >= 1);
     } else {
         assert_int_equal(index_syncs, 0);
         assert_int_equal(stor_sync(f->st), STOR_OK);
@@ -786,6 +978,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_open_syncs_directories, setup_fsync, teardown),
         cmocka_unit_test_setup_teardown(test_fsync_group_commit_power_loss, setup_fsync, teardown),
         cmocka_unit_test_setup_teardown(test_fsync_failed_sync_keeps_file, setup_fsync, teardown),
+        cmocka_unit_test_setup_teardown(test_fsync_log_replayed_after_reboot, setup_fsync,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_unappliable_log_refuses_open, setup_fsync, teardown),
         cmocka_unit_test_setup_teardown(test_open_syncs_directories, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_fsync_shard_dirs, setup_fsync, teardown),
         cmocka_unit_test_setup_teardown(test_index_without_writable_map, setup_relaxed_inline,
@@ -800,6 +995,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fsync_group_commit_power_loss, setup_fsync_inline,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_fsync_failed_sync_keeps_file, setup_fsync_inline,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_fsync_log_replayed_after_reboot, setup_fsync_inline,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_inline_put_syncs_only_the_index, setup_relaxed_inline,
                                         teardown),
