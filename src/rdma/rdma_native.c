@@ -114,7 +114,7 @@ static void req_release(rdma_native_req_t *r)
 #define SLOT_STRIDE                                                                                \
     ((sizeof(rdma_native_req_t) + RDMA_NATIVE_SLOT_MSG + SLOT_ARENA_LEN + 15) & ~(size_t)15)
 
-int native_prog_init(rprog_t *p)
+int rdma_native_prog_init(rprog_t *p)
 {
     pthread_mutex_init(&p->slot_mu, NULL);
     p->slot_free = NULL;
@@ -132,7 +132,7 @@ int native_prog_init(rprog_t *p)
     return 0;
 }
 
-void native_prog_free(rprog_t *p)
+void rdma_native_prog_free(rprog_t *p)
 {
     free(p->slots);
     p->slots = NULL;

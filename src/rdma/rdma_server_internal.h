@@ -551,10 +551,10 @@ int native_listen(rworker_t *rw, rprog_t *shared_of, rsession_t *own);
 /* Initialises the queue and starts the executor threads. 0, or -1. */
 int native_start(struct rdma_server *srv);
 /* Makes progress thread p's pool of native request slots: 0, or -1 when out
- * of memory. native_prog_free frees it once no request can use it (the
+ * of memory. rdma_native_prog_free frees it once no request can use it (the
  * executors and p's thread have stopped). */
-int native_prog_init(rprog_t *p);
-void native_prog_free(rprog_t *p);
+int rdma_native_prog_init(rprog_t *p);
+void rdma_native_prog_free(rprog_t *p);
 /* Lets the executors drain the queue and joins them. Before the progress
  * threads stop: queued requests hold session references. */
 void native_stop(struct rdma_server *srv);
