@@ -16,11 +16,12 @@
  * arrives on other threads, goes to the executor threads (srv->native_th).
  * A request holds a session reference until it is answered.
  *
- * A request holds its slot (s->native_inflight, srv->n_jobs) until UCX has
- * finished sending its reply, or its session dies: a client that submits
- * and never progresses its worker holds at most max_native_per_session
- * replies in this server's memory, not one per request it ever sent
- * (native_send has how a reply takes over its request's slot). Refusals
+ * A request holds its count in the bounds (s->native_inflight, srv->n_jobs)
+ * until UCX has finished sending its reply, or its session dies: a client
+ * that submits and never progresses its worker holds at most
+ * max_native_per_session replies in this server's memory, not one per
+ * request it ever sent (native_send has how a reply takes over its
+ * request's count; rdma_native_req_t has a request's states and slots). Refusals
  * (SlowDown at admission) hold no slot; they are sent only while the
  * session's unsent refusals stay under S3R_NATIVE_UNSENT_REFUSAL_BYTES,
  * past which a refused request is dropped unanswered (its client is not
@@ -52,33 +53,134 @@
 #include "rdma/rdma_server_internal.h"
 #include "rdma/rdma_ucx.h"
 
+/* A native request's life, in r->state:
+ *
+ *   ADMITTED -> RUNNING -> REPLIED -> RELEASED
+ *       |          |                    ^
+ *       |          +--------------------+  unanswered (its session died, or
+ *       +-------------------------------+  the reply could not be made)
+ *       +--> REPLIED                       malformed: answered, never run
+ *
+ * ADMITTED  native_accept counted it in the in-flight bounds
+ *           (s->native_inflight, s->user->native, srv->n_jobs), gave it a
+ *           slot and a session reference, and queued it (its progress
+ *           thread's local list or the executors' queue).
+ * RUNNING   native_run parsed it and hands it to the handler, which may
+ *           reply once (rdma_native_reply).
+ * REPLIED   its reply went to native_send, which took over its count in the
+ *           bounds (the reply holds it until UCX has sent it).
+ * RELEASED  out of the bounds (req_release counts it out unless its reply
+ *           holds the count); native_run is done with it and its slot goes
+ *           back to its pool (slot_give).
+ *
+ * A request lives in a slot: one of its progress thread's pool
+ * (RDMA_NATIVE_SLOTS, allocated with the thread, each with room for a
+ * message of RDMA_NATIVE_SLOT_MSG bytes and its parsed strings), so that
+ * admitting, parsing and running it allocates nothing; a longer message,
+ * or one that finds the pool empty, gets a slot allocated for it alone and
+ * freed with it. The pools add no bound: admission counts every request
+ * against the same limits whatever its slot, and a pool's size is fixed. */
+typedef enum { NREQ_ADMITTED, NREQ_RUNNING, NREQ_REPLIED, NREQ_RELEASED } nreq_state_t;
+
 struct rdma_native_req {
+    struct rdma_native_req *next; /* on a queue, or on its pool's free list */
+    rprog_t *pool;                /* the thread whose pool holds the slot; NULL: allocated */
     struct rdma_server *srv;
     rsession_t *s;
+    nreq_state_t state;
     rdma_native_msg_t m;
-    int replied;
-    int released; /* counted out of the in-flight bounds */
+    size_t len;
+    uint8_t msg[]; /* len bytes; in a pooled slot RDMA_NATIVE_SLOT_MSG, then the strings */
 };
 
-/* Counts a request out of the in-flight bounds, once: when its reply is
- * handed to UCX (native_send, which may count the reply back in until UCX
- * is done with it), or when it ends unanswered (its session died). */
+/* Counts a request out of the in-flight bounds unless its reply holds the
+ * count (REPLIED), once: -> RELEASED. */
 static void req_release(rdma_native_req_t *r)
 {
-    if (r->released)
+    if (r->state == NREQ_RELEASED)
         return;
-    r->released = 1;
-    atomic_fetch_sub(&r->s->native_inflight, 1);
-    atomic_fetch_sub(&r->s->user->native, 1);
-    atomic_fetch_sub(&r->srv->n_jobs, 1);
+    if (r->state != NREQ_REPLIED) {
+        atomic_fetch_sub(&r->s->native_inflight, 1);
+        atomic_fetch_sub(&r->s->user->native, 1);
+        atomic_fetch_sub(&r->srv->n_jobs, 1);
+    }
+    r->state = NREQ_RELEASED;
 }
 
-typedef struct njob {
-    struct njob *next;
-    rsession_t *s;
-    size_t len;
-    uint8_t msg[];
-} njob_t;
+/* ==== request slots ========================================================= */
+
+/* A pooled slot's size: the request, its message and its strings arena. */
+#define SLOT_ARENA_LEN RDMA_NATIVE_STRINGS_LEN(RDMA_NATIVE_SLOT_MSG)
+#define SLOT_STRIDE                                                                                \
+    ((sizeof(rdma_native_req_t) + RDMA_NATIVE_SLOT_MSG + SLOT_ARENA_LEN + 15) & ~(size_t)15)
+
+int rdma_native_prog_init(rprog_t *p)
+{
+    pthread_mutex_init(&p->slot_mu, NULL);
+    p->slot_free = NULL;
+    unsigned n = p->srv->cfg.max_native_queued < RDMA_NATIVE_SLOTS ? p->srv->cfg.max_native_queued
+                                                                   : RDMA_NATIVE_SLOTS;
+    p->slots = n ? calloc(n, SLOT_STRIDE) : NULL;
+    if (n && !p->slots)
+        return -1;
+    for (unsigned i = 0; i < n; i++) {
+        rdma_native_req_t *r = (rdma_native_req_t *)(p->slots + (size_t)i * SLOT_STRIDE);
+        r->pool = p;
+        r->next = p->slot_free;
+        p->slot_free = r;
+    }
+    return 0;
+}
+
+void rdma_native_prog_free(rprog_t *p)
+{
+    free(p->slots);
+    p->slots = NULL;
+    p->slot_free = NULL;
+    pthread_mutex_destroy(&p->slot_mu);
+}
+
+/* A slot for a message of len bytes: from p's pool, else allocated; NULL
+ * when out of memory. */
+static rdma_native_req_t *slot_take(rprog_t *p, size_t len)
+{
+    rdma_native_req_t *r = NULL;
+    if (len <= RDMA_NATIVE_SLOT_MSG) {
+        pthread_mutex_lock(&p->slot_mu);
+        r = p->slot_free;
+        if (r)
+            p->slot_free = r->next;
+        pthread_mutex_unlock(&p->slot_mu);
+    }
+    if (!r) {
+        r = malloc(sizeof(*r) + len);
+        if (r)
+            r->pool = NULL;
+    }
+    return r;
+}
+
+/* Gives r's slot back (any thread). */
+static void slot_give(rdma_native_req_t *r)
+{
+    rprog_t *p = r->pool;
+    if (!p) {
+        free(r);
+        return;
+    }
+    pthread_mutex_lock(&p->slot_mu);
+    r->next = p->slot_free;
+    p->slot_free = r;
+    pthread_mutex_unlock(&p->slot_mu);
+}
+
+/* Parses r's message into r->m: the strings in the slot's arena when it is
+ * pooled. */
+static int slot_parse(rdma_native_req_t *r, const char **why)
+{
+    char *arena = r->pool ? (char *)r->msg + RDMA_NATIVE_SLOT_MSG : NULL;
+    return rdma_native_parse_req_in(r->msg, r->len, &r->m, arena, arena ? SLOT_ARENA_LEN : 0, why);
+}
 
 /* A reply UCX is still sending. What it holds of its session is given back
  * when it is freed, or by the session's teardown (native_sweep_sends),
@@ -90,11 +192,11 @@ typedef struct nsend {
     struct rdma_server *srv;
     rsession_t *owner;
     uint8_t *data;
-    size_t len;
-    int slot;    /* holds a request slot: owner->native_inflight and srv->n_jobs */
-    int refusal; /* holds len bytes of owner->refusal_bytes */
-    int posted;  /* ucp_am_send_nbx returned a request: the callback frees it */
-    int done;    /* the callback ran before its sender saw the request: the sender frees it */
+    size_t len, cap; /* cap: data's size */
+    int slot;        /* holds a request's count: owner->native_inflight and srv->n_jobs */
+    int refusal;     /* holds len bytes of owner->refusal_bytes */
+    int posted;      /* ucp_am_send_nbx returned a request: the callback frees it */
+    int done;        /* the callback ran before its sender saw the request: the sender frees it */
     struct nsend *handed_next; /* on owner->prog->handed, not sent yet (holds a reference) */
 } nsend_t;
 
@@ -118,6 +220,57 @@ static void nsend_uncharge_locked(nsend_t *ns)
     }
 }
 
+/* Keeps ns, with its buffer when at most RDMA_NATIVE_SPARE_BUF bytes, for
+ * the next reply (spare_take), or frees it when RDMA_NATIVE_SPARES are
+ * kept already. Under send_mu. */
+static void spare_keep_locked(struct rdma_server *srv, nsend_t *ns)
+{
+    if (srv->n_send_spares >= RDMA_NATIVE_SPARES) {
+        free(ns->data);
+        free(ns);
+        return;
+    }
+    if (ns->cap > RDMA_NATIVE_SPARE_BUF) {
+        free(ns->data);
+        ns->data = NULL;
+        ns->cap = 0;
+    }
+    ns->next = srv->send_spares;
+    srv->send_spares = ns;
+    srv->n_send_spares++;
+}
+
+/* A kept nsend for a reply about to be encoded into w (a fresh wire_out_t
+ * {0}), which gets its buffer: a reply that fits is encoded and sent
+ * without an allocation. NULL when none is kept. */
+static nsend_t *spare_take(struct rdma_server *srv, wire_out_t *w)
+{
+    pthread_mutex_lock(&srv->send_mu);
+    nsend_t *ns = srv->send_spares;
+    if (ns) {
+        srv->send_spares = ns->next;
+        srv->n_send_spares--;
+    }
+    pthread_mutex_unlock(&srv->send_mu);
+    if (ns) {
+        w->data = ns->data;
+        w->cap = ns->cap;
+        ns->data = NULL;
+        ns->cap = 0;
+    }
+    return ns;
+}
+
+/* Gives back a spare that carries no reply. */
+static void spare_give(struct rdma_server *srv, nsend_t *ns)
+{
+    if (!ns)
+        return;
+    pthread_mutex_lock(&srv->send_mu);
+    spare_keep_locked(srv, ns);
+    pthread_mutex_unlock(&srv->send_mu);
+}
+
 static void nsend_free_locked(struct rdma_server *srv, nsend_t *ns)
 {
     nsend_uncharge_locked(ns);
@@ -129,8 +282,7 @@ static void nsend_free_locked(struct rdma_server *srv, nsend_t *ns)
         ns->next->prev = ns->prev;
     srv->n_sending--;
     srv->sending_bytes -= ns->len;
-    free(ns->data);
-    free(ns);
+    spare_keep_locked(srv, ns);
 }
 
 static void native_sent(void *request, ucs_status_t status, void *user_data)
@@ -202,7 +354,8 @@ static void native_post(struct rdma_server *srv, nsend_t *ns, int answers)
 
 /* Sends a finished reply (w->data is taken over) on s's endpoint: the
  * answer to r when r is not NULL, else a refusal of a request that was
- * never admitted. Eager only: a rendezvous would hand the client a key to
+ * never admitted. spare: the nsend whose buffer w has (spare_take), taken
+ * over, or NULL. Eager only: a rendezvous would hand the client a key to
  * this process's memory.
  *
  * Who sends: the thread that progresses s's worker sends its own replies.
@@ -218,12 +371,14 @@ static void native_post(struct rdma_server *srv, nsend_t *ns, int answers)
  * the holder lost its core (41 % of the server's CPU with 32 executors,
  * docs/benchmarks.md, 2026-11-26 15:30).
  * A reply handed over holds r's slot until it is sent (native_post). */
-static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w, rdma_native_req_t *r)
+static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w, rdma_native_req_t *r,
+                        nsend_t *spare)
 {
     if (atomic_load(&s->dead)) {
         if (r)
             req_release(r);
         wire_free(w);
+        spare_give(srv, spare);
         return;
     }
     if (!r && atomic_fetch_add(&s->refusal_bytes, w->len) >= S3R_NATIVE_UNSENT_REFUSAL_BYTES) {
@@ -232,9 +387,14 @@ static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w, r
         atomic_fetch_sub(&s->refusal_bytes, w->len);
         atomic_fetch_add(&srv->native_dropped, 1);
         wire_free(w);
+        spare_give(srv, spare);
         return;
     }
-    nsend_t *ns = calloc(1, sizeof(*ns));
+    nsend_t *ns = spare;
+    if (ns)
+        *ns = (nsend_t){0};
+    else
+        ns = calloc(1, sizeof(*ns));
     if (!ns) {
         if (r)
             req_release(r);
@@ -247,6 +407,7 @@ static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w, r
     ns->owner = s;
     ns->data = w->data;
     ns->len = w->len;
+    ns->cap = w->cap;
     ns->refusal = !r;
     w->data = NULL;
     rprog_t *p = s->prog;
@@ -264,9 +425,10 @@ static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w, r
     srv->n_sending++;
     srv->sending_bytes += ns->len;
     if (r) {
-        /* r's slot passes to ns (native_post gives it back). */
+        /* r's count in the bounds passes to ns (native_post gives it
+         * back). */
         ns->slot = 1;
-        r->released = 1;
+        r->state = NREQ_REPLIED;
     }
     pthread_mutex_unlock(&srv->send_mu);
     if (!hand) {
@@ -347,7 +509,7 @@ static void native_reply_error(struct rdma_server *srv, rsession_t *s, rdma_nati
     if (rdma_native_reply_begin(&w, h->opcode, h->request_id, status, error, "", NULL, 0,
                                 RDMA_BODY_INLINE, (uint64_t)n, &body) == 0) {
         memcpy(body, xml, (size_t)n);
-        native_send(srv, s, &w, r);
+        native_send(srv, s, &w, r, NULL);
     }
     if (r)
         req_release(r); /* when the reply could not be encoded */
@@ -395,7 +557,7 @@ static int session_tryget(rsession_t *s)
 }
 
 /* Queues j for the executor threads. */
-static void native_enqueue(struct rdma_server *srv, njob_t *j)
+static void native_enqueue(struct rdma_server *srv, rdma_native_req_t *j)
 {
     j->next = NULL;
     pthread_mutex_lock(&srv->native_mu);
@@ -452,9 +614,9 @@ static void native_accept(struct rdma_server *srv, rsession_t *own, ucp_worker_h
         session_put(s);
         return;
     }
-    njob_t *j = NULL;
+    rdma_native_req_t *j = NULL;
     if (atomic_fetch_add(&srv->n_jobs, 1) < srv->cfg.max_native_queued)
-        j = malloc(sizeof(*j) + len);
+        j = slot_take(s->prog, len);
     if (!j) {
         atomic_fetch_sub(&srv->n_jobs, 1);
         atomic_fetch_sub(&s->user->native, 1);
@@ -465,7 +627,9 @@ static void native_accept(struct rdma_server *srv, rsession_t *own, ucp_worker_h
         return;
     }
     j->next = NULL;
+    j->srv = srv;
     j->s = s;
+    j->state = NREQ_ADMITTED;
     j->len = len;
     memcpy(j->msg, data, len);
     if (tls_prog && tls_prog == s->prog &&
@@ -516,26 +680,25 @@ int native_listen(rworker_t *rw, rprog_t *shared_of, rsession_t *own)
 
 /* ==== executor threads ====================================================== */
 
-/* Runs j and answers it. parsed: j's message already parsed (taken over),
- * or NULL to parse it here. */
-static void native_run(struct rdma_server *srv, njob_t *j, const rdma_native_msg_t *parsed)
+/* Runs r (ADMITTED) and answers it; r ends RELEASED (its slot is the
+ * caller's to give back). parsed: r->m already holds its parsed message,
+ * else it is parsed here. */
+static void native_run(struct rdma_server *srv, rdma_native_req_t *r, int parsed)
 {
-    rsession_t *s = j->s;
-    rdma_native_req_t r = {.srv = srv, .s = s};
+    rsession_t *s = r->s;
     const char *why = NULL;
-    if (parsed)
-        r.m = *parsed;
-    else if (rdma_native_parse_req(j->msg, j->len, &r.m, &why) < 0) {
+    if (!parsed && slot_parse(r, &why) < 0) {
         rdma_native_head_t h;
-        rdma_native_parse_head(j->msg, j->len, &h);
+        rdma_native_parse_head(r->msg, r->len, &h);
         char msg[160];
         snprintf(msg, sizeof(msg), "Malformed native request: %s.", why);
-        native_reply_error(srv, s, &r, &h, 400, RDMA_ERR_BAD_MESSAGE, "InvalidRequest", msg);
+        native_reply_error(srv, s, r, &h, 400, RDMA_ERR_BAD_MESSAGE, "InvalidRequest", msg);
         atomic_fetch_add(&srv->native_bad, 1);
         session_put(s);
         return;
     }
     if (!atomic_load(&s->dead)) {
+        r->state = NREQ_RUNNING;
         /* Counted as running before the handler is read, so a
          * rdma_server_set_native(NULL) that saw no one running is sure no
          * one will call the old handler (both are sequentially consistent). */
@@ -543,19 +706,19 @@ static void native_run(struct rdma_server *srv, njob_t *j, const rdma_native_msg
         rdma_native_fn fn = atomic_load(&srv->native_fn);
         void *ctx = atomic_load(&srv->native_ctx);
         if (fn)
-            fn(ctx, &r);
+            fn(ctx, r);
         atomic_fetch_sub(&srv->native_running, 1);
         if (!fn) {
-            native_reply_error(srv, s, &r, &r.m.head, 503, 0, "ServiceUnavailable",
+            native_reply_error(srv, s, r, &r->m.head, 503, 0, "ServiceUnavailable",
                                "The server is not serving native requests (starting or "
                                "stopping).");
-        } else if (!r.replied) {
-            native_reply_error(srv, s, &r, &r.m.head, 500, RDMA_ERR_INTERNAL, "InternalError",
+        } else if (r->state == NREQ_RUNNING) {
+            native_reply_error(srv, s, r, &r->m.head, 500, RDMA_ERR_INTERNAL, "InternalError",
                                "The request was not answered.");
         }
     }
-    rdma_native_msg_free(&r.m);
-    req_release(&r);
+    rdma_native_msg_free(&r->m);
+    req_release(r);
     session_put(s);
 }
 
@@ -584,7 +747,8 @@ static uint64_t msg_inline_max(const rdma_native_msg_t *m)
  * (rdma_native_reply), a larger one is refused without an RMA, and an
  * error's body is always inline; so a small GET into a registered buffer
  * stays on the progress thread, with no hand-off to an executor. */
-static int stays_local(const struct rdma_server *srv, const njob_t *j, const rdma_native_msg_t *m)
+static int stays_local(const struct rdma_server *srv, const rdma_native_req_t *j,
+                       const rdma_native_msg_t *m)
 {
     if (m->head.opcode == RDMA_OP_PUT_OBJECT)
         return m->body_kind != RDMA_BODY_REGION && m->body_len <= srv->cfg.local_put_max;
@@ -595,33 +759,32 @@ int native_run_local(rprog_t *p)
 {
     int n = 0;
     while (p->local_head) {
-        njob_t *j = p->local_head;
+        rdma_native_req_t *j = p->local_head;
         p->local_head = j->next;
         if (!p->local_head)
             p->local_tail = &p->local_head;
         n++;
-        rdma_native_msg_t m;
         const char *why;
-        if (rdma_native_parse_req(j->msg, j->len, &m, &why) < 0) {
-            native_run(p->srv, j, NULL); /* answers BAD_MESSAGE right here */
-        } else if (stays_local(p->srv, j, &m)) {
-            native_run(p->srv, j, &m);
+        if (slot_parse(j, &why) < 0) {
+            native_run(p->srv, j, 0); /* answers BAD_MESSAGE right here */
+        } else if (stays_local(p->srv, j, &j->m)) {
+            native_run(p->srv, j, 1);
         } else {
-            rdma_native_msg_free(&m);
+            rdma_native_msg_free(&j->m);
             native_enqueue(p->srv, j);
             continue;
         }
-        free(j);
+        slot_give(j);
     }
     return n;
 }
 
 /* Takes the first queued job whose user runs fewer than its share of the
  * executor threads (counting it as running), or NULL. Under native_mu. */
-static njob_t *native_take_locked(struct rdma_server *srv)
+static rdma_native_req_t *native_take_locked(struct rdma_server *srv)
 {
-    njob_t *prev = NULL;
-    for (njob_t *j = srv->nq_head; j; prev = j, j = j->next) {
+    rdma_native_req_t *prev = NULL;
+    for (rdma_native_req_t *j = srv->nq_head; j; prev = j, j = j->next) {
         if (j->s->user->running >= share_cap(srv, srv->user_running_max, srv->lone_running_max))
             continue;
         if (prev)
@@ -646,7 +809,7 @@ static njob_t *native_take_locked(struct rdma_server *srv)
  * a request that follows another finds a thread awake and pays no wake-up.
  * The job (counted as running), or NULL when the window ended or the
  * server is stopping. Under native_mu. */
-static njob_t *native_poll_queue(struct rdma_server *srv, uint64_t done_ns)
+static rdma_native_req_t *native_poll_queue(struct rdma_server *srv, uint64_t done_ns)
 {
     int busy = srv->cfg.poll == RDMA_POLL_BUSY;
     if (srv->native_polling ||
@@ -654,7 +817,7 @@ static njob_t *native_poll_queue(struct rdma_server *srv, uint64_t done_ns)
         return NULL;
     srv->native_polling++;
     long preemptions = rdma_thread_preemptions();
-    njob_t *j = NULL;
+    rdma_native_req_t *j = NULL;
     for (unsigned round = 1; !srv->native_stop && !(j = native_take_locked(srv)); round++) {
         /* A look at the clock and the preemptions every 8 rounds. */
         if (!busy && (round & 7) == 0 &&
@@ -675,7 +838,7 @@ static void *native_main(void *arg)
     uint64_t done_ns = 0; /* when this thread last ran a job */
     pthread_mutex_lock(&srv->native_mu);
     for (;;) {
-        njob_t *j = native_take_locked(srv);
+        rdma_native_req_t *j = native_take_locked(srv);
         if (!j)
             j = native_poll_queue(srv, done_ns);
         if (!j) {
@@ -689,8 +852,8 @@ static void *native_main(void *arg)
          * user) for the count below. */
         rsession_t *s = j->s;
         session_get(s);
-        native_run(srv, j, NULL);
-        free(j);
+        native_run(srv, j, 0);
+        slot_give(j);
         done_ns = clock_mono_ns();
         pthread_mutex_lock(&srv->native_mu);
         s->user->running--;
@@ -739,6 +902,13 @@ void native_free(struct rdma_server *srv)
     pthread_mutex_lock(&srv->send_mu);
     while (srv->sends)
         nsend_free_locked(srv, srv->sends);
+    while (srv->send_spares) {
+        nsend_t *ns = srv->send_spares;
+        srv->send_spares = ns->next;
+        free(ns->data);
+        free(ns);
+    }
+    srv->n_send_spares = 0;
     pthread_mutex_unlock(&srv->send_mu);
     pthread_mutex_destroy(&srv->native_mu);
     pthread_cond_destroy(&srv->native_cv);
@@ -838,6 +1008,8 @@ rdma_status_t rdma_native_reply(rdma_native_req_t *r, int status, const char *s3
                                 rdma_fill_fn fill, void *ctx)
 {
     const rdma_native_msg_t *m = &r->m;
+    if (r->state != NREQ_RUNNING)
+        return RDMA_DECLINE; /* answered already: one reply per request */
     /* An error's body (any status outside 2xx) goes inline whatever the
      * client asked, so an answer to a request whose reply could not be
      * sent always fits. */
@@ -863,16 +1035,17 @@ rdma_status_t rdma_native_reply(rdma_native_req_t *r, int status, const char *s3
             return rc;
     }
     wire_out_t w = {0};
+    nsend_t *spare = spare_take(r->srv, &w);
     uint8_t *body = NULL;
     if (rdma_native_reply_begin(&w, m->head.opcode, m->head.request_id, (uint16_t)status, 0,
                                 s3_request_id, hdrs, hdrs_len, kind, body_len, &body) < 0)
         rc = RDMA_DECLINE;
     else if (kind == RDMA_BODY_INLINE && fill(ctx, body, (size_t)body_len, 0) != 0)
         rc = RDMA_CALLBACK;
-    if (rc == RDMA_OK) {
-        native_send(r->srv, r->s, &w, r);
-        r->replied = 1;
-    }
+    if (rc == RDMA_OK)
+        native_send(r->srv, r->s, &w, r, spare); /* -> REPLIED, or RELEASED */
+    else
+        spare_give(r->srv, spare);
     wire_free(&w);
     return rc;
 }

@@ -133,6 +133,12 @@ static int fail(const char **why, const char *reason)
 
 int rdma_native_parse_req(const uint8_t *msg, size_t len, rdma_native_msg_t *m, const char **why)
 {
+    return rdma_native_parse_req_in(msg, len, m, NULL, 0, why);
+}
+
+int rdma_native_parse_req_in(const uint8_t *msg, size_t len, rdma_native_msg_t *m, char *arena,
+                             size_t arena_len, const char **why)
+{
     memset(m, 0, sizeof(*m));
     if (len > RDMA_NATIVE_MAX_MSG)
         return fail(why, "message too large");
@@ -152,7 +158,8 @@ int rdma_native_parse_req(const uint8_t *msg, size_t len, rdma_native_msg_t *m, 
     m->head.flags = flags;
     /* Every string of the message is shorter than the message itself, so an
      * arena of len + (strings * 1) bytes holds them all with their NULs. */
-    m->strings = malloc(len + 2 + 2 * RDMA_NATIVE_MAX_PARAMS + 1);
+    m->strings_owned = !arena || arena_len < RDMA_NATIVE_STRINGS_LEN(len);
+    m->strings = m->strings_owned ? malloc(RDMA_NATIVE_STRINGS_LEN(len)) : arena;
     if (!m->strings)
         return fail(why, "out of memory");
     char *cur = m->strings;
@@ -208,8 +215,10 @@ bad:
 void rdma_native_msg_free(rdma_native_msg_t *m)
 {
     if (m) {
-        free(m->strings);
+        if (m->strings_owned)
+            free(m->strings);
         m->strings = NULL;
+        m->strings_owned = 0;
     }
 }
 
@@ -257,12 +266,16 @@ int rdma_native_reply_begin(wire_out_t *w, uint8_t opcode, uint64_t request_id, 
                             uint16_t error, const char *s3_request_id, const char *hdrs,
                             size_t hdrs_len, uint8_t body_kind, uint64_t body_len, uint8_t **body_p)
 {
-    put_head(w, opcode, 0, request_id);
-    /* Every header costs its bytes plus two u16 lengths instead of two NULs. */
-    wire_reserve(w, 64 + (s3_request_id ? strlen(s3_request_id) : 0) + hdrs_len +
+    /* One allocation for the whole reply, head included: 64 bytes for the
+     * head and the fixed fields, and a header costs its bytes plus two u16
+     * lengths instead of two NULs (a pair is at least 3 bytes: at most
+     * twice its bytes). */
+    w->limit = RDMA_NATIVE_MAX_MSG;
+    wire_reserve(w, 64 + (s3_request_id ? strlen(s3_request_id) : 0) + 2 * hdrs_len +
                         (body_kind == RDMA_BODY_INLINE && body_len <= RDMA_NATIVE_MAX_INLINE
                              ? (size_t)body_len
                              : 0));
+    put_head(w, opcode, 0, request_id);
     wire_put_u16(w, status);
     wire_put_u16(w, error);
     if (s3_request_id && strlen(s3_request_id) > RDMA_NATIVE_MAX_RID)

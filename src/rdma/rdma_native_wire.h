@@ -170,6 +170,7 @@ typedef struct rdma_native_msg {
     int has_out;
     rdma_native_ref_t out;
     char *strings;
+    int strings_owned; /* strings was allocated for m (rdma_native_msg_free frees it) */
 } rdma_native_msg_t;
 
 /* Reads the fixed head (magic, version, opcode, flags, ids). 0, or -1 when
@@ -183,6 +184,14 @@ int rdma_native_parse_head(const uint8_t *msg, size_t len, rdma_native_head_t *h
  * trailing bytes. On success free m with rdma_native_msg_free; m->body points
  * into msg, which must outlive m. */
 int rdma_native_parse_req(const uint8_t *msg, size_t len, rdma_native_msg_t *m, const char **why);
+/* The bytes a request of len bytes needs for its strings (each shorter than
+ * the message, plus its NUL). */
+#define RDMA_NATIVE_STRINGS_LEN(len) ((len) + 2 + 2 * RDMA_NATIVE_MAX_PARAMS + 1)
+/* rdma_native_parse_req with the strings in the caller's arena of
+ * arena_len bytes when it holds RDMA_NATIVE_STRINGS_LEN(len) (no
+ * allocation; the arena must outlive m), else in one allocated as there. */
+int rdma_native_parse_req_in(const uint8_t *msg, size_t len, rdma_native_msg_t *m, char *arena,
+                             size_t arena_len, const char **why);
 void rdma_native_msg_free(rdma_native_msg_t *m);
 
 /* Encodes a request into w (a fresh wire_out_t {0}). 0, or -1 when a field

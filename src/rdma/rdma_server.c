@@ -148,6 +148,8 @@ int rdma_server_start(const rdma_server_config_t *cfg, rdma_server_t **out_p)
         p->srv = srv;
         p->epfd = p->evfd = -1;
         pthread_mutex_init(&p->mu, NULL);
+        if (rdma_native_prog_init(p) < 0)
+            goto fail;
         p->cmds_tail = &p->cmds;
         p->local_tail = &p->local_head;
         p->handed_tail = &p->handed;
@@ -222,6 +224,7 @@ void rdma_server_stop(rdma_server_t *srv)
         if (p->evfd >= 0)
             close(p->evfd);
         pthread_mutex_destroy(&p->mu);
+        rdma_native_prog_free(p);
     }
     free(srv->progs);
     rdma_domains_close(srv);

@@ -195,7 +195,14 @@ struct rprog {
     rsession_t *closing_list;
     /* Native requests this thread runs itself (rdma_native.c): admitted in
      * an AM callback on this thread; only the thread touches the list. */
-    struct njob *local_head, **local_tail;
+    struct rdma_native_req *local_head, **local_tail;
+    /* The slots of the native requests of this thread's sessions
+     * (rdma_native.c): RDMA_NATIVE_SLOTS made with the thread (slots),
+     * the free ones on slot_free, under slot_mu (any thread gives one
+     * back). */
+    pthread_mutex_t slot_mu;
+    uint8_t *slots;
+    struct rdma_native_req *slot_free;
     /* Replies that executors finished for this thread's sessions while it
      * polls (rdma_native.c): it sends them itself, so that an executor never
      * contends with it for a worker's lock. Under mu. */
@@ -322,7 +329,7 @@ struct rdma_server {
     _Atomic unsigned native_running;
     pthread_mutex_t native_mu;
     pthread_cond_t native_cv;
-    struct njob *nq_head, **nq_tail;
+    struct rdma_native_req *nq_head, **nq_tail;
     /* Executor threads polling the queue instead of sleeping (at most one:
      * native_poll_queue), under native_mu. */
     unsigned native_polling;
@@ -332,7 +339,11 @@ struct rdma_server {
     pthread_t *native_th;
     unsigned n_native_th;
     pthread_mutex_t send_mu;
-    struct nsend *sends;                  /* replies UCX is still sending, under send_mu */
+    struct nsend *sends; /* replies UCX is still sending, under send_mu */
+    /* Sent replies kept for the next ones (rdma_native.c: spare_take), at
+     * most RDMA_NATIVE_SPARES, under send_mu. */
+    struct nsend *send_spares;
+    unsigned n_send_spares;
     unsigned n_sending;                   /* ... how many, under send_mu */
     size_t sending_bytes;                 /* ... their bytes, under send_mu */
     _Atomic unsigned long native_dropped; /* messages nobody could be answered for */
@@ -344,6 +355,18 @@ struct rdma_server {
  * executor thread that ran a request: docs/protocol.md §4.5 has the
  * measurement. */
 #define RDMA_BUSY_POLL_NS (200 * 1000)
+
+/* Native request slots made with each progress thread (at most
+ * cfg.max_native_queued), each with room for a request message of
+ * RDMA_NATIVE_SLOT_MSG bytes (a GET's or HEAD's; a longer one gets a slot of
+ * its own): about 3.8 KiB a slot, 245 KiB a thread (docs/limits.md). */
+#define RDMA_NATIVE_SLOTS    64
+#define RDMA_NATIVE_SLOT_MSG 1024
+/* Sent native replies kept server-wide for the next ones, with their
+ * buffer when it is at most RDMA_NATIVE_SPARE_BUF bytes (a 4 KiB GET's
+ * inline reply): at most about 520 KiB (docs/limits.md). */
+#define RDMA_NATIVE_SPARES    64
+#define RDMA_NATIVE_SPARE_BUF (8 * 1024)
 
 /* Staging defaults: 64 chunks of 1 MiB (a zero in the config means these). */
 #define RDMA_DEFAULT_CHUNK   ((size_t)1 << 20)
@@ -532,6 +555,11 @@ int on_region_remove(bconn_t *c, const uint8_t *body, size_t len);
 int native_listen(rworker_t *rw, rprog_t *shared_of, rsession_t *own);
 /* Initialises the queue and starts the executor threads. 0, or -1. */
 int native_start(struct rdma_server *srv);
+/* Makes progress thread p's pool of native request slots: 0, or -1 when out
+ * of memory. rdma_native_prog_free frees it once no request can use it (the
+ * executors and p's thread have stopped). */
+int rdma_native_prog_init(rprog_t *p);
+void rdma_native_prog_free(rprog_t *p);
 /* Lets the executors drain the queue and joins them. Before the progress
  * threads stop: queued requests hold session references. */
 void native_stop(struct rdma_server *srv);

@@ -129,9 +129,10 @@ typedef struct server_config {
             char *index_pool;    /* "" = the data pool */
             unsigned gc_grace_s; /* seconds replaced data stays readable */
             unsigned op_timeout_s;
-            unsigned index_shards; /* index objects per new bucket */
-            unsigned lease_s;      /* a gateway's liveness lease */
-            char *crash_at;        /* debug.rados_crash_at: "" = never */
+            unsigned index_shards;  /* index objects per new bucket */
+            unsigned lease_s;       /* a gateway's liveness lease */
+            char *crash_at;         /* debug.rados_crash_at: "" = never */
+            unsigned sweep_page_ms; /* debug.rados_sweep_page_ms: 0 = none */
         } rados;
     } storage;
     /* Observability (docs/operations.md). */

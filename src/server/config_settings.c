@@ -219,6 +219,10 @@ const setting_t server_settings[] = {
          "for crash tests only: the RADOS write step at which the gateway kills itself "
          "(put-intent, put-pieces, put-switch, part-pieces, complete-intent, complete-claim, "
          "complete-switch, delete-intent, delete-switch)"),
+    COUNT("debug.rados_sweep_page_ms", "debug-rados-sweep-page-ms",
+          "S3RDMA_DEBUG_RADOS_SWEEP_PAGE_MS", "0", storage.rados.sweep_page_ms, 0, 60000,
+          "for tests only: milliseconds the RADOS start sweep pauses before each page of 1,024 "
+          "names it lists (0: none)"),
     /* Observability (docs/operations.md). */
     BOOL("metrics.enabled", "metrics-enabled", "S3RDMA_METRICS_ENABLED", "false", metrics.enabled,
          "true or false: serve Prometheus metrics at GET /metrics"),

@@ -304,6 +304,7 @@ int main(int argc, char **argv)
         .index_shards = cfg.storage.rados.index_shards,
         .lease_s = cfg.storage.rados.lease_s,
         .crash_at = cfg.storage.rados.crash_at,
+        .sweep_page_ms = cfg.storage.rados.sweep_page_ms,
     };
     bool on_rados = cfg.storage.backend == SERVER_STORAGE_RADOS;
     stor_status_t st =

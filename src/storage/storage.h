@@ -106,6 +106,10 @@ typedef struct stor_rados_conf {
     /* debug.rados_crash_at: a write step at which the gateway kills itself
      * (SIGKILL), for crash tests; NULL or "": never. */
     const char *crash_at;
+    /* debug.rados_sweep_page_ms: the start sweep pauses this long before
+     * each page of names it lists, for tests of a sweep that outlasts a
+     * lease; 0: no pause. */
+    unsigned sweep_page_ms;
 } stor_rados_conf_t;
 
 /* Opens a store on a Ceph cluster through librados: any number of

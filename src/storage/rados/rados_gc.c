@@ -5,8 +5,9 @@
  *    stay readable for grace_ms, so a reader that opened them before the
  *    change keeps its snapshot; then their pieces are removed. Drained about
  *    once a second by every gateway (removing a piece twice is harmless).
- *  - the intent log's tick (rados_intent.c): this gateway's lease renewed,
- *    dead gateways' logs recovered.
+ *  - the intent log's tick (rados_intent.c): dead gateways' logs recovered.
+ *    This gateway's own lease is renewed by a thread of its own (below), so
+ *    that a sweep or a recovery of any length never lets it lapse.
  *  - the sweep, once at start: pieces that nothing references (no index
  *    record, no parts object, no GC log entry, no gateway's intent) and
  *    whose blob is older than grace_ms (its id starts with its creation
@@ -27,6 +28,19 @@
 
 #define GC_BATCH       256
 #define GC_INTERVAL_MS 1000
+#define SWEEP_PAGE     1024 /* names the sweep lists between pauses */
+
+/* Waits ms on gc_cond, or less if the store is closing. 1 once it is. */
+static int gc_wait(rstor_t *st, uint32_t ms)
+{
+    pthread_mutex_lock(&st->gc_lock);
+    struct timespec ts = clock_after_ms(CLOCK_REALTIME, ms);
+    while (!st->gc_stop && pthread_cond_timedwait(&st->gc_cond, &st->gc_lock, &ts) == 0)
+        ;
+    int stop = st->gc_stop;
+    pthread_mutex_unlock(&st->gc_lock);
+    return stop;
+}
 
 void rs_gc_log(rstor_t *st, const stor_seg_t *segs, size_t n)
 {
@@ -357,9 +371,13 @@ static void gc_sweep(rstor_t *st)
     }
     size_t removed = 0;
     const char *name;
-    /* A long listing gives way to a gateway shutting down. */
-    while (!__atomic_load_n(&st->gc_stop, __ATOMIC_RELAXED) &&
-           rados_nobjects_list_next(ls, &name, NULL, NULL) == 0) {
+    /* A long listing gives way to a gateway shutting down. Each page of
+     * SWEEP_PAGE names starts with debug.rados_sweep_page_ms's pause. */
+    for (size_t seen = 0; !__atomic_load_n(&st->gc_stop, __ATOMIC_RELAXED); seen++) {
+        if (seen % SWEEP_PAGE == 0 && st->sweep_page_ms && gc_wait(st, st->sweep_page_ms))
+            break;
+        if (rados_nobjects_list_next(ls, &name, NULL, NULL) != 0)
+            break;
         uint8_t id[STOR_ID_LEN];
         if (strlen(name) != 2 * STOR_ID_LEN + 9 || name[2 * STOR_ID_LEN] != '.' ||
             hex_decode(name, 2 * STOR_ID_LEN, id, STOR_ID_LEN) != 0)
@@ -378,31 +396,37 @@ static void gc_sweep(rstor_t *st)
     log_info("storage: start sweep done: %zu unreferenced piece(s) removed", removed);
 }
 
-/* ==== The thread ========================================================= */
+/* ==== The threads ======================================================== */
 
 static void *gc_main(void *arg)
 {
     rstor_t *st = arg;
     gc_sweep(st);
-    pthread_mutex_lock(&st->gc_lock);
-    while (!st->gc_stop) {
-        pthread_mutex_unlock(&st->gc_lock);
+    do {
         rs_intent_tick(st);
         while (gc_drain(st) == GC_BATCH)
             ;
-        pthread_mutex_lock(&st->gc_lock);
-        /* Often enough to renew the lease well within its half. */
-        uint32_t wait = st->lease_ms / 4 < GC_INTERVAL_MS ? st->lease_ms / 4 : GC_INTERVAL_MS;
-        struct timespec ts = clock_after_ms(CLOCK_REALTIME, wait);
-        if (!st->gc_stop)
-            pthread_cond_timedwait(&st->gc_cond, &st->gc_lock, &ts);
-    }
-    pthread_mutex_unlock(&st->gc_lock);
+    } while (!gc_wait(st, GC_INTERVAL_MS));
+    return NULL;
+}
+
+/* Renews the lease often enough to stay well within its half (writes
+ * commit only while it is that fresh, rs_intent_check). */
+static void *lease_main(void *arg)
+{
+    rstor_t *st = arg;
+    uint32_t wait = st->lease_ms / 4 < GC_INTERVAL_MS ? st->lease_ms / 4 : GC_INTERVAL_MS;
+    do
+        rs_intent_renew(st);
+    while (!gc_wait(st, wait));
     return NULL;
 }
 
 int rs_gc_start(rstor_t *st)
 {
+    if (pthread_create(&st->lease_thread, NULL, lease_main, st) != 0)
+        return -1;
+    st->lease_running = 1;
     if (pthread_create(&st->gc_thread, NULL, gc_main, st) != 0)
         return -1;
     st->gc_running = 1;
@@ -411,12 +435,13 @@ int rs_gc_start(rstor_t *st)
 
 void rs_gc_stop(rstor_t *st)
 {
-    if (!st->gc_running)
-        return;
     pthread_mutex_lock(&st->gc_lock);
     __atomic_store_n(&st->gc_stop, 1, __ATOMIC_RELAXED);
-    pthread_cond_signal(&st->gc_cond);
+    pthread_cond_broadcast(&st->gc_cond);
     pthread_mutex_unlock(&st->gc_lock);
-    pthread_join(st->gc_thread, NULL);
-    st->gc_running = 0;
+    if (st->gc_running)
+        pthread_join(st->gc_thread, NULL);
+    if (st->lease_running)
+        pthread_join(st->lease_thread, NULL);
+    st->gc_running = st->lease_running = 0;
 }

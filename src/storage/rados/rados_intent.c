@@ -3,7 +3,8 @@
  *
  * Each gateway (a random id per start, or per lapse of its lease) registers
  * in s3rdma.gateways and holds the lease "gw.<id>" (rs_lease: the lock of
- * "s3rdma.lease.gw.<id>", renewed by the collector thread): its liveness.
+ * "s3rdma.lease.gw.<id>", renewed by the lease thread, rados_gc.c): its
+ * liveness.
  * Its intent log is the omap of RSTOR_INTENT_SLOTS objects, slot 0 the
  * lease's object, slot k "s3rdma.lease.gw.<id>.<k>"; an entry's slot is its
  * name's last hex digit:
@@ -214,7 +215,7 @@ stor_status_t rs_intent_put_finish(rstor_t *st, rs_intent_put_t *p, uint64_t *ep
         clears_return(st, p->slot, p->clears, p->n_clears);
     if (rc == -ECANCELED || rc == -ENOENT) {
         pthread_mutex_lock(&st->intent_lock);
-        st->fenced = 1; /* the collector starts this gateway afresh */
+        st->fenced = 1; /* the lease thread starts this gateway afresh */
         pthread_mutex_unlock(&st->intent_lock);
         log_error("storage: this gateway's intent log was recovered by another gateway (its "
                   "lease lapsed): writes in progress fail");
@@ -330,7 +331,8 @@ static void registry_remove(rstor_t *st, const char *gw)
 
 /* Takes a new gateway id's lease and registers it (registered once its
  * lease is held, so a recovery never finds an id without one). Called at
- * start and by the collector only (the one writer of gw_id). */
+ * start and by the lease thread only (the one writer of gw_id; other
+ * threads copy it under intent_lock). */
 static int gateway_begin(rstor_t *st)
 {
     uint8_t id[8];
@@ -379,7 +381,7 @@ static int gateway_begin(rstor_t *st)
  * fenced) may have had its log recovered: it starts a new epoch under a new
  * id, so writes that logged their intents before fail instead of
  * committing. */
-static void lease_renew(rstor_t *st)
+void rs_intent_renew(rstor_t *st)
 {
     char name[32];
     gw_lease_name(st->gw_id, name);
@@ -724,15 +726,16 @@ static int collect_gateway(void *arg, const char *k, size_t kl, const char *v, s
  * commit landed, as a recovery would, and clears them. */
 static void settle_unsure(rstor_t *st)
 {
-    char names[RSTOR_INTENT_CLEARS][RSTOR_INTENT_NAME], oid[RSTOR_OID_MAX];
+    char names[RSTOR_INTENT_CLEARS][RSTOR_INTENT_NAME], oid[RSTOR_OID_MAX], gw[17];
     pthread_mutex_lock(&st->intent_lock);
+    memcpy(gw, st->gw_id, sizeof gw);
     size_t n = st->n_unsure;
     memcpy(names, st->unsure, n * sizeof names[0]);
     st->n_unsure = 0;
     pthread_mutex_unlock(&st->intent_lock);
     for (size_t i = 0; i < n; i++) {
         buf_t v;
-        gw_oid(st->gw_id, name_slot(names[i]), oid);
+        gw_oid(gw, name_slot(names[i]), oid);
         int rc = rs_omap_get(st->index, oid, names[i], strlen(names[i]), &v);
         if (rc > 0)
             rc = names[i][0] == 'c' ? recover_complete(st, names[i], &v)
@@ -747,17 +750,20 @@ static void settle_unsure(rstor_t *st)
 
 void rs_intent_tick(rstor_t *st)
 {
-    lease_renew(st);
     settle_unsure(st);
     clears_flush(st);
     uint64_t now = clock_mono_ms();
     if (now < st->next_recover_ms)
         return;
     st->next_recover_ms = now + st->lease_ms / 2;
+    char self[17];
+    pthread_mutex_lock(&st->intent_lock);
+    memcpy(self, st->gw_id, sizeof self);
+    pthread_mutex_unlock(&st->intent_lock);
     entries_t gws = {0};
     if (rs_omap_each(st->index, GATEWAYS_OID, "", collect_gateway, &gws) == 0)
         for (size_t i = 0; i < gws.n && !__atomic_load_n(&st->gc_stop, __ATOMIC_RELAXED); i++)
-            if (strcmp(gws.names[i], st->gw_id) != 0)
+            if (strcmp(gws.names[i], self) != 0)
                 recover_gateway(st, gws.names[i]);
     entries_free(&gws);
 }

@@ -97,12 +97,15 @@ typedef struct rstor {
     int64_t grace_ms;      /* how long dropped blobs stay readable; sweep age */
     uint32_t index_shards; /* of each bucket created from now on */
     /* The collector thread: drains the GC log about once a second, sweeps
-     * unreferenced pieces once at start. */
-    pthread_t gc_thread;
-    int gc_running;
+     * unreferenced pieces once at start. The lease thread: renews this
+     * gateway's lease and nothing else, so no collector work of any length
+     * lets it lapse. Both wait on gc_cond and stop on gc_stop. */
+    pthread_t gc_thread, lease_thread;
+    int gc_running, lease_running;
     pthread_mutex_t gc_lock;
     pthread_cond_t gc_cond;
     int gc_stop;
+    uint32_t sweep_page_ms; /* debug.rados_sweep_page_ms: pause per sweep page */
     /* Bucket ids by name for reads by name (GET, HEAD, listings), under
      * id_lock. An entry may be stale (the bucket deleted, maybe re-created):
      * a read through a stale id finds no index object, and the caller looks
@@ -169,8 +172,11 @@ int rs_intent_open(rstor_t *st, const char *crash_at, uint32_t lease_ms);
 /* A clean stop: flushes the cleared entries; an empty log and its
  * registration go. */
 void rs_intent_close(rstor_t *st);
-/* The collector's tick: renews the lease, flushes cleared entries, and now
- * and then recovers the logs of gateways whose lease lapsed. */
+/* The lease thread's tick: renews this gateway's lease; if it lapsed,
+ * starts a new epoch under a new id (writes of the old one fail). */
+void rs_intent_renew(rstor_t *st);
+/* The collector's tick: settles unsure entries, flushes cleared ones, and
+ * now and then recovers the logs of gateways whose lease lapsed. */
 void rs_intent_tick(rstor_t *st);
 /* Entry values: a blob of a PUT to key in ix (key "": commit not started)
  * that will drop old; a part (number) of upload_id (to key in ix) that

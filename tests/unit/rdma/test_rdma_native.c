@@ -33,6 +33,40 @@
 #include "common/clock.h"
 #include "rdma/rdma_net.h"
 #include "rdma/rdma_wire.h"
+#include "rdma/rdma_server_internal.h"
+
+/* Allocations made by this program's code (the rdma module and the test;
+ * not UCX's) on the server's progress threads while g_count_allocs is set:
+ * the test is linked with --wrap for malloc, calloc and realloc
+ * (CMakeLists.txt). */
+static _Atomic int g_count_allocs;
+static _Atomic unsigned long g_prog_allocs;
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t n);
+static void count_alloc(void)
+{
+    if (atomic_load(&g_count_allocs) && native_on_progress_thread())
+        atomic_fetch_add(&g_prog_allocs, 1);
+}
+void *__wrap_malloc(size_t n);
+void *__wrap_malloc(size_t n)
+{
+    count_alloc();
+    return __real_malloc(n);
+}
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_calloc(size_t n, size_t size)
+{
+    count_alloc();
+    return __real_calloc(n, size);
+}
+void *__wrap_realloc(void *p, size_t n);
+void *__wrap_realloc(void *p, size_t n)
+{
+    count_alloc();
+    return __real_realloc(p, n);
+}
 
 #define MIB        ((uint64_t)1 << 20)
 #define REGION_LEN (4 * MIB)
@@ -677,6 +711,34 @@ static void test_round_trips(void **state)
 /* 32 requests in flight on one session: 8 blocked in the handler while 24
  * GETs are answered past them, then all waited for in reverse order; each
  * reply must be its own request's (id and body). */
+/* A GET answered inline on the progress thread (admitted, parsed, run and
+ * replied there) allocates nothing in the rdma module once the server is
+ * warm: its request takes a pooled slot and its reply a kept buffer. */
+static void test_get_allocates_nothing(void **state)
+{
+    (void)state;
+    rdma_server_t *srv;
+    NSERVER_OR_SKIP(srv, 0, 0, 1);
+    rdma_session_t *s = open_session(srv, "AKIDONE", "secret-one");
+    char nb[32];
+    tcall_t t;
+    for (int round = 0; round < 2; round++) {
+        atomic_store(&g_prog_allocs, 0);
+        atomic_store(&g_count_allocs, round); /* round 0 warms the server up */
+        for (int i = 0; i < 50; i++) {
+            get_call(s, "k-4k", 4096, 16384, NULL, &t, nb);
+            wait_reply(s, &t);
+            assert_int_equal(t.status, 200);
+            assert_inline_pattern(&t, "k-4k", 4096);
+            tcall_free(&t);
+        }
+        atomic_store(&g_count_allocs, 0);
+    }
+    assert_true(atomic_load(&g_h.calls[RDMA_OP_GET_OBJECT]) >= 100);
+    assert_int_equal(atomic_load(&g_prog_allocs), 0);
+    rdma_session_close(s);
+}
+
 static void test_many_in_flight_out_of_order(void **state)
 {
     (void)state;
@@ -2334,6 +2396,7 @@ int main(void)
     log_set_level(LOG_LVL_ERROR);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_round_trips, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_get_allocates_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_in_flight_out_of_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wait_any, setup, teardown),
         cmocka_unit_test_setup_teardown(test_raw_malformed, setup, teardown),
