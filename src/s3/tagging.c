@@ -98,9 +98,11 @@ static long tag_chars(const char *s)
                 return -1;
             cp = (cp << 6) | (p[i] & 0x3Fu);
         }
-        /* Overlong forms, surrogates and code points past U+10FFFF. */
+        /* Overlong forms, surrogates, code points past U+10FFFF, and
+         * U+FFFE/U+FFFF, which XML 1.0 cannot carry (the set would come back
+         * as a document no client parses). */
         if ((more == 2 && cp < 0x800) || (more == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-            (cp >= 0xD800 && cp <= 0xDFFF))
+            (cp >= 0xD800 && cp <= 0xDFFF) || cp == 0xFFFE || cp == 0xFFFF)
             return -1;
         p += more + 1;
         n++;

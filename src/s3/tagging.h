@@ -42,8 +42,9 @@ s3_error_t s3_tags_from_xml(const char *body, size_t len, s3_tags_of_t of, s3_ta
 int s3_tags_from_stored(const char *stored, s3_tags_t *out);
 /* S3's rules: at most 10 object tags (BadRequest) or 50 bucket tags
  * (InvalidTag); keys of 1..128 and values of 0..256 Unicode characters, in
- * valid UTF-8, of letters, digits, spaces and + - = . _ : / @; no key
- * starting "aws:"; no key twice (InvalidTag). */
+ * valid UTF-8 (no U+FFFE, U+FFFF: XML cannot carry them), of letters,
+ * digits, spaces and + - = . _ : / @; no key starting "aws:"; no key twice
+ * (InvalidTag). */
 s3_error_t s3_tags_check(const s3_tags_t *t, s3_tags_of_t of, const char **why_p);
 /* The stored form of t (malloc'd), or NULL when t has no tags; *nomem_p is
  * set when it is NULL for want of memory. */
