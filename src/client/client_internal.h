@@ -14,12 +14,13 @@
 #include "common/hash.h"
 #include "rdma/rdma_client.h"
 
-#define S3C_MAX_ENDPOINTS     16
-#define S3C_DEFAULT_RDMA_PORT 9100
-#define S3C_MIN_PART_SIZE     (5ULL * 1024 * 1024)
-#define S3C_MAX_PARTS         10000
-#define S3C_MAX_ERROR_BODY    (64 * 1024)        /* error / decline bodies kept */
-#define S3C_MAX_XML_BODY      (16 * 1024 * 1024) /* list responses */
+#define S3C_MAX_ENDPOINTS       16
+#define S3C_DEFAULT_RDMA_PORT   9100
+#define S3C_MIN_PART_SIZE       (5ULL * 1024 * 1024)
+#define S3C_MAX_PARTS           10000
+#define S3C_MAX_ERROR_BODY      (64 * 1024)  /* error / decline bodies kept */
+#define S3C_EXPECT_CONTINUE_MIN (1ULL << 20) /* HTTP bodies this large wait for 100 Continue */
+#define S3C_MAX_XML_BODY        (16 * 1024 * 1024) /* list responses */
 /* s3r_object_put's multipart parts in flight: the default, and the most. */
 #define S3C_PARTS_IN_FLIGHT     4
 #define S3C_MAX_PARTS_IN_FLIGHT 64

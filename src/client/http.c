@@ -384,8 +384,15 @@ static struct curl_slist *sign_headers(s3r_client_t *c, const s3c_req_t *req,
             list = tmp;
         else
             rc = -1;
-        /* No 100-continue round trip; curl's default Accept is unsigned and harmless. */
-        if (rc == 0 && (tmp = curl_slist_append(list, "Expect:")) != NULL)
+        /* A body of 1 MiB or more waits for the server's 100 Continue, as AWS
+         * SDKs send it: a request refused on its headers (access, a locked
+         * object's part without a checksum...) is answered before its body
+         * goes, instead of the server's reset racing its answer (the caller
+         * then saw a transport error, no S3 code). Smaller bodies go at once:
+         * no round trip. curl's default Accept is unsigned and harmless. */
+        const char *expect =
+            req->body_len >= S3C_EXPECT_CONTINUE_MIN ? "Expect: 100-continue" : "Expect:";
+        if (rc == 0 && (tmp = curl_slist_append(list, expect)) != NULL)
             list = tmp;
         else
             rc = -1;
