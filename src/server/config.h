@@ -131,6 +131,7 @@ typedef struct server_config {
             unsigned op_timeout_s;
             unsigned index_shards;  /* index objects per new bucket */
             unsigned lease_s;       /* a gateway's liveness lease */
+            bool full_sweep;        /* list the whole data pool at start */
             char *crash_at;         /* debug.rados_crash_at: "" = never */
             unsigned sweep_page_ms; /* debug.rados_sweep_page_ms: 0 = none */
         } rados;

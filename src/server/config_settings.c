@@ -201,7 +201,7 @@ const setting_t server_settings[] = {
          "pool for buckets, indexes and uploads (default: the data pool)"),
     COUNT("storage.rados.gc_grace", "storage-rados-gc-grace", "S3RDMA_STORAGE_RADOS_GC_GRACE",
           "900", storage.rados.gc_grace_s, 0, 7 * 86400,
-          "seconds replaced data stays readable, and the age under which the start sweep spares "
+          "seconds replaced data stays readable, and the age under which the full sweep spares "
           "unreferenced data"),
     COUNT("storage.rados.op_timeout", "storage-rados-op-timeout", "S3RDMA_STORAGE_RADOS_OP_TIMEOUT",
           "10", storage.rados.op_timeout_s, 1, 3600,
@@ -214,14 +214,20 @@ const setting_t server_settings[] = {
           storage.rados.lease_s, 2, 3600,
           "seconds of a gateway's liveness lease: another gateway recovers its intent log this "
           "long after it stopped renewing"),
+    BOOL("storage.rados.full_sweep", "storage-rados-full-sweep", "S3RDMA_STORAGE_RADOS_FULL_SWEEP",
+         "false", storage.rados.full_sweep,
+         "true or false: at start, also list the whole data pool and remove the pieces nothing "
+         "references (an operator's action: a full pool listing; false: only dead gateways' "
+         "intent logs are read)"),
     TEXT("debug.rados_crash_at", "debug-rados-crash-at", "S3RDMA_DEBUG_RADOS_CRASH_AT", "",
          storage.rados.crash_at,
-         "for crash tests only: the RADOS write step at which the gateway kills itself "
-         "(put-intent, put-pieces, put-switch, part-pieces, complete-intent, complete-claim, "
-         "complete-switch, delete-intent, delete-switch)"),
+         "for crash tests only: the RADOS write steps at which the gateway kills itself, "
+         "comma-separated, each step=stop to stop (SIGSTOP) instead (put-intent, put-pieces, "
+         "put-switch, part-pieces, complete-intent, complete-claim, complete-switch, "
+         "delete-intent, delete-switch, version-intent, version-switch, abort-claim)"),
     COUNT("debug.rados_sweep_page_ms", "debug-rados-sweep-page-ms",
           "S3RDMA_DEBUG_RADOS_SWEEP_PAGE_MS", "0", storage.rados.sweep_page_ms, 0, 60000,
-          "for tests only: milliseconds the RADOS start sweep pauses before each page of 1,024 "
+          "for tests only: milliseconds the RADOS full sweep pauses before each page of 1,024 "
           "names it lists (0: none)"),
     /* Observability (docs/operations.md). */
     BOOL("metrics.enabled", "metrics-enabled", "S3RDMA_METRICS_ENABLED", "false", metrics.enabled,

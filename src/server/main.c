@@ -303,6 +303,7 @@ int main(int argc, char **argv)
         .op_timeout_s = cfg.storage.rados.op_timeout_s,
         .index_shards = cfg.storage.rados.index_shards,
         .lease_s = cfg.storage.rados.lease_s,
+        .full_sweep = cfg.storage.rados.full_sweep,
         .crash_at = cfg.storage.rados.crash_at,
         .sweep_page_ms = cfg.storage.rados.sweep_page_ms,
     };

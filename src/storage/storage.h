@@ -103,6 +103,11 @@ typedef struct stor_rados_conf {
     /* Seconds of a gateway's liveness lease (its intent log is recovered by
      * another gateway this long after it stopped renewing; 0: 30). */
     unsigned lease_s;
+    /* storage.rados.full_sweep: at start, also list the whole data pool and
+     * remove unreferenced pieces older than the grace (an operator's action,
+     * e.g. once after an upgrade from binaries before the intent log);
+     * false: only dead gateways' intent logs are read. */
+    bool full_sweep;
     /* debug.rados_crash_at: a write step at which the gateway kills itself
      * (SIGKILL), for crash tests; NULL or "": never. */
     const char *crash_at;

@@ -10,7 +10,10 @@ on the session's Ceph cluster (scripts/ceph-dev), each test in a pool of its own
   gateway starts (its start sweep) and recovers logs, completes its PUT intact.
 """
 import http.client
+import os
+import signal
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -204,7 +207,8 @@ def test_lease_outlives_a_start_sweep_longer_than_itself(ceph_cluster, pool, mak
     lease, op_timeout = 6, 2
     args = ceph_cluster.gateway_args(pool=pool, gc_grace=1) + [
         "--storage-rados-lease", str(lease), "--storage-rados-op-timeout", str(op_timeout),
-        "--debug-rados-sweep-page-ms", str((lease + 1) * 1000)]
+        "--debug-rados-sweep-page-ms", str((lease + 1) * 1000),
+        "--storage-rados-full-sweep", "true"]
     g = make_server(name="sweeper", extra_args=args)
     ids = registered(ceph_cluster, pool)
     assert len(ids) == 1
@@ -228,3 +232,98 @@ def test_lease_outlives_a_start_sweep_longer_than_itself(ceph_cluster, pool, mak
     for k in range(n):
         assert s3.get_object(Bucket=bucket, Key=f"k{k}")["Body"].read() == body(f"k{k}", 4096)
     empty_bucket(s3, bucket)
+
+
+def stopped(proc):
+    """True when proc (a child of this process) reports a stop (debug.rados_crash_at
+    step=stop, SIGSTOP) not reported before."""
+    pid, status = os.waitpid(proc.pid, os.WUNTRACED | os.WNOHANG)
+    return pid == proc.pid and os.WIFSTOPPED(status)
+
+
+def remove_every_version(s3, bucket):
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
+        for v in page.get("Versions", []) + page.get("DeleteMarkers", []):
+            s3.delete_object(Bucket=bucket, Key=v["Key"], VersionId=v["VersionId"])
+
+
+def test_kill9_after_switches_that_drop_blobs(ceph_cluster, pool, make_server):
+    """The writes that relied on the start sweep until 2026-11-26 name what they drop in an
+    intent before their switch: a gateway killed after the switch, before the GC log write,
+    leaves nothing once a live gateway recovered its log (no gateway restarts, so no sweep).
+    - an overwrite whose first switch lost a race to another writer: its retry drops that
+      writer's blob (the gateway stops at put-pieces twice, the test overwrites in between);
+    - a version removed by id, and a null version replaced while versioning is suspended
+      (version-switch);
+    - an abort, killed after its claim (abort-claim);
+    - a Complete over an existing object (put-switch: after its switch, before its GC log)."""
+    live = gateway(make_server, ceph_cluster, pool, "live")
+    s3 = boto_client(live)
+    plain, vers, susp = ("drop-" + uuid.uuid4().hex[:8] + s for s in ("p", "v", "s"))
+    for b in (plain, vers, susp):
+        s3.create_bucket(Bucket=b)
+    s3.put_bucket_versioning(Bucket=vers, VersioningConfiguration={"Status": "Enabled"})
+    s3.put_bucket_versioning(Bucket=susp, VersioningConfiguration={"Status": "Suspended"})
+    steps = ["put-pieces=stop,put-switch", "version-switch", "version-switch", "abort-claim",
+             "put-switch"]
+    dead = [gateway(make_server, ceph_cluster, pool, f"d{i}", crash_at=step)
+            for i, step in enumerate(steps)]
+    for d in dead:
+        wait_until(lambda: "start sweep done" in d.log_text(), what="a start sweep")
+    expect = {}  # (bucket, key) -> bytes
+
+    # A retried overwrite.
+    d = dead[0]
+    s3.put_object(Bucket=plain, Key="race", Body=body("old", 4096))
+    t = threading.Thread(target=dies, args=(lambda: boto_client(d).put_object(
+        Bucket=plain, Key="race", Body=body("new", 4096)),))
+    t.start()
+    wait_until(lambda: stopped(d.proc), what="the first switch")
+    s3.put_object(Bucket=plain, Key="race", Body=body("mid", 4096))  # wins the race
+    os.kill(d.proc.pid, signal.SIGCONT)
+    # Its compare fails on the new record: the retry reaches put-pieces again.
+    wait_until(lambda: stopped(d.proc), what="the retried switch")
+    os.kill(d.proc.pid, signal.SIGCONT)
+    t.join(60)
+    expect[(plain, "race")] = body("new", 4096)
+
+    # A version removed by id.
+    v1 = s3.put_object(Bucket=vers, Key="v", Body=body("v1", 4096))["VersionId"]
+    s3.put_object(Bucket=vers, Key="v", Body=body("v2", 4096))
+    dies(lambda: boto_client(dead[1]).delete_object(Bucket=vers, Key="v", VersionId=v1))
+    expect[(vers, "v")] = body("v2", 4096)
+
+    # A null version replaced while suspended.
+    s3.put_object(Bucket=susp, Key="n", Body=body("n1", 4096))
+    dies(lambda: boto_client(dead[2]).put_object(Bucket=susp, Key="n", Body=body("n2", 4096)))
+    expect[(susp, "n")] = body("n2", 4096)
+
+    # An abort.
+    up = s3.create_multipart_upload(Bucket=plain, Key="ab")["UploadId"]
+    s3.upload_part(Bucket=plain, Key="ab", UploadId=up, PartNumber=1, Body=body("ab", 5 * MiB))
+    dies(lambda: boto_client(dead[3]).abort_multipart_upload(Bucket=plain, Key="ab",
+                                                             UploadId=up))
+
+    # A Complete over an existing object.
+    s3.put_object(Bucket=plain, Key="c", Body=body("c-old", 4096))
+    up2 = s3.create_multipart_upload(Bucket=plain, Key="c")["UploadId"]
+    etag = s3.upload_part(Bucket=plain, Key="c", UploadId=up2, PartNumber=1,
+                          Body=body("c-new", 1000))["ETag"]
+    dies(lambda: boto_client(dead[4]).complete_multipart_upload(
+        Bucket=plain, Key="c", UploadId=up2,
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]}))
+    expect[(plain, "c")] = body("c-new", 1000)
+
+    for d in dead:
+        d.proc.wait(30)
+    wait_until(lambda: len(registered(ceph_cluster, pool)) == 1, what="recovery")
+    for (b, key), data in expect.items():
+        assert s3.get_object(Bucket=b, Key=key)["Body"].read() == data, (b, key)
+    vs = s3.list_object_versions(Bucket=vers).get("Versions", [])
+    assert [v["VersionId"] for v in vs if v["VersionId"] == v1] == []
+    assert not s3.list_multipart_uploads(Bucket=plain).get("Uploads")
+    for b in (plain, vers, susp):
+        remove_every_version(s3, b)
+        s3.delete_bucket(Bucket=b)
+    wait_until(lambda: not ceph_cluster.pieces(pool), what="the pool to empty",
+               detail=lambda: ceph_cluster.pieces(pool))

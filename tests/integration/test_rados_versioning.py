@@ -202,5 +202,6 @@ def test_kill9_during_versioned_writes(ceph_cluster, pool, make_server):
     sb.delete_bucket(Bucket=bucket)
     assert index_objects(ceph_cluster, pool) == {}
     time.sleep(2)
-    versioned_gateway(make_server, ceph_cluster, pool, "kc")
+    make_server(name="kc", extra_args=ceph_cluster.gateway_args(pool=pool, gc_grace=1) + [
+        "--storage-rados-full-sweep", "true"])
     assert wait_no_pieces(ceph_cluster, pool) == []

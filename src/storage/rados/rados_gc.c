@@ -8,12 +8,14 @@
  *  - the intent log's tick (rados_intent.c): dead gateways' logs recovered.
  *    This gateway's own lease is renewed by a thread of its own (below), so
  *    that a sweep or a recovery of any length never lets it lapse.
- *  - the sweep, once at start: pieces that nothing references (no index
+ *  - the full sweep, at start when the operator asks for it
+ *    (storage.rados.full_sweep): pieces that nothing references (no index
  *    record, no parts object, no GC log entry, no gateway's intent) and
  *    whose blob is older than grace_ms (its id starts with its creation
- *    time) are removed: what the intent log does not cover (a gateway
- *    killed between a versioned delete's or an abort's switch and its GC log write,
- *    data of binaries from before the log). */
+ *    time) are removed: what the intent log cannot cover (data of binaries
+ *    from before the log, a bucket delete cut short among its uploads'
+ *    parts). Every write that drops or may leave pieces names them in an
+ *    intent first, so an ordinary start only reads dead gateways' logs. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -42,10 +44,10 @@ static int gc_wait(rstor_t *st, uint32_t ms)
     return stop;
 }
 
-void rs_gc_log(rstor_t *st, const stor_seg_t *segs, size_t n)
+int rs_gc_log(rstor_t *st, const stor_seg_t *segs, size_t n)
 {
     if (!n)
-        return;
+        return 0;
     char(*keys)[64] = calloc(n, sizeof *keys);
     char(*vals)[24] = calloc(n, sizeof *vals);
     const char **kp = calloc(n, sizeof *kp), **vp = calloc(n, sizeof *vp);
@@ -69,14 +71,14 @@ out:
     if (op)
         rados_release_write_op(op);
     if (rc < 0)
-        log_error("storage: gc log of %zu blob(s): %s (the start sweep will collect them)", n,
-                  strerror(-rc));
+        log_error("storage: gc log of %zu blob(s): %s", n, strerror(-rc));
     free(keys);
     free(vals);
     free(kp);
     free(vp);
     free(kl);
     free(vl);
+    return rc < 0 ? rc : 0;
 }
 
 /* Parses a GC log entry. 0, or -1 if malformed. */
@@ -393,7 +395,7 @@ static void gc_sweep(rstor_t *st)
     rados_nobjects_list_close(ls);
     free(set.ids);
     free(writing.ids);
-    log_info("storage: start sweep done: %zu unreferenced piece(s) removed", removed);
+    log_info("storage: full sweep done: %zu unreferenced piece(s) removed", removed);
 }
 
 /* ==== The threads ======================================================== */
@@ -401,9 +403,16 @@ static void gc_sweep(rstor_t *st)
 static void *gc_main(void *arg)
 {
     rstor_t *st = arg;
-    gc_sweep(st);
+    if (st->full_sweep)
+        gc_sweep(st);
+    int first = 1;
     do {
         rs_intent_tick(st);
+        if (first)
+            log_info("storage: start sweep done: dead gateways' intent logs read (%s)",
+                     st->full_sweep ? "and the data pool listed: storage.rados.full_sweep"
+                                    : "the data pool is not listed");
+        first = 0;
         while (gc_drain(st) == GC_BATCH)
             ;
     } while (!gc_wait(st, GC_INTERVAL_MS));

@@ -51,9 +51,21 @@ static void gw_oid(const char *gw, unsigned slot, char out[RSTOR_OID_MAX])
 
 void rs_crash_point(const rstor_t *st, const char *step)
 {
-    if (st->crash_at[0] && strcmp(st->crash_at, step) == 0) {
-        log_error("storage: debug.rados_crash_at %s: killing this gateway", step);
-        raise(SIGKILL);
+    /* crash_at: "step[=stop]" items, comma-separated. */
+    size_t n = strlen(step);
+    for (const char *p = st->crash_at; *p;) {
+        const char *end = p + strcspn(p, ",");
+        const char *eq = memchr(p, '=', (size_t)(end - p));
+        if ((size_t)((eq ? eq : end) - p) == n && memcmp(p, step, n) == 0) {
+            if (eq && end - eq == 5 && memcmp(eq + 1, "stop", 4) == 0) {
+                log_error("storage: debug.rados_crash_at %s=stop: stopping this gateway", step);
+                raise(SIGSTOP);
+                return;
+            }
+            log_error("storage: debug.rados_crash_at %s: killing this gateway", step);
+            raise(SIGKILL);
+        }
+        p = *end ? end + 1 : end;
     }
 }
 
@@ -84,9 +96,9 @@ int rs_intent_object(buf_t *b, const rs_index_t *ix, const char *key, const stor
                      uint32_t n_old)
 {
     char f[32];
-    if (n_old > RSTOR_INTENT_OLD_MAX)
-        n_old = 0; /* beyond the bound: the start sweep's (docs/storage.md) */
     buf_init(b, RSTOR_INTENT_VALUE_MAX);
+    if (n_old > RSTOR_INTENT_OLD_MAX)
+        return -1; /* more blobs than an object has parts */
     snprintf(f, sizeof f, "o%016" PRIx64 "%08" PRIx32, ix->id, ix->shards);
     if (buf_append(b, f, 25) != 0 || put_olds(b, old, n_old) != 0 ||
         buf_append(b, key, strlen(key)) != 0)
@@ -294,6 +306,33 @@ stor_status_t rs_intent_before_switch(rstor_t *st, rs_intent_ref_t *in, const bu
     if (s == STOR_OK)
         rs_crash_point(st, step);
     return s;
+}
+
+stor_status_t rs_intent_drop(rstor_t *st, rs_intent_ref_t *d, const rs_index_t *ix, const char *key,
+                             const stor_seg_t *segs, uint32_t n, const char *step)
+{
+    if (!d->name[0]) {
+        uint8_t iid[STOR_ID_LEN];
+        if (rs_new_blob_id(iid) != 0)
+            return STOR_ERR_IO;
+        rs_intent_name(iid, d->name);
+    }
+    buf_t desc;
+    stor_status_t s = rs_intent_object(&desc, ix, key, segs, n) == 0
+                          ? rs_intent_before_switch(st, d, &desc, step)
+                          : STOR_ERR_NOMEM;
+    buf_free(&desc);
+    if (s == STOR_OK && n) {
+        d->n_old = n;
+        memcpy(d->old0, segs[0].id, STOR_ID_LEN);
+    }
+    return s;
+}
+
+void rs_intent_drop_done(rstor_t *st, const rs_intent_ref_t *d, int unsure)
+{
+    if (d->epoch)
+        (unsure || d->unsettled ? rs_intent_unsure : rs_intent_clear)(st, d->name);
 }
 
 void rs_intent_name(const uint8_t id[STOR_ID_LEN], char out[RSTOR_INTENT_NAME])
@@ -518,19 +557,26 @@ static int hex_u64(const char *p, size_t n, uint64_t *out)
     return 0;
 }
 
-/* The dropped blobs of an entry at p (n_old, then id + size each). Returns
- * the bytes read, or -1. */
-static long parse_olds(const char *p, size_t len, stor_seg_t *old, uint32_t *n_old)
+/* The dropped blobs of an entry at p (n_old, then id + size each), into
+ * *old (malloc'ed, NULL when none). Returns the bytes read, -1 when
+ * malformed, -2 when out of memory. */
+static long parse_olds(const char *p, size_t len, stor_seg_t **old, uint32_t *n_old)
 {
     uint64_t n;
+    *old = NULL;
     if (len < 4 || hex_u64(p, 4, &n) != 0 || n > RSTOR_INTENT_OLD_MAX ||
         len - 4 < n * (2 * STOR_ID_LEN + 16))
         return -1;
+    if (n && !(*old = calloc(n, sizeof **old)))
+        return -2;
     const char *q = p + 4;
     for (uint64_t i = 0; i < n; i++, q += 2 * STOR_ID_LEN + 16)
-        if (hex_decode(q, 2 * STOR_ID_LEN, old[i].id, STOR_ID_LEN) != 0 ||
-            hex_u64(q + 2 * STOR_ID_LEN, 16, &old[i].size) != 0)
+        if (hex_decode(q, 2 * STOR_ID_LEN, (*old)[i].id, STOR_ID_LEN) != 0 ||
+            hex_u64(q + 2 * STOR_ID_LEN, 16, &(*old)[i].size) != 0) {
+            free(*old);
+            *old = NULL;
             return -1;
+        }
     *n_old = (uint32_t)n;
     return q - p;
 }
@@ -569,12 +615,15 @@ int rs_key_blobs(rstor_t *st, const rs_index_t *ix, const char *key, rs_idset_t 
     return rc == 1 || rc == -ENOENT ? 0 : rc;
 }
 
-/* Logs for collection the blobs among segs[0..n) that set does not hold. */
-static void gc_unreferenced(rstor_t *st, const rs_idset_t *set, const stor_seg_t *segs, uint32_t n)
+/* Logs for collection the blobs among segs[0..n) that set does not hold
+ * (segs reordered). 0, or a librados code. */
+static int gc_unreferenced(rstor_t *st, const rs_idset_t *set, stor_seg_t *segs, uint32_t n)
 {
+    uint32_t k = 0;
     for (uint32_t i = 0; i < n; i++)
         if (!rs_idset_has(set, segs[i].id))
-            rs_gc_log(st, &segs[i], 1);
+            segs[k++] = segs[i];
+    return rs_gc_log(st, segs, k);
 }
 
 /* A blob entry (name: its id): its blob goes unless referenced where the
@@ -583,7 +632,7 @@ static void gc_unreferenced(rstor_t *st, const rs_idset_t *set, const stor_seg_t
  * and dropped since stays readable for the readers that opened it. */
 static int recover_blob(rstor_t *st, const char *name, const buf_t *v)
 {
-    stor_seg_t blob = {.size = RSTOR_SIZE_UNKNOWN}, old[RSTOR_INTENT_OLD_MAX];
+    stor_seg_t blob = {.size = RSTOR_SIZE_UNKNOWN}, *old = NULL;
     uint32_t n_old = 0;
     if (hex_decode(name, 2 * STOR_ID_LEN, blob.id, STOR_ID_LEN) != 0 || v->len < 1)
         return -EINVAL;
@@ -593,24 +642,27 @@ static int recover_blob(rstor_t *st, const char *name, const buf_t *v)
     int rc;
     if (p[0] == 'o') {
         uint64_t id, shards;
-        long n;
+        long n = -1;
         if (len < 25 || hex_u64(p + 1, 16, &id) != 0 || hex_u64(p + 17, 8, &shards) != 0 ||
-            (n = parse_olds(p + 25, len - 25, old, &n_old)) < 0)
-            return -EINVAL;
+            (n = parse_olds(p + 25, len - 25, &old, &n_old)) < 0)
+            return n == -2 ? -ENOMEM : -EINVAL;
         rs_index_t ix = {id, (uint32_t)shards};
         size_t klen = len - 25 - (size_t)n;
         char *key = strndup(p + 25 + n, klen);
-        if (!key)
+        if (!key) {
+            free(old);
             return -ENOMEM;
+        }
         /* No key: the commit had not started, nothing references it. */
         rc = klen ? rs_key_blobs(st, &ix, key, &set) : 0;
         free(key);
     } else if (p[0] == 'p') {
         uint64_t number, id, shards;
-        long n;
+        long n = -1;
         if (len < 65 || hex_u64(p + 33, 8, &number) != 0 || hex_u64(p + 41, 16, &id) != 0 ||
-            hex_u64(p + 57, 8, &shards) != 0 || (n = parse_olds(p + 65, len - 65, old, &n_old)) < 0)
-            return -EINVAL;
+            hex_u64(p + 57, 8, &shards) != 0 ||
+            (n = parse_olds(p + 65, len - 65, &old, &n_old)) < 0)
+            return n == -2 ? -ENOMEM : -EINVAL;
         char upload[STOR_UPLOAD_ID_LEN + 1], oid[RSTOR_OID_MAX], pkey[16];
         snprintf(upload, sizeof upload, "%.32s", p + 1);
         rs_parts_oid(upload, oid);
@@ -640,11 +692,12 @@ static int recover_blob(rstor_t *st, const char *name, const buf_t *v)
     }
     if (rc >= 0) {
         rs_idset_sort(&set);
-        gc_unreferenced(st, &set, &blob, 1);
-        gc_unreferenced(st, &set, old, n_old);
-        rc = 0;
+        rc = gc_unreferenced(st, &set, &blob, 1);
+        if (rc == 0)
+            rc = gc_unreferenced(st, &set, old, n_old);
     }
     free(set.ids);
+    free(old);
     return rc;
 }
 

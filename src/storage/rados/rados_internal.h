@@ -33,6 +33,7 @@
 #include <rados/librados.h>
 #include <stdint.h>
 
+#include "common/s3r_limits.h"
 #include "storage/stor_backend.h"
 #include "storage/stor_record.h"
 
@@ -73,15 +74,14 @@ typedef struct idslot {
 } idslot_t;
 
 /* Intent log bounds (rados_intent.c): cleared entries held for a later
- * write, and dropped blobs one entry names (an overwrite of an object of
- * more parts leaves them to the start sweep should the gateway die between
- * its switch and its GC log write). */
+ * write, and dropped blobs one entry names (every blob of the record a
+ * switch drops: at most one per part of an object). */
 #define RSTOR_INTENT_CLEARS 64
 /* Objects a gateway's log is spread over (its writes over placement
  * groups), each holding at most RSTOR_INTENT_SLOT_CLEARS cleared entries. */
 #define RSTOR_INTENT_SLOTS       8
 #define RSTOR_INTENT_SLOT_CLEARS (RSTOR_INTENT_CLEARS / RSTOR_INTENT_SLOTS)
-#define RSTOR_INTENT_OLD_MAX     64
+#define RSTOR_INTENT_OLD_MAX     S3R_MAX_PART_NUMBER
 #define RSTOR_INTENT_NAME        (2 * STOR_ID_LEN + 2) /* "c" + 32 hex + NUL */
 /* The largest entry value: a header, the dropped blobs (48 bytes each) and
  * the key (S3 keys are at most 1024 bytes). */
@@ -106,6 +106,7 @@ typedef struct rstor {
     pthread_cond_t gc_cond;
     int gc_stop;
     uint32_t sweep_page_ms; /* debug.rados_sweep_page_ms: pause per sweep page */
+    int full_sweep;         /* storage.rados.full_sweep: the sweep runs at start */
     /* Bucket ids by name for reads by name (GET, HEAD, listings), under
      * id_lock. An entry may be stale (the bucket deleted, maybe re-created):
      * a read through a stale id finds no index object, and the caller looks
@@ -116,7 +117,7 @@ typedef struct rstor {
      * intent_lock. epoch grows when the lease lapsed: a write whose intent
      * is of an older epoch may have been recovered and must not commit. */
     char gw_id[17];
-    char crash_at[32]; /* debug.rados_crash_at: the step to die at, or "" */
+    char crash_at[256]; /* debug.rados_crash_at: the steps to die at, or "" */
     uint32_t lease_ms;
     pthread_mutex_t intent_lock;
     uint64_t epoch;
@@ -150,6 +151,9 @@ typedef struct rs_intent_ref {
     /* The dropped blobs the entry names already: how many, the first's id. */
     uint32_t n_old;
     uint8_t old0[STOR_ID_LEN];
+    /* The switch landed but the blobs it dropped did not reach the GC log:
+     * the entry is settled by the collector, not cleared. */
+    int unsettled;
 } rs_intent_ref_t;
 
 /* An entry write in flight (rs_intent_put_start). */
@@ -213,7 +217,21 @@ stor_status_t rs_intent_check(rstor_t *st, uint64_t epoch);
  * in->epoch); without one, nothing is recorded or checked. */
 stor_status_t rs_intent_before_switch(rstor_t *st, rs_intent_ref_t *in, const buf_t *desc,
                                       const char *step);
-/* debug.rados_crash_at: dies (SIGKILL) when step is the one named. */
+/* The entry d of the blobs segs[0..n) that a switch of key in ix is about
+ * to drop, written (or rewritten, on a retry) before that switch: an entry
+ * of its own, named like a blob that is never written (the name is made
+ * by the first call: d zeroed before), so a crash between the switch and
+ * the GC log write leaves them to a recovery. Then rs_intent_before_switch
+ * (step). */
+stor_status_t rs_intent_drop(rstor_t *st, rs_intent_ref_t *d, const rs_index_t *ix, const char *key,
+                             const stor_seg_t *segs, uint32_t n, const char *step);
+/* Ends entry d, if written: cleared, or handed to the collector to settle
+ * as a recovery would when unsure (the switch's outcome is unknown, or the
+ * blobs it dropped did not reach the GC log). */
+void rs_intent_drop_done(rstor_t *st, const rs_intent_ref_t *d, int unsure);
+/* debug.rados_crash_at ("step[=stop]", comma-separated): at a step named,
+ * the gateway kills itself (SIGKILL), or stops (SIGSTOP) with "=stop" so a
+ * test can act meanwhile and let it go on (SIGCONT). */
 void rs_crash_point(const rstor_t *st, const char *step);
 /* The blobs key's record and its version entries reference, added to set
  * (unsorted). 0, or a librados code. */
@@ -295,8 +313,9 @@ int rs_omap_each(rados_ioctx_t io, const char *oid, const char *after, rs_omap_f
 
 /* Records blobs that a committed change dropped: the collector deletes their
  * pieces once grace_ms have passed (readers that opened them keep reading
- * until then). Failures are logged; the start sweep catches what is lost. */
-void rs_gc_log(rstor_t *st, const stor_seg_t *segs, size_t n);
+ * until then). 0, or a librados code (logged): the caller's intent entry
+ * then stays, for its own collector to settle (rs_intent_drop_done). */
+int rs_gc_log(rstor_t *st, const stor_seg_t *segs, size_t n);
 
 /* The bucket named name as stored: its record (and id). */
 stor_status_t rs_bucket_lookup(rstor_t *st, const char *name, stor_bucket_t *out_p);

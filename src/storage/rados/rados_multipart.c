@@ -113,7 +113,7 @@ static int upload_cas(rstor_t *st, uint64_t bucket_id, const char *id, const buf
 }
 
 /* Marks upload id's parts object as just changed before its record goes:
- * the start sweep spares the parts of a parts object without an upload
+ * the full sweep spares the parts of a parts object without an upload
  * record while it is younger than the grace (rados_gc.c), which covers a
  * Complete or Abort in progress. The librados code. */
 static int parts_touch(rstor_t *st, const char *id)
@@ -265,42 +265,49 @@ static stor_status_t load_parts(rstor_t *st, const char *id, uint32_t after,
     return STOR_OK;
 }
 
-/* The blobs of part records, for the GC log (n entries, malloc'ed; NULL when
- * out of memory, logged: the sweep gets them then). */
-static void gc_parts(rstor_t *st, const stor_part_rec_t *recs, size_t n, const uint8_t *used)
+/* The blobs of part records, for the GC log (all, or the unused ones). 0,
+ * or a librados code (logged). */
+static int gc_parts(rstor_t *st, const stor_part_rec_t *recs, size_t n, const uint8_t *used)
 {
     stor_seg_t *segs = calloc(n ? n : 1, sizeof *segs);
     size_t k = 0;
     if (!segs) {
         log_error("storage: out of memory logging dropped parts");
-        return;
+        return -ENOMEM;
     }
     for (size_t i = 0; i < n; i++)
         if (!used || !used[i]) {
             memcpy(segs[k].id, recs[i].id, STOR_ID_LEN);
             segs[k++].size = recs[i].part.size;
         }
-    if (k)
-        rs_gc_log(st, segs, k);
+    int rc = rs_gc_log(st, segs, k);
     free(segs);
+    return rc;
 }
 
 /* Ends upload id's parts: their blobs to the GC log (all, or the unused
- * ones), the parts object removed. After the upload record is gone. */
-static void parts_drop(rstor_t *st, const char *id, const uint8_t *used,
-                       const stor_part_rec_t *recs, size_t n)
+ * ones), the parts object removed. After the upload record is gone. 0, or
+ * a librados code (the parts object then stays, for a recovery). */
+static int parts_drop(rstor_t *st, const char *id, const uint8_t *used, const stor_part_rec_t *recs,
+                      size_t n)
 {
     stor_part_rec_t *own = NULL;
     if (!recs) {
-        if (load_parts(st, id, 0, &own, &n) != STOR_OK)
-            return; /* the sweep collects them */
+        stor_status_t s = load_parts(st, id, 0, &own, &n);
+        if (s == STOR_ERR_NO_UPLOAD)
+            return 0; /* ended already */
+        if (s != STOR_OK)
+            return -EIO;
         recs = own;
     }
-    gc_parts(st, recs, n, used);
+    int rc = gc_parts(st, recs, n, used);
     stor_part_recs_free(own, own ? n : 0);
-    char oid[RSTOR_OID_MAX];
-    rs_parts_oid(id, oid);
-    rados_remove(st->index, oid);
+    if (rc == 0) {
+        char oid[RSTOR_OID_MAX];
+        rs_parts_oid(id, oid);
+        rc = rados_remove(st->index, oid);
+    }
+    return rc == -ENOENT ? 0 : rc;
 }
 
 /* Before a part's compare-and-set: the part it replaces (old, NULL: none)
@@ -380,12 +387,13 @@ stor_status_t rs_part_commit(stor_writer_t *w, const char *key, const char *uplo
         }
         if (rc >= 0)
             rc = rs_omap_cas(st->index, oid, pkey, klen, found ? &cur : NULL, &rec, 0);
-        if (rc == 0 && have_old)
-            gc_parts(st, &old, 1, NULL);
+        /* The replaced part's blob is named by the entry: settled by the
+         * collector if it did not reach the GC log. */
+        int unsettled = rc == 0 && have_old && gc_parts(st, &old, 1, NULL) != 0;
         if (have_old)
             stor_part_free_fields(&old.part);
         if (rc == 0) {
-            rs_writer_done(w, RS_DONE_KEPT);
+            rs_writer_done(w, unsettled ? RS_DONE_UNSURE : RS_DONE_KEPT);
             w = NULL;
             goto out;
         }
@@ -449,7 +457,7 @@ stor_status_t rs_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const char 
     stor_meta_t m;
     memset(&m, 0, sizeof m);
     int have_up = 0, logged = 0, unsure = 0;
-    rs_intent_ref_t in;
+    rs_intent_ref_t in, drop = {0};
     s = upload_read(st, bkt->id, key, upload_id, &raw, &up);
     if (s != STOR_OK)
         goto out;
@@ -499,9 +507,17 @@ stor_status_t rs_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const char 
     }
     rs_crash_point(st, "complete-claim");
     s = rs_intent_check(st, in.epoch);
-    if (s == STOR_OK)
+    /* The blobs the switch drops (the key's old object) get an entry of
+     * their own, of the Complete's epoch. */
+    uint8_t iid[STOR_ID_LEN];
+    if (s == STOR_OK && rs_new_blob_id(iid) != 0)
+        s = STOR_ERR_IO;
+    if (s == STOR_OK) {
+        rs_intent_name(iid, drop.name);
+        drop.epoch = in.epoch;
         s = rs_object_commit(st, bkt->name, &ix, bkt->versioning, key, &m, segs, (uint32_t)n, cond,
-                             NULL, NULL, NULL);
+                             NULL, NULL, &drop);
+    }
     if (s != STOR_OK) {
         /* The upload stays as it was. */
         if (upload_cas(st, bkt->id, upload_id, NULL, &raw) < 0) {
@@ -511,10 +527,11 @@ stor_status_t rs_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const char 
         goto out;
     }
     rs_crash_point(st, "complete-switch");
-    parts_drop(st, upload_id, used, recs, n_recs);
+    unsure = parts_drop(st, upload_id, used, recs, n_recs) != 0;
     *meta_p = m;
     memset(&m, 0, sizeof m);
 out:
+    rs_intent_drop_done(st, &drop, s == STOR_ERR_UNAVAILABLE);
     if (logged)
         (unsure ? rs_intent_unsure : rs_intent_clear)(st, in.name);
     buf_free(&raw);
@@ -554,7 +571,7 @@ int rs_upload_recover(rstor_t *st, const rs_index_t *ix, const char *key, const 
         rs_idset_sort(&set);
         for (size_t i = 0; i < n; i++)
             used[i] = (uint8_t)rs_idset_has(&set, recs[i].id);
-        parts_drop(st, upload_id, used, recs, n);
+        rc = parts_drop(st, upload_id, used, recs, n);
     }
     free(set.ids);
     free(used);
@@ -568,9 +585,26 @@ stor_status_t rs_mpu_abort(stor_t *st_, const stor_bucket_t *bucket, const char 
     rstor_t *st = (rstor_t *)st_;
     buf_t raw;
     stor_upload_rec_t up;
+    rs_intent_ref_t in = {0};
+    int logged = 0, unsure = 0;
     stor_status_t s = upload_read(st, bucket->id, key, upload_id, &raw, &up);
     if (s == STOR_OK) {
         stor_upload_rec_free(&up);
+        /* Logged before the claim, as a Complete's (and settled alike: a
+         * claimed upload's parts the key does not reference go), so a
+         * crash between the claim and the parts' removal leaves them to a
+         * recovery. */
+        rs_index_t ix = rs_index_of(bucket);
+        buf_t desc;
+        snprintf(in.name, sizeof in.name, "c%s", upload_id);
+        s = rs_intent_complete(&desc, &ix, key) == 0 ? rs_intent_put(st, in.name, &desc, &in.epoch)
+                                                     : STOR_ERR_NOMEM;
+        buf_free(&desc);
+        logged = s == STOR_OK;
+        if (s == STOR_OK)
+            s = rs_intent_check(st, in.epoch);
+    }
+    if (s == STOR_OK) {
         int rc = parts_touch(st, upload_id);
         if (rc == -ENOENT)
             rc = -ECANCELED;
@@ -580,10 +614,15 @@ stor_status_t rs_mpu_abort(stor_t *st_, const stor_bucket_t *bucket, const char 
             s = rc == -ECANCELED ? STOR_ERR_NO_UPLOAD
                 : rc == -ENOENT  ? STOR_ERR_NO_BUCKET
                                  : rs_fail("abort upload", upload_id, rc);
+        unsure = s == STOR_ERR_UNAVAILABLE;
     }
     buf_free(&raw);
-    if (s == STOR_OK)
-        parts_drop(st, upload_id, NULL, NULL, 0);
+    if (s == STOR_OK) {
+        rs_crash_point(st, "abort-claim");
+        unsure = parts_drop(st, upload_id, NULL, NULL, 0) != 0;
+    }
+    if (logged)
+        (unsure ? rs_intent_unsure : rs_intent_clear)(st, in.name);
     return s;
 }
 

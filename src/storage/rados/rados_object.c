@@ -58,26 +58,28 @@ stor_status_t rs_index_switch(rstor_t *st, const rs_index_t *ix, const char *key
 }
 
 /* Before a PUT's or a delete's compare-and-set: the blobs it would drop
- * (the key's record, o) go into its intent entry unless named already, so
- * a recovery after a crash between the switch and the GC log write finds
- * them; then the lease must be fresh. A retry after losing a race to
- * another writer of the key (attempt > 0) adds nothing: a round trip
- * between its read and its compare would only lose more races (a crash
- * right after its switch leaves those blobs to the start sweep). */
+ * (the key's record, o, all of them) go into its intent entry unless named
+ * already, so a recovery after a crash between the switch and the GC log
+ * write finds them; then the lease must be fresh. A retry after losing a
+ * race to another writer of the key names the blobs of the record it read
+ * afresh: one round trip more, on retries that drop blobs only. */
 static stor_status_t switch_intent(rstor_t *st, rs_intent_ref_t *in, const rs_index_t *ix,
-                                   const char *key, const stor_obj_rec_t *o, int attempt,
-                                   int removing)
+                                   const char *key, const stor_obj_rec_t *o, int removing)
 {
     const char *step = removing ? "delete-intent" : "put-pieces";
     int named = o && o->n_segs && in->n_old == o->n_segs &&
                 memcmp(in->old0, o->segs[0].id, STOR_ID_LEN) == 0;
-    if (attempt > 0 || !o || !o->n_segs || o->n_segs > RSTOR_INTENT_OLD_MAX || named)
+    if (!o || !o->n_segs || named)
         return rs_intent_before_switch(st, in, NULL, step);
     buf_t desc;
     stor_status_t s = rs_intent_object(&desc, ix, key, o->segs, o->n_segs) == 0
                           ? rs_intent_before_switch(st, in, &desc, step)
                           : STOR_ERR_NOMEM;
     buf_free(&desc);
+    if (s == STOR_OK) {
+        in->n_old = o->n_segs;
+        memcpy(in->old0, o->segs[0].id, STOR_ID_LEN);
+    }
     return s;
 }
 
@@ -109,7 +111,7 @@ stor_status_t rs_index_switch_pre(rstor_t *st, const rs_index_t *ix, const char 
             if (s == STOR_OK && found) /* the version the switch removes */
                 s = stor_precond_guard(cond, &o.meta);
             if (s == STOR_OK && in)
-                s = switch_intent(st, in, ix, key, found ? &o : NULL, attempt, !rec);
+                s = switch_intent(st, in, ix, key, found ? &o : NULL, !rec);
         }
         int rc = s == STOR_OK ? index_cas(st, oid, key, found ? &cur : NULL, rec) : 0;
         buf_free(&cur);
@@ -221,7 +223,7 @@ stor_status_t rs_writer_open(stor_t *st_, const stor_bucket_t *bucket, stor_writ
 }
 
 /* Writes the writer's intent entry as desc, first making its blob's id
- * (so the id's time is the entry's: the start sweep relies on it). */
+ * (so the id's time is the entry's: the full sweep relies on it). */
 static stor_status_t writer_intent(rwriter_t *w, const buf_t *desc)
 {
     if (!w->logged) {
@@ -421,7 +423,7 @@ static int overwrite_intent(rwriter_t *w, const char *key, rs_omap_get_t *pre, r
         stor_rec_decode_object(cur->data, cur->len, &o) != STOR_OK)
         return 0;
     int started = 0;
-    if (o.n_segs && o.n_segs <= RSTOR_INTENT_OLD_MAX && !o.meta.version && !o.meta.delete_marker) {
+    if (o.n_segs && !o.meta.version && !o.meta.delete_marker) {
         buf_t d;
         if (rs_intent_object(&d, &w->ix, key, o.segs, o.n_segs) == 0 &&
             rs_intent_put_start(w->st, w->in.name, &d, w->in.epoch, p) == STOR_OK) {
@@ -508,7 +510,7 @@ stor_status_t rs_writer_commit_if(stor_writer_t *w_, const char *key, stor_meta_
      * settled from its intent entry rather than deleted under a live index
      * entry. */
     if (s == STOR_OK || s == STOR_ERR_UNAVAILABLE)
-        writer_keep(w, s != STOR_OK);
+        writer_keep(w, s != STOR_OK || w->in.unsettled);
     else
         writer_discard(w);
     return s;

@@ -371,6 +371,7 @@ stor_status_t stor_open_rados(const stor_rados_conf_t *conf, stor_t **out_p)
     st->base.ops = &rados_ops;
     st->grace_ms = (int64_t)conf->gc_grace_s * 1000;
     st->sweep_page_ms = conf->sweep_page_ms;
+    st->full_sweep = conf->full_sweep;
     st->index_shards = conf->index_shards ? conf->index_shards : RSTOR_INDEX_SHARDS_DEFAULT;
     if (st->index_shards > STOR_INDEX_SHARDS_MAX)
         st->index_shards = STOR_INDEX_SHARDS_MAX;

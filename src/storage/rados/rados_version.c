@@ -438,9 +438,11 @@ static stor_status_t version_field(int state, uint64_t seq, char **out)
     return *out ? STOR_OK : STOR_ERR_NOMEM;
 }
 
-stor_status_t rs_version_push(rstor_t *st, const rs_index_t *ix, const char *key, int state,
-                              stor_meta_t *meta, const stor_seg_t *segs, uint32_t n_segs,
-                              const stor_precond_t *cond, rs_kread_t *pre)
+/* rs_version_push, with d the entry of the blobs its switch drops (a null
+ * version replaced while suspended). */
+static stor_status_t version_push(rstor_t *st, const rs_index_t *ix, const char *key, int state,
+                                  stor_meta_t *meta, const stor_seg_t *segs, uint32_t n_segs,
+                                  const stor_precond_t *cond, rs_kread_t *pre, rs_intent_ref_t *d)
 {
     char oid[RSTOR_OID_MAX];
     rs_key_oid(ix, key, oid);
@@ -500,13 +502,14 @@ stor_status_t rs_version_push(rstor_t *st, const rs_index_t *ix, const char *key
             }
             chg_set(&c, key, klen, &rec);
         }
+        const stor_obj_rec_t *gone = drop_l ? &r.l : has_null_e ? &null_e : NULL;
+        if (s == STOR_OK && gone && gone->n_segs)
+            s = rs_intent_drop(st, d, ix, key, gone->segs, gone->n_segs, "version-intent");
         if (s == STOR_OK)
             rc = chg_apply(st, oid, &c);
-        if (s == STOR_OK && rc == 0) {
-            if (drop_l)
-                rs_gc_log(st, r.l.segs, r.l.n_segs);
-            if (has_null_e)
-                rs_gc_log(st, null_e.segs, null_e.n_segs);
+        if (s == STOR_OK && rc == 0 && gone && gone->n_segs) {
+            rs_crash_point(st, "version-switch");
+            d->unsettled = rs_gc_log(st, gone->segs, gone->n_segs) != 0;
         }
         if (has_null_e)
             stor_obj_rec_free(&null_e);
@@ -527,12 +530,23 @@ stor_status_t rs_version_push(rstor_t *st, const rs_index_t *ix, const char *key
     return STOR_ERR_UNAVAILABLE;
 }
 
+stor_status_t rs_version_push(rstor_t *st, const rs_index_t *ix, const char *key, int state,
+                              stor_meta_t *meta, const stor_seg_t *segs, uint32_t n_segs,
+                              const stor_precond_t *cond, rs_kread_t *pre)
+{
+    rs_intent_ref_t d = {0};
+    stor_status_t s = version_push(st, ix, key, state, meta, segs, n_segs, cond, pre, &d);
+    rs_intent_drop_done(st, &d, s == STOR_ERR_UNAVAILABLE);
+    return s;
+}
+
 /* Removes version vid (never NULL) of key: the entry, or the latest, whose
  * place the newest entry then takes, if cond holds (its guard on that
  * version, the rest on the key's latest object). The removed record goes
  * to *old. */
-static stor_status_t version_remove(rstor_t *st, const char *oid, const char *key, const char *vid,
-                                    const stor_precond_t *cond, stor_obj_rec_t *old)
+static stor_status_t version_remove(rstor_t *st, const rs_index_t *ix, const char *oid,
+                                    const char *key, const char *vid, const stor_precond_t *cond,
+                                    stor_obj_rec_t *old, rs_intent_ref_t *d)
 {
     size_t klen = strlen(key);
     int is_null = strcmp(vid, "null") == 0;
@@ -585,8 +599,13 @@ static stor_status_t version_remove(rstor_t *st, const char *oid, const char *ke
         if (s == STOR_OK && !took)
             s = STOR_ERR_NO_VERSION;
         /* The guard sees what goes, before anything is written. */
+        const stor_obj_rec_t *gone = took == 1 ? &r.l : took == 2 ? &r.v : &e;
         if (s == STOR_OK)
-            s = stor_precond_guard(cond, took == 1 ? &r.l.meta : took == 2 ? &r.v.meta : &e.meta);
+            s = stor_precond_guard(cond, &gone->meta);
+        /* What it drops is named before the switch (a recovery's, should the
+         * gateway die before the GC log write). */
+        if (s == STOR_OK && gone->n_segs)
+            s = rs_intent_drop(st, d, ix, key, gone->segs, gone->n_segs, "version-intent");
         if (s == STOR_OK)
             rc = chg_apply(st, oid, &c);
         if (s == STOR_OK && rc == 0) {
@@ -668,7 +687,8 @@ stor_status_t rs_object_commit(rstor_t *st, const char *bucket, const rs_index_t
         if (s == STOR_OK && in)
             rs_crash_point(st, "put-switch");
         if (s == STOR_OK && had_old) {
-            rs_gc_log(st, old.segs, old.n_segs);
+            if (rs_gc_log(st, old.segs, old.n_segs) != 0 && in)
+                in->unsettled = 1;
             stor_obj_rec_free(&old);
         }
         if (!versioned)
@@ -786,11 +806,12 @@ stor_status_t rs_delete_version(stor_t *st_, const stor_bucket_t *bucket, const 
             rs_index_switch_pre(st, &ix, key, NULL, cond, NULL, &in, &old, &had_old, &versioned);
         if (s == STOR_OK && had_old) {
             rs_crash_point(st, "delete-switch");
-            rs_gc_log(st, old.segs, old.n_segs);
+            in.unsettled = rs_gc_log(st, old.segs, old.n_segs) != 0;
             stor_obj_rec_free(&old);
         }
-        if (in.epoch) /* unsure whether it landed: settled as a recovery would */
-            (s == STOR_OK ? rs_intent_clear : rs_intent_unsure)(st, in.name);
+        /* Unsure whether it landed, or what it dropped is not in the GC
+         * log: settled as a recovery would. */
+        rs_intent_drop_done(st, &in, s != STOR_OK);
         if (!versioned)
             return s;
         /* Versioning was turned on since the caller read the bucket. */
@@ -813,12 +834,16 @@ stor_status_t rs_delete_version(stor_t *st_, const stor_bucket_t *bucket, const 
     char oid[RSTOR_OID_MAX];
     rs_key_oid(&ix, key, oid);
     stor_obj_rec_t old;
-    stor_status_t s = version_remove(st, oid, key, version_id, cond, &old);
-    if (s != STOR_OK)
-        return s;
-    stor_version_id(&old.meta, out->version_id);
-    out->delete_marker = old.meta.delete_marker != NULL;
-    rs_gc_log(st, old.segs, old.n_segs);
-    stor_obj_rec_free(&old);
-    return STOR_OK;
+    rs_intent_ref_t d = {0};
+    stor_status_t s = version_remove(st, &ix, oid, key, version_id, cond, &old, &d);
+    if (s == STOR_OK) {
+        stor_version_id(&old.meta, out->version_id);
+        out->delete_marker = old.meta.delete_marker != NULL;
+        if (old.n_segs)
+            rs_crash_point(st, "version-switch");
+        d.unsettled = rs_gc_log(st, old.segs, old.n_segs) != 0;
+        stor_obj_rec_free(&old);
+    }
+    rs_intent_drop_done(st, &d, s == STOR_ERR_UNAVAILABLE);
+    return s;
 }
