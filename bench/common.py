@@ -38,8 +38,9 @@ def _q(s, safe="-_.~"):
     return urllib.parse.quote(s, safe=safe)
 
 
-def presign(method, host, path, expires=604800, ak=AK, sk=SK, region=REGION):
-    """Returns 'PATH?QUERY' presigned with SigV4 (UNSIGNED-PAYLOAD, host signed)."""
+def presign(method, host, path, expires=604800, ak=AK, sk=SK, region=REGION, query=None):
+    """Returns 'PATH?QUERY' presigned with SigV4 (UNSIGNED-PAYLOAD, host signed); query: more
+    parameters (a dict, "" for a bare name such as versioning)."""
     t = datetime.datetime.now(datetime.timezone.utc)
     amzdate = t.strftime("%Y%m%dT%H%M%SZ")
     day = t.strftime("%Y%m%d")
@@ -50,6 +51,7 @@ def presign(method, host, path, expires=604800, ak=AK, sk=SK, region=REGION):
         "X-Amz-Date": amzdate,
         "X-Amz-Expires": str(expires),
         "X-Amz-SignedHeaders": "host",
+        **(query or {}),
     }
     cq = "&".join(f"{_q(k)}={_q(v)}" for k, v in sorted(q.items()))
     cpath = _q(path, safe="/-_.~")
