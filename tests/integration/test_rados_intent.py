@@ -256,6 +256,8 @@ def test_kill9_after_switches_that_drop_blobs(ceph_cluster, pool, make_server):
     - a version removed by id, and a null version replaced while versioning is suspended
       (version-switch);
     - an abort, killed after its claim (abort-claim);
+    - a bucket delete, killed once its open uploads' records are gone, before their parts
+      (bucket-uploads);
     - a Complete over an existing object (put-switch: after its switch, before its GC log)."""
     live = gateway(make_server, ceph_cluster, pool, "live")
     s3 = boto_client(live)
@@ -265,7 +267,7 @@ def test_kill9_after_switches_that_drop_blobs(ceph_cluster, pool, make_server):
     s3.put_bucket_versioning(Bucket=vers, VersioningConfiguration={"Status": "Enabled"})
     s3.put_bucket_versioning(Bucket=susp, VersioningConfiguration={"Status": "Suspended"})
     steps = ["put-pieces=stop,put-switch", "version-switch", "version-switch", "abort-claim",
-             "put-switch"]
+             "put-switch", "bucket-uploads"]
     dead = [gateway(make_server, ceph_cluster, pool, f"d{i}", crash_at=step)
             for i, step in enumerate(steps)]
     for d in dead:
@@ -313,6 +315,14 @@ def test_kill9_after_switches_that_drop_blobs(ceph_cluster, pool, make_server):
         Bucket=plain, Key="c", UploadId=up2,
         MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]}))
     expect[(plain, "c")] = body("c-new", 1000)
+
+    # A bucket delete with an upload still open; the delete is retried through the live one.
+    gone = "drop-" + uuid.uuid4().hex[:8] + "b"
+    s3.create_bucket(Bucket=gone)
+    up3 = s3.create_multipart_upload(Bucket=gone, Key="open")["UploadId"]
+    s3.upload_part(Bucket=gone, Key="open", UploadId=up3, PartNumber=1, Body=body("b", 1000))
+    dies(lambda: boto_client(dead[5]).delete_bucket(Bucket=gone))
+    s3.delete_bucket(Bucket=gone)
 
     for d in dead:
         d.proc.wait(30)

@@ -262,7 +262,7 @@ stor_status_t rs_bucket_delete(stor_t *st_, const stor_bucket_t *bucket)
             goto out;
         }
     }
-    if ((s = rs_uploads_drop(st, bucket->id)) != STOR_OK)
+    if ((s = rs_uploads_drop(st, &ix)) != STOR_OK)
         goto out;
     rc = bucket_cas(st, bucket->name, &old, NULL);
     if (rc < 0) {

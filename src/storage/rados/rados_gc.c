@@ -13,8 +13,7 @@
  *    record, no parts object, no GC log entry, no gateway's intent) and
  *    whose blob is older than grace_ms (its id starts with its creation
  *    time) are removed: what the intent log cannot cover (data of binaries
- *    from before the log, a bucket delete cut short among its uploads'
- *    parts). Every write that drops or may leave pieces names them in an
+ *    from before it). Every write that drops or may leave pieces names them in an
  *    intent first, so an ordinary start only reads dead gateways' logs. */
 #include <errno.h>
 #include <inttypes.h>

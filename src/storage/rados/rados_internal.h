@@ -485,8 +485,9 @@ stor_status_t rs_mpu_list(stor_t *st, const char *bucket, const char *prefix,
                           stor_upload_t **uploads_p, size_t *n_p, int *more_p);
 
 /* rados_multipart.c, used by bucket deletion: aborts every upload of the
- * bucket (parts to the GC log) and removes its uploads object. */
-stor_status_t rs_uploads_drop(rstor_t *st, uint64_t bucket_id);
+ * bucket ix (parts to the GC log, each upload in an intent first) and
+ * removes its uploads object. */
+stor_status_t rs_uploads_drop(rstor_t *st, const rs_index_t *ix);
 
 /* rados_multipart.c, for the recovery of a dead gateway's Complete of
  * upload_id (key in ix): unless the upload is still open or gone, the

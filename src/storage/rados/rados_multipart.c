@@ -671,10 +671,35 @@ static int add_upload_raw(void *arg, const char *k, size_t kl, const char *v, si
     return 0;
 }
 
-stor_status_t rs_uploads_drop(rstor_t *st, uint64_t bucket_id)
+/* Writes upload u's Complete entry into in (bucket ix): a recovery after
+ * the uploads object is gone drops the parts nothing references (the
+ * bucket is empty by then: all of them, so a record that does not decode
+ * is named with an empty key). */
+static stor_status_t upload_intent(rstor_t *st, const rs_index_t *ix, const upl_raw_t *u,
+                                   rs_intent_ref_t *in)
+{
+    stor_upload_rec_t r;
+    char *key;
+    if (stor_rec_decode_upload(u->raw.data, u->raw.len, &r) == STOR_OK) {
+        key = strndup(r.key, r.key_len);
+        stor_upload_rec_free(&r);
+    } else {
+        key = strdup("");
+    }
+    buf_t desc;
+    snprintf(in->name, sizeof in->name, "c%s", u->id);
+    stor_status_t s = key && rs_intent_complete(&desc, ix, key) == 0
+                          ? rs_intent_put(st, in->name, &desc, &in->epoch)
+                          : STOR_ERR_NOMEM;
+    buf_free(&desc);
+    free(key);
+    return s;
+}
+
+stor_status_t rs_uploads_drop(rstor_t *st, const rs_index_t *ix)
 {
     char oid[RSTOR_OID_MAX];
-    rs_uploads_oid(bucket_id, oid);
+    rs_uploads_oid(ix->id, oid);
     upl_raw_vec_t uv = {0};
     int rc = rs_omap_each(st->index, oid, "", add_upload_raw, &uv);
     if (rc == -ENOENT) {
@@ -685,17 +710,34 @@ stor_status_t rs_uploads_drop(rstor_t *st, uint64_t bucket_id)
         upl_raw_vec_free(&uv);
         return rs_fail("list uploads", oid, rc);
     }
+    /* Each upload's Complete entry first (one round trip each), so a crash
+     * between the object's removal and its parts' leaves them to a
+     * recovery; the log holds one entry per open upload meanwhile. */
+    rs_intent_ref_t *ins = calloc(uv.n ? uv.n : 1, sizeof *ins);
+    stor_status_t s = ins ? STOR_OK : STOR_ERR_NOMEM;
+    size_t logged = 0;
+    for (; logged < uv.n && s == STOR_OK; logged++)
+        s = upload_intent(st, ix, &uv.arr[logged], &ins[logged]);
+    if (s != STOR_OK && logged)
+        logged--; /* the failed one wrote nothing */
+    if (s == STOR_OK && uv.n)
+        s = rs_intent_check(st, ins[uv.n - 1].epoch);
     /* Removing the object first stops new uploads and parts (they assert it
      * exists); then each upload's parts go. */
-    rc = rados_remove(st->index, oid);
-    if (rc < 0 && rc != -ENOENT) {
-        upl_raw_vec_free(&uv);
-        return rs_fail("remove uploads", oid, rc);
+    if (s == STOR_OK) {
+        rc = rados_remove(st->index, oid);
+        if (rc < 0 && rc != -ENOENT)
+            s = rs_fail("remove uploads", oid, rc);
     }
-    for (size_t i = 0; i < uv.n; i++)
-        parts_drop(st, uv.arr[i].id, NULL, NULL, 0);
+    if (s == STOR_OK && uv.n)
+        rs_crash_point(st, "bucket-uploads");
+    for (size_t i = 0; i < logged; i++) {
+        int unsure = s == STOR_OK && parts_drop(st, uv.arr[i].id, NULL, NULL, 0) != 0;
+        (unsure ? rs_intent_unsure : rs_intent_clear)(st, ins[i].name);
+    }
+    free(ins);
     upl_raw_vec_free(&uv);
-    return STOR_OK;
+    return s;
 }
 
 /* Makes sure the uploads object oid has its key-index entries: those of a
