@@ -716,8 +716,10 @@ stor_status_t rs_uploads_drop(rstor_t *st, const rs_index_t *ix)
     rs_intent_ref_t *ins = calloc(uv.n ? uv.n : 1, sizeof *ins);
     stor_status_t s = ins ? STOR_OK : STOR_ERR_NOMEM;
     size_t logged = 0;
-    for (; logged < uv.n && s == STOR_OK; logged++)
+    for (; logged < uv.n && s == STOR_OK; logged++) {
+        ins[logged].epoch = logged ? ins[0].epoch : 0; /* all of one epoch */
         s = upload_intent(st, ix, &uv.arr[logged], &ins[logged]);
+    }
     if (s != STOR_OK && logged)
         logged--; /* the failed one wrote nothing */
     if (s == STOR_OK && uv.n)
