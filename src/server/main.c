@@ -162,6 +162,7 @@ static int start_rdma(server_config_t *cfg, const server_addr_t *at, rdma_server
     rc_cfg.stall_ms = cfg->rdma.stall_ms;
     rc_cfg.poll = cfg->rdma.poll == SERVER_RDMA_POLL_BUSY ? RDMA_POLL_BUSY : RDMA_POLL_ADAPTIVE;
     rc_cfg.slice_us = cfg->rdma.slice_us;
+    rc_cfg.priority = cfg->rdma.priority;
     /* Small PUTs wait for no disk only in relaxed mode on local files: then
      * they may run on the progress threads (docs/protocol.md §4.5). */
     if (cfg->durability == SERVER_DURABILITY_RELAXED &&
