@@ -48,6 +48,7 @@
 #include "rdma/rdma_client.h"
 #include "rdma/rdma_server.h"
 #include "http/http_server.h"
+#include "s3/rdma_frontends.h"
 #include "s3/s3_server.h"
 #include "storage/storage.h"
 
@@ -166,13 +167,15 @@ static void start_all(void)
     rc.native_threads = 2;
     rc.lookup_secret = lookup_secret;
     FUZZ_CHECK(rdma_server_start(&rc, &rdma) == 0);
+    static s3_token_mover_t token_mover;
+    s3_token_mover_init(&token_mover, rdma);
     s3_server_config_t sc = {
         .http_off = true,
         .region = "us-east-1",
         .users = users,
         .n_users = N_TENANTS,
         .store = store,
-        .rdma = rdma,
+        .token_mover = &token_mover,
         .max_buckets_per_user = 64, /* also bounds what fuzzed names create */
     };
     s3srv = http_server_start(&sc);

@@ -18,6 +18,7 @@
 
 #include "common/log.h"
 #include "s3/rdma_error.h"
+#include "s3/rdma_frontends.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
 

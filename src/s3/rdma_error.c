@@ -1,3 +1,5 @@
+#include <stdio.h>
+
 #include "s3/rdma_error.h"
 
 s3_error_t s3_rdma_error(rdma_status_t st, const char **msg_p)
@@ -19,4 +21,20 @@ s3_error_t s3_rdma_error(rdma_status_t st, const char **msg_p)
         break;
     }
     return S3E_NONE;
+}
+
+void s3_rdma_token_fail(rdma_status_t st, s3_token_fail_t *fail)
+{
+    *fail = (s3_token_fail_t){.callback = st == RDMA_CALLBACK};
+    if (fail->callback)
+        return;
+    const char *why;
+    fail->err = s3_rdma_error(st, &why);
+    if (fail->err != S3E_NONE) {
+        snprintf(fail->msg, sizeof(fail->msg), "%s", why);
+        return;
+    }
+    fail->err = S3E_NOT_IMPLEMENTED;
+    fail->decline = st == RDMA_DECLINE ? S3_DECLINE_SESSION : S3_DECLINE_TRANSPORT;
+    snprintf(fail->msg, sizeof(fail->msg), "RDMA transfer declined: %s.", rdma_strerror(st));
 }

@@ -20,6 +20,7 @@
 #include "server/access_log.h"
 #include "server/ucx_guard.h"
 #include "http/http_server.h"
+#include "s3/rdma_frontends.h"
 #include "s3/s3_server.h"
 #include "s3/sse.h"
 #include "server/config.h"
@@ -373,6 +374,10 @@ int main(int argc, char **argv)
     const char *domains[16];
     size_t n_domains = split_domains(cfg.domains, domains, 16);
     bool https = *cfg.tls.cert != '\0';
+    s3_token_mover_t token_mover;
+    s3_token_mover_init(&token_mover, rdma);
+    s3_rdma_report_t rdma_report;
+    s3_rdma_report_init(&rdma_report, rdma);
     s3_server_config_t scfg = {
         .http_off = cfg.listen.off,
         .listen_host = cfg.listen.host,
@@ -397,7 +402,8 @@ int main(int argc, char **argv)
         .users = cfg.users,
         .n_users = cfg.n_users,
         .store = store,
-        .rdma = rdma,
+        .token_mover = rdma ? &token_mover : NULL,
+        .rdma_report = &rdma_report,
         .max_connections = cfg.http.max_connections,
         .max_connections_per_ip = cfg.http.max_connections_per_ip,
         .idle_timeout_s = cfg.http.idle_timeout_s,
