@@ -1,8 +1,8 @@
 #include <stdio.h>
 
-#include "s3/rdma_error.h"
+#include "rdmafe/rdma_error.h"
 
-s3_error_t s3_rdma_error(rdma_status_t st, const char **msg_p)
+s3_error_t rdmafe_s3_error(rdma_status_t st, const char **msg_p)
 {
     switch (st) {
     case RDMA_FORBIDDEN:
@@ -23,13 +23,13 @@ s3_error_t s3_rdma_error(rdma_status_t st, const char **msg_p)
     return S3E_NONE;
 }
 
-void s3_rdma_token_fail(rdma_status_t st, s3_token_fail_t *fail)
+void rdmafe_token_fail(rdma_status_t st, s3_token_fail_t *fail)
 {
     *fail = (s3_token_fail_t){.callback = st == RDMA_CALLBACK};
     if (fail->callback)
         return;
     const char *why;
-    fail->err = s3_rdma_error(st, &why);
+    fail->err = rdmafe_s3_error(st, &why);
     if (fail->err != S3E_NONE) {
         snprintf(fail->msg, sizeof(fail->msg), "%s", why);
         return;

@@ -4,7 +4,7 @@
 #include <stdio.h>
 
 #include "common/metrics.h"
-#include "s3/rdma_frontends.h"
+#include "rdmafe/rdmafe.h"
 
 static void gauge(buf_t *out, const char *name, const char *help, uint64_t v)
 {
@@ -73,7 +73,7 @@ static void report_stats(void *ctx, s3_rdma_stats_t *st)
     rdma_server_native_counts(rdma, &st->native_dropped, &st->native_malformed);
 }
 
-void s3_rdma_report_init(s3_rdma_report_t *r, rdma_server_t *rdma)
+void rdmafe_report_init(s3_rdma_report_t *r, rdma_server_t *rdma)
 {
     *r = (s3_rdma_report_t){.ctx = rdma, .metrics = report_metrics, .stats = report_stats};
 }

@@ -2,15 +2,15 @@
  * (s3_token_mover_t): rdma_xfer_* behind the transport-neutral table
  * s3/token.c drives, each failure turned into its S3 reply by
  * rdma_error.c. */
-#include "s3/rdma_error.h"
-#include "s3/rdma_frontends.h"
+#include "rdmafe/rdma_error.h"
+#include "rdmafe/rdmafe.h"
 
 static void *mover_open(void *ctx, const char *token, const char *access_key, s3_token_fail_t *fail)
 {
     rdma_xfer_t *x = NULL;
     rdma_status_t st = rdma_xfer_open(ctx, token, access_key, &x);
     if (st != RDMA_OK) {
-        s3_rdma_token_fail(st, fail);
+        rdmafe_token_fail(st, fail);
         return NULL;
     }
     return x;
@@ -26,7 +26,7 @@ static bool mover_pull(void *x, uint64_t len, int (*sink)(void *ctx, const void 
 {
     rdma_status_t st = rdma_xfer_pull(x, len, sink, sink_ctx);
     if (st != RDMA_OK)
-        s3_rdma_token_fail(st, fail);
+        rdmafe_token_fail(st, fail);
     return st == RDMA_OK;
 }
 
@@ -36,7 +36,7 @@ static bool mover_push(void *x, uint64_t len,
 {
     rdma_status_t st = rdma_xfer_push(x, len, fill, fill_ctx);
     if (st != RDMA_OK)
-        s3_rdma_token_fail(st, fail);
+        rdmafe_token_fail(st, fail);
     return st == RDMA_OK;
 }
 
@@ -45,7 +45,7 @@ static void mover_close(void *x)
     rdma_xfer_close(x);
 }
 
-void s3_token_mover_init(s3_token_mover_t *m, rdma_server_t *rdma)
+void rdmafe_token_mover_init(s3_token_mover_t *m, rdma_server_t *rdma)
 {
     *m = (s3_token_mover_t){.ctx = rdma,
                             .open = mover_open,
