@@ -131,8 +131,9 @@ typedef struct s3_server_config {
     /* The token path's byte mover (borrowed); NULL when RDMA is disabled:
      * s3r1 tokens are then declined (501). */
     const struct s3_token_mover *token_mover;
-    /* The RDMA figures of GET /metrics and /stats (borrowed); NULL: none
-     * (the pages show RDMA as off). */
+    /* The RDMA figures of GET /metrics and /stats (borrowed; s3rdmad always
+     * gives one, RDMA on or off); NULL: the metrics page has no RDMA
+     * families and /stats shows RDMA off. */
     const s3_rdma_report_t *rdma_report;
 
     /* Connection limits (docs/limits.md). 0 in max_connections, idle_timeout_s
