@@ -1,7 +1,7 @@
 /* The native protocol against a live server (docs/protocol.md §4): on the
  * first input this process starts what s3rdmad composes (a store in a temp
  * directory, the S3 server without HTTP listeners, the RDMA server on a
- * free port with s3_native_handle as its native handler) and opens an
+ * free port with rdmafe_native_handle as its native handler) and opens an
  * authenticated client session with a 1 MiB registered region for each of
  * two users (tenants: the second sends the requests whose op byte has 0x80
  * set, at the same buckets and keys, so at the first one's too). Each input
@@ -48,6 +48,7 @@
 #include "rdma/rdma_client.h"
 #include "rdma/rdma_server.h"
 #include "http/http_server.h"
+#include "rdmafe/rdmafe.h"
 #include "s3/s3_server.h"
 #include "storage/storage.h"
 
@@ -166,18 +167,20 @@ static void start_all(void)
     rc.native_threads = 2;
     rc.lookup_secret = lookup_secret;
     FUZZ_CHECK(rdma_server_start(&rc, &rdma) == 0);
+    static s3_token_mover_t token_mover;
+    rdmafe_token_mover_init(&token_mover, rdma);
     s3_server_config_t sc = {
         .http_off = true,
         .region = "us-east-1",
         .users = users,
         .n_users = N_TENANTS,
         .store = store,
-        .rdma = rdma,
+        .token_mover = &token_mover,
         .max_buckets_per_user = 64, /* also bounds what fuzzed names create */
     };
     s3srv = http_server_start(&sc);
     FUZZ_CHECK(s3srv != NULL);
-    rdma_server_set_native(rdma, s3_native_handle, s3srv);
+    rdma_server_set_native(rdma, rdmafe_native_handle, s3srv);
     s3_server_set_ready(s3srv, true);
     for (unsigned t = 0; t < N_TENANTS; t++) {
         struct tenant *tn = &tenants[t];

@@ -21,6 +21,13 @@ void metrics_write_family(buf_t *out, const char *name, const char *type, const 
     buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+void metrics_write_single(buf_t *out, const char *name, const char *type, const char *help,
+                          uint64_t value)
+{
+    metrics_write_family(out, name, type, help);
+    metrics_write_sample(out, name, "", value);
+}
+
 void metrics_write_sample(buf_t *out, const char *name, const char *labels, uint64_t value)
 {
     if (*labels)

@@ -52,6 +52,10 @@ void metrics_write_family(buf_t *out, const char *name, const char *type, const 
  * is the inside of the braces, e.g. op="GetObject",class="2xx", with values
  * already fit for it (our label values are our own constants). */
 void metrics_write_sample(buf_t *out, const char *name, const char *labels, uint64_t value);
+/* A family of one unlabelled sample: metrics_write_family, then
+ * metrics_write_sample with labels "". */
+void metrics_write_single(buf_t *out, const char *name, const char *type, const char *help,
+                          uint64_t value);
 /* A histogram's samples: name_bucket{labels,le="..."} (cumulative, the
  * bounds in seconds, ending with +Inf), name_sum (seconds) and name_count. */
 void metrics_write_hist(buf_t *out, const char *name, const char *labels, const metrics_hist_t *h);

@@ -148,6 +148,14 @@ _Static_assert(S3R_MAX_USER_META_BYTES <= S3R_REPLY_MAX_VALUE, "a metadata value
  * load, it cut the median wait for a progress thread but not the clients'
  * throughput (docs/benchmarks.md). */
 #define S3R_RDMA_SLICE_US 0
+/* Nice levels the progress threads take below the rest of the server
+ * (rdma.priority; 0-20). Each serves all the native sessions of its worker
+ * where HTTP has a thread per connection; at the same weight, under the
+ * mixed load the two progress threads waited for a core 86-99 % of the time
+ * beside 24 HTTP connection threads. 10 (~9x a thread's weight) when the
+ * server may lower a nice value (CAP_SYS_NICE, RLIMIT_NICE); otherwise they
+ * stay at the process's (docs/deploy.md, docs/benchmarks.md). */
+#define S3R_RDMA_PRIORITY 10
 #define S3R_NATIVE_PER_SESSION                                                                     \
     64 /* requests in flight (reply not yet sent) per session: SlowDown */
 #define S3R_NATIVE_QUEUED                                                                          \

@@ -7,7 +7,6 @@
 #include "common/metrics.h"
 #include "http/http_internal.h"
 #include "http/http_own.h"
-#include "rdma/rdma_server.h"
 
 /* Replies status with len bytes of text (copied) of the given type. */
 static void reply_text(s3_req_t *req, int status, const char *type, const char *text, size_t len)
@@ -82,12 +81,12 @@ void http_own_reply_stats(s3_req_t *req)
 {
     buf_t json;
     buf_init(&json, 4096);
-    rdma_server_t *rdma = req->srv->cfg.rdma;
+    const s3_rdma_report_t *report = req->srv->cfg.rdma_report;
+    s3_rdma_stats_t rs = {0};
+    if (report)
+        report->stats(report->ctx, &rs);
     http_guard_stats_t cs;
     http_guard_get_stats(http_server_of(req->srv)->guard, &cs);
-    unsigned long dropped = 0, malformed = 0;
-    if (rdma)
-        rdma_server_native_counts(rdma, &dropped, &malformed);
     buf_printf(&json,
                "{\"http_inflight\": %u, \"http_requests\": %lu, \"http_connections\": %u, "
                "\"http_closed_slow_head\": %llu, \"http_closed_slow_body\": %llu, "
@@ -95,8 +94,7 @@ void http_own_reply_stats(s3_req_t *req)
                "\"native_malformed\": %lu}\n",
                atomic_load(&req->srv->inflight), atomic_load(&req->srv->request_seq), cs.open,
                (unsigned long long)cs.closed_head, (unsigned long long)cs.closed_body,
-               rdma ? "true" : "false", rdma ? rdma_server_session_count(rdma) : 0, dropped,
-               malformed);
+               rs.enabled ? "true" : "false", rs.sessions, rs.native_dropped, rs.native_malformed);
     s3_out_t out = {.kind = S3_OUT_BUFFER};
     out.data = buf_steal(&json, &out.len);
     s3_reply_header(req, "Content-Type", "application/json");

@@ -1,6 +1,6 @@
 /* The HTTP module's contract: the S3 server over HTTP and HTTPS, started
  * and stopped with its listeners. The server it returns is the S3 core
- * (s3/s3_server.h) that native requests share (s3_native_handle's ctx,
+ * (s3/s3_server.h) that native requests share (rdmafe_native_handle's ctx,
  * s3_server_set_ready). */
 #ifndef S3R_HTTP_SERVER_H
 #define S3R_HTTP_SERVER_H

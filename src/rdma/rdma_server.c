@@ -58,6 +58,7 @@ void rdma_server_config_defaults(rdma_server_config_t *cfg)
     cfg->max_inflight = S3R_MAX_INFLIGHT_TRANSFERS;
     cfg->native_threads = S3R_NATIVE_THREADS;
     cfg->slice_us = S3R_RDMA_SLICE_US;
+    cfg->priority = S3R_RDMA_PRIORITY;
     cfg->max_native_per_session = S3R_NATIVE_PER_SESSION;
     cfg->max_native_queued = S3R_NATIVE_QUEUED;
     cfg->user_share = S3R_RDMA_USER_SHARE;

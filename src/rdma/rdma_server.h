@@ -92,6 +92,12 @@ typedef struct rdma_server_config {
      * (rdma_thread_set_slice; docs/deploy.md, rdma.slice_us); 0: the
      * kernel's default. */
     unsigned slice_us;
+    /* Nice levels each progress thread takes below the process's
+     * (rdma_thread_raise_priority; docs/deploy.md, rdma.priority): a
+     * progress thread serves every native session on its worker, so on a
+     * contended core it needs the weight of many threads. 0: none. Not
+     * permitted (no CAP_SYS_NICE nor RLIMIT_NICE): logged, kept 0. */
+    unsigned priority;
     /* A native PutObject whose body travels inline and is at most this many
      * bytes runs on its session's progress thread, as reads do, instead of
      * going to an executor (no hand-off, no thread wake-up): for a store

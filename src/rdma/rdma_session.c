@@ -310,8 +310,12 @@ void *prog_main(void *arg)
     if (rdma_thread_set_slice(p->srv->cfg.slice_us) != 0)
         log_info("rdma: progress thread: scheduler slice of %u us not taken: %s",
                  p->srv->cfg.slice_us, strerror(errno));
+    if (rdma_thread_raise_priority(p->srv->cfg.priority) != 0)
+        log_info("rdma: progress thread: %u nice levels above the server's not taken (%s): "
+                 "it shares a core as any thread (rdma.priority, docs/deploy.md)",
+                 p->srv->cfg.priority, strerror(errno));
     /* Named for perf, top and the tests (/proc/PID/task/TID/comm), once
-     * its slice is set. */
+     * its slice and priority are set. */
     pthread_setname_np(pthread_self(), "s3r-progress");
     for (;; rounds++) {
         /* While busy-polling, the event fds are only drained now and then:

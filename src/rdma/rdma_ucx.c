@@ -1,6 +1,7 @@
 /* UCX helpers shared by the session server and client (see rdma_ucx.h). */
 #include "rdma/rdma_ucx.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <sched.h>
 #include <sys/resource.h>
@@ -41,6 +42,21 @@ int rdma_thread_set_slice(unsigned us)
     a.flags = 0;
     a.runtime = (uint64_t)us * 1000;
     return (int)syscall(SYS_sched_setattr, 0, &a, 0);
+}
+
+int rdma_thread_raise_priority(unsigned levels)
+{
+    if (levels == 0)
+        return 0;
+    /* PRIO_PROCESS with a thread id sets that thread's nice value alone
+     * (Linux); 0 reads the calling thread's. */
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    errno = 0;
+    int now = getpriority(PRIO_PROCESS, (id_t)tid);
+    if (now == -1 && errno != 0)
+        return -1;
+    int want = now - (int)(levels > 40 ? 40 : levels);
+    return setpriority(PRIO_PROCESS, (id_t)tid, want < -20 ? -20 : want);
 }
 
 ucs_status_t rdma_ucx_wait(ucp_worker_h w, ucs_status_ptr_t req, int timeout_ms)

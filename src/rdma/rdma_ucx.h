@@ -30,4 +30,12 @@ long rdma_thread_preemptions(void);
  * 100-100,000. 0, or -1 with errno (an older kernel that refuses it). */
 int rdma_thread_set_slice(unsigned us);
 
+/* Gives the calling thread `levels` nice levels below the process's (each
+ * level is ~1.25x the scheduler weight, its share of a contended core:
+ * 10 levels ~9x; the value is clamped at -20; 0 leaves it as it is).
+ * Lowering a nice value needs CAP_SYS_NICE or an RLIMIT_NICE that allows
+ * it. 0, or -1 with errno (EACCES, EPERM: not permitted; the thread keeps
+ * the process's value). */
+int rdma_thread_raise_priority(unsigned levels);
+
 #endif

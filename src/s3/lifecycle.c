@@ -41,7 +41,13 @@ static const char *const rule_fields[] = {
     "AbortIncompleteMultipartUpload/",
     "AbortIncompleteMultipartUpload/DaysAfterInitiation",
     "Transition/",
+    "Transition/Days",
+    "Transition/Date",
+    "Transition/StorageClass",
     "NoncurrentVersionTransition/",
+    "NoncurrentVersionTransition/NoncurrentDays",
+    "NoncurrentVersionTransition/NewerNoncurrentVersions",
+    "NoncurrentVersionTransition/StorageClass",
 };
 enum {
     F_ID,
@@ -71,7 +77,13 @@ enum {
     F_ABORT,
     F_ABORT_DAYS,
     F_TRANSITION,
+    F_TR_DAYS,
+    F_TR_DATE,
+    F_TR_CLASS,
     F_NC_TRANSITION,
+    F_NCT_DAYS,
+    F_NCT_NEWER,
+    F_NCT_CLASS,
     N_FIELDS
 };
 
@@ -122,24 +134,111 @@ static int64_t parse_date(const char *s)
     return t % 86400 ? -2 : t;
 }
 
-/* Builds one rule from its entries e[0..n); returns S3E_NONE or the error. */
-static s3_error_t build_rule(const xml_list_entry_t *e, size_t n, s3_lc_rule_t *r, char *why,
-                             size_t cap)
+/* The storage classes a Transition may name (S3's TransitionStorageClass). */
+static bool transition_class(const char *v)
+{
+    static const char *const classes[] = {"GLACIER",      "STANDARD_IA",
+                                          "ONEZONE_IA",   "INTELLIGENT_TIERING",
+                                          "DEEP_ARCHIVE", "GLACIER_IR"};
+    for (size_t i = 0; i < sizeof classes / sizeof classes[0]; i++)
+        if (strcmp(v, classes[i]) == 0)
+            return true;
+    return false;
+}
+
+/* Checks the Transition and NoncurrentVersionTransition actions of a rule
+ * (entries e[0..n)) as S3 does, though s3rdmad cannot apply them: each has
+ * one of Days (not negative) or Date (at midnight UTC), or NoncurrentDays
+ * (not negative) and at most one NewerNoncurrentVersions (1..100), and one
+ * StorageClass S3 knows. S3E_NONE when they are well-formed; the caller
+ * refuses them later (NotImplemented), so that a configuration with another
+ * fault gets S3's 400 for it first. */
+static s3_error_t check_transitions(const xml_list_entry_t *e, size_t n, char *why, size_t cap)
+{
+    /* Leaves of the container being read: [0] Days/NoncurrentDays, [1]
+     * Date/NewerNoncurrentVersions, [2] StorageClass; open < 0: none. */
+    int open = -1;
+    unsigned seen[3] = {0};
+    for (size_t i = 0; i <= n; i++) {
+        size_t f = i < n ? e[i].field : N_FIELDS;
+        bool child = f == F_TR_DAYS || f == F_TR_DATE || f == F_TR_CLASS || f == F_NCT_DAYS ||
+                     f == F_NCT_NEWER || f == F_NCT_CLASS;
+        if (!child && (f == F_TRANSITION || f == F_NC_TRANSITION || i == n) && open >= 0) {
+            bool ok = open == F_TRANSITION ? seen[0] + seen[1] == 1 : seen[0] == 1 && seen[1] <= 1;
+            if (!ok || seen[2] != 1) {
+                snprintf(why, cap, "%s", MALFORMED_WHY);
+                return S3E_MALFORMED_XML;
+            }
+            open = -1;
+        }
+        if (f == F_TRANSITION || f == F_NC_TRANSITION) {
+            open = (int)f;
+            memset(seen, 0, sizeof seen);
+        }
+        if (!child)
+            continue;
+        const char *v = e[i].value;
+        int64_t t;
+        switch (f) {
+        case F_TR_DAYS:
+        case F_NCT_DAYS:
+            seen[0]++;
+            if (parse_int(v, 0, INT32_MAX) < 0) {
+                snprintf(why, cap, "'%s' in %s action must be nonnegative",
+                         f == F_TR_DAYS ? "Days" : "NoncurrentDays",
+                         f == F_TR_DAYS ? "Transition" : "NoncurrentVersionTransition");
+                return S3E_INVALID_ARGUMENT;
+            }
+            break;
+        case F_TR_DATE:
+            seen[1]++;
+            t = parse_date(v);
+            if (t < 0) {
+                snprintf(why, cap,
+                         t == -2 ? "'Date' must be at midnight GMT" : "Invalid date: '%.64s'", v);
+                return S3E_INVALID_ARGUMENT;
+            }
+            break;
+        case F_NCT_NEWER:
+            seen[1]++;
+            if (parse_int(v, 1, S3_LC_MAX_NEWER) < 0) {
+                snprintf(why, cap, "'NewerNoncurrentVersions' must be between 1 and %d",
+                         S3_LC_MAX_NEWER);
+                return S3E_INVALID_ARGUMENT;
+            }
+            break;
+        default: /* StorageClass */
+            seen[2]++;
+            if (!transition_class(v)) {
+                snprintf(why, cap, "%s", MALFORMED_WHY);
+                return S3E_MALFORMED_XML;
+            }
+            break;
+        }
+    }
+    return S3E_NONE;
+}
+
+/* Builds one rule from its entries e[0..n); returns S3E_NONE or the error.
+ * *transitions_p says whether the rule has (well-formed) transitions, which
+ * s3rdmad cannot apply. */
+static s3_error_t build_rule(const xml_list_entry_t *e, size_t n, s3_lc_rule_t *r,
+                             bool *transitions_p, char *why, size_t cap)
 {
     size_t count[N_FIELDS] = {0};
     for (size_t i = 0; i < n; i++)
         count[e[i].field]++;
     r->size_gt = r->size_lt = -1;
     r->exp_date = -1;
-    if (count[F_TRANSITION] || count[F_NC_TRANSITION]) {
-        snprintf(why, cap,
-                 "Storage-class transitions are not supported: s3rdmad has one storage class.");
-        return S3E_NOT_IMPLEMENTED;
-    }
-    /* Leaves and containers other than tags come at most once. */
+    *transitions_p = count[F_TRANSITION] || count[F_NC_TRANSITION];
+    s3_error_t err = check_transitions(e, n, why, cap);
+    if (err != S3E_NONE)
+        return err;
+    /* Leaves and containers other than tags and transitions come at most
+     * once. */
     for (size_t f = 0; f < N_FIELDS; f++) {
         bool repeatable = f == F_TAG || f == F_TAG_KEY || f == F_TAG_VALUE || f == F_AND_TAG ||
-                          f == F_AND_TAG_KEY || f == F_AND_TAG_VALUE;
+                          f == F_AND_TAG_KEY || f == F_AND_TAG_VALUE || f >= F_TRANSITION;
         if (count[f] > 1 && !repeatable) {
             snprintf(why, cap, "%s", MALFORMED_WHY);
             return S3E_MALFORMED_XML;
@@ -302,7 +401,7 @@ static s3_error_t build_rule(const xml_list_entry_t *e, size_t n, s3_lc_rule_t *
         return S3E_INVALID_ARGUMENT;
     }
     bool expires = r->exp_days > 0 || r->exp_date >= 0 || count[F_EXP_MARKER];
-    if (!expires && !count[F_NC] && !count[F_ABORT]) {
+    if (!expires && !count[F_NC] && !count[F_ABORT] && !*transitions_p) {
         snprintf(why, cap, "At least one action needs to be specified in a rule");
         return S3E_INVALID_REQUEST;
     }
@@ -332,6 +431,7 @@ s3_error_t s3_lc_from_xml(const char *body, size_t len, s3_lc_t *cfg, char *why,
                        S3_LC_MAX_BYTES / 8, &e, &n, &n_rules) != 0)
         return S3E_MALFORMED_XML;
     s3_error_t err = S3E_NONE;
+    bool transitions = false; /* some rule has them: refused once all else is valid */
     if (n_rules == 0 || n_rules > S3_LC_MAX_RULES)
         err = S3E_MALFORMED_XML;
     else if (!(cfg->rules = calloc(n_rules, sizeof *cfg->rules)))
@@ -343,7 +443,9 @@ s3_error_t s3_lc_from_xml(const char *body, size_t len, s3_lc_t *cfg, char *why,
             i++;
         cfg->n_rules++;
         /* A rule with no fields at all: no entries, e may be NULL. */
-        err = build_rule(i > first ? e + first : NULL, i - first, &cfg->rules[r], why, cap);
+        bool has;
+        err = build_rule(i > first ? e + first : NULL, i - first, &cfg->rules[r], &has, why, cap);
+        transitions |= has;
     }
     for (size_t r = 0; err == S3E_NONE && r < cfg->n_rules; r++) {
         const char *id = cfg->rules[r].id;
@@ -358,6 +460,11 @@ s3_error_t s3_lc_from_xml(const char *body, size_t len, s3_lc_t *cfg, char *why,
             err = S3E_INTERNAL;
     }
     xml_list_free(e, n);
+    if (err == S3E_NONE && transitions) {
+        snprintf(why, cap,
+                 "Storage-class transitions are not supported: s3rdmad has one storage class.");
+        err = S3E_NOT_IMPLEMENTED;
+    }
     if (err != S3E_NONE)
         s3_lc_free(cfg);
     return err;

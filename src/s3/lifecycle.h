@@ -70,7 +70,9 @@ typedef struct s3_lc {
  * rule with no action, AbortIncompleteMultipartUpload or
  * ExpiredObjectDeleteMarker with tags, a tag key twice), NotImplemented
  * (Transition and NoncurrentVersionTransition: s3rdmad has no storage
- * classes to move objects to). */
+ * classes to move objects to; answered only for a configuration otherwise
+ * valid, its transitions included: a Date off midnight, negative days or
+ * an unknown StorageClass get their 400 first, as S3 checks them). */
 s3_error_t s3_lc_from_xml(const char *body, size_t len, s3_lc_t *cfg, char *why, size_t cap);
 void s3_lc_free(s3_lc_t *cfg);
 

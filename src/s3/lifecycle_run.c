@@ -79,14 +79,16 @@ static bool key_copy(char out[S3R_MAX_KEY_BYTES + 1], const char *k, size_t klen
     return true;
 }
 
-/* Whether cfg has an enabled rule with one of these actions. */
+/* Whether cfg has an enabled rule with one of these actions (markers:
+ * ExpiredObjectDeleteMarker, or Expiration Days, which removes expired
+ * object delete markers too once they are that old). */
 static bool has_action(const s3_lc_t *cfg, bool expiry, bool noncurrent, bool markers)
 {
     for (size_t i = 0; i < cfg->n_rules; i++) {
         const s3_lc_rule_t *r = &cfg->rules[i];
-        if (r->enabled &&
-            ((expiry && (r->exp_days > 0 || r->exp_date >= 0)) ||
-             (noncurrent && r->noncurrent_days > 0) || (markers && r->exp_delete_marker)))
+        if (r->enabled && ((expiry && (r->exp_days > 0 || r->exp_date >= 0)) ||
+                           (noncurrent && r->noncurrent_days > 0) ||
+                           (markers && (r->exp_delete_marker || r->exp_days > 0))))
             return true;
     }
     return false;
@@ -150,8 +152,9 @@ static void expire_current(stor_t *st, const stor_bucket_t *b, const s3_lc_t *cf
 /* In a versioned bucket: noncurrent versions past their rule's
  * NoncurrentDays (counted from when the next newer version was written),
  * beyond the NewerNoncurrentVersions newest kept, and delete markers left
- * as a key's only version (ExpiredObjectDeleteMarker), removed by version
- * id. */
+ * as a key's only version (ExpiredObjectDeleteMarker; or, as S3 does for
+ * an Expiration with Days, once the marker is that many days old), removed
+ * by version id. */
 static void expire_versions(stor_t *st, const stor_bucket_t *b, const s3_lc_t *cfg, int64_t now_s,
                             unsigned day_s, unsigned *budget, s3_lc_pass_t *out)
 {
@@ -192,7 +195,10 @@ static void expire_versions(stor_t *st, const stor_bucket_t *b, const s3_lc_t *c
             if (!is_latest && r->noncurrent_days > 0 && noncurrent > r->newer_noncurrent &&
                 s3_lc_due(newer_mtime_s, r->noncurrent_days, day_s) <= now_s)
                 why = "noncurrent version expired";
-            else if (is_latest && latest_marker && r->exp_delete_marker)
+            else if (is_latest && latest_marker &&
+                     (r->exp_delete_marker ||
+                      (r->exp_days > 0 &&
+                       s3_lc_due(m.mtime_ms / 1000, r->exp_days, day_s) <= now_s)))
                 why = "expired delete marker"; /* checked below: the key's only version */
             rule_id = r->id;
         }

@@ -148,6 +148,11 @@ static void create_mpu_begin(s3_req_t *req)
         err = mpu_checksum_from_headers(req, &meta, &why);
     if (err == S3E_NONE)
         err = s3_new_object_access(req, &meta, &why);
+    /* The initiator, kept when it is not the object's owner to be (object
+     * ownership giving the bucket owner the object): absent, it is. */
+    if (err == S3E_NONE && req->user && strcmp(meta.owner, req->user->access_key) != 0 &&
+        !(meta.initiator = strdup(req->user->access_key)))
+        err = S3E_INTERNAL;
     /* The object's lock, kept by the upload: the bucket's default
      * retention runs from the upload's creation. */
     if (err == S3E_NONE)
@@ -498,6 +503,17 @@ static void abort_mpu_begin(s3_req_t *req)
 
 /* ---- ListParts / ListMultipartUploads -------------------------------------------- */
 
+/* An upload's Initiator and Owner elements: who created it, and the
+ * object's owner to be (the initiator, or the bucket owner where object
+ * ownership gives it the objects); the initiator is recorded only when the
+ * two differ. */
+static void upload_principals(s3_req_t *req, buf_t *xml, const stor_meta_t *up)
+{
+    const char *owner = s3_object_owner(&req->authz_bucket, up);
+    s3_xml_principal(req->srv, xml, "Initiator", up->initiator ? up->initiator : owner);
+    s3_xml_principal(req->srv, xml, "Owner", owner);
+}
+
 static long query_long(s3_req_t *req, const char *name, long dflt, long max)
 {
     const char *v = s3_req_query(req, name);
@@ -539,11 +555,7 @@ static void list_parts_begin(s3_req_t *req)
     s3_xml_elem(&xml, "Bucket", req->bucket);
     s3_xml_elem(&xml, "Key", req->key);
     s3_xml_elem(&xml, "UploadId", id);
-    /* The object's owner to be (the initiator, or the bucket owner where
-     * object ownership gives it the objects). */
-    const char *owner = s3_object_owner(&req->authz_bucket, &up);
-    s3_xml_principal(req->srv, &xml, "Initiator", owner);
-    s3_xml_principal(req->srv, &xml, "Owner", owner);
+    upload_principals(req, &xml, &up);
     s3_xml_elem(&xml, "StorageClass", s3_storage_class(&up));
     if (up.checksum_algorithm) {
         s3_xml_elem(&xml, "ChecksumAlgorithm", up.checksum_algorithm);
@@ -634,8 +646,14 @@ static void list_mpu_begin(s3_req_t *req)
         buf_append_str(&xml, "<Upload>");
         s3_xml_elem(&xml, "Key", ups[i].key);
         s3_xml_elem(&xml, "UploadId", ups[i].upload_id);
-        s3_xml_principal(req->srv, &xml, "Initiator", req->authz_bucket.owner);
-        s3_xml_principal(req->srv, &xml, "Owner", req->authz_bucket.owner);
+        /* Its metadata holds who: an upload ended since the listing shows
+         * the bucket's owner, as one without an owner recorded does. */
+        stor_meta_t up;
+        if (stor_mpu_meta(req->srv->cfg.store, req->bucket, ups[i].key, ups[i].upload_id, &up) !=
+            STOR_OK)
+            memset(&up, 0, sizeof up);
+        upload_principals(req, &xml, &up);
+        stor_meta_free(&up);
         buf_printf(&xml, "<StorageClass>STANDARD</StorageClass><Initiated>%s</Initiated></Upload>",
                    date);
     }

@@ -3,9 +3,10 @@
  * counter a finished request moves (requests, latency bucket and sum, bytes
  * in and out, error, decline), in arrays indexed by operation, transport
  * and status class, so nothing on the request path allocates or waits. The
- * page reads those, the RDMA layer's counters (rdma_server_get_stats), the
- * HTTP connections (the frontend's, through a callback) and the store's
- * usage (stor_usage, O(1)): a scrape never walks the index. */
+ * page reads those, the HTTP connections (the frontend's, through a
+ * callback), the RDMA transport's figures (cfg.rdma_report, given by
+ * src/rdmafe) and the store's usage (stor_usage, O(1)): a scrape never
+ * walks the index. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,60 +225,7 @@ static void render_requests(const struct s3_metrics *m, buf_t *out)
 
 static void gauge(buf_t *out, const char *name, const char *help, uint64_t v)
 {
-    metrics_write_family(out, name, "gauge", help);
-    metrics_write_sample(out, name, "", v);
-}
-
-static void counter(buf_t *out, const char *name, const char *help, uint64_t v)
-{
-    metrics_write_family(out, name, "counter", help);
-    metrics_write_sample(out, name, "", v);
-}
-
-static void render_rdma(rdma_server_t *rdma, buf_t *out)
-{
-    rdma_server_stats_t rs = {0};
-    if (rdma)
-        rdma_server_get_stats(rdma, &rs);
-    gauge(out, "s3rdma_rdma_enabled", "1 when the RDMA session port is up.", rdma != NULL);
-    gauge(out, "s3rdma_rdma_sessions", "RDMA sessions live now.", rs.sessions);
-    counter(out, "s3rdma_rdma_sessions_opened_total", "RDMA sessions opened.", rs.sessions_opened);
-    gauge(out, "s3rdma_rdma_sessions_closing",
-          "RDMA sessions closed whose endpoint waits for requests stalled on a live connection.",
-          rs.sessions_closing);
-    metrics_write_family(out, "s3rdma_rdma_sessions_refused_total", "counter",
-                         "Session-port connections that ended before becoming a session, by "
-                         "reason.");
-    for (int r = 0; r < RDMA_REFUSED_COUNT; r++) {
-        char labels[64];
-        snprintf(labels, sizeof(labels), "reason=\"%s\"", rdma_refusal_name((rdma_refusal_t)r));
-        metrics_write_sample(out, "s3rdma_rdma_sessions_refused_total", labels, rs.refused[r]);
-    }
-    gauge(out, "s3rdma_rdma_transfers_in_flight", "RDMA transfers (token and native) in flight.",
-          rs.transfers_inflight);
-    gauge(out, "s3rdma_rdma_staging_chunks_busy",
-          "Staging chunks out of the pool (quarantined ones included).", rs.staging_busy);
-    gauge(out, "s3rdma_rdma_staging_chunks_quarantined",
-          "Staging chunks an RDMA operation of a session now gone may still complete into.",
-          rs.staging_quarantined);
-    counter(out, "s3rdma_rdma_transfers_stalled_total",
-            "RDMA transfers failed for making no progress for rdma.stall_ms.",
-            rs.transfers_stalled);
-    metrics_write_family(out, "s3rdma_rdma_bytes_total", "counter",
-                         "Bytes RDMA transfers moved, by path: in place in a client region "
-                         "mapped into the server, or through staging chunks and UCX RMA.");
-    metrics_write_sample(out, "s3rdma_rdma_bytes_total", "path=\"mapped\"", rs.bytes_mapped);
-    metrics_write_sample(out, "s3rdma_rdma_bytes_total", "path=\"staged\"", rs.bytes_staged);
-    gauge(out, "s3rdma_native_requests_in_flight", "Native requests admitted, not yet answered.",
-          rs.native_inflight);
-    gauge(out, "s3rdma_native_replies_sending", "Native replies UCX is still sending.",
-          rs.native_sending);
-    gauge(out, "s3rdma_native_replies_sending_bytes",
-          "Bytes of the native replies UCX is still sending.", rs.native_sending_bytes);
-    counter(out, "s3rdma_native_messages_dropped_total",
-            "Native messages dropped with nobody to answer.", rs.native_dropped);
-    counter(out, "s3rdma_native_requests_malformed_total",
-            "Malformed native requests answered with an error.", rs.native_malformed);
+    metrics_write_single(out, name, "gauge", help, v);
 }
 
 void s3_metrics_render(s3_server_t *srv, void (*transport)(void *ctx, buf_t *out), void *ctx,
@@ -289,7 +237,9 @@ void s3_metrics_render(s3_server_t *srv, void (*transport)(void *ctx, buf_t *out
           atomic_load(&srv->inflight));
     if (transport)
         transport(ctx, out);
-    render_rdma(srv->cfg.rdma, out);
+    const s3_rdma_report_t *rdma = srv->cfg.rdma_report;
+    if (rdma)
+        rdma->metrics(rdma->ctx, out);
     uint64_t objects, bytes;
     stor_usage(srv->cfg.store, &objects, &bytes);
     gauge(out, "s3rdma_storage_objects", "Objects stored.", objects);

@@ -203,6 +203,40 @@ typedef struct s3_token_frontend {
 /* Fills t for carrier, which must outlive it. */
 void s3_token_frontend_init(s3_token_frontend_t *t, const s3_frontend_t *carrier);
 
+/* How a token transfer failed: the reply token.c gives for it. */
+typedef struct s3_token_fail {
+    /* The sink or fill callback returned nonzero: the failure is the
+     * caller's own (err, decline and msg are unset). */
+    bool callback;
+    s3_error_t err;       /* else the error to reply... */
+    s3_decline_t decline; /* ...which, when not NONE, is a 501 decline */
+    char msg[192];        /* its message */
+} s3_token_fail_t;
+
+/* Moves the bytes of token requests between the server and the client
+ * buffer an s3r1 x-amz-rdma-token names (src/rdmafe implements it over
+ * the RDMA session server; s3_server_config_t.token_mover). The token
+ * path's S3 rules (declines, the signature, buffer sizes, headers) are
+ * token.c's; this table only moves bytes. The handle is the mover's. */
+typedef struct s3_token_mover {
+    void *ctx;
+    /* Opens the transfer token names for a request signed by access_key:
+     * the handle, or NULL with *fail filled. */
+    void *(*open)(void *ctx, const char *token, const char *access_key, s3_token_fail_t *fail);
+    /* The client buffer's length. */
+    uint64_t (*length)(void *x);
+    /* Moves len bytes (<= length) from the client buffer to sink, in order
+     * (sink returns 0 to go on); or false with *fail filled. */
+    bool (*pull)(void *x, uint64_t len, int (*sink)(void *ctx, const void *data, size_t len),
+                 void *sink_ctx, s3_token_fail_t *fail);
+    /* Moves the len bytes fill gives for each [off, off+len) into the
+     * client buffer at the same offsets (fill returns 0 to go on): once it
+     * returns true they are in the client's memory; or false with *fail. */
+    bool (*push)(void *x, uint64_t len, int (*fill)(void *ctx, void *dst, size_t len, uint64_t off),
+                 void *fill_ctx, s3_token_fail_t *fail);
+    void (*close)(void *x);
+} s3_token_mover_t;
+
 typedef struct s3_op {
     const char *name; /* the S3 operation's name; the label of its metrics */
     /* Runs once the request is authenticated. Replies, or sets req->body_kind
@@ -772,7 +806,8 @@ void s3_metrics_free(struct s3_metrics *m);
 void s3_metrics_count(struct s3_metrics *m, const s3_req_t *req, uint64_t duration_us);
 /* Appends the Prometheus text page of srv: its requests' metrics, then
  * what transport (when not NULL) appends for the frontend's connections
- * (ctx its argument), the RDMA layer's counters and the store's usage. */
+ * (ctx its argument), the RDMA transport's families (cfg.rdma_report) and
+ * the store's usage. */
 void s3_metrics_render(s3_server_t *srv, void (*transport)(void *ctx, buf_t *out), void *ctx,
                        buf_t *out);
 

@@ -1,7 +1,7 @@
 /* The server's core, whatever the frontends: what s3_server_t holds beside
  * the configuration (instance id, metrics, body hashers, lifecycle runner),
  * its readiness and stop. The HTTP frontend's listeners wrap it
- * (http_listen.c); native requests reach it through s3_native_handle. */
+ * (http_listen.c); native requests reach it through rdmafe_native_handle. */
 #include <stdatomic.h>
 #include <unistd.h>
 

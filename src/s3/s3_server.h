@@ -1,9 +1,10 @@
 /* The S3 layer's contract: its configuration, users and access-log
- * records, and the native requests' entry point. The layer authenticates
- * requests (SigV4, V2), runs the operation handlers and maps storage
- * results to S3 responses, for any frontend: src/http serves it over HTTP
- * (http/http_server.h starts and stops the server), native.c over RDMA
- * sessions. src/server composes them with storage and rdma. */
+ * records. The layer authenticates requests (SigV4, V2), runs the
+ * operation handlers and maps storage results to S3 responses, for any
+ * frontend (s3_request.h's s3_frontend_t): src/http serves it over HTTP
+ * (http/http_server.h starts and stops the server), src/rdmafe over RDMA
+ * sessions (native requests, and the token path's byte moves). It knows
+ * nothing of RDMA: src/server composes them with storage and rdma. */
 #ifndef S3R_S3_SERVER_H
 #define S3R_S3_SERVER_H
 
@@ -11,7 +12,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rdma/rdma_server.h"
 #include "storage/storage.h"
 
 typedef struct s3_user {
@@ -56,6 +56,26 @@ typedef struct s3_access_record {
 /* Called once per finished request by the thread that ran it (many at
  * once): it must be thread-safe and should be quick. */
 typedef void (*s3_access_fn)(void *ctx, const s3_access_record_t *rec);
+
+struct buf;
+struct s3_token_mover;
+
+/* The RDMA transport's figures on GET /stats. */
+typedef struct s3_rdma_stats {
+    bool enabled; /* the RDMA session port is up */
+    unsigned sessions;
+    unsigned long native_dropped, native_malformed;
+} s3_rdma_stats_t;
+
+/* The RDMA transport as the server's own pages see it (src/rdmafe gives
+ * it; ctx is its argument). */
+typedef struct s3_rdma_report {
+    void *ctx;
+    /* Appends its families to the GET /metrics page (zeros when RDMA is
+     * off, so a scrape always has them). */
+    void (*metrics)(void *ctx, struct buf *out);
+    void (*stats)(void *ctx, s3_rdma_stats_t *st);
+} s3_rdma_report_t;
 
 typedef struct s3_server_config {
     /* The plain HTTP listener: host "" listens on every address (IPv6 and
@@ -107,8 +127,14 @@ typedef struct s3_server_config {
     /* Seconds in a lifecycle rule's day (lifecycle.day_seconds): 86400, or
      * shorter to test rules; 0 means 86400. */
     unsigned lifecycle_day_s;
-    stor_t *store;       /* borrowed */
-    rdma_server_t *rdma; /* borrowed; NULL when RDMA is disabled (tokens declined) */
+    stor_t *store; /* borrowed */
+    /* The token path's byte mover (borrowed); NULL when RDMA is disabled:
+     * s3r1 tokens are then declined (501). */
+    const struct s3_token_mover *token_mover;
+    /* The RDMA figures of GET /metrics and /stats (borrowed; s3rdmad always
+     * gives one, RDMA on or off); NULL: the metrics page has no RDMA
+     * families and /stats shows RDMA off. */
+    const s3_rdma_report_t *rdma_report;
 
     /* Connection limits (docs/limits.md). 0 in max_connections, idle_timeout_s
      * or body_rate_window_s means the S3R_HTTP_* default; 0 in the others
@@ -131,11 +157,6 @@ typedef struct s3_server s3_server_t;
 
 /* The server is started and stopped by the HTTP frontend, which holds it
  * (src/http/http_server.h: http_server_start, http_server_stop). */
-
-/* Runs one native request (rdma_native_fn; ctx is the s3_server_t):
- * give it to rdma_server_set_native once the server is started, and take
- * it back (rdma_server_set_native NULL) before stopping the server. */
-void s3_native_handle(void *ctx, rdma_native_req_t *nr);
 
 /* Whether GET /health/ready answers 200: set true once every listener is
  * up (the server starts not ready); http_server_stop clears it. Ready

@@ -1,16 +1,16 @@
 /* The token transport (docs/protocol.md §3; the contract is
  * s3_token_frontend_t in s3_request.h): a frontend over the HTTP one whose
- * object bodies and object replies move by RDMA between s3rdmad's staging
- * memory and the client buffer x-amz-rdma-token names. The operations never
- * see it: PutObject and UploadPart ask for an object body, GetObject sends
- * an object, and this file decides how those bytes travel. */
+ * object bodies and object replies move between s3rdmad and the client
+ * buffer x-amz-rdma-token names, by the server's token mover
+ * (s3_token_mover_t: RDMA, src/rdmafe). The operations never see it:
+ * PutObject and UploadPart ask for an object body, GetObject sends an
+ * object, and this file decides how those bytes travel. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
-#include "s3/rdma_error.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
 
@@ -41,20 +41,19 @@ static const char *foreign_format(s3_req_t *req)
     return s3_token_format_name(f);
 }
 
-/* Maps a token resolution failure to its reply. 501 is the decline a client
- * answers by falling back to HTTP; the others are real errors. */
-static void reply_rdma_status(s3_req_t *req, rdma_status_t st)
+static const s3_token_mover_t *mover_of(const s3_req_t *req)
 {
-    const char *why;
-    s3_error_t err = s3_rdma_error(st, &why);
-    if (err != S3E_NONE) {
-        s3_reply_error(req, err, why);
-        return;
-    }
-    char msg[256];
-    req->decline = st == RDMA_DECLINE ? S3_DECLINE_SESSION : S3_DECLINE_TRANSPORT;
-    snprintf(msg, sizeof(msg), "RDMA transfer declined: %s.", rdma_strerror(st));
-    s3_reply_error(req, S3E_NOT_IMPLEMENTED, msg);
+    return req->srv->cfg.token_mover;
+}
+
+/* Replies a failed transfer's error (not a callback's: the caller's own).
+ * A decline (501) is what a client answers by falling back to HTTP; the
+ * others are real errors. */
+static void reply_fail(s3_req_t *req, const s3_token_fail_t *fail)
+{
+    if (fail->decline != S3_DECLINE_NONE)
+        req->decline = fail->decline;
+    s3_reply_error(req, fail->err, fail->msg);
 }
 
 /* Takes up an s3r1 token (the request now counts as a token request) and
@@ -64,7 +63,7 @@ static void reply_rdma_status(s3_req_t *req, rdma_status_t st)
 static s3_error_t take_up(s3_req_t *req, const char **why_p)
 {
     req->transport = S3_TRANSPORT_TOKEN;
-    if (!req->srv->cfg.rdma) {
+    if (!mover_of(req)) {
         req->decline = S3_DECLINE_DISABLED;
         *why_p = "RDMA transfers are disabled on this server.";
         return S3E_NOT_IMPLEMENTED;
@@ -110,27 +109,28 @@ static bool token_body_take(s3_req_t *req)
 
 static bool token_body_pull(s3_req_t *req)
 {
-    rdma_xfer_t *x = NULL;
-    rdma_status_t st = rdma_xfer_open(req->srv->cfg.rdma, token_of(req), req->user->access_key, &x);
-    if (st != RDMA_OK) {
-        reply_rdma_status(req, st);
+    const s3_token_mover_t *m = mover_of(req);
+    s3_token_fail_t fail = {0};
+    void *x = m->open(m->ctx, token_of(req), req->user->access_key, &fail);
+    if (!x) {
+        reply_fail(req, &fail);
         return false;
     }
-    if (req->declared_len > rdma_xfer_length(x)) {
-        rdma_xfer_close(x);
+    if (req->declared_len > m->length(x)) {
+        m->close(x);
         s3_reply_error(req, S3E_INVALID_ARGUMENT,
                        "x-amz-decoded-content-length exceeds the RDMA buffer the token names.");
         return false;
     }
-    st = rdma_xfer_pull(x, req->declared_len, s3_body_sink, req);
-    rdma_xfer_close(x);
-    if (st == RDMA_CALLBACK) {
+    bool moved = m->pull(x, req->declared_len, s3_body_sink, req, &fail);
+    m->close(x);
+    if (!moved && fail.callback) {
         if (req->body_error == S3E_NONE)
             req->body_error = S3E_INTERNAL;
         return true; /* s3_req_finish replies the sink's error */
     }
-    if (st != RDMA_OK) {
-        reply_rdma_status(req, st);
+    if (!moved) {
+        reply_fail(req, &fail);
         return false;
     }
     return true;
@@ -172,33 +172,34 @@ static void push_failed(s3_req_t *req, s3_out_t *out)
 static void push(s3_req_t *req, int status, s3_out_t *out)
 {
     uint64_t len = out->kind == S3_OUT_OBJECT ? out->obj_len : 0;
-    rdma_xfer_t *x = NULL;
-    rdma_status_t st = rdma_xfer_open(req->srv->cfg.rdma, token_of(req), req->user->access_key, &x);
-    if (st != RDMA_OK) {
+    const s3_token_mover_t *m = mover_of(req);
+    s3_token_fail_t fail = {0};
+    void *x = m->open(m->ctx, token_of(req), req->user->access_key, &fail);
+    if (!x) {
         push_failed(req, out);
-        reply_rdma_status(req, st);
+        reply_fail(req, &fail);
         return;
     }
-    if (len > rdma_xfer_length(x)) {
+    if (len > m->length(x)) {
         char msg[256];
         snprintf(msg, sizeof(msg),
                  "The RDMA buffer holds %" PRIu64 " bytes; this response needs %" PRIu64 ".",
-                 rdma_xfer_length(x), len);
-        rdma_xfer_close(x);
+                 m->length(x), len);
+        m->close(x);
         push_failed(req, out);
         s3_reply_headerf(req, "x-amz-rdma-bytes-needed", "%" PRIu64, len);
         s3_reply_error(req, S3E_TOKEN_BUFFER_TOO_SMALL, msg);
         return;
     }
     push_source_t ps = {.reader = out->reader, .first = out->first};
-    st = rdma_xfer_push(x, len, push_fill, &ps);
-    rdma_xfer_close(x);
-    if (st != RDMA_OK) {
+    bool moved = m->push(x, len, push_fill, &ps, &fail);
+    m->close(x);
+    if (!moved) {
         push_failed(req, out);
-        if (st == RDMA_CALLBACK)
+        if (fail.callback)
             s3_reply_error(req, S3E_INTERNAL, "Reading the object failed.");
         else
-            reply_rdma_status(req, st);
+            reply_fail(req, &fail);
         return;
     }
     out_drop(out);

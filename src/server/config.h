@@ -92,6 +92,7 @@ typedef struct server_config {
         unsigned stall_ms;   /* a transfer making no progress this long fails */
         int poll;            /* server_rdma_poll_t */
         unsigned slice_us;   /* the progress threads' scheduler slice; 0: the kernel's */
+        unsigned priority;   /* nice levels the progress threads take below the server's */
         char *socket;        /* "" = @s3rdma.PORT, "off" = none */
         unsigned trusted_uids[SERVER_MAX_TRUSTED_UIDS];
         size_t n_trusted_uids;

@@ -128,6 +128,10 @@ const setting_t server_settings[] = {
           "scheduler slice the progress threads ask for, in us (Linux 6.12+: with a short one, "
           "e.g. 100, a woken progress thread runs before threads on the default slice, same CPU "
           "share; 0 = the kernel's default)"),
+    COUNT("rdma.priority", "rdma-priority", "S3RDMA_RDMA_PRIORITY", STR(S3R_RDMA_PRIORITY),
+          rdma.priority, 0, 20,
+          "nice levels the progress threads take below the rest of the server (more CPU share "
+          "on a contended core; needs CAP_SYS_NICE or RLIMIT_NICE, else they stay; 0 = none)"),
     TEXT("rdma.socket", "rdma-socket", "S3RDMA_RDMA_SOCKET", "", rdma.socket,
          "Unix socket for local RDMA clients: @NAME (abstract), a path, or off "
          "(default @s3rdma.PORT)"),

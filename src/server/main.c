@@ -20,6 +20,7 @@
 #include "server/access_log.h"
 #include "server/ucx_guard.h"
 #include "http/http_server.h"
+#include "rdmafe/rdmafe.h"
 #include "s3/s3_server.h"
 #include "s3/sse.h"
 #include "server/config.h"
@@ -163,6 +164,7 @@ static int start_rdma(server_config_t *cfg, const server_addr_t *at, rdma_server
     rc_cfg.stall_ms = cfg->rdma.stall_ms;
     rc_cfg.poll = cfg->rdma.poll == SERVER_RDMA_POLL_BUSY ? RDMA_POLL_BUSY : RDMA_POLL_ADAPTIVE;
     rc_cfg.slice_us = cfg->rdma.slice_us;
+    rc_cfg.priority = cfg->rdma.priority;
     /* Small PUTs wait for no disk only in relaxed mode on local files: then
      * they may run on the progress threads (docs/protocol.md §4.5). */
     if (cfg->durability == SERVER_DURABILITY_RELAXED &&
@@ -418,6 +420,10 @@ int main(int argc, char **argv)
     const char *domains[16];
     size_t n_domains = split_domains(cfg.domains, domains, 16);
     bool https = *cfg.tls.cert != '\0';
+    s3_token_mover_t token_mover;
+    rdmafe_token_mover_init(&token_mover, rdma);
+    s3_rdma_report_t rdma_report;
+    rdmafe_report_init(&rdma_report, rdma);
     s3_server_config_t scfg = {
         .http_off = cfg.listen.off,
         .listen_host = cfg.listen.host,
@@ -442,7 +448,8 @@ int main(int argc, char **argv)
         .users = cfg.users,
         .n_users = cfg.n_users,
         .store = store,
-        .rdma = rdma,
+        .token_mover = rdma ? &token_mover : NULL,
+        .rdma_report = &rdma_report,
         .max_connections = cfg.http.max_connections,
         .max_connections_per_ip = cfg.http.max_connections_per_ip,
         .idle_timeout_s = cfg.http.idle_timeout_s,
@@ -463,7 +470,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if (rdma)
-        rdma_server_set_native(rdma, s3_native_handle, srv);
+        rdma_server_set_native(rdma, rdmafe_native_handle, srv);
     s3_server_set_ready(srv, true);
     print_banner(&cfg, &scfg, rdma, &rdma_at, local_creds, created, local_key);
 

@@ -102,6 +102,7 @@ static const struct {
     {STOR_MX_ACL_GRANTS, offsetof(stor_meta_t, grants)},
     {STOR_MX_VERSION, offsetof(stor_meta_t, version)},
     {STOR_MX_DELETE_MARKER, offsetof(stor_meta_t, delete_marker)},
+    {STOR_MX_INITIATOR, offsetof(stor_meta_t, initiator)},
 };
 #define N_META_EXT (sizeof meta_ext / sizeof meta_ext[0])
 

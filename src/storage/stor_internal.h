@@ -165,6 +165,9 @@ struct lstor {
      * on their own (mkdir tolerates EEXIST), so no writer waits for another's
      * mkdir or fsync. */
     uint8_t dir_known[(256 + 65536) / 8];
+    /* The shard new files go to (bits 31-16: its two id bytes) and how many
+     * went there so far (bits 15-0; 0: none yet), for local_file_id_new. */
+    _Atomic uint32_t shard_run;
     /* Read descriptors of object files (stor_fdcache.c), under fd_lock. */
     pthread_mutex_t fd_lock;
     uint64_t fd_epoch; /* bumped by every drop */
@@ -227,8 +230,9 @@ void new_file(lstor_t *st, const uint8_t id[STOR_ID_LEN]);
 void usage_change(lstor_t *st, int64_t objects, int64_t bytes);
 /* fsyncs directory path (relative to dirfd); 0 or -1 with errno. */
 int fsync_dirat(int dirfd, const char *path);
-/* Makes sure id's shard directory exists and its entries are durable/owed. */
-int ensure_shard(lstor_t *st, const uint8_t id[STOR_ID_LEN]);
+/* A new object file's id, its shard directory made sure of (ensure_shard);
+ * 0, or -1 (no randomness, or the directory could not be made). */
+int local_file_id_new(lstor_t *st, uint8_t id[STOR_ID_LEN]);
 /* 1 if bucket is a name of 1..STOR_BUCKET_MAX bytes. */
 int valid_bucket(const char *bucket);
 /* STOR_OK if the bucket exists, as seen by txn. */

@@ -78,10 +78,10 @@ static stor_status_t obj_lookup(lstor_t *st, MDB_txn *txn, const char *bucket, c
 
 /* ==== Writing ============================================================ */
 
-/* Makes the writer's file: a fresh random id in its shard directory. */
+/* Makes the writer's file: a fresh id in its shard directory. */
 static stor_status_t writer_file_open(lwriter_t *w)
 {
-    if (random_bytes(w->id, STOR_ID_LEN) != 0 || ensure_shard(w->st, w->id) != 0)
+    if (local_file_id_new(w->st, w->id) != 0)
         return STOR_ERR_IO;
     stor_id_path(w->id, w->path);
     w->fd = openat(w->st->objfd, w->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);

@@ -63,9 +63,10 @@ typedef enum stor_mx {
     STOR_MX_SSE = 6,
     STOR_MX_LOCK_RETENTION = 7, /* stor_meta_t.lock_retention */
     STOR_MX_LEGAL_HOLD = 8,     /* stor_meta_t.legal_hold */
-    STOR_MX_ACL_GRANTS = 9,     /* stor_meta_t.grants; 12 is the next free id */
+    STOR_MX_ACL_GRANTS = 9,     /* stor_meta_t.grants */
     STOR_MX_VERSION = 10,       /* stor_meta_t.version */
     STOR_MX_DELETE_MARKER = 11, /* stor_meta_t.delete_marker */
+    STOR_MX_INITIATOR = 12,     /* stor_meta_t.initiator; 13 is the next free id */
 } stor_mx_t;
 
 enum { STOR_REC_OBJECT = 1, STOR_REC_UPLOAD = 2, STOR_REC_PART = 3, STOR_REC_BUCKET = 4 };
@@ -210,7 +211,8 @@ stor_status_t stor_mpu_check_list(const stor_complete_part_t *parts, size_t n);
 /* Complete's checks and arithmetic: parts (the client's list) against recs
  * (the upload's part records, ascending by number). Checks order, presence
  * and ETags, then sizes; fills *m (which holds the upload's metadata) with
- * size, ETag md5-of-md5s "-N", parts_count, part_sizes and mtime, *segs_p
+ * size, ETag md5-of-md5s "-N", parts_count, part_sizes and mtime (and
+ * drops the upload's initiator, no field of an object), *segs_p
  * (malloc'ed, n entries) with the parts' data, and used[i] (n_recs bytes)
  * with whether recs[i] is listed. When m has a checksum algorithm, also
  * the object's checksum of m's type and part_checksums, checked against

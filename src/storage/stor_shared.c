@@ -305,6 +305,8 @@ stor_status_t stor_mpu_assemble(const stor_complete_part_t *parts, size_t n,
     m->size = total;
     m->mtime_ms = clock_wall_ms();
     m->parts_count = (uint32_t)n;
+    free(m->initiator); /* the upload's, not the object's */
+    m->initiator = NULL;
     *segs_p = segs;
     segs = NULL;
 out:

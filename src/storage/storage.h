@@ -353,6 +353,11 @@ typedef struct stor_meta {
      * them only through a caller's guard (stor_guard_fn). */
     char *lock_retention; /* mode and retain-until date */
     char *legal_hold;     /* the legal hold's status */
+    /* A multipart upload's initiator (field 12): the access key id that
+     * created it, which owner (the object's owner to be) need not be; NULL
+     * when not recorded (an anonymous initiator, or an upload from before
+     * the field). Kept by the upload only: Complete drops it. */
+    char *initiator;
 } stor_meta_t;
 
 #define STOR_VERSION_ID_LEN 32 /* hex digits of a version id */

@@ -24,7 +24,10 @@ def tree(tmp_path):
         shutil.copy(readme, d / "README.md")
     (tmp_path / "src" / "s3" / "ok.c").write_text(
         '#include <stdio.h>\n#include "common/log.h"\n#include "storage/storage.h"\n'
-        '#include "rdma/rdma_server.h"\n#include "s3/s3_util.h"\n')
+        '#include "s3/s3_util.h"\n')
+    # S3 over RDMA is rdmafe's: it sees both contracts.
+    (tmp_path / "src" / "rdmafe" / "ok.c").write_text(
+        '#include "rdma/rdma_server.h"\n#include "s3/s3_request.h"\n#include "rdmafe/rdmafe.h"\n')
     (tmp_path / "src" / "storage" / "ok.c").write_text('#include "common/buf.h"\n')
     return tmp_path
 
@@ -52,14 +55,45 @@ def test_upward_include_fails(tmp_path):
 
 def test_header_past_the_contract_fails(tmp_path):
     root = tree(tmp_path)
-    # s3 may use storage only through storage.h, and rdma only through its
-    # server contract and wire constants.
-    (root / "src" / "s3" / "bad.c").write_text(
-        '#include "storage/stor_internal.h"\n#include "rdma/rdma_server_internal.h"\n')
+    # s3 may use storage only through storage.h; rdmafe may use rdma only
+    # through its server contract and wire constants.
+    (root / "src" / "s3" / "bad.c").write_text('#include "storage/stor_internal.h"\n')
+    (root / "src" / "rdmafe" / "bad.c").write_text(
+        '#include "rdma/rdma_server.h"\n#include "rdma/rdma_server_internal.h"\n')
     p = check(root)
     assert p.returncode == 1
     assert 'src/s3/bad.c:1: includes "storage/stor_internal.h"' in p.stderr
-    assert 'src/s3/bad.c:2: includes "rdma/rdma_server_internal.h"' in p.stderr
+    assert 'src/rdmafe/bad.c:2: includes "rdma/rdma_server_internal.h"' in p.stderr
+    assert "src/rdmafe/bad.c:1" not in p.stderr
+
+
+def test_s3_includes_no_rdma_header(tmp_path):
+    # The S3 layer knows no transport: an rdma include in s3 fails, its
+    # contract header included.
+    root = tree(tmp_path)
+    (root / "src" / "s3" / "bad.c").write_text(
+        '#include "common/log.h"\n#include "rdma/rdma_server.h"\n#include "rdma/rdma_wire.h"\n')
+    p = check(root)
+    assert p.returncode == 1
+    assert ('src/s3/bad.c:2: includes "rdma/rdma_server.h": s3 may never depend on rdma'
+            in p.stderr)
+    assert 'src/s3/bad.c:3: includes "rdma/rdma_wire.h"' in p.stderr
+    assert "src/s3/bad.c:1" not in p.stderr
+
+
+def test_readme_cannot_allow_a_forbidden_edge(tmp_path):
+    # A README that lets s3 depend on rdma (as s3's did before src/rdmafe)
+    # fails by itself, and its rdma include still fails.
+    root = tree(tmp_path)
+    readme = root / "src" / "s3" / "README.md"
+    readme.write_text("# src/s3\n\nMay depend on: `src/common`, `src/storage` (through "
+                      "`storage.h` only) and `src/rdma/rdma_server.h`.\n")
+    (root / "src" / "s3" / "bad.c").write_text('#include "rdma/rdma_server.h"\n')
+    p = check(root)
+    assert p.returncode == 1
+    assert ('src/s3/README.md: "May depend on" names rdma, which s3 may never depend on'
+            in p.stderr)
+    assert 'src/s3/bad.c:1: includes "rdma/rdma_server.h"' in p.stderr
 
 
 def test_client_never_uses_storage(tmp_path):

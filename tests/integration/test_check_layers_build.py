@@ -61,10 +61,18 @@ CASES = [
     # rdma sits on common only.
     ("src/rdma/rdma_session.c", "common/log.h",
      ["storage/storage.h", "s3/s3_request.h"]),
-    # s3 sees storage and rdma through their contracts only, never http.
+    # s3 sees storage through its contract only, no transport: neither rdma
+    # (not even its contract) nor http nor rdmafe.
     ("src/s3/ops_object.c", "storage/storage.h",
      ["storage/stor_internal.h", "storage/rados/rados_internal.h",
-      "rdma/rdma_server_internal.h", "http/http_server.h"]),
+      "rdma/rdma_server.h", "rdma/rdma_wire.h", "rdma/rdma_server_internal.h",
+      "http/http_server.h", "rdmafe/rdmafe.h"]),
+    ("src/s3/token.c", "s3/s3_request.h", ["rdma/rdma_server.h", "rdmafe/rdma_error.h"]),
+    # rdmafe joins the s3 and rdma contracts, no internals of either.
+    ("src/rdmafe/native.c", "rdma/rdma_server.h",
+     ["rdma/rdma_server_internal.h", "s3/acl.h", "http/http_server.h"]),
+    # s3rdmad sees rdmafe's contract, not its internals.
+    ("src/server/main.c", "rdmafe/rdmafe.h", ["rdmafe/rdma_error.h", "s3/acl.h"]),
     # http sees the s3 contract, not its internals.
     ("src/http/http_router.c", "s3/s3_request.h",
      ["s3/acl.h", "storage/stor_internal.h"]),

@@ -13,7 +13,7 @@ from s3r_itest import BINARY, REPO_ROOT
 
 SCRIPT = REPO_ROOT / "scripts" / "check-prefixes"
 BUILD = Path(os.environ.get("S3RDMA_BUILD") or Path(BINARY).parent).resolve()
-LIBS = ["s3r_common", "s3r_storage", "s3r_rdma", "s3r_s3", "s3r_http"]
+LIBS = ["s3r_common", "s3r_storage", "s3r_rdma", "s3r_s3", "s3r_rdmafe", "s3r_http"]
 CLIENT_OBJECTS = Path("CMakeFiles") / "s3rdma.dir" / "src" / "client"
 
 

@@ -212,8 +212,9 @@ def test_bucket_owner_enforced_needs_a_private_bucket_acl(s3, cbucket):
 
 
 def test_list_parts_names_the_object_owner_to_be(s3, s3_user2, cbucket):
-    """ListParts' Owner and Initiator: the initiator under ObjectWriter, the bucket owner
-    where ownership gives it the objects (BucketOwnerEnforced)."""
+    """ListParts' Owner: the initiator under ObjectWriter, the bucket owner where ownership
+    gives it the objects (BucketOwnerEnforced); Initiator: who created the upload, either
+    way (AWS's Initiator "identifies who initiated the multipart upload")."""
     b = cbucket
     s3.put_bucket_policy(Bucket=b, Policy=json.dumps({"Statement": [
         {"Effect": "Allow", "Principal": {"AWS": OTHER[0]},
@@ -223,7 +224,7 @@ def test_list_parts_names_the_object_owner_to_be(s3, s3_user2, cbucket):
         ownership(s3, b, rule)
         up = s3_user2.create_multipart_upload(Bucket=b, Key="m")["UploadId"]
         r = s3_user2.list_parts(Bucket=b, Key="m", UploadId=up)
-        assert (r["Owner"]["ID"], r["Initiator"]["ID"]) == (want, want), rule
+        assert (r["Owner"]["ID"], r["Initiator"]["ID"]) == (want, OTHER[0]), rule
         s3_user2.abort_multipart_upload(Bucket=b, Key="m", UploadId=up)
 
 

@@ -99,6 +99,19 @@ def test_lifecycle_legacy_prefix_rule(server, s3, bucket):
       "Status": "Enabled", "Expiration": {"Days": 1}}, "InvalidArgument"),
     ({"ID": "a", "Filter": {}, "Status": "Enabled",
       "Transitions": [{"Days": 1, "StorageClass": "GLACIER"}]}, "NotImplemented"),
+    # A transition is checked as S3 checks it before it is refused as not implemented:
+    # a faulty one, or a fault elsewhere in its rule, gets S3's 400 (ceph s3-tests'
+    # test_lifecycle_transition_set_invalid_date).
+    ({"ID": "a", "Filter": {}, "Status": "Enabled",
+      "Transitions": [{"Date": "2031-01-01T10:00:00Z", "StorageClass": "GLACIER"}]},
+     "InvalidArgument"),
+    ({"ID": "a", "Filter": {}, "Status": "Enabled",
+      "Transitions": [{"Days": 1, "StorageClass": "STANDARD"}]}, "MalformedXML"),
+    ({"ID": "a", "Filter": {}, "Status": "Enabled",
+      "NoncurrentVersionTransitions": [{"NoncurrentDays": 1, "StorageClass": "GLACIER",
+                                        "NewerNoncurrentVersions": 101}]}, "InvalidArgument"),
+    ({"ID": "a", "Filter": {}, "Status": "Enabled", "Expiration": {"Days": 0},
+      "Transitions": [{"Days": 1, "StorageClass": "GLACIER"}]}, "InvalidArgument"),
 ])
 def test_lifecycle_invalid_rules(s3, bucket, rule, code):
     with pytest.raises(ClientError) as e:
@@ -110,6 +123,18 @@ def test_lifecycle_invalid_rules(s3, bucket, rule, code):
     with pytest.raises(ClientError) as e:
         s3.get_bucket_lifecycle_configuration(Bucket=bucket)
     assert_error(e, "NoSuchLifecycleConfiguration", 404)
+
+
+def test_lifecycle_transition_refused_after_the_other_rules_are_checked(s3, bucket):
+    """A valid transition in one rule and a fault in a later one: S3's 400 for the fault,
+    not 501 for the transition."""
+    with pytest.raises(ClientError) as e:
+        put_rules(s3, bucket, [
+            {"ID": "t", "Filter": {}, "Status": "Enabled",
+             "Transitions": [{"Days": 30, "StorageClass": "GLACIER"}]},
+            {"ID": "bad", "Filter": {}, "Status": "Enabled",
+             "Expiration": {"Date": "2031-01-01T10:00:00Z"}}])
+    assert_error(e, "InvalidArgument", 400)
 
 
 def test_lifecycle_same_id_twice(s3, bucket):
@@ -291,6 +316,31 @@ def test_runner_expires_current_objects(make_server):
     assert wait_for(lambda: "logs/a" not in keys()), srv.log_tail()
     assert "keep/b" in keys()
     assert 'logs/a expired (rule "logs")' in srv.log_tail(200)
+
+
+def test_runner_days_rule_removes_expired_object_delete_markers(make_server):
+    """A 2-second day, a versioned bucket: an Expiration rule with Days also removes a delete
+    marker left as its key's only version once the marker is that many days old, as S3 does
+    (no ExpiredObjectDeleteMarker needed); a marker over a version stays."""
+    srv = make_server(extra_args=["--lifecycle-day-seconds", "2"])
+    s3 = boto_client(srv)
+    bucket = new_bucket_name()
+    s3.create_bucket(Bucket=bucket)
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    v = s3.put_object(Bucket=bucket, Key="logs/solo", Body=b"s")["VersionId"]
+    s3.delete_object(Bucket=bucket, Key="logs/solo")
+    s3.delete_object(Bucket=bucket, Key="logs/solo", VersionId=v)  # the marker left alone
+    s3.put_object(Bucket=bucket, Key="logs/over", Body=b"o")
+    s3.delete_object(Bucket=bucket, Key="logs/over")  # a marker over a version
+    put_rules(s3, bucket, [{"ID": "logs", "Filter": {"Prefix": "logs/"}, "Status": "Enabled",
+                            "Expiration": {"Days": 1}}])
+
+    def markers():
+        r = s3.list_object_versions(Bucket=bucket)
+        return {m["Key"] for m in r.get("DeleteMarkers", [])}
+    assert wait_for(lambda: "logs/solo" not in markers()), srv.log_tail()
+    assert 'logs/solo version' in srv.log_tail(200)
+    assert markers() == {"logs/over"}
 
 
 def test_runner_in_a_versioned_bucket(make_server):

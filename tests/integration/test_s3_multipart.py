@@ -262,6 +262,39 @@ def test_rados_uploads_of_an_older_bucket_get_their_key_index(request, s3, bucke
     assert not [k for k in cluster.rados("listomapkeys", oid).split(b"\n") if k]
 
 
+def test_uploads_name_their_initiator_and_owner(s3, s3_user2, bucket):
+    """ListMultipartUploads and ListParts show who initiated each upload, not the bucket's
+    owner (ceph s3-tests' test_list_multipart_upload_owner); where object ownership gives the
+    object to the bucket owner (BucketOwnerPreferred with bucket-owner-full-control), Owner
+    is the bucket owner and Initiator still the user who created the upload, as S3 shows."""
+    s3.put_bucket_acl(Bucket=bucket, ACL="public-read-write")
+    mine = s3.create_multipart_upload(Bucket=bucket, Key="k1")["UploadId"]
+    theirs = s3_user2.create_multipart_upload(Bucket=bucket, Key="k2")["UploadId"]
+    s3.put_bucket_ownership_controls(Bucket=bucket, OwnershipControls={
+        "Rules": [{"ObjectOwnership": "BucketOwnerPreferred"}]})
+    given = s3_user2.create_multipart_upload(Bucket=bucket, Key="k3",
+                                             ACL="bucket-owner-full-control")["UploadId"]
+    want = {"k1": ("AKTESTUSER1", "AKTESTUSER1"), "k2": ("AKTESTUSER2", "AKTESTUSER2"),
+            "k3": ("AKTESTUSER2", "AKTESTUSER1")}  # key: (Initiator, Owner)
+    for client in (s3, s3_user2):
+        ups = client.list_multipart_uploads(Bucket=bucket)["Uploads"]
+        assert {u["Key"]: (u["Initiator"]["ID"], u["Owner"]["ID"]) for u in ups} == want
+    for key, uid in (("k1", mine), ("k2", theirs), ("k3", given)):
+        r = s3.list_parts(Bucket=bucket, Key=key, UploadId=uid)
+        assert (r["Initiator"]["ID"], r["Owner"]["ID"]) == want[key]
+    # The object a completed upload becomes is owned as its upload said.
+    part = s3_user2.upload_part(Bucket=bucket, Key="k3", UploadId=given, PartNumber=1,
+                                Body=b"x")["ETag"]
+    s3_user2.complete_multipart_upload(Bucket=bucket, Key="k3", UploadId=given,
+                                       MultipartUpload={"Parts": [{"PartNumber": 1,
+                                                                   "ETag": part}]})
+    assert s3.get_object_acl(Bucket=bucket, Key="k3")["Owner"]["ID"] == "AKTESTUSER1"
+    s3.delete_object(Bucket=bucket, Key="k3")
+    s3.abort_multipart_upload(Bucket=bucket, Key="k1", UploadId=mine)
+    s3_user2.abort_multipart_upload(Bucket=bucket, Key="k2", UploadId=theirs)
+    s3.delete_bucket_ownership_controls(Bucket=bucket)
+
+
 def test_list_multipart_uploads(s3, bucket):
     ids = {}
     for key in ("u/a", "u/b", "v/c"):

@@ -57,6 +57,9 @@ typedef struct {
     size_t pool_bytes;
     pid_t pool_pid;            /* the process whose blocks the pool holds */
     s3r_transport_t transport; /* the configured transport (get() decides by it) */
+    /* get()'s first tries answered "buffer too small" and then redone: library
+     * calls that failed, which stats() leaves out of "errors" (client_stats) */
+    unsigned long long get_retries;
 } ClientObject;
 
 /* In a process forked from the one that filled the pool, its blocks are the
@@ -550,6 +553,7 @@ static PyObject *get_direct(ClientObject *self, s3r_client_t *c, const char *buc
                 raise_status(c, st);
                 Py_CLEAR(b);
             } else {
+                self->get_retries++;
                 if (blk)
                     pool_give(self, blk, blk_cap, pid);
                 blk = NULL;
@@ -1117,12 +1121,15 @@ static PyObject *client_stats(ClientObject *self, PyObject *Py_UNUSED(a))
 {
     s3r_stats_t s;
     s3r_status_t st;
+    /* read first: each retry counted here had already been counted by the
+     * library, whose counter only grows, so the difference never wraps */
+    unsigned long long retries = self->get_retries;
     CALL(self, st, s3r_client_stats(c, &s));
-    return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsK}", "http_ops", s.http_ops, "http_bytes",
-                         s.http_bytes, "token_ops", s.token_ops, "token_bytes", s.token_bytes,
-                         "native_ops", s.native_ops, "native_bytes", s.native_bytes, "fallbacks",
-                         s.fallbacks, "errors", s.errors, "rdma_sessions", s.rdma_sessions,
-                         "regions_registered", s.regions_registered);
+    return Py_BuildValue(
+        "{sKsKsKsKsKsKsKsKsKsKsK}", "http_ops", s.http_ops, "http_bytes", s.http_bytes, "token_ops",
+        s.token_ops, "token_bytes", s.token_bytes, "native_ops", s.native_ops, "native_bytes",
+        s.native_bytes, "fallbacks", s.fallbacks, "errors", s.errors - retries, "get_retries",
+        retries, "rdma_sessions", s.rdma_sessions, "regions_registered", s.regions_registered);
 }
 
 static PyObject *client_rdma_connect(ClientObject *self, PyObject *Py_UNUSED(a))

@@ -233,7 +233,9 @@ class Client:
 
     def stats(self) -> Dict[str, int]:
         """The library's counters: ops and bytes per transport actually used,
-        fallbacks, errors, sessions, registrations."""
+        fallbacks, errors (calls that failed, leaving out get_retries), sessions,
+        registrations; and get_retries: first tries of get_object() answered "buffer
+        too small" with the size and then redone (native, objects over 1 MiB)."""
         return self._native.stats()
 
     def rdma_connect(self) -> None:

@@ -234,6 +234,25 @@ def test_buffer_too_small(client, rbucket, transport):
     assert e.value.needed_bytes == 100_000
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_stats_errors_leave_out_get_objects_first_try(client, rbucket, transport):
+    """A native get_object() of more than 1 MiB first tries a pooled 1 MiB block and is
+    answered "buffer too small" with the size, then reads the object: stats()' errors
+    counts real failures only, and the redone first tries in get_retries."""
+    c = client(transport)
+    c.put_object(rbucket, "big", payload(2 * MiB + 5))
+    before = c.stats()
+    assert c.get_object(rbucket, "big") == payload(2 * MiB + 5)
+    after = c.stats()
+    assert after["errors"] == before["errors"], (before, after)
+    assert after["get_retries"] - before["get_retries"] == (transport == "native")
+    with pytest.raises(s3rdma.NoSuchKey):
+        c.get_object(rbucket, "absent")
+    with pytest.raises(s3rdma.BufferTooSmall):  # the caller's buffer: a real error
+        c.get_object_into(rbucket, "big", bytearray(1000))
+    assert c.stats()["errors"] == before["errors"] + 2
+
+
 def test_readonly_buffer_refused(client, rbucket):
     c = client()
     c.put_object(rbucket, "k", b"abc")

@@ -263,6 +263,50 @@ def test_checkpoint_load_without_copy(rsrv, rbucket, boto, transport):
     assert same(cp.load(uri, map_location=lambda s, loc: s), sd)
 
 
+@pytest.mark.parametrize("kind", ["ranged", "sequential"])
+def test_torch_load_of_reader_lands_in_one_block(rsrv, rbucket, kind):
+    """torch.load(checkpoint.reader(uri)), the s3torchconnector call, loads as
+    S3Checkpoint.load does: every storage inside one fetched block (no storage copied
+    into new memory of its own), views sharing their storage; with reuse_load_memory the
+    next load lands in the block of the last one once its tensors are gone. torch.load
+    of anything else (here bytes) is unchanged."""
+    reader = (S3ReaderConstructor.range_based() if kind == "ranged" else
+              S3ReaderConstructor.sequential())
+    cp = S3Checkpoint(endpoint=rsrv.endpoint, s3client_config=config(rsrv, part_size=5 * MiB),
+                      reader_constructor=reader, reuse_load_memory=True)
+    sd = state(13)
+    sd["view"] = sd["nested"]["m"][1:3]
+    uri = f"s3://{rbucket}/ck/reader-{kind}.ckpt"
+    with cp.writer(uri) as w:
+        torch.save(sd, w)
+    with cp.reader(uri) as r:
+        size = r.size
+        back = torch.load(r)
+    assert same(back, sd)
+    assert back["view"].storage().data_ptr() == back["nested"]["m"].storage().data_ptr()
+    spans = [(t.storage().data_ptr(), t.storage().nbytes())
+             for t in (back["w"], back["b"], back["h"], back["nested"]["m"])]
+    lo, hi = min(p for p, _ in spans), max(p + n for p, n in spans)
+    assert hi - lo <= size, (hi - lo, size)
+    addr = back["w"].data_ptr()
+    del back
+    with cp.reader(uri) as r:
+        again = torch.load(r, map_location="cpu")
+    assert same(again, sd)
+    if kind == "ranged":  # a sequential reader's memory is the client's registered block
+        assert again["w"].data_ptr() == addr
+    del again
+    tensors = {"w": sd["w"], "h": sd["h"]}  # 1.13's weights_only unpickler takes no floats
+    with cp.writer(f"{uri}.weights") as w:
+        torch.save(tensors, w)
+    with cp.reader(f"{uri}.weights") as r:
+        assert same(torch.load(r, weights_only=True), tensors)
+    buf = io.BytesIO()
+    torch.save(sd, buf)
+    buf.seek(0)
+    assert same(torch.load(buf), sd)
+
+
 def _mapping_of(addr):
     """The /proc/self/smaps entry (header line, VmFlags) of the mapping holding addr."""
     with open("/proc/self/smaps") as f:

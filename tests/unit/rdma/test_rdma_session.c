@@ -5,12 +5,14 @@
 #include "rdma_raw_client.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <ucp/api/ucp.h>
@@ -308,6 +310,54 @@ static void *slice_probe(void *arg)
     return NULL;
 }
 
+/* The server's progress threads (named s3r-progress once their slice and
+ * priority are set): their thread ids in tids, waiting up to 2 s for the
+ * first; how many. */
+static unsigned progress_threads(long tids[], unsigned max)
+{
+    unsigned found = 0;
+    for (int i = 0; i < 200 && !found; i++) {
+        DIR *d = opendir("/proc/self/task");
+        assert_non_null(d);
+        for (struct dirent *e; (e = readdir(d));) {
+            if (e->d_name[0] == '.')
+                continue;
+            char path[300], comm[32] = "";
+            snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+            FILE *f = fopen(path, "r");
+            if (!f)
+                continue;
+            if (fgets(comm, sizeof(comm), f) && strcmp(comm, "s3r-progress\n") == 0 && found < max)
+                tids[found++] = atol(e->d_name);
+            fclose(f);
+        }
+        closedir(d);
+        if (!found)
+            usleep(10000);
+    }
+    return found;
+}
+
+/* A server with one progress thread and cfg's slice_us and priority. */
+static rdma_server_t *one_progress_server(unsigned slice_us, unsigned priority)
+{
+    rdma_server_config_t cfg;
+    rdma_server_config_defaults(&cfg);
+    cfg.listen_host = "127.0.0.1";
+    cfg.port = 0;
+    cfg.n_workers = 1;
+    cfg.lookup_secret = test_lookup;
+    cfg.slice_us = slice_us;
+    cfg.priority = priority;
+    rdma_server_t *srv = NULL;
+    if (rdma_server_start(&cfg, &srv) < 0) {
+        if (!test_ucx_usable())
+            skip();
+        fail_msg("the RDMA server failed to start although UCX works");
+    }
+    return srv;
+}
+
 /* The progress threads ask for rdma.slice_us: a woken progress thread is
  * run before threads on the kernel's default slice. Skipped on a kernel
  * that does not keep a thread's slice (before 6.12). */
@@ -320,45 +370,47 @@ static void test_progress_threads_short_slice(void **state)
     pthread_join(th, NULL);
     if (!kept)
         skip();
-    rdma_server_config_t cfg;
-    rdma_server_config_defaults(&cfg);
-    cfg.listen_host = "127.0.0.1";
-    cfg.port = 0;
-    cfg.n_workers = 1;
-    cfg.lookup_secret = test_lookup;
-    cfg.slice_us = 250;
-    rdma_server_t *srv = NULL;
-    if (rdma_server_start(&cfg, &srv) < 0) {
-        if (!test_ucx_usable())
-            skip();
-        fail_msg("the RDMA server failed to start although UCX works");
-    }
-    /* The thread names itself once its slice is set: wait up to 2 s for it. */
-    unsigned found = 0, short_slice = 0;
-    for (int i = 0; i < 200 && !found; i++) {
-        DIR *d = opendir("/proc/self/task");
-        assert_non_null(d);
-        for (struct dirent *e; (e = readdir(d));) {
-            if (e->d_name[0] == '.')
-                continue;
-            char path[300], comm[32] = "";
-            snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-            FILE *f = fopen(path, "r");
-            if (!f)
-                continue;
-            if (fgets(comm, sizeof(comm), f) && strcmp(comm, "s3r-progress\n") == 0) {
-                found++;
-                short_slice += thread_slice_ns(atol(e->d_name)) == 250000;
-            }
-            fclose(f);
-        }
-        closedir(d);
-        if (!found)
-            usleep(10000);
-    }
+    rdma_server_t *srv = one_progress_server(250, 0);
+    long tid;
+    unsigned found = progress_threads(&tid, 1);
+    uint64_t slice = found ? thread_slice_ns(tid) : 0;
     rdma_server_stop(srv);
     assert_int_equal(found, 1); /* the one progress thread */
-    assert_int_equal(short_slice, found);
+    assert_int_equal(slice, 250000);
+}
+
+static void *priority_probe(void *arg)
+{
+    *(int *)arg = rdma_thread_raise_priority(3) == 0;
+    return NULL;
+}
+
+/* The progress threads take rdma.priority nice levels below the process's:
+ * each serves every native session of its worker, and needs that weight on
+ * a contended core. Skipped where the process may not lower a nice value
+ * (no CAP_SYS_NICE, RLIMIT_NICE too low). */
+static void test_progress_threads_priority(void **state)
+{
+    (void)state;
+    int permitted = 0;
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, priority_probe, &permitted), 0);
+    pthread_join(th, NULL);
+    if (!permitted)
+        skip();
+    /* New threads start with their creator's nice value. */
+    errno = 0;
+    int base = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+    assert_int_equal(errno, 0);
+    int want = base - 3 < -20 ? -20 : base - 3;
+    rdma_server_t *srv = one_progress_server(0, 3);
+    long tid;
+    unsigned found = progress_threads(&tid, 1);
+    errno = 0;
+    int nice = found ? getpriority(PRIO_PROCESS, (id_t)tid) : 99;
+    rdma_server_stop(srv);
+    assert_int_equal(found, 1);
+    assert_int_equal(nice, want);
 }
 
 int main(void)
@@ -374,6 +426,7 @@ int main(void)
         cmocka_unit_test(test_session_id_without_randomness),
         cmocka_unit_test(test_stop_with_live_sessions),
         cmocka_unit_test(test_progress_threads_short_slice),
+        cmocka_unit_test(test_progress_threads_priority),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

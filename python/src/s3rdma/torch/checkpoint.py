@@ -34,17 +34,19 @@ class S3Checkpoint:
         self._take = BlockCache().take if reuse_load_memory else fresh_block
         self._holder = ClientHolder(region, endpoint, s3client_config)
         self._part_size = (s3client_config or S3ClientConfig()).part_size
-        # torch.load reads a few small records, then each storage whole with one
-        # readinto: ranged reads put those straight into the tensors' storage (no
-        # staging copy of the whole object), the small ones served from 256 KiB reads
+        # torch.load of a reader fetches the whole object in part_size ranges
+        # (archive.py); other reads are ranged, small ones served from 256 KiB reads
         self._reader_constructor = reader_constructor or S3ReaderConstructor.range_based(
             buffer_size=256 * 1024)
 
     def reader(self, s3_uri: str) -> S3Reader:
         """A seekable read-only stream of the object (by default ranged reads: see
-        __init__)."""
+        __init__). ``torch.load(reader)`` does what load() does (archive.py): the
+        tensors land in one block of memory (reuse_load_memory applies) and stay there."""
         bucket, key = parse_s3_uri(s3_uri)
-        return self._reader_constructor(self._holder.client, bucket, key)
+        r = self._reader_constructor(self._holder.client, bucket, key)
+        r.use_load_memory(self._take)
+        return r
 
     def load(self, s3_uri: str, map_location: Any = None, **pickle_load_args: Any) -> Any:
         """What ``torch.load(self.reader(s3_uri), map_location, ...)`` returns, faster:

@@ -27,6 +27,17 @@ class S3Reader(io.BufferedIOBase):
         self._client, self._bucket, self._key = client, bucket, key
         self._size = size
         self._pos = 0
+        self._take: Callable[[int], memoryview] = fresh_block
+
+    def use_load_memory(self, take: Callable[[int], memoryview]) -> None:
+        """Where whole() lands the object when this reader must fetch it (take(size)
+        gives the memory; fresh_block by default)."""
+        self._take = take
+
+    def whole(self) -> memoryview:
+        """The whole object in one block of memory, which views of it keep alive: what
+        torch.load of this reader reads its tensors from (archive.py)."""
+        raise NotImplementedError
 
     @property
     def bucket(self) -> str:
@@ -103,6 +114,9 @@ class SequentialS3Reader(S3Reader):
             self._size = len(self._data)
         return self._data
 
+    def whole(self) -> memoryview:
+        return self.getbuffer()
+
     def read(self, size: Optional[int] = None) -> bytes:
         data = self.getbuffer()
         n = self._want(size)
@@ -128,6 +142,12 @@ class RangedS3Reader(S3Reader):
         self._buf = bytearray(buffer_size)
         self._buf_start = 0
         self._buf_len = 0
+
+    def whole(self) -> memoryview:
+        """By ranged GETs of the client's part_size (fetch_chunked), into self._take's
+        memory."""
+        return fetch_chunked(self._client, self._bucket, self._key, self._client.part_size,
+                             self._take)
 
     def readinto(self, buf) -> int:
         dst = memoryview(buf).cast("B")

@@ -1,4 +1,4 @@
-/* The S3 error of each RDMA transfer status (s3/rdma_error.h), as the table
+/* The S3 error of each RDMA transfer status (rdmafe/rdma_error.h), as the table
  * in docs/protocol.md gives it; the statuses a frontend answers its own way
  * leave the message untouched. */
 #include <setjmp.h>
@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "s3/rdma_error.h"
+#include "rdmafe/rdma_error.h"
 
 static void test_client_errors(void **state)
 {
@@ -24,7 +24,7 @@ static void test_client_errors(void **state)
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const char *msg = NULL;
-        assert_int_equal(s3_rdma_error(cases[i].st, &msg), cases[i].err);
+        assert_int_equal(rdmafe_s3_error(cases[i].st, &msg), cases[i].err);
         assert_int_equal(s3_error_status(cases[i].err), cases[i].http);
         assert_non_null(msg);
         assert_true(msg[0] != '\0');
@@ -37,7 +37,7 @@ static void test_frontend_decides(void **state)
     const rdma_status_t left[] = {RDMA_OK, RDMA_DECLINE, RDMA_TRANSPORT, RDMA_CALLBACK};
     for (size_t i = 0; i < sizeof(left) / sizeof(left[0]); i++) {
         const char *msg = "unchanged";
-        assert_int_equal(s3_rdma_error(left[i], &msg), S3E_NONE);
+        assert_int_equal(rdmafe_s3_error(left[i], &msg), S3E_NONE);
         assert_string_equal(msg, "unchanged");
     }
 }

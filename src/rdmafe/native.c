@@ -17,7 +17,8 @@
 #include <strings.h>
 
 #include "common/log.h"
-#include "s3/rdma_error.h"
+#include "rdmafe/rdma_error.h"
+#include "rdmafe/rdmafe.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
 
@@ -281,7 +282,7 @@ static void native_send(s3_req_t *req, int status, s3_out_t *out)
         s3_reply_error(req, S3E_TOKEN_BUFFER_TOO_SMALL, msg);
     } else {
         const char *why = rdma_strerror(st);
-        s3_error_t err = s3_rdma_error(st, &why);
+        s3_error_t err = rdmafe_s3_error(st, &why);
         s3_reply_error(req, err != S3E_NONE ? err : S3E_INTERNAL, why);
     }
 }
@@ -427,11 +428,11 @@ static void run_body(native_req_t *q)
         return;
     }
     const char *why = "Reading the body by RDMA failed.";
-    s3_error_t err = s3_rdma_error(st, &why);
+    s3_error_t err = rdmafe_s3_error(st, &why);
     s3_reply_error(req, err != S3E_NONE ? err : S3E_INTERNAL, why);
 }
 
-void s3_native_handle(void *ctx, rdma_native_req_t *nr)
+void rdmafe_native_handle(void *ctx, rdma_native_req_t *nr)
 {
     s3_server_t *srv = ctx;
     const rdma_native_msg_t *m = rdma_native_request(nr);
