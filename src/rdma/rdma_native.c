@@ -20,7 +20,7 @@
  * until UCX has finished sending its reply, or its session dies: a client
  * that submits and never progresses its worker holds at most
  * max_native_per_session replies in this server's memory, not one per
- * request it ever sent (native_send has how a reply takes over its
+ * request it ever sent (rdma_native_send.c has how a reply takes over its
  * request's count; rdma_native_req_t has a request's states and slots). Refusals
  * (SlowDown at admission) hold no slot; they are sent only while the
  * session's unsent refusals stay under S3R_NATIVE_UNSENT_REFUSAL_BYTES,
