@@ -87,7 +87,7 @@ bool policy_glob(const char *p, const char *s);
 /* The steps policy_glob took on this thread since it started (each a
  * character of s or of p looked at), so tests can hold its work to a bound
  * without timing it. */
-extern _Thread_local unsigned long policy_glob_steps;
+extern _Thread_local unsigned long s3_policy_glob_steps;
 /* s lower-cased into out (cap bytes); false if it does not fit. */
 bool policy_lower(const char *s, char *out, size_t cap);
 /* "a.b.c.d[/n]" or an IPv6 address with an optional prefix length. */

@@ -13,13 +13,13 @@
 
 #include "s3/policy_form.h"
 
-_Thread_local unsigned long policy_glob_steps;
+_Thread_local unsigned long s3_policy_glob_steps;
 
 /* Whether segment q (l characters, '?' any one) matches s at its start. */
 static bool seg_at(const char *q, size_t l, const char *s)
 {
     for (size_t j = 0; j < l; j++) {
-        policy_glob_steps++;
+        s3_policy_glob_steps++;
         if (q[j] != '?' && q[j] != s[j])
             return false;
     }
@@ -44,7 +44,7 @@ static ptrdiff_t seg_find_wild(const char *q, size_t l, const char *t, size_t m)
         memset(one_table, 0, sizeof one_table);
         one_state = 0;
     }
-    policy_glob_steps += 256 * words;
+    s3_policy_glob_steps += 256 * words;
     for (size_t j = 0; j < l; j++) {
         uint64_t bit = (uint64_t)1 << (j % 64);
         if (q[j] == '?')
@@ -59,7 +59,7 @@ static ptrdiff_t seg_find_wild(const char *q, size_t l, const char *t, size_t m)
         const uint64_t *b = table + (unsigned char)t[i] * words;
         for (size_t w = words; w-- > 0;)
             state[w] = ((state[w] << 1) | (w ? state[w - 1] >> 63 : 1)) & b[w];
-        policy_glob_steps += words;
+        s3_policy_glob_steps += words;
         if (state[words - 1] & last)
             at = (ptrdiff_t)(i + 1 - l);
     }
@@ -79,7 +79,7 @@ static ptrdiff_t seg_find(const char *q, size_t l, const char *t, size_t m)
     if (!memchr(q, '?', l)) {
         const char *f = memmem(t, m, q, l);
         at = f ? f - t : -1;
-        policy_glob_steps += (f ? (size_t)(f - t) : m) + l;
+        s3_policy_glob_steps += (f ? (size_t)(f - t) : m) + l;
     } else {
         at = seg_find_wild(q, l, t, m);
     }
@@ -101,7 +101,7 @@ static ptrdiff_t seg_find(const char *q, size_t l, const char *t, size_t m)
 bool policy_glob(const char *p, const char *s)
 {
     size_t n = strlen(s);
-    policy_glob_steps += n;
+    s3_policy_glob_steps += n;
     const char *first = strchr(p, '*');
     size_t l0 = first ? (size_t)(first - p) : strlen(p);
     if (!first)

@@ -241,9 +241,9 @@ static void test_matching_stays_linear(void **state)
         s3_policy_t *p = s3_policy_parse(doc.data, doc.len, "bkt", NULL, why, sizeof why);
         if (!p)
             fail_msg("shape %zu: %s", i, why);
-        unsigned long before = policy_glob_steps;
+        unsigned long before = s3_policy_glob_steps;
         assert_int_equal(eval(p, NULL, "s3:GetObject", arn, NULL), S3_POLICY_NONE);
-        unsigned long steps = policy_glob_steps - before;
+        unsigned long steps = s3_policy_glob_steps - before;
         print_message("shape %zu: %d patterns, %lu steps\n", i, n, steps);
         /* A scan of the ARN per pattern is n * 1,017; allow sixteen. */
         if (steps > 16ul * (unsigned long)n * strlen(arn))
