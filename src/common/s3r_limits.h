@@ -20,6 +20,12 @@
 #define S3R_HTTP_BODY_RATE_WINDOW_S     10   /* ...over each window this long: else closed */
 #define S3R_HTTP_THREAD_STACK           (1024 * 1024) /* one thread per connection */
 #define S3R_HTTP_SWEEP_MS               250           /* how often the deadlines are checked */
+/* A request refused on its headers whose body is already on its way (no
+ * "Expect: 100-continue") is read to its end and discarded before the
+ * answer, up to this Content-Length, so the client reads the S3 error and
+ * not a reset; a longer or chunked body is answered at once and the
+ * connection closed. */
+#define S3R_HTTP_REFUSED_BODY_DRAIN (16 * 1024 * 1024)
 
 /* Names and metadata */
 #define S3R_MAX_KEY_BYTES   1024 /* KeyTooLongError */

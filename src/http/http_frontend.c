@@ -5,6 +5,7 @@
  * http_own.c's; in src/s3, replies are built in reply.c, the request's life
  * is request.c's, operation logic lives in ops_*.c. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 
 #include "common/addr.h"
 #include "common/log.h"
+#include "common/s3r_limits.h"
 #include "http/http_guard.h"
 #include "http/http_internal.h"
 #include "http/http_own.h"
@@ -78,6 +80,8 @@ static bool http_has_query(s3_req_t *req, const char *name)
 static const char *http_query(s3_req_t *req, const char *name)
 {
     http_req_t *rp = (http_req_t *)req;
+    if (rp->held)
+        MHD_destroy_response(rp->held); /* the client left before its body ended */
     for (int i = 0; i < rp->n_queries; i++) {
         if (strcmp(rp->queries[i].name, name) == 0)
             return rp->queries[i].value;
@@ -221,6 +225,36 @@ static const char *rdma_endpoint_for(http_req_t *rp)
     return hc->rdma_endpoint;
 }
 
+/* True when an answer given now would race a body the client is already
+ * sending: it did not ask "Expect: 100-continue" (then it waits for our
+ * answer before sending) and the body is short enough to read and discard
+ * first (S3R_HTTP_REFUSED_BODY_DRAIN). Answering mid-upload makes
+ * libmicrohttpd close with unread bytes, and the client sees a reset in
+ * place of the S3 error. */
+static bool should_hold_answer(s3_req_t *req)
+{
+    if (!((http_req_t *)req)->body_pending || atomic_load(&req->srv->stopping))
+        return false;
+    const char *expect = s3_req_header(req, MHD_HTTP_HEADER_EXPECT);
+    if ((expect && strcasecmp(expect, "100-continue") == 0) ||
+        s3_req_header(req, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+        return false;
+    const char *cl = s3_req_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (!cl || *cl < '0' || *cl > '9')
+        return false;
+    char *end;
+    errno = 0;
+    unsigned long long len = strtoull(cl, &end, 10);
+    return *end == '\0' && errno == 0 && len <= S3R_HTTP_REFUSED_BODY_DRAIN;
+}
+
+static void queue_answer(s3_req_t *req, unsigned status, struct MHD_Response *resp)
+{
+    if (MHD_queue_response(http_mhd_conn(req), status, resp) != MHD_YES)
+        log_warn("request %s: could not queue the %u response", req->request_id, status);
+    MHD_destroy_response(resp);
+}
+
 static void http_send(s3_req_t *req, int status, s3_out_t *out)
 {
     s3_cors_reply_headers(req);
@@ -250,10 +284,14 @@ static void http_send(s3_req_t *req, int status, s3_out_t *out)
     }
     if (atomic_load(&req->srv->stopping))
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
-    if (MHD_queue_response(http_mhd_conn(req), (unsigned)status, resp) != MHD_YES)
-        log_warn("request %s: could not queue the %d response", req->request_id, status);
-    MHD_destroy_response(resp);
     req->replied = true;
+    http_req_t *rp = (http_req_t *)req;
+    if (should_hold_answer(req)) {
+        rp->held = resp;
+        rp->held_status = (unsigned)status;
+        return;
+    }
+    queue_answer(req, (unsigned)status, resp);
 }
 
 static void http_remote(s3_req_t *req, char *out, size_t cap)
@@ -423,12 +461,14 @@ static enum MHD_Result access_step(s3_server_t *srv, struct MHD_Connection *conn
          * request makes it close the connection. So a request without a body
          * is handled on the next call, keeping the connection alive; one with
          * a body is checked now, so a refused upload is refused before the
-         * body is sent (no 100 Continue). */
-        if (conflicting_lengths(req))
+         * body is sent (no 100 Continue), or, when the client sends it
+         * without waiting, after it was read (should_hold_answer). */
+        if (conflicting_lengths(req)) {
             s3_reply_error(req, S3E_INVALID_REQUEST, "Conflicting Content-Length headers.");
-        else if (request_has_body(req))
+        } else if (request_has_body(req)) {
+            rp->body_pending = true;
             start_request(req, url);
-        else
+        } else
             req->deferred = true;
         return MHD_YES;
     }
@@ -436,8 +476,16 @@ static enum MHD_Result access_step(s3_server_t *srv, struct MHD_Connection *conn
         req->deferred = false;
         start_request(req, url);
     }
+    http_req_t *rp = (http_req_t *)req;
+    if (*upload_data_size == 0)
+        rp->body_pending = false; /* the call after the last body bytes */
     if (req->replied) {
-        /* Discard the rest of a body we already answered. */
+        /* Discard the rest of a body we already answered; the answer held
+         * for it goes once the body has all been read. */
+        if (rp->held && !rp->body_pending) {
+            queue_answer(req, rp->held_status, rp->held);
+            rp->held = NULL;
+        }
         *upload_data_size = 0;
         return MHD_YES;
     }
@@ -480,8 +528,8 @@ enum MHD_Result http_on_access(void *cls, struct MHD_Connection *conn, const cha
      * (none fed after the first), a response is queued, or the request has no
      * body (deferred: called again at once). */
     rp = *con_cls;
-    bool want_body =
-        r == MHD_YES && rp && !rp->req.replied && (first ? !rp->req.deferred : fed > 0);
+    bool want_body = r == MHD_YES && rp && (!rp->req.replied || rp->held) &&
+                     (first ? !rp->req.deferred : fed > 0);
     http_guard_leave(guard, entered, want_body);
     return r;
 }
@@ -489,6 +537,8 @@ enum MHD_Result http_on_access(void *cls, struct MHD_Connection *conn, const cha
 static void req_free(s3_req_t *req)
 {
     http_req_t *rp = (http_req_t *)req;
+    if (rp->held)
+        MHD_destroy_response(rp->held); /* the client left before its body ended */
     for (int i = 0; i < rp->n_queries; i++)
         free(rp->queries[i].value);
     s3_req_release(req);

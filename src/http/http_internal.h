@@ -67,7 +67,12 @@ typedef struct http_req {
     http_query_cache_t queries[32];
     int n_queries;
     struct MHD_Connection *conn;
-    http_conn_t *hc; /* NULL when the connection could not be tracked */
+    http_conn_t *hc;   /* NULL when the connection could not be tracked */
+    bool body_pending; /* a body was announced and has not all arrived */
+    /* An answer given while the body is still on its way, held until the
+     * body is read and discarded (S3R_HTTP_REFUSED_BODY_DRAIN). */
+    struct MHD_Response *held;
+    unsigned held_status;
 } http_req_t;
 
 static inline struct MHD_Connection *http_mhd_conn(s3_req_t *req)

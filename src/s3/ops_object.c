@@ -435,8 +435,14 @@ static void get_object_begin(s3_req_t *req)
     } overrides[] = {S3_RESPONSE_OVERRIDES(OVERRIDE)};
 #undef OVERRIDE
     stor_meta_t shown = *meta;
-    /* A part's GET carries the part's checksum (of the object's type), as
-     * in S3, when the object keeps its parts' checksums. */
+    /* A range or a part is not the object, so the object's checksum is not
+     * sent with it (as in S3): SDKs that check a GET's checksum (the AWS SDKs
+     * since 2025 by default) would fail the bytes they got against it. A
+     * part's GET carries the part's checksum (of the object's type), as in
+     * S3, when the object keeps its parts' checksums. */
+    if (status == 206)
+        for (int i = 0; i < S3_CK_COUNT; i++)
+            *s3_meta_checksum(&shown, i) = NULL;
     char part_ck[CHECKSUM_VALUE_MAX];
     checksum_alg_t ck_alg = checksum_alg_from_name(meta->checksum_algorithm);
     if (part_n && ck_alg != CHECKSUM_NONE && s3_part_checksum_of(meta, part_n, part_ck))

@@ -26,6 +26,7 @@
 #include "storage/storage.h"
 
 #define CREDENTIALS_FILE ".s3rdma/credentials"
+#define MASTER_KEY_FILE  ".s3rdma/sse-master.key"
 
 /* Loads DIR/.s3rdma/credentials, creating it with a random key pair the
  * first time. Sets *created_p when it was created now. */
@@ -180,9 +181,40 @@ static int start_rdma(server_config_t *cfg, const server_addr_t *at, rdma_server
     return rdma_server_start(&rc_cfg, rdma_p);
 }
 
+/* The embedded default (no users configured, local files) also gets an
+ * SSE-S3 master key of its own, made on first start in the data directory,
+ * so SSE-S3 and PutBucketEncryption work from the first start as in S3:
+ * encryption at rest as clients see it, not protection of the data
+ * directory (the key lies beside the data). A deployment names its own
+ * sse.master_key_file, kept apart. Writes the file's path to path. */
+static int local_master_key(const server_config_t *cfg, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/" MASTER_KEY_FILE, cfg->data_dir);
+    if (access(path, F_OK) == 0)
+        return 0;
+    uint8_t key[32];
+    if (random_bytes(key, sizeof(key)) != 0)
+        return -1;
+    char text[200];
+    int n = snprintf(text, sizeof(text),
+                     "# SSE-S3 master key of the embedded default (docs/storage.md)\n");
+    for (size_t i = 0; i < sizeof(key); i++)
+        n += snprintf(text + n, sizeof(text) - (size_t)n, "%02x", key[i]);
+    text[n++] = '\n';
+    secure_zero(key, sizeof(key));
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    int rc = fd >= 0 && write(fd, text, (size_t)n) == n && fsync(fd) == 0 ? 0 : -1;
+    if (rc != 0)
+        fprintf(stderr, "s3rdmad: cannot write %s: %s\n", path, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    secure_zero(text, sizeof(text));
+    return rc;
+}
+
 static void print_banner(const server_config_t *cfg, const s3_server_config_t *scfg,
                          const rdma_server_t *rdma, const server_addr_t *rdma_at, int local_creds,
-                         int created)
+                         int created, const char *local_key)
 {
     char http_ep[300] = "", https_ep[300] = "", rdma_ep[300];
     if (!cfg->listen.off)
@@ -224,6 +256,10 @@ static void print_banner(const server_config_t *cfg, const s3_server_config_t *s
                CREDENTIALS_FILE);
         printf("  access key:  %s\n  secret key:  %s\n", cfg->users[0].access_key,
                cfg->users[0].secret_key);
+        if (*local_key)
+            printf("  sse-s3 key:  %s (beside the data: a deployment sets "
+                   "sse.master_key_file)\n",
+                   local_key);
         printf("\ntry it:\n  AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s \\\n"
                "    aws --endpoint-url %s --region %s s3 mb s3://demo\n",
                cfg->users[0].access_key, cfg->users[0].secret_key, url, cfg->region);
@@ -274,10 +310,18 @@ int main(int argc, char **argv)
 
     /* SSE-S3 master keys: held for the server's life, zeroed at exit. */
     static s3_sse_keys_t sse_keys, kms_keys;
-    char why[300];
-    if (*cfg.sse.master_key_file &&
-        s3_sse_keys_load(cfg.sse.master_key_file, false, &sse_keys, why, sizeof why) != 0) {
-        fprintf(stderr, "s3rdmad: sse.master_key_file: %s\n", why);
+    char why[300], local_key[4096] = "";
+    const char *master_key_file = cfg.sse.master_key_file;
+    if (!*master_key_file && local_creds && cfg.storage.backend != SERVER_STORAGE_RADOS) {
+        if (local_master_key(&cfg, local_key, sizeof local_key) != 0) {
+            server_config_free(&cfg);
+            return 1;
+        }
+        master_key_file = local_key;
+    }
+    if (*master_key_file &&
+        s3_sse_keys_load(master_key_file, false, &sse_keys, why, sizeof why) != 0) {
+        fprintf(stderr, "s3rdmad: %s: %s\n", *local_key ? local_key : "sse.master_key_file", why);
         server_config_free(&cfg);
         return 1;
     }
@@ -421,7 +465,7 @@ int main(int argc, char **argv)
     if (rdma)
         rdma_server_set_native(rdma, s3_native_handle, srv);
     s3_server_set_ready(srv, true);
-    print_banner(&cfg, &scfg, rdma, &rdma_at, local_creds, created);
+    print_banner(&cfg, &scfg, rdma, &rdma_at, local_creds, created, local_key);
 
     int sig = 0;
     for (;;) {

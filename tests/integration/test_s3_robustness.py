@@ -366,6 +366,30 @@ def test_entity_too_large_rejected_up_front(server, s3, bucket):
     assert_absent(s3, bucket, "huge")
 
 
+@pytest.mark.parametrize("why", ["no-such-bucket", "bad-signature"])
+def test_refused_upload_answered_after_its_body(server, s3, bucket, why):
+    """A PUT refused on its headers whose client sends the body at once, without
+    Expect: 100-continue (s3cmd, the AWS CRT, boto3 with a bytes body): the server reads and
+    discards the body, then answers the S3 error (not a reset mid-send), and the connection
+    serves the next request."""
+    body = b"x" * (1 << 20)
+    target = "no-such-bucket-drained" if why == "no-such-bucket" else bucket
+    head = signed_put_head(server, f"/{target}/drained", len(body))
+    if why == "bad-signature":
+        at = head.index(b"Signature=") + len(b"Signature=")
+        head = head[:at] + (b"1" if head[at:at + 1] == b"0" else b"0") + head[at + 1:]
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(head + body)  # a reset here (BrokenPipeError) is the defect
+        status, raw = recv_http_response(sock)
+        code = b"NoSuchBucket" if why == "no-such-bucket" else b"SignatureDoesNotMatch"
+        assert status in (403, 404) and b"<Code>" + code + b"</Code>" in raw, raw[:500]
+        assert b"connection: close" not in raw.split(b"\r\n\r\n", 1)[0].lower()
+        sock.sendall(_get_req(server, "GET", f"/{bucket}"))
+        status, raw = recv_http_response(sock)
+        assert status == 200, raw[:300]
+    assert_absent(s3, bucket, "drained")
+
+
 def test_wrong_region_in_credential_scope(server, bucket):
     r = raw_request(server, "GET", f"/{bucket}", headers={}, sign=False)
     assert r.status == 403

@@ -42,15 +42,24 @@ def test_generated_credentials(make_server):
     text = cred.read_text()
     ak, sk = parse_credentials(text)
     assert ak in srv.log_text() and sk in srv.log_text(), "generated keys not printed at start-up"
+    # The embedded default has an SSE-S3 master key of its own, as S3 always has SSE-S3.
+    key = srv.data_dir / ".s3rdma" / "sse-master.key"
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    key_text = key.read_text()
     c = client(srv, ak, sk)
     c.create_bucket(Bucket="gen-bucket")
     c.put_object(Bucket="gen-bucket", Key="k", Body=b"persist")
+    c.put_object(Bucket="gen-bucket", Key="sse", Body=b"sealed", ServerSideEncryption="AES256")
+    c.put_bucket_encryption(Bucket="gen-bucket", ServerSideEncryptionConfiguration={
+        "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]})
     assert srv.stop() == 0
     # second start reuses the same keys and sees the data
     srv.start()
-    assert cred.read_text() == text
+    assert cred.read_text() == text and key.read_text() == key_text
     c = client(srv, ak, sk)
     assert c.get_object(Bucket="gen-bucket", Key="k")["Body"].read() == b"persist"
+    got = c.get_object(Bucket="gen-bucket", Key="sse")
+    assert got["Body"].read() == b"sealed" and got["ServerSideEncryption"] == "AES256"
     # the test users from other tests do not exist here
     with pytest.raises(ClientError) as ei:
         client(srv, *USERS[0]).list_buckets()
