@@ -46,11 +46,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     s3_policy_t *p2 = s3_policy_parse(canon, strlen(canon), "bucket", &canon2, why, sizeof(why));
     FUZZ_CHECK(p2 != NULL && canon2 != NULL && strcmp(canon, canon2) == 0);
     const char *actions[] = {"s3:GetObject", "s3:PutObject", "s3:ListBucket"};
-    const char *resources[] = {"arn:aws:s3:::bucket/k", "arn:aws:s3:::bucket"};
-    for (size_t a = 0; a < 3; a++) {
+    /* An object's short ARN and a long one (a key of 320 bytes with runs
+     * a pattern's segments may almost match, and '?' and '*' of its own),
+     * so segments longer than a machine word are matched too. */
+    static char long_arn[400];
+    if (!long_arn[0]) {
+        size_t n = (size_t)snprintf(long_arn, sizeof long_arn, "arn:aws:s3:::bucket/");
+        for (int i = 0; i < 20; i++)
+            n += (size_t)snprintf(long_arn + n, sizeof long_arn - n, "aaaa/b?a*aaaab%02d", i);
+    }
+    const char *resources[] = {"arn:aws:s3:::bucket/k", long_arn, "arn:aws:s3:::bucket"};
+    for (size_t a = 0; a < 3 * 2; a++) {
         for (size_t anon = 0; anon < 2; anon++) {
-            s3_policy_query_t q = {.action = actions[a],
-                                   .resource = resources[a == 2],
+            s3_policy_query_t q = {.action = actions[a / 2],
+                                   .resource = a / 2 == 2 ? resources[2] : resources[a % 2],
                                    .principal = anon ? NULL : "AKIDEXAMPLE",
                                    .key = key};
             s3_policy_effect_t e = s3_policy_eval(p, &q);

@@ -92,6 +92,13 @@ _Static_assert(S3R_MAX_USER_META_BYTES <= S3R_REPLY_MAX_VALUE, "a metadata value
 #define S3R_MAX_PART_NUMBER 10000              /* InvalidArgument */
 #define S3R_MAX_AWS_CHUNK   (16 * 1024 * 1024) /* one aws-chunked chunk: IncompleteBody */
 
+/* Bytes of request documents (XML and policy bodies, buffered whole before
+ * they are parsed) held at once, server-wide (max_document_memory); one
+ * access key, and all anonymous requests together, hold at most half of it.
+ * Past either: 503 SlowDown (src/s3/body.c). */
+#define S3R_DOCUMENT_MEMORY     (256ULL << 20)
+#define S3R_DOCUMENT_MEMORY_MIN (2ULL * S3R_MAX_XML_BODY) /* a key can send one whole document */
+
 /* Bucket policies (src/s3/policy.c): bigger ones are refused at
  * PutBucketPolicy with MalformedPolicy. Parsed policies of at most
  * S3R_POLICY_CACHE buckets are kept at once (src/s3/access.c). */

@@ -91,10 +91,11 @@ void http_own_reply_stats(s3_req_t *req)
                "{\"http_inflight\": %u, \"http_requests\": %lu, \"http_connections\": %u, "
                "\"http_closed_slow_head\": %llu, \"http_closed_slow_body\": %llu, "
                "\"rdma_enabled\": %s, \"rdma_sessions\": %u, \"native_dropped\": %lu, "
-               "\"native_malformed\": %lu}\n",
+               "\"native_malformed\": %lu, \"document_bytes\": %llu}\n",
                atomic_load(&req->srv->inflight), atomic_load(&req->srv->request_seq), cs.open,
                (unsigned long long)cs.closed_head, (unsigned long long)cs.closed_body,
-               rs.enabled ? "true" : "false", rs.sessions, rs.native_dropped, rs.native_malformed);
+               rs.enabled ? "true" : "false", rs.sessions, rs.native_dropped, rs.native_malformed,
+               (unsigned long long)atomic_load(&req->srv->doc_bytes));
     s3_out_t out = {.kind = S3_OUT_BUFFER};
     out.data = buf_steal(&json, &out.len);
     s3_reply_header(req, "Content-Type", "application/json");

@@ -124,6 +124,46 @@ void s3_checksums_update(s3_req_t *req, const void *data, size_t len)
         digest_update(req->sha1_ck, data, len);
 }
 
+/* Counts len more bytes of req's buffered document against the server's
+ * document memory (cfg.max_document_memory) and its user's half of it
+ * (anonymous requests share one slot); false, counting nothing, past
+ * either. Documents are buffered whole before they are parsed, up to
+ * S3R_MAX_XML_BODY each, so without this bound the connections' documents
+ * alone could hold gigabytes (docs/security.md). */
+static bool document_hold(s3_req_t *req, size_t len)
+{
+    s3_server_t *srv = req->srv;
+    unsigned long long total = srv->cfg.max_document_memory;
+    unsigned long long user_max = (total + 1) / 2;
+    if (!req->body_held_by && srv->user_doc_bytes) {
+        size_t slot = req->user ? (size_t)(req->user - srv->cfg.users) : srv->cfg.n_users;
+        req->body_held_by = &srv->user_doc_bytes[slot < srv->cfg.n_users ? slot : srv->cfg.n_users];
+    }
+    if (req->body_held_by && atomic_fetch_add(req->body_held_by, len) + len > user_max) {
+        atomic_fetch_sub(req->body_held_by, len);
+        return false;
+    }
+    if (atomic_fetch_add(&srv->doc_bytes, len) + len > total) {
+        atomic_fetch_sub(&srv->doc_bytes, len);
+        if (req->body_held_by)
+            atomic_fetch_sub(req->body_held_by, len);
+        return false;
+    }
+    req->body_held += len;
+    return true;
+}
+
+void s3_body_release(s3_req_t *req)
+{
+    if (req->body_held) {
+        atomic_fetch_sub(&req->srv->doc_bytes, req->body_held);
+        if (req->body_held_by)
+            atomic_fetch_sub(req->body_held_by, req->body_held);
+        req->body_held = 0;
+    }
+    buf_free(&req->body);
+}
+
 int s3_body_sink(void *cls, const void *data, size_t len)
 {
     s3_req_t *req = cls;
@@ -144,7 +184,12 @@ int s3_body_sink(void *cls, const void *data, size_t len)
     s3_checksums_update(req, data, len);
     int rc = 0;
     if (req->body_kind == S3_BODY_XML) {
-        if (buf_append(&req->body, data, len) != 0) {
+        if (!document_hold(req, len)) {
+            /* The rest is read and dropped; the client gets SlowDown. */
+            s3_body_release(req);
+            req->body_error = S3E_SLOW_DOWN;
+            rc = -1;
+        } else if (buf_append(&req->body, data, len) != 0) {
             req->body_error = S3E_MALFORMED_XML;
             rc = -1;
         }

@@ -1,7 +1,7 @@
 /* The S3 bucket-policy language: parsing and validation (jansson) into the
  * parsed form (policy_form.h); evaluation is policy_eval.c's. Every list a
- * policy holds is bounded (policy.h), and matching a wildcard is a loop with
- * one backtrack point, never a recursion (policy_value.c). */
+ * policy holds is bounded (policy.h), and matching a wildcard is linear,
+ * never a recursion (policy_value.c). */
 #include "s3/policy_form.h"
 
 #include <ctype.h>

@@ -127,7 +127,7 @@ void s3_req_release(s3_req_t *req)
     digest_free(req->sha256_payload);
     digest_free(req->sha256_ck);
     digest_free(req->sha1_ck);
-    buf_free(&req->body);
+    s3_body_release(req);
     for (int i = 0; i < S3_CK_COUNT; i++)
         free(req->checksums[i]);
     buf_free(&req->reply_headers);

@@ -44,6 +44,10 @@ struct s3_server {
     atomic_bool stopping;
     atomic_bool ready; /* s3_server_set_ready */
     uint32_t instance; /* random, makes request ids unique across restarts */
+    /* Request documents buffered now (S3_BODY_XML bodies, body.c): in all,
+     * and per user (cfg.users' order, then one slot for anonymous requests). */
+    atomic_ullong doc_bytes;
+    atomic_ullong *user_doc_bytes;
 };
 
 typedef enum s3_payload_mode {
@@ -291,7 +295,9 @@ struct s3_req {
     uint64_t body_bytes;   /* decoded bytes received */
     uint64_t declared_len; /* x-amz-decoded-content-length or Content-Length, UINT64_MAX unknown */
     buf_t body;            /* S3_BODY_XML */
-    stor_writer_t *writer; /* S3_BODY_OBJECT, and S3_BODY_FORM's file */
+    uint64_t body_held;    /* body's bytes counted in the server's document memory */
+    atomic_ullong *body_held_by; /* the user slot they count against */
+    stor_writer_t *writer;       /* S3_BODY_OBJECT, and S3_BODY_FORM's file */
     /* S3_BODY_FORM: set by the operation's begin(), takes the raw body bytes
      * as they arrive, then (data NULL, len 0) once at the end, before the
      * body is verified. Never replies (the HTTP frontend takes no reply
@@ -493,6 +499,9 @@ const char *s3_display_name(const s3_server_t *srv, const char *id);
 s3_error_t s3_body_begin(s3_req_t *req);
 /* Feeds raw body bytes. On error sets req->body_error. */
 void s3_body_feed(s3_req_t *req, const char *data, size_t len);
+/* Frees a buffered (S3_BODY_XML) body and gives its bytes back to the
+ * server's document memory; any time, more than once. */
+void s3_body_release(s3_req_t *req);
 /* Completes and verifies the body: lengths, aws-chunked end, Content-MD5,
  * x-amz-content-sha256, checksums (header or trailer). Fills req->etag and
  * req->checksums. Returns S3E_NONE or the error to reply. */

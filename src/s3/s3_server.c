@@ -3,6 +3,7 @@
  * its readiness and stop. The HTTP frontend's listeners wrap it
  * (http_listen.c); native requests reach it through rdmafe_native_handle. */
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -30,15 +31,20 @@ int s3_server_init(s3_server_t *srv, const s3_server_config_t *cfg)
     uint32_t inst;
     random_bytes(&inst, sizeof(inst));
     srv->instance = inst;
+    if (!c->max_document_memory)
+        c->max_document_memory = S3R_DOCUMENT_MEMORY;
     if (c->metrics_enabled)
         srv->metrics = s3_metrics_new();
     srv->hashers = hash_pool_new(body_hash_threads());
-    if ((c->metrics_enabled && !srv->metrics) || !srv->hashers ||
+    srv->user_doc_bytes = calloc(c->n_users + 1, sizeof(*srv->user_doc_bytes));
+    if ((c->metrics_enabled && !srv->metrics) || !srv->hashers || !srv->user_doc_bytes ||
         !(srv->lifecycle = s3_lc_runner_start(c->store, c->lifecycle_day_s))) {
         s3_metrics_free(srv->metrics);
         hash_pool_free(srv->hashers);
+        free(srv->user_doc_bytes);
         srv->metrics = NULL;
         srv->hashers = NULL;
+        srv->user_doc_bytes = NULL;
         return -1;
     }
     return 0;
@@ -68,6 +74,8 @@ void s3_server_fini(s3_server_t *srv)
     s3_lc_runner_stop(srv->lifecycle);
     s3_metrics_free(srv->metrics);
     hash_pool_free(srv->hashers); /* after the requests: none holds a job */
+    free(srv->user_doc_bytes);
+    srv->user_doc_bytes = NULL;
 }
 
 void s3_server_set_ready(s3_server_t *srv, bool ready)

@@ -106,6 +106,11 @@ typedef struct s3_server_config {
     const s3_user_t *users; /* borrowed; must outlive the server */
     size_t n_users;
     unsigned max_buckets_per_user; /* CreateBucket past it: TooManyBuckets (0: the default) */
+    /* Bytes of request documents (XML and policy bodies) buffered at once,
+     * server-wide; an access key, and anonymous requests together, hold at
+     * most half; past either a request gets 503 SlowDown. 0: the default
+     * (S3R_DOCUMENT_MEMORY). */
+    unsigned long long max_document_memory;
     /* etag: fast. A PutObject's or UploadPart's body gets CRC32C (stored and
      * replied as x-amz-checksum-crc32c) instead of MD5, and an opaque ETag
      * shaped as a one-part multipart one; with Content-MD5 sent, MD5 is

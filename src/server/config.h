@@ -71,6 +71,7 @@ typedef struct server_config {
      * server_config_load (SERVER_MAX_PEERS URLs, http:// or https://). */
     char *peers;
     unsigned max_buckets_per_user;
+    uint64_t max_document_memory; /* request documents buffered at once (S3R_DOCUMENT_MEMORY) */
     struct {
         unsigned day_seconds; /* a lifecycle rule's day: 86400, shorter for tests */
     } lifecycle;

@@ -71,6 +71,11 @@ const setting_t server_settings[] = {
     COUNT("max_buckets_per_user", "max-buckets-per-user", "S3RDMA_MAX_BUCKETS_PER_USER",
           STR(S3R_MAX_BUCKETS_PER_USER), max_buckets_per_user, 1, 1000000,
           "buckets one access key may own; past it CreateBucket is TooManyBuckets"),
+    SIZE("max_document_memory", "max-document-memory", "S3RDMA_MAX_DOCUMENT_MEMORY", "256MiB",
+         max_document_memory, S3R_DOCUMENT_MEMORY_MIN, 1ULL << 40,
+         "bytes of request documents (XML and policy bodies, up to 2 MiB each) held in memory at "
+         "once, server-wide; one access key (and anonymous requests together) may hold half; past "
+         "it 503 SlowDown"),
     BOOL("rdma.enabled", "rdma-enabled", "S3RDMA_RDMA_ENABLED", "true", rdma.enabled,
          "true or false: the RDMA session port and the token path"),
     BOOL("rdma.required", "rdma-required", "S3RDMA_RDMA_REQUIRED", "true", rdma.required,

@@ -438,6 +438,7 @@ int main(int argc, char **argv)
         .region = cfg.region,
         .domains = domains,
         .max_buckets_per_user = cfg.max_buckets_per_user,
+        .max_document_memory = cfg.max_document_memory,
         .etag_fast = cfg.etag == SERVER_ETAG_FAST,
         .signature_v2 = cfg.signature_v2,
         .sse_keys = sse_keys.n ? &sse_keys : NULL,

@@ -1,5 +1,8 @@
 """Bad input over raw sockets: each gets an error or a closed connection, nothing is stored,
 and the server still serves normal requests afterwards."""
+import base64
+import hashlib
+import http.client
 import os
 import socket
 import threading
@@ -9,7 +12,8 @@ import urllib.parse
 import pytest
 from botocore.exceptions import ClientError
 
-from s3r_itest import USERS, raw_request, recv_http_response, sign_headers, uri_encode
+from s3r_itest import (USERS, boto_client, raw_request, recv_http_response, sha256_hex,
+                       sign_headers, stats_json, uri_encode)
 
 
 def send_raw(server, data, shutdown_write=False, timeout=10):
@@ -177,6 +181,98 @@ def test_delete_objects_too_many_keys(server, s3, bucket):
     r = raw_request(server, "POST", f"/{bucket}", query=[("delete", "")], body=body,
                     headers={"Content-MD5": md5})
     assert r.status == 400 and r.error_code() == "MalformedXML", r
+
+
+def delete_doc(size):
+    """A DeleteObjects document of about size bytes (spaces between its elements)."""
+    body = b"<Delete><Object><Key>gone</Key></Object>"
+    return body + b" " * (size - len(body) - len(b"</Delete>")) + b"</Delete>"
+
+
+def send_all_but_tail(server, bucket, body, user, tail=16):
+    """Sends a DeleteObjects request with all of body but its last tail bytes; returns the
+    open connection (finish it with finish_delete)."""
+    headers = {"Host": server.host, "Content-Length": str(len(body)),
+               "Content-MD5": base64.b64encode(hashlib.md5(body).digest()).decode()}
+    if user:
+        sign_headers("POST", f"/{bucket}", [("delete", "")], headers, sha256_hex(body), *user)
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    conn.putrequest("POST", f"/{bucket}?delete=", skip_host=True, skip_accept_encoding=True)
+    for k, v in headers.items():
+        conn.putheader(k, v)
+    conn.endheaders()
+    conn.send(body[:-tail])
+    return conn, body[-tail:]
+
+
+def finish_delete(conn, tail):
+    conn.send(tail)
+    r = conn.getresponse()
+    data = r.read()
+    conn.close()
+    return r.status, data
+
+
+def wait_until(cond, timeout):
+    """Polls cond until it holds (True) or timeout seconds pass (False)."""
+    end = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def document_bytes(server):
+    status, js = stats_json(server)
+    assert status == 200
+    return js["document_bytes"]
+
+
+def test_document_memory_bounded(make_server):
+    """Request documents are held whole until parsed (up to 2 MiB each). With
+    max_document_memory 4 MiB an access key (and anonymous requests together) holds at most
+    2 MiB of them at once and the server 4 MiB: past either a request gets 503 SlowDown,
+    the documents already held go on, and what they held is given back."""
+    srv = make_server(extra_args=["--max-document-memory", "4MiB"])
+    mib = 1 << 20
+    owners = [boto_client(srv, u) for u in USERS]
+    buckets = [f"docmem-{i}" for i in range(2)]
+    for c, b in zip(owners, buckets):
+        c.create_bucket(Bucket=b)
+    owners[1].put_bucket_acl(Bucket=buckets[1], ACL="public-read-write")
+    doc = delete_doc(mib * 19 // 10)
+    held = []
+    try:
+        # user 1 holds 1.9 MiB: another 0.5 MiB of its own is past its half
+        held.append(send_all_but_tail(srv, buckets[0], doc, USERS[0]))
+        assert wait_until(lambda: document_bytes(srv) >= len(doc) - 16, timeout=30)
+        r = raw_request(srv, "POST", f"/{buckets[0]}", query=[("delete", "")],
+                        body=delete_doc(mib // 2), user=USERS[0])
+        assert (r.status, r.error_code()) == (503, "SlowDown"), r
+        # user 2 holds 1.9 MiB too: 3.8 MiB in all, so anonymous 0.5 MiB is past the total
+        held.append(send_all_but_tail(srv, buckets[1], doc, USERS[1]))
+        assert wait_until(lambda: document_bytes(srv) >= 2 * (len(doc) - 16), timeout=30)
+        r = raw_request(srv, "POST", f"/{buckets[1]}", query=[("delete", "")],
+                        body=delete_doc(mib // 2), user=None)
+        assert (r.status, r.error_code()) == (503, "SlowDown"), r
+        # while anonymous 0.1 MiB still fits
+        r = raw_request(srv, "POST", f"/{buckets[1]}", query=[("delete", "")],
+                        body=delete_doc(mib // 10), user=None)
+        assert r.status == 200, r
+        # the held documents complete, and give their memory back
+        for conn, tail in held:
+            status, body = finish_delete(conn, tail)
+            assert status == 200 and b"<Deleted>" in body, (status, body[:300])
+        held = []
+        # (a request lets go of its document once its reply is out)
+        assert wait_until(lambda: document_bytes(srv) == 0, timeout=30)
+        r = raw_request(srv, "POST", f"/{buckets[0]}", query=[("delete", "")],
+                        body=delete_doc(mib // 2), user=USERS[0])
+        assert r.status == 200, r
+    finally:
+        for conn, _ in held:
+            conn.close()
 
 
 def test_slow_and_idle_connections_do_not_block(server, s3, bucket):

@@ -256,3 +256,53 @@ def test_object_lock_as_http(srv, tmp_path):
                   b"</LegalHold>", version=0) == (200, None)
     assert p.same("GET", "legal-hold", key="k") == (200, None)
     assert p.same("GET", "retention", key="nokey")[0] == 404
+
+
+def test_another_users_writes_refused(srv, tmp_path):
+    """Every configuration write (opcodes 22-50's PUTs and DELETEs, object and bucket level)
+    from another user on a private bucket is 403 AccessDenied over native as over HTTP, and
+    leaves the owner's configuration as it was."""
+    p = Pair(srv, tmp_path, lock=True)
+    p.put_object("k")
+    hold = b"<LegalHold><Status>ON</Status></LegalHold>"
+    until = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=3)) \
+        .strftime("%Y-%m-%dT%H:%M:%SZ").encode()
+    retention = (b"<Retention><Mode>GOVERNANCE</Mode><RetainUntilDate>" + until +
+                 b"</RetainUntilDate></Retention>")
+    lock = (b"<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled><Rule>"
+            b"<DefaultRetention><Mode>GOVERNANCE</Mode><Days>1</Days></DefaultRetention></Rule>"
+            b"</ObjectLockConfiguration>")
+    suspended = b"<VersioningConfiguration><Status>Suspended</Status></VersioningConfiguration>"
+    bucket_docs = (("lifecycle", LIFECYCLE), ("tagging", TAGS), ("policy", POLICY),
+                   ("cors", CORS), ("encryption", ENCRYPTION))
+    # the owner's configuration, to be kept
+    for sub, doc in bucket_docs:
+        assert p.same("PUT", sub, body=doc)[0] in (200, 204), sub
+    assert p.same("PUT", "tagging", key="k", body=TAGS) == (200, None)
+    def owner_view():
+        subs = [(sub, None) for sub, _ in bucket_docs]
+        subs += [("versioning", None), ("object-lock", None), ("acl", None), ("tagging", "k"),
+                 ("acl", "k"), ("retention", "k"), ("legal-hold", "k")]
+        return {(sub, key): (p.http("GET", sub, key, b"", {}, USERS[0], None),
+                             p.native("GET", sub, key, b"", {}, USERS[0], None))
+                for sub, key in subs}
+
+    before = owner_view()
+    other = USERS[1]
+    writes = [("PUT", sub, None, doc, {}) for sub, doc in bucket_docs]
+    writes += [("DELETE", sub, None, b"", {}) for sub, _ in bucket_docs]
+    writes += [("PUT", "versioning", None, suspended, {}),
+               ("PUT", "object-lock", None, lock, {}),
+               ("PUT", "acl", None, b"", {"x-amz-acl": "public-read-write"}),
+               ("PUT", "tagging", "k", TAGS, {}), ("DELETE", "tagging", "k", b"", {}),
+               ("PUT", "retention", "k", retention, {}),
+               ("PUT", "legal-hold", "k", hold, {}),
+               ("PUT", "acl", "k", b"", {"x-amz-acl": "public-read"})]
+    assert len(writes) == 18  # every write opcode of 21-50 (docs/protocol.md §4.2)
+    for method, sub, key, doc, headers in writes:
+        assert p.same(method, sub, key=key, body=doc, headers=headers, user=other) \
+            == (403, "AccessDenied"), (method, sub, key)
+    # nothing changed: the owner reads back what was there, the other user still reads nothing
+    assert owner_view() == before
+    assert p.same("GET", "acl", user=other)[0] == 403
+    assert p.same("GET", "tagging", key="k", user=other)[0] == 403

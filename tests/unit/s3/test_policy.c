@@ -12,6 +12,7 @@
 
 #include "common/buf.h"
 #include "s3/policy.h"
+#include "s3/policy_form.h"
 
 /* The request's condition keys: "name=value" pairs. */
 static const char *const *keys;
@@ -177,8 +178,8 @@ static void test_bounds(void **state)
     buf_free(&b);
 }
 
-/* Many stars against a long key that almost matches: one backtrack point
- * keeps it at most len(pattern) * len(key) steps (this returns at once). */
+/* Many stars against a long key that almost matches (this returns at
+ * once). */
 static void test_wildcards_do_not_explode(void **state)
 {
     (void)state;
@@ -199,6 +200,140 @@ static void test_wildcards_do_not_explode(void **state)
     s3_policy_free(p);
 }
 
+/* The matching a bucket's owner can make every request to the bucket pay:
+ * Resource patterns built to backtrack (a long run after a star that
+ * almost matches the key), filling a 20 KiB policy, against a 1,000-byte
+ * key. The work stays near a scan of the key per pattern (an ordinary
+ * policy's cost), not the key's length times the pattern's. */
+static void test_matching_stays_linear(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *run; /* repeated after the pattern's first star */
+        int times;
+        const char *tail;
+    } shapes[] = {
+        {"a", 500, "b"},  /* the last segment */
+        {"a", 500, "b*"}, /* a middle one */
+        {"a?", 250, "b*"}, {"a?", 30, "b*"}, {"a?", 250, "b"},
+    };
+    char key[1100], why[256];
+    memset(key, 'a', 1000);
+    key[1000] = '\0';
+    char arn[1200];
+    snprintf(arn, sizeof arn, "arn:aws:s3:::bkt/%s", key);
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        buf_t pat, doc;
+        buf_init(&pat, 4096);
+        buf_init(&doc, 32768);
+        buf_printf(&pat, "arn:aws:s3:::bkt/*");
+        for (int t = 0; t < shapes[i].times; t++)
+            buf_append_str(&pat, shapes[i].run);
+        buf_append_str(&pat, shapes[i].tail);
+        buf_printf(&doc, "{\"Statement\":{\"Effect\":\"Deny\",\"Principal\":\"*\","
+                         "\"Action\":\"s3:GetObject\",\"Resource\":[");
+        int n = 0;
+        while (doc.len + pat.len + 16 < 20000) {
+            buf_printf(&doc, "%s\"%s\"", n ? "," : "", pat.data);
+            n++;
+        }
+        buf_append_str(&doc, "]}}");
+        s3_policy_t *p = s3_policy_parse(doc.data, doc.len, "bkt", NULL, why, sizeof why);
+        if (!p)
+            fail_msg("shape %zu: %s", i, why);
+        unsigned long before = s3_policy_glob_steps;
+        assert_int_equal(eval(p, NULL, "s3:GetObject", arn, NULL), S3_POLICY_NONE);
+        unsigned long steps = s3_policy_glob_steps - before;
+        print_message("shape %zu: %d patterns, %lu steps\n", i, n, steps);
+        /* A scan of the ARN per pattern is n * 1,017; allow sixteen. */
+        if (steps > 16ul * (unsigned long)n * strlen(arn))
+            fail_msg("shape %zu: %d patterns took %lu steps", i, n, steps);
+        s3_policy_free(p);
+        buf_free(&pat);
+        buf_free(&doc);
+    }
+}
+
+/* The matcher as first written (one backtrack point), the reference for
+ * what matches. */
+static bool glob_reference(const char *p, const char *s)
+{
+    const char *star = NULL, *mark = NULL;
+    while (*s) {
+        if (*p == '*') {
+            star = p++;
+            mark = s;
+        } else if (*p && (*p == '?' || *p == *s)) {
+            p++;
+            s++;
+        } else if (star) {
+            p = star + 1;
+            s = ++mark;
+        } else {
+            return false;
+        }
+    }
+    while (*p == '*')
+        p++;
+    return *p == '\0';
+}
+
+/* Every pattern of up to 5 characters over "ab?*" against every subject of
+ * up to 6 over "ab?*", and long random ones (segments over 64 characters,
+ * fixed seed): policy_glob decides as the reference does. */
+static void test_glob_as_reference(void **state)
+{
+    (void)state;
+    static const char alpha[] = "ab?*";
+    char p[6], s[7];
+    for (int pl = 0; pl <= 5; pl++) {
+        for (long pi = 0; pi < 1L << (2 * pl); pi++) {
+            for (int k = 0; k < pl; k++)
+                p[k] = alpha[(pi >> (2 * k)) & 3];
+            p[pl] = '\0';
+            for (int sl = 0; sl <= 6; sl++) {
+                for (long si = 0; si < 1L << (2 * sl); si++) {
+                    for (int k = 0; k < sl; k++)
+                        s[k] = alpha[(si >> (2 * k)) & 3];
+                    s[sl] = '\0';
+                    if (policy_glob(p, s) != glob_reference(p, s))
+                        fail_msg("\"%s\" against \"%s\"", p, s);
+                }
+            }
+        }
+    }
+    srand(2611);
+    char lp[400], ls[2048]; /* a built subject: at most 4 characters per star */
+    for (int round = 0; round < 20000; round++) {
+        int pl = rand() % (int)(sizeof lp - 1), sl = rand() % 300;
+        int stars = rand() % 4, quest = rand() % 8;
+        for (int k = 0; k < pl; k++) {
+            int r = rand() % 64;
+            lp[k] = r < stars ? '*' : r < stars + quest ? '?' : "aab"[rand() % 3];
+        }
+        lp[pl] = '\0';
+        for (int k = 0; k < sl; k++)
+            ls[k] = "aab"[rand() % 3];
+        ls[sl] = '\0';
+        /* Half the subjects are built to match: the pattern with its
+         * wildcards filled in. */
+        if (round & 1) {
+            int n = 0;
+            for (int k = 0; k < pl; k++) {
+                if (lp[k] == '*')
+                    for (int f = rand() % 5; f > 0; f--)
+                        ls[n++] = "ab"[rand() % 2];
+                else
+                    ls[n++] = lp[k] == '?' ? 'b' : lp[k];
+            }
+            ls[n] = '\0';
+            assert_true(glob_reference(lp, ls));
+        }
+        if (policy_glob(lp, ls) != glob_reference(lp, ls))
+            fail_msg("\"%s\" against \"%s\"", lp, ls);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -207,6 +342,8 @@ int main(void)
         cmocka_unit_test(test_principals_actions_resources),
         cmocka_unit_test(test_bounds),
         cmocka_unit_test(test_wildcards_do_not_explode),
+        cmocka_unit_test(test_matching_stays_linear),
+        cmocka_unit_test(test_glob_as_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
