@@ -55,7 +55,7 @@ typedef enum server_log_format {
 
 #define SERVER_MAX_PEERS      15   /* with the gateway itself, a client's S3C_MAX_ENDPOINTS */
 #define SERVER_MAX_PEERS_TEXT 2048 /* bytes of the peers setting (one response header) */
-#define SERVER_MAX_SETTINGS   64   /* config_settings.c's table holds at most this many */
+#define SERVER_MAX_SETTINGS   80   /* config_settings.c's table holds at most this many */
 
 typedef struct server_config {
     char *data_dir;
