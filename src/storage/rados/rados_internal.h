@@ -15,7 +15,7 @@
  *                           (rados_version.c)
  *   s3rdma.uploads.<id>     omap: upload id -> upload record, and the uploads'
  *                           key index: '~' raised key 0x01 upload id ->
- *                           initiated ms (rados_multipart.c)
+ *                           initiated ms (rados_uploads.c)
  *   s3rdma.parts.<upload>   omap: 8-hex part number -> part record
  *   s3rdma.gc               omap: <due ms, 16 hex>.<blob id> -> blob size
  *   s3rdma.gateways         omap: gateway id (16 hex) -> started (ms)
@@ -484,10 +484,19 @@ stor_status_t rs_mpu_list(stor_t *st, const char *bucket, const char *prefix,
                           const char *key_marker, const char *upload_id_marker, size_t max,
                           stor_upload_t **uploads_p, size_t *n_p, int *more_p);
 
-/* rados_multipart.c, used by bucket deletion: aborts every upload of the
+/* rados_uploads.c, used by bucket deletion: aborts every upload of the
  * bucket ix (parts to the GC log, each upload in an intent first) and
  * removes its uploads object. */
 stor_status_t rs_uploads_drop(rstor_t *st, const rs_index_t *ix);
+/* The key-index entry of an upload record (raw bytes): its omap key into
+ * *ikey (buf_init'ed here) and value (initiation ms) into ms. -EINVAL for a
+ * record that does not decode (rados_uploads.c). */
+int rs_upkey_entry(const buf_t *raw, const char *id, buf_t *ikey, char ms[24]);
+/* Ends upload id's parts: their blobs to the GC log (all, or those not
+ * flagged in used), the parts object removed; after the upload record is
+ * gone. 0, or a librados code (rados_multipart.c). */
+int rs_parts_drop(rstor_t *st, const char *id, const uint8_t *used, const stor_part_rec_t *recs,
+                  size_t n);
 
 /* rados_multipart.c, for the recovery of a dead gateway's Complete of
  * upload_id (key in ix): unless the upload is still open or gone, the
