@@ -646,14 +646,10 @@ static void list_mpu_begin(s3_req_t *req)
         buf_append_str(&xml, "<Upload>");
         s3_xml_elem(&xml, "Key", ups[i].key);
         s3_xml_elem(&xml, "UploadId", ups[i].upload_id);
-        /* Its metadata holds who: an upload ended since the listing shows
-         * the bucket's owner, as one without an owner recorded does. */
-        stor_meta_t up;
-        if (stor_mpu_meta(req->srv->cfg.store, req->bucket, ups[i].key, ups[i].upload_id, &up) !=
-            STOR_OK)
-            memset(&up, 0, sizeof up);
+        /* Who, as the listing read it from the upload's record: one ended
+         * meanwhile, or with no owner recorded, shows the bucket's owner. */
+        stor_meta_t up = {.owner = ups[i].owner, .initiator = ups[i].initiator};
         upload_principals(req, &xml, &up);
-        stor_meta_free(&up);
         buf_printf(&xml, "<StorageClass>STANDARD</StorageClass><Initiated>%s</Initiated></Upload>",
                    date);
     }

@@ -618,8 +618,8 @@ stor_status_t local_mpu_abort(stor_t *st_, const stor_bucket_t *bucket, const ch
 }
 
 /* Appends bucket's upload id to *arr_p (n_p, cap_p) if the listing wants
- * it (stor_upload_listed): its key and initiation time come from its upload
- * record. */
+ * it (stor_upload_listed): its key, initiation time, owner and initiator
+ * come from its upload record. */
 static stor_status_t list_one(lstor_t *st, MDB_txn *txn, const char *bucket, const char *id,
                               const char *prefix, const char *key_marker, const char *id_marker,
                               stor_upload_t **arr_p, size_t *n_p, size_t *cap_p)
@@ -654,6 +654,7 @@ static stor_status_t list_one(lstor_t *st, MDB_txn *txn, const char *bucket, con
     r.key = NULL;
     memcpy(u->upload_id, id, STOR_UPLOAD_ID_LEN + 1);
     u->initiated_ms = r.initiated_ms;
+    stor_upload_take_principals(u, &r.meta);
     stor_upload_rec_free(&r);
     return STOR_OK;
 }
@@ -745,6 +746,6 @@ void stor_uploads_free(stor_upload_t *uploads, size_t n)
     if (!uploads)
         return;
     for (size_t i = 0; i < n; i++)
-        free(uploads[i].key);
+        stor_upload_clear(&uploads[i]);
     free(uploads);
 }

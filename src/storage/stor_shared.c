@@ -342,8 +342,23 @@ size_t stor_uploads_page(stor_upload_t *arr, size_t n, size_t max, int *more_p)
     *more_p = n > max;
     if (n > max) {
         for (size_t i = max; i < n; i++)
-            free(arr[i].key);
+            stor_upload_clear(&arr[i]);
         n = max;
     }
     return n;
+}
+
+void stor_upload_clear(stor_upload_t *u)
+{
+    free(u->key);
+    free(u->owner);
+    free(u->initiator);
+    u->key = u->owner = u->initiator = NULL;
+}
+
+void stor_upload_take_principals(stor_upload_t *u, stor_meta_t *m)
+{
+    u->owner = m->owner;
+    u->initiator = m->initiator;
+    m->owner = m->initiator = NULL;
 }

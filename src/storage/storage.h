@@ -661,6 +661,9 @@ typedef struct stor_upload {
     char *key;
     char upload_id[STOR_UPLOAD_ID_LEN + 1];
     int64_t initiated_ms;
+    /* The upload record's owner to be and initiator (stor_meta_t's), NULL
+     * where not recorded, or when the upload ended while it was listed. */
+    char *owner, *initiator;
 } stor_upload_t;
 
 /* Uploads in bucket whose key starts with prefix, ordered by (key, upload

@@ -266,7 +266,74 @@ static int list_entry(const char *k, size_t kl, const char *v, size_t vl, const 
     u->key = key;
     memcpy(u->upload_id, id, sizeof id);
     u->initiated_ms = strtoll(ms, NULL, 10);
+    u->owner = u->initiator = NULL; /* upload_principals reads them */
     return 0;
+}
+
+static int cmp_upload_id(const void *a, const void *b)
+{
+    const stor_upload_t *x = *(stor_upload_t *const *)a, *y = *(stor_upload_t *const *)b;
+    return memcmp(x->upload_id, y->upload_id, STOR_UPLOAD_ID_LEN);
+}
+
+/* Fills the owner and initiator of a page's uploads (arr, n) from their
+ * records in uploads object oid, all in one read (the values come back in
+ * id order, matched against the page sorted by id): an upload ended since
+ * its entry was read keeps NULLs (stor_upload_t). */
+static stor_status_t upload_principals(rstor_t *st, const char *oid, stor_upload_t *arr, size_t n)
+{
+    if (!n)
+        return STOR_OK;
+    stor_upload_t **by_id = calloc(n, sizeof *by_id);
+    const char **keys = calloc(n, sizeof *keys);
+    size_t *klens = calloc(n, sizeof *klens);
+    rados_read_op_t op = by_id && keys && klens ? rados_create_read_op() : NULL;
+    if (!op) {
+        free(by_id);
+        free(keys);
+        free(klens);
+        return STOR_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        by_id[i] = &arr[i];
+    qsort(by_id, n, sizeof *by_id, cmp_upload_id);
+    for (size_t i = 0; i < n; i++) {
+        keys[i] = by_id[i]->upload_id;
+        klens[i] = STOR_UPLOAD_ID_LEN;
+    }
+    rados_omap_iter_t it = NULL;
+    int prval = 0;
+    rados_read_op_omap_get_vals_by_keys2(op, keys, n, klens, &it, &prval);
+    int rc = rados_read_op_operate(op, st->index, oid, 0);
+    rados_release_read_op(op);
+    free(keys);
+    free(klens);
+    if (rc == 0)
+        rc = prval;
+    if (rc < 0) {
+        if (it)
+            rados_omap_get_end(it);
+        free(by_id);
+        return rc == -ENOENT ? STOR_ERR_NO_BUCKET : rs_fail("list uploads", oid, rc);
+    }
+    char *k, *v;
+    size_t kl, vl, j = 0;
+    while (rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 && k) {
+        if (kl != STOR_UPLOAD_ID_LEN)
+            continue; /* none asked for */
+        while (j < n && memcmp(by_id[j]->upload_id, k, kl) < 0)
+            j++;
+        if (j == n)
+            break;
+        stor_upload_rec_t r;
+        if (memcmp(by_id[j]->upload_id, k, kl) != 0 || stor_rec_decode_upload(v, vl, &r) != STOR_OK)
+            continue; /* shown with the bucket's owner, as an ended upload */
+        stor_upload_take_principals(by_id[j], &r.meta);
+        stor_upload_rec_free(&r);
+    }
+    rados_omap_get_end(it);
+    free(by_id);
+    return STOR_OK;
 }
 
 /* A bounded walk of the key-index entries: from the later of the prefix and
@@ -350,6 +417,11 @@ stor_status_t rs_mpu_list(stor_t *st_, const char *bucket, const char *prefix,
         return s;
     }
     n = stor_uploads_page(arr, n, max, more_p);
+    s = upload_principals(st, oid, arr, n);
+    if (s != STOR_OK) {
+        stor_uploads_free(arr, n);
+        return s;
+    }
     *uploads_p = arr;
     *n_p = n;
     return STOR_OK;
