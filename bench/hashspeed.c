@@ -25,9 +25,9 @@ static double run(const char *what, const uint8_t *buf, uint8_t *dst, size_t len
 {
     double t0 = now();
     if (strcmp(what, "crc32c") == 0) {
-        sink += crc32c_update(0, buf, len);
+        sink += hash_crc32c_update(0, buf, len);
     } else if (strcmp(what, "crc64nvme") == 0) {
-        sink += crc64nvme_update(0, buf, len);
+        sink += hash_crc64nvme_update(0, buf, len);
     } else if (strcmp(what, "memcpy") == 0) {
         memcpy(dst, buf, len);
         sink += dst[len / 2];

@@ -77,8 +77,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             unsigned char c = (unsigned char)path.data[i];
             if (c == '%') {
                 FUZZ_CHECK(i + 2 < path.len);
-                FUZZ_CHECK(hex_digit_value(path.data[i + 1]) >= 0 &&
-                           hex_digit_value(path.data[i + 2]) >= 0);
+                FUZZ_CHECK(hash_hex_digit_value(path.data[i + 1]) >= 0 &&
+                           hash_hex_digit_value(path.data[i + 2]) >= 0);
                 i += 2;
             } else {
                 FUZZ_CHECK(c == '/' || unreserved(c));

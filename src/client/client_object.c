@@ -220,13 +220,13 @@ static s3r_status_t delete_batch(s3r_client_t *c, const char *bucket, const char
         /* S3 wants the body's integrity on DeleteObjects: Content-MD5. */
         uint8_t md5[16];
         char md5_b64[32];
-        digest_t *d = digest_md5_new();
+        digest_t *d = hash_digest_md5_new();
         if (d == NULL) {
             st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_HTTP, 0, "", "out of memory");
         } else {
-            digest_update(d, xml.data, xml.len);
-            digest_final(d, md5); /* frees d */
-            md5_b64[base64_encode(md5, sizeof(md5), md5_b64)] = '\0';
+            hash_digest_update(d, xml.data, xml.len);
+            hash_digest_final(d, md5); /* frees d */
+            md5_b64[hash_base64_encode(md5, sizeof(md5), md5_b64)] = '\0';
             s3c_req_t req;
             s3c_req_init(&req, "POST", bucket, NULL);
             req.native_op = RDMA_OP_DELETE_OBJECTS;

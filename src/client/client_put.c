@@ -59,11 +59,11 @@ static s3r_status_t add_put_headers(s3r_client_t *c, s3c_req_t *req, strs_t *ss,
 static s3r_status_t add_put_checksum(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const void *data,
                                      uint64_t len)
 {
-    uint32_t crc = crc32c_update(0, data, (size_t)len);
+    uint32_t crc = hash_crc32c_update(0, data, (size_t)len);
     const uint8_t be[4] = {(uint8_t)(crc >> 24), (uint8_t)(crc >> 16), (uint8_t)(crc >> 8),
                            (uint8_t)crc};
     char b64[9];
-    base64_encode(be, sizeof(be), b64);
+    hash_base64_encode(be, sizeof(be), b64);
     const char *v = strs_printf(ss, "%s", b64);
     if (v == NULL || s3c_req_hdr(req, "x-amz-checksum-crc32c", v) < 0)
         return s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory");

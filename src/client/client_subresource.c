@@ -112,13 +112,13 @@ s3r_status_t s3r_subresource_put(s3r_client_t *c, s3r_subresource_t kind,
     if (st == S3R_OK && len > 0) {
         uint8_t md5[16];
         char b64[32];
-        digest_t *d = digest_md5_new();
+        digest_t *d = hash_digest_md5_new();
         if (d == NULL) {
             st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory");
         } else {
-            digest_update(d, doc, len);
-            digest_final(d, md5); /* frees d */
-            b64[base64_encode(md5, sizeof(md5), b64)] = '\0';
+            hash_digest_update(d, doc, len);
+            hash_digest_final(d, md5); /* frees d */
+            b64[hash_base64_encode(md5, sizeof(md5), b64)] = '\0';
             const char *v = strs_printf(&ss, "%s", b64);
             if (v == NULL)
                 st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory");

@@ -322,8 +322,8 @@ static struct curl_slist *sign_headers(s3r_client_t *c, const s3c_req_t *req,
         snprintf(payload, sizeof(payload), "%s", SIGV4_EMPTY_SHA256);
     } else if (!req->unsigned_payload && req->body_len <= c->set.sign_payload_max) {
         uint8_t d[SHA256_LEN];
-        sha256(req->body, (size_t)req->body_len, d);
-        hex_encode(d, SHA256_LEN, payload);
+        hash_sha256(req->body, (size_t)req->body_len, d);
+        hash_hex_encode(d, SHA256_LEN, payload);
     } else {
         snprintf(payload, sizeof(payload), "%s", SIGV4_UNSIGNED);
     }

@@ -306,8 +306,8 @@ static int url_decode_name(char *s)
         if (*in == '+') {
             *out++ = ' ';
         } else if (*in == '%') {
-            int hi = in[1] ? hex_digit_value(in[1]) : -1;
-            int lo = hi >= 0 && in[2] ? hex_digit_value(in[2]) : -1;
+            int hi = in[1] ? hash_hex_digit_value(in[1]) : -1;
+            int lo = hi >= 0 && in[2] ? hash_hex_digit_value(in[2]) : -1;
             if (lo < 0 || (hi == 0 && lo == 0))
                 return -1;
             *out++ = (char)(hi << 4 | lo);

@@ -67,17 +67,17 @@ static uint64_t crc_combine(uint64_t a, uint64_t b, uint64_t len_b, uint64_t pol
     return gf2_mul(gf2_x8n(len_b, poly, width), a, poly, width) ^ b;
 }
 
-uint32_t crc32_ieee_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
+uint32_t checksum_crc32_ieee_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
 {
     return (uint32_t)crc_combine(crc_a, crc_b, len_b, 0xEDB88320u, 32);
 }
 
-uint32_t crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
+uint32_t checksum_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
 {
     return (uint32_t)crc_combine(crc_a, crc_b, len_b, 0x82F63B78u, 32);
 }
 
-uint64_t crc64nvme_combine(uint64_t crc_a, uint64_t crc_b, uint64_t len_b)
+uint64_t checksum_crc64nvme_combine(uint64_t crc_a, uint64_t crc_b, uint64_t len_b)
 {
     return crc_combine(crc_a, crc_b, len_b, 0x9A6C9329AC4BC9B5ull, 64);
 }
@@ -105,7 +105,7 @@ int checksum_of_parts(checksum_alg_t alg, int full_object, const char *const *pa
     size_t dlen = alg_len[alg];
     digest_t *d = NULL;
     if (!full_object && (alg == CHECKSUM_SHA1 || alg == CHECKSUM_SHA256)) {
-        d = alg == CHECKSUM_SHA1 ? digest_sha1_new() : digest_sha256_new();
+        d = alg == CHECKSUM_SHA1 ? hash_digest_sha1_new() : hash_digest_sha256_new();
         if (!d)
             return -1;
     }
@@ -113,30 +113,30 @@ int checksum_of_parts(checksum_alg_t alg, int full_object, const char *const *pa
     for (size_t i = 0; i < n; i++) {
         uint8_t raw[SHA256_LEN];
         const char *ck = part_cks[i];
-        if (!ck || base64_decode(ck, strlen(ck), raw, sizeof raw) != (long)dlen) {
-            digest_free(d);
+        if (!ck || hash_base64_decode(ck, strlen(ck), raw, sizeof raw) != (long)dlen) {
+            hash_digest_free(d);
             return -1;
         }
         if (d) {
-            digest_update(d, raw, dlen);
+            hash_digest_update(d, raw, dlen);
         } else if (!full_object) {
-            crc = alg == CHECKSUM_CRC32 ? crc32_ieee_update((uint32_t)crc, raw, dlen)
-                                        : crc32c_update((uint32_t)crc, raw, dlen);
+            crc = alg == CHECKSUM_CRC32 ? hash_crc32_ieee_update((uint32_t)crc, raw, dlen)
+                                        : hash_crc32c_update((uint32_t)crc, raw, dlen);
         } else {
             uint64_t v = be_value(raw, dlen);
             crc = i == 0                  ? v
-                  : alg == CHECKSUM_CRC32 ? crc32_ieee_combine((uint32_t)crc, (uint32_t)v, sizes[i])
-                  : alg == CHECKSUM_CRC32C ? crc32c_combine((uint32_t)crc, (uint32_t)v, sizes[i])
-                                           : crc64nvme_combine(crc, v, sizes[i]);
+                  : alg == CHECKSUM_CRC32 ? checksum_crc32_ieee_combine((uint32_t)crc, (uint32_t)v, sizes[i])
+                  : alg == CHECKSUM_CRC32C ? checksum_crc32c_combine((uint32_t)crc, (uint32_t)v, sizes[i])
+                                           : checksum_crc64nvme_combine(crc, v, sizes[i]);
         }
     }
     uint8_t sum[SHA256_LEN];
     if (d)
-        digest_final(d, sum);
+        hash_digest_final(d, sum);
     else
         be_bytes(crc, sum, dlen);
     char b64[CHECKSUM_VALUE_MAX];
-    base64_encode(sum, dlen, b64);
+    hash_base64_encode(sum, dlen, b64);
     int len = full_object ? snprintf(out, CHECKSUM_VALUE_MAX, "%s", b64)
                           : snprintf(out, CHECKSUM_VALUE_MAX, "%s-%zu", b64, n);
     return len > 0 && len < CHECKSUM_VALUE_MAX ? 0 : -1;

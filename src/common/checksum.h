@@ -41,8 +41,8 @@ int checksum_of_parts(checksum_alg_t alg, int full_object, const char *const *pa
 
 /* CRC(A || B) from CRC(A), CRC(B) and B's length, for S3's CRCs (reflected,
  * initial value and final XOR all ones: crc*_update's chaining form). */
-uint32_t crc32_ieee_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
-uint32_t crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
-uint64_t crc64nvme_combine(uint64_t crc_a, uint64_t crc_b, uint64_t len_b);
+uint32_t checksum_crc32_ieee_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
+uint32_t checksum_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
+uint64_t checksum_crc64nvme_combine(uint64_t crc_a, uint64_t crc_b, uint64_t len_b);
 
 #endif

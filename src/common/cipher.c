@@ -53,7 +53,7 @@ static EVP_CIPHER_CTX *thread_ctx(void)
     return c;
 }
 
-int aes256_ctr_at(const uint8_t key[AES256_KEY_LEN], const uint8_t iv[AES_BLOCK_LEN], uint64_t off,
+int cipher_aes256_ctr_at(const uint8_t key[AES256_KEY_LEN], const uint8_t iv[AES_BLOCK_LEN], uint64_t off,
                   const void *in, void *out, size_t len)
 {
     if (len == 0)
@@ -105,13 +105,13 @@ static int wrap(int enc, const uint8_t kek[AES256_KEY_LEN], const uint8_t *in, i
     return ok ? 0 : -1;
 }
 
-int aes256_wrap(const uint8_t kek[AES256_KEY_LEN], const uint8_t key[AES256_KEY_LEN],
+int cipher_aes256_wrap(const uint8_t kek[AES256_KEY_LEN], const uint8_t key[AES256_KEY_LEN],
                 uint8_t out[AES256_WRAPPED_LEN])
 {
     return wrap(1, kek, key, AES256_KEY_LEN, out, AES256_WRAPPED_LEN);
 }
 
-int aes256_unwrap(const uint8_t kek[AES256_KEY_LEN], const uint8_t in[AES256_WRAPPED_LEN],
+int cipher_aes256_unwrap(const uint8_t kek[AES256_KEY_LEN], const uint8_t in[AES256_WRAPPED_LEN],
                   uint8_t key[AES256_KEY_LEN])
 {
     int rc = wrap(0, kek, in, AES256_WRAPPED_LEN, key, AES256_KEY_LEN);
@@ -120,7 +120,7 @@ int aes256_unwrap(const uint8_t kek[AES256_KEY_LEN], const uint8_t in[AES256_WRA
     return rc;
 }
 
-void secure_zero(void *p, size_t len)
+void cipher_secure_zero(void *p, size_t len)
 {
     OPENSSL_cleanse(p, len);
 }

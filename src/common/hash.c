@@ -10,20 +10,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-void sha256(const void *data, size_t len, uint8_t out[SHA256_LEN])
+void hash_sha256(const void *data, size_t len, uint8_t out[SHA256_LEN])
 {
     unsigned int n = SHA256_LEN;
     EVP_Digest(data, len, out, &n, EVP_sha256(), NULL);
 }
 
-void hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
+void hash_hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
                  uint8_t out[SHA256_LEN])
 {
     unsigned int n = SHA256_LEN;
     HMAC(EVP_sha256(), key, (int)key_len, data, len, out, &n);
 }
 
-void hmac_sha1(const void *key, size_t key_len, const void *data, size_t len, uint8_t out[SHA1_LEN])
+void hash_hmac_sha1(const void *key, size_t key_len, const void *data, size_t len, uint8_t out[SHA1_LEN])
 {
     unsigned int n = SHA1_LEN;
     HMAC(EVP_sha1(), key, (int)key_len, data, len, out, &n);
@@ -47,34 +47,34 @@ static digest_t *digest_new(const EVP_MD *md)
     return d;
 }
 
-digest_t *digest_md5_new(void)
+digest_t *hash_digest_md5_new(void)
 {
     return digest_new(EVP_md5());
 }
 
-digest_t *digest_sha256_new(void)
+digest_t *hash_digest_sha256_new(void)
 {
     return digest_new(EVP_sha256());
 }
 
-digest_t *digest_sha1_new(void)
+digest_t *hash_digest_sha1_new(void)
 {
     return digest_new(EVP_sha1());
 }
 
-void digest_update(digest_t *d, const void *data, size_t len)
+void hash_digest_update(digest_t *d, const void *data, size_t len)
 {
     if (len)
         EVP_DigestUpdate(d->ctx, data, len);
 }
 
-void digest_final(digest_t *d, uint8_t *out)
+void hash_digest_final(digest_t *d, uint8_t *out)
 {
     EVP_DigestFinal_ex(d->ctx, out, NULL);
-    digest_free(d);
+    hash_digest_free(d);
 }
 
-void digest_free(digest_t *d)
+void hash_digest_free(digest_t *d)
 {
     if (!d)
         return;
@@ -82,12 +82,12 @@ void digest_free(digest_t *d)
     free(d);
 }
 
-uint32_t crc32_ieee_update(uint32_t crc, const void *data, size_t len)
+uint32_t hash_crc32_ieee_update(uint32_t crc, const void *data, size_t len)
 {
     return crc32_gzip_refl(crc, data, len);
 }
 
-uint32_t crc32c_update(uint32_t crc, const void *data, size_t len)
+uint32_t hash_crc32c_update(uint32_t crc, const void *data, size_t len)
 {
     /* ISA-L's iSCSI CRC takes and returns the raw register: invert both ways
      * so the API chains like zlib's crc32(); its length is an int, so at most
@@ -124,7 +124,7 @@ static void crc64_table_init(void)
                 (crc64_table[k - 1][b] >> 8) ^ crc64_table[0][crc64_table[k - 1][b] & 0xff];
 }
 
-uint64_t crc64nvme_update(uint64_t crc, const void *data, size_t len)
+uint64_t hash_crc64nvme_update(uint64_t crc, const void *data, size_t len)
 {
     pthread_once(&crc64_once, crc64_table_init);
     const uint8_t *p = data;
@@ -143,7 +143,7 @@ uint64_t crc64nvme_update(uint64_t crc, const void *data, size_t len)
     return ~c;
 }
 
-void hex_encode(const uint8_t *in, size_t len, char *out)
+void hash_hex_encode(const uint8_t *in, size_t len, char *out)
 {
     static const char digits[] = "0123456789abcdef";
     for (size_t i = 0; i < len; i++) {
@@ -153,7 +153,7 @@ void hex_encode(const uint8_t *in, size_t len, char *out)
     out[2 * len] = '\0';
 }
 
-int hex_digit_value(char c)
+int hash_hex_digit_value(char c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -164,12 +164,12 @@ int hex_digit_value(char c)
     return -1;
 }
 
-int hex_decode(const char *in, size_t in_len, uint8_t *out, size_t out_len)
+int hash_hex_decode(const char *in, size_t in_len, uint8_t *out, size_t out_len)
 {
     if (in_len != 2 * out_len)
         return -1;
     for (size_t i = 0; i < out_len; i++) {
-        int hi = hex_digit_value(in[2 * i]), lo = hex_digit_value(in[2 * i + 1]);
+        int hi = hash_hex_digit_value(in[2 * i]), lo = hash_hex_digit_value(in[2 * i + 1]);
         if (hi < 0 || lo < 0)
             return -1;
         out[i] = (uint8_t)(hi << 4 | lo);
@@ -177,12 +177,12 @@ int hex_decode(const char *in, size_t in_len, uint8_t *out, size_t out_len)
     return 0;
 }
 
-size_t base64_encode(const uint8_t *in, size_t len, char *out)
+size_t hash_base64_encode(const uint8_t *in, size_t len, char *out)
 {
     return (size_t)EVP_EncodeBlock((unsigned char *)out, in, (int)len);
 }
 
-long base64_decode(const char *in, size_t len, uint8_t *out, size_t out_max)
+long hash_base64_decode(const char *in, size_t len, uint8_t *out, size_t out_max)
 {
     if (len % 4 != 0)
         return -1;
@@ -220,9 +220,9 @@ long base64_decode(const char *in, size_t len, uint8_t *out, size_t out_max)
     return n;
 }
 
-size_t base64url_encode(const uint8_t *in, size_t len, char *out)
+size_t hash_base64url_encode(const uint8_t *in, size_t len, char *out)
 {
-    size_t n = base64_encode(in, len, out);
+    size_t n = hash_base64_encode(in, len, out);
     while (n > 0 && out[n - 1] == '=')
         out[--n] = '\0';
     for (size_t i = 0; i < n; i++) {
@@ -234,7 +234,7 @@ size_t base64url_encode(const uint8_t *in, size_t len, char *out)
     return n;
 }
 
-long base64url_decode(const char *in, size_t len, uint8_t *out, size_t out_max)
+long hash_base64url_decode(const char *in, size_t len, uint8_t *out, size_t out_max)
 {
     if (len % 4 == 1 || len > 16384)
         return -1;
@@ -252,15 +252,15 @@ long base64url_decode(const char *in, size_t len, uint8_t *out, size_t out_max)
     }
     while (n % 4)
         tmp[n++] = '=';
-    return base64_decode(tmp, n, out, out_max);
+    return hash_base64_decode(tmp, n, out, out_max);
 }
 
-int random_bytes(void *out, size_t len)
+int hash_random_bytes(void *out, size_t len)
 {
     return RAND_bytes(out, (int)len) == 1 ? 0 : -1;
 }
 
-int ct_equal(const void *a, const void *b, size_t len)
+int hash_ct_equal(const void *a, const void *b, size_t len)
 {
     return CRYPTO_memcmp(a, b, len) == 0;
 }

@@ -6,7 +6,7 @@
 #include "common/log.h"
 
 /* One pool thread. `busy` (under the pool's lock) says a caller holds it,
- * from hash_job_start to the end of hash_job_wait; the job itself and its
+ * from hash_pool_job_start to the end of hash_pool_job_wait; the job itself and its
  * progress are under the worker's own lock. */
 struct hash_worker {
     hash_pool_t *pool;
@@ -37,7 +37,7 @@ static void *worker_main(void *arg)
         if (w->stop)
             break;
         pthread_mutex_unlock(&w->mu);
-        digest_update(w->d, w->data, w->len);
+        hash_digest_update(w->d, w->data, w->len);
         pthread_mutex_lock(&w->mu);
         w->has_job = false;
         pthread_cond_broadcast(&w->cv);
@@ -101,11 +101,11 @@ static hash_worker_t *take_idle(hash_pool_t *p)
     return w;
 }
 
-void hash_job_start(hash_pool_t *p, hash_job_t *job, digest_t *d, const void *data, size_t len)
+void hash_pool_job_start(hash_pool_t *p, hash_job_t *job, digest_t *d, const void *data, size_t len)
 {
     job->worker = p ? take_idle(p) : NULL;
     if (!job->worker) {
-        digest_update(d, data, len);
+        hash_digest_update(d, data, len);
         return;
     }
     hash_worker_t *w = job->worker;
@@ -118,7 +118,7 @@ void hash_job_start(hash_pool_t *p, hash_job_t *job, digest_t *d, const void *da
     pthread_mutex_unlock(&w->mu);
 }
 
-void hash_job_wait(hash_job_t *job)
+void hash_pool_job_wait(hash_job_t *job)
 {
     hash_worker_t *w = job->worker;
     if (!w)

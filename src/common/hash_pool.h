@@ -15,7 +15,7 @@ typedef struct hash_pool hash_pool_t;
 typedef struct hash_worker hash_worker_t;
 
 /* One digest update handed to the pool. Owned by the caller (on its stack is
- * fine), which must call hash_job_wait before it reads the digest, frees it,
+ * fine), which must call hash_pool_job_wait before it reads the digest, frees it,
  * reuses the job or lets data go. */
 typedef struct hash_job {
     hash_worker_t *worker; /* NULL: ran in the caller (or never started) */
@@ -27,12 +27,12 @@ hash_pool_t *hash_pool_new(unsigned threads);
 /* Stops the threads. No job may be out. NULL is a no-op. */
 void hash_pool_free(hash_pool_t *p);
 
-/* digest_update(d, data, len) on an idle pool thread, or at once in the
+/* hash_digest_update(d, data, len) on an idle pool thread, or at once in the
  * calling thread when none is idle (or p is NULL). Either way the update
- * is done once hash_job_wait(job) returns; data and d must stay untouched
+ * is done once hash_pool_job_wait(job) returns; data and d must stay untouched
  * until then. */
-void hash_job_start(hash_pool_t *p, hash_job_t *job, digest_t *d, const void *data, size_t len);
+void hash_pool_job_start(hash_pool_t *p, hash_job_t *job, digest_t *d, const void *data, size_t len);
 /* Waits for the job's update to finish; at once if it ran in the caller. */
-void hash_job_wait(hash_job_t *job);
+void hash_pool_job_wait(hash_job_t *job);
 
 #endif

@@ -54,7 +54,7 @@ int sigv4_percent_decode(const char *s, size_t len, buf_t *tmp)
         if (c == '%') {
             if (len - i < 3)
                 return -1;
-            int hi = hex_digit_value(s[i + 1]), lo = hex_digit_value(s[i + 2]);
+            int hi = hash_hex_digit_value(s[i + 1]), lo = hash_hex_digit_value(s[i + 2]);
             if (hi < 0 || lo < 0)
                 return -1;
             c = (char)(hi << 4 | lo);
@@ -218,8 +218,8 @@ int sigv4_string_to_sign(const char *amz_date, const char *scope, const char *ca
 {
     uint8_t h[SHA256_LEN];
     char hx[2 * SHA256_LEN + 1];
-    sha256(canonical_request, canonical_len, h);
-    hex_encode(h, SHA256_LEN, hx);
+    hash_sha256(canonical_request, canonical_len, h);
+    hash_hex_encode(h, SHA256_LEN, hx);
     return buf_printf(out, "%s\n%s\n%s\n%s", SIGV4_ALGORITHM, amz_date, scope, hx);
 }
 
@@ -237,10 +237,10 @@ void sigv4_signing_key(const char *secret, const char *date8, const char *region
     memcpy(k, "AWS4", 4);
     memcpy(k + 4, secret, slen);
     uint8_t a[SHA256_LEN], b[SHA256_LEN];
-    hmac_sha256(k, slen + 4, date8, strlen(date8), a);
-    hmac_sha256(a, SHA256_LEN, region, strlen(region), b);
-    hmac_sha256(b, SHA256_LEN, service, strlen(service), a);
-    hmac_sha256(a, SHA256_LEN, "aws4_request", 12, key);
+    hash_hmac_sha256(k, slen + 4, date8, strlen(date8), a);
+    hash_hmac_sha256(a, SHA256_LEN, region, strlen(region), b);
+    hash_hmac_sha256(b, SHA256_LEN, service, strlen(service), a);
+    hash_hmac_sha256(a, SHA256_LEN, "aws4_request", 12, key);
     /* The secret and the intermediate keys are not left on the stack. */
     memset(k, 0, slen + 4);
     if (k != small)
@@ -252,15 +252,15 @@ void sigv4_signing_key(const char *secret, const char *date8, const char *region
 void sigv4_sign(const uint8_t key[SHA256_LEN], const char *msg, size_t len, char sig_hex[65])
 {
     uint8_t mac[SHA256_LEN];
-    hmac_sha256(key, SHA256_LEN, msg, len, mac);
-    hex_encode(mac, SHA256_LEN, sig_hex);
+    hash_hmac_sha256(key, SHA256_LEN, msg, len, mac);
+    hash_hex_encode(mac, SHA256_LEN, sig_hex);
 }
 
 int sigv4_chunk_string_to_sign(const char *amz_date, const char *scope, const char *prev_sig,
                                const uint8_t chunk_sha256[SHA256_LEN], buf_t *out)
 {
     char hx[2 * SHA256_LEN + 1];
-    hex_encode(chunk_sha256, SHA256_LEN, hx);
+    hash_hex_encode(chunk_sha256, SHA256_LEN, hx);
     return buf_printf(out, "AWS4-HMAC-SHA256-PAYLOAD\n%s\n%s\n%s\n%s\n%s", amz_date, scope,
                       prev_sig, SIGV4_EMPTY_SHA256, hx);
 }
@@ -269,7 +269,7 @@ int sigv4_trailer_string_to_sign(const char *amz_date, const char *scope, const 
                                  const uint8_t trailer_sha256[SHA256_LEN], buf_t *out)
 {
     char hx[2 * SHA256_LEN + 1];
-    hex_encode(trailer_sha256, SHA256_LEN, hx);
+    hash_hex_encode(trailer_sha256, SHA256_LEN, hx);
     return buf_printf(out, "AWS4-HMAC-SHA256-TRAILER\n%s\n%s\n%s\n%s", amz_date, scope, prev_sig,
                       hx);
 }
@@ -397,7 +397,7 @@ int sigv4_parse_authorization(const char *header_value, sigv4_auth_t *out)
             if (have_sig || vlen != 64)
                 return -1;
             for (size_t i = 0; i < 64; i++) {
-                int d = hex_digit_value(v[i]);
+                int d = hash_hex_digit_value(v[i]);
                 if (d < 0)
                     return -1;
                 tmp.signature[i] = "0123456789abcdef"[d];

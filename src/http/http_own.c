@@ -58,7 +58,7 @@ void http_own_reply_metrics(s3_req_t *req)
         const char *auth = s3_req_header(req, "Authorization");
         size_t tlen = strlen(token);
         if (!auth || strncmp(auth, "Bearer ", 7) != 0 || strlen(auth + 7) != tlen ||
-            !ct_equal(auth + 7, token, tlen)) {
+            !hash_ct_equal(auth + 7, token, tlen)) {
             s3_reply_error(req, S3E_ACCESS_DENIED,
                            "The metrics page needs Authorization: Bearer <metrics.token>.");
             return;

@@ -372,7 +372,7 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
     s->fd = lifeline_connect(cfg, s->timeout_ms, err, err_len);
     if (s->fd < 0)
         goto fail;
-    if (random_bytes(s->cnonce, sizeof(s->cnonce)) < 0) {
+    if (hash_random_bytes(s->cnonce, sizeof(s->cnonce)) < 0) {
         rdma_client_set_err(err, err_len, "no random bytes");
         goto fail;
     }
@@ -413,7 +413,7 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
     }
     rdma_handshake_mac(key, "server", s->cnonce, snonce, caddr, caddr_len, s->welcome.worker_addr,
                        s->welcome.worker_addr_len, cfg->access_key, smac);
-    if (!ct_equal(smac, s->welcome.server_mac, RDMA_MAC_LEN)) {
+    if (!hash_ct_equal(smac, s->welcome.server_mac, RDMA_MAC_LEN)) {
         rdma_client_set_err(err, err_len, "the session server failed to prove it knows the secret");
         goto fail;
     }

@@ -36,7 +36,7 @@ int on_hello(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t le
     snprintf(c->ak, sizeof(c->ak), "%s", h.access_key);
     memcpy(c->cnonce, h.nonce, RDMA_NONCE_LEN);
     c->caddr = malloc(h.worker_addr_len);
-    if (!c->caddr || random_bytes(c->snonce, RDMA_NONCE_LEN) < 0) {
+    if (!c->caddr || hash_random_bytes(c->snonce, RDMA_NONCE_LEN) < 0) {
         conn_send_error(c, RDMA_ERR_INTERNAL, "out of memory");
         return -1;
     }
@@ -106,7 +106,7 @@ static int session_create(struct rdma_server *srv, bconn_t *c)
         return -1;
     }
     rsession_t *s = calloc(1, sizeof(*s));
-    if (!s || random_bytes(s->probe, RDMA_NONCE_LEN) < 0) {
+    if (!s || hash_random_bytes(s->probe, RDMA_NONCE_LEN) < 0) {
         free(s);
         conn_send_error(c, RDMA_ERR_INTERNAL, "out of memory");
         return -1;
@@ -198,7 +198,7 @@ int on_auth(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len
                            c->ak, want);
     }
     memset(secret, 0, sizeof(secret));
-    if (!known || !ct_equal(mac, want, RDMA_MAC_LEN)) {
+    if (!known || !hash_ct_equal(mac, want, RDMA_MAC_LEN)) {
         log_warn("rdma: %s: session authentication failed for access key '%s' (%s); closing",
                  c->peer, c->ak, known ? "bad MAC" : "unknown key");
         conn_send_error(c, RDMA_ERR_AUTH, "authentication failed");
@@ -219,7 +219,7 @@ int on_prove(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t le
         conn_send_error(c, RDMA_ERR_BAD_MESSAGE, "malformed PROVE");
         return -1;
     }
-    if (!ct_equal(nonce, s->probe, RDMA_NONCE_LEN)) {
+    if (!hash_ct_equal(nonce, s->probe, RDMA_NONCE_LEN)) {
         log_warn("rdma: %s: PROVE does not match the probe sent to the announced UCX worker "
                  "(access key '%s'); closing",
                  c->peer, c->ak);
@@ -250,7 +250,7 @@ int on_prove(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t le
     };
     /* The id is what a request or a token names the session by: without
      * fresh randomness there is no session. */
-    if (random_bytes(wm.session_id, RDMA_SESSION_ID_LEN) < 0) {
+    if (hash_random_bytes(wm.session_id, RDMA_SESSION_ID_LEN) < 0) {
         if (own_addr)
             ucp_worker_release_address(s->own.w, own_addr);
         log_error("rdma: %s: no random bytes for a session id; closing", c->peer);

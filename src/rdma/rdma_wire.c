@@ -398,9 +398,9 @@ void rdma_handshake_mac(const uint8_t key[32], const char *role,
     wire_put_blob32(&w, saddr, saddr_len);
     wire_put_str16(&w, ak);
     if (w.err)
-        random_bytes(mac, RDMA_MAC_LEN); /* never matches */
+        hash_random_bytes(mac, RDMA_MAC_LEN); /* never matches */
     else
-        hmac_sha256(key, 32, w.data, w.len, mac);
+        hash_hmac_sha256(key, 32, w.data, w.len, mac);
     wire_free(&w);
 }
 
@@ -430,7 +430,7 @@ int rdma_token_encode(const rdma_token_t *t, char *out, size_t out_len)
     be_put(raw + 16, t->region_id, 4);
     be_put(raw + 20, t->addr, 8);
     be_put(raw + 28, t->len, 8);
-    size_t n = base64url_encode(raw, sizeof(raw), b64);
+    size_t n = hash_base64url_encode(raw, sizeof(raw), b64);
     memcpy(out, RDMA_TOKEN_PREFIX, 5);
     memcpy(out + 5, b64, n + 1);
     return (int)(5 + n);
@@ -444,7 +444,7 @@ int rdma_token_decode(const char *s, rdma_token_t *t)
     size_t n = strnlen(s, RDMA_TOKEN_LEN + 1);
     if (n != RDMA_TOKEN_LEN)
         return -1;
-    if (base64url_decode(s + 5, n - 5, raw, sizeof(raw)) != RDMA_TOKEN_RAW)
+    if (hash_base64url_decode(s + 5, n - 5, raw, sizeof(raw)) != RDMA_TOKEN_RAW)
         return -1;
     memcpy(t->session_id, raw, RDMA_SESSION_ID_LEN);
     t->region_id = (uint32_t)be_get(raw + 16, 4);

@@ -146,10 +146,10 @@ static s3_error_t set_payload_mode(s3_req_t *req, const char *hash)
         req->payload_mode = S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER;
     } else {
         uint8_t raw[SHA256_LEN];
-        if (hex_decode(hash, strlen(hash), raw, sizeof(raw)) != 0)
+        if (hash_hex_decode(hash, strlen(hash), raw, sizeof(raw)) != 0)
             return S3E_INVALID_ARGUMENT;
         req->payload_mode = S3_PAYLOAD_SIGNED;
-        hex_encode(raw, sizeof(raw), req->payload_sha256);
+        hash_hex_encode(raw, sizeof(raw), req->payload_sha256);
     }
     return S3E_NONE;
 }
@@ -365,7 +365,7 @@ s3_error_t s3_auth_verify(s3_req_t *req, const char **why_p)
         } else {
             signing_key_cached(user, &auth, req->signing_key);
             sigv4_sign(req->signing_key, sts.data, sts.len, sig);
-            if (!ct_equal(sig, auth.signature, 64))
+            if (!hash_ct_equal(sig, auth.signature, 64))
                 err = S3E_SIGNATURE_MISMATCH;
         }
     }

@@ -199,13 +199,13 @@ void s3_auth_v2_sign(const s3_user_t *user, const char *data, size_t len,
                      char out[S3_V2_SIG_LEN + 1])
 {
     uint8_t mac[SHA1_LEN];
-    hmac_sha1(user->secret_key, strlen(user->secret_key), data, len, mac);
-    base64_encode(mac, sizeof(mac), out);
+    hash_hmac_sha1(user->secret_key, strlen(user->secret_key), data, len, mac);
+    hash_base64_encode(mac, sizeof(mac), out);
 }
 
 bool s3_auth_v2_sig_equal(const char *expected, const char *given)
 {
-    return strlen(given) == S3_V2_SIG_LEN && ct_equal(expected, given, S3_V2_SIG_LEN);
+    return strlen(given) == S3_V2_SIG_LEN && hash_ct_equal(expected, given, S3_V2_SIG_LEN);
 }
 
 bool s3_auth_v2_request(s3_req_t *req)

@@ -117,7 +117,7 @@ void awschunk_free(awschunk_t *d)
 {
     if (!d)
         return;
-    digest_free(d->chunk_digest);
+    hash_digest_free(d->chunk_digest);
     for (size_t i = 0; i < d->n_trailers; i++) {
         free(d->trailers[i].name);
         free(d->trailers[i].value);
@@ -142,7 +142,7 @@ static bool take_sig(const char *s, size_t len, char out[AWSCHUNK_SIG_HEX + 1])
     if (len != AWSCHUNK_SIG_HEX)
         return false;
     for (size_t i = 0; i < len; i++) {
-        int v = hex_digit_value(s[i]);
+        int v = hash_hex_digit_value(s[i]);
         if (v < 0)
             return false;
         out[i] = "0123456789abcdef"[v];
@@ -159,7 +159,7 @@ static awschunk_status_t verify_and_chain(awschunk_t *d, int rc, const char *sig
         return fail(d, AWSCHUNK_ERR_MALFORMED);
     char expect[AWSCHUNK_SIG_HEX + 1];
     sigv4_sign(d->key, d->sts.data, d->sts.len, expect);
-    if (!ct_equal(expect, sig_hex, AWSCHUNK_SIG_HEX))
+    if (!hash_ct_equal(expect, sig_hex, AWSCHUNK_SIG_HEX))
         return fail(d, AWSCHUNK_ERR_SIGNATURE);
     memcpy(d->prev_sig, expect, sizeof(expect));
     return AWSCHUNK_OK;
@@ -169,10 +169,10 @@ static awschunk_status_t verify_chunk(awschunk_t *d)
 {
     uint8_t h[SHA256_LEN];
     if (d->chunk_digest) {
-        digest_final(d->chunk_digest, h);
+        hash_digest_final(d->chunk_digest, h);
         d->chunk_digest = NULL;
     } else {
-        sha256("", 0, h);
+        hash_sha256("", 0, h);
     }
     buf_reset(&d->sts);
     return verify_and_chain(
@@ -183,7 +183,7 @@ static awschunk_status_t verify_chunk(awschunk_t *d)
 static awschunk_status_t verify_trailer(awschunk_t *d)
 {
     uint8_t h[SHA256_LEN];
-    sha256(d->trailer_canon.data ? d->trailer_canon.data : "", d->trailer_canon.len, h);
+    hash_sha256(d->trailer_canon.data ? d->trailer_canon.data : "", d->trailer_canon.len, h);
     buf_reset(&d->sts);
     return verify_and_chain(
         d, sigv4_trailer_string_to_sign(d->amz_date, d->scope, d->prev_sig, h, &d->sts),
@@ -196,7 +196,7 @@ static awschunk_status_t on_size_line(awschunk_t *d, const char *s, size_t len)
     uint64_t size = 0;
     size_t i = 0;
     for (; i < len; i++) {
-        int v = hex_digit_value(s[i]);
+        int v = hash_hex_digit_value(s[i]);
         if (v < 0)
             break;
         if (size > (S3R_MAX_AWS_CHUNK >> 4))
@@ -229,7 +229,7 @@ static awschunk_status_t on_size_line(awschunk_t *d, const char *s, size_t len)
         return AWSCHUNK_OK;
     }
     if (d->p.signed_chunks) {
-        d->chunk_digest = digest_sha256_new();
+        d->chunk_digest = hash_digest_sha256_new();
         if (!d->chunk_digest)
             return fail(d, AWSCHUNK_ERR_CALLBACK);
     }
@@ -345,7 +345,7 @@ awschunk_status_t awschunk_feed(awschunk_t *d, const void *data, size_t len)
             if (n > d->chunk_left)
                 n = (size_t)d->chunk_left;
             if (d->chunk_digest)
-                digest_update(d->chunk_digest, p, n);
+                hash_digest_update(d->chunk_digest, p, n);
             if (d->emit(d->ctx, p, n) != 0)
                 return fail(d, AWSCHUNK_ERR_CALLBACK);
             d->decoded += n;

@@ -103,9 +103,9 @@ static char **stored_slot(const stor_meta_t *meta, size_t i)
  * (aws-chunked has no payload hash: its chunks are signed). */
 s3_error_t s3_checksums_begin(s3_req_t *req)
 {
-    if (req->want_ck[S3_CK_SHA256] && !req->sha256_ck && !(req->sha256_ck = digest_sha256_new()))
+    if (req->want_ck[S3_CK_SHA256] && !req->sha256_ck && !(req->sha256_ck = hash_digest_sha256_new()))
         return S3E_INTERNAL;
-    if (req->want_ck[S3_CK_SHA1] && !req->sha1_ck && !(req->sha1_ck = digest_sha1_new()))
+    if (req->want_ck[S3_CK_SHA1] && !req->sha1_ck && !(req->sha1_ck = hash_digest_sha1_new()))
         return S3E_INTERNAL;
     return S3E_NONE;
 }
@@ -113,15 +113,15 @@ s3_error_t s3_checksums_begin(s3_req_t *req)
 void s3_checksums_update(s3_req_t *req, const void *data, size_t len)
 {
     if (req->want_ck[S3_CK_CRC32])
-        req->crc32 = crc32_ieee_update(req->crc32, data, len);
+        req->crc32 = hash_crc32_ieee_update(req->crc32, data, len);
     if (req->want_ck[S3_CK_CRC32C])
-        req->crc32c = crc32c_update(req->crc32c, data, len);
+        req->crc32c = hash_crc32c_update(req->crc32c, data, len);
     if (req->want_ck[S3_CK_CRC64NVME])
-        req->crc64nvme = crc64nvme_update(req->crc64nvme, data, len);
+        req->crc64nvme = hash_crc64nvme_update(req->crc64nvme, data, len);
     if (req->sha256_ck)
-        digest_update(req->sha256_ck, data, len);
+        hash_digest_update(req->sha256_ck, data, len);
     if (req->sha1_ck)
-        digest_update(req->sha1_ck, data, len);
+        hash_digest_update(req->sha1_ck, data, len);
 }
 
 /* Counts len more bytes of req's buffered document against the server's
@@ -177,10 +177,10 @@ int s3_body_sink(void *cls, const void *data, size_t len)
      * before the caller gets it back. */
     hash_job_t md5_job = {0};
     if (req->md5)
-        hash_job_start(len >= S3R_BODY_HASH_OFFLOAD_MIN ? req->srv->hashers : NULL, &md5_job,
+        hash_pool_job_start(len >= S3R_BODY_HASH_OFFLOAD_MIN ? req->srv->hashers : NULL, &md5_job,
                        req->md5, data, len);
     if (req->sha256_payload)
-        digest_update(req->sha256_payload, data, len);
+        hash_digest_update(req->sha256_payload, data, len);
     s3_checksums_update(req, data, len);
     int rc = 0;
     if (req->body_kind == S3_BODY_XML) {
@@ -200,7 +200,7 @@ int s3_body_sink(void *cls, const void *data, size_t len)
             rc = -1;
         }
     }
-    hash_job_wait(&md5_job);
+    hash_pool_job_wait(&md5_job);
     return rc;
 }
 
@@ -231,7 +231,7 @@ s3_error_t s3_body_begin(s3_req_t *req)
         /* The raw body is the form; the op sinks its file's bytes, which get
          * the ETag's MD5 and nothing else (no Content-MD5, checksum or
          * payload-hash headers apply to them). */
-        req->md5 = digest_md5_new();
+        req->md5 = hash_digest_md5_new();
         return req->md5 ? S3E_NONE : S3E_INTERNAL;
     }
     /* A body the transport moves itself has no framing of the request's:
@@ -259,21 +259,21 @@ s3_error_t s3_body_begin(s3_req_t *req)
     }
 
     if (req->payload_mode == S3_PAYLOAD_SIGNED) {
-        req->sha256_payload = digest_sha256_new();
+        req->sha256_payload = hash_digest_sha256_new();
         if (!req->sha256_payload)
             return S3E_INTERNAL;
     }
 
     const char *cmd5 = s3_req_header(req, "Content-MD5");
     if (cmd5) {
-        if (base64_decode(cmd5, strlen(cmd5), req->content_md5, MD5_LEN) != MD5_LEN)
+        if (hash_base64_decode(cmd5, strlen(cmd5), req->content_md5, MD5_LEN) != MD5_LEN)
             return S3E_INVALID_DIGEST;
         req->has_content_md5 = true;
     }
     /* MD5 for the ETag, unless etag: fast lets CRC32C stand for it (a
      * Content-MD5 sent is verified all the same). */
     if (!req->fast_etag || req->has_content_md5) {
-        req->md5 = digest_md5_new();
+        req->md5 = hash_digest_md5_new();
         if (!req->md5)
             return S3E_INTERNAL;
     }
@@ -365,7 +365,7 @@ static void encode_crc(uint64_t crc, size_t n, char *out)
     uint8_t be[8];
     for (size_t i = 0; i < n; i++)
         be[i] = (uint8_t)(crc >> (8 * (n - 1 - i)));
-    base64_encode(be, n, out);
+    hash_base64_encode(be, n, out);
 }
 
 /* Finishes algorithm i's checksum into out (base64). */
@@ -383,14 +383,14 @@ static void checksum_final(s3_req_t *req, int i, char out[64])
         encode_crc(req->crc64nvme, 8, out);
         break;
     case S3_CK_SHA256:
-        digest_final(req->sha256_ck, sum);
+        hash_digest_final(req->sha256_ck, sum);
         req->sha256_ck = NULL;
-        base64_encode(sum, SHA256_LEN, out);
+        hash_base64_encode(sum, SHA256_LEN, out);
         break;
     default:
-        digest_final(req->sha1_ck, sum);
+        hash_digest_final(req->sha1_ck, sum);
         req->sha1_ck = NULL;
-        base64_encode(sum, SHA1_LEN, out);
+        hash_base64_encode(sum, SHA1_LEN, out);
         break;
     }
 }
@@ -419,9 +419,9 @@ static int fast_etag(s3_req_t *req)
         raw[i] = (uint8_t)(req->crc32c >> (24 - 8 * i));
     for (int i = 0; i < 8; i++)
         raw[4 + i] = (uint8_t)(req->body_bytes >> (56 - 8 * i));
-    if (random_bytes(raw + 12, 4) != 0)
+    if (hash_random_bytes(raw + 12, 4) != 0)
         return -1;
-    hex_encode(raw, sizeof(raw), req->etag);
+    hash_hex_encode(raw, sizeof(raw), req->etag);
     memcpy(req->etag + 2 * sizeof(raw), "-1", 3);
     return 0;
 }
@@ -442,18 +442,18 @@ s3_error_t s3_body_end(s3_req_t *req)
     if (req->sha256_payload) {
         uint8_t sum[SHA256_LEN];
         char hex[65];
-        digest_final(req->sha256_payload, sum);
+        hash_digest_final(req->sha256_payload, sum);
         req->sha256_payload = NULL;
-        hex_encode(sum, sizeof(sum), hex);
+        hash_hex_encode(sum, sizeof(sum), hex);
         if (strcmp(hex, req->payload_sha256) != 0)
             return S3E_SHA256_MISMATCH;
     }
     if (req->md5) {
         uint8_t md5[MD5_LEN];
-        digest_final(req->md5, md5);
+        hash_digest_final(req->md5, md5);
         req->md5 = NULL;
-        hex_encode(md5, sizeof(md5), req->etag);
-        if (req->has_content_md5 && !ct_equal(md5, req->content_md5, MD5_LEN))
+        hash_hex_encode(md5, sizeof(md5), req->etag);
+        if (req->has_content_md5 && !hash_ct_equal(md5, req->content_md5, MD5_LEN))
             return S3E_BAD_DIGEST;
     } else if (fast_etag(req) != 0) {
         return S3E_INTERNAL;

@@ -163,7 +163,7 @@ static void get_object_attributes_begin(s3_req_t *req)
     s3_sse_key_t dk;
     const char *why = NULL;
     s3_error_t err = s3_sse_for_read(req, &meta, false, &dk, &why);
-    secure_zero(&dk, sizeof dk);
+    cipher_secure_zero(&dk, sizeof dk);
     if (err != S3E_NONE) {
         stor_meta_free(&meta);
         s3_reply_error(req, err, why);

@@ -38,7 +38,7 @@ static bool list_buckets_query(s3_req_t *req, long *max_p, char after[S3R_MAX_BU
     after[0] = '\0';
     if (token && *token) {
         uint8_t raw[S3R_MAX_BUCKET_NAME + 1];
-        long n = base64url_decode(token, strlen(token), raw, S3R_MAX_BUCKET_NAME);
+        long n = hash_base64url_decode(token, strlen(token), raw, S3R_MAX_BUCKET_NAME);
         if (n <= 0 || memchr(raw, '\0', (size_t)n)) {
             s3_reply_error(req, S3E_INVALID_ARGUMENT,
                            "The continuation token provided is incorrect");
@@ -105,7 +105,7 @@ static void list_buckets_begin(s3_req_t *req)
     buf_append_str(&xml, "</Buckets>");
     if (more) {
         char tok[2 * S3R_MAX_BUCKET_NAME + 8];
-        base64url_encode((const uint8_t *)last, strlen(last), tok);
+        hash_base64url_encode((const uint8_t *)last, strlen(last), tok);
         s3_xml_elem(&xml, "ContinuationToken", tok);
     }
     if (prefix)

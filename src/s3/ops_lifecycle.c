@@ -50,11 +50,11 @@ static int name_rules(s3_lc_t *cfg)
             continue;
         uint8_t raw[16];
         char *id = malloc(2 * sizeof raw + 1);
-        if (!id || random_bytes(raw, sizeof raw) != 0) {
+        if (!id || hash_random_bytes(raw, sizeof raw) != 0) {
             free(id);
             return -1;
         }
-        hex_encode(raw, sizeof raw, id);
+        hash_hex_encode(raw, sizeof raw, id);
         free(r->id);
         r->id = id;
     }

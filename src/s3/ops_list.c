@@ -289,7 +289,7 @@ static void list_objects_begin(s3_req_t *req)
     char after[KEY_BUF] = "";
     if (v2 && token) {
         uint8_t raw[KEY_BUF];
-        long n = base64url_decode(token, strlen(token), raw, sizeof(raw) - 1);
+        long n = hash_base64url_decode(token, strlen(token), raw, sizeof(raw) - 1);
         if (n < 0) {
             s3_reply_error(req, S3E_INVALID_ARGUMENT,
                            "The continuation token provided is incorrect");
@@ -316,7 +316,7 @@ static void list_objects_begin(s3_req_t *req)
             elem(&xml, "ContinuationToken", token, false);
         if (r.truncated) {
             char tok[4 * S3R_MAX_KEY_BYTES];
-            base64url_encode((const uint8_t *)r.resume, strlen(r.resume), tok);
+            hash_base64url_encode((const uint8_t *)r.resume, strlen(r.resume), tok);
             elem(&xml, "NextContinuationToken", tok, false);
         }
         buf_printf(&xml, "<KeyCount>%ld</KeyCount>", r.count);

@@ -161,7 +161,7 @@ static void create_mpu_begin(s3_req_t *req)
     s3_sse_key_t dk;
     if (err == S3E_NONE)
         err = s3_sse_for_write(req, &meta, &dk, &why);
-    secure_zero(&dk, sizeof dk);
+    cipher_secure_zero(&dk, sizeof dk);
     if (err != S3E_NONE) {
         stor_meta_free(&meta);
         s3_reply_error(req, err, why);
@@ -241,7 +241,7 @@ static void upload_part_begin(s3_req_t *req)
     /* As S3: the bytes of locked data come with their integrity, in every
      * part as in a PutObject (s3_lock_for_write). */
     if (locked && !s3_lock_integrity_given(req)) {
-        secure_zero(&dk, sizeof dk);
+        cipher_secure_zero(&dk, sizeof dk);
         s3_reply_error(req, S3E_INVALID_REQUEST,
                        "Content-MD5 OR x-amz-checksum- HTTP header is required for Upload Part "
                        "requests with Object Lock parameters");
@@ -326,7 +326,7 @@ static void upload_part_copy_begin(s3_req_t *req)
     if (alg != CHECKSUM_NONE) {
         req->want_ck[s3_checksum_alg_of(alg)] = true;
         if (s3_checksums_begin(req) != S3E_NONE) {
-            secure_zero(&dk, sizeof dk);
+            cipher_secure_zero(&dk, sizeof dk);
             s3_reply_error(req, S3E_INTERNAL, NULL);
             return;
         }
@@ -334,7 +334,7 @@ static void upload_part_copy_begin(s3_req_t *req)
     bool same;
     stor_reader_t *reader = s3_copy_source_open(req, &same);
     if (!reader) {
-        secure_zero(&dk, sizeof dk);
+        cipher_secure_zero(&dk, sizeof dk);
         return;
     }
     uint64_t size = stor_reader_meta(reader)->size, first = 0, len = size;
@@ -342,7 +342,7 @@ static void upload_part_copy_begin(s3_req_t *req)
     s3_error_t rerr = range ? parse_copy_range(range, size, &first, &len) : S3E_NONE;
     if (rerr != S3E_NONE) {
         stor_reader_close(reader);
-        secure_zero(&dk, sizeof dk);
+        cipher_secure_zero(&dk, sizeof dk);
         char msg[128];
         snprintf(msg, sizeof(msg),
                  "Range specified is not valid for source object of size: %" PRIu64, size);

@@ -681,7 +681,7 @@ s3_error_t s3_copy_range(s3_req_t *req, stor_reader_t *reader, uint64_t first, u
     if (st != STOR_OK)
         return s3_error_from_stor(st);
     char *buf = malloc(COPY_BUF_BYTES);
-    digest_t *md5 = digest_md5_new();
+    digest_t *md5 = hash_digest_md5_new();
     s3_error_t err = S3E_NONE;
     if (!buf || !md5)
         err = S3E_INTERNAL;
@@ -691,7 +691,7 @@ s3_error_t s3_copy_range(s3_req_t *req, stor_reader_t *reader, uint64_t first, u
             err = S3E_INTERNAL;
             break;
         }
-        digest_update(md5, buf, n);
+        hash_digest_update(md5, buf, n);
         s3_checksums_update(req, buf, n);
         if ((st = stor_writer_write(w, buf, n)) != STOR_OK)
             err = s3_error_from_stor(st);
@@ -699,14 +699,14 @@ s3_error_t s3_copy_range(s3_req_t *req, stor_reader_t *reader, uint64_t first, u
     }
     if (err == S3E_NONE) {
         uint8_t sum[MD5_LEN];
-        digest_final(md5, sum);
+        hash_digest_final(md5, sum);
         md5 = NULL;
-        hex_encode(sum, sizeof(sum), etag);
+        hash_hex_encode(sum, sizeof(sum), etag);
         *writer_p = w;
     } else {
         stor_writer_abort(w);
     }
-    digest_free(md5);
+    hash_digest_free(md5);
     free(buf);
     return err;
 }
@@ -784,7 +784,7 @@ static void copy_object_begin(s3_req_t *req)
     char etag[33];
     if (err == S3E_NONE)
         err = s3_copy_range(req, reader, 0, src->size, &dk, &w, etag);
-    secure_zero(&dk, sizeof dk);
+    cipher_secure_zero(&dk, sizeof dk);
     if (err == S3E_NONE && replace) {
         /* The bytes are identical: their checksums carry over. */
         for (int i = 0; i < S3_CK_COUNT; i++) {

@@ -231,7 +231,7 @@ static bool verify_signature(s3_req_t *req, post_form_t *f, const s3_user_t **us
     sigv4_signing_key(user->secret_key, auth.date8, auth.region, "s3", key);
     sigv4_sign(key, policy, strlen(policy), sig);
     const char *given = field(f, "x-amz-signature");
-    if (strlen(given) != 64 || !ct_equal(sig, given, 64)) {
+    if (strlen(given) != 64 || !hash_ct_equal(sig, given, 64)) {
         fail(f, S3E_SIGNATURE_MISMATCH, NULL);
         return false;
     }
@@ -332,7 +332,7 @@ static void start_file(s3_req_t *req, post_form_t *f, const char *filename)
     if (err == S3E_NONE)
         err = form_tags(f, &acl_why);
     if (err != S3E_NONE) {
-        secure_zero(&dk, sizeof dk);
+        cipher_secure_zero(&dk, sizeof dk);
         fail(f, err, acl_why);
         return;
     }

@@ -155,7 +155,7 @@ s3_error_t post_policy_check(const char *policy_b64, int64_t now_s, const post_f
 {
     size_t b64_len = strlen(policy_b64);
     uint8_t *doc = malloc(b64_len / 4 * 3 + 4);
-    long doc_len = doc ? base64_decode(policy_b64, b64_len, doc, b64_len / 4 * 3 + 3) : -1;
+    long doc_len = doc ? hash_base64_decode(policy_b64, b64_len, doc, b64_len / 4 * 3 + 3) : -1;
     json_t *root = NULL;
     if (doc_len >= 0)
         root = json_loadb((const char *)doc, (size_t)doc_len, JSON_REJECT_DUPLICATES, NULL);

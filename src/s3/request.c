@@ -123,10 +123,10 @@ void s3_req_release(s3_req_t *req)
         req->op_state_free(req->op_state);
     stor_writer_abort(req->writer);
     awschunk_free(req->chunked);
-    digest_free(req->md5);
-    digest_free(req->sha256_payload);
-    digest_free(req->sha256_ck);
-    digest_free(req->sha1_ck);
+    hash_digest_free(req->md5);
+    hash_digest_free(req->sha256_payload);
+    hash_digest_free(req->sha256_ck);
+    hash_digest_free(req->sha1_ck);
     s3_body_release(req);
     for (int i = 0; i < S3_CK_COUNT; i++)
         free(req->checksums[i]);

@@ -29,7 +29,7 @@ int s3_server_init(s3_server_t *srv, const s3_server_config_t *cfg)
     if (!c->lifecycle_day_s)
         c->lifecycle_day_s = 86400;
     uint32_t inst;
-    random_bytes(&inst, sizeof(inst));
+    hash_random_bytes(&inst, sizeof(inst));
     srv->instance = inst;
     if (!c->max_document_memory)
         c->max_document_memory = S3R_DOCUMENT_MEMORY;

@@ -85,7 +85,7 @@ char *s3_url_decode(const char *src, size_t len, bool plus_is_space)
                 free(out);
                 return NULL;
             }
-            int h = hex_digit_value(src[i + 1]), l = hex_digit_value(src[i + 2]);
+            int h = hash_hex_digit_value(src[i + 1]), l = hash_hex_digit_value(src[i + 2]);
             if (h < 0 || l < 0 || (h == 0 && l == 0)) {
                 free(out);
                 return NULL;

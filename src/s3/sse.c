@@ -66,7 +66,7 @@ int s3_sse_keys_load(const char *path, bool named, s3_sse_keys_t *out, char *why
             }
         }
         if (strlen(hex) != 2 * AES256_KEY_LEN ||
-            hex_decode(hex, 2 * AES256_KEY_LEN, out->key[out->n], AES256_KEY_LEN) != 0) {
+            hash_hex_decode(hex, 2 * AES256_KEY_LEN, out->key[out->n], AES256_KEY_LEN) != 0) {
             snprintf(why, cap, "%s:%u: not a key of 64 hex digits", path, lineno);
             rc = -1;
         } else if (named) {
@@ -75,19 +75,19 @@ int s3_sse_keys_load(const char *path, bool named, s3_sse_keys_t *out, char *why
             out->n++;
         } else {
             uint8_t h[SHA256_LEN];
-            sha256(out->key[out->n], AES256_KEY_LEN, h);
-            hex_encode(h, S3_SSE_KEY_ID_LEN / 2, out->id[out->n]);
+            hash_sha256(out->key[out->n], AES256_KEY_LEN, h);
+            hash_hex_encode(h, S3_SSE_KEY_ID_LEN / 2, out->id[out->n]);
             out->n++;
         }
     }
-    secure_zero(line, sizeof line);
+    cipher_secure_zero(line, sizeof line);
     fclose(f);
     if (rc == 0 && out->n == 0) {
         snprintf(why, cap, "%s holds no key", path);
         rc = -1;
     }
     if (rc != 0)
-        secure_zero(out, sizeof *out);
+        cipher_secure_zero(out, sizeof *out);
     return rc;
 }
 
@@ -135,28 +135,28 @@ static s3_error_t customer_key(s3_req_t *req, const char *prefix, customer_key_t
                  "provide an appropriate secret key.";
         return S3E_INVALID_ARGUMENT;
     }
-    if (base64_decode(key, strlen(key), ck->key, sizeof ck->key) != AES256_KEY_LEN) {
-        secure_zero(ck->key, sizeof ck->key);
+    if (hash_base64_decode(key, strlen(key), ck->key, sizeof ck->key) != AES256_KEY_LEN) {
+        cipher_secure_zero(ck->key, sizeof ck->key);
         *why_p = "The secret key was invalid for the specified algorithm.";
         return S3E_INVALID_ARGUMENT;
     }
     if (!md5) {
-        secure_zero(ck->key, sizeof ck->key);
+        cipher_secure_zero(ck->key, sizeof ck->key);
         *why_p = "Requests specifying Server Side Encryption with Customer provided keys must "
                  "provide the client calculated MD5 of the secret key.";
         return S3E_INVALID_ARGUMENT;
     }
     uint8_t want[MD5_LEN], got[MD5_LEN + 4];
-    digest_t *d = digest_md5_new();
+    digest_t *d = hash_digest_md5_new();
     if (!d) {
-        secure_zero(ck->key, sizeof ck->key);
+        cipher_secure_zero(ck->key, sizeof ck->key);
         return S3E_INTERNAL;
     }
-    digest_update(d, ck->key, sizeof ck->key);
-    digest_final(d, want);
-    if (base64_decode(md5, strlen(md5), got, sizeof got) != MD5_LEN ||
-        !ct_equal(want, got, MD5_LEN)) {
-        secure_zero(ck->key, sizeof ck->key);
+    hash_digest_update(d, ck->key, sizeof ck->key);
+    hash_digest_final(d, want);
+    if (hash_base64_decode(md5, strlen(md5), got, sizeof got) != MD5_LEN ||
+        !hash_ct_equal(want, got, MD5_LEN)) {
+        cipher_secure_zero(ck->key, sizeof ck->key);
         *why_p = "The calculated MD5 hash of the key did not match the hash that was provided.";
         return S3E_INVALID_ARGUMENT;
     }
@@ -171,10 +171,10 @@ static void customer_derive(const customer_key_t *ck, const uint8_t salt[SALT_LE
     uint8_t msg[sizeof mac_label + SALT_LEN];
     memcpy(msg, dk_label, sizeof dk_label - 1);
     memcpy(msg + sizeof dk_label - 1, salt, SALT_LEN);
-    hmac_sha256(ck->key, sizeof ck->key, msg, sizeof dk_label - 1 + SALT_LEN, dk);
+    hash_hmac_sha256(ck->key, sizeof ck->key, msg, sizeof dk_label - 1 + SALT_LEN, dk);
     memcpy(msg, mac_label, sizeof mac_label - 1);
     memcpy(msg + sizeof mac_label - 1, salt, SALT_LEN);
-    hmac_sha256(ck->key, sizeof ck->key, msg, sizeof mac_label - 1 + SALT_LEN, mac);
+    hash_hmac_sha256(ck->key, sizeof ck->key, msg, sizeof mac_label - 1 + SALT_LEN, mac);
 }
 
 /* ---- writes ----------------------------------------------------------------------------- */
@@ -236,11 +236,11 @@ static s3_error_t wrap_new(const s3_sse_keys_t *keys, int k, const char *tag, ch
                            s3_sse_key_t *dk)
 {
     uint8_t wrapped[AES256_WRAPPED_LEN];
-    if (random_bytes(dk->key, sizeof dk->key) != 0 ||
-        aes256_wrap(keys->key[k], dk->key, wrapped) != 0)
+    if (hash_random_bytes(dk->key, sizeof dk->key) != 0 ||
+        cipher_aes256_wrap(keys->key[k], dk->key, wrapped) != 0)
         return S3E_INTERNAL;
     char hex[2 * AES256_WRAPPED_LEN + 1];
-    hex_encode(wrapped, sizeof wrapped, hex);
+    hash_hex_encode(wrapped, sizeof wrapped, hex);
     size_t cap = strlen(tag) + strlen(keys->id[k]) + sizeof hex + 2;
     char *s = malloc(cap);
     if (!s)
@@ -281,24 +281,24 @@ s3_error_t s3_sse_for_write(s3_req_t *req, stor_meta_t *meta, s3_sse_key_t *dk, 
     const char *kms_key = s3_req_header(req, "x-amz-server-side-encryption-aws-kms-key-id");
     if (ck.given) {
         if (mode) {
-            secure_zero(&ck, sizeof ck);
+            cipher_secure_zero(&ck, sizeof ck);
             *why_p = "Server Side Encryption with Customer provided key is incompatible with "
                      "the encryption method specified";
             return S3E_INVALID_ARGUMENT;
         }
         uint8_t salt[SALT_LEN], mac[SHA256_LEN];
         char *s = malloc(2 + 2 * SALT_LEN + 1 + 2 * SHA256_LEN + 1);
-        if (!s || random_bytes(salt, sizeof salt) != 0) {
+        if (!s || hash_random_bytes(salt, sizeof salt) != 0) {
             free(s);
-            secure_zero(&ck, sizeof ck);
+            cipher_secure_zero(&ck, sizeof ck);
             return S3E_INTERNAL;
         }
         customer_derive(&ck, salt, dk->key, mac);
-        secure_zero(&ck, sizeof ck);
+        cipher_secure_zero(&ck, sizeof ck);
         memcpy(s, "C:", 2);
-        hex_encode(salt, sizeof salt, s + 2);
+        hash_hex_encode(salt, sizeof salt, s + 2);
         s[2 + 2 * SALT_LEN] = ':';
-        hex_encode(mac, sizeof mac, s + 3 + 2 * SALT_LEN);
+        hash_hex_encode(mac, sizeof mac, s + 3 + 2 * SALT_LEN);
         meta->sse = s;
         dk->on = true;
         return S3E_NONE;
@@ -343,7 +343,7 @@ static s3_error_t unwrap_stored(const s3_sse_keys_t *keys, const char *s, s3_sse
     uint8_t wrapped[AES256_WRAPPED_LEN];
     if (!a || b == a || strlen(b + 1) != 2 * AES256_WRAPPED_LEN ||
         (size_t)(b - a - 1) > S3_SSE_KMS_ID_MAX ||
-        hex_decode(b + 1, 2 * AES256_WRAPPED_LEN, wrapped, sizeof wrapped) != 0)
+        hash_hex_decode(b + 1, 2 * AES256_WRAPPED_LEN, wrapped, sizeof wrapped) != 0)
         return S3E_INTERNAL;
     char id[S3_SSE_KMS_ID_MAX + 1];
     memcpy(id, a + 1, (size_t)(b - a - 1));
@@ -354,7 +354,7 @@ static s3_error_t unwrap_stored(const s3_sse_keys_t *keys, const char *s, s3_sse
                  "(sse.master_key_file, sse.kms_keyring_file).";
         return S3E_INTERNAL;
     }
-    if (aes256_unwrap(keys->key[k], wrapped, dk->key) != 0)
+    if (cipher_aes256_unwrap(keys->key[k], wrapped, dk->key) != 0)
         return S3E_INTERNAL;
     dk->on = true;
     return S3E_NONE;
@@ -371,7 +371,7 @@ s3_error_t s3_sse_for_read(s3_req_t *req, const stor_meta_t *meta, bool copy_sou
     const char *s = meta->sse;
     bool customer = s && strncmp(s, "C:", 2) == 0;
     if (ck.given != customer) {
-        secure_zero(&ck, sizeof ck);
+        cipher_secure_zero(&ck, sizeof ck);
         *why_p = ck.given ? "The encryption parameters are not applicable to this object."
                           : "The object was stored using a form of Server Side Encryption. The "
                             "correct parameters must be provided to retrieve the object.";
@@ -382,15 +382,15 @@ s3_error_t s3_sse_for_read(s3_req_t *req, const stor_meta_t *meta, bool copy_sou
     if (customer) {
         uint8_t salt[SALT_LEN], stored_mac[SHA256_LEN], mac[SHA256_LEN];
         if (strlen(s) != 3 + 2 * SALT_LEN + 2 * SHA256_LEN || s[2 + 2 * SALT_LEN] != ':' ||
-            hex_decode(s + 2, 2 * SALT_LEN, salt, SALT_LEN) != 0 ||
-            hex_decode(s + 3 + 2 * SALT_LEN, 2 * SHA256_LEN, stored_mac, SHA256_LEN) != 0) {
-            secure_zero(&ck, sizeof ck);
+            hash_hex_decode(s + 2, 2 * SALT_LEN, salt, SALT_LEN) != 0 ||
+            hash_hex_decode(s + 3 + 2 * SALT_LEN, 2 * SHA256_LEN, stored_mac, SHA256_LEN) != 0) {
+            cipher_secure_zero(&ck, sizeof ck);
             return S3E_INTERNAL;
         }
         customer_derive(&ck, salt, dk->key, mac);
-        secure_zero(&ck, sizeof ck);
-        if (!ct_equal(mac, stored_mac, SHA256_LEN)) {
-            secure_zero(dk, sizeof *dk);
+        cipher_secure_zero(&ck, sizeof ck);
+        if (!hash_ct_equal(mac, stored_mac, SHA256_LEN)) {
+            cipher_secure_zero(dk, sizeof *dk);
             return S3E_ACCESS_DENIED;
         }
         dk->on = true;
@@ -414,14 +414,14 @@ void s3_sse_apply_writer(s3_sse_key_t *dk, stor_writer_t *w)
         memcpy(iv, zero_iv, sizeof iv);
     if (dk->on && w)
         stor_writer_set_cipher(w, dk->key, iv);
-    secure_zero(dk, sizeof *dk);
+    cipher_secure_zero(dk, sizeof *dk);
 }
 
 void s3_sse_apply_reader(s3_sse_key_t *dk, stor_reader_t *r)
 {
     if (dk->on && r)
         stor_reader_set_part_cipher(r, dk->key);
-    secure_zero(dk, sizeof *dk);
+    cipher_secure_zero(dk, sizeof *dk);
 }
 
 void s3_sse_reply_headers(s3_req_t *req, const stor_meta_t *meta)

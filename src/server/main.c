@@ -65,7 +65,7 @@ static int local_credentials(server_config_t *cfg, int *created_p)
     static const char sk_chars[] =
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     uint8_t rnd[60];
-    if (random_bytes(rnd, sizeof(rnd)) != 0)
+    if (hash_random_bytes(rnd, sizeof(rnd)) != 0)
         return -1;
     memcpy(ak, "S3R", 3);
     for (int i = 0; i < 17; i++)
@@ -195,7 +195,7 @@ static int local_master_key(const server_config_t *cfg, char *path, size_t cap)
     if (access(path, F_OK) == 0)
         return 0;
     uint8_t key[32];
-    if (random_bytes(key, sizeof(key)) != 0)
+    if (hash_random_bytes(key, sizeof(key)) != 0)
         return -1;
     char text[200];
     int n = snprintf(text, sizeof(text),
@@ -203,14 +203,14 @@ static int local_master_key(const server_config_t *cfg, char *path, size_t cap)
     for (size_t i = 0; i < sizeof(key); i++)
         n += snprintf(text + n, sizeof(text) - (size_t)n, "%02x", key[i]);
     text[n++] = '\n';
-    secure_zero(key, sizeof(key));
+    cipher_secure_zero(key, sizeof(key));
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
     int rc = fd >= 0 && write(fd, text, (size_t)n) == n && fsync(fd) == 0 ? 0 : -1;
     if (rc != 0)
         fprintf(stderr, "s3rdmad: cannot write %s: %s\n", path, strerror(errno));
     if (fd >= 0)
         close(fd);
-    secure_zero(text, sizeof(text));
+    cipher_secure_zero(text, sizeof(text));
     return rc;
 }
 
@@ -330,8 +330,8 @@ int main(int argc, char **argv)
     if (*cfg.sse.kms_keyring_file &&
         s3_sse_keys_load(cfg.sse.kms_keyring_file, true, &kms_keys, why, sizeof why) != 0) {
         fprintf(stderr, "s3rdmad: sse.kms_keyring_file: %s\n", why);
-        secure_zero(&sse_keys, sizeof sse_keys);
-        secure_zero(&kms_keys, sizeof kms_keys);
+        cipher_secure_zero(&sse_keys, sizeof sse_keys);
+        cipher_secure_zero(&kms_keys, sizeof kms_keys);
         server_config_free(&cfg);
         return 1;
     }
@@ -491,7 +491,7 @@ int main(int argc, char **argv)
     rdma_server_stop(rdma);
     access_log_close(access); /* after both frontends: no request logs any more */
     stor_close(store);
-    secure_zero(&sse_keys, sizeof sse_keys);
+    cipher_secure_zero(&sse_keys, sizeof sse_keys);
     server_config_free(&cfg);
     log_info("stopped");
     return 0;

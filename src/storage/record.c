@@ -702,7 +702,7 @@ stor_status_t stor_rec_bucket_apply(const void *old, size_t len, const stor_buck
     if (change->cfg_len > STOR_BCFG_MAX_BYTES)
         return STOR_ERR_TOO_LARGE;
     while (r.b.id == 0)
-        if (random_bytes(&r.b.id, sizeof r.b.id) != 0)
+        if (hash_random_bytes(&r.b.id, sizeof r.b.id) != 0)
             return STOR_ERR_IO;
     if (change->set_acl) {
         if (change->acl < 0 || change->acl >= STOR_ACL_COUNT)

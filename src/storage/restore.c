@@ -60,8 +60,8 @@ static uint32_t slot_crc(const uint8_t *slot)
     slot_hdr_t h;
     memcpy(&h, slot, sizeof h);
     h.crc = 0;
-    uint32_t crc = crc32c_update(0, &h, sizeof h);
-    return crc32c_update(crc, slot + META_OFF, 2u * (size_t)h.psize);
+    uint32_t crc = hash_crc32c_update(0, &h, sizeof h);
+    return hash_crc32c_update(crc, slot + META_OFF, 2u * (size_t)h.psize);
 }
 
 /* Reads slot i of fd into buf (SLOT_STRIDE bytes); 1 if it holds a whole,

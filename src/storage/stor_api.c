@@ -150,14 +150,14 @@ stor_status_t stor_writer_write(stor_writer_t *w, const void *data, size_t len)
     stor_status_t s = STOR_OK;
     while (len && s == STOR_OK) {
         size_t n = len < sizeof buf ? len : sizeof buf;
-        if (aes256_ctr_at(w->cipher.key, w->cipher.iv, w->st->ops->writer_size(w), p, buf, n) != 0)
+        if (cipher_aes256_ctr_at(w->cipher.key, w->cipher.iv, w->st->ops->writer_size(w), p, buf, n) != 0)
             s = STOR_ERR_IO;
         else
             s = w->st->ops->writer_write(w, buf, n);
         p += n;
         len -= n;
     }
-    secure_zero(buf, sizeof buf);
+    cipher_secure_zero(buf, sizeof buf);
     return s;
 }
 
@@ -190,14 +190,14 @@ stor_status_t stor_writer_commit(stor_writer_t *w, const char *key, stor_meta_t 
 stor_status_t stor_writer_commit_if(stor_writer_t *w, const char *key, stor_meta_t *meta,
                                     const stor_precond_t *cond)
 {
-    secure_zero(&w->cipher, sizeof w->cipher);
+    cipher_secure_zero(&w->cipher, sizeof w->cipher);
     return w->st->ops->writer_commit_if(w, key, meta, cond);
 }
 
 void stor_writer_abort(stor_writer_t *w)
 {
     if (w) {
-        secure_zero(&w->cipher, sizeof w->cipher);
+        cipher_secure_zero(&w->cipher, sizeof w->cipher);
         w->st->ops->writer_abort(w);
     }
 }
@@ -271,7 +271,7 @@ void stor_reader_set_part_cipher(stor_reader_t *r, const uint8_t key[AES256_KEY_
 static int decrypt_at(stor_reader_t *r, uint64_t off, const uint8_t *ct, uint8_t *dst, size_t n)
 {
     if (!r->cipher.per_part)
-        return aes256_ctr_at(r->cipher.key, r->cipher.iv, off, ct, dst, n);
+        return cipher_aes256_ctr_at(r->cipher.key, r->cipher.iv, off, ct, dst, n);
     const stor_meta_t *m = stor_reader_meta(r);
     uint64_t start = 0;
     for (uint32_t i = 0; i < m->parts_count && n; i++) {
@@ -280,7 +280,7 @@ static int decrypt_at(stor_reader_t *r, uint64_t off, const uint8_t *ct, uint8_t
             size_t piece = end - off < n ? (size_t)(end - off) : n;
             uint8_t iv[AES_BLOCK_LEN];
             stor_part_iv(i + 1, iv);
-            if (aes256_ctr_at(r->cipher.key, iv, off - start, ct, dst, piece) != 0)
+            if (cipher_aes256_ctr_at(r->cipher.key, iv, off - start, ct, dst, piece) != 0)
                 return -1;
             off += piece;
             ct += piece;
@@ -301,7 +301,7 @@ static ssize_t pread_decrypt(stor_reader_t *r, void *buf, size_t len, uint64_t o
         size_t want = len - done < sizeof ct ? len - done : sizeof ct;
         ssize_t n = r->st->ops->reader_pread(r, ct, want, off + done);
         if (n < 0 || (n > 0 && decrypt_at(r, off + done, ct, dst + done, (size_t)n) != 0)) {
-            secure_zero(ct, sizeof ct);
+            cipher_secure_zero(ct, sizeof ct);
             return -1;
         }
         done += (size_t)n;
@@ -330,7 +330,7 @@ int stor_reader_span_fd(stor_reader_t *r, uint64_t off, uint64_t len, int *fd_p,
 void stor_reader_close(stor_reader_t *r)
 {
     if (r) {
-        secure_zero(&r->cipher, sizeof r->cipher);
+        cipher_secure_zero(&r->cipher, sizeof r->cipher);
         r->st->ops->reader_close(r);
     }
 }
@@ -456,7 +456,7 @@ stor_status_t stor_mpu_meta(stor_t *st, const char *bucket, const char *key, con
 stor_status_t stor_part_commit(stor_writer_t *w, const char *key, const char *upload_id,
                                stor_part_t *part)
 {
-    secure_zero(&w->cipher, sizeof w->cipher);
+    cipher_secure_zero(&w->cipher, sizeof w->cipher);
     return w->st->ops->part_commit(w, key, upload_id, part);
 }
 

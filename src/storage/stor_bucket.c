@@ -21,7 +21,7 @@ stor_status_t local_bucket_create(stor_t *st_, const char *name, const char *own
      * name; 0 is reserved for records written before ids existed. */
     uint64_t id = 0;
     while (id == 0)
-        if (random_bytes(&id, sizeof id) != 0)
+        if (hash_random_bytes(&id, sizeof id) != 0)
             return STOR_ERR_IO;
     buf_t b;
     buf_init(&b, 4096);

@@ -18,7 +18,7 @@ size_t stor_ikey_encode(const char *bucket, size_t blen, const char *key, size_t
     uint8_t digest[SHA256_LEN];
     memcpy(p, key, plen);
     p[plen] = 0xFF;
-    sha256(key, klen, digest);
+    hash_sha256(key, klen, digest);
     memcpy(p + plen + 1, digest, STOR_IKEY_HASH);
     return blen + 1 + plen + 1 + STOR_IKEY_HASH;
 }

@@ -56,7 +56,7 @@ static inline int stor_ikey_is_long(const uint8_t *rest, size_t rlen, size_t ple
 static inline void stor_id_path(const uint8_t id[STOR_ID_LEN], char out[STOR_PATH_LEN])
 {
     char hex[2 * STOR_ID_LEN + 1];
-    hex_encode(id, STOR_ID_LEN, hex);
+    hash_hex_encode(id, STOR_ID_LEN, hex);
     snprintf(out, STOR_PATH_LEN, "%.2s/%.2s/%s", hex, hex + 2, hex);
 }
 

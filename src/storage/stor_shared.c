@@ -156,26 +156,26 @@ static int part_etag_bytes(const char *e, uint8_t out[MD5_LEN])
         e++, len -= 2;
     if (len == 2 * MD5_LEN + 2 && e[2 * MD5_LEN] == '-' && e[2 * MD5_LEN + 1] == '1')
         len -= 2;
-    return len == 2 * MD5_LEN && hex_decode(e, len, out, MD5_LEN) == 0 ? 0 : -1;
+    return len == 2 * MD5_LEN && hash_hex_decode(e, len, out, MD5_LEN) == 0 ? 0 : -1;
 }
 
 stor_status_t stor_mpu_etag(const stor_complete_part_t *parts, size_t n, char etag[64])
 {
-    digest_t *d = digest_md5_new();
+    digest_t *d = hash_digest_md5_new();
     if (!d)
         return STOR_ERR_NOMEM;
     for (size_t i = 0; i < n; i++) {
         uint8_t md5[MD5_LEN];
         if (part_etag_bytes(parts[i].etag ? parts[i].etag : "", md5) != 0) {
-            digest_free(d);
+            hash_digest_free(d);
             return STOR_ERR_INVALID_PART;
         }
-        digest_update(d, md5, MD5_LEN);
+        hash_digest_update(d, md5, MD5_LEN);
     }
     uint8_t sum[MD5_LEN];
     char hex[2 * MD5_LEN + 1];
-    digest_final(d, sum);
-    hex_encode(sum, MD5_LEN, hex);
+    hash_digest_final(d, sum);
+    hash_hex_encode(sum, MD5_LEN, hex);
     snprintf(etag, 64, "%s-%zu", hex, n);
     return STOR_OK;
 }

@@ -111,7 +111,7 @@ static size_t sweep_shard(int fd, const idset_t *set)
             continue;
         uint8_t id[STOR_ID_LEN];
         int keep = is_hex(de->d_name, 2 * STOR_ID_LEN) &&
-                   hex_decode(de->d_name, 2 * STOR_ID_LEN, id, STOR_ID_LEN) == 0 &&
+                   hash_hex_decode(de->d_name, 2 * STOR_ID_LEN, id, STOR_ID_LEN) == 0 &&
                    set->n && /* no referenced file: ids is NULL, which bsearch may not take */
                    bsearch(id, set->ids, set->n, STOR_ID_LEN, cmp_id) != NULL;
         if (keep)
@@ -151,7 +151,7 @@ void sweep_orphans(lstor_t *st)
     struct dirent *e1;
     while ((e1 = readdir(d1)) != NULL) {
         uint8_t b[2];
-        if (!is_hex(e1->d_name, 2) || hex_decode(e1->d_name, 2, b, 1) != 0)
+        if (!is_hex(e1->d_name, 2) || hash_hex_decode(e1->d_name, 2, b, 1) != 0)
             continue;
         int fd2 = openat(st->objfd, e1->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd2 < 0)
@@ -163,7 +163,7 @@ void sweep_orphans(lstor_t *st)
         }
         struct dirent *e2;
         while ((e2 = readdir(d2)) != NULL) {
-            if (!is_hex(e2->d_name, 2) || hex_decode(e2->d_name, 2, b + 1, 1) != 0)
+            if (!is_hex(e2->d_name, 2) || hash_hex_decode(e2->d_name, 2, b + 1, 1) != 0)
                 continue;
             int fd3 = openat(fd2, e2->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
             if (fd3 >= 0)

@@ -240,9 +240,9 @@ stor_status_t ver_push(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char 
     snprintf(ver, sizeof ver, "%016llx", (unsigned long long)seq);
     if (state == STOR_VERSIONING_ENABLED) {
         uint8_t rnd[8];
-        if (random_bytes(rnd, sizeof rnd) != 0)
+        if (hash_random_bytes(rnd, sizeof rnd) != 0)
             return STOR_ERR_IO;
-        hex_encode(rnd, sizeof rnd, ver + 16);
+        hash_hex_encode(rnd, sizeof rnd, ver + 16);
     }
     char *vdup = strdup(ver);
     if (!vdup)

@@ -143,7 +143,7 @@ fail:
 
 int local_file_id_new(lstor_t *st, uint8_t id[STOR_ID_LEN])
 {
-    if (random_bytes(id, STOR_ID_LEN) != 0)
+    if (hash_random_bytes(id, STOR_ID_LEN) != 0)
         return -1;
     uint32_t cur = atomic_load(&st->shard_run), next;
     do {

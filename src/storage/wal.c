@@ -90,7 +90,7 @@ static _Thread_local const wal_t *capturing;
 static uint32_t file_hdr_crc(file_hdr_t h)
 {
     h.crc = 0;
-    return crc32c_update(0, &h, sizeof h);
+    return hash_crc32c_update(0, &h, sizeof h);
 }
 
 static uint32_t rec_crc(uint8_t *rec, size_t len)
@@ -100,7 +100,7 @@ static uint32_t rec_crc(uint8_t *rec, size_t len)
     uint32_t want = h.crc;
     h.crc = 0;
     memcpy(rec, &h, sizeof h);
-    uint32_t crc = crc32c_update(0, rec, len);
+    uint32_t crc = hash_crc32c_update(0, rec, len);
     h.crc = want;
     memcpy(rec, &h, sizeof h);
     return crc;

@@ -82,7 +82,7 @@ int main(int argc, char **argv)
     if (fd < 0)
         return die(err);
     uint8_t cn[RDMA_NONCE_LEN], sn[RDMA_NONCE_LEN], key[32], mac[RDMA_MAC_LEN];
-    random_bytes(cn, sizeof(cn));
+    hash_random_bytes(cn, sizeof(cn));
     wire_out_t o = {0};
     uint8_t *body = NULL;
     long n;

@@ -87,7 +87,7 @@ stor_status_t rs_bucket_create(stor_t *st_, const char *name, const char *owner)
     if (snprintf(r.b.owner, sizeof r.b.owner, "%s", owner ? owner : "") >= (int)sizeof r.b.owner)
         return STOR_ERR_TOO_LARGE;
     while (r.b.id == 0)
-        if (random_bytes(&r.b.id, sizeof r.b.id) != 0)
+        if (hash_random_bytes(&r.b.id, sizeof r.b.id) != 0)
             return STOR_ERR_IO;
     r.b.created = clock_wall_ms() / 1000;
     r.b.acl = STOR_ACL_PRIVATE;

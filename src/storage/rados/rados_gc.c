@@ -58,7 +58,7 @@ int rs_gc_log(rstor_t *st, const stor_seg_t *segs, size_t n)
     uint64_t due = (uint64_t)(clock_wall_ms() + st->grace_ms);
     for (size_t i = 0; i < n; i++) {
         char hex[2 * STOR_ID_LEN + 1];
-        hex_encode(segs[i].id, STOR_ID_LEN, hex);
+        hash_hex_encode(segs[i].id, STOR_ID_LEN, hex);
         kl[i] = (size_t)snprintf(keys[i], sizeof keys[i], "%016" PRIx64 ".%s", due, hex);
         vl[i] = (size_t)snprintf(vals[i], sizeof vals[i], "%016" PRIx64, segs[i].size);
         kp[i] = keys[i];
@@ -87,7 +87,7 @@ static int gc_entry(const char *k, size_t kl, const char *v, size_t vl, uint64_t
     char tmp[24];
     if (kl != 16 + 1 + 2 * STOR_ID_LEN || k[16] != '.' || vl != 16)
         return -1;
-    if (hex_decode(k + 17, 2 * STOR_ID_LEN, id, STOR_ID_LEN) != 0)
+    if (hash_hex_decode(k + 17, 2 * STOR_ID_LEN, id, STOR_ID_LEN) != 0)
         return -1;
     memcpy(tmp, k, 16);
     tmp[16] = '\0';
@@ -231,7 +231,7 @@ static int add_upload_id(void *arg, const char *k, size_t kl, const char *v, siz
     (void)v;
     (void)vl;
     uint8_t id[STOR_ID_LEN];
-    if (kl != STOR_UPLOAD_ID_LEN || hex_decode(k, kl, id, STOR_ID_LEN) != 0)
+    if (kl != STOR_UPLOAD_ID_LEN || hash_hex_decode(k, kl, id, STOR_ID_LEN) != 0)
         return 0;
     return rs_idset_add(arg, id) ? -ENOMEM : 0;
 }
@@ -271,7 +271,7 @@ static int mark_all_parts(rstor_t *st, const rs_idset_t *completing, rs_idset_t 
         while (rc == 0 && (rc = rados_nobjects_list_next(ls, &name, NULL, NULL)) == 0) {
             uint8_t id[STOR_ID_LEN];
             if (strncmp(name, "s3rdma.parts.", plen) != 0 ||
-                hex_decode(name + plen, 2 * STOR_ID_LEN, id, STOR_ID_LEN) != 0)
+                hash_hex_decode(name + plen, 2 * STOR_ID_LEN, id, STOR_ID_LEN) != 0)
                 continue;
             uint64_t size;
             time_t mtime;
@@ -357,7 +357,7 @@ static void gc_sweep(rstor_t *st)
      * blobs go below with the rest. */
     for (size_t i = 0; i < orphans.n; i++) {
         char hex[2 * STOR_ID_LEN + 1], oid[RSTOR_OID_MAX];
-        hex_encode(orphans.ids[i], STOR_ID_LEN, hex);
+        hash_hex_encode(orphans.ids[i], STOR_ID_LEN, hex);
         rs_parts_oid(hex, oid);
         rados_remove(st->index, oid);
     }
@@ -381,7 +381,7 @@ static void gc_sweep(rstor_t *st)
             break;
         uint8_t id[STOR_ID_LEN];
         if (strlen(name) != 2 * STOR_ID_LEN + 9 || name[2 * STOR_ID_LEN] != '.' ||
-            hex_decode(name, 2 * STOR_ID_LEN, id, STOR_ID_LEN) != 0)
+            hash_hex_decode(name, 2 * STOR_ID_LEN, id, STOR_ID_LEN) != 0)
             continue;
         uint64_t born = 0;
         for (int i = 0; i < 8; i++)

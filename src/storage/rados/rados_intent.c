@@ -74,7 +74,7 @@ void rs_crash_point(const rstor_t *st, const char *step)
 static int put_hex_id(buf_t *b, const uint8_t id[STOR_ID_LEN])
 {
     char hex[2 * STOR_ID_LEN + 1];
-    hex_encode(id, STOR_ID_LEN, hex);
+    hash_hex_encode(id, STOR_ID_LEN, hex);
     return buf_append(b, hex, 2 * STOR_ID_LEN);
 }
 
@@ -337,7 +337,7 @@ void rs_intent_drop_done(rstor_t *st, const rs_intent_ref_t *d, int unsure)
 
 void rs_intent_name(const uint8_t id[STOR_ID_LEN], char out[RSTOR_INTENT_NAME])
 {
-    hex_encode(id, STOR_ID_LEN, out);
+    hash_hex_encode(id, STOR_ID_LEN, out);
 }
 
 stor_status_t rs_intent_check(rstor_t *st, uint64_t epoch)
@@ -376,9 +376,9 @@ static int gateway_begin(rstor_t *st)
 {
     uint8_t id[8];
     char gw[17], name[32], ms[24];
-    if (random_bytes(id, sizeof id) != 0)
+    if (hash_random_bytes(id, sizeof id) != 0)
         return -EIO;
-    hex_encode(id, sizeof id, gw);
+    hash_hex_encode(id, sizeof id, gw);
     gw_lease_name(gw, name);
     uint64_t sent = clock_mono_ms();
     if (rs_lease(&st->base, name, st->lease_ms) != STOR_OK)
@@ -571,7 +571,7 @@ static long parse_olds(const char *p, size_t len, stor_seg_t **old, uint32_t *n_
         return -2;
     const char *q = p + 4;
     for (uint64_t i = 0; i < n; i++, q += 2 * STOR_ID_LEN + 16)
-        if (hex_decode(q, 2 * STOR_ID_LEN, (*old)[i].id, STOR_ID_LEN) != 0 ||
+        if (hash_hex_decode(q, 2 * STOR_ID_LEN, (*old)[i].id, STOR_ID_LEN) != 0 ||
             hex_u64(q + 2 * STOR_ID_LEN, 16, &(*old)[i].size) != 0) {
             free(*old);
             *old = NULL;
@@ -634,7 +634,7 @@ static int recover_blob(rstor_t *st, const char *name, const buf_t *v)
 {
     stor_seg_t blob = {.size = RSTOR_SIZE_UNKNOWN}, *old = NULL;
     uint32_t n_old = 0;
-    if (hex_decode(name, 2 * STOR_ID_LEN, blob.id, STOR_ID_LEN) != 0 || v->len < 1)
+    if (hash_hex_decode(name, 2 * STOR_ID_LEN, blob.id, STOR_ID_LEN) != 0 || v->len < 1)
         return -EINVAL;
     const char *p = v->data;
     size_t len = v->len;
@@ -827,9 +827,9 @@ static int collect_live(void *arg, const char *k, size_t kl, const char *v, size
     (void)vl;
     rs_idset_t **sets = arg; /* blobs, uploads */
     uint8_t id[STOR_ID_LEN];
-    if (kl == 2 * STOR_ID_LEN && hex_decode(k, kl, id, STOR_ID_LEN) == 0)
+    if (kl == 2 * STOR_ID_LEN && hash_hex_decode(k, kl, id, STOR_ID_LEN) == 0)
         return rs_idset_add(sets[0], id);
-    if (kl == 1 + 2 * STOR_ID_LEN && k[0] == 'c' && hex_decode(k + 1, kl - 1, id, STOR_ID_LEN) == 0)
+    if (kl == 1 + 2 * STOR_ID_LEN && k[0] == 'c' && hash_hex_decode(k + 1, kl - 1, id, STOR_ID_LEN) == 0)
         return rs_idset_add(sets[1], id);
     return 0;
 }

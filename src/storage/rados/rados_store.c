@@ -62,7 +62,7 @@ void rs_parts_oid(const char *upload_id, char out[RSTOR_OID_MAX])
 void rs_piece_oid(const uint8_t id[STOR_ID_LEN], uint32_t piece, char out[RSTOR_OID_MAX])
 {
     char hex[2 * STOR_ID_LEN + 1];
-    hex_encode(id, STOR_ID_LEN, hex);
+    hash_hex_encode(id, STOR_ID_LEN, hex);
     snprintf(out, RSTOR_OID_MAX, "%s.%08" PRIx32, hex, piece);
 }
 
@@ -71,7 +71,7 @@ int rs_new_blob_id(uint8_t id[STOR_ID_LEN])
     uint64_t t = (uint64_t)clock_wall_ms();
     for (int i = 0; i < 8; i++)
         id[i] = (uint8_t)(t >> (56 - 8 * i));
-    return random_bytes(id + 8, STOR_ID_LEN - 8);
+    return hash_random_bytes(id + 8, STOR_ID_LEN - 8);
 }
 
 int rs_omap_get_start(rados_ioctx_t io, const char *oid, const char *key, size_t klen,

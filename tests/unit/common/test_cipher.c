@@ -14,7 +14,7 @@
 
 static void unhex(const char *h, uint8_t *out)
 {
-    assert_int_equal(hex_decode(h, strlen(h), out, strlen(h) / 2), 0);
+    assert_int_equal(hash_hex_decode(h, strlen(h), out, strlen(h) / 2), 0);
 }
 
 static void test_ctr_vector(void **state)
@@ -25,16 +25,16 @@ static void test_ctr_vector(void **state)
     unhex("f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff", iv);
     unhex("6bc1bee22e409f96e93d7e117393172aae2d8a571e03ac9c9eb76fac45af8e51", pt);
     unhex("601ec313775789a5b7a7f504bbf3d228f443e3ca4d62b59aca84e990cacaf5c5", want);
-    assert_int_equal(aes256_ctr_at(key, iv, 0, pt, ct, 32), 0);
+    assert_int_equal(cipher_aes256_ctr_at(key, iv, 0, pt, ct, 32), 0);
     assert_memory_equal(ct, want, 32);
     /* The second block alone, from its offset; and from inside it. */
-    assert_int_equal(aes256_ctr_at(key, iv, 16, pt + 16, ct, 16), 0);
+    assert_int_equal(cipher_aes256_ctr_at(key, iv, 16, pt + 16, ct, 16), 0);
     assert_memory_equal(ct, want + 16, 16);
-    assert_int_equal(aes256_ctr_at(key, iv, 21, pt + 21, ct, 11), 0);
+    assert_int_equal(cipher_aes256_ctr_at(key, iv, 21, pt + 21, ct, 11), 0);
     assert_memory_equal(ct, want + 21, 11);
     /* In place: decrypting gives the plaintext back. */
     memcpy(ct, want, 32);
-    assert_int_equal(aes256_ctr_at(key, iv, 0, ct, ct, 32), 0);
+    assert_int_equal(cipher_aes256_ctr_at(key, iv, 0, ct, ct, 32), 0);
     assert_memory_equal(ct, pt, 32);
 }
 
@@ -52,14 +52,14 @@ static void test_ctr_splits(void **state)
     static uint8_t pt[N], whole[N], parts[N];
     for (int i = 0; i < N; i++)
         pt[i] = (uint8_t)(i * 31 + (i >> 8));
-    assert_int_equal(aes256_ctr_at(key, iv, 0, pt, whole, N), 0);
+    assert_int_equal(cipher_aes256_ctr_at(key, iv, 0, pt, whole, N), 0);
     static const size_t cuts[] = {1, 15, 16, 17, 33, 1000, 4096, N};
     size_t at = 0;
     for (size_t c = 0; c < sizeof cuts / sizeof cuts[0] && at < N; c++) {
         size_t end = cuts[c] < N ? cuts[c] : N;
         if (end <= at)
             continue;
-        assert_int_equal(aes256_ctr_at(key, iv, at, pt + at, parts + at, end - at), 0);
+        assert_int_equal(cipher_aes256_ctr_at(key, iv, at, pt + at, parts + at, end - at), 0);
         at = end;
     }
     assert_memory_equal(parts, whole, N);
@@ -69,10 +69,10 @@ static void test_ctr_splits(void **state)
     memset(iv2 + 8, 0, 8);
     iv2[7] = 1; /* iv + 16 blocks */
     uint8_t a[16], b[16];
-    assert_int_equal(aes256_ctr_at(key, iv, 16 * 16, pt, a, 16), 0);
-    assert_int_equal(aes256_ctr_at(key, iv2, 0, pt, b, 16), 0);
+    assert_int_equal(cipher_aes256_ctr_at(key, iv, 16 * 16, pt, a, 16), 0);
+    assert_int_equal(cipher_aes256_ctr_at(key, iv2, 0, pt, b, 16), 0);
     assert_memory_equal(a, b, 16);
-    assert_int_equal(aes256_ctr_at(key, iv, 7, pt, a, 0), 0);
+    assert_int_equal(cipher_aes256_ctr_at(key, iv, 7, pt, a, 0), 0);
 }
 
 static void test_wrap_vector(void **state)
@@ -82,16 +82,16 @@ static void test_wrap_vector(void **state)
     unhex("000102030405060708090A0B0C0D0E0F101112131415161718191A1B1C1D1E1F", kek);
     unhex("00112233445566778899AABBCCDDEEFF000102030405060708090A0B0C0D0E0F", key);
     unhex("28C9F404C4B810F4CBCCB35CFB87F8263F5786E2D80ED326CBC7F0E71A99F43BFB988B9B7A02DD21", want);
-    assert_int_equal(aes256_wrap(kek, key, got), 0);
+    assert_int_equal(cipher_aes256_wrap(kek, key, got), 0);
     assert_memory_equal(got, want, 40);
-    assert_int_equal(aes256_unwrap(kek, got, back), 0);
+    assert_int_equal(cipher_aes256_unwrap(kek, got, back), 0);
     assert_memory_equal(back, key, 32);
     /* Another KEK, or a changed byte: refused, and nothing leaks out. */
     kek[0] ^= 1;
-    assert_int_equal(aes256_unwrap(kek, got, back), -1);
+    assert_int_equal(cipher_aes256_unwrap(kek, got, back), -1);
     kek[0] ^= 1;
     got[39] ^= 0x80;
-    assert_int_equal(aes256_unwrap(kek, got, back), -1);
+    assert_int_equal(cipher_aes256_unwrap(kek, got, back), -1);
     static const uint8_t zero[32];
     assert_memory_equal(back, zero, 32);
 }

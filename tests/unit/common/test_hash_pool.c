@@ -22,14 +22,14 @@ static uint8_t expect[MD5_LEN];
 /* MD5 of data, chunk by chunk through the pool. */
 static void pooled_md5(hash_pool_t *p, uint8_t out[MD5_LEN])
 {
-    digest_t *d = digest_md5_new();
+    digest_t *d = hash_digest_md5_new();
     assert_non_null(d);
     for (size_t off = 0; off < DATA_LEN; off += CHUNK) {
         hash_job_t job = {0};
-        hash_job_start(p, &job, d, data + off, CHUNK);
-        hash_job_wait(&job);
+        hash_pool_job_start(p, &job, d, data + off, CHUNK);
+        hash_pool_job_wait(&job);
     }
-    digest_final(d, out);
+    hash_digest_final(d, out);
 }
 
 static void test_pool_digests_as_in_line(void **state)
@@ -85,9 +85,9 @@ int main(void)
     data = malloc(DATA_LEN);
     for (size_t i = 0; i < DATA_LEN; i++)
         data[i] = (uint8_t)(i * 2654435761u >> 13);
-    digest_t *d = digest_md5_new();
-    digest_update(d, data, DATA_LEN);
-    digest_final(d, expect);
+    digest_t *d = hash_digest_md5_new();
+    hash_digest_update(d, data, DATA_LEN);
+    hash_digest_final(d, expect);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pool_digests_as_in_line),
         cmocka_unit_test(test_pool_shared_by_more_callers_than_threads),

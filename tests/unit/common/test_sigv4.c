@@ -93,8 +93,8 @@ static void test_put_object_example(void **state)
     /* The body hash is the SHA-256 of "Welcome to Amazon S3." */
     uint8_t body_hash[SHA256_LEN];
     char body_hex[65];
-    sha256("Welcome to Amazon S3.", 21, body_hash);
-    hex_encode(body_hash, SHA256_LEN, body_hex);
+    hash_sha256("Welcome to Amazon S3.", 21, body_hash);
+    hash_hex_encode(body_hash, SHA256_LEN, body_hex);
     assert_string_equal(body_hex, h[2].value);
 
     buf_t uri;
@@ -234,7 +234,7 @@ static void test_chunked_seed_and_chunks(void **state)
     memcpy(prev, sig, 65);
     for (int i = 0; i < 3; i++) {
         uint8_t hsh[SHA256_LEN];
-        sha256(data, sizes[i], hsh);
+        hash_sha256(data, sizes[i], hsh);
         buf_t sts;
         buf_init(&sts, 1024);
         assert_int_equal(sigv4_chunk_string_to_sign(DATE, SCOPE, prev, hsh, &sts), 0);
@@ -278,7 +278,7 @@ static void test_trailer_example(void **state)
     const char *final_sig = "2ca2aba2005185cf7159c6277faf83795951dd77a3a99e6e65d5c9f85863f992";
     const char *trailer = "x-amz-checksum-crc32c:sOO8/Q==\n";
     uint8_t th[SHA256_LEN];
-    sha256(trailer, strlen(trailer), th);
+    hash_sha256(trailer, strlen(trailer), th);
     buf_t sts;
     buf_init(&sts, 1024);
     assert_int_equal(sigv4_trailer_string_to_sign(DATE, SCOPE, final_sig, th, &sts), 0);
@@ -497,10 +497,10 @@ static void test_signing_key_long_secret(void **state)
     char aws4[605] = "AWS4";
     memcpy(aws4 + 4, secret, sizeof(secret));
     uint8_t a[SHA256_LEN], b[SHA256_LEN];
-    hmac_sha256(aws4, strlen(aws4), "20130524", 8, a);
-    hmac_sha256(a, SHA256_LEN, "us-east-1", 9, b);
-    hmac_sha256(b, SHA256_LEN, "s3", 2, a);
-    hmac_sha256(a, SHA256_LEN, "aws4_request", 12, k2);
+    hash_hmac_sha256(aws4, strlen(aws4), "20130524", 8, a);
+    hash_hmac_sha256(a, SHA256_LEN, "us-east-1", 9, b);
+    hash_hmac_sha256(b, SHA256_LEN, "s3", 2, a);
+    hash_hmac_sha256(a, SHA256_LEN, "aws4_request", 12, k2);
     assert_memory_equal(k1, k2, SHA256_LEN);
 }
 

@@ -197,7 +197,7 @@ static inline void raw_handshake(int fd, raw_ucx_t *u, const char *ak, const cha
                                  raw_sess_t *rs)
 {
     uint8_t cnonce[RDMA_NONCE_LEN], mac[RDMA_MAC_LEN];
-    assert_int_equal(random_bytes(cnonce, sizeof(cnonce)), 0);
+    assert_int_equal(hash_random_bytes(cnonce, sizeof(cnonce)), 0);
     u->probe_got = 0;
     raw_hello(fd, u, ak, secret, cnonce, mac);
     wire_out_t w = {0};

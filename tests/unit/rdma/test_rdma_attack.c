@@ -576,7 +576,7 @@ static void test_overannounce_net_survives(void **state)
 static void prove_guess_refused(int fd)
 {
     uint8_t guess[RDMA_NONCE_LEN];
-    assert_int_equal(random_bytes(guess, sizeof(guess)), 0);
+    assert_int_equal(hash_random_bytes(guess, sizeof(guess)), 0);
     wire_out_t w = {0};
     raw_send_frame(fd, &w, wire_nonce(&w, RDMA_MSG_PROVE, guess));
     uint8_t *body = NULL;
@@ -804,7 +804,7 @@ static void probe_server_self(int over_unix)
 
     int fd2 = connect_port(sp->port, over_unix);
     uint8_t cnonce[RDMA_NONCE_LEN], mac[RDMA_MAC_LEN];
-    assert_int_equal(random_bytes(cnonce, sizeof(cnonce)), 0);
+    assert_int_equal(hash_random_bytes(cnonce, sizeof(cnonce)), 0);
     raw_hello_addr(fd2, rs.saddr, rs.saddr_len, "AKIDTWO", "secret-two", cnonce, mac);
     wire_out_t w = {0};
     raw_send_frame(fd2, &w, wire_nonce(&w, RDMA_MSG_AUTH, mac));
@@ -854,7 +854,7 @@ static void misdirected_probe(int over_unix, const char *idle_tls)
 
     int fd = connect_port(sp->port, over_unix);
     uint8_t cnonce[RDMA_NONCE_LEN], mac[RDMA_MAC_LEN];
-    assert_int_equal(random_bytes(cnonce, sizeof(cnonce)), 0);
+    assert_int_equal(hash_random_bytes(cnonce, sizeof(cnonce)), 0);
     raw_hello_addr(fd, idle.addr, idle.addr_len, "AKIDONE", "secret-one", cnonce, mac);
     wire_out_t w = {0};
     raw_send_frame(fd, &w, wire_nonce(&w, RDMA_MSG_AUTH, mac));

@@ -135,7 +135,7 @@ static void test_replayed_auth(void **state)
     raw_ucx_t u;
     raw_ucx_init(&u);
     uint8_t cnonce[RDMA_NONCE_LEN], mac[RDMA_MAC_LEN], mac2[RDMA_MAC_LEN];
-    random_bytes(cnonce, sizeof(cnonce));
+    hash_random_bytes(cnonce, sizeof(cnonce));
 
     /* An honest handshake. */
     int fd = raw_connect(srv);
@@ -213,7 +213,7 @@ static void test_session_limit(void **state)
     rdma_server_stop(srv);
 }
 
-/* OpenSSL's RAND_bytes as this process sees it (random_bytes calls it):
+/* OpenSSL's RAND_bytes as this process sees it (hash_random_bytes calls it):
  * the real one, or a failure for the next call once g_rand_fail is set. */
 static atomic_int g_rand_fail;
 
@@ -239,7 +239,7 @@ static void test_session_id_without_randomness(void **state)
     raw_ucx_init(&u);
     int fd = raw_connect(srv);
     uint8_t cnonce[RDMA_NONCE_LEN], mac[RDMA_MAC_LEN];
-    assert_int_equal(random_bytes(cnonce, sizeof(cnonce)), 0);
+    assert_int_equal(hash_random_bytes(cnonce, sizeof(cnonce)), 0);
     raw_hello(fd, &u, "AKIDONE", "secret-one", cnonce, mac);
     wire_out_t w = {0};
     raw_send_frame(fd, &w, wire_nonce(&w, RDMA_MSG_AUTH, mac));

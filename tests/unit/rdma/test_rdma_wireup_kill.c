@@ -199,8 +199,8 @@ static int child_main(int port, int stage, unsigned seed)
         child_ready();
 
     /* HELLO / CHALLENGE / AUTH, as rdma_session_open does. */
-    if (random_bytes(c.cnonce, RDMA_NONCE_LEN) < 0)
-        child_die("random_bytes");
+    if (hash_random_bytes(c.cnonce, RDMA_NONCE_LEN) < 0)
+        child_die("hash_random_bytes");
     wire_out_t w = {0};
     child_send(&c, &w, wire_hello(&w, "AKIDONE", c.cnonce, c.addr, c.addr_len), "sending HELLO");
     uint8_t *body = NULL;

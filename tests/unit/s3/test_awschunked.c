@@ -378,13 +378,13 @@ static void test_unsigned_trailer(void **state)
     (void)state;
     /* CRC-32 of "abc" is 0x352441c2, base64 "NSRBwg==". */
     uint8_t crc[4];
-    uint32_t c = crc32_ieee_update(0, "abc", 3);
+    uint32_t c = hash_crc32_ieee_update(0, "abc", 3);
     crc[0] = (uint8_t)(c >> 24);
     crc[1] = (uint8_t)(c >> 16);
     crc[2] = (uint8_t)(c >> 8);
     crc[3] = (uint8_t)c;
     char b64[16];
-    base64_encode(crc, 4, b64);
+    hash_base64_encode(crc, 4, b64);
     assert_string_equal(b64, "NSRBwg==");
 
     const char *body = "3\r\nabc\r\n0\r\nx-amz-checksum-crc32:NSRBwg==\r\n\r\n";

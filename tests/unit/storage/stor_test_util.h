@@ -49,10 +49,10 @@ static inline char *tu_mkdtemp(void)
 static inline void tu_md5_hex(const void *data, size_t len, char out[33])
 {
     uint8_t d[MD5_LEN];
-    digest_t *m = digest_md5_new();
-    digest_update(m, data, len);
-    digest_final(m, d);
-    hex_encode(d, MD5_LEN, out);
+    digest_t *m = hash_digest_md5_new();
+    hash_digest_update(m, data, len);
+    hash_digest_final(m, d);
+    hash_hex_encode(d, MD5_LEN, out);
 }
 
 static size_t tu_files;

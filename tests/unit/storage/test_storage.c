@@ -438,7 +438,7 @@ static void test_record_garbage(void **state)
     free(copy);
     uint8_t rnd[512];
     for (int i = 0; i < 200; i++) {
-        random_bytes(rnd, sizeof rnd);
+        hash_random_bytes(rnd, sizeof rnd);
         rnd[0] = STOR_REC_VERSION;
         rnd[1] = (uint8_t)(1 + i % 4);
         if (stor_rec_decode_object(rnd, sizeof rnd, &rec) == STOR_OK)
@@ -1144,9 +1144,9 @@ static void test_multipart(void **state)
 
     /* ETag: md5 of the concatenated binary part md5s, "-3". */
     uint8_t cat[3 * MD5_LEN];
-    hex_decode(e1, 32, cat, MD5_LEN);
-    hex_decode(e2, 32, cat + MD5_LEN, MD5_LEN);
-    hex_decode(e3, 32, cat + 2 * MD5_LEN, MD5_LEN);
+    hash_hex_decode(e1, 32, cat, MD5_LEN);
+    hash_hex_decode(e2, 32, cat + MD5_LEN, MD5_LEN);
+    hash_hex_decode(e3, 32, cat + 2 * MD5_LEN, MD5_LEN);
     char want[40];
     tu_md5_hex(cat, sizeof cat, want);
     strcat(want, "-3");
@@ -1257,8 +1257,8 @@ static void test_multipart_fast_etags(void **state)
     assert_int_equal(stor_mpu_complete(f->st, TU_B(f->st, "b"), "fast", id, good, 2, NULL, &out),
                      STOR_OK);
     uint8_t cat[2 * MD5_LEN];
-    hex_decode(fast1, 32, cat, MD5_LEN);
-    hex_decode(e2, 32, cat + MD5_LEN, MD5_LEN);
+    hash_hex_decode(fast1, 32, cat, MD5_LEN);
+    hash_hex_decode(e2, 32, cat + MD5_LEN, MD5_LEN);
     char want[40];
     tu_md5_hex(cat, sizeof cat, want);
     strcat(want, "-2");
@@ -1657,7 +1657,7 @@ static void test_cipher_writer_reader(void **state)
         assert_int_equal(stor_reader_pread(r, got, 50, n / 3 + 3), 50);
         assert_memory_equal(got, pt + n / 3 + 3, 50);
         uint8_t one[16];
-        assert_int_equal(aes256_ctr_at(key, iv, 0, ct0, one, 16), 0);
+        assert_int_equal(cipher_aes256_ctr_at(key, iv, 0, ct0, one, 16), 0);
         assert_memory_equal(one, pt, 16);
         stor_reader_close(r);
         free(pt);

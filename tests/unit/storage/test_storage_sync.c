@@ -850,7 +850,7 @@ static void test_unappliable_log_refuses_open(void **state)
         uint64_t gen;
         uint32_t crc, zero;
     } fh = {.magic = "s3rwal1", .gen = 7};
-    fh.crc = crc32c_update(0, &fh, sizeof fh);
+    fh.crc = hash_crc32c_update(0, &fh, sizeof fh);
     memcpy(file, &fh, sizeof fh);
     struct {
         uint32_t magic, len;
@@ -866,7 +866,7 @@ static void test_unappliable_log_refuses_open(void **state)
     memcpy(rec + sizeof rh, &op, sizeof op);
     rec[sizeof rh + sizeof op] = 'k';
     memcpy(rec, &rh, sizeof rh);
-    rh.crc = crc32c_update(0, rec, 45);
+    rh.crc = hash_crc32c_update(0, rec, 45);
     memcpy(rec, &rh, sizeof rh);
     int fd = open(fx_path(f, ".s3rdma/index/wal"), O_WRONLY | O_TRUNC);
     assert_true(fd >= 0);
