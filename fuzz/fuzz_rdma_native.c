@@ -93,7 +93,7 @@ static void check_req(const uint8_t *msg, size_t size, int head_rc, const rdma_n
     FUZZ_CHECK(rdma_native_encode_req(&w, &m) == 0);
     FUZZ_CHECK(w.len == size);
     FUZZ_CHECK(memcmp(w.data, msg, size) == 0);
-    wire_free(&w);
+    rdma_wire_free(&w);
     rdma_native_msg_free(&m);
     FUZZ_CHECK(m.strings == NULL);
 }
@@ -164,7 +164,7 @@ static void check_reply(const uint8_t *msg, size_t size, int head_rc, const rdma
     }
     FUZZ_CHECK(w.len == size);
     FUZZ_CHECK(memcmp(w.data, msg, size) == 0);
-    wire_free(&w);
+    rdma_wire_free(&w);
     free(hdrs);
 }
 

@@ -65,10 +65,10 @@ static int conn_flush(bconn_t *c)
     return 0;
 }
 
-void conn_send(bconn_t *c, wire_out_t *w)
+void rdma_conn_send(bconn_t *c, wire_out_t *w)
 {
     if (c->broken || w->err || !w->data) {
-        wire_free(w);
+        rdma_wire_free(w);
         return;
     }
     if (c->out_off > 0 && c->out_off == c->out_len)
@@ -77,7 +77,7 @@ void conn_send(bconn_t *c, wire_out_t *w)
         log_warn("rdma: %s: peer does not read its replies (%zu bytes queued); closing", c->peer,
                  c->out_len - c->out_off);
         c->broken = 1;
-        wire_free(w);
+        rdma_wire_free(w);
         return;
     }
     if (c->out_off > 0) { /* compact */
@@ -88,18 +88,19 @@ void conn_send(bconn_t *c, wire_out_t *w)
     uint8_t *n = realloc(c->out, c->out_len + w->len);
     if (!n) {
         c->broken = 1;
-        wire_free(w);
+        rdma_wire_free(w);
         return;
     }
     c->out = n;
     memcpy(c->out + c->out_len, w->data, w->len);
     c->out_len += w->len;
-    wire_free(w);
+    rdma_wire_free(w);
     if (conn_flush(c) < 0)
         c->broken = 1;
 }
 
-rdma_refusal_t refusal_of(uint32_t code)
+/* The refusal an ERROR code sent before WELCOME stands for. */
+static rdma_refusal_t refusal_of(uint32_t code)
 {
     switch (code) {
     case RDMA_ERR_AUTH:
@@ -116,17 +117,17 @@ rdma_refusal_t refusal_of(uint32_t code)
     }
 }
 
-void conn_send_error(bconn_t *c, uint32_t code, const char *msg)
+void rdma_conn_send_error(bconn_t *c, uint32_t code, const char *msg)
 {
     /* The first error before WELCOME is why the connection ends (counted
      * by conn_free); a live session's errors (regions) end nothing. */
     if (c->state != CONN_LIVE && c->refusal < 0)
         c->refusal = (int)refusal_of(code);
     wire_out_t w = {0};
-    if (wire_error(&w, code, msg) == 0)
-        conn_send(c, &w);
+    if (rdma_wire_error(&w, code, msg) == 0)
+        rdma_conn_send(c, &w);
     else
-        wire_free(&w);
+        rdma_wire_free(&w);
 }
 
 /* Releases what a connection holds; its session (proving or live) is killed
@@ -139,8 +140,8 @@ static void conn_free(struct rdma_server *srv, bconn_t *c)
     if (!c->broken)
         conn_flush(c);
     if (c->sess) {
-        session_kill(srv, c->sess);
-        session_put(c->sess);
+        rdma_session_kill(srv, c->sess);
+        rdma_session_put(c->sess);
         c->sess = NULL;
     }
     memset(c->key, 0, sizeof(c->key));
@@ -166,34 +167,34 @@ static void conn_unlink(struct rdma_server *srv, bconn_t *c)
 
 static int on_frame(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len)
 {
-    int type = wire_frame_type(body, len);
+    int type = rdma_wire_frame_type(body, len);
     if (type < 0) {
         log_warn("rdma: %s: bad magic/version/flags; closing", c->peer);
-        conn_send_error(c, RDMA_ERR_BAD_MESSAGE, "bad magic or unsupported version");
+        rdma_conn_send_error(c, RDMA_ERR_BAD_MESSAGE, "bad magic or unsupported version");
         return -1;
     }
     switch (c->state) {
     case CONN_HELLO:
         if (type == RDMA_MSG_HELLO)
-            return on_hello(srv, c, body, len);
+            return rdma_on_hello(srv, c, body, len);
         break;
     case CONN_AUTH:
         if (type == RDMA_MSG_AUTH)
-            return on_auth(srv, c, body, len);
+            return rdma_on_auth(srv, c, body, len);
         break;
     case CONN_PROBE:
         if (type == RDMA_MSG_PROVE)
-            return on_prove(srv, c, body, len);
+            return rdma_on_prove(srv, c, body, len);
         break;
     case CONN_LIVE:
         if (type == RDMA_MSG_REGION_ADD)
-            return on_region_add(srv, c, body, len);
+            return rdma_on_region_add(srv, c, body, len);
         if (type == RDMA_MSG_REGION_REMOVE)
-            return on_region_remove(c, body, len);
+            return rdma_on_region_remove(c, body, len);
         break;
     }
     log_warn("rdma: %s: unexpected message type %d in state %d; closing", c->peer, type, c->state);
-    conn_send_error(c, RDMA_ERR_BAD_MESSAGE, "unexpected message");
+    rdma_conn_send_error(c, RDMA_ERR_BAD_MESSAGE, "unexpected message");
     return -1;
 }
 
@@ -229,10 +230,10 @@ static int conn_readable(struct rdma_server *srv, bconn_t *c)
         if (c->hdr_got < 4) {
             c->hdr_got += (size_t)k;
             if (c->hdr_got == 4) {
-                long n = wire_frame_len(c->hdr);
+                long n = rdma_wire_frame_len(c->hdr);
                 if (n < 0) {
                     log_warn("rdma: %s: frame length out of bounds; closing", c->peer);
-                    conn_send_error(c, RDMA_ERR_BAD_MESSAGE, "frame length out of bounds");
+                    rdma_conn_send_error(c, RDMA_ERR_BAD_MESSAGE, "frame length out of bounds");
                     return -1;
                 }
                 c->body = malloc((size_t)n);
@@ -319,11 +320,11 @@ static unsigned pending_total(struct rdma_server *srv)
 static void refuse_fd(int fd, uint32_t code, const char *msg)
 {
     wire_out_t w = {0};
-    if (wire_error(&w, code, msg) == 0) {
+    if (rdma_wire_error(&w, code, msg) == 0) {
         ssize_t k = send(fd, w.data, w.len, MSG_DONTWAIT | MSG_NOSIGNAL);
         (void)k;
     }
-    wire_free(&w);
+    rdma_wire_free(&w);
     close(fd);
 }
 
@@ -389,7 +390,7 @@ static void conn_accept(struct rdma_server *srv, int lfd)
         if (v) {
             log_warn("rdma: %s: pending handshakes at the limit (%u); evicting %s", c->peer,
                      srv->cfg.max_pending, v->peer);
-            conn_send_error(v, RDMA_ERR_BUSY, "too many pending handshakes; evicted");
+            rdma_conn_send_error(v, RDMA_ERR_BUSY, "too many pending handshakes; evicted");
             conn_unlink(srv, v);
             conn_free(srv, v);
         }
@@ -404,7 +405,7 @@ static void conn_accept(struct rdma_server *srv, int lfd)
     srv->n_conns++;
 }
 
-void *boot_main(void *arg)
+void *rdma_boot_main(void *arg)
 {
     struct rdma_server *srv = arg;
     struct pollfd *pfds = NULL;
@@ -554,7 +555,7 @@ static int listen_unix(struct rdma_server *srv)
     return 0;
 }
 
-int listen_on(struct rdma_server *srv)
+int rdma_listen_on(struct rdma_server *srv)
 {
     if (listen_tcp(srv) < 0)
         return -1;

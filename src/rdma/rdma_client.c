@@ -167,11 +167,11 @@ static long recv_expect(rdma_session_t *s, int type, uint8_t **body_p, char *err
         rdma_client_set_err(err, err_len, "session server closed the connection or timed out");
         return -1;
     }
-    int t = wire_frame_type(body, (size_t)n);
+    int t = rdma_wire_frame_type(body, (size_t)n);
     if (t == RDMA_MSG_ERROR) {
         uint32_t code = 0;
         char msg[RDMA_MAX_ERR_MSG + 1] = "";
-        wire_parse_error(body, (size_t)n, &code, msg);
+        rdma_wire_parse_error(body, (size_t)n, &code, msg);
         rdma_client_set_err(err, err_len, "session server refused: %s (code %u)", msg, code);
         free(body);
         return -1;
@@ -256,7 +256,7 @@ static int send_frame(rdma_session_t *s, wire_out_t *w, int built)
     int rc = built == 0 ? rdma_net_send_all(s->fd, w->data, w->len,
                                             clock_mono_ms() + (uint64_t)s->timeout_ms)
                         : -1;
-    wire_free(w);
+    rdma_wire_free(w);
     return rc;
 }
 
@@ -377,7 +377,7 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
         goto fail;
     }
     wire_out_t w = {0};
-    if (send_frame(s, &w, wire_hello(&w, cfg->access_key, s->cnonce, caddr, caddr_len)) < 0) {
+    if (send_frame(s, &w, rdma_wire_hello(&w, cfg->access_key, s->cnonce, caddr, caddr_len)) < 0) {
         rdma_client_set_err(err, err_len, "sending HELLO failed");
         goto fail;
     }
@@ -385,7 +385,7 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
     if (n < 0)
         goto fail;
     uint8_t snonce[RDMA_NONCE_LEN];
-    if (wire_parse_nonce(body, (size_t)n, RDMA_MSG_CHALLENGE, snonce) < 0) {
+    if (rdma_wire_parse_nonce(body, (size_t)n, RDMA_MSG_CHALLENGE, snonce) < 0) {
         rdma_client_set_err(err, err_len, "malformed CHALLENGE");
         goto fail;
     }
@@ -395,18 +395,18 @@ int rdma_session_open(const rdma_client_config_t *cfg, rdma_session_t **out_p, c
     rdma_session_key(cfg->secret_key, key);
     rdma_handshake_mac(key, "client", s->cnonce, snonce, caddr, caddr_len, NULL, 0, cfg->access_key,
                        mac);
-    if (send_frame(s, &w, wire_nonce(&w, RDMA_MSG_AUTH, mac)) < 0) {
+    if (send_frame(s, &w, rdma_wire_nonce(&w, RDMA_MSG_AUTH, mac)) < 0) {
         rdma_client_set_err(err, err_len, "sending AUTH failed");
         goto fail;
     }
     if (await_probe(s, err, err_len) < 0)
         goto fail;
-    if (send_frame(s, &w, wire_nonce(&w, RDMA_MSG_PROVE, s->probe)) < 0) {
+    if (send_frame(s, &w, rdma_wire_nonce(&w, RDMA_MSG_PROVE, s->probe)) < 0) {
         rdma_client_set_err(err, err_len, "sending PROVE failed");
         goto fail;
     }
     n = recv_expect(s, RDMA_MSG_WELCOME, &body, err, err_len);
-    if (n < 0 || wire_parse_welcome(body, (size_t)n, &s->welcome) < 0) {
+    if (n < 0 || rdma_wire_parse_welcome(body, (size_t)n, &s->welcome) < 0) {
         if (n >= 0)
             rdma_client_set_err(err, err_len, "malformed WELCOME");
         goto fail;
@@ -569,7 +569,7 @@ static int region_announce(rdma_session_t *s, rdma_region_t *r, char *err, size_
                            .rkey = rkey,
                            .rkey_len = rkey_len};
     wire_out_t w = {0};
-    int rc = send_frame(s, &w, wire_region_add(&w, &m));
+    int rc = send_frame(s, &w, rdma_wire_region_add(&w, &m));
     ucp_rkey_buffer_release(rkey);
     if (rc < 0) {
         atomic_store(&s->dead, 1);
@@ -581,7 +581,7 @@ static int region_announce(rdma_session_t *s, rdma_region_t *r, char *err, size_
     if (n < 0)
         return -1;
     uint32_t id = 0;
-    rc = wire_parse_region_id(body, (size_t)n, &id) < 0 || id != r->id ? -1 : 0;
+    rc = rdma_wire_parse_region_id(body, (size_t)n, &id) < 0 || id != r->id ? -1 : 0;
     free(body);
     if (rc < 0)
         rdma_client_set_err(err, err_len, "malformed REGION_OK");
@@ -694,7 +694,7 @@ void rdma_region_remove(rdma_session_t *s, rdma_region_t *r)
     if (found && !atomic_load(&s->dead)) {
         /* Wait for the server to drop the rkey before unregistering. */
         wire_out_t w = {0};
-        if (send_frame(s, &w, wire_region_id(&w, RDMA_MSG_REGION_REMOVE, r->id)) == 0) {
+        if (send_frame(s, &w, rdma_wire_region_id(&w, RDMA_MSG_REGION_REMOVE, r->id)) == 0) {
             uint8_t *body = NULL;
             char e[128];
             if (recv_expect(s, RDMA_MSG_REGION_OK, &body, e, sizeof(e)) >= 0)

@@ -229,7 +229,7 @@ int rdma_native_submit(rdma_session_t *s, rdma_native_msg_t *m, rdma_native_call
     pthread_mutex_unlock(&s->calls_mu);
     wire_out_t w = {0};
     if (rdma_native_encode_req(&w, m) < 0) {
-        wire_free(&w);
+        rdma_wire_free(&w);
         rdma_client_set_err(err, err_len, "the request exceeds a native protocol limit");
         return -1;
     }

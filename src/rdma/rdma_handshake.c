@@ -24,30 +24,30 @@
 #include "common/hash.h"
 #include "common/log.h"
 
-int on_hello(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len)
+int rdma_on_hello(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len)
 {
     (void)srv;
     rdma_hello_t h;
-    if (wire_parse_hello(body, len, &h) < 0) {
+    if (rdma_wire_parse_hello(body, len, &h) < 0) {
         log_warn("rdma: %s: malformed HELLO; closing", c->peer);
-        conn_send_error(c, RDMA_ERR_BAD_MESSAGE, "malformed HELLO");
+        rdma_conn_send_error(c, RDMA_ERR_BAD_MESSAGE, "malformed HELLO");
         return -1;
     }
     snprintf(c->ak, sizeof(c->ak), "%s", h.access_key);
     memcpy(c->cnonce, h.nonce, RDMA_NONCE_LEN);
     c->caddr = malloc(h.worker_addr_len);
     if (!c->caddr || hash_random_bytes(c->snonce, RDMA_NONCE_LEN) < 0) {
-        conn_send_error(c, RDMA_ERR_INTERNAL, "out of memory");
+        rdma_conn_send_error(c, RDMA_ERR_INTERNAL, "out of memory");
         return -1;
     }
     memcpy(c->caddr, h.worker_addr, h.worker_addr_len);
     c->caddr_len = h.worker_addr_len;
     wire_out_t w = {0};
-    if (wire_nonce(&w, RDMA_MSG_CHALLENGE, c->snonce) < 0) {
-        wire_free(&w);
+    if (rdma_wire_nonce(&w, RDMA_MSG_CHALLENGE, c->snonce) < 0) {
+        rdma_wire_free(&w);
         return -1;
     }
-    conn_send(c, &w);
+    rdma_conn_send(c, &w);
     c->state = CONN_AUTH;
     return 0;
 }
@@ -58,12 +58,12 @@ static int session_admit(struct rdma_server *srv, bconn_t *c)
     /* Every session of the key not yet destroyed counts, closed ones too:
      * one whose endpoint waits for stalled requests still holds its slot. */
     pthread_mutex_lock(&srv->mu);
-    unsigned per_user = user_sessions(srv, c->ak);
+    unsigned per_user = rdma_user_sessions(srv, c->ak);
     pthread_mutex_unlock(&srv->mu);
     if (per_user >= srv->cfg.max_sessions_per_user) {
         log_warn("rdma: %s: access key '%s' holds %u sessions (limit %u); refusing", c->peer, c->ak,
                  per_user, srv->cfg.max_sessions_per_user);
-        conn_send_error(c, RDMA_ERR_MAX_SESSIONS, "too many RDMA sessions for this access key");
+        rdma_conn_send_error(c, RDMA_ERR_MAX_SESSIONS, "too many RDMA sessions for this access key");
         return -1;
     }
     pthread_mutex_lock(&srv->mu);
@@ -73,7 +73,7 @@ static int session_admit(struct rdma_server *srv, bconn_t *c)
     pthread_mutex_unlock(&srv->mu);
     if (!ok) {
         log_warn("rdma: %s: session limit (%u) reached; refusing", c->peer, srv->cfg.max_sessions);
-        conn_send_error(c, RDMA_ERR_MAX_SESSIONS, "too many RDMA sessions");
+        rdma_conn_send_error(c, RDMA_ERR_MAX_SESSIONS, "too many RDMA sessions");
         return -1;
     }
     return 0;
@@ -102,13 +102,13 @@ static int session_create(struct rdma_server *srv, bconn_t *c)
      * UCX_TLS may leave it no shared-memory transport). */
     const rdma_domain_t *dom = c->local && srv->local.ctx ? &srv->local : &srv->net;
     if (!dom->ctx) {
-        conn_send_error(c, RDMA_ERR_INTERNAL, "no UCX transport is allowed for this client");
+        rdma_conn_send_error(c, RDMA_ERR_INTERNAL, "no UCX transport is allowed for this client");
         return -1;
     }
     rsession_t *s = calloc(1, sizeof(*s));
     if (!s || hash_random_bytes(s->probe, RDMA_NONCE_LEN) < 0) {
         free(s);
-        conn_send_error(c, RDMA_ERR_INTERNAL, "out of memory");
+        rdma_conn_send_error(c, RDMA_ERR_INTERNAL, "out of memory");
         return -1;
     }
     pthread_mutex_init(&s->mu, NULL);
@@ -116,10 +116,10 @@ static int session_create(struct rdma_server *srv, bconn_t *c)
     s->dom = dom;
     pthread_mutex_lock(&srv->mu);
     s->prog = &srv->progs[srv->next_prog++ % (unsigned)srv->n_progs];
-    s->user = user_get(srv, c->ak);
+    s->user = rdma_user_get(srv, c->ak);
     pthread_mutex_unlock(&srv->mu);
     if (!s->user) {
-        conn_send_error(c, RDMA_ERR_INTERNAL, "out of memory");
+        rdma_conn_send_error(c, RDMA_ERR_INTERNAL, "out of memory");
         goto fail;
     }
     atomic_init(&s->refs, 1); /* the lifeline's */
@@ -127,8 +127,8 @@ static int session_create(struct rdma_server *srv, bconn_t *c)
     snprintf(s->peer, sizeof(s->peer), "%s", c->peer);
     memcpy(s->probe_hdr, c->cnonce, RDMA_NONCE_LEN);
     s->own_worker = dom->local;
-    if (s->own_worker && (worker_create(dom, &s->own) < 0 || native_listen(&s->own, NULL, s) < 0)) {
-        conn_send_error(c, RDMA_ERR_INTERNAL, "cannot create a UCX worker");
+    if (s->own_worker && (rdma_worker_create(dom, &s->own) < 0 || rdma_native_listen(&s->own, NULL, s) < 0)) {
+        rdma_conn_send_error(c, RDMA_ERR_INTERNAL, "cannot create a UCX worker");
         goto fail;
     }
     s->worker = s->own_worker ? s->own.w : s->prog->shared.w;
@@ -141,38 +141,38 @@ static int session_create(struct rdma_server *srv, bconn_t *c)
     };
     if (!s->own_worker) {
         ep.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
-        ep.err_handler.cb = session_ep_failed;
+        ep.err_handler.cb = rdma_session_ep_failed;
         ep.err_handler.arg = s;
     }
     ucs_status_t st = ucp_ep_create(s->worker, &ep, &s->ep);
     if (st != UCS_OK) {
         log_warn("rdma: %s: ucp_ep_create to the client: %s; closing", c->peer,
                  ucs_status_string(st));
-        conn_send_error(c, RDMA_ERR_INTERNAL, "cannot reach the client's UCX worker");
+        rdma_conn_send_error(c, RDMA_ERR_INTERNAL, "cannot reach the client's UCX worker");
         s->ep = NULL;
         goto fail;
     }
     /* From here the session is torn down by its progress thread like any
-     * other (session_put), which closes the endpoint or destroys the worker. */
+     * other (rdma_session_put), which closes the endpoint or destroys the worker. */
     c->sess = s;
     if (s->own_worker)
-        prog_post(s->prog, CMD_ADD, s);
+        rdma_prog_post(s->prog, CMD_ADD, s);
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK, .cb.send = probe_done};
     ucs_status_ptr_t req = ucp_am_send_nbx(s->ep, RDMA_AM_PROBE, s->probe_hdr, RDMA_NONCE_LEN,
                                            s->probe, RDMA_NONCE_LEN, &p);
     if (UCS_PTR_IS_ERR(req)) {
         log_warn("rdma: %s: sending the probe: %s; closing", c->peer,
                  ucs_status_string(UCS_PTR_STATUS(req)));
-        conn_send_error(c, RDMA_ERR_PROBE, "cannot reach the client's UCX worker");
+        rdma_conn_send_error(c, RDMA_ERR_PROBE, "cannot reach the client's UCX worker");
         return -1;
     }
     return 0;
 fail:
-    worker_destroy(&s->own);
+    rdma_worker_destroy(&s->own);
     pthread_mutex_destroy(&s->mu);
     if (s->user) {
         pthread_mutex_lock(&srv->mu);
-        user_put(srv, s->user);
+        rdma_user_put(srv, s->user);
         pthread_mutex_unlock(&srv->mu);
     }
     free(s);
@@ -180,13 +180,13 @@ fail:
     return -1;
 }
 
-int on_auth(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len)
+int rdma_on_auth(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len)
 {
     uint8_t mac[RDMA_MAC_LEN], want[RDMA_MAC_LEN];
     char secret[256];
-    if (wire_parse_nonce(body, len, RDMA_MSG_AUTH, mac) < 0) {
+    if (rdma_wire_parse_nonce(body, len, RDMA_MSG_AUTH, mac) < 0) {
         log_warn("rdma: %s: malformed AUTH; closing", c->peer);
-        conn_send_error(c, RDMA_ERR_BAD_MESSAGE, "malformed AUTH");
+        rdma_conn_send_error(c, RDMA_ERR_BAD_MESSAGE, "malformed AUTH");
         return -1;
     }
     int known = srv->cfg.lookup_secret &&
@@ -201,7 +201,7 @@ int on_auth(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len
     if (!known || !hash_ct_equal(mac, want, RDMA_MAC_LEN)) {
         log_warn("rdma: %s: session authentication failed for access key '%s' (%s); closing",
                  c->peer, c->ak, known ? "bad MAC" : "unknown key");
-        conn_send_error(c, RDMA_ERR_AUTH, "authentication failed");
+        rdma_conn_send_error(c, RDMA_ERR_AUTH, "authentication failed");
         return -1;
     }
     if (session_admit(srv, c) < 0 || session_create(srv, c) < 0)
@@ -210,20 +210,20 @@ int on_auth(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len
     return 0;
 }
 
-int on_prove(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len)
+int rdma_on_prove(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len)
 {
     rsession_t *s = c->sess;
     uint8_t nonce[RDMA_NONCE_LEN];
-    if (wire_parse_nonce(body, len, RDMA_MSG_PROVE, nonce) < 0) {
+    if (rdma_wire_parse_nonce(body, len, RDMA_MSG_PROVE, nonce) < 0) {
         log_warn("rdma: %s: malformed PROVE; closing", c->peer);
-        conn_send_error(c, RDMA_ERR_BAD_MESSAGE, "malformed PROVE");
+        rdma_conn_send_error(c, RDMA_ERR_BAD_MESSAGE, "malformed PROVE");
         return -1;
     }
     if (!hash_ct_equal(nonce, s->probe, RDMA_NONCE_LEN)) {
         log_warn("rdma: %s: PROVE does not match the probe sent to the announced UCX worker "
                  "(access key '%s'); closing",
                  c->peer, c->ak);
-        conn_send_error(c, RDMA_ERR_PROBE, "the UCX worker address does not reach this client");
+        rdma_conn_send_error(c, RDMA_ERR_PROBE, "the UCX worker address does not reach this client");
         return -1;
     }
     ucp_address_t *own_addr = NULL;
@@ -231,7 +231,7 @@ int on_prove(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t le
     size_t saddr_len;
     if (s->own_worker) {
         if (ucp_worker_get_address(s->own.w, &own_addr, &saddr_len) != UCS_OK) {
-            conn_send_error(c, RDMA_ERR_INTERNAL, "cannot read the UCX worker address");
+            rdma_conn_send_error(c, RDMA_ERR_INTERNAL, "cannot read the UCX worker address");
             return -1;
         }
         saddr = own_addr;
@@ -254,7 +254,7 @@ int on_prove(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t le
         if (own_addr)
             ucp_worker_release_address(s->own.w, own_addr);
         log_error("rdma: %s: no random bytes for a session id; closing", c->peer);
-        conn_send_error(c, RDMA_ERR_INTERNAL, "cannot make a session id");
+        rdma_conn_send_error(c, RDMA_ERR_INTERNAL, "cannot make a session id");
         return -1;
     }
     memcpy(s->id, wm.session_id, RDMA_SESSION_ID_LEN);
@@ -262,22 +262,22 @@ int on_prove(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t le
                        saddr_len, c->ak, wm.server_mac);
     memset(c->key, 0, sizeof(c->key)); /* not needed past WELCOME */
     wire_out_t w = {0};
-    int rc = wire_welcome(&w, &wm);
+    int rc = rdma_wire_welcome(&w, &wm);
     if (own_addr)
         ucp_worker_release_address(s->own.w, own_addr);
     if (rc < 0) {
-        wire_free(&w);
+        rdma_wire_free(&w);
         return -1;
     }
     pthread_mutex_lock(&srv->mu);
-    rsession_t **b = session_bucket(srv, s->id);
+    rsession_t **b = rdma_session_bucket(srv, s->id);
     s->hnext = *b;
     *b = s;
     srv->n_live++;
     pthread_mutex_unlock(&srv->mu);
     atomic_fetch_add(&srv->sessions_opened, 1);
     c->state = CONN_LIVE;
-    conn_send(c, &w);
+    rdma_conn_send(c, &w);
     log_info("rdma: %s: session up for '%s' (%s)", c->peer, c->ak,
              s->own_worker ? "local, own worker, every transport"
                            : "network transports, shared worker");

@@ -8,7 +8,7 @@
  * progresses the worker (a progress thread, or a transfer waiting in
  * rdma_xfer.c); it never blocks. Requests that do not wait on the disk for
  * long admitted on the session's own progress thread run on that thread
- * right after the progress call (native_run_local): reads (GET, HEAD:
+ * right after the progress call (rdma_native_run_local): reads (GET, HEAD:
  * page-cache reads, no fsync) and, when the server allows it
  * (cfg.local_put_max: relaxed durability), PUTs with a small inline body
  * (one file write into the page cache). No hand-off, no wake-up: the
@@ -29,7 +29,7 @@
  * Reply messages UCX has not finished sending are on srv->sends (owned by
  * the server, not the session, so a completion arriving late never touches
  * freed memory); a session's leftovers are freed once no completion can
- * come (native_sweep_sends).
+ * come (rdma_native_sweep_sends).
  *
  * Trust: a request names its session by id; on the shared net worker any
  * peer can send one, so the id is checked against the live sessions of that
@@ -153,7 +153,7 @@ static int runs_local(unsigned opcode)
 }
 
 /* Whether a request of len bytes may be a PUT small enough for the progress
- * thread (native_run_local checks its body once parsed). */
+ * thread (rdma_native_run_local checks its body once parsed). */
 static int may_put_local(const struct rdma_server *srv, unsigned opcode, size_t len)
 {
     return opcode == RDMA_OP_PUT_OBJECT && srv->cfg.local_put_max > 0 &&
@@ -203,9 +203,9 @@ static void native_accept(struct rdma_server *srv, rsession_t *own, ucp_worker_h
             !session_tryget(s))
             s = NULL;
     } else {
-        s = session_find(srv, h.session_id);
+        s = rdma_session_find(srv, h.session_id);
         if (s && s->worker != worker) {
-            session_put(s);
+            rdma_session_put(s);
             s = NULL;
         }
     }
@@ -218,16 +218,16 @@ static void native_accept(struct rdma_server *srv, rsession_t *own, ucp_worker_h
         atomic_fetch_sub(&s->native_inflight, 1);
         rdma_native_reply_error(srv, s, NULL, &h, 503, RDMA_ERR_BUSY, "SlowDown",
                                 "Too many requests in flight on this session.");
-        session_put(s);
+        rdma_session_put(s);
         return;
     }
     if (atomic_fetch_add(&s->user->native, 1) >=
-        share_cap(srv, srv->user_native_max, srv->lone_native_max)) {
+        rdma_share_cap(srv, srv->user_native_max, srv->lone_native_max)) {
         atomic_fetch_sub(&s->user->native, 1);
         atomic_fetch_sub(&s->native_inflight, 1);
         rdma_native_reply_error(srv, s, NULL, &h, 503, RDMA_ERR_BUSY, "SlowDown",
                                 "Too many requests in flight for this access key.");
-        session_put(s);
+        rdma_session_put(s);
         return;
     }
     rdma_native_req_t *j = NULL;
@@ -239,7 +239,7 @@ static void native_accept(struct rdma_server *srv, rsession_t *own, ucp_worker_h
         atomic_fetch_sub(&s->native_inflight, 1);
         rdma_native_reply_error(srv, s, NULL, &h, 503, RDMA_ERR_BUSY, "SlowDown",
                                 "Too many native requests admitted on this server.");
-        session_put(s);
+        rdma_session_put(s);
         return;
     }
     j->next = NULL;
@@ -277,7 +277,7 @@ static ucs_status_t native_recv_own(void *arg, const void *header, size_t header
     return UCS_OK;
 }
 
-int native_listen(rworker_t *rw, rprog_t *shared_of, rsession_t *own)
+int rdma_native_listen(rworker_t *rw, rprog_t *shared_of, rsession_t *own)
 {
     ucp_am_handler_param_t p = {
         .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
@@ -310,7 +310,7 @@ static void native_run(struct rdma_server *srv, rdma_native_req_t *r, int parsed
         snprintf(msg, sizeof(msg), "Malformed native request: %s.", why);
         rdma_native_reply_error(srv, s, r, &h, 400, RDMA_ERR_BAD_MESSAGE, "InvalidRequest", msg);
         atomic_fetch_add(&srv->native_bad, 1);
-        session_put(s);
+        rdma_session_put(s);
         return;
     }
     if (!atomic_load(&s->dead)) {
@@ -335,7 +335,7 @@ static void native_run(struct rdma_server *srv, rdma_native_req_t *r, int parsed
     }
     rdma_native_msg_free(&r->m);
     rdma_native_req_release(r);
-    session_put(s);
+    rdma_session_put(s);
 }
 
 /* The largest reply body m may get inline: what it asked for, within the
@@ -371,7 +371,7 @@ static int stays_local(const struct rdma_server *srv, const rdma_native_req_t *j
     return j->s->own_worker || !(m->has_out && m->out.len > msg_inline_max(m));
 }
 
-int native_run_local(rprog_t *p)
+int rdma_native_run_local(rprog_t *p)
 {
     int n = 0;
     while (p->local_head) {
@@ -401,7 +401,7 @@ static rdma_native_req_t *native_take_locked(struct rdma_server *srv)
 {
     rdma_native_req_t *prev = NULL;
     for (rdma_native_req_t *j = srv->nq_head; j; prev = j, j = j->next) {
-        if (j->s->user->running >= share_cap(srv, srv->user_running_max, srv->lone_running_max))
+        if (j->s->user->running >= rdma_share_cap(srv, srv->user_running_max, srv->lone_running_max))
             continue;
         if (prev)
             prev->next = j->next;
@@ -467,7 +467,7 @@ static void *native_main(void *arg)
         /* native_run drops the job's reference; this one keeps s (and its
          * user) for the count below. */
         rsession_t *s = j->s;
-        session_get(s);
+        rdma_session_get(s);
         native_run(srv, j, 0);
         slot_give(j);
         done_ns = clock_mono_ns();
@@ -476,14 +476,14 @@ static void *native_main(void *arg)
         if (srv->nq_head)
             pthread_cond_broadcast(&srv->native_cv); /* a job the share held back may go */
         pthread_mutex_unlock(&srv->native_mu);
-        session_put(s);
+        rdma_session_put(s);
         pthread_mutex_lock(&srv->native_mu);
     }
     pthread_mutex_unlock(&srv->native_mu);
     return NULL;
 }
 
-int native_start(struct rdma_server *srv)
+int rdma_native_start(struct rdma_server *srv)
 {
     pthread_mutex_init(&srv->native_mu, NULL);
     pthread_cond_init(&srv->native_cv, NULL);
@@ -500,7 +500,7 @@ int native_start(struct rdma_server *srv)
     return 0;
 }
 
-void native_stop(struct rdma_server *srv)
+void rdma_native_stop(struct rdma_server *srv)
 {
     pthread_mutex_lock(&srv->native_mu);
     srv->native_stop = 1;
@@ -564,7 +564,7 @@ rdma_status_t rdma_native_body(rdma_native_req_t *r, rdma_sink_fn sink, void *ct
      * session's regions is an error whatever its length. */
     rdma_xfer_t *x;
     rdma_status_t rc =
-        xfer_bind(r->srv, r->s, m->body_ref.region_id, m->body_ref.addr, m->body_ref.len, &x);
+        rdma_xfer_bind(r->srv, r->s, m->body_ref.region_id, m->body_ref.addr, m->body_ref.len, &x);
     if (rc != RDMA_OK)
         return rc;
     rc = rdma_xfer_pull(x, m->body_len, sink, ctx);

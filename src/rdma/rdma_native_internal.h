@@ -59,7 +59,7 @@ void rdma_native_reply_error(struct rdma_server *srv, rsession_t *s, rdma_native
                              const rdma_native_head_t *h, uint16_t status, uint16_t error,
                              const char *code, const char *msg);
 
-/* The progress thread the calling thread is (native_thread_is), or NULL. */
+/* The progress thread the calling thread is (rdma_native_thread_is), or NULL. */
 rprog_t *rdma_native_prog_here(void);
 
 #endif

@@ -20,7 +20,7 @@
 #include "rdma/rdma_ucx.h"
 
 /* A reply UCX is still sending. What it holds of its session is given back
- * when it is freed, or by the session's teardown (native_sweep_sends),
+ * when it is freed, or by the session's teardown (rdma_native_sweep_sends),
  * whichever comes first; owner is dereferenced only while it holds
  * something, so a completion that arrives after the session is gone (an
  * abandoned endpoint close) never touches it. Fields under srv->send_mu. */
@@ -214,7 +214,7 @@ static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w, r
     if (atomic_load(&s->dead)) {
         if (r)
             rdma_native_req_release(r);
-        wire_free(w);
+        rdma_wire_free(w);
         spare_give(srv, spare);
         return;
     }
@@ -223,7 +223,7 @@ static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w, r
          * for it. */
         atomic_fetch_sub(&s->refusal_bytes, w->len);
         atomic_fetch_add(&srv->native_dropped, 1);
-        wire_free(w);
+        rdma_wire_free(w);
         spare_give(srv, spare);
         return;
     }
@@ -237,7 +237,7 @@ static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w, r
             rdma_native_req_release(r);
         else
             atomic_fetch_sub(&s->refusal_bytes, w->len);
-        wire_free(w);
+        rdma_wire_free(w);
         return;
     }
     ns->srv = srv;
@@ -274,13 +274,13 @@ static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w, r
             atomic_store(&p->executor_sending, 0);
         return;
     }
-    session_get(s);
+    rdma_session_get(s);
     pthread_mutex_lock(&p->mu);
     *p->handed_tail = ns;
     p->handed_tail = &ns->handed_next;
     pthread_mutex_unlock(&p->mu);
     /* The thread may have gone to sleep since: it looks at the list after
-     * it says so (prog_main), so one of the two sees the other. */
+     * it says so (rdma_prog_main), so one of the two sees the other. */
     if (atomic_load(&p->sleeping)) {
         uint64_t one = 1;
         if (write(p->evfd, &one, sizeof(one)) < 0) {
@@ -289,7 +289,7 @@ static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w, r
     }
 }
 
-int native_send_handed(rprog_t *p, nsend_t *list)
+int rdma_native_send_handed(rprog_t *p, nsend_t *list)
 {
     int n = 0;
     while (list) {
@@ -303,13 +303,13 @@ int native_send_handed(rprog_t *p, nsend_t *list)
         } else {
             native_post(p->srv, ns, ns->slot);
         }
-        session_put(s);
+        rdma_session_put(s);
         n++;
     }
     return n;
 }
 
-void native_sweep_sends(struct rdma_server *srv, const rsession_t *s, int can_complete)
+void rdma_native_sweep_sends(struct rdma_server *srv, const rsession_t *s, int can_complete)
 {
     pthread_mutex_lock(&srv->send_mu);
     for (nsend_t *ns = srv->sends, *next; ns; ns = next) {
@@ -350,15 +350,15 @@ void rdma_native_reply_error(struct rdma_server *srv, rsession_t *s, rdma_native
     }
     if (r)
         rdma_native_req_release(r); /* when the reply could not be encoded */
-    wire_free(&w);
+    rdma_wire_free(&w);
 }
 
-void native_thread_is(rprog_t *p)
+void rdma_native_thread_is(rprog_t *p)
 {
     tls_prog = p;
 }
 
-int native_on_progress_thread(void)
+int rdma_native_on_progress_thread(void)
 {
     return tls_prog != NULL;
 }
@@ -368,7 +368,7 @@ rprog_t *rdma_native_prog_here(void)
     return tls_prog;
 }
 
-void native_free(struct rdma_server *srv)
+void rdma_native_free(struct rdma_server *srv)
 {
     pthread_mutex_lock(&srv->send_mu);
     while (srv->sends)
@@ -427,13 +427,13 @@ rdma_status_t rdma_native_reply(rdma_native_req_t *r, int status, const char *s3
         if (!m->has_out || body_len > m->out.len)
             return RDMA_OUT_OF_BOUNDS;
         rdma_xfer_t *x;
-        rc = xfer_bind(r->srv, r->s, m->out.region_id, m->out.addr, m->out.len, &x);
+        rc = rdma_xfer_bind(r->srv, r->s, m->out.region_id, m->out.addr, m->out.len, &x);
         if (rc != RDMA_OK)
             return rc;
         /* Progress messages only from the session's progress thread, which
          * owns its worker (an executor would fight for its lock). */
-        int told = (m->head.flags & RDMA_NATIVE_FLAG_PROGRESS) && native_on_progress_thread();
-        rc = xfer_push_progress(x, body_len, fill, ctx, told ? native_progress : NULL, r);
+        int told = (m->head.flags & RDMA_NATIVE_FLAG_PROGRESS) && rdma_native_on_progress_thread();
+        rc = rdma_xfer_push_progress(x, body_len, fill, ctx, told ? native_progress : NULL, r);
         rdma_xfer_close(x);
         if (rc != RDMA_OK)
             return rc;
@@ -450,6 +450,6 @@ rdma_status_t rdma_native_reply(rdma_native_req_t *r, int status, const char *s3
         native_send(r->srv, r->s, &w, r, spare); /* -> REPLIED, or RELEASED */
     else
         spare_give(r->srv, spare);
-    wire_free(&w);
+    rdma_wire_free(&w);
     return rc;
 }

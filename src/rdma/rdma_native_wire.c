@@ -67,23 +67,23 @@ const char *rdma_native_op_name(unsigned opcode)
 static void put_head(wire_out_t *w, uint8_t opcode, uint16_t flags, uint64_t request_id)
 {
     w->limit = RDMA_NATIVE_MAX_MSG;
-    wire_put_u32(w, RDMA_NATIVE_MAGIC);
-    wire_put_u8(w, RDMA_NATIVE_VERSION);
-    wire_put_u8(w, opcode);
-    wire_put_u16(w, flags);
-    wire_put_u64(w, request_id);
+    rdma_wire_put_u32(w, RDMA_NATIVE_MAGIC);
+    rdma_wire_put_u8(w, RDMA_NATIVE_VERSION);
+    rdma_wire_put_u8(w, opcode);
+    rdma_wire_put_u16(w, flags);
+    rdma_wire_put_u64(w, request_id);
 }
 
 /* Reads magic .. request id; the flags are returned for the caller to judge. */
 static int get_head(wire_in_t *r, uint8_t *version, uint8_t *opcode, uint16_t *flags,
                     uint64_t *request_id)
 {
-    if (wire_get_u32(r) != RDMA_NATIVE_MAGIC)
+    if (rdma_wire_get_u32(r) != RDMA_NATIVE_MAGIC)
         return -1;
-    *version = wire_get_u8(r);
-    *opcode = wire_get_u8(r);
-    *flags = wire_get_u16(r);
-    *request_id = wire_get_u64(r);
+    *version = rdma_wire_get_u8(r);
+    *opcode = rdma_wire_get_u8(r);
+    *flags = rdma_wire_get_u16(r);
+    *request_id = rdma_wire_get_u64(r);
     return r->err ? -1 : 0;
 }
 
@@ -93,7 +93,7 @@ int rdma_native_parse_head(const uint8_t *msg, size_t len, rdma_native_head_t *h
     uint16_t flags;
     if (get_head(&r, &h->version, &h->opcode, &flags, &h->request_id) < 0)
         return -1;
-    wire_get_bytes(&r, h->session_id, RDMA_SESSION_ID_LEN);
+    rdma_wire_get_bytes(&r, h->session_id, RDMA_SESSION_ID_LEN);
     return r.err ? -1 : 0;
 }
 
@@ -101,16 +101,16 @@ int rdma_native_parse_head(const uint8_t *msg, size_t len, rdma_native_head_t *h
 
 static void put_ref(wire_out_t *w, const rdma_native_ref_t *ref)
 {
-    wire_put_u32(w, ref->region_id);
-    wire_put_u64(w, ref->addr);
-    wire_put_u64(w, ref->len);
+    rdma_wire_put_u32(w, ref->region_id);
+    rdma_wire_put_u64(w, ref->addr);
+    rdma_wire_put_u64(w, ref->len);
 }
 
 static void get_ref(wire_in_t *r, rdma_native_ref_t *ref)
 {
-    ref->region_id = wire_get_u32(r);
-    ref->addr = wire_get_u64(r);
-    ref->len = wire_get_u64(r);
+    ref->region_id = rdma_wire_get_u32(r);
+    ref->addr = rdma_wire_get_u64(r);
+    ref->len = rdma_wire_get_u64(r);
 }
 
 /* A str16 of at most max bytes into the string arena at *cur (max + 1
@@ -118,7 +118,7 @@ static void get_ref(wire_in_t *r, rdma_native_ref_t *ref)
 static const char *get_str(wire_in_t *r, char **cur, size_t max, int allow_empty)
 {
     char *s = *cur;
-    wire_get_str16(r, s, max, allow_empty);
+    rdma_wire_get_str16(r, s, max, allow_empty);
     if (r->err)
         return "";
     *cur += strlen(s) + 1;
@@ -146,7 +146,7 @@ int rdma_native_parse_req_in(const uint8_t *msg, size_t len, rdma_native_msg_t *
     uint16_t flags;
     if (get_head(&r, &m->head.version, &m->head.opcode, &flags, &m->head.request_id) < 0)
         return fail(why, "truncated head or bad magic");
-    wire_get_bytes(&r, m->head.session_id, RDMA_SESSION_ID_LEN);
+    rdma_wire_get_bytes(&r, m->head.session_id, RDMA_SESSION_ID_LEN);
     if (r.err)
         return fail(why, "truncated head");
     if (m->head.version != RDMA_NATIVE_VERSION)
@@ -165,8 +165,8 @@ int rdma_native_parse_req_in(const uint8_t *msg, size_t len, rdma_native_msg_t *
     char *cur = m->strings;
     m->bucket = get_str(&r, &cur, RDMA_NATIVE_MAX_BUCKET, 1);
     m->key = get_str(&r, &cur, RDMA_NATIVE_MAX_KEY, 1);
-    m->reply_inline_max = wire_get_u32(&r);
-    unsigned n = wire_get_u16(&r);
+    m->reply_inline_max = rdma_wire_get_u32(&r);
+    unsigned n = rdma_wire_get_u16(&r);
     if (r.err)
         goto bad;
     if (n > RDMA_NATIVE_MAX_PARAMS) {
@@ -175,17 +175,17 @@ int rdma_native_parse_req_in(const uint8_t *msg, size_t len, rdma_native_msg_t *
     }
     for (unsigned i = 0; i < n && !r.err; i++) {
         rdma_native_param_t *p = &m->params[i];
-        p->kind = wire_get_u8(&r);
+        p->kind = rdma_wire_get_u8(&r);
         if (p->kind != RDMA_PARAM_HEADER && p->kind != RDMA_PARAM_QUERY)
             r.err = 1;
         p->name = get_str(&r, &cur, RDMA_NATIVE_MAX_NAME, 0);
         p->value = get_str(&r, &cur, RDMA_NATIVE_MAX_VALUE, 1);
     }
     m->n_params = n;
-    m->body_kind = wire_get_u8(&r);
+    m->body_kind = rdma_wire_get_u8(&r);
     if (m->body_kind == RDMA_BODY_INLINE) {
         size_t blen = 0;
-        m->body = wire_get_blob32(&r, RDMA_NATIVE_MAX_INLINE, &blen);
+        m->body = rdma_wire_get_blob32(&r, RDMA_NATIVE_MAX_INLINE, &blen);
         m->body_len = blen;
     } else if (m->body_kind == RDMA_BODY_REGION) {
         get_ref(&r, &m->body_ref);
@@ -193,7 +193,7 @@ int rdma_native_parse_req_in(const uint8_t *msg, size_t len, rdma_native_msg_t *
     } else if (m->body_kind != RDMA_BODY_NONE) {
         r.err = 1;
     }
-    uint8_t out = wire_get_u8(&r);
+    uint8_t out = rdma_wire_get_u8(&r);
     if (out == 1) {
         m->has_out = 1;
         get_ref(&r, &m->out);
@@ -227,32 +227,32 @@ int rdma_native_encode_req(wire_out_t *w, const rdma_native_msg_t *m)
     if (m->head.flags & ~RDMA_NATIVE_FLAG_PROGRESS)
         return -1;
     put_head(w, m->head.opcode, m->head.flags, m->head.request_id);
-    wire_put_bytes(w, m->head.session_id, RDMA_SESSION_ID_LEN);
+    rdma_wire_put_bytes(w, m->head.session_id, RDMA_SESSION_ID_LEN);
     if (strlen(m->bucket) > RDMA_NATIVE_MAX_BUCKET || strlen(m->key) > RDMA_NATIVE_MAX_KEY ||
         m->n_params > RDMA_NATIVE_MAX_PARAMS || m->body_kind > RDMA_BODY_REGION)
         return -1;
-    wire_put_str16(w, m->bucket);
-    wire_put_str16(w, m->key);
-    wire_put_u32(w, m->reply_inline_max);
-    wire_put_u16(w, (uint16_t)m->n_params);
+    rdma_wire_put_str16(w, m->bucket);
+    rdma_wire_put_str16(w, m->key);
+    rdma_wire_put_u32(w, m->reply_inline_max);
+    rdma_wire_put_u16(w, (uint16_t)m->n_params);
     for (unsigned i = 0; i < m->n_params; i++) {
         const rdma_native_param_t *p = &m->params[i];
         if ((p->kind != RDMA_PARAM_HEADER && p->kind != RDMA_PARAM_QUERY) || !p->name[0] ||
             strlen(p->name) > RDMA_NATIVE_MAX_NAME || strlen(p->value) > RDMA_NATIVE_MAX_VALUE)
             return -1;
-        wire_put_u8(w, p->kind);
-        wire_put_str16(w, p->name);
-        wire_put_str16(w, p->value);
+        rdma_wire_put_u8(w, p->kind);
+        rdma_wire_put_str16(w, p->name);
+        rdma_wire_put_str16(w, p->value);
     }
-    wire_put_u8(w, m->body_kind);
+    rdma_wire_put_u8(w, m->body_kind);
     if (m->body_kind == RDMA_BODY_INLINE) {
         if (m->body_len == 0 || m->body_len > RDMA_NATIVE_MAX_INLINE)
             return -1;
-        wire_put_blob32(w, m->body, (size_t)m->body_len);
+        rdma_wire_put_blob32(w, m->body, (size_t)m->body_len);
     } else if (m->body_kind == RDMA_BODY_REGION) {
         put_ref(w, &m->body_ref);
     }
-    wire_put_u8(w, m->has_out ? 1 : 0);
+    rdma_wire_put_u8(w, m->has_out ? 1 : 0);
     if (m->has_out)
         put_ref(w, &m->out);
     /* What the parser would refuse is not sent. */
@@ -271,16 +271,16 @@ int rdma_native_reply_begin(wire_out_t *w, uint8_t opcode, uint64_t request_id, 
      * lengths instead of two NULs (a pair is at least 3 bytes: at most
      * twice its bytes). */
     w->limit = RDMA_NATIVE_MAX_MSG;
-    wire_reserve(w, 64 + (s3_request_id ? strlen(s3_request_id) : 0) + 2 * hdrs_len +
+    rdma_wire_reserve(w, 64 + (s3_request_id ? strlen(s3_request_id) : 0) + 2 * hdrs_len +
                         (body_kind == RDMA_BODY_INLINE && body_len <= RDMA_NATIVE_MAX_INLINE
                              ? (size_t)body_len
                              : 0));
     put_head(w, opcode, 0, request_id);
-    wire_put_u16(w, status);
-    wire_put_u16(w, error);
+    rdma_wire_put_u16(w, status);
+    rdma_wire_put_u16(w, error);
     if (s3_request_id && strlen(s3_request_id) > RDMA_NATIVE_MAX_RID)
         return -1;
-    wire_put_str16(w, s3_request_id ? s3_request_id : "");
+    rdma_wire_put_str16(w, s3_request_id ? s3_request_id : "");
     /* The pairs are counted first (the count precedes them); every string
      * is bounded by end, so a malformed list is refused, not overread. */
     const char *end = hdrs_len ? hdrs + hdrs_len : hdrs; /* hdrs may be NULL when empty */
@@ -297,23 +297,23 @@ int rdma_native_reply_begin(wire_out_t *w, uint8_t opcode, uint64_t request_id, 
     }
     if (n > RDMA_NATIVE_MAX_HEADERS)
         return -1;
-    wire_put_u16(w, (uint16_t)n);
+    rdma_wire_put_u16(w, (uint16_t)n);
     for (const char *h = hdrs; h < end;) {
         const char *v = h + strlen(h) + 1;
-        wire_put_str16(w, h);
-        wire_put_str16(w, v);
+        rdma_wire_put_str16(w, h);
+        rdma_wire_put_str16(w, v);
         h = v + strlen(v) + 1;
     }
-    wire_put_u8(w, body_kind);
+    rdma_wire_put_u8(w, body_kind);
     if (body_kind == RDMA_BODY_INLINE) {
         if (body_len == 0 || body_len > RDMA_NATIVE_MAX_INLINE)
             return -1;
-        wire_put_u32(w, (uint32_t)body_len);
-        uint8_t *body = wire_put_space(w, (size_t)body_len);
+        rdma_wire_put_u32(w, (uint32_t)body_len);
+        uint8_t *body = rdma_wire_put_space(w, (size_t)body_len);
         if (body_p)
             *body_p = body;
     } else if (body_kind == RDMA_BODY_REGION) {
-        wire_put_u64(w, body_len);
+        rdma_wire_put_u64(w, body_len);
     } else if (body_kind != RDMA_BODY_NONE) {
         return -1;
     }
@@ -329,20 +329,20 @@ int rdma_native_parse_reply(const uint8_t *msg, size_t len, rdma_native_reply_t 
     if (get_head(&r, &version, &m->opcode, &flags, &m->request_id) < 0 ||
         version != RDMA_NATIVE_VERSION || flags != 0)
         return -1;
-    m->status = wire_get_u16(&r);
-    m->error = wire_get_u16(&r);
-    wire_get_str16(&r, m->s3_request_id, sizeof(m->s3_request_id) - 1, 1);
-    m->n_headers = wire_get_u16(&r);
+    m->status = rdma_wire_get_u16(&r);
+    m->error = rdma_wire_get_u16(&r);
+    rdma_wire_get_str16(&r, m->s3_request_id, sizeof(m->s3_request_id) - 1, 1);
+    m->n_headers = rdma_wire_get_u16(&r);
     if (m->n_headers > RDMA_NATIVE_MAX_HEADERS || len > RDMA_NATIVE_MAX_MSG)
         return -1;
     /* Names 1..RDMA_NATIVE_MAX_NAME and values up to RDMA_NATIVE_MAX_VALUE
      * bytes, no NUL inside: what the server can send, and what the client
      * turns into text lines safely. */
     for (unsigned i = 0; i < m->n_headers && !r.err; i++) {
-        uint16_t nl = wire_get_u16(&r);
-        const uint8_t *name = wire_take(&r, nl);
-        uint16_t vl = wire_get_u16(&r);
-        const uint8_t *value = wire_take(&r, vl);
+        uint16_t nl = rdma_wire_get_u16(&r);
+        const uint8_t *name = rdma_wire_take(&r, nl);
+        uint16_t vl = rdma_wire_get_u16(&r);
+        const uint8_t *value = rdma_wire_take(&r, vl);
         if (r.err || nl == 0 || nl > RDMA_NATIVE_MAX_NAME || vl > RDMA_NATIVE_MAX_VALUE ||
             memchr(name, '\0', nl) || (vl && memchr(value, '\0', vl)))
             return -1;
@@ -351,14 +351,14 @@ int rdma_native_parse_reply(const uint8_t *msg, size_t len, rdma_native_reply_t 
         m->headers[i].value = value;
         m->headers[i].value_len = vl;
     }
-    m->body_kind = wire_get_u8(&r);
+    m->body_kind = rdma_wire_get_u8(&r);
     if (m->body_kind == RDMA_BODY_INLINE) {
-        m->body_len = wire_get_u32(&r);
+        m->body_len = rdma_wire_get_u32(&r);
         if (m->body_len == 0 || m->body_len > RDMA_NATIVE_MAX_INLINE)
             return -1;
-        m->body = wire_take(&r, (size_t)m->body_len);
+        m->body = rdma_wire_take(&r, (size_t)m->body_len);
     } else if (m->body_kind == RDMA_BODY_REGION) {
-        m->body_len = wire_get_u64(&r);
+        m->body_len = rdma_wire_get_u64(&r);
     } else if (m->body_kind != RDMA_BODY_NONE) {
         return -1;
     }
@@ -385,6 +385,6 @@ int rdma_native_parse_progress(const uint8_t *msg, size_t len, uint64_t *request
     if (get_head(&r, &version, &opcode, &flags, request_id) < 0 || version != RDMA_NATIVE_VERSION ||
         flags != 0)
         return -1;
-    *bytes = wire_get_u64(&r);
+    *bytes = rdma_wire_get_u64(&r);
     return r.err || r.off != r.len ? -1 : 0;
 }

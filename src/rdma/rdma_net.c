@@ -186,7 +186,7 @@ long rdma_net_recv_frame(int fd, uint64_t deadline_ms, uint8_t **body_p)
     int rc = recv_all(fd, hdr, 4, deadline_ms);
     if (rc <= 0)
         return rc;
-    long n = wire_frame_len(hdr);
+    long n = rdma_wire_frame_len(hdr);
     if (n < 0)
         return -1;
     uint8_t *body = malloc((size_t)n);

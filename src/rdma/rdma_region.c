@@ -43,7 +43,10 @@ static int rkey_layout_ok(const uint8_t *p, size_t n)
  * size byte says; this much zero padding keeps every read inside our copy. */
 #define RKEY_PAD 4096
 
-ucs_status_t rkey_unpack_checked(ucp_ep_h ep, const uint8_t *rkey, size_t len, ucp_rkey_h *out)
+/* Unpacks a packed rkey received from a peer: its layout is checked against
+ * len first (ucp_ep_rkey_unpack takes no length) and UCX reads a zero-padded
+ * copy. UCS_ERR_INVALID_PARAM when malformed. */
+static ucs_status_t rkey_unpack_checked(ucp_ep_h ep, const uint8_t *rkey, size_t len, ucp_rkey_h *out)
 {
     if (!rkey_layout_ok(rkey, len))
         return UCS_ERR_INVALID_PARAM;
@@ -75,17 +78,17 @@ static const char *region_verify(struct rdma_server *srv, rregion_t *r)
 static int region_refuse(bconn_t *c, uint32_t id, uint32_t code, const char *msg, int close)
 {
     log_info("rdma: %s: REGION_ADD %u refused: %s%s", c->peer, id, msg, close ? "; closing" : "");
-    conn_send_error(c, code, msg);
+    rdma_conn_send_error(c, code, msg);
     return close ? -1 : 0;
 }
 
-int on_region_add(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len)
+int rdma_on_region_add(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len)
 {
     rsession_t *s = c->sess;
     rdma_region_add_t m;
-    if (wire_parse_region_add(body, len, &m) < 0) {
+    if (rdma_wire_parse_region_add(body, len, &m) < 0) {
         log_warn("rdma: %s: malformed REGION_ADD; closing", c->peer);
-        conn_send_error(c, RDMA_ERR_BAD_MESSAGE, "malformed REGION_ADD");
+        rdma_conn_send_error(c, RDMA_ERR_BAD_MESSAGE, "malformed REGION_ADD");
         return -1;
     }
     pthread_mutex_lock(&s->mu);
@@ -133,22 +136,22 @@ int on_region_add(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size
     s->reg_bytes += m.len;
     pthread_mutex_unlock(&s->mu);
     wire_out_t w = {0};
-    if (wire_region_id(&w, RDMA_MSG_REGION_OK, m.region_id) < 0) {
-        wire_free(&w);
+    if (rdma_wire_region_id(&w, RDMA_MSG_REGION_OK, m.region_id) < 0) {
+        rdma_wire_free(&w);
         return -1;
     }
-    conn_send(c, &w);
+    rdma_conn_send(c, &w);
     return 0;
 }
 
-int on_region_remove(bconn_t *c, const uint8_t *body, size_t len)
+int rdma_on_region_remove(bconn_t *c, const uint8_t *body, size_t len)
 {
     rsession_t *s = c->sess;
     uint32_t id;
-    if (wire_parse_region_id(body, len, &id) < 0 ||
-        wire_frame_type(body, len) != RDMA_MSG_REGION_REMOVE) {
+    if (rdma_wire_parse_region_id(body, len, &id) < 0 ||
+        rdma_wire_frame_type(body, len) != RDMA_MSG_REGION_REMOVE) {
         log_warn("rdma: %s: malformed REGION_REMOVE; closing", c->peer);
-        conn_send_error(c, RDMA_ERR_BAD_MESSAGE, "malformed REGION_REMOVE");
+        rdma_conn_send_error(c, RDMA_ERR_BAD_MESSAGE, "malformed REGION_REMOVE");
         return -1;
     }
     int found = 0;
@@ -160,23 +163,23 @@ int on_region_remove(bconn_t *c, const uint8_t *body, size_t len)
             *pp = r->next;
             s->n_regions--;
             s->reg_bytes -= r->len;
-            gone = region_unref_locked(r);
+            gone = rdma_region_unref_locked(r);
             found = 1;
             break;
         }
     }
     pthread_mutex_unlock(&s->mu);
-    region_free(gone);
+    rdma_region_free(gone);
     if (!found) {
         log_warn("rdma: %s: REGION_REMOVE of unknown region %u; closing", c->peer, id);
-        conn_send_error(c, RDMA_ERR_NO_REGION, "no such region");
+        rdma_conn_send_error(c, RDMA_ERR_NO_REGION, "no such region");
         return -1;
     }
     wire_out_t w = {0};
-    if (wire_region_id(&w, RDMA_MSG_REGION_OK, id) < 0) {
-        wire_free(&w);
+    if (rdma_wire_region_id(&w, RDMA_MSG_REGION_OK, id) < 0) {
+        rdma_wire_free(&w);
         return -1;
     }
-    conn_send(c, &w);
+    rdma_conn_send(c, &w);
     return 0;
 }

@@ -116,7 +116,7 @@ int rdma_server_start(const rdma_server_config_t *cfg, rdma_server_t **out_p)
     pthread_mutex_init(&srv->mu, NULL);
     pthread_mutex_init(&srv->pool_mu, NULL);
     pthread_cond_init(&srv->pool_cv, NULL);
-    if (native_start(srv) < 0)
+    if (rdma_native_start(srv) < 0)
         goto fail;
 
     unsigned nb = 1;
@@ -134,9 +134,9 @@ int rdma_server_start(const rdma_server_config_t *cfg, rdma_server_t **out_p)
     }
 
     int want_local = !(cfg->unix_socket && !*cfg->unix_socket);
-    if (staging_init(srv) < 0 || rdma_domains_open(srv, want_local) < 0)
+    if (rdma_staging_init(srv) < 0 || rdma_domains_open(srv, want_local) < 0)
         goto fail;
-    share_init(srv);
+    rdma_share_init(srv);
 
     srv->n_progs = cfg->n_workers > 0 ? cfg->n_workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (srv->n_progs < 1)
@@ -155,8 +155,8 @@ int rdma_server_start(const rdma_server_config_t *cfg, rdma_server_t **out_p)
         p->local_tail = &p->local_head;
         p->handed_tail = &p->handed;
         if (srv->net.ctx &&
-            (worker_create(&srv->net, &p->shared) < 0 || worker_am_guard(&p->shared) < 0 ||
-             native_listen(&p->shared, p, NULL) < 0 ||
+            (rdma_worker_create(&srv->net, &p->shared) < 0 || rdma_worker_am_guard(&p->shared) < 0 ||
+             rdma_native_listen(&p->shared, p, NULL) < 0 ||
              ucp_worker_get_address(p->shared.w, &p->shared_addr, &p->shared_addr_len) != UCS_OK))
             goto fail;
         p->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -168,15 +168,15 @@ int rdma_server_start(const rdma_server_config_t *cfg, rdma_server_t **out_p)
         ev.data.ptr = p;
         if (p->shared.w)
             epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->shared.efd, &ev);
-        if (pthread_create(&p->th, NULL, prog_main, p) != 0)
+        if (pthread_create(&p->th, NULL, rdma_prog_main, p) != 0)
             goto fail;
         p->started = 1;
     }
 
-    if (listen_on(srv) < 0)
+    if (rdma_listen_on(srv) < 0)
         goto fail;
     srv->boot_evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (srv->boot_evfd < 0 || pthread_create(&srv->boot_th, NULL, boot_main, srv) != 0)
+    if (srv->boot_evfd < 0 || pthread_create(&srv->boot_th, NULL, rdma_boot_main, srv) != 0)
         goto fail;
     srv->boot_started = 1;
     log_info("rdma: session port %d%s%s, %d progress thread(s) (poll %s), staging %zu x %zu bytes",
@@ -204,7 +204,7 @@ void rdma_server_stop(rdma_server_t *srv)
         }
         pthread_join(srv->boot_th, NULL);
     }
-    native_stop(srv);
+    rdma_native_stop(srv);
     for (int i = 0; srv->progs && i < srv->n_progs; i++) {
         rprog_t *p = &srv->progs[i];
         if (p->started) {
@@ -219,7 +219,7 @@ void rdma_server_stop(rdma_server_t *srv)
             log_warn("rdma: stopping with sessions still referenced by open transfers");
         if (p->shared_addr)
             ucp_worker_release_address(p->shared.w, p->shared_addr);
-        worker_destroy(&p->shared);
+        rdma_worker_destroy(&p->shared);
         if (p->epfd >= 0)
             close(p->epfd);
         if (p->evfd >= 0)
@@ -229,7 +229,7 @@ void rdma_server_stop(rdma_server_t *srv)
     }
     free(srv->progs);
     rdma_domains_close(srv);
-    staging_free(srv);
+    rdma_staging_free(srv);
     if (srv->listen_fd >= 0)
         close(srv->listen_fd);
     if (srv->unix_fd >= 0) {
@@ -242,7 +242,7 @@ void rdma_server_stop(rdma_server_t *srv)
     free(srv->buckets);
     free((void *)srv->cfg.trusted_uids);
     free(srv->xfers);
-    native_free(srv);
+    rdma_native_free(srv);
     pthread_mutex_destroy(&srv->mu);
     pthread_mutex_destroy(&srv->pool_mu);
     pthread_cond_destroy(&srv->pool_cv);

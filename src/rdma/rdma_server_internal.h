@@ -17,7 +17,7 @@
  * nothing a stranger announces can make the server touch its own memory.
  *
  * Lock order: a progress thread holds a worker's lock while its callbacks
- * take srv->mu (session_find); so nothing may wait for a worker's lock
+ * take srv->mu (rdma_session_find); so nothing may wait for a worker's lock
  * (any UCX call on it: rkey destroy, progress, sends) while holding srv->mu
  * or a session's mu, and srv->mu and s->mu are never held together.
  *
@@ -376,7 +376,7 @@ struct rdma_server {
 
 /* Creates a MULTI-thread-mode worker on dom's context and its event fd.
  * 0, or -1 (logged; rw->w is NULL). */
-int worker_create(const rdma_domain_t *dom, rworker_t *rw);
+int rdma_worker_create(const rdma_domain_t *dom, rworker_t *rw);
 
 /* Gives every active-message id (0..65535) of rw's worker a handler that
  * drops the message. UCX 1.13 indexes its handler array with the peer's id
@@ -384,72 +384,72 @@ int worker_create(const rdma_domain_t *dom, rworker_t *rw);
  * a worker that can receive active messages must have the whole array. The
  * net domain's workers get it (1.5 MiB each); a local session's worker is
  * reachable by its trusted client only. 0, or -1 (logged). */
-int worker_am_guard(rworker_t *rw);
+int rdma_worker_am_guard(rworker_t *rw);
 
 /* Destroys rw's worker if it has one; idempotent. */
-void worker_destroy(rworker_t *rw);
+void rdma_worker_destroy(rworker_t *rw);
 
 /* Queues a command (CMD_ADD: take over s's own worker; CMD_DESTROY: destroy
  * s) for progress thread p and wakes it. Any thread. */
-void prog_post(rprog_t *p, int type, rsession_t *s);
+void rdma_prog_post(rprog_t *p, int type, rsession_t *s);
 
 /* Takes a reference on s. The caller must already hold one, or hold
  * srv->mu with s found live in the hash. */
-void session_get(rsession_t *s);
+void rdma_session_get(rsession_t *s);
 
 /* Drops a reference on s; the last one has s's progress thread destroy it. */
-void session_put(rsession_t *s);
+void rdma_session_put(rsession_t *s);
 
 /* Drops a reference on r (under its session's mu); returns r when that was
- * the last one, for region_free once the lock is released: destroying an
+ * the last one, for rdma_region_free once the lock is released: destroying an
  * rkey takes the worker's lock, and a progress thread holding that lock may
  * be waiting (through srv->mu) on this session's mu. */
-rregion_t *region_unref_locked(rregion_t *r);
+rregion_t *rdma_region_unref_locked(rregion_t *r);
 /* Destroys r's rkey (if still there) and frees it; NULL is a no-op. Never
  * under a session's mu or srv->mu. */
-void region_free(rregion_t *r);
+void rdma_region_free(rregion_t *r);
 
 /* The hash chain a session id belongs to. Under srv->mu. */
-rsession_t **session_bucket(struct rdma_server *srv, const uint8_t id[RDMA_SESSION_ID_LEN]);
+rsession_t **rdma_session_bucket(struct rdma_server *srv, const uint8_t id[RDMA_SESSION_ID_LEN]);
 
 /* The live session with this id, with a reference taken (drop it with
- * session_put), or NULL. Any thread. */
-rsession_t *session_find(struct rdma_server *srv, const uint8_t id[RDMA_SESSION_ID_LEN]);
+ * rdma_session_put), or NULL. Any thread. */
+rsession_t *rdma_session_find(struct rdma_server *srv, const uint8_t id[RDMA_SESSION_ID_LEN]);
 
 /* Marks s dead and removes it from the hash (takes srv->mu); does not drop
  * a reference. Bootstrap thread. */
-void session_kill(struct rdma_server *srv, rsession_t *s);
+void rdma_session_kill(struct rdma_server *srv, rsession_t *s);
 
 /* The PEER-mode endpoint error handler (arg: the session): marks it dead. */
-void session_ep_failed(void *arg, ucp_ep_h ep, ucs_status_t status);
+void rdma_session_ep_failed(void *arg, ucp_ep_h ep, ucs_status_t status);
 
 /* Progress thread body; arg is its rprog_t. Runs until p->stop is set and
  * its command queue is empty. */
-void *prog_main(void *arg);
+void *rdma_prog_main(void *arg);
 
 /* ==== rdma_share.c ======================================================= */
 
 /* Computes each user's share of the pools from cfg (srv->user_*_max).
  * Before any session exists. */
-void share_init(struct rdma_server *srv);
+void rdma_share_init(struct rdma_server *srv);
 
 /* The user entry of access key ak with a session counted on it (created
  * on first use), or NULL when out of memory. Under srv->mu. */
-ruser_t *user_get(struct rdma_server *srv, const char *ak);
+ruser_t *rdma_user_get(struct rdma_server *srv, const char *ak);
 
 /* Drops a session from u; the last one frees it. Under srv->mu. */
-void user_put(struct rdma_server *srv, ruser_t *u);
+void rdma_user_put(struct rdma_server *srv, ruser_t *u);
 
 /* Sessions of access key ak not yet destroyed: live ones, and closed ones
  * still held by transfers or waiting on stalled requests. Under srv->mu. */
-unsigned user_sessions(struct rdma_server *srv, const char *ak);
+unsigned rdma_user_sessions(struct rdma_server *srv, const char *ak);
 
 /* What one user may hold of a pool whose share is user_max: user_max while
  * another access key has a session too, lone_max (srv->lone_*_max) while one
  * key alone has sessions (a share reserves room for the others; with none
  * there, holding it back would only slow the one tenant, except the reserve
  * a newcomer needs of what a frozen client can hold past its stall). */
-unsigned share_cap(struct rdma_server *srv, unsigned user_max, unsigned lone_max);
+unsigned rdma_share_cap(struct rdma_server *srv, unsigned user_max, unsigned lone_max);
 
 /* ==== rdma_domain.c ====================================================== */
 
@@ -482,17 +482,17 @@ int rdma_span_is_shared_mapping(const void *p, uint64_t len);
 /* Allocates the staging pool (cfg sizes, or the defaults above): sets
  * srv->staging/staging_len and fills the free list; rdma_domains_open
  * registers it. 0, or -1 (logged). */
-int staging_init(struct rdma_server *srv);
-void staging_free(struct rdma_server *srv);
+int rdma_staging_init(struct rdma_server *srv);
+void rdma_staging_free(struct rdma_server *srv);
 
 /* Opens a transfer of [addr, addr+len) in region region_id of s, which the
  * caller holds a reference on (the transfer takes its own). RDMA_OUT_OF_BOUNDS
  * unless the span lies inside that region; RDMA_BUSY when every transfer
  * slot is taken or s's user holds its share of them. */
-rdma_status_t xfer_bind(struct rdma_server *srv, rsession_t *s, uint32_t region_id, uint64_t addr,
+rdma_status_t rdma_xfer_bind(struct rdma_server *srv, rsession_t *s, uint32_t region_id, uint64_t addr,
                         uint64_t len, rdma_xfer_t **out_p);
 
-/* Told by xfer_push_progress that the first done bytes of the span are
+/* Told by rdma_xfer_push_progress that the first done bytes of the span are
  * written. */
 typedef void (*xfer_progress_fn)(void *pctx, uint64_t done);
 /* The piece a told mapped push fills at a time. */
@@ -501,7 +501,7 @@ typedef void (*xfer_progress_fn)(void *pctx, uint64_t done);
  * RDMA_PROGRESS_STEP bytes written in place into a mapped span, but the
  * last; never on the staged path (a put's completion is not the peer's
  * memory holding the bytes). */
-rdma_status_t xfer_push_progress(rdma_xfer_t *x, uint64_t len, rdma_fill_fn fill, void *ctx,
+rdma_status_t rdma_xfer_push_progress(rdma_xfer_t *x, uint64_t len, rdma_fill_fn fill, void *ctx,
                                  xfer_progress_fn progress, void *pctx);
 
 /* Called by s's teardown: returns every chunk s orphaned to the pool, or,
@@ -509,52 +509,44 @@ rdma_status_t xfer_push_progress(rdma_xfer_t *x, uint64_t len, rdma_fill_fn fill
  * closed rather than its worker destroyed), quarantines them: out of s's
  * and its user's counts, back in the pool only when their UCX callback
  * runs. Returns how many it quarantined. */
-int chunk_sweep(struct rdma_server *srv, rsession_t *s, int can_complete);
+int rdma_chunk_sweep(struct rdma_server *srv, rsession_t *s, int can_complete);
 
 /* ==== rdma_boot.c ======================================================== */
 
 /* Opens the session listeners: TCP on cfg.listen_host:cfg.port (sets
  * srv->listen_fd and srv->port, the bound port when cfg.port is 0) and the
  * Unix socket cfg.unix_socket when set. 0, or -1 (logged). */
-int listen_on(struct rdma_server *srv);
+int rdma_listen_on(struct rdma_server *srv);
 
 /* Bootstrap thread body; arg is the server. Runs until srv->stop is set,
  * then closes every connection (killing their sessions). */
-void *boot_main(void *arg);
+void *rdma_boot_main(void *arg);
 
 /* Queues a finished frame (freed here) on c's output and tries to send it
  * without blocking; past RDMA_CONN_OUTQ_MAX the connection is marked broken. */
-void conn_send(bconn_t *c, wire_out_t *w);
-void conn_send_error(bconn_t *c, uint32_t code, const char *msg);
-/* The refusal an ERROR code sent before WELCOME stands for. */
-rdma_refusal_t refusal_of(uint32_t code);
-
+void rdma_conn_send(bconn_t *c, wire_out_t *w);
+void rdma_conn_send_error(bconn_t *c, uint32_t code, const char *msg);
 /* ==== rdma_handshake.c =================================================== */
 
 /* Frame handlers for the handshake states. Each returns 0 to keep the
  * connection, -1 to close it (after logging why and queueing an ERROR). */
-int on_hello(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len);
-int on_auth(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len);
-int on_prove(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len);
+int rdma_on_hello(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len);
+int rdma_on_auth(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len);
+int rdma_on_prove(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len);
 
 /* ==== rdma_region.c ====================================================== */
 
-/* Unpacks a packed rkey received from a peer: its layout is checked against
- * len first (ucp_ep_rkey_unpack takes no length) and UCX reads a zero-padded
- * copy. UCS_ERR_INVALID_PARAM when malformed. */
-ucs_status_t rkey_unpack_checked(ucp_ep_h ep, const uint8_t *rkey, size_t len, ucp_rkey_h *out);
-
 /* REGION_ADD / REGION_REMOVE on a live session; same contract as above. */
-int on_region_add(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len);
-int on_region_remove(bconn_t *c, const uint8_t *body, size_t len);
+int rdma_on_region_add(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size_t len);
+int rdma_on_region_remove(bconn_t *c, const uint8_t *body, size_t len);
 
 /* ==== rdma_native.c ======================================================= */
 
 /* Sets the native request handler on a worker: a progress thread's shared
  * net worker (shared_of) or a local session's own worker (own). 0, or -1. */
-int native_listen(rworker_t *rw, rprog_t *shared_of, rsession_t *own);
+int rdma_native_listen(rworker_t *rw, rprog_t *shared_of, rsession_t *own);
 /* Initialises the queue and starts the executor threads. 0, or -1. */
-int native_start(struct rdma_server *srv);
+int rdma_native_start(struct rdma_server *srv);
 /* Makes progress thread p's pool of native request slots: 0, or -1 when out
  * of memory. rdma_native_prog_free frees it once no request can use it (the
  * executors and p's thread have stopped). */
@@ -562,25 +554,25 @@ int rdma_native_prog_init(rprog_t *p);
 void rdma_native_prog_free(rprog_t *p);
 /* Lets the executors drain the queue and joins them. Before the progress
  * threads stop: queued requests hold session references. */
-void native_stop(struct rdma_server *srv);
+void rdma_native_stop(struct rdma_server *srv);
 /* Marks the calling thread as progress thread p (native requests admitted
  * on it may run on it). */
-void native_thread_is(rprog_t *p);
+void rdma_native_thread_is(rprog_t *p);
 /* 1 when the calling thread is a progress thread (nothing else progresses
  * its workers while it waits). */
-int native_on_progress_thread(void);
+int rdma_native_on_progress_thread(void);
 /* Runs the native requests admitted on progress thread p (its own thread)
  * since the last call; returns how many. */
-int native_run_local(rprog_t *p);
+int rdma_native_run_local(rprog_t *p);
 /* Sends the replies executors handed to p (taken from p->handed under
  * p->mu); on p's thread. Returns how many. */
-int native_send_handed(rprog_t *p, struct nsend *list);
-/* Frees what native_start made and any reply still on the send list. */
-void native_free(struct rdma_server *srv);
+int rdma_native_send_handed(rprog_t *p, struct nsend *list);
+/* Frees what rdma_native_start made and any reply still on the send list. */
+void rdma_native_free(struct rdma_server *srv);
 /* Called by s's teardown: gives back the request slots and refusal bytes
  * the replies to s that UCX has not completed still hold, and frees those
  * replies, unless a completion can still come (can_complete: an abandoned
  * endpoint close), which then frees them. */
-void native_sweep_sends(struct rdma_server *srv, const rsession_t *s, int can_complete);
+void rdma_native_sweep_sends(struct rdma_server *srv, const rsession_t *s, int can_complete);
 
 #endif

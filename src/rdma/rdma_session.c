@@ -20,7 +20,7 @@
 
 /* ==== workers ============================================================ */
 
-int worker_create(const rdma_domain_t *dom, rworker_t *rw)
+int rdma_worker_create(const rdma_domain_t *dom, rworker_t *rw)
 {
     ucp_worker_params_t wp = {
         .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
@@ -49,7 +49,7 @@ static ucs_status_t am_drop(void *arg, const void *header, size_t header_length,
     return UCS_OK;
 }
 
-int worker_am_guard(rworker_t *rw)
+int rdma_worker_am_guard(rworker_t *rw)
 {
     for (unsigned id = 0; id <= UINT16_MAX; id++) {
         ucp_am_handler_param_t p = {
@@ -66,7 +66,7 @@ int worker_am_guard(rworker_t *rw)
     return 0;
 }
 
-void worker_destroy(rworker_t *rw)
+void rdma_worker_destroy(rworker_t *rw)
 {
     if (rw->w)
         ucp_worker_destroy(rw->w);
@@ -75,7 +75,7 @@ void worker_destroy(rworker_t *rw)
 
 /* ==== sessions: references and teardown ================================== */
 
-void prog_post(rprog_t *p, int type, rsession_t *s)
+void rdma_prog_post(rprog_t *p, int type, rsession_t *s)
 {
     rcmd_t *c = calloc(1, sizeof(*c));
     if (!c) {
@@ -94,23 +94,23 @@ void prog_post(rprog_t *p, int type, rsession_t *s)
     }
 }
 
-void session_get(rsession_t *s)
+void rdma_session_get(rsession_t *s)
 {
     atomic_fetch_add(&s->refs, 1);
 }
 
-void session_put(rsession_t *s)
+void rdma_session_put(rsession_t *s)
 {
     if (atomic_fetch_sub(&s->refs, 1) == 1)
-        prog_post(s->prog, CMD_DESTROY, s);
+        rdma_prog_post(s->prog, CMD_DESTROY, s);
 }
 
-rregion_t *region_unref_locked(rregion_t *r)
+rregion_t *rdma_region_unref_locked(rregion_t *r)
 {
     return --r->refs == 0 ? r : NULL;
 }
 
-void region_free(rregion_t *r)
+void rdma_region_free(rregion_t *r)
 {
     if (!r)
         return;
@@ -119,7 +119,7 @@ void region_free(rregion_t *r)
     free(r);
 }
 
-void session_ep_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
+void rdma_session_ep_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
     (void)ep;
     rsession_t *s = arg;
@@ -155,9 +155,9 @@ static void session_free(rsession_t *s)
         /* In NONE mode a request to a dead peer never completes and a forced
          * close is refused; destroying the worker reclaims the requests and
          * the endpoint. */
-        worker_destroy(&s->own);
-        chunk_sweep(srv, s, 0);
-        native_sweep_sends(srv, s, 0);
+        rdma_worker_destroy(&s->own);
+        rdma_chunk_sweep(srv, s, 0);
+        rdma_native_sweep_sends(srv, s, 0);
     } else {
         int closed = 1;
         if (s->ep) {
@@ -178,8 +178,8 @@ static void session_free(rsession_t *s)
          * quarantined, unsent replies left to their callbacks, and the
          * rkeys such a request may still name are kept (a few per session,
          * and only when requests were stuck). */
-        int pending = chunk_sweep(srv, s, 1);
-        native_sweep_sends(srv, s, 1);
+        int pending = rdma_chunk_sweep(srv, s, 1);
+        rdma_native_sweep_sends(srv, s, 1);
         if (closed && pending == 0) {
             for (rregion_t *r = s->regions; r; r = r->next) {
                 ucp_rkey_destroy(r->rkey);
@@ -199,7 +199,7 @@ static void session_free(rsession_t *s)
     pthread_mutex_destroy(&s->mu);
     pthread_mutex_lock(&srv->mu);
     srv->n_alloc--;
-    user_put(srv, s->user);
+    rdma_user_put(srv, s->user);
     pthread_mutex_unlock(&srv->mu);
     log_debug("rdma: session destroyed");
     free(s);
@@ -248,21 +248,21 @@ static void closing_sweep(rprog_t *p, int all)
 
 /* The hash chain a session id belongs to (ids are random, so any 32 bits of
  * one are a uniform hash). Under srv->mu. */
-rsession_t **session_bucket(struct rdma_server *srv, const uint8_t id[RDMA_SESSION_ID_LEN])
+rsession_t **rdma_session_bucket(struct rdma_server *srv, const uint8_t id[RDMA_SESSION_ID_LEN])
 {
     uint32_t h;
     memcpy(&h, id, sizeof(h));
     return &srv->buckets[h & srv->bucket_mask];
 }
 
-rsession_t *session_find(struct rdma_server *srv, const uint8_t id[RDMA_SESSION_ID_LEN])
+rsession_t *rdma_session_find(struct rdma_server *srv, const uint8_t id[RDMA_SESSION_ID_LEN])
 {
     pthread_mutex_lock(&srv->mu);
-    rsession_t *s = *session_bucket(srv, id);
+    rsession_t *s = *rdma_session_bucket(srv, id);
     while (s && memcmp(s->id, id, RDMA_SESSION_ID_LEN) != 0)
         s = s->hnext;
     if (s && !atomic_load(&s->dead))
-        session_get(s);
+        rdma_session_get(s);
     else
         s = NULL;
     pthread_mutex_unlock(&srv->mu);
@@ -271,11 +271,11 @@ rsession_t *session_find(struct rdma_server *srv, const uint8_t id[RDMA_SESSION_
 
 /* Marks a session dead and takes it out of the hash so no new transfer
  * finds it; transfers already running see `dead` and give up. */
-void session_kill(struct rdma_server *srv, rsession_t *s)
+void rdma_session_kill(struct rdma_server *srv, rsession_t *s)
 {
     atomic_store(&s->dead, 1);
     pthread_mutex_lock(&srv->mu);
-    for (rsession_t **pp = session_bucket(srv, s->id); *pp; pp = &(*pp)->hnext) {
+    for (rsession_t **pp = rdma_session_bucket(srv, s->id); *pp; pp = &(*pp)->hnext) {
         if (*pp == s) {
             *pp = s->hnext;
             srv->n_live--;
@@ -297,7 +297,7 @@ static int prog_progress(ucp_worker_h w)
     return i > 0;
 }
 
-void *prog_main(void *arg)
+void *rdma_prog_main(void *arg)
 {
     rprog_t *p = arg;
     struct epoll_event evs[32];
@@ -306,7 +306,7 @@ void *prog_main(void *arg)
     unsigned rounds = 0, looked = 0; /* rounds of the loop; the round of the last look */
     unsigned idle = 0;               /* idle rounds in a row */
     long preemptions = 0;            /* rdma_thread_preemptions at the last look */
-    native_thread_is(p);
+    rdma_native_thread_is(p);
     if (rdma_thread_set_slice(p->srv->cfg.slice_us) != 0)
         log_info("rdma: progress thread: scheduler slice of %u us not taken: %s",
                  p->srv->cfg.slice_us, strerror(errno));
@@ -351,7 +351,7 @@ void *prog_main(void *arg)
         p->handed_tail = &p->handed;
         pthread_mutex_unlock(&p->mu);
         /* Before the commands: a reply handed over holds its session. */
-        int did = native_send_handed(p, handed) > 0;
+        int did = rdma_native_send_handed(p, handed) > 0;
         while (cmds) {
             rcmd_t *c = cmds;
             cmds = c->next;
@@ -376,7 +376,7 @@ void *prog_main(void *arg)
         if (atomic_load(&p->stop)) {
             /* Requests admitted here still hold their sessions: answer them
              * (the server is stopping: 503) so the sessions can go. */
-            native_run_local(p);
+            rdma_native_run_local(p);
             pthread_mutex_lock(&p->mu);
             int empty = p->cmds == NULL;
             pthread_mutex_unlock(&p->mu);
@@ -398,7 +398,7 @@ void *prog_main(void *arg)
             did |= prog_progress(p->shared.w);
         for (rsession_t *s = p->own_list; s; s = s->prog_next)
             did |= prog_progress(s->own.w);
-        did |= native_run_local(p) > 0;
+        did |= rdma_native_run_local(p) > 0;
         if (p->closing_list)
             closing_sweep(p, 0);
         /* The clock is read when work was done and on a look (below): enough

@@ -8,7 +8,7 @@
  * max_native_queued), executor threads running its requests (of
  * native_threads), transfer handles (of max_inflight) and staging chunks
  * (of the pool, orphaned chunks included), while another access key has a
- * session too (share_cap). A tenant alone has every executor thread and the
+ * session too (rdma_share_cap). A tenant alone has every executor thread and the
  * whole native queue (what a frozen client holds there fails at the stall
  * deadline), but not the last eighth of the transfer handles and staging
  * chunks: a frozen client's orphaned chunks stay out of the pool until its
@@ -39,7 +39,7 @@ static unsigned lone_of(size_t total, unsigned user_max)
     return n > user_max ? (unsigned)n : user_max;
 }
 
-void share_init(struct rdma_server *srv)
+void rdma_share_init(struct rdma_server *srv)
 {
     unsigned pct = srv->cfg.user_share;
     srv->user_native_max = share_of(srv->cfg.max_native_queued, pct);
@@ -52,7 +52,7 @@ void share_init(struct rdma_server *srv)
     srv->lone_chunks_max = lone_of(srv->n_chunks, srv->user_chunks_max);
 }
 
-ruser_t *user_get(struct rdma_server *srv, const char *ak)
+ruser_t *rdma_user_get(struct rdma_server *srv, const char *ak)
 {
     ruser_t *u;
     for (u = srv->users; u && strcmp(u->ak, ak) != 0; u = u->next) {
@@ -70,7 +70,7 @@ ruser_t *user_get(struct rdma_server *srv, const char *ak)
     return u;
 }
 
-void user_put(struct rdma_server *srv, ruser_t *u)
+void rdma_user_put(struct rdma_server *srv, ruser_t *u)
 {
     if (--u->sessions > 0)
         return;
@@ -84,7 +84,7 @@ void user_put(struct rdma_server *srv, ruser_t *u)
     free(u);
 }
 
-unsigned user_sessions(struct rdma_server *srv, const char *ak)
+unsigned rdma_user_sessions(struct rdma_server *srv, const char *ak)
 {
     for (ruser_t *u = srv->users; u; u = u->next) {
         if (strcmp(u->ak, ak) == 0)
@@ -93,7 +93,7 @@ unsigned user_sessions(struct rdma_server *srv, const char *ak)
     return 0;
 }
 
-unsigned share_cap(struct rdma_server *srv, unsigned user_max, unsigned lone_max)
+unsigned rdma_share_cap(struct rdma_server *srv, unsigned user_max, unsigned lone_max)
 {
     return atomic_load(&srv->n_users) > 1 ? user_max : lone_max;
 }

@@ -34,7 +34,7 @@ static void wire_grow(wire_out_t *w, size_t n)
     w->cap = cap;
 }
 
-void wire_put_bytes(wire_out_t *w, const void *p, size_t n)
+void rdma_wire_put_bytes(wire_out_t *w, const void *p, size_t n)
 {
     wire_grow(w, n);
     if (w->err)
@@ -44,12 +44,12 @@ void wire_put_bytes(wire_out_t *w, const void *p, size_t n)
     w->len += n;
 }
 
-void wire_reserve(wire_out_t *w, size_t n)
+void rdma_wire_reserve(wire_out_t *w, size_t n)
 {
     wire_grow(w, n);
 }
 
-uint8_t *wire_put_space(wire_out_t *w, size_t n)
+uint8_t *rdma_wire_put_space(wire_out_t *w, size_t n)
 {
     wire_grow(w, n);
     if (w->err)
@@ -59,62 +59,62 @@ uint8_t *wire_put_space(wire_out_t *w, size_t n)
     return p;
 }
 
-void wire_put_u8(wire_out_t *w, uint8_t v)
+void rdma_wire_put_u8(wire_out_t *w, uint8_t v)
 {
-    wire_put_bytes(w, &v, 1);
+    rdma_wire_put_bytes(w, &v, 1);
 }
 
-void wire_put_u16(wire_out_t *w, uint16_t v)
+void rdma_wire_put_u16(wire_out_t *w, uint16_t v)
 {
     uint8_t b[2] = {(uint8_t)(v >> 8), (uint8_t)v};
-    wire_put_bytes(w, b, 2);
+    rdma_wire_put_bytes(w, b, 2);
 }
 
-void wire_put_u32(wire_out_t *w, uint32_t v)
+void rdma_wire_put_u32(wire_out_t *w, uint32_t v)
 {
     uint8_t b[4] = {(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
-    wire_put_bytes(w, b, 4);
+    rdma_wire_put_bytes(w, b, 4);
 }
 
-void wire_put_u64(wire_out_t *w, uint64_t v)
+void rdma_wire_put_u64(wire_out_t *w, uint64_t v)
 {
-    wire_put_u32(w, (uint32_t)(v >> 32));
-    wire_put_u32(w, (uint32_t)v);
+    rdma_wire_put_u32(w, (uint32_t)(v >> 32));
+    rdma_wire_put_u32(w, (uint32_t)v);
 }
 
-void wire_put_str16(wire_out_t *w, const char *s)
+void rdma_wire_put_str16(wire_out_t *w, const char *s)
 {
     size_t n = strlen(s);
     if (n > UINT16_MAX) {
         w->err = 1;
         return;
     }
-    wire_put_u16(w, (uint16_t)n);
-    wire_put_bytes(w, s, n);
+    rdma_wire_put_u16(w, (uint16_t)n);
+    rdma_wire_put_bytes(w, s, n);
 }
 
-void wire_put_blob32(wire_out_t *w, const void *p, size_t n)
+void rdma_wire_put_blob32(wire_out_t *w, const void *p, size_t n)
 {
     if (n > UINT32_MAX) {
         w->err = 1;
         return;
     }
-    wire_put_u32(w, (uint32_t)n);
-    wire_put_bytes(w, p, n);
+    rdma_wire_put_u32(w, (uint32_t)n);
+    rdma_wire_put_bytes(w, p, n);
 }
 
-void wire_begin(wire_out_t *w, uint8_t type)
+void rdma_wire_begin(wire_out_t *w, uint8_t type)
 {
     w->len = 0;
     w->err = 0;
-    wire_put_u32(w, 0); /* length, filled in by wire_end */
-    wire_put_u32(w, RDMA_WIRE_MAGIC);
-    wire_put_u8(w, RDMA_WIRE_VERSION);
-    wire_put_u8(w, type);
-    wire_put_u16(w, 0);
+    rdma_wire_put_u32(w, 0); /* length, filled in by rdma_wire_end */
+    rdma_wire_put_u32(w, RDMA_WIRE_MAGIC);
+    rdma_wire_put_u8(w, RDMA_WIRE_VERSION);
+    rdma_wire_put_u8(w, type);
+    rdma_wire_put_u16(w, 0);
 }
 
-int wire_end(wire_out_t *w)
+int rdma_wire_end(wire_out_t *w)
 {
     if (w->err || w->len < 4 + RDMA_WIRE_HDR || w->len - 4 > RDMA_WIRE_MAX_FRAME)
         return -1;
@@ -126,7 +126,7 @@ int wire_end(wire_out_t *w)
     return 0;
 }
 
-void wire_free(wire_out_t *w)
+void rdma_wire_free(wire_out_t *w)
 {
     free(w->data);
     w->data = NULL;
@@ -135,7 +135,7 @@ void wire_free(wire_out_t *w)
 
 /* ---- input ------------------------------------------------------------- */
 
-const uint8_t *wire_take(wire_in_t *r, size_t n)
+const uint8_t *rdma_wire_take(wire_in_t *r, size_t n)
 {
     if (r->err || n > r->len - r->off) {
         r->err = 1;
@@ -146,45 +146,45 @@ const uint8_t *wire_take(wire_in_t *r, size_t n)
     return p;
 }
 
-uint8_t wire_get_u8(wire_in_t *r)
+uint8_t rdma_wire_get_u8(wire_in_t *r)
 {
-    const uint8_t *p = wire_take(r, 1);
+    const uint8_t *p = rdma_wire_take(r, 1);
     return p ? p[0] : 0;
 }
 
-uint16_t wire_get_u16(wire_in_t *r)
+uint16_t rdma_wire_get_u16(wire_in_t *r)
 {
-    const uint8_t *p = wire_take(r, 2);
+    const uint8_t *p = rdma_wire_take(r, 2);
     return p ? (uint16_t)(p[0] << 8 | p[1]) : 0;
 }
 
-uint32_t wire_get_u32(wire_in_t *r)
+uint32_t rdma_wire_get_u32(wire_in_t *r)
 {
-    const uint8_t *p = wire_take(r, 4);
+    const uint8_t *p = rdma_wire_take(r, 4);
     return p ? (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3] : 0;
 }
 
-uint64_t wire_get_u64(wire_in_t *r)
+uint64_t rdma_wire_get_u64(wire_in_t *r)
 {
-    uint64_t hi = wire_get_u32(r);
-    return hi << 32 | wire_get_u32(r);
+    uint64_t hi = rdma_wire_get_u32(r);
+    return hi << 32 | rdma_wire_get_u32(r);
 }
 
-void wire_get_bytes(wire_in_t *r, void *out, size_t n)
+void rdma_wire_get_bytes(wire_in_t *r, void *out, size_t n)
 {
-    const uint8_t *p = wire_take(r, n);
+    const uint8_t *p = rdma_wire_take(r, n);
     if (p)
         memcpy(out, p, n);
 }
 
-void wire_get_str16(wire_in_t *r, char *out, size_t max, int allow_empty)
+void rdma_wire_get_str16(wire_in_t *r, char *out, size_t max, int allow_empty)
 {
-    uint16_t n = wire_get_u16(r);
+    uint16_t n = rdma_wire_get_u16(r);
     if (r->err || n > max || (!allow_empty && n == 0)) {
         r->err = 1;
         return;
     }
-    const uint8_t *p = wire_take(r, n);
+    const uint8_t *p = rdma_wire_take(r, n);
     if (!p)
         return;
     if (memchr(p, '\0', n)) {
@@ -195,18 +195,18 @@ void wire_get_str16(wire_in_t *r, char *out, size_t max, int allow_empty)
     out[n] = '\0';
 }
 
-const uint8_t *wire_get_blob32(wire_in_t *r, size_t max, size_t *len_p)
+const uint8_t *rdma_wire_get_blob32(wire_in_t *r, size_t max, size_t *len_p)
 {
-    uint32_t n = wire_get_u32(r);
+    uint32_t n = rdma_wire_get_u32(r);
     if (r->err || n == 0 || n > max) {
         r->err = 1;
         return NULL;
     }
     *len_p = n;
-    return wire_take(r, n);
+    return rdma_wire_take(r, n);
 }
 
-long wire_frame_len(const uint8_t hdr[4])
+long rdma_wire_frame_len(const uint8_t hdr[4])
 {
     uint32_t n = (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 | (uint32_t)hdr[2] << 8 | hdr[3];
     if (n < RDMA_WIRE_HDR || n > RDMA_WIRE_MAX_FRAME)
@@ -214,13 +214,13 @@ long wire_frame_len(const uint8_t hdr[4])
     return (long)n;
 }
 
-int wire_frame_type(const uint8_t *body, size_t len)
+int rdma_wire_frame_type(const uint8_t *body, size_t len)
 {
     wire_in_t r = {body, len, 0, 0};
-    uint32_t magic = wire_get_u32(&r);
-    uint8_t ver = wire_get_u8(&r);
-    uint8_t type = wire_get_u8(&r);
-    uint16_t flags = wire_get_u16(&r);
+    uint32_t magic = rdma_wire_get_u32(&r);
+    uint8_t ver = rdma_wire_get_u8(&r);
+    uint8_t type = rdma_wire_get_u8(&r);
+    uint16_t flags = rdma_wire_get_u16(&r);
     if (r.err || magic != RDMA_WIRE_MAGIC || ver != RDMA_WIRE_VERSION || flags != 0)
         return -1;
     return type;
@@ -232,7 +232,7 @@ static int wire_open(wire_in_t *r, const uint8_t *body, size_t len, int type)
     r->len = len;
     r->off = RDMA_WIRE_HDR;
     r->err = 0;
-    return wire_frame_type(body, len) == type ? 0 : -1;
+    return rdma_wire_frame_type(body, len) == type ? 0 : -1;
 }
 
 static int wire_close(wire_in_t *r)
@@ -242,139 +242,139 @@ static int wire_close(wire_in_t *r)
 
 /* ---- messages ---------------------------------------------------------- */
 
-int wire_hello(wire_out_t *w, const char *ak, const uint8_t nonce[RDMA_NONCE_LEN], const void *addr,
+int rdma_wire_hello(wire_out_t *w, const char *ak, const uint8_t nonce[RDMA_NONCE_LEN], const void *addr,
                size_t addr_len)
 {
-    wire_begin(w, RDMA_MSG_HELLO);
-    wire_put_str16(w, ak);
-    wire_put_bytes(w, nonce, RDMA_NONCE_LEN);
-    wire_put_blob32(w, addr, addr_len);
-    return wire_end(w);
+    rdma_wire_begin(w, RDMA_MSG_HELLO);
+    rdma_wire_put_str16(w, ak);
+    rdma_wire_put_bytes(w, nonce, RDMA_NONCE_LEN);
+    rdma_wire_put_blob32(w, addr, addr_len);
+    return rdma_wire_end(w);
 }
 
-int wire_parse_hello(const uint8_t *body, size_t len, rdma_hello_t *m)
+int rdma_wire_parse_hello(const uint8_t *body, size_t len, rdma_hello_t *m)
 {
     wire_in_t r;
     if (wire_open(&r, body, len, RDMA_MSG_HELLO) < 0)
         return -1;
-    wire_get_str16(&r, m->access_key, RDMA_MAX_AK, 0);
-    wire_get_bytes(&r, m->nonce, RDMA_NONCE_LEN);
-    m->worker_addr = wire_get_blob32(&r, RDMA_MAX_WORKER_ADDR, &m->worker_addr_len);
+    rdma_wire_get_str16(&r, m->access_key, RDMA_MAX_AK, 0);
+    rdma_wire_get_bytes(&r, m->nonce, RDMA_NONCE_LEN);
+    m->worker_addr = rdma_wire_get_blob32(&r, RDMA_MAX_WORKER_ADDR, &m->worker_addr_len);
     return wire_close(&r);
 }
 
-int wire_nonce(wire_out_t *w, uint8_t type, const uint8_t bytes[RDMA_NONCE_LEN])
+int rdma_wire_nonce(wire_out_t *w, uint8_t type, const uint8_t bytes[RDMA_NONCE_LEN])
 {
-    wire_begin(w, type);
-    wire_put_bytes(w, bytes, RDMA_NONCE_LEN);
-    return wire_end(w);
+    rdma_wire_begin(w, type);
+    rdma_wire_put_bytes(w, bytes, RDMA_NONCE_LEN);
+    return rdma_wire_end(w);
 }
 
-int wire_parse_nonce(const uint8_t *body, size_t len, uint8_t type, uint8_t bytes[RDMA_NONCE_LEN])
+int rdma_wire_parse_nonce(const uint8_t *body, size_t len, uint8_t type, uint8_t bytes[RDMA_NONCE_LEN])
 {
     wire_in_t r;
     if (wire_open(&r, body, len, type) < 0)
         return -1;
-    wire_get_bytes(&r, bytes, RDMA_NONCE_LEN);
+    rdma_wire_get_bytes(&r, bytes, RDMA_NONCE_LEN);
     return wire_close(&r);
 }
 
-int wire_welcome(wire_out_t *w, const rdma_welcome_t *m)
+int rdma_wire_welcome(wire_out_t *w, const rdma_welcome_t *m)
 {
-    wire_begin(w, RDMA_MSG_WELCOME);
-    wire_put_bytes(w, m->session_id, RDMA_SESSION_ID_LEN);
-    wire_put_u8(w, m->err_mode);
-    wire_put_u8(w, 0);
-    wire_put_u16(w, 0);
-    wire_put_u32(w, m->max_regions);
-    wire_put_u64(w, m->max_registered);
-    wire_put_u32(w, m->max_inflight);
-    wire_put_u32(w, m->chunk_bytes);
-    wire_put_blob32(w, m->worker_addr, m->worker_addr_len);
-    wire_put_bytes(w, m->server_mac, RDMA_MAC_LEN);
-    return wire_end(w);
+    rdma_wire_begin(w, RDMA_MSG_WELCOME);
+    rdma_wire_put_bytes(w, m->session_id, RDMA_SESSION_ID_LEN);
+    rdma_wire_put_u8(w, m->err_mode);
+    rdma_wire_put_u8(w, 0);
+    rdma_wire_put_u16(w, 0);
+    rdma_wire_put_u32(w, m->max_regions);
+    rdma_wire_put_u64(w, m->max_registered);
+    rdma_wire_put_u32(w, m->max_inflight);
+    rdma_wire_put_u32(w, m->chunk_bytes);
+    rdma_wire_put_blob32(w, m->worker_addr, m->worker_addr_len);
+    rdma_wire_put_bytes(w, m->server_mac, RDMA_MAC_LEN);
+    return rdma_wire_end(w);
 }
 
-int wire_parse_welcome(const uint8_t *body, size_t len, rdma_welcome_t *m)
+int rdma_wire_parse_welcome(const uint8_t *body, size_t len, rdma_welcome_t *m)
 {
     wire_in_t r;
     if (wire_open(&r, body, len, RDMA_MSG_WELCOME) < 0)
         return -1;
-    wire_get_bytes(&r, m->session_id, RDMA_SESSION_ID_LEN);
-    m->err_mode = wire_get_u8(&r);
-    uint8_t reserved8 = wire_get_u8(&r);
-    uint16_t reserved16 = wire_get_u16(&r);
-    m->max_regions = wire_get_u32(&r);
-    m->max_registered = wire_get_u64(&r);
-    m->max_inflight = wire_get_u32(&r);
-    m->chunk_bytes = wire_get_u32(&r);
-    m->worker_addr = wire_get_blob32(&r, RDMA_MAX_WORKER_ADDR, &m->worker_addr_len);
-    wire_get_bytes(&r, m->server_mac, RDMA_MAC_LEN);
+    rdma_wire_get_bytes(&r, m->session_id, RDMA_SESSION_ID_LEN);
+    m->err_mode = rdma_wire_get_u8(&r);
+    uint8_t reserved8 = rdma_wire_get_u8(&r);
+    uint16_t reserved16 = rdma_wire_get_u16(&r);
+    m->max_regions = rdma_wire_get_u32(&r);
+    m->max_registered = rdma_wire_get_u64(&r);
+    m->max_inflight = rdma_wire_get_u32(&r);
+    m->chunk_bytes = rdma_wire_get_u32(&r);
+    m->worker_addr = rdma_wire_get_blob32(&r, RDMA_MAX_WORKER_ADDR, &m->worker_addr_len);
+    rdma_wire_get_bytes(&r, m->server_mac, RDMA_MAC_LEN);
     /* Reserved fields must be zero (docs/protocol.md §1.2). */
     if (m->err_mode > RDMA_WIRE_ERRMODE_PEER || reserved8 != 0 || reserved16 != 0)
         return -1;
     return wire_close(&r);
 }
 
-int wire_error(wire_out_t *w, uint32_t code, const char *msg)
+int rdma_wire_error(wire_out_t *w, uint32_t code, const char *msg)
 {
     char tmp[RDMA_MAX_ERR_MSG + 1];
     snprintf(tmp, sizeof(tmp), "%s", msg);
-    wire_begin(w, RDMA_MSG_ERROR);
-    wire_put_u32(w, code);
-    wire_put_str16(w, tmp);
-    return wire_end(w);
+    rdma_wire_begin(w, RDMA_MSG_ERROR);
+    rdma_wire_put_u32(w, code);
+    rdma_wire_put_str16(w, tmp);
+    return rdma_wire_end(w);
 }
 
-int wire_parse_error(const uint8_t *body, size_t len, uint32_t *code,
+int rdma_wire_parse_error(const uint8_t *body, size_t len, uint32_t *code,
                      char msg[RDMA_MAX_ERR_MSG + 1])
 {
     wire_in_t r;
     if (wire_open(&r, body, len, RDMA_MSG_ERROR) < 0)
         return -1;
-    *code = wire_get_u32(&r);
-    wire_get_str16(&r, msg, RDMA_MAX_ERR_MSG, 1);
+    *code = rdma_wire_get_u32(&r);
+    rdma_wire_get_str16(&r, msg, RDMA_MAX_ERR_MSG, 1);
     return wire_close(&r);
 }
 
-int wire_region_add(wire_out_t *w, const rdma_region_add_t *m)
+int rdma_wire_region_add(wire_out_t *w, const rdma_region_add_t *m)
 {
-    wire_begin(w, RDMA_MSG_REGION_ADD);
-    wire_put_u32(w, m->region_id);
-    wire_put_u64(w, m->addr);
-    wire_put_u64(w, m->len);
-    wire_put_blob32(w, m->rkey, m->rkey_len);
-    return wire_end(w);
+    rdma_wire_begin(w, RDMA_MSG_REGION_ADD);
+    rdma_wire_put_u32(w, m->region_id);
+    rdma_wire_put_u64(w, m->addr);
+    rdma_wire_put_u64(w, m->len);
+    rdma_wire_put_blob32(w, m->rkey, m->rkey_len);
+    return rdma_wire_end(w);
 }
 
-int wire_parse_region_add(const uint8_t *body, size_t len, rdma_region_add_t *m)
+int rdma_wire_parse_region_add(const uint8_t *body, size_t len, rdma_region_add_t *m)
 {
     wire_in_t r;
     if (wire_open(&r, body, len, RDMA_MSG_REGION_ADD) < 0)
         return -1;
-    m->region_id = wire_get_u32(&r);
-    m->addr = wire_get_u64(&r);
-    m->len = wire_get_u64(&r);
-    m->rkey = wire_get_blob32(&r, RDMA_MAX_RKEY, &m->rkey_len);
+    m->region_id = rdma_wire_get_u32(&r);
+    m->addr = rdma_wire_get_u64(&r);
+    m->len = rdma_wire_get_u64(&r);
+    m->rkey = rdma_wire_get_blob32(&r, RDMA_MAX_RKEY, &m->rkey_len);
     if (m->len == 0 || m->addr + m->len < m->addr)
         return -1;
     return wire_close(&r);
 }
 
-int wire_region_id(wire_out_t *w, uint8_t type, uint32_t region_id)
+int rdma_wire_region_id(wire_out_t *w, uint8_t type, uint32_t region_id)
 {
-    wire_begin(w, type);
-    wire_put_u32(w, region_id);
-    return wire_end(w);
+    rdma_wire_begin(w, type);
+    rdma_wire_put_u32(w, region_id);
+    return rdma_wire_end(w);
 }
 
-int wire_parse_region_id(const uint8_t *body, size_t len, uint32_t *region_id)
+int rdma_wire_parse_region_id(const uint8_t *body, size_t len, uint32_t *region_id)
 {
     wire_in_t r = {body, len, RDMA_WIRE_HDR, 0};
-    int type = wire_frame_type(body, len);
+    int type = rdma_wire_frame_type(body, len);
     if (type != RDMA_MSG_REGION_REMOVE && type != RDMA_MSG_REGION_OK)
         return -1;
-    *region_id = wire_get_u32(&r);
+    *region_id = rdma_wire_get_u32(&r);
     return wire_close(&r);
 }
 
@@ -391,17 +391,17 @@ void rdma_handshake_mac(const uint8_t key[32], const char *role,
                         const char *ak, uint8_t mac[RDMA_MAC_LEN])
 {
     wire_out_t w = {0};
-    wire_put_bytes(&w, role, strlen(role));
-    wire_put_bytes(&w, cnonce, RDMA_NONCE_LEN);
-    wire_put_bytes(&w, snonce, RDMA_NONCE_LEN);
-    wire_put_blob32(&w, caddr, caddr_len);
-    wire_put_blob32(&w, saddr, saddr_len);
-    wire_put_str16(&w, ak);
+    rdma_wire_put_bytes(&w, role, strlen(role));
+    rdma_wire_put_bytes(&w, cnonce, RDMA_NONCE_LEN);
+    rdma_wire_put_bytes(&w, snonce, RDMA_NONCE_LEN);
+    rdma_wire_put_blob32(&w, caddr, caddr_len);
+    rdma_wire_put_blob32(&w, saddr, saddr_len);
+    rdma_wire_put_str16(&w, ak);
     if (w.err)
         hash_random_bytes(mac, RDMA_MAC_LEN); /* never matches */
     else
         hash_hmac_sha256(key, 32, w.data, w.len, mac);
-    wire_free(&w);
+    rdma_wire_free(&w);
 }
 
 /* ---- tokens ------------------------------------------------------------ */

@@ -99,8 +99,8 @@ typedef struct rdma_region_add {
     size_t rkey_len;
 } rdma_region_add_t;
 
-/* A growable output frame. wire_begin starts a frame of the given type;
- * the put functions append; wire_end fills in the length. Any failure
+/* A growable output frame. rdma_wire_begin starts a frame of the given type;
+ * the put functions append; rdma_wire_end fills in the length. Any failure
  * (allocation, size past the limit) sticks in err. limit 0 means a
  * bootstrap frame (4 + RDMA_WIRE_MAX_FRAME bytes); the native messages
  * (rdma_native_wire.h) set their own and use only the put functions. */
@@ -111,23 +111,23 @@ typedef struct wire_out {
     int err;
 } wire_out_t;
 
-void wire_begin(wire_out_t *w, uint8_t type);
-void wire_put_u8(wire_out_t *w, uint8_t v);
-void wire_put_u16(wire_out_t *w, uint16_t v);
-void wire_put_u32(wire_out_t *w, uint32_t v);
-void wire_put_u64(wire_out_t *w, uint64_t v);
-void wire_put_bytes(wire_out_t *w, const void *p, size_t n);
+void rdma_wire_begin(wire_out_t *w, uint8_t type);
+void rdma_wire_put_u8(wire_out_t *w, uint8_t v);
+void rdma_wire_put_u16(wire_out_t *w, uint16_t v);
+void rdma_wire_put_u32(wire_out_t *w, uint32_t v);
+void rdma_wire_put_u64(wire_out_t *w, uint64_t v);
+void rdma_wire_put_bytes(wire_out_t *w, const void *p, size_t n);
 /* Makes room for n more bytes at once (one allocation instead of several
  * doublings); a failure sticks in err like any other. */
-void wire_reserve(wire_out_t *w, size_t n);
+void rdma_wire_reserve(wire_out_t *w, size_t n);
 /* Appends n bytes for the caller to fill and returns them (valid until the
  * next put), or NULL on failure. */
-uint8_t *wire_put_space(wire_out_t *w, size_t n);
-void wire_put_str16(wire_out_t *w, const char *s);            /* u16 len | bytes */
-void wire_put_blob32(wire_out_t *w, const void *p, size_t n); /* u32 len | bytes */
-/* Returns 0 with the frame complete, or -1 (w->data is freed either way by wire_free). */
-int wire_end(wire_out_t *w);
-void wire_free(wire_out_t *w);
+uint8_t *rdma_wire_put_space(wire_out_t *w, size_t n);
+void rdma_wire_put_str16(wire_out_t *w, const char *s);            /* u16 len | bytes */
+void rdma_wire_put_blob32(wire_out_t *w, const void *p, size_t n); /* u32 len | bytes */
+/* Returns 0 with the frame complete, or -1 (w->data is freed either way by rdma_wire_free). */
+int rdma_wire_end(wire_out_t *w);
+void rdma_wire_free(wire_out_t *w);
 
 /* A reader over received bytes. Every get checks the bytes present; the
  * first failure sticks in err and later gets return zeroes/NULL, so a
@@ -140,45 +140,45 @@ typedef struct wire_in {
 } wire_in_t;
 
 /* The next n bytes (pointing into the input), or NULL. */
-const uint8_t *wire_take(wire_in_t *r, size_t n);
-uint8_t wire_get_u8(wire_in_t *r);
-uint16_t wire_get_u16(wire_in_t *r);
-uint32_t wire_get_u32(wire_in_t *r);
-uint64_t wire_get_u64(wire_in_t *r);
-void wire_get_bytes(wire_in_t *r, void *out, size_t n);
+const uint8_t *rdma_wire_take(wire_in_t *r, size_t n);
+uint8_t rdma_wire_get_u8(wire_in_t *r);
+uint16_t rdma_wire_get_u16(wire_in_t *r);
+uint32_t rdma_wire_get_u32(wire_in_t *r);
+uint64_t rdma_wire_get_u64(wire_in_t *r);
+void rdma_wire_get_bytes(wire_in_t *r, void *out, size_t n);
 /* A u16-prefixed string of at most max bytes (at least 1 unless
  * allow_empty) with no NUL inside, copied into out (max + 1 bytes) with a
  * NUL. */
-void wire_get_str16(wire_in_t *r, char *out, size_t max, int allow_empty);
+void rdma_wire_get_str16(wire_in_t *r, char *out, size_t max, int allow_empty);
 /* A u32-prefixed blob of 1..max bytes; points into the input. */
-const uint8_t *wire_get_blob32(wire_in_t *r, size_t max, size_t *len_p);
+const uint8_t *rdma_wire_get_blob32(wire_in_t *r, size_t max, size_t *len_p);
 
 /* Reads the 4-byte length prefix: returns the body length, or -1 if it is
  * below RDMA_WIRE_HDR or above RDMA_WIRE_MAX_FRAME. */
-long wire_frame_len(const uint8_t hdr[4]);
+long rdma_wire_frame_len(const uint8_t hdr[4]);
 /* Checks magic and version of a body; returns the type, or -1. */
-int wire_frame_type(const uint8_t *body, size_t len);
+int rdma_wire_frame_type(const uint8_t *body, size_t len);
 
 /* Message builders: return 0 and a finished frame in *w, or -1. */
-int wire_hello(wire_out_t *w, const char *ak, const uint8_t nonce[RDMA_NONCE_LEN], const void *addr,
+int rdma_wire_hello(wire_out_t *w, const char *ak, const uint8_t nonce[RDMA_NONCE_LEN], const void *addr,
                size_t addr_len);
 /* CHALLENGE (server nonce), AUTH (client MAC) and PROVE (the probe nonce)
  * are one 32-byte field each. */
-int wire_nonce(wire_out_t *w, uint8_t type, const uint8_t bytes[RDMA_NONCE_LEN]);
-int wire_welcome(wire_out_t *w, const rdma_welcome_t *m);
-int wire_error(wire_out_t *w, uint32_t code, const char *msg);
-int wire_region_add(wire_out_t *w, const rdma_region_add_t *m);
-int wire_region_id(wire_out_t *w, uint8_t type, uint32_t region_id); /* REMOVE / OK */
+int rdma_wire_nonce(wire_out_t *w, uint8_t type, const uint8_t bytes[RDMA_NONCE_LEN]);
+int rdma_wire_welcome(wire_out_t *w, const rdma_welcome_t *m);
+int rdma_wire_error(wire_out_t *w, uint32_t code, const char *msg);
+int rdma_wire_region_add(wire_out_t *w, const rdma_region_add_t *m);
+int rdma_wire_region_id(wire_out_t *w, uint8_t type, uint32_t region_id); /* REMOVE / OK */
 
 /* Parsers take a whole body (header included) and return 0, or -1 on any
  * malformed, truncated or oversized field, or trailing bytes. */
-int wire_parse_hello(const uint8_t *body, size_t len, rdma_hello_t *m);
-int wire_parse_nonce(const uint8_t *body, size_t len, uint8_t type, uint8_t bytes[RDMA_NONCE_LEN]);
-int wire_parse_welcome(const uint8_t *body, size_t len, rdma_welcome_t *m);
-int wire_parse_error(const uint8_t *body, size_t len, uint32_t *code,
+int rdma_wire_parse_hello(const uint8_t *body, size_t len, rdma_hello_t *m);
+int rdma_wire_parse_nonce(const uint8_t *body, size_t len, uint8_t type, uint8_t bytes[RDMA_NONCE_LEN]);
+int rdma_wire_parse_welcome(const uint8_t *body, size_t len, rdma_welcome_t *m);
+int rdma_wire_parse_error(const uint8_t *body, size_t len, uint32_t *code,
                      char msg[RDMA_MAX_ERR_MSG + 1]);
-int wire_parse_region_add(const uint8_t *body, size_t len, rdma_region_add_t *m);
-int wire_parse_region_id(const uint8_t *body, size_t len, uint32_t *region_id);
+int rdma_wire_parse_region_add(const uint8_t *body, size_t len, rdma_region_add_t *m);
+int rdma_wire_parse_region_id(const uint8_t *body, size_t len, uint32_t *region_id);
 
 /* The session key: SigV4's signing-key chain with a fixed scope
  * (RDMA_KDF_DATE / RDMA_KDF_REGION / RDMA_KDF_SERVICE), so it is derived from

@@ -40,12 +40,12 @@ static rchunk_t *pool_get(struct rdma_server *srv, rsession_t *owner, uint64_t d
     ruser_t *u = owner->user;
     pthread_mutex_lock(&srv->pool_mu);
     while ((!srv->free_chunks ||
-            u->chunks >= share_cap(srv, srv->user_chunks_max, srv->lone_chunks_max)) &&
+            u->chunks >= rdma_share_cap(srv, srv->user_chunks_max, srv->lone_chunks_max)) &&
            deadline_ms && clock_mono_ms() < deadline_ms) {
         struct timespec ts = clock_after_ms(CLOCK_REALTIME, 10);
         pthread_cond_timedwait(&srv->pool_cv, &srv->pool_mu, &ts);
     }
-    rchunk_t *c = u->chunks < share_cap(srv, srv->user_chunks_max, srv->lone_chunks_max)
+    rchunk_t *c = u->chunks < rdma_share_cap(srv, srv->user_chunks_max, srv->lone_chunks_max)
                       ? srv->free_chunks
                       : NULL;
     if (c) {
@@ -107,7 +107,7 @@ static void chunk_release(struct rdma_server *srv, rchunk_t *c)
     pthread_mutex_unlock(&srv->pool_mu);
 }
 
-int chunk_sweep(struct rdma_server *srv, rsession_t *s, int can_complete)
+int rdma_chunk_sweep(struct rdma_server *srv, rsession_t *s, int can_complete)
 {
     int quarantined = 0;
     pthread_mutex_lock(&srv->pool_mu);
@@ -132,7 +132,7 @@ int chunk_sweep(struct rdma_server *srv, rsession_t *s, int can_complete)
     return quarantined;
 }
 
-int staging_init(struct rdma_server *srv)
+int rdma_staging_init(struct rdma_server *srv)
 {
     srv->chunk_bytes = srv->cfg.chunk_bytes ? srv->cfg.chunk_bytes : RDMA_DEFAULT_CHUNK;
     size_t total = srv->cfg.staging_bytes ? srv->cfg.staging_bytes : RDMA_DEFAULT_STAGING;
@@ -161,7 +161,7 @@ int staging_init(struct rdma_server *srv)
     return 0;
 }
 
-void staging_free(struct rdma_server *srv)
+void rdma_staging_free(struct rdma_server *srv)
 {
     if (srv->staging)
         munmap(srv->staging, srv->staging_len);
@@ -172,13 +172,13 @@ void staging_free(struct rdma_server *srv)
 
 /* ==== token transfers ==================================================== */
 
-rdma_status_t xfer_bind(struct rdma_server *srv, rsession_t *s, uint32_t region_id, uint64_t addr,
+rdma_status_t rdma_xfer_bind(struct rdma_server *srv, rsession_t *s, uint32_t region_id, uint64_t addr,
                         uint64_t len, rdma_xfer_t **out_p)
 {
     /* A transfer slot first (srv->mu), then the region (s->mu): the two
      * locks are never held together (rdma_server_internal.h). */
     pthread_mutex_lock(&srv->mu);
-    struct rdma_xfer *x = s->user->xfers < share_cap(srv, srv->user_xfers_max, srv->lone_xfers_max)
+    struct rdma_xfer *x = s->user->xfers < rdma_share_cap(srv, srv->user_xfers_max, srv->lone_xfers_max)
                               ? srv->free_xfers
                               : NULL;
     if (x) {
@@ -207,7 +207,7 @@ rdma_status_t xfer_bind(struct rdma_server *srv, rsession_t *s, uint32_t region_
         pthread_mutex_unlock(&srv->mu);
         return RDMA_OUT_OF_BOUNDS;
     }
-    session_get(s);
+    rdma_session_get(s);
     x->s = s;
     x->r = r;
     x->addr = addr;
@@ -222,13 +222,13 @@ rdma_status_t rdma_xfer_open(rdma_server_t *srv, const char *token, const char *
     rdma_token_t t;
     if (!srv || rdma_token_decode(token, &t) < 0)
         return RDMA_DECLINE;
-    rsession_t *s = session_find(srv, t.session_id);
+    rsession_t *s = rdma_session_find(srv, t.session_id);
     if (!s)
         return RDMA_DECLINE;
     rdma_status_t rc = !access_key || strcmp(access_key, s->access_key) != 0
                            ? RDMA_FORBIDDEN
-                           : xfer_bind(srv, s, t.region_id, t.addr, t.len, out_p);
-    session_put(s);
+                           : rdma_xfer_bind(srv, s, t.region_id, t.addr, t.len, out_p);
+    rdma_session_put(s);
     return rc;
 }
 
@@ -244,16 +244,16 @@ void rdma_xfer_close(rdma_xfer_t *x)
     struct rdma_server *srv = x->srv;
     rsession_t *s = x->s;
     pthread_mutex_lock(&s->mu);
-    rregion_t *gone = region_unref_locked(x->r);
+    rregion_t *gone = rdma_region_unref_locked(x->r);
     pthread_mutex_unlock(&s->mu);
-    region_free(gone);
+    rdma_region_free(gone);
     pthread_mutex_lock(&srv->mu);
     x->next_free = srv->free_xfers;
     srv->free_xfers = x;
     srv->n_xfers_busy--;
     s->user->xfers--;
     pthread_mutex_unlock(&srv->mu);
-    session_put(s);
+    rdma_session_put(s);
 }
 
 /* Waits for c's request by progressing the session's worker on this thread
@@ -274,7 +274,7 @@ static int chunk_wait(rdma_xfer_t *x, rchunk_t *c, uint64_t deadline_ms)
     /* How long this thread keeps progressing the worker while nothing
      * happens: a progress thread (a read run locally) always, as nobody
      * else progresses its workers meanwhile. */
-    const unsigned progress_until = native_on_progress_thread() ? UINT_MAX : 260;
+    const unsigned progress_until = rdma_native_on_progress_thread() ? UINT_MAX : 260;
     for (unsigned i = 0;; i++) {
         int st = atomic_load(&c->state);
         if (st == CH_DONE) {
@@ -456,10 +456,10 @@ rdma_status_t rdma_xfer_pull(rdma_xfer_t *x, uint64_t len, rdma_sink_fn sink, vo
 
 rdma_status_t rdma_xfer_push(rdma_xfer_t *x, uint64_t len, rdma_fill_fn fill, void *ctx)
 {
-    return xfer_push_progress(x, len, fill, ctx, NULL, NULL);
+    return rdma_xfer_push_progress(x, len, fill, ctx, NULL, NULL);
 }
 
-rdma_status_t xfer_push_progress(rdma_xfer_t *x, uint64_t len, rdma_fill_fn fill, void *ctx,
+rdma_status_t rdma_xfer_push_progress(rdma_xfer_t *x, uint64_t len, rdma_fill_fn fill, void *ctx,
                                  xfer_progress_fn progress, void *pctx)
 {
     uint8_t *dst;

@@ -45,7 +45,7 @@ static int die(const char *what)
 static long recv_type(int fd, int type, uint8_t **body)
 {
     long n = rdma_net_recv_frame(fd, clock_mono_ms() + 5000, body);
-    if (n <= 0 || wire_frame_type(*body, (size_t)n) != type)
+    if (n <= 0 || rdma_wire_frame_type(*body, (size_t)n) != type)
         return -1;
     return n;
 }
@@ -86,27 +86,27 @@ int main(int argc, char **argv)
     wire_out_t o = {0};
     uint8_t *body = NULL;
     long n;
-    if (wire_hello(&o, ak, cn, caddr, caddr_len) < 0 ||
+    if (rdma_wire_hello(&o, ak, cn, caddr, caddr_len) < 0 ||
         rdma_net_send_all(fd, o.data, o.len, clock_mono_ms() + 5000) < 0 ||
         (n = recv_type(fd, RDMA_MSG_CHALLENGE, &body)) < 0 ||
-        wire_parse_nonce(body, (size_t)n, RDMA_MSG_CHALLENGE, sn) < 0)
+        rdma_wire_parse_nonce(body, (size_t)n, RDMA_MSG_CHALLENGE, sn) < 0)
         return die("HELLO/CHALLENGE");
     free(body);
     rdma_session_key(sk, key);
     rdma_handshake_mac(key, "client", cn, sn, caddr, caddr_len, NULL, 0, ak, mac);
-    if (wire_nonce(&o, RDMA_MSG_AUTH, mac) < 0 ||
+    if (rdma_wire_nonce(&o, RDMA_MSG_AUTH, mac) < 0 ||
         rdma_net_send_all(fd, o.data, o.len, clock_mono_ms() + 5000) < 0)
         return die("AUTH");
     for (uint64_t end = clock_mono_ms() + 5000; !probe_got && clock_mono_ms() < end;)
         if (!ucp_worker_progress(w))
             usleep(100);
     rdma_welcome_t wm;
-    if (!probe_got || wire_nonce(&o, RDMA_MSG_PROVE, probe) < 0 ||
+    if (!probe_got || rdma_wire_nonce(&o, RDMA_MSG_PROVE, probe) < 0 ||
         rdma_net_send_all(fd, o.data, o.len, clock_mono_ms() + 5000) < 0 ||
         (n = recv_type(fd, RDMA_MSG_WELCOME, &body)) < 0 ||
-        wire_parse_welcome(body, (size_t)n, &wm) < 0)
+        rdma_wire_parse_welcome(body, (size_t)n, &wm) < 0)
         return die("probe/PROVE/WELCOME");
-    wire_free(&o);
+    rdma_wire_free(&o);
 
     /* Our own endpoint to the server's worker, and an rkey the server never
      * gave: md map 0, host memory. UCP then emulates the operation with

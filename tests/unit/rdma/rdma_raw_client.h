@@ -108,7 +108,7 @@ static inline void raw_send_frame(int fd, wire_out_t *w, int built)
 {
     assert_int_equal(built, 0);
     raw_send(fd, w->data, w->len);
-    wire_free(w);
+    rdma_wire_free(w);
 }
 
 /* Returns the type of the next frame (body in *body_p), 0 on EOF, -1 on error. */
@@ -118,7 +118,7 @@ static inline int raw_recv(int fd, uint8_t **body_p, size_t *len_p)
     long n = rdma_net_recv_frame(fd, clock_mono_ms() + 7000, &body);
     if (n <= 0)
         return (int)n;
-    int t = wire_frame_type(body, (size_t)n);
+    int t = rdma_wire_frame_type(body, (size_t)n);
     if (body_p) {
         *body_p = body;
         *len_p = (size_t)n;
@@ -144,12 +144,12 @@ static inline void raw_hello_addr(int fd, const void *addr, size_t addr_len, con
                                   uint8_t mac[RDMA_MAC_LEN])
 {
     wire_out_t w = {0};
-    raw_send_frame(fd, &w, wire_hello(&w, ak, cnonce, addr, addr_len));
+    raw_send_frame(fd, &w, rdma_wire_hello(&w, ak, cnonce, addr, addr_len));
     uint8_t *body = NULL;
     size_t len = 0;
     assert_int_equal(raw_recv(fd, &body, &len), RDMA_MSG_CHALLENGE);
     uint8_t snonce[RDMA_NONCE_LEN];
-    assert_int_equal(wire_parse_nonce(body, len, RDMA_MSG_CHALLENGE, snonce), 0);
+    assert_int_equal(rdma_wire_parse_nonce(body, len, RDMA_MSG_CHALLENGE, snonce), 0);
     uint8_t key[32];
     rdma_session_key(secret, key);
     rdma_handshake_mac(key, "client", cnonce, snonce, addr, addr_len, NULL, 0, ak, mac);
@@ -201,14 +201,14 @@ static inline void raw_handshake(int fd, raw_ucx_t *u, const char *ak, const cha
     u->probe_got = 0;
     raw_hello(fd, u, ak, secret, cnonce, mac);
     wire_out_t w = {0};
-    raw_send_frame(fd, &w, wire_nonce(&w, RDMA_MSG_AUTH, mac));
+    raw_send_frame(fd, &w, rdma_wire_nonce(&w, RDMA_MSG_AUTH, mac));
     assert_true(raw_await_probe(u));
-    raw_send_frame(fd, &w, wire_nonce(&w, RDMA_MSG_PROVE, u->probe));
+    raw_send_frame(fd, &w, rdma_wire_nonce(&w, RDMA_MSG_PROVE, u->probe));
     uint8_t *body = NULL;
     size_t len = 0;
     assert_int_equal(raw_recv(fd, &body, &len), RDMA_MSG_WELCOME);
     rdma_welcome_t wm;
-    assert_int_equal(wire_parse_welcome(body, len, &wm), 0);
+    assert_int_equal(rdma_wire_parse_welcome(body, len, &wm), 0);
     memcpy(rs->id, wm.session_id, RDMA_SESSION_ID_LEN);
     rs->saddr = malloc(wm.worker_addr_len);
     assert_non_null(rs->saddr);
@@ -225,7 +225,7 @@ static inline void send_region_add(int fd, uint32_t id, uint64_t addr, uint64_t 
     rdma_region_add_t m = {
         .region_id = id, .addr = addr, .len = len, .rkey = rkey, .rkey_len = rkey_len};
     wire_out_t w = {0};
-    raw_send_frame(fd, &w, wire_region_add(&w, &m));
+    raw_send_frame(fd, &w, rdma_wire_region_add(&w, &m));
 }
 
 static inline void make_token(const raw_sess_t *rs, uint32_t id, uint64_t addr, uint64_t len,

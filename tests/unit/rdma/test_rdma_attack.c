@@ -207,7 +207,7 @@ static uint32_t recv_error(int fd, char msg[RDMA_MAX_ERR_MSG + 1])
     assert_int_equal(t, RDMA_MSG_ERROR);
     uint32_t code = 0;
     char m[RDMA_MAX_ERR_MSG + 1];
-    assert_int_equal(wire_parse_error(body, len, &code, msg ? msg : m), 0);
+    assert_int_equal(rdma_wire_parse_error(body, len, &code, msg ? msg : m), 0);
     free(body);
     return code;
 }
@@ -325,7 +325,7 @@ static void overannounce_local(int no_map)
         uint32_t code = 0;
         char msg[RDMA_MAX_ERR_MSG + 1] = "";
         if (t == RDMA_MSG_ERROR)
-            assert_int_equal(wire_parse_error(body, len, &code, msg), 0);
+            assert_int_equal(rdma_wire_parse_error(body, len, &code, msg), 0);
         free(body);
         if (shm) {
             if (t != RDMA_MSG_ERROR)
@@ -358,7 +358,7 @@ static void overannounce_local(int no_map)
     assert_int_equal(raw_recv(fd, &body, &len), RDMA_MSG_REGION_OK);
     raw_settle(&u);
     uint32_t id = 0;
-    assert_int_equal(wire_parse_region_id(body, len, &id), 0);
+    assert_int_equal(rdma_wire_parse_region_id(body, len, &id), 0);
     assert_int_equal(id, 4);
     free(body);
 
@@ -447,7 +447,7 @@ static int child_net_main(int port)
         uint32_t code = 0;
         char msg[RDMA_MAX_ERR_MSG + 1];
         if (t == RDMA_MSG_ERROR)
-            wire_parse_error(body, len, &code, msg);
+            rdma_wire_parse_error(body, len, &code, msg);
         printf("REFUSED %u\n", code);
     }
     fflush(stdout);
@@ -578,14 +578,14 @@ static void prove_guess_refused(int fd)
     uint8_t guess[RDMA_NONCE_LEN];
     assert_int_equal(hash_random_bytes(guess, sizeof(guess)), 0);
     wire_out_t w = {0};
-    raw_send_frame(fd, &w, wire_nonce(&w, RDMA_MSG_PROVE, guess));
+    raw_send_frame(fd, &w, rdma_wire_nonce(&w, RDMA_MSG_PROVE, guess));
     uint8_t *body = NULL;
     size_t len = 0;
     int t = raw_recv(fd, &body, &len);
     if (t == RDMA_MSG_ERROR) {
         uint32_t code = 0;
         char msg[RDMA_MAX_ERR_MSG + 1];
-        assert_int_equal(wire_parse_error(body, len, &code, msg), 0);
+        assert_int_equal(rdma_wire_parse_error(body, len, &code, msg), 0);
         assert_int_equal(code, RDMA_ERR_PROBE);
         free(body);
         t = raw_recv(fd, NULL, NULL);
@@ -807,7 +807,7 @@ static void probe_server_self(int over_unix)
     assert_int_equal(hash_random_bytes(cnonce, sizeof(cnonce)), 0);
     raw_hello_addr(fd2, rs.saddr, rs.saddr_len, "AKIDTWO", "secret-two", cnonce, mac);
     wire_out_t w = {0};
-    raw_send_frame(fd2, &w, wire_nonce(&w, RDMA_MSG_AUTH, mac));
+    raw_send_frame(fd2, &w, rdma_wire_nonce(&w, RDMA_MSG_AUTH, mac));
     /* Time for the probe to land where the address points (over TCP the
      * endpoint's wireup takes a moment). */
     sleep_ms(500);
@@ -857,7 +857,7 @@ static void misdirected_probe(int over_unix, const char *idle_tls)
     assert_int_equal(hash_random_bytes(cnonce, sizeof(cnonce)), 0);
     raw_hello_addr(fd, idle.addr, idle.addr_len, "AKIDONE", "secret-one", cnonce, mac);
     wire_out_t w = {0};
-    raw_send_frame(fd, &w, wire_nonce(&w, RDMA_MSG_AUTH, mac));
+    raw_send_frame(fd, &w, rdma_wire_nonce(&w, RDMA_MSG_AUTH, mac));
     /* The probe goes to the announced worker, not to us. */
     uint64_t until = clock_mono_ms() + 300;
     while (clock_mono_ms() < until && !u.probe_got) {
@@ -988,7 +988,7 @@ static void flood_open(int port, int n, int fds[], const raw_ucx_t *u, int hello
             uint8_t nonce[RDMA_NONCE_LEN] = {(uint8_t)i};
             snprintf(ak, sizeof(ak), "AKIDNOBODY%d", i);
             wire_out_t w = {0};
-            raw_send_frame(fds[i], &w, wire_hello(&w, ak, nonce, u->addr, u->addr_len));
+            raw_send_frame(fds[i], &w, rdma_wire_hello(&w, ak, nonce, u->addr, u->addr_len));
         }
     }
 }
@@ -1196,7 +1196,7 @@ static void test_nonreading_peer(void **state)
     rdma_region_add_t m = {
         .region_id = 9, .addr = 4096, .len = UINT64_MAX / 2, .rkey = rkey, .rkey_len = 16};
     wire_out_t w = {0};
-    assert_int_equal(wire_region_add(&w, &m), 0);
+    assert_int_equal(rdma_wire_region_add(&w, &m), 0);
     for (int i = 0; i < 3; i++) {
         raw_send(fd, w.data, w.len);
         assert_int_equal(recv_error(fd, NULL), RDMA_ERR_MAX_REGISTERED);
@@ -1209,7 +1209,7 @@ static void test_nonreading_peer(void **state)
     assert_non_null(batch);
     for (int i = 0; i < BATCH; i++)
         memcpy(batch + (size_t)i * flen, w.data, flen);
-    wire_free(&w);
+    rdma_wire_free(&w);
 
     opener_t o = {.srv = srv};
     pthread_t th;
@@ -1255,14 +1255,14 @@ static void test_nonreading_peer(void **state)
      * may end mid-frame where a reset cut it). */
     size_t n_err = 0;
     for (size_t off = 0; off + 4 <= drained;) {
-        long n = wire_frame_len(dbuf + off);
+        long n = rdma_wire_frame_len(dbuf + off);
         assert_true(n > 0);
         if (off + 4 + (size_t)n > drained)
             break;
         uint32_t code = 0;
         char msg[RDMA_MAX_ERR_MSG + 1];
-        assert_int_equal(wire_frame_type(dbuf + off + 4, (size_t)n), RDMA_MSG_ERROR);
-        assert_int_equal(wire_parse_error(dbuf + off + 4, (size_t)n, &code, msg), 0);
+        assert_int_equal(rdma_wire_frame_type(dbuf + off + 4, (size_t)n), RDMA_MSG_ERROR);
+        assert_int_equal(rdma_wire_parse_error(dbuf + off + 4, (size_t)n, &code, msg), 0);
         assert_int_equal(code, RDMA_ERR_MAX_REGISTERED);
         n_err++;
         off += 4 + (size_t)n;
@@ -1325,10 +1325,10 @@ static void protocol_errors(int over_unix)
     assert_int_equal(raw_recv(fd, NULL, NULL), RDMA_MSG_REGION_OK);
     raw_settle(&u);
     wire_out_t w = {0};
-    raw_send_frame(fd, &w, wire_region_id(&w, RDMA_MSG_REGION_REMOVE, 5));
+    raw_send_frame(fd, &w, rdma_wire_region_id(&w, RDMA_MSG_REGION_REMOVE, 5));
     assert_int_equal(raw_recv(fd, NULL, NULL), RDMA_MSG_REGION_OK);
     assert_int_equal(rdma_server_session_count(srv), 1);
-    raw_send_frame(fd, &w, wire_region_id(&w, RDMA_MSG_REGION_REMOVE, 5));
+    raw_send_frame(fd, &w, rdma_wire_region_id(&w, RDMA_MSG_REGION_REMOVE, 5));
     assert_int_equal(recv_error(fd, NULL), RDMA_ERR_NO_REGION);
     assert_int_equal(raw_recv(fd, NULL, NULL), 0);
     close(fd);
@@ -1361,7 +1361,7 @@ static int pending_conn(rdma_server_t *srv, const char *src, const raw_ucx_t *u)
     assert_true(fd >= 0);
     uint8_t nonce[RDMA_NONCE_LEN] = {0};
     wire_out_t w = {0};
-    raw_send_frame(fd, &w, wire_hello(&w, "AKIDNOBODY", nonce, u->addr, u->addr_len));
+    raw_send_frame(fd, &w, rdma_wire_hello(&w, "AKIDNOBODY", nonce, u->addr, u->addr_len));
     return fd;
 }
 
@@ -1470,7 +1470,7 @@ static void rkey_attack(int over_unix, int truncated)
     if (t == RDMA_MSG_ERROR) {
         uint32_t code = 0;
         char msg[RDMA_MAX_ERR_MSG + 1];
-        assert_int_equal(wire_parse_error(body, len, &code, msg), 0);
+        assert_int_equal(rdma_wire_parse_error(body, len, &code, msg), 0);
         assert_true(code == RDMA_ERR_BAD_RKEY || code == RDMA_ERR_BAD_MESSAGE);
     } else if (t == RDMA_MSG_REGION_OK) {
         if (truncated)

@@ -73,7 +73,7 @@ static void test_abandoned_close_quarantines(void **state)
     fixture_init(&f);
     rchunk_t *dead = orphan_one(&f);
     /* The teardown abandoned the endpoint close: a completion may come. */
-    chunk_sweep(&f.srv, &f.victim, 1);
+    rdma_chunk_sweep(&f.srv, &f.victim, 1);
     /* Another client's transfer takes what the pool has and posts its own
      * operations. */
     rchunk_t *mine[NCHUNKS] = {0};
@@ -104,7 +104,7 @@ static void test_closed_endpoint_sweeps(void **state)
     static pool_fixture_t f;
     fixture_init(&f);
     orphan_one(&f);
-    chunk_sweep(&f.srv, &f.victim, 0);
+    rdma_chunk_sweep(&f.srv, &f.victim, 0);
     assert_int_equal(f.srv.chunks_quarantined, 0);
     assert_int_equal(pool_free_count(&f.srv), NCHUNKS);
     assert_int_equal(atomic_load(&f.victim.orphans), 0);
@@ -130,7 +130,7 @@ static void test_user_share_counts_orphans(void **state)
 /* A user alone on the server has more than its share, since a share
  * reserves room for others and holding it back with none there would only
  * slow it, but not the last eighth: a newcomer finds that even when the
- * lone user froze holding all it could (share_init's figures). */
+ * lone user froze holding all it could (rdma_share_init's figures). */
 static void test_lone_user_leaves_a_reserve(void **state)
 {
     (void)state;
@@ -140,7 +140,7 @@ static void test_lone_user_leaves_a_reserve(void **state)
     f.srv.cfg.max_inflight = 8;
     f.srv.cfg.native_threads = 4;
     f.srv.cfg.max_native_queued = 8;
-    share_init(&f.srv);
+    rdma_share_init(&f.srv);
     assert_int_equal(f.srv.user_chunks_max, NCHUNKS / 2);
     atomic_store(&f.srv.n_users, 1);
     rchunk_t *held[NCHUNKS];

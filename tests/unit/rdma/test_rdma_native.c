@@ -46,7 +46,7 @@ void *__real_calloc(size_t n, size_t size);
 void *__real_realloc(void *p, size_t n);
 static void count_alloc(void)
 {
-    if (atomic_load(&g_count_allocs) && native_on_progress_thread())
+    if (atomic_load(&g_count_allocs) && rdma_native_on_progress_thread())
         atomic_fetch_add(&g_prog_allocs, 1);
 }
 void *__wrap_malloc(size_t n);
@@ -1075,35 +1075,35 @@ static void rb_build(const rb_t *b, wire_out_t *w)
 {
     memset(w, 0, sizeof(*w));
     w->limit = 4 * RDMA_NATIVE_MAX_MSG;
-    wire_put_u32(w, b->magic);
-    wire_put_u8(w, b->version);
-    wire_put_u8(w, b->opcode);
-    wire_put_u16(w, b->flags);
-    wire_put_u64(w, b->id);
-    wire_put_bytes(w, b->sid, RDMA_SESSION_ID_LEN);
-    wire_put_str16(w, b->bucket);
-    wire_put_str16(w, b->key);
-    wire_put_u32(w, b->inline_max);
-    wire_put_u16(w, b->n_params_field >= 0 ? (uint16_t)b->n_params_field : (uint16_t)b->n);
+    rdma_wire_put_u32(w, b->magic);
+    rdma_wire_put_u8(w, b->version);
+    rdma_wire_put_u8(w, b->opcode);
+    rdma_wire_put_u16(w, b->flags);
+    rdma_wire_put_u64(w, b->id);
+    rdma_wire_put_bytes(w, b->sid, RDMA_SESSION_ID_LEN);
+    rdma_wire_put_str16(w, b->bucket);
+    rdma_wire_put_str16(w, b->key);
+    rdma_wire_put_u32(w, b->inline_max);
+    rdma_wire_put_u16(w, b->n_params_field >= 0 ? (uint16_t)b->n_params_field : (uint16_t)b->n);
     for (unsigned i = 0; i < b->n; i++) {
-        wire_put_u8(w, b->p[i].kind);
-        wire_put_str16(w, b->p[i].name);
-        wire_put_str16(w, b->p[i].value);
+        rdma_wire_put_u8(w, b->p[i].kind);
+        rdma_wire_put_str16(w, b->p[i].name);
+        rdma_wire_put_str16(w, b->p[i].value);
     }
-    wire_put_u8(w, b->body_kind);
+    rdma_wire_put_u8(w, b->body_kind);
     if (b->body_kind == RDMA_BODY_INLINE) {
-        wire_put_u32(w, b->body_len_field);
-        wire_put_bytes(w, b->body, b->body_present);
+        rdma_wire_put_u32(w, b->body_len_field);
+        rdma_wire_put_bytes(w, b->body, b->body_present);
     } else if (b->body_kind == RDMA_BODY_REGION) {
-        wire_put_u32(w, b->body_ref.region_id);
-        wire_put_u64(w, b->body_ref.addr);
-        wire_put_u64(w, b->body_ref.len);
+        rdma_wire_put_u32(w, b->body_ref.region_id);
+        rdma_wire_put_u64(w, b->body_ref.addr);
+        rdma_wire_put_u64(w, b->body_ref.len);
     }
-    wire_put_u8(w, b->out_kind);
+    rdma_wire_put_u8(w, b->out_kind);
     if (b->out_kind == 1) {
-        wire_put_u32(w, b->out.region_id);
-        wire_put_u64(w, b->out.addr);
-        wire_put_u64(w, b->out.len);
+        rdma_wire_put_u32(w, b->out.region_id);
+        rdma_wire_put_u64(w, b->out.addr);
+        rdma_wire_put_u64(w, b->out.len);
     }
     assert_int_equal(w->err, 0);
 }
@@ -1115,7 +1115,7 @@ static const rrep_t *rb_call(rawn_t *rn, rb_t *b)
     wire_out_t w;
     rb_build(b, &w);
     rawn_send(rn, w.data, w.len);
-    wire_free(&w);
+    rdma_wire_free(&w);
     const rrep_t *p = rawn_wait(rn, b->id);
     if (!p)
         fail_msg("no reply to request %" PRIu64 " within %d ms", b->id, WAIT_MS);
@@ -1142,7 +1142,7 @@ static void expect_bad(rawn_t *rn, rb_t *b, size_t len, const char *what)
     wire_out_t w;
     rb_build(b, &w);
     rawn_send(rn, w.data, len == SIZE_MAX ? w.len : len);
-    wire_free(&w);
+    rdma_wire_free(&w);
     const rrep_t *p = rawn_wait(rn, b->id);
     if (!p)
         fail_msg("%s: no reply within %d ms", what, WAIT_MS);
@@ -1229,7 +1229,7 @@ static void test_raw_malformed(void **state)
         wire_out_t w;
         rb_build(&b, &w);
         size_t full = w.len;
-        wire_free(&w);
+        rdma_wire_free(&w);
         for (size_t len = RDMA_NATIVE_FIXED; len < full; len++) {
             char what[64];
             snprintf(what, sizeof(what), "truncated at %zu of %zu", len, full);
@@ -1255,15 +1255,15 @@ static void test_raw_malformed(void **state)
         assert_bad_message(p, b.id, b.opcode, "trailing ref");
         rawn_forget(&rn);
         b.id = rn.next_id++;
-        wire_free(&w);
+        rdma_wire_free(&w);
         rb_build(&b, &w);
-        wire_put_u8(&w, 0);
+        rdma_wire_put_u8(&w, 0);
         rawn_send(&rn, w.data, w.len);
         p = rawn_wait(&rn, b.id);
         assert_non_null(p);
         assert_bad_message(p, b.id, b.opcode, "trailing byte");
         rawn_forget(&rn);
-        wire_free(&w);
+        rdma_wire_free(&w);
     }
 
     /* Too many params: 65 real ones, or a count with nothing behind it. */
@@ -1315,7 +1315,7 @@ static void test_raw_malformed(void **state)
         assert_non_null(p);
         assert_bad_message(p, b.id, b.opcode, "NUL inside the key");
         rawn_forget(&rn);
-        wire_free(&w);
+        rdma_wire_free(&w);
     }
     /* Fields over 32 KiB without the inline body (each field within its own
      * limit, the message within 96 KiB). */
@@ -1364,7 +1364,7 @@ static void test_raw_malformed(void **state)
         rb_build(&b, &w);
         assert_true(w.len < RDMA_NATIVE_MAX_MSG);
         size_t pad = RDMA_NATIVE_MAX_MSG - w.len;
-        assert_non_null(wire_put_space(&w, pad));
+        assert_non_null(rdma_wire_put_space(&w, pad));
         memset(w.data + w.len - pad, 0, pad);
         assert_int_equal(w.len, RDMA_NATIVE_MAX_MSG);
         rawn_send(&rn, w.data, w.len);
@@ -1372,7 +1372,7 @@ static void test_raw_malformed(void **state)
         assert_non_null(p);
         assert_bad_message(p, b.id, b.opcode, "trailing bytes up to 96 KiB");
         rawn_forget(&rn);
-        wire_free(&w);
+        rdma_wire_free(&w);
     }
     /* None of these reached the handler. */
     assert_int_equal(handler_total(), calls0);
@@ -1470,7 +1470,7 @@ static void test_raw_dropped(void **state)
     const size_t shorts[] = {0, 1, 4, 8, 16, RDMA_NATIVE_FIXED - 1};
     for (size_t i = 0; i < sizeof(shorts) / sizeof(shorts[0]); i++)
         rawn_send(&rn, w.data, shorts[i]);
-    wire_free(&w);
+    rdma_wire_free(&w);
     /* Wrong magic. */
     const uint32_t magics[] = {0, RDMA_NATIVE_MAGIC ^ 1, RDMA_WIRE_MAGIC};
     for (size_t i = 0; i < sizeof(magics) / sizeof(magics[0]); i++) {
@@ -1479,7 +1479,7 @@ static void test_raw_dropped(void **state)
         b.id = rn.next_id++;
         rb_build(&b, &w);
         rawn_send(&rn, w.data, w.len);
-        wire_free(&w);
+        rdma_wire_free(&w);
     }
     /* One byte over RDMA_NATIVE_MAX_MSG, and far over. */
     static uint8_t big[RDMA_NATIVE_MAX_INLINE];
@@ -1492,11 +1492,11 @@ static void test_raw_dropped(void **state)
         b.id = rn.next_id++;
         rb_build(&b, &w);
         size_t pad = overs[i] - w.len;
-        assert_non_null(wire_put_space(&w, pad));
+        assert_non_null(rdma_wire_put_space(&w, pad));
         memset(w.data + w.len - pad, 0, pad);
         assert_int_equal(w.len, overs[i]);
         rawn_send(&rn, w.data, w.len);
-        wire_free(&w);
+        rdma_wire_free(&w);
     }
     /* A session id nobody has. */
     rb_init(&b, &rn, RDMA_OP_HEAD_OBJECT);
@@ -1504,14 +1504,14 @@ static void test_raw_dropped(void **state)
     b.id = rn.next_id++;
     rb_build(&b, &w);
     rawn_send(&rn, w.data, w.len);
-    wire_free(&w);
+    rdma_wire_free(&w);
     /* An id one bit off ours. */
     rb_init(&b, &rn, RDMA_OP_HEAD_OBJECT);
     b.sid[RDMA_SESSION_ID_LEN - 1] ^= 1;
     b.id = rn.next_id++;
     rb_build(&b, &w);
     rawn_send(&rn, w.data, w.len);
-    wire_free(&w);
+    rdma_wire_free(&w);
 
     rawn_t *all[] = {&rn};
     rawn_quiet(all, 1);
@@ -1552,7 +1552,7 @@ static void test_raw_burst(void **state)
         wire_out_t w;
         rb_build(&b, &w);
         rawn_send(&rn, w.data, w.len);
-        wire_free(&w);
+        rdma_wire_free(&w);
     }
     for (uint64_t until = clock_mono_ms() + WAIT_MS; rn.n_rep < N && clock_mono_ms() < until;) {
         if (!ucp_worker_progress(rn.u.w))
@@ -1630,7 +1630,7 @@ static void test_raw_other_session(void **state)
     wire_out_t w;
     rb_build(&b, &w);
     rawn_send(&a, w.data, w.len);
-    wire_free(&w);
+    rdma_wire_free(&w);
     const rrep_t *p = rawn_wait(&bsess, 4242);
     if (!p)
         fail_msg("the owner session got no reply within %d ms", WAIT_MS);
@@ -1644,7 +1644,7 @@ static void test_raw_other_session(void **state)
     b.version = 7;
     rb_build(&b, &w);
     rawn_send(&a, w.data, w.len);
-    wire_free(&w);
+    rdma_wire_free(&w);
     p = rawn_wait(&bsess, 4243);
     assert_non_null(p);
     assert_bad_message(p, 4243, RDMA_OP_HEAD_OBJECT, "malformed, other session");
@@ -1665,7 +1665,7 @@ static void test_raw_other_session(void **state)
     rb_build(&b, &w);
     for (int i = 0; i < 4; i++)
         rawn_send(&a, w.data, w.len);
-    wire_free(&w);
+    rdma_wire_free(&w);
     rawn_quiet(both, 2);
     assert_int_equal(a.n_rep, 0);
     assert_int_equal(bsess.n_rep, 0);
@@ -1718,7 +1718,7 @@ static void test_raw_local_worker(void **state)
     b.id = 777;
     rb_build(&b, &w);
     rawn_send_on(&a, e, w.data, w.len);
-    wire_free(&w);
+    rdma_wire_free(&w);
     rawn_quiet(both, 2);
     assert_int_equal(loc.n_rep, 0);
     if (own_worker) {
@@ -1736,7 +1736,7 @@ static void test_raw_local_worker(void **state)
     b.id = 776;
     rb_build(&b, &w);
     rawn_send(&a, w.data, w.len);
-    wire_free(&w);
+    rdma_wire_free(&w);
     rawn_quiet(both, 2);
     assert_int_equal(a.n_rep, 0);
     if (own_worker) {
@@ -1751,7 +1751,7 @@ static void test_raw_local_worker(void **state)
     b.id = 778;
     rb_build(&b, &w);
     rawn_send_on(&a, e, w.data, w.len);
-    wire_free(&w);
+    rdma_wire_free(&w);
     const rrep_t *p = NULL;
     for (uint64_t until = clock_mono_ms() + WAIT_MS; !p && clock_mono_ms() < until;) {
         ucp_worker_progress(a.u.w);
@@ -1914,7 +1914,7 @@ static void test_close_with_requests_in_flight(void **state)
                 wire_out_t w;
                 rb_build(&b, &w);
                 rawn_send(&rn, w.data, w.len);
-                wire_free(&w);
+                rdma_wire_free(&w);
             }
             assert_int_equal(wait_blocked(3), 3);
             close(rn.fd);
@@ -1967,7 +1967,7 @@ static void test_queued_requests_of_dead_session(void **state)
         wire_out_t w;
         rb_build(&b, &w);
         rawn_send(&hold, w.data, w.len);
-        wire_free(&w);
+        rdma_wire_free(&w);
     }
     assert_int_equal(wait_blocked(EXECUTORS), EXECUTORS);
     unsigned puts0 = atomic_load(&g_h.calls[RDMA_OP_PUT_OBJECT]);
@@ -1985,7 +1985,7 @@ static void test_queued_requests_of_dead_session(void **state)
         wire_out_t w;
         rb_build(&b, &w);
         rawn_send(&dying, w.data, w.len);
-        wire_free(&w);
+        rdma_wire_free(&w);
     }
     /* Admitted and queued: the server counts them in flight. */
     rdma_server_stats_t st;
@@ -2123,7 +2123,7 @@ static void test_unread_replies_bounded(void **state)
                 wire_out_t w;
                 rb_build(&b, &w);
                 unread_send(rn.ep, &u, &w);
-                wire_free(&w);
+                rdma_wire_free(&w);
             }
             if (stuck < 3) {
                 uint64_t until = clock_mono_ms() + 200;
@@ -2278,7 +2278,7 @@ static void test_frozen_tenant_executor_share(void **state)
         wire_out_t w;
         rb_build(&rb, &w);
         unread_send(a.ep, &u, &w);
-        wire_free(&w);
+        rdma_wire_free(&w);
     }
     /* A's share of the threads is busy with A's stalled reads. */
     for (int i = 0; i < 500 && atomic_load(&g_h.put_running[0]) < 2; i++)

@@ -34,7 +34,7 @@ static uint8_t *encode(const rdma_native_msg_t *m, size_t *len)
     assert_int_equal(rdma_native_encode_req(&w, m), 0);
     uint8_t *c = dup_exact(w.data, w.len);
     *len = w.len;
-    wire_free(&w);
+    rdma_wire_free(&w);
     return c;
 }
 
@@ -42,7 +42,7 @@ static int encode_rc(const rdma_native_msg_t *m)
 {
     wire_out_t w = {0};
     int rc = rdma_native_encode_req(&w, m);
-    wire_free(&w);
+    rdma_wire_free(&w);
     return rc;
 }
 
@@ -189,51 +189,51 @@ static raw_req_t raw_default(void)
 
 static void raw_str(wire_out_t *w, const char *s, size_t n)
 {
-    wire_put_u16(w, (uint16_t)n);
-    wire_put_bytes(w, s, n);
+    rdma_wire_put_u16(w, (uint16_t)n);
+    rdma_wire_put_bytes(w, s, n);
 }
 
 static void raw_ref(wire_out_t *w)
 {
-    wire_put_u32(w, 7);
-    wire_put_u64(w, 0x7f0000001000ull);
-    wire_put_u64(w, 4096);
+    rdma_wire_put_u32(w, 7);
+    rdma_wire_put_u64(w, 0x7f0000001000ull);
+    rdma_wire_put_u64(w, 4096);
 }
 
 static uint8_t *raw_build(const raw_req_t *q, size_t *len)
 {
     wire_out_t w = {.limit = 4u << 20};
-    wire_put_u32(&w, q->magic);
-    wire_put_u8(&w, q->version);
-    wire_put_u8(&w, q->opcode);
-    wire_put_u16(&w, q->flags);
-    wire_put_u64(&w, 42);
-    wire_put_bytes(&w, SID, sizeof(SID));
+    rdma_wire_put_u32(&w, q->magic);
+    rdma_wire_put_u8(&w, q->version);
+    rdma_wire_put_u8(&w, q->opcode);
+    rdma_wire_put_u16(&w, q->flags);
+    rdma_wire_put_u64(&w, 42);
+    rdma_wire_put_bytes(&w, SID, sizeof(SID));
     raw_str(&w, q->bucket, q->bucket_len);
     raw_str(&w, q->key, q->key_len);
-    wire_put_u32(&w, 1024);
-    wire_put_u16(&w, (uint16_t)q->n_params);
+    rdma_wire_put_u32(&w, 1024);
+    rdma_wire_put_u16(&w, (uint16_t)q->n_params);
     for (unsigned i = 0; i < q->params_present; i++) {
-        wire_put_u8(&w, q->params[i].kind);
+        rdma_wire_put_u8(&w, q->params[i].kind);
         raw_str(&w, q->params[i].name, q->params[i].name_len);
         raw_str(&w, q->params[i].value, q->params[i].value_len);
     }
-    wire_put_u8(&w, q->body_kind);
+    rdma_wire_put_u8(&w, q->body_kind);
     if (q->body_kind == RDMA_BODY_INLINE) {
-        wire_put_u32(&w, q->body_len);
-        uint8_t *b = wire_put_space(&w, q->body_present);
+        rdma_wire_put_u32(&w, q->body_len);
+        uint8_t *b = rdma_wire_put_space(&w, q->body_present);
         if (b && q->body_present)
             memset(b, 'x', q->body_present);
     } else if (q->body_kind == RDMA_BODY_REGION) {
         raw_ref(&w);
     }
-    wire_put_u8(&w, q->out_kind);
+    rdma_wire_put_u8(&w, q->out_kind);
     if (q->out_kind == 1)
         raw_ref(&w);
     assert_int_equal(w.err, 0);
     uint8_t *c = dup_exact(w.data, w.len);
     *len = w.len;
-    wire_free(&w);
+    rdma_wire_free(&w);
     return c;
 }
 
@@ -433,7 +433,7 @@ static void test_req_progress_flag(void **state)
     m.head.flags = 2;
     wire_out_t w = {0};
     assert_int_equal(rdma_native_encode_req(&w, &m), -1);
-    wire_free(&w);
+    rdma_wire_free(&w);
     rdma_native_msg_free(&m);
     free(msg);
 }
@@ -775,32 +775,32 @@ static raw_reply_t raw_reply_default(void)
 static uint8_t *raw_reply_build(const raw_reply_t *q, size_t *len)
 {
     wire_out_t w = {.limit = 4u << 20};
-    wire_put_u32(&w, RDMA_NATIVE_MAGIC);
-    wire_put_u8(&w, q->version);
-    wire_put_u8(&w, RDMA_OP_GET_OBJECT);
-    wire_put_u16(&w, q->flags);
-    wire_put_u64(&w, 77);
-    wire_put_u16(&w, 200);
-    wire_put_u16(&w, 0);
+    rdma_wire_put_u32(&w, RDMA_NATIVE_MAGIC);
+    rdma_wire_put_u8(&w, q->version);
+    rdma_wire_put_u8(&w, RDMA_OP_GET_OBJECT);
+    rdma_wire_put_u16(&w, q->flags);
+    rdma_wire_put_u64(&w, 77);
+    rdma_wire_put_u16(&w, 200);
+    rdma_wire_put_u16(&w, 0);
     raw_str(&w, q->s3id, q->s3id_len);
-    wire_put_u16(&w, (uint16_t)q->n_headers);
+    rdma_wire_put_u16(&w, (uint16_t)q->n_headers);
     for (unsigned i = 0; i < q->hdrs_present; i++) {
         raw_str(&w, q->hdrs[i].name, q->hdrs[i].name_len);
         raw_str(&w, q->hdrs[i].value, q->hdrs[i].value_len);
     }
-    wire_put_u8(&w, q->body_kind);
+    rdma_wire_put_u8(&w, q->body_kind);
     if (q->body_kind == RDMA_BODY_INLINE) {
-        wire_put_u32(&w, q->body_len);
-        uint8_t *b = wire_put_space(&w, q->body_present);
+        rdma_wire_put_u32(&w, q->body_len);
+        uint8_t *b = rdma_wire_put_space(&w, q->body_present);
         if (b && q->body_present)
             memset(b, 'y', q->body_present);
     } else if (q->body_kind == RDMA_BODY_REGION) {
-        wire_put_u64(&w, 12345);
+        rdma_wire_put_u64(&w, 12345);
     }
     assert_int_equal(w.err, 0);
     uint8_t *c = dup_exact(w.data, w.len);
     *len = w.len;
-    wire_free(&w);
+    rdma_wire_free(&w);
     return c;
 }
 
@@ -836,7 +836,7 @@ static void test_reply_round_trip(void **state)
     memcpy(body, "hello world", 11);
     uint8_t *msg = dup_exact(w.data, w.len);
     size_t len = w.len;
-    wire_free(&w);
+    rdma_wire_free(&w);
     rdma_native_reply_t r;
     assert_int_equal(rdma_native_parse_reply(msg, len, &r), 0);
     assert_int_equal(r.opcode, RDMA_OP_GET_OBJECT);
@@ -876,7 +876,7 @@ static void test_reply_round_trip(void **state)
     assert_int_equal(r.body_kind, RDMA_BODY_REGION);
     assert_int_equal(r.body_len, 1ull << 40);
     assert_null(r.body);
-    wire_free(&w);
+    rdma_wire_free(&w);
 
     /* An error that never reached S3: no id, no headers, no body. */
     assert_int_equal(
@@ -887,7 +887,7 @@ static void test_reply_round_trip(void **state)
     assert_int_equal(r.error, 9);
     assert_string_equal(r.s3_request_id, "");
     assert_int_equal(r.body_kind, RDMA_BODY_NONE);
-    wire_free(&w);
+    rdma_wire_free(&w);
 
     /* An inline body of the maximum. */
     assert_int_equal(rdma_native_reply_begin(&w, 2, 7, 200, 0, "x", NULL, 0, RDMA_BODY_INLINE,
@@ -896,7 +896,7 @@ static void test_reply_round_trip(void **state)
     memset(body, 'z', RDMA_NATIVE_MAX_INLINE);
     assert_int_equal(rdma_native_parse_reply(w.data, w.len, &r), 0);
     assert_int_equal(r.body_len, RDMA_NATIVE_MAX_INLINE);
-    wire_free(&w);
+    rdma_wire_free(&w);
 }
 
 static void test_reply_reject(void **state)
@@ -994,11 +994,11 @@ static void test_reply_begin_refuses(void **state)
     assert_int_equal(rdma_native_reply_begin(&w, 2, 1, 200, 0, "", hdrs,
                                              4 * RDMA_NATIVE_MAX_HEADERS, RDMA_BODY_NONE, 0, NULL),
                      0);
-    wire_free(&w);
+    rdma_wire_free(&w);
     assert_int_equal(
         rdma_native_reply_begin(&w, 2, 1, 200, 0, "", hdrs, sizeof(hdrs), RDMA_BODY_NONE, 0, NULL),
         -1);
-    wire_free(&w);
+    rdma_wire_free(&w);
 
     static char big[RDMA_NATIVE_MAX_VALUE + 8];
     memset(big, 'n', RDMA_NATIVE_MAX_NAME + 1);
@@ -1008,7 +1008,7 @@ static void test_reply_begin_refuses(void **state)
     assert_int_equal(rdma_native_reply_begin(&w, 2, 1, 200, 0, "", big, RDMA_NATIVE_MAX_NAME + 4,
                                              RDMA_BODY_NONE, 0, NULL),
                      -1); /* name too long */
-    wire_free(&w);
+    rdma_wire_free(&w);
     big[0] = 'n';
     big[1] = '\0';
     memset(big + 2, 'v', RDMA_NATIVE_MAX_VALUE + 1);
@@ -1016,13 +1016,13 @@ static void test_reply_begin_refuses(void **state)
     assert_int_equal(rdma_native_reply_begin(&w, 2, 1, 200, 0, "", big, RDMA_NATIVE_MAX_VALUE + 4,
                                              RDMA_BODY_NONE, 0, NULL),
                      -1); /* value too long */
-    wire_free(&w);
+    rdma_wire_free(&w);
     assert_int_equal(rdma_native_reply_begin(&w, 2, 1, 200, 0, "", NULL, 0, RDMA_BODY_INLINE,
                                              RDMA_NATIVE_MAX_INLINE + 1, NULL),
                      -1);
-    wire_free(&w);
+    rdma_wire_free(&w);
     assert_int_equal(rdma_native_reply_begin(&w, 2, 1, 200, 0, "", NULL, 0, 3, 0, NULL), -1);
-    wire_free(&w);
+    rdma_wire_free(&w);
 }
 
 int main(void)

@@ -82,7 +82,7 @@ static void test_truncated_and_garbage(void **state)
 
     /* A HELLO whose inner length runs past the frame. */
     wire_out_t w = {0};
-    assert_int_equal(wire_hello(&w, "AKIDONE", nonce, u.addr, u.addr_len), 0);
+    assert_int_equal(rdma_wire_hello(&w, "AKIDONE", nonce, u.addr, u.addr_len), 0);
     size_t cut = w.len - 10;
     w.data[0] = (uint8_t)((cut - 4) >> 24);
     w.data[1] = (uint8_t)((cut - 4) >> 16);
@@ -90,7 +90,7 @@ static void test_truncated_and_garbage(void **state)
     w.data[3] = (uint8_t)(cut - 4);
     int fd = raw_connect(srv);
     raw_send(fd, w.data, cut);
-    wire_free(&w);
+    rdma_wire_free(&w);
     expect_refused_and_closed(fd);
     close(fd);
 
@@ -113,7 +113,7 @@ static void test_truncated_and_garbage(void **state)
     /* AUTH before HELLO. */
     fd = raw_connect(srv);
     uint8_t mac[RDMA_MAC_LEN] = {0};
-    raw_send_frame(fd, &w, wire_nonce(&w, RDMA_MSG_AUTH, mac));
+    raw_send_frame(fd, &w, rdma_wire_nonce(&w, RDMA_MSG_AUTH, mac));
     expect_refused_and_closed(fd);
     close(fd);
 
@@ -141,9 +141,9 @@ static void test_replayed_auth(void **state)
     int fd = raw_connect(srv);
     raw_hello(fd, &u, "AKIDONE", "secret-one", cnonce, mac);
     wire_out_t w = {0};
-    raw_send_frame(fd, &w, wire_nonce(&w, RDMA_MSG_AUTH, mac));
+    raw_send_frame(fd, &w, rdma_wire_nonce(&w, RDMA_MSG_AUTH, mac));
     assert_true(raw_await_probe(&u));
-    raw_send_frame(fd, &w, wire_nonce(&w, RDMA_MSG_PROVE, u.probe));
+    raw_send_frame(fd, &w, rdma_wire_nonce(&w, RDMA_MSG_PROVE, u.probe));
     uint8_t *body = NULL;
     size_t len = 0;
     assert_int_equal(raw_recv(fd, &body, &len), RDMA_MSG_WELCOME);
@@ -154,7 +154,7 @@ static void test_replayed_auth(void **state)
      * nonce is fresh, so the MAC no longer matches. */
     int fd2 = raw_connect(srv);
     raw_hello(fd2, &u, "AKIDONE", "wrong-secret-for-this-leg", cnonce, mac2);
-    raw_send_frame(fd2, &w, wire_nonce(&w, RDMA_MSG_AUTH, mac));
+    raw_send_frame(fd2, &w, rdma_wire_nonce(&w, RDMA_MSG_AUTH, mac));
     expect_refused_and_closed(fd2);
     close(fd2);
     assert_int_equal(rdma_server_session_count(srv), 1);
@@ -242,11 +242,11 @@ static void test_session_id_without_randomness(void **state)
     assert_int_equal(hash_random_bytes(cnonce, sizeof(cnonce)), 0);
     raw_hello(fd, &u, "AKIDONE", "secret-one", cnonce, mac);
     wire_out_t w = {0};
-    raw_send_frame(fd, &w, wire_nonce(&w, RDMA_MSG_AUTH, mac));
+    raw_send_frame(fd, &w, rdma_wire_nonce(&w, RDMA_MSG_AUTH, mac));
     assert_true(raw_await_probe(&u));
     /* The next random bytes the process asks for are the session id. */
     atomic_store(&g_rand_fail, 1);
-    raw_send_frame(fd, &w, wire_nonce(&w, RDMA_MSG_PROVE, u.probe));
+    raw_send_frame(fd, &w, rdma_wire_nonce(&w, RDMA_MSG_PROVE, u.probe));
     uint8_t *body = NULL;
     size_t len = 0;
     assert_int_equal(raw_recv(fd, &body, &len), RDMA_MSG_ERROR);

@@ -65,65 +65,65 @@ static void test_hello_round_trip_and_truncations(void **state)
     for (size_t i = 0; i < sizeof(addr); i++)
         addr[i] = (uint8_t)i;
     wire_out_t w = {0};
-    assert_int_equal(wire_hello(&w, "AKID", nonce, addr, sizeof(addr)), 0);
-    assert_int_equal(wire_frame_len(w.data), (long)(w.len - 4));
+    assert_int_equal(rdma_wire_hello(&w, "AKID", nonce, addr, sizeof(addr)), 0);
+    assert_int_equal(rdma_wire_frame_len(w.data), (long)(w.len - 4));
     const uint8_t *body = w.data + 4;
     size_t len = w.len - 4;
     rdma_hello_t h;
-    assert_int_equal(wire_parse_hello(body, len, &h), 0);
+    assert_int_equal(rdma_wire_parse_hello(body, len, &h), 0);
     assert_string_equal(h.access_key, "AKID");
     assert_int_equal(h.worker_addr_len, sizeof(addr));
     assert_memory_equal(h.worker_addr, addr, sizeof(addr));
     /* Every truncation is rejected. */
     for (size_t n = 0; n < len; n++)
-        assert_int_equal(wire_parse_hello(body, n, &h), -1);
+        assert_int_equal(rdma_wire_parse_hello(body, n, &h), -1);
     /* Trailing bytes are rejected. */
     uint8_t *longer = malloc(len + 1);
     memcpy(longer, body, len);
     longer[len] = 0;
-    assert_int_equal(wire_parse_hello(longer, len + 1, &h), -1);
+    assert_int_equal(rdma_wire_parse_hello(longer, len + 1, &h), -1);
     free(longer);
     /* A HELLO is not an AUTH. */
     uint8_t mac[RDMA_MAC_LEN];
-    assert_int_equal(wire_parse_nonce(body, len, RDMA_MSG_AUTH, mac), -1);
-    wire_free(&w);
+    assert_int_equal(rdma_wire_parse_nonce(body, len, RDMA_MSG_AUTH, mac), -1);
+    rdma_wire_free(&w);
     /* Empty and oversized access keys are refused by the parser. */
-    assert_int_equal(wire_hello(&w, "", nonce, addr, 1), 0);
-    assert_int_equal(wire_parse_hello(w.data + 4, w.len - 4, &h), -1);
-    wire_free(&w);
+    assert_int_equal(rdma_wire_hello(&w, "", nonce, addr, 1), 0);
+    assert_int_equal(rdma_wire_parse_hello(w.data + 4, w.len - 4, &h), -1);
+    rdma_wire_free(&w);
     char ak[RDMA_MAX_AK + 2];
     memset(ak, 'A', sizeof(ak) - 1);
     ak[sizeof(ak) - 1] = '\0';
-    assert_int_equal(wire_hello(&w, ak, nonce, addr, 1), 0);
-    assert_int_equal(wire_parse_hello(w.data + 4, w.len - 4, &h), -1);
-    wire_free(&w);
+    assert_int_equal(rdma_wire_hello(&w, ak, nonce, addr, 1), 0);
+    assert_int_equal(rdma_wire_parse_hello(w.data + 4, w.len - 4, &h), -1);
+    rdma_wire_free(&w);
 }
 
 static void test_frame_bounds(void **state)
 {
     (void)state;
     uint8_t hdr[4] = {0, 0, 0, 7};
-    assert_int_equal(wire_frame_len(hdr), -1);
+    assert_int_equal(rdma_wire_frame_len(hdr), -1);
     uint8_t ok[4] = {0, 0, 0, 8};
-    assert_int_equal(wire_frame_len(ok), 8);
+    assert_int_equal(rdma_wire_frame_len(ok), 8);
     uint8_t big[4] = {0, 1, 0, 1};
-    assert_int_equal(wire_frame_len(big), -1);
+    assert_int_equal(rdma_wire_frame_len(big), -1);
     /* The builder refuses frames past the maximum. */
     wire_out_t w = {0};
     uint8_t *huge = calloc(1, RDMA_WIRE_MAX_FRAME);
     rdma_welcome_t hw = {.worker_addr = huge, .worker_addr_len = RDMA_WIRE_MAX_FRAME};
-    assert_int_equal(wire_welcome(&w, &hw), -1);
-    wire_free(&w);
+    assert_int_equal(rdma_wire_welcome(&w, &hw), -1);
+    rdma_wire_free(&w);
     free(huge);
     /* Wrong version or non-zero flags. */
     uint8_t mac[RDMA_MAC_LEN] = {0};
-    assert_int_equal(wire_nonce(&w, RDMA_MSG_AUTH, mac), 0);
+    assert_int_equal(rdma_wire_nonce(&w, RDMA_MSG_AUTH, mac), 0);
     w.data[8] = 1; /* version 1 (before the probe) is no longer spoken */
-    assert_int_equal(wire_frame_type(w.data + 4, w.len - 4), -1);
+    assert_int_equal(rdma_wire_frame_type(w.data + 4, w.len - 4), -1);
     w.data[8] = RDMA_WIRE_VERSION;
     w.data[11] = 1;
-    assert_int_equal(wire_frame_type(w.data + 4, w.len - 4), -1);
-    wire_free(&w);
+    assert_int_equal(rdma_wire_frame_type(w.data + 4, w.len - 4), -1);
+    rdma_wire_free(&w);
 }
 
 static void test_other_messages(void **state)
@@ -141,44 +141,44 @@ static void test_other_messages(void **state)
     memset(saddr, 0x5e, sizeof(saddr));
     m.worker_addr = saddr;
     m.worker_addr_len = sizeof(saddr);
-    assert_int_equal(wire_welcome(&w, &m), 0);
+    assert_int_equal(rdma_wire_welcome(&w, &m), 0);
     rdma_welcome_t n;
-    assert_int_equal(wire_parse_welcome(w.data + 4, w.len - 4, &n), 0);
+    assert_int_equal(rdma_wire_parse_welcome(w.data + 4, w.len - 4, &n), 0);
     assert_memory_equal(&m.session_id, &n.session_id, 16);
     assert_int_equal(n.worker_addr_len, sizeof(saddr));
     assert_memory_equal(n.worker_addr, saddr, sizeof(saddr));
     assert_memory_equal(n.server_mac, m.server_mac, RDMA_MAC_LEN);
     assert_int_equal(n.max_registered, m.max_registered);
     assert_int_equal(n.err_mode, 1);
-    wire_free(&w);
+    rdma_wire_free(&w);
 
     uint8_t rkey[40] = {1, 2, 3};
     rdma_region_add_t ra = {
         .region_id = 5, .addr = 4096, .len = 8192, .rkey = rkey, .rkey_len = 40};
-    assert_int_equal(wire_region_add(&w, &ra), 0);
+    assert_int_equal(rdma_wire_region_add(&w, &ra), 0);
     rdma_region_add_t rb;
-    assert_int_equal(wire_parse_region_add(w.data + 4, w.len - 4, &rb), 0);
+    assert_int_equal(rdma_wire_parse_region_add(w.data + 4, w.len - 4, &rb), 0);
     assert_int_equal(rb.region_id, 5);
     assert_int_equal(rb.len, 8192);
     assert_int_equal(rb.rkey_len, 40);
-    wire_free(&w);
+    rdma_wire_free(&w);
     ra.len = 0;
-    assert_int_equal(wire_region_add(&w, &ra), 0);
-    assert_int_equal(wire_parse_region_add(w.data + 4, w.len - 4, &rb), -1);
-    wire_free(&w);
+    assert_int_equal(rdma_wire_region_add(&w, &ra), 0);
+    assert_int_equal(rdma_wire_parse_region_add(w.data + 4, w.len - 4, &rb), -1);
+    rdma_wire_free(&w);
     ra.len = 10;
     ra.addr = UINT64_MAX - 2;
-    assert_int_equal(wire_region_add(&w, &ra), 0);
-    assert_int_equal(wire_parse_region_add(w.data + 4, w.len - 4, &rb), -1);
-    wire_free(&w);
+    assert_int_equal(rdma_wire_region_add(&w, &ra), 0);
+    assert_int_equal(rdma_wire_parse_region_add(w.data + 4, w.len - 4, &rb), -1);
+    rdma_wire_free(&w);
 
-    assert_int_equal(wire_error(&w, RDMA_ERR_MAX_REGIONS, "too many"), 0);
+    assert_int_equal(rdma_wire_error(&w, RDMA_ERR_MAX_REGIONS, "too many"), 0);
     uint32_t code;
     char msg[RDMA_MAX_ERR_MSG + 1];
-    assert_int_equal(wire_parse_error(w.data + 4, w.len - 4, &code, msg), 0);
+    assert_int_equal(rdma_wire_parse_error(w.data + 4, w.len - 4, &code, msg), 0);
     assert_int_equal(code, RDMA_ERR_MAX_REGIONS);
     assert_string_equal(msg, "too many");
-    wire_free(&w);
+    rdma_wire_free(&w);
 }
 
 static void test_mutations_never_crash(void **state)
@@ -186,7 +186,7 @@ static void test_mutations_never_crash(void **state)
     (void)state;
     uint8_t nonce[RDMA_NONCE_LEN] = {0}, addr[64] = {0};
     wire_out_t w = {0};
-    assert_int_equal(wire_hello(&w, "AKID", nonce, addr, sizeof(addr)), 0);
+    assert_int_equal(rdma_wire_hello(&w, "AKID", nonce, addr, sizeof(addr)), 0);
     size_t len = w.len - 4;
     uint8_t *b = malloc(len);
     srand(1234);
@@ -202,20 +202,20 @@ static void test_mutations_never_crash(void **state)
         uint8_t mac[RDMA_MAC_LEN];
         uint32_t id, code;
         char msg[RDMA_MAX_ERR_MSG + 1];
-        if (wire_parse_hello(b, n, &h) == 0) {
+        if (rdma_wire_parse_hello(b, n, &h) == 0) {
             assert_true(h.worker_addr_len <= n);
             assert_true(strlen(h.access_key) <= RDMA_MAX_AK);
         }
-        (void)wire_parse_nonce(b, n, RDMA_MSG_CHALLENGE, mac);
-        (void)wire_parse_nonce(b, n, RDMA_MSG_PROVE, mac);
-        (void)wire_parse_welcome(b, n, &m);
-        (void)wire_parse_region_add(b, n, &r);
-        (void)wire_parse_nonce(b, n, RDMA_MSG_AUTH, mac);
-        (void)wire_parse_region_id(b, n, &id);
-        (void)wire_parse_error(b, n, &code, msg);
+        (void)rdma_wire_parse_nonce(b, n, RDMA_MSG_CHALLENGE, mac);
+        (void)rdma_wire_parse_nonce(b, n, RDMA_MSG_PROVE, mac);
+        (void)rdma_wire_parse_welcome(b, n, &m);
+        (void)rdma_wire_parse_region_add(b, n, &r);
+        (void)rdma_wire_parse_nonce(b, n, RDMA_MSG_AUTH, mac);
+        (void)rdma_wire_parse_region_id(b, n, &id);
+        (void)rdma_wire_parse_error(b, n, &code, msg);
     }
     free(b);
-    wire_free(&w);
+    rdma_wire_free(&w);
 }
 
 static void test_macs(void **state)

@@ -148,7 +148,7 @@ static void child_send(child_t *c, wire_out_t *w, int built, const char *what)
 {
     if (built != 0 || rdma_net_send_all(c->fd, w->data, w->len, clock_mono_ms() + 5000) < 0)
         child_die(what);
-    wire_free(w);
+    rdma_wire_free(w);
 }
 
 /* The next frame, which must be of type want; its body in *body_p. */
@@ -157,12 +157,12 @@ static size_t child_recv(child_t *c, int want, uint8_t **body_p)
     long n = rdma_net_recv_frame(c->fd, clock_mono_ms() + 5000, body_p);
     if (n <= 0)
         child_die("the server closed the lifeline or timed out");
-    int t = wire_frame_type(*body_p, (size_t)n);
+    int t = rdma_wire_frame_type(*body_p, (size_t)n);
     if (t != want) {
         char m[RDMA_MAX_ERR_MSG + 64] = "";
         uint32_t code = 0;
         char msg[RDMA_MAX_ERR_MSG + 1] = "";
-        if (t == RDMA_MSG_ERROR && wire_parse_error(*body_p, (size_t)n, &code, msg) == 0)
+        if (t == RDMA_MSG_ERROR && rdma_wire_parse_error(*body_p, (size_t)n, &code, msg) == 0)
             snprintf(m, sizeof(m), "server refused: %s (code %u)", msg, code);
         else
             snprintf(m, sizeof(m), "unexpected frame type %d (wanted %d)", t, want);
@@ -202,17 +202,17 @@ static int child_main(int port, int stage, unsigned seed)
     if (hash_random_bytes(c.cnonce, RDMA_NONCE_LEN) < 0)
         child_die("hash_random_bytes");
     wire_out_t w = {0};
-    child_send(&c, &w, wire_hello(&w, "AKIDONE", c.cnonce, c.addr, c.addr_len), "sending HELLO");
+    child_send(&c, &w, rdma_wire_hello(&w, "AKIDONE", c.cnonce, c.addr, c.addr_len), "sending HELLO");
     uint8_t *body = NULL;
     size_t n = child_recv(&c, RDMA_MSG_CHALLENGE, &body);
     uint8_t snonce[RDMA_NONCE_LEN], key[32], mac[RDMA_MAC_LEN];
-    if (wire_parse_nonce(body, n, RDMA_MSG_CHALLENGE, snonce) < 0)
+    if (rdma_wire_parse_nonce(body, n, RDMA_MSG_CHALLENGE, snonce) < 0)
         child_die("malformed CHALLENGE");
     free(body);
     rdma_session_key("secret-one", key);
     rdma_handshake_mac(key, "client", c.cnonce, snonce, c.addr, c.addr_len, NULL, 0, "AKIDONE",
                        mac);
-    child_send(&c, &w, wire_nonce(&w, RDMA_MSG_AUTH, mac), "sending AUTH");
+    child_send(&c, &w, rdma_wire_nonce(&w, RDMA_MSG_AUTH, mac), "sending AUTH");
     switch (stage) {
     case ST_AUTH: /* never progress the worker */
         child_ready();
@@ -233,14 +233,14 @@ static int child_main(int port, int stage, unsigned seed)
     }
 
     child_progress(&c, &c.probe_got);
-    child_send(&c, &w, wire_nonce(&w, RDMA_MSG_PROVE, c.probe), "sending PROVE");
+    child_send(&c, &w, rdma_wire_nonce(&w, RDMA_MSG_PROVE, c.probe), "sending PROVE");
     if (stage == ST_PROVE) {
         child_ready();
         child_progress(&c, NULL);
     }
     n = child_recv(&c, RDMA_MSG_WELCOME, &body);
     rdma_welcome_t wm;
-    if (wire_parse_welcome(body, n, &wm) < 0)
+    if (rdma_wire_parse_welcome(body, n, &wm) < 0)
         child_die("malformed WELCOME");
     ucp_ep_params_t ep = {
         .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
