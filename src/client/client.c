@@ -163,8 +163,8 @@ void s3r_client_destroy(s3r_client_t *c)
     pthread_mutex_destroy(&c->rdma_mu);
     c->set.n_http = s3c_http_count(c); /* learned gateways are freed too */
     s3c_settings_free(&c->set);
-    if (tls_err_client == c)
-        tls_err_client = NULL;
+    if (s3c_tls_err_client == c)
+        s3c_tls_err_client = NULL;
     free(c);
 }
 
@@ -195,7 +195,7 @@ void s3r_client_set_progress(s3r_client_t *c, s3r_progress_fn fn, void *arg)
     c->progress_arg = arg;
 }
 
-void count(s3r_client_t *c, s3r_transport_t t, uint64_t bytes)
+void s3c_count_transfer(s3r_client_t *c, s3r_transport_t t, uint64_t bytes)
 {
     if (t == S3R_TRANSPORT_TOKEN) {
         atomic_fetch_add(&c->n_token_ops, 1);
@@ -215,7 +215,7 @@ void count(s3r_client_t *c, s3r_transport_t t, uint64_t bytes)
 
 /* The transport an operation of size bytes should try first: HTTP, TOKEN or
  * NATIVE (which the caller turns into S3R_ERR_UNSUPPORTED). */
-s3r_transport_t pick(s3r_client_t *c, s3r_transport_t want, uint64_t size)
+s3r_transport_t s3c_pick_transport(s3r_client_t *c, s3r_transport_t want, uint64_t size)
 {
     s3r_transport_t t = want == S3R_TRANSPORT_DEFAULT ? c->set.transport : want;
     if (!c->set.use_rdma)
@@ -235,15 +235,15 @@ s3r_transport_t pick(s3r_client_t *c, s3r_transport_t want, uint64_t size)
     }
 }
 
-s3r_transport_t pick_control(s3r_client_t *c)
+s3r_transport_t s3c_pick_control_transport(s3r_client_t *c)
 {
-    s3r_transport_t t = pick(c, S3R_TRANSPORT_DEFAULT, 0);
+    s3r_transport_t t = s3c_pick_transport(c, S3R_TRANSPORT_DEFAULT, 0);
     return t == S3R_TRANSPORT_NATIVE ? t : S3R_TRANSPORT_HTTP;
 }
 
 /* Whether a failed token attempt (st) may be redone over HTTP; logs the
  * first fallback of the client and counts every one. */
-bool fall_back(s3r_client_t *c, s3r_status_t st)
+bool s3c_fall_back(s3r_client_t *c, s3r_status_t st)
 {
     if (st != S3R_ERR_RDMA_DECLINED && st != S3R_ERR_RDMA_UNAVAILABLE)
         return false;
@@ -252,7 +252,7 @@ bool fall_back(s3r_client_t *c, s3r_status_t st)
     atomic_fetch_add(&c->n_fallbacks, 1);
     if (!c->set.quiet && atomic_exchange(&c->fallback_logged, 1) == 0)
         fprintf(stderr, "s3rdma: %s (%s); falling back to HTTP (logged once per client)\n",
-                s3r_strerror(st), tls_err.message);
+                s3r_strerror(st), s3c_tls_err.message);
     return true;
 }
 
@@ -260,7 +260,7 @@ bool fall_back(s3r_client_t *c, s3r_status_t st)
 /* Request helpers                                                           */
 /* ======================================================================== */
 
-const char *strs_printf(strs_t *ss, const char *fmt, ...)
+const char *s3c_strs_printf(strs_t *ss, const char *fmt, ...)
 {
     if (ss->n == sizeof(ss->s) / sizeof(ss->s[0]))
         return NULL;
@@ -273,7 +273,7 @@ const char *strs_printf(strs_t *ss, const char *fmt, ...)
     return ss->s[ss->n++];
 }
 
-void strs_free(strs_t *ss)
+void s3c_strs_free(strs_t *ss)
 {
     for (size_t i = 0; i < ss->n; i++)
         free(ss->s[i]);
@@ -281,7 +281,7 @@ void strs_free(strs_t *ss)
 }
 
 /* URI-encodes s as a query value into a new string in ss. */
-const char *strs_qenc(strs_t *ss, const char *s)
+const char *s3c_strs_qenc(strs_t *ss, const char *s)
 {
     buf_t b;
     buf_init(&b, 64 * 1024);
@@ -289,23 +289,23 @@ const char *strs_qenc(strs_t *ss, const char *s)
         buf_free(&b);
         return NULL;
     }
-    const char *r = strs_printf(ss, "%s", b.data ? b.data : "");
+    const char *r = s3c_strs_printf(ss, "%s", b.data ? b.data : "");
     buf_free(&b);
     return r;
 }
 
-const char *strs_udec(strs_t *ss, const char *s)
+const char *s3c_strs_udec(strs_t *ss, const char *s)
 {
     buf_t b;
     buf_init(&b, 64 * 1024);
     const char *r = sigv4_percent_decode(s, strlen(s), &b) < 0
                         ? NULL
-                        : strs_printf(ss, "%s", b.data ? b.data : "");
+                        : s3c_strs_printf(ss, "%s", b.data ? b.data : "");
     buf_free(&b);
     return r;
 }
 
-bool valid_name(const char *s)
+bool s3c_valid_name(const char *s)
 {
     return s != NULL && s[0] != '\0';
 }
@@ -316,7 +316,7 @@ static s3r_status_t run_simple(s3r_client_t *c, s3c_req_t *req, bool key_op, boo
 {
     s3c_resp_t resp;
     s3c_resp_init(&resp);
-    s3r_status_t st = s3c_do(c, pick_control(c), req, &resp);
+    s3r_status_t st = s3c_do(c, s3c_pick_control_transport(c), req, &resp);
     if (st == S3R_OK && (resp.status < 200 || resp.status > 299))
         st = s3c_http_error(c, &resp, resp.transport, key_op);
     if (st == S3R_OK && record)
@@ -325,12 +325,12 @@ static s3r_status_t run_simple(s3r_client_t *c, s3c_req_t *req, bool key_op, boo
     return st;
 }
 
-s3r_status_t simple(s3r_client_t *c, s3c_req_t *req, bool key_op)
+s3r_status_t s3c_simple(s3r_client_t *c, s3c_req_t *req, bool key_op)
 {
     return run_simple(c, req, key_op, false);
 }
 
-s3r_status_t simple_write(s3r_client_t *c, s3c_req_t *req, bool key_op)
+s3r_status_t s3c_simple_write(s3r_client_t *c, s3c_req_t *req, bool key_op)
 {
     return run_simple(c, req, key_op, true);
 }
@@ -341,7 +341,7 @@ static s3r_status_t run_xml(s3r_client_t *c, s3c_req_t *req, buf_t *body, bool r
     s3c_resp_t resp;
     s3c_resp_init(&resp);
     req->sink_grow = body;
-    s3r_status_t st = s3c_do(c, pick_control(c), req, &resp);
+    s3r_status_t st = s3c_do(c, s3c_pick_control_transport(c), req, &resp);
     if (st == S3R_OK && (resp.status < 200 || resp.status > 299))
         st = s3c_http_error(c, &resp, resp.transport, false);
     else if (st == S3R_OK && resp.overflow)
@@ -350,31 +350,31 @@ static s3r_status_t run_xml(s3r_client_t *c, s3c_req_t *req, buf_t *body, bool r
     else if (st == S3R_OK && resp.curl_code != 0)
         st = s3c_fail(c, S3R_ERR_HTTP, resp.transport, (int)resp.status, "", "transfer failed: %s",
                       resp.curl_err);
-    /* A 200 whose body is an <Error> (error_in_200) wrote nothing. */
+    /* A 200 whose body is an <Error> (s3c_error_in_200) wrote nothing. */
     if (st == S3R_OK && record && !s3c_xml_is_error(body->data, body->len))
         s3c_version_record(c, &resp);
     s3c_resp_free(&resp);
     return st;
 }
 
-s3r_status_t get_xml(s3r_client_t *c, s3c_req_t *req, buf_t *body)
+s3r_status_t s3c_get_xml(s3r_client_t *c, s3c_req_t *req, buf_t *body)
 {
     return run_xml(c, req, body, false);
 }
 
-s3r_status_t get_xml_write(s3r_client_t *c, s3c_req_t *req, buf_t *body)
+s3r_status_t s3c_get_xml_write(s3r_client_t *c, s3c_req_t *req, buf_t *body)
 {
     return run_xml(c, req, body, true);
 }
 
-s3r_status_t version_query(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const char *vid)
+s3r_status_t s3c_version_query(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const char *vid)
 {
     if (vid == NULL)
         return S3R_OK;
-    const char *enc = strs_qenc(ss, vid);
+    const char *enc = s3c_strs_qenc(ss, vid);
     const char *q = enc == NULL  ? NULL
-                    : req->query ? strs_printf(ss, "%s&versionId=%s", req->query, enc)
-                                 : strs_printf(ss, "versionId=%s", enc);
+                    : req->query ? s3c_strs_printf(ss, "%s&versionId=%s", req->query, enc)
+                                 : s3c_strs_printf(ss, "versionId=%s", enc);
     if (q == NULL)
         return s3c_fail(c, S3R_ERR_TOO_LARGE, S3R_TRANSPORT_DEFAULT, 0, "",
                         "version id too long or out of memory");
@@ -384,7 +384,7 @@ s3r_status_t version_query(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const ch
 
 /* S3 may answer CompleteMultipartUpload and CopyObject with a 200 whose body
  * is an <Error> (the headers went out before the work failed): a failure. */
-s3r_status_t error_in_200(s3r_client_t *c, const buf_t *body)
+s3r_status_t s3c_error_in_200(s3r_client_t *c, const buf_t *body)
 {
     if (!s3c_xml_is_error(body->data, body->len))
         return S3R_OK;
@@ -399,7 +399,7 @@ s3r_status_t error_in_200(s3r_client_t *c, const buf_t *body)
 
 /* Staging memory for file transfers: registered when the token path will
  * carry it, plain otherwise. */
-void *stage_alloc(s3r_client_t *c, s3r_transport_t t, uint64_t len, bool *registered)
+void *s3c_stage_alloc(s3r_client_t *c, s3r_transport_t t, uint64_t len, bool *registered)
 {
     void *p = NULL;
     *registered = false;
@@ -413,7 +413,7 @@ void *stage_alloc(s3r_client_t *c, s3r_transport_t t, uint64_t len, bool *regist
     return malloc((size_t)len);
 }
 
-void stage_free(s3r_client_t *c, void *p, bool registered)
+void s3c_stage_free(s3r_client_t *c, void *p, bool registered)
 {
     if (registered) {
         s3r_buf_free(c, p);

@@ -4,8 +4,8 @@
  * other transports the operation runs to completion when it is started and
  * the op only carries its result. s3r_op_wait_any waits for whichever of a
  * thread's ops is answered first, on however many sessions. The building and judging of the request
- * are the synchronous calls' own (get_request/get_result,
- * put_request/put_result). */
+ * are the synchronous calls' own (s3c_get_request/s3c_get_result,
+ * s3c_put_request/s3c_put_result). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,10 +57,10 @@ static s3r_status_t op_run(s3r_op_t *op, s3r_transport_t t)
 {
     if (op->is_get) {
         op->gopts.transport = t;
-        return get_one(op->c, op->bucket, op->key, op->buf, op->cap, &op->gopts, &op->len);
+        return s3c_get_one(op->c, op->bucket, op->key, op->buf, op->cap, &op->gopts, &op->len);
     }
     op->popts.transport = t;
-    return put_one(op->c, op->bucket, op->key, NULL, op->buf, op->len, &op->popts, NULL, 0);
+    return s3c_put_one(op->c, op->bucket, op->key, NULL, op->buf, op->len, &op->popts, NULL, 0);
 }
 
 /* Records st as op's outcome, with the details of a failure. */
@@ -79,21 +79,21 @@ static void op_settled(s3r_op_t *op, s3r_status_t st)
 static s3r_status_t op_launch(s3r_op_t *op, uint64_t size, s3r_op_t **op_p)
 {
     s3r_client_t *c = op->c;
-    s3r_transport_t t = pick(c, op->is_get ? op->gopts.transport : op->popts.transport, size);
+    s3r_transport_t t = s3c_pick_transport(c, op->is_get ? op->gopts.transport : op->popts.transport, size);
     if (t == S3R_TRANSPORT_NATIVE) {
         s3r_status_t st = S3R_OK;
         if (op->is_get)
-            st = get_request(c, &op->req, &op->ss, op->bucket, op->key, op->buf, op->cap,
+            st = s3c_get_request(c, &op->req, &op->ss, op->bucket, op->key, op->buf, op->cap,
                              &op->gopts);
         else
-            st = put_request(c, &op->req, &op->ss, op->bucket, op->key, NULL, op->buf, op->len,
+            st = s3c_put_request(c, &op->req, &op->ss, op->bucket, op->key, NULL, op->buf, op->len,
                              &op->popts);
         if (st == S3R_OK)
             st = s3c_native_start(c, &op->n, &op->req, &op->resp);
         op->inflight = st == S3R_OK;
-        if (!op->inflight && !fall_back(c, st)) {
+        if (!op->inflight && !s3c_fall_back(c, st)) {
             s3r_op_free(op);
-            return done(c, st);
+            return s3c_done(c, st);
         }
     }
     if (!op->inflight)
@@ -105,12 +105,12 @@ static s3r_status_t op_launch(s3r_op_t *op, uint64_t size, s3r_op_t **op_p)
 s3r_status_t s3r_object_get_async(s3r_client_t *c, const char *bucket, const char *key, void *buf,
                                   uint64_t buf_len, const s3r_get_opts_t *opts, s3r_op_t **op_p)
 {
-    if (c == NULL || !valid_name(bucket) || !valid_name(key) || (buf == NULL && buf_len > 0) ||
+    if (c == NULL || !s3c_valid_name(bucket) || !s3c_valid_name(key) || (buf == NULL && buf_len > 0) ||
         op_p == NULL)
         return S3R_ERR_INVALID_ARG;
     s3r_op_t *op = op_new(c, bucket, key);
     if (op == NULL)
-        return done(c, s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory"));
+        return s3c_done(c, s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory"));
     op->is_get = true;
     op->buf = buf;
     op->cap = buf_len;
@@ -118,7 +118,7 @@ s3r_status_t s3r_object_get_async(s3r_client_t *c, const char *bucket, const cha
         op->gopts = *opts;
     if (opts && opts->version_id && (op->version_id = strdup(opts->version_id)) == NULL) {
         s3r_op_free(op);
-        return done(c, s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory"));
+        return s3c_done(c, s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory"));
     }
     op->gopts.version_id = op->version_id;
     uint64_t size =
@@ -130,16 +130,16 @@ s3r_status_t s3r_object_put_async(s3r_client_t *c, const char *bucket, const cha
                                   const void *data, uint64_t len, const s3r_put_opts_t *opts,
                                   s3r_op_t **op_p)
 {
-    if (c == NULL || !valid_name(bucket) || !valid_name(key) || (data == NULL && len > 0) ||
+    if (c == NULL || !s3c_valid_name(bucket) || !s3c_valid_name(key) || (data == NULL && len > 0) ||
         op_p == NULL)
         return S3R_ERR_INVALID_ARG;
     if (len > c->set.multipart_threshold)
-        return done(c, s3c_fail(c, S3R_ERR_TOO_LARGE, S3R_TRANSPORT_DEFAULT, 0, "",
+        return s3c_done(c, s3c_fail(c, S3R_ERR_TOO_LARGE, S3R_TRANSPORT_DEFAULT, 0, "",
                                 "asynchronous PUTs are single requests (up to %llu bytes)",
                                 (unsigned long long)c->set.multipart_threshold));
     s3r_op_t *op = op_new(c, bucket, key);
     if (op == NULL)
-        return done(c, s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory"));
+        return s3c_done(c, s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory"));
     op->buf = (void *)data;
     op->len = len;
     if (opts)
@@ -214,12 +214,12 @@ static void op_settle(s3r_op_t *op)
     s3r_client_t *c = op->c;
     s3r_status_t st = s3c_native_finish(c, &op->n, -1);
     op->inflight = false;
-    if (fall_back(c, st)) {
-        st = op_run(op, S3R_TRANSPORT_HTTP); /* a PUT's put_one records its version */
+    if (s3c_fall_back(c, st)) {
+        st = op_run(op, S3R_TRANSPORT_HTTP); /* a PUT's s3c_put_one records its version */
     } else if (op->is_get) {
-        st = get_result(c, st, &op->resp, op->cap, false, &op->len);
+        st = s3c_get_result(c, st, &op->resp, op->cap, false, &op->len);
     } else {
-        st = put_result(c, st, &op->resp, op->len, NULL, 0);
+        st = s3c_put_result(c, st, &op->resp, op->len, NULL, 0);
         if (st == S3R_OK)
             s3c_version_record(c, &op->resp);
     }
@@ -236,7 +236,7 @@ s3r_status_t s3r_op_wait(s3r_op_t *op, uint64_t *len_p)
         *len_p = op->len;
     if (op->st != S3R_OK)
         s3c_err_restore(op->c, &op->err);
-    return done(op->c, op->st);
+    return s3c_done(op->c, op->st);
 }
 
 void s3r_op_free(s3r_op_t *op)
@@ -246,7 +246,7 @@ void s3r_op_free(s3r_op_t *op)
     if (op->inflight)
         op_settle(op);
     s3c_resp_free(&op->resp);
-    strs_free(&op->ss);
+    s3c_strs_free(&op->ss);
     free(op->bucket);
     free(op->key);
     free(op->version_id);

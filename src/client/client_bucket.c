@@ -14,12 +14,12 @@
 static s3r_status_t bucket_simple(s3r_client_t *c, const char *method, uint8_t op,
                                   const char *bucket)
 {
-    if (c == NULL || !valid_name(bucket))
+    if (c == NULL || !s3c_valid_name(bucket))
         return S3R_ERR_INVALID_ARG;
     s3c_req_t req;
     s3c_req_init(&req, method, bucket, NULL);
     req.native_op = op;
-    return done(c, simple(c, &req, false));
+    return s3c_done(c, s3c_simple(c, &req, false));
 }
 
 s3r_status_t s3r_bucket_create(s3r_client_t *c, const char *bucket)
@@ -46,12 +46,12 @@ s3r_status_t s3r_bucket_list(s3r_client_t *c, s3r_bucket_list_t **list_p)
     buf_init(&body, S3C_MAX_XML_BODY);
     s3c_req_init(&req, "GET", NULL, NULL);
     req.native_op = RDMA_OP_LIST_BUCKETS;
-    s3r_status_t st = get_xml(c, &req, &body);
+    s3r_status_t st = s3c_get_xml(c, &req, &body);
     if (st == S3R_OK && s3c_xml_parse_bucket_list(body.data, body.len, list_p) < 0)
         st = s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_HTTP, 200, "",
                       "malformed ListAllMyBucketsResult");
     buf_free(&body);
-    return done(c, st);
+    return s3c_done(c, st);
 }
 
 /* ======================================================================== */
@@ -71,13 +71,13 @@ static s3r_status_t list_page(s3r_client_t *c, const char *bucket, const s3r_lis
      * every key is plain ASCII (s3c_xml_parse_object_list decodes). */
     int rc = buf_append_str(&q, "list-type=2&encoding-type=url");
     if (o->prefix && o->prefix[0])
-        rc |= buf_printf(&q, "&prefix=%s", strs_qenc(&ss, o->prefix) ?: "");
+        rc |= buf_printf(&q, "&prefix=%s", s3c_strs_qenc(&ss, o->prefix) ?: "");
     if (o->delimiter && o->delimiter[0])
-        rc |= buf_printf(&q, "&delimiter=%s", strs_qenc(&ss, o->delimiter) ?: "");
+        rc |= buf_printf(&q, "&delimiter=%s", s3c_strs_qenc(&ss, o->delimiter) ?: "");
     if (token && token[0])
-        rc |= buf_printf(&q, "&continuation-token=%s", strs_qenc(&ss, token) ?: "");
+        rc |= buf_printf(&q, "&continuation-token=%s", s3c_strs_qenc(&ss, token) ?: "");
     if (o->start_after && o->start_after[0])
-        rc |= buf_printf(&q, "&start-after=%s", strs_qenc(&ss, o->start_after) ?: "");
+        rc |= buf_printf(&q, "&start-after=%s", s3c_strs_qenc(&ss, o->start_after) ?: "");
     if (o->max_keys)
         rc |= buf_printf(&q, "&max-keys=%u", o->max_keys);
     if (rc != 0) {
@@ -88,12 +88,12 @@ static s3r_status_t list_page(s3r_client_t *c, const char *bucket, const s3r_lis
     s3c_req_init(&req, "GET", bucket, NULL);
     req.native_op = RDMA_OP_LIST_OBJECTS;
     req.query = q.data;
-    st = get_xml(c, &req, &body);
+    st = s3c_get_xml(c, &req, &body);
     if (st == S3R_OK && s3c_xml_parse_object_list(body.data, body.len, list) < 0)
         st = s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_HTTP, 200, "",
                       "malformed ListBucketResult");
 out:
-    strs_free(&ss);
+    s3c_strs_free(&ss);
     buf_free(&q);
     buf_free(&body);
     return st;
@@ -102,7 +102,7 @@ out:
 s3r_status_t s3r_object_list(s3r_client_t *c, const char *bucket, const s3r_list_opts_t *opts,
                              s3r_object_list_t **list_p)
 {
-    if (c == NULL || !valid_name(bucket) || list_p == NULL)
+    if (c == NULL || !s3c_valid_name(bucket) || list_p == NULL)
         return S3R_ERR_INVALID_ARG;
     s3r_list_opts_t o = {0};
     if (opts != NULL)
@@ -124,7 +124,7 @@ s3r_status_t s3r_object_list(s3r_client_t *c, const char *bucket, const s3r_list
     }
     if (st != S3R_OK) {
         s3r_object_list_free(list);
-        return done(c, st);
+        return s3c_done(c, st);
     }
     *list_p = list;
     return S3R_OK;
@@ -146,13 +146,13 @@ static s3r_status_t versions_page(s3r_client_t *c, const char *bucket,
     /* encoding-type=url as for list_page. */
     int rc = buf_append_str(&q, "versions&encoding-type=url");
     if (o->prefix && o->prefix[0])
-        rc |= buf_printf(&q, "&prefix=%s", strs_qenc(&ss, o->prefix) ?: "");
+        rc |= buf_printf(&q, "&prefix=%s", s3c_strs_qenc(&ss, o->prefix) ?: "");
     if (o->delimiter && o->delimiter[0])
-        rc |= buf_printf(&q, "&delimiter=%s", strs_qenc(&ss, o->delimiter) ?: "");
+        rc |= buf_printf(&q, "&delimiter=%s", s3c_strs_qenc(&ss, o->delimiter) ?: "");
     if (key_marker && key_marker[0])
-        rc |= buf_printf(&q, "&key-marker=%s", strs_qenc(&ss, key_marker) ?: "");
+        rc |= buf_printf(&q, "&key-marker=%s", s3c_strs_qenc(&ss, key_marker) ?: "");
     if (vid_marker && vid_marker[0])
-        rc |= buf_printf(&q, "&version-id-marker=%s", strs_qenc(&ss, vid_marker) ?: "");
+        rc |= buf_printf(&q, "&version-id-marker=%s", s3c_strs_qenc(&ss, vid_marker) ?: "");
     if (o->max_keys)
         rc |= buf_printf(&q, "&max-keys=%u", o->max_keys);
     if (rc != 0) {
@@ -162,12 +162,12 @@ static s3r_status_t versions_page(s3r_client_t *c, const char *bucket,
         s3c_req_init(&req, "GET", bucket, NULL);
         req.native_op = RDMA_OP_LIST_OBJECT_VERSIONS;
         req.query = q.data;
-        st = get_xml(c, &req, &body);
+        st = s3c_get_xml(c, &req, &body);
         if (st == S3R_OK && s3c_xml_parse_version_list(body.data, body.len, list) < 0)
             st = s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_HTTP, 200, "",
                           "malformed ListVersionsResult");
     }
-    strs_free(&ss);
+    s3c_strs_free(&ss);
     buf_free(&q);
     buf_free(&body);
     return st;
@@ -177,7 +177,7 @@ s3r_status_t s3r_object_list_versions(s3r_client_t *c, const char *bucket,
                                       const s3r_version_list_opts_t *opts,
                                       s3r_version_list_t **list_p)
 {
-    if (c == NULL || !valid_name(bucket) || list_p == NULL)
+    if (c == NULL || !s3c_valid_name(bucket) || list_p == NULL)
         return S3R_ERR_INVALID_ARG;
     s3r_version_list_opts_t o = {0};
     if (opts != NULL)
@@ -211,7 +211,7 @@ s3r_status_t s3r_object_list_versions(s3r_client_t *c, const char *bucket,
     free(vm);
     if (st != S3R_OK) {
         s3r_version_list_free(list);
-        return done(c, st);
+        return s3c_done(c, st);
     }
     *list_p = list;
     return S3R_OK;

@@ -11,56 +11,56 @@
 /* Last error: thread-local, tagged with the client it belongs to            */
 /* ======================================================================== */
 
-__thread s3r_error_info_t tls_err;
-__thread const s3r_client_t *tls_err_client;
+__thread s3r_error_info_t s3c_tls_err;
+__thread const s3r_client_t *s3c_tls_err_client;
 
 s3r_status_t s3c_fail(const s3r_client_t *c, s3r_status_t st, s3r_transport_t t, int http_status,
                       const char *code, const char *fmt, ...)
 {
-    memset(&tls_err, 0, sizeof(tls_err));
-    tls_err_client = c;
-    tls_err.status = st;
-    tls_err.transport = t;
-    tls_err.http_status = http_status;
-    snprintf(tls_err.code, sizeof(tls_err.code), "%s", code ? code : "");
+    memset(&s3c_tls_err, 0, sizeof(s3c_tls_err));
+    s3c_tls_err_client = c;
+    s3c_tls_err.status = st;
+    s3c_tls_err.transport = t;
+    s3c_tls_err.http_status = http_status;
+    snprintf(s3c_tls_err.code, sizeof(s3c_tls_err.code), "%s", code ? code : "");
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(tls_err.message, sizeof(tls_err.message), fmt, ap);
+    vsnprintf(s3c_tls_err.message, sizeof(s3c_tls_err.message), fmt, ap);
     va_end(ap);
     return st;
 }
 
 void s3c_set_needed(uint64_t needed)
 {
-    tls_err.needed_bytes = needed;
+    s3c_tls_err.needed_bytes = needed;
 }
 
 void s3c_set_request_id(const char *rid)
 {
-    snprintf(tls_err.request_id, sizeof(tls_err.request_id), "%s", rid ? rid : "");
+    snprintf(s3c_tls_err.request_id, sizeof(s3c_tls_err.request_id), "%s", rid ? rid : "");
 }
 
-void set_status(s3r_status_t st)
+void s3c_set_status(s3r_status_t st)
 {
-    tls_err.status = st;
+    s3c_tls_err.status = st;
 }
 
 void s3c_err_restore(const s3r_client_t *c, const s3r_error_info_t *e)
 {
-    tls_err = *e;
-    tls_err_client = c;
+    s3c_tls_err = *e;
+    s3c_tls_err_client = c;
 }
 
 s3r_status_t s3r_client_last_error(const s3r_client_t *c, s3r_error_info_t *info_p)
 {
-    if (info_p == NULL || tls_err_client != c || (c == NULL && tls_err.status == S3R_OK))
+    if (info_p == NULL || s3c_tls_err_client != c || (c == NULL && s3c_tls_err.status == S3R_OK))
         return S3R_ERR_INVALID_ARG;
-    *info_p = tls_err;
+    *info_p = s3c_tls_err;
     return S3R_OK;
 }
 
 /* Every public operation returns through here so errors are counted once. */
-s3r_status_t done(s3r_client_t *c, s3r_status_t st)
+s3r_status_t s3c_done(s3r_client_t *c, s3r_status_t st)
 {
     if (st != S3R_OK)
         atomic_fetch_add(&c->n_errors, 1);
@@ -95,7 +95,7 @@ s3r_status_t s3r_client_last_version(const s3r_client_t *c, s3r_version_info_t *
 }
 
 /* ======================================================================== */
-/* Last part checksum: thread-local, read right after the part's put_one     */
+/* Last part checksum: thread-local, read right after the part's s3c_put_one     */
 /* ======================================================================== */
 
 static __thread char tls_part_crc32c[S3C_PART_CRC32C_MAX];

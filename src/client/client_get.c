@@ -18,8 +18,8 @@ static const char *range_header(strs_t *ss, const s3r_get_opts_t *o)
     if (o == NULL || (o->range_start == 0 && o->range_len == 0))
         return NULL;
     if (o->range_len == 0)
-        return strs_printf(ss, "bytes=%llu-", (unsigned long long)o->range_start);
-    return strs_printf(ss, "bytes=%llu-%llu", (unsigned long long)o->range_start,
+        return s3c_strs_printf(ss, "bytes=%llu-", (unsigned long long)o->range_start);
+    return s3c_strs_printf(ss, "bytes=%llu-%llu", (unsigned long long)o->range_start,
                        (unsigned long long)(o->range_start + o->range_len - 1));
 }
 
@@ -28,7 +28,7 @@ static s3r_status_t get_size(s3r_client_t *c, const char *bucket, const char *ke
                              const s3r_get_opts_t *o, uint64_t *size_p)
 {
     s3r_object_info_t *info = NULL;
-    s3r_status_t st = head_object(c, bucket, key, o ? o->version_id : NULL, &info);
+    s3r_status_t st = s3c_head_object(c, bucket, key, o ? o->version_id : NULL, &info);
     if (st != S3R_OK)
         return st;
     uint64_t start = o ? o->range_start : 0;
@@ -45,12 +45,12 @@ static s3r_status_t get_size(s3r_client_t *c, const char *bucket, const char *ke
 static uint64_t needed_for(s3r_client_t *c, const char *bucket, const char *key,
                            const s3r_get_opts_t *o)
 {
-    s3r_error_info_t saved = tls_err;
-    const s3r_client_t *saved_c = tls_err_client;
+    s3r_error_info_t saved = s3c_tls_err;
+    const s3r_client_t *saved_c = s3c_tls_err_client;
     uint64_t need = 0;
     (void)get_size(c, bucket, key, o, &need);
-    tls_err = saved;
-    tls_err_client = saved_c;
+    s3c_tls_err = saved;
+    s3c_tls_err_client = saved_c;
     return need;
 }
 
@@ -64,7 +64,7 @@ static s3r_status_t too_small(s3r_client_t *c, s3r_transport_t t, int http, uint
     return S3R_ERR_BUFFER_TOO_SMALL;
 }
 
-s3r_status_t get_request(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const char *bucket,
+s3r_status_t s3c_get_request(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const char *bucket,
                          const char *key, void *buf, uint64_t cap, const s3r_get_opts_t *o)
 {
     s3c_req_init(req, "GET", bucket, key);
@@ -74,10 +74,10 @@ s3r_status_t get_request(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const char
         s3c_req_hdr(req, "range", range);
     req->sink_buf = buf;
     req->sink_cap = cap;
-    return version_query(c, req, ss, o ? o->version_id : NULL);
+    return s3c_version_query(c, req, ss, o ? o->version_id : NULL);
 }
 
-s3r_status_t get_result(s3r_client_t *c, s3r_status_t st, const s3c_resp_t *resp, uint64_t cap,
+s3r_status_t s3c_get_result(s3r_client_t *c, s3r_status_t st, const s3c_resp_t *resp, uint64_t cap,
                         bool grow, uint64_t *len_p)
 {
     if (st == S3R_OK && (resp->status < 200 || resp->status > 299)) {
@@ -97,7 +97,7 @@ s3r_status_t get_result(s3r_client_t *c, s3r_status_t st, const s3c_resp_t *resp
                       "transfer failed: %s", resp->curl_err);
     } else if (st == S3R_OK) {
         if (resp->transport == S3R_TRANSPORT_HTTP)
-            count(c, S3R_TRANSPORT_HTTP, resp->body_bytes);
+            s3c_count_transfer(c, S3R_TRANSPORT_HTTP, resp->body_bytes);
         *len_p = resp->body_bytes;
     }
     return st;
@@ -113,7 +113,7 @@ static s3r_status_t get_plain(s3r_client_t *c, s3r_transport_t t, const char *bu
     s3c_req_t req;
     s3c_resp_t resp;
     s3c_resp_init(&resp);
-    s3r_status_t st = get_request(c, &req, &ss, bucket, key, buf, cap, o);
+    s3r_status_t st = s3c_get_request(c, &req, &ss, bucket, key, buf, cap, o);
     if (fd >= 0)
         req.native_op = 0;
     req.sink_fd = fd;
@@ -131,34 +131,34 @@ static s3r_status_t get_plain(s3r_client_t *c, s3r_transport_t t, const char *bu
          * other than s3rdmad may answer so): a HEAD names it. */
         buf_printf(&resp.hdrs, "content-length: %llu\n",
                    (unsigned long long)needed_for(c, bucket, key, o));
-    st = get_result(c, st, &resp, cap, grow != NULL, len_p);
+    st = s3c_get_result(c, st, &resp, cap, grow != NULL, len_p);
     s3c_resp_free(&resp);
-    strs_free(&ss);
+    s3c_strs_free(&ss);
     return st;
 }
 
-s3r_status_t get_one(s3r_client_t *c, const char *bucket, const char *key, void *buf, uint64_t cap,
+s3r_status_t s3c_get_one(s3r_client_t *c, const char *bucket, const char *key, void *buf, uint64_t cap,
                      const s3r_get_opts_t *o, uint64_t *len_p)
 {
     uint64_t size = o && o->range_len && o->range_len < cap ? o->range_len : cap;
-    s3r_transport_t t = pick(c, o ? o->transport : S3R_TRANSPORT_DEFAULT, size);
+    s3r_transport_t t = s3c_pick_transport(c, o ? o->transport : S3R_TRANSPORT_DEFAULT, size);
     return get_plain(c, t, bucket, key, buf, cap, -1, 0, NULL, o, len_p);
 }
 
 s3r_status_t s3r_object_get(s3r_client_t *c, const char *bucket, const char *key, void *buf,
                             uint64_t buf_len, const s3r_get_opts_t *opts, uint64_t *len_p)
 {
-    if (c == NULL || !valid_name(bucket) || !valid_name(key) || (buf == NULL && buf_len > 0) ||
+    if (c == NULL || !s3c_valid_name(bucket) || !s3c_valid_name(key) || (buf == NULL && buf_len > 0) ||
         len_p == NULL)
         return S3R_ERR_INVALID_ARG;
-    return done(c, get_one(c, bucket, key, buf, buf_len, opts, len_p));
+    return s3c_done(c, s3c_get_one(c, bucket, key, buf, buf_len, opts, len_p));
 }
 
 /* GET into memory from alloc (s3r_object_get_sized's contract) over t (as
  * picked for the whole object or range). HTTP: one request, the body written
  * straight into alloc(Content-Length) from the first byte on; a body without
  * a Content-Length (or an empty one, which never reaches the sink) is
- * collected, then copied. Otherwise a HEAD names the size, and get_one picks
+ * collected, then copied. Otherwise a HEAD names the size, and s3c_get_one picks
  * the transport again for it (under AUTO an object below rdma_threshold goes
  * over HTTP) and reads into the buffer of exactly that size. */
 static s3r_status_t get_sized(s3r_client_t *c, s3r_transport_t t, const char *bucket,
@@ -175,12 +175,12 @@ static s3r_status_t get_sized(s3r_client_t *c, s3r_transport_t t, const char *bu
         buf_t spill;
         buf_init(&spill, SIZE_MAX / 2);
         s3c_resp_init(&resp);
-        st = get_request(c, &req, &ss, bucket, key, NULL, 0, o);
+        st = s3c_get_request(c, &req, &ss, bucket, key, NULL, 0, o);
         req.sink_alloc = alloc;
         req.sink_alloc_arg = arg;
         req.sink_grow = &spill;
         if (st == S3R_OK)
-            st = get_result(c, s3c_do(c, t, &req, &resp), &resp, 0, true, &n);
+            st = s3c_get_result(c, s3c_do(c, t, &req, &resp), &resp, 0, true, &n);
         *buf_p = req.sink_buf;
         if (st == S3R_OK && req.sink_buf == NULL) {
             if ((*buf_p = alloc(arg, spill.len)) == NULL)
@@ -190,14 +190,14 @@ static s3r_status_t get_sized(s3r_client_t *c, s3r_transport_t t, const char *bu
         }
         buf_free(&spill);
         s3c_resp_free(&resp);
-        strs_free(&ss);
+        s3c_strs_free(&ss);
     } else {
         uint64_t need = 0;
         st = get_size(c, bucket, key, o, &need);
         if (st == S3R_OK && (*buf_p = alloc(arg, need)) == NULL)
             st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory");
         if (st == S3R_OK) {
-            st = get_one(c, bucket, key, *buf_p, need, o, &n);
+            st = s3c_get_one(c, bucket, key, *buf_p, need, o, &n);
             /* The buffer is about to change hands: drop its registration. */
             s3r_buf_unregister_range(c, *buf_p, (size_t)need);
         }
@@ -213,12 +213,12 @@ s3r_status_t s3r_object_get_sized(s3r_client_t *c, const char *bucket, const cha
 {
     if (buf_p != NULL)
         *buf_p = NULL;
-    if (c == NULL || !valid_name(bucket) || !valid_name(key) || alloc == NULL || buf_p == NULL ||
+    if (c == NULL || !s3c_valid_name(bucket) || !s3c_valid_name(key) || alloc == NULL || buf_p == NULL ||
         len_p == NULL)
         return S3R_ERR_INVALID_ARG;
     s3r_transport_t want = opts ? opts->transport : S3R_TRANSPORT_DEFAULT;
-    s3r_transport_t t = pick(c, want, opts && opts->range_len ? opts->range_len : UINT64_MAX);
-    return done(c, get_sized(c, t, bucket, key, opts, alloc, arg, buf_p, len_p));
+    s3r_transport_t t = s3c_pick_transport(c, want, opts && opts->range_len ? opts->range_len : UINT64_MAX);
+    return s3c_done(c, get_sized(c, t, bucket, key, opts, alloc, arg, buf_p, len_p));
 }
 
 /* s3r_object_get_alloc's memory: one byte more than the body, for its NUL. */
@@ -231,10 +231,10 @@ static void *alloc_nul(void *arg, uint64_t size)
 s3r_status_t s3r_object_get_alloc(s3r_client_t *c, const char *bucket, const char *key,
                                   const s3r_get_opts_t *opts, void **data_p, uint64_t *len_p)
 {
-    if (c == NULL || !valid_name(bucket) || !valid_name(key) || data_p == NULL || len_p == NULL)
+    if (c == NULL || !s3c_valid_name(bucket) || !s3c_valid_name(key) || data_p == NULL || len_p == NULL)
         return S3R_ERR_INVALID_ARG;
     s3r_transport_t want = opts ? opts->transport : S3R_TRANSPORT_DEFAULT;
-    s3r_transport_t t = pick(c, want, opts && opts->range_len ? opts->range_len : UINT64_MAX);
+    s3r_transport_t t = s3c_pick_transport(c, want, opts && opts->range_len ? opts->range_len : UINT64_MAX);
     s3r_status_t st;
     uint64_t n = 0;
     if (t == S3R_TRANSPORT_NATIVE) {
@@ -250,13 +250,13 @@ s3r_status_t s3r_object_get_alloc(s3r_client_t *c, const char *bucket, const cha
             *len_p = len;
         }
         buf_free(&b);
-        return done(c, st);
+        return s3c_done(c, st);
     }
     char *mem = NULL;
     st = get_sized(c, t, bucket, key, opts, alloc_nul, NULL, (void **)&mem, &n);
     if (st != S3R_OK) {
         free(mem);
-        return done(c, st);
+        return s3c_done(c, st);
     }
     mem[n] = '\0';
     *data_p = mem;
@@ -267,21 +267,21 @@ s3r_status_t s3r_object_get_alloc(s3r_client_t *c, const char *bucket, const cha
 s3r_status_t s3r_object_get_file(s3r_client_t *c, const char *bucket, const char *key,
                                  const char *path, const s3r_get_opts_t *opts)
 {
-    if (c == NULL || !valid_name(bucket) || !valid_name(key) || path == NULL)
+    if (c == NULL || !s3c_valid_name(bucket) || !s3c_valid_name(key) || path == NULL)
         return S3R_ERR_INVALID_ARG;
     s3r_transport_t want = opts ? opts->transport : S3R_TRANSPORT_DEFAULT;
     s3r_status_t st = S3R_OK;
     uint64_t size = UINT64_MAX;
-    s3r_transport_t t = pick(c, want, opts && opts->range_len ? opts->range_len : UINT64_MAX);
+    s3r_transport_t t = s3c_pick_transport(c, want, opts && opts->range_len ? opts->range_len : UINT64_MAX);
     if (t == S3R_TRANSPORT_TOKEN || t == S3R_TRANSPORT_NATIVE) {
         st = get_size(c, bucket, key, opts, &size);
         if (st != S3R_OK)
-            return done(c, st);
-        t = pick(c, want, size);
+            return s3c_done(c, st);
+        t = s3c_pick_transport(c, want, size);
     }
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (fd < 0)
-        return done(c, s3c_fail(c, S3R_ERR_IO, S3R_TRANSPORT_DEFAULT, 0, "", "open %s: %s", path,
+        return s3c_done(c, s3c_fail(c, S3R_ERR_IO, S3R_TRANSPORT_DEFAULT, 0, "", "open %s: %s", path,
                                 strerror(errno)));
     uint64_t n = 0;
     if (t != S3R_TRANSPORT_TOKEN && t != S3R_TRANSPORT_NATIVE) {
@@ -290,7 +290,7 @@ s3r_status_t s3r_object_get_file(s3r_client_t *c, const char *bucket, const char
         /* Chunked ranged GETs into one registered staging buffer. */
         uint64_t chunk = size < c->set.part_size ? size : c->set.part_size;
         bool reg;
-        void *buf = stage_alloc(c, t, chunk, &reg);
+        void *buf = s3c_stage_alloc(c, t, chunk, &reg);
         if (buf == NULL)
             st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory");
         uint64_t base = opts ? opts->range_start : 0;
@@ -301,7 +301,7 @@ s3r_status_t s3r_object_get_file(s3r_client_t *c, const char *bucket, const char
                                 .transport = t,
                                 .version_id = opts ? opts->version_id : NULL};
             uint64_t got = 0;
-            st = get_one(c, bucket, key, buf, want_n, &o, &got);
+            st = s3c_get_one(c, bucket, key, buf, want_n, &o, &got);
             if (st == S3R_OK && got != want_n)
                 st = s3c_fail(c, S3R_ERR_PROTOCOL, t, 0, "", "short read: %llu of %llu bytes",
                               (unsigned long long)got, (unsigned long long)want_n);
@@ -318,10 +318,10 @@ s3r_status_t s3r_object_get_file(s3r_client_t *c, const char *bucket, const char
             if (st == S3R_OK && c->progress != NULL)
                 c->progress(c->progress_arg, off + got, size);
         }
-        stage_free(c, buf, reg);
+        s3c_stage_free(c, buf, reg);
     }
     if (close(fd) < 0 && st == S3R_OK)
         st = s3c_fail(c, S3R_ERR_IO, S3R_TRANSPORT_DEFAULT, 0, "", "closing %s: %s", path,
                       strerror(errno));
-    return done(c, st);
+    return s3c_done(c, st);
 }

@@ -188,8 +188,8 @@ struct s3r_client {
 /* The calling thread's last error and the client it was recorded for;
  * code that must keep the caller's error across a request saves and
  * restores both. */
-extern __thread s3r_error_info_t tls_err;
-extern __thread const s3r_client_t *tls_err_client;
+extern __thread s3r_error_info_t s3c_tls_err;
+extern __thread const s3r_client_t *s3c_tls_err_client;
 
 /* Records the calling thread's last error for c and returns st. */
 s3r_status_t s3c_fail(const s3r_client_t *c, s3r_status_t st, s3r_transport_t t, int http_status,
@@ -197,7 +197,7 @@ s3r_status_t s3c_fail(const s3r_client_t *c, s3r_status_t st, s3r_transport_t t,
 void s3c_set_needed(uint64_t needed);
 void s3c_set_request_id(const char *rid);
 /* Overwrites only the status of the calling thread's last error. */
-void set_status(s3r_status_t st);
+void s3c_set_status(s3r_status_t st);
 /* Makes *e (a record s3r_client_last_error gave for c earlier) the
  * thread's last error again. */
 void s3c_err_restore(const s3r_client_t *c, const s3r_error_info_t *e);
@@ -207,15 +207,15 @@ void s3c_err_restore(const s3r_client_t *c, const s3r_error_info_t *e);
 struct s3c_resp;
 void s3c_version_record(const s3r_client_t *c, const struct s3c_resp *resp);
 /* The calling thread's last UploadPart answer's x-amz-checksum-crc32c
- * (base64 of 4 bytes; longer values are dropped): recorded by put_one's
- * transports, read by the multipart code right after put_one returned on
+ * (base64 of 4 bytes; longer values are dropped): recorded by s3c_put_one's
+ * transports, read by the multipart code right after s3c_put_one returned on
  * the same thread, for the part's entry in Complete. "" when it named none. */
 #define S3C_PART_CRC32C_MAX 16
 void s3c_part_checksum_record(const struct s3c_resp *resp);
 const char *s3c_part_checksum(void);
 /* Counts st in n_errors unless S3R_OK, and returns it: every public
  * operation returns through here. */
-s3r_status_t done(s3r_client_t *c, s3r_status_t st);
+s3r_status_t s3c_done(s3r_client_t *c, s3r_status_t st);
 
 /* ---- http.c: signed S3 requests over libcurl ------------------------------ */
 
@@ -354,7 +354,7 @@ s3r_status_t s3c_native_start(s3r_client_t *c, s3c_ncall_t *n, s3c_req_t *req, s
 s3r_status_t s3c_native_finish(s3r_client_t *c, s3c_ncall_t *n, int timeout_ms);
 /* Runs req over t: NATIVE (when req has an opcode; counted in
  * native_ops), TOKEN (when it has a token form, s3c_token_form; counted in
- * token_ops), each with the fallback rules (fall_back), else HTTP; resp is
+ * token_ops), each with the fallback rules (s3c_fall_back), else HTTP; resp is
  * filled as s3c_http_do fills it, resp->transport says which answered.
  * Failures to reach the server by RDMA are S3R_ERR_RDMA_UNAVAILABLE. */
 s3r_status_t s3c_do(s3r_client_t *c, s3r_transport_t t, s3c_req_t *req, s3c_resp_t *resp);
@@ -382,18 +382,18 @@ void s3c_rdma_after_fork(s3r_client_t *c);
 /* ---- client.c: helpers shared by the operation files ---------------------- */
 
 /* Adds bytes to the ops and bytes counters of transport t. */
-void count(s3r_client_t *c, s3r_transport_t t, uint64_t bytes);
+void s3c_count_transfer(s3r_client_t *c, s3r_transport_t t, uint64_t bytes);
 /* The transport an operation of size bytes should try first: HTTP, TOKEN or
  * NATIVE. AUTO is NATIVE over a fast session, HTTP over a TCP-only one, and
  * with no session TOKEN from rdma_threshold up (to fall back) and HTTP
  * below. */
-s3r_transport_t pick(s3r_client_t *c, s3r_transport_t want, uint64_t size);
+s3r_transport_t s3c_pick_transport(s3r_client_t *c, s3r_transport_t want, uint64_t size);
 /* The transport of an operation without object bytes (buckets, HEAD,
  * DELETE, LIST, multipart control): NATIVE or HTTP, by the same rules. */
-s3r_transport_t pick_control(s3r_client_t *c);
+s3r_transport_t s3c_pick_control_transport(s3r_client_t *c);
 /* Whether a failed token attempt (st) may be redone over HTTP; logs the
  * first fallback of the client and counts every one. */
-bool fall_back(s3r_client_t *c, s3r_status_t st);
+bool s3c_fall_back(s3r_client_t *c, s3r_status_t st);
 
 /* Strings that live as long as one request's headers. */
 typedef struct strs {
@@ -402,33 +402,33 @@ typedef struct strs {
 } strs_t;
 
 /* A new formatted string owned by ss; NULL when ss is full or out of memory. */
-const char *strs_printf(strs_t *ss, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *s3c_strs_printf(strs_t *ss, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Frees every string of ss and empties it. */
-void strs_free(strs_t *ss);
+void s3c_strs_free(strs_t *ss);
 /* URI-encodes s as a query value into a new string in ss; NULL on failure. */
-const char *strs_qenc(strs_t *ss, const char *s);
+const char *s3c_strs_qenc(strs_t *ss, const char *s);
 /* URI-decodes s into a new string in ss; NULL on a malformed escape. */
-const char *strs_udec(strs_t *ss, const char *s);
+const char *s3c_strs_udec(strs_t *ss, const char *s);
 /* Whether s is a usable bucket or key name (non-NULL, non-empty). */
-bool valid_name(const char *s);
+bool s3c_valid_name(const char *s);
 /* Runs a request with no interesting 2xx body: S3R_OK on 2xx, else the
  * recorded error (key_op as for s3c_http_error). */
-s3r_status_t simple(s3r_client_t *c, s3c_req_t *req, bool key_op);
+s3r_status_t s3c_simple(s3r_client_t *c, s3c_req_t *req, bool key_op);
 /* Runs req and collects a 2xx XML body (at most S3C_MAX_XML_BODY) into body. */
-s3r_status_t get_xml(s3r_client_t *c, s3c_req_t *req, buf_t *body);
-/* simple and get_xml for a write (DELETE, CopyObject, Complete): a 2xx
+s3r_status_t s3c_get_xml(s3r_client_t *c, s3c_req_t *req, buf_t *body);
+/* simple and s3c_get_xml for a write (DELETE, CopyObject, Complete): a 2xx
  * answer's version becomes the thread's last (s3c_version_record). */
-s3r_status_t simple_write(s3r_client_t *c, s3c_req_t *req, bool key_op);
-s3r_status_t get_xml_write(s3r_client_t *c, s3c_req_t *req, buf_t *body);
+s3r_status_t s3c_simple_write(s3r_client_t *c, s3c_req_t *req, bool key_op);
+s3r_status_t s3c_get_xml_write(s3r_client_t *c, s3c_req_t *req, buf_t *body);
 /* S3R_OK unless a 200 body is an <Error> (CompleteMultipartUpload,
  * CopyObject), which is recorded as S3R_ERR_SERVER. */
-s3r_status_t error_in_200(s3r_client_t *c, const buf_t *body);
+s3r_status_t s3c_error_in_200(s3r_client_t *c, const buf_t *body);
 
 /* Staging memory of len bytes (at least 1) for a file transfer over t:
  * registered (*registered set) for the token path when possible, else malloc. */
-void *stage_alloc(s3r_client_t *c, s3r_transport_t t, uint64_t len, bool *registered);
-/* Frees what stage_alloc returned (NULL is fine). */
-void stage_free(s3r_client_t *c, void *p, bool registered);
+void *s3c_stage_alloc(s3r_client_t *c, s3r_transport_t t, uint64_t len, bool *registered);
+/* Frees what s3c_stage_alloc returned (NULL is fine). */
+void s3c_stage_free(s3r_client_t *c, void *p, bool registered);
 /* Registered scratch memory of at least min bytes (S3C_SCRATCH_BYTES at
  * least) for a reply body of unknown size or a staged request body
  * (native.c), reused across requests:
@@ -460,25 +460,25 @@ bool s3c_sess_reaches(s3r_client_t *c, s3c_sess_t *s, const void *buf, uint64_t 
 
 /* Builds the GET of bucket/key (opts' range and version) into buf (cap
  * bytes). S3R_OK, or the recorded error when the version does not fit. */
-s3r_status_t get_request(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const char *bucket,
+s3r_status_t s3c_get_request(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const char *bucket,
                          const char *key, void *buf, uint64_t cap, const s3r_get_opts_t *o);
 /* Judges a GET's answer (st from running it): errors, overflow (buffer too
  * small, or out of memory when grow), counting; *len_p the bytes. */
-s3r_status_t get_result(s3r_client_t *c, s3r_status_t st, const s3c_resp_t *resp, uint64_t cap,
+s3r_status_t s3c_get_result(s3r_client_t *c, s3r_status_t st, const s3c_resp_t *resp, uint64_t cap,
                         bool grow, uint64_t *len_p);
 /* One GET into buf over the transport picked for its size, with fallback. */
-s3r_status_t get_one(s3r_client_t *c, const char *bucket, const char *key, void *buf, uint64_t cap,
+s3r_status_t s3c_get_one(s3r_client_t *c, const char *bucket, const char *key, void *buf, uint64_t cap,
                      const s3r_get_opts_t *o, uint64_t *len_p);
 /* Builds the PUT of len bytes at data (an UploadPart when query names
  * one) with opts' headers. */
-s3r_status_t put_request(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const char *bucket,
+s3r_status_t s3c_put_request(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const char *bucket,
                          const char *key, const char *query, const void *data, uint64_t len,
                          const s3r_put_opts_t *opts);
 /* Judges a PUT's answer; the ETag into etag when given. */
-s3r_status_t put_result(s3r_client_t *c, s3r_status_t st, const s3c_resp_t *resp, uint64_t len,
+s3r_status_t s3c_put_result(s3r_client_t *c, s3r_status_t st, const s3c_resp_t *resp, uint64_t len,
                         char *etag, size_t etag_len);
 /* One PUT over the transport picked for len bytes, with fallback. */
-s3r_status_t put_one(s3r_client_t *c, const char *bucket, const char *key, const char *query,
+s3r_status_t s3c_put_one(s3r_client_t *c, const char *bucket, const char *key, const char *query,
                      const void *data, uint64_t len, const s3r_put_opts_t *opts, char *etag,
                      size_t etag_len);
 
@@ -486,10 +486,10 @@ s3r_status_t put_one(s3r_client_t *c, const char *bucket, const char *key, const
 
 /* HEADs bucket/key (version_id NULL: the current version) into a new
  * *info_p (free with s3r_object_info_free). */
-s3r_status_t head_object(s3r_client_t *c, const char *bucket, const char *key,
+s3r_status_t s3c_head_object(s3r_client_t *c, const char *bucket, const char *key,
                          const char *version_id, s3r_object_info_t **info_p);
 /* Adds "versionId=<vid, URI-encoded>" to req's query (kept in ss); vid NULL
  * adds nothing. S3R_ERR_TOO_LARGE (recorded) when it does not fit. */
-s3r_status_t version_query(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const char *vid);
+s3r_status_t s3c_version_query(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const char *vid);
 
 #endif

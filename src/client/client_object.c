@@ -85,7 +85,7 @@ static s3r_status_t head_not_found(s3r_client_t *c, const char *bucket, const ch
     s3c_req_t req;
     s3c_req_init(&req, "HEAD", bucket, NULL);
     req.native_op = RDMA_OP_HEAD_BUCKET;
-    if (simple(c, &req, false) == S3R_ERR_NO_SUCH_BUCKET)
+    if (s3c_simple(c, &req, false) == S3R_ERR_NO_SUCH_BUCKET)
         return s3c_fail(c, S3R_ERR_NO_SUCH_BUCKET, t, 404, "NoSuchBucket",
                         "The specified bucket does not exist.");
     if (version_id)
@@ -95,7 +95,7 @@ static s3r_status_t head_not_found(s3r_client_t *c, const char *bucket, const ch
                     "The specified key does not exist.");
 }
 
-s3r_status_t head_object(s3r_client_t *c, const char *bucket, const char *key,
+s3r_status_t s3c_head_object(s3r_client_t *c, const char *bucket, const char *key,
                          const char *version_id, s3r_object_info_t **info_p)
 {
     s3c_req_t req;
@@ -104,9 +104,9 @@ s3r_status_t head_object(s3r_client_t *c, const char *bucket, const char *key,
     s3c_req_init(&req, "HEAD", bucket, key);
     req.native_op = RDMA_OP_HEAD_OBJECT;
     s3c_resp_init(&resp);
-    s3r_status_t st = version_query(c, &req, &ss, version_id);
+    s3r_status_t st = s3c_version_query(c, &req, &ss, version_id);
     if (st == S3R_OK)
-        st = s3c_do(c, pick_control(c), &req, &resp);
+        st = s3c_do(c, s3c_pick_control_transport(c), &req, &resp);
     if (st == S3R_OK && resp.status == 404 && resp.err_body.len == 0)
         st = head_not_found(c, bucket, version_id, resp.transport);
     else if (st == S3R_OK && resp.status == 405 && resp.err_body.len == 0)
@@ -125,7 +125,7 @@ s3r_status_t head_object(s3r_client_t *c, const char *bucket, const char *key,
         }
     }
     s3c_resp_free(&resp);
-    strs_free(&ss);
+    s3c_strs_free(&ss);
     return st;
 }
 
@@ -138,10 +138,10 @@ s3r_status_t s3r_object_head(s3r_client_t *c, const char *bucket, const char *ke
 s3r_status_t s3r_object_head_version(s3r_client_t *c, const char *bucket, const char *key,
                                      const char *version_id, s3r_object_info_t **info_p)
 {
-    if (c == NULL || !valid_name(bucket) || !valid_name(key) || info_p == NULL ||
+    if (c == NULL || !s3c_valid_name(bucket) || !s3c_valid_name(key) || info_p == NULL ||
         (version_id && !version_id[0]))
         return S3R_ERR_INVALID_ARG;
-    return done(c, head_object(c, bucket, key, version_id, info_p));
+    return s3c_done(c, s3c_head_object(c, bucket, key, version_id, info_p));
 }
 
 /* ======================================================================== */
@@ -156,17 +156,17 @@ s3r_status_t s3r_object_delete(s3r_client_t *c, const char *bucket, const char *
 s3r_status_t s3r_object_delete_version(s3r_client_t *c, const char *bucket, const char *key,
                                        const char *version_id)
 {
-    if (c == NULL || !valid_name(bucket) || !valid_name(key) || (version_id && !version_id[0]))
+    if (c == NULL || !s3c_valid_name(bucket) || !s3c_valid_name(key) || (version_id && !version_id[0]))
         return S3R_ERR_INVALID_ARG;
     s3c_req_t req;
     strs_t ss = {0};
     s3c_req_init(&req, "DELETE", bucket, key);
     req.native_op = RDMA_OP_DELETE_OBJECT;
-    s3r_status_t st = version_query(c, &req, &ss, version_id);
+    s3r_status_t st = s3c_version_query(c, &req, &ss, version_id);
     if (st == S3R_OK)
-        st = simple_write(c, &req, true);
-    strs_free(&ss);
-    return done(c, st);
+        st = s3c_simple_write(c, &req, true);
+    s3c_strs_free(&ss);
+    return s3c_done(c, st);
 }
 
 #define DELETE_BATCH_KEYS 1000 /* S3's limit per DeleteObjects request */
@@ -235,7 +235,7 @@ static s3r_status_t delete_batch(s3r_client_t *c, const char *bucket, const char
             req.body_len = xml.len;
             s3c_req_hdr(&req, "content-md5", md5_b64);
             s3c_req_hdr(&req, "content-type", "application/xml");
-            st = get_xml(c, &req, &reply);
+            st = s3c_get_xml(c, &req, &reply);
         }
     }
     if (st == S3R_OK && s3c_xml_parse_delete_result(reply.data, reply.len, errs) < 0)
@@ -250,14 +250,14 @@ s3r_status_t s3r_object_delete_many(s3r_client_t *c, const char *bucket, const c
 {
     if (errors_p)
         *errors_p = NULL;
-    if (c == NULL || !valid_name(bucket) || (n_keys > 0 && keys == NULL))
+    if (c == NULL || !s3c_valid_name(bucket) || (n_keys > 0 && keys == NULL))
         return S3R_ERR_INVALID_ARG;
     for (size_t i = 0; i < n_keys; i++)
-        if (!valid_name(keys[i]))
+        if (!s3c_valid_name(keys[i]))
             return S3R_ERR_INVALID_ARG;
     const char **batch = malloc(DELETE_BATCH_KEYS * sizeof(*batch));
     if (batch == NULL)
-        return done(c, s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_HTTP, 0, "", "out of memory"));
+        return s3c_done(c, s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_HTTP, 0, "", "out of memory"));
     s3r_delete_errors_t *errs = NULL;
     s3r_status_t st = S3R_OK;
     size_t n = 0;
@@ -283,7 +283,7 @@ s3r_status_t s3r_object_delete_many(s3r_client_t *c, const char *bucket, const c
         *errors_p = errs;
     else
         s3r_delete_errors_free(errs);
-    return done(c, st);
+    return s3c_done(c, st);
 }
 
 s3r_status_t s3r_object_copy(s3r_client_t *c, const char *src_bucket, const char *src_key,
@@ -296,8 +296,8 @@ s3r_status_t s3r_object_copy_version(s3r_client_t *c, const char *src_bucket, co
                                      const char *src_version_id, const char *dst_bucket,
                                      const char *dst_key)
 {
-    if (c == NULL || !valid_name(src_bucket) || !valid_name(src_key) || !valid_name(dst_bucket) ||
-        !valid_name(dst_key) || (src_version_id && !src_version_id[0]))
+    if (c == NULL || !s3c_valid_name(src_bucket) || !s3c_valid_name(src_key) || !s3c_valid_name(dst_bucket) ||
+        !s3c_valid_name(dst_key) || (src_version_id && !src_version_id[0]))
         return S3R_ERR_INVALID_ARG;
     buf_t src, body;
     buf_init(&src, 8192);
@@ -316,11 +316,11 @@ s3r_status_t s3r_object_copy_version(s3r_client_t *c, const char *src_bucket, co
         s3c_req_init(&req, "PUT", dst_bucket, dst_key);
         req.native_op = RDMA_OP_COPY_OBJECT;
         s3c_req_hdr(&req, "x-amz-copy-source", src.data);
-        st = get_xml_write(c, &req, &body);
+        st = s3c_get_xml_write(c, &req, &body);
         if (st == S3R_OK)
-            st = error_in_200(c, &body);
+            st = s3c_error_in_200(c, &body);
     }
     buf_free(&src);
     buf_free(&body);
-    return done(c, st);
+    return s3c_done(c, st);
 }

@@ -32,10 +32,10 @@ static s3r_status_t add_put_headers(s3r_client_t *c, s3c_req_t *req, strs_t *ss,
         s3c_req_hdr(req, "content-type", opts->content_type);
     for (size_t i = 0; i < opts->n_meta; i++) {
         const s3r_meta_t *m = &opts->meta[i];
-        if (!valid_name(m->name) || m->value == NULL)
+        if (!s3c_valid_name(m->name) || m->value == NULL)
             return s3c_fail(c, S3R_ERR_INVALID_ARG, S3R_TRANSPORT_DEFAULT, 0, "",
                             "metadata entry %zu has no name or value", i);
-        const char *n = strs_printf(ss, "x-amz-meta-%s", m->name);
+        const char *n = s3c_strs_printf(ss, "x-amz-meta-%s", m->name);
         if (n == NULL || req->n_hdrs + 4 >= S3C_MAX_REQ_HDRS)
             return s3c_fail(c, S3R_ERR_TOO_LARGE, S3R_TRANSPORT_DEFAULT, 0, "",
                             "too many metadata entries");
@@ -64,13 +64,13 @@ static s3r_status_t add_put_checksum(s3r_client_t *c, s3c_req_t *req, strs_t *ss
                            (uint8_t)crc};
     char b64[9];
     hash_base64_encode(be, sizeof(be), b64);
-    const char *v = strs_printf(ss, "%s", b64);
+    const char *v = s3c_strs_printf(ss, "%s", b64);
     if (v == NULL || s3c_req_hdr(req, "x-amz-checksum-crc32c", v) < 0)
         return s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory");
     return S3R_OK;
 }
 
-s3r_status_t put_request(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const char *bucket,
+s3r_status_t s3c_put_request(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const char *bucket,
                          const char *key, const char *query, const void *data, uint64_t len,
                          const s3r_put_opts_t *opts)
 {
@@ -83,14 +83,14 @@ s3r_status_t put_request(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const char
     return st == S3R_OK ? add_put_headers(c, req, ss, opts) : st;
 }
 
-s3r_status_t put_result(s3r_client_t *c, s3r_status_t st, const s3c_resp_t *resp, uint64_t len,
+s3r_status_t s3c_put_result(s3r_client_t *c, s3r_status_t st, const s3c_resp_t *resp, uint64_t len,
                         char *etag, size_t etag_len)
 {
     if (st == S3R_OK && (resp->status < 200 || resp->status > 299))
         st = s3c_http_error(c, resp, resp->transport, true);
     if (st == S3R_OK) {
         if (resp->transport == S3R_TRANSPORT_HTTP)
-            count(c, S3R_TRANSPORT_HTTP, len);
+            s3c_count_transfer(c, S3R_TRANSPORT_HTTP, len);
         if (etag && s3c_resp_header(resp, "etag", etag, etag_len) < 0)
             etag[0] = '\0';
     }
@@ -107,42 +107,42 @@ static s3r_status_t put_plain(s3r_client_t *c, s3r_transport_t t, const char *bu
     s3c_req_t req;
     s3c_resp_t resp;
     s3c_resp_init(&resp);
-    s3r_status_t st = put_request(c, &req, &ss, bucket, key, query, data, len, opts);
+    s3r_status_t st = s3c_put_request(c, &req, &ss, bucket, key, query, data, len, opts);
     if (st == S3R_OK)
         st = s3c_do(c, t, &req, &resp);
-    st = put_result(c, st, &resp, len, etag, etag_len);
+    st = s3c_put_result(c, st, &resp, len, etag, etag_len);
     if (st == S3R_OK && query == NULL)
         s3c_version_record(c, &resp);
     else if (st == S3R_OK)
         s3c_part_checksum_record(&resp);
     s3c_resp_free(&resp);
-    strs_free(&ss);
+    s3c_strs_free(&ss);
     return st;
 }
 
 /* One PUT over the transport picked for len bytes, with fallback. */
-s3r_status_t put_one(s3r_client_t *c, const char *bucket, const char *key, const char *query,
+s3r_status_t s3c_put_one(s3r_client_t *c, const char *bucket, const char *key, const char *query,
                      const void *data, uint64_t len, const s3r_put_opts_t *opts, char *etag,
                      size_t etag_len)
 {
-    s3r_transport_t t = pick(c, opts ? opts->transport : S3R_TRANSPORT_DEFAULT, len);
+    s3r_transport_t t = s3c_pick_transport(c, opts ? opts->transport : S3R_TRANSPORT_DEFAULT, len);
     return put_plain(c, t, bucket, key, query, data, len, opts, etag, etag_len);
 }
 
 static void abort_upload(s3r_client_t *c, const char *bucket, const char *key, const char *qid)
 {
     /* Keep the error that made us abort, not the abort's own outcome. */
-    s3r_error_info_t saved = tls_err;
-    const s3r_client_t *saved_c = tls_err_client;
+    s3r_error_info_t saved = s3c_tls_err;
+    const s3r_client_t *saved_c = s3c_tls_err_client;
     s3c_req_t req;
     char q[2048];
     snprintf(q, sizeof(q), "uploadId=%s", qid);
     s3c_req_init(&req, "DELETE", bucket, key);
     req.native_op = RDMA_OP_ABORT_MPU;
     req.query = q;
-    (void)simple(c, &req, true);
-    tls_err = saved;
-    tls_err_client = saved_c;
+    (void)s3c_simple(c, &req, true);
+    s3c_tls_err = saved;
+    s3c_tls_err_client = saved_c;
 }
 
 /* Multipart upload state shared by the memory and file variants. */
@@ -175,16 +175,16 @@ static s3r_status_t mpu_start(s3r_client_t *c, const char *bucket, const char *k
     if (st == S3R_OK && c->set.put_checksum)
         s3c_req_hdr(&req, "x-amz-checksum-algorithm", "CRC32C");
     if (st == S3R_OK)
-        st = get_xml(c, &req, &body);
+        st = s3c_get_xml(c, &req, &body);
     if (st == S3R_OK && s3c_xml_parse_upload_id(body.data, body.len, &m->upload_id) < 0)
         st = s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_HTTP, 200, "",
                       "malformed InitiateMultipartUploadResult");
-    if (st == S3R_OK && (m->qid = strs_qenc(&m->ss, m->upload_id)) == NULL)
+    if (st == S3R_OK && (m->qid = s3c_strs_qenc(&m->ss, m->upload_id)) == NULL)
         st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_HTTP, 0, "", "out of memory");
     if (st == S3R_OK && buf_append_str(&m->complete, "<CompleteMultipartUpload>") < 0)
         st = S3R_ERR_NOMEM;
     buf_free(&body);
-    strs_free(&hs);
+    s3c_strs_free(&hs);
     return st;
 }
 
@@ -206,7 +206,7 @@ static s3r_status_t part_upload(s3r_client_t *c, const char *bucket, const char 
     char q[2048];
     snprintf(q, sizeof(q), "partNumber=%u&uploadId=%s", n, qid);
     s3r_put_opts_t po = {.transport = t};
-    s3r_status_t st = put_one(c, bucket, key, q, data, len, &po, rec->etag, PART_ETAG_MAX);
+    s3r_status_t st = s3c_put_one(c, bucket, key, q, data, len, &po, rec->etag, PART_ETAG_MAX);
     if (st == S3R_OK && rec->etag[0] == '\0')
         st = s3c_fail(c, S3R_ERR_PROTOCOL, S3R_TRANSPORT_DEFAULT, 0, "",
                       "UploadPart %u answered without an ETag", n);
@@ -257,9 +257,9 @@ static s3r_status_t mpu_finish(s3r_client_t *c, const char *bucket, const char *
     req.body_len = m->complete.len;
     if (m->if_none_match)
         s3c_req_hdr(&req, "if-none-match", "*");
-    s3r_status_t st = get_xml_write(c, &req, &body);
+    s3r_status_t st = s3c_get_xml_write(c, &req, &body);
     if (st == S3R_OK)
-        st = error_in_200(c, &body);
+        st = s3c_error_in_200(c, &body);
     buf_free(&body);
     return st;
 }
@@ -268,7 +268,7 @@ static void mpu_free(mpu_t *m)
 {
     free(m->upload_id);
     buf_free(&m->complete);
-    strs_free(&m->ss);
+    s3c_strs_free(&m->ss);
 }
 
 /* The parts of one in-memory upload, sent by parts_in_flight threads (the
@@ -306,7 +306,7 @@ static void *par_worker(void *arg)
             pthread_mutex_lock(&p->mu);
             if (p->st == S3R_OK) {
                 p->st = st;
-                p->err = tls_err;
+                p->err = s3c_tls_err;
             }
             pthread_mutex_unlock(&p->mu);
             atomic_store(&p->failed, true);
@@ -349,8 +349,8 @@ static s3r_status_t mpu_parallel_parts(s3r_client_t *c, const char *bucket, cons
         pthread_join(th[i], NULL);
     s3r_status_t st = p.st;
     if (st != S3R_OK) {
-        tls_err = p.err;
-        tls_err_client = c;
+        s3c_tls_err = p.err;
+        s3c_tls_err_client = c;
     }
     for (unsigned i = 0; st == S3R_OK && i < p.n_parts; i++)
         st = mpu_add(c, m, i + 1, &p.parts[i]);
@@ -384,14 +384,14 @@ static s3r_status_t put_multipart(s3r_client_t *c, const char *bucket, const cha
 s3r_status_t s3r_object_put(s3r_client_t *c, const char *bucket, const char *key, const void *data,
                             uint64_t len, const s3r_put_opts_t *opts)
 {
-    if (c == NULL || !valid_name(bucket) || !valid_name(key) || (data == NULL && len > 0))
+    if (c == NULL || !s3c_valid_name(bucket) || !s3c_valid_name(key) || (data == NULL && len > 0))
         return S3R_ERR_INVALID_ARG;
     s3r_status_t st;
     if (len > c->set.multipart_threshold)
         st = put_multipart(c, bucket, key, data, len, opts);
     else
-        st = put_one(c, bucket, key, NULL, data, len, opts, NULL, 0);
-    return done(c, st);
+        st = s3c_put_one(c, bucket, key, NULL, data, len, opts, NULL, 0);
+    return s3c_done(c, st);
 }
 
 static s3r_status_t read_full(s3r_client_t *c, int fd, void *buf, uint64_t len, uint64_t off,
@@ -413,16 +413,16 @@ static s3r_status_t read_full(s3r_client_t *c, int fd, void *buf, uint64_t len, 
 s3r_status_t s3r_object_put_file(s3r_client_t *c, const char *bucket, const char *key,
                                  const char *path, const s3r_put_opts_t *opts)
 {
-    if (c == NULL || !valid_name(bucket) || !valid_name(key) || path == NULL)
+    if (c == NULL || !s3c_valid_name(bucket) || !s3c_valid_name(key) || path == NULL)
         return S3R_ERR_INVALID_ARG;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return done(c, s3c_fail(c, S3R_ERR_IO, S3R_TRANSPORT_DEFAULT, 0, "", "open %s: %s", path,
+        return s3c_done(c, s3c_fail(c, S3R_ERR_IO, S3R_TRANSPORT_DEFAULT, 0, "", "open %s: %s", path,
                                 strerror(errno)));
     struct stat sb;
     if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
         close(fd);
-        return done(c, s3c_fail(c, S3R_ERR_IO, S3R_TRANSPORT_DEFAULT, 0, "",
+        return s3c_done(c, s3c_fail(c, S3R_ERR_IO, S3R_TRANSPORT_DEFAULT, 0, "",
                                 "%s is not a regular file", path));
     }
     uint64_t size = (uint64_t)sb.st_size;
@@ -431,15 +431,15 @@ s3r_status_t s3r_object_put_file(s3r_client_t *c, const char *bucket, const char
     uint64_t chunk = multipart ? c->set.part_size : size;
     bool reg;
     s3r_status_t st = S3R_OK;
-    void *buf = stage_alloc(c, pick(c, want, chunk), chunk, &reg);
+    void *buf = s3c_stage_alloc(c, s3c_pick_transport(c, want, chunk), chunk, &reg);
     if (buf == NULL) {
         close(fd);
-        return done(c, s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory"));
+        return s3c_done(c, s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory"));
     }
     if (!multipart) {
         st = read_full(c, fd, buf, size, 0, path);
         if (st == S3R_OK)
-            st = put_one(c, bucket, key, NULL, buf, size, opts, NULL, 0);
+            st = s3c_put_one(c, bucket, key, NULL, buf, size, opts, NULL, 0);
         if (st == S3R_OK && c->progress != NULL)
             c->progress(c->progress_arg, size, size);
     } else {
@@ -459,9 +459,9 @@ s3r_status_t s3r_object_put_file(s3r_client_t *c, const char *bucket, const char
             abort_upload(c, bucket, key, m.qid);
         mpu_free(&m);
     }
-    stage_free(c, buf, reg);
+    s3c_stage_free(c, buf, reg);
     close(fd);
-    return done(c, st);
+    return s3c_done(c, st);
 }
 
 /* ======================================================================== */
@@ -496,14 +496,14 @@ static void multipart_free(s3r_multipart_t *up)
 s3r_status_t s3r_multipart_start(s3r_client_t *c, const char *bucket, const char *key,
                                  const s3r_put_opts_t *opts, s3r_multipart_t **up_p)
 {
-    if (c == NULL || !valid_name(bucket) || !valid_name(key) || up_p == NULL)
+    if (c == NULL || !s3c_valid_name(bucket) || !s3c_valid_name(key) || up_p == NULL)
         return S3R_ERR_INVALID_ARG;
     s3r_multipart_t *up = calloc(1, sizeof(*up));
     if (up == NULL || (up->bucket = strdup(bucket)) == NULL || (up->key = strdup(key)) == NULL) {
         if (up != NULL)
             free(up->bucket);
         free(up);
-        return done(c, s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory"));
+        return s3c_done(c, s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory"));
     }
     up->c = c;
     up->want = opts ? opts->transport : S3R_TRANSPORT_DEFAULT;
@@ -511,7 +511,7 @@ s3r_status_t s3r_multipart_start(s3r_client_t *c, const char *bucket, const char
     s3r_status_t st = mpu_start(c, bucket, key, opts, &up->m);
     if (st != S3R_OK) {
         multipart_free(up);
-        return done(c, st);
+        return s3c_done(c, st);
     }
     *up_p = up;
     return S3R_OK;
@@ -564,7 +564,7 @@ s3r_status_t s3r_multipart_part_at(s3r_multipart_t *up, unsigned part_number, co
     if (part_number > up->top && part_number <= S3C_MAX_PARTS)
         up->top = part_number;
     pthread_mutex_unlock(&up->mu);
-    return done(up->c, multipart_store(up, part_number, data, len));
+    return s3c_done(up->c, multipart_store(up, part_number, data, len));
 }
 
 s3r_status_t s3r_multipart_part(s3r_multipart_t *up, const void *data, uint64_t len)
@@ -574,7 +574,7 @@ s3r_status_t s3r_multipart_part(s3r_multipart_t *up, const void *data, uint64_t 
     pthread_mutex_lock(&up->mu);
     unsigned n = up->top < S3C_MAX_PARTS ? ++up->top : S3C_MAX_PARTS + 1;
     pthread_mutex_unlock(&up->mu);
-    return done(up->c, multipart_store(up, n, data, len));
+    return s3c_done(up->c, multipart_store(up, n, data, len));
 }
 
 s3r_status_t s3r_multipart_complete(s3r_multipart_t *up)
@@ -591,7 +591,7 @@ s3r_status_t s3r_multipart_complete(s3r_multipart_t *up)
     if (st != S3R_OK)
         abort_upload(c, up->bucket, up->key, up->m.qid);
     multipart_free(up);
-    return done(c, st);
+    return s3c_done(c, st);
 }
 
 void s3r_multipart_abort(s3r_multipart_t *up)

@@ -50,10 +50,10 @@ static const struct sub {
 static const struct sub *sub_for(s3r_subresource_t kind, const s3r_subresource_target_t *t)
 {
     if ((unsigned)kind == 0 || (unsigned)kind >= sizeof(subs) / sizeof(subs[0]) || t == NULL ||
-        !valid_name(t->bucket))
+        !s3c_valid_name(t->bucket))
         return NULL;
     const struct sub *s = &subs[kind];
-    if (s->object ? !valid_name(t->key) || (t->version_id && !t->version_id[0])
+    if (s->object ? !s3c_valid_name(t->key) || (t->version_id && !t->version_id[0])
                   : t->key != NULL || t->version_id != NULL)
         return NULL;
     return s;
@@ -66,7 +66,7 @@ static s3r_status_t sub_request(s3r_client_t *c, s3c_req_t *req, strs_t *ss, con
     s3c_req_init(req, method, t->bucket, t->key);
     req->native_op = op;
     req->query = s->query;
-    return version_query(c, req, ss, t->version_id);
+    return s3c_version_query(c, req, ss, t->version_id);
 }
 
 s3r_status_t s3r_subresource_get(s3r_client_t *c, s3r_subresource_t kind,
@@ -82,7 +82,7 @@ s3r_status_t s3r_subresource_get(s3r_client_t *c, s3r_subresource_t kind,
     buf_init(&body, S3C_MAX_XML_BODY);
     s3r_status_t st = sub_request(c, &req, &ss, s, target, "GET", s->get);
     if (st == S3R_OK)
-        st = get_xml(c, &req, &body);
+        st = s3c_get_xml(c, &req, &body);
     if (st == S3R_OK && buf_reserve(&body, 1) < 0)
         st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory");
     if (st == S3R_OK) {
@@ -92,8 +92,8 @@ s3r_status_t s3r_subresource_get(s3r_client_t *c, s3r_subresource_t kind,
         *len_p = len;
     }
     buf_free(&body);
-    strs_free(&ss);
-    return done(c, st);
+    s3c_strs_free(&ss);
+    return s3c_done(c, st);
 }
 
 s3r_status_t s3r_subresource_put(s3r_client_t *c, s3r_subresource_t kind,
@@ -104,7 +104,7 @@ s3r_status_t s3r_subresource_put(s3r_client_t *c, s3r_subresource_t kind,
     if (c == NULL || s == NULL || (doc == NULL && len > 0))
         return S3R_ERR_INVALID_ARG;
     if (len > SUB_MAX_DOC)
-        return done(c, s3c_fail(c, S3R_ERR_TOO_LARGE, S3R_TRANSPORT_DEFAULT, 0, "",
+        return s3c_done(c, s3c_fail(c, S3R_ERR_TOO_LARGE, S3R_TRANSPORT_DEFAULT, 0, "",
                                 "a document over %d bytes", SUB_MAX_DOC));
     strs_t ss = {0};
     s3c_req_t req;
@@ -119,7 +119,7 @@ s3r_status_t s3r_subresource_put(s3r_client_t *c, s3r_subresource_t kind,
             hash_digest_update(d, doc, len);
             hash_digest_final(d, md5); /* frees d */
             b64[hash_base64_encode(md5, sizeof(md5), b64)] = '\0';
-            const char *v = strs_printf(&ss, "%s", b64);
+            const char *v = s3c_strs_printf(&ss, "%s", b64);
             if (v == NULL)
                 st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory");
             else
@@ -130,9 +130,9 @@ s3r_status_t s3r_subresource_put(s3r_client_t *c, s3r_subresource_t kind,
         }
     }
     if (st == S3R_OK)
-        st = simple(c, &req, s->object);
-    strs_free(&ss);
-    return done(c, st);
+        st = s3c_simple(c, &req, s->object);
+    s3c_strs_free(&ss);
+    return s3c_done(c, st);
 }
 
 s3r_status_t s3r_subresource_delete(s3r_client_t *c, s3r_subresource_t kind,
@@ -142,13 +142,13 @@ s3r_status_t s3r_subresource_delete(s3r_client_t *c, s3r_subresource_t kind,
     if (c == NULL || s == NULL)
         return S3R_ERR_INVALID_ARG;
     if (s->del == 0)
-        return done(c, s3c_fail(c, S3R_ERR_UNSUPPORTED, S3R_TRANSPORT_DEFAULT, 0, "",
+        return s3c_done(c, s3c_fail(c, S3R_ERR_UNSUPPORTED, S3R_TRANSPORT_DEFAULT, 0, "",
                                 "S3 has no DELETE of ?%s", s->query));
     strs_t ss = {0};
     s3c_req_t req;
     s3r_status_t st = sub_request(c, &req, &ss, s, target, "DELETE", s->del);
     if (st == S3R_OK)
-        st = simple(c, &req, s->object);
-    strs_free(&ss);
-    return done(c, st);
+        st = s3c_simple(c, &req, s->object);
+    s3c_strs_free(&ss);
+    return s3c_done(c, st);
 }

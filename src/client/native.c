@@ -120,8 +120,8 @@ static int add_query(rdma_native_msg_t *m, const char *query, strs_t *ss)
         char *eq = strchr(kv, '=');
         if (eq)
             *eq = '\0';
-        const char *name = strs_printf(ss, "%s", kv);
-        const char *value = eq ? strs_udec(ss, eq + 1) : "";
+        const char *name = s3c_strs_printf(ss, "%s", kv);
+        const char *value = eq ? s3c_strs_udec(ss, eq + 1) : "";
         if (!name || !value || m->n_params == RDMA_NATIVE_MAX_PARAMS)
             rc = -1;
         else
@@ -219,7 +219,7 @@ static s3r_status_t native_start(s3r_client_t *c, s3c_ncall_t *n, s3c_sess_t *se
     if (rdma_native_submit(s3c_sess_rdma(sess), &m, &n->call, err, sizeof(err)) < 0)
         st = s3c_fail(c, S3R_ERR_RDMA_UNAVAILABLE, S3R_TRANSPORT_NATIVE, 0, "", "%s", err);
 out:
-    strs_free(&ss);
+    s3c_strs_free(&ss);
     if (st != S3R_OK) {
         s3c_region_put(c, n->body_reg);
         s3c_region_put(c, n->out_reg);
@@ -309,7 +309,7 @@ s3r_status_t s3c_native_start(s3r_client_t *c, s3c_ncall_t *n, s3c_req_t *req, s
     s3c_sess_t *sess = NULL;
     resp->transport = S3R_TRANSPORT_NATIVE;
     if (s3c_sess_get(c, &sess) != S3R_OK) {
-        set_status(S3R_ERR_RDMA_UNAVAILABLE);
+        s3c_set_status(S3R_ERR_RDMA_UNAVAILABLE);
         return S3R_ERR_RDMA_UNAVAILABLE;
     }
     bool to_buf = req->sink_buf && req->sink_cap > c->set.native_inline;
@@ -351,7 +351,7 @@ static s3r_status_t native_settle(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *r
             resp->body_bytes = region;
     }
     if (st == S3R_OK && !resp->overflow && resp->status >= 200 && resp->status <= 299)
-        count(c, S3R_TRANSPORT_NATIVE, payload(req, resp));
+        s3c_count_transfer(c, S3R_TRANSPORT_NATIVE, payload(req, resp));
     return st;
 }
 
@@ -384,7 +384,7 @@ static s3r_status_t native_grow(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *res
     s3c_sess_t *sess = NULL;
     resp->transport = S3R_TRANSPORT_NATIVE;
     if (s3c_sess_get(c, &sess) != S3R_OK) {
-        set_status(S3R_ERR_RDMA_UNAVAILABLE);
+        s3c_set_status(S3R_ERR_RDMA_UNAVAILABLE);
         return S3R_ERR_RDMA_UNAVAILABLE;
     }
     s3r_status_t st = S3R_OK;
@@ -423,7 +423,7 @@ static s3r_status_t native_grow(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *res
     s3c_scratch_put(c, scratch, len);
     s3c_sess_put(c, sess, st == S3R_ERR_RDMA_UNAVAILABLE);
     if (st == S3R_OK && !resp->overflow && resp->status >= 200 && resp->status <= 299)
-        count(c, S3R_TRANSPORT_NATIVE, payload(req, resp));
+        s3c_count_transfer(c, S3R_TRANSPORT_NATIVE, payload(req, resp));
     return st;
 }
 
@@ -431,7 +431,7 @@ s3r_status_t s3c_do(s3r_client_t *c, s3r_transport_t t, s3c_req_t *req, s3c_resp
 {
     if (t == S3R_TRANSPORT_NATIVE && req->native_op) {
         s3r_status_t st = req->sink_grow ? native_grow(c, req, resp) : native_plain(c, req, resp);
-        if (!fall_back(c, st))
+        if (!s3c_fall_back(c, st))
             return st;
         resp_reset(resp);
         if (req->sink_grow)
@@ -439,7 +439,7 @@ s3r_status_t s3c_do(s3r_client_t *c, s3r_transport_t t, s3c_req_t *req, s3c_resp
     }
     if (t == S3R_TRANSPORT_TOKEN && s3c_token_form(req)) {
         s3r_status_t st = s3c_token_do(c, req, resp);
-        if (!fall_back(c, st))
+        if (!s3c_fall_back(c, st))
             return st;
         resp_reset(resp);
     }

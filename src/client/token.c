@@ -48,7 +48,7 @@ static s3r_status_t token_answer(s3r_client_t *c, const s3c_resp_t *resp, bool *
                            rdma_reply);
         else
             (void)s3c_http_error(c, resp, S3R_TRANSPORT_TOKEN, true);
-        set_status(S3R_ERR_RDMA_DECLINED);
+        s3c_set_status(S3R_ERR_RDMA_DECLINED);
         return S3R_ERR_RDMA_DECLINED;
     }
     if (resp->status < 200 || resp->status > 299)
@@ -69,11 +69,11 @@ static bool too_small(s3c_resp_t *resp, uint64_t cap)
     char v[64];
     if (resp->status != 400)
         return false;
-    uint64_t need = tls_err.needed_bytes;
+    uint64_t need = s3c_tls_err.needed_bytes;
     if (need == 0 && (s3c_resp_header(resp, "x-amz-rdma-bytes-needed", v, sizeof(v)) == 0 ||
                       s3c_resp_header(resp, "x-amz-rdma-required-bytes", v, sizeof(v)) == 0))
         need = strtoull(v, NULL, 10);
-    if (need == 0 ? strcmp(tls_err.code, "InvalidArgument") != 0 : need <= cap)
+    if (need == 0 ? strcmp(s3c_tls_err.code, "InvalidArgument") != 0 : need <= cap)
         return false;
     resp->overflow = true;
     resp->status = 200;
@@ -128,10 +128,10 @@ s3r_status_t s3c_token_do(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *resp)
                           "missing or impossible x-amz-rdma-bytes-transferred");
         } else {
             resp->body_bytes = n;
-            count(c, S3R_TRANSPORT_TOKEN, n);
+            s3c_count_transfer(c, S3R_TRANSPORT_TOKEN, n);
         }
     } else if (st == S3R_OK) {
-        count(c, S3R_TRANSPORT_TOKEN, len);
+        s3c_count_transfer(c, S3R_TRANSPORT_TOKEN, len);
     }
 out:
     s3c_region_put(c, reg);
