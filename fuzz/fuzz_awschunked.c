@@ -5,7 +5,7 @@
  * the rest is the body. Signed modes use a fixed key (the Amazon S3
  * documentation's example secret, date and scope; seeds below) so corpus
  * entries with valid signatures get past verification. Invariants: the
- * bytes handed to the callback equal awschunk_decoded_bytes() and never
+ * bytes handed to the callback equal s3_awschunk_decoded_bytes() and never
  * exceed the raw body length; errors are sticky; finish after an OK feed
  * returns a defined status. */
 #include <stdbool.h>
@@ -42,25 +42,25 @@ static int emit(void *ctx, const void *data, size_t len)
 static void run(const awschunk_params_t *p, const uint8_t *body, size_t len, size_t split)
 {
     sink_t sink = {0, 0};
-    awschunk_t *d = awschunk_new(p, emit, &sink);
+    awschunk_t *d = s3_awschunk_new(p, emit, &sink);
     if (!d)
         return;
-    awschunk_status_t st = awschunk_feed(d, body, split);
-    awschunk_status_t st2 = awschunk_feed(d, body + split, len - split);
+    awschunk_status_t st = s3_awschunk_feed(d, body, split);
+    awschunk_status_t st2 = s3_awschunk_feed(d, body + split, len - split);
     if (st != AWSCHUNK_OK)
         FUZZ_CHECK(st2 == st); /* errors are sticky */
-    awschunk_status_t fin = awschunk_finish(d);
+    awschunk_status_t fin = s3_awschunk_finish(d);
     FUZZ_CHECK(fin <= AWSCHUNK_ERR_CALLBACK);
     if (st2 != AWSCHUNK_OK)
         FUZZ_CHECK(fin != AWSCHUNK_OK);
-    FUZZ_CHECK(sink.bytes == awschunk_decoded_bytes(d));
+    FUZZ_CHECK(sink.bytes == s3_awschunk_decoded_bytes(d));
     FUZZ_CHECK(sink.bytes <= len);
     if (fin == AWSCHUNK_OK && p->trailer) {
-        const char *v = awschunk_trailer(d, "x-amz-checksum-crc32c");
+        const char *v = s3_awschunk_trailer(d, "x-amz-checksum-crc32c");
         if (v)
             FUZZ_CHECK(strlen(v) < len);
     }
-    awschunk_free(d);
+    s3_awschunk_free(d);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     xml_complete_part_t *parts = NULL;
     size_t n = 0;
-    if (xml_parse_complete(body, size, &parts, &n) == 0) {
+    if (s3_xml_parse_complete(body, size, &parts, &n) == 0) {
         FUZZ_CHECK(n >= 1 && parts);
         for (size_t i = 0; i < n; i++) {
             FUZZ_CHECK(parts[i].number >= 1 && parts[i].number <= 10000);
@@ -25,23 +25,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             for (int k = 0; k < CHECKSUM_NONE; k++)
                 FUZZ_CHECK(!parts[i].checksums[k] || strlen(parts[i].checksums[k]) <= size);
         }
-        xml_complete_parts_free(parts, n);
+        s3_xml_complete_parts_free(parts, n);
     }
 
     int quiet = -1;
     xml_delete_object_t *objs = NULL;
     n = 0;
-    if (xml_parse_delete(body, size, &quiet, &objs, &n) == 0) {
+    if (s3_xml_parse_delete(body, size, &quiet, &objs, &n) == 0) {
         FUZZ_CHECK(quiet == 0 || quiet == 1);
         FUZZ_CHECK(n >= 1 && n <= 1000 && objs);
         for (size_t i = 0; i < n; i++)
             FUZZ_CHECK(objs[i].key && strlen(objs[i].key) <= size);
-        xml_delete_objects_free(objs, n);
+        s3_xml_delete_objects_free(objs, n);
     }
 
     char loc[64 + 8];
     memset(loc, 0x5a, sizeof(loc));
-    if (xml_parse_create_bucket(body, size, loc, 64) == 0)
+    if (s3_xml_parse_create_bucket(body, size, loc, 64) == 0)
         FUZZ_CHECK(memchr(loc, '\0', 64) != NULL);
     for (size_t i = 64; i < sizeof(loc); i++)
         FUZZ_CHECK(loc[i] == 0x5a);

@@ -260,7 +260,7 @@ s3_error_t s3_acl_from_xml(const char *body, size_t len, const s3_acl_users_t *u
     char *owner = NULL;
     xml_grant_t *grants = NULL;
     size_t n = 0;
-    if (xml_parse_acl(body, len, &owner, &grants, &n) != 0)
+    if (s3_xml_parse_acl(body, len, &owner, &grants, &n) != 0)
         return S3E_MALFORMED_ACL;
     s3_error_t err = S3E_NONE;
     for (size_t i = 0; i < n && err == S3E_NONE; i++) {
@@ -280,7 +280,7 @@ s3_error_t s3_acl_from_xml(const char *body, size_t len, const s3_acl_users_t *u
     } else {
         s3_acl_free(out);
     }
-    xml_acl_free(owner, grants, n);
+    s3_xml_acl_free(owner, grants, n);
     return err;
 }
 

@@ -4,7 +4,7 @@
  * never copied: it is handed to the emit callback straight from the caller's
  * input. Decoded bytes are emitted before their chunk's signature has been
  * checked (the signature follows the data), so a caller must not commit
- * anything until awschunk_finish() returns AWSCHUNK_OK.
+ * anything until s3_awschunk_finish() returns AWSCHUNK_OK.
  *
  * Wire forms accepted after the final zero-size chunk line:
  *   no trailer:   "\r\n"
@@ -75,7 +75,7 @@ struct awschunk {
     buf_t sts;           /* string to sign of the chunk or trailer being verified */
 };
 
-awschunk_t *awschunk_new(const awschunk_params_t *params, awschunk_emit_fn emit, void *ctx)
+awschunk_t *s3_awschunk_new(const awschunk_params_t *params, awschunk_emit_fn emit, void *ctx)
 {
     if (!params || !emit)
         return NULL;
@@ -97,7 +97,7 @@ awschunk_t *awschunk_new(const awschunk_params_t *params, awschunk_emit_fn emit,
         d->amz_date = strdup(params->amz_date);
         d->scope = strdup(params->scope);
         if (!d->amz_date || !d->scope) {
-            awschunk_free(d);
+            s3_awschunk_free(d);
             return NULL;
         }
         for (size_t i = 0; i <= AWSCHUNK_SIG_HEX; i++) {
@@ -113,7 +113,7 @@ awschunk_t *awschunk_new(const awschunk_params_t *params, awschunk_emit_fn emit,
     return d;
 }
 
-void awschunk_free(awschunk_t *d)
+void s3_awschunk_free(awschunk_t *d)
 {
     if (!d)
         return;
@@ -333,7 +333,7 @@ static int line_byte(awschunk_t *d, char c)
     return 0;
 }
 
-awschunk_status_t awschunk_feed(awschunk_t *d, const void *data, size_t len)
+awschunk_status_t s3_awschunk_feed(awschunk_t *d, const void *data, size_t len)
 {
     if (d->err)
         return d->err;
@@ -397,7 +397,7 @@ awschunk_status_t awschunk_feed(awschunk_t *d, const void *data, size_t len)
     return AWSCHUNK_OK;
 }
 
-awschunk_status_t awschunk_finish(awschunk_t *d)
+awschunk_status_t s3_awschunk_finish(awschunk_t *d)
 {
     if (d->err)
         return d->err;
@@ -416,7 +416,7 @@ awschunk_status_t awschunk_finish(awschunk_t *d)
     return AWSCHUNK_OK;
 }
 
-const char *awschunk_trailer(const awschunk_t *d, const char *name)
+const char *s3_awschunk_trailer(const awschunk_t *d, const char *name)
 {
     if (!d || !d->finished || !name)
         return NULL;
@@ -427,7 +427,7 @@ const char *awschunk_trailer(const awschunk_t *d, const char *name)
     return NULL;
 }
 
-uint64_t awschunk_decoded_bytes(const awschunk_t *d)
+uint64_t s3_awschunk_decoded_bytes(const awschunk_t *d)
 {
     return d->decoded;
 }

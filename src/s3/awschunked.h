@@ -46,18 +46,18 @@ typedef int (*awschunk_emit_fn)(void *ctx, const void *data, size_t len);
 typedef struct awschunk awschunk_t;
 
 /* Returns NULL when out of memory. Strings in params are copied. */
-awschunk_t *awschunk_new(const awschunk_params_t *params, awschunk_emit_fn emit, void *ctx);
-void awschunk_free(awschunk_t *d);
+awschunk_t *s3_awschunk_new(const awschunk_params_t *params, awschunk_emit_fn emit, void *ctx);
+void s3_awschunk_free(awschunk_t *d);
 /* Feeds the next len raw bytes. After an error every later call returns it again. */
-awschunk_status_t awschunk_feed(awschunk_t *d, const void *data, size_t len);
+awschunk_status_t s3_awschunk_feed(awschunk_t *d, const void *data, size_t len);
 /* Called once the body has ended: AWSCHUNK_ERR_TRUNCATED unless the final
  * chunk (and trailer, when expected) were complete, AWSCHUNK_ERR_LENGTH on a
  * decoded-length mismatch. */
-awschunk_status_t awschunk_finish(awschunk_t *d);
+awschunk_status_t s3_awschunk_finish(awschunk_t *d);
 /* A trailer header's value after a successful finish (name matched without
  * regard to case), or NULL. */
-const char *awschunk_trailer(const awschunk_t *d, const char *name);
+const char *s3_awschunk_trailer(const awschunk_t *d, const char *name);
 /* Decoded payload bytes so far. */
-uint64_t awschunk_decoded_bytes(const awschunk_t *d);
+uint64_t s3_awschunk_decoded_bytes(const awschunk_t *d);
 
 #endif

@@ -318,7 +318,7 @@ s3_error_t s3_body_begin(s3_req_t *req)
             .seed_signature = req->seed_signature,
             .decoded_length = req->declared_len,
         };
-        req->chunked = awschunk_new(&p, s3_body_sink, req);
+        req->chunked = s3_awschunk_new(&p, s3_body_sink, req);
         if (!req->chunked)
             return S3E_INTERNAL;
     }
@@ -351,7 +351,7 @@ void s3_body_feed(s3_req_t *req, const char *data, size_t len)
         return;
     }
     if (req->chunked) {
-        awschunk_status_t st = awschunk_feed(req->chunked, data, len);
+        awschunk_status_t st = s3_awschunk_feed(req->chunked, data, len);
         if (st != AWSCHUNK_OK)
             req->body_error = chunk_error(req, st);
     } else {
@@ -433,7 +433,7 @@ s3_error_t s3_body_end(s3_req_t *req)
     if (req->body_error != S3E_NONE)
         return req->body_error;
     if (req->chunked) {
-        s3_error_t err = chunk_error(req, awschunk_finish(req->chunked));
+        s3_error_t err = chunk_error(req, s3_awschunk_finish(req->chunked));
         if (err != S3E_NONE)
             return err;
     } else if (req->declared_len != UINT64_MAX && req->body_bytes != req->declared_len) {
@@ -466,7 +466,7 @@ s3_error_t s3_body_end(s3_req_t *req)
         checksum_final(req, i, computed);
         const char *expected = req->expect_ck[i];
         if (!expected && req->chunked) {
-            expected = awschunk_trailer(req->chunked, ck_headers[i]);
+            expected = s3_awschunk_trailer(req->chunked, ck_headers[i]);
             /* A checksum announced in x-amz-trailer must arrive in the trailer. */
             const char *declared = s3_req_header(req, "x-amz-trailer");
             if (!expected && declared && strcasecmp(declared, ck_headers[i]) == 0)

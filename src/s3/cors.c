@@ -106,7 +106,7 @@ int s3_cors_from_xml(const char *body, size_t len, buf_t *out, bool *invalid_p, 
     }
     xml_list_entry_t *e = NULL;
     size_t n = 0, n_rules = 0;
-    if (xml_parse_list(body, len, "CORSConfiguration", "CORSRule", rule_fields,
+    if (s3_xml_parse_list(body, len, "CORSConfiguration", "CORSRule", rule_fields,
                        sizeof rule_fields / sizeof rule_fields[0], S3_CORS_MAX_BYTES / 8, &e, &n,
                        &n_rules) != 0) {
         snprintf(why, cap,
@@ -152,7 +152,7 @@ int s3_cors_from_xml(const char *body, size_t len, buf_t *out, bool *invalid_p, 
             if (e[k].field != FIELD_ID)
                 put_field(out, rule_tags[e[k].field], e[k].value);
     }
-    xml_list_free(e, n);
+    s3_xml_list_free(e, n);
     if (rc == 0 && out->len == 0)
         rc = -1;
     if (rc != 0)

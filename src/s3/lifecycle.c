@@ -427,7 +427,7 @@ s3_error_t s3_lc_from_xml(const char *body, size_t len, s3_lc_t *cfg, char *why,
         return S3E_MALFORMED_XML;
     xml_list_entry_t *e = NULL;
     size_t n = 0, n_rules = 0;
-    if (xml_parse_list(body, len, "LifecycleConfiguration", "Rule", rule_fields, N_FIELDS,
+    if (s3_xml_parse_list(body, len, "LifecycleConfiguration", "Rule", rule_fields, N_FIELDS,
                        S3_LC_MAX_BYTES / 8, &e, &n, &n_rules) != 0)
         return S3E_MALFORMED_XML;
     s3_error_t err = S3E_NONE;
@@ -459,7 +459,7 @@ s3_error_t s3_lc_from_xml(const char *body, size_t len, s3_lc_t *cfg, char *why,
         if (!id && !(cfg->rules[r].id = strdup("")))
             err = S3E_INTERNAL;
     }
-    xml_list_free(e, n);
+    s3_xml_list_free(e, n);
     if (err == S3E_NONE && transitions) {
         snprintf(why, cap,
                  "Storage-class transitions are not supported: s3rdmad has one storage class.");

@@ -57,7 +57,7 @@ s3_error_t s3_lock_config_from_xml(const char *body, size_t len, s3_lock_config_
     char *v[N];
     *why_p = NULL;
     memset(out, 0, sizeof *out);
-    if (xml_parse_leaves(body ? body : "", len, "ObjectLockConfiguration", paths, N, v) != 0)
+    if (s3_xml_parse_leaves(body ? body : "", len, "ObjectLockConfiguration", paths, N, v) != 0)
         return S3E_MALFORMED_XML;
     s3_error_t err = S3E_NONE;
     long days = 0, years = 0;
@@ -162,7 +162,7 @@ s3_error_t s3_retention_from_xml(const char *body, size_t len, s3_retention_t *o
     *why_p = NULL;
     out->mode = S3_LOCK_NONE;
     out->until = 0;
-    if (xml_parse_leaves(body ? body : "", len, "Retention", paths, 2, v) != 0)
+    if (s3_xml_parse_leaves(body ? body : "", len, "Retention", paths, 2, v) != 0)
         return S3E_MALFORMED_XML;
     s3_error_t err = S3E_NONE;
     if (v[0] || v[1]) {
@@ -268,7 +268,7 @@ s3_error_t s3_legal_hold_from_xml(const char *body, size_t len, bool *on_p, cons
     static const char *const paths[] = {"Status"};
     char *v;
     *why_p = NULL;
-    if (xml_parse_leaves(body ? body : "", len, "LegalHold", paths, 1, &v) != 0)
+    if (s3_xml_parse_leaves(body ? body : "", len, "LegalHold", paths, 1, &v) != 0)
         return S3E_MALFORMED_XML;
     int rc = on_off(v, on_p);
     free(v);

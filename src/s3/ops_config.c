@@ -118,7 +118,7 @@ static void put_versioning_finish(s3_req_t *req)
 {
     static const char *const paths[] = {"Status", "MfaDelete"};
     char *v[2] = {NULL, NULL};
-    if (xml_parse_leaves(req->body.data ? req->body.data : "", req->body.len,
+    if (s3_xml_parse_leaves(req->body.data ? req->body.data : "", req->body.len,
                          "VersioningConfiguration", paths, 2, v) != 0) {
         s3_reply_error(req, S3E_MALFORMED_XML, NULL);
         return;
@@ -290,7 +290,7 @@ static void get_pab_begin(s3_req_t *req)
 static void put_pab_finish(s3_req_t *req)
 {
     char *v[4];
-    if (xml_parse_leaves(req->body.data ? req->body.data : "", req->body.len,
+    if (s3_xml_parse_leaves(req->body.data ? req->body.data : "", req->body.len,
                          "PublicAccessBlockConfiguration", pab_fields, 4, v) != 0) {
         s3_reply_error(req, S3E_MALFORMED_XML, NULL);
         return;
@@ -337,7 +337,7 @@ static void put_ownership_finish(s3_req_t *req)
 {
     static const char *const path[] = {"Rule/ObjectOwnership"};
     char *v;
-    if (xml_parse_leaves(req->body.data ? req->body.data : "", req->body.len, "OwnershipControls",
+    if (s3_xml_parse_leaves(req->body.data ? req->body.data : "", req->body.len, "OwnershipControls",
                          path, 1, &v) != 0) {
         s3_reply_error(req, S3E_MALFORMED_XML, NULL);
         return;

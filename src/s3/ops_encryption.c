@@ -50,7 +50,7 @@ static void put_encryption_finish(s3_req_t *req)
                                          "ApplyServerSideEncryptionByDefault/KMSMasterKeyID"};
     xml_list_entry_t *e;
     size_t n, n_items;
-    if (xml_parse_list(req->body.data ? req->body.data : "", req->body.len,
+    if (s3_xml_parse_list(req->body.data ? req->body.data : "", req->body.len,
                        "ServerSideEncryptionConfiguration", "Rule", fields, 2, 8, &e, &n,
                        &n_items) != 0) {
         s3_reply_error(req, S3E_MALFORMED_XML, NULL);
@@ -80,7 +80,7 @@ static void put_encryption_finish(s3_req_t *req)
             memcpy(doc + 1, name, strlen(name));
             s3_config_write(req, STOR_BCFG_ENCRYPTION, doc, 1 + strlen(name), 200);
         }
-        xml_list_free(e, n);
+        s3_xml_list_free(e, n);
         return;
     }
     uint8_t byte = 1;
@@ -97,7 +97,7 @@ static void put_encryption_finish(s3_req_t *req)
                        "configured on this server: its operator sets sse.master_key_file.");
     else
         s3_config_write(req, STOR_BCFG_ENCRYPTION, &byte, 1, 200);
-    xml_list_free(e, n);
+    s3_xml_list_free(e, n);
 }
 
 static void delete_encryption_begin(s3_req_t *req)

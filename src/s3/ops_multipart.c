@@ -407,13 +407,13 @@ static void complete_mpu_finish(s3_req_t *req)
 {
     xml_complete_part_t *parts = NULL;
     size_t n = 0;
-    if (xml_parse_complete(req->body.data ? req->body.data : "", req->body.len, &parts, &n) != 0) {
+    if (s3_xml_parse_complete(req->body.data ? req->body.data : "", req->body.len, &parts, &n) != 0) {
         s3_reply_error(req, S3E_MALFORMED_XML, NULL);
         return;
     }
     stor_complete_part_t *cp = calloc(n, sizeof(*cp));
     if (!cp) {
-        xml_complete_parts_free(parts, n);
+        s3_xml_complete_parts_free(parts, n);
         s3_reply_error(req, S3E_INTERNAL, NULL);
         return;
     }
@@ -454,7 +454,7 @@ static void complete_mpu_finish(s3_req_t *req)
         if (!consecutive) {
             stor_meta_free(&upload);
             free(cp);
-            xml_complete_parts_free(parts, n);
+            s3_xml_complete_parts_free(parts, n);
             s3_reply_error(req, S3E_INVALID_PART,
                            "s3rdmad completes an encrypted multipart upload from parts numbered "
                            "1, 2, 3... without gaps.");
@@ -468,7 +468,7 @@ static void complete_mpu_finish(s3_req_t *req)
     if (st == STOR_ERR_NO_UPLOAD && completed_before(req, cp, m, &meta))
         st = STOR_OK;
     free(cp);
-    xml_complete_parts_free(parts, n);
+    s3_xml_complete_parts_free(parts, n);
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
         return;

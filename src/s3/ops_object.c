@@ -545,7 +545,7 @@ static void delete_objects_finish(s3_req_t *req)
     int quiet = 0;
     xml_delete_object_t *objs = NULL;
     size_t n = 0;
-    if (xml_parse_delete(req->body.data ? req->body.data : "", req->body.len, &quiet, &objs, &n) !=
+    if (s3_xml_parse_delete(req->body.data ? req->body.data : "", req->body.len, &quiet, &objs, &n) !=
         0) {
         s3_reply_error(req, S3E_MALFORMED_XML, NULL);
         return;
@@ -600,7 +600,7 @@ static void delete_objects_finish(s3_req_t *req)
         }
     }
     buf_append_str(&xml, "</DeleteResult>");
-    xml_delete_objects_free(objs, n);
+    s3_xml_delete_objects_free(objs, n);
     s3_reply_xml(req, 200, &xml);
 }
 

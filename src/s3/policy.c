@@ -309,8 +309,8 @@ static bool add_action(parser_t *ps, void *ctx, const char *s)
             return fail(ps, "Policy has invalid action");
         char pat[S3R_POLICY_MAX_STRING + 1];
         bool any = false;
-        for (size_t i = 0; i < N(known_actions) && !any && policy_lower(s, pat, sizeof pat); i++)
-            any = policy_glob(pat, known_actions[i]);
+        for (size_t i = 0; i < N(known_actions) && !any && s3_policy_lower(s, pat, sizeof pat); i++)
+            any = s3_policy_glob(pat, known_actions[i]);
         if (!any)
             return fail(ps, "Policy has invalid action");
     }
@@ -331,7 +331,7 @@ static bool add_resource(parser_t *ps, void *ctx, const char *s)
             return fail(ps, "Policy has invalid resource");
         memcpy(pat, b, blen);
         pat[blen] = '\0';
-        if (!policy_glob(pat, ps->bucket))
+        if (!s3_policy_glob(pat, ps->bucket))
             return fail(ps, "Policy has invalid resource");
     }
     return strlist_add(ps, &st->resources, s, false);
@@ -343,15 +343,15 @@ static bool add_value(parser_t *ps, void *ctx, const char *s)
     cmp_kind_t k = c->op->cmp;
     if (c->values.n >= S3R_POLICY_MAX_VALUES)
         return strlist_add(ps, &c->values, s, false); /* fails with the bound's message */
-    if (policy_is_numeric(k) || policy_is_date(k)) {
+    if (s3_policy_is_numeric(k) || s3_policy_is_date(k)) {
         double *n = realloc(c->nums, (c->values.n + 1) * sizeof *n);
         if (!n)
             return fail(ps, "Out of memory.");
         c->nums = n;
-        if (policy_is_numeric(k) ? !policy_parse_number(s, &n[c->values.n])
-                                 : !policy_parse_date(s, &n[c->values.n]))
+        if (s3_policy_is_numeric(k) ? !s3_policy_parse_number(s, &n[c->values.n])
+                                 : !s3_policy_parse_date(s, &n[c->values.n]))
             return fail(ps, "Invalid %s value in condition: %s",
-                        policy_is_numeric(k) ? "numeric" : "date", s);
+                        s3_policy_is_numeric(k) ? "numeric" : "date", s);
     } else if (k == CMP_BOOL || k == CMP_NULL) {
         if (strcasecmp(s, "true") != 0 && strcasecmp(s, "false") != 0)
             return fail(ps, "Invalid boolean value in condition: %s", s);
@@ -360,7 +360,7 @@ static bool add_value(parser_t *ps, void *ctx, const char *s)
         if (!n)
             return fail(ps, "Out of memory.");
         c->cidrs = n;
-        if (!policy_parse_cidr(s, &c->cidrs[c->values.n]))
+        if (!s3_policy_parse_cidr(s, &c->cidrs[c->values.n]))
             return fail(ps, "Invalid IP address in condition: %s", s);
     }
     return strlist_add(ps, &c->values, s, false);

@@ -31,9 +31,9 @@ static bool value_matches(const cond_t *c, size_t i, const have_t *h)
     case CMP_BOOL:
         return strcasecmp(h->s, want) == 0;
     case CMP_STR_LIKE:
-        return policy_glob(want, h->s);
+        return s3_policy_glob(want, h->s);
     case CMP_IP:
-        return h->ok && policy_cidr_match(&c->cidrs[i], &h->ip);
+        return h->ok && s3_policy_cidr_match(&c->cidrs[i], &h->ip);
     case CMP_NUM_EQ:
     case CMP_DATE_EQ:
         return h->ok && h->num == c->nums[i];
@@ -73,11 +73,11 @@ static bool cond_holds(const cond_t *c, const s3_policy_query_t *q)
     if (!h.s)
         return c->if_exists || c->set == SET_ALL || c->op->negate;
     if (c->op->cmp == CMP_IP)
-        h.ok = strchr(h.s, '/') == NULL && policy_parse_cidr(h.s, &h.ip);
-    else if (policy_is_numeric(c->op->cmp))
-        h.ok = policy_parse_number(h.s, &h.num);
-    else if (policy_is_date(c->op->cmp))
-        h.ok = policy_parse_date(h.s, &h.num);
+        h.ok = strchr(h.s, '/') == NULL && s3_policy_parse_cidr(h.s, &h.ip);
+    else if (s3_policy_is_numeric(c->op->cmp))
+        h.ok = s3_policy_parse_number(h.s, &h.num);
+    else if (s3_policy_is_date(c->op->cmp))
+        h.ok = s3_policy_parse_date(h.s, &h.num);
     bool any = false;
     for (size_t i = 0; i < c->values.n && !any; i++)
         any = value_matches(c, i, &h);
@@ -99,12 +99,12 @@ static bool statement_applies(const stmt_t *st, const s3_policy_query_t *q, cons
         return false;
     bool m = false;
     for (size_t i = 0; i < st->actions.n && !m; i++)
-        m = policy_glob(st->actions.v[i], action);
+        m = s3_policy_glob(st->actions.v[i], action);
     if (m == st->not_action)
         return false;
     m = false;
     for (size_t i = 0; i < st->resources.n && !m; i++)
-        m = policy_glob(st->resources.v[i], q->resource);
+        m = s3_policy_glob(st->resources.v[i], q->resource);
     if (m == st->not_resource)
         return false;
     for (size_t i = 0; i < st->n_conds; i++)
@@ -116,7 +116,7 @@ static bool statement_applies(const stmt_t *st, const s3_policy_query_t *q, cons
 s3_policy_effect_t s3_policy_eval(const s3_policy_t *p, const s3_policy_query_t *q)
 {
     char action[128];
-    if (!policy_lower(q->action, action, sizeof action))
+    if (!s3_policy_lower(q->action, action, sizeof action))
         return S3_POLICY_DENY; /* no such action: fail closed */
     s3_policy_effect_t r = S3_POLICY_NONE;
     for (size_t i = 0; i < p->n; i++) {

@@ -83,21 +83,21 @@ struct s3_policy {
 /* Whether s matches pattern p, where '*' stands for any run of characters
  * and '?' for one, case-sensitive. Linear: about len(s) + len(p) steps
  * (times len/64 for a segment between stars with '?' in it). */
-bool policy_glob(const char *p, const char *s);
-/* The steps policy_glob took on this thread since it started (each a
+bool s3_policy_glob(const char *p, const char *s);
+/* The steps s3_policy_glob took on this thread since it started (each a
  * character of s or of p looked at), so tests can hold its work to a bound
  * without timing it. */
 extern _Thread_local unsigned long s3_policy_glob_steps;
 /* s lower-cased into out (cap bytes); false if it does not fit. */
-bool policy_lower(const char *s, char *out, size_t cap);
+bool s3_policy_lower(const char *s, char *out, size_t cap);
 /* "a.b.c.d[/n]" or an IPv6 address with an optional prefix length. */
-bool policy_parse_cidr(const char *s, cidr_t *c);
-bool policy_cidr_match(const cidr_t *c, const cidr_t *ip);
+bool s3_policy_parse_cidr(const char *s, cidr_t *c);
+bool s3_policy_cidr_match(const cidr_t *c, const cidr_t *ip);
 /* Unix seconds of an ISO 8601 date ("2026-11-26", "...T01:02:03Z", with
  * fractions, or an offset) or of an epoch number. */
-bool policy_parse_date(const char *s, double *out);
-bool policy_parse_number(const char *s, double *out);
-bool policy_is_numeric(cmp_kind_t k);
-bool policy_is_date(cmp_kind_t k);
+bool s3_policy_parse_date(const char *s, double *out);
+bool s3_policy_parse_number(const char *s, double *out);
+bool s3_policy_is_numeric(cmp_kind_t k);
+bool s3_policy_is_date(cmp_kind_t k);
 
 #endif

@@ -1,7 +1,7 @@
 /* Values of the bucket-policy language (policy_form.h): wildcard matching,
  * lower-casing, addresses, numbers and dates, as the parser checks them and
  * evaluation compares them. Pure functions; the one allocation is a
- * matching table for a long segment with '?' (policy_glob). */
+ * matching table for a long segment with '?' (s3_policy_glob). */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <stddef.h>
@@ -98,7 +98,7 @@ static ptrdiff_t seg_find(const char *q, size_t l, const char *t, size_t m)
  * search is linear, so a pattern costs about len(s) + len(p) steps (times
  * len/64 for a segment with '?'), never len(s) * len(p): a bucket policy
  * cannot make a request's evaluation quadratic (docs/security.md). */
-bool policy_glob(const char *p, const char *s)
+bool s3_policy_glob(const char *p, const char *s)
 {
     size_t n = strlen(s);
     s3_policy_glob_steps += n;
@@ -126,7 +126,7 @@ bool policy_glob(const char *p, const char *s)
 }
 
 /* s lower-cased into out (cap bytes); false if it does not fit. */
-bool policy_lower(const char *s, char *out, size_t cap)
+bool s3_policy_lower(const char *s, char *out, size_t cap)
 {
     size_t i = 0;
     for (; s[i]; i++) {
@@ -138,7 +138,7 @@ bool policy_lower(const char *s, char *out, size_t cap)
     return true;
 }
 
-bool policy_parse_cidr(const char *s, cidr_t *c)
+bool s3_policy_parse_cidr(const char *s, cidr_t *c)
 {
     char host[64];
     const char *slash = strchr(s, '/');
@@ -164,7 +164,7 @@ bool policy_parse_cidr(const char *s, cidr_t *c)
     return true;
 }
 
-bool policy_cidr_match(const cidr_t *c, const cidr_t *ip)
+bool s3_policy_cidr_match(const cidr_t *c, const cidr_t *ip)
 {
     if (c->family != ip->family)
         return false;
@@ -179,7 +179,7 @@ bool policy_cidr_match(const cidr_t *c, const cidr_t *ip)
 
 /* Unix seconds of an ISO 8601 date ("2026-11-26", "...T01:02:03Z", with
  * fractions, or an offset) or of an epoch number; -1 if neither. */
-bool policy_parse_date(const char *s, double *out)
+bool s3_policy_parse_date(const char *s, double *out)
 {
     char *end;
     if (*s && strspn(s, "0123456789") == strlen(s)) {
@@ -217,7 +217,7 @@ bool policy_parse_date(const char *s, double *out)
     return true;
 }
 
-bool policy_parse_number(const char *s, double *out)
+bool s3_policy_parse_number(const char *s, double *out)
 {
     char *end;
     if (!*s)
@@ -226,12 +226,12 @@ bool policy_parse_number(const char *s, double *out)
     return *end == '\0';
 }
 
-bool policy_is_numeric(cmp_kind_t k)
+bool s3_policy_is_numeric(cmp_kind_t k)
 {
     return k >= CMP_NUM_EQ && k <= CMP_NUM_GE;
 }
 
-bool policy_is_date(cmp_kind_t k)
+bool s3_policy_is_date(cmp_kind_t k)
 {
     return k >= CMP_DATE_EQ && k <= CMP_DATE_GE;
 }

@@ -290,7 +290,7 @@ static void start_file(s3_req_t *req, post_form_t *f, const char *filename)
     post_form_view_t view = {
         .names = names, .values = values, .n = f->n_fields, .bucket = req->bucket, .key = key};
     char *why = NULL;
-    s3_error_t err = user ? post_policy_check(field(f, "policy"), req->now_s, &view, &f->min_len,
+    s3_error_t err = user ? s3_post_policy_check(field(f, "policy"), req->now_s, &view, &f->min_len,
                                               &f->max_len, &why)
                           : S3E_NONE;
     if (err == S3E_NONE && key[0] == '\0') {

@@ -122,7 +122,7 @@ void s3_req_release(s3_req_t *req)
     if (req->op_state_free)
         req->op_state_free(req->op_state);
     stor_writer_abort(req->writer);
-    awschunk_free(req->chunked);
+    s3_awschunk_free(req->chunked);
     hash_digest_free(req->md5);
     hash_digest_free(req->sha256_payload);
     hash_digest_free(req->sha256_ck);

@@ -209,7 +209,7 @@ s3_error_t s3_tags_from_xml(const char *body, size_t len, s3_tags_of_t of, s3_ta
     *why_p = NULL;
     /* Three entries a tag: a bound past any legal set, so an absurd body
      * stops early. */
-    if (xml_parse_list(body ? body : "", len, "Tagging", "TagSet", fields, 3,
+    if (s3_xml_parse_list(body ? body : "", len, "Tagging", "TagSet", fields, 3,
                        3 * (S3R_MAX_BUCKET_TAGS + 1), &e, &n, &n_items) != 0)
         return S3E_MALFORMED_XML;
     s3_error_t err = n_items > 1 ? S3E_MALFORMED_XML : S3E_NONE;
@@ -230,7 +230,7 @@ s3_error_t s3_tags_from_xml(const char *body, size_t len, s3_tags_of_t of, s3_ta
     }
     if (err == S3E_NONE)
         err = tag_end(out, key, value, open);
-    xml_list_free(e, n);
+    s3_xml_list_free(e, n);
     if (err == S3E_NONE)
         err = s3_tags_check(out, of, why_p);
     if (err != S3E_NONE)

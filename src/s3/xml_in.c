@@ -27,8 +27,8 @@ typedef enum xml_doc {
     DOC_DELETE,
     DOC_CREATE_BUCKET,
     DOC_ACL,
-    DOC_LEAVES, /* xml_parse_leaves: the root and paths the caller names */
-    DOC_LIST,   /* xml_parse_list: repeated items of repeatable leaves */
+    DOC_LEAVES, /* s3_xml_parse_leaves: the root and paths the caller names */
+    DOC_LIST,   /* s3_xml_parse_list: repeated items of repeatable leaves */
 } xml_doc_t;
 
 typedef enum xml_field {
@@ -50,7 +50,7 @@ typedef enum xml_field {
 } xml_field_t;
 
 #define XML_MAX_GRANTS       S3R_MAX_ACL_GRANTS
-#define XML_LEAVES_MAX_DEPTH 4 /* xml_parse_leaves: levels below the root */
+#define XML_LEAVES_MAX_DEPTH 4 /* s3_xml_parse_leaves: levels below the root */
 
 typedef struct xml_ctx {
     XML_Parser parser;
@@ -89,7 +89,7 @@ typedef struct xml_ctx {
     xml_grant_t *grants;
     size_t n_grants, cap_grants;
 
-    /* xml_parse_leaves */
+    /* s3_xml_parse_leaves */
     const char *root;
     const char *const *paths;
     size_t n_paths, leaf;
@@ -100,7 +100,7 @@ typedef struct xml_ctx {
     char lpath[160];
     size_t lpath_end[XML_LEAVES_MAX_DEPTH + 1];
 
-    /* xml_parse_list (root and paths above: paths are the field names) */
+    /* s3_xml_parse_list (root and paths above: paths are the field names) */
     const char *item;
     size_t max_entries, n_items;
     bool in_item;
@@ -204,7 +204,7 @@ static void acl_start(xml_ctx_t *x, const char *n)
         capture(x, f);
 }
 
-/* xml_parse_leaves: root > a > ... > leaf as "a/.../leaf", at most
+/* s3_xml_parse_leaves: root > a > ... > leaf as "a/.../leaf", at most
  * XML_LEAVES_MAX_DEPTH levels below the root. */
 static void leaves_start(xml_ctx_t *x, const char *n)
 {
@@ -687,7 +687,7 @@ static int run(xml_ctx_t *x, xml_doc_t doc, const char *body, size_t len)
     return run_with(x, doc, NULL, body, len);
 }
 
-/* run(), with the names of xml_parse_leaves (root, paths, values) taken
+/* run(), with the names of s3_xml_parse_leaves (root, paths, values) taken
  * from names when not NULL. */
 static int run_with(xml_ctx_t *x, xml_doc_t doc, const xml_ctx_t *names, const char *body,
                     size_t len)
@@ -719,7 +719,7 @@ static int run_with(xml_ctx_t *x, xml_doc_t doc, const xml_ctx_t *names, const c
     return 0;
 }
 
-int xml_parse_complete(const char *body, size_t len, xml_complete_part_t **parts_p, size_t *n_p)
+int s3_xml_parse_complete(const char *body, size_t len, xml_complete_part_t **parts_p, size_t *n_p)
 {
     xml_ctx_t x;
     int rc = run(&x, DOC_COMPLETE, body, len);
@@ -729,13 +729,13 @@ int xml_parse_complete(const char *body, size_t len, xml_complete_part_t **parts
         *parts_p = x.parts;
         *n_p = x.n_parts;
     } else {
-        xml_complete_parts_free(x.parts, x.n_parts);
+        s3_xml_complete_parts_free(x.parts, x.n_parts);
     }
     ctx_free(&x);
     return rc;
 }
 
-void xml_complete_parts_free(xml_complete_part_t *parts, size_t n)
+void s3_xml_complete_parts_free(xml_complete_part_t *parts, size_t n)
 {
     if (!parts)
         return;
@@ -747,7 +747,7 @@ void xml_complete_parts_free(xml_complete_part_t *parts, size_t n)
     free(parts);
 }
 
-int xml_parse_delete(const char *body, size_t len, int *quiet_p, xml_delete_object_t **objs_p,
+int s3_xml_parse_delete(const char *body, size_t len, int *quiet_p, xml_delete_object_t **objs_p,
                      size_t *n_p)
 {
     xml_ctx_t x;
@@ -759,13 +759,13 @@ int xml_parse_delete(const char *body, size_t len, int *quiet_p, xml_delete_obje
         *objs_p = x.objs;
         *n_p = x.n_objs;
     } else {
-        xml_delete_objects_free(x.objs, x.n_objs);
+        s3_xml_delete_objects_free(x.objs, x.n_objs);
     }
     ctx_free(&x);
     return rc;
 }
 
-void xml_delete_objects_free(xml_delete_object_t *objs, size_t n)
+void s3_xml_delete_objects_free(xml_delete_object_t *objs, size_t n)
 {
     if (!objs)
         return;
@@ -776,7 +776,7 @@ void xml_delete_objects_free(xml_delete_object_t *objs, size_t n)
     free(objs);
 }
 
-int xml_parse_create_bucket(const char *body, size_t len, char *out, size_t out_len)
+int s3_xml_parse_create_bucket(const char *body, size_t len, char *out, size_t out_len)
 {
     if (!out || out_len == 0)
         return -1;
@@ -802,7 +802,7 @@ int xml_parse_create_bucket(const char *body, size_t len, char *out, size_t out_
     return rc;
 }
 
-int xml_parse_acl(const char *body, size_t len, char **owner_p, xml_grant_t **grants_p, size_t *n_p)
+int s3_xml_parse_acl(const char *body, size_t len, char **owner_p, xml_grant_t **grants_p, size_t *n_p)
 {
     xml_ctx_t x;
     int rc = run(&x, DOC_ACL, body, len);
@@ -812,13 +812,13 @@ int xml_parse_acl(const char *body, size_t len, char **owner_p, xml_grant_t **gr
         *grants_p = x.grants;
         *n_p = x.n_grants;
     } else {
-        xml_acl_free(NULL, x.grants, x.n_grants);
+        s3_xml_acl_free(NULL, x.grants, x.n_grants);
     }
     ctx_free(&x);
     return rc;
 }
 
-void xml_acl_free(char *owner, xml_grant_t *grants, size_t n)
+void s3_xml_acl_free(char *owner, xml_grant_t *grants, size_t n)
 {
     free(owner);
     for (size_t i = 0; i < n; i++)
@@ -826,7 +826,7 @@ void xml_acl_free(char *owner, xml_grant_t *grants, size_t n)
     free(grants);
 }
 
-int xml_parse_leaves(const char *body, size_t len, const char *root, const char *const *paths,
+int s3_xml_parse_leaves(const char *body, size_t len, const char *root, const char *const *paths,
                      size_t n, char **values)
 {
     for (size_t i = 0; i < n; i++)
@@ -845,7 +845,7 @@ int xml_parse_leaves(const char *body, size_t len, const char *root, const char 
     return rc;
 }
 
-int xml_parse_list(const char *body, size_t len, const char *root, const char *item,
+int s3_xml_parse_list(const char *body, size_t len, const char *root, const char *item,
                    const char *const *fields, size_t n_fields, size_t max_entries,
                    xml_list_entry_t **entries_p, size_t *n_p, size_t *n_items_p)
 {
@@ -861,13 +861,13 @@ int xml_parse_list(const char *body, size_t len, const char *root, const char *i
         *n_p = x.n_entries;
         *n_items_p = x.n_items;
     } else {
-        xml_list_free(x.entries, x.n_entries);
+        s3_xml_list_free(x.entries, x.n_entries);
     }
     ctx_free(&x);
     return rc;
 }
 
-void xml_list_free(xml_list_entry_t *entries, size_t n)
+void s3_xml_list_free(xml_list_entry_t *entries, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         free(entries[i].value);

@@ -24,9 +24,9 @@ typedef struct xml_complete_part {
 /* Parses a CompleteMultipartUpload body. Returns 0, or -1 if malformed (not
  * XML, wrong root, a Part without PartNumber/ETag, PartNumber not 1..10000, no
  * parts, an element given twice in a Part). Parts are returned in document order; checking that
- * they ascend is the caller's (InvalidPartOrder). Caller frees with xml_complete_parts_free. */
-int xml_parse_complete(const char *body, size_t len, xml_complete_part_t **parts_p, size_t *n_p);
-void xml_complete_parts_free(xml_complete_part_t *parts, size_t n);
+ * they ascend is the caller's (InvalidPartOrder). Caller frees with s3_xml_complete_parts_free. */
+int s3_xml_parse_complete(const char *body, size_t len, xml_complete_part_t **parts_p, size_t *n_p);
+void s3_xml_complete_parts_free(xml_complete_part_t *parts, size_t n);
 
 typedef struct xml_delete_object {
     char *key;        /* entity-decoded UTF-8, exactly as given (not trimmed) */
@@ -36,15 +36,15 @@ typedef struct xml_delete_object {
 /* Parses a DeleteObjects (<Delete><Quiet>true</Quiet><Object><Key>..</Key>
  * <VersionId>..</VersionId></Object>...</Delete>) body. Returns 0, or -1 if malformed (incl. zero
  * objects or more than S3R_MAX_DELETE_KEYS=1000). *quiet_p is 1 when Quiet is
- * "true", else 0. Caller frees with xml_delete_objects_free. */
-int xml_parse_delete(const char *body, size_t len, int *quiet_p, xml_delete_object_t **objs_p,
+ * "true", else 0. Caller frees with s3_xml_delete_objects_free. */
+int s3_xml_parse_delete(const char *body, size_t len, int *quiet_p, xml_delete_object_t **objs_p,
                      size_t *n_p);
-void xml_delete_objects_free(xml_delete_object_t *objs, size_t n);
+void s3_xml_delete_objects_free(xml_delete_object_t *objs, size_t n);
 
 /* Parses CreateBucketConfiguration (LocationConstraint), body may be empty.
  * Writes the constraint ("" if none) into out (out_len bytes with the NUL).
  * -1 if malformed or the constraint does not fit. */
-int xml_parse_create_bucket(const char *body, size_t len, char *out, size_t out_len);
+int s3_xml_parse_create_bucket(const char *body, size_t len, char *out, size_t out_len);
 
 /* One <Grant> of an AccessControlPolicy: exactly one of id, uri, email is
  * set (the Grantee's ID, URI or EmailAddress, trimmed). */
@@ -57,20 +57,20 @@ typedef struct xml_grant {
  * <Owner><ID> into *owner_p (NULL when absent) and the grants of its
  * AccessControlList in document order (at most 100, S3's limit). Returns 0,
  * or -1 if malformed (a Grant without one Grantee identifier or without
- * Permission). Caller frees with xml_acl_free. */
-int xml_parse_acl(const char *body, size_t len, char **owner_p, xml_grant_t **grants_p,
+ * Permission). Caller frees with s3_xml_acl_free. */
+int s3_xml_parse_acl(const char *body, size_t len, char **owner_p, xml_grant_t **grants_p,
                   size_t *n_p);
-void xml_acl_free(char *owner, xml_grant_t *grants, size_t n);
+void s3_xml_acl_free(char *owner, xml_grant_t *grants, size_t n);
 
 /* Parses a flat configuration document: root with leaf elements at paths
  * ("Name" for root > Name, "Parent/Name" for root > Parent > Name, and so
  * on down to 4 levels below the root); every other element is ignored. values[i] gets path i's
  * text, trimmed (malloc'd; NULL when absent). Returns 0, or -1 if malformed (wrong root, a path
  * given twice, markup inside a leaf): then every values[i] is NULL. */
-int xml_parse_leaves(const char *body, size_t len, const char *root, const char *const *paths,
+int s3_xml_parse_leaves(const char *body, size_t len, const char *root, const char *const *paths,
                      size_t n, char **values);
 
-/* One leaf of a list document (xml_parse_list). */
+/* One leaf of a list document (s3_xml_parse_list). */
 typedef struct xml_list_entry {
     size_t item;  /* which item it is in, from 0 in document order */
     size_t field; /* index into the caller's fields */
@@ -85,11 +85,11 @@ typedef struct xml_list_entry {
  * Other elements are ignored. Entries come in document order; items without
  * any counted too (*n_items_p). Returns 0, or -1 if malformed (wrong root,
  * markup inside a leaf, more than max_entries fields, an element more than
- * XML_LIST_MAX_DEPTH deep). Caller frees with xml_list_free. */
+ * XML_LIST_MAX_DEPTH deep). Caller frees with s3_xml_list_free. */
 #define XML_LIST_MAX_DEPTH 8
-int xml_parse_list(const char *body, size_t len, const char *root, const char *item,
+int s3_xml_parse_list(const char *body, size_t len, const char *root, const char *item,
                    const char *const *fields, size_t n_fields, size_t max_entries,
                    xml_list_entry_t **entries_p, size_t *n_p, size_t *n_items_p);
-void xml_list_free(xml_list_entry_t *entries, size_t n);
+void s3_xml_list_free(xml_list_entry_t *entries, size_t n);
 
 #endif

@@ -89,19 +89,19 @@ static awschunk_status_t decode(const awschunk_params_t *p, const char *body, si
                                 size_t step, sink_t *s, awschunk_t **d_p)
 {
     buf_init(&s->out, 1 << 20);
-    awschunk_t *d = awschunk_new(p, collect, s);
+    awschunk_t *d = s3_awschunk_new(p, collect, s);
     assert_non_null(d);
     awschunk_status_t st = AWSCHUNK_OK;
     if (step == 0)
         step = len ? len : 1;
     for (size_t off = 0; off < len && st == AWSCHUNK_OK; off += step)
-        st = awschunk_feed(d, body + off, len - off < step ? len - off : step);
+        st = s3_awschunk_feed(d, body + off, len - off < step ? len - off : step);
     if (st == AWSCHUNK_OK)
-        st = awschunk_finish(d);
+        st = s3_awschunk_finish(d);
     if (d_p)
         *d_p = d;
     else
-        awschunk_free(d);
+        s3_awschunk_free(d);
     return st;
 }
 
@@ -127,9 +127,9 @@ static void test_doc_example(void **state)
         awschunk_t *d;
         assert_int_equal(decode(&p, body.data, body.len, steps[i], &s, &d), AWSCHUNK_OK);
         check_doc_payload(&s);
-        assert_int_equal(awschunk_decoded_bytes(d), 66560);
-        assert_null(awschunk_trailer(d, "x-amz-checksum-crc32"));
-        awschunk_free(d);
+        assert_int_equal(s3_awschunk_decoded_bytes(d), 66560);
+        assert_null(s3_awschunk_trailer(d, "x-amz-checksum-crc32"));
+        s3_awschunk_free(d);
         buf_free(&s.out);
     }
     buf_free(&body);
@@ -145,7 +145,7 @@ static void test_doc_example_random_splits(void **state)
     for (int round = 0; round < 200; round++) {
         sink_t s = {.fail_after = -1};
         buf_init(&s.out, 1 << 20);
-        awschunk_t *d = awschunk_new(&p, collect, &s);
+        awschunk_t *d = s3_awschunk_new(&p, collect, &s);
         size_t off = 0;
         while (off < body.len) {
             size_t n = (size_t)rand() % 300 + 1;
@@ -153,12 +153,12 @@ static void test_doc_example_random_splits(void **state)
                 n = (size_t)rand() % 70000 + 1;
             if (n > body.len - off)
                 n = body.len - off;
-            assert_int_equal(awschunk_feed(d, body.data + off, n), AWSCHUNK_OK);
+            assert_int_equal(s3_awschunk_feed(d, body.data + off, n), AWSCHUNK_OK);
             off += n;
         }
-        assert_int_equal(awschunk_finish(d), AWSCHUNK_OK);
+        assert_int_equal(s3_awschunk_finish(d), AWSCHUNK_OK);
         check_doc_payload(&s);
-        awschunk_free(d);
+        s3_awschunk_free(d);
         buf_free(&s.out);
     }
     buf_free(&body);
@@ -179,14 +179,14 @@ static void test_params_are_copied(void **state)
     p.signing_key = key;
     sink_t s = {.fail_after = -1};
     buf_init(&s.out, 1 << 20);
-    awschunk_t *d = awschunk_new(&p, collect, &s);
+    awschunk_t *d = s3_awschunk_new(&p, collect, &s);
     memset(date, 'x', sizeof(date) - 1);
     memset(scope, 'x', sizeof(scope) - 1);
     memset(seed, 'x', sizeof(seed) - 1);
     memset(key, 0, sizeof(key));
-    assert_int_equal(awschunk_feed(d, body.data, body.len), AWSCHUNK_OK);
-    assert_int_equal(awschunk_finish(d), AWSCHUNK_OK);
-    awschunk_free(d);
+    assert_int_equal(s3_awschunk_feed(d, body.data, body.len), AWSCHUNK_OK);
+    assert_int_equal(s3_awschunk_finish(d), AWSCHUNK_OK);
+    s3_awschunk_free(d);
     buf_free(&s.out);
     buf_free(&body);
 }
@@ -393,20 +393,20 @@ static void test_unsigned_trailer(void **state)
         sink_t s = {.fail_after = -1};
         awschunk_t *d;
         buf_init(&s.out, 1024);
-        d = awschunk_new(&p, collect, &s);
+        d = s3_awschunk_new(&p, collect, &s);
         for (size_t off = 0; off < strlen(body); off += step ? step : strlen(body)) {
             size_t n = step ? step : strlen(body);
-            assert_int_equal(awschunk_feed(d, body + off, n), AWSCHUNK_OK);
+            assert_int_equal(s3_awschunk_feed(d, body + off, n), AWSCHUNK_OK);
             /* Not readable before the body has been finished. */
-            assert_null(awschunk_trailer(d, "x-amz-checksum-crc32"));
+            assert_null(s3_awschunk_trailer(d, "x-amz-checksum-crc32"));
         }
-        assert_int_equal(awschunk_finish(d), AWSCHUNK_OK);
+        assert_int_equal(s3_awschunk_finish(d), AWSCHUNK_OK);
         assert_int_equal(s.out.len, 3);
         assert_memory_equal(s.out.data, "abc", 3);
-        assert_string_equal(awschunk_trailer(d, "x-amz-checksum-crc32"), "NSRBwg==");
-        assert_string_equal(awschunk_trailer(d, "X-Amz-Checksum-CRC32"), "NSRBwg==");
-        assert_null(awschunk_trailer(d, "x-amz-checksum-crc32c"));
-        awschunk_free(d);
+        assert_string_equal(s3_awschunk_trailer(d, "x-amz-checksum-crc32"), "NSRBwg==");
+        assert_string_equal(s3_awschunk_trailer(d, "X-Amz-Checksum-CRC32"), "NSRBwg==");
+        assert_null(s3_awschunk_trailer(d, "x-amz-checksum-crc32c"));
+        s3_awschunk_free(d);
         buf_free(&s.out);
     }
 
@@ -416,8 +416,8 @@ static void test_unsigned_trailer(void **state)
     sink_t s = {.fail_after = -1};
     awschunk_t *d;
     assert_int_equal(decode(&p, empty, strlen(empty), 1, &s, &d), AWSCHUNK_OK);
-    assert_string_equal(awschunk_trailer(d, "x-amz-checksum-crc32"), "AAAAAA==");
-    awschunk_free(d);
+    assert_string_equal(s3_awschunk_trailer(d, "x-amz-checksum-crc32"), "AAAAAA==");
+    s3_awschunk_free(d);
     buf_free(&s.out);
 
     /* Several trailers, spaces around values, mixed-case names, and the
@@ -426,9 +426,9 @@ static void test_unsigned_trailer(void **state)
                         "x-amz-checksum-sha256:xyz\r\n\r\n";
     p = unsigned_params(5);
     assert_int_equal(decode(&p, multi, strlen(multi), 0, &s, &d), AWSCHUNK_OK);
-    assert_string_equal(awschunk_trailer(d, "x-amz-checksum-crc32c"), "abc=");
-    assert_string_equal(awschunk_trailer(d, "x-amz-checksum-sha256"), "xyz");
-    awschunk_free(d);
+    assert_string_equal(s3_awschunk_trailer(d, "x-amz-checksum-crc32c"), "abc=");
+    assert_string_equal(s3_awschunk_trailer(d, "x-amz-checksum-sha256"), "xyz");
+    s3_awschunk_free(d);
     buf_free(&s.out);
 
     /* A trailer form with no trailer at all. */
@@ -449,10 +449,10 @@ static void test_signed_trailer(void **state)
         awschunk_t *d;
         assert_int_equal(decode(&p, body.data, body.len, step, &s, &d), AWSCHUNK_OK);
         check_doc_payload(&s);
-        assert_string_equal(awschunk_trailer(d, "x-amz-checksum-crc32c"), "sOO8/Q==");
+        assert_string_equal(s3_awschunk_trailer(d, "x-amz-checksum-crc32c"), "sOO8/Q==");
         /* The signature itself is not a trailer the caller sees. */
-        assert_null(awschunk_trailer(d, "x-amz-trailer-signature"));
-        awschunk_free(d);
+        assert_null(s3_awschunk_trailer(d, "x-amz-trailer-signature"));
+        s3_awschunk_free(d);
         buf_free(&s.out);
     }
 
@@ -497,14 +497,14 @@ static void test_callback_stops_and_errors_stick(void **state)
     awschunk_params_t p = signed_params(false);
     sink_t s = {.fail_after = 2};
     buf_init(&s.out, 1 << 20);
-    awschunk_t *d = awschunk_new(&p, collect, &s);
+    awschunk_t *d = s3_awschunk_new(&p, collect, &s);
     awschunk_status_t st = AWSCHUNK_OK;
     for (size_t off = 0; off < body.len && st == AWSCHUNK_OK; off += 1000)
-        st = awschunk_feed(d, body.data + off, body.len - off < 1000 ? body.len - off : 1000);
+        st = s3_awschunk_feed(d, body.data + off, body.len - off < 1000 ? body.len - off : 1000);
     assert_int_equal(st, AWSCHUNK_ERR_CALLBACK);
-    assert_int_equal(awschunk_feed(d, "x", 1), AWSCHUNK_ERR_CALLBACK);
-    assert_int_equal(awschunk_finish(d), AWSCHUNK_ERR_CALLBACK);
-    awschunk_free(d);
+    assert_int_equal(s3_awschunk_feed(d, "x", 1), AWSCHUNK_ERR_CALLBACK);
+    assert_int_equal(s3_awschunk_finish(d), AWSCHUNK_ERR_CALLBACK);
+    s3_awschunk_free(d);
     buf_free(&s.out);
     buf_free(&body);
 
@@ -512,13 +512,13 @@ static void test_callback_stops_and_errors_stick(void **state)
     awschunk_params_t up = unsigned_params(UINT64_MAX);
     s.fail_after = -1;
     buf_init(&s.out, 64);
-    d = awschunk_new(&up, collect, &s);
-    assert_int_equal(awschunk_feed(d, "", 0), AWSCHUNK_OK);
-    assert_int_equal(awschunk_feed(d, "zz", 2), AWSCHUNK_OK);
-    assert_int_equal(awschunk_feed(d, "\r\n", 2), AWSCHUNK_ERR_MALFORMED);
-    assert_int_equal(awschunk_feed(d, "0\r\n\r\n", 5), AWSCHUNK_ERR_MALFORMED);
-    awschunk_free(d);
-    awschunk_free(NULL);
+    d = s3_awschunk_new(&up, collect, &s);
+    assert_int_equal(s3_awschunk_feed(d, "", 0), AWSCHUNK_OK);
+    assert_int_equal(s3_awschunk_feed(d, "zz", 2), AWSCHUNK_OK);
+    assert_int_equal(s3_awschunk_feed(d, "\r\n", 2), AWSCHUNK_ERR_MALFORMED);
+    assert_int_equal(s3_awschunk_feed(d, "0\r\n\r\n", 5), AWSCHUNK_ERR_MALFORMED);
+    s3_awschunk_free(d);
+    s3_awschunk_free(NULL);
     buf_free(&s.out);
 }
 
@@ -552,19 +552,19 @@ static void test_garbage_never_crashes(void **state)
         p.trailer = round % 5 != 0;
         sink_t s = {.fail_after = -1};
         buf_init(&s.out, 1 << 20);
-        awschunk_t *d = awschunk_new(&p, collect, &s);
+        awschunk_t *d = s3_awschunk_new(&p, collect, &s);
         size_t off = 0;
         awschunk_status_t st = AWSCHUNK_OK;
         while (off < len && st == AWSCHUNK_OK) {
             size_t n = (size_t)rand() % 5000 + 1;
             if (n > len - off)
                 n = len - off;
-            st = awschunk_feed(d, junk + off, n);
+            st = s3_awschunk_feed(d, junk + off, n);
             off += n;
         }
-        st = awschunk_finish(d);
-        (void)awschunk_trailer(d, "x-amz-checksum-crc32c");
-        awschunk_free(d);
+        st = s3_awschunk_finish(d);
+        (void)s3_awschunk_trailer(d, "x-amz-checksum-crc32c");
+        s3_awschunk_free(d);
         buf_free(&s.out);
     }
     buf_free(&valid);

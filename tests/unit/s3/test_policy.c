@@ -280,7 +280,7 @@ static bool glob_reference(const char *p, const char *s)
 
 /* Every pattern of up to 5 characters over "ab?*" against every subject of
  * up to 6 over "ab?*", and long random ones (segments over 64 characters,
- * fixed seed): policy_glob decides as the reference does. */
+ * fixed seed): s3_policy_glob decides as the reference does. */
 static void test_glob_as_reference(void **state)
 {
     (void)state;
@@ -296,7 +296,7 @@ static void test_glob_as_reference(void **state)
                     for (int k = 0; k < sl; k++)
                         s[k] = alpha[(si >> (2 * k)) & 3];
                     s[sl] = '\0';
-                    if (policy_glob(p, s) != glob_reference(p, s))
+                    if (s3_policy_glob(p, s) != glob_reference(p, s))
                         fail_msg("\"%s\" against \"%s\"", p, s);
                 }
             }
@@ -329,7 +329,7 @@ static void test_glob_as_reference(void **state)
             ls[n] = '\0';
             assert_true(glob_reference(lp, ls));
         }
-        if (policy_glob(lp, ls) != glob_reference(lp, ls))
+        if (s3_policy_glob(lp, ls) != glob_reference(lp, ls))
             fail_msg("\"%s\" against \"%s\"", lp, ls);
     }
 }

@@ -25,7 +25,7 @@ static s3_error_t check(const char *doc, uint64_t *min_p, uint64_t *max_p, char 
     char b64[4096];
     hash_base64_encode((const uint8_t *)doc, strlen(doc), b64);
     *why_p = NULL;
-    return post_policy_check(b64, NOW, &form, min_p, max_p, why_p);
+    return s3_post_policy_check(b64, NOW, &form, min_p, max_p, why_p);
 }
 
 #define ALL_FIELDS "{\"key\":\"uploads/a.txt\"},[\"starts-with\",\"$x-amz-meta-a\",\"\"]"
@@ -101,7 +101,7 @@ static void test_bad_base64(void **state)
     (void)state;
     uint64_t lo, hi;
     char *why = NULL;
-    assert_int_equal(post_policy_check("!!!", NOW, &form, &lo, &hi, &why), S3E_INVALID_POLICY);
+    assert_int_equal(s3_post_policy_check("!!!", NOW, &form, &lo, &hi, &why), S3E_INVALID_POLICY);
     free(why);
 }
 

@@ -18,7 +18,7 @@
 
 static int complete(const char *body, xml_complete_part_t **parts, size_t *n)
 {
-    return xml_parse_complete(body, strlen(body), parts, n);
+    return s3_xml_parse_complete(body, strlen(body), parts, n);
 }
 
 static void test_complete_valid(void **state)
@@ -57,7 +57,7 @@ static void test_complete_valid(void **state)
         assert_string_equal(parts[1].etag, "0c78aef83f66abc1fa1e8477f296d394");
         assert_int_equal(parts[2].number, 10000);
         assert_string_equal(parts[2].etag, "plain-etag");
-        xml_complete_parts_free(parts, n);
+        s3_xml_complete_parts_free(parts, n);
     }
     /* Multipart ETags ("md5-N") and document order kept (order is the
      * caller's check). */
@@ -71,8 +71,8 @@ static void test_complete_valid(void **state)
     assert_int_equal(n, 2);
     assert_int_equal(parts[0].number, 3);
     assert_string_equal(parts[0].etag, "abc-2");
-    xml_complete_parts_free(parts, n);
-    xml_complete_parts_free(NULL, 0);
+    s3_xml_complete_parts_free(parts, n);
+    s3_xml_complete_parts_free(NULL, 0);
     /* Each part's checksums, by algorithm, trimmed; an unknown Checksum*
      * element is ignored like any other. */
     assert_int_equal(
@@ -89,7 +89,7 @@ static void test_complete_valid(void **state)
     assert_null(parts[0].checksums[CHECKSUM_CRC32]);
     for (int i = 0; i < CHECKSUM_NONE; i++)
         assert_null(parts[1].checksums[i]);
-    xml_complete_parts_free(parts, n);
+    s3_xml_complete_parts_free(parts, n);
 }
 
 static void test_complete_malformed(void **state)
@@ -155,7 +155,7 @@ static void test_delete_valid(void **state)
     int quiet = -1;
     xml_delete_object_t *objs = NULL;
     size_t n = 0;
-    assert_int_equal(xml_parse_delete(body, strlen(body), &quiet, &objs, &n), 0);
+    assert_int_equal(s3_xml_parse_delete(body, strlen(body), &quiet, &objs, &n), 0);
     assert_int_equal(quiet, 1);
     assert_int_equal(n, 5);
     assert_string_equal(objs[0].key, "a&b<c>\"d'");
@@ -163,19 +163,19 @@ static void test_delete_valid(void **state)
     assert_string_equal(objs[2].key, "caf\xc3\xa9/\xe2\x82\xac/\xf0\x9f\x98\x80");
     assert_string_equal(objs[3].key, "line\nbreak\r");
     assert_string_equal(objs[4].key, "<raw & cdata>");
-    xml_delete_objects_free(objs, n);
+    s3_xml_delete_objects_free(objs, n);
 
     /* No namespace, no Quiet, Quiet false. */
     const char *plain = "<Delete><Object><Key>k</Key></Object></Delete>";
-    assert_int_equal(xml_parse_delete(plain, strlen(plain), &quiet, &objs, &n), 0);
+    assert_int_equal(s3_xml_parse_delete(plain, strlen(plain), &quiet, &objs, &n), 0);
     assert_int_equal(quiet, 0);
     assert_int_equal(n, 1);
     assert_string_equal(objs[0].key, "k");
-    xml_delete_objects_free(objs, n);
+    s3_xml_delete_objects_free(objs, n);
     const char *loud = "<Delete><Quiet> False </Quiet><Object><Key>k</Key></Object></Delete>";
-    assert_int_equal(xml_parse_delete(loud, strlen(loud), &quiet, &objs, &n), 0);
+    assert_int_equal(s3_xml_parse_delete(loud, strlen(loud), &quiet, &objs, &n), 0);
     assert_int_equal(quiet, 0);
-    xml_delete_objects_free(objs, n);
+    s3_xml_delete_objects_free(objs, n);
 }
 
 /* Text split across character-data callbacks: expat delivers text in pieces
@@ -192,11 +192,11 @@ static void test_delete_long_key(void **state)
     int quiet;
     xml_delete_object_t *objs;
     size_t n;
-    assert_int_equal(xml_parse_delete(b.data, b.len, &quiet, &objs, &n), 0);
+    assert_int_equal(s3_xml_parse_delete(b.data, b.len, &quiet, &objs, &n), 0);
     assert_int_equal(n, 1);
     assert_int_equal(strlen(objs[0].key), 1024 / 8 * 7);
     assert_memory_equal(objs[0].key, "ab&cd/eab&cd/e", 14);
-    xml_delete_objects_free(objs, n);
+    s3_xml_delete_objects_free(objs, n);
     buf_free(&b);
 }
 
@@ -211,11 +211,11 @@ static void delete_n(size_t count, int want)
     int quiet;
     xml_delete_object_t *objs = NULL;
     size_t n = 0;
-    assert_int_equal(xml_parse_delete(b.data, b.len, &quiet, &objs, &n), want);
+    assert_int_equal(s3_xml_parse_delete(b.data, b.len, &quiet, &objs, &n), want);
     if (want == 0) {
         assert_int_equal(n, count);
         assert_string_equal(objs[count - 1].key, "key-999");
-        xml_delete_objects_free(objs, n);
+        s3_xml_delete_objects_free(objs, n);
     }
     buf_free(&b);
 }
@@ -251,7 +251,7 @@ static void test_delete_malformed(void **state)
         int quiet = 5;
         xml_delete_object_t *objs = NULL;
         size_t n = 0;
-        if (xml_parse_delete(bad[i], strlen(bad[i]), &quiet, &objs, &n) != -1)
+        if (s3_xml_parse_delete(bad[i], strlen(bad[i]), &quiet, &objs, &n) != -1)
             fail_msg("accepted: %s", bad[i]);
         assert_int_equal(quiet, 5);
         assert_null(objs);
@@ -281,11 +281,11 @@ static void test_doctype_rejected(void **state)
         int quiet;
         xml_delete_object_t *objs = NULL;
         size_t n = 0;
-        assert_int_equal(xml_parse_delete(cases[i], strlen(cases[i]), &quiet, &objs, &n), -1);
+        assert_int_equal(s3_xml_parse_delete(cases[i], strlen(cases[i]), &quiet, &objs, &n), -1);
         xml_complete_part_t *parts = NULL;
-        assert_int_equal(xml_parse_complete(cases[i], strlen(cases[i]), &parts, &n), -1);
+        assert_int_equal(s3_xml_parse_complete(cases[i], strlen(cases[i]), &parts, &n), -1);
         char loc[64];
-        assert_int_equal(xml_parse_create_bucket(cases[i], strlen(cases[i]), loc, sizeof(loc)), -1);
+        assert_int_equal(s3_xml_parse_create_bucket(cases[i], strlen(cases[i]), loc, sizeof(loc)), -1);
     }
 }
 
@@ -305,8 +305,8 @@ static void test_body_size_cap(void **state)
         int quiet;
         xml_delete_object_t *objs = NULL;
         size_t n = 0;
-        assert_int_equal(xml_parse_delete(body, len, &quiet, &objs, &n), over ? -1 : 0);
-        xml_delete_objects_free(objs, n);
+        assert_int_equal(s3_xml_parse_delete(body, len, &quiet, &objs, &n), over ? -1 : 0);
+        s3_xml_delete_objects_free(objs, n);
         free(body);
     }
 
@@ -320,7 +320,7 @@ static void test_body_size_cap(void **state)
     int quiet;
     xml_delete_object_t *objs = NULL;
     size_t n = 0;
-    assert_int_equal(xml_parse_delete(b.data, b.len, &quiet, &objs, &n), -1);
+    assert_int_equal(s3_xml_parse_delete(b.data, b.len, &quiet, &objs, &n), -1);
     buf_free(&b);
 }
 
@@ -329,34 +329,34 @@ static void test_create_bucket(void **state)
     (void)state;
     char loc[64];
     memset(loc, 'x', sizeof(loc));
-    assert_int_equal(xml_parse_create_bucket("", 0, loc, sizeof(loc)), 0);
+    assert_int_equal(s3_xml_parse_create_bucket("", 0, loc, sizeof(loc)), 0);
     assert_string_equal(loc, "");
-    assert_int_equal(xml_parse_create_bucket(NULL, 0, loc, sizeof(loc)), 0);
+    assert_int_equal(s3_xml_parse_create_bucket(NULL, 0, loc, sizeof(loc)), 0);
     assert_string_equal(loc, "");
-    assert_int_equal(xml_parse_create_bucket(" \r\n", 3, loc, sizeof(loc)), 0);
+    assert_int_equal(s3_xml_parse_create_bucket(" \r\n", 3, loc, sizeof(loc)), 0);
     assert_string_equal(loc, "");
 
     const char *with_ns = "<CreateBucketConfiguration" NS ">"
                           "<LocationConstraint>eu-west-1</LocationConstraint>"
                           "</CreateBucketConfiguration>";
-    assert_int_equal(xml_parse_create_bucket(with_ns, strlen(with_ns), loc, sizeof(loc)), 0);
+    assert_int_equal(s3_xml_parse_create_bucket(with_ns, strlen(with_ns), loc, sizeof(loc)), 0);
     assert_string_equal(loc, "eu-west-1");
     const char *no_ns = "<?xml version=\"1.0\"?><CreateBucketConfiguration>\n"
                         "  <LocationConstraint> us-west-2 </LocationConstraint>\n"
                         "</CreateBucketConfiguration>";
-    assert_int_equal(xml_parse_create_bucket(no_ns, strlen(no_ns), loc, sizeof(loc)), 0);
+    assert_int_equal(s3_xml_parse_create_bucket(no_ns, strlen(no_ns), loc, sizeof(loc)), 0);
     assert_string_equal(loc, "us-west-2");
     const char *empty = "<CreateBucketConfiguration/>";
-    assert_int_equal(xml_parse_create_bucket(empty, strlen(empty), loc, sizeof(loc)), 0);
+    assert_int_equal(s3_xml_parse_create_bucket(empty, strlen(empty), loc, sizeof(loc)), 0);
     assert_string_equal(loc, "");
     const char *empty_lc = "<CreateBucketConfiguration><LocationConstraint/>"
                            "</CreateBucketConfiguration>";
-    assert_int_equal(xml_parse_create_bucket(empty_lc, strlen(empty_lc), loc, sizeof(loc)), 0);
+    assert_int_equal(s3_xml_parse_create_bucket(empty_lc, strlen(empty_lc), loc, sizeof(loc)), 0);
     assert_string_equal(loc, "");
 
     /* Too long for out, wrong root, not XML. */
     char small[4];
-    assert_int_equal(xml_parse_create_bucket(with_ns, strlen(with_ns), small, sizeof(small)), -1);
+    assert_int_equal(s3_xml_parse_create_bucket(with_ns, strlen(with_ns), small, sizeof(small)), -1);
     const char *bad[] = {
         "<Foo/>",
         "garbage",
@@ -365,7 +365,7 @@ static void test_create_bucket(void **state)
         "<LocationConstraint>b</LocationConstraint></CreateBucketConfiguration>",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        assert_int_equal(xml_parse_create_bucket(bad[i], strlen(bad[i]), loc, sizeof(loc)), -1);
+        assert_int_equal(s3_xml_parse_create_bucket(bad[i], strlen(bad[i]), loc, sizeof(loc)), -1);
 }
 
 /* Flat configuration documents: leaves at depth 2 and 3 (namespaced or
@@ -378,19 +378,19 @@ static void test_leaves(void **state)
     char *v[2];
     const char *ok = "<Root xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><A> true </A>"
                      "<X><A>no</A></X><Rule><B>BucketOwnerEnforced</B><C>x</C></Rule></Root>";
-    assert_int_equal(xml_parse_leaves(ok, strlen(ok), "Root", paths, 2, v), 0);
+    assert_int_equal(s3_xml_parse_leaves(ok, strlen(ok), "Root", paths, 2, v), 0);
     assert_string_equal(v[0], "true");
     assert_string_equal(v[1], "BucketOwnerEnforced");
     free(v[0]);
     free(v[1]);
     const char *some = "<Root><Z/></Root>";
-    assert_int_equal(xml_parse_leaves(some, strlen(some), "Root", paths, 2, v), 0);
+    assert_int_equal(s3_xml_parse_leaves(some, strlen(some), "Root", paths, 2, v), 0);
     assert_null(v[0]);
     assert_null(v[1]);
     const char *bad[] = {"<Root><A>1</A><A>2</A></Root>", "<Root><A><b/></A></Root>",
                          "<Other><A>1</A></Other>", "<Root><A>1</A>", ""};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        assert_int_equal(xml_parse_leaves(bad[i], strlen(bad[i]), "Root", paths, 2, v), -1);
+        assert_int_equal(s3_xml_parse_leaves(bad[i], strlen(bad[i]), "Root", paths, 2, v), -1);
         assert_null(v[0]);
         assert_null(v[1]);
     }
@@ -405,7 +405,7 @@ static void test_list(void **state)
     xml_list_entry_t *e;
     size_t n, items;
     assert_int_equal(
-        xml_parse_list(body, strlen(body), "Root", "Item", fields, 2, 10, &e, &n, &items), 0);
+        s3_xml_parse_list(body, strlen(body), "Root", "Item", fields, 2, 10, &e, &n, &items), 0);
     assert_int_equal(items, 3);
     assert_int_equal(n, 4);
     static const struct {
@@ -417,15 +417,15 @@ static void test_list(void **state)
         assert_int_equal(e[i].field, want[i].field);
         assert_string_equal(e[i].value, want[i].value);
     }
-    xml_list_free(e, n);
+    s3_xml_list_free(e, n);
     /* More leaves than allowed, markup inside a leaf, another root. */
     assert_int_equal(
-        xml_parse_list(body, strlen(body), "Root", "Item", fields, 2, 3, &e, &n, &items), -1);
+        s3_xml_parse_list(body, strlen(body), "Root", "Item", fields, 2, 3, &e, &n, &items), -1);
     const char *nested = "<Root><Item><A><B/></A></Item></Root>";
     assert_int_equal(
-        xml_parse_list(nested, strlen(nested), "Root", "Item", fields, 2, 10, &e, &n, &items), -1);
+        s3_xml_parse_list(nested, strlen(nested), "Root", "Item", fields, 2, 10, &e, &n, &items), -1);
     assert_int_equal(
-        xml_parse_list(body, strlen(body), "Other", "Item", fields, 2, 10, &e, &n, &items), -1);
+        s3_xml_parse_list(body, strlen(body), "Other", "Item", fields, 2, 10, &e, &n, &items), -1);
 }
 
 int main(void)
