@@ -12,7 +12,7 @@
 #include "common/log.h"
 #include "storage/restore.h"
 
-const char *restore_boot_id_path = "/proc/sys/kernel/random/boot_id";
+const char *local_restore_boot_id_path = "/proc/sys/kernel/random/boot_id";
 
 static const char MAGIC[8] = {'s', '3', 'r', 'R', 'S', 'T', 'R', '1'};
 
@@ -36,10 +36,12 @@ struct restore {
     uint8_t *slot; /* SLOT_STRIDE bytes of scratch */
 };
 
-int restore_boot_id(char out[RESTORE_BOOT_LEN])
+/* This boot's id (from local_restore_boot_id_path) into out, NUL-padded. 0, or -1
+ * if it cannot be read. */
+static int restore_boot_id(char out[RESTORE_BOOT_LEN])
 {
     memset(out, 0, RESTORE_BOOT_LEN);
-    int fd = open(restore_boot_id_path, O_RDONLY | O_CLOEXEC);
+    int fd = open(local_restore_boot_id_path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         log_error("storage: cannot read the boot id: %s", strerror(errno));
         return -1;
@@ -94,7 +96,7 @@ static int newest_slot(int fd, uint8_t *buf, slot_hdr_t *h)
     return best;
 }
 
-int restore_recover(int index_dirfd)
+int local_restore_recover(int index_dirfd)
 {
     int fd = openat(index_dirfd, RESTORE_FILE, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -148,7 +150,7 @@ out:
     return rc;
 }
 
-restore_t *restore_open(int index_dirfd)
+restore_t *local_restore_open(int index_dirfd)
 {
     restore_t *r = calloc(1, sizeof *r);
     if (!r || !(r->slot = malloc(SLOT_STRIDE))) {
@@ -175,7 +177,7 @@ fail:
     return NULL;
 }
 
-int restore_save(restore_t *r, uint64_t txnid, const void *metas, size_t psize)
+int local_restore_save(restore_t *r, uint64_t txnid, const void *metas, size_t psize)
 {
     if (psize < 512 || psize > RESTORE_PSIZE_MAX) {
         log_error("storage: LMDB page size %zu is not supported by the restore point", psize);
@@ -199,7 +201,7 @@ int restore_save(restore_t *r, uint64_t txnid, const void *metas, size_t psize)
     return 0;
 }
 
-void restore_close(restore_t *r)
+void local_restore_close(restore_t *r)
 {
     if (!r)
         return;

@@ -40,30 +40,26 @@ typedef struct restore restore_t;
 
 /* Where the boot id is read: /proc/sys/kernel/random/boot_id unless changed
  * (unit tests point it at a file of their own to stage a reboot). */
-extern const char *restore_boot_id_path;
-
-/* This boot's id (from restore_boot_id_path) into out, NUL-padded. 0, or -1
- * if it cannot be read. */
-int restore_boot_id(char out[RESTORE_BOOT_LEN]);
+extern const char *local_restore_boot_id_path;
 
 /* Before mdb_env_open: if index_dirfd holds a restore point saved under
  * another boot than this one, writes its meta pages back over data.mdb's
  * (and fdatasyncs) unless they are already there. 0: nothing to do, 1: the
  * index was rolled back to the restore point, -1: error (logged; the store
  * must not open, since its index may be torn). */
-int restore_recover(int index_dirfd);
+int local_restore_recover(int index_dirfd);
 
 /* Opens (creating it if absent) the restore point file in index_dirfd, which
  * stays the caller's. NULL on failure (logged). */
-restore_t *restore_open(int index_dirfd);
+restore_t *local_restore_open(int index_dirfd);
 
 /* Saves snapshot txnid, whose meta pages (2 * psize bytes, data.mdb's first
  * two pages) are metas, durably: into the older slot, then fdatasync. Only
  * after it returns 0 may the caller let go of the previous restore point's
  * snapshot. -1 on failure (logged): the previous restore point stands. */
-int restore_save(restore_t *r, uint64_t txnid, const void *metas, size_t psize);
+int local_restore_save(restore_t *r, uint64_t txnid, const void *metas, size_t psize);
 
 /* Closes r; NULL is a no-op. */
-void restore_close(restore_t *r);
+void local_restore_close(restore_t *r);
 
 #endif

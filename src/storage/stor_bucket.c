@@ -13,7 +13,7 @@
 stor_status_t local_bucket_create(stor_t *st_, const char *name, const char *owner)
 {
     lstor_t *st = (lstor_t *)st_;
-    if (!valid_bucket(name))
+    if (!local_valid_bucket(name))
         return STOR_ERR_TOO_LARGE;
     if (owner && strlen(owner) >= sizeof((stor_bucket_t *)0)->owner)
         return STOR_ERR_TOO_LARGE;
@@ -30,7 +30,7 @@ stor_status_t local_bucket_create(stor_t *st_, const char *name, const char *own
         return STOR_ERR_NOMEM;
     }
     MDB_txn *txn;
-    stor_status_t s = wr_begin(st, &txn);
+    stor_status_t s = local_wr_begin(st, &txn);
     if (s == STOR_OK) {
         MDB_val k = {strlen(name), (void *)name}, v = {b.len, b.data};
         int rc = mdb_put(txn, st->db_buckets, &k, &v, MDB_NOOVERWRITE);
@@ -38,10 +38,10 @@ stor_status_t local_bucket_create(stor_t *st_, const char *name, const char *own
             s = STOR_ERR_BUCKET_EXISTS;
             mdb_txn_abort(txn);
         } else if (rc) {
-            s = mdb_fail("bucket put", rc);
+            s = local_mdb_fail("bucket put", rc);
             mdb_txn_abort(txn);
         } else {
-            s = wr_commit(st, txn);
+            s = local_wr_commit(st, txn);
         }
     }
     buf_free(&b);
@@ -51,10 +51,10 @@ stor_status_t local_bucket_create(stor_t *st_, const char *name, const char *own
 stor_status_t local_bucket_get(stor_t *st_, const char *name, stor_bucket_t *out_p)
 {
     lstor_t *st = (lstor_t *)st_;
-    if (!valid_bucket(name))
+    if (!local_valid_bucket(name))
         return STOR_ERR_NO_BUCKET;
     MDB_txn *txn;
-    stor_status_t s = rd_begin(st, &txn);
+    stor_status_t s = local_rd_begin(st, &txn);
     if (s != STOR_OK)
         return s;
     MDB_val k = {strlen(name), (void *)name}, v;
@@ -62,7 +62,7 @@ stor_status_t local_bucket_get(stor_t *st_, const char *name, stor_bucket_t *out
     if (rc == MDB_NOTFOUND) {
         s = STOR_ERR_NO_BUCKET;
     } else if (rc) {
-        s = mdb_fail("bucket get", rc);
+        s = local_mdb_fail("bucket get", rc);
     } else {
         stor_bucket_t b;
         memset(&b, 0, sizeof b);
@@ -94,10 +94,10 @@ stor_status_t local_bucket_delete(stor_t *st_, const stor_bucket_t *bucket)
 {
     lstor_t *st = (lstor_t *)st_;
     const char *name = bucket->name;
-    if (!valid_bucket(name))
+    if (!local_valid_bucket(name))
         return STOR_ERR_NO_BUCKET;
     MDB_txn *txn;
-    stor_status_t s = wr_begin(st, &txn);
+    stor_status_t s = local_wr_begin(st, &txn);
     if (s != STOR_OK)
         return s;
     size_t blen = strlen(name);
@@ -105,7 +105,7 @@ stor_status_t local_bucket_delete(stor_t *st_, const stor_bucket_t *bucket)
     memcpy(pfx, name, blen);
     pfx[blen] = 0;
     MDB_val k = {blen, (void *)name};
-    if ((s = bucket_check(st, txn, name, bucket->id)) != STOR_OK) {
+    if ((s = local_bucket_check(st, txn, name, bucket->id)) != STOR_OK) {
         mdb_txn_abort(txn);
         return s;
     }
@@ -115,7 +115,7 @@ stor_status_t local_bucket_delete(stor_t *st_, const stor_bucket_t *bucket)
     if (rc == MDB_NOTFOUND) {
         s = STOR_ERR_NO_BUCKET;
     } else if (rc) {
-        s = mdb_fail("bucket delete", rc);
+        s = local_mdb_fail("bucket delete", rc);
     } else {
         int a = has_prefix(txn, st->db_objects, pfx, blen + 1);
         if (a == 0)
@@ -125,16 +125,16 @@ stor_status_t local_bucket_delete(stor_t *st_, const stor_bucket_t *bucket)
         else if (a)
             s = STOR_ERR_BUCKET_NOT_EMPTY;
         else
-            s = mpu_drop_bucket(st, txn, name, &parts, &n_parts);
+            s = local_mpu_drop_bucket(st, txn, name, &parts, &n_parts);
     }
     if (s != STOR_OK) {
         mdb_txn_abort(txn);
         return s;
     }
-    s = wr_commit(st, txn);
+    s = local_wr_commit(st, txn);
     if (s == STOR_OK)
         for (size_t i = 0; i < n_parts; i++)
-            drop_file(st, parts[i].id);
+            local_drop_file(st, parts[i].id);
     free(parts);
     return s;
 }
@@ -144,15 +144,15 @@ stor_status_t local_bucket_read(stor_t *st_, const stor_bucket_t *bucket, buf_t 
     lstor_t *st = (lstor_t *)st_;
     buf_init(rec, STOR_REC_MAX);
     MDB_txn *txn;
-    stor_status_t s = rd_begin(st, &txn);
+    stor_status_t s = local_rd_begin(st, &txn);
     if (s != STOR_OK)
         return s;
     const char *name = bucket->name;
     MDB_val k = {strlen(name), (void *)name}, v;
-    if ((s = bucket_check(st, txn, name, bucket->id)) == STOR_OK) {
+    if ((s = local_bucket_check(st, txn, name, bucket->id)) == STOR_OK) {
         int rc = mdb_get(txn, st->db_buckets, &k, &v);
         if (rc)
-            s = mdb_fail("bucket get", rc);
+            s = local_mdb_fail("bucket get", rc);
         else if (buf_append(rec, v.mv_data, v.mv_size) != 0)
             s = STOR_ERR_NOMEM;
     }
@@ -166,31 +166,31 @@ stor_status_t local_bucket_change(stor_t *st_, const stor_bucket_t *bucket,
     lstor_t *st = (lstor_t *)st_;
     const char *name = bucket->name;
     MDB_txn *txn;
-    stor_status_t s = wr_begin(st, &txn);
+    stor_status_t s = local_wr_begin(st, &txn);
     if (s != STOR_OK)
         return s;
-    if ((s = bucket_check(st, txn, name, bucket->id)) != STOR_OK) {
+    if ((s = local_bucket_check(st, txn, name, bucket->id)) != STOR_OK) {
         mdb_txn_abort(txn);
         return s;
     }
-    /* The record as it is now (bucket_check saw it), changed. A version-1
+    /* The record as it is now (local_bucket_check saw it), changed. A version-1
      * record gets an id (a writer opened on it before then fails its
      * commit with STOR_ERR_NO_BUCKET). */
     MDB_val k = {strlen(name), (void *)name}, v;
     buf_t b = {0};
     int rc = mdb_get(txn, st->db_buckets, &k, &v);
-    s = rc ? mdb_fail("bucket get", rc) : stor_rec_bucket_apply(v.mv_data, v.mv_size, change, &b);
+    s = rc ? local_mdb_fail("bucket get", rc) : stor_rec_bucket_apply(v.mv_data, v.mv_size, change, &b);
     if (s == STOR_OK) {
         MDB_val nv = {b.len, b.data};
         if ((rc = mdb_put(txn, st->db_buckets, &k, &nv, 0)) != 0)
-            s = mdb_fail("bucket put", rc);
+            s = local_mdb_fail("bucket put", rc);
     }
     buf_free(&b);
     if (s != STOR_OK) {
         mdb_txn_abort(txn);
         return s;
     }
-    return wr_commit(st, txn);
+    return local_wr_commit(st, txn);
 }
 
 stor_status_t local_bucket_list(stor_t *st_, stor_bucket_t **out_p, size_t *n_p)
@@ -198,7 +198,7 @@ stor_status_t local_bucket_list(stor_t *st_, stor_bucket_t **out_p, size_t *n_p)
     lstor_t *st = (lstor_t *)st_;
     MDB_txn *txn;
     MDB_cursor *cur;
-    stor_status_t s = rd_begin(st, &txn);
+    stor_status_t s = local_rd_begin(st, &txn);
     if (s != STOR_OK)
         return s;
     stor_bucket_t *arr = NULL;
@@ -206,7 +206,7 @@ stor_status_t local_bucket_list(stor_t *st_, stor_bucket_t **out_p, size_t *n_p)
     int rc = mdb_cursor_open(txn, st->db_buckets, &cur);
     if (rc) {
         mdb_txn_abort(txn);
-        return mdb_fail("cursor", rc);
+        return local_mdb_fail("cursor", rc);
     }
     MDB_val k, v;
     for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
@@ -232,7 +232,7 @@ stor_status_t local_bucket_list(stor_t *st_, stor_bucket_t **out_p, size_t *n_p)
         n++;
     }
     if (s == STOR_OK && rc != MDB_NOTFOUND)
-        s = mdb_fail("bucket list", rc);
+        s = local_mdb_fail("bucket list", rc);
     mdb_cursor_close(cur);
     mdb_txn_abort(txn);
     if (s != STOR_OK) {

@@ -4,7 +4,7 @@
  * An object file's bytes never change once its id is in the index, and ids
  * are never reused, so a descriptor found here always reads what that id
  * names. What must not happen is holding a file the index dropped (its disk
- * space would stay in use): drop_file forgets the id (closing the cached
+ * space would stay in use): local_drop_file forgets the id (closing the cached
  * descriptor) and bumps an epoch, and a reader that opened a file itself
  * caches it only if no file was dropped since it looked the id up, so a file
  * dropped between a lookup and its open never enters the cache.
@@ -24,14 +24,14 @@ static fdslot_t *slot_of(lstor_t *st, const uint8_t id[STOR_ID_LEN])
     return &st->fd_cache[h % STOR_FDCACHE_SLOTS];
 }
 
-void fdcache_init(lstor_t *st)
+void local_fdcache_init(lstor_t *st)
 {
     pthread_mutex_init(&st->fd_lock, NULL);
     for (size_t i = 0; i < STOR_FDCACHE_SLOTS; i++)
         st->fd_cache[i].fd = -1;
 }
 
-void fdcache_free(lstor_t *st)
+void local_fdcache_free(lstor_t *st)
 {
     for (size_t i = 0; i < STOR_FDCACHE_SLOTS; i++) {
         if (st->fd_cache[i].fd >= 0)
@@ -41,7 +41,7 @@ void fdcache_free(lstor_t *st)
     pthread_mutex_destroy(&st->fd_lock);
 }
 
-uint64_t fdcache_epoch(lstor_t *st)
+uint64_t local_fdcache_epoch(lstor_t *st)
 {
     pthread_mutex_lock(&st->fd_lock);
     uint64_t e = st->fd_epoch;
@@ -49,7 +49,7 @@ uint64_t fdcache_epoch(lstor_t *st)
     return e;
 }
 
-int fdcache_get(lstor_t *st, const uint8_t id[STOR_ID_LEN])
+int local_fdcache_get(lstor_t *st, const uint8_t id[STOR_ID_LEN])
 {
     int fd = -1;
     pthread_mutex_lock(&st->fd_lock);
@@ -60,7 +60,7 @@ int fdcache_get(lstor_t *st, const uint8_t id[STOR_ID_LEN])
     return fd;
 }
 
-void fdcache_put(lstor_t *st, const uint8_t id[STOR_ID_LEN], int fd, uint64_t epoch)
+void local_fdcache_put(lstor_t *st, const uint8_t id[STOR_ID_LEN], int fd, uint64_t epoch)
 {
     int old = -1, mine = -1;
     pthread_mutex_lock(&st->fd_lock);
@@ -75,7 +75,7 @@ void fdcache_put(lstor_t *st, const uint8_t id[STOR_ID_LEN], int fd, uint64_t ep
         close(old);
 }
 
-void fdcache_forget(lstor_t *st, const uint8_t id[STOR_ID_LEN])
+void local_fdcache_forget(lstor_t *st, const uint8_t id[STOR_ID_LEN])
 {
     int old = -1;
     pthread_mutex_lock(&st->fd_lock);

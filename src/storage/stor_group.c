@@ -43,7 +43,7 @@ static uint64_t group_log(lstor_t *st, uint64_t txnid)
     uint64_t need = atomic_load(&st->unlogged_last);
     if (need >= txnid)
         need = txnid - 1;
-    if (need && syncer_wait_durable(st->syncer, need) != 0)
+    if (need && local_syncer_wait_durable(st->syncer, need) != 0)
         goto unlogged;
     /* The log starts over once a restore point covers all of it; half full,
      * a sync point is asked for, so that it can by the time it is full. */
@@ -82,7 +82,7 @@ static void group_run(lstor_t *st, stor_change_t **m, size_t n, MDB_txn *txn)
         if (!touched)
             continue;
         mdb_txn_abort(txn);
-        if ((s = wr_begin(st, &txn)) != STOR_OK)
+        if ((s = local_wr_begin(st, &txn)) != STOR_OK)
             break;
         if (st->wal)
             stor_wal_capture_begin(st->wal); /* the record starts over too */
@@ -94,7 +94,7 @@ static void group_run(lstor_t *st, stor_change_t **m, size_t n, MDB_txn *txn)
          * commit knows every file it references. */
         for (size_t i = 0; i < n; i++)
             if (m[i]->status == STOR_OK && m[i]->new_file)
-                new_file(st, m[i]->new_file);
+                local_new_file(st, m[i]->new_file);
         s = stor_wr_commit_only(st, txn, &id);
     } else if (s == STOR_OK) {
         mdb_txn_abort(txn); /* every change failed: nothing to commit */
@@ -121,7 +121,7 @@ static void group_lead(lstor_t *st, stor_change_t *leader)
     stor_change_t *m[STOR_GROUP_MAX];
     size_t n = 0;
     MDB_txn *txn;
-    stor_status_t s = wr_begin(st, &txn);
+    stor_status_t s = local_wr_begin(st, &txn);
     if (s == STOR_OK && st->wal)
         stor_wal_capture_begin(st->wal);
     pthread_mutex_lock(&st->group_lock);

@@ -106,7 +106,7 @@ struct stor_change {
     const uint8_t *new_file;
     /* Set by stor_group_commit: the change is in the index (1 also when the
      * result is STOR_ERR_IO because its sync point failed, as
-     * wr_commit_applied). */
+     * local_wr_commit_applied). */
     int applied;
     /* Private to stor_group.c. */
     stor_status_t status;
@@ -172,7 +172,7 @@ struct lstor {
     pthread_mutex_t fd_lock;
     uint64_t fd_epoch; /* bumped by every drop */
     fdslot_t fd_cache[STOR_FDCACHE_SLOTS];
-    /* stor_usage: counted by the sweep at open, then moved by usage_change
+    /* stor_usage: counted by the sweep at open, then moved by local_usage_change
      * after every commit that adds, replaces or deletes an object. */
     _Atomic uint64_t n_objects, n_bytes;
     /* Objects of at most this many bytes are kept inline in their index
@@ -205,47 +205,47 @@ struct lwriter {
 
 /* ---- stor_fdcache.c: object file descriptors kept open for reads ------- */
 
-void fdcache_init(lstor_t *st);
-void fdcache_free(lstor_t *st);
+void local_fdcache_init(lstor_t *st);
+void local_fdcache_free(lstor_t *st);
 /* The drop epoch: take it before looking an id up in the index. */
-uint64_t fdcache_epoch(lstor_t *st);
+uint64_t local_fdcache_epoch(lstor_t *st);
 /* A new descriptor (the caller closes it) of file id, or -1 if not cached. */
-int fdcache_get(lstor_t *st, const uint8_t id[STOR_ID_LEN]);
+int local_fdcache_get(lstor_t *st, const uint8_t id[STOR_ID_LEN]);
 /* Keeps a duplicate of fd (file id, open for reading) unless a file was
- * dropped since epoch (fdcache_epoch before the lookup that found id). */
-void fdcache_put(lstor_t *st, const uint8_t id[STOR_ID_LEN], int fd, uint64_t epoch);
+ * dropped since epoch (local_fdcache_epoch before the lookup that found id). */
+void local_fdcache_put(lstor_t *st, const uint8_t id[STOR_ID_LEN], int fd, uint64_t epoch);
 /* File id left the index: closes its cached descriptor, bumps the epoch. */
-void fdcache_forget(lstor_t *st, const uint8_t id[STOR_ID_LEN]);
+void local_fdcache_forget(lstor_t *st, const uint8_t id[STOR_ID_LEN]);
 
 /* Shared helpers (defined in storage.c unless noted). */
 
 /* Logs an LMDB failure (what: the operation) and returns STOR_ERR_IO. */
-stor_status_t mdb_fail(const char *what, int rc);
+stor_status_t local_mdb_fail(const char *what, int rc);
 /* After a commit dropped file id from the index: unlink it once durable. */
-void drop_file(lstor_t *st, const uint8_t id[STOR_ID_LEN]);
+void local_drop_file(lstor_t *st, const uint8_t id[STOR_ID_LEN]);
 /* After a commit made file id part of the index: relaxed mode owes it a sync. */
-void new_file(lstor_t *st, const uint8_t id[STOR_ID_LEN]);
+void local_new_file(lstor_t *st, const uint8_t id[STOR_ID_LEN]);
 /* After a committed change: objects and bytes added (negative: removed).
  * A replacement is one call: 0 objects, new size - old size bytes. */
-void usage_change(lstor_t *st, int64_t objects, int64_t bytes);
+void local_usage_change(lstor_t *st, int64_t objects, int64_t bytes);
 /* fsyncs directory path (relative to dirfd); 0 or -1 with errno. */
-int fsync_dirat(int dirfd, const char *path);
+int local_fsync_dirat(int dirfd, const char *path);
 /* A new object file's id, its shard directory made sure of (ensure_shard);
  * 0, or -1 (no randomness, or the directory could not be made). */
 int local_file_id_new(lstor_t *st, uint8_t id[STOR_ID_LEN]);
 /* 1 if bucket is a name of 1..STOR_BUCKET_MAX bytes. */
-int valid_bucket(const char *bucket);
+int local_valid_bucket(const char *bucket);
 /* STOR_OK if the bucket exists, as seen by txn. */
-stor_status_t bucket_exists(lstor_t *st, MDB_txn *txn, const char *bucket);
+stor_status_t local_bucket_exists(lstor_t *st, MDB_txn *txn, const char *bucket);
 /* STOR_OK if bucket name, as seen by txn, is still the bucket with this id. */
-stor_status_t bucket_check(lstor_t *st, MDB_txn *txn, const char *name, uint64_t id);
-/* bucket_check, also giving the bucket's stor_versioning_t. */
-stor_status_t bucket_check_ver(lstor_t *st, MDB_txn *txn, const char *name, uint64_t id,
+stor_status_t local_bucket_check(lstor_t *st, MDB_txn *txn, const char *name, uint64_t id);
+/* local_bucket_check, also giving the bucket's stor_versioning_t. */
+stor_status_t local_bucket_check_ver(lstor_t *st, MDB_txn *txn, const char *name, uint64_t id,
                                int *versioning_p);
 /* Begins a read-only transaction. */
-stor_status_t rd_begin(lstor_t *st, MDB_txn **txn_p);
+stor_status_t local_rd_begin(lstor_t *st, MDB_txn **txn_p);
 /* Begins a write transaction. */
-stor_status_t wr_begin(lstor_t *st, MDB_txn **txn_p);
+stor_status_t local_wr_begin(lstor_t *st, MDB_txn **txn_p);
 /* mdb_put and mdb_del for the writes a group's change makes (stor_object.c,
  * stor_version.c): they also go to the commit log's record of the group
  * (wal.h), which is how a logged commit is replayed. A change applied in a
@@ -257,12 +257,12 @@ int stor_wr_del(lstor_t *st, MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v);
  * On failure the change may still have been applied (fsync mode: committed
  * and visible, but its sync point failed): so a caller unlinks nothing the
  * change drops (the next open's sweep does), and one whose change references
- * a new file uses wr_commit_applied() to know whether to keep it. */
-stor_status_t wr_commit(lstor_t *st, MDB_txn *txn);
-/* wr_commit(); *applied_p says whether the change is in the index (1 also
+ * a new file uses local_wr_commit_applied() to know whether to keep it. */
+stor_status_t local_wr_commit(lstor_t *st, MDB_txn *txn);
+/* local_wr_commit(); *applied_p says whether the change is in the index (1 also
  * when the result is STOR_ERR_IO: its sync point failed). */
-stor_status_t wr_commit_applied(lstor_t *st, MDB_txn *txn, int *applied_p);
-/* wr_commit() in two steps: the commit alone (in the page cache; relaxed
+stor_status_t local_wr_commit_applied(lstor_t *st, MDB_txn *txn, int *applied_p);
+/* local_wr_commit() in two steps: the commit alone (in the page cache; relaxed
  * mode tells the syncer), giving its transaction id, then (fsync mode) the
  * wait for a sync point that covers that id. */
 stor_status_t stor_wr_commit_only(lstor_t *st, MDB_txn *txn, uint64_t *txnid_p);
@@ -270,33 +270,33 @@ stor_status_t stor_wr_durable(lstor_t *st, uint64_t txnid);
 /* Fsync mode: commit id is not in the commit log (raises unlogged_last). */
 void stor_unlogged(lstor_t *st, uint64_t id);
 /* 1 if s is exactly n lowercase hex digits followed by NUL. */
-int is_hex(const char *s, size_t n);
+int local_is_hex(const char *s, size_t n);
 
 /* stor_sweep.c: deletes the object files the index does not reference. */
-void sweep_orphans(lstor_t *st);
+void local_sweep_orphans(lstor_t *st);
 
 /* stor_object.c, also used by multipart: */
 /* Closes and frees a writer; its file (if it made one) is unlinked unless
  * keep. */
-void writer_free(lwriter_t *w, int keep);
+void local_writer_free(lwriter_t *w, int keep);
 /* Moves the writer's bytes to a file of their own if they are still in
  * memory, makes them durable per the mode and closes the fd: what a file
  * id needs before an index record may point at it. */
-stor_status_t writer_seal(lwriter_t *w);
+stor_status_t local_writer_seal(lwriter_t *w);
 /* Looks bucket/key up in txn and decodes its record (the current object);
  * its index key goes to *ikey_out (ikey_buf holds it). STOR_ERR_NO_KEY when
  * absent. */
-stor_status_t obj_get(lstor_t *st, MDB_txn *txn, const char *bucket, const char *key,
+stor_status_t local_obj_get(lstor_t *st, MDB_txn *txn, const char *bucket, const char *key,
                       stor_obj_rec_t *rec, MDB_val *ikey_out, uint8_t *ikey_buf);
 /* Makes nrec (its encoding enc, made for a bucket without versioning) the
  * latest version of bucket/key in txn when cond (NULL: none) holds for the
  * current object. In a bucket with versioning nrec gets its version and is
- * encoded anew (ver_push). The record the change removed from the index, if
+ * encoded anew (local_ver_push). The record the change removed from the index, if
  * any (the replaced object, or the "null" version a suspended bucket
  * replaced), goes to *old (*had_old set; the caller drops its files after
  * the commit and frees it). On failure *touched (when not NULL) is set if
  * it may have written to txn: checks that fail come before any write. */
-stor_status_t put_object(lstor_t *st, MDB_txn *txn, const char *bucket, uint64_t bucket_id,
+stor_status_t local_put_object(lstor_t *st, MDB_txn *txn, const char *bucket, uint64_t bucket_id,
                          const char *key, const buf_t *enc, stor_obj_rec_t *nrec,
                          const stor_precond_t *cond, stor_obj_rec_t *old, int *had_old,
                          int *touched);
@@ -306,7 +306,7 @@ stor_status_t put_object(lstor_t *st, MDB_txn *txn, const char *bucket, uint64_t
 /* Version vid of key (NULL: its newest version in db_versions, the latest
  * when it has no current object) into rec. STOR_ERR_NO_VERSION (vid) or
  * STOR_ERR_NO_KEY (NULL) when there is none. */
-stor_status_t ver_lookup(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key,
+stor_status_t local_ver_lookup(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key,
                          const char *vid, stor_obj_rec_t *rec);
 /* Makes nrec (an object, or a delete marker: nrec->meta.delete_marker) the
  * latest version of key in a bucket in versioning state `state` (ENABLED
@@ -314,33 +314,33 @@ stor_status_t ver_lookup(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const cha
  * nrec->meta.version, keeps cur as a noncurrent version or (suspended, cur
  * "null") replaces it, and removes the "null" version a suspended bucket
  * replaces; what it removed goes to *old (*had_old). */
-stor_status_t ver_push(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key, int state,
+stor_status_t local_ver_push(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key, int state,
                        stor_obj_rec_t *cur, int had_cur, stor_obj_rec_t *nrec, stor_obj_rec_t *old,
                        int *had_old);
 /* Removes version vid of key (cur: its current object, when had_cur) into
  * *old; the newest remaining version becomes current if it is an object
  * and the removed one was the latest. STOR_ERR_NO_VERSION when absent, found
  * before anything is written to txn. */
-stor_status_t ver_remove(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key,
+stor_status_t local_ver_remove(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key,
                          const char *vid, stor_obj_rec_t *cur, int had_cur, stor_obj_rec_t *old);
 /* Applies change (stor_meta_apply_change, its guard first) to version vid
  * of key in db_versions (not the current object): STOR_ERR_NO_VERSION when
  * absent, STOR_ERR_DELETE_MARKER when it is a delete marker. */
-stor_status_t ver_change(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key,
+stor_status_t local_ver_change(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key,
                          const char *vid, const stor_obj_change_t *change);
-void viter_seek(stor_iter_t *it, const char *key, size_t key_len);
-int viter_next(stor_iter_t *it, const char **key_p, size_t *key_len_p, stor_meta_t *meta_p,
+void local_viter_seek(stor_iter_t *it, const char *key, size_t key_len);
+int local_viter_next(stor_iter_t *it, const char **key_p, size_t *key_len_p, stor_meta_t *meta_p,
                int *is_latest_p);
-void viter_close(stor_iter_t *it);
+void local_viter_close(stor_iter_t *it);
 
 /* stor_multipart.c, used by bucket deletion: */
 /* Deletes, in txn, every multipart upload of bucket and its part records.
- * *ids_p (malloc'ed, n_p entries) gets the parts' file ids, to drop_file()
+ * *ids_p (malloc'ed, n_p entries) gets the parts' file ids, to local_drop_file()
  * once txn committed. */
 /* Fills db_upload_keys from db_uploads when it is empty and db_uploads is
  * not (a data directory from before it existed). Once, at open. */
-stor_status_t mpu_index_build(lstor_t *st, MDB_txn *txn);
-stor_status_t mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucket, stor_seg_t **ids_p,
+stor_status_t local_mpu_index_build(lstor_t *st, MDB_txn *txn);
+stor_status_t local_mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucket, stor_seg_t **ids_p,
                               size_t *n_p);
 
 /* ---- The local backend's ops (stor_backend.h; the table is in storage.c) -- */

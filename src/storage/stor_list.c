@@ -94,13 +94,13 @@ stor_status_t local_iter_open(stor_t *st_, const char *bucket, const char *prefi
     }
     if (!it->prefix)
         goto fail;
-    if ((s = rd_begin(st, &it->txn)) != STOR_OK)
+    if ((s = local_rd_begin(st, &it->txn)) != STOR_OK)
         goto fail;
-    if ((s = bucket_exists(st, it->txn, bucket)) != STOR_OK)
+    if ((s = local_bucket_exists(st, it->txn, bucket)) != STOR_OK)
         goto fail;
     int rc = mdb_cursor_open(it->txn, st->db_objects, &it->cur);
     if (rc) {
-        s = mdb_fail("cursor", rc);
+        s = local_mdb_fail("cursor", rc);
         goto fail;
     }
     it->blen = strlen(bucket);
@@ -120,7 +120,7 @@ fail:
 void local_iter_seek(stor_iter_t *it_, const char *key, size_t key_len)
 {
     if (it_->versions) {
-        viter_seek(it_, key, key_len);
+        local_viter_seek(it_, key, key_len);
         return;
     }
     liter_t *it = (liter_t *)it_;
@@ -168,7 +168,7 @@ static int iter_raw(liter_t *it, MDB_val *k, MDB_val *v)
             return 0;
         }
         if (rc) {
-            mdb_fail("list", rc);
+            local_mdb_fail("list", rc);
             return -1;
         }
     }
@@ -295,7 +295,7 @@ int local_iter_next(stor_iter_t *it_, const char **key_p, size_t *key_len_p, sto
 void local_iter_close(stor_iter_t *it_)
 {
     if (it_ && it_->versions) {
-        viter_close(it_);
+        local_viter_close(it_);
         return;
     }
     liter_t *it = (liter_t *)it_;

@@ -19,7 +19,7 @@
 
 static int valid_upload_id(const char *id)
 {
-    return id && strlen(id) == STOR_UPLOAD_ID_LEN && is_hex(id, STOR_UPLOAD_ID_LEN);
+    return id && strlen(id) == STOR_UPLOAD_ID_LEN && local_is_hex(id, STOR_UPLOAD_ID_LEN);
 }
 
 static size_t upload_key(const char *bucket, const char *upload_id, uint8_t *out)
@@ -57,22 +57,22 @@ static stor_status_t upload_key_index(lstor_t *st, MDB_txn *txn, const char *buc
                  : mdb_del(txn, st->db_upload_keys, &k, &v);
     if (rc == MDB_NOTFOUND && !add)
         return STOR_OK;
-    return rc ? mdb_fail("upload key index", rc) : STOR_OK;
+    return rc ? local_mdb_fail("upload key index", rc) : STOR_OK;
 }
 
-stor_status_t mpu_index_build(lstor_t *st, MDB_txn *txn)
+stor_status_t local_mpu_index_build(lstor_t *st, MDB_txn *txn)
 {
     MDB_stat keys, ups;
     int rc = mdb_stat(txn, st->db_upload_keys, &keys);
     if (!rc)
         rc = mdb_stat(txn, st->db_uploads, &ups);
     if (rc)
-        return mdb_fail("upload key index", rc);
+        return local_mdb_fail("upload key index", rc);
     if (keys.ms_entries || !ups.ms_entries)
         return STOR_OK;
     MDB_cursor *cur;
     if ((rc = mdb_cursor_open(txn, st->db_uploads, &cur)) != 0)
-        return mdb_fail("cursor", rc);
+        return local_mdb_fail("cursor", rc);
     stor_status_t s = STOR_OK;
     MDB_val k, v;
     size_t n = 0;
@@ -95,7 +95,7 @@ stor_status_t mpu_index_build(lstor_t *st, MDB_txn *txn)
     }
     mdb_cursor_close(cur);
     if (s == STOR_OK && rc != MDB_NOTFOUND)
-        s = mdb_fail("upload key index", rc);
+        s = local_mdb_fail("upload key index", rc);
     if (s == STOR_OK)
         log_info("storage: indexed %zu multipart uploads by key", n);
     return s;
@@ -107,7 +107,7 @@ static stor_status_t upload_get(lstor_t *st, MDB_txn *txn, const char *bucket, c
                                 const char *upload_id, stor_upload_rec_t *rec, MDB_val *k_out,
                                 uint8_t *kbuf)
 {
-    if (!valid_bucket(bucket) || !valid_upload_id(upload_id))
+    if (!local_valid_bucket(bucket) || !valid_upload_id(upload_id))
         return STOR_ERR_NO_UPLOAD;
     MDB_val k = {upload_key(bucket, upload_id, kbuf), kbuf}, v;
     if (k_out)
@@ -116,7 +116,7 @@ static stor_status_t upload_get(lstor_t *st, MDB_txn *txn, const char *bucket, c
     if (rc == MDB_NOTFOUND)
         return STOR_ERR_NO_UPLOAD;
     if (rc)
-        return mdb_fail("upload lookup", rc);
+        return local_mdb_fail("upload lookup", rc);
     stor_upload_rec_t r;
     stor_status_t s = stor_rec_decode_upload(v.mv_data, v.mv_size, &r);
     if (s != STOR_OK) {
@@ -162,20 +162,20 @@ stor_status_t local_mpu_create(stor_t *st_, const stor_bucket_t *bkt, const char
         return s;
     }
     MDB_txn *txn;
-    stor_status_t s = wr_begin(st, &txn);
+    stor_status_t s = local_wr_begin(st, &txn);
     if (s == STOR_OK) {
-        s = bucket_check(st, txn, bucket, bkt->id);
+        s = local_bucket_check(st, txn, bucket, bkt->id);
         if (s == STOR_OK) {
             uint8_t kbuf[STOR_BUCKET_MAX + 2 + STOR_UPLOAD_ID_LEN];
             MDB_val k = {upload_key(bucket, id, kbuf), kbuf}, v = {b.len, b.data};
             int rc = mdb_put(txn, st->db_uploads, &k, &v, MDB_NOOVERWRITE);
             if (rc)
-                s = mdb_fail("upload put", rc);
+                s = local_mdb_fail("upload put", rc);
         }
         if (s == STOR_OK)
             s = upload_key_index(st, txn, bucket, key, strlen(key), id, 1);
         if (s == STOR_OK)
-            s = wr_commit(st, txn);
+            s = local_wr_commit(st, txn);
         else
             mdb_txn_abort(txn);
     }
@@ -190,7 +190,7 @@ stor_status_t local_mpu_check(stor_t *st_, const char *bucket, const char *key,
 {
     lstor_t *st = (lstor_t *)st_;
     MDB_txn *txn;
-    stor_status_t s = rd_begin(st, &txn);
+    stor_status_t s = local_rd_begin(st, &txn);
     if (s != STOR_OK)
         return s;
     uint8_t kbuf[STOR_BUCKET_MAX + 2 + STOR_UPLOAD_ID_LEN];
@@ -226,7 +226,7 @@ static stor_status_t part_apply(lstor_t *st, MDB_txn *txn, void *arg, int *touch
     /* The upload pins its bucket (stor_bucket_delete refuses a bucket with
      * uploads), but the writer's bucket is the one that was authorized. */
     if (s == STOR_OK)
-        s = bucket_check(st, txn, p->w->bucket, p->w->bucket_id);
+        s = local_bucket_check(st, txn, p->w->bucket, p->w->bucket_id);
     if (s != STOR_OK)
         return s;
     uint8_t pk[PART_KEY_LEN];
@@ -243,12 +243,12 @@ static stor_status_t part_apply(lstor_t *st, MDB_txn *txn, void *arg, int *touch
             log_error("storage: corrupt part record %s/%u", p->upload_id, p->number);
         }
     } else if (rc != MDB_NOTFOUND) {
-        return mdb_fail("part lookup", rc);
+        return local_mdb_fail("part lookup", rc);
     }
     *touched = 1;
     v = (MDB_val){p->enc->len, p->enc->data};
     rc = stor_wr_put(st, txn, st->db_parts, &k, &v, 0);
-    return rc ? mdb_fail("part put", rc) : STOR_OK;
+    return rc ? local_mdb_fail("part put", rc) : STOR_OK;
 }
 
 stor_status_t local_part_commit(stor_writer_t *w_, const char *key, const char *upload_id,
@@ -256,7 +256,7 @@ stor_status_t local_part_commit(stor_writer_t *w_, const char *key, const char *
 {
     lwriter_t *w = (lwriter_t *)w_;
     lstor_t *st = w->st;
-    stor_status_t s = writer_seal(w);
+    stor_status_t s = local_writer_seal(w);
     stor_change_t c = {.applied = 0}; /* applied: the index references the file */
     buf_t b;
     buf_init(&b, STOR_REC_MAX);
@@ -279,10 +279,10 @@ stor_status_t local_part_commit(stor_writer_t *w_, const char *key, const char *
     c.new_file = w->id;
     s = stor_group_commit(st, &c);
     if (s == STOR_OK && p.had_old)
-        drop_file(st, p.old_id);
+        local_drop_file(st, p.old_id);
 out:
     buf_free(&b);
-    writer_free(w, c.applied);
+    local_writer_free(w, c.applied);
     return s;
 }
 
@@ -293,7 +293,7 @@ static stor_status_t load_parts(lstor_t *st, MDB_txn *txn, const char *upload_id
     MDB_cursor *cur;
     int rc = mdb_cursor_open(txn, st->db_parts, &cur);
     if (rc)
-        return mdb_fail("cursor", rc);
+        return local_mdb_fail("cursor", rc);
     stor_part_rec_t *arr = NULL;
     size_t n = 0, cap = 0;
     stor_status_t s = STOR_OK;
@@ -321,7 +321,7 @@ static stor_status_t load_parts(lstor_t *st, MDB_txn *txn, const char *upload_id
         n++;
     }
     if (s == STOR_OK && rc != 0 && rc != MDB_NOTFOUND)
-        s = mdb_fail("parts", rc);
+        s = local_mdb_fail("parts", rc);
     mdb_cursor_close(cur);
     if (s != STOR_OK) {
         stor_part_recs_free(arr, n);
@@ -338,7 +338,7 @@ static stor_status_t del_parts(lstor_t *st, MDB_txn *txn, const char *upload_id)
     MDB_cursor *cur;
     int rc = mdb_cursor_open(txn, st->db_parts, &cur);
     if (rc)
-        return mdb_fail("cursor", rc);
+        return local_mdb_fail("cursor", rc);
     uint8_t pk[PART_KEY_LEN];
     part_key(upload_id, 0, pk);
     for (;;) {
@@ -353,7 +353,7 @@ static stor_status_t del_parts(lstor_t *st, MDB_txn *txn, const char *upload_id)
     }
     mdb_cursor_close(cur);
     if (rc != 0 && rc != MDB_NOTFOUND)
-        return mdb_fail("parts delete", rc);
+        return local_mdb_fail("parts delete", rc);
     return STOR_OK;
 }
 
@@ -376,18 +376,18 @@ static stor_status_t upload_keys_drop(lstor_t *st, MDB_txn *txn, const char *buc
     MDB_cursor *cur;
     int rc = mdb_cursor_open(txn, st->db_upload_keys, &cur);
     if (rc)
-        return mdb_fail("cursor", rc);
+        return local_mdb_fail("cursor", rc);
     MDB_val k, v;
     while ((rc = bucket_first(cur, bucket, &k, &v)) == 0)
         if ((rc = mdb_cursor_del(cur, MDB_NODUPDATA)) != 0)
             break;
     mdb_cursor_close(cur);
     if (rc != 0 && rc != MDB_NOTFOUND)
-        return mdb_fail("upload key index delete", rc);
+        return local_mdb_fail("upload key index delete", rc);
     return STOR_OK;
 }
 
-stor_status_t mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucket, stor_seg_t **ids_p,
+stor_status_t local_mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucket, stor_seg_t **ids_p,
                               size_t *n_p)
 {
     *ids_p = NULL;
@@ -395,7 +395,7 @@ stor_status_t mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucket, sto
     MDB_cursor *cur;
     int rc = mdb_cursor_open(txn, st->db_uploads, &cur);
     if (rc)
-        return mdb_fail("cursor", rc);
+        return local_mdb_fail("cursor", rc);
     size_t blen = strlen(bucket);
     stor_seg_t *ids = NULL;
     size_t n = 0;
@@ -432,7 +432,7 @@ stor_status_t mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucket, sto
     }
     mdb_cursor_close(cur);
     if (s == STOR_OK && rc != 0 && rc != MDB_NOTFOUND)
-        s = mdb_fail("uploads delete", rc);
+        s = local_mdb_fail("uploads delete", rc);
     if (s == STOR_OK)
         s = upload_keys_drop(st, txn, bucket);
     if (s != STOR_OK) {
@@ -450,7 +450,7 @@ stor_status_t local_mpu_list_parts(stor_t *st_, const char *bucket, const char *
 {
     lstor_t *st = (lstor_t *)st_;
     MDB_txn *txn;
-    stor_status_t s = rd_begin(st, &txn);
+    stor_status_t s = local_rd_begin(st, &txn);
     if (s != STOR_OK)
         return s;
     uint8_t kbuf[STOR_BUCKET_MAX + 2 + STOR_UPLOAD_ID_LEN];
@@ -497,7 +497,7 @@ stor_status_t local_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const ch
     if (s != STOR_OK)
         return s;
     MDB_txn *txn;
-    s = wr_begin(st, &txn);
+    s = local_wr_begin(st, &txn);
     if (s != STOR_OK)
         return s;
     uint8_t kbuf[STOR_BUCKET_MAX + 2 + STOR_UPLOAD_ID_LEN];
@@ -513,7 +513,7 @@ stor_status_t local_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const ch
     MDB_val uk;
     buf_t rec = {0};
 
-    s = bucket_check(st, txn, bucket, bkt->id);
+    s = local_bucket_check(st, txn, bucket, bkt->id);
     if (s == STOR_OK)
         s = upload_get(st, txn, bucket, key, upload_id, &up, &uk, kbuf);
     if (s != STOR_OK)
@@ -533,35 +533,35 @@ stor_status_t local_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const ch
     free(m.version);
     free(m.delete_marker);
     m.version = m.delete_marker = NULL;
-    s = encode_object(&rec, key, &m, segs, (uint32_t)n);
+    s = stor_encode_object(&rec, key, &m, segs, (uint32_t)n);
     stor_obj_rec_t nrec = {.meta = m, .segs = segs, .n_segs = (uint32_t)n};
     if (s == STOR_OK)
-        s = put_object(st, txn, bucket, bkt->id, key, &rec, &nrec, cond, &old, &had_old, NULL);
+        s = local_put_object(st, txn, bucket, bkt->id, key, &rec, &nrec, cond, &old, &had_old, NULL);
     m.version = nrec.meta.version; /* set by a versioned commit */
     if (s == STOR_OK)
         s = del_parts(st, txn, upload_id);
     if (s == STOR_OK) {
         int rc = mdb_del(txn, st->db_uploads, &uk, NULL);
         if (rc)
-            s = mdb_fail("upload delete", rc);
+            s = local_mdb_fail("upload delete", rc);
     }
     if (s == STOR_OK)
         s = upload_key_index(st, txn, bucket, key, strlen(key), upload_id, 0);
     if (s != STOR_OK)
         goto out;
-    s = wr_commit(st, txn);
+    s = local_wr_commit(st, txn);
     txn = NULL;
     if (s != STOR_OK)
         goto out;
 
-    usage_change(st, 1 - (had_old && !old.meta.delete_marker),
+    local_usage_change(st, 1 - (had_old && !old.meta.delete_marker),
                  (int64_t)m.size - (had_old ? (int64_t)old.meta.size : 0));
     if (had_old)
         for (uint32_t i = 0; i < old.n_segs; i++)
-            drop_file(st, old.segs[i].id);
+            local_drop_file(st, old.segs[i].id);
     for (size_t i = 0; i < n_recs; i++)
         if (!used[i])
-            drop_file(st, recs[i].id);
+            local_drop_file(st, recs[i].id);
     *meta_p = m;
     memset(&m, 0, sizeof m);
 out:
@@ -584,14 +584,14 @@ stor_status_t local_mpu_abort(stor_t *st_, const stor_bucket_t *bucket, const ch
 {
     lstor_t *st = (lstor_t *)st_;
     MDB_txn *txn;
-    stor_status_t s = wr_begin(st, &txn);
+    stor_status_t s = local_wr_begin(st, &txn);
     if (s != STOR_OK)
         return s;
     uint8_t kbuf[STOR_BUCKET_MAX + 2 + STOR_UPLOAD_ID_LEN];
     MDB_val uk;
     stor_part_rec_t *recs = NULL;
     size_t n = 0;
-    s = bucket_check(st, txn, bucket->name, bucket->id);
+    s = local_bucket_check(st, txn, bucket->name, bucket->id);
     if (s == STOR_OK)
         s = upload_get(st, txn, bucket->name, key, upload_id, NULL, &uk, kbuf);
     if (s == STOR_OK)
@@ -601,18 +601,18 @@ stor_status_t local_mpu_abort(stor_t *st_, const stor_bucket_t *bucket, const ch
     if (s == STOR_OK) {
         int rc = mdb_del(txn, st->db_uploads, &uk, NULL);
         if (rc)
-            s = mdb_fail("upload delete", rc);
+            s = local_mdb_fail("upload delete", rc);
     }
     if (s == STOR_OK)
         s = upload_key_index(st, txn, bucket->name, key, strlen(key), upload_id, 0);
     if (s == STOR_OK) {
-        s = wr_commit(st, txn);
+        s = local_wr_commit(st, txn);
     } else {
         mdb_txn_abort(txn);
     }
     if (s == STOR_OK)
         for (size_t i = 0; i < n; i++)
-            drop_file(st, recs[i].id);
+            local_drop_file(st, recs[i].id);
     stor_part_recs_free(recs, n);
     return s;
 }
@@ -634,7 +634,7 @@ static stor_status_t list_one(lstor_t *st, MDB_txn *txn, const char *bucket, con
         return STOR_ERR_IO;
     }
     if (rc)
-        return mdb_fail("upload list", rc);
+        return local_mdb_fail("upload list", rc);
     if (!stor_upload_listed(r.key, id, prefix, key_marker, id_marker)) {
         stor_upload_rec_free(&r);
         return STOR_OK;
@@ -672,17 +672,17 @@ stor_status_t local_mpu_list(stor_t *st_, const char *bucket, const char *prefix
     lstor_t *st = (lstor_t *)st_;
     MDB_txn *txn;
     MDB_cursor *cur = NULL;
-    stor_status_t s = rd_begin(st, &txn);
+    stor_status_t s = local_rd_begin(st, &txn);
     if (s != STOR_OK)
         return s;
     stor_upload_t *arr = NULL;
     size_t n = 0, cap = 0;
-    s = bucket_exists(st, txn, bucket);
+    s = local_bucket_exists(st, txn, bucket);
     if (s != STOR_OK)
         goto out;
     int rc = mdb_cursor_open(txn, st->db_upload_keys, &cur);
     if (rc) {
-        s = mdb_fail("cursor", rc);
+        s = local_mdb_fail("cursor", rc);
         goto out;
     }
     const char *pfx = prefix ? prefix : "";
@@ -724,7 +724,7 @@ stor_status_t local_mpu_list(stor_t *st_, const char *bucket, const char *prefix
             goto out;
     }
     if (rc != 0 && rc != MDB_NOTFOUND) {
-        s = mdb_fail("upload list", rc);
+        s = local_mdb_fail("upload list", rc);
         goto out;
     }
     n = stor_uploads_page(arr, n, max, more_p);

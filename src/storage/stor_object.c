@@ -20,7 +20,7 @@
 /* Looks bucket/key up in txn and decodes its record. STOR_ERR_NO_KEY when
  * absent. A long key whose hash slot holds another key (a 64-bit collision)
  * is reported as STOR_ERR_IO rather than silently aliased. */
-stor_status_t obj_get(lstor_t *st, MDB_txn *txn, const char *bucket, const char *key,
+stor_status_t local_obj_get(lstor_t *st, MDB_txn *txn, const char *bucket, const char *key,
                       stor_obj_rec_t *rec, MDB_val *ikey_out, uint8_t *ikey_buf)
 {
     size_t klen = strlen(key);
@@ -32,7 +32,7 @@ stor_status_t obj_get(lstor_t *st, MDB_txn *txn, const char *bucket, const char 
     if (rc == MDB_NOTFOUND)
         return STOR_ERR_NO_KEY;
     if (rc)
-        return mdb_fail("object lookup", rc);
+        return local_mdb_fail("object lookup", rc);
     const char *rkey;
     size_t rklen;
     if (stor_rec_object_key(v.mv_data, v.mv_size, &rkey, &rklen) == STOR_OK &&
@@ -54,25 +54,25 @@ stor_status_t obj_get(lstor_t *st, MDB_txn *txn, const char *bucket, const char 
  * NoSuchKey. An object seen in txn implies its bucket in txn
  * (stor_bucket_delete refuses a bucket with any version, in the same
  * serialized write transactions). Writers check which bucket, not just that
- * one exists: bucket_check(). */
+ * one exists: local_bucket_check(). */
 static stor_status_t obj_lookup(lstor_t *st, MDB_txn *txn, const char *bucket, const char *key,
                                 const char *vid, stor_obj_rec_t *rec)
 {
-    if (!valid_bucket(bucket))
+    if (!local_valid_bucket(bucket))
         return STOR_ERR_NO_BUCKET;
     uint8_t ikey[STOR_IKEY_MAX];
     MDB_val ik;
-    stor_status_t s = obj_get(st, txn, bucket, key, rec, &ik, ikey);
+    stor_status_t s = local_obj_get(st, txn, bucket, key, rec, &ik, ikey);
     if (s == STOR_OK && vid && !stor_meta_is_version(&rec->meta, vid)) {
         stor_obj_rec_free(rec);
         s = STOR_ERR_NO_KEY;
     }
     if (s != STOR_ERR_NO_KEY)
         return s;
-    s = ver_lookup(st, txn, &ik, key, vid, rec);
+    s = local_ver_lookup(st, txn, &ik, key, vid, rec);
     if (s != STOR_ERR_NO_KEY && s != STOR_ERR_NO_VERSION)
         return s;
-    stor_status_t b = bucket_exists(st, txn, bucket);
+    stor_status_t b = local_bucket_exists(st, txn, bucket);
     return b == STOR_OK ? s : b;
 }
 
@@ -97,10 +97,10 @@ stor_status_t local_writer_open(stor_t *st_, const stor_bucket_t *bucket, stor_w
 {
     lstor_t *st = (lstor_t *)st_;
     MDB_txn *txn;
-    stor_status_t s = rd_begin(st, &txn);
+    stor_status_t s = local_rd_begin(st, &txn);
     if (s != STOR_OK)
         return s;
-    s = bucket_check(st, txn, bucket->name, bucket->id);
+    s = local_bucket_check(st, txn, bucket->name, bucket->id);
     mdb_txn_abort(txn);
     if (s != STOR_OK)
         return s;
@@ -174,7 +174,7 @@ uint64_t local_writer_size(const stor_writer_t *w_)
 
 /* Closes and frees a writer; its file, if it made one, is unlinked unless an
  * index record now points at it (keep). */
-void writer_free(lwriter_t *w, int keep)
+void local_writer_free(lwriter_t *w, int keep)
 {
     if (w->fd >= 0)
         close(w->fd);
@@ -188,12 +188,12 @@ void local_writer_abort(stor_writer_t *w_)
 {
     lwriter_t *w = (lwriter_t *)w_;
     if (w)
-        writer_free(w, 0);
+        local_writer_free(w, 0);
 }
 
 /* Moves the bytes to a file if still in memory, makes them durable per the
  * mode and closes the fd. */
-stor_status_t writer_seal(lwriter_t *w)
+stor_status_t local_writer_seal(lwriter_t *w)
 {
     if (!w->has_file) {
         stor_status_t s = writer_spill(w);
@@ -207,7 +207,7 @@ stor_status_t writer_seal(lwriter_t *w)
         dir[5] = '\0';
         rc = fdatasync(w->fd);
         if (rc == 0)
-            rc = fsync_dirat(w->st->objfd, dir);
+            rc = local_fsync_dirat(w->st->objfd, dir);
     }
     if (close(w->fd) != 0 && rc == 0)
         rc = -1;
@@ -224,7 +224,7 @@ stor_status_t writer_seal(lwriter_t *w)
  * commit and frees it). STOR_ERR_NO_BUCKET when the bucket (bucket_id) is
  * gone: checked even when the key exists, since an object under this name
  * may belong to a bucket re-created since. */
-stor_status_t put_object(lstor_t *st, MDB_txn *txn, const char *bucket, uint64_t bucket_id,
+stor_status_t local_put_object(lstor_t *st, MDB_txn *txn, const char *bucket, uint64_t bucket_id,
                          const char *key, const buf_t *enc, stor_obj_rec_t *nrec,
                          const stor_precond_t *cond, stor_obj_rec_t *old, int *had_old,
                          int *touched)
@@ -235,11 +235,11 @@ stor_status_t put_object(lstor_t *st, MDB_txn *txn, const char *bucket, uint64_t
     *had_old = 0;
     if (!touched)
         touched = &ignored;
-    stor_status_t s = bucket_check_ver(st, txn, bucket, bucket_id, &versioning);
+    stor_status_t s = local_bucket_check_ver(st, txn, bucket, bucket_id, &versioning);
     if (s != STOR_OK)
         return s;
     stor_obj_rec_t cur;
-    s = obj_get(st, txn, bucket, key, &cur, &k, ikey);
+    s = local_obj_get(st, txn, bucket, key, &cur, &k, ikey);
     if (s == STOR_OK)
         had_cur = 1;
     else if (s != STOR_ERR_NO_KEY)
@@ -248,13 +248,13 @@ stor_status_t put_object(lstor_t *st, MDB_txn *txn, const char *bucket, uint64_t
         goto out;
     *touched = 1; /* the checks passed: the writes follow */
     if (versioning != STOR_VERSIONING_OFF) {
-        s = ver_push(st, txn, &k, key, versioning, &cur, had_cur, nrec, old, had_old);
+        s = local_ver_push(st, txn, &k, key, versioning, &cur, had_cur, nrec, old, had_old);
         goto out;
     }
     MDB_val v = {enc->len, enc->data};
     int rc = stor_wr_put(st, txn, st->db_objects, &k, &v, 0);
     if (rc) {
-        s = mdb_fail("object put", rc);
+        s = local_mdb_fail("object put", rc);
         goto out;
     }
     *old = cur;
@@ -266,7 +266,7 @@ out:
     return s;
 }
 
-/* A writer's commit as a change of a group (stor_group.c): put_object, its
+/* A writer's commit as a change of a group (stor_group.c): local_put_object, its
  * outputs reset first since a group may apply it again. */
 typedef struct put_change {
     lwriter_t *w;
@@ -283,7 +283,7 @@ static stor_status_t put_apply(lstor_t *st, MDB_txn *txn, void *arg, int *touche
     put_change_t *p = arg;
     if (p->had_old)
         stor_obj_rec_free(&p->old);
-    return put_object(st, txn, p->w->bucket, p->w->bucket_id, p->key, p->enc, p->nrec, p->cond,
+    return local_put_object(st, txn, p->w->bucket, p->w->bucket_id, p->key, p->enc, p->nrec, p->cond,
                       &p->old, &p->had_old, touched);
 }
 
@@ -306,9 +306,9 @@ stor_status_t local_writer_commit_if(stor_writer_t *w_, const char *key, stor_me
     /* Encoded before the write transaction: LMDB serializes writers, so
      * nothing that can run outside one should run inside. */
     if (inline_obj)
-        s = encode_put_inline(&b, key, meta, w->mem.data ? w->mem.data : "", w->size);
-    else if ((s = writer_seal(w)) == STOR_OK)
-        s = encode_put(&b, key, meta, w->id, w->size);
+        s = stor_encode_put_inline(&b, key, meta, w->mem.data ? w->mem.data : "", w->size);
+    else if ((s = local_writer_seal(w)) == STOR_OK)
+        s = stor_encode_put(&b, key, meta, w->id, w->size);
     if (s != STOR_OK)
         goto out;
     /* What b encodes, for a versioned bucket's commit to encode again. */
@@ -329,17 +329,17 @@ stor_status_t local_writer_commit_if(stor_writer_t *w_, const char *key, stor_me
     s = stor_group_commit(st, &c);
     meta->version = nrec.meta.version; /* set by a versioned commit */
     if (c.applied)
-        usage_change(st, 1 - (p.had_old && !p.old.meta.delete_marker),
+        local_usage_change(st, 1 - (p.had_old && !p.old.meta.delete_marker),
                      (int64_t)w->size - (p.had_old ? (int64_t)p.old.meta.size : 0));
     if (p.had_old) {
         if (s == STOR_OK && c.applied)
             for (uint32_t i = 0; i < p.old.n_segs; i++)
-                drop_file(st, p.old.segs[i].id);
+                local_drop_file(st, p.old.segs[i].id);
         stor_obj_rec_free(&p.old);
     }
 out:
     buf_free(&b);
-    writer_free(w, c.applied);
+    local_writer_free(w, c.applied);
     return s;
 }
 
@@ -353,7 +353,7 @@ static stor_status_t rec_read(lstor_t *st, const char *bucket, const char *key, 
                               stor_obj_rec_t *rec, uint8_t **body_p)
 {
     MDB_txn *txn;
-    stor_status_t s = rd_begin(st, &txn);
+    stor_status_t s = local_rd_begin(st, &txn);
     if (s != STOR_OK)
         return s;
     s = obj_lookup(st, txn, bucket, key, vid, rec);
@@ -443,7 +443,7 @@ stor_status_t local_reader_open_version(stor_t *st_, const char *bucket, const c
      * in between may unlink a file we are about to open (ENOENT): the index
      * then already points elsewhere, so look again. */
     for (int attempt = 0; attempt < OPEN_RETRIES; attempt++) {
-        uint64_t epoch = fdcache_epoch(st);
+        uint64_t epoch = local_fdcache_epoch(st);
         stor_obj_rec_t rec;
         uint8_t *body;
         stor_status_t s = rec_read(st, bucket, key, version_id, &rec, &body);
@@ -471,12 +471,12 @@ stor_status_t local_reader_open_version(stor_t *st_, const char *bucket, const c
         uint64_t off = 0;
         for (uint32_t i = 0; i < rec.n_segs; i++) {
             char path[STOR_PATH_LEN];
-            int fd = fdcache_get(st, rec.segs[i].id);
+            int fd = local_fdcache_get(st, rec.segs[i].id);
             if (fd < 0) {
                 stor_id_path(rec.segs[i].id, path);
                 fd = openat(st->objfd, path, O_RDONLY | O_CLOEXEC);
                 if (fd >= 0)
-                    fdcache_put(st, rec.segs[i].id, fd, epoch);
+                    local_fdcache_put(st, rec.segs[i].id, fd, epoch);
             }
             if (fd < 0) {
                 if (errno == ENOENT) {
@@ -633,9 +633,9 @@ static stor_status_t del_apply(lstor_t *st, MDB_txn *txn, void *arg, int *touche
     uint8_t ikey[STOR_IKEY_MAX];
     MDB_val k;
     del_reset(d);
-    stor_status_t s = bucket_check_ver(st, txn, d->bucket->name, d->bucket->id, &d->versioning);
+    stor_status_t s = local_bucket_check_ver(st, txn, d->bucket->name, d->bucket->id, &d->versioning);
     if (s == STOR_OK) {
-        s = obj_get(st, txn, d->bucket->name, key, &d->cur, &k, ikey);
+        s = local_obj_get(st, txn, d->bucket->name, key, &d->cur, &k, ikey);
         d->had_cur = s == STOR_OK;
         if (s == STOR_ERR_NO_KEY && (version_id || d->versioning != STOR_VERSIONING_OFF))
             s = STOR_OK;
@@ -647,19 +647,19 @@ static stor_status_t del_apply(lstor_t *st, MDB_txn *txn, void *arg, int *touche
     *touched = 1; /* the checks passed: the writes follow */
     if (version_id) {
         /* Exactly that version. */
-        s = ver_remove(st, txn, &k, key, version_id, &d->cur, d->had_cur, &d->old);
+        s = local_ver_remove(st, txn, &k, key, version_id, &d->cur, d->had_cur, &d->old);
         d->had_old = s == STOR_OK;
         if (s == STOR_ERR_NO_VERSION)
             *touched = 0; /* found absent before anything was written */
     } else if (d->versioning != STOR_VERSIONING_OFF) {
         /* A new delete marker on top. */
         if ((s = marker_new(&d->mk)) == STOR_OK)
-            s = ver_push(st, txn, &k, key, d->versioning, &d->cur, d->had_cur, &d->mk, &d->old,
+            s = local_ver_push(st, txn, &k, key, d->versioning, &d->cur, d->had_cur, &d->mk, &d->old,
                          &d->had_old);
     } else {
         int rc = stor_wr_del(st, txn, st->db_objects, &k, NULL);
         if (rc)
-            s = mdb_fail("object delete", rc);
+            s = local_mdb_fail("object delete", rc);
         d->old = d->cur;
         memset(&d->cur, 0, sizeof d->cur);
         d->had_cur = 0;
@@ -692,9 +692,9 @@ stor_status_t local_delete_version(stor_t *st_, const stor_bucket_t *bucket, con
         }
         if (d.had_old) {
             if (!d.old.meta.delete_marker)
-                usage_change(st, -1, -(int64_t)d.old.meta.size);
+                local_usage_change(st, -1, -(int64_t)d.old.meta.size);
             for (uint32_t i = 0; i < d.old.n_segs; i++)
-                drop_file(st, d.old.segs[i].id);
+                local_drop_file(st, d.old.segs[i].id);
         }
     }
     del_reset(&d);
@@ -706,7 +706,7 @@ stor_status_t local_object_change(stor_t *st_, const stor_bucket_t *bucket, cons
 {
     lstor_t *st = (lstor_t *)st_;
     MDB_txn *txn;
-    stor_status_t s = wr_begin(st, &txn);
+    stor_status_t s = local_wr_begin(st, &txn);
     if (s != STOR_OK)
         return s;
     stor_obj_rec_t rec;
@@ -718,17 +718,17 @@ stor_status_t local_object_change(stor_t *st_, const stor_bucket_t *bucket, cons
     if (vid && !stor_version_id_valid(vid))
         s = STOR_ERR_NO_VERSION;
     if (s == STOR_OK)
-        s = bucket_check(st, txn, bucket->name, bucket->id);
+        s = local_bucket_check(st, txn, bucket->name, bucket->id);
     if (s == STOR_OK)
-        s = obj_get(st, txn, bucket->name, key, &rec, &k, ikey);
+        s = local_obj_get(st, txn, bucket->name, key, &rec, &k, ikey);
     if (vid && (s == STOR_OK || s == STOR_ERR_NO_KEY) &&
         (s == STOR_ERR_NO_KEY || !stor_meta_is_version(&rec.meta, vid))) {
         /* Another version than the current object: in the versions table. */
         if (s == STOR_OK)
             stor_obj_rec_free(&rec);
-        s = ver_change(st, txn, &k, key, vid, change);
+        s = local_ver_change(st, txn, &k, key, vid, change);
         if (s == STOR_OK)
-            s = wr_commit(st, txn);
+            s = local_wr_commit(st, txn);
         else
             mdb_txn_abort(txn);
         return s;
@@ -739,16 +739,16 @@ stor_status_t local_object_change(stor_t *st_, const stor_bucket_t *bucket, cons
         have = 1;
         s = stor_meta_apply_change(&rec.meta, change);
         if (s == STOR_OK)
-            s = encode_object_rec(&b, key, &rec);
+            s = stor_encode_object_rec(&b, key, &rec);
     }
     if (s == STOR_OK) {
         MDB_val v = {b.len, b.data};
         int rc = stor_wr_put(st, txn, st->db_objects, &k, &v, 0);
         if (rc)
-            s = mdb_fail("object put", rc);
+            s = local_mdb_fail("object put", rc);
     }
     if (s == STOR_OK)
-        s = wr_commit(st, txn);
+        s = local_wr_commit(st, txn);
     else
         mdb_txn_abort(txn);
     buf_free(&b);

@@ -13,7 +13,7 @@
 #include "common/s3r_limits.h"
 #include "storage/stor_record.h"
 
-stor_status_t encode_object(buf_t *b, const char *key, const stor_meta_t *m, const stor_seg_t *segs,
+stor_status_t stor_encode_object(buf_t *b, const char *key, const stor_meta_t *m, const stor_seg_t *segs,
                             uint32_t n_segs)
 {
     buf_init(b, (size_t)-1 / 2);
@@ -22,7 +22,7 @@ stor_status_t encode_object(buf_t *b, const char *key, const stor_meta_t *m, con
     return b->len > STOR_REC_MAX ? STOR_ERR_TOO_LARGE : STOR_OK;
 }
 
-stor_status_t encode_put(buf_t *b, const char *key, stor_meta_t *meta,
+stor_status_t stor_encode_put(buf_t *b, const char *key, stor_meta_t *meta,
                          const uint8_t id[STOR_ID_LEN], uint64_t size)
 {
     meta->size = size;
@@ -33,10 +33,10 @@ stor_status_t encode_put(buf_t *b, const char *key, stor_meta_t *meta,
     stor_seg_t seg;
     memcpy(seg.id, id, STOR_ID_LEN);
     seg.size = size;
-    return encode_object(b, key, &m, &seg, 1);
+    return stor_encode_object(b, key, &m, &seg, 1);
 }
 
-stor_status_t encode_put_inline(buf_t *b, const char *key, stor_meta_t *meta, const void *body,
+stor_status_t stor_encode_put_inline(buf_t *b, const char *key, stor_meta_t *meta, const void *body,
                                 uint64_t size)
 {
     meta->size = size;
@@ -50,10 +50,10 @@ stor_status_t encode_put_inline(buf_t *b, const char *key, stor_meta_t *meta, co
     return b->len > STOR_REC_MAX ? STOR_ERR_TOO_LARGE : STOR_OK;
 }
 
-stor_status_t encode_object_rec(buf_t *b, const char *key, const stor_obj_rec_t *rec)
+stor_status_t stor_encode_object_rec(buf_t *b, const char *key, const stor_obj_rec_t *rec)
 {
     if (!rec->body)
-        return encode_object(b, key, &rec->meta, rec->segs, rec->n_segs);
+        return stor_encode_object(b, key, &rec->meta, rec->segs, rec->n_segs);
     buf_init(b, (size_t)-1 / 2);
     if (stor_rec_encode_object_inline(b, key, strlen(key), &rec->meta, rec->body) != 0)
         return STOR_ERR_NOMEM;

@@ -47,7 +47,7 @@ static int collect_ids(lstor_t *st, idset_t *set)
     MDB_cursor *cur = NULL;
     MDB_val k, v;
     int ok = -1, rc;
-    if (rd_begin(st, &txn) != STOR_OK)
+    if (local_rd_begin(st, &txn) != STOR_OK)
         return -1;
     /* Current objects, then the other versions (noncurrent objects and
      * delete markers, which have no bytes and do not count as objects). */
@@ -61,7 +61,7 @@ static int collect_ids(lstor_t *st, idset_t *set)
             if (stor_rec_decode_object(v.mv_data, v.mv_size, &rec) != STOR_OK)
                 goto out;
             if (!rec.meta.delete_marker)
-                usage_change(st, 1, (int64_t)rec.meta.size);
+                local_usage_change(st, 1, (int64_t)rec.meta.size);
             for (uint32_t i = 0; i < rec.n_segs; i++)
                 if (idset_add(set, rec.segs[i].id) != 0) {
                     stor_obj_rec_free(&rec);
@@ -110,7 +110,7 @@ static size_t sweep_shard(int fd, const idset_t *set)
             (de->d_name[1] == '\0' || (de->d_name[1] == '.' && de->d_name[2] == '\0')))
             continue;
         uint8_t id[STOR_ID_LEN];
-        int keep = is_hex(de->d_name, 2 * STOR_ID_LEN) &&
+        int keep = local_is_hex(de->d_name, 2 * STOR_ID_LEN) &&
                    hash_hex_decode(de->d_name, 2 * STOR_ID_LEN, id, STOR_ID_LEN) == 0 &&
                    set->n && /* no referenced file: ids is NULL, which bsearch may not take */
                    bsearch(id, set->ids, set->n, STOR_ID_LEN, cmp_id) != NULL;
@@ -128,7 +128,7 @@ static size_t sweep_shard(int fd, const idset_t *set)
 /* Walks objects/ab/cd/, deleting the files the index does not reference.
  * The index must be durable first (stor_open syncs it): a file dropped by a
  * commit that is not, is still referenced by the index on disk. */
-void sweep_orphans(lstor_t *st)
+void local_sweep_orphans(lstor_t *st)
 {
     idset_t set = {0};
     if (collect_ids(st, &set) != 0) {
@@ -151,7 +151,7 @@ void sweep_orphans(lstor_t *st)
     struct dirent *e1;
     while ((e1 = readdir(d1)) != NULL) {
         uint8_t b[2];
-        if (!is_hex(e1->d_name, 2) || hash_hex_decode(e1->d_name, 2, b, 1) != 0)
+        if (!local_is_hex(e1->d_name, 2) || hash_hex_decode(e1->d_name, 2, b, 1) != 0)
             continue;
         int fd2 = openat(st->objfd, e1->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd2 < 0)
@@ -163,7 +163,7 @@ void sweep_orphans(lstor_t *st)
         }
         struct dirent *e2;
         while ((e2 = readdir(d2)) != NULL) {
-            if (!is_hex(e2->d_name, 2) || hash_hex_decode(e2->d_name, 2, b + 1, 1) != 0)
+            if (!local_is_hex(e2->d_name, 2) || hash_hex_decode(e2->d_name, 2, b + 1, 1) != 0)
                 continue;
             int fd3 = openat(fd2, e2->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
             if (fd3 >= 0)

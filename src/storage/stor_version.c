@@ -67,7 +67,7 @@ static int ver_first(MDB_cursor *c, const MDB_val *ik, MDB_val *k, MDB_val *v)
     if (rc == MDB_NOTFOUND)
         return 0;
     if (rc) {
-        mdb_fail("version lookup", rc);
+        local_mdb_fail("version lookup", rc);
         return -1;
     }
     return vkey_of(k, ik);
@@ -79,7 +79,7 @@ static int meta_is_null(const stor_meta_t *m)
 }
 
 /* Decodes a version record of key (checked: a hash collision between long
- * keys is an error, as in obj_get). */
+ * keys is an error, as in local_obj_get). */
 static stor_status_t ver_decode(const MDB_val *v, const char *key, stor_obj_rec_t *rec)
 {
     const char *rkey;
@@ -111,7 +111,7 @@ static stor_status_t ver_find(lstor_t *st, MDB_txn *txn, const MDB_val *ik, cons
         if (rc == MDB_NOTFOUND)
             return STOR_ERR_NO_VERSION;
         if (rc)
-            return mdb_fail("version lookup", rc);
+            return local_mdb_fail("version lookup", rc);
         stor_status_t s = ver_decode(&v, key, rec);
         if (s == STOR_OK && !stor_meta_is_version(&rec->meta, vid)) {
             stor_obj_rec_free(rec);
@@ -122,7 +122,7 @@ static stor_status_t ver_find(lstor_t *st, MDB_txn *txn, const MDB_val *ik, cons
     MDB_cursor *c;
     int rc = mdb_cursor_open(txn, st->db_versions, &c);
     if (rc)
-        return mdb_fail("cursor", rc);
+        return local_mdb_fail("cursor", rc);
     MDB_val k, v;
     stor_status_t s = STOR_ERR_NO_VERSION;
     for (int r = ver_first(c, ik, &k, &v); r != 0; r = vkey_of(&k, ik)) {
@@ -147,7 +147,7 @@ static stor_status_t ver_find(lstor_t *st, MDB_txn *txn, const MDB_val *ik, cons
         if (rc == MDB_NOTFOUND)
             break;
         if (rc) {
-            s = mdb_fail("version scan", rc);
+            s = local_mdb_fail("version scan", rc);
             break;
         }
     }
@@ -157,14 +157,14 @@ static stor_status_t ver_find(lstor_t *st, MDB_txn *txn, const MDB_val *ik, cons
 
 /* ==== Lookups ============================================================ */
 
-stor_status_t ver_lookup(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key,
+stor_status_t local_ver_lookup(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key,
                          const char *vid, stor_obj_rec_t *rec)
 {
     if (!vid) {
         MDB_cursor *c;
         int rc = mdb_cursor_open(txn, st->db_versions, &c);
         if (rc)
-            return mdb_fail("cursor", rc);
+            return local_mdb_fail("cursor", rc);
         MDB_val k, v;
         int r = ver_first(c, ik, &k, &v);
         stor_status_t s = r < 0 ? STOR_ERR_IO : r == 0 ? STOR_ERR_NO_KEY : ver_decode(&v, key, rec);
@@ -186,7 +186,7 @@ static stor_status_t val_copy(MDB_txn *txn, MDB_dbi db, const MDB_val *k, buf_t 
     buf_init(b, (size_t)-1 / 2);
     int rc = mdb_get(txn, db, (MDB_val *)k, &v);
     if (rc)
-        return mdb_fail("record copy", rc);
+        return local_mdb_fail("record copy", rc);
     return buf_append(b, v.mv_data, v.mv_size) == 0 ? STOR_OK : STOR_ERR_NOMEM;
 }
 
@@ -202,7 +202,7 @@ static stor_status_t rec_move(lstor_t *st, MDB_txn *txn, MDB_dbi from, const MDB
         if (!rc)
             rc = stor_wr_put(st, txn, to, (MDB_val *)nk, &v, 0);
         if (rc)
-            s = mdb_fail("version move", rc);
+            s = local_mdb_fail("version move", rc);
     }
     buf_free(&b);
     return s;
@@ -225,7 +225,7 @@ static int newest_seq(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const stor_o
     return r < 0 ? -1 : 0;
 }
 
-stor_status_t ver_push(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key, int state,
+stor_status_t local_ver_push(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key, int state,
                        stor_obj_rec_t *cur, int had_cur, stor_obj_rec_t *nrec, stor_obj_rec_t *old,
                        int *had_old)
 {
@@ -259,7 +259,7 @@ stor_status_t ver_push(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char 
         if (marker) {
             int rc = stor_wr_del(st, txn, st->db_objects, (MDB_val *)ik, NULL);
             if (rc)
-                return mdb_fail("object delete", rc);
+                return local_mdb_fail("object delete", rc);
         }
         *old = *cur;
         memset(cur, 0, sizeof *cur);
@@ -277,7 +277,7 @@ stor_status_t ver_push(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char 
                 *had_old = 1;
                 int rc = stor_wr_del(st, txn, st->db_versions, &vk, NULL);
                 if (rc)
-                    return mdb_fail("version delete", rc);
+                    return local_mdb_fail("version delete", rc);
             } else if (s != STOR_ERR_NO_VERSION) {
                 return s;
             }
@@ -289,7 +289,7 @@ stor_status_t ver_push(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char 
      * LMDB's writer lock (microseconds; unversioned commits encode
      * outside it). */
     buf_t b;
-    if ((s = encode_object_rec(&b, key, nrec)) == STOR_OK) {
+    if ((s = stor_encode_object_rec(&b, key, nrec)) == STOR_OK) {
         MDB_val v = {b.len, b.data};
         int rc;
         if (marker) {
@@ -300,13 +300,13 @@ stor_status_t ver_push(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char 
             rc = stor_wr_put(st, txn, st->db_objects, (MDB_val *)ik, &v, 0);
         }
         if (rc)
-            s = mdb_fail("version put", rc);
+            s = local_mdb_fail("version put", rc);
     }
     buf_free(&b);
     return s;
 }
 
-stor_status_t ver_change(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key,
+stor_status_t local_ver_change(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key,
                          const char *vid, const stor_obj_change_t *change)
 {
     uint8_t vkbuf[VKEY_MAX];
@@ -322,12 +322,12 @@ stor_status_t ver_change(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const cha
     /* Encoded before the put: an inline body points into txn's pages. */
     buf_t b = {0};
     if (s == STOR_OK)
-        s = encode_object_rec(&b, key, &rec);
+        s = stor_encode_object_rec(&b, key, &rec);
     if (s == STOR_OK) {
         MDB_val v = {b.len, b.data};
         int rc = stor_wr_put(st, txn, st->db_versions, &vk, &v, 0);
         if (rc)
-            s = mdb_fail("version put", rc);
+            s = local_mdb_fail("version put", rc);
     }
     buf_free(&b);
     stor_obj_rec_free(&rec);
@@ -341,7 +341,7 @@ static stor_status_t promote(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const
     MDB_cursor *c;
     int rc = mdb_cursor_open(txn, st->db_versions, &c);
     if (rc)
-        return mdb_fail("cursor", rc);
+        return local_mdb_fail("cursor", rc);
     MDB_val k, v;
     int r = ver_first(c, ik, &k, &v);
     stor_status_t s = r < 0 ? STOR_ERR_IO : STOR_OK;
@@ -365,13 +365,13 @@ static stor_status_t promote(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const
     return s;
 }
 
-stor_status_t ver_remove(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key,
+stor_status_t local_ver_remove(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key,
                          const char *vid, stor_obj_rec_t *cur, int had_cur, stor_obj_rec_t *old)
 {
     if (had_cur && stor_meta_is_version(&cur->meta, vid)) {
         int rc = stor_wr_del(st, txn, st->db_objects, (MDB_val *)ik, NULL);
         if (rc)
-            return mdb_fail("object delete", rc);
+            return local_mdb_fail("object delete", rc);
         *old = *cur;
         memset(cur, 0, sizeof *cur);
         stor_status_t s = promote(st, txn, ik, key);
@@ -390,7 +390,7 @@ stor_status_t ver_remove(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const cha
         MDB_cursor *c;
         int rc = mdb_cursor_open(txn, st->db_versions, &c);
         if (rc)
-            s = mdb_fail("cursor", rc);
+            s = local_mdb_fail("cursor", rc);
         else {
             MDB_val k, v;
             int r = ver_first(c, ik, &k, &v);
@@ -403,7 +403,7 @@ stor_status_t ver_remove(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const cha
     if (s == STOR_OK) {
         int rc = stor_wr_del(st, txn, st->db_versions, &vk, NULL);
         if (rc)
-            s = mdb_fail("version delete", rc);
+            s = local_mdb_fail("version delete", rc);
     }
     if (s == STOR_OK && latest)
         s = promote(st, txn, ik, key);
@@ -481,7 +481,7 @@ static int side_peek(viter_t *it, vside_t *sd)
         return 0;
     }
     if (rc) {
-        mdb_fail("version list", rc);
+        local_mdb_fail("version list", rc);
         return -1;
     }
     sd->has = 1;
@@ -505,15 +505,15 @@ stor_status_t local_iter_open_versions(stor_t *st_, const char *bucket, const ch
     stor_status_t s = STOR_ERR_NOMEM;
     if (!it->prefix)
         goto fail;
-    if ((s = rd_begin(st, &it->txn)) != STOR_OK)
+    if ((s = local_rd_begin(st, &it->txn)) != STOR_OK)
         goto fail;
-    if ((s = bucket_exists(st, it->txn, bucket)) != STOR_OK)
+    if ((s = local_bucket_exists(st, it->txn, bucket)) != STOR_OK)
         goto fail;
     int rc = mdb_cursor_open(it->txn, st->db_objects, &it->obj.cur);
     if (!rc)
         rc = mdb_cursor_open(it->txn, st->db_versions, &it->ver.cur);
     if (rc) {
-        s = mdb_fail("cursor", rc);
+        s = local_mdb_fail("cursor", rc);
         goto fail;
     }
     it->blen = strlen(bucket);
@@ -536,11 +536,11 @@ stor_status_t local_iter_open_versions(stor_t *st_, const char *bucket, const ch
     *out_p = &it->base;
     return STOR_OK;
 fail:
-    viter_close(&it->base);
+    local_viter_close(&it->base);
     return s;
 }
 
-void viter_seek(stor_iter_t *it_, const char *key, size_t key_len)
+void local_viter_seek(stor_iter_t *it_, const char *key, size_t key_len)
 {
     viter_t *it = (viter_t *)it_;
     if (it->failed)
@@ -583,7 +583,7 @@ static int viter_filter(const viter_t *it, const uint8_t *rest, size_t rlen, con
     return 1;
 }
 
-int viter_next(stor_iter_t *it_, const char **key_p, size_t *key_len_p, stor_meta_t *meta_p,
+int local_viter_next(stor_iter_t *it_, const char **key_p, size_t *key_len_p, stor_meta_t *meta_p,
                int *is_latest_p)
 {
     viter_t *it = (viter_t *)it_;
@@ -650,7 +650,7 @@ int viter_next(stor_iter_t *it_, const char **key_p, size_t *key_len_p, stor_met
     }
 }
 
-void viter_close(stor_iter_t *it_)
+void local_viter_close(stor_iter_t *it_)
 {
     viter_t *it = (viter_t *)it_;
     if (!it)

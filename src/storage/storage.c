@@ -29,7 +29,7 @@
 
 /* ==== Small helpers ====================================================== */
 
-stor_status_t mdb_fail(const char *what, int rc)
+stor_status_t local_mdb_fail(const char *what, int rc)
 {
     log_error("storage: %s: %s", what, mdb_strerror(rc));
     return STOR_ERR_IO;
@@ -39,11 +39,11 @@ stor_status_t mdb_fail(const char *what, int rc)
  * delete, a replaced or unused part): unlink it once that commit is durable.
  * In fsync mode it already is. In relaxed mode it is not until a sync point,
  * and until then the index on disk may still point at the file. */
-void drop_file(lstor_t *st, const uint8_t id[STOR_ID_LEN])
+void local_drop_file(lstor_t *st, const uint8_t id[STOR_ID_LEN])
 {
-    fdcache_forget(st, id);
+    local_fdcache_forget(st, id);
     if (st->durability == STOR_DURABILITY_RELAXED) {
-        syncer_drop_file(st->syncer, id);
+        local_syncer_drop_file(st->syncer, id);
         return;
     }
     char path[STOR_PATH_LEN];
@@ -57,13 +57,13 @@ void drop_file(lstor_t *st, const uint8_t id[STOR_ID_LEN])
  * holds a commit whose file it does not know of). In fsync mode the file and
  * its entry were synced before; relaxed mode owes them to the next sync
  * point. */
-void new_file(lstor_t *st, const uint8_t id[STOR_ID_LEN])
+void local_new_file(lstor_t *st, const uint8_t id[STOR_ID_LEN])
 {
     if (st->durability == STOR_DURABILITY_RELAXED)
-        syncer_new_file(st->syncer, id);
+        local_syncer_new_file(st->syncer, id);
 }
 
-int fsync_dirat(int dirfd, const char *path)
+int local_fsync_dirat(int dirfd, const char *path)
 {
     int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
@@ -109,7 +109,7 @@ static int ensure_shard(lstor_t *st, const uint8_t id[STOR_ID_LEN])
         if (mkdirat(st->objfd, path, 0755) != 0 && errno != EEXIST)
             goto fail;
         if (st->durability == STOR_DURABILITY_RELAXED)
-            syncer_new_dir(st->syncer, SYNCER_DIR_ROOT);
+            local_syncer_new_dir(st->syncer, SYNCER_DIR_ROOT);
         else if (fsync(st->objfd) != 0)
             goto fail;
         dir_known_set(st, l1);
@@ -120,8 +120,8 @@ static int ensure_shard(lstor_t *st, const uint8_t id[STOR_ID_LEN])
         goto fail;
     path[2] = '\0';
     if (st->durability == STOR_DURABILITY_RELAXED)
-        syncer_new_dir(st->syncer, SYNCER_DIR_L1(id[0]));
-    else if (fsync_dirat(st->objfd, path) != 0)
+        local_syncer_new_dir(st->syncer, SYNCER_DIR_L1(id[0]));
+    else if (local_fsync_dirat(st->objfd, path) != 0)
         goto fail;
     dir_known_set(st, l2);
     return 0;
@@ -156,23 +156,23 @@ int local_file_id_new(lstor_t *st, uint8_t id[STOR_ID_LEN])
     return ensure_shard(st, id);
 }
 
-int valid_bucket(const char *bucket)
+int local_valid_bucket(const char *bucket)
 {
     size_t n = strnlen(bucket, STOR_BUCKET_MAX + 1);
     return n > 0 && n <= STOR_BUCKET_MAX;
 }
 
 /* STOR_OK if the bucket exists, as seen by txn. */
-stor_status_t bucket_exists(lstor_t *st, MDB_txn *txn, const char *bucket)
+stor_status_t local_bucket_exists(lstor_t *st, MDB_txn *txn, const char *bucket)
 {
-    if (!valid_bucket(bucket))
+    if (!local_valid_bucket(bucket))
         return STOR_ERR_NO_BUCKET;
     MDB_val k = {strlen(bucket), (void *)bucket}, v;
     int rc = mdb_get(txn, st->db_buckets, &k, &v);
     if (rc == MDB_NOTFOUND)
         return STOR_ERR_NO_BUCKET;
     if (rc)
-        return mdb_fail("bucket lookup", rc);
+        return local_mdb_fail("bucket lookup", rc);
     return STOR_OK;
 }
 
@@ -182,23 +182,23 @@ stor_status_t bucket_exists(lstor_t *st, MDB_txn *txn, const char *bucket)
  * STOR_ERR_NO_BUCKET, the bucket the request was for no longer exists. Every
  * change to a bucket's contents calls this inside its write transaction, so
  * the check and the change are one atomic step. */
-stor_status_t bucket_check(lstor_t *st, MDB_txn *txn, const char *name, uint64_t id)
+stor_status_t local_bucket_check(lstor_t *st, MDB_txn *txn, const char *name, uint64_t id)
 {
     int versioning;
-    return bucket_check_ver(st, txn, name, id, &versioning);
+    return local_bucket_check_ver(st, txn, name, id, &versioning);
 }
 
-stor_status_t bucket_check_ver(lstor_t *st, MDB_txn *txn, const char *name, uint64_t id,
+stor_status_t local_bucket_check_ver(lstor_t *st, MDB_txn *txn, const char *name, uint64_t id,
                                int *versioning_p)
 {
-    if (!valid_bucket(name))
+    if (!local_valid_bucket(name))
         return STOR_ERR_NO_BUCKET;
     MDB_val k = {strlen(name), (void *)name}, v;
     int rc = mdb_get(txn, st->db_buckets, &k, &v);
     if (rc == MDB_NOTFOUND)
         return STOR_ERR_NO_BUCKET;
     if (rc)
-        return mdb_fail("bucket lookup", rc);
+        return local_mdb_fail("bucket lookup", rc);
     stor_bucket_t b;
     if (stor_rec_decode_bucket(v.mv_data, v.mv_size, &b) != STOR_OK) {
         log_error("storage: corrupt bucket record %s", name);
@@ -208,16 +208,16 @@ stor_status_t bucket_check_ver(lstor_t *st, MDB_txn *txn, const char *name, uint
     return b.id == id ? STOR_OK : STOR_ERR_NO_BUCKET;
 }
 
-stor_status_t rd_begin(lstor_t *st, MDB_txn **txn_p)
+stor_status_t local_rd_begin(lstor_t *st, MDB_txn **txn_p)
 {
     int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, txn_p);
-    return rc ? mdb_fail("read txn", rc) : STOR_OK;
+    return rc ? local_mdb_fail("read txn", rc) : STOR_OK;
 }
 
-stor_status_t wr_begin(lstor_t *st, MDB_txn **txn_p)
+stor_status_t local_wr_begin(lstor_t *st, MDB_txn **txn_p)
 {
     int rc = mdb_txn_begin(st->env, NULL, 0, txn_p);
-    return rc ? mdb_fail("write txn", rc) : STOR_OK;
+    return rc ? local_mdb_fail("write txn", rc) : STOR_OK;
 }
 
 /* The operation is recorded before it is made: a key or value may point
@@ -258,12 +258,12 @@ stor_status_t stor_wr_commit_only(lstor_t *st, MDB_txn *txn, uint64_t *txnid_p)
         stor_unlogged(st, *txnid_p);
     int rc = mdb_txn_commit(txn);
     if (rc)
-        return mdb_fail("commit", rc);
+        return local_mdb_fail("commit", rc);
     /* Relaxed: in the page cache is enough; the next sync point owes it.
      * Fsync, logged: durable through the log, but a sync point is owed to
      * bound the log and the index's growth (a restore point pins pages). */
     if (st->durability == STOR_DURABILITY_RELAXED || logged)
-        syncer_committed(st->syncer);
+        local_syncer_committed(st->syncer);
     return STOR_OK;
 }
 
@@ -273,10 +273,10 @@ stor_status_t stor_wr_durable(lstor_t *st, uint64_t txnid)
      * shared with the commits of other threads (group commit). */
     if (st->durability == STOR_DURABILITY_RELAXED)
         return STOR_OK;
-    return syncer_wait_durable(st->syncer, txnid) == 0 ? STOR_OK : STOR_ERR_IO;
+    return local_syncer_wait_durable(st->syncer, txnid) == 0 ? STOR_OK : STOR_ERR_IO;
 }
 
-stor_status_t wr_commit_applied(lstor_t *st, MDB_txn *txn, int *applied_p)
+stor_status_t local_wr_commit_applied(lstor_t *st, MDB_txn *txn, int *applied_p)
 {
     uint64_t id;
     stor_status_t s = stor_wr_commit_only(st, txn, &id);
@@ -284,13 +284,13 @@ stor_status_t wr_commit_applied(lstor_t *st, MDB_txn *txn, int *applied_p)
     return s == STOR_OK ? stor_wr_durable(st, id) : s;
 }
 
-stor_status_t wr_commit(lstor_t *st, MDB_txn *txn)
+stor_status_t local_wr_commit(lstor_t *st, MDB_txn *txn)
 {
     int applied;
-    return wr_commit_applied(st, txn, &applied);
+    return local_wr_commit_applied(st, txn, &applied);
 }
 
-int is_hex(const char *s, size_t n)
+int local_is_hex(const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
@@ -309,7 +309,7 @@ int is_hex(const char *s, size_t n)
  * mode a PUT's or DELETE's group is durable before it returns through its
  * record in the commit log (wal.h), and any other commit waits for a sync
  * point, shared by the commits that wait for it together
- * (syncer_wait_durable).
+ * (local_syncer_wait_durable).
  *
  * Relaxed mode maps the index writable (MDB_WRITEMAP): a commit writes its
  * pages straight into the shared map (the page cache) instead of copying
@@ -328,7 +328,7 @@ static stor_status_t index_open(lstor_t *st, const char *path)
     unsigned flags[2] = {MDB_NOTLS | MDB_NOSYNC | MDB_WRITEMAP, MDB_NOTLS | MDB_NOSYNC};
     for (int i = st->durability == STOR_DURABILITY_RELAXED ? 0 : 1; i < 2; i++) {
         if ((rc = mdb_env_create(&st->env)) != 0)
-            return mdb_fail("env create", rc);
+            return local_mdb_fail("env create", rc);
         mdb_env_set_mapsize(st->env, MAP_SIZE);
         mdb_env_set_maxdbs(st->env, 8);
         mdb_env_set_maxreaders(st->env, MAX_READERS);
@@ -341,7 +341,7 @@ static stor_status_t index_open(lstor_t *st, const char *path)
                      "their pages instead",
                      path, mdb_strerror(rc));
     }
-    return mdb_fail("env open", rc);
+    return local_mdb_fail("env open", rc);
 }
 
 /* 1 if it made the directory, 0 if it was there, -1 on error. */
@@ -363,7 +363,7 @@ static int fsync_parent(const char *path)
         p[--n] = '\0';
     char *slash = strrchr(p, '/');
     const char *parent = !slash ? "." : slash == p ? "/" : (*slash = '\0', p);
-    int rc = fsync_dirat(AT_FDCWD, parent);
+    int rc = local_fsync_dirat(AT_FDCWD, parent);
     free(p);
     return rc;
 }
@@ -410,7 +410,7 @@ static const stor_ops_t local_ops = {
     .reader_open_version = local_reader_open_version,
     .delete_version = local_delete_version,
     .iter_open_versions = local_iter_open_versions,
-    .iter_next_version = viter_next,
+    .iter_next_version = local_viter_next,
 };
 
 stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **out_p)
@@ -422,7 +422,7 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
     st->objfd = st->lockfd = -1;
     st->durability = durability;
     st->inline_max = S3R_INLINE_MAX_DEFAULT;
-    fdcache_init(st);
+    local_fdcache_init(st);
     pthread_mutex_init(&st->group_lock, NULL);
 
     size_t n = strlen(dir) + 32;
@@ -459,7 +459,7 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
      * if we made it, of dir (in its parent) are durable before anything
      * relies on them. Both modes, once per open: losing one to a power loss
      * would lose the whole index (and then the sweep the objects). */
-    if (fsync_dirat(AT_FDCWD, root) != 0 || fsync_dirat(AT_FDCWD, dir) != 0 ||
+    if (local_fsync_dirat(AT_FDCWD, root) != 0 || local_fsync_dirat(AT_FDCWD, dir) != 0 ||
         (made_dir && fsync_parent(dir) != 0)) {
         log_error("storage: fsync %s and its parents: %s", root, strerror(errno));
         goto fail;
@@ -468,7 +468,7 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
     /* An index a power loss may have torn (relaxed mode's commits since its
      * last restore point) goes back to that restore point first. */
     if ((indexfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-        restore_recover(indexfd) < 0) {
+        local_restore_recover(indexfd) < 0) {
         log_error("storage: %s: cannot check the index against its restore point", path);
         goto fail;
     }
@@ -476,7 +476,7 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
         goto fail;
     s = STOR_ERR_IO;
     /* data.mdb and lock.mdb, which mdb_env_open may just have made. */
-    if (fsync_dirat(AT_FDCWD, path) != 0) {
+    if (local_fsync_dirat(AT_FDCWD, path) != 0) {
         log_error("storage: fsync %s: %s", path, strerror(errno));
         goto fail;
     }
@@ -503,17 +503,17 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
             0) {
         if (txn)
             mdb_txn_abort(txn);
-        s = mdb_fail("open tables", rc);
+        s = local_mdb_fail("open tables", rc);
         goto fail;
     }
     /* A data directory from before the uploads' key index gets it now. */
-    if ((s = mpu_index_build(st, txn)) != STOR_OK) {
+    if ((s = local_mpu_index_build(st, txn)) != STOR_OK) {
         mdb_txn_abort(txn);
         goto fail;
     }
     /* mdb_txn_commit frees the transaction even when it fails. */
     if ((rc = mdb_txn_commit(txn)) != 0) {
-        s = mdb_fail("open tables", rc);
+        s = local_mdb_fail("open tables", rc);
         goto fail;
     }
     /* Fsync mode's logged commits the index lost with the OS (before the
@@ -530,10 +530,10 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
      * left commits that dropped files not yet on disk), and before this one
      * builds on it. */
     if ((rc = mdb_env_sync(st->env, 1)) != 0) {
-        s = mdb_fail("index sync", rc);
+        s = local_mdb_fail("index sync", rc);
         goto fail;
     }
-    sweep_orphans(st);
+    local_sweep_orphans(st);
     /* The object files an earlier process wrote: one that died in relaxed
      * mode (kill -9, same boot) left them to the kernel's writeback, and the
      * index now durably points at them. */
@@ -543,7 +543,7 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
     }
     /* Both modes run the timer: fsync mode's logged commits owe a sync
      * point too (it bounds the log). */
-    if (!(st->syncer = syncer_start(st->env, st->objfd, indexfd, stor_sync_interval_ms)))
+    if (!(st->syncer = local_syncer_start(st->env, st->objfd, indexfd, stor_sync_interval_ms)))
         goto fail;
     /* A restore point now covers every record of the log: fsync mode starts
      * it over, relaxed mode removes it (its records must never be applied
@@ -573,7 +573,7 @@ void local_usage(stor_t *st_, uint64_t *objects_p, uint64_t *bytes_p)
     *bytes_p = atomic_load(&st->n_bytes);
 }
 
-void usage_change(lstor_t *st, int64_t objects, int64_t bytes)
+void local_usage_change(lstor_t *st, int64_t objects, int64_t bytes)
 {
     atomic_fetch_add(&st->n_objects, (uint64_t)objects);
     atomic_fetch_add(&st->n_bytes, (uint64_t)bytes);
@@ -600,7 +600,7 @@ void local_close(stor_t *st_)
         return;
     /* A last sync point: in relaxed mode everything acknowledged becomes
      * durable and the dropped files go (in fsync mode it already was). */
-    syncer_stop(st->syncer);
+    local_syncer_stop(st->syncer);
     stor_wal_close(st->wal);
     if (st->env)
         mdb_env_close(st->env);
@@ -608,7 +608,7 @@ void local_close(stor_t *st_)
         close(st->objfd);
     if (st->lockfd >= 0)
         close(st->lockfd);
-    fdcache_free(st);
+    local_fdcache_free(st);
     pthread_mutex_destroy(&st->group_lock);
     free(st);
 }
@@ -616,5 +616,5 @@ void local_close(stor_t *st_)
 stor_status_t local_sync(stor_t *st_)
 {
     lstor_t *st = (lstor_t *)st_;
-    return syncer_sync(st->syncer) == 0 ? STOR_OK : STOR_ERR_IO;
+    return local_syncer_sync(st->syncer) == 0 ? STOR_OK : STOR_ERR_IO;
 }

@@ -70,7 +70,7 @@ static int idvec_push(idvec_t *v, const uint8_t *id)
     return 0;
 }
 
-void syncer_committed(syncer_t *s)
+void local_syncer_committed(syncer_t *s)
 {
     pthread_mutex_lock(&s->lock);
     if (++s->committed == WAKE_COMMITS)
@@ -78,7 +78,7 @@ void syncer_committed(syncer_t *s)
     pthread_mutex_unlock(&s->lock);
 }
 
-void syncer_new_file(syncer_t *s, const uint8_t id[STOR_ID_LEN])
+void local_syncer_new_file(syncer_t *s, const uint8_t id[STOR_ID_LEN])
 {
     pthread_mutex_lock(&s->lock);
     if (idvec_push(&s->files, id) != 0)
@@ -88,7 +88,7 @@ void syncer_new_file(syncer_t *s, const uint8_t id[STOR_ID_LEN])
     pthread_mutex_unlock(&s->lock);
 }
 
-void syncer_new_dir(syncer_t *s, unsigned dir)
+void local_syncer_new_dir(syncer_t *s, unsigned dir)
 {
     pthread_mutex_lock(&s->lock);
     s->dirs[dir / 8] |= (uint8_t)(1u << (dir % 8));
@@ -96,7 +96,7 @@ void syncer_new_dir(syncer_t *s, unsigned dir)
     pthread_mutex_unlock(&s->lock);
 }
 
-void syncer_drop_file(syncer_t *s, const uint8_t id[STOR_ID_LEN])
+void local_syncer_drop_file(syncer_t *s, const uint8_t id[STOR_ID_LEN])
 {
     pthread_mutex_lock(&s->lock);
     /* Out of memory: the file stays (never unlinked early); the orphan sweep
@@ -143,7 +143,7 @@ static void give_back(syncer_t *s, const idvec_t *files, const idvec_t *drops)
     pthread_mutex_lock(&s->lock);
     for (size_t i = 0; i < files->n; i++)
         if (idvec_push(&s->files, files->ids + i * STOR_ID_LEN) != 0)
-            break; /* left to the kernel's writeback, as in syncer_new_file */
+            break; /* left to the kernel's writeback, as in local_syncer_new_file */
     for (size_t i = 0; i < drops->n; i++)
         if (idvec_push(&s->drops, drops->ids + i * STOR_ID_LEN) != 0)
             break; /* left for the next open's sweep */
@@ -235,7 +235,7 @@ static int sync_point(syncer_t *s)
     }
     /* 4. S becomes the restore point; only then may the previous one's pages
      * be reused. */
-    if (!fail && restore_save(s->restore, txnid, s->metas, s->psize) != 0)
+    if (!fail && local_restore_save(s->restore, txnid, s->metas, s->psize) != 0)
         fail = 1;
     if (fail) {
         mdb_txn_abort(pin);
@@ -283,12 +283,12 @@ static void *syncer_main(void *arg)
     return NULL;
 }
 
-/* Frees what syncer_start made (not the thread). */
+/* Frees what local_syncer_start made (not the thread). */
 static void syncer_free(syncer_t *s)
 {
     if (s->pin)
         mdb_txn_abort(s->pin);
-    restore_close(s->restore);
+    local_restore_close(s->restore);
     free(s->metas);
     free(s->files.ids);
     free(s->drops.ids);
@@ -299,7 +299,7 @@ static void syncer_free(syncer_t *s)
     free(s);
 }
 
-syncer_t *syncer_start(MDB_env *env, int objfd, int indexfd, unsigned interval_ms)
+syncer_t *local_syncer_start(MDB_env *env, int objfd, int indexfd, unsigned interval_ms)
 {
     syncer_t *s = calloc(1, sizeof *s);
     if (!s)
@@ -323,7 +323,7 @@ syncer_t *syncer_start(MDB_env *env, int objfd, int indexfd, unsigned interval_m
     }
     s->psize = ms.ms_psize;
     s->datafd = fd;
-    if (!(s->metas = malloc(2 * s->psize)) || !(s->restore = restore_open(indexfd)))
+    if (!(s->metas = malloc(2 * s->psize)) || !(s->restore = local_restore_open(indexfd)))
         goto fail;
     /* The first restore point, before any commit: the index as opened. */
     if (sync_point(s) != 0)
@@ -354,12 +354,12 @@ void stor_syncer_kick(syncer_t *s)
     pthread_mutex_unlock(&s->lock);
 }
 
-int syncer_sync(syncer_t *s)
+int local_syncer_sync(syncer_t *s)
 {
     return sync_point(s);
 }
 
-int syncer_wait_durable(syncer_t *s, uint64_t txnid)
+int local_syncer_wait_durable(syncer_t *s, uint64_t txnid)
 {
     int rc = 0;
     pthread_mutex_lock(&s->lock);
@@ -385,7 +385,7 @@ int syncer_wait_durable(syncer_t *s, uint64_t txnid)
     return rc;
 }
 
-void syncer_stop(syncer_t *s)
+void local_syncer_stop(syncer_t *s)
 {
     if (!s)
         return;

@@ -17,14 +17,14 @@
  *   2. fdatasync every object file committed since the last cut, fsync the
  *      directories holding their entries and those of new shard directories;
  *   3. fdatasync data.mdb: S's pages are on disk;
- *   4. save S as the restore point (restore_save); let go of the previous
+ *   4. save S as the restore point (local_restore_save); let go of the previous
  *      restore point's read transaction;
  *   5. unlink the files the commits up to S dropped.
  *
  * If a step fails, the lists go back to the next sync point and the previous
  * restore point stands. A sync point runs every stor_sync_interval_ms on its
  * own thread (when something is owed), when the backlog grows large, on
- * stor_sync(), at stor_close() and once in syncer_start().
+ * stor_sync(), at stor_close() and once in local_syncer_start().
  *
  * Fsync mode uses the same sync points with empty lists (a writer syncs its
  * own file and directory before its commit, in its own thread, and unlinks
@@ -32,7 +32,7 @@
  * the commit log (wal.h: the groups of PUTs and DELETEs) is durable once its
  * record is; the sync points then only bound the log and run on the timer
  * and the backlogs, as in relaxed mode. Any other commit waits in
- * syncer_wait_durable() for one that covers it, and commits that wait
+ * local_syncer_wait_durable() for one that covers it, and commits that wait
  * together share one -- one index sync and one restore point save for all
  * of them. */
 #ifndef S3R_STORAGE_SYNCER_H
@@ -54,25 +54,25 @@ extern unsigned stor_sync_interval_ms;
  * with MDB_NOSYNC, nothing committed since it was synced), its directory
  * indexfd, its objects directory objfd (all stay the caller's), and starts
  * the sync thread. NULL on failure (logged). */
-syncer_t *syncer_start(MDB_env *env, int objfd, int indexfd, unsigned interval_ms);
+syncer_t *local_syncer_start(MDB_env *env, int objfd, int indexfd, unsigned interval_ms);
 /* A write transaction committed: the next sync point must sync the index. */
-void syncer_committed(syncer_t *s);
+void local_syncer_committed(syncer_t *s);
 /* The write transaction being committed makes file id part of the index
  * (call it inside the transaction): fdatasync it, and fsync its shard
  * directory, at the next sync point. */
-void syncer_new_file(syncer_t *s, const uint8_t id[STOR_ID_LEN]);
+void local_syncer_new_file(syncer_t *s, const uint8_t id[STOR_ID_LEN]);
 /* A shard directory was created: dir is its parent, as an index into the
  * objects tree (SYNCER_DIR_*); fsync it at the next sync point. */
-void syncer_new_dir(syncer_t *s, unsigned dir);
+void local_syncer_new_dir(syncer_t *s, unsigned dir);
 /* A commit that returned dropped file id from the index: unlink it once a
  * sync point has made that commit durable. */
-void syncer_drop_file(syncer_t *s, const uint8_t id[STOR_ID_LEN]);
+void local_syncer_drop_file(syncer_t *s, const uint8_t id[STOR_ID_LEN]);
 /* Fsync mode's group commit: returns once a restore point covers snapshot
  * txnid (the id of a write transaction that committed), running a sync point
  * itself unless another thread's, begun after that commit, covers it. 0, or
  * -1 if the sync point this thread ran failed (the commit may or may not
  * survive a power loss). */
-int syncer_wait_durable(syncer_t *s, uint64_t txnid);
+int local_syncer_wait_durable(syncer_t *s, uint64_t txnid);
 /* The snapshot the newest restore point covers. */
 uint64_t stor_syncer_durable(syncer_t *s);
 /* Asks the thread for a sync point soon (fsync mode: the commit log is
@@ -80,11 +80,11 @@ uint64_t stor_syncer_durable(syncer_t *s);
 void stor_syncer_kick(syncer_t *s);
 /* Runs a sync point now (after any one under way). 0, or -1 if a sync
  * failed (logged; the unlinks then wait for a later sync point). */
-int syncer_sync(syncer_t *s);
+int local_syncer_sync(syncer_t *s);
 /* Runs a last sync point, stops the thread and frees s. NULL is a no-op. */
-void syncer_stop(syncer_t *s);
+void local_syncer_stop(syncer_t *s);
 
-/* Directories of the objects tree, as numbered for syncer_new_dir. */
+/* Directories of the objects tree, as numbered for local_syncer_new_dir. */
 #define SYNCER_DIR_ROOT     0u                                            /* objects/ */
 #define SYNCER_DIR_L1(a)    (1u + (unsigned)(a))                          /* objects/ab */
 #define SYNCER_DIR_L2(a, b) (257u + ((unsigned)(a) << 8 | (unsigned)(b))) /* objects/ab/cd */

@@ -674,7 +674,7 @@ stor_status_t rs_object_change(stor_t *st_, const stor_bucket_t *bucket, const c
         }
         s = stor_meta_apply_change(&rec.meta, change);
         if (s == STOR_OK)
-            s = encode_object(&b, key, &rec.meta, rec.segs, rec.n_segs);
+            s = stor_encode_object(&b, key, &rec.meta, rec.segs, rec.n_segs);
         stor_obj_rec_free(&rec);
         int rc = s == STOR_OK ? index_cas(st, oid, key, &raw, &b) : 0;
         buf_free(&raw);

@@ -471,7 +471,7 @@ static stor_status_t version_push(rstor_t *st, const rs_index_t *ix, const char 
                                    .segs = (stor_seg_t *)segs,
                                    .n_segs = n_segs,
                                    .body = n_segs ? NULL : (const uint8_t *)""};
-            s = encode_object_rec(&rec, key, &nrec);
+            s = stor_encode_object_rec(&rec, key, &nrec);
         }
         if (s == STOR_OK) {
             chg_cmp(&c, key, klen, r.has_l ? &r.lraw : NULL);
@@ -670,7 +670,7 @@ stor_status_t rs_object_commit(rstor_t *st, const char *bucket, const rs_index_t
     }
     if (versioning == STOR_VERSIONING_OFF) {
         buf_t b = {0};
-        stor_status_t s = encode_object(&b, key, meta, segs, n_segs);
+        stor_status_t s = stor_encode_object(&b, key, meta, segs, n_segs);
         if (s != STOR_OK) {
             if (pre) {
                 buf_t unused;
@@ -756,7 +756,7 @@ stor_status_t rs_version_change(rstor_t *st, const char *oid, const char *key,
         if (s == STOR_OK)
             s = stor_meta_apply_change(&rec->meta, change);
         if (s == STOR_OK)
-            s = encode_object_rec(&b, key, rec);
+            s = stor_encode_object_rec(&b, key, rec);
         change_t c = {0};
         if (s == STOR_OK) {
             chg_cmp(&c, where, wlen, raw);

@@ -160,7 +160,7 @@ static int teardown(void **state)
     free(f->tmp);
     free(f);
     stor_sync_interval_ms = 1000;
-    restore_boot_id_path = "/proc/sys/kernel/random/boot_id";
+    local_restore_boot_id_path = "/proc/sys/kernel/random/boot_id";
     return 0;
 }
 
@@ -422,7 +422,7 @@ static void set_boot(fx_t *f, const char *id)
     assert_non_null(fp);
     fprintf(fp, "%s\n", id);
     fclose(fp);
-    restore_boot_id_path = path;
+    local_restore_boot_id_path = path;
 }
 
 /* In a child that then dies as by kill -9 (no stor_close, no sync point):
