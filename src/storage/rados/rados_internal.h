@@ -332,11 +332,8 @@ stor_status_t rs_bucket_id(rstor_t *st, const char *name, int fresh, rs_index_t 
  * against the bucket's deletion. The replaced record goes to *old
  * (*had_old). STOR_ERR_NO_KEY when removing an absent key. When the key
  * holds a version (the bucket got versioning since the caller read it),
- * nothing changes and *versioned_p is set (and an error returned). */
-stor_status_t rs_index_switch(rstor_t *st, const rs_index_t *ix, const char *key, const buf_t *rec,
-                              const stor_precond_t *cond, stor_obj_rec_t *old, int *had_old,
-                              int *versioned_p);
-/* rs_index_switch whose first look at the key's value is the read pre
+ * nothing changes and *versioned_p is set (and an error returned).
+ * The first look at the key's value is the read pre
  * (rs_omap_get_start'ed on the key's index object; finished here whatever
  * happens), or a fresh one when pre is NULL. With in (NULL: none), the
  * write's intent: before each compare-and-set, the blobs it would drop are

@@ -50,13 +50,6 @@ static stor_status_t cas_status(const char *oid, int rc)
     return rs_fail("index switch", oid, rc);
 }
 
-stor_status_t rs_index_switch(rstor_t *st, const rs_index_t *ix, const char *key, const buf_t *rec,
-                              const stor_precond_t *cond, stor_obj_rec_t *old, int *had_old,
-                              int *versioned_p)
-{
-    return rs_index_switch_pre(st, ix, key, rec, cond, NULL, NULL, old, had_old, versioned_p);
-}
-
 /* Before a PUT's or a delete's compare-and-set: the blobs it would drop
  * (the key's record, o, all of them) go into its intent entry unless named
  * already, so a recovery after a crash between the switch and the GC log
