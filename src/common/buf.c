@@ -62,7 +62,7 @@ int buf_append_str(buf_t *b, const char *s)
     return buf_append(b, s, strlen(s));
 }
 
-int buf_vprintf(buf_t *b, const char *fmt, va_list ap)
+static int buf_vprintf(buf_t *b, const char *fmt, va_list ap)
 {
     /* Formatted once into the room there is; a second time only when it
      * did not fit. */

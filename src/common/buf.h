@@ -25,7 +25,6 @@ int buf_reserve(buf_t *b, size_t extra);
 int buf_append(buf_t *b, const void *data, size_t len);
 int buf_append_str(buf_t *b, const char *s);
 int buf_printf(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int buf_vprintf(buf_t *b, const char *fmt, va_list ap);
 /* Appends s with the five XML special characters escaped. */
 int buf_append_xml(buf_t *b, const char *s);
 /* Takes the storage out of the buffer (caller frees it with free()); the

@@ -2,7 +2,8 @@
 
 #include <inttypes.h>
 
-const uint64_t metrics_latency_bounds_us[METRICS_LATENCY_BUCKETS] = {
+/* Latency bucket upper bounds, in microseconds: 100 µs to 10 s. */
+static const uint64_t metrics_latency_bounds_us[METRICS_LATENCY_BUCKETS] = {
     100,   250,    500,    1000,   2500,    5000,    10000,   25000,
     50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000,
 };

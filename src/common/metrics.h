@@ -29,11 +29,10 @@ static inline uint64_t metrics_get(const metrics_counter_t *c)
     return atomic_load_explicit(&c->v, memory_order_relaxed);
 }
 
-/* Latency bucket upper bounds, in microseconds: 100 µs to 10 s. */
+/* Latency buckets: their upper bounds run from 100 µs to 10 s (metrics.c). */
 #define METRICS_LATENCY_BUCKETS 16
-extern const uint64_t metrics_latency_bounds_us[METRICS_LATENCY_BUCKETS];
 
-/* A histogram over metrics_latency_bounds_us. Zeroed memory is empty. */
+/* A histogram over the latency buckets. Zeroed memory is empty. */
 typedef struct metrics_hist {
     _Atomic uint64_t bucket[METRICS_LATENCY_BUCKETS + 1]; /* per bucket, the last +Inf */
     _Atomic uint64_t sum_us;
