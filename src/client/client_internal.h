@@ -94,8 +94,6 @@ int s3c_endpoint_parse_hostport(const char *hp, int default_port, s3c_endpoint_t
 void s3c_endpoint_free(s3c_endpoint_t *ep);
 /* The RDMA endpoint guessed for an HTTP endpoint: its host, port 9100. */
 int s3c_endpoint_derive_rdma(const s3c_endpoint_t *http, s3c_endpoint_t *ep);
-/* "1", "true", "yes", "on" -> 1; "0", "false", "no", "off" -> 0; else -1. */
-int s3c_parse_bool(const char *s);
 
 /* ---- xml.c: S3 XML responses (expat) -------------------------------------- */
 

@@ -69,7 +69,8 @@ const char *s3r_transport_name(s3r_transport_t t)
     return "unknown";
 }
 
-int s3c_parse_bool(const char *s)
+/* "1", "true", "yes", "on" -> 1; "0", "false", "no", "off" -> 0; else -1. */
+static int s3c_parse_bool(const char *s)
 {
     if (s == NULL)
         return -1;
