@@ -660,7 +660,9 @@ s3_error_t s3_storage_class_from_headers(s3_req_t *req, stor_meta_t *meta)
     return S3E_INVALID_STORAGE_CLASS;
 }
 
-const char *s3_checksum_type(const stor_meta_t *meta)
+/* The type of the checksum meta's object carries: its multipart upload's
+ * (COMPOSITE or FULL_OBJECT), FULL_OBJECT for any other object. */
+static const char *s3_checksum_type(const stor_meta_t *meta)
 {
     return meta->checksum_type ? meta->checksum_type : "FULL_OBJECT";
 }

@@ -9,7 +9,8 @@
 
 #include "s3/xml_in.h"
 
-const char *const s3_cors_methods[S3_CORS_N_METHODS] = {"GET", "PUT", "POST", "DELETE", "HEAD"};
+/* The methods a rule may allow, in the order of their bits in s3_cors_rule_t. */
+static const char *const s3_cors_methods[S3_CORS_N_METHODS] = {"GET", "PUT", "POST", "DELETE", "HEAD"};
 
 /* The XML leaves of a CORSRule, in the order of their stored tags. */
 static const char *const rule_fields[] = {

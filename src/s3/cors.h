@@ -22,15 +22,14 @@
  * echoed in one reply header, whose values are at most 8 KiB (limits.md). */
 #define S3_CORS_MAX_REQUEST_HEADERS (8 * 1024)
 
-/* The methods a rule may allow (bit i: s3_cors_methods[i]). */
+/* The methods a rule may allow: GET PUT POST DELETE HEAD (bit i: the i-th). */
 #define S3_CORS_N_METHODS 5
-extern const char *const s3_cors_methods[S3_CORS_N_METHODS]; /* GET PUT POST DELETE HEAD */
 
 typedef struct s3_cors_rule {
     const char *id; /* "" when none */
     const char **origins, **headers, **expose;
     size_t n_origins, n_headers, n_expose;
-    unsigned methods;    /* bit mask over s3_cors_methods */
+    unsigned methods;    /* bit mask over the S3_CORS_N_METHODS methods */
     const char *max_age; /* decimal seconds, NULL when none */
 } s3_cors_rule_t;
 

@@ -547,8 +547,10 @@ void s3_lc_xml(const s3_lc_t *cfg, buf_t *xml)
     }
 }
 
-bool s3_lc_rule_matches(const s3_lc_rule_t *rule, const char *key, uint64_t size,
-                        s3_lc_tag_fn tag_fn, void *ctx)
+/* Whether rule applies to an object of this key and size whose tags
+ * tag_fn(ctx, key) gives (NULL tag_fn: an object without tags). */
+static bool s3_lc_rule_matches(const s3_lc_rule_t *rule, const char *key, uint64_t size,
+                               s3_lc_tag_fn tag_fn, void *ctx)
 {
     if (rule->prefix && strncmp(key, rule->prefix, strlen(rule->prefix)) != 0)
         return false;

@@ -83,12 +83,8 @@ void s3_lc_xml(const s3_lc_t *cfg, buf_t *xml);
 /* Looks up one tag of an object: its value, or NULL when it has none. */
 typedef const char *(*s3_lc_tag_fn)(void *ctx, const char *key);
 
-/* Whether rule applies to an object of this key and size whose tags
- * tag_fn(ctx, key) gives (NULL tag_fn: an object without tags). */
-bool s3_lc_rule_matches(const s3_lc_rule_t *rule, const char *key, uint64_t size,
-                        s3_lc_tag_fn tag_fn, void *ctx);
 
-/* s3_lc_expiry and s3_lc_rule_matches for a stored object: its size,
+/* s3_lc_expiry and whether a rule applies, for a stored object: its size,
  * commit time and tags from meta (tags that do not decode: none). */
 struct stor_meta;
 int64_t s3_lc_expiry_of(const s3_lc_t *cfg, const char *key, const struct stor_meta *meta,

@@ -20,6 +20,16 @@ struct s3_lc_runner {
     bool stop;
 };
 
+/* What one pass did. */
+typedef struct s3_lc_pass {
+    unsigned buckets;         /* buckets with a lifecycle configuration seen */
+    unsigned uploads_aborted; /* AbortIncompleteMultipartUpload */
+    unsigned expired;         /* objects expired, noncurrent versions and markers removed */
+    unsigned locked;          /* versions object lock kept from expiry; tried next pass */
+    unsigned errors;          /* actions that failed (logged); retried next pass */
+    bool leased;              /* false: another gateway holds the lease, nothing done */
+} s3_lc_pass_t;
+
 /* Aborts the uploads of bucket that rule (of cfg) is the first to abort and
  * whose time has come (s3_lc_abort_due), while *budget lasts. */
 static void abort_uploads(stor_t *st, const stor_bucket_t *b, const s3_lc_t *cfg,
@@ -282,7 +292,11 @@ static void bucket_pass(stor_t *st, const stor_bucket_t *b, int64_t now_s, unsig
     s3_lc_free(&cfg);
 }
 
-void s3_lc_pass(stor_t *st, int64_t now_s, unsigned day_s, uint32_t lease_ms, s3_lc_pass_t *out)
+/* One pass over every bucket at now_s (unix seconds), a day being day_s
+ * seconds: at most S3R_LC_PASS_ACTIONS actions, the rest left for the next
+ * pass. Takes or renews the lease for lease_ms first. */
+static void s3_lc_pass(stor_t *st, int64_t now_s, unsigned day_s, uint32_t lease_ms,
+                       s3_lc_pass_t *out)
 {
     memset(out, 0, sizeof *out);
     stor_status_t s = stor_lease(st, "lifecycle", lease_ms);

@@ -18,7 +18,9 @@ const char *s3_lock_mode_name(s3_lock_mode_t mode)
                                         : NULL;
 }
 
-s3_lock_mode_t s3_lock_mode_parse(const char *name)
+/* The mode an S3 name stands for (NONE for any other text: S3's names are
+ * upper case). */
+static s3_lock_mode_t s3_lock_mode_parse(const char *name)
 {
     if (name && strcmp(name, "GOVERNANCE") == 0)
         return S3_LOCK_GOVERNANCE;

@@ -51,10 +51,8 @@ typedef struct s3_retention {
     int64_t until;       /* retain-until date */
 } s3_retention_t;
 
-/* The mode's S3 name ("GOVERNANCE", "COMPLIANCE"; NULL for NONE), and back
- * (NONE for any other text: S3's names are upper case). */
+/* The mode's S3 name ("GOVERNANCE", "COMPLIANCE"; NULL for NONE). */
 const char *s3_lock_mode_name(s3_lock_mode_t mode);
-s3_lock_mode_t s3_lock_mode_parse(const char *name);
 
 /* ---- the bucket's configuration ---------------------------------------------- */
 

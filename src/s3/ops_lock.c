@@ -20,7 +20,9 @@
 
 #define NO_LOCK_MSG "Bucket is missing Object Lock Configuration"
 
-bool s3_lock_enabled(const stor_bucket_t *bucket)
+/* Whether bucket has object lock enabled (its STOR_BCFG_OBJECT_LOCK
+ * document is set): from the record, no lookup. */
+static bool s3_lock_enabled(const stor_bucket_t *bucket)
 {
     return (bucket->cfg_mask & (1u << STOR_BCFG_OBJECT_LOCK)) != 0;
 }

@@ -521,9 +521,6 @@ char **s3_meta_checksum(const stor_meta_t *meta, enum s3_checksum_alg alg);
 char **s3_part_checksum(const stor_part_t *part, enum s3_checksum_alg alg);
 /* The s3_checksum_alg of common/checksum.h's alg. */
 enum s3_checksum_alg s3_checksum_alg_of(checksum_alg_t alg);
-/* The type of the checksum meta's object carries: its multipart upload's
- * (COMPOSITE or FULL_OBJECT), FULL_OBJECT for any other object. */
-const char *s3_checksum_type(const stor_meta_t *meta);
 /* Part n's (1-based) checksum in a multipart object's part_checksums, into
  * out; false when the object keeps none for that part. */
 bool s3_part_checksum_of(const stor_meta_t *meta, uint32_t n, char out[CHECKSUM_VALUE_MAX]);
@@ -714,9 +711,6 @@ s3_error_t s3_object_acl_xml(s3_req_t *req, const stor_bucket_t *bucket, const s
 /* ---- object lock (ops_lock.c; object_lock.h parses and rules) ------------------ */
 
 struct s3_lock_guard;
-/* Whether bucket has object lock enabled (its STOR_BCFG_OBJECT_LOCK
- * document is set): from the record, no lookup. */
-bool s3_lock_enabled(const stor_bucket_t *bucket);
 /* Sets meta's retention and legal hold for a new version the request
  * writes into req->authz_bucket (PUT, copy, CreateMultipartUpload, POST):
  * those of the x-amz-object-lock-* headers, else the bucket's default
