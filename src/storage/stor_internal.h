@@ -283,11 +283,6 @@ void local_writer_free(lwriter_t *w, int keep);
  * memory, makes them durable per the mode and closes the fd: what a file
  * id needs before an index record may point at it. */
 stor_status_t local_writer_seal(lwriter_t *w);
-/* Looks bucket/key up in txn and decodes its record (the current object);
- * its index key goes to *ikey_out (ikey_buf holds it). STOR_ERR_NO_KEY when
- * absent. */
-stor_status_t local_obj_get(lstor_t *st, MDB_txn *txn, const char *bucket, const char *key,
-                      stor_obj_rec_t *rec, MDB_val *ikey_out, uint8_t *ikey_buf);
 /* Makes nrec (its encoding enc, made for a bucket without versioning) the
  * latest version of bucket/key in txn when cond (NULL: none) holds for the
  * current object. In a bucket with versioning nrec gets its version and is

@@ -17,11 +17,12 @@
 
 #define OPEN_RETRIES 64
 
-/* Looks bucket/key up in txn and decodes its record. STOR_ERR_NO_KEY when
+/* Looks bucket/key up in txn and decodes its record (the current object);
+ * its index key goes to *ikey_out (ikey_buf holds it). STOR_ERR_NO_KEY when
  * absent. A long key whose hash slot holds another key (a 64-bit collision)
  * is reported as STOR_ERR_IO rather than silently aliased. */
-stor_status_t local_obj_get(lstor_t *st, MDB_txn *txn, const char *bucket, const char *key,
-                      stor_obj_rec_t *rec, MDB_val *ikey_out, uint8_t *ikey_buf)
+static stor_status_t local_obj_get(lstor_t *st, MDB_txn *txn, const char *bucket, const char *key,
+                                   stor_obj_rec_t *rec, MDB_val *ikey_out, uint8_t *ikey_buf)
 {
     size_t klen = strlen(key);
     size_t n = stor_ikey_encode(bucket, strlen(bucket), key, klen, ikey_buf);
