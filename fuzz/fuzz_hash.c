@@ -31,7 +31,8 @@ static void canary_ok(const uint8_t *b, size_t n)
 static void b64(const char *in, size_t len, size_t out_max, int url)
 {
     uint8_t *out = canary_buf(out_max);
-    long n = url ? hash_base64url_decode(in, len, out, out_max) : hash_base64_decode(in, len, out, out_max);
+    long n = url ? hash_base64url_decode(in, len, out, out_max)
+                 : hash_base64_decode(in, len, out, out_max);
     canary_ok(out, out_max);
     if (n >= 0) {
         FUZZ_CHECK((size_t)n <= out_max);
@@ -43,7 +44,8 @@ static void b64(const char *in, size_t len, size_t out_max, int url)
             FUZZ_CHECK((size_t)n == len * 3 / 4);
         }
         char *enc = malloc(4 * (((size_t)n + 2) / 3) + 1);
-        size_t e = url ? hash_base64url_encode(out, (size_t)n, enc) : hash_base64_encode(out, (size_t)n, enc);
+        size_t e = url ? hash_base64url_encode(out, (size_t)n, enc)
+                       : hash_base64_encode(out, (size_t)n, enc);
         FUZZ_CHECK(strlen(enc) == e);
         FUZZ_CHECK(url ? e == len : e == len);
         uint8_t *again = canary_buf((size_t)n);
@@ -61,11 +63,13 @@ static void roundtrip(const uint8_t *data, size_t size)
 {
     char *enc = malloc(4 * ((size + 2) / 3) + 1);
     for (int url = 0; url < 2; url++) {
-        size_t e = url ? hash_base64url_encode(data, size, enc) : hash_base64_encode(data, size, enc);
+        size_t e =
+            url ? hash_base64url_encode(data, size, enc) : hash_base64_encode(data, size, enc);
         if (url && e > 16384)
             continue; /* hash_base64url_decode's documented input cap */
         uint8_t *out = canary_buf(size);
-        long n = url ? hash_base64url_decode(enc, e, out, size) : hash_base64_decode(enc, e, out, size);
+        long n =
+            url ? hash_base64url_decode(enc, e, out, size) : hash_base64_decode(enc, e, out, size);
         FUZZ_CHECK(n == (long)size && memcmp(out, data, size) == 0);
         canary_ok(out, size);
         if (size) /* one byte short must fail */

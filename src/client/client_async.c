@@ -79,15 +79,16 @@ static void op_settled(s3r_op_t *op, s3r_status_t st)
 static s3r_status_t op_launch(s3r_op_t *op, uint64_t size, s3r_op_t **op_p)
 {
     s3r_client_t *c = op->c;
-    s3r_transport_t t = s3c_pick_transport(c, op->is_get ? op->gopts.transport : op->popts.transport, size);
+    s3r_transport_t t =
+        s3c_pick_transport(c, op->is_get ? op->gopts.transport : op->popts.transport, size);
     if (t == S3R_TRANSPORT_NATIVE) {
         s3r_status_t st = S3R_OK;
         if (op->is_get)
             st = s3c_get_request(c, &op->req, &op->ss, op->bucket, op->key, op->buf, op->cap,
-                             &op->gopts);
+                                 &op->gopts);
         else
             st = s3c_put_request(c, &op->req, &op->ss, op->bucket, op->key, NULL, op->buf, op->len,
-                             &op->popts);
+                                 &op->popts);
         if (st == S3R_OK)
             st = s3c_native_start(c, &op->n, &op->req, &op->resp);
         op->inflight = st == S3R_OK;
@@ -105,12 +106,13 @@ static s3r_status_t op_launch(s3r_op_t *op, uint64_t size, s3r_op_t **op_p)
 s3r_status_t s3r_object_get_async(s3r_client_t *c, const char *bucket, const char *key, void *buf,
                                   uint64_t buf_len, const s3r_get_opts_t *opts, s3r_op_t **op_p)
 {
-    if (c == NULL || !s3c_valid_name(bucket) || !s3c_valid_name(key) || (buf == NULL && buf_len > 0) ||
-        op_p == NULL)
+    if (c == NULL || !s3c_valid_name(bucket) || !s3c_valid_name(key) ||
+        (buf == NULL && buf_len > 0) || op_p == NULL)
         return S3R_ERR_INVALID_ARG;
     s3r_op_t *op = op_new(c, bucket, key);
     if (op == NULL)
-        return s3c_done(c, s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory"));
+        return s3c_done(c,
+                        s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory"));
     op->is_get = true;
     op->buf = buf;
     op->cap = buf_len;
@@ -118,7 +120,8 @@ s3r_status_t s3r_object_get_async(s3r_client_t *c, const char *bucket, const cha
         op->gopts = *opts;
     if (opts && opts->version_id && (op->version_id = strdup(opts->version_id)) == NULL) {
         s3r_op_free(op);
-        return s3c_done(c, s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory"));
+        return s3c_done(c,
+                        s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory"));
     }
     op->gopts.version_id = op->version_id;
     uint64_t size =
@@ -135,11 +138,12 @@ s3r_status_t s3r_object_put_async(s3r_client_t *c, const char *bucket, const cha
         return S3R_ERR_INVALID_ARG;
     if (len > c->set.multipart_threshold)
         return s3c_done(c, s3c_fail(c, S3R_ERR_TOO_LARGE, S3R_TRANSPORT_DEFAULT, 0, "",
-                                "asynchronous PUTs are single requests (up to %llu bytes)",
-                                (unsigned long long)c->set.multipart_threshold));
+                                    "asynchronous PUTs are single requests (up to %llu bytes)",
+                                    (unsigned long long)c->set.multipart_threshold));
     s3r_op_t *op = op_new(c, bucket, key);
     if (op == NULL)
-        return s3c_done(c, s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory"));
+        return s3c_done(c,
+                        s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory"));
     op->buf = (void *)data;
     op->len = len;
     if (opts)

@@ -20,7 +20,7 @@ static const char *range_header(strs_t *ss, const s3r_get_opts_t *o)
     if (o->range_len == 0)
         return s3c_strs_printf(ss, "bytes=%llu-", (unsigned long long)o->range_start);
     return s3c_strs_printf(ss, "bytes=%llu-%llu", (unsigned long long)o->range_start,
-                       (unsigned long long)(o->range_start + o->range_len - 1));
+                           (unsigned long long)(o->range_start + o->range_len - 1));
 }
 
 /* The bytes a GET with opts (range or whole object) moves, from a HEAD. */
@@ -65,7 +65,7 @@ static s3r_status_t too_small(s3r_client_t *c, s3r_transport_t t, int http, uint
 }
 
 s3r_status_t s3c_get_request(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const char *bucket,
-                         const char *key, void *buf, uint64_t cap, const s3r_get_opts_t *o)
+                             const char *key, void *buf, uint64_t cap, const s3r_get_opts_t *o)
 {
     s3c_req_init(req, "GET", bucket, key);
     req->native_op = RDMA_OP_GET_OBJECT;
@@ -78,7 +78,7 @@ s3r_status_t s3c_get_request(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const 
 }
 
 s3r_status_t s3c_get_result(s3r_client_t *c, s3r_status_t st, const s3c_resp_t *resp, uint64_t cap,
-                        bool grow, uint64_t *len_p)
+                            bool grow, uint64_t *len_p)
 {
     if (st == S3R_OK && (resp->status < 200 || resp->status > 299)) {
         st = s3c_http_error(c, resp, resp->transport, true);
@@ -137,8 +137,8 @@ static s3r_status_t get_plain(s3r_client_t *c, s3r_transport_t t, const char *bu
     return st;
 }
 
-s3r_status_t s3c_get_one(s3r_client_t *c, const char *bucket, const char *key, void *buf, uint64_t cap,
-                     const s3r_get_opts_t *o, uint64_t *len_p)
+s3r_status_t s3c_get_one(s3r_client_t *c, const char *bucket, const char *key, void *buf,
+                         uint64_t cap, const s3r_get_opts_t *o, uint64_t *len_p)
 {
     uint64_t size = o && o->range_len && o->range_len < cap ? o->range_len : cap;
     s3r_transport_t t = s3c_pick_transport(c, o ? o->transport : S3R_TRANSPORT_DEFAULT, size);
@@ -148,8 +148,8 @@ s3r_status_t s3c_get_one(s3r_client_t *c, const char *bucket, const char *key, v
 s3r_status_t s3r_object_get(s3r_client_t *c, const char *bucket, const char *key, void *buf,
                             uint64_t buf_len, const s3r_get_opts_t *opts, uint64_t *len_p)
 {
-    if (c == NULL || !s3c_valid_name(bucket) || !s3c_valid_name(key) || (buf == NULL && buf_len > 0) ||
-        len_p == NULL)
+    if (c == NULL || !s3c_valid_name(bucket) || !s3c_valid_name(key) ||
+        (buf == NULL && buf_len > 0) || len_p == NULL)
         return S3R_ERR_INVALID_ARG;
     return s3c_done(c, s3c_get_one(c, bucket, key, buf, buf_len, opts, len_p));
 }
@@ -213,11 +213,12 @@ s3r_status_t s3r_object_get_sized(s3r_client_t *c, const char *bucket, const cha
 {
     if (buf_p != NULL)
         *buf_p = NULL;
-    if (c == NULL || !s3c_valid_name(bucket) || !s3c_valid_name(key) || alloc == NULL || buf_p == NULL ||
-        len_p == NULL)
+    if (c == NULL || !s3c_valid_name(bucket) || !s3c_valid_name(key) || alloc == NULL ||
+        buf_p == NULL || len_p == NULL)
         return S3R_ERR_INVALID_ARG;
     s3r_transport_t want = opts ? opts->transport : S3R_TRANSPORT_DEFAULT;
-    s3r_transport_t t = s3c_pick_transport(c, want, opts && opts->range_len ? opts->range_len : UINT64_MAX);
+    s3r_transport_t t =
+        s3c_pick_transport(c, want, opts && opts->range_len ? opts->range_len : UINT64_MAX);
     return s3c_done(c, get_sized(c, t, bucket, key, opts, alloc, arg, buf_p, len_p));
 }
 
@@ -231,10 +232,12 @@ static void *alloc_nul(void *arg, uint64_t size)
 s3r_status_t s3r_object_get_alloc(s3r_client_t *c, const char *bucket, const char *key,
                                   const s3r_get_opts_t *opts, void **data_p, uint64_t *len_p)
 {
-    if (c == NULL || !s3c_valid_name(bucket) || !s3c_valid_name(key) || data_p == NULL || len_p == NULL)
+    if (c == NULL || !s3c_valid_name(bucket) || !s3c_valid_name(key) || data_p == NULL ||
+        len_p == NULL)
         return S3R_ERR_INVALID_ARG;
     s3r_transport_t want = opts ? opts->transport : S3R_TRANSPORT_DEFAULT;
-    s3r_transport_t t = s3c_pick_transport(c, want, opts && opts->range_len ? opts->range_len : UINT64_MAX);
+    s3r_transport_t t =
+        s3c_pick_transport(c, want, opts && opts->range_len ? opts->range_len : UINT64_MAX);
     s3r_status_t st;
     uint64_t n = 0;
     if (t == S3R_TRANSPORT_NATIVE) {
@@ -272,7 +275,8 @@ s3r_status_t s3r_object_get_file(s3r_client_t *c, const char *bucket, const char
     s3r_transport_t want = opts ? opts->transport : S3R_TRANSPORT_DEFAULT;
     s3r_status_t st = S3R_OK;
     uint64_t size = UINT64_MAX;
-    s3r_transport_t t = s3c_pick_transport(c, want, opts && opts->range_len ? opts->range_len : UINT64_MAX);
+    s3r_transport_t t =
+        s3c_pick_transport(c, want, opts && opts->range_len ? opts->range_len : UINT64_MAX);
     if (t == S3R_TRANSPORT_TOKEN || t == S3R_TRANSPORT_NATIVE) {
         st = get_size(c, bucket, key, opts, &size);
         if (st != S3R_OK)
@@ -281,8 +285,8 @@ s3r_status_t s3r_object_get_file(s3r_client_t *c, const char *bucket, const char
     }
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (fd < 0)
-        return s3c_done(c, s3c_fail(c, S3R_ERR_IO, S3R_TRANSPORT_DEFAULT, 0, "", "open %s: %s", path,
-                                strerror(errno)));
+        return s3c_done(c, s3c_fail(c, S3R_ERR_IO, S3R_TRANSPORT_DEFAULT, 0, "", "open %s: %s",
+                                    path, strerror(errno)));
     uint64_t n = 0;
     if (t != S3R_TRANSPORT_TOKEN && t != S3R_TRANSPORT_NATIVE) {
         st = get_plain(c, S3R_TRANSPORT_HTTP, bucket, key, NULL, 0, fd, 0, NULL, opts, &n);

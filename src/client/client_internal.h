@@ -459,33 +459,33 @@ bool s3c_sess_reaches(s3r_client_t *c, s3c_sess_t *s, const void *buf, uint64_t 
 /* Builds the GET of bucket/key (opts' range and version) into buf (cap
  * bytes). S3R_OK, or the recorded error when the version does not fit. */
 s3r_status_t s3c_get_request(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const char *bucket,
-                         const char *key, void *buf, uint64_t cap, const s3r_get_opts_t *o);
+                             const char *key, void *buf, uint64_t cap, const s3r_get_opts_t *o);
 /* Judges a GET's answer (st from running it): errors, overflow (buffer too
  * small, or out of memory when grow), counting; *len_p the bytes. */
 s3r_status_t s3c_get_result(s3r_client_t *c, s3r_status_t st, const s3c_resp_t *resp, uint64_t cap,
-                        bool grow, uint64_t *len_p);
+                            bool grow, uint64_t *len_p);
 /* One GET into buf over the transport picked for its size, with fallback. */
-s3r_status_t s3c_get_one(s3r_client_t *c, const char *bucket, const char *key, void *buf, uint64_t cap,
-                     const s3r_get_opts_t *o, uint64_t *len_p);
+s3r_status_t s3c_get_one(s3r_client_t *c, const char *bucket, const char *key, void *buf,
+                         uint64_t cap, const s3r_get_opts_t *o, uint64_t *len_p);
 /* Builds the PUT of len bytes at data (an UploadPart when query names
  * one) with opts' headers. */
 s3r_status_t s3c_put_request(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const char *bucket,
-                         const char *key, const char *query, const void *data, uint64_t len,
-                         const s3r_put_opts_t *opts);
+                             const char *key, const char *query, const void *data, uint64_t len,
+                             const s3r_put_opts_t *opts);
 /* Judges a PUT's answer; the ETag into etag when given. */
 s3r_status_t s3c_put_result(s3r_client_t *c, s3r_status_t st, const s3c_resp_t *resp, uint64_t len,
-                        char *etag, size_t etag_len);
+                            char *etag, size_t etag_len);
 /* One PUT over the transport picked for len bytes, with fallback. */
 s3r_status_t s3c_put_one(s3r_client_t *c, const char *bucket, const char *key, const char *query,
-                     const void *data, uint64_t len, const s3r_put_opts_t *opts, char *etag,
-                     size_t etag_len);
+                         const void *data, uint64_t len, const s3r_put_opts_t *opts, char *etag,
+                         size_t etag_len);
 
 /* ---- client_object.c ------------------------------------------------------- */
 
 /* HEADs bucket/key (version_id NULL: the current version) into a new
  * *info_p (free with s3r_object_info_free). */
 s3r_status_t s3c_head_object(s3r_client_t *c, const char *bucket, const char *key,
-                         const char *version_id, s3r_object_info_t **info_p);
+                             const char *version_id, s3r_object_info_t **info_p);
 /* Adds "versionId=<vid, URI-encoded>" to req's query (kept in ss); vid NULL
  * adds nothing. S3R_ERR_TOO_LARGE (recorded) when it does not fit. */
 s3r_status_t s3c_version_query(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const char *vid);

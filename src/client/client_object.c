@@ -96,7 +96,7 @@ static s3r_status_t head_not_found(s3r_client_t *c, const char *bucket, const ch
 }
 
 s3r_status_t s3c_head_object(s3r_client_t *c, const char *bucket, const char *key,
-                         const char *version_id, s3r_object_info_t **info_p)
+                             const char *version_id, s3r_object_info_t **info_p)
 {
     s3c_req_t req;
     s3c_resp_t resp;
@@ -156,7 +156,8 @@ s3r_status_t s3r_object_delete(s3r_client_t *c, const char *bucket, const char *
 s3r_status_t s3r_object_delete_version(s3r_client_t *c, const char *bucket, const char *key,
                                        const char *version_id)
 {
-    if (c == NULL || !s3c_valid_name(bucket) || !s3c_valid_name(key) || (version_id && !version_id[0]))
+    if (c == NULL || !s3c_valid_name(bucket) || !s3c_valid_name(key) ||
+        (version_id && !version_id[0]))
         return S3R_ERR_INVALID_ARG;
     s3c_req_t req;
     strs_t ss = {0};
@@ -296,8 +297,9 @@ s3r_status_t s3r_object_copy_version(s3r_client_t *c, const char *src_bucket, co
                                      const char *src_version_id, const char *dst_bucket,
                                      const char *dst_key)
 {
-    if (c == NULL || !s3c_valid_name(src_bucket) || !s3c_valid_name(src_key) || !s3c_valid_name(dst_bucket) ||
-        !s3c_valid_name(dst_key) || (src_version_id && !src_version_id[0]))
+    if (c == NULL || !s3c_valid_name(src_bucket) || !s3c_valid_name(src_key) ||
+        !s3c_valid_name(dst_bucket) || !s3c_valid_name(dst_key) ||
+        (src_version_id && !src_version_id[0]))
         return S3R_ERR_INVALID_ARG;
     buf_t src, body;
     buf_init(&src, 8192);

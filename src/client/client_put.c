@@ -71,8 +71,8 @@ static s3r_status_t add_put_checksum(s3r_client_t *c, s3c_req_t *req, strs_t *ss
 }
 
 s3r_status_t s3c_put_request(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const char *bucket,
-                         const char *key, const char *query, const void *data, uint64_t len,
-                         const s3r_put_opts_t *opts)
+                             const char *key, const char *query, const void *data, uint64_t len,
+                             const s3r_put_opts_t *opts)
 {
     s3c_req_init(req, "PUT", bucket, key);
     req->native_op = query ? RDMA_OP_UPLOAD_PART : RDMA_OP_PUT_OBJECT;
@@ -84,7 +84,7 @@ s3r_status_t s3c_put_request(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const 
 }
 
 s3r_status_t s3c_put_result(s3r_client_t *c, s3r_status_t st, const s3c_resp_t *resp, uint64_t len,
-                        char *etag, size_t etag_len)
+                            char *etag, size_t etag_len)
 {
     if (st == S3R_OK && (resp->status < 200 || resp->status > 299))
         st = s3c_http_error(c, resp, resp->transport, true);
@@ -122,8 +122,8 @@ static s3r_status_t put_plain(s3r_client_t *c, s3r_transport_t t, const char *bu
 
 /* One PUT over the transport picked for len bytes, with fallback. */
 s3r_status_t s3c_put_one(s3r_client_t *c, const char *bucket, const char *key, const char *query,
-                     const void *data, uint64_t len, const s3r_put_opts_t *opts, char *etag,
-                     size_t etag_len)
+                         const void *data, uint64_t len, const s3r_put_opts_t *opts, char *etag,
+                         size_t etag_len)
 {
     s3r_transport_t t = s3c_pick_transport(c, opts ? opts->transport : S3R_TRANSPORT_DEFAULT, len);
     return put_plain(c, t, bucket, key, query, data, len, opts, etag, etag_len);
@@ -417,13 +417,13 @@ s3r_status_t s3r_object_put_file(s3r_client_t *c, const char *bucket, const char
         return S3R_ERR_INVALID_ARG;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return s3c_done(c, s3c_fail(c, S3R_ERR_IO, S3R_TRANSPORT_DEFAULT, 0, "", "open %s: %s", path,
-                                strerror(errno)));
+        return s3c_done(c, s3c_fail(c, S3R_ERR_IO, S3R_TRANSPORT_DEFAULT, 0, "", "open %s: %s",
+                                    path, strerror(errno)));
     struct stat sb;
     if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
         close(fd);
         return s3c_done(c, s3c_fail(c, S3R_ERR_IO, S3R_TRANSPORT_DEFAULT, 0, "",
-                                "%s is not a regular file", path));
+                                    "%s is not a regular file", path));
     }
     uint64_t size = (uint64_t)sb.st_size;
     s3r_transport_t want = opts ? opts->transport : S3R_TRANSPORT_DEFAULT;
@@ -434,7 +434,8 @@ s3r_status_t s3r_object_put_file(s3r_client_t *c, const char *bucket, const char
     void *buf = s3c_stage_alloc(c, s3c_pick_transport(c, want, chunk), chunk, &reg);
     if (buf == NULL) {
         close(fd);
-        return s3c_done(c, s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory"));
+        return s3c_done(c,
+                        s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory"));
     }
     if (!multipart) {
         st = read_full(c, fd, buf, size, 0, path);
@@ -503,7 +504,8 @@ s3r_status_t s3r_multipart_start(s3r_client_t *c, const char *bucket, const char
         if (up != NULL)
             free(up->bucket);
         free(up);
-        return s3c_done(c, s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory"));
+        return s3c_done(c,
+                        s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_DEFAULT, 0, "", "out of memory"));
     }
     up->c = c;
     up->want = opts ? opts->transport : S3R_TRANSPORT_DEFAULT;

@@ -105,7 +105,7 @@ s3r_status_t s3r_subresource_put(s3r_client_t *c, s3r_subresource_t kind,
         return S3R_ERR_INVALID_ARG;
     if (len > SUB_MAX_DOC)
         return s3c_done(c, s3c_fail(c, S3R_ERR_TOO_LARGE, S3R_TRANSPORT_DEFAULT, 0, "",
-                                "a document over %d bytes", SUB_MAX_DOC));
+                                    "a document over %d bytes", SUB_MAX_DOC));
     strs_t ss = {0};
     s3c_req_t req;
     s3r_status_t st = sub_request(c, &req, &ss, s, target, "PUT", s->put);
@@ -143,7 +143,7 @@ s3r_status_t s3r_subresource_delete(s3r_client_t *c, s3r_subresource_t kind,
         return S3R_ERR_INVALID_ARG;
     if (s->del == 0)
         return s3c_done(c, s3c_fail(c, S3R_ERR_UNSUPPORTED, S3R_TRANSPORT_DEFAULT, 0, "",
-                                "S3 has no DELETE of ?%s", s->query));
+                                    "S3 has no DELETE of ?%s", s->query));
     strs_t ss = {0};
     s3c_req_t req;
     s3r_status_t st = sub_request(c, &req, &ss, s, target, "DELETE", s->del);

@@ -124,10 +124,12 @@ int checksum_of_parts(checksum_alg_t alg, int full_object, const char *const *pa
                                         : hash_crc32c_update((uint32_t)crc, raw, dlen);
         } else {
             uint64_t v = be_value(raw, dlen);
-            crc = i == 0                  ? v
-                  : alg == CHECKSUM_CRC32 ? checksum_crc32_ieee_combine((uint32_t)crc, (uint32_t)v, sizes[i])
-                  : alg == CHECKSUM_CRC32C ? checksum_crc32c_combine((uint32_t)crc, (uint32_t)v, sizes[i])
-                                           : checksum_crc64nvme_combine(crc, v, sizes[i]);
+            crc = i == 0 ? v
+                  : alg == CHECKSUM_CRC32
+                      ? checksum_crc32_ieee_combine((uint32_t)crc, (uint32_t)v, sizes[i])
+                  : alg == CHECKSUM_CRC32C
+                      ? checksum_crc32c_combine((uint32_t)crc, (uint32_t)v, sizes[i])
+                      : checksum_crc64nvme_combine(crc, v, sizes[i]);
         }
     }
     uint8_t sum[SHA256_LEN];

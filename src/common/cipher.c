@@ -53,8 +53,8 @@ static EVP_CIPHER_CTX *thread_ctx(void)
     return c;
 }
 
-int cipher_aes256_ctr_at(const uint8_t key[AES256_KEY_LEN], const uint8_t iv[AES_BLOCK_LEN], uint64_t off,
-                  const void *in, void *out, size_t len)
+int cipher_aes256_ctr_at(const uint8_t key[AES256_KEY_LEN], const uint8_t iv[AES_BLOCK_LEN],
+                         uint64_t off, const void *in, void *out, size_t len)
 {
     if (len == 0)
         return 0;
@@ -106,13 +106,13 @@ static int wrap(int enc, const uint8_t kek[AES256_KEY_LEN], const uint8_t *in, i
 }
 
 int cipher_aes256_wrap(const uint8_t kek[AES256_KEY_LEN], const uint8_t key[AES256_KEY_LEN],
-                uint8_t out[AES256_WRAPPED_LEN])
+                       uint8_t out[AES256_WRAPPED_LEN])
 {
     return wrap(1, kek, key, AES256_KEY_LEN, out, AES256_WRAPPED_LEN);
 }
 
 int cipher_aes256_unwrap(const uint8_t kek[AES256_KEY_LEN], const uint8_t in[AES256_WRAPPED_LEN],
-                  uint8_t key[AES256_KEY_LEN])
+                         uint8_t key[AES256_KEY_LEN])
 {
     int rc = wrap(0, kek, in, AES256_WRAPPED_LEN, key, AES256_KEY_LEN);
     if (rc != 0)

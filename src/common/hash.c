@@ -17,13 +17,14 @@ void hash_sha256(const void *data, size_t len, uint8_t out[SHA256_LEN])
 }
 
 void hash_hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
-                 uint8_t out[SHA256_LEN])
+                      uint8_t out[SHA256_LEN])
 {
     unsigned int n = SHA256_LEN;
     HMAC(EVP_sha256(), key, (int)key_len, data, len, out, &n);
 }
 
-void hash_hmac_sha1(const void *key, size_t key_len, const void *data, size_t len, uint8_t out[SHA1_LEN])
+void hash_hmac_sha1(const void *key, size_t key_len, const void *data, size_t len,
+                    uint8_t out[SHA1_LEN])
 {
     unsigned int n = SHA1_LEN;
     HMAC(EVP_sha1(), key, (int)key_len, data, len, out, &n);

@@ -14,10 +14,10 @@
 
 void hash_sha256(const void *data, size_t len, uint8_t out[SHA256_LEN]);
 void hash_hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
-                 uint8_t out[SHA256_LEN]);
+                      uint8_t out[SHA256_LEN]);
 /* HMAC-SHA1, for Signature Version 2 (the legacy S3 signing). */
 void hash_hmac_sha1(const void *key, size_t key_len, const void *data, size_t len,
-               uint8_t out[SHA1_LEN]);
+                    uint8_t out[SHA1_LEN]);
 
 /* Incremental digests. *_init allocates; *_final writes the digest and frees
  * the context, so a context is used exactly once. *_free frees a context that

@@ -31,7 +31,8 @@ void hash_pool_free(hash_pool_t *p);
  * calling thread when none is idle (or p is NULL). Either way the update
  * is done once hash_pool_job_wait(job) returns; data and d must stay untouched
  * until then. */
-void hash_pool_job_start(hash_pool_t *p, hash_job_t *job, digest_t *d, const void *data, size_t len);
+void hash_pool_job_start(hash_pool_t *p, hash_job_t *job, digest_t *d, const void *data,
+                         size_t len);
 /* Waits for the job's update to finish; at once if it ran in the caller. */
 void hash_pool_job_wait(hash_job_t *job);
 

@@ -63,7 +63,8 @@ static int session_admit(struct rdma_server *srv, bconn_t *c)
     if (per_user >= srv->cfg.max_sessions_per_user) {
         log_warn("rdma: %s: access key '%s' holds %u sessions (limit %u); refusing", c->peer, c->ak,
                  per_user, srv->cfg.max_sessions_per_user);
-        rdma_conn_send_error(c, RDMA_ERR_MAX_SESSIONS, "too many RDMA sessions for this access key");
+        rdma_conn_send_error(c, RDMA_ERR_MAX_SESSIONS,
+                             "too many RDMA sessions for this access key");
         return -1;
     }
     pthread_mutex_lock(&srv->mu);
@@ -127,7 +128,8 @@ static int session_create(struct rdma_server *srv, bconn_t *c)
     snprintf(s->peer, sizeof(s->peer), "%s", c->peer);
     memcpy(s->probe_hdr, c->cnonce, RDMA_NONCE_LEN);
     s->own_worker = dom->local;
-    if (s->own_worker && (rdma_worker_create(dom, &s->own) < 0 || rdma_native_listen(&s->own, NULL, s) < 0)) {
+    if (s->own_worker &&
+        (rdma_worker_create(dom, &s->own) < 0 || rdma_native_listen(&s->own, NULL, s) < 0)) {
         rdma_conn_send_error(c, RDMA_ERR_INTERNAL, "cannot create a UCX worker");
         goto fail;
     }
@@ -223,7 +225,8 @@ int rdma_on_prove(struct rdma_server *srv, bconn_t *c, const uint8_t *body, size
         log_warn("rdma: %s: PROVE does not match the probe sent to the announced UCX worker "
                  "(access key '%s'); closing",
                  c->peer, c->ak);
-        rdma_conn_send_error(c, RDMA_ERR_PROBE, "the UCX worker address does not reach this client");
+        rdma_conn_send_error(c, RDMA_ERR_PROBE,
+                             "the UCX worker address does not reach this client");
         return -1;
     }
     ucp_address_t *own_addr = NULL;

@@ -401,7 +401,8 @@ static rdma_native_req_t *native_take_locked(struct rdma_server *srv)
 {
     rdma_native_req_t *prev = NULL;
     for (rdma_native_req_t *j = srv->nq_head; j; prev = j, j = j->next) {
-        if (j->s->user->running >= rdma_share_cap(srv, srv->user_running_max, srv->lone_running_max))
+        if (j->s->user->running >=
+            rdma_share_cap(srv, srv->user_running_max, srv->lone_running_max))
             continue;
         if (prev)
             prev->next = j->next;

@@ -272,9 +272,9 @@ int rdma_native_reply_begin(wire_out_t *w, uint8_t opcode, uint64_t request_id, 
      * twice its bytes). */
     w->limit = RDMA_NATIVE_MAX_MSG;
     rdma_wire_reserve(w, 64 + (s3_request_id ? strlen(s3_request_id) : 0) + 2 * hdrs_len +
-                        (body_kind == RDMA_BODY_INLINE && body_len <= RDMA_NATIVE_MAX_INLINE
-                             ? (size_t)body_len
-                             : 0));
+                             (body_kind == RDMA_BODY_INLINE && body_len <= RDMA_NATIVE_MAX_INLINE
+                                  ? (size_t)body_len
+                                  : 0));
     put_head(w, opcode, 0, request_id);
     rdma_wire_put_u16(w, status);
     rdma_wire_put_u16(w, error);

@@ -46,7 +46,8 @@ static int rkey_layout_ok(const uint8_t *p, size_t n)
 /* Unpacks a packed rkey received from a peer: its layout is checked against
  * len first (ucp_ep_rkey_unpack takes no length) and UCX reads a zero-padded
  * copy. UCS_ERR_INVALID_PARAM when malformed. */
-static ucs_status_t rkey_unpack_checked(ucp_ep_h ep, const uint8_t *rkey, size_t len, ucp_rkey_h *out)
+static ucs_status_t rkey_unpack_checked(ucp_ep_h ep, const uint8_t *rkey, size_t len,
+                                        ucp_rkey_h *out)
 {
     if (!rkey_layout_ok(rkey, len))
         return UCS_ERR_INVALID_PARAM;

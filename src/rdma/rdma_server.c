@@ -155,8 +155,8 @@ int rdma_server_start(const rdma_server_config_t *cfg, rdma_server_t **out_p)
         p->local_tail = &p->local_head;
         p->handed_tail = &p->handed;
         if (srv->net.ctx &&
-            (rdma_worker_create(&srv->net, &p->shared) < 0 || rdma_worker_am_guard(&p->shared) < 0 ||
-             rdma_native_listen(&p->shared, p, NULL) < 0 ||
+            (rdma_worker_create(&srv->net, &p->shared) < 0 ||
+             rdma_worker_am_guard(&p->shared) < 0 || rdma_native_listen(&p->shared, p, NULL) < 0 ||
              ucp_worker_get_address(p->shared.w, &p->shared_addr, &p->shared_addr_len) != UCS_OK))
             goto fail;
         p->epfd = epoll_create1(EPOLL_CLOEXEC);

@@ -489,8 +489,8 @@ void rdma_staging_free(struct rdma_server *srv);
  * caller holds a reference on (the transfer takes its own). RDMA_OUT_OF_BOUNDS
  * unless the span lies inside that region; RDMA_BUSY when every transfer
  * slot is taken or s's user holds its share of them. */
-rdma_status_t rdma_xfer_bind(struct rdma_server *srv, rsession_t *s, uint32_t region_id, uint64_t addr,
-                        uint64_t len, rdma_xfer_t **out_p);
+rdma_status_t rdma_xfer_bind(struct rdma_server *srv, rsession_t *s, uint32_t region_id,
+                             uint64_t addr, uint64_t len, rdma_xfer_t **out_p);
 
 /* Told by rdma_xfer_push_progress that the first done bytes of the span are
  * written. */
@@ -502,7 +502,7 @@ typedef void (*xfer_progress_fn)(void *pctx, uint64_t done);
  * last; never on the staged path (a put's completion is not the peer's
  * memory holding the bytes). */
 rdma_status_t rdma_xfer_push_progress(rdma_xfer_t *x, uint64_t len, rdma_fill_fn fill, void *ctx,
-                                 xfer_progress_fn progress, void *pctx);
+                                      xfer_progress_fn progress, void *pctx);
 
 /* Called by s's teardown: returns every chunk s orphaned to the pool, or,
  * when a request of s can still complete (can_complete: s's endpoint was

@@ -242,8 +242,8 @@ static int wire_close(wire_in_t *r)
 
 /* ---- messages ---------------------------------------------------------- */
 
-int rdma_wire_hello(wire_out_t *w, const char *ak, const uint8_t nonce[RDMA_NONCE_LEN], const void *addr,
-               size_t addr_len)
+int rdma_wire_hello(wire_out_t *w, const char *ak, const uint8_t nonce[RDMA_NONCE_LEN],
+                    const void *addr, size_t addr_len)
 {
     rdma_wire_begin(w, RDMA_MSG_HELLO);
     rdma_wire_put_str16(w, ak);
@@ -270,7 +270,8 @@ int rdma_wire_nonce(wire_out_t *w, uint8_t type, const uint8_t bytes[RDMA_NONCE_
     return rdma_wire_end(w);
 }
 
-int rdma_wire_parse_nonce(const uint8_t *body, size_t len, uint8_t type, uint8_t bytes[RDMA_NONCE_LEN])
+int rdma_wire_parse_nonce(const uint8_t *body, size_t len, uint8_t type,
+                          uint8_t bytes[RDMA_NONCE_LEN])
 {
     wire_in_t r;
     if (wire_open(&r, body, len, type) < 0)
@@ -327,7 +328,7 @@ int rdma_wire_error(wire_out_t *w, uint32_t code, const char *msg)
 }
 
 int rdma_wire_parse_error(const uint8_t *body, size_t len, uint32_t *code,
-                     char msg[RDMA_MAX_ERR_MSG + 1])
+                          char msg[RDMA_MAX_ERR_MSG + 1])
 {
     wire_in_t r;
     if (wire_open(&r, body, len, RDMA_MSG_ERROR) < 0)

@@ -160,8 +160,8 @@ long rdma_wire_frame_len(const uint8_t hdr[4]);
 int rdma_wire_frame_type(const uint8_t *body, size_t len);
 
 /* Message builders: return 0 and a finished frame in *w, or -1. */
-int rdma_wire_hello(wire_out_t *w, const char *ak, const uint8_t nonce[RDMA_NONCE_LEN], const void *addr,
-               size_t addr_len);
+int rdma_wire_hello(wire_out_t *w, const char *ak, const uint8_t nonce[RDMA_NONCE_LEN],
+                    const void *addr, size_t addr_len);
 /* CHALLENGE (server nonce), AUTH (client MAC) and PROVE (the probe nonce)
  * are one 32-byte field each. */
 int rdma_wire_nonce(wire_out_t *w, uint8_t type, const uint8_t bytes[RDMA_NONCE_LEN]);
@@ -173,10 +173,11 @@ int rdma_wire_region_id(wire_out_t *w, uint8_t type, uint32_t region_id); /* REM
 /* Parsers take a whole body (header included) and return 0, or -1 on any
  * malformed, truncated or oversized field, or trailing bytes. */
 int rdma_wire_parse_hello(const uint8_t *body, size_t len, rdma_hello_t *m);
-int rdma_wire_parse_nonce(const uint8_t *body, size_t len, uint8_t type, uint8_t bytes[RDMA_NONCE_LEN]);
+int rdma_wire_parse_nonce(const uint8_t *body, size_t len, uint8_t type,
+                          uint8_t bytes[RDMA_NONCE_LEN]);
 int rdma_wire_parse_welcome(const uint8_t *body, size_t len, rdma_welcome_t *m);
 int rdma_wire_parse_error(const uint8_t *body, size_t len, uint32_t *code,
-                     char msg[RDMA_MAX_ERR_MSG + 1]);
+                          char msg[RDMA_MAX_ERR_MSG + 1]);
 int rdma_wire_parse_region_add(const uint8_t *body, size_t len, rdma_region_add_t *m);
 int rdma_wire_parse_region_id(const uint8_t *body, size_t len, uint32_t *region_id);
 

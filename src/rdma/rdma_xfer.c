@@ -172,15 +172,16 @@ void rdma_staging_free(struct rdma_server *srv)
 
 /* ==== token transfers ==================================================== */
 
-rdma_status_t rdma_xfer_bind(struct rdma_server *srv, rsession_t *s, uint32_t region_id, uint64_t addr,
-                        uint64_t len, rdma_xfer_t **out_p)
+rdma_status_t rdma_xfer_bind(struct rdma_server *srv, rsession_t *s, uint32_t region_id,
+                             uint64_t addr, uint64_t len, rdma_xfer_t **out_p)
 {
     /* A transfer slot first (srv->mu), then the region (s->mu): the two
      * locks are never held together (rdma_server_internal.h). */
     pthread_mutex_lock(&srv->mu);
-    struct rdma_xfer *x = s->user->xfers < rdma_share_cap(srv, srv->user_xfers_max, srv->lone_xfers_max)
-                              ? srv->free_xfers
-                              : NULL;
+    struct rdma_xfer *x =
+        s->user->xfers < rdma_share_cap(srv, srv->user_xfers_max, srv->lone_xfers_max)
+            ? srv->free_xfers
+            : NULL;
     if (x) {
         srv->free_xfers = x->next_free;
         srv->n_xfers_busy++;
@@ -460,7 +461,7 @@ rdma_status_t rdma_xfer_push(rdma_xfer_t *x, uint64_t len, rdma_fill_fn fill, vo
 }
 
 rdma_status_t rdma_xfer_push_progress(rdma_xfer_t *x, uint64_t len, rdma_fill_fn fill, void *ctx,
-                                 xfer_progress_fn progress, void *pctx)
+                                      xfer_progress_fn progress, void *pctx)
 {
     uint8_t *dst;
     rdma_status_t rc = xfer_begin(x, len, &dst);

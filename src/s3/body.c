@@ -103,7 +103,8 @@ static char **stored_slot(const stor_meta_t *meta, size_t i)
  * (aws-chunked has no payload hash: its chunks are signed). */
 s3_error_t s3_checksums_begin(s3_req_t *req)
 {
-    if (req->want_ck[S3_CK_SHA256] && !req->sha256_ck && !(req->sha256_ck = hash_digest_sha256_new()))
+    if (req->want_ck[S3_CK_SHA256] && !req->sha256_ck &&
+        !(req->sha256_ck = hash_digest_sha256_new()))
         return S3E_INTERNAL;
     if (req->want_ck[S3_CK_SHA1] && !req->sha1_ck && !(req->sha1_ck = hash_digest_sha1_new()))
         return S3E_INTERNAL;
@@ -178,7 +179,7 @@ int s3_body_sink(void *cls, const void *data, size_t len)
     hash_job_t md5_job = {0};
     if (req->md5)
         hash_pool_job_start(len >= S3R_BODY_HASH_OFFLOAD_MIN ? req->srv->hashers : NULL, &md5_job,
-                       req->md5, data, len);
+                            req->md5, data, len);
     if (req->sha256_payload)
         hash_digest_update(req->sha256_payload, data, len);
     s3_checksums_update(req, data, len);

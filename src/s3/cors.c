@@ -10,7 +10,8 @@
 #include "s3/xml_in.h"
 
 /* The methods a rule may allow, in the order of their bits in s3_cors_rule_t. */
-static const char *const s3_cors_methods[S3_CORS_N_METHODS] = {"GET", "PUT", "POST", "DELETE", "HEAD"};
+static const char *const s3_cors_methods[S3_CORS_N_METHODS] = {"GET", "PUT", "POST", "DELETE",
+                                                               "HEAD"};
 
 /* The XML leaves of a CORSRule, in the order of their stored tags. */
 static const char *const rule_fields[] = {
@@ -108,8 +109,8 @@ int s3_cors_from_xml(const char *body, size_t len, buf_t *out, bool *invalid_p, 
     xml_list_entry_t *e = NULL;
     size_t n = 0, n_rules = 0;
     if (s3_xml_parse_list(body, len, "CORSConfiguration", "CORSRule", rule_fields,
-                       sizeof rule_fields / sizeof rule_fields[0], S3_CORS_MAX_BYTES / 8, &e, &n,
-                       &n_rules) != 0) {
+                          sizeof rule_fields / sizeof rule_fields[0], S3_CORS_MAX_BYTES / 8, &e, &n,
+                          &n_rules) != 0) {
         snprintf(why, cap,
                  "The XML you provided was not well-formed or did not validate against "
                  "our published schema");

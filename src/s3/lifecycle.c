@@ -428,7 +428,7 @@ s3_error_t s3_lc_from_xml(const char *body, size_t len, s3_lc_t *cfg, char *why,
     xml_list_entry_t *e = NULL;
     size_t n = 0, n_rules = 0;
     if (s3_xml_parse_list(body, len, "LifecycleConfiguration", "Rule", rule_fields, N_FIELDS,
-                       S3_LC_MAX_BYTES / 8, &e, &n, &n_rules) != 0)
+                          S3_LC_MAX_BYTES / 8, &e, &n, &n_rules) != 0)
         return S3E_MALFORMED_XML;
     s3_error_t err = S3E_NONE;
     bool transitions = false; /* some rule has them: refused once all else is valid */

@@ -83,7 +83,6 @@ void s3_lc_xml(const s3_lc_t *cfg, buf_t *xml);
 /* Looks up one tag of an object: its value, or NULL when it has none. */
 typedef const char *(*s3_lc_tag_fn)(void *ctx, const char *key);
 
-
 /* s3_lc_expiry and whether a rule applies, for a stored object: its size,
  * commit time and tags from meta (tags that do not decode: none). */
 struct stor_meta;

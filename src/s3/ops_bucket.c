@@ -232,7 +232,7 @@ static void create_bucket_finish(s3_req_t *req)
 {
     char location[64];
     if (s3_xml_parse_create_bucket(req->body.data ? req->body.data : "", req->body.len, location,
-                                sizeof(location)) != 0) {
+                                   sizeof(location)) != 0) {
         s3_reply_error(req, S3E_MALFORMED_XML, NULL);
         return;
     }

@@ -119,7 +119,7 @@ static void put_versioning_finish(s3_req_t *req)
     static const char *const paths[] = {"Status", "MfaDelete"};
     char *v[2] = {NULL, NULL};
     if (s3_xml_parse_leaves(req->body.data ? req->body.data : "", req->body.len,
-                         "VersioningConfiguration", paths, 2, v) != 0) {
+                            "VersioningConfiguration", paths, 2, v) != 0) {
         s3_reply_error(req, S3E_MALFORMED_XML, NULL);
         return;
     }
@@ -291,7 +291,7 @@ static void put_pab_finish(s3_req_t *req)
 {
     char *v[4];
     if (s3_xml_parse_leaves(req->body.data ? req->body.data : "", req->body.len,
-                         "PublicAccessBlockConfiguration", pab_fields, 4, v) != 0) {
+                            "PublicAccessBlockConfiguration", pab_fields, 4, v) != 0) {
         s3_reply_error(req, S3E_MALFORMED_XML, NULL);
         return;
     }
@@ -337,8 +337,8 @@ static void put_ownership_finish(s3_req_t *req)
 {
     static const char *const path[] = {"Rule/ObjectOwnership"};
     char *v;
-    if (s3_xml_parse_leaves(req->body.data ? req->body.data : "", req->body.len, "OwnershipControls",
-                         path, 1, &v) != 0) {
+    if (s3_xml_parse_leaves(req->body.data ? req->body.data : "", req->body.len,
+                            "OwnershipControls", path, 1, &v) != 0) {
         s3_reply_error(req, S3E_MALFORMED_XML, NULL);
         return;
     }

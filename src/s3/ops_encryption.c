@@ -51,8 +51,8 @@ static void put_encryption_finish(s3_req_t *req)
     xml_list_entry_t *e;
     size_t n, n_items;
     if (s3_xml_parse_list(req->body.data ? req->body.data : "", req->body.len,
-                       "ServerSideEncryptionConfiguration", "Rule", fields, 2, 8, &e, &n,
-                       &n_items) != 0) {
+                          "ServerSideEncryptionConfiguration", "Rule", fields, 2, 8, &e, &n,
+                          &n_items) != 0) {
         s3_reply_error(req, S3E_MALFORMED_XML, NULL);
         return;
     }

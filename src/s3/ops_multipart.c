@@ -407,7 +407,8 @@ static void complete_mpu_finish(s3_req_t *req)
 {
     xml_complete_part_t *parts = NULL;
     size_t n = 0;
-    if (s3_xml_parse_complete(req->body.data ? req->body.data : "", req->body.len, &parts, &n) != 0) {
+    if (s3_xml_parse_complete(req->body.data ? req->body.data : "", req->body.len, &parts, &n) !=
+        0) {
         s3_reply_error(req, S3E_MALFORMED_XML, NULL);
         return;
     }

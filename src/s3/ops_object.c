@@ -545,8 +545,8 @@ static void delete_objects_finish(s3_req_t *req)
     int quiet = 0;
     xml_delete_object_t *objs = NULL;
     size_t n = 0;
-    if (s3_xml_parse_delete(req->body.data ? req->body.data : "", req->body.len, &quiet, &objs, &n) !=
-        0) {
+    if (s3_xml_parse_delete(req->body.data ? req->body.data : "", req->body.len, &quiet, &objs,
+                            &n) != 0) {
         s3_reply_error(req, S3E_MALFORMED_XML, NULL);
         return;
     }

@@ -349,7 +349,7 @@ static bool add_value(parser_t *ps, void *ctx, const char *s)
             return fail(ps, "Out of memory.");
         c->nums = n;
         if (s3_policy_is_numeric(k) ? !s3_policy_parse_number(s, &n[c->values.n])
-                                 : !s3_policy_parse_date(s, &n[c->values.n]))
+                                    : !s3_policy_parse_date(s, &n[c->values.n]))
             return fail(ps, "Invalid %s value in condition: %s",
                         s3_policy_is_numeric(k) ? "numeric" : "date", s);
     } else if (k == CMP_BOOL || k == CMP_NULL) {

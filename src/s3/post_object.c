@@ -291,7 +291,7 @@ static void start_file(s3_req_t *req, post_form_t *f, const char *filename)
         .names = names, .values = values, .n = f->n_fields, .bucket = req->bucket, .key = key};
     char *why = NULL;
     s3_error_t err = user ? s3_post_policy_check(field(f, "policy"), req->now_s, &view, &f->min_len,
-                                              &f->max_len, &why)
+                                                 &f->max_len, &why)
                           : S3E_NONE;
     if (err == S3E_NONE && key[0] == '\0') {
         err = S3E_INVALID_ARGUMENT;

@@ -151,7 +151,7 @@ static bool exempt_field(const char *name)
 }
 
 s3_error_t s3_post_policy_check(const char *policy_b64, int64_t now_s, const post_form_view_t *form,
-                             uint64_t *min_p, uint64_t *max_p, char **why_p)
+                                uint64_t *min_p, uint64_t *max_p, char **why_p)
 {
     size_t b64_len = strlen(policy_b64);
     uint8_t *doc = malloc(b64_len / 4 * 3 + 4);

@@ -39,6 +39,6 @@ typedef struct post_form_view {
  * UINT64_MAX when the policy has none). Returns S3E_NONE, or the error with
  * its message, malloc'd, in *why_p (the caller frees it). */
 s3_error_t s3_post_policy_check(const char *policy_b64, int64_t now_s, const post_form_view_t *form,
-                             uint64_t *min_p, uint64_t *max_p, char **why_p);
+                                uint64_t *min_p, uint64_t *max_p, char **why_p);
 
 #endif

@@ -210,7 +210,7 @@ s3_error_t s3_tags_from_xml(const char *body, size_t len, s3_tags_of_t of, s3_ta
     /* Three entries a tag: a bound past any legal set, so an absurd body
      * stops early. */
     if (s3_xml_parse_list(body ? body : "", len, "Tagging", "TagSet", fields, 3,
-                       3 * (S3R_MAX_BUCKET_TAGS + 1), &e, &n, &n_items) != 0)
+                          3 * (S3R_MAX_BUCKET_TAGS + 1), &e, &n, &n_items) != 0)
         return S3E_MALFORMED_XML;
     s3_error_t err = n_items > 1 ? S3E_MALFORMED_XML : S3E_NONE;
     const char *key = NULL, *value = NULL;

@@ -748,7 +748,7 @@ void s3_xml_complete_parts_free(xml_complete_part_t *parts, size_t n)
 }
 
 int s3_xml_parse_delete(const char *body, size_t len, int *quiet_p, xml_delete_object_t **objs_p,
-                     size_t *n_p)
+                        size_t *n_p)
 {
     xml_ctx_t x;
     int rc = run(&x, DOC_DELETE, body, len);
@@ -802,7 +802,8 @@ int s3_xml_parse_create_bucket(const char *body, size_t len, char *out, size_t o
     return rc;
 }
 
-int s3_xml_parse_acl(const char *body, size_t len, char **owner_p, xml_grant_t **grants_p, size_t *n_p)
+int s3_xml_parse_acl(const char *body, size_t len, char **owner_p, xml_grant_t **grants_p,
+                     size_t *n_p)
 {
     xml_ctx_t x;
     int rc = run(&x, DOC_ACL, body, len);
@@ -827,7 +828,7 @@ void s3_xml_acl_free(char *owner, xml_grant_t *grants, size_t n)
 }
 
 int s3_xml_parse_leaves(const char *body, size_t len, const char *root, const char *const *paths,
-                     size_t n, char **values)
+                        size_t n, char **values)
 {
     for (size_t i = 0; i < n; i++)
         values[i] = NULL;
@@ -846,8 +847,8 @@ int s3_xml_parse_leaves(const char *body, size_t len, const char *root, const ch
 }
 
 int s3_xml_parse_list(const char *body, size_t len, const char *root, const char *item,
-                   const char *const *fields, size_t n_fields, size_t max_entries,
-                   xml_list_entry_t **entries_p, size_t *n_p, size_t *n_items_p)
+                      const char *const *fields, size_t n_fields, size_t max_entries,
+                      xml_list_entry_t **entries_p, size_t *n_p, size_t *n_items_p)
 {
     xml_ctx_t x;
     xml_ctx_t names = {.root = root,

@@ -38,7 +38,7 @@ typedef struct xml_delete_object {
  * objects or more than S3R_MAX_DELETE_KEYS=1000). *quiet_p is 1 when Quiet is
  * "true", else 0. Caller frees with s3_xml_delete_objects_free. */
 int s3_xml_parse_delete(const char *body, size_t len, int *quiet_p, xml_delete_object_t **objs_p,
-                     size_t *n_p);
+                        size_t *n_p);
 void s3_xml_delete_objects_free(xml_delete_object_t *objs, size_t n);
 
 /* Parses CreateBucketConfiguration (LocationConstraint), body may be empty.
@@ -59,7 +59,7 @@ typedef struct xml_grant {
  * or -1 if malformed (a Grant without one Grantee identifier or without
  * Permission). Caller frees with s3_xml_acl_free. */
 int s3_xml_parse_acl(const char *body, size_t len, char **owner_p, xml_grant_t **grants_p,
-                  size_t *n_p);
+                     size_t *n_p);
 void s3_xml_acl_free(char *owner, xml_grant_t *grants, size_t n);
 
 /* Parses a flat configuration document: root with leaf elements at paths
@@ -68,7 +68,7 @@ void s3_xml_acl_free(char *owner, xml_grant_t *grants, size_t n);
  * text, trimmed (malloc'd; NULL when absent). Returns 0, or -1 if malformed (wrong root, a path
  * given twice, markup inside a leaf): then every values[i] is NULL. */
 int s3_xml_parse_leaves(const char *body, size_t len, const char *root, const char *const *paths,
-                     size_t n, char **values);
+                        size_t n, char **values);
 
 /* One leaf of a list document (s3_xml_parse_list). */
 typedef struct xml_list_entry {
@@ -88,8 +88,8 @@ typedef struct xml_list_entry {
  * XML_LIST_MAX_DEPTH deep). Caller frees with s3_xml_list_free. */
 #define XML_LIST_MAX_DEPTH 8
 int s3_xml_parse_list(const char *body, size_t len, const char *root, const char *item,
-                   const char *const *fields, size_t n_fields, size_t max_entries,
-                   xml_list_entry_t **entries_p, size_t *n_p, size_t *n_items_p);
+                      const char *const *fields, size_t n_fields, size_t max_entries,
+                      xml_list_entry_t **entries_p, size_t *n_p, size_t *n_items_p);
 void s3_xml_list_free(xml_list_entry_t *entries, size_t n);
 
 #endif

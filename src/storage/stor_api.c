@@ -150,7 +150,8 @@ stor_status_t stor_writer_write(stor_writer_t *w, const void *data, size_t len)
     stor_status_t s = STOR_OK;
     while (len && s == STOR_OK) {
         size_t n = len < sizeof buf ? len : sizeof buf;
-        if (cipher_aes256_ctr_at(w->cipher.key, w->cipher.iv, w->st->ops->writer_size(w), p, buf, n) != 0)
+        if (cipher_aes256_ctr_at(w->cipher.key, w->cipher.iv, w->st->ops->writer_size(w), p, buf,
+                                 n) != 0)
             s = STOR_ERR_IO;
         else
             s = w->st->ops->writer_write(w, buf, n);

@@ -179,7 +179,8 @@ stor_status_t local_bucket_change(stor_t *st_, const stor_bucket_t *bucket,
     MDB_val k = {strlen(name), (void *)name}, v;
     buf_t b = {0};
     int rc = mdb_get(txn, st->db_buckets, &k, &v);
-    s = rc ? local_mdb_fail("bucket get", rc) : stor_rec_bucket_apply(v.mv_data, v.mv_size, change, &b);
+    s = rc ? local_mdb_fail("bucket get", rc)
+           : stor_rec_bucket_apply(v.mv_data, v.mv_size, change, &b);
     if (s == STOR_OK) {
         MDB_val nv = {b.len, b.data};
         if ((rc = mdb_put(txn, st->db_buckets, &k, &nv, 0)) != 0)

@@ -241,7 +241,7 @@ stor_status_t local_bucket_exists(lstor_t *st, MDB_txn *txn, const char *bucket)
 stor_status_t local_bucket_check(lstor_t *st, MDB_txn *txn, const char *name, uint64_t id);
 /* local_bucket_check, also giving the bucket's stor_versioning_t. */
 stor_status_t local_bucket_check_ver(lstor_t *st, MDB_txn *txn, const char *name, uint64_t id,
-                               int *versioning_p);
+                                     int *versioning_p);
 /* Begins a read-only transaction. */
 stor_status_t local_rd_begin(lstor_t *st, MDB_txn **txn_p);
 /* Begins a write transaction. */
@@ -292,9 +292,9 @@ stor_status_t local_writer_seal(lwriter_t *w);
  * the commit and frees it). On failure *touched (when not NULL) is set if
  * it may have written to txn: checks that fail come before any write. */
 stor_status_t local_put_object(lstor_t *st, MDB_txn *txn, const char *bucket, uint64_t bucket_id,
-                         const char *key, const buf_t *enc, stor_obj_rec_t *nrec,
-                         const stor_precond_t *cond, stor_obj_rec_t *old, int *had_old,
-                         int *touched);
+                               const char *key, const buf_t *enc, stor_obj_rec_t *nrec,
+                               const stor_precond_t *cond, stor_obj_rec_t *old, int *had_old,
+                               int *touched);
 
 /* stor_version.c: versions (docs/storage.md, "Versioning"). ik is the
  * key's index key throughout. */
@@ -302,30 +302,31 @@ stor_status_t local_put_object(lstor_t *st, MDB_txn *txn, const char *bucket, ui
  * when it has no current object) into rec. STOR_ERR_NO_VERSION (vid) or
  * STOR_ERR_NO_KEY (NULL) when there is none. */
 stor_status_t local_ver_lookup(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key,
-                         const char *vid, stor_obj_rec_t *rec);
+                               const char *vid, stor_obj_rec_t *rec);
 /* Makes nrec (an object, or a delete marker: nrec->meta.delete_marker) the
  * latest version of key in a bucket in versioning state `state` (ENABLED
  * or SUSPENDED), cur (when had_cur) being its current object: sets
  * nrec->meta.version, keeps cur as a noncurrent version or (suspended, cur
  * "null") replaces it, and removes the "null" version a suspended bucket
  * replaces; what it removed goes to *old (*had_old). */
-stor_status_t local_ver_push(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key, int state,
-                       stor_obj_rec_t *cur, int had_cur, stor_obj_rec_t *nrec, stor_obj_rec_t *old,
-                       int *had_old);
+stor_status_t local_ver_push(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key,
+                             int state, stor_obj_rec_t *cur, int had_cur, stor_obj_rec_t *nrec,
+                             stor_obj_rec_t *old, int *had_old);
 /* Removes version vid of key (cur: its current object, when had_cur) into
  * *old; the newest remaining version becomes current if it is an object
  * and the removed one was the latest. STOR_ERR_NO_VERSION when absent, found
  * before anything is written to txn. */
 stor_status_t local_ver_remove(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key,
-                         const char *vid, stor_obj_rec_t *cur, int had_cur, stor_obj_rec_t *old);
+                               const char *vid, stor_obj_rec_t *cur, int had_cur,
+                               stor_obj_rec_t *old);
 /* Applies change (stor_meta_apply_change, its guard first) to version vid
  * of key in db_versions (not the current object): STOR_ERR_NO_VERSION when
  * absent, STOR_ERR_DELETE_MARKER when it is a delete marker. */
 stor_status_t local_ver_change(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key,
-                         const char *vid, const stor_obj_change_t *change);
+                               const char *vid, const stor_obj_change_t *change);
 void local_viter_seek(stor_iter_t *it, const char *key, size_t key_len);
 int local_viter_next(stor_iter_t *it, const char **key_p, size_t *key_len_p, stor_meta_t *meta_p,
-               int *is_latest_p);
+                     int *is_latest_p);
 void local_viter_close(stor_iter_t *it);
 
 /* stor_multipart.c, used by bucket deletion: */
@@ -335,8 +336,8 @@ void local_viter_close(stor_iter_t *it);
 /* Fills db_upload_keys from db_uploads when it is empty and db_uploads is
  * not (a data directory from before it existed). Once, at open. */
 stor_status_t local_mpu_index_build(lstor_t *st, MDB_txn *txn);
-stor_status_t local_mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucket, stor_seg_t **ids_p,
-                              size_t *n_p);
+stor_status_t local_mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucket,
+                                    stor_seg_t **ids_p, size_t *n_p);
 
 /* ---- The local backend's ops (stor_backend.h; the table is in storage.c) -- */
 

@@ -387,8 +387,8 @@ static stor_status_t upload_keys_drop(lstor_t *st, MDB_txn *txn, const char *buc
     return STOR_OK;
 }
 
-stor_status_t local_mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucket, stor_seg_t **ids_p,
-                              size_t *n_p)
+stor_status_t local_mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucket,
+                                    stor_seg_t **ids_p, size_t *n_p)
 {
     *ids_p = NULL;
     *n_p = 0;
@@ -536,7 +536,8 @@ stor_status_t local_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const ch
     s = stor_encode_object(&rec, key, &m, segs, (uint32_t)n);
     stor_obj_rec_t nrec = {.meta = m, .segs = segs, .n_segs = (uint32_t)n};
     if (s == STOR_OK)
-        s = local_put_object(st, txn, bucket, bkt->id, key, &rec, &nrec, cond, &old, &had_old, NULL);
+        s = local_put_object(st, txn, bucket, bkt->id, key, &rec, &nrec, cond, &old, &had_old,
+                             NULL);
     m.version = nrec.meta.version; /* set by a versioned commit */
     if (s == STOR_OK)
         s = del_parts(st, txn, upload_id);
@@ -555,7 +556,7 @@ stor_status_t local_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const ch
         goto out;
 
     local_usage_change(st, 1 - (had_old && !old.meta.delete_marker),
-                 (int64_t)m.size - (had_old ? (int64_t)old.meta.size : 0));
+                       (int64_t)m.size - (had_old ? (int64_t)old.meta.size : 0));
     if (had_old)
         for (uint32_t i = 0; i < old.n_segs; i++)
             local_drop_file(st, old.segs[i].id);

@@ -226,9 +226,9 @@ stor_status_t local_writer_seal(lwriter_t *w)
  * gone: checked even when the key exists, since an object under this name
  * may belong to a bucket re-created since. */
 stor_status_t local_put_object(lstor_t *st, MDB_txn *txn, const char *bucket, uint64_t bucket_id,
-                         const char *key, const buf_t *enc, stor_obj_rec_t *nrec,
-                         const stor_precond_t *cond, stor_obj_rec_t *old, int *had_old,
-                         int *touched)
+                               const char *key, const buf_t *enc, stor_obj_rec_t *nrec,
+                               const stor_precond_t *cond, stor_obj_rec_t *old, int *had_old,
+                               int *touched)
 {
     uint8_t ikey[STOR_IKEY_MAX];
     MDB_val k;
@@ -284,8 +284,8 @@ static stor_status_t put_apply(lstor_t *st, MDB_txn *txn, void *arg, int *touche
     put_change_t *p = arg;
     if (p->had_old)
         stor_obj_rec_free(&p->old);
-    return local_put_object(st, txn, p->w->bucket, p->w->bucket_id, p->key, p->enc, p->nrec, p->cond,
-                      &p->old, &p->had_old, touched);
+    return local_put_object(st, txn, p->w->bucket, p->w->bucket_id, p->key, p->enc, p->nrec,
+                            p->cond, &p->old, &p->had_old, touched);
 }
 
 stor_status_t local_writer_commit_if(stor_writer_t *w_, const char *key, stor_meta_t *meta,
@@ -331,7 +331,7 @@ stor_status_t local_writer_commit_if(stor_writer_t *w_, const char *key, stor_me
     meta->version = nrec.meta.version; /* set by a versioned commit */
     if (c.applied)
         local_usage_change(st, 1 - (p.had_old && !p.old.meta.delete_marker),
-                     (int64_t)w->size - (p.had_old ? (int64_t)p.old.meta.size : 0));
+                           (int64_t)w->size - (p.had_old ? (int64_t)p.old.meta.size : 0));
     if (p.had_old) {
         if (s == STOR_OK && c.applied)
             for (uint32_t i = 0; i < p.old.n_segs; i++)
@@ -634,7 +634,8 @@ static stor_status_t del_apply(lstor_t *st, MDB_txn *txn, void *arg, int *touche
     uint8_t ikey[STOR_IKEY_MAX];
     MDB_val k;
     del_reset(d);
-    stor_status_t s = local_bucket_check_ver(st, txn, d->bucket->name, d->bucket->id, &d->versioning);
+    stor_status_t s =
+        local_bucket_check_ver(st, txn, d->bucket->name, d->bucket->id, &d->versioning);
     if (s == STOR_OK) {
         s = local_obj_get(st, txn, d->bucket->name, key, &d->cur, &k, ikey);
         d->had_cur = s == STOR_OK;
@@ -655,8 +656,8 @@ static stor_status_t del_apply(lstor_t *st, MDB_txn *txn, void *arg, int *touche
     } else if (d->versioning != STOR_VERSIONING_OFF) {
         /* A new delete marker on top. */
         if ((s = marker_new(&d->mk)) == STOR_OK)
-            s = local_ver_push(st, txn, &k, key, d->versioning, &d->cur, d->had_cur, &d->mk, &d->old,
-                         &d->had_old);
+            s = local_ver_push(st, txn, &k, key, d->versioning, &d->cur, d->had_cur, &d->mk,
+                               &d->old, &d->had_old);
     } else {
         int rc = stor_wr_del(st, txn, st->db_objects, &k, NULL);
         if (rc)

@@ -179,17 +179,17 @@ int stor_keycmp(const char *a, size_t alen, const char *b, size_t blen);
 
 /* Encodes an object record into b (initialised here; the caller frees it).
  * STOR_ERR_TOO_LARGE past STOR_REC_MAX. */
-stor_status_t stor_encode_object(buf_t *b, const char *key, const stor_meta_t *m, const stor_seg_t *segs,
-                            uint32_t n_segs);
+stor_status_t stor_encode_object(buf_t *b, const char *key, const stor_meta_t *m,
+                                 const stor_seg_t *segs, uint32_t n_segs);
 /* A PUT's record: sets meta's size and mtime (now) and encodes key -> meta
  * (single-part: parts_count and part_sizes ignored) with the one blob or
  * file id of size bytes, as stor_encode_object. */
 stor_status_t stor_encode_put(buf_t *b, const char *key, stor_meta_t *meta,
-                         const uint8_t id[STOR_ID_LEN], uint64_t size);
+                              const uint8_t id[STOR_ID_LEN], uint64_t size);
 /* stor_encode_put for an object kept inline: the record holds its size bytes
  * at body instead of a file id. */
 stor_status_t stor_encode_put_inline(buf_t *b, const char *key, stor_meta_t *meta, const void *body,
-                                uint64_t size);
+                                     uint64_t size);
 /* Re-encodes a decoded object record under key with its metadata as now in
  * rec->meta (files or inline bytes as they were), as stor_encode_object. */
 stor_status_t stor_encode_object_rec(buf_t *b, const char *key, const stor_obj_rec_t *rec);

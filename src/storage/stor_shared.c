@@ -13,8 +13,8 @@
 #include "common/s3r_limits.h"
 #include "storage/stor_record.h"
 
-stor_status_t stor_encode_object(buf_t *b, const char *key, const stor_meta_t *m, const stor_seg_t *segs,
-                            uint32_t n_segs)
+stor_status_t stor_encode_object(buf_t *b, const char *key, const stor_meta_t *m,
+                                 const stor_seg_t *segs, uint32_t n_segs)
 {
     buf_init(b, (size_t)-1 / 2);
     if (stor_rec_encode_object(b, key, strlen(key), m, segs, n_segs) != 0)
@@ -23,7 +23,7 @@ stor_status_t stor_encode_object(buf_t *b, const char *key, const stor_meta_t *m
 }
 
 stor_status_t stor_encode_put(buf_t *b, const char *key, stor_meta_t *meta,
-                         const uint8_t id[STOR_ID_LEN], uint64_t size)
+                              const uint8_t id[STOR_ID_LEN], uint64_t size)
 {
     meta->size = size;
     meta->mtime_ms = clock_wall_ms();
@@ -37,7 +37,7 @@ stor_status_t stor_encode_put(buf_t *b, const char *key, stor_meta_t *meta,
 }
 
 stor_status_t stor_encode_put_inline(buf_t *b, const char *key, stor_meta_t *meta, const void *body,
-                                uint64_t size)
+                                     uint64_t size)
 {
     meta->size = size;
     meta->mtime_ms = clock_wall_ms();

@@ -158,7 +158,7 @@ static stor_status_t ver_find(lstor_t *st, MDB_txn *txn, const MDB_val *ik, cons
 /* ==== Lookups ============================================================ */
 
 stor_status_t local_ver_lookup(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key,
-                         const char *vid, stor_obj_rec_t *rec)
+                               const char *vid, stor_obj_rec_t *rec)
 {
     if (!vid) {
         MDB_cursor *c;
@@ -225,9 +225,9 @@ static int newest_seq(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const stor_o
     return r < 0 ? -1 : 0;
 }
 
-stor_status_t local_ver_push(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key, int state,
-                       stor_obj_rec_t *cur, int had_cur, stor_obj_rec_t *nrec, stor_obj_rec_t *old,
-                       int *had_old)
+stor_status_t local_ver_push(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key,
+                             int state, stor_obj_rec_t *cur, int had_cur, stor_obj_rec_t *nrec,
+                             stor_obj_rec_t *old, int *had_old)
 {
     *had_old = 0;
     uint64_t seq;
@@ -307,7 +307,7 @@ stor_status_t local_ver_push(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const
 }
 
 stor_status_t local_ver_change(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key,
-                         const char *vid, const stor_obj_change_t *change)
+                               const char *vid, const stor_obj_change_t *change)
 {
     uint8_t vkbuf[VKEY_MAX];
     MDB_val vk;
@@ -366,7 +366,8 @@ static stor_status_t promote(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const
 }
 
 stor_status_t local_ver_remove(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const char *key,
-                         const char *vid, stor_obj_rec_t *cur, int had_cur, stor_obj_rec_t *old)
+                               const char *vid, stor_obj_rec_t *cur, int had_cur,
+                               stor_obj_rec_t *old)
 {
     if (had_cur && stor_meta_is_version(&cur->meta, vid)) {
         int rc = stor_wr_del(st, txn, st->db_objects, (MDB_val *)ik, NULL);
@@ -584,7 +585,7 @@ static int viter_filter(const viter_t *it, const uint8_t *rest, size_t rlen, con
 }
 
 int local_viter_next(stor_iter_t *it_, const char **key_p, size_t *key_len_p, stor_meta_t *meta_p,
-               int *is_latest_p)
+                     int *is_latest_p)
 {
     viter_t *it = (viter_t *)it_;
     if (it->failed)

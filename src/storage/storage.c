@@ -189,7 +189,7 @@ stor_status_t local_bucket_check(lstor_t *st, MDB_txn *txn, const char *name, ui
 }
 
 stor_status_t local_bucket_check_ver(lstor_t *st, MDB_txn *txn, const char *name, uint64_t id,
-                               int *versioning_p)
+                                     int *versioning_p)
 {
     if (!local_valid_bucket(name))
         return STOR_ERR_NO_BUCKET;

@@ -829,7 +829,8 @@ static int collect_live(void *arg, const char *k, size_t kl, const char *v, size
     uint8_t id[STOR_ID_LEN];
     if (kl == 2 * STOR_ID_LEN && hash_hex_decode(k, kl, id, STOR_ID_LEN) == 0)
         return rs_idset_add(sets[0], id);
-    if (kl == 1 + 2 * STOR_ID_LEN && k[0] == 'c' && hash_hex_decode(k + 1, kl - 1, id, STOR_ID_LEN) == 0)
+    if (kl == 1 + 2 * STOR_ID_LEN && k[0] == 'c' &&
+        hash_hex_decode(k + 1, kl - 1, id, STOR_ID_LEN) == 0)
         return rs_idset_add(sets[1], id);
     return 0;
 }

@@ -31,13 +31,15 @@ static void test_crc_combine(void **state)
     for (size_t cut = 0; cut <= sizeof data; cut += 97) {
         size_t rest = sizeof data - cut;
         assert_int_equal(checksum_crc32_ieee_combine(hash_crc32_ieee_update(0, data, cut),
-                                            hash_crc32_ieee_update(0, data + cut, rest), rest),
+                                                     hash_crc32_ieee_update(0, data + cut, rest),
+                                                     rest),
                          whole32);
-        assert_int_equal(
-            checksum_crc32c_combine(hash_crc32c_update(0, data, cut), hash_crc32c_update(0, data + cut, rest), rest),
-            whole32c);
+        assert_int_equal(checksum_crc32c_combine(hash_crc32c_update(0, data, cut),
+                                                 hash_crc32c_update(0, data + cut, rest), rest),
+                         whole32c);
         assert_true(checksum_crc64nvme_combine(hash_crc64nvme_update(0, data, cut),
-                                      hash_crc64nvme_update(0, data + cut, rest), rest) == whole64);
+                                               hash_crc64nvme_update(0, data + cut, rest),
+                                               rest) == whole64);
     }
 }
 

@@ -29,11 +29,12 @@ static void test_crc32(void **state)
     uint32_t one = hash_crc32_ieee_update(0, data, sizeof(data));
     uint32_t onec = hash_crc32c_update(0, data, sizeof(data));
     for (size_t cut = 0; cut <= sizeof(data); cut += 37) {
+        assert_int_equal(hash_crc32_ieee_update(hash_crc32_ieee_update(0, data, cut), data + cut,
+                                                sizeof(data) - cut),
+                         one);
         assert_int_equal(
-            hash_crc32_ieee_update(hash_crc32_ieee_update(0, data, cut), data + cut, sizeof(data) - cut),
-            one);
-        assert_int_equal(hash_crc32c_update(hash_crc32c_update(0, data, cut), data + cut, sizeof(data) - cut),
-                         onec);
+            hash_crc32c_update(hash_crc32c_update(0, data, cut), data + cut, sizeof(data) - cut),
+            onec);
     }
     uint32_t c = 0, cc = 0;
     for (size_t i = 0; i < sizeof(data); i++) {
@@ -84,11 +85,12 @@ static void test_crc64nvme(void **state)
     /* Every length and alignment of the 8-byte path and its tail. */
     for (size_t off = 0; off < 9; off++)
         for (size_t n = 0; n + off <= sizeof(data); n += 61)
-            assert_true(hash_crc64nvme_update(0, data + off, n) == crc64nvme_bitwise(data + off, n));
+            assert_true(hash_crc64nvme_update(0, data + off, n) ==
+                        crc64nvme_bitwise(data + off, n));
     uint64_t one = hash_crc64nvme_update(0, data, sizeof(data));
     for (size_t cut = 0; cut <= sizeof(data); cut += 37)
         assert_true(hash_crc64nvme_update(hash_crc64nvme_update(0, data, cut), data + cut,
-                                     sizeof(data) - cut) == one);
+                                          sizeof(data) - cut) == one);
 }
 
 static void expect_hex(const uint8_t *d, size_t n, const char *want)
@@ -183,7 +185,8 @@ static void test_base64(void **state)
         assert_memory_equal(back, plain[i], n);
         assert_int_equal(hash_base64url_encode((const uint8_t *)plain[i], n, out), strlen(encu[i]));
         assert_string_equal(out, encu[i]);
-        assert_int_equal(hash_base64url_decode(encu[i], strlen(encu[i]), back, sizeof(back)), (long)n);
+        assert_int_equal(hash_base64url_decode(encu[i], strlen(encu[i]), back, sizeof(back)),
+                         (long)n);
         assert_memory_equal(back, plain[i], n);
     }
 

@@ -202,7 +202,8 @@ static int child_main(int port, int stage, unsigned seed)
     if (hash_random_bytes(c.cnonce, RDMA_NONCE_LEN) < 0)
         child_die("hash_random_bytes");
     wire_out_t w = {0};
-    child_send(&c, &w, rdma_wire_hello(&w, "AKIDONE", c.cnonce, c.addr, c.addr_len), "sending HELLO");
+    child_send(&c, &w, rdma_wire_hello(&w, "AKIDONE", c.cnonce, c.addr, c.addr_len),
+               "sending HELLO");
     uint8_t *body = NULL;
     size_t n = child_recv(&c, RDMA_MSG_CHALLENGE, &body);
     uint8_t snonce[RDMA_NONCE_LEN], key[32], mac[RDMA_MAC_LEN];

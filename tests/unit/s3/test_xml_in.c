@@ -285,7 +285,8 @@ static void test_doctype_rejected(void **state)
         xml_complete_part_t *parts = NULL;
         assert_int_equal(s3_xml_parse_complete(cases[i], strlen(cases[i]), &parts, &n), -1);
         char loc[64];
-        assert_int_equal(s3_xml_parse_create_bucket(cases[i], strlen(cases[i]), loc, sizeof(loc)), -1);
+        assert_int_equal(s3_xml_parse_create_bucket(cases[i], strlen(cases[i]), loc, sizeof(loc)),
+                         -1);
     }
 }
 
@@ -356,7 +357,8 @@ static void test_create_bucket(void **state)
 
     /* Too long for out, wrong root, not XML. */
     char small[4];
-    assert_int_equal(s3_xml_parse_create_bucket(with_ns, strlen(with_ns), small, sizeof(small)), -1);
+    assert_int_equal(s3_xml_parse_create_bucket(with_ns, strlen(with_ns), small, sizeof(small)),
+                     -1);
     const char *bad[] = {
         "<Foo/>",
         "garbage",
@@ -423,7 +425,8 @@ static void test_list(void **state)
         s3_xml_parse_list(body, strlen(body), "Root", "Item", fields, 2, 3, &e, &n, &items), -1);
     const char *nested = "<Root><Item><A><B/></A></Item></Root>";
     assert_int_equal(
-        s3_xml_parse_list(nested, strlen(nested), "Root", "Item", fields, 2, 10, &e, &n, &items), -1);
+        s3_xml_parse_list(nested, strlen(nested), "Root", "Item", fields, 2, 10, &e, &n, &items),
+        -1);
     assert_int_equal(
         s3_xml_parse_list(body, strlen(body), "Other", "Item", fields, 2, 10, &e, &n, &items), -1);
 }
