@@ -62,7 +62,7 @@ int sigv4_canonical_query(const char *raw_query, bool skip_signature, buf_t *out
 int sigv4_canonical_request(const sigv4_request_t *req, buf_t *out);
 
 /* scope is "YYYYMMDD/region/service/aws4_request"; amz_date "YYYYMMDDTHHMMSSZ".
- * Appends "AWS4-HMAC-SHA256\n<amz_date>\n<scope>\n<hex hash_sha256(canonical)>". */
+ * Appends "AWS4-HMAC-SHA256\n<amz_date>\n<scope>\n<hex sha256(canonical)>". */
 int sigv4_string_to_sign(const char *amz_date, const char *scope, const char *canonical_request,
                          size_t canonical_len, buf_t *out);
 
@@ -74,13 +74,11 @@ void sigv4_signing_key(const char *secret, const char *date8, const char *region
 void sigv4_sign(const uint8_t key[SHA256_LEN], const char *msg, size_t len, char sig_hex[65]);
 
 /* String to sign of one aws-chunked chunk:
- * "AWS4-HMAC-SHA256-PAYLOAD\n<amz_date>\n<scope>\n<prev_sig>\n<hash_sha256("")>\n<hex
- * hash_sha256(chunk)>" */
+ * "AWS4-HMAC-SHA256-PAYLOAD\n<amz_date>\n<scope>\n<prev_sig>\n<sha256("")>\n<hex sha256(chunk)>" */
 int sigv4_chunk_string_to_sign(const char *amz_date, const char *scope, const char *prev_sig,
                                const uint8_t chunk_sha256[SHA256_LEN], buf_t *out);
 /* String to sign of the trailer chunk:
- * "AWS4-HMAC-SHA256-TRAILER\n<amz_date>\n<scope>\n<prev_sig>\n<hex hash_sha256(trailer headers)>"
- */
+ * "AWS4-HMAC-SHA256-TRAILER\n<amz_date>\n<scope>\n<prev_sig>\n<hex sha256(trailer headers)>" */
 int sigv4_trailer_string_to_sign(const char *amz_date, const char *scope, const char *prev_sig,
                                  const uint8_t trailer_sha256[SHA256_LEN], buf_t *out);
 
