@@ -135,9 +135,10 @@ def test_readme_direct_s3client(aws_env, rbucket):
 
 
 def test_public_names():
-    """Every name s3torchconnector and .dcp export, and __version__."""
+    """Every name s3torchconnector, .dcp and .lightning export, and __version__."""
     import s3rdma.torch as t
     import s3rdma.torch.dcp as d
+    import s3rdma.torch.lightning as lt
     for name in ["S3IterableDataset", "S3MapDataset", "S3Checkpoint", "S3Reader",
                  "S3ReaderConstructor", "S3Writer", "S3Exception", "S3ClientConfig",
                  "__version__"]:
@@ -146,6 +147,7 @@ def test_public_names():
                  "DefaultPrefixStrategy", "NumericPrefixStrategy", "BinaryPrefixStrategy",
                  "HexPrefixStrategy", "RoundRobinPrefixStrategy"]:
         assert hasattr(d, name), name
+    assert hasattr(lt, "S3LightningCheckpoint")
     from s3rdma.torch.dcp.s3_prefix_strategy import RoundRobinPrefixStrategy  # noqa: F401
     assert t.S3Exception is s3rdma.S3Error
 
@@ -258,6 +260,26 @@ def test_writer_file_semantics(aws_env, rbucket, boto):
     with pytest.raises(ValueError):
         w.write(b"x")
     assert boto.get_object(Bucket=rbucket, Key="w.bin")["Body"].read() == b"bc"
+
+
+# ---- Lightning ----------------------------------------------------------------------
+
+
+def test_lightning_checkpoint_io(aws_env, rbucket, boto):
+    """S3LightningCheckpoint's CheckpointIO methods (what Trainer calls)."""
+    from s3rdma.torch.lightning import S3LightningCheckpoint
+    s3_lightning_checkpoint = S3LightningCheckpoint(REGION)
+    path = f"s3://{rbucket}/lt/epoch=0-step=3.ckpt"
+    ckpt = {"state_dict": {"w": torch.arange(12.0)}, "epoch": 0, "global_step": 3}
+    s3_lightning_checkpoint.save_checkpoint(ckpt, path)
+    back = s3_lightning_checkpoint.load_checkpoint(path, map_location="cpu")
+    assert torch.equal(back["state_dict"]["w"], ckpt["state_dict"]["w"])
+    assert back["global_step"] == 3
+    with pytest.raises(TypeError):
+        s3_lightning_checkpoint.save_checkpoint(ckpt, __import__("pathlib").Path("/x"))
+    s3_lightning_checkpoint.remove_checkpoint(path)
+    assert "Contents" not in boto.list_objects_v2(Bucket=rbucket, Prefix="lt/")
+    s3_lightning_checkpoint.teardown()
 
 
 # ---- distributed checkpoints --------------------------------------------------------

@@ -2,6 +2,7 @@
 
     from s3rdma.torch import S3MapDataset, S3IterableDataset, S3Checkpoint
     from s3rdma.torch.dcp import S3StorageWriter, S3StorageReader
+    from s3rdma.torch.lightning import S3LightningCheckpoint
     from s3rdma.torch._s3client import S3Client
 
 Needs torch (Debian's python3-torch); nothing else in s3rdma imports it. Connection
