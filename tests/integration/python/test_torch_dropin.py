@@ -343,11 +343,28 @@ def test_dcp_readme_with_prefix_strategy_and_overwrite(aws_env, rbucket, boto, d
         assert torch.equal(out["w"], sd2["w"]) and torch.equal(out["b"], sd2["b"])
         out["w"].zero_()
 
+    # torch 2.x's names over the same code: reset(checkpoint_id) moves a writer/reader
+    other = f"s3://{rbucket}/dcp-other/"
+    w = S3StorageWriter(region=REGION, path=CHECKPOINT_URI)
+    w.reset(other)
+    w.set_up_storage_writer(True)
+    assert w.storage_meta() is None and w.path == other
+    _save(dcp_api, sd, w)
+    r = S3StorageReader(region=REGION, path=CHECKPOINT_URI)
+    r.reset(other)
+    _load(dcp_api, out, r)
+    assert torch.equal(out["w"], sd["w"])
+    assert S3StorageWriter.validate_checkpoint_id(other)
+    assert not S3StorageReader.validate_checkpoint_id("relative/dir")
+    assert {o["Key"] for o in boto.list_objects_v2(Bucket=rbucket, Prefix="dcp/")[
+        "Contents"]} == keys2
+
     # overwrite=False: the committed checkpoint is kept, the save refused
     with pytest.raises(dcp_api.CheckpointException):
         _save(dcp_api, sd, S3StorageWriter(region=REGION, path=CHECKPOINT_URI,
                                            overwrite=False))
-    assert {o["Key"] for o in boto.list_objects_v2(Bucket=rbucket)["Contents"]} == keys2
+    assert {o["Key"] for o in boto.list_objects_v2(Bucket=rbucket, Prefix="dcp/")[
+        "Contents"]} == keys2
 
 
 def test_dcp_prefix_strategies():
