@@ -152,6 +152,39 @@ def test_public_names():
     assert t.S3Exception is s3rdma.S3Error
 
 
+def test_connector_test_patterns(aws_env, rbucket):
+    """Patterns of s3torchconnector's own end-to-end tests: torch.load(reader,
+    weights_only=True), an S3Reader iterated (b"".join), keyword s3_uri=, and
+    parse_s3_uri's messages."""
+    from s3rdma.torch import S3Checkpoint, S3MapDataset, parse_s3_uri
+    from s3rdma.torch._s3client import S3Client, S3ClientConfig
+    tensor = torch.rand([10, 1024, 16])
+    checkpoint = S3Checkpoint(region=REGION)
+    s3_uri = f"s3://{rbucket}/general_checkpoint.pt"
+    with checkpoint.writer(s3_uri) as writer:
+        torch.save(tensor, writer)
+    loaded = torch.load(checkpoint.reader(s3_uri), weights_only=True)
+    assert torch.equal(tensor, loaded)
+
+    client = S3Client(REGION, s3client_config=S3ClientConfig())
+    put_stream = client.put_object(rbucket, "hello_world.txt")
+    put_stream.write(b"Hello, World!\n" * 3)
+    put_stream.close()
+    get_stream = client.get_object(rbucket, "hello_world.txt")
+    assert b"".join(get_stream) == b"Hello, World!\n" * 3
+
+    dataset = S3MapDataset.from_prefix(s3_uri=f"s3://{rbucket}/hello", region=REGION)
+    assert len(dataset) == 1 and dataset[0].key == "hello_world.txt"
+    assert parse_s3_uri("s3://bucket") == ("bucket", "")
+    for uri, error_msg in [(None, "Only s3:// URIs are supported"),
+                           ("", "Only s3:// URIs are supported"),
+                           ("s3a://bucket/key", "Only s3:// URIs are supported"),
+                           ("s3://", "Bucket name must be non-empty"),
+                           ("s3:///key", "Bucket name must be non-empty")]:
+        with pytest.raises(ValueError, match=f"^{error_msg}$"):
+            parse_s3_uri(uri)
+
+
 # ---- S3ClientConfig -----------------------------------------------------------------
 
 

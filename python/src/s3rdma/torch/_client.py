@@ -137,10 +137,10 @@ class ObjectRef(NamedTuple):
 def parse_s3_uri(uri: str) -> Tuple[str, str]:
     """("bucket", "key/prefix") from "s3://bucket/key/prefix" (the key may be empty)."""
     if not isinstance(uri, str) or not uri.startswith("s3://"):
-        raise ValueError(f"s3rdma.torch: {uri!r} is not an s3://bucket/key URI")
+        raise ValueError("Only s3:// URIs are supported")  # s3torchconnector's messages
     bucket, _, key = uri[5:].partition("/")
     if not bucket:
-        raise ValueError(f"s3rdma.torch: {uri!r} names no bucket")
+        raise ValueError("Bucket name must be non-empty")
     return bucket, key
 
 
