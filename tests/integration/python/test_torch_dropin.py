@@ -4,6 +4,7 @@ examples, written as there with only the import changed (``s3torchconnector`` ->
 from the environment (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, S3RDMA_RDMA_ENDPOINT, ...),
 as such code names only a region. Then the edge cases of s3torchconnector's readers,
 writer and client config, case by case."""
+import io
 import os
 
 import pytest
@@ -149,6 +150,8 @@ def test_public_names():
         assert hasattr(d, name), name
     assert hasattr(lt, "S3LightningCheckpoint")
     from s3rdma.torch.dcp.s3_prefix_strategy import RoundRobinPrefixStrategy  # noqa: F401
+    from s3rdma.torch.s3reader import (S3ReaderConstructorProtocol,  # noqa: F401
+                                       SequentialS3Reader, RangedS3Reader)
     assert t.S3Exception is s3rdma.S3Error
 
 
@@ -272,6 +275,29 @@ def test_reader_io_semantics(reader_of, kind):
         r.seek(3)
         assert r.read(None) == body[3:]
     assert r.closed
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_reader_lines(aws_env, rbucket, boto, kind):
+    """Iterating a reader yields its lines, as a file's; a range-based reader without
+    a buffer fetches them a block at a time (io's default readline read one byte per
+    call: one GET per byte)."""
+    from s3rdma.torch import S3Checkpoint, S3ReaderConstructor
+    body = b"".join(b"line %04d\n" % i for i in range(2000)) + b"no newline at the end"
+    put(boto, rbucket, "lines.txt", body)
+    ctor = {"sequential": S3ReaderConstructor.sequential,
+            "range": S3ReaderConstructor.range_based,
+            "range0": lambda: S3ReaderConstructor.range_based(buffer_size=0),
+            "dcp": lambda: S3ReaderConstructor.dcp_optimized()}[kind]()
+    r = S3Checkpoint(REGION, reader_constructor=ctor).reader(f"s3://{rbucket}/lines.txt")
+    stats = r._client.stats()
+    ops = sum(stats[k] for k in ("http_ops", "token_ops", "native_ops"))
+    assert list(r) == io.BytesIO(body).readlines()
+    r.seek(5)
+    assert r.readline(3) == b"000" and r.readline() == b"0\n" and r.tell() == 10
+    assert r.readline(0) == b"" and r.readline(None) == b"line 0001\n"
+    stats = r._client.stats()
+    assert sum(stats[k] for k in ("http_ops", "token_ops", "native_ops")) - ops < 20
 
 
 # ---- S3Writer -----------------------------------------------------------------------

@@ -28,6 +28,7 @@ class S3Reader(io.BufferedIOBase):
         self._client, self._bucket, self._key = client, bucket, key
         self._size = size
         self._pos = 0
+        self._lines = (0, b"")  # (offset, bytes): readline's last block
         self._take: Callable[[int], memoryview] = fresh_block
 
     def use_load_memory(self, take: Callable[[int], memoryview]) -> None:
@@ -105,6 +106,31 @@ class S3Reader(io.BufferedIOBase):
 
     def read1(self, size: int = -1) -> bytes:
         return self.read(size)
+
+    def readline(self, size: Optional[int] = -1) -> bytes:
+        """Up to and including the next b"\\n" (at most size bytes). Lines are cut
+        from 8 KiB blocks this reader keeps one of: io's default reads one byte per
+        call, which on a range-based reader without a buffer is one GET per byte
+        (iterating a reader, as ``b"".join(reader)`` does, goes through here)."""
+        limit = -1 if size is None else size
+        out = bytearray()
+        while limit < 0 or len(out) < limit:
+            start, block = self._lines
+            off = self._pos - start
+            if not 0 <= off < len(block):
+                block = self.read(8192)
+                if not block:
+                    break
+                start, off = self._pos - len(block), 0
+                self._lines = (start, block)
+            end = len(block) if limit < 0 else min(len(block), off + limit - len(out))
+            nl = block.find(b"\n", off, end)
+            stop = end if nl < 0 else nl + 1
+            out += block[off:stop]
+            self._pos = start + stop
+            if nl >= 0:
+                break
+        return bytes(out)
 
     def readinto(self, buf) -> int:
         raise NotImplementedError
