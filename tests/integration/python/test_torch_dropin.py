@@ -23,7 +23,7 @@ def aws_env(rsrv, monkeypatch, tmp_path):
     """The environment a user of s3torchconnector code sets for s3rdma: nothing in the
     code names the endpoint, keys or transport."""
     for k in list(os.environ):
-        if k.startswith(("AWS_", "S3RDMA_")) and k != "S3RDMA_BUILD":
+        if k.startswith("AWS_") or k in ("S3RDMA_TRANSPORT", "S3RDMA_RDMA_ENDPOINT"):
             monkeypatch.delenv(k)
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("AWS_ENDPOINT_URL", rsrv.endpoint)
@@ -78,11 +78,11 @@ def test_readme_datasets(aws_env, rsrv, rbucket, boto):
     assert len(S3MapDataset.from_prefix(f"s3://{rbucket}/nothing/", region=REGION)) == 0
 
 
-def test_readme_checkpoint(aws_env, rsrv, rbucket):
+def test_readme_checkpoint(aws_env, rsrv, rbucket, monkeypatch):
     """The README's S3Checkpoint sample with the default transport ("auto", no
     S3RDMA_TRANSPORT): torch.load(reader) chose how to fetch by calling
     Client.rdma_connected, a property (TypeError: 'bool' object is not callable)."""
-    os.environ.pop("S3RDMA_TRANSPORT")
+    monkeypatch.delenv("S3RDMA_TRANSPORT")
     from s3rdma.torch import S3Checkpoint
 
     CHECKPOINT_URI = f"s3://{rbucket}/ck/"
