@@ -5,7 +5,9 @@ from the environment (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, S3RDMA_RDMA_ENDPOINT,
 as such code names only a region. Then the edge cases of s3torchconnector's readers,
 writer and client config, case by case."""
 import io
+import json
 import os
+import pickle
 
 import pytest
 
@@ -385,14 +387,15 @@ def test_dcp_readme_with_prefix_strategy_and_overwrite(aws_env, rbucket, boto, d
     keys = sorted(o["Key"] for o in boto.list_objects_v2(Bucket=rbucket)["Contents"])
     assert "dcp/.metadata" in keys
     assert all(k.startswith("dcp/shard1/epoch_5/__0_") and k.endswith(".distcp")
-               for k in keys if k != "dcp/.metadata"), keys
+               for k in keys if k not in ("dcp/.metadata", "dcp/.s3rdma-objects")), keys
     first = set(keys)
 
     sd2 = {"w": torch.randn(300_000), "b": torch.arange(10) * 2}
     _save(dcp_api, sd2, S3StorageWriter(region=REGION, path=CHECKPOINT_URI,
                                         prefix_strategy=strategy))
     keys2 = {o["Key"] for o in boto.list_objects_v2(Bucket=rbucket)["Contents"]}
-    assert not (keys2 & first) - {"dcp/.metadata"}, "the replaced save's data stayed"
+    assert not (keys2 & first) - {"dcp/.metadata", "dcp/.s3rdma-objects"}, \
+        "the replaced save's data stayed"
 
     out = {"w": torch.zeros(300_000), "b": torch.zeros(10, dtype=torch.int64)}
     for ctor in [None, S3ReaderConstructor.dcp_optimized(), S3ReaderConstructor.default()]:
@@ -424,6 +427,38 @@ def test_dcp_readme_with_prefix_strategy_and_overwrite(aws_env, rbucket, boto, d
                                            overwrite=False))
     assert {o["Key"] for o in boto.list_objects_v2(Bucket=rbucket, Prefix="dcp/")[
         "Contents"]} == keys2
+
+
+class _Trap:
+    """Unpickled, it leaves a file behind."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_dcp_overwrite_runs_no_pickle(aws_env, rbucket, boto, dcp_api, tmp_path):
+    """An overwrite learns what to delete from the JSON object list, never by
+    unpickling the .metadata it replaces (a save runs no pickle it did not write);
+    a list that does not parse deletes nothing and fails nothing; a list naming
+    anything but data objects deletes only those."""
+    from s3rdma.torch.dcp import S3StorageWriter
+    trap = tmp_path / "unpickled"
+    put(boto, rbucket, "ck/.metadata", pickle.dumps(_Trap(str(trap))))
+    put(boto, rbucket, "ck/keep.txt", b"not a data object")
+    put(boto, rbucket, "ck/.s3rdma-objects", b"{not json")
+    _save(dcp_api, {"w": torch.ones(5)}, S3StorageWriter(REGION, f"s3://{rbucket}/ck/"))
+    assert not trap.exists()
+    first = {o["Key"] for o in boto.list_objects_v2(Bucket=rbucket)["Contents"]}
+    put(boto, rbucket, "ck/.s3rdma-objects",
+        json.dumps({"objects": ["keep.txt"] + [k[3:] for k in first
+                                               if k.endswith(".distcp")]}).encode())
+    _save(dcp_api, {"w": torch.ones(5)}, S3StorageWriter(REGION, f"s3://{rbucket}/ck/"))
+    now = {o["Key"] for o in boto.list_objects_v2(Bucket=rbucket)["Contents"]}
+    assert "ck/keep.txt" in now and not {k for k in first if k.endswith(".distcp")} & now
+    assert not trap.exists()
 
 
 def test_dcp_prefix_strategies():

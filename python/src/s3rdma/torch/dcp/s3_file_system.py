@@ -15,10 +15,13 @@ last: the step exists from that instant, whole, and a save that crashed or was
 killed before it left only data objects no metadata names, which a load never
 reads. With overwrite (the default, as torch's FileSystemWriter and
 s3torchconnector) a save into a path that holds a committed checkpoint replaces it
-at that instant, and the replaced checkpoint's data objects are deleted afterwards;
-with ``overwrite=False`` .metadata is written create-only (``If-None-Match: *``)
-and such a save fails (PreconditionFailed, its data objects deleted), leaving the
-committed one untouched.
+at that instant, and the replaced checkpoint's data objects are deleted afterwards,
+as the JSON list OBJECTS written after each commit names them (never by unpickling:
+a save runs no pickle it did not write; a checkpoint without that list, or one
+whose commit crashed before writing it, leaves its data objects behind); with
+``overwrite=False`` .metadata is written create-only (``If-None-Match: *``) and such
+a save fails (PreconditionFailed, its data objects deleted), leaving the committed
+one untouched.
 
 Layout: each item's bytes at an offset of its data object: a tensor as its raw
 contiguous bytes (dtype and shape in the metadata), anything else as the bytes the
@@ -32,6 +35,7 @@ from buckets whose writers you trust (so is every torch.load).
 import contextlib
 import dataclasses
 import io
+import json
 import logging
 import os
 import pickle
@@ -57,6 +61,10 @@ WriteItemType = _dcp.planner.WriteItemType
 WriteResult = _dcp.storage.WriteResult
 
 METADATA = ".metadata"
+# JSON {"objects": [names]}: the data objects of the checkpoint committed at the path,
+# written after its .metadata, so an overwrite learns what to delete without
+# unpickling (a save never runs a pickle it did not write)
+OBJECTS = ".s3rdma-objects"
 
 
 @dataclass
@@ -144,7 +152,7 @@ class S3StorageWriter(_dcp.StorageWriter):
         """Coordinator: without overwrite, refuses a path already holding a committed
         checkpoint (before anything is written; finish's create-only PUT is what
         makes it race-free); names this save's data objects."""
-        if not self.overwrite and self._committed() is not None:
+        if not self.overwrite and self._committed():
             raise PreconditionFailed(f"s3rdma.torch: a checkpoint is already committed at "
                                      f"{self._path.bucket}/{self._path.key(METADATA)}",
                                      code="PreconditionFailed", http_status=412)
@@ -152,12 +160,13 @@ class S3StorageWriter(_dcp.StorageWriter):
         return [dataclasses.replace(p, storage_data=f"{self.prefix_strategy(i)}{save}_")
                 for i, p in enumerate(global_plan)]
 
-    def _committed(self) -> Optional[bytes]:
-        """The committed .metadata under the path, or None."""
+    def _committed(self) -> bool:
+        """Whether a checkpoint is committed under the path."""
         try:
-            return self._holder.client.get_object(self._path.bucket, self._path.key(METADATA))
+            self._holder.client.head_object(self._path.bucket, self._path.key(METADATA))
         except NoSuchKey:
-            return None
+            return False
+        return True
 
     def write_data(self, plan, planner) -> Future:
         client = self._holder.client
@@ -196,27 +205,40 @@ class S3StorageWriter(_dcp.StorageWriter):
 
     def finish(self, metadata, results) -> None:
         """Coordinator: commits the save by writing .metadata (create-only without
-        overwrite), then, having replaced a checkpoint, deletes its data objects."""
+        overwrite), then records its data objects in OBJECTS and, having replaced a
+        checkpoint, deletes the data objects OBJECTS named for it."""
         metadata.storage_data = {wr.index: wr.storage_data for rl in results for wr in rl}
         client = self._holder.client
-        names = {wr.storage_data.relative_path for rl in results for wr in rl}
-        old = self._committed() if self.overwrite else None
+        names = sorted({wr.storage_data.relative_path for rl in results for wr in rl})
+        replaced = self._recorded_objects() if self.overwrite else []
         try:
             client.put_object(self._path.bucket, self._path.key(METADATA),
                               pickle.dumps(metadata), if_none_match=not self.overwrite)
         except PreconditionFailed:
             client.delete_objects(self._path.bucket, [self._path.key(n) for n in names])
             raise
-        if old is None:
-            return
+        client.put_object(self._path.bucket, self._path.key(OBJECTS),
+                          json.dumps({"objects": names}).encode())
+        gone = sorted(set(replaced) - set(names))
+        if gone:
+            client.delete_objects(self._path.bucket, [self._path.key(n) for n in gone])
+
+    def _recorded_objects(self) -> List[str]:
+        """The data objects OBJECTS names (none when absent or unreadable: a path no
+        save of this module committed, or one from before OBJECTS; those objects
+        stay). Only names of data objects (``.distcp``) count."""
         try:
-            replaced = {s.relative_path for s in pickle.loads(old).storage_data.values()}
-        except Exception:  # not a checkpoint this module wrote: its objects stay
-            log.warning("s3rdma.torch: replaced %s/%s, whose data objects are not known",
-                        self._path.bucket, self._path.key(METADATA), exc_info=True)
-            return
-        client.delete_objects(self._path.bucket,
-                              [self._path.key(n) for n in sorted(replaced - names)])
+            doc = json.loads(self._holder.client.get_object(self._path.bucket,
+                                                            self._path.key(OBJECTS)))
+            names = doc["objects"]
+        except NoSuchKey:
+            return []
+        except (ValueError, TypeError, KeyError):
+            log.warning("s3rdma.torch: %s/%s does not parse; the data objects of the "
+                        "checkpoint replaced there stay", self._path.bucket,
+                        self._path.key(OBJECTS))
+            return []
+        return [n for n in names if isinstance(n, str) and n.endswith(".distcp")]
 
 
 class S3StorageReader(_dcp.StorageReader):
