@@ -193,15 +193,24 @@ def test_connector_test_patterns(aws_env, rbucket):
 # ---- S3ClientConfig -----------------------------------------------------------------
 
 
-def test_client_config_fields():
-    """s3torchconnector's fields by keyword (its dcp example's), its requester_pays +
-    unsigned check, frozen."""
+def test_client_config_fields(aws_env, rbucket, boto):
+    """s3torchconnector's fields by keyword (its dcp example's and notebook's:
+    unsigned=True, for a public bucket, is accepted and requests are signed with the
+    credentials found), its requester_pays + unsigned check, frozen."""
     from s3rdma.torch import S3ClientConfig
     s3config = S3ClientConfig(part_size=16 * 1024 * 1024, throughput_target_gbps=600,
                               max_attempts=20)
     assert (s3config.part_size, s3config.throughput_target_gbps, s3config.max_attempts) == \
         (16 * MiB, 600, 20)
     S3ClientConfig(profile="x", force_path_style=True, requester_pays=True)
+    import s3rdma.torch as s3torchconnector
+    put(boto, rbucket, "images/0.jpg", b"jpeg")
+    IMAGES_URI, REGION = f"s3://{rbucket}/images/", "us-east-1"
+    config = s3torchconnector.S3ClientConfig(unsigned=True)
+    dataset = s3torchconnector.S3MapDataset.from_prefix(IMAGES_URI, region=REGION,
+                                                        s3client_config=config)
+    object = dataset[0]
+    assert object.read() == b"jpeg" and object.key == "images/0.jpg"
     with pytest.raises(ValueError, match="requester_pays"):
         S3ClientConfig(requester_pays=True, unsigned=True)
     with pytest.raises(Exception):

@@ -40,7 +40,11 @@ class S3ClientConfig:
             accepted so s3torchconnector code runs unchanged; libs3rdma sizes its own
             transfers, retries by its own rules (docs/client.md) and always addresses
             buckets path-style, so they change nothing.
-        unsigned: anonymous requests; s3rdma always signs, so True is refused.
+        unsigned: s3torchconnector's anonymous requests (public buckets). libs3rdma
+            signs every request, so True is accepted and requests are still signed
+            with the credentials found (argument, environment, profile): a public
+            bucket reads the same, and with no credentials the client's error says
+            so.
         transport: ``"auto"``, ``"native"``, ``"token"`` or ``"http"``, as
             s3rdma.Client's; default ``S3RDMA_TRANSPORT``, the profile's
             ``s3rdma_transport``, then ``"auto"``.
@@ -68,9 +72,6 @@ class S3ClientConfig:
         if self.requester_pays and self.unsigned:
             raise ValueError("requester_pays=True requires authenticated requests and "
                              "cannot be combined with unsigned=True")
-        if self.unsigned:
-            raise ValueError("s3rdma.torch: unsigned requests are not supported "
-                             "(every s3rdma request is signed)")
         if not 5 * MiB <= self.part_size <= 5 * 1024 * MiB:
             raise ValueError(f"s3rdma.torch: part_size {self.part_size} is outside "
                              "5 MiB..5 GiB")
