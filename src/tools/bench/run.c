@@ -64,18 +64,14 @@ struct run {
     int registered; /* buffers from s3r_buf_alloc */
     bench_keys_t keys;
     unsigned mix_total;
-    uint64_t counted_ns, deadline_ns; /* the warm-up's end; the run's */
+    /* When the counted phase started (UINT64_MAX during the warm-up: an
+     * operation counts when it started at or after it) and when the run
+     * ends; set by bench_run once the warm-up is over. */
+    _Atomic uint64_t counted_ns, deadline_ns;
     _Atomic uint64_t tickets, del_next;
     _Atomic int reported, stop;
     worker_t *w;
 };
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t rng_next(uint64_t *s)
 {
@@ -162,7 +158,7 @@ static int take_ticket(run_t *run)
         return 0;
     if (run->o->ops)
         return atomic_fetch_add(&run->tickets, 1) < run->o->ops;
-    return now_ns() < run->deadline_ns;
+    return hist_now_ns() < atomic_load_explicit(&run->deadline_ns, memory_order_relaxed);
 }
 
 static bench_op_t pick_op(run_t *run, worker_t *w)
@@ -216,8 +212,6 @@ static void finish(run_t *run, worker_t *w, slot_t *s, s3r_status_t st, uint64_t
             fail(run, w, s, ERRK_VERIFY + (int)pr, st);
             return;
         }
-        if (o->verify)
-            add(&w->verified[OP_READ], 1);
         moved = n;
     } else if (s->op == OP_WRITE) {
         moved = s->len;
@@ -225,8 +219,10 @@ static void finish(run_t *run, worker_t *w, slot_t *s, s3r_status_t st, uint64_t
         fail(run, w, s, s->op == OP_LIST ? ERRK_VERIFY_LIST : ERRK_VERIFY_HEAD, st);
         return;
     }
-    if (s->t0 < run->counted_ns)
-        return; /* warm-up */
+    if (s->t0 < atomic_load_explicit(&run->counted_ns, memory_order_acquire))
+        return; /* warm-up: checked, not counted */
+    if (s->op == OP_READ && o->verify)
+        add(&w->verified[OP_READ], 1);
     hist_record(&w->lat[s->op], t1 - s->t0);
     add(&w->ok[s->op], 1);
     add(&w->bytes[s->op], moved);
@@ -303,7 +299,7 @@ static int start(run_t *run, worker_t *w, slot_t *s, int *more)
         s->len = o->size_min + rng_next(&w->rng) % (o->size_max - o->size_min + 1);
         payload_stamp(&s->body, s->wbuf, s->len, key);
     }
-    s->t0 = now_ns();
+    s->t0 = hist_now_ns();
     switch (s->op) {
     case OP_READ:
         if (async) {
@@ -333,7 +329,7 @@ static int start(run_t *run, worker_t *w, slot_t *s, int *more)
         n = (uint64_t)list_once(run, c, &st);
         break;
     }
-    finish(run, w, s, st, n, now_ns());
+    finish(run, w, s, st, n, hist_now_ns());
     if (o->gap_s > 0)
         gap_sleep(o);
     return 0;
@@ -345,7 +341,7 @@ static void complete(run_t *run, worker_t *w, slot_t *s)
 {
     uint64_t n = 0;
     s3r_status_t st = s3r_op_wait(*s->aop, &n);
-    uint64_t t1 = now_ns();
+    uint64_t t1 = hist_now_ns();
     s3r_op_free(*s->aop);
     *s->aop = NULL;
     finish(run, w, s, st, n, t1);
@@ -408,7 +404,7 @@ static void *live_main(void *arg)
     live_t *l = arg;
     hist_t *cur = malloc(sizeof(hist_t)), *prev = malloc(sizeof(hist_t)),
            *win = malloc(sizeof(hist_t));
-    uint64_t pbytes = 0, t0 = now_ns();
+    uint64_t pbytes = 0, t0 = hist_now_ns();
     if (cur && prev && win) {
         hist_reset(prev);
         struct timespec ts;
@@ -422,7 +418,7 @@ static void *live_main(void *arg)
             live_sum(l->run, cur, &bytes, &errors);
             hist_diff(win, cur, prev);
             fprintf(stderr, "\r[%4.0fs] %10.0f ops/s %10.1f MB/s  p99 %9.1f us  errors %llu   ",
-                    (double)(now_ns() - t0) / 1e9, (double)hist_count(win),
+                    (double)(hist_now_ns() - t0) / 1e9, (double)hist_count(win),
                     (double)(bytes - pbytes) / 1e6, hist_percentile(win, 99) / 1e3,
                     (unsigned long long)errors);
             hist_t *x = prev;
@@ -556,25 +552,34 @@ int bench_run(const bench_opts_t *o, run_result_t *r)
     live_t live = {.run = &run, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
     struct rusage ru0, ru1;
     s3r_stats_t before[OP_COUNT], after;
+    uint64_t dur_ns = (uint64_t)(o->duration_s * 1e9), counted = UINT64_MAX;
     int warm = o->warmup_s > 0;
-    if (!warm)
+    if (!warm) {
         snapshot(&run, &ru0, before);
-    uint64_t t0 = now_ns();
-    run.counted_ns = t0 + (uint64_t)(o->warmup_s * 1e9);
-    run.deadline_ns = run.counted_ns + (uint64_t)(o->duration_s * 1e9);
+        counted = hist_now_ns();
+    }
+    run.counted_ns = counted;
+    run.deadline_ns = warm ? UINT64_MAX : counted + dur_ns;
+    uint64_t t0 = hist_now_ns();
     int started = 0;
     for (; started < o->threads; started++)
         if (pthread_create(&run.w[started].th, NULL, worker_main, &run.w[started]) != 0)
             break;
     int live_on = o->live && pthread_create(&live.th, NULL, live_main, &live) == 0;
     if (warm) {
-        /* the counted phase starts after the warm-up: CPU and counters from there */
-        sleep_until(run.counted_ns);
+        /* The counted phase starts after the warm-up, when the CPU and the
+         * counters are read: what starts later counts, so the data-path
+         * counts and the operations differ at most by the requests in
+         * flight at that instant, however late this thread wakes. */
+        sleep_until(t0 + (uint64_t)(o->warmup_s * 1e9));
         snapshot(&run, &ru0, before);
+        counted = hist_now_ns();
+        atomic_store(&run.deadline_ns, counted + dur_ns);
+        atomic_store_explicit(&run.counted_ns, counted, memory_order_release);
     }
     for (int t = 0; t < started; t++)
         pthread_join(run.w[t].th, NULL);
-    uint64_t t1 = now_ns();
+    uint64_t t1 = hist_now_ns();
     getrusage(RUSAGE_SELF, &ru1);
     if (live_on) {
         pthread_mutex_lock(&live.mu);
@@ -588,7 +593,7 @@ int bench_run(const bench_opts_t *o, run_result_t *r)
         goto out;
     }
 
-    r->secs = t1 > run.counted_ns ? (double)(t1 - run.counted_ns) / 1e9 : 0;
+    r->secs = t1 > counted ? (double)(t1 - counted) / 1e9 : 0;
     r->cpu_user = tv_secs(ru1.ru_utime) - tv_secs(ru0.ru_utime);
     r->cpu_sys = tv_secs(ru1.ru_stime) - tv_secs(ru0.ru_stime);
     for (int k = 0; k < OP_COUNT; k++) {

@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "tools/bench/client.h"
+#include "tools/bench/hist.h"
 #include "tools/bench/payload.h"
 
 /* Seeding's threads together hold at most this much object buffer. */
@@ -76,13 +76,6 @@ static void *seed_main(void *arg)
     return NULL;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Writes keys 0 .. --seed-objects - 1 over c. 0, or 1 after printing why. */
 static int seed_write(const bench_opts_t *o, s3r_client_t *c, bench_keys_t *k)
 {
@@ -96,7 +89,7 @@ static int seed_write(const bench_opts_t *o, s3r_client_t *c, bench_keys_t *k)
         return 1;
     _Atomic int failed = 0;
     _Atomic uint64_t written = 0;
-    double t0 = now_s();
+    uint64_t t0 = hist_now_ns();
     uint64_t started = 0;
     for (; started < n; started++) {
         s[started] = (seeder_t){.o = o, .c = c, .first = started, .stride = n,
@@ -109,7 +102,7 @@ static int seed_write(const bench_opts_t *o, s3r_client_t *c, bench_keys_t *k)
     }
     for (uint64_t i = 0; i < started; i++)
         pthread_join(s[i].th, NULL);
-    k->seed_secs = now_s() - t0;
+    k->seed_secs = (double)(hist_now_ns() - t0) / 1e9;
     k->written = atomic_load(&written);
     free(s);
     return atomic_load(&failed) ? 1 : 0;

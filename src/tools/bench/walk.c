@@ -4,17 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "tools/bench/client.h"
 #include "tools/bench/seed.h"
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Lists every page under the prefix over c into r. */
 static s3r_status_t walk_pages(const bench_opts_t *o, s3r_client_t *c, walk_result_t *r)
@@ -22,13 +14,13 @@ static s3r_status_t walk_pages(const bench_opts_t *o, s3r_client_t *c, walk_resu
     char *token = NULL, *last = NULL;
     s3r_status_t st = S3R_OK;
     r->sorted = 1;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = hist_now_ns();
     do {
         s3r_list_opts_t lo = {.prefix = o->prefix, .max_keys = 1000, .continuation_token = token};
         s3r_object_list_t *l = NULL;
-        uint64_t p0 = now_ns();
+        uint64_t p0 = hist_now_ns();
         st = s3r_object_list(c, o->bucket, &lo, &l);
-        hist_record(&r->page_lat, now_ns() - p0);
+        hist_record(&r->page_lat, hist_now_ns() - p0);
         free(token);
         token = NULL;
         if (st != S3R_OK)
@@ -46,7 +38,7 @@ static s3r_status_t walk_pages(const bench_opts_t *o, s3r_client_t *c, walk_resu
             st = S3R_ERR_NOMEM;
         s3r_object_list_free(l);
     } while (token);
-    r->secs = (double)(now_ns() - t0) / 1e9;
+    r->secs = (double)(hist_now_ns() - t0) / 1e9;
     free(last);
     return st;
 }
