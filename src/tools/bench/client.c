@@ -33,8 +33,8 @@ int bench_client_make(const bench_opts_t *o, int setup, s3r_client_t **c_p)
         return 0;
     st = s3r_client_rdma_connect(*c_p);
     if (st != S3R_OK && !o->rdma_fallback) {
-        bench_client_error(*c_p,
-                           "RDMA session (--rdma-fallback is off; s3rdma-bench verify explains)", st);
+        bench_client_error(
+            *c_p, "RDMA session (--rdma-fallback is off; s3rdma-bench verify explains)", st);
         return 1;
     }
     return 0;

@@ -92,8 +92,8 @@ static int seed_write(const bench_opts_t *o, s3r_client_t *c, bench_keys_t *k)
     uint64_t t0 = hist_now_ns();
     uint64_t started = 0;
     for (; started < n; started++) {
-        s[started] = (seeder_t){.o = o, .c = c, .first = started, .stride = n,
-                                .failed = &failed, .written = &written};
+        s[started] = (seeder_t){
+            .o = o, .c = c, .first = started, .stride = n, .failed = &failed, .written = &written};
         if (pthread_create(&s[started].th, NULL, seed_main, &s[started]) != 0) {
             fprintf(stderr, "s3rdma-bench: cannot start a seeding thread\n");
             atomic_store(&failed, 1);

@@ -47,8 +47,8 @@ static void test_workloads(void **state)
     static const struct {
         const char *verb;
         int op;
-    } cases[] = {{"read", OP_READ},   {"write", OP_WRITE}, {"delete", OP_DELETE},
-                 {"list", OP_LIST},   {"head", OP_HEAD},   {"walk", -1}};
+    } cases[] = {{"read", OP_READ}, {"write", OP_WRITE}, {"delete", OP_DELETE},
+                 {"list", OP_LIST}, {"head", OP_HEAD},   {"walk", -1}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         bench_opts_t o;
         const char *args[] = {"run", cases[i].verb, NULL};
@@ -72,9 +72,21 @@ static void test_loadgen_flags(void **state)
 {
     (void)state;
     bench_opts_t o;
-    const char *args[] = {"run", "write", "--warmup", "300ms", "--gap", "20us",
-                          "--native-inline", "0", "--part-size", "8MiB", "--parts-in-flight", "4",
-                          "--client-per-thread", "--verify=false", NULL};
+    const char *args[] = {"run",
+                          "write",
+                          "--warmup",
+                          "300ms",
+                          "--gap",
+                          "20us",
+                          "--native-inline",
+                          "0",
+                          "--part-size",
+                          "8MiB",
+                          "--parts-in-flight",
+                          "4",
+                          "--client-per-thread",
+                          "--verify=false",
+                          NULL};
     assert_int_equal(parse(&o, args), 0);
     assert_true(o.warmup_s > 0.299 && o.warmup_s < 0.301);
     assert_true(o.gap_s > 19e-6 && o.gap_s < 21e-6);
