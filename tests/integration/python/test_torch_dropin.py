@@ -217,6 +217,38 @@ def test_client_config_fields(aws_env, rbucket, boto):
         s3config.part_size = 1
 
 
+def test_client_config_hashable():
+    """s3torchconnector's config is a frozen dataclass, so hashable: a dict key, a set
+    member, an lru_cache argument; equal configs hash equal (options included)."""
+    import functools
+    from s3rdma.torch import S3ClientConfig
+
+    @functools.lru_cache(maxsize=None)
+    def client_for(config):
+        return object()
+
+    a, b = S3ClientConfig(part_size=16 * MiB), S3ClientConfig(part_size=16 * MiB)
+    assert hash(a) == hash(b) and client_for(a) is client_for(b)
+    assert len({a, b, S3ClientConfig()}) == 2
+    c = S3ClientConfig(options={"rdma_threshold": 0})
+    assert hash(c) == hash(S3ClientConfig(options={"rdma_threshold": 0})) and c != S3ClientConfig()
+
+
+def test_user_agent(aws_env):
+    """s3torchconnector._user_agent.UserAgent, as its DCP and Lightning code pass it to
+    S3Client: the prefix names the package, then the comments."""
+    from s3rdma.torch._s3client import S3Client
+    from s3rdma.torch._user_agent import UserAgent
+
+    s3_client = S3Client(REGION, user_agent=UserAgent(["dcp", torch.__version__]))
+    assert s3_client.user_agent_prefix.startswith("s3rdma.torch/")
+    assert s3_client.user_agent_prefix.endswith(f" (dcp; {torch.__version__})")
+    assert S3Client(REGION).user_agent_prefix == UserAgent.get_default_prefix()
+    assert f"md/pytorch#{torch.__version__}" in UserAgent().prefix
+    with pytest.raises(ValueError, match="List"):
+        UserAgent("dcp")
+
+
 # ---- readers ------------------------------------------------------------------------
 
 
@@ -286,6 +318,45 @@ def test_reader_io_semantics(reader_of, kind):
         r.seek(3)
         assert r.read(None) == body[3:]
     assert r.closed
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_reader_empty_bucket(aws_env, kind):
+    """An empty bucket name is s3torchconnector's ValueError when the reader is made
+    (it was an InvalidArgument S3Error at the first read)."""
+    from s3rdma.torch import S3ReaderConstructor
+    from s3rdma.torch._s3client import S3Client
+    ctor = {"sequential": S3ReaderConstructor.sequential,
+            "range": S3ReaderConstructor.range_based,
+            "range0": lambda: S3ReaderConstructor.range_based(buffer_size=0),
+            "dcp": S3ReaderConstructor.dcp_optimized}[kind]()
+    with pytest.raises(ValueError, match="Bucket should be specified"):
+        S3Client(REGION).get_object("", "key", reader_constructor=ctor)
+
+
+def test_dcp_optimized_reader(aws_env, rbucket, boto):
+    """s3torchconnector.s3reader's DCPOptimizedS3Reader: what dcp_optimized() makes, a
+    reader of its own class; set_item_ranges_by_file (what its S3StorageReader's
+    prepare_local_plan calls) is accepted."""
+    from s3rdma.torch import S3ReaderConstructor
+    from s3rdma.torch._s3client import S3Client
+    from s3rdma.torch.s3reader import DCPOptimizedS3Reader, RangedS3Reader, S3Reader
+    import s3rdma.torch.s3reader as s3reader
+
+    body = put(boto, rbucket, "__0_0.distcp", bytes(range(256)) * 64)
+    reader_constructor = S3ReaderConstructor.dcp_optimized()
+    reader_constructor.set_item_ranges_by_file([], {}, f"s3://{rbucket}")
+    r = S3Client(REGION).get_object(rbucket, "__0_0.distcp",
+                                    reader_constructor=reader_constructor)
+    assert isinstance(r, DCPOptimizedS3Reader) and isinstance(r, S3Reader)
+    r.seek(1000)
+    buf = bytearray(500)
+    assert r.readinto(buf) == 500 and buf == body[1000:1500] and r.read() == body[1500:]
+    assert not isinstance(S3Client(REGION).get_object(
+        rbucket, "__0_0.distcp", reader_constructor=S3ReaderConstructor.range_based()),
+        DCPOptimizedS3Reader)
+    assert RangedS3Reader in DCPOptimizedS3Reader.__mro__
+    assert "DCPOptimizedS3Reader" in s3reader.__all__
 
 
 @pytest.mark.parametrize("kind", KINDS)
