@@ -157,6 +157,41 @@ def test_public_names():
     assert t.S3Exception is s3rdma.S3Error
 
 
+# s3torchconnector's public module paths (its API reference documents each) and names
+# there; from s3rdma.torch.<same path> each one imports.
+MODULE_PATHS = {
+    "s3map_dataset": ["S3MapDataset"],
+    "s3iterable_dataset": ["S3IterableDataset"],
+    "s3checkpoint": ["S3Checkpoint"],
+    "s3writer": ["S3Writer"],
+    "s3reader.s3reader": ["S3Reader"],
+    "s3reader.sequential": ["SequentialS3Reader"],
+    "s3reader.ranged": ["RangedS3Reader"],
+    "s3reader.dcp_optimized": ["DCPOptimizedS3Reader"],
+    "s3reader.constructor": ["S3ReaderConstructor", "DCPOptimizedConstructor"],
+    "s3reader.protocol": ["S3ReaderConstructorProtocol", "DCPS3ReaderConstructorProtocol"],
+    "_s3client": ["S3Client", "S3ClientConfig"],
+    "_s3client._s3client": ["S3Client"],
+    "_s3client.s3client_config": ["S3ClientConfig"],
+    "dcp.s3_file_system": ["S3FileSystem", "S3StorageReader", "S3StorageWriter"],
+    "dcp.s3_prefix_strategy": ["S3PrefixStrategyBase", "RoundRobinPrefixStrategy"],
+    "lightning.s3_lightning_checkpoint": ["S3LightningCheckpoint"],
+}
+
+
+@pytest.mark.parametrize("path", sorted(MODULE_PATHS))
+def test_module_paths(path):
+    """``from s3torchconnector.<path> import <name>`` with only the package changed
+    (s3reader, lightning and _s3client are packages there, and here)."""
+    import importlib
+    import s3rdma.torch as t
+    mod = importlib.import_module(f"s3rdma.torch.{path}")
+    for name in MODULE_PATHS[path]:
+        obj = getattr(mod, name)
+        top = getattr(t, name, None)
+        assert top is None or top is obj, name
+
+
 def test_connector_test_patterns(aws_env, rbucket):
     """Patterns of s3torchconnector's own end-to-end tests: torch.load(reader,
     weights_only=True), an S3Reader iterated (b"".join), keyword s3_uri=, and

@@ -12,11 +12,11 @@ _user_agent.py) gives user_agent_prefix and is not sent (libs3rdma names itself)
 """
 from typing import Any, Iterator, List, NamedTuple, Optional
 
-from ..client import ObjectEntry, ObjectInfo
-from ._client import ClientHolder, S3ClientConfig
-from ._user_agent import UserAgent
-from .reader import ReaderFactory, S3Reader, S3ReaderConstructor
-from .writer import S3Writer
+from ...client import ObjectEntry, ObjectInfo
+from .._client import ClientHolder, S3ClientConfig
+from .._user_agent import UserAgent
+from ..reader import ReaderFactory, S3Reader, S3ReaderConstructor
+from ..writer import S3Writer
 
 
 class ListObjectResult(NamedTuple):

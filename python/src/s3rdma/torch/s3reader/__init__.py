@@ -3,7 +3,7 @@
 themselves are in reader.py. A reader constructor here is any callable
 ``(client, bucket, key, size=None) -> S3Reader`` (ReaderFactory), not
 s3torchconnector's ``(bucket, key, get_object_info, get_stream)``."""
-from .reader import (DCPOptimizedConstructor, DCPOptimizedS3Reader, RangedS3Reader,
+from ..reader import (DCPOptimizedConstructor, DCPOptimizedS3Reader, RangedS3Reader,
                      ReaderFactory, S3Reader, S3ReaderConstructor, SequentialS3Reader)
 
 S3ReaderConstructorProtocol = ReaderFactory
