@@ -369,6 +369,20 @@ def test_reader_empty_bucket(aws_env, kind):
         S3Client(REGION).get_object("", "key", reader_constructor=ctor)
 
 
+def test_range_based_negative_buffer_size(aws_env, rbucket, boto):
+    """s3torchconnector takes a negative buffer_size as no buffer (it was a ValueError
+    here): each read fetches exactly its range."""
+    from s3rdma.torch import S3ReaderConstructor
+    from s3rdma.torch._s3client import S3Client
+    body = put(boto, rbucket, "neg.bin", bytes(range(256)) * 8)
+    reader_constructor = S3ReaderConstructor.range_based(buffer_size=-1)
+    assert S3ReaderConstructor.get_reader_type_string(reader_constructor) == "range_based"
+    s3reader = S3Client(REGION).get_object(rbucket, "neg.bin",
+                                           reader_constructor=reader_constructor)
+    s3reader.seek(100)
+    assert s3reader.read(10) == body[100:110] and s3reader.read() == body[110:]
+
+
 def test_dcp_optimized_reader(aws_env, rbucket, boto):
     """s3torchconnector.s3reader's DCPOptimizedS3Reader: what dcp_optimized() makes, a
     reader of its own class; set_item_ranges_by_file (what its S3StorageReader's

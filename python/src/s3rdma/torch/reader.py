@@ -196,8 +196,8 @@ class RangedS3Reader(S3Reader):
     def __init__(self, client: Client, bucket: str, key: str, size: Optional[int] = None,
                  buffer_size: int = 8 * 1024 * 1024):
         super().__init__(client, bucket, key, size)
-        self._buffer_size = buffer_size
-        self._buf = bytearray(buffer_size)
+        self._buffer_size = max(buffer_size, 0)  # negative: no buffer, as s3torchconnector
+        self._buf = bytearray(self._buffer_size)
         self._buf_start = 0
         self._buf_len = 0
 
@@ -283,8 +283,6 @@ class _RangedFactory:
     holding it are pickled into spawn and forkserver workers)."""
 
     def __init__(self, buffer_size: int):
-        if buffer_size < 0:
-            raise ValueError("s3rdma.torch: buffer_size must be >= 0")
         self.buffer_size = buffer_size
 
     def __call__(self, client: Client, bucket: str, key: str,
@@ -340,8 +338,8 @@ class S3ReaderConstructor:
 
     @staticmethod
     def range_based(buffer_size: Optional[int] = None) -> ReaderFactory:
-        """buffer_size None: 8 MiB; 0: no buffer, every read straight into its
-        destination."""
+        """buffer_size None: 8 MiB; 0 (or negative, as s3torchconnector takes it): no
+        buffer, every read straight into its destination."""
         return _RangedFactory(8 * 1024 * 1024 if buffer_size is None else buffer_size)
 
     @staticmethod
