@@ -499,6 +499,30 @@ def _load(api, state_dict, storage_reader):
     return api.load_state_dict(state_dict=state_dict, storage_reader=storage_reader)
 
 
+def test_dcp_load_plan_sorted_by_offset(aws_env, rbucket, dcp_api):
+    """S3StorageReader.prepare_local_plan orders the plan's items by their offset in
+    the data objects, as s3torchconnector's does (its "load ordering")."""
+    from s3rdma.torch.dcp import S3StorageReader, S3StorageWriter
+    import importlib
+    DefaultLoadPlanner = importlib.import_module(  # dcp_api has imported the package
+        f"{dcp_api.__name__}.default_planner").DefaultLoadPlanner
+
+    uri = f"s3://{rbucket}/plan/"
+    sd = {f"t{i}": torch.full((1000 + i,), float(i)) for i in range(6)}
+    _save(dcp_api, sd, S3StorageWriter(region=REGION, path=uri))
+    reader = S3StorageReader(region=REGION, path=uri)
+    metadata = reader.read_metadata()
+    reader.init(metadata, True)
+    planner = DefaultLoadPlanner()
+    planner.init({k: torch.zeros_like(v) for k, v in sd.items()}, metadata, True)
+    plan = planner.create_local_plan()
+    plan.items.sort(key=lambda i: -metadata.storage_data[i.storage_index].offset)
+    plan = reader.prepare_local_plan(plan)
+    at = [(metadata.storage_data[i.storage_index].relative_path,
+           metadata.storage_data[i.storage_index].offset) for i in plan.items]
+    assert len(at) == 6 and [o for _, o in at] == sorted(o for _, o in at)
+
+
 def test_dcp_readme_with_prefix_strategy_and_overwrite(aws_env, rbucket, boto, dcp_api):
     """The README's DCP sample (thread_count, a RoundRobinPrefixStrategy, the default
     dcp_optimized reader), saved twice into one path as s3torchconnector allows: the
