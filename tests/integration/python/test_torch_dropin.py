@@ -369,6 +369,21 @@ def test_reader_empty_bucket(aws_env, kind):
         S3Client(REGION).get_object("", "key", reader_constructor=ctor)
 
 
+def test_reader_constructor_protocols():
+    """s3torchconnector.s3reader's protocols are runtime-checkable: its S3StorageReader
+    tells a DCP-optimized constructor apart with isinstance (it was a TypeError here:
+    a typing alias)."""
+    from s3rdma.torch import S3ReaderConstructor
+    from s3rdma.torch.s3reader import (DCPS3ReaderConstructorProtocol,
+                                       S3ReaderConstructorProtocol)
+    for c in [S3ReaderConstructor.sequential(), S3ReaderConstructor.range_based(),
+              S3ReaderConstructor.dcp_optimized(), S3ReaderConstructor.default()]:
+        assert isinstance(c, S3ReaderConstructorProtocol)
+    assert isinstance(S3ReaderConstructor.dcp_optimized(), DCPS3ReaderConstructorProtocol)
+    assert not isinstance(S3ReaderConstructor.range_based(), DCPS3ReaderConstructorProtocol)
+    assert not isinstance(S3ReaderConstructor.sequential(), DCPS3ReaderConstructorProtocol)
+
+
 def test_range_based_negative_buffer_size(aws_env, rbucket, boto):
     """s3torchconnector takes a negative buffer_size as no buffer (it was a ValueError
     here): each read fetches exactly its range."""
