@@ -157,6 +157,41 @@ def test_public_names():
     assert t.S3Exception is s3rdma.S3Error
 
 
+# s3torchconnector's public module paths (its API reference documents each) and names
+# there; from s3rdma.torch.<same path> each one imports.
+MODULE_PATHS = {
+    "s3map_dataset": ["S3MapDataset"],
+    "s3iterable_dataset": ["S3IterableDataset"],
+    "s3checkpoint": ["S3Checkpoint"],
+    "s3writer": ["S3Writer"],
+    "s3reader.s3reader": ["S3Reader"],
+    "s3reader.sequential": ["SequentialS3Reader"],
+    "s3reader.ranged": ["RangedS3Reader"],
+    "s3reader.dcp_optimized": ["DCPOptimizedS3Reader"],
+    "s3reader.constructor": ["S3ReaderConstructor", "DCPOptimizedConstructor"],
+    "s3reader.protocol": ["S3ReaderConstructorProtocol", "DCPS3ReaderConstructorProtocol"],
+    "_s3client": ["S3Client", "S3ClientConfig"],
+    "_s3client._s3client": ["S3Client"],
+    "_s3client.s3client_config": ["S3ClientConfig"],
+    "dcp.s3_file_system": ["S3FileSystem", "S3StorageReader", "S3StorageWriter"],
+    "dcp.s3_prefix_strategy": ["S3PrefixStrategyBase", "RoundRobinPrefixStrategy"],
+    "lightning.s3_lightning_checkpoint": ["S3LightningCheckpoint"],
+}
+
+
+@pytest.mark.parametrize("path", sorted(MODULE_PATHS))
+def test_module_paths(path):
+    """``from s3torchconnector.<path> import <name>`` with only the package changed
+    (s3reader, lightning and _s3client are packages there, and here)."""
+    import importlib
+    import s3rdma.torch as t
+    mod = importlib.import_module(f"s3rdma.torch.{path}")
+    for name in MODULE_PATHS[path]:
+        obj = getattr(mod, name)
+        top = getattr(t, name, None)
+        assert top is None or top is obj, name
+
+
 def test_connector_test_patterns(aws_env, rbucket):
     """Patterns of s3torchconnector's own end-to-end tests: torch.load(reader,
     weights_only=True), an S3Reader iterated (b"".join), keyword s3_uri=, and
@@ -215,6 +250,38 @@ def test_client_config_fields(aws_env, rbucket, boto):
         S3ClientConfig(requester_pays=True, unsigned=True)
     with pytest.raises(Exception):
         s3config.part_size = 1
+
+
+def test_client_config_hashable():
+    """s3torchconnector's config is a frozen dataclass, so hashable: a dict key, a set
+    member, an lru_cache argument; equal configs hash equal (options included)."""
+    import functools
+    from s3rdma.torch import S3ClientConfig
+
+    @functools.lru_cache(maxsize=None)
+    def client_for(config):
+        return object()
+
+    a, b = S3ClientConfig(part_size=16 * MiB), S3ClientConfig(part_size=16 * MiB)
+    assert hash(a) == hash(b) and client_for(a) is client_for(b)
+    assert len({a, b, S3ClientConfig()}) == 2
+    c = S3ClientConfig(options={"rdma_threshold": 0})
+    assert hash(c) == hash(S3ClientConfig(options={"rdma_threshold": 0})) and c != S3ClientConfig()
+
+
+def test_user_agent(aws_env):
+    """s3torchconnector._user_agent.UserAgent, as its DCP and Lightning code pass it to
+    S3Client: the prefix names the package, then the comments."""
+    from s3rdma.torch._s3client import S3Client
+    from s3rdma.torch._user_agent import UserAgent
+
+    s3_client = S3Client(REGION, user_agent=UserAgent(["dcp", torch.__version__]))
+    assert s3_client.user_agent_prefix.startswith("s3rdma.torch/")
+    assert s3_client.user_agent_prefix.endswith(f" (dcp; {torch.__version__})")
+    assert S3Client(REGION).user_agent_prefix == UserAgent.get_default_prefix()
+    assert f"md/pytorch#{torch.__version__}" in UserAgent().prefix
+    with pytest.raises(ValueError, match="List"):
+        UserAgent("dcp")
 
 
 # ---- readers ------------------------------------------------------------------------
@@ -286,6 +353,74 @@ def test_reader_io_semantics(reader_of, kind):
         r.seek(3)
         assert r.read(None) == body[3:]
     assert r.closed
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_reader_empty_bucket(aws_env, kind):
+    """An empty bucket name is s3torchconnector's ValueError when the reader is made
+    (it was an InvalidArgument S3Error at the first read)."""
+    from s3rdma.torch import S3ReaderConstructor
+    from s3rdma.torch._s3client import S3Client
+    ctor = {"sequential": S3ReaderConstructor.sequential,
+            "range": S3ReaderConstructor.range_based,
+            "range0": lambda: S3ReaderConstructor.range_based(buffer_size=0),
+            "dcp": S3ReaderConstructor.dcp_optimized}[kind]()
+    with pytest.raises(ValueError, match="Bucket should be specified"):
+        S3Client(REGION).get_object("", "key", reader_constructor=ctor)
+
+
+def test_reader_constructor_protocols():
+    """s3torchconnector.s3reader's protocols are runtime-checkable: its S3StorageReader
+    tells a DCP-optimized constructor apart with isinstance (it was a TypeError here:
+    a typing alias)."""
+    from s3rdma.torch import S3ReaderConstructor
+    from s3rdma.torch.s3reader import (DCPS3ReaderConstructorProtocol,
+                                       S3ReaderConstructorProtocol)
+    for c in [S3ReaderConstructor.sequential(), S3ReaderConstructor.range_based(),
+              S3ReaderConstructor.dcp_optimized(), S3ReaderConstructor.default()]:
+        assert isinstance(c, S3ReaderConstructorProtocol)
+    assert isinstance(S3ReaderConstructor.dcp_optimized(), DCPS3ReaderConstructorProtocol)
+    assert not isinstance(S3ReaderConstructor.range_based(), DCPS3ReaderConstructorProtocol)
+    assert not isinstance(S3ReaderConstructor.sequential(), DCPS3ReaderConstructorProtocol)
+
+
+def test_range_based_negative_buffer_size(aws_env, rbucket, boto):
+    """s3torchconnector takes a negative buffer_size as no buffer (it was a ValueError
+    here): each read fetches exactly its range."""
+    from s3rdma.torch import S3ReaderConstructor
+    from s3rdma.torch._s3client import S3Client
+    body = put(boto, rbucket, "neg.bin", bytes(range(256)) * 8)
+    reader_constructor = S3ReaderConstructor.range_based(buffer_size=-1)
+    assert S3ReaderConstructor.get_reader_type_string(reader_constructor) == "range_based"
+    s3reader = S3Client(REGION).get_object(rbucket, "neg.bin",
+                                           reader_constructor=reader_constructor)
+    s3reader.seek(100)
+    assert s3reader.read(10) == body[100:110] and s3reader.read() == body[110:]
+
+
+def test_dcp_optimized_reader(aws_env, rbucket, boto):
+    """s3torchconnector.s3reader's DCPOptimizedS3Reader: what dcp_optimized() makes, a
+    reader of its own class; set_item_ranges_by_file (what its S3StorageReader's
+    prepare_local_plan calls) is accepted."""
+    from s3rdma.torch import S3ReaderConstructor
+    from s3rdma.torch._s3client import S3Client
+    from s3rdma.torch.s3reader import DCPOptimizedS3Reader, RangedS3Reader, S3Reader
+    import s3rdma.torch.s3reader as s3reader
+
+    body = put(boto, rbucket, "__0_0.distcp", bytes(range(256)) * 64)
+    reader_constructor = S3ReaderConstructor.dcp_optimized()
+    reader_constructor.set_item_ranges_by_file([], {}, f"s3://{rbucket}")
+    r = S3Client(REGION).get_object(rbucket, "__0_0.distcp",
+                                    reader_constructor=reader_constructor)
+    assert isinstance(r, DCPOptimizedS3Reader) and isinstance(r, S3Reader)
+    r.seek(1000)
+    buf = bytearray(500)
+    assert r.readinto(buf) == 500 and buf == body[1000:1500] and r.read() == body[1500:]
+    assert not isinstance(S3Client(REGION).get_object(
+        rbucket, "__0_0.distcp", reader_constructor=S3ReaderConstructor.range_based()),
+        DCPOptimizedS3Reader)
+    assert RangedS3Reader in DCPOptimizedS3Reader.__mro__
+    assert "DCPOptimizedS3Reader" in s3reader.__all__
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -377,6 +512,30 @@ def _load(api, state_dict, storage_reader):
     if hasattr(api, "load") and callable(getattr(api, "load")):
         return api.load(state_dict=state_dict, storage_reader=storage_reader)
     return api.load_state_dict(state_dict=state_dict, storage_reader=storage_reader)
+
+
+def test_dcp_load_plan_sorted_by_offset(aws_env, rbucket, dcp_api):
+    """S3StorageReader.prepare_local_plan orders the plan's items by their offset in
+    the data objects, as s3torchconnector's does (its "load ordering")."""
+    from s3rdma.torch.dcp import S3StorageReader, S3StorageWriter
+    import importlib
+    DefaultLoadPlanner = importlib.import_module(  # dcp_api has imported the package
+        f"{dcp_api.__name__}.default_planner").DefaultLoadPlanner
+
+    uri = f"s3://{rbucket}/plan/"
+    sd = {f"t{i}": torch.full((1000 + i,), float(i)) for i in range(6)}
+    _save(dcp_api, sd, S3StorageWriter(region=REGION, path=uri))
+    reader = S3StorageReader(region=REGION, path=uri)
+    metadata = reader.read_metadata()
+    reader.init(metadata, True)
+    planner = DefaultLoadPlanner()
+    planner.init({k: torch.zeros_like(v) for k, v in sd.items()}, metadata, True)
+    plan = planner.create_local_plan()
+    plan.items.sort(key=lambda i: -metadata.storage_data[i.storage_index].offset)
+    plan = reader.prepare_local_plan(plan)
+    at = [(metadata.storage_data[i.storage_index].relative_path,
+           metadata.storage_data[i.storage_index].offset) for i in plan.items]
+    assert len(at) == 6 and [o for _, o in at] == sorted(o for _, o in at)
 
 
 def test_dcp_readme_with_prefix_strategy_and_overwrite(aws_env, rbucket, boto, dcp_api):

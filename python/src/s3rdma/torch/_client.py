@@ -53,7 +53,9 @@ class S3ClientConfig:
             HTTP host on port 9100.
         access_key, secret_key: default from the environment or the profile.
         options: any other s3rdma.Client keyword (``rdma_threshold``, ``fallback``,
-            ``max_workers``, ``ca_bundle``, libs3rdma settings by name).
+            ``max_workers``, ``ca_bundle``, libs3rdma settings by name). Left out of
+            the hash, so a config is hashable (a dict key, an lru_cache argument) as
+            s3torchconnector's frozen one is; equality still compares it.
     """
     throughput_target_gbps: float = 10.0
     part_size: int = 32 * MiB
@@ -66,7 +68,7 @@ class S3ClientConfig:
     rdma_endpoint: Optional[str] = None
     access_key: Optional[str] = None
     secret_key: Optional[str] = None
-    options: Dict[str, Any] = field(default_factory=dict)
+    options: Dict[str, Any] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         if self.requester_pays and self.unsigned:

@@ -2,7 +2,8 @@
 and S3Checkpoint.reader returns, what torch.load reads).
 
 Two kinds, chosen by S3ReaderConstructor as in s3torchconnector (whose third,
-dcp_optimized, is range-based without a buffer here: DCPOptimizedConstructor):
+dcp_optimized, is range-based without a buffer here: DCPOptimizedConstructor makes
+DCPOptimizedS3Readers):
 - sequential (the default): the whole object lands in memory registered with the
   RDMA session (s3rdma.Client.allocate_buffer) with one GET, on first use or
   already prefetched by S3IterableDataset. ``getbuffer()`` hands that memory out
@@ -13,7 +14,7 @@ dcp_optimized, is range-based without a buffer here: DCPOptimizedConstructor):
 """
 import io
 import os
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from ..client import Client
 from ..errors import BufferTooSmall
@@ -24,6 +25,8 @@ class S3Reader(io.BufferedIOBase):
     """A read-only binary stream over bucket/key. Not shared between threads."""
 
     def __init__(self, client: Client, bucket: str, key: str, size: Optional[int] = None):
+        if not bucket:
+            raise ValueError("Bucket should be specified")  # s3torchconnector's words
         super().__init__()
         self._client, self._bucket, self._key = client, bucket, key
         self._size = size
@@ -193,8 +196,8 @@ class RangedS3Reader(S3Reader):
     def __init__(self, client: Client, bucket: str, key: str, size: Optional[int] = None,
                  buffer_size: int = 8 * 1024 * 1024):
         super().__init__(client, bucket, key, size)
-        self._buffer_size = buffer_size
-        self._buf = bytearray(buffer_size)
+        self._buffer_size = max(buffer_size, 0)  # negative: no buffer, as s3torchconnector
+        self._buf = bytearray(self._buffer_size)
         self._buf_start = 0
         self._buf_len = 0
 
@@ -280,8 +283,6 @@ class _RangedFactory:
     holding it are pickled into spawn and forkserver workers)."""
 
     def __init__(self, buffer_size: int):
-        if buffer_size < 0:
-            raise ValueError("s3rdma.torch: buffer_size must be >= 0")
         self.buffer_size = buffer_size
 
     def __call__(self, client: Client, bucket: str, key: str,
@@ -289,19 +290,41 @@ class _RangedFactory:
         return RangedS3Reader(client, bucket, key, size, self.buffer_size)
 
 
+class DCPOptimizedS3Reader(RangedS3Reader):
+    """What a DCPOptimizedConstructor makes: a range-based reader without a buffer
+    (each read fetches exactly its range). Its own class, so code that tells readers
+    apart (``isinstance(r, DCPOptimizedS3Reader)``, s3torchconnector.s3reader's name)
+    does so here too."""
+
+    def __init__(self, client: Client, bucket: str, key: str, size: Optional[int] = None):
+        super().__init__(client, bucket, key, size, 0)
+
+
 class DCPOptimizedConstructor(_RangedFactory):
     """What S3ReaderConstructor.dcp_optimized() returns. s3torchconnector's
     DCP-optimized reader fetches only the byte ranges a load plan names, coalescing
     ranges closer than max_gap_size; s3rdma.torch.dcp.S3StorageReader always reads
     each planned item's own range straight into its tensor, so there it is the same as
-    any other constructor. Anywhere else it makes range-based readers without a buffer
-    (each read fetches exactly its range). max_gap_size is checked and kept."""
+    any other constructor. Anywhere else it makes DCPOptimizedS3Readers (range-based,
+    no buffer), for any key (s3torchconnector's refuses keys its plan did not name).
+    max_gap_size is checked and kept."""
 
     def __init__(self, max_gap_size: float = DEFAULT_MAX_GAP_SIZE):
         if max_gap_size < 0:
             raise ValueError("max_gap_size must be non-negative")
         super().__init__(0)
         self.max_gap_size = max_gap_size
+
+    def __call__(self, client: Client, bucket: str, key: str,
+                 size: Optional[int] = None) -> S3Reader:
+        return DCPOptimizedS3Reader(client, bucket, key, size)
+
+    def set_item_ranges_by_file(self, plan_items: Any, storage_data: Any,
+                                base_path: Any) -> None:
+        """s3torchconnector's S3StorageReader.prepare_local_plan hands the load plan's
+        ranges over here (and code overriding prepare_local_plan calls it). Accepted
+        and not kept: the readers made here fetch exactly what is read, and
+        s3rdma.torch.dcp.S3StorageReader reads each planned range itself."""
 
 
 class S3ReaderConstructor:
@@ -315,8 +338,8 @@ class S3ReaderConstructor:
 
     @staticmethod
     def range_based(buffer_size: Optional[int] = None) -> ReaderFactory:
-        """buffer_size None: 8 MiB; 0: no buffer, every read straight into its
-        destination."""
+        """buffer_size None: 8 MiB; 0 (or negative, as s3torchconnector takes it): no
+        buffer, every read straight into its destination."""
         return _RangedFactory(8 * 1024 * 1024 if buffer_size is None else buffer_size)
 
     @staticmethod

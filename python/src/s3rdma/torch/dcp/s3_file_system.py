@@ -285,6 +285,9 @@ class S3StorageReader(_dcp.StorageReader):
         self._storage = metadata.storage_data
 
     def prepare_local_plan(self, plan):
+        """The plan's items in the order of their offsets in the data objects, as
+        s3torchconnector orders them (read_data fetches them all at once anyway)."""
+        plan.items.sort(key=lambda item: self._storage[item.storage_index].offset)
         return plan
 
     def prepare_global_plan(self, global_plan):

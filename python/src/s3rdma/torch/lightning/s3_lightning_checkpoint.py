@@ -12,8 +12,8 @@ from typing import Any, Dict, Optional
 
 import torch
 
-from ._client import S3ClientConfig, parse_s3_uri
-from ._s3client import S3Client
+from .._client import S3ClientConfig, parse_s3_uri
+from .._s3client import S3Client
 
 try:
     from lightning.pytorch.plugins.io import CheckpointIO as _Base

@@ -6,16 +6,17 @@ S3Client``), over the process's s3rdma.Client.
     data = s3_client.get_object(bucket="b", key="k").read()
 
 Each process opens its own s3rdma.Client on first use (ClientHolder), so an S3Client
-passes to DataLoader workers as s3torchconnector's does. ``user_agent`` is accepted and
-not sent (libs3rdma names itself); ``storage_class`` is accepted and not sent
-(s3rdmad has one storage class).
+passes to DataLoader workers as s3torchconnector's does. ``user_agent`` (a UserAgent,
+_user_agent.py) gives user_agent_prefix and is not sent (libs3rdma names itself);
+``storage_class`` is accepted and not sent (s3rdmad has one storage class).
 """
 from typing import Any, Iterator, List, NamedTuple, Optional
 
-from ..client import ObjectEntry, ObjectInfo
-from ._client import ClientHolder, S3ClientConfig
-from .reader import ReaderFactory, S3Reader, S3ReaderConstructor
-from .writer import S3Writer
+from ...client import ObjectEntry, ObjectInfo
+from .._client import ClientHolder, S3ClientConfig
+from .._user_agent import UserAgent
+from ..reader import ReaderFactory, S3Reader, S3ReaderConstructor
+from ..writer import S3Writer
 
 
 class ListObjectResult(NamedTuple):
@@ -27,10 +28,11 @@ class ListObjectResult(NamedTuple):
 
 class S3Client:
     def __init__(self, region: Optional[str] = None, *, endpoint: Optional[str] = None,
-                 user_agent: Any = None, s3client_config: Optional[S3ClientConfig] = None):
+                 user_agent: Optional[UserAgent] = None,
+                 s3client_config: Optional[S3ClientConfig] = None):
         self._region = region
         self._s3client_config = s3client_config or S3ClientConfig()
-        self._user_agent = user_agent
+        self._user_agent = user_agent or UserAgent()
         self._holder = ClientHolder(region, endpoint, s3client_config)
 
     @property
@@ -43,8 +45,7 @@ class S3Client:
 
     @property
     def user_agent_prefix(self) -> str:
-        prefix = getattr(self._user_agent, "prefix", None)
-        return prefix if isinstance(prefix, str) else "s3rdma.torch"
+        return self._user_agent.prefix
 
     def get_object(self, bucket: str, key: str, *, object_info: Any = None,
                    reader_constructor: Optional[ReaderFactory] = None) -> S3Reader:
