@@ -1,7 +1,7 @@
-/* Latency samples shared by the bench load generators (httpload.c, s3r_loadgen.c):
- * a monotonic clock, a growable per-thread sample vector and percentiles of the
- * merged, sorted samples. Header only: bench/http and bench/rdma build each
- * generator from its single .c file. */
+/* Latency samples of bench/httpload.c (the loads over libs3rdma are
+ * build/s3rdma-bench's, with its own histogram): a monotonic clock, a growable
+ * per-thread sample vector and percentiles of the merged, sorted samples.
+ * Header only: the scripts build httpload from its single .c file. */
 #ifndef S3R_BENCH_LAT_H
 #define S3R_BENCH_LAT_H
 

@@ -7,6 +7,7 @@ import datetime
 import hashlib
 import hmac
 import http.client
+import json
 import os
 import shutil
 import signal
@@ -155,6 +156,62 @@ def gcc(src, out, extra=()):
     cmd = ["gcc", "-O2", "-g", "-Wall", "-std=c11", "-pthread", "-o", out, src, *extra]
     subprocess.run(cmd, check=True)
     return out
+
+
+BENCH_TOOL = os.path.join(ROOT, "build", "s3rdma-bench")
+
+
+def bench_tool(srv, workload, transport="http", size=4096, threads=1, secs=1.0, warmup=0.3,
+               inflight=1, bucket="bench", prefix="bench/", seed=None, verify=True, extra=(),
+               env=None, tool=None, timeout=None):
+    """One s3rdma-bench run (docs/bench-tool.md) against srv (an S3rdmad, or anything with
+    .host and .rport): `run WORKLOAD` for secs after warmup, reading its --json. seed: the
+    key space (--seed-objects; default: one key per thread for a write, else 1); 0 takes
+    the objects already under prefix. verify=False: reads are not checksummed (as the old
+    bench/s3r_loadgen.c measured). tool: another tree's build/s3rdma-bench.
+    Returns (figures, note): figures flattens the workload's operation (ops, errors, ops_s,
+    MBps, p50_us, p90_us, p99_us, max_us, http_ops, token_ops, native_ops, fallbacks, secs,
+    cpu_s) or the walk (keys, pages, secs, keys_s, page_p50_ms, page_p99_ms, page_max_ms,
+    native_ops, http_ops, sorted, seeded, seed_secs), or is None; note says what went wrong
+    ("" when nothing did)."""
+    fd, out = tempfile.mkstemp(prefix="s3rbench-", suffix=".json")
+    os.close(fd)
+    if seed is None:
+        seed = threads if workload == "write" else 1
+    cmd = [tool or BENCH_TOOL, "run", workload, "--endpoints", srv.host, "--access-key", AK,
+           "--secret-key", SK, "--bucket", bucket, "--prefix", prefix, "--transport", transport,
+           "--object-size", str(size), "--threads", str(threads), "--inflight", str(inflight),
+           "--duration", f"{secs:g}s", "--warmup", f"{warmup:g}s", "--seed-objects", str(seed),
+           "--json", out, *map(str, extra)]
+    if not verify:
+        cmd.append("--verify=false")
+    if getattr(srv, "rport", None):
+        cmd += ["--rdma-endpoint", f"127.0.0.1:{srv.rport}"]
+    try:
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True,
+                           timeout=timeout or (secs + warmup) * 10 + 120)
+        try:
+            with open(out) as f:
+                js = json.load(f)
+        except (OSError, ValueError):
+            return None, f"rc={p.returncode} {p.stderr.strip()[:400]}"
+    finally:
+        os.unlink(out)
+    note = f"rc={p.returncode} {p.stderr.strip()[:300]}" if p.returncode else ""
+    if workload == "walk":
+        w = js["walk"]
+        return {"keys": w["keys"], "pages": w["pages"], "secs": w["secs"],
+                "keys_s": w["keys_per_s"], "page_p50_ms": w["page_ms"]["p50"],
+                "page_p99_ms": w["page_ms"]["p99"], "page_max_ms": w["page_ms"]["max"],
+                "native_ops": w["native"], "http_ops": w["http"], "sorted": w["sorted"],
+                "seeded": js["seed"]["objects"], "seed_secs": js["seed"]["secs"]}, note
+    o = js["operations"][workload]
+    lat = o["latency_us"]
+    return {"ops": o["ops"], "errors": o["errors"], "ops_s": o["ops_per_s"],
+            "MBps": o["mb_per_s"], "p50_us": lat["p50"], "p90_us": lat["p90"],
+            "p99_us": lat["p99"], "max_us": lat["max"], "http_ops": o["http"],
+            "token_ops": o["token"], "native_ops": o["native"], "fallbacks": o["fallback"],
+            "secs": js["elapsed_s"], "cpu_s": js["cpu"]["user_s"] + js["cpu"]["sys_s"]}, note
 
 
 def build_httpload(tmp):

@@ -18,8 +18,8 @@
 #include "client/client_internal.h"
 #include "common/date.h"
 #include "common/hash.h"
+#include "common/proto_headers.h"
 #include "common/sigv4.h"
-#include "rdma/rdma_wire.h" /* PEERS_HEADER */
 
 #define S3C_MAX_RESP_HDRS (64 * 1024)
 #define S3C_URL_MAX       (16 * 1024)

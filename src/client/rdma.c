@@ -14,9 +14,9 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/proto_headers.h"
 #include "client/client_internal.h"
 #include "rdma/rdma_client.h"
-#include "rdma/rdma_wire.h"
 
 /* After a failed open, requests within this window fail (or fall back) at
  * once instead of each paying the connect timeout again. */

@@ -15,13 +15,13 @@
 
 #include "common/addr.h"
 #include "common/log.h"
+#include "common/proto_headers.h"
 #include "common/s3r_limits.h"
 #include "http/http_guard.h"
 #include "http/http_internal.h"
 #include "http/http_own.h"
 #include "s3/s3_request.h"
 #include "s3/s3_util.h"
-#include "rdma/rdma_wire.h"
 
 /* ---- lookups ---------------------------------------------------------------- */
 

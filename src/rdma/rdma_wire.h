@@ -13,16 +13,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The HTTP response header in which s3rdmad names its session endpoint
- * ("host:port", "[v6]:port") to authenticated clients (docs/protocol.md §1). */
-#define RDMA_ENDPOINT_HEADER "x-s3rdma-rdma-endpoint"
-/* The HTTP response header in which s3rdmad names the other gateways of its
- * cluster ("http://h1:9000,https://h2:9443": its `peers` setting) to
- * authenticated clients, which add them to their endpoint list
- * (docs/protocol.md §1). It sits here beside the endpoint header, the one
- * name both sides share. */
-#define PEERS_HEADER "x-s3rdma-peers"
-
 #define RDMA_WIRE_MAGIC     0x53335253u /* "S3RS" */
 #define RDMA_WIRE_VERSION   2
 #define RDMA_WIRE_HDR       8           /* magic + version + type + flags */

@@ -321,7 +321,8 @@ static const char *condition_key(void *ctx, const char *name, char *buf, size_t 
         return s3_req_query(req, "versionId");
     if (strcmp(name, "s3:signatureversion") == 0)
         return req->user ? "AWS4-HMAC-SHA256" : NULL;
-    if (strncmp(name, "s3:x-amz-", 9) == 0)
+    if (strncmp(name, "s3:x-amz-", 9) == 0 || strcmp(name, "s3:if-match") == 0 ||
+        strcmp(name, "s3:if-none-match") == 0)
         return s3_req_header(req, name + 3);
     if (strncmp(name, "s3:existingobjecttag/", 21) == 0)
         return existing_tag(k, name + 21);

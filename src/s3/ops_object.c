@@ -129,6 +129,23 @@ bool s3_delete_marker_reply(s3_req_t *req, const stor_bucket_t *bucket, const ch
     return true;
 }
 
+/* The ETag an If-Match value (not "*") names, without its quotes, into out
+ * (cap bytes); false when it is empty or too long to be one we make (so it
+ * matches nothing). */
+static bool if_match_etag(const char *im, char *out, size_t cap)
+{
+    size_t n = strlen(im);
+    if (n >= 2 && im[0] == '"' && im[n - 1] == '"') {
+        n -= 2;
+        im++;
+    }
+    if (n == 0 || n >= cap)
+        return false;
+    memcpy(out, im, n);
+    out[n] = '\0';
+    return true;
+}
+
 s3_error_t s3_write_precond(s3_req_t *req, stor_precond_t *cond, const char **why_p)
 {
     memset(cond, 0, sizeof(*cond));
@@ -145,15 +162,8 @@ s3_error_t s3_write_precond(s3_req_t *req, stor_precond_t *cond, const char **wh
     if (im) {
         cond->must_exist = 1;
         if (strcmp(im, "*") != 0) {
-            size_t n = strlen(im);
-            if (n >= 2 && im[0] == '"' && im[n - 1] == '"') {
-                n -= 2;
-                im++;
-            }
-            if (n == 0 || n >= sizeof(req->precond_etag))
+            if (!if_match_etag(im, req->precond_etag, sizeof req->precond_etag))
                 return S3E_PRECONDITION_FAILED;
-            memcpy(req->precond_etag, im, n);
-            req->precond_etag[n] = '\0';
             cond->etag = req->precond_etag;
         }
     }
@@ -473,16 +483,23 @@ static void get_object_begin(s3_req_t *req)
 
 /* ---- DeleteObject / DeleteObjects ---------------------------------------------- */
 
+/* A delete's If-Match (NULL: an unconditional delete) and the ETag it names. */
+typedef struct delete_cond {
+    const char *if_match;
+    char etag[64];
+} delete_cond_t;
+
 /* S3's answer to the removal of a version object lock protects. */
 #define LOCKED_MSG "Access Denied because object protected by object lock."
 
 /* Whether a delete that ended in *st succeeded as S3 answers it: a key or
  * a version that is not there is deleted already (*st becomes STOR_OK, *d
  * empty), so a delete is idempotent; AWS answers 204 (DeleteObjects: a
- * Deleted entry) for a well-formed version id that names nothing. */
-static bool delete_result_ok(stor_status_t *st, stor_deleted_t *d)
+ * Deleted entry) for a well-formed version id that names nothing. Not so for
+ * a conditional delete (cond): a key with no current object fails it. */
+static bool delete_result_ok(stor_status_t *st, stor_deleted_t *d, const delete_cond_t *cond)
 {
-    if (*st == STOR_ERR_NO_KEY || *st == STOR_ERR_NO_VERSION) {
+    if (*st == STOR_ERR_NO_VERSION || (*st == STOR_ERR_NO_KEY && !cond->if_match)) {
         memset(d, 0, sizeof *d);
         *st = STOR_OK;
     }
@@ -502,28 +519,74 @@ static s3_error_t delete_version_check(const char *vid, stor_status_t *st)
     return S3E_NONE;
 }
 
+/* A conditional delete's judgement (AWS's, for general purpose buckets):
+ * If-Match (DeleteObject's header, a DeleteObjects entry's <ETag>) is
+ * compared with the key's current version in the delete's own transaction:
+ * "*" or its ETag deletes, another ETag is 412 PreconditionFailed, and a key
+ * whose current version is absent or a delete marker is 404 NoSuchKey.
+ * Naming an ETag also needs s3:GetObject (it tells whether the object
+ * changed). With a version id, and the directory buckets' size and
+ * modification-time conditions, it is 501 NotImplemented, as S3 answers. */
+static s3_error_t delete_cond_init(s3_req_t *req, const char *key, const char *vid,
+                                   const char *if_match, bool dir_cond, delete_cond_t *c)
+{
+    c->if_match = if_match;
+    c->etag[0] = '\0';
+    if (dir_cond || (if_match && vid))
+        return S3E_NOT_IMPLEMENTED;
+    if (if_match && strcmp(if_match, "*") != 0) {
+        if (!if_match_etag(if_match, c->etag, sizeof c->etag))
+            c->etag[0] = '\0'; /* matches no object's ETag */
+        if (!s3_extra_action_allowed(req, &req->authz_bucket, key, "s3:GetObject"))
+            return S3E_ACCESS_DENIED;
+    }
+    return S3E_NONE;
+}
+
+/* Deletes key (version vid, or the latest) under object lock's guard and
+ * c's condition; *st and *d as stor_delete_version_if leaves them. */
+static stor_status_t delete_one(s3_req_t *req, const char *key, const char *vid,
+                                const delete_cond_t *c, stor_deleted_t *d)
+{
+    s3_lock_guard_t g;
+    stor_precond_t pre;
+    const stor_precond_t *cond = s3_lock_delete_cond(req, &req->authz_bucket, key, &g, &pre);
+    if (c->if_match) {
+        if (!cond) {
+            memset(&pre, 0, sizeof pre);
+            cond = &pre;
+        }
+        pre.must_exist = 1;
+        pre.etag = strcmp(c->if_match, "*") != 0 ? c->etag : NULL;
+    }
+    return stor_delete_version_if(req->srv->cfg.store, &req->authz_bucket, key, vid, cond, d);
+}
+
 static void delete_object_begin(s3_req_t *req)
 {
     const char *vid = s3_req_query(req, "versionId");
     if (!s3_bucket_authorize(req, req->bucket, S3_PERM_WRITE, &req->authz_bucket))
         return;
     stor_status_t st = STOR_OK;
+    delete_cond_t c;
+    bool dir_cond = s3_req_header(req, "x-amz-if-match-size") ||
+                    s3_req_header(req, "x-amz-if-match-last-modified-time");
     s3_error_t err = delete_version_check(vid, &st);
+    if (err == S3E_NONE)
+        err = delete_cond_init(req, req->key, vid, s3_req_header(req, "If-Match"), dir_cond, &c);
     if (err != S3E_NONE) {
         s3_reply_error(req, err, NULL);
         return;
     }
     stor_deleted_t d;
-    s3_lock_guard_t g;
-    stor_precond_t lock;
-    if (st == STOR_OK) {
-        const stor_precond_t *cond =
-            s3_lock_delete_cond(req, &req->authz_bucket, req->key, &g, &lock);
-        st = stor_delete_version_if(req->srv->cfg.store, &req->authz_bucket, req->key, vid, cond,
-                                    &d);
-    }
-    if (!delete_result_ok(&st, &d)) {
-        s3_reply_error(req, s3_error_from_stor(st), st == STOR_ERR_LOCKED ? LOCKED_MSG : NULL);
+    if (st == STOR_OK)
+        st = delete_one(req, req->key, vid, &c, &d);
+    if (!delete_result_ok(&st, &d, &c)) {
+        if (st == STOR_ERR_NO_KEY)
+            err = s3_object_lookup_error(req, &req->authz_bucket, st);
+        else
+            err = s3_error_from_stor(st);
+        s3_reply_error(req, err, st == STOR_ERR_LOCKED ? LOCKED_MSG : NULL);
         return;
     }
     if (vid || d.version_id[0]) /* the version asked for, or the marker made */
@@ -560,6 +623,7 @@ static void delete_objects_finish(s3_req_t *req)
         const char *vid = objs[i].version_id;
         stor_deleted_t d = {0};
         stor_status_t st = STOR_ERR_NO_KEY;
+        delete_cond_t c = {0};
         if (klen == 0 || klen > S3R_MAX_KEY_BYTES)
             err = S3E_KEY_TOO_LONG;
         else if (!s3_utf8_valid(key, klen))
@@ -568,18 +632,14 @@ static void delete_objects_finish(s3_req_t *req)
             ;
         else if ((err = s3_key_access(req, &req->authz_bucket, key, S3_PERM_WRITE)) != S3E_NONE)
             ;
+        else if ((err = delete_cond_init(req, key, vid, objs[i].etag, objs[i].dir_cond, &c)) !=
+                 S3E_NONE)
+            ;
         else if (st == STOR_ERR_NO_VERSION)
-            delete_result_ok(&st, &d);
-        else {
-            s3_lock_guard_t g;
-            stor_precond_t lock;
-            const stor_precond_t *cond =
-                s3_lock_delete_cond(req, &req->authz_bucket, key, &g, &lock);
-            st =
-                stor_delete_version_if(req->srv->cfg.store, &req->authz_bucket, key, vid, cond, &d);
-            if (!delete_result_ok(&st, &d))
-                err = s3_error_from_stor(st);
-        }
+            delete_result_ok(&st, &d, &c);
+        else if (st = delete_one(req, key, vid, &c, &d), !delete_result_ok(&st, &d, &c))
+            err = st == STOR_ERR_NO_KEY ? s3_object_lookup_error(req, &req->authz_bucket, st)
+                                        : s3_error_from_stor(st);
         if (err == S3E_NONE && quiet)
             continue;
         buf_append_str(&xml, err != S3E_NONE ? "<Error><Key>" : "<Deleted><Key>");

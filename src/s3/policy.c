@@ -109,6 +109,8 @@ static const char *const known_s3_keys[] = {
     "s3:x-amz-grant-write-acp",
     "s3:x-amz-grant-full-control",
     "s3:versionid",
+    "s3:if-match",
+    "s3:if-none-match",
     "s3:signatureversion",
     "s3:authtype",
     "s3:signatureage",

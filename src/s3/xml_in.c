@@ -78,6 +78,7 @@ typedef struct xml_ctx {
     int quiet;
     char *key;
     char *version_id;
+    bool dir_cond; /* the Object has a LastModifiedTime or a Size */
 
     /* CreateBucketConfiguration */
     char *location;
@@ -374,7 +375,10 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
             }
             x->in_object = true;
             free(x->key);
-            x->key = NULL;
+            free(x->version_id);
+            free(x->etag);
+            x->key = x->version_id = x->etag = NULL;
+            x->dir_cond = false;
         } else if (x->depth == 3 && x->in_object && strcmp(n, "Key") == 0) {
             if (x->key)
                 fail(x);
@@ -385,6 +389,14 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
                 fail(x);
             else
                 capture(x, F_VERSION_ID);
+        } else if (x->depth == 3 && x->in_object && strcmp(n, "ETag") == 0) {
+            if (x->etag)
+                fail(x);
+            else
+                capture(x, F_ETAG);
+        } else if (x->depth == 3 && x->in_object &&
+                   (strcmp(n, "LastModifiedTime") == 0 || strcmp(n, "Size") == 0)) {
+            x->dir_cond = true;
         }
         break;
     case DOC_ACL:
@@ -576,9 +588,11 @@ static void end_object(xml_ctx_t *x)
         x->cap_objs = cap;
     }
     x->objs[x->n_objs].key = x->key;
-    x->objs[x->n_objs++].version_id = x->version_id;
-    x->key = NULL;
-    x->version_id = NULL;
+    x->objs[x->n_objs].version_id = x->version_id;
+    x->objs[x->n_objs].etag = x->etag;
+    x->objs[x->n_objs++].dir_cond = x->dir_cond;
+    x->key = x->version_id = x->etag = NULL;
+    x->dir_cond = false;
 }
 
 static void grant_free(xml_grant_t *g)
@@ -772,6 +786,7 @@ void s3_xml_delete_objects_free(xml_delete_object_t *objs, size_t n)
     for (size_t i = 0; i < n; i++) {
         free(objs[i].key);
         free(objs[i].version_id);
+        free(objs[i].etag);
     }
     free(objs);
 }

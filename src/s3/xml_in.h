@@ -7,6 +7,7 @@
 #ifndef S3R_S3_XML_IN_H
 #define S3R_S3_XML_IN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,11 +32,13 @@ void s3_xml_complete_parts_free(xml_complete_part_t *parts, size_t n);
 typedef struct xml_delete_object {
     char *key;        /* entity-decoded UTF-8, exactly as given (not trimmed) */
     char *version_id; /* <VersionId>, trimmed; NULL when absent */
+    char *etag;       /* <ETag> (a conditional delete's If-Match), trimmed; NULL when absent */
+    bool dir_cond;    /* <LastModifiedTime> or <Size> given: directory buckets' conditions */
 } xml_delete_object_t;
 
 /* Parses a DeleteObjects (<Delete><Quiet>true</Quiet><Object><Key>..</Key>
- * <VersionId>..</VersionId></Object>...</Delete>) body. Returns 0, or -1 if malformed (incl. zero
- * objects or more than S3R_MAX_DELETE_KEYS=1000). *quiet_p is 1 when Quiet is
+ * <VersionId>..</VersionId><ETag>..</ETag></Object>...</Delete>) body. Returns 0, or -1 if
+ * malformed (incl. zero objects or more than S3R_MAX_DELETE_KEYS=1000). *quiet_p is 1 when Quiet is
  * "true", else 0. Caller frees with s3_xml_delete_objects_free. */
 int s3_xml_parse_delete(const char *body, size_t len, int *quiet_p, xml_delete_object_t **objs_p,
                         size_t *n_p);

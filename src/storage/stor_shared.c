@@ -107,6 +107,8 @@ stor_status_t stor_precond_check(const stor_precond_t *cond, const stor_meta_t *
 {
     if (!cond)
         return STOR_OK;
+    if (had_old && old->delete_marker)
+        had_old = 0; /* a delete marker on top: the key holds no object */
     if (cond->must_not_exist && had_old)
         return STOR_ERR_PRECONDITION;
     if (cond->must_exist && !had_old)

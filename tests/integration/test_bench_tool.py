@@ -56,8 +56,8 @@ def check_op(js, name, transport):
     if name == "read":
         assert op["verified_reads"] == op["ops"], op
     assert op["fallback"] == 0 and op["declined"] == 0, op
-    # Object GETs and PUTs travel by the transport asked for; a DELETE or LIST has no
-    # token form, so under "token" it goes over HTTP.
+    # Object GETs and PUTs travel by the transport asked for; a DELETE, LIST or HEAD has
+    # no token form, so under "token" it goes over HTTP.
     by_rdma = transport == "native" or (transport == "token" and name in ("read", "write"))
     if by_rdma:
         assert op["rdma"] == op["ops"] and op["http"] == 0, op
@@ -96,11 +96,56 @@ def test_every_verb(rsrv, transport, tmp_path):
     _, js, _, _ = bench(rsrv, "run", "list", "--ops", 20, *common, tmp=tmp_path)
     check_op(js, "list", transport)
 
+    _, js, _, _ = bench(rsrv, "run", "head", "--ops", 50, *common, tmp=tmp_path)
+    check_op(js, "head", transport)
+
     _, js, _, _ = bench(rsrv, "run", "delete", "--ops", 100, *common, tmp=tmp_path)
     op = check_op(js, "delete", transport)
     assert op["ops"] == 20  # each of the 20 seeded keys once, then the run ends
     keys = boto_client(rsrv).list_objects_v2(Bucket=b).get("KeyCount")
     assert keys == 0
+
+
+@pytest.mark.parametrize("transport", ["http", "native"])
+def test_walk(rsrv, transport, tmp_path):
+    """run walk writes its keys in parallel, then lists every one in order, page by page;
+    with --seed-objects 0 it walks what is there."""
+    if transport == "http" and rsrv.ucx_env:
+        pytest.skip("HTTP does not depend on UCX's transports")
+    b = f"walk-{transport}-{uuid.uuid4().hex[:8]}"
+    common = ["--bucket", b, "--prefix", "w/", "--object-size", "64", "--transport", transport]
+    _, js, out, _ = bench(rsrv, "run", "walk", "--seed-objects", 2345, "--threads", 8, *common,
+                          tmp=tmp_path)
+    assert js["seed"]["objects"] == 2345 and js["workload"] == "walk", js
+    w = js["walk"]
+    assert w["keys"] == 2345 and w["pages"] == 3 and w["sorted"], w
+    assert 0 < w["page_ms"]["p50"] <= w["page_ms"]["p99"] <= w["page_ms"]["max"], w
+    assert w[transport] == 3 and w["http" if transport == "native" else "native"] == 0, w
+    assert "keys in order: yes" in out
+    _, js, _, _ = bench(rsrv, "run", "walk", "--seed-objects", 0, *common, tmp=tmp_path)
+    assert js["seed"]["objects"] == 0 and js["walk"]["keys"] == 2345, js
+    assert boto_client(rsrv).list_objects_v2(Bucket=b, Prefix="w/")["KeyCount"] == 1000
+
+
+def test_warmup_and_gap(rsrv, tmp_path):
+    """Reads started in the warm-up are checked but not counted; a gap keeps the run to
+    one request at a time per thread, reads not checksummed with --verify=false."""
+    b = f"warm-{uuid.uuid4().hex[:8]}"
+    common = ["--bucket", b, "--object-size", "4KB", "--transport", "native",
+              "--seed-objects", 4, "--threads", 2]
+    _, js, out, _ = bench(rsrv, "run", "read", "--warmup", "200ms", "--duration", "300ms",
+                          *common, tmp=tmp_path)
+    op = js["operations"]["read"]
+    assert op["ops"] > 0 and op["errors"] == 0 and op["verified_reads"] == op["ops"], op
+    # the counters start with the counted phase: at most the requests then in flight
+    # (one per thread) were started before it and answered after it
+    assert 0 <= op["native"] - op["ops"] <= 2 and op["http"] == 0, op
+    assert js["config"]["warmup_s"] == 0.2 and "after 0.200 s of warm-up" in out
+    _, js, _, _ = bench(rsrv, "run", "read", "--gap", "100us", "--duration", "300ms",
+                        "--verify=false", *common, tmp=tmp_path)
+    op = js["operations"]["read"]
+    assert op["ops"] > 0 and op["errors"] == 0 and op["verified_reads"] == 0, op
+    assert js["config"]["gap_s"] == 0.0001 and js["config"]["verify"] is False
 
 
 def test_corrupted_object_fails_verification(rsrv, tmp_path):
@@ -171,6 +216,8 @@ def test_verify_fails_bad_credentials(rsrv):
     (["run", "read", "--rdma-fallback=maybe"], "expected true or false"),
     (["run", "read", "--no-such-flag"], "unknown flag"),
     (["walk"], "unknown verb"),
+    (["run", "read", "--gap", "1ms", "--inflight", "2"], "--gap models one request"),
+    (["run", "read", "--warmup", "soon"], "expected a duration"),
 ])
 def test_bad_arguments(args, msg):
     p = subprocess.run([str(BENCH), *args, "--access-key", AK, "--secret-key", SK],

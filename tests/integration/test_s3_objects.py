@@ -277,6 +277,70 @@ def test_delete_objects_other_user(s3, s3_user2, bucket):
     s3.head_object(Bucket=bucket, Key="mine")
 
 
+@pytest.mark.parametrize("versioning", [False, True], ids=["unversioned", "versioned"])
+def test_conditional_delete(server, s3, bucket, versioning):
+    """DeleteObject with If-Match, as S3 answers it on general purpose buckets: judged
+    on the current version; a key with none (absent, or a delete marker on top) is
+    404 NoSuchKey, another ETag 412; with a version id, or the directory buckets'
+    size and time conditions, 501."""
+    if versioning:
+        s3.put_bucket_versioning(Bucket=bucket,
+                                 VersioningConfiguration={"Status": "Enabled"})
+
+    def delete(key, **headers):
+        return raw_request(server, "DELETE", f"/{bucket}/{key}", headers=headers)
+
+    for value in ("*", '"0123456789abcdef0123456789abcdef"'):
+        r = delete("k", **{"If-Match": value})
+        assert (r.status, r.error_code()) == (404, "NoSuchKey"), r
+    etag = s3.put_object(Bucket=bucket, Key="k", Body=b"one")["ETag"]
+    r = delete("k", **{"If-Match": '"0123456789abcdef0123456789abcdef"'})
+    assert (r.status, r.error_code()) == (412, "PreconditionFailed"), r
+    assert s3.get_object(Bucket=bucket, Key="k")["Body"].read() == b"one"
+    r = delete("k", **{"x-amz-if-match-size": "3"})
+    assert (r.status, r.error_code()) == (501, "NotImplemented"), r
+    assert delete("k", **{"If-Match": etag}).status == 204
+    r = delete("k", **{"If-Match": "*"})  # gone, or a delete marker on top
+    assert (r.status, r.error_code()) == (404, "NoSuchKey"), r
+    s3.put_object(Bucket=bucket, Key="k", Body=b"two")
+    assert delete("k", **{"If-Match": "*"}).status == 204
+    with pytest.raises(ClientError) as ei:
+        s3.head_object(Bucket=bucket, Key="k")
+    assert client_error(ei)[1] == 404
+    if versioning:
+        r = s3.put_object(Bucket=bucket, Key="v", Body=b"x")
+        resp = raw_request(server, "DELETE", f"/{bucket}/v",
+                           query=[("versionId", r["VersionId"])],
+                           headers={"If-Match": r["ETag"]})
+        assert (resp.status, resp.error_code()) == (501, "NotImplemented"), resp
+        assert s3.get_object(Bucket=bucket, Key="v")["Body"].read() == b"x"
+
+
+def test_conditional_delete_objects(server, s3, bucket):
+    """DeleteObjects' per-object <ETag>: each entry judged as DeleteObject's If-Match."""
+    import base64
+    etag = s3.put_object(Bucket=bucket, Key="a", Body=b"a")["ETag"]
+    s3.put_object(Bucket=bucket, Key="b", Body=b"b")
+    s3.put_object(Bucket=bucket, Key="c", Body=b"c")
+    body = ("<Delete>"
+            f"<Object><Key>a</Key><ETag>{etag}</ETag></Object>"
+            "<Object><Key>b</Key><ETag>&quot;0123456789abcdef0123456789abcdef&quot;</ETag></Object>"
+            "<Object><Key>missing</Key><ETag>*</ETag></Object>"
+            "<Object><Key>c</Key><Size>1</Size></Object>"
+            "</Delete>").encode()
+    md5 = base64.b64encode(hashlib.md5(body).digest()).decode()
+    r = raw_request(server, "POST", f"/{bucket}", query=[("delete", "")], body=body,
+                    headers={"Content-MD5": md5, "Content-Type": "application/xml"})
+    assert r.status == 200, r
+    text = r.body.decode()
+    assert "<Deleted><Key>a</Key></Deleted>" in text, text
+    assert "<Error><Key>b</Key><Code>PreconditionFailed</Code>" in text, text
+    assert "<Error><Key>missing</Key><Code>NoSuchKey</Code>" in text, text
+    assert "<Error><Key>c</Key><Code>NotImplemented</Code>" in text, text
+    left = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
+    assert left == ["b", "c"]
+
+
 # ----------------------------------------------------------------- copy
 
 def test_copy_object_metadata_directive(s3, bucket):

@@ -378,6 +378,30 @@ def test_delete_objects_decides_key_by_key(s3, s3_user2, pbucket):
     assert s3.get_object(Bucket=b, Key="keep/1")["Body"].read() == b"x"
 
 
+def test_conditional_deletes_by_policy(server, s3, pbucket):
+    """A conditional delete naming an ETag also takes s3:GetObject, and a policy can
+    require the condition with s3:if-match, as AWS documents."""
+    b = pbucket
+    etag = s3.put_object(Bucket=b, Key="k", Body=b"x")["ETag"]
+    s3.put_bucket_policy(Bucket=b, Policy=policy(
+        b, stmt("Allow", "s3:DeleteObject", f"{ARN}{b}/*", principal={"AWS": OTHER[0]}),
+        stmt("Deny", "s3:DeleteObject", f"{ARN}{b}/*",
+             condition={"Null": {"s3:if-match": "true"}})))
+
+    def delete(user, **headers):
+        return raw_request(server, "DELETE", f"/{b}/k", headers=headers, user=user)
+
+    for user in (OWNER, OTHER):  # no If-Match: the Deny
+        r = delete(user)
+        assert (r.status, r.error_code()) == (403, "AccessDenied"), r
+    r = delete(OTHER, **{"If-Match": etag})  # an ETag, without s3:GetObject
+    assert (r.status, r.error_code()) == (403, "AccessDenied"), r
+    assert s3.get_object(Bucket=b, Key="k")["Body"].read() == b"x"
+    assert delete(OTHER, **{"If-Match": "*"}).status == 204
+    s3.put_object(Bucket=b, Key="k", Body=b"y")
+    assert delete(OWNER, **{"If-Match": s3.head_object(Bucket=b, Key="k")["ETag"]}).status == 204
+
+
 def test_copy_source_is_read_through_the_source_policy(s3, s3_user2, pbucket):
     b = pbucket
     mine = "pc-" + uuid.uuid4().hex[:12]

@@ -3,6 +3,8 @@
  * [64, 128)) offset by 64 per power of two. */
 #include "tools/bench/hist.h"
 
+#include <time.h>
+
 #define SUB  (1u << HIST_SUB_BITS)
 #define HALF (SUB / 2)
 
@@ -37,6 +39,13 @@ static void bucket_span(unsigned i, uint64_t *low, uint64_t *width)
     unsigned b = i / HALF - 1;
     *low = (uint64_t)(i - b * HALF) << b;
     *width = UINT64_C(1) << b;
+}
+
+uint64_t hist_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 void hist_reset(hist_t *h)

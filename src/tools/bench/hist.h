@@ -23,6 +23,9 @@ typedef struct hist {
     _Atomic uint64_t n, sum_ns, min_ns, max_ns; /* min_ns is UINT64_MAX while empty */
 } hist_t;
 
+/* The monotonic clock in nanoseconds: what every latency the tool records
+ * is measured with. */
+uint64_t hist_now_ns(void);
 /* Empties h. A zeroed hist_t must be reset before use. */
 void hist_reset(hist_t *h);
 /* Records one value; only h's writer thread may call it. */

@@ -13,6 +13,27 @@
 #include "tools/bench/report.h"
 #include "tools/bench/run.h"
 #include "tools/bench/verify.h"
+#include "tools/bench/walk.h"
+
+/* run walk: the walk, its summary and JSON. */
+static int walk_main(const bench_opts_t *o)
+{
+    walk_result_t *w = calloc(1, sizeof *w);
+    if (!w) {
+        fprintf(stderr, "s3rdma-bench: out of memory\n");
+        return 1;
+    }
+    int rc = bench_walk(o, w);
+    if (rc == 0) {
+        report_walk_text(stdout, o, w);
+        if (o->json_path && report_walk_json(o->json_path, o, w) != 0) {
+            fprintf(stderr, "s3rdma-bench: cannot write %s: %s\n", o->json_path, strerror(errno));
+            rc = 1;
+        }
+    }
+    free(w);
+    return rc;
+}
 
 int main(int argc, char **argv)
 {
@@ -34,6 +55,11 @@ int main(int argc, char **argv)
     }
     if (o.verb == VERB_VERIFY) {
         rc = bench_verify(&o);
+        bench_opts_free(&o);
+        return rc;
+    }
+    if (o.walk) {
+        rc = walk_main(&o);
         bench_opts_free(&o);
         return rc;
     }

@@ -21,6 +21,7 @@ enum kind {
     K_SIZE,
     K_SIZES,
     K_DURATION,
+    K_SPAN, /* a duration that may be 0 */
     K_TRANSPORT,
     K_MIX,
     K_ENDPOINTS
@@ -51,6 +52,8 @@ static const flag_t FLAGS[] = {
     FI("threads", threads, 1, 1024),
     F("object-size", K_SIZES, size_min),
     F("duration", K_DURATION, duration_s),
+    F("warmup", K_SPAN, warmup_s),
+    F("gap", K_SPAN, gap_s),
     F("ops", K_U64, ops),
     F("seed-objects", K_U64, seed_objects),
     F("use-rdma", K_BOOL, use_rdma),
@@ -68,9 +71,14 @@ static const flag_t FLAGS[] = {
     /* the server's limit of native requests in flight per session */
     FI("inflight", inflight, 1, 64),
     F("json", K_STR, json_path),
+    F("native-inline", K_SIZE, native_inline),
+    F("part-size", K_SIZE, part_size),
+    FI("parts-in-flight", parts_in_flight, 1, 64),
+    F("client-per-thread", K_BOOL, client_per_thread),
+    F("verify", K_BOOL, verify),
 };
 
-static const char *const OP_NAMES[OP_COUNT] = {"read", "write", "delete", "list"};
+static const char *const OP_NAMES[OP_COUNT] = {"read", "write", "delete", "list", "head"};
 
 const char *bench_op_name(bench_op_t op)
 {
@@ -80,7 +88,7 @@ const char *bench_op_name(bench_op_t op)
 void bench_usage(FILE *f)
 {
     fprintf(f,
-            "usage: s3rdma-bench run write|read|mixed|delete|list [flags]\n"
+            "usage: s3rdma-bench run write|read|mixed|delete|list|head|walk [flags]\n"
             "       s3rdma-bench verify [--endpoints ...] [--use-rdma] [flags]\n"
             "\n"
             "  --endpoints H:P[,H:P...]   S3 endpoints (http:// optional), spread across "
@@ -91,9 +99,18 @@ void bench_usage(FILE *f)
             "API)\n"
             "  --object-size SIZE|MIN-MAX [1MB]  (4KB, 1MB, 1MiB: powers of 1024)\n"
             "  --duration 30s|5m [30s]    --ops N (instead of --duration)\n"
+            "  --warmup 300ms [0]         operations started in it are not counted\n"
+            "  --gap 100us [0]            each thread sleeps this long after each request "
+            "(--inflight 1)\n"
             "  --seed-objects N [100]     objects written first (the key space); 0: use those "
             "under the prefix\n"
-            "  --mix read=70,write=30     the operations of 'run mixed' (read, write, list)\n"
+            "  --mix read=70,write=30     the operations of 'run mixed' (read, write, list, "
+            "head)\n"
+            "  --verify [true]            check every byte read; false: only its length\n"
+            "  --part-size SIZE [0]       PUTs above SIZE go multipart in SIZE parts (0: never)\n"
+            "  --parts-in-flight N [4]    parts of one multipart PUT in flight\n"
+            "  --client-per-thread        each thread its own clients and RDMA sessions\n"
+            "  --native-inline SIZE       native bodies and replies inline up to SIZE [16KB]\n"
             "  --transport http|token|native|auto   [auto with --use-rdma, else http]\n"
             "  --use-rdma  --rdma-endpoint H:P[,...] [advertised by each endpoint]\n"
             "  --rdma-threshold SIZE [1MB; 0 = everything]  --rdma-fallback [false]\n"
@@ -126,8 +143,8 @@ static int parse_bool(const char *s)
     return -1;
 }
 
-/* Go-style durations: "30s", "5m", "1m30s", "500ms", "1.5h"; a bare number
- * is seconds. */
+/* Go-style durations: "30s", "5m", "1m30s", "500ms", "100us", "1.5h"; a
+ * bare number is seconds. */
 static int parse_duration(const char *s, double *secs_p)
 {
     double total = 0;
@@ -144,6 +161,9 @@ static int parse_duration(const char *s, double *secs_p)
         double unit = 1;
         if (strncmp(p, "ms", 2) == 0) {
             unit = 1e-3;
+            p += 2;
+        } else if (strncmp(p, "us", 2) == 0) {
+            unit = 1e-6;
             p += 2;
         } else if (*p == 's') {
             p++;
@@ -278,13 +298,18 @@ static int set_flag(bench_opts_t *o, const flag_t *f, const char *val)
         if (parse_duration(val, (double *)field) != 0 || *(double *)field <= 0)
             return bad(f->name, val, "expected a duration such as 30s, 5m or 1m30s");
         return 0;
+    case K_SPAN:
+        if (parse_duration(val, (double *)field) != 0)
+            return bad(f->name, val, "expected a duration such as 0, 100us, 300ms or 2s");
+        return 0;
     case K_TRANSPORT:
         if (s3r_transport_parse(val, (s3r_transport_t *)field) != S3R_OK)
             return bad(f->name, val, "expected http, token, native or auto");
         return 0;
     case K_MIX:
         if (parse_mix(val, (unsigned *)field) != 0)
-            return bad(f->name, val, "expected weights like read=70,write=30 (read, write, list)");
+            return bad(f->name, val,
+                       "expected weights like read=70,write=30 (read, write, list, head)");
         return 0;
     case K_ENDPOINTS: {
         char *e = parse_endpoints(val);
@@ -325,6 +350,8 @@ static void defaults(bench_opts_t *o)
     o->rdma_buffer_pool = 1;
     o->mix[OP_READ] = 70;
     o->mix[OP_WRITE] = 30;
+    o->native_inline = BENCH_INLINE_DEFAULT;
+    o->verify = 1;
 }
 
 int bench_opts_parse(int argc, char **argv, bench_opts_t *o)
@@ -393,25 +420,30 @@ int bench_opts_parse(int argc, char **argv, bench_opts_t *o)
     } else if (strcmp(pos[0], "run") == 0) {
         o->verb = VERB_RUN;
         o->workload = pos[1];
-        static const char *const wl[] = {"write", "read", "mixed", "delete", "list"};
+        static const char *const wl[] = {"write", "read", "mixed", "delete", "list", "head", "walk"};
         int known = 0;
-        for (size_t i = 0; o->workload && i < 5; i++)
+        for (size_t i = 0; o->workload && i < sizeof wl / sizeof wl[0]; i++)
             known |= strcmp(o->workload, wl[i]) == 0;
         if (!known) {
-            fprintf(stderr, "s3rdma-bench: run needs one of write, read, mixed, delete, list\n");
+            fprintf(stderr, "s3rdma-bench: run needs one of write, read, mixed, delete, list, "
+                            "head, walk\n");
             return 2;
         }
+        o->walk = strcmp(o->workload, "walk") == 0;
         if (strcmp(o->workload, "mixed") != 0) {
             if (mix_given) {
                 fprintf(stderr, "s3rdma-bench: --mix applies to 'run mixed' only\n");
                 return 2;
             }
             memset(o->mix, 0, sizeof o->mix);
-            bench_op_t op = o->workload[0] == 'w'   ? OP_WRITE
-                            : o->workload[0] == 'r' ? OP_READ
-                            : o->workload[0] == 'd' ? OP_DELETE
-                                                    : OP_LIST;
-            o->mix[op] = 1;
+            for (int k = 0; k < OP_COUNT && !o->walk; k++)
+                if (strcmp(o->workload, OP_NAMES[k]) == 0)
+                    o->mix[k] = 1; /* each workload but mixed and walk is an op's name */
+        }
+        if (o->gap_s > 0 && o->inflight > 1) {
+            fprintf(stderr, "s3rdma-bench: --gap models one request at a time: not with "
+                            "--inflight above 1\n");
+            return 2;
         }
     } else {
         fprintf(stderr, "s3rdma-bench: unknown verb '%s' (run, verify, help)\n", pos[0]);
@@ -469,7 +501,15 @@ void bench_opts_config(const bench_opts_t *o, s3r_config_t *cfg)
     cfg->rdma_log_level = o->rdma_log_level;
     cfg->rdma_timeout_ms = o->rdma_timeout_ms;
     cfg->quiet = 1; /* fallbacks are counted and reported, not logged */
-    /* whole objects in one request: the bench measures single PUTs */
-    cfg->multipart_threshold =
-        o->size_max > cfg->multipart_threshold ? o->size_max : cfg->multipart_threshold;
+    if (o->native_inline != BENCH_INLINE_DEFAULT)
+        cfg->native_inline = o->native_inline;
+    if (o->parts_in_flight)
+        cfg->parts_in_flight = (unsigned)o->parts_in_flight;
+    if (o->part_size) {
+        cfg->part_size = cfg->multipart_threshold = o->part_size;
+    } else {
+        /* whole objects in one request: single PUTs unless --part-size */
+        cfg->multipart_threshold =
+            o->size_max > cfg->multipart_threshold ? o->size_max : cfg->multipart_threshold;
+    }
 }

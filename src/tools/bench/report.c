@@ -55,12 +55,18 @@ static void figure(const bench_opts_t *o, const run_result_t *r, int k, figures_
     f->native = x->stats.native_ops;
     f->rdma = f->token + f->native;
     f->http = x->stats.http_ops;
-    /* libs3rdma counts HTTP object GETs and PUTs only; a DELETE or LIST
-     * without object bytes went over HTTP unless it went native (a token
-     * request has no such form). */
+    /* libs3rdma counts HTTP object GETs and PUTs only; a DELETE, LIST or
+     * HEAD without object bytes went over HTTP unless it went native (a
+     * token request has no such form). */
     uint64_t tried = x->ops + x->errors;
-    if ((k == OP_DELETE || k == OP_LIST) && tried > x->stats.native_ops)
-        f->http = tried - x->stats.native_ops;
+    if (k == OP_DELETE || k == OP_LIST || k == OP_HEAD) {
+        /* native alone: only its fallbacks can have gone over HTTP (the
+         * counters' window is not exactly the counted operations') */
+        if (o->transport == S3R_TRANSPORT_NATIVE)
+            f->http = x->stats.fallbacks;
+        else if (tried > x->stats.native_ops)
+            f->http = tried - x->stats.native_ops;
+    }
     f->fallback = x->stats.fallbacks;
     f->declined = x->stats.declines;
     f->protocol_errors = x->by_kind[-S3R_ERR_PROTOCOL];
@@ -94,11 +100,16 @@ void report_text(FILE *f, const bench_opts_t *o, const run_result_t *r)
     size_text(hi, sizeof hi, o->size_max);
     fprintf(f,
             "s3rdma-bench run %s: transport %s, %d thread(s) x %d in flight, objects %s%s%s, %llu "
-            "keys, %.2f s%s%s\n",
+            "keys, %.2f s%s%s",
             o->workload, s3r_transport_name(o->transport), o->threads, o->inflight, lo,
             o->size_min != o->size_max ? "-" : "", o->size_min != o->size_max ? hi : "",
             (unsigned long long)r->nkeys, r->secs, r->ucx_transports[0] ? ", UCX " : "",
             r->ucx_transports);
+    if (o->warmup_s > 0)
+        fprintf(f, " after %.3f s of warm-up", o->warmup_s);
+    if (r->seed_secs > 0)
+        fprintf(f, " (seeding %.2f s)", r->seed_secs);
+    fprintf(f, "\n");
     for (int k = 0; k < OP_COUNT; k++) {
         const op_result_t *x = &r->op[k];
         if (!o->mix[k])
@@ -108,7 +119,7 @@ void report_text(FILE *f, const bench_opts_t *o, const run_result_t *r)
         fprintf(f, "%-6s %10llu ops %11.1f ops/s %10.1f MB/s  errors %llu",
                 bench_op_name((bench_op_t)k), (unsigned long long)x->ops, g.ops_s, g.mb_s,
                 (unsigned long long)x->errors);
-        if (k == OP_READ)
+        if (k == OP_READ && o->verify)
             fprintf(f, "  verified %llu/%llu", (unsigned long long)x->verified,
                     (unsigned long long)(x->verified + x->errors));
         fprintf(
@@ -169,15 +180,18 @@ int report_json(const char *path, const bench_opts_t *o, const run_result_t *r)
             "\"object_size_min\": %llu, \"object_size_max\": %llu, \"duration_s\": %.3f, \"ops\": "
             "%llu, "
             "\"keys\": %llu, \"rdma_threshold\": %llu, \"rdma_fallback\": %s, "
-            "\"rdma_buffer_pool\": %s, "
-            "\"ucx_transports\": ",
+            "\"rdma_buffer_pool\": %s, \"warmup_s\": %.3f, \"gap_s\": %.6f, \"verify\": %s, "
+            "\"part_size\": %llu, \"client_per_thread\": %s, \"ucx_transports\": ",
             s3r_transport_name(o->transport), o->use_rdma ? "true" : "false", o->threads,
             o->inflight, (unsigned long long)o->size_min, (unsigned long long)o->size_max,
             o->ops ? 0.0 : o->duration_s, (unsigned long long)o->ops, (unsigned long long)r->nkeys,
             (unsigned long long)o->rdma_threshold, o->rdma_fallback ? "true" : "false",
-            o->rdma_buffer_pool ? "true" : "false");
+            o->rdma_buffer_pool ? "true" : "false", o->warmup_s, o->gap_s,
+            o->verify ? "true" : "false", (unsigned long long)o->part_size,
+            o->client_per_thread ? "true" : "false");
     json_str(f, r->ucx_transports);
-    fprintf(f, "},\n  \"elapsed_s\": %.6f,\n  \"operations\": {", r->secs);
+    fprintf(f, "},\n  \"seed_s\": %.6f,\n  \"elapsed_s\": %.6f,\n  \"operations\": {",
+            r->seed_secs, r->secs);
     const char *sep = "";
     for (int k = 0; k < OP_COUNT; k++) {
         const op_result_t *x = &r->op[k];
@@ -224,5 +238,71 @@ int report_json(const char *path, const bench_opts_t *o, const run_result_t *r)
     else
         fprintf(f, "null");
     fprintf(f, "}\n}\n");
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+/* What walk figures the text and the JSON share. */
+typedef struct walk_figures {
+    double keys_s, p50_ms, p99_ms, max_ms;
+    uint64_t native, http;
+} walk_figures_t;
+
+static void walk_figure(const walk_result_t *r, walk_figures_t *g)
+{
+    g->keys_s = r->secs > 0 ? (double)r->keys / r->secs : 0;
+    g->p50_ms = hist_percentile(&r->page_lat, 50) / 1e6;
+    g->p99_ms = hist_percentile(&r->page_lat, 99) / 1e6;
+    g->max_ms = (double)hist_max(&r->page_lat) / 1e6;
+    /* a listing has no token form and libs3rdma counts no HTTP LIST */
+    g->native = r->stats.native_ops;
+    g->http = r->pages > g->native ? r->pages - g->native : 0;
+}
+
+void report_walk_text(FILE *f, const bench_opts_t *o, const walk_result_t *r)
+{
+    walk_figures_t g;
+    walk_figure(r, &g);
+    if (r->seeded)
+        fprintf(f, "seeded %llu objects in %.2f s (%.0f/s, %d threads over HTTP)\n",
+                (unsigned long long)r->seeded, r->seed_secs,
+                r->seed_secs > 0 ? (double)r->seeded / r->seed_secs : 0, o->threads);
+    fprintf(f,
+            "s3rdma-bench run walk: transport %s, s3://%s/%s: %llu keys in %llu pages, %.3f s, "
+            "%.0f keys/s%s%s\n"
+            "       page ms: p50 %.2f  p99 %.2f  max %.2f; keys in order: %s; native %llu, HTTP "
+            "%llu\n",
+            s3r_transport_name(o->transport), o->bucket, o->prefix, (unsigned long long)r->keys,
+            (unsigned long long)r->pages, r->secs, g.keys_s, r->ucx_transports[0] ? ", UCX " : "",
+            r->ucx_transports, g.p50_ms, g.p99_ms, g.max_ms, r->sorted ? "yes" : "NO",
+            (unsigned long long)g.native, (unsigned long long)g.http);
+}
+
+int report_walk_json(const char *path, const bench_opts_t *o, const walk_result_t *r)
+{
+    walk_figures_t g;
+    walk_figure(r, &g);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "{\n  \"tool\": \"s3rdma-bench\",\n  \"version\": \"%d.%d.%d\",\n  \"workload\": "
+               "\"walk\",\n  \"config\": {\"endpoints\": ",
+            S3RDMA_VERSION_MAJOR, S3RDMA_VERSION_MINOR, S3RDMA_VERSION_PATCH);
+    json_str(f, o->endpoints);
+    fprintf(f, ", \"bucket\": ");
+    json_str(f, o->bucket);
+    fprintf(f, ", \"prefix\": ");
+    json_str(f, o->prefix);
+    fprintf(f, ", \"transport\": \"%s\", \"threads\": %d, \"ucx_transports\": ",
+            s3r_transport_name(o->transport), o->threads);
+    json_str(f, r->ucx_transports);
+    fprintf(f,
+            "},\n  \"seed\": {\"objects\": %llu, \"secs\": %.6f},\n"
+            "  \"walk\": {\"keys\": %llu, \"pages\": %llu, \"secs\": %.6f, \"keys_per_s\": %.1f, "
+            "\"sorted\": %s,\n    \"page_ms\": {\"p50\": %.4f, \"p99\": %.4f, \"max\": %.4f}, "
+            "\"native\": %llu, \"http\": %llu}\n}\n",
+            (unsigned long long)r->seeded, r->seed_secs, (unsigned long long)r->keys,
+            (unsigned long long)r->pages, r->secs, g.keys_s, r->sorted ? "true" : "false",
+            g.p50_ms, g.p99_ms, g.max_ms, (unsigned long long)g.native,
+            (unsigned long long)g.http);
     return fclose(f) == 0 ? 0 : -1;
 }

@@ -1,15 +1,18 @@
 /* The workload engine of s3rdma-bench (run.h).
  *
- * Each operation kind in the mix gets a client of its own, so libs3rdma's
- * counters (s3r_client_stats) say per kind which transport carried it.
- * Seeding and key discovery use one more client over HTTP, not counted.
+ * Each operation kind in the mix gets a client of its own (with
+ * --client-per-thread, each thread's kinds do), so libs3rdma's counters
+ * (s3r_client_stats) say per kind which transport carried it. Seeding and
+ * key discovery (seed.h) use one more client over HTTP, not counted.
  * Threads choose each operation by weight from the mix with their own
  * generator; reads and writes walk the key space from the thread's index
  * with a stride of the thread count, deletes take each key once from a
  * shared cursor. With --inflight N > 1, reads and writes go through the
  * asynchronous API (N per thread); lists and deletes run synchronously in
  * their slot. A latency is the time from the call (or the async start) to
- * its completion; verification happens after the clock stops. */
+ * its completion; verification happens after the clock stops. Operations
+ * started within --warmup are not counted (their errors are); with --gap a
+ * thread sleeps after each request, outside its clock. */
 #include "tools/bench/run.h"
 
 #include <pthread.h>
@@ -17,9 +20,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "tools/bench/client.h"
+#include "tools/bench/seed.h"
 
 #define MAX_REPORTED_ERRORS 5
 
@@ -40,6 +47,7 @@ typedef struct worker {
     int idx;
     run_t *run;
     pthread_t th;
+    s3r_client_t *clients[OP_COUNT]; /* the run's, or its own (--client-per-thread) */
     uint64_t rng, rcur, wcur;
     char *rmem, *wmem; /* the slots' buffers, one allocation per kind */
     slot_t *slots;
@@ -54,21 +62,16 @@ struct run {
     const bench_opts_t *o;
     s3r_client_t *setup, *clients[OP_COUNT];
     int registered; /* buffers from s3r_buf_alloc */
-    char **keys;
-    uint64_t nkeys;
+    bench_keys_t keys;
     unsigned mix_total;
-    uint64_t deadline_ns;
+    /* When the counted phase started (UINT64_MAX during the warm-up: an
+     * operation counts when it started at or after it) and when the run
+     * ends; set by bench_run once the warm-up is over. */
+    _Atomic uint64_t counted_ns, deadline_ns;
     _Atomic uint64_t tickets, del_next;
     _Atomic int reported, stop;
     worker_t *w;
 };
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t rng_next(uint64_t *s)
 {
@@ -86,130 +89,18 @@ const char *errk_name(int k)
     }
     if (k > ERRK_VERIFY && k < ERRK_VERIFY_LIST)
         return payload_result_name((payload_result_t)(k - ERRK_VERIFY));
-    return k == ERRK_VERIFY_LIST ? "verify_list" : NULL;
+    return k == ERRK_VERIFY_LIST ? "verify_list" : k == ERRK_VERIFY_HEAD ? "verify_head" : NULL;
 }
 
-static void say_client_error(s3r_client_t *c, const char *what, s3r_status_t st)
-{
-    s3r_error_info_t e;
-    if (s3r_client_last_error(c, &e) == S3R_OK && e.status == st)
-        fprintf(stderr, "s3rdma-bench: %s: %s (%s; HTTP %d %s %s; via %s)\n", what,
-                s3r_strerror(st), s3r_status_name(st), e.http_status, e.code, e.message,
-                s3r_transport_name(e.transport));
-    else
-        fprintf(stderr, "s3rdma-bench: %s: %s (%s)\n", what, s3r_strerror(st), s3r_status_name(st));
-}
+/* ---- Setup: clients, buffers ------------------------------------------------ */
 
-static uint64_t seed_size(const bench_opts_t *o, uint64_t i)
-{
-    uint64_t s = i;
-    uint64_t span = o->size_max - o->size_min + 1;
-    return o->size_min + rng_next(&s) % span;
-}
-
-/* ---- Setup: clients, key space, buffers ------------------------------------ */
-
-static int make_client(const bench_opts_t *o, int setup, s3r_client_t **c_p)
-{
-    s3r_config_t cfg;
-    bench_opts_config(o, &cfg);
-    if (setup) {
-        cfg.transport = S3R_TRANSPORT_HTTP;
-        cfg.use_rdma = 0;
-    }
-    s3r_status_t st = s3r_client_create(&cfg, c_p);
-    if (st != S3R_OK) {
-        s3r_error_info_t e;
-        fprintf(stderr, "s3rdma-bench: cannot create the client: %s (%s)\n", s3r_strerror(st),
-                s3r_client_last_error(NULL, &e) == S3R_OK ? e.message : "");
-        return 1;
-    }
-    if (setup || !o->use_rdma || o->transport == S3R_TRANSPORT_HTTP)
-        return 0;
-    st = s3r_client_rdma_connect(*c_p);
-    if (st != S3R_OK && !o->rdma_fallback) {
-        say_client_error(*c_p,
-                         "RDMA session (--rdma-fallback is off; s3rdma-bench verify explains)", st);
-        return 1;
-    }
-    return 0;
-}
-
-static char *key_name(const bench_opts_t *o, uint64_t i)
-{
-    char *k = NULL;
-    if (asprintf(&k, "%sobj-%08llu", o->prefix, (unsigned long long)i) < 0)
-        return NULL;
-    return k;
-}
-
-/* Writes the key space (--seed-objects N) or, with N = 0, takes the keys
- * already under the prefix. */
-static int prepare_keys(run_t *run)
-{
-    const bench_opts_t *o = run->o;
-    s3r_status_t st = s3r_bucket_create(run->setup, o->bucket);
-    if (st != S3R_OK && st != S3R_ERR_BUCKET_EXISTS) {
-        say_client_error(run->setup, "create the bucket", st);
-        return 1;
-    }
-    if (o->seed_objects == 0) {
-        s3r_list_opts_t lo = {.prefix = o->prefix, .all_pages = 1};
-        s3r_object_list_t *l = NULL;
-        st = s3r_object_list(run->setup, o->bucket, &lo, &l);
-        if (st != S3R_OK) {
-            say_client_error(run->setup, "list the existing objects", st);
-            return 1;
-        }
-        run->keys = calloc(l->n_objects ? l->n_objects : 1, sizeof(char *));
-        for (size_t i = 0; run->keys && i < l->n_objects; i++)
-            run->keys[run->nkeys++] = strdup(l->objects[i].key);
-        s3r_object_list_free(l);
-        if (run->nkeys == 0) {
-            fprintf(stderr,
-                    "s3rdma-bench: --seed-objects 0 and no objects under s3://%s/%s: run "
-                    "'run write' first or give --seed-objects N\n",
-                    o->bucket, o->prefix);
-            return 1;
-        }
-        return 0;
-    }
-    run->nkeys = o->seed_objects;
-    run->keys = calloc(run->nkeys, sizeof(char *));
-    if (!run->keys)
-        return 1;
-    for (uint64_t i = 0; i < run->nkeys; i++)
-        if (!(run->keys[i] = key_name(o, i)))
-            return 1;
-    int needs_objects = o->mix[OP_READ] || o->mix[OP_DELETE] || o->mix[OP_LIST];
-    if (!needs_objects)
-        return 0;
-    char *buf = malloc(o->size_max);
-    if (!buf)
-        return 1;
-    payload_body_t body;
-    payload_body_init(&body, buf, o->size_max, UINT64_C(0x5EED));
-    for (uint64_t i = 0; i < run->nkeys; i++) {
-        uint64_t len = seed_size(o, i);
-        payload_stamp(&body, buf, len, run->keys[i]);
-        st = s3r_object_put(run->setup, o->bucket, run->keys[i], buf, len, NULL);
-        if (st != S3R_OK) {
-            say_client_error(run->setup, "seed an object", st);
-            free(buf);
-            return 1;
-        }
-    }
-    free(buf);
-    return 0;
-}
-
-static char *buf_get(run_t *run, bench_op_t op, size_t len)
+static char *buf_get(run_t *run, worker_t *w, bench_op_t op, size_t len)
 {
     void *p = NULL;
     if (run->registered) {
-        s3r_status_t st = s3r_buf_alloc(run->clients[op], len, &p);
+        s3r_status_t st = s3r_buf_alloc(w->clients[op], len, &p);
         if (st != S3R_OK) {
-            say_client_error(run->clients[op], "allocate registered memory", st);
+            bench_client_error(w->clients[op], "allocate registered memory", st);
             return NULL;
         }
         return p;
@@ -219,10 +110,10 @@ static char *buf_get(run_t *run, bench_op_t op, size_t len)
     return p;
 }
 
-static void buf_put(run_t *run, bench_op_t op, char *p)
+static void buf_put(run_t *run, worker_t *w, bench_op_t op, char *p)
 {
     if (p && run->registered)
-        s3r_buf_free(run->clients[op], p);
+        s3r_buf_free(w->clients[op], p);
     else
         free(p);
 }
@@ -235,13 +126,16 @@ static int worker_setup(run_t *run, worker_t *w)
     w->rcur = w->wcur = (uint64_t)w->idx;
     for (int k = 0; k < OP_COUNT; k++)
         hist_reset(&w->lat[k]);
+    for (int k = 0; k < OP_COUNT; k++)
+        if (o->mix[k] && !w->clients[k] && bench_client_make(o, 0, &w->clients[k]))
+            return 1;
     w->slots = calloc(n, sizeof(slot_t));
     w->aops = calloc(n, sizeof(s3r_op_t *));
     if (!w->slots || !w->aops)
         return 1;
-    if (o->mix[OP_READ] && !(w->rmem = buf_get(run, OP_READ, n * sz)))
+    if (o->mix[OP_READ] && !(w->rmem = buf_get(run, w, OP_READ, n * sz)))
         return 1;
-    if (o->mix[OP_WRITE] && !(w->wmem = buf_get(run, OP_WRITE, n * sz)))
+    if (o->mix[OP_WRITE] && !(w->wmem = buf_get(run, w, OP_WRITE, n * sz)))
         return 1;
     for (size_t i = 0; i < n; i++) {
         slot_t *s = &w->slots[i];
@@ -264,7 +158,7 @@ static int take_ticket(run_t *run)
         return 0;
     if (run->o->ops)
         return atomic_fetch_add(&run->tickets, 1) < run->o->ops;
-    return now_ns() < run->deadline_ns;
+    return hist_now_ns() < atomic_load_explicit(&run->deadline_ns, memory_order_relaxed);
 }
 
 static bench_op_t pick_op(run_t *run, worker_t *w)
@@ -292,12 +186,12 @@ static void fail(run_t *run, worker_t *w, slot_t *s, int kind, s3r_status_t st)
         return;
     char what[1200];
     snprintf(what, sizeof what, "%s s3://%s/%s", bench_op_name(s->op), run->o->bucket,
-             run->keys[s->key]);
+             run->keys.keys[s->key]);
     if (kind >= ERRK_VERIFY)
         fprintf(stderr, "s3rdma-bench: %s: %s: the bytes read are not what was written\n", what,
                 errk_name(kind));
     else
-        say_client_error(run->clients[s->op], what, st);
+        bench_client_error(w->clients[s->op], what, st);
 }
 
 /* Accounts a finished operation of slot s (status st, n bytes read). */
@@ -308,21 +202,27 @@ static void finish(run_t *run, worker_t *w, slot_t *s, s3r_status_t st, uint64_t
         fail(run, w, s, k > 0 && k < ERRK_STATUS_END ? k : ERRK_STATUS_END - 1, st);
         return;
     }
+    const bench_opts_t *o = run->o;
     uint64_t moved = 0;
     if (s->op == OP_READ) {
-        payload_result_t pr = payload_verify(s->rbuf, n, run->keys[s->key]);
+        payload_result_t pr = o->verify ? payload_verify(s->rbuf, n, run->keys.keys[s->key])
+                              : n < o->size_min || n > o->size_max ? PAYLOAD_BAD_LENGTH
+                                                                   : PAYLOAD_OK;
         if (pr != PAYLOAD_OK) {
             fail(run, w, s, ERRK_VERIFY + (int)pr, st);
             return;
         }
-        add(&w->verified[OP_READ], 1);
         moved = n;
     } else if (s->op == OP_WRITE) {
         moved = s->len;
-    } else if (s->op == OP_LIST && n == 0) {
-        fail(run, w, s, ERRK_VERIFY_LIST, st);
+    } else if ((s->op == OP_LIST || s->op == OP_HEAD) && n == 0) {
+        fail(run, w, s, s->op == OP_LIST ? ERRK_VERIFY_LIST : ERRK_VERIFY_HEAD, st);
         return;
     }
+    if (s->t0 < atomic_load_explicit(&run->counted_ns, memory_order_acquire))
+        return; /* warm-up: checked, not counted */
+    if (s->op == OP_READ && o->verify)
+        add(&w->verified[OP_READ], 1);
     hist_record(&w->lat[s->op], t1 - s->t0);
     add(&w->ok[s->op], 1);
     add(&w->bytes[s->op], moved);
@@ -337,12 +237,33 @@ static int list_once(run_t *run, s3r_client_t *c, s3r_status_t *st)
     *st = s3r_object_list(c, run->o->bucket, &lo, &l);
     if (*st != S3R_OK)
         return 0;
-    uint64_t want = run->nkeys < 1000 ? run->nkeys : 1000;
+    uint64_t want = run->keys.n < 1000 ? run->keys.n : 1000;
     int good = l->n_objects >= want;
     for (size_t i = 0; good && i < l->n_objects; i++)
         good = strncmp(l->objects[i].key, run->o->prefix, strlen(run->o->prefix)) == 0;
     s3r_object_list_free(l);
     return good;
+}
+
+/* A HEAD must find the object with a size --object-size allows. Returns 1
+ * when it does. */
+static int head_once(run_t *run, s3r_client_t *c, const char *key, s3r_status_t *st)
+{
+    s3r_object_info_t *info = NULL;
+    *st = s3r_object_head(c, run->o->bucket, key, &info);
+    int good = *st == S3R_OK && info->size >= run->o->size_min && info->size <= run->o->size_max;
+    s3r_object_info_free(info);
+    return good;
+}
+
+/* Sleeps --gap after a request, to the nanosecond asked (the thread's
+ * timer slack is 1 ns: bench_run). */
+static void gap_sleep(const bench_opts_t *o)
+{
+    uint64_t ns = (uint64_t)(o->gap_s * 1e9);
+    struct timespec gap = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, 0, &gap, &gap) != 0)
+        ;
 }
 
 /* Starts the next operation in slot s. Returns 1 when an async request is
@@ -355,30 +276,30 @@ static int start(run_t *run, worker_t *w, slot_t *s, int *more)
     if (!*more)
         return 0;
     s->op = pick_op(run, w);
-    s3r_client_t *c = run->clients[s->op];
+    s3r_client_t *c = w->clients[s->op];
     int async = o->inflight > 1;
     s3r_status_t st;
     uint64_t n = 0;
     if (s->op == OP_DELETE) {
         s->key = atomic_fetch_add(&run->del_next, 1);
-        if (s->key >= run->nkeys) {
+        if (s->key >= run->keys.n) {
             atomic_store(&run->stop, 1); /* every key is gone */
             *more = 0;
             return 0;
         }
     } else if (s->op == OP_READ) {
-        s->key = w->rcur % run->nkeys;
+        s->key = w->rcur % run->keys.n;
         w->rcur += (uint64_t)o->threads;
     } else {
-        s->key = w->wcur % run->nkeys;
+        s->key = w->wcur % run->keys.n;
         w->wcur += (uint64_t)o->threads;
     }
-    const char *key = run->keys[s->key];
+    const char *key = run->keys.keys[s->key];
     if (s->op == OP_WRITE) {
         s->len = o->size_min + rng_next(&w->rng) % (o->size_max - o->size_min + 1);
         payload_stamp(&s->body, s->wbuf, s->len, key);
     }
-    s->t0 = now_ns();
+    s->t0 = hist_now_ns();
     switch (s->op) {
     case OP_READ:
         if (async) {
@@ -401,11 +322,16 @@ static int start(run_t *run, worker_t *w, slot_t *s, int *more)
     case OP_DELETE:
         st = s3r_object_delete(c, o->bucket, key);
         break;
+    case OP_HEAD:
+        n = (uint64_t)head_once(run, c, key, &st);
+        break;
     default:
         n = (uint64_t)list_once(run, c, &st);
         break;
     }
-    finish(run, w, s, st, n, now_ns());
+    finish(run, w, s, st, n, hist_now_ns());
+    if (o->gap_s > 0)
+        gap_sleep(o);
     return 0;
 }
 
@@ -415,7 +341,7 @@ static void complete(run_t *run, worker_t *w, slot_t *s)
 {
     uint64_t n = 0;
     s3r_status_t st = s3r_op_wait(*s->aop, &n);
-    uint64_t t1 = now_ns();
+    uint64_t t1 = hist_now_ns();
     s3r_op_free(*s->aop);
     *s->aop = NULL;
     finish(run, w, s, st, n, t1);
@@ -478,7 +404,7 @@ static void *live_main(void *arg)
     live_t *l = arg;
     hist_t *cur = malloc(sizeof(hist_t)), *prev = malloc(sizeof(hist_t)),
            *win = malloc(sizeof(hist_t));
-    uint64_t pbytes = 0, t0 = now_ns();
+    uint64_t pbytes = 0, t0 = hist_now_ns();
     if (cur && prev && win) {
         hist_reset(prev);
         struct timespec ts;
@@ -492,7 +418,7 @@ static void *live_main(void *arg)
             live_sum(l->run, cur, &bytes, &errors);
             hist_diff(win, cur, prev);
             fprintf(stderr, "\r[%4.0fs] %10.0f ops/s %10.1f MB/s  p99 %9.1f us  errors %llu   ",
-                    (double)(now_ns() - t0) / 1e9, (double)hist_count(win),
+                    (double)(hist_now_ns() - t0) / 1e9, (double)hist_count(win),
                     (double)(bytes - pbytes) / 1e6, hist_percentile(win, 99) / 1e3,
                     (unsigned long long)errors);
             hist_t *x = prev;
@@ -531,22 +457,62 @@ static void stats_diff(s3r_stats_t *d, const s3r_stats_t *a, const s3r_stats_t *
     d->declines = a->declines - b->declines;
 }
 
+/* libs3rdma's counters of kind k: of the run's client, or summed over the
+ * threads' own (--client-per-thread). */
+static void kind_stats(run_t *run, int k, s3r_stats_t *out)
+{
+    memset(out, 0, sizeof *out);
+    int own = run->o->client_per_thread;
+    for (int t = 0; t < (own ? run->o->threads : 1); t++) {
+        s3r_client_t *c = own ? run->w[t].clients[k] : run->clients[k];
+        s3r_stats_t x;
+        if (!c || s3r_client_stats(c, &x) != S3R_OK)
+            continue;
+        out->http_ops += x.http_ops;
+        out->http_bytes += x.http_bytes;
+        out->token_ops += x.token_ops;
+        out->token_bytes += x.token_bytes;
+        out->native_ops += x.native_ops;
+        out->native_bytes += x.native_bytes;
+        out->fallbacks += x.fallbacks;
+        out->errors += x.errors;
+        out->rdma_sessions += x.rdma_sessions;
+        out->regions_registered += x.regions_registered;
+        out->declines += x.declines;
+    }
+}
+
 static void teardown(run_t *run)
 {
     for (int t = 0; run->w && t < run->o->threads; t++) {
         worker_t *w = &run->w[t];
-        buf_put(run, OP_READ, w->rmem);
-        buf_put(run, OP_WRITE, w->wmem);
+        buf_put(run, w, OP_READ, w->rmem);
+        buf_put(run, w, OP_WRITE, w->wmem);
         free(w->slots);
         free(w->aops);
+        for (int k = 0; run->o->client_per_thread && k < OP_COUNT; k++)
+            s3r_client_destroy(w->clients[k]);
     }
     free(run->w);
-    for (uint64_t i = 0; run->keys && i < run->nkeys; i++)
-        free(run->keys[i]);
-    free(run->keys);
+    bench_keys_free(&run->keys);
     for (int k = 0; k < OP_COUNT; k++)
         s3r_client_destroy(run->clients[k]);
     s3r_client_destroy(run->setup);
+}
+
+/* The process's CPU and every kind's counters, where the counted phase starts. */
+static void snapshot(run_t *run, struct rusage *ru, s3r_stats_t before[OP_COUNT])
+{
+    getrusage(RUSAGE_SELF, ru);
+    for (int k = 0; k < OP_COUNT; k++)
+        kind_stats(run, k, &before[k]);
+}
+
+static void sleep_until(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)
+        ;
 }
 
 int bench_run(const bench_opts_t *o, run_result_t *r)
@@ -558,12 +524,15 @@ int bench_run(const bench_opts_t *o, run_result_t *r)
         run.mix_total += o->mix[k];
     }
     int rc = 1;
-    if (make_client(o, 1, &run.setup) || prepare_keys(&run))
+    int needs_objects = o->mix[OP_READ] || o->mix[OP_DELETE] || o->mix[OP_LIST] || o->mix[OP_HEAD];
+    if (bench_client_make(o, 1, &run.setup) ||
+        bench_keys_prepare(o, run.setup, needs_objects, 1, &run.keys))
         goto out;
-    r->nkeys = run.nkeys;
+    r->nkeys = run.keys.n;
+    r->seed_secs = run.keys.seed_secs;
     run.registered = o->rdma_buffer_pool && o->use_rdma && o->transport != S3R_TRANSPORT_HTTP;
-    for (int k = 0; k < OP_COUNT; k++)
-        if (o->mix[k] && make_client(o, 0, &run.clients[k]))
+    for (int k = 0; k < OP_COUNT && !o->client_per_thread; k++)
+        if (o->mix[k] && bench_client_make(o, 0, &run.clients[k]))
             goto out;
     run.w = calloc((size_t)o->threads, sizeof(worker_t));
     if (!run.w)
@@ -571,29 +540,46 @@ int bench_run(const bench_opts_t *o, run_result_t *r)
     for (int t = 0; t < o->threads; t++) {
         run.w[t].idx = t;
         run.w[t].run = &run;
+        memcpy(run.w[t].clients, run.clients, sizeof run.clients);
         if (worker_setup(&run, &run.w[t])) {
-            fprintf(stderr, "s3rdma-bench: cannot set up the buffers of thread %d\n", t);
+            fprintf(stderr, "s3rdma-bench: cannot set up thread %d\n", t);
             goto out;
         }
     }
-    s3r_stats_t before[OP_COUNT] = {0}, after;
-    for (int k = 0; k < OP_COUNT; k++)
-        if (run.clients[k])
-            s3r_client_stats(run.clients[k], &before[k]);
+    if (o->gap_s > 0)
+        prctl(PR_SET_TIMERSLACK, 1UL); /* inherited by the workers: sleep the gap asked */
 
     live_t live = {.run = &run, .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
     struct rusage ru0, ru1;
-    getrusage(RUSAGE_SELF, &ru0);
-    uint64_t t0 = now_ns();
-    run.deadline_ns = t0 + (uint64_t)(o->duration_s * 1e9);
+    s3r_stats_t before[OP_COUNT], after;
+    uint64_t dur_ns = (uint64_t)(o->duration_s * 1e9), counted = UINT64_MAX;
+    int warm = o->warmup_s > 0;
+    if (!warm) {
+        snapshot(&run, &ru0, before);
+        counted = hist_now_ns();
+    }
+    run.counted_ns = counted;
+    run.deadline_ns = warm ? UINT64_MAX : counted + dur_ns;
+    uint64_t t0 = hist_now_ns();
     int started = 0;
     for (; started < o->threads; started++)
         if (pthread_create(&run.w[started].th, NULL, worker_main, &run.w[started]) != 0)
             break;
     int live_on = o->live && pthread_create(&live.th, NULL, live_main, &live) == 0;
+    if (warm) {
+        /* The counted phase starts after the warm-up, when the CPU and the
+         * counters are read: what starts later counts, so the data-path
+         * counts and the operations differ at most by the requests in
+         * flight at that instant, however late this thread wakes. */
+        sleep_until(t0 + (uint64_t)(o->warmup_s * 1e9));
+        snapshot(&run, &ru0, before);
+        counted = hist_now_ns();
+        atomic_store(&run.deadline_ns, counted + dur_ns);
+        atomic_store_explicit(&run.counted_ns, counted, memory_order_release);
+    }
     for (int t = 0; t < started; t++)
         pthread_join(run.w[t].th, NULL);
-    uint64_t t1 = now_ns();
+    uint64_t t1 = hist_now_ns();
     getrusage(RUSAGE_SELF, &ru1);
     if (live_on) {
         pthread_mutex_lock(&live.mu);
@@ -607,7 +593,7 @@ int bench_run(const bench_opts_t *o, run_result_t *r)
         goto out;
     }
 
-    r->secs = (double)(t1 - t0) / 1e9;
+    r->secs = t1 > counted ? (double)(t1 - counted) / 1e9 : 0;
     r->cpu_user = tv_secs(ru1.ru_utime) - tv_secs(ru0.ru_utime);
     r->cpu_sys = tv_secs(ru1.ru_stime) - tv_secs(ru0.ru_stime);
     for (int k = 0; k < OP_COUNT; k++) {
@@ -622,12 +608,12 @@ int bench_run(const bench_opts_t *o, run_result_t *r)
             for (int e = 0; e < ERRK_COUNT; e++)
                 x->by_kind[e] += w->by_kind[k][e];
         }
-        if (run.clients[k] && s3r_client_stats(run.clients[k], &after) == S3R_OK)
-            stats_diff(&x->stats, &after, &before[k]);
+        kind_stats(&run, k, &after);
+        stats_diff(&x->stats, &after, &before[k]);
     }
     for (int k = 0; k < OP_COUNT && !r->ucx_transports[0]; k++) {
         s3r_rdma_info_t info;
-        if (run.clients[k] && s3r_client_rdma_info(run.clients[k], &info) == S3R_OK)
+        if (run.w[0].clients[k] && s3r_client_rdma_info(run.w[0].clients[k], &info) == S3R_OK)
             snprintf(r->ucx_transports, sizeof r->ucx_transports, "%s", info.transports);
     }
     rc = 0;

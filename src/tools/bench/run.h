@@ -1,6 +1,7 @@
 /* A timed run of s3rdma-bench: seeds the key space, starts --threads
- * threads each keeping --inflight requests in flight, stops after
- * --duration or --ops, and gathers per-operation results. */
+ * threads each keeping --inflight requests in flight, counts what starts
+ * after --warmup, stops after --duration more (or --ops), and gathers
+ * per-operation results. */
 #ifndef S3R_BENCH_RUN_H
 #define S3R_BENCH_RUN_H
 
@@ -11,11 +12,13 @@
 #include "tools/bench/payload.h"
 
 /* Error kinds: every s3r_status_t (index -status), then the verification
- * failures of payload.h (ERRK_VERIFY + payload_result_t) and of a listing. */
+ * failures of payload.h (ERRK_VERIFY + payload_result_t), of a listing and
+ * of a HEAD. */
 enum {
     ERRK_STATUS_END = 32,
     ERRK_VERIFY = ERRK_STATUS_END, /* + PAYLOAD_BAD_HEADER .. PAYLOAD_BAD_CHECKSUM */
     ERRK_VERIFY_LIST = ERRK_VERIFY + PAYLOAD_BAD_CHECKSUM + 1,
+    ERRK_VERIFY_HEAD,
     ERRK_COUNT
 };
 /* The kind's name: "S3R_ERR_TIMEOUT", "verify_checksum", ...; NULL for an
@@ -35,7 +38,8 @@ typedef struct op_result {
 
 typedef struct run_result {
     op_result_t op[OP_COUNT];
-    double secs;              /* the timed phase */
+    double secs;              /* the timed phase (after the warm-up) */
+    double seed_secs;         /* writing the seed objects; 0 when none were */
     double cpu_user, cpu_sys; /* this process, over the timed phase */
     uint64_t nkeys;           /* the key space */
     char ucx_transports[256]; /* of the first RDMA session, "" if none */

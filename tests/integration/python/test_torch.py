@@ -548,8 +548,8 @@ def gloo_group(tmp_path):
 
 
 def test_dcp_save_load(rsrv, rbucket, boto, gloo_group):
-    """save_state_dict / load_state_dict round trip; a second save into a committed
-    path is refused and changes nothing."""
+    """save_state_dict / load_state_dict round trip; without overwrite a second save
+    into a committed path is refused and changes nothing."""
     from s3rdma.torch.dcp import S3StorageReader, S3StorageWriter
     cfg = config(rsrv, part_size=5 * MiB)
     path = f"s3://{rbucket}/dcp/step1/"
@@ -568,7 +568,7 @@ def test_dcp_save_load(rsrv, rbucket, boto, gloo_group):
     other = {"w": torch.ones(2 * MiB), "b": torch.zeros(10, dtype=torch.int64),
              "extra": {"epoch": 9}}
     with pytest.raises(dcp_api.CheckpointException) as e:
-        dcp_api.save_state_dict(other, S3StorageWriter(None, path, cfg,
+        dcp_api.save_state_dict(other, S3StorageWriter(None, path, cfg, overwrite=False,
                                                        endpoint=rsrv.endpoint))
     assert isinstance(e.value.failures[0][0], s3rdma.PreconditionFailed)
     after = sorted(o["Key"] for o in boto.list_objects_v2(Bucket=rbucket)["Contents"])
@@ -580,8 +580,8 @@ def test_dcp_save_load(rsrv, rbucket, boto, gloo_group):
 
 
 def test_dcp_commit_loses_race(rsrv, rbucket, boto, gloo_group):
-    """Another writer commits the path while this save writes its data (after the
-    early check): the create-only commit refuses, this save's data objects go, and
+    """Without overwrite, another writer commits the path while this save writes its
+    data (after the early check): the create-only commit refuses, this save's data objects go, and
     the other writer's checkpoint is what the path holds."""
     from s3rdma.torch.dcp import S3StorageWriter
     planners = sys.modules[dcp_api.__name__ + ".default_planner"]
@@ -594,7 +594,7 @@ def test_dcp_commit_loses_race(rsrv, rbucket, boto, gloo_group):
 
     with pytest.raises(dcp_api.CheckpointException) as e:
         dcp_api.save_state_dict({"w": torch.ones(10)},
-                                S3StorageWriter(None, path, config(rsrv),
+                                S3StorageWriter(None, path, config(rsrv), overwrite=False,
                                                 endpoint=rsrv.endpoint),
                                 planner=RacedPlanner())
     assert isinstance(e.value.failures[0][0], s3rdma.PreconditionFailed)

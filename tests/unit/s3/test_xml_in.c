@@ -176,6 +176,26 @@ static void test_delete_valid(void **state)
     assert_int_equal(s3_xml_parse_delete(loud, strlen(loud), &quiet, &objs, &n), 0);
     assert_int_equal(quiet, 0);
     s3_xml_delete_objects_free(objs, n);
+
+    /* Conditional deletes: each Object's own ETag (quotes dropped) and the
+     * directory buckets' conditions, never carried over to the next Object. */
+    const char *cond = "<Delete><Object><Key>a</Key><ETag>&quot;e1&quot;</ETag>"
+                       "<Size>3</Size></Object><Object><Key>b</Key></Object>"
+                       "<Object><Key>c</Key><ETag>*</ETag>"
+                       "<LastModifiedTime>2026-01-01T00:00:00Z</LastModifiedTime></Object>"
+                       "</Delete>";
+    assert_int_equal(s3_xml_parse_delete(cond, strlen(cond), &quiet, &objs, &n), 0);
+    assert_int_equal(n, 3);
+    assert_string_equal(objs[0].etag, "e1");
+    assert_true(objs[0].dir_cond);
+    assert_null(objs[1].etag);
+    assert_false(objs[1].dir_cond);
+    assert_string_equal(objs[2].etag, "*");
+    assert_true(objs[2].dir_cond);
+    s3_xml_delete_objects_free(objs, n);
+    const char *twice =
+        "<Delete><Object><Key>a</Key><ETag>x</ETag><ETag>y</ETag></Object></Delete>";
+    assert_int_equal(s3_xml_parse_delete(twice, strlen(twice), &quiet, &objs, &n), -1);
 }
 
 /* Text split across character-data callbacks: expat delivers text in pieces

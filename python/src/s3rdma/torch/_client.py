@@ -5,7 +5,10 @@ Connection settings resolve exactly as s3rdma.Client's do (s3rdma.config): the
 arguments, then the AWS environment, then the ~/.aws profile. ``region`` and
 ``endpoint`` are the arguments s3torchconnector takes; everything s3rdma adds
 (transport, RDMA endpoint, credentials, any libs3rdma setting) goes in
-S3ClientConfig.
+S3ClientConfig. The transport and RDMA endpoint left unset there come from
+``S3RDMA_TRANSPORT`` / ``S3RDMA_RDMA_ENDPOINT`` or the profile's
+``s3rdma_transport`` / ``s3rdma_rdma_endpoint``, as for the s3rdma CLI, so code
+written for s3torchconnector runs over RDMA with no change but its import.
 """
 import ctypes
 import mmap
@@ -16,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, NamedTuple, Optional, Tuple
 
 from ..client import Client
+from ..config import aws_settings
 from ..errors import ConnectionFailed
 
 MiB = 1024 * 1024
@@ -36,14 +40,22 @@ class S3ClientConfig:
             accepted so s3torchconnector code runs unchanged; libs3rdma sizes its own
             transfers, retries by its own rules (docs/client.md) and always addresses
             buckets path-style, so they change nothing.
-        unsigned: anonymous requests; s3rdma always signs, so True is refused.
-        transport: ``"auto"`` (default), ``"native"``, ``"token"`` or ``"http"``, as
-            s3rdma.Client's.
-        rdma_endpoint: the RDMA session endpoint (``"host:9100"``); default each HTTP
-            host on port 9100.
+        unsigned: s3torchconnector's anonymous requests (public buckets). libs3rdma
+            signs every request, so True is accepted and requests are still signed
+            with the credentials found (argument, environment, profile): a public
+            bucket reads the same, and with no credentials the client's error says
+            so.
+        transport: ``"auto"``, ``"native"``, ``"token"`` or ``"http"``, as
+            s3rdma.Client's; default ``S3RDMA_TRANSPORT``, the profile's
+            ``s3rdma_transport``, then ``"auto"``.
+        rdma_endpoint: the RDMA session endpoint (``"host:9100"``); default
+            ``S3RDMA_RDMA_ENDPOINT``, the profile's ``s3rdma_rdma_endpoint``, then each
+            HTTP host on port 9100.
         access_key, secret_key: default from the environment or the profile.
         options: any other s3rdma.Client keyword (``rdma_threshold``, ``fallback``,
-            ``max_workers``, ``ca_bundle``, libs3rdma settings by name).
+            ``max_workers``, ``ca_bundle``, libs3rdma settings by name). Left out of
+            the hash, so a config is hashable (a dict key, an lru_cache argument) as
+            s3torchconnector's frozen one is; equality still compares it.
     """
     throughput_target_gbps: float = 10.0
     part_size: int = 32 * MiB
@@ -52,16 +64,16 @@ class S3ClientConfig:
     max_attempts: int = 10
     profile: Optional[str] = None
     requester_pays: bool = False
-    transport: str = "auto"
+    transport: Optional[str] = None
     rdma_endpoint: Optional[str] = None
     access_key: Optional[str] = None
     secret_key: Optional[str] = None
-    options: Dict[str, Any] = field(default_factory=dict)
+    options: Dict[str, Any] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
-        if self.unsigned:
-            raise ValueError("s3rdma.torch: unsigned requests are not supported "
-                             "(every s3rdma request is signed)")
+        if self.requester_pays and self.unsigned:
+            raise ValueError("requester_pays=True requires authenticated requests and "
+                             "cannot be combined with unsigned=True")
         if not 5 * MiB <= self.part_size <= 5 * 1024 * MiB:
             raise ValueError(f"s3rdma.torch: part_size {self.part_size} is outside "
                              "5 MiB..5 GiB")
@@ -70,15 +82,19 @@ class S3ClientConfig:
 def make_client(region: Optional[str], endpoint: Optional[str],
                 config: Optional[S3ClientConfig], transport: Optional[str] = None) -> Client:
     """The s3rdma.Client for these settings (endpoint and region None: from the
-    environment or profile, as s3rdma.Client resolves them); transport, when given,
-    instead of the config's."""
+    environment or profile, as s3rdma.Client resolves them; transport and RDMA
+    endpoint None: see the module comment); transport, when given, instead of the
+    config's."""
     cfg = config or S3ClientConfig()
     kw = dict(cfg.options)
     kw.setdefault("quiet", True)
-    return Client(endpoint=endpoint, rdma_endpoint=cfg.rdma_endpoint,
+    found = aws_settings(cfg.profile) if not (transport or cfg.transport) or \
+        not cfg.rdma_endpoint else {}
+    return Client(endpoint=endpoint,
+                  rdma_endpoint=cfg.rdma_endpoint or found.get("rdma_endpoint"),
                   access_key=cfg.access_key, secret_key=cfg.secret_key, region=region,
-                  transport=transport or cfg.transport, profile=cfg.profile,
-                  part_size=cfg.part_size, **kw)
+                  transport=transport or cfg.transport or found.get("transport") or "auto",
+                  profile=cfg.profile, part_size=cfg.part_size, **kw)
 
 
 class ClientHolder:
@@ -124,10 +140,10 @@ class ObjectRef(NamedTuple):
 def parse_s3_uri(uri: str) -> Tuple[str, str]:
     """("bucket", "key/prefix") from "s3://bucket/key/prefix" (the key may be empty)."""
     if not isinstance(uri, str) or not uri.startswith("s3://"):
-        raise ValueError(f"s3rdma.torch: {uri!r} is not an s3://bucket/key URI")
+        raise ValueError("Only s3:// URIs are supported")  # s3torchconnector's messages
     bucket, _, key = uri[5:].partition("/")
     if not bucket:
-        raise ValueError(f"s3rdma.torch: {uri!r} names no bucket")
+        raise ValueError("Bucket name must be non-empty")
     return bucket, key
 
 
@@ -167,7 +183,7 @@ def ranges_one_by_one(client: Client) -> bool:
     RMA (1.7-1.9x for model weights into their tensors, 5x for a checkpoint into new
     memory, docs/benchmarks.md)."""
     return client.transport == "native" or (client.transport == "auto" and
-                                            client.rdma_connected())
+                                            client.rdma_connected)
 
 
 HUGE_PAGE = 2 * MiB

@@ -1,7 +1,9 @@
 """S3Reader: a read-only, seekable binary file over one object (what datasets yield
 and S3Checkpoint.reader returns, what torch.load reads).
 
-Two kinds, chosen by S3ReaderConstructor as in s3torchconnector:
+Two kinds, chosen by S3ReaderConstructor as in s3torchconnector (whose third,
+dcp_optimized, is range-based without a buffer here: DCPOptimizedConstructor makes
+DCPOptimizedS3Readers):
 - sequential (the default): the whole object lands in memory registered with the
   RDMA session (s3rdma.Client.allocate_buffer) with one GET, on first use or
   already prefetched by S3IterableDataset. ``getbuffer()`` hands that memory out
@@ -12,7 +14,7 @@ Two kinds, chosen by S3ReaderConstructor as in s3torchconnector:
 """
 import io
 import os
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from ..client import Client
 from ..errors import BufferTooSmall
@@ -23,10 +25,13 @@ class S3Reader(io.BufferedIOBase):
     """A read-only binary stream over bucket/key. Not shared between threads."""
 
     def __init__(self, client: Client, bucket: str, key: str, size: Optional[int] = None):
+        if not bucket:
+            raise ValueError("Bucket should be specified")  # s3torchconnector's words
         super().__init__()
         self._client, self._bucket, self._key = client, bucket, key
         self._size = size
         self._pos = 0
+        self._lines = (0, b"")  # (offset, bytes): readline's last block
         self._take: Callable[[int], memoryview] = fresh_block
 
     def use_load_memory(self, take: Callable[[int], memoryview]) -> None:
@@ -67,6 +72,14 @@ class S3Reader(io.BufferedIOBase):
         return self._pos
 
     def seek(self, offset: int, whence: int = os.SEEK_SET, /) -> int:
+        """Moves to offset from whence (SEEK_SET, SEEK_CUR, SEEK_END) and returns the
+        new position. As s3torchconnector: a position past the end stays at the end
+        (the size, one HEAD if not known yet); before the start is a ValueError; a
+        non-integer offset or whence a TypeError, an unknown whence a ValueError."""
+        if not isinstance(offset, int):
+            raise TypeError(f"integer argument expected, got {type(offset)!r}")
+        if not isinstance(whence, int):
+            raise TypeError(f"integer argument expected, got {type(whence)!r}")
         if whence == os.SEEK_SET:
             pos = offset
         elif whence == os.SEEK_CUR:
@@ -74,14 +87,17 @@ class S3Reader(io.BufferedIOBase):
         elif whence == os.SEEK_END:
             pos = self.size + offset
         else:
-            raise ValueError(f"s3rdma.torch: bad whence {whence}")
+            raise ValueError("Seek must be passed SEEK_CUR, SEEK_SET, or SEEK_END")
         if pos < 0:
-            raise ValueError(f"s3rdma.torch: negative seek position {pos}")
-        self._pos = pos
-        return pos
+            raise ValueError(f"negative seek value {pos}")
+        self._pos = min(pos, self.size)
+        return self._pos
 
     def _want(self, size: Optional[int]) -> int:
-        """Bytes a read of size at the current position returns."""
+        """Bytes a read of size (None or negative: to the end) at the current position
+        returns; a size that is not an integer is a TypeError."""
+        if size is not None and not isinstance(size, int):
+            raise TypeError(f"argument should be integer or None, not {type(size)!r}")
         left = max(0, self.size - self._pos)
         return left if size is None or size < 0 else min(size, left)
 
@@ -94,8 +110,46 @@ class S3Reader(io.BufferedIOBase):
     def read1(self, size: int = -1) -> bytes:
         return self.read(size)
 
+    def readline(self, size: Optional[int] = -1) -> bytes:
+        """Up to and including the next b"\\n" (at most size bytes). Lines are cut
+        from 8 KiB blocks this reader keeps one of: io's default reads one byte per
+        call, which on a range-based reader without a buffer is one GET per byte
+        (iterating a reader, as ``b"".join(reader)`` does, goes through here)."""
+        limit = -1 if size is None else size
+        out = bytearray()
+        while limit < 0 or len(out) < limit:
+            start, block = self._lines
+            off = self._pos - start
+            if not 0 <= off < len(block):
+                block = self.read(8192)
+                if not block:
+                    break
+                start, off = self._pos - len(block), 0
+                self._lines = (start, block)
+            end = len(block) if limit < 0 else min(len(block), off + limit - len(out))
+            nl = block.find(b"\n", off, end)
+            stop = end if nl < 0 else nl + 1
+            out += block[off:stop]
+            self._pos = start + stop
+            if nl >= 0:
+                break
+        return bytes(out)
+
     def readinto(self, buf) -> int:
         raise NotImplementedError
+
+
+def _writable_bytes(buf) -> memoryview:
+    """buf as a writable memoryview of bytes; TypeError (as file objects raise) for
+    anything else."""
+    try:
+        view = memoryview(buf)
+    except TypeError:
+        view = None
+    if view is None or view.readonly:
+        raise TypeError("argument must be a writable bytes-like object, "
+                        f"not {type(buf).__name__}")
+    return view.cast("B") if view.format != "B" or view.ndim != 1 else view
 
 
 class SequentialS3Reader(S3Reader):
@@ -114,6 +168,10 @@ class SequentialS3Reader(S3Reader):
             self._size = len(self._data)
         return self._data
 
+    def prefetch(self) -> None:
+        """Fetches the object now (s3torchconnector's name for starting the GET)."""
+        self.getbuffer()
+
     def whole(self) -> memoryview:
         return self.getbuffer()
 
@@ -124,8 +182,8 @@ class SequentialS3Reader(S3Reader):
         return bytes(data[self._pos - n:self._pos])  # the one copy bytes need
 
     def readinto(self, buf) -> int:
+        dst = _writable_bytes(buf)
         data = self.getbuffer()
-        dst = memoryview(buf).cast("B")
         n = max(0, min(len(dst), len(data) - self._pos))
         dst[:n] = data[self._pos:self._pos + n]
         self._pos += n
@@ -138,8 +196,8 @@ class RangedS3Reader(S3Reader):
     def __init__(self, client: Client, bucket: str, key: str, size: Optional[int] = None,
                  buffer_size: int = 8 * 1024 * 1024):
         super().__init__(client, bucket, key, size)
-        self._buffer_size = buffer_size
-        self._buf = bytearray(buffer_size)
+        self._buffer_size = max(buffer_size, 0)  # negative: no buffer, as s3torchconnector
+        self._buf = bytearray(self._buffer_size)
         self._buf_start = 0
         self._buf_len = 0
 
@@ -150,7 +208,7 @@ class RangedS3Reader(S3Reader):
                              self._take)
 
     def readinto(self, buf) -> int:
-        dst = memoryview(buf).cast("B")
+        dst = _writable_bytes(buf)
         n = self._want(len(dst))
         if n == 0:
             return 0
@@ -217,14 +275,14 @@ def fetch_chunked(client: Client, bucket: str, key: str, chunk: int,
 
 ReaderFactory = Callable[..., S3Reader]
 
+DEFAULT_MAX_GAP_SIZE = 32 * 1024 * 1024
+
 
 class _RangedFactory:
     """Makes RangedS3Readers of one buffer size (a class, not a closure: datasets
     holding it are pickled into spawn and forkserver workers)."""
 
     def __init__(self, buffer_size: int):
-        if buffer_size < 0:
-            raise ValueError("s3rdma.torch: buffer_size must be >= 0")
         self.buffer_size = buffer_size
 
     def __call__(self, client: Client, bucket: str, key: str,
@@ -232,10 +290,47 @@ class _RangedFactory:
         return RangedS3Reader(client, bucket, key, size, self.buffer_size)
 
 
+class DCPOptimizedS3Reader(RangedS3Reader):
+    """What a DCPOptimizedConstructor makes: a range-based reader without a buffer
+    (each read fetches exactly its range). Its own class, so code that tells readers
+    apart (``isinstance(r, DCPOptimizedS3Reader)``, s3torchconnector.s3reader's name)
+    does so here too."""
+
+    def __init__(self, client: Client, bucket: str, key: str, size: Optional[int] = None):
+        super().__init__(client, bucket, key, size, 0)
+
+
+class DCPOptimizedConstructor(_RangedFactory):
+    """What S3ReaderConstructor.dcp_optimized() returns. s3torchconnector's
+    DCP-optimized reader fetches only the byte ranges a load plan names, coalescing
+    ranges closer than max_gap_size; s3rdma.torch.dcp.S3StorageReader always reads
+    each planned item's own range straight into its tensor, so there it is the same as
+    any other constructor. Anywhere else it makes DCPOptimizedS3Readers (range-based,
+    no buffer), for any key (s3torchconnector's refuses keys its plan did not name).
+    max_gap_size is checked and kept."""
+
+    def __init__(self, max_gap_size: float = DEFAULT_MAX_GAP_SIZE):
+        if max_gap_size < 0:
+            raise ValueError("max_gap_size must be non-negative")
+        super().__init__(0)
+        self.max_gap_size = max_gap_size
+
+    def __call__(self, client: Client, bucket: str, key: str,
+                 size: Optional[int] = None) -> S3Reader:
+        return DCPOptimizedS3Reader(client, bucket, key, size)
+
+    def set_item_ranges_by_file(self, plan_items: Any, storage_data: Any,
+                                base_path: Any) -> None:
+        """s3torchconnector's S3StorageReader.prepare_local_plan hands the load plan's
+        ranges over here (and code overriding prepare_local_plan calls it). Accepted
+        and not kept: the readers made here fetch exactly what is read, and
+        s3rdma.torch.dcp.S3StorageReader reads each planned range itself."""
+
+
 class S3ReaderConstructor:
     """Picks the reader kind, as s3torchconnector's S3ReaderConstructor does:
     pass ``reader_constructor=S3ReaderConstructor.range_based()`` to a dataset,
-    S3Checkpoint or S3StorageReader."""
+    S3Checkpoint, S3StorageReader or S3Client.get_object."""
 
     @staticmethod
     def sequential() -> ReaderFactory:
@@ -243,8 +338,26 @@ class S3ReaderConstructor:
 
     @staticmethod
     def range_based(buffer_size: Optional[int] = None) -> ReaderFactory:
+        """buffer_size None: 8 MiB; 0 (or negative, as s3torchconnector takes it): no
+        buffer, every read straight into its destination."""
         return _RangedFactory(8 * 1024 * 1024 if buffer_size is None else buffer_size)
+
+    @staticmethod
+    def dcp_optimized(max_gap_size: float = DEFAULT_MAX_GAP_SIZE) -> DCPOptimizedConstructor:
+        return DCPOptimizedConstructor(max_gap_size)
 
     @staticmethod
     def default() -> ReaderFactory:
         return SequentialS3Reader
+
+    @staticmethod
+    def get_reader_type_string(constructor: Optional[ReaderFactory]) -> str:
+        """"sequential", "range_based", "dcp_optimized" or "unknown" (None: the
+        default's)."""
+        if constructor is None or constructor is SequentialS3Reader:
+            return "sequential"
+        if isinstance(constructor, DCPOptimizedConstructor):
+            return "dcp_optimized"
+        if isinstance(constructor, _RangedFactory):
+            return "range_based"
+        return "unknown"

@@ -44,7 +44,11 @@ class S3Writer(io.BufferedIOBase):
         self._error: List[BaseException] = []
 
     def writable(self) -> bool:
-        return True
+        return not self.closed
+
+    def flush(self) -> None:
+        """Nothing to do (as s3torchconnector's, also once closed): bytes written are
+        sent as parts fill and on close()."""
 
     def tell(self) -> int:
         return self._written
