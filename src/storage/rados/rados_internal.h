@@ -245,8 +245,6 @@ int rs_intent_all(rstor_t *st, rs_idset_t *blobs, rs_idset_t *uploads);
 /* Maps a librados return code (negative errno) to a status, logging what
  * failed: cluster unreachable or timed out -> STOR_ERR_UNAVAILABLE. */
 stor_status_t rs_fail(const char *what, const char *oid, int rc);
-/* 1 for the codes that mean "the cluster did not answer in time". */
-int rs_unavailable(int rc);
 
 /* The name of shard `shard` of index ix (for ix->shards 1, the one object,
  * named as before shards existed). */
@@ -403,9 +401,6 @@ stor_status_t rs_object_commit(rstor_t *st, const char *bucket, const rs_index_t
  * it is (the key, or its entry). */
 stor_status_t rs_version_change(rstor_t *st, const char *oid, const char *key,
                                 const stor_obj_change_t *change);
-/* The versioning state of bucket (of id) as stored now, for a change that
- * found a version where the caller's copy of the bucket said OFF. */
-stor_status_t rs_versioning_now(rstor_t *st, const char *bucket, uint64_t id, int *state_p);
 
 /* For part commits (rados_multipart.c): which bucket and blob a writer
  * writes; its intent entry written as desc (the blob's id made first if no

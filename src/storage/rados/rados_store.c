@@ -12,7 +12,8 @@
 #include "common/log.h"
 #include "storage/rados/rados_internal.h"
 
-int rs_unavailable(int rc)
+/* 1 for the codes that mean "the cluster did not answer in time". */
+static int rs_unavailable(int rc)
 {
     return rc == -ETIMEDOUT || rc == -ENOTCONN || rc == -ESHUTDOWN || rc == -ECONNREFUSED ||
            rc == -EAGAIN || rc == -EHOSTUNREACH;

@@ -637,7 +637,9 @@ static stor_status_t version_remove(rstor_t *st, const rs_index_t *ix, const cha
     return STOR_ERR_UNAVAILABLE;
 }
 
-stor_status_t rs_versioning_now(rstor_t *st, const char *bucket, uint64_t id, int *state_p)
+/* The versioning state of bucket (of id) as stored now, for a change that
+ * found a version where the caller's copy of the bucket said OFF. */
+static stor_status_t rs_versioning_now(rstor_t *st, const char *bucket, uint64_t id, int *state_p)
 {
     stor_bucket_t fresh;
     stor_status_t s = rs_bucket_lookup(st, bucket, &fresh);
