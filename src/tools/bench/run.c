@@ -3,7 +3,8 @@
  * Each operation kind in the mix gets a client of its own (with
  * --client-per-thread, each thread's kinds do), so libs3rdma's counters
  * (s3r_client_stats) say per kind which transport carried it. Seeding and
- * key discovery (seed.h) use one more client over HTTP, not counted.
+ * key discovery (seed.h) use one more client over HTTP, not counted, closed
+ * before the run starts.
  * Threads choose each operation by weight from the mix with their own
  * generator; reads and writes walk the key space from the thread's index
  * with a stride of the thread count, deletes take each key once from a
@@ -528,6 +529,10 @@ int bench_run(const bench_opts_t *o, run_result_t *r)
     if (bench_client_make(o, 1, &run.setup) ||
         bench_keys_prepare(o, run.setup, needs_objects, 1, &run.keys))
         goto out;
+    /* Seeding's connections (one per seeding thread) would stay open idle
+     * through the run, counted against the server's per-address bound. */
+    s3r_client_destroy(run.setup);
+    run.setup = NULL;
     r->nkeys = run.keys.n;
     r->seed_secs = run.keys.seed_secs;
     run.registered = o->rdma_buffer_pool && o->use_rdma && o->transport != S3R_TRANSPORT_HTTP;
