@@ -302,6 +302,11 @@ int main(int argc, char **argv)
     sigaddset(&sigs, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* The local store's pool of free files holds a write lease for an
+     * instant (storage.md, "The pool of free files"): a process outside the
+     * server that opened a pooled file then would break it with SIGIO, whose
+     * default action ends the process. The store needs no notice of it. */
+    signal(SIGIO, SIG_IGN);
 
     int created = 0;
     int local_creds = cfg.n_users == 0;

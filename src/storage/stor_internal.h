@@ -62,8 +62,9 @@ static inline void stor_id_path(const uint8_t id[STOR_ID_LEN], char out[STOR_PAT
 
 /* ---- The store (storage.c and the stor_*.c files) ------------------------ */
 
-typedef struct syncer syncer_t; /* syncer.h, which includes this header */
-typedef struct wal wal_t;       /* wal.h */
+typedef struct syncer syncer_t;       /* syncer.h, which includes this header */
+typedef struct wal wal_t;             /* wal.h */
+typedef struct stor_pool stor_pool_t; /* stor_pool.c, below */
 
 /* A cached read descriptor of an object file (stor_fdcache.c). */
 #define STOR_FDCACHE_SLOTS 256
@@ -146,6 +147,8 @@ struct lstor {
      * durable and then unlink what they dropped (syncer.h): relaxed mode's,
      * and fsync mode's restore points. */
     syncer_t *syncer;
+    /* Free files for new writers (stor_pool.c): what drops feed. */
+    stor_pool_t *pool;
     /* Fsync mode: the commit log of the groups' changes (wal.h), and the
      * transaction id of the last commit that is not in it (the group
      * committer makes a restore point cover it before it appends a record
@@ -198,7 +201,8 @@ struct lwriter {
     int has_file;       /* the file exists: id, path valid; the bytes are there */
     uint8_t id[STOR_ID_LEN];
     char path[STOR_PATH_LEN];
-    int fd; /* -1 before the file exists and once sealed */
+    int fd;       /* -1 before the file exists and once sealed */
+    int recycled; /* the file came from the pool: cut it to size when sealed */
     uint64_t size;
 };
 
@@ -215,6 +219,42 @@ int local_fdcache_get(lstor_t *st, const uint8_t id[STOR_ID_LEN]);
 void local_fdcache_put(lstor_t *st, const uint8_t id[STOR_ID_LEN], int fd, uint64_t epoch);
 /* File id left the index: closes its cached descriptor, bumps the epoch. */
 void local_fdcache_forget(lstor_t *st, const uint8_t id[STOR_ID_LEN]);
+
+/* ---- stor_pool.c: free object files, reused instead of made -------------
+ * A file a durable commit dropped (where it used to be unlinked: local_drop_file
+ * in fsync mode, the sync point's last step in relaxed mode) is moved to
+ * pool/ (named by its former id) and kept, its bytes too, for a new writer,
+ * which moves it to its own new id's path, writes over the old bytes and
+ * cuts the rest (local_writer_seal): an overwrite then makes no inode, and frees
+ * and allocates no blocks but the difference in size. A file goes to the
+ * pool only if no descriptor anywhere still has it open (a reader, the
+ * descriptor cache, a sendfile() in flight: the kernel's word, a write
+ * lease), else it is unlinked as before and its readers keep its bytes;
+ * and only while the pool holds fewer than STOR_POOL_MAX files. Past
+ * STOR_POOL_BYTES of old bytes in the pool, a file is emptied when pooled.
+ * Nothing in pool/ is ever an object: the index never names it, and an open
+ * empties it. */
+#define STOR_POOL_DIR   "pool"      /* in DIR/.s3rdma */
+#define STOR_POOL_MAX   4096        /* files; about one sync interval of overwrites */
+#define STOR_POOL_BYTES (256 << 20) /* old bytes kept in pool/ */
+
+/* Makes (if absent) and empties directory dir (DIR/.s3rdma/pool, on
+ * objects/' filesystem); objfd is objects/ (it stays the caller's). max 0:
+ * nothing is ever pooled. NULL on failure (logged). */
+stor_pool_t *stor_pool_open(const char *dir, int objfd, size_t max);
+/* Frees p; its files stay in pool/ for the next open to remove. NULL: no-op. */
+void stor_pool_close(stor_pool_t *p);
+/* File id (objects/<its path>) is no longer referenced by the index on disk
+ * and never will be again: pool it, or unlink it (pool full, or the file
+ * still open somewhere). */
+void stor_pool_return(stor_pool_t *p, const uint8_t id[STOR_ID_LEN]);
+/* A free file moved to objects/path (which must not exist; its shard
+ * directory must), opened for writing at offset 0, holding old bytes the
+ * caller writes over and then cuts (ftruncate to its own size); -1 when the
+ * pool has none (the caller makes a file). */
+int stor_pool_take(stor_pool_t *p, const char *path);
+/* How many free files the pool holds. */
+size_t stor_pool_count(stor_pool_t *p);
 
 /* Shared helpers (defined in storage.c unless noted). */
 

@@ -79,13 +79,17 @@ static stor_status_t obj_lookup(lstor_t *st, MDB_txn *txn, const char *bucket, c
 
 /* ==== Writing ============================================================ */
 
-/* Makes the writer's file: a fresh id in its shard directory. */
+/* Makes the writer's file: a fresh id in its shard directory, a free file
+ * of the pool moved there, or else a new one. */
 static stor_status_t writer_file_open(lwriter_t *w)
 {
     if (local_file_id_new(w->st, w->id) != 0)
         return STOR_ERR_IO;
     stor_id_path(w->id, w->path);
-    w->fd = openat(w->st->objfd, w->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    w->fd = stor_pool_take(w->st->pool, w->path);
+    w->recycled = w->fd >= 0;
+    if (w->fd < 0)
+        w->fd = openat(w->st->objfd, w->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (w->fd < 0) {
         log_error("storage: create %s: %s", w->path, strerror(errno));
         return STOR_ERR_IO;
@@ -201,8 +205,9 @@ stor_status_t local_writer_seal(lwriter_t *w)
         if (s != STOR_OK)
             return s;
     }
-    int rc = 0;
-    if (w->st->durability == STOR_DURABILITY_FSYNC) {
+    /* A file from the pool: the old bytes past ours go. */
+    int rc = w->recycled ? ftruncate(w->fd, (off_t)w->size) : 0;
+    if (rc == 0 && w->st->durability == STOR_DURABILITY_FSYNC) {
         char dir[STOR_PATH_LEN];
         memcpy(dir, w->path, 5);
         dir[5] = '\0';

@@ -36,20 +36,17 @@ stor_status_t local_mdb_fail(const char *what, int rc)
 }
 
 /* A commit that returned dropped file id from the index (an overwrite, a
- * delete, a replaced or unused part): unlink it once that commit is durable.
- * In fsync mode it already is. In relaxed mode it is not until a sync point,
- * and until then the index on disk may still point at the file. */
+ * delete, a replaced or unused part): pool or unlink it (stor_pool_return)
+ * once that commit is durable. In fsync mode it already is. In relaxed mode
+ * it is not until a sync point, and until then the index on disk may still
+ * point at the file. */
 void local_drop_file(lstor_t *st, const uint8_t id[STOR_ID_LEN])
 {
     local_fdcache_forget(st, id);
-    if (st->durability == STOR_DURABILITY_RELAXED) {
+    if (st->durability == STOR_DURABILITY_RELAXED)
         local_syncer_drop_file(st->syncer, id);
-        return;
-    }
-    char path[STOR_PATH_LEN];
-    stor_id_path(id, path);
-    if (unlinkat(st->objfd, path, 0) != 0 && errno != ENOENT)
-        log_warn("storage: unlink %s: %s", path, strerror(errno));
+    else
+        stor_pool_return(st->pool, id);
 }
 
 /* A write transaction about to commit makes file id part of the index
@@ -449,6 +446,12 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
         log_error("storage: %s: %s", path, strerror(errno));
         goto fail;
     }
+    snprintf(path, n, "%s/" STOR_POOL_DIR, root);
+    /* Relaxed mode pools nothing (its sync points refill a pool seconds
+     * apart under load, and that measured slower: docs/benchmarks.md). */
+    if (!(st->pool = stor_pool_open(path, st->objfd,
+                                    durability == STOR_DURABILITY_FSYNC ? STOR_POOL_MAX : 0)))
+        goto fail;
     snprintf(path, n, "%s/index", root);
     if (mkdir_new(path) < 0) {
         log_error("storage: %s: %s", path, strerror(errno));
@@ -542,7 +545,8 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
     }
     /* Both modes run the timer: fsync mode's logged commits owe a sync
      * point too (it bounds the log). */
-    if (!(st->syncer = local_syncer_start(st->env, st->objfd, indexfd, stor_sync_interval_ms)))
+    if (!(st->syncer =
+              local_syncer_start(st->env, st->objfd, st->pool, indexfd, stor_sync_interval_ms)))
         goto fail;
     /* A restore point now covers every record of the log: fsync mode starts
      * it over, relaxed mode removes it (its records must never be applied
@@ -600,6 +604,7 @@ static void local_close(stor_t *st_)
     /* A last sync point: in relaxed mode everything acknowledged becomes
      * durable and the dropped files go (in fsync mode it already was). */
     local_syncer_stop(st->syncer);
+    stor_pool_close(st->pool);
     stor_wal_close(st->wal);
     if (st->env)
         mdb_env_close(st->env);

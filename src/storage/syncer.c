@@ -1,6 +1,7 @@
 /* The relaxed-mode sync point: lazily fsyncs the object files and shard
  * directories commits made, syncs the index, then unlinks the files that the
- * now durable commits dropped. See syncer.h for the contract. */
+ * now durable commits dropped (to the pool of free files, stor_pool.c). See syncer.h for the
+ * contract. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -30,6 +31,7 @@ typedef struct idvec {
 struct syncer {
     MDB_env *env;
     int objfd;
+    stor_pool_t *pool; /* where step 5 puts the dropped files */
     unsigned interval_ms;
 
     pthread_mutex_t lock; /* guards everything below up to `stop` */
@@ -249,12 +251,8 @@ static int sync_point(syncer_t *s)
         pthread_mutex_unlock(&s->lock);
         /* 5. The files that commits up to S dropped: neither S nor anything
          * after it references them. */
-        for (size_t i = 0; i < drops.n; i++) {
-            char path[STOR_PATH_LEN];
-            stor_id_path(drops.ids + i * STOR_ID_LEN, path);
-            if (unlinkat(s->objfd, path, 0) != 0 && errno != ENOENT)
-                log_warn("storage: unlink %s: %s", path, strerror(errno));
-        }
+        for (size_t i = 0; i < drops.n; i++)
+            stor_pool_return(s->pool, drops.ids + i * STOR_ID_LEN);
     }
     free(files.ids);
     free(drops.ids);
@@ -299,13 +297,15 @@ static void syncer_free(syncer_t *s)
     free(s);
 }
 
-syncer_t *local_syncer_start(MDB_env *env, int objfd, int indexfd, unsigned interval_ms)
+syncer_t *local_syncer_start(MDB_env *env, int objfd, stor_pool_t *pool, int indexfd,
+                             unsigned interval_ms)
 {
     syncer_t *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
     s->env = env;
     s->objfd = objfd;
+    s->pool = pool;
     s->interval_ms = interval_ms;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);

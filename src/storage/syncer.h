@@ -19,7 +19,8 @@
  *   3. fdatasync data.mdb: S's pages are on disk;
  *   4. save S as the restore point (local_restore_save); let go of the previous
  *      restore point's read transaction;
- *   5. unlink the files the commits up to S dropped.
+ *   5. return the files the commits up to S dropped to the pool of free
+ *      files (stor_pool_return: pooled, or unlinked).
  *
  * If a step fails, the lists go back to the next sync point and the previous
  * restore point stands. A sync point runs every stor_sync_interval_ms on its
@@ -52,9 +53,11 @@ extern unsigned stor_sync_interval_ms;
 
 /* Makes the first restore point of the store whose index is env (opened
  * with MDB_NOSYNC, nothing committed since it was synced), its directory
- * indexfd, its objects directory objfd (all stay the caller's), and starts
+ * indexfd, its objects directory objfd and its pool of free files (which
+ * step 5 returns the dropped files to; all stay the caller's), and starts
  * the sync thread. NULL on failure (logged). */
-syncer_t *local_syncer_start(MDB_env *env, int objfd, int indexfd, unsigned interval_ms);
+syncer_t *local_syncer_start(MDB_env *env, int objfd, stor_pool_t *pool, int indexfd,
+                             unsigned interval_ms);
 /* A write transaction committed: the next sync point must sync the index. */
 void local_syncer_committed(syncer_t *s);
 /* The write transaction being committed makes file id part of the index
@@ -64,8 +67,8 @@ void local_syncer_new_file(syncer_t *s, const uint8_t id[STOR_ID_LEN]);
 /* A shard directory was created: dir is its parent, as an index into the
  * objects tree (SYNCER_DIR_*); fsync it at the next sync point. */
 void local_syncer_new_dir(syncer_t *s, unsigned dir);
-/* A commit that returned dropped file id from the index: unlink it once a
- * sync point has made that commit durable. */
+/* A commit that returned dropped file id from the index: pool or unlink it
+ * once a sync point has made that commit durable. */
 void local_syncer_drop_file(syncer_t *s, const uint8_t id[STOR_ID_LEN]);
 /* Fsync mode's group commit: returns once a restore point covers snapshot
  * txnid (the id of a write transaction that committed), running a sync point

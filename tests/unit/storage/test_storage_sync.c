@@ -966,10 +966,331 @@ static void test_index_without_writable_map(void **state)
     assert_get(f->st, "k", "v2");
 }
 
+/* ---- The pool of free files (stor_pool.c) --------------------------------- */
+
+static size_t pool_count(stor_t *st)
+{
+    return stor_pool_count(((lstor_t *)st)->pool);
+}
+
+/* Entries of DIR/.s3rdma/pool. */
+static size_t pool_entries(fx_t *f)
+{
+    DIR *d = opendir(fx_path(f, ".s3rdma/" STOR_POOL_DIR));
+    assert_non_null(d);
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+static ino_t object_ino(fx_t *f)
+{
+    char rel[STOR_PATH_LEN], p[PATH_MAX];
+    only_object_file(f, rel);
+    snprintf(p, sizeof p, "%s/.s3rdma/objects/%s", f->dir, rel);
+    struct stat sb;
+    assert_int_equal(stat(p, &sb), 0);
+    return sb.st_ino;
+}
+
+/* The size of the file holding bucket b's key (an object in one file). */
+static off_t object_file_size(stor_t *st, const char *key)
+{
+    stor_reader_t *r;
+    assert_int_equal(stor_reader_open(st, "b", key, &r), STOR_OK);
+    int fd;
+    uint64_t off;
+    assert_int_equal(stor_reader_span_fd(r, 0, 1, &fd, &off), 1);
+    struct stat sb;
+    assert_int_equal(fstat(fd, &sb), 0);
+    stor_reader_close(r);
+    return sb.st_size;
+}
+
+/* An overwrite's old file goes to the pool once its commit is durable (a
+ * sync point in relaxed mode, the commit itself in fsync mode), and the next
+ * new file is that inode under a new name, its old bytes written over and
+ * cut: no inode made. */
+static void test_pool_reuses_dropped_files(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    assert_int_equal(tu_put(f->st, "b", "k", "first, the longest", 18), STOR_OK);
+    ino_t first = object_ino(f);
+    assert_int_equal(tu_put(f->st, "b", "k", "second", 6), STOR_OK);
+    if (f->mode == STOR_DURABILITY_RELAXED) {
+        assert_int_equal(pool_count(f->st), 0); /* the index on disk may still name it */
+        assert_int_equal(stor_sync(f->st), STOR_OK);
+    }
+    assert_int_equal(pool_count(f->st), 1);
+    assert_int_equal(pool_entries(f), 1);
+    assert_int_equal(tu_count_objects(f->dir), 1);
+    ino_t second = object_ino(f);
+    assert_int_not_equal(second, first);
+
+    assert_int_equal(stor_delete(f->st, TU_B(f->st, "b"), "k"), STOR_OK);
+    if (f->mode == STOR_DURABILITY_RELAXED)
+        assert_int_equal(stor_sync(f->st), STOR_OK);
+    assert_int_equal(pool_count(f->st), 2);
+    assert_int_equal(tu_count_objects(f->dir), 0);
+    /* The last file pooled comes back first, under a new name, empty. */
+    assert_int_equal(tu_put(f->st, "b", "k2", "third!", 6), STOR_OK);
+    assert_int_equal(pool_count(f->st), 1);
+    assert_int_equal(pool_entries(f), 1);
+    assert_int_equal(object_ino(f), second);
+    assert_get(f->st, "k2", "third!");
+    assert_get(f->st, "k", NULL);
+    /* first's 18 bytes written over and cut to 6. */
+    assert_int_equal(tu_put(f->st, "b", "k3", "fourth", 6), STOR_OK);
+    assert_int_equal(pool_count(f->st), 0);
+    assert_int_equal(tu_count_objects(f->dir), 2);
+    assert_get(f->st, "k3", "fourth");
+    assert_int_equal(object_file_size(f->st, "k3"), 6);
+    assert_get(f->st, "k2", "third!");
+    assert_index_files_present(f->st, "b");
+}
+
+/* Relaxed mode pools nothing: a dropped file is unlinked at the sync point. */
+static void test_pool_relaxed_unlinks(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    assert_int_equal(tu_put(f->st, "b", "k", "first", 5), STOR_OK);
+    assert_int_equal(tu_put(f->st, "b", "k", "second", 6), STOR_OK);
+    assert_int_equal(stor_sync(f->st), STOR_OK);
+    assert_int_equal(pool_count(f->st), 0);
+    assert_int_equal(pool_entries(f), 0);
+    assert_int_equal(tu_count_objects(f->dir), 1);
+    assert_get(f->st, "k", "second");
+}
+
+/* A dropped file a reader still has open is not pooled (a new object's bytes
+ * would go under the reader): it is unlinked, and the reader keeps reading
+ * the old bytes while new objects are written. */
+static void test_pool_skips_open_files(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    assert_int_equal(tu_put(f->st, "b", "k", "old bytes", 9), STOR_OK);
+    stor_reader_t *r;
+    assert_int_equal(stor_reader_open(f->st, "b", "k", &r), STOR_OK);
+    /* A descriptor that outlives the reader, as a sendfile() response's. */
+    int fd, dupfd;
+    uint64_t off;
+    assert_int_equal(stor_reader_span_fd(r, 0, 9, &fd, &off), 1);
+    assert_true((dupfd = dup(fd)) >= 0);
+    stor_reader_close(r);
+    assert_int_equal(tu_put(f->st, "b", "k", "new", 3), STOR_OK);
+    assert_int_equal(stor_sync(f->st), STOR_OK);
+    assert_int_equal(pool_count(f->st), 0);
+    assert_int_equal(pool_entries(f), 0);
+    assert_int_equal(tu_put(f->st, "b", "other", "XXXXXXXXXXXX", 12), STOR_OK);
+    char buf[16] = {0};
+    assert_int_equal(pread(dupfd, buf, sizeof buf, (off_t)off), 9);
+    assert_string_equal(buf, "old bytes");
+    close(dupfd);
+    /* Once nobody has it, a dropped file is pooled again. */
+    assert_int_equal(tu_put(f->st, "b", "k", "newer", 5), STOR_OK);
+    assert_int_equal(stor_sync(f->st), STOR_OK);
+    assert_int_equal(pool_count(f->st), 1);
+    assert_get(f->st, "k", "newer");
+}
+
+/* The pool alone: at most max files, with their bytes; taken LIFO into the
+ * path asked for; then none. */
+static void test_pool_bound(void **state)
+{
+    fx_t *f = *state;
+    char objs[PATH_MAX], pool[PATH_MAX];
+    snprintf(objs, sizeof objs, "%s/objects", f->tmp);
+    snprintf(pool, sizeof pool, "%s/pool", f->tmp);
+    assert_int_equal(mkdir(objs, 0755), 0);
+    int objfd = open(objs, O_RDONLY | O_DIRECTORY);
+    assert_true(objfd >= 0);
+    assert_int_equal(mkdirat(objfd, "ab", 0755), 0);
+    assert_int_equal(mkdirat(objfd, "ab/cd", 0755), 0);
+    stor_pool_t *p = stor_pool_open(pool, objfd, 2);
+    assert_non_null(p);
+    uint8_t ids[3][STOR_ID_LEN];
+    for (int i = 0; i < 3; i++) {
+        memset(ids[i], 0x10 * (i + 1), STOR_ID_LEN);
+        ids[i][0] = 0xab;
+        ids[i][1] = 0xcd;
+        char path[STOR_PATH_LEN];
+        stor_id_path(ids[i], path);
+        int fd = openat(objfd, path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, "some bytes", 10), 10);
+        close(fd);
+    }
+    for (int i = 0; i < 3; i++)
+        stor_pool_return(p, ids[i]);
+    assert_int_equal(stor_pool_count(p), 2);
+    for (int i = 0; i < 3; i++) {
+        char path[STOR_PATH_LEN];
+        stor_id_path(ids[i], path);
+        assert_int_equal(faccessat(objfd, path, F_OK, 0), -1); /* pooled or unlinked */
+    }
+    struct stat sb;
+    int taken[3];
+    for (int i = 0; i < 3; i++) {
+        char path[STOR_PATH_LEN];
+        uint8_t id[STOR_ID_LEN];
+        memset(id, 0x70 + i, STOR_ID_LEN);
+        id[0] = 0xab;
+        id[1] = 0xcd;
+        stor_id_path(id, path);
+        taken[i] = stor_pool_take(p, path);
+        if (i < 2) {
+            assert_true(taken[i] >= 0);
+            assert_int_equal(fstat(taken[i], &sb), 0);
+            assert_int_equal(sb.st_size, 10); /* the old bytes, for the writer to write over */
+            assert_int_equal(fstatat(objfd, path, &sb, 0), 0);
+            assert_int_equal(write(taken[i], "x", 1), 1);
+            close(taken[i]);
+        } else {
+            assert_int_equal(taken[i], -1);
+            assert_int_equal(faccessat(objfd, path, F_OK, 0), -1);
+        }
+    }
+    assert_int_equal(stor_pool_count(p), 0);
+    stor_pool_close(p);
+    /* max 0: nothing is pooled, the file is unlinked as without a pool. */
+    p = stor_pool_open(pool, objfd, 0);
+    assert_non_null(p);
+    char path[STOR_PATH_LEN];
+    stor_id_path(ids[0], path);
+    int fd = openat(objfd, path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    assert_true(fd >= 0);
+    close(fd);
+    stor_pool_return(p, ids[0]);
+    assert_int_equal(stor_pool_count(p), 0);
+    assert_int_equal(faccessat(objfd, path, F_OK, 0), -1);
+    assert_int_equal(stor_pool_take(p, path), -1);
+    stor_pool_close(p);
+    close(objfd);
+}
+
+/* What a process left in pool/ (it stopped with free files, or died between
+ * a move and its bookkeeping) is removed at the next open; objects stay. */
+static void test_pool_leftovers_swept(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    assert_int_equal(tu_put(f->st, "b", "k", "v1", 2), STOR_OK);
+    assert_int_equal(tu_put(f->st, "b", "k", "v2", 2), STOR_OK);
+    stor_close(f->st); /* v1's file went to the pool, and stays */
+    f->st = NULL;
+    assert_int_equal(pool_entries(f), 1);
+    FILE *fp = fopen(fx_path(f, ".s3rdma/" STOR_POOL_DIR "/0123456789abcdef0123456789abcdef"), "w");
+    assert_non_null(fp);
+    fputs("stale bytes", fp);
+    fclose(fp);
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(pool_entries(f), 0);
+    assert_int_equal(pool_count(f->st), 0);
+    assert_get(f->st, "k", "v2");
+    assert_int_equal(tu_count_objects(f->dir), 1);
+}
+
+/* kill -9 while files are recycled all the time (a sync point every
+ * millisecond pools what the overwrites drop; the next writes take them):
+ * every acknowledged write is read back whole, nothing reads another
+ * object's bytes, no index entry lacks its file, and pool/ is emptied. */
+#define RECYCLE_KEYS 4
+#define RECYCLE_LEN  6000
+
+static void recycle_value(int key, unsigned seq, char *out)
+{
+    for (size_t i = 0; i < RECYCLE_LEN; i++)
+        out[i] = (char)('a' + (key * 7 + seq + i / 64) % 26);
+}
+
+static void test_kill9_while_recycling(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    stor_close(f->st);
+    f->st = NULL;
+    char acks[PATH_MAX];
+    snprintf(acks, sizeof acks, "%s/acks", f->tmp);
+    int ackfd = open(acks, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    assert_true(ackfd >= 0);
+    assert_int_equal(ftruncate(ackfd, RECYCLE_KEYS * sizeof(unsigned)), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        stor_sync_interval_ms = 1;
+        stor_t *st;
+        if (store_open(f->dir, f->mode, &st) != STOR_OK)
+            _exit(1);
+        static char val[RECYCLE_LEN];
+        for (unsigned seq = 1;; seq++)
+            for (int k = 0; k < RECYCLE_KEYS; k++) {
+                char key[16];
+                snprintf(key, sizeof key, "k%d", k);
+                recycle_value(k, seq, val);
+                if (tu_put(st, "b", key, val, RECYCLE_LEN) != STOR_OK)
+                    _exit(2);
+                if (pwrite(ackfd, &seq, sizeof seq, (off_t)(k * sizeof seq)) != sizeof seq)
+                    _exit(3);
+            }
+    }
+    /* Killed once every key was overwritten a few times (and so files
+     * pooled and taken), at whatever step the child is in. */
+    unsigned acked[RECYCLE_KEYS] = {0};
+    for (int i = 0; i < 2000 && acked[RECYCLE_KEYS - 1] < 8; i++) {
+        usleep(10 * 1000);
+        assert_int_equal(pread(ackfd, acked, sizeof acked, 0), (ssize_t)sizeof acked);
+    }
+    usleep(20 * 1000);
+    kill(pid, SIGKILL);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(pread(ackfd, acked, sizeof acked, 0), (ssize_t)sizeof acked);
+    close(ackfd);
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(pool_entries(f), 0);
+    static char want[RECYCLE_LEN];
+    for (int k = 0; k < RECYCLE_KEYS; k++) {
+        char key[16];
+        snprintf(key, sizeof key, "k%d", k);
+        assert_true(acked[k] > 2); /* it did recycle */
+        size_t len;
+        char *got = tu_get(f->st, "b", key, &len);
+        assert_non_null(got);
+        assert_int_equal(len, RECYCLE_LEN);
+        /* The last acknowledged value, or the one in flight. */
+        recycle_value(k, acked[k], want);
+        int ok = memcmp(got, want, RECYCLE_LEN) == 0;
+        recycle_value(k, acked[k] + 1, want);
+        ok |= memcmp(got, want, RECYCLE_LEN) == 0;
+        assert_true(ok);
+        free(got);
+    }
+    assert_int_equal(tu_count_objects(f->dir), RECYCLE_KEYS);
+    assert_index_files_present(f->st, "b");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_relaxed_deferred_unlink, setup_relaxed, teardown),
+        cmocka_unit_test_setup_teardown(test_pool_reuses_dropped_files, setup_fsync, teardown),
+        cmocka_unit_test_setup_teardown(test_pool_relaxed_unlinks, setup_relaxed, teardown),
+        cmocka_unit_test_setup_teardown(test_pool_skips_open_files, setup_fsync, teardown),
+        cmocka_unit_test_setup_teardown(test_pool_bound, setup_fsync, teardown),
+        cmocka_unit_test_setup_teardown(test_pool_leftovers_swept, setup_fsync, teardown),
+        cmocka_unit_test_setup_teardown(test_kill9_while_recycling, setup_fsync, teardown),
         cmocka_unit_test_setup_teardown(test_relaxed_sync_points, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_relaxed_power_loss_rolls_back, setup_relaxed,
                                         teardown),
