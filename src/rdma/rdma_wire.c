@@ -103,7 +103,9 @@ void rdma_wire_put_blob32(wire_out_t *w, const void *p, size_t n)
     rdma_wire_put_bytes(w, p, n);
 }
 
-void rdma_wire_begin(wire_out_t *w, uint8_t type)
+/* Starts a frame of the given type: its header, the length filled in by
+ * rdma_wire_end. */
+static void rdma_wire_begin(wire_out_t *w, uint8_t type)
 {
     w->len = 0;
     w->err = 0;
@@ -114,7 +116,9 @@ void rdma_wire_begin(wire_out_t *w, uint8_t type)
     rdma_wire_put_u16(w, 0);
 }
 
-int rdma_wire_end(wire_out_t *w)
+/* Fills in the length: 0 with the frame complete, or -1 (w->data is freed
+ * either way by rdma_wire_free). */
+static int rdma_wire_end(wire_out_t *w)
 {
     if (w->err || w->len < 4 + RDMA_WIRE_HDR || w->len - 4 > RDMA_WIRE_MAX_FRAME)
         return -1;

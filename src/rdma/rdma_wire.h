@@ -89,8 +89,8 @@ typedef struct rdma_region_add {
     size_t rkey_len;
 } rdma_region_add_t;
 
-/* A growable output frame. rdma_wire_begin starts a frame of the given type;
- * the put functions append; rdma_wire_end fills in the length. Any failure
+/* A growable output frame. The message builders below start a frame of
+ * their type and fill in its length; the put functions append. Any failure
  * (allocation, size past the limit) sticks in err. limit 0 means a
  * bootstrap frame (4 + RDMA_WIRE_MAX_FRAME bytes); the native messages
  * (rdma_native_wire.h) set their own and use only the put functions. */
@@ -101,7 +101,6 @@ typedef struct wire_out {
     int err;
 } wire_out_t;
 
-void rdma_wire_begin(wire_out_t *w, uint8_t type);
 void rdma_wire_put_u8(wire_out_t *w, uint8_t v);
 void rdma_wire_put_u16(wire_out_t *w, uint16_t v);
 void rdma_wire_put_u32(wire_out_t *w, uint32_t v);
@@ -115,8 +114,6 @@ void rdma_wire_reserve(wire_out_t *w, size_t n);
 uint8_t *rdma_wire_put_space(wire_out_t *w, size_t n);
 void rdma_wire_put_str16(wire_out_t *w, const char *s);            /* u16 len | bytes */
 void rdma_wire_put_blob32(wire_out_t *w, const void *p, size_t n); /* u32 len | bytes */
-/* Returns 0 with the frame complete, or -1 (w->data is freed either way by rdma_wire_free). */
-int rdma_wire_end(wire_out_t *w);
 void rdma_wire_free(wire_out_t *w);
 
 /* A reader over received bytes. Every get checks the bytes present; the

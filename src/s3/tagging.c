@@ -110,7 +110,8 @@ static long tag_chars(const char *s)
     return n;
 }
 
-s3_error_t s3_tags_check(const s3_tags_t *t, s3_tags_of_t of, const char **why_p)
+/* The rules in tagging.h: S3E_NONE, or the error with *why_p the message. */
+static s3_error_t s3_tags_check(const s3_tags_t *t, s3_tags_of_t of, const char **why_p)
 {
     if (of == S3_TAGS_OBJECT && t->n > S3R_MAX_OBJECT_TAGS) {
         *why_p = "Object tags cannot be greater than 10";

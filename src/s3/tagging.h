@@ -28,6 +28,12 @@ typedef struct s3_tags {
 /* Whose tag set: the limits differ (docs/limits.md). */
 typedef enum s3_tags_of { S3_TAGS_OBJECT, S3_TAGS_BUCKET } s3_tags_of_t;
 
+/* S3's rules for tags, which both parsers check (s3_tags_check in
+ * tagging.c): at most 10 object tags (BadRequest) or 50 bucket tags
+ * (InvalidTag); keys of 1..128 and values of 0..256 Unicode characters, in
+ * valid UTF-8 (no U+FFFE, U+FFFF: XML cannot carry them), of letters,
+ * digits, spaces and + - = . _ : / @; no key starting "aws:"; no key twice
+ * (InvalidTag). */
 /* Parses an x-amz-tagging header value (the header's own errors are
  * InvalidArgument, as S3 answers) and checks the tags as s3_tags_check.
  * Fills *out, sorted by key (the caller frees it with s3_tags_free), or
@@ -40,12 +46,6 @@ s3_error_t s3_tags_from_xml(const char *body, size_t len, s3_tags_of_t of, s3_ta
 /* Decodes a stored form (no checks: it was checked when stored); -1 when it
  * does not decode (a damaged record) or on no memory. */
 int s3_tags_from_stored(const char *stored, s3_tags_t *out);
-/* S3's rules: at most 10 object tags (BadRequest) or 50 bucket tags
- * (InvalidTag); keys of 1..128 and values of 0..256 Unicode characters, in
- * valid UTF-8 (no U+FFFE, U+FFFF: XML cannot carry them), of letters,
- * digits, spaces and + - = . _ : / @; no key starting "aws:"; no key twice
- * (InvalidTag). */
-s3_error_t s3_tags_check(const s3_tags_t *t, s3_tags_of_t of, const char **why_p);
 /* The stored form of t (malloc'd), or NULL when t has no tags; *nomem_p is
  * set when it is NULL for want of memory. */
 char *s3_tags_encode(const s3_tags_t *t, int *nomem_p);

@@ -106,8 +106,7 @@ struct stor_change {
      * sync: new_file), or NULL. */
     const uint8_t *new_file;
     /* Set by stor_group_commit: the change is in the index (1 also when the
-     * result is STOR_ERR_IO because its sync point failed, as
-     * local_wr_commit_applied). */
+     * result is STOR_ERR_IO because its sync point failed). */
     int applied;
     /* Private to stor_group.c. */
     stor_status_t status;
@@ -297,11 +296,9 @@ int stor_wr_del(lstor_t *st, MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v);
  * On failure the change may still have been applied (fsync mode: committed
  * and visible, but its sync point failed): so a caller unlinks nothing the
  * change drops (the next open's sweep does), and one whose change references
- * a new file uses local_wr_commit_applied() to know whether to keep it. */
+ * a new file commits through stor_group_commit, whose change's applied says
+ * whether to keep it. */
 stor_status_t local_wr_commit(lstor_t *st, MDB_txn *txn);
-/* local_wr_commit(); *applied_p says whether the change is in the index (1 also
- * when the result is STOR_ERR_IO: its sync point failed). */
-stor_status_t local_wr_commit_applied(lstor_t *st, MDB_txn *txn, int *applied_p);
 /* local_wr_commit() in two steps: the commit alone (in the page cache; relaxed
  * mode tells the syncer), giving its transaction id, then (fsync mode) the
  * wait for a sync point that covers that id. */
@@ -438,10 +435,5 @@ stor_status_t local_mpu_abort(stor_t *st_, const stor_bucket_t *bucket, const ch
 stor_status_t local_mpu_list(stor_t *st_, const char *bucket, const char *prefix,
                              const char *key_marker, const char *upload_id_marker, size_t max,
                              stor_upload_t **uploads_p, size_t *n_p, int *more_p);
-void local_close(stor_t *st_);
-stor_status_t local_sync(stor_t *st_);
-void local_usage(stor_t *st_, uint64_t *objects_p, uint64_t *bytes_p);
-int local_ready(stor_t *st_);
-void local_set_inline_max(stor_t *st_, size_t bytes);
 
 #endif

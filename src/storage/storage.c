@@ -273,18 +273,11 @@ stor_status_t stor_wr_durable(lstor_t *st, uint64_t txnid)
     return local_syncer_wait_durable(st->syncer, txnid) == 0 ? STOR_OK : STOR_ERR_IO;
 }
 
-stor_status_t local_wr_commit_applied(lstor_t *st, MDB_txn *txn, int *applied_p)
+stor_status_t local_wr_commit(lstor_t *st, MDB_txn *txn)
 {
     uint64_t id;
     stor_status_t s = stor_wr_commit_only(st, txn, &id);
-    *applied_p = s == STOR_OK;
     return s == STOR_OK ? stor_wr_durable(st, id) : s;
-}
-
-stor_status_t local_wr_commit(lstor_t *st, MDB_txn *txn)
-{
-    int applied;
-    return local_wr_commit_applied(st, txn, &applied);
 }
 
 int local_is_hex(const char *s, size_t n)
@@ -364,6 +357,12 @@ static int fsync_parent(const char *path)
     free(p);
     return rc;
 }
+
+static void local_close(stor_t *st_);
+static stor_status_t local_sync(stor_t *st_);
+static void local_usage(stor_t *st_, uint64_t *objects_p, uint64_t *bytes_p);
+static int local_ready(stor_t *st_);
+static void local_set_inline_max(stor_t *st_, size_t bytes);
 
 /* The local backend (stor_backend.h): this file and the stor_*.c files. */
 static const stor_ops_t local_ops = {
@@ -570,7 +569,7 @@ fail:
     return s;
 }
 
-void local_usage(stor_t *st_, uint64_t *objects_p, uint64_t *bytes_p)
+static void local_usage(stor_t *st_, uint64_t *objects_p, uint64_t *bytes_p)
 {
     lstor_t *st = (lstor_t *)st_;
     *objects_p = atomic_load(&st->n_objects);
@@ -583,13 +582,13 @@ void local_usage_change(lstor_t *st, int64_t objects, int64_t bytes)
     atomic_fetch_add(&st->n_bytes, (uint64_t)bytes);
 }
 
-void local_set_inline_max(stor_t *st_, size_t bytes)
+static void local_set_inline_max(stor_t *st_, size_t bytes)
 {
     lstor_t *st = (lstor_t *)st_;
     st->inline_max = bytes < S3R_INLINE_MAX_LIMIT ? bytes : S3R_INLINE_MAX_LIMIT;
 }
 
-int local_ready(stor_t *st_)
+static int local_ready(stor_t *st_)
 {
     lstor_t *st = (lstor_t *)st_;
     struct stat sb;
@@ -597,7 +596,7 @@ int local_ready(stor_t *st_)
            faccessat(st->objfd, ".", W_OK | X_OK, AT_EACCESS) == 0;
 }
 
-void local_close(stor_t *st_)
+static void local_close(stor_t *st_)
 {
     lstor_t *st = (lstor_t *)st_;
     if (!st)
@@ -618,7 +617,7 @@ void local_close(stor_t *st_)
     free(st);
 }
 
-stor_status_t local_sync(stor_t *st_)
+static stor_status_t local_sync(stor_t *st_)
 {
     lstor_t *st = (lstor_t *)st_;
     return local_syncer_sync(st->syncer) == 0 ? STOR_OK : STOR_ERR_IO;

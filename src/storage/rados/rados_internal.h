@@ -249,11 +249,6 @@ stor_status_t rs_fail(const char *what, const char *oid, int rc);
 /* The name of shard `shard` of index ix (for ix->shards 1, the one object,
  * named as before shards existed). */
 void rs_index_oid(const rs_index_t *ix, uint32_t shard, char out[RSTOR_OID_MAX]);
-/* The shard of n that holds key: FNV-1a (64-bit, offset basis
- * 0xcbf29ce484222325, prime 0x100000001b3) of the key's bytes, modulo n. Fixed
- * here, never a library's hash: it places keys in the cluster, so it must
- * give the same answer in every build of every gateway. */
-uint32_t rs_key_shard(uint32_t n, const char *key, size_t klen);
 /* The name of the index object of ix that holds key. */
 void rs_key_oid(const rs_index_t *ix, const char *key, char out[RSTOR_OID_MAX]);
 void rs_uploads_oid(uint64_t bucket_id, char out[RSTOR_OID_MAX]);
@@ -345,10 +340,9 @@ stor_status_t rs_index_switch_pre(rstor_t *st, const rs_index_t *ix, const char 
 /* ---- rados_version.c ---------------------------------------------------- */
 
 /* The start of key's version entries, "0xFE ‖ esc(key) ‖" (no 0x01 yet),
- * into *out (buf_init'ed here; the caller frees it); the entry of seq; and
- * the key of entry k (kl bytes) back into *key. 0, or -1. */
+ * into *out (buf_init'ed here; the caller frees it); and the key of entry k
+ * (kl bytes) back into *key. 0, or -1. */
 int rs_vprefix(const char *key, size_t klen, buf_t *out);
-int rs_vkey(const char *key, size_t klen, uint64_t seq, buf_t *out);
 int rs_vkey_parse(const char *k, size_t kl, buf_t *key);
 /* Version vid (NULL: the latest, which may be a delete marker) of
  * bucket/key (bucket by name, its id cached) into *rec. STOR_ERR_NO_KEY when
@@ -375,15 +369,6 @@ typedef struct rs_kread {
 int rs_kread_start(rstor_t *st, const char *oid, const char *key, const buf_t *vkey, int newest,
                    rs_kread_t *k);
 void rs_kread_discard(rs_kread_t *k);
-/* Makes meta (with segs: its data; none for a delete marker) the new
- * latest version of key, in bucket state state (ENABLED: a version of its
- * own; SUSPENDED: the "null" version, replacing the one there was), if
- * cond holds for the latest object; sets meta->version. pre (NULL: none):
- * the first look at the key, rs_kread_start'ed with newest (finished here).
- * Dropped data goes to the GC log. */
-stor_status_t rs_version_push(rstor_t *st, const rs_index_t *ix, const char *key, int state,
-                              stor_meta_t *meta, const stor_seg_t *segs, uint32_t n_segs,
-                              const stor_precond_t *cond, rs_kread_t *pre);
 /* The commit of a write (a PUT, a Complete) to bucket (name, ix, its
  * versioning state as the caller read it): an rs_index_switch_pre while
  * versioning is OFF, else rs_version_push; a switch that finds the key
@@ -416,8 +401,6 @@ void rs_writer_done(stor_writer_t *w, int how);
 
 /* ---- The backend's ops (the table is in rados_store.c) ----------------- */
 
-void rs_close(stor_t *st);
-stor_status_t rs_sync(stor_t *st);
 stor_status_t rs_bucket_create(stor_t *st, const char *name, const char *owner);
 stor_status_t rs_bucket_get(stor_t *st, const char *name, stor_bucket_t *out_p);
 stor_status_t rs_bucket_read(stor_t *st, const stor_bucket_t *bucket, buf_t *rec);

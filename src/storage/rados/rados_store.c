@@ -35,7 +35,11 @@ void rs_index_oid(const rs_index_t *ix, uint32_t shard, char out[RSTOR_OID_MAX])
         snprintf(out, RSTOR_OID_MAX, "s3rdma.index.%016" PRIx64 ".%" PRIu32, ix->id, shard);
 }
 
-uint32_t rs_key_shard(uint32_t n, const char *key, size_t klen)
+/* The shard of n that holds key: FNV-1a (64-bit, offset basis
+ * 0xcbf29ce484222325, prime 0x100000001b3) of the key's bytes, modulo n. Fixed
+ * here, never a library's hash: it places keys in the cluster, so it must
+ * give the same answer in every build of every gateway. */
+static uint32_t rs_key_shard(uint32_t n, const char *key, size_t klen)
 {
     if (n <= 1)
         return 0;
@@ -304,6 +308,9 @@ static int rs_ready(stor_t *st_)
 
 /* ==== Open / close ====================================================== */
 
+static void rs_close(stor_t *st);
+static stor_status_t rs_sync(stor_t *st);
+
 static const stor_ops_t rados_ops = {
     .name = "rados",
     .close = rs_close,
@@ -432,7 +439,7 @@ fail:;
     return s;
 }
 
-void rs_close(stor_t *st_)
+static void rs_close(stor_t *st_)
 {
     rstor_t *st = (rstor_t *)st_;
     rs_gc_stop(st);
@@ -452,7 +459,7 @@ void rs_close(stor_t *st_)
 
 /* Every acknowledged change is already durable in the cluster (librados
  * returns once every replica has it). */
-stor_status_t rs_sync(stor_t *st)
+static stor_status_t rs_sync(stor_t *st)
 {
     (void)st;
     return STOR_OK;

@@ -54,7 +54,9 @@ int rs_vprefix(const char *key, size_t klen, buf_t *out)
     return rc;
 }
 
-int rs_vkey(const char *key, size_t klen, uint64_t seq, buf_t *out)
+/* The entry of seq of key's versions, into *out (buf_init'ed here; the
+ * caller frees it). 0, or -1. */
+static int rs_vkey(const char *key, size_t klen, uint64_t seq, buf_t *out)
 {
     if (rs_vprefix(key, klen, out) != 0)
         return -1;
@@ -530,9 +532,15 @@ static stor_status_t version_push(rstor_t *st, const rs_index_t *ix, const char 
     return STOR_ERR_UNAVAILABLE;
 }
 
-stor_status_t rs_version_push(rstor_t *st, const rs_index_t *ix, const char *key, int state,
-                              stor_meta_t *meta, const stor_seg_t *segs, uint32_t n_segs,
-                              const stor_precond_t *cond, rs_kread_t *pre)
+/* Makes meta (with segs: its data; none for a delete marker) the new
+ * latest version of key, in bucket state state (ENABLED: a version of its
+ * own; SUSPENDED: the "null" version, replacing the one there was), if
+ * cond holds for the latest object; sets meta->version. pre (NULL: none):
+ * the first look at the key, rs_kread_start'ed with newest (finished here).
+ * Dropped data goes to the GC log. */
+static stor_status_t rs_version_push(rstor_t *st, const rs_index_t *ix, const char *key, int state,
+                                     stor_meta_t *meta, const stor_seg_t *segs, uint32_t n_segs,
+                                     const stor_precond_t *cond, rs_kread_t *pre)
 {
     rs_intent_ref_t d = {0};
     stor_status_t s = version_push(st, ix, key, state, meta, segs, n_segs, cond, pre, &d);
