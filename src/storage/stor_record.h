@@ -198,8 +198,9 @@ stor_status_t stor_encode_object_rec(buf_t *b, const char *key, const stor_obj_r
  * fields; STOR_ERR_NOMEM (m unchanged) when a new value cannot be copied. */
 stor_status_t stor_meta_apply_change(stor_meta_t *m, const stor_obj_change_t *change);
 /* Whether cond (NULL: none) holds for the object a key holds (old, when
- * had_old; a delete marker counts as no object): STOR_OK, STOR_ERR_PRECONDITION or STOR_ERR_NO_KEY. Its guard
- * is not called here (stor_precond_guard is, on what a delete removes). */
+ * had_old; a delete marker counts as no object): STOR_OK,
+ * STOR_ERR_PRECONDITION or STOR_ERR_NO_KEY. Its guard is not called here
+ * (stor_precond_guard is, on what a delete removes). */
 stor_status_t stor_precond_check(const stor_precond_t *cond, const stor_meta_t *old, int had_old);
 /* cond's guard (NULL cond or guard: STOR_OK) on version, a version a
  * delete is about to remove. */
