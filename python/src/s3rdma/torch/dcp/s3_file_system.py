@@ -99,7 +99,22 @@ def _valid_checkpoint_id(checkpoint_id: Union[str, os.PathLike]) -> bool:
     return True
 
 
-class S3StorageWriter(_dcp.StorageWriter):
+class _CheckpointAt:
+    """torch >= 2.2's checkpoint ids, shared by the writer and the reader
+    (each sets self.fs, self.path and self._path)."""
+
+    def reset(self, checkpoint_id: Union[str, os.PathLike, None] = None) -> None:
+        """A save to, or a load from, checkpoint_id (when given) instead of path."""
+        if checkpoint_id is not None:
+            self.path = self.fs.init_path(checkpoint_id)
+            self._path = _Path(checkpoint_id)
+
+    @classmethod
+    def validate_checkpoint_id(cls, checkpoint_id: Union[str, os.PathLike]) -> bool:
+        return _valid_checkpoint_id(checkpoint_id)
+
+
+class S3StorageWriter(_CheckpointAt, _dcp.StorageWriter):
     """Writes a distributed checkpoint under path (``s3://bucket/prefix/``).
 
     prefix_strategy: names each rank's data objects (s3_prefix_strategy; default
@@ -124,16 +139,6 @@ class S3StorageWriter(_dcp.StorageWriter):
         self._part_size = (s3client_config or S3ClientConfig()).part_size
         self._threads = max(1, thread_count)
         self.overwrite = overwrite
-
-    def reset(self, checkpoint_id: Union[str, os.PathLike, None] = None) -> None:
-        """torch >= 2.2: a save to checkpoint_id (when given) instead of path."""
-        if checkpoint_id is not None:
-            self.path = self.fs.init_path(checkpoint_id)
-            self._path = _Path(checkpoint_id)
-
-    @classmethod
-    def validate_checkpoint_id(cls, checkpoint_id: Union[str, os.PathLike]) -> bool:
-        return _valid_checkpoint_id(checkpoint_id)
 
     def init(self, is_coordinator: bool) -> None:
         pass
@@ -241,7 +246,7 @@ class S3StorageWriter(_dcp.StorageWriter):
         return [n for n in names if isinstance(n, str) and n.endswith(".distcp")]
 
 
-class S3StorageReader(_dcp.StorageReader):
+class S3StorageReader(_CheckpointAt, _dcp.StorageReader):
     """Reads a distributed checkpoint committed under path (its .metadata is the
     commit: a path without one is not a checkpoint). Every planned item's own byte
     range is fetched straight into its tensor whatever reader_constructor says (what
@@ -261,16 +266,6 @@ class S3StorageReader(_dcp.StorageReader):
         self._path = _Path(path)
         self._part_size = (s3client_config or S3ClientConfig()).part_size
         self._storage: Dict[Any, _Stored] = {}
-
-    def reset(self, checkpoint_id: Union[str, os.PathLike, None] = None) -> None:
-        """torch >= 2.2: a load from checkpoint_id (when given) instead of path."""
-        if checkpoint_id is not None:
-            self.path = self.fs.init_path(checkpoint_id)
-            self._path = _Path(checkpoint_id)
-
-    @classmethod
-    def validate_checkpoint_id(cls, checkpoint_id: Union[str, os.PathLike]) -> bool:
-        return _valid_checkpoint_id(checkpoint_id)
 
     def set_up_storage_reader(self, metadata, is_coordinator: bool, *args: Any,
                               **kwargs: Any) -> None:
