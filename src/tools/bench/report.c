@@ -161,20 +161,28 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
-int report_json(const char *path, const bench_opts_t *o, const run_result_t *r)
+/* The head every JSON report starts with: the tool, its version, the
+ * workload and the config's first fields (the caller writes the rest of
+ * "config", then closes it). */
+static void json_head(FILE *f, const bench_opts_t *o, const char *workload)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return -1;
     fprintf(f, "{\n  \"tool\": \"s3rdma-bench\",\n  \"version\": \"%d.%d.%d\",\n  \"workload\": ",
             S3RDMA_VERSION_MAJOR, S3RDMA_VERSION_MINOR, S3RDMA_VERSION_PATCH);
-    json_str(f, o->workload);
+    json_str(f, workload);
     fprintf(f, ",\n  \"config\": {\"endpoints\": ");
     json_str(f, o->endpoints);
     fprintf(f, ", \"bucket\": ");
     json_str(f, o->bucket);
     fprintf(f, ", \"prefix\": ");
     json_str(f, o->prefix);
+}
+
+int report_json(const char *path, const bench_opts_t *o, const run_result_t *r)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    json_head(f, o, o->workload);
     fprintf(f,
             ", \"transport\": \"%s\", \"use_rdma\": %s, \"threads\": %d, \"inflight\": %d, "
             "\"object_size_min\": %llu, \"object_size_max\": %llu, \"duration_s\": %.3f, \"ops\": "
@@ -190,8 +198,8 @@ int report_json(const char *path, const bench_opts_t *o, const run_result_t *r)
             o->verify ? "true" : "false", (unsigned long long)o->part_size,
             o->client_per_thread ? "true" : "false");
     json_str(f, r->ucx_transports);
-    fprintf(f, "},\n  \"seed_s\": %.6f,\n  \"elapsed_s\": %.6f,\n  \"operations\": {",
-            r->seed_secs, r->secs);
+    fprintf(f, "},\n  \"seed_s\": %.6f,\n  \"elapsed_s\": %.6f,\n  \"operations\": {", r->seed_secs,
+            r->secs);
     const char *sep = "";
     for (int k = 0; k < OP_COUNT; k++) {
         const op_result_t *x = &r->op[k];
@@ -284,14 +292,7 @@ int report_walk_json(const char *path, const bench_opts_t *o, const walk_result_
     FILE *f = fopen(path, "w");
     if (!f)
         return -1;
-    fprintf(f, "{\n  \"tool\": \"s3rdma-bench\",\n  \"version\": \"%d.%d.%d\",\n  \"workload\": "
-               "\"walk\",\n  \"config\": {\"endpoints\": ",
-            S3RDMA_VERSION_MAJOR, S3RDMA_VERSION_MINOR, S3RDMA_VERSION_PATCH);
-    json_str(f, o->endpoints);
-    fprintf(f, ", \"bucket\": ");
-    json_str(f, o->bucket);
-    fprintf(f, ", \"prefix\": ");
-    json_str(f, o->prefix);
+    json_head(f, o, "walk");
     fprintf(f, ", \"transport\": \"%s\", \"threads\": %d, \"ucx_transports\": ",
             s3r_transport_name(o->transport), o->threads);
     json_str(f, r->ucx_transports);
@@ -301,8 +302,7 @@ int report_walk_json(const char *path, const bench_opts_t *o, const walk_result_
             "\"sorted\": %s,\n    \"page_ms\": {\"p50\": %.4f, \"p99\": %.4f, \"max\": %.4f}, "
             "\"native\": %llu, \"http\": %llu}\n}\n",
             (unsigned long long)r->seeded, r->seed_secs, (unsigned long long)r->keys,
-            (unsigned long long)r->pages, r->secs, g.keys_s, r->sorted ? "true" : "false",
-            g.p50_ms, g.p99_ms, g.max_ms, (unsigned long long)g.native,
-            (unsigned long long)g.http);
+            (unsigned long long)r->pages, r->secs, g.keys_s, r->sorted ? "true" : "false", g.p50_ms,
+            g.p99_ms, g.max_ms, (unsigned long long)g.native, (unsigned long long)g.http);
     return fclose(f) == 0 ? 0 : -1;
 }
