@@ -484,9 +484,12 @@ static void get_object_begin(s3_req_t *req)
 /* ---- DeleteObject / DeleteObjects ---------------------------------------------- */
 
 /* A delete's If-Match (NULL: an unconditional delete) and the ETag it names. */
+/* A delete's If-Match: none (if_match false), "*" (etag NULL), or the ETag
+ * it names (etag, in buf). */
 typedef struct delete_cond {
-    const char *if_match;
-    char etag[64];
+    bool if_match;
+    const char *etag;
+    char buf[64];
 } delete_cond_t;
 
 /* S3's answer to the removal of a version object lock protects. */
@@ -530,17 +533,26 @@ static s3_error_t delete_version_check(const char *vid, stor_status_t *st)
 static s3_error_t delete_cond_init(s3_req_t *req, const char *key, const char *vid,
                                    const char *if_match, bool dir_cond, delete_cond_t *c)
 {
-    c->if_match = if_match;
-    c->etag[0] = '\0';
+    c->if_match = if_match != NULL;
+    c->etag = NULL;
     if (dir_cond || (if_match && vid))
         return S3E_NOT_IMPLEMENTED;
     if (if_match && strcmp(if_match, "*") != 0) {
-        if (!if_match_etag(if_match, c->etag, sizeof c->etag))
-            c->etag[0] = '\0'; /* matches no object's ETag */
+        c->etag = c->buf;
+        if (!if_match_etag(if_match, c->buf, sizeof c->buf))
+            c->buf[0] = '\0'; /* matches no object's ETag */
         if (!s3_extra_action_allowed(req, &req->authz_bucket, key, "s3:GetObject"))
             return S3E_ACCESS_DENIED;
     }
     return S3E_NONE;
+}
+
+/* The error a delete that ended in st (not STOR_OK) answers: a conditional
+ * delete's missing key as any lookup's (s3_object_lookup_error). */
+static s3_error_t delete_error(s3_req_t *req, stor_status_t st)
+{
+    return st == STOR_ERR_NO_KEY ? s3_object_lookup_error(req, &req->authz_bucket, st)
+                                 : s3_error_from_stor(st);
 }
 
 /* Deletes key (version vid, or the latest) under object lock's guard and
@@ -557,7 +569,7 @@ static stor_status_t delete_one(s3_req_t *req, const char *key, const char *vid,
             cond = &pre;
         }
         pre.must_exist = 1;
-        pre.etag = strcmp(c->if_match, "*") != 0 ? c->etag : NULL;
+        pre.etag = c->etag;
     }
     return stor_delete_version_if(req->srv->cfg.store, &req->authz_bucket, key, vid, cond, d);
 }
@@ -582,11 +594,7 @@ static void delete_object_begin(s3_req_t *req)
     if (st == STOR_OK)
         st = delete_one(req, req->key, vid, &c, &d);
     if (!delete_result_ok(&st, &d, &c)) {
-        if (st == STOR_ERR_NO_KEY)
-            err = s3_object_lookup_error(req, &req->authz_bucket, st);
-        else
-            err = s3_error_from_stor(st);
-        s3_reply_error(req, err, st == STOR_ERR_LOCKED ? LOCKED_MSG : NULL);
+        s3_reply_error(req, delete_error(req, st), st == STOR_ERR_LOCKED ? LOCKED_MSG : NULL);
         return;
     }
     if (vid || d.version_id[0]) /* the version asked for, or the marker made */
@@ -638,8 +646,7 @@ static void delete_objects_finish(s3_req_t *req)
         else if (st == STOR_ERR_NO_VERSION)
             delete_result_ok(&st, &d, &c);
         else if (st = delete_one(req, key, vid, &c, &d), !delete_result_ok(&st, &d, &c))
-            err = st == STOR_ERR_NO_KEY ? s3_object_lookup_error(req, &req->authz_bucket, st)
-                                        : s3_error_from_stor(st);
+            err = delete_error(req, st);
         if (err == S3E_NONE && quiet)
             continue;
         buf_append_str(&xml, err != S3E_NONE ? "<Error><Key>" : "<Deleted><Key>");
