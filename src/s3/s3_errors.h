@@ -41,7 +41,7 @@
       "One or more of the specified parts could not be found, or its entity tag did not match.")   \
     X(INVALID_PART_ORDER, 400, "InvalidPartOrder",                                                 \
       "The list of parts was not in ascending order.")                                             \
-    X(INVALID_PART_NUMBER, 400, "InvalidPartNumber",                                               \
+    X(INVALID_PART_NUMBER, 416, "InvalidPartNumber",                                               \
       "The requested partnumber is not satisfiable.")                                              \
     X(INVALID_RANGE, 416, "InvalidRange", "The requested range is not satisfiable.")               \
     X(INVALID_COPY_RANGE, 400, "InvalidRange", "The requested range is not satisfiable.")          \

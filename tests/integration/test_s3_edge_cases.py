@@ -199,13 +199,13 @@ def test_part_number_errors(s3, bucket):
     s3.put_object(Bucket=bucket, Key="simple", Body=b"0123456789")
     with pytest.raises(ClientError) as ei:
         s3.head_object(Bucket=bucket, Key="simple", PartNumber=2)
-    assert client_error(ei)[1] == 400
+    assert client_error(ei)[1] == 416
     uid, parts = mpu(s3, bucket, "mp", [b"a" * (5 * MiB), b"b"])
     s3.complete_multipart_upload(Bucket=bucket, Key="mp", UploadId=uid,
                                  MultipartUpload={"Parts": parts})
     with pytest.raises(ClientError) as ei:
         s3.get_object(Bucket=bucket, Key="mp", PartNumber=3)
-    assert_error(ei, "InvalidPartNumber", 400)
+    assert_error(ei, "InvalidPartNumber", 416)
 
 
 def test_upload_part_copy_range_outside_source(s3, bucket):

@@ -68,7 +68,7 @@ def test_multipart_roundtrip(s3, bucket, parts3):
     assert r["ContentLength"] == 1234 and r["PartsCount"] == 3
     with pytest.raises(ClientError) as ei:
         s3.get_object(Bucket=bucket, Key=key, PartNumber=4)
-    assert client_error(ei)[:2] == ("InvalidPartNumber", 400)
+    assert client_error(ei)[:2] == ("InvalidPartNumber", 416)
     # the upload is gone
     ups = s3.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
     assert uid not in [u["UploadId"] for u in ups]
@@ -83,7 +83,7 @@ def test_part_number_on_simple_object(s3, bucket):
     assert r["Body"].read() == b"0123456789"
     with pytest.raises(ClientError) as ei:
         s3.get_object(Bucket=bucket, Key="simple", PartNumber=2)
-    assert client_error(ei)[:2] == ("InvalidPartNumber", 400)
+    assert client_error(ei)[:2] == ("InvalidPartNumber", 416)
 
 
 def test_single_small_part_is_fine(s3, bucket):
