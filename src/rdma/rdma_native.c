@@ -418,26 +418,25 @@ static rdma_native_req_t *native_take_locked(struct rdma_server *srv)
 
 /* Polls the queue for a job this thread may take instead of sleeping, the
  * mutex released and the core yielded between looks, as the progress
- * threads poll their workers: with rdma.poll adaptive until
- * RDMA_BUSY_POLL_NS after the thread's last job (done_ns, 0: none yet) or
- * until the scheduler takes the core from it (a preemption: a poller that
- * waits for its turn costs more than a wake-up); with rdma.poll busy for as
- * long as no job comes. One executor polls at a time, the others sleep, so
- * a request that follows another finds a thread awake and pays no wake-up.
- * The job (counted as running), or NULL when the window ended or the
- * server is stopping. Under native_mu. */
+ * threads poll their workers: until RDMA_BUSY_POLL_NS after the thread's
+ * last job (done_ns, 0: none yet) or until the scheduler takes the core
+ * from it (a preemption: a poller that waits for its turn costs more than a
+ * wake-up). In both rdma.poll modes: busy gives cores to the progress
+ * threads (one each, rdma.workers), and an executor spinning beside them
+ * would take one more than the operator sized. One executor polls at a
+ * time, the others sleep, so a request that follows another finds a thread
+ * awake and pays no wake-up. The job (counted as running), or NULL when the
+ * window ended or the server is stopping. Under native_mu. */
 static rdma_native_req_t *native_poll_queue(struct rdma_server *srv, uint64_t done_ns)
 {
-    int busy = srv->cfg.poll == RDMA_POLL_BUSY;
-    if (srv->native_polling ||
-        (!busy && (done_ns == 0 || clock_mono_ns() - done_ns >= RDMA_BUSY_POLL_NS)))
+    if (srv->native_polling || done_ns == 0 || clock_mono_ns() - done_ns >= RDMA_BUSY_POLL_NS)
         return NULL;
     srv->native_polling++;
     long preemptions = rdma_thread_preemptions();
     rdma_native_req_t *j = NULL;
     for (unsigned round = 1; !srv->native_stop && !(j = native_take_locked(srv)); round++) {
         /* A look at the clock and the preemptions every 8 rounds. */
-        if (!busy && (round & 7) == 0 &&
+        if ((round & 7) == 0 &&
             (rdma_thread_preemptions() != preemptions ||
              clock_mono_ns() - done_ns >= RDMA_BUSY_POLL_NS))
             break;
@@ -453,6 +452,7 @@ static void *native_main(void *arg)
 {
     struct rdma_server *srv = arg;
     uint64_t done_ns = 0; /* when this thread last ran a job */
+    pthread_setname_np(pthread_self(), "s3r-native");
     pthread_mutex_lock(&srv->native_mu);
     for (;;) {
         rdma_native_req_t *j = native_take_locked(srv);

@@ -8,6 +8,7 @@ Runs under UCX's default transports and UCX_TLS=tcp (client and server alike).
 """
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -75,5 +76,52 @@ def test_bad_client_poll_mode_is_refused(tmp_path):
         assert rc != 0 and r.get("native_ops") == 0, (out, err)
         assert "S3R_RDMA_POLL=spin: expected busy or adaptive" in out + err, (out, err)
         s3.delete_bucket(Bucket="pollbad")
+    finally:
+        s.stop()
+
+
+def _thread_states(pid):
+    """{tid: (name, state letter)} of the process's threads, from /proc."""
+    out = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = (task / "comm").read_text().strip()
+            stat = (task / "stat").read_text()
+        except OSError:
+            continue  # the thread ended meanwhile
+        out[task.name] = (name, stat[stat.rindex(")") + 2])
+    return out
+
+
+def test_busy_server_spins_only_its_progress_threads(tmp_path):
+    """rdma.poll busy gives one core to each progress thread (rdma.workers) and no
+    more: once the writes are done, the native executors (s3r-native) sleep, as in
+    adaptive, while the progress thread keeps polling. Sampled from the threads'
+    states in /proc: a polling thread is always running or runnable (R), a sleeping
+    one waits (S). The progress thread's samples show the sampling sees a spinner."""
+    s = RdmaServer(tmp_path, "poll-busy-cores", UCX_ENVS["ucx-default"],
+                   extra_args=["--rdma-poll", "busy", "--rdma-workers", "1"]).start()
+    try:
+        s3 = boto_client(s)
+        s3.create_bucket(Bucket="pollcores")
+        # Bodies above the inline limit go to the executors.
+        rc, r, out, err = native_only(s, None, "roundtrip", "pollcores", MiB + 1, MiB + 1)
+        assert rc == 0 and r["native_ops"] >= 8, (out, err)
+        time.sleep(0.5)  # far past any executor's polling window (200 us)
+        pid = s.srv.proc.pid
+        running = {}
+        for _ in range(40):
+            for tid, (name, state) in _thread_states(pid).items():
+                if name in ("s3r-native", "s3r-progress"):
+                    seen = running.setdefault(tid, [name, 0, 0])
+                    seen[1] += 1
+                    seen[2] += state == "R"
+            time.sleep(0.02)
+        progress = [v for v in running.values() if v[0] == "s3r-progress"]
+        native = [v for v in running.values() if v[0] == "s3r-native"]
+        assert len(progress) == 1 and native, running
+        assert progress[0][2] >= progress[0][1] // 2, running
+        assert all(v[2] <= v[1] // 4 for v in native), running
+        s3.delete_bucket(Bucket="pollcores")
     finally:
         s.stop()
