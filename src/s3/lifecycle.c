@@ -131,7 +131,7 @@ static int64_t parse_date(const char *s)
     int64_t t = date_parse_iso8601(s);
     if (t < 0)
         return -1;
-    return t % 86400 ? -2 : t;
+    return t % S3_LC_DAY_S ? -2 : t;
 }
 
 /* The storage classes a Transition may name (S3's TransitionStorageClass). */

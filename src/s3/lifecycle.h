@@ -21,6 +21,10 @@
 #define S3_LC_MAX_ID    255  /* bytes of a rule ID */
 #define S3_LC_MAX_TAGS  10   /* tags in one rule's filter (an object has at most 10) */
 #define S3_LC_MAX_NEWER 100  /* NewerNoncurrentVersions */
+/* A rule's day, as S3 counts it. The runner's day is lifecycle.day_seconds
+ * (shorter only to test rules); the x-amz-expiration and x-amz-abort-date
+ * headers always count in this one, as S3 shows them. */
+#define S3_LC_DAY_S 86400
 #define S3_LC_MAX_BYTES (64 * 1024)
 
 /* How a rule names the objects it applies to. */

@@ -355,7 +355,7 @@ s3_lc_runner_t *s3_lc_runner_start(stor_t *st, unsigned day_s)
     if (!r)
         return NULL;
     r->st = st;
-    r->day_s = day_s ? day_s : 86400;
+    r->day_s = day_s ? day_s : S3_LC_DAY_S;
     pthread_mutex_init(&r->lock, NULL);
     pthread_cond_init(&r->cond, NULL);
     if (pthread_create(&r->thread, NULL, runner_main, r) != 0) {

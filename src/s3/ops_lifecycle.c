@@ -101,7 +101,7 @@ static void add_lifecycle_headers(void *ctx, const s3_lc_t *cfg)
     s3_req_t *req = a->req;
     const s3_lc_rule_t *rule;
     if (a->meta) {
-        int64_t t = s3_lc_expiry_of(cfg, a->key, a->meta, req->srv->cfg.lifecycle_day_s, &rule);
+        int64_t t = s3_lc_expiry_of(cfg, a->key, a->meta, S3_LC_DAY_S, &rule);
         char value[S3_LC_MAX_ID + 96];
         if (t >= 0) {
             s3_lc_expiration_header(t, rule, value, sizeof value);
@@ -109,7 +109,7 @@ static void add_lifecycle_headers(void *ctx, const s3_lc_t *cfg)
         }
         return;
     }
-    int64_t t = s3_lc_abort_due(cfg, a->key, a->initiated_s, req->srv->cfg.lifecycle_day_s, &rule);
+    int64_t t = s3_lc_abort_due(cfg, a->key, a->initiated_s, S3_LC_DAY_S, &rule);
     if (t >= 0) {
         char date[40];
         date_format_http(t, date);

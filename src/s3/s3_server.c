@@ -11,6 +11,7 @@
 #include "common/hash_pool.h"
 #include "common/log.h"
 #include "common/s3r_limits.h"
+#include "s3/lifecycle.h"
 #include "s3/lifecycle_run.h"
 #include "s3/s3_request.h"
 
@@ -27,7 +28,7 @@ int s3_server_init(s3_server_t *srv, const s3_server_config_t *cfg)
     srv->cfg = *cfg;
     s3_server_config_t *c = &srv->cfg;
     if (!c->lifecycle_day_s)
-        c->lifecycle_day_s = 86400;
+        c->lifecycle_day_s = S3_LC_DAY_S;
     uint32_t inst;
     hash_random_bytes(&inst, sizeof(inst));
     srv->instance = inst;

@@ -129,8 +129,9 @@ typedef struct s3_server_config {
     /* Accept SSE-C keys over plain HTTP and the native protocol (tests
      * only: the key crosses the network in the clear). */
     bool sse_c_plain;
-    /* Seconds in a lifecycle rule's day (lifecycle.day_seconds): 86400, or
-     * shorter to test rules; 0 means 86400. */
+    /* Seconds in the lifecycle runner's day (lifecycle.day_seconds): 86400,
+     * or shorter to test rules; 0 means 86400. Replies' headers count real
+     * days (S3_LC_DAY_S). */
     unsigned lifecycle_day_s;
     stor_t *store; /* borrowed */
     /* The token path's byte mover (borrowed); NULL when RDMA is disabled:

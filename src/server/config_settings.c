@@ -189,7 +189,8 @@ const setting_t server_settings[] = {
     /* Lifecycle (docs/operations.md). */
     COUNT("lifecycle.day_seconds", "lifecycle-day-seconds", "S3RDMA_LIFECYCLE_DAY_SECONDS", "86400",
           lifecycle.day_seconds, 1, 86400,
-          "seconds in a lifecycle rule's day: 86400; shorter only to test rules"),
+          "seconds in the lifecycle runner's day: 86400; shorter only to test rules (replies' "
+          "x-amz-expiration and abort dates still count real days)"),
     /* Storage (docs/storage.md). */
     CHOICE("storage.backend", "storage-backend", "S3RDMA_STORAGE_BACKEND", "local", storage.backend,
            backend_words, "local (LMDB + files in data_dir) or rados (a Ceph cluster)"),

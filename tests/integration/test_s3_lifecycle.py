@@ -263,6 +263,35 @@ def test_create_multipart_upload_names_its_abort_date(s3, bucket):
     assert "AbortRuleId" not in s3.create_multipart_upload(Bucket=bucket, Key="tmp/y")
 
 
+def test_headers_count_real_days_with_a_short_runner_day(make_server):
+    """lifecycle.day_seconds shortens the runner's day only: x-amz-expiration and the
+    abort date still name the date S3 would (a real day after the write, rounded up to
+    midnight UTC), as radosgw does with its debug interval."""
+    srv = make_server(extra_args=["--lifecycle-day-seconds", "2"])
+    s3 = boto_client(srv)
+    bucket = new_bucket_name()
+    s3.create_bucket(Bucket=bucket)
+    put_rules(s3, bucket, [
+        {"ID": "exp", "Filter": {"Prefix": "e/"}, "Status": "Enabled",
+         "Expiration": {"Days": 30}},
+        {"ID": "abort", "Filter": {"Prefix": "u/"}, "Status": "Enabled",
+         "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 30}},
+    ])
+    before = time.time()
+    t, rule = expiry(s3.put_object(Bucket=bucket, Key="e/a", Body=b"x"))
+    assert rule == "exp"
+    assert t % DAY == 0 and before + 30 * DAY <= t <= time.time() + 31 * DAY
+    assert expiry(s3.head_object(Bucket=bucket, Key="e/a")) == (t, "exp")
+    r = s3.create_multipart_upload(Bucket=bucket, Key="u/b")
+    a = r["AbortDate"].timestamp()
+    assert r["AbortRuleId"] == "abort"
+    assert a % DAY == 0 and before + 30 * DAY <= a <= time.time() + 31 * DAY
+    s3.abort_multipart_upload(Bucket=bucket, Key="u/b", UploadId=r["UploadId"])
+    s3.delete_object(Bucket=bucket, Key="e/a")
+    s3.delete_bucket_lifecycle(Bucket=bucket)
+    s3.delete_bucket(Bucket=bucket)
+
+
 def wait_for(cond, timeout=30):
     deadline = time.monotonic() + timeout
     while not cond():
