@@ -16,7 +16,7 @@
 
 #include "common/s3r_limits.h"
 #include "stor_test_util.h"
-#include "storage/stor_internal.h"
+#include "storage/local/local_internal.h"
 
 typedef struct fx {
     char *dir;
@@ -264,7 +264,7 @@ static int open_deleted_files(void)
     return n;
 }
 
-/* Reads keep object files open for the next read (stor_fdcache.c), but a
+/* Reads keep object files open for the next read (local_fdcache.c), but a
  * file the index dropped is never held: after an overwrite and a delete,
  * and the sync point that unlinks them, no descriptor of ours points at a
  * deleted file, and every read saw the bytes of its time. */

@@ -1,4 +1,4 @@
-/* Group commit (stor_group.c): concurrent PUTs and DELETEs share one LMDB
+/* Group commit (local_group.c): concurrent PUTs and DELETEs share one LMDB
  * write transaction, each evaluated against what the changes before it in
  * the group did, and a failing one fails nothing else.
  *
@@ -16,8 +16,8 @@
 
 #include "common/s3r_limits.h"
 #include "stor_test_util.h"
-#include "storage/stor_internal.h"
-#include "storage/syncer.h"
+#include "storage/local/local_internal.h"
+#include "storage/local/local_syncer.h"
 
 typedef enum { OP_PUT, OP_DELETE } op_kind_t;
 

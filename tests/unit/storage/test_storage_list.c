@@ -8,7 +8,7 @@
 #include <cmocka.h>
 
 #include "stor_test_util.h"
-#include "storage/stor_internal.h"
+#include "storage/local/local_internal.h"
 
 #define MAX_KEYS 64
 

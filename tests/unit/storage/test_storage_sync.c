@@ -23,10 +23,10 @@
 #include "common/hash.h"
 #include "common/s3r_limits.h"
 #include "stor_test_util.h"
-#include "storage/restore.h"
-#include "storage/stor_internal.h"
-#include "storage/syncer.h"
-#include "storage/wal.h"
+#include "storage/local/local_restore.h"
+#include "storage/local/local_internal.h"
+#include "storage/local/local_syncer.h"
+#include "storage/local/local_wal.h"
 
 /* ---- fsync / fdatasync observed ------------------------------------------ */
 
@@ -576,7 +576,7 @@ static void gc_ack(gc_arg_t *a, const char *line)
 /* One writer: PUTs its keys and DELETEs every fourth one it put, appending
  * each key to the ack log once the PUT returned ("-key" once the DELETE
  * did: an acknowledgement a client would have seen). Concurrent writers'
- * changes share write transactions (stor_group.c) and sync points. */
+ * changes share write transactions (local_group.c) and sync points. */
 static void *gc_writer(void *arg)
 {
     gc_arg_t *a = arg;
@@ -799,7 +799,7 @@ static void assert_history(fx_t *f, int round)
 }
 
 /* Fsync mode's groups are durable once their record in the commit log is
- * (wal.h), not once a restore point covers them: after the OS "goes down"
+ * (local_wal.h), not once a restore point covers them: after the OS "goes down"
  * (another boot id: the index is back at its last restore point, taken long
  * before), stor_open applies the log again, and every acknowledged PUT,
  * overwrite, part, DELETE and versioned change is there. Then the same again, but
@@ -843,7 +843,7 @@ static void test_unappliable_log_refuses_open(void **state)
     assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
     stor_close(f->st);
     f->st = NULL;
-    /* wal.c's layout: a 4 KiB header, then a record with one operation. */
+    /* local_wal.c's layout: a 4 KiB header, then a record with one operation. */
     uint8_t file[4096 + 45] = {0};
     struct {
         char magic[8];
@@ -966,7 +966,7 @@ static void test_index_without_writable_map(void **state)
     assert_get(f->st, "k", "v2");
 }
 
-/* ---- The pool of free files (stor_pool.c) --------------------------------- */
+/* ---- The pool of free files (local_pool.c) --------------------------------- */
 
 static size_t pool_count(stor_t *st)
 {

@@ -1,11 +1,11 @@
-/* Private to src/storage: fsync mode's commit log (wal.c), which makes a
+/* Private to src/storage: fsync mode's commit log (local_wal.c), which makes a
  * group of object changes durable with one flush instead of two.
  *
  * Without it, a commit in fsync mode is durable once a sync point covers it
- * (syncer.h): an fdatasync of data.mdb, then the restore point's save and its
+ * (local_syncer.h): an fdatasync of data.mdb, then the restore point's save and its
  * fdatasync -- two flushes in a row, in that order (the restore point may
  * only name pages that are on disk). With it, the group committer
- * (stor_group.c) records, while it applies a group, every put and delete the
+ * (local_group.c) records, while it applies a group, every put and delete the
  * group makes to the index's tables; after the commit it appends them as one
  * checksummed record, tagged with the commit's transaction id, to
  * index/wal, and the group is durable once that record is: one fdatasync of
@@ -14,7 +14,7 @@
  * every record, the log starts over.
  *
  * Recovery (stor_open, before anything else reads the index): the index is
- * first back at a restore point S if the OS went down (restore.h); then every
+ * first back at a restore point S if the OS went down (local_restore.h); then every
  * record of the log's current generation whose transaction id is above the
  * index's last one is applied again, in order, in one write transaction.
  * The records are exact puts and deletes, so applying again a suffix of the
@@ -26,7 +26,7 @@
  * holds a change the index does not have) and before the next group's
  * record; and every commit that is not logged (buckets, multipart, a group
  * that could not be logged) and came before a record is covered by a restore
- * point before that record is appended (stor_group.c), so that a replay
+ * point before that record is appended (local_group.c), so that a replay
  * never builds on a change that was lost. */
 #ifndef S3R_STORAGE_WAL_H
 #define S3R_STORAGE_WAL_H

@@ -13,7 +13,7 @@
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
-#include "storage/stor_internal.h"
+#include "storage/local/local_internal.h"
 
 #define OPEN_RETRIES 64
 
@@ -272,7 +272,7 @@ out:
     return s;
 }
 
-/* A writer's commit as a change of a group (stor_group.c): local_put_object, its
+/* A writer's commit as a change of a group (local_group.c): local_put_object, its
  * outputs reset first since a group may apply it again. */
 typedef struct put_change {
     lwriter_t *w;
@@ -609,7 +609,7 @@ static stor_status_t marker_new(stor_obj_rec_t *rec)
     return rec->meta.delete_marker ? STOR_OK : STOR_ERR_NOMEM;
 }
 
-/* A delete as a change of a group (stor_group.c); its outputs are reset
+/* A delete as a change of a group (local_group.c); its outputs are reset
  * first since a group may apply it again. */
 typedef struct del_change {
     const stor_bucket_t *bucket;

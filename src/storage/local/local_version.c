@@ -23,7 +23,7 @@
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
-#include "storage/stor_internal.h"
+#include "storage/local/local_internal.h"
 
 #define VKEY_MAX (STOR_IKEY_MAX + 9)
 

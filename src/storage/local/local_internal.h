@@ -60,13 +60,13 @@ static inline void stor_id_path(const uint8_t id[STOR_ID_LEN], char out[STOR_PAT
     snprintf(out, STOR_PATH_LEN, "%.2s/%.2s/%s", hex, hex + 2, hex);
 }
 
-/* ---- The store (storage.c and the stor_*.c files) ------------------------ */
+/* ---- The store (local_store.c and the stor_*.c files) ------------------------ */
 
-typedef struct syncer syncer_t;       /* syncer.h, which includes this header */
-typedef struct wal wal_t;             /* wal.h */
-typedef struct stor_pool stor_pool_t; /* stor_pool.c, below */
+typedef struct syncer syncer_t;       /* local_syncer.h, which includes this header */
+typedef struct wal wal_t;             /* local_wal.h */
+typedef struct stor_pool stor_pool_t; /* local_pool.c, below */
 
-/* A cached read descriptor of an object file (stor_fdcache.c). */
+/* A cached read descriptor of an object file (local_fdcache.c). */
 #define STOR_FDCACHE_SLOTS 256
 typedef struct fdslot {
     uint8_t id[STOR_ID_LEN];
@@ -76,14 +76,14 @@ typedef struct fdslot {
 typedef struct lstor lstor_t;
 typedef struct lwriter lwriter_t;
 
-/* ---- stor_group.c: concurrent object changes share one write transaction
+/* ---- local_group.c: concurrent object changes share one write transaction
  *
  * A PUT's, a DELETE's or a multipart part's change to the index is handed to
  * stor_group_commit(), which applies it in one LMDB write transaction
  * together with the changes other threads handed over meanwhile (at most
  * STOR_GROUP_MAX of them), in the order they arrived, and commits them at
  * once: one commit's pages, one meta page, and in fsync mode one record in
- * the commit log (wal.h) for the whole group. Each
+ * the commit log (local_wal.h) for the whole group. Each
  * change's conditions (bucket identity, preconditions, versioning, guards)
  * are evaluated by its apply function inside that transaction, so against
  * the changes before it in the group. A change that fails changes nothing
@@ -108,7 +108,7 @@ struct stor_change {
     /* Set by stor_group_commit: the change is in the index (1 also when the
      * result is STOR_ERR_IO because its sync point failed). */
     int applied;
-    /* Private to stor_group.c. */
+    /* Private to local_group.c. */
     stor_status_t status;
     uint64_t txnid;
     uint64_t lsn; /* the group's record in the commit log, or 0: not logged */
@@ -120,7 +120,7 @@ struct stor_change {
 /* Applies c (c->apply(c->arg)) in a write transaction shared with the
  * changes of concurrent callers, commits it and, in fsync mode, returns once
  * the commit is durable: the group's record in the commit log is on disk
- * (wal.h), or, for a group that could not be logged, a sync point covers it. Returns what c->apply
+ * (local_wal.h), or, for a group that could not be logged, a sync point covers it. Returns what c->apply
  * returned, or the commit's or the sync point's failure. */
 stor_status_t stor_group_commit(lstor_t *st, stor_change_t *c);
 
@@ -129,27 +129,27 @@ struct lstor {
     stor_t base;
     MDB_env *env;
     MDB_dbi db_buckets; /* name -> bucket record */
-    MDB_dbi db_objects; /* index key (stor_internal.h) -> object record */
+    MDB_dbi db_objects; /* index key (local_internal.h) -> object record */
     MDB_dbi db_uploads; /* bucket \0 upload id -> upload record */
     /* Index key of bucket/key (the objects' scheme) -> upload ids (sorted
      * duplicates): the uploads in (key, upload id) order, for a bounded
-     * ListMultipartUploads (stor_multipart.c). */
+     * ListMultipartUploads (local_multipart.c). */
     MDB_dbi db_upload_keys;
     MDB_dbi db_parts; /* upload id (32 hex) + be32 part number -> part record */
     /* index key ‖ 0x00 ‖ be64(~seq) -> the record of a version that is not
      * the current object: noncurrent objects and delete markers
-     * (stor_version.c). */
+     * (local_version.c). */
     MDB_dbi db_versions;
     stor_durability_t durability;
     int objfd;  /* DIR/.s3rdma/objects */
     int lockfd; /* flock'ed: one process per data directory */
     /* The sync points that make commits, their files and directories
-     * durable and then unlink what they dropped (syncer.h): relaxed mode's,
+     * durable and then unlink what they dropped (local_syncer.h): relaxed mode's,
      * and fsync mode's restore points. */
     syncer_t *syncer;
-    /* Free files for new writers (stor_pool.c): what drops feed. */
+    /* Free files for new writers (local_pool.c): what drops feed. */
     stor_pool_t *pool;
-    /* Fsync mode: the commit log of the groups' changes (wal.h), and the
+    /* Fsync mode: the commit log of the groups' changes (local_wal.h), and the
      * transaction id of the last commit that is not in it (the group
      * committer makes a restore point cover it before it appends a record
      * of a later commit). NULL and unused in relaxed mode. */
@@ -170,7 +170,7 @@ struct lstor {
     /* The shard new files go to (bits 31-16: its two id bytes) and how many
      * went there so far (bits 15-0; 0: none yet), for local_file_id_new. */
     _Atomic uint32_t shard_run;
-    /* Read descriptors of object files (stor_fdcache.c), under fd_lock. */
+    /* Read descriptors of object files (local_fdcache.c), under fd_lock. */
     pthread_mutex_t fd_lock;
     uint64_t fd_epoch; /* bumped by every drop */
     fdslot_t fd_cache[STOR_FDCACHE_SLOTS];
@@ -180,7 +180,7 @@ struct lstor {
     /* Objects of at most this many bytes are kept inline in their index
      * record, with no file (stor_set_inline_max; 0: never). */
     size_t inline_max;
-    /* Changes waiting for a group (stor_group.c), in arrival order, under
+    /* Changes waiting for a group (local_group.c), in arrival order, under
      * group_lock. group_leading: a caller is running a group; while none
      * is, the queue is empty. group_queued: the queue's length. */
     pthread_mutex_t group_lock;
@@ -206,7 +206,7 @@ struct lwriter {
     uint64_t size;
 };
 
-/* ---- stor_fdcache.c: object file descriptors kept open for reads ------- */
+/* ---- local_fdcache.c: object file descriptors kept open for reads ------- */
 
 void local_fdcache_init(lstor_t *st);
 void local_fdcache_free(lstor_t *st);
@@ -220,7 +220,7 @@ void local_fdcache_put(lstor_t *st, const uint8_t id[STOR_ID_LEN], int fd, uint6
 /* File id left the index: closes its cached descriptor, bumps the epoch. */
 void local_fdcache_forget(lstor_t *st, const uint8_t id[STOR_ID_LEN]);
 
-/* ---- stor_pool.c: free object files, reused instead of made -------------
+/* ---- local_pool.c: free object files, reused instead of made -------------
  * A file a durable commit dropped (where it used to be unlinked: local_drop_file
  * in fsync mode, the sync point's last step in relaxed mode) is moved to
  * pool/ (named by its former id) and kept, its bytes too, for a new writer,
@@ -256,7 +256,7 @@ int stor_pool_take(stor_pool_t *p, const char *path);
 /* How many free files the pool holds. */
 size_t stor_pool_count(stor_pool_t *p);
 
-/* Shared helpers (defined in storage.c unless noted). */
+/* Shared helpers (defined in local_store.c unless noted). */
 
 /* Logs an LMDB failure (what: the operation) and returns STOR_ERR_IO. */
 stor_status_t local_mdb_fail(const char *what, int rc);
@@ -285,9 +285,9 @@ stor_status_t local_bucket_check_ver(lstor_t *st, MDB_txn *txn, const char *name
 stor_status_t local_rd_begin(lstor_t *st, MDB_txn **txn_p);
 /* Begins a write transaction. */
 stor_status_t local_wr_begin(lstor_t *st, MDB_txn **txn_p);
-/* mdb_put and mdb_del for the writes a group's change makes (stor_object.c,
- * stor_version.c): they also go to the commit log's record of the group
- * (wal.h), which is how a logged commit is replayed. A change applied in a
+/* mdb_put and mdb_del for the writes a group's change makes (local_object.c,
+ * local_version.c): they also go to the commit log's record of the group
+ * (local_wal.h), which is how a logged commit is replayed. A change applied in a
  * group writes the index only through these. */
 int stor_wr_put(lstor_t *st, MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v, unsigned flags);
 int stor_wr_del(lstor_t *st, MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v);
@@ -309,10 +309,10 @@ void stor_unlogged(lstor_t *st, uint64_t id);
 /* 1 if s is exactly n lowercase hex digits followed by NUL. */
 int local_is_hex(const char *s, size_t n);
 
-/* stor_sweep.c: deletes the object files the index does not reference. */
+/* local_sweep.c: deletes the object files the index does not reference. */
 void local_sweep_orphans(lstor_t *st);
 
-/* stor_object.c, also used by multipart: */
+/* local_object.c, also used by multipart: */
 /* Closes and frees a writer; its file (if it made one) is unlinked unless
  * keep. */
 void local_writer_free(lwriter_t *w, int keep);
@@ -333,7 +333,7 @@ stor_status_t local_put_object(lstor_t *st, MDB_txn *txn, const char *bucket, ui
                                const stor_precond_t *cond, stor_obj_rec_t *old, int *had_old,
                                int *touched);
 
-/* stor_version.c: versions (docs/storage.md, "Versioning"). ik is the
+/* local_version.c: versions (docs/storage.md, "Versioning"). ik is the
  * key's index key throughout. */
 /* Version vid of key (NULL: its newest version in db_versions, the latest
  * when it has no current object) into rec. STOR_ERR_NO_VERSION (vid) or
@@ -366,7 +366,7 @@ int local_viter_next(stor_iter_t *it, const char **key_p, size_t *key_len_p, sto
                      int *is_latest_p);
 void local_viter_close(stor_iter_t *it);
 
-/* stor_multipart.c, used by bucket deletion: */
+/* local_multipart.c, used by bucket deletion: */
 /* Deletes, in txn, every multipart upload of bucket and its part records.
  * *ids_p (malloc'ed, n_p entries) gets the parts' file ids, to local_drop_file()
  * once txn committed. */
@@ -376,7 +376,7 @@ stor_status_t local_mpu_index_build(lstor_t *st, MDB_txn *txn);
 stor_status_t local_mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucket,
                                     stor_seg_t **ids_p, size_t *n_p);
 
-/* ---- The local backend's ops (stor_backend.h; the table is in storage.c) -- */
+/* ---- The local backend's ops (stor_backend.h; the table is in local_store.c) -- */
 
 stor_status_t local_bucket_create(stor_t *st_, const char *name, const char *owner);
 stor_status_t local_bucket_get(stor_t *st_, const char *name, stor_bucket_t *out_p);

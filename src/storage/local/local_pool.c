@@ -1,7 +1,7 @@
 /* The pool of free object files (DIR/.s3rdma/pool): files a durable commit
  * dropped, kept (with their blocks) for new writers to write over instead of
  * being unlinked, so an overwrite makes no new inode and frees no blocks.
- * See stor_internal.h for the contract and docs/storage.md ("The pool of
+ * See local_internal.h for the contract and docs/storage.md ("The pool of
  * free files") for the crash story. */
 #include <dirent.h>
 #include <errno.h>
@@ -15,7 +15,7 @@
 
 #include "common/hash.h"
 #include "common/log.h"
-#include "storage/stor_internal.h"
+#include "storage/local/local_internal.h"
 
 struct stor_pool {
     int objfd;  /* objects/ (the caller's) */

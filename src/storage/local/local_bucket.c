@@ -6,7 +6,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "storage/stor_internal.h"
+#include "storage/local/local_internal.h"
 
 /* ==== Buckets ============================================================ */
 

@@ -1,10 +1,10 @@
-/* Private to src/storage: the relaxed-mode sync point (syncer.c).
+/* Private to src/storage: the relaxed-mode sync point (local_syncer.c).
  *
  * In relaxed mode a commit returns once it is in the page cache: LMDB runs
  * with MDB_NOSYNC and the object file is not synced. So nothing a commit
  * dropped may be unlinked yet (after a power loss the index may come back
  * without that commit and still point at those files), and the index must
- * have a restore point (restore.h) to come back to. The syncer collects what
+ * have a restore point (local_restore.h) to come back to. The syncer collects what
  * the commits since the last sync point owe -- new object files and shard
  * directories to fsync, dropped files to unlink -- and pays it at a sync
  * point, in this order:
@@ -30,7 +30,7 @@
  * Fsync mode uses the same sync points with empty lists (a writer syncs its
  * own file and directory before its commit, in its own thread, and unlinks
  * what its commit dropped once that commit is durable). A commit that is in
- * the commit log (wal.h: the groups of PUTs and DELETEs) is durable once its
+ * the commit log (local_wal.h: the groups of PUTs and DELETEs) is durable once its
  * record is; the sync points then only bound the log and run on the timer
  * and the backlogs, as in relaxed mode. Any other commit waits in
  * local_syncer_wait_durable() for one that covers it, and commits that wait
@@ -42,7 +42,7 @@
 #include <lmdb.h>
 #include <stdint.h>
 
-#include "storage/stor_internal.h"
+#include "storage/local/local_internal.h"
 
 typedef struct syncer syncer_t;
 

@@ -1,5 +1,5 @@
 /* Group commit of object changes: concurrent PUTs, DELETEs and multipart
- * parts share one LMDB write transaction (stor_internal.h, "stor_group.c").
+ * parts share one LMDB write transaction (local_internal.h, "local_group.c").
  *
  * A leader/follower queue. A caller appends its change; if no group is
  * running it leads one, else it sleeps on its own condition variable until
@@ -14,16 +14,16 @@
  *
  * Fsync mode: while it applies the group, the leader records its writes
  * (stor_wr_put, stor_wr_del) and, after the commit and before handing the lead on,
- * appends them to the commit log as the group's record (wal.h); the group is
+ * appends them to the commit log as the group's record (local_wal.h); the group is
  * durable once that record is flushed, one fdatasync shared by every group
  * appended meanwhile. A group that cannot be logged (the log full, out of
  * memory, an I/O error) waits for a sync point instead, as every commit
  * outside the groups does. */
 #include <pthread.h>
 
-#include "storage/stor_internal.h"
-#include "storage/syncer.h"
-#include "storage/wal.h"
+#include "storage/local/local_internal.h"
+#include "storage/local/local_syncer.h"
+#include "storage/local/local_wal.h"
 
 enum { CH_QUEUED, CH_LEAD, CH_DONE };
 

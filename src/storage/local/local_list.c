@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "storage/stor_internal.h"
+#include "storage/local/local_internal.h"
 
 /* ==== Listing ============================================================ */
 

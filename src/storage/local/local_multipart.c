@@ -11,7 +11,7 @@
 #include "common/hash.h"
 #include "common/log.h"
 #include "common/s3r_limits.h"
-#include "storage/stor_internal.h"
+#include "storage/local/local_internal.h"
 
 /* ==== Multipart uploads ================================================== */
 
@@ -205,7 +205,7 @@ stor_status_t local_mpu_check(stor_t *st_, const char *bucket, const char *key,
     return s;
 }
 
-/* A part's commit as a change of a group (stor_group.c): the upload must
+/* A part's commit as a change of a group (local_group.c): the upload must
  * still be there, in the writer's bucket; the part's record replaces any
  * earlier one of its number (whose file the caller drops). */
 typedef struct part_change {
@@ -664,7 +664,7 @@ static stor_status_t list_one(lstor_t *st, MDB_txn *txn, const char *bucket, con
  * marker, it collects max + 1 listed uploads and stops (past the prefix, or
  * at the end of the bucket, sooner), so its work does not grow with the
  * bucket's uploads. Index order is key order except inside a block of long
- * keys sharing their first P bytes (stor_internal.h), so the walk finishes
+ * keys sharing their first P bytes (local_internal.h), so the walk finishes
  * such a block before it stops, and the page is sorted in memory. */
 stor_status_t local_mpu_list(stor_t *st_, const char *bucket, const char *prefix,
                              const char *key_marker, const char *upload_id_marker, size_t max,

@@ -1,6 +1,6 @@
 /* The index's restore point: saving it (two checksummed slots in
  * index/restore) and rolling data.mdb back to it after the OS went down.
- * See restore.h for why and when. The file is read only by the host that
+ * See local_restore.h for why and when. The file is read only by the host that
  * wrote it (a data directory is one host's), so fields are in host order. */
 #include <errno.h>
 #include <fcntl.h>
@@ -10,7 +10,7 @@
 
 #include "common/hash.h"
 #include "common/log.h"
-#include "storage/restore.h"
+#include "storage/local/local_restore.h"
 
 const char *local_restore_boot_id_path = "/proc/sys/kernel/random/boot_id";
 

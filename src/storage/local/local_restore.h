@@ -1,4 +1,4 @@
-/* Private to src/storage: the index's restore point (restore.c), which lets
+/* Private to src/storage: the index's restore point (local_restore.c), which lets
  * relaxed mode commit to LMDB with MDB_NOSYNC and still never come back from
  * a power loss with a torn index.
  *

@@ -1,6 +1,6 @@
 /* The relaxed-mode sync point: lazily fsyncs the object files and shard
  * directories commits made, syncs the index, then unlinks the files that the
- * now durable commits dropped (to the pool of free files, stor_pool.c). See syncer.h for the
+ * now durable commits dropped (to the pool of free files, local_pool.c). See local_syncer.h for the
  * contract. */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,8 +12,8 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "storage/restore.h"
-#include "storage/syncer.h"
+#include "storage/local/local_restore.h"
+#include "storage/local/local_syncer.h"
 
 unsigned stor_sync_interval_ms = 1000;
 
@@ -228,7 +228,7 @@ static int sync_point(syncer_t *s)
 
     /* 3. The index: S's pages (and any later commit's). An fdatasync of
      * data.mdb whether LMDB writes its pages with pwrite or through its
-     * writable map (MDB_WRITEMAP, storage.c): both are the file's page
+     * writable map (MDB_WRITEMAP, local_store.c): both are the file's page
      * cache; it is what mdb_env_sync does for the former (msync, for the
      * latter, flushes the same pages). */
     if (!fail && fdatasync(s->datafd) != 0) {

@@ -19,10 +19,10 @@
 
 #include "common/log.h"
 #include "common/s3r_limits.h"
-#include "storage/restore.h"
-#include "storage/stor_internal.h"
-#include "storage/syncer.h"
-#include "storage/wal.h"
+#include "storage/local/local_restore.h"
+#include "storage/local/local_internal.h"
+#include "storage/local/local_syncer.h"
+#include "storage/local/local_wal.h"
 
 #define MAP_SIZE    (1ULL << 40) /* 1 TiB of address space; the file stays sparse */
 #define MAX_READERS 1024
@@ -250,7 +250,7 @@ stor_status_t stor_wr_commit_only(lstor_t *st, MDB_txn *txn, uint64_t *txnid_p)
     *txnid_p = (uint64_t)mdb_txn_id(txn);
     int logged = stor_wal_capturing(st->wal);
     /* Fsync mode: a commit outside the log is known, before it can be seen,
-     * to every group that commits after it (stor_group.c). */
+     * to every group that commits after it (local_group.c). */
     if (st->wal && !logged)
         stor_unlogged(st, *txnid_p);
     int rc = mdb_txn_commit(txn);
@@ -295,9 +295,9 @@ int local_is_hex(const char *s, size_t n)
  * A commit writes into the page cache and flushes nothing (it survives the
  * process, not the OS). Sync points flush and save restore points, so a
  * power loss loses at most the commits since the last one and never tears
- * the index (restore.h): both modes run one about once a second; in fsync
+ * the index (local_restore.h): both modes run one about once a second; in fsync
  * mode a PUT's or DELETE's group is durable before it returns through its
- * record in the commit log (wal.h), and any other commit waits for a sync
+ * record in the commit log (local_wal.h), and any other commit waits for a sync
  * point, shared by the commits that wait for it together
  * (local_syncer_wait_durable).
  *

@@ -1,5 +1,5 @@
 /* Fsync mode's commit log: one record per logged group of object changes,
- * one fdatasync for the records appended meanwhile. See wal.h for the
+ * one fdatasync for the records appended meanwhile. See local_wal.h for the
  * contract and the recovery argument.
  *
  * index/wal: a 4 KiB header (magic, generation, CRC32C), then records one
@@ -21,7 +21,7 @@
 
 #include "common/hash.h"
 #include "common/log.h"
-#include "storage/wal.h"
+#include "storage/local/local_wal.h"
 
 size_t stor_wal_max_bytes = 32u << 20;
 

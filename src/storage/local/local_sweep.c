@@ -11,7 +11,7 @@
 
 #include "common/hash.h"
 #include "common/log.h"
-#include "storage/stor_internal.h"
+#include "storage/local/local_internal.h"
 
 static int cmp_id(const void *a, const void *b)
 {

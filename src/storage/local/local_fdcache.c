@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "storage/stor_internal.h"
+#include "storage/local/local_internal.h"
 
 static fdslot_t *slot_of(lstor_t *st, const uint8_t id[STOR_ID_LEN])
 {

@@ -1,9 +1,9 @@
 /* Index keys: a bucket's name, a NUL, then the object key (a long key's
- * prefix and a hash of the whole), ordered as keys list; see stor_internal.h. */
+ * prefix and a hash of the whole), ordered as keys list; see local_internal.h. */
 #include <string.h>
 
 #include "common/hash.h"
-#include "storage/stor_internal.h"
+#include "storage/local/local_internal.h"
 
 size_t stor_ikey_encode(const char *bucket, size_t blen, const char *key, size_t klen, uint8_t *out)
 {
