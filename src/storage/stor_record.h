@@ -172,7 +172,8 @@ int stor_meta_is_version(const stor_meta_t *m, const char *vid);
  * lower-case hex digits. */
 int stor_version_field_valid(const char *v);
 
-/* Byte-order comparison of two strings with lengths (shorter prefix first). */
+/* Byte-order comparison of two strings with lengths (shorter prefix first;
+ * stor_shared.c). */
 int stor_keycmp(const char *a, size_t alen, const char *b, size_t blen);
 
 /* ---- Shared by the backends (stor_shared.c) ------------------------------ */

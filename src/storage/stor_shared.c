@@ -1,6 +1,8 @@
 /* Helpers every backend shares (stor_record.h): the size-checked object
- * record encoding, the precondition check of conditional writes and the
- * checks and arithmetic of completing a multipart upload. */
+ * record encoding, the precondition check of conditional writes, the
+ * checks and arithmetic of completing a multipart upload, and the key order;
+ * and storage.h's frees of what listings return (stor_parts_free,
+ * stor_uploads_free). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -363,4 +365,31 @@ void stor_upload_take_principals(stor_upload_t *u, stor_meta_t *m)
     u->owner = m->owner;
     u->initiator = m->initiator;
     m->owner = m->initiator = NULL;
+}
+
+int stor_keycmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+    size_t n = alen < blen ? alen : blen;
+    int c = n ? memcmp(a, b, n) : 0;
+    if (c)
+        return c;
+    return alen < blen ? -1 : alen > blen ? 1 : 0;
+}
+
+void stor_parts_free(stor_part_t *parts, size_t n)
+{
+    if (!parts)
+        return;
+    for (size_t i = 0; i < n; i++)
+        stor_part_free_fields(&parts[i]);
+    free(parts);
+}
+
+void stor_uploads_free(stor_upload_t *uploads, size_t n)
+{
+    if (!uploads)
+        return;
+    for (size_t i = 0; i < n; i++)
+        stor_upload_clear(&uploads[i]);
+    free(uploads);
 }

@@ -5,9 +5,10 @@
 #include "common/hash.h"
 #include "storage/local/local_internal.h"
 
-size_t stor_ikey_encode(const char *bucket, size_t blen, const char *key, size_t klen, uint8_t *out)
+size_t local_ikey_encode(const char *bucket, size_t blen, const char *key, size_t klen,
+                         uint8_t *out)
 {
-    size_t plen = stor_ikey_plen(blen);
+    size_t plen = local_ikey_plen(blen);
     memcpy(out, bucket, blen);
     out[blen] = 0;
     uint8_t *p = out + blen + 1;
@@ -19,13 +20,13 @@ size_t stor_ikey_encode(const char *bucket, size_t blen, const char *key, size_t
     memcpy(p, key, plen);
     p[plen] = 0xFF;
     hash_sha256(key, klen, digest);
-    memcpy(p + plen + 1, digest, STOR_IKEY_HASH);
-    return blen + 1 + plen + 1 + STOR_IKEY_HASH;
+    memcpy(p + plen + 1, digest, LOCAL_IKEY_HASH);
+    return blen + 1 + plen + 1 + LOCAL_IKEY_HASH;
 }
 
-size_t stor_ikey_seek(const char *bucket, size_t blen, const char *s, size_t slen, uint8_t *out)
+size_t local_ikey_seek(const char *bucket, size_t blen, const char *s, size_t slen, uint8_t *out)
 {
-    size_t plen = stor_ikey_plen(blen);
+    size_t plen = local_ikey_plen(blen);
     if (slen > plen)
         slen = plen;
     memcpy(out, bucket, blen);
@@ -33,13 +34,4 @@ size_t stor_ikey_seek(const char *bucket, size_t blen, const char *s, size_t sle
     if (slen)
         memcpy(out + blen + 1, s, slen);
     return blen + 1 + slen;
-}
-
-int stor_keycmp(const char *a, size_t alen, const char *b, size_t blen)
-{
-    size_t n = alen < blen ? alen : blen;
-    int c = n ? memcmp(a, b, n) : 0;
-    if (c)
-        return c;
-    return alen < blen ? -1 : alen > blen ? 1 : 0;
 }

@@ -3,7 +3,7 @@
  * describes the layout, the crash story and the limits.
  *
  * This file owns opening and closing a store (stor_open, stor_close,
- * stor_sync) and the helpers the other stor_*.c files share (transactions,
+ * stor_sync) and the helpers the other local_*.c files share (transactions,
  * bucket checks, dropped/new file bookkeeping, shard directories). */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,7 +36,7 @@ stor_status_t local_mdb_fail(const char *what, int rc)
 }
 
 /* A commit that returned dropped file id from the index (an overwrite, a
- * delete, a replaced or unused part): pool or unlink it (stor_pool_return)
+ * delete, a replaced or unused part): pool or unlink it (local_pool_return)
  * once that commit is durable. In fsync mode it already is. In relaxed mode
  * it is not until a sync point, and until then the index on disk may still
  * point at the file. */
@@ -46,7 +46,7 @@ void local_drop_file(lstor_t *st, const uint8_t id[STOR_ID_LEN])
     if (st->durability == STOR_DURABILITY_RELAXED)
         local_syncer_drop_file(st->syncer, id);
     else
-        stor_pool_return(st->pool, id);
+        local_pool_return(st->pool, id);
 }
 
 /* A write transaction about to commit makes file id part of the index
@@ -99,8 +99,8 @@ static int ensure_shard(lstor_t *st, const uint8_t id[STOR_ID_LEN])
     unsigned l1 = id[0], l2 = 256 + ((unsigned)id[0] << 8 | id[1]);
     if (dir_known_get(st, l2))
         return 0;
-    char path[STOR_PATH_LEN];
-    stor_id_path(id, path);
+    char path[LOCAL_PATH_LEN];
+    local_id_path(id, path);
     if (!dir_known_get(st, l1)) {
         path[2] = '\0';
         if (mkdirat(st->objfd, path, 0755) != 0 && errno != EEXIST)
@@ -127,16 +127,16 @@ fail:
     return -1;
 }
 
-/* New files go STOR_SHARD_RUN at a time into one shard directory (chosen at
+/* New files go LOCAL_SHARD_RUN at a time into one shard directory (chosen at
  * random, then the next run's at random again) rather than each into a
  * random one of the 65,536: on a store with fewer files than shards nearly
  * every new file would otherwise make a directory of its own, and making
  * an inode is the dearest part of a small write on ext4 (the mixed load of
  * docs/benchmarks.md spent 19 % of the server's CPU in mkdir). A shard so
- * holds about STOR_SHARD_RUN files until the store has 65,536 times that,
+ * holds about LOCAL_SHARD_RUN files until the store has 65,536 times that,
  * and then as many as random placement gives. The id's other 14 bytes stay
  * random. */
-#define STOR_SHARD_RUN 256
+#define LOCAL_SHARD_RUN 256
 
 int local_file_id_new(lstor_t *st, uint8_t id[STOR_ID_LEN])
 {
@@ -145,8 +145,8 @@ int local_file_id_new(lstor_t *st, uint8_t id[STOR_ID_LEN])
     uint32_t cur = atomic_load(&st->shard_run), next;
     do {
         uint32_t n = cur & 0xffff;
-        next = n == 0 || n >= STOR_SHARD_RUN ? (uint32_t)id[0] << 24 | (uint32_t)id[1] << 16 | 1
-                                             : cur + 1;
+        next = n == 0 || n >= LOCAL_SHARD_RUN ? (uint32_t)id[0] << 24 | (uint32_t)id[1] << 16 | 1
+                                              : cur + 1;
     } while (!atomic_compare_exchange_weak(&st->shard_run, &cur, next));
     id[0] = (uint8_t)(next >> 24);
     id[1] = (uint8_t)(next >> 16);
@@ -219,40 +219,40 @@ stor_status_t local_wr_begin(lstor_t *st, MDB_txn **txn_p)
 
 /* The operation is recorded before it is made: a key or value may point
  * into a page of the index that the operation itself moves. */
-int stor_wr_put(lstor_t *st, MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v, unsigned flags)
+int local_wr_put(lstor_t *st, MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v, unsigned flags)
 {
-    stor_wal_capture_op(st->wal, 0, dbi, k, v);
+    local_wal_capture_op(st->wal, 0, dbi, k, v);
     int rc = mdb_put(txn, dbi, k, v, flags);
     if (rc)
-        stor_wal_capture_undo(st->wal);
+        local_wal_capture_undo(st->wal);
     return rc;
 }
 
-int stor_wr_del(lstor_t *st, MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v)
+int local_wr_del(lstor_t *st, MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v)
 {
-    stor_wal_capture_op(st->wal, 1, dbi, k, v);
+    local_wal_capture_op(st->wal, 1, dbi, k, v);
     int rc = mdb_del(txn, dbi, k, v);
     if (rc)
-        stor_wal_capture_undo(st->wal);
+        local_wal_capture_undo(st->wal);
     return rc;
 }
 
 /* Raises st->unlogged_last to at least id. */
-void stor_unlogged(lstor_t *st, uint64_t id)
+void local_unlogged(lstor_t *st, uint64_t id)
 {
     uint64_t cur = atomic_load(&st->unlogged_last);
     while (cur < id && !atomic_compare_exchange_weak(&st->unlogged_last, &cur, id))
         ;
 }
 
-stor_status_t stor_wr_commit_only(lstor_t *st, MDB_txn *txn, uint64_t *txnid_p)
+stor_status_t local_wr_commit_only(lstor_t *st, MDB_txn *txn, uint64_t *txnid_p)
 {
     *txnid_p = (uint64_t)mdb_txn_id(txn);
-    int logged = stor_wal_capturing(st->wal);
+    int logged = local_wal_capturing(st->wal);
     /* Fsync mode: a commit outside the log is known, before it can be seen,
      * to every group that commits after it (local_group.c). */
     if (st->wal && !logged)
-        stor_unlogged(st, *txnid_p);
+        local_unlogged(st, *txnid_p);
     int rc = mdb_txn_commit(txn);
     if (rc)
         return local_mdb_fail("commit", rc);
@@ -264,7 +264,7 @@ stor_status_t stor_wr_commit_only(lstor_t *st, MDB_txn *txn, uint64_t *txnid_p)
     return STOR_OK;
 }
 
-stor_status_t stor_wr_durable(lstor_t *st, uint64_t txnid)
+stor_status_t local_wr_durable(lstor_t *st, uint64_t txnid)
 {
     /* Fsync: durable before it returns, through a sync point that may be
      * shared with the commits of other threads (group commit). */
@@ -276,8 +276,8 @@ stor_status_t stor_wr_durable(lstor_t *st, uint64_t txnid)
 stor_status_t local_wr_commit(lstor_t *st, MDB_txn *txn)
 {
     uint64_t id;
-    stor_status_t s = stor_wr_commit_only(st, txn, &id);
-    return s == STOR_OK ? stor_wr_durable(st, id) : s;
+    stor_status_t s = local_wr_commit_only(st, txn, &id);
+    return s == STOR_OK ? local_wr_durable(st, id) : s;
 }
 
 int local_is_hex(const char *s, size_t n)
@@ -364,7 +364,7 @@ static void local_usage(stor_t *st_, uint64_t *objects_p, uint64_t *bytes_p);
 static int local_ready(stor_t *st_);
 static void local_set_inline_max(stor_t *st_, size_t bytes);
 
-/* The local backend (stor_backend.h): this file and the stor_*.c files. */
+/* The local backend (stor_backend.h): this file and the other local_*.c files. */
 static const stor_ops_t local_ops = {
     .name = "local",
     .close = local_close,
@@ -446,11 +446,11 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
         log_error("storage: %s: %s", path, strerror(errno));
         goto fail;
     }
-    snprintf(path, n, "%s/" STOR_POOL_DIR, root);
+    snprintf(path, n, "%s/" LOCAL_POOL_DIR, root);
     /* Relaxed mode pools nothing (its sync points refill a pool seconds
      * apart under load, and that measured slower: docs/benchmarks.md). */
-    if (!(st->pool = stor_pool_open(path, st->objfd,
-                                    durability == STOR_DURABILITY_FSYNC ? STOR_POOL_MAX : 0)))
+    if (!(st->pool = local_pool_open(path, st->objfd,
+                                     durability == STOR_DURABILITY_FSYNC ? LOCAL_POOL_MAX : 0)))
         goto fail;
     snprintf(path, n, "%s/index", root);
     if (mkdir_new(path) < 0) {
@@ -482,9 +482,9 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
         log_error("storage: fsync %s: %s", path, strerror(errno));
         goto fail;
     }
-    if (mdb_env_get_maxkeysize(st->env) < STOR_IKEY_MAX) {
+    if (mdb_env_get_maxkeysize(st->env) < LOCAL_IKEY_MAX) {
         log_error("storage: LMDB max key size %d < %d", mdb_env_get_maxkeysize(st->env),
-                  STOR_IKEY_MAX);
+                  LOCAL_IKEY_MAX);
         goto fail;
     }
     int dead = 0;
@@ -524,7 +524,7 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
                             st->db_parts,   st->db_versions, st->db_upload_keys};
     unsigned replayed;
     s = STOR_ERR_IO; /* every failure from here on (it was STOR_OK) */
-    if (stor_wal_replay(indexfd, st->env, last, dbis, sizeof dbis / sizeof *dbis, &replayed) != 0)
+    if (local_wal_replay(indexfd, st->env, last, dbis, sizeof dbis / sizeof *dbis, &replayed) != 0)
         goto fail;
 
     /* What an earlier process committed is made durable before the sweep
@@ -546,14 +546,14 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
     /* Both modes run the timer: fsync mode's logged commits owe a sync
      * point too (it bounds the log). */
     if (!(st->syncer =
-              local_syncer_start(st->env, st->objfd, st->pool, indexfd, stor_sync_interval_ms)))
+              local_syncer_start(st->env, st->objfd, st->pool, indexfd, local_sync_interval_ms)))
         goto fail;
     /* A restore point now covers every record of the log: fsync mode starts
      * it over, relaxed mode removes it (its records must never be applied
      * again over later commits). */
     if (durability == STOR_DURABILITY_FSYNC
-            ? !(st->wal = stor_wal_open(indexfd, dbis, sizeof dbis / sizeof *dbis))
-            : stor_wal_remove(indexfd) != 0)
+            ? !(st->wal = local_wal_open(indexfd, dbis, sizeof dbis / sizeof *dbis))
+            : local_wal_remove(indexfd) != 0)
         goto fail;
     close(indexfd);
     free(root);
@@ -604,8 +604,8 @@ static void local_close(stor_t *st_)
     /* A last sync point: in relaxed mode everything acknowledged becomes
      * durable and the dropped files go (in fsync mode it already was). */
     local_syncer_stop(st->syncer);
-    stor_pool_close(st->pool);
-    stor_wal_close(st->wal);
+    local_pool_close(st->pool);
+    local_wal_close(st->wal);
     if (st->env)
         mdb_env_close(st->env);
     if (st->objfd >= 0)

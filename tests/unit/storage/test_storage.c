@@ -1407,7 +1407,7 @@ static void test_mpu_list_long_keys_and_index(void **state)
 {
     fx_t *f = *state;
     assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
-    size_t plen = stor_ikey_plen(1);
+    size_t plen = local_ikey_plen(1);
     char keys[6][S3R_MAX_KEY_BYTES + 1];
     char ids[6][STOR_UPLOAD_ID_LEN + 1];
     for (int i = 0; i < 6; i++) {
