@@ -257,22 +257,26 @@ int local_pool_take(local_pool_t *p, const char *path);
 /* How many free files the pool holds. */
 size_t local_pool_count(local_pool_t *p);
 
-/* Shared helpers (defined in local_store.c unless noted). */
+/* ---- local_files.c: object files (below every file that uses them) ----- */
 
-/* Logs an LMDB failure (what: the operation) and returns STOR_ERR_IO. */
-stor_status_t local_mdb_fail(const char *what, int rc);
 /* After a commit dropped file id from the index: unlink it once durable. */
 void local_drop_file(lstor_t *st, const uint8_t id[STOR_ID_LEN]);
 /* After a commit made file id part of the index: relaxed mode owes it a sync. */
 void local_new_file(lstor_t *st, const uint8_t id[STOR_ID_LEN]);
-/* After a committed change: objects and bytes added (negative: removed).
- * A replacement is one call: 0 objects, new size - old size bytes. */
-void local_usage_change(lstor_t *st, int64_t objects, int64_t bytes);
 /* fsyncs directory path (relative to dirfd); 0 or -1 with errno. */
 int local_fsync_dirat(int dirfd, const char *path);
 /* A new object file's id, its shard directory made sure of (ensure_shard);
  * 0, or -1 (no randomness, or the directory could not be made). */
 int local_file_id_new(lstor_t *st, uint8_t id[STOR_ID_LEN]);
+
+/* ---- local_index.c: transactions and the checks in them (below every file
+ * that uses them) ---------------------------------------------------------- */
+
+/* Logs an LMDB failure (what: the operation) and returns STOR_ERR_IO. */
+stor_status_t local_mdb_fail(const char *what, int rc);
+/* After a committed change: objects and bytes added (negative: removed).
+ * A replacement is one call: 0 objects, new size - old size bytes. */
+void local_usage_change(lstor_t *st, int64_t objects, int64_t bytes);
 /* 1 if bucket is a name of 1..STOR_BUCKET_MAX bytes. */
 int local_valid_bucket(const char *bucket);
 /* STOR_OK if the bucket exists, as seen by txn. */
@@ -288,8 +292,8 @@ stor_status_t local_rd_begin(lstor_t *st, MDB_txn **txn_p);
 stor_status_t local_wr_begin(lstor_t *st, MDB_txn **txn_p);
 /* mdb_put and mdb_del for the writes a group's change makes (local_object.c,
  * local_version.c): they also go to the commit log's record of the group
- * (local_wal.h), which is how a logged commit is replayed. A change applied in a
- * group writes the index only through these. */
+ * (local_wal.h), which is how a logged commit is replayed. A change applied
+ * in a group writes the index only through these. */
 int local_wr_put(lstor_t *st, MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v, unsigned flags);
 int local_wr_del(lstor_t *st, MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v);
 /* Commits a write transaction: relaxed mode tells the syncer and returns;
@@ -377,7 +381,7 @@ stor_status_t local_mpu_index_build(lstor_t *st, MDB_txn *txn);
 stor_status_t local_mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucket,
                                     stor_seg_t **ids_p, size_t *n_p);
 
-/* ---- The local backend's ops (stor_backend.h; the table is in local_store.c) -- */
+/* ---- The local backend's ops (stor_backend.h; the table is in local_store.c) */
 
 stor_status_t local_bucket_create(stor_t *st_, const char *name, const char *owner);
 stor_status_t local_bucket_get(stor_t *st_, const char *name, stor_bucket_t *out_p);
