@@ -8,10 +8,10 @@ restart on the same data dir, then check that
   * no orphan files remain: after restart the number of files under DATA/.s3rdma/objects
     equals the number of (single-part) objects too large to be kept inline.
 
-Object files live at DATA/.s3rdma/objects/ab/cd/<id> (src/storage/local/local_store.c); objects of at
-most `storage.inline_max` bytes (16 KiB by default) have none: their bytes are in the index
-record. The concurrent PUTs mix sizes on both sides of it, so the same keys are overwritten
-inline -> file and file -> inline while the server is killed.
+Object files live at DATA/.s3rdma/objects/ab/cd/<id> (src/storage/local/local_files.c);
+objects of at most `storage.inline_max` bytes (16 KiB by default) have none: their bytes are
+in the index record. The concurrent PUTs mix sizes on both sides of it, so the same keys are
+overwritten inline -> file and file -> inline while the server is killed.
 """
 import hashlib
 import http.client
