@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "common/log.h"
 #include "storage/local/local_internal.h"
 
@@ -181,14 +182,8 @@ static int iter_raw(liter_t *it, MDB_val *k, MDB_val *v)
 
 static int blk_push(liter_t *it, const MDB_val *v)
 {
-    if (it->blk_n == it->blk_cap) {
-        size_t cap = it->blk_cap ? it->blk_cap * 2 : 16;
-        blk_ent_t *p = realloc(it->blk, cap * sizeof *p);
-        if (!p)
-            return -1;
-        it->blk = p;
-        it->blk_cap = cap;
-    }
+    if (array_grow(&it->blk, &it->blk_cap, it->blk_n, sizeof *it->blk, 16) != 0)
+        return -1;
     blk_ent_t *e = &it->blk[it->blk_n];
     if (stor_rec_object_key(v->mv_data, v->mv_size, &e->key, &e->klen) != STOR_OK) {
         log_error("storage: corrupt object record in listing");

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/array.h"
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
@@ -304,14 +305,9 @@ static stor_status_t load_parts(lstor_t *st, MDB_txn *txn, const char *upload_id
          rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
         if (k.mv_size != PART_KEY_LEN || memcmp(k.mv_data, upload_id, STOR_UPLOAD_ID_LEN) != 0)
             break;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            stor_part_rec_t *p = realloc(arr, cap * sizeof *arr);
-            if (!p) {
-                s = STOR_ERR_NOMEM;
-                break;
-            }
-            arr = p;
+        if (array_grow(&arr, &cap, n, sizeof *arr, 16) != 0) {
+            s = STOR_ERR_NOMEM;
+            break;
         }
         s = stor_rec_decode_part(v.mv_data, v.mv_size, &arr[n]);
         if (s != STOR_OK) {
@@ -631,15 +627,9 @@ static stor_status_t list_one(lstor_t *st, MDB_txn *txn, const char *bucket, con
         stor_upload_rec_free(&r);
         return STOR_OK;
     }
-    if (*n_p == *cap_p) {
-        size_t cap = *cap_p ? *cap_p * 2 : 16;
-        stor_upload_t *p = realloc(*arr_p, cap * sizeof *p);
-        if (!p) {
-            stor_upload_rec_free(&r);
-            return STOR_ERR_NOMEM;
-        }
-        *arr_p = p;
-        *cap_p = cap;
+    if (array_grow(arr_p, cap_p, *n_p, sizeof **arr_p, 16) != 0) {
+        stor_upload_rec_free(&r);
+        return STOR_ERR_NOMEM;
     }
     stor_upload_t *u = &(*arr_p)[(*n_p)++];
     u->key = r.key;

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/array.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "storage/local/local_restore.h"
@@ -60,14 +61,8 @@ struct local_syncer {
 
 static int idvec_push(idvec_t *v, const uint8_t *id)
 {
-    if (v->n == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 256;
-        uint8_t *p = realloc(v->ids, cap * STOR_ID_LEN);
-        if (!p)
-            return -1;
-        v->ids = p;
-        v->cap = cap;
-    }
+    if (array_grow(&v->ids, &v->cap, v->n, STOR_ID_LEN, 256) != 0)
+        return -1;
     memcpy(v->ids + v->n++ * STOR_ID_LEN, id, STOR_ID_LEN);
     return 0;
 }

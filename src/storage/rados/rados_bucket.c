@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
@@ -295,14 +296,8 @@ static int add_bucket(void *arg, const char *k, size_t kl, const char *v, size_t
     bucket_vec_t *bv = arg;
     if (kl == 0 || kl > STOR_BUCKET_MAX)
         return 0;
-    if (bv->n == bv->cap) {
-        size_t cap = bv->cap ? 2 * bv->cap : 16;
-        stor_bucket_t *na = realloc(bv->arr, cap * sizeof *na);
-        if (!na)
-            return -ENOMEM;
-        bv->arr = na;
-        bv->cap = cap;
-    }
+    if (array_grow(&bv->arr, &bv->cap, bv->n, sizeof *bv->arr, 16) != 0)
+        return -ENOMEM;
     if (stor_rec_decode_bucket(v, vl, &bv->arr[bv->n]) != STOR_OK) {
         log_error("storage: corrupt bucket record %.*s", (int)kl, k);
         return -EIO;

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/array.h"
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
@@ -172,14 +173,8 @@ static int gc_drain(rstor_t *st)
 
 int rs_idset_add(rs_idset_t *s, const uint8_t id[STOR_ID_LEN])
 {
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 1024;
-        void *p = realloc(s->ids, cap * STOR_ID_LEN);
-        if (!p)
-            return -ENOMEM;
-        s->ids = p;
-        s->cap = cap;
-    }
+    if (array_grow(&s->ids, &s->cap, s->n, sizeof *s->ids, 1024) != 0)
+        return -ENOMEM;
     memcpy(s->ids[s->n++], id, STOR_ID_LEN);
     return 0;
 }

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
@@ -514,18 +515,13 @@ typedef struct entries {
 static int collect(void *arg, const char *k, size_t kl, const char *v, size_t vl)
 {
     entries_t *e = arg;
-    if (e->n == e->cap) {
-        size_t cap = e->cap ? 2 * e->cap : 64;
-        char **nn = realloc(e->names, cap * sizeof *nn);
-        if (!nn)
-            return -ENOMEM;
-        e->names = nn;
-        buf_t *nv = realloc(e->vals, cap * sizeof *nv);
-        if (!nv)
-            return -ENOMEM;
-        e->vals = nv;
-        e->cap = cap;
-    }
+    /* Two arrays of one capacity: names may grow and vals fail, which
+     * leaves names larger than the capacity, harmlessly. */
+    size_t names_cap = e->cap, vals_cap = e->cap;
+    if (array_grow(&e->names, &names_cap, e->n, sizeof *e->names, 64) != 0 ||
+        array_grow(&e->vals, &vals_cap, e->n, sizeof *e->vals, 64) != 0)
+        return -ENOMEM;
+    e->cap = vals_cap;
     if (!(e->names[e->n] = strndup(k, kl)))
         return -ENOMEM;
     buf_init(&e->vals[e->n], vl + 1);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
@@ -90,14 +91,8 @@ static int add_upload_raw(void *arg, const char *k, size_t kl, const char *v, si
     upl_raw_vec_t *uv = arg;
     if (kl != STOR_UPLOAD_ID_LEN)
         return 0; /* a key-index entry */
-    if (uv->n == uv->cap) {
-        size_t cap = uv->cap ? 2 * uv->cap : 16;
-        upl_raw_t *na = realloc(uv->arr, cap * sizeof *na);
-        if (!na)
-            return -ENOMEM;
-        uv->arr = na;
-        uv->cap = cap;
-    }
+    if (array_grow(&uv->arr, &uv->cap, uv->n, sizeof *uv->arr, 16) != 0)
+        return -ENOMEM;
     upl_raw_t *u = &uv->arr[uv->n];
     buf_init(&u->raw, STOR_REC_MAX);
     if (buf_append(&u->raw, v, vl) != 0) {
@@ -252,15 +247,9 @@ static int list_entry(const char *k, size_t kl, const char *v, size_t vl, const 
         free(key);
         return 0;
     }
-    if (*n == *cap) {
-        size_t nc = *cap ? 2 * *cap : 16;
-        stor_upload_t *na = realloc(*arr, nc * sizeof *na);
-        if (!na) {
-            free(key);
-            return -1;
-        }
-        *arr = na;
-        *cap = nc;
+    if (array_grow(arr, cap, *n, sizeof **arr, 16) != 0) {
+        free(key);
+        return -1;
     }
     stor_upload_t *u = &(*arr)[(*n)++];
     u->key = key;
