@@ -194,22 +194,10 @@ static void index_untomb(rstor_t *st, const rs_index_t *ix)
 /* 1 if the index object holds an object key, 0 if not, or a librados code. */
 static int index_has_keys(rstor_t *st, const char *oid)
 {
-    rados_read_op_t op = rados_create_read_op();
-    if (!op)
-        return -ENOMEM;
-    rados_omap_iter_t it = NULL;
-    unsigned char more = 0;
-    int prval = 0;
-    rados_read_op_omap_get_keys2(op, "", 1, &it, &more, &prval);
-    int rc = rados_read_op_operate(op, st->index, oid, 0);
-    rados_release_read_op(op);
-    if (rc == 0)
-        rc = prval;
-    if (rc < 0) {
-        if (it)
-            rados_omap_get_end(it);
+    rados_omap_iter_t it;
+    int rc = rs_omap_read_keys(st->index, oid, 1, &it);
+    if (rc < 0)
         return rc;
-    }
     char *k, *v;
     size_t kl, vl;
     int has = rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 && k &&

@@ -459,19 +459,14 @@ static int log_empty(rstor_t *st, const char *gw)
     for (unsigned slot = 0; slot < RSTOR_INTENT_SLOTS; slot++) {
         char oid[RSTOR_OID_MAX];
         gw_oid(gw, slot, oid);
-        rados_read_op_t op = rados_create_read_op();
-        if (!op)
+        rados_omap_iter_t it;
+        int rc = rs_omap_read_keys(st->index, oid, 1, &it);
+        if (rc < 0 && rc != -ENOENT)
             return 0;
-        rados_omap_iter_t it = NULL;
-        unsigned char more = 0;
-        int prval = 0;
-        rados_read_op_omap_get_keys2(op, "", 1, &it, &more, &prval);
-        int rc = rados_read_op_operate(op, st->index, oid, 0);
-        size_t n = rc == 0 && prval == 0 && it ? rados_omap_iter_size(it) : 0;
+        size_t n = it ? rados_omap_iter_size(it) : 0;
         if (it)
             rados_omap_get_end(it);
-        rados_release_read_op(op);
-        if ((rc < 0 && rc != -ENOENT) || n)
+        if (n)
             return 0;
     }
     return 1;

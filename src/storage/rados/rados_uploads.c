@@ -276,8 +276,7 @@ static stor_status_t upload_principals(rstor_t *st, const char *oid, stor_upload
     stor_upload_t **by_id = calloc(n, sizeof *by_id);
     const char **keys = calloc(n, sizeof *keys);
     size_t *klens = calloc(n, sizeof *klens);
-    rados_read_op_t op = by_id && keys && klens ? rados_create_read_op() : NULL;
-    if (!op) {
+    if (!by_id || !keys || !klens) {
         free(by_id);
         free(keys);
         free(klens);
@@ -290,18 +289,11 @@ static stor_status_t upload_principals(rstor_t *st, const char *oid, stor_upload
         keys[i] = by_id[i]->upload_id;
         klens[i] = STOR_UPLOAD_ID_LEN;
     }
-    rados_omap_iter_t it = NULL;
-    int prval = 0;
-    rados_read_op_omap_get_vals_by_keys2(op, keys, n, klens, &it, &prval);
-    int rc = rados_read_op_operate(op, st->index, oid, 0);
-    rados_release_read_op(op);
+    rados_omap_iter_t it;
+    int rc = rs_omap_read_vals(st->index, oid, keys, n, klens, &it);
     free(keys);
     free(klens);
-    if (rc == 0)
-        rc = prval;
     if (rc < 0) {
-        if (it)
-            rados_omap_get_end(it);
         free(by_id);
         return rc == -ENOENT ? STOR_ERR_NO_BUCKET : rs_fail("list uploads", oid, rc);
     }
@@ -361,25 +353,11 @@ stor_status_t rs_mpu_list(stor_t *st_, const char *bucket, const char *prefix,
     size_t n = 0, cap = 0;
     unsigned char more = 1;
     while (more && n <= max && s == STOR_OK) {
-        rados_read_op_t op = rados_create_read_op();
-        if (!op) {
-            s = STOR_ERR_NOMEM;
-            break;
-        }
-        rados_omap_iter_t it = NULL;
-        int prval = 0;
-        more = 0;
+        rados_omap_iter_t it;
         size_t want = max + 1 - n + 1; /* +1: the marker's entry itself, usually */
-        rados_read_op_omap_get_vals2(op, after.data, filter.data,
-                                     want < RSTOR_OMAP_BATCH ? want : RSTOR_OMAP_BATCH, &it, &more,
-                                     &prval);
-        rc = rados_read_op_operate(op, st->index, oid, 0);
-        rados_release_read_op(op);
-        if (rc == 0)
-            rc = prval;
+        rc = rs_omap_read(st->index, oid, after.data, filter.data,
+                          want < RSTOR_OMAP_BATCH ? want : RSTOR_OMAP_BATCH, &it, &more);
         if (rc < 0) {
-            if (it)
-                rados_omap_get_end(it);
             s = rc == -ENOENT ? STOR_ERR_NO_BUCKET : rs_fail("list uploads", oid, rc);
             break;
         }
