@@ -339,6 +339,15 @@ static int cmp_upload(const void *a, const void *b)
     return c ? c : strcmp(x->upload_id, y->upload_id);
 }
 
+/* Frees what upload u holds (its key, owner and initiator). */
+static void upload_clear(stor_upload_t *u)
+{
+    free(u->key);
+    free(u->owner);
+    free(u->initiator);
+    u->key = u->owner = u->initiator = NULL;
+}
+
 size_t stor_uploads_page(stor_upload_t *arr, size_t n, size_t max, int *more_p)
 {
     if (n)
@@ -346,18 +355,10 @@ size_t stor_uploads_page(stor_upload_t *arr, size_t n, size_t max, int *more_p)
     *more_p = n > max;
     if (n > max) {
         for (size_t i = max; i < n; i++)
-            stor_upload_clear(&arr[i]);
+            upload_clear(&arr[i]);
         n = max;
     }
     return n;
-}
-
-void stor_upload_clear(stor_upload_t *u)
-{
-    free(u->key);
-    free(u->owner);
-    free(u->initiator);
-    u->key = u->owner = u->initiator = NULL;
 }
 
 void stor_upload_take_principals(stor_upload_t *u, stor_meta_t *m)
@@ -390,6 +391,6 @@ void stor_uploads_free(stor_upload_t *uploads, size_t n)
     if (!uploads)
         return;
     for (size_t i = 0; i < n; i++)
-        stor_upload_clear(&uploads[i]);
+        upload_clear(&uploads[i]);
     free(uploads);
 }

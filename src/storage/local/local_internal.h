@@ -254,7 +254,7 @@ void local_pool_return(local_pool_t *p, const uint8_t id[STOR_ID_LEN]);
  * caller writes over and then cuts (ftruncate to its own size); -1 when the
  * pool has none (the caller makes a file). */
 int local_pool_take(local_pool_t *p, const char *path);
-/* How many free files the pool holds. */
+/* How many free files the pool holds (only the unit tests ask). */
 size_t local_pool_count(local_pool_t *p);
 
 /* ---- local_files.c: object files (below every file that uses them) ----- */
