@@ -295,7 +295,7 @@ int rs_omap_cas(rados_ioctx_t io, const char *oid, const char *key, size_t klen,
 typedef int (*rs_omap_fn)(void *arg, const char *k, size_t kl, const char *v, size_t vl);
 int rs_omap_each(rados_ioctx_t io, const char *oid, const char *after, rs_omap_fn fn, void *arg);
 
-/* ---- rados_store.c ------------------------------------------------------ */
+/* ---- rados_names.c ------------------------------------------------------ */
 
 /* Maps a librados return code (negative errno) to a status, logging what
  * failed: cluster unreachable or timed out -> STOR_ERR_UNAVAILABLE. */
@@ -317,12 +317,6 @@ static inline uint32_t rs_pieces(uint64_t size)
 /* A new blob id: 8 bytes of big-endian creation time (ms), 8 random (the
  * sweep tells young blobs from old by it). -1 if no randomness. */
 int rs_new_blob_id(uint8_t id[STOR_ID_LEN]);
-
-/* Records blobs that a committed change dropped: the collector deletes their
- * pieces once grace_ms have passed (readers that opened them keep reading
- * until then). 0, or a librados code (logged): the caller's intent entry
- * then stays, for its own collector to settle (rs_intent_drop_done). */
-int rs_gc_log(rstor_t *st, const stor_seg_t *segs, size_t n);
 
 /* The bucket named name as stored: its record (and id). */
 stor_status_t rs_bucket_lookup(rstor_t *st, const char *name, stor_bucket_t *out_p);
@@ -493,7 +487,13 @@ int rs_parts_drop(rstor_t *st, const char *id, const uint8_t *used, const stor_p
  * the parts object removed. 0, or a librados code. */
 int rs_upload_recover(rstor_t *st, const rs_index_t *ix, const char *key, const char *upload_id);
 
-/* rados_gc.c: the collector, and the id sets. 0, or -ENOMEM. */
+/* rados_gc.c: the GC log, the collector, and the id sets. */
+/* Records blobs that a committed change dropped: the collector deletes their
+ * pieces once grace_ms have passed (readers that opened them keep reading
+ * until then). 0, or a librados code (logged): the caller's intent entry
+ * then stays, for its own collector to settle (rs_intent_drop_done). */
+int rs_gc_log(rstor_t *st, const stor_seg_t *segs, size_t n);
+/* 0, or -ENOMEM. */
 int rs_idset_add(rs_idset_t *s, const uint8_t id[STOR_ID_LEN]);
 void rs_idset_sort(rs_idset_t *s);
 int rs_idset_has(const rs_idset_t *s, const uint8_t id[STOR_ID_LEN]);
