@@ -1,7 +1,7 @@
 /* The local engine's object files: their ids and shard directories, and
- * what a commit that adds or drops one owes (docs/storage.md, "Object
- * files"). Below the engine's other files: it calls only the descriptor
- * cache, the pool and the syncer. */
+ * what a commit that adds or drops one owes (docs/storage.md, "On-disk
+ * layout", "Write path"). Below the engine's other files: of them it calls
+ * only the descriptor cache, the pool and the syncer. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>

@@ -1,8 +1,8 @@
 /* The local engine's index transactions: begin, the writes a group's
  * change makes (recorded in the commit log), commit and durability per the
  * mode, and the checks made inside a transaction (bucket identity, names);
- * the usage counters a commit moves. Below the engine's other files: it
- * calls only the commit log and the syncer. */
+ * the usage counters a commit moves. Below the engine's other files: of
+ * them it calls only the commit log and the syncer. */
 #include <lmdb.h>
 #include <stdatomic.h>
 #include <string.h>
