@@ -1,13 +1,14 @@
-/* The binary record codec (see stor_internal.h and stor_record.h for the
- * format), and stor_meta_t's freeing and copying, which walk the same field
- * tables. Index keys are stor_ikey.c's; version ids stor_version_id.c's. */
+/* The binary record codec (see stor_record.h for the format), and
+ * stor_meta_t's freeing and copying, which walk the same field tables. The
+ * local engine's index keys are local/local_ikey.c's; version ids
+ * stor_version_id.c's. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/hash.h"
-#include "storage/stor_internal.h"
+#include "storage/stor_record.h"
 
 /* ==== Encoding =========================================================== */
 

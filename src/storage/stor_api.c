@@ -1,7 +1,7 @@
 /* storage.h's calls on a store, a writer, a reader or an iterator: each one
  * dispatches to the backend that made the handle (stor_backend.h). The calls
  * that need no backend live in record.c (stor_meta_*), stor_version_id.c,
- * stor_strerror.c and stor_multipart.c (stor_parts_free, stor_uploads_free). */
+ * stor_strerror.c and stor_shared.c (stor_parts_free, stor_uploads_free). */
 #include <string.h>
 
 #include "storage/stor_backend.h"

@@ -1,7 +1,7 @@
 /* The backend interface of the storage engine: what a backend implements so
  * that storage.h's public calls (stor_api.c) dispatch to it. Callers of
  * storage.h never see this header; backends (the local LMDB engine,
- * storage.c with the stor_*.c files; RADOS, rados/) include it.
+ * local/; RADOS, rados/) include it.
  *
  * Every handle a backend returns (stor_t, stor_writer_t, stor_reader_t,
  * stor_iter_t) is the backend's own struct with the base struct below as its

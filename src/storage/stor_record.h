@@ -172,7 +172,8 @@ int stor_meta_is_version(const stor_meta_t *m, const char *vid);
  * lower-case hex digits. */
 int stor_version_field_valid(const char *v);
 
-/* Byte-order comparison of two strings with lengths (shorter prefix first). */
+/* Byte-order comparison of two strings with lengths (shorter prefix first;
+ * stor_shared.c). */
 int stor_keycmp(const char *a, size_t alen, const char *b, size_t blen);
 
 /* ---- Shared by the backends (stor_shared.c) ------------------------------ */
@@ -228,8 +229,6 @@ int stor_upload_listed(const char *key, const char *upload_id, const char *prefi
 /* Sorts arr (n uploads) by (key, upload id) and keeps the first max (the
  * rest freed); *more_p set if any went. Returns how many remain. */
 size_t stor_uploads_page(stor_upload_t *arr, size_t n, size_t max, int *more_p);
-/* Frees what upload u holds (its key, owner and initiator). */
-void stor_upload_clear(stor_upload_t *u);
 /* Sets u's owner and initiator from upload record m (taken from it: m's
  * fields become NULL). */
 void stor_upload_take_principals(stor_upload_t *u, stor_meta_t *m);

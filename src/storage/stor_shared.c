@@ -1,6 +1,8 @@
 /* Helpers every backend shares (stor_record.h): the size-checked object
- * record encoding, the precondition check of conditional writes and the
- * checks and arithmetic of completing a multipart upload. */
+ * record encoding, the precondition check of conditional writes, the
+ * checks and arithmetic of completing a multipart upload, and the key order;
+ * and storage.h's frees of what listings return (stor_parts_free,
+ * stor_uploads_free). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,20 +339,8 @@ static int cmp_upload(const void *a, const void *b)
     return c ? c : strcmp(x->upload_id, y->upload_id);
 }
 
-size_t stor_uploads_page(stor_upload_t *arr, size_t n, size_t max, int *more_p)
-{
-    if (n)
-        qsort(arr, n, sizeof *arr, cmp_upload);
-    *more_p = n > max;
-    if (n > max) {
-        for (size_t i = max; i < n; i++)
-            stor_upload_clear(&arr[i]);
-        n = max;
-    }
-    return n;
-}
-
-void stor_upload_clear(stor_upload_t *u)
+/* Frees what upload u holds (its key, owner and initiator). */
+static void upload_clear(stor_upload_t *u)
 {
     free(u->key);
     free(u->owner);
@@ -358,9 +348,49 @@ void stor_upload_clear(stor_upload_t *u)
     u->key = u->owner = u->initiator = NULL;
 }
 
+size_t stor_uploads_page(stor_upload_t *arr, size_t n, size_t max, int *more_p)
+{
+    if (n)
+        qsort(arr, n, sizeof *arr, cmp_upload);
+    *more_p = n > max;
+    if (n > max) {
+        for (size_t i = max; i < n; i++)
+            upload_clear(&arr[i]);
+        n = max;
+    }
+    return n;
+}
+
 void stor_upload_take_principals(stor_upload_t *u, stor_meta_t *m)
 {
     u->owner = m->owner;
     u->initiator = m->initiator;
     m->owner = m->initiator = NULL;
+}
+
+int stor_keycmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+    size_t n = alen < blen ? alen : blen;
+    int c = n ? memcmp(a, b, n) : 0;
+    if (c)
+        return c;
+    return alen < blen ? -1 : alen > blen ? 1 : 0;
+}
+
+void stor_parts_free(stor_part_t *parts, size_t n)
+{
+    if (!parts)
+        return;
+    for (size_t i = 0; i < n; i++)
+        stor_part_free_fields(&parts[i]);
+    free(parts);
+}
+
+void stor_uploads_free(stor_upload_t *uploads, size_t n)
+{
+    if (!uploads)
+        return;
+    for (size_t i = 0; i < n; i++)
+        upload_clear(&uploads[i]);
+    free(uploads);
 }

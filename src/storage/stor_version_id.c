@@ -3,7 +3,7 @@
  * for a version written without one). */
 #include <string.h>
 
-#include "storage/stor_internal.h"
+#include "storage/stor_record.h"
 
 uint64_t stor_version_seq(const stor_meta_t *m)
 {

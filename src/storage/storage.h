@@ -132,7 +132,9 @@ void stor_close(stor_t *st);
  * fsynced, then the index, then the files that the now durable commits
  * dropped (overwritten, deleted, replaced parts) are unlinked. In fsync mode
  * every commit is durable before it returns; this only syncs the index
- * again. STOR_ERR_IO if a sync failed (logged). */
+ * again. STOR_ERR_IO if a sync failed (logged). Only the unit tests call it
+ * (to look at a store between sync points); the server relies on the
+ * store's own sync points and on stor_close's last one. */
 stor_status_t stor_sync(stor_t *st);
 /* The objects in the store and the bytes of their contents (parts of
  * multipart uploads in progress not included). Counted once by stor_open,
@@ -384,13 +386,16 @@ typedef struct stor_writer stor_writer_t;
 stor_status_t stor_writer_open(stor_t *st, const stor_bucket_t *bucket, stor_writer_t **out_p);
 /* Appends bytes. On error the writer must still be aborted. */
 stor_status_t stor_writer_write(stor_writer_t *w, const void *data, size_t len);
-/* Bytes written so far. */
+/* Bytes written so far. Only the unit tests ask (the server counts the
+ * bytes it writes itself). */
 uint64_t stor_writer_size(const stor_writer_t *w);
 /* Publishes the bytes as bucket/key with meta (meta->size is set from the
  * bytes written, meta->mtime_ms from the clock; the rest is taken as given and
  * copied). Replaces any existing object atomically. Frees the writer whatever
  * the result. STOR_ERR_NO_BUCKET if the writer's bucket was deleted meanwhile
- * (whether or not its name was taken again since). */
+ * (whether or not its name was taken again since). stor_writer_commit_if
+ * with no condition: the server always calls that one; this short form is
+ * the unit tests'. */
 stor_status_t stor_writer_commit(stor_writer_t *w, const char *key, stor_meta_t *meta);
 /* A caller's check of the version a change or delete is about to act on
  * (stor_precond_t.guard, stor_obj_change_t.guard): called with that
@@ -452,7 +457,10 @@ typedef struct stor_reader stor_reader_t;
 
 /* Opens a consistent snapshot of bucket/key: later overwrites or deletes do
  * not change what this reader returns. STOR_ERR_DELETE_MARKER when the
- * latest version is a delete marker (stor_head_version tells which). */
+ * latest version is a delete marker (stor_head_version tells which). The
+ * backend's own call, without the version dispatch of
+ * stor_reader_open_version (which the server uses, with NULL for the
+ * latest): the unit tests' short form. */
 stor_status_t stor_reader_open(stor_t *st, const char *bucket, const char *key,
                                stor_reader_t **out_p);
 /* stor_reader_open of version version_id (NULL: the latest).
@@ -463,7 +471,10 @@ stor_status_t stor_reader_open_version(stor_t *st, const char *bucket, const cha
 const stor_meta_t *stor_reader_meta(const stor_reader_t *r);
 /* Decrypts what stor_reader_pread returns from now on, as
  * stor_writer_set_cipher encrypted it; stor_reader_span_fd then returns 0
- * (the file holds ciphertext). The key is zeroed when the reader closes. */
+ * (the file holds ciphertext). The key is zeroed when the reader closes.
+ * The server calls stor_reader_set_part_cipher (this with a zero IV, and
+ * a multipart object's per-part counters); the unit tests call this one
+ * directly. */
 void stor_reader_set_cipher(stor_reader_t *r, const uint8_t key[32], const uint8_t iv[16]);
 /* The counter block a multipart upload's part number encrypts from: the
  * number in the first 4 bytes (big-endian), zeros after (the parts of one
@@ -486,7 +497,10 @@ void stor_reader_close(stor_reader_t *r);
 /* ---- Deleting ----------------------------------------------------------- */
 
 /* STOR_ERR_NO_KEY when there was nothing to delete; STOR_ERR_NO_BUCKET when
- * bucket (as stor_bucket_get returned it) is gone. */
+ * bucket (as stor_bucket_get returned it) is gone. The backend's plain
+ * delete of the current object, even in a bucket with versioning (no
+ * delete marker): only the unit tests call it; the server deletes through
+ * stor_delete_if and stor_delete_version_if. */
 stor_status_t stor_delete(stor_t *st, const stor_bucket_t *bucket, const char *key);
 /* What stor_delete_version did: the version it made (a delete marker) or
  * removed ("null" or its id; "" when the bucket has no versioning and none
@@ -502,7 +516,9 @@ typedef struct stor_deleted {
  * object. version_id given: removes exactly that version (an object or a
  * marker; the version before it becomes the latest when it was the latest);
  * STOR_ERR_NO_VERSION when the key has none of that id. One transaction:
- * the latest version switches atomically. */
+ * the latest version switches atomically. The server calls the conditional
+ * forms below (stor_delete_version_if with cond NULL is this one); this
+ * form is the unit tests'. */
 stor_status_t stor_delete_version(stor_t *st, const stor_bucket_t *bucket, const char *key,
                                   const char *version_id, stor_deleted_t *out);
 /* stor_delete_version of the latest version (version_id NULL) when cond

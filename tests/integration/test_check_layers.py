@@ -57,12 +57,12 @@ def test_header_past_the_contract_fails(tmp_path):
     root = tree(tmp_path)
     # s3 may use storage only through storage.h; rdmafe may use rdma only
     # through its server contract and wire constants.
-    (root / "src" / "s3" / "bad.c").write_text('#include "storage/stor_internal.h"\n')
+    (root / "src" / "s3" / "bad.c").write_text('#include "storage/local/local_internal.h"\n')
     (root / "src" / "rdmafe" / "bad.c").write_text(
         '#include "rdma/rdma_server.h"\n#include "rdma/rdma_server_internal.h"\n')
     p = check(root)
     assert p.returncode == 1
-    assert 'src/s3/bad.c:1: includes "storage/stor_internal.h"' in p.stderr
+    assert 'src/s3/bad.c:1: includes "storage/local/local_internal.h"' in p.stderr
     assert 'src/rdmafe/bad.c:2: includes "rdma/rdma_server_internal.h"' in p.stderr
     assert "src/rdmafe/bad.c:1" not in p.stderr
 

@@ -56,7 +56,7 @@ def probe(tmp_path, source, header):
 # (a file of the target, a header it may include, headers it may not)
 CASES = [
     # storage sits on common only.
-    ("src/storage/stor_api.c", "storage/stor_internal.h",
+    ("src/storage/stor_api.c", "storage/local/local_internal.h",
      ["s3/s3_util.h", "s3/s3_server.h", "rdma/rdma_server.h", "http/http_server.h"]),
     # rdma sits on common only.
     ("src/rdma/rdma_session.c", "common/log.h",
@@ -64,7 +64,7 @@ CASES = [
     # s3 sees storage through its contract only, no transport: neither rdma
     # (not even its contract) nor http nor rdmafe.
     ("src/s3/ops_object.c", "storage/storage.h",
-     ["storage/stor_internal.h", "storage/rados/rados_internal.h",
+     ["storage/local/local_internal.h", "storage/rados/rados_internal.h",
       "rdma/rdma_server.h", "rdma/rdma_wire.h", "rdma/rdma_server_internal.h",
       "http/http_server.h", "rdmafe/rdmafe.h"]),
     ("src/s3/token.c", "s3/s3_request.h", ["rdma/rdma_server.h", "rdmafe/rdma_error.h"]),
@@ -76,7 +76,7 @@ CASES = [
     # http sees the s3 contract, not its internals, and no transport module
     # (the header names it shares with libs3rdma are common/proto_headers.h's).
     ("src/http/http_router.c", "s3/s3_request.h",
-     ["s3/acl.h", "storage/stor_internal.h", "rdma/rdma_wire.h", "rdma/rdma_server.h"]),
+     ["s3/acl.h", "storage/local/local_internal.h", "rdma/rdma_wire.h", "rdma/rdma_server.h"]),
     # libs3rdma: common and the rdma client contract, never storage or s3.
     ("src/client/client.c", "rdma/rdma_client.h",
      ["storage/storage.h", "s3/s3_server.h", "rdma/rdma_server_internal.h"]),
@@ -86,7 +86,7 @@ CASES = [
     ("src/tools/bench/main.c", "s3rdma.h", ["common/clock.h", "storage/storage.h"]),
     ("tests/client/s3r_driver.c", "s3rdma.h", ["common/log.h", "tools/cli.h"]),
     # a unit test of storage links storage only.
-    ("tests/unit/storage/test_storage.c", "storage/syncer.h",
+    ("tests/unit/storage/test_storage.c", "storage/local/local_syncer.h",
      ["s3/s3_util.h", "rdma/rdma_wire.h"]),
 ]
 

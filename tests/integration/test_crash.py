@@ -8,10 +8,10 @@ restart on the same data dir, then check that
   * no orphan files remain: after restart the number of files under DATA/.s3rdma/objects
     equals the number of (single-part) objects too large to be kept inline.
 
-Object files live at DATA/.s3rdma/objects/ab/cd/<id> (src/storage/storage.c); objects of at
-most `storage.inline_max` bytes (16 KiB by default) have none: their bytes are in the index
-record. The concurrent PUTs mix sizes on both sides of it, so the same keys are overwritten
-inline -> file and file -> inline while the server is killed.
+Object files live at DATA/.s3rdma/objects/ab/cd/<id> (src/storage/local/local_files.c);
+objects of at most `storage.inline_max` bytes (16 KiB by default) have none: their bytes are
+in the index record. The concurrent PUTs mix sizes on both sides of it, so the same keys are
+overwritten inline -> file and file -> inline while the server is killed.
 """
 import hashlib
 import http.client
@@ -303,7 +303,7 @@ def test_kill9_during_concurrent_puts(make_server, durability, etag, cycles):
 
 def stage_power_loss(data_dir):
     """What the OS losing its page cache does to the index after a kill -9, as the store's
-    open does it after a reboot (src/storage/restore.c): data.mdb's two meta pages go back
+    open does it after a reboot (src/storage/local/local_restore.c): data.mdb's two meta pages go back
     to those saved in index/restore's newest slot, so the index is its last restore point
     and every commit after it is gone from it. The server must be stopped."""
     index = Path(data_dir) / ".s3rdma" / "index"

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
@@ -193,22 +194,10 @@ static void index_untomb(rstor_t *st, const rs_index_t *ix)
 /* 1 if the index object holds an object key, 0 if not, or a librados code. */
 static int index_has_keys(rstor_t *st, const char *oid)
 {
-    rados_read_op_t op = rados_create_read_op();
-    if (!op)
-        return -ENOMEM;
-    rados_omap_iter_t it = NULL;
-    unsigned char more = 0;
-    int prval = 0;
-    rados_read_op_omap_get_keys2(op, "", 1, &it, &more, &prval);
-    int rc = rados_read_op_operate(op, st->index, oid, 0);
-    rados_release_read_op(op);
-    if (rc == 0)
-        rc = prval;
-    if (rc < 0) {
-        if (it)
-            rados_omap_get_end(it);
+    rados_omap_iter_t it;
+    int rc = rs_omap_read_keys(st->index, oid, 1, &it);
+    if (rc < 0)
         return rc;
-    }
     char *k, *v;
     size_t kl, vl;
     int has = rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 && k &&
@@ -295,14 +284,8 @@ static int add_bucket(void *arg, const char *k, size_t kl, const char *v, size_t
     bucket_vec_t *bv = arg;
     if (kl == 0 || kl > STOR_BUCKET_MAX)
         return 0;
-    if (bv->n == bv->cap) {
-        size_t cap = bv->cap ? 2 * bv->cap : 16;
-        stor_bucket_t *na = realloc(bv->arr, cap * sizeof *na);
-        if (!na)
-            return -ENOMEM;
-        bv->arr = na;
-        bv->cap = cap;
-    }
+    if (array_grow(&bv->arr, &bv->cap, bv->n, sizeof *bv->arr, 16) != 0)
+        return -ENOMEM;
     if (stor_rec_decode_bucket(v, vl, &bv->arr[bv->n]) != STOR_OK) {
         log_error("storage: corrupt bucket record %.*s", (int)kl, k);
         return -EIO;

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/array.h"
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
@@ -116,22 +117,10 @@ static void remove_blob(rstor_t *st, const uint8_t id[STOR_ID_LEN], uint64_t siz
 /* Removes the blobs whose entries are due. Returns how many, or -1. */
 static int gc_drain(rstor_t *st)
 {
-    rados_read_op_t op = rados_create_read_op();
-    if (!op)
-        return -1;
-    rados_omap_iter_t it = NULL;
-    unsigned char more = 0;
-    int prval = 0;
-    rados_read_op_omap_get_vals2(op, "", "", GC_BATCH, &it, &more, &prval);
-    int rc = rados_read_op_operate(op, st->index, RSTOR_GC_OID, 0);
-    rados_release_read_op(op);
-    if (rc == 0)
-        rc = prval;
-    if (rc < 0) {
-        if (it)
-            rados_omap_get_end(it);
+    rados_omap_iter_t it;
+    int rc = rs_omap_read(st->index, RSTOR_GC_OID, "", "", GC_BATCH, &it, NULL);
+    if (rc < 0)
         return rc == -ENOENT ? 0 : -1;
-    }
     uint64_t now = (uint64_t)clock_wall_ms();
     char *done[GC_BATCH];
     size_t done_len[GC_BATCH], n = 0;
@@ -172,14 +161,8 @@ static int gc_drain(rstor_t *st)
 
 int rs_idset_add(rs_idset_t *s, const uint8_t id[STOR_ID_LEN])
 {
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 1024;
-        void *p = realloc(s->ids, cap * STOR_ID_LEN);
-        if (!p)
-            return -ENOMEM;
-        s->ids = p;
-        s->cap = cap;
-    }
+    if (array_grow(&s->ids, &s->cap, s->n, sizeof *s->ids, 1024) != 0)
+        return -ENOMEM;
     memcpy(s->ids[s->n++], id, STOR_ID_LEN);
     return 0;
 }

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
@@ -458,19 +459,14 @@ static int log_empty(rstor_t *st, const char *gw)
     for (unsigned slot = 0; slot < RSTOR_INTENT_SLOTS; slot++) {
         char oid[RSTOR_OID_MAX];
         gw_oid(gw, slot, oid);
-        rados_read_op_t op = rados_create_read_op();
-        if (!op)
+        rados_omap_iter_t it;
+        int rc = rs_omap_read_keys(st->index, oid, 1, &it);
+        if (rc < 0 && rc != -ENOENT)
             return 0;
-        rados_omap_iter_t it = NULL;
-        unsigned char more = 0;
-        int prval = 0;
-        rados_read_op_omap_get_keys2(op, "", 1, &it, &more, &prval);
-        int rc = rados_read_op_operate(op, st->index, oid, 0);
-        size_t n = rc == 0 && prval == 0 && it ? rados_omap_iter_size(it) : 0;
+        size_t n = it ? rados_omap_iter_size(it) : 0;
         if (it)
             rados_omap_get_end(it);
-        rados_release_read_op(op);
-        if ((rc < 0 && rc != -ENOENT) || n)
+        if (n)
             return 0;
     }
     return 1;
@@ -514,18 +510,13 @@ typedef struct entries {
 static int collect(void *arg, const char *k, size_t kl, const char *v, size_t vl)
 {
     entries_t *e = arg;
-    if (e->n == e->cap) {
-        size_t cap = e->cap ? 2 * e->cap : 64;
-        char **nn = realloc(e->names, cap * sizeof *nn);
-        if (!nn)
-            return -ENOMEM;
-        e->names = nn;
-        buf_t *nv = realloc(e->vals, cap * sizeof *nv);
-        if (!nv)
-            return -ENOMEM;
-        e->vals = nv;
-        e->cap = cap;
-    }
+    /* Two arrays of one capacity: names may grow and vals fail, which
+     * leaves names larger than the capacity, harmlessly. */
+    size_t names_cap = e->cap, vals_cap = e->cap;
+    if (array_grow(&e->names, &names_cap, e->n, sizeof *e->names, 64) != 0 ||
+        array_grow(&e->vals, &vals_cap, e->n, sizeof *e->vals, 64) != 0)
+        return -ENOMEM;
+    e->cap = vals_cap;
     if (!(e->names[e->n] = strndup(k, kl)))
         return -ENOMEM;
     buf_init(&e->vals[e->n], vl + 1);

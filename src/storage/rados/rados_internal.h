@@ -240,29 +240,20 @@ int rs_key_blobs(rstor_t *st, const rs_index_t *ix, const char *key, rs_idset_t 
  * Completes into uploads (both sorted). 0, or a librados code. */
 int rs_intent_all(rstor_t *st, rs_idset_t *blobs, rs_idset_t *uploads);
 
-/* ---- rados_store.c ------------------------------------------------------ */
-
-/* Maps a librados return code (negative errno) to a status, logging what
- * failed: cluster unreachable or timed out -> STOR_ERR_UNAVAILABLE. */
-stor_status_t rs_fail(const char *what, const char *oid, int rc);
-
-/* The name of shard `shard` of index ix (for ix->shards 1, the one object,
- * named as before shards existed). */
-void rs_index_oid(const rs_index_t *ix, uint32_t shard, char out[RSTOR_OID_MAX]);
-/* The name of the index object of ix that holds key. */
-void rs_key_oid(const rs_index_t *ix, const char *key, char out[RSTOR_OID_MAX]);
-void rs_uploads_oid(uint64_t bucket_id, char out[RSTOR_OID_MAX]);
-void rs_parts_oid(const char *upload_id, char out[RSTOR_OID_MAX]);
-void rs_piece_oid(const uint8_t id[STOR_ID_LEN], uint32_t piece, char out[RSTOR_OID_MAX]);
-/* Pieces of a blob of size bytes. */
-static inline uint32_t rs_pieces(uint64_t size)
-{
-    return (uint32_t)((size + RSTOR_PIECE - 1) / RSTOR_PIECE);
-}
-/* A new blob id: 8 bytes of big-endian creation time (ms), 8 random (the
- * sweep tells young blobs from old by it). -1 if no randomness. */
-int rs_new_blob_id(uint8_t id[STOR_ID_LEN]);
-
+/* ---- rados_omap.c: omap reads and writes ---------------------------------
+ * The one synchronous omap read of oid, three shapes: rs_omap_read, up to
+ * max entries after key `after` ("": from the first) whose keys start with
+ * prefix ("": any), in key order, *more_p (NULL: not wanted) set when
+ * entries remain past them; rs_omap_read_keys, the first max keys without
+ * their values; rs_omap_read_vals, the entries of the n keys (klens their
+ * lengths) that exist. Each returns 0 and *it_p, an iterator the caller
+ * walks with rados_omap_get_next2 and ends with rados_omap_get_end, or a
+ * negative librados code (-ENOENT: no such object) with *it_p NULL. */
+int rs_omap_read(rados_ioctx_t io, const char *oid, const char *after, const char *prefix,
+                 size_t max, rados_omap_iter_t *it_p, unsigned char *more_p);
+int rs_omap_read_keys(rados_ioctx_t io, const char *oid, size_t max, rados_omap_iter_t *it_p);
+int rs_omap_read_vals(rados_ioctx_t io, const char *oid, const char *const *keys, size_t n,
+                      const size_t *klens, rados_omap_iter_t *it_p);
 /* Reads one omap value of oid into *val (buf_init'ed here; the caller frees
  * it). Returns 1 found, 0 absent, or a negative librados code (-ENOENT: no
  * such object). */
@@ -304,11 +295,28 @@ int rs_omap_cas(rados_ioctx_t io, const char *oid, const char *key, size_t klen,
 typedef int (*rs_omap_fn)(void *arg, const char *k, size_t kl, const char *v, size_t vl);
 int rs_omap_each(rados_ioctx_t io, const char *oid, const char *after, rs_omap_fn fn, void *arg);
 
-/* Records blobs that a committed change dropped: the collector deletes their
- * pieces once grace_ms have passed (readers that opened them keep reading
- * until then). 0, or a librados code (logged): the caller's intent entry
- * then stays, for its own collector to settle (rs_intent_drop_done). */
-int rs_gc_log(rstor_t *st, const stor_seg_t *segs, size_t n);
+/* ---- rados_names.c ------------------------------------------------------ */
+
+/* Maps a librados return code (negative errno) to a status, logging what
+ * failed: cluster unreachable or timed out -> STOR_ERR_UNAVAILABLE. */
+stor_status_t rs_fail(const char *what, const char *oid, int rc);
+
+/* The name of shard `shard` of index ix (for ix->shards 1, the one object,
+ * named as before shards existed). */
+void rs_index_oid(const rs_index_t *ix, uint32_t shard, char out[RSTOR_OID_MAX]);
+/* The name of the index object of ix that holds key. */
+void rs_key_oid(const rs_index_t *ix, const char *key, char out[RSTOR_OID_MAX]);
+void rs_uploads_oid(uint64_t bucket_id, char out[RSTOR_OID_MAX]);
+void rs_parts_oid(const char *upload_id, char out[RSTOR_OID_MAX]);
+void rs_piece_oid(const uint8_t id[STOR_ID_LEN], uint32_t piece, char out[RSTOR_OID_MAX]);
+/* Pieces of a blob of size bytes. */
+static inline uint32_t rs_pieces(uint64_t size)
+{
+    return (uint32_t)((size + RSTOR_PIECE - 1) / RSTOR_PIECE);
+}
+/* A new blob id: 8 bytes of big-endian creation time (ms), 8 random (the
+ * sweep tells young blobs from old by it). -1 if no randomness. */
+int rs_new_blob_id(uint8_t id[STOR_ID_LEN]);
 
 /* The bucket named name as stored: its record (and id). */
 stor_status_t rs_bucket_lookup(rstor_t *st, const char *name, stor_bucket_t *out_p);
@@ -479,7 +487,13 @@ int rs_parts_drop(rstor_t *st, const char *id, const uint8_t *used, const stor_p
  * the parts object removed. 0, or a librados code. */
 int rs_upload_recover(rstor_t *st, const rs_index_t *ix, const char *key, const char *upload_id);
 
-/* rados_gc.c: the collector, and the id sets. 0, or -ENOMEM. */
+/* rados_gc.c: the GC log, the collector, and the id sets. */
+/* Records blobs that a committed change dropped: the collector deletes their
+ * pieces once grace_ms have passed (readers that opened them keep reading
+ * until then). 0, or a librados code (logged): the caller's intent entry
+ * then stays, for its own collector to settle (rs_intent_drop_done). */
+int rs_gc_log(rstor_t *st, const stor_seg_t *segs, size_t n);
+/* 0, or -ENOMEM. */
 int rs_idset_add(rs_idset_t *s, const uint8_t id[STOR_ID_LEN]);
 void rs_idset_sort(rs_idset_t *s);
 int rs_idset_has(const rs_idset_t *s, const uint8_t id[STOR_ID_LEN]);

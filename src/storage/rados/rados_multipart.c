@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
@@ -177,14 +178,8 @@ static int add_part(void *arg, const char *k, size_t kl, const char *v, size_t v
     (void)k;
     (void)kl;
     part_vec_t *pv = arg;
-    if (pv->n == pv->cap) {
-        size_t cap = pv->cap ? 2 * pv->cap : 16;
-        stor_part_rec_t *na = realloc(pv->arr, cap * sizeof *na);
-        if (!na)
-            return -ENOMEM;
-        pv->arr = na;
-        pv->cap = cap;
-    }
+    if (array_grow(&pv->arr, &pv->cap, pv->n, sizeof *pv->arr, 16) != 0)
+        return -ENOMEM;
     if (stor_rec_decode_part(v, vl, &pv->arr[pv->n]) != STOR_OK) {
         log_error("storage: corrupt part record");
         return -EIO;

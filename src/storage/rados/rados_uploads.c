@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
@@ -90,14 +91,8 @@ static int add_upload_raw(void *arg, const char *k, size_t kl, const char *v, si
     upl_raw_vec_t *uv = arg;
     if (kl != STOR_UPLOAD_ID_LEN)
         return 0; /* a key-index entry */
-    if (uv->n == uv->cap) {
-        size_t cap = uv->cap ? 2 * uv->cap : 16;
-        upl_raw_t *na = realloc(uv->arr, cap * sizeof *na);
-        if (!na)
-            return -ENOMEM;
-        uv->arr = na;
-        uv->cap = cap;
-    }
+    if (array_grow(&uv->arr, &uv->cap, uv->n, sizeof *uv->arr, 16) != 0)
+        return -ENOMEM;
     upl_raw_t *u = &uv->arr[uv->n];
     buf_init(&u->raw, STOR_REC_MAX);
     if (buf_append(&u->raw, v, vl) != 0) {
@@ -252,15 +247,9 @@ static int list_entry(const char *k, size_t kl, const char *v, size_t vl, const 
         free(key);
         return 0;
     }
-    if (*n == *cap) {
-        size_t nc = *cap ? 2 * *cap : 16;
-        stor_upload_t *na = realloc(*arr, nc * sizeof *na);
-        if (!na) {
-            free(key);
-            return -1;
-        }
-        *arr = na;
-        *cap = nc;
+    if (array_grow(arr, cap, *n, sizeof **arr, 16) != 0) {
+        free(key);
+        return -1;
     }
     stor_upload_t *u = &(*arr)[(*n)++];
     u->key = key;
@@ -287,8 +276,7 @@ static stor_status_t upload_principals(rstor_t *st, const char *oid, stor_upload
     stor_upload_t **by_id = calloc(n, sizeof *by_id);
     const char **keys = calloc(n, sizeof *keys);
     size_t *klens = calloc(n, sizeof *klens);
-    rados_read_op_t op = by_id && keys && klens ? rados_create_read_op() : NULL;
-    if (!op) {
+    if (!by_id || !keys || !klens) {
         free(by_id);
         free(keys);
         free(klens);
@@ -301,18 +289,11 @@ static stor_status_t upload_principals(rstor_t *st, const char *oid, stor_upload
         keys[i] = by_id[i]->upload_id;
         klens[i] = STOR_UPLOAD_ID_LEN;
     }
-    rados_omap_iter_t it = NULL;
-    int prval = 0;
-    rados_read_op_omap_get_vals_by_keys2(op, keys, n, klens, &it, &prval);
-    int rc = rados_read_op_operate(op, st->index, oid, 0);
-    rados_release_read_op(op);
+    rados_omap_iter_t it;
+    int rc = rs_omap_read_vals(st->index, oid, keys, n, klens, &it);
     free(keys);
     free(klens);
-    if (rc == 0)
-        rc = prval;
     if (rc < 0) {
-        if (it)
-            rados_omap_get_end(it);
         free(by_id);
         return rc == -ENOENT ? STOR_ERR_NO_BUCKET : rs_fail("list uploads", oid, rc);
     }
@@ -372,25 +353,11 @@ stor_status_t rs_mpu_list(stor_t *st_, const char *bucket, const char *prefix,
     size_t n = 0, cap = 0;
     unsigned char more = 1;
     while (more && n <= max && s == STOR_OK) {
-        rados_read_op_t op = rados_create_read_op();
-        if (!op) {
-            s = STOR_ERR_NOMEM;
-            break;
-        }
-        rados_omap_iter_t it = NULL;
-        int prval = 0;
-        more = 0;
+        rados_omap_iter_t it;
         size_t want = max + 1 - n + 1; /* +1: the marker's entry itself, usually */
-        rados_read_op_omap_get_vals2(op, after.data, filter.data,
-                                     want < RSTOR_OMAP_BATCH ? want : RSTOR_OMAP_BATCH, &it, &more,
-                                     &prval);
-        rc = rados_read_op_operate(op, st->index, oid, 0);
-        rados_release_read_op(op);
-        if (rc == 0)
-            rc = prval;
+        rc = rs_omap_read(st->index, oid, after.data, filter.data,
+                          want < RSTOR_OMAP_BATCH ? want : RSTOR_OMAP_BATCH, &it, &more);
         if (rc < 0) {
-            if (it)
-                rados_omap_get_end(it);
             s = rc == -ENOENT ? STOR_ERR_NO_BUCKET : rs_fail("list uploads", oid, rc);
             break;
         }

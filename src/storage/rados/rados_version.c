@@ -230,19 +230,8 @@ static int find_null(rstor_t *st, const char *oid, const char *key, buf_t *ekey,
     unsigned char more = 1;
     int found = 0;
     while (rc == 0 && more && !found) {
-        rados_read_op_t op = rados_create_read_op();
-        if (!op) {
-            rc = -ENOMEM;
-            break;
-        }
-        rados_omap_iter_t it = NULL;
-        int pr = 0;
-        more = 0;
-        rados_read_op_omap_get_vals2(op, from.data, pfx.data, RSTOR_OMAP_BATCH, &it, &more, &pr);
-        rc = rados_read_op_operate(op, st->index, oid, 0);
-        rados_release_read_op(op);
-        if (rc == 0)
-            rc = pr;
+        rados_omap_iter_t it;
+        rc = rs_omap_read(st->index, oid, from.data, pfx.data, RSTOR_OMAP_BATCH, &it, &more);
         char *k, *v;
         size_t kl, vl;
         while (rc == 0 && !found && it && rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 && k) {

@@ -16,7 +16,7 @@
 
 #include "common/s3r_limits.h"
 #include "stor_test_util.h"
-#include "storage/stor_internal.h"
+#include "storage/local/local_internal.h"
 
 typedef struct fx {
     char *dir;
@@ -264,7 +264,7 @@ static int open_deleted_files(void)
     return n;
 }
 
-/* Reads keep object files open for the next read (stor_fdcache.c), but a
+/* Reads keep object files open for the next read (local_fdcache.c), but a
  * file the index dropped is never held: after an overwrite and a delete,
  * and the sync point that unlinks them, no descriptor of ours points at a
  * deleted file, and every read saw the bytes of its time. */
@@ -1407,7 +1407,7 @@ static void test_mpu_list_long_keys_and_index(void **state)
 {
     fx_t *f = *state;
     assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
-    size_t plen = stor_ikey_plen(1);
+    size_t plen = local_ikey_plen(1);
     char keys[6][S3R_MAX_KEY_BYTES + 1];
     char ids[6][STOR_UPLOAD_ID_LEN + 1];
     for (int i = 0; i < 6; i++) {

@@ -1,4 +1,4 @@
-/* Group commit (stor_group.c): concurrent PUTs and DELETEs share one LMDB
+/* Group commit (local_group.c): concurrent PUTs and DELETEs share one LMDB
  * write transaction, each evaluated against what the changes before it in
  * the group did, and a failing one fails nothing else.
  *
@@ -16,8 +16,8 @@
 
 #include "common/s3r_limits.h"
 #include "stor_test_util.h"
-#include "storage/stor_internal.h"
-#include "storage/syncer.h"
+#include "storage/local/local_internal.h"
+#include "storage/local/local_syncer.h"
 
 typedef enum { OP_PUT, OP_DELETE } op_kind_t;
 
@@ -97,7 +97,7 @@ static void run_group(stor_durability_t mode, size_t inline_max)
     char *tmp = tu_mkdtemp();
     char dir[512];
     snprintf(dir, sizeof dir, "%s/data", tmp);
-    stor_sync_interval_ms = 0;
+    local_sync_interval_ms = 0;
     stor_t *st;
     assert_int_equal(stor_open(dir, mode, &st), STOR_OK);
     stor_set_inline_max(st, inline_max);
@@ -138,7 +138,7 @@ static void run_group(stor_durability_t mode, size_t inline_max)
                             STOR_OK,
                             STOR_OK,
                             STOR_ERR_NO_VERSION};
-    assert_true(n <= STOR_GROUP_MAX);
+    assert_true(n <= LOCAL_GROUP_MAX);
 
     MDB_txn *hold;
     assert_int_equal(mdb_txn_begin(ls->env, NULL, 0, &hold), 0);
@@ -181,7 +181,7 @@ static void run_group(stor_durability_t mode, size_t inline_max)
     stor_close(st);
     tu_rmrf(tmp);
     free(tmp);
-    stor_sync_interval_ms = 1000;
+    local_sync_interval_ms = 1000;
 }
 
 static void test_group_relaxed_inline(void **state)

@@ -8,7 +8,7 @@
 #include <cmocka.h>
 
 #include "stor_test_util.h"
-#include "storage/stor_internal.h"
+#include "storage/local/local_internal.h"
 
 #define MAX_KEYS 64
 
@@ -47,7 +47,7 @@ static int setup(void **state)
     assert_int_equal(stor_bucket_create(f->st, "lb", "o"), STOR_OK);
     assert_int_equal(stor_bucket_create(f->st, "la", "o"), STOR_OK);
     assert_int_equal(stor_bucket_create(f->st, "lc", "o"), STOR_OK);
-    const size_t P = stor_ikey_plen(2);
+    const size_t P = local_ikey_plen(2);
     /* Long keys (~1000 bytes) sharing a 600-byte prefix, so all of them fall
      * in one hashed block; they differ past P in ways that make hash order
      * and byte order disagree. */
@@ -167,7 +167,7 @@ static void test_list_all_in_order(void **state)
 static void test_list_prefix_after(void **state)
 {
     fx_t *f = *state;
-    const size_t P = stor_ikey_plen(2);
+    const size_t P = local_ikey_plen(2);
     /* Every key, its truncations at and around P, and its successors, as
      * both prefix and after. */
     for (size_t i = 0; i < f->n; i++) {

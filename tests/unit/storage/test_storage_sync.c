@@ -23,10 +23,10 @@
 #include "common/hash.h"
 #include "common/s3r_limits.h"
 #include "stor_test_util.h"
-#include "storage/restore.h"
-#include "storage/stor_internal.h"
-#include "storage/syncer.h"
-#include "storage/wal.h"
+#include "storage/local/local_restore.h"
+#include "storage/local/local_internal.h"
+#include "storage/local/local_syncer.h"
+#include "storage/local/local_wal.h"
 
 /* ---- fsync / fdatasync observed ------------------------------------------ */
 
@@ -123,7 +123,7 @@ static int setup_mode(void **state, stor_durability_t mode)
     f->mode = mode;
     fx_inline_max = 0;
     /* No timer: sync points happen only where the tests ask for them. */
-    stor_sync_interval_ms = 0;
+    local_sync_interval_ms = 0;
     *state = f;
     return 0;
 }
@@ -159,7 +159,7 @@ static int teardown(void **state)
     tu_rmrf(f->tmp);
     free(f->tmp);
     free(f);
-    stor_sync_interval_ms = 1000;
+    local_sync_interval_ms = 1000;
     local_restore_boot_id_path = "/proc/sys/kernel/random/boot_id";
     return 0;
 }
@@ -172,7 +172,7 @@ static const char *fx_path(fx_t *f, const char *rel)
 
 /* The one file under objects/ (there must be exactly one): its path relative
  * to objects/ ("ab/cd/<id>"). */
-static void only_object_file(fx_t *f, char rel[STOR_PATH_LEN])
+static void only_object_file(fx_t *f, char rel[LOCAL_PATH_LEN])
 {
     assert_int_equal(tu_count_objects(f->dir), 1);
     DIR *d1 = opendir(fx_path(f, ".s3rdma/objects"));
@@ -193,7 +193,7 @@ static void only_object_file(fx_t *f, char rel[STOR_PATH_LEN])
             DIR *d3 = opendir(p3);
             while (d3 && (e3 = readdir(d3)) != NULL)
                 if (e3->d_name[0] != '.')
-                    snprintf(rel, STOR_PATH_LEN, "%.2s/%.2s/%.32s", e1->d_name, e2->d_name,
+                    snprintf(rel, LOCAL_PATH_LEN, "%.2s/%.2s/%.32s", e1->d_name, e2->d_name,
                              e3->d_name);
             if (d3)
                 closedir(d3);
@@ -326,7 +326,7 @@ static void test_relaxed_sync_points(void **state)
 
     /* The object file is not synced by the commit, but by the next sync
      * point, with its shard directory and the new shard directories. */
-    char rel[STOR_PATH_LEN], obj[PATH_MAX], shard[PATH_MAX], l1[PATH_MAX];
+    char rel[LOCAL_PATH_LEN], obj[PATH_MAX], shard[PATH_MAX], l1[PATH_MAX];
     only_object_file(f, rel);
     snprintf(obj, sizeof obj, "%s/.s3rdma/objects/%s", f->dir, rel);
     snprintf(shard, sizeof shard, "%s/.s3rdma/objects/%.5s", f->dir, rel);
@@ -345,7 +345,7 @@ static void test_relaxed_sync_points(void **state)
      * syncs): with a timer, an idle store makes no sync calls either. */
     stor_close(f->st);
     f->st = NULL;
-    stor_sync_interval_ms = 20;
+    local_sync_interval_ms = 20;
     assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
     synced_reset();
     usleep(100 * 1000);
@@ -397,7 +397,7 @@ static void test_fsync_shard_dirs(void **state)
     assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
     synced_reset();
     assert_int_equal(tu_put(f->st, "b", "k", "v", 1), STOR_OK);
-    char rel[STOR_PATH_LEN], obj[PATH_MAX], shard[PATH_MAX], l1[PATH_MAX];
+    char rel[LOCAL_PATH_LEN], obj[PATH_MAX], shard[PATH_MAX], l1[PATH_MAX];
     only_object_file(f, rel);
     snprintf(obj, sizeof obj, "%s/.s3rdma/objects/%s", f->dir, rel);
     snprintf(shard, sizeof shard, "%s/.s3rdma/objects/%.5s", f->dir, rel);
@@ -576,7 +576,7 @@ static void gc_ack(gc_arg_t *a, const char *line)
 /* One writer: PUTs its keys and DELETEs every fourth one it put, appending
  * each key to the ack log once the PUT returned ("-key" once the DELETE
  * did: an acknowledgement a client would have seen). Concurrent writers'
- * changes share write transactions (stor_group.c) and sync points. */
+ * changes share write transactions (local_group.c) and sync points. */
 static void *gc_writer(void *arg)
 {
     gc_arg_t *a = arg;
@@ -719,7 +719,7 @@ static void log_history_and_die(fx_t *f, int round)
     assert_true(pid >= 0);
     if (pid == 0) {
         stor_t *st;
-        stor_wal_max_bytes = 8192;
+        local_wal_max_bytes = 8192;
         if (store_open(f->dir, STOR_DURABILITY_FSYNC, &st) != STOR_OK)
             _exit(1);
         for (int n = 0; n < 3; n++)
@@ -799,7 +799,7 @@ static void assert_history(fx_t *f, int round)
 }
 
 /* Fsync mode's groups are durable once their record in the commit log is
- * (wal.h), not once a restore point covers them: after the OS "goes down"
+ * (local_wal.h), not once a restore point covers them: after the OS "goes down"
  * (another boot id: the index is back at its last restore point, taken long
  * before), stor_open applies the log again, and every acknowledged PUT,
  * overwrite, part, DELETE and versioned change is there. Then the same again, but
@@ -843,7 +843,7 @@ static void test_unappliable_log_refuses_open(void **state)
     assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
     stor_close(f->st);
     f->st = NULL;
-    /* wal.c's layout: a 4 KiB header, then a record with one operation. */
+    /* local_wal.c's layout: a 4 KiB header, then a record with one operation. */
     uint8_t file[4096 + 45] = {0};
     struct {
         char magic[8];
@@ -966,17 +966,17 @@ static void test_index_without_writable_map(void **state)
     assert_get(f->st, "k", "v2");
 }
 
-/* ---- The pool of free files (stor_pool.c) --------------------------------- */
+/* ---- The pool of free files (local_pool.c) --------------------------------- */
 
 static size_t pool_count(stor_t *st)
 {
-    return stor_pool_count(((lstor_t *)st)->pool);
+    return local_pool_count(((lstor_t *)st)->pool);
 }
 
 /* Entries of DIR/.s3rdma/pool. */
 static size_t pool_entries(fx_t *f)
 {
-    DIR *d = opendir(fx_path(f, ".s3rdma/" STOR_POOL_DIR));
+    DIR *d = opendir(fx_path(f, ".s3rdma/" LOCAL_POOL_DIR));
     assert_non_null(d);
     size_t n = 0;
     struct dirent *e;
@@ -988,7 +988,7 @@ static size_t pool_entries(fx_t *f)
 
 static ino_t object_ino(fx_t *f)
 {
-    char rel[STOR_PATH_LEN], p[PATH_MAX];
+    char rel[LOCAL_PATH_LEN], p[PATH_MAX];
     only_object_file(f, rel);
     snprintf(p, sizeof p, "%s/.s3rdma/objects/%s", f->dir, rel);
     struct stat sb;
@@ -1115,38 +1115,38 @@ static void test_pool_bound(void **state)
     assert_true(objfd >= 0);
     assert_int_equal(mkdirat(objfd, "ab", 0755), 0);
     assert_int_equal(mkdirat(objfd, "ab/cd", 0755), 0);
-    stor_pool_t *p = stor_pool_open(pool, objfd, 2);
+    local_pool_t *p = local_pool_open(pool, objfd, 2);
     assert_non_null(p);
     uint8_t ids[3][STOR_ID_LEN];
     for (int i = 0; i < 3; i++) {
         memset(ids[i], 0x10 * (i + 1), STOR_ID_LEN);
         ids[i][0] = 0xab;
         ids[i][1] = 0xcd;
-        char path[STOR_PATH_LEN];
-        stor_id_path(ids[i], path);
+        char path[LOCAL_PATH_LEN];
+        local_id_path(ids[i], path);
         int fd = openat(objfd, path, O_WRONLY | O_CREAT | O_EXCL, 0644);
         assert_true(fd >= 0);
         assert_int_equal(write(fd, "some bytes", 10), 10);
         close(fd);
     }
     for (int i = 0; i < 3; i++)
-        stor_pool_return(p, ids[i]);
-    assert_int_equal(stor_pool_count(p), 2);
+        local_pool_return(p, ids[i]);
+    assert_int_equal(local_pool_count(p), 2);
     for (int i = 0; i < 3; i++) {
-        char path[STOR_PATH_LEN];
-        stor_id_path(ids[i], path);
+        char path[LOCAL_PATH_LEN];
+        local_id_path(ids[i], path);
         assert_int_equal(faccessat(objfd, path, F_OK, 0), -1); /* pooled or unlinked */
     }
     struct stat sb;
     int taken[3];
     for (int i = 0; i < 3; i++) {
-        char path[STOR_PATH_LEN];
+        char path[LOCAL_PATH_LEN];
         uint8_t id[STOR_ID_LEN];
         memset(id, 0x70 + i, STOR_ID_LEN);
         id[0] = 0xab;
         id[1] = 0xcd;
-        stor_id_path(id, path);
-        taken[i] = stor_pool_take(p, path);
+        local_id_path(id, path);
+        taken[i] = local_pool_take(p, path);
         if (i < 2) {
             assert_true(taken[i] >= 0);
             assert_int_equal(fstat(taken[i], &sb), 0);
@@ -1159,21 +1159,21 @@ static void test_pool_bound(void **state)
             assert_int_equal(faccessat(objfd, path, F_OK, 0), -1);
         }
     }
-    assert_int_equal(stor_pool_count(p), 0);
-    stor_pool_close(p);
+    assert_int_equal(local_pool_count(p), 0);
+    local_pool_close(p);
     /* max 0: nothing is pooled, the file is unlinked as without a pool. */
-    p = stor_pool_open(pool, objfd, 0);
+    p = local_pool_open(pool, objfd, 0);
     assert_non_null(p);
-    char path[STOR_PATH_LEN];
-    stor_id_path(ids[0], path);
+    char path[LOCAL_PATH_LEN];
+    local_id_path(ids[0], path);
     int fd = openat(objfd, path, O_WRONLY | O_CREAT | O_EXCL, 0644);
     assert_true(fd >= 0);
     close(fd);
-    stor_pool_return(p, ids[0]);
-    assert_int_equal(stor_pool_count(p), 0);
+    local_pool_return(p, ids[0]);
+    assert_int_equal(local_pool_count(p), 0);
     assert_int_equal(faccessat(objfd, path, F_OK, 0), -1);
-    assert_int_equal(stor_pool_take(p, path), -1);
-    stor_pool_close(p);
+    assert_int_equal(local_pool_take(p, path), -1);
+    local_pool_close(p);
     close(objfd);
 }
 
@@ -1189,7 +1189,8 @@ static void test_pool_leftovers_swept(void **state)
     stor_close(f->st); /* v1's file went to the pool, and stays */
     f->st = NULL;
     assert_int_equal(pool_entries(f), 1);
-    FILE *fp = fopen(fx_path(f, ".s3rdma/" STOR_POOL_DIR "/0123456789abcdef0123456789abcdef"), "w");
+    FILE *fp =
+        fopen(fx_path(f, ".s3rdma/" LOCAL_POOL_DIR "/0123456789abcdef0123456789abcdef"), "w");
     assert_non_null(fp);
     fputs("stale bytes", fp);
     fclose(fp);
@@ -1228,7 +1229,7 @@ static void test_kill9_while_recycling(void **state)
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        stor_sync_interval_ms = 1;
+        local_sync_interval_ms = 1;
         stor_t *st;
         if (store_open(f->dir, f->mode, &st) != STOR_OK)
             _exit(1);

@@ -1,4 +1,4 @@
-/* Storage engine: versioning (stor_version.c): versions and delete markers,
+/* Storage engine: versioning (local_version.c): versions and delete markers,
  * the "null" version of suspended buckets, lookups and deletes by version
  * id, the versions iterator, usage and the orphan sweep with noncurrent
  * versions, kill -9 during versioned writes, and the guards and per-version
@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 
 #include "stor_test_util.h"
-#include "storage/stor_internal.h"
+#include "storage/local/local_internal.h"
 
 typedef struct fx {
     char *dir;

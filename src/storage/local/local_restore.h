@@ -1,4 +1,4 @@
-/* Private to src/storage: the index's restore point (restore.c), which lets
+/* Private to src/storage: the index's restore point (local_restore.c), which lets
  * relaxed mode commit to LMDB with MDB_NOSYNC and still never come back from
  * a power loss with a torn index.
  *
@@ -26,8 +26,8 @@
  * which makes S the newest snapshot again -- exactly S, intact. If the boot is
  * the same (the process died, the OS did not) the page cache holds every
  * commit whole and nothing is rolled back. */
-#ifndef S3R_STORAGE_RESTORE_H
-#define S3R_STORAGE_RESTORE_H
+#ifndef S3R_STORAGE_LOCAL_RESTORE_H
+#define S3R_STORAGE_LOCAL_RESTORE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -36,7 +36,7 @@
 #define RESTORE_BOOT_LEN  40 /* room for /proc/sys/kernel/random/boot_id */
 #define RESTORE_PSIZE_MAX 65536u
 
-typedef struct restore restore_t;
+typedef struct local_restore local_restore_t;
 
 /* Where the boot id is read: /proc/sys/kernel/random/boot_id unless changed
  * (unit tests point it at a file of their own to stage a reboot). */
@@ -51,15 +51,15 @@ int local_restore_recover(int index_dirfd);
 
 /* Opens (creating it if absent) the restore point file in index_dirfd, which
  * stays the caller's. NULL on failure (logged). */
-restore_t *local_restore_open(int index_dirfd);
+local_restore_t *local_restore_open(int index_dirfd);
 
 /* Saves snapshot txnid, whose meta pages (2 * psize bytes, data.mdb's first
  * two pages) are metas, durably: into the older slot, then fdatasync. Only
  * after it returns 0 may the caller let go of the previous restore point's
  * snapshot. -1 on failure (logged): the previous restore point stands. */
-int local_restore_save(restore_t *r, uint64_t txnid, const void *metas, size_t psize);
+int local_restore_save(local_restore_t *r, uint64_t txnid, const void *metas, size_t psize);
 
 /* Closes r; NULL is a no-op. */
-void local_restore_close(restore_t *r);
+void local_restore_close(local_restore_t *r);
 
 #endif

@@ -1,10 +1,10 @@
-/* Private to src/storage: the relaxed-mode sync point (syncer.c).
+/* Private to src/storage: the relaxed-mode sync point (local_syncer.c).
  *
  * In relaxed mode a commit returns once it is in the page cache: LMDB runs
  * with MDB_NOSYNC and the object file is not synced. So nothing a commit
  * dropped may be unlinked yet (after a power loss the index may come back
  * without that commit and still point at those files), and the index must
- * have a restore point (restore.h) to come back to. The syncer collects what
+ * have a restore point (local_restore.h) to come back to. The syncer collects what
  * the commits since the last sync point owe -- new object files and shard
  * directories to fsync, dropped files to unlink -- and pays it at a sync
  * point, in this order:
@@ -20,72 +20,72 @@
  *   4. save S as the restore point (local_restore_save); let go of the previous
  *      restore point's read transaction;
  *   5. return the files the commits up to S dropped to the pool of free
- *      files (stor_pool_return: pooled, or unlinked).
+ *      files (local_pool_return: pooled, or unlinked).
  *
  * If a step fails, the lists go back to the next sync point and the previous
- * restore point stands. A sync point runs every stor_sync_interval_ms on its
+ * restore point stands. A sync point runs every local_sync_interval_ms on its
  * own thread (when something is owed), when the backlog grows large, on
  * stor_sync(), at stor_close() and once in local_syncer_start().
  *
  * Fsync mode uses the same sync points with empty lists (a writer syncs its
  * own file and directory before its commit, in its own thread, and unlinks
  * what its commit dropped once that commit is durable). A commit that is in
- * the commit log (wal.h: the groups of PUTs and DELETEs) is durable once its
+ * the commit log (local_wal.h: the groups of PUTs and DELETEs) is durable once its
  * record is; the sync points then only bound the log and run on the timer
  * and the backlogs, as in relaxed mode. Any other commit waits in
  * local_syncer_wait_durable() for one that covers it, and commits that wait
  * together share one -- one index sync and one restore point save for all
  * of them. */
-#ifndef S3R_STORAGE_SYNCER_H
-#define S3R_STORAGE_SYNCER_H
+#ifndef S3R_STORAGE_LOCAL_SYNCER_H
+#define S3R_STORAGE_LOCAL_SYNCER_H
 
 #include <lmdb.h>
 #include <stdint.h>
 
-#include "storage/stor_internal.h"
+#include "storage/local/local_internal.h"
 
-typedef struct syncer syncer_t;
+typedef struct local_syncer local_syncer_t;
 
 /* Milliseconds between relaxed-mode sync points (read by stor_open; 1000
  * unless changed). 0: no timer, only stor_sync(), stor_close() and a large
  * backlog run one (unit tests use this to look between sync points). */
-extern unsigned stor_sync_interval_ms;
+extern unsigned local_sync_interval_ms;
 
 /* Makes the first restore point of the store whose index is env (opened
  * with MDB_NOSYNC, nothing committed since it was synced), its directory
  * indexfd, its objects directory objfd and its pool of free files (which
  * step 5 returns the dropped files to; all stay the caller's), and starts
  * the sync thread. NULL on failure (logged). */
-syncer_t *local_syncer_start(MDB_env *env, int objfd, stor_pool_t *pool, int indexfd,
-                             unsigned interval_ms);
+local_syncer_t *local_syncer_start(MDB_env *env, int objfd, local_pool_t *pool, int indexfd,
+                                   unsigned interval_ms);
 /* A write transaction committed: the next sync point must sync the index. */
-void local_syncer_committed(syncer_t *s);
+void local_syncer_committed(local_syncer_t *s);
 /* The write transaction being committed makes file id part of the index
  * (call it inside the transaction): fdatasync it, and fsync its shard
  * directory, at the next sync point. */
-void local_syncer_new_file(syncer_t *s, const uint8_t id[STOR_ID_LEN]);
+void local_syncer_new_file(local_syncer_t *s, const uint8_t id[STOR_ID_LEN]);
 /* A shard directory was created: dir is its parent, as an index into the
  * objects tree (SYNCER_DIR_*); fsync it at the next sync point. */
-void local_syncer_new_dir(syncer_t *s, unsigned dir);
+void local_syncer_new_dir(local_syncer_t *s, unsigned dir);
 /* A commit that returned dropped file id from the index: pool or unlink it
  * once a sync point has made that commit durable. */
-void local_syncer_drop_file(syncer_t *s, const uint8_t id[STOR_ID_LEN]);
+void local_syncer_drop_file(local_syncer_t *s, const uint8_t id[STOR_ID_LEN]);
 /* Fsync mode's group commit: returns once a restore point covers snapshot
  * txnid (the id of a write transaction that committed), running a sync point
  * itself unless another thread's, begun after that commit, covers it. 0, or
  * -1 if the sync point this thread ran failed (the commit may or may not
  * survive a power loss). */
-int local_syncer_wait_durable(syncer_t *s, uint64_t txnid);
+int local_syncer_wait_durable(local_syncer_t *s, uint64_t txnid);
 /* The snapshot the newest restore point covers. */
-uint64_t stor_syncer_durable(syncer_t *s);
+uint64_t local_syncer_durable(local_syncer_t *s);
 /* Asks the thread for a sync point soon (fsync mode: the commit log is
  * filling), without waiting for it. */
-void stor_syncer_kick(syncer_t *s);
+void local_syncer_kick(local_syncer_t *s);
 /* Runs a sync point now (after any one under way). 0, or -1 if a sync
  * failed (logged; the unlinks then wait for a later sync point). */
-int local_syncer_sync(syncer_t *s);
+int local_syncer_sync(local_syncer_t *s);
 /* Runs a last sync point, stops the thread and frees s. NULL is a no-op. */
-void local_syncer_stop(syncer_t *s);
+void local_syncer_stop(local_syncer_t *s);
 
 /* Directories of the objects tree, as numbered for local_syncer_new_dir. */
 #define SYNCER_DIR_ROOT     0u                                            /* objects/ */

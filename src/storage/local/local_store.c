@@ -2,9 +2,11 @@
  * object bytes in DIR/.s3rdma/objects/ab/cd/<32 hex id>. docs/storage.md
  * describes the layout, the crash story and the limits.
  *
- * This file owns opening and closing a store (stor_open, stor_close,
- * stor_sync) and the helpers the other stor_*.c files share (transactions,
- * bucket checks, dropped/new file bookkeeping, shard directories). */
+ * This file is the engine's spine, on top of the others: the ops table
+ * (stor_backend.h) and opening and closing a store (stor_open, stor_close,
+ * stor_sync). The helpers the local_*.c files share are below them:
+ * local_index.c (transactions, bucket checks) and local_files.c (object
+ * file ids, shard directories, dropped and new files). */
 #include <errno.h>
 #include <fcntl.h>
 #include <lmdb.h>
@@ -19,285 +21,24 @@
 
 #include "common/log.h"
 #include "common/s3r_limits.h"
-#include "storage/restore.h"
-#include "storage/stor_internal.h"
-#include "storage/syncer.h"
-#include "storage/wal.h"
+#include "storage/local/local_internal.h"
+#include "storage/local/local_restore.h"
+#include "storage/local/local_syncer.h"
+#include "storage/local/local_wal.h"
 
 #define MAP_SIZE    (1ULL << 40) /* 1 TiB of address space; the file stays sparse */
 #define MAX_READERS 1024
 
-/* ==== Small helpers ====================================================== */
-
-stor_status_t local_mdb_fail(const char *what, int rc)
-{
-    log_error("storage: %s: %s", what, mdb_strerror(rc));
-    return STOR_ERR_IO;
-}
-
-/* A commit that returned dropped file id from the index (an overwrite, a
- * delete, a replaced or unused part): pool or unlink it (stor_pool_return)
- * once that commit is durable. In fsync mode it already is. In relaxed mode
- * it is not until a sync point, and until then the index on disk may still
- * point at the file. */
-void local_drop_file(lstor_t *st, const uint8_t id[STOR_ID_LEN])
-{
-    local_fdcache_forget(st, id);
-    if (st->durability == STOR_DURABILITY_RELAXED)
-        local_syncer_drop_file(st->syncer, id);
-    else
-        stor_pool_return(st->pool, id);
-}
-
-/* A write transaction about to commit makes file id part of the index
- * (called inside it, before the commit, so that a sync point's cut never
- * holds a commit whose file it does not know of). In fsync mode the file and
- * its entry were synced before; relaxed mode owes them to the next sync
- * point. */
-void local_new_file(lstor_t *st, const uint8_t id[STOR_ID_LEN])
-{
-    if (st->durability == STOR_DURABILITY_RELAXED)
-        local_syncer_new_file(st->syncer, id);
-}
-
-int local_fsync_dirat(int dirfd, const char *path)
-{
-    int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
-/* Bit i of st->dir_known: 1 once its directory is made sure of. The
- * acquire pairs with dir_known_set's release: a thread that sees the bit
- * sees the directory (and, in fsync mode, its durable entry). */
-static int dir_known_get(const lstor_t *st, unsigned i)
-{
-    return __atomic_load_n(&st->dir_known[i / 8], __ATOMIC_ACQUIRE) >> (i % 8) & 1;
-}
-
-static void dir_known_set(lstor_t *st, unsigned i)
-{
-    __atomic_fetch_or(&st->dir_known[i / 8], (uint8_t)(1u << (i % 8)), __ATOMIC_RELEASE);
-}
-
-/* Makes sure objects/ab/cd exists for a file id, and that its entry and
- * objects/ab's are durable (fsync mode: before the first file in it is
- * acknowledged) or owed to the next sync point (relaxed). Done the first time
- * this process uses a shard, whether it makes the directory or finds it.
- *
- * No lock is held across the system calls: with a fresh store nearly every
- * new file needs a shard of its own, and a writer preempted inside mkdir or
- * fsync while holding one would stall every other writer. Two threads that
- * both find a shard unknown both make sure of it (one mkdir gets EEXIST;
- * each fsyncs the parent itself, so neither returns before the entry is
- * durable), and only then is its bit set. */
-static int ensure_shard(lstor_t *st, const uint8_t id[STOR_ID_LEN])
-{
-    unsigned l1 = id[0], l2 = 256 + ((unsigned)id[0] << 8 | id[1]);
-    if (dir_known_get(st, l2))
-        return 0;
-    char path[STOR_PATH_LEN];
-    stor_id_path(id, path);
-    if (!dir_known_get(st, l1)) {
-        path[2] = '\0';
-        if (mkdirat(st->objfd, path, 0755) != 0 && errno != EEXIST)
-            goto fail;
-        if (st->durability == STOR_DURABILITY_RELAXED)
-            local_syncer_new_dir(st->syncer, SYNCER_DIR_ROOT);
-        else if (fsync(st->objfd) != 0)
-            goto fail;
-        dir_known_set(st, l1);
-        path[2] = '/';
-    }
-    path[5] = '\0';
-    if (mkdirat(st->objfd, path, 0755) != 0 && errno != EEXIST)
-        goto fail;
-    path[2] = '\0';
-    if (st->durability == STOR_DURABILITY_RELAXED)
-        local_syncer_new_dir(st->syncer, SYNCER_DIR_L1(id[0]));
-    else if (local_fsync_dirat(st->objfd, path) != 0)
-        goto fail;
-    dir_known_set(st, l2);
-    return 0;
-fail:
-    log_error("storage: shard directory for %s: %s", path, strerror(errno));
-    return -1;
-}
-
-/* New files go STOR_SHARD_RUN at a time into one shard directory (chosen at
- * random, then the next run's at random again) rather than each into a
- * random one of the 65,536: on a store with fewer files than shards nearly
- * every new file would otherwise make a directory of its own, and making
- * an inode is the dearest part of a small write on ext4 (the mixed load of
- * docs/benchmarks.md spent 19 % of the server's CPU in mkdir). A shard so
- * holds about STOR_SHARD_RUN files until the store has 65,536 times that,
- * and then as many as random placement gives. The id's other 14 bytes stay
- * random. */
-#define STOR_SHARD_RUN 256
-
-int local_file_id_new(lstor_t *st, uint8_t id[STOR_ID_LEN])
-{
-    if (hash_random_bytes(id, STOR_ID_LEN) != 0)
-        return -1;
-    uint32_t cur = atomic_load(&st->shard_run), next;
-    do {
-        uint32_t n = cur & 0xffff;
-        next = n == 0 || n >= STOR_SHARD_RUN ? (uint32_t)id[0] << 24 | (uint32_t)id[1] << 16 | 1
-                                             : cur + 1;
-    } while (!atomic_compare_exchange_weak(&st->shard_run, &cur, next));
-    id[0] = (uint8_t)(next >> 24);
-    id[1] = (uint8_t)(next >> 16);
-    return ensure_shard(st, id);
-}
-
-int local_valid_bucket(const char *bucket)
-{
-    size_t n = strnlen(bucket, STOR_BUCKET_MAX + 1);
-    return n > 0 && n <= STOR_BUCKET_MAX;
-}
-
-/* STOR_OK if the bucket exists, as seen by txn. */
-stor_status_t local_bucket_exists(lstor_t *st, MDB_txn *txn, const char *bucket)
-{
-    if (!local_valid_bucket(bucket))
-        return STOR_ERR_NO_BUCKET;
-    MDB_val k = {strlen(bucket), (void *)bucket}, v;
-    int rc = mdb_get(txn, st->db_buckets, &k, &v);
-    if (rc == MDB_NOTFOUND)
-        return STOR_ERR_NO_BUCKET;
-    if (rc)
-        return local_mdb_fail("bucket lookup", rc);
-    return STOR_OK;
-}
-
-/* STOR_OK if the bucket named name is, as seen by txn, the bucket whose id
- * the caller saw when it authorized its request. A bucket deleted and
- * re-created under the same name since is another bucket (another id):
- * STOR_ERR_NO_BUCKET, the bucket the request was for no longer exists. Every
- * change to a bucket's contents calls this inside its write transaction, so
- * the check and the change are one atomic step. */
-stor_status_t local_bucket_check(lstor_t *st, MDB_txn *txn, const char *name, uint64_t id)
-{
-    int versioning;
-    return local_bucket_check_ver(st, txn, name, id, &versioning);
-}
-
-stor_status_t local_bucket_check_ver(lstor_t *st, MDB_txn *txn, const char *name, uint64_t id,
-                                     int *versioning_p)
-{
-    if (!local_valid_bucket(name))
-        return STOR_ERR_NO_BUCKET;
-    MDB_val k = {strlen(name), (void *)name}, v;
-    int rc = mdb_get(txn, st->db_buckets, &k, &v);
-    if (rc == MDB_NOTFOUND)
-        return STOR_ERR_NO_BUCKET;
-    if (rc)
-        return local_mdb_fail("bucket lookup", rc);
-    stor_bucket_t b;
-    if (stor_rec_decode_bucket(v.mv_data, v.mv_size, &b) != STOR_OK) {
-        log_error("storage: corrupt bucket record %s", name);
-        return STOR_ERR_IO;
-    }
-    *versioning_p = b.versioning;
-    return b.id == id ? STOR_OK : STOR_ERR_NO_BUCKET;
-}
-
-stor_status_t local_rd_begin(lstor_t *st, MDB_txn **txn_p)
-{
-    int rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, txn_p);
-    return rc ? local_mdb_fail("read txn", rc) : STOR_OK;
-}
-
-stor_status_t local_wr_begin(lstor_t *st, MDB_txn **txn_p)
-{
-    int rc = mdb_txn_begin(st->env, NULL, 0, txn_p);
-    return rc ? local_mdb_fail("write txn", rc) : STOR_OK;
-}
-
-/* The operation is recorded before it is made: a key or value may point
- * into a page of the index that the operation itself moves. */
-int stor_wr_put(lstor_t *st, MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v, unsigned flags)
-{
-    stor_wal_capture_op(st->wal, 0, dbi, k, v);
-    int rc = mdb_put(txn, dbi, k, v, flags);
-    if (rc)
-        stor_wal_capture_undo(st->wal);
-    return rc;
-}
-
-int stor_wr_del(lstor_t *st, MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v)
-{
-    stor_wal_capture_op(st->wal, 1, dbi, k, v);
-    int rc = mdb_del(txn, dbi, k, v);
-    if (rc)
-        stor_wal_capture_undo(st->wal);
-    return rc;
-}
-
-/* Raises st->unlogged_last to at least id. */
-void stor_unlogged(lstor_t *st, uint64_t id)
-{
-    uint64_t cur = atomic_load(&st->unlogged_last);
-    while (cur < id && !atomic_compare_exchange_weak(&st->unlogged_last, &cur, id))
-        ;
-}
-
-stor_status_t stor_wr_commit_only(lstor_t *st, MDB_txn *txn, uint64_t *txnid_p)
-{
-    *txnid_p = (uint64_t)mdb_txn_id(txn);
-    int logged = stor_wal_capturing(st->wal);
-    /* Fsync mode: a commit outside the log is known, before it can be seen,
-     * to every group that commits after it (stor_group.c). */
-    if (st->wal && !logged)
-        stor_unlogged(st, *txnid_p);
-    int rc = mdb_txn_commit(txn);
-    if (rc)
-        return local_mdb_fail("commit", rc);
-    /* Relaxed: in the page cache is enough; the next sync point owes it.
-     * Fsync, logged: durable through the log, but a sync point is owed to
-     * bound the log and the index's growth (a restore point pins pages). */
-    if (st->durability == STOR_DURABILITY_RELAXED || logged)
-        local_syncer_committed(st->syncer);
-    return STOR_OK;
-}
-
-stor_status_t stor_wr_durable(lstor_t *st, uint64_t txnid)
-{
-    /* Fsync: durable before it returns, through a sync point that may be
-     * shared with the commits of other threads (group commit). */
-    if (st->durability == STOR_DURABILITY_RELAXED)
-        return STOR_OK;
-    return local_syncer_wait_durable(st->syncer, txnid) == 0 ? STOR_OK : STOR_ERR_IO;
-}
-
-stor_status_t local_wr_commit(lstor_t *st, MDB_txn *txn)
-{
-    uint64_t id;
-    stor_status_t s = stor_wr_commit_only(st, txn, &id);
-    return s == STOR_OK ? stor_wr_durable(st, id) : s;
-}
-
-int local_is_hex(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-            return 0;
-    return s[n] == '\0';
-}
-
-/* ==== Open / close and orphan cleanup ==================================== */
+/* ==== Open / close ======================================================== */
 
 /* Opens the index (LMDB environment in path) into st->env.
  *
  * A commit writes into the page cache and flushes nothing (it survives the
  * process, not the OS). Sync points flush and save restore points, so a
  * power loss loses at most the commits since the last one and never tears
- * the index (restore.h): both modes run one about once a second; in fsync
+ * the index (local_restore.h): both modes run one about once a second; in fsync
  * mode a PUT's or DELETE's group is durable before it returns through its
- * record in the commit log (wal.h), and any other commit waits for a sync
+ * record in the commit log (local_wal.h), and any other commit waits for a sync
  * point, shared by the commits that wait for it together
  * (local_syncer_wait_durable).
  *
@@ -364,7 +105,7 @@ static void local_usage(stor_t *st_, uint64_t *objects_p, uint64_t *bytes_p);
 static int local_ready(stor_t *st_);
 static void local_set_inline_max(stor_t *st_, size_t bytes);
 
-/* The local backend (stor_backend.h): this file and the stor_*.c files. */
+/* The local backend (stor_backend.h): this file and the other local_*.c files. */
 static const stor_ops_t local_ops = {
     .name = "local",
     .close = local_close,
@@ -446,11 +187,11 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
         log_error("storage: %s: %s", path, strerror(errno));
         goto fail;
     }
-    snprintf(path, n, "%s/" STOR_POOL_DIR, root);
+    snprintf(path, n, "%s/" LOCAL_POOL_DIR, root);
     /* Relaxed mode pools nothing (its sync points refill a pool seconds
      * apart under load, and that measured slower: docs/benchmarks.md). */
-    if (!(st->pool = stor_pool_open(path, st->objfd,
-                                    durability == STOR_DURABILITY_FSYNC ? STOR_POOL_MAX : 0)))
+    if (!(st->pool = local_pool_open(path, st->objfd,
+                                     durability == STOR_DURABILITY_FSYNC ? LOCAL_POOL_MAX : 0)))
         goto fail;
     snprintf(path, n, "%s/index", root);
     if (mkdir_new(path) < 0) {
@@ -482,9 +223,9 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
         log_error("storage: fsync %s: %s", path, strerror(errno));
         goto fail;
     }
-    if (mdb_env_get_maxkeysize(st->env) < STOR_IKEY_MAX) {
+    if (mdb_env_get_maxkeysize(st->env) < LOCAL_IKEY_MAX) {
         log_error("storage: LMDB max key size %d < %d", mdb_env_get_maxkeysize(st->env),
-                  STOR_IKEY_MAX);
+                  LOCAL_IKEY_MAX);
         goto fail;
     }
     int dead = 0;
@@ -524,7 +265,7 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
                             st->db_parts,   st->db_versions, st->db_upload_keys};
     unsigned replayed;
     s = STOR_ERR_IO; /* every failure from here on (it was STOR_OK) */
-    if (stor_wal_replay(indexfd, st->env, last, dbis, sizeof dbis / sizeof *dbis, &replayed) != 0)
+    if (local_wal_replay(indexfd, st->env, last, dbis, sizeof dbis / sizeof *dbis, &replayed) != 0)
         goto fail;
 
     /* What an earlier process committed is made durable before the sweep
@@ -546,14 +287,14 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
     /* Both modes run the timer: fsync mode's logged commits owe a sync
      * point too (it bounds the log). */
     if (!(st->syncer =
-              local_syncer_start(st->env, st->objfd, st->pool, indexfd, stor_sync_interval_ms)))
+              local_syncer_start(st->env, st->objfd, st->pool, indexfd, local_sync_interval_ms)))
         goto fail;
     /* A restore point now covers every record of the log: fsync mode starts
      * it over, relaxed mode removes it (its records must never be applied
      * again over later commits). */
     if (durability == STOR_DURABILITY_FSYNC
-            ? !(st->wal = stor_wal_open(indexfd, dbis, sizeof dbis / sizeof *dbis))
-            : stor_wal_remove(indexfd) != 0)
+            ? !(st->wal = local_wal_open(indexfd, dbis, sizeof dbis / sizeof *dbis))
+            : local_wal_remove(indexfd) != 0)
         goto fail;
     close(indexfd);
     free(root);
@@ -574,12 +315,6 @@ static void local_usage(stor_t *st_, uint64_t *objects_p, uint64_t *bytes_p)
     lstor_t *st = (lstor_t *)st_;
     *objects_p = atomic_load(&st->n_objects);
     *bytes_p = atomic_load(&st->n_bytes);
-}
-
-void local_usage_change(lstor_t *st, int64_t objects, int64_t bytes)
-{
-    atomic_fetch_add(&st->n_objects, (uint64_t)objects);
-    atomic_fetch_add(&st->n_bytes, (uint64_t)bytes);
 }
 
 static void local_set_inline_max(stor_t *st_, size_t bytes)
@@ -604,8 +339,8 @@ static void local_close(stor_t *st_)
     /* A last sync point: in relaxed mode everything acknowledged becomes
      * durable and the dropped files go (in fsync mode it already was). */
     local_syncer_stop(st->syncer);
-    stor_pool_close(st->pool);
-    stor_wal_close(st->wal);
+    local_pool_close(st->pool);
+    local_wal_close(st->wal);
     if (st->env)
         mdb_env_close(st->env);
     if (st->objfd >= 0)

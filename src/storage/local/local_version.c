@@ -23,9 +23,9 @@
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
-#include "storage/stor_internal.h"
+#include "storage/local/local_internal.h"
 
-#define VKEY_MAX (STOR_IKEY_MAX + 9)
+#define VKEY_MAX (LOCAL_IKEY_MAX + 9)
 
 /* ==== Version keys ======================================================= */
 
@@ -198,9 +198,9 @@ static stor_status_t rec_move(lstor_t *st, MDB_txn *txn, MDB_dbi from, const MDB
     stor_status_t s = val_copy(txn, from, k, &b);
     if (s == STOR_OK) {
         MDB_val v = {b.len, b.data};
-        int rc = stor_wr_del(st, txn, from, (MDB_val *)k, NULL);
+        int rc = local_wr_del(st, txn, from, (MDB_val *)k, NULL);
         if (!rc)
-            rc = stor_wr_put(st, txn, to, (MDB_val *)nk, &v, 0);
+            rc = local_wr_put(st, txn, to, (MDB_val *)nk, &v, 0);
         if (rc)
             s = local_mdb_fail("version move", rc);
     }
@@ -257,7 +257,7 @@ stor_status_t local_ver_push(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const
     if (had_cur && state == STOR_VERSIONING_SUSPENDED && meta_is_null(&cur->meta)) {
         /* The new null version replaces the current one in place. */
         if (marker) {
-            int rc = stor_wr_del(st, txn, st->db_objects, (MDB_val *)ik, NULL);
+            int rc = local_wr_del(st, txn, st->db_objects, (MDB_val *)ik, NULL);
             if (rc)
                 return local_mdb_fail("object delete", rc);
         }
@@ -275,7 +275,7 @@ stor_status_t local_ver_push(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const
             s = ver_find(st, txn, ik, key, "null", &vk, vkbuf, old);
             if (s == STOR_OK) {
                 *had_old = 1;
-                int rc = stor_wr_del(st, txn, st->db_versions, &vk, NULL);
+                int rc = local_wr_del(st, txn, st->db_versions, &vk, NULL);
                 if (rc)
                     return local_mdb_fail("version delete", rc);
             } else if (s != STOR_ERR_NO_VERSION) {
@@ -295,9 +295,9 @@ stor_status_t local_ver_push(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const
         if (marker) {
             vk.mv_size = vkey_make(ik, seq, vkbuf);
             vk.mv_data = vkbuf;
-            rc = stor_wr_put(st, txn, st->db_versions, &vk, &v, 0);
+            rc = local_wr_put(st, txn, st->db_versions, &vk, &v, 0);
         } else {
-            rc = stor_wr_put(st, txn, st->db_objects, (MDB_val *)ik, &v, 0);
+            rc = local_wr_put(st, txn, st->db_objects, (MDB_val *)ik, &v, 0);
         }
         if (rc)
             s = local_mdb_fail("version put", rc);
@@ -325,7 +325,7 @@ stor_status_t local_ver_change(lstor_t *st, MDB_txn *txn, const MDB_val *ik, con
         s = stor_encode_object_rec(&b, key, &rec);
     if (s == STOR_OK) {
         MDB_val v = {b.len, b.data};
-        int rc = stor_wr_put(st, txn, st->db_versions, &vk, &v, 0);
+        int rc = local_wr_put(st, txn, st->db_versions, &vk, &v, 0);
         if (rc)
             s = local_mdb_fail("version put", rc);
     }
@@ -370,7 +370,7 @@ stor_status_t local_ver_remove(lstor_t *st, MDB_txn *txn, const MDB_val *ik, con
                                stor_obj_rec_t *old)
 {
     if (had_cur && stor_meta_is_version(&cur->meta, vid)) {
-        int rc = stor_wr_del(st, txn, st->db_objects, (MDB_val *)ik, NULL);
+        int rc = local_wr_del(st, txn, st->db_objects, (MDB_val *)ik, NULL);
         if (rc)
             return local_mdb_fail("object delete", rc);
         *old = *cur;
@@ -402,7 +402,7 @@ stor_status_t local_ver_remove(lstor_t *st, MDB_txn *txn, const MDB_val *ik, con
         }
     }
     if (s == STOR_OK) {
-        int rc = stor_wr_del(st, txn, st->db_versions, &vk, NULL);
+        int rc = local_wr_del(st, txn, st->db_versions, &vk, NULL);
         if (rc)
             s = local_mdb_fail("version delete", rc);
     }
@@ -430,18 +430,18 @@ typedef struct viter {
     char bp[STOR_BUCKET_MAX + 1]; /* bucket \0 */
     char *prefix;
     size_t prefix_len;
-    uint8_t pos[STOR_IKEY_MAX]; /* where both cursors go next when !positioned */
+    uint8_t pos[LOCAL_IKEY_MAX]; /* where both cursors go next when !positioned */
     size_t pos_len;
     /* The resume point: skip index keys before mk (and mk itself when
      * mk_whole); inside mk, skip up to and including version mk_vid. */
-    uint8_t mk[STOR_IKEY_MAX];
+    uint8_t mk[LOCAL_IKEY_MAX];
     size_t mk_len;
     int has_mk, mk_whole, mk_passed;
     char mk_vid[STOR_VERSION_ID_LEN + 1];
     char *seek; /* skip keys below it (stor_iter_seek) */
     size_t seek_len;
     int has_seek;
-    uint8_t last[STOR_IKEY_MAX]; /* index key of the last entry visited */
+    uint8_t last[LOCAL_IKEY_MAX]; /* index key of the last entry visited */
     size_t last_len;
     int has_last, failed;
 } viter_t;
@@ -519,12 +519,12 @@ stor_status_t local_iter_open_versions(stor_t *st_, const char *bucket, const ch
     }
     it->blen = strlen(bucket);
     memcpy(it->bp, bucket, it->blen + 1);
-    it->plen = stor_ikey_plen(it->blen);
-    uint8_t pos[STOR_IKEY_MAX];
-    size_t pos_len = stor_ikey_seek(bucket, it->blen, prefix, it->prefix_len, pos);
+    it->plen = local_ikey_plen(it->blen);
+    uint8_t pos[LOCAL_IKEY_MAX];
+    size_t pos_len = local_ikey_seek(bucket, it->blen, prefix, it->prefix_len, pos);
     if (key_marker && *key_marker) {
         it->has_mk = 1;
-        it->mk_len = stor_ikey_encode(bucket, it->blen, key_marker, strlen(key_marker), it->mk);
+        it->mk_len = local_ikey_encode(bucket, it->blen, key_marker, strlen(key_marker), it->mk);
         it->mk_whole = !version_marker || !*version_marker;
         if (!it->mk_whole)
             snprintf(it->mk_vid, sizeof it->mk_vid, "%s", version_marker);
@@ -556,8 +556,8 @@ void local_viter_seek(stor_iter_t *it_, const char *key, size_t key_len)
     it->seek = c;
     it->seek_len = key_len;
     it->has_seek = 1;
-    uint8_t pos[STOR_IKEY_MAX];
-    size_t n = stor_ikey_seek(it->bp, it->blen, key, key_len, pos);
+    uint8_t pos[LOCAL_IKEY_MAX];
+    size_t n = local_ikey_seek(it->bp, it->blen, key, key_len, pos);
     /* Never back: the cursors may be past pos already (a long-key block). */
     if (it->has_last && ikcmp(pos, n, it->last, it->last_len) <= 0)
         return;
@@ -572,7 +572,7 @@ static int viter_filter(const viter_t *it, const uint8_t *rest, size_t rlen, con
     if (it->prefix_len) {
         /* Stop on the index key's text (a long key's first P bytes), which
          * is in order; skip on the full key. */
-        size_t tlen = stor_ikey_is_long(rest, rlen, it->plen) ? it->plen : rlen;
+        size_t tlen = local_ikey_is_long(rest, rlen, it->plen) ? it->plen : rlen;
         size_t n = tlen < it->prefix_len ? tlen : it->prefix_len;
         if (memcmp(rest, it->prefix, n) > 0)
             return -1;

@@ -1,6 +1,6 @@
 /* The index's restore point: saving it (two checksummed slots in
  * index/restore) and rolling data.mdb back to it after the OS went down.
- * See restore.h for why and when. The file is read only by the host that
+ * See local_restore.h for why and when. The file is read only by the host that
  * wrote it (a data directory is one host's), so fields are in host order. */
 #include <errno.h>
 #include <fcntl.h>
@@ -10,7 +10,7 @@
 
 #include "common/hash.h"
 #include "common/log.h"
-#include "storage/restore.h"
+#include "storage/local/local_restore.h"
 
 const char *local_restore_boot_id_path = "/proc/sys/kernel/random/boot_id";
 
@@ -29,7 +29,7 @@ typedef struct slot_hdr {
 #define META_OFF    4096u
 #define SLOT_STRIDE (META_OFF + 2u * RESTORE_PSIZE_MAX)
 
-struct restore {
+struct local_restore {
     int fd;
     uint64_t seq; /* the next save's */
     char boot[RESTORE_BOOT_LEN];
@@ -150,9 +150,9 @@ out:
     return rc;
 }
 
-restore_t *local_restore_open(int index_dirfd)
+local_restore_t *local_restore_open(int index_dirfd)
 {
-    restore_t *r = calloc(1, sizeof *r);
+    local_restore_t *r = calloc(1, sizeof *r);
     if (!r || !(r->slot = malloc(SLOT_STRIDE))) {
         free(r);
         log_error("storage: out of memory opening the restore point");
@@ -177,7 +177,7 @@ fail:
     return NULL;
 }
 
-int local_restore_save(restore_t *r, uint64_t txnid, const void *metas, size_t psize)
+int local_restore_save(local_restore_t *r, uint64_t txnid, const void *metas, size_t psize)
 {
     if (psize < 512 || psize > RESTORE_PSIZE_MAX) {
         log_error("storage: LMDB page size %zu is not supported by the restore point", psize);
@@ -201,7 +201,7 @@ int local_restore_save(restore_t *r, uint64_t txnid, const void *metas, size_t p
     return 0;
 }
 
-void local_restore_close(restore_t *r)
+void local_restore_close(local_restore_t *r)
 {
     if (!r)
         return;

@@ -4,8 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "common/log.h"
-#include "storage/stor_internal.h"
+#include "storage/local/local_internal.h"
 
 /* ==== Listing ============================================================ */
 
@@ -32,7 +33,7 @@ struct liter {
     char *seek; /* the last stor_iter_seek target; reused, grown as needed */
     size_t seek_len, seek_cap;
     int has_seek;
-    uint8_t pos[STOR_IKEY_MAX]; /* where the cursor goes next when !positioned */
+    uint8_t pos[LOCAL_IKEY_MAX]; /* where the cursor goes next when !positioned */
     size_t pos_len;
     int positioned, eof, failed;
     MDB_val pend_k, pend_v; /* read past the end of a long-key block */
@@ -67,7 +68,7 @@ static int iter_filter(const liter_t *it, const char *k, size_t klen)
 
 static void iter_reposition(liter_t *it, const char *s, size_t slen)
 {
-    it->pos_len = stor_ikey_seek(it->bp, it->blen, s, slen, it->pos);
+    it->pos_len = local_ikey_seek(it->bp, it->blen, s, slen, it->pos);
     it->positioned = it->eof = it->has_pend = 0;
     it->blk_n = it->blk_i = 0;
 }
@@ -105,7 +106,7 @@ stor_status_t local_iter_open(stor_t *st_, const char *bucket, const char *prefi
     }
     it->blen = strlen(bucket);
     memcpy(it->bp, bucket, it->blen + 1);
-    it->plen = stor_ikey_plen(it->blen);
+    it->plen = local_ikey_plen(it->blen);
     if (it->has_after && stor_keycmp(it->after, it->after_len, it->prefix, it->prefix_len) > 0)
         iter_reposition(it, it->after, it->after_len);
     else
@@ -181,14 +182,8 @@ static int iter_raw(liter_t *it, MDB_val *k, MDB_val *v)
 
 static int blk_push(liter_t *it, const MDB_val *v)
 {
-    if (it->blk_n == it->blk_cap) {
-        size_t cap = it->blk_cap ? it->blk_cap * 2 : 16;
-        blk_ent_t *p = realloc(it->blk, cap * sizeof *p);
-        if (!p)
-            return -1;
-        it->blk = p;
-        it->blk_cap = cap;
-    }
+    if (array_grow(&it->blk, &it->blk_cap, it->blk_n, sizeof *it->blk, 16) != 0)
+        return -1;
     blk_ent_t *e = &it->blk[it->blk_n];
     if (stor_rec_object_key(v->mv_data, v->mv_size, &e->key, &e->klen) != STOR_OK) {
         log_error("storage: corrupt object record in listing");
@@ -204,7 +199,7 @@ static int blk_push(liter_t *it, const MDB_val *v)
 static int iter_load_block(liter_t *it, const MDB_val *k, const MDB_val *v)
 {
     const uint8_t *head = (const uint8_t *)k->mv_data + it->blen + 1;
-    uint8_t first[STOR_IKEY_MAX];
+    uint8_t first[LOCAL_IKEY_MAX];
     memcpy(first, head, it->plen);
     it->blk_n = it->blk_i = 0;
     if (blk_push(it, v) != 0)
@@ -218,7 +213,7 @@ static int iter_load_block(liter_t *it, const MDB_val *k, const MDB_val *v)
             break;
         const uint8_t *rest = (const uint8_t *)k2.mv_data + it->blen + 1;
         size_t rlen = k2.mv_size - it->blen - 1;
-        if (!stor_ikey_is_long(rest, rlen, it->plen) || memcmp(rest, first, it->plen) != 0) {
+        if (!local_ikey_is_long(rest, rlen, it->plen) || memcmp(rest, first, it->plen) != 0) {
             it->pend_k = k2;
             it->pend_v = v2;
             it->has_pend = 1;
@@ -274,7 +269,7 @@ int local_iter_next(stor_iter_t *it_, const char **key_p, size_t *key_len_p, sto
         }
         const char *rest = (const char *)k.mv_data + it->blen + 1;
         size_t rlen = k.mv_size - it->blen - 1;
-        if (stor_ikey_is_long((const uint8_t *)rest, rlen, it->plen)) {
+        if (local_ikey_is_long((const uint8_t *)rest, rlen, it->plen)) {
             if (iter_load_block(it, &k, &v) != 0) {
                 it->failed = 1;
                 return -1;

@@ -1,39 +1,39 @@
 /* Group commit of object changes: concurrent PUTs, DELETEs and multipart
- * parts share one LMDB write transaction (stor_internal.h, "stor_group.c").
+ * parts share one LMDB write transaction (local_internal.h, "local_group.c").
  *
  * A leader/follower queue. A caller appends its change; if no group is
  * running it leads one, else it sleeps on its own condition variable until
  * a leader has committed its change (done) or hands it the lead. A leader
  * begins the write transaction (waiting for LMDB's writer lock, during which
  * more changes queue up), then takes the changes at the head of the queue
- * (itself first, at most STOR_GROUP_MAX), applies them in order, commits,
+ * (itself first, at most LOCAL_GROUP_MAX), applies them in order, commits,
  * marks them done and hands the lead to the next queued change before any
  * of them waits for its flush: the next group commits while this one
  * syncs. Each caller then does its own post-commit work (fsync mode: waits
  * for the flush that makes the commit durable; dropping replaced files).
  *
  * Fsync mode: while it applies the group, the leader records its writes
- * (stor_wr_put, stor_wr_del) and, after the commit and before handing the lead on,
- * appends them to the commit log as the group's record (wal.h); the group is
+ * (local_wr_put, local_wr_del) and, after the commit and before handing the lead on,
+ * appends them to the commit log as the group's record (local_wal.h); the group is
  * durable once that record is flushed, one fdatasync shared by every group
  * appended meanwhile. A group that cannot be logged (the log full, out of
  * memory, an I/O error) waits for a sync point instead, as every commit
  * outside the groups does. */
 #include <pthread.h>
 
-#include "storage/stor_internal.h"
-#include "storage/syncer.h"
-#include "storage/wal.h"
+#include "storage/local/local_internal.h"
+#include "storage/local/local_syncer.h"
+#include "storage/local/local_wal.h"
 
 enum { CH_QUEUED, CH_LEAD, CH_DONE };
 
 /* Fsync mode: appends the record of the group just committed as txnid to
- * the commit log. Returns what stor_wal_flush must reach for the group to be
+ * the commit log. Returns what local_wal_flush must reach for the group to be
  * durable, or 0 if it is not logged (its members then wait for a sync
  * point). */
 static uint64_t group_log(lstor_t *st, uint64_t txnid)
 {
-    wal_t *w = st->wal;
+    local_wal_t *w = st->wal;
     uint64_t lsn = 0;
     /* Every commit before this one that is not in the log must be under a
      * restore point before this record can be: a replay starts from the
@@ -47,16 +47,16 @@ static uint64_t group_log(lstor_t *st, uint64_t txnid)
         goto unlogged;
     /* The log starts over once a restore point covers all of it; half full,
      * a sync point is asked for, so that it can by the time it is full. */
-    if (stor_wal_filling(w)) {
-        if (stor_syncer_durable(st->syncer) >= stor_wal_last_txnid(w))
-            stor_wal_restart(w);
+    if (local_wal_filling(w)) {
+        if (local_syncer_durable(st->syncer) >= local_wal_last_txnid(w))
+            local_wal_restart(w);
         else
-            stor_syncer_kick(st->syncer);
+            local_syncer_kick(st->syncer);
     }
-    if (stor_wal_append(w, txnid, &lsn) == 0)
+    if (local_wal_append(w, txnid, &lsn) == 0)
         return lsn;
 unlogged:
-    stor_unlogged(st, txnid);
+    local_unlogged(st, txnid);
     return 0;
 }
 
@@ -64,7 +64,7 @@ unlogged:
  * commits it. A change whose apply fails is done with that status; if it
  * had written to the transaction, the transaction starts over without it
  * (each start over drops one change, so at most n). */
-static void group_run(lstor_t *st, stor_change_t **m, size_t n, MDB_txn *txn)
+static void group_run(lstor_t *st, local_change_t **m, size_t n, MDB_txn *txn)
 {
     size_t live = n;
     stor_status_t s = STOR_OK;
@@ -85,8 +85,8 @@ static void group_run(lstor_t *st, stor_change_t **m, size_t n, MDB_txn *txn)
         if ((s = local_wr_begin(st, &txn)) != STOR_OK)
             break;
         if (st->wal)
-            stor_wal_capture_begin(st->wal); /* the record starts over too */
-        i = (size_t)-1;                      /* again from the first change still in */
+            local_wal_capture_begin(st->wal); /* the record starts over too */
+        i = (size_t)-1;                       /* again from the first change still in */
     }
     uint64_t id = 0;
     if (s == STOR_OK && live) {
@@ -95,13 +95,13 @@ static void group_run(lstor_t *st, stor_change_t **m, size_t n, MDB_txn *txn)
         for (size_t i = 0; i < n; i++)
             if (m[i]->status == STOR_OK && m[i]->new_file)
                 local_new_file(st, m[i]->new_file);
-        s = stor_wr_commit_only(st, txn, &id);
+        s = local_wr_commit_only(st, txn, &id);
     } else if (s == STOR_OK) {
         mdb_txn_abort(txn); /* every change failed: nothing to commit */
     }
     uint64_t lsn = 0;
     if (st->wal) {
-        stor_wal_capture_end(st->wal);
+        local_wal_capture_end(st->wal);
         if (s == STOR_OK && live)
             lsn = group_log(st, id);
     }
@@ -116,16 +116,16 @@ static void group_run(lstor_t *st, stor_change_t **m, size_t n, MDB_txn *txn)
 }
 
 /* The leader's turn: leader is the queue's head. */
-static void group_lead(lstor_t *st, stor_change_t *leader)
+static void group_lead(lstor_t *st, local_change_t *leader)
 {
-    stor_change_t *m[STOR_GROUP_MAX];
+    local_change_t *m[LOCAL_GROUP_MAX];
     size_t n = 0;
     MDB_txn *txn;
     stor_status_t s = local_wr_begin(st, &txn);
     if (s == STOR_OK && st->wal)
-        stor_wal_capture_begin(st->wal);
+        local_wal_capture_begin(st->wal);
     pthread_mutex_lock(&st->group_lock);
-    while (n < STOR_GROUP_MAX && st->group_head) {
+    while (n < LOCAL_GROUP_MAX && st->group_head) {
         m[n++] = st->group_head;
         st->group_head = st->group_head->next;
     }
@@ -157,7 +157,7 @@ static void group_lead(lstor_t *st, stor_change_t *leader)
     pthread_mutex_unlock(&st->group_lock);
 }
 
-stor_status_t stor_group_commit(lstor_t *st, stor_change_t *c)
+stor_status_t local_group_commit(lstor_t *st, local_change_t *c)
 {
     c->applied = 0;
     c->status = STOR_OK;
@@ -187,6 +187,6 @@ stor_status_t stor_group_commit(lstor_t *st, stor_change_t *c)
     if (!c->applied)
         return c->status;
     if (c->lsn)
-        return stor_wal_flush(st->wal, c->lsn) == 0 ? STOR_OK : STOR_ERR_IO;
-    return stor_wr_durable(st, c->txnid);
+        return local_wal_flush(st->wal, c->lsn) == 0 ? STOR_OK : STOR_ERR_IO;
+    return local_wr_durable(st, c->txnid);
 }

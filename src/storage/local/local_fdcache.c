@@ -15,25 +15,25 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "storage/stor_internal.h"
+#include "storage/local/local_internal.h"
 
-static fdslot_t *slot_of(lstor_t *st, const uint8_t id[STOR_ID_LEN])
+static local_fdslot_t *slot_of(lstor_t *st, const uint8_t id[STOR_ID_LEN])
 {
     uint32_t h;
     memcpy(&h, id, sizeof(h)); /* ids are random: any bits are a hash */
-    return &st->fd_cache[h % STOR_FDCACHE_SLOTS];
+    return &st->fd_cache[h % LOCAL_FDCACHE_SLOTS];
 }
 
 void local_fdcache_init(lstor_t *st)
 {
     pthread_mutex_init(&st->fd_lock, NULL);
-    for (size_t i = 0; i < STOR_FDCACHE_SLOTS; i++)
+    for (size_t i = 0; i < LOCAL_FDCACHE_SLOTS; i++)
         st->fd_cache[i].fd = -1;
 }
 
 void local_fdcache_free(lstor_t *st)
 {
-    for (size_t i = 0; i < STOR_FDCACHE_SLOTS; i++) {
+    for (size_t i = 0; i < LOCAL_FDCACHE_SLOTS; i++) {
         if (st->fd_cache[i].fd >= 0)
             close(st->fd_cache[i].fd);
         st->fd_cache[i].fd = -1;
@@ -53,7 +53,7 @@ int local_fdcache_get(lstor_t *st, const uint8_t id[STOR_ID_LEN])
 {
     int fd = -1;
     pthread_mutex_lock(&st->fd_lock);
-    fdslot_t *s = slot_of(st, id);
+    local_fdslot_t *s = slot_of(st, id);
     if (s->fd >= 0 && memcmp(s->id, id, STOR_ID_LEN) == 0)
         fd = dup(s->fd);
     pthread_mutex_unlock(&st->fd_lock);
@@ -65,7 +65,7 @@ void local_fdcache_put(lstor_t *st, const uint8_t id[STOR_ID_LEN], int fd, uint6
     int old = -1, mine = -1;
     pthread_mutex_lock(&st->fd_lock);
     if (st->fd_epoch == epoch && (mine = dup(fd)) >= 0) {
-        fdslot_t *s = slot_of(st, id);
+        local_fdslot_t *s = slot_of(st, id);
         old = s->fd;
         memcpy(s->id, id, STOR_ID_LEN);
         s->fd = mine;
@@ -80,7 +80,7 @@ void local_fdcache_forget(lstor_t *st, const uint8_t id[STOR_ID_LEN])
     int old = -1;
     pthread_mutex_lock(&st->fd_lock);
     st->fd_epoch++;
-    fdslot_t *s = slot_of(st, id);
+    local_fdslot_t *s = slot_of(st, id);
     if (s->fd >= 0 && memcmp(s->id, id, STOR_ID_LEN) == 0) {
         old = s->fd;
         s->fd = -1;

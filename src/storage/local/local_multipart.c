@@ -7,11 +7,12 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/array.h"
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
 #include "common/s3r_limits.h"
-#include "storage/stor_internal.h"
+#include "storage/local/local_internal.h"
 
 /* ==== Multipart uploads ================================================== */
 
@@ -42,7 +43,7 @@ static void part_key(const char *upload_id, uint32_t number, uint8_t out[PART_KE
 
 /* ---- the uploads in key order ---------------------------------------------
  * db_uploads is keyed by (bucket, upload id), random ids: no order of keys.
- * db_upload_keys keeps each upload under its key's index key (stor_ikey_*,
+ * db_upload_keys keeps each upload under its key's index key (local_ikey_*,
  * the objects' scheme) with the upload id as a sorted duplicate value, so a
  * listing from a key marker reads only what it lists. */
 
@@ -50,8 +51,8 @@ static void part_key(const char *upload_id, uint32_t number, uint8_t out[PART_KE
 static stor_status_t upload_key_index(lstor_t *st, MDB_txn *txn, const char *bucket,
                                       const char *key, size_t klen, const char *upload_id, int add)
 {
-    uint8_t ik[STOR_IKEY_MAX];
-    MDB_val k = {stor_ikey_encode(bucket, strlen(bucket), key, klen, ik), ik};
+    uint8_t ik[LOCAL_IKEY_MAX];
+    MDB_val k = {local_ikey_encode(bucket, strlen(bucket), key, klen, ik), ik};
     MDB_val v = {STOR_UPLOAD_ID_LEN, (void *)upload_id};
     int rc = add ? mdb_put(txn, st->db_upload_keys, &k, &v, MDB_NODUPDATA)
                  : mdb_del(txn, st->db_upload_keys, &k, &v);
@@ -205,7 +206,7 @@ stor_status_t local_mpu_check(stor_t *st_, const char *bucket, const char *key,
     return s;
 }
 
-/* A part's commit as a change of a group (stor_group.c): the upload must
+/* A part's commit as a change of a group (local_group.c): the upload must
  * still be there, in the writer's bucket; the part's record replaces any
  * earlier one of its number (whose file the caller drops). */
 typedef struct part_change {
@@ -247,7 +248,7 @@ static stor_status_t part_apply(lstor_t *st, MDB_txn *txn, void *arg, int *touch
     }
     *touched = 1;
     v = (MDB_val){p->enc->len, p->enc->data};
-    rc = stor_wr_put(st, txn, st->db_parts, &k, &v, 0);
+    rc = local_wr_put(st, txn, st->db_parts, &k, &v, 0);
     return rc ? local_mdb_fail("part put", rc) : STOR_OK;
 }
 
@@ -257,7 +258,7 @@ stor_status_t local_part_commit(stor_writer_t *w_, const char *key, const char *
     lwriter_t *w = (lwriter_t *)w_;
     lstor_t *st = w->st;
     stor_status_t s = local_writer_seal(w);
-    stor_change_t c = {.applied = 0}; /* applied: the index references the file */
+    local_change_t c = {.applied = 0}; /* applied: the index references the file */
     buf_t b;
     buf_init(&b, STOR_REC_MAX);
     if (s != STOR_OK)
@@ -277,7 +278,7 @@ stor_status_t local_part_commit(stor_writer_t *w_, const char *key, const char *
     c.apply = part_apply;
     c.arg = &p;
     c.new_file = w->id;
-    s = stor_group_commit(st, &c);
+    s = local_group_commit(st, &c);
     if (s == STOR_OK && p.had_old)
         local_drop_file(st, p.old_id);
 out:
@@ -304,14 +305,9 @@ static stor_status_t load_parts(lstor_t *st, MDB_txn *txn, const char *upload_id
          rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
         if (k.mv_size != PART_KEY_LEN || memcmp(k.mv_data, upload_id, STOR_UPLOAD_ID_LEN) != 0)
             break;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            stor_part_rec_t *p = realloc(arr, cap * sizeof *arr);
-            if (!p) {
-                s = STOR_ERR_NOMEM;
-                break;
-            }
-            arr = p;
+        if (array_grow(&arr, &cap, n, sizeof *arr, 16) != 0) {
+            s = STOR_ERR_NOMEM;
+            break;
         }
         s = stor_rec_decode_part(v.mv_data, v.mv_size, &arr[n]);
         if (s != STOR_OK) {
@@ -478,15 +474,6 @@ stor_status_t local_mpu_list_parts(stor_t *st_, const char *bucket, const char *
     return STOR_OK;
 }
 
-void stor_parts_free(stor_part_t *parts, size_t n)
-{
-    if (!parts)
-        return;
-    for (size_t i = 0; i < n; i++)
-        stor_part_free_fields(&parts[i]);
-    free(parts);
-}
-
 stor_status_t local_mpu_complete(stor_t *st_, const stor_bucket_t *bkt, const char *key,
                                  const char *upload_id, const stor_complete_part_t *parts, size_t n,
                                  const stor_precond_t *cond, stor_meta_t *meta_p)
@@ -640,15 +627,9 @@ static stor_status_t list_one(lstor_t *st, MDB_txn *txn, const char *bucket, con
         stor_upload_rec_free(&r);
         return STOR_OK;
     }
-    if (*n_p == *cap_p) {
-        size_t cap = *cap_p ? *cap_p * 2 : 16;
-        stor_upload_t *p = realloc(*arr_p, cap * sizeof *p);
-        if (!p) {
-            stor_upload_rec_free(&r);
-            return STOR_ERR_NOMEM;
-        }
-        *arr_p = p;
-        *cap_p = cap;
+    if (array_grow(arr_p, cap_p, *n_p, sizeof **arr_p, 16) != 0) {
+        stor_upload_rec_free(&r);
+        return STOR_ERR_NOMEM;
     }
     stor_upload_t *u = &(*arr_p)[(*n_p)++];
     u->key = r.key;
@@ -664,7 +645,7 @@ static stor_status_t list_one(lstor_t *st, MDB_txn *txn, const char *bucket, con
  * marker, it collects max + 1 listed uploads and stops (past the prefix, or
  * at the end of the bucket, sooner), so its work does not grow with the
  * bucket's uploads. Index order is key order except inside a block of long
- * keys sharing their first P bytes (stor_internal.h), so the walk finishes
+ * keys sharing their first P bytes (local_internal.h), so the walk finishes
  * such a block before it stops, and the page is sorted in memory. */
 stor_status_t local_mpu_list(stor_t *st_, const char *bucket, const char *prefix,
                              const char *key_marker, const char *upload_id_marker, size_t max,
@@ -687,13 +668,13 @@ stor_status_t local_mpu_list(stor_t *st_, const char *bucket, const char *prefix
         goto out;
     }
     const char *pfx = prefix ? prefix : "";
-    size_t blen = strlen(bucket), plen = stor_ikey_plen(blen), pfx_len = strlen(pfx);
+    size_t blen = strlen(bucket), plen = local_ikey_plen(blen), pfx_len = strlen(pfx);
     const char *from = pfx;
     if (key_marker && stor_keycmp(key_marker, strlen(key_marker), pfx, pfx_len) > 0)
         from = key_marker;
-    uint8_t seek[STOR_IKEY_MAX], block[STOR_IKEY_MAX];
+    uint8_t seek[LOCAL_IKEY_MAX], block[LOCAL_IKEY_MAX];
     int in_block = 0; /* the last entry was a long key; block holds its first P bytes */
-    MDB_val k = {stor_ikey_seek(bucket, blen, from, strlen(from), seek), seek}, v;
+    MDB_val k = {local_ikey_seek(bucket, blen, from, strlen(from), seek), seek}, v;
     for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
          rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
         const uint8_t *ik = k.mv_data;
@@ -701,7 +682,7 @@ stor_status_t local_mpu_list(stor_t *st_, const char *bucket, const char *prefix
             break;
         const uint8_t *rest = ik + blen + 1;
         size_t rlen = k.mv_size - blen - 1;
-        int is_long = stor_ikey_is_long(rest, rlen, plen);
+        int is_long = local_ikey_is_long(rest, rlen, plen);
         size_t tlen = is_long ? plen : rlen; /* the key's bytes in the index key */
         size_t cl = tlen < pfx_len ? tlen : pfx_len;
         if (cl && memcmp(rest, pfx, cl) > 0)
@@ -740,13 +721,4 @@ out:
     *uploads_p = arr;
     *n_p = n;
     return STOR_OK;
-}
-
-void stor_uploads_free(stor_upload_t *uploads, size_t n)
-{
-    if (!uploads)
-        return;
-    for (size_t i = 0; i < n; i++)
-        stor_upload_clear(&uploads[i]);
-    free(uploads);
 }

@@ -1,8 +1,9 @@
-/* Private to src/storage: the index record codec and the index key scheme,
- * the store's structures and the helpers the stor_*.c files share.
- * Nothing outside this folder includes this header (unit tests may). */
-#ifndef S3R_STORAGE_STOR_INTERNAL_H
-#define S3R_STORAGE_STOR_INTERNAL_H
+/* Private to the local engine (src/storage/local/): the index key scheme,
+ * the store's structures and the helpers the local_*.c files share. The
+ * record codec is the backends' shared one (storage/stor_record.h). Nothing
+ * outside this folder includes this header (the storage unit tests may). */
+#ifndef S3R_STORAGE_LOCAL_INTERNAL_H
+#define S3R_STORAGE_LOCAL_INTERNAL_H
 
 #include <lmdb.h>
 #include <pthread.h>
@@ -19,141 +20,141 @@
 
 /* ---- Index keys -----------------------------------------------------------
  * An object's index key is `bucket \0 key` when the key is at most P bytes,
- * P = STOR_IKEY_MAX - 9 - (len(bucket) + 1). A longer key is stored under
+ * P = LOCAL_IKEY_MAX - 9 - (len(bucket) + 1). A longer key is stored under
  * `bucket \0 key[0:P] 0xFF hash8(key)` and its full text lives in the record.
  * Because every key longer than P is hashed (never only "those that do not
  * fit"), index order equals true byte order except inside a block of long
  * keys sharing their first P bytes, which the iterator sorts in memory. 0xFF
  * never occurs in UTF-8, so such a block sorts after the short key equal to
  * its P-byte prefix and before anything greater. */
-#define STOR_IKEY_MAX  480 /* LMDB's Debian build allows 511; keep a margin */
-#define STOR_IKEY_HASH 8
+#define LOCAL_IKEY_MAX  480 /* LMDB's Debian build allows 511; keep a margin */
+#define LOCAL_IKEY_HASH 8
 
 /* P for a bucket name of blen bytes (blen <= STOR_BUCKET_MAX). */
-static inline size_t stor_ikey_plen(size_t blen)
+static inline size_t local_ikey_plen(size_t blen)
 {
-    return STOR_IKEY_MAX - 1 - STOR_IKEY_HASH - (blen + 1);
+    return LOCAL_IKEY_MAX - 1 - LOCAL_IKEY_HASH - (blen + 1);
 }
 
-/* Writes the index key of bucket/key into out (STOR_IKEY_MAX bytes); returns
+/* Writes the index key of bucket/key into out (LOCAL_IKEY_MAX bytes); returns
  * its length. */
-size_t stor_ikey_encode(const char *bucket, size_t blen, const char *key, size_t klen,
-                        uint8_t *out);
+size_t local_ikey_encode(const char *bucket, size_t blen, const char *key, size_t klen,
+                         uint8_t *out);
 /* Writes the smallest index key at or before every key >= s: `bucket \0
  * s[0:min(len,P)]`. Returns its length. */
-size_t stor_ikey_seek(const char *bucket, size_t blen, const char *s, size_t slen, uint8_t *out);
+size_t local_ikey_seek(const char *bucket, size_t blen, const char *s, size_t slen, uint8_t *out);
 /* 1 when rest (an index key minus `bucket \0`) is the hashed long form for P. */
-static inline int stor_ikey_is_long(const uint8_t *rest, size_t rlen, size_t plen)
+static inline int local_ikey_is_long(const uint8_t *rest, size_t rlen, size_t plen)
 {
-    return rlen == plen + 1 + STOR_IKEY_HASH && rest[plen] == 0xFF;
+    return rlen == plen + 1 + LOCAL_IKEY_HASH && rest[plen] == 0xFF;
 }
 
 /* ---- Object files ----------------------------------------------------------
  * File id -> its path under objects/: "ab/cd/<32 hex>", ab/cd its first two
  * bytes. */
-#define STOR_PATH_LEN 40 /* "ab/cd/" + 32 hex + NUL */
+#define LOCAL_PATH_LEN 40 /* "ab/cd/" + 32 hex + NUL */
 
-static inline void stor_id_path(const uint8_t id[STOR_ID_LEN], char out[STOR_PATH_LEN])
+static inline void local_id_path(const uint8_t id[STOR_ID_LEN], char out[LOCAL_PATH_LEN])
 {
     char hex[2 * STOR_ID_LEN + 1];
     hash_hex_encode(id, STOR_ID_LEN, hex);
-    snprintf(out, STOR_PATH_LEN, "%.2s/%.2s/%s", hex, hex + 2, hex);
+    snprintf(out, LOCAL_PATH_LEN, "%.2s/%.2s/%s", hex, hex + 2, hex);
 }
 
-/* ---- The store (storage.c and the stor_*.c files) ------------------------ */
+/* ---- The store ------------------------------------------------------------ */
 
-typedef struct syncer syncer_t;       /* syncer.h, which includes this header */
-typedef struct wal wal_t;             /* wal.h */
-typedef struct stor_pool stor_pool_t; /* stor_pool.c, below */
+typedef struct local_syncer local_syncer_t; /* local_syncer.h, which includes this header */
+typedef struct local_wal local_wal_t;       /* local_wal.h */
+typedef struct local_pool local_pool_t;     /* local_pool.c, below */
 
-/* A cached read descriptor of an object file (stor_fdcache.c). */
-#define STOR_FDCACHE_SLOTS 256
-typedef struct fdslot {
+/* A cached read descriptor of an object file (local_fdcache.c). */
+#define LOCAL_FDCACHE_SLOTS 256
+typedef struct local_fdslot {
     uint8_t id[STOR_ID_LEN];
     int fd; /* -1: empty */
-} fdslot_t;
+} local_fdslot_t;
 
 typedef struct lstor lstor_t;
 typedef struct lwriter lwriter_t;
 
-/* ---- stor_group.c: concurrent object changes share one write transaction
+/* ---- local_group.c: concurrent object changes share one write transaction
  *
  * A PUT's, a DELETE's or a multipart part's change to the index is handed to
- * stor_group_commit(), which applies it in one LMDB write transaction
+ * local_group_commit(), which applies it in one LMDB write transaction
  * together with the changes other threads handed over meanwhile (at most
- * STOR_GROUP_MAX of them), in the order they arrived, and commits them at
+ * LOCAL_GROUP_MAX of them), in the order they arrived, and commits them at
  * once: one commit's pages, one meta page, and in fsync mode one record in
- * the commit log (wal.h) for the whole group. Each
+ * the commit log (local_wal.h) for the whole group. Each
  * change's conditions (bucket identity, preconditions, versioning, guards)
  * are evaluated by its apply function inside that transaction, so against
  * the changes before it in the group. A change that fails changes nothing
  * and does not fail the others: one that failed after writing to the
  * transaction (touched) makes the group start its transaction over without
  * it. */
-#define STOR_GROUP_MAX 32
+#define LOCAL_GROUP_MAX 32
 
-typedef struct stor_change stor_change_t;
+typedef struct local_change local_change_t;
 
 /* Applies one change in txn. Must be callable again on a fresh transaction
  * (the group may start over): it resets whatever it put in arg before. On
  * failure it sets *touched if it may have written to txn. */
-typedef stor_status_t (*stor_change_fn)(lstor_t *st, MDB_txn *txn, void *arg, int *touched);
+typedef stor_status_t (*local_change_fn)(lstor_t *st, MDB_txn *txn, void *arg, int *touched);
 
-struct stor_change {
-    stor_change_fn apply;
+struct local_change {
+    local_change_fn apply;
     void *arg;
     /* A file the change makes part of the index (relaxed mode owes it a
      * sync: new_file), or NULL. */
     const uint8_t *new_file;
-    /* Set by stor_group_commit: the change is in the index (1 also when the
+    /* Set by local_group_commit: the change is in the index (1 also when the
      * result is STOR_ERR_IO because its sync point failed). */
     int applied;
-    /* Private to stor_group.c. */
+    /* Private to local_group.c. */
     stor_status_t status;
     uint64_t txnid;
     uint64_t lsn; /* the group's record in the commit log, or 0: not logged */
     int state;
     pthread_cond_t cv;
-    stor_change_t *next;
+    local_change_t *next;
 };
 
 /* Applies c (c->apply(c->arg)) in a write transaction shared with the
  * changes of concurrent callers, commits it and, in fsync mode, returns once
  * the commit is durable: the group's record in the commit log is on disk
- * (wal.h), or, for a group that could not be logged, a sync point covers it. Returns what c->apply
- * returned, or the commit's or the sync point's failure. */
-stor_status_t stor_group_commit(lstor_t *st, stor_change_t *c);
+ * (local_wal.h), or, for a group that could not be logged, a sync point covers it. Returns what
+ * c->apply returned, or the commit's or the sync point's failure. */
+stor_status_t local_group_commit(lstor_t *st, local_change_t *c);
 
 /* The local backend's store; base first (stor_backend.h). */
 struct lstor {
     stor_t base;
     MDB_env *env;
     MDB_dbi db_buckets; /* name -> bucket record */
-    MDB_dbi db_objects; /* index key (stor_internal.h) -> object record */
+    MDB_dbi db_objects; /* index key (local_internal.h) -> object record */
     MDB_dbi db_uploads; /* bucket \0 upload id -> upload record */
     /* Index key of bucket/key (the objects' scheme) -> upload ids (sorted
      * duplicates): the uploads in (key, upload id) order, for a bounded
-     * ListMultipartUploads (stor_multipart.c). */
+     * ListMultipartUploads (local_multipart.c). */
     MDB_dbi db_upload_keys;
     MDB_dbi db_parts; /* upload id (32 hex) + be32 part number -> part record */
     /* index key ‖ 0x00 ‖ be64(~seq) -> the record of a version that is not
      * the current object: noncurrent objects and delete markers
-     * (stor_version.c). */
+     * (local_version.c). */
     MDB_dbi db_versions;
     stor_durability_t durability;
     int objfd;  /* DIR/.s3rdma/objects */
     int lockfd; /* flock'ed: one process per data directory */
     /* The sync points that make commits, their files and directories
-     * durable and then unlink what they dropped (syncer.h): relaxed mode's,
+     * durable and then unlink what they dropped (local_syncer.h): relaxed mode's,
      * and fsync mode's restore points. */
-    syncer_t *syncer;
-    /* Free files for new writers (stor_pool.c): what drops feed. */
-    stor_pool_t *pool;
-    /* Fsync mode: the commit log of the groups' changes (wal.h), and the
+    local_syncer_t *syncer;
+    /* Free files for new writers (local_pool.c): what drops feed. */
+    local_pool_t *pool;
+    /* Fsync mode: the commit log of the groups' changes (local_wal.h), and the
      * transaction id of the last commit that is not in it (the group
      * committer makes a restore point cover it before it appends a record
      * of a later commit). NULL and unused in relaxed mode. */
-    wal_t *wal;
+    local_wal_t *wal;
     _Atomic uint64_t unlogged_last;
     /* Shard directories this process has made sure of (bit i: level-1 dir i,
      * bit 256 + (a << 8 | b): level-2 dir a/b): they exist, and their entries
@@ -170,21 +171,21 @@ struct lstor {
     /* The shard new files go to (bits 31-16: its two id bytes) and how many
      * went there so far (bits 15-0; 0: none yet), for local_file_id_new. */
     _Atomic uint32_t shard_run;
-    /* Read descriptors of object files (stor_fdcache.c), under fd_lock. */
+    /* Read descriptors of object files (local_fdcache.c), under fd_lock. */
     pthread_mutex_t fd_lock;
     uint64_t fd_epoch; /* bumped by every drop */
-    fdslot_t fd_cache[STOR_FDCACHE_SLOTS];
+    local_fdslot_t fd_cache[LOCAL_FDCACHE_SLOTS];
     /* stor_usage: counted by the sweep at open, then moved by local_usage_change
      * after every commit that adds, replaces or deletes an object. */
     _Atomic uint64_t n_objects, n_bytes;
     /* Objects of at most this many bytes are kept inline in their index
      * record, with no file (stor_set_inline_max; 0: never). */
     size_t inline_max;
-    /* Changes waiting for a group (stor_group.c), in arrival order, under
+    /* Changes waiting for a group (local_group.c), in arrival order, under
      * group_lock. group_leading: a caller is running a group; while none
      * is, the queue is empty. group_queued: the queue's length. */
     pthread_mutex_t group_lock;
-    stor_change_t *group_head, *group_tail;
+    local_change_t *group_head, *group_tail;
     int group_leading;
     size_t group_queued;
 };
@@ -200,13 +201,13 @@ struct lwriter {
     buf_t mem;          /* the bytes, until has_file (at most inline_max) */
     int has_file;       /* the file exists: id, path valid; the bytes are there */
     uint8_t id[STOR_ID_LEN];
-    char path[STOR_PATH_LEN];
+    char path[LOCAL_PATH_LEN];
     int fd;       /* -1 before the file exists and once sealed */
     int recycled; /* the file came from the pool: cut it to size when sealed */
     uint64_t size;
 };
 
-/* ---- stor_fdcache.c: object file descriptors kept open for reads ------- */
+/* ---- local_fdcache.c: object file descriptors kept open for reads ------- */
 
 void local_fdcache_init(lstor_t *st);
 void local_fdcache_free(lstor_t *st);
@@ -220,7 +221,7 @@ void local_fdcache_put(lstor_t *st, const uint8_t id[STOR_ID_LEN], int fd, uint6
 /* File id left the index: closes its cached descriptor, bumps the epoch. */
 void local_fdcache_forget(lstor_t *st, const uint8_t id[STOR_ID_LEN]);
 
-/* ---- stor_pool.c: free object files, reused instead of made -------------
+/* ---- local_pool.c: free object files, reused instead of made -------------
  * A file a durable commit dropped (where it used to be unlinked: local_drop_file
  * in fsync mode, the sync point's last step in relaxed mode) is moved to
  * pool/ (named by its former id) and kept, its bytes too, for a new writer,
@@ -230,48 +231,52 @@ void local_fdcache_forget(lstor_t *st, const uint8_t id[STOR_ID_LEN]);
  * pool only if no descriptor anywhere still has it open (a reader, the
  * descriptor cache, a sendfile() in flight: the kernel's word, a write
  * lease), else it is unlinked as before and its readers keep its bytes;
- * and only while the pool holds fewer than STOR_POOL_MAX files. Past
- * STOR_POOL_BYTES of old bytes in the pool, a file is emptied when pooled.
+ * and only while the pool holds fewer than LOCAL_POOL_MAX files. Past
+ * LOCAL_POOL_BYTES of old bytes in the pool, a file is emptied when pooled.
  * Nothing in pool/ is ever an object: the index never names it, and an open
  * empties it. */
-#define STOR_POOL_DIR   "pool"      /* in DIR/.s3rdma */
-#define STOR_POOL_MAX   4096        /* files; about one sync interval of overwrites */
-#define STOR_POOL_BYTES (256 << 20) /* old bytes kept in pool/ */
+#define LOCAL_POOL_DIR   "pool"      /* in DIR/.s3rdma */
+#define LOCAL_POOL_MAX   4096        /* files; about one sync interval of overwrites */
+#define LOCAL_POOL_BYTES (256 << 20) /* old bytes kept in pool/ */
 
 /* Makes (if absent) and empties directory dir (DIR/.s3rdma/pool, on
  * objects/' filesystem); objfd is objects/ (it stays the caller's). max 0:
  * nothing is ever pooled. NULL on failure (logged). */
-stor_pool_t *stor_pool_open(const char *dir, int objfd, size_t max);
+local_pool_t *local_pool_open(const char *dir, int objfd, size_t max);
 /* Frees p; its files stay in pool/ for the next open to remove. NULL: no-op. */
-void stor_pool_close(stor_pool_t *p);
+void local_pool_close(local_pool_t *p);
 /* File id (objects/<its path>) is no longer referenced by the index on disk
  * and never will be again: pool it, or unlink it (pool full, or the file
  * still open somewhere). */
-void stor_pool_return(stor_pool_t *p, const uint8_t id[STOR_ID_LEN]);
+void local_pool_return(local_pool_t *p, const uint8_t id[STOR_ID_LEN]);
 /* A free file moved to objects/path (which must not exist; its shard
  * directory must), opened for writing at offset 0, holding old bytes the
  * caller writes over and then cuts (ftruncate to its own size); -1 when the
  * pool has none (the caller makes a file). */
-int stor_pool_take(stor_pool_t *p, const char *path);
-/* How many free files the pool holds. */
-size_t stor_pool_count(stor_pool_t *p);
+int local_pool_take(local_pool_t *p, const char *path);
+/* How many free files the pool holds (only the unit tests ask). */
+size_t local_pool_count(local_pool_t *p);
 
-/* Shared helpers (defined in storage.c unless noted). */
+/* ---- local_files.c: object files (below every file that uses them) ----- */
 
-/* Logs an LMDB failure (what: the operation) and returns STOR_ERR_IO. */
-stor_status_t local_mdb_fail(const char *what, int rc);
 /* After a commit dropped file id from the index: unlink it once durable. */
 void local_drop_file(lstor_t *st, const uint8_t id[STOR_ID_LEN]);
 /* After a commit made file id part of the index: relaxed mode owes it a sync. */
 void local_new_file(lstor_t *st, const uint8_t id[STOR_ID_LEN]);
-/* After a committed change: objects and bytes added (negative: removed).
- * A replacement is one call: 0 objects, new size - old size bytes. */
-void local_usage_change(lstor_t *st, int64_t objects, int64_t bytes);
 /* fsyncs directory path (relative to dirfd); 0 or -1 with errno. */
 int local_fsync_dirat(int dirfd, const char *path);
 /* A new object file's id, its shard directory made sure of (ensure_shard);
  * 0, or -1 (no randomness, or the directory could not be made). */
 int local_file_id_new(lstor_t *st, uint8_t id[STOR_ID_LEN]);
+
+/* ---- local_index.c: transactions and the checks in them (below every file
+ * that uses them) ---------------------------------------------------------- */
+
+/* Logs an LMDB failure (what: the operation) and returns STOR_ERR_IO. */
+stor_status_t local_mdb_fail(const char *what, int rc);
+/* After a committed change: objects and bytes added (negative: removed).
+ * A replacement is one call: 0 objects, new size - old size bytes. */
+void local_usage_change(lstor_t *st, int64_t objects, int64_t bytes);
 /* 1 if bucket is a name of 1..STOR_BUCKET_MAX bytes. */
 int local_valid_bucket(const char *bucket);
 /* STOR_OK if the bucket exists, as seen by txn. */
@@ -285,34 +290,34 @@ stor_status_t local_bucket_check_ver(lstor_t *st, MDB_txn *txn, const char *name
 stor_status_t local_rd_begin(lstor_t *st, MDB_txn **txn_p);
 /* Begins a write transaction. */
 stor_status_t local_wr_begin(lstor_t *st, MDB_txn **txn_p);
-/* mdb_put and mdb_del for the writes a group's change makes (stor_object.c,
- * stor_version.c): they also go to the commit log's record of the group
- * (wal.h), which is how a logged commit is replayed. A change applied in a
- * group writes the index only through these. */
-int stor_wr_put(lstor_t *st, MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v, unsigned flags);
-int stor_wr_del(lstor_t *st, MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v);
+/* mdb_put and mdb_del for the writes a group's change makes (local_object.c,
+ * local_version.c): they also go to the commit log's record of the group
+ * (local_wal.h), which is how a logged commit is replayed. A change applied
+ * in a group writes the index only through these. */
+int local_wr_put(lstor_t *st, MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v, unsigned flags);
+int local_wr_del(lstor_t *st, MDB_txn *txn, MDB_dbi dbi, MDB_val *k, MDB_val *v);
 /* Commits a write transaction: relaxed mode tells the syncer and returns;
  * fsync mode returns once a sync point covers the commit (group commit).
  * On failure the change may still have been applied (fsync mode: committed
  * and visible, but its sync point failed): so a caller unlinks nothing the
  * change drops (the next open's sweep does), and one whose change references
- * a new file commits through stor_group_commit, whose change's applied says
+ * a new file commits through local_group_commit, whose change's applied says
  * whether to keep it. */
 stor_status_t local_wr_commit(lstor_t *st, MDB_txn *txn);
 /* local_wr_commit() in two steps: the commit alone (in the page cache; relaxed
  * mode tells the syncer), giving its transaction id, then (fsync mode) the
  * wait for a sync point that covers that id. */
-stor_status_t stor_wr_commit_only(lstor_t *st, MDB_txn *txn, uint64_t *txnid_p);
-stor_status_t stor_wr_durable(lstor_t *st, uint64_t txnid);
+stor_status_t local_wr_commit_only(lstor_t *st, MDB_txn *txn, uint64_t *txnid_p);
+stor_status_t local_wr_durable(lstor_t *st, uint64_t txnid);
 /* Fsync mode: commit id is not in the commit log (raises unlogged_last). */
-void stor_unlogged(lstor_t *st, uint64_t id);
+void local_unlogged(lstor_t *st, uint64_t id);
 /* 1 if s is exactly n lowercase hex digits followed by NUL. */
 int local_is_hex(const char *s, size_t n);
 
-/* stor_sweep.c: deletes the object files the index does not reference. */
+/* local_sweep.c: deletes the object files the index does not reference. */
 void local_sweep_orphans(lstor_t *st);
 
-/* stor_object.c, also used by multipart: */
+/* local_object.c, also used by multipart: */
 /* Closes and frees a writer; its file (if it made one) is unlinked unless
  * keep. */
 void local_writer_free(lwriter_t *w, int keep);
@@ -333,7 +338,7 @@ stor_status_t local_put_object(lstor_t *st, MDB_txn *txn, const char *bucket, ui
                                const stor_precond_t *cond, stor_obj_rec_t *old, int *had_old,
                                int *touched);
 
-/* stor_version.c: versions (docs/storage.md, "Versioning"). ik is the
+/* local_version.c: versions (docs/storage.md, "Versioning"). ik is the
  * key's index key throughout. */
 /* Version vid of key (NULL: its newest version in db_versions, the latest
  * when it has no current object) into rec. STOR_ERR_NO_VERSION (vid) or
@@ -366,7 +371,7 @@ int local_viter_next(stor_iter_t *it, const char **key_p, size_t *key_len_p, sto
                      int *is_latest_p);
 void local_viter_close(stor_iter_t *it);
 
-/* stor_multipart.c, used by bucket deletion: */
+/* local_multipart.c, used by bucket deletion: */
 /* Deletes, in txn, every multipart upload of bucket and its part records.
  * *ids_p (malloc'ed, n_p entries) gets the parts' file ids, to local_drop_file()
  * once txn committed. */
@@ -376,7 +381,7 @@ stor_status_t local_mpu_index_build(lstor_t *st, MDB_txn *txn);
 stor_status_t local_mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucket,
                                     stor_seg_t **ids_p, size_t *n_p);
 
-/* ---- The local backend's ops (stor_backend.h; the table is in storage.c) -- */
+/* ---- The local backend's ops (stor_backend.h; the table is in local_store.c) */
 
 stor_status_t local_bucket_create(stor_t *st_, const char *name, const char *owner);
 stor_status_t local_bucket_get(stor_t *st_, const char *name, stor_bucket_t *out_p);

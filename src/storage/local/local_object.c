@@ -13,7 +13,7 @@
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
-#include "storage/stor_internal.h"
+#include "storage/local/local_internal.h"
 
 #define OPEN_RETRIES 64
 
@@ -25,7 +25,7 @@ static stor_status_t local_obj_get(lstor_t *st, MDB_txn *txn, const char *bucket
                                    stor_obj_rec_t *rec, MDB_val *ikey_out, uint8_t *ikey_buf)
 {
     size_t klen = strlen(key);
-    size_t n = stor_ikey_encode(bucket, strlen(bucket), key, klen, ikey_buf);
+    size_t n = local_ikey_encode(bucket, strlen(bucket), key, klen, ikey_buf);
     MDB_val k = {n, ikey_buf}, v;
     if (ikey_out)
         *ikey_out = k;
@@ -61,7 +61,7 @@ static stor_status_t obj_lookup(lstor_t *st, MDB_txn *txn, const char *bucket, c
 {
     if (!local_valid_bucket(bucket))
         return STOR_ERR_NO_BUCKET;
-    uint8_t ikey[STOR_IKEY_MAX];
+    uint8_t ikey[LOCAL_IKEY_MAX];
     MDB_val ik;
     stor_status_t s = local_obj_get(st, txn, bucket, key, rec, &ik, ikey);
     if (s == STOR_OK && vid && !stor_meta_is_version(&rec->meta, vid)) {
@@ -85,8 +85,8 @@ static stor_status_t writer_file_open(lwriter_t *w)
 {
     if (local_file_id_new(w->st, w->id) != 0)
         return STOR_ERR_IO;
-    stor_id_path(w->id, w->path);
-    w->fd = stor_pool_take(w->st->pool, w->path);
+    local_id_path(w->id, w->path);
+    w->fd = local_pool_take(w->st->pool, w->path);
     w->recycled = w->fd >= 0;
     if (w->fd < 0)
         w->fd = openat(w->st->objfd, w->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -208,7 +208,7 @@ stor_status_t local_writer_seal(lwriter_t *w)
     /* A file from the pool: the old bytes past ours go. */
     int rc = w->recycled ? ftruncate(w->fd, (off_t)w->size) : 0;
     if (rc == 0 && w->st->durability == STOR_DURABILITY_FSYNC) {
-        char dir[STOR_PATH_LEN];
+        char dir[LOCAL_PATH_LEN];
         memcpy(dir, w->path, 5);
         dir[5] = '\0';
         rc = fdatasync(w->fd);
@@ -235,7 +235,7 @@ stor_status_t local_put_object(lstor_t *st, MDB_txn *txn, const char *bucket, ui
                                const stor_precond_t *cond, stor_obj_rec_t *old, int *had_old,
                                int *touched)
 {
-    uint8_t ikey[STOR_IKEY_MAX];
+    uint8_t ikey[LOCAL_IKEY_MAX];
     MDB_val k;
     int versioning, had_cur = 0, ignored;
     *had_old = 0;
@@ -258,7 +258,7 @@ stor_status_t local_put_object(lstor_t *st, MDB_txn *txn, const char *bucket, ui
         goto out;
     }
     MDB_val v = {enc->len, enc->data};
-    int rc = stor_wr_put(st, txn, st->db_objects, &k, &v, 0);
+    int rc = local_wr_put(st, txn, st->db_objects, &k, &v, 0);
     if (rc) {
         s = local_mdb_fail("object put", rc);
         goto out;
@@ -272,7 +272,7 @@ out:
     return s;
 }
 
-/* A writer's commit as a change of a group (stor_group.c): local_put_object, its
+/* A writer's commit as a change of a group (local_group.c): local_put_object, its
  * outputs reset first since a group may apply it again. */
 typedef struct put_change {
     lwriter_t *w;
@@ -299,7 +299,7 @@ stor_status_t local_writer_commit_if(stor_writer_t *w_, const char *key, stor_me
     lwriter_t *w = (lwriter_t *)w_;
     lstor_t *st = w->st;
     buf_t b = {0};
-    stor_change_t c = {.applied = 0}; /* applied: the index now references the file: keep it */
+    local_change_t c = {.applied = 0}; /* applied: the index now references the file: keep it */
     /* Still in memory: the record carries the bytes, and the commit (in
      * fsync mode its sync point, shared with other commits) covers both. */
     int inline_obj = !w->has_file;
@@ -332,7 +332,7 @@ stor_status_t local_writer_commit_if(stor_writer_t *w_, const char *key, stor_me
     c.apply = put_apply;
     c.arg = &p;
     c.new_file = inline_obj ? NULL : w->id;
-    s = stor_group_commit(st, &c);
+    s = local_group_commit(st, &c);
     meta->version = nrec.meta.version; /* set by a versioned commit */
     if (c.applied)
         local_usage_change(st, 1 - (p.had_old && !p.old.meta.delete_marker),
@@ -476,10 +476,10 @@ stor_status_t local_reader_open_version(stor_t *st_, const char *bucket, const c
         int vanished = 0;
         uint64_t off = 0;
         for (uint32_t i = 0; i < rec.n_segs; i++) {
-            char path[STOR_PATH_LEN];
+            char path[LOCAL_PATH_LEN];
             int fd = local_fdcache_get(st, rec.segs[i].id);
             if (fd < 0) {
-                stor_id_path(rec.segs[i].id, path);
+                local_id_path(rec.segs[i].id, path);
                 fd = openat(st->objfd, path, O_RDONLY | O_CLOEXEC);
                 if (fd >= 0)
                     local_fdcache_put(st, rec.segs[i].id, fd, epoch);
@@ -609,7 +609,7 @@ static stor_status_t marker_new(stor_obj_rec_t *rec)
     return rec->meta.delete_marker ? STOR_OK : STOR_ERR_NOMEM;
 }
 
-/* A delete as a change of a group (stor_group.c); its outputs are reset
+/* A delete as a change of a group (local_group.c); its outputs are reset
  * first since a group may apply it again. */
 typedef struct del_change {
     const stor_bucket_t *bucket;
@@ -636,7 +636,7 @@ static stor_status_t del_apply(lstor_t *st, MDB_txn *txn, void *arg, int *touche
 {
     del_change_t *d = arg;
     const char *key = d->key, *version_id = d->version_id;
-    uint8_t ikey[STOR_IKEY_MAX];
+    uint8_t ikey[LOCAL_IKEY_MAX];
     MDB_val k;
     del_reset(d);
     stor_status_t s =
@@ -664,7 +664,7 @@ static stor_status_t del_apply(lstor_t *st, MDB_txn *txn, void *arg, int *touche
             s = local_ver_push(st, txn, &k, key, d->versioning, &d->cur, d->had_cur, &d->mk,
                                &d->old, &d->had_old);
     } else {
-        int rc = stor_wr_del(st, txn, st->db_objects, &k, NULL);
+        int rc = local_wr_del(st, txn, st->db_objects, &k, NULL);
         if (rc)
             s = local_mdb_fail("object delete", rc);
         d->old = d->cur;
@@ -687,8 +687,8 @@ stor_status_t local_delete_version(stor_t *st_, const stor_bucket_t *bucket, con
     if (version_id && !stor_version_id_valid(version_id))
         return STOR_ERR_NO_VERSION;
     del_change_t d = {.bucket = bucket, .key = key, .version_id = version_id, .cond = cond};
-    stor_change_t c = {.apply = del_apply, .arg = &d};
-    stor_status_t s = stor_group_commit(st, &c);
+    local_change_t c = {.apply = del_apply, .arg = &d};
+    stor_status_t s = local_group_commit(st, &c);
     if (s == STOR_OK) {
         if (version_id) {
             stor_version_id(&d.old.meta, out->version_id);
@@ -717,7 +717,7 @@ stor_status_t local_object_change(stor_t *st_, const stor_bucket_t *bucket, cons
     if (s != STOR_OK)
         return s;
     stor_obj_rec_t rec;
-    uint8_t ikey[STOR_IKEY_MAX];
+    uint8_t ikey[LOCAL_IKEY_MAX];
     MDB_val k;
     buf_t b = {0};
     int have = 0;
@@ -750,7 +750,7 @@ stor_status_t local_object_change(stor_t *st_, const stor_bucket_t *bucket, cons
     }
     if (s == STOR_OK) {
         MDB_val v = {b.len, b.data};
-        int rc = stor_wr_put(st, txn, st->db_objects, &k, &v, 0);
+        int rc = local_wr_put(st, txn, st->db_objects, &k, &v, 0);
         if (rc)
             s = local_mdb_fail("object put", rc);
     }

@@ -9,9 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/array.h"
 #include "common/hash.h"
 #include "common/log.h"
-#include "storage/stor_internal.h"
+#include "storage/local/local_internal.h"
 
 static int cmp_id(const void *a, const void *b)
 {
@@ -25,14 +26,8 @@ typedef struct idset {
 
 static int idset_add(idset_t *s, const uint8_t *id)
 {
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 1024;
-        uint8_t *p = realloc(s->ids, cap * STOR_ID_LEN);
-        if (!p)
-            return -1;
-        s->ids = p;
-        s->cap = cap;
-    }
+    if (array_grow(&s->ids, &s->cap, s->n, STOR_ID_LEN, 1024) != 0)
+        return -1;
     memcpy(s->ids + s->n++ * STOR_ID_LEN, id, STOR_ID_LEN);
     return 0;
 }

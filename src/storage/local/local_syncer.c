@@ -1,6 +1,6 @@
 /* The relaxed-mode sync point: lazily fsyncs the object files and shard
  * directories commits made, syncs the index, then unlinks the files that the
- * now durable commits dropped (to the pool of free files, stor_pool.c). See syncer.h for the
+ * now durable commits dropped (to the pool of free files, local_pool.c). See local_syncer.h for the
  * contract. */
 #include <errno.h>
 #include <fcntl.h>
@@ -10,12 +10,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/array.h"
 #include "common/clock.h"
 #include "common/log.h"
-#include "storage/restore.h"
-#include "storage/syncer.h"
+#include "storage/local/local_restore.h"
+#include "storage/local/local_syncer.h"
 
-unsigned stor_sync_interval_ms = 1000;
+unsigned local_sync_interval_ms = 1000;
 
 /* Backlogs that wake the thread before the interval is up: they bound the
  * memory held and the work one sync point does. */
@@ -28,10 +29,10 @@ typedef struct idvec {
     size_t n, cap;
 } idvec_t;
 
-struct syncer {
+struct local_syncer {
     MDB_env *env;
     int objfd;
-    stor_pool_t *pool; /* where step 5 puts the dropped files */
+    local_pool_t *pool; /* where step 5 puts the dropped files */
     unsigned interval_ms;
 
     pthread_mutex_t lock; /* guards everything below up to `stop` */
@@ -50,29 +51,23 @@ struct syncer {
 
     pthread_mutex_t sync_lock; /* one sync point at a time; guards what follows */
     uint8_t dirs_now[(SYNCER_N_DIRS + 7) / 8];
-    restore_t *restore; /* index/restore */
-    MDB_txn *pin;       /* a read transaction on the restore point's snapshot */
-    int datafd;         /* data.mdb (LMDB's descriptor) */
-    size_t psize;       /* LMDB's page size */
-    uint8_t *metas;     /* 2 * psize: the meta pages at the cut */
+    local_restore_t *restore; /* index/restore */
+    MDB_txn *pin;             /* a read transaction on the restore point's snapshot */
+    int datafd;               /* data.mdb (LMDB's descriptor) */
+    size_t psize;             /* LMDB's page size */
+    uint8_t *metas;           /* 2 * psize: the meta pages at the cut */
     pthread_t thread;
 };
 
 static int idvec_push(idvec_t *v, const uint8_t *id)
 {
-    if (v->n == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 256;
-        uint8_t *p = realloc(v->ids, cap * STOR_ID_LEN);
-        if (!p)
-            return -1;
-        v->ids = p;
-        v->cap = cap;
-    }
+    if (array_grow(&v->ids, &v->cap, v->n, STOR_ID_LEN, 256) != 0)
+        return -1;
     memcpy(v->ids + v->n++ * STOR_ID_LEN, id, STOR_ID_LEN);
     return 0;
 }
 
-void local_syncer_committed(syncer_t *s)
+void local_syncer_committed(local_syncer_t *s)
 {
     pthread_mutex_lock(&s->lock);
     if (++s->committed == WAKE_COMMITS)
@@ -80,7 +75,7 @@ void local_syncer_committed(syncer_t *s)
     pthread_mutex_unlock(&s->lock);
 }
 
-void local_syncer_new_file(syncer_t *s, const uint8_t id[STOR_ID_LEN])
+void local_syncer_new_file(local_syncer_t *s, const uint8_t id[STOR_ID_LEN])
 {
     pthread_mutex_lock(&s->lock);
     if (idvec_push(&s->files, id) != 0)
@@ -90,7 +85,7 @@ void local_syncer_new_file(syncer_t *s, const uint8_t id[STOR_ID_LEN])
     pthread_mutex_unlock(&s->lock);
 }
 
-void local_syncer_new_dir(syncer_t *s, unsigned dir)
+void local_syncer_new_dir(local_syncer_t *s, unsigned dir)
 {
     pthread_mutex_lock(&s->lock);
     s->dirs[dir / 8] |= (uint8_t)(1u << (dir % 8));
@@ -98,7 +93,7 @@ void local_syncer_new_dir(syncer_t *s, unsigned dir)
     pthread_mutex_unlock(&s->lock);
 }
 
-void local_syncer_drop_file(syncer_t *s, const uint8_t id[STOR_ID_LEN])
+void local_syncer_drop_file(local_syncer_t *s, const uint8_t id[STOR_ID_LEN])
 {
     pthread_mutex_lock(&s->lock);
     /* Out of memory: the file stays (never unlinked early); the orphan sweep
@@ -110,13 +105,13 @@ void local_syncer_drop_file(syncer_t *s, const uint8_t id[STOR_ID_LEN])
     pthread_mutex_unlock(&s->lock);
 }
 
-static int owed(const syncer_t *s)
+static int owed(const local_syncer_t *s)
 {
     return s->committed || s->files.n || s->drops.n || s->dirs_owed;
 }
 
 /* fsyncs directory number dir of the objects tree. */
-static int sync_dir(syncer_t *s, unsigned dir)
+static int sync_dir(local_syncer_t *s, unsigned dir)
 {
     char path[16]; /* "ab/cd" fits; room for what the compiler cannot bound */
     int fd;
@@ -140,7 +135,7 @@ static int sync_dir(syncer_t *s, unsigned dir)
 
 /* Hands a sync point's lists back to the next one (its sync or its save
  * failed): nothing is unlinked before a restore point covers it. */
-static void give_back(syncer_t *s, const idvec_t *files, const idvec_t *drops)
+static void give_back(local_syncer_t *s, const idvec_t *files, const idvec_t *drops)
 {
     pthread_mutex_lock(&s->lock);
     for (size_t i = 0; i < files->n; i++)
@@ -155,7 +150,7 @@ static void give_back(syncer_t *s, const idvec_t *files, const idvec_t *drops)
     pthread_mutex_unlock(&s->lock);
 }
 
-static int sync_point(syncer_t *s)
+static int sync_point(local_syncer_t *s)
 {
     pthread_mutex_lock(&s->sync_lock);
     /* 1. The cut: with LMDB's writer lock held (a write transaction of our
@@ -202,8 +197,8 @@ static int sync_point(syncer_t *s)
      * not yet durable. */
     for (size_t i = 0; i < files.n; i++) {
         const uint8_t *id = files.ids + i * STOR_ID_LEN;
-        char path[STOR_PATH_LEN];
-        stor_id_path(id, path);
+        char path[LOCAL_PATH_LEN];
+        local_id_path(id, path);
         int fd = openat(s->objfd, path, O_RDONLY | O_CLOEXEC);
         if (fd < 0 && errno == ENOENT)
             continue; /* its commit failed, or dropped and unlinked since */
@@ -228,7 +223,7 @@ static int sync_point(syncer_t *s)
 
     /* 3. The index: S's pages (and any later commit's). An fdatasync of
      * data.mdb whether LMDB writes its pages with pwrite or through its
-     * writable map (MDB_WRITEMAP, storage.c): both are the file's page
+     * writable map (MDB_WRITEMAP, local_store.c): both are the file's page
      * cache; it is what mdb_env_sync does for the former (msync, for the
      * latter, flushes the same pages). */
     if (!fail && fdatasync(s->datafd) != 0) {
@@ -252,7 +247,7 @@ static int sync_point(syncer_t *s)
         /* 5. The files that commits up to S dropped: neither S nor anything
          * after it references them. */
         for (size_t i = 0; i < drops.n; i++)
-            stor_pool_return(s->pool, drops.ids + i * STOR_ID_LEN);
+            local_pool_return(s->pool, drops.ids + i * STOR_ID_LEN);
     }
     free(files.ids);
     free(drops.ids);
@@ -262,7 +257,7 @@ static int sync_point(syncer_t *s)
 
 static void *syncer_main(void *arg)
 {
-    syncer_t *s = arg;
+    local_syncer_t *s = arg;
     pthread_mutex_lock(&s->lock);
     while (!s->stop) {
         if (s->interval_ms) {
@@ -282,7 +277,7 @@ static void *syncer_main(void *arg)
 }
 
 /* Frees what local_syncer_start made (not the thread). */
-static void syncer_free(syncer_t *s)
+static void syncer_free(local_syncer_t *s)
 {
     if (s->pin)
         mdb_txn_abort(s->pin);
@@ -297,10 +292,10 @@ static void syncer_free(syncer_t *s)
     free(s);
 }
 
-syncer_t *local_syncer_start(MDB_env *env, int objfd, stor_pool_t *pool, int indexfd,
-                             unsigned interval_ms)
+local_syncer_t *local_syncer_start(MDB_env *env, int objfd, local_pool_t *pool, int indexfd,
+                                   unsigned interval_ms)
 {
-    syncer_t *s = calloc(1, sizeof *s);
+    local_syncer_t *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
     s->env = env;
@@ -338,7 +333,7 @@ fail:
     return NULL;
 }
 
-uint64_t stor_syncer_durable(syncer_t *s)
+uint64_t local_syncer_durable(local_syncer_t *s)
 {
     pthread_mutex_lock(&s->lock);
     uint64_t d = s->durable;
@@ -346,7 +341,7 @@ uint64_t stor_syncer_durable(syncer_t *s)
     return d;
 }
 
-void stor_syncer_kick(syncer_t *s)
+void local_syncer_kick(local_syncer_t *s)
 {
     pthread_mutex_lock(&s->lock);
     s->committed = s->committed ? s->committed : 1;
@@ -354,12 +349,12 @@ void stor_syncer_kick(syncer_t *s)
     pthread_mutex_unlock(&s->lock);
 }
 
-int local_syncer_sync(syncer_t *s)
+int local_syncer_sync(local_syncer_t *s)
 {
     return sync_point(s);
 }
 
-int local_syncer_wait_durable(syncer_t *s, uint64_t txnid)
+int local_syncer_wait_durable(local_syncer_t *s, uint64_t txnid)
 {
     int rc = 0;
     pthread_mutex_lock(&s->lock);
@@ -385,7 +380,7 @@ int local_syncer_wait_durable(syncer_t *s, uint64_t txnid)
     return rc;
 }
 
-void local_syncer_stop(syncer_t *s)
+void local_syncer_stop(local_syncer_t *s)
 {
     if (!s)
         return;

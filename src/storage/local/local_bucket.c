@@ -4,9 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "common/clock.h"
 #include "common/log.h"
-#include "storage/stor_internal.h"
+#include "storage/local/local_internal.h"
 
 /* ==== Buckets ============================================================ */
 
@@ -214,14 +215,9 @@ stor_status_t local_bucket_list(stor_t *st_, stor_bucket_t **out_p, size_t *n_p)
          rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
         if (k.mv_size > STOR_BUCKET_MAX)
             continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            stor_bucket_t *p = realloc(arr, cap * sizeof *arr);
-            if (!p) {
-                s = STOR_ERR_NOMEM;
-                break;
-            }
-            arr = p;
+        if (array_grow(&arr, &cap, n, sizeof *arr, 16) != 0) {
+            s = STOR_ERR_NOMEM;
+            break;
         }
         memset(&arr[n], 0, sizeof arr[n]);
         memcpy(arr[n].name, k.mv_data, k.mv_size);

@@ -1,5 +1,5 @@
 /* Fsync mode's commit log: one record per logged group of object changes,
- * one fdatasync for the records appended meanwhile. See wal.h for the
+ * one fdatasync for the records appended meanwhile. See local_wal.h for the
  * contract and the recovery argument.
  *
  * index/wal: a 4 KiB header (magic, generation, CRC32C), then records one
@@ -21,9 +21,9 @@
 
 #include "common/hash.h"
 #include "common/log.h"
-#include "storage/wal.h"
+#include "storage/local/local_wal.h"
 
-size_t stor_wal_max_bytes = 32u << 20;
+size_t local_wal_max_bytes = 32u << 20;
 
 #define HDR_SIZE   4096u
 #define GROW       (1u << 20) /* zeros written ahead of the records at a time */
@@ -55,7 +55,7 @@ typedef struct op_hdr {
     uint32_t klen, vlen;
 } op_hdr_t;
 
-struct wal {
+struct local_wal {
     int fd;
     MDB_dbi dbis[WAL_MAX_TABLES];
     unsigned n_dbis;
@@ -85,7 +85,7 @@ struct wal {
 };
 
 /* The log the calling thread is recording for, if any. */
-static _Thread_local const wal_t *capturing;
+static _Thread_local const local_wal_t *capturing;
 
 static uint32_t file_hdr_crc(file_hdr_t h)
 {
@@ -150,8 +150,8 @@ static int apply_record(MDB_txn *txn, const uint8_t *rec, size_t len, const MDB_
     return off == len ? 0 : -1;
 }
 
-int stor_wal_replay(int index_dirfd, MDB_env *env, uint64_t last, const MDB_dbi *dbis,
-                    unsigned n_dbis, unsigned *n_p)
+int local_wal_replay(int index_dirfd, MDB_env *env, uint64_t last, const MDB_dbi *dbis,
+                     unsigned n_dbis, unsigned *n_p)
 {
     *n_p = 0;
     int fd = openat(index_dirfd, WAL_FILE, O_RDONLY | O_CLOEXEC);
@@ -219,7 +219,7 @@ int stor_wal_replay(int index_dirfd, MDB_env *env, uint64_t last, const MDB_dbi 
 
 /* Writes header generation gen and flushes it. Under w->lock or before w is
  * shared. */
-static int write_header(wal_t *w, uint64_t gen)
+static int write_header(local_wal_t *w, uint64_t gen)
 {
     uint8_t block[HDR_SIZE] = {0};
     file_hdr_t h = {.gen = gen};
@@ -239,9 +239,9 @@ static int write_header(wal_t *w, uint64_t gen)
     return 0;
 }
 
-wal_t *stor_wal_open(int index_dirfd, const MDB_dbi *dbis, unsigned n_dbis)
+local_wal_t *local_wal_open(int index_dirfd, const MDB_dbi *dbis, unsigned n_dbis)
 {
-    wal_t *w = calloc(1, sizeof *w);
+    local_wal_t *w = calloc(1, sizeof *w);
     if (!w || n_dbis > WAL_MAX_TABLES) {
         free(w);
         log_error("storage: cannot open the commit log");
@@ -255,18 +255,18 @@ wal_t *stor_wal_open(int index_dirfd, const MDB_dbi *dbis, unsigned n_dbis)
     w->fd = openat(index_dirfd, WAL_FILE, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (w->fd < 0 || fstat(w->fd, &sb) != 0 || fsync(index_dirfd) != 0) {
         log_error("storage: index/%s: %s", WAL_FILE, strerror(errno));
-        stor_wal_close(w);
+        local_wal_close(w);
         return NULL;
     }
     w->alloc = sb.st_size;
     if (write_header(w, read_gen(w->fd) + 1) != 0) {
-        stor_wal_close(w);
+        local_wal_close(w);
         return NULL;
     }
     return w;
 }
 
-int stor_wal_remove(int index_dirfd)
+int local_wal_remove(int index_dirfd)
 {
     if (unlinkat(index_dirfd, WAL_FILE, 0) != 0) {
         if (errno == ENOENT)
@@ -278,7 +278,7 @@ int stor_wal_remove(int index_dirfd)
     return -1;
 }
 
-void stor_wal_close(wal_t *w)
+void local_wal_close(local_wal_t *w)
 {
     if (!w)
         return;
@@ -292,7 +292,7 @@ void stor_wal_close(wal_t *w)
 
 /* ---- Capture ----------------------------------------------------------------- */
 
-void stor_wal_capture_begin(wal_t *w)
+void local_wal_capture_begin(local_wal_t *w)
 {
     capturing = w;
     w->len = sizeof(rec_hdr_t);
@@ -300,15 +300,15 @@ void stor_wal_capture_begin(wal_t *w)
     w->failed = 0;
 }
 
-int stor_wal_capturing(const wal_t *w)
+int local_wal_capturing(const local_wal_t *w)
 {
     return w && capturing == w;
 }
 
 /* Room for n more bytes in the record being captured. */
-static int cap_reserve(wal_t *w, size_t n)
+static int cap_reserve(local_wal_t *w, size_t n)
 {
-    if (n > stor_wal_max_bytes || w->len > stor_wal_max_bytes - n)
+    if (n > local_wal_max_bytes || w->len > local_wal_max_bytes - n)
         return -1; /* never fits the log */
     if (w->len + n <= w->cap)
         return 0;
@@ -323,9 +323,9 @@ static int cap_reserve(wal_t *w, size_t n)
     return 0;
 }
 
-void stor_wal_capture_op(wal_t *w, int del, MDB_dbi dbi, const MDB_val *k, const MDB_val *v)
+void local_wal_capture_op(local_wal_t *w, int del, MDB_dbi dbi, const MDB_val *k, const MDB_val *v)
 {
-    if (!stor_wal_capturing(w) || w->failed)
+    if (!local_wal_capturing(w) || w->failed)
         return;
     unsigned t = 0;
     while (t < w->n_dbis && w->dbis[t] != dbi)
@@ -351,15 +351,15 @@ void stor_wal_capture_op(wal_t *w, int del, MDB_dbi dbi, const MDB_val *k, const
     w->n_ops++;
 }
 
-void stor_wal_capture_undo(wal_t *w)
+void local_wal_capture_undo(local_wal_t *w)
 {
-    if (!stor_wal_capturing(w) || w->failed || !w->n_ops)
+    if (!local_wal_capturing(w) || w->failed || !w->n_ops)
         return;
     w->len = w->last_len;
     w->n_ops--;
 }
 
-void stor_wal_capture_end(wal_t *w)
+void local_wal_capture_end(local_wal_t *w)
 {
     if (capturing == w)
         capturing = NULL;
@@ -368,7 +368,7 @@ void stor_wal_capture_end(wal_t *w)
 /* ---- Append and flush ------------------------------------------------------ */
 
 /* Writes zeros from w->alloc up to at least end. Under w->lock. */
-static int grow(wal_t *w, off_t end)
+static int grow(local_wal_t *w, off_t end)
 {
     static const uint8_t zeros[65536];
     off_t to = w->alloc + GROW > end ? w->alloc + GROW : end;
@@ -381,12 +381,12 @@ static int grow(wal_t *w, off_t end)
     return 0;
 }
 
-int stor_wal_append(wal_t *w, uint64_t txnid, uint64_t *lsn_p)
+int local_wal_append(local_wal_t *w, uint64_t txnid, uint64_t *lsn_p)
 {
     if (w->failed || !w->buf || w->len > UINT32_MAX)
         return 1;
     pthread_mutex_lock(&w->lock);
-    if (w->broken || (size_t)w->pos + w->len > stor_wal_max_bytes) {
+    if (w->broken || (size_t)w->pos + w->len > local_wal_max_bytes) {
         pthread_mutex_unlock(&w->lock);
         return 1;
     }
@@ -415,7 +415,7 @@ int stor_wal_append(wal_t *w, uint64_t txnid, uint64_t *lsn_p)
     return 0;
 }
 
-int stor_wal_flush(wal_t *w, uint64_t lsn)
+int local_wal_flush(local_wal_t *w, uint64_t lsn)
 {
     int rc = 0;
     pthread_mutex_lock(&w->lock);
@@ -453,15 +453,15 @@ int stor_wal_flush(wal_t *w, uint64_t lsn)
     return rc;
 }
 
-int stor_wal_filling(wal_t *w)
+int local_wal_filling(local_wal_t *w)
 {
     pthread_mutex_lock(&w->lock);
-    int r = (size_t)w->pos >= stor_wal_max_bytes / 2;
+    int r = (size_t)w->pos >= local_wal_max_bytes / 2;
     pthread_mutex_unlock(&w->lock);
     return r;
 }
 
-uint64_t stor_wal_last_txnid(wal_t *w)
+uint64_t local_wal_last_txnid(local_wal_t *w)
 {
     pthread_mutex_lock(&w->lock);
     uint64_t t = w->last_txnid;
@@ -469,7 +469,7 @@ uint64_t stor_wal_last_txnid(wal_t *w)
     return t;
 }
 
-int stor_wal_restart(wal_t *w)
+int local_wal_restart(local_wal_t *w)
 {
     pthread_mutex_lock(&w->lock);
     int rc = write_header(w, w->gen + 1);

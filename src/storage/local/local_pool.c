@@ -1,7 +1,7 @@
 /* The pool of free object files (DIR/.s3rdma/pool): files a durable commit
  * dropped, kept (with their blocks) for new writers to write over instead of
  * being unlinked, so an overwrite makes no new inode and frees no blocks.
- * See stor_internal.h for the contract and docs/storage.md ("The pool of
+ * See local_internal.h for the contract and docs/storage.md ("The pool of
  * free files") for the crash story. */
 #include <dirent.h>
 #include <errno.h>
@@ -15,9 +15,9 @@
 
 #include "common/hash.h"
 #include "common/log.h"
-#include "storage/stor_internal.h"
+#include "storage/local/local_internal.h"
 
-struct stor_pool {
+struct local_pool {
     int objfd;  /* objects/ (the caller's) */
     int poolfd; /* pool/ (ours) */
     size_t max;
@@ -25,8 +25,8 @@ struct stor_pool {
     uint8_t *ids;         /* n names (the files' former ids) in pool/, max room */
     uint64_t *sizes;      /* their sizes: the old bytes they still hold */
     size_t n;
-    size_t incoming; /* slots reserved by stor_pool_return calls under way */
-    uint64_t bytes;  /* sum of sizes: at most STOR_POOL_BYTES */
+    size_t incoming; /* slots reserved by local_pool_return calls under way */
+    uint64_t bytes;  /* sum of sizes: at most LOCAL_POOL_BYTES */
 };
 
 /* Unlinks every entry of pool/ (an earlier process's free files). */
@@ -49,9 +49,9 @@ static void pool_empty(int poolfd)
         log_info("storage: removed %zu free file(s) left in pool/", removed);
 }
 
-stor_pool_t *stor_pool_open(const char *dir, int objfd, size_t max)
+local_pool_t *local_pool_open(const char *dir, int objfd, size_t max)
 {
-    stor_pool_t *p = calloc(1, sizeof *p);
+    local_pool_t *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
     p->objfd = objfd;
@@ -63,14 +63,14 @@ stor_pool_t *stor_pool_open(const char *dir, int objfd, size_t max)
         (max &&
          (!(p->ids = malloc(max * STOR_ID_LEN)) || !(p->sizes = malloc(max * sizeof *p->sizes))))) {
         log_error("storage: %s: %s", dir, strerror(errno));
-        stor_pool_close(p);
+        local_pool_close(p);
         return NULL;
     }
     pool_empty(p->poolfd);
     return p;
 }
 
-void stor_pool_close(stor_pool_t *p)
+void local_pool_close(local_pool_t *p)
 {
     if (!p)
         return;
@@ -82,7 +82,7 @@ void stor_pool_close(stor_pool_t *p)
     free(p);
 }
 
-size_t stor_pool_count(stor_pool_t *p)
+size_t local_pool_count(local_pool_t *p)
 {
     pthread_mutex_lock(&p->lock);
     size_t n = p->n;
@@ -104,10 +104,10 @@ static int open_nowhere_else(int fd)
     return 1;
 }
 
-void stor_pool_return(stor_pool_t *p, const uint8_t id[STOR_ID_LEN])
+void local_pool_return(local_pool_t *p, const uint8_t id[STOR_ID_LEN])
 {
-    char path[STOR_PATH_LEN], name[2 * STOR_ID_LEN + 1];
-    stor_id_path(id, path);
+    char path[LOCAL_PATH_LEN], name[2 * STOR_ID_LEN + 1];
+    local_id_path(id, path);
     pthread_mutex_lock(&p->lock);
     int room = p->n + p->incoming < p->max;
     if (room)
@@ -136,7 +136,7 @@ void stor_pool_return(stor_pool_t *p, const uint8_t id[STOR_ID_LEN])
          * freed now, none allocated then) while the pool's bytes allow. */
         size = (uint64_t)sb.st_size;
         pthread_mutex_lock(&p->lock);
-        int keep = p->bytes + size <= STOR_POOL_BYTES;
+        int keep = p->bytes + size <= LOCAL_POOL_BYTES;
         if (keep)
             p->bytes += size;
         pthread_mutex_unlock(&p->lock);
@@ -160,7 +160,7 @@ void stor_pool_return(stor_pool_t *p, const uint8_t id[STOR_ID_LEN])
     pthread_mutex_unlock(&p->lock);
 }
 
-int stor_pool_take(stor_pool_t *p, const char *path)
+int local_pool_take(local_pool_t *p, const char *path)
 {
     uint8_t id[STOR_ID_LEN];
     char name[2 * STOR_ID_LEN + 1];

@@ -1,0 +1,200 @@
+/* The RADOS backend's omap reads and writes: the one synchronous read of
+ * a range or of named keys (rs_omap_read, rs_omap_read_keys,
+ * rs_omap_read_vals), one value by key (rs_omap_get, and in two halves), the
+ * compare-and-set, and the walk of a whole omap (rs_omap_each). Below the
+ * backend's other files: it calls only librados. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage/rados/rados_internal.h"
+
+/* Runs op (one omap read into *it_p, its own status in *prval) on oid, and
+ * releases it; 0, or the first failure of the two (ending *it_p). */
+static int omap_operate(rados_read_op_t op, rados_ioctx_t io, const char *oid, const int *prval,
+                        rados_omap_iter_t *it_p)
+{
+    int rc = rados_read_op_operate(op, io, oid, 0);
+    rados_release_read_op(op);
+    if (rc == 0)
+        rc = *prval;
+    if (rc < 0) {
+        if (*it_p)
+            rados_omap_get_end(*it_p);
+        *it_p = NULL;
+    }
+    return rc;
+}
+
+int rs_omap_read(rados_ioctx_t io, const char *oid, const char *after, const char *prefix,
+                 size_t max, rados_omap_iter_t *it_p, unsigned char *more_p)
+{
+    *it_p = NULL;
+    rados_read_op_t op = rados_create_read_op();
+    if (!op)
+        return -ENOMEM;
+    unsigned char more = 0;
+    int prval = 0;
+    rados_read_op_omap_get_vals2(op, after, prefix, max, it_p, &more, &prval);
+    int rc = omap_operate(op, io, oid, &prval, it_p);
+    if (more_p)
+        *more_p = rc == 0 && more;
+    return rc;
+}
+
+int rs_omap_read_keys(rados_ioctx_t io, const char *oid, size_t max, rados_omap_iter_t *it_p)
+{
+    *it_p = NULL;
+    rados_read_op_t op = rados_create_read_op();
+    if (!op)
+        return -ENOMEM;
+    unsigned char more = 0;
+    int prval = 0;
+    rados_read_op_omap_get_keys2(op, "", max, it_p, &more, &prval);
+    return omap_operate(op, io, oid, &prval, it_p);
+}
+
+int rs_omap_read_vals(rados_ioctx_t io, const char *oid, const char *const *keys, size_t n,
+                      const size_t *klens, rados_omap_iter_t *it_p)
+{
+    *it_p = NULL;
+    rados_read_op_t op = rados_create_read_op();
+    if (!op)
+        return -ENOMEM;
+    int prval = 0;
+    rados_read_op_omap_get_vals_by_keys2(op, keys, n, klens, it_p, &prval);
+    return omap_operate(op, io, oid, &prval, it_p);
+}
+
+int rs_omap_get_start(rados_ioctx_t io, const char *oid, const char *key, size_t klen,
+                      rs_omap_get_t *g)
+{
+    memset(g, 0, sizeof *g);
+    if (!(g->op = rados_create_read_op()))
+        return -ENOMEM;
+    const char *keys[1] = {key};
+    rados_read_op_omap_get_vals_by_keys2(g->op, keys, 1, &klen, &g->it, &g->prval);
+    int rc = rados_aio_create_completion2(NULL, NULL, &g->c);
+    if (rc == 0 && (rc = rados_aio_read_op_operate(g->op, io, g->c, oid, 0)) < 0)
+        rados_aio_release(g->c);
+    if (rc < 0) {
+        rados_release_read_op(g->op);
+        g->op = NULL;
+    }
+    return rc;
+}
+
+int rs_omap_get_peek(rs_omap_get_t *g, const buf_t **val_p)
+{
+    if (!g->peeked) {
+        g->peek_rc = rs_omap_get_finish(g, &g->peek_val);
+        g->peeked = 1;
+    }
+    *val_p = &g->peek_val;
+    return g->peek_rc;
+}
+
+int rs_omap_get_finish(rs_omap_get_t *g, buf_t *val)
+{
+    if (g->peeked) {
+        *val = g->peek_val;
+        g->peeked = 0;
+        return g->peek_rc;
+    }
+    buf_init(val, STOR_REC_MAX + 1);
+    rados_aio_wait_for_complete(g->c);
+    int rc = rados_aio_get_return_value(g->c);
+    rados_aio_release(g->c);
+    rados_release_read_op(g->op);
+    if (rc == 0)
+        rc = g->prval;
+    if (rc < 0) {
+        if (g->it)
+            rados_omap_get_end(g->it);
+        return rc;
+    }
+    char *k, *v;
+    size_t kl, vl;
+    int found = 0;
+    if (rados_omap_get_next2(g->it, &k, &v, &kl, &vl) == 0 && k) {
+        found = 1;
+        if (buf_append(val, v, vl) != 0)
+            found = -ENOMEM;
+    }
+    rados_omap_get_end(g->it);
+    return found;
+}
+
+int rs_omap_get(rados_ioctx_t io, const char *oid, const char *key, size_t klen, buf_t *val)
+{
+    rs_omap_get_t g;
+    int rc = rs_omap_get_start(io, oid, key, klen, &g);
+    if (rc < 0) {
+        buf_init(val, 1);
+        return rc;
+    }
+    return rs_omap_get_finish(&g, val);
+}
+
+int rs_omap_cas(rados_ioctx_t io, const char *oid, const char *key, size_t klen,
+                const buf_t *expect, const buf_t *val, unsigned flags)
+{
+    rados_write_op_t op = rados_create_write_op();
+    if (!op)
+        return -ENOMEM;
+    size_t tlen = strlen(RSTOR_TOMB);
+    int cmp_key = 0, cmp_tomb = 0;
+    const char *keys[1] = {key};
+    if (flags & RS_CAS_CREATE)
+        rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
+    else
+        rados_write_op_assert_exists(op);
+    if (flags & RS_CAS_NO_TOMB)
+        rados_write_op_omap_cmp2(op, RSTOR_TOMB, LIBRADOS_CMPXATTR_OP_EQ, "", tlen, 0, &cmp_tomb);
+    rados_write_op_omap_cmp2(op, key, LIBRADOS_CMPXATTR_OP_EQ, expect ? expect->data : "", klen,
+                             expect ? expect->len : 0, &cmp_key);
+    if (val) {
+        const char *vals[1] = {val->data};
+        rados_write_op_omap_set2(op, keys, vals, &klen, &val->len, 1);
+    } else {
+        rados_write_op_omap_rm_keys2(op, keys, &klen, 1);
+    }
+    int rc = rados_write_op_operate(op, io, oid, NULL, 0);
+    rados_release_write_op(op);
+    if (rc == -ECANCELED && cmp_tomb < 0)
+        rc = -ESTALE;
+    return rc;
+}
+
+int rs_omap_each(rados_ioctx_t io, const char *oid, const char *after, rs_omap_fn fn, void *arg)
+{
+    size_t n = strlen(after);
+    char *from = malloc(n + 1);
+    unsigned char more = 1;
+    int rc = 0;
+    if (from)
+        memcpy(from, after, n + 1);
+    while (more && rc == 0 && from) {
+        rados_omap_iter_t it;
+        if ((rc = rs_omap_read(io, oid, from, "", RSTOR_OMAP_BATCH, &it, &more)) < 0)
+            break;
+        char *k, *v;
+        size_t kl, vl;
+        while (rc == 0 && rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 && k) {
+            rc = fn(arg, k, kl, v, vl);
+            char *nf = realloc(from, kl + 1);
+            if (!nf) {
+                rc = -ENOMEM;
+                break;
+            }
+            from = nf;
+            memcpy(from, k, kl);
+            from[kl] = '\0';
+        }
+        rados_omap_get_end(it);
+    }
+    if (!from)
+        return -ENOMEM;
+    free(from);
+    return rc;
+}
