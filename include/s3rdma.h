@@ -122,8 +122,8 @@ typedef struct s3r_config {
      * that answers; token requests then go to the HTTP endpoint at the same
      * index (or the first when there are fewer HTTP endpoints). */
     const char *rdma_endpoint;
-    const char *access_key; /* required */
-    const char *secret_key; /* required */
+    const char *access_key; /* required, unless anonymous (below) */
+    const char *secret_key; /* required, unless anonymous (below) */
     const char *region;     /* NULL: "us-east-1" */
 
     s3r_transport_t transport;  /* default S3R_TRANSPORT_AUTO */
@@ -178,6 +178,19 @@ typedef struct s3r_config {
      * Complete (object lock asks it of every part of a locked object).
      * 0: none. */
     int put_checksum;
+    /* 1: anonymous requests, as AWS SDKs send them to public buckets
+     * (boto3's signature_version=UNSIGNED, s3torchconnector's unsigned=True,
+     * awscli's --no-sign-request): no signature and no Authorization,
+     * x-amz-date or x-amz-content-sha256 header; access_key and secret_key
+     * are not needed, and ignored. The server grants such a request what a
+     * bucket policy or an ACL gives everyone and answers 403 AccessDenied
+     * (S3R_ERR_ACCESS_DENIED) elsewhere (docs/security.md). It opens RDMA
+     * sessions for access keys only, so an anonymous client goes over HTTP
+     * alone: transport AUTO means HTTP, TOKEN or NATIVE makes
+     * s3r_client_create fail (S3R_ERR_INVALID_ARG, the last error says why),
+     * and s3r_presign_url has nothing to sign with (S3R_ERR_INVALID_ARG).
+     * 0 (default): every request is signed with the keys. */
+    int anonymous;
 } s3r_config_t;
 
 /* Fills cfg with the defaults above (all strings NULL). */
@@ -457,6 +470,27 @@ typedef struct s3r_object_info {
     /* x-amz-version-id: the version described, NULL when the server names
      * none (a bucket that never had versioning) */
     char *version_id;
+    /* The fields below are each a response header as sent, NULL when the
+     * server sent none (boto3's head_object names in brackets). The struct
+     * is allocated by the library, so fields are added at the end. */
+    char *storage_class; /* x-amz-storage-class [StorageClass]; NULL for STANDARD, as in S3 */
+    /* Stored with the object at its PUT: Content-Encoding, -Disposition,
+     * -Language, Cache-Control, Expires (an HTTP date, as stored). */
+    char *content_encoding, *content_disposition, *content_language, *cache_control, *expires;
+    char *server_side_encryption; /* "AES256" or "aws:kms" [ServerSideEncryption] */
+    /* The object's checksums, base64 [ChecksumCRC32, ...]: the HEAD asks for
+     * them (x-amz-checksum-mode: ENABLED); NULL for each the object has not.
+     * checksum_type: "FULL_OBJECT" or "COMPOSITE" (a multipart object's
+     * checksum of its parts' checksums). */
+    char *checksum_crc32, *checksum_crc32c, *checksum_crc64nvme, *checksum_sha1, *checksum_sha256,
+        *checksum_type;
+    /* Object lock [ObjectLockMode, ObjectLockRetainUntilDate,
+     * ObjectLockLegalHoldStatus]: "GOVERNANCE"/"COMPLIANCE", an ISO 8601
+     * date, "ON"/"OFF"; shown to a caller allowed to read them. */
+    char *object_lock_mode, *object_lock_retain_until, *object_lock_legal_hold;
+    /* x-amz-expiration [Expiration]: the lifecycle rule that will expire
+     * the object: expiry-date="<HTTP date>", rule-id="<ID>". */
+    char *expiration;
 } s3r_object_info_t;
 
 s3r_status_t s3r_object_head(s3r_client_t *client, const char *bucket, const char *key,
@@ -556,6 +590,11 @@ typedef struct s3r_object_list {
     size_t n_prefixes;
     int truncated;    /* more pages follow */
     char *next_token; /* pass as continuation_token; NULL when not truncated */
+    /* n_objects entries, parallel to objects: each object's <StorageClass>
+     * ("STANDARD", "GLACIER", ...; NULL when the listing names none). An
+     * array of its own so s3r_object_entry_t keeps its size: programs built
+     * with an earlier header step through objects[] by that size. */
+    char **storage_classes;
 } s3r_object_list_t;
 
 /* ListObjectsV2. Free the result with s3r_object_list_free(). Keys and
@@ -601,6 +640,10 @@ typedef struct s3r_version_list {
     /* pass as key_marker / version_id_marker; NULL when not truncated */
     char *next_key_marker;
     char *next_version_id_marker;
+    /* n_versions entries, parallel to versions: each version's
+     * <StorageClass> (NULL for a delete marker, or when the listing names
+     * none); an array of its own for the reason s3r_object_list_t gives. */
+    char **storage_classes;
 } s3r_version_list_t;
 
 /* ListObjectVersions. Free the result with s3r_version_list_free(). Keys

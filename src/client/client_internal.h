@@ -77,6 +77,7 @@ typedef struct s3c_settings {
      * it advertises join http[] (http.c, s3c_http_learn_peers). */
     bool peer_discovery;
     bool put_checksum; /* a single PutObject carries x-amz-checksum-crc32c */
+    bool anonymous;    /* requests go unsigned; no keys, no RDMA (s3r_config_t) */
 } s3c_settings_t;
 
 /* Environment lookup, replaceable in unit tests. */

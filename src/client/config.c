@@ -263,12 +263,19 @@ s3r_status_t s3c_settings_build(const s3r_config_t *cfg, s3c_getenv_fn getenv_fn
         s->rdma_derived = true;
     }
     s->peer_discovery = cfg->peer_discovery != 0 && s->n_http == 1;
-    if (cfg->access_key == NULL || cfg->access_key[0] == '\0' || cfg->secret_key == NULL ||
-        cfg->secret_key[0] == '\0')
-        FAIL("access_key and secret_key are required");
+    s->anonymous = cfg->anonymous != 0;
+    if (!s->anonymous && (cfg->access_key == NULL || cfg->access_key[0] == '\0' ||
+                          cfg->secret_key == NULL || cfg->secret_key[0] == '\0'))
+        FAIL("no credentials: access_key and secret_key are required (set anonymous for "
+             "unsigned requests to public buckets)");
+    if (s->anonymous &&
+        (cfg->transport == S3R_TRANSPORT_TOKEN || cfg->transport == S3R_TRANSPORT_NATIVE))
+        FAIL("transport %s needs credentials: the server opens RDMA sessions for access keys "
+             "only, so anonymous requests go over HTTP (transport http or auto)",
+             s3r_transport_name(cfg->transport));
     st = S3R_ERR_NOMEM;
-    if (dup_opt(&s->access_key, cfg->access_key) < 0 ||
-        dup_opt(&s->secret_key, cfg->secret_key) < 0 ||
+    if ((!s->anonymous && (dup_opt(&s->access_key, cfg->access_key) < 0 ||
+                           dup_opt(&s->secret_key, cfg->secret_key) < 0)) ||
         dup_opt(&s->region, cfg->region && cfg->region[0] ? cfg->region : S3C_DEFAULT_REGION) < 0 ||
         dup_opt(&s->rdma_device, cfg->rdma_device) < 0 ||
         dup_opt(&s->rdma_local_ip, cfg->rdma_local_ip) < 0 ||
@@ -344,6 +351,8 @@ s3r_status_t s3c_settings_build(const s3r_config_t *cfg, s3c_getenv_fn getenv_fn
         FAIL("part_size %llu is below the S3 minimum of 5 MiB", (unsigned long long)s->part_size);
     if (s->multipart_threshold < s->part_size)
         s->multipart_threshold = s->part_size;
+    if (s->anonymous)
+        s->use_rdma = false; /* no RDMA session without an access key */
     if (!s->use_rdma)
         s->transport = S3R_TRANSPORT_HTTP;
     return S3R_OK;

@@ -303,6 +303,43 @@ static int canonical_uri(const char *bucket, const char *key, buf_t *uri)
     return 0;
 }
 
+/* Appends "Expect: 100-continue" for a body of 1 MiB or more, as AWS SDKs
+ * send it: a request refused on its headers (access, a locked object's
+ * part without a checksum...) is answered before its body goes, instead of
+ * the server's reset racing its answer (the caller then saw a transport
+ * error, no S3 code). Smaller bodies go at once: no round trip. -1 when out
+ * of memory (list is then freed). */
+static int expect_header(const s3c_req_t *req, struct curl_slist **list)
+{
+    const char *expect =
+        req->body_len >= S3C_EXPECT_CONTINUE_MIN ? "Expect: 100-continue" : "Expect:";
+    struct curl_slist *tmp = curl_slist_append(*list, expect);
+    if (tmp == NULL) {
+        curl_slist_free_all(*list);
+        *list = NULL;
+        return -1;
+    }
+    *list = tmp;
+    return 0;
+}
+
+/* The curl header list of an anonymous request: the request's own headers
+ * as they are, no signature (curl sends Host). NULL when out of memory. */
+static struct curl_slist *unsigned_headers(const s3c_req_t *req, buf_t *scratch)
+{
+    struct curl_slist *list = NULL, *tmp;
+    for (size_t i = 0; i < req->n_hdrs; i++) {
+        buf_reset(scratch);
+        if (buf_printf(scratch, "%s: %s", req->hdrs[i].name, req->hdrs[i].value) < 0 ||
+            (tmp = curl_slist_append(list, scratch->data)) == NULL) {
+            curl_slist_free_all(list);
+            return NULL;
+        }
+        list = tmp;
+    }
+    return expect_header(req, &list) == 0 ? list : NULL;
+}
+
 /* Builds the curl header list: Host, x-amz-date, x-amz-content-sha256, the
  * request's own headers and Authorization, all signed. */
 static struct curl_slist *sign_headers(s3r_client_t *c, const s3c_req_t *req,
@@ -384,18 +421,9 @@ static struct curl_slist *sign_headers(s3r_client_t *c, const s3c_req_t *req,
             list = tmp;
         else
             rc = -1;
-        /* A body of 1 MiB or more waits for the server's 100 Continue, as AWS
-         * SDKs send it: a request refused on its headers (access, a locked
-         * object's part without a checksum...) is answered before its body
-         * goes, instead of the server's reset racing its answer (the caller
-         * then saw a transport error, no S3 code). Smaller bodies go at once:
-         * no round trip. curl's default Accept is unsigned and harmless. */
-        const char *expect =
-            req->body_len >= S3C_EXPECT_CONTINUE_MIN ? "Expect: 100-continue" : "Expect:";
-        if (rc == 0 && (tmp = curl_slist_append(list, expect)) != NULL)
-            list = tmp;
-        else
-            rc = -1;
+        /* curl's default Accept is unsigned and harmless. */
+        if (rc == 0)
+            rc = expect_header(req, &list);
     }
     buf_free(&signed_hdrs);
     buf_free(&canon);
@@ -415,6 +443,9 @@ s3r_status_t s3r_presign_url(s3r_client_t *c, const char *method, const char *bu
     if (c == NULL || method == NULL || bucket == NULL || bucket[0] == '\0' || key == NULL ||
         key[0] == '\0' || expires_s < 1 || expires_s > 604800 || out == NULL)
         return S3R_ERR_INVALID_ARG;
+    if (c->set.anonymous)
+        return s3c_fail(c, S3R_ERR_INVALID_ARG, S3R_TRANSPORT_HTTP, 0, "",
+                        "an anonymous client has no keys to presign a URL with");
     const s3c_endpoint_t *ep = &c->set.http[0];
     char amz_date[17], date8[9], scope[256], sig[65];
     date_format_amz((int64_t)time(NULL), amz_date);
@@ -523,7 +554,8 @@ static s3r_status_t do_once(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *resp, i
         st = S3R_ERR_TOO_LARGE;
         goto out;
     }
-    hl = sign_headers(c, req, ep, uri.data, query.data, &scratch);
+    hl = c->set.anonymous ? unsigned_headers(req, &scratch)
+                          : sign_headers(c, req, ep, uri.data, query.data, &scratch);
     if (hl == NULL)
         goto out;
 

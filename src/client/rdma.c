@@ -182,6 +182,12 @@ static s3r_status_t sess_open(s3r_client_t *c)
 /* The current live session, opening one if allowed. rdma_mu held. */
 static s3r_status_t sess_current(s3r_client_t *c)
 {
+    if (c->set.anonymous) {
+        snprintf(c->sess_err, sizeof(c->sess_err),
+                 "an anonymous client has no RDMA session: the server opens them for access "
+                 "keys only");
+        return S3R_ERR_RDMA_UNAVAILABLE;
+    }
     if (c->sess != NULL && !rdma_session_alive(c->sess->rs))
         sess_retire(c);
     if (c->sess != NULL)

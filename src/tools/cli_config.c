@@ -75,13 +75,14 @@ int cli_config_resolve(const cli_flags_t *fl, cli_config_t *out)
     take(&out->session_token, NULL, NULL, &aws.session_token, NULL, &aws, NULL);
     take(&out->ca_bundle, fl->ca_bundle, NULL, &aws.ca_bundle, NULL, &aws, NULL);
     out->no_fallback = fl->no_fallback;
+    out->anonymous = fl->no_sign_request;
 
     int rc = CLI_OK;
-    if (out->access_key == NULL || out->secret_key == NULL) {
+    if (!out->anonymous && (out->access_key == NULL || out->secret_key == NULL)) {
         cli_line(stderr,
                  "s3rdma: no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, put "
-                 "aws_access_key_id / aws_secret_access_key in %s (profile \"%s\"), or give "
-                 "--access-key and --secret-key",
+                 "aws_access_key_id / aws_secret_access_key in %s (profile \"%s\"), give "
+                 "--access-key and --secret-key, or --no-sign-request for a public bucket",
                  aws.credentials_file ? aws.credentials_file : "~/.aws/credentials", aws.profile);
         rc = CLI_USAGE;
     }
