@@ -210,10 +210,17 @@ typedef struct s3r_aws_settings {
      * endpoint_url; none of them when AWS_IGNORE_CONFIGURED_ENDPOINT_URLS is
      * true. */
     char *endpoint;
-    /* AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, else the
-     * profile's aws_access_key_id, aws_secret_access_key, aws_session_token.
-     * A profile named by the caller (not by AWS_PROFILE) beats the
-     * environment's keys, as the AWS CLI's --profile does. */
+    /* The AWS CLI's order: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+     * AWS_SESSION_TOKEN; the credentials file's aws_access_key_id,
+     * aws_secret_access_key, aws_session_token; the output of the profile's
+     * credential_process (run by /bin/sh -c); the config file's keys; the
+     * container credentials endpoint (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI
+     * or _FULL_URI, with AWS_CONTAINER_AUTHORIZATION_TOKEN(_FILE)). The
+     * program and the endpoint are asked only when nothing before them has
+     * keys; keys whose Expiration has passed are refused. A profile named by
+     * the caller (not by AWS_PROFILE) beats the environment's keys, as the
+     * AWS CLI's --profile does. keys_from: "AWS_ACCESS_KEY_ID", "profile",
+     * "credential_process" or "container". */
     char *access_key, *secret_key, *session_token;
     char *region;        /* AWS_REGION > AWS_DEFAULT_REGION > profile region */
     char *ca_bundle;     /* AWS_CA_BUNDLE > profile ca_bundle */
@@ -232,9 +239,13 @@ typedef struct s3r_aws_settings {
  * default profile); values in the credentials file win. A missing file is
  * not an error. S3R_ERR_INVALID_ARG when a file cannot be read or parsed
  * (the line that is not "[section]", "key = value", an indented
- * continuation or a comment) or when a profile named on purpose (argument or
- * AWS_PROFILE) is in neither file; s3r_client_last_error(NULL, ...) then
- * says which file, line or profile. *settings_p is written only on success. */
+ * continuation or a comment), when a profile named on purpose (argument or
+ * AWS_PROFILE) is in neither file, or when a credential_process or the
+ * container endpoint asked for keys fails or answers what is not the AWS
+ * CLI's JSON document; s3r_client_last_error(NULL, ...) then says which
+ * file, line, profile, program (its exit status) or field. May block for
+ * as long as the program runs (the endpoint: at most 5 s). *settings_p is
+ * written only on success. */
 s3r_status_t s3r_aws_settings_load(const char *profile, s3r_aws_settings_t *settings_p);
 /* Frees the strings of s (which may be NULL) and zeroes it. */
 void s3r_aws_settings_free(s3r_aws_settings_t *s);

@@ -96,6 +96,31 @@ void s3c_endpoint_free(s3c_endpoint_t *ep);
 /* The RDMA endpoint guessed for an HTTP endpoint: its host, port 9100. */
 int s3c_endpoint_derive_rdma(const s3c_endpoint_t *http, s3c_endpoint_t *ep);
 
+/* ---- aws_creds.c: credentials from a program or a container endpoint ------ */
+
+typedef struct s3c_aws_creds {
+    char *access_key, *secret_key, *session_token; /* session_token may be NULL */
+    int64_t expiration;                            /* unix seconds; 0: never */
+} s3c_aws_creds_t;
+
+/* Runs command (/bin/sh -c, stdout read, stderr the caller's) and parses its
+ * output, the AWS CLI's credential_process JSON ("Version": 1,
+ * "AccessKeyId", "SecretAccessKey", optional "SessionToken" and
+ * "Expiration"). S3R_OK, or S3R_ERR_INVALID_ARG with the thread's last
+ * error saying why (the exit status, the field at fault); *out is written
+ * either way and owns its strings only on success. */
+s3r_status_t s3c_creds_process(const char *command, s3c_aws_creds_t *out);
+/* Whether AWS_CONTAINER_CREDENTIALS_RELATIVE_URI or _FULL_URI is set. */
+bool s3c_creds_container_set(void);
+/* GETs the container credentials endpoint those variables name (the
+ * relative URI under http://169.254.170.2 first; a full http:// URI only
+ * on a loopback or container-agent address), with the Authorization
+ * header from AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE or _TOKEN, and parses
+ * its JSON ("AccessKeyId", "SecretAccessKey", "Token", "Expiration").
+ * Errors as s3c_creds_process. */
+s3r_status_t s3c_creds_container(s3c_aws_creds_t *out);
+void s3c_aws_creds_free(s3c_aws_creds_t *c);
+
 /* ---- xml.c: S3 XML responses (expat) -------------------------------------- */
 
 typedef struct s3c_error_doc {

@@ -1548,7 +1548,8 @@ static PyObject *size_parse(PyObject *Py_UNUSED(m), PyObject *args)
 /* aws_settings(profile=None) -> dict: what s3r_aws_settings_load finds in
  * the AWS environment and shared files (only the settings found), or
  * ValueError with the library's reason (a file that does not parse, an
- * unknown profile named on purpose). The environment is read as it is at
+ * unknown profile named on purpose, a credential_process or container
+ * endpoint that failed). The GIL is released meanwhile. The environment is read as it is at
  * the call, so os.environ changes made by Python count. */
 static PyObject *aws_settings(PyObject *Py_UNUSED(m), PyObject *args)
 {
@@ -1556,7 +1557,12 @@ static PyObject *aws_settings(PyObject *Py_UNUSED(m), PyObject *args)
     if (!PyArg_ParseTuple(args, "|z", &profile))
         return NULL;
     s3r_aws_settings_t s;
-    if (s3r_aws_settings_load(profile, &s) != S3R_OK) {
+    s3r_status_t st;
+    /* A credential_process or a container endpoint may take a while. */
+    Py_BEGIN_ALLOW_THREADS
+    st = s3r_aws_settings_load(profile, &s);
+    Py_END_ALLOW_THREADS
+    if (st != S3R_OK) {
         s3r_error_info_t e;
         PyErr_Format(PyExc_ValueError, "s3rdma: %s",
                      s3r_client_last_error(NULL, &e) == S3R_OK ? e.message : "out of memory");
