@@ -122,9 +122,11 @@ typedef struct s3r_config {
      * that answers; token requests then go to the HTTP endpoint at the same
      * index (or the first when there are fewer HTTP endpoints). */
     const char *rdma_endpoint;
-    const char *access_key; /* required, unless anonymous (below) */
-    const char *secret_key; /* required, unless anonymous (below) */
-    const char *region;     /* NULL: "us-east-1" */
+    /* Required (at most 255 bytes each), unless anonymous or aws_credentials
+     * (below). */
+    const char *access_key;
+    const char *secret_key;
+    const char *region; /* NULL: "us-east-1" */
 
     s3r_transport_t transport;  /* default S3R_TRANSPORT_AUTO */
     uint64_t rdma_threshold;    /* AUTO uses RDMA from this size up; default 1 MiB, 0 = all */
@@ -191,6 +193,17 @@ typedef struct s3r_config {
      * and s3r_presign_url has nothing to sign with (S3R_ERR_INVALID_ARG).
      * 0 (default): every request is signed with the keys. */
     int anonymous;
+    /* 1: the keys are those of the AWS environment and profiles, found by
+     * s3r_aws_settings_load(aws_profile) (NULL: AWS_PROFILE, else
+     * "default") when s3r_client_create runs; access_key and secret_key
+     * must then be NULL. Keys that carry an Expiration (a
+     * credential_process's, a container endpoint's) are loaded again by the
+     * first request signed within 5 minutes of it; a reload that fails
+     * keeps the keys the client has and is tried again 10 s later. An RDMA
+     * session stays on the keys it was opened with. 0 (default): access_key
+     * and secret_key as given. */
+    int aws_credentials;
+    const char *aws_profile;
 } s3r_config_t;
 
 /* Fills cfg with the defaults above (all strings NULL). */

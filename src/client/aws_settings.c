@@ -326,7 +326,7 @@ static s3r_status_t aws_file(const char *var, const char *file, char **path_p)
 /* The keys of s from the profile's credential_process (process not NULL)
  * or else the container endpoint (aws_creds.c); keys that have expired
  * already are refused. */
-static s3r_status_t creds_take(s3r_aws_settings_t *s, const char *process)
+static s3r_status_t creds_take(s3r_aws_settings_t *s, const char *process, int64_t *expiration_p)
 {
     s3c_aws_creds_t c;
     s3r_status_t st = process ? s3c_creds_process(process, &c) : s3c_creds_container(&c);
@@ -343,13 +343,22 @@ static s3r_status_t creds_take(s3r_aws_settings_t *s, const char *process)
     s->secret_key = c.secret_key;
     s->session_token = c.session_token;
     s->keys_from = process ? "credential_process" : "container";
+    *expiration_p = c.expiration;
     return S3R_OK;
 }
 
 s3r_status_t s3r_aws_settings_load(const char *profile, s3r_aws_settings_t *settings_p)
 {
+    int64_t expiration;
+    return s3c_aws_settings_load(profile, settings_p, &expiration);
+}
+
+s3r_status_t s3c_aws_settings_load(const char *profile, s3r_aws_settings_t *settings_p,
+                                   int64_t *expiration_p)
+{
     if (settings_p == NULL)
         return S3R_ERR_INVALID_ARG;
+    *expiration_p = 0;
     s3r_aws_settings_t s = {0};
     profile_t p = {0};
     bool named = profile != NULL || env_get("AWS_PROFILE") != NULL;
@@ -409,7 +418,7 @@ s3r_status_t s3r_aws_settings_load(const char *profile, s3r_aws_settings_t *sett
     const char *process = profile_get(&p, "credential_process");
     if (!env_keys && !cred_file_keys &&
         (process != NULL || (!prof_keys && s3c_creds_container_set()))) {
-        if ((st = creds_take(&s, process)) != S3R_OK)
+        if ((st = creds_take(&s, process, expiration_p)) != S3R_OK)
             goto out;
     } else if (env_keys || prof_keys) {
         const char *src = env_keys ? "AWS_ACCESS_KEY_ID" : NULL;

@@ -78,7 +78,14 @@ typedef struct s3c_settings {
     bool peer_discovery;
     bool put_checksum; /* a single PutObject carries x-amz-checksum-crc32c */
     bool anonymous;    /* requests go unsigned; no keys, no RDMA (s3r_config_t) */
+    /* The keys come from the AWS chain and are reloaded before they expire
+     * (keys.c); access_key and secret_key are then NULL until loaded. */
+    bool aws_credentials;
+    char *aws_profile; /* NULL: AWS_PROFILE, else "default" */
 } s3c_settings_t;
+
+/* The longest access key and secret key taken, in bytes (S3's are 20 and 40). */
+#define S3C_KEY_MAX 255
 
 /* Environment lookup, replaceable in unit tests. */
 typedef const char *(*s3c_getenv_fn)(const char *name);
@@ -120,6 +127,10 @@ bool s3c_creds_container_set(void);
  * Errors as s3c_creds_process. */
 s3r_status_t s3c_creds_container(s3c_aws_creds_t *out);
 void s3c_aws_creds_free(s3c_aws_creds_t *c);
+/* s3r_aws_settings_load, also giving when the keys expire (unix seconds;
+ * 0: never, or no keys). */
+s3r_status_t s3c_aws_settings_load(const char *profile, s3r_aws_settings_t *settings_p,
+                                   int64_t *expiration_p);
 
 /* ---- xml.c: S3 XML responses (expat) -------------------------------------- */
 
@@ -175,10 +186,15 @@ struct s3r_client {
 
     /* The SigV4 signing key depends only on the secret, the date and the
      * region, so it is derived once a day rather than per request (four
-     * HMACs). Guarded by key_mu. */
+     * HMACs). Guarded by key_mu, as are set.access_key and set.secret_key,
+     * which keys.c replaces when it reloads them (aws_credentials), and
+     * the reload's state. */
     pthread_mutex_t key_mu;
     char key_date8[9];
     uint8_t signing_key[SHA256_LEN];
+    int64_t keys_expire;   /* unix s the keys expire at; 0: never */
+    int64_t keys_retry_at; /* a failed reload is not tried again before this */
+    bool keys_reloading;   /* a thread is reloading them (outside key_mu) */
 
     /* Idle curl easy handles (keep-alive lives in each handle's connection
      * cache, so reusing handles reuses connections). */
@@ -206,6 +222,19 @@ struct s3r_client {
      * their locks before and make a child's copy its own after. */
     s3r_client_t *fork_prev, *fork_next;
 };
+
+/* ---- keys.c: the keys and the signing key ------------------------------------ */
+
+/* With aws_credentials, loads the keys from the AWS chain (at create).
+ * S3R_OK, or the loader's error (the thread's last error, against NULL). */
+s3r_status_t s3c_keys_load(s3r_client_t *c);
+/* The signing key for date8 ("YYYYMMDD") and the access key it goes with
+ * (ak: S3C_KEY_MAX + 1 bytes), reloading the keys first when they are due
+ * (aws_credentials). */
+void s3c_keys_sign(s3r_client_t *c, const char *date8, uint8_t key[SHA256_LEN], char *ak);
+/* Copies the keys (each S3C_KEY_MAX + 1 bytes), reloading them first when
+ * due: for an RDMA session's handshake. */
+void s3c_keys_copy(s3r_client_t *c, char *ak, char *sk);
 
 /* ---- Last error (client_error.c) ------------------------------------------ */
 

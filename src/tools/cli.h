@@ -87,6 +87,9 @@ typedef struct cli_config {
     char *ca_bundle; /* PEM CA file verifying an https:// endpoint; NULL: the system's */
     bool no_fallback;
     bool anonymous; /* unsigned requests, no credentials (--no-sign-request) */
+    /* The keys came from a credential_process or a container endpoint: the
+     * client loads them itself and again before they expire. */
+    bool expiring_keys;
     bool endpoint_is_default;
     /* Where each came from, for -v: "--endpoint-url", "AWS_ENDPOINT_URL",
      * "profile dev (~/.aws/config)", "default" (static or owned strings). */

@@ -69,6 +69,10 @@ int cli_config_resolve(const cli_flags_t *fl, cli_config_t *out)
         out->src_region = strdup("default");
     }
     take(&out->transport, fl->transport, NULL, &aws.transport, NULL, &aws, NULL);
+    out->expiring_keys = fl->access_key == NULL && fl->secret_key == NULL &&
+                         aws.keys_from != NULL &&
+                         (strcmp(aws.keys_from, "credential_process") == 0 ||
+                          strcmp(aws.keys_from, "container") == 0);
     take(&out->access_key, fl->access_key, "--access-key", &aws.access_key, aws.keys_from, &aws,
          &out->src_keys);
     take(&out->secret_key, fl->secret_key, NULL, &aws.secret_key, NULL, &aws, NULL);

@@ -307,6 +307,11 @@ static int make_client(const cmdline_t *cl, const cli_config_t *cc, s3r_client_t
     cfg.ca_bundle = cc->ca_bundle;
     cfg.rdma_fallback = !cc->no_fallback;
     cfg.anonymous = cc->anonymous;
+    if (cc->expiring_keys) { /* the library loads them, and again before they expire */
+        cfg.aws_credentials = 1;
+        cfg.aws_profile = cl->flags.profile;
+        cfg.access_key = cfg.secret_key = NULL;
+    }
     cfg.quiet = cl->o.quiet;
     if (cc->transport != NULL && s3r_transport_parse(cc->transport, &cfg.transport) != S3R_OK) {
         cli_line(stderr, "s3rdma: transport \"%s\": want http, token, native or auto",

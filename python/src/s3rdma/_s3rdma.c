@@ -236,13 +236,16 @@ static int opt_int(PyObject *kw, const char *name, int *out)
 static int client_init(ClientObject *self, PyObject *args, PyObject *kw)
 {
     static const char *const known[] = {
-        "endpoint",        "rdma_endpoint",      "access_key",          "secret_key",
-        "region",          "transport",          "rdma_threshold",      "rdma_fallback",
-        "rdma_device",     "rdma_local_ip",      "rdma_log_level",      "rdma_timeout_ms",
-        "use_rdma",        "part_size",          "multipart_threshold", "sign_payload_max",
-        "http_timeout_ms", "connect_timeout_ms", "max_cached_regions",  "quiet",
-        "rdma_socket",     "native_inline",      "ca_bundle",           "parts_in_flight",
-        "peer_discovery",  "put_checksum",       "anonymous",           NULL};
+        "endpoint",           "rdma_endpoint",   "access_key",
+        "secret_key",         "region",          "transport",
+        "rdma_threshold",     "rdma_fallback",   "rdma_device",
+        "rdma_local_ip",      "rdma_log_level",  "rdma_timeout_ms",
+        "use_rdma",           "part_size",       "multipart_threshold",
+        "sign_payload_max",   "http_timeout_ms", "connect_timeout_ms",
+        "max_cached_regions", "quiet",           "rdma_socket",
+        "native_inline",      "ca_bundle",       "parts_in_flight",
+        "peer_discovery",     "put_checksum",    "anonymous",
+        "aws_credentials",    "aws_profile",     NULL};
     if (PyTuple_GET_SIZE(args) != 0) {
         PyErr_SetString(PyExc_TypeError, "Client() takes keyword arguments only");
         return -1;
@@ -295,7 +298,9 @@ static int client_init(ClientObject *self, PyObject *args, PyObject *kw)
         opt_int(kw, "parts_in_flight", &parts) < 0 ||
         opt_int(kw, "peer_discovery", &cfg.peer_discovery) < 0 ||
         opt_int(kw, "put_checksum", &cfg.put_checksum) < 0 ||
-        opt_int(kw, "anonymous", &cfg.anonymous) < 0)
+        opt_int(kw, "anonymous", &cfg.anonymous) < 0 ||
+        opt_int(kw, "aws_credentials", &cfg.aws_credentials) < 0 ||
+        opt_str(kw, "aws_profile", &cfg.aws_profile) < 0)
         return -1;
     u = (uint64_t)http_timeout;
     if (opt_u64(kw, "http_timeout_ms", &u) < 0)
@@ -1579,7 +1584,8 @@ static PyObject *aws_settings(PyObject *Py_UNUSED(m), PyObject *args)
              {"ca_bundle", s.ca_bundle},
              {"rdma_endpoint", s.rdma_endpoint},
              {"transport", s.transport},
-             {"profile", s.profile}};
+             {"profile", s.profile},
+             {"keys_from", s.keys_from}};
     for (size_t i = 0; d != NULL && i < sizeof(f) / sizeof(f[0]); i++) {
         if (f[i].value == NULL)
             continue;

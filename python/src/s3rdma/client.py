@@ -212,6 +212,10 @@ class Client:
         if unsigned:
             s["access_key"] = s["secret_key"] = None
             options["anonymous"] = True
+        elif s["expiring_keys"]:
+            # libs3rdma loads them itself, and again before their Expiration
+            s["access_key"] = s["secret_key"] = None
+            options.update(aws_credentials=True, aws_profile=profile)
         elif not s["access_key"] or not s["secret_key"]:
             raise NoCredentialsError(
                 "s3rdma: Unable to locate credentials: pass access_key=/secret_key=, set "

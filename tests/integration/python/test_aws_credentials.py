@@ -50,9 +50,11 @@ def process_doc(**kw):
     return json.dumps({k: v for k, v in doc.items() if v is not None})
 
 
-def test_credential_process_keys_sign_requests(aws, tmp_path, rsrv, rbucket):
-    """The script's keys (and session token) are the profile's; a Client signs with them;
-    its arguments reach it as the shell splits them."""
+@pytest.mark.parametrize("transport", ["http", "native"])
+def test_credential_process_keys_sign_requests(aws, tmp_path, rsrv, rbucket, transport):
+    """The script's keys (and session token) are the profile's; a Client signs with them
+    (natively: opens its session with them); the arguments reach the script as the shell
+    splits them."""
     out = tmp_path / "args"
     sh = script(tmp_path, f'printf "%s|" "$@" > {out}\n'
                 f"cat <<'EOF'\n{process_doc(SessionToken='TOK', Expiration='2099-01-01T00:00:00Z')}\nEOF\n")
@@ -60,9 +62,11 @@ def test_credential_process_keys_sign_requests(aws, tmp_path, rsrv, rbucket):
     s = config.aws_settings()
     assert (s["access_key"], s["secret_key"], s["session_token"]) == (AK, SK, "TOK")
     assert out.read_text() == "--role|a b|"
-    with s3rdma.Client(endpoint=rsrv.endpoint, transport="http", quiet=True) as c:
+    with s3rdma.Client(endpoint=rsrv.endpoint, rdma_endpoint=rsrv.rdma_endpoint,
+                       transport=transport, fallback=False, quiet=True) as c:
         c.put_object(rbucket, "k", b"signed by the process's keys")
         assert c.get_object(rbucket, "k") == b"signed by the process's keys"
+        assert c.stats()[f"{transport}_ops"] >= 2
 
 
 def test_credential_process_place_in_the_chain(aws, tmp_path, monkeypatch):
@@ -194,3 +198,82 @@ def test_container_errors_are_clear(aws, monkeypatch, tmp_path, creds_server, ca
         config.aws_settings()
     if case == "remote":
         assert h.seen == []  # nothing was sent
+
+
+@pytest.fixture
+def rotating(tmp_path):
+    """A credential_process handing out the keys in tmp_path/keys ("AK SK"), expiring
+    `expires_in` seconds after each run (tmp_path/expires_in), counting its runs in
+    tmp_path/runs; `fail` (a file) makes it exit 1. Returns (keys, runs, expires_in, fail)."""
+    keys, runs, exp, fail = (tmp_path / n for n in ("keys", "runs", "expires_in", "fail"))
+    keys.write_text(f"{AK} {SK}")
+    exp.write_text("200")
+    runs.write_text("")
+    sh = script(tmp_path, f"""echo run >> {runs}
+[ -e {fail} ] && {{ echo 'vault locked' >&2; exit 1; }}
+read ak sk < {keys}
+when=$(date -u -d "+$(cat {exp}) seconds" +%Y-%m-%dT%H:%M:%SZ)
+printf '{{"Version": 1, "AccessKeyId": "%s", "SecretAccessKey": "%s", "Expiration": "%s"}}' \\
+    "$ak" "$sk" "$when"
+""")
+    return sh, keys, runs, exp, fail
+
+
+def nruns(runs):
+    return len(runs.read_text().split())
+
+
+def test_expiring_keys_are_reloaded_before_expiration(aws, rotating, rsrv, rbucket):
+    """Keys expiring within 5 minutes are loaded again by the next signed request (the
+    AWS SDKs refresh them so): new keys in the program's output are used at once."""
+    sh, keys, runs, _, _ = rotating
+    aws(f"[default]\ncredential_process = {sh}\n")
+    with s3rdma.Client(endpoint=rsrv.endpoint, transport="http", quiet=True) as c:
+        base = nruns(runs)  # the settings' load and the client's own
+        c.put_object(rbucket, "k", b"v")
+        assert nruns(runs) == base + 1
+        keys.write_text("AKNOTAUSER0000000000 nosuchsecret")
+        with pytest.raises(s3rdma.AccessDenied) as e:
+            c.get_object(rbucket, "k")  # signed with the keys just loaded
+        assert e.value.code == "InvalidAccessKeyId"
+        keys.write_text(f"{AK} {SK}")
+        assert c.get_object(rbucket, "k") == b"v"
+
+
+def test_keys_far_from_expiry_are_not_reloaded(aws, rotating, rsrv, rbucket):
+    sh, _, runs, exp, _ = rotating
+    exp.write_text("3600")
+    aws(f"[default]\ncredential_process = {sh}\n")
+    with s3rdma.Client(endpoint=rsrv.endpoint, transport="http", quiet=True) as c:
+        base = nruns(runs)
+        for i in range(3):
+            c.put_object(rbucket, f"k{i}", b"v")
+        assert nruns(runs) == base
+
+
+def test_failed_reload_keeps_the_keys(aws, rotating, rsrv, rbucket, capfd):
+    """A reload that fails keeps the keys the client has (they are still valid) and is
+    not tried again for 10 s; it says so on stderr (unless quiet)."""
+    sh, _, runs, _, fail = rotating
+    aws(f"[default]\ncredential_process = {sh}\n")
+    with s3rdma.Client(endpoint=rsrv.endpoint, transport="http") as c:
+        fail.write_text("")
+        base = nruns(runs)
+        c.put_object(rbucket, "a", b"1")
+        c.put_object(rbucket, "b", b"2")
+        assert nruns(runs) == base + 1
+        assert c.get_object(rbucket, "b") == b"2"
+    err = capfd.readouterr().err
+    assert "reloading the keys before they expire failed" in err
+    assert "exited with status 1" in err and "vault locked" in err
+
+
+def test_explicit_keys_are_never_reloaded(aws, rotating, rsrv, rbucket):
+    """Keys passed as arguments are the caller's: no program is asked for others."""
+    sh, _, runs, _, _ = rotating
+    aws(f"[default]\ncredential_process = {sh}\n")
+    with s3rdma.Client(endpoint=rsrv.endpoint, access_key=AK, secret_key=SK,
+                       transport="http", quiet=True) as c:
+        base = nruns(runs)
+        c.put_object(rbucket, "k", b"v")
+        assert nruns(runs) == base
