@@ -350,11 +350,17 @@ static s3r_status_t creds_take(s3r_aws_settings_t *s, const char *process, int64
 s3r_status_t s3r_aws_settings_load(const char *profile, s3r_aws_settings_t *settings_p)
 {
     int64_t expiration;
-    return s3c_aws_settings_load(profile, settings_p, &expiration);
+    return s3c_aws_settings_load(profile, true, settings_p, &expiration);
 }
 
-s3r_status_t s3c_aws_settings_load(const char *profile, s3r_aws_settings_t *settings_p,
-                                   int64_t *expiration_p)
+s3r_status_t s3r_aws_settings_load_without_keys(const char *profile, s3r_aws_settings_t *settings_p)
+{
+    int64_t expiration;
+    return s3c_aws_settings_load(profile, false, settings_p, &expiration);
+}
+
+s3r_status_t s3c_aws_settings_load(const char *profile, bool with_keys,
+                                   s3r_aws_settings_t *settings_p, int64_t *expiration_p)
 {
     if (settings_p == NULL)
         return S3R_ERR_INVALID_ARG;
@@ -416,8 +422,10 @@ s3r_status_t s3c_aws_settings_load(const char *profile, s3r_aws_settings_t *sett
     bool cred_file_keys = ini_get(&p.cred, p.name, NULL, "aws_access_key_id") &&
                           ini_get(&p.cred, p.name, NULL, "aws_secret_access_key");
     const char *process = profile_get(&p, "credential_process");
-    if (!env_keys && !cred_file_keys &&
-        (process != NULL || (!prof_keys && s3c_creds_container_set()))) {
+    if (!with_keys) {
+        /* the caller has its keys, or needs none */
+    } else if (!env_keys && !cred_file_keys &&
+               (process != NULL || (!prof_keys && s3c_creds_container_set()))) {
         if ((st = creds_take(&s, process, expiration_p)) != S3R_OK)
             goto out;
     } else if (env_keys || prof_keys) {

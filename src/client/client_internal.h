@@ -127,10 +127,10 @@ bool s3c_creds_container_set(void);
  * Errors as s3c_creds_process. */
 s3r_status_t s3c_creds_container(s3c_aws_creds_t *out);
 void s3c_aws_creds_free(s3c_aws_creds_t *c);
-/* s3r_aws_settings_load, also giving when the keys expire (unix seconds;
- * 0: never, or no keys). */
-s3r_status_t s3c_aws_settings_load(const char *profile, s3r_aws_settings_t *settings_p,
-                                   int64_t *expiration_p);
+/* s3r_aws_settings_load (with_keys) or s3r_aws_settings_load_without_keys,
+ * also giving when the keys expire (unix seconds; 0: never, or no keys). */
+s3r_status_t s3c_aws_settings_load(const char *profile, bool with_keys,
+                                   s3r_aws_settings_t *settings_p, int64_t *expiration_p);
 
 /* ---- xml.c: S3 XML responses (expat) -------------------------------------- */
 

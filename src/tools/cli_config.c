@@ -42,7 +42,11 @@ int cli_config_resolve(const cli_flags_t *fl, cli_config_t *out)
 {
     memset(out, 0, sizeof(*out));
     s3r_aws_settings_t aws;
-    if (s3r_aws_settings_load(fl->profile, &aws) != S3R_OK) {
+    /* Keys on the command line, or none wanted: no program or endpoint is
+     * asked for others. */
+    bool keys_needed = !fl->no_sign_request && (fl->access_key == NULL || fl->secret_key == NULL);
+    if ((keys_needed ? s3r_aws_settings_load(fl->profile, &aws)
+                     : s3r_aws_settings_load_without_keys(fl->profile, &aws)) != S3R_OK) {
         s3r_error_info_t e;
         const char *why = s3r_client_last_error(NULL, &e) == S3R_OK ? e.message : "out of memory";
         /* Name the flag rather than the library's "the caller". */

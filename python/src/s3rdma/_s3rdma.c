@@ -1550,8 +1550,9 @@ static PyObject *size_parse(PyObject *Py_UNUSED(m), PyObject *args)
     return PyLong_FromUnsignedLongLong(v);
 }
 
-/* aws_settings(profile=None) -> dict: what s3r_aws_settings_load finds in
- * the AWS environment and shared files (only the settings found), or
+/* aws_settings(profile=None, keys=True) -> dict: what s3r_aws_settings_load
+ * (keys false: s3r_aws_settings_load_without_keys) finds in the AWS
+ * environment and shared files (only the settings found), or
  * ValueError with the library's reason (a file that does not parse, an
  * unknown profile named on purpose, a credential_process or container
  * endpoint that failed). The GIL is released meanwhile. The environment is read as it is at
@@ -1559,13 +1560,15 @@ static PyObject *size_parse(PyObject *Py_UNUSED(m), PyObject *args)
 static PyObject *aws_settings(PyObject *Py_UNUSED(m), PyObject *args)
 {
     const char *profile = NULL;
-    if (!PyArg_ParseTuple(args, "|z", &profile))
+    int keys = 1;
+    if (!PyArg_ParseTuple(args, "|zp", &profile, &keys))
         return NULL;
     s3r_aws_settings_t s;
     s3r_status_t st;
     /* A credential_process or a container endpoint may take a while. */
     Py_BEGIN_ALLOW_THREADS
-    st = s3r_aws_settings_load(profile, &s);
+    st =
+        keys ? s3r_aws_settings_load(profile, &s) : s3r_aws_settings_load_without_keys(profile, &s);
     Py_END_ALLOW_THREADS
     if (st != S3R_OK) {
         s3r_error_info_t e;

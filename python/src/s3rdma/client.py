@@ -206,7 +206,8 @@ class Client:
                  profile: Optional[str] = None, part_size: Union[None, int, str] = None,
                  multipart_threshold: Union[None, int, str] = None, max_workers: int = 8,
                  ca_bundle: Optional[str] = None, unsigned: bool = False, **options: Any):
-        s = config.resolve(endpoint, access_key, secret_key, region, profile, ca_bundle)
+        s = config.resolve(endpoint, access_key, secret_key, region, profile, ca_bundle,
+                           keys=not unsigned)
         if not s["endpoint"]:
             raise ValueError("s3rdma: no endpoint: pass endpoint= or set AWS_ENDPOINT_URL")
         if unsigned:

@@ -66,6 +66,11 @@ def test_cli_credential_process(srv, bucket, tmp_path):
     assert p.returncode == 2 and not p.stdout
     assert b"vault is locked" in p.stderr  # the program's own stderr passes through
     assert f'credential_process "{sh}" exited with status 5'.encode() in p.stderr
+    # keys on the command line, or none wanted: the program is not run
+    for flags in (["--access-key", AK, "--secret-key", SK], ["--no-sign-request"]):
+        p = run([*flags, "ls", f"s3://{bucket}"], env_for(srv, tmp_path))
+        assert b"vault is locked" not in p.stderr, (flags, p.stderr)
+        assert p.returncode == (0 if flags[0] == "--access-key" else 4), (flags, p.stderr)
 
 
 def test_cli_container_credentials(srv, bucket, tmp_path):

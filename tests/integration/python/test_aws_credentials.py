@@ -269,11 +269,27 @@ def test_failed_reload_keeps_the_keys(aws, rotating, rsrv, rbucket, capfd):
 
 
 def test_explicit_keys_are_never_reloaded(aws, rotating, rsrv, rbucket):
-    """Keys passed as arguments are the caller's: no program is asked for others."""
+    """Keys passed as arguments are the caller's: the program is never run, not even to
+    resolve the other settings."""
     sh, _, runs, _, _ = rotating
     aws(f"[default]\ncredential_process = {sh}\n")
     with s3rdma.Client(endpoint=rsrv.endpoint, access_key=AK, secret_key=SK,
                        transport="http", quiet=True) as c:
-        base = nruns(runs)
         c.put_object(rbucket, "k", b"v")
-        assert nruns(runs) == base
+    assert nruns(runs) == 0
+
+
+def test_clients_that_need_no_keys_run_no_program(aws, tmp_path, rsrv, rbucket, boto):
+    """A failing credential_process in the profile does not stop a client that has its
+    keys, an anonymous one, or s3rdma.torch's transport lookup."""
+    sh = script(tmp_path, "echo 'vault locked' >&2\nexit 1\n")
+    aws(f"[default]\ncredential_process = {sh}\ns3rdma_transport = http\n")
+    with pytest.raises(ValueError, match="exited with status 1"):
+        s3rdma.Client(endpoint=rsrv.endpoint)
+    boto.put_object(Bucket=rbucket, Key="pub", Body=b"p", ACL="public-read")
+    with s3rdma.Client(endpoint=rsrv.endpoint, unsigned=True, quiet=True) as c:
+        assert c.get_object(rbucket, "pub") == b"p"
+    with s3rdma.Client(endpoint=rsrv.endpoint, access_key=AK, secret_key=SK,
+                       transport="http", quiet=True) as c:
+        assert c.get_object(rbucket, "pub") == b"p"
+    assert config.aws_settings(keys=False)["transport"] == "http"

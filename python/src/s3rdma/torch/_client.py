@@ -90,7 +90,7 @@ def make_client(region: Optional[str], endpoint: Optional[str],
     cfg = config or S3ClientConfig()
     kw = dict(cfg.options)
     kw.setdefault("quiet", True)
-    found = aws_settings(cfg.profile) if not (transport or cfg.transport) or \
+    found = aws_settings(cfg.profile, keys=False) if not (transport or cfg.transport) or \
         not cfg.rdma_endpoint else {}
     # An anonymous client has HTTP only: a transport set for signed clients (the
     # environment's, the profile's) is not for it.
