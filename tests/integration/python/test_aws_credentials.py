@@ -240,6 +240,19 @@ def test_expiring_keys_are_reloaded_before_expiration(aws, rotating, rsrv, rbuck
         assert c.get_object(rbucket, "k") == b"v"
 
 
+def test_expiring_keys_open_a_native_session(aws, rotating, rsrv, rbucket):
+    """The session's handshake takes the keys as a signature does, reloading them first
+    when due (with the session lock held: the program is spawned, no fork handler runs)."""
+    sh, _, runs, _, _ = rotating
+    aws(f"[default]\ncredential_process = {sh}\n")
+    with s3rdma.Client(endpoint=rsrv.endpoint, rdma_endpoint=rsrv.rdma_endpoint,
+                       transport="native", fallback=False, quiet=True) as c:
+        base = nruns(runs)
+        c.put_object(rbucket, "n", b"native")
+        assert c.get_object(rbucket, "n") == b"native"
+        assert c.stats()["native_ops"] >= 2 and nruns(runs) > base
+
+
 def test_keys_far_from_expiry_are_not_reloaded(aws, rotating, rsrv, rbucket):
     sh, _, runs, exp, _ = rotating
     exp.write_text("3600")
