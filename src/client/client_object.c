@@ -140,6 +140,11 @@ s3r_status_t s3c_head_object(s3r_client_t *c, const char *bucket, const char *ke
         st = s3c_do(c, s3c_pick_control_transport(c), &req, &resp);
     if (st == S3R_OK && resp.status == 404 && resp.err_body.len == 0)
         st = head_not_found(c, bucket, version_id, resp.transport);
+    else if (st == S3R_OK && resp.status == 403 && resp.err_body.len == 0)
+        /* S3's 403 to a HEAD, bodiless: named as a GET's <Error> would be. */
+        st = s3c_fail(c, S3R_ERR_ACCESS_DENIED, resp.transport, 403, "AccessDenied",
+                      "Access Denied. (a HEAD's answer has no body: no permission, or keys "
+                      "the server refused)");
     else if (st == S3R_OK && resp.status == 405 && resp.err_body.len == 0)
         /* S3's answer to a HEAD of a delete marker by its id. */
         st = s3c_fail(c, S3R_ERR_SERVER, resp.transport, 405, "MethodNotAllowed",
