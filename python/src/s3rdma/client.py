@@ -237,7 +237,6 @@ class Client:
             **options)
         self.endpoint = s["endpoint"]
         self.transport = transport
-        self.unsigned = bool(unsigned)
         self._max_workers = max_workers
         self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self._pool_lock = threading.Lock()
