@@ -122,9 +122,11 @@ typedef struct s3r_config {
      * that answers; token requests then go to the HTTP endpoint at the same
      * index (or the first when there are fewer HTTP endpoints). */
     const char *rdma_endpoint;
-    const char *access_key; /* required */
-    const char *secret_key; /* required */
-    const char *region;     /* NULL: "us-east-1" */
+    /* Required (at most 255 bytes each), unless anonymous or aws_credentials
+     * (below). */
+    const char *access_key;
+    const char *secret_key;
+    const char *region; /* NULL: "us-east-1" */
 
     s3r_transport_t transport;  /* default S3R_TRANSPORT_AUTO */
     uint64_t rdma_threshold;    /* AUTO uses RDMA from this size up; default 1 MiB, 0 = all */
@@ -178,6 +180,30 @@ typedef struct s3r_config {
      * Complete (object lock asks it of every part of a locked object).
      * 0: none. */
     int put_checksum;
+    /* 1: anonymous requests, as AWS SDKs send them to public buckets
+     * (boto3's signature_version=UNSIGNED, s3torchconnector's unsigned=True,
+     * awscli's --no-sign-request): no signature and no Authorization,
+     * x-amz-date or x-amz-content-sha256 header; access_key and secret_key
+     * are not needed, and ignored. The server grants such a request what a
+     * bucket policy or an ACL gives everyone and answers 403 AccessDenied
+     * (S3R_ERR_ACCESS_DENIED) elsewhere (docs/security.md). It opens RDMA
+     * sessions for access keys only, so an anonymous client goes over HTTP
+     * alone: transport AUTO means HTTP, TOKEN or NATIVE makes
+     * s3r_client_create fail (S3R_ERR_INVALID_ARG, the last error says why),
+     * and s3r_presign_url has nothing to sign with (S3R_ERR_INVALID_ARG).
+     * 0 (default): every request is signed with the keys. */
+    int anonymous;
+    /* 1: the keys are those of the AWS environment and profiles, found by
+     * s3r_aws_settings_load(aws_profile) (NULL: AWS_PROFILE, else
+     * "default") when s3r_client_create runs; access_key and secret_key
+     * must then be NULL. Keys that carry an Expiration (a
+     * credential_process's, a container endpoint's) are loaded again by the
+     * first request signed within 5 minutes of it; a reload that fails
+     * keeps the keys the client has and is tried again 10 s later. An RDMA
+     * session stays on the keys it was opened with. 0 (default): access_key
+     * and secret_key as given. */
+    int aws_credentials;
+    const char *aws_profile;
 } s3r_config_t;
 
 /* Fills cfg with the defaults above (all strings NULL). */
@@ -197,10 +223,17 @@ typedef struct s3r_aws_settings {
      * endpoint_url; none of them when AWS_IGNORE_CONFIGURED_ENDPOINT_URLS is
      * true. */
     char *endpoint;
-    /* AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, else the
-     * profile's aws_access_key_id, aws_secret_access_key, aws_session_token.
-     * A profile named by the caller (not by AWS_PROFILE) beats the
-     * environment's keys, as the AWS CLI's --profile does. */
+    /* The AWS CLI's order: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+     * AWS_SESSION_TOKEN; the credentials file's aws_access_key_id,
+     * aws_secret_access_key, aws_session_token; the output of the profile's
+     * credential_process (run by /bin/sh -c); the config file's keys; the
+     * container credentials endpoint (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI
+     * or _FULL_URI, with AWS_CONTAINER_AUTHORIZATION_TOKEN(_FILE)). The
+     * program and the endpoint are asked only when nothing before them has
+     * keys; keys whose Expiration has passed are refused. A profile named by
+     * the caller (not by AWS_PROFILE) beats the environment's keys, as the
+     * AWS CLI's --profile does. keys_from: "AWS_ACCESS_KEY_ID", "profile",
+     * "credential_process" or "container". */
     char *access_key, *secret_key, *session_token;
     char *region;        /* AWS_REGION > AWS_DEFAULT_REGION > profile region */
     char *ca_bundle;     /* AWS_CA_BUNDLE > profile ca_bundle */
@@ -219,10 +252,20 @@ typedef struct s3r_aws_settings {
  * default profile); values in the credentials file win. A missing file is
  * not an error. S3R_ERR_INVALID_ARG when a file cannot be read or parsed
  * (the line that is not "[section]", "key = value", an indented
- * continuation or a comment) or when a profile named on purpose (argument or
- * AWS_PROFILE) is in neither file; s3r_client_last_error(NULL, ...) then
- * says which file, line or profile. *settings_p is written only on success. */
+ * continuation or a comment), when a profile named on purpose (argument or
+ * AWS_PROFILE) is in neither file, or when a credential_process or the
+ * container endpoint asked for keys fails or answers what is not the AWS
+ * CLI's JSON document; s3r_client_last_error(NULL, ...) then says which
+ * file, line, profile, program (its exit status) or field. May block for
+ * as long as the program runs (the endpoint: at most 5 s). *settings_p is
+ * written only on success. */
 s3r_status_t s3r_aws_settings_load(const char *profile, s3r_aws_settings_t *settings_p);
+/* The same without the keys (access_key, secret_key, session_token and
+ * keys_from stay NULL): no credential_process runs and no container
+ * endpoint is asked. For a caller that has its keys already (given on its
+ * command line) or needs none (anonymous requests). */
+s3r_status_t s3r_aws_settings_load_without_keys(const char *profile,
+                                                s3r_aws_settings_t *settings_p);
 /* Frees the strings of s (which may be NULL) and zeroes it. */
 void s3r_aws_settings_free(s3r_aws_settings_t *s);
 
@@ -457,6 +500,27 @@ typedef struct s3r_object_info {
     /* x-amz-version-id: the version described, NULL when the server names
      * none (a bucket that never had versioning) */
     char *version_id;
+    /* The fields below are each a response header as sent, NULL when the
+     * server sent none (boto3's head_object names in brackets). The struct
+     * is allocated by the library, so fields are added at the end. */
+    char *storage_class; /* x-amz-storage-class [StorageClass]; NULL for STANDARD, as in S3 */
+    /* Stored with the object at its PUT: Content-Encoding, -Disposition,
+     * -Language, Cache-Control, Expires (an HTTP date, as stored). */
+    char *content_encoding, *content_disposition, *content_language, *cache_control, *expires;
+    char *server_side_encryption; /* "AES256" or "aws:kms" [ServerSideEncryption] */
+    /* The object's checksums, base64 [ChecksumCRC32, ...]: the HEAD asks for
+     * them (x-amz-checksum-mode: ENABLED); NULL for each the object has not.
+     * checksum_type: "FULL_OBJECT" or "COMPOSITE" (a multipart object's
+     * checksum of its parts' checksums). */
+    char *checksum_crc32, *checksum_crc32c, *checksum_crc64nvme, *checksum_sha1, *checksum_sha256,
+        *checksum_type;
+    /* Object lock [ObjectLockMode, ObjectLockRetainUntilDate,
+     * ObjectLockLegalHoldStatus]: "GOVERNANCE"/"COMPLIANCE", an ISO 8601
+     * date, "ON"/"OFF"; shown to a caller allowed to read them. */
+    char *object_lock_mode, *object_lock_retain_until, *object_lock_legal_hold;
+    /* x-amz-expiration [Expiration]: the lifecycle rule that will expire
+     * the object: expiry-date="<HTTP date>", rule-id="<ID>". */
+    char *expiration;
 } s3r_object_info_t;
 
 s3r_status_t s3r_object_head(s3r_client_t *client, const char *bucket, const char *key,
@@ -556,6 +620,11 @@ typedef struct s3r_object_list {
     size_t n_prefixes;
     int truncated;    /* more pages follow */
     char *next_token; /* pass as continuation_token; NULL when not truncated */
+    /* n_objects entries, parallel to objects: each object's <StorageClass>
+     * ("STANDARD", "GLACIER", ...; NULL when the listing names none). An
+     * array of its own so s3r_object_entry_t keeps its size: programs built
+     * with an earlier header step through objects[] by that size. */
+    char **storage_classes;
 } s3r_object_list_t;
 
 /* ListObjectsV2. Free the result with s3r_object_list_free(). Keys and
@@ -601,6 +670,10 @@ typedef struct s3r_version_list {
     /* pass as key_marker / version_id_marker; NULL when not truncated */
     char *next_key_marker;
     char *next_version_id_marker;
+    /* n_versions entries, parallel to versions: each version's
+     * <StorageClass> (NULL for a delete marker, or when the listing names
+     * none); an array of its own for the reason s3r_object_list_t gives. */
+    char **storage_classes;
 } s3r_version_list_t;
 
 /* ListObjectVersions. Free the result with s3r_version_list_free(). Keys

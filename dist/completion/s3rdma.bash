@@ -11,7 +11,7 @@ _s3rdma_verbs="mb rb ls cp mv put get rm stat presign sync help"
 _s3rdma_value_opts="--endpoint-url --endpoint --profile --access-key --secret-key --region
     --ca-bundle --rdma-endpoint --transport --rdma-threshold --part-size --content-type --meta --expires-in
     --version-id"
-_s3rdma_flag_opts="--no-fallback --recursive -r --force --quiet -q --no-progress --verbose -v
+_s3rdma_flag_opts="--no-fallback --no-sign-request --recursive -r --force --quiet -q --no-progress --verbose -v
     --stats --help -h --version --versions"
 # The options that say which server and which user: passed on to the listing.
 _s3rdma_conn_opts="--endpoint-url --endpoint --profile --access-key --secret-key --region --ca-bundle"

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "client/client_internal.h"
 
@@ -322,10 +323,48 @@ static s3r_status_t aws_file(const char *var, const char *file, char **path_p)
     return S3R_OK;
 }
 
+/* The keys of s from the profile's credential_process (process not NULL)
+ * or else the container endpoint (aws_creds.c); keys that have expired
+ * already are refused. */
+static s3r_status_t creds_take(s3r_aws_settings_t *s, const char *process, int64_t *expiration_p)
+{
+    s3c_aws_creds_t c;
+    s3r_status_t st = process ? s3c_creds_process(process, &c) : s3c_creds_container(&c);
+    if (st != S3R_OK)
+        return st;
+    const char *from = process ? "credential_process" : "container credentials";
+    if (c.expiration != 0 && c.expiration <= (int64_t)time(NULL)) {
+        s3c_aws_creds_free(&c);
+        return s3c_fail(NULL, S3R_ERR_INVALID_ARG, S3R_TRANSPORT_DEFAULT, 0, NULL,
+                        "the keys from %s%s%s have expired (their Expiration has passed)", from,
+                        process ? " " : "", process ? process : "");
+    }
+    s->access_key = c.access_key;
+    s->secret_key = c.secret_key;
+    s->session_token = c.session_token;
+    s->keys_from = process ? "credential_process" : "container";
+    *expiration_p = c.expiration;
+    return S3R_OK;
+}
+
 s3r_status_t s3r_aws_settings_load(const char *profile, s3r_aws_settings_t *settings_p)
+{
+    int64_t expiration;
+    return s3c_aws_settings_load(profile, true, settings_p, &expiration);
+}
+
+s3r_status_t s3r_aws_settings_load_without_keys(const char *profile, s3r_aws_settings_t *settings_p)
+{
+    int64_t expiration;
+    return s3c_aws_settings_load(profile, false, settings_p, &expiration);
+}
+
+s3r_status_t s3c_aws_settings_load(const char *profile, bool with_keys,
+                                   s3r_aws_settings_t *settings_p, int64_t *expiration_p)
 {
     if (settings_p == NULL)
         return S3R_ERR_INVALID_ARG;
+    *expiration_p = 0;
     s3r_aws_settings_t s = {0};
     profile_t p = {0};
     bool named = profile != NULL || env_get("AWS_PROFILE") != NULL;
@@ -377,7 +416,19 @@ s3r_status_t s3r_aws_settings_load(const char *profile, s3r_aws_settings_t *sett
         (st = take_first(&s.transport, NULL, env_get("S3RDMA_TRANSPORT"),
                          profile_get(&p, "s3rdma_transport"), NULL)) != S3R_OK)
         goto out;
-    if (env_keys || prof_keys) {
+    /* The AWS CLI's order: the environment's keys, the credentials file's,
+     * the profile's credential_process, the config file's keys, then a
+     * container's credentials endpoint. */
+    bool cred_file_keys = ini_get(&p.cred, p.name, NULL, "aws_access_key_id") &&
+                          ini_get(&p.cred, p.name, NULL, "aws_secret_access_key");
+    const char *process = profile_get(&p, "credential_process");
+    if (!with_keys) {
+        /* the caller has its keys, or needs none */
+    } else if (!env_keys && !cred_file_keys &&
+               (process != NULL || (!prof_keys && s3c_creds_container_set()))) {
+        if ((st = creds_take(&s, process, expiration_p)) != S3R_OK)
+            goto out;
+    } else if (env_keys || prof_keys) {
         const char *src = env_keys ? "AWS_ACCESS_KEY_ID" : NULL;
         if ((st = take_first(&s.access_key, src, env_keys ? env_get("AWS_ACCESS_KEY_ID") : NULL,
                              profile_get(&p, "aws_access_key_id"), &s.keys_from)) != S3R_OK ||

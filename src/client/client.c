@@ -98,6 +98,7 @@ static void fork_child(void)
     for (s3r_client_t *c = clients; c != NULL; c = c->fork_next) {
         s3c_rdma_after_fork(c);
         s3c_http_after_fork(c);
+        c->keys_reloading = false; /* a reload under way stayed in the parent */
     }
     fork_unlock_all();
 }
@@ -133,6 +134,14 @@ s3r_status_t s3r_client_create(const s3r_config_t *cfg, s3r_client_t **client_p)
     pthread_mutex_init(&c->curl_mu, NULL);
     pthread_mutex_init(&c->key_mu, NULL);
     pthread_mutex_init(&c->rdma_mu, NULL);
+    if ((st = s3c_keys_load(c)) != S3R_OK) {
+        pthread_mutex_destroy(&c->curl_mu);
+        pthread_mutex_destroy(&c->key_mu);
+        pthread_mutex_destroy(&c->rdma_mu);
+        s3c_settings_free(&c->set);
+        free(c);
+        return st; /* the loader's reason is the thread's last error */
+    }
     pthread_once(&atfork_once, atfork_register);
     pthread_mutex_lock(&clients_mu);
     c->fork_next = clients;

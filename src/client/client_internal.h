@@ -77,7 +77,15 @@ typedef struct s3c_settings {
      * it advertises join http[] (http.c, s3c_http_learn_peers). */
     bool peer_discovery;
     bool put_checksum; /* a single PutObject carries x-amz-checksum-crc32c */
+    bool anonymous;    /* requests go unsigned; no keys, no RDMA (s3r_config_t) */
+    /* The keys come from the AWS chain and are reloaded before they expire
+     * (keys.c); access_key and secret_key are then NULL until loaded. */
+    bool aws_credentials;
+    char *aws_profile; /* NULL: AWS_PROFILE, else "default" */
 } s3c_settings_t;
+
+/* The longest access key and secret key taken, in bytes (S3's are 20 and 40). */
+#define S3C_KEY_MAX 255
 
 /* Environment lookup, replaceable in unit tests. */
 typedef const char *(*s3c_getenv_fn)(const char *name);
@@ -94,6 +102,35 @@ int s3c_endpoint_parse_hostport(const char *hp, int default_port, s3c_endpoint_t
 void s3c_endpoint_free(s3c_endpoint_t *ep);
 /* The RDMA endpoint guessed for an HTTP endpoint: its host, port 9100. */
 int s3c_endpoint_derive_rdma(const s3c_endpoint_t *http, s3c_endpoint_t *ep);
+
+/* ---- aws_creds.c: credentials from a program or a container endpoint ------ */
+
+typedef struct s3c_aws_creds {
+    char *access_key, *secret_key, *session_token; /* session_token may be NULL */
+    int64_t expiration;                            /* unix seconds; 0: never */
+} s3c_aws_creds_t;
+
+/* Runs command (/bin/sh -c, stdout read, stderr the caller's) and parses its
+ * output, the AWS CLI's credential_process JSON ("Version": 1,
+ * "AccessKeyId", "SecretAccessKey", optional "SessionToken" and
+ * "Expiration"). S3R_OK, or S3R_ERR_INVALID_ARG with the thread's last
+ * error saying why (the exit status, the field at fault); *out is written
+ * either way and owns its strings only on success. */
+s3r_status_t s3c_creds_process(const char *command, s3c_aws_creds_t *out);
+/* Whether AWS_CONTAINER_CREDENTIALS_RELATIVE_URI or _FULL_URI is set. */
+bool s3c_creds_container_set(void);
+/* GETs the container credentials endpoint those variables name (the
+ * relative URI under http://169.254.170.2 first; a full http:// URI only
+ * on a loopback or container-agent address), with the Authorization
+ * header from AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE or _TOKEN, and parses
+ * its JSON ("AccessKeyId", "SecretAccessKey", "Token", "Expiration").
+ * Errors as s3c_creds_process. */
+s3r_status_t s3c_creds_container(s3c_aws_creds_t *out);
+void s3c_aws_creds_free(s3c_aws_creds_t *c);
+/* s3r_aws_settings_load (with_keys) or s3r_aws_settings_load_without_keys,
+ * also giving when the keys expire (unix seconds; 0: never, or no keys). */
+s3r_status_t s3c_aws_settings_load(const char *profile, bool with_keys,
+                                   s3r_aws_settings_t *settings_p, int64_t *expiration_p);
 
 /* ---- xml.c: S3 XML responses (expat) -------------------------------------- */
 
@@ -149,10 +186,15 @@ struct s3r_client {
 
     /* The SigV4 signing key depends only on the secret, the date and the
      * region, so it is derived once a day rather than per request (four
-     * HMACs). Guarded by key_mu. */
+     * HMACs). Guarded by key_mu, as are set.access_key and set.secret_key,
+     * which keys.c replaces when it reloads them (aws_credentials), and
+     * the reload's state. */
     pthread_mutex_t key_mu;
     char key_date8[9];
     uint8_t signing_key[SHA256_LEN];
+    int64_t keys_expire;   /* unix s the keys expire at; 0: never */
+    int64_t keys_retry_at; /* a failed reload is not tried again before this */
+    bool keys_reloading;   /* a thread is reloading them (outside key_mu) */
 
     /* Idle curl easy handles (keep-alive lives in each handle's connection
      * cache, so reusing handles reuses connections). */
@@ -180,6 +222,19 @@ struct s3r_client {
      * their locks before and make a child's copy its own after. */
     s3r_client_t *fork_prev, *fork_next;
 };
+
+/* ---- keys.c: the keys and the signing key ------------------------------------ */
+
+/* With aws_credentials, loads the keys from the AWS chain (at create).
+ * S3R_OK, or the loader's error (the thread's last error, against NULL). */
+s3r_status_t s3c_keys_load(s3r_client_t *c);
+/* The signing key for date8 ("YYYYMMDD") and the access key it goes with
+ * (ak: S3C_KEY_MAX + 1 bytes), reloading the keys first when they are due
+ * (aws_credentials). */
+void s3c_keys_sign(s3r_client_t *c, const char *date8, uint8_t key[SHA256_LEN], char *ak);
+/* Copies the keys (each S3C_KEY_MAX + 1 bytes), reloading them first when
+ * due: for an RDMA session's handshake. */
+void s3c_keys_copy(s3r_client_t *c, char *ak, char *sk);
 
 /* ---- Last error (client_error.c) ------------------------------------------ */
 

@@ -1,6 +1,7 @@
 /* libs3rdma: object operations that move no object data: HEAD (object info
  * from the response headers), DELETE, DeleteObjects and server-side COPY,
  * each of the current version or of one named. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,13 +14,46 @@
 /* HEAD                                                                      */
 /* ======================================================================== */
 
+/* The response headers s3r_object_info_t keeps as they are sent: each
+ * with the string field it lands in. */
+static const struct {
+    const char *header; /* lower case, as the response's headers are kept */
+    size_t offset;
+} info_headers[] = {
+    {"etag", offsetof(s3r_object_info_t, etag)},
+    {"content-type", offsetof(s3r_object_info_t, content_type)},
+    {"x-amz-version-id", offsetof(s3r_object_info_t, version_id)},
+    {"x-amz-storage-class", offsetof(s3r_object_info_t, storage_class)},
+    {"content-encoding", offsetof(s3r_object_info_t, content_encoding)},
+    {"content-disposition", offsetof(s3r_object_info_t, content_disposition)},
+    {"content-language", offsetof(s3r_object_info_t, content_language)},
+    {"cache-control", offsetof(s3r_object_info_t, cache_control)},
+    {"expires", offsetof(s3r_object_info_t, expires)},
+    {"x-amz-server-side-encryption", offsetof(s3r_object_info_t, server_side_encryption)},
+    {"x-amz-checksum-crc32", offsetof(s3r_object_info_t, checksum_crc32)},
+    {"x-amz-checksum-crc32c", offsetof(s3r_object_info_t, checksum_crc32c)},
+    {"x-amz-checksum-crc64nvme", offsetof(s3r_object_info_t, checksum_crc64nvme)},
+    {"x-amz-checksum-sha1", offsetof(s3r_object_info_t, checksum_sha1)},
+    {"x-amz-checksum-sha256", offsetof(s3r_object_info_t, checksum_sha256)},
+    {"x-amz-checksum-type", offsetof(s3r_object_info_t, checksum_type)},
+    {"x-amz-object-lock-mode", offsetof(s3r_object_info_t, object_lock_mode)},
+    {"x-amz-object-lock-retain-until-date", offsetof(s3r_object_info_t, object_lock_retain_until)},
+    {"x-amz-object-lock-legal-hold", offsetof(s3r_object_info_t, object_lock_legal_hold)},
+    {"x-amz-expiration", offsetof(s3r_object_info_t, expiration)},
+};
+#define N_INFO_HEADERS (sizeof(info_headers) / sizeof(info_headers[0]))
+
+static char **info_slot(s3r_object_info_t *info, size_t i)
+{
+    return (char **)((char *)info + info_headers[i].offset);
+}
+
 void s3r_object_info_free(s3r_object_info_t *info)
 {
     if (info == NULL)
         return;
-    free(info->etag);
-    free(info->content_type);
-    free(info->version_id);
+    for (size_t i = 0; i < N_INFO_HEADERS; i++)
+        free(*info_slot(info, i));
     for (size_t i = 0; i < info->n_meta; i++) {
         free((char *)info->meta[i].name);
         free((char *)info->meta[i].value);
@@ -33,14 +67,10 @@ static int info_from_headers(const s3c_resp_t *resp, s3r_object_info_t *info)
     char v[8192];
     if (s3c_resp_header(resp, "content-length", v, sizeof(v)) == 0)
         info->size = strtoull(v, NULL, 10);
-    if (s3c_resp_header(resp, "etag", v, sizeof(v)) == 0 && !(info->etag = strdup(v)))
-        return -1;
-    if (s3c_resp_header(resp, "content-type", v, sizeof(v)) == 0 &&
-        !(info->content_type = strdup(v)))
-        return -1;
-    if (s3c_resp_header(resp, "x-amz-version-id", v, sizeof(v)) == 0 &&
-        !(info->version_id = strdup(v)))
-        return -1;
+    for (size_t i = 0; i < N_INFO_HEADERS; i++)
+        if (s3c_resp_header(resp, info_headers[i].header, v, sizeof(v)) == 0 &&
+            (*info_slot(info, i) = strdup(v)) == NULL)
+            return -1;
     if (s3c_resp_header(resp, "last-modified", v, sizeof(v)) == 0) {
         int64_t t = date_parse_http(v);
         info->mtime = t > 0 ? t : 0;
@@ -103,12 +133,18 @@ s3r_status_t s3c_head_object(s3r_client_t *c, const char *bucket, const char *ke
     strs_t ss = {0};
     s3c_req_init(&req, "HEAD", bucket, key);
     req.native_op = RDMA_OP_HEAD_OBJECT;
+    s3c_req_hdr(&req, "x-amz-checksum-mode", "ENABLED"); /* the info's checksums */
     s3c_resp_init(&resp);
     s3r_status_t st = s3c_version_query(c, &req, &ss, version_id);
     if (st == S3R_OK)
         st = s3c_do(c, s3c_pick_control_transport(c), &req, &resp);
     if (st == S3R_OK && resp.status == 404 && resp.err_body.len == 0)
         st = head_not_found(c, bucket, version_id, resp.transport);
+    else if (st == S3R_OK && resp.status == 403 && resp.err_body.len == 0)
+        /* S3's 403 to a HEAD, bodiless: named as a GET's <Error> would be. */
+        st = s3c_fail(c, S3R_ERR_ACCESS_DENIED, resp.transport, 403, "AccessDenied",
+                      "Access Denied. (a HEAD's answer has no body: no permission, or keys "
+                      "the server refused)");
     else if (st == S3R_OK && resp.status == 405 && resp.err_body.len == 0)
         /* S3's answer to a HEAD of a delete marker by its id. */
         st = s3c_fail(c, S3R_ERR_SERVER, resp.transport, 405, "MethodNotAllowed",

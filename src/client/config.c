@@ -177,6 +177,7 @@ void s3c_settings_free(s3c_settings_t *s)
     free(s->ca_bundle);
     free(s->rdma_local_ip);
     free(s->rdma_log_level);
+    free(s->aws_profile);
     memset(s, 0, sizeof(*s));
 }
 
@@ -263,12 +264,27 @@ s3r_status_t s3c_settings_build(const s3r_config_t *cfg, s3c_getenv_fn getenv_fn
         s->rdma_derived = true;
     }
     s->peer_discovery = cfg->peer_discovery != 0 && s->n_http == 1;
-    if (cfg->access_key == NULL || cfg->access_key[0] == '\0' || cfg->secret_key == NULL ||
-        cfg->secret_key[0] == '\0')
-        FAIL("access_key and secret_key are required");
+    s->anonymous = cfg->anonymous != 0;
+    s->aws_credentials = cfg->aws_credentials != 0 && !s->anonymous;
+    bool have_keys = cfg->access_key != NULL && cfg->access_key[0] != '\0' &&
+                     cfg->secret_key != NULL && cfg->secret_key[0] != '\0';
+    if (s->aws_credentials && (cfg->access_key != NULL || cfg->secret_key != NULL))
+        FAIL("aws_credentials loads the keys: leave access_key and secret_key NULL");
+    if (!s->anonymous && !s->aws_credentials && !have_keys)
+        FAIL("no credentials: access_key and secret_key are required (set anonymous for "
+             "unsigned requests to public buckets)");
+    if (have_keys && !s->anonymous &&
+        (strlen(cfg->access_key) > S3C_KEY_MAX || strlen(cfg->secret_key) > S3C_KEY_MAX))
+        FAIL("access_key and secret_key must be at most %d bytes each", S3C_KEY_MAX);
+    if (s->anonymous &&
+        (cfg->transport == S3R_TRANSPORT_TOKEN || cfg->transport == S3R_TRANSPORT_NATIVE))
+        FAIL("transport %s needs credentials: the server opens RDMA sessions for access keys "
+             "only, so anonymous requests go over HTTP (transport http or auto)",
+             s3r_transport_name(cfg->transport));
     st = S3R_ERR_NOMEM;
-    if (dup_opt(&s->access_key, cfg->access_key) < 0 ||
-        dup_opt(&s->secret_key, cfg->secret_key) < 0 ||
+    if (dup_opt(&s->aws_profile, s->aws_credentials ? cfg->aws_profile : NULL) < 0 ||
+        (!s->anonymous && (dup_opt(&s->access_key, cfg->access_key) < 0 ||
+                           dup_opt(&s->secret_key, cfg->secret_key) < 0)) ||
         dup_opt(&s->region, cfg->region && cfg->region[0] ? cfg->region : S3C_DEFAULT_REGION) < 0 ||
         dup_opt(&s->rdma_device, cfg->rdma_device) < 0 ||
         dup_opt(&s->rdma_local_ip, cfg->rdma_local_ip) < 0 ||
@@ -344,6 +360,8 @@ s3r_status_t s3c_settings_build(const s3r_config_t *cfg, s3c_getenv_fn getenv_fn
         FAIL("part_size %llu is below the S3 minimum of 5 MiB", (unsigned long long)s->part_size);
     if (s->multipart_threshold < s->part_size)
         s->multipart_threshold = s->part_size;
+    if (s->anonymous)
+        s->use_rdma = false; /* no RDMA session without an access key */
     if (!s->use_rdma)
         s->transport = S3R_TRANSPORT_HTTP;
     return S3R_OK;

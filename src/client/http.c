@@ -274,18 +274,6 @@ static int cmp_hdr(const void *a, const void *b)
     return strcmp(((const sigv4_header_t *)a)->name, ((const sigv4_header_t *)b)->name);
 }
 
-/* The signing key for date8, derived only when the date changes. */
-static void signing_key(s3r_client_t *c, const char *date8, uint8_t key[SHA256_LEN])
-{
-    pthread_mutex_lock(&c->key_mu);
-    if (strcmp(c->key_date8, date8) != 0) {
-        sigv4_signing_key(c->set.secret_key, date8, c->set.region, "s3", c->signing_key);
-        memcpy(c->key_date8, date8, sizeof(c->key_date8));
-    }
-    memcpy(key, c->signing_key, SHA256_LEN);
-    pthread_mutex_unlock(&c->key_mu);
-}
-
 /* Appends the canonical URI of "/bucket/key" (sigv4_uri_encode_path) to
  * uri, encoded piece by piece without assembling the decoded path first.
  * bucket and key may be NULL (the service; the bucket). 0, or -1 if full. */
@@ -301,6 +289,43 @@ static int canonical_uri(const char *bucket, const char *key, buf_t *uri)
         (buf_append_str(uri, "/") < 0 || sigv4_uri_encode(key, strlen(key), false, uri) < 0))
         return -1;
     return 0;
+}
+
+/* Appends "Expect: 100-continue" for a body of 1 MiB or more, as AWS SDKs
+ * send it: a request refused on its headers (access, a locked object's
+ * part without a checksum...) is answered before its body goes, instead of
+ * the server's reset racing its answer (the caller then saw a transport
+ * error, no S3 code). Smaller bodies go at once: no round trip. -1 when out
+ * of memory (list is then freed). */
+static int expect_header(const s3c_req_t *req, struct curl_slist **list)
+{
+    const char *expect =
+        req->body_len >= S3C_EXPECT_CONTINUE_MIN ? "Expect: 100-continue" : "Expect:";
+    struct curl_slist *tmp = curl_slist_append(*list, expect);
+    if (tmp == NULL) {
+        curl_slist_free_all(*list);
+        *list = NULL;
+        return -1;
+    }
+    *list = tmp;
+    return 0;
+}
+
+/* The curl header list of an anonymous request: the request's own headers
+ * as they are, no signature (curl sends Host). NULL when out of memory. */
+static struct curl_slist *unsigned_headers(const s3c_req_t *req, buf_t *scratch)
+{
+    struct curl_slist *list = NULL, *tmp;
+    for (size_t i = 0; i < req->n_hdrs; i++) {
+        buf_reset(scratch);
+        if (buf_printf(scratch, "%s: %s", req->hdrs[i].name, req->hdrs[i].value) < 0 ||
+            (tmp = curl_slist_append(list, scratch->data)) == NULL) {
+            curl_slist_free_all(list);
+            return NULL;
+        }
+        list = tmp;
+    }
+    return expect_header(req, &list) == 0 ? list : NULL;
 }
 
 /* Builds the curl header list: Host, x-amz-date, x-amz-content-sha256, the
@@ -359,8 +384,8 @@ static struct curl_slist *sign_headers(s3r_client_t *c, const s3c_req_t *req,
         rc = sigv4_string_to_sign(amz_date, scope, canon.data, canon.len, &sts);
     if (rc == 0) {
         uint8_t key[SHA256_LEN];
-        char sig[65];
-        signing_key(c, date8, key);
+        char sig[65], ak[S3C_KEY_MAX + 1];
+        s3c_keys_sign(c, date8, key, ak);
         sigv4_sign(key, sts.data, sts.len, sig);
         for (size_t i = 0; i < nh && rc == 0; i++) {
             buf_reset(scratch);
@@ -378,24 +403,15 @@ static struct curl_slist *sign_headers(s3r_client_t *c, const s3c_req_t *req,
             rc = buf_printf(scratch,
                             "Authorization: " SIGV4_ALGORITHM
                             " Credential=%s/%s, SignedHeaders=%s, Signature=%s",
-                            c->set.access_key, scope, signed_hdrs.data, sig);
+                            ak, scope, signed_hdrs.data, sig);
         }
         if (rc == 0 && (tmp = curl_slist_append(list, scratch->data)) != NULL)
             list = tmp;
         else
             rc = -1;
-        /* A body of 1 MiB or more waits for the server's 100 Continue, as AWS
-         * SDKs send it: a request refused on its headers (access, a locked
-         * object's part without a checksum...) is answered before its body
-         * goes, instead of the server's reset racing its answer (the caller
-         * then saw a transport error, no S3 code). Smaller bodies go at once:
-         * no round trip. curl's default Accept is unsigned and harmless. */
-        const char *expect =
-            req->body_len >= S3C_EXPECT_CONTINUE_MIN ? "Expect: 100-continue" : "Expect:";
-        if (rc == 0 && (tmp = curl_slist_append(list, expect)) != NULL)
-            list = tmp;
-        else
-            rc = -1;
+        /* curl's default Accept is unsigned and harmless. */
+        if (rc == 0)
+            rc = expect_header(req, &list);
     }
     buf_free(&signed_hdrs);
     buf_free(&canon);
@@ -415,13 +431,17 @@ s3r_status_t s3r_presign_url(s3r_client_t *c, const char *method, const char *bu
     if (c == NULL || method == NULL || bucket == NULL || bucket[0] == '\0' || key == NULL ||
         key[0] == '\0' || expires_s < 1 || expires_s > 604800 || out == NULL)
         return S3R_ERR_INVALID_ARG;
+    if (c->set.anonymous)
+        return s3c_fail(c, S3R_ERR_INVALID_ARG, S3R_TRANSPORT_HTTP, 0, "",
+                        "an anonymous client has no keys to presign a URL with");
     const s3c_endpoint_t *ep = &c->set.http[0];
-    char amz_date[17], date8[9], scope[256], sig[65];
+    char amz_date[17], date8[9], scope[S3C_KEY_MAX + 256], sig[65], ak[S3C_KEY_MAX + 1];
+    uint8_t k[SHA256_LEN];
     date_format_amz((int64_t)time(NULL), amz_date);
     memcpy(date8, amz_date, 8);
     date8[8] = '\0';
-    snprintf(scope, sizeof(scope), "%s/%s/%s/s3/aws4_request", c->set.access_key, date8,
-             c->set.region);
+    s3c_keys_sign(c, date8, k, ak);
+    snprintf(scope, sizeof(scope), "%s/%s/%s/s3/aws4_request", ak, date8, c->set.region);
 
     buf_t uri, raw, query, canon, sts;
     buf_init(&uri, 16384);
@@ -452,12 +472,9 @@ s3r_status_t s3r_presign_url(s3r_client_t *c, const char *method, const char *bu
     if (rc == 0)
         rc = sigv4_canonical_request(&sr, &canon);
     if (rc == 0)
-        rc = sigv4_string_to_sign(amz_date, scope + strlen(c->set.access_key) + 1, canon.data,
-                                  canon.len, &sts);
+        rc = sigv4_string_to_sign(amz_date, scope + strlen(ak) + 1, canon.data, canon.len, &sts);
     s3r_status_t st = S3R_ERR_TOO_LARGE;
     if (rc == 0) {
-        uint8_t k[SHA256_LEN];
-        signing_key(c, date8, k);
         sigv4_sign(k, sts.data, sts.len, sig);
         buf_reset(&raw); /* now the URL */
         if (buf_printf(&raw, "%s%s?%s&X-Amz-Signature=%s", ep->url, uri.data, query.data, sig) ==
@@ -523,7 +540,8 @@ static s3r_status_t do_once(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *resp, i
         st = S3R_ERR_TOO_LARGE;
         goto out;
     }
-    hl = sign_headers(c, req, ep, uri.data, query.data, &scratch);
+    hl = c->set.anonymous ? unsigned_headers(req, &scratch)
+                          : sign_headers(c, req, ep, uri.data, query.data, &scratch);
     if (hl == NULL)
         goto out;
 

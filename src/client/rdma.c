@@ -139,15 +139,16 @@ static void ask_rdma_endpoints(s3r_client_t *c)
 /* Opens a session on the first RDMA endpoint that answers. rdma_mu held. */
 static s3r_status_t sess_open(s3r_client_t *c)
 {
-    char err[256] = "";
+    char err[256] = "", ak[S3C_KEY_MAX + 1], sk[S3C_KEY_MAX + 1];
     ask_rdma_endpoints(c);
+    s3c_keys_copy(c, ak, sk);
     for (size_t i = 0; i < c->set.n_rdma; i++) {
         const s3c_endpoint_t *ep = &c->set.rdma[i];
         rdma_client_config_t rc = {
             .host = ep->host,
             .port = ep->port,
-            .access_key = c->set.access_key,
-            .secret_key = c->set.secret_key,
+            .access_key = ak,
+            .secret_key = sk,
             .timeout_ms = c->set.rdma_timeout_ms,
             .device = c->set.rdma_device,
             .local_ip = c->set.rdma_local_ip,
@@ -182,6 +183,12 @@ static s3r_status_t sess_open(s3r_client_t *c)
 /* The current live session, opening one if allowed. rdma_mu held. */
 static s3r_status_t sess_current(s3r_client_t *c)
 {
+    if (c->set.anonymous) {
+        snprintf(c->sess_err, sizeof(c->sess_err),
+                 "an anonymous client has no RDMA session: the server opens them for access "
+                 "keys only");
+        return S3R_ERR_RDMA_UNAVAILABLE;
+    }
     if (c->sess != NULL && !rdma_session_alive(c->sess->rs))
         sess_retire(c);
     if (c->sess != NULL)

@@ -287,9 +287,22 @@ static int add_prefix(char ***v, size_t *n, size_t *cap, const char *text)
     return 0;
 }
 
+/* Makes room for entry n of a listing's storage_classes (*v, capacity
+ * *cap), kept in step with its entries, and clears it; -1 when out of
+ * memory. */
+static int add_class_slot(char ***v, size_t *cap, size_t n)
+{
+    void *p = grow(*v, cap, n, sizeof(**v), 64);
+    if (p == NULL)
+        return -1;
+    *v = p;
+    (*v)[n] = NULL;
+    return 0;
+}
+
 typedef struct objlist_ctx {
     s3r_object_list_t *list;
-    size_t cap_obj, cap_pfx;
+    size_t cap_obj, cap_pfx, cap_sc;
     int root_ok;
     int url; /* <EncodingType>url</EncodingType>: names are URL-encoded */
 } objlist_ctx_t;
@@ -329,6 +342,8 @@ static int objlist_start(void *ctx, const char *const *n, int depth)
         return o->root_ok ? 0 : -1;
     }
     if (depth == 2 && strcmp(n[1], "Contents") == 0) {
+        if (add_class_slot(&l->storage_classes, &o->cap_sc, l->n_objects) < 0)
+            return -1;
         void *p = grow(l->objects, &o->cap_obj, l->n_objects, sizeof(*l->objects), 64);
         if (p == NULL)
             return -1;
@@ -365,6 +380,8 @@ static int objlist_end(void *ctx, const char *const *n, int depth, const char *t
                 return -1;
         } else if (strcmp(n[2], "ETag") == 0) {
             return set_str(&e->etag, text);
+        } else if (strcmp(n[2], "StorageClass") == 0) {
+            return set_str(&l->storage_classes[l->n_objects - 1], text);
         } else if (strcmp(n[2], "LastModified") == 0) {
             int64_t t = date_parse_iso8601(text);
             e->mtime = t > 0 ? t : 0;
@@ -383,8 +400,10 @@ void s3r_object_list_free(s3r_object_list_t *list)
     for (size_t i = 0; i < list->n_objects; i++) {
         free(list->objects[i].key);
         free(list->objects[i].etag);
+        free(list->storage_classes[i]);
     }
     free(list->objects);
+    free(list->storage_classes);
     for (size_t i = 0; i < list->n_prefixes; i++)
         free(list->prefixes[i]);
     free(list->prefixes);
@@ -402,7 +421,8 @@ int s3c_xml_parse_object_list(const char *xml, size_t len, s3r_object_list_t **l
         created = 1;
     }
     s3r_object_list_t *l = *list;
-    objlist_ctx_t o = {.list = l, .cap_obj = l->n_objects, .cap_pfx = l->n_prefixes};
+    objlist_ctx_t o = {
+        .list = l, .cap_obj = l->n_objects, .cap_pfx = l->n_prefixes, .cap_sc = l->n_objects};
     size_t first_obj = l->n_objects, first_pfx = l->n_prefixes; /* this page's */
     /* A new page replaces the paging state of the previous one. */
     l->truncated = 0;
@@ -428,7 +448,7 @@ int s3c_xml_parse_object_list(const char *xml, size_t len, s3r_object_list_t **l
 
 typedef struct verlist_ctx {
     s3r_version_list_t *list;
-    size_t cap_ver, cap_pfx;
+    size_t cap_ver, cap_pfx, cap_sc;
     int root_ok;
     int url; /* <EncodingType>url</EncodingType>: names are URL-encoded */
 } verlist_ctx_t;
@@ -443,6 +463,8 @@ static int verlist_start(void *ctx, const char *const *n, int depth)
     }
     bool marker = depth == 2 && strcmp(n[1], "DeleteMarker") == 0;
     if (marker || (depth == 2 && strcmp(n[1], "Version") == 0)) {
+        if (add_class_slot(&l->storage_classes, &o->cap_sc, l->n_versions) < 0)
+            return -1;
         void *p = grow(l->versions, &o->cap_ver, l->n_versions, sizeof(*l->versions), 64);
         if (p == NULL)
             return -1;
@@ -478,6 +500,8 @@ static int verlist_end(void *ctx, const char *const *n, int depth, const char *t
             return set_str(&e->version_id, text);
         if (strcmp(n[2], "ETag") == 0)
             return set_str(&e->etag, text);
+        if (strcmp(n[2], "StorageClass") == 0)
+            return set_str(&l->storage_classes[l->n_versions - 1], text);
         if (strcmp(n[2], "IsLatest") == 0)
             e->is_latest = strcmp(text, "true") == 0;
         else if (strcmp(n[2], "Size") == 0 && parse_u64(text, &e->size) < 0)
@@ -501,8 +525,10 @@ void s3r_version_list_free(s3r_version_list_t *list)
         free(list->versions[i].key);
         free(list->versions[i].version_id);
         free(list->versions[i].etag);
+        free(list->storage_classes[i]);
     }
     free(list->versions);
+    free(list->storage_classes);
     for (size_t i = 0; i < list->n_prefixes; i++)
         free(list->prefixes[i]);
     free(list->prefixes);
@@ -520,7 +546,8 @@ int s3c_xml_parse_version_list(const char *xml, size_t len, s3r_version_list_t *
         created = 1;
     }
     s3r_version_list_t *l = *list;
-    verlist_ctx_t o = {.list = l, .cap_ver = l->n_versions, .cap_pfx = l->n_prefixes};
+    verlist_ctx_t o = {
+        .list = l, .cap_ver = l->n_versions, .cap_pfx = l->n_prefixes, .cap_sc = l->n_versions};
     size_t first_ver = l->n_versions, first_pfx = l->n_prefixes; /* this page's */
     /* A new page replaces the paging state of the previous one. */
     l->truncated = 0;

@@ -48,6 +48,7 @@ typedef struct cli {
     bool progress;   /* draw progress bars: stderr is a terminal and not quiet */
     bool is_default; /* the endpoint is the built-in default (said in connect errors) */
     bool move;       /* mv: transfer lines say "move", the source goes afterwards */
+    bool anonymous;  /* --no-sign-request: nothing is signed */
     const char *endpoint;
 } cli_t;
 
@@ -76,6 +77,7 @@ typedef struct cli_flags {
     const char *profile, *endpoint, *rdma_endpoint, *access_key, *secret_key, *region;
     const char *transport, *ca_bundle;
     bool no_fallback;
+    bool no_sign_request; /* --no-sign-request: anonymous, as the AWS CLI's */
 } cli_flags_t;
 
 /* The resolved settings; every string owned here (cli_config_free). */
@@ -84,6 +86,10 @@ typedef struct cli_config {
     char *session_token;
     char *ca_bundle; /* PEM CA file verifying an https:// endpoint; NULL: the system's */
     bool no_fallback;
+    bool anonymous; /* unsigned requests, no credentials (--no-sign-request) */
+    /* The keys came from a credential_process or a container endpoint: the
+     * client loads them itself and again before they expire. */
+    bool expiring_keys;
     bool endpoint_is_default;
     /* Where each came from, for -v: "--endpoint-url", "AWS_ENDPOINT_URL",
      * "profile dev (~/.aws/config)", "default" (static or owned strings). */
@@ -95,7 +101,7 @@ typedef struct cli_config {
  * environment and the profile; with --profile the profile's keys beat the
  * environment's), else the default. CLI_OK, or CLI_USAGE after printing why
  * (a shared file that does not parse, an unknown profile named explicitly,
- * missing credentials). */
+ * missing credentials without --no-sign-request). */
 int cli_config_resolve(const cli_flags_t *flags, cli_config_t *out);
 void cli_config_free(cli_config_t *cfg);
 

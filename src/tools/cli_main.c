@@ -65,6 +65,8 @@ static const char options_help[] =
     "                         s3rdma_rdma_endpoint; default: advertised by the server)\n"
     "  --transport T          http | token | native | auto (env S3RDMA_TRANSPORT; profile\n"
     "                         s3rdma_transport; default auto)\n"
+    "  --no-sign-request      anonymous requests (public buckets): no credentials, nothing\n"
+    "                         signed, HTTP only\n"
     "  --no-fallback          an RDMA failure is an error instead of a retry over HTTP\n"
     "  --rdma-threshold SIZE  auto uses RDMA from this size (default 1MiB)\n"
     "  --part-size SIZE       multipart part size (default 8MiB)\n"
@@ -130,6 +132,7 @@ enum {
     O_CA_BUNDLE,
     O_VERSIONS,
     O_VERSION_ID,
+    O_NO_SIGN,
 };
 
 static const struct option long_opts[] = {
@@ -144,6 +147,7 @@ static const struct option long_opts[] = {
     {"transport", required_argument, NULL, O_TRANSPORT},
     {"rdma-threshold", required_argument, NULL, O_THRESH},
     {"no-fallback", no_argument, NULL, O_NOFB},
+    {"no-sign-request", no_argument, NULL, O_NO_SIGN},
     {"part-size", required_argument, NULL, O_PART},
     {"content-type", required_argument, NULL, O_CTYPE},
     {"meta", required_argument, NULL, O_META},
@@ -204,6 +208,9 @@ static int parse_options(int argc, char **argv, cmdline_t *cl)
             break;
         case O_NOFB:
             cl->flags.no_fallback = true;
+            break;
+        case O_NO_SIGN:
+            cl->flags.no_sign_request = true;
             break;
         case O_PART:
             cl->part_size = size_opt(optarg, "--part-size");
@@ -278,8 +285,11 @@ static void say_sources(const cli_config_t *cc)
     cli_line(stderr, "s3rdma: endpoint %s (from %s)", cc->endpoint,
              cc->endpoint_is_default ? "default" : cc->src_endpoint);
     cli_line(stderr, "s3rdma: region %s (from %s)", cc->region, cc->src_region);
-    cli_line(stderr, "s3rdma: access key %s (from %s)", cc->access_key, cc->src_keys);
-    if (cc->session_token != NULL)
+    if (cc->anonymous)
+        cli_line(stderr, "s3rdma: no credentials (--no-sign-request): requests go unsigned");
+    else
+        cli_line(stderr, "s3rdma: access key %s (from %s)", cc->access_key, cc->src_keys);
+    if (cc->session_token != NULL && !cc->anonymous)
         cli_line(stderr, "s3rdma: a session token is set but not sent: s3rdmad has no temporary "
                          "credentials");
 }
@@ -296,6 +306,12 @@ static int make_client(const cmdline_t *cl, const cli_config_t *cc, s3r_client_t
     cfg.region = cc->region;
     cfg.ca_bundle = cc->ca_bundle;
     cfg.rdma_fallback = !cc->no_fallback;
+    cfg.anonymous = cc->anonymous;
+    if (cc->expiring_keys) { /* the library loads them, and again before they expire */
+        cfg.aws_credentials = 1;
+        cfg.aws_profile = cl->flags.profile;
+        cfg.access_key = cfg.secret_key = NULL;
+    }
     cfg.quiet = cl->o.quiet;
     if (cc->transport != NULL && s3r_transport_parse(cc->transport, &cfg.transport) != S3R_OK) {
         cli_line(stderr, "s3rdma: transport \"%s\": want http, token, native or auto",
@@ -374,7 +390,10 @@ int main(int argc, char **argv)
 
     cli_config_t cc;
     int rc = cli_config_resolve(&cl.flags, &cc);
-    cli_t cli = {.o = cl.o, .endpoint = cc.endpoint, .is_default = cc.endpoint_is_default};
+    cli_t cli = {.o = cl.o,
+                 .endpoint = cc.endpoint,
+                 .is_default = cc.endpoint_is_default,
+                 .anonymous = cc.anonymous};
     cli.progress = !cl.o.quiet && !cl.no_progress && isatty(STDERR_FILENO);
     if (rc == CLI_OK && cl.o.verbose)
         say_sources(&cc);

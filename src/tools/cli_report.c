@@ -38,6 +38,9 @@ static const char *hint(const cli_t *cli, s3r_status_t st)
     case S3R_ERR_NO_SUCH_KEY:
         return "no object has that key: 's3rdma ls s3://BUCKET/PREFIX/' lists the keys";
     case S3R_ERR_ACCESS_DENIED:
+        if (cli->anonymous)
+            return "the request was anonymous (--no-sign-request): only what a bucket policy "
+                   "or an ACL grants everyone is served; give credentials for the rest";
         return "check the access key and secret (flags, AWS_ACCESS_KEY_ID / "
                "AWS_SECRET_ACCESS_KEY, or the profile; -v says which were used), the region, "
                "and that the bucket is yours";

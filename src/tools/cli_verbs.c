@@ -249,6 +249,8 @@ int cli_verb_stat(cli_t *cli, int argc, char **argv)
         cli_line(stdout, "Last-Modified: %s", t);
         if (info->version_id != NULL)
             cli_line(stdout, "VersionId:     %s", info->version_id);
+        cli_line(stdout, "StorageClass:  %s",
+                 info->storage_class ? info->storage_class : "STANDARD");
         for (size_t i = 0; i < info->n_meta; i++)
             cli_line(stdout, "Meta:          %s=%s", info->meta[i].name, info->meta[i].value);
         s3r_object_info_free(info);
@@ -263,6 +265,11 @@ int cli_verb_presign(cli_t *cli, int argc, char **argv)
     int rc = object_arg("presign", argc, argv, &u);
     if (rc != CLI_OK)
         return rc;
+    if (cli->anonymous) {
+        cli_s3url_free(&u);
+        return cli_usage_error("presign", "a presigned URL is signed with credentials: drop "
+                                          "--no-sign-request");
+    }
     char url[16384];
     s3r_status_t st =
         s3r_presign_url(cli->client, "GET", u.bucket, u.key, cli->o.expires, url, sizeof(url));

@@ -12,8 +12,9 @@ from ._s3rdma import HEADER_VERSION as LIBRARY_VERSION
 from .client import (Bucket, Client, DeleteInfo, DeleteResult, ListPage, ObjectEntry,
                      ObjectInfo, RDMAClient, VersionEntry, VersionPage)
 from .errors import (AccessDenied, BucketAlreadyExists, BucketNotEmpty, BufferTooSmall,
-                     ConnectionFailed, InvalidArgument, InvalidRange, NoSuchBucket, NoSuchKey,
-                     PreconditionFailed, S3Error, Timeout, UnsafeLocalPath)
+                     ConnectionFailed, InvalidArgument, InvalidRange, NoCredentialsError,
+                     NoSuchBucket, NoSuchKey, PreconditionFailed, S3Error, Timeout,
+                     UnsafeLocalPath)
 
 __version__ = "0.1.0"
 
@@ -22,5 +23,6 @@ __all__ = [
     "DeleteInfo", "VersionEntry", "VersionPage",
     "S3Error", "NoSuchKey", "NoSuchBucket", "AccessDenied", "BucketAlreadyExists",
     "BucketNotEmpty", "InvalidRange", "BufferTooSmall", "ConnectionFailed", "Timeout",
-    "InvalidArgument", "PreconditionFailed", "UnsafeLocalPath", "LIBRARY_VERSION",
+    "InvalidArgument", "NoCredentialsError", "PreconditionFailed", "UnsafeLocalPath",
+    "LIBRARY_VERSION",
 ]

@@ -244,7 +244,8 @@ static int client_init(ClientObject *self, PyObject *args, PyObject *kw)
         "sign_payload_max",   "http_timeout_ms", "connect_timeout_ms",
         "max_cached_regions", "quiet",           "rdma_socket",
         "native_inline",      "ca_bundle",       "parts_in_flight",
-        "peer_discovery",     "put_checksum",    NULL};
+        "peer_discovery",     "put_checksum",    "anonymous",
+        "aws_credentials",    "aws_profile",     NULL};
     if (PyTuple_GET_SIZE(args) != 0) {
         PyErr_SetString(PyExc_TypeError, "Client() takes keyword arguments only");
         return -1;
@@ -296,7 +297,10 @@ static int client_init(ClientObject *self, PyObject *args, PyObject *kw)
         opt_int(kw, "max_cached_regions", &max_regions) < 0 ||
         opt_int(kw, "parts_in_flight", &parts) < 0 ||
         opt_int(kw, "peer_discovery", &cfg.peer_discovery) < 0 ||
-        opt_int(kw, "put_checksum", &cfg.put_checksum) < 0)
+        opt_int(kw, "put_checksum", &cfg.put_checksum) < 0 ||
+        opt_int(kw, "anonymous", &cfg.anonymous) < 0 ||
+        opt_int(kw, "aws_credentials", &cfg.aws_credentials) < 0 ||
+        opt_str(kw, "aws_profile", &cfg.aws_profile) < 0)
         return -1;
     u = (uint64_t)http_timeout;
     if (opt_u64(kw, "http_timeout_ms", &u) < 0)
@@ -702,8 +706,34 @@ static PyObject *meta_dict(const s3r_meta_t *m, size_t n)
     return d;
 }
 
+/* The string fields of s3r_object_info_t that head() returns by name (the
+ * names of s3rdma.ObjectInfo's fields). */
+static const struct {
+    const char *name;
+    size_t offset;
+} head_fields[] = {
+    {"storage_class", offsetof(s3r_object_info_t, storage_class)},
+    {"content_encoding", offsetof(s3r_object_info_t, content_encoding)},
+    {"content_disposition", offsetof(s3r_object_info_t, content_disposition)},
+    {"content_language", offsetof(s3r_object_info_t, content_language)},
+    {"cache_control", offsetof(s3r_object_info_t, cache_control)},
+    {"expires", offsetof(s3r_object_info_t, expires)},
+    {"server_side_encryption", offsetof(s3r_object_info_t, server_side_encryption)},
+    {"checksum_crc32", offsetof(s3r_object_info_t, checksum_crc32)},
+    {"checksum_crc32c", offsetof(s3r_object_info_t, checksum_crc32c)},
+    {"checksum_crc64nvme", offsetof(s3r_object_info_t, checksum_crc64nvme)},
+    {"checksum_sha1", offsetof(s3r_object_info_t, checksum_sha1)},
+    {"checksum_sha256", offsetof(s3r_object_info_t, checksum_sha256)},
+    {"checksum_type", offsetof(s3r_object_info_t, checksum_type)},
+    {"object_lock_mode", offsetof(s3r_object_info_t, object_lock_mode)},
+    {"object_lock_retain_until", offsetof(s3r_object_info_t, object_lock_retain_until)},
+    {"object_lock_legal_hold", offsetof(s3r_object_info_t, object_lock_legal_hold)},
+    {"expiration", offsetof(s3r_object_info_t, expiration)},
+};
+
 /* head(bucket, key, version_id=None)
- *   -> (size, etag, content_type, mtime, metadata, version_id) */
+ *   -> (size, etag, content_type, mtime, metadata, version_id, {field: value}) where
+ *   the dict holds the head_fields the server sent. */
 static PyObject *client_head(ClientObject *self, PyObject *args)
 {
     const char *bucket, *key, *vid = NULL;
@@ -713,10 +743,20 @@ static PyObject *client_head(ClientObject *self, PyObject *args)
     s3r_status_t st;
     CALL(self, st, s3r_object_head_version(c, bucket, key, vid, &info));
     PyObject *meta = meta_dict(info->meta, info->n_meta);
-    PyObject *r = meta == NULL ? NULL
-                               : Py_BuildValue("KzzLNz", (unsigned long long)info->size, info->etag,
-                                               info->content_type, (long long)info->mtime, meta,
-                                               info->version_id);
+    PyObject *more = PyDict_New();
+    PyObject *r = NULL;
+    for (size_t i = 0; more != NULL && i < sizeof(head_fields) / sizeof(head_fields[0]); i++) {
+        const char *v = *(char *const *)((const char *)info + head_fields[i].offset);
+        PyObject *pv = v ? PyUnicode_DecodeUTF8(v, (Py_ssize_t)strlen(v), "surrogateescape") : NULL;
+        if (v != NULL && (pv == NULL || PyDict_SetItemString(more, head_fields[i].name, pv) < 0))
+            Py_CLEAR(more);
+        Py_XDECREF(pv);
+    }
+    if (meta != NULL && more != NULL)
+        r = Py_BuildValue("KzzLOzO", (unsigned long long)info->size, info->etag, info->content_type,
+                          (long long)info->mtime, meta, info->version_id, more);
+    Py_XDECREF(meta);
+    Py_XDECREF(more);
     s3r_object_info_free(info);
     return r;
 }
@@ -818,7 +858,8 @@ static PyObject *str_list(char *const *v, size_t n)
 }
 
 /* list_versions(bucket, prefix, delimiter, key_marker, version_id_marker, max_keys)
- *   -> ([(key, version_id, is_latest, delete_marker, size, etag, mtime)...], [prefix...],
+ *   -> ([(key, version_id, is_latest, delete_marker, size, etag, mtime, storage_class)...],
+ *       [prefix...],
  *       next_key_marker or None, next_version_id_marker or None) */
 static PyObject *client_list_versions(ClientObject *self, PyObject *args)
 {
@@ -838,9 +879,9 @@ static PyObject *client_list_versions(ClientObject *self, PyObject *args)
     for (size_t i = 0; i < l->n_versions; i++) {
         const s3r_version_entry_t *e = &l->versions[i];
         PyObject *t =
-            Py_BuildValue("ssOOKzL", e->key, e->version_id, e->is_latest ? Py_True : Py_False,
+            Py_BuildValue("ssOOKzLz", e->key, e->version_id, e->is_latest ? Py_True : Py_False,
                           e->delete_marker ? Py_True : Py_False, (unsigned long long)e->size,
-                          e->etag, (long long)e->mtime);
+                          e->etag, (long long)e->mtime, l->storage_classes[i]);
         if (t == NULL)
             goto out;
         PyList_SET_ITEM(vers, (Py_ssize_t)i, t);
@@ -855,7 +896,7 @@ out:
 }
 
 /* list(bucket, prefix, delimiter, token, start_after, max_keys)
- *   -> ([(key, size, etag, mtime)...], [prefix...], next_token or None) */
+ *   -> ([(key, size, etag, mtime, storage_class)...], [prefix...], next_token or None) */
 static PyObject *client_list(ClientObject *self, PyObject *args)
 {
     const char *bucket;
@@ -873,8 +914,8 @@ static PyObject *client_list(ClientObject *self, PyObject *args)
         goto out;
     for (size_t i = 0; i < l->n_objects; i++) {
         const s3r_object_entry_t *e = &l->objects[i];
-        PyObject *t = Py_BuildValue("sKzL", e->key, (unsigned long long)e->size, e->etag,
-                                    (long long)e->mtime);
+        PyObject *t = Py_BuildValue("sKzLz", e->key, (unsigned long long)e->size, e->etag,
+                                    (long long)e->mtime, l->storage_classes[i]);
         if (t == NULL)
             goto out;
         PyList_SET_ITEM(objs, (Py_ssize_t)i, t);
@@ -1509,18 +1550,27 @@ static PyObject *size_parse(PyObject *Py_UNUSED(m), PyObject *args)
     return PyLong_FromUnsignedLongLong(v);
 }
 
-/* aws_settings(profile=None) -> dict: what s3r_aws_settings_load finds in
- * the AWS environment and shared files (only the settings found), or
+/* aws_settings(profile=None, keys=True) -> dict: what s3r_aws_settings_load
+ * (keys false: s3r_aws_settings_load_without_keys) finds in the AWS
+ * environment and shared files (only the settings found), or
  * ValueError with the library's reason (a file that does not parse, an
- * unknown profile named on purpose). The environment is read as it is at
+ * unknown profile named on purpose, a credential_process or container
+ * endpoint that failed). The GIL is released meanwhile. The environment is read as it is at
  * the call, so os.environ changes made by Python count. */
 static PyObject *aws_settings(PyObject *Py_UNUSED(m), PyObject *args)
 {
     const char *profile = NULL;
-    if (!PyArg_ParseTuple(args, "|z", &profile))
+    int keys = 1;
+    if (!PyArg_ParseTuple(args, "|zp", &profile, &keys))
         return NULL;
     s3r_aws_settings_t s;
-    if (s3r_aws_settings_load(profile, &s) != S3R_OK) {
+    s3r_status_t st;
+    /* A credential_process or a container endpoint may take a while. */
+    Py_BEGIN_ALLOW_THREADS
+    st =
+        keys ? s3r_aws_settings_load(profile, &s) : s3r_aws_settings_load_without_keys(profile, &s);
+    Py_END_ALLOW_THREADS
+    if (st != S3R_OK) {
         s3r_error_info_t e;
         PyErr_Format(PyExc_ValueError, "s3rdma: %s",
                      s3r_client_last_error(NULL, &e) == S3R_OK ? e.message : "out of memory");
@@ -1537,7 +1587,8 @@ static PyObject *aws_settings(PyObject *Py_UNUSED(m), PyObject *args)
              {"ca_bundle", s.ca_bundle},
              {"rdma_endpoint", s.rdma_endpoint},
              {"transport", s.transport},
-             {"profile", s.profile}};
+             {"profile", s.profile},
+             {"keys_from", s.keys_from}};
     for (size_t i = 0; d != NULL && i < sizeof(f) / sizeof(f[0]); i++) {
         if (f[i].value == NULL)
             continue;

@@ -14,7 +14,7 @@ from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, Opti
                     Sequence, Tuple, Union)
 
 from . import _s3rdma, config, npy
-from .errors import S3Error, from_native
+from .errors import NoCredentialsError, S3Error, from_native
 
 _s3rdma.set_error_factory(from_native)
 
@@ -30,13 +30,32 @@ DEFAULT_PARTS_IN_FLIGHT = 4  # libs3rdma's default (s3r_config_t.parts_in_flight
 
 @dataclass
 class ObjectInfo:
-    """What head_object returns."""
+    """What head_object returns: boto3's head_object fields under snake_case names
+    (``ContentLength`` is size, ``StorageClass`` storage_class, ``ChecksumCRC32C``
+    checksum_crc32c, ...). A field the server did not send is None."""
     size: int
     etag: str
     content_type: Optional[str]
     last_modified: int  # unix seconds
     metadata: Dict[str, str] = field(default_factory=dict)
     version_id: Optional[str] = None  # x-amz-version-id; None for an unversioned bucket
+    storage_class: Optional[str] = None  # None for STANDARD, which S3 does not name
+    content_encoding: Optional[str] = None
+    content_disposition: Optional[str] = None
+    content_language: Optional[str] = None
+    cache_control: Optional[str] = None
+    expires: Optional[str] = None  # as stored (an HTTP date)
+    server_side_encryption: Optional[str] = None  # "AES256" or "aws:kms"
+    checksum_crc32: Optional[str] = None  # base64, as S3 gives them
+    checksum_crc32c: Optional[str] = None
+    checksum_crc64nvme: Optional[str] = None
+    checksum_sha1: Optional[str] = None
+    checksum_sha256: Optional[str] = None
+    checksum_type: Optional[str] = None  # "FULL_OBJECT" or "COMPOSITE"
+    object_lock_mode: Optional[str] = None  # "GOVERNANCE" or "COMPLIANCE"
+    object_lock_retain_until: Optional[str] = None  # ISO 8601
+    object_lock_legal_hold: Optional[str] = None  # "ON" or "OFF"
+    expiration: Optional[str] = None  # x-amz-expiration: 'expiry-date="...", rule-id="..."'
 
 
 @dataclass
@@ -46,6 +65,7 @@ class ObjectEntry:
     size: int
     etag: Optional[str]
     last_modified: int
+    storage_class: Optional[str] = None  # the listing's <StorageClass> ("STANDARD", ...)
 
 
 @dataclass
@@ -65,6 +85,7 @@ class VersionEntry:
     size: int
     etag: Optional[str]
     last_modified: int
+    storage_class: Optional[str] = None  # None for a delete marker
 
 
 @dataclass
@@ -163,6 +184,14 @@ class Client:
             put_object of a body above multipart_threshold (libs3rdma) and
             s3rdma.torch's checkpoint writer; default 4, at most 64, 1 = one by one.
         max_workers: threads of the pool behind the ``*_async`` methods.
+        unsigned: anonymous requests, for public buckets: nothing is signed and no
+            credentials are needed (any found are not used), as boto3's
+            ``Config(signature_version=UNSIGNED)``, s3torchconnector's
+            ``S3ClientConfig(unsigned=True)``, s3fs's ``anon=True`` and awscli's
+            ``--no-sign-request``. The server serves what a bucket policy or an ACL
+            grants everyone and answers AccessDenied elsewhere; it opens RDMA sessions
+            for access keys only, so every request goes over HTTP (``transport`` auto
+            or http; native or token is InvalidArgument).
         **options: any other libs3rdma setting by its ``s3r_config_t`` name
             (``rdma_socket``, ``native_inline``, ``http_timeout_ms``, ``quiet``, ...).
 
@@ -176,13 +205,23 @@ class Client:
                  rdma_threshold: Union[None, int, str] = None, fallback: bool = True,
                  profile: Optional[str] = None, part_size: Union[None, int, str] = None,
                  multipart_threshold: Union[None, int, str] = None, max_workers: int = 8,
-                 ca_bundle: Optional[str] = None, **options: Any):
-        s = config.resolve(endpoint, access_key, secret_key, region, profile, ca_bundle)
+                 ca_bundle: Optional[str] = None, unsigned: bool = False, **options: Any):
+        s = config.resolve(endpoint, access_key, secret_key, region, profile, ca_bundle,
+                           keys=not unsigned)
         if not s["endpoint"]:
             raise ValueError("s3rdma: no endpoint: pass endpoint= or set AWS_ENDPOINT_URL")
-        if not s["access_key"] or not s["secret_key"]:
-            raise ValueError("s3rdma: no credentials: pass access_key=/secret_key=, set "
-                             "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or use a ~/.aws profile")
+        if unsigned:
+            s["access_key"] = s["secret_key"] = None
+            options["anonymous"] = True
+        elif s["expiring_keys"]:
+            # libs3rdma loads them itself, and again before their Expiration
+            s["access_key"] = s["secret_key"] = None
+            options.update(aws_credentials=True, aws_profile=profile)
+        elif not s["access_key"] or not s["secret_key"]:
+            raise NoCredentialsError(
+                "s3rdma: Unable to locate credentials: pass access_key=/secret_key=, set "
+                "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, use a ~/.aws profile, or "
+                "unsigned=True for a public bucket", status="NoCredentialsError")
         self.part_size = _size(part_size) or DEFAULT_PART_SIZE
         self.multipart_threshold = _size(multipart_threshold) or DEFAULT_MULTIPART_THRESHOLD
         self.parts_in_flight = int(options.get("parts_in_flight") or DEFAULT_PARTS_IN_FLIGHT)
@@ -339,9 +378,11 @@ class Client:
 
     def head_object(self, bucket: str, key: str,
                     version_id: Optional[str] = None) -> ObjectInfo:
-        """Size, ETag, content type, last modified, user metadata and version id (of
-        version_id, or of the current version)."""
-        return ObjectInfo(*self._native.head(bucket, key, version_id))
+        """Size, ETag, content type, last modified, user metadata, version id, storage
+        class, the stored Content-* headers, checksums, encryption, object lock and
+        expiration (of version_id, or of the current version): ObjectInfo."""
+        *fields, more = self._native.head(bucket, key, version_id)
+        return ObjectInfo(*fields, **more)
 
     def delete_object(self, bucket: str, key: str,
                       version_id: Optional[str] = None) -> DeleteInfo:

@@ -15,24 +15,33 @@ from typing import Dict, Optional
 from . import _s3rdma
 
 
-def aws_settings(profile: Optional[str] = None) -> Dict[str, str]:
+def aws_settings(profile: Optional[str] = None, keys: bool = True) -> Dict[str, str]:
     """The settings found in the AWS environment and the profile: keys endpoint,
     access_key, secret_key, session_token, region, ca_bundle, rdma_endpoint,
-    transport, profile (only those found). A shared file that does not parse, or a
-    profile named explicitly (argument or AWS_PROFILE) that exists in neither file, is
-    a ValueError that says which."""
-    return _s3rdma.aws_settings(profile)
+    transport, profile, keys_from (where the keys came from: "AWS_ACCESS_KEY_ID",
+    "profile", "credential_process", "container"); only those found. A shared file
+    that does not parse, a profile named explicitly (argument or AWS_PROFILE) that
+    exists in neither file, or a credential_process or container endpoint that fails
+    is a ValueError that says which. keys=False leaves the keys out: no program runs
+    and no endpoint is asked (for a caller that has its keys or needs none)."""
+    return _s3rdma.aws_settings(profile, keys)
 
 
 def resolve(endpoint: Optional[str], access_key: Optional[str], secret_key: Optional[str],
             region: Optional[str], profile: Optional[str],
-            ca_bundle: Optional[str] = None) -> Dict[str, Optional[str]]:
-    """Fills the settings left None from the environment, then the profile."""
-    found = aws_settings(profile)
+            ca_bundle: Optional[str] = None, keys: bool = True) -> Dict[str, Optional[str]]:
+    """Fills the settings left None from the environment, then the profile; keys=False:
+    no keys wanted (anonymous requests)."""
+    given = bool(access_key and secret_key)
+    found = aws_settings(profile, keys and not given)
     return {
         "endpoint": endpoint or found.get("endpoint"),
         "access_key": access_key or found.get("access_key"),
         "secret_key": secret_key or found.get("secret_key"),
         "region": region or found.get("region"),
         "ca_bundle": ca_bundle or found.get("ca_bundle"),
+        # keys that may expire (a program's, a container's): the client loads them
+        # itself and again before they expire (s3r_config_t.aws_credentials)
+        "expiring_keys": not (access_key or secret_key) and found.get("keys_from") in (
+            "credential_process", "container"),
     }

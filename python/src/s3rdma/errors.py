@@ -82,6 +82,12 @@ class InvalidArgument(S3Error, ValueError):
     """A bad argument or setting (the message says which)."""
 
 
+class NoCredentialsError(InvalidArgument):
+    """No access key and secret were found (arguments, environment, profile) for a
+    client that signs its requests: boto3's NoCredentialsError. A public bucket is
+    read without them by a client made with ``unsigned=True``."""
+
+
 class PreconditionFailed(S3Error):
     """A conditional request's condition did not hold (412), e.g. a create-only PUT
     (``if_none_match=True``) of a key that already holds an object."""

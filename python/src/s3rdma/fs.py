@@ -28,8 +28,12 @@ class S3RDMAFileSystem(AbstractFileSystem):
     protocol = "s3rdma"
     root_marker = ""
 
-    def __init__(self, **client_kwargs: Any):
-        super().__init__(**client_kwargs)
+    def __init__(self, anon: bool = False, **client_kwargs: Any):
+        """client_kwargs go to s3rdma.Client; anon=True (s3fs's name) is its
+        unsigned=True: anonymous requests, for public buckets."""
+        super().__init__(anon=anon, **client_kwargs)
+        if anon:
+            client_kwargs["unsigned"] = True
         self.client = Client(**client_kwargs)
 
     @classmethod
@@ -48,7 +52,7 @@ class S3RDMAFileSystem(AbstractFileSystem):
 
     def _entry(self, bucket: str, o) -> Dict[str, Any]:
         return {"name": f"{bucket}/{o.key}", "size": o.size, "type": "file", "ETag": o.etag,
-                "LastModified": o.last_modified}
+                "LastModified": o.last_modified, "StorageClass": o.storage_class}
 
     def ls(self, path: str, detail: bool = True, **kwargs: Any) -> List[Any]:
         path = self._strip_protocol(path)
@@ -81,7 +85,8 @@ class S3RDMAFileSystem(AbstractFileSystem):
         try:
             h = self.client.head_object(bucket, key)
             return {"name": path, "size": h.size, "type": "file", "ETag": h.etag,
-                    "LastModified": h.last_modified, "ContentType": h.content_type}
+                    "LastModified": h.last_modified, "ContentType": h.content_type,
+                    "StorageClass": h.storage_class or "STANDARD"}
         except (NoSuchKey, NoSuchBucket):
             pass
         try:

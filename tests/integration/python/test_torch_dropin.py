@@ -230,8 +230,8 @@ def test_connector_test_patterns(aws_env, rbucket):
 
 def test_client_config_fields(aws_env, rbucket, boto):
     """s3torchconnector's fields by keyword (its dcp example's and notebook's:
-    unsigned=True, for a public bucket, is accepted and requests are signed with the
-    credentials found), its requester_pays + unsigned check, frozen."""
+    unsigned=True reads a public bucket anonymously, test_unsigned.py has the rest), its
+    requester_pays + unsigned check, frozen."""
     from s3rdma.torch import S3ClientConfig
     s3config = S3ClientConfig(part_size=16 * 1024 * 1024, throughput_target_gbps=600,
                               max_attempts=20)
@@ -239,7 +239,8 @@ def test_client_config_fields(aws_env, rbucket, boto):
         (16 * MiB, 600, 20)
     S3ClientConfig(profile="x", force_path_style=True, requester_pays=True)
     import s3rdma.torch as s3torchconnector
-    put(boto, rbucket, "images/0.jpg", b"jpeg")
+    boto.put_bucket_acl(Bucket=rbucket, ACL="public-read")
+    boto.put_object(Bucket=rbucket, Key="images/0.jpg", Body=b"jpeg", ACL="public-read")
     IMAGES_URI, REGION = f"s3://{rbucket}/images/", "us-east-1"
     config = s3torchconnector.S3ClientConfig(unsigned=True)
     dataset = s3torchconnector.S3MapDataset.from_prefix(IMAGES_URI, region=REGION,

@@ -183,13 +183,68 @@ static void test_transport_names(void **state)
     assert_int_equal(s3c_parse_bool(""), -1);
 }
 
+/* Where the keys come from: given (at most S3C_KEY_MAX bytes), none
+ * (anonymous: HTTP only, no keys kept), or loaded later (aws_credentials:
+ * none may be given). */
+static void test_credentials(void **state)
+{
+    (void)state;
+    s3r_config_t cfg;
+    s3c_settings_t s;
+    char err[256];
+    base_cfg(&cfg);
+    cfg.access_key = NULL;
+    assert_int_equal(s3c_settings_build(&cfg, fake_getenv, &s, err, sizeof(err)),
+                     S3R_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "no credentials"));
+    assert_non_null(strstr(err, "anonymous"));
+
+    cfg.anonymous = 1; /* no keys needed; RDMA off; given keys dropped */
+    cfg.secret_key = "SK";
+    assert_int_equal(s3c_settings_build(&cfg, fake_getenv, &s, err, sizeof(err)), S3R_OK);
+    assert_true(s.anonymous);
+    assert_false(s.use_rdma);
+    assert_int_equal(s.transport, S3R_TRANSPORT_HTTP);
+    assert_null(s.access_key);
+    assert_null(s.secret_key);
+    s3c_settings_free(&s);
+    for (s3r_transport_t t = S3R_TRANSPORT_TOKEN; t <= S3R_TRANSPORT_NATIVE; t++) {
+        cfg.transport = t;
+        assert_int_equal(s3c_settings_build(&cfg, fake_getenv, &s, err, sizeof(err)),
+                         S3R_ERR_INVALID_ARG);
+        assert_non_null(strstr(err, "needs credentials"));
+    }
+
+    base_cfg(&cfg);
+    cfg.aws_credentials = 1;
+    cfg.aws_profile = "dev";
+    assert_int_equal(s3c_settings_build(&cfg, fake_getenv, &s, err, sizeof(err)),
+                     S3R_ERR_INVALID_ARG);
+    assert_non_null(strstr(err, "leave access_key and secret_key NULL"));
+    cfg.access_key = cfg.secret_key = NULL;
+    assert_int_equal(s3c_settings_build(&cfg, fake_getenv, &s, err, sizeof(err)), S3R_OK);
+    assert_true(s.aws_credentials);
+    assert_string_equal(s.aws_profile, "dev");
+    s3c_settings_free(&s);
+
+    base_cfg(&cfg);
+    char longkey[S3C_KEY_MAX + 2];
+    memset(longkey, 'k', sizeof(longkey) - 1);
+    longkey[sizeof(longkey) - 1] = '\0';
+    cfg.secret_key = longkey;
+    assert_int_equal(s3c_settings_build(&cfg, fake_getenv, &s, err, sizeof(err)),
+                     S3R_ERR_INVALID_ARG);
+    longkey[S3C_KEY_MAX] = '\0'; /* the longest taken */
+    assert_int_equal(s3c_settings_build(&cfg, fake_getenv, &s, err, sizeof(err)), S3R_OK);
+    s3c_settings_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_endpoints),
-        cmocka_unit_test(test_env_overrides),
-        cmocka_unit_test(test_transport_names),
+        cmocka_unit_test(test_defaults),      cmocka_unit_test(test_endpoints),
+        cmocka_unit_test(test_env_overrides), cmocka_unit_test(test_transport_names),
+        cmocka_unit_test(test_credentials),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

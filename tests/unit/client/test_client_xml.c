@@ -104,6 +104,8 @@ static void test_object_list(void **state)
     assert_string_equal(l->objects[0].etag, "\"abc\"");
     assert_int_equal(l->objects[0].size, 12345678901ULL);
     assert_int_equal(l->objects[0].mtime, 1704164645);
+    assert_string_equal(l->storage_classes[0], "STANDARD");
+    assert_null(l->storage_classes[1]); /* the listing named none */
     assert_int_equal(l->n_prefixes, 1);
     assert_string_equal(l->prefixes[0], "dir/");
     assert_true(l->truncated);
@@ -111,11 +113,14 @@ static void test_object_list(void **state)
 
     /* A second page appends and replaces the paging state. */
     const char *p2 = "<ListBucketResult><IsTruncated>false</IsTruncated>"
-                     "<Contents><Key>c</Key><Size>7</Size></Contents>"
+                     "<Contents><Key>c</Key><Size>7</Size>"
+                     "<StorageClass>GLACIER</StorageClass></Contents>"
                      "<CommonPrefixes><Prefix>e/</Prefix></CommonPrefixes></ListBucketResult>";
     assert_int_equal(s3c_xml_parse_object_list(p2, strlen(p2), &l), 0);
     assert_int_equal(l->n_objects, 3);
     assert_string_equal(l->objects[2].key, "c");
+    assert_string_equal(l->storage_classes[0], "STANDARD");
+    assert_string_equal(l->storage_classes[2], "GLACIER");
     assert_int_equal(l->n_prefixes, 2);
     assert_false(l->truncated);
     assert_null(l->next_token);
@@ -253,7 +258,8 @@ static void test_version_list(void **state)
                 "<IsLatest>true</IsLatest><LastModified>2026-11-26T10:00:00.000Z</LastModified>"
                 "</DeleteMarker>"
                 "<Version><Key>a%20b</Key><VersionId>v8</VersionId><IsLatest>false</IsLatest>"
-                "<ETag>&quot;e&quot;</ETag><Size>12</Size></Version>"
+                "<ETag>&quot;e&quot;</ETag><Size>12</Size>"
+                "<StorageClass>STANDARD_IA</StorageClass></Version>"
                 "<CommonPrefixes><Prefix>d%2F</Prefix></CommonPrefixes>"
                 "</ListVersionsResult>"),
             &l),
@@ -267,6 +273,8 @@ static void test_version_list(void **state)
     assert_false(l->versions[1].delete_marker || l->versions[1].is_latest);
     assert_int_equal(l->versions[1].size, 12);
     assert_string_equal(l->versions[1].etag, "\"e\"");
+    assert_null(l->storage_classes[0]); /* a delete marker */
+    assert_string_equal(l->storage_classes[1], "STANDARD_IA");
     assert_string_equal(l->prefixes[0], "d/");
     assert_true(l->truncated);
     assert_string_equal(l->next_key_marker, "b\nc");

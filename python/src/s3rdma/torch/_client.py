@@ -40,11 +40,13 @@ class S3ClientConfig:
             accepted so s3torchconnector code runs unchanged; libs3rdma sizes its own
             transfers, retries by its own rules (docs/client.md) and always addresses
             buckets path-style, so they change nothing.
-        unsigned: s3torchconnector's anonymous requests (public buckets). libs3rdma
-            signs every request, so True is accepted and requests are still signed
-            with the credentials found (argument, environment, profile): a public
-            bucket reads the same, and with no credentials the client's error says
-            so.
+        unsigned: s3torchconnector's anonymous requests (public buckets): nothing is
+            signed and no credentials are needed (s3rdma.Client's ``unsigned``). The
+            server opens no RDMA session without credentials, so they go over HTTP; a
+            transport left unset is then ``"auto"`` (which means HTTP) whatever
+            ``S3RDMA_TRANSPORT`` or the profile say, and ``transport="native"`` or
+            ``"token"`` is an InvalidArgument error. A private object answers
+            S3Exception (AccessDenied).
         transport: ``"auto"``, ``"native"``, ``"token"`` or ``"http"``, as
             s3rdma.Client's; default ``S3RDMA_TRANSPORT``, the profile's
             ``s3rdma_transport``, then ``"auto"``.
@@ -88,13 +90,16 @@ def make_client(region: Optional[str], endpoint: Optional[str],
     cfg = config or S3ClientConfig()
     kw = dict(cfg.options)
     kw.setdefault("quiet", True)
-    found = aws_settings(cfg.profile) if not (transport or cfg.transport) or \
+    found = aws_settings(cfg.profile, keys=False) if not (transport or cfg.transport) or \
         not cfg.rdma_endpoint else {}
+    # An anonymous client has HTTP only: a transport set for signed clients (the
+    # environment's, the profile's) is not for it.
+    found_transport = None if cfg.unsigned else found.get("transport")
     return Client(endpoint=endpoint,
                   rdma_endpoint=cfg.rdma_endpoint or found.get("rdma_endpoint"),
                   access_key=cfg.access_key, secret_key=cfg.secret_key, region=region,
-                  transport=transport or cfg.transport or found.get("transport") or "auto",
-                  profile=cfg.profile, part_size=cfg.part_size, **kw)
+                  transport=transport or cfg.transport or found_transport or "auto",
+                  profile=cfg.profile, part_size=cfg.part_size, unsigned=cfg.unsigned, **kw)
 
 
 class ClientHolder:

@@ -8,7 +8,9 @@ S3Client``), over the process's s3rdma.Client.
 Each process opens its own s3rdma.Client on first use (ClientHolder), so an S3Client
 passes to DataLoader workers as s3torchconnector's does. ``user_agent`` (a UserAgent,
 _user_agent.py) gives user_agent_prefix and is not sent (libs3rdma names itself);
-``storage_class`` is accepted and not sent (s3rdmad has one storage class).
+``storage_class`` is accepted and not sent (libs3rdma's PUT has no storage-class option;
+s3rdmad keeps and serves every object alike, a class being a label). head_object and
+list_objects give each object's ``storage_class``, as s3torchconnector's results do.
 """
 from typing import Any, Iterator, List, NamedTuple, Optional
 
@@ -21,7 +23,7 @@ from ..writer import S3Writer
 
 class ListObjectResult(NamedTuple):
     """One ListObjectsV2 page, with s3torchconnector's field names: ``object_info``
-    (entries with key, size, etag, last_modified) and ``common_prefixes``."""
+    (entries with key, size, etag, last_modified, storage_class) and ``common_prefixes``."""
     object_info: List[ObjectEntry]
     common_prefixes: List[str]
 
