@@ -203,6 +203,42 @@ def test_verify_fails_bad_credentials(rsrv):
         p.stdout
 
 
+def _no_aws_env(extra):
+    """clean_env without the caller's AWS keys and profile, plus extra."""
+    env = {k: v for k, v in clean_env(extra).items()
+           if not k.startswith(("AWS_ACCESS_KEY", "AWS_SECRET", "AWS_SESSION", "AWS_PROFILE",
+                                "AWS_CONTAINER"))}
+    env.update(extra)
+    return env
+
+
+def test_keys_from_the_aws_profile(rsrv, tmp_path):
+    """Without --access-key/--secret-key or their variables, the keys are the AWS
+    profile's, as the AWS CLI finds them; with none anywhere, a clear error."""
+    creds = tmp_path / "credentials"
+    creds.write_text(f"[default]\naws_access_key_id = AKNOBODY\naws_secret_access_key = x\n"
+                     f"[bench]\naws_access_key_id = {AK}\naws_secret_access_key = {SK}\n")
+    files = {"AWS_SHARED_CREDENTIALS_FILE": str(creds),
+             "AWS_CONFIG_FILE": str(tmp_path / "no-config"), "HOME": str(tmp_path)}
+    out = tmp_path / "r.json"
+    b = f"bench-prof-{uuid.uuid4().hex[:8]}"
+    cmd = [str(BENCH), "run", "read", "--ops", "10", "--object-size", "4KB", "--seed-objects",
+           "2", "--bucket", b, "--endpoints", rsrv.srv.host, "--json", str(out)]
+    p = subprocess.run(cmd, env=_no_aws_env({**rsrv.ucx_env, **files, "AWS_PROFILE": "bench"}),
+                       capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    check_op(json.loads(out.read_text()), "read", "http")
+    # The default profile's keys are the server's to refuse.
+    p = subprocess.run(cmd, env=_no_aws_env({**rsrv.ucx_env, **files}), capture_output=True,
+                       text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert p.returncode != 0 and "InvalidAccessKeyId" in p.stderr, p.stderr
+    p = subprocess.run(cmd, env=_no_aws_env({"AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
+                                             "AWS_CONFIG_FILE": str(tmp_path / "none"),
+                                             "HOME": str(tmp_path)}),
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert p.returncode != 0 and "credentials" in p.stderr.lower(), p.stderr
+
+
 @pytest.mark.parametrize("args,msg", [
     (["run"], "run needs one of"),
     (["run", "write", "--object-size", "12XB"], "expected a size"),

@@ -93,7 +93,8 @@ void bench_usage(FILE *f)
             "\n"
             "  --endpoints H:P[,H:P...]   S3 endpoints (http:// optional), spread across "
             "[127.0.0.1:9000]\n"
-            "  --access-key K --secret-key S   [$AWS_ACCESS_KEY_ID, $AWS_SECRET_ACCESS_KEY]\n"
+            "  --access-key K --secret-key S   [$AWS_ACCESS_KEY_ID, $AWS_SECRET_ACCESS_KEY; else\n"
+            "                             the AWS profile's: AWS_PROFILE or default]\n"
             "  --bucket B [s3rdma-bench]  --prefix P [s3rdma-bench/]\n"
             "  --threads N [4]            --inflight N [1] requests in flight per thread (async "
             "API)\n"
@@ -455,11 +456,16 @@ int bench_opts_parse(int argc, char **argv, bench_opts_t *o)
         o->access_key = getenv("AWS_ACCESS_KEY_ID");
     if (!o->secret_key)
         o->secret_key = getenv("AWS_SECRET_ACCESS_KEY");
-    if (!o->access_key || !o->secret_key || !*o->access_key || !*o->secret_key) {
+    int has_key = o->access_key && *o->access_key, has_secret = o->secret_key && *o->secret_key;
+    if (has_key != has_secret) {
         fprintf(stderr, "s3rdma-bench: credentials needed: --access-key and --secret-key (or "
-                        "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY)\n");
+                        "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY), both or neither\n");
         return 2;
     }
+    /* Neither: the AWS profiles' keys (the shared files, credential_process,
+     * a container endpoint), which libs3rdma finds when the client is made
+     * and names what is missing when nothing is found. */
+    o->aws_credentials = !has_key;
     /* SPT_RDMA_ENABLED overrides --use-rdma here too: it picks the default
      * transport (libs3rdma applies it again to use_rdma). */
     const char *env = getenv("SPT_RDMA_ENABLED");
@@ -490,8 +496,9 @@ void bench_opts_config(const bench_opts_t *o, s3r_config_t *cfg)
     s3r_config_init(cfg);
     cfg->endpoint = o->endpoints;
     cfg->rdma_endpoint = o->rdma_endpoint;
-    cfg->access_key = o->access_key;
-    cfg->secret_key = o->secret_key;
+    cfg->access_key = o->aws_credentials ? NULL : o->access_key;
+    cfg->secret_key = o->aws_credentials ? NULL : o->secret_key;
+    cfg->aws_credentials = o->aws_credentials;
     cfg->transport = o->transport;
     cfg->use_rdma = o->use_rdma;
     cfg->rdma_threshold = o->rdma_threshold;

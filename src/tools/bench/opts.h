@@ -26,6 +26,7 @@ typedef struct bench_opts {
     char *endpoints;        /* "http://h:p,http://h:p" (allocated) */
     const char *rdma_endpoint;
     const char *access_key, *secret_key, *bucket, *prefix;
+    int aws_credentials; /* no keys given: the AWS profile's (AWS_PROFILE, else default) */
     int threads, inflight;
     uint64_t size_min, size_max;
     double duration_s;     /* used when ops is 0 */

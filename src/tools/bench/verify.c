@@ -241,7 +241,8 @@ static void check_endpoint(tally_t *t, const bench_opts_t *o, const char *ep, co
               "for make run)",
               "%s: credentials refused (%s)", ep, why);
     } else {
-        check(t, "PASS", NULL, "%s: credentials accepted (access key %s)", ep, o->access_key);
+        check(t, "PASS", NULL, "%s: credentials accepted (access key %s)", ep,
+              o->aws_credentials ? "of the AWS profile" : o->access_key);
     }
     s3r_client_destroy(h);
     if (st != S3R_OK)
