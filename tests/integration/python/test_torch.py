@@ -345,7 +345,9 @@ def test_checkpoint_load_lands_in_huge_page_memory(rsrv, rbucket, transport):
 def test_checkpoint_load_reuses_memory_only_when_free(rsrv, rbucket):
     """reuse_load_memory: a load while tensors of the previous one live lands in other
     memory and leaves them intact; once the last tensor of a load is gone, the next
-    load lands in that load's memory; a checkpoint more than twice smaller does not."""
+    load lands in that load's memory; a checkpoint more than twice smaller does not.
+    The memory is the session's registered memory (shared with the server, which
+    writes the GETs in place), not private memory copied into."""
     cfg = S3ClientConfig(transport="native", rdma_endpoint=rsrv.rdma_endpoint,
                          access_key=USERS[0][0], secret_key=USERS[0][1], part_size=5 * MiB)
     cp = S3Checkpoint(endpoint=rsrv.endpoint, s3client_config=cfg, reuse_load_memory=True)
@@ -360,6 +362,8 @@ def test_checkpoint_load_reuses_memory_only_when_free(rsrv, rbucket):
     assert same(second, b)
     assert torch.equal(keep, a["w"])
     addr = second["w"].data_ptr()
+    head, _ = _mapping_of(addr)
+    assert head.split()[1][3] == "s", head  # shared: the session's registered memory
     del second
     third = cp.load(f"s3://{rbucket}/ck/a.ckpt")
     assert same(third, a) and torch.equal(keep, a["w"])

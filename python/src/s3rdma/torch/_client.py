@@ -224,46 +224,47 @@ class _HugeMap:
 
 
 class BlockCache:
-    """fresh_block memory, keeping the last block whose views all died for the next
-    take() that fits it (at least the size asked, at most twice): memory used again
-    is neither faulted in nor zeroed, which on a same-host session makes a load run
-    at copy speed instead of page-fault speed (docs/benchmarks.md). At most one block
-    is kept, until the cache goes: the price is memory the size of the last
-    checkpoint loaded, held while nothing uses it. Thread-safe; a pickled copy starts
-    empty."""
+    """Memory for whole checkpoints that is used again: keeps the last block whose views
+    all died for the next take() that fits it (at least the size asked, at most twice).
+    Blocks are registered with the RDMA session (alloc): a GET into one is written in
+    place by the server, with no copy out of libs3rdma's bounce buffer on the client, and
+    memory used again is neither faulted in nor zeroed (docs/benchmarks.md: one copy
+    per byte, the server's, against a copy on each side plus the first touch for
+    fresh_block). The first load into a new block pays for it: on a same-host session it
+    is shared memory the server faults in 4 KiB at a time. At most one block is kept,
+    until the cache goes: the price is memory the size of the last checkpoint loaded,
+    held while nothing uses it (and, registered, one of the session's 64 regions).
+    Thread-safe; a pickled copy starts empty."""
 
-    def __init__(self) -> None:
+    def __init__(self, holder: "ClientHolder") -> None:
+        self._holder = holder
         self._lock = threading.Lock()
-        self._spare: Optional[_HugeMap] = None
+        self._spare: Optional[memoryview] = None
 
     def __getstate__(self) -> Dict[str, Any]:
-        return {}  # a copy (e.g. in a spawned worker) starts with no block
+        return {"_holder": self._holder}  # a copy (e.g. in a spawned worker) has no block
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
-        self.__init__()  # type: ignore[misc]
+        self.__init__(state["_holder"])  # type: ignore[misc]
 
     def take(self, size: int) -> memoryview:
         if size == 0:
             return memoryview(bytearray(0))
         with self._lock:
-            hm, self._spare = self._spare, None
-        if hm is None or not size <= hm.cap <= 2 * size:
-            unfit, hm = hm, _HugeMap(size)
-            if unfit is not None:  # unmapped after the new mapping is placed
-                unfit.map.close()
-        view = hm.view(size)
-        weakref.finalize(view, self._give, weakref.ref(self), hm).atexit = False
+            block, self._spare = self._spare, None
+        if block is None or not size <= len(block) <= 2 * size:
+            block = None  # an unfit spare goes before the new block is made
+            block = alloc(self._holder.client, size)
+        view = block[:size]
+        weakref.finalize(view, self._give, weakref.ref(self), block).atexit = False
         return view
 
     @staticmethod
-    def _give(cache_ref: "weakref.ref[BlockCache]", hm: _HugeMap) -> None:
-        """The last view of hm died: hm becomes the spare (the older one, if any, is
-        unmapped), unless the cache itself is gone."""
+    def _give(cache_ref: "weakref.ref[BlockCache]", block: memoryview) -> None:
+        """The last view of block died: block becomes the spare (the older one, if
+        any, is dropped), unless the cache itself is gone."""
         cache = cache_ref()
         if cache is None:
-            hm.map.close()
             return
         with cache._lock:
-            old, cache._spare = cache._spare, hm
-        if old is not None:
-            old.map.close()
+            cache._spare = block

@@ -24,15 +24,17 @@ class S3Checkpoint:
                  s3client_config: Optional[S3ClientConfig] = None,
                  reader_constructor: Optional[ReaderFactory] = None,
                  reuse_load_memory: bool = False):
-        """reuse_load_memory: load() keeps the memory of a loaded checkpoint once all
-        its tensors are gone, and the next load() of a checkpoint that fits lands in
-        it, with no page faults (docs/benchmarks.md: on a same-host session about
-        twice as fast as new memory). It holds memory the size of the last checkpoint
-        loaded while nothing uses it, until this S3Checkpoint goes: for loops of loads
+        """reuse_load_memory: load() (and torch.load of a reader) lands in memory
+        registered with the RDMA session, which the server writes in place (no copy on
+        the client), and keeps it once all the loaded tensors are gone: the next load
+        of a checkpoint that fits lands in it, with no page faults (BlockCache;
+        docs/benchmarks.md: one copy per byte, the server's, against two plus the first
+        touch of new memory). It holds memory the size of the last checkpoint loaded
+        while nothing uses it, until this S3Checkpoint goes: for loops of loads
         (evaluating checkpoints, reloading weights), not for one load at start-up."""
         self.region, self.endpoint = region, endpoint
-        self._take = BlockCache().take if reuse_load_memory else fresh_block
         self._holder = ClientHolder(region, endpoint, s3client_config)
+        self._take = BlockCache(self._holder).take if reuse_load_memory else fresh_block
         self._part_size = (s3client_config or S3ClientConfig()).part_size
         # torch.load of a reader fetches the whole object in part_size ranges
         # (archive.py); other reads are ranged, small ones served from 256 KiB reads
@@ -51,7 +53,7 @@ class S3Checkpoint:
     def load(self, s3_uri: str, map_location: Any = None, **pickle_load_args: Any) -> Any:
         """What ``torch.load(self.reader(s3_uri), map_location, ...)`` returns, faster:
         the object is fetched whole by ranged GETs (part_size each) into one block of
-        new memory with huge pages (reader.fetch_chunked; or the kept one: see
+        new memory with huge pages (reader.fetch_chunked; or the kept registered one: see
         reuse_load_memory), and the tensors are left in that block, no copy
         (archive.py). The block lives as long as any of the tensors."""
         bucket, key = parse_s3_uri(s3_uri)
