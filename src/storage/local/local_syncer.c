@@ -350,12 +350,12 @@ static void *syncer_main(void *arg)
     local_syncer_t *s = arg;
     pthread_mutex_lock(&s->lock);
     while (!s->stop) {
-        if (over_wake(s)) {
-            /* fell behind: the next sync point now */
-        } else if (s->interval_ms) {
+        /* Behind (a backlog that would have woken it came during the last
+         * sync point): the next one at once, no sleep. */
+        if (!over_wake(s) && s->interval_ms) {
             struct timespec ts = clock_after_ms(CLOCK_MONOTONIC, s->interval_ms);
             pthread_cond_timedwait(&s->wake, &s->lock, &ts);
-        } else {
+        } else if (!over_wake(s)) {
             pthread_cond_wait(&s->wake, &s->lock);
         }
         if (s->stop || !owed(s))

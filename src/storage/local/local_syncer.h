@@ -15,7 +15,9 @@
  *      the lists (commits register their new files inside their
  *      transaction, so every commit up to S has);
  *   2. fdatasync every object file committed since the last cut, fsync the
- *      directories holding their entries and those of new shard directories;
+ *      directories holding their entries and those of new shard directories
+ *      -- or, for SYNCER_SYNCFS_FILES files or more, one syncfs of the
+ *      objects' filesystem, which covers them all with one disk flush;
  *   3. fdatasync data.mdb: S's pages are on disk;
  *   4. save S as the restore point (local_restore_save); let go of the previous
  *      restore point's read transaction;
@@ -24,8 +26,10 @@
  *
  * If a step fails, the lists go back to the next sync point and the previous
  * restore point stands. A sync point runs every local_sync_interval_ms on its
- * own thread (when something is owed), when the backlog grows large, on
- * stor_sync(), at stor_close() and once in local_syncer_start().
+ * own thread (when something is owed), when the backlog grows large (then
+ * back to back while it stays large), on stor_sync(), at stor_close() and
+ * once in local_syncer_start(). The backlog is bounded: local_syncer_throttle
+ * holds new commits back while it is at its bound.
  *
  * Fsync mode uses the same sync points with empty lists (a writer syncs its
  * own file and directory before its commit, in its own thread, and unlinks

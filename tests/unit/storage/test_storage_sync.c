@@ -171,6 +171,7 @@ static int setup_fsync_inline(void **state)
 static int teardown(void **state)
 {
     fx_t *f = *state;
+    fail_ino = 0; /* a failed assertion may have left it set */
     stor_close(f->st);
     tu_rmrf(f->tmp);
     free(f->tmp);
@@ -178,7 +179,6 @@ static int teardown(void **state)
     local_sync_interval_ms = 1000;
     local_sync_max_files = 16384;
     local_sync_throttle_ms = 10000;
-    fail_ino = 0; /* a failed assertion may leave it set */
     local_restore_boot_id_path = "/proc/sys/kernel/random/boot_id";
     return 0;
 }
