@@ -78,6 +78,11 @@ stor_status_t local_rd_begin(lstor_t *st, MDB_txn **txn_p)
 
 stor_status_t local_wr_begin(lstor_t *st, MDB_txn **txn_p)
 {
+    /* Relaxed mode: the sync points' backlog is bounded; a commit waits for
+     * room before it takes the writer lock (local_syncer_throttle). */
+    if (st->durability == STOR_DURABILITY_RELAXED && st->syncer &&
+        local_syncer_throttle(st->syncer) != 0)
+        return STOR_ERR_UNAVAILABLE;
     int rc = mdb_txn_begin(st->env, NULL, 0, txn_p);
     return rc ? local_mdb_fail("write txn", rc) : STOR_OK;
 }

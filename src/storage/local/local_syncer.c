@@ -24,6 +24,10 @@ unsigned local_sync_interval_ms = 1000;
 #define WAKE_DROPS   65536
 #define WAKE_COMMITS 4096 /* also bounds data.mdb's growth: see sync_point */
 
+unsigned local_sync_max_files = 16384;
+unsigned local_sync_max_drops = 131072;
+unsigned local_sync_throttle_ms = 10000;
+
 typedef struct idvec {
     uint8_t *ids; /* n * STOR_ID_LEN bytes */
     size_t n, cap;
@@ -34,6 +38,8 @@ struct local_syncer {
     int objfd;
     local_pool_t *pool; /* where step 5 puts the dropped files */
     unsigned interval_ms;
+    size_t max_files, max_drops; /* the backlog's bound (local_syncer_throttle) */
+    unsigned throttle_ms;
 
     pthread_mutex_t lock; /* guards everything below up to `stop` */
     pthread_cond_t wake;
@@ -42,6 +48,10 @@ struct local_syncer {
     uint8_t dirs[(SYNCER_N_DIRS + 7) / 8]; /* directories to fsync */
     int dirs_owed;
     unsigned committed; /* commits since the last cut */
+    /* The sync point under way: its files, until its restore point is
+     * saved; its drops, until they are returned. They count in the backlog. */
+    size_t cut_files, cut_drops;
+    pthread_cond_t room; /* the backlog shrank: throttled writers look again */
     int stop;
     /* Group commit: the snapshot of the newest restore point, whether a
      * waiter is running a sync point for the others, and where they wait. */
@@ -110,6 +120,37 @@ static int owed(const local_syncer_t *s)
     return s->committed || s->files.n || s->drops.n || s->dirs_owed;
 }
 
+/* A backlog that wakes the thread: a sync point runs now, not at the timer. */
+static int over_wake(const local_syncer_t *s)
+{
+    return s->files.n >= WAKE_FILES || s->drops.n >= WAKE_DROPS || s->committed >= WAKE_COMMITS;
+}
+
+/* The backlog is at its bound: new commits wait (local_syncer_throttle). */
+static int over_bound(const local_syncer_t *s)
+{
+    return s->files.n + s->cut_files >= s->max_files || s->drops.n + s->cut_drops >= s->max_drops;
+}
+
+int local_syncer_throttle(local_syncer_t *s)
+{
+    int rc = 0;
+    pthread_mutex_lock(&s->lock);
+    if (over_bound(s)) {
+        struct timespec until = clock_after_ms(CLOCK_MONOTONIC, s->throttle_ms);
+        pthread_cond_signal(&s->wake);
+        while (!s->stop && over_bound(s) && rc == 0)
+            rc = pthread_cond_timedwait(&s->room, &s->lock, &until);
+        rc = !s->stop && over_bound(s) ? -1 : 0;
+        if (rc)
+            log_warn("storage: sync points are %u ms behind the commits (%zu files, %zu dropped "
+                     "files not yet durable): a write is refused (SlowDown)",
+                     s->throttle_ms, s->files.n + s->cut_files, s->drops.n + s->cut_drops);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
 /* fsyncs directory number dir of the objects tree. */
 static int sync_dir(local_syncer_t *s, unsigned dir)
 {
@@ -133,6 +174,40 @@ static int sync_dir(local_syncer_t *s, unsigned dir)
     return 0;
 }
 
+/* fdatasyncs object file id and marks its shard directory owed. Nonzero
+ * if the sync failed (logged). */
+static int sync_file(local_syncer_t *s, const uint8_t *id)
+{
+    char path[LOCAL_PATH_LEN];
+    local_id_path(id, path);
+    unsigned d = SYNCER_DIR_L2(id[0], id[1]);
+    s->dirs_now[d / 8] |= (uint8_t)(1u << (d % 8));
+    int fd = openat(s->objfd, path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT)
+        return 0; /* its commit failed, or dropped and unlinked since */
+    int fail = fd < 0 || fdatasync(fd) != 0;
+    if (fail)
+        log_error("storage: fdatasync objects/%s: %s", path, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    return fail;
+}
+
+/* syncfs of the objects' filesystem: every file and directory of it that
+ * was dirty when it began is written, its metadata too, and the disk's cache
+ * flushed once -- where each file's fdatasync would flush it once per file.
+ * It also writes what else is dirty on that filesystem (later commits' files,
+ * other programs' files): docs/storage.md weighs that. Since Linux 5.8 it
+ * reports the writeback errors of the whole filesystem since objfd was
+ * opened. Nonzero if it failed (logged). */
+static int sync_objects_fs(local_syncer_t *s)
+{
+    if (syncfs(s->objfd) == 0)
+        return 0;
+    log_error("storage: syncfs of the objects' filesystem: %s", strerror(errno));
+    return 1;
+}
+
 /* Hands a sync point's lists back to the next one (its sync or its save
  * failed): nothing is unlinked before a restore point covers it. */
 static void give_back(local_syncer_t *s, const idvec_t *files, const idvec_t *drops)
@@ -147,12 +222,15 @@ static void give_back(local_syncer_t *s, const idvec_t *files, const idvec_t *dr
     for (size_t i = 0; i < sizeof s->dirs; i++)
         s->dirs[i] |= s->dirs_now[i];
     s->dirs_owed = s->committed = 1;
+    s->cut_files = s->cut_drops = 0;
+    pthread_cond_broadcast(&s->room);
     pthread_mutex_unlock(&s->lock);
 }
 
 static int sync_point(local_syncer_t *s)
 {
     pthread_mutex_lock(&s->sync_lock);
+    uint64_t t0 = clock_mono_ns();
     /* 1. The cut: with LMDB's writer lock held (a write transaction of our
      * own), no commit is half done, every commit so far has registered its
      * files (they do so inside their transaction), and the snapshot a new
@@ -188,38 +266,37 @@ static int sync_point(local_syncer_t *s)
         memset(s->dirs_now, 0, sizeof s->dirs_now);
     }
     s->dirs_owed = s->committed = 0;
+    s->cut_files = files.n;
+    s->cut_drops = drops.n;
     pthread_mutex_unlock(&s->lock);
     mdb_txn_abort(wtxn);
     if (fail)
         log_error("storage: sync point: reading the index's meta pages: %s", strerror(errno));
 
     /* 2. The bytes and directory entries of the files S references that are
-     * not yet durable. */
-    for (size_t i = 0; i < files.n; i++) {
-        const uint8_t *id = files.ids + i * STOR_ID_LEN;
-        char path[LOCAL_PATH_LEN];
-        local_id_path(id, path);
-        int fd = openat(s->objfd, path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0 && errno == ENOENT)
-            continue; /* its commit failed, or dropped and unlinked since */
-        if (fd < 0 || fdatasync(fd) != 0) {
-            log_error("storage: fdatasync objects/%s: %s", path, strerror(errno));
-            fail = 1;
-        }
-        if (fd >= 0)
-            close(fd);
-        unsigned d = SYNCER_DIR_L2(id[0], id[1]);
-        s->dirs_now[d / 8] |= (uint8_t)(1u << (d % 8));
+     * not yet durable: each file's own fdatasync for a few, one syncfs of
+     * the objects' filesystem for many (SYNCER_SYNCFS_FILES). */
+    if (files.n >= SYNCER_SYNCFS_FILES) {
+        fail |= sync_objects_fs(s);
+        dirs_owed = 0;
+    } else {
+        for (size_t i = 0; i < files.n; i++)
+            fail |= sync_file(s, files.ids + i * STOR_ID_LEN);
     }
+    uint64_t t_files = clock_mono_ns();
+    unsigned ndirs = 0;
     /* Deepest first: a file's entry, then its shard's, then the level-1's. */
     for (unsigned d = SYNCER_N_DIRS; dirs_owed && d-- > 0;) {
         if (d % 8 == 7 && !s->dirs_now[d / 8]) {
             d -= 7; /* a byte with no directory owed */
             continue;
         }
-        if (s->dirs_now[d / 8] >> (d % 8) & 1)
+        if (s->dirs_now[d / 8] >> (d % 8) & 1) {
             fail |= sync_dir(s, d) != 0;
+            ndirs++;
+        }
     }
+    uint64_t t_dirs = clock_mono_ns();
 
     /* 3. The index: S's pages (and any later commit's). An fdatasync of
      * data.mdb whether LMDB writes its pages with pwrite or through its
@@ -234,6 +311,7 @@ static int sync_point(local_syncer_t *s)
      * be reused. */
     if (!fail && local_restore_save(s->restore, txnid, s->metas, s->psize) != 0)
         fail = 1;
+    uint64_t t_index = clock_mono_ns();
     if (fail) {
         mdb_txn_abort(pin);
         give_back(s, &files, &drops);
@@ -243,12 +321,24 @@ static int sync_point(local_syncer_t *s)
         s->pin = pin;
         pthread_mutex_lock(&s->lock);
         s->durable = txnid;
+        s->cut_files = 0;
+        pthread_cond_broadcast(&s->room);
         pthread_mutex_unlock(&s->lock);
         /* 5. The files that commits up to S dropped: neither S nor anything
          * after it references them. */
         for (size_t i = 0; i < drops.n; i++)
             local_pool_return(s->pool, drops.ids + i * STOR_ID_LEN);
+        pthread_mutex_lock(&s->lock);
+        s->cut_drops = 0;
+        pthread_cond_broadcast(&s->room);
+        pthread_mutex_unlock(&s->lock);
     }
+    uint64_t t_end = clock_mono_ns();
+    if (files.n || drops.n)
+        log_debug("storage: sync point: %zu files in %.1f ms, %u directories in %.1f ms, "
+                  "index and restore point in %.1f ms, %zu dropped files in %.1f ms",
+                  files.n, (double)(t_files - t0) / 1e6, ndirs, (double)(t_dirs - t_files) / 1e6,
+                  (double)(t_index - t_dirs) / 1e6, drops.n, (double)(t_end - t_index) / 1e6);
     free(files.ids);
     free(drops.ids);
     pthread_mutex_unlock(&s->sync_lock);
@@ -260,10 +350,12 @@ static void *syncer_main(void *arg)
     local_syncer_t *s = arg;
     pthread_mutex_lock(&s->lock);
     while (!s->stop) {
-        if (s->interval_ms) {
+        /* Behind (a backlog that would have woken it came during the last
+         * sync point): the next one at once, no sleep. */
+        if (!over_wake(s) && s->interval_ms) {
             struct timespec ts = clock_after_ms(CLOCK_MONOTONIC, s->interval_ms);
             pthread_cond_timedwait(&s->wake, &s->lock, &ts);
-        } else {
+        } else if (!over_wake(s)) {
             pthread_cond_wait(&s->wake, &s->lock);
         }
         if (s->stop || !owed(s))
@@ -287,6 +379,7 @@ static void syncer_free(local_syncer_t *s)
     free(s->drops.ids);
     pthread_cond_destroy(&s->wake);
     pthread_cond_destroy(&s->durable_cv);
+    pthread_cond_destroy(&s->room);
     pthread_mutex_destroy(&s->lock);
     pthread_mutex_destroy(&s->sync_lock);
     free(s);
@@ -302,10 +395,14 @@ local_syncer_t *local_syncer_start(MDB_env *env, int objfd, local_pool_t *pool, 
     s->objfd = objfd;
     s->pool = pool;
     s->interval_ms = interval_ms;
+    s->max_files = local_sync_max_files;
+    s->max_drops = local_sync_max_drops;
+    s->throttle_ms = local_sync_throttle_ms;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&s->wake, &ca);
+    pthread_cond_init(&s->room, &ca);
     pthread_condattr_destroy(&ca);
     pthread_cond_init(&s->durable_cv, NULL);
     pthread_mutex_init(&s->lock, NULL);
@@ -387,6 +484,7 @@ void local_syncer_stop(local_syncer_t *s)
     pthread_mutex_lock(&s->lock);
     s->stop = 1;
     pthread_cond_signal(&s->wake);
+    pthread_cond_broadcast(&s->room);
     pthread_mutex_unlock(&s->lock);
     pthread_join(s->thread, NULL);
     sync_point(s);

@@ -71,10 +71,26 @@ int fdatasync(int fd)
     return (int)syscall(SYS_fdatasync, fd);
 }
 
+/* syncfs calls since the last reset, and the filesystem of the last one. */
+static size_t n_syncfs;
+static dev_t syncfs_dev;
+
+int syncfs(int fd)
+{
+    struct stat sb;
+    pthread_mutex_lock(&synced_lock);
+    if (fstat(fd, &sb) == 0)
+        syncfs_dev = sb.st_dev;
+    n_syncfs++;
+    pthread_mutex_unlock(&synced_lock);
+    return (int)syscall(SYS_syncfs, fd);
+}
+
 static void synced_reset(void)
 {
     pthread_mutex_lock(&synced_lock);
     n_synced = 0;
+    n_syncfs = 0;
     pthread_mutex_unlock(&synced_lock);
 }
 
@@ -155,11 +171,14 @@ static int setup_fsync_inline(void **state)
 static int teardown(void **state)
 {
     fx_t *f = *state;
+    fail_ino = 0; /* a failed assertion may have left it set */
     stor_close(f->st);
     tu_rmrf(f->tmp);
     free(f->tmp);
     free(f);
     local_sync_interval_ms = 1000;
+    local_sync_max_files = 16384;
+    local_sync_throttle_ms = 10000;
     local_restore_boot_id_path = "/proc/sys/kernel/random/boot_id";
     return 0;
 }
@@ -340,6 +359,7 @@ static void test_relaxed_sync_points(void **state)
     assert_true(synced_count(fx_path(f, ".s3rdma/objects")) >= 1);
     assert_true(synced_count(fx_path(f, ".s3rdma/index/data.mdb")) >= 1);
     assert_true(synced_count(fx_path(f, ".s3rdma/index/restore")) >= 1);
+    assert_int_equal(n_syncfs, 0); /* one file: its own fdatasync */
 
     /* Nothing owed, nothing synced by the thread (which is not idle-spinning
      * syncs): with a timer, an idle store makes no sync calls either. */
@@ -358,6 +378,68 @@ static void test_relaxed_sync_points(void **state)
     char *got = tu_get(f->st, "b", "k", NULL);
     assert_string_equal(got, "v2");
     free(got);
+}
+
+/* Many files owed: one syncfs of the objects' filesystem instead of an
+ * fdatasync each; then the index and the restore point, as always. */
+static void test_relaxed_many_files_one_syncfs(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    for (unsigned i = 0; i < SYNCER_SYNCFS_FILES; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "k%u", i);
+        assert_int_equal(tu_put(f->st, "b", key, "v", 1), STOR_OK);
+    }
+    assert_int_equal(tu_count_objects(f->dir), SYNCER_SYNCFS_FILES);
+    assert_int_equal(tu_put(f->st, "b", "k0", "w", 1), STOR_OK); /* drops k0's first file */
+    synced_reset();
+    assert_int_equal(stor_sync(f->st), STOR_OK);
+    struct stat sb;
+    assert_int_equal(stat(fx_path(f, ".s3rdma/objects"), &sb), 0);
+    pthread_mutex_lock(&synced_lock);
+    size_t n = n_syncfs;
+    dev_t dev = syncfs_dev;
+    pthread_mutex_unlock(&synced_lock);
+    assert_int_equal(n, 1);
+    assert_int_equal(dev, sb.st_dev);
+    assert_true(synced_count(fx_path(f, ".s3rdma/index/data.mdb")) >= 1);
+    assert_true(synced_count(fx_path(f, ".s3rdma/index/restore")) >= 1);
+    /* The dropped file went once the restore point covered its drop. */
+    assert_int_equal(tu_count_objects(f->dir), SYNCER_SYNCFS_FILES);
+    assert_index_files_present(f->st, "b");
+}
+
+/* The backlog is bounded: past local_sync_max_files owed, a commit waits for
+ * a sync point; if none succeeds in local_sync_throttle_ms (here: the index's
+ * sync fails), the write is refused (SlowDown) and leaves nothing behind;
+ * once sync points succeed again, writes go through. */
+static void test_relaxed_backlog_bound(void **state)
+{
+    fx_t *f = *state;
+    local_sync_max_files = 8;
+    local_sync_throttle_ms = 50;
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    for (unsigned i = 0; i < 8; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "k%u", i);
+        assert_int_equal(tu_put(f->st, "b", key, "v", 1), STOR_OK);
+    }
+    struct stat sb;
+    assert_int_equal(stat(fx_path(f, ".s3rdma/index/data.mdb"), &sb), 0);
+    fail_ino = sb.st_ino;
+    assert_int_equal(tu_put(f->st, "b", "late", "x", 1), STOR_ERR_UNAVAILABLE);
+    fail_ino = 0;
+    assert_int_equal(tu_count_objects(f->dir), 8);
+    assert_null(tu_get(f->st, "b", "late", NULL));
+    assert_int_equal(stor_sync(f->st), STOR_OK);
+    assert_int_equal(tu_put(f->st, "b", "late", "x", 1), STOR_OK);
+    char *got = tu_get(f->st, "b", "late", NULL);
+    assert_string_equal(got, "x");
+    free(got);
+    assert_index_files_present(f->st, "b");
 }
 
 /* ---- Directory entries (both modes) --------------------------------------- */
@@ -1293,6 +1375,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pool_leftovers_swept, setup_fsync, teardown),
         cmocka_unit_test_setup_teardown(test_kill9_while_recycling, setup_fsync, teardown),
         cmocka_unit_test_setup_teardown(test_relaxed_sync_points, setup_relaxed, teardown),
+        cmocka_unit_test_setup_teardown(test_relaxed_many_files_one_syncfs, setup_relaxed,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_relaxed_backlog_bound, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_relaxed_power_loss_rolls_back, setup_relaxed,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_relaxed_kill9_keeps_all, setup_relaxed, teardown),
