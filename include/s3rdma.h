@@ -260,10 +260,12 @@ typedef struct s3r_aws_settings {
  * as long as the program runs (the endpoint: at most 5 s). *settings_p is
  * written only on success. */
 s3r_status_t s3r_aws_settings_load(const char *profile, s3r_aws_settings_t *settings_p);
-/* The same without the keys (access_key, secret_key, session_token and
- * keys_from stay NULL): no credential_process runs and no container
- * endpoint is asked. For a caller that has its keys already (given on its
- * command line) or needs none (anonymous requests). */
+/* The same without the keys (access_key, secret_key and session_token stay
+ * NULL): no credential_process runs and no container endpoint is asked.
+ * keys_from is "credential_process" or "container" when the keys would come
+ * from one (a caller then lets the client load them: aws_credentials, so
+ * the program runs once), else NULL. For a caller that has its keys
+ * already, needs none, or asks where they come from first. */
 s3r_status_t s3r_aws_settings_load_without_keys(const char *profile,
                                                 s3r_aws_settings_t *settings_p);
 /* Frees the strings of s (which may be NULL) and zeroes it. */

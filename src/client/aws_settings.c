@@ -422,10 +422,14 @@ s3r_status_t s3c_aws_settings_load(const char *profile, bool with_keys,
     bool cred_file_keys = ini_get(&p.cred, p.name, NULL, "aws_access_key_id") &&
                           ini_get(&p.cred, p.name, NULL, "aws_secret_access_key");
     const char *process = profile_get(&p, "credential_process");
+    bool deferred = !env_keys && !cred_file_keys &&
+                    (process != NULL || (!prof_keys && s3c_creds_container_set()));
     if (!with_keys) {
-        /* the caller has its keys, or needs none */
-    } else if (!env_keys && !cred_file_keys &&
-               (process != NULL || (!prof_keys && s3c_creds_container_set()))) {
+        /* Not run nor asked: where the keys would come from, when that is a
+         * program or an endpoint (a client given aws_credentials loads them). */
+        if (deferred)
+            s.keys_from = process ? "credential_process" : "container";
+    } else if (deferred) {
         if ((st = creds_take(&s, process, expiration_p)) != S3R_OK)
             goto out;
     } else if (env_keys || prof_keys) {

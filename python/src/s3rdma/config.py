@@ -23,7 +23,8 @@ def aws_settings(profile: Optional[str] = None, keys: bool = True) -> Dict[str, 
     that does not parse, a profile named explicitly (argument or AWS_PROFILE) that
     exists in neither file, or a credential_process or container endpoint that fails
     is a ValueError that says which. keys=False leaves the keys out: no program runs
-    and no endpoint is asked (for a caller that has its keys or needs none)."""
+    and no endpoint is asked; keys_from then names "credential_process" or
+    "container" when the keys would come from one (else it is absent)."""
     return _s3rdma.aws_settings(profile, keys)
 
 
@@ -33,7 +34,11 @@ def resolve(endpoint: Optional[str], access_key: Optional[str], secret_key: Opti
     """Fills the settings left None from the environment, then the profile; keys=False:
     no keys wanted (anonymous requests)."""
     given = bool(access_key and secret_key)
-    found = aws_settings(profile, keys and not given)
+    # Keys from a program or an endpoint are the client's to load (once, and again
+    # before they expire): only static keys are read here.
+    found = aws_settings(profile, False)
+    if keys and not given and found.get("keys_from") is None:
+        found = aws_settings(profile, True)
     return {
         "endpoint": endpoint or found.get("endpoint"),
         "access_key": access_key or found.get("access_key"),
@@ -42,6 +47,6 @@ def resolve(endpoint: Optional[str], access_key: Optional[str], secret_key: Opti
         "ca_bundle": ca_bundle or found.get("ca_bundle"),
         # keys that may expire (a program's, a container's): the client loads them
         # itself and again before they expire (s3r_config_t.aws_credentials)
-        "expiring_keys": not (access_key or secret_key) and found.get("keys_from") in (
+        "expiring_keys": keys and not (access_key or secret_key) and found.get("keys_from") in (
             "credential_process", "container"),
     }

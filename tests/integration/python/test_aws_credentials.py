@@ -69,6 +69,21 @@ def test_credential_process_keys_sign_requests(aws, tmp_path, rsrv, rbucket, tra
         assert c.stats()[f"{transport}_ops"] >= 2
 
 
+def test_a_client_runs_the_credential_process_once(aws, tmp_path, rsrv, rbucket):
+    """A Client whose keys come from a credential_process runs it once (the program may
+    be slow or prompt), not once to find where the keys come from and again to load them;
+    settings read without keys name the program without running it."""
+    runs = tmp_path / "runs"
+    sh = script(tmp_path, f"echo run >> {runs}\n"
+                f"cat <<'EOF'\n{process_doc(Expiration='2099-01-01T00:00:00Z')}\nEOF\n")
+    aws(f"[default]\ncredential_process = {sh}\n")
+    assert config.aws_settings(keys=False)["keys_from"] == "credential_process"
+    assert not runs.exists()
+    with s3rdma.Client(endpoint=rsrv.endpoint, transport="http", quiet=True) as c:
+        c.put_object(rbucket, "once", b"x")
+    assert runs.read_text() == "run\n"
+
+
 def test_credential_process_place_in_the_chain(aws, tmp_path, monkeypatch):
     """The AWS CLI's order: the environment's keys, then the credentials file's, then
     credential_process, then the config file's keys."""
