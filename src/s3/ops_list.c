@@ -21,18 +21,21 @@
 #define KEY_BUF (2 * S3R_MAX_KEY_BYTES + 8)
 
 /* <tag>value</tag>, the value URL-encoded when the client asked for
- * encoding-type=url. */
+ * encoding-type=url: encoded straight into xml (on every key of a page),
+ * as percent-encoding leaves nothing XML must escape. */
 static void elem(buf_t *xml, const char *tag, const char *value, bool url)
 {
     if (!url) {
         s3_xml_elem(xml, tag, value);
         return;
     }
-    buf_t enc;
-    buf_init(&enc, 8 * S3R_MAX_KEY_BYTES);
-    sigv4_uri_encode(value, strlen(value), false, &enc);
-    s3_xml_elem(xml, tag, enc.data ? enc.data : "");
-    buf_free(&enc);
+    buf_append(xml, "<", 1);
+    buf_append_str(xml, tag);
+    buf_append(xml, ">", 1);
+    sigv4_uri_encode(value, strlen(value), false, xml);
+    buf_append(xml, "</", 2);
+    buf_append_str(xml, tag);
+    buf_append(xml, ">", 1);
 }
 
 /* The query parameters every listing shares. */
@@ -96,11 +99,12 @@ static void after_marker(const list_query_t *q, const char *marker, char after[K
 
 /* How a listing renders one object (common prefixes look alike in all);
  * latest: whether it is its key's latest version (always, but in
- * ListObjectVersions). */
+ * ListObjectVersions). want: the metadata object reads (stor_want_t). */
 typedef struct list_render {
     void (*object)(s3_req_t *req, const list_query_t *q, buf_t *out, const char *key,
                    const stor_meta_t *meta, bool latest, void *ctx);
     void *ctx;
+    unsigned want;
 } list_render_t;
 
 /* Where a listing starts: strictly after key `after` (ListObjects), or
@@ -122,6 +126,17 @@ typedef struct list_result {
     char last_version[STOR_VERSION_ID_LEN + 1]; /* the last version listed */
     bool last_was_prefix;
 } list_result_t;
+
+/* r->resume after r->last: the key itself, or past everything under the
+ * common prefix. */
+static void list_resume(list_result_t *r)
+{
+    size_t n = strlen(r->last);
+    memcpy(r->resume, r->last, n);
+    if (r->last_was_prefix)
+        r->resume[n++] = PAST_PREFIX[0];
+    r->resume[n] = '\0';
+}
 
 static void list_result_free(list_result_t *r)
 {
@@ -151,6 +166,7 @@ static bool list_walk(s3_req_t *req, const list_query_t *q, const list_start_t *
         s3_reply_error(req, s3_error_from_stor(st), NULL);
         return false;
     }
+    stor_iter_want(it, render->want);
     size_t prefix_len = strlen(q->prefix);
     for (;;) {
         const char *key;
@@ -175,25 +191,29 @@ static bool list_walk(s3_req_t *req, const list_query_t *q, const list_start_t *
             break;
         }
         size_t cp = s3_common_prefix_len(key, key_len, prefix_len, q->delim);
+        /* Keys come from the store: at most S3R_MAX_KEY_BYTES. */
+        size_t n_last = cp ? cp : key_len;
+        if (n_last > S3R_MAX_KEY_BYTES)
+            n_last = S3R_MAX_KEY_BYTES;
+        memcpy(r->last, key, n_last);
+        r->last[n_last] = '\0';
+        r->last_was_prefix = cp != 0;
         if (cp) {
-            snprintf(r->last, sizeof(r->last), "%.*s", (int)cp, key);
             buf_append_str(&r->prefixes, "<CommonPrefixes>");
             elem(&r->prefixes, "Prefix", r->last, q->url);
             buf_append_str(&r->prefixes, "</CommonPrefixes>");
-            snprintf(r->resume, sizeof(r->resume), "%s" PAST_PREFIX, r->last);
+            list_resume(r);
             stor_iter_seek(it, r->resume, strlen(r->resume));
-            r->last_was_prefix = true;
         } else {
-            snprintf(r->last, sizeof(r->last), "%.*s", (int)key_len, key);
             render->object(req, q, &r->contents, r->last, &meta, latest != 0, render->ctx);
-            stor_version_id(&meta, r->last_version);
-            snprintf(r->resume, sizeof(r->resume), "%s", r->last);
-            r->last_was_prefix = false;
+            if (from->versions)
+                stor_version_id(&meta, r->last_version);
         }
         stor_meta_free(&meta);
         r->count++;
     }
     stor_iter_close(it);
+    list_resume(r);
     return true;
 }
 
@@ -301,7 +321,8 @@ static void list_objects_begin(s3_req_t *req)
         after_marker(&q, v2 ? start_after : marker, after);
     }
 
-    list_render_t render = {render_contents, &fetch_owner};
+    list_render_t render = {render_contents, &fetch_owner,
+                            STOR_WANT_LISTING | (fetch_owner ? STOR_WANT_OWNER : 0)};
     list_start_t from = {.after = after};
     list_result_t r;
     if (!list_walk(req, &q, &from, &render, &r))
@@ -384,7 +405,7 @@ static void list_versions_begin(s3_req_t *req)
     list_start_t from = {
         .after = after, .versions = true, .version_marker = in_key ? vid_marker : NULL};
 
-    list_render_t render = {render_version, NULL};
+    list_render_t render = {render_version, NULL, STOR_WANT_LISTING | STOR_WANT_OWNER};
     list_result_t r;
     if (!list_walk(req, &q, &from, &render, &r))
         return;

@@ -360,6 +360,27 @@ static char *get_str(dec_t *d, size_t *len_p)
     return c;
 }
 
+/* get_str when keep, else the same checks without the copy: 1 when a
+ * string is there, 0 for the encoded NULL (or on error). Returns through
+ * *out the copy (keep) or NULL. */
+static int get_str_if(dec_t *d, int keep, char **out)
+{
+    *out = NULL;
+    if (keep) {
+        *out = get_str(d, NULL);
+        return *out != NULL;
+    }
+    size_t len;
+    const uint8_t *s = get_ref(d, &len);
+    if (!s)
+        return 0;
+    if (memchr(s, 0, len)) {
+        d->err = 1;
+        return 0;
+    }
+    return 1;
+}
+
 static void get_fixed_str(dec_t *d, char *out, size_t out_size)
 {
     size_t len;
@@ -399,9 +420,18 @@ static stor_status_t dec_status(const dec_t *d)
     return d->err ? STOR_ERR_IO : STOR_OK;
 }
 
+/* Whether a decode that wants `want` (stor_want_t) keeps extension field
+ * id: every field for STOR_WANT_ALL, else those a listing shows. */
+static int ext_wanted(unsigned want, stor_mx_t id)
+{
+    return !(want & STOR_WANT_LISTING) || id == STOR_MX_STORAGE_CLASS || id == STOR_MX_VERSION ||
+           id == STOR_MX_DELETE_MARKER;
+}
+
 /* The extension block of a version-5 record into m: ids known, increasing
- * (so each at most once), values present. */
-static void get_meta_ext(dec_t *d, stor_meta_t *m)
+ * (so each at most once), values present; the fields want leaves out are
+ * checked the same and not kept. */
+static void get_meta_ext(dec_t *d, stor_meta_t *m, unsigned want)
 {
     uint32_t n = get_u32(d);
     size_t next = 0; /* meta_ext index the next id may take */
@@ -414,8 +444,7 @@ static void get_meta_ext(dec_t *d, stor_meta_t *m)
             return;
         }
         char **f = meta_ext_field(m, next++);
-        *f = get_str(d, NULL);
-        if (!d->err && !*f)
+        if (!get_str_if(d, ext_wanted(want, id), f) && !d->err)
             d->err = 1;
         else if (!d->err && id == STOR_MX_VERSION && !stor_version_field_valid(*f))
             d->err = 1;
@@ -424,15 +453,18 @@ static void get_meta_ext(dec_t *d, stor_meta_t *m)
     }
 }
 
-/* The metadata of a record of version v (owner and ACL from version 2). */
-static void get_meta(dec_t *d, stor_meta_t *m, uint8_t v)
+/* The metadata of a record of version v (owner and ACL from version 2):
+ * the fields want (stor_want_t) asks for; the others are checked just the
+ * same but not copied (left NULL). */
+static void get_meta(dec_t *d, stor_meta_t *m, uint8_t v, unsigned want)
 {
+    int all = !(want & STOR_WANT_LISTING);
     memset(m, 0, sizeof *m);
     m->size = get_u64(d);
     get_fixed_str(d, m->etag, sizeof m->etag);
     m->mtime_ms = (int64_t)get_u64(d);
     for (size_t i = 0; i < N_META_OPT_V1; i++)
-        *meta_opt(m, i) = get_str(d, NULL);
+        get_str_if(d, all, meta_opt(m, i));
     uint32_t n = get_u32(d);
     /* Each entry takes at least 8 bytes: refuse counts the record cannot hold
      * before allocating for them. */
@@ -440,7 +472,12 @@ static void get_meta(dec_t *d, stor_meta_t *m, uint8_t v)
         d->err = 1;
         return;
     }
-    if (n) {
+    for (uint32_t i = 0; i < n && !all && !d->err; i++) {
+        char *unused;
+        if ((!get_str_if(d, 0, &unused) || !get_str_if(d, 0, &unused)) && !d->err)
+            d->err = 1;
+    }
+    if (n && all) {
         m->user_meta = calloc(n, sizeof *m->user_meta);
         if (!m->user_meta) {
             d->nomem = d->err = 1;
@@ -455,13 +492,13 @@ static void get_meta(dec_t *d, stor_meta_t *m, uint8_t v)
         }
     }
     if (v >= 2) {
-        m->owner = get_str(d, NULL);
+        get_str_if(d, all || (want & STOR_WANT_OWNER), &m->owner);
         m->acl = get_acl(d);
     }
     for (size_t i = N_META_OPT_V1; i < N_META_OPT && v >= 3; i++)
-        *meta_opt(m, i) = get_str(d, NULL);
+        get_str_if(d, all, meta_opt(m, i));
     if (v >= STOR_REC_EXT_VERSION)
-        get_meta_ext(d, m);
+        get_meta_ext(d, m, want);
 }
 
 stor_status_t stor_rec_object_key(const void *data, size_t len, const char **key_p, size_t *klen_p)
@@ -478,9 +515,12 @@ stor_status_t stor_rec_object_key(const void *data, size_t len, const char **key
 }
 
 /* Decodes an object record into out; with meta_only, out->segs stays NULL
- * (nothing is allocated for it) but the record is checked just the same. The
- * key is checked, never copied: stor_rec_object_key points at it. */
-static stor_status_t decode_object(const void *data, size_t len, stor_obj_rec_t *out, int meta_only)
+ * (nothing is allocated for it) but the record is checked just the same,
+ * and the metadata holds what want (stor_want_t) asks for (a listing's
+ * want: no part_sizes either). The key is checked, never copied:
+ * stor_rec_object_key points at it. */
+static stor_status_t decode_object(const void *data, size_t len, stor_obj_rec_t *out, int meta_only,
+                                   unsigned want)
 {
     dec_t d = {data, (const uint8_t *)data + len, 0, 0};
     memset(out, 0, sizeof *out);
@@ -489,7 +529,7 @@ static stor_status_t decode_object(const void *data, size_t len, stor_obj_rec_t 
     const uint8_t *k = get_ref(&d, &klen);
     if (!d.err && (!k || memchr(k, 0, klen)))
         d.err = 1;
-    get_meta(&d, &out->meta, v);
+    get_meta(&d, &out->meta, v, want);
     uint32_t parts_count = get_u32(&d);
     uint32_t n = get_u32(&d);
     if (v == STOR_REC_INLINE_VERSION || (v >= STOR_REC_EXT_VERSION && n == 0)) {
@@ -507,9 +547,10 @@ static stor_status_t decode_object(const void *data, size_t len, stor_obj_rec_t 
     if (!d.err && !out->body) {
         if (!meta_only)
             out->segs = calloc(n, sizeof *out->segs);
-        if (parts_count)
+        int sizes = parts_count && !(want & STOR_WANT_LISTING);
+        if (sizes)
             out->meta.part_sizes = calloc(n, sizeof *out->meta.part_sizes);
-        if ((!meta_only && !out->segs) || (parts_count && !out->meta.part_sizes)) {
+        if ((!meta_only && !out->segs) || (sizes && !out->meta.part_sizes)) {
             d.nomem = d.err = 1;
         } else {
             out->n_segs = meta_only ? 0 : n;
@@ -524,7 +565,7 @@ static stor_status_t decode_object(const void *data, size_t len, stor_obj_rec_t 
                 uint64_t size = get_u64(&d);
                 if (!meta_only)
                     out->segs[i].size = size;
-                if (parts_count)
+                if (sizes)
                     out->meta.part_sizes[i] = size;
                 total += size;
             }
@@ -540,13 +581,19 @@ static stor_status_t decode_object(const void *data, size_t len, stor_obj_rec_t 
 
 stor_status_t stor_rec_decode_object(const void *data, size_t len, stor_obj_rec_t *out)
 {
-    return decode_object(data, len, out, 0);
+    return decode_object(data, len, out, 0, STOR_WANT_ALL);
 }
 
 stor_status_t stor_rec_decode_object_meta(const void *data, size_t len, stor_meta_t *meta_p)
 {
+    return stor_rec_decode_object_want(data, len, STOR_WANT_ALL, meta_p);
+}
+
+stor_status_t stor_rec_decode_object_want(const void *data, size_t len, unsigned want,
+                                          stor_meta_t *meta_p)
+{
     stor_obj_rec_t rec;
-    stor_status_t s = decode_object(data, len, &rec, 1);
+    stor_status_t s = decode_object(data, len, &rec, 1, want);
     if (s == STOR_OK)
         *meta_p = rec.meta;
     return s;
@@ -570,7 +617,7 @@ stor_status_t stor_rec_decode_upload(const void *data, size_t len, stor_upload_r
     if (!d.err && !out->key)
         d.err = 1;
     out->initiated_ms = (int64_t)get_u64(&d);
-    get_meta(&d, &out->meta, v);
+    get_meta(&d, &out->meta, v, STOR_WANT_ALL);
     stor_status_t rc = dec_status(&d);
     if (rc != STOR_OK)
         stor_upload_rec_free(out);

@@ -400,6 +400,11 @@ stor_status_t stor_iter_open(stor_t *st, const char *bucket, const char *prefix,
     return st->ops->iter_open(st, bucket, prefix, after, out_p);
 }
 
+void stor_iter_want(stor_iter_t *it, unsigned want)
+{
+    it->want = want;
+}
+
 void stor_iter_seek(stor_iter_t *it, const char *key, size_t key_len)
 {
     it->st->ops->iter_seek(it, key, key_len);

@@ -131,7 +131,8 @@ struct stor_reader {
 };
 struct stor_iter {
     stor_t *st;
-    int versions; /* opened by iter_open_versions (the backend's own kind) */
+    int versions;  /* opened by iter_open_versions (the backend's own kind) */
+    unsigned want; /* stor_iter_want's (0: everything): what iter_next decodes */
 };
 
 #endif

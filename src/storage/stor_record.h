@@ -112,6 +112,10 @@ stor_status_t stor_rec_decode_object(const void *data, size_t len, stor_obj_rec_
  * as stor_rec_decode_object, without copying the key or the segment list.
  * The caller frees *meta_p with stor_meta_free. */
 stor_status_t stor_rec_decode_object_meta(const void *data, size_t len, stor_meta_t *meta_p);
+/* stor_rec_decode_object_meta of only the fields want (stor_want_t,
+ * storage.h) asks for: an iterator's entries (stor_iter_want). */
+stor_status_t stor_rec_decode_object_want(const void *data, size_t len, unsigned want,
+                                          stor_meta_t *meta_p);
 /* The full key inside an object record, without allocating (points into data). */
 stor_status_t stor_rec_object_key(const void *data, size_t len, const char **key_p, size_t *klen_p);
 void stor_obj_rec_free(stor_obj_rec_t *r);

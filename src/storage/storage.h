@@ -571,6 +571,20 @@ typedef struct stor_iter stor_iter_t;
  * order, from the first key > after (NULL or "" to start at the beginning). */
 stor_status_t stor_iter_open(stor_t *st, const char *bucket, const char *prefix, const char *after,
                              stor_iter_t **out_p);
+/* What stor_iter_next fills of each entry's metadata (stor_iter_want). */
+typedef enum stor_want {
+    STOR_WANT_ALL = 0, /* every field (an iterator's default) */
+    /* What a listing shows: size, etag, mtime_ms, acl, parts_count,
+     * storage_class, version and delete_marker; the other pointers may be
+     * left NULL (user metadata, headers, checksums, tags, part_sizes...).
+     * The record is checked as fully as for STOR_WANT_ALL. */
+    STOR_WANT_LISTING = 1,
+    STOR_WANT_OWNER = 2, /* with STOR_WANT_LISTING: the owner too */
+} stor_want_t;
+/* Asks the iterator for only the fields want (stor_want_t bits) names from
+ * now on: a page of a listing then copies no user metadata nor headers. A
+ * backend may fill more than asked (the caller frees meta as ever). */
+void stor_iter_want(stor_iter_t *it, unsigned want);
 /* Moves to the first key >= key (used to skip past a common prefix). */
 void stor_iter_seek(stor_iter_t *it, const char *key, size_t key_len);
 /* Returns 1 and the next entry, 0 at the end, -1 on error. *key_p points into

@@ -229,7 +229,8 @@ static int iter_load_block(liter_t *it, const MDB_val *k, const MDB_val *v)
 static int iter_emit(liter_t *it, const char *key, size_t klen, const MDB_val *v,
                      const char **key_p, size_t *key_len_p, stor_meta_t *meta_p)
 {
-    if (meta_p && stor_rec_decode_object_meta(v->mv_data, v->mv_size, meta_p) != STOR_OK) {
+    if (meta_p &&
+        stor_rec_decode_object_want(v->mv_data, v->mv_size, it->base.want, meta_p) != STOR_OK) {
         log_error("storage: corrupt object record in listing");
         it->failed = 1;
         return -1;

@@ -389,6 +389,60 @@ static void test_meta_roundtrip(void **state)
     stor_meta_free(&h);
 }
 
+/* stor_rec_decode_object_want: a listing's decode keeps size, ETag, mtime,
+ * ACL, parts count, storage class, version and delete marker (and the owner
+ * when asked), leaves the rest NULL, and refuses every truncation. */
+static void test_record_want_listing(void **state)
+{
+    (void)state;
+    stor_kv_t um[2] = {{"a", "b"}, {"c", "d"}};
+    stor_meta_t m = {.size = 12, .mtime_ms = 1700000000123, .content_type = "t",
+                     .checksum_crc32c = "AAAAAA==", .user_meta = um, .n_user_meta = 2,
+                     .owner = "AKOWNER", .acl = STOR_ACL_PUBLIC_READ, .parts_count = 2,
+                     .storage_class = "GLACIER", .tags = "k=v", .version = "0000000000000007"};
+    strcpy(m.etag, "abc-2");
+    stor_seg_t segs[2] = {{{1}, 5}, {{2}, 7}};
+    buf_t b;
+    buf_init(&b, 1 << 20);
+    assert_int_equal(stor_rec_encode_object(&b, "key", 3, &m, segs, 2), 0);
+    stor_meta_t full, lean, owned;
+    assert_int_equal(stor_rec_decode_object_meta(b.data, b.len, &full), STOR_OK);
+    assert_int_equal(stor_rec_decode_object_want(b.data, b.len, STOR_WANT_LISTING, &lean),
+                     STOR_OK);
+    assert_int_equal(stor_rec_decode_object_want(b.data, b.len,
+                                                 STOR_WANT_LISTING | STOR_WANT_OWNER, &owned),
+                     STOR_OK);
+    stor_meta_t *both[2] = {&lean, &owned};
+    for (int i = 0; i < 2; i++) {
+        stor_meta_t *x = both[i];
+        assert_int_equal(x->size, full.size);
+        assert_string_equal(x->etag, "abc-2");
+        assert_int_equal(x->mtime_ms, full.mtime_ms);
+        assert_int_equal(x->acl, STOR_ACL_PUBLIC_READ);
+        assert_int_equal(x->parts_count, 2);
+        assert_string_equal(x->storage_class, "GLACIER");
+        assert_string_equal(x->version, "0000000000000007");
+        assert_null(x->content_type);
+        assert_null(x->checksum_crc32c);
+        assert_null(x->user_meta);
+        assert_int_equal(x->n_user_meta, 0);
+        assert_null(x->tags);
+        assert_null(x->part_sizes);
+    }
+    assert_null(lean.owner);
+    assert_string_equal(owned.owner, "AKOWNER");
+    assert_string_equal(full.owner, "AKOWNER");
+    assert_string_equal(full.user_meta[1].value, "d");
+    assert_int_equal(full.part_sizes[1], 7);
+    stor_meta_free(&full);
+    stor_meta_free(&lean);
+    stor_meta_free(&owned);
+    for (size_t len = 0; len < b.len; len++)
+        assert_int_equal(stor_rec_decode_object_want(b.data, len, STOR_WANT_LISTING, &lean),
+                         STOR_ERR_IO);
+    buf_free(&b);
+}
+
 /* Truncated or random records must decode to STOR_ERR_IO, never crash. */
 static void test_record_garbage(void **state)
 {
@@ -432,6 +486,11 @@ static void test_record_garbage(void **state)
             if (full == STOR_OK)
                 stor_obj_rec_free(&rec);
             assert_int_equal(stor_rec_decode_object_meta(copy, b.len, &mo), full);
+            if (full == STOR_OK)
+                stor_meta_free(&mo);
+            /* The listing's decoder checks as much as the full one. */
+            assert_int_equal(stor_rec_decode_object_want(copy, b.len, STOR_WANT_LISTING, &mo),
+                             full);
             if (full == STOR_OK)
                 stor_meta_free(&mo);
         }
@@ -1873,6 +1932,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_long_key_objects, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_meta_roundtrip, setup_fsync, teardown),
         cmocka_unit_test(test_record_garbage),
+        cmocka_unit_test(test_record_want_listing),
         cmocka_unit_test(test_record_truncations),
         cmocka_unit_test(test_bucket_record_configs),
         cmocka_unit_test(test_bucket_record_shards),
