@@ -636,6 +636,15 @@ typedef struct s3r_object_list {
 s3r_status_t s3r_object_list(s3r_client_t *client, const char *bucket, const s3r_list_opts_t *opts,
                              s3r_object_list_t **list_p);
 void s3r_object_list_free(s3r_object_list_t *list);
+/* s3r_object_list of at most max_pages pages (1 or more; opts->all_pages is
+ * ignored) from opts' start, merged into one list whose truncated and
+ * next_token say where the next call starts. Over native, up to 16 pages
+ * travel in one request, authorized once (docs/protocol.md §4.2,
+ * x-s3rdma-pages); over HTTP, or against a server without it, page after
+ * page. s3r_object_list with all_pages does the same without the bound. */
+s3r_status_t s3r_object_list_pages(s3r_client_t *client, const char *bucket,
+                                   const s3r_list_opts_t *opts, unsigned max_pages,
+                                   s3r_object_list_t **list_p);
 
 /* Options of a version listing; NULL means everything, one page. Zero it
  * before setting fields (fields may be added at the end). */

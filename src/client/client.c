@@ -344,8 +344,10 @@ s3r_status_t s3c_simple_write(s3r_client_t *c, s3c_req_t *req, bool key_op)
     return run_simple(c, req, key_op, true);
 }
 
-/* GETs an XML document into body; record as for run_simple. */
-static s3r_status_t run_xml(s3r_client_t *c, s3c_req_t *req, buf_t *body, bool record)
+/* GETs an XML document into body, the response into *resp (initialised
+ * here; the caller frees it); record as for run_simple. */
+static s3r_status_t run_xml(s3r_client_t *c, s3c_req_t *req, buf_t *body, bool record,
+                            s3c_resp_t *resp_p)
 {
     s3c_resp_t resp;
     s3c_resp_init(&resp);
@@ -362,18 +364,26 @@ static s3r_status_t run_xml(s3r_client_t *c, s3c_req_t *req, buf_t *body, bool r
     /* A 200 whose body is an <Error> (s3c_error_in_200) wrote nothing. */
     if (st == S3R_OK && record && !s3c_xml_is_error(body->data, body->len))
         s3c_version_record(c, &resp);
-    s3c_resp_free(&resp);
+    if (resp_p)
+        *resp_p = resp;
+    else
+        s3c_resp_free(&resp);
     return st;
 }
 
 s3r_status_t s3c_get_xml(s3r_client_t *c, s3c_req_t *req, buf_t *body)
 {
-    return run_xml(c, req, body, false);
+    return run_xml(c, req, body, false, NULL);
+}
+
+s3r_status_t s3c_get_xml_resp(s3r_client_t *c, s3c_req_t *req, buf_t *body, s3c_resp_t *resp)
+{
+    return run_xml(c, req, body, false, resp);
 }
 
 s3r_status_t s3c_get_xml_write(s3r_client_t *c, s3c_req_t *req, buf_t *body)
 {
-    return run_xml(c, req, body, true);
+    return run_xml(c, req, body, true, NULL);
 }
 
 s3r_status_t s3c_version_query(s3r_client_t *c, s3c_req_t *req, strs_t *ss, const char *vid)

@@ -180,6 +180,7 @@ struct s3r_client {
      * loaded (acquire, s3c_http_count). set.n_http follows it at destroy. */
     atomic_size_t n_http;
     atomic_bool peers_decided;  /* the first authenticated reply was looked at */
+    atomic_bool list_pages_off; /* the native server refused x-s3rdma-pages: ask page by page */
     atomic_int fallback_logged; /* the one-time stderr notice */
     s3r_progress_fn progress;   /* s3r_client_set_progress: file transfers report here */
     void *progress_arg;
@@ -291,6 +292,12 @@ typedef struct s3c_req {
     bool unsigned_payload; /* UNSIGNED-PAYLOAD even for a small body */
     int ep_idx;            /* HTTP endpoint; -1 = round robin with failover */
     uint8_t native_op;     /* its native opcode (rdma_native_wire.h); 0: HTTP only */
+    /* More raw query params ("a=b&c=d") for the native request only (an
+     * HTTP request, a fallback too, goes without them); NULL: none. */
+    const char *native_query;
+    /* A native reply body of unknown size (sink_grow): the out span offered
+     * first, when more than S3C_SCRATCH_BYTES; 0: that. */
+    uint64_t native_room;
     /* Where a 2xx response body goes: a fixed buffer, a growable buffer or a
      * file descriptor (at sink_off), or nowhere. */
     void *sink_buf;
@@ -467,6 +474,9 @@ bool s3c_valid_name(const char *s);
 /* Runs a request with no interesting 2xx body: S3R_OK on 2xx, else the
  * recorded error (key_op as for s3c_http_error). */
 s3r_status_t s3c_simple(s3r_client_t *c, s3c_req_t *req, bool key_op);
+/* s3c_get_xml leaving the response (its headers) in resp (initialised
+ * here; the caller frees it). */
+s3r_status_t s3c_get_xml_resp(s3r_client_t *c, s3c_req_t *req, buf_t *body, s3c_resp_t *resp);
 /* Runs req and collects a 2xx XML body (at most S3C_MAX_XML_BODY) into body. */
 s3r_status_t s3c_get_xml(s3r_client_t *c, s3c_req_t *req, buf_t *body);
 /* simple and s3c_get_xml for a write (DELETE, CopyObject, Complete): a 2xx

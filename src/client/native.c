@@ -174,7 +174,8 @@ static s3r_status_t native_start(s3r_client_t *c, s3c_ncall_t *n, s3c_sess_t *se
             m.params[m.n_params++] =
                 (rdma_native_param_t){RDMA_PARAM_HEADER, req->hdrs[i].name, req->hdrs[i].value};
     }
-    if (st == S3R_OK && add_query(&m, req->query, &ss) < 0)
+    if (st == S3R_OK &&
+        (add_query(&m, req->query, &ss) < 0 || add_query(&m, req->native_query, &ss) < 0))
         st = S3R_ERR_TOO_LARGE;
     if (st != S3R_OK) {
         st = s3c_fail(c, st, S3R_TRANSPORT_NATIVE, 0, "", "too many request parameters");
@@ -390,7 +391,8 @@ static s3r_status_t native_grow(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *res
     s3r_status_t st = S3R_OK;
     uint64_t region = 0, len = 0;
     buf_t *b = req->sink_grow;
-    void *scratch = s3c_scratch_get(c, S3C_SCRATCH_BYTES, &len);
+    void *scratch = s3c_scratch_get(
+        c, req->native_room > S3C_SCRATCH_BYTES ? req->native_room : S3C_SCRATCH_BYTES, &len);
     if (!scratch) {
         st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_NATIVE, 0, "", "out of memory");
     } else {

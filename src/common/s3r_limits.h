@@ -88,6 +88,12 @@ _Static_assert(S3R_MAX_USER_META_BYTES <= S3R_REPLY_MAX_VALUE, "a metadata value
 #define S3R_MAX_XML_BODY    (2 * 1024 * 1024) /* request XML bodies: MalformedXML / EntityTooLarge */
 #define S3R_MAX_DELETE_KEYS 1000              /* DeleteObjects: MalformedXML */
 #define S3R_MAX_LIST_KEYS   1000              /* max-keys is clamped to this */
+/* A native ListObjectsV2 of several pages (x-s3rdma-pages, docs/protocol.md
+ * §4.2): at most this many pages in one reply (InvalidArgument past it),
+ * and no further page once the reply holds this many bytes or its next
+ * page might not fit the client's out span. */
+#define S3R_NATIVE_LIST_PAGES      16
+#define S3R_NATIVE_LIST_BODY_BYTES (8u << 20)
 #define S3R_MIN_PART_BYTES  (5 * 1024 * 1024)  /* EntityTooSmall (all parts but the last) */
 #define S3R_MAX_PART_NUMBER 10000              /* InvalidArgument */
 #define S3R_MAX_AWS_CHUNK   (16 * 1024 * 1024) /* one aws-chunked chunk: IncompleteBody */

@@ -38,7 +38,7 @@ static const char *const get_q[] = {"versionId", "partNumber",
                                     S3_RESPONSE_OVERRIDES(S3_RESPONSE_OVERRIDE_NAME) NULL};
 static const char *const list_q[] = {
     "list-type",          "prefix",      "delimiter",   "marker", "max-keys", "encoding-type",
-    "continuation-token", "start-after", "fetch-owner", NULL};
+    "continuation-token", "start-after", "fetch-owner", "x-s3rdma-pages", NULL};
 static const char *const list_mpu_q[] = {
     "uploads",          "prefix",      "delimiter",     "key-marker",
     "upload-id-marker", "max-uploads", "encoding-type", NULL};
@@ -452,6 +452,8 @@ void rdmafe_native_handle(void *ctx, rdma_native_req_t *nr)
     req->user = s3_user_find(srv, rdma_native_access_key(nr));
     req->payload_mode = S3_PAYLOAD_UNSIGNED;
     req->op = op->op;
+    uint64_t out_len = rdma_native_out_len(nr), inl = rdma_native_inline_max(nr);
+    req->reply_room = out_len > inl ? out_len : inl;
     char why[256] = "";
     s3_error_t err = (m->bucket[0] && !req->bucket) || (m->key[0] && !req->key) || !req->resource
                          ? S3E_INTERNAL

@@ -254,9 +254,8 @@ static void list_doc_open(s3_req_t *req, const list_query_t *q, const char *root
 
 /* Ends a listing's document xml (its root element and the fields before
  * MaxKeys already in it) with the fields every listing shares, the entries
- * and common prefixes, and sends it; frees r. */
-static void list_reply(s3_req_t *req, const list_query_t *q, list_result_t *r, const char *root,
-                       buf_t *xml)
+ * and common prefixes; frees r. */
+static void list_doc_close(const list_query_t *q, list_result_t *r, const char *root, buf_t *xml)
 {
     buf_printf(xml, "<MaxKeys>%ld</MaxKeys>", q->max_keys);
     if (q->delim)
@@ -268,7 +267,6 @@ static void list_reply(s3_req_t *req, const list_query_t *q, list_result_t *r, c
     buf_append(xml, r->prefixes.data ? r->prefixes.data : "", r->prefixes.len);
     buf_printf(xml, "</%s>", root);
     list_result_free(r);
-    s3_reply_xml(req, 200, xml);
 }
 
 /* ---- ListObjects / ListObjectsV2 ---------------------------------------------------- */
@@ -287,66 +285,156 @@ static void render_contents(s3_req_t *req, const list_query_t *q, buf_t *out, co
     buf_append_str(out, "</Contents>");
 }
 
-static void list_objects_begin(s3_req_t *req)
-{
-    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_READ, &req->authz_bucket))
-        return;
-    const char *lt = s3_req_query(req, "list-type");
-    bool v2 = lt && strcmp(lt, "2") == 0;
-    if (lt && !v2) {
-        s3_reply_error(req, S3E_INVALID_ARGUMENT, "Invalid list-type.");
-        return;
-    }
+/* The parameters of a ListObjects request, as every page of it shares them. */
+typedef struct list_objects_args {
     list_query_t q;
-    if (!list_query(req, &q))
-        return;
-    const char *marker = s3_req_query(req, "marker");
-    const char *start_after = s3_req_query(req, "start-after");
-    const char *token = s3_req_query(req, "continuation-token");
-    const char *fo = s3_req_query(req, "fetch-owner");
-    bool fetch_owner = !v2 || (fo && strcmp(fo, "true") == 0);
+    bool v2, fetch_owner;
+    const char *marker, *start_after;
+} list_objects_args_t;
 
+/* Renders into *xml (initialised here) the page that the request a would
+ * answer with continuation-token token (NULL: none); *next gets its
+ * NextContinuationToken ("" when not truncated). Returns false when it
+ * replied an error (xml then freed). */
+static bool list_objects_page(s3_req_t *req, const list_objects_args_t *a, const char *token,
+                              buf_t *xml, char next[4 * S3R_MAX_KEY_BYTES])
+{
+    const list_query_t *q = &a->q;
     char after[KEY_BUF] = "";
-    if (v2 && token) {
+    next[0] = '\0';
+    if (a->v2 && token) {
         uint8_t raw[KEY_BUF];
         long n = hash_base64url_decode(token, strlen(token), raw, sizeof(raw) - 1);
         if (n < 0) {
             s3_reply_error(req, S3E_INVALID_ARGUMENT,
                            "The continuation token provided is incorrect");
-            return;
+            return false;
         }
         memcpy(after, raw, (size_t)n);
         after[n] = '\0';
     } else {
-        after_marker(&q, v2 ? start_after : marker, after);
+        after_marker(q, a->v2 ? a->start_after : a->marker, after);
     }
 
+    bool fetch_owner = a->fetch_owner;
     list_render_t render = {render_contents, &fetch_owner,
                             STOR_WANT_LISTING | (fetch_owner ? STOR_WANT_OWNER : 0)};
     list_start_t from = {.after = after};
     list_result_t r;
-    if (!list_walk(req, &q, &from, &render, &r))
-        return;
+    if (!list_walk(req, q, &from, &render, &r))
+        return false;
 
-    buf_t xml;
-    list_doc_open(req, &q, "ListBucketResult", v2, &xml);
-    if (v2) {
-        if (start_after)
-            elem(&xml, "StartAfter", start_after, q.url);
+    list_doc_open(req, q, "ListBucketResult", a->v2, xml);
+    if (a->v2) {
+        if (a->start_after)
+            elem(xml, "StartAfter", a->start_after, q->url);
         if (token)
-            elem(&xml, "ContinuationToken", token, false);
+            elem(xml, "ContinuationToken", token, false);
         if (r.truncated) {
-            char tok[4 * S3R_MAX_KEY_BYTES];
-            hash_base64url_encode((const uint8_t *)r.resume, strlen(r.resume), tok);
-            elem(&xml, "NextContinuationToken", tok, false);
+            hash_base64url_encode((const uint8_t *)r.resume, strlen(r.resume), next);
+            elem(xml, "NextContinuationToken", next, false);
         }
-        buf_printf(&xml, "<KeyCount>%ld</KeyCount>", r.count);
+        buf_printf(xml, "<KeyCount>%ld</KeyCount>", r.count);
     } else {
-        elem(&xml, "Marker", marker ? marker : "", q.url);
-        if (r.truncated && q.delim)
-            elem(&xml, "NextMarker", r.last, q.url);
+        elem(xml, "Marker", a->marker ? a->marker : "", q->url);
+        if (r.truncated && q->delim)
+            elem(xml, "NextMarker", r.last, q->url);
     }
-    list_reply(req, &q, &r, "ListBucketResult", &xml);
+    list_doc_close(q, &r, "ListBucketResult", xml);
+    return true;
+}
+
+/* How many pages a native request asks for (x-s3rdma-pages, 1 when absent
+ * or over HTTP), or 0 when it asks wrongly (replied). */
+static unsigned list_pages_asked(s3_req_t *req, bool v2)
+{
+    const char *np = req->transport == S3_TRANSPORT_NATIVE ? s3_req_query(req, "x-s3rdma-pages")
+                                                           : NULL;
+    if (!np)
+        return 1;
+    char *end;
+    long n = strtol(np, &end, 10);
+    if (!*np || *end || n < 1 || n > S3R_NATIVE_LIST_PAGES) {
+        s3_reply_error(req, S3E_INVALID_ARGUMENT, "x-s3rdma-pages must be 1 to 16.");
+        return 0;
+    }
+    if (!v2) {
+        s3_reply_error(req, S3E_INVALID_ARGUMENT, "x-s3rdma-pages needs list-type=2.");
+        return 0;
+    }
+    return (unsigned)n;
+}
+
+/* A native ListObjectsV2 of several pages: the pages the same request
+ * would get by following its continuation tokens one request at a time,
+ * each its own document, back to back in one body, authorized once (the
+ * caller did). Stops at the last page, after `pages`, or when the next page
+ * might not fit (the largest page so far must still fit the client's room
+ * and S3R_NATIVE_LIST_BODY_BYTES). x-s3rdma-page-bytes lists each
+ * document's length. */
+static void list_objects_pages(s3_req_t *req, const list_objects_args_t *a, const char *token,
+                               unsigned pages)
+{
+    uint64_t room = S3R_NATIVE_LIST_BODY_BYTES;
+    if (req->reply_room && req->reply_room < room)
+        room = req->reply_room;
+    buf_t body, page;
+    buf_init(&body, S3R_NATIVE_LIST_BODY_BYTES + 64 * 1024 * 1024);
+    char lens[S3R_NATIVE_LIST_PAGES * 12] = "", next[4 * S3R_MAX_KEY_BYTES];
+    char *tok = token ? strdup(token) : NULL;
+    size_t largest = 0, n_lens = 0;
+    for (unsigned i = 0; i < pages; i++) {
+        if ((token && !tok) || !list_objects_page(req, a, tok, &page, next)) {
+            if (!req->replied)
+                s3_reply_error(req, S3E_INTERNAL, NULL);
+            free(tok);
+            buf_free(&body);
+            return;
+        }
+        if (page.len > largest)
+            largest = page.len;
+        buf_append(&body, page.data, page.len);
+        n_lens += (size_t)snprintf(lens + n_lens, sizeof lens - n_lens, "%s%zu", i ? "," : "",
+                                   page.len);
+        buf_free(&page);
+        free(tok);
+        tok = next[0] ? strdup(next) : NULL;
+        if (!tok || body.len + largest > room)
+            break;
+    }
+    free(tok);
+    s3_reply_header(req, "x-s3rdma-page-bytes", lens);
+    s3_reply_xml(req, 200, &body);
+}
+
+static void list_objects_begin(s3_req_t *req)
+{
+    if (!s3_bucket_authorize(req, req->bucket, S3_PERM_READ, &req->authz_bucket))
+        return;
+    const char *lt = s3_req_query(req, "list-type");
+    list_objects_args_t a = {.v2 = lt && strcmp(lt, "2") == 0};
+    if (lt && !a.v2) {
+        s3_reply_error(req, S3E_INVALID_ARGUMENT, "Invalid list-type.");
+        return;
+    }
+    if (!list_query(req, &a.q))
+        return;
+    unsigned pages = list_pages_asked(req, a.v2);
+    if (!pages)
+        return;
+    a.marker = s3_req_query(req, "marker");
+    a.start_after = s3_req_query(req, "start-after");
+    const char *token = s3_req_query(req, "continuation-token");
+    const char *fo = s3_req_query(req, "fetch-owner");
+    a.fetch_owner = !a.v2 || (fo && strcmp(fo, "true") == 0);
+    if (pages > 1) {
+        list_objects_pages(req, &a, token, pages);
+        return;
+    }
+    buf_t xml;
+    char next[4 * S3R_MAX_KEY_BYTES];
+    if (list_objects_page(req, &a, a.v2 ? token : NULL, &xml, next))
+        s3_reply_xml(req, 200, &xml);
 }
 
 /* ---- ListObjectVersions ---------------------------------------------------------------- */
@@ -419,7 +507,8 @@ static void list_versions_begin(s3_req_t *req)
         if (!r.last_was_prefix)
             elem(&xml, "NextVersionIdMarker", r.last_version, false);
     }
-    list_reply(req, &q, &r, "ListVersionsResult", &xml);
+    list_doc_close(&q, &r, "ListVersionsResult", &xml);
+    s3_reply_xml(req, 200, &xml);
 }
 
 const s3_op_t s3_op_list_objects = {"ListObjects", list_objects_begin, NULL};

@@ -869,16 +869,20 @@ static const char *dash_null(const char *s)
     return strcmp(s, "-") == 0 ? NULL : s;
 }
 
+/* ls BUCKET PREFIX DELIM START_AFTER MAX_KEYS PAGES [TOKEN]: PAGES 0 one
+ * page, 1 all of them (all_pages), N > 1 at most N (s3r_object_list_pages). */
 static int do_ls(char **argv, int argc)
 {
+    int pages = atoi(argv[5]);
     s3r_list_opts_t o = {.prefix = dash_null(argv[1]),
                          .delimiter = dash_null(argv[2]),
                          .start_after = dash_null(argv[3]),
                          .max_keys = (unsigned)atoi(argv[4]),
-                         .all_pages = atoi(argv[5]),
+                         .all_pages = pages == 1,
                          .continuation_token = argc > 6 ? dash_null(argv[6]) : NULL};
     s3r_object_list_t *l;
-    s3r_status_t st = s3r_object_list(cli, argv[0], &o, &l);
+    s3r_status_t st = pages > 1 ? s3r_object_list_pages(cli, argv[0], &o, (unsigned)pages, &l)
+                                : s3r_object_list(cli, argv[0], &o, &l);
     if (st != S3R_OK)
         return simple_result("ls", st);
     for (size_t i = 0; i < l->n_objects; i++) {

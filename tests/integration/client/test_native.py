@@ -518,6 +518,27 @@ def test_native_listing_matches_boto(nsrv, nb):
     _, _, out, _ = native(nsrv, "ls", nb, "-", "-", "-", 2, 1)
     objs, pres, trunc, nxt = ls_lines(out)
     assert objs == every and len(every) == len(LIST_KEYS) and not trunc and nxt is None
+    # Several pages in one native request (x-s3rdma-pages): s3r_object_list_pages
+    # of 3 pages of 2 keys from every start equals boto3's pages 1-3 from there,
+    # and its token goes on where they end; the server answered in one request.
+    for prefix, delim, sa in (("", "", ""), ("", "/", ""), ("a/", "/", ""), ("", "", "b/x")):
+        btoken, ntoken = None, None
+        while True:
+            want_objs, want_pres, trunc = [], [], False
+            for _ in range(3):
+                o, p, trunc, btoken = _boto_page(s3, nb, prefix, delim, sa, 2, btoken)
+                want_objs += o
+                want_pres += p
+                if not trunc:
+                    break
+            _, res, out, _ = native(nsrv, "ls", nb, d(prefix), d(delim), d(sa), 2, 3,
+                                    *([ntoken] if ntoken else []))
+            objs, pres, ntrunc, ntoken = ls_lines(out)
+            assert (objs, pres, ntrunc) == (want_objs, want_pres, trunc), (prefix, delim, sa)
+            assert res["native_ops"] == 1 and res["http_ops"] == 0, res
+            if not trunc:
+                assert ntoken is None
+                break
     # The driver's own listing checks, over native.
     empty = "nt-" + uuid.uuid4().hex[:12]
     s3.create_bucket(Bucket=empty)
