@@ -20,6 +20,12 @@
 
 #define KEY_BUF (2 * S3R_MAX_KEY_BYTES + 8)
 
+/* A listing document's bound (a page of 1,000 keys of 1 KiB, URL-encoded,
+ * stays far below), and a reply of several pages' (which takes no further
+ * page past S3R_NATIVE_LIST_BODY_BYTES). Native listings run on the
+ * executor threads (rdma.native_threads): a few such replies at a time. */
+#define LIST_DOC_MAX (128 * 1024 * 1024)
+
 /* <tag>value</tag>, the value URL-encoded when the client asked for
  * encoding-type=url: encoded straight into xml (on every key of a page),
  * as percent-encoding leaves nothing XML must escape. */
@@ -246,7 +252,6 @@ static void object_fields(buf_t *out, const stor_meta_t *meta)
 static void list_doc_open(s3_req_t *req, const list_query_t *q, const char *root, bool prefix_url,
                           buf_t *xml)
 {
-    buf_init(xml, 128 * 1024 * 1024);
     s3_xml_open(xml, root);
     elem(xml, "Name", req->bucket, false);
     elem(xml, "Prefix", q->prefix, q->url && prefix_url);
@@ -292,10 +297,10 @@ typedef struct list_objects_args {
     const char *marker, *start_after;
 } list_objects_args_t;
 
-/* Renders into *xml (initialised here) the page that the request a would
- * answer with continuation-token token (NULL: none); *next gets its
+/* Appends to xml the page that the request a would answer with
+ * continuation-token token (NULL: none); *next gets its
  * NextContinuationToken ("" when not truncated). Returns false when it
- * replied an error (xml then freed). */
+ * replied an error. */
 static bool list_objects_page(s3_req_t *req, const list_objects_args_t *a, const char *token,
                               buf_t *xml, char next[4 * S3R_MAX_KEY_BYTES])
 {
@@ -378,25 +383,26 @@ static void list_objects_pages(s3_req_t *req, const list_objects_args_t *a, cons
     uint64_t room = S3R_NATIVE_LIST_BODY_BYTES;
     if (req->reply_room && req->reply_room < room)
         room = req->reply_room;
-    buf_t body, page;
-    buf_init(&body, S3R_NATIVE_LIST_BODY_BYTES + 64 * 1024 * 1024);
+    buf_t body;
+    buf_init(&body, LIST_DOC_MAX);
+    /* Room for the pages at once: no copy as the body grows. */
+    buf_reserve(&body, (size_t)room);
     char lens[S3R_NATIVE_LIST_PAGES * 12] = "", next[4 * S3R_MAX_KEY_BYTES];
     char *tok = token ? strdup(token) : NULL;
     size_t largest = 0, n_lens = 0;
     for (unsigned i = 0; i < pages; i++) {
-        if ((token && !tok) || !list_objects_page(req, a, tok, &page, next)) {
+        size_t start = body.len;
+        if ((token && !tok) || !list_objects_page(req, a, tok, &body, next)) {
             if (!req->replied)
                 s3_reply_error(req, S3E_INTERNAL, NULL);
             free(tok);
             buf_free(&body);
             return;
         }
-        if (page.len > largest)
-            largest = page.len;
-        buf_append(&body, page.data, page.len);
-        n_lens += (size_t)snprintf(lens + n_lens, sizeof lens - n_lens, "%s%zu", i ? "," : "",
-                                   page.len);
-        buf_free(&page);
+        size_t len = body.len - start;
+        if (len > largest)
+            largest = len;
+        n_lens += (size_t)snprintf(lens + n_lens, sizeof lens - n_lens, "%s%zu", i ? "," : "", len);
         free(tok);
         tok = next[0] ? strdup(next) : NULL;
         if (!tok || body.len + largest > room)
@@ -432,9 +438,12 @@ static void list_objects_begin(s3_req_t *req)
         return;
     }
     buf_t xml;
+    buf_init(&xml, LIST_DOC_MAX);
     char next[4 * S3R_MAX_KEY_BYTES];
     if (list_objects_page(req, &a, a.v2 ? token : NULL, &xml, next))
         s3_reply_xml(req, 200, &xml);
+    else
+        buf_free(&xml);
 }
 
 /* ---- ListObjectVersions ---------------------------------------------------------------- */
@@ -499,6 +508,7 @@ static void list_versions_begin(s3_req_t *req)
         return;
 
     buf_t xml;
+    buf_init(&xml, LIST_DOC_MAX);
     list_doc_open(req, &q, "ListVersionsResult", true, &xml);
     elem(&xml, "KeyMarker", key_marker ? key_marker : "", q.url);
     elem(&xml, "VersionIdMarker", vid_marker ? vid_marker : "", false);

@@ -70,6 +70,8 @@ static const flag_t FLAGS[] = {
     F("mix", K_MIX, mix),
     /* the server's limit of native requests in flight per session */
     FI("inflight", inflight, 1, 64),
+    /* the server's x-s3rdma-pages bound (S3R_NATIVE_LIST_PAGES) */
+    FI("walk-pages", walk_pages, 1, 16),
     F("json", K_STR, json_path),
     F("native-inline", K_SIZE, native_inline),
     F("part-size", K_SIZE, part_size),
@@ -105,6 +107,8 @@ void bench_usage(FILE *f)
             "(--inflight 1)\n"
             "  --seed-objects N [100]     objects written first (the key space); 0: use those "
             "under the prefix\n"
+            "  --walk-pages N [1]         run walk: pages per listing call (native: in one "
+            "request)\n"
             "  --mix read=70,write=30     the operations of 'run mixed' (read, write, list, "
             "head)\n"
             "  --verify [true]            check every byte read; false: only its length\n"
@@ -339,6 +343,7 @@ static void defaults(bench_opts_t *o)
     o->prefix = "s3rdma-bench/";
     o->threads = 4;
     o->inflight = 1;
+    o->walk_pages = 1;
     o->size_min = o->size_max = UINT64_C(1) << 20;
     o->duration_s = 30;
     o->seed_objects = 100;

@@ -22,6 +22,7 @@ typedef struct bench_opts {
     bench_verb_t verb;
     const char *workload;   /* run: "write", "read", "mixed", "delete", "list", "head", "walk" */
     int walk;               /* run walk: list every key, page by page (walk.h), no mix */
+    int walk_pages;         /* run walk: pages per listing call (s3r_object_list_pages) */
     unsigned mix[OP_COUNT]; /* weight of each operation (run) */
     char *endpoints;        /* "http://h:p,http://h:p" (allocated) */
     const char *rdma_endpoint;

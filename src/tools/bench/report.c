@@ -263,7 +263,7 @@ static void walk_figure(const walk_result_t *r, walk_figures_t *g)
     g->max_ms = (double)hist_max(&r->page_lat) / 1e6;
     /* a listing has no token form and libs3rdma counts no HTTP LIST */
     g->native = r->stats.native_ops;
-    g->http = r->pages > g->native ? r->pages - g->native : 0;
+    g->http = r->calls > g->native ? r->calls - g->native : 0;
 }
 
 void report_walk_text(FILE *f, const bench_opts_t *o, const walk_result_t *r)
