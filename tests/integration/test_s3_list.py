@@ -242,3 +242,16 @@ def test_many_keys_over_1000(s3, bucket):
     s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys[:1000]], "Quiet": True})
     s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys[1000:]], "Quiet": True})
     assert s3.list_objects_v2(Bucket=bucket)["KeyCount"] == 0
+
+
+@pytest.mark.parametrize("pages", ["3", "0", "99", "x"])
+def test_native_pages_param_ignored_over_http(server, lbucket, pages):
+    # x-s3rdma-pages is the native protocol's (docs/protocol.md §4.2): over HTTP it is
+    # not read, whatever its value, and the answer is the one page S3 would send.
+    base = [("list-type", "2"), ("max-keys", "2")]
+    plain = raw_request(server, "GET", f"/{lbucket}", query=base)
+    r = raw_request(server, "GET", f"/{lbucket}", query=base + [("x-s3rdma-pages", pages)])
+    assert r.status == 200 and plain.status == 200, r
+    assert r.body.count(b"<ListBucketResult") == 1
+    assert r.body == plain.body
+    assert "x-s3rdma-page-bytes" not in {k.lower() for k in r.headers}
