@@ -349,25 +349,25 @@ static bool list_objects_page(s3_req_t *req, const list_objects_args_t *a, const
     return true;
 }
 
-/* How many pages a native request asks for (x-s3rdma-pages, 1 when absent
- * or over HTTP), or 0 when it asks wrongly (replied). */
-static unsigned list_pages_asked(s3_req_t *req, bool v2)
+/* How many pages a native request asks for (x-s3rdma-pages): 0 when it
+ * does not (absent, or over HTTP), -1 when it asks wrongly (replied). */
+static int list_pages_asked(s3_req_t *req, bool v2)
 {
     const char *np = req->transport == S3_TRANSPORT_NATIVE ? s3_req_query(req, "x-s3rdma-pages")
                                                            : NULL;
     if (!np)
-        return 1;
+        return 0;
     char *end;
     long n = strtol(np, &end, 10);
     if (!*np || *end || n < 1 || n > S3R_NATIVE_LIST_PAGES) {
         s3_reply_error(req, S3E_INVALID_ARGUMENT, "x-s3rdma-pages must be 1 to 16.");
-        return 0;
+        return -1;
     }
     if (!v2) {
         s3_reply_error(req, S3E_INVALID_ARGUMENT, "x-s3rdma-pages needs list-type=2.");
-        return 0;
+        return -1;
     }
-    return (unsigned)n;
+    return (int)n;
 }
 
 /* A native ListObjectsV2 of several pages: the pages the same request
@@ -425,16 +425,16 @@ static void list_objects_begin(s3_req_t *req)
     }
     if (!list_query(req, &a.q))
         return;
-    unsigned pages = list_pages_asked(req, a.v2);
-    if (!pages)
+    int pages = list_pages_asked(req, a.v2);
+    if (pages < 0)
         return;
     a.marker = s3_req_query(req, "marker");
     a.start_after = s3_req_query(req, "start-after");
     const char *token = s3_req_query(req, "continuation-token");
     const char *fo = s3_req_query(req, "fetch-owner");
     a.fetch_owner = !a.v2 || (fo && strcmp(fo, "true") == 0);
-    if (pages > 1) {
-        list_objects_pages(req, &a, token, pages);
+    if (pages > 0) {
+        list_objects_pages(req, &a, token, (unsigned)pages);
         return;
     }
     buf_t xml;
