@@ -175,8 +175,8 @@ static s3r_status_t list_objects(s3r_client_t *c, const char *bucket, const s3r_
     unsigned done = 0;
     for (;;) {
         unsigned want = max_pages ? max_pages - done : LIST_PAGES_MAX, got = 0;
-        st = list_page(c, bucket, &o, token, want < LIST_PAGES_MAX ? want : LIST_PAGES_MAX,
-                       &list, &got);
+        st = list_page(c, bucket, &o, token, want < LIST_PAGES_MAX ? want : LIST_PAGES_MAX, &list,
+                       &got);
         done += got;
         free(token);
         token = NULL;
@@ -203,9 +203,8 @@ s3r_status_t s3r_object_list(s3r_client_t *c, const char *bucket, const s3r_list
     return list_objects(c, bucket, opts, opts && opts->all_pages ? 0 : 1, list_p);
 }
 
-s3r_status_t s3r_object_list_pages(s3r_client_t *c, const char *bucket,
-                                   const s3r_list_opts_t *opts, unsigned max_pages,
-                                   s3r_object_list_t **list_p)
+s3r_status_t s3r_object_list_pages(s3r_client_t *c, const char *bucket, const s3r_list_opts_t *opts,
+                                   unsigned max_pages, s3r_object_list_t **list_p)
 {
     if (max_pages == 0)
         return S3R_ERR_INVALID_ARG;

@@ -94,9 +94,9 @@ _Static_assert(S3R_MAX_USER_META_BYTES <= S3R_REPLY_MAX_VALUE, "a metadata value
  * page might not fit the client's out span. */
 #define S3R_NATIVE_LIST_PAGES      16
 #define S3R_NATIVE_LIST_BODY_BYTES (8u << 20)
-#define S3R_MIN_PART_BYTES  (5 * 1024 * 1024)  /* EntityTooSmall (all parts but the last) */
-#define S3R_MAX_PART_NUMBER 10000              /* InvalidArgument */
-#define S3R_MAX_AWS_CHUNK   (16 * 1024 * 1024) /* one aws-chunked chunk: IncompleteBody */
+#define S3R_MIN_PART_BYTES         (5 * 1024 * 1024)  /* EntityTooSmall (all parts but the last) */
+#define S3R_MAX_PART_NUMBER        10000              /* InvalidArgument */
+#define S3R_MAX_AWS_CHUNK          (16 * 1024 * 1024) /* one aws-chunked chunk: IncompleteBody */
 
 /* Bytes of request documents (XML and policy bodies, buffered whole before
  * they are parsed) held at once, server-wide (max_document_memory); one

@@ -36,9 +36,17 @@ enum presence { NO = 0, MAY, MUST };
 /* Query parameters, NULL-terminated. */
 static const char *const get_q[] = {"versionId", "partNumber",
                                     S3_RESPONSE_OVERRIDES(S3_RESPONSE_OVERRIDE_NAME) NULL};
-static const char *const list_q[] = {
-    "list-type",          "prefix",      "delimiter",   "marker", "max-keys", "encoding-type",
-    "continuation-token", "start-after", "fetch-owner", "x-s3rdma-pages", NULL};
+static const char *const list_q[] = {"list-type",
+                                     "prefix",
+                                     "delimiter",
+                                     "marker",
+                                     "max-keys",
+                                     "encoding-type",
+                                     "continuation-token",
+                                     "start-after",
+                                     "fetch-owner",
+                                     "x-s3rdma-pages",
+                                     NULL};
 static const char *const list_mpu_q[] = {
     "uploads",          "prefix",      "delimiter",     "key-marker",
     "upload-id-marker", "max-uploads", "encoding-type", NULL};

@@ -353,8 +353,8 @@ static bool list_objects_page(s3_req_t *req, const list_objects_args_t *a, const
  * does not (absent, or over HTTP), -1 when it asks wrongly (replied). */
 static int list_pages_asked(s3_req_t *req, bool v2)
 {
-    const char *np = req->transport == S3_TRANSPORT_NATIVE ? s3_req_query(req, "x-s3rdma-pages")
-                                                           : NULL;
+    const char *np =
+        req->transport == S3_TRANSPORT_NATIVE ? s3_req_query(req, "x-s3rdma-pages") : NULL;
     if (!np)
         return 0;
     char *end;

@@ -396,10 +396,18 @@ static void test_record_want_listing(void **state)
 {
     (void)state;
     stor_kv_t um[2] = {{"a", "b"}, {"c", "d"}};
-    stor_meta_t m = {.size = 12, .mtime_ms = 1700000000123, .content_type = "t",
-                     .checksum_crc32c = "AAAAAA==", .user_meta = um, .n_user_meta = 2,
-                     .owner = "AKOWNER", .acl = STOR_ACL_PUBLIC_READ, .parts_count = 2,
-                     .storage_class = "GLACIER", .tags = "k=v", .version = "0000000000000007"};
+    stor_meta_t m = {.size = 12,
+                     .mtime_ms = 1700000000123,
+                     .content_type = "t",
+                     .checksum_crc32c = "AAAAAA==",
+                     .user_meta = um,
+                     .n_user_meta = 2,
+                     .owner = "AKOWNER",
+                     .acl = STOR_ACL_PUBLIC_READ,
+                     .parts_count = 2,
+                     .storage_class = "GLACIER",
+                     .tags = "k=v",
+                     .version = "0000000000000007"};
     strcpy(m.etag, "abc-2");
     stor_seg_t segs[2] = {{{1}, 5}, {{2}, 7}};
     buf_t b;
@@ -407,11 +415,10 @@ static void test_record_want_listing(void **state)
     assert_int_equal(stor_rec_encode_object(&b, "key", 3, &m, segs, 2), 0);
     stor_meta_t full, lean, owned;
     assert_int_equal(stor_rec_decode_object_meta(b.data, b.len, &full), STOR_OK);
-    assert_int_equal(stor_rec_decode_object_want(b.data, b.len, STOR_WANT_LISTING, &lean),
-                     STOR_OK);
-    assert_int_equal(stor_rec_decode_object_want(b.data, b.len,
-                                                 STOR_WANT_LISTING | STOR_WANT_OWNER, &owned),
-                     STOR_OK);
+    assert_int_equal(stor_rec_decode_object_want(b.data, b.len, STOR_WANT_LISTING, &lean), STOR_OK);
+    assert_int_equal(
+        stor_rec_decode_object_want(b.data, b.len, STOR_WANT_LISTING | STOR_WANT_OWNER, &owned),
+        STOR_OK);
     stor_meta_t *both[2] = {&lean, &owned};
     for (int i = 0; i < 2; i++) {
         stor_meta_t *x = both[i];
