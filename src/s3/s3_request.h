@@ -331,8 +331,9 @@ struct s3_req {
     void (*op_state_free)(void *);
 
     /* Response. */
-    /* The most reply body bytes the client can take (a native request: its
-     * out span, or what may travel inline); 0: no bound (HTTP). */
+    /* A native request: the most reply body bytes its client can take (its
+     * out span, or what may travel inline, whichever is larger). HTTP
+     * leaves it 0 and nothing reads it there. */
     uint64_t reply_room;
     buf_t reply_headers; /* "name\0value\0" pairs, added to the response by the reply */
     buf_t error_elems;   /* XML elements an error reply adds after <Message> */
