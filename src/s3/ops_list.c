@@ -380,8 +380,8 @@ static int list_pages_asked(s3_req_t *req, bool v2)
 static void list_objects_pages(s3_req_t *req, const list_objects_args_t *a, const char *token,
                                unsigned pages)
 {
-    uint64_t room = req->reply_room < S3R_NATIVE_LIST_BODY_BYTES ? req->reply_room
-                                                                 : S3R_NATIVE_LIST_BODY_BYTES;
+    uint64_t room =
+        req->reply_room < S3R_NATIVE_LIST_BODY_BYTES ? req->reply_room : S3R_NATIVE_LIST_BODY_BYTES;
     buf_t body;
     buf_init(&body, LIST_DOC_MAX);
     /* Room for the pages at once: no copy as the body grows. */
