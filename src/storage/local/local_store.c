@@ -33,28 +33,6 @@
 
 /* ==== Open / close ======================================================== */
 
-/* Opens the index (LMDB environment in path) into st->env.
- *
- * A commit writes into the page cache and flushes nothing (it survives the
- * process, not the OS). Sync points flush and save restore points, so a
- * power loss loses at most the commits since the last one and never tears
- * the index (local_restore.h): both modes run one about once a second; in fsync
- * mode a PUT's or DELETE's group is durable before it returns through its
- * record in the commit log (local_wal.h), and any other commit waits for a sync
- * point, shared by the commits that wait for it together
- * (local_syncer_wait_durable).
- *
- * Relaxed mode maps the index writable (MDB_WRITEMAP): a commit writes its
- * pages straight into the shared map (the page cache) instead of copying
- * them there with a pwrite/writev per run of pages, which was most of a
- * small commit's cost; the meta page too. LMDB then sizes data.mdb to the
- * whole map (MAP_SIZE, sparse: only pages written take space). A
- * filesystem that refuses a file that large gets the index without it.
- * Fsync mode does not: with a sync point per group of commits (before the
- * commit log) it measured 4-5x fewer PUT/s at 16 threads on disk (ext4)
- * with the map than without;
- * its fdatasyncs then also waited for synchronous writes of the inode
- * (ext4_write_inode) and for pages under writeback (docs/storage.md). */
 /* Asks the kernel to back the writable map of the index with huge pages
  * (MADV_HUGEPAGE: 2 MiB folios, read around a fault 2 MiB at a time). Under
  * the map's default (MADV_NORMAL) a page fault on a page the page cache
@@ -88,6 +66,28 @@ static void index_map_hugepages(lstor_t *st)
     fclose(maps);
 }
 
+/* Opens the index (LMDB environment in path) into st->env.
+ *
+ * A commit writes into the page cache and flushes nothing (it survives the
+ * process, not the OS). Sync points flush and save restore points, so a
+ * power loss loses at most the commits since the last one and never tears
+ * the index (local_restore.h): both modes run one about once a second; in fsync
+ * mode a PUT's or DELETE's group is durable before it returns through its
+ * record in the commit log (local_wal.h), and any other commit waits for a sync
+ * point, shared by the commits that wait for it together
+ * (local_syncer_wait_durable).
+ *
+ * Relaxed mode maps the index writable (MDB_WRITEMAP): a commit writes its
+ * pages straight into the shared map (the page cache) instead of copying
+ * them there with a pwrite/writev per run of pages, which was most of a
+ * small commit's cost; the meta page too. LMDB then sizes data.mdb to the
+ * whole map (MAP_SIZE, sparse: only pages written take space). A
+ * filesystem that refuses a file that large gets the index without it.
+ * Fsync mode does not: with a sync point per group of commits (before the
+ * commit log) it measured 4-5x fewer PUT/s at 16 threads on disk (ext4)
+ * with the map than without;
+ * its fdatasyncs then also waited for synchronous writes of the inode
+ * (ext4_write_inode) and for pages under writeback (docs/storage.md). */
 static stor_status_t index_open(lstor_t *st, const char *path)
 {
     int rc = 0;
