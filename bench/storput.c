@@ -1,6 +1,6 @@
 /* The local storage engine alone: T threads each PUT (stor_writer_open,
  * write, commit) SIZE-byte objects over 100 keys of their own for SECS
- * seconds, then print "p50_us p99_us ops_per_s". No network, no S3 layer:
+ * seconds, then print "p50_us p99_us ops_per_s p999_us max_us". No network, no S3 layer:
  * what a PUT costs in src/storage. Built against a tree's static libraries
  * (so an older tree's build can run beside this one):
  *
@@ -114,8 +114,9 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < ths[t].n; i++)
             all[k++] = ths[t].lat[i];
     qsort(all, total, sizeof(double), cmp);
-    printf("%.1f %.1f %.0f\n", total ? all[total / 2] : 0, total ? all[total * 99 / 100] : 0,
-           (double)total / el);
+    printf("%.1f %.1f %.0f %.1f %.1f\n", total ? all[total / 2] : 0,
+           total ? all[total * 99 / 100] : 0, (double)total / el,
+           total ? all[total * 999 / 1000] : 0, total ? all[total - 1] : 0);
     stor_close(st);
     return 0;
 }

@@ -236,6 +236,19 @@ static void create_bucket_finish(s3_req_t *req)
         s3_reply_error(req, S3E_MALFORMED_XML, NULL);
         return;
     }
+    /* One server is one region: a bucket can be made only where the request
+     * was sent. The server's own region is accepted when named (S3 refuses an
+     * explicit "us-east-1"; radosgw and MinIO accept their own region, and
+     * tools written against them send it). */
+    if (location[0] && strcmp(location, req->srv->cfg.region) != 0) {
+        char msg[160];
+        snprintf(msg, sizeof(msg),
+                 "The %.64s location constraint is incompatible for the region specific endpoint "
+                 "this request was sent to.",
+                 location);
+        s3_reply_error(req, S3E_ILLEGAL_LOCATION, msg);
+        return;
+    }
     s3_new_acl_t acl;
     const char *why = NULL;
     s3_error_t err = s3_acl_from_headers(req, false, &acl, &why); /* checked in begin() */

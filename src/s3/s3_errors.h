@@ -55,6 +55,9 @@
     X(MALFORMED_ACL, 400, "MalformedACLError",                                                     \
       "The XML you provided was not well-formed or did not validate against our published "        \
       "schema.")                                                                                   \
+    X(ILLEGAL_LOCATION, 400, "IllegalLocationConstraintException",                                \
+      "The location constraint is incompatible for the region specific endpoint this request "     \
+      "was sent to.")                                                                              \
     X(MALFORMED_XML, 400, "MalformedXML",                                                          \
       "The XML you provided was not well-formed or did not validate against our published "        \
       "schema.")                                                                                   \

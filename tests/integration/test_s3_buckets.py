@@ -115,6 +115,24 @@ def test_get_bucket_location(s3, bucket):
     assert resp.get("LocationConstraint") is None, resp
 
 
+def test_create_bucket_location_constraint(s3):
+    """The server's own region may be named; another region is refused as S3's
+    region endpoints refuse it, and no bucket is made."""
+    here = new_bucket_name("loc")
+    s3.create_bucket(Bucket=here, CreateBucketConfiguration={"LocationConstraint": "us-east-1"})
+    assert s3.get_bucket_location(Bucket=here).get("LocationConstraint") is None
+    s3.delete_bucket(Bucket=here)
+    elsewhere = new_bucket_name("loc")
+    with pytest.raises(ClientError) as ei:
+        s3.create_bucket(Bucket=elsewhere,
+                         CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    assert_error(ei, "IllegalLocationConstraintException", 400)
+    assert "eu-west-1" in ei.value.response["Error"]["Message"]
+    with pytest.raises(ClientError) as ei:
+        s3.head_bucket(Bucket=elsewhere)
+    assert ei.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+
+
 def test_object_ops_on_missing_bucket(s3):
     name = new_bucket_name("missing")
     with pytest.raises(ClientError) as ei:
