@@ -629,7 +629,8 @@ int local_viter_next(stor_iter_t *it_, const char **key_p, size_t *key_len_p, st
         int c = it->has_mk ? ikcmp(ik, iklen, it->mk, it->mk_len) : 1;
         if (c < 0 || (c == 0 && (it->mk_whole || !it->mk_passed)))
             f = 0; /* at or before the resume point */
-        if (f && stor_rec_decode_object_meta(sd->v.mv_data, sd->v.mv_size, meta_p) != STOR_OK) {
+        if (f && stor_rec_decode_object_want(sd->v.mv_data, sd->v.mv_size, it->base.want, meta_p) !=
+                     STOR_OK) {
             log_error("storage: corrupt record in version listing");
             it->failed = 1;
             return -1;
