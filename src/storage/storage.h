@@ -202,6 +202,12 @@ typedef struct stor_bucket {
      * before shards existed) for every bucket of the local backend and every
      * RADOS bucket created before shards. */
     uint32_t index_shards;
+    /* RADOS: the generation of the index objects (0: named as before
+     * resharding; each finished reshard adds one), and the shard count an
+     * online reshard in progress moves the index to (0: none). 0 and 0 for
+     * every bucket of the local backend. */
+    uint32_t index_gen;
+    uint32_t reshard_to;
     /* stor_versioning_t; kept in the record as document
      * STOR_BCFG_VERSIONING, the one document storage itself reads. */
     int versioning;
