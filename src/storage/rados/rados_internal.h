@@ -367,7 +367,7 @@ static inline void rs_chg_rm(rs_change_t *c, const char *k, size_t kl)
 
 /* How long a change waits for a reshard's last step on its key's shard
  * (rs_route_again) before it answers 503. */
-#define RSTOR_RESHARD_WAIT_MS 10000
+#define RSTOR_RESHARD_WAIT_MS 20000
 
 /* Where the changes of one key go: the index as the writer knows it, the
  * key's shard object in it, and whether that shard is tracked (a reshard

@@ -24,14 +24,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/clock.h"
 #include "common/log.h"
 #include "storage/rados/rados_internal.h"
 
-/* How long the runner's lease lasts without a renewal (renewed between
- * batches): a runner that dies lets the next one take over after it. */
-#define RESHARD_LEASE_MS 30000
+/* How long the runner's lease lasts without a renewal (renewed after each
+ * shard's copy and each pass): a runner that dies lets the next one take
+ * over after it, which a new run waits for. */
+#define RESHARD_LEASE_MS 10000
 /* Marked keys left after which the passes stop and the shards are fenced:
  * the writers' wait is the last copy of at most about this many keys. */
 #define RESHARD_FENCE_AT 64
@@ -449,6 +451,8 @@ static stor_status_t reshard_run(rstor_t *st, const rs_index_t *ix, const char *
         if (rc == 0 && rs_lease(&st->base, lease, RESHARD_LEASE_MS) != STOR_OK)
             rc = -ETIMEDOUT;
     }
+    if (rc == 0)
+        rs_crash_point(st, "reshard-copied");
     /* 5. The fence, and the last copy. Writers of these shards wait from
      * here to step 7. */
     uint64_t t2 = clock_mono_ms();
@@ -465,6 +469,7 @@ static stor_status_t reshard_run(rstor_t *st, const rs_index_t *ix, const char *
     }
     if (rc < 0)
         return rs_fail("reshard: copy", oid, rc);
+    rs_crash_point(st, "reshard-fenced");
     /* 6. The old objects go; 7. the record names the new ones. */
     for (uint32_t s = 0; s < ix->shards; s++) {
         rs_index_oid(ix, s, oid);
@@ -472,6 +477,7 @@ static stor_status_t reshard_run(rstor_t *st, const rs_index_t *ix, const char *
         if (rc < 0 && rc != -ENOENT)
             return rs_fail("reshard: remove shard", oid, rc);
     }
+    rs_crash_point(st, "reshard-removed");
     stor_status_t st_ = record_set(st, ix->bucket, ix->id, nx.gen, nx.shards, 0);
     uint64_t t3 = clock_mono_ms();
     log_info("storage: resharded %s from %" PRIu32 " to %" PRIu32 " shards (generation %" PRIu32
@@ -494,7 +500,15 @@ stor_status_t rs_bucket_reshard(stor_t *st_, const char *name, uint32_t shards)
         return s;
     char lease[40];
     snprintf(lease, sizeof lease, "reshard.%016" PRIx64, b.id);
-    if ((s = rs_lease(st_, lease, RESHARD_LEASE_MS)) != STOR_OK)
+    /* Held: by a live runner (it keeps it; this run gives up), or by one
+     * that died (it lapses within RESHARD_LEASE_MS; this run goes on). */
+    uint64_t until = clock_mono_ms() + RESHARD_LEASE_MS + 2000;
+    while ((s = rs_lease(st_, lease, RESHARD_LEASE_MS)) == STOR_ERR_PRECONDITION &&
+           clock_mono_ms() < until) {
+        struct timespec ts = {0, 200 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    if (s != STOR_OK)
         return s;
     /* Read again under the lease: a run that ended meanwhile changed it. */
     if ((s = rs_bucket_lookup(st, name, &b)) != STOR_OK) {
