@@ -111,6 +111,65 @@ static int tomb_move(rstor_t *st, const char *oid, const char *from, const char 
     return same ? 0 : -ESTALE;
 }
 
+/* The same op on every old shard of ix at once (writers are held while the
+ * fence's steps run, so they are one round trip each, not one per shard):
+ * with fence, each tombstone from RSTOR_TRACKED to RSTOR_FENCED (a shard
+ * whose op fails is then moved one by one, tomb_move telling a tombstone
+ * already fenced from a delete's); else each object removed. 0, or the
+ * first librados code (a shard already gone is not one). */
+static int shards_all(rstor_t *st, const rs_index_t *ix, int fence)
+{
+    rados_completion_t *cs = calloc(ix->shards, sizeof *cs);
+    if (!cs)
+        return -ENOMEM;
+    char oid[RSTOR_OID_MAX];
+    int rc = 0;
+    for (uint32_t s = 0; s < ix->shards && rc == 0; s++) {
+        rs_index_oid(ix, s, oid);
+        if ((rc = rados_aio_create_completion2(NULL, NULL, &cs[s])) < 0)
+            break;
+        if (fence) {
+            rados_write_op_t op = rados_create_write_op();
+            if (!op) {
+                rc = -ENOMEM;
+            } else {
+                const char *k[1] = {RSTOR_TOMB}, *v[1] = {RSTOR_FENCED};
+                size_t kl = strlen(RSTOR_TOMB), vl = strlen(RSTOR_FENCED);
+                rados_write_op_assert_exists(op);
+                rados_write_op_omap_cmp2(op, RSTOR_TOMB, LIBRADOS_CMPXATTR_OP_EQ, RSTOR_TRACKED,
+                                         kl, strlen(RSTOR_TRACKED), NULL);
+                rados_write_op_omap_set2(op, k, v, &kl, &vl, 1);
+                rc = rados_aio_write_op_operate(op, st->index, cs[s], oid, NULL, 0);
+                rados_release_write_op(op);
+            }
+        } else {
+            rc = rados_aio_remove(st->index, oid, cs[s]);
+        }
+        if (rc < 0) {
+            rados_aio_release(cs[s]);
+            cs[s] = NULL;
+        }
+    }
+    for (uint32_t s = 0; s < ix->shards; s++) {
+        if (!cs[s])
+            continue;
+        rados_aio_wait_for_complete(cs[s]);
+        int r = rados_aio_get_return_value(cs[s]);
+        rados_aio_release(cs[s]);
+        if (r == -ENOENT)
+            continue;
+        if (r < 0 && fence) {
+            rs_index_oid(ix, s, oid);
+            if ((r = tomb_move(st, oid, RSTOR_TRACKED, RSTOR_FENCED)) == 1)
+                r = 0;
+        }
+        if (r < 0 && rc == 0)
+            rc = r;
+    }
+    free(cs);
+    return rc;
+}
+
 /* ==== Copying ============================================================ */
 
 /* Entries read from an old shard, waiting to be written to the new ones. */
@@ -456,11 +515,8 @@ static stor_status_t reshard_run(rstor_t *st, const rs_index_t *ix, const char *
     /* 5. The fence, and the last copy. Writers of these shards wait from
      * here to step 7. */
     uint64_t t2 = clock_mono_ms();
-    for (uint32_t s = 0; s < ix->shards && rc == 0; s++) {
-        rs_index_oid(ix, s, oid);
-        if ((rc = tomb_move(st, oid, RSTOR_TRACKED, RSTOR_FENCED)) == 1)
-            rc = 0;
-    }
+    if (rc == 0)
+        rc = shards_all(st, ix, 1);
     uint64_t last = 0;
     for (uint32_t s = 0; s < ix->shards && rc == 0; s++) {
         rs_index_oid(ix, s, oid);
@@ -471,12 +527,8 @@ static stor_status_t reshard_run(rstor_t *st, const rs_index_t *ix, const char *
         return rs_fail("reshard: copy", oid, rc);
     rs_crash_point(st, "reshard-fenced");
     /* 6. The old objects go; 7. the record names the new ones. */
-    for (uint32_t s = 0; s < ix->shards; s++) {
-        rs_index_oid(ix, s, oid);
-        rc = rados_remove(st->index, oid);
-        if (rc < 0 && rc != -ENOENT)
-            return rs_fail("reshard: remove shard", oid, rc);
-    }
+    if ((rc = shards_all(st, ix, 0)) < 0)
+        return rs_fail("reshard: remove shards", ix->bucket, rc);
     rs_crash_point(st, "reshard-removed");
     stor_status_t st_ = record_set(st, ix->bucket, ix->id, nx.gen, nx.shards, 0);
     uint64_t t3 = clock_mono_ms();
