@@ -21,6 +21,7 @@
  *      on there. */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -393,6 +394,67 @@ static int copy_key(rstor_t *st, const char *oid, const rs_index_t *nx, const ch
     return rc;
 }
 
+/* Marked keys of one batch of a pass, copied by RESHARD_COPIERS threads at
+ * once: a key's copy is three round trips one after another (its entries
+ * read on both sides, then written), so one at a time a pass copies fewer
+ * keys a second than a few writers mark. */
+#define RESHARD_COPIERS 16
+typedef struct marks {
+    rstor_t *st;
+    const char *oid;
+    const rs_index_t *nx;
+    int tracked;
+    const char **k, **v;
+    size_t *kl, *vl;
+    size_t n;
+    size_t next; /* the next mark to copy, under lock */
+    int rc;      /* the first failure, under lock */
+    pthread_mutex_t lock;
+} marks_t;
+
+static void *copier(void *arg)
+{
+    marks_t *m = arg;
+    size_t dl = strlen(RSTOR_DIRTY);
+    for (;;) {
+        pthread_mutex_lock(&m->lock);
+        size_t i = m->rc == 0 && m->next < m->n ? m->next++ : m->n;
+        pthread_mutex_unlock(&m->lock);
+        if (i >= m->n)
+            return NULL;
+        int rc = copy_key(m->st, m->oid, m->nx, m->k[i] + dl, m->kl[i] - dl);
+        if (rc == 0 && m->tracked) {
+            buf_t mark = {.data = (char *)m->v[i], .len = m->vl[i]};
+            rc = rs_omap_cas(m->st->index, m->oid, m->k[i], m->kl[i], &mark, NULL, 0);
+            if (rc == -ECANCELED)
+                rc = 0; /* changed again: the next pass copies it */
+        }
+        if (rc < 0) {
+            pthread_mutex_lock(&m->lock);
+            if (m->rc == 0)
+                m->rc = rc;
+            pthread_mutex_unlock(&m->lock);
+        }
+    }
+}
+
+/* Copies the m->n marked keys, on up to RESHARD_COPIERS threads (the
+ * calling one among them). 0, or the first librados code. */
+static int copy_marks(marks_t *m)
+{
+    pthread_t t[RESHARD_COPIERS - 1];
+    size_t started = 0;
+    m->next = 0;
+    m->rc = 0;
+    while (started < RESHARD_COPIERS - 1 && started + 1 < m->n &&
+           pthread_create(&t[started], NULL, copier, m) == 0)
+        started++;
+    copier(m);
+    for (size_t i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+    return m->rc;
+}
+
 /* One pass over the dirty marks of old shard oid: each marked key is
  * copied again; while the shard is tracked (not fenced) its mark is taken
  * away unless a change set it again meanwhile. *n_p: keys copied. 0, or a
@@ -401,35 +463,49 @@ static int dirty_pass(rstor_t *st, const char *oid, const rs_index_t *nx, int tr
                       uint64_t *n_p)
 {
     size_t dl = strlen(RSTOR_DIRTY);
+    marks_t m = {.st = st, .oid = oid, .nx = nx, .tracked = tracked};
+    m.k = malloc(RSTOR_OMAP_BATCH * sizeof *m.k);
+    m.v = malloc(RSTOR_OMAP_BATCH * sizeof *m.v);
+    m.kl = malloc(RSTOR_OMAP_BATCH * sizeof *m.kl);
+    m.vl = malloc(RSTOR_OMAP_BATCH * sizeof *m.vl);
     buf_t from;
     buf_init(&from, (size_t)-1 / 2);
-    int rc = buf_append(&from, RSTOR_DIRTY, dl + 1) ? -ENOMEM : 0;
+    int rc = !m.k || !m.v || !m.kl || !m.vl || buf_append(&from, RSTOR_DIRTY, dl + 1) ? -ENOMEM
+                                                                                      : 0;
+    pthread_mutex_init(&m.lock, NULL);
     unsigned char more = 1;
     while (rc == 0 && more) {
         rados_omap_iter_t it;
         if ((rc = rs_omap_read(st->index, oid, from.data, RSTOR_DIRTY, RSTOR_OMAP_BATCH, &it,
                                &more)) < 0)
             break;
+        /* The entries stay valid until the iterator ends. */
         char *k, *v;
         size_t kl, vl;
-        while (rc == 0 && rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 && k) {
+        m.n = 0;
+        while (m.n < RSTOR_OMAP_BATCH && rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 && k) {
             if (kl <= dl)
                 continue;
-            if ((rc = copy_key(st, oid, nx, k + dl, kl - dl)) < 0)
-                break;
-            (*n_p)++;
-            if (tracked) {
-                buf_t mark = {.data = v, .len = vl};
-                rc = rs_omap_cas(st->index, oid, k, kl, &mark, NULL, 0);
-                if (rc == -ECANCELED)
-                    rc = 0; /* changed again: the next pass copies it */
-            }
+            m.k[m.n] = k;
+            m.v[m.n] = v;
+            m.kl[m.n] = kl;
+            m.vl[m.n++] = vl;
+        }
+        if (m.n) {
+            rc = copy_marks(&m);
+            *n_p += m.n;
             buf_reset(&from);
-            if (rc == 0 && (buf_append(&from, k, kl) != 0 || buf_append(&from, "", 1) != 0))
+            if (rc == 0 && (buf_append(&from, m.k[m.n - 1], m.kl[m.n - 1]) != 0 ||
+                            buf_append(&from, "", 1) != 0))
                 rc = -ENOMEM;
         }
         rados_omap_get_end(it);
     }
+    pthread_mutex_destroy(&m.lock);
+    free(m.k);
+    free(m.v);
+    free(m.kl);
+    free(m.vl);
     buf_free(&from);
     return rc;
 }
