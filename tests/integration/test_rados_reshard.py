@@ -9,7 +9,8 @@ docs/storage.md "Online resharding"), on the session's Ceph cluster:
 - listings (prefix, delimiter, start-after, continuation) of the resharded bucket equal
   those of an unsharded bucket and of the local backend holding the same keys;
 - a reshard killed after each of its steps (debug.rados_crash_at) leaves a bucket that
-  reads right, is finished by the next run, and loses nothing acknowledged meanwhile.
+  reads right, is finished by the next run, and loses nothing acknowledged meanwhile;
+- a versioned bucket's versions and delete markers move with their keys.
 """
 import concurrent.futures as cf
 import subprocess
@@ -52,7 +53,7 @@ def reshard(cluster, pool, tmp_path, bucket, shards, crash_at=None):
 
 def fnv1a_shard(key, n):
     h = 0xcbf29ce484222325
-    for byte in key.encode():
+    for byte in key.encode(errors="surrogateescape"):
         h = ((h ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
     return h % n
 
@@ -60,8 +61,9 @@ def fnv1a_shard(key, n):
 def index_objects(cluster, pool):
     names = [n for n in cluster.rados("ls", pool=pool).decode().split()
              if n.startswith("s3rdma.index.")]
-    return {n: sorted(k for k in cluster.rados("listomapkeys", n, pool=pool).decode()
-                      .splitlines()) for n in names}
+    # Version entries (0xFE ...) and the tombstone or marks (0xFF ...) are not UTF-8.
+    return {n: sorted(k for k in cluster.rados("listomapkeys", n, pool=pool)
+                      .decode(errors="surrogateescape").splitlines()) for n in names}
 
 
 def walk(s3, bucket, pause=None, **kw):
@@ -221,8 +223,8 @@ def test_online_reshard_under_load_matches_unsharded_and_local(ceph_cluster, poo
     assert len(mine) == 8 and all(".g1." in n for n in mine), sorted(mine)
     for n, keys in mine.items():
         s = int(n.rsplit(".", 1)[1])
-        assert all(fnv1a_shard(k, 8) == s for k in keys if not k.startswith("\xff")), n
-        assert not any(k.startswith("\xff") for k in keys), n  # no tombstone, no mark
+        assert all(fnv1a_shard(k, 8) == s for k in keys), n
+        assert not any(k.startswith("\udcff") for k in keys), n  # no tombstone, no mark
 
     # The same listings from the resharded bucket, the unsharded one and the local backend.
     for kw in LISTINGS:
@@ -277,3 +279,38 @@ def test_reshard_killed_at_each_step_is_finished_by_the_next_run(ceph_cluster, p
         sa.delete_object(Bucket=bucket, Key=k)
     sa.delete_bucket(Bucket=bucket)
     assert index_objects(ceph_cluster, pool) == {}
+
+
+def test_reshard_moves_versions_with_their_keys(ceph_cluster, pool, make_server, tmp_path):
+    """A versioned bucket: every version and delete marker moves with its key, and
+    ListObjectVersions, GET by version id and a delete of a version answer as before."""
+    ga = gateway(make_server, ceph_cluster, pool, "gwa", 2)
+    sa = boto_client(ga)
+    bucket = "rsv-" + uuid.uuid4().hex[:8]
+    sa.create_bucket(Bucket=bucket)
+    sa.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    ids = {}
+    for k in ("a", "b/x", "b/y", "c", "\u00e9"):
+        for j in range(3):
+            ids.setdefault(k, []).append(
+                sa.put_object(Bucket=bucket, Key=k, Body=f"{k}{j}".encode())["VersionId"])
+    sa.delete_object(Bucket=bucket, Key="c")  # a delete marker on top
+
+    def versions():
+        r = sa.list_object_versions(Bucket=bucket)
+        return ([(v["Key"], v["VersionId"], v["IsLatest"]) for v in r.get("Versions", [])],
+                [(d["Key"], d["VersionId"]) for d in r.get("DeleteMarkers", [])])
+    before = versions()
+    r = reshard(ceph_cluster, pool, tmp_path, bucket, 7)
+    assert r.returncode == 0, r.stderr
+    assert versions() == before
+    for k, vs in ids.items():
+        for j, vid in enumerate(vs):
+            got = sa.get_object(Bucket=bucket, Key=k, VersionId=vid)["Body"].read()
+            assert got == f"{k}{j}".encode()
+    sa.delete_object(Bucket=bucket, Key="a", VersionId=ids["a"][2])
+    assert sa.get_object(Bucket=bucket, Key="a")["Body"].read() == b"a1"
+    with pytest.raises(ClientError):
+        sa.get_object(Bucket=bucket, Key="c")
+    names = [n for n in index_objects(ceph_cluster, pool)]
+    assert len(names) == 7 and all(".g1." in n for n in names), names

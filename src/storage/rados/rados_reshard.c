@@ -190,6 +190,7 @@ static int entry_shard(const rs_index_t *nx, const char *k, size_t kl, uint32_t 
 {
     if (kl && (unsigned char)k[0] == 0xFE) {
         buf_t key;
+        buf_init(&key, (size_t)-1 / 2);
         if (rs_vkey_parse(k, kl, &key) != 0) {
             buf_free(&key);
             return -EIO;
