@@ -666,8 +666,11 @@ stor_status_t rs_object_change(stor_t *st_, const stor_bucket_t *bucket, const c
         buf_t raw, b = {0};
         stor_obj_rec_t rec;
         stor_status_t s = index_read(st, rt.oid, key, &raw, &rec, NULL);
-        if (s == STOR_ERR_NO_BUCKET && rs_route_again(st, &rt, key) == STOR_OK) {
+        if (s == STOR_ERR_NO_BUCKET) {
+            /* The shard is gone: the reshard finished (or the bucket). */
             buf_free(&raw);
+            if ((s = rs_route_again(st, &rt, key)) != STOR_OK)
+                return s;
             continue;
         }
         if (s == STOR_OK && rec.meta.delete_marker) {

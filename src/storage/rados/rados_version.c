@@ -380,8 +380,13 @@ static stor_status_t version_push(rstor_t *st, const rs_index_t *ix, const char 
     for (int attempt = 0; attempt < RSTOR_RETRIES; attempt++) {
         kread_t r;
         int rc = attempt == 0 && pre ? kread_finish(pre, &r) : kread_do(st, oid, key, NULL, 1, &r);
-        if (rc == -ENOENT && rs_route_again(st, &rt, key) == STOR_OK)
-            continue; /* the shard is gone: the reshard finished */
+        if (rc == -ENOENT) {
+            /* The shard is gone: the reshard finished (or the bucket). */
+            stor_status_t s = rs_route_again(st, &rt, key);
+            if (s != STOR_OK)
+                return s;
+            continue;
+        }
         if (rc < 0)
             return read_status(oid, rc);
         int live = r.has_l && !r.l.meta.delete_marker;
@@ -501,9 +506,12 @@ static stor_status_t version_remove(rstor_t *st, const rs_index_t *ix, rs_route_
         }
         kread_t r;
         int rc = s == STOR_OK ? kread_do(st, oid, key, vkey.data ? &vkey : NULL, 1, &r) : 0;
-        if (s == STOR_OK && rc == -ENOENT && rs_route_again(st, rt, key) == STOR_OK) {
+        if (s == STOR_OK && rc == -ENOENT) {
+            /* The shard is gone: the reshard finished (or the bucket). */
             buf_free(&vkey);
-            continue; /* the shard is gone: the reshard finished */
+            if ((s = rs_route_again(st, rt, key)) != STOR_OK)
+                return s;
+            continue;
         }
         if (s == STOR_OK && rc < 0)
             s = read_status(oid, rc);
@@ -676,9 +684,12 @@ stor_status_t rs_version_change(rstor_t *st, rs_route_t *rt, const char *key,
         }
         kread_t r;
         int rc = s == STOR_OK ? kread_do(st, oid, key, vkey.data ? &vkey : NULL, 0, &r) : 0;
-        if (s == STOR_OK && rc == -ENOENT && rs_route_again(st, rt, key) == STOR_OK) {
+        if (s == STOR_OK && rc == -ENOENT) {
+            /* The shard is gone: the reshard finished (or the bucket). */
             buf_free(&vkey);
-            continue; /* the shard is gone: the reshard finished */
+            if ((s = rs_route_again(st, rt, key)) != STOR_OK)
+                return s;
+            continue;
         }
         if (s == STOR_OK && rc < 0)
             s = read_status(oid, rc);
