@@ -381,7 +381,9 @@ static int load_file(server_config_t *cfg, const char *path)
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: s3rdmad [options]\n\n"
+    fprintf(out, "usage: s3rdmad [options]\n"
+                 "       s3rdmad reshard BUCKET SHARDS [options]  (a RADOS bucket's index, "
+                 "online)\n\n"
                  "S3-compatible object server with an RDMA data path.\n\n"
                  "  --config FILE          YAML config file (env S3RDMA_CONFIG)\n");
     for (size_t i = 0; i < server_n_settings; i++) {

@@ -283,8 +283,74 @@ static void print_banner(const server_config_t *cfg, const s3_server_config_t *s
     fflush(stdout);
 }
 
+static stor_rados_conf_t rados_conf_of(const server_config_t *cfg)
+{
+    return (stor_rados_conf_t){
+        .conf = cfg->storage.rados.conf,
+        .user = cfg->storage.rados.user,
+        .keyring = cfg->storage.rados.keyring,
+        .pool = cfg->storage.rados.pool,
+        .index_pool = cfg->storage.rados.index_pool,
+        .gc_grace_s = cfg->storage.rados.gc_grace_s,
+        .op_timeout_s = cfg->storage.rados.op_timeout_s,
+        .index_shards = cfg->storage.rados.index_shards,
+        .lease_s = cfg->storage.rados.lease_s,
+        .full_sweep = cfg->storage.rados.full_sweep,
+        .crash_at = cfg->storage.rados.crash_at,
+        .sweep_page_ms = cfg->storage.rados.sweep_page_ms,
+    };
+}
+
+/* s3rdmad reshard BUCKET SHARDS [options]: moves a RADOS bucket's index to
+ * SHARDS objects while gateways serve it (the same options as the server's,
+ * for the cluster), or finishes a reshard of it that was interrupted. An
+ * operator's command, not a gateway's job: docs/operations.md says when. */
+static int reshard_command(int argc, char **argv)
+{
+    char *end = NULL;
+    unsigned long shards = argc >= 4 ? strtoul(argv[3], &end, 10) : 0;
+    if (argc < 4 || !end || *end || shards < 1 || shards > STOR_INDEX_SHARDS_MAX) {
+        fprintf(stderr, "usage: s3rdmad reshard BUCKET SHARDS [options] (SHARDS: 1 to %d; the "
+                        "options name the RADOS cluster as the server's do)\n",
+                STOR_INDEX_SHARDS_MAX);
+        return 2;
+    }
+    const char *bucket = argv[2];
+    argv[3] = argv[0];
+    server_config_t cfg;
+    int rc = server_config_load(&cfg, argc - 3, argv + 3);
+    if (rc != 0) {
+        server_config_free(&cfg);
+        return rc > 0 ? 0 : 2;
+    }
+    log_set_level(cfg.log_level);
+    if (cfg.storage.backend != SERVER_STORAGE_RADOS) {
+        fprintf(stderr, "s3rdmad reshard: only RADOS buckets have index shards "
+                        "(storage.backend: rados)\n");
+        server_config_free(&cfg);
+        return 2;
+    }
+    stor_rados_conf_t rconf = rados_conf_of(&cfg);
+    stor_t *store = NULL;
+    stor_status_t st = stor_open_rados(&rconf, &store);
+    if (st == STOR_OK) {
+        st = stor_bucket_reshard(store, bucket, (uint32_t)shards);
+        stor_close(store);
+    }
+    server_config_free(&cfg);
+    if (st != STOR_OK) {
+        fprintf(stderr, "s3rdmad reshard %s: %s%s\n", bucket, stor_strerror(st),
+                st == STOR_ERR_PRECONDITION ? " (another process is resharding it)" : "");
+        return 1;
+    }
+    printf("bucket %s: index on %lu shards\n", bucket, shards);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "reshard") == 0)
+        return reshard_command(argc, argv);
     server_config_t cfg;
     int rc = server_config_load(&cfg, argc, argv);
     if (rc != 0) {
@@ -344,20 +410,7 @@ int main(int argc, char **argv)
     stor_t *store = NULL;
     stor_durability_t dur = cfg.durability == SERVER_DURABILITY_RELAXED ? STOR_DURABILITY_RELAXED
                                                                         : STOR_DURABILITY_FSYNC;
-    stor_rados_conf_t rconf = {
-        .conf = cfg.storage.rados.conf,
-        .user = cfg.storage.rados.user,
-        .keyring = cfg.storage.rados.keyring,
-        .pool = cfg.storage.rados.pool,
-        .index_pool = cfg.storage.rados.index_pool,
-        .gc_grace_s = cfg.storage.rados.gc_grace_s,
-        .op_timeout_s = cfg.storage.rados.op_timeout_s,
-        .index_shards = cfg.storage.rados.index_shards,
-        .lease_s = cfg.storage.rados.lease_s,
-        .full_sweep = cfg.storage.rados.full_sweep,
-        .crash_at = cfg.storage.rados.crash_at,
-        .sweep_page_ms = cfg.storage.rados.sweep_page_ms,
-    };
+    stor_rados_conf_t rconf = rados_conf_of(&cfg);
     bool on_rados = cfg.storage.backend == SERVER_STORAGE_RADOS;
     stor_status_t st =
         on_rados ? stor_open_rados(&rconf, &store) : stor_open(cfg.data_dir, dur, &store);

@@ -69,7 +69,7 @@ static int put_header(buf_t *b, uint8_t type)
 static uint8_t rec_max_version(uint8_t type)
 {
     return type == STOR_REC_OBJECT || type == STOR_REC_UPLOAD ? STOR_REC_EXT_VERSION
-           : type == STOR_REC_BUCKET                          ? STOR_REC_BUCKET_SHARDED_VERSION
+           : type == STOR_REC_BUCKET                          ? STOR_REC_BUCKET_RESHARD_VERSION
                                                               : rec_version(type);
 }
 
@@ -235,10 +235,14 @@ int stor_rec_encode_part(buf_t *b, const stor_part_t *p, const uint8_t id[STOR_I
 
 int stor_rec_encode_bucket_rec(buf_t *b, const stor_bucket_rec_t *r)
 {
-    if (r->b.id == 0 || r->b.index_shards > STOR_INDEX_SHARDS_MAX)
+    if (r->b.id == 0 || r->b.index_shards > STOR_INDEX_SHARDS_MAX ||
+        r->b.reshard_to > STOR_INDEX_SHARDS_MAX)
         return -1;
-    int sharded = r->b.index_shards > 1;
-    int rc = put_u8(b, sharded ? STOR_REC_BUCKET_SHARDED_VERSION : STOR_REC_BUCKET_VERSION) |
+    int resharded = r->b.index_gen > 0 || r->b.reshard_to > 0;
+    int sharded = resharded || r->b.index_shards > 1;
+    int rc = put_u8(b, resharded ? STOR_REC_BUCKET_RESHARD_VERSION
+                       : sharded ? STOR_REC_BUCKET_SHARDED_VERSION
+                                 : STOR_REC_BUCKET_VERSION) |
              put_u8(b, STOR_REC_BUCKET);
     rc |= put_str(b, r->b.owner);
     rc |= put_u64(b, (uint64_t)r->b.created);
@@ -256,7 +260,11 @@ int stor_rec_encode_bucket_rec(buf_t *b, const stor_bucket_rec_t *r)
         rc |= put_bytes(b, r->cfg[k], r->cfg_len[k]);
     }
     if (sharded)
-        rc |= put_u32(b, r->b.index_shards);
+        rc |= put_u32(b, r->b.index_shards ? r->b.index_shards : 1);
+    if (resharded) {
+        rc |= put_u32(b, r->b.index_gen);
+        rc |= put_u32(b, r->b.reshard_to);
+    }
     return rc ? -1 : 0;
 }
 
@@ -691,6 +699,8 @@ stor_status_t stor_rec_decode_bucket_rec(const void *data, size_t len, stor_buck
     b->cfg_mask = 0;
     b->cfg_gen = 0;
     b->index_shards = 1;
+    b->index_gen = 0;
+    b->reshard_to = 0;
     b->versioning = STOR_VERSIONING_OFF;
     if (v >= 2) {
         b->id = get_u64(&d);
@@ -723,7 +733,14 @@ stor_status_t stor_rec_decode_bucket_rec(const void *data, size_t len, stor_buck
     }
     if (v >= STOR_REC_BUCKET_SHARDED_VERSION) {
         b->index_shards = get_u32(&d);
-        if (b->index_shards < 2 || b->index_shards > STOR_INDEX_SHARDS_MAX)
+        uint32_t least = v >= STOR_REC_BUCKET_RESHARD_VERSION ? 1 : 2;
+        if (b->index_shards < least || b->index_shards > STOR_INDEX_SHARDS_MAX)
+            d.err = 1;
+    }
+    if (v >= STOR_REC_BUCKET_RESHARD_VERSION) {
+        b->index_gen = get_u32(&d);
+        b->reshard_to = get_u32(&d);
+        if (b->reshard_to > STOR_INDEX_SHARDS_MAX || (!b->index_gen && !b->reshard_to))
             d.err = 1;
     }
     return dec_status(&d);

@@ -40,6 +40,12 @@ stor_status_t stor_lease(stor_t *st, const char *name, uint32_t ttl_ms)
 
 /* ---- Buckets ------------------------------------------------------------ */
 
+stor_status_t stor_bucket_reshard(stor_t *st, const char *name, uint32_t shards)
+{
+    return st->ops->bucket_reshard ? st->ops->bucket_reshard(st, name, shards)
+                                   : STOR_ERR_UNSUPPORTED;
+}
+
 stor_status_t stor_bucket_create(stor_t *st, const char *name, const char *owner)
 {
     return st->ops->bucket_create(st, name, owner);

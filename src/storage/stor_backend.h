@@ -38,6 +38,8 @@ typedef struct stor_ops {
                                    const stor_bucket_change_t *change);
     stor_status_t (*bucket_delete)(stor_t *st, const stor_bucket_t *bucket);
     stor_status_t (*bucket_list)(stor_t *st, stor_bucket_t **out_p, size_t *n_p);
+    /* NULL when the backend's index is not sharded (STOR_ERR_UNSUPPORTED). */
+    stor_status_t (*bucket_reshard)(stor_t *st, const char *name, uint32_t shards);
 
     stor_status_t (*writer_open)(stor_t *st, const stor_bucket_t *bucket, stor_writer_t **out_p);
     stor_status_t (*writer_write)(stor_writer_t *w, const void *data, size_t len);

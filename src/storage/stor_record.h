@@ -50,6 +50,13 @@
  * read it; one from before them refuses a sharded bucket's record rather
  * than reading only one of its shards. */
 #define STOR_REC_BUCKET_SHARDED_VERSION 5
+/* Bucket records of a RADOS bucket whose index was resharded, or is being
+ * resharded: version 5 (the count may be 1 here) plus the index generation
+ * (u32, 0 for the objects named before resharding) and the shard count a
+ * reshard in progress moves to (u32, 0: none). Written only for such
+ * buckets; a binary from before resharding refuses it rather than read the
+ * wrong index objects. */
+#define STOR_REC_BUCKET_RESHARD_VERSION 6
 #define STOR_ID_LEN                     16         /* file id bytes; 32 hex digits on disk */
 #define STOR_REC_MAX                    (8u << 20) /* larger records: STOR_ERR_TOO_LARGE */
 

@@ -166,6 +166,15 @@ void stor_set_inline_max(stor_t *st, size_t bytes);
  * always holds every lease. */
 stor_status_t stor_lease(stor_t *st, const char *name, uint32_t ttl_ms);
 
+/* Moves bucket name's index to shards index objects (1 to
+ * STOR_INDEX_SHARDS_MAX) while the bucket stays in use: readers are never
+ * held, writers of a key only while its old shard's last changes are
+ * copied (RADOS: docs/storage.md, "Online resharding"). Resumes a reshard
+ * of the bucket that was interrupted, whatever shards says. Returns when it
+ * is done; STOR_ERR_PRECONDITION when another process is resharding the
+ * bucket, STOR_ERR_UNSUPPORTED on a backend without index shards. */
+stor_status_t stor_bucket_reshard(stor_t *st, const char *name, uint32_t shards);
+
 /* ---- Access control ------------------------------------------------------ */
 
 /* The canned ACL of a bucket or an object (who may do what is the S3 layer's
@@ -202,6 +211,12 @@ typedef struct stor_bucket {
      * before shards existed) for every bucket of the local backend and every
      * RADOS bucket created before shards. */
     uint32_t index_shards;
+    /* RADOS: the generation of the index objects (0: named as before
+     * resharding; each finished reshard adds one), and the shard count an
+     * online reshard in progress moves the index to (0: none). 0 and 0 for
+     * every bucket of the local backend. */
+    uint32_t index_gen;
+    uint32_t reshard_to;
     /* stor_versioning_t; kept in the record as document
      * STOR_BCFG_VERSIONING, the one document storage itself reads. */
     int versioning;

@@ -200,8 +200,9 @@ static int index_has_keys(rstor_t *st, const char *oid)
         return rc;
     char *k, *v;
     size_t kl, vl;
+    /* 0xFF keys (the tombstone, a reshard's dirty marks) sort last. */
     int has = rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 && k &&
-              !(kl == strlen(RSTOR_TOMB) && memcmp(k, RSTOR_TOMB, kl) == 0);
+              !(kl && (unsigned char)k[0] == 0xFF);
     rados_omap_get_end(it);
     return has;
 }
@@ -227,6 +228,13 @@ stor_status_t rs_bucket_delete(stor_t *st_, const stor_bucket_t *bucket)
     uint32_t gone = 0;
     if (s != STOR_OK)
         goto out;
+    if (cur.reshard_to) {
+        log_warn("storage: bucket %s is being resharded: finish the reshard (s3rdmad reshard) "
+                 "before deleting it",
+                 bucket->name);
+        s = STOR_ERR_UNAVAILABLE;
+        goto out;
+    }
     for (uint32_t shard = 0; shard < ix.shards; shard++) {
         rs_index_oid(&ix, shard, oid);
         rc = index_tomb(st, oid, 1);

@@ -186,7 +186,7 @@ int rs_idset_has(const rs_idset_t *s, const uint8_t id[STOR_ID_LEN])
 int rs_mark_record(void *set, const char *k, size_t kl, const char *v, size_t vl)
 {
     if (kl && (unsigned char)k[0] == 0xFF)
-        return 0; /* the tombstone */
+        return 0; /* the tombstone, a reshard's dirty mark */
     stor_obj_rec_t rec;
     if (stor_rec_decode_object(v, vl, &rec) != STOR_OK)
         return -EIO;
@@ -300,14 +300,17 @@ static int sweep_mark(rstor_t *st, const rs_idset_t *completing, rs_idset_t *set
     if (rs_bucket_list(&st->base, &bs, &nb) != STOR_OK)
         return -EIO;
     for (size_t i = 0; i < nb && rc == 0; i++) {
-        rs_index_t ix = rs_index_of(&bs[i]);
-        for (uint32_t shard = 0; shard < ix.shards && rc == 0; shard++) {
-            char oid[RSTOR_OID_MAX];
-            rs_index_oid(&ix, shard, oid);
-            rc = rs_omap_each(st->index, oid, "", rs_mark_record, set);
-            if (rc == -ENOENT)
-                rc = 0;
-        }
+        /* A reshard in progress: the keys are in both generations. */
+        rs_index_t ixs[2] = {rs_index_of(&bs[i])};
+        ixs[1] = rs_index_next(&ixs[0]);
+        for (int g = 0; g < (ixs[0].to ? 2 : 1) && rc == 0; g++)
+            for (uint32_t shard = 0; shard < ixs[g].shards && rc == 0; shard++) {
+                char oid[RSTOR_OID_MAX];
+                rs_index_oid(&ixs[g], shard, oid);
+                rc = rs_omap_each(st->index, oid, "", rs_mark_record, set);
+                if (rc == -ENOENT)
+                    rc = 0;
+            }
     }
     free(bs);
     if (rc == 0 && (rc = rs_omap_each(st->index, RSTOR_GC_OID, "", mark_gc, set)) == -ENOENT)

@@ -93,6 +93,20 @@ static int put_olds(buf_t *b, const stor_seg_t *old, uint32_t n_old)
     return 0;
 }
 
+/* An entry's index field: the shard count in the low 16 bits and the
+ * index generation above them (generation 0: the count alone, as before
+ * resharding). A recovery that finds the index of that generation gone
+ * looks the bucket's current one up by id (rs_key_blobs). */
+static uint32_t ix_field(const rs_index_t *ix)
+{
+    return ix->shards | ix->gen << 16;
+}
+
+static rs_index_t ix_parse(uint64_t id, uint64_t field)
+{
+    return (rs_index_t){id, (uint32_t)(field & 0xFFFF), (uint32_t)(field >> 16), 0, ""};
+}
+
 int rs_intent_object(buf_t *b, const rs_index_t *ix, const char *key, const stor_seg_t *old,
                      uint32_t n_old)
 {
@@ -100,7 +114,7 @@ int rs_intent_object(buf_t *b, const rs_index_t *ix, const char *key, const stor
     buf_init(b, RSTOR_INTENT_VALUE_MAX);
     if (n_old > RSTOR_INTENT_OLD_MAX)
         return -1; /* more blobs than an object has parts */
-    snprintf(f, sizeof f, "o%016" PRIx64 "%08" PRIx32, ix->id, ix->shards);
+    snprintf(f, sizeof f, "o%016" PRIx64 "%08" PRIx32, ix->id, ix_field(ix));
     if (buf_append(b, f, 25) != 0 || put_olds(b, old, n_old) != 0 ||
         buf_append(b, key, strlen(key)) != 0)
         return -1;
@@ -113,7 +127,7 @@ int rs_intent_part(buf_t *b, const char *upload_id, uint32_t number, const rs_in
     char f[80];
     buf_init(b, RSTOR_INTENT_VALUE_MAX);
     snprintf(f, sizeof f, "p%.32s%08" PRIx32 "%016" PRIx64 "%08" PRIx32, upload_id, number, ix->id,
-             ix->shards);
+             ix_field(ix));
     return buf_append(b, f, 65) != 0 || put_olds(b, old, old ? 1 : 0) != 0 ||
                    buf_append(b, key, strlen(key)) != 0
                ? -1
@@ -124,7 +138,7 @@ int rs_intent_complete(buf_t *b, const rs_index_t *ix, const char *key)
 {
     char f[32];
     buf_init(b, RSTOR_INTENT_VALUE_MAX);
-    snprintf(f, sizeof f, "c%016" PRIx64 "%08" PRIx32, ix->id, ix->shards);
+    snprintf(f, sizeof f, "c%016" PRIx64 "%08" PRIx32, ix->id, ix_field(ix));
     return buf_append(b, f, 25) != 0 || buf_append(b, key, strlen(key)) != 0 ? -1 : 0;
 }
 
@@ -581,13 +595,25 @@ static int mark_version(void *arg, const char *k, size_t kl, const char *v, size
     return rs_mark_record(a[0], k, kl, v, vl);
 }
 
-int rs_key_blobs(rstor_t *st, const rs_index_t *ix, const char *key, rs_idset_t *set)
+int rs_key_blobs(rstor_t *st, const rs_index_t *ix_, const char *key, rs_idset_t *set)
 {
     char oid[RSTOR_OID_MAX];
-    rs_key_oid(ix, key, oid);
+    rs_index_t ix = *ix_;
+    rs_key_oid(&ix, key, oid);
     size_t klen = strlen(key);
     buf_t raw;
     int rc = rs_omap_get(st->index, oid, key, klen, &raw);
+    if (rc == -ENOENT && rs_index_by_id(st, ix.id, &ix) == STOR_OK &&
+        (ix.gen != ix_->gen || ix.to)) {
+        /* Resharded since the entry was written: the key is in the bucket's
+         * index as it is now, or (the last step of a reshard: the old
+         * objects gone before the record names the new ones) in the next. */
+        if (ix.gen == ix_->gen)
+            ix = rs_index_next(&ix);
+        rs_key_oid(&ix, key, oid);
+        buf_free(&raw);
+        rc = rs_omap_get(st->index, oid, key, klen, &raw);
+    }
     if (rc > 0)
         rc = rs_mark_record(set, key, klen, raw.data, raw.len);
     buf_free(&raw);
@@ -637,7 +663,7 @@ static int recover_blob(rstor_t *st, const char *name, const buf_t *v)
         if (len < 25 || hex_u64(p + 1, 16, &id) != 0 || hex_u64(p + 17, 8, &shards) != 0 ||
             (n = parse_olds(p + 25, len - 25, &old, &n_old)) < 0)
             return n == -2 ? -ENOMEM : -EINVAL;
-        rs_index_t ix = {id, (uint32_t)shards};
+        rs_index_t ix = ix_parse(id, shards);
         size_t klen = len - 25 - (size_t)n;
         char *key = strndup(p + 25 + n, klen);
         if (!key) {
@@ -672,7 +698,7 @@ static int recover_blob(rstor_t *st, const char *name, const buf_t *v)
         if (rc == -ENOENT) {
             /* The upload ended: its recorded parts are the key's now, or
              * were logged by the Complete or Abort that ended it. */
-            rs_index_t ix = {id, (uint32_t)shards};
+            rs_index_t ix = ix_parse(id, shards);
             char *key = strndup(p + 65 + n, len - 65 - (size_t)n);
             rc = key ? rs_key_blobs(st, &ix, key, &set) : -ENOMEM;
             free(key);
@@ -700,7 +726,7 @@ static int recover_complete(rstor_t *st, const char *name, const buf_t *v)
     if (strlen(name) != 1 + STOR_UPLOAD_ID_LEN || v->len < 25 || p[0] != 'c' ||
         hex_u64(p + 1, 16, &id) != 0 || hex_u64(p + 17, 8, &shards) != 0)
         return -EINVAL;
-    rs_index_t ix = {id, (uint32_t)shards};
+    rs_index_t ix = ix_parse(id, shards);
     char *key = strndup(p + 25, v->len - 25);
     if (!key)
         return -ENOMEM;

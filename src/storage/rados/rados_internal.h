@@ -32,6 +32,7 @@
 #include <pthread.h>
 #include <rados/librados.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "common/s3r_limits.h"
 #include "storage/stor_backend.h"
@@ -45,6 +46,15 @@
 #define RSTOR_TOMB                                                                                 \
     "\xff"                                                                                         \
     "deleting"
+/* The tombstone's values: "1" a delete in progress; while a reshard runs
+ * (rados_reshard.c) RSTOR_TRACKED, every write marks its key dirty, and
+ * RSTOR_FENCED, no write lands (the shard's last changes are being
+ * copied). The dirty marks: RSTOR_DIRTY ‖ object key -> 8 random bytes. */
+#define RSTOR_TRACKED "R"
+#define RSTOR_FENCED  "M"
+#define RSTOR_DIRTY                                                                                \
+    "\xff"                                                                                         \
+    "dirty:"
 #define RSTOR_OID_MAX 64
 #define RSTOR_RETRIES 64 /* compare-and-swap attempts before giving up */
 
@@ -54,16 +64,36 @@
  * while a LIST page reads 16 objects (in parallel). */
 #define RSTOR_INDEX_SHARDS_DEFAULT 16
 
-/* Where a bucket's keys are: its id and how many index objects hold them
- * (stor_bucket_t's index_shards: 1 is the unsharded name). */
+/* Where a bucket's keys are: its id, the generation of its index objects
+ * and how many hold them (stor_bucket_t's index_shards: 1 with generation 0
+ * is the unsharded name); to: the shard count of generation gen + 1 that an
+ * online reshard in progress fills (0: none; rados_reshard.c); bucket: its
+ * name ("": not known, as in a recovery, which finds it by id). */
 typedef struct rs_index {
     uint64_t id;
     uint32_t shards;
+    uint32_t gen;
+    uint32_t to;
+    char bucket[STOR_BUCKET_MAX + 1];
 } rs_index_t;
 
 static inline rs_index_t rs_index_of(const stor_bucket_t *b)
 {
-    return (rs_index_t){b->id, b->index_shards ? b->index_shards : 1};
+    rs_index_t ix = {b->id, b->index_shards ? b->index_shards : 1, b->index_gen, b->reshard_to,
+                     ""};
+    memcpy(ix.bucket, b->name, sizeof ix.bucket);
+    ix.bucket[STOR_BUCKET_MAX] = '\0';
+    return ix;
+}
+
+/* The index a reshard in progress fills (generation gen + 1, to shards). */
+static inline rs_index_t rs_index_next(const rs_index_t *ix)
+{
+    rs_index_t n = *ix;
+    n.gen = ix->gen + 1;
+    n.shards = ix->to;
+    n.to = 0;
+    return n;
 }
 
 /* A bucket name -> index cache slot (rs_bucket_id). */
@@ -142,6 +172,8 @@ typedef struct rs_idset {
 /* stor_lease: an exclusive RADOS lock with a duration on the index pool's
  * object "s3rdma.lease.<name>", this client instance's id as its cookie. */
 stor_status_t rs_lease(stor_t *st, const char *name, uint32_t ttl_ms);
+/* Gives up lease name if this client holds it (else nothing happens). */
+void rs_lease_release(rstor_t *st, const char *name);
 
 /* A write's intent, for the commit that references its blob: the entry's
  * name and epoch (rs_intent_put). */
@@ -278,12 +310,10 @@ int rs_omap_get_peek(rs_omap_get_t *g, const buf_t **val_p);
 
 /* One atomic compare-and-set of omap key (klen bytes) on oid: from expect
  * (NULL: absent) to val (NULL: removed). The object must exist unless
- * RS_CAS_CREATE (then it is made if needed); with RS_CAS_NO_TOMB the key
- * RSTOR_TOMB must be absent too. Returns the librados code: -ECANCELED when
- * key does not hold expect, -ESTALE when the tombstone is there, -ENOENT when
- * the object is missing. */
-#define RS_CAS_CREATE  1u
-#define RS_CAS_NO_TOMB 2u
+ * RS_CAS_CREATE (then it is made if needed). Returns the librados code:
+ * -ECANCELED when key does not hold expect, -ENOENT when the object is
+ * missing. (Changes of an object key go through rs_route_apply.) */
+#define RS_CAS_CREATE 1u
 int rs_omap_cas(rados_ioctx_t io, const char *oid, const char *key, size_t klen,
                 const buf_t *expect, const buf_t *val, unsigned flags);
 
@@ -295,6 +325,79 @@ int rs_omap_cas(rados_ioctx_t io, const char *oid, const char *key, size_t klen,
 typedef int (*rs_omap_fn)(void *arg, const char *k, size_t kl, const char *v, size_t vl);
 int rs_omap_each(rados_ioctx_t io, const char *oid, const char *after, rs_omap_fn fn, void *arg);
 
+/* ---- rados_route.c: where a key's changes go ---------------------------- */
+
+/* One atomic change of a key's shard object, built up by the caller:
+ * comparisons (each key holds a value; "" for absent), then removals, then
+ * sets. The pointers must stay valid until it is applied. */
+#define RS_CHG_MAX 4
+typedef struct rs_change {
+    const char *ck[RS_CHG_MAX], *cv[RS_CHG_MAX];
+    size_t ckl[RS_CHG_MAX], cvl[RS_CHG_MAX];
+    int ncmp;
+    const char *sk[RS_CHG_MAX], *sv[RS_CHG_MAX];
+    size_t skl[RS_CHG_MAX], svl[RS_CHG_MAX];
+    int nset;
+    const char *rk[RS_CHG_MAX];
+    size_t rkl[RS_CHG_MAX];
+    int nrm;
+} rs_change_t;
+
+static inline void rs_chg_cmp(rs_change_t *c, const char *k, size_t kl, const buf_t *expect)
+{
+    c->ck[c->ncmp] = k;
+    c->ckl[c->ncmp] = kl;
+    c->cv[c->ncmp] = expect ? expect->data : "";
+    c->cvl[c->ncmp++] = expect ? expect->len : 0;
+}
+
+static inline void rs_chg_set(rs_change_t *c, const char *k, size_t kl, const buf_t *val)
+{
+    c->sk[c->nset] = k;
+    c->skl[c->nset] = kl;
+    c->sv[c->nset] = val->data;
+    c->svl[c->nset++] = val->len;
+}
+
+static inline void rs_chg_rm(rs_change_t *c, const char *k, size_t kl)
+{
+    c->rk[c->nrm] = k;
+    c->rkl[c->nrm++] = kl;
+}
+
+/* How long a change waits for a reshard's last step on its key's shard
+ * (rs_route_again) before it answers 503. */
+#define RSTOR_RESHARD_WAIT_MS 20000
+
+/* Where the changes of one key go: the index as the writer knows it, the
+ * key's shard object in it, and whether that shard is tracked (a reshard
+ * is copying it: its tombstone holds RSTOR_TRACKED and every change marks
+ * its key dirty in the same op). */
+typedef struct rs_route {
+    rs_index_t ix;
+    char oid[RSTOR_OID_MAX];
+    int tracked;
+    uint32_t waited_ms;
+} rs_route_t;
+
+/* The route of key in ix as the bucket's record (ix) says. */
+void rs_route_init(rs_route_t *r, const rs_index_t *ix, const char *key);
+/* Applies c to key's shard object in one write op that also asserts the
+ * object exists, compares its tombstone with what r expects (absent, or
+ * RSTOR_TRACKED) and, tracked, marks key dirty. 0, -ECANCELED (a compared
+ * value changed), -ESTALE (the tombstone is not what r expects), -ENOENT
+ * (no such object), or another librados code. */
+int rs_route_apply(rstor_t *st, const rs_route_t *r, const char *key, const rs_change_t *c);
+/* After a change or a read of key on r->oid found the tombstone other than
+ * r expected (-ESTALE) or no object (-ENOENT): reads the bucket's record
+ * afresh and the shard's tombstone, and sets r to where key's changes go
+ * now (STOR_OK: try again), waiting while a reshard fences the shard (up
+ * to RSTOR_RESHARD_WAIT_MS, then STOR_ERR_UNAVAILABLE). STOR_ERR_NO_BUCKET
+ * when the bucket is gone or being deleted. */
+stor_status_t rs_route_again(rstor_t *st, rs_route_t *r, const char *key);
+/* The status of a change that failed with rc (not -ECANCELED) on oid. */
+stor_status_t rs_route_status(const char *oid, int rc);
+
 /* ---- rados_names.c ------------------------------------------------------ */
 
 /* Maps a librados return code (negative errno) to a status, logging what
@@ -304,6 +407,8 @@ stor_status_t rs_fail(const char *what, const char *oid, int rc);
 /* The name of shard `shard` of index ix (for ix->shards 1, the one object,
  * named as before shards existed). */
 void rs_index_oid(const rs_index_t *ix, uint32_t shard, char out[RSTOR_OID_MAX]);
+/* The shard of n that holds the key of klen bytes. */
+uint32_t rs_key_shard(uint32_t n, const char *key, size_t klen);
 /* The name of the index object of ix that holds key. */
 void rs_key_oid(const rs_index_t *ix, const char *key, char out[RSTOR_OID_MAX]);
 void rs_uploads_oid(uint64_t bucket_id, char out[RSTOR_OID_MAX]);
@@ -320,6 +425,11 @@ int rs_new_blob_id(uint8_t id[STOR_ID_LEN]);
 
 /* The bucket named name as stored: its record (and id). */
 stor_status_t rs_bucket_lookup(rstor_t *st, const char *name, stor_bucket_t *out_p);
+
+/* The index of the bucket whose id is id, found by reading every bucket
+ * record (a recovery's look, after the index an intent names is gone).
+ * STOR_ERR_NO_BUCKET when there is none. */
+stor_status_t rs_index_by_id(rstor_t *st, uint64_t id, rs_index_t *ix_p);
 
 /* The index (id, shards) of bucket name: the cached one unless fresh, else
  * looked up (and cached). STOR_ERR_NO_BUCKET when there is no such bucket. */
@@ -390,9 +500,9 @@ stor_status_t rs_object_commit(rstor_t *st, const char *bucket, const rs_index_t
                                const stor_seg_t *segs, uint32_t n_segs, const stor_precond_t *cond,
                                rs_omap_get_t *pre, rs_kread_t *vpre, rs_intent_ref_t *in);
 /* stor_object_change of the version change->version_id names (not NULL)
- * of key in shard object oid: one compare-and-write of its record, where
- * it is (the key, or its entry). */
-stor_status_t rs_version_change(rstor_t *st, const char *oid, const char *key,
+ * of key on its route: one compare-and-write of its record, where it is
+ * (the key, or its entry). */
+stor_status_t rs_version_change(rstor_t *st, rs_route_t *rt, const char *key,
                                 const stor_obj_change_t *change);
 
 /* For part commits (rados_multipart.c): which bucket and blob a writer
@@ -416,6 +526,7 @@ stor_status_t rs_bucket_change(stor_t *st, const stor_bucket_t *bucket,
                                const stor_bucket_change_t *change);
 stor_status_t rs_bucket_delete(stor_t *st, const stor_bucket_t *bucket);
 stor_status_t rs_bucket_list(stor_t *st, stor_bucket_t **out_p, size_t *n_p);
+stor_status_t rs_bucket_reshard(stor_t *st, const char *name, uint32_t shards);
 stor_status_t rs_writer_open(stor_t *st, const stor_bucket_t *bucket, stor_writer_t **out_p);
 stor_status_t rs_writer_write(stor_writer_t *w, const void *data, size_t len);
 uint64_t rs_writer_size(const stor_writer_t *w);

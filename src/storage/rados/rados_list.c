@@ -73,6 +73,13 @@ typedef struct riter {
     int eof, failed;
     char *last; /* the last key emitted (its batch may be gone) */
     size_t last_len;
+    /* Where a plain listing resumes if its index objects go (a reshard's
+     * last step, iter_reopen): after last, or from floor (the opening
+     * point, or the last seek past last; floor_incl: floor itself too). */
+    char bucket[STOR_BUCKET_MAX + 1];
+    char *floor;
+    size_t floor_len;
+    int floor_incl;
 } riter_t;
 
 static int set_str(char **dst, const char *s, size_t n)
@@ -312,7 +319,11 @@ static stor_status_t iter_start(rstor_t *st, const char *bucket, const char *pre
     prefix = prefix ? prefix : "";
     after = after ? after : "";
     it->prefix_len = strlen(prefix);
+    snprintf(it->bucket, sizeof it->bucket, "%s", bucket);
+    it->floor_len = strlen(after);
+    it->floor_incl = inclusive;
     if (set_str(&it->prefix, prefix, it->prefix_len) != 0 ||
+        set_str(&it->floor, after, it->floor_len) != 0 ||
         (versions && rs_vprefix(prefix, it->prefix_len, &it->vprefix) != 0) ||
         cursors_make(it, &ix, after, inclusive) != 0) {
         rs_iter_close(&it->base);
@@ -326,6 +337,12 @@ static stor_status_t iter_start(rstor_t *st, const char *bucket, const char *pre
             rs_iter_close(&it->base);
             return s;
         }
+        rc = cursors_make(it, &ix, after, inclusive) != 0 ? -ENOMEM : refill_stale(it, &oid);
+    }
+    if (rc == -ENOENT && ix.to) {
+        /* The last step of a reshard: the old objects are gone, the new
+         * ones complete, the record about to name them. */
+        ix = rs_index_next(&ix);
         rc = cursors_make(it, &ix, after, inclusive) != 0 ? -ENOMEM : refill_stale(it, &oid);
     }
     if (rc < 0) {
@@ -380,6 +397,14 @@ void rs_iter_seek(stor_iter_t *it_, const char *key, size_t key_len)
         return;
     if (it->last && stor_keycmp(key, key_len, it->last, it->last_len) <= 0)
         return;
+    if (!it->versions) {
+        if (set_str(&it->floor, key, key_len) != 0) {
+            it->failed = 1;
+            return;
+        }
+        it->floor_len = key_len;
+        it->floor_incl = 1;
+    }
     /* A cursor whose head is at or past key keeps it; the others read from
      * key on. */
     for (uint32_t i = 0; i < it->n; i++) {
@@ -394,6 +419,27 @@ void rs_iter_seek(stor_iter_t *it_, const char *key, size_t key_len)
         }
     }
     it->taken = -1;
+}
+
+/* The index objects of a plain listing went under it (a reshard removed
+ * them, its record now naming the new ones, or about to): the cursors are
+ * made again on the bucket's index as it is now, from where the listing
+ * was. 0, or a librados code. */
+static int iter_reopen(riter_t *it, const char **oid_p)
+{
+    rs_index_t ix;
+    if (it->versions || rs_bucket_id(it->st, it->bucket, 1, &ix) != STOR_OK)
+        return -ENOENT;
+    int past = it->last && (!it->floor || stor_keycmp(it->last, it->last_len, it->floor,
+                                                      it->floor_len) >= 0);
+    const char *from = past ? it->last : it->floor ? it->floor : "";
+    int incl = past ? 0 : it->floor_incl;
+    int rc = cursors_make(it, &ix, from, incl) != 0 ? -ENOMEM : refill_stale(it, oid_p);
+    if (rc == -ENOENT && ix.to) {
+        ix = rs_index_next(&ix);
+        rc = cursors_make(it, &ix, from, incl) != 0 ? -ENOMEM : refill_stale(it, oid_p);
+    }
+    return rc;
 }
 
 /* The next entry of the merge: its cursor, or NULL at the end (it->eof)
@@ -411,6 +457,8 @@ static cursor_t *iter_step(riter_t *it)
     }
     if (rc == 0)
         rc = refill_stale(it, &oid);
+    if (rc == -ENOENT)
+        rc = iter_reopen(it, &oid);
     if (rc < 0) {
         rs_fail("list", oid, rc);
         it->failed = 1;
@@ -515,5 +563,6 @@ void rs_iter_close(stor_iter_t *it_)
     free(it->mk);
     buf_free(&it->vprefix);
     free(it->last);
+    free(it->floor);
     free(it);
 }

@@ -31,7 +31,10 @@ stor_status_t rs_fail(const char *what, const char *oid, int rc)
 
 void rs_index_oid(const rs_index_t *ix, uint32_t shard, char out[RSTOR_OID_MAX])
 {
-    if (ix->shards <= 1)
+    if (ix->gen)
+        snprintf(out, RSTOR_OID_MAX, "s3rdma.index.%016" PRIx64 ".g%" PRIu32 ".%" PRIu32, ix->id,
+                 ix->gen, shard);
+    else if (ix->shards <= 1)
         snprintf(out, RSTOR_OID_MAX, "s3rdma.index.%016" PRIx64, ix->id);
     else
         snprintf(out, RSTOR_OID_MAX, "s3rdma.index.%016" PRIx64 ".%" PRIu32, ix->id, shard);
@@ -41,7 +44,7 @@ void rs_index_oid(const rs_index_t *ix, uint32_t shard, char out[RSTOR_OID_MAX])
  * 0xcbf29ce484222325, prime 0x100000001b3) of the key's bytes, modulo n. Fixed
  * here, never a library's hash: it places keys in the cluster, so it must
  * give the same answer in every build of every gateway. */
-static uint32_t rs_key_shard(uint32_t n, const char *key, size_t klen)
+uint32_t rs_key_shard(uint32_t n, const char *key, size_t klen)
 {
     if (n <= 1)
         return 0;
@@ -131,6 +134,33 @@ stor_status_t rs_bucket_id(rstor_t *st, const char *name, int fresh, rs_index_t 
         slot->ix.id = 0;
     }
     pthread_mutex_unlock(&st->id_lock);
-    *ix_p = s == STOR_OK ? rs_index_of(&b) : (rs_index_t){0, 1};
+    *ix_p = s == STOR_OK ? rs_index_of(&b) : (rs_index_t){0, 1, 0, 0, ""};
     return s;
+}
+
+typedef struct by_id {
+    uint64_t id;
+    rs_index_t *ix_p;
+} by_id_t;
+
+static int match_id(void *arg, const char *k, size_t kl, const char *v, size_t vl)
+{
+    by_id_t *a = arg;
+    stor_bucket_t b;
+    if (kl == 0 || kl > STOR_BUCKET_MAX || stor_rec_decode_bucket(v, vl, &b) != STOR_OK ||
+        b.id != a->id)
+        return 0;
+    memcpy(b.name, k, kl);
+    b.name[kl] = '\0';
+    *a->ix_p = rs_index_of(&b);
+    return 1;
+}
+
+stor_status_t rs_index_by_id(rstor_t *st, uint64_t id, rs_index_t *ix_p)
+{
+    by_id_t a = {id, ix_p};
+    int rc = rs_omap_each(st->index, RSTOR_BUCKETS_OID, "", match_id, &a);
+    if (rc == 1)
+        return STOR_OK;
+    return rc == 0 || rc == -ENOENT ? STOR_ERR_NO_BUCKET : rs_fail("find bucket", "", rc);
 }

@@ -12,14 +12,19 @@
 
 /* ==== The index switch =================================================== */
 
-/* One compare-and-set on a bucket's index: key goes from expect (NULL:
- * absent) to rec (NULL: removed), unless the bucket is being deleted.
- * Returns the librados code: -ECANCELED when key no longer holds expect,
- * -ENOENT or -ESTALE (the tombstone) when the bucket is gone. */
-static int index_cas(rstor_t *st, const char *oid, const char *key, const buf_t *expect,
+/* One compare-and-set of key on its route: from expect (NULL: absent) to
+ * rec (NULL: removed). rs_route_apply's codes. */
+static int index_cas(rstor_t *st, const rs_route_t *r, const char *key, const buf_t *expect,
                      const buf_t *rec)
 {
-    return rs_omap_cas(st->index, oid, key, strlen(key), expect, rec, RS_CAS_NO_TOMB);
+    rs_change_t c = {0};
+    size_t klen = strlen(key);
+    rs_chg_cmp(&c, key, klen, expect);
+    if (rec)
+        rs_chg_set(&c, key, klen, rec);
+    else
+        rs_chg_rm(&c, key, klen);
+    return rs_route_apply(st, r, key, &c);
 }
 
 /* Reads key's record from index object oid: the stored bytes
@@ -41,13 +46,6 @@ static stor_status_t index_read(rstor_t *st, const char *oid, const char *key, b
     if (s != STOR_OK)
         log_error("storage: corrupt object record for %s in %s", key, oid);
     return s;
-}
-
-static stor_status_t cas_status(const char *oid, int rc)
-{
-    if (rc == -ENOENT || rc == -ESTALE)
-        return STOR_ERR_NO_BUCKET;
-    return rs_fail("index switch", oid, rc);
 }
 
 /* Before a PUT's or a delete's compare-and-set: the blobs it would drop
@@ -81,14 +79,22 @@ stor_status_t rs_index_switch_pre(rstor_t *st, const rs_index_t *ix, const char 
                                   rs_intent_ref_t *in, stor_obj_rec_t *old, int *had_old,
                                   int *versioned_p)
 {
-    char oid[RSTOR_OID_MAX];
-    rs_key_oid(ix, key, oid);
+    rs_route_t rt;
+    rs_route_init(&rt, ix, key);
+    const char *oid = rt.oid;
     *had_old = 0;
     *versioned_p = 0;
     for (int attempt = 0; attempt < RSTOR_RETRIES; attempt++) {
         buf_t cur;
         stor_obj_rec_t o;
         stor_status_t s = index_read(st, oid, key, &cur, &o, attempt == 0 ? pre : NULL);
+        if (s == STOR_ERR_NO_BUCKET) {
+            /* The shard is gone: the reshard finished (or the bucket). */
+            buf_free(&cur);
+            if ((s = rs_route_again(st, &rt, key)) != STOR_OK)
+                return s;
+            continue;
+        }
         int found = s == STOR_OK;
         if (found && (o.meta.version || o.meta.delete_marker)) {
             /* A version: the bucket has versioning now (rados_version.c). */
@@ -106,7 +112,7 @@ stor_status_t rs_index_switch_pre(rstor_t *st, const rs_index_t *ix, const char 
             if (s == STOR_OK && in)
                 s = switch_intent(st, in, ix, key, found ? &o : NULL, !rec);
         }
-        int rc = s == STOR_OK ? index_cas(st, oid, key, found ? &cur : NULL, rec) : 0;
+        int rc = s == STOR_OK ? index_cas(st, &rt, key, found ? &cur : NULL, rec) : 0;
         buf_free(&cur);
         if (s == STOR_OK && rc == 0) {
             if (found) {
@@ -119,9 +125,12 @@ stor_status_t rs_index_switch_pre(rstor_t *st, const rs_index_t *ix, const char 
             stor_obj_rec_free(&o);
         if (s != STOR_OK)
             return s;
-        if (rc != -ECANCELED)
-            return cas_status(oid, rc);
-        /* Another switch of this key came first: judge again on its result. */
+        if ((rc == -ESTALE || rc == -ENOENT) && (s = rs_route_again(st, &rt, key)) != STOR_OK)
+            return s;
+        if (rc != -ECANCELED && rc != -ESTALE && rc != -ENOENT)
+            return rs_route_status(oid, rc);
+        /* Another switch of this key came first (judge again on its result),
+         * or the key's shard moved. */
     }
     log_error("storage: index switch of %s in %s kept losing races", key, oid);
     return STOR_ERR_UNAVAILABLE;
@@ -649,14 +658,21 @@ stor_status_t rs_object_change(stor_t *st_, const stor_bucket_t *bucket, const c
 {
     rstor_t *st = (rstor_t *)st_;
     rs_index_t ix = rs_index_of(bucket);
-    char oid[RSTOR_OID_MAX];
-    rs_key_oid(&ix, key, oid);
+    rs_route_t rt;
+    rs_route_init(&rt, &ix, key);
     if (change->version_id)
-        return rs_version_change(st, oid, key, change);
+        return rs_version_change(st, &rt, key, change);
     for (int attempt = 0; attempt < RSTOR_RETRIES; attempt++) {
         buf_t raw, b = {0};
         stor_obj_rec_t rec;
-        stor_status_t s = index_read(st, oid, key, &raw, &rec, NULL);
+        stor_status_t s = index_read(st, rt.oid, key, &raw, &rec, NULL);
+        if (s == STOR_ERR_NO_BUCKET) {
+            /* The shard is gone: the reshard finished (or the bucket). */
+            buf_free(&raw);
+            if ((s = rs_route_again(st, &rt, key)) != STOR_OK)
+                return s;
+            continue;
+        }
         if (s == STOR_OK && rec.meta.delete_marker) {
             stor_obj_rec_free(&rec);
             s = STOR_ERR_NO_KEY;
@@ -669,13 +685,15 @@ stor_status_t rs_object_change(stor_t *st_, const stor_bucket_t *bucket, const c
         if (s == STOR_OK)
             s = stor_encode_object(&b, key, &rec.meta, rec.segs, rec.n_segs);
         stor_obj_rec_free(&rec);
-        int rc = s == STOR_OK ? index_cas(st, oid, key, &raw, &b) : 0;
+        int rc = s == STOR_OK ? index_cas(st, &rt, key, &raw, &b) : 0;
         buf_free(&raw);
         buf_free(&b);
         if (s != STOR_OK || rc == 0)
             return s;
-        if (rc != -ECANCELED)
-            return cas_status(oid, rc);
+        if ((rc == -ESTALE || rc == -ENOENT) && (s = rs_route_again(st, &rt, key)) != STOR_OK)
+            return s;
+        if (rc != -ECANCELED && rc != -ESTALE && rc != -ENOENT)
+            return rs_route_status(rt.oid, rc);
     }
     return STOR_ERR_UNAVAILABLE;
 }

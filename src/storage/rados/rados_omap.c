@@ -142,15 +142,12 @@ int rs_omap_cas(rados_ioctx_t io, const char *oid, const char *key, size_t klen,
     rados_write_op_t op = rados_create_write_op();
     if (!op)
         return -ENOMEM;
-    size_t tlen = strlen(RSTOR_TOMB);
-    int cmp_key = 0, cmp_tomb = 0;
+    int cmp_key = 0;
     const char *keys[1] = {key};
     if (flags & RS_CAS_CREATE)
         rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
     else
         rados_write_op_assert_exists(op);
-    if (flags & RS_CAS_NO_TOMB)
-        rados_write_op_omap_cmp2(op, RSTOR_TOMB, LIBRADOS_CMPXATTR_OP_EQ, "", tlen, 0, &cmp_tomb);
     rados_write_op_omap_cmp2(op, key, LIBRADOS_CMPXATTR_OP_EQ, expect ? expect->data : "", klen,
                              expect ? expect->len : 0, &cmp_key);
     if (val) {
@@ -161,8 +158,6 @@ int rs_omap_cas(rados_ioctx_t io, const char *oid, const char *key, size_t klen,
     }
     int rc = rados_write_op_operate(op, io, oid, NULL, 0);
     rados_release_write_op(op);
-    if (rc == -ECANCELED && cmp_tomb < 0)
-        rc = -ESTALE;
     return rc;
 }
 

@@ -57,6 +57,7 @@ static const stor_ops_t rados_ops = {
     .bucket_change = rs_bucket_change,
     .bucket_delete = rs_bucket_delete,
     .bucket_list = rs_bucket_list,
+    .bucket_reshard = rs_bucket_reshard,
     .writer_open = rs_writer_open,
     .writer_write = rs_writer_write,
     .writer_size = rs_writer_size,

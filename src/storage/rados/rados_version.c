@@ -328,10 +328,18 @@ static stor_status_t version_find(rstor_t *st, const char *oid, const char *key,
 stor_status_t rs_version_read(rstor_t *st, const char *bucket, const char *key, const char *vid,
                               stor_obj_rec_t *rec)
 {
+    /* A stale cached index finds no object: the name is looked up afresh.
+     * A reshard removes the old objects just before its record names the
+     * new ones, which are complete by then: a bucket whose record still
+     * names the old ones is read in the new. */
     stor_status_t s = STOR_ERR_NO_BUCKET;
-    for (int fresh = 0; fresh < 2 && s == STOR_ERR_NO_BUCKET; fresh++) {
-        rs_index_t ix;
-        if ((s = rs_bucket_id(st, bucket, fresh, &ix)) != STOR_OK)
+    rs_index_t ix;
+    for (int fresh = 0; fresh < 3 && s == STOR_ERR_NO_BUCKET; fresh++) {
+        if (fresh == 2 && !ix.to)
+            break;
+        if (fresh == 2)
+            ix = rs_index_next(&ix);
+        else if ((s = rs_bucket_id(st, bucket, fresh, &ix)) != STOR_OK)
             return s;
         char oid[RSTOR_OID_MAX];
         rs_key_oid(&ix, key, oid);
@@ -341,76 +349,6 @@ stor_status_t rs_version_read(rstor_t *st, const char *bucket, const char *key, 
 }
 
 /* ==== Changes ============================================================ */
-
-/* One atomic change of a key's shard object, built up by the caller:
- * comparisons first (the tombstone absent, then each value read), then
- * sets and removals. */
-#define CHG_MAX 4
-typedef struct change {
-    const char *ck[CHG_MAX], *cv[CHG_MAX];
-    size_t ckl[CHG_MAX], cvl[CHG_MAX];
-    int ncmp;
-    const char *sk[CHG_MAX], *sv[CHG_MAX];
-    size_t skl[CHG_MAX], svl[CHG_MAX];
-    int nset;
-    const char *rk[CHG_MAX];
-    size_t rkl[CHG_MAX];
-    int nrm;
-} change_t;
-
-static void chg_cmp(change_t *c, const char *k, size_t kl, const buf_t *expect)
-{
-    c->ck[c->ncmp] = k;
-    c->ckl[c->ncmp] = kl;
-    c->cv[c->ncmp] = expect ? expect->data : "";
-    c->cvl[c->ncmp++] = expect ? expect->len : 0;
-}
-
-static void chg_set(change_t *c, const char *k, size_t kl, const buf_t *val)
-{
-    c->sk[c->nset] = k;
-    c->skl[c->nset] = kl;
-    c->sv[c->nset] = val->data;
-    c->svl[c->nset++] = val->len;
-}
-
-static void chg_rm(change_t *c, const char *k, size_t kl)
-{
-    c->rk[c->nrm] = k;
-    c->rkl[c->nrm++] = kl;
-}
-
-/* 0, -ECANCELED (something compared changed), -ESTALE (the bucket is being
- * deleted), -ENOENT (no shard object), or another librados code. */
-static int chg_apply(rstor_t *st, const char *oid, const change_t *c)
-{
-    rados_write_op_t op = rados_create_write_op();
-    if (!op)
-        return -ENOMEM;
-    int pt = 0, pc[CHG_MAX] = {0};
-    rados_write_op_assert_exists(op);
-    rados_write_op_omap_cmp2(op, RSTOR_TOMB, LIBRADOS_CMPXATTR_OP_EQ, "", strlen(RSTOR_TOMB), 0,
-                             &pt);
-    for (int i = 0; i < c->ncmp; i++)
-        rados_write_op_omap_cmp2(op, c->ck[i], LIBRADOS_CMPXATTR_OP_EQ, c->cv[i], c->ckl[i],
-                                 c->cvl[i], &pc[i]);
-    if (c->nrm)
-        rados_write_op_omap_rm_keys2(op, c->rk, c->rkl, (size_t)c->nrm);
-    if (c->nset)
-        rados_write_op_omap_set2(op, c->sk, c->sv, c->skl, c->svl, (size_t)c->nset);
-    int rc = rados_write_op_operate(op, st->index, oid, NULL, 0);
-    rados_release_write_op(op);
-    if (rc == -ECANCELED && pt < 0)
-        rc = -ESTALE;
-    return rc;
-}
-
-static stor_status_t chg_status(const char *oid, int rc)
-{
-    if (rc == -ENOENT || rc == -ESTALE)
-        return STOR_ERR_NO_BUCKET;
-    return rs_fail("version switch", oid, rc);
-}
 
 /* The version field of a new version of seq: 16 hex digits (a "null"
  * version, suspended), or a version id (enabled: 16 random digits more). */
@@ -435,12 +373,20 @@ static stor_status_t version_push(rstor_t *st, const rs_index_t *ix, const char 
                                   stor_meta_t *meta, const stor_seg_t *segs, uint32_t n_segs,
                                   const stor_precond_t *cond, rs_kread_t *pre, rs_intent_ref_t *d)
 {
-    char oid[RSTOR_OID_MAX];
-    rs_key_oid(ix, key, oid);
+    rs_route_t rt;
+    rs_route_init(&rt, ix, key);
+    const char *oid = rt.oid;
     size_t klen = strlen(key);
     for (int attempt = 0; attempt < RSTOR_RETRIES; attempt++) {
         kread_t r;
         int rc = attempt == 0 && pre ? kread_finish(pre, &r) : kread_do(st, oid, key, NULL, 1, &r);
+        if (rc == -ENOENT) {
+            /* The shard is gone: the reshard finished (or the bucket). */
+            stor_status_t s = rs_route_again(st, &rt, key);
+            if (s != STOR_OK)
+                return s;
+            continue;
+        }
         if (rc < 0)
             return read_status(oid, rc);
         int live = r.has_l && !r.l.meta.delete_marker;
@@ -455,7 +401,7 @@ static stor_status_t version_push(rstor_t *st, const rs_index_t *ix, const char 
         buf_t rec = {0}, lkey = {0}, ekey = {0}, eraw = {0};
         stor_obj_rec_t null_e;
         int has_null_e = 0, drop_l = 0;
-        change_t c = {0};
+        rs_change_t c = {0};
         if (s == STOR_OK) {
             /* A delete marker is an empty inline record. */
             stor_obj_rec_t nrec = {.meta = *meta,
@@ -465,7 +411,7 @@ static stor_status_t version_push(rstor_t *st, const rs_index_t *ix, const char 
             s = stor_encode_object_rec(&rec, key, &nrec);
         }
         if (s == STOR_OK) {
-            chg_cmp(&c, key, klen, r.has_l ? &r.lraw : NULL);
+            rs_chg_cmp(&c, key, klen, r.has_l ? &r.lraw : NULL);
             if (state == STOR_VERSIONING_SUSPENDED && r.has_l &&
                 stor_meta_is_version(&r.l.meta, "null")) {
                 drop_l = 1; /* the new null version replaces it in place */
@@ -476,8 +422,8 @@ static stor_status_t version_push(rstor_t *st, const rs_index_t *ix, const char 
                      * has (compared empty). */
                     if (rs_vkey(key, klen, stor_version_seq(&r.l.meta), &lkey) != 0)
                         s = STOR_ERR_NOMEM;
-                    chg_cmp(&c, lkey.data, lkey.len, NULL);
-                    chg_set(&c, lkey.data, lkey.len, &r.lraw);
+                    rs_chg_cmp(&c, lkey.data, lkey.len, NULL);
+                    rs_chg_set(&c, lkey.data, lkey.len, &r.lraw);
                 }
                 if (s == STOR_OK && state == STOR_VERSIONING_SUSPENDED && r.has_l) {
                     rc = find_null(st, oid, key, &ekey, &eraw, &null_e);
@@ -485,19 +431,19 @@ static stor_status_t version_push(rstor_t *st, const rs_index_t *ix, const char 
                         s = read_status(oid, rc);
                     has_null_e = rc > 0;
                     if (has_null_e) {
-                        chg_cmp(&c, ekey.data, ekey.len, &eraw);
-                        chg_rm(&c, ekey.data, ekey.len);
+                        rs_chg_cmp(&c, ekey.data, ekey.len, &eraw);
+                        rs_chg_rm(&c, ekey.data, ekey.len);
                         s = stor_precond_guard(cond, &null_e.meta);
                     }
                 }
             }
-            chg_set(&c, key, klen, &rec);
+            rs_chg_set(&c, key, klen, &rec);
         }
         const stor_obj_rec_t *gone = drop_l ? &r.l : has_null_e ? &null_e : NULL;
         if (s == STOR_OK && gone && gone->n_segs)
             s = rs_intent_drop(st, d, ix, key, gone->segs, gone->n_segs, "version-intent");
         if (s == STOR_OK)
-            rc = chg_apply(st, oid, &c);
+            rc = rs_route_apply(st, &rt, key, &c);
         if (s == STOR_OK && rc == 0 && gone && gone->n_segs) {
             rs_crash_point(st, "version-switch");
             d->unsettled = rs_gc_log(st, gone->segs, gone->n_segs) != 0;
@@ -513,8 +459,10 @@ static stor_status_t version_push(rstor_t *st, const rs_index_t *ix, const char 
             return s;
         if (rc == 0)
             return STOR_OK;
-        if (rc != -ECANCELED)
-            return chg_status(oid, rc);
+        if ((rc == -ESTALE || rc == -ENOENT) && (s = rs_route_again(st, &rt, key)) != STOR_OK)
+            return s;
+        if (rc != -ECANCELED && rc != -ESTALE && rc != -ENOENT)
+            return rs_route_status(oid, rc);
         /* Another change of this key came first: judge again on its result. */
     }
     log_error("storage: version switch of %s in %s kept losing races", key, oid);
@@ -541,10 +489,11 @@ static stor_status_t rs_version_push(rstor_t *st, const rs_index_t *ix, const ch
  * place the newest entry then takes, if cond holds (its guard on that
  * version, the rest on the key's latest object). The removed record goes
  * to *old. */
-static stor_status_t version_remove(rstor_t *st, const rs_index_t *ix, const char *oid,
+static stor_status_t version_remove(rstor_t *st, const rs_index_t *ix, rs_route_t *rt,
                                     const char *key, const char *vid, const stor_precond_t *cond,
                                     stor_obj_rec_t *old, rs_intent_ref_t *d)
 {
+    const char *oid = rt->oid;
     size_t klen = strlen(key);
     int is_null = strcmp(vid, "null") == 0;
     for (int attempt = 0; attempt < RSTOR_RETRIES; attempt++) {
@@ -557,39 +506,46 @@ static stor_status_t version_remove(rstor_t *st, const rs_index_t *ix, const cha
         }
         kread_t r;
         int rc = s == STOR_OK ? kread_do(st, oid, key, vkey.data ? &vkey : NULL, 1, &r) : 0;
+        if (s == STOR_OK && rc == -ENOENT) {
+            /* The shard is gone: the reshard finished (or the bucket). */
+            buf_free(&vkey);
+            if ((s = rs_route_again(st, rt, key)) != STOR_OK)
+                return s;
+            continue;
+        }
         if (s == STOR_OK && rc < 0)
             s = read_status(oid, rc);
         if (s != STOR_OK) {
             buf_free(&vkey);
             return s;
         }
-        change_t c = {0};
+        rs_change_t c = {0};
         stor_obj_rec_t e;
         int has_e = 0, took = 0;
         int live = r.has_l && !r.l.meta.delete_marker;
         s = stor_precond_check(cond, live ? &r.l.meta : NULL, live);
         if (s == STOR_OK && r.has_l && stor_meta_is_version(&r.l.meta, vid)) {
             /* The latest: the newest entry, if any, takes its place. */
-            chg_cmp(&c, key, klen, &r.lraw);
+            rs_chg_cmp(&c, key, klen, &r.lraw);
             if (r.has_n) {
-                chg_cmp(&c, r.nkey.data, r.nkey.len, &r.nraw);
-                chg_rm(&c, r.nkey.data, r.nkey.len);
-                chg_set(&c, key, klen, &r.nraw);
+                rs_chg_cmp(&c, r.nkey.data, r.nkey.len, &r.nraw);
+                rs_chg_rm(&c, r.nkey.data, r.nkey.len);
+                rs_chg_set(&c, key, klen, &r.nraw);
             } else {
-                chg_rm(&c, key, klen);
+                rs_chg_rm(&c, key, klen);
             }
             took = 1;
         } else if (s == STOR_OK && r.has_v && stor_meta_is_version(&r.v.meta, vid)) {
-            chg_cmp(&c, vkey.data, vkey.len, &r.vraw);
-            chg_rm(&c, vkey.data, vkey.len);
+            rs_chg_cmp(&c, vkey.data, vkey.len, &r.vraw);
+            rs_chg_rm(&c, vkey.data, vkey.len);
             took = 2;
         } else if (s == STOR_OK && is_null && r.has_l) {
             rc = find_null(st, oid, key, &ekey, &eraw, &e);
             if (rc < 0)
                 s = read_status(oid, rc);
             if ((has_e = rc > 0)) {
-                chg_cmp(&c, ekey.data, ekey.len, &eraw);
-                chg_rm(&c, ekey.data, ekey.len);
+                rs_chg_cmp(&c, ekey.data, ekey.len, &eraw);
+                rs_chg_rm(&c, ekey.data, ekey.len);
                 took = 3;
             }
         }
@@ -604,7 +560,7 @@ static stor_status_t version_remove(rstor_t *st, const rs_index_t *ix, const cha
         if (s == STOR_OK && gone->n_segs)
             s = rs_intent_drop(st, d, ix, key, gone->segs, gone->n_segs, "version-intent");
         if (s == STOR_OK)
-            rc = chg_apply(st, oid, &c);
+            rc = rs_route_apply(st, rt, key, &c);
         if (s == STOR_OK && rc == 0) {
             if (took == 1) {
                 *old = r.l;
@@ -627,8 +583,10 @@ static stor_status_t version_remove(rstor_t *st, const rs_index_t *ix, const cha
             return s;
         if (rc == 0)
             return STOR_OK;
-        if (rc != -ECANCELED)
-            return chg_status(oid, rc);
+        if ((rc == -ESTALE || rc == -ENOENT) && (s = rs_route_again(st, rt, key)) != STOR_OK)
+            return s;
+        if (rc != -ECANCELED && rc != -ESTALE && rc != -ENOENT)
+            return rs_route_status(oid, rc);
     }
     log_error("storage: version removal of %s in %s kept losing races", key, oid);
     return STOR_ERR_UNAVAILABLE;
@@ -707,9 +665,10 @@ stor_status_t rs_object_commit(rstor_t *st, const char *bucket, const rs_index_t
     return rs_version_push(st, ix, key, versioning, meta, segs, n_segs, cond, vpre);
 }
 
-stor_status_t rs_version_change(rstor_t *st, const char *oid, const char *key,
+stor_status_t rs_version_change(rstor_t *st, rs_route_t *rt, const char *key,
                                 const stor_obj_change_t *change)
 {
+    const char *oid = rt->oid;
     const char *vid = change->version_id;
     if (!stor_version_id_valid(vid))
         return STOR_ERR_NO_VERSION;
@@ -725,6 +684,13 @@ stor_status_t rs_version_change(rstor_t *st, const char *oid, const char *key,
         }
         kread_t r;
         int rc = s == STOR_OK ? kread_do(st, oid, key, vkey.data ? &vkey : NULL, 0, &r) : 0;
+        if (s == STOR_OK && rc == -ENOENT) {
+            /* The shard is gone: the reshard finished (or the bucket). */
+            buf_free(&vkey);
+            if ((s = rs_route_again(st, rt, key)) != STOR_OK)
+                return s;
+            continue;
+        }
         if (s == STOR_OK && rc < 0)
             s = read_status(oid, rc);
         if (s != STOR_OK) {
@@ -756,11 +722,11 @@ stor_status_t rs_version_change(rstor_t *st, const char *oid, const char *key,
             s = stor_meta_apply_change(&rec->meta, change);
         if (s == STOR_OK)
             s = stor_encode_object_rec(&b, key, rec);
-        change_t c = {0};
+        rs_change_t c = {0};
         if (s == STOR_OK) {
-            chg_cmp(&c, where, wlen, raw);
-            chg_set(&c, where, wlen, &b);
-            rc = chg_apply(st, oid, &c);
+            rs_chg_cmp(&c, where, wlen, raw);
+            rs_chg_set(&c, where, wlen, &b);
+            rc = rs_route_apply(st, rt, key, &c);
         }
         if (has_e)
             stor_obj_rec_free(&e);
@@ -773,8 +739,10 @@ stor_status_t rs_version_change(rstor_t *st, const char *oid, const char *key,
             return s;
         if (rc == 0)
             return STOR_OK;
-        if (rc != -ECANCELED)
-            return chg_status(oid, rc);
+        if ((rc == -ESTALE || rc == -ENOENT) && (s = rs_route_again(st, rt, key)) != STOR_OK)
+            return s;
+        if (rc != -ECANCELED && rc != -ESTALE && rc != -ENOENT)
+            return rs_route_status(oid, rc);
     }
     log_error("storage: version change of %s in %s kept losing races", key, oid);
     return STOR_ERR_UNAVAILABLE;
@@ -830,11 +798,11 @@ stor_status_t rs_delete_version(stor_t *st_, const stor_bucket_t *bucket, const 
         stor_meta_free(&mk);
         return s;
     }
-    char oid[RSTOR_OID_MAX];
-    rs_key_oid(&ix, key, oid);
+    rs_route_t rt;
+    rs_route_init(&rt, &ix, key);
     stor_obj_rec_t old;
     rs_intent_ref_t d = {0};
-    stor_status_t s = version_remove(st, &ix, oid, key, version_id, cond, &old, &d);
+    stor_status_t s = version_remove(st, &ix, &rt, key, version_id, cond, &old, &d);
     if (s == STOR_OK) {
         stor_version_id(&old.meta, out->version_id);
         out->delete_marker = old.meta.delete_marker != NULL;

@@ -729,6 +729,38 @@ static void test_bucket_record_shards(void **state)
         n[3] = (uint8_t)(bad[i] >> 24);
         assert_int_equal(stor_rec_decode_bucket(b.data, b.len, &bk), STOR_ERR_IO);
     }
+    /* A resharded bucket (generation 3, now one shard) and one moving to
+     * 64 shards: version 6, read back whole; a change keeps both. */
+    buf_reset(&b);
+    r.b.index_shards = 1;
+    r.b.index_gen = 3;
+    assert_int_equal(stor_rec_encode_bucket_rec(&b, &r), 0);
+    assert_int_equal(((uint8_t *)b.data)[0], STOR_REC_BUCKET_RESHARD_VERSION);
+    assert_int_equal(stor_rec_decode_bucket(b.data, b.len, &bk), STOR_OK);
+    assert_int_equal(bk.index_shards, 1);
+    assert_int_equal(bk.index_gen, 3);
+    assert_int_equal(bk.reshard_to, 0);
+    buf_reset(&b);
+    r.b.index_shards = 16;
+    r.b.index_gen = 0;
+    r.b.reshard_to = 64;
+    assert_int_equal(stor_rec_encode_bucket_rec(&b, &r), 0);
+    assert_int_equal(stor_rec_bucket_apply(b.data, b.len, &acl, &c), STOR_OK);
+    assert_int_equal(stor_rec_decode_bucket(c.data, c.len, &bk), STOR_OK);
+    assert_int_equal(bk.index_shards, 16);
+    assert_int_equal(bk.index_gen, 0);
+    assert_int_equal(bk.reshard_to, 64);
+    buf_free(&c);
+    for (size_t len = 0; len < b.len; len++)
+        assert_int_equal(stor_rec_decode_bucket(b.data, len, &bk), STOR_ERR_IO);
+    /* Version 6 with neither a generation nor a reshard is malformed, as is
+     * a target past the largest count. */
+    memset((uint8_t *)b.data + b.len - 4, 0, 4);
+    assert_int_equal(stor_rec_decode_bucket(b.data, b.len, &bk), STOR_ERR_IO);
+    r.b.reshard_to = STOR_INDEX_SHARDS_MAX + 1;
+    buf_reset(&b);
+    assert_int_equal(stor_rec_encode_bucket_rec(&b, &r), -1);
+    r.b.reshard_to = 0;
     /* Nor is a count past the largest written. */
     r.b.index_shards = STOR_INDEX_SHARDS_MAX + 1;
     buf_reset(&b);

@@ -1,0 +1,667 @@
+/* Online resharding of a bucket's index (stor_bucket_reshard): the keys of
+ * generation g's shards are copied into the shards of generation g + 1
+ * while the bucket is read and written, then the record names the new
+ * ones. docs/storage.md ("Online resharding") has the steps and why each
+ * crash between them leaves a bucket that works and a reshard that the
+ * next run finishes.
+ *
+ *   1. The record gets reshard_to (writers read it with every request).
+ *   2. Every old shard's tombstone becomes RSTOR_TRACKED: from then on each
+ *      change of a key on it also sets the key's dirty mark (rs_route_apply).
+ *   3. Every old shard is copied, batch by batch, into the new shards.
+ *   4. Passes over the dirty marks copy each marked key again (its record
+ *      and version entries, replacing what the new shard holds of it) and
+ *      take the mark away if no change set it again meanwhile.
+ *   5. Every old shard's tombstone becomes RSTOR_FENCED: no change lands on
+ *      it any more (writers wait, rs_route_again); the keys still marked
+ *      are copied a last time.
+ *   6. The old shard objects are removed; readers that find them gone read
+ *      the new generation (complete now).
+ *   7. The record names generation g + 1 and drops reshard_to: writers go
+ *      on there. */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "storage/rados/rados_internal.h"
+
+/* How long the runner's lease lasts without a renewal (renewed after each
+ * shard's copy and each pass): a runner that dies lets the next one take
+ * over after it, which a new run waits for. */
+#define RESHARD_LEASE_MS 10000
+/* Marked keys left after which the passes stop and the shards are fenced:
+ * the writers' wait is the last copy of at most about this many keys. */
+#define RESHARD_FENCE_AT 64
+#define RESHARD_PASSES   8
+
+/* ==== The bucket record ================================================== */
+
+/* Sets the index fields of bucket name's record (of id): generation gen,
+ * shards, reshard_to to, in one compare-and-set (retried when another
+ * change of the record came first). */
+static stor_status_t record_set(rstor_t *st, const char *name, uint64_t id, uint32_t gen,
+                                uint32_t shards, uint32_t to)
+{
+    for (int attempt = 0; attempt < RSTOR_RETRIES; attempt++) {
+        buf_t old, rec;
+        buf_init(&rec, STOR_REC_MAX);
+        int rc = rs_omap_get(st->index, RSTOR_BUCKETS_OID, name, strlen(name), &old);
+        stor_bucket_rec_t r;
+        stor_status_t s = STOR_OK;
+        if (rc == 0 || rc == -ENOENT)
+            s = STOR_ERR_NO_BUCKET;
+        else if (rc < 0)
+            s = rs_fail("bucket lookup", name, rc);
+        else if ((s = stor_rec_decode_bucket_rec(old.data, old.len, &r)) == STOR_OK &&
+                 r.b.id != id)
+            s = STOR_ERR_NO_BUCKET;
+        if (s == STOR_OK) {
+            r.b.index_gen = gen;
+            r.b.index_shards = shards;
+            r.b.reshard_to = to;
+            if (stor_rec_encode_bucket_rec(&rec, &r) != 0)
+                s = STOR_ERR_NOMEM;
+        }
+        rc = s == STOR_OK ? rs_omap_cas(st->index, RSTOR_BUCKETS_OID, name, strlen(name), &old,
+                                        &rec, 0)
+                          : 0;
+        buf_free(&old);
+        buf_free(&rec);
+        if (s != STOR_OK)
+            return s;
+        if (rc == 0) {
+            rs_index_t fresh; /* this gateway's cache */
+            rs_bucket_id(st, name, 1, &fresh);
+            return STOR_OK;
+        }
+        if (rc != -ECANCELED)
+            return rs_fail("change bucket", name, rc);
+    }
+    return STOR_ERR_UNAVAILABLE;
+}
+
+/* ==== Tombstones ========================================================= */
+
+/* Moves oid's tombstone from `from` ("": absent) to `to`. 0 (done, or it
+ * already held `to`), 1 (the object is gone), -ESTALE (it holds something
+ * else: a delete's), or a librados code. */
+static int tomb_move(rstor_t *st, const char *oid, const char *from, const char *to)
+{
+    buf_t f = {.data = (char *)from, .len = strlen(from)}, t = {.data = (char *)to,
+                                                               .len = strlen(to)};
+    int rc = rs_omap_cas(st->index, oid, RSTOR_TOMB, strlen(RSTOR_TOMB), f.len ? &f : NULL,
+                         t.len ? &t : NULL, 0);
+    if (rc == -ENOENT)
+        return 1;
+    if (rc != -ECANCELED)
+        return rc;
+    buf_t cur;
+    rc = rs_omap_get(st->index, oid, RSTOR_TOMB, strlen(RSTOR_TOMB), &cur);
+    int same = rc >= 0 && cur.len == t.len && memcmp(cur.data, to, t.len) == 0;
+    buf_free(&cur);
+    if (rc == -ENOENT)
+        return 1;
+    if (rc < 0)
+        return rc;
+    return same ? 0 : -ESTALE;
+}
+
+/* The same op on every old shard of ix at once (writers are held while the
+ * fence's steps run, so they are one round trip each, not one per shard):
+ * with fence, each tombstone from RSTOR_TRACKED to RSTOR_FENCED (a shard
+ * whose op fails is then moved one by one, tomb_move telling a tombstone
+ * already fenced from a delete's); else each object removed. 0, or the
+ * first librados code (a shard already gone is not one). */
+static int shards_all(rstor_t *st, const rs_index_t *ix, int fence)
+{
+    rados_completion_t *cs = calloc(ix->shards, sizeof *cs);
+    if (!cs)
+        return -ENOMEM;
+    char oid[RSTOR_OID_MAX];
+    int rc = 0;
+    for (uint32_t s = 0; s < ix->shards && rc == 0; s++) {
+        rs_index_oid(ix, s, oid);
+        if ((rc = rados_aio_create_completion2(NULL, NULL, &cs[s])) < 0)
+            break;
+        if (fence) {
+            rados_write_op_t op = rados_create_write_op();
+            if (!op) {
+                rc = -ENOMEM;
+            } else {
+                const char *k[1] = {RSTOR_TOMB}, *v[1] = {RSTOR_FENCED};
+                size_t kl = strlen(RSTOR_TOMB), vl = strlen(RSTOR_FENCED);
+                rados_write_op_assert_exists(op);
+                rados_write_op_omap_cmp2(op, RSTOR_TOMB, LIBRADOS_CMPXATTR_OP_EQ, RSTOR_TRACKED,
+                                         kl, strlen(RSTOR_TRACKED), NULL);
+                rados_write_op_omap_set2(op, k, v, &kl, &vl, 1);
+                rc = rados_aio_write_op_operate(op, st->index, cs[s], oid, NULL, 0);
+                rados_release_write_op(op);
+            }
+        } else {
+            rc = rados_aio_remove(st->index, oid, cs[s]);
+        }
+        if (rc < 0) {
+            rados_aio_release(cs[s]);
+            cs[s] = NULL;
+        }
+    }
+    for (uint32_t s = 0; s < ix->shards; s++) {
+        if (!cs[s])
+            continue;
+        rados_aio_wait_for_complete(cs[s]);
+        int r = rados_aio_get_return_value(cs[s]);
+        rados_aio_release(cs[s]);
+        if (r == -ENOENT)
+            continue;
+        if (r < 0 && fence) {
+            rs_index_oid(ix, s, oid);
+            if ((r = tomb_move(st, oid, RSTOR_TRACKED, RSTOR_FENCED)) == 1)
+                r = 0;
+        }
+        if (r < 0 && rc == 0)
+            rc = r;
+    }
+    free(cs);
+    return rc;
+}
+
+/* ==== Copying ============================================================ */
+
+/* Entries read from an old shard, waiting to be written to the new ones. */
+typedef struct batch {
+    rstor_t *st;
+    const rs_index_t *nx; /* the new generation */
+    char **k, **v;
+    size_t *kl, *vl;
+    uint32_t *shard;
+    size_t n, cap;
+    int hold; /* gathers one key's entries: never flushed */
+    uint64_t copied;
+} batch_t;
+
+/* The shard of nx that holds entry k (an object key, or a version entry). */
+static int entry_shard(const rs_index_t *nx, const char *k, size_t kl, uint32_t *shard_p)
+{
+    if (kl && (unsigned char)k[0] == 0xFE) {
+        buf_t key;
+        buf_init(&key, (size_t)-1 / 2);
+        if (rs_vkey_parse(k, kl, &key) != 0) {
+            buf_free(&key);
+            return -EIO;
+        }
+        *shard_p = rs_key_shard(nx->shards, key.data, key.len);
+        buf_free(&key);
+        return 0;
+    }
+    *shard_p = rs_key_shard(nx->shards, k, kl);
+    return 0;
+}
+
+static void batch_clear(batch_t *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        free(b->k[i]);
+        free(b->v[i]);
+    }
+    b->n = 0;
+}
+
+static void batch_free(batch_t *b)
+{
+    batch_clear(b);
+    free(b->k);
+    free(b->v);
+    free(b->kl);
+    free(b->vl);
+    free(b->shard);
+}
+
+/* Writes the batch: one write op per new shard it touches, all in flight
+ * at once. 0, or the first librados code. */
+static int batch_flush(batch_t *b)
+{
+    uint32_t ns = b->nx->shards;
+    int rc = 0;
+    rados_completion_t *cs = calloc(ns, sizeof *cs);
+    const char **ks = malloc((b->n + 1) * sizeof *ks), **vs = malloc((b->n + 1) * sizeof *vs);
+    size_t *kls = malloc((b->n + 1) * sizeof *kls), *vls = malloc((b->n + 1) * sizeof *vls);
+    if (!cs || !ks || !vs || !kls || !vls)
+        rc = -ENOMEM;
+    for (uint32_t s = 0; s < ns && rc == 0; s++) {
+        size_t m = 0;
+        for (size_t i = 0; i < b->n; i++)
+            if (b->shard[i] == s) {
+                ks[m] = b->k[i];
+                vs[m] = b->v[i];
+                kls[m] = b->kl[i];
+                vls[m++] = b->vl[i];
+            }
+        if (!m)
+            continue;
+        char oid[RSTOR_OID_MAX];
+        rs_index_oid(b->nx, s, oid);
+        rados_write_op_t op = rados_create_write_op();
+        if (!op) {
+            rc = -ENOMEM;
+            break;
+        }
+        rados_write_op_assert_exists(op);
+        rados_write_op_omap_set2(op, ks, vs, kls, vls, m);
+        if ((rc = rados_aio_create_completion2(NULL, NULL, &cs[s])) == 0 &&
+            (rc = rados_aio_write_op_operate(op, b->st->index, cs[s], oid, NULL, 0)) < 0) {
+            rados_aio_release(cs[s]);
+            cs[s] = NULL;
+        }
+        rados_release_write_op(op);
+    }
+    for (uint32_t s = 0; cs && s < ns; s++) {
+        if (!cs[s])
+            continue;
+        rados_aio_wait_for_complete(cs[s]);
+        int r = rados_aio_get_return_value(cs[s]);
+        rados_aio_release(cs[s]);
+        if (r < 0 && rc == 0)
+            rc = r;
+    }
+    b->copied += b->n;
+    batch_clear(b);
+    free(cs);
+    free(ks);
+    free(vs);
+    free(kls);
+    free(vls);
+    return rc;
+}
+
+/* An rs_omap_fn: adds one old shard entry to the batch (the tombstone and
+ * the dirty marks stay behind), flushing it when full. */
+static int batch_add(void *arg, const char *k, size_t kl, const char *v, size_t vl)
+{
+    batch_t *b = arg;
+    if (kl && (unsigned char)k[0] == 0xFF)
+        return 0;
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 256;
+        char **nk = realloc(b->k, cap * sizeof *nk);
+        if (nk)
+            b->k = nk;
+        char **nv = realloc(b->v, cap * sizeof *nv);
+        if (nv)
+            b->v = nv;
+        size_t *nkl = realloc(b->kl, cap * sizeof *nkl);
+        if (nkl)
+            b->kl = nkl;
+        size_t *nvl = realloc(b->vl, cap * sizeof *nvl);
+        if (nvl)
+            b->vl = nvl;
+        uint32_t *nsh = realloc(b->shard, cap * sizeof *nsh);
+        if (nsh)
+            b->shard = nsh;
+        if (!nk || !nv || !nkl || !nvl || !nsh)
+            return -ENOMEM;
+        b->cap = cap;
+    }
+    size_t i = b->n;
+    int rc = entry_shard(b->nx, k, kl, &b->shard[i]);
+    if (rc < 0)
+        return rc;
+    b->k[i] = malloc(kl + 1);
+    b->v[i] = malloc(vl + 1);
+    if (!b->k[i] || !b->v[i]) {
+        free(b->k[i]);
+        free(b->v[i]);
+        return -ENOMEM;
+    }
+    memcpy(b->k[i], k, kl);
+    memcpy(b->v[i], v, vl);
+    b->kl[i] = kl;
+    b->vl[i] = vl;
+    b->n++;
+    return b->n >= RSTOR_OMAP_BATCH && !b->hold ? batch_flush(b) : 0;
+}
+
+/* The entries of key (klen bytes) in oid, its record and its version
+ * entries, added to b. 0, or a librados code. */
+static int key_entries(rstor_t *st, const char *oid, const char *key, size_t klen, batch_t *b)
+{
+    buf_t raw, pfx;
+    int rc = rs_omap_get(st->index, oid, key, klen, &raw);
+    if (rc > 0)
+        rc = batch_add(b, key, klen, raw.data, raw.len);
+    buf_free(&raw);
+    if (rc < 0)
+        return rc;
+    if (rs_vprefix(key, klen, &pfx) != 0 || buf_append(&pfx, "\x01", 2) != 0) {
+        buf_free(&pfx);
+        return -ENOMEM;
+    }
+    buf_t from;
+    buf_init(&from, (size_t)-1 / 2);
+    rc = buf_append(&from, pfx.data, pfx.len) ? -ENOMEM : 0;
+    unsigned char more = 1;
+    while (rc == 0 && more) {
+        rados_omap_iter_t it;
+        if ((rc = rs_omap_read(st->index, oid, from.data, pfx.data, RSTOR_OMAP_BATCH, &it,
+                               &more)) < 0)
+            break;
+        char *k, *v;
+        size_t kl, vl;
+        while (rc == 0 && rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 && k) {
+            rc = batch_add(b, k, kl, v, vl);
+            buf_reset(&from);
+            if (rc == 0 && (buf_append(&from, k, kl) != 0 || buf_append(&from, "", 1) != 0))
+                rc = -ENOMEM;
+        }
+        rados_omap_get_end(it);
+    }
+    buf_free(&pfx);
+    buf_free(&from);
+    return rc;
+}
+
+/* Copies key from old shard oid into the new generation nx: the new
+ * shard's entries of the key are replaced by the old shard's (none: the
+ * key is gone there too), in one write op. 0, or a librados code. */
+static int copy_key(rstor_t *st, const char *oid, const rs_index_t *nx, const char *key,
+                    size_t klen)
+{
+    char noid[RSTOR_OID_MAX];
+    rs_index_oid(nx, rs_key_shard(nx->shards, key, klen), noid);
+    batch_t src = {.st = st, .nx = nx, .hold = 1}, dst = {.st = st, .nx = nx, .hold = 1};
+    int rc = key_entries(st, oid, key, klen, &src);
+    if (rc == 0)
+        rc = key_entries(st, noid, key, klen, &dst);
+    rados_write_op_t op = rc == 0 ? rados_create_write_op() : NULL;
+    if (rc == 0 && !op)
+        rc = -ENOMEM;
+    if (rc == 0) {
+        rados_write_op_assert_exists(op);
+        if (dst.n)
+            rados_write_op_omap_rm_keys2(op, (const char *const *)dst.k, dst.kl, dst.n);
+        if (src.n)
+            rados_write_op_omap_set2(op, (const char *const *)src.k, (const char *const *)src.v,
+                                     src.kl, src.vl, src.n);
+        rc = rados_write_op_operate(op, st->index, noid, NULL, 0);
+        rados_release_write_op(op);
+    }
+    batch_free(&src);
+    batch_free(&dst);
+    return rc;
+}
+
+/* Marked keys of one batch of a pass, copied by RESHARD_COPIERS threads at
+ * once: a key's copy is three round trips one after another (its entries
+ * read on both sides, then written), so one at a time a pass copies fewer
+ * keys a second than a few writers mark. */
+#define RESHARD_COPIERS 16
+typedef struct marks {
+    rstor_t *st;
+    const char *oid;
+    const rs_index_t *nx;
+    int tracked;
+    const char **k, **v;
+    size_t *kl, *vl;
+    size_t n;
+    size_t next; /* the next mark to copy, under lock */
+    int rc;      /* the first failure, under lock */
+    pthread_mutex_t lock;
+} marks_t;
+
+static void *copier(void *arg)
+{
+    marks_t *m = arg;
+    size_t dl = strlen(RSTOR_DIRTY);
+    for (;;) {
+        pthread_mutex_lock(&m->lock);
+        size_t i = m->rc == 0 && m->next < m->n ? m->next++ : m->n;
+        pthread_mutex_unlock(&m->lock);
+        if (i >= m->n)
+            return NULL;
+        int rc = copy_key(m->st, m->oid, m->nx, m->k[i] + dl, m->kl[i] - dl);
+        if (rc == 0 && m->tracked) {
+            buf_t mark = {.data = (char *)m->v[i], .len = m->vl[i]};
+            rc = rs_omap_cas(m->st->index, m->oid, m->k[i], m->kl[i], &mark, NULL, 0);
+            if (rc == -ECANCELED)
+                rc = 0; /* changed again: the next pass copies it */
+        }
+        if (rc < 0) {
+            pthread_mutex_lock(&m->lock);
+            if (m->rc == 0)
+                m->rc = rc;
+            pthread_mutex_unlock(&m->lock);
+        }
+    }
+}
+
+/* Copies the m->n marked keys, on up to RESHARD_COPIERS threads (the
+ * calling one among them). 0, or the first librados code. */
+static int copy_marks(marks_t *m)
+{
+    pthread_t t[RESHARD_COPIERS - 1];
+    size_t started = 0;
+    m->next = 0;
+    m->rc = 0;
+    while (started < RESHARD_COPIERS - 1 && started + 1 < m->n &&
+           pthread_create(&t[started], NULL, copier, m) == 0)
+        started++;
+    copier(m);
+    for (size_t i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+    return m->rc;
+}
+
+/* One pass over the dirty marks of old shard oid: each marked key is
+ * copied again; while the shard is tracked (not fenced) its mark is taken
+ * away unless a change set it again meanwhile. *n_p: keys copied. 0, or a
+ * librados code (-ENOENT: the shard is gone). */
+static int dirty_pass(rstor_t *st, const char *oid, const rs_index_t *nx, int tracked,
+                      uint64_t *n_p)
+{
+    size_t dl = strlen(RSTOR_DIRTY);
+    marks_t m = {.st = st, .oid = oid, .nx = nx, .tracked = tracked};
+    m.k = malloc(RSTOR_OMAP_BATCH * sizeof *m.k);
+    m.v = malloc(RSTOR_OMAP_BATCH * sizeof *m.v);
+    m.kl = malloc(RSTOR_OMAP_BATCH * sizeof *m.kl);
+    m.vl = malloc(RSTOR_OMAP_BATCH * sizeof *m.vl);
+    buf_t from;
+    buf_init(&from, (size_t)-1 / 2);
+    int rc = !m.k || !m.v || !m.kl || !m.vl || buf_append(&from, RSTOR_DIRTY, dl + 1) ? -ENOMEM
+                                                                                      : 0;
+    pthread_mutex_init(&m.lock, NULL);
+    unsigned char more = 1;
+    while (rc == 0 && more) {
+        rados_omap_iter_t it;
+        if ((rc = rs_omap_read(st->index, oid, from.data, RSTOR_DIRTY, RSTOR_OMAP_BATCH, &it,
+                               &more)) < 0)
+            break;
+        /* The entries stay valid until the iterator ends. */
+        char *k, *v;
+        size_t kl, vl;
+        m.n = 0;
+        while (m.n < RSTOR_OMAP_BATCH && rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 && k) {
+            if (kl <= dl)
+                continue;
+            m.k[m.n] = k;
+            m.v[m.n] = v;
+            m.kl[m.n] = kl;
+            m.vl[m.n++] = vl;
+        }
+        if (m.n) {
+            rc = copy_marks(&m);
+            *n_p += m.n;
+            buf_reset(&from);
+            if (rc == 0 && (buf_append(&from, m.k[m.n - 1], m.kl[m.n - 1]) != 0 ||
+                            buf_append(&from, "", 1) != 0))
+                rc = -ENOMEM;
+        }
+        rados_omap_get_end(it);
+    }
+    pthread_mutex_destroy(&m.lock);
+    free(m.k);
+    free(m.v);
+    free(m.kl);
+    free(m.vl);
+    buf_free(&from);
+    return rc;
+}
+
+/* ==== The runner ========================================================= */
+
+/* Undoes steps 1-2 of a reshard that found the bucket being deleted. */
+static void reshard_abort(rstor_t *st, const rs_index_t *ix, const rs_index_t *nx)
+{
+    char oid[RSTOR_OID_MAX];
+    record_set(st, ix->bucket, ix->id, ix->gen, ix->shards, 0);
+    for (uint32_t s = 0; s < ix->shards; s++) {
+        rs_index_oid(ix, s, oid);
+        tomb_move(st, oid, RSTOR_TRACKED, "");
+    }
+    for (uint32_t s = 0; s < nx->shards; s++) {
+        rs_index_oid(nx, s, oid);
+        rados_remove(st->index, oid);
+    }
+}
+
+/* Steps 2-7 for ix (reshard_to set in its record). */
+static stor_status_t reshard_run(rstor_t *st, const rs_index_t *ix, const char *lease)
+{
+    rs_index_t nx = rs_index_next(ix);
+    char oid[RSTOR_OID_MAX];
+    int rc = 0;
+    uint64_t t0 = clock_mono_ms();
+    for (uint32_t s = 0; s < nx.shards && rc == 0; s++) {
+        rs_index_oid(&nx, s, oid);
+        rados_write_op_t op = rados_create_write_op();
+        if (!op)
+            return STOR_ERR_NOMEM;
+        rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
+        rc = rados_write_op_operate(op, st->index, oid, NULL, 0);
+        rados_release_write_op(op);
+    }
+    for (uint32_t s = 0; s < ix->shards && rc == 0; s++) {
+        rs_index_oid(ix, s, oid);
+        rc = tomb_move(st, oid, "", RSTOR_TRACKED);
+        if (rc == -ESTALE && tomb_move(st, oid, RSTOR_FENCED, RSTOR_FENCED) == 0)
+            rc = 0; /* fenced by a run that died: resumed */
+        if (rc == -ESTALE) {
+            log_error("storage: reshard of %s: the bucket is being deleted", ix->bucket);
+            reshard_abort(st, ix, &nx);
+            return STOR_ERR_NO_BUCKET;
+        }
+        if (rc == 1)
+            rc = 0;
+    }
+    if (rc < 0)
+        return rs_fail("reshard: track shard", oid, rc);
+    /* 3. The bulk copy. */
+    batch_t b = {.st = st, .nx = &nx};
+    for (uint32_t s = 0; s < ix->shards && rc == 0; s++) {
+        rs_index_oid(ix, s, oid);
+        rc = rs_omap_each(st->index, oid, "", batch_add, &b);
+        if (rc == 0)
+            rc = batch_flush(&b);
+        if (rc == -ENOENT)
+            rc = 0; /* removed (step 6) by a run that died: copied then */
+        if (rc == 0 && rs_lease(&st->base, lease, RESHARD_LEASE_MS) != STOR_OK)
+            rc = -ETIMEDOUT;
+    }
+    uint64_t copied = b.copied;
+    batch_free(&b);
+    uint64_t t1 = clock_mono_ms();
+    /* 4. The passes over the dirty marks. */
+    uint64_t again = 0, pass_n = RESHARD_FENCE_AT + 1;
+    for (int pass = 0; pass < RESHARD_PASSES && pass_n > RESHARD_FENCE_AT && rc == 0; pass++) {
+        pass_n = 0;
+        for (uint32_t s = 0; s < ix->shards && rc == 0; s++) {
+            rs_index_oid(ix, s, oid);
+            if ((rc = dirty_pass(st, oid, &nx, 1, &pass_n)) == -ENOENT)
+                rc = 0;
+        }
+        again += pass_n;
+        if (rc == 0 && rs_lease(&st->base, lease, RESHARD_LEASE_MS) != STOR_OK)
+            rc = -ETIMEDOUT;
+    }
+    if (rc == 0)
+        rs_crash_point(st, "reshard-copied");
+    /* 5. The fence, and the last copy. Writers of these shards wait from
+     * here to step 7. */
+    uint64_t t2 = clock_mono_ms();
+    if (rc == 0)
+        rc = shards_all(st, ix, 1);
+    uint64_t last = 0;
+    for (uint32_t s = 0; s < ix->shards && rc == 0; s++) {
+        rs_index_oid(ix, s, oid);
+        if ((rc = dirty_pass(st, oid, &nx, 0, &last)) == -ENOENT)
+            rc = 0;
+    }
+    if (rc < 0)
+        return rs_fail("reshard: copy", oid, rc);
+    rs_crash_point(st, "reshard-fenced");
+    /* 6. The old objects go; 7. the record names the new ones. */
+    if ((rc = shards_all(st, ix, 0)) < 0)
+        return rs_fail("reshard: remove shards", ix->bucket, rc);
+    rs_crash_point(st, "reshard-removed");
+    stor_status_t st_ = record_set(st, ix->bucket, ix->id, nx.gen, nx.shards, 0);
+    uint64_t t3 = clock_mono_ms();
+    log_info("storage: resharded %s from %" PRIu32 " to %" PRIu32 " shards (generation %" PRIu32
+             "): %" PRIu64 " entries copied in %" PRIu64 " ms, %" PRIu64
+             " keys copied again in %" PRIu64 " ms, writes held %" PRIu64 " ms (%" PRIu64
+             " keys in the last copy)",
+             ix->bucket, ix->shards, nx.shards, nx.gen, copied, t1 - t0, again, t2 - t1, t3 - t2,
+             last);
+    return st_;
+}
+
+stor_status_t rs_bucket_reshard(stor_t *st_, const char *name, uint32_t shards)
+{
+    rstor_t *st = (rstor_t *)st_;
+    if (shards < 1 || shards > STOR_INDEX_SHARDS_MAX)
+        return STOR_ERR_TOO_LARGE;
+    stor_bucket_t b;
+    stor_status_t s = rs_bucket_lookup(st, name, &b);
+    if (s != STOR_OK)
+        return s;
+    char lease[40];
+    snprintf(lease, sizeof lease, "reshard.%016" PRIx64, b.id);
+    /* Held: by a live runner (it keeps it; this run gives up), or by one
+     * that died (it lapses within RESHARD_LEASE_MS; this run goes on). */
+    uint64_t until = clock_mono_ms() + RESHARD_LEASE_MS + 2000;
+    while ((s = rs_lease(st_, lease, RESHARD_LEASE_MS)) == STOR_ERR_PRECONDITION &&
+           clock_mono_ms() < until) {
+        struct timespec ts = {0, 200 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    if (s != STOR_OK)
+        return s;
+    /* Read again under the lease: a run that ended meanwhile changed it. */
+    if ((s = rs_bucket_lookup(st, name, &b)) != STOR_OK) {
+        rs_lease_release(st, lease);
+        return s;
+    }
+    rs_index_t ix = rs_index_of(&b);
+    if (!ix.to) {
+        if (shards == ix.shards) {
+            log_info("storage: %s already has %" PRIu32 " index shards", name, shards);
+            rs_lease_release(st, lease);
+            return STOR_OK;
+        }
+        if ((s = record_set(st, name, ix.id, ix.gen, ix.shards, shards)) != STOR_OK) {
+            rs_lease_release(st, lease);
+            return s;
+        }
+        ix.to = shards;
+    } else if (ix.to != shards) {
+        log_warn("storage: %s: finishing the reshard to %" PRIu32 " shards that was under way "
+                 "(not %" PRIu32 ")",
+                 name, ix.to, shards);
+    }
+    s = reshard_run(st, &ix, lease);
+    rs_lease_release(st, lease);
+    return s;
+}

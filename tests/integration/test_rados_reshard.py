@@ -1,0 +1,316 @@
+"""Online resharding of a RADOS bucket's index (`s3rdmad reshard BUCKET SHARDS`,
+docs/storage.md "Online resharding"), on the session's Ceph cluster:
+
+- while two gateways write, delete and race If-None-Match writes into the bucket, and a
+  paged listing is walked across it, the bucket moves from 2 index shards to 8 (then to 3):
+  no request fails, exactly one conditional writer wins each key, the walk that crossed it
+  returns exactly the keys, and afterwards each key sits on the shard FNV-1a names in the
+  new generation, whose objects alone remain;
+- listings (prefix, delimiter, start-after, continuation) of the resharded bucket equal
+  those of an unsharded bucket and of the local backend holding the same keys;
+- a reshard killed after each of its steps (debug.rados_crash_at) leaves a bucket that
+  reads right, is finished by the next run, and loses nothing acknowledged meanwhile;
+- a versioned bucket's versions and delete markers move with their keys.
+"""
+import concurrent.futures as cf
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from botocore.exceptions import ClientError
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from s3r_itest import BINARY, boto_client  # noqa: E402
+
+STATIC = sorted({f"s/{d}/{i:03d}" for d in ("a", "b/c", "b/d", "z") for i in range(40)} |
+                {"s/top", "s/b/", "s/b0", "s/\u00e9t\u00e9/x"})
+
+
+@pytest.fixture
+def pool(ceph_cluster):
+    return ceph_cluster.create_pool("r" + uuid.uuid4().hex[:10])
+
+
+def gateway(make_server, cluster, pool, name, shards):
+    return make_server(name=name, extra_args=cluster.gateway_args(pool=pool, gc_grace=1,
+                                                                  index_shards=shards))
+
+
+def reshard(cluster, pool, tmp_path, bucket, shards, crash_at=None):
+    """Runs s3rdmad reshard; returns the finished process."""
+    data = tmp_path / "reshard-data"
+    data.mkdir(exist_ok=True)
+    args = [BINARY, "reshard", bucket, str(shards), "--data", str(data),
+            *cluster.gateway_args(pool=pool)]
+    if crash_at:
+        args += ["--debug-rados-crash-at", crash_at]
+    return subprocess.run(args, capture_output=True, text=True, timeout=120)
+
+
+def fnv1a_shard(key, n):
+    h = 0xcbf29ce484222325
+    for byte in key.encode(errors="surrogateescape"):
+        h = ((h ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h % n
+
+
+def index_objects(cluster, pool):
+    names = [n for n in cluster.rados("ls", pool=pool).decode().split()
+             if n.startswith("s3rdma.index.")]
+    # Version entries (0xFE ...) and the tombstone or marks (0xFF ...) are not UTF-8.
+    return {n: sorted(k for k in cluster.rados("listomapkeys", n, pool=pool)
+                      .decode(errors="surrogateescape").splitlines()) for n in names}
+
+
+def walk(s3, bucket, pause=None, **kw):
+    """Every key and common prefix, a page at a time, following continuation; pause()
+    runs between pages."""
+    got, prefixes, token = [], [], None
+    while True:
+        args = dict(kw, **({"ContinuationToken": token} if token else {}))
+        r = s3.list_objects_v2(Bucket=bucket, **args)
+        got += [o["Key"] for o in r.get("Contents", [])]
+        prefixes += [p["Prefix"] for p in r.get("CommonPrefixes", [])]
+        if not r["IsTruncated"]:
+            return got, prefixes
+        token = r["NextContinuationToken"]
+        if pause:
+            pause()
+
+
+LISTINGS = [dict(Prefix="s/"), dict(Prefix="s/", MaxKeys=7), dict(Prefix="s/b/", MaxKeys=3),
+            dict(Prefix="s/", StartAfter="s/b/c/017", MaxKeys=9),
+            dict(Prefix="s/", Delimiter="/", MaxKeys=2),
+            dict(Prefix="s/b/", Delimiter="/", MaxKeys=1)]
+
+
+def put_static(s3, bucket):
+    with cf.ThreadPoolExecutor(8) as ex:
+        list(ex.map(lambda k: s3.put_object(Bucket=bucket, Key=k, Body=k.encode()), STATIC))
+
+
+def if_none_match(s3):
+    s3.meta.events.register("before-sign.s3.PutObject",
+                            lambda request, **kw: request.headers.__setitem__(
+                                "If-None-Match", "*"))
+    return s3
+
+
+class Load:
+    """Writers through both gateways while a reshard runs: plain PUTs and DELETEs of their
+    own keys, and If-None-Match PUTs racing on shared keys (each racer on either gateway).
+    Records what was acknowledged and every failure."""
+
+    def __init__(self, gws, bucket, tag):
+        self.gws, self.bucket, self.tag = gws, bucket, tag
+        self.live, self.errors, self.won = {}, [], {}
+        self.ops = 0
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.threads = [threading.Thread(target=self.writer, args=(w,)) for w in range(4)] + \
+                       [threading.Thread(target=self.racer, args=(w,)) for w in range(4)]
+
+    def writer(self, w):
+        s3 = boto_client(self.gws[w % 2])
+        i = 0
+        while not self.stop.is_set():
+            k = f"{self.tag}w{w}/{i:05d}"
+            try:
+                s3.put_object(Bucket=self.bucket, Key=k, Body=k.encode())
+                with self.lock:
+                    self.live[k] = k.encode()
+                    self.ops += 1
+                if i % 3 == 0:
+                    s3.delete_object(Bucket=self.bucket, Key=k)
+                    with self.lock:
+                        del self.live[k]
+            except Exception as e:  # noqa: BLE001 - every failure is a test failure
+                self.errors.append(f"{k}: {e!r}")
+            i += 1
+
+    def racer(self, w):
+        s3 = if_none_match(boto_client(self.gws[w % 2]))
+        i = 0
+        while not self.stop.is_set():
+            k = f"{self.tag}once/{i:05d}"
+            try:
+                s3.put_object(Bucket=self.bucket, Key=k, Body=f"{w}".encode())
+                with self.lock:
+                    assert k not in self.won, f"{k}: a second If-None-Match writer won"
+                    self.won[k] = f"{w}".encode()
+            except ClientError as e:
+                if e.response["Error"]["Code"] != "PreconditionFailed":
+                    self.errors.append(f"{k}: {e!r}")
+            except Exception as e:  # noqa: BLE001
+                self.errors.append(f"{k}: {e!r}")
+            i += 1
+            if i % 10 == 0:
+                time.sleep(0.01)
+
+    def wait_ops(self, n, timeout=60):
+        """Until the writers have made n more PUTs (boto clients take a while to start)."""
+        deadline, start = time.monotonic() + timeout, self.ops
+        while self.ops < start + n and not self.errors:
+            assert time.monotonic() < deadline, "the writers are stuck"
+            time.sleep(0.02)
+
+    def __enter__(self):
+        for t in self.threads:
+            t.start()
+        self.wait_ops(40)
+        return self
+
+    def __exit__(self, *exc):
+        self.wait_ops(40)
+        self.stop.set()
+        for t in self.threads:
+            t.join()
+
+    def check(self, s3):
+        assert self.errors == []
+        assert self.live, "the writers wrote nothing"
+        keys = walk(s3, self.bucket, Prefix=self.tag)[0]
+        assert keys == sorted(set(self.live) | set(self.won), key=lambda k: k.encode())
+        for k in list(self.live)[::7] + list(self.won)[::7]:
+            want = self.live.get(k, self.won.get(k))
+            assert s3.get_object(Bucket=self.bucket, Key=k)["Body"].read() == want, k
+
+
+def test_online_reshard_under_load_matches_unsharded_and_local(ceph_cluster, pool,
+                                                               make_server, tmp_path):
+    ga = gateway(make_server, ceph_cluster, pool, "gwa", 2)
+    gb = gateway(make_server, ceph_cluster, pool, "gwb", 1)
+    local = make_server(name="local")
+    sa, sb, sl = boto_client(ga), boto_client(gb), boto_client(local)
+    bucket, flat = "rsh-" + uuid.uuid4().hex[:8], "flat-" + uuid.uuid4().hex[:8]
+    sa.create_bucket(Bucket=bucket)  # 2 shards
+    sb.create_bucket(Bucket=flat)  # 1 index object
+    sl.create_bucket(Bucket=bucket)
+    for s3, b in ((sa, bucket), (sb, flat), (sl, bucket)):
+        put_static(s3, b)
+
+    # A walk of 7-key pages that starts before the reshard and ends after it.
+    crossing = {}
+    started = threading.Event()
+
+    def slow_walk():
+        started.set()
+        crossing["got"] = walk(sb, bucket, pause=lambda: time.sleep(0.05), Prefix="s/",
+                               MaxKeys=7)
+
+    with Load([ga, gb], bucket, "1-") as load:
+        walker = threading.Thread(target=slow_walk)
+        walker.start()
+        started.wait()
+        time.sleep(0.3)
+        r = reshard(ceph_cluster, pool, tmp_path, bucket, 8)
+        assert r.returncode == 0, r.stderr
+        # Listings while writers still run, through both gateways' stale caches.
+        for s3 in (sa, sb):
+            assert walk(s3, bucket, Prefix="s/")[0] == STATIC
+        walker.join()
+    load.check(sa)
+    load.check(sb)
+    assert crossing["got"] == (STATIC, [])
+
+    # Only the new generation's 8 objects remain, each key where FNV-1a puts it.
+    idx = index_objects(ceph_cluster, pool)
+    mine = {n: k for n, k in idx.items() if n.count(".") > 2}  # not the flat bucket's
+    assert len(mine) == 8 and all(".g1." in n for n in mine), sorted(mine)
+    for n, keys in mine.items():
+        s = int(n.rsplit(".", 1)[1])
+        assert all(fnv1a_shard(k, 8) == s for k in keys), n
+        assert not any(k.startswith("\udcff") for k in keys), n  # no tombstone, no mark
+
+    # The same listings from the resharded bucket, the unsharded one and the local backend.
+    for kw in LISTINGS:
+        want = walk(sl, bucket, **kw)
+        assert walk(sa, bucket, **kw) == want, kw
+        assert walk(sb, flat, **kw) == want, kw
+
+    # Down to 3 shards (generation 2) under load again.
+    with Load([ga, gb], bucket, "2-") as load2:
+        r = reshard(ceph_cluster, pool, tmp_path, bucket, 3)
+        assert r.returncode == 0, r.stderr
+    load2.check(sb)
+    for kw in LISTINGS:
+        assert walk(sb, bucket, **kw) == walk(sl, bucket, **kw), kw
+    assert sorted(n.split(".", 3)[3] for n in index_objects(ceph_cluster, pool)
+                  if n.count(".") > 2) == ["g2.0", "g2.1", "g2.2"]
+
+
+@pytest.mark.parametrize("step", ["reshard-copied", "reshard-fenced", "reshard-removed"])
+def test_reshard_killed_at_each_step_is_finished_by_the_next_run(ceph_cluster, pool,
+                                                                 make_server, tmp_path, step):
+    ga = gateway(make_server, ceph_cluster, pool, "gwa", 4)
+    sa = boto_client(ga)
+    bucket = "rsk-" + uuid.uuid4().hex[:8]
+    sa.create_bucket(Bucket=bucket)
+    put_static(sa, bucket)
+    before = walk(sa, bucket, Prefix="s/", MaxKeys=50)
+    r = reshard(ceph_cluster, pool, tmp_path, bucket, 16, crash_at=step)
+    assert r.returncode != 0, "the runner did not reach its crash point"
+    # Reads and listings are right whatever the step (the old shards, or the new ones once
+    # the old are gone).
+    assert walk(sa, bucket, Prefix="s/", MaxKeys=50) == before
+    assert sa.get_object(Bucket=bucket, Key="s/top")["Body"].read() == b"s/top"
+    # A write meanwhile: it lands at once (tracked shards), or waits for the run that
+    # finishes the reshard (fenced shards).
+    done = {}
+    writer = threading.Thread(target=lambda: done.setdefault(
+        "r", sa.put_object(Bucket=bucket, Key="s/during", Body=b"during")))
+    writer.start()
+    time.sleep(0.5)
+    r = reshard(ceph_cluster, pool, tmp_path, bucket, 16)
+    assert r.returncode == 0, r.stderr
+    writer.join(timeout=30)
+    assert "r" in done
+    assert sa.get_object(Bucket=bucket, Key="s/during")["Body"].read() == b"during"
+    assert walk(sa, bucket, Prefix="s/")[0] == sorted(STATIC + ["s/during"],
+                                                      key=lambda k: k.encode())
+    names = [n for n in index_objects(ceph_cluster, pool)]
+    assert len(names) == 16 and all(".g1." in n for n in names), names
+    # The bucket deletes cleanly afterwards.
+    for k in STATIC + ["s/during"]:
+        sa.delete_object(Bucket=bucket, Key=k)
+    sa.delete_bucket(Bucket=bucket)
+    assert index_objects(ceph_cluster, pool) == {}
+
+
+def test_reshard_moves_versions_with_their_keys(ceph_cluster, pool, make_server, tmp_path):
+    """A versioned bucket: every version and delete marker moves with its key, and
+    ListObjectVersions, GET by version id and a delete of a version answer as before."""
+    ga = gateway(make_server, ceph_cluster, pool, "gwa", 2)
+    sa = boto_client(ga)
+    bucket = "rsv-" + uuid.uuid4().hex[:8]
+    sa.create_bucket(Bucket=bucket)
+    sa.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    ids = {}
+    for k in ("a", "b/x", "b/y", "c", "\u00e9"):
+        for j in range(3):
+            ids.setdefault(k, []).append(
+                sa.put_object(Bucket=bucket, Key=k, Body=f"{k}{j}".encode())["VersionId"])
+    sa.delete_object(Bucket=bucket, Key="c")  # a delete marker on top
+
+    def versions():
+        r = sa.list_object_versions(Bucket=bucket)
+        return ([(v["Key"], v["VersionId"], v["IsLatest"]) for v in r.get("Versions", [])],
+                [(d["Key"], d["VersionId"]) for d in r.get("DeleteMarkers", [])])
+    before = versions()
+    r = reshard(ceph_cluster, pool, tmp_path, bucket, 7)
+    assert r.returncode == 0, r.stderr
+    assert versions() == before
+    for k, vs in ids.items():
+        for j, vid in enumerate(vs):
+            got = sa.get_object(Bucket=bucket, Key=k, VersionId=vid)["Body"].read()
+            assert got == f"{k}{j}".encode()
+    sa.delete_object(Bucket=bucket, Key="a", VersionId=ids["a"][2])
+    assert sa.get_object(Bucket=bucket, Key="a")["Body"].read() == b"a1"
+    with pytest.raises(ClientError):
+        sa.get_object(Bucket=bucket, Key="c")
+    names = [n for n in index_objects(ceph_cluster, pool)]
+    assert len(names) == 7 and all(".g1." in n for n in names), names
