@@ -1,5 +1,6 @@
 /* Bucket operations: ListBuckets, CreateBucket, HeadBucket, DeleteBucket,
  * GetBucketLocation. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -241,7 +242,7 @@ static void create_bucket_finish(s3_req_t *req)
      * explicit "us-east-1"; radosgw and MinIO accept their own region, and
      * tools written against them send it). */
     if (location[0] && strcmp(location, req->srv->cfg.region) != 0) {
-        char msg[160];
+        char msg[192];
         snprintf(msg, sizeof(msg),
                  "The %.64s location constraint is incompatible for the region specific endpoint "
                  "this request was sent to.",

@@ -489,7 +489,7 @@ static cursor_t *iter_step(riter_t *it)
 
 static int decode_head(riter_t *it, const cursor_t *c, stor_meta_t *meta_p)
 {
-    if (stor_rec_decode_object_meta(c->v, c->vl, meta_p) == STOR_OK)
+    if (stor_rec_decode_object_want(c->v, c->vl, it->base.want, meta_p) == STOR_OK)
         return 0;
     log_error("storage: corrupt object record for %.*s in %s", (int)it->last_len, it->last, c->oid);
     it->failed = 1;
