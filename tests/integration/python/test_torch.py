@@ -321,6 +321,37 @@ def _mapping_of(addr):
     raise AssertionError(f"no mapping holds {addr:#x}")
 
 
+def _resident_pages(view):
+    """How many of view's pages are in memory (mincore)."""
+    import ctypes
+    import mmap
+    libc = ctypes.CDLL(None, use_errno=True)
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(view))
+    assert addr % mmap.PAGESIZE == 0
+    pages = -(-len(view) // mmap.PAGESIZE)
+    vec = (ctypes.c_ubyte * pages)()
+    assert libc.mincore(ctypes.c_void_p(addr), ctypes.c_size_t(len(view)), vec) == 0
+    return sum(b & 1 for b in vec)
+
+
+def test_prefault_faults_in_the_far_end_down_to_the_caller():
+    """A load's Prefault thread faults a new block in from its far end and stops where
+    the caller said it is filling up to: the pages below stay the caller's to fault;
+    bytes already written above stay as they were."""
+    from s3rdma.torch._client import Prefault, fresh_block
+    block = fresh_block(64 * MiB)
+    block[60 * MiB:60 * MiB + 5] = b"kept!"
+    assert _resident_pages(block[:32 * MiB]) == 0
+    prefault = Prefault(block)
+    prefault.advance(24 * MiB)
+    with prefault:
+        prefault._thread.join()  # runs to the caller's mark on its own
+    assert _resident_pages(block[24 * MiB:]) == 40 * MiB // 4096
+    assert _resident_pages(block[:24 * MiB]) == 0
+    assert bytes(block[60 * MiB:60 * MiB + 5]) == b"kept!"
+    assert not any(block[24 * MiB:60 * MiB])
+
+
 @pytest.mark.parametrize("transport", ["native", "http"])
 def test_checkpoint_load_lands_in_huge_page_memory(rsrv, rbucket, transport):
     """S3Checkpoint.load's block is private anonymous memory advised for transparent

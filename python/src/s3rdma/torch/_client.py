@@ -208,6 +208,60 @@ def fresh_block(size: int) -> memoryview:
     return _HugeMap(size).view(size)
 
 
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+_MADV_POPULATE_WRITE = 23  # Linux 5.14: fault pages in writable, leaving their bytes alone
+_PAGE = mmap.PAGESIZE
+
+
+class Prefault:
+    """Faults a block's pages in from its far end on a thread of its own, while the
+    caller fills it from its start, so that the kernel's zeroing of new memory (on this
+    host most of a load into new memory, docs/benchmarks.md) runs on another core than
+    the copy into it. The two meet where the caller has got to: advance(upto) says the
+    caller is filling the block up to byte upto, and the thread touches nothing below
+    it. A fault changes no byte (MADV_POPULATE_WRITE), so pages either side faults
+    first keep what was written. Memory already in place costs a walk of its page
+    tables. Without MADV_POPULATE_WRITE (kernels before 5.14) the thread stops at
+    once: the caller faults every page, as without this class. Use as a context
+    manager; leaving it stops and joins the thread."""
+
+    STEP = 8 * MiB  # faulted in per madvise call, between looks at the caller's progress
+
+    def __init__(self, block: memoryview):
+        self._size = len(block)
+        anchor = ctypes.c_char.from_buffer(block) if self._size else None
+        self._addr = ctypes.addressof(anchor) if anchor is not None else 0
+        del anchor  # the caller keeps block alive while this runs
+        self._front = 0
+        self._thread = threading.Thread(target=self._run, name="s3rdma-prefault",
+                                        daemon=True)
+
+    def advance(self, upto: int) -> None:
+        self._front = upto
+
+    def _run(self) -> None:
+        end = self._addr + self._size
+        while True:
+            start = max(end - self.STEP, self._addr + self._front)
+            start -= start % _PAGE
+            if start < self._addr + self._front or start >= end:
+                return  # met the caller: what lies below is its to fault
+            if _libc.madvise(start, end - start, _MADV_POPULATE_WRITE) != 0:
+                return
+            end = start
+
+    def __enter__(self) -> "Prefault":
+        if self._size > 0:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._front = self._size
+        if self._thread.is_alive():
+            self._thread.join()
+
+
 class _HugeMap:
     """An anonymous private mapping of at least cap bytes from a 2 MiB boundary,
     advised for huge pages."""
