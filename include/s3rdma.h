@@ -417,7 +417,11 @@ typedef struct s3r_meta {
     const char *value;
 } s3r_meta_t;
 
-/* Options of a PUT; NULL means all defaults. */
+/* Options of a PUT; NULL means all defaults. Zero it ({0}) before setting
+ * fields. A field added here gives the calls that take this struct a new
+ * symbol version (src/client/s3rdma.map): a program built against an
+ * earlier header links to the older version, which reads the struct as it
+ * was then (storage_class came with S3RDMA_1). */
 typedef struct s3r_put_opts {
     const char *content_type; /* NULL: server default */
     const s3r_meta_t *meta;   /* user metadata, n_meta entries */
@@ -428,6 +432,13 @@ typedef struct s3r_put_opts {
      * S3R_ERR_SERVER with code PreconditionFailed (412) and nothing changes.
      * A multipart upload carries it on its CompleteMultipartUpload. */
     int if_none_match;
+    /* S3's x-amz-storage-class ("STANDARD", "STANDARD_IA", "GLACIER", ...:
+     * upper-case letters, digits and '_', at most 64 bytes, else
+     * S3R_ERR_INVALID_ARG before anything is sent); NULL or "": the server's
+     * default (STANDARD). A multipart upload names it at its start. s3rdmad
+     * keeps the name and answers it on GET, HEAD and listings; a name S3 does
+     * not know is S3R_ERR_SERVER with code InvalidStorageClass (400). */
+    const char *storage_class;
 } s3r_put_opts_t;
 
 /* Options of a GET; NULL means the whole object over the client's transport.

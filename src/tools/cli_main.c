@@ -71,6 +71,7 @@ static const char options_help[] =
     "  --rdma-threshold SIZE  auto uses RDMA from this size (default 1MiB)\n"
     "  --part-size SIZE       multipart part size (default 8MiB)\n"
     "  --content-type T       Content-Type of uploads\n"
+    "  --storage-class C      storage class of uploads (STANDARD_IA, GLACIER, ...)\n"
     "  --meta NAME=VALUE      user metadata of uploads (repeatable)\n"
     "  -r, --recursive        cp, mv, rm, ls: everything under a directory or prefix\n"
     "  --force                rb: delete the bucket's objects first\n"
@@ -123,6 +124,7 @@ enum {
     O_NOFB,
     O_PART,
     O_CTYPE,
+    O_SCLASS,
     O_META,
     O_FORCE,
     O_EXPIRES,
@@ -150,6 +152,7 @@ static const struct option long_opts[] = {
     {"no-sign-request", no_argument, NULL, O_NO_SIGN},
     {"part-size", required_argument, NULL, O_PART},
     {"content-type", required_argument, NULL, O_CTYPE},
+    {"storage-class", required_argument, NULL, O_SCLASS},
     {"meta", required_argument, NULL, O_META},
     {"recursive", no_argument, NULL, 'r'},
     {"force", no_argument, NULL, O_FORCE},
@@ -217,6 +220,9 @@ static int parse_options(int argc, char **argv, cmdline_t *cl)
             break;
         case O_CTYPE:
             cl->o.content_type = optarg;
+            break;
+        case O_SCLASS:
+            cl->o.storage_class = optarg;
             break;
         case O_META: {
             char *eq = strchr(optarg, '=');
