@@ -341,6 +341,13 @@ void s3r_client_set_progress(s3r_client_t *client, s3r_progress_fn fn, void *arg
 
 /* 1 if the client currently has a live RDMA session, else 0. */
 int s3r_client_rdma_connected(s3r_client_t *client);
+
+/* Copies the access key the client signs with now into out (out_len bytes,
+ * NUL-terminated, cut short if it does not fit; "" for an anonymous
+ * client): with aws_credentials, the one it loaded (for a program that
+ * shows where its keys came from). S3R_ERR_INVALID_ARG without a client or
+ * room. */
+s3r_status_t s3r_client_access_key(s3r_client_t *client, char *out, size_t out_len);
 /* Opens the RDMA session now instead of lazily (for tools and tests). */
 s3r_status_t s3r_client_rdma_connect(s3r_client_t *client);
 
