@@ -191,21 +191,20 @@ def ranges_one_by_one(client: Client) -> bool:
                                             client.rdma_connected)
 
 
-HUGE_PAGE = 2 * MiB
-
-
 def fresh_block(size: int) -> memoryview:
-    """size bytes of new anonymous memory offered transparent huge pages: the block a
-    whole object lands in when its tensors keep it (S3Checkpoint.load). New memory is
-    paid for when first written: the kernel faults it in and zeroes it. Memory from
-    allocate_buffer is shared memory on a same-host session, which the kernel faults
-    in 4 KiB at a time in the server's writing thread (``shmem_enabled`` is ``never``
-    by default); this block is faulted in 2 MiB at a time by whoever writes it
-    first (docs/benchmarks.md). It starts on a 2 MiB boundary and is unmapped when
-    the last view of it goes."""
+    """size bytes of new private anonymous memory in 4 KiB pages: the block a whole
+    object lands in when its tensors keep it (S3Checkpoint.load). New memory is paid
+    for when first written: the kernel faults it in and zeroes it; a load hands most
+    of that to a Prefault thread (fetch_chunked). Not shared memory from
+    allocate_buffer, which a child forked later would share with this process, nor
+    memory advised for huge pages: on this VM a new huge page comes from the 2 MiB
+    blocks the balloon driver gave back to the host, and faulting it in cost a
+    new-process load 1.4-2.1 CPU s/GB against 0.65-1.1 for 4 KiB pages, which come
+    from memory the guest kept (docs/benchmarks.md, "A checkpoint load in a new
+    process"). Unmapped when the last view of it goes."""
     if size == 0:
         return memoryview(bytearray(0))
-    return _HugeMap(size).view(size)
+    return memoryview(mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS))
 
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -260,21 +259,6 @@ class Prefault:
         self._front = self._size
         if self._thread.is_alive():
             self._thread.join()
-
-
-class _HugeMap:
-    """An anonymous private mapping of at least cap bytes from a 2 MiB boundary,
-    advised for huge pages."""
-
-    def __init__(self, cap: int):
-        self.cap = cap
-        self.map = mmap.mmap(-1, cap + HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-        if hasattr(mmap, "MADV_HUGEPAGE"):
-            self.map.madvise(mmap.MADV_HUGEPAGE)
-        self.start = -ctypes.addressof(ctypes.c_char.from_buffer(self.map)) % HUGE_PAGE
-
-    def view(self, size: int) -> memoryview:
-        return memoryview(self.map)[self.start:self.start + size]
 
 
 class BlockCache:
