@@ -350,6 +350,13 @@ def test_prefault_faults_in_the_far_end_down_to_the_caller():
     assert _resident_pages(block[:24 * MiB]) == 0
     assert bytes(block[60 * MiB:60 * MiB + 5]) == b"kept!"
     assert not any(block[24 * MiB:60 * MiB])
+    # memory in place (its last page there): left alone, nothing faulted in
+    block = fresh_block(64 * MiB)
+    block[-1:] = b"x"
+    prefault = Prefault(block)
+    with prefault:
+        prefault._thread.join()
+    assert _resident_pages(block) == 1
 
 
 @pytest.mark.parametrize("transport", ["native", "http"])

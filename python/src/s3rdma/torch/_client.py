@@ -209,6 +209,7 @@ def fresh_block(size: int) -> memoryview:
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+_libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
 _MADV_POPULATE_WRITE = 23  # Linux 5.14: fault pages in writable, leaving their bytes alone
 _PAGE = mmap.PAGESIZE
 
@@ -220,8 +221,10 @@ class Prefault:
     the copy into it. The two meet where the caller has got to: advance(upto) says the
     caller is filling the block up to byte upto, and the thread touches nothing below
     it. A fault changes no byte (MADV_POPULATE_WRITE), so pages either side faults
-    first keep what was written. Memory already in place costs a walk of its page
-    tables. Without MADV_POPULATE_WRITE (kernels before 5.14) the thread stops at
+    first keep what was written. A block whose last page is in memory already (one
+    used before, such as BlockCache's registered block, which the server writes
+    through its own mapping) is left alone: faulting its pages into this process's
+    page tables would cost a fault each for nothing. Without MADV_POPULATE_WRITE (kernels before 5.14) the thread stops at
     once: the caller faults every page, as without this class. Use as a context
     manager; leaving it stops and joins the thread."""
 
@@ -241,6 +244,10 @@ class Prefault:
 
     def _run(self) -> None:
         end = self._addr + self._size
+        last = (end - 1) - (end - 1) % _PAGE
+        here = ctypes.c_ubyte(0)
+        if _libc.mincore(last, 1, ctypes.byref(here)) != 0 or here.value & 1:
+            return
         while True:
             start = max(end - self.STEP, self._addr + self._front)
             start -= start % _PAGE
