@@ -341,6 +341,13 @@ void s3r_client_set_progress(s3r_client_t *client, s3r_progress_fn fn, void *arg
 
 /* 1 if the client currently has a live RDMA session, else 0. */
 int s3r_client_rdma_connected(s3r_client_t *client);
+
+/* Copies the access key the client signs with now into out (out_len bytes,
+ * NUL-terminated, cut short if it does not fit; "" for an anonymous
+ * client): with aws_credentials, the one it loaded (for a program that
+ * shows where its keys came from). S3R_ERR_INVALID_ARG without a client or
+ * room. */
+s3r_status_t s3r_client_access_key(s3r_client_t *client, char *out, size_t out_len);
 /* Opens the RDMA session now instead of lazily (for tools and tests). */
 s3r_status_t s3r_client_rdma_connect(s3r_client_t *client);
 
@@ -417,7 +424,11 @@ typedef struct s3r_meta {
     const char *value;
 } s3r_meta_t;
 
-/* Options of a PUT; NULL means all defaults. */
+/* Options of a PUT; NULL means all defaults. Zero it ({0}) before setting
+ * fields. A field added here gives the calls that take this struct a new
+ * symbol version (src/client/s3rdma.map): a program built against an
+ * earlier header links to the older version, which reads the struct as it
+ * was then (storage_class came with S3RDMA_1). */
 typedef struct s3r_put_opts {
     const char *content_type; /* NULL: server default */
     const s3r_meta_t *meta;   /* user metadata, n_meta entries */
@@ -428,6 +439,13 @@ typedef struct s3r_put_opts {
      * S3R_ERR_SERVER with code PreconditionFailed (412) and nothing changes.
      * A multipart upload carries it on its CompleteMultipartUpload. */
     int if_none_match;
+    /* S3's x-amz-storage-class ("STANDARD", "STANDARD_IA", "GLACIER", ...:
+     * upper-case letters, digits and '_', at most 64 bytes, else
+     * S3R_ERR_INVALID_ARG before anything is sent); NULL or "": the server's
+     * default (STANDARD). A multipart upload names it at its start. s3rdmad
+     * keeps the name and answers it on GET, HEAD and listings; a name S3 does
+     * not know is S3R_ERR_SERVER with code InvalidStorageClass (400). */
+    const char *storage_class;
 } s3r_put_opts_t;
 
 /* Options of a GET; NULL means the whole object over the client's transport.

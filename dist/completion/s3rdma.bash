@@ -9,7 +9,7 @@
 _s3rdma_verbs="mb rb ls cp mv put get rm stat presign sync help"
 # Options that take a value (the next word), then those that do not.
 _s3rdma_value_opts="--endpoint-url --endpoint --profile --access-key --secret-key --region
-    --ca-bundle --rdma-endpoint --transport --rdma-threshold --part-size --content-type --meta --expires-in
+    --ca-bundle --rdma-endpoint --transport --rdma-threshold --part-size --content-type --storage-class --meta --expires-in
     --version-id"
 _s3rdma_flag_opts="--no-fallback --no-sign-request --recursive -r --force --quiet -q --no-progress --verbose -v
     --stats --help -h --version --versions"
@@ -89,7 +89,7 @@ _s3rdma()
         return
         ;;
     --endpoint-url | --endpoint | --access-key | --secret-key | --region | --rdma-endpoint | \
-        --rdma-threshold | --part-size | --content-type | --meta | --expires-in)
+        --rdma-threshold | --part-size | --content-type | --storage-class | --meta | --expires-in)
         return # a value of the user's own
         ;;
     esac

@@ -18,9 +18,19 @@
 /* PUT                                                                       */
 /* ======================================================================== */
 
-/* Adds Content-Type, x-amz-meta-* and If-None-Match from opts. Parts never
- * carry If-None-Match (mpu_part passes its own opts) and neither does the
- * CreateMultipartUpload (mpu_start clears it): it belongs to the commit. */
+#define STORAGE_CLASS_MAX 64 /* longer than any class S3 names */
+
+/* Whether s is a storage class name as S3 spells them: A-Z, 0-9 and '_'. */
+static bool storage_class_ok(const char *s)
+{
+    size_t n = strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+    return s[n] == '\0' && n <= STORAGE_CLASS_MAX;
+}
+
+/* Adds Content-Type, x-amz-storage-class, x-amz-meta-* and If-None-Match
+ * from opts. Parts never carry If-None-Match (mpu_part passes its own opts)
+ * and neither does the CreateMultipartUpload (mpu_start clears it): it
+ * belongs to the commit. */
 static s3r_status_t add_put_headers(s3r_client_t *c, s3c_req_t *req, strs_t *ss,
                                     const s3r_put_opts_t *opts)
 {
@@ -30,6 +40,14 @@ static s3r_status_t add_put_headers(s3r_client_t *c, s3c_req_t *req, strs_t *ss,
         s3c_req_hdr(req, "if-none-match", "*");
     if (opts->content_type != NULL && opts->content_type[0] != '\0')
         s3c_req_hdr(req, "content-type", opts->content_type);
+    if (opts->storage_class != NULL && opts->storage_class[0] != '\0') {
+        if (!storage_class_ok(opts->storage_class))
+            return s3c_fail(c, S3R_ERR_INVALID_ARG, S3R_TRANSPORT_DEFAULT, 0, "",
+                            "storage class \"%.80s\": want upper-case letters, digits and '_', "
+                            "at most %d bytes",
+                            opts->storage_class, STORAGE_CLASS_MAX);
+        s3c_req_hdr(req, "x-amz-storage-class", opts->storage_class);
+    }
     for (size_t i = 0; i < opts->n_meta; i++) {
         const s3r_meta_t *m = &opts->meta[i];
         if (!s3c_valid_name(m->name) || m->value == NULL)

@@ -105,6 +105,16 @@ void s3c_keys_sign(s3r_client_t *c, const char *date8, uint8_t key[SHA256_LEN], 
     pthread_mutex_unlock(&c->key_mu);
 }
 
+s3r_status_t s3r_client_access_key(s3r_client_t *c, char *out, size_t out_len)
+{
+    if (c == NULL || out == NULL || out_len == 0)
+        return S3R_ERR_INVALID_ARG;
+    pthread_mutex_lock(&c->key_mu);
+    snprintf(out, out_len, "%s", c->set.access_key ? c->set.access_key : "");
+    pthread_mutex_unlock(&c->key_mu);
+    return S3R_OK;
+}
+
 void s3c_keys_copy(s3r_client_t *c, char *ak, char *sk)
 {
     keys_reload_if_due(c);

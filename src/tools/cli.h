@@ -37,6 +37,7 @@ typedef struct cli_opts {
     /* get, rm, stat: the version (S3's versionId) instead of the current one */
     const char *version_id;
     const char *content_type;
+    const char *storage_class; /* uploads' x-amz-storage-class, or NULL */
     s3r_meta_t meta[CLI_MAX_META];
     size_t n_meta;
 } cli_opts_t;

@@ -43,10 +43,19 @@ int cli_config_resolve(const cli_flags_t *fl, cli_config_t *out)
     memset(out, 0, sizeof(*out));
     s3r_aws_settings_t aws;
     /* Keys on the command line, or none wanted: no program or endpoint is
-     * asked for others. */
+     * asked for others. Keys from a credential_process or a container
+     * endpoint are the client's to load (make_client: once, and again
+     * before they expire), so only static keys are read here. */
     bool keys_needed = !fl->no_sign_request && (fl->access_key == NULL || fl->secret_key == NULL);
-    if ((keys_needed ? s3r_aws_settings_load(fl->profile, &aws)
-                     : s3r_aws_settings_load_without_keys(fl->profile, &aws)) != S3R_OK) {
+    s3r_status_t st = s3r_aws_settings_load_without_keys(fl->profile, &aws);
+    /* keys_from is set here only for those two sources */
+    bool deferred = st == S3R_OK && aws.keys_from != NULL && fl->access_key == NULL &&
+                    fl->secret_key == NULL;
+    if (st == S3R_OK && keys_needed && !deferred) {
+        s3r_aws_settings_free(&aws);
+        st = s3r_aws_settings_load(fl->profile, &aws);
+    }
+    if (st != S3R_OK) {
         s3r_error_info_t e;
         const char *why = s3r_client_last_error(NULL, &e) == S3R_OK ? e.message : "out of memory";
         /* Name the flag rather than the library's "the caller". */
@@ -73,12 +82,13 @@ int cli_config_resolve(const cli_flags_t *fl, cli_config_t *out)
         out->src_region = strdup("default");
     }
     take(&out->transport, fl->transport, NULL, &aws.transport, NULL, &aws, NULL);
-    out->expiring_keys = fl->access_key == NULL && fl->secret_key == NULL &&
-                         aws.keys_from != NULL &&
-                         (strcmp(aws.keys_from, "credential_process") == 0 ||
-                          strcmp(aws.keys_from, "container") == 0);
+    out->expiring_keys = keys_needed && deferred;
     take(&out->access_key, fl->access_key, "--access-key", &aws.access_key, aws.keys_from, &aws,
          &out->src_keys);
+    if (out->expiring_keys) { /* not loaded here: take found none */
+        free(out->src_keys);
+        out->src_keys = strdup(aws.keys_from);
+    }
     take(&out->secret_key, fl->secret_key, NULL, &aws.secret_key, NULL, &aws, NULL);
     take(&out->session_token, NULL, NULL, &aws.session_token, NULL, &aws, NULL);
     take(&out->ca_bundle, fl->ca_bundle, NULL, &aws.ca_bundle, NULL, &aws, NULL);
@@ -86,7 +96,8 @@ int cli_config_resolve(const cli_flags_t *fl, cli_config_t *out)
     out->anonymous = fl->no_sign_request;
 
     int rc = CLI_OK;
-    if (!out->anonymous && (out->access_key == NULL || out->secret_key == NULL)) {
+    if (!out->anonymous && !out->expiring_keys &&
+        (out->access_key == NULL || out->secret_key == NULL)) {
         cli_line(stderr,
                  "s3rdma: no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, put "
                  "aws_access_key_id / aws_secret_access_key in %s (profile \"%s\"), give "

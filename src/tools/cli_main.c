@@ -71,6 +71,7 @@ static const char options_help[] =
     "  --rdma-threshold SIZE  auto uses RDMA from this size (default 1MiB)\n"
     "  --part-size SIZE       multipart part size (default 8MiB)\n"
     "  --content-type T       Content-Type of uploads\n"
+    "  --storage-class C      storage class of uploads (STANDARD_IA, GLACIER, ...)\n"
     "  --meta NAME=VALUE      user metadata of uploads (repeatable)\n"
     "  -r, --recursive        cp, mv, rm, ls: everything under a directory or prefix\n"
     "  --force                rb: delete the bucket's objects first\n"
@@ -123,6 +124,7 @@ enum {
     O_NOFB,
     O_PART,
     O_CTYPE,
+    O_SCLASS,
     O_META,
     O_FORCE,
     O_EXPIRES,
@@ -150,6 +152,7 @@ static const struct option long_opts[] = {
     {"no-sign-request", no_argument, NULL, O_NO_SIGN},
     {"part-size", required_argument, NULL, O_PART},
     {"content-type", required_argument, NULL, O_CTYPE},
+    {"storage-class", required_argument, NULL, O_SCLASS},
     {"meta", required_argument, NULL, O_META},
     {"recursive", no_argument, NULL, 'r'},
     {"force", no_argument, NULL, O_FORCE},
@@ -218,6 +221,9 @@ static int parse_options(int argc, char **argv, cmdline_t *cl)
         case O_CTYPE:
             cl->o.content_type = optarg;
             break;
+        case O_SCLASS:
+            cl->o.storage_class = optarg;
+            break;
         case O_META: {
             char *eq = strchr(optarg, '=');
             if (eq == NULL || eq == optarg || cl->o.n_meta == CLI_MAX_META) {
@@ -279,16 +285,22 @@ static int parse_options(int argc, char **argv, cmdline_t *cl)
     return CLI_OK;
 }
 
-/* With -v: where the settings came from. */
-static void say_sources(const cli_config_t *cc)
+/* With -v: where the settings came from (client: made, for the keys it
+ * loaded itself). */
+static void say_sources(const cli_config_t *cc, s3r_client_t *client)
 {
     cli_line(stderr, "s3rdma: endpoint %s (from %s)", cc->endpoint,
              cc->endpoint_is_default ? "default" : cc->src_endpoint);
     cli_line(stderr, "s3rdma: region %s (from %s)", cc->region, cc->src_region);
     if (cc->anonymous)
         cli_line(stderr, "s3rdma: no credentials (--no-sign-request): requests go unsigned");
-    else
-        cli_line(stderr, "s3rdma: access key %s (from %s)", cc->access_key, cc->src_keys);
+    else {
+        char ak[256];
+        if (cc->access_key == NULL && s3r_client_access_key(client, ak, sizeof(ak)) != S3R_OK)
+            ak[0] = '\0';
+        cli_line(stderr, "s3rdma: access key %s (from %s)", cc->access_key ? cc->access_key : ak,
+                 cc->src_keys);
+    }
     if (cc->session_token != NULL && !cc->anonymous)
         cli_line(stderr, "s3rdma: a session token is set but not sent: s3rdmad has no temporary "
                          "credentials");
@@ -395,10 +407,10 @@ int main(int argc, char **argv)
                  .is_default = cc.endpoint_is_default,
                  .anonymous = cc.anonymous};
     cli.progress = !cl.o.quiet && !cl.no_progress && isatty(STDERR_FILENO);
-    if (rc == CLI_OK && cl.o.verbose)
-        say_sources(&cc);
     if (rc == CLI_OK)
         rc = make_client(&cl, &cc, &cli.client);
+    if (rc == CLI_OK && cl.o.verbose)
+        say_sources(&cc, cli.client);
     if (rc == CLI_OK) {
         rc = v->run(&cli, argc - 1, argv + 1);
         if (cl.o.stats)

@@ -76,8 +76,10 @@ int cli_upload(cli_t *cli, const char *path, const char *bucket, const char *key
     char to[2048], what[2100];
     snprintf(to, sizeof(to), "s3://%s/%s", bucket, key);
     snprintf(what, sizeof(what), "upload %s", to);
-    s3r_put_opts_t po = {
-        .content_type = cli->o.content_type, .meta = cli->o.meta, .n_meta = cli->o.n_meta};
+    s3r_put_opts_t po = {.content_type = cli->o.content_type,
+                         .meta = cli->o.meta,
+                         .n_meta = cli->o.n_meta,
+                         .storage_class = cli->o.storage_class};
     cli_op_t op;
     s3r_status_t st;
     cli_op_begin(cli, &op);

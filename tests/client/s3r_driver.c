@@ -54,6 +54,11 @@
  *                                                     "OBJ hex(key) size etag mtime",
  *                                                     "PRE hex(prefix)", "TRUNCATED 0|1",
  *                                                     "NEXT token" (when there is one)
+ *   s3r_driver [options] put-v0 BUCKET KEY            s3r_object_put as a program built against
+ *                                                     S3RDMA_0 calls it (dlvsym), its options
+ *                                                     struct at that layout's size, right before
+ *                                                     an unmapped page: body "v0", Content-Type
+ *                                                     application/x-v0
  *
  * options: --transport T, --no-fallback, --threshold N, --part-size N,
  *          --alloc (use s3r_buf_alloc buffers), --bufsize N (GET buffer size),
@@ -69,12 +74,14 @@
  * every step passed. The byte pattern: b[i] = (i*31 + seed*7 + (i>>8)) & 0xff.
  * put writes Content-Type application/x-test (or --content-type) and the
  * metadata seed=SEED (plus --meta). */
+#include <dlfcn.h> /* dlvsym: _GNU_SOURCE, set by the build */
 #include <getopt.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -903,6 +910,38 @@ static int do_ls(char **argv, int argc)
     return 0;
 }
 
+/* s3r_put_opts_t as S3RDMA_0 laid it out (before storage_class). */
+typedef struct put_opts_v0 {
+    const char *content_type;
+    const s3r_meta_t *meta;
+    size_t n_meta;
+    s3r_transport_t transport;
+    int if_none_match;
+} put_opts_v0_t;
+
+static int do_put_v0(const char *bucket, const char *key)
+{
+    typedef s3r_status_t (*put_v0_fn)(s3r_client_t *, const char *, const char *, const void *,
+                                      uint64_t, const put_opts_v0_t *);
+    put_v0_fn put = (put_v0_fn)dlvsym(RTLD_DEFAULT, "s3r_object_put", "S3RDMA_0");
+    CHECK(put != NULL, "no s3r_object_put@S3RDMA_0: %s", dlerror());
+    /* The struct ends where a page the library cannot read begins: reading
+     * past the old layout faults. */
+    long page = sysconf(_SC_PAGESIZE);
+    char *two = mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                     -1, 0);
+    CHECK(two != MAP_FAILED && mprotect(two + page, (size_t)page, PROT_NONE) == 0, "guard page");
+    put_opts_v0_t *po = (put_opts_v0_t *)(two + page - sizeof(put_opts_v0_t));
+    *po = (put_opts_v0_t){.content_type = "application/x-v0"};
+    s3r_status_t st = put(cli, bucket, key, "v0", 2, po);
+    munmap(two, 2 * (size_t)page);
+    if (st != S3R_OK) {
+        explain("put-v0", st);
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -1064,6 +1103,8 @@ int main(int argc, char **argv)
         rc = do_fork(argv[1], strtoull(argv[2], NULL, 0));
     else if (strcmp(cmd, "ls") == 0 && (argc == 7 || argc == 8))
         rc = do_ls(argv + 1, argc - 1);
+    else if (strcmp(cmd, "put-v0") == 0 && argc == 3)
+        rc = do_put_v0(argv[1], argv[2]);
     else {
         fprintf(stderr, "bad command\n");
         rc = 2;

@@ -602,24 +602,34 @@ static PyObject *client_get(ClientObject *self, PyObject *args, PyObject *kw)
     return r;
 }
 
-/* Fills opts from content_type and a {name: value} metadata dict; the
- * strings stay alive in *keep (a list the caller releases after the call). */
-static int put_opts(PyObject *ctype, PyObject *meta, PyObject *tr, s3r_put_opts_t *o,
-                    PyObject **keep)
+/* The UTF-8 of str s (None: NULL), kept alive in keep; -1 on an error. */
+static int kept_utf8(PyObject *s, PyObject *keep, const char **out)
+{
+    *out = NULL;
+    if (s == NULL || s == Py_None)
+        return 0;
+    PyObject *b = PyUnicode_AsUTF8String(s);
+    if (b == NULL || PyList_Append(keep, b) < 0) {
+        Py_XDECREF(b);
+        return -1;
+    }
+    Py_DECREF(b);
+    *out = PyBytes_AS_STRING(b);
+    return 0;
+}
+
+/* Fills opts from content_type, storage_class and a {name: value} metadata
+ * dict; the strings stay alive in *keep (a list the caller releases after
+ * the call). */
+static int put_opts(PyObject *ctype, PyObject *sclass, PyObject *meta, PyObject *tr,
+                    s3r_put_opts_t *o, PyObject **keep)
 {
     memset(o, 0, sizeof(*o));
     *keep = PyList_New(0);
-    if (*keep == NULL || parse_transport(tr, &o->transport) < 0)
+    if (*keep == NULL || parse_transport(tr, &o->transport) < 0 ||
+        kept_utf8(ctype, *keep, &o->content_type) < 0 ||
+        kept_utf8(sclass, *keep, &o->storage_class) < 0)
         return -1;
-    if (ctype != NULL && ctype != Py_None) {
-        PyObject *b = PyUnicode_AsUTF8String(ctype);
-        if (b == NULL || PyList_Append(*keep, b) < 0) {
-            Py_XDECREF(b);
-            return -1;
-        }
-        Py_DECREF(b);
-        o->content_type = PyBytes_AS_STRING(b);
-    }
     if (meta == NULL || meta == Py_None)
         return 0;
     PyObject *items = PyMapping_Items(meta);
@@ -658,19 +668,20 @@ static int put_opts(PyObject *ctype, PyObject *meta, PyObject *tr, s3r_put_opts_
 
 static PyObject *client_put(ClientObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwl[] = {"bucket",   "key",       "data",          "content_type",
-                          "metadata", "transport", "if_none_match", NULL};
+    static char *kwl[] = {"bucket",    "key",           "data",          "content_type",
+                          "metadata",  "transport",     "if_none_match", "storage_class",
+                          NULL};
     const char *bucket, *key;
     Py_buffer buf;
-    PyObject *ctype = NULL, *meta = NULL, *tr = NULL, *keep = NULL;
+    PyObject *ctype = NULL, *meta = NULL, *tr = NULL, *sclass = NULL, *keep = NULL;
     int inm = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ssy*|OOOp", kwl, &bucket, &key, &buf, &ctype, &meta,
-                                     &tr, &inm))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ssy*|OOOpO", kwl, &bucket, &key, &buf, &ctype,
+                                     &meta, &tr, &inm, &sclass))
         return NULL;
     s3r_put_opts_t o;
     s3r_version_info_t vi;
     PyObject *r = NULL;
-    if (put_opts(ctype, meta, tr, &o, &keep) == 0) {
+    if (put_opts(ctype, sclass, meta, tr, &o, &keep) == 0) {
         o.if_none_match = inm;
         s3r_status_t st = S3R_OK;
         s3r_client_t *c = call_begin(self);
@@ -1096,7 +1107,7 @@ static PyObject *client_batch(ClientObject *self, PyObject *args)
     PyObject *keep = NULL, *fk = NULL, *fb = NULL, *fr = NULL, *r = NULL;
     batch_item_t *it = NULL;
     Py_ssize_t n = 0, got = 0;
-    if (put_opts(ctype, NULL, tr, &po, &keep) < 0)
+    if (put_opts(ctype, NULL, NULL, tr, &po, &keep) < 0)
         goto out;
     go.transport = po.transport;
     /* Tuples of our own: the item pointers below (key strings, buffers)
@@ -1420,13 +1431,14 @@ static PyTypeObject MultipartType = {
     .tp_doc = "A multipart upload in progress (s3r_multipart_*).",
 };
 
-/* multipart(bucket, key, content_type, metadata, transport, if_none_match=False) -> Multipart */
+/* multipart(bucket, key, content_type, metadata, transport, if_none_match=False,
+ *           storage_class=None) -> Multipart */
 static PyObject *client_multipart(ClientObject *self, PyObject *args)
 {
     const char *bucket, *key;
-    PyObject *ctype, *meta, *tr, *keep = NULL;
+    PyObject *ctype, *meta, *tr, *sclass = NULL, *keep = NULL;
     int inm = 0;
-    if (!PyArg_ParseTuple(args, "ssOOO|p", &bucket, &key, &ctype, &meta, &tr, &inm))
+    if (!PyArg_ParseTuple(args, "ssOOO|pO", &bucket, &key, &ctype, &meta, &tr, &inm, &sclass))
         return NULL;
     MultipartObject *m = PyObject_New(MultipartObject, &MultipartType);
     if (m == NULL)
@@ -1439,7 +1451,7 @@ static PyObject *client_multipart(ClientObject *self, PyObject *args)
     m->sync_ready = 1;
     s3r_put_opts_t o;
     s3r_client_t *c;
-    if (put_opts(ctype, meta, tr, &o, &keep) < 0 || (c = call_begin(self)) == NULL) {
+    if (put_opts(ctype, sclass, meta, tr, &o, &keep) < 0 || (c = call_begin(self)) == NULL) {
         Py_XDECREF(keep);
         Py_DECREF(m);
         return NULL;
@@ -1478,7 +1490,7 @@ static PyMethodDef client_methods[] = {
      "get(bucket, key, start=0, length=0, transport=None, version_id=None) -> bytes"},
     {"put", (PyCFunction)(void (*)(void))client_put, METH_VARARGS | METH_KEYWORDS,
      "put(bucket, key, data, content_type=None, metadata=None, transport=None, "
-     "if_none_match=False) -> version id or None"},
+     "if_none_match=False, storage_class=None) -> version id or None"},
     {"head", (PyCFunction)client_head, METH_VARARGS,
      "head(bucket, key, version_id=None) -> (size, etag, content_type, mtime, metadata, "
      "version_id)"},
@@ -1504,8 +1516,8 @@ static PyMethodDef client_methods[] = {
      "batch(is_get, bucket, keys, buffers, transport, content_type) -> [n or exception]"},
     {"alloc", (PyCFunction)client_alloc, METH_VARARGS, "alloc(n) -> RegisteredBuffer"},
     {"multipart", (PyCFunction)client_multipart, METH_VARARGS,
-     "multipart(bucket, key, content_type, metadata, transport, if_none_match=False) -> "
-     "Multipart"},
+     "multipart(bucket, key, content_type, metadata, transport, if_none_match=False, "
+     "storage_class=None) -> Multipart"},
     {"stats", (PyCFunction)client_stats, METH_NOARGS, "stats() -> dict of counters"},
     {"rdma_connect", (PyCFunction)client_rdma_connect, METH_NOARGS, "Open the RDMA session now."},
     {"rdma_connected", (PyCFunction)client_rdma_connected, METH_NOARGS,

@@ -290,7 +290,8 @@ class Client:
     def put_object(self, bucket: str, key: str, body: Any,
                    metadata: Optional[Mapping[str, str]] = None,
                    content_type: Optional[str] = None, transport: Optional[str] = None,
-                   if_none_match: bool = False) -> Optional[str]:
+                   if_none_match: bool = False,
+                   storage_class: Optional[str] = None) -> Optional[str]:
         """Stores body as bucket/key; returns the version id the write made (None when
         the bucket never had versioning, "null" while it is suspended).
 
@@ -301,17 +302,22 @@ class Client:
         if_none_match: create only (``If-None-Match: *``): when the key already holds an
         object the write changes nothing and raises PreconditionFailed; the check is
         atomic with the commit, so of two racing writers at most one succeeds.
+        storage_class: S3's x-amz-storage-class (``"STANDARD_IA"``, ...: upper-case
+        letters, digits and ``_``, else InvalidArgument before anything is sent); None:
+        the server's default. A class the server does not know raises
+        InvalidStorageClass.
         """
         if hasattr(body, "read"):
             return self._put_stream(bucket, key, body, metadata, content_type, transport,
-                                    if_none_match=if_none_match)
+                                    if_none_match=if_none_match, storage_class=storage_class)
         if isinstance(body, str):
             raise TypeError("s3rdma: body must be bytes-like or a binary file, not str")
         return self._native.put(bucket, key, _buffer(body), content_type, metadata, transport,
-                                if_none_match)
+                                if_none_match, storage_class)
 
     def _put_stream(self, bucket, key, f, metadata, content_type, transport,
-                    callback: Progress = None, if_none_match: bool = False) -> Optional[str]:
+                    callback: Progress = None, if_none_match: bool = False,
+                    storage_class: Optional[str] = None) -> Optional[str]:
         """A file object: a regular file from its position to its end is mapped and
         sent from the page cache; other streams are read in part_size pieces."""
         try:
@@ -322,7 +328,7 @@ class Client:
         if fd is not None and size >= 0 and size <= self.multipart_threshold:
             with _mapped(fd, pos, size) as view:
                 vid = self._native.put(bucket, key, view, content_type, metadata, transport,
-                                       if_none_match)
+                                       if_none_match, storage_class)
             f.seek(pos + size)
             if callback:
                 callback(size)
@@ -330,12 +336,12 @@ class Client:
         first = _read_full(f, self.multipart_threshold + 1)
         if len(first) <= self.multipart_threshold:
             vid = self._native.put(bucket, key, first, content_type, metadata, transport,
-                                   if_none_match)
+                                   if_none_match, storage_class)
             if callback:
                 callback(len(first))
             return vid
         up = self._native.multipart(bucket, key, content_type, metadata, transport,
-                                    if_none_match)
+                                    if_none_match, storage_class)
         try:
             pending = memoryview(first)
             while True:
@@ -489,12 +495,14 @@ class Client:
     def upload_file(self, filename: Union[str, os.PathLike], bucket: str, key: str,
                     callback: Progress = None, metadata: Optional[Mapping[str, str]] = None,
                     content_type: Optional[str] = None,
-                    transport: Optional[str] = None) -> None:
+                    transport: Optional[str] = None,
+                    storage_class: Optional[str] = None) -> None:
         """Uploads a file; above multipart_threshold as a multipart upload of part_size
         parts. callback(n) is called with the bytes sent since its last call (after each
-        part), as boto3's Callback is."""
+        part), as boto3's Callback is. storage_class: as put_object's."""
         with open(filename, "rb") as f:
-            self._put_stream(bucket, key, f, metadata, content_type, transport, callback)
+            self._put_stream(bucket, key, f, metadata, content_type, transport, callback,
+                             storage_class=storage_class)
 
     def download_file(self, bucket: str, key: str, filename: Union[str, os.PathLike],
                       callback: Progress = None, transport: Optional[str] = None) -> int:

@@ -1,7 +1,7 @@
 """The s3rdma CLI with keys from a profile's credential_process (a real script) and from a
 container credentials endpoint (a real local HTTP server), resolved by libs3rdma's
-s3r_aws_settings_load against a real s3rdmad; -v names the source; a failing program stops
-the CLI with exit 2 and says why."""
+s3r_aws_settings_load against a real s3rdmad; -v names the source; the program runs (the
+endpoint is asked) once; a failing program stops the CLI with exit 2 and says why."""
 import http.server
 import json
 import os
@@ -53,7 +53,8 @@ def run(args, env):
 
 def test_cli_credential_process(srv, bucket, tmp_path):
     sh = tmp_path / "creds.sh"
-    sh.write_text("#!/bin/sh\necho '" + json.dumps(
+    runs = tmp_path / "runs"
+    sh.write_text(f"#!/bin/sh\necho run >> {runs}\necho '" + json.dumps(
         {"Version": 1, "AccessKeyId": AK, "SecretAccessKey": SK}) + "'\n")
     sh.chmod(sh.stat().st_mode | stat.S_IXUSR)
     (tmp_path / ".aws").mkdir()
@@ -61,6 +62,9 @@ def test_cli_credential_process(srv, bucket, tmp_path):
     p = run(["-v", "get", f"s3://{bucket}/k", "-"], env_for(srv, tmp_path))
     assert p.returncode == 0 and p.stdout == b"owner's", p.stderr
     assert f"access key {AK} (from credential_process)".encode() in p.stderr
+    # run once: the client loads the keys (and would again before an Expiration); the
+    # settings' resolution only learns that they come from the program
+    assert runs.read_text() == "run\n"
     sh.write_text("#!/bin/sh\necho 'vault is locked' >&2\nexit 5\n")
     p = run(["get", f"s3://{bucket}/k", "-"], env_for(srv, tmp_path))
     assert p.returncode == 2 and not p.stdout
@@ -96,9 +100,10 @@ def test_cli_container_credentials(srv, bucket, tmp_path):
                       AWS_CONTAINER_AUTHORIZATION_TOKEN="tok")
         p = run(["-v", "get", f"s3://{bucket}/k", "-"], env)
         assert p.returncode == 0 and p.stdout == b"owner's", p.stderr
-        # asked twice: by the settings' resolution, then by the client, which keeps the
-        # keys' Expiration and reloads them before it
-        assert b"(from container)" in p.stderr and seen == ["tok", "tok"]
+        # asked once, by the client, which keeps the keys' Expiration and reloads them
+        # before it; the settings' resolution only learns where they come from
+        assert f"access key {AK} (from container)".encode() in p.stderr
+        assert seen == ["tok"]
     finally:
         httpd.shutdown()
         httpd.server_close()

@@ -191,36 +191,81 @@ def ranges_one_by_one(client: Client) -> bool:
                                             client.rdma_connected)
 
 
-HUGE_PAGE = 2 * MiB
-
-
 def fresh_block(size: int) -> memoryview:
-    """size bytes of new anonymous memory offered transparent huge pages: the block a
-    whole object lands in when its tensors keep it (S3Checkpoint.load). New memory is
-    paid for when first written: the kernel faults it in and zeroes it. Memory from
-    allocate_buffer is shared memory on a same-host session, which the kernel faults
-    in 4 KiB at a time in the server's writing thread (``shmem_enabled`` is ``never``
-    by default); this block is faulted in 2 MiB at a time by whoever writes it
-    first (docs/benchmarks.md). It starts on a 2 MiB boundary and is unmapped when
-    the last view of it goes."""
+    """size bytes of new private anonymous memory in 4 KiB pages: the block a whole
+    object lands in when its tensors keep it (S3Checkpoint.load). New memory is paid
+    for when first written: the kernel faults it in and zeroes it; a load hands most
+    of that to a Prefault thread (fetch_chunked). Not shared memory from
+    allocate_buffer, which a child forked later would share with this process, nor
+    memory advised for huge pages: on this VM a new huge page comes from the 2 MiB
+    blocks the balloon driver gave back to the host, and faulting it in cost a
+    new-process load 1.4-2.1 CPU s/GB against 0.65-1.1 for 4 KiB pages, which come
+    from memory the guest kept (docs/benchmarks.md, "A checkpoint load in a new
+    process"). Unmapped when the last view of it goes."""
     if size == 0:
         return memoryview(bytearray(0))
-    return _HugeMap(size).view(size)
+    return memoryview(mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS))
 
 
-class _HugeMap:
-    """An anonymous private mapping of at least cap bytes from a 2 MiB boundary,
-    advised for huge pages."""
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+_libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+_MADV_POPULATE_WRITE = 23  # Linux 5.14: fault pages in writable, leaving their bytes alone
+_PAGE = mmap.PAGESIZE
 
-    def __init__(self, cap: int):
-        self.cap = cap
-        self.map = mmap.mmap(-1, cap + HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-        if hasattr(mmap, "MADV_HUGEPAGE"):
-            self.map.madvise(mmap.MADV_HUGEPAGE)
-        self.start = -ctypes.addressof(ctypes.c_char.from_buffer(self.map)) % HUGE_PAGE
 
-    def view(self, size: int) -> memoryview:
-        return memoryview(self.map)[self.start:self.start + size]
+class Prefault:
+    """Faults a block's pages in from its far end on a thread of its own, while the
+    caller fills it from its start, so that the kernel's zeroing of new memory (on this
+    host most of a load into new memory, docs/benchmarks.md) runs on another core than
+    the copy into it. The two meet where the caller has got to: advance(upto) says the
+    caller is filling the block up to byte upto, and the thread touches nothing below
+    it. A fault changes no byte (MADV_POPULATE_WRITE), so pages either side faults
+    first keep what was written. A block whose last page is in memory already (one
+    used before, such as BlockCache's registered block, which the server writes
+    through its own mapping) is left alone: faulting its pages into this process's
+    page tables would cost a fault each for nothing. Without MADV_POPULATE_WRITE (kernels before 5.14) the thread stops at
+    once: the caller faults every page, as without this class. Use as a context
+    manager; leaving it stops and joins the thread."""
+
+    STEP = 8 * MiB  # faulted in per madvise call, between looks at the caller's progress
+
+    def __init__(self, block: memoryview):
+        self._size = len(block)
+        anchor = ctypes.c_char.from_buffer(block) if self._size else None
+        self._addr = ctypes.addressof(anchor) if anchor is not None else 0
+        del anchor  # the caller keeps block alive while this runs
+        self._front = 0
+        self._thread = threading.Thread(target=self._run, name="s3rdma-prefault",
+                                        daemon=True)
+
+    def advance(self, upto: int) -> None:
+        self._front = upto
+
+    def _run(self) -> None:
+        end = self._addr + self._size
+        last = (end - 1) - (end - 1) % _PAGE
+        here = ctypes.c_ubyte(0)
+        if _libc.mincore(last, 1, ctypes.byref(here)) != 0 or here.value & 1:
+            return
+        while True:
+            start = max(end - self.STEP, self._addr + self._front)
+            start -= start % _PAGE
+            if start < self._addr + self._front or start >= end:
+                return  # met the caller: what lies below is its to fault
+            if _libc.madvise(start, end - start, _MADV_POPULATE_WRITE) != 0:
+                return
+            end = start
+
+    def __enter__(self) -> "Prefault":
+        if self._size > 0:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._front = self._size
+        if self._thread.is_alive():
+            self._thread.join()
 
 
 class BlockCache:

@@ -53,7 +53,7 @@ class S3Checkpoint:
     def load(self, s3_uri: str, map_location: Any = None, **pickle_load_args: Any) -> Any:
         """What ``torch.load(self.reader(s3_uri), map_location, ...)`` returns, faster:
         the object is fetched whole by ranged GETs (part_size each) into one block of
-        new memory with huge pages (reader.fetch_chunked; or the kept registered one: see
+        new memory (fresh_block, reader.fetch_chunked; or the kept registered one: see
         reuse_load_memory), and the tensors are left in that block, no copy
         (archive.py). The block lives as long as any of the tensors."""
         bucket, key = parse_s3_uri(s3_uri)

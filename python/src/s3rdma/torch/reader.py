@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional
 
 from ..client import Client
 from ..errors import BufferTooSmall
-from ._client import alloc, fresh_block, ranges_one_by_one
+from ._client import Prefault, alloc, fresh_block, ranges_one_by_one
 
 
 class S3Reader(io.BufferedIOBase):
@@ -254,16 +254,21 @@ def fetch_chunked(client: Client, bucket: str, key: str, chunk: int,
     another from this thread: on a same-host session each lands in the client's
     bounce buffer, which the server fills while this thread copies the pieces out
     (docs/client.md "Registered memory"), so the server's read and the copy run on
-    two cores, and a new block's pages are faulted in 2 MiB at a time by that copy
-    (ranges_one_by_one says why not in flight). Over the other transports the client's
-    thread pool runs max_workers at once. Like any reader of ranges, an object
-    overwritten meanwhile may come back mixed; one that shrank raises ValueError."""
+    two cores, while a Prefault thread faults the block's new pages in from its far
+    end, so that their zeroing is shared out too (ranges_one_by_one says why not in
+    flight). Over the other transports the client's thread pool runs max_workers at
+    once. Like any reader of ranges, an object overwritten meanwhile may come back
+    mixed; one that shrank raises ValueError."""
     size = client.head_object(bucket, key).size
     block = take(size)
     spans = [(off, min(chunk, size - off)) for off in range(0, size, chunk)]
     if ranges_one_by_one(client):
-        got = [client.get_object_into(bucket, key, block[off:off + n], (off, off + n))
-               for off, n in spans]
+        got = []
+        with Prefault(block if len(spans) > 1 else block[:0]) as prefault:
+            for off, n in spans:
+                prefault.advance(off + n)
+                got.append(client.get_object_into(bucket, key, block[off:off + n],
+                                                  (off, off + n)))
     else:
         got = [f.result() for f in [client.submit(client.get_object_into, bucket, key,
                                                   block[off:off + n], (off, off + n))

@@ -25,9 +25,11 @@ _Job = Optional[Tuple[int, memoryview, memoryview]]  # (number, data, its ring b
 
 class S3Writer(io.BufferedIOBase):
     def __init__(self, client: Client, bucket: str, key: str, part_size: Optional[int] = None,
-                 parts_in_flight: Optional[int] = None):
+                 parts_in_flight: Optional[int] = None, storage_class: Optional[str] = None):
+        """storage_class: the object's x-amz-storage-class (put_object's)."""
         super().__init__()
         self._client, self.bucket, self.key = client, bucket, key
+        self._storage_class = storage_class
         self._part_size = part_size or client.part_size
         self._in_flight = parts_in_flight or client.parts_in_flight
         if self._in_flight < 1:
@@ -73,7 +75,8 @@ class S3Writer(io.BufferedIOBase):
         """Hands the full current part to the uploaders and continues in a free ring
         buffer (the last part is never shipped here: close() sends it)."""
         if self._up is None:
-            self._up = self._client._native.multipart(self.bucket, self.key, None, None, None)
+            self._up = self._client._native.multipart(self.bucket, self.key, None, None, None,
+                                                      False, self._storage_class)
             for i in range(self._in_flight):
                 t = threading.Thread(target=self._upload_loop, daemon=True,
                                      name=f"s3rdma-writer-{i}")
@@ -116,7 +119,8 @@ class S3Writer(io.BufferedIOBase):
             return
         try:
             if self._up is None:
-                self._client.put_object(self.bucket, self.key, self._part[:self._fill])
+                self._client.put_object(self.bucket, self.key, self._part[:self._fill],
+                                        storage_class=self._storage_class)
             else:
                 self._send(self._part)
                 self._stop_uploaders()

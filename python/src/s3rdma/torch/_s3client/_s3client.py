@@ -8,8 +8,8 @@ S3Client``), over the process's s3rdma.Client.
 Each process opens its own s3rdma.Client on first use (ClientHolder), so an S3Client
 passes to DataLoader workers as s3torchconnector's does. ``user_agent`` (a UserAgent,
 _user_agent.py) gives user_agent_prefix and is not sent (libs3rdma names itself);
-``storage_class`` is accepted and not sent (libs3rdma's PUT has no storage-class option;
-s3rdmad keeps and serves every object alike, a class being a label). head_object and
+put_object's ``storage_class`` becomes the object's x-amz-storage-class (s3rdmad keeps
+and serves every object alike, a class being a label). head_object and
 list_objects give each object's ``storage_class``, as s3torchconnector's results do.
 """
 from typing import Any, Iterator, List, NamedTuple, Optional
@@ -59,8 +59,9 @@ class S3Client:
         return make(self._holder.client, bucket, key, size)
 
     def put_object(self, bucket: str, key: str, storage_class: Optional[str] = None) -> S3Writer:
-        """A writer that becomes bucket/key when closed."""
-        return S3Writer(self._holder.client, bucket, key, self._s3client_config.part_size)
+        """A writer that becomes bucket/key (of storage_class, when given) when closed."""
+        return S3Writer(self._holder.client, bucket, key, self._s3client_config.part_size,
+                        storage_class=storage_class)
 
     def list_objects(self, bucket: str, prefix: str = "", delimiter: str = "",
                      max_keys: int = 1000) -> Iterator[ListObjectResult]:
