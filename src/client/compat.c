@@ -4,6 +4,13 @@
  * run the current call with the later fields zero. */
 #include "client/client_internal.h"
 
+/* Each s3c_compat_* below is the S3RDMA_0 version of the call it names
+ * (an assembler directive: gcc's symver attribute is not in clang). */
+__asm__(".symver s3c_compat_object_put, s3r_object_put@S3RDMA_0");
+__asm__(".symver s3c_compat_object_put_file, s3r_object_put_file@S3RDMA_0");
+__asm__(".symver s3c_compat_object_put_async, s3r_object_put_async@S3RDMA_0");
+__asm__(".symver s3c_compat_multipart_start, s3r_multipart_start@S3RDMA_0");
+
 /* s3r_put_opts_t as S3RDMA_0 laid it out. */
 typedef struct put_opts_v0 {
     const char *content_type;
@@ -26,17 +33,15 @@ static const s3r_put_opts_t *put_opts_now(const put_opts_v0_t *opts, s3r_put_opt
     return out;
 }
 
-__attribute__((symver("s3r_object_put@S3RDMA_0"))) s3r_status_t
-s3c_compat_object_put(s3r_client_t *c, const char *bucket, const char *key, const void *data,
-                      uint64_t len, const put_opts_v0_t *opts)
+s3r_status_t s3c_compat_object_put(s3r_client_t *c, const char *bucket, const char *key,
+                                   const void *data, uint64_t len, const put_opts_v0_t *opts)
 {
     s3r_put_opts_t now;
     return s3r_object_put(c, bucket, key, data, len, put_opts_now(opts, &now));
 }
 
-__attribute__((symver("s3r_object_put_file@S3RDMA_0"))) s3r_status_t
-s3c_compat_object_put_file(s3r_client_t *c, const char *bucket, const char *key, const char *path,
-                           const put_opts_v0_t *opts)
+s3r_status_t s3c_compat_object_put_file(s3r_client_t *c, const char *bucket, const char *key,
+                                        const char *path, const put_opts_v0_t *opts)
 {
     s3r_put_opts_t now;
     return s3r_object_put_file(c, bucket, key, path, put_opts_now(opts, &now));
@@ -44,17 +49,16 @@ s3c_compat_object_put_file(s3r_client_t *c, const char *bucket, const char *key,
 
 /* The op keeps a copy of the options (client_async.c), so the current
  * layout's copy on this stack may go when this returns. */
-__attribute__((symver("s3r_object_put_async@S3RDMA_0"))) s3r_status_t
-s3c_compat_object_put_async(s3r_client_t *c, const char *bucket, const char *key, const void *data,
-                            uint64_t len, const put_opts_v0_t *opts, s3r_op_t **op_p)
+s3r_status_t s3c_compat_object_put_async(s3r_client_t *c, const char *bucket, const char *key,
+                                         const void *data, uint64_t len, const put_opts_v0_t *opts,
+                                         s3r_op_t **op_p)
 {
     s3r_put_opts_t now;
     return s3r_object_put_async(c, bucket, key, data, len, put_opts_now(opts, &now), op_p);
 }
 
-__attribute__((symver("s3r_multipart_start@S3RDMA_0"))) s3r_status_t
-s3c_compat_multipart_start(s3r_client_t *c, const char *bucket, const char *key,
-                           const put_opts_v0_t *opts, s3r_multipart_t **up_p)
+s3r_status_t s3c_compat_multipart_start(s3r_client_t *c, const char *bucket, const char *key,
+                                        const put_opts_v0_t *opts, s3r_multipart_t **up_p)
 {
     s3r_put_opts_t now;
     return s3r_multipart_start(c, bucket, key, put_opts_now(opts, &now), up_p);
