@@ -704,6 +704,22 @@ def boto_client(server, user=USERS[0], addressing="path", **cfg):
         region_name=REGION, config=botocore.config.Config(**params))
 
 
+def walk_listing(s3, bucket, pause=None, **kw):
+    """Every key and common prefix of a ListObjectsV2, a page at a time, following
+    continuation tokens; pause() runs between pages. Returns (keys, prefixes)."""
+    got, prefixes, token = [], [], None
+    while True:
+        args = dict(kw, **({"ContinuationToken": token} if token else {}))
+        r = s3.list_objects_v2(Bucket=bucket, **args)
+        got += [o["Key"] for o in r.get("Contents", [])]
+        prefixes += [p["Prefix"] for p in r.get("CommonPrefixes", [])]
+        if not r["IsTruncated"]:
+            return got, prefixes
+        token = r["NextContinuationToken"]
+        if pause:
+            pause()
+
+
 def empty_bucket(client, name):
     """Deletes every object of bucket name the way third-party cleanup does (Terraform's
     force_destroy, mc rm --versions, s3-tests): ListObjectVersions pages, DeleteObjects with

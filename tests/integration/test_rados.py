@@ -29,7 +29,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from s3r_itest import REPO_ROOT, UCX_ENVS, USERS, RdmaServer, boto_client  # noqa: E402
+from s3r_itest import (REPO_ROOT, UCX_ENVS, USERS, RdmaServer, boto_client,  # noqa: E402
+                       walk_listing)
 
 MiB = 1024 * 1024
 BUILD = Path(os.environ.get("S3RDMA_BUILD", REPO_ROOT / "build"))
@@ -495,16 +496,7 @@ def test_sharded_index_places_lists_and_deletes(ceph_cluster, pool, make_server)
         assert on, f"shard {s} is empty: the keys are not spread"
 
     def walk(s3, **kw):
-        """Every key and common prefix, a page at a time, following continuation."""
-        got, prefixes, token = [], [], None
-        while True:
-            args = dict(kw, **({"ContinuationToken": token} if token else {}))
-            r = s3.list_objects_v2(Bucket=bucket, **args)
-            got += [o["Key"] for o in r.get("Contents", [])]
-            prefixes += [p["Prefix"] for p in r.get("CommonPrefixes", [])]
-            if not r["IsTruncated"]:
-                return got, prefixes
-            token = r["NextContinuationToken"]
+        return walk_listing(s3, bucket, **kw)
 
     enc = sorted(keys, key=lambda k: k.encode())
     for s3 in (s4, s1):

@@ -24,7 +24,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from s3r_itest import BINARY, boto_client  # noqa: E402
+from s3r_itest import BINARY, boto_client, walk_listing as walk  # noqa: E402
 
 STATIC = sorted({f"s/{d}/{i:03d}" for d in ("a", "b/c", "b/d", "z") for i in range(40)} |
                 {"s/top", "s/b/", "s/b0", "s/\u00e9t\u00e9/x"})
@@ -64,22 +64,6 @@ def index_objects(cluster, pool):
     # Version entries (0xFE ...) and the tombstone or marks (0xFF ...) are not UTF-8.
     return {n: sorted(k for k in cluster.rados("listomapkeys", n, pool=pool)
                       .decode(errors="surrogateescape").splitlines()) for n in names}
-
-
-def walk(s3, bucket, pause=None, **kw):
-    """Every key and common prefix, a page at a time, following continuation; pause()
-    runs between pages."""
-    got, prefixes, token = [], [], None
-    while True:
-        args = dict(kw, **({"ContinuationToken": token} if token else {}))
-        r = s3.list_objects_v2(Bucket=bucket, **args)
-        got += [o["Key"] for o in r.get("Contents", [])]
-        prefixes += [p["Prefix"] for p in r.get("CommonPrefixes", [])]
-        if not r["IsTruncated"]:
-            return got, prefixes
-        token = r["NextContinuationToken"]
-        if pause:
-            pause()
 
 
 LISTINGS = [dict(Prefix="s/"), dict(Prefix="s/", MaxKeys=7), dict(Prefix="s/b/", MaxKeys=3),
