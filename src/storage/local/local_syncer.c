@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -52,6 +54,10 @@ struct local_syncer {
      * saved; its drops, until they are returned. They count in the backlog. */
     size_t cut_files, cut_drops;
     pthread_cond_t room; /* the backlog shrank: throttled writers look again */
+    /* over_bound(), as of the last change to the counts above (set under
+     * lock): local_syncer_throttle reads it without the lock, so a commit
+     * under the bound takes no lock to learn that it is. */
+    atomic_bool at_bound;
     int stop;
     /* Group commit: the snapshot of the newest restore point, whether a
      * waiter is running a sync point for the others, and where they wait. */
@@ -77,6 +83,18 @@ static int idvec_push(idvec_t *v, const uint8_t *id)
     return 0;
 }
 
+/* The backlog is at its bound: new commits wait (local_syncer_throttle). */
+static int over_bound(const local_syncer_t *s)
+{
+    return s->files.n + s->cut_files >= s->max_files || s->drops.n + s->cut_drops >= s->max_drops;
+}
+
+/* The backlog's counts changed (s->lock held): at_bound follows. */
+static void bound_changed(local_syncer_t *s)
+{
+    atomic_store_explicit(&s->at_bound, over_bound(s), memory_order_release);
+}
+
 void local_syncer_committed(local_syncer_t *s)
 {
     pthread_mutex_lock(&s->lock);
@@ -90,6 +108,7 @@ void local_syncer_new_file(local_syncer_t *s, const uint8_t id[STOR_ID_LEN])
     pthread_mutex_lock(&s->lock);
     if (idvec_push(&s->files, id) != 0)
         log_warn("storage: out of memory: an object file is left to the kernel's writeback");
+    bound_changed(s);
     if (s->files.n >= WAKE_FILES)
         pthread_cond_signal(&s->wake);
     pthread_mutex_unlock(&s->lock);
@@ -110,6 +129,7 @@ void local_syncer_drop_file(local_syncer_t *s, const uint8_t id[STOR_ID_LEN])
      * of the next stor_open() removes it. */
     if (idvec_push(&s->drops, id) != 0)
         log_warn("storage: out of memory: a dropped file is left for the next open's sweep");
+    bound_changed(s);
     if (s->drops.n >= WAKE_DROPS)
         pthread_cond_signal(&s->wake);
     pthread_mutex_unlock(&s->lock);
@@ -126,14 +146,10 @@ static int over_wake(const local_syncer_t *s)
     return s->files.n >= WAKE_FILES || s->drops.n >= WAKE_DROPS || s->committed >= WAKE_COMMITS;
 }
 
-/* The backlog is at its bound: new commits wait (local_syncer_throttle). */
-static int over_bound(const local_syncer_t *s)
-{
-    return s->files.n + s->cut_files >= s->max_files || s->drops.n + s->cut_drops >= s->max_drops;
-}
-
 int local_syncer_throttle(local_syncer_t *s)
 {
+    if (!atomic_load_explicit(&s->at_bound, memory_order_acquire))
+        return 0;
     int rc = 0;
     pthread_mutex_lock(&s->lock);
     if (over_bound(s)) {
@@ -223,6 +239,7 @@ static void give_back(local_syncer_t *s, const idvec_t *files, const idvec_t *dr
         s->dirs[i] |= s->dirs_now[i];
     s->dirs_owed = s->committed = 1;
     s->cut_files = s->cut_drops = 0;
+    bound_changed(s);
     pthread_cond_broadcast(&s->room);
     pthread_mutex_unlock(&s->lock);
 }
@@ -322,6 +339,7 @@ static int sync_point(local_syncer_t *s)
         pthread_mutex_lock(&s->lock);
         s->durable = txnid;
         s->cut_files = 0;
+        bound_changed(s);
         pthread_cond_broadcast(&s->room);
         pthread_mutex_unlock(&s->lock);
         /* 5. The files that commits up to S dropped: neither S nor anything
@@ -330,6 +348,7 @@ static int sync_point(local_syncer_t *s)
             local_pool_return(s->pool, drops.ids + i * STOR_ID_LEN);
         pthread_mutex_lock(&s->lock);
         s->cut_drops = 0;
+        bound_changed(s);
         pthread_cond_broadcast(&s->room);
         pthread_mutex_unlock(&s->lock);
     }
