@@ -391,8 +391,7 @@ static s3r_status_t native_grow(s3r_client_t *c, s3c_req_t *req, s3c_resp_t *res
     s3r_status_t st = S3R_OK;
     uint64_t region = 0, len = 0;
     buf_t *b = req->sink_grow;
-    void *scratch = s3c_scratch_get(
-        c, req->native_room > S3C_SCRATCH_BYTES ? req->native_room : S3C_SCRATCH_BYTES, &len);
+    void *scratch = s3c_scratch_get(c, req->native_room, &len);
     if (!scratch) {
         st = s3c_fail(c, S3R_ERR_NOMEM, S3R_TRANSPORT_NATIVE, 0, "", "out of memory");
     } else {

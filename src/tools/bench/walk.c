@@ -8,6 +8,8 @@
 #include "tools/bench/client.h"
 #include "tools/bench/seed.h"
 
+#define WALK_PAGE_KEYS 1000 /* max_keys of each page, as aws s3 ls asks */
+
 /* Lists every page under the prefix over c into r. */
 static s3r_status_t walk_pages(const bench_opts_t *o, s3r_client_t *c, walk_result_t *r)
 {
@@ -16,19 +18,18 @@ static s3r_status_t walk_pages(const bench_opts_t *o, s3r_client_t *c, walk_resu
     r->sorted = 1;
     uint64_t t0 = hist_now_ns();
     do {
-        s3r_list_opts_t lo = {.prefix = o->prefix, .max_keys = 1000, .continuation_token = token};
+        s3r_list_opts_t lo = {.prefix = o->prefix, .max_keys = WALK_PAGE_KEYS, .continuation_token = token};
         s3r_object_list_t *l = NULL;
         uint64_t p0 = hist_now_ns();
-        st = o->walk_pages > 1
-                 ? s3r_object_list_pages(c, o->bucket, &lo, (unsigned)o->walk_pages, &l)
-                 : s3r_object_list(c, o->bucket, &lo, &l);
+        st = s3r_object_list_pages(c, o->bucket, &lo, (unsigned)o->walk_pages, &l);
         uint64_t ns = hist_now_ns() - p0;
         free(token);
         token = NULL;
         if (st != S3R_OK)
             break;
-        /* Pages of 1,000 (no delimiter): all full but the walk's last. */
-        uint64_t pages = l->n_objects ? (l->n_objects + 999) / 1000 : 1;
+        /* Full pages (no delimiter), but for the walk's last. */
+        uint64_t pages =
+            l->n_objects ? (l->n_objects + WALK_PAGE_KEYS - 1) / WALK_PAGE_KEYS : 1;
         for (uint64_t i = 0; i < pages; i++)
             hist_record(&r->page_lat, ns / pages);
         r->pages += pages;
