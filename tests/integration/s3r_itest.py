@@ -704,6 +704,32 @@ def boto_client(server, user=USERS[0], addressing="path", **cfg):
         region_name=REGION, config=botocore.config.Config(**params))
 
 
+def native_call(srv, op, bucket, key, args=(), user=USERS[0]):
+    """One native request through tests/s3r_native_call (the opcode op of
+    docs/protocol.md §4.2; key "-" for none; args as that tool takes them:
+    "?name=value" query parameters, "Header=value", "@file" for a body).
+    Returns {"status", "headers" (lower-case names), "code" (None without an
+    error), "body" (b"" without one)}."""
+    tool = Path(os.environ.get("S3RDMA_BUILD", REPO_ROOT / "build")) / "tests" / "s3r_native_call"
+    p = subprocess.run([tool, "127.0.0.1", str(srv.rdma_port), *user, str(op), bucket, key,
+                        *args], env=srv.client_env(), capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    out = {"headers": {}, "code": None, "body": b""}
+    for line in p.stdout.splitlines():
+        word, _, rest = line.partition(" ")
+        if word == "status":
+            out["status"] = int(rest)
+        elif word == "header":
+            name, _, value = rest.partition(": ")
+            out["headers"][name.lower()] = value
+        elif word == "code":
+            out["code"] = rest
+        elif word == "body":
+            out["body"] = bytes.fromhex(rest)
+    return out
+
+
 def walk_listing(s3, bucket, pause=None, **kw):
     """Every key and common prefix of a ListObjectsV2, a page at a time, following
     continuation tokens; pause() runs between pages. Returns (keys, prefixes)."""

@@ -11,7 +11,6 @@ import datetime
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import uuid
 import xml.etree.ElementTree as ET
@@ -20,7 +19,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from s3r_itest import REPO_ROOT, UCX_ENVS, USERS, RdmaServer, raw_request  # noqa: E402
+from s3r_itest import (REPO_ROOT, UCX_ENVS, USERS, RdmaServer, native_call,  # noqa: E402
+                       raw_request)
 
 BUILD = Path(os.environ.get("S3RDMA_BUILD", REPO_ROOT / "build"))
 NATIVE_CALL = BUILD / "tests" / "s3r_native_call"
@@ -105,19 +105,7 @@ class Pair:
             f.write_bytes(body)
             args.append(f"@{f}")
         op = OPS[(method, sub, key is not None)]
-        p = subprocess.run([NATIVE_CALL, "127.0.0.1", str(self.srv.rdma_port), *user, str(op), b,
-                            key or "-", *args], env=self.srv.client_env(), capture_output=True,
-                           text=True, timeout=120)
-        assert p.returncode == 0, (p.stdout, p.stderr)
-        out = {"code": None, "body": b""}
-        for line in p.stdout.splitlines():
-            word, _, rest = line.partition(" ")
-            if word == "status":
-                out["status"] = int(rest)
-            elif word == "code":
-                out["code"] = rest
-            elif word == "body":
-                out["body"] = bytes.fromhex(rest)
+        out = native_call(self.srv, op, b, key or "-", args, user)
         if out["status"] >= 300:
             out["body"] = b""
         return out

@@ -6,7 +6,6 @@ inline replies up to 64 KiB, its reply_inline_max). Runs under UCX's default tra
 and UCX_TLS=tcp."""
 import os
 import re
-import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -14,7 +13,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from s3r_itest import REPO_ROOT, UCX_ENVS, USERS, RdmaServer, raw_request  # noqa: E402
+from s3r_itest import (REPO_ROOT, UCX_ENVS, RdmaServer, native_call,  # noqa: E402
+                       raw_request)
 
 BUILD = Path(os.environ.get("S3RDMA_BUILD", REPO_ROOT / "build"))
 NATIVE_CALL = BUILD / "tests" / "s3r_native_call"
@@ -42,24 +42,7 @@ def bucket(srv):
 
 
 def native(srv, bucket, **params):
-    args = [f"?{k}={v}" for k, v in params.items()]
-    p = subprocess.run([NATIVE_CALL, "127.0.0.1", str(srv.rdma_port), *USERS[0], str(LIST),
-                        bucket, "-", *args], env=srv.client_env(), capture_output=True,
-                       text=True, timeout=120)
-    assert p.returncode == 0, (p.stdout, p.stderr)
-    out = {"headers": {}, "body": b""}
-    for line in p.stdout.splitlines():
-        word, _, rest = line.partition(" ")
-        if word == "status":
-            out["status"] = int(rest)
-        elif word == "header":
-            name, _, value = rest.partition(": ")
-            out["headers"][name.lower()] = value
-        elif word == "code":
-            out["code"] = rest
-        elif word == "body":
-            out["body"] = bytes.fromhex(rest)
-    return out
+    return native_call(srv, LIST, bucket, "-", [f"?{k}={v}" for k, v in params.items()])
 
 
 def http_pages(srv, bucket, n, **params):

@@ -4,7 +4,6 @@ x-amz-version-id / x-amz-delete-marker headers, and the same listing. Requests c
 build/tests/s3r_native_call (tests/attack/s3r_native_call.c), which sends the opcode and
 params given. Runs under UCX's default transports and UCX_TLS=tcp."""
 import os
-import subprocess
 import sys
 import uuid
 import xml.etree.ElementTree as ET
@@ -13,8 +12,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from s3r_itest import (REPO_ROOT, S3_NS, UCX_ENVS, USERS, RdmaServer,  # noqa: E402
-                       raw_request)
+from s3r_itest import (REPO_ROOT, S3_NS, UCX_ENVS, RdmaServer,  # noqa: E402
+                       native_call, raw_request)
 
 BUILD = Path(os.environ.get("S3RDMA_BUILD", REPO_ROOT / "build"))
 NATIVE_CALL = BUILD / "tests" / "s3r_native_call"
@@ -41,24 +40,7 @@ def bucket(srv):
 
 
 def native(srv, op, bucket, key, **params):
-    args = [f"?{k}={v}" for k, v in params.items()]
-    p = subprocess.run([NATIVE_CALL, "127.0.0.1", str(srv.rdma_port), *USERS[0], str(op), bucket,
-                        key, *args], env=srv.client_env(), capture_output=True, text=True,
-                       timeout=120)
-    assert p.returncode == 0, (p.stdout, p.stderr)
-    out = {"headers": {}}
-    for line in p.stdout.splitlines():
-        word, _, rest = line.partition(" ")
-        if word == "status":
-            out["status"] = int(rest)
-        elif word == "header":
-            name, _, value = rest.partition(": ")
-            out["headers"][name.lower()] = value
-        elif word == "code":
-            out[word] = rest
-        elif word == "body":
-            out[word] = bytes.fromhex(rest)
-    return out
+    return native_call(srv, op, bucket, key, [f"?{k}={v}" for k, v in params.items()])
 
 
 def http(srv, method, bucket, key, **params):
