@@ -395,8 +395,11 @@ int rs_route_apply(rstor_t *st, const rs_route_t *r, const char *key, const rs_c
  * to RSTOR_RESHARD_WAIT_MS, then STOR_ERR_UNAVAILABLE). STOR_ERR_NO_BUCKET
  * when the bucket is gone or being deleted. */
 stor_status_t rs_route_again(rstor_t *st, rs_route_t *r, const char *key);
-/* The status of a change that failed with rc (not -ECANCELED) on oid. */
-stor_status_t rs_route_status(const char *oid, int rc);
+/* After rs_route_apply on r failed with rc (not 0): STOR_OK to try the
+ * change again (a compared value changed, -ECANCELED, or the key's shard
+ * moved and rs_route_again set r to where it went), else the status to
+ * answer. */
+stor_status_t rs_route_failed(rstor_t *st, rs_route_t *r, const char *key, int rc);
 
 /* ---- rados_names.c ------------------------------------------------------ */
 

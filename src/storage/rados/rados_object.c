@@ -125,10 +125,8 @@ stor_status_t rs_index_switch_pre(rstor_t *st, const rs_index_t *ix, const char 
             stor_obj_rec_free(&o);
         if (s != STOR_OK)
             return s;
-        if ((rc == -ESTALE || rc == -ENOENT) && (s = rs_route_again(st, &rt, key)) != STOR_OK)
+        if ((s = rs_route_failed(st, &rt, key, rc)) != STOR_OK)
             return s;
-        if (rc != -ECANCELED && rc != -ESTALE && rc != -ENOENT)
-            return rs_route_status(oid, rc);
         /* Another switch of this key came first (judge again on its result),
          * or the key's shard moved. */
     }
@@ -690,10 +688,8 @@ stor_status_t rs_object_change(stor_t *st_, const stor_bucket_t *bucket, const c
         buf_free(&b);
         if (s != STOR_OK || rc == 0)
             return s;
-        if ((rc == -ESTALE || rc == -ENOENT) && (s = rs_route_again(st, &rt, key)) != STOR_OK)
+        if ((s = rs_route_failed(st, &rt, key, rc)) != STOR_OK)
             return s;
-        if (rc != -ECANCELED && rc != -ESTALE && rc != -ENOENT)
-            return rs_route_status(rt.oid, rc);
     }
     return STOR_ERR_UNAVAILABLE;
 }

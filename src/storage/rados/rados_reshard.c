@@ -48,19 +48,15 @@
 static stor_status_t record_set(rstor_t *st, const char *name, uint64_t id, uint32_t gen,
                                 uint32_t shards, uint32_t to)
 {
+    stor_bucket_t b = {.id = id};
+    snprintf(b.name, sizeof b.name, "%s", name);
     for (int attempt = 0; attempt < RSTOR_RETRIES; attempt++) {
-        buf_t old, rec;
+        buf_t old = {0}, rec;
         buf_init(&rec, STOR_REC_MAX);
-        int rc = rs_omap_get(st->index, RSTOR_BUCKETS_OID, name, strlen(name), &old);
         stor_bucket_rec_t r;
-        stor_status_t s = STOR_OK;
-        if (rc == 0 || rc == -ENOENT)
-            s = STOR_ERR_NO_BUCKET;
-        else if (rc < 0)
-            s = rs_fail("bucket lookup", name, rc);
-        else if ((s = stor_rec_decode_bucket_rec(old.data, old.len, &r)) == STOR_OK &&
-                 r.b.id != id)
-            s = STOR_ERR_NO_BUCKET;
+        stor_status_t s = rs_bucket_read(&st->base, &b, &old);
+        if (s == STOR_OK)
+            s = stor_rec_decode_bucket_rec(old.data, old.len, &r);
         if (s == STOR_OK) {
             r.b.index_gen = gen;
             r.b.index_shards = shards;
@@ -68,9 +64,9 @@ static stor_status_t record_set(rstor_t *st, const char *name, uint64_t id, uint
             if (stor_rec_encode_bucket_rec(&rec, &r) != 0)
                 s = STOR_ERR_NOMEM;
         }
-        rc = s == STOR_OK ? rs_omap_cas(st->index, RSTOR_BUCKETS_OID, name, strlen(name), &old,
-                                        &rec, 0)
-                          : 0;
+        int rc = s == STOR_OK
+                     ? rs_omap_cas(st->index, RSTOR_BUCKETS_OID, name, strlen(name), &old, &rec, 0)
+                     : 0;
         buf_free(&old);
         buf_free(&rec);
         if (s != STOR_OK)

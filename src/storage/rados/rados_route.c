@@ -116,9 +116,11 @@ stor_status_t rs_route_again(rstor_t *st, rs_route_t *r, const char *key)
     }
 }
 
-stor_status_t rs_route_status(const char *oid, int rc)
+stor_status_t rs_route_failed(rstor_t *st, rs_route_t *r, const char *key, int rc)
 {
-    if (rc == -ENOENT || rc == -ESTALE)
-        return STOR_ERR_NO_BUCKET;
-    return rs_fail("index switch", oid, rc);
+    if (rc == -ECANCELED)
+        return STOR_OK;
+    if (rc == -ESTALE || rc == -ENOENT)
+        return rs_route_again(st, r, key);
+    return rs_fail("index switch", r->oid, rc);
 }

@@ -459,10 +459,8 @@ static stor_status_t version_push(rstor_t *st, const rs_index_t *ix, const char 
             return s;
         if (rc == 0)
             return STOR_OK;
-        if ((rc == -ESTALE || rc == -ENOENT) && (s = rs_route_again(st, &rt, key)) != STOR_OK)
+        if ((s = rs_route_failed(st, &rt, key, rc)) != STOR_OK)
             return s;
-        if (rc != -ECANCELED && rc != -ESTALE && rc != -ENOENT)
-            return rs_route_status(oid, rc);
         /* Another change of this key came first: judge again on its result. */
     }
     log_error("storage: version switch of %s in %s kept losing races", key, oid);
@@ -583,10 +581,8 @@ static stor_status_t version_remove(rstor_t *st, const rs_index_t *ix, rs_route_
             return s;
         if (rc == 0)
             return STOR_OK;
-        if ((rc == -ESTALE || rc == -ENOENT) && (s = rs_route_again(st, rt, key)) != STOR_OK)
+        if ((s = rs_route_failed(st, rt, key, rc)) != STOR_OK)
             return s;
-        if (rc != -ECANCELED && rc != -ESTALE && rc != -ENOENT)
-            return rs_route_status(oid, rc);
     }
     log_error("storage: version removal of %s in %s kept losing races", key, oid);
     return STOR_ERR_UNAVAILABLE;
@@ -739,10 +735,8 @@ stor_status_t rs_version_change(rstor_t *st, rs_route_t *rt, const char *key,
             return s;
         if (rc == 0)
             return STOR_OK;
-        if ((rc == -ESTALE || rc == -ENOENT) && (s = rs_route_again(st, rt, key)) != STOR_OK)
+        if ((s = rs_route_failed(st, rt, key, rc)) != STOR_OK)
             return s;
-        if (rc != -ECANCELED && rc != -ESTALE && rc != -ENOENT)
-            return rs_route_status(oid, rc);
     }
     log_error("storage: version change of %s in %s kept losing races", key, oid);
     return STOR_ERR_UNAVAILABLE;
