@@ -71,11 +71,16 @@ def file_holds(path, needle, chunk=1 << 20):
 
 
 def disk_holds(data_dir, needle):
-    """Whether any file under data_dir (object files and the index) holds needle."""
+    """Whether any file under data_dir (object files and the index) holds needle. A
+    file the server unlinks while the walk runs (a relaxed sync point dropping an
+    overwritten object's file) holds nothing any more."""
     for root, _, files in os.walk(data_dir):
         for f in files:
-            if file_holds(os.path.join(root, f), needle):
-                return True
+            try:
+                if file_holds(os.path.join(root, f), needle):
+                    return True
+            except FileNotFoundError:
+                pass
     return False
 
 
