@@ -129,9 +129,6 @@ stor_status_t local_group_commit(lstor_t *st, local_change_t *c);
 struct lstor {
     stor_t base;
     MDB_env *env;
-    /* Relaxed mode: the start of data.mdb's writable map (MAP_SIZE bytes),
-     * which the syncer pre-faults; NULL without one (fsync mode). */
-    void *index_map;
     MDB_dbi db_buckets; /* name -> bucket record */
     MDB_dbi db_objects; /* index key (local_internal.h) -> object record */
     MDB_dbi db_uploads; /* bucket \0 upload id -> upload record */

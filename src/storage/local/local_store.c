@@ -33,29 +33,26 @@
 
 /* ==== Open / close ======================================================== */
 
-/* Finds the writable map of the index and asks the kernel to back it with
- * huge pages (MADV_HUGEPAGE: 2 MiB folios, read around a fault 2 MiB at a
- * time). Under the map's default (MADV_NORMAL) a page fault on a page the
- * page cache does not hold -- a hole past LMDB's last page as data.mdb
- * grows, or a page next to one -- zero-fills or reads the device's whole
- * readahead window (read_ahead_kb: 8 MiB on this project's VM) in the
- * faulting commit, ms of CPU, and a 4 KiB store into a page that the last
- * sync point wrote back faults again; with huge pages the engine's 4 KiB
- * PUTs faulted ~5x less often and spent ~1/3 less CPU each
- * (docs/benchmarks.md). A hint: nothing changes what is written or when,
- * and a kernel without transparent huge pages for files ignores it. LMDB's
- * API does not name the map's address, so it is the mapping of data.mdb's
- * inode in /proc/self/maps. Returns that address (the syncer pre-faults
- * the map from it: local_syncer.h), or NULL if it was not found. */
-static void *index_map_find(lstor_t *st)
+/* Asks the kernel to back the writable map of the index with huge pages
+ * (MADV_HUGEPAGE: 2 MiB folios, read around a fault 2 MiB at a time). Under
+ * the map's default (MADV_NORMAL) a page fault on a page the page cache
+ * does not hold -- a hole past LMDB's last page as data.mdb grows, or a page
+ * next to one -- zero-fills or reads the device's whole readahead window
+ * (read_ahead_kb: 8 MiB on this project's VM) in the faulting commit, ms of
+ * CPU, and a 4 KiB store into a page that the last sync point wrote back
+ * faults again; with huge pages the engine's 4 KiB PUTs faulted ~5x less
+ * often and spent ~1/3 less CPU each (docs/benchmarks.md). A hint: nothing
+ * changes what is written or when, and a kernel without transparent huge
+ * pages for files ignores it. LMDB's API does not name the map's address,
+ * so it is the mapping of data.mdb's inode in /proc/self/maps. */
+static void index_map_hugepages(lstor_t *st)
 {
     mdb_filehandle_t fd;
     struct stat sb;
     FILE *maps;
-    void *map = NULL;
     if (mdb_env_get_fd(st->env, &fd) != 0 || fstat(fd, &sb) != 0 ||
         !(maps = fopen("/proc/self/maps", "re")))
-        return NULL;
+        return;
     char line[4352];
     unsigned long lo, hi, ino;
     unsigned maj, min;
@@ -65,11 +62,8 @@ static void *index_map_find(lstor_t *st)
             continue;
         if (madvise((void *)lo, hi - lo, MADV_HUGEPAGE) != 0)
             log_debug("storage: the index's map takes no huge pages: %s", strerror(errno));
-        if (!map && hi - lo >= MAP_SIZE)
-            map = (void *)lo;
     }
     fclose(maps);
-    return map;
 }
 
 /* Opens the index (LMDB environment in path) into st->env.
@@ -106,7 +100,7 @@ static stor_status_t index_open(lstor_t *st, const char *path)
         mdb_env_set_maxreaders(st->env, MAX_READERS);
         if ((rc = mdb_env_open(st->env, path, flags[i], 0644)) == 0) {
             if (flags[i] & MDB_WRITEMAP)
-                st->index_map = index_map_find(st);
+                index_map_hugepages(st);
             return STOR_OK;
         }
         mdb_env_close(st->env);
@@ -331,8 +325,7 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
     /* Both modes run the timer: fsync mode's logged commits owe a sync
      * point too (it bounds the log). */
     if (!(st->syncer =
-              local_syncer_start(st->env, st->objfd, st->pool, indexfd, local_sync_interval_ms,
-                                 st->index_map)))
+              local_syncer_start(st->env, st->objfd, st->pool, indexfd, local_sync_interval_ms)))
         goto fail;
     /* A restore point now covers every record of the log: fsync mode starts
      * it over, relaxed mode removes it (its records must never be applied

@@ -9,7 +9,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -73,11 +72,6 @@ struct local_syncer {
     int datafd;               /* data.mdb (LMDB's descriptor) */
     size_t psize;             /* LMDB's page size */
     uint8_t *metas;           /* 2 * psize: the meta pages at the cut */
-    /* Relaxed mode: data.mdb's writable map (NULL: none, or pre-faulting
-     * failed once); as of the last prefault_index, the page past LMDB's
-     * last one, and the end of the window it made writable past it. */
-    uint8_t *map;
-    size_t prefault_next, prefaulted_end;
     pthread_t thread;
 };
 
@@ -370,63 +364,6 @@ static int sync_point(local_syncer_t *s)
     return fail ? -1 : 0;
 }
 
-/* Makes pages first..first+n-1 of the index's map writable in the page
- * tables (MADV_POPULATE_WRITE: the write fault, its zero-fill or read and
- * the filesystem's page_mkwrite, without writing a byte), so the commit
- * that writes them next does not fault. 0, or -1 if the kernel refuses
- * (older than Linux 5.14, or the map is gone): pre-faulting stops. */
-static int prefault_pages(local_syncer_t *s, size_t first, size_t n)
-{
-    if (madvise(s->map + first * s->psize, n * s->psize, MADV_POPULATE_WRITE) == 0 ||
-        errno == EINTR)
-        return 0;
-    log_debug("storage: pre-faulting the index's map: %s (no more tried)", strerror(errno));
-    s->map = NULL;
-    return -1;
-}
-
-/* How far past LMDB's last page the map is kept writable: the pages commits
- * took from the end of data.mdb since the last prefault, within these
- * bounds (in pages; 512 = 2 MiB, one huge page, at 4 KiB pages). */
-#define PREFAULT_AHEAD_MIN 512u
-#define PREFAULT_AHEAD_MAX 16384u
-
-/* Relaxed mode, on the sync thread after a sync point: pre-faults the pages
- * past LMDB's last page that the next commits will take, so that their page
- * faults are paid here and not inside a commit. Commits never write a page
- * in place: each copies the pages it changes (8-9 for a 4 KiB PUT) to free
- * pages or, when none is free to reuse (the restore point pins the last
- * sync point's snapshot, so a fresh or busy store grows data.mdb by every
- * commit's pages until its sync points free some), to new pages past the
- * last one: holes of the sparse file, whose first fault zero-fills a whole
- * folio (2 MiB with the map's huge pages, local_store.c) inside the commit.
- * The window made writable is as large as what commits took from the end
- * since the last call, within PREFAULT_AHEAD_MIN..MAX. It only changes page
- * tables and the page cache: the bytes stay zeros, so a commit writing one
- * of those pages meanwhile is not disturbed, and no snapshot references a
- * page past its last one. The pages no commit takes before the next sync
- * point are written back then as zeros (at most PREFAULT_AHEAD_MAX). */
-static void prefault_index(local_syncer_t *s)
-{
-    MDB_envinfo info;
-    uint64_t t0 = clock_mono_ns();
-    if (mdb_env_info(s->env, &info) != 0)
-        return;
-    size_t next = info.me_last_pgno + 1;
-    size_t taken = next > s->prefault_next ? next - s->prefault_next : 0;
-    s->prefault_next = next;
-    size_t ahead = taken < PREFAULT_AHEAD_MIN ? PREFAULT_AHEAD_MIN
-                   : taken > PREFAULT_AHEAD_MAX ? PREFAULT_AHEAD_MAX
-                                                : taken;
-    size_t from = s->prefaulted_end > next ? s->prefaulted_end : next;
-    size_t end = next + ahead, pages = info.me_mapsize / s->psize;
-    end = end < pages ? end : pages;
-    if (s->map && from < end && prefault_pages(s, from, end - from) == 0)
-        s->prefaulted_end = end;
-    log_debug("storage: pre-faulted %zu pages past the last in %.1f ms", from < end ? end - from : 0,
-              (double)(clock_mono_ns() - t0) / 1e6);
-}
-
 static void *syncer_main(void *arg)
 {
     local_syncer_t *s = arg;
@@ -443,8 +380,7 @@ static void *syncer_main(void *arg)
         if (s->stop || !owed(s))
             continue;
         pthread_mutex_unlock(&s->lock);
-        if (sync_point(s) == 0 && s->map)
-            prefault_index(s);
+        sync_point(s);
         pthread_mutex_lock(&s->lock);
     }
     pthread_mutex_unlock(&s->lock);
@@ -469,7 +405,7 @@ static void syncer_free(local_syncer_t *s)
 }
 
 local_syncer_t *local_syncer_start(MDB_env *env, int objfd, local_pool_t *pool, int indexfd,
-                                   unsigned interval_ms, void *map)
+                                   unsigned interval_ms)
 {
     local_syncer_t *s = calloc(1, sizeof *s);
     if (!s)
@@ -478,7 +414,6 @@ local_syncer_t *local_syncer_start(MDB_env *env, int objfd, local_pool_t *pool, 
     s->objfd = objfd;
     s->pool = pool;
     s->interval_ms = interval_ms;
-    s->map = map;
     s->max_files = local_sync_max_files;
     s->max_drops = local_sync_max_drops;
     s->throttle_ms = local_sync_throttle_ms;
@@ -504,8 +439,6 @@ local_syncer_t *local_syncer_start(MDB_env *env, int objfd, local_pool_t *pool, 
     /* The first restore point, before any commit: the index as opened. */
     if (sync_point(s) != 0)
         goto fail;
-    if (s->map)
-        prefault_index(s);
     if (pthread_create(&s->thread, NULL, syncer_main, s) != 0) {
         log_error("storage: cannot start the sync thread");
         goto fail;

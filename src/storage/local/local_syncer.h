@@ -66,13 +66,9 @@ extern unsigned local_sync_max_files, local_sync_max_drops, local_sync_throttle_
  * with MDB_NOSYNC, nothing committed since it was synced), its directory
  * indexfd, its objects directory objfd and its pool of free files (which
  * step 5 returns the dropped files to; all stay the caller's), and starts
- * the sync thread. map: the start of data.mdb's writable map (relaxed
- * mode's MDB_WRITEMAP), or NULL: after each of its sync points the thread
- * then pre-faults the pages the next commits will write (the freelist and
- * a window past the last page), so commits do not take those page faults.
- * NULL on failure (logged). */
+ * the sync thread. NULL on failure (logged). */
 local_syncer_t *local_syncer_start(MDB_env *env, int objfd, local_pool_t *pool, int indexfd,
-                                   unsigned interval_ms, void *map);
+                                   unsigned interval_ms);
 /* Called before a relaxed-mode write transaction begins (local_wr_begin;
  * never inside one: a sync point's cut takes LMDB's writer lock): returns
  * at once while the backlog is under its bound, else wakes the thread and

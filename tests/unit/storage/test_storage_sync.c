@@ -17,7 +17,6 @@
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 
@@ -1049,59 +1048,6 @@ static void test_index_without_writable_map(void **state)
     assert_get(f->st, "k", "v2");
 }
 
-/* 1 if page pgno of f's data.mdb is in the page cache. */
-static int index_page_cached(fx_t *f, size_t pgno, size_t psize)
-{
-    int fd = open(fx_path(f, ".s3rdma/index/data.mdb"), O_RDONLY);
-    assert_true(fd >= 0);
-    void *p = mmap(NULL, psize, PROT_READ, MAP_SHARED, fd, (off_t)(pgno * psize));
-    assert_true(p != MAP_FAILED);
-    unsigned char in_core = 0;
-    assert_int_equal(mincore(p, psize, &in_core), 0);
-    munmap(p, psize);
-    close(fd);
-    return in_core & 1;
-}
-
-/* Relaxed mode: after a sync point the sync thread pre-faults as many pages
- * past LMDB's last page of the writable map as the commits since the last
- * one took from the end (local_syncer.c, prefault_index), so the commits that
- * grow data.mdb next do not zero-fill holes. Seen from outside, through the
- * page cache: the far end of that window, 16 MiB and more past the last page
- * (past any fault's read-around), is there after the sync point; a hole
- * would not be. */
-static void test_relaxed_prefaults_past_last_page(void **state)
-{
-    fx_t *f = *state;
-    MDB_envinfo info;
-    MDB_stat ms;
-    char key[16];
-    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
-    lstor_t *st = (lstor_t *)f->st;
-    assert_non_null(st->index_map);
-    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
-    assert_int_equal(mdb_env_stat(st->env, &ms), 0);
-    assert_int_equal(mdb_env_info(st->env, &info), 0);
-    size_t next0 = (size_t)info.me_last_pgno + 1;
-    /* No sync point meanwhile (no timer): every commit takes new pages. */
-    for (int i = 0; i < 3000; i++) {
-        snprintf(key, sizeof key, "k%d", i);
-        assert_int_equal(tu_put(f->st, "b", key, "v", 1), STOR_OK);
-    }
-    assert_int_equal(mdb_env_info(st->env, &info), 0);
-    size_t next = (size_t)info.me_last_pgno + 1, taken = next - next0;
-    assert_true(taken >= 4096);
-    size_t far = next + (taken < 16384 ? taken : 16384) - 1; /* PREFAULT_AHEAD_MAX */
-    assert_false(index_page_cached(f, far, ms.ms_psize));
-    local_syncer_kick(st->syncer);
-    int cached = 0;
-    for (int i = 0; i < 1000 && !cached; i++) {
-        usleep(10000);
-        cached = index_page_cached(f, far, ms.ms_psize);
-    }
-    assert_true(cached);
-}
-
 /* ---- The pool of free files (local_pool.c) --------------------------------- */
 
 static size_t pool_count(stor_t *st)
@@ -1435,8 +1381,6 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_relaxed_power_loss_rolls_back, setup_relaxed,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_relaxed_kill9_keeps_all, setup_relaxed, teardown),
-        cmocka_unit_test_setup_teardown(test_relaxed_prefaults_past_last_page, setup_relaxed,
-                                        teardown),
         cmocka_unit_test_setup_teardown(test_fsync_commit_survives_reboot, setup_relaxed, teardown),
         cmocka_unit_test_setup_teardown(test_open_syncs_directories, setup_fsync, teardown),
         cmocka_unit_test_setup_teardown(test_fsync_group_commit_power_loss, setup_fsync, teardown),
