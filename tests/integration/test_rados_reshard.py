@@ -10,9 +10,13 @@ docs/storage.md "Online resharding"), on the session's Ceph cluster:
   those of an unsharded bucket and of the local backend holding the same keys;
 - a reshard killed after each of its steps (debug.rados_crash_at) leaves a bucket that
   reads right, is finished by the next run, and loses nothing acknowledged meanwhile;
-- a versioned bucket's versions and delete markers move with their keys.
+- a versioned bucket's versions and delete markers move with their keys;
+- a ListObjectVersions page whose shards a reshard removes between two of its batches
+  answers the complete page from the new ones.
 """
 import concurrent.futures as cf
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -298,3 +302,64 @@ def test_reshard_moves_versions_with_their_keys(ceph_cluster, pool, make_server,
         sa.get_object(Bucket=bucket, Key="c")
     names = [n for n in index_objects(ceph_cluster, pool)]
     assert len(names) == 7 and all(".g1." in n for n in names), names
+
+
+def stopped(proc):
+    """True when proc (a child of this process) reports a stop (debug.rados_crash_at
+    step=stop, SIGSTOP) not reported before."""
+    pid, status = os.waitpid(proc.pid, os.WUNTRACED | os.WNOHANG)
+    return pid == proc.pid and os.WIFSTOPPED(status)
+
+
+@pytest.mark.parametrize("runner", ["finished", "killed-after-removing"])
+def test_versions_page_crosses_the_removal_of_its_shards(ceph_cluster, pool, make_server,
+                                                         tmp_path, runner):
+    """A ListObjectVersions page stops between two batches of one shard (the gateway stops
+    itself at list-batch: a shard of 16 holds 93 entries a batch, and one key has 120
+    versions), a reshard removes the old shards meanwhile (and names the new ones in the
+    record, or is killed just before that), then the page goes on: it is complete and in
+    order, read from the new shards (it answered 500 until 2026-11-27)."""
+    ga = make_server(name="gwa", extra_args=ceph_cluster.gateway_args(pool=pool, gc_grace=1,
+                                                                      index_shards=16)
+                     + ["--debug-rados-crash-at", "list-batch=stop"])
+    # botocore's max_attempts counts retries: a failed page would be asked again.
+    sa = boto_client(ga, retries={"total_max_attempts": 1, "mode": "standard"})
+    bucket = "rsl-" + uuid.uuid4().hex[:8]
+    sa.create_bucket(Bucket=bucket)
+    sa.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    versions = {}  # key -> version ids, oldest first
+    for k in ["a", "b", "many", "n/1", "z"]:
+        for j in range(120 if k == "many" else 2):
+            versions.setdefault(k, []).append(
+                sa.put_object(Bucket=bucket, Key=k, Body=f"{k}{j}".encode())["VersionId"])
+    marker = sa.delete_object(Bucket=bucket, Key="b")["VersionId"]
+    want = ([(k, vid, i == 0 and k != "b") for k in sorted(versions)
+             for i, vid in enumerate(reversed(versions[k]))], [("b", marker, True)])
+
+    got = {}
+
+    def page():
+        try:
+            r = sa.list_object_versions(Bucket=bucket)
+            got["r"] = ([(v["Key"], v["VersionId"], v["IsLatest"]) for v in r["Versions"]],
+                        [(d["Key"], d["VersionId"], d["IsLatest"]) for d in r["DeleteMarkers"]])
+        except Exception as e:  # noqa: BLE001 - reported below
+            got["e"] = e
+    lister = threading.Thread(target=page)
+    lister.start()
+    deadline = time.monotonic() + 30
+    while not stopped(ga.proc):
+        assert time.monotonic() < deadline and lister.is_alive(), \
+            f"the listing did not reach a second batch: {got}"
+        time.sleep(0.05)
+    r = reshard(ceph_cluster, pool, tmp_path, bucket, 4,
+                crash_at="reshard-removed" if runner != "finished" else None)
+    assert (r.returncode == 0) == (runner == "finished"), r.stderr
+    os.kill(ga.proc.pid, signal.SIGCONT)
+    lister.join(60)
+    assert "e" not in got, got["e"]
+    assert got["r"] == want
+    if runner != "finished":
+        assert reshard(ceph_cluster, pool, tmp_path, bucket, 4).returncode == 0
+    names = list(index_objects(ceph_cluster, pool))
+    assert len(names) == 4 and all(".g1." in n for n in names), names
