@@ -11,6 +11,8 @@ docs/storage.md "Online resharding"), on the session's Ceph cluster:
 - a reshard killed after each of its steps (debug.rados_crash_at) leaves a bucket that
   reads right, is finished by the next run, and loses nothing acknowledged meanwhile;
 - a versioned bucket's versions and delete markers move with their keys;
+- a runner killed once it has fenced the old shards, with writers running: the writers
+  finish the reshard themselves once its lock lapses, and none fails;
 - a ListObjectVersions page whose shards a reshard removes between two of its batches
   answers the complete page from the new ones.
 """
@@ -30,6 +32,9 @@ from botocore.exceptions import ClientError
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from s3r_itest import BINARY, boto_client, walk_listing as walk  # noqa: E402
 
+# botocore's max_attempts counts retries (boto_client's 1 lets a failed request be sent
+# again, which would hide a 500 or a 503): these clients send each request once.
+ONCE = dict(retries={"total_max_attempts": 1, "mode": "standard"})
 STATIC = sorted({f"s/{d}/{i:03d}" for d in ("a", "b/c", "b/d", "z") for i in range(40)} |
                 {"s/top", "s/b/", "s/b0", "s/\u00e9t\u00e9/x"})
 
@@ -103,7 +108,7 @@ class Load:
                        [threading.Thread(target=self.racer, args=(w,)) for w in range(4)]
 
     def writer(self, w):
-        s3 = boto_client(self.gws[w % 2])
+        s3 = boto_client(self.gws[w % 2], **ONCE)
         i = 0
         while not self.stop.is_set():
             k = f"{self.tag}w{w}/{i:05d}"
@@ -121,7 +126,7 @@ class Load:
             i += 1
 
     def racer(self, w):
-        s3 = if_none_match(boto_client(self.gws[w % 2]))
+        s3 = if_none_match(boto_client(self.gws[w % 2], **ONCE))
         i = 0
         while not self.stop.is_set():
             k = f"{self.tag}once/{i:05d}"
@@ -231,6 +236,34 @@ def test_online_reshard_under_load_matches_unsharded_and_local(ceph_cluster, poo
                   if n.count(".") > 2) == ["g2.0", "g2.1", "g2.2"]
 
 
+def test_writers_finish_a_reshard_whose_runner_died_at_the_fence(ceph_cluster, pool,
+                                                                   make_server, tmp_path):
+    """The runner is killed after fencing the old shards (and copying their last marked
+    keys): writes to the bucket wait, then once its lock lapses (10 s) a waiting writer
+    takes the lock and finishes the reshard with the runner's code. No write fails (they
+    answered 503 after 20 s until 2026-11-27, until an operator ran the command again), and
+    no operator runs it: the new generation alone remains."""
+    ga = gateway(make_server, ceph_cluster, pool, "gwa", 2)
+    gb = gateway(make_server, ceph_cluster, pool, "gwb", 2)
+    sa, sb = boto_client(ga), boto_client(gb)
+    bucket = "rst-" + uuid.uuid4().hex[:8]
+    sa.create_bucket(Bucket=bucket)
+    put_static(sa, bucket)
+    with Load([ga, gb], bucket, "t-") as load:
+        r = reshard(ceph_cluster, pool, tmp_path, bucket, 5, crash_at="reshard-fenced")
+        assert r.returncode != 0, "the runner did not reach its crash point"
+        deadline = time.monotonic() + 60
+        while not all(".g1." in n for n in index_objects(ceph_cluster, pool)):
+            assert time.monotonic() < deadline and not load.errors, load.errors[:3]
+            time.sleep(0.2)
+    load.check(sa)
+    load.check(sb)
+    assert walk(sb, bucket, Prefix="s/")[0] == STATIC
+    names = list(index_objects(ceph_cluster, pool))
+    assert len(names) == 5 and all(".g1." in n for n in names), names
+    assert any("this gateway finishes the reshard" in g.log_text() for g in (ga, gb))
+
+
 @pytest.mark.parametrize("step", ["reshard-copied", "reshard-fenced", "reshard-removed"])
 def test_reshard_killed_at_each_step_is_finished_by_the_next_run(ceph_cluster, pool,
                                                                  make_server, tmp_path, step):
@@ -322,8 +355,7 @@ def test_versions_page_crosses_the_removal_of_its_shards(ceph_cluster, pool, mak
     ga = make_server(name="gwa", extra_args=ceph_cluster.gateway_args(pool=pool, gc_grace=1,
                                                                       index_shards=16)
                      + ["--debug-rados-crash-at", "list-batch=stop"])
-    # botocore's max_attempts counts retries: a failed page would be asked again.
-    sa = boto_client(ga, retries={"total_max_attempts": 1, "mode": "standard"})
+    sa = boto_client(ga, **ONCE)
     bucket = "rsl-" + uuid.uuid4().hex[:8]
     sa.create_bucket(Bucket=bucket)
     sa.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})

@@ -13,8 +13,9 @@
  *      and version entries, replacing what the new shard holds of it) and
  *      take the mark away if no change set it again meanwhile.
  *   5. Every old shard's tombstone becomes RSTOR_FENCED: no change lands on
- *      it any more (writers wait, rs_route_again); the keys still marked
- *      are copied a last time.
+ *      it any more (writers wait, rs_route_again, and finish the reshard
+ *      themselves if its runner died: rs_reshard_takeover); the keys still
+ *      marked are copied a last time.
  *   6. The old shard objects are removed; readers that find them gone read
  *      the new generation (complete now).
  *   7. The record names generation g + 1 and drops reshard_to: writers go
@@ -42,14 +43,17 @@
 
 /* ==== The bucket record ================================================== */
 
-/* Sets the index fields of bucket name's record (of id): generation gen,
- * shards, reshard_to to, in one compare-and-set (retried when another
- * change of the record came first). */
-static stor_status_t record_set(rstor_t *st, const char *name, uint64_t id, uint32_t gen,
-                                uint32_t shards, uint32_t to)
+/* Moves the index state of bucket ix->bucket's record (of id ix->id) from
+ * the one ix names (its generation, shards and reshard_to) to gen, shards,
+ * to, in one compare-and-set (retried when another change of the record
+ * came first). STOR_OK also when the record holds the new state already (a
+ * run that took over got there first); STOR_ERR_PRECONDITION when it holds
+ * another (another run changed it). */
+static stor_status_t record_set(rstor_t *st, const rs_index_t *ix, uint32_t gen, uint32_t shards,
+                                uint32_t to)
 {
-    stor_bucket_t b = {.id = id};
-    snprintf(b.name, sizeof b.name, "%s", name);
+    stor_bucket_t b = {.id = ix->id};
+    snprintf(b.name, sizeof b.name, "%s", ix->bucket);
     for (int attempt = 0; attempt < RSTOR_RETRIES; attempt++) {
         buf_t old = {0}, rec;
         buf_init(&rec, STOR_REC_MAX);
@@ -57,27 +61,29 @@ static stor_status_t record_set(rstor_t *st, const char *name, uint64_t id, uint
         stor_status_t s = rs_bucket_read(&st->base, &b, &old);
         if (s == STOR_OK)
             s = stor_rec_decode_bucket_rec(old.data, old.len, &r);
+        int done = 0;
         if (s == STOR_OK) {
+            rs_index_t cur = rs_index_of(&r.b);
+            done = cur.gen == gen && cur.shards == shards && cur.to == to;
+            if (!done && (cur.gen != ix->gen || cur.shards != ix->shards || cur.to != ix->to))
+                s = STOR_ERR_PRECONDITION;
+        }
+        if (s == STOR_OK && !done) {
             r.b.index_gen = gen;
             r.b.index_shards = shards;
             r.b.reshard_to = to;
             if (stor_rec_encode_bucket_rec(&rec, &r) != 0)
                 s = STOR_ERR_NOMEM;
         }
-        int rc = s == STOR_OK
-                     ? rs_omap_cas(st->index, RSTOR_BUCKETS_OID, name, strlen(name), &old, &rec, 0)
-                     : 0;
+        int rc = s == STOR_OK && !done ? rs_omap_cas(st->index, RSTOR_BUCKETS_OID, b.name,
+                                                     strlen(b.name), &old, &rec, 0)
+                                       : 0;
         buf_free(&old);
         buf_free(&rec);
-        if (s != STOR_OK)
+        if (s != STOR_OK || rc == 0)
             return s;
-        if (rc == 0) {
-            rs_index_t fresh; /* this gateway's cache */
-            rs_bucket_id(st, name, 1, &fresh);
-            return STOR_OK;
-        }
         if (rc != -ECANCELED)
-            return rs_fail("change bucket", name, rc);
+            return rs_fail("change bucket", b.name, rc);
     }
     return STOR_ERR_UNAVAILABLE;
 }
@@ -89,8 +95,8 @@ static stor_status_t record_set(rstor_t *st, const char *name, uint64_t id, uint
  * else: a delete's), or a librados code. */
 static int tomb_move(rstor_t *st, const char *oid, const char *from, const char *to)
 {
-    buf_t f = {.data = (char *)from, .len = strlen(from)}, t = {.data = (char *)to,
-                                                               .len = strlen(to)};
+    buf_t f = {.data = (char *)from, .len = strlen(from)},
+          t = {.data = (char *)to, .len = strlen(to)};
     int rc = rs_omap_cas(st->index, oid, RSTOR_TOMB, strlen(RSTOR_TOMB), f.len ? &f : NULL,
                          t.len ? &t : NULL, 0);
     if (rc == -ENOENT)
@@ -133,8 +139,8 @@ static int shards_all(rstor_t *st, const rs_index_t *ix, int fence)
                 const char *k[1] = {RSTOR_TOMB}, *v[1] = {RSTOR_FENCED};
                 size_t kl = strlen(RSTOR_TOMB), vl = strlen(RSTOR_FENCED);
                 rados_write_op_assert_exists(op);
-                rados_write_op_omap_cmp2(op, RSTOR_TOMB, LIBRADOS_CMPXATTR_OP_EQ, RSTOR_TRACKED,
-                                         kl, strlen(RSTOR_TRACKED), NULL);
+                rados_write_op_omap_cmp2(op, RSTOR_TOMB, LIBRADOS_CMPXATTR_OP_EQ, RSTOR_TRACKED, kl,
+                                         strlen(RSTOR_TRACKED), NULL);
                 rados_write_op_omap_set2(op, k, v, &kl, &vl, 1);
                 rc = rados_aio_write_op_operate(op, st->index, cs[s], oid, NULL, 0);
                 rados_release_write_op(op);
@@ -343,8 +349,8 @@ static int key_entries(rstor_t *st, const char *oid, const char *key, size_t kle
     unsigned char more = 1;
     while (rc == 0 && more) {
         rados_omap_iter_t it;
-        if ((rc = rs_omap_read(st->index, oid, from.data, pfx.data, RSTOR_OMAP_BATCH, &it,
-                               &more)) < 0)
+        if ((rc = rs_omap_read(st->index, oid, from.data, pfx.data, RSTOR_OMAP_BATCH, &it, &more)) <
+            0)
             break;
         char *k, *v;
         size_t kl, vl;
@@ -467,8 +473,7 @@ static int dirty_pass(rstor_t *st, const char *oid, const rs_index_t *nx, int tr
     m.vl = malloc(RSTOR_OMAP_BATCH * sizeof *m.vl);
     buf_t from;
     buf_init(&from, (size_t)-1 / 2);
-    int rc = !m.k || !m.v || !m.kl || !m.vl || buf_append(&from, RSTOR_DIRTY, dl + 1) ? -ENOMEM
-                                                                                      : 0;
+    int rc = !m.k || !m.v || !m.kl || !m.vl || buf_append(&from, RSTOR_DIRTY, dl + 1) ? -ENOMEM : 0;
     pthread_mutex_init(&m.lock, NULL);
     unsigned char more = 1;
     while (rc == 0 && more) {
@@ -513,7 +518,7 @@ static int dirty_pass(rstor_t *st, const char *oid, const rs_index_t *nx, int tr
 static void reshard_abort(rstor_t *st, const rs_index_t *ix, const rs_index_t *nx)
 {
     char oid[RSTOR_OID_MAX];
-    record_set(st, ix->bucket, ix->id, ix->gen, ix->shards, 0);
+    record_set(st, ix, ix->gen, ix->shards, 0);
     for (uint32_t s = 0; s < ix->shards; s++) {
         rs_index_oid(ix, s, oid);
         tomb_move(st, oid, RSTOR_TRACKED, "");
@@ -524,12 +529,51 @@ static void reshard_abort(rstor_t *st, const rs_index_t *ix, const rs_index_t *n
     }
 }
 
-/* Steps 2-7 for ix (reshard_to set in its record). */
+/* Steps 3-4 of ix's reshard into nx: the bulk copy, then the passes over
+ * the dirty marks until few remain (the lease renewed after each shard's
+ * copy and each pass). *copied_p: entries copied; *again_p: keys copied
+ * again. 0, or a librados code (*oid_p: the object). */
+static int copy_tracked(rstor_t *st, const rs_index_t *ix, const rs_index_t *nx, const char *lease,
+                        uint64_t *copied_p, uint64_t *again_p, char oid[RSTOR_OID_MAX])
+{
+    int rc = 0;
+    batch_t b = {.st = st, .nx = nx};
+    for (uint32_t s = 0; s < ix->shards && rc == 0; s++) {
+        rs_index_oid(ix, s, oid);
+        rc = rs_omap_each(st->index, oid, "", batch_add, &b);
+        if (rc == 0)
+            rc = batch_flush(&b);
+        if (rc == -ENOENT)
+            rc = 0; /* removed (step 6) by a run that took over: copied then */
+        if (rc == 0 && rs_lease(&st->base, lease, RESHARD_LEASE_MS) != STOR_OK)
+            rc = -ETIMEDOUT;
+    }
+    *copied_p = b.copied;
+    batch_free(&b);
+    uint64_t pass_n = RESHARD_FENCE_AT + 1;
+    for (int pass = 0; pass < RESHARD_PASSES && pass_n > RESHARD_FENCE_AT && rc == 0; pass++) {
+        pass_n = 0;
+        for (uint32_t s = 0; s < ix->shards && rc == 0; s++) {
+            rs_index_oid(ix, s, oid);
+            if ((rc = dirty_pass(st, oid, nx, 1, &pass_n)) == -ENOENT)
+                rc = 0;
+        }
+        *again_p += pass_n;
+        if (rc == 0 && rs_lease(&st->base, lease, RESHARD_LEASE_MS) != STOR_OK)
+            rc = -ETIMEDOUT;
+    }
+    return rc;
+}
+
+/* Steps 2-7 for ix (reshard_to set in its record). A shard found fenced or
+ * gone in step 2 says a run that died got past step 4 (it fences only
+ * then): the copy is complete but for the keys still marked, and this run
+ * goes on from step 5. */
 static stor_status_t reshard_run(rstor_t *st, const rs_index_t *ix, const char *lease)
 {
     rs_index_t nx = rs_index_next(ix);
     char oid[RSTOR_OID_MAX];
-    int rc = 0;
+    int rc = 0, resumed = 0;
     uint64_t t0 = clock_mono_ms();
     for (uint32_t s = 0; s < nx.shards && rc == 0; s++) {
         rs_index_oid(&nx, s, oid);
@@ -544,45 +588,23 @@ static stor_status_t reshard_run(rstor_t *st, const rs_index_t *ix, const char *
         rs_index_oid(ix, s, oid);
         rc = tomb_move(st, oid, "", RSTOR_TRACKED);
         if (rc == -ESTALE && tomb_move(st, oid, RSTOR_FENCED, RSTOR_FENCED) == 0)
-            rc = 0; /* fenced by a run that died: resumed */
+            rc = 1; /* fenced by a run that died */
         if (rc == -ESTALE) {
             log_error("storage: reshard of %s: the bucket is being deleted", ix->bucket);
             reshard_abort(st, ix, &nx);
             return STOR_ERR_NO_BUCKET;
         }
-        if (rc == 1)
+        if (rc == 1) {
+            resumed = 1; /* fenced, or removed (step 6) */
             rc = 0;
+        }
     }
     if (rc < 0)
         return rs_fail("reshard: track shard", oid, rc);
-    /* 3. The bulk copy. */
-    batch_t b = {.st = st, .nx = &nx};
-    for (uint32_t s = 0; s < ix->shards && rc == 0; s++) {
-        rs_index_oid(ix, s, oid);
-        rc = rs_omap_each(st->index, oid, "", batch_add, &b);
-        if (rc == 0)
-            rc = batch_flush(&b);
-        if (rc == -ENOENT)
-            rc = 0; /* removed (step 6) by a run that died: copied then */
-        if (rc == 0 && rs_lease(&st->base, lease, RESHARD_LEASE_MS) != STOR_OK)
-            rc = -ETIMEDOUT;
-    }
-    uint64_t copied = b.copied;
-    batch_free(&b);
+    uint64_t copied = 0, again = 0;
+    if (!resumed)
+        rc = copy_tracked(st, ix, &nx, lease, &copied, &again, oid);
     uint64_t t1 = clock_mono_ms();
-    /* 4. The passes over the dirty marks. */
-    uint64_t again = 0, pass_n = RESHARD_FENCE_AT + 1;
-    for (int pass = 0; pass < RESHARD_PASSES && pass_n > RESHARD_FENCE_AT && rc == 0; pass++) {
-        pass_n = 0;
-        for (uint32_t s = 0; s < ix->shards && rc == 0; s++) {
-            rs_index_oid(ix, s, oid);
-            if ((rc = dirty_pass(st, oid, &nx, 1, &pass_n)) == -ENOENT)
-                rc = 0;
-        }
-        again += pass_n;
-        if (rc == 0 && rs_lease(&st->base, lease, RESHARD_LEASE_MS) != STOR_OK)
-            rc = -ETIMEDOUT;
-    }
     if (rc == 0)
         rs_crash_point(st, "reshard-copied");
     /* 5. The fence, and the last copy. Writers of these shards wait from
@@ -603,15 +625,58 @@ static stor_status_t reshard_run(rstor_t *st, const rs_index_t *ix, const char *
     if ((rc = shards_all(st, ix, 0)) < 0)
         return rs_fail("reshard: remove shards", ix->bucket, rc);
     rs_crash_point(st, "reshard-removed");
-    stor_status_t st_ = record_set(st, ix->bucket, ix->id, nx.gen, nx.shards, 0);
+    stor_status_t st_ = record_set(st, ix, nx.gen, nx.shards, 0);
     uint64_t t3 = clock_mono_ms();
-    log_info("storage: resharded %s from %" PRIu32 " to %" PRIu32 " shards (generation %" PRIu32
-             "): %" PRIu64 " entries copied in %" PRIu64 " ms, %" PRIu64
-             " keys copied again in %" PRIu64 " ms, writes held %" PRIu64 " ms (%" PRIu64
-             " keys in the last copy)",
-             ix->bucket, ix->shards, nx.shards, nx.gen, copied, t1 - t0, again, t2 - t1, t3 - t2,
-             last);
+    if (resumed)
+        log_info("storage: resharded %s from %" PRIu32 " to %" PRIu32 " shards (generation %" PRIu32
+                 "), resumed after a run that died at the fence: writes held %" PRIu64
+                 " ms here (%" PRIu64 " keys in the last copy)",
+                 ix->bucket, ix->shards, nx.shards, nx.gen, t3 - t2, last);
+    else
+        log_info("storage: resharded %s from %" PRIu32 " to %" PRIu32 " shards (generation %" PRIu32
+                 "): %" PRIu64 " entries copied in %" PRIu64 " ms, %" PRIu64
+                 " keys copied again in %" PRIu64 " ms, writes held %" PRIu64 " ms (%" PRIu64
+                 " keys in the last copy)",
+                 ix->bucket, ix->shards, nx.shards, nx.gen, copied, t1 - t0, again, t2 - t1,
+                 t3 - t2, last);
     return st_;
+}
+
+/* The name of bucket id's reshard lease. */
+static void lease_name(uint64_t id, char out[40])
+{
+    snprintf(out, 40, "reshard.%016" PRIx64, id);
+}
+
+/* Under the bucket's reshard lease: reads the record of bucket name (of id
+ * id; 0: whichever) and finishes the reshard under way, or starts one to
+ * shards (0: none, only finish). */
+static stor_status_t reshard_locked(rstor_t *st, const char *name, uint64_t id, uint32_t shards,
+                                    const char *lease)
+{
+    stor_bucket_t b;
+    stor_status_t s = rs_bucket_lookup(st, name, &b);
+    if (s != STOR_OK)
+        return s;
+    if (id && b.id != id)
+        return STOR_OK; /* deleted since: nothing to finish */
+    rs_index_t ix = rs_index_of(&b);
+    if (!ix.to) {
+        if (!shards)
+            return STOR_OK; /* finished meanwhile */
+        if (shards == ix.shards) {
+            log_info("storage: %s already has %" PRIu32 " index shards", name, shards);
+            return STOR_OK;
+        }
+        if ((s = record_set(st, &ix, ix.gen, ix.shards, shards)) != STOR_OK)
+            return s;
+        ix.to = shards;
+    } else if (shards && ix.to != shards) {
+        log_warn("storage: %s: finishing the reshard to %" PRIu32 " shards that was under way "
+                 "(not %" PRIu32 ")",
+                 name, ix.to, shards);
+    }
+    return reshard_run(st, &ix, lease);
 }
 
 stor_status_t rs_bucket_reshard(stor_t *st_, const char *name, uint32_t shards)
@@ -624,7 +689,7 @@ stor_status_t rs_bucket_reshard(stor_t *st_, const char *name, uint32_t shards)
     if (s != STOR_OK)
         return s;
     char lease[40];
-    snprintf(lease, sizeof lease, "reshard.%016" PRIx64, b.id);
+    lease_name(b.id, lease);
     /* Held: by a live runner (it keeps it; this run gives up), or by one
      * that died (it lapses within RESHARD_LEASE_MS; this run goes on). */
     uint64_t until = clock_mono_ms() + RESHARD_LEASE_MS + 2000;
@@ -635,29 +700,31 @@ stor_status_t rs_bucket_reshard(stor_t *st_, const char *name, uint32_t shards)
     }
     if (s != STOR_OK)
         return s;
-    /* Read again under the lease: a run that ended meanwhile changed it. */
-    if ((s = rs_bucket_lookup(st, name, &b)) != STOR_OK) {
-        rs_lease_release(st, lease);
-        return s;
-    }
-    rs_index_t ix = rs_index_of(&b);
-    if (!ix.to) {
-        if (shards == ix.shards) {
-            log_info("storage: %s already has %" PRIu32 " index shards", name, shards);
-            rs_lease_release(st, lease);
-            return STOR_OK;
-        }
-        if ((s = record_set(st, name, ix.id, ix.gen, ix.shards, shards)) != STOR_OK) {
-            rs_lease_release(st, lease);
-            return s;
-        }
-        ix.to = shards;
-    } else if (ix.to != shards) {
-        log_warn("storage: %s: finishing the reshard to %" PRIu32 " shards that was under way "
-                 "(not %" PRIu32 ")",
-                 name, ix.to, shards);
-    }
-    s = reshard_run(st, &ix, lease);
+    /* The record is read again under the lease: a run that ended
+     * meanwhile changed it. */
+    s = reshard_locked(st, name, 0, shards, lease);
     rs_lease_release(st, lease);
+    return s;
+}
+
+stor_status_t rs_reshard_takeover(rstor_t *st, const rs_index_t *ix)
+{
+    if (pthread_mutex_trylock(&st->takeover_lock) != 0)
+        return STOR_ERR_PRECONDITION;
+    stor_status_t s = STOR_ERR_PRECONDITION;
+    uint64_t now = clock_mono_ms();
+    if (now >= st->takeover_next_ms) {
+        st->takeover_next_ms = now + RSTOR_TAKEOVER_AFTER_MS;
+        char lease[40];
+        lease_name(ix->id, lease);
+        if ((s = rs_lease(&st->base, lease, RESHARD_LEASE_MS)) == STOR_OK) {
+            log_warn("storage: bucket %s: the reshard's runner died with the index fenced "
+                     "(its lock lapsed): this gateway finishes the reshard",
+                     ix->bucket);
+            s = reshard_locked(st, ix->bucket, ix->id, 0, lease);
+            rs_lease_release(st, lease);
+        }
+    }
+    pthread_mutex_unlock(&st->takeover_lock);
     return s;
 }
