@@ -114,13 +114,19 @@ static int tomb_move(rstor_t *st, const char *oid, const char *from, const char 
     return same ? 0 : -ESTALE;
 }
 
-/* The same op on every old shard of ix at once (writers are held while the
- * fence's steps run, so they are one round trip each, not one per shard):
- * with fence, each tombstone from RSTOR_TRACKED to RSTOR_FENCED (a shard
- * whose op fails is then moved one by one, tomb_move telling a tombstone
- * already fenced from a delete's); else each object removed. 0, or the
- * first librados code (a shard already gone is not one). */
-static int shards_all(rstor_t *st, const rs_index_t *ix, int fence)
+/* What shards_all does to each shard object. */
+enum shards_op {
+    SHARDS_CREATE, /* made (empty), if it is not there yet */
+    SHARDS_FENCE,  /* its tombstone moved from RSTOR_TRACKED to RSTOR_FENCED */
+    SHARDS_REMOVE, /* removed */
+};
+
+/* The same op on every shard object of ix at once (writers are held while
+ * the fence's steps run, so they are one round trip each, not one per
+ * shard). A shard whose fence fails is then moved alone, tomb_move telling
+ * a tombstone already fenced from a delete's. 0, or the first librados code
+ * (a shard already gone is not one). */
+static int shards_all(rstor_t *st, const rs_index_t *ix, enum shards_op what)
 {
     rados_completion_t *cs = calloc(ix->shards, sizeof *cs);
     if (!cs)
@@ -131,22 +137,24 @@ static int shards_all(rstor_t *st, const rs_index_t *ix, int fence)
         rs_index_oid(ix, s, oid);
         if ((rc = rados_aio_create_completion2(NULL, NULL, &cs[s])) < 0)
             break;
-        if (fence) {
-            rados_write_op_t op = rados_create_write_op();
-            if (!op) {
-                rc = -ENOMEM;
-            } else {
-                const char *k[1] = {RSTOR_TOMB}, *v[1] = {RSTOR_FENCED};
-                size_t kl = strlen(RSTOR_TOMB), vl = strlen(RSTOR_FENCED);
-                rados_write_op_assert_exists(op);
-                rados_write_op_omap_cmp2(op, RSTOR_TOMB, LIBRADOS_CMPXATTR_OP_EQ, RSTOR_TRACKED, kl,
-                                         strlen(RSTOR_TRACKED), NULL);
-                rados_write_op_omap_set2(op, k, v, &kl, &vl, 1);
-                rc = rados_aio_write_op_operate(op, st->index, cs[s], oid, NULL, 0);
-                rados_release_write_op(op);
-            }
-        } else {
+        rados_write_op_t op = NULL;
+        if (what == SHARDS_REMOVE)
             rc = rados_aio_remove(st->index, oid, cs[s]);
+        else if (!(op = rados_create_write_op()))
+            rc = -ENOMEM;
+        if (op && what == SHARDS_CREATE) {
+            rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
+        } else if (op) {
+            const char *k[1] = {RSTOR_TOMB}, *v[1] = {RSTOR_FENCED};
+            size_t kl = strlen(RSTOR_TOMB), vl = strlen(RSTOR_FENCED);
+            rados_write_op_assert_exists(op);
+            rados_write_op_omap_cmp2(op, RSTOR_TOMB, LIBRADOS_CMPXATTR_OP_EQ, RSTOR_TRACKED, kl,
+                                     strlen(RSTOR_TRACKED), NULL);
+            rados_write_op_omap_set2(op, k, v, &kl, &vl, 1);
+        }
+        if (op) {
+            rc = rados_aio_write_op_operate(op, st->index, cs[s], oid, NULL, 0);
+            rados_release_write_op(op);
         }
         if (rc < 0) {
             rados_aio_release(cs[s]);
@@ -161,7 +169,7 @@ static int shards_all(rstor_t *st, const rs_index_t *ix, int fence)
         rados_aio_release(cs[s]);
         if (r == -ENOENT)
             continue;
-        if (r < 0 && fence) {
+        if (r < 0 && what == SHARDS_FENCE) {
             rs_index_oid(ix, s, oid);
             if ((r = tomb_move(st, oid, RSTOR_TRACKED, RSTOR_FENCED)) == 1)
                 r = 0;
@@ -575,15 +583,8 @@ static stor_status_t reshard_run(rstor_t *st, const rs_index_t *ix, const char *
     char oid[RSTOR_OID_MAX];
     int rc = 0, resumed = 0;
     uint64_t t0 = clock_mono_ms();
-    for (uint32_t s = 0; s < nx.shards && rc == 0; s++) {
-        rs_index_oid(&nx, s, oid);
-        rados_write_op_t op = rados_create_write_op();
-        if (!op)
-            return STOR_ERR_NOMEM;
-        rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
-        rc = rados_write_op_operate(op, st->index, oid, NULL, 0);
-        rados_release_write_op(op);
-    }
+    if ((rc = shards_all(st, &nx, SHARDS_CREATE)) < 0)
+        return rs_fail("reshard: create shards", ix->bucket, rc);
     for (uint32_t s = 0; s < ix->shards && rc == 0; s++) {
         rs_index_oid(ix, s, oid);
         rc = tomb_move(st, oid, "", RSTOR_TRACKED);
@@ -611,7 +612,7 @@ static stor_status_t reshard_run(rstor_t *st, const rs_index_t *ix, const char *
      * here to step 7. */
     uint64_t t2 = clock_mono_ms();
     if (rc == 0)
-        rc = shards_all(st, ix, 1);
+        rc = shards_all(st, ix, SHARDS_FENCE);
     uint64_t last = 0;
     for (uint32_t s = 0; s < ix->shards && rc == 0; s++) {
         rs_index_oid(ix, s, oid);
@@ -622,7 +623,7 @@ static stor_status_t reshard_run(rstor_t *st, const rs_index_t *ix, const char *
         return rs_fail("reshard: copy", oid, rc);
     rs_crash_point(st, "reshard-fenced");
     /* 6. The old objects go; 7. the record names the new ones. */
-    if ((rc = shards_all(st, ix, 0)) < 0)
+    if ((rc = shards_all(st, ix, SHARDS_REMOVE)) < 0)
         return rs_fail("reshard: remove shards", ix->bucket, rc);
     rs_crash_point(st, "reshard-removed");
     stor_status_t st_ = record_set(st, ix, nx.gen, nx.shards, 0);
