@@ -11,7 +11,8 @@
  *   3. Every old shard is copied, batch by batch, into the new shards.
  *   4. Passes over the dirty marks copy each marked key again (its record
  *      and version entries, replacing what the new shard holds of it) and
- *      take the mark away if no change set it again meanwhile.
+ *      take the mark away if no change set it again meanwhile, until few
+ *      keys remain marked or the passes stop shrinking.
  *   5. Every old shard's tombstone becomes RSTOR_FENCED: no change lands on
  *      it any more (writers wait, rs_route_again, and finish the reshard
  *      themselves if its runner died: rs_reshard_takeover); the keys still
@@ -405,18 +406,18 @@ static int copy_key(rstor_t *st, const char *oid, const rs_index_t *nx, const ch
     return rc;
 }
 
-/* Marked keys of one batch of a pass, copied by RESHARD_COPIERS threads at
- * once: a key's copy is three round trips one after another (its entries
- * read on both sides, then written), so one at a time a pass copies fewer
- * keys a second than a few writers mark. */
+/* Marked keys of one batch of a pass (from every old shard), copied by
+ * RESHARD_COPIERS threads at once: a key's copy is three round trips one
+ * after another (its entries read on both sides, then written), so one at
+ * a time a pass copies fewer keys a second than a few writers mark. */
 #define RESHARD_COPIERS 16
 typedef struct marks {
     rstor_t *st;
-    const char *oid;
-    const rs_index_t *nx;
+    const rs_index_t *ix, *nx;
     int tracked;
     const char **k, **v;
     size_t *kl, *vl;
+    uint32_t *shard; /* the old shard of each */
     size_t n;
     size_t next; /* the next mark to copy, under lock */
     int rc;      /* the first failure, under lock */
@@ -427,19 +428,23 @@ static void *copier(void *arg)
 {
     marks_t *m = arg;
     size_t dl = strlen(RSTOR_DIRTY);
+    char oid[RSTOR_OID_MAX];
     for (;;) {
         pthread_mutex_lock(&m->lock);
         size_t i = m->rc == 0 && m->next < m->n ? m->next++ : m->n;
         pthread_mutex_unlock(&m->lock);
         if (i >= m->n)
             return NULL;
-        int rc = copy_key(m->st, m->oid, m->nx, m->k[i] + dl, m->kl[i] - dl);
+        rs_index_oid(m->ix, m->shard[i], oid);
+        int rc = copy_key(m->st, oid, m->nx, m->k[i] + dl, m->kl[i] - dl);
         if (rc == 0 && m->tracked) {
             buf_t mark = {.data = (char *)m->v[i], .len = m->vl[i]};
-            rc = rs_omap_cas(m->st->index, m->oid, m->k[i], m->kl[i], &mark, NULL, 0);
+            rc = rs_omap_cas(m->st->index, oid, m->k[i], m->kl[i], &mark, NULL, 0);
             if (rc == -ECANCELED)
                 rc = 0; /* changed again: the next pass copies it */
         }
+        if (rc == -ENOENT)
+            rc = 0; /* the old shard removed (step 6) by a run that took over */
         if (rc < 0) {
             pthread_mutex_lock(&m->lock);
             if (m->rc == 0)
@@ -466,57 +471,94 @@ static int copy_marks(marks_t *m)
     return m->rc;
 }
 
-/* One pass over the dirty marks of old shard oid: each marked key is
- * copied again; while the shard is tracked (not fenced) its mark is taken
- * away unless a change set it again meanwhile. *n_p: keys copied. 0, or a
- * librados code (-ENOENT: the shard is gone). */
-static int dirty_pass(rstor_t *st, const char *oid, const rs_index_t *nx, int tracked,
+/* One pass over the dirty marks of every old shard of ix: each marked key
+ * is copied again; while the shards are tracked (not fenced) its mark is
+ * taken away unless a change set it again meanwhile. A batch gathers the
+ * marks of all shards (up to RSTOR_OMAP_BATCH), so the copiers work on
+ * every shard's keys at once: the pass after the fence, which writers wait
+ * for, is as long as its keys need, not a round of reads and copies per
+ * shard. *n_p: keys copied. 0, or a librados code (a shard gone is
+ * skipped: removed by a run that took over). */
+static int dirty_pass(rstor_t *st, const rs_index_t *ix, const rs_index_t *nx, int tracked,
                       uint64_t *n_p)
 {
     size_t dl = strlen(RSTOR_DIRTY);
-    marks_t m = {.st = st, .oid = oid, .nx = nx, .tracked = tracked};
+    uint32_t ns = ix->shards;
+    marks_t m = {.st = st, .ix = ix, .nx = nx, .tracked = tracked};
     m.k = malloc(RSTOR_OMAP_BATCH * sizeof *m.k);
     m.v = malloc(RSTOR_OMAP_BATCH * sizeof *m.v);
     m.kl = malloc(RSTOR_OMAP_BATCH * sizeof *m.kl);
     m.vl = malloc(RSTOR_OMAP_BATCH * sizeof *m.vl);
-    buf_t from;
-    buf_init(&from, (size_t)-1 / 2);
-    int rc = !m.k || !m.v || !m.kl || !m.vl || buf_append(&from, RSTOR_DIRTY, dl + 1) ? -ENOMEM : 0;
+    m.shard = malloc(RSTOR_OMAP_BATCH * sizeof *m.shard);
+    /* Per shard: where its next read starts, whether it has more, and the
+     * read whose entries the batch points into. */
+    buf_t *from = calloc(ns, sizeof *from);
+    unsigned char *more = malloc(ns);
+    rados_omap_iter_t *its = calloc(ns, sizeof *its);
+    int rc = !m.k || !m.v || !m.kl || !m.vl || !m.shard || !from || !more || !its ? -ENOMEM : 0;
+    for (uint32_t s = 0; s < ns && rc == 0; s++) {
+        buf_init(&from[s], (size_t)-1 / 2);
+        more[s] = 1;
+        if (buf_append(&from[s], RSTOR_DIRTY, dl + 1) != 0)
+            rc = -ENOMEM;
+    }
     pthread_mutex_init(&m.lock, NULL);
-    unsigned char more = 1;
-    while (rc == 0 && more) {
-        rados_omap_iter_t it;
-        if ((rc = rs_omap_read(st->index, oid, from.data, RSTOR_DIRTY, RSTOR_OMAP_BATCH, &it,
-                               &more)) < 0)
-            break;
-        /* The entries stay valid until the iterator ends. */
-        char *k, *v;
-        size_t kl, vl;
+    char oid[RSTOR_OID_MAX];
+    int left = 1;
+    while (rc == 0 && left) {
         m.n = 0;
-        while (m.n < RSTOR_OMAP_BATCH && rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 && k) {
-            if (kl <= dl)
+        left = 0;
+        for (uint32_t s = 0; s < ns && rc == 0 && m.n < RSTOR_OMAP_BATCH; s++) {
+            if (!more[s])
                 continue;
-            m.k[m.n] = k;
-            m.v[m.n] = v;
-            m.kl[m.n] = kl;
-            m.vl[m.n++] = vl;
+            rs_index_oid(ix, s, oid);
+            rc = rs_omap_read(st->index, oid, from[s].data, RSTOR_DIRTY, RSTOR_OMAP_BATCH - m.n,
+                              &its[s], &more[s]);
+            if (rc == -ENOENT) {
+                more[s] = 0;
+                rc = 0;
+                continue;
+            }
+            /* The entries stay valid until the read ends. */
+            char *k, *v;
+            size_t kl, vl;
+            while (rc == 0 && m.n < RSTOR_OMAP_BATCH &&
+                   rados_omap_get_next2(its[s], &k, &v, &kl, &vl) == 0 && k) {
+                buf_reset(&from[s]);
+                if (buf_append(&from[s], k, kl) != 0 || buf_append(&from[s], "", 1) != 0)
+                    rc = -ENOMEM;
+                if (kl <= dl)
+                    continue;
+                m.k[m.n] = k;
+                m.v[m.n] = v;
+                m.kl[m.n] = kl;
+                m.vl[m.n] = vl;
+                m.shard[m.n++] = s;
+            }
         }
-        if (m.n) {
+        for (uint32_t s = 0; s < ns; s++)
+            left |= more[s];
+        if (rc == 0 && m.n) {
             rc = copy_marks(&m);
             *n_p += m.n;
-            buf_reset(&from);
-            if (rc == 0 && (buf_append(&from, m.k[m.n - 1], m.kl[m.n - 1]) != 0 ||
-                            buf_append(&from, "", 1) != 0))
-                rc = -ENOMEM;
         }
-        rados_omap_get_end(it);
+        for (uint32_t s = 0; its && s < ns; s++) {
+            if (its[s])
+                rados_omap_get_end(its[s]);
+            its[s] = NULL;
+        }
     }
     pthread_mutex_destroy(&m.lock);
+    for (uint32_t s = 0; from && s < ns; s++)
+        buf_free(&from[s]);
+    free(from);
+    free(more);
+    free(its);
     free(m.k);
     free(m.v);
     free(m.kl);
     free(m.vl);
-    buf_free(&from);
+    free(m.shard);
     return rc;
 }
 
@@ -537,12 +579,11 @@ static void reshard_abort(rstor_t *st, const rs_index_t *ix, const rs_index_t *n
     }
 }
 
-/* Steps 3-4 of ix's reshard into nx: the bulk copy, then the passes over
- * the dirty marks until few remain (the lease renewed after each shard's
- * copy and each pass). *copied_p: entries copied; *again_p: keys copied
- * again. 0, or a librados code (*oid_p: the object). */
-static int copy_tracked(rstor_t *st, const rs_index_t *ix, const rs_index_t *nx, const char *lease,
-                        uint64_t *copied_p, uint64_t *again_p, char oid[RSTOR_OID_MAX])
+/* Step 3 of ix's reshard into nx: every old shard's entries copied (the
+ * lease renewed after each shard). *copied_p: entries copied. 0, or a
+ * librados code (oid: the object). */
+static int copy_all(rstor_t *st, const rs_index_t *ix, const rs_index_t *nx, const char *lease,
+                    uint64_t *copied_p, char oid[RSTOR_OID_MAX])
 {
     int rc = 0;
     batch_t b = {.st = st, .nx = nx};
@@ -558,17 +599,27 @@ static int copy_tracked(rstor_t *st, const rs_index_t *ix, const rs_index_t *nx,
     }
     *copied_p = b.copied;
     batch_free(&b);
-    uint64_t pass_n = RESHARD_FENCE_AT + 1;
-    for (int pass = 0; pass < RESHARD_PASSES && pass_n > RESHARD_FENCE_AT && rc == 0; pass++) {
+    return rc;
+}
+
+/* Step 4: passes over the dirty marks until few keys remain marked, or the
+ * passes stop shrinking (the writers mark keys as fast as a pass copies
+ * them: more passes would not make the last copy smaller); the lease
+ * renewed after each. *again_p: keys copied again. 0, or a librados code. */
+static int copy_passes(rstor_t *st, const rs_index_t *ix, const rs_index_t *nx, const char *lease,
+                       uint64_t *again_p)
+{
+    int rc = 0;
+    uint64_t pass_n = UINT64_MAX, prev;
+    for (int pass = 0; pass < RESHARD_PASSES && rc == 0; pass++) {
+        prev = pass_n;
         pass_n = 0;
-        for (uint32_t s = 0; s < ix->shards && rc == 0; s++) {
-            rs_index_oid(ix, s, oid);
-            if ((rc = dirty_pass(st, oid, nx, 1, &pass_n)) == -ENOENT)
-                rc = 0;
-        }
+        rc = dirty_pass(st, ix, nx, 1, &pass_n);
         *again_p += pass_n;
         if (rc == 0 && rs_lease(&st->base, lease, RESHARD_LEASE_MS) != STOR_OK)
             rc = -ETIMEDOUT;
+        if (pass_n <= RESHARD_FENCE_AT || pass_n >= prev)
+            break;
     }
     return rc;
 }
@@ -604,8 +655,10 @@ static stor_status_t reshard_run(rstor_t *st, const rs_index_t *ix, const char *
         return rs_fail("reshard: track shard", oid, rc);
     uint64_t copied = 0, again = 0;
     if (!resumed)
-        rc = copy_tracked(st, ix, &nx, lease, &copied, &again, oid);
+        rc = copy_all(st, ix, &nx, lease, &copied, oid);
     uint64_t t1 = clock_mono_ms();
+    if (!resumed && rc == 0 && (rc = copy_passes(st, ix, &nx, lease, &again)) < 0)
+        snprintf(oid, sizeof oid, "%s", ix->bucket);
     if (rc == 0)
         rs_crash_point(st, "reshard-copied");
     /* 5. The fence, and the last copy. Writers of these shards wait from
@@ -614,11 +667,8 @@ static stor_status_t reshard_run(rstor_t *st, const rs_index_t *ix, const char *
     if (rc == 0)
         rc = shards_all(st, ix, SHARDS_FENCE);
     uint64_t last = 0;
-    for (uint32_t s = 0; s < ix->shards && rc == 0; s++) {
-        rs_index_oid(ix, s, oid);
-        if ((rc = dirty_pass(st, oid, &nx, 0, &last)) == -ENOENT)
-            rc = 0;
-    }
+    if (rc == 0 && (rc = dirty_pass(st, ix, &nx, 0, &last)) < 0)
+        snprintf(oid, sizeof oid, "%s", ix->bucket);
     if (rc < 0)
         return rs_fail("reshard: copy", oid, rc);
     rs_crash_point(st, "reshard-fenced");
