@@ -79,8 +79,7 @@ typedef struct rs_index {
 
 static inline rs_index_t rs_index_of(const stor_bucket_t *b)
 {
-    rs_index_t ix = {b->id, b->index_shards ? b->index_shards : 1, b->index_gen, b->reshard_to,
-                     ""};
+    rs_index_t ix = {b->id, b->index_shards ? b->index_shards : 1, b->index_gen, b->reshard_to, ""};
     memcpy(ix.bucket, b->name, sizeof ix.bucket);
     ix.bucket[STOR_BUCKET_MAX] = '\0';
     return ix;
@@ -288,6 +287,19 @@ int rs_intent_all(rstor_t *st, rs_idset_t *blobs, rs_idset_t *uploads);
  * negative librados code (-ENOENT: no such object) with *it_p NULL. */
 int rs_omap_read(rados_ioctx_t io, const char *oid, const char *after, const char *prefix,
                  size_t max, rados_omap_iter_t *it_p, unsigned char *more_p);
+/* rs_omap_read in two halves, so reads of several objects are in flight
+ * at once: start sends it (0, or a librados code: then finish must not be
+ * called); finish waits for it and returns what rs_omap_read would. */
+typedef struct rs_omap_read {
+    rados_read_op_t op;
+    rados_completion_t c;
+    rados_omap_iter_t it;
+    unsigned char more;
+    int prval;
+} rs_omap_read_t;
+int rs_omap_read_start(rados_ioctx_t io, const char *oid, const char *after, const char *prefix,
+                       size_t max, rs_omap_read_t *r);
+int rs_omap_read_finish(rs_omap_read_t *r, rados_omap_iter_t *it_p, unsigned char *more_p);
 int rs_omap_read_keys(rados_ioctx_t io, const char *oid, size_t max, rados_omap_iter_t *it_p);
 int rs_omap_read_vals(rados_ioctx_t io, const char *oid, const char *const *keys, size_t n,
                       const size_t *klens, rados_omap_iter_t *it_p);

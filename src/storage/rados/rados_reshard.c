@@ -471,62 +471,81 @@ static int copy_marks(marks_t *m)
     return m->rc;
 }
 
+/* Marks a pass reads from one shard at a time when many shards have
+ * marks: a batch is RSTOR_OMAP_BATCH marks spread over the shards, but at
+ * least this many from each. */
+#define RESHARD_MARKS_MIN 32
+
 /* One pass over the dirty marks of every old shard of ix: each marked key
  * is copied again; while the shards are tracked (not fenced) its mark is
- * taken away unless a change set it again meanwhile. A batch gathers the
- * marks of all shards (up to RSTOR_OMAP_BATCH), so the copiers work on
- * every shard's keys at once: the pass after the fence, which writers wait
- * for, is as long as its keys need, not a round of reads and copies per
- * shard. *n_p: keys copied. 0, or a librados code (a shard gone is
- * skipped: removed by a run that took over). */
+ * taken away unless a change set it again meanwhile. A batch reads the
+ * marks of all shards at once (up to RSTOR_OMAP_BATCH, at least
+ * RESHARD_MARKS_MIN a shard) and the copiers work on every shard's keys
+ * together: the pass after the fence, which writers wait for, costs one
+ * read and the copies its keys need, not a round of both per shard. *n_p:
+ * keys copied. 0, or a librados code (a shard gone is skipped: removed by
+ * a run that took over). */
 static int dirty_pass(rstor_t *st, const rs_index_t *ix, const rs_index_t *nx, int tracked,
                       uint64_t *n_p)
 {
     size_t dl = strlen(RSTOR_DIRTY);
     uint32_t ns = ix->shards;
+    size_t room = (size_t)RESHARD_MARKS_MIN * ns;
+    if (room < RSTOR_OMAP_BATCH)
+        room = RSTOR_OMAP_BATCH;
     marks_t m = {.st = st, .ix = ix, .nx = nx, .tracked = tracked};
-    m.k = malloc(RSTOR_OMAP_BATCH * sizeof *m.k);
-    m.v = malloc(RSTOR_OMAP_BATCH * sizeof *m.v);
-    m.kl = malloc(RSTOR_OMAP_BATCH * sizeof *m.kl);
-    m.vl = malloc(RSTOR_OMAP_BATCH * sizeof *m.vl);
-    m.shard = malloc(RSTOR_OMAP_BATCH * sizeof *m.shard);
-    /* Per shard: where its next read starts, whether it has more, and the
-     * read whose entries the batch points into. */
+    m.k = malloc(room * sizeof *m.k);
+    m.v = malloc(room * sizeof *m.v);
+    m.kl = malloc(room * sizeof *m.kl);
+    m.vl = malloc(room * sizeof *m.vl);
+    m.shard = malloc(room * sizeof *m.shard);
+    /* Per shard: where its next read starts, whether it has more, its read
+     * in flight and the read whose entries the batch points into. */
     buf_t *from = calloc(ns, sizeof *from);
     unsigned char *more = malloc(ns);
+    rs_omap_read_t *rd = calloc(ns, sizeof *rd);
     rados_omap_iter_t *its = calloc(ns, sizeof *its);
-    int rc = !m.k || !m.v || !m.kl || !m.vl || !m.shard || !from || !more || !its ? -ENOMEM : 0;
+    int rc =
+        !m.k || !m.v || !m.kl || !m.vl || !m.shard || !from || !more || !rd || !its ? -ENOMEM : 0;
+    uint32_t active = 0;
     for (uint32_t s = 0; s < ns && rc == 0; s++) {
         buf_init(&from[s], (size_t)-1 / 2);
         more[s] = 1;
+        active++;
         if (buf_append(&from[s], RSTOR_DIRTY, dl + 1) != 0)
             rc = -ENOMEM;
     }
     pthread_mutex_init(&m.lock, NULL);
     char oid[RSTOR_OID_MAX];
-    int left = 1;
-    while (rc == 0 && left) {
+    while (rc == 0 && active) {
+        size_t cap = RSTOR_OMAP_BATCH / active;
+        if (cap < RESHARD_MARKS_MIN)
+            cap = RESHARD_MARKS_MIN;
+        uint32_t sent = 0;
+        for (; sent < ns && rc == 0; sent++) {
+            rs_index_oid(ix, sent, oid);
+            if (more[sent] && (rc = rs_omap_read_start(st->index, oid, from[sent].data, RSTOR_DIRTY,
+                                                       cap, &rd[sent])) < 0)
+                break;
+        }
         m.n = 0;
-        left = 0;
-        for (uint32_t s = 0; s < ns && rc == 0 && m.n < RSTOR_OMAP_BATCH; s++) {
+        active = 0;
+        for (uint32_t s = 0; s < sent; s++) {
             if (!more[s])
                 continue;
-            rs_index_oid(ix, s, oid);
-            rc = rs_omap_read(st->index, oid, from[s].data, RSTOR_DIRTY, RSTOR_OMAP_BATCH - m.n,
-                              &its[s], &more[s]);
-            if (rc == -ENOENT) {
-                more[s] = 0;
-                rc = 0;
-                continue;
-            }
+            int r = rs_omap_read_finish(&rd[s], &its[s], &more[s]);
+            if (r == -ENOENT)
+                continue; /* removed: more[s] is 0 */
+            if (r < 0 && rc == 0)
+                rc = r;
+            active += more[s];
             /* The entries stay valid until the read ends. */
             char *k, *v;
             size_t kl, vl;
-            while (rc == 0 && m.n < RSTOR_OMAP_BATCH &&
-                   rados_omap_get_next2(its[s], &k, &v, &kl, &vl) == 0 && k) {
+            while (r == 0 && rados_omap_get_next2(its[s], &k, &v, &kl, &vl) == 0 && k) {
                 buf_reset(&from[s]);
                 if (buf_append(&from[s], k, kl) != 0 || buf_append(&from[s], "", 1) != 0)
-                    rc = -ENOMEM;
+                    r = rc = -ENOMEM;
                 if (kl <= dl)
                     continue;
                 m.k[m.n] = k;
@@ -536,13 +555,11 @@ static int dirty_pass(rstor_t *st, const rs_index_t *ix, const rs_index_t *nx, i
                 m.shard[m.n++] = s;
             }
         }
-        for (uint32_t s = 0; s < ns; s++)
-            left |= more[s];
         if (rc == 0 && m.n) {
             rc = copy_marks(&m);
             *n_p += m.n;
         }
-        for (uint32_t s = 0; its && s < ns; s++) {
+        for (uint32_t s = 0; s < ns; s++) {
             if (its[s])
                 rados_omap_get_end(its[s]);
             its[s] = NULL;
@@ -553,6 +570,7 @@ static int dirty_pass(rstor_t *st, const rs_index_t *ix, const rs_index_t *nx, i
         buf_free(&from[s]);
     free(from);
     free(more);
+    free(rd);
     free(its);
     free(m.k);
     free(m.v);
