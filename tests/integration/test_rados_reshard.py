@@ -10,9 +10,15 @@ docs/storage.md "Online resharding"), on the session's Ceph cluster:
   those of an unsharded bucket and of the local backend holding the same keys;
 - a reshard killed after each of its steps (debug.rados_crash_at) leaves a bucket that
   reads right, is finished by the next run, and loses nothing acknowledged meanwhile;
-- a versioned bucket's versions and delete markers move with their keys.
+- a versioned bucket's versions and delete markers move with their keys;
+- a runner killed once it has fenced the old shards, with writers running: the writers
+  finish the reshard themselves once its lock lapses, and none fails;
+- a ListObjectVersions page whose shards a reshard removes between two of its batches
+  answers the complete page from the new ones.
 """
 import concurrent.futures as cf
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -26,6 +32,9 @@ from botocore.exceptions import ClientError
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from s3r_itest import BINARY, boto_client, walk_listing as walk  # noqa: E402
 
+# botocore's max_attempts counts retries (boto_client's 1 lets a failed request be sent
+# again, which would hide a 500 or a 503): these clients send each request once.
+ONCE = dict(retries={"total_max_attempts": 1, "mode": "standard"})
 STATIC = sorted({f"s/{d}/{i:03d}" for d in ("a", "b/c", "b/d", "z") for i in range(40)} |
                 {"s/top", "s/b/", "s/b0", "s/\u00e9t\u00e9/x"})
 
@@ -99,7 +108,7 @@ class Load:
                        [threading.Thread(target=self.racer, args=(w,)) for w in range(4)]
 
     def writer(self, w):
-        s3 = boto_client(self.gws[w % 2])
+        s3 = boto_client(self.gws[w % 2], **ONCE)
         i = 0
         while not self.stop.is_set():
             k = f"{self.tag}w{w}/{i:05d}"
@@ -117,7 +126,7 @@ class Load:
             i += 1
 
     def racer(self, w):
-        s3 = if_none_match(boto_client(self.gws[w % 2]))
+        s3 = if_none_match(boto_client(self.gws[w % 2], **ONCE))
         i = 0
         while not self.stop.is_set():
             k = f"{self.tag}once/{i:05d}"
@@ -227,6 +236,35 @@ def test_online_reshard_under_load_matches_unsharded_and_local(ceph_cluster, poo
                   if n.count(".") > 2) == ["g2.0", "g2.1", "g2.2"]
 
 
+def test_writers_finish_a_reshard_whose_runner_died_at_the_fence(ceph_cluster, pool,
+                                                                   make_server, tmp_path):
+    """The runner is killed after fencing the old shards (and copying their last marked
+    keys): writes to the bucket wait, then once its lock lapses (10 s) a waiting writer
+    takes the lock and finishes the reshard with the runner's code. No write fails (they
+    answered 503 after 20 s until 2026-11-27, until an operator ran the command again), and
+    no operator runs it: the new generation alone remains."""
+    ga = gateway(make_server, ceph_cluster, pool, "gwa", 2)
+    gb = gateway(make_server, ceph_cluster, pool, "gwb", 2)
+    sa, sb = boto_client(ga), boto_client(gb)
+    bucket = "rst-" + uuid.uuid4().hex[:8]
+    sa.create_bucket(Bucket=bucket)
+    put_static(sa, bucket)
+    with Load([ga, gb], bucket, "t-") as load:
+        r = reshard(ceph_cluster, pool, tmp_path, bucket, 5, crash_at="reshard-fenced")
+        assert r.returncode != 0, "the runner did not reach its crash point"
+        deadline = time.monotonic() + 60
+        while not all(".g1." in n for n in ceph_cluster.rados("ls", pool=pool).decode().split()
+                      if n.startswith("s3rdma.index.")):
+            assert time.monotonic() < deadline and not load.errors, load.errors[:3]
+            time.sleep(0.2)
+    load.check(sa)
+    load.check(sb)
+    assert walk(sb, bucket, Prefix="s/")[0] == STATIC
+    names = list(index_objects(ceph_cluster, pool))
+    assert len(names) == 5 and all(".g1." in n for n in names), names
+    assert any("this gateway finishes the reshard" in g.log_text() for g in (ga, gb))
+
+
 @pytest.mark.parametrize("step", ["reshard-copied", "reshard-fenced", "reshard-removed"])
 def test_reshard_killed_at_each_step_is_finished_by_the_next_run(ceph_cluster, pool,
                                                                  make_server, tmp_path, step):
@@ -298,3 +336,63 @@ def test_reshard_moves_versions_with_their_keys(ceph_cluster, pool, make_server,
         sa.get_object(Bucket=bucket, Key="c")
     names = [n for n in index_objects(ceph_cluster, pool)]
     assert len(names) == 7 and all(".g1." in n for n in names), names
+
+
+def stopped(proc):
+    """True when proc (a child of this process) reports a stop (debug.rados_crash_at
+    step=stop, SIGSTOP) not reported before."""
+    pid, status = os.waitpid(proc.pid, os.WUNTRACED | os.WNOHANG)
+    return pid == proc.pid and os.WIFSTOPPED(status)
+
+
+@pytest.mark.parametrize("runner", ["finished", "killed-after-removing"])
+def test_versions_page_crosses_the_removal_of_its_shards(ceph_cluster, pool, make_server,
+                                                         tmp_path, runner):
+    """A ListObjectVersions page stops between two batches of one shard (the gateway stops
+    itself at list-batch: a shard of 16 holds 93 entries a batch, and one key has 120
+    versions), a reshard removes the old shards meanwhile (and names the new ones in the
+    record, or is killed just before that), then the page goes on: it is complete and in
+    order, read from the new shards (it answered 500 until 2026-11-27)."""
+    ga = make_server(name="gwa", extra_args=ceph_cluster.gateway_args(pool=pool, gc_grace=1,
+                                                                      index_shards=16)
+                     + ["--debug-rados-crash-at", "list-batch=stop"])
+    sa = boto_client(ga, **ONCE)
+    bucket = "rsl-" + uuid.uuid4().hex[:8]
+    sa.create_bucket(Bucket=bucket)
+    sa.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    versions = {}  # key -> version ids, oldest first
+    for k in ["a", "b", "many", "n/1", "z"]:
+        for j in range(120 if k == "many" else 2):
+            versions.setdefault(k, []).append(
+                sa.put_object(Bucket=bucket, Key=k, Body=f"{k}{j}".encode())["VersionId"])
+    marker = sa.delete_object(Bucket=bucket, Key="b")["VersionId"]
+    want = ([(k, vid, i == 0 and k != "b") for k in sorted(versions)
+             for i, vid in enumerate(reversed(versions[k]))], [("b", marker, True)])
+
+    got = {}
+
+    def page():
+        try:
+            r = sa.list_object_versions(Bucket=bucket)
+            got["r"] = ([(v["Key"], v["VersionId"], v["IsLatest"]) for v in r["Versions"]],
+                        [(d["Key"], d["VersionId"], d["IsLatest"]) for d in r["DeleteMarkers"]])
+        except Exception as e:  # noqa: BLE001 - reported below
+            got["e"] = e
+    lister = threading.Thread(target=page)
+    lister.start()
+    deadline = time.monotonic() + 30
+    while not stopped(ga.proc):
+        assert time.monotonic() < deadline and lister.is_alive(), \
+            f"the listing did not reach a second batch: {got}"
+        time.sleep(0.05)
+    r = reshard(ceph_cluster, pool, tmp_path, bucket, 4,
+                crash_at="reshard-removed" if runner != "finished" else None)
+    assert (r.returncode == 0) == (runner == "finished"), r.stderr
+    os.kill(ga.proc.pid, signal.SIGCONT)
+    lister.join(60)
+    assert "e" not in got, got["e"]
+    assert got["r"] == want
+    if runner != "finished":
+        assert reshard(ceph_cluster, pool, tmp_path, bucket, 4).returncode == 0
+    names = list(index_objects(ceph_cluster, pool))
+    assert len(names) == 4 and all(".g1." in n for n in names), names

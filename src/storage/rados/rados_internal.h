@@ -79,8 +79,7 @@ typedef struct rs_index {
 
 static inline rs_index_t rs_index_of(const stor_bucket_t *b)
 {
-    rs_index_t ix = {b->id, b->index_shards ? b->index_shards : 1, b->index_gen, b->reshard_to,
-                     ""};
+    rs_index_t ix = {b->id, b->index_shards ? b->index_shards : 1, b->index_gen, b->reshard_to, ""};
     memcpy(ix.bucket, b->name, sizeof ix.bucket);
     ix.bucket[STOR_BUCKET_MAX] = '\0';
     return ix;
@@ -143,6 +142,11 @@ typedef struct rstor {
      * the name up afresh. */
     pthread_mutex_t id_lock;
     idslot_t ids[RSTOR_IDCACHE];
+    /* A writer held by a reshard's fence whose runner died finishes it
+     * (rs_reshard_takeover): one thread at a time, under takeover_lock,
+     * which also guards the next try's time (monotonic ms). */
+    pthread_mutex_t takeover_lock;
+    uint64_t takeover_next_ms;
     /* This gateway's liveness and intent log (rados_intent.c), under
      * intent_lock. epoch grows when the lease lapsed: a write whose intent
      * is of an older epoch may have been recovered and must not commit. */
@@ -283,6 +287,19 @@ int rs_intent_all(rstor_t *st, rs_idset_t *blobs, rs_idset_t *uploads);
  * negative librados code (-ENOENT: no such object) with *it_p NULL. */
 int rs_omap_read(rados_ioctx_t io, const char *oid, const char *after, const char *prefix,
                  size_t max, rados_omap_iter_t *it_p, unsigned char *more_p);
+/* rs_omap_read in two halves, so reads of several objects are in flight
+ * at once: start sends it (0, or a librados code: then finish must not be
+ * called); finish waits for it and returns what rs_omap_read would. */
+typedef struct rs_omap_read {
+    rados_read_op_t op;
+    rados_completion_t c;
+    rados_omap_iter_t it;
+    unsigned char more;
+    int prval;
+} rs_omap_read_t;
+int rs_omap_read_start(rados_ioctx_t io, const char *oid, const char *after, const char *prefix,
+                       size_t max, rs_omap_read_t *r);
+int rs_omap_read_finish(rs_omap_read_t *r, rados_omap_iter_t *it_p, unsigned char *more_p);
 int rs_omap_read_keys(rados_ioctx_t io, const char *oid, size_t max, rados_omap_iter_t *it_p);
 int rs_omap_read_vals(rados_ioctx_t io, const char *oid, const char *const *keys, size_t n,
                       const size_t *klens, rados_omap_iter_t *it_p);
@@ -392,7 +409,9 @@ int rs_route_apply(rstor_t *st, const rs_route_t *r, const char *key, const rs_c
  * r expected (-ESTALE) or no object (-ENOENT): reads the bucket's record
  * afresh and the shard's tombstone, and sets r to where key's changes go
  * now (STOR_OK: try again), waiting while a reshard fences the shard (up
- * to RSTOR_RESHARD_WAIT_MS, then STOR_ERR_UNAVAILABLE). STOR_ERR_NO_BUCKET
+ * to RSTOR_RESHARD_WAIT_MS, then STOR_ERR_UNAVAILABLE; after
+ * RSTOR_TAKEOVER_AFTER_MS it finishes a reshard whose runner died,
+ * rs_reshard_takeover). STOR_ERR_NO_BUCKET
  * when the bucket is gone or being deleted. */
 stor_status_t rs_route_again(rstor_t *st, rs_route_t *r, const char *key);
 /* After rs_route_apply on r failed with rc (not 0): STOR_OK to try the
@@ -400,6 +419,20 @@ stor_status_t rs_route_again(rstor_t *st, rs_route_t *r, const char *key);
  * moved and rs_route_again set r to where it went), else the status to
  * answer. */
 stor_status_t rs_route_failed(rstor_t *st, rs_route_t *r, const char *key, int rc);
+
+/* ---- rados_reshard.c ---------------------------------------------------- */
+
+/* A change waiting on a shard that a reshard of ix (ix->to set) fenced
+ * calls this after it has waited RSTOR_TAKEOVER_AFTER_MS: if the runner's
+ * lease has lapsed (it died), this thread takes the lease and finishes the
+ * reshard, with the code a new `s3rdmad reshard` run would (its steps from
+ * the fence on), then gives the lease up. One thread of a gateway tries at
+ * a time, at most once per RSTOR_TAKEOVER_AFTER_MS. STOR_OK when this call
+ * finished it; STOR_ERR_PRECONDITION when it did not try (a live runner
+ * holds the lease, another thread tried, or it tried too recently), else
+ * the run's failure (logged). */
+#define RSTOR_TAKEOVER_AFTER_MS 1000
+stor_status_t rs_reshard_takeover(rstor_t *st, const rs_index_t *ix);
 
 /* ---- rados_names.c ------------------------------------------------------ */
 

@@ -7,7 +7,9 @@
  * the batches (below), whatever the bucket's size. Batches that must be read at the same time (at
  * open, after a seek) are read in parallel. A listing of versions has two
  * cursors per shard, one over the keys (their latest versions), one over
- * the version entries, and merges all of them by (key, newest first). */
+ * the version entries, and merges all of them by (key, newest first). A
+ * listing whose index objects a reshard removes under it goes on from the
+ * entry it emitted last on the new ones (iter_place). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,9 +75,12 @@ typedef struct riter {
     int eof, failed;
     char *last; /* the last key emitted (its batch may be gone) */
     size_t last_len;
-    /* Where a plain listing resumes if its index objects go (a reshard's
-     * last step, iter_reopen): after last, or from floor (the opening
-     * point, or the last seek past last; floor_incl: floor itself too). */
+    char *last_v; /* the version entry emitted last (NULL: last's record was) */
+    size_t last_v_len;
+    /* Where the listing resumes if its index objects go (a reshard's last
+     * step, iter_place): after what it emitted last, or from floor (the
+     * opening point, or the last seek past last; floor_incl: floor itself
+     * too). */
     char bucket[STOR_BUCKET_MAX + 1];
     char *floor;
     size_t floor_len;
@@ -164,6 +169,7 @@ static int cursor_advance(riter_t *it, cursor_t *c)
             c->done = 1;
             return 0;
         }
+        rs_crash_point(it->st, "list-batch");
         int rc = batch_start(it, c);
         if (rc == 0)
             rc = batch_finish(c);
@@ -238,30 +244,39 @@ static int refill_stale(riter_t *it, const char **oid_p)
     return rc;
 }
 
-/* Points cursor c at the entries from key (inclusive: key itself too) on,
- * to be read by refill_stale: a cursor over version entries at key's
- * first entry (after every entry of key, when past). */
-static int cursor_reset(cursor_t *c, const char *key, size_t len, int inclusive, int past)
+/* Points cursor c at its entries after from (inclusive: from itself too),
+ * to be read by refill_stale. */
+static int cursor_from(cursor_t *c, const char *from, size_t len, int inclusive)
 {
     batch_end(c);
     c->stale = 1;
     c->done = 0;
-    c->inclusive = c->ver ? 0 : inclusive;
+    c->inclusive = inclusive;
+    return set_str(&c->from, from, len);
+}
+
+/* Points cursor c at the entries from key (inclusive: key itself too): a
+ * cursor over version entries at key's first entry (after every entry of
+ * key, when past). */
+static int cursor_reset(cursor_t *c, const char *key, size_t len, int inclusive, int past)
+{
     if (!c->ver)
-        return set_str(&c->from, key, len);
+        return cursor_from(c, key, len, inclusive);
     buf_t p;
     int rc = rs_vprefix(key, len, &p);
     if (rc == 0 && len)
         rc = buf_append(&p, past ? "\x02" : "\x01", 1);
     if (rc == 0)
-        rc = set_str(&c->from, p.data, p.len);
+        rc = cursor_from(c, p.data, p.len, 0);
     buf_free(&p);
     return rc;
 }
 
 /* Sets up the cursors of ix's shards (two per shard for versions), all
- * stale, from after (inclusive: after itself too). */
-static int cursors_make(riter_t *it, const rs_index_t *ix, const char *after, int inclusive)
+ * stale, where the listing is: after the entry it emitted last (a key's
+ * record: its version entries next), or, before any or after a seek past
+ * it, from floor. */
+static int cursors_make(riter_t *it, const rs_index_t *ix)
 {
     uint32_t want = ix->shards * (it->versions ? 2 : 1);
     for (uint32_t i = 0; i < it->n; i++)
@@ -282,6 +297,7 @@ static int cursors_make(riter_t *it, const rs_index_t *ix, const char *after, in
         it->cur = nc;
         it->n = want;
     }
+    int past = it->last && stor_keycmp(it->last, it->last_len, it->floor, it->floor_len) >= 0;
     it->batch = ix->shards == 1 ? RS_LIST_KEEP + 1 : RS_LIST_KEEP / ix->shards * 5 / 4 + 16;
     if (it->batch < RS_LIST_MIN_BATCH)
         it->batch = RS_LIST_MIN_BATCH;
@@ -293,10 +309,44 @@ static int cursors_make(riter_t *it, const rs_index_t *ix, const char *after, in
         c->prefix_len = c->ver ? it->vprefix.len : it->prefix_len;
         if (c->ver && !c->ukey.max)
             buf_init(&c->ukey, (size_t)-1 / 2);
-        if (cursor_reset(c, after, strlen(after), inclusive, !inclusive) != 0)
+        int rc;
+        if (!past)
+            rc = cursor_reset(c, it->floor, it->floor_len, it->floor_incl, !it->floor_incl);
+        else if (c->ver && it->last_v)
+            rc = cursor_from(c, it->last_v, it->last_v_len, 0);
+        else
+            rc = cursor_reset(c, it->last, it->last_len, 0, 0);
+        if (rc != 0)
             return -1;
     }
     return 0;
+}
+
+/* Makes the cursors on the bucket's index where the listing is
+ * (cursors_make) and reads their first batches: on the index the cache
+ * names unless fresh; when its objects are gone, on the one the record
+ * names now (a stale cached id: the bucket resharded, or deleted and maybe
+ * made again), then, with a reshard under way, on the next generation (its
+ * last steps: the old objects removed, the new ones complete, the record
+ * about to name them). STOR_OK, or the status to answer. */
+static stor_status_t iter_place(riter_t *it, int fresh)
+{
+    rs_index_t ix;
+    const char *oid = "";
+    stor_status_t s = rs_bucket_id(it->st, it->bucket, fresh, &ix);
+    int rc = s != STOR_OK ? 0 : cursors_make(it, &ix) != 0 ? -ENOMEM : refill_stale(it, &oid);
+    if (s == STOR_OK && rc == -ENOENT && !fresh &&
+        (s = rs_bucket_id(it->st, it->bucket, 1, &ix)) == STOR_OK)
+        rc = cursors_make(it, &ix) != 0 ? -ENOMEM : refill_stale(it, &oid);
+    if (s == STOR_OK && rc == -ENOENT && ix.to) {
+        ix = rs_index_next(&ix);
+        rc = cursors_make(it, &ix) != 0 ? -ENOMEM : refill_stale(it, &oid);
+    }
+    if (s != STOR_OK)
+        return s;
+    if (rc == -ENOENT)
+        return STOR_ERR_NO_BUCKET;
+    return rc < 0 ? rs_fail("list", oid, rc) : STOR_OK;
 }
 
 /* Opens a listing of bucket: its keys, or (versions) every version, from
@@ -304,10 +354,6 @@ static int cursors_make(riter_t *it, const rs_index_t *ix, const char *after, in
 static stor_status_t iter_start(rstor_t *st, const char *bucket, const char *prefix,
                                 const char *after, int inclusive, int versions, riter_t **out_p)
 {
-    rs_index_t ix;
-    stor_status_t s = rs_bucket_id(st, bucket, 0, &ix);
-    if (s != STOR_OK)
-        return s;
     riter_t *it = calloc(1, sizeof *it);
     if (!it)
         return STOR_ERR_NOMEM;
@@ -322,31 +368,12 @@ static stor_status_t iter_start(rstor_t *st, const char *bucket, const char *pre
     snprintf(it->bucket, sizeof it->bucket, "%s", bucket);
     it->floor_len = strlen(after);
     it->floor_incl = inclusive;
-    if (set_str(&it->prefix, prefix, it->prefix_len) != 0 ||
-        set_str(&it->floor, after, it->floor_len) != 0 ||
-        (versions && rs_vprefix(prefix, it->prefix_len, &it->vprefix) != 0) ||
-        cursors_make(it, &ix, after, inclusive) != 0) {
-        rs_iter_close(&it->base);
-        return STOR_ERR_NOMEM;
-    }
-    const char *oid = "";
-    int rc = refill_stale(it, &oid);
-    if (rc == -ENOENT) {
-        /* A stale cached id: look the name up afresh. */
-        if ((s = rs_bucket_id(st, bucket, 1, &ix)) != STOR_OK) {
-            rs_iter_close(&it->base);
-            return s;
-        }
-        rc = cursors_make(it, &ix, after, inclusive) != 0 ? -ENOMEM : refill_stale(it, &oid);
-    }
-    if (rc == -ENOENT && ix.to) {
-        /* The last step of a reshard: the old objects are gone, the new
-         * ones complete, the record about to name them. */
-        ix = rs_index_next(&ix);
-        rc = cursors_make(it, &ix, after, inclusive) != 0 ? -ENOMEM : refill_stale(it, &oid);
-    }
-    if (rc < 0) {
-        s = rc == -ENOENT ? STOR_ERR_NO_BUCKET : rs_fail("list", oid, rc);
+    stor_status_t s = STOR_ERR_NOMEM;
+    if (set_str(&it->prefix, prefix, it->prefix_len) == 0 &&
+        set_str(&it->floor, after, it->floor_len) == 0 &&
+        (!versions || rs_vprefix(prefix, it->prefix_len, &it->vprefix) == 0))
+        s = iter_place(it, 0);
+    if (s != STOR_OK) {
         rs_iter_close(&it->base);
         return s;
     }
@@ -397,14 +424,12 @@ void rs_iter_seek(stor_iter_t *it_, const char *key, size_t key_len)
         return;
     if (it->last && stor_keycmp(key, key_len, it->last, it->last_len) <= 0)
         return;
-    if (!it->versions) {
-        if (set_str(&it->floor, key, key_len) != 0) {
-            it->failed = 1;
-            return;
-        }
-        it->floor_len = key_len;
-        it->floor_incl = 1;
+    if (set_str(&it->floor, key, key_len) != 0) {
+        it->failed = 1;
+        return;
     }
+    it->floor_len = key_len;
+    it->floor_incl = 1;
     /* A cursor whose head is at or past key keeps it; the others read from
      * key on. */
     for (uint32_t i = 0; i < it->n; i++) {
@@ -419,27 +444,6 @@ void rs_iter_seek(stor_iter_t *it_, const char *key, size_t key_len)
         }
     }
     it->taken = -1;
-}
-
-/* The index objects of a plain listing went under it (a reshard removed
- * them, its record now naming the new ones, or about to): the cursors are
- * made again on the bucket's index as it is now, from where the listing
- * was. 0, or a librados code. */
-static int iter_reopen(riter_t *it, const char **oid_p)
-{
-    rs_index_t ix;
-    if (it->versions || rs_bucket_id(it->st, it->bucket, 1, &ix) != STOR_OK)
-        return -ENOENT;
-    int past = it->last && (!it->floor || stor_keycmp(it->last, it->last_len, it->floor,
-                                                      it->floor_len) >= 0);
-    const char *from = past ? it->last : it->floor ? it->floor : "";
-    int incl = past ? 0 : it->floor_incl;
-    int rc = cursors_make(it, &ix, from, incl) != 0 ? -ENOMEM : refill_stale(it, oid_p);
-    if (rc == -ENOENT && ix.to) {
-        ix = rs_index_next(&ix);
-        rc = cursors_make(it, &ix, from, incl) != 0 ? -ENOMEM : refill_stale(it, oid_p);
-    }
-    return rc;
 }
 
 /* The next entry of the merge: its cursor, or NULL at the end (it->eof)
@@ -457,9 +461,14 @@ static cursor_t *iter_step(riter_t *it)
     }
     if (rc == 0)
         rc = refill_stale(it, &oid);
-    if (rc == -ENOENT)
-        rc = iter_reopen(it, &oid);
-    if (rc < 0) {
+    if (rc == -ENOENT) {
+        /* The index objects went under the listing: a reshard removed
+         * them. It goes on on the index as it is now. */
+        if (iter_place(it, 1) != STOR_OK) {
+            it->failed = 1;
+            return NULL;
+        }
+    } else if (rc < 0) {
         rs_fail("list", oid, rc);
         it->failed = 1;
         return NULL;
@@ -479,11 +488,17 @@ static cursor_t *iter_step(riter_t *it)
     }
     size_t kl;
     const char *k = head_key(min, &kl);
-    if (set_str(&it->last, k, kl) != 0) {
+    if (set_str(&it->last, k, kl) != 0 ||
+        (min->ver && set_str(&it->last_v, min->k, min->kl) != 0)) {
         it->failed = 1;
         return NULL;
     }
     it->last_len = kl;
+    if (!min->ver) {
+        free(it->last_v);
+        it->last_v = NULL;
+    }
+    it->last_v_len = min->kl;
     return min;
 }
 
@@ -563,6 +578,7 @@ void rs_iter_close(stor_iter_t *it_)
     free(it->mk);
     buf_free(&it->vprefix);
     free(it->last);
+    free(it->last_v);
     free(it->floor);
     free(it);
 }

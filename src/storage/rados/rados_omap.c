@@ -1,5 +1,5 @@
-/* The RADOS backend's omap reads and writes: the one synchronous read of
- * a range or of named keys (rs_omap_read, rs_omap_read_keys,
+/* The RADOS backend's omap reads and writes: the one read of a range (also
+ * in two halves) or of named keys (rs_omap_read, rs_omap_read_keys,
  * rs_omap_read_vals), one value by key (rs_omap_get, and in two halves), the
  * compare-and-set, and the walk of a whole omap (rs_omap_each). Below the
  * backend's other files: it calls only librados. */
@@ -26,19 +26,51 @@ static int omap_operate(rados_read_op_t op, rados_ioctx_t io, const char *oid, c
     return rc;
 }
 
+int rs_omap_read_start(rados_ioctx_t io, const char *oid, const char *after, const char *prefix,
+                       size_t max, rs_omap_read_t *r)
+{
+    memset(r, 0, sizeof *r);
+    if (!(r->op = rados_create_read_op()))
+        return -ENOMEM;
+    rados_read_op_omap_get_vals2(r->op, after, prefix, max, &r->it, &r->more, &r->prval);
+    int rc = rados_aio_create_completion2(NULL, NULL, &r->c);
+    if (rc == 0 && (rc = rados_aio_read_op_operate(r->op, io, r->c, oid, 0)) < 0)
+        rados_aio_release(r->c);
+    if (rc < 0) {
+        rados_release_read_op(r->op);
+        r->op = NULL;
+    }
+    return rc;
+}
+
+int rs_omap_read_finish(rs_omap_read_t *r, rados_omap_iter_t *it_p, unsigned char *more_p)
+{
+    rados_aio_wait_for_complete(r->c);
+    int rc = rados_aio_get_return_value(r->c);
+    rados_aio_release(r->c);
+    rados_release_read_op(r->op);
+    if (rc == 0)
+        rc = r->prval;
+    if (rc < 0 && r->it) {
+        rados_omap_get_end(r->it);
+        r->it = NULL;
+    }
+    *it_p = r->it;
+    if (more_p)
+        *more_p = rc == 0 && r->more;
+    return rc;
+}
+
 int rs_omap_read(rados_ioctx_t io, const char *oid, const char *after, const char *prefix,
                  size_t max, rados_omap_iter_t *it_p, unsigned char *more_p)
 {
+    rs_omap_read_t r;
+    int rc = rs_omap_read_start(io, oid, after, prefix, max, &r);
+    if (rc == 0)
+        return rs_omap_read_finish(&r, it_p, more_p);
     *it_p = NULL;
-    rados_read_op_t op = rados_create_read_op();
-    if (!op)
-        return -ENOMEM;
-    unsigned char more = 0;
-    int prval = 0;
-    rados_read_op_omap_get_vals2(op, after, prefix, max, it_p, &more, &prval);
-    int rc = omap_operate(op, io, oid, &prval, it_p);
     if (more_p)
-        *more_p = rc == 0 && more;
+        *more_p = 0;
     return rc;
 }
 

@@ -11,10 +11,12 @@
  *   3. Every old shard is copied, batch by batch, into the new shards.
  *   4. Passes over the dirty marks copy each marked key again (its record
  *      and version entries, replacing what the new shard holds of it) and
- *      take the mark away if no change set it again meanwhile.
+ *      take the mark away if no change set it again meanwhile, until few
+ *      keys remain marked or the passes stop shrinking.
  *   5. Every old shard's tombstone becomes RSTOR_FENCED: no change lands on
- *      it any more (writers wait, rs_route_again); the keys still marked
- *      are copied a last time.
+ *      it any more (writers wait, rs_route_again, and finish the reshard
+ *      themselves if its runner died: rs_reshard_takeover); the keys still
+ *      marked are copied a last time.
  *   6. The old shard objects are removed; readers that find them gone read
  *      the new generation (complete now).
  *   7. The record names generation g + 1 and drops reshard_to: writers go
@@ -42,14 +44,17 @@
 
 /* ==== The bucket record ================================================== */
 
-/* Sets the index fields of bucket name's record (of id): generation gen,
- * shards, reshard_to to, in one compare-and-set (retried when another
- * change of the record came first). */
-static stor_status_t record_set(rstor_t *st, const char *name, uint64_t id, uint32_t gen,
-                                uint32_t shards, uint32_t to)
+/* Moves the index state of bucket ix->bucket's record (of id ix->id) from
+ * the one ix names (its generation, shards and reshard_to) to gen, shards,
+ * to, in one compare-and-set (retried when another change of the record
+ * came first). STOR_OK also when the record holds the new state already (a
+ * run that took over got there first); STOR_ERR_PRECONDITION when it holds
+ * another (another run changed it). */
+static stor_status_t record_set(rstor_t *st, const rs_index_t *ix, uint32_t gen, uint32_t shards,
+                                uint32_t to)
 {
-    stor_bucket_t b = {.id = id};
-    snprintf(b.name, sizeof b.name, "%s", name);
+    stor_bucket_t b = {.id = ix->id};
+    snprintf(b.name, sizeof b.name, "%s", ix->bucket);
     for (int attempt = 0; attempt < RSTOR_RETRIES; attempt++) {
         buf_t old = {0}, rec;
         buf_init(&rec, STOR_REC_MAX);
@@ -57,27 +62,29 @@ static stor_status_t record_set(rstor_t *st, const char *name, uint64_t id, uint
         stor_status_t s = rs_bucket_read(&st->base, &b, &old);
         if (s == STOR_OK)
             s = stor_rec_decode_bucket_rec(old.data, old.len, &r);
+        int done = 0;
         if (s == STOR_OK) {
+            rs_index_t cur = rs_index_of(&r.b);
+            done = cur.gen == gen && cur.shards == shards && cur.to == to;
+            if (!done && (cur.gen != ix->gen || cur.shards != ix->shards || cur.to != ix->to))
+                s = STOR_ERR_PRECONDITION;
+        }
+        if (s == STOR_OK && !done) {
             r.b.index_gen = gen;
             r.b.index_shards = shards;
             r.b.reshard_to = to;
             if (stor_rec_encode_bucket_rec(&rec, &r) != 0)
                 s = STOR_ERR_NOMEM;
         }
-        int rc = s == STOR_OK
-                     ? rs_omap_cas(st->index, RSTOR_BUCKETS_OID, name, strlen(name), &old, &rec, 0)
-                     : 0;
+        int rc = s == STOR_OK && !done ? rs_omap_cas(st->index, RSTOR_BUCKETS_OID, b.name,
+                                                     strlen(b.name), &old, &rec, 0)
+                                       : 0;
         buf_free(&old);
         buf_free(&rec);
-        if (s != STOR_OK)
+        if (s != STOR_OK || rc == 0)
             return s;
-        if (rc == 0) {
-            rs_index_t fresh; /* this gateway's cache */
-            rs_bucket_id(st, name, 1, &fresh);
-            return STOR_OK;
-        }
         if (rc != -ECANCELED)
-            return rs_fail("change bucket", name, rc);
+            return rs_fail("change bucket", b.name, rc);
     }
     return STOR_ERR_UNAVAILABLE;
 }
@@ -89,8 +96,8 @@ static stor_status_t record_set(rstor_t *st, const char *name, uint64_t id, uint
  * else: a delete's), or a librados code. */
 static int tomb_move(rstor_t *st, const char *oid, const char *from, const char *to)
 {
-    buf_t f = {.data = (char *)from, .len = strlen(from)}, t = {.data = (char *)to,
-                                                               .len = strlen(to)};
+    buf_t f = {.data = (char *)from, .len = strlen(from)},
+          t = {.data = (char *)to, .len = strlen(to)};
     int rc = rs_omap_cas(st->index, oid, RSTOR_TOMB, strlen(RSTOR_TOMB), f.len ? &f : NULL,
                          t.len ? &t : NULL, 0);
     if (rc == -ENOENT)
@@ -108,13 +115,19 @@ static int tomb_move(rstor_t *st, const char *oid, const char *from, const char 
     return same ? 0 : -ESTALE;
 }
 
-/* The same op on every old shard of ix at once (writers are held while the
- * fence's steps run, so they are one round trip each, not one per shard):
- * with fence, each tombstone from RSTOR_TRACKED to RSTOR_FENCED (a shard
- * whose op fails is then moved one by one, tomb_move telling a tombstone
- * already fenced from a delete's); else each object removed. 0, or the
- * first librados code (a shard already gone is not one). */
-static int shards_all(rstor_t *st, const rs_index_t *ix, int fence)
+/* What shards_all does to each shard object. */
+enum shards_op {
+    SHARDS_CREATE, /* made (empty), if it is not there yet */
+    SHARDS_FENCE,  /* its tombstone moved from RSTOR_TRACKED to RSTOR_FENCED */
+    SHARDS_REMOVE, /* removed */
+};
+
+/* The same op on every shard object of ix at once (writers are held while
+ * the fence's steps run, so they are one round trip each, not one per
+ * shard). A shard whose fence fails is then moved alone, tomb_move telling
+ * a tombstone already fenced from a delete's. 0, or the first librados code
+ * (a shard already gone is not one). */
+static int shards_all(rstor_t *st, const rs_index_t *ix, enum shards_op what)
 {
     rados_completion_t *cs = calloc(ix->shards, sizeof *cs);
     if (!cs)
@@ -125,22 +138,24 @@ static int shards_all(rstor_t *st, const rs_index_t *ix, int fence)
         rs_index_oid(ix, s, oid);
         if ((rc = rados_aio_create_completion2(NULL, NULL, &cs[s])) < 0)
             break;
-        if (fence) {
-            rados_write_op_t op = rados_create_write_op();
-            if (!op) {
-                rc = -ENOMEM;
-            } else {
-                const char *k[1] = {RSTOR_TOMB}, *v[1] = {RSTOR_FENCED};
-                size_t kl = strlen(RSTOR_TOMB), vl = strlen(RSTOR_FENCED);
-                rados_write_op_assert_exists(op);
-                rados_write_op_omap_cmp2(op, RSTOR_TOMB, LIBRADOS_CMPXATTR_OP_EQ, RSTOR_TRACKED,
-                                         kl, strlen(RSTOR_TRACKED), NULL);
-                rados_write_op_omap_set2(op, k, v, &kl, &vl, 1);
-                rc = rados_aio_write_op_operate(op, st->index, cs[s], oid, NULL, 0);
-                rados_release_write_op(op);
-            }
-        } else {
+        rados_write_op_t op = NULL;
+        if (what == SHARDS_REMOVE)
             rc = rados_aio_remove(st->index, oid, cs[s]);
+        else if (!(op = rados_create_write_op()))
+            rc = -ENOMEM;
+        if (op && what == SHARDS_CREATE) {
+            rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
+        } else if (op) {
+            const char *k[1] = {RSTOR_TOMB}, *v[1] = {RSTOR_FENCED};
+            size_t kl = strlen(RSTOR_TOMB), vl = strlen(RSTOR_FENCED);
+            rados_write_op_assert_exists(op);
+            rados_write_op_omap_cmp2(op, RSTOR_TOMB, LIBRADOS_CMPXATTR_OP_EQ, RSTOR_TRACKED, kl,
+                                     strlen(RSTOR_TRACKED), NULL);
+            rados_write_op_omap_set2(op, k, v, &kl, &vl, 1);
+        }
+        if (op) {
+            rc = rados_aio_write_op_operate(op, st->index, cs[s], oid, NULL, 0);
+            rados_release_write_op(op);
         }
         if (rc < 0) {
             rados_aio_release(cs[s]);
@@ -155,7 +170,7 @@ static int shards_all(rstor_t *st, const rs_index_t *ix, int fence)
         rados_aio_release(cs[s]);
         if (r == -ENOENT)
             continue;
-        if (r < 0 && fence) {
+        if (r < 0 && what == SHARDS_FENCE) {
             rs_index_oid(ix, s, oid);
             if ((r = tomb_move(st, oid, RSTOR_TRACKED, RSTOR_FENCED)) == 1)
                 r = 0;
@@ -343,8 +358,8 @@ static int key_entries(rstor_t *st, const char *oid, const char *key, size_t kle
     unsigned char more = 1;
     while (rc == 0 && more) {
         rados_omap_iter_t it;
-        if ((rc = rs_omap_read(st->index, oid, from.data, pfx.data, RSTOR_OMAP_BATCH, &it,
-                               &more)) < 0)
+        if ((rc = rs_omap_read(st->index, oid, from.data, pfx.data, RSTOR_OMAP_BATCH, &it, &more)) <
+            0)
             break;
         char *k, *v;
         size_t kl, vl;
@@ -391,18 +406,18 @@ static int copy_key(rstor_t *st, const char *oid, const rs_index_t *nx, const ch
     return rc;
 }
 
-/* Marked keys of one batch of a pass, copied by RESHARD_COPIERS threads at
- * once: a key's copy is three round trips one after another (its entries
- * read on both sides, then written), so one at a time a pass copies fewer
- * keys a second than a few writers mark. */
+/* Marked keys of one batch of a pass (from every old shard), copied by
+ * RESHARD_COPIERS threads at once: a key's copy is three round trips one
+ * after another (its entries read on both sides, then written), so one at
+ * a time a pass copies fewer keys a second than a few writers mark. */
 #define RESHARD_COPIERS 16
 typedef struct marks {
     rstor_t *st;
-    const char *oid;
-    const rs_index_t *nx;
+    const rs_index_t *ix, *nx;
     int tracked;
     const char **k, **v;
     size_t *kl, *vl;
+    uint32_t *shard; /* the old shard of each */
     size_t n;
     size_t next; /* the next mark to copy, under lock */
     int rc;      /* the first failure, under lock */
@@ -413,19 +428,23 @@ static void *copier(void *arg)
 {
     marks_t *m = arg;
     size_t dl = strlen(RSTOR_DIRTY);
+    char oid[RSTOR_OID_MAX];
     for (;;) {
         pthread_mutex_lock(&m->lock);
         size_t i = m->rc == 0 && m->next < m->n ? m->next++ : m->n;
         pthread_mutex_unlock(&m->lock);
         if (i >= m->n)
             return NULL;
-        int rc = copy_key(m->st, m->oid, m->nx, m->k[i] + dl, m->kl[i] - dl);
+        rs_index_oid(m->ix, m->shard[i], oid);
+        int rc = copy_key(m->st, oid, m->nx, m->k[i] + dl, m->kl[i] - dl);
         if (rc == 0 && m->tracked) {
             buf_t mark = {.data = (char *)m->v[i], .len = m->vl[i]};
-            rc = rs_omap_cas(m->st->index, m->oid, m->k[i], m->kl[i], &mark, NULL, 0);
+            rc = rs_omap_cas(m->st->index, oid, m->k[i], m->kl[i], &mark, NULL, 0);
             if (rc == -ECANCELED)
                 rc = 0; /* changed again: the next pass copies it */
         }
+        if (rc == -ENOENT)
+            rc = 0; /* the old shard removed (step 6) by a run that took over */
         if (rc < 0) {
             pthread_mutex_lock(&m->lock);
             if (m->rc == 0)
@@ -452,58 +471,112 @@ static int copy_marks(marks_t *m)
     return m->rc;
 }
 
-/* One pass over the dirty marks of old shard oid: each marked key is
- * copied again; while the shard is tracked (not fenced) its mark is taken
- * away unless a change set it again meanwhile. *n_p: keys copied. 0, or a
- * librados code (-ENOENT: the shard is gone). */
-static int dirty_pass(rstor_t *st, const char *oid, const rs_index_t *nx, int tracked,
+/* Marks a pass reads from one shard at a time when many shards have
+ * marks: a batch is RSTOR_OMAP_BATCH marks spread over the shards, but at
+ * least this many from each. */
+#define RESHARD_MARKS_MIN 32
+
+/* One pass over the dirty marks of every old shard of ix: each marked key
+ * is copied again; while the shards are tracked (not fenced) its mark is
+ * taken away unless a change set it again meanwhile. A batch reads the
+ * marks of all shards at once (up to RSTOR_OMAP_BATCH, at least
+ * RESHARD_MARKS_MIN a shard) and the copiers work on every shard's keys
+ * together: the pass after the fence, which writers wait for, costs one
+ * read and the copies its keys need, not a round of both per shard. *n_p:
+ * keys copied. 0, or a librados code (a shard gone is skipped: removed by
+ * a run that took over). */
+static int dirty_pass(rstor_t *st, const rs_index_t *ix, const rs_index_t *nx, int tracked,
                       uint64_t *n_p)
 {
     size_t dl = strlen(RSTOR_DIRTY);
-    marks_t m = {.st = st, .oid = oid, .nx = nx, .tracked = tracked};
-    m.k = malloc(RSTOR_OMAP_BATCH * sizeof *m.k);
-    m.v = malloc(RSTOR_OMAP_BATCH * sizeof *m.v);
-    m.kl = malloc(RSTOR_OMAP_BATCH * sizeof *m.kl);
-    m.vl = malloc(RSTOR_OMAP_BATCH * sizeof *m.vl);
-    buf_t from;
-    buf_init(&from, (size_t)-1 / 2);
-    int rc = !m.k || !m.v || !m.kl || !m.vl || buf_append(&from, RSTOR_DIRTY, dl + 1) ? -ENOMEM
-                                                                                      : 0;
+    uint32_t ns = ix->shards;
+    size_t room = (size_t)RESHARD_MARKS_MIN * ns;
+    if (room < RSTOR_OMAP_BATCH)
+        room = RSTOR_OMAP_BATCH;
+    marks_t m = {.st = st, .ix = ix, .nx = nx, .tracked = tracked};
+    m.k = malloc(room * sizeof *m.k);
+    m.v = malloc(room * sizeof *m.v);
+    m.kl = malloc(room * sizeof *m.kl);
+    m.vl = malloc(room * sizeof *m.vl);
+    m.shard = malloc(room * sizeof *m.shard);
+    /* Per shard: where its next read starts, whether it has more, its read
+     * in flight and the read whose entries the batch points into. */
+    buf_t *from = calloc(ns, sizeof *from);
+    unsigned char *more = malloc(ns);
+    rs_omap_read_t *rd = calloc(ns, sizeof *rd);
+    rados_omap_iter_t *its = calloc(ns, sizeof *its);
+    int rc =
+        !m.k || !m.v || !m.kl || !m.vl || !m.shard || !from || !more || !rd || !its ? -ENOMEM : 0;
+    uint32_t active = 0;
+    for (uint32_t s = 0; s < ns && rc == 0; s++) {
+        buf_init(&from[s], (size_t)-1 / 2);
+        more[s] = 1;
+        active++;
+        if (buf_append(&from[s], RSTOR_DIRTY, dl + 1) != 0)
+            rc = -ENOMEM;
+    }
     pthread_mutex_init(&m.lock, NULL);
-    unsigned char more = 1;
-    while (rc == 0 && more) {
-        rados_omap_iter_t it;
-        if ((rc = rs_omap_read(st->index, oid, from.data, RSTOR_DIRTY, RSTOR_OMAP_BATCH, &it,
-                               &more)) < 0)
-            break;
-        /* The entries stay valid until the iterator ends. */
-        char *k, *v;
-        size_t kl, vl;
-        m.n = 0;
-        while (m.n < RSTOR_OMAP_BATCH && rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 && k) {
-            if (kl <= dl)
-                continue;
-            m.k[m.n] = k;
-            m.v[m.n] = v;
-            m.kl[m.n] = kl;
-            m.vl[m.n++] = vl;
+    char oid[RSTOR_OID_MAX];
+    while (rc == 0 && active) {
+        size_t cap = RSTOR_OMAP_BATCH / active;
+        if (cap < RESHARD_MARKS_MIN)
+            cap = RESHARD_MARKS_MIN;
+        uint32_t sent = 0;
+        for (; sent < ns && rc == 0; sent++) {
+            rs_index_oid(ix, sent, oid);
+            if (more[sent] && (rc = rs_omap_read_start(st->index, oid, from[sent].data, RSTOR_DIRTY,
+                                                       cap, &rd[sent])) < 0)
+                break;
         }
-        if (m.n) {
+        m.n = 0;
+        active = 0;
+        for (uint32_t s = 0; s < sent; s++) {
+            if (!more[s])
+                continue;
+            int r = rs_omap_read_finish(&rd[s], &its[s], &more[s]);
+            if (r == -ENOENT)
+                continue; /* removed: more[s] is 0 */
+            if (r < 0 && rc == 0)
+                rc = r;
+            active += more[s];
+            /* The entries stay valid until the read ends. */
+            char *k, *v;
+            size_t kl, vl;
+            while (r == 0 && rados_omap_get_next2(its[s], &k, &v, &kl, &vl) == 0 && k) {
+                buf_reset(&from[s]);
+                if (buf_append(&from[s], k, kl) != 0 || buf_append(&from[s], "", 1) != 0)
+                    r = rc = -ENOMEM;
+                if (kl <= dl)
+                    continue;
+                m.k[m.n] = k;
+                m.v[m.n] = v;
+                m.kl[m.n] = kl;
+                m.vl[m.n] = vl;
+                m.shard[m.n++] = s;
+            }
+        }
+        if (rc == 0 && m.n) {
             rc = copy_marks(&m);
             *n_p += m.n;
-            buf_reset(&from);
-            if (rc == 0 && (buf_append(&from, m.k[m.n - 1], m.kl[m.n - 1]) != 0 ||
-                            buf_append(&from, "", 1) != 0))
-                rc = -ENOMEM;
         }
-        rados_omap_get_end(it);
+        for (uint32_t s = 0; s < ns; s++) {
+            if (its[s])
+                rados_omap_get_end(its[s]);
+            its[s] = NULL;
+        }
     }
     pthread_mutex_destroy(&m.lock);
+    for (uint32_t s = 0; from && s < ns; s++)
+        buf_free(&from[s]);
+    free(from);
+    free(more);
+    free(rd);
+    free(its);
     free(m.k);
     free(m.v);
     free(m.kl);
     free(m.vl);
-    buf_free(&from);
+    free(m.shard);
     return rc;
 }
 
@@ -513,7 +586,7 @@ static int dirty_pass(rstor_t *st, const char *oid, const rs_index_t *nx, int tr
 static void reshard_abort(rstor_t *st, const rs_index_t *ix, const rs_index_t *nx)
 {
     char oid[RSTOR_OID_MAX];
-    record_set(st, ix->bucket, ix->id, ix->gen, ix->shards, 0);
+    record_set(st, ix, ix->gen, ix->shards, 0);
     for (uint32_t s = 0; s < ix->shards; s++) {
         rs_index_oid(ix, s, oid);
         tomb_move(st, oid, RSTOR_TRACKED, "");
@@ -524,94 +597,155 @@ static void reshard_abort(rstor_t *st, const rs_index_t *ix, const rs_index_t *n
     }
 }
 
-/* Steps 2-7 for ix (reshard_to set in its record). */
-static stor_status_t reshard_run(rstor_t *st, const rs_index_t *ix, const char *lease)
+/* Step 3 of ix's reshard into nx: every old shard's entries copied (the
+ * lease renewed after each shard). *copied_p: entries copied. 0, or a
+ * librados code (oid: the object). */
+static int copy_all(rstor_t *st, const rs_index_t *ix, const rs_index_t *nx, const char *lease,
+                    uint64_t *copied_p, char oid[RSTOR_OID_MAX])
 {
-    rs_index_t nx = rs_index_next(ix);
-    char oid[RSTOR_OID_MAX];
     int rc = 0;
-    uint64_t t0 = clock_mono_ms();
-    for (uint32_t s = 0; s < nx.shards && rc == 0; s++) {
-        rs_index_oid(&nx, s, oid);
-        rados_write_op_t op = rados_create_write_op();
-        if (!op)
-            return STOR_ERR_NOMEM;
-        rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
-        rc = rados_write_op_operate(op, st->index, oid, NULL, 0);
-        rados_release_write_op(op);
-    }
-    for (uint32_t s = 0; s < ix->shards && rc == 0; s++) {
-        rs_index_oid(ix, s, oid);
-        rc = tomb_move(st, oid, "", RSTOR_TRACKED);
-        if (rc == -ESTALE && tomb_move(st, oid, RSTOR_FENCED, RSTOR_FENCED) == 0)
-            rc = 0; /* fenced by a run that died: resumed */
-        if (rc == -ESTALE) {
-            log_error("storage: reshard of %s: the bucket is being deleted", ix->bucket);
-            reshard_abort(st, ix, &nx);
-            return STOR_ERR_NO_BUCKET;
-        }
-        if (rc == 1)
-            rc = 0;
-    }
-    if (rc < 0)
-        return rs_fail("reshard: track shard", oid, rc);
-    /* 3. The bulk copy. */
-    batch_t b = {.st = st, .nx = &nx};
+    batch_t b = {.st = st, .nx = nx};
     for (uint32_t s = 0; s < ix->shards && rc == 0; s++) {
         rs_index_oid(ix, s, oid);
         rc = rs_omap_each(st->index, oid, "", batch_add, &b);
         if (rc == 0)
             rc = batch_flush(&b);
         if (rc == -ENOENT)
-            rc = 0; /* removed (step 6) by a run that died: copied then */
+            rc = 0; /* removed (step 6) by a run that took over: copied then */
         if (rc == 0 && rs_lease(&st->base, lease, RESHARD_LEASE_MS) != STOR_OK)
             rc = -ETIMEDOUT;
     }
-    uint64_t copied = b.copied;
+    *copied_p = b.copied;
     batch_free(&b);
-    uint64_t t1 = clock_mono_ms();
-    /* 4. The passes over the dirty marks. */
-    uint64_t again = 0, pass_n = RESHARD_FENCE_AT + 1;
-    for (int pass = 0; pass < RESHARD_PASSES && pass_n > RESHARD_FENCE_AT && rc == 0; pass++) {
+    return rc;
+}
+
+/* Step 4: passes over the dirty marks until few keys remain marked, or the
+ * passes stop shrinking (the writers mark keys as fast as a pass copies
+ * them: more passes would not make the last copy smaller); the lease
+ * renewed after each. *again_p: keys copied again. 0, or a librados code. */
+static int copy_passes(rstor_t *st, const rs_index_t *ix, const rs_index_t *nx, const char *lease,
+                       uint64_t *again_p)
+{
+    int rc = 0;
+    uint64_t pass_n = UINT64_MAX, prev;
+    for (int pass = 0; pass < RESHARD_PASSES && rc == 0; pass++) {
+        prev = pass_n;
         pass_n = 0;
-        for (uint32_t s = 0; s < ix->shards && rc == 0; s++) {
-            rs_index_oid(ix, s, oid);
-            if ((rc = dirty_pass(st, oid, &nx, 1, &pass_n)) == -ENOENT)
-                rc = 0;
-        }
-        again += pass_n;
+        rc = dirty_pass(st, ix, nx, 1, &pass_n);
+        *again_p += pass_n;
         if (rc == 0 && rs_lease(&st->base, lease, RESHARD_LEASE_MS) != STOR_OK)
             rc = -ETIMEDOUT;
+        if (pass_n <= RESHARD_FENCE_AT || pass_n >= prev)
+            break;
     }
+    return rc;
+}
+
+/* Steps 2-7 for ix (reshard_to set in its record). A shard found fenced or
+ * gone in step 2 says a run that died got past step 4 (it fences only
+ * then): the copy is complete but for the keys still marked, and this run
+ * goes on from step 5. */
+static stor_status_t reshard_run(rstor_t *st, const rs_index_t *ix, const char *lease)
+{
+    rs_index_t nx = rs_index_next(ix);
+    char oid[RSTOR_OID_MAX];
+    int rc = 0, resumed = 0;
+    uint64_t t0 = clock_mono_ms();
+    if ((rc = shards_all(st, &nx, SHARDS_CREATE)) < 0)
+        return rs_fail("reshard: create shards", ix->bucket, rc);
+    for (uint32_t s = 0; s < ix->shards && rc == 0; s++) {
+        rs_index_oid(ix, s, oid);
+        rc = tomb_move(st, oid, "", RSTOR_TRACKED);
+        if (rc == -ESTALE && tomb_move(st, oid, RSTOR_FENCED, RSTOR_FENCED) == 0)
+            rc = 1; /* fenced by a run that died */
+        if (rc == -ESTALE) {
+            log_error("storage: reshard of %s: the bucket is being deleted", ix->bucket);
+            reshard_abort(st, ix, &nx);
+            return STOR_ERR_NO_BUCKET;
+        }
+        if (rc == 1) {
+            resumed = 1; /* fenced, or removed (step 6) */
+            rc = 0;
+        }
+    }
+    if (rc < 0)
+        return rs_fail("reshard: track shard", oid, rc);
+    uint64_t copied = 0, again = 0;
+    if (!resumed)
+        rc = copy_all(st, ix, &nx, lease, &copied, oid);
+    uint64_t t1 = clock_mono_ms();
+    if (!resumed && rc == 0 && (rc = copy_passes(st, ix, &nx, lease, &again)) < 0)
+        snprintf(oid, sizeof oid, "%s", ix->bucket);
     if (rc == 0)
         rs_crash_point(st, "reshard-copied");
     /* 5. The fence, and the last copy. Writers of these shards wait from
      * here to step 7. */
     uint64_t t2 = clock_mono_ms();
     if (rc == 0)
-        rc = shards_all(st, ix, 1);
+        rc = shards_all(st, ix, SHARDS_FENCE);
     uint64_t last = 0;
-    for (uint32_t s = 0; s < ix->shards && rc == 0; s++) {
-        rs_index_oid(ix, s, oid);
-        if ((rc = dirty_pass(st, oid, &nx, 0, &last)) == -ENOENT)
-            rc = 0;
-    }
+    if (rc == 0 && (rc = dirty_pass(st, ix, &nx, 0, &last)) < 0)
+        snprintf(oid, sizeof oid, "%s", ix->bucket);
     if (rc < 0)
         return rs_fail("reshard: copy", oid, rc);
     rs_crash_point(st, "reshard-fenced");
     /* 6. The old objects go; 7. the record names the new ones. */
-    if ((rc = shards_all(st, ix, 0)) < 0)
+    if ((rc = shards_all(st, ix, SHARDS_REMOVE)) < 0)
         return rs_fail("reshard: remove shards", ix->bucket, rc);
     rs_crash_point(st, "reshard-removed");
-    stor_status_t st_ = record_set(st, ix->bucket, ix->id, nx.gen, nx.shards, 0);
+    stor_status_t st_ = record_set(st, ix, nx.gen, nx.shards, 0);
     uint64_t t3 = clock_mono_ms();
-    log_info("storage: resharded %s from %" PRIu32 " to %" PRIu32 " shards (generation %" PRIu32
-             "): %" PRIu64 " entries copied in %" PRIu64 " ms, %" PRIu64
-             " keys copied again in %" PRIu64 " ms, writes held %" PRIu64 " ms (%" PRIu64
-             " keys in the last copy)",
-             ix->bucket, ix->shards, nx.shards, nx.gen, copied, t1 - t0, again, t2 - t1, t3 - t2,
-             last);
+    if (resumed)
+        log_info("storage: resharded %s from %" PRIu32 " to %" PRIu32 " shards (generation %" PRIu32
+                 "), resumed after a run that died at the fence: writes held %" PRIu64
+                 " ms here (%" PRIu64 " keys in the last copy)",
+                 ix->bucket, ix->shards, nx.shards, nx.gen, t3 - t2, last);
+    else
+        log_info("storage: resharded %s from %" PRIu32 " to %" PRIu32 " shards (generation %" PRIu32
+                 "): %" PRIu64 " entries copied in %" PRIu64 " ms, %" PRIu64
+                 " keys copied again in %" PRIu64 " ms, writes held %" PRIu64 " ms (%" PRIu64
+                 " keys in the last copy)",
+                 ix->bucket, ix->shards, nx.shards, nx.gen, copied, t1 - t0, again, t2 - t1,
+                 t3 - t2, last);
     return st_;
+}
+
+/* The name of bucket id's reshard lease. */
+static void lease_name(uint64_t id, char out[40])
+{
+    snprintf(out, 40, "reshard.%016" PRIx64, id);
+}
+
+/* Under the bucket's reshard lease: reads the record of bucket name (of id
+ * id; 0: whichever) and finishes the reshard under way, or starts one to
+ * shards (0: none, only finish). */
+static stor_status_t reshard_locked(rstor_t *st, const char *name, uint64_t id, uint32_t shards,
+                                    const char *lease)
+{
+    stor_bucket_t b;
+    stor_status_t s = rs_bucket_lookup(st, name, &b);
+    if (s != STOR_OK)
+        return s;
+    if (id && b.id != id)
+        return STOR_OK; /* deleted since: nothing to finish */
+    rs_index_t ix = rs_index_of(&b);
+    if (!ix.to) {
+        if (!shards)
+            return STOR_OK; /* finished meanwhile */
+        if (shards == ix.shards) {
+            log_info("storage: %s already has %" PRIu32 " index shards", name, shards);
+            return STOR_OK;
+        }
+        if ((s = record_set(st, &ix, ix.gen, ix.shards, shards)) != STOR_OK)
+            return s;
+        ix.to = shards;
+    } else if (shards && ix.to != shards) {
+        log_warn("storage: %s: finishing the reshard to %" PRIu32 " shards that was under way "
+                 "(not %" PRIu32 ")",
+                 name, ix.to, shards);
+    }
+    return reshard_run(st, &ix, lease);
 }
 
 stor_status_t rs_bucket_reshard(stor_t *st_, const char *name, uint32_t shards)
@@ -624,7 +758,7 @@ stor_status_t rs_bucket_reshard(stor_t *st_, const char *name, uint32_t shards)
     if (s != STOR_OK)
         return s;
     char lease[40];
-    snprintf(lease, sizeof lease, "reshard.%016" PRIx64, b.id);
+    lease_name(b.id, lease);
     /* Held: by a live runner (it keeps it; this run gives up), or by one
      * that died (it lapses within RESHARD_LEASE_MS; this run goes on). */
     uint64_t until = clock_mono_ms() + RESHARD_LEASE_MS + 2000;
@@ -635,29 +769,31 @@ stor_status_t rs_bucket_reshard(stor_t *st_, const char *name, uint32_t shards)
     }
     if (s != STOR_OK)
         return s;
-    /* Read again under the lease: a run that ended meanwhile changed it. */
-    if ((s = rs_bucket_lookup(st, name, &b)) != STOR_OK) {
-        rs_lease_release(st, lease);
-        return s;
-    }
-    rs_index_t ix = rs_index_of(&b);
-    if (!ix.to) {
-        if (shards == ix.shards) {
-            log_info("storage: %s already has %" PRIu32 " index shards", name, shards);
-            rs_lease_release(st, lease);
-            return STOR_OK;
-        }
-        if ((s = record_set(st, name, ix.id, ix.gen, ix.shards, shards)) != STOR_OK) {
-            rs_lease_release(st, lease);
-            return s;
-        }
-        ix.to = shards;
-    } else if (ix.to != shards) {
-        log_warn("storage: %s: finishing the reshard to %" PRIu32 " shards that was under way "
-                 "(not %" PRIu32 ")",
-                 name, ix.to, shards);
-    }
-    s = reshard_run(st, &ix, lease);
+    /* The record is read again under the lease: a run that ended
+     * meanwhile changed it. */
+    s = reshard_locked(st, name, 0, shards, lease);
     rs_lease_release(st, lease);
+    return s;
+}
+
+stor_status_t rs_reshard_takeover(rstor_t *st, const rs_index_t *ix)
+{
+    if (pthread_mutex_trylock(&st->takeover_lock) != 0)
+        return STOR_ERR_PRECONDITION;
+    stor_status_t s = STOR_ERR_PRECONDITION;
+    uint64_t now = clock_mono_ms();
+    if (now >= st->takeover_next_ms) {
+        st->takeover_next_ms = now + RSTOR_TAKEOVER_AFTER_MS;
+        char lease[40];
+        lease_name(ix->id, lease);
+        if ((s = rs_lease(&st->base, lease, RESHARD_LEASE_MS)) == STOR_OK) {
+            log_warn("storage: bucket %s: the reshard's runner died with the index fenced "
+                     "(its lock lapsed): this gateway finishes the reshard",
+                     ix->bucket);
+            s = reshard_locked(st, ix->bucket, ix->id, 0, lease);
+            rs_lease_release(st, lease);
+        }
+    }
+    pthread_mutex_unlock(&st->takeover_lock);
     return s;
 }

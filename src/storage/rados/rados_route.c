@@ -75,8 +75,8 @@ stor_status_t rs_route_again(rstor_t *st, rs_route_t *r, const char *key)
 {
     for (;;) {
         rs_index_t fresh;
-        stor_status_t s = r->ix.bucket[0] ? rs_bucket_id(st, r->ix.bucket, 1, &fresh)
-                                          : STOR_ERR_NO_BUCKET;
+        stor_status_t s =
+            r->ix.bucket[0] ? rs_bucket_id(st, r->ix.bucket, 1, &fresh) : STOR_ERR_NO_BUCKET;
         if (s != STOR_OK)
             return s;
         if (fresh.id != r->ix.id)
@@ -103,13 +103,16 @@ stor_status_t rs_route_again(rstor_t *st, rs_route_t *r, const char *key)
         if (!fenced || fresh.to == 0)
             return STOR_ERR_NO_BUCKET; /* a delete's tombstone, or no index at all */
         /* The reshard is copying this shard's last changes, then switches
-         * the record: wait for it, a few ms at a time. */
+         * the record: wait for it, a few ms at a time. Held a while, the
+         * writer finishes it if its runner died (its lease lapsed). */
         if (r->waited_ms >= RSTOR_RESHARD_WAIT_MS) {
-            log_error("storage: bucket %s: a reshard has held writes to %s for %u ms (its "
-                      "runner may have died: run s3rdmad reshard again to finish it)",
+            log_error("storage: bucket %s: a reshard has held writes to %s for %u ms (run "
+                      "s3rdmad reshard again to finish it)",
                       r->ix.bucket, r->oid, r->waited_ms);
             return STOR_ERR_UNAVAILABLE;
         }
+        if (r->waited_ms >= RSTOR_TAKEOVER_AFTER_MS && rs_reshard_takeover(st, &fresh) == STOR_OK)
+            continue;
         uint32_t ms = r->waited_ms < 20 ? 2 : 10;
         sleep_ms(ms);
         r->waited_ms += ms;
