@@ -8,11 +8,14 @@
  *    key in one LMDB transaction and then unlinks the replaced object's files
  *    (in relaxed mode at the next sync point, once that commit is durable). A
  *    reader sees the old object or the new one, never a mix or a prefix.
- *  - An object is visible only once stor_writer_commit()/stor_mpu_complete()
- *    has returned STOR_OK, and once returned it survives kill -9 in every
- *    durability mode; in STOR_DURABILITY_FSYNC it also survives power loss
- *    (in relaxed mode, once a sync point has passed: stor_sync). No mode's
- *    index is corrupted by a power loss. docs/storage.md has the details.
+ *  - An object is visible once its commit is in the index, which is before
+ *    stor_writer_commit()/stor_mpu_complete() returns (in fsync mode, while
+ *    the flush that makes it durable runs); once STOR_OK is returned it
+ *    survives kill -9 in every durability mode; in STOR_DURABILITY_FSYNC it
+ *    also survives power loss (in relaxed mode, once a sync point has
+ *    passed: stor_sync). stor_writer_commit_later returns before that
+ *    flush, with a ticket that says when. No mode's index is corrupted by a
+ *    power loss. docs/storage.md has the details.
  *  - Files no index entry references (a crash mid-write) are removed by
  *    stor_open().
  *  - Every call that changes a bucket's contents takes the stor_bucket_t the
