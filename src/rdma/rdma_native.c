@@ -55,16 +55,21 @@
 #include "rdma/rdma_ucx.h"
 
 /* rdma_native_internal.h */
+void rdma_native_count_release(struct rdma_server *srv, rsession_t *s, nreq_state_t *state)
+{
+    if (*state == NREQ_RELEASED)
+        return;
+    if (*state != NREQ_REPLIED) {
+        atomic_fetch_sub(&s->native_inflight, 1);
+        atomic_fetch_sub(&s->user->native, 1);
+        atomic_fetch_sub(&srv->n_jobs, 1);
+    }
+    *state = NREQ_RELEASED;
+}
+
 void rdma_native_req_release(rdma_native_req_t *r)
 {
-    if (r->state == NREQ_RELEASED)
-        return;
-    if (r->state != NREQ_REPLIED) {
-        atomic_fetch_sub(&r->s->native_inflight, 1);
-        atomic_fetch_sub(&r->s->user->native, 1);
-        atomic_fetch_sub(&r->srv->n_jobs, 1);
-    }
-    r->state = NREQ_RELEASED;
+    rdma_native_count_release(r->srv, r->s, &r->state);
 }
 
 /* ==== request slots ========================================================= */
@@ -308,7 +313,8 @@ static void native_run(struct rdma_server *srv, rdma_native_req_t *r, int parsed
         rdma_native_parse_head(r->msg, r->len, &h);
         char msg[160];
         snprintf(msg, sizeof(msg), "Malformed native request: %s.", why);
-        rdma_native_reply_error(srv, s, r, &h, 400, RDMA_ERR_BAD_MESSAGE, "InvalidRequest", msg);
+        rdma_native_reply_error(srv, s, &r->state, &h, 400, RDMA_ERR_BAD_MESSAGE, "InvalidRequest",
+                                msg);
         atomic_fetch_add(&srv->native_bad, 1);
         rdma_session_put(s);
         return;
@@ -325,12 +331,12 @@ static void native_run(struct rdma_server *srv, rdma_native_req_t *r, int parsed
             fn(ctx, r);
         atomic_fetch_sub(&srv->native_running, 1);
         if (!fn) {
-            rdma_native_reply_error(srv, s, r, &r->m.head, 503, 0, "ServiceUnavailable",
+            rdma_native_reply_error(srv, s, &r->state, &r->m.head, 503, 0, "ServiceUnavailable",
                                     "The server is not serving native requests (starting or "
                                     "stopping).");
         } else if (r->state == NREQ_RUNNING) {
-            rdma_native_reply_error(srv, s, r, &r->m.head, 500, RDMA_ERR_INTERNAL, "InternalError",
-                                    "The request was not answered.");
+            rdma_native_reply_error(srv, s, &r->state, &r->m.head, 500, RDMA_ERR_INTERNAL,
+                                    "InternalError", "The request was not answered.");
         }
     }
     rdma_native_msg_free(&r->m);
@@ -509,6 +515,13 @@ void rdma_native_stop(struct rdma_server *srv)
     pthread_mutex_unlock(&srv->native_mu);
     for (unsigned i = 0; i < srv->n_native_th; i++)
         pthread_join(srv->native_th[i], NULL);
+    /* Held replies are sent by whoever settles what they wait for (a
+     * flush another thread runs): they go while the progress threads can
+     * still send them. */
+    while (atomic_load(&srv->native_held) > 0) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
     free(srv->native_th);
     srv->native_th = NULL;
     srv->n_native_th = 0;

@@ -50,12 +50,30 @@ struct rdma_native_req {
     uint8_t msg[]; /* len bytes; in a pooled slot RDMA_NATIVE_SLOT_MSG, then the strings */
 };
 
-/* Counts a request out of the in-flight bounds unless its reply holds the
- * count (REPLIED), once: -> RELEASED. */
+/* A reply made and held until its handler says to send it
+ * (rdma_native_reply_held). It holds what its request held: the count in
+ * the in-flight bounds (state NREQ_ADMITTED until the count passes to the
+ * reply sent, or is released) and a reference on the session; the server
+ * counts it in srv->native_held until it is freed. */
+struct rdma_native_held {
+    struct rdma_server *srv;
+    rsession_t *s;
+    nreq_state_t state;
+    rdma_native_head_t head; /* for an error reply instead */
+    wire_out_t w;            /* the reply */
+};
+
+/* Counts the request whose state is *state (of session s) out of the
+ * in-flight bounds unless its reply holds the count (REPLIED), once:
+ * -> RELEASED. */
+void rdma_native_count_release(struct rdma_server *srv, rsession_t *s, nreq_state_t *state);
+/* rdma_native_count_release of an admitted request. */
 void rdma_native_req_release(rdma_native_req_t *r);
 
-/* Answers r (or, r NULL, a refused request with head h) with an S3 error. */
-void rdma_native_reply_error(struct rdma_server *srv, rsession_t *s, rdma_native_req_t *r,
+/* Answers a request with an S3 error: answers is the state of the admitted
+ * request (or held reply) whose count the reply takes over, or NULL for a
+ * refused request with head h. */
+void rdma_native_reply_error(struct rdma_server *srv, rsession_t *s, nreq_state_t *answers,
                              const rdma_native_head_t *h, uint16_t status, uint16_t error,
                              const char *code, const char *msg);
 

@@ -190,8 +190,10 @@ static void native_post(struct rdma_server *srv, nsend_t *ns, int answers)
 }
 
 /* Sends a finished reply (w->data is taken over) on s's endpoint: the
- * answer to r when r is not NULL, else a refusal of a request that was
- * never admitted. spare: the nsend whose buffer w has (spare_take), taken
+ * answer to the admitted request (or held reply) whose state is *answers,
+ * whose count the reply takes over (-> REPLIED, or RELEASED when it cannot
+ * be sent), or, answers NULL, a refusal of a request that was never
+ * admitted. spare: the nsend whose buffer w has (spare_take), taken
  * over, or NULL. Eager only: a rendezvous would hand the client a key to
  * this process's memory.
  *
@@ -208,17 +210,18 @@ static void native_post(struct rdma_server *srv, nsend_t *ns, int answers)
  * the holder lost its core (41 % of the server's CPU with 32 executors,
  * docs/benchmarks.md, 2026-11-26 15:30).
  * A reply handed over holds r's slot until it is sent (native_post). */
-static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w, rdma_native_req_t *r,
-                        nsend_t *spare)
+static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w,
+                        nreq_state_t *answers, nsend_t *spare)
 {
     if (atomic_load(&s->dead)) {
-        if (r)
-            rdma_native_req_release(r);
+        if (answers)
+            rdma_native_count_release(srv, s, answers);
         rdma_wire_free(w);
         spare_give(srv, spare);
         return;
     }
-    if (!r && atomic_fetch_add(&s->refusal_bytes, w->len) >= S3R_NATIVE_UNSENT_REFUSAL_BYTES) {
+    if (!answers &&
+        atomic_fetch_add(&s->refusal_bytes, w->len) >= S3R_NATIVE_UNSENT_REFUSAL_BYTES) {
         /* The session does not read its replies: nothing more is queued
          * for it. */
         atomic_fetch_sub(&s->refusal_bytes, w->len);
@@ -233,8 +236,8 @@ static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w, r
     else
         ns = calloc(1, sizeof(*ns));
     if (!ns) {
-        if (r)
-            rdma_native_req_release(r);
+        if (answers)
+            rdma_native_count_release(srv, s, answers);
         else
             atomic_fetch_sub(&s->refusal_bytes, w->len);
         rdma_wire_free(w);
@@ -245,7 +248,7 @@ static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w, r
     ns->data = w->data;
     ns->len = w->len;
     ns->cap = w->cap;
-    ns->refusal = !r;
+    ns->refusal = !answers;
     w->data = NULL;
     rprog_t *p = s->prog;
     int hand = tls_prog != p && !atomic_load(&p->sleeping);
@@ -261,15 +264,15 @@ static void native_send(struct rdma_server *srv, rsession_t *s, wire_out_t *w, r
     srv->sends = ns;
     srv->n_sending++;
     srv->sending_bytes += ns->len;
-    if (r) {
-        /* r's count in the bounds passes to ns (native_post gives it
-         * back). */
+    if (answers) {
+        /* The request's count in the bounds passes to ns (native_post
+         * gives it back). */
         ns->slot = 1;
-        r->state = NREQ_REPLIED;
+        *answers = NREQ_REPLIED;
     }
     pthread_mutex_unlock(&srv->send_mu);
     if (!hand) {
-        native_post(srv, ns, r != NULL);
+        native_post(srv, ns, answers != NULL);
         if (direct)
             atomic_store(&p->executor_sending, 0);
         return;
@@ -328,11 +331,12 @@ void rdma_native_sweep_sends(struct rdma_server *srv, const rsession_t *s, int c
     pthread_mutex_unlock(&srv->send_mu);
 }
 
-/* An error reply for a request that never reached the handler: the S3
- * status and code, the protocol error, and the S3 XML error body. r: the
- * admitted request it answers (its slot passes to the reply), or NULL for a
- * refusal at admission. */
-void rdma_native_reply_error(struct rdma_server *srv, rsession_t *s, rdma_native_req_t *r,
+/* An error reply for a request that never reached the handler (or whose
+ * held reply failed): the S3 status and code, the protocol error, and the
+ * S3 XML error body. answers: the state of the admitted request or held
+ * reply it answers (its count passes to the reply), or NULL for a refusal
+ * at admission. */
+void rdma_native_reply_error(struct rdma_server *srv, rsession_t *s, nreq_state_t *answers,
                              const rdma_native_head_t *h, uint16_t status, uint16_t error,
                              const char *code, const char *msg)
 {
@@ -346,10 +350,10 @@ void rdma_native_reply_error(struct rdma_server *srv, rsession_t *s, rdma_native
     if (rdma_native_reply_begin(&w, h->opcode, h->request_id, status, error, "", NULL, 0,
                                 RDMA_BODY_INLINE, (uint64_t)n, &body) == 0) {
         memcpy(body, xml, (size_t)n);
-        native_send(srv, s, &w, r, NULL);
+        native_send(srv, s, &w, answers, NULL);
     }
-    if (r)
-        rdma_native_req_release(r); /* when the reply could not be encoded */
+    if (answers)
+        rdma_native_count_release(srv, s, answers); /* when the reply could not be encoded */
     rdma_wire_free(&w);
 }
 
@@ -407,9 +411,12 @@ static void native_progress(void *pctx, uint64_t done)
         ucp_request_free(req); /* never, with FORCE_IMM_CMPL: complete or refused */
 }
 
-rdma_status_t rdma_native_reply(rdma_native_req_t *r, int status, const char *s3_request_id,
+/* Makes r's reply into w (a fresh wire_out_t, or one with a spare's
+ * buffer): the body inline, or RDMA-written into the out region first.
+ * Sends nothing. rdma_native_reply's statuses. */
+static rdma_status_t reply_make(rdma_native_req_t *r, int status, const char *s3_request_id,
                                 const char *hdrs, size_t hdrs_len, uint64_t body_len,
-                                rdma_fill_fn fill, void *ctx)
+                                rdma_fill_fn fill, void *ctx, wire_out_t *w)
 {
     const rdma_native_msg_t *m = &r->m;
     if (r->state != NREQ_RUNNING)
@@ -438,18 +445,77 @@ rdma_status_t rdma_native_reply(rdma_native_req_t *r, int status, const char *s3
         if (rc != RDMA_OK)
             return rc;
     }
+    uint8_t *body = NULL;
+    if (rdma_native_reply_begin(w, m->head.opcode, m->head.request_id, (uint16_t)status, 0,
+                                s3_request_id, hdrs, hdrs_len, kind, body_len, &body) < 0)
+        return RDMA_DECLINE;
+    if (kind == RDMA_BODY_INLINE && fill(ctx, body, (size_t)body_len, 0) != 0)
+        return RDMA_CALLBACK;
+    return RDMA_OK;
+}
+
+rdma_status_t rdma_native_reply(rdma_native_req_t *r, int status, const char *s3_request_id,
+                                const char *hdrs, size_t hdrs_len, uint64_t body_len,
+                                rdma_fill_fn fill, void *ctx)
+{
     wire_out_t w = {0};
     nsend_t *spare = spare_take(r->srv, &w);
-    uint8_t *body = NULL;
-    if (rdma_native_reply_begin(&w, m->head.opcode, m->head.request_id, (uint16_t)status, 0,
-                                s3_request_id, hdrs, hdrs_len, kind, body_len, &body) < 0)
-        rc = RDMA_DECLINE;
-    else if (kind == RDMA_BODY_INLINE && fill(ctx, body, (size_t)body_len, 0) != 0)
-        rc = RDMA_CALLBACK;
+    rdma_status_t rc =
+        reply_make(r, status, s3_request_id, hdrs, hdrs_len, body_len, fill, ctx, &w);
     if (rc == RDMA_OK)
-        native_send(r->srv, r->s, &w, r, spare); /* -> REPLIED, or RELEASED */
+        native_send(r->srv, r->s, &w, &r->state, spare); /* -> REPLIED, or RELEASED */
     else
         spare_give(r->srv, spare);
     rdma_wire_free(&w);
     return rc;
+}
+
+rdma_status_t rdma_native_reply_held(rdma_native_req_t *r, int status, const char *s3_request_id,
+                                     const char *hdrs, size_t hdrs_len, uint64_t body_len,
+                                     rdma_fill_fn fill, void *ctx, rdma_native_held_t **held_p)
+{
+    rdma_native_held_t *h = calloc(1, sizeof(*h));
+    if (!h)
+        return RDMA_BUSY;
+    rdma_status_t rc =
+        reply_make(r, status, s3_request_id, hdrs, hdrs_len, body_len, fill, ctx, &h->w);
+    if (rc != RDMA_OK) {
+        rdma_wire_free(&h->w);
+        free(h);
+        return rc;
+    }
+    h->srv = r->srv;
+    h->s = r->s;
+    h->head = r->m.head;
+    /* The request's count in the bounds passes to h. */
+    h->state = NREQ_ADMITTED;
+    r->state = NREQ_REPLIED;
+    rdma_session_get(h->s);
+    atomic_fetch_add(&h->srv->native_held, 1);
+    *held_p = h;
+    return RDMA_OK;
+}
+
+/* Frees h once its reply went (or could not). */
+static void held_free(rdma_native_held_t *h)
+{
+    struct rdma_server *srv = h->srv;
+    rdma_native_count_release(srv, h->s, &h->state);
+    rdma_wire_free(&h->w);
+    rdma_session_put(h->s);
+    free(h);
+    atomic_fetch_sub(&srv->native_held, 1);
+}
+
+void rdma_native_held_send(rdma_native_held_t *h)
+{
+    native_send(h->srv, h->s, &h->w, &h->state, NULL);
+    held_free(h);
+}
+
+void rdma_native_held_fail(rdma_native_held_t *h, const char *msg)
+{
+    rdma_native_reply_error(h->srv, h->s, &h->state, &h->head, 500, RDMA_ERR_INTERNAL,
+                            "InternalError", msg);
+    held_free(h);
 }

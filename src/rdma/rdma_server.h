@@ -233,4 +233,26 @@ rdma_status_t rdma_native_reply(rdma_native_req_t *r, int status, const char *s3
                                 const char *hdrs, size_t hdrs_len, uint64_t body_len,
                                 rdma_fill_fn fill, void *ctx);
 
+/* A reply made now and sent later, from any thread: the handler's thread
+ * goes on to other requests while what the reply acknowledges completes
+ * (a write becoming durable). */
+typedef struct rdma_native_held rdma_native_held_t;
+/* rdma_native_reply, except that the reply is made (a body that goes by
+ * RDMA is written now) and held: on RDMA_OK, *held_p has it and the request
+ * counts as answered (the handler replies no more). Until it is sent it
+ * holds what the request held: its count in the session's, the user's and
+ * the server's bounds of requests in flight (max_native_per_session,
+ * the user's share, max_native_queued: held replies are bounded as
+ * requests in flight are) and a reference on the session. RDMA_BUSY: out
+ * of memory, nothing held. Exactly one of the two calls below must follow;
+ * rdma_server_stop waits for it. */
+rdma_status_t rdma_native_reply_held(rdma_native_req_t *r, int status, const char *s3_request_id,
+                                     const char *hdrs, size_t hdrs_len, uint64_t body_len,
+                                     rdma_fill_fn fill, void *ctx, rdma_native_held_t **held_p);
+/* Sends h's reply and frees h (any thread; dropped if the session died
+ * meanwhile). */
+void rdma_native_held_send(rdma_native_held_t *h);
+/* Sends a 500 InternalError with msg instead of h's reply, and frees h. */
+void rdma_native_held_fail(rdma_native_held_t *h, const char *msg);
+
 #endif

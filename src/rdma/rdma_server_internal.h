@@ -335,6 +335,7 @@ struct rdma_server {
     unsigned native_polling;
     /* Admitted, reply not yet sent: bounded by cfg.max_native_queued. */
     _Atomic unsigned n_jobs;
+    _Atomic unsigned native_held; /* rdma_native_held_t not freed yet */
     int native_stop;
     pthread_t *native_th;
     unsigned n_native_th;

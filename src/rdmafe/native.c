@@ -254,6 +254,39 @@ static int out_fill(void *ctx, void *dst, size_t len, uint64_t off)
     return n == (ssize_t)len ? 0 : -1;
 }
 
+/* A held reply's write is settled (stor_ticket_await): the reply goes, or
+ * a 500 instead. */
+static void reply_durable(void *arg, stor_status_t st)
+{
+    rdma_native_held_t *h = arg;
+    if (st == STOR_OK)
+        rdma_native_held_send(h);
+    else
+        rdma_native_held_fail(h, "The write was not made durable (the server's disk failed); it "
+                                 "may or may not be kept.");
+}
+
+/* The reply: sent now, or, for a success that acknowledges a write not yet
+ * durable (req->durable_ticket), made now and held until the write is
+ * (docs/architecture.md, "Durable later"): the executor goes on to the next
+ * request meanwhile. */
+static rdma_status_t reply(native_req_t *q, int status, uint64_t body, out_source_t *src)
+{
+    s3_req_t *req = &q->req;
+    stor_ticket_t ticket = req->durable_ticket;
+    req->durable_ticket = 0;
+    if (!ticket || status < 200 || status > 299)
+        return rdma_native_reply(q->nr, status, req->request_id, req->reply_headers.data,
+                                 req->reply_headers.len, body, out_fill, src);
+    rdma_native_held_t *h;
+    rdma_status_t st =
+        rdma_native_reply_held(q->nr, status, req->request_id, req->reply_headers.data,
+                               req->reply_headers.len, body, out_fill, src, &h);
+    if (st == RDMA_OK)
+        stor_ticket_await(req->srv->cfg.store, ticket, reply_durable, h);
+    return st;
+}
+
 static void native_send(s3_req_t *req, int status, s3_out_t *out)
 {
     native_req_t *q = (native_req_t *)req;
@@ -265,8 +298,7 @@ static void native_send(s3_req_t *req, int status, s3_out_t *out)
     if (s3_req_is_head(req))
         body = 0;
     out_source_t src = {out};
-    rdma_status_t st = rdma_native_reply(q->nr, status, req->request_id, req->reply_headers.data,
-                                         req->reply_headers.len, body, out_fill, &src);
+    rdma_status_t st = reply(q, status, body, &src);
     if (out->kind == S3_OUT_OBJECT)
         stor_reader_close(out->reader);
     free(out->data);
@@ -308,6 +340,7 @@ static const s3_frontend_t native_frontend = {
     .query = native_query,
     .has_query = native_has_query,
     .send = native_send,
+    .durable_later = true,
 };
 
 /* ---- running a request ----------------------------------------------------------- */

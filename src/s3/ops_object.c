@@ -235,7 +235,9 @@ bool s3_object_commit(s3_req_t *req, stor_meta_t *meta)
     stor_precond_t cond;
     const char *why;
     s3_write_precond(req, &cond, &why); /* checked in begin() */
-    stor_status_t st = stor_writer_commit_if(w, req->key, meta, &cond);
+    stor_status_t st = req->fe->durable_later ? stor_writer_commit_later(w, req->key, meta, &cond,
+                                                                         &req->durable_ticket)
+                                              : stor_writer_commit_if(w, req->key, meta, &cond);
     if (st != STOR_OK) {
         s3_reply_error(req, s3_error_from_stor(st), NULL);
         return false;

@@ -183,6 +183,13 @@ typedef struct s3_frontend {
      * failure in req->body_error, or replies and returns false. */
     bool (*body_take)(s3_req_t *req);
     bool (*body_pull)(s3_req_t *req);
+    /* The frontend sends a PutObject's success reply only once the write is
+     * durable, without its thread waiting for that: s3_object_commit then
+     * commits with stor_writer_commit_later and leaves req->durable_ticket
+     * for send, which must hold a 2xx reply until stor_ticket_await
+     * settles the ticket, and send a 500 instead if it fails. false: every
+     * commit returns durable (HTTP: a thread per connection, which waits). */
+    bool durable_later;
 } s3_frontend_t;
 
 /* The token transport (token.c; docs/protocol.md §3): an S3 request over a
@@ -325,6 +332,10 @@ struct s3_req {
     char etag[40];                /* 32 hex digits (MD5), or 32 and "-1" (etag: fast) */
     char *checksums[S3_CK_COUNT]; /* base64, verified or computed; NULL when not asked */
     char precond_etag[64];        /* s3_write_precond's If-Match ETag */
+
+    /* Set by s3_object_commit under fe->durable_later: what the commit
+     * still waits for before it is durable (0: nothing). */
+    stor_ticket_t durable_ticket;
 
     /* Operation scratch: handlers keep their state here. */
     void *op_state;

@@ -201,6 +201,24 @@ stor_status_t stor_writer_commit_if(stor_writer_t *w, const char *key, stor_meta
     return w->st->ops->writer_commit_if(w, key, meta, cond);
 }
 
+stor_status_t stor_writer_commit_later(stor_writer_t *w, const char *key, stor_meta_t *meta,
+                                       const stor_precond_t *cond, stor_ticket_t *ticket_p)
+{
+    *ticket_p = 0;
+    if (!w->st->ops->writer_commit_later)
+        return stor_writer_commit_if(w, key, meta, cond);
+    cipher_secure_zero(&w->cipher, sizeof w->cipher);
+    return w->st->ops->writer_commit_later(w, key, meta, cond, ticket_p);
+}
+
+void stor_ticket_await(stor_t *st, stor_ticket_t ticket, stor_durable_fn done, void *arg)
+{
+    if (ticket == 0 || !st->ops->ticket_await)
+        done(arg, STOR_OK); /* nothing to wait for (a backend without tickets gives none) */
+    else
+        st->ops->ticket_await(st, ticket, done, arg);
+}
+
 void stor_writer_abort(stor_writer_t *w)
 {
     if (w) {

@@ -47,6 +47,11 @@ typedef struct stor_ops {
     stor_status_t (*writer_commit_if)(stor_writer_t *w, const char *key, stor_meta_t *meta,
                                       const stor_precond_t *cond);
     void (*writer_abort)(stor_writer_t *w);
+    /* Both NULL when every commit returns durable (stor_writer_commit_later
+     * is then writer_commit_if with ticket 0). */
+    stor_status_t (*writer_commit_later)(stor_writer_t *w, const char *key, stor_meta_t *meta,
+                                         const stor_precond_t *cond, stor_ticket_t *ticket_p);
+    void (*ticket_await)(stor_t *st, stor_ticket_t ticket, stor_durable_fn done, void *arg);
 
     stor_status_t (*head)(stor_t *st, const char *bucket, const char *key, stor_meta_t *meta_p);
     stor_status_t (*reader_open)(stor_t *st, const char *bucket, const char *key,

@@ -8,11 +8,14 @@
  *    key in one LMDB transaction and then unlinks the replaced object's files
  *    (in relaxed mode at the next sync point, once that commit is durable). A
  *    reader sees the old object or the new one, never a mix or a prefix.
- *  - An object is visible only once stor_writer_commit()/stor_mpu_complete()
- *    has returned STOR_OK, and once returned it survives kill -9 in every
- *    durability mode; in STOR_DURABILITY_FSYNC it also survives power loss
- *    (in relaxed mode, once a sync point has passed: stor_sync). No mode's
- *    index is corrupted by a power loss. docs/storage.md has the details.
+ *  - An object is visible once its commit is in the index, which is before
+ *    stor_writer_commit()/stor_mpu_complete() returns (in fsync mode, while
+ *    the flush that makes it durable runs); once STOR_OK is returned it
+ *    survives kill -9 in every durability mode; in STOR_DURABILITY_FSYNC it
+ *    also survives power loss (in relaxed mode, once a sync point has
+ *    passed: stor_sync). stor_writer_commit_later returns before that
+ *    flush, with a ticket that says when. No mode's index is corrupted by a
+ *    power loss. docs/storage.md has the details.
  *  - Files no index entry references (a crash mid-write) are removed by
  *    stor_open().
  *  - Every call that changes a bucket's contents takes the stor_bucket_t the
@@ -447,6 +450,37 @@ stor_status_t stor_writer_commit_if(stor_writer_t *w, const char *key, stor_meta
                                     const stor_precond_t *cond);
 /* Discards the bytes and frees the writer; NULL is a no-op. */
 void stor_writer_abort(stor_writer_t *w);
+
+/* Acknowledging a write once it is durable, without a thread waiting for it
+ * (fsync mode; docs/storage.md, "Durable later"). */
+
+/* What a commit still waits for before it is durable; 0: nothing (durable
+ * already, or a mode that waits for nothing). A ticket is a number and
+ * holds nothing: one never awaited costs nothing. */
+typedef uint64_t stor_ticket_t;
+/* A ticket settled: STOR_OK, durable; STOR_ERR_IO, the flush that was to
+ * make it durable failed (logged): the change stays committed and visible
+ * but may not survive a power loss, as after a failed stor_writer_commit. */
+typedef void (*stor_durable_fn)(void *arg, stor_status_t st);
+/* stor_writer_commit_if, except that a commit whose durability is a flush
+ * shared with other commits (fsync mode's commit log) returns before that
+ * flush: STOR_OK with *ticket_p nonzero means committed -- readers see the
+ * object, as they see every commit while its flush runs -- but not yet
+ * durable: the caller must not acknowledge it before stor_ticket_await
+ * settles the ticket. *ticket_p 0: the result is final, as
+ * stor_writer_commit_if's (every error; relaxed mode; the RADOS backend,
+ * which completes synchronously; a commit that could not be logged; one that
+ * replaced an object kept in a file, which is dropped only once durable). */
+stor_status_t stor_writer_commit_later(stor_writer_t *w, const char *key, stor_meta_t *meta,
+                                       const stor_precond_t *cond, stor_ticket_t *ticket_p);
+/* Calls done(arg, status) exactly once, when ticket is settled (0: at once,
+ * STOR_OK). If no flush is under way, the calling thread runs them, one
+ * after the other, until every ticket awaited so far (by any thread) is
+ * settled, calling done for each, its own too, before it returns; else it
+ * returns at once and the thread running the flush calls done. So done
+ * runs on any thread: it must be quick, must not block and must not call
+ * storage. */
+void stor_ticket_await(stor_t *st, stor_ticket_t ticket, stor_durable_fn done, void *arg);
 /* Encrypts the bytes written from now on with AES-256-CTR under key (32
  * bytes) and iv (16: the counter block of the object's first 16 bytes;
  * common/cipher.h), at their offset in the object: call it before the first

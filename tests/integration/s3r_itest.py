@@ -633,11 +633,11 @@ UCX_ENVS = {"ucx-default": {}, "ucx-tcp": {"UCX_TLS": "tcp"}}
 
 
 class RdmaServer:
-    """An s3rdmad (relaxed durability) with its RDMA session port on a free port, run
-    under ucx_env; env_extra is added to the server's environment only."""
+    """An s3rdmad (relaxed durability unless told) with its RDMA session port on a free
+    port, run under ucx_env; env_extra is added to the server's environment only."""
 
     def __init__(self, tmp, name, ucx_env, rdma=True, env_extra=None, extra_args=(),
-                 users=USERS):
+                 users=USERS, durability="relaxed"):
         tmp = Path(tmp)
         d = tmp / f"{name}-data"
         d.mkdir(parents=True, exist_ok=True)
@@ -645,7 +645,7 @@ class RdmaServer:
         write_config(cfg, users=users)
         self.rdma_port = free_port()
         self.ucx_env = ucx_env
-        self.srv = Server(d, cfg, tmp / f"{name}.log", durability="relaxed",
+        self.srv = Server(d, cfg, tmp / f"{name}.log", durability=durability,
                           extra_args=["--rdma-listen", f"127.0.0.1:{self.rdma_port}",
                                       *extra_args],
                           env=clean_env({**ucx_env, **(env_extra or {})}), rdma_enabled=rdma)

@@ -10,7 +10,8 @@
  * marks them done and hands the lead to the next queued change before any
  * of them waits for its flush: the next group commits while this one
  * syncs. Each caller then does its own post-commit work (fsync mode: waits
- * for the flush that makes the commit durable; dropping replaced files).
+ * for the flush that makes the commit durable, or takes a ticket for it
+ * (local_group_durable); dropping replaced files).
  *
  * Fsync mode: while it applies the group, the leader records its writes
  * (local_wr_put, local_wr_del) and, after the commit and before handing the lead on,
@@ -157,7 +158,7 @@ static void group_lead(lstor_t *st, local_change_t *leader)
     pthread_mutex_unlock(&st->group_lock);
 }
 
-stor_status_t local_group_commit(lstor_t *st, local_change_t *c)
+stor_status_t local_group_apply(lstor_t *st, local_change_t *c)
 {
     c->applied = 0;
     c->status = STOR_OK;
@@ -184,9 +185,28 @@ stor_status_t local_group_commit(lstor_t *st, local_change_t *c)
     if (lead)
         group_lead(st, c);
     pthread_cond_destroy(&c->cv);
-    if (!c->applied)
-        return c->status;
+    return c->applied ? STOR_OK : c->status;
+}
+
+stor_status_t local_group_durable(lstor_t *st, const local_change_t *c, uint64_t *ticket_p)
+{
+    if (c->lsn && ticket_p) {
+        *ticket_p = c->lsn;
+        return STOR_OK;
+    }
     if (c->lsn)
         return local_wal_flush(st->wal, c->lsn) == 0 ? STOR_OK : STOR_ERR_IO;
     return local_wr_durable(st, c->txnid);
+}
+
+stor_status_t local_group_commit(lstor_t *st, local_change_t *c)
+{
+    stor_status_t s = local_group_apply(st, c);
+    return s == STOR_OK ? local_group_durable(st, c, NULL) : s;
+}
+
+void local_ticket_await(stor_t *st_, stor_ticket_t ticket, stor_durable_fn done, void *arg)
+{
+    lstor_t *st = (lstor_t *)st_;
+    local_wal_await(st->wal, ticket, done, arg); /* only the log gives tickets */
 }

@@ -122,8 +122,22 @@ struct local_change {
  * changes of concurrent callers, commits it and, in fsync mode, returns once
  * the commit is durable: the group's record in the commit log is on disk
  * (local_wal.h), or, for a group that could not be logged, a sync point covers it. Returns what
- * c->apply returned, or the commit's or the sync point's failure. */
+ * c->apply returned, or the commit's or the sync point's failure.
+ * local_group_apply then local_group_durable(ticket_p NULL). */
 stor_status_t local_group_commit(lstor_t *st, local_change_t *c);
+/* local_group_commit's first step: applies and commits c (visible, in the
+ * page cache; fsync mode: its group's record appended to the log). STOR_OK
+ * (c->applied) or what failed. */
+stor_status_t local_group_apply(lstor_t *st, local_change_t *c);
+/* Its second, after local_group_apply returned STOR_OK: makes c durable
+ * (relaxed mode: nothing). ticket_p NULL: waits for it. Else a change whose
+ * group was logged returns at once with *ticket_p its record's end
+ * (stor_ticket_await: local_ticket_await), and one that was not waits for
+ * its sync point, *ticket_p untouched. */
+stor_status_t local_group_durable(lstor_t *st, const local_change_t *c, uint64_t *ticket_p);
+/* stor_ticket_await's local backend: a ticket is a position in the commit
+ * log (local_wal_await). */
+void local_ticket_await(stor_t *st_, stor_ticket_t ticket, stor_durable_fn done, void *arg);
 
 /* The local backend's store; base first (stor_backend.h). */
 struct lstor {
@@ -396,6 +410,8 @@ uint64_t local_writer_size(const stor_writer_t *w_);
 void local_writer_abort(stor_writer_t *w_);
 stor_status_t local_writer_commit_if(stor_writer_t *w_, const char *key, stor_meta_t *meta,
                                      const stor_precond_t *cond);
+stor_status_t local_writer_commit_later(stor_writer_t *w_, const char *key, stor_meta_t *meta,
+                                        const stor_precond_t *cond, stor_ticket_t *ticket_p);
 stor_status_t local_head(stor_t *st_, const char *bucket, const char *key, stor_meta_t *meta_p);
 stor_status_t local_head_version(stor_t *st_, const char *bucket, const char *key,
                                  const char *version_id, stor_meta_t *meta_p);

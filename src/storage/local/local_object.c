@@ -296,6 +296,13 @@ static stor_status_t put_apply(lstor_t *st, MDB_txn *txn, void *arg, int *touche
 stor_status_t local_writer_commit_if(stor_writer_t *w_, const char *key, stor_meta_t *meta,
                                      const stor_precond_t *cond)
 {
+    return local_writer_commit_later(w_, key, meta, cond, NULL);
+}
+
+/* ticket_p NULL: returns durable (local_writer_commit_if). */
+stor_status_t local_writer_commit_later(stor_writer_t *w_, const char *key, stor_meta_t *meta,
+                                        const stor_precond_t *cond, stor_ticket_t *ticket_p)
+{
     lwriter_t *w = (lwriter_t *)w_;
     lstor_t *st = w->st;
     buf_t b = {0};
@@ -332,7 +339,10 @@ stor_status_t local_writer_commit_if(stor_writer_t *w_, const char *key, stor_me
     c.apply = put_apply;
     c.arg = &p;
     c.new_file = inline_obj ? NULL : w->id;
-    s = local_group_commit(st, &c);
+    s = local_group_apply(st, &c);
+    /* A replaced file may go only once the commit is durable: that one waits. */
+    if (s == STOR_OK)
+        s = local_group_durable(st, &c, p.had_old && p.old.n_segs ? NULL : ticket_p);
     meta->version = nrec.meta.version; /* set by a versioned commit */
     if (c.applied)
         local_usage_change(st, 1 - (p.had_old && !p.old.meta.delete_marker),

@@ -55,6 +55,15 @@ typedef struct op_hdr {
     uint32_t klen, vlen;
 } op_hdr_t;
 
+/* A local_wal_await: done is called once lsn is flushed (or cannot be). */
+typedef struct wal_waiter {
+    struct wal_waiter *next;
+    uint64_t lsn;
+    stor_durable_fn done;
+    void *arg;
+    stor_status_t st; /* set when settled */
+} wal_waiter_t;
+
 struct local_wal {
     int fd;
     MDB_dbi dbis[WAL_MAX_TABLES];
@@ -77,6 +86,7 @@ struct local_wal {
     uint64_t lsn;     /* bytes appended since open */
     uint64_t flushed; /* lsn known on disk */
     int flushing;
+    wal_waiter_t *waiters; /* local_wal_await's, not settled yet */
     uint64_t last_txnid;
     /* A restart or a flush failed: no more records, and no flush succeeds
      * any more (after a failed fdatasync, Linux may have dropped the
@@ -282,6 +292,8 @@ void local_wal_close(local_wal_t *w)
 {
     if (!w)
         return;
+    /* No thread uses the store any more, and a waiter never outlives the
+     * flushes of the thread that found none under way: none is left. */
     if (w->fd >= 0)
         close(w->fd);
     free(w->buf);
@@ -415,9 +427,83 @@ int local_wal_append(local_wal_t *w, uint64_t txnid, uint64_t *lsn_p)
     return 0;
 }
 
+/* Runs one fdatasync for every record appended so far. Under w->lock, no
+ * flush under way; the lock is released during the fdatasync. 0, or -1
+ * (logged; the log is broken from now on). */
+static int flush_locked(local_wal_t *w)
+{
+    w->flushing = 1;
+    uint64_t target = w->lsn;
+    pthread_mutex_unlock(&w->lock);
+    int frc = fdatasync(w->fd), err = errno;
+    pthread_mutex_lock(&w->lock);
+    w->flushing = 0;
+    if (frc == 0 && target > w->flushed)
+        w->flushed = target;
+    pthread_cond_broadcast(&w->flushed_cv);
+    if (frc != 0) {
+        log_error("storage: index/%s: fdatasync: %s: commits wait for sync points from now on",
+                  WAL_FILE, strerror(err));
+        w->broken = 1;
+        return -1;
+    }
+    return 0;
+}
+
+/* Takes the waiters that can be settled now off w->waiters: those on disk,
+ * and, once the log is broken, every other one (with STOR_ERR_IO). Under
+ * w->lock. */
+static wal_waiter_t *waiters_settled_locked(local_wal_t *w)
+{
+    wal_waiter_t *out = NULL;
+    for (wal_waiter_t **pp = &w->waiters; *pp;) {
+        wal_waiter_t *x = *pp;
+        if (x->lsn > w->flushed && !w->broken) {
+            pp = &x->next;
+            continue;
+        }
+        *pp = x->next;
+        x->st = x->lsn <= w->flushed ? STOR_OK : STOR_ERR_IO;
+        x->next = out;
+        out = x;
+    }
+    return out;
+}
+
+/* Calls the done of each settled waiter of list and frees it (not under
+ * w->lock). */
+static void waiters_call(wal_waiter_t *list)
+{
+    while (list) {
+        wal_waiter_t *x = list;
+        list = x->next;
+        x->done(x->arg, x->st);
+        free(x);
+    }
+}
+
+/* Serves the waiters: settles those that can be, and flushes while one is
+ * pending and no other thread flushes (that thread then serves them). Under
+ * w->lock, released while done runs and during the flushes. */
+static void waiters_serve_locked(local_wal_t *w)
+{
+    for (;;) {
+        wal_waiter_t *ready = waiters_settled_locked(w);
+        if (ready) {
+            pthread_mutex_unlock(&w->lock);
+            waiters_call(ready);
+            pthread_mutex_lock(&w->lock);
+            continue;
+        }
+        if (!w->waiters || w->flushing)
+            return;
+        flush_locked(w);
+    }
+}
+
 int local_wal_flush(local_wal_t *w, uint64_t lsn)
 {
-    int rc = 0;
+    int rc = 0, flushed_here = 0;
     pthread_mutex_lock(&w->lock);
     while (w->flushed < lsn) {
         if (w->broken) {
@@ -431,26 +517,31 @@ int local_wal_flush(local_wal_t *w, uint64_t lsn)
         /* No flush under way: this thread runs one for every record
          * appended so far. One under way may have begun before this
          * record's append: then the loop waits for it and runs the next. */
-        w->flushing = 1;
-        uint64_t target = w->lsn;
-        pthread_mutex_unlock(&w->lock);
-        int frc = fdatasync(w->fd), err = errno;
-        pthread_mutex_lock(&w->lock);
-        w->flushing = 0;
-        if (frc == 0 && target > w->flushed)
-            w->flushed = target;
-        pthread_cond_broadcast(&w->flushed_cv);
-        if (frc != 0) {
-            log_error("storage: index/%s: fdatasync: %s: commits wait for sync points from now "
-                      "on",
-                      WAL_FILE, strerror(err));
-            w->broken = 1;
+        flushed_here = 1;
+        if (flush_locked(w) != 0) {
             rc = -1;
             break;
         }
     }
+    if (flushed_here)
+        waiters_serve_locked(w);
     pthread_mutex_unlock(&w->lock);
     return rc;
+}
+
+void local_wal_await(local_wal_t *w, uint64_t lsn, stor_durable_fn done, void *arg)
+{
+    wal_waiter_t *x = malloc(sizeof *x);
+    if (!x) {
+        done(arg, local_wal_flush(w, lsn) == 0 ? STOR_OK : STOR_ERR_IO);
+        return;
+    }
+    *x = (wal_waiter_t){.lsn = lsn, .done = done, .arg = arg};
+    pthread_mutex_lock(&w->lock);
+    x->next = w->waiters;
+    w->waiters = x;
+    waiters_serve_locked(w);
+    pthread_mutex_unlock(&w->lock);
 }
 
 int local_wal_filling(local_wal_t *w)
@@ -476,6 +567,9 @@ int local_wal_restart(local_wal_t *w)
     if (rc != 0)
         w->broken = 1;
     pthread_cond_broadcast(&w->flushed_cv);
+    /* The restore point covers every record: their waiters are settled. */
+    wal_waiter_t *ready = waiters_settled_locked(w);
     pthread_mutex_unlock(&w->lock);
+    waiters_call(ready);
     return rc;
 }

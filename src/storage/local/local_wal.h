@@ -35,6 +35,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "storage/storage.h"
+
 #define WAL_FILE "wal"
 /* The tables a record can name, by their index in the dbis array given to
  * local_wal_replay and local_wal_open. */
@@ -92,8 +94,19 @@ int local_wal_append(local_wal_t *w, uint64_t txnid, uint64_t *lsn_p);
 /* Returns once everything appended up to lsn is on disk, flushing it itself
  * unless another thread's flush, begun after that append, covers it (one
  * fdatasync for all the records appended meanwhile). 0, or -1 if the flush
- * failed. */
+ * failed. A thread that ran a flush also serves the waiters of
+ * local_wal_await before it returns (flushing again while one is
+ * pending). */
 int local_wal_flush(local_wal_t *w, uint64_t lsn);
+/* Calls done(arg, STOR_OK) once everything appended up to lsn is on disk,
+ * or done(arg, STOR_ERR_IO) if a flush failed first (or the log was
+ * broken already), exactly once. The flushes are run by whichever thread
+ * finds none under way: this one, if none is, flushing until no waiter of
+ * any thread is pending (calling done for each, outside the lock); else the
+ * thread flushing calls done once its flush covers lsn. Waiters hold a few
+ * bytes each (out of memory: this thread flushes and calls done itself);
+ * how many wait is the callers' to bound. */
+void local_wal_await(local_wal_t *w, uint64_t lsn, stor_durable_fn done, void *arg);
 /* Half the log or more is used: a sync point should run soon. */
 int local_wal_filling(local_wal_t *w);
 /* The transaction id of the last record appended (0: none since the start). */

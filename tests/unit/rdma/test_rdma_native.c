@@ -94,6 +94,10 @@ typedef struct hctx {
     atomic_int put_running[2], put_running_max[2];
     /* The threads the last PutObject and DeleteObject handlers ran on. */
     pthread_t put_thread, delete_thread;
+    /* Replies a PutObject with query parameter "hold" made and held
+     * (rdma_native_reply_held), for the test to send. */
+    rdma_native_held_t *held[8];
+    unsigned n_held;
 } hctx_t;
 
 static hctx_t g_h = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
@@ -196,6 +200,16 @@ static void test_handler(void *ctx, rdma_native_req_t *r)
         reply_body(h, r, n);
         return;
     case RDMA_OP_PUT_OBJECT: {
+        rdma_native_held_t *held;
+        if (param(m, "hold") &&
+            rdma_native_reply_held(r, 200, "rid-held", NULL, 0, 0, NULL, NULL, &held) == RDMA_OK) {
+            pthread_mutex_lock(&h->mu);
+            assert_true(h->n_held < sizeof(h->held) / sizeof(h->held[0]));
+            h->held[h->n_held++] = held;
+            pthread_cond_broadcast(&h->cv);
+            pthread_mutex_unlock(&h->mu);
+            return;
+        }
         pthread_mutex_lock(&h->mu);
         h->put_thread = pthread_self();
         pthread_mutex_unlock(&h->mu);
@@ -1830,6 +1844,86 @@ static void test_per_session_limit(void **state)
     assert_int_equal(test_wait_count(srv, 0), 0);
 }
 
+/* Waits up to 5 s for want held replies; takes them into out. */
+static void take_held(unsigned want, rdma_native_held_t **out)
+{
+    uint64_t deadline = clock_mono_ms() + WAIT_MS;
+    pthread_mutex_lock(&g_h.mu);
+    while (g_h.n_held < want && clock_mono_ms() < deadline) {
+        pthread_mutex_unlock(&g_h.mu);
+        sleep_ms(2);
+        pthread_mutex_lock(&g_h.mu);
+    }
+    unsigned n = g_h.n_held;
+    memcpy(out, g_h.held, n * sizeof(*out));
+    g_h.n_held = 0;
+    pthread_mutex_unlock(&g_h.mu);
+    assert_int_equal(n, want);
+}
+
+static void submit_held_put(rdma_session_t *s, tcall_t *t)
+{
+    rdma_native_msg_t m;
+    msg_init(&m, RDMA_OP_PUT_OBJECT, "bkt", "held");
+    msg_param(&m, RDMA_PARAM_QUERY, "hold", "1");
+    submit(s, &m, t);
+}
+
+/* Replies held by the handler (rdma_native_reply_held: fsync mode's PUTs,
+ * sent once durable) and sent later by another thread: the executor is free
+ * at once; each held reply keeps its request's place in the session's bound
+ * until it is sent; one can turn into a 500 InternalError
+ * (rdma_native_held_fail); those of a session closed meanwhile are dropped,
+ * and the server is well after. */
+static void test_held_replies(void **state)
+{
+    (void)state;
+    rdma_server_t *srv;
+    g_threads = 1; /* one executor: a held reply must not keep it */
+    NSERVER_OR_SKIP(srv, 4, 0, 1);
+    rdma_session_t *s = open_session(srv, "AKIDONE", "secret-one");
+    rdma_session_t *s2 = open_session(srv, "AKIDONE", "secret-one");
+    tcall_t t[4];
+    for (int i = 0; i < 4; i++)
+        submit_held_put(s, &t[i]);
+    rdma_native_held_t *held[4];
+    take_held(4, held);
+    assert_session_works(s2); /* the lone executor runs other requests */
+    tcall_t extra;
+    char nb[32];
+    get_call(s, "fifth", 10, 16384, NULL, &extra, nb);
+    wait_reply(s, &extra);
+    assert_int_equal(extra.status, 503); /* the held replies fill the session's bound */
+    tcall_free(&extra);
+    for (int i = 0; i < 4; i++)
+        assert_false(rdma_native_finished(&t[i].c));
+    for (int i = 0; i < 3; i++)
+        rdma_native_held_send(held[i]);
+    rdma_native_held_fail(held[3], "The write was not made durable.");
+    for (int i = 0; i < 4; i++) {
+        wait_reply(s, &t[i]);
+        assert_int_equal(t[i].status, i < 3 ? 200 : 500);
+        if (i == 3) {
+            assert_int_equal(t[i].error, RDMA_ERR_INTERNAL);
+            assert_non_null(strstr((const char *)t[i].inl, "InternalError"));
+        }
+        tcall_free(&t[i]);
+    }
+    assert_session_works(s); /* the count went back down */
+    /* The session closes while two replies are held. */
+    for (int i = 0; i < 2; i++)
+        submit_held_put(s, &t[i]);
+    take_held(2, held);
+    rdma_session_close(s);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(t[i].lost, 1);
+    rdma_native_held_send(held[0]);
+    rdma_native_held_fail(held[1], "late");
+    assert_session_works(s2);
+    rdma_session_close(s2);
+    assert_int_equal(test_wait_count(srv, 0), 0);
+}
+
 static void test_server_limit(void **state)
 {
     (void)state;
@@ -2405,6 +2499,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_raw_other_session, setup, teardown),
         cmocka_unit_test_setup_teardown(test_raw_local_worker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_per_session_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_held_replies, setup, teardown),
         cmocka_unit_test_setup_teardown(test_server_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_with_requests_in_flight, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queued_requests_of_dead_session, setup, teardown),

@@ -59,6 +59,12 @@ int fsync(int fd)
 
 /* Nonzero: fdatasync of this inode fails with EIO (a disk error, staged). */
 static _Atomic ino_t fail_ino;
+/* Nonzero: fdatasync of this inode waits until hold_release (a slow disk,
+ * staged); held says a flush is waiting. */
+static _Atomic ino_t hold_ino;
+static pthread_mutex_t hold_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hold_cv = PTHREAD_COND_INITIALIZER;
+static int held;
 
 int fdatasync(int fd)
 {
@@ -68,7 +74,32 @@ int fdatasync(int fd)
         errno = EIO;
         return -1;
     }
+    if (hold_ino && fstat(fd, &sb) == 0 && sb.st_ino == hold_ino) {
+        pthread_mutex_lock(&hold_mu);
+        held = 1;
+        pthread_cond_broadcast(&hold_cv);
+        while (hold_ino)
+            pthread_cond_wait(&hold_cv, &hold_mu);
+        held = 0;
+        pthread_mutex_unlock(&hold_mu);
+    }
     return (int)syscall(SYS_fdatasync, fd);
+}
+
+static void hold_wait_held(void)
+{
+    pthread_mutex_lock(&hold_mu);
+    while (!held)
+        pthread_cond_wait(&hold_cv, &hold_mu);
+    pthread_mutex_unlock(&hold_mu);
+}
+
+static void hold_release(void)
+{
+    pthread_mutex_lock(&hold_mu);
+    hold_ino = 0;
+    pthread_cond_broadcast(&hold_cv);
+    pthread_mutex_unlock(&hold_mu);
 }
 
 /* syncfs calls since the last reset, and the filesystem of the last one. */
@@ -990,6 +1021,148 @@ static void test_fsync_failed_sync_keeps_file(void **state)
     assert_get(f->st, "k", "newest");
 }
 
+/* ---- Durable later: stor_writer_commit_later, stor_ticket_await ------------ */
+
+/* tu_put through stor_writer_commit_later: *ticket_p what it left to wait for. */
+static stor_status_t put_later(stor_t *st, const char *key, const char *val,
+                               stor_ticket_t *ticket_p)
+{
+    stor_writer_t *w;
+    stor_status_t s = stor_writer_open(st, TU_B(st, "b"), &w);
+    if (s != STOR_OK)
+        return s;
+    if ((s = stor_writer_write(w, val, strlen(val))) != STOR_OK) {
+        stor_writer_abort(w);
+        return s;
+    }
+    stor_meta_t m;
+    memset(&m, 0, sizeof m);
+    tu_md5_hex(val, strlen(val), m.etag);
+    return stor_writer_commit_later(w, key, &m, NULL, ticket_p);
+}
+
+/* One stor_ticket_await's outcome. */
+typedef struct settled {
+    _Atomic int calls;
+    stor_status_t st;
+    pthread_t by;     /* the thread that called done */
+    size_t log_syncs; /* the commit log's fdatasyncs by then (since the reset) */
+    const char *wal;  /* the log's path */
+} settled_t;
+
+static void on_settled(void *arg, stor_status_t st)
+{
+    settled_t *x = arg;
+    x->st = st;
+    x->by = pthread_self();
+    x->log_syncs = synced_count(x->wal);
+    atomic_fetch_add(&x->calls, 1);
+}
+
+typedef struct awaiter {
+    stor_t *st;
+    stor_ticket_t ticket;
+    settled_t *out;
+} awaiter_t;
+
+static void *await_main(void *arg)
+{
+    awaiter_t *a = arg;
+    stor_ticket_await(a->st, a->ticket, on_settled, a->out);
+    return NULL;
+}
+
+/* A logged PUT returns committed and visible before its flush, with a
+ * ticket; the ticket settles only after a flush of the log that began
+ * after the commit, exactly once. A thread that awaits while another's
+ * flush runs returns at once and that thread settles it, flushing again
+ * for it. */
+static void test_fsync_commit_later(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    char walpath[PATH_MAX];
+    snprintf(walpath, sizeof walpath, "%s", fx_path(f, ".s3rdma/index/wal"));
+    synced_reset();
+    stor_ticket_t t1 = 0, t2 = 0;
+    assert_int_equal(put_later(f->st, "k1", "one", &t1), STOR_OK);
+    assert_true(t1 != 0);
+    assert_int_equal(synced_count(walpath), 0); /* returned before any flush */
+    assert_get(f->st, "k1", "one");             /* committed: visible */
+    settled_t s1 = {.wal = walpath};
+    stor_ticket_await(f->st, t1, on_settled, &s1); /* no flush under way: runs it */
+    assert_int_equal(atomic_load(&s1.calls), 1);
+    assert_int_equal(s1.st, STOR_OK);
+    assert_true(pthread_equal(s1.by, pthread_self()));
+    assert_true(s1.log_syncs >= 1);
+
+    /* Another thread's flush under way (held in its fdatasync). */
+    struct stat sb;
+    assert_int_equal(stat(walpath, &sb), 0);
+    assert_int_equal(put_later(f->st, "k2", "two", &t1), STOR_OK);
+    assert_true(t1 != 0);
+    settled_t sa = {.wal = walpath}, sb2 = {.wal = walpath};
+    awaiter_t a = {f->st, t1, &sa};
+    hold_ino = sb.st_ino;
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, await_main, &a), 0);
+    hold_wait_held();
+    assert_int_equal(put_later(f->st, "k3", "three", &t2), STOR_OK);
+    assert_true(t2 > t1);
+    stor_ticket_await(f->st, t2, on_settled, &sb2); /* returns: the flush is the thread's */
+    assert_int_equal(atomic_load(&sb2.calls), 0);
+    assert_int_equal(atomic_load(&sa.calls), 0);
+    assert_get(f->st, "k3", "three"); /* visible before durable, as every commit */
+    hold_release();
+    assert_int_equal(pthread_join(th, NULL), 0); /* it flushed again for k3 before returning */
+    assert_int_equal(atomic_load(&sa.calls), 1);
+    assert_int_equal(atomic_load(&sb2.calls), 1);
+    assert_int_equal(sa.st, STOR_OK);
+    assert_int_equal(sb2.st, STOR_OK);
+    assert_true(pthread_equal(sb2.by, th));
+    assert_true(sb2.log_syncs > sa.log_syncs); /* a flush of its own, after k3's commit */
+
+    /* An overwrite that drops an object file waits here: no ticket. */
+    if (!fx_inline_max) {
+        size_t before = synced_count(walpath);
+        assert_int_equal(put_later(f->st, "k1", "uno", &t1), STOR_OK);
+        assert_int_equal(t1, 0);
+        assert_true(synced_count(walpath) > before);
+    }
+}
+
+/* The flush a ticket waits for fails: its await says STOR_ERR_IO (the
+ * change stays, visible, as after a failed stor_writer_commit), and the
+ * commits after it, no longer logged, return durable with no ticket. */
+static void test_fsync_commit_later_flush_fails(void **state)
+{
+    fx_t *f = *state;
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    char walpath[PATH_MAX];
+    snprintf(walpath, sizeof walpath, "%s", fx_path(f, ".s3rdma/index/wal"));
+    struct stat sb;
+    assert_int_equal(stat(walpath, &sb), 0);
+    stor_ticket_t t = 0;
+    assert_int_equal(put_later(f->st, "k", "v1", &t), STOR_OK);
+    assert_true(t != 0);
+    settled_t x = {.wal = walpath};
+    fail_ino = sb.st_ino;
+    stor_ticket_await(f->st, t, on_settled, &x);
+    fail_ino = 0;
+    assert_int_equal(atomic_load(&x.calls), 1);
+    assert_int_equal(x.st, STOR_ERR_IO);
+    assert_get(f->st, "k", "v1");
+    assert_int_equal(put_later(f->st, "k", "v2", &t), STOR_OK);
+    assert_int_equal(t, 0);
+    assert_get(f->st, "k", "v2");
+    settled_t y = {.wal = walpath};
+    stor_ticket_await(f->st, 0, on_settled, &y); /* ticket 0: done at once */
+    assert_int_equal(atomic_load(&y.calls), 1);
+    assert_int_equal(y.st, STOR_OK);
+}
+
 /* An inline object's PUT syncs what holds it and nothing else: fsync mode
  * the commit log before the commit returns (no file, no directory to flush:
  * the log's record, which it may share with other commits, holds the bytes),
@@ -1408,6 +1581,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_inline_put_syncs_only_the_index, setup_relaxed_inline,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_inline_put_syncs_only_the_index, setup_fsync_inline,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_fsync_commit_later, setup_fsync, teardown),
+        cmocka_unit_test_setup_teardown(test_fsync_commit_later, setup_fsync_inline, teardown),
+        cmocka_unit_test_setup_teardown(test_fsync_commit_later_flush_fails, setup_fsync_inline,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
