@@ -352,6 +352,35 @@ def test_native_single_put_above_scratch_limit(client, rsrv, rbucket):
         assert m1["mapped"] - m0["mapped"] == size, (name, m0, m1)
 
 
+def test_native_single_put_and_gets_share_the_bounce_buffer(client, rbucket):
+    """Large single PUTs (their body in the client's one bounce buffer) on one thread and
+    GETs into bytearrays (their reply through the same bounce buffer) on another, on one
+    client: a call that finds the buffer taken goes without it, and every byte is right."""
+    size = 64 * MiB + 1
+    c = client("native", multipart_threshold=size)
+    big = payload(size, 13)
+    small = payload(3 * MiB, 14)
+    c.put_object(rbucket, "small", small)
+    errors = []
+
+    def getter():
+        try:
+            buf = bytearray(len(small))
+            for _ in range(30):
+                assert c.get_object_into(rbucket, "small", buf) == len(small)
+                assert buf == small
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+    t = threading.Thread(target=getter)
+    t.start()
+    for i in range(3):
+        c.put_object(rbucket, f"big{i}", bytearray(big))
+    t.join()
+    assert errors == []
+    for i in range(3):
+        assert c.get_object(rbucket, f"big{i}") == big
+
+
 @pytest.mark.parametrize("transport", ["http", "native"])
 def test_delete_objects_batches(client, rsrv, rbucket, boto, transport):
     """delete_objects sends DeleteObjects, 1000 keys per request: 1,203 keys
