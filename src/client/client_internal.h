@@ -37,7 +37,9 @@
  * free for GETs); larger ones up to S3C_STAGE_BODY_MAX are copied into a
  * scratch buffer instead, so that parts in flight each have their own
  * (docs/benchmarks.md, "Large objects from Python, quieter": a body read in
- * place from mapped memory beat UCX's software RMA 1.5-2.6x at 8-256 MiB). */
+ * place from mapped memory beat UCX's software RMA 1.5-2.6x at 8-256 MiB).
+ * A body above S3C_STAGE_BODY_MAX (a single large PUT) takes the bounce
+ * buffer again, up to S3C_BOUNCE_MAX: the one large buffer kept. */
 #define S3C_BOUNCE_BODY_MAX (4ull << 20)
 #define S3C_STAGE_BODY_MAX  (64ull << 20)
 
@@ -502,7 +504,7 @@ void *s3c_scratch_get(s3r_client_t *c, uint64_t min, uint64_t *len_p);
 void s3c_scratch_put(s3r_client_t *c, void *p, uint64_t len);
 /* A bounce buffer standing in for the caller's buf (len bytes: a native
  * reply body's destination, or a request body of at most
- * S3C_BOUNCE_BODY_MAX) when the server of session s cannot reach buf
+ * S3C_BOUNCE_BODY_MAX or above S3C_STAGE_BODY_MAX) when the server of session s cannot reach buf
  * directly: s is same-host shared memory only (rdma_session_shm_only), buf
  * is not s3r_buf_alloc memory, len <= S3C_BOUNCE_MAX. It is s3r_buf_alloc
  * memory of s, which the server maps: the body costs the server's access in

@@ -135,13 +135,14 @@ static int add_query(rdma_native_msg_t *m, const char *query, strs_t *ss)
  * memory it maps, when body is not (a caller's buffer on a same-host
  * shared-memory session, docs/client.md "Registered memory"): the bounce
  * buffer up to S3C_BOUNCE_BODY_MAX, else (or when another call holds it) a
- * scratch buffer up to S3C_STAGE_BODY_MAX, the body copied in, held in
- * n->bounce or n->stage until the call ends. Otherwise body itself, read in
- * place or through UCX's software RMA. */
+ * scratch buffer up to S3C_STAGE_BODY_MAX, and above that the bounce buffer
+ * again (kept between calls, up to S3C_BOUNCE_MAX: a single PUT of a large
+ * body), the body copied in, held in n->bounce or n->stage until the call
+ * ends. Otherwise body itself, read in place or through UCX's software RMA. */
 static const void *stage_body(s3r_client_t *c, s3c_ncall_t *n, s3c_sess_t *sess, const void *body,
                               uint64_t len)
 {
-    if (len <= S3C_BOUNCE_BODY_MAX)
+    if (len <= S3C_BOUNCE_BODY_MAX || len > S3C_STAGE_BODY_MAX)
         n->bounce = s3c_bounce_get(c, sess, body, len, &n->bounce_len);
     if (n->bounce == NULL && len <= S3C_STAGE_BODY_MAX && !s3c_sess_reaches(c, sess, body, len))
         n->stage = s3c_scratch_get(c, len, &n->stage_len);
