@@ -200,7 +200,9 @@ class Server:
                 args += ["--rdma-listen", f"127.0.0.1:{free_port()}"]
             if self.durability:
                 args += ["--durability", self.durability]
-            args += self.extra_args
+            # "{port}" in an extra argument is this attempt's port (a listener the
+            # test names itself, e.g. ":{port}", moves with the retry too).
+            args += [a.replace("{port}", str(self.port)) for a in self.extra_args]
             if self.env is None:
                 env = {k: v for k, v in os.environ.items() if not k.startswith("S3RDMA_")}
             else:
@@ -690,11 +692,13 @@ class RdmaServer:
 # --------------------------------------------------------------------------
 
 def boto_client(server, user=USERS[0], addressing="path", **cfg):
-    """A boto3 S3 client for server (anything with .endpoint and .port), SigV4, no retries."""
+    """A boto3 S3 client for server (anything with .endpoint and .port), SigV4, no retries
+    (botocore's "max_attempts" counts retries after the first attempt: total_max_attempts is
+    the one that means every request is sent once, so a 5xx reaches the test)."""
     import boto3
     import botocore.config
     params = dict(signature_version="s3v4", region_name=REGION,
-                  retries={"max_attempts": 1, "mode": "standard"},
+                  retries={"total_max_attempts": 1, "mode": "standard"},
                   connect_timeout=5, read_timeout=60,
                   s3={"addressing_style": addressing})
     params.update(cfg)

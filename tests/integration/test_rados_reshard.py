@@ -32,9 +32,6 @@ from botocore.exceptions import ClientError
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from s3r_itest import BINARY, boto_client, walk_listing as walk  # noqa: E402
 
-# botocore's max_attempts counts retries (boto_client's 1 lets a failed request be sent
-# again, which would hide a 500 or a 503): these clients send each request once.
-ONCE = dict(retries={"total_max_attempts": 1, "mode": "standard"})
 STATIC = sorted({f"s/{d}/{i:03d}" for d in ("a", "b/c", "b/d", "z") for i in range(40)} |
                 {"s/top", "s/b/", "s/b0", "s/\u00e9t\u00e9/x"})
 
@@ -108,7 +105,7 @@ class Load:
                        [threading.Thread(target=self.racer, args=(w,)) for w in range(4)]
 
     def writer(self, w):
-        s3 = boto_client(self.gws[w % 2], **ONCE)
+        s3 = boto_client(self.gws[w % 2])
         i = 0
         while not self.stop.is_set():
             k = f"{self.tag}w{w}/{i:05d}"
@@ -126,7 +123,7 @@ class Load:
             i += 1
 
     def racer(self, w):
-        s3 = if_none_match(boto_client(self.gws[w % 2], **ONCE))
+        s3 = if_none_match(boto_client(self.gws[w % 2]))
         i = 0
         while not self.stop.is_set():
             k = f"{self.tag}once/{i:05d}"
@@ -356,7 +353,7 @@ def test_versions_page_crosses_the_removal_of_its_shards(ceph_cluster, pool, mak
     ga = make_server(name="gwa", extra_args=ceph_cluster.gateway_args(pool=pool, gc_grace=1,
                                                                       index_shards=16)
                      + ["--debug-rados-crash-at", "list-batch=stop"])
-    sa = boto_client(ga, **ONCE)
+    sa = boto_client(ga)
     bucket = "rsl-" + uuid.uuid4().hex[:8]
     sa.create_bucket(Bucket=bucket)
     sa.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})

@@ -344,10 +344,9 @@ def test_source_ip_on_a_dual_stack_listener(tmp_path):
     v4-mapped addresses) gives an IPv4 client its IPv4 address as aws:SourceIp,
     so IPv4 ranges in a policy match it as on AWS."""
     write_config(tmp_path / "c.yaml")
-    port = free_port()
     srv = Server(tmp_path / "d", tmp_path / "c.yaml", tmp_path / "s.log",
-                 extra_args=["--listen", f":{port}"])
-    srv.start(port=port)
+                 extra_args=["--listen", ":{port}"])
+    srv.start()
     try:
         s3 = boto_client(srv)
         s3.create_bucket(Bucket="dual")

@@ -407,9 +407,9 @@ def test_http_off_serves_https_only(tls_server, certs):
 
 
 def test_port_only_listens_on_every_address(make_server):
-    port = free_port()
-    srv = make_server(extra_args=["--listen", f":{port}"], start=False)
-    srv.start(port=port)  # --listen 127.0.0.1:PORT first; ":PORT" after it wins
+    srv = make_server(extra_args=["--listen", ":{port}"], start=False)
+    srv.start()  # --listen 127.0.0.1:PORT first; ":PORT" after it wins
+    port = srv.port
     assert f"endpoint:    http://127.0.0.1:{port} (listening on every address)" in banner(srv)
     for host, family in (("127.0.0.1", socket.AF_INET), ("::1", socket.AF_INET6)):
         conn = http.client.HTTPConnection(host, port, timeout=5)
