@@ -14,7 +14,8 @@ docs/storage.md "Online resharding"), on the session's Ceph cluster:
 - a runner killed once it has fenced the old shards, with writers running: the writers
   finish the reshard themselves once its lock lapses, and none fails;
 - a ListObjectVersions page whose shards a reshard removes between two of its batches
-  answers the complete page from the new ones.
+  answers the complete page from the new ones, but fails when the bucket was deleted and
+  made again meanwhile.
 """
 import concurrent.futures as cf
 import os
@@ -393,3 +394,45 @@ def test_versions_page_crosses_the_removal_of_its_shards(ceph_cluster, pool, mak
         assert reshard(ceph_cluster, pool, tmp_path, bucket, 4).returncode == 0
     names = list(index_objects(ceph_cluster, pool))
     assert len(names) == 4 and all(".g1." in n for n in names), names
+
+
+def test_versions_page_does_not_go_on_in_a_bucket_made_again(ceph_cluster, pool, make_server):
+    """A ListObjectVersions page stops between two batches of one shard (as above); on
+    another gateway every version is deleted, the bucket is deleted and made again with
+    another key. The page fails: it does not go on with the new bucket's keys after the
+    old one's (it did until 2026-11-27: its index objects gone, the listing was placed
+    afresh on whatever bucket had the name)."""
+    args = ceph_cluster.gateway_args(pool=pool, gc_grace=1, index_shards=16)
+    ga = make_server(name="gwa", extra_args=args + ["--debug-rados-crash-at", "list-batch=stop"])
+    gb = make_server(name="gwb", extra_args=args)
+    sa, sb = boto_client(ga, **ONCE), boto_client(gb)
+    bucket = "rsd-" + uuid.uuid4().hex[:8]
+    sa.create_bucket(Bucket=bucket)
+    sa.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    vids = [sa.put_object(Bucket=bucket, Key="many", Body=b"x")["VersionId"] for _ in range(120)]
+    got = {}
+
+    def page():
+        try:
+            got["r"] = [(v["Key"], v["VersionId"])
+                        for v in sa.list_object_versions(Bucket=bucket).get("Versions", [])]
+        except Exception as e:  # noqa: BLE001 - checked below
+            got["e"] = e
+    lister = threading.Thread(target=page)
+    lister.start()
+    deadline = time.monotonic() + 30
+    while not stopped(ga.proc):
+        assert time.monotonic() < deadline and lister.is_alive(), \
+            f"the listing did not reach a second batch: {got}"
+        time.sleep(0.05)
+    try:
+        for i in range(0, len(vids), 100):
+            sb.delete_objects(Bucket=bucket, Delete={
+                "Objects": [{"Key": "many", "VersionId": v} for v in vids[i:i + 100]]})
+        sb.delete_bucket(Bucket=bucket)
+        sb.create_bucket(Bucket=bucket)
+        sb.put_object(Bucket=bucket, Key="new", Body=b"y")
+    finally:
+        os.kill(ga.proc.pid, signal.SIGCONT)
+    lister.join(60)
+    assert "e" in got, f"the page went on in the new bucket: {got.get('r', [])[-3:]}"

@@ -82,6 +82,7 @@ typedef struct riter {
      * opening point, or the last seek past last; floor_incl: floor itself
      * too). */
     char bucket[STOR_BUCKET_MAX + 1];
+    uint64_t id; /* the bucket's, once open: not a bucket made again */
     char *floor;
     size_t floor_len;
     int floor_incl;
@@ -328,7 +329,9 @@ static int cursors_make(riter_t *it, const rs_index_t *ix)
  * names now (a stale cached id: the bucket resharded, or deleted and maybe
  * made again), then, with a reshard under way, on the next generation (its
  * last steps: the old objects removed, the new ones complete, the record
- * about to name them). STOR_OK, or the status to answer. */
+ * about to name them). STOR_OK, or the status to answer: STOR_ERR_NO_BUCKET
+ * also when the bucket the listing opened on was deleted under it, even if
+ * one of the same name was made since (its keys are not this listing's). */
 static stor_status_t iter_place(riter_t *it, int fresh)
 {
     rs_index_t ix;
@@ -344,9 +347,12 @@ static stor_status_t iter_place(riter_t *it, int fresh)
     }
     if (s != STOR_OK)
         return s;
-    if (rc == -ENOENT)
-        return STOR_ERR_NO_BUCKET;
-    return rc < 0 ? rs_fail("list", oid, rc) : STOR_OK;
+    if (rc == -ENOENT || (it->id && ix.id != it->id))
+        return STOR_ERR_NO_BUCKET; /* gone, or deleted and made again */
+    if (rc < 0)
+        return rs_fail("list", oid, rc);
+    it->id = ix.id;
+    return STOR_OK;
 }
 
 /* Opens a listing of bucket: its keys, or (versions) every version, from

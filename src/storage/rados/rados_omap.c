@@ -9,13 +9,11 @@
 
 #include "storage/rados/rados_internal.h"
 
-/* Runs op (one omap read into *it_p, its own status in *prval) on oid, and
- * releases it; 0, or the first failure of the two (ending *it_p). */
-static int omap_operate(rados_read_op_t op, rados_ioctx_t io, const char *oid, const int *prval,
-                        rados_omap_iter_t *it_p)
+/* The end of op (one omap read into *it_p, its own status in *prval)
+ * whose run returned rc: 0, or the first failure of the two (ending
+ * *it_p). */
+static int omap_done(int rc, const int *prval, rados_omap_iter_t *it_p)
 {
-    int rc = rados_read_op_operate(op, io, oid, 0);
-    rados_release_read_op(op);
     if (rc == 0)
         rc = *prval;
     if (rc < 0) {
@@ -26,6 +24,39 @@ static int omap_operate(rados_read_op_t op, rados_ioctx_t io, const char *oid, c
     return rc;
 }
 
+/* Runs op on oid, and releases it; as omap_done returns. */
+static int omap_operate(rados_read_op_t op, rados_ioctx_t io, const char *oid, const int *prval,
+                        rados_omap_iter_t *it_p)
+{
+    int rc = rados_read_op_operate(op, io, oid, 0);
+    rados_release_read_op(op);
+    return omap_done(rc, prval, it_p);
+}
+
+/* Sends op (one omap read) to oid without waiting: 0 with *c_p set (then
+ * omap_wait must be called), or a librados code with op released. */
+static int omap_send(rados_read_op_t op, rados_ioctx_t io, const char *oid, rados_completion_t *c_p)
+{
+    int rc = rados_aio_create_completion2(NULL, NULL, c_p);
+    if (rc == 0 && (rc = rados_aio_read_op_operate(op, io, *c_p, oid, 0)) < 0)
+        rados_aio_release(*c_p);
+    if (rc < 0)
+        rados_release_read_op(op);
+    return rc;
+}
+
+/* Waits for the op omap_send sent, and releases both; as omap_done
+ * returns. */
+static int omap_wait(rados_read_op_t op, rados_completion_t c, const int *prval,
+                     rados_omap_iter_t *it_p)
+{
+    rados_aio_wait_for_complete(c);
+    int rc = rados_aio_get_return_value(c);
+    rados_aio_release(c);
+    rados_release_read_op(op);
+    return omap_done(rc, prval, it_p);
+}
+
 int rs_omap_read_start(rados_ioctx_t io, const char *oid, const char *after, const char *prefix,
                        size_t max, rs_omap_read_t *r)
 {
@@ -33,28 +64,15 @@ int rs_omap_read_start(rados_ioctx_t io, const char *oid, const char *after, con
     if (!(r->op = rados_create_read_op()))
         return -ENOMEM;
     rados_read_op_omap_get_vals2(r->op, after, prefix, max, &r->it, &r->more, &r->prval);
-    int rc = rados_aio_create_completion2(NULL, NULL, &r->c);
-    if (rc == 0 && (rc = rados_aio_read_op_operate(r->op, io, r->c, oid, 0)) < 0)
-        rados_aio_release(r->c);
-    if (rc < 0) {
-        rados_release_read_op(r->op);
+    int rc = omap_send(r->op, io, oid, &r->c);
+    if (rc < 0)
         r->op = NULL;
-    }
     return rc;
 }
 
 int rs_omap_read_finish(rs_omap_read_t *r, rados_omap_iter_t *it_p, unsigned char *more_p)
 {
-    rados_aio_wait_for_complete(r->c);
-    int rc = rados_aio_get_return_value(r->c);
-    rados_aio_release(r->c);
-    rados_release_read_op(r->op);
-    if (rc == 0)
-        rc = r->prval;
-    if (rc < 0 && r->it) {
-        rados_omap_get_end(r->it);
-        r->it = NULL;
-    }
+    int rc = omap_wait(r->op, r->c, &r->prval, &r->it);
     *it_p = r->it;
     if (more_p)
         *more_p = rc == 0 && r->more;
@@ -106,13 +124,9 @@ int rs_omap_get_start(rados_ioctx_t io, const char *oid, const char *key, size_t
         return -ENOMEM;
     const char *keys[1] = {key};
     rados_read_op_omap_get_vals_by_keys2(g->op, keys, 1, &klen, &g->it, &g->prval);
-    int rc = rados_aio_create_completion2(NULL, NULL, &g->c);
-    if (rc == 0 && (rc = rados_aio_read_op_operate(g->op, io, g->c, oid, 0)) < 0)
-        rados_aio_release(g->c);
-    if (rc < 0) {
-        rados_release_read_op(g->op);
+    int rc = omap_send(g->op, io, oid, &g->c);
+    if (rc < 0)
         g->op = NULL;
-    }
     return rc;
 }
 
@@ -134,17 +148,9 @@ int rs_omap_get_finish(rs_omap_get_t *g, buf_t *val)
         return g->peek_rc;
     }
     buf_init(val, STOR_REC_MAX + 1);
-    rados_aio_wait_for_complete(g->c);
-    int rc = rados_aio_get_return_value(g->c);
-    rados_aio_release(g->c);
-    rados_release_read_op(g->op);
-    if (rc == 0)
-        rc = g->prval;
-    if (rc < 0) {
-        if (g->it)
-            rados_omap_get_end(g->it);
+    int rc = omap_wait(g->op, g->c, &g->prval, &g->it);
+    if (rc < 0)
         return rc;
-    }
     char *k, *v;
     size_t kl, vl;
     int found = 0;

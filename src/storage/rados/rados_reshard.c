@@ -411,13 +411,16 @@ static int copy_key(rstor_t *st, const char *oid, const rs_index_t *nx, const ch
  * after another (its entries read on both sides, then written), so one at
  * a time a pass copies fewer keys a second than a few writers mark. */
 #define RESHARD_COPIERS 16
+typedef struct mark {
+    const char *k, *v; /* the mark's key and value, in its shard's read */
+    size_t kl, vl;
+    uint32_t shard; /* the old shard it is on */
+} mark_t;
 typedef struct marks {
     rstor_t *st;
     const rs_index_t *ix, *nx;
     int tracked;
-    const char **k, **v;
-    size_t *kl, *vl;
-    uint32_t *shard; /* the old shard of each */
+    mark_t *all;
     size_t n;
     size_t next; /* the next mark to copy, under lock */
     int rc;      /* the first failure, under lock */
@@ -435,11 +438,12 @@ static void *copier(void *arg)
         pthread_mutex_unlock(&m->lock);
         if (i >= m->n)
             return NULL;
-        rs_index_oid(m->ix, m->shard[i], oid);
-        int rc = copy_key(m->st, oid, m->nx, m->k[i] + dl, m->kl[i] - dl);
+        const mark_t *mk = &m->all[i];
+        rs_index_oid(m->ix, mk->shard, oid);
+        int rc = copy_key(m->st, oid, m->nx, mk->k + dl, mk->kl - dl);
         if (rc == 0 && m->tracked) {
-            buf_t mark = {.data = (char *)m->v[i], .len = m->vl[i]};
-            rc = rs_omap_cas(m->st->index, oid, m->k[i], m->kl[i], &mark, NULL, 0);
+            buf_t mark = {.data = (char *)mk->v, .len = mk->vl};
+            rc = rs_omap_cas(m->st->index, oid, mk->k, mk->kl, &mark, NULL, 0);
             if (rc == -ECANCELED)
                 rc = 0; /* changed again: the next pass copies it */
         }
@@ -476,6 +480,16 @@ static int copy_marks(marks_t *m)
  * least this many from each. */
 #define RESHARD_MARKS_MIN 32
 
+/* An old shard in a pass: where its next read starts, whether it has
+ * more, its read in flight and the read whose entries the batch points
+ * into. */
+typedef struct mark_src {
+    buf_t from;
+    unsigned char more;
+    rs_omap_read_t rd;
+    rados_omap_iter_t it;
+} mark_src_t;
+
 /* One pass over the dirty marks of every old shard of ix: each marked key
  * is copied again; while the shards are tracked (not fenced) its mark is
  * taken away unless a change set it again meanwhile. A batch reads the
@@ -494,25 +508,15 @@ static int dirty_pass(rstor_t *st, const rs_index_t *ix, const rs_index_t *nx, i
     if (room < RSTOR_OMAP_BATCH)
         room = RSTOR_OMAP_BATCH;
     marks_t m = {.st = st, .ix = ix, .nx = nx, .tracked = tracked};
-    m.k = malloc(room * sizeof *m.k);
-    m.v = malloc(room * sizeof *m.v);
-    m.kl = malloc(room * sizeof *m.kl);
-    m.vl = malloc(room * sizeof *m.vl);
-    m.shard = malloc(room * sizeof *m.shard);
-    /* Per shard: where its next read starts, whether it has more, its read
-     * in flight and the read whose entries the batch points into. */
-    buf_t *from = calloc(ns, sizeof *from);
-    unsigned char *more = malloc(ns);
-    rs_omap_read_t *rd = calloc(ns, sizeof *rd);
-    rados_omap_iter_t *its = calloc(ns, sizeof *its);
-    int rc =
-        !m.k || !m.v || !m.kl || !m.vl || !m.shard || !from || !more || !rd || !its ? -ENOMEM : 0;
+    m.all = malloc(room * sizeof *m.all);
+    mark_src_t *src = calloc(ns, sizeof *src);
+    int rc = !m.all || !src ? -ENOMEM : 0;
     uint32_t active = 0;
     for (uint32_t s = 0; s < ns && rc == 0; s++) {
-        buf_init(&from[s], (size_t)-1 / 2);
-        more[s] = 1;
+        buf_init(&src[s].from, (size_t)-1 / 2);
+        src[s].more = 1;
         active++;
-        if (buf_append(&from[s], RSTOR_DIRTY, dl + 1) != 0)
+        if (buf_append(&src[s].from, RSTOR_DIRTY, dl + 1) != 0)
             rc = -ENOMEM;
     }
     pthread_mutex_init(&m.lock, NULL);
@@ -524,35 +528,31 @@ static int dirty_pass(rstor_t *st, const rs_index_t *ix, const rs_index_t *nx, i
         uint32_t sent = 0;
         for (; sent < ns && rc == 0; sent++) {
             rs_index_oid(ix, sent, oid);
-            if (more[sent] && (rc = rs_omap_read_start(st->index, oid, from[sent].data, RSTOR_DIRTY,
-                                                       cap, &rd[sent])) < 0)
+            if (src[sent].more && (rc = rs_omap_read_start(st->index, oid, src[sent].from.data,
+                                                           RSTOR_DIRTY, cap, &src[sent].rd)) < 0)
                 break;
         }
         m.n = 0;
         active = 0;
         for (uint32_t s = 0; s < sent; s++) {
-            if (!more[s])
+            mark_src_t *ms = &src[s];
+            if (!ms->more)
                 continue;
-            int r = rs_omap_read_finish(&rd[s], &its[s], &more[s]);
+            int r = rs_omap_read_finish(&ms->rd, &ms->it, &ms->more);
             if (r == -ENOENT)
-                continue; /* removed: more[s] is 0 */
+                continue; /* removed: ms->more is 0 */
             if (r < 0 && rc == 0)
                 rc = r;
-            active += more[s];
+            active += ms->more;
             /* The entries stay valid until the read ends. */
             char *k, *v;
             size_t kl, vl;
-            while (r == 0 && rados_omap_get_next2(its[s], &k, &v, &kl, &vl) == 0 && k) {
-                buf_reset(&from[s]);
-                if (buf_append(&from[s], k, kl) != 0 || buf_append(&from[s], "", 1) != 0)
+            while (r == 0 && rados_omap_get_next2(ms->it, &k, &v, &kl, &vl) == 0 && k) {
+                buf_reset(&ms->from);
+                if (buf_append(&ms->from, k, kl) != 0 || buf_append(&ms->from, "", 1) != 0)
                     r = rc = -ENOMEM;
-                if (kl <= dl)
-                    continue;
-                m.k[m.n] = k;
-                m.v[m.n] = v;
-                m.kl[m.n] = kl;
-                m.vl[m.n] = vl;
-                m.shard[m.n++] = s;
+                if (kl > dl)
+                    m.all[m.n++] = (mark_t){k, v, kl, vl, s};
             }
         }
         if (rc == 0 && m.n) {
@@ -560,23 +560,16 @@ static int dirty_pass(rstor_t *st, const rs_index_t *ix, const rs_index_t *nx, i
             *n_p += m.n;
         }
         for (uint32_t s = 0; s < ns; s++) {
-            if (its[s])
-                rados_omap_get_end(its[s]);
-            its[s] = NULL;
+            if (src[s].it)
+                rados_omap_get_end(src[s].it);
+            src[s].it = NULL;
         }
     }
     pthread_mutex_destroy(&m.lock);
-    for (uint32_t s = 0; from && s < ns; s++)
-        buf_free(&from[s]);
-    free(from);
-    free(more);
-    free(rd);
-    free(its);
-    free(m.k);
-    free(m.v);
-    free(m.kl);
-    free(m.vl);
-    free(m.shard);
+    for (uint32_t s = 0; src && s < ns; s++)
+        buf_free(&src[s].from);
+    free(src);
+    free(m.all);
     return rc;
 }
 
