@@ -235,8 +235,8 @@ const setting_t server_settings[] = {
          "comma-separated, each step=stop to stop (SIGSTOP) instead (put-intent, put-pieces, "
          "put-switch, part-pieces, complete-intent, complete-claim, complete-switch, "
          "delete-intent, delete-switch, version-intent, version-switch, abort-claim, "
-         "bucket-uploads, list-batch; s3rdmad reshard: reshard-copied, reshard-fenced, "
-         "reshard-removed)"),
+         "bucket-uploads, list-batch; s3rdmad reshard: reshard-batch-read, reshard-copied, "
+         "reshard-fenced, reshard-removed)"),
     COUNT("debug.rados_sweep_page_ms", "debug-rados-sweep-page-ms",
           "S3RDMA_DEBUG_RADOS_SWEEP_PAGE_MS", "0", storage.rados.sweep_page_ms, 0, 60000,
           "for tests only: milliseconds the RADOS full sweep pauses before each page of 1,024 "

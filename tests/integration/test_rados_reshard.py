@@ -10,6 +10,9 @@ docs/storage.md "Online resharding"), on the session's Ceph cluster:
   those of an unsharded bucket and of the local backend holding the same keys;
 - a reshard killed after each of its steps (debug.rados_crash_at) leaves a bucket that
   reads right, is finished by the next run, and loses nothing acknowledged meanwhile;
+- a run stopped past its lock's lapse, between reading an old shard and writing the new
+  ones, and finished meanwhile by another run: its writes fail (the new shards name the
+  other run), so the changes acknowledged meanwhile survive, and it exits with an error;
 - a versioned bucket's versions and delete markers move with their keys;
 - a runner killed once it has fenced the old shards, with writers running: the writers
   finish the reshard themselves once its lock lapses, and none fails;
@@ -299,6 +302,55 @@ def test_reshard_killed_at_each_step_is_finished_by_the_next_run(ceph_cluster, p
         sa.delete_object(Bucket=bucket, Key=k)
     sa.delete_bucket(Bucket=bucket)
     assert index_objects(ceph_cluster, pool) == {}
+
+
+def test_a_run_taken_over_while_stopped_loses_no_write(ceph_cluster, pool, make_server,
+                                                       tmp_path):
+    """A run stops (debug.rados_crash_at reshard-batch-read=stop) after reading an old
+    shard's keys and before writing them to the new shards; its lock lapses, a second run
+    finishes the reshard, and a client overwrites and deletes keys of that batch on the new
+    shards. When the first run goes on, its writes fail on the second run's token: both
+    acknowledged changes survive, and the run exits with an error and changes nothing
+    more (until 2026-11-27 it wrote the old entries back: the overwrite and the delete were
+    lost, and it exited 0)."""
+    ga = gateway(make_server, ceph_cluster, pool, "gwa", 2)
+    sa = boto_client(ga)
+    bucket = "rso-" + uuid.uuid4().hex[:8]
+    sa.create_bucket(Bucket=bucket)
+    put_static(sa, bucket)
+    # Keys of old shard 0, the one the first run reads first.
+    first = [k for k in STATIC if fnv1a_shard(k, 2) == 0]
+    over, gone = first[0], first[1]
+    data = tmp_path / "reshard-data"
+    data.mkdir(exist_ok=True)
+    a = subprocess.Popen([BINARY, "reshard", bucket, "4", "--data", str(data),
+                          *ceph_cluster.gateway_args(pool=pool),
+                          "--debug-rados-crash-at", "reshard-batch-read=stop"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not stopped(a):
+            assert time.monotonic() < deadline and a.poll() is None, \
+                "the run did not reach its stop point"
+            time.sleep(0.05)
+        # The second run waits for the first one's lock to lapse (10 s), then finishes.
+        r = reshard(ceph_cluster, pool, tmp_path, bucket, 4)
+        assert r.returncode == 0, r.stderr
+        sa.put_object(Bucket=bucket, Key=over, Body=b"after the reshard")
+        sa.delete_object(Bucket=bucket, Key=gone)
+    finally:
+        os.kill(a.pid, signal.SIGCONT)
+    _, err = a.communicate(timeout=60)
+    assert sa.get_object(Bucket=bucket, Key=over)["Body"].read() == b"after the reshard"
+    with pytest.raises(ClientError) as e:
+        sa.head_object(Bucket=bucket, Key=gone)
+    assert e.value.response["Error"]["Code"] in ("404", "NoSuchKey")
+    assert a.returncode != 0, err
+    assert "another run took this one over" in err, err
+    assert walk(sa, bucket, Prefix="s/")[0] == sorted(set(STATIC) - {gone},
+                                                      key=lambda k: k.encode())
+    names = list(index_objects(ceph_cluster, pool))
+    assert len(names) == 4 and all(".g1." in n for n in names), names
 
 
 def test_reshard_moves_versions_with_their_keys(ceph_cluster, pool, make_server, tmp_path):

@@ -30,13 +30,16 @@
 #include <time.h>
 
 #include "common/clock.h"
+#include "common/hash.h"
 #include "common/log.h"
 #include "storage/rados/rados_internal.h"
 
-/* How long the runner's lease lasts without a renewal (renewed after each
- * shard's copy and each pass): a runner that dies lets the next one take
- * over after it, which a new run waits for. */
+/* How long the runner's lease lasts without a renewal: a runner that dies
+ * lets the next one take over after it, which a new run waits for. A live
+ * runner renews it at least every RESHARD_RENEW_MS, from every step (the
+ * copy's batches, each key of a pass, the fence to the switch). */
 #define RESHARD_LEASE_MS 10000
+#define RESHARD_RENEW_MS (RESHARD_LEASE_MS / 4)
 /* Marked keys left after which the passes stop and the shards are fenced:
  * the writers' wait is the last copy of at most about this many keys. */
 #define RESHARD_FENCE_AT 64
@@ -89,6 +92,111 @@ static stor_status_t record_set(rstor_t *st, const rs_index_t *ix, uint32_t gen,
     return STOR_ERR_UNAVAILABLE;
 }
 
+/* ==== The run's token ==================================================== */
+
+/* The xattr of every new shard that names the run writing into it: each
+ * copy write compares it in the same write op, so a run that was taken
+ * over (its lease lapsed and another run claimed the shards) has its
+ * writes fail with -ECANCELED instead of putting back entries that the
+ * other run and the writers after it changed. Writers never read it. */
+#define RESHARD_TOKEN_XATTR "s3rdma.reshard.run"
+#define RESHARD_TOKEN_LEN   32
+
+/* One run of a reshard of ix into nx. */
+typedef struct run {
+    rstor_t *st;
+    const rs_index_t *ix, *nx;
+    const char *lease;
+    char token[RESHARD_TOKEN_LEN + 1]; /* this run's, random */
+    uint64_t renewed_ms;               /* the lease's last renewal, under lock */
+    pthread_mutex_t lock;
+} run_t;
+
+/* Renews r's lease when RESHARD_RENEW_MS have passed since it was last
+ * (from any thread). 0, or -ETIMEDOUT: the lease is another's now. */
+static int run_keep(run_t *r)
+{
+    int rc = 0;
+    pthread_mutex_lock(&r->lock);
+    uint64_t now = clock_mono_ms();
+    if (now - r->renewed_ms >= RESHARD_RENEW_MS) {
+        if (rs_lease(&r->st->base, r->lease, RESHARD_LEASE_MS) == STOR_OK)
+            r->renewed_ms = now;
+        else
+            rc = -ETIMEDOUT;
+    }
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
+/* Adds to op the check that its object (a new shard) still names run r. */
+static void run_guard(rados_write_op_t op, const run_t *r)
+{
+    rados_write_op_cmpxattr(op, RESHARD_TOKEN_XATTR, LIBRADOS_CMPXATTR_OP_EQ, r->token,
+                            RESHARD_TOKEN_LEN);
+}
+
+/* Makes every new shard of r (in order, from shard 0) name r: created with
+ * r's token, or its token replaced by r's in a compare-and-set (a run that
+ * died or stalls held it). 0, -ECANCELED (another run claimed a shard
+ * meanwhile: r stops), or a librados code (oid: the object). */
+static int run_claim(run_t *r, char oid[RSTOR_OID_MAX])
+{
+    uint8_t raw[RESHARD_TOKEN_LEN / 2];
+    if (hash_random_bytes(raw, sizeof raw) != 0)
+        return -EIO;
+    hash_hex_encode(raw, sizeof raw, r->token);
+    int rc = 0;
+    for (uint32_t s = 0; s < r->nx->shards && rc == 0; s++) {
+        rs_index_oid(r->nx, s, oid);
+        char old[RESHARD_TOKEN_LEN + 1];
+        int n = rados_getxattr(r->st->index, oid, RESHARD_TOKEN_XATTR, old, sizeof old);
+        if (n < 0 && n != -ENOENT && n != -ENODATA)
+            return n;
+        rados_write_op_t op = rados_create_write_op();
+        if (!op)
+            return -ENOMEM;
+        if (n == -ENOENT)
+            rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
+        else
+            rados_write_op_assert_exists(op);
+        if (n >= 0)
+            rados_write_op_cmpxattr(op, RESHARD_TOKEN_XATTR, LIBRADOS_CMPXATTR_OP_EQ, old,
+                                    (size_t)n);
+        rados_write_op_setxattr(op, RESHARD_TOKEN_XATTR, r->token, RESHARD_TOKEN_LEN);
+        rc = rados_write_op_operate(op, r->st->index, oid, NULL, 0);
+        rados_release_write_op(op);
+        if (rc == -EEXIST || rc == -ENOENT)
+            rc = -ECANCELED; /* made, or removed, by another run meanwhile */
+    }
+    return rc;
+}
+
+/* Before each step of r that changes anything but the new shards (the
+ * fence, the removal, the record; an abort): the lease renewed when due,
+ * and new shard 0 still names r (r claims shard 0 first, so another run
+ * that claimed any has claimed it: r's copies until now landed before the
+ * other's). 0, -ECANCELED (r was taken over), -ETIMEDOUT, or a librados
+ * code. */
+static int run_check(run_t *r)
+{
+    int rc = run_keep(r);
+    char oid[RSTOR_OID_MAX];
+    rs_index_oid(r->nx, 0, oid);
+    rados_read_op_t op = rc == 0 ? rados_create_read_op() : NULL;
+    if (rc == 0 && !op)
+        rc = -ENOMEM;
+    if (rc == 0) {
+        rados_read_op_cmpxattr(op, RESHARD_TOKEN_XATTR, LIBRADOS_CMPXATTR_OP_EQ, r->token,
+                               RESHARD_TOKEN_LEN);
+        rc = rados_read_op_operate(op, r->st->index, oid, 0);
+        rados_release_read_op(op);
+        if (rc == -ENOENT)
+            rc = -ECANCELED; /* removed by a run that aborted */
+    }
+    return rc;
+}
+
 /* ==== Tombstones ========================================================= */
 
 /* Moves oid's tombstone from `from` ("": absent) to `to`. 0 (done, or it
@@ -117,7 +225,6 @@ static int tomb_move(rstor_t *st, const char *oid, const char *from, const char 
 
 /* What shards_all does to each shard object. */
 enum shards_op {
-    SHARDS_CREATE, /* made (empty), if it is not there yet */
     SHARDS_FENCE,  /* its tombstone moved from RSTOR_TRACKED to RSTOR_FENCED */
     SHARDS_REMOVE, /* removed */
 };
@@ -143,9 +250,7 @@ static int shards_all(rstor_t *st, const rs_index_t *ix, enum shards_op what)
             rc = rados_aio_remove(st->index, oid, cs[s]);
         else if (!(op = rados_create_write_op()))
             rc = -ENOMEM;
-        if (op && what == SHARDS_CREATE) {
-            rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
-        } else if (op) {
+        if (op) {
             const char *k[1] = {RSTOR_TOMB}, *v[1] = {RSTOR_FENCED};
             size_t kl = strlen(RSTOR_TOMB), vl = strlen(RSTOR_FENCED);
             rados_write_op_assert_exists(op);
@@ -186,7 +291,7 @@ static int shards_all(rstor_t *st, const rs_index_t *ix, enum shards_op what)
 
 /* Entries read from an old shard, waiting to be written to the new ones. */
 typedef struct batch {
-    rstor_t *st;
+    run_t *run;
     const rs_index_t *nx; /* the new generation */
     char **k, **v;
     size_t *kl, *vl;
@@ -238,7 +343,8 @@ static void batch_free(batch_t *b)
 static int batch_flush(batch_t *b)
 {
     uint32_t ns = b->nx->shards;
-    int rc = 0;
+    rs_crash_point(b->run->st, "reshard-batch-read");
+    int rc = run_keep(b->run);
     rados_completion_t *cs = calloc(ns, sizeof *cs);
     const char **ks = malloc((b->n + 1) * sizeof *ks), **vs = malloc((b->n + 1) * sizeof *vs);
     size_t *kls = malloc((b->n + 1) * sizeof *kls), *vls = malloc((b->n + 1) * sizeof *vls);
@@ -263,9 +369,10 @@ static int batch_flush(batch_t *b)
             break;
         }
         rados_write_op_assert_exists(op);
+        run_guard(op, b->run);
         rados_write_op_omap_set2(op, ks, vs, kls, vls, m);
         if ((rc = rados_aio_create_completion2(NULL, NULL, &cs[s])) == 0 &&
-            (rc = rados_aio_write_op_operate(op, b->st->index, cs[s], oid, NULL, 0)) < 0) {
+            (rc = rados_aio_write_op_operate(op, b->run->st->index, cs[s], oid, NULL, 0)) < 0) {
             rados_aio_release(cs[s]);
             cs[s] = NULL;
         }
@@ -376,16 +483,19 @@ static int key_entries(rstor_t *st, const char *oid, const char *key, size_t kle
     return rc;
 }
 
-/* Copies key from old shard oid into the new generation nx: the new
+/* Copies key from old shard oid into run r's new generation: the new
  * shard's entries of the key are replaced by the old shard's (none: the
- * key is gone there too), in one write op. 0, or a librados code. */
-static int copy_key(rstor_t *st, const char *oid, const rs_index_t *nx, const char *key,
-                    size_t klen)
+ * key is gone there too), in one write op that checks the shard still
+ * names r. 0, -ECANCELED (r was taken over), or a librados code. */
+static int copy_key(run_t *r, const char *oid, const char *key, size_t klen)
 {
+    rstor_t *st = r->st;
     char noid[RSTOR_OID_MAX];
-    rs_index_oid(nx, rs_key_shard(nx->shards, key, klen), noid);
-    batch_t src = {.st = st, .nx = nx, .hold = 1}, dst = {.st = st, .nx = nx, .hold = 1};
-    int rc = key_entries(st, oid, key, klen, &src);
+    rs_index_oid(r->nx, rs_key_shard(r->nx->shards, key, klen), noid);
+    batch_t src = {.run = r, .nx = r->nx, .hold = 1}, dst = {.run = r, .nx = r->nx, .hold = 1};
+    int rc = run_keep(r);
+    if (rc == 0)
+        rc = key_entries(st, oid, key, klen, &src);
     if (rc == 0)
         rc = key_entries(st, noid, key, klen, &dst);
     rados_write_op_t op = rc == 0 ? rados_create_write_op() : NULL;
@@ -393,6 +503,7 @@ static int copy_key(rstor_t *st, const char *oid, const rs_index_t *nx, const ch
         rc = -ENOMEM;
     if (rc == 0) {
         rados_write_op_assert_exists(op);
+        run_guard(op, r);
         if (dst.n)
             rados_write_op_omap_rm_keys2(op, (const char *const *)dst.k, dst.kl, dst.n);
         if (src.n)
@@ -417,8 +528,7 @@ typedef struct mark {
     uint32_t shard; /* the old shard it is on */
 } mark_t;
 typedef struct marks {
-    rstor_t *st;
-    const rs_index_t *ix, *nx;
+    run_t *run;
     int tracked;
     mark_t *all;
     size_t n;
@@ -439,11 +549,11 @@ static void *copier(void *arg)
         if (i >= m->n)
             return NULL;
         const mark_t *mk = &m->all[i];
-        rs_index_oid(m->ix, mk->shard, oid);
-        int rc = copy_key(m->st, oid, m->nx, mk->k + dl, mk->kl - dl);
+        rs_index_oid(m->run->ix, mk->shard, oid);
+        int rc = copy_key(m->run, oid, mk->k + dl, mk->kl - dl);
         if (rc == 0 && m->tracked) {
             buf_t mark = {.data = (char *)mk->v, .len = mk->vl};
-            rc = rs_omap_cas(m->st->index, oid, mk->k, mk->kl, &mark, NULL, 0);
+            rc = rs_omap_cas(m->run->st->index, oid, mk->k, mk->kl, &mark, NULL, 0);
             if (rc == -ECANCELED)
                 rc = 0; /* changed again: the next pass copies it */
         }
@@ -497,17 +607,18 @@ typedef struct mark_src {
  * RESHARD_MARKS_MIN a shard) and the copiers work on every shard's keys
  * together: the pass after the fence, which writers wait for, costs one
  * read and the copies its keys need, not a round of both per shard. *n_p:
- * keys copied. 0, or a librados code (a shard gone is skipped: removed by
- * a run that took over). */
-static int dirty_pass(rstor_t *st, const rs_index_t *ix, const rs_index_t *nx, int tracked,
-                      uint64_t *n_p)
+ * keys copied. 0, -ECANCELED (r was taken over), or a librados code (a
+ * shard gone is skipped: removed by a run that took over). */
+static int dirty_pass(run_t *r, int tracked, uint64_t *n_p)
 {
+    rstor_t *st = r->st;
+    const rs_index_t *ix = r->ix;
     size_t dl = strlen(RSTOR_DIRTY);
     uint32_t ns = ix->shards;
     size_t room = (size_t)RESHARD_MARKS_MIN * ns;
     if (room < RSTOR_OMAP_BATCH)
         room = RSTOR_OMAP_BATCH;
-    marks_t m = {.st = st, .ix = ix, .nx = nx, .tracked = tracked};
+    marks_t m = {.run = r, .tracked = tracked};
     m.all = malloc(room * sizeof *m.all);
     mark_src_t *src = calloc(ns, sizeof *src);
     int rc = !m.all || !src ? -ENOMEM : 0;
@@ -575,10 +686,15 @@ static int dirty_pass(rstor_t *st, const rs_index_t *ix, const rs_index_t *nx, i
 
 /* ==== The runner ========================================================= */
 
-/* Undoes steps 1-2 of a reshard that found the bucket being deleted. */
-static void reshard_abort(rstor_t *st, const rs_index_t *ix, const rs_index_t *nx)
+/* Undoes steps 1-2 of a reshard that found the bucket being deleted
+ * (unless r was taken over). */
+static void reshard_abort(run_t *r)
 {
+    rstor_t *st = r->st;
+    const rs_index_t *ix = r->ix, *nx = r->nx;
     char oid[RSTOR_OID_MAX];
+    if (run_check(r) != 0)
+        return;
     record_set(st, ix, ix->gen, ix->shards, 0);
     for (uint32_t s = 0; s < ix->shards; s++) {
         rs_index_oid(ix, s, oid);
@@ -590,23 +706,20 @@ static void reshard_abort(rstor_t *st, const rs_index_t *ix, const rs_index_t *n
     }
 }
 
-/* Step 3 of ix's reshard into nx: every old shard's entries copied (the
- * lease renewed after each shard). *copied_p: entries copied. 0, or a
- * librados code (oid: the object). */
-static int copy_all(rstor_t *st, const rs_index_t *ix, const rs_index_t *nx, const char *lease,
-                    uint64_t *copied_p, char oid[RSTOR_OID_MAX])
+/* Step 3 of r: every old shard's entries copied, batch by batch (the
+ * lease renewed from each). *copied_p: entries copied. 0, -ECANCELED (r was
+ * taken over), or a librados code (oid: the object). */
+static int copy_all(run_t *r, uint64_t *copied_p, char oid[RSTOR_OID_MAX])
 {
     int rc = 0;
-    batch_t b = {.st = st, .nx = nx};
-    for (uint32_t s = 0; s < ix->shards && rc == 0; s++) {
-        rs_index_oid(ix, s, oid);
-        rc = rs_omap_each(st->index, oid, "", batch_add, &b);
+    batch_t b = {.run = r, .nx = r->nx};
+    for (uint32_t s = 0; s < r->ix->shards && rc == 0; s++) {
+        rs_index_oid(r->ix, s, oid);
+        rc = rs_omap_each(r->st->index, oid, "", batch_add, &b);
         if (rc == 0)
             rc = batch_flush(&b);
         if (rc == -ENOENT)
             rc = 0; /* removed (step 6) by a run that took over: copied then */
-        if (rc == 0 && rs_lease(&st->base, lease, RESHARD_LEASE_MS) != STOR_OK)
-            rc = -ETIMEDOUT;
     }
     *copied_p = b.copied;
     batch_free(&b);
@@ -615,38 +728,51 @@ static int copy_all(rstor_t *st, const rs_index_t *ix, const rs_index_t *nx, con
 
 /* Step 4: passes over the dirty marks until few keys remain marked, or the
  * passes stop shrinking (the writers mark keys as fast as a pass copies
- * them: more passes would not make the last copy smaller); the lease
- * renewed after each. *again_p: keys copied again. 0, or a librados code. */
-static int copy_passes(rstor_t *st, const rs_index_t *ix, const rs_index_t *nx, const char *lease,
-                       uint64_t *again_p)
+ * them: more passes would not make the last copy smaller). *again_p: keys
+ * copied again. 0, -ECANCELED (r was taken over), or a librados code. */
+static int copy_passes(run_t *r, uint64_t *again_p)
 {
     int rc = 0;
     uint64_t pass_n = UINT64_MAX, prev;
     for (int pass = 0; pass < RESHARD_PASSES && rc == 0; pass++) {
         prev = pass_n;
         pass_n = 0;
-        rc = dirty_pass(st, ix, nx, 1, &pass_n);
+        rc = dirty_pass(r, 1, &pass_n);
         *again_p += pass_n;
-        if (rc == 0 && rs_lease(&st->base, lease, RESHARD_LEASE_MS) != STOR_OK)
-            rc = -ETIMEDOUT;
         if (pass_n <= RESHARD_FENCE_AT || pass_n >= prev)
             break;
     }
     return rc;
 }
 
-/* Steps 2-7 for ix (reshard_to set in its record). A shard found fenced or
- * gone in step 2 says a run that died got past step 4 (it fences only
- * then): the copy is complete but for the keys still marked, and this run
- * goes on from step 5. */
-static stor_status_t reshard_run(rstor_t *st, const rs_index_t *ix, const char *lease)
+/* The end of run r at a failure of step `what` (oid: the object): a run
+ * that was taken over (its lease lapsed, another run claimed the new
+ * shards) stops without changing anything more. */
+static stor_status_t run_fail(const run_t *r, const char *what, const char *oid, int rc)
 {
-    rs_index_t nx = rs_index_next(ix);
+    if (rc != -ECANCELED && rc != -ETIMEDOUT)
+        return rs_fail(what, oid, rc);
+    log_error("storage: reshard of %s: another run took this one over (its lock lapsed: "
+              "this run was stopped or slow): this run stops and changes nothing more",
+              r->ix->bucket);
+    return STOR_ERR_PRECONDITION;
+}
+
+/* Steps 2-7 of r (reshard_to set in its record), after the new shards are
+ * claimed. A shard found fenced or gone in step 2 says a run that died got
+ * past step 4 (it fences only then): the copy is complete but for the keys
+ * still marked, and this run goes on from step 5. Each step that changes
+ * more than the new shards (whose writes check the token) checks first
+ * that r still holds them (run_check). */
+static stor_status_t reshard_steps(run_t *r)
+{
+    rstor_t *st = r->st;
+    const rs_index_t *ix = r->ix, *nx = r->nx;
     char oid[RSTOR_OID_MAX];
     int rc = 0, resumed = 0;
     uint64_t t0 = clock_mono_ms();
-    if ((rc = shards_all(st, &nx, SHARDS_CREATE)) < 0)
-        return rs_fail("reshard: create shards", ix->bucket, rc);
+    if ((rc = run_claim(r, oid)) < 0)
+        return run_fail(r, "reshard: claim shards", oid, rc);
     for (uint32_t s = 0; s < ix->shards && rc == 0; s++) {
         rs_index_oid(ix, s, oid);
         rc = tomb_move(st, oid, "", RSTOR_TRACKED);
@@ -654,7 +780,7 @@ static stor_status_t reshard_run(rstor_t *st, const rs_index_t *ix, const char *
             rc = 1; /* fenced by a run that died */
         if (rc == -ESTALE) {
             log_error("storage: reshard of %s: the bucket is being deleted", ix->bucket);
-            reshard_abort(st, ix, &nx);
+            reshard_abort(r);
             return STOR_ERR_NO_BUCKET;
         }
         if (rc == 1) {
@@ -663,45 +789,58 @@ static stor_status_t reshard_run(rstor_t *st, const rs_index_t *ix, const char *
         }
     }
     if (rc < 0)
-        return rs_fail("reshard: track shard", oid, rc);
+        return run_fail(r, "reshard: track shard", oid, rc);
     uint64_t copied = 0, again = 0;
     if (!resumed)
-        rc = copy_all(st, ix, &nx, lease, &copied, oid);
+        rc = copy_all(r, &copied, oid);
     uint64_t t1 = clock_mono_ms();
-    if (!resumed && rc == 0 && (rc = copy_passes(st, ix, &nx, lease, &again)) < 0)
+    if (!resumed && rc == 0 && (rc = copy_passes(r, &again)) < 0)
         snprintf(oid, sizeof oid, "%s", ix->bucket);
     if (rc == 0)
         rs_crash_point(st, "reshard-copied");
     /* 5. The fence, and the last copy. Writers of these shards wait from
      * here to step 7. */
     uint64_t t2 = clock_mono_ms();
-    if (rc == 0)
+    if (rc == 0 && (rc = run_check(r)) == 0)
         rc = shards_all(st, ix, SHARDS_FENCE);
     uint64_t last = 0;
-    if (rc == 0 && (rc = dirty_pass(st, ix, &nx, 0, &last)) < 0)
+    if (rc == 0 && (rc = dirty_pass(r, 0, &last)) < 0)
         snprintf(oid, sizeof oid, "%s", ix->bucket);
     if (rc < 0)
-        return rs_fail("reshard: copy", oid, rc);
+        return run_fail(r, "reshard: copy", oid, rc);
     rs_crash_point(st, "reshard-fenced");
     /* 6. The old objects go; 7. the record names the new ones. */
-    if ((rc = shards_all(st, ix, SHARDS_REMOVE)) < 0)
-        return rs_fail("reshard: remove shards", ix->bucket, rc);
+    if ((rc = run_check(r)) < 0 || (rc = shards_all(st, ix, SHARDS_REMOVE)) < 0)
+        return run_fail(r, "reshard: remove shards", ix->bucket, rc);
     rs_crash_point(st, "reshard-removed");
-    stor_status_t st_ = record_set(st, ix, nx.gen, nx.shards, 0);
+    if ((rc = run_check(r)) < 0)
+        return run_fail(r, "reshard: switch", ix->bucket, rc);
+    stor_status_t st_ = record_set(st, ix, nx->gen, nx->shards, 0);
     uint64_t t3 = clock_mono_ms();
     if (resumed)
         log_info("storage: resharded %s from %" PRIu32 " to %" PRIu32 " shards (generation %" PRIu32
                  "), resumed after a run that died at the fence: writes held %" PRIu64
                  " ms here (%" PRIu64 " keys in the last copy)",
-                 ix->bucket, ix->shards, nx.shards, nx.gen, t3 - t2, last);
+                 ix->bucket, ix->shards, nx->shards, nx->gen, t3 - t2, last);
     else
         log_info("storage: resharded %s from %" PRIu32 " to %" PRIu32 " shards (generation %" PRIu32
                  "): %" PRIu64 " entries copied in %" PRIu64 " ms, %" PRIu64
                  " keys copied again in %" PRIu64 " ms, writes held %" PRIu64 " ms (%" PRIu64
                  " keys in the last copy)",
-                 ix->bucket, ix->shards, nx.shards, nx.gen, copied, t1 - t0, again, t2 - t1,
+                 ix->bucket, ix->shards, nx->shards, nx->gen, copied, t1 - t0, again, t2 - t1,
                  t3 - t2, last);
     return st_;
+}
+
+/* Reshards ix (reshard_to set in its record) under lease, just taken. */
+static stor_status_t reshard_run(rstor_t *st, const rs_index_t *ix, const char *lease)
+{
+    rs_index_t nx = rs_index_next(ix);
+    run_t r = {.st = st, .ix = ix, .nx = &nx, .lease = lease, .renewed_ms = clock_mono_ms()};
+    pthread_mutex_init(&r.lock, NULL);
+    stor_status_t s = reshard_steps(&r);
+    pthread_mutex_destroy(&r.lock);
+    return s;
 }
 
 /* The name of bucket id's reshard lease. */
