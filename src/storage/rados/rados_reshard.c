@@ -136,6 +136,13 @@ static void run_guard(rados_write_op_t op, const run_t *r)
                             RESHARD_TOKEN_LEN);
 }
 
+/* The result of an op with a cmpxattr: 0 or a librados code (the OSD
+ * answers a cmpxattr that holds with 1, and an op ending with one too). */
+static int run_result(int rc)
+{
+    return rc > 0 ? 0 : rc;
+}
+
 /* Makes every new shard of r (in order, from shard 0) name r: created with
  * r's token, or its token replaced by r's in a compare-and-set (a run that
  * died or stalls held it). 0, -ECANCELED (another run claimed a shard
@@ -164,7 +171,7 @@ static int run_claim(run_t *r, char oid[RSTOR_OID_MAX])
             rados_write_op_cmpxattr(op, RESHARD_TOKEN_XATTR, LIBRADOS_CMPXATTR_OP_EQ, old,
                                     (size_t)n);
         rados_write_op_setxattr(op, RESHARD_TOKEN_XATTR, r->token, RESHARD_TOKEN_LEN);
-        rc = rados_write_op_operate(op, r->st->index, oid, NULL, 0);
+        rc = run_result(rados_write_op_operate(op, r->st->index, oid, NULL, 0));
         rados_release_write_op(op);
         if (rc == -EEXIST || rc == -ENOENT)
             rc = -ECANCELED; /* made, or removed, by another run meanwhile */
@@ -189,7 +196,7 @@ static int run_check(run_t *r)
     if (rc == 0) {
         rados_read_op_cmpxattr(op, RESHARD_TOKEN_XATTR, LIBRADOS_CMPXATTR_OP_EQ, r->token,
                                RESHARD_TOKEN_LEN);
-        rc = rados_read_op_operate(op, r->st->index, oid, 0);
+        rc = run_result(rados_read_op_operate(op, r->st->index, oid, 0));
         rados_release_read_op(op);
         if (rc == -ENOENT)
             rc = -ECANCELED; /* removed by a run that aborted */
@@ -382,7 +389,7 @@ static int batch_flush(batch_t *b)
         if (!cs[s])
             continue;
         rados_aio_wait_for_complete(cs[s]);
-        int r = rados_aio_get_return_value(cs[s]);
+        int r = run_result(rados_aio_get_return_value(cs[s]));
         rados_aio_release(cs[s]);
         if (r < 0 && rc == 0)
             rc = r;
@@ -509,7 +516,7 @@ static int copy_key(run_t *r, const char *oid, const char *key, size_t klen)
         if (src.n)
             rados_write_op_omap_set2(op, (const char *const *)src.k, (const char *const *)src.v,
                                      src.kl, src.vl, src.n);
-        rc = rados_write_op_operate(op, st->index, noid, NULL, 0);
+        rc = run_result(rados_write_op_operate(op, st->index, noid, NULL, 0));
         rados_release_write_op(op);
     }
     batch_free(&src);
