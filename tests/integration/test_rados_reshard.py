@@ -457,7 +457,7 @@ def test_versions_page_does_not_go_on_in_a_bucket_made_again(ceph_cluster, pool,
     args = ceph_cluster.gateway_args(pool=pool, gc_grace=1, index_shards=16)
     ga = make_server(name="gwa", extra_args=args + ["--debug-rados-crash-at", "list-batch=stop"])
     gb = make_server(name="gwb", extra_args=args)
-    sa, sb = boto_client(ga, **ONCE), boto_client(gb)
+    sa, sb = boto_client(ga), boto_client(gb)
     bucket = "rsd-" + uuid.uuid4().hex[:8]
     sa.create_bucket(Bucket=bucket)
     sa.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
