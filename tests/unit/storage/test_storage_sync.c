@@ -1065,6 +1065,14 @@ typedef struct awaiter {
     settled_t *out;
 } awaiter_t;
 
+/* Opens f's store with bucket "b"; walpath gets its commit log's path. */
+static void open_with_bucket(fx_t *f, char walpath[PATH_MAX])
+{
+    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
+    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
+    snprintf(walpath, PATH_MAX, "%s", fx_path(f, ".s3rdma/index/wal"));
+}
+
 static void *await_main(void *arg)
 {
     awaiter_t *a = arg;
@@ -1080,10 +1088,8 @@ static void *await_main(void *arg)
 static void test_fsync_commit_later(void **state)
 {
     fx_t *f = *state;
-    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
-    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
     char walpath[PATH_MAX];
-    snprintf(walpath, sizeof walpath, "%s", fx_path(f, ".s3rdma/index/wal"));
+    open_with_bucket(f, walpath);
     synced_reset();
     stor_ticket_t t1 = 0, t2 = 0;
     assert_int_equal(put_later(f->st, "k1", "one", &t1), STOR_OK);
@@ -1138,10 +1144,8 @@ static void test_fsync_commit_later(void **state)
 static void test_fsync_commit_later_flush_fails(void **state)
 {
     fx_t *f = *state;
-    assert_int_equal(store_open(f->dir, f->mode, &f->st), STOR_OK);
-    assert_int_equal(stor_bucket_create(f->st, "b", "o"), STOR_OK);
     char walpath[PATH_MAX];
-    snprintf(walpath, sizeof walpath, "%s", fx_path(f, ".s3rdma/index/wal"));
+    open_with_bucket(f, walpath);
     struct stat sb;
     assert_int_equal(stat(walpath, &sb), 0);
     stor_ticket_t t = 0;
