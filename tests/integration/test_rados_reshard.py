@@ -395,6 +395,27 @@ def stopped(proc):
     return pid == proc.pid and os.WIFSTOPPED(status)
 
 
+def listing_held_at_a_batch(gateway, fetch):
+    """Runs fetch() (a listing through gateway, started with --debug-rados-crash-at
+    list-batch=stop) on a thread until the gateway stops between two batches of a page.
+    Returns the thread and a dict that gets "r" (fetch's result) or "e" (its exception)."""
+    got = {}
+
+    def run():
+        try:
+            got["r"] = fetch()
+        except Exception as e:  # noqa: BLE001 - the caller checks it
+            got["e"] = e
+    lister = threading.Thread(target=run)
+    lister.start()
+    deadline = time.monotonic() + 30
+    while not stopped(gateway.proc):
+        assert time.monotonic() < deadline and lister.is_alive(), \
+            f"the listing did not reach a second batch: {got}"
+        time.sleep(0.05)
+    return lister, got
+
+
 @pytest.mark.parametrize("runner", ["finished", "killed-after-removing"])
 def test_versions_page_crosses_the_removal_of_its_shards(ceph_cluster, pool, make_server,
                                                          tmp_path, runner):
@@ -419,22 +440,11 @@ def test_versions_page_crosses_the_removal_of_its_shards(ceph_cluster, pool, mak
     want = ([(k, vid, i == 0 and k != "b") for k in sorted(versions)
              for i, vid in enumerate(reversed(versions[k]))], [("b", marker, True)])
 
-    got = {}
-
     def page():
-        try:
-            r = sa.list_object_versions(Bucket=bucket)
-            got["r"] = ([(v["Key"], v["VersionId"], v["IsLatest"]) for v in r["Versions"]],
-                        [(d["Key"], d["VersionId"], d["IsLatest"]) for d in r["DeleteMarkers"]])
-        except Exception as e:  # noqa: BLE001 - reported below
-            got["e"] = e
-    lister = threading.Thread(target=page)
-    lister.start()
-    deadline = time.monotonic() + 30
-    while not stopped(ga.proc):
-        assert time.monotonic() < deadline and lister.is_alive(), \
-            f"the listing did not reach a second batch: {got}"
-        time.sleep(0.05)
+        r = sa.list_object_versions(Bucket=bucket)
+        return ([(v["Key"], v["VersionId"], v["IsLatest"]) for v in r["Versions"]],
+                [(d["Key"], d["VersionId"], d["IsLatest"]) for d in r["DeleteMarkers"]])
+    lister, got = listing_held_at_a_batch(ga, page)
     r = reshard(ceph_cluster, pool, tmp_path, bucket, 4,
                 crash_at="reshard-removed" if runner != "finished" else None)
     assert (r.returncode == 0) == (runner == "finished"), r.stderr
@@ -462,21 +472,9 @@ def test_versions_page_does_not_go_on_in_a_bucket_made_again(ceph_cluster, pool,
     sa.create_bucket(Bucket=bucket)
     sa.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
     vids = [sa.put_object(Bucket=bucket, Key="many", Body=b"x")["VersionId"] for _ in range(120)]
-    got = {}
-
-    def page():
-        try:
-            got["r"] = [(v["Key"], v["VersionId"])
-                        for v in sa.list_object_versions(Bucket=bucket).get("Versions", [])]
-        except Exception as e:  # noqa: BLE001 - checked below
-            got["e"] = e
-    lister = threading.Thread(target=page)
-    lister.start()
-    deadline = time.monotonic() + 30
-    while not stopped(ga.proc):
-        assert time.monotonic() < deadline and lister.is_alive(), \
-            f"the listing did not reach a second batch: {got}"
-        time.sleep(0.05)
+    lister, got = listing_held_at_a_batch(ga, lambda: [
+        (v["Key"], v["VersionId"])
+        for v in sa.list_object_versions(Bucket=bucket).get("Versions", [])])
     try:
         for i in range(0, len(vids), 100):
             sb.delete_objects(Bucket=bucket, Delete={
