@@ -33,6 +33,7 @@
 #include "common/hash.h"
 #include "common/log.h"
 #include "storage/rados/rados_internal.h"
+#include "storage/rados/rados_reshard.h"
 
 /* How long the runner's lease lasts without a renewal: a runner that dies
  * lets the next one take over after it, which a new run waits for. A live
@@ -40,10 +41,6 @@
  * copy's batches, each key of a pass, the fence to the switch). */
 #define RESHARD_LEASE_MS 10000
 #define RESHARD_RENEW_MS (RESHARD_LEASE_MS / 4)
-/* Marked keys left after which the passes stop and the shards are fenced:
- * the writers' wait is the last copy of at most about this many keys. */
-#define RESHARD_FENCE_AT 64
-#define RESHARD_PASSES   8
 
 /* ==== The bucket record ================================================== */
 
@@ -94,27 +91,8 @@ static stor_status_t record_set(rstor_t *st, const rs_index_t *ix, uint32_t gen,
 
 /* ==== The run's token ==================================================== */
 
-/* The xattr of every new shard that names the run writing into it: each
- * copy write compares it in the same write op, so a run that was taken
- * over (its lease lapsed and another run claimed the shards) has its
- * writes fail with -ECANCELED instead of putting back entries that the
- * other run and the writers after it changed. Writers never read it. */
-#define RESHARD_TOKEN_XATTR "s3rdma.reshard.run"
-#define RESHARD_TOKEN_LEN   32
-
-/* One run of a reshard of ix into nx. */
-typedef struct run {
-    rstor_t *st;
-    const rs_index_t *ix, *nx;
-    const char *lease;
-    char token[RESHARD_TOKEN_LEN + 1]; /* this run's, random */
-    uint64_t renewed_ms;               /* the lease's last renewal, under lock */
-    pthread_mutex_t lock;
-} run_t;
-
-/* Renews r's lease when RESHARD_RENEW_MS have passed since it was last
- * (from any thread). 0, or -ETIMEDOUT: the lease is another's now. */
-static int run_keep(run_t *r)
+/* rados_reshard.h */
+int rs_run_keep(run_t *r)
 {
     int rc = 0;
     pthread_mutex_lock(&r->lock);
@@ -129,16 +107,13 @@ static int run_keep(run_t *r)
     return rc;
 }
 
-/* Adds to op the check that its object (a new shard) still names run r. */
-static void run_guard(rados_write_op_t op, const run_t *r)
+void rs_run_guard(rados_write_op_t op, const run_t *r)
 {
     rados_write_op_cmpxattr(op, RESHARD_TOKEN_XATTR, LIBRADOS_CMPXATTR_OP_EQ, r->token,
                             RESHARD_TOKEN_LEN);
 }
 
-/* The result of an op with a cmpxattr: 0 or a librados code (the OSD
- * answers a cmpxattr that holds with 1, and an op ending with one too). */
-static int run_result(int rc)
+int rs_run_result(int rc)
 {
     return rc > 0 ? 0 : rc;
 }
@@ -171,7 +146,7 @@ static int run_claim(run_t *r, char oid[RSTOR_OID_MAX])
             rados_write_op_cmpxattr(op, RESHARD_TOKEN_XATTR, LIBRADOS_CMPXATTR_OP_EQ, old,
                                     (size_t)n);
         rados_write_op_setxattr(op, RESHARD_TOKEN_XATTR, r->token, RESHARD_TOKEN_LEN);
-        rc = run_result(rados_write_op_operate(op, r->st->index, oid, NULL, 0));
+        rc = rs_run_result(rados_write_op_operate(op, r->st->index, oid, NULL, 0));
         rados_release_write_op(op);
         if (rc == -EEXIST || rc == -ENOENT)
             rc = -ECANCELED; /* made, or removed, by another run meanwhile */
@@ -187,7 +162,7 @@ static int run_claim(run_t *r, char oid[RSTOR_OID_MAX])
  * code. */
 static int run_check(run_t *r)
 {
-    int rc = run_keep(r);
+    int rc = rs_run_keep(r);
     char oid[RSTOR_OID_MAX];
     rs_index_oid(r->nx, 0, oid);
     rados_read_op_t op = rc == 0 ? rados_create_read_op() : NULL;
@@ -196,7 +171,7 @@ static int run_check(run_t *r)
     if (rc == 0) {
         rados_read_op_cmpxattr(op, RESHARD_TOKEN_XATTR, LIBRADOS_CMPXATTR_OP_EQ, r->token,
                                RESHARD_TOKEN_LEN);
-        rc = run_result(rados_read_op_operate(op, r->st->index, oid, 0));
+        rc = rs_run_result(rados_read_op_operate(op, r->st->index, oid, 0));
         rados_release_read_op(op);
         if (rc == -ENOENT)
             rc = -ECANCELED; /* removed by a run that aborted */
@@ -294,403 +269,6 @@ static int shards_all(rstor_t *st, const rs_index_t *ix, enum shards_op what)
     return rc;
 }
 
-/* ==== Copying ============================================================ */
-
-/* Entries read from an old shard, waiting to be written to the new ones. */
-typedef struct batch {
-    run_t *run;
-    const rs_index_t *nx; /* the new generation */
-    char **k, **v;
-    size_t *kl, *vl;
-    uint32_t *shard;
-    size_t n, cap;
-    int hold; /* gathers one key's entries: never flushed */
-    uint64_t copied;
-} batch_t;
-
-/* The shard of nx that holds entry k (an object key, or a version entry). */
-static int entry_shard(const rs_index_t *nx, const char *k, size_t kl, uint32_t *shard_p)
-{
-    if (kl && (unsigned char)k[0] == 0xFE) {
-        buf_t key;
-        buf_init(&key, (size_t)-1 / 2);
-        if (rs_vkey_parse(k, kl, &key) != 0) {
-            buf_free(&key);
-            return -EIO;
-        }
-        *shard_p = rs_key_shard(nx->shards, key.data, key.len);
-        buf_free(&key);
-        return 0;
-    }
-    *shard_p = rs_key_shard(nx->shards, k, kl);
-    return 0;
-}
-
-static void batch_clear(batch_t *b)
-{
-    for (size_t i = 0; i < b->n; i++) {
-        free(b->k[i]);
-        free(b->v[i]);
-    }
-    b->n = 0;
-}
-
-static void batch_free(batch_t *b)
-{
-    batch_clear(b);
-    free(b->k);
-    free(b->v);
-    free(b->kl);
-    free(b->vl);
-    free(b->shard);
-}
-
-/* Writes the batch: one write op per new shard it touches, all in flight
- * at once. 0, or the first librados code. */
-static int batch_flush(batch_t *b)
-{
-    uint32_t ns = b->nx->shards;
-    rs_crash_point(b->run->st, "reshard-batch-read");
-    int rc = run_keep(b->run);
-    rados_completion_t *cs = calloc(ns, sizeof *cs);
-    const char **ks = malloc((b->n + 1) * sizeof *ks), **vs = malloc((b->n + 1) * sizeof *vs);
-    size_t *kls = malloc((b->n + 1) * sizeof *kls), *vls = malloc((b->n + 1) * sizeof *vls);
-    if (!cs || !ks || !vs || !kls || !vls)
-        rc = -ENOMEM;
-    for (uint32_t s = 0; s < ns && rc == 0; s++) {
-        size_t m = 0;
-        for (size_t i = 0; i < b->n; i++)
-            if (b->shard[i] == s) {
-                ks[m] = b->k[i];
-                vs[m] = b->v[i];
-                kls[m] = b->kl[i];
-                vls[m++] = b->vl[i];
-            }
-        if (!m)
-            continue;
-        char oid[RSTOR_OID_MAX];
-        rs_index_oid(b->nx, s, oid);
-        rados_write_op_t op = rados_create_write_op();
-        if (!op) {
-            rc = -ENOMEM;
-            break;
-        }
-        rados_write_op_assert_exists(op);
-        run_guard(op, b->run);
-        rados_write_op_omap_set2(op, ks, vs, kls, vls, m);
-        if ((rc = rados_aio_create_completion2(NULL, NULL, &cs[s])) == 0 &&
-            (rc = rados_aio_write_op_operate(op, b->run->st->index, cs[s], oid, NULL, 0)) < 0) {
-            rados_aio_release(cs[s]);
-            cs[s] = NULL;
-        }
-        rados_release_write_op(op);
-    }
-    for (uint32_t s = 0; cs && s < ns; s++) {
-        if (!cs[s])
-            continue;
-        rados_aio_wait_for_complete(cs[s]);
-        int r = run_result(rados_aio_get_return_value(cs[s]));
-        rados_aio_release(cs[s]);
-        if (r < 0 && rc == 0)
-            rc = r;
-    }
-    b->copied += b->n;
-    batch_clear(b);
-    free(cs);
-    free(ks);
-    free(vs);
-    free(kls);
-    free(vls);
-    return rc;
-}
-
-/* An rs_omap_fn: adds one old shard entry to the batch (the tombstone and
- * the dirty marks stay behind), flushing it when full. */
-static int batch_add(void *arg, const char *k, size_t kl, const char *v, size_t vl)
-{
-    batch_t *b = arg;
-    if (kl && (unsigned char)k[0] == 0xFF)
-        return 0;
-    if (b->n == b->cap) {
-        size_t cap = b->cap ? 2 * b->cap : 256;
-        char **nk = realloc(b->k, cap * sizeof *nk);
-        if (nk)
-            b->k = nk;
-        char **nv = realloc(b->v, cap * sizeof *nv);
-        if (nv)
-            b->v = nv;
-        size_t *nkl = realloc(b->kl, cap * sizeof *nkl);
-        if (nkl)
-            b->kl = nkl;
-        size_t *nvl = realloc(b->vl, cap * sizeof *nvl);
-        if (nvl)
-            b->vl = nvl;
-        uint32_t *nsh = realloc(b->shard, cap * sizeof *nsh);
-        if (nsh)
-            b->shard = nsh;
-        if (!nk || !nv || !nkl || !nvl || !nsh)
-            return -ENOMEM;
-        b->cap = cap;
-    }
-    size_t i = b->n;
-    int rc = entry_shard(b->nx, k, kl, &b->shard[i]);
-    if (rc < 0)
-        return rc;
-    b->k[i] = malloc(kl + 1);
-    b->v[i] = malloc(vl + 1);
-    if (!b->k[i] || !b->v[i]) {
-        free(b->k[i]);
-        free(b->v[i]);
-        return -ENOMEM;
-    }
-    memcpy(b->k[i], k, kl);
-    memcpy(b->v[i], v, vl);
-    b->kl[i] = kl;
-    b->vl[i] = vl;
-    b->n++;
-    return b->n >= RSTOR_OMAP_BATCH && !b->hold ? batch_flush(b) : 0;
-}
-
-/* The entries of key (klen bytes) in oid, its record and its version
- * entries, added to b. 0, or a librados code. */
-static int key_entries(rstor_t *st, const char *oid, const char *key, size_t klen, batch_t *b)
-{
-    buf_t raw, pfx;
-    int rc = rs_omap_get(st->index, oid, key, klen, &raw);
-    if (rc > 0)
-        rc = batch_add(b, key, klen, raw.data, raw.len);
-    buf_free(&raw);
-    if (rc < 0)
-        return rc;
-    if (rs_vprefix(key, klen, &pfx) != 0 || buf_append(&pfx, "\x01", 2) != 0) {
-        buf_free(&pfx);
-        return -ENOMEM;
-    }
-    buf_t from;
-    buf_init(&from, (size_t)-1 / 2);
-    rc = buf_append(&from, pfx.data, pfx.len) ? -ENOMEM : 0;
-    unsigned char more = 1;
-    while (rc == 0 && more) {
-        rados_omap_iter_t it;
-        if ((rc = rs_omap_read(st->index, oid, from.data, pfx.data, RSTOR_OMAP_BATCH, &it, &more)) <
-            0)
-            break;
-        char *k, *v;
-        size_t kl, vl;
-        while (rc == 0 && rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 && k) {
-            rc = batch_add(b, k, kl, v, vl);
-            buf_reset(&from);
-            if (rc == 0 && (buf_append(&from, k, kl) != 0 || buf_append(&from, "", 1) != 0))
-                rc = -ENOMEM;
-        }
-        rados_omap_get_end(it);
-    }
-    buf_free(&pfx);
-    buf_free(&from);
-    return rc;
-}
-
-/* Copies key from old shard oid into run r's new generation: the new
- * shard's entries of the key are replaced by the old shard's (none: the
- * key is gone there too), in one write op that checks the shard still
- * names r. 0, -ECANCELED (r was taken over), or a librados code. */
-static int copy_key(run_t *r, const char *oid, const char *key, size_t klen)
-{
-    rstor_t *st = r->st;
-    char noid[RSTOR_OID_MAX];
-    rs_index_oid(r->nx, rs_key_shard(r->nx->shards, key, klen), noid);
-    batch_t src = {.run = r, .nx = r->nx, .hold = 1}, dst = {.run = r, .nx = r->nx, .hold = 1};
-    int rc = run_keep(r);
-    if (rc == 0)
-        rc = key_entries(st, oid, key, klen, &src);
-    if (rc == 0)
-        rc = key_entries(st, noid, key, klen, &dst);
-    rados_write_op_t op = rc == 0 ? rados_create_write_op() : NULL;
-    if (rc == 0 && !op)
-        rc = -ENOMEM;
-    if (rc == 0) {
-        rados_write_op_assert_exists(op);
-        run_guard(op, r);
-        if (dst.n)
-            rados_write_op_omap_rm_keys2(op, (const char *const *)dst.k, dst.kl, dst.n);
-        if (src.n)
-            rados_write_op_omap_set2(op, (const char *const *)src.k, (const char *const *)src.v,
-                                     src.kl, src.vl, src.n);
-        rc = run_result(rados_write_op_operate(op, st->index, noid, NULL, 0));
-        rados_release_write_op(op);
-    }
-    batch_free(&src);
-    batch_free(&dst);
-    return rc;
-}
-
-/* Marked keys of one batch of a pass (from every old shard), copied by
- * RESHARD_COPIERS threads at once: a key's copy is three round trips one
- * after another (its entries read on both sides, then written), so one at
- * a time a pass copies fewer keys a second than a few writers mark. */
-#define RESHARD_COPIERS 16
-typedef struct mark {
-    const char *k, *v; /* the mark's key and value, in its shard's read */
-    size_t kl, vl;
-    uint32_t shard; /* the old shard it is on */
-} mark_t;
-typedef struct marks {
-    run_t *run;
-    int tracked;
-    mark_t *all;
-    size_t n;
-    size_t next; /* the next mark to copy, under lock */
-    int rc;      /* the first failure, under lock */
-    pthread_mutex_t lock;
-} marks_t;
-
-static void *copier(void *arg)
-{
-    marks_t *m = arg;
-    size_t dl = strlen(RSTOR_DIRTY);
-    char oid[RSTOR_OID_MAX];
-    for (;;) {
-        pthread_mutex_lock(&m->lock);
-        size_t i = m->rc == 0 && m->next < m->n ? m->next++ : m->n;
-        pthread_mutex_unlock(&m->lock);
-        if (i >= m->n)
-            return NULL;
-        const mark_t *mk = &m->all[i];
-        rs_index_oid(m->run->ix, mk->shard, oid);
-        int rc = copy_key(m->run, oid, mk->k + dl, mk->kl - dl);
-        if (rc == 0 && m->tracked) {
-            buf_t mark = {.data = (char *)mk->v, .len = mk->vl};
-            rc = rs_omap_cas(m->run->st->index, oid, mk->k, mk->kl, &mark, NULL, 0);
-            if (rc == -ECANCELED)
-                rc = 0; /* changed again: the next pass copies it */
-        }
-        if (rc == -ENOENT)
-            rc = 0; /* the old shard removed (step 6) by a run that took over */
-        if (rc < 0) {
-            pthread_mutex_lock(&m->lock);
-            if (m->rc == 0)
-                m->rc = rc;
-            pthread_mutex_unlock(&m->lock);
-        }
-    }
-}
-
-/* Copies the m->n marked keys, on up to RESHARD_COPIERS threads (the
- * calling one among them). 0, or the first librados code. */
-static int copy_marks(marks_t *m)
-{
-    pthread_t t[RESHARD_COPIERS - 1];
-    size_t started = 0;
-    m->next = 0;
-    m->rc = 0;
-    while (started < RESHARD_COPIERS - 1 && started + 1 < m->n &&
-           pthread_create(&t[started], NULL, copier, m) == 0)
-        started++;
-    copier(m);
-    for (size_t i = 0; i < started; i++)
-        pthread_join(t[i], NULL);
-    return m->rc;
-}
-
-/* Marks a pass reads from one shard at a time when many shards have
- * marks: a batch is RSTOR_OMAP_BATCH marks spread over the shards, but at
- * least this many from each. */
-#define RESHARD_MARKS_MIN 32
-
-/* An old shard in a pass: where its next read starts, whether it has
- * more, its read in flight and the read whose entries the batch points
- * into. */
-typedef struct mark_src {
-    buf_t from;
-    unsigned char more;
-    rs_omap_read_t rd;
-    rados_omap_iter_t it;
-} mark_src_t;
-
-/* One pass over the dirty marks of every old shard of ix: each marked key
- * is copied again; while the shards are tracked (not fenced) its mark is
- * taken away unless a change set it again meanwhile. A batch reads the
- * marks of all shards at once (up to RSTOR_OMAP_BATCH, at least
- * RESHARD_MARKS_MIN a shard) and the copiers work on every shard's keys
- * together: the pass after the fence, which writers wait for, costs one
- * read and the copies its keys need, not a round of both per shard. *n_p:
- * keys copied. 0, -ECANCELED (r was taken over), or a librados code (a
- * shard gone is skipped: removed by a run that took over). */
-static int dirty_pass(run_t *r, int tracked, uint64_t *n_p)
-{
-    rstor_t *st = r->st;
-    const rs_index_t *ix = r->ix;
-    size_t dl = strlen(RSTOR_DIRTY);
-    uint32_t ns = ix->shards;
-    size_t room = (size_t)RESHARD_MARKS_MIN * ns;
-    if (room < RSTOR_OMAP_BATCH)
-        room = RSTOR_OMAP_BATCH;
-    marks_t m = {.run = r, .tracked = tracked};
-    m.all = malloc(room * sizeof *m.all);
-    mark_src_t *src = calloc(ns, sizeof *src);
-    int rc = !m.all || !src ? -ENOMEM : 0;
-    uint32_t active = 0;
-    for (uint32_t s = 0; s < ns && rc == 0; s++) {
-        buf_init(&src[s].from, (size_t)-1 / 2);
-        src[s].more = 1;
-        active++;
-        if (buf_append(&src[s].from, RSTOR_DIRTY, dl + 1) != 0)
-            rc = -ENOMEM;
-    }
-    pthread_mutex_init(&m.lock, NULL);
-    char oid[RSTOR_OID_MAX];
-    while (rc == 0 && active) {
-        size_t cap = RSTOR_OMAP_BATCH / active;
-        if (cap < RESHARD_MARKS_MIN)
-            cap = RESHARD_MARKS_MIN;
-        uint32_t sent = 0;
-        for (; sent < ns && rc == 0; sent++) {
-            rs_index_oid(ix, sent, oid);
-            if (src[sent].more && (rc = rs_omap_read_start(st->index, oid, src[sent].from.data,
-                                                           RSTOR_DIRTY, cap, &src[sent].rd)) < 0)
-                break;
-        }
-        m.n = 0;
-        active = 0;
-        for (uint32_t s = 0; s < sent; s++) {
-            mark_src_t *ms = &src[s];
-            if (!ms->more)
-                continue;
-            int r = rs_omap_read_finish(&ms->rd, &ms->it, &ms->more);
-            if (r == -ENOENT)
-                continue; /* removed: ms->more is 0 */
-            if (r < 0 && rc == 0)
-                rc = r;
-            active += ms->more;
-            /* The entries stay valid until the read ends. */
-            char *k, *v;
-            size_t kl, vl;
-            while (r == 0 && rados_omap_get_next2(ms->it, &k, &v, &kl, &vl) == 0 && k) {
-                buf_reset(&ms->from);
-                if (buf_append(&ms->from, k, kl) != 0 || buf_append(&ms->from, "", 1) != 0)
-                    r = rc = -ENOMEM;
-                if (kl > dl)
-                    m.all[m.n++] = (mark_t){k, v, kl, vl, s};
-            }
-        }
-        if (rc == 0 && m.n) {
-            rc = copy_marks(&m);
-            *n_p += m.n;
-        }
-        for (uint32_t s = 0; s < ns; s++) {
-            if (src[s].it)
-                rados_omap_get_end(src[s].it);
-            src[s].it = NULL;
-        }
-    }
-    pthread_mutex_destroy(&m.lock);
-    for (uint32_t s = 0; src && s < ns; s++)
-        buf_free(&src[s].from);
-    free(src);
-    free(m.all);
-    return rc;
-}
-
 /* ==== The runner ========================================================= */
 
 /* Undoes steps 1-2 of a reshard that found the bucket being deleted
@@ -711,45 +289,6 @@ static void reshard_abort(run_t *r)
         rs_index_oid(nx, s, oid);
         rados_remove(st->index, oid);
     }
-}
-
-/* Step 3 of r: every old shard's entries copied, batch by batch (the
- * lease renewed from each). *copied_p: entries copied. 0, -ECANCELED (r was
- * taken over), or a librados code (oid: the object). */
-static int copy_all(run_t *r, uint64_t *copied_p, char oid[RSTOR_OID_MAX])
-{
-    int rc = 0;
-    batch_t b = {.run = r, .nx = r->nx};
-    for (uint32_t s = 0; s < r->ix->shards && rc == 0; s++) {
-        rs_index_oid(r->ix, s, oid);
-        rc = rs_omap_each(r->st->index, oid, "", batch_add, &b);
-        if (rc == 0)
-            rc = batch_flush(&b);
-        if (rc == -ENOENT)
-            rc = 0; /* removed (step 6) by a run that took over: copied then */
-    }
-    *copied_p = b.copied;
-    batch_free(&b);
-    return rc;
-}
-
-/* Step 4: passes over the dirty marks until few keys remain marked, or the
- * passes stop shrinking (the writers mark keys as fast as a pass copies
- * them: more passes would not make the last copy smaller). *again_p: keys
- * copied again. 0, -ECANCELED (r was taken over), or a librados code. */
-static int copy_passes(run_t *r, uint64_t *again_p)
-{
-    int rc = 0;
-    uint64_t pass_n = UINT64_MAX, prev;
-    for (int pass = 0; pass < RESHARD_PASSES && rc == 0; pass++) {
-        prev = pass_n;
-        pass_n = 0;
-        rc = dirty_pass(r, 1, &pass_n);
-        *again_p += pass_n;
-        if (pass_n <= RESHARD_FENCE_AT || pass_n >= prev)
-            break;
-    }
-    return rc;
 }
 
 /* The end of run r at a failure of step `what` (oid: the object): a run
@@ -799,9 +338,9 @@ static stor_status_t reshard_steps(run_t *r)
         return run_fail(r, "reshard: track shard", oid, rc);
     uint64_t copied = 0, again = 0;
     if (!resumed)
-        rc = copy_all(r, &copied, oid);
+        rc = rs_reshard_copy_all(r, &copied, oid);
     uint64_t t1 = clock_mono_ms();
-    if (!resumed && rc == 0 && (rc = copy_passes(r, &again)) < 0)
+    if (!resumed && rc == 0 && (rc = rs_reshard_copy_passes(r, &again)) < 0)
         snprintf(oid, sizeof oid, "%s", ix->bucket);
     if (rc == 0)
         rs_crash_point(st, "reshard-copied");
@@ -811,7 +350,7 @@ static stor_status_t reshard_steps(run_t *r)
     if (rc == 0 && (rc = run_check(r)) == 0)
         rc = shards_all(st, ix, SHARDS_FENCE);
     uint64_t last = 0;
-    if (rc == 0 && (rc = dirty_pass(r, 0, &last)) < 0)
+    if (rc == 0 && (rc = rs_reshard_dirty_pass(r, 0, &last)) < 0)
         snprintf(oid, sizeof oid, "%s", ix->bucket);
     if (rc < 0)
         return run_fail(r, "reshard: copy", oid, rc);
