@@ -857,5 +857,9 @@ bool s3_delete_marker_reply(s3_req_t *req, const stor_bucket_t *bucket, const ch
  * (it must hold that object, or any). Fills *cond (its etag points into
  * req). NotImplemented for an If-None-Match other than *. */
 s3_error_t s3_write_precond(s3_req_t *req, stor_precond_t *cond, const char **why_p);
+/* The ETag an If-Match value (not "*") names, without its quotes, into out
+ * (cap bytes); false when it is empty or too long to be one we make (so it
+ * matches nothing). */
+bool s3_if_match_etag(const char *im, char *out, size_t cap);
 
 #endif
