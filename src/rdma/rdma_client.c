@@ -43,6 +43,8 @@
 #include "rdma/rdma_client_internal.h"
 
 #define DEFAULT_TIMEOUT_MS 5000
+/* The most rdma_session_close waits for UCX (ep_close). */
+#define CLOSE_WAIT_MS 1000
 
 /* The process that started UCX (its first ucp_init here); a forked child
  * inherits the value and so knows UCX is not usable in it. 0: none yet. */
@@ -485,6 +487,33 @@ static void session_forget(rdma_session_t *s)
     free(s);
 }
 
+/* Closes the endpoint to a live server: flushes it, progressing the worker
+ * on this thread, then closes it gracefully, within CLOSE_WAIT_MS for both.
+ *
+ * Why the flush comes first. UCX 1.13 aborts the process when it purges a
+ * queued wireup reply from an endpoint (ucp_request.c:684, "got REP
+ * message"; upstream dropped that assertion after 1.13, openucx/ucx#8175),
+ * and a forced close, the server's endpoint going away (it goes when the
+ * lifeline closes) and ucp_worker_destroy all purge. Over TCP such a reply
+ * waits in the queue until the server has acknowledged our connection to
+ * its UCX port. The flush completes only once the queue is empty, after
+ * which no close purges anything. A flush that fails (the endpoint failed:
+ * UCX already purged it) or does not complete in time (a server that
+ * stopped answering) leaves the forced close (PEER mode), which does not
+ * wait for the peer. */
+static void ep_close(rdma_session_t *s)
+{
+    uint64_t deadline = clock_mono_ms() + CLOSE_WAIT_MS;
+    ucp_request_param_t fp = {0};
+    int flushed = rdma_ucx_wait(s->worker, ucp_ep_flush_nbx(s->ep, &fp), CLOSE_WAIT_MS) == UCS_OK;
+    uint64_t now = clock_mono_ms();
+    int left = now < deadline ? (int)(deadline - now) : 0;
+    ucp_request_param_t cp = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+        .flags = !flushed && s->err_mode == RDMA_WIRE_ERRMODE_PEER ? UCP_EP_CLOSE_FLAG_FORCE : 0};
+    rdma_ucx_wait(s->worker, ucp_ep_close_nbx(s->ep, &cp), left);
+}
+
 void rdma_session_close(rdma_session_t *s)
 {
     if (!s)
@@ -504,17 +533,13 @@ void rdma_session_close(rdma_session_t *s)
     rdma_native_calls_fail_all(s);
     /* A dead server cannot answer a flush: skip the close and let
      * ucp_worker_destroy reclaim the endpoint. */
-    int alive = s->fd >= 0 && rdma_session_alive(s);
-    /* The lifeline first: the server drops the session and stops touching
-     * our memory before we unregister it. */
+    if (s->ep && s->fd >= 0 && rdma_session_alive(s))
+        ep_close(s);
+    /* The lifeline only now: the server drops the session, and its endpoint
+     * with it, once ours has nothing left queued. Our memory is
+     * unregistered after. */
     if (s->fd >= 0)
         close(s->fd);
-    if (s->ep && alive) {
-        ucp_request_param_t p = {
-            .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
-            .flags = s->err_mode == RDMA_WIRE_ERRMODE_PEER ? UCP_EP_CLOSE_FLAG_FORCE : 0};
-        rdma_ucx_wait(s->worker, ucp_ep_close_nbx(s->ep, &p), 1000);
-    }
     while (s->regions) {
         rdma_region_t *r = s->regions;
         s->regions = r->next;

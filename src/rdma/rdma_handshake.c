@@ -13,7 +13,13 @@
  * a worker address is just bytes the client sends, and one naming the
  * server's own worker, or another process's, would otherwise aim the
  * server's one-sided operations there. It also completes the endpoint's
- * wireup before the session can be used. */
+ * wireup before the session can be used: it is sent as a reply-capable
+ * message (UCP_AM_SEND_FLAG_REPLY), which UCX sends only once the endpoint
+ * knows its remote peer, i.e. after the wireup request and the client's
+ * reply. Sent plainly it could go at once, the wireup then left to the
+ * first operation that needs it (the rkey of the first REGION_ADD), whose
+ * request may reach the client as it closes the session: UCX 1.13 aborts
+ * the client when it purges its queued reply (src/rdma/README.md, Client). */
 #include "rdma/rdma_server_internal.h"
 
 #include <stdio.h>
@@ -159,7 +165,9 @@ static int session_create(struct rdma_server *srv, bconn_t *c)
     c->sess = s;
     if (s->own_worker)
         rdma_prog_post(s->prog, CMD_ADD, s);
-    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK, .cb.send = probe_done};
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_FLAGS,
+                             .cb.send = probe_done,
+                             .flags = UCP_AM_SEND_FLAG_REPLY};
     ucs_status_ptr_t req = ucp_am_send_nbx(s->ep, RDMA_AM_PROBE, s->probe_hdr, RDMA_NONCE_LEN,
                                            s->probe, RDMA_NONCE_LEN, &p);
     if (UCS_PTR_IS_ERR(req)) {
