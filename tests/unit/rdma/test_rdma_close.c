@@ -33,7 +33,9 @@
 #include <unistd.h>
 
 #define DEFAULT_ROUNDS 32
-#define PARALLEL 4
+#define PARALLEL       4
+/* How long a child with a region uses it before closing: a short request. */
+#define USE_MS 10
 
 enum { CHILD_OK = 0, CHILD_OPEN_FAILED = 3, CHILD_REGION_FAILED = 4 };
 
@@ -59,15 +61,12 @@ enum { CHILD_OK = 0, CHILD_OPEN_FAILED = 3, CHILD_REGION_FAILED = 4 };
 static int scheduling_forced;
 static _Atomic uint64_t stall_until_ms;
 #define PROBE_HOLD_MS 1000
-/* What a child with a region does with it: as long as a short request. */
-#define USE_MS 10
-#define STALL_MS 100
+#define STALL_MS      100
 
 #define NEXT_IN_LOOKUP(fn) ((__typeof__(&fn))dlsym(RTLD_NEXT, #fn))
 
-ucs_status_ptr_t ucp_am_send_nbx(ucp_ep_h ep, unsigned id, const void *header,
-                                 size_t header_length, const void *buffer, size_t count,
-                                 const ucp_request_param_t *param)
+ucs_status_ptr_t ucp_am_send_nbx(ucp_ep_h ep, unsigned id, const void *header, size_t header_length,
+                                 const void *buffer, size_t count, const ucp_request_param_t *param)
 {
     static __typeof__(&ucp_am_send_nbx) next;
     if (!next)
