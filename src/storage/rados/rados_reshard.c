@@ -20,7 +20,12 @@
  *   6. The old shard objects are removed; readers that find them gone read
  *      the new generation (complete now).
  *   7. The record names generation g + 1 and drops reshard_to: writers go
- *      on there. */
+ *      on there.
+ *
+ * A run registers its bucket in s3rdma.reshards before step 1 and removes
+ * the entry after step 7; every gateway's resume thread (rs_reshard_resume)
+ * reads that small object and finishes the reshards whose runner died (its
+ * lease lapsed), so no operator has to run the command again. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
