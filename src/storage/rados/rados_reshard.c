@@ -591,8 +591,9 @@ static stor_status_t reshard_locked(rstor_t *st, const char *name, uint64_t id, 
                      " shards that was under way (not %" PRIu32 ")",
                      name, ix.to, shards);
         if (seen)
-            log_warn("storage: bucket %s: the runner of its reshard to %" PRIu32
-                     " shards died (its lock lapsed): this gateway resumes it",
+            log_warn("storage: bucket %s: its reshard to %" PRIu32
+                     " shards is unfinished and its lock free (the runner died or "
+                     "failed): this gateway resumes it",
                      name, ix.to);
         if ((rc = registry_put(st, &ix, entry)) < 0)
             return rs_fail("reshard: register", RSTOR_RESHARDS_OID, rc);
