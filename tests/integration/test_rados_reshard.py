@@ -16,6 +16,10 @@ docs/storage.md "Online resharding"), on the session's Ceph cluster:
 - a versioned bucket's versions and delete markers move with their keys;
 - a runner killed once it has fenced the old shards, with writers running: the writers
   finish the reshard themselves once its lock lapses, and none fails;
+- a runner killed during the bulk copy, with writers running: with no operator action a
+  gateway resumes the reshard from the registry of reshards under way once its lock lapses,
+  every key is listed once and read back, and a registry entry whose bucket is gone is
+  dropped;
 - a ListObjectVersions page whose shards a reshard removes between two of its batches
   answers the complete page from the new ones, but fails when the bucket was deleted and
   made again meanwhile.
@@ -263,7 +267,82 @@ def test_writers_finish_a_reshard_whose_runner_died_at_the_fence(ceph_cluster, p
     assert walk(sb, bucket, Prefix="s/")[0] == STATIC
     names = list(index_objects(ceph_cluster, pool))
     assert len(names) == 5 and all(".g1." in n for n in names), names
-    assert any("this gateway finishes the reshard" in g.log_text() for g in (ga, gb))
+    # A waiting writer or a gateway's resume thread (rs_reshard_resume), whichever takes the
+    # lapsed lock first.
+    assert any("this gateway finishes the reshard" in g.log_text() or
+               "this gateway resumes it" in g.log_text() for g in (ga, gb))
+
+
+def new_generation_only(cluster, pool, shards):
+    names = [n for n in cluster.rados("ls", pool=pool).decode().split()
+             if n.startswith("s3rdma.index.")]
+    return len(names) == shards and all(".g1." in n for n in names)
+
+
+def test_gateways_resume_a_reshard_whose_runner_died_in_the_copy(ceph_cluster, pool,
+                                                                 make_server, tmp_path):
+    """The runner is killed (SIGKILL) during the bulk copy, after its first batch of 1,000
+    entries reached the new shards and before its second, while two gateways write. No one
+    runs the command again: a gateway finds the reshard in s3rdma.reshards, takes the lock
+    once it lapses and finishes the run under a new token. Until 2026-11-27 the bucket stayed
+    tracked (every write marking its key) until an operator re-ran s3rdmad reshard."""
+    ga = gateway(make_server, ceph_cluster, pool, "gwa", 2)
+    gb = gateway(make_server, ceph_cluster, pool, "gwb", 2)
+    sa, sb = boto_client(ga), boto_client(gb)
+    bucket = "rsr-" + uuid.uuid4().hex[:8]
+    sa.create_bucket(Bucket=bucket)
+    put_static(sa, bucket)
+    bulk = [f"bulk/{i:05d}" for i in range(1200)]
+    with cf.ThreadPoolExecutor(8) as ex:
+        list(ex.map(lambda k: sa.put_object(Bucket=bucket, Key=k, Body=k.encode()), bulk))
+    data = tmp_path / "reshard-data"
+    data.mkdir(exist_ok=True)
+    with Load([ga, gb], bucket, "t-") as load:
+        a = subprocess.Popen([BINARY, "reshard", bucket, "6", "--data", str(data),
+                              *ceph_cluster.gateway_args(pool=pool),
+                              "--debug-rados-crash-at", "reshard-batch-read=stop"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            for batch in range(2):  # the first batch goes on to the new shards
+                deadline = time.monotonic() + 60
+                while not stopped(a):
+                    assert time.monotonic() < deadline and a.poll() is None, \
+                        "the run did not reach its stop point"
+                    time.sleep(0.05)
+                if batch == 0:
+                    os.kill(a.pid, signal.SIGCONT)
+        finally:
+            a.kill()
+            a.wait()
+        deadline = time.monotonic() + 90
+        while not new_generation_only(ceph_cluster, pool, 6):
+            assert time.monotonic() < deadline, "no gateway resumed the reshard"
+            assert not load.errors, load.errors[:3]
+            time.sleep(0.2)
+    load.check(sa)
+    load.check(sb)
+    keys = walk(sb, bucket)[0]
+    assert len(keys) == len(set(keys))
+    assert [k for k in keys if k.startswith("s/")] == STATIC
+    assert [k for k in keys if k.startswith("bulk/")] == bulk
+    for k in bulk[::37]:
+        assert sa.get_object(Bucket=bucket, Key=k)["Body"].read() == k.encode(), k
+    sb.put_object(Bucket=bucket, Key="after", Body=b"after")
+    assert sa.get_object(Bucket=bucket, Key="after")["Body"].read() == b"after"
+    names = list(index_objects(ceph_cluster, pool))
+    assert len(names) == 6 and all(".g1." in n for n in names), names
+    assert any("this gateway resumes it" in g.log_text() for g in (ga, gb))
+    assert ceph_cluster.rados("listomapkeys", "s3rdma.reshards", pool=pool) == b""
+
+    # An entry whose bucket is gone (deleted after a run that ended before dropping it):
+    # dropped by the next look, nothing else touched.
+    ceph_cluster.rados("setomapval", "s3rdma.reshards", "00000000000000ab",
+                       "0123456789abcdefno-such-bucket", pool=pool)
+    deadline = time.monotonic() + 30
+    while ceph_cluster.rados("listomapkeys", "s3rdma.reshards", pool=pool) != b"":
+        assert time.monotonic() < deadline, "the stale registry entry stayed"
+        time.sleep(0.2)
+    assert walk(sa, bucket, Prefix="bulk/")[0] == bulk
 
 
 @pytest.mark.parametrize("step", ["reshard-copied", "reshard-fenced", "reshard-removed"])

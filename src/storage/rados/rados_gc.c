@@ -6,6 +6,8 @@
  *    change keeps its snapshot; then their pieces are removed. Drained about
  *    once a second by every gateway (removing a piece twice is harmless).
  *  - the intent log's tick (rados_intent.c): dead gateways' logs recovered.
+ *  - on a thread of its own, the resumption of reshards whose runner died
+ *    (rados_reshard.c).
  *    This gateway's own lease is renewed by a thread of its own (below), so
  *    that a sweep or a recovery of any length never lets it lapse.
  *  - the full sweep, at start when the operator asks for it
@@ -416,6 +418,18 @@ static void *lease_main(void *arg)
     return NULL;
 }
 
+/* Resumes the reshards whose runner died (rs_reshard_resume), on a thread
+ * of its own: a resumed run copies a whole bucket's index, which must not
+ * hold up the GC log or the recovery of dead gateways. */
+static void *resume_main(void *arg)
+{
+    rstor_t *st = arg;
+    do
+        rs_reshard_resume(st);
+    while (!gc_wait(st, RSTOR_RESUME_EVERY_MS));
+    return NULL;
+}
+
 int rs_gc_start(rstor_t *st)
 {
     if (pthread_create(&st->lease_thread, NULL, lease_main, st) != 0)
@@ -424,6 +438,9 @@ int rs_gc_start(rstor_t *st)
     if (pthread_create(&st->gc_thread, NULL, gc_main, st) != 0)
         return -1;
     st->gc_running = 1;
+    if (pthread_create(&st->resume_thread, NULL, resume_main, st) != 0)
+        return -1;
+    st->resume_running = 1;
     return 0;
 }
 
@@ -437,5 +454,7 @@ void rs_gc_stop(rstor_t *st)
         pthread_join(st->gc_thread, NULL);
     if (st->lease_running)
         pthread_join(st->lease_thread, NULL);
-    st->gc_running = st->lease_running = 0;
+    if (st->resume_running)
+        pthread_join(st->resume_thread, NULL);
+    st->gc_running = st->lease_running = st->resume_running = 0;
 }

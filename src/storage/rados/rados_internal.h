@@ -19,6 +19,10 @@
  *   s3rdma.parts.<upload>   omap: 8-hex part number -> part record
  *   s3rdma.gc               omap: <due ms, 16 hex>.<blob id> -> blob size
  *   s3rdma.gateways         omap: gateway id (16 hex) -> started (ms)
+ *   s3rdma.reshards         omap: bucket id (16 hex) -> 16 hex (random, per
+ *                           write) ‖ bucket name: the reshards under way,
+ *                           which the gateways resume when their runner
+ *                           died (rados_reshard.c)
  *   s3rdma.lease.gw.<gw>    a gateway's liveness lease (its lock) and
  *                           slot 0 of its intent log (its omap), slots
  *   s3rdma.lease.gw.<gw>.<k>  1..7 (rados_intent.c)
@@ -38,10 +42,11 @@
 #include "storage/stor_backend.h"
 #include "storage/stor_record.h"
 
-#define RSTOR_PIECE       (4u << 20) /* bytes per data piece */
-#define RSTOR_WINDOW      4          /* pieces in flight per writer or read */
-#define RSTOR_BUCKETS_OID "s3rdma.buckets"
-#define RSTOR_GC_OID      "s3rdma.gc"
+#define RSTOR_PIECE        (4u << 20) /* bytes per data piece */
+#define RSTOR_WINDOW       4          /* pieces in flight per writer or read */
+#define RSTOR_BUCKETS_OID  "s3rdma.buckets"
+#define RSTOR_GC_OID       "s3rdma.gc"
+#define RSTOR_RESHARDS_OID "s3rdma.reshards"
 /* 0xFF never occurs in UTF-8, so no object key is this or sorts after it. */
 #define RSTOR_TOMB                                                                                 \
     "\xff"                                                                                         \
@@ -102,6 +107,10 @@ typedef struct idslot {
     rs_index_t ix;
 } idslot_t;
 
+/* Reshards one process runs at once (rstor_t.runs): the resume thread's,
+ * a writer's takeover (one at a time) and the command's own. */
+#define RSTOR_RUNS_HERE 4
+
 /* Intent log bounds (rados_intent.c): cleared entries held for a later
  * write, and dropped blobs one entry names (every blob of the record a
  * switch drops: at most one per part of an object). */
@@ -147,6 +156,17 @@ typedef struct rstor {
      * which also guards the next try's time (monotonic ms). */
     pthread_mutex_t takeover_lock;
     uint64_t takeover_next_ms;
+    /* The buckets (ids) whose reshard a thread of this process runs, under
+     * runs_lock: a reshard's lease is this process's (its cookie is the
+     * client instance), so it alone cannot keep two threads (a resume and a
+     * writer's takeover, or the command's run and a resume) off one
+     * bucket. The resume thread (rs_reshard_resume) and where it goes on
+     * in s3rdma.reshards (the last bucket id it tried; "" from the first). */
+    pthread_mutex_t runs_lock;
+    uint64_t runs[RSTOR_RUNS_HERE];
+    pthread_t resume_thread;
+    int resume_running;
+    char resume_after[17];
     /* This gateway's liveness and intent log (rados_intent.c), under
      * intent_lock. epoch grows when the lease lapsed: a write whose intent
      * is of an older epoch may have been recovered and must not commit. */
@@ -433,6 +453,17 @@ stor_status_t rs_route_failed(rstor_t *st, rs_route_t *r, const char *key, int r
  * the run's failure (logged). */
 #define RSTOR_TAKEOVER_AFTER_MS 1000
 stor_status_t rs_reshard_takeover(rstor_t *st, const rs_index_t *ix);
+/* The resume thread's tick (every RSTOR_RESUME_EVERY_MS): reads up to
+ * RSTOR_RESUME_BATCH entries of s3rdma.reshards (the reshards under way,
+ * each written by its run under the bucket's lease before it changes the
+ * record), going on after the last one tried, and for each whose lease it
+ * gets (the runner died: its lease lapsed) finishes that reshard, one at a
+ * time, or drops the entry when there is nothing to finish (the reshard
+ * ended, the bucket is gone). A run it resumes stops, to be resumed again,
+ * if the store closes before the run fenced the old shards. */
+#define RSTOR_RESUME_EVERY_MS 2000
+#define RSTOR_RESUME_BATCH    64
+void rs_reshard_resume(rstor_t *st);
 
 /* ---- rados_names.c ------------------------------------------------------ */
 

@@ -20,7 +20,12 @@
  *   6. The old shard objects are removed; readers that find them gone read
  *      the new generation (complete now).
  *   7. The record names generation g + 1 and drops reshard_to: writers go
- *      on there. */
+ *      on there.
+ *
+ * A run registers its bucket in s3rdma.reshards before step 1 and removes
+ * the entry after step 7; every gateway's resume thread (rs_reshard_resume)
+ * reads that small object and finishes the reshards whose runner died (its
+ * lease lapsed), so no operator has to run the command again. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -97,7 +102,9 @@ int rs_run_keep(run_t *r)
     int rc = 0;
     pthread_mutex_lock(&r->lock);
     uint64_t now = clock_mono_ms();
-    if (now - r->renewed_ms >= RESHARD_RENEW_MS) {
+    if (!r->fenced && __atomic_load_n(&r->st->gc_stop, __ATOMIC_RELAXED))
+        rc = -EINTR;
+    else if (now - r->renewed_ms >= RESHARD_RENEW_MS) {
         if (rs_lease(&r->st->base, r->lease, RESHARD_LEASE_MS) == STOR_OK)
             r->renewed_ms = now;
         else
@@ -118,40 +125,128 @@ int rs_run_result(int rc)
     return rc > 0 ? 0 : rc;
 }
 
-/* Makes every new shard of r (in order, from shard 0) name r: created with
- * r's token, or its token replaced by r's in a compare-and-set (a run that
- * died or stalls held it). 0, -ECANCELED (another run claimed a shard
- * meanwhile: r stops), or a librados code (oid: the object). */
+/* The write op that makes new shard oid name r: created with r's token when
+ * it does not exist (n, the length of the token it holds: -ENOENT), else
+ * its token replaced in a compare-and-set of the one it held (old, n bytes;
+ * n -ENODATA: none). NULL when out of memory. */
+static rados_write_op_t claim_op(const run_t *r, int n, const char *old)
+{
+    rados_write_op_t op = rados_create_write_op();
+    if (!op)
+        return NULL;
+    if (n == -ENOENT)
+        rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
+    else
+        rados_write_op_assert_exists(op);
+    if (n >= 0)
+        rados_write_op_cmpxattr(op, RESHARD_TOKEN_XATTR, LIBRADOS_CMPXATTR_OP_EQ, old, (size_t)n);
+    rados_write_op_setxattr(op, RESHARD_TOKEN_XATTR, r->token, RESHARD_TOKEN_LEN);
+    return op;
+}
+
+/* The result of a claim's write: a shard made, or removed, by another run
+ * meanwhile is another run's claim (r stops). */
+static int claim_result(int rc)
+{
+    rc = rs_run_result(rc);
+    return rc == -EEXIST || rc == -ENOENT ? -ECANCELED : rc;
+}
+
+/* One new shard's claim in flight (claim_rest). */
+typedef struct claim {
+    rados_completion_t c;
+    char oid[RSTOR_OID_MAX];
+    char old[RESHARD_TOKEN_LEN + 1];
+    int n; /* the token's length, or the read's failure */
+} claim_t;
+
+/* Waits for c's op (if sent) and releases it: its return value, or rc
+ * when it was not sent. */
+static int claim_wait(claim_t *c, int rc)
+{
+    if (!c->c)
+        return rc;
+    rados_aio_wait_for_complete(c->c);
+    rc = rados_aio_get_return_value(c->c);
+    rados_aio_release(c->c);
+    c->c = NULL;
+    return rc;
+}
+
+/* Claims new shards 1 to N-1 of r (shard 0 is r's already): every token
+ * read at once, then every claim written at once: two round trips
+ * whatever N. 0, -ECANCELED, or a librados code (oid: the object). */
+static int claim_rest(run_t *r, char oid[RSTOR_OID_MAX])
+{
+    uint32_t n = r->nx->shards;
+    claim_t *cs = calloc(n, sizeof *cs);
+    if (!cs)
+        return -ENOMEM;
+    int rc = 0;
+    for (uint32_t s = 1; s < n; s++) {
+        rs_index_oid(r->nx, s, cs[s].oid);
+        int sent = rados_aio_create_completion2(NULL, NULL, &cs[s].c);
+        if (sent == 0 &&
+            (sent = rados_aio_getxattr(r->st->index, cs[s].oid, cs[s].c, RESHARD_TOKEN_XATTR,
+                                       cs[s].old, sizeof cs[s].old)) < 0) {
+            rados_aio_release(cs[s].c);
+            cs[s].c = NULL;
+        }
+        cs[s].n = sent;
+    }
+    for (uint32_t s = 1; s < n; s++) {
+        cs[s].n = claim_wait(&cs[s], cs[s].n);
+        if (cs[s].n < 0 && cs[s].n != -ENOENT && cs[s].n != -ENODATA && rc == 0) {
+            rc = cs[s].n;
+            snprintf(oid, RSTOR_OID_MAX, "%s", cs[s].oid);
+        }
+    }
+    for (uint32_t s = 1; s < n && rc == 0; s++) {
+        rados_write_op_t op = claim_op(r, cs[s].n, cs[s].old);
+        int sent = op ? rados_aio_create_completion2(NULL, NULL, &cs[s].c) : -ENOMEM;
+        if (sent == 0 && (sent = rados_aio_write_op_operate(op, r->st->index, cs[s].c, cs[s].oid,
+                                                            NULL, 0)) < 0) {
+            rados_aio_release(cs[s].c);
+            cs[s].c = NULL;
+        }
+        if (op)
+            rados_release_write_op(op);
+        cs[s].n = sent;
+    }
+    for (uint32_t s = 1; s < n; s++) {
+        int one = claim_result(claim_wait(&cs[s], cs[s].n));
+        if (one < 0 && rc == 0) {
+            rc = one;
+            snprintf(oid, RSTOR_OID_MAX, "%s", cs[s].oid);
+        }
+    }
+    free(cs);
+    return rc;
+}
+
+/* Makes every new shard of r name r: shard 0 first (run_check reads it:
+ * another run that claimed any shard claimed it), then the others at once
+ * (claim_rest). Each is created with r's token, or its token replaced by
+ * r's in a compare-and-set (a run that died or stalls held it). 0,
+ * -ECANCELED (another run claimed a shard meanwhile: r stops), or a
+ * librados code (oid: the object). */
 static int run_claim(run_t *r, char oid[RSTOR_OID_MAX])
 {
     uint8_t raw[RESHARD_TOKEN_LEN / 2];
     if (hash_random_bytes(raw, sizeof raw) != 0)
         return -EIO;
     hash_hex_encode(raw, sizeof raw, r->token);
-    int rc = 0;
-    for (uint32_t s = 0; s < r->nx->shards && rc == 0; s++) {
-        rs_index_oid(r->nx, s, oid);
-        char old[RESHARD_TOKEN_LEN + 1];
-        int n = rados_getxattr(r->st->index, oid, RESHARD_TOKEN_XATTR, old, sizeof old);
-        if (n < 0 && n != -ENOENT && n != -ENODATA)
-            return n;
-        rados_write_op_t op = rados_create_write_op();
-        if (!op)
-            return -ENOMEM;
-        if (n == -ENOENT)
-            rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
-        else
-            rados_write_op_assert_exists(op);
-        if (n >= 0)
-            rados_write_op_cmpxattr(op, RESHARD_TOKEN_XATTR, LIBRADOS_CMPXATTR_OP_EQ, old,
-                                    (size_t)n);
-        rados_write_op_setxattr(op, RESHARD_TOKEN_XATTR, r->token, RESHARD_TOKEN_LEN);
-        rc = rs_run_result(rados_write_op_operate(op, r->st->index, oid, NULL, 0));
-        rados_release_write_op(op);
-        if (rc == -EEXIST || rc == -ENOENT)
-            rc = -ECANCELED; /* made, or removed, by another run meanwhile */
-    }
-    return rc;
+    rs_index_oid(r->nx, 0, oid);
+    char old[RESHARD_TOKEN_LEN + 1];
+    int n = rados_getxattr(r->st->index, oid, RESHARD_TOKEN_XATTR, old, sizeof old);
+    if (n < 0 && n != -ENOENT && n != -ENODATA)
+        return n;
+    rados_write_op_t op = claim_op(r, n, old);
+    if (!op)
+        return -ENOMEM;
+    int rc = claim_result(rados_write_op_operate(op, r->st->index, oid, NULL, 0));
+    rados_release_write_op(op);
+    return rc < 0 ? rc : claim_rest(r, oid);
 }
 
 /* Before each step of r that changes anything but the new shards (the
@@ -296,6 +391,12 @@ static void reshard_abort(run_t *r)
  * shards) stops without changing anything more. */
 static stor_status_t run_fail(const run_t *r, const char *what, const char *oid, int rc)
 {
+    if (rc == -EINTR) {
+        log_info("storage: reshard of %s: stopped, this process is closing (a gateway "
+                 "resumes it once its lock lapses)",
+                 r->ix->bucket);
+        return STOR_ERR_UNAVAILABLE;
+    }
     if (rc != -ECANCELED && rc != -ETIMEDOUT)
         return rs_fail(what, oid, rc);
     log_error("storage: reshard of %s: another run took this one over (its lock lapsed: "
@@ -347,6 +448,9 @@ static stor_status_t reshard_steps(run_t *r)
     /* 5. The fence, and the last copy. Writers of these shards wait from
      * here to step 7. */
     uint64_t t2 = clock_mono_ms();
+    pthread_mutex_lock(&r->lock);
+    r->fenced = rc == 0;
+    pthread_mutex_unlock(&r->lock);
     if (rc == 0 && (rc = run_check(r)) == 0)
         rc = shards_all(st, ix, SHARDS_FENCE);
     uint64_t last = 0;
@@ -395,35 +499,173 @@ static void lease_name(uint64_t id, char out[40])
     snprintf(out, 40, "reshard.%016" PRIx64, id);
 }
 
+/* ==== The registry of reshards under way ================================= */
+
+/* An entry's value: 16 hex digits, random per write (so a drop compares
+ * the write it saw, not a later run's), then the bucket's name. */
+#define ENTRY_NONCE 16
+#define ENTRY_MAX   (ENTRY_NONCE + STOR_BUCKET_MAX + 1)
+
+static void entry_key(uint64_t id, char key[17])
+{
+    snprintf(key, 17, "%016" PRIx64, id);
+}
+
+/* Writes bucket ix's entry (under its lease, before its record names the
+ * reshard, or again when a run resumes one), a fresh value into entry. 0,
+ * or a librados code. */
+static int registry_put(rstor_t *st, const rs_index_t *ix, char entry[ENTRY_MAX])
+{
+    uint8_t raw[ENTRY_NONCE / 2];
+    if (hash_random_bytes(raw, sizeof raw) != 0)
+        return -EIO;
+    hash_hex_encode(raw, sizeof raw, entry);
+    snprintf(entry + ENTRY_NONCE, ENTRY_MAX - ENTRY_NONCE, "%s", ix->bucket);
+    char key[17];
+    entry_key(ix->id, key);
+    rados_write_op_t op = rados_create_write_op();
+    if (!op)
+        return -ENOMEM;
+    const char *k[1] = {key}, *v[1] = {entry};
+    size_t kl = strlen(key), vl = strlen(entry);
+    rados_write_op_create(op, LIBRADOS_CREATE_IDEMPOTENT, NULL);
+    rados_write_op_omap_set2(op, k, v, &kl, &vl, 1);
+    int rc = rados_write_op_operate(op, st->index, RSTOR_RESHARDS_OID, NULL, 0);
+    rados_release_write_op(op);
+    return rc;
+}
+
+/* Removes bucket id's entry if it still holds entry (a later run's stays). */
+static void registry_drop(rstor_t *st, uint64_t id, const char *entry)
+{
+    char key[17];
+    entry_key(id, key);
+    buf_t v = {.data = (char *)entry, .len = strlen(entry)};
+    int rc = rs_omap_cas(st->index, RSTOR_RESHARDS_OID, key, strlen(key), &v, NULL, 0);
+    if (rc < 0 && rc != -ECANCELED && rc != -ENOENT)
+        log_warn("storage: reshard registry: drop %s (%s): %s", key, entry + ENTRY_NONCE,
+                 strerror(-rc));
+}
+
+/* ==== Runs =============================================================== */
+
 /* Under the bucket's reshard lease: reads the record of bucket name (of id
  * id; 0: whichever) and finishes the reshard under way, or starts one to
- * shards (0: none, only finish). */
+ * shards (0: none, only finish). seen: the registry entry that led here
+ * (NULL: none), dropped when there is nothing to finish. The run's own
+ * entry is written before it changes anything and dropped when it ends
+ * (else it stays, for a gateway to resume the run). */
 static stor_status_t reshard_locked(rstor_t *st, const char *name, uint64_t id, uint32_t shards,
-                                    const char *lease)
+                                    const char *lease, const char *seen)
 {
     stor_bucket_t b;
     stor_status_t s = rs_bucket_lookup(st, name, &b);
+    if (s == STOR_ERR_NO_BUCKET || (s == STOR_OK && id && b.id != id)) {
+        if (seen)
+            registry_drop(st, id, seen); /* deleted since: nothing to finish */
+        return s;
+    }
     if (s != STOR_OK)
         return s;
-    if (id && b.id != id)
-        return STOR_OK; /* deleted since: nothing to finish */
     rs_index_t ix = rs_index_of(&b);
+    char entry[ENTRY_MAX];
+    int rc = 0;
     if (!ix.to) {
-        if (!shards)
-            return STOR_OK; /* finished meanwhile */
+        if (!shards) {
+            if (seen)
+                registry_drop(st, ix.id, seen); /* finished meanwhile */
+            return STOR_OK;
+        }
         if (shards == ix.shards) {
             log_info("storage: %s already has %" PRIu32 " index shards", name, shards);
             return STOR_OK;
         }
+        if ((rc = registry_put(st, &ix, entry)) < 0)
+            return rs_fail("reshard: register", RSTOR_RESHARDS_OID, rc);
         if ((s = record_set(st, &ix, ix.gen, ix.shards, shards)) != STOR_OK)
             return s;
         ix.to = shards;
-    } else if (shards && ix.to != shards) {
-        log_warn("storage: %s: finishing the reshard to %" PRIu32 " shards that was under way "
-                 "(not %" PRIu32 ")",
-                 name, ix.to, shards);
+    } else {
+        if (shards && ix.to != shards)
+            log_warn("storage: %s: finishing the reshard to %" PRIu32
+                     " shards that was under way (not %" PRIu32 ")",
+                     name, ix.to, shards);
+        if (seen)
+            log_warn("storage: bucket %s: its reshard to %" PRIu32
+                     " shards is unfinished and its lock free (the runner died or "
+                     "failed): this gateway resumes it",
+                     name, ix.to);
+        if ((rc = registry_put(st, &ix, entry)) < 0)
+            return rs_fail("reshard: register", RSTOR_RESHARDS_OID, rc);
     }
-    return reshard_run(st, &ix, lease);
+    s = reshard_run(st, &ix, lease);
+    if (s == STOR_OK)
+        registry_drop(st, ix.id, entry);
+    return s;
+}
+
+/* Marks bucket id's reshard as run by this process (rstor_t.runs). 0, or
+ * -1 when a thread of this process runs it already (or RSTOR_RUNS_HERE
+ * do). */
+static int runs_enter(rstor_t *st, uint64_t id)
+{
+    int rc = -1;
+    pthread_mutex_lock(&st->runs_lock);
+    size_t free_at = RSTOR_RUNS_HERE;
+    for (size_t i = 0; i < RSTOR_RUNS_HERE; i++) {
+        if (st->runs[i] == id)
+            free_at = RSTOR_RUNS_HERE + 1;
+        else if (!st->runs[i] && free_at == RSTOR_RUNS_HERE)
+            free_at = i;
+    }
+    if (free_at < RSTOR_RUNS_HERE) {
+        st->runs[free_at] = id;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&st->runs_lock);
+    return rc;
+}
+
+static void runs_leave(rstor_t *st, uint64_t id)
+{
+    pthread_mutex_lock(&st->runs_lock);
+    for (size_t i = 0; i < RSTOR_RUNS_HERE; i++)
+        if (st->runs[i] == id)
+            st->runs[i] = 0;
+    pthread_mutex_unlock(&st->runs_lock);
+}
+
+/* reshard_locked for bucket (name, id) under its reshard lease, taken
+ * here: waiting up to wait_ms for it (0: one try), then given up; why (NULL:
+ * nothing) is logged once it is taken. STOR_ERR_PRECONDITION when another
+ * process holds it (a live runner) or another thread of this one runs the
+ * bucket's reshard. */
+static stor_status_t reshard_leased(rstor_t *st, const char *name, uint64_t id, uint32_t shards,
+                                    const char *seen, uint32_t wait_ms, const char *why)
+{
+    char lease[40];
+    lease_name(id, lease);
+    uint64_t until = clock_mono_ms() + wait_ms;
+    stor_status_t s = STOR_ERR_PRECONDITION;
+    for (;;) {
+        if (runs_enter(st, id) == 0) {
+            if ((s = rs_lease(&st->base, lease, RESHARD_LEASE_MS)) == STOR_OK)
+                break;
+            runs_leave(st, id);
+        }
+        if (s != STOR_ERR_PRECONDITION || clock_mono_ms() >= until)
+            return s;
+        struct timespec ts = {0, 200 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    if (why)
+        log_warn("storage: bucket %s: %s", name, why);
+    /* The record is read again under the lease: a run that ended meanwhile
+     * changed it. */
+    s = reshard_locked(st, name, id, shards, lease, seen);
+    rs_lease_release(st, lease);
+    runs_leave(st, id);
+    return s;
 }
 
 stor_status_t rs_bucket_reshard(stor_t *st_, const char *name, uint32_t shards)
@@ -435,23 +677,9 @@ stor_status_t rs_bucket_reshard(stor_t *st_, const char *name, uint32_t shards)
     stor_status_t s = rs_bucket_lookup(st, name, &b);
     if (s != STOR_OK)
         return s;
-    char lease[40];
-    lease_name(b.id, lease);
     /* Held: by a live runner (it keeps it; this run gives up), or by one
      * that died (it lapses within RESHARD_LEASE_MS; this run goes on). */
-    uint64_t until = clock_mono_ms() + RESHARD_LEASE_MS + 2000;
-    while ((s = rs_lease(st_, lease, RESHARD_LEASE_MS)) == STOR_ERR_PRECONDITION &&
-           clock_mono_ms() < until) {
-        struct timespec ts = {0, 200 * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    if (s != STOR_OK)
-        return s;
-    /* The record is read again under the lease: a run that ended
-     * meanwhile changed it. */
-    s = reshard_locked(st, name, 0, shards, lease);
-    rs_lease_release(st, lease);
-    return s;
+    return reshard_leased(st, name, b.id, shards, NULL, RESHARD_LEASE_MS + 2000, NULL);
 }
 
 stor_status_t rs_reshard_takeover(rstor_t *st, const rs_index_t *ix)
@@ -462,16 +690,61 @@ stor_status_t rs_reshard_takeover(rstor_t *st, const rs_index_t *ix)
     uint64_t now = clock_mono_ms();
     if (now >= st->takeover_next_ms) {
         st->takeover_next_ms = now + RSTOR_TAKEOVER_AFTER_MS;
-        char lease[40];
-        lease_name(ix->id, lease);
-        if ((s = rs_lease(&st->base, lease, RESHARD_LEASE_MS)) == STOR_OK) {
-            log_warn("storage: bucket %s: the reshard's runner died with the index fenced "
-                     "(its lock lapsed): this gateway finishes the reshard",
-                     ix->bucket);
-            s = reshard_locked(st, ix->bucket, ix->id, 0, lease);
-            rs_lease_release(st, lease);
-        }
+        s = reshard_leased(st, ix->bucket, ix->id, 0, NULL, 0,
+                           "the reshard's runner died with the index fenced (its lock "
+                           "lapsed): this gateway finishes the reshard");
     }
     pthread_mutex_unlock(&st->takeover_lock);
     return s;
+}
+
+/* One registry entry read by the resume thread. */
+typedef struct seen {
+    uint64_t id;
+    char key[17];
+    char entry[ENTRY_MAX];
+} seen_t;
+
+void rs_reshard_resume(rstor_t *st)
+{
+    seen_t *seen = calloc(RSTOR_RESUME_BATCH, sizeof *seen);
+    rados_omap_iter_t it;
+    if (!seen)
+        return;
+    int rc = rs_omap_read(st->index, RSTOR_RESHARDS_OID, st->resume_after, "", RSTOR_RESUME_BATCH,
+                          &it, NULL);
+    size_t n = 0, got = 0;
+    char *k, *v, last[sizeof st->resume_after] = "";
+    size_t kl, vl;
+    while (rc == 0 && got < RSTOR_RESUME_BATCH && rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 &&
+           k) {
+        got++;
+        seen_t *e = &seen[n];
+        char *end = NULL;
+        if (kl != 16 || vl <= ENTRY_NONCE || vl >= ENTRY_MAX)
+            continue; /* not an entry: left alone */
+        memcpy(e->key, k, 16);
+        e->key[16] = '\0';
+        memcpy(last, e->key, sizeof last);
+        e->id = strtoull(e->key, &end, 16);
+        memcpy(e->entry, v, vl);
+        e->entry[vl] = '\0';
+        if (end == e->key + 16 && e->id && strlen(e->entry) == vl)
+            n++;
+    }
+    if (rc == 0)
+        rados_omap_get_end(it);
+    else if (rc != -ENOENT)
+        log_warn("storage: reshard registry: read: %s", strerror(-rc));
+    /* A full batch: the next tick goes on after it; else from the start. */
+    snprintf(st->resume_after, sizeof st->resume_after, "%s",
+             got == RSTOR_RESUME_BATCH ? last : "");
+    for (size_t i = 0; i < n && !__atomic_load_n(&st->gc_stop, __ATOMIC_RELAXED); i++) {
+        stor_status_t s =
+            reshard_leased(st, seen[i].entry + ENTRY_NONCE, seen[i].id, 0, seen[i].entry, 0, NULL);
+        if (s != STOR_OK && s != STOR_ERR_PRECONDITION)
+            log_warn("storage: bucket %s: resuming its reshard: %s (tried again later)",
+                     seen[i].entry + ENTRY_NONCE, stor_strerror(s));
+    }
+    free(seen);
 }

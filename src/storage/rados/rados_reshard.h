@@ -25,11 +25,14 @@ typedef struct run {
     const char *lease;
     char token[RESHARD_TOKEN_LEN + 1]; /* this run's, random */
     uint64_t renewed_ms;               /* the lease's last renewal, under lock */
+    int fenced;                        /* step 5 begun: the run no longer stops */
     pthread_mutex_t lock;
 } run_t;
 
 /* Renews r's lease when RESHARD_RENEW_MS have passed since it was last
- * (from any thread). 0, or -ETIMEDOUT: the lease is another's now. */
+ * (from any thread). 0, -ETIMEDOUT (the lease is another's now) or, before
+ * the fence, -EINTR (the store is closing: the run stops, and a gateway
+ * resumes it once the lease lapses). */
 int rs_run_keep(run_t *r);
 /* Adds to op the check that its object (a new shard) still names run r. */
 void rs_run_guard(rados_write_op_t op, const run_t *r);

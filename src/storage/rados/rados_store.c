@@ -121,6 +121,7 @@ stor_status_t stor_open_rados(const stor_rados_conf_t *conf, stor_t **out_p)
     pthread_cond_init(&st->gc_cond, NULL);
     pthread_mutex_init(&st->id_lock, NULL);
     pthread_mutex_init(&st->takeover_lock, NULL);
+    pthread_mutex_init(&st->runs_lock, NULL);
     const char *user = conf->user && *conf->user ? conf->user : "admin";
     const char *ipool = conf->index_pool && *conf->index_pool ? conf->index_pool : conf->pool;
     const char *what = "create";
@@ -190,6 +191,7 @@ static void rs_close(stor_t *st_)
     pthread_cond_destroy(&st->gc_cond);
     pthread_mutex_destroy(&st->id_lock);
     pthread_mutex_destroy(&st->takeover_lock);
+    pthread_mutex_destroy(&st->runs_lock);
     free(st);
 }
 
