@@ -1,7 +1,9 @@
 /* Private to src/storage/rados: a reshard's run (rados_reshard.c: the
- * steps, the run's token and lease) and its copying (rados_reshard_copy.c:
- * step 3's bulk copy and the passes over the dirty marks). The steps and
- * why each is safe are at the top of rados_reshard.c. */
+ * steps, the run's token and lease), its copying (rados_reshard_copy.c:
+ * step 3's bulk copy and the passes over the dirty marks), and who runs it
+ * (rados_reshard_resume.c: the lease, the registry of reshards under way
+ * and the resume). The steps and why each is safe are at the top of
+ * rados_reshard.c. */
 #ifndef S3R_STORAGE_RADOS_RESHARD_H
 #define S3R_STORAGE_RADOS_RESHARD_H
 
@@ -9,6 +11,13 @@
 #include <stdint.h>
 
 #include "storage/rados/rados_internal.h"
+
+/* How long the runner's lease lasts without a renewal: a runner that dies
+ * lets the next one take over after it, which a new run waits for. A live
+ * runner renews it at least every RESHARD_RENEW_MS, from every step (the
+ * copy's batches, each key of a pass, the fence to the switch). */
+#define RESHARD_LEASE_MS 10000
+#define RESHARD_RENEW_MS (RESHARD_LEASE_MS / 4)
 
 /* The xattr of every new shard that names the run writing into it: each
  * copy write compares it in the same write op, so a run that was taken
@@ -28,6 +37,18 @@ typedef struct run {
     int fenced;                        /* step 5 begun: the run no longer stops */
     pthread_mutex_t lock;
 } run_t;
+
+/* Moves the index state of bucket ix->bucket's record (of id ix->id) from
+ * the one ix names (its generation, shards and reshard_to) to gen, shards,
+ * to, in one compare-and-set (retried when another change of the record
+ * came first). STOR_OK also when the record holds the new state already (a
+ * run that took over got there first); STOR_ERR_PRECONDITION when it holds
+ * another (another run changed it). */
+stor_status_t rs_reshard_record_set(rstor_t *st, const rs_index_t *ix, uint32_t gen,
+                                    uint32_t shards, uint32_t to);
+/* Reshards ix (reshard_to set in its record) under lease, just taken:
+ * steps 2-7, or what remains of them. */
+stor_status_t rs_reshard_run(rstor_t *st, const rs_index_t *ix, const char *lease);
 
 /* Renews r's lease when RESHARD_RENEW_MS have passed since it was last
  * (from any thread). 0, -ETIMEDOUT (the lease is another's now) or, before
