@@ -244,14 +244,14 @@ void rs_reshard_resume(rstor_t *st)
     rados_omap_iter_t it;
     if (!seen)
         return;
+    unsigned char more = 0;
     int rc = rs_omap_read(st->index, RSTOR_RESHARDS_OID, st->resume_after, "", RSTOR_RESUME_BATCH,
-                          &it, NULL);
-    size_t n = 0, got = 0;
+                          &it, &more);
+    size_t n = 0;
     char *k, *v, last[sizeof st->resume_after] = "";
     size_t kl, vl;
-    while (rc == 0 && got < RSTOR_RESUME_BATCH && rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 &&
+    while (rc == 0 && n < RSTOR_RESUME_BATCH && rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 &&
            k) {
-        got++;
         seen_t *e = &seen[n];
         char *end = NULL;
         if (kl != 16 || vl <= ENTRY_NONCE || vl >= ENTRY_MAX)
@@ -269,9 +269,9 @@ void rs_reshard_resume(rstor_t *st)
         rados_omap_get_end(it);
     else if (rc != -ENOENT)
         log_warn("storage: reshard registry: read: %s", strerror(-rc));
-    /* A full batch: the next tick goes on after it; else from the start. */
-    snprintf(st->resume_after, sizeof st->resume_after, "%s",
-             got == RSTOR_RESUME_BATCH ? last : "");
+    /* More entries past this batch: the next tick goes on after it; else
+     * from the start. */
+    snprintf(st->resume_after, sizeof st->resume_after, "%s", more ? last : "");
     for (size_t i = 0; i < n && !__atomic_load_n(&st->gc_stop, __ATOMIC_RELAXED); i++) {
         stor_status_t s =
             reshard_leased(st, seen[i].entry + ENTRY_NONCE, seen[i].id, 0, seen[i].entry, 0, NULL);
