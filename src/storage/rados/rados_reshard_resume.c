@@ -83,17 +83,18 @@ static void registry_drop(rstor_t *st, uint64_t id, const char *entry)
 /* ==== Runs =============================================================== */
 
 /* Under the bucket's reshard lease: reads the record of bucket name (of id
- * id; 0: whichever) and finishes the reshard under way, or starts one to
- * shards (0: none, only finish). seen: the registry entry that led here
- * (NULL: none), dropped when there is nothing to finish. The run's own
- * entry is written before it changes anything and dropped when it ends
- * (else it stays, for a gateway to resume the run). */
+ * id: a record of another id is a bucket made again since, left alone) and
+ * finishes the reshard under way, or starts one to shards (0: none, only
+ * finish). seen: the registry entry that led here (NULL: none), dropped
+ * when there is nothing to finish. The run's own entry is written before
+ * it changes anything and dropped when it ends (else it stays, for a
+ * gateway to resume the run). */
 static stor_status_t reshard_locked(rstor_t *st, const char *name, uint64_t id, uint32_t shards,
                                     const char *lease, const char *seen)
 {
     stor_bucket_t b;
     stor_status_t s = rs_bucket_lookup(st, name, &b);
-    if (s == STOR_ERR_NO_BUCKET || (s == STOR_OK && id && b.id != id)) {
+    if (s == STOR_ERR_NO_BUCKET || (s == STOR_OK && b.id != id)) {
         if (seen)
             registry_drop(st, id, seen); /* deleted since: nothing to finish */
         return s;
