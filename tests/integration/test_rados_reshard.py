@@ -72,9 +72,13 @@ def fnv1a_shard(key, n):
     return h % n
 
 
+def index_names(cluster, pool):
+    return [n for n in cluster.rados("ls", pool=pool).decode().split()
+            if n.startswith("s3rdma.index.")]
+
+
 def index_objects(cluster, pool):
-    names = [n for n in cluster.rados("ls", pool=pool).decode().split()
-             if n.startswith("s3rdma.index.")]
+    names = index_names(cluster, pool)
     # Version entries (0xFE ...) and the tombstone or marks (0xFF ...) are not UTF-8.
     return {n: sorted(k for k in cluster.rados("listomapkeys", n, pool=pool)
                       .decode(errors="surrogateescape").splitlines()) for n in names}
@@ -274,8 +278,7 @@ def test_writers_finish_a_reshard_whose_runner_died_at_the_fence(ceph_cluster, p
 
 
 def new_generation_only(cluster, pool, shards):
-    names = [n for n in cluster.rados("ls", pool=pool).decode().split()
-             if n.startswith("s3rdma.index.")]
+    names = index_names(cluster, pool)
     return len(names) == shards and all(".g1." in n for n in names)
 
 
