@@ -7,7 +7,7 @@
  *    once a second by every gateway (removing a piece twice is harmless).
  *  - the intent log's tick (rados_intent.c): dead gateways' logs recovered.
  *  - on a thread of its own, the resumption of reshards whose runner died
- *    (rados_reshard.c).
+ *    (rados_reshard_resume.c).
  *    This gateway's own lease is renewed by a thread of its own (below), so
  *    that a sweep or a recovery of any length never lets it lapse.
  *  - the full sweep, at start when the operator asks for it

@@ -22,7 +22,7 @@
  *   s3rdma.reshards         omap: bucket id (16 hex) -> 16 hex (random, per
  *                           write) ‖ bucket name: the reshards under way,
  *                           which the gateways resume when their runner
- *                           died (rados_reshard.c)
+ *                           died (rados_reshard_resume.c)
  *   s3rdma.lease.gw.<gw>    a gateway's liveness lease (its lock) and
  *                           slot 0 of its intent log (its omap), slots
  *   s3rdma.lease.gw.<gw>.<k>  1..7 (rados_intent.c)
@@ -440,7 +440,7 @@ stor_status_t rs_route_again(rstor_t *st, rs_route_t *r, const char *key);
  * answer. */
 stor_status_t rs_route_failed(rstor_t *st, rs_route_t *r, const char *key, int rc);
 
-/* ---- rados_reshard.c ---------------------------------------------------- */
+/* ---- rados_reshard_resume.c --------------------------------------------- */
 
 /* A change waiting on a shard that a reshard of ix (ix->to set) fenced
  * calls this after it has waited RSTOR_TAKEOVER_AFTER_MS: if the runner's

@@ -106,8 +106,8 @@ stor_status_t rs_route_again(rstor_t *st, rs_route_t *r, const char *key)
          * the record: wait for it, a few ms at a time. Held a while, the
          * writer finishes it if its runner died (its lease lapsed). */
         if (r->waited_ms >= RSTOR_RESHARD_WAIT_MS) {
-            log_error("storage: bucket %s: a reshard has held writes to %s for %u ms (run "
-                      "s3rdmad reshard again to finish it)",
+            log_error("storage: bucket %s: a reshard has held writes to %s for %u ms (a gateway "
+                      "finishes it once its runner's lease lapses; s3rdmad reshard finishes it now)",
                       r->ix.bucket, r->oid, r->waited_ms);
             return STOR_ERR_UNAVAILABLE;
         }
