@@ -2,11 +2,11 @@
 suite's files: still whole files, each on one worker with its module fixtures shared, in
 the order and groups below. Only the order and grouping change; every test still runs.
 
-- Longest first. xdist gives out files in collection order, so a long file collected
-  last (client/test_native.py: a third of a worker's time) ran alone at the end while
-  the other worker idled. LONGEST_FIRST lists the files that take a minute or more in
-  either pass, longest first (measured: docs/benchmarks.md, "CI time"); every other
-  file follows in collection order. A file missing here is only scheduled later.
+- Longest first. xdist gives out files in collection order, and the longest ones
+  (client/, python/) are collected last: one of them could run alone at the end while
+  the other worker idled. LONGEST_FIRST lists the units that took about a minute or
+  more, longest first (measured: docs/benchmarks.md, "CI time"); every other unit
+  follows in collection order. A file missing here is only scheduled later.
 - One Ceph cluster per pass. The RADOS files (test_rados*.py) share the session's
   `ceph_cluster` fixture, a cluster per worker process: spread over both workers they
   started two. They form one unit (CEPH_UNIT), run on one worker.
@@ -23,18 +23,22 @@ from xdist.scheduler import LoadFileScheduling
 CEPH_UNIT = "test_rados*.py"
 
 LONGEST_FIRST = [
-    "python/test_asan_subprocess.py",
     CEPH_UNIT,
-    "client/test_native.py",
     "client/test_resilience.py",
+    "python/test_client.py",
+    "python/test_torch.py",
+    "client/test_native.py",
+    "client/test_native_kill.py",
     "client/test_client_lib.py",
-    "test_bench_tool.py",
     "test_cli_tools.py",
     "test_s3_etag_fast.py",
-    "client/test_native_hostile.py",
+    "python/test_put_checksum.py",
     "test_tls_listeners.py",
-    "test_cli.py",
+    "test_bench_tool.py",
     "test_crash.py",
+    "test_cli.py",
+    "client/test_native_hostile.py",
+    "client/test_native_largeget.py",
 ]
 
 # Files whose tests are parametrized by UCX setting (UCX_ENVS) through fixtures that
@@ -74,6 +78,8 @@ def unit_of(nodeid):
 
 def _rank(unit):
     path = _file(unit)
+    if path == "python/test_asan_subprocess.py":  # ranked as the python/ file it runs
+        path = "python/" + unit.rsplit("[", 1)[-1].rstrip("]")
     return LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
 
 
