@@ -80,6 +80,7 @@ def _rank(unit):
     path = _file(unit)
     if path == "python/test_asan_subprocess.py":  # ranked as the python/ file it runs
         path = "python/" + unit.rsplit("[", 1)[-1].rstrip("]")
+    path = path.split("[", 1)[0]  # a SPLIT_BY_UCX half ranks as its file
     return LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
 
 
