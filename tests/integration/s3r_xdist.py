@@ -99,4 +99,10 @@ class Scheduler(LoadFileScheduling):
             for unit in sorted(self.workqueue, key=_rank):
                 self.workqueue.move_to_end(unit)
             self._sorted = True
+        if self._pending_of(self.assigned_work[node]) and len(self.workqueue) > 1:
+            # A worker runs a test only once it holds the next one, so a worker busy
+            # with a unit of one or two tests is sent another unit ahead of time. Send
+            # it the last (short) one: the long units at the front stay for whichever
+            # worker frees first.
+            self.workqueue.move_to_end(next(reversed(self.workqueue)), last=False)
         super()._assign_work_unit(node)
