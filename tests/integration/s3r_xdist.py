@@ -12,6 +12,10 @@ the order and groups below. Only the order and grouping change; every test still
   started two. They form one unit (CEPH_UNIT), run on one worker.
 - Long files in halves. The files of SPLIT_BY_UCX run every test under both UCX
   settings on a server per setting; each setting's half is a unit.
+- xdist's own sending ahead is kept: a worker runs a test only once it holds the next
+  one, so a unit of one or two tests goes out with the next unit. Sending the last
+  (short) unit there instead was tried and chained: under ASan every python/ unit is
+  one test, so each pulled another from the tail and the long units ran last.
 - python/ under ASan. python/test_asan_subprocess.py runs each file of python/ in its
   own child pytest (one test per file); each such test is its own unit, so the python/
   files spread over both workers as they do in the release pass.
@@ -99,10 +103,4 @@ class Scheduler(LoadFileScheduling):
             for unit in sorted(self.workqueue, key=_rank):
                 self.workqueue.move_to_end(unit)
             self._sorted = True
-        if self._pending_of(self.assigned_work[node]) and len(self.workqueue) > 1:
-            # A worker runs a test only once it holds the next one, so a worker busy
-            # with a unit of one or two tests is sent another unit ahead of time. Send
-            # it the last (short) one: the long units at the front stay for whichever
-            # worker frees first.
-            self.workqueue.move_to_end(next(reversed(self.workqueue)), last=False)
         super()._assign_work_unit(node)
