@@ -41,6 +41,18 @@ for _v in ("NO_PROXY", "no_proxy"):
 
 
 # --------------------------------------------------------------------------
+# CI's pytest-xdist order: whole files, longest first, the RADOS files on one worker
+# (s3r_xdist.py). Only with --dist loadfile; optional so pytest without xdist still runs.
+# --------------------------------------------------------------------------
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadfile":
+        return None
+    import s3r_xdist
+    return s3r_xdist.Scheduler(config, log)
+
+
+# --------------------------------------------------------------------------
 # Server logs on failure
 # --------------------------------------------------------------------------
 @pytest.hookimpl(tryfirst=True)

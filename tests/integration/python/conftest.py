@@ -8,9 +8,10 @@ below import that installed copy; test_venv.py also runs the venv's own interpre
 ASan pass: when $S3RDMA_BUILD's libs3rdma is built with -fsanitize=address, CPython can
 only load it with the ASan runtime preloaded (LD_PRELOAD; it must come first in the
 process). This pytest process was started without it, so here only
-test_asan_subprocess.py is collected: it reruns this directory in a child pytest with
-LD_PRELOAD set, and fails with the child's output if anything there fails. Without
-ASan that file is skipped at collection and the tests run in-process.
+test_asan_subprocess.py is collected: it reruns each file of this directory in a child
+pytest with LD_PRELOAD set (one test per file, all on one venv it installs once and
+passes in $S3RDMA_TEST_VENV), and fails with the child's output if anything there fails.
+Without ASan that file is skipped at collection and the tests run in-process.
 
 rsrv      one s3rdmad with its RDMA session port (UCX default transports) and public
           /metrics, session-wide
@@ -79,17 +80,26 @@ def install_venv(dest: Path) -> Path:
     p = subprocess.run([str(dest / "bin" / "pip"), "install", "-q", str(src)], env=env,
                        capture_output=True, text=True)
     assert p.returncode == 0, f"pip install ./python failed:\n{p.stdout}\n{p.stderr}"
-    site = list(dest.glob("lib/python3*/site-packages"))
+    return venv_site(dest)
+
+
+def venv_site(venv: Path) -> Path:
+    """The site-packages of a venv made by install_venv."""
+    site = list(venv.glob("lib/python3*/site-packages"))
     assert len(site) == 1, site
     return site[0]
 
 
 VENV = None
 if not RERUN_UNDER_ASAN:
-    _tmp = Path(tempfile.mkdtemp(prefix="s3rdma-py-"))
-    atexit.register(shutil.rmtree, _tmp, True)
-    VENV = _tmp / "venv"
-    sys.path.insert(0, str(install_venv(VENV)))
+    if os.environ.get("S3RDMA_TEST_VENV"):  # test_asan_subprocess.py's child: its venv
+        VENV = Path(os.environ["S3RDMA_TEST_VENV"])
+    else:
+        _tmp = Path(tempfile.mkdtemp(prefix="s3rdma-py-"))
+        atexit.register(shutil.rmtree, _tmp, True)
+        VENV = _tmp / "venv"
+        install_venv(VENV)
+    sys.path.insert(0, str(venv_site(VENV)))
 
 
 @pytest.fixture(scope="session")
