@@ -218,10 +218,8 @@ static int claim_rest(run_t *r, char oid[RSTOR_OID_MAX])
  * librados code (oid: the object). */
 static int run_claim(run_t *r, char oid[RSTOR_OID_MAX])
 {
-    uint8_t raw[RESHARD_TOKEN_LEN / 2];
-    if (hash_random_bytes(raw, sizeof raw) != 0)
+    if (hash_random_hex(RESHARD_TOKEN_LEN / 2, r->token) != 0)
         return -EIO;
-    hash_hex_encode(raw, sizeof raw, r->token);
     rs_index_oid(r->nx, 0, oid);
     char old[RESHARD_TOKEN_LEN + 1];
     int n = rados_getxattr(r->st->index, oid, RESHARD_TOKEN_XATTR, old, sizeof old);
