@@ -281,6 +281,20 @@ int hash_random_bytes(void *out, size_t len)
     return RAND_bytes(out, (int)len) == 1 ? 0 : -1;
 }
 
+int hash_random_hex(size_t len, char *out)
+{
+    uint8_t raw[32];
+    out[0] = '\0';
+    for (size_t done = 0; done < len;) {
+        size_t n = len - done < sizeof raw ? len - done : sizeof raw;
+        if (hash_random_bytes(raw, n) != 0)
+            return -1;
+        hash_hex_encode(raw, n, out + 2 * done);
+        done += n;
+    }
+    return 0;
+}
+
 int hash_ct_equal(const void *a, const void *b, size_t len)
 {
     return CRYPTO_memcmp(a, b, len) == 0;

@@ -59,6 +59,9 @@ long hash_base64url_decode(const char *in, size_t len, uint8_t *out, size_t out_
 
 /* Fills out with cryptographically secure random bytes; -1 on failure. */
 int hash_random_bytes(void *out, size_t len);
+/* A random token: len such bytes as lower-case hex into out (2*len+1
+ * bytes, NUL-terminated); -1 on failure. */
+int hash_random_hex(size_t len, char *out);
 
 /* Constant-time comparison; 1 when equal. */
 int hash_ct_equal(const void *a, const void *b, size_t len);

@@ -48,13 +48,11 @@ static int name_rules(s3_lc_t *cfg)
         s3_lc_rule_t *r = &cfg->rules[i];
         if (r->id[0])
             continue;
-        uint8_t raw[16];
-        char *id = malloc(2 * sizeof raw + 1);
-        if (!id || hash_random_bytes(raw, sizeof raw) != 0) {
+        char *id = malloc(2 * 16 + 1);
+        if (!id || hash_random_hex(16, id) != 0) {
             free(id);
             return -1;
         }
-        hash_hex_encode(raw, sizeof raw, id);
         free(r->id);
         r->id = id;
     }

@@ -140,11 +140,9 @@ stor_status_t local_mpu_create(stor_t *st_, const stor_bucket_t *bkt, const char
 {
     lstor_t *st = (lstor_t *)st_;
     const char *bucket = bkt->name;
-    uint8_t raw[STOR_UPLOAD_ID_LEN / 2];
     char id[STOR_UPLOAD_ID_LEN + 1];
-    if (hash_random_bytes(raw, sizeof raw) != 0)
+    if (hash_random_hex(STOR_UPLOAD_ID_LEN / 2, id) != 0)
         return STOR_ERR_IO;
-    hash_hex_encode(raw, sizeof raw, id);
     stor_meta_t m = {0};
     if (meta) {
         m = *meta;

@@ -239,10 +239,8 @@ stor_status_t local_ver_push(lstor_t *st, MDB_txn *txn, const MDB_val *ik, const
     char ver[STOR_VERSION_ID_LEN + 1];
     snprintf(ver, sizeof ver, "%016llx", (unsigned long long)seq);
     if (state == STOR_VERSIONING_ENABLED) {
-        uint8_t rnd[8];
-        if (hash_random_bytes(rnd, sizeof rnd) != 0)
+        if (hash_random_hex(8, ver + 16) != 0)
             return STOR_ERR_IO;
-        hash_hex_encode(rnd, sizeof rnd, ver + 16);
     }
     char *vdup = strdup(ver);
     if (!vdup)

@@ -36,44 +36,51 @@ static void bucket_objects_remove(rstor_t *st, const rs_index_t *ix)
     }
 }
 
+/* The index objects of a new bucket (bucket_objects_make). */
+typedef struct bucket_objects {
+    rstor_t *st;
+    const rs_index_t *ix;
+} bucket_objects_t;
+
+/* Object i of a new bucket: its shards, then its uploads object. */
+static void bucket_object_oid(const rs_index_t *ix, uint32_t i, char oid[RSTOR_OID_MAX])
+{
+    if (i < ix->shards)
+        rs_index_oid(ix, i, oid);
+    else
+        rs_uploads_oid(ix->id, oid);
+}
+
+/* An rs_batch_send_fn: makes object i empty. */
+static int bucket_object_send(void *arg, uint32_t i, rados_completion_t c)
+{
+    bucket_objects_t *b = arg;
+    char oid[RSTOR_OID_MAX];
+    bucket_object_oid(b->ix, i, oid);
+    return rados_aio_write_full(b->st->index, oid, c, "", 0);
+}
+
 /* Makes the (empty) index objects of ix and its uploads object, all writes
  * in flight at once. 0 or the first librados code. */
 static int bucket_objects_make(rstor_t *st, const rs_index_t *ix, char failed[RSTOR_OID_MAX])
 {
     uint32_t n = ix->shards + 1; /* the shards, then the uploads object */
-    rados_completion_t *c = calloc(n, sizeof *c);
-    if (!c)
+    int *res = calloc(n, sizeof *res);
+    if (!res) {
+        failed[0] = '\0';
         return -ENOMEM;
-    int rc = 0;
-    uint32_t sent = 0;
-    char oid[RSTOR_OID_MAX];
-    for (; sent < n && rc == 0; sent++) {
-        if (sent < ix->shards)
-            rs_index_oid(ix, sent, oid);
-        else
-            rs_uploads_oid(ix->id, oid);
-        if ((rc = rados_aio_create_completion2(NULL, NULL, &c[sent])) < 0)
-            break;
-        if ((rc = rados_aio_write_full(st->index, oid, c[sent], "", 0)) < 0) {
-            rados_aio_release(c[sent]);
-            break;
-        }
     }
+    bucket_objects_t b = {.st = st, .ix = ix};
+    uint32_t at;
+    int rc = rs_batch(n, bucket_object_send, &b, res, &at);
+    for (uint32_t i = 0; i < n && rc == 0; i++)
+        if (res[i] < 0) {
+            rc = res[i];
+            at = i;
+        }
     if (rc < 0)
-        snprintf(failed, RSTOR_OID_MAX, "%s", oid);
-    for (uint32_t i = 0; i < sent; i++) {
-        rados_aio_wait_for_complete(c[i]);
-        int r = rados_aio_get_return_value(c[i]);
-        rados_aio_release(c[i]);
-        if (r < 0 && rc == 0) {
-            rc = r;
-            if (i < ix->shards)
-                rs_index_oid(ix, i, failed);
-            else
-                rs_uploads_oid(ix->id, failed);
-        }
-    }
-    free(c);
+        bucket_object_oid(ix, at, failed);
+    free(res);
     return rc;
 }
 

@@ -389,11 +389,9 @@ static void registry_remove(rstor_t *st, const char *gw)
  * threads copy it under intent_lock). */
 static int gateway_begin(rstor_t *st)
 {
-    uint8_t id[8];
     char gw[17], name[32], ms[24];
-    if (hash_random_bytes(id, sizeof id) != 0)
+    if (hash_random_hex(8, gw) != 0)
         return -EIO;
-    hash_hex_encode(id, sizeof id, gw);
     gw_lease_name(gw, name);
     uint64_t sent = clock_mono_ms();
     if (rs_lease(&st->base, name, st->lease_ms) != STOR_OK)

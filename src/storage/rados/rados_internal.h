@@ -296,6 +296,21 @@ int rs_key_blobs(rstor_t *st, const rs_index_t *ix, const char *key, rs_idset_t 
  * Completes into uploads (both sorted). 0, or a librados code. */
 int rs_intent_all(rstor_t *st, rs_idset_t *blobs, rs_idset_t *uploads);
 
+/* ---- rados_batch.c: N requests in flight at once ------------------------ */
+
+/* Starts request i of a batch on completion c (one rados_aio_* call, or
+ * rados_aio_write_op_operate and the like): 0 (sent), 1 (nothing to send
+ * for i), or a librados code (nothing sent). */
+typedef int (*rs_batch_send_fn)(void *arg, uint32_t i, rados_completion_t c);
+/* Sends requests 0..n-1 by send, all in flight at once, then waits for
+ * every one sent. res (the caller's, n of them): each request's return
+ * value, 0 for one not sent. 0, or the failure to send request *stop_p
+ * (send's, or -ENOMEM) that stopped the sending there: the ones before it
+ * were sent and waited for, the later ones not sent (*stop_p: n when all
+ * were; stop_p may be NULL). The callers read res for the requests'
+ * failures. */
+int rs_batch(uint32_t n, rs_batch_send_fn send, void *arg, int *res, uint32_t *stop_p);
+
 /* ---- rados_omap.c: omap reads and writes ---------------------------------
  * The one synchronous omap read of oid, three shapes: rs_omap_read, up to
  * max entries after key `after` ("": from the first) whose keys start with

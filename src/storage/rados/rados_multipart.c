@@ -115,10 +115,8 @@ stor_status_t rs_mpu_create(stor_t *st_, const stor_bucket_t *bucket, const char
                             const stor_meta_t *meta, char upload_id[STOR_UPLOAD_ID_LEN + 1])
 {
     rstor_t *st = (rstor_t *)st_;
-    uint8_t raw[STOR_UPLOAD_ID_LEN / 2];
-    if (hash_random_bytes(raw, sizeof raw) != 0)
+    if (hash_random_hex(STOR_UPLOAD_ID_LEN / 2, upload_id) != 0)
         return STOR_ERR_IO;
-    hash_hex_encode(raw, sizeof raw, upload_id);
     /* The parts object first: a crash before the record leaves an empty
      * object that no upload names. */
     char oid[RSTOR_OID_MAX];

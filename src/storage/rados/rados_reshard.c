@@ -138,24 +138,38 @@ static int claim_result(int rc)
     return rc == -EEXIST || rc == -ENOENT ? -ECANCELED : rc;
 }
 
-/* One new shard's claim in flight (claim_rest). */
+/* One new shard's claim (claim_rest). */
 typedef struct claim {
-    rados_completion_t c;
     char oid[RSTOR_OID_MAX];
     char old[RESHARD_TOKEN_LEN + 1];
     int n; /* the token's length, or the read's failure */
 } claim_t;
 
-/* Waits for c's op (if sent) and releases it: its return value, or rc
- * when it was not sent. */
-static int claim_wait(claim_t *c, int rc)
+/* New shards 1 to N-1 of r, claimed at once (claim_rest). */
+typedef struct claims {
+    run_t *r;
+    claim_t *cs; /* cs[i]: new shard i + 1's */
+} claims_t;
+
+/* An rs_batch_send_fn: reads the token new shard i + 1 holds. */
+static int claim_read_send(void *arg, uint32_t i, rados_completion_t c)
 {
-    if (!c->c)
-        return rc;
-    rados_aio_wait_for_complete(c->c);
-    rc = rados_aio_get_return_value(c->c);
-    rados_aio_release(c->c);
-    c->c = NULL;
+    claims_t *a = arg;
+    claim_t *cl = &a->cs[i];
+    return rados_aio_getxattr(a->r->st->index, cl->oid, c, RESHARD_TOKEN_XATTR, cl->old,
+                              sizeof cl->old);
+}
+
+/* An rs_batch_send_fn: writes new shard i + 1's claim (claim_op). */
+static int claim_write_send(void *arg, uint32_t i, rados_completion_t c)
+{
+    claims_t *a = arg;
+    claim_t *cl = &a->cs[i];
+    rados_write_op_t op = claim_op(a->r, cl->n, cl->old);
+    if (!op)
+        return -ENOMEM;
+    int rc = rados_aio_write_op_operate(op, a->r->st->index, c, cl->oid, NULL, 0);
+    rados_release_write_op(op);
     return rc;
 }
 
@@ -164,49 +178,35 @@ static int claim_wait(claim_t *c, int rc)
  * whatever N. 0, -ECANCELED, or a librados code (oid: the object). */
 static int claim_rest(run_t *r, char oid[RSTOR_OID_MAX])
 {
-    uint32_t n = r->nx->shards;
-    claim_t *cs = calloc(n, sizeof *cs);
-    if (!cs)
+    uint32_t n = r->nx->shards - 1;
+    claim_t *cs = calloc(n ? n : 1, sizeof *cs);
+    int *res = calloc(n ? n : 1, sizeof *res);
+    if (!cs || !res) {
+        free(cs);
+        free(res);
         return -ENOMEM;
-    int rc = 0;
-    for (uint32_t s = 1; s < n; s++) {
-        rs_index_oid(r->nx, s, cs[s].oid);
-        int sent = rados_aio_create_completion2(NULL, NULL, &cs[s].c);
-        if (sent == 0 &&
-            (sent = rados_aio_getxattr(r->st->index, cs[s].oid, cs[s].c, RESHARD_TOKEN_XATTR,
-                                       cs[s].old, sizeof cs[s].old)) < 0) {
-            rados_aio_release(cs[s].c);
-            cs[s].c = NULL;
-        }
-        cs[s].n = sent;
     }
-    for (uint32_t s = 1; s < n; s++) {
-        cs[s].n = claim_wait(&cs[s], cs[s].n);
-        if (cs[s].n < 0 && cs[s].n != -ENOENT && cs[s].n != -ENODATA && rc == 0) {
-            rc = cs[s].n;
-            snprintf(oid, RSTOR_OID_MAX, "%s", cs[s].oid);
+    for (uint32_t i = 0; i < n; i++)
+        rs_index_oid(r->nx, i + 1, cs[i].oid);
+    claims_t a = {.r = r, .cs = cs};
+    uint32_t at;
+    int rc = rs_batch(n, claim_read_send, &a, res, &at);
+    for (uint32_t i = 0; i < n && rc == 0; i++) {
+        cs[i].n = res[i];
+        if (res[i] < 0 && res[i] != -ENOENT && res[i] != -ENODATA) {
+            rc = res[i];
+            at = i;
         }
     }
-    for (uint32_t s = 1; s < n && rc == 0; s++) {
-        rados_write_op_t op = claim_op(r, cs[s].n, cs[s].old);
-        int sent = op ? rados_aio_create_completion2(NULL, NULL, &cs[s].c) : -ENOMEM;
-        if (sent == 0 && (sent = rados_aio_write_op_operate(op, r->st->index, cs[s].c, cs[s].oid,
-                                                            NULL, 0)) < 0) {
-            rados_aio_release(cs[s].c);
-            cs[s].c = NULL;
-        }
-        if (op)
-            rados_release_write_op(op);
-        cs[s].n = sent;
-    }
-    for (uint32_t s = 1; s < n; s++) {
-        int one = claim_result(claim_wait(&cs[s], cs[s].n));
-        if (one < 0 && rc == 0) {
-            rc = one;
-            snprintf(oid, RSTOR_OID_MAX, "%s", cs[s].oid);
-        }
-    }
+    if (rc == 0)
+        rc = claim_result(rs_batch(n, claim_write_send, &a, res, &at));
+    for (uint32_t i = 0; i < n && rc == 0; i++)
+        if ((rc = claim_result(res[i])) < 0)
+            at = i;
+    if (rc < 0)
+        snprintf(oid, RSTOR_OID_MAX, "%s", cs[at].oid);
     free(cs);
+    free(res);
     return rc;
 }
 
@@ -218,10 +218,8 @@ static int claim_rest(run_t *r, char oid[RSTOR_OID_MAX])
  * librados code (oid: the object). */
 static int run_claim(run_t *r, char oid[RSTOR_OID_MAX])
 {
-    uint8_t raw[RESHARD_TOKEN_LEN / 2];
-    if (hash_random_bytes(raw, sizeof raw) != 0)
+    if (hash_random_hex(RESHARD_TOKEN_LEN / 2, r->token) != 0)
         return -EIO;
-    hash_hex_encode(raw, sizeof raw, r->token);
     rs_index_oid(r->nx, 0, oid);
     char old[RESHARD_TOKEN_LEN + 1];
     int n = rados_getxattr(r->st->index, oid, RESHARD_TOKEN_XATTR, old, sizeof old);
@@ -292,6 +290,35 @@ enum shards_op {
     SHARDS_REMOVE, /* removed */
 };
 
+/* The shard objects shards_all changes, and how. */
+typedef struct shards {
+    rstor_t *st;
+    const rs_index_t *ix;
+    enum shards_op what;
+} shards_t;
+
+/* An rs_batch_send_fn: the op on shard object s. */
+static int shards_send(void *arg, uint32_t s, rados_completion_t c)
+{
+    const shards_t *a = arg;
+    char oid[RSTOR_OID_MAX];
+    rs_index_oid(a->ix, s, oid);
+    if (a->what == SHARDS_REMOVE)
+        return rados_aio_remove(a->st->index, oid, c);
+    rados_write_op_t op = rados_create_write_op();
+    if (!op)
+        return -ENOMEM;
+    const char *k[1] = {RSTOR_TOMB}, *v[1] = {RSTOR_FENCED};
+    size_t kl = strlen(RSTOR_TOMB), vl = strlen(RSTOR_FENCED);
+    rados_write_op_assert_exists(op);
+    rados_write_op_omap_cmp2(op, RSTOR_TOMB, LIBRADOS_CMPXATTR_OP_EQ, RSTOR_TRACKED, kl,
+                             strlen(RSTOR_TRACKED), NULL);
+    rados_write_op_omap_set2(op, k, v, &kl, &vl, 1);
+    int rc = rados_aio_write_op_operate(op, a->st->index, c, oid, NULL, 0);
+    rados_release_write_op(op);
+    return rc;
+}
+
 /* The same op on every shard object of ix at once (writers are held while
  * the fence's steps run, so they are one round trip each, not one per
  * shard). A shard whose fence fails is then moved alone, tomb_move telling
@@ -299,43 +326,15 @@ enum shards_op {
  * (a shard already gone is not one). */
 static int shards_all(rstor_t *st, const rs_index_t *ix, enum shards_op what)
 {
-    rados_completion_t *cs = calloc(ix->shards, sizeof *cs);
-    if (!cs)
+    int *res = calloc(ix->shards, sizeof *res);
+    if (!res)
         return -ENOMEM;
+    shards_t a = {.st = st, .ix = ix, .what = what};
+    uint32_t sent;
+    int rc = rs_batch(ix->shards, shards_send, &a, res, &sent);
     char oid[RSTOR_OID_MAX];
-    int rc = 0;
-    for (uint32_t s = 0; s < ix->shards && rc == 0; s++) {
-        rs_index_oid(ix, s, oid);
-        if ((rc = rados_aio_create_completion2(NULL, NULL, &cs[s])) < 0)
-            break;
-        rados_write_op_t op = NULL;
-        if (what == SHARDS_REMOVE)
-            rc = rados_aio_remove(st->index, oid, cs[s]);
-        else if (!(op = rados_create_write_op()))
-            rc = -ENOMEM;
-        if (op) {
-            const char *k[1] = {RSTOR_TOMB}, *v[1] = {RSTOR_FENCED};
-            size_t kl = strlen(RSTOR_TOMB), vl = strlen(RSTOR_FENCED);
-            rados_write_op_assert_exists(op);
-            rados_write_op_omap_cmp2(op, RSTOR_TOMB, LIBRADOS_CMPXATTR_OP_EQ, RSTOR_TRACKED, kl,
-                                     strlen(RSTOR_TRACKED), NULL);
-            rados_write_op_omap_set2(op, k, v, &kl, &vl, 1);
-        }
-        if (op) {
-            rc = rados_aio_write_op_operate(op, st->index, cs[s], oid, NULL, 0);
-            rados_release_write_op(op);
-        }
-        if (rc < 0) {
-            rados_aio_release(cs[s]);
-            cs[s] = NULL;
-        }
-    }
-    for (uint32_t s = 0; s < ix->shards; s++) {
-        if (!cs[s])
-            continue;
-        rados_aio_wait_for_complete(cs[s]);
-        int r = rados_aio_get_return_value(cs[s]);
-        rados_aio_release(cs[s]);
+    for (uint32_t s = 0; s < sent; s++) {
+        int r = res[s];
         if (r == -ENOENT)
             continue;
         if (r < 0 && what == SHARDS_FENCE) {
@@ -346,7 +345,7 @@ static int shards_all(rstor_t *st, const rs_index_t *ix, enum shards_op what)
         if (r < 0 && rc == 0)
             rc = r;
     }
-    free(cs);
+    free(res);
     return rc;
 }
 

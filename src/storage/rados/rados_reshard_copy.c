@@ -70,6 +70,43 @@ static void batch_free(batch_t *b)
     free(b->shard);
 }
 
+/* A batch being written (batch_flush), and room for the entries of one
+ * new shard at a time. */
+typedef struct flush {
+    batch_t *b;
+    const char **ks, **vs;
+    size_t *kls, *vls;
+} flush_t;
+
+/* An rs_batch_send_fn: writes the batch's entries of new shard s (1 when
+ * it has none). */
+static int flush_send(void *arg, uint32_t s, rados_completion_t c)
+{
+    flush_t *f = arg;
+    const batch_t *b = f->b;
+    size_t m = 0;
+    for (size_t i = 0; i < b->n; i++)
+        if (b->shard[i] == s) {
+            f->ks[m] = b->k[i];
+            f->vs[m] = b->v[i];
+            f->kls[m] = b->kl[i];
+            f->vls[m++] = b->vl[i];
+        }
+    if (!m)
+        return 1;
+    char oid[RSTOR_OID_MAX];
+    rs_index_oid(b->nx, s, oid);
+    rados_write_op_t op = rados_create_write_op();
+    if (!op)
+        return -ENOMEM;
+    rados_write_op_assert_exists(op);
+    rs_run_guard(op, b->run);
+    rados_write_op_omap_set2(op, f->ks, f->vs, f->kls, f->vls, m);
+    int rc = rados_aio_write_op_operate(op, b->run->st->index, c, oid, NULL, 0);
+    rados_release_write_op(op);
+    return rc;
+}
+
 /* Writes the batch: one write op per new shard it touches, all in flight
  * at once. 0, or the first librados code. */
 static int batch_flush(batch_t *b)
@@ -77,55 +114,25 @@ static int batch_flush(batch_t *b)
     uint32_t ns = b->nx->shards;
     rs_crash_point(b->run->st, "reshard-batch-read");
     int rc = rs_run_keep(b->run);
-    rados_completion_t *cs = calloc(ns, sizeof *cs);
-    const char **ks = malloc((b->n + 1) * sizeof *ks), **vs = malloc((b->n + 1) * sizeof *vs);
-    size_t *kls = malloc((b->n + 1) * sizeof *kls), *vls = malloc((b->n + 1) * sizeof *vls);
-    if (!cs || !ks || !vs || !kls || !vls)
+    int *res = calloc(ns, sizeof *res);
+    flush_t f = {.b = b,
+                 .ks = malloc((b->n + 1) * sizeof *f.ks),
+                 .vs = malloc((b->n + 1) * sizeof *f.vs),
+                 .kls = malloc((b->n + 1) * sizeof *f.kls),
+                 .vls = malloc((b->n + 1) * sizeof *f.vls)};
+    if (!res || !f.ks || !f.vs || !f.kls || !f.vls)
         rc = -ENOMEM;
-    for (uint32_t s = 0; s < ns && rc == 0; s++) {
-        size_t m = 0;
-        for (size_t i = 0; i < b->n; i++)
-            if (b->shard[i] == s) {
-                ks[m] = b->k[i];
-                vs[m] = b->v[i];
-                kls[m] = b->kl[i];
-                vls[m++] = b->vl[i];
-            }
-        if (!m)
-            continue;
-        char oid[RSTOR_OID_MAX];
-        rs_index_oid(b->nx, s, oid);
-        rados_write_op_t op = rados_create_write_op();
-        if (!op) {
-            rc = -ENOMEM;
-            break;
-        }
-        rados_write_op_assert_exists(op);
-        rs_run_guard(op, b->run);
-        rados_write_op_omap_set2(op, ks, vs, kls, vls, m);
-        if ((rc = rados_aio_create_completion2(NULL, NULL, &cs[s])) == 0 &&
-            (rc = rados_aio_write_op_operate(op, b->run->st->index, cs[s], oid, NULL, 0)) < 0) {
-            rados_aio_release(cs[s]);
-            cs[s] = NULL;
-        }
-        rados_release_write_op(op);
-    }
-    for (uint32_t s = 0; cs && s < ns; s++) {
-        if (!cs[s])
-            continue;
-        rados_aio_wait_for_complete(cs[s]);
-        int r = rs_run_result(rados_aio_get_return_value(cs[s]));
-        rados_aio_release(cs[s]);
-        if (r < 0 && rc == 0)
-            rc = r;
-    }
+    if (rc == 0)
+        rc = rs_batch(ns, flush_send, &f, res, NULL);
+    for (uint32_t s = 0; s < ns && rc == 0; s++)
+        rc = rs_run_result(res[s]);
     b->copied += b->n;
     batch_clear(b);
-    free(cs);
-    free(ks);
-    free(vs);
-    free(kls);
-    free(vls);
+    free(res);
+    free(f.ks);
+    free(f.vs);
+    free(f.kls);
+    free(f.vls);
     return rc;
 }
 

@@ -49,10 +49,8 @@ static void entry_key(uint64_t id, char key[17])
  * or a librados code. */
 static int registry_put(rstor_t *st, const rs_index_t *ix, char entry[ENTRY_MAX])
 {
-    uint8_t raw[ENTRY_NONCE / 2];
-    if (hash_random_bytes(raw, sizeof raw) != 0)
+    if (hash_random_hex(ENTRY_NONCE / 2, entry) != 0)
         return -EIO;
-    hash_hex_encode(raw, sizeof raw, entry);
     snprintf(entry + ENTRY_NONCE, ENTRY_MAX - ENTRY_NONCE, "%s", ix->bucket);
     char key[17];
     entry_key(ix->id, key);

@@ -357,10 +357,8 @@ static stor_status_t version_field(int state, uint64_t seq, char **out)
     char ver[STOR_VERSION_ID_LEN + 1];
     snprintf(ver, sizeof ver, "%016" PRIx64, seq);
     if (state == STOR_VERSIONING_ENABLED) {
-        uint8_t rnd[8];
-        if (hash_random_bytes(rnd, sizeof rnd) != 0)
+        if (hash_random_hex(8, ver + 16) != 0)
             return STOR_ERR_IO;
-        hash_hex_encode(rnd, sizeof rnd, ver + 16);
     }
     free(*out);
     *out = strdup(ver);

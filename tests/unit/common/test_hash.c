@@ -254,6 +254,24 @@ static void test_random_and_ct(void **state)
     assert_int_equal(hash_ct_equal("abc", "xyz", 0), 1);
 }
 
+/* hash_random_hex: 2*len lower-case hex digits and a NUL, beyond one
+ * 32-byte chunk too, and nothing written past them. */
+static void test_random_hex(void **state)
+{
+    (void)state;
+    char a[2 * 40 + 2], b[2 * 40 + 2];
+    memset(a, 'x', sizeof a);
+    assert_int_equal(hash_random_hex(40, a), 0);
+    assert_int_equal(a[80], '\0');
+    assert_int_equal(a[81], 'x');
+    for (size_t i = 0; i < 80; i++)
+        assert_true((a[i] >= '0' && a[i] <= '9') || (a[i] >= 'a' && a[i] <= 'f'));
+    assert_int_equal(hash_random_hex(40, b), 0);
+    assert_string_not_equal(a, b);
+    assert_int_equal(hash_random_hex(0, b), 0);
+    assert_string_equal(b, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -265,6 +283,7 @@ int main(void)
         cmocka_unit_test(test_base64),
         cmocka_unit_test(test_base64_strict_padding),
         cmocka_unit_test(test_random_and_ct),
+        cmocka_unit_test(test_random_hex),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
