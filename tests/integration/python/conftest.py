@@ -118,6 +118,8 @@ def ensure_venv() -> Path:
             venv = tmp / "venv"
             install_venv(venv)
         sys.path.insert(0, str(venv_site(venv)))
+        if "fsspec" in sys.modules:  # imported at collection: it reads entry points
+            sys.modules["fsspec"].process_entries()  # once, so s3rdma:// is added here
         _venv = venv
     return _venv
 
