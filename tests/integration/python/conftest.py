@@ -5,6 +5,15 @@ The package is installed the way its README says: `pip install ./python` into a 
 build/). The venv's site-packages then goes on this process's sys.path, so the tests
 below import that installed copy; test_venv.py also runs the venv's own interpreter.
 
+The install (1-3 minutes under load) happens once per process, when the first test of
+this directory is about to run (pytest_runtest_setup), not at collection: under xdist
+every worker collects every file, and a worker that runs no test from here must not pay
+for it. Until then sys.modules["s3rdma"] is a stand-in (_DeferredPackage), so a test
+module's top-level `import s3rdma` collects without the package; the hook rebinds that
+name to the installed package before the test runs. A test module must therefore not use
+s3rdma at its top level beyond `import s3rdma` (no `from s3rdma... import` there: bind
+such names in a fixture, see test_torch.py).
+
 ASan pass: when $S3RDMA_BUILD's libs3rdma is built with -fsanitize=address, CPython can
 only load it with the ASan runtime preloaded (LD_PRELOAD; it must come first in the
 process). This pytest process was started without it, so here only
@@ -21,12 +30,14 @@ client    a factory: client(transport="native", **settings) -> s3rdma.Client (cl
 boto      a boto3 client for rsrv
 """
 import atexit
+import importlib
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import types
 from pathlib import Path
 
 import pytest
@@ -90,21 +101,73 @@ def venv_site(venv: Path) -> Path:
     return site[0]
 
 
-VENV = None
-if not RERUN_UNDER_ASAN:
-    if os.environ.get("S3RDMA_TEST_VENV"):  # test_asan_subprocess.py's child: its venv
-        VENV = Path(os.environ["S3RDMA_TEST_VENV"])
-    else:
-        _tmp = Path(tempfile.mkdtemp(prefix="s3rdma-py-"))
-        atexit.register(shutil.rmtree, _tmp, True)
-        VENV = _tmp / "venv"
-        install_venv(VENV)
-    sys.path.insert(0, str(venv_site(VENV)))
+_venv = None
+
+
+def ensure_venv() -> Path:
+    """The venv this process imports s3rdma from, with its site-packages first on sys.path:
+    test_asan_subprocess.py's $S3RDMA_TEST_VENV in its child pytest, otherwise one made
+    by install_venv on the first call (removed at exit)."""
+    global _venv
+    if _venv is None:
+        if os.environ.get("S3RDMA_TEST_VENV"):
+            venv = Path(os.environ["S3RDMA_TEST_VENV"])
+        else:
+            tmp = Path(tempfile.mkdtemp(prefix="s3rdma-py-"))
+            atexit.register(shutil.rmtree, tmp, True)
+            venv = tmp / "venv"
+            install_venv(venv)
+        sys.path.insert(0, str(venv_site(venv)))
+        if "fsspec" in sys.modules:  # imported at collection: it reads entry points
+            sys.modules["fsspec"].process_entries()  # once, so s3rdma:// is added here
+        _venv = venv
+    return _venv
+
+
+def import_installed():
+    """The installed s3rdma package (installing it first), in place of the stand-in."""
+    ensure_venv()
+    if isinstance(sys.modules.get("s3rdma"), _DeferredPackage):
+        del sys.modules["s3rdma"]
+    return importlib.import_module("s3rdma")
+
+
+class _DeferredPackage(types.ModuleType):
+    """sys.modules["s3rdma"] until import_installed: lets `import s3rdma` at a test
+    module's top level collect without the package. Reading a public attribute (or
+    __file__, __path__, __version__) installs and forwards to the real package or its
+    submodule; names with a leading underscore are absent, so collection's introspection
+    (pytest reads _pytestfixturefunction off every global) installs nothing."""
+
+    def __getattr__(self, name):
+        if name.startswith("_") and name not in ("__file__", "__path__", "__version__"):
+            raise AttributeError(name)
+        real = import_installed()
+        try:
+            return getattr(real, name)
+        except AttributeError:
+            return importlib.import_module(f"s3rdma.{name}")
+
+
+if not RERUN_UNDER_ASAN and "s3rdma" not in sys.modules:
+    sys.modules["s3rdma"] = _DeferredPackage("s3rdma")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Installs the package before the first test of this directory runs (on this worker
+    only) and points the test module's `s3rdma` at it."""
+    if RERUN_UNDER_ASAN:
+        return
+    real = import_installed()
+    module = getattr(item, "module", None)
+    if module is not None and isinstance(vars(module).get("s3rdma"), _DeferredPackage):
+        module.s3rdma = real
 
 
 @pytest.fixture(scope="session")
 def venv():
-    return VENV
+    return ensure_venv()
 
 
 @pytest.fixture(scope="session")

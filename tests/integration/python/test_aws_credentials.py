@@ -14,7 +14,6 @@ import threading
 import pytest
 
 import s3rdma
-from s3rdma import config
 from s3r_itest import USERS
 
 AK, SK = USERS[0]
@@ -59,7 +58,7 @@ def test_credential_process_keys_sign_requests(aws, tmp_path, rsrv, rbucket, tra
     sh = script(tmp_path, f'printf "%s|" "$@" > {out}\n'
                 f"cat <<'EOF'\n{process_doc(SessionToken='TOK', Expiration='2099-01-01T00:00:00Z')}\nEOF\n")
     aws(f"[default]\ncredential_process = {sh} --role 'a b'\n")
-    s = config.aws_settings()
+    s = s3rdma.config.aws_settings()
     assert (s["access_key"], s["secret_key"], s["session_token"]) == (AK, SK, "TOK")
     assert out.read_text() == "--role|a b|"
     with s3rdma.Client(endpoint=rsrv.endpoint, rdma_endpoint=rsrv.rdma_endpoint,
@@ -77,7 +76,7 @@ def test_a_client_runs_the_credential_process_once(aws, tmp_path, rsrv, rbucket)
     sh = script(tmp_path, f"echo run >> {runs}\n"
                 f"cat <<'EOF'\n{process_doc(Expiration='2099-01-01T00:00:00Z')}\nEOF\n")
     aws(f"[default]\ncredential_process = {sh}\n")
-    assert config.aws_settings(keys=False)["keys_from"] == "credential_process"
+    assert s3rdma.config.aws_settings(keys=False)["keys_from"] == "credential_process"
     assert not runs.exists()
     with s3rdma.Client(endpoint=rsrv.endpoint, transport="http", quiet=True) as c:
         c.put_object(rbucket, "once", b"x")
@@ -90,13 +89,13 @@ def test_credential_process_place_in_the_chain(aws, tmp_path, monkeypatch):
     sh = script(tmp_path, f"echo '{process_doc(AccessKeyId='FROMPROC')}'\n")
     aws(f"[default]\ncredential_process = {sh}\naws_access_key_id = CONF\n"
         "aws_secret_access_key = CONFSK\n")
-    assert config.aws_settings()["access_key"] == "FROMPROC"
+    assert s3rdma.config.aws_settings()["access_key"] == "FROMPROC"
     aws(f"[default]\ncredential_process = {sh}\n", "[default]\naws_access_key_id = CRED\n"
         "aws_secret_access_key = CREDSK\n")
-    assert config.aws_settings()["access_key"] == "CRED"
+    assert s3rdma.config.aws_settings()["access_key"] == "CRED"
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "ENV")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "ENVSK")
-    assert config.aws_settings()["access_key"] == "ENV"
+    assert s3rdma.config.aws_settings()["access_key"] == "ENV"
 
 
 @pytest.mark.parametrize("body,why", [
@@ -117,14 +116,14 @@ def test_credential_process_errors_are_clear(aws, tmp_path, body, why):
     sh = script(tmp_path, body)
     aws(f"[default]\ncredential_process = {sh}\n")
     with pytest.raises(ValueError, match=why) as e:
-        config.aws_settings()
+        s3rdma.config.aws_settings()
     assert "credential_process" in str(e.value) and str(sh) in str(e.value)
 
 
 def test_credential_process_missing_program(aws, tmp_path):
     aws(f"[default]\ncredential_process = {tmp_path}/absent --flag\n")
     with pytest.raises(ValueError, match="exited with status 127"):
-        config.aws_settings()
+        s3rdma.config.aws_settings()
 
 
 class _Creds(http.server.BaseHTTPRequestHandler):
@@ -167,7 +166,7 @@ def test_container_credentials(aws, monkeypatch, tmp_path, creds_server, rsrv, r
     aws("[default]\n")
     monkeypatch.setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", f"{url}/v2/credentials?id=1")
     monkeypatch.setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN", "secret-token")
-    s = config.aws_settings()
+    s = s3rdma.config.aws_settings()
     assert (s["access_key"], s["secret_key"], s["session_token"]) == (AK, SK, "CTOK")
     assert h.seen == [("/v2/credentials?id=1", "secret-token")]
     tok = tmp_path / "token"
@@ -179,7 +178,7 @@ def test_container_credentials(aws, monkeypatch, tmp_path, creds_server, rsrv, r
     # keys in the profile come first: the endpoint is not asked
     aws("[default]\naws_access_key_id = PROF\naws_secret_access_key = PROFSK\n")
     n = len(h.seen)
-    assert config.aws_settings()["access_key"] == "PROF" and len(h.seen) == n
+    assert s3rdma.config.aws_settings()["access_key"] == "PROF" and len(h.seen) == n
 
 
 @pytest.mark.parametrize("case,why", [
@@ -210,7 +209,7 @@ def test_container_errors_are_clear(aws, monkeypatch, tmp_path, creds_server, ca
     if case == "relative":
         monkeypatch.setenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "creds")
     with pytest.raises(ValueError, match=why):
-        config.aws_settings()
+        s3rdma.config.aws_settings()
     if case == "remote":
         assert h.seen == []  # nothing was sent
 
@@ -320,4 +319,4 @@ def test_clients_that_need_no_keys_run_no_program(aws, tmp_path, rsrv, rbucket, 
     with s3rdma.Client(endpoint=rsrv.endpoint, access_key=AK, secret_key=SK,
                        transport="http", quiet=True) as c:
         assert c.get_object(rbucket, "pub") == b"p"
-    assert config.aws_settings(keys=False)["transport"] == "http"
+    assert s3rdma.config.aws_settings(keys=False)["transport"] == "http"

@@ -4,7 +4,6 @@ region, and a clear ValueError, never a crash, for shared files that do not pars
 is needed: these check what the settings resolve to."""
 import pytest
 import s3rdma
-from s3rdma import config
 
 
 @pytest.fixture
@@ -28,7 +27,7 @@ def aws(tmp_path, monkeypatch):
 
 
 def resolved(profile=None):
-    return config.resolve(None, None, None, None, profile)
+    return s3rdma.config.resolve(None, None, None, None, profile)
 
 
 CONF = ("[default]\nregion = conf-region\nendpoint_url = http://profile-global:1\n"
@@ -52,14 +51,15 @@ def test_endpoint_precedence(aws, monkeypatch):
     assert resolved("dev")["endpoint"] == "http://dev-global:1"
     assert resolved("nested")["endpoint"] == "http://nested-only:1"
     # A bare [name] in the config file is not a profile there (the AWS CLI's rule).
-    assert "endpoint" not in config.aws_settings("bare")
+    assert "endpoint" not in s3rdma.config.aws_settings("bare")
     # The environment beats the profile; the service's variable beats the global one.
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://env-global:1")
     assert resolved("dev")["endpoint"] == "http://env-global:1"
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://env-s3:1")
     assert resolved("dev")["endpoint"] == "http://env-s3:1"
     # The argument beats everything.
-    assert config.resolve("http://arg:1", None, None, None, "dev")["endpoint"] == "http://arg:1"
+    s = s3rdma.config.resolve("http://arg:1", None, None, None, "dev")
+    assert s["endpoint"] == "http://arg:1"
     # AWS_IGNORE_CONFIGURED_ENDPOINT_URLS drops every configured endpoint, env and profile.
     monkeypatch.setenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "true")
     assert resolved("dev")["endpoint"] is None
@@ -69,17 +69,17 @@ def test_endpoint_precedence(aws, monkeypatch):
 
 def test_keys_and_region_precedence(aws, monkeypatch):
     aws(CREDS, CONF)
-    s = config.aws_settings()
+    s = s3rdma.config.aws_settings()
     assert (s["access_key"], s["secret_key"], s["region"]) == ("AKDEF", "SKDEF", "conf-region")
     # The credentials file's values win over the config file's for one profile.
-    s = config.aws_settings("dev")
+    s = s3rdma.config.aws_settings("dev")
     assert (s["access_key"], s["session_token"], s["region"]) == ("AKDEV", "TOKDEV",
                                                                   "cred-region")
     # AWS_PROFILE picks the profile; the environment's keys beat it...
     monkeypatch.setenv("AWS_PROFILE", "dev")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKENV")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "SKENV")
-    s = config.aws_settings()
+    s = s3rdma.config.aws_settings()
     assert (s["access_key"], s["secret_key"]) == ("AKENV", "SKENV")
     assert "session_token" not in s  # the token goes with the keys it belongs to
     # ... but a profile named by the caller beats them (as aws --profile does).
@@ -87,26 +87,26 @@ def test_keys_and_region_precedence(aws, monkeypatch):
     assert (s["access_key"], s["secret_key"]) == ("AKDEV", "SKDEV")
     # Key and secret come from one place: half a pair in the environment is not used.
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
-    s = config.aws_settings()
+    s = s3rdma.config.aws_settings()
     assert (s["access_key"], s["secret_key"]) == ("AKDEV", "SKDEV")
     # Region: AWS_REGION > AWS_DEFAULT_REGION > profile, whoever named the profile.
     monkeypatch.setenv("AWS_DEFAULT_REGION", "env-default")
     assert resolved("dev")["region"] == "env-default"
     monkeypatch.setenv("AWS_REGION", "env-region")
     assert resolved("dev")["region"] == "env-region"
-    assert config.resolve(None, None, None, "arg-region", "dev")["region"] == "arg-region"
+    assert s3rdma.config.resolve(None, None, None, "arg-region", "dev")["region"] == "arg-region"
 
 
 def test_files_moved_missing_and_profiles_that_do_not_exist(aws, tmp_path, monkeypatch):
     # No files at all: nothing found, no error.
-    assert config.aws_settings() == {"profile": "default"}
+    assert s3rdma.config.aws_settings() == {"profile": "default"}
     alt = tmp_path / "alt"
     alt.mkdir()
     (alt / "c").write_text("[x]\naws_access_key_id = AKX\naws_secret_access_key = SKX\n")
     (alt / "f").write_text("[profile x]\nendpoint_url = http://x:1\n")
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(alt / "c"))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(alt / "f"))
-    s = config.aws_settings("x")
+    s = s3rdma.config.aws_settings("x")
     assert (s["access_key"], s["endpoint"]) == ("AKX", "http://x:1")
     for kw, env in (({"profile": "nope"}, None), ({}, "nope")):
         if env:
@@ -138,11 +138,11 @@ def test_malformed_files_are_a_clear_error(aws, tmp_path, text, line, why, which
 def test_large_and_unreadable_files(aws, tmp_path, monkeypatch):
     # A long value is fine; a file over 1 MiB, or one that cannot be read, is refused.
     aws("[default]\naws_access_key_id = " + "A" * 200_000 + "\naws_secret_access_key = S\n")
-    assert len(config.aws_settings()["access_key"]) == 200_000
+    assert len(s3rdma.config.aws_settings()["access_key"]) == 200_000
     aws("[default]\n" + "# padding\n" * 110_000)
     with pytest.raises(ValueError, match="larger than 1 MiB"):
-        config.aws_settings()
+        s3rdma.config.aws_settings()
     aws("[default]\n")
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path))  # a directory
     with pytest.raises(ValueError, match="cannot read"):
-        config.aws_settings()
+        s3rdma.config.aws_settings()

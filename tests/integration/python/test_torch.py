@@ -19,11 +19,21 @@ torch = pytest.importorskip("torch")
 
 import s3rdma  # noqa: E402
 from s3r_itest import USERS  # noqa: E402
-from s3rdma.torch import (S3Checkpoint, S3ClientConfig, S3IterableDataset,  # noqa: E402
-                          S3MapDataset, S3ReaderConstructor)
 
 HERE = Path(__file__).resolve().parent
 MiB = 1024 * 1024
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _s3rdma_torch_names():
+    """Binds s3rdma.torch's names here when the first test runs: conftest.py installs the
+    package then, not at collection."""
+    global S3Checkpoint, S3ClientConfig, S3IterableDataset, S3MapDataset, \
+        S3ReaderConstructor, dcp_api
+    from s3rdma.torch import (S3Checkpoint, S3ClientConfig, S3IterableDataset,  # noqa: F401
+                              S3MapDataset, S3ReaderConstructor)
+    from s3rdma.torch._compat import checkpoint_module
+    dcp_api = checkpoint_module()
 
 
 def config(rsrv, **kw):
@@ -574,10 +584,6 @@ def test_weights_into_final_storage(rsrv, rbucket):
 
 
 # ---- torch.distributed.checkpoint ----------------------------------------------------
-
-from s3rdma.torch._compat import checkpoint_module  # noqa: E402
-
-dcp_api = checkpoint_module()
 
 
 @pytest.fixture
