@@ -19,7 +19,8 @@
  * reply. Sent plainly it could go at once, the wireup then left to the
  * first operation that needs it (the rkey of the first REGION_ADD), whose
  * request may reach the client as it closes the session: UCX 1.13 aborts
- * the client when it purges its queued reply (src/rdma/README.md, Client). */
+ * the client when it purges its queued reply (src/rdma/README.md, "Wireup and
+ * close"). */
 #include "rdma/rdma_server_internal.h"
 
 #include <stdio.h>

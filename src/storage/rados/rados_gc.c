@@ -6,10 +6,10 @@
  *    change keeps its snapshot; then their pieces are removed. Drained about
  *    once a second by every gateway (removing a piece twice is harmless).
  *  - the intent log's tick (rados_intent.c): dead gateways' logs recovered.
- *  - on a thread of its own, the resumption of reshards whose runner died
- *    (rados_reshard_resume.c).
  *    This gateway's own lease is renewed by a thread of its own (below), so
  *    that a sweep or a recovery of any length never lets it lapse.
+ *  - on a thread of its own, the resumption of reshards whose runner died
+ *    (rados_reshard_resume.c).
  *  - the full sweep, at start when the operator asks for it
  *    (storage.rados.full_sweep): pieces that nothing references (no index
  *    record, no parts object, no GC log entry, no gateway's intent) and
