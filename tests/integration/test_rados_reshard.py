@@ -95,6 +95,18 @@ def put_static(s3, bucket):
         list(ex.map(lambda k: s3.put_object(Bucket=bucket, Key=k, Body=k.encode()), STATIC))
 
 
+def two_gateways_with_bucket(make_server, cluster, pool, prefix):
+    """Two gateways of 2-shard buckets, their clients, and a new bucket (named prefix +
+    random hex) made through the first and holding put_static's keys."""
+    ga = gateway(make_server, cluster, pool, "gwa", 2)
+    gb = gateway(make_server, cluster, pool, "gwb", 2)
+    sa, sb = boto_client(ga), boto_client(gb)
+    bucket = prefix + uuid.uuid4().hex[:8]
+    sa.create_bucket(Bucket=bucket)
+    put_static(sa, bucket)
+    return ga, gb, sa, sb, bucket
+
+
 def if_none_match(s3):
     s3.meta.events.register("before-sign.s3.PutObject",
                             lambda request, **kw: request.headers.__setitem__(
@@ -252,12 +264,7 @@ def test_writers_finish_a_reshard_whose_runner_died_at_the_fence(ceph_cluster, p
     takes the lock and finishes the reshard with the runner's code. No write fails (they
     answered 503 after 20 s until 2026-11-27, until an operator ran the command again), and
     no operator runs it: the new generation alone remains."""
-    ga = gateway(make_server, ceph_cluster, pool, "gwa", 2)
-    gb = gateway(make_server, ceph_cluster, pool, "gwb", 2)
-    sa, sb = boto_client(ga), boto_client(gb)
-    bucket = "rst-" + uuid.uuid4().hex[:8]
-    sa.create_bucket(Bucket=bucket)
-    put_static(sa, bucket)
+    ga, gb, sa, sb, bucket = two_gateways_with_bucket(make_server, ceph_cluster, pool, "rst-")
     with Load([ga, gb], bucket, "t-") as load:
         r = reshard(ceph_cluster, pool, tmp_path, bucket, 5, crash_at="reshard-fenced")
         assert r.returncode != 0, "the runner did not reach its crash point"
@@ -289,12 +296,7 @@ def test_gateways_resume_a_reshard_whose_runner_died_in_the_copy(ceph_cluster, p
     runs the command again: a gateway finds the reshard in s3rdma.reshards, takes the lock
     once it lapses and finishes the run under a new token. Until 2026-11-27 the bucket stayed
     tracked (every write marking its key) until an operator re-ran s3rdmad reshard."""
-    ga = gateway(make_server, ceph_cluster, pool, "gwa", 2)
-    gb = gateway(make_server, ceph_cluster, pool, "gwb", 2)
-    sa, sb = boto_client(ga), boto_client(gb)
-    bucket = "rsr-" + uuid.uuid4().hex[:8]
-    sa.create_bucket(Bucket=bucket)
-    put_static(sa, bucket)
+    ga, gb, sa, sb, bucket = two_gateways_with_bucket(make_server, ceph_cluster, pool, "rsr-")
     bulk = [f"bulk/{i:05d}" for i in range(1200)]
     with cf.ThreadPoolExecutor(8) as ex:
         list(ex.map(lambda k: sa.put_object(Bucket=bucket, Key=k, Body=k.encode()), bulk))
