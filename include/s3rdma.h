@@ -268,6 +268,15 @@ s3r_status_t s3r_aws_settings_load(const char *profile, s3r_aws_settings_t *sett
  * already, needs none, or asks where they come from first. */
 s3r_status_t s3r_aws_settings_load_without_keys(const char *profile,
                                                 s3r_aws_settings_t *settings_p);
+/* The same with only the keys that do not expire (the environment's, the
+ * shared files'): keys that would come from a credential_process or the
+ * container endpoint are not loaded (no program runs, no endpoint is
+ * asked), and then keys_from names that source with access_key NULL: the
+ * caller lets its client load them (aws_credentials), which reloads them
+ * before they expire. For a caller that needs keys and takes them from its
+ * client's own loader when they may expire; the s3rdma CLI and the Python
+ * package resolve their settings with it. */
+s3r_status_t s3r_aws_settings_load_static_keys(const char *profile, s3r_aws_settings_t *settings_p);
 /* Frees the strings of s (which may be NULL) and zeroes it. */
 void s3r_aws_settings_free(s3r_aws_settings_t *s);
 

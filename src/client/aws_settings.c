@@ -350,16 +350,22 @@ static s3r_status_t creds_take(s3r_aws_settings_t *s, const char *process, int64
 s3r_status_t s3r_aws_settings_load(const char *profile, s3r_aws_settings_t *settings_p)
 {
     int64_t expiration;
-    return s3c_aws_settings_load(profile, true, settings_p, &expiration);
+    return s3c_aws_settings_load(profile, S3C_KEYS_ALL, settings_p, &expiration);
+}
+
+s3r_status_t s3r_aws_settings_load_static_keys(const char *profile, s3r_aws_settings_t *settings_p)
+{
+    int64_t expiration;
+    return s3c_aws_settings_load(profile, S3C_KEYS_STATIC, settings_p, &expiration);
 }
 
 s3r_status_t s3r_aws_settings_load_without_keys(const char *profile, s3r_aws_settings_t *settings_p)
 {
     int64_t expiration;
-    return s3c_aws_settings_load(profile, false, settings_p, &expiration);
+    return s3c_aws_settings_load(profile, S3C_KEYS_NONE, settings_p, &expiration);
 }
 
-s3r_status_t s3c_aws_settings_load(const char *profile, bool with_keys,
+s3r_status_t s3c_aws_settings_load(const char *profile, s3c_keys_t keys,
                                    s3r_aws_settings_t *settings_p, int64_t *expiration_p)
 {
     if (settings_p == NULL)
@@ -424,15 +430,14 @@ s3r_status_t s3c_aws_settings_load(const char *profile, bool with_keys,
     const char *process = profile_get(&p, "credential_process");
     bool deferred = !env_keys && !cred_file_keys &&
                     (process != NULL || (!prof_keys && s3c_creds_container_set()));
-    if (!with_keys) {
+    if (deferred && keys != S3C_KEYS_ALL) {
         /* Not run nor asked: where the keys would come from, when that is a
          * program or an endpoint (a client given aws_credentials loads them). */
-        if (deferred)
-            s.keys_from = process ? "credential_process" : "container";
+        s.keys_from = process ? "credential_process" : "container";
     } else if (deferred) {
         if ((st = creds_take(&s, process, expiration_p)) != S3R_OK)
             goto out;
-    } else if (env_keys || prof_keys) {
+    } else if (keys != S3C_KEYS_NONE && (env_keys || prof_keys)) {
         const char *src = env_keys ? "AWS_ACCESS_KEY_ID" : NULL;
         if ((st = take_first(&s.access_key, src, env_keys ? env_get("AWS_ACCESS_KEY_ID") : NULL,
                              profile_get(&p, "aws_access_key_id"), &s.keys_from)) != S3R_OK ||

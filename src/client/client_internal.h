@@ -129,9 +129,16 @@ bool s3c_creds_container_set(void);
  * Errors as s3c_creds_process. */
 s3r_status_t s3c_creds_container(s3c_aws_creds_t *out);
 void s3c_aws_creds_free(s3c_aws_creds_t *c);
-/* s3r_aws_settings_load (with_keys) or s3r_aws_settings_load_without_keys,
- * also giving when the keys expire (unix seconds; 0: never, or no keys). */
-s3r_status_t s3c_aws_settings_load(const char *profile, bool with_keys,
+/* Which keys s3c_aws_settings_load loads: those of the public call of the
+ * same name. */
+typedef enum s3c_keys {
+    S3C_KEYS_NONE,   /* s3r_aws_settings_load_without_keys */
+    S3C_KEYS_STATIC, /* s3r_aws_settings_load_static_keys */
+    S3C_KEYS_ALL,    /* s3r_aws_settings_load */
+} s3c_keys_t;
+/* The s3r_aws_settings_load* call that keys names, also giving when the
+ * keys expire (unix seconds; 0: never, or no keys). */
+s3r_status_t s3c_aws_settings_load(const char *profile, s3c_keys_t keys,
                                    s3r_aws_settings_t *settings_p, int64_t *expiration_p);
 
 /* ---- xml.c: S3 XML responses (expat) -------------------------------------- */

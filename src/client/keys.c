@@ -40,7 +40,7 @@ s3r_status_t s3c_keys_load(s3r_client_t *c)
         return S3R_OK;
     s3r_aws_settings_t s;
     int64_t expiration;
-    s3r_status_t st = s3c_aws_settings_load(c->set.aws_profile, true, &s, &expiration);
+    s3r_status_t st = s3c_aws_settings_load(c->set.aws_profile, S3C_KEYS_ALL, &s, &expiration);
     if (st != S3R_OK)
         return st;
     pthread_mutex_lock(&c->key_mu);
@@ -73,7 +73,7 @@ static void keys_reload_if_due(s3r_client_t *c)
     const s3r_client_t *saved_client = s3c_tls_err_client;
     s3r_aws_settings_t s = {0};
     int64_t expiration = 0;
-    s3r_status_t st = s3c_aws_settings_load(c->set.aws_profile, true, &s, &expiration);
+    s3r_status_t st = s3c_aws_settings_load(c->set.aws_profile, S3C_KEYS_ALL, &s, &expiration);
     char why[sizeof(saved.message)];
     snprintf(why, sizeof(why), "%s", st == S3R_OK ? "no keys found" : s3c_tls_err.message);
     pthread_mutex_lock(&c->key_mu);

@@ -254,13 +254,16 @@ static int out_fill(void *ctx, void *dst, size_t len, uint64_t off)
     return n == (ssize_t)len ? 0 : -1;
 }
 
-/* A held reply's write is settled (stor_ticket_await): the reply goes, or
- * a 500 instead. */
+/* A held reply's write is settled (s3_req_await_durable): the reply goes,
+ * or a 500 instead. */
 static void reply_durable(void *arg, stor_status_t st)
 {
     rdma_native_held_t *h = arg;
     if (st == STOR_OK)
         rdma_native_held_send(h);
+    else if (st == STOR_ERR_NOMEM)
+        rdma_native_held_fail(h, "The server ran out of memory before the write was durable; it "
+                                 "may or may not be kept.");
     else
         rdma_native_held_fail(h, "The write was not made durable (the server's disk failed); it "
                                  "may or may not be kept.");
@@ -273,17 +276,19 @@ static void reply_durable(void *arg, stor_status_t st)
 static rdma_status_t reply(native_req_t *q, int status, uint64_t body, out_source_t *src)
 {
     s3_req_t *req = &q->req;
-    stor_ticket_t ticket = req->durable_ticket;
-    req->durable_ticket = 0;
-    if (!ticket || status < 200 || status > 299)
+    if (!req->durable_ticket || status < 200 || status > 299) {
+        req->durable_ticket = 0; /* nothing to wait for, or an error, final now */
         return rdma_native_reply(q->nr, status, req->request_id, req->reply_headers.data,
                                  req->reply_headers.len, body, out_fill, src);
+    }
     rdma_native_held_t *h;
     rdma_status_t st =
         rdma_native_reply_held(q->nr, status, req->request_id, req->reply_headers.data,
                                req->reply_headers.len, body, out_fill, src, &h);
     if (st == RDMA_OK)
-        stor_ticket_await(req->srv->cfg.store, ticket, reply_durable, h);
+        s3_req_await_durable(req, reply_durable, h); /* takes the ticket */
+    else
+        req->durable_ticket = 0; /* native_send answers with an error instead */
     return st;
 }
 

@@ -81,39 +81,146 @@ s3_transport_t s3_req_transport(const s3_req_t *req)
     return req->transport;
 }
 
+/* What req's record says, its strings borrowed from req (remote: the
+ * caller's buffer); status, error and duration are filled when it ends. */
+static s3_req_outcome_t outcome_of(s3_req_t *req, char *remote, size_t remote_cap)
+{
+    req->fe->remote(req, remote, remote_cap);
+    return (s3_req_outcome_t){
+        .rec =
+            {
+                .start_ms = req->start_ms,
+                .remote = remote,
+                .access_key = req->user ? req->user->access_key : NULL,
+                .op = req->op ? req->op->name : "-",
+                .method = req->method,
+                .bucket = req->bucket,
+                .key = req->key,
+                .resource = req->resource,
+                .status = req->status,
+                .error_code = req->error != S3E_NONE ? s3_error_code(req->error) : NULL,
+                .bytes_in = req->body_bytes,
+                .bytes_out = req->bytes_out,
+                .transport = s3_req_transport(req),
+                .request_id = req->request_id,
+            },
+        .op = req->op,
+        .error = req->error,
+        .decline = req->decline,
+    };
+}
+
 /* Counts the finished request and writes its access-log record, each when
- * configured: the only per-request cost of either when it is off is a
+ * configured, with its latency from arrival (start_ns) to now. */
+static void outcome_record(s3_server_t *srv, s3_req_outcome_t *o, uint64_t start_ns)
+{
+    o->rec.duration_us = (clock_mono_ns() - start_ns) / 1000;
+    if (srv->metrics)
+        s3_metrics_count(srv->metrics, o);
+    if (srv->cfg.access_log)
+        srv->cfg.access_log(srv->cfg.access_log_ctx, &o->rec);
+}
+
+/* The record of a request answered by its frontend now: the only
+ * per-request cost when neither metrics nor an access log is on is a
  * branch. */
 static void request_done(s3_req_t *req)
 {
-    const s3_server_config_t *cfg = &req->srv->cfg;
-    if (!req->srv->metrics && !cfg->access_log)
-        return;
-    uint64_t duration_us = (clock_mono_ns() - req->start_ns) / 1000;
-    if (req->srv->metrics)
-        s3_metrics_count(req->srv->metrics, req, duration_us);
-    if (!cfg->access_log)
+    if (req->recorded_later || (!req->srv->metrics && !req->srv->cfg.access_log))
         return;
     char remote[96];
-    req->fe->remote(req, remote, sizeof(remote));
-    s3_access_record_t rec = {
-        .start_ms = req->start_ms,
-        .remote = remote,
-        .access_key = req->user ? req->user->access_key : NULL,
-        .op = req->op ? req->op->name : "-",
-        .method = req->method,
-        .bucket = req->bucket,
-        .key = req->key,
-        .resource = req->resource,
-        .status = req->status,
-        .error_code = req->error != S3E_NONE ? s3_error_code(req->error) : NULL,
-        .bytes_in = req->body_bytes,
-        .bytes_out = req->bytes_out,
-        .duration_us = duration_us,
-        .transport = s3_req_transport(req),
-        .request_id = req->request_id,
-    };
-    cfg->access_log(cfg->access_log_ctx, &rec);
+    s3_req_outcome_t o = outcome_of(req, remote, sizeof(remote));
+    outcome_record(req->srv, &o, req->start_ns);
+}
+
+/* ---- a reply held until its write is durable ---------------------------------- */
+
+/* The copied record of a request whose reply waits for its ticket. */
+typedef struct durable_wait {
+    s3_server_t *srv;
+    uint64_t start_ns;
+    stor_durable_fn sent;
+    void *arg;
+    s3_req_outcome_t o;
+    char strings[]; /* the record's strings, one after the other */
+} durable_wait_t;
+
+/* Appends s (NULL stays NULL) to the strings at *at. */
+static const char *string_copy(char **at, const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = memcpy(*at, s, n);
+    *at += n;
+    return d;
+}
+
+static size_t string_size(const char *s)
+{
+    return s ? strlen(s) + 1 : 0;
+}
+
+/* The held reply is not what the client gets: a 500 InternalError is. */
+static void outcome_fail(s3_req_outcome_t *o)
+{
+    o->error = S3E_INTERNAL;
+    o->rec.status = s3_error_status(S3E_INTERNAL);
+    o->rec.error_code = s3_error_code(S3E_INTERNAL);
+    o->rec.bytes_out = 0;
+}
+
+/* The ticket is settled: the record says what the client gets, and only
+ * then does sent send it (after which the servers may be gone). */
+static void durable_settled(void *arg, stor_status_t st)
+{
+    durable_wait_t *w = arg;
+    stor_durable_fn sent = w->sent;
+    void *sent_arg = w->arg;
+    if (st != STOR_OK)
+        outcome_fail(&w->o);
+    outcome_record(w->srv, &w->o, w->start_ns);
+    free(w);
+    sent(sent_arg, st);
+}
+
+void s3_req_await_durable(s3_req_t *req, stor_durable_fn sent, void *arg)
+{
+    stor_ticket_t ticket = req->durable_ticket;
+    req->durable_ticket = 0;
+    if (!req->srv->metrics && !req->srv->cfg.access_log) {
+        stor_ticket_await(req->srv->cfg.store, ticket, sent, arg);
+        return;
+    }
+    req->recorded_later = true;
+    char remote[96];
+    s3_req_outcome_t o = outcome_of(req, remote, sizeof(remote));
+    s3_access_record_t *r = &o.rec;
+    size_t strings = string_size(r->remote) + string_size(r->access_key) + string_size(r->method) +
+                     string_size(r->bucket) + string_size(r->key) + string_size(r->resource) +
+                     string_size(r->request_id);
+    durable_wait_t *w = malloc(sizeof(*w) + strings);
+    if (!w) {
+        /* Not awaited: the client is answered at once, and told so. */
+        outcome_fail(&o);
+        outcome_record(req->srv, &o, req->start_ns);
+        sent(arg, STOR_ERR_NOMEM);
+        return;
+    }
+    w->srv = req->srv;
+    w->start_ns = req->start_ns;
+    w->sent = sent;
+    w->arg = arg;
+    w->o = o;
+    char *at = w->strings;
+    w->o.rec.remote = string_copy(&at, r->remote);
+    w->o.rec.access_key = string_copy(&at, r->access_key);
+    w->o.rec.method = string_copy(&at, r->method);
+    w->o.rec.bucket = string_copy(&at, r->bucket);
+    w->o.rec.key = string_copy(&at, r->key);
+    w->o.rec.resource = string_copy(&at, r->resource);
+    w->o.rec.request_id = string_copy(&at, r->request_id);
+    stor_ticket_await(req->srv->cfg.store, ticket, durable_settled, w);
 }
 
 void s3_req_release(s3_req_t *req)

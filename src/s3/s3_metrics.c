@@ -123,23 +123,24 @@ static size_t op_index(const s3_op_t *op)
     return 0;
 }
 
-void s3_metrics_count(struct s3_metrics *m, const s3_req_t *req, uint64_t duration_us)
+void s3_metrics_count(struct s3_metrics *m, const s3_req_outcome_t *o)
 {
-    size_t op = op_index(req->op);
-    s3_transport_t t = s3_req_transport(req);
-    unsigned cls = req->status >= 100 && req->status < 600 ? (unsigned)req->status / 100 : 0;
+    const s3_access_record_t *rec = &o->rec;
+    size_t op = op_index(o->op);
+    s3_transport_t t = rec->transport;
+    unsigned cls = rec->status >= 100 && rec->status < 600 ? (unsigned)rec->status / 100 : 0;
     metrics_add(&m->requests[op][t][cls], 1);
-    metrics_hist_observe(&m->latency[op], duration_us);
-    if (req->body_bytes)
-        metrics_add(&m->bytes_in[t], req->body_bytes);
-    if (req->bytes_out)
-        metrics_add(&m->bytes_out[t], req->bytes_out);
-    if (req->error != S3E_NONE && req->error < S3E_COUNT)
-        metrics_add(&m->errors[req->error], 1);
-    if (req->decline != S3_DECLINE_NONE) {
-        metrics_add(&m->declines[req->decline], 1);
+    metrics_hist_observe(&m->latency[op], rec->duration_us);
+    if (rec->bytes_in)
+        metrics_add(&m->bytes_in[t], rec->bytes_in);
+    if (rec->bytes_out)
+        metrics_add(&m->bytes_out[t], rec->bytes_out);
+    if (o->error != S3E_NONE && o->error < S3E_COUNT)
+        metrics_add(&m->errors[o->error], 1);
+    if (o->decline != S3_DECLINE_NONE) {
+        metrics_add(&m->declines[o->decline], 1);
         /* A foreign token's GET or HEAD is answered over HTTP at once. */
-        if (req->status >= 200 && req->status < 300)
+        if (rec->status >= 200 && rec->status < 300)
             metrics_add(&m->fallbacks, 1);
     }
 }

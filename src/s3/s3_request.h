@@ -186,9 +186,10 @@ typedef struct s3_frontend {
     /* The frontend sends a PutObject's success reply only once the write is
      * durable, without its thread waiting for that: s3_object_commit then
      * commits with stor_writer_commit_later and leaves req->durable_ticket
-     * for send, which must hold a 2xx reply until stor_ticket_await
-     * settles the ticket, and send a 500 instead if it fails. false: every
-     * commit returns durable (HTTP: a thread per connection, which waits). */
+     * for send, which must hold a 2xx reply and hand it to
+     * s3_req_await_durable: sent once the ticket is settled, a 500 instead
+     * if the flush failed. false: every commit returns durable (HTTP: a
+     * thread per connection, which waits). */
     bool durable_later;
 } s3_frontend_t;
 
@@ -359,6 +360,8 @@ struct s3_req {
     uint64_t bytes_out;       /* reply body bytes (token GET: RDMA-written) */
     s3_decline_t decline;     /* why an x-amz-rdma-token was not used, if it was not */
     s3_transport_t transport; /* what carried it: fe->transport, or TOKEN (token.c) */
+    /* s3_req_await_durable took the request's record: s3_req_release writes none. */
+    bool recorded_later;
 };
 
 /* ---- s3_server.c: the server's core -------------------------------------- */
@@ -394,6 +397,26 @@ void s3_req_finish(s3_req_t *req);
  * unfinished writer), but neither req itself nor the frontend's own parts,
  * and uncounts it from srv->inflight. */
 void s3_req_release(s3_req_t *req);
+
+/* What a frontend that holds a 2xx reply for req->durable_ticket
+ * (fe->durable_later) calls once it holds it: awaits the ticket
+ * (stor_ticket_await; 0 after) and, once it is settled, on whichever thread
+ * that is, counts the request and writes its access-log line with the status
+ * the client gets -- the held one if the write is durable, 500 InternalError
+ * if not -- and then calls sent(arg, st), which must send the held reply
+ * (st STOR_OK) or a 500 InternalError instead (STOR_ERR_IO: the flush failed;
+ * STOR_ERR_NOMEM: no memory to await it, sent at once). The record is a copy
+ * (one allocation, its strings with it); s3_req_release writes none. */
+void s3_req_await_durable(s3_req_t *req, stor_durable_fn sent, void *arg);
+
+/* What a finished request's count (s3_metrics_count) and access-log line
+ * say: the access-log record, and what the metrics count besides. */
+typedef struct s3_req_outcome {
+    s3_access_record_t rec;
+    const s3_op_t *op; /* NULL: none */
+    s3_error_t error;
+    s3_decline_t decline;
+} s3_req_outcome_t;
 
 /* The transport that carried the request (req->transport). */
 s3_transport_t s3_req_transport(const s3_req_t *req);
@@ -821,7 +844,7 @@ struct s3_metrics *s3_metrics_new(void);
 void s3_metrics_free(struct s3_metrics *m);
 /* Counts a finished request: by operation, status class and transport, its
  * latency, its bytes, its error code and token decline. Lock-free. */
-void s3_metrics_count(struct s3_metrics *m, const s3_req_t *req, uint64_t duration_us);
+void s3_metrics_count(struct s3_metrics *m, const s3_req_outcome_t *o);
 /* Appends the Prometheus text page of srv: its requests' metrics, then
  * what transport (when not NULL) appends for the frontend's connections
  * (ctx its argument), the RDMA transport's families (cfg.rdma_report) and

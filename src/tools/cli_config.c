@@ -47,14 +47,8 @@ int cli_config_resolve(const cli_flags_t *fl, cli_config_t *out)
      * endpoint are the client's to load (make_client: once, and again
      * before they expire), so only static keys are read here. */
     bool keys_needed = !fl->no_sign_request && (fl->access_key == NULL || fl->secret_key == NULL);
-    s3r_status_t st = s3r_aws_settings_load_without_keys(fl->profile, &aws);
-    /* keys_from is set here only for those two sources */
-    bool deferred = st == S3R_OK && aws.keys_from != NULL && fl->access_key == NULL &&
-                    fl->secret_key == NULL;
-    if (st == S3R_OK && keys_needed && !deferred) {
-        s3r_aws_settings_free(&aws);
-        st = s3r_aws_settings_load(fl->profile, &aws);
-    }
+    s3r_status_t st = keys_needed ? s3r_aws_settings_load_static_keys(fl->profile, &aws)
+                                  : s3r_aws_settings_load_without_keys(fl->profile, &aws);
     if (st != S3R_OK) {
         s3r_error_info_t e;
         const char *why = s3r_client_last_error(NULL, &e) == S3R_OK ? e.message : "out of memory";
@@ -82,7 +76,11 @@ int cli_config_resolve(const cli_flags_t *fl, cli_config_t *out)
         out->src_region = strdup("default");
     }
     take(&out->transport, fl->transport, NULL, &aws.transport, NULL, &aws, NULL);
-    out->expiring_keys = keys_needed && deferred;
+    /* keys_from without keys: a program's or a container's, which the
+     * client loads, unless the command line gave half a pair (a secret
+     * from elsewhere would never match it: the error below). */
+    out->expiring_keys = keys_needed && aws.keys_from != NULL && aws.access_key == NULL &&
+                         fl->access_key == NULL && fl->secret_key == NULL;
     take(&out->access_key, fl->access_key, "--access-key", &aws.access_key, aws.keys_from, &aws,
          &out->src_keys);
     if (out->expiring_keys) { /* not loaded here: take found none */

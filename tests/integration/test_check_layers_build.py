@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from s3r_itest import BINARY, REPO_ROOT
+from s3r_itest import BINARY
 
 BUILD = Path(os.environ.get("S3RDMA_BUILD") or Path(BINARY).parent).resolve()
 

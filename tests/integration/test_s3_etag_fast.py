@@ -10,7 +10,6 @@ multipart uploads from every writer pass each tool's checks and read back."""
 import hashlib
 import os
 import re
-import shutil
 import subprocess
 import uuid
 from pathlib import Path

@@ -5,7 +5,7 @@ ObjectSize), the errors S3 gives, and the same answer on both backends."""
 import pytest
 from botocore.exceptions import ClientError
 
-from s3r_itest import USERS, crc32_b64, raw_request, sha256_b64
+from s3r_itest import crc32_b64, raw_request, sha256_b64
 
 MIB = 1024 * 1024
 ALL = ["ETag", "Checksum", "ObjectParts", "StorageClass", "ObjectSize"]

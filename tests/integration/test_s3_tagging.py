@@ -10,7 +10,7 @@ import subprocess
 import pytest
 from botocore.exceptions import ClientError
 
-from s3r_itest import REGION, USERS, assert_error, boto_client, raw_request
+from s3r_itest import REGION, USERS, assert_error, raw_request
 from test_s3_post_object import post_form
 
 OWNER, OTHER = USERS[0], USERS[1]

@@ -1562,25 +1562,34 @@ static PyObject *size_parse(PyObject *Py_UNUSED(m), PyObject *args)
     return PyLong_FromUnsignedLongLong(v);
 }
 
-/* aws_settings(profile=None, keys=True) -> dict: what s3r_aws_settings_load
- * (keys false: s3r_aws_settings_load_without_keys) finds in the AWS
- * environment and shared files (only the settings found), or
+/* aws_settings(profile=None, keys="all") -> dict: what s3r_aws_settings_load
+ * (keys "static": s3r_aws_settings_load_static_keys, "none":
+ * s3r_aws_settings_load_without_keys) finds in the AWS environment and
+ * shared files (only the settings found), or
  * ValueError with the library's reason (a file that does not parse, an
  * unknown profile named on purpose, a credential_process or container
  * endpoint that failed). The GIL is released meanwhile. The environment is read as it is at
  * the call, so os.environ changes made by Python count. */
 static PyObject *aws_settings(PyObject *Py_UNUSED(m), PyObject *args)
 {
-    const char *profile = NULL;
-    int keys = 1;
-    if (!PyArg_ParseTuple(args, "|zp", &profile, &keys))
+    const char *profile = NULL, *keys = "all";
+    if (!PyArg_ParseTuple(args, "|zs", &profile, &keys))
         return NULL;
+    s3r_status_t (*load)(const char *, s3r_aws_settings_t *) =
+        strcmp(keys, "all") == 0      ? s3r_aws_settings_load
+        : strcmp(keys, "static") == 0 ? s3r_aws_settings_load_static_keys
+        : strcmp(keys, "none") == 0   ? s3r_aws_settings_load_without_keys
+                                      : NULL;
+    if (load == NULL) {
+        PyErr_Format(PyExc_ValueError, "s3rdma: keys=%R: \"all\", \"static\" or \"none\"",
+                     PyTuple_GET_ITEM(args, 1));
+        return NULL;
+    }
     s3r_aws_settings_t s;
     s3r_status_t st;
     /* A credential_process or a container endpoint may take a while. */
     Py_BEGIN_ALLOW_THREADS
-    st =
-        keys ? s3r_aws_settings_load(profile, &s) : s3r_aws_settings_load_without_keys(profile, &s);
+    st = load(profile, &s);
     Py_END_ALLOW_THREADS
     if (st != S3R_OK) {
         s3r_error_info_t e;
@@ -1619,8 +1628,9 @@ static PyMethodDef module_methods[] = {
      "request_id, needed_bytes, transport) returns the exception to raise."},
     {"size_parse", size_parse, METH_VARARGS, "size_parse('1MiB') -> 1048576"},
     {"aws_settings", aws_settings, METH_VARARGS,
-     "aws_settings(profile=None) -> dict of the settings found in the AWS environment and "
-     "~/.aws profiles"},
+     "aws_settings(profile=None, keys='all') -> dict of the settings found in the AWS "
+     "environment and ~/.aws profiles (keys 'static': not a program's or a container's; "
+     "'none')"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -25,7 +25,7 @@ def aws_settings(profile: Optional[str] = None, keys: bool = True) -> Dict[str, 
     is a ValueError that says which. keys=False leaves the keys out: no program runs
     and no endpoint is asked; keys_from then names "credential_process" or
     "container" when the keys would come from one (else it is absent)."""
-    return _s3rdma.aws_settings(profile, keys)
+    return _s3rdma.aws_settings(profile, "all" if keys else "none")
 
 
 def resolve(endpoint: Optional[str], access_key: Optional[str], secret_key: Optional[str],
@@ -33,12 +33,11 @@ def resolve(endpoint: Optional[str], access_key: Optional[str], secret_key: Opti
             ca_bundle: Optional[str] = None, keys: bool = True) -> Dict[str, Optional[str]]:
     """Fills the settings left None from the environment, then the profile; keys=False:
     no keys wanted (anonymous requests)."""
-    given = bool(access_key and secret_key)
     # Keys from a program or an endpoint are the client's to load (once, and again
-    # before they expire): only static keys are read here.
-    found = aws_settings(profile, False)
-    if keys and not given and found.get("keys_from") is None:
-        found = aws_settings(profile, True)
+    # before they expire): only static keys are read here (s3r_aws_settings_load_static_keys
+    # names such a source in keys_from, with no access_key), as the CLI reads them.
+    found = _s3rdma.aws_settings(profile, "static" if keys and not (access_key and secret_key)
+                                 else "none")
     return {
         "endpoint": endpoint or found.get("endpoint"),
         "access_key": access_key or found.get("access_key"),
@@ -47,6 +46,6 @@ def resolve(endpoint: Optional[str], access_key: Optional[str], secret_key: Opti
         "ca_bundle": ca_bundle or found.get("ca_bundle"),
         # keys that may expire (a program's, a container's): the client loads them
         # itself and again before they expire (s3r_config_t.aws_credentials)
-        "expiring_keys": keys and not (access_key or secret_key) and found.get("keys_from") in (
-            "credential_process", "container"),
+        "expiring_keys": keys and not (access_key or secret_key) and "keys_from" in found
+        and "access_key" not in found,
     }

@@ -51,14 +51,21 @@ def run(args, env):
                           timeout=60, stdin=subprocess.DEVNULL)
 
 
-def test_cli_credential_process(srv, bucket, tmp_path):
-    sh = tmp_path / "creds.sh"
-    runs = tmp_path / "runs"
+def credential_process_profile(home):
+    """home/.aws/config whose default profile's credential_process is a script that
+    prints the first user's keys and notes each run in a file: (script, runs file)."""
+    sh = home / "creds.sh"
+    runs = home / "runs"
     sh.write_text(f"#!/bin/sh\necho run >> {runs}\necho '" + json.dumps(
         {"Version": 1, "AccessKeyId": AK, "SecretAccessKey": SK}) + "'\n")
     sh.chmod(sh.stat().st_mode | stat.S_IXUSR)
-    (tmp_path / ".aws").mkdir()
-    (tmp_path / ".aws" / "config").write_text(f"[default]\ncredential_process = {sh}\n")
+    (home / ".aws").mkdir()
+    (home / ".aws" / "config").write_text(f"[default]\ncredential_process = {sh}\n")
+    return sh, runs
+
+
+def test_cli_credential_process(srv, bucket, tmp_path):
+    sh, runs = credential_process_profile(tmp_path)
     p = run(["-v", "get", f"s3://{bucket}/k", "-"], env_for(srv, tmp_path))
     assert p.returncode == 0 and p.stdout == b"owner's", p.stderr
     assert f"access key {AK} (from credential_process)".encode() in p.stderr
@@ -75,6 +82,16 @@ def test_cli_credential_process(srv, bucket, tmp_path):
         p = run([*flags, "ls", f"s3://{bucket}"], env_for(srv, tmp_path))
         assert b"vault is locked" not in p.stderr, (flags, p.stderr)
         assert p.returncode == (0 if flags[0] == "--access-key" else 4), (flags, p.stderr)
+
+
+def test_cli_half_a_key_pair_runs_no_credential_process(srv, bucket, tmp_path):
+    """--access-key without --secret-key: a program's secret belongs to the program's own
+    key, so it is not run for it (as Python's Client, s3r_aws_settings_load_static_keys):
+    no credentials, exit 2."""
+    _, runs = credential_process_profile(tmp_path)
+    p = run(["--access-key", AK, "ls", f"s3://{bucket}"], env_for(srv, tmp_path))
+    assert p.returncode == 2 and b"no credentials" in p.stderr, p.stderr
+    assert not runs.exists()
 
 
 def test_cli_container_credentials(srv, bucket, tmp_path):

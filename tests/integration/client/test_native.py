@@ -13,7 +13,6 @@ succeed with http_ops == 0.
 The C side is build/tests/s3r_driver (tests/client/s3r_driver.c) and
 build/s3rdma, from $S3RDMA_BUILD (scripts/run-tests: build/ or build-asan/).
 """
-import datetime
 import hashlib
 import os
 import re

@@ -605,7 +605,7 @@ def test_dcp_save_load(rsrv, rbucket, boto, gloo_group):
     dcp_api.save_state_dict(sd, S3StorageWriter(None, path, cfg, thread_count=2,
                                                 endpoint=rsrv.endpoint))
     before = sorted(o["Key"] for o in boto.list_objects_v2(Bucket=rbucket)["Contents"])
-    assert f"dcp/step1/.metadata" in before
+    assert "dcp/step1/.metadata" in before
 
     out = {"w": torch.zeros(2 * MiB), "b": torch.zeros(10, dtype=torch.int64),
            "extra": {"epoch": 0}}

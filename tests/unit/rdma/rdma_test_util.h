@@ -5,6 +5,7 @@
 #define S3R_TESTS_RDMA_TEST_UTIL_H
 
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -12,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 #include <cmocka.h>
 #include <ucp/api/ucp.h>
 
@@ -98,6 +101,33 @@ static inline int test_ucx_usable(void)
         return 0;
     ucp_cleanup(ctx);
     return 1;
+}
+
+/* Forks a child that runs this test binary again (/proc/self/exe) with argv
+ * (argv[0] its name, NULL last), and that dies with the parent
+ * (PR_SET_PDEATHSIG: a child stalled at its stage must not outlive a parent
+ * that the server's abort took down; it exits 126 if the parent died before
+ * that was armed, 127 if the exec failed). out_fd >= 0: the child's stdout
+ * is out_fd (a pipe the test reads the child's answers from, made with
+ * O_CLOEXEC so that the child keeps no other end), and UCX logs to stderr
+ * so that no log line reads as an answer; the caller closes its out_fd. */
+static inline pid_t test_spawn_self(const char *const argv[], int out_fd)
+{
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(126);
+        if (out_fd >= 0) {
+            dup2(out_fd, 1);
+            setenv("UCX_LOG_FILE", "stderr", 1);
+        }
+        execv("/proc/self/exe", (char *const *)argv);
+        _exit(127);
+    }
+    return pid;
 }
 
 /* Starts the shared fixture server. Skips the test only when UCX itself is

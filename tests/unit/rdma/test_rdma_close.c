@@ -30,7 +30,6 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -139,20 +138,11 @@ static unsigned env_uint(const char *name, unsigned dflt)
 
 static pid_t spawn_child(int port, int with_region)
 {
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(126);
-        char ps[16], rs[4];
-        snprintf(ps, sizeof(ps), "%d", port);
-        snprintf(rs, sizeof(rs), "%d", with_region);
-        execl("/proc/self/exe", "test_rdma_close", "--child", ps, rs, (char *)NULL);
-        _exit(127);
-    }
-    return pid;
+    char ps[16], rs[4];
+    snprintf(ps, sizeof(ps), "%d", port);
+    snprintf(rs, sizeof(rs), "%d", with_region);
+    const char *const argv[] = {"test_rdma_close", "--child", ps, rs, NULL};
+    return test_spawn_self(argv, -1);
 }
 
 static void test_short_sessions_never_abort(void **state)

@@ -6,6 +6,7 @@
  * with --child (a fresh process: UCX state is not fork-safe). */
 #include "rdma_test_util.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -93,18 +94,11 @@ static long rss_kib(void)
 static pid_t spawn_child(int port, int remote, char tok[128])
 {
     int pfd[2];
-    assert_int_equal(pipe(pfd), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        dup2(pfd[1], 1);
-        setenv("UCX_LOG_FILE", "stderr", 1); /* stdout is the pipe: keep UCX's log off it */
-        close(pfd[0]);
-        char ps[16];
-        snprintf(ps, sizeof(ps), "%d", port);
-        execl("/proc/self/exe", "test_rdma_kill", "--child", ps, remote ? "1" : "0", (char *)NULL);
-        _exit(127);
-    }
+    assert_int_equal(pipe2(pfd, O_CLOEXEC), 0);
+    char ps[16];
+    snprintf(ps, sizeof(ps), "%d", port);
+    const char *const argv[] = {"test_rdma_kill", "--child", ps, remote ? "1" : "0", NULL};
+    pid_t pid = test_spawn_self(argv, pfd[1]);
     close(pfd[1]);
     FILE *f = fdopen(pfd[0], "r");
     assert_non_null(f);

@@ -49,9 +49,9 @@
 #include "server/ucx_guard.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -291,27 +291,13 @@ static unsigned test_seed(void)
 static pid_t spawn_child(int port, int stage, unsigned seed, int *rfd)
 {
     int pfd[2];
-    assert_int_equal(pipe(pfd), 0);
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        /* A child stalled at its stage must not outlive a parent that the
-         * server's abort took down. */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(126);
-        dup2(pfd[1], 1);
-        setenv("UCX_LOG_FILE", "stderr", 1); /* stdout is the pipe: keep UCX's log off it */
-        close(pfd[0]);
-        close(pfd[1]);
-        char ps[16], ss[16], sd[16];
-        snprintf(ps, sizeof(ps), "%d", port);
-        snprintf(ss, sizeof(ss), "%d", stage);
-        snprintf(sd, sizeof(sd), "%u", seed);
-        execl("/proc/self/exe", "test_rdma_wireup_kill", "--child", ps, ss, sd, (char *)NULL);
-        _exit(127);
-    }
+    assert_int_equal(pipe2(pfd, O_CLOEXEC), 0);
+    char ps[16], ss[16], sd[16];
+    snprintf(ps, sizeof(ps), "%d", port);
+    snprintf(ss, sizeof(ss), "%d", stage);
+    snprintf(sd, sizeof(sd), "%u", seed);
+    const char *const argv[] = {"test_rdma_wireup_kill", "--child", ps, ss, sd, NULL};
+    pid_t pid = test_spawn_self(argv, pfd[1]);
     close(pfd[1]);
     *rfd = pfd[0];
     return pid;
