@@ -82,15 +82,17 @@ s3_transport_t s3_req_transport(const s3_req_t *req)
 }
 
 /* What req's record says, its strings borrowed from req (remote: the
- * caller's buffer); status, error and duration are filled when it ends. */
+ * caller's buffer, NULL without an access log: only the log reads it);
+ * status, error and duration are filled when it ends. */
 static s3_req_outcome_t outcome_of(s3_req_t *req, char *remote, size_t remote_cap)
 {
-    req->fe->remote(req, remote, remote_cap);
+    if (req->srv->cfg.access_log)
+        req->fe->remote(req, remote, remote_cap);
     return (s3_req_outcome_t){
         .rec =
             {
                 .start_ms = req->start_ms,
-                .remote = remote,
+                .remote = req->srv->cfg.access_log ? remote : NULL,
                 .access_key = req->user ? req->user->access_key : NULL,
                 .op = req->op ? req->op->name : "-",
                 .method = req->method,
