@@ -261,9 +261,6 @@ static void reply_durable(void *arg, stor_status_t st)
     rdma_native_held_t *h = arg;
     if (st == STOR_OK)
         rdma_native_held_send(h);
-    else if (st == STOR_ERR_NOMEM)
-        rdma_native_held_fail(h, "The server ran out of memory before the write was durable; it "
-                                 "may or may not be kept.");
     else
         rdma_native_held_fail(h, "The write was not made durable (the server's disk failed); it "
                                  "may or may not be kept.");

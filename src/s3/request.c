@@ -82,15 +82,17 @@ s3_transport_t s3_req_transport(const s3_req_t *req)
 }
 
 /* What req's record says, its strings borrowed from req (remote: the
- * caller's buffer); status, error and duration are filled when it ends. */
+ * caller's buffer, NULL without an access log: only the log reads it);
+ * status, error and duration are filled when it ends. */
 static s3_req_outcome_t outcome_of(s3_req_t *req, char *remote, size_t remote_cap)
 {
-    req->fe->remote(req, remote, remote_cap);
+    if (req->srv->cfg.access_log)
+        req->fe->remote(req, remote, remote_cap);
     return (s3_req_outcome_t){
         .rec =
             {
                 .start_ms = req->start_ms,
-                .remote = remote,
+                .remote = req->srv->cfg.access_log ? remote : NULL,
                 .access_key = req->user ? req->user->access_key : NULL,
                 .op = req->op ? req->op->name : "-",
                 .method = req->method,
@@ -171,7 +173,9 @@ static void outcome_fail(s3_req_outcome_t *o)
 }
 
 /* The ticket is settled: the record says what the client gets, and only
- * then does sent send it (after which the servers may be gone). */
+ * then does sent send it. srv outlives this: a ticket is settled by a thread
+ * inside a request (one that awaited a ticket or flushed the commit log),
+ * which s3_server_drain waits for. */
 static void durable_settled(void *arg, stor_status_t st)
 {
     durable_wait_t *w = arg;
@@ -184,15 +188,9 @@ static void durable_settled(void *arg, stor_status_t st)
     sent(sent_arg, st);
 }
 
-void s3_req_await_durable(s3_req_t *req, stor_durable_fn sent, void *arg)
+/* A copy of req's record, for durable_settled to write; NULL: out of memory. */
+static durable_wait_t *durable_wait_new(s3_req_t *req, stor_durable_fn sent, void *arg)
 {
-    stor_ticket_t ticket = req->durable_ticket;
-    req->durable_ticket = 0;
-    if (!req->srv->metrics && !req->srv->cfg.access_log) {
-        stor_ticket_await(req->srv->cfg.store, ticket, sent, arg);
-        return;
-    }
-    req->recorded_later = true;
     char remote[96];
     s3_req_outcome_t o = outcome_of(req, remote, sizeof(remote));
     s3_access_record_t *r = &o.rec;
@@ -200,13 +198,8 @@ void s3_req_await_durable(s3_req_t *req, stor_durable_fn sent, void *arg)
                      string_size(r->bucket) + string_size(r->key) + string_size(r->resource) +
                      string_size(r->request_id);
     durable_wait_t *w = malloc(sizeof(*w) + strings);
-    if (!w) {
-        /* Not awaited: the client is answered at once, and told so. */
-        outcome_fail(&o);
-        outcome_record(req->srv, &o, req->start_ns);
-        sent(arg, STOR_ERR_NOMEM);
-        return;
-    }
+    if (!w)
+        return NULL;
     w->srv = req->srv;
     w->start_ns = req->start_ns;
     w->sent = sent;
@@ -220,6 +213,23 @@ void s3_req_await_durable(s3_req_t *req, stor_durable_fn sent, void *arg)
     w->o.rec.key = string_copy(&at, r->key);
     w->o.rec.resource = string_copy(&at, r->resource);
     w->o.rec.request_id = string_copy(&at, r->request_id);
+    return w;
+}
+
+void s3_req_await_durable(s3_req_t *req, stor_durable_fn sent, void *arg)
+{
+    stor_ticket_t ticket = req->durable_ticket;
+    req->durable_ticket = 0;
+    durable_wait_t *w =
+        req->srv->metrics || req->srv->cfg.access_log ? durable_wait_new(req, sent, arg) : NULL;
+    if (!w) {
+        /* Nothing to record, or no memory to copy the record: the reply
+         * still waits for its ticket, and s3_req_release records the held
+         * status (which a failed flush then belies). */
+        stor_ticket_await(req->srv->cfg.store, ticket, sent, arg);
+        return;
+    }
+    req->recorded_later = true;
     stor_ticket_await(req->srv->cfg.store, ticket, durable_settled, w);
 }
 

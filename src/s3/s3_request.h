@@ -404,9 +404,11 @@ void s3_req_release(s3_req_t *req);
  * that is, counts the request and writes its access-log line with the status
  * the client gets -- the held one if the write is durable, 500 InternalError
  * if not -- and then calls sent(arg, st), which must send the held reply
- * (st STOR_OK) or a 500 InternalError instead (STOR_ERR_IO: the flush failed;
- * STOR_ERR_NOMEM: no memory to await it, sent at once). The record is a copy
- * (one allocation, its strings with it); s3_req_release writes none. */
+ * (st STOR_OK) or a 500 InternalError instead (STOR_ERR_IO: the flush
+ * failed). The record is a copy (one allocation, its strings with it);
+ * s3_req_release writes none. Without metrics and an access log, or without
+ * memory for the copy, sent is awaited alone and s3_req_release records the
+ * held status as the request ends. */
 void s3_req_await_durable(s3_req_t *req, stor_durable_fn sent, void *arg);
 
 /* What a finished request's count (s3_metrics_count) and access-log line
