@@ -5,6 +5,8 @@ acknowledged between two pages of a walk is on the next page, whichever gateway 
 (Listings against the local backend and across reshards: test_rados.py,
 test_rados_reshard.py.)
 """
+import os
+import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -12,7 +14,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from s3r_itest import boto_client  # noqa: E402
+from s3r_itest import REPO_ROOT, boto_client  # noqa: E402
+
+BINARY = os.environ.get("S3RDMAD", str(REPO_ROOT / "build" / "s3rdmad"))
 
 
 @pytest.fixture
@@ -28,13 +32,14 @@ def page(s3, bucket, token=None, max_keys=20):
     return got, r.get("NextContinuationToken") if r["IsTruncated"] else None
 
 
-def test_a_walk_shows_writes_made_between_its_pages(ceph_cluster, pool, make_server):
+def test_a_walk_shows_writes_made_between_its_pages(ceph_cluster, pool, make_server, tmp_path):
     """Four shards of 50 keys: the first page of 20 reads every shard to its end (a batch
     is 328 entries), so without the shard-version check the rest of the walk would come
     from what that first read saw. Between pages, through the other gateway and then
     through the walking one: a key added inside the next page, one deleted from it, one
     overwritten with a new size, one added past every key (on a shard read to its end).
-    Every later page shows exactly the bucket as it is when that page is asked for."""
+    Every later page shows exactly the bucket as it is when that page is asked for; and a
+    reshard between two pages (the held entries' shard objects removed) loses nothing."""
     args = dict(pool=pool, gc_grace=1, index_shards=4)
     s1 = boto_client(make_server(name="gw1", extra_args=ceph_cluster.gateway_args(**args)))
     s2 = boto_client(make_server(name="gw2", extra_args=ceph_cluster.gateway_args(**args)))
@@ -67,6 +72,19 @@ def test_a_walk_shows_writes_made_between_its_pages(ceph_cluster, pool, make_ser
     s1.put_object(Bucket=bucket, Key="k/0455", Body=b"four")
     del now["k/045"]
     now["k/0455"] = 4
+    got, token = page(s1, bucket, token)
+    assert got == expect_after(walked[-1][0])
+    walked += got
+
+    # A reshard to 2 shards removes the 4 objects the parked listing read.
+    data = tmp_path / "reshard-data"
+    data.mkdir()
+    r = subprocess.run([BINARY, "reshard", bucket, "2", "--data", str(data),
+                        *ceph_cluster.gateway_args(pool=pool)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    s2.delete_object(Bucket=bucket, Key="k/061")
+    del now["k/061"]
     got, token = page(s1, bucket, token)
     assert got == expect_after(walked[-1][0])
     walked += got
