@@ -194,6 +194,12 @@ static int batch_start(riter_t *it, cursor_t *c, size_t max)
     if (rc == 0 && (rc = rados_aio_read_op_operate(c->op, it->st->index, c->c, c->oid, 0)) < 0)
         rados_aio_release(c->c);
     if (rc < 0) {
+        /* librados made the iterators with the op: they end unread. */
+        if (c->first)
+            rados_omap_get_end(c->first);
+        if (c->rest)
+            rados_omap_get_end(c->rest);
+        c->first = c->rest = NULL;
         rados_release_read_op(c->op);
         c->op = NULL;
     }
