@@ -277,7 +277,7 @@ static int cursor_load(riter_t *it, cursor_t *c)
             return 0;
         if (c->i < c->n)
             return cursor_head(c);
-        if (!c->more) {
+        if (!c->more || !c->n) {
             c->done = 1;
             return 0;
         }
