@@ -107,6 +107,13 @@ typedef struct idslot {
     rs_index_t ix;
 } idslot_t;
 
+/* Listings parked between the pages of a walk (rados_list.c): at most
+ * this many, holding at most this many bytes, for at most this long. */
+#define RSTOR_LIST_PARKED       32
+#define RSTOR_LIST_PARKED_BYTES (64u << 20)
+#define RSTOR_LIST_PARKED_MS    30000
+struct riter;
+
 /* Reshards one process runs at once (rstor_t.runs): the resume thread's,
  * a writer's takeover (one at a time) and the command's own. */
 #define RSTOR_RUNS_HERE 4
@@ -151,6 +158,10 @@ typedef struct rstor {
      * the name up afresh. */
     pthread_mutex_t id_lock;
     idslot_t ids[RSTOR_IDCACHE];
+    /* Listings parked between pages (rados_list.c), under park_lock. */
+    pthread_mutex_t park_lock;
+    struct riter *parked[RSTOR_LIST_PARKED];
+    size_t parked_bytes;
     /* A writer held by a reshard's fence whose runner died finishes it
      * (rs_reshard_takeover): one thread at a time, under takeover_lock,
      * which also guards the next try's time (monotonic ms). */
@@ -641,7 +652,11 @@ stor_status_t rs_iter_open(stor_t *st, const char *bucket, const char *prefix, c
                            stor_iter_t **out_p);
 void rs_iter_seek(stor_iter_t *it, const char *key, size_t key_len);
 int rs_iter_next(stor_iter_t *it, const char **key_p, size_t *key_len_p, stor_meta_t *meta_p);
+/* Parks the listing for its next page when it stopped inside the bucket
+ * (rados_list.c, "Parked listings"), else frees it. */
 void rs_iter_close(stor_iter_t *it);
+/* Frees every parked listing (the store closing). */
+void rs_list_parked_free(rstor_t *st);
 stor_status_t rs_mpu_create(stor_t *st, const stor_bucket_t *bucket, const char *key,
                             const stor_meta_t *meta, char upload_id[STOR_UPLOAD_ID_LEN + 1]);
 stor_status_t rs_mpu_check(stor_t *st, const char *bucket, const char *key, const char *upload_id,

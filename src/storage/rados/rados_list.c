@@ -9,12 +9,15 @@
  * cursors per shard, one over the keys (their latest versions), one over
  * the version entries, and merges all of them by (key, newest first). A
  * listing whose index objects a reshard removes under it goes on from the
- * entry it emitted last on the new ones (iter_place). */
+ * entry it emitted last on the new ones (iter_place). A plain listing that
+ * stops inside the bucket is parked for the next page of its walk, which
+ * keeps what the shards did not change since ("Parked listings", below). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "storage/rados/rados_internal.h"
 
@@ -27,30 +30,55 @@
  * binomially), so each shard's batch is that share plus a quarter plus 16
  * (at least RS_LIST_MIN_BATCH): a page then rarely has to wait for a shard's
  * second batch, and a listing holds about 1.25 x RS_LIST_KEEP + 16 N
- * entries. */
+ * entries. The entries a page read but did not return go on to the next
+ * page of the same walk (a parked listing, below), which reads only what
+ * tops each shard's batch up again (at least RS_LIST_MIN_TOPUP). */
 #define RS_LIST_KEEP      1000
 #define RS_LIST_MIN_BATCH 32
+#define RS_LIST_MIN_TOPUP 16
 
-/* One shard's position. The head entry (k, v) points into the batch and is
- * valid until the cursor reads its next batch. */
+/* batch_finish's code for a parked cursor's read that found its shard
+ * object at another version than the batch's: changed since. (Compared
+ * here, from the version the reply carries, rather than asserted in the op
+ * with rados_read_op_assert_version: the same guarantee, with no failed op
+ * to tell from a failed read.) */
+#define RS_CHANGED (-ERANGE)
+
+/* One shard's position: its batch, entries read from the shard (after
+ * `from`, or from it when inclusive) held back to back in ents, each a
+ * cursor_ent_t header, the key, a NUL, the value. Entries before the head
+ * (index i) are consumed. The head entry (k, v) points into ents and is
+ * valid until the batch changes. The batch is what the shard held at its
+ * object version `version`, from `from` up to its last entry, and `more`
+ * says whether the shard held keys past that then. */
+typedef struct cursor_ent {
+    size_t kl, vl;
+} cursor_ent_t;
+
 typedef struct cursor {
     char oid[RSTOR_OID_MAX];
     const char *prefix; /* what its keys start with (the iterator's) */
     size_t prefix_len;
     int ver; /* over version entries: k is an entry, ukey its object key */
     buf_t ukey;
-    char *from;                    /* where the next batch starts (a key, NUL-terminated) */
-    int inclusive;                 /* whether `from` itself is a candidate (after a seek) */
-    rados_omap_iter_t first, rest; /* the batch: `from` itself, then after it */
-    unsigned char more;            /* the OSD has keys past this batch */
-    int stale;                     /* the batch must be (re)read before use */
-    int done;                      /* nothing more in range on this shard */
-    int has;                       /* (k, v) is this shard's next entry */
+    char *from;    /* where the batch starts (a key, NUL-terminated) */
+    int inclusive; /* whether `from` itself is a candidate (after a seek) */
+    buf_t ents;
+    uint32_t n, i;      /* entries in ents; the head's index */
+    size_t head;        /* the head's offset in ents */
+    size_t tail;        /* the last entry's offset (when n) */
+    uint64_t version;   /* of the shard object when the batch was read */
+    unsigned char more; /* the OSD had keys past this batch */
+    int stale;          /* the batch must be (re)read from `from` before use */
+    int check;          /* a parked batch: read on from its tail, if unchanged */
+    int done;           /* nothing more in range on this shard */
+    int has;            /* (k, v) is this shard's next entry */
     char *k, *v;
     size_t kl, vl;
     /* A batch read in flight. */
     rados_read_op_t op;
     rados_completion_t c;
+    rados_omap_iter_t first, rest;
     int pr1, pr2;
 } cursor_t;
 
@@ -73,8 +101,11 @@ typedef struct riter {
     char mk_vid[STOR_VERSION_ID_LEN + 1];
     int taken; /* the cursor whose head was emitted last must advance, or -1 */
     int eof, failed;
+    int seeked; /* rs_iter_seek moved it: not parked */
     char *last; /* the last key emitted (its batch may be gone) */
     size_t last_len;
+    char *prev; /* the key emitted before last (NULL: none) */
+    size_t prev_len;
     char *last_v; /* the version entry emitted last (NULL: last's record was) */
     size_t last_v_len;
     /* Where the listing resumes if its index objects go (a reshard's last
@@ -82,10 +113,13 @@ typedef struct riter {
      * opening point, or the last seek past last; floor_incl: floor itself
      * too). */
     char bucket[STOR_BUCKET_MAX + 1];
-    uint64_t id; /* the bucket's, once open: not a bucket made again */
+    uint64_t id;          /* the bucket's, once open: not a bucket made again */
+    uint32_t gen, shards; /* the index its cursors read */
     char *floor;
     size_t floor_len;
     int floor_incl;
+    uint64_t parked_ms; /* when it was parked (monotonic) */
+    size_t bytes;       /* its batches' memory, while parked */
 } riter_t;
 
 static int set_str(char **dst, const char *s, size_t n)
@@ -100,83 +134,128 @@ static int set_str(char **dst, const char *s, size_t n)
     return 0;
 }
 
-static void batch_end(cursor_t *c)
+/* Empties c's batch. */
+static void batch_clear(cursor_t *c)
 {
-    if (c->first)
-        rados_omap_get_end(c->first);
-    if (c->rest)
-        rados_omap_get_end(c->rest);
-    c->first = c->rest = NULL;
+    buf_reset(&c->ents);
+    c->n = c->i = 0;
+    c->head = c->tail = 0;
     c->has = 0;
 }
 
-/* Sends the read of c's next batch from `from`. 0 or a librados code (then
- * nothing is in flight). */
-static int batch_start(riter_t *it, cursor_t *c)
+/* The key of the entry at offset off of c's batch (NUL-terminated). */
+static const char *ent_key(const cursor_t *c, size_t off)
 {
-    batch_end(c);
+    return c->ents.data + off + sizeof(cursor_ent_t);
+}
+
+/* Appends the entries of iterator ri to c's batch, and ends ri. 0 or
+ * -ENOMEM. */
+static int batch_take(cursor_t *c, rados_omap_iter_t ri)
+{
+    char *k, *v;
+    size_t kl, vl;
+    int rc = 0;
+    while (rc == 0 && rados_omap_get_next2(ri, &k, &v, &kl, &vl) == 0 && k) {
+        cursor_ent_t e = {kl, vl};
+        size_t off = c->ents.len;
+        if (buf_append(&c->ents, &e, sizeof e) != 0 || buf_append(&c->ents, k, kl) != 0 ||
+            buf_append(&c->ents, "", 1) != 0 || buf_append(&c->ents, v, vl) != 0) {
+            rc = -ENOMEM;
+            break;
+        }
+        c->tail = off;
+        c->n++;
+    }
+    rados_omap_get_end(ri);
+    return rc;
+}
+
+/* Sends the read of c's batch: from `from` (a stale cursor), or, for a
+ * parked one (c->check), the next `max` entries after its batch's last
+ * (batch_finish compares the shard's version). 0 or a librados code (then
+ * nothing is in flight). */
+static int batch_start(riter_t *it, cursor_t *c, size_t max)
+{
     if (!(c->op = rados_create_read_op()))
         return -ENOMEM;
+    c->first = c->rest = NULL;
     c->pr1 = c->pr2 = 0;
-    if (c->inclusive) {
+    const char *after = c->from;
+    if (c->check) {
+        after = ent_key(c, c->tail);
+    } else if (c->inclusive) {
         const char *keys[1] = {c->from};
         size_t klen = strlen(c->from);
         rados_read_op_omap_get_vals_by_keys2(c->op, keys, 1, &klen, &c->first, &c->pr1);
     }
     c->more = 0;
-    rados_read_op_omap_get_vals2(c->op, c->from, c->prefix, it->batch, &c->rest, &c->more, &c->pr2);
+    rados_read_op_omap_get_vals2(c->op, after, c->prefix, max ? max : it->batch, &c->rest, &c->more,
+                                 &c->pr2);
     int rc = rados_aio_create_completion2(NULL, NULL, &c->c);
     if (rc == 0 && (rc = rados_aio_read_op_operate(c->op, it->st->index, c->c, c->oid, 0)) < 0)
         rados_aio_release(c->c);
     if (rc < 0) {
+        /* librados made the iterators with the op: they end unread. */
+        if (c->first)
+            rados_omap_get_end(c->first);
+        if (c->rest)
+            rados_omap_get_end(c->rest);
+        c->first = c->rest = NULL;
         rados_release_read_op(c->op);
         c->op = NULL;
     }
     return rc;
 }
 
-/* Waits for the read batch_start sent. 0 or a librados code. */
+/* Waits for the read batch_start sent and adds what it read to c's batch
+ * (a stale cursor's batch is that read alone). 0, or a librados code, or,
+ * for a parked cursor whose shard object is not at its batch's version
+ * any more (every write to an object changes its version), RS_CHANGED and
+ * nothing added. */
 static int batch_finish(cursor_t *c)
 {
     rados_aio_wait_for_complete(c->c);
     int rc = rados_aio_get_return_value(c->c);
+    uint64_t version = rados_aio_get_version(c->c);
     rados_aio_release(c->c);
     rados_release_read_op(c->op);
     c->op = NULL;
-    c->inclusive = 0;
     if (rc == 0)
         rc = c->pr1 < 0 ? c->pr1 : c->pr2;
+    if (rc == 0 && c->check && version != c->version)
+        rc = RS_CHANGED;
+    if (rc == 0 && !c->check) {
+        batch_clear(c);
+        c->version = version;
+    }
+    /* batch_take ends each iterator; a failed read's are ended unread. */
+    if (c->first && rc == 0)
+        rc = batch_take(c, c->first);
+    else if (c->first)
+        rados_omap_get_end(c->first);
+    if (c->rest && rc == 0)
+        rc = batch_take(c, c->rest);
+    else if (c->rest)
+        rados_omap_get_end(c->rest);
+    c->first = c->rest = NULL;
+    if (rc == 0) {
+        c->inclusive = 0;
+        c->check = 0;
+    }
     return rc;
 }
 
-/* Moves c to its next entry, reading its next batch when the one it has is
- * used up (unless it is stale: then the caller reads it). Marks it done at
- * the end of its range. 0 or a librados code. */
-static int cursor_advance(riter_t *it, cursor_t *c)
+/* Makes the entry at c's head its (k, v), or marks it done at the end of
+ * its range. 0 or a librados code. */
+static int cursor_head(cursor_t *c)
 {
-    c->has = 0;
-    for (;;) {
-        if (c->stale || c->done)
-            return 0;
-        if (c->first && rados_omap_get_next2(c->first, &c->k, &c->v, &c->kl, &c->vl) == 0 && c->k)
-            break;
-        /* The next batch starts after the last key RADOS gave us. */
-        if (c->rest && rados_omap_get_next2(c->rest, &c->k, &c->v, &c->kl, &c->vl) == 0 && c->k) {
-            if (set_str(&c->from, c->k, c->kl) != 0)
-                return -ENOMEM;
-            break;
-        }
-        if (!c->more) {
-            c->done = 1;
-            return 0;
-        }
-        rs_crash_point(it->st, "list-batch");
-        int rc = batch_start(it, c);
-        if (rc == 0)
-            rc = batch_finish(c);
-        if (rc < 0)
-            return rc;
-    }
+    cursor_ent_t e;
+    memcpy(&e, c->ents.data + c->head, sizeof e);
+    c->k = c->ents.data + c->head + sizeof e;
+    c->kl = e.kl;
+    c->v = c->k + e.kl + 1;
+    c->vl = e.vl;
     /* Only version entries (0xFE) and the tombstone (0xFF) sort there: no
      * object key gets there. The OSD filters by the prefix; the check
      * stands for a shard read without. */
@@ -191,6 +270,53 @@ static int cursor_advance(riter_t *it, cursor_t *c)
     }
     c->has = 1;
     return 0;
+}
+
+/* Makes c's head the entry at its index i, reading its next batch when the
+ * one it has is used up (unless it is stale or parked: then the caller
+ * reads it). Marks it done at the end of its range. 0 or a librados code. */
+static int cursor_load(riter_t *it, cursor_t *c)
+{
+    c->has = 0;
+    for (;;) {
+        if (c->stale || c->check || c->done)
+            return 0;
+        if (c->i < c->n)
+            return cursor_head(c);
+        if (!c->more || !c->n) {
+            c->done = 1;
+            return 0;
+        }
+        /* The next batch starts after the last key RADOS gave us. */
+        if (set_str(&c->from, ent_key(c, c->tail), strlen(ent_key(c, c->tail))) != 0)
+            return -ENOMEM;
+        c->inclusive = 0;
+        rs_crash_point(it->st, "list-batch");
+        int rc = batch_start(it, c, 0);
+        if (rc == 0)
+            rc = batch_finish(c);
+        if (rc < 0)
+            return rc;
+    }
+}
+
+/* Consumes c's head entry (without reading). */
+static void cursor_skip(cursor_t *c)
+{
+    if (c->i < c->n) {
+        cursor_ent_t e;
+        memcpy(&e, c->ents.data + c->head, sizeof e);
+        c->head += sizeof e + e.kl + 1 + e.vl;
+        c->i++;
+    }
+    c->has = 0;
+}
+
+/* Moves c to its next entry (cursor_load). */
+static int cursor_advance(riter_t *it, cursor_t *c)
+{
+    cursor_skip(c);
+    return cursor_load(it, c);
 }
 
 /* The object key of c's head entry. */
@@ -218,29 +344,57 @@ static int head_before(const cursor_t *a, const cursor_t *b)
     return stor_keycmp(a->k, a->kl, b->k, b->kl) < 0;
 }
 
-/* Reads the batches of every stale cursor, all in flight at once, and
- * moves each to its first entry. 0 or the first librados code (*oid_p:
- * the shard that failed). */
+/* Reads the batches of every stale cursor, and the rest of every parked
+ * one's, all in flight at once, and moves each to its head entry. A parked
+ * cursor whose shard changed since its batch was read is stale then, and
+ * read again from its head in a second round: its entries are only used
+ * while the shard object's version is the one they were read at, so a
+ * listing never shows less than what was written before it asked. 0 or the
+ * first librados code (*oid_p: the shard that failed). */
 static int refill_stale(riter_t *it, const char **oid_p)
 {
     int rc = 0;
-    uint32_t i;
-    for (i = 0; i < it->n && rc == 0; i++)
-        if (it->cur[i].stale && !it->cur[i].done && (rc = batch_start(it, &it->cur[i])) < 0)
-            *oid_p = it->cur[i].oid;
-    uint32_t sent = rc < 0 ? i - 1 : it->n;
-    for (i = 0; i < sent; i++) {
-        cursor_t *c = &it->cur[i];
-        if (!c->stale || c->done)
-            continue;
-        int r = batch_finish(c);
-        c->stale = 0;
-        if (r == 0 && rc == 0)
-            r = cursor_advance(it, c);
-        if (r < 0 && rc == 0) {
-            rc = r;
-            *oid_p = c->oid;
+    for (int round = 0; round < 2 && rc == 0; round++) {
+        uint32_t i, sent;
+        for (i = 0; i < it->n && rc == 0; i++) {
+            cursor_t *c = &it->cur[i];
+            size_t top = 0;
+            if (c->check)
+                top = c->n - c->i + RS_LIST_MIN_TOPUP > it->batch ? RS_LIST_MIN_TOPUP
+                                                                  : it->batch - (c->n - c->i);
+            if ((c->stale || c->check) && (rc = batch_start(it, c, top)) < 0)
+                *oid_p = c->oid;
         }
+        sent = rc < 0 ? i - 1 : it->n;
+        int again = 0;
+        for (i = 0; i < sent; i++) {
+            cursor_t *c = &it->cur[i];
+            if (!c->stale && !c->check)
+                continue;
+            int r = batch_finish(c);
+            if (r == RS_CHANGED && c->check) {
+                /* Written since: read again from the head. */
+                if (set_str(&c->from, ent_key(c, c->head), strlen(ent_key(c, c->head))) != 0) {
+                    r = -ENOMEM;
+                } else {
+                    c->inclusive = 1;
+                    c->check = 0;
+                    c->stale = 1;
+                    batch_clear(c);
+                    again = 1;
+                    continue;
+                }
+            }
+            c->stale = c->check = 0;
+            if (r == 0 && rc == 0)
+                r = cursor_load(it, c);
+            if (r < 0 && rc == 0) {
+                rc = r;
+                *oid_p = c->oid;
+            }
+        }
+        if (!again)
+            break;
     }
     return rc;
 }
@@ -249,7 +403,8 @@ static int refill_stale(riter_t *it, const char **oid_p)
  * to be read by refill_stale. */
 static int cursor_from(cursor_t *c, const char *from, size_t len, int inclusive)
 {
-    batch_end(c);
+    batch_clear(c);
+    c->check = 0;
     c->stale = 1;
     c->done = 0;
     c->inclusive = inclusive;
@@ -280,13 +435,12 @@ static int cursor_reset(cursor_t *c, const char *key, size_t len, int inclusive,
 static int cursors_make(riter_t *it, const rs_index_t *ix)
 {
     uint32_t want = ix->shards * (it->versions ? 2 : 1);
-    for (uint32_t i = 0; i < it->n; i++)
-        batch_end(&it->cur[i]);
     if (want != it->n) {
         for (uint32_t i = want; i < it->n; i++) {
             free(it->cur[i].from);
             it->cur[i].from = NULL;
             buf_free(&it->cur[i].ukey);
+            buf_free(&it->cur[i].ents);
         }
         if (want < it->n)
             it->n = want;
@@ -302,6 +456,8 @@ static int cursors_make(riter_t *it, const rs_index_t *ix)
     it->batch = ix->shards == 1 ? RS_LIST_KEEP + 1 : RS_LIST_KEEP / ix->shards * 5 / 4 + 16;
     if (it->batch < RS_LIST_MIN_BATCH)
         it->batch = RS_LIST_MIN_BATCH;
+    it->gen = ix->gen;
+    it->shards = ix->shards;
     for (uint32_t i = 0; i < it->n; i++) {
         cursor_t *c = &it->cur[i];
         rs_index_oid(ix, i % ix->shards, c->oid);
@@ -310,6 +466,8 @@ static int cursors_make(riter_t *it, const rs_index_t *ix)
         c->prefix_len = c->ver ? it->vprefix.len : it->prefix_len;
         if (c->ver && !c->ukey.max)
             buf_init(&c->ukey, (size_t)-1 / 2);
+        if (!c->ents.max)
+            buf_init(&c->ents, (size_t)-1 / 2);
         int rc;
         if (!past)
             rc = cursor_reset(c, it->floor, it->floor_len, it->floor_incl, !it->floor_incl);
@@ -387,14 +545,28 @@ static stor_status_t iter_start(rstor_t *st, const char *bucket, const char *pre
     return STOR_OK;
 }
 
-stor_status_t rs_iter_open(stor_t *st, const char *bucket, const char *prefix, const char *after,
+static riter_t *unpark(rstor_t *st, const char *bucket, const char *prefix, const char *after);
+static stor_status_t resume(riter_t *it, const char *after);
+static void iter_free(riter_t *it);
+
+stor_status_t rs_iter_open(stor_t *st_, const char *bucket, const char *prefix, const char *after,
                            stor_iter_t **out_p)
 {
-    riter_t *it;
-    stor_status_t s = iter_start((rstor_t *)st, bucket, prefix, after, 0, 0, &it);
-    if (s == STOR_OK)
-        *out_p = &it->base;
-    return s;
+    rstor_t *st = (rstor_t *)st_;
+    prefix = prefix ? prefix : "";
+    after = after ? after : "";
+    riter_t *it = unpark(st, bucket, prefix, after);
+    stor_status_t s;
+    if (it) {
+        if ((s = resume(it, after)) != STOR_OK) {
+            iter_free(it);
+            return s;
+        }
+    } else if ((s = iter_start(st, bucket, prefix, after, 0, 0, &it)) != STOR_OK) {
+        return s;
+    }
+    *out_p = &it->base;
+    return STOR_OK;
 }
 
 stor_status_t rs_iter_open_versions(stor_t *st, const char *bucket, const char *prefix,
@@ -436,6 +608,7 @@ void rs_iter_seek(stor_iter_t *it_, const char *key, size_t key_len)
     }
     it->floor_len = key_len;
     it->floor_incl = 1;
+    it->seeked = 1;
     /* A cursor whose head is at or past key keeps it; the others read from
      * key on. */
     for (uint32_t i = 0; i < it->n; i++) {
@@ -494,6 +667,10 @@ static cursor_t *iter_step(riter_t *it)
     }
     size_t kl;
     const char *k = head_key(min, &kl);
+    free(it->prev);
+    it->prev = it->last;
+    it->prev_len = it->last_len;
+    it->last = NULL;
     if (set_str(&it->last, k, kl) != 0 ||
         (min->ver && set_str(&it->last_v, min->k, min->kl) != 0)) {
         it->failed = 1;
@@ -569,22 +746,217 @@ int rs_iter_next_version(stor_iter_t *it_, const char **key_p, size_t *key_len_p
     return it->failed ? -1 : 0;
 }
 
-void rs_iter_close(stor_iter_t *it_)
+static void iter_free(riter_t *it)
 {
-    riter_t *it = (riter_t *)it_;
-    if (!it)
-        return;
     for (uint32_t i = 0; i < it->n; i++) {
-        batch_end(&it->cur[i]);
         free(it->cur[i].from);
         buf_free(&it->cur[i].ukey);
+        buf_free(&it->cur[i].ents);
     }
     free(it->cur);
     free(it->prefix);
     free(it->mk);
     buf_free(&it->vprefix);
     free(it->last);
+    free(it->prev);
     free(it->last_v);
     free(it->floor);
     free(it);
+}
+
+/* ---- Parked listings -------------------------------------------------------
+ * A page of a walk (pages of RS_LIST_KEEP keys, each its own listing, as
+ * every S3 page is) leaves in its shards' batches about a third of what it
+ * read: each shard's share of the next page. rs_iter_close parks such a
+ * listing in the store (rstor_t.parked) instead of dropping those entries,
+ * and rs_iter_open of the same bucket (same id and index), prefix and
+ * resume point takes it back: the next page then reads from each shard only
+ * what tops its batch up again, and keeps the entries only if that read
+ * finds the shard object at the version they were read at (the version a
+ * read returns, batch_finish): otherwise that shard is read afresh from
+ * its head. What a page shows is therefore what a listing opened afresh
+ * would show. Parked listings are bounded in number
+ * (RSTOR_LIST_PARKED), bytes (RSTOR_LIST_PARKED_BYTES) and age
+ * (RSTOR_LIST_PARKED_MS), the oldest going first: a client can only make
+ * another's next page read what it would have read anyway. Listings of
+ * versions, and listings that skipped (delimiters), are not parked. */
+
+/* The memory a parked listing holds. */
+static size_t iter_bytes(const riter_t *it)
+{
+    size_t n = sizeof *it + it->n * sizeof(cursor_t) + it->last_len + it->prev_len +
+               it->prefix_len + it->floor_len;
+    for (uint32_t i = 0; i < it->n; i++)
+        n += it->cur[i].ents.cap + it->cur[i].ukey.cap +
+             (it->cur[i].from ? strlen(it->cur[i].from) : 0);
+    return n;
+}
+
+/* Takes out the parked listings older than RSTOR_LIST_PARKED_MS, then the
+ * oldest ones while more than keep are parked or more than keep_bytes are
+ * held (under park_lock): into out, their count returned (the caller frees
+ * them outside the lock). */
+static size_t park_trim(rstor_t *st, uint64_t now, size_t keep, size_t keep_bytes, riter_t **out)
+{
+    size_t n_out = 0;
+    for (;;) {
+        size_t oldest = RSTOR_LIST_PARKED, count = 0;
+        for (size_t i = 0; i < RSTOR_LIST_PARKED; i++) {
+            riter_t *p = st->parked[i];
+            if (!p)
+                continue;
+            count++;
+            if (now - p->parked_ms > RSTOR_LIST_PARKED_MS) {
+                oldest = i;
+                break;
+            }
+            if (oldest == RSTOR_LIST_PARKED || p->parked_ms < st->parked[oldest]->parked_ms)
+                oldest = i;
+        }
+        riter_t *o = oldest < RSTOR_LIST_PARKED ? st->parked[oldest] : NULL;
+        if (!o || (count <= keep && st->parked_bytes <= keep_bytes &&
+                   now - o->parked_ms <= RSTOR_LIST_PARKED_MS))
+            return n_out;
+        st->parked[oldest] = NULL;
+        st->parked_bytes -= o->bytes;
+        out[n_out++] = o;
+    }
+}
+
+/* Parks it (it is the store's then), or frees it. */
+static void park(riter_t *it)
+{
+    rstor_t *st = it->st;
+    it->bytes = iter_bytes(it);
+    if (it->bytes > RSTOR_LIST_PARKED_BYTES) {
+        iter_free(it);
+        return;
+    }
+    it->parked_ms = clock_mono_ms();
+    riter_t *drop[RSTOR_LIST_PARKED + 1];
+    pthread_mutex_lock(&st->park_lock);
+    size_t n = park_trim(st, it->parked_ms, RSTOR_LIST_PARKED - 1,
+                         RSTOR_LIST_PARKED_BYTES - it->bytes, drop);
+    for (size_t i = 0; i < RSTOR_LIST_PARKED; i++)
+        if (!st->parked[i]) {
+            st->parked[i] = it;
+            st->parked_bytes += it->bytes;
+            it = NULL;
+            break;
+        }
+    pthread_mutex_unlock(&st->park_lock);
+    if (it)
+        drop[n++] = it;
+    for (size_t i = 0; i < n; i++)
+        iter_free(drop[i]);
+}
+
+/* Takes back the listing parked for bucket (the index rs_bucket_id has for
+ * it now), prefix and a page resuming after `after`: one that stopped at
+ * `after`, either on it or having looked one key past it. NULL if none. */
+static riter_t *unpark(rstor_t *st, const char *bucket, const char *prefix, const char *after)
+{
+    rs_index_t ix;
+    if (rs_bucket_id(st, bucket, 0, &ix) != STOR_OK)
+        return NULL;
+    size_t pl = strlen(prefix), al = strlen(after);
+    riter_t *found = NULL, *drop[RSTOR_LIST_PARKED + 1];
+    pthread_mutex_lock(&st->park_lock);
+    size_t n = park_trim(st, clock_mono_ms(), RSTOR_LIST_PARKED, RSTOR_LIST_PARKED_BYTES, drop);
+    for (size_t i = 0; i < RSTOR_LIST_PARKED && !found; i++) {
+        riter_t *p = st->parked[i];
+        if (p && p->id == ix.id && p->gen == ix.gen && p->shards == ix.shards &&
+            strcmp(p->bucket, bucket) == 0 && p->prefix_len == pl &&
+            memcmp(p->prefix, prefix, pl) == 0 &&
+            stor_keycmp(after, al, p->last, p->last_len) <= 0 &&
+            (stor_keycmp(after, al, p->last, p->last_len) == 0 ||
+             (p->prev && stor_keycmp(after, al, p->prev, p->prev_len) >= 0))) {
+            found = p;
+            st->parked[i] = NULL;
+            st->parked_bytes -= p->bytes;
+        }
+    }
+    pthread_mutex_unlock(&st->park_lock);
+    for (size_t i = 0; i < n; i++)
+        iter_free(drop[i]);
+    return found;
+}
+
+/* Goes on with the parked listing it after `after` (unpark's): as a
+ * listing opened there, its cursors' entries kept where their shards did
+ * not change. */
+static stor_status_t resume(riter_t *it, const char *after)
+{
+    size_t al = strlen(after);
+    /* The key it looked past its page at is after's next, unless after is
+     * that key. */
+    if (it->taken >= 0 && stor_keycmp(after, al, it->last, it->last_len) == 0)
+        cursor_skip(&it->cur[it->taken]);
+    it->taken = -1;
+    it->base.want = 0;
+    free(it->last);
+    free(it->prev);
+    it->last = it->prev = NULL;
+    it->last_len = it->prev_len = 0;
+    if (set_str(&it->floor, after, al) != 0)
+        return STOR_ERR_NOMEM;
+    it->floor_len = al;
+    it->floor_incl = 0;
+    uint64_t id = it->id;
+    it->id = 0; /* as a listing opened now: a bucket made again is this one's */
+    for (uint32_t i = 0; i < it->n; i++) {
+        cursor_t *c = &it->cur[i];
+        c->has = 0;
+        c->done = 0;
+        if (c->i < c->n && c->version) {
+            /* The unconsumed entries stay, at the front (version 0: not
+             * known: read afresh below). */
+            memmove(c->ents.data, c->ents.data + c->head, c->ents.len - c->head);
+            c->ents.len -= c->head;
+            c->tail -= c->head;
+            c->n -= c->i;
+            c->i = 0;
+            c->head = 0;
+            c->check = 1;
+        } else {
+            /* From its head, or past its last entry when it used them all. */
+            if (c->n) {
+                size_t off = c->i < c->n ? c->head : c->tail;
+                if (set_str(&c->from, ent_key(c, off), strlen(ent_key(c, off))) != 0)
+                    return STOR_ERR_NOMEM;
+                c->inclusive = c->i < c->n;
+            }
+            batch_clear(c);
+            c->stale = 1;
+        }
+    }
+    const char *oid = it->cur[0].oid;
+    int rc = refill_stale(it, &oid);
+    if (rc == -ENOENT)
+        return iter_place(it, 1); /* a reshard removed its index objects */
+    if (rc < 0)
+        return rs_fail("list", oid, rc);
+    it->id = id;
+    return STOR_OK;
+}
+
+void rs_iter_close(stor_iter_t *it_)
+{
+    riter_t *it = (riter_t *)it_;
+    if (!it)
+        return;
+    if (!it->versions && !it->seeked && !it->eof && !it->failed && it->last && it->id && it->n)
+        park(it);
+    else
+        iter_free(it);
+}
+
+void rs_list_parked_free(rstor_t *st)
+{
+    riter_t *drop[RSTOR_LIST_PARKED + 1];
+    pthread_mutex_lock(&st->park_lock);
+    size_t n = park_trim(st, clock_mono_ms(), 0, 0, drop);
+    pthread_mutex_unlock(&st->park_lock);
+    for (size_t i = 0; i < n; i++)
+        iter_free(drop[i]);
 }

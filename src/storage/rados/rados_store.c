@@ -120,6 +120,7 @@ stor_status_t stor_open_rados(const stor_rados_conf_t *conf, stor_t **out_p)
     pthread_mutex_init(&st->gc_lock, NULL);
     pthread_cond_init(&st->gc_cond, NULL);
     pthread_mutex_init(&st->id_lock, NULL);
+    pthread_mutex_init(&st->park_lock, NULL);
     pthread_mutex_init(&st->takeover_lock, NULL);
     pthread_mutex_init(&st->runs_lock, NULL);
     const char *user = conf->user && *conf->user ? conf->user : "admin";
@@ -189,7 +190,9 @@ static void rs_close(stor_t *st_)
         rados_shutdown(st->cluster);
     pthread_mutex_destroy(&st->gc_lock);
     pthread_cond_destroy(&st->gc_cond);
+    rs_list_parked_free(st);
     pthread_mutex_destroy(&st->id_lock);
+    pthread_mutex_destroy(&st->park_lock);
     pthread_mutex_destroy(&st->takeover_lock);
     pthread_mutex_destroy(&st->runs_lock);
     free(st);
