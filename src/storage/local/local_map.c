@@ -85,13 +85,22 @@ static int find_map(local_map_t *m)
     return found;
 }
 
-/* Makes [ready, last page's end + LOCAL_MAP_AHEAD) resident and writable.
+size_t local_map_ahead(size_t end)
+{
+    size_t a = end / 4 / LOCAL_MAP_AHEAD_MIN * LOCAL_MAP_AHEAD_MIN; /* whole huge pages */
+    return a < LOCAL_MAP_AHEAD_MIN ? LOCAL_MAP_AHEAD_MIN
+           : a > LOCAL_MAP_AHEAD_MAX ? LOCAL_MAP_AHEAD_MAX
+                                     : a;
+}
+
+/* Makes [ready, last page's end + local_map_ahead) resident and writable.
  * When the kernel refuses, ready goes to the end of the map, so committers
  * stop asking and fault their pages themselves. */
 static void refill(local_map_t *m)
 {
     size_t end = last_end(m), from = atomic_load(&m->ready);
-    size_t to = end + LOCAL_MAP_AHEAD < m->len ? end + LOCAL_MAP_AHEAD : m->len;
+    size_t ahead = local_map_ahead(end);
+    size_t to = end + ahead < m->len ? end + ahead : m->len;
     if (from < end)
         from = end;
     if (from >= to)
@@ -106,6 +115,7 @@ static void refill(local_map_t *m)
 static void *map_main(void *arg)
 {
     local_map_t *m = arg;
+    pthread_setname_np(pthread_self(), "s3r-index-map");
     pthread_mutex_lock(&m->lock);
     for (;;) {
         while (!m->wanted && !m->stop)
@@ -137,7 +147,6 @@ local_map_t *local_map_open(MDB_env *env)
     advise_hugepages(m);
     pthread_mutex_init(&m->lock, NULL);
     pthread_cond_init(&m->cond, NULL);
-    m->wanted = 1; /* the first window now */
     if (pthread_create(&m->thread, NULL, map_main, m) != 0) {
         log_debug("storage: no thread for the index's map");
         pthread_cond_destroy(&m->cond);
@@ -150,7 +159,10 @@ local_map_t *local_map_open(MDB_env *env)
 
 void local_map_committed(local_map_t *m)
 {
-    if (!m || last_end(m) + LOCAL_MAP_AHEAD / 2 <= atomic_load(&m->ready))
+    if (!m)
+        return;
+    size_t end = last_end(m);
+    if (end + local_map_ahead(end) / 2 <= atomic_load(&m->ready))
         return;
     pthread_mutex_lock(&m->lock);
     m->wanted = 1;

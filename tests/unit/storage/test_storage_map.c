@@ -80,9 +80,9 @@ static size_t resident_pages(const char *dir, size_t from, size_t len)
     return in;
 }
 
-/* After commits that grew the index, the next LOCAL_MAP_AHEAD / 2 bytes
- * past its last page come into memory without a commit touching them (on
- * main they stayed holes until a commit faulted each in). */
+/* After commits that grew the index, the next local_map_ahead / 2 bytes
+ * past its last page come into memory without a commit touching them
+ * (without the thread they stay holes until a commit faults each in). */
 static void test_relaxed_pages_ahead_are_ready(void **state)
 {
     fx_t *f = *state;
@@ -97,10 +97,11 @@ static void test_relaxed_pages_ahead_are_ready(void **state)
         snprintf(key, sizeof key, "k%04d", i);
         assert_int_equal(tu_put(f->st, "b", key, body, sizeof body), STOR_OK);
     }
-    size_t want = LOCAL_MAP_AHEAD / 2 / (size_t)sysconf(_SC_PAGESIZE), in = 0;
+    size_t end = last_end(f->st), ahead = local_map_ahead(end) / 2;
+    size_t want = ahead / (size_t)sysconf(_SC_PAGESIZE), in = 0;
     /* The thread refills after the commit that asked; give it time. */
     for (int tries = 0; tries < 500 && in < want; tries++) {
-        in = resident_pages(f->dir, last_end(f->st), LOCAL_MAP_AHEAD / 2);
+        in = resident_pages(f->dir, end, ahead);
         if (in < want)
             nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
     }
