@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "storage/local/local_internal.h"
+#include "storage/local/local_map.h"
 #include "storage/local/local_syncer.h"
 #include "storage/local/local_wal.h"
 
@@ -131,6 +132,7 @@ stor_status_t local_wr_commit_only(lstor_t *st, MDB_txn *txn, uint64_t *txnid_p)
      * bound the log and the index's growth (a restore point pins pages). */
     if (st->durability == STOR_DURABILITY_RELAXED || logged)
         local_syncer_committed(st->syncer);
+    local_map_committed(st->map);
     return STOR_OK;
 }
 

@@ -66,6 +66,7 @@ static inline void local_id_path(const uint8_t id[STOR_ID_LEN], char out[LOCAL_P
 typedef struct local_syncer local_syncer_t; /* local_syncer.h, which includes this header */
 typedef struct local_wal local_wal_t;       /* local_wal.h */
 typedef struct local_pool local_pool_t;     /* local_pool.c, below */
+typedef struct local_map local_map_t;       /* local_map.h */
 
 /* A cached read descriptor of an object file (local_fdcache.c). */
 #define LOCAL_FDCACHE_SLOTS 256
@@ -162,6 +163,9 @@ struct lstor {
      * durable and then unlink what they dropped (local_syncer.h): relaxed mode's,
      * and fsync mode's restore points. */
     local_syncer_t *syncer;
+    /* Relaxed mode's writable map and the thread that makes its next pages
+     * ready ahead of the commits (local_map.h); NULL without the map. */
+    local_map_t *map;
     /* Free files for new writers (local_pool.c): what drops feed. */
     local_pool_t *pool;
     /* Fsync mode: the commit log of the groups' changes (local_wal.h), and the

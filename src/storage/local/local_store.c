@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "common/s3r_limits.h"
 #include "storage/local/local_internal.h"
+#include "storage/local/local_map.h"
 #include "storage/local/local_restore.h"
 #include "storage/local/local_syncer.h"
 #include "storage/local/local_wal.h"
@@ -32,39 +33,6 @@
 #define MAX_READERS 1024
 
 /* ==== Open / close ======================================================== */
-
-/* Asks the kernel to back the writable map of the index with huge pages
- * (MADV_HUGEPAGE: 2 MiB folios, read around a fault 2 MiB at a time). Under
- * the map's default (MADV_NORMAL) a page fault on a page the page cache
- * does not hold -- a hole past LMDB's last page as data.mdb grows, or a page
- * next to one -- zero-fills or reads the device's whole readahead window
- * (read_ahead_kb: 8 MiB on this project's VM) in the faulting commit, ms of
- * CPU, and a 4 KiB store into a page that the last sync point wrote back
- * faults again; with huge pages the engine's 4 KiB PUTs faulted ~5x less
- * often and spent ~1/3 less CPU each (docs/benchmarks.md). A hint: nothing
- * changes what is written or when, and a kernel without transparent huge
- * pages for files ignores it. LMDB's API does not name the map's address,
- * so it is the mapping of data.mdb's inode in /proc/self/maps. */
-static void index_map_hugepages(lstor_t *st)
-{
-    mdb_filehandle_t fd;
-    struct stat sb;
-    FILE *maps;
-    if (mdb_env_get_fd(st->env, &fd) != 0 || fstat(fd, &sb) != 0 ||
-        !(maps = fopen("/proc/self/maps", "re")))
-        return;
-    char line[4352];
-    unsigned long lo, hi, ino;
-    unsigned maj, min;
-    while (fgets(line, sizeof line, maps)) {
-        if (sscanf(line, "%lx-%lx %*s %*s %x:%x %lu", &lo, &hi, &maj, &min, &ino) != 5 ||
-            ino != (unsigned long)sb.st_ino || makedev(maj, min) != sb.st_dev)
-            continue;
-        if (madvise((void *)lo, hi - lo, MADV_HUGEPAGE) != 0)
-            log_debug("storage: the index's map takes no huge pages: %s", strerror(errno));
-    }
-    fclose(maps);
-}
 
 /* Opens the index (LMDB environment in path) into st->env.
  *
@@ -100,7 +68,7 @@ static stor_status_t index_open(lstor_t *st, const char *path)
         mdb_env_set_maxreaders(st->env, MAX_READERS);
         if ((rc = mdb_env_open(st->env, path, flags[i], 0644)) == 0) {
             if (flags[i] & MDB_WRITEMAP)
-                index_map_hugepages(st);
+                st->map = local_map_open(st->env);
             return STOR_OK;
         }
         mdb_env_close(st->env);
@@ -381,6 +349,7 @@ static void local_close(stor_t *st_)
     local_syncer_stop(st->syncer);
     local_pool_close(st->pool);
     local_wal_close(st->wal);
+    local_map_close(st->map);
     if (st->env)
         mdb_env_close(st->env);
     if (st->objfd >= 0)

@@ -1,0 +1,185 @@
+/* The index's writable map: huge pages, and pages made ready ahead of the
+ * commits (local_map.h). */
+#include "storage/local/local_map.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "common/log.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels refuse it (EINVAL) */
+#endif
+
+struct local_map {
+    MDB_env *env;
+    char *base; /* the map of data.mdb: byte 0 of the file */
+    size_t len;
+    size_t psize; /* LMDB's page size */
+    /* The end of the pages made ready so far (bytes from base). Written by
+     * the thread, read by committers. */
+    _Atomic size_t ready;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int wanted; /* under lock: a committer asked for a refill */
+    int stop;   /* under lock */
+    pthread_t thread;
+};
+
+/* The end of LMDB's last page, in bytes from the start of the file. */
+static size_t last_end(const local_map_t *m)
+{
+    MDB_envinfo info;
+    if (mdb_env_info(m->env, &info) != 0)
+        return 0;
+    return ((size_t)info.me_last_pgno + 1) * m->psize;
+}
+
+/* Asks the kernel to back the map with huge pages (MADV_HUGEPAGE: 2 MiB
+ * folios, read around a fault 2 MiB at a time). Under the map's default
+ * (MADV_NORMAL) a page fault on a page the page cache does not hold -- a
+ * hole past LMDB's last page as data.mdb grows, or a page next to one --
+ * zero-fills or reads the device's whole readahead window (read_ahead_kb: 8
+ * MiB on this project's VM) in the faulting commit, ms of CPU, and a 4 KiB
+ * store into a page that the last sync point wrote back faults again; with
+ * huge pages the engine's 4 KiB PUTs faulted ~5x less often and spent ~1/3
+ * less CPU each (docs/benchmarks.md). A hint: nothing changes what is
+ * written or when, and a kernel without transparent huge pages for files
+ * ignores it. */
+static void advise_hugepages(const local_map_t *m)
+{
+    if (madvise(m->base, m->len, MADV_HUGEPAGE) != 0)
+        log_debug("storage: the index's map takes no huge pages: %s", strerror(errno));
+}
+
+/* LMDB's API does not name the map's address, so it is the mapping of
+ * data.mdb's inode in /proc/self/maps. 0 when found. */
+static int find_map(local_map_t *m)
+{
+    mdb_filehandle_t fd;
+    struct stat sb;
+    FILE *maps;
+    if (mdb_env_get_fd(m->env, &fd) != 0 || fstat(fd, &sb) != 0 ||
+        !(maps = fopen("/proc/self/maps", "re")))
+        return -1;
+    char line[4352];
+    unsigned long lo, hi, ino, off;
+    unsigned maj, min;
+    int found = -1;
+    while (found != 0 && fgets(line, sizeof line, maps)) {
+        if (sscanf(line, "%lx-%lx %*s %lx %x:%x %lu", &lo, &hi, &off, &maj, &min, &ino) != 6 ||
+            ino != (unsigned long)sb.st_ino || makedev(maj, min) != sb.st_dev || off != 0)
+            continue;
+        m->base = (char *)lo;
+        m->len = hi - lo;
+        found = 0;
+    }
+    fclose(maps);
+    return found;
+}
+
+size_t local_map_ahead(size_t end)
+{
+    size_t a = end / 4 / LOCAL_MAP_AHEAD_MIN * LOCAL_MAP_AHEAD_MIN; /* whole huge pages */
+    return a < LOCAL_MAP_AHEAD_MIN ? LOCAL_MAP_AHEAD_MIN
+           : a > LOCAL_MAP_AHEAD_MAX ? LOCAL_MAP_AHEAD_MAX
+                                     : a;
+}
+
+/* Makes [ready, last page's end + local_map_ahead) resident and writable.
+ * When the kernel refuses, ready goes to the end of the map, so committers
+ * stop asking and fault their pages themselves. */
+static void refill(local_map_t *m)
+{
+    size_t end = last_end(m), from = atomic_load(&m->ready);
+    size_t ahead = local_map_ahead(end);
+    size_t to = end + ahead < m->len ? end + ahead : m->len;
+    if (from < end)
+        from = end;
+    if (from >= to)
+        return;
+    if (madvise(m->base + from, to - from, MADV_POPULATE_WRITE) != 0) {
+        log_debug("storage: the index's pages cannot be made ready ahead: %s", strerror(errno));
+        to = m->len;
+    }
+    atomic_store(&m->ready, to);
+}
+
+static void *map_main(void *arg)
+{
+    local_map_t *m = arg;
+    pthread_setname_np(pthread_self(), "s3r-index-map");
+    pthread_mutex_lock(&m->lock);
+    for (;;) {
+        while (!m->wanted && !m->stop)
+            pthread_cond_wait(&m->cond, &m->lock);
+        if (m->stop)
+            break;
+        m->wanted = 0;
+        pthread_mutex_unlock(&m->lock);
+        refill(m);
+        pthread_mutex_lock(&m->lock);
+    }
+    pthread_mutex_unlock(&m->lock);
+    return NULL;
+}
+
+local_map_t *local_map_open(MDB_env *env)
+{
+    local_map_t *m = calloc(1, sizeof *m);
+    MDB_stat ms;
+    if (!m)
+        return NULL;
+    m->env = env;
+    if (find_map(m) != 0 || mdb_env_stat(env, &ms) != 0) {
+        log_debug("storage: the index's map was not found");
+        free(m);
+        return NULL;
+    }
+    m->psize = ms.ms_psize;
+    advise_hugepages(m);
+    pthread_mutex_init(&m->lock, NULL);
+    pthread_cond_init(&m->cond, NULL);
+    if (pthread_create(&m->thread, NULL, map_main, m) != 0) {
+        log_debug("storage: no thread for the index's map");
+        pthread_cond_destroy(&m->cond);
+        pthread_mutex_destroy(&m->lock);
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void local_map_committed(local_map_t *m)
+{
+    if (!m)
+        return;
+    size_t end = last_end(m);
+    if (end + local_map_ahead(end) / 2 <= atomic_load(&m->ready))
+        return;
+    pthread_mutex_lock(&m->lock);
+    m->wanted = 1;
+    pthread_cond_signal(&m->cond);
+    pthread_mutex_unlock(&m->lock);
+}
+
+void local_map_close(local_map_t *m)
+{
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->lock);
+    m->stop = 1;
+    pthread_cond_signal(&m->cond);
+    pthread_mutex_unlock(&m->lock);
+    pthread_join(m->thread, NULL);
+    pthread_cond_destroy(&m->cond);
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+}

@@ -1,0 +1,48 @@
+/* Private to src/storage: the index's writable map (relaxed mode's
+ * MDB_WRITEMAP, local_store.c) and what the engine does to it beyond LMDB.
+ *
+ * A commit writes its pages straight into the shared map of data.mdb. A
+ * page the page cache does not hold yet -- past LMDB's last page as the
+ * file grows (while a restore point pins a snapshot, every commit's
+ * copy-on-write pages are new ones) -- is faulted in by the store into it:
+ * zero-filled (a whole huge page or readahead window at a time), its
+ * blocks reserved by the filesystem (ext4's page_mkwrite), inside the
+ * commit, under LMDB's writer lock. local_map_open starts a thread that
+ * does that ahead of time instead: it keeps local_map_ahead(end) bytes past
+ * the last page resident and writable (MADV_POPULATE_WRITE), refilling
+ * when the last page comes within half of that, so commits find their new
+ * pages ready. It never writes a byte: the pages are LMDB's free space,
+ * dirtied as the fault marks them (a sync point may write them back, zero,
+ * before LMDB uses them). docs/storage.md "The writable map". */
+#ifndef S3R_STORAGE_LOCAL_MAP_H
+#define S3R_STORAGE_LOCAL_MAP_H
+
+#include <lmdb.h>
+#include <stddef.h>
+
+/* How far past LMDB's last page, at end bytes, the thread keeps pages
+ * ready: a quarter of the file in whole huge pages, at least one and at
+ * most 16 of them (~25 ms of the fastest growth measured: 4 KiB overwrites on a fresh
+ * store, ~1.3 GB/s). A small store is not made to take 32 MiB of disk. */
+#define LOCAL_MAP_AHEAD_MIN ((size_t)2 << 20)
+#define LOCAL_MAP_AHEAD_MAX ((size_t)32 << 20)
+size_t local_map_ahead(size_t end);
+
+typedef struct local_map local_map_t;
+
+/* env: an open environment with MDB_WRITEMAP. Finds its map of data.mdb,
+ * asks for huge pages on it (a hint), and starts the thread. NULL when the
+ * map is not found or the thread cannot start (commits then fault their
+ * pages in themselves, as without it; logged at debug). */
+local_map_t *local_map_open(MDB_env *env);
+
+/* After each commit (NULL: nothing): wakes the thread when LMDB's last page
+ * has come within half of local_map_ahead of the end of the ready pages.
+ * Cheap: a read of the meta page and a compare; a lock and a signal only
+ * then. */
+void local_map_committed(local_map_t *m);
+
+/* Stops the thread and frees m (NULL: nothing); before mdb_env_close. */
+void local_map_close(local_map_t *m);
+
+#endif
