@@ -947,11 +947,12 @@ void rs_iter_close(stor_iter_t *it_)
         iter_free(it);
 }
 
-void rs_list_parked_free(rstor_t *st)
+void rs_list_parked_trim(rstor_t *st, int all)
 {
     riter_t *drop[RSTOR_LIST_PARKED + 1];
     pthread_mutex_lock(&st->park_lock);
-    size_t n = park_trim(st, clock_mono_ms(), 0, 0, drop);
+    size_t n = park_trim(st, clock_mono_ms(), all ? 0 : RSTOR_LIST_PARKED,
+                         all ? 0 : RSTOR_LIST_PARKED_BYTES, drop);
     pthread_mutex_unlock(&st->park_lock);
     for (size_t i = 0; i < n; i++)
         iter_free(drop[i]);
