@@ -36,7 +36,8 @@ def test_a_walk_shows_writes_made_between_its_pages(ceph_cluster, pool, make_ser
     """Four shards of 50 keys: the first page of 20 reads every shard to its end (a batch
     is 328 entries), so without the shard-version check the rest of the walk would come
     from what that first read saw. Between pages, through the other gateway and then
-    through the walking one: a key added inside the next page, one deleted from it, one
+    through the walking one: a key added inside the next page (one right after the page
+    before's last key, ahead of every held entry), one deleted from it, one
     overwritten with a new size, one added past every key (on a shard read to its end).
     Every later page shows exactly the bucket as it is when that page is asked for; and a
     reshard between two pages (the held entries' shard objects removed) loses nothing."""
@@ -58,10 +59,12 @@ def test_a_walk_shows_writes_made_between_its_pages(ceph_cluster, pool, make_ser
 
     # Through the other gateway: the walking one has nothing to tell it.
     s2.put_object(Bucket=bucket, Key="k/0305", Body=b"new")
+    # Right after the page's last key: before every shard's held head.
+    s2.put_object(Bucket=bucket, Key="k/0195", Body=b"a")
     s2.delete_object(Bucket=bucket, Key="k/025")
     s2.put_object(Bucket=bucket, Key="k/031", Body=b"1234567")
     s2.put_object(Bucket=bucket, Key="k/2", Body=b"zz")
-    now.update({"k/0305": 3, "k/031": 7, "k/2": 2})
+    now.update({"k/0305": 3, "k/0195": 1, "k/031": 7, "k/2": 2})
     del now["k/025"]
     got, token = page(s1, bucket, token)
     assert got == expect_after(walked[-1][0])

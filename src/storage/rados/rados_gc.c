@@ -402,6 +402,7 @@ static void *gc_main(void *arg)
         first = 0;
         while (gc_drain(st) == GC_BATCH)
             ;
+        rs_list_parked_trim(st, 0);
     } while (!gc_wait(st, GC_INTERVAL_MS));
     return NULL;
 }

@@ -655,8 +655,10 @@ int rs_iter_next(stor_iter_t *it, const char **key_p, size_t *key_len_p, stor_me
 /* Parks the listing for its next page when it stopped inside the bucket
  * (rados_list.c, "Parked listings"), else frees it. */
 void rs_iter_close(stor_iter_t *it);
-/* Frees every parked listing (the store closing). */
-void rs_list_parked_free(rstor_t *st);
+/* Frees the parked listings older than RSTOR_LIST_PARKED_MS (the GC
+ * thread, each round: so an idle gateway holds none for longer), or every
+ * one (all: the store closing). */
+void rs_list_parked_trim(rstor_t *st, int all);
 stor_status_t rs_mpu_create(stor_t *st, const stor_bucket_t *bucket, const char *key,
                             const stor_meta_t *meta, char upload_id[STOR_UPLOAD_ID_LEN + 1]);
 stor_status_t rs_mpu_check(stor_t *st, const char *bucket, const char *key, const char *upload_id,

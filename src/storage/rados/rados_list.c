@@ -344,13 +344,26 @@ static int head_before(const cursor_t *a, const cursor_t *b)
     return stor_keycmp(a->k, a->kl, b->k, b->kl) < 0;
 }
 
+/* Points cursor c at its entries after from (inclusive: from itself too),
+ * to be read by refill_stale. */
+static int cursor_from(cursor_t *c, const char *from, size_t len, int inclusive)
+{
+    batch_clear(c);
+    c->check = 0;
+    c->stale = 1;
+    c->done = 0;
+    c->inclusive = inclusive;
+    return set_str(&c->from, from, len);
+}
+
 /* Reads the batches of every stale cursor, and the rest of every parked
  * one's, all in flight at once, and moves each to its head entry. A parked
  * cursor whose shard changed since its batch was read is stale then, and
- * read again from its head in a second round: its entries are only used
- * while the shard object's version is the one they were read at, so a
- * listing never shows less than what was written before it asked. 0 or the
- * first librados code (*oid_p: the shard that failed). */
+ * read again from the listing's floor (where the page resumes) in a second
+ * round: its entries are only used while the shard object's version is the
+ * one they were read at, so a listing never shows less than what was
+ * written before it asked. 0 or the first librados code (*oid_p: the shard
+ * that failed). */
 static int refill_stale(riter_t *it, const char **oid_p)
 {
     int rc = 0;
@@ -373,14 +386,12 @@ static int refill_stale(riter_t *it, const char **oid_p)
                 continue;
             int r = batch_finish(c);
             if (r == RS_CHANGED && c->check) {
-                /* Written since: read again from the head. */
-                if (set_str(&c->from, ent_key(c, c->head), strlen(ent_key(c, c->head))) != 0) {
+                /* Written since: read again from where the page resumes
+                 * (not from the head: a key written between the two is
+                 * this page's). */
+                if (cursor_from(c, it->floor, it->floor_len, it->floor_incl) != 0) {
                     r = -ENOMEM;
                 } else {
-                    c->inclusive = 1;
-                    c->check = 0;
-                    c->stale = 1;
-                    batch_clear(c);
                     again = 1;
                     continue;
                 }
@@ -397,18 +408,6 @@ static int refill_stale(riter_t *it, const char **oid_p)
             break;
     }
     return rc;
-}
-
-/* Points cursor c at its entries after from (inclusive: from itself too),
- * to be read by refill_stale. */
-static int cursor_from(cursor_t *c, const char *from, size_t len, int inclusive)
-{
-    batch_clear(c);
-    c->check = 0;
-    c->stale = 1;
-    c->done = 0;
-    c->inclusive = inclusive;
-    return set_str(&c->from, from, len);
 }
 
 /* Points cursor c at the entries from key (inclusive: key itself too): a
@@ -774,8 +773,8 @@ static void iter_free(riter_t *it)
  * what tops its batch up again, and keeps the entries only if that read
  * finds the shard object at the version they were read at (the version a
  * read returns, batch_finish): otherwise that shard is read afresh from
- * its head. What a page shows is therefore what a listing opened afresh
- * would show. Parked listings are bounded in number
+ * the resume point, as are shards with no entries held. What a page
+ * shows is therefore what a listing opened afresh would show. Parked listings are bounded in number
  * (RSTOR_LIST_PARKED), bytes (RSTOR_LIST_PARKED_BYTES) and age
  * (RSTOR_LIST_PARKED_MS), the oldest going first: a client can only make
  * another's next page read what it would have read anyway. Listings of
@@ -919,15 +918,12 @@ static stor_status_t resume(riter_t *it, const char *after)
             c->head = 0;
             c->check = 1;
         } else {
-            /* From its head, or past its last entry when it used them all. */
-            if (c->n) {
-                size_t off = c->i < c->n ? c->head : c->tail;
-                if (set_str(&c->from, ent_key(c, off), strlen(ent_key(c, off))) != 0)
-                    return STOR_ERR_NOMEM;
-                c->inclusive = c->i < c->n;
-            }
-            batch_clear(c);
-            c->stale = 1;
+            /* Afresh from where the page resumes, as a listing opened
+             * there: not from its head (a key written since between after
+             * and the head would be missed) nor past its last entry (one
+             * written since at or before after would be shown again). */
+            if (cursor_from(c, it->floor, it->floor_len, 0) != 0)
+                return STOR_ERR_NOMEM;
         }
     }
     const char *oid = it->cur[0].oid;
@@ -951,11 +947,12 @@ void rs_iter_close(stor_iter_t *it_)
         iter_free(it);
 }
 
-void rs_list_parked_free(rstor_t *st)
+void rs_list_parked_trim(rstor_t *st, int all)
 {
     riter_t *drop[RSTOR_LIST_PARKED + 1];
     pthread_mutex_lock(&st->park_lock);
-    size_t n = park_trim(st, clock_mono_ms(), 0, 0, drop);
+    size_t n = park_trim(st, clock_mono_ms(), all ? 0 : RSTOR_LIST_PARKED,
+                         all ? 0 : RSTOR_LIST_PARKED_BYTES, drop);
     pthread_mutex_unlock(&st->park_lock);
     for (size_t i = 0; i < n; i++)
         iter_free(drop[i]);

@@ -190,7 +190,7 @@ static void rs_close(stor_t *st_)
         rados_shutdown(st->cluster);
     pthread_mutex_destroy(&st->gc_lock);
     pthread_cond_destroy(&st->gc_cond);
-    rs_list_parked_free(st);
+    rs_list_parked_trim(st, 1);
     pthread_mutex_destroy(&st->id_lock);
     pthread_mutex_destroy(&st->park_lock);
     pthread_mutex_destroy(&st->takeover_lock);
