@@ -14,10 +14,6 @@
 
 #include "common/log.h"
 
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels refuse it (EINVAL) */
-#endif
-
 struct local_map {
     MDB_env *env;
     char *base; /* the map of data.mdb: byte 0 of the file */

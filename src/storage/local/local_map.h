@@ -19,6 +19,11 @@
 
 #include <lmdb.h>
 #include <stddef.h>
+#include <sys/mman.h>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels refuse it (EINVAL) */
+#endif
 
 /* How far past LMDB's last page, at end bytes, the thread keeps pages
  * ready: a quarter of the file in whole huge pages, at least one and at
