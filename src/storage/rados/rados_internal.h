@@ -107,7 +107,7 @@ typedef struct idslot {
     rs_index_t ix;
 } idslot_t;
 
-/* Listings parked between the pages of a walk (rados_list.c): at most
+/* Listings parked between the pages of a walk (rados_list_park.c): at most
  * this many, holding at most this many bytes, for at most this long. */
 #define RSTOR_LIST_PARKED       32
 #define RSTOR_LIST_PARKED_BYTES (64u << 20)
@@ -158,7 +158,7 @@ typedef struct rstor {
      * the name up afresh. */
     pthread_mutex_t id_lock;
     idslot_t ids[RSTOR_IDCACHE];
-    /* Listings parked between pages (rados_list.c), under park_lock. */
+    /* Listings parked between pages (rados_list_park.c), under park_lock. */
     pthread_mutex_t park_lock;
     struct riter *parked[RSTOR_LIST_PARKED];
     size_t parked_bytes;

@@ -20,6 +20,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "storage/rados/rados_internal.h"
+#include "storage/rados/rados_list.h"
 
 /* Entries a listing reads at a time (one shard: a batch of this many plus
  * one, since a page of RS_LIST_KEEP keys looks at the key after its last to
@@ -43,84 +44,6 @@
  * with rados_read_op_assert_version: the same guarantee, with no failed op
  * to tell from a failed read.) */
 #define RS_CHANGED (-ERANGE)
-
-/* One shard's position: its batch, entries read from the shard (after
- * `from`, or from it when inclusive) held back to back in ents, each a
- * cursor_ent_t header, the key, a NUL, the value. Entries before the head
- * (index i) are consumed. The head entry (k, v) points into ents and is
- * valid until the batch changes. The batch is what the shard held at its
- * object version `version`, from `from` up to its last entry, and `more`
- * says whether the shard held keys past that then. */
-typedef struct cursor_ent {
-    size_t kl, vl;
-} cursor_ent_t;
-
-typedef struct cursor {
-    char oid[RSTOR_OID_MAX];
-    const char *prefix; /* what its keys start with (the iterator's) */
-    size_t prefix_len;
-    int ver; /* over version entries: k is an entry, ukey its object key */
-    buf_t ukey;
-    char *from;    /* where the batch starts (a key, NUL-terminated) */
-    int inclusive; /* whether `from` itself is a candidate (after a seek) */
-    buf_t ents;
-    uint32_t n, i;      /* entries in ents; the head's index */
-    size_t head;        /* the head's offset in ents */
-    size_t tail;        /* the last entry's offset (when n) */
-    uint64_t version;   /* of the shard object when the batch was read */
-    unsigned char more; /* the OSD had keys past this batch */
-    int stale;          /* the batch must be (re)read from `from` before use */
-    int check;          /* a parked batch: read on from its tail, if unchanged */
-    int done;           /* nothing more in range on this shard */
-    int has;            /* (k, v) is this shard's next entry */
-    char *k, *v;
-    size_t kl, vl;
-    /* A batch read in flight. */
-    rados_read_op_t op;
-    rados_completion_t c;
-    rados_omap_iter_t first, rest;
-    int pr1, pr2;
-} cursor_t;
-
-typedef struct riter {
-    stor_iter_t base; /* first: stor_backend.h */
-    rstor_t *st;
-    char *prefix;
-    size_t prefix_len;
-    uint32_t batch; /* entries per shard batch */
-    uint32_t n;     /* cursors: one per shard, two (keys, then entries) for versions */
-    cursor_t *cur;
-    /* A listing of versions: the entries' prefix; the resume point (skip
-     * keys before mk, and mk itself when mk_whole; inside mk, everything up
-     * to and including version mk_vid). */
-    int versions;
-    buf_t vprefix;
-    char *mk;
-    size_t mk_len;
-    int has_mk, mk_whole, mk_passed;
-    char mk_vid[STOR_VERSION_ID_LEN + 1];
-    int taken; /* the cursor whose head was emitted last must advance, or -1 */
-    int eof, failed;
-    int seeked; /* rs_iter_seek moved it: not parked */
-    char *last; /* the last key emitted (its batch may be gone) */
-    size_t last_len;
-    char *prev; /* the key emitted before last (NULL: none) */
-    size_t prev_len;
-    char *last_v; /* the version entry emitted last (NULL: last's record was) */
-    size_t last_v_len;
-    /* Where the listing resumes if its index objects go (a reshard's last
-     * step, iter_place): after what it emitted last, or from floor (the
-     * opening point, or the last seek past last; floor_incl: floor itself
-     * too). */
-    char bucket[STOR_BUCKET_MAX + 1];
-    uint64_t id;          /* the bucket's, once open: not a bucket made again */
-    uint32_t gen, shards; /* the index its cursors read */
-    char *floor;
-    size_t floor_len;
-    int floor_incl;
-    uint64_t parked_ms; /* when it was parked (monotonic) */
-    size_t bytes;       /* its batches' memory, while parked */
-} riter_t;
 
 static int set_str(char **dst, const char *s, size_t n)
 {
@@ -544,9 +467,7 @@ static stor_status_t iter_start(rstor_t *st, const char *bucket, const char *pre
     return STOR_OK;
 }
 
-static riter_t *unpark(rstor_t *st, const char *bucket, const char *prefix, const char *after);
 static stor_status_t resume(riter_t *it, const char *after);
-static void iter_free(riter_t *it);
 
 stor_status_t rs_iter_open(stor_t *st_, const char *bucket, const char *prefix, const char *after,
                            stor_iter_t **out_p)
@@ -554,11 +475,11 @@ stor_status_t rs_iter_open(stor_t *st_, const char *bucket, const char *prefix, 
     rstor_t *st = (rstor_t *)st_;
     prefix = prefix ? prefix : "";
     after = after ? after : "";
-    riter_t *it = unpark(st, bucket, prefix, after);
+    riter_t *it = rs_list_unpark(st, bucket, prefix, after);
     stor_status_t s;
     if (it) {
         if ((s = resume(it, after)) != STOR_OK) {
-            iter_free(it);
+            rs_list_iter_free(it);
             return s;
         }
     } else if ((s = iter_start(st, bucket, prefix, after, 0, 0, &it)) != STOR_OK) {
@@ -745,7 +666,7 @@ int rs_iter_next_version(stor_iter_t *it_, const char **key_p, size_t *key_len_p
     return it->failed ? -1 : 0;
 }
 
-static void iter_free(riter_t *it)
+void rs_list_iter_free(riter_t *it)
 {
     for (uint32_t i = 0; i < it->n; i++) {
         free(it->cur[i].from);
@@ -763,7 +684,7 @@ static void iter_free(riter_t *it)
     free(it);
 }
 
-/* ---- Parked listings -------------------------------------------------------
+/* ---- Parked listings (the store of them: rados_list_park.c) ----------------
  * A page of a walk (pages of RS_LIST_KEEP keys, each its own listing, as
  * every S3 page is) leaves in its shards' batches about a third of what it
  * read: each shard's share of the next page. rs_iter_close parks such a
@@ -779,107 +700,6 @@ static void iter_free(riter_t *it)
  * (RSTOR_LIST_PARKED_MS), the oldest going first: a client can only make
  * another's next page read what it would have read anyway. Listings of
  * versions, and listings that skipped (delimiters), are not parked. */
-
-/* The memory a parked listing holds. */
-static size_t iter_bytes(const riter_t *it)
-{
-    size_t n = sizeof *it + it->n * sizeof(cursor_t) + it->last_len + it->prev_len +
-               it->prefix_len + it->floor_len;
-    for (uint32_t i = 0; i < it->n; i++)
-        n += it->cur[i].ents.cap + it->cur[i].ukey.cap +
-             (it->cur[i].from ? strlen(it->cur[i].from) : 0);
-    return n;
-}
-
-/* Takes out the parked listings older than RSTOR_LIST_PARKED_MS, then the
- * oldest ones while more than keep are parked or more than keep_bytes are
- * held (under park_lock): into out, their count returned (the caller frees
- * them outside the lock). */
-static size_t park_trim(rstor_t *st, uint64_t now, size_t keep, size_t keep_bytes, riter_t **out)
-{
-    size_t n_out = 0;
-    for (;;) {
-        size_t oldest = RSTOR_LIST_PARKED, count = 0;
-        for (size_t i = 0; i < RSTOR_LIST_PARKED; i++) {
-            riter_t *p = st->parked[i];
-            if (!p)
-                continue;
-            count++;
-            if (now - p->parked_ms > RSTOR_LIST_PARKED_MS) {
-                oldest = i;
-                break;
-            }
-            if (oldest == RSTOR_LIST_PARKED || p->parked_ms < st->parked[oldest]->parked_ms)
-                oldest = i;
-        }
-        riter_t *o = oldest < RSTOR_LIST_PARKED ? st->parked[oldest] : NULL;
-        if (!o || (count <= keep && st->parked_bytes <= keep_bytes &&
-                   now - o->parked_ms <= RSTOR_LIST_PARKED_MS))
-            return n_out;
-        st->parked[oldest] = NULL;
-        st->parked_bytes -= o->bytes;
-        out[n_out++] = o;
-    }
-}
-
-/* Parks it (it is the store's then), or frees it. */
-static void park(riter_t *it)
-{
-    rstor_t *st = it->st;
-    it->bytes = iter_bytes(it);
-    if (it->bytes > RSTOR_LIST_PARKED_BYTES) {
-        iter_free(it);
-        return;
-    }
-    it->parked_ms = clock_mono_ms();
-    riter_t *drop[RSTOR_LIST_PARKED + 1];
-    pthread_mutex_lock(&st->park_lock);
-    size_t n = park_trim(st, it->parked_ms, RSTOR_LIST_PARKED - 1,
-                         RSTOR_LIST_PARKED_BYTES - it->bytes, drop);
-    for (size_t i = 0; i < RSTOR_LIST_PARKED; i++)
-        if (!st->parked[i]) {
-            st->parked[i] = it;
-            st->parked_bytes += it->bytes;
-            it = NULL;
-            break;
-        }
-    pthread_mutex_unlock(&st->park_lock);
-    if (it)
-        drop[n++] = it;
-    for (size_t i = 0; i < n; i++)
-        iter_free(drop[i]);
-}
-
-/* Takes back the listing parked for bucket (the index rs_bucket_id has for
- * it now), prefix and a page resuming after `after`: one that stopped at
- * `after`, either on it or having looked one key past it. NULL if none. */
-static riter_t *unpark(rstor_t *st, const char *bucket, const char *prefix, const char *after)
-{
-    rs_index_t ix;
-    if (rs_bucket_id(st, bucket, 0, &ix) != STOR_OK)
-        return NULL;
-    size_t pl = strlen(prefix), al = strlen(after);
-    riter_t *found = NULL, *drop[RSTOR_LIST_PARKED + 1];
-    pthread_mutex_lock(&st->park_lock);
-    size_t n = park_trim(st, clock_mono_ms(), RSTOR_LIST_PARKED, RSTOR_LIST_PARKED_BYTES, drop);
-    for (size_t i = 0; i < RSTOR_LIST_PARKED && !found; i++) {
-        riter_t *p = st->parked[i];
-        if (p && p->id == ix.id && p->gen == ix.gen && p->shards == ix.shards &&
-            strcmp(p->bucket, bucket) == 0 && p->prefix_len == pl &&
-            memcmp(p->prefix, prefix, pl) == 0 &&
-            stor_keycmp(after, al, p->last, p->last_len) <= 0 &&
-            (stor_keycmp(after, al, p->last, p->last_len) == 0 ||
-             (p->prev && stor_keycmp(after, al, p->prev, p->prev_len) >= 0))) {
-            found = p;
-            st->parked[i] = NULL;
-            st->parked_bytes -= p->bytes;
-        }
-    }
-    pthread_mutex_unlock(&st->park_lock);
-    for (size_t i = 0; i < n; i++)
-        iter_free(drop[i]);
-    return found;
-}
 
 /* Goes on with the parked listing it after `after` (unpark's): as a
  * listing opened there, its cursors' entries kept where their shards did
@@ -942,18 +762,7 @@ void rs_iter_close(stor_iter_t *it_)
     if (!it)
         return;
     if (!it->versions && !it->seeked && !it->eof && !it->failed && it->last && it->id && it->n)
-        park(it);
+        rs_list_park(it);
     else
-        iter_free(it);
-}
-
-void rs_list_parked_trim(rstor_t *st, int all)
-{
-    riter_t *drop[RSTOR_LIST_PARKED + 1];
-    pthread_mutex_lock(&st->park_lock);
-    size_t n = park_trim(st, clock_mono_ms(), all ? 0 : RSTOR_LIST_PARKED,
-                         all ? 0 : RSTOR_LIST_PARKED_BYTES, drop);
-    pthread_mutex_unlock(&st->park_lock);
-    for (size_t i = 0; i < n; i++)
-        iter_free(drop[i]);
+        rs_list_iter_free(it);
 }
