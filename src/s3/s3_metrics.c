@@ -246,4 +246,8 @@ void s3_metrics_render(s3_server_t *srv, void (*transport)(void *ctx, buf_t *out
     gauge(out, "s3rdma_storage_objects", "Objects stored.", objects);
     gauge(out, "s3rdma_storage_bytes",
           "Bytes of the objects stored (multipart uploads in progress not included).", bytes);
+    gauge(out, "s3rdma_storage_index_bytes",
+          "Bytes of the local index file up to its last page in use, free pages included "
+          "(0 on RADOS).",
+          stor_index_bytes(srv->cfg.store));
 }

@@ -22,6 +22,11 @@ void stor_usage(stor_t *st, uint64_t *objects_p, uint64_t *bytes_p)
     st->ops->usage(st, objects_p, bytes_p);
 }
 
+uint64_t stor_index_bytes(stor_t *st)
+{
+    return st->ops->index_bytes ? st->ops->index_bytes(st) : 0;
+}
+
 int stor_ready(stor_t *st)
 {
     return st->ops->ready(st);

@@ -20,6 +20,8 @@ typedef struct stor_ops {
     void (*close)(stor_t *st);
     stor_status_t (*sync)(stor_t *st);
     void (*usage)(stor_t *st, uint64_t *objects_p, uint64_t *bytes_p);
+    /* NULL when the index is not a local file (stor_index_bytes is 0). */
+    uint64_t (*index_bytes)(stor_t *st);
     int (*ready)(stor_t *st);
     /* NULL when the backend keeps no object inline (stor_set_inline_max is
      * then a no-op). */

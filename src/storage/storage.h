@@ -144,6 +144,13 @@ stor_status_t stor_sync(stor_t *st);
  * which reads every index record anyway (the orphan sweep), then kept up to
  * date by every commit and delete: O(1), no index access. */
 void stor_usage(stor_t *st, uint64_t *objects_p, uint64_t *bytes_p);
+/* Bytes of the store's own index file up to its last page in use, free
+ * pages inside included: what the index holds of its disk, which a store
+ * under many small overwrites makes far larger than its records (local
+ * backend: LMDB's data.mdb, which never shrinks; docs/storage.md). 0 where
+ * the index is not a local file (RADOS). One mdb_env_info: no index
+ * access. */
+uint64_t stor_index_bytes(stor_t *st);
 /* Whether the store can take requests: its object directory is still there
  * (not deleted under the server) and writable by this process. For health
  * checks: one fstat and one faccessat. */

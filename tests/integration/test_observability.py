@@ -221,6 +221,26 @@ def test_health_live_and_ready(make_server):
     assert get(srv, "/health/live", {"Host": f"nobucket.localhost:{srv.port}"})[0] == 404
 
 
+def test_metrics_index_bytes_follow_the_index(make_server):
+    """s3rdma_storage_index_bytes is what the index holds of its disk: it grows as
+    records are written and, in fsync mode (LMDB writes data.mdb page by page, no
+    sparse map), it is data.mdb's length."""
+    srv = make_server(durability="fsync",
+                      config_extra=f"metrics:\n  enabled: true\n  token: {TOKEN}\n")
+    s3 = boto_client(srv)
+    s3.create_bucket(Bucket="idx")
+    page = os.sysconf("SC_PAGESIZE")
+    data_mdb = srv.data_dir / ".s3rdma" / "index" / "data.mdb"
+    before = value(scrape(srv), "s3rdma_storage_index_bytes")
+    assert before > 0 and before % page == 0
+    assert before == data_mdb.stat().st_size
+    for i in range(64):  # 4 KiB inline records: two overflow pages each
+        s3.put_object(Bucket="idx", Key=f"k{i:02d}", Body=os.urandom(4096))
+    after = value(scrape(srv), "s3rdma_storage_index_bytes")
+    assert after >= before + 64 * 4096
+    assert after == data_mdb.stat().st_size
+
+
 def test_health_ready_503_without_object_directory(make_server):
     """Ready needs the store: with its object directory gone it answers 503, live 200."""
     srv = make_server()

@@ -85,7 +85,19 @@ stor_status_t local_wr_begin(lstor_t *st, MDB_txn **txn_p)
         local_syncer_throttle(st->syncer) != 0)
         return STOR_ERR_UNAVAILABLE;
     int rc = mdb_txn_begin(st->env, NULL, 0, txn_p);
-    return rc ? local_mdb_fail("write txn", rc) : STOR_OK;
+    if (rc)
+        return local_mdb_fail("write txn", rc);
+    if (st->map && local_map_reserve(st->map) != 0) {
+        mdb_txn_abort(*txn_p);
+        *txn_p = NULL;
+        return STOR_ERR_IO; /* logged by local_map_reserve */
+    }
+    return STOR_OK;
+}
+
+size_t local_txn_growth_max(const lstor_t *st)
+{
+    return STOR_REC_MAX + LOCAL_GROUP_MAX * (st->inline_max + LOCAL_CHANGE_SLACK);
 }
 
 /* The operation is recorded before it is made: a key or value may point

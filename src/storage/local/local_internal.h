@@ -306,8 +306,19 @@ stor_status_t local_bucket_check_ver(lstor_t *st, MDB_txn *txn, const char *name
                                      int *versioning_p);
 /* Begins a read-only transaction. */
 stor_status_t local_rd_begin(lstor_t *st, MDB_txn **txn_p);
-/* Begins a write transaction. */
+/* Begins a write transaction. In relaxed mode it first waits for room in
+ * the sync points' backlog (STOR_ERR_UNAVAILABLE past the throttle's
+ * wait), and through the writable map it begins only with the map's
+ * reserve ready (STOR_ERR_IO when the filesystem has no room: local_map.h). */
 stor_status_t local_wr_begin(lstor_t *st, MDB_txn **txn_p);
+/* The most one write transaction can add to data.mdb, for the writable
+ * map's reserve: the sum of a record of STOR_REC_MAX (a multipart upload's,
+ * alone in its transaction) and a group of LOCAL_GROUP_MAX changes, each a
+ * record of at most inline_max bytes of object plus LOCAL_CHANGE_SLACK of
+ * metadata, copied-on-write tree pages and free-list pages: more than
+ * either can take. */
+#define LOCAL_CHANGE_SLACK ((size_t)512 << 10)
+size_t local_txn_growth_max(const lstor_t *st);
 /* mdb_put and mdb_del for the writes a group's change makes (local_object.c,
  * local_version.c): they also go to the commit log's record of the group
  * (local_wal.h), which is how a logged commit is replayed. A change applied

@@ -1,10 +1,12 @@
-/* The index's writable map: huge pages, and pages made ready ahead of the
- * commits (local_map.h). */
+/* The index's writable map: huge pages, pages made ready ahead of the
+ * commits, and the reserve a write transaction needs (local_map.h). */
 #include "storage/local/local_map.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +21,12 @@ struct local_map {
     char *base; /* the map of data.mdb: byte 0 of the file */
     size_t len;
     size_t psize; /* LMDB's page size */
-    /* The end of the pages made ready so far (bytes from base). Written by
-     * the thread, read by committers. */
+    int fd;       /* data.mdb (LMDB's descriptor): fallocate's, before Linux 5.14 */
+    /* The end of the pages made ready so far (bytes from base): raised by
+     * the thread and by local_map_reserve, never lowered. */
     _Atomic size_t ready;
+    _Atomic size_t reserve; /* local_map_set_reserve: whole huge pages */
+    atomic_bool refused;    /* the last try to make pages ready failed (logged once) */
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int wanted; /* under lock: a committer asked for a refill */
@@ -84,28 +89,65 @@ static int find_map(local_map_t *m)
 size_t local_map_ahead(size_t end)
 {
     size_t a = end / 4 / LOCAL_MAP_AHEAD_MIN * LOCAL_MAP_AHEAD_MIN; /* whole huge pages */
-    return a < LOCAL_MAP_AHEAD_MIN ? LOCAL_MAP_AHEAD_MIN
+    return a < LOCAL_MAP_AHEAD_MIN   ? LOCAL_MAP_AHEAD_MIN
            : a > LOCAL_MAP_AHEAD_MAX ? LOCAL_MAP_AHEAD_MAX
                                      : a;
 }
 
-/* Makes [ready, last page's end + local_map_ahead) resident and writable.
- * When the kernel refuses, ready goes to the end of the map, so committers
- * stop asking and fault their pages themselves. */
-static void refill(local_map_t *m)
+/* The bytes the thread keeps ready past the last page at end: at least
+ * the reserve. */
+static size_t window(const local_map_t *m, size_t end)
 {
-    size_t end = last_end(m), from = atomic_load(&m->ready);
-    size_t ahead = local_map_ahead(end);
-    size_t to = end + ahead < m->len ? end + ahead : m->len;
+    size_t ahead = local_map_ahead(end), reserve = atomic_load(&m->reserve);
+    return ahead > reserve ? ahead : reserve;
+}
+
+/* Makes [from, to) of the file resident and writable, its blocks reserved:
+ * MADV_POPULATE_WRITE, or on a kernel before 5.14 (EINVAL) fallocate. 0, or
+ * -1 with errno (ENOSPC, EFAULT: the filesystem cannot back them). */
+static int make_ready(local_map_t *m, size_t from, size_t to)
+{
+    if (madvise(m->base + from, to - from, MADV_POPULATE_WRITE) == 0)
+        return 0;
+    if (errno != EINVAL)
+        return -1;
+    int rc = posix_fallocate(m->fd, (off_t)from, (off_t)(to - from));
+    return rc == 0 ? 0 : (errno = rc, -1);
+}
+
+/* Makes [ready, to) ready (from the last page's end at least) and raises
+ * ready to it. 0, or -1 (errno set) with ready unchanged. */
+static int ready_up_to(local_map_t *m, size_t end, size_t to)
+{
+    size_t from = atomic_load(&m->ready);
+    if (to > m->len)
+        to = m->len;
     if (from < end)
         from = end;
     if (from >= to)
-        return;
-    if (madvise(m->base + from, to - from, MADV_POPULATE_WRITE) != 0) {
-        log_debug("storage: the index's pages cannot be made ready ahead: %s", strerror(errno));
-        to = m->len;
+        return 0;
+    if (make_ready(m, from, to) != 0) {
+        int e = errno;
+        if (!atomic_exchange(&m->refused, true))
+            log_warn("storage: no room for the index to grow (%s): writes are refused (500) "
+                     "until there is",
+                     e == EFAULT ? "the filesystem cannot back its pages: full, or an I/O error"
+                                 : strerror(e));
+        errno = e;
+        return -1;
     }
-    atomic_store(&m->ready, to);
+    if (atomic_exchange(&m->refused, false))
+        log_info("storage: the index has room to grow again");
+    size_t cur = atomic_load(&m->ready);
+    while (cur < to && !atomic_compare_exchange_weak(&m->ready, &cur, to))
+        ;
+    return 0;
+}
+
+static void refill(local_map_t *m)
+{
+    size_t end = last_end(m);
+    ready_up_to(m, end, end + window(m, end));
 }
 
 static void *map_main(void *arg)
@@ -134,12 +176,13 @@ local_map_t *local_map_open(MDB_env *env)
     if (!m)
         return NULL;
     m->env = env;
-    if (find_map(m) != 0 || mdb_env_stat(env, &ms) != 0) {
+    if (find_map(m) != 0 || mdb_env_stat(env, &ms) != 0 || mdb_env_get_fd(env, &m->fd) != 0) {
         log_debug("storage: the index's map was not found");
         free(m);
         return NULL;
     }
     m->psize = ms.ms_psize;
+    m->reserve = LOCAL_MAP_AHEAD_MIN;
     advise_hugepages(m);
     pthread_mutex_init(&m->lock, NULL);
     pthread_cond_init(&m->cond, NULL);
@@ -158,12 +201,26 @@ void local_map_committed(local_map_t *m)
     if (!m)
         return;
     size_t end = last_end(m);
-    if (end + local_map_ahead(end) / 2 <= atomic_load(&m->ready))
+    if (end + window(m, end) / 2 <= atomic_load(&m->ready))
         return;
     pthread_mutex_lock(&m->lock);
     m->wanted = 1;
     pthread_cond_signal(&m->cond);
     pthread_mutex_unlock(&m->lock);
+}
+
+void local_map_set_reserve(local_map_t *m, size_t bytes)
+{
+    size_t whole = (bytes + LOCAL_MAP_AHEAD_MIN - 1) / LOCAL_MAP_AHEAD_MIN * LOCAL_MAP_AHEAD_MIN;
+    atomic_store(&m->reserve, whole);
+}
+
+int local_map_reserve(local_map_t *m)
+{
+    size_t end = last_end(m), reserve = atomic_load(&m->reserve);
+    if (end + reserve <= atomic_load(&m->ready))
+        return 0;
+    return ready_up_to(m, end, end + reserve);
 }
 
 void local_map_close(local_map_t *m)

@@ -13,7 +13,14 @@
  * when the last page comes within half of that, so commits find their new
  * pages ready. It never writes a byte: the pages are LMDB's free space,
  * dirtied as the fault marks them (a sync point may write them back, zero,
- * before LMDB uses them). docs/storage.md "The writable map". */
+ * before LMDB uses them).
+ *
+ * The reserve. A store into a page of the map that the filesystem cannot
+ * back (a full disk, a full tmpfs) kills the process with SIGBUS; LMDB
+ * gives no way to catch it. So a write transaction begins only once at
+ * least the most it can add to the file is ready past the last page
+ * (local_map_reserve), where a refusal is an error to return instead.
+ * docs/storage.md "The writable map". */
 #ifndef S3R_STORAGE_LOCAL_MAP_H
 #define S3R_STORAGE_LOCAL_MAP_H
 
@@ -37,8 +44,8 @@ typedef struct local_map local_map_t;
 
 /* env: an open environment with MDB_WRITEMAP. Finds its map of data.mdb,
  * asks for huge pages on it (a hint), and starts the thread. NULL when the
- * map is not found or the thread cannot start (commits then fault their
- * pages in themselves, as without it; logged at debug). */
+ * map is not found or the thread cannot start (logged at debug): the store
+ * must then not write through the map, having no reserve to check. */
 local_map_t *local_map_open(MDB_env *env);
 
 /* After each commit (NULL: nothing): wakes the thread when LMDB's last page
@@ -46,6 +53,20 @@ local_map_t *local_map_open(MDB_env *env);
  * Cheap: a read of the meta page and a compare; a lock and a signal only
  * then. */
 void local_map_committed(local_map_t *m);
+
+/* The most one write transaction adds to the file, in bytes (rounded up to
+ * whole huge pages): the store's to say (local_store.c); the thread keeps
+ * at least this much ready. LOCAL_MAP_AHEAD_MIN until set. */
+void local_map_set_reserve(local_map_t *m, size_t bytes);
+
+/* Inside a write transaction, before it writes (LMDB's writer lock held, so
+ * no other transaction grows the file meanwhile): 0 when the reserve past
+ * the last page is ready, made so here if the thread has not yet; -1
+ * (errno: ENOSPC, EFAULT, ...) when the filesystem refuses those pages: the
+ * transaction must be aborted without a write. Logged once per refusal
+ * spell (warn), and when room is back (info). Cheap when ready: a read of
+ * the meta page and a compare. */
+int local_map_reserve(local_map_t *m);
 
 /* Stops the thread and frees m (NULL: nothing); before mdb_env_close. */
 void local_map_close(local_map_t *m);

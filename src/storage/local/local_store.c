@@ -65,16 +65,21 @@ static stor_status_t index_open(lstor_t *st, const char *path)
         mdb_env_set_maxdbs(st->env, 8);
         mdb_env_set_maxreaders(st->env, MAX_READERS);
         if ((rc = mdb_env_open(st->env, path, flags[i], 0644)) == 0) {
-            if (flags[i] & MDB_WRITEMAP)
-                st->map = local_map_open(st->env);
-            return STOR_OK;
+            if (!(flags[i] & MDB_WRITEMAP))
+                return STOR_OK;
+            /* Without its reserve (local_map.h) a full disk would kill the
+             * process through the map. */
+            if ((st->map = local_map_open(st->env)) != NULL) {
+                local_map_set_reserve(st->map, local_txn_growth_max(st));
+                return STOR_OK;
+            }
         }
         mdb_env_close(st->env);
         st->env = NULL;
         if (i == 0)
             log_warn("storage: %s: the index cannot be mapped writable (%s): commits copy "
                      "their pages instead",
-                     path, mdb_strerror(rc));
+                     path, rc ? mdb_strerror(rc) : "its map was not found");
     }
     return local_mdb_fail("env open", rc);
 }
@@ -106,6 +111,7 @@ static int fsync_parent(const char *path)
 static void local_close(stor_t *st_);
 static stor_status_t local_sync(stor_t *st_);
 static void local_usage(stor_t *st_, uint64_t *objects_p, uint64_t *bytes_p);
+static uint64_t local_index_bytes(stor_t *st_);
 static int local_ready(stor_t *st_);
 static void local_set_inline_max(stor_t *st_, size_t bytes);
 
@@ -115,6 +121,7 @@ static const stor_ops_t local_ops = {
     .close = local_close,
     .sync = local_sync,
     .usage = local_usage,
+    .index_bytes = local_index_bytes,
     .ready = local_ready,
     .set_inline_max = local_set_inline_max,
     .bucket_create = local_bucket_create,
@@ -243,6 +250,7 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
     uint64_t last = (uint64_t)info.me_last_txnid;
 
     if ((rc = mdb_txn_begin(st->env, NULL, 0, &txn)) != 0 ||
+        (st->map && local_map_reserve(st->map) != 0 && (rc = ENOSPC)) ||
         (rc = mdb_dbi_open(txn, "buckets", MDB_CREATE, &st->db_buckets)) != 0 ||
         (rc = mdb_dbi_open(txn, "objects", MDB_CREATE, &st->db_objects)) != 0 ||
         (rc = mdb_dbi_open(txn, "uploads", MDB_CREATE, &st->db_uploads)) != 0 ||
@@ -323,10 +331,22 @@ static void local_usage(stor_t *st_, uint64_t *objects_p, uint64_t *bytes_p)
     *bytes_p = atomic_load(&st->n_bytes);
 }
 
+static uint64_t local_index_bytes(stor_t *st_)
+{
+    lstor_t *st = (lstor_t *)st_;
+    MDB_envinfo info;
+    MDB_stat stat;
+    if (mdb_env_info(st->env, &info) != 0 || mdb_env_stat(st->env, &stat) != 0)
+        return 0;
+    return ((uint64_t)info.me_last_pgno + 1) * stat.ms_psize;
+}
+
 static void local_set_inline_max(stor_t *st_, size_t bytes)
 {
     lstor_t *st = (lstor_t *)st_;
     st->inline_max = bytes < S3R_INLINE_MAX_LIMIT ? bytes : S3R_INLINE_MAX_LIMIT;
+    if (st->map)
+        local_map_set_reserve(st->map, local_txn_growth_max(st));
 }
 
 static int local_ready(stor_t *st_)
