@@ -400,13 +400,15 @@ int local_viter_next(stor_iter_t *it, const char **key_p, size_t *key_len_p, sto
                      int *is_latest_p);
 void local_viter_close(stor_iter_t *it);
 
-/* local_multipart.c, used by bucket deletion: */
-/* Deletes, in txn, every multipart upload of bucket and its part records.
- * *ids_p (malloc'ed, n_p entries) gets the parts' file ids, to local_drop_file()
- * once txn committed. */
+/* local_multipart.c, used by the open and by bucket deletion: */
 /* Fills db_upload_keys from db_uploads when it is empty and db_uploads is
  * not (a data directory from before it existed). Once, at open. */
 stor_status_t local_mpu_index_build(lstor_t *st, MDB_txn *txn);
+/* Deletes, in txn, every multipart upload of bucket and its part records.
+ * *ids_p (malloc'ed, n_p entries) gets the parts' file ids, to local_drop_file()
+ * once txn committed. Through the writable map, it first makes room for
+ * what it deletes past the reserve (local_map_reserve_more: STOR_ERR_IO
+ * when the filesystem has none). */
 stor_status_t local_mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucket,
                                     stor_seg_t **ids_p, size_t *n_p);
 

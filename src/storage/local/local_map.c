@@ -212,8 +212,13 @@ void local_map_set_reserve(local_map_t *m, size_t bytes)
 
 int local_map_reserve(local_map_t *m)
 {
-    size_t end = last_end(m), reserve = atomic_load(&m->reserve);
-    if (end + reserve > atomic_load(&m->ready) && ready_up_to(m, end, end + reserve) != 0) {
+    return local_map_reserve_more(m, 0);
+}
+
+int local_map_reserve_more(local_map_t *m, size_t more)
+{
+    size_t end = last_end(m), want = end + atomic_load(&m->reserve) + more;
+    if (want > atomic_load(&m->ready) && ready_up_to(m, end, want) != 0) {
         int e = errno;
         if (!atomic_exchange(&m->refused, true))
             log_warn("storage: no room for the index to grow (%s): writes are refused (500) "

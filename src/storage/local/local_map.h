@@ -68,6 +68,10 @@ void local_map_set_reserve(local_map_t *m, size_t bytes);
  * the meta page and a compare. */
 int local_map_reserve(local_map_t *m);
 
+/* As local_map_reserve, for the rare transaction that may add more than the
+ * reserve (a bucket delete's uploads): more bytes besides it. */
+int local_map_reserve_more(local_map_t *m, size_t more);
+
 /* Stops the thread and frees m (NULL: nothing); before mdb_env_close. */
 void local_map_close(local_map_t *m);
 
