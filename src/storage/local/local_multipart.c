@@ -13,7 +13,6 @@
 #include "common/log.h"
 #include "common/s3r_limits.h"
 #include "storage/local/local_internal.h"
-#include "storage/local/local_map.h"
 
 /* ==== Multipart uploads ================================================== */
 
@@ -414,7 +413,7 @@ stor_status_t local_mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucke
     *n_p = 0;
     /* The uploads of a bucket have no bound: more than the reserve
      * local_wr_begin checked may be written here. */
-    size_t per_rec = 0, cap = 0, grow = 0;
+    size_t per_rec = 0, cap = 0;
     int rc = st->map ? drop_growth(st, txn, &per_rec, &cap) : 0;
     if (rc)
         return local_mdb_fail("stat", rc);
@@ -451,11 +450,10 @@ stor_status_t local_mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucke
         }
         stor_part_recs_free(recs, nr);
         /* Its parts, its record and its entry in db_upload_keys. */
-        grow += (nr + 2) * per_rec;
-        if (st->map && local_map_reserve_more(st->map, grow < cap ? grow : cap) != 0) {
-            s = STOR_ERR_IO; /* logged by local_map_reserve_more */
+        size_t more = (nr + 2) * per_rec < cap ? (nr + 2) * per_rec : cap;
+        cap -= more;
+        if ((s = local_wr_grow(st, more)) != STOR_OK)
             break;
-        }
         if ((s = del_parts(st, txn, upload_id)) != STOR_OK)
             break;
         if ((rc = mdb_cursor_del(cur, 0)) != 0)
