@@ -96,12 +96,12 @@ size_t local_map_ahead(size_t end)
                                      : a;
 }
 
-/* The bytes the thread keeps ready past the last page at end: at least
- * the reserve. */
+/* The bytes the thread keeps ready past the last page at end: the reserve,
+ * which local_map_reserve checks before every write transaction, and
+ * local_map_ahead beyond it, which the commits eat into. */
 static size_t window(const local_map_t *m, size_t end)
 {
-    size_t ahead = local_map_ahead(end), reserve = atomic_load(&m->reserve);
-    return ahead > reserve ? ahead : reserve;
+    return atomic_load(&m->reserve) + local_map_ahead(end);
 }
 
 /* Makes [from, to) of the file resident and writable, its blocks reserved:
@@ -196,7 +196,7 @@ void local_map_committed(local_map_t *m)
     if (!m)
         return;
     size_t end = last_end(m);
-    if (end + window(m, end) / 2 <= atomic_load(&m->ready))
+    if (end + window(m, end) - local_map_ahead(end) / 2 <= atomic_load(&m->ready))
         return;
     pthread_mutex_lock(&m->lock);
     m->wanted = 1;
