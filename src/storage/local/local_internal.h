@@ -325,8 +325,8 @@ size_t local_txn_growth_max(const lstor_t *st);
 /* Inside a write transaction through the writable map, before it writes
  * what local_txn_growth_max does not count (a record moved between tables
  * in a versioned bucket, of up to STOR_REC_MAX bytes; a bucket delete's
- * uploads): makes bytes more ready past the reserve, on top of what the
- * transaction asked before. STOR_OK (always, without the map), or
+ * uploads; the open's upload key index): makes bytes more ready past the
+ * reserve, on top of what the transaction asked before. STOR_OK (always, without the map), or
  * STOR_ERR_IO when the filesystem has no room: the transaction must then
  * be aborted (logged by local_map_reserve_more). */
 stor_status_t local_wr_grow(lstor_t *st, size_t bytes);
@@ -413,7 +413,9 @@ void local_viter_close(stor_iter_t *it);
 
 /* local_multipart.c, used by the open and by bucket deletion: */
 /* Fills db_upload_keys from db_uploads when it is empty and db_uploads is
- * not (a data directory from before it existed). Once, at open. */
+ * not (a data directory from before it existed). Once, at open, in the
+ * open's write transaction: through the writable map it asks for its pages
+ * past the reserve first (local_wr_grow; STOR_ERR_IO without room). */
 stor_status_t local_mpu_index_build(lstor_t *st, MDB_txn *txn);
 /* Deletes, in txn, every multipart upload of bucket and its part records.
  * *ids_p (malloc'ed, n_p entries) gets the parts' file ids, to local_drop_file()

@@ -90,7 +90,11 @@ stor_status_t local_mpu_index_build(lstor_t *st, MDB_txn *txn)
         }
         char id[STOR_UPLOAD_ID_LEN];
         memcpy(id, bucket + blen + 1, STOR_UPLOAD_ID_LEN);
-        s = upload_key_index(st, txn, bucket, r.key, r.key_len, id, 1);
+        /* The table starts empty and LMDB keeps at least two entries a
+         * page: at most a leaf and a branch page per entry are new. */
+        s = local_wr_grow(st, 2 * (size_t)keys.ms_psize);
+        if (s == STOR_OK)
+            s = upload_key_index(st, txn, bucket, r.key, r.key_len, id, 1);
         stor_upload_rec_free(&r);
         n++;
     }
