@@ -87,6 +87,7 @@ stor_status_t local_wr_begin(lstor_t *st, MDB_txn **txn_p)
     int rc = mdb_txn_begin(st->env, NULL, 0, txn_p);
     if (rc)
         return local_mdb_fail("write txn", rc);
+    st->txn_more = 0;
     if (st->map && local_map_reserve(st->map) != 0) {
         mdb_txn_abort(*txn_p);
         *txn_p = NULL;
@@ -98,6 +99,14 @@ stor_status_t local_wr_begin(lstor_t *st, MDB_txn **txn_p)
 size_t local_txn_growth_max(const lstor_t *st)
 {
     return STOR_REC_MAX + LOCAL_GROUP_MAX * (st->inline_max + LOCAL_CHANGE_SLACK);
+}
+
+stor_status_t local_wr_grow(lstor_t *st, size_t bytes)
+{
+    if (!st->map)
+        return STOR_OK;
+    st->txn_more += bytes;
+    return local_map_reserve_more(st->map, st->txn_more) == 0 ? STOR_OK : STOR_ERR_IO;
 }
 
 /* The operation is recorded before it is made: a key or value may point

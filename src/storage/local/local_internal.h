@@ -166,6 +166,9 @@ struct lstor {
     /* Relaxed mode's writable map and the thread that makes its next pages
      * ready ahead of the commits (local_map.h); NULL without the map. */
     local_map_t *map;
+    /* Under LMDB's writer lock: what the write transaction under way has
+     * asked for past the map's reserve (local_wr_grow); 0 at its begin. */
+    size_t txn_more;
     /* Free files for new writers (local_pool.c): what drops feed. */
     local_pool_t *pool;
     /* Fsync mode: the commit log of the groups' changes (local_wal.h), and the
@@ -319,6 +322,14 @@ stor_status_t local_wr_begin(lstor_t *st, MDB_txn **txn_p);
  * either can take. */
 #define LOCAL_CHANGE_SLACK ((size_t)512 << 10)
 size_t local_txn_growth_max(const lstor_t *st);
+/* Inside a write transaction through the writable map, before it writes
+ * what local_txn_growth_max does not count (a record moved between tables
+ * in a versioned bucket, of up to STOR_REC_MAX bytes; a bucket delete's
+ * uploads; the open's upload key index): makes bytes more ready past the
+ * reserve, on top of what the transaction asked before. STOR_OK (always, without the map), or
+ * STOR_ERR_IO when the filesystem has no room: the transaction must then
+ * be aborted (logged by local_map_reserve_more). */
+stor_status_t local_wr_grow(lstor_t *st, size_t bytes);
 /* mdb_put and mdb_del for the writes a group's change makes (local_object.c,
  * local_version.c): they also go to the commit log's record of the group
  * (local_wal.h), which is how a logged commit is replayed. A change applied
@@ -400,13 +411,17 @@ int local_viter_next(stor_iter_t *it, const char **key_p, size_t *key_len_p, sto
                      int *is_latest_p);
 void local_viter_close(stor_iter_t *it);
 
-/* local_multipart.c, used by bucket deletion: */
+/* local_multipart.c, used by the open and by bucket deletion: */
+/* Fills db_upload_keys from db_uploads when it is empty and db_uploads is
+ * not (a data directory from before it existed). Once, at open, in the
+ * open's write transaction: through the writable map it asks for its pages
+ * past the reserve first (local_wr_grow; STOR_ERR_IO without room). */
+stor_status_t local_mpu_index_build(lstor_t *st, MDB_txn *txn);
 /* Deletes, in txn, every multipart upload of bucket and its part records.
  * *ids_p (malloc'ed, n_p entries) gets the parts' file ids, to local_drop_file()
- * once txn committed. */
-/* Fills db_upload_keys from db_uploads when it is empty and db_uploads is
- * not (a data directory from before it existed). Once, at open. */
-stor_status_t local_mpu_index_build(lstor_t *st, MDB_txn *txn);
+ * once txn committed. Through the writable map, it first makes room for
+ * what it deletes past the reserve (local_wr_grow: STOR_ERR_IO when the
+ * filesystem has none). */
 stor_status_t local_mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucket,
                                     stor_seg_t **ids_p, size_t *n_p);
 

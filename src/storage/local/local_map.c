@@ -26,7 +26,9 @@ struct local_map {
      * the thread and by local_map_reserve, never lowered. */
     _Atomic size_t ready;
     _Atomic size_t reserve; /* local_map_set_reserve: whole huge pages */
-    atomic_bool refused;    /* the last try to make pages ready failed (logged once) */
+    /* local_map_reserve's last try failed: writes are refused (logged once
+     * per spell) */
+    atomic_bool refused;
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int wanted; /* under lock: a committer asked for a refill */
@@ -94,12 +96,12 @@ size_t local_map_ahead(size_t end)
                                      : a;
 }
 
-/* The bytes the thread keeps ready past the last page at end: at least
- * the reserve. */
+/* The bytes the thread keeps ready past the last page at end: the reserve,
+ * which local_map_reserve checks before every write transaction, and
+ * local_map_ahead beyond it, which the commits eat into. */
 static size_t window(const local_map_t *m, size_t end)
 {
-    size_t ahead = local_map_ahead(end), reserve = atomic_load(&m->reserve);
-    return ahead > reserve ? ahead : reserve;
+    return atomic_load(&m->reserve) + local_map_ahead(end);
 }
 
 /* Makes [from, to) of the file resident and writable, its blocks reserved:
@@ -126,28 +128,21 @@ static int ready_up_to(local_map_t *m, size_t end, size_t to)
         from = end;
     if (from >= to)
         return 0;
-    if (make_ready(m, from, to) != 0) {
-        int e = errno;
-        if (!atomic_exchange(&m->refused, true))
-            log_warn("storage: no room for the index to grow (%s): writes are refused (500) "
-                     "until there is",
-                     e == EFAULT ? "the filesystem cannot back its pages: full, or an I/O error"
-                                 : strerror(e));
-        errno = e;
+    if (make_ready(m, from, to) != 0)
         return -1;
-    }
-    if (atomic_exchange(&m->refused, false))
-        log_info("storage: the index has room to grow again");
     size_t cur = atomic_load(&m->ready);
     while (cur < to && !atomic_compare_exchange_weak(&m->ready, &cur, to))
         ;
     return 0;
 }
 
+/* A failure here is not a refusal of writes: the window can be larger than
+ * the reserve, which may still fit (local_map_reserve reports those). */
 static void refill(local_map_t *m)
 {
     size_t end = last_end(m);
-    ready_up_to(m, end, end + window(m, end));
+    if (ready_up_to(m, end, end + window(m, end)) != 0)
+        log_debug("storage: the index's pages cannot be made ready ahead: %s", strerror(errno));
 }
 
 static void *map_main(void *arg)
@@ -201,7 +196,7 @@ void local_map_committed(local_map_t *m)
     if (!m)
         return;
     size_t end = last_end(m);
-    if (end + window(m, end) / 2 <= atomic_load(&m->ready))
+    if (end + window(m, end) - local_map_ahead(end) / 2 <= atomic_load(&m->ready))
         return;
     pthread_mutex_lock(&m->lock);
     m->wanted = 1;
@@ -217,10 +212,26 @@ void local_map_set_reserve(local_map_t *m, size_t bytes)
 
 int local_map_reserve(local_map_t *m)
 {
-    size_t end = last_end(m), reserve = atomic_load(&m->reserve);
-    if (end + reserve <= atomic_load(&m->ready))
-        return 0;
-    return ready_up_to(m, end, end + reserve);
+    return local_map_reserve_more(m, 0);
+}
+
+int local_map_reserve_more(local_map_t *m, size_t more)
+{
+    size_t end = last_end(m), want = end + atomic_load(&m->reserve) + more;
+    if (want > atomic_load(&m->ready) && ready_up_to(m, end, want) != 0) {
+        int e = errno;
+        if (!atomic_exchange(&m->refused, true))
+            log_warn("storage: no room for the index to grow (%s): writes are refused (500) "
+                     "until there is",
+                     e == EFAULT ? "the filesystem cannot back its pages: full, or an I/O error"
+                                 : strerror(e));
+        errno = e;
+        return -1;
+    }
+    if (atomic_load_explicit(&m->refused, memory_order_relaxed) &&
+        atomic_exchange(&m->refused, false))
+        log_info("storage: the index has room to grow again");
+    return 0;
 }
 
 void local_map_close(local_map_t *m)

@@ -8,12 +8,12 @@
  * zero-filled (a whole huge page or readahead window at a time), its
  * blocks reserved by the filesystem (ext4's page_mkwrite), inside the
  * commit, under LMDB's writer lock. local_map_open starts a thread that
- * does that ahead of time instead: it keeps local_map_ahead(end) bytes past
- * the last page resident and writable (MADV_POPULATE_WRITE), refilling
- * when the last page comes within half of that, so commits find their new
- * pages ready. It never writes a byte: the pages are LMDB's free space,
- * dirtied as the fault marks them (a sync point may write them back, zero,
- * before LMDB uses them).
+ * does that ahead of time instead: it keeps the reserve (below) and
+ * local_map_ahead(end) bytes beyond it past the last page resident and
+ * writable (MADV_POPULATE_WRITE), refilling when half of the latter is
+ * used, so commits find their new pages ready. It never writes a byte:
+ * the pages are LMDB's free space, dirtied as the fault marks them (a sync
+ * point may write them back, zero, before LMDB uses them).
  *
  * The reserve. A store into a page of the map that the filesystem cannot
  * back (a full disk, a full tmpfs) kills the process with SIGBUS; LMDB
@@ -49,14 +49,15 @@ typedef struct local_map local_map_t;
 local_map_t *local_map_open(MDB_env *env);
 
 /* After each commit (NULL: nothing): wakes the thread when LMDB's last page
- * has come within half of local_map_ahead of the end of the ready pages.
+ * has come within the reserve and half of local_map_ahead of the end of the
+ * ready pages.
  * Cheap: a read of the meta page and a compare; a lock and a signal only
  * then. */
 void local_map_committed(local_map_t *m);
 
 /* The most one write transaction adds to the file, in bytes (rounded up to
  * whole huge pages): the store's to say (local_store.c); the thread keeps
- * at least this much ready. LOCAL_MAP_AHEAD_MIN until set. */
+ * this much ready, and local_map_ahead more. LOCAL_MAP_AHEAD_MIN until set. */
 void local_map_set_reserve(local_map_t *m, size_t bytes);
 
 /* Inside a write transaction, before it writes (LMDB's writer lock held, so
@@ -67,6 +68,10 @@ void local_map_set_reserve(local_map_t *m, size_t bytes);
  * spell (warn), and when room is back (info). Cheap when ready: a read of
  * the meta page and a compare. */
 int local_map_reserve(local_map_t *m);
+
+/* As local_map_reserve, for the rare transaction that may add more than the
+ * reserve (a bucket delete's uploads): more bytes besides it. */
+int local_map_reserve_more(local_map_t *m, size_t more);
 
 /* Stops the thread and frees m (NULL: nothing); before mdb_env_close. */
 void local_map_close(local_map_t *m);

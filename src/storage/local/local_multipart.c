@@ -90,7 +90,11 @@ stor_status_t local_mpu_index_build(lstor_t *st, MDB_txn *txn)
         }
         char id[STOR_UPLOAD_ID_LEN];
         memcpy(id, bucket + blen + 1, STOR_UPLOAD_ID_LEN);
-        s = upload_key_index(st, txn, bucket, r.key, r.key_len, id, 1);
+        /* The table starts empty and LMDB keeps at least two entries a
+         * page: at most a leaf and a branch page per entry are new. */
+        s = local_wr_grow(st, 2 * (size_t)keys.ms_psize);
+        if (s == STOR_OK)
+            s = upload_key_index(st, txn, bucket, r.key, r.key_len, id, 1);
         stor_upload_rec_free(&r);
         n++;
     }
@@ -381,14 +385,44 @@ static stor_status_t upload_keys_drop(lstor_t *st, MDB_txn *txn, const char *buc
     return STOR_OK;
 }
 
+/* What deleting records of the upload tables can add to data.mdb, for the
+ * writable map's check (local_map.h): *per_rec for each record, and *cap
+ * for any number. A deletion copies on write its leaf, a sibling a
+ * rebalance merges it with, and their branch pages, and can split a branch
+ * page whose separator key grows: at most 2 x depth pages. No page is
+ * copied twice in one transaction, so at most the tables' pages plus as
+ * many splits: twice the tables. */
+static int drop_growth(lstor_t *st, MDB_txn *txn, size_t *per_rec, size_t *cap)
+{
+    const MDB_dbi dbis[] = {st->db_uploads, st->db_parts, st->db_upload_keys};
+    size_t depth = 0, pages = 0;
+    for (size_t i = 0; i < sizeof dbis / sizeof *dbis; i++) {
+        MDB_stat ms;
+        int rc = mdb_stat(txn, dbis[i], &ms);
+        if (rc)
+            return rc;
+        depth = ms.ms_depth > depth ? ms.ms_depth : depth;
+        pages += ms.ms_branch_pages + ms.ms_leaf_pages;
+        *per_rec = ms.ms_psize;
+    }
+    *cap = 2 * pages * *per_rec;
+    *per_rec *= 2 * depth;
+    return 0;
+}
+
 stor_status_t local_mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucket,
                                     stor_seg_t **ids_p, size_t *n_p)
 {
     *ids_p = NULL;
     *n_p = 0;
-    MDB_cursor *cur;
-    int rc = mdb_cursor_open(txn, st->db_uploads, &cur);
+    /* The uploads of a bucket have no bound: more than the reserve
+     * local_wr_begin checked may be written here. */
+    size_t per_rec = 0, cap = 0;
+    int rc = st->map ? drop_growth(st, txn, &per_rec, &cap) : 0;
     if (rc)
+        return local_mdb_fail("stat", rc);
+    MDB_cursor *cur;
+    if ((rc = mdb_cursor_open(txn, st->db_uploads, &cur)) != 0)
         return local_mdb_fail("cursor", rc);
     size_t blen = strlen(bucket);
     stor_seg_t *ids = NULL;
@@ -419,6 +453,11 @@ stor_status_t local_mpu_drop_bucket(lstor_t *st, MDB_txn *txn, const char *bucke
             ids[n++].size = recs[i].part.size;
         }
         stor_part_recs_free(recs, nr);
+        /* Its parts, its record and its entry in db_upload_keys. */
+        size_t more = (nr + 2) * per_rec < cap ? (nr + 2) * per_rec : cap;
+        cap -= more;
+        if ((s = local_wr_grow(st, more)) != STOR_OK)
+            break;
         if ((s = del_parts(st, txn, upload_id)) != STOR_OK)
             break;
         if ((rc = mdb_cursor_del(cur, 0)) != 0)

@@ -84,6 +84,21 @@ static stor_status_t index_open(lstor_t *st, const char *path)
     return local_mdb_fail("env open", rc);
 }
 
+/* LMDB maps lock.mdb (its reader table, ~64 KiB for MAX_READERS) shared
+ * and writable, sized but sparse: a read transaction taking a slot in a
+ * page not written before stores into a hole, which on a full disk kills
+ * the process with SIGBUS (both modes; local_map.h is the same story for
+ * data.mdb). Its blocks are reserved once, at open: 0, or an errno. */
+static int lock_table_reserve(int indexfd)
+{
+    struct stat sb;
+    int fd = openat(indexfd, "lock.mdb", O_RDWR | O_CLOEXEC);
+    int rc = fd < 0 || fstat(fd, &sb) != 0 ? errno : posix_fallocate(fd, 0, sb.st_size);
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
 /* 1 if it made the directory, 0 if it was there, -1 on error. */
 static int mkdir_new(const char *path)
 {
@@ -236,6 +251,13 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
         log_error("storage: fsync %s: %s", path, strerror(errno));
         goto fail;
     }
+    /* Not fatal: a full disk at open still serves reads (and the slots
+     * past the first page are taken only by more than ~60 concurrent
+     * readers). */
+    if ((rc = lock_table_reserve(indexfd)) != 0)
+        log_warn("storage: %s/lock.mdb: cannot reserve its blocks (%s): a full disk may stop "
+                 "the server",
+                 path, strerror(rc));
     if (mdb_env_get_maxkeysize(st->env) < LOCAL_IKEY_MAX) {
         log_error("storage: LMDB max key size %d < %d", mdb_env_get_maxkeysize(st->env),
                   LOCAL_IKEY_MAX);

@@ -190,12 +190,17 @@ static stor_status_t val_copy(MDB_txn *txn, MDB_dbi db, const MDB_val *k, buf_t 
     return buf_append(b, v.mv_data, v.mv_size) == 0 ? STOR_OK : STOR_ERR_NOMEM;
 }
 
-/* Moves the record at k from db `from` to key nk of db `to`. */
+/* Moves the record at k from db `from` to key nk of db `to`. Its copy is
+ * new pages past what a change counts for (a multipart object's record is
+ * up to STOR_REC_MAX, and a group holds LOCAL_GROUP_MAX changes): asked
+ * for first (local_wr_grow). */
 static stor_status_t rec_move(lstor_t *st, MDB_txn *txn, MDB_dbi from, const MDB_val *k, MDB_dbi to,
                               const MDB_val *nk)
 {
     buf_t b;
     stor_status_t s = val_copy(txn, from, k, &b);
+    if (s == STOR_OK)
+        s = local_wr_grow(st, b.len);
     if (s == STOR_OK) {
         MDB_val v = {b.len, b.data};
         int rc = local_wr_del(st, txn, from, (MDB_val *)k, NULL);
