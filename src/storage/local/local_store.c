@@ -271,17 +271,18 @@ stor_status_t stor_open(const char *dir, stor_durability_t durability, stor_t **
     mdb_env_info(st->env, &info);
     uint64_t last = (uint64_t)info.me_last_txnid;
 
-    if ((rc = mdb_txn_begin(st->env, NULL, 0, &txn)) != 0 ||
-        (st->map && local_map_reserve(st->map) != 0 && (rc = ENOSPC)) ||
-        (rc = mdb_dbi_open(txn, "buckets", MDB_CREATE, &st->db_buckets)) != 0 ||
+    /* Through local_wr_begin, as every write: the map's reserve is checked
+     * before the tables and the upload key index below are written. */
+    if ((s = local_wr_begin(st, &txn)) != STOR_OK)
+        goto fail;
+    if ((rc = mdb_dbi_open(txn, "buckets", MDB_CREATE, &st->db_buckets)) != 0 ||
         (rc = mdb_dbi_open(txn, "objects", MDB_CREATE, &st->db_objects)) != 0 ||
         (rc = mdb_dbi_open(txn, "uploads", MDB_CREATE, &st->db_uploads)) != 0 ||
         (rc = mdb_dbi_open(txn, "parts", MDB_CREATE, &st->db_parts)) != 0 ||
         (rc = mdb_dbi_open(txn, "versions", MDB_CREATE, &st->db_versions)) != 0 ||
         (rc = mdb_dbi_open(txn, "upload_keys", MDB_CREATE | MDB_DUPSORT, &st->db_upload_keys)) !=
             0) {
-        if (txn)
-            mdb_txn_abort(txn);
+        mdb_txn_abort(txn);
         s = local_mdb_fail("open tables", rc);
         goto fail;
     }
