@@ -81,7 +81,8 @@ static size_t resident_pages(const char *dir, size_t from, size_t len)
 }
 
 /* Whether this kernel takes MADV_POPULATE_WRITE (Linux 5.14) on a shared
- * map of a file in dir; without it the thread turns itself off. */
+ * map of a file in dir; without it the map reserves blocks with fallocate,
+ * which brings no page into memory (nothing for this test to see). */
 static int kernel_populates(const char *dir)
 {
     char p[PATH_MAX];
